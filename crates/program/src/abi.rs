@@ -1,0 +1,320 @@
+//! The application binary interface between programs, front ends and engines: helper ids
+//! and signatures, context layouts, and the plain-data [`Bindings`] through which helpers
+//! reach an engine (engines never see the runtime crate).
+
+/// Kernel helper ids (`BPF_FUNC_*`) that weir knows by name.
+pub mod helper_id {
+    pub const MAP_LOOKUP_ELEM: u32 = 1;
+    pub const MAP_UPDATE_ELEM: u32 = 2;
+    pub const MAP_DELETE_ELEM: u32 = 3;
+    pub const PROBE_READ: u32 = 4;
+    pub const KTIME_GET_NS: u32 = 5;
+    pub const TRACE_PRINTK: u32 = 6;
+    pub const GET_PRANDOM_U32: u32 = 7;
+    pub const GET_SMP_PROCESSOR_ID: u32 = 8;
+    pub const SKB_LOAD_BYTES: u32 = 26;
+    pub const CSUM_DIFF: u32 = 28;
+    pub const XDP_ADJUST_HEAD: u32 = 44;
+    /// The conformance suites' "unwind" helper: returns its argument and stops the program
+    /// when that argument is 0. It shares id 5 with `ktime_get_ns`; which one a run gets is
+    /// the caller's choice of [`super::Bindings`].
+    pub const CONFORMANCE_UNWIND: u32 = 5;
+}
+
+/// The kind of value a helper argument or result is, for the verifier and for printing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    Scalar,
+    /// Pointer to a map (from `lddw map_fd`).
+    MapPtr,
+    /// Pointer to readable memory of a size given by the next argument or the map's key size.
+    PtrToMem,
+    /// Pointer to a map value, or null.
+    PtrToMapValueOrNull,
+    /// Pointer to the program's context.
+    Context,
+}
+
+/// A helper's signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HelperSig {
+    pub id: u32,
+    pub name: &'static str,
+    pub args: &'static [ValueKind],
+    pub ret: ValueKind,
+}
+
+/// Signatures of the kernel helpers weir knows.
+pub static KERNEL_HELPERS: &[HelperSig] = {
+    use ValueKind::*;
+    &[
+        HelperSig {
+            id: helper_id::MAP_LOOKUP_ELEM,
+            name: "bpf_map_lookup_elem",
+            args: &[MapPtr, PtrToMem],
+            ret: PtrToMapValueOrNull,
+        },
+        HelperSig {
+            id: helper_id::MAP_UPDATE_ELEM,
+            name: "bpf_map_update_elem",
+            args: &[MapPtr, PtrToMem, PtrToMem, Scalar],
+            ret: Scalar,
+        },
+        HelperSig {
+            id: helper_id::MAP_DELETE_ELEM,
+            name: "bpf_map_delete_elem",
+            args: &[MapPtr, PtrToMem],
+            ret: Scalar,
+        },
+        HelperSig { id: helper_id::KTIME_GET_NS, name: "bpf_ktime_get_ns", args: &[], ret: Scalar },
+        HelperSig {
+            id: helper_id::GET_PRANDOM_U32,
+            name: "bpf_get_prandom_u32",
+            args: &[],
+            ret: Scalar,
+        },
+        HelperSig {
+            id: helper_id::GET_SMP_PROCESSOR_ID,
+            name: "bpf_get_smp_processor_id",
+            args: &[],
+            ret: Scalar,
+        },
+        HelperSig {
+            id: helper_id::SKB_LOAD_BYTES,
+            name: "bpf_skb_load_bytes",
+            args: &[Context, Scalar, PtrToMem, Scalar],
+            ret: Scalar,
+        },
+        HelperSig {
+            id: helper_id::CSUM_DIFF,
+            name: "bpf_csum_diff",
+            args: &[PtrToMem, Scalar, PtrToMem, Scalar, Scalar],
+            ret: Scalar,
+        },
+    ]
+};
+
+pub fn kernel_helper(id: u32) -> Option<&'static HelperSig> {
+    KERNEL_HELPERS.iter().find(|h| h.id == id)
+}
+
+pub fn kernel_helper_by_name(name: &str) -> Option<&'static HelperSig> {
+    KERNEL_HELPERS.iter().find(|h| h.name == name)
+}
+
+/// What a helper did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HelperOutcome {
+    /// Put the value in r0 and go on.
+    Return(u64),
+    /// Stop the whole program now with this value in r0 (the conformance "unwind").
+    Stop(u64),
+    /// The helper failed: the run ends with `TrapCode::HelperFailed`.
+    Fail,
+}
+
+/// A helper implementation: plain data, so engines need no runtime crate. Arguments are r1-r5.
+pub type HelperFn = fn(&[u64; 5]) -> HelperOutcome;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Helper {
+    pub id: u32,
+    pub name: &'static str,
+    pub func: HelperFn,
+}
+
+fn unwind(args: &[u64; 5]) -> HelperOutcome {
+    if args[0] == 0 {
+        HelperOutcome::Stop(0)
+    } else {
+        HelperOutcome::Return(args[0])
+    }
+}
+
+/// The conformance suites' helper 5.
+pub const UNWIND: Helper =
+    Helper { id: helper_id::CONFORMANCE_UNWIND, name: "unwind", func: unwind };
+
+/// Helpers and context layout an engine runs a program with.
+#[derive(Clone, Debug, Default)]
+pub struct Bindings {
+    helpers: Vec<Helper>,
+    pub context: Option<&'static ContextLayout>,
+}
+
+impl Bindings {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bindings the common eBPF conformance runners expect: helper 5 is "unwind".
+    pub fn conformance() -> Self {
+        let mut b = Self::new();
+        b.add_helper(UNWIND);
+        b
+    }
+
+    /// Adds or replaces the helper with this id.
+    pub fn add_helper(&mut self, helper: Helper) {
+        self.helpers.retain(|h| h.id != helper.id);
+        self.helpers.push(helper);
+    }
+
+    pub fn helper(&self, id: u32) -> Option<&Helper> {
+        self.helpers.iter().find(|h| h.id == id)
+    }
+
+    pub fn helpers(&self) -> &[Helper] {
+        &self.helpers
+    }
+}
+
+/// How a context field is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldKind {
+    /// An ordinary value.
+    Plain,
+    /// Holds the start of packet data (a pointer in the guest's address space).
+    PacketStart,
+    /// Holds the end of packet data.
+    PacketEnd,
+    /// Holds the start of packet metadata (XDP).
+    MetaStart,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextField {
+    pub name: &'static str,
+    pub offset: u32,
+    pub size: u32,
+    pub kind: FieldKind,
+    pub writable: bool,
+}
+
+/// The layout of a program type's context (`r1` at entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextLayout {
+    pub name: &'static str,
+    pub size: u32,
+    pub fields: &'static [ContextField],
+}
+
+impl ContextLayout {
+    pub fn field(&self, name: &str) -> Option<&ContextField> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    pub fn field_at(&self, offset: u32) -> Option<&ContextField> {
+        self.fields.iter().find(|f| f.offset == offset)
+    }
+}
+
+const fn plain(name: &'static str, offset: u32) -> ContextField {
+    ContextField { name, offset, size: 4, kind: FieldKind::Plain, writable: false }
+}
+
+/// `struct __sk_buff` as socket filters see it (the fields weir fills in).
+pub static SOCKET_FILTER: ContextLayout = ContextLayout {
+    name: "__sk_buff",
+    size: 192,
+    fields: &[
+        plain("len", 0),
+        plain("pkt_type", 4),
+        plain("mark", 8),
+        plain("queue_mapping", 12),
+        plain("protocol", 16),
+        plain("vlan_present", 20),
+        plain("vlan_tci", 24),
+        plain("vlan_proto", 28),
+        plain("priority", 32),
+        plain("ingress_ifindex", 36),
+        plain("ifindex", 40),
+        plain("tc_index", 44),
+        ContextField { name: "cb", offset: 48, size: 20, kind: FieldKind::Plain, writable: true },
+        plain("hash", 68),
+        plain("tc_classid", 72),
+        ContextField {
+            name: "data",
+            offset: 76,
+            size: 4,
+            kind: FieldKind::PacketStart,
+            writable: false,
+        },
+        ContextField {
+            name: "data_end",
+            offset: 80,
+            size: 4,
+            kind: FieldKind::PacketEnd,
+            writable: false,
+        },
+        plain("napi_id", 84),
+    ],
+};
+
+/// `struct xdp_md`.
+pub static XDP: ContextLayout = ContextLayout {
+    name: "xdp_md",
+    size: 24,
+    fields: &[
+        ContextField {
+            name: "data",
+            offset: 0,
+            size: 4,
+            kind: FieldKind::PacketStart,
+            writable: false,
+        },
+        ContextField {
+            name: "data_end",
+            offset: 4,
+            size: 4,
+            kind: FieldKind::PacketEnd,
+            writable: false,
+        },
+        ContextField {
+            name: "data_meta",
+            offset: 8,
+            size: 4,
+            kind: FieldKind::MetaStart,
+            writable: false,
+        },
+        plain("ingress_ifindex", 12),
+        plain("rx_queue_index", 16),
+        plain("egress_ifindex", 20),
+    ],
+};
+
+/// XDP verdicts.
+pub mod xdp_action {
+    pub const ABORTED: u32 = 0;
+    pub const DROP: u32 = 1;
+    pub const PASS: u32 = 2;
+    pub const TX: u32 = 3;
+    pub const REDIRECT: u32 = 4;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unwind_stops_on_zero() {
+        let b = Bindings::conformance();
+        let h = b.helper(5).unwrap();
+        assert_eq!((h.func)(&[0, 0, 0, 0, 0]), HelperOutcome::Stop(0));
+        assert_eq!((h.func)(&[7, 0, 0, 0, 0]), HelperOutcome::Return(7));
+        assert!(b.helper(6).is_none());
+    }
+
+    #[test]
+    fn layouts_do_not_overlap() {
+        for layout in [&SOCKET_FILTER, &XDP] {
+            let mut fields: Vec<_> = layout.fields.to_vec();
+            fields.sort_by_key(|f| f.offset);
+            for w in fields.windows(2) {
+                assert!(w[0].offset + w[0].size <= w[1].offset, "{}: {}", layout.name, w[1].name);
+            }
+            let last = fields.last().unwrap();
+            assert!(last.offset + last.size <= layout.size);
+        }
+    }
+}
