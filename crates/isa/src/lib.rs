@@ -14,6 +14,8 @@
 //! ```
 #![deny(clippy::arithmetic_side_effects)]
 
+pub mod asm;
+pub mod cbpf;
 pub mod ebpf;
 pub mod error;
 

@@ -1,0 +1,1 @@
+//! Conformance corpus support (being written).

@@ -1,0 +1,1 @@
+//! The eBPF text assembler and disassembler (being written).

@@ -1,0 +1,1 @@
+//! Classic BPF encodings (being written).
