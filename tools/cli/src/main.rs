@@ -1,1 +1,101 @@
-fn main() {}
+//! `weir`: the command-line face of weir. Today: assemble, disassemble and run eBPF
+//! programs, and speak the plugin protocol of the common eBPF conformance runners.
+//!
+//! ```text
+//! weir exec testdata/samples/checksum.data     # prints r0 in hex
+//! weir asm prog.s -o prog.bin && weir disasm --listing prog.bin
+//! ```
+
+mod hex;
+mod input;
+mod run;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "weir", version, about = "A userspace BPF packet engine")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Engines a program can run on.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// The reference interpreter.
+    Interp,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Assemble eBPF text into bytecode.
+    Asm {
+        /// Assembly file (`-` for standard input).
+        file: PathBuf,
+        /// Write raw bytecode here (written to a temporary file, then renamed).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Print one 64-bit word per slot (the `-- raw` format) instead of raw bytes.
+        #[arg(long)]
+        words: bool,
+    },
+    /// Disassemble eBPF bytecode (raw bytes, or `-- raw` style hex words).
+    Disasm {
+        /// Bytecode file (`-` for standard input).
+        file: PathBuf,
+        /// A listing for humans: slot numbers, bytes and jump targets.
+        #[arg(long)]
+        listing: bool,
+    },
+    /// Run an eBPF program (assembly, bytecode, or a `.data` case) and print r0 in hex.
+    Exec {
+        /// Program file: assembly text, raw bytecode, or the sectioned `.data` format.
+        file: PathBuf,
+        /// Memory the program gets in r1 (length in r2), as hex bytes; overrides `-- mem`.
+        #[arg(long)]
+        mem: Option<String>,
+        #[arg(long, value_enum, default_value = "interp")]
+        engine: EngineChoice,
+        /// Stop after this many instructions (a trap, not a hang).
+        #[arg(long)]
+        budget: Option<u64>,
+        /// For `.data` files: compare with the `-- result`/`-- error` section and exit 1 on a
+        /// mismatch.
+        #[arg(long)]
+        check: bool,
+    },
+    /// The plugin protocol of the common eBPF conformance runners: program bytes as hex on
+    /// standard input, memory as hex in the first argument; prints r0 in hex.
+    ConformancePlugin {
+        /// Memory as hex bytes (spaces optional).
+        memory: Option<String>,
+        #[arg(long, value_enum, default_value = "interp")]
+        engine: EngineChoice,
+        /// Accepted for compatibility with runners that pass it; ignored.
+        #[arg(long, hide = true)]
+        elf: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Asm { file, output, words } => run::asm(&file, output.as_deref(), words),
+        Command::Disasm { file, listing } => run::disasm(&file, listing),
+        Command::Exec { file, mem, engine, budget, check } => {
+            run::exec(&file, mem.as_deref(), engine, budget, check)
+        }
+        Command::ConformancePlugin { memory, engine, elf: _ } => {
+            run::conformance_plugin(memory.as_deref(), engine)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("weir: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what weir's tests need on a fresh Debian machine. Safe to run again.
+set -euo pipefail
+
+# System packages: used by tests as oracles (none is a build requirement of weir itself).
+APT_PACKAGES=(ca-certificates)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  else
+    echo "setup: missing Debian packages (need root to install): ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+# cargo-fuzz drives the fuzz smoke runs (built from crates.io; stable toolchain with
+# RUSTC_BOOTSTRAP=1, since the sanitizer runtime ships with the standard library).
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  cargo install cargo-fuzz --locked --quiet
+fi

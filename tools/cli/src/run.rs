@@ -1,0 +1,153 @@
+//! The subcommands. Each returns an exit code or a message for standard error.
+
+use crate::input::{self, Format};
+use crate::{hex, EngineChoice};
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use weir_conformance::{Case, Expect};
+use weir_interp::{Config, Interpreter};
+use weir_isa::asm;
+use weir_program::abi::Bindings;
+use weir_program::Program;
+
+pub fn asm(path: &Path, output: Option<&Path>, words: bool) -> Result<ExitCode, String> {
+    let bytes = input::read(path)?;
+    let source = std::str::from_utf8(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let insns = asm::assemble(source).map_err(|e| input::asm_error(path, source, &e))?;
+    let raw = weir_isa::ebpf::encode(&insns);
+    if words {
+        let mut text = String::new();
+        for slot in &raw {
+            text.push_str(&format!("{:#018x}\n", slot.to_u64()));
+        }
+        return write_output(output, text.as_bytes());
+    }
+    let code: Vec<u8> = raw.iter().flat_map(|r| r.to_bytes()).collect();
+    write_output(output, &code)
+}
+
+/// Writes to a temporary file beside the target and renames it, so a failure never leaves a
+/// partial file behind; without a target, writes to standard output.
+fn write_output(output: Option<&Path>, data: &[u8]) -> Result<ExitCode, String> {
+    match output {
+        None => {
+            std::io::stdout().write_all(data).map_err(|e| format!("standard output: {e}"))?;
+        }
+        Some(path) => {
+            let mut tmp = path.as_os_str().to_owned();
+            tmp.push(".weir-tmp");
+            let tmp = std::path::PathBuf::from(tmp);
+            let written = std::fs::write(&tmp, data).and_then(|()| std::fs::rename(&tmp, path));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(format!("{}: {e}", path.display()));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn disasm(path: &Path, listing: bool) -> Result<ExitCode, String> {
+    let bytes = input::read(path)?;
+    let format = match input::detect(&bytes) {
+        Format::Words => Format::Words,
+        _ => Format::Bytecode,
+    };
+    let program = input::program_from(path, &bytes, format)?;
+    let text = if listing { asm::listing(program.insns()) } else { asm::disassemble(program.insns()) };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn interpreter(program: &Program, budget: Option<u64>) -> Result<Interpreter, String> {
+    let mut config = Config::default();
+    if let Some(budget) = budget {
+        config.instruction_budget = budget;
+    }
+    Interpreter::new(program, Bindings::conformance(), config).map_err(|e| e.to_string())
+}
+
+fn run_on(engine: EngineChoice, program: &Program, mem: &mut [u8], budget: Option<u64>) -> Result<u64, String> {
+    match engine {
+        EngineChoice::Interp => {
+            let interp = interpreter(program, budget)?;
+            let mut cache = interp.cache();
+            interp.run_mem(&mut cache, mem).map_err(|trap| trap.to_string())
+        }
+    }
+}
+
+pub fn exec(
+    path: &Path,
+    mem_hex: Option<&str>,
+    engine: EngineChoice,
+    budget: Option<u64>,
+    check: bool,
+) -> Result<ExitCode, String> {
+    let bytes = input::read(path)?;
+    let format = input::detect(&bytes);
+    let (program, mut mem, expect) = if format == Format::DataFile {
+        let text = std::str::from_utf8(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let name = path.display().to_string();
+        let case: Case = weir_conformance::parse_case(&name, text).map_err(|e| format!("{name}: {e}"))?;
+        let loaded = weir_conformance::load_program(&case).map_err(|e| format!("{name}: {e}"));
+        match (loaded, check) {
+            (Ok(p), _) => (p, case.mem.clone(), Some(case.expect.clone())),
+            (Err(e), true) => return check_outcome(&case.expect, Err(e)),
+            (Err(e), false) => return Err(e),
+        }
+    } else {
+        (input::program_from(path, &bytes, format)?, Vec::new(), None)
+    };
+    if let Some(mem_hex) = mem_hex {
+        mem = hex::parse_bytes(mem_hex).map_err(|e| format!("--mem: {e}"))?;
+    }
+    let outcome = run_on(engine, &program, &mut mem, budget);
+    match (check, expect) {
+        (true, Some(expect)) => check_outcome(&expect, outcome),
+        (true, None) => Err("--check needs a .data file with a -- result or -- error section".into()),
+        (false, _) => {
+            let r0 = outcome?;
+            println!("{r0:#x}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn check_outcome(expect: &Expect, outcome: Result<u64, String>) -> Result<ExitCode, String> {
+    match (expect, &outcome) {
+        (Expect::Result(want), Ok(got)) if want == got => {
+            println!("ok: r0 = {got:#x}");
+            Ok(ExitCode::SUCCESS)
+        }
+        (Expect::Error(want), Err(got)) if got.to_lowercase().contains(&want.to_lowercase()) => {
+            println!("ok: error: {got}");
+            Ok(ExitCode::SUCCESS)
+        }
+        (Expect::Result(want), _) => Err(format!("expected r0 = {want:#x}, got {}", show(&outcome))),
+        (Expect::Error(want), _) => Err(format!("expected an error containing `{want}`, got {}", show(&outcome))),
+    }
+}
+
+fn show(outcome: &Result<u64, String>) -> String {
+    match outcome {
+        Ok(r0) => format!("r0 = {r0:#x}"),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+pub fn conformance_plugin(memory: Option<&str>, engine: EngineChoice) -> Result<ExitCode, String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .map_err(|e| format!("standard input: {e}"))?;
+    let code = hex::parse_bytes(&text).map_err(|e| format!("program: {e}"))?;
+    let mut mem = match memory {
+        Some(m) => hex::parse_bytes(m).map_err(|e| format!("memory: {e}"))?,
+        None => Vec::new(),
+    };
+    let program = Program::from_bytes(&code).map_err(|e| e.to_string())?;
+    let r0 = run_on(engine, &program, &mut mem, None)?;
+    println!("{r0:x}");
+    Ok(ExitCode::SUCCESS)
+}
