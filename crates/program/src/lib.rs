@@ -27,4 +27,7 @@ mod validate;
 pub use builder::{Label, LinkError, ProgramBuilder};
 pub use program::Program;
 pub use trap::{Trap, TrapCode};
-pub use validate::{validate, ValidateError, ValidateErrorKind};
+pub use validate::{
+    function_target, functions, jump_target, validate, validate_calls, ValidateError,
+    ValidateErrorKind, MAX_SLOTS,
+};

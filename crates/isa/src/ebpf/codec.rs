@@ -3,27 +3,9 @@
 use super::{spec_of, specs_for_opcode, Disc, Insn, Op, OpSpec, Operands, RawInsn, REG_COUNT};
 use crate::error::{DecodeError, DecodeErrorKind};
 
-/// Which raw fields an operand shape gives meaning to: (dst, src, off, imm).
 fn used_fields(operands: Operands) -> (bool, bool, bool, bool) {
-    use Operands::*;
-    match operands {
-        DstImm => (true, false, false, true),
-        DstSrc => (true, true, false, false),
-        Dst => (true, false, false, false),
-        JmpOff => (false, false, true, false),
-        JmpImm => (false, false, false, true),
-        DstImmOff => (true, false, true, true),
-        DstSrcOff => (true, true, true, false),
-        CallImm | CallLocal => (false, false, false, true),
-        CallReg => (true, false, false, false),
-        Nothing => (false, false, false, false),
-        Load => (true, true, true, false),
-        StoreImm => (true, false, true, true),
-        StoreReg => (true, true, true, false),
-        DstImm64 | Pseudo(_) => (true, false, false, true),
-        Abs => (false, false, false, true),
-        Ind => (false, true, false, true),
-    }
+    let u = operands.used_fields();
+    (u.dst, u.src, u.off, u.imm)
 }
 
 fn disc_matches(disc: Disc, raw: &RawInsn) -> bool {

@@ -158,6 +158,41 @@ pub enum Operands {
     Ind,
 }
 
+/// Which raw fields an operand shape gives meaning to; every other field must be zero
+/// (the discriminator field, see [`Disc`], is checked separately).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UsedFields {
+    pub dst: bool,
+    pub src: bool,
+    pub off: bool,
+    pub imm: bool,
+}
+
+impl Operands {
+    pub fn used_fields(self) -> UsedFields {
+        use Operands::*;
+        let (dst, src, off, imm) = match self {
+            DstImm => (true, false, false, true),
+            DstSrc => (true, true, false, false),
+            Dst => (true, false, false, false),
+            JmpOff => (false, false, true, false),
+            JmpImm => (false, false, false, true),
+            DstImmOff => (true, false, true, true),
+            DstSrcOff => (true, true, true, false),
+            CallImm | CallLocal => (false, false, false, true),
+            CallReg => (true, false, false, false),
+            Nothing => (false, false, false, false),
+            Load => (true, true, true, false),
+            StoreImm => (true, false, true, true),
+            StoreReg => (true, true, true, false),
+            DstImm64 | Pseudo(_) => (true, false, false, true),
+            Abs => (false, false, false, true),
+            Ind => (false, true, false, true),
+        };
+        UsedFields { dst, src, off, imm }
+    }
+}
+
 /// A decoded instruction. Fields the operation does not use are zero. For `lddw`, `imm` is
 /// the full 64-bit value (for the `*_value` pseudo kinds: fd or index in the low half, offset
 /// in the high half).
