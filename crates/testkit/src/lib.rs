@@ -1,0 +1,56 @@
+//! weir-testkit: deterministic packet corpora and pcap helpers for weir's differential tests.
+//!
+//! The classic BPF and pflang test suites compare weir with libpcap and tcpdump over many
+//! packets; they need packets that exercise every header a filter can look at, the same ones
+//! on every run, and a way to hand them to tcpdump. This crate provides [`corpus`] (seeded,
+//! varied traffic), [`edge_cases`] (hand-written boundary frames) and pcap reading/writing.
+//! It is test support only and is never published.
+
+mod corpus;
+mod edge;
+mod pcap;
+mod rng;
+pub mod wire;
+
+pub use corpus::corpus;
+pub use edge::edge_cases;
+pub use pcap::{read_capture, read_pcap, write_pcap, Capture, LINKTYPE_ETHERNET};
+pub use rng::SplitMix64;
+
+/// One captured packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    /// The captured bytes, starting with the link-layer header.
+    pub data: Vec<u8>,
+    /// The packet's length on the wire; never less than `data.len()`, larger when the
+    /// record was cut short by the capture.
+    pub wire_len: u32,
+    /// Capture time, seconds since the Unix epoch.
+    pub ts_sec: u32,
+    /// Capture time, microseconds within the second.
+    pub ts_usec: u32,
+    /// What the generator built (or why the edge case exists); not stored in pcap files.
+    pub description: String,
+}
+
+impl Packet {
+    /// Whether the record holds fewer bytes than the packet had on the wire.
+    pub fn is_truncated(&self) -> bool {
+        u32::try_from(self.data.len()).map_or(true, |len| len < self.wire_len)
+    }
+}
+
+/// The seed of the committed sample capture, testdata/captures/sample.pcap.
+pub const SAMPLE_SEED: u64 = 1;
+
+/// The number of packets in the committed sample capture.
+pub const SAMPLE_COUNT: usize = 200;
+
+/// Where the committed sample capture lives: testdata/captures/sample.pcap at the root of
+/// the workspace.
+pub fn sample_capture_path() -> std::path::PathBuf {
+    let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // crates/testkit -> the workspace root.
+    let root = crate_dir.ancestors().nth(2).unwrap_or(crate_dir);
+    root.join("testdata/captures/sample.pcap")
+}
