@@ -7,7 +7,7 @@ use super::lexer::{number_error, numbered_lines, parse_number, strip_comment};
 use super::AsmError;
 use crate::ebpf::RawInsn;
 
-/// Reads whitespace-separated 64-bit words (`0xb400000001000000`, or decimal) into slots.
+/// Reads whitespace-separated 64-bit words (`0x00000001000000b4`, or decimal) into slots.
 pub fn parse_raw_words(text: &str) -> Result<Vec<RawInsn>, AsmError> {
     let mut slots = Vec::new();
     for (number, line) in numbered_lines(text) {
@@ -40,7 +40,7 @@ fn parse_word(word: &str, line: usize, column: usize) -> Result<u64, AsmError> {
         return Err(AsmError::new(
             line,
             column,
-            format!("expected a 64-bit word like 0xb400000001000000, found `{word}`"),
+            format!("expected a 64-bit word like 0x00000001000000b4, found `{word}`"),
         ));
     }
     parse_number(word).map_err(|e| number_error(line, column, word, e))

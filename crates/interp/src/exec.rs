@@ -1,0 +1,520 @@
+//! The run loop: one `match` over [`Step`]s, in a `loop`, with everything decidable ahead of
+//! time already decided by [`crate::step`].
+//!
+//! Per step the loop does a slice lookup, a budget check and the dispatch; nothing allocates
+//! (the frame stack's capacity is reserved when the [`crate::Cache`] is made). Registers live
+//! in a 16-entry array indexed by `reg & 15`, so register access cannot go out of bounds
+//! whatever the compiler can prove; translation guarantees every register is below 11.
+//!
+//! The budget counts dispatched steps, including the one that traps; when it is spent, the
+//! next step traps with [`TrapCode::InstructionBudget`] instead of running.
+
+use weir_program::abi::HelperOutcome;
+use weir_program::{Trap, TrapCode};
+
+use crate::alu::{
+    arsh32, arsh64, div32, div64, lsh32, lsh64, mod32, mod64, rsh32, rsh64, sdiv32, sdiv64, smod32,
+    smod64,
+};
+use crate::guest::{self, STACK_BASE};
+use crate::memory::Memory;
+use crate::step::{AtomicOp, Step};
+use crate::Interpreter;
+
+/// A caller's state saved by a local call: where to return, and r6-r9 and r10.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    return_pc: usize,
+    saved: [u64; 5],
+}
+
+/// Index of register `r` in the 16-entry register array; the mask lets the compiler drop
+/// the bounds check.
+#[inline(always)]
+fn slot_of(r: u8) -> usize {
+    usize::from(r & 0x0f)
+}
+
+/// The low 32 bits, as the 32-bit operations see a register.
+#[inline(always)]
+fn lo(value: u64) -> u32 {
+    value as u32
+}
+
+impl Interpreter {
+    /// `r10` of frame `frame`. Frame 0 sits at the top of the stack region and each call
+    /// goes one frame lower, as a real stack grows down: then "everything from the running
+    /// frame's bottom up to the region's top" is exactly the running frame plus its callers'
+    /// frames (reachable through pointers they pass down), and nothing else.
+    pub(crate) fn frame_top(&self, frame: usize) -> u64 {
+        let frames_above = (self.frames as u64).wrapping_sub(frame as u64);
+        STACK_BASE.wrapping_add(frames_above.wrapping_mul(self.stack_size as u64))
+    }
+
+    /// Offset in the stack region of the lowest byte frame `frame` may touch.
+    pub(crate) fn frame_floor(&self, frame: usize) -> usize {
+        self.frames.wrapping_sub(frame).wrapping_sub(1).wrapping_mul(self.stack_size)
+    }
+
+    /// Whether `slot` starts an instruction a call may enter.
+    fn is_call_target(&self, slot: usize) -> bool {
+        slot < self.slots && !matches!(self.code.get(slot), Some(Step::Filler) | None)
+    }
+
+    /// Runs from slot 0 with `r1`, `r2` and frame 0's `r10` set, until `exit` from frame 0,
+    /// a helper's stop, a failed legacy packet load (r0 = 0), or a trap. `executed` receives
+    /// the number of dispatched steps whatever the outcome.
+    pub(crate) fn execute(
+        &self,
+        memory: &mut Memory<'_>,
+        frames: &mut Vec<Frame>,
+        r1: u64,
+        r2: u64,
+        executed: &mut u64,
+    ) -> Result<u64, Trap> {
+        let code: &[Step] = &self.code;
+        let mut regs = [0u64; 16];
+        regs[1] = r1;
+        regs[2] = r2;
+        regs[10] = self.frame_top(0);
+        memory.set_stack_floor(self.frame_floor(0));
+        let budget = self.config.instruction_budget;
+        let mut remaining = budget;
+        let mut pc: usize = 0;
+
+        let outcome = 'run: loop {
+            let Some(&step) = code.get(pc) else {
+                // Unreachable by construction (every target is a step); kept as a trap.
+                break 'run Err(Trap::new(TrapCode::BadJump, pc));
+            };
+            if remaining == 0 {
+                break 'run Err(Trap::new(TrapCode::InstructionBudget, pc));
+            }
+            remaining = remaining.wrapping_sub(1);
+            let here = pc;
+            pc = pc.wrapping_add(1);
+            // Defined here so that `'run` and `here` are in scope where they expand.
+            macro_rules! reg {
+                ($r:expr) => {
+                    regs[slot_of($r)]
+                };
+            }
+            macro_rules! addr {
+                ($base:expr, $off:expr) => {
+                    reg!($base).wrapping_add_signed(i64::from($off))
+                };
+            }
+            macro_rules! load {
+                ($n:literal, $addr:expr) => {{
+                    let addr: u64 = $addr;
+                    match memory.load::<$n>(addr) {
+                        Some(bytes) => bytes,
+                        None => {
+                            break 'run Err(Trap::memory(TrapCode::OutOfBounds, here, addr, $n));
+                        }
+                    }
+                }};
+            }
+            macro_rules! store {
+                ($addr:expr, $bytes:expr) => {{
+                    let addr: u64 = $addr;
+                    let bytes = $bytes;
+                    if let Err(code) = memory.store(addr, bytes) {
+                        break 'run Err(Trap::memory(code, here, addr, bytes.len() as u32));
+                    }
+                }};
+            }
+            macro_rules! jump_if {
+                ($cond:expr, $target:expr) => {
+                    if $cond {
+                        pc = $target;
+                    }
+                };
+            }
+            macro_rules! call_helper {
+                ($id:expr, $func:expr) => {{
+                    let args = [reg!(1), reg!(2), reg!(3), reg!(4), reg!(5)];
+                    match ($func)(&args) {
+                        HelperOutcome::Return(value) => reg!(0) = value,
+                        HelperOutcome::Stop(value) => break 'run Ok(value),
+                        HelperOutcome::Fail => {
+                            let id = u64::from($id);
+                            break 'run Err(Trap::memory(TrapCode::HelperFailed, here, id, 0));
+                        }
+                    }
+                }};
+            }
+            macro_rules! call_local {
+                ($target:expr) => {{
+                    // `frames` holds the callers; the running frame is one more.
+                    if frames.len().saturating_add(1) >= self.frames {
+                        break 'run Err(Trap::new(TrapCode::CallDepth, here));
+                    }
+                    let saved = [reg!(6), reg!(7), reg!(8), reg!(9), reg!(10)];
+                    frames.push(Frame { return_pc: pc, saved });
+                    reg!(10) = self.frame_top(frames.len());
+                    memory.set_stack_floor(self.frame_floor(frames.len()));
+                    pc = $target;
+                }};
+            }
+
+            match step {
+                Step::Add64Imm { dst, imm } => reg!(dst) = reg!(dst).wrapping_add(imm),
+                Step::Add64Reg { dst, src } => reg!(dst) = reg!(dst).wrapping_add(reg!(src)),
+                Step::Sub64Imm { dst, imm } => reg!(dst) = reg!(dst).wrapping_sub(imm),
+                Step::Sub64Reg { dst, src } => reg!(dst) = reg!(dst).wrapping_sub(reg!(src)),
+                Step::Mul64Imm { dst, imm } => reg!(dst) = reg!(dst).wrapping_mul(imm),
+                Step::Mul64Reg { dst, src } => reg!(dst) = reg!(dst).wrapping_mul(reg!(src)),
+                Step::Div64Imm { dst, imm } => reg!(dst) = div64(reg!(dst), imm),
+                Step::Div64Reg { dst, src } => reg!(dst) = div64(reg!(dst), reg!(src)),
+                Step::Sdiv64Imm { dst, imm } => reg!(dst) = sdiv64(reg!(dst), imm),
+                Step::Sdiv64Reg { dst, src } => reg!(dst) = sdiv64(reg!(dst), reg!(src)),
+                Step::Mod64Imm { dst, imm } => reg!(dst) = mod64(reg!(dst), imm),
+                Step::Mod64Reg { dst, src } => reg!(dst) = mod64(reg!(dst), reg!(src)),
+                Step::Smod64Imm { dst, imm } => reg!(dst) = smod64(reg!(dst), imm),
+                Step::Smod64Reg { dst, src } => reg!(dst) = smod64(reg!(dst), reg!(src)),
+                Step::Or64Imm { dst, imm } => reg!(dst) |= imm,
+                Step::Or64Reg { dst, src } => reg!(dst) |= reg!(src),
+                Step::And64Imm { dst, imm } => reg!(dst) &= imm,
+                Step::And64Reg { dst, src } => reg!(dst) &= reg!(src),
+                Step::Xor64Imm { dst, imm } => reg!(dst) ^= imm,
+                Step::Xor64Reg { dst, src } => reg!(dst) ^= reg!(src),
+                Step::Lsh64Imm { dst, imm } => reg!(dst) = lsh64(reg!(dst), imm),
+                Step::Lsh64Reg { dst, src } => reg!(dst) = lsh64(reg!(dst), reg!(src)),
+                Step::Rsh64Imm { dst, imm } => reg!(dst) = rsh64(reg!(dst), imm),
+                Step::Rsh64Reg { dst, src } => reg!(dst) = rsh64(reg!(dst), reg!(src)),
+                Step::Arsh64Imm { dst, imm } => reg!(dst) = arsh64(reg!(dst), imm),
+                Step::Arsh64Reg { dst, src } => reg!(dst) = arsh64(reg!(dst), reg!(src)),
+                Step::Neg64 { dst } => reg!(dst) = reg!(dst).wrapping_neg(),
+                Step::Mov64Reg { dst, src } => reg!(dst) = reg!(src),
+                Step::MovSx8To64 { dst, src } => reg!(dst) = reg!(src) as i8 as i64 as u64,
+                Step::MovSx16To64 { dst, src } => reg!(dst) = reg!(src) as i16 as i64 as u64,
+                Step::MovSx32To64 { dst, src } => reg!(dst) = reg!(src) as i32 as i64 as u64,
+                Step::Set { dst, imm } => reg!(dst) = imm,
+
+                Step::Add32Imm { dst, imm } => {
+                    reg!(dst) = u64::from(lo(reg!(dst)).wrapping_add(imm));
+                }
+                Step::Add32Reg { dst, src } => {
+                    reg!(dst) = u64::from(lo(reg!(dst)).wrapping_add(lo(reg!(src))));
+                }
+                Step::Sub32Imm { dst, imm } => {
+                    reg!(dst) = u64::from(lo(reg!(dst)).wrapping_sub(imm));
+                }
+                Step::Sub32Reg { dst, src } => {
+                    reg!(dst) = u64::from(lo(reg!(dst)).wrapping_sub(lo(reg!(src))));
+                }
+                Step::Mul32Imm { dst, imm } => {
+                    reg!(dst) = u64::from(lo(reg!(dst)).wrapping_mul(imm));
+                }
+                Step::Mul32Reg { dst, src } => {
+                    reg!(dst) = u64::from(lo(reg!(dst)).wrapping_mul(lo(reg!(src))));
+                }
+                Step::Div32Imm { dst, imm } => reg!(dst) = u64::from(div32(lo(reg!(dst)), imm)),
+                Step::Div32Reg { dst, src } => {
+                    reg!(dst) = u64::from(div32(lo(reg!(dst)), lo(reg!(src))));
+                }
+                Step::Sdiv32Imm { dst, imm } => {
+                    reg!(dst) = u64::from(sdiv32(lo(reg!(dst)), imm));
+                }
+                Step::Sdiv32Reg { dst, src } => {
+                    reg!(dst) = u64::from(sdiv32(lo(reg!(dst)), lo(reg!(src))));
+                }
+                Step::Mod32Imm { dst, imm } => reg!(dst) = u64::from(mod32(lo(reg!(dst)), imm)),
+                Step::Mod32Reg { dst, src } => {
+                    reg!(dst) = u64::from(mod32(lo(reg!(dst)), lo(reg!(src))));
+                }
+                Step::Smod32Imm { dst, imm } => {
+                    reg!(dst) = u64::from(smod32(lo(reg!(dst)), imm));
+                }
+                Step::Smod32Reg { dst, src } => {
+                    reg!(dst) = u64::from(smod32(lo(reg!(dst)), lo(reg!(src))));
+                }
+                Step::Or32Imm { dst, imm } => reg!(dst) = u64::from(lo(reg!(dst)) | imm),
+                Step::Or32Reg { dst, src } => {
+                    reg!(dst) = u64::from(lo(reg!(dst)) | lo(reg!(src)));
+                }
+                Step::And32Imm { dst, imm } => reg!(dst) = u64::from(lo(reg!(dst)) & imm),
+                Step::And32Reg { dst, src } => {
+                    reg!(dst) = u64::from(lo(reg!(dst)) & lo(reg!(src)));
+                }
+                Step::Xor32Imm { dst, imm } => reg!(dst) = u64::from(lo(reg!(dst)) ^ imm),
+                Step::Xor32Reg { dst, src } => {
+                    reg!(dst) = u64::from(lo(reg!(dst)) ^ lo(reg!(src)));
+                }
+                Step::Lsh32Imm { dst, imm } => reg!(dst) = u64::from(lsh32(lo(reg!(dst)), imm)),
+                Step::Lsh32Reg { dst, src } => {
+                    reg!(dst) = u64::from(lsh32(lo(reg!(dst)), lo(reg!(src))));
+                }
+                Step::Rsh32Imm { dst, imm } => reg!(dst) = u64::from(rsh32(lo(reg!(dst)), imm)),
+                Step::Rsh32Reg { dst, src } => {
+                    reg!(dst) = u64::from(rsh32(lo(reg!(dst)), lo(reg!(src))));
+                }
+                Step::Arsh32Imm { dst, imm } => {
+                    reg!(dst) = u64::from(arsh32(lo(reg!(dst)), imm));
+                }
+                Step::Arsh32Reg { dst, src } => {
+                    reg!(dst) = u64::from(arsh32(lo(reg!(dst)), lo(reg!(src))));
+                }
+                Step::Neg32 { dst } => reg!(dst) = u64::from(lo(reg!(dst)).wrapping_neg()),
+                Step::Mov32Reg { dst, src } => reg!(dst) = u64::from(lo(reg!(src))),
+                Step::MovSx8To32 { dst, src } => {
+                    reg!(dst) = u64::from(reg!(src) as i8 as i32 as u32);
+                }
+                Step::MovSx16To32 { dst, src } => {
+                    reg!(dst) = u64::from(reg!(src) as i16 as i32 as u32);
+                }
+
+                Step::Trunc16 { dst } => reg!(dst) &= 0xffff,
+                Step::Trunc32 { dst } => reg!(dst) &= 0xffff_ffff,
+                Step::Swap16 { dst } => reg!(dst) = u64::from((reg!(dst) as u16).swap_bytes()),
+                Step::Swap32 { dst } => reg!(dst) = u64::from(lo(reg!(dst)).swap_bytes()),
+                Step::Swap64 { dst } => reg!(dst) = reg!(dst).swap_bytes(),
+                Step::Nop => {}
+
+                Step::Ja { target } => pc = target,
+                Step::Jeq64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) == i64::from(imm) as u64, target);
+                }
+                Step::Jeq64Reg { dst, src, target } => jump_if!(reg!(dst) == reg!(src), target),
+                Step::Jgt64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) > i64::from(imm) as u64, target);
+                }
+                Step::Jgt64Reg { dst, src, target } => jump_if!(reg!(dst) > reg!(src), target),
+                Step::Jge64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) >= i64::from(imm) as u64, target);
+                }
+                Step::Jge64Reg { dst, src, target } => jump_if!(reg!(dst) >= reg!(src), target),
+                Step::Jset64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) & i64::from(imm) as u64 != 0, target);
+                }
+                Step::Jset64Reg { dst, src, target } => {
+                    jump_if!(reg!(dst) & reg!(src) != 0, target);
+                }
+                Step::Jne64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) != i64::from(imm) as u64, target);
+                }
+                Step::Jne64Reg { dst, src, target } => jump_if!(reg!(dst) != reg!(src), target),
+                Step::Jsgt64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) as i64 > i64::from(imm), target);
+                }
+                Step::Jsgt64Reg { dst, src, target } => {
+                    jump_if!(reg!(dst) as i64 > reg!(src) as i64, target);
+                }
+                Step::Jsge64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) as i64 >= i64::from(imm), target);
+                }
+                Step::Jsge64Reg { dst, src, target } => {
+                    jump_if!(reg!(dst) as i64 >= reg!(src) as i64, target);
+                }
+                Step::Jlt64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) < i64::from(imm) as u64, target);
+                }
+                Step::Jlt64Reg { dst, src, target } => jump_if!(reg!(dst) < reg!(src), target),
+                Step::Jle64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) <= i64::from(imm) as u64, target);
+                }
+                Step::Jle64Reg { dst, src, target } => jump_if!(reg!(dst) <= reg!(src), target),
+                Step::Jslt64Imm { dst, imm, target } => {
+                    jump_if!((reg!(dst) as i64) < i64::from(imm), target);
+                }
+                Step::Jslt64Reg { dst, src, target } => {
+                    jump_if!((reg!(dst) as i64) < reg!(src) as i64, target);
+                }
+                Step::Jsle64Imm { dst, imm, target } => {
+                    jump_if!(reg!(dst) as i64 <= i64::from(imm), target);
+                }
+                Step::Jsle64Reg { dst, src, target } => {
+                    jump_if!(reg!(dst) as i64 <= reg!(src) as i64, target);
+                }
+                Step::Jeq32Imm { dst, imm, target } => jump_if!(lo(reg!(dst)) == imm, target),
+                Step::Jeq32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) == lo(reg!(src)), target);
+                }
+                Step::Jgt32Imm { dst, imm, target } => jump_if!(lo(reg!(dst)) > imm, target),
+                Step::Jgt32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) > lo(reg!(src)), target);
+                }
+                Step::Jge32Imm { dst, imm, target } => jump_if!(lo(reg!(dst)) >= imm, target),
+                Step::Jge32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) >= lo(reg!(src)), target);
+                }
+                Step::Jset32Imm { dst, imm, target } => {
+                    jump_if!(lo(reg!(dst)) & imm != 0, target);
+                }
+                Step::Jset32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) & lo(reg!(src)) != 0, target);
+                }
+                Step::Jne32Imm { dst, imm, target } => jump_if!(lo(reg!(dst)) != imm, target),
+                Step::Jne32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) != lo(reg!(src)), target);
+                }
+                Step::Jsgt32Imm { dst, imm, target } => {
+                    jump_if!(lo(reg!(dst)) as i32 > imm as i32, target);
+                }
+                Step::Jsgt32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) as i32 > lo(reg!(src)) as i32, target);
+                }
+                Step::Jsge32Imm { dst, imm, target } => {
+                    jump_if!(lo(reg!(dst)) as i32 >= imm as i32, target);
+                }
+                Step::Jsge32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) as i32 >= lo(reg!(src)) as i32, target);
+                }
+                Step::Jlt32Imm { dst, imm, target } => jump_if!(lo(reg!(dst)) < imm, target),
+                Step::Jlt32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) < lo(reg!(src)), target);
+                }
+                Step::Jle32Imm { dst, imm, target } => jump_if!(lo(reg!(dst)) <= imm, target),
+                Step::Jle32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) <= lo(reg!(src)), target);
+                }
+                Step::Jslt32Imm { dst, imm, target } => {
+                    jump_if!((lo(reg!(dst)) as i32) < imm as i32, target);
+                }
+                Step::Jslt32Reg { dst, src, target } => {
+                    jump_if!((lo(reg!(dst)) as i32) < lo(reg!(src)) as i32, target);
+                }
+                Step::Jsle32Imm { dst, imm, target } => {
+                    jump_if!(lo(reg!(dst)) as i32 <= imm as i32, target);
+                }
+                Step::Jsle32Reg { dst, src, target } => {
+                    jump_if!(lo(reg!(dst)) as i32 <= lo(reg!(src)) as i32, target);
+                }
+
+                Step::CallHelper { id, func } => call_helper!(id, func),
+                Step::CallLocal { target } => call_local!(target),
+                Step::CallReg { dst } => {
+                    let value = reg!(dst);
+                    if let Some(slot) = guest::func_slot(value).filter(|&s| self.is_call_target(s))
+                    {
+                        call_local!(slot);
+                    } else if let Some(helper) =
+                        u32::try_from(value).ok().and_then(|id| self.bindings.helper(id))
+                    {
+                        call_helper!(helper.id, helper.func);
+                    } else {
+                        break 'run Err(Trap::memory(TrapCode::BadCallTarget, here, value, 0));
+                    }
+                }
+                Step::Exit => match frames.pop() {
+                    Some(frame) => {
+                        let [r6, r7, r8, r9, r10] = frame.saved;
+                        regs[6] = r6;
+                        regs[7] = r7;
+                        regs[8] = r8;
+                        regs[9] = r9;
+                        regs[10] = r10;
+                        memory.set_stack_floor(self.frame_floor(frames.len()));
+                        pc = frame.return_pc;
+                    }
+                    None => break 'run Ok(regs[0]),
+                },
+
+                Step::LdxB { dst, src, off } => {
+                    reg!(dst) = u64::from(u8::from_le_bytes(load!(1, addr!(src, off))));
+                }
+                Step::LdxH { dst, src, off } => {
+                    reg!(dst) = u64::from(u16::from_le_bytes(load!(2, addr!(src, off))));
+                }
+                Step::LdxW { dst, src, off } => {
+                    reg!(dst) = u64::from(u32::from_le_bytes(load!(4, addr!(src, off))));
+                }
+                Step::LdxDw { dst, src, off } => {
+                    reg!(dst) = u64::from_le_bytes(load!(8, addr!(src, off)));
+                }
+                Step::LdxBSx { dst, src, off } => {
+                    reg!(dst) = i64::from(i8::from_le_bytes(load!(1, addr!(src, off)))) as u64;
+                }
+                Step::LdxHSx { dst, src, off } => {
+                    reg!(dst) = i64::from(i16::from_le_bytes(load!(2, addr!(src, off)))) as u64;
+                }
+                Step::LdxWSx { dst, src, off } => {
+                    reg!(dst) = i64::from(i32::from_le_bytes(load!(4, addr!(src, off)))) as u64;
+                }
+                Step::StB { dst, off, imm } => store!(addr!(dst, off), (imm as u8).to_le_bytes()),
+                Step::StH { dst, off, imm } => store!(addr!(dst, off), (imm as u16).to_le_bytes()),
+                Step::StW { dst, off, imm } => store!(addr!(dst, off), (imm as u32).to_le_bytes()),
+                Step::StDw { dst, off, imm } => store!(addr!(dst, off), imm.to_le_bytes()),
+                Step::StxB { dst, src, off } => {
+                    store!(addr!(dst, off), (reg!(src) as u8).to_le_bytes());
+                }
+                Step::StxH { dst, src, off } => {
+                    store!(addr!(dst, off), (reg!(src) as u16).to_le_bytes());
+                }
+                Step::StxW { dst, src, off } => {
+                    store!(addr!(dst, off), lo(reg!(src)).to_le_bytes());
+                }
+                Step::StxDw { dst, src, off } => store!(addr!(dst, off), reg!(src).to_le_bytes()),
+                Step::Atomic64 { op, fetch, dst, src, off } => {
+                    let addr = addr!(dst, off);
+                    let old = u64::from_le_bytes(load!(8, addr));
+                    let value = reg!(src);
+                    let new = match op {
+                        AtomicOp::Add => old.wrapping_add(value),
+                        AtomicOp::Or => old | value,
+                        AtomicOp::And => old & value,
+                        AtomicOp::Xor => old ^ value,
+                        AtomicOp::Xchg => value,
+                        AtomicOp::CmpXchg if old == reg!(0) => value,
+                        AtomicOp::CmpXchg => old,
+                    };
+                    // A failed compare still counts as a write: the access rules do not
+                    // depend on the data.
+                    store!(addr, new.to_le_bytes());
+                    if op == AtomicOp::CmpXchg {
+                        reg!(0) = old;
+                    } else if fetch {
+                        reg!(src) = old;
+                    }
+                }
+                Step::Atomic32 { op, fetch, dst, src, off } => {
+                    let addr = addr!(dst, off);
+                    let old = u32::from_le_bytes(load!(4, addr));
+                    let value = lo(reg!(src));
+                    let new = match op {
+                        AtomicOp::Add => old.wrapping_add(value),
+                        AtomicOp::Or => old | value,
+                        AtomicOp::And => old & value,
+                        AtomicOp::Xor => old ^ value,
+                        AtomicOp::Xchg => value,
+                        AtomicOp::CmpXchg if old == lo(reg!(0)) => value,
+                        AtomicOp::CmpXchg => old,
+                    };
+                    store!(addr, new.to_le_bytes());
+                    if op == AtomicOp::CmpXchg {
+                        reg!(0) = u64::from(old);
+                    } else if fetch {
+                        reg!(src) = u64::from(old);
+                    }
+                }
+                Step::Lddw { dst, imm } => {
+                    reg!(dst) = imm;
+                    pc = pc.wrapping_add(1);
+                }
+                Step::LdAbs { size, imm } => match memory.packet_load(imm, size) {
+                    Some(value) => reg!(0) = value,
+                    None => break 'run Ok(0),
+                },
+                Step::LdInd { size, src, imm } => {
+                    // The kernel adds in 64 bits and passes the sum as a C `int`.
+                    let offset = lo(reg!(src).wrapping_add(i64::from(imm) as u64)) as i32;
+                    match memory.packet_load(offset, size) {
+                        Some(value) => reg!(0) = value,
+                        None => break 'run Ok(0),
+                    }
+                }
+
+                Step::Fail { code, addr } => {
+                    break 'run Err(Trap::memory(code, here, u64::from(addr), 0));
+                }
+                Step::FailAt { code, pc: at } => break 'run Err(Trap::new(code, at)),
+                Step::Filler => {
+                    break 'run Err(Trap::new(TrapCode::BadJump, here.saturating_sub(1)))
+                }
+            }
+        };
+        *executed = budget.wrapping_sub(remaining);
+        outcome
+    }
+}

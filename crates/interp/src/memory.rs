@@ -1,0 +1,142 @@
+//! One run's view of guest memory: the regions of [`crate::guest`] backed by host slices,
+//! with every access translated and checked.
+//!
+//! Translation is a shift (which window), an array index (which region) and a mask (the
+//! offset); the bounds check is the slice's own `get`. No branch depends on which region an
+//! address is in, so alternating between context, packet and stack costs nothing extra, and
+//! there is no region search for a last-hit cache to save. Writes to the context are allowed
+//! only inside fields its layout marks writable; with no layout the whole context is
+//! read-only.
+
+use std::ops::Range;
+
+use weir_program::abi::ContextLayout;
+use weir_program::TrapCode;
+
+use crate::guest::{CTX_BASE, MEM_BASE, PACKET_BASE, REGION_WINDOW, STACK_BASE};
+
+/// Index in `Memory::regions` of each region: its window number.
+const STACK: usize = (STACK_BASE / REGION_WINDOW) as usize;
+const CTX: usize = (CTX_BASE / REGION_WINDOW) as usize;
+const PACKET: usize = (PACKET_BASE / REGION_WINDOW) as usize;
+const MEM: usize = (MEM_BASE / REGION_WINDOW) as usize;
+const WINDOWS: usize = MEM + 1;
+
+/// The window of `addr` and the byte range `[offset, offset + n)` in it. Addresses beyond
+/// the last window give an index `regions.get` refuses.
+#[inline(always)]
+fn locate(addr: u64, n: usize) -> Option<(usize, Range<usize>)> {
+    let window = usize::try_from(addr >> 28).ok()?;
+    let start = (addr & (REGION_WINDOW - 1)) as usize;
+    Some((window, start..start.checked_add(n)?))
+}
+
+/// The regions of one run.
+pub(crate) struct Memory<'a> {
+    /// By window: nothing, stack, context, packet, memory.
+    regions: [&'a mut [u8]; WINDOWS],
+    ctx_layout: Option<&'static ContextLayout>,
+    /// Legacy packet loads read the packet when one was given, else `mem` (the conformance
+    /// convention: the one buffer is the packet).
+    legacy_reads_packet: bool,
+    /// The span of the stack this run wrote (empty when `start >= end`), so that the next
+    /// run zeroes only that instead of the whole stack.
+    stack_written: Range<usize>,
+    /// The lowest stack offset the running frame may touch: its own frame and its callers'
+    /// lie above it; the frames of calls not (or no longer) made lie below it.
+    stack_floor: usize,
+}
+
+impl<'a> Memory<'a> {
+    pub(crate) fn new(
+        stack: &'a mut [u8],
+        ctx: &'a mut [u8],
+        packet: Option<&'a mut [u8]>,
+        mem: &'a mut [u8],
+        ctx_layout: Option<&'static ContextLayout>,
+    ) -> Self {
+        let legacy_reads_packet = packet.is_some();
+        let packet = packet.unwrap_or_default();
+        let regions = [Default::default(), stack, ctx, packet, mem];
+        Memory { regions, ctx_layout, legacy_reads_packet, stack_written: 0..0, stack_floor: 0 }
+    }
+
+    /// Reads `N` bytes at `addr`, or `None` if any of them is outside every region.
+    #[inline(always)]
+    pub(crate) fn load<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
+        let (window, range) = locate(addr, N)?;
+        if window == STACK && range.start < self.stack_floor {
+            return None;
+        }
+        self.regions.get(window)?.get(range)?.try_into().ok()
+    }
+
+    /// Writes `N` bytes at `addr`: `OutOfBounds` if any is outside every region, else
+    /// `ReadOnly` if the program may not write there.
+    #[inline(always)]
+    pub(crate) fn store<const N: usize>(
+        &mut self,
+        addr: u64,
+        value: [u8; N],
+    ) -> Result<(), TrapCode> {
+        let (window, range) = locate(addr, N).ok_or(TrapCode::OutOfBounds)?;
+        let len = self.regions.get(window).map_or(0, |r| r.len());
+        if range.end > len || (window == STACK && range.start < self.stack_floor) {
+            return Err(TrapCode::OutOfBounds);
+        }
+        if window == CTX && !self.ctx_writable(range.start, range.end) {
+            return Err(TrapCode::ReadOnly);
+        }
+        if window == STACK {
+            if self.stack_written.is_empty() {
+                self.stack_written = range.clone();
+            } else {
+                self.stack_written.start = self.stack_written.start.min(range.start);
+                self.stack_written.end = self.stack_written.end.max(range.end);
+            }
+        }
+        let bytes = self
+            .regions
+            .get_mut(window)
+            .and_then(|r| r.get_mut(range))
+            .ok_or(TrapCode::OutOfBounds)?;
+        bytes.copy_from_slice(&value);
+        Ok(())
+    }
+
+    pub(crate) fn set_stack_floor(&mut self, floor: usize) {
+        self.stack_floor = floor;
+    }
+
+    /// The span of the stack written so far (empty if none).
+    pub(crate) fn stack_written(&self) -> Range<usize> {
+        self.stack_written.clone()
+    }
+
+    /// Whether `[start, end)` of the context lies inside one writable field.
+    #[cold]
+    fn ctx_writable(&self, start: usize, end: usize) -> bool {
+        let Some(layout) = self.ctx_layout else {
+            return false;
+        };
+        layout.fields.iter().any(|field| {
+            let Ok(field_start) = usize::try_from(field.offset) else {
+                return false;
+            };
+            let field_end =
+                usize::try_from(field.size).ok().and_then(|size| field_start.checked_add(size));
+            field.writable && start >= field_start && field_end.is_some_and(|e| end <= e)
+        })
+    }
+
+    /// A legacy packet load: `size` bytes at `offset`, big-endian, zero-extended; `None`
+    /// when the bytes are not all in the packet (the program then returns 0).
+    #[inline]
+    pub(crate) fn packet_load(&self, offset: i32, size: u8) -> Option<u64> {
+        let source = if self.legacy_reads_packet { PACKET } else { MEM };
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(usize::from(size))?;
+        let bytes = self.regions.get(source)?.get(start..end)?;
+        Some(bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+    }
+}
