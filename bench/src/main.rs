@@ -39,7 +39,11 @@ fn parse_args() -> Result<Options, String> {
             }
             "--record" => opts.record = true,
             "interp" => suite = Some(arg),
-            other => return Err(format!("unknown argument `{other}` (usage: weir-bench interp [--rounds N] [--record])")),
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}` (usage: weir-bench interp [--rounds N] [--record])"
+                ))
+            }
         }
     }
     if suite.is_none() {
@@ -142,10 +146,8 @@ fn main() {
         });
         let rbpf_ns =
             time_median(opts.rounds, inner, || vm.execute_program(&mut rbpf_mem).unwrap_or(0));
-        let line = format!(
-            "{name:<15} {weir_ns:>12.0} {rbpf_ns:>12.0} {:>7.2}x",
-            rbpf_ns / weir_ns
-        );
+        let line =
+            format!("{name:<15} {weir_ns:>12.0} {rbpf_ns:>12.0} {:>7.2}x", rbpf_ns / weir_ns);
         println!("{line}");
         lines.push(line);
     }
@@ -171,7 +173,10 @@ fn record(lines: &[String]) {
         .ok()
         .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(str::to_string))
         .unwrap_or_default();
-    let text = format!("# weir-bench interp, {date}\n# {cpu}\n# ratio = rbpf time / weir time\n{}\n", lines.join("\n"));
+    let text = format!(
+        "# weir-bench interp, {date}\n# {cpu}\n# ratio = rbpf time / weir time\n{}\n",
+        lines.join("\n")
+    );
     match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text)) {
         Ok(()) => println!("recorded {}", path.display()),
         Err(e) => eprintln!("weir-bench: {}: {e}", path.display()),

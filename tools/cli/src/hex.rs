@@ -14,7 +14,8 @@ pub fn parse_bytes(text: &str) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(bytes.len() / 2);
     for (i, pair) in bytes.chunks(2).enumerate() {
         let text = std::str::from_utf8(pair).map_err(|_| format!("byte {i}: not hex"))?;
-        let value = u8::from_str_radix(text, 16).map_err(|_| format!("byte {i}: `{text}` is not hex"))?;
+        let value =
+            u8::from_str_radix(text, 16).map_err(|_| format!("byte {i}: `{text}` is not hex"))?;
         out.push(value);
     }
     Ok(out)

@@ -58,8 +58,9 @@ pub fn asm_error(path: &Path, source: &str, err: &asm::AsmError) -> String {
 pub fn program_from(path: &Path, bytes: &[u8], format: Format) -> Result<Program, String> {
     let text = || std::str::from_utf8(bytes).map_err(|e| format!("{}: {e}", path.display()));
     let insns = match format {
-        Format::Bytecode => weir_isa::ebpf::decode_bytes(bytes)
-            .map_err(|e| format!("{}: {e}", path.display()))?,
+        Format::Bytecode => {
+            weir_isa::ebpf::decode_bytes(bytes).map_err(|e| format!("{}: {e}", path.display()))?
+        }
         Format::Words => {
             let source = text()?;
             let raw = asm::parse_raw_words(source).map_err(|e| asm_error(path, source, &e))?;
@@ -70,7 +71,10 @@ pub fn program_from(path: &Path, bytes: &[u8], format: Format) -> Result<Program
             asm::assemble(source).map_err(|e| asm_error(path, source, &e))?
         }
         Format::DataFile => {
-            return Err(format!("{}: a .data file holds a test case, not a bare program", path.display()))
+            return Err(format!(
+                "{}: a .data file holds a test case, not a bare program",
+                path.display()
+            ))
         }
     };
     Ok(Program::from_insns(insns))

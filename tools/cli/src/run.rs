@@ -55,7 +55,8 @@ pub fn disasm(path: &Path, listing: bool) -> Result<ExitCode, String> {
         _ => Format::Bytecode,
     };
     let program = input::program_from(path, &bytes, format)?;
-    let text = if listing { asm::listing(program.insns()) } else { asm::disassemble(program.insns()) };
+    let text =
+        if listing { asm::listing(program.insns()) } else { asm::disassemble(program.insns()) };
     print!("{text}");
     Ok(ExitCode::SUCCESS)
 }
@@ -68,7 +69,12 @@ fn interpreter(program: &Program, budget: Option<u64>) -> Result<Interpreter, St
     Interpreter::new(program, Bindings::conformance(), config).map_err(|e| e.to_string())
 }
 
-fn run_on(engine: EngineChoice, program: &Program, mem: &mut [u8], budget: Option<u64>) -> Result<u64, String> {
+fn run_on(
+    engine: EngineChoice,
+    program: &Program,
+    mem: &mut [u8],
+    budget: Option<u64>,
+) -> Result<u64, String> {
     match engine {
         EngineChoice::Interp => {
             let interp = interpreter(program, budget)?;
@@ -90,7 +96,8 @@ pub fn exec(
     let (program, mut mem, expect) = if format == Format::DataFile {
         let text = std::str::from_utf8(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         let name = path.display().to_string();
-        let case: Case = weir_conformance::parse_case(&name, text).map_err(|e| format!("{name}: {e}"))?;
+        let case: Case =
+            weir_conformance::parse_case(&name, text).map_err(|e| format!("{name}: {e}"))?;
         let loaded = weir_conformance::load_program(&case).map_err(|e| format!("{name}: {e}"));
         match (loaded, check) {
             (Ok(p), _) => (p, case.mem.clone(), Some(case.expect.clone())),
@@ -106,7 +113,9 @@ pub fn exec(
     let outcome = run_on(engine, &program, &mut mem, budget);
     match (check, expect) {
         (true, Some(expect)) => check_outcome(&expect, outcome),
-        (true, None) => Err("--check needs a .data file with a -- result or -- error section".into()),
+        (true, None) => {
+            Err("--check needs a .data file with a -- result or -- error section".into())
+        }
         (false, _) => {
             let r0 = outcome?;
             println!("{r0:#x}");
@@ -125,8 +134,12 @@ fn check_outcome(expect: &Expect, outcome: Result<u64, String>) -> Result<ExitCo
             println!("ok: error: {got}");
             Ok(ExitCode::SUCCESS)
         }
-        (Expect::Result(want), _) => Err(format!("expected r0 = {want:#x}, got {}", show(&outcome))),
-        (Expect::Error(want), _) => Err(format!("expected an error containing `{want}`, got {}", show(&outcome))),
+        (Expect::Result(want), _) => {
+            Err(format!("expected r0 = {want:#x}, got {}", show(&outcome)))
+        }
+        (Expect::Error(want), _) => {
+            Err(format!("expected an error containing `{want}`, got {}", show(&outcome)))
+        }
     }
 }
 
