@@ -3,7 +3,7 @@
 set -euo pipefail
 
 # System packages: used by tests as oracles (none is a build requirement of weir itself).
-APT_PACKAGES=(ca-certificates)
+APT_PACKAGES=(ca-certificates libpcap-dev tcpdump)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
