@@ -24,6 +24,7 @@
 //!   error weir reports: assembly, decoding, validation or trap).
 //! - `-- description` (optional): free text.
 
+pub mod fuzz_checks;
 pub mod kernel_prep;
 mod parse;
 

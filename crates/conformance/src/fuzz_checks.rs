@@ -1,0 +1,60 @@
+//! The properties the fuzz targets check, as plain functions, so that `cargo test` replays
+//! every saved crasher (`fuzz/regressions/<target>/*`) with exactly the fuzzer's checks.
+//! Each function panics when the property fails: that is how libFuzzer sees a finding.
+
+use weir_interp::{Config, Interpreter};
+use weir_isa::asm::{assemble as assemble_text, disassemble};
+use weir_isa::ebpf::{decode_bytes, encode_bytes};
+use weir_program::abi::Bindings;
+use weir_program::Program;
+
+/// Any byte string either fails to decode, or decodes to instructions that encode back to
+/// the same bytes and whose disassembly assembles to the same instructions.
+pub fn decode(data: &[u8]) {
+    if let Ok(insns) = decode_bytes(data) {
+        assert_eq!(encode_bytes(&insns), data, "encode(decode(x)) != x");
+        let text = disassemble(&insns);
+        let again = assemble_text(&text).expect("a disassembly must assemble");
+        assert_eq!(again, insns, "assemble(disassemble(p)) != p");
+    }
+}
+
+/// Any text either fails with a positioned error, or assembles to a program whose
+/// disassembly assembles to the same program.
+pub fn assemble(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    match assemble_text(text) {
+        Ok(insns) => {
+            let printed = disassemble(&insns);
+            let again = assemble_text(&printed).expect("a disassembly must assemble");
+            assert_eq!(again, insns, "assemble(disassemble(p)) != p");
+        }
+        Err(e) => {
+            assert!(e.line >= 1 && e.column >= 1, "error without a position: {e}");
+            let _ = e.render(text);
+        }
+    }
+}
+
+/// The first byte is a memory length, the next that many bytes the memory, the rest a
+/// program. Whatever a valid program does, a run ends in a value or a trap, and running it
+/// twice with the same cache gives the same outcome and memory.
+pub fn interp(data: &[u8]) {
+    let Some((&mem_len, rest)) = data.split_first() else { return };
+    let mem_len = usize::from(mem_len).min(rest.len());
+    let (mem, code) = rest.split_at(mem_len);
+    let Ok(program) = Program::from_bytes(code) else { return };
+    let config = Config { instruction_budget: 10_000, ..Config::default() };
+    let Ok(engine) = Interpreter::new(&program, Bindings::conformance(), config) else { return };
+    let mut cache = engine.cache();
+    let mut first_mem = mem.to_vec();
+    let first = engine.run_mem(&mut cache, &mut first_mem);
+    let mut second_mem = mem.to_vec();
+    let second = engine.run_mem(&mut cache, &mut second_mem);
+    assert_eq!(first, second, "a reused cache changed the outcome");
+    assert_eq!(first_mem, second_mem, "a reused cache changed the memory");
+}
+
+/// The fuzz targets by name, for the replay test.
+pub const TARGETS: &[(&str, fn(&[u8]))] =
+    &[("decode", decode), ("assemble", assemble), ("interp", interp)];
