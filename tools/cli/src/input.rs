@@ -51,7 +51,14 @@ pub fn detect(bytes: &[u8]) -> Format {
 
 /// An assembly error shown as a compiler would: place, reason, the line and a caret.
 pub fn asm_error(path: &Path, source: &str, err: &asm::AsmError) -> String {
-    format!("{}:{}:{}: {}\n{}", path.display(), err.line, err.column, err.message, err.render(source))
+    format!(
+        "{}:{}:{}: {}\n{}",
+        path.display(),
+        err.line,
+        err.column,
+        err.message,
+        err.render(source)
+    )
 }
 
 /// Turns any non-`.data` program file into a Program (decoded, not yet validated).
