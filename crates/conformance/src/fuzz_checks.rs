@@ -55,6 +55,9 @@ pub fn interp(data: &[u8]) {
     assert_eq!(first_mem, second_mem, "a reused cache changed the memory");
 }
 
+/// A fuzz property: panics when it fails.
+pub type FuzzCheck = fn(&[u8]);
+
 /// The fuzz targets by name, for the replay test.
-pub const TARGETS: &[(&str, fn(&[u8]))] =
+pub const TARGETS: &[(&str, FuzzCheck)] =
     &[("decode", decode), ("assemble", assemble), ("interp", interp)];
