@@ -6,6 +6,7 @@
 //! weir asm prog.s -o prog.bin && weir disasm --listing prog.bin
 //! ```
 
+mod cbpf;
 mod hex;
 mod input;
 mod run;
@@ -66,6 +67,9 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Classic BPF: check, run over a capture, reformat.
+    #[command(subcommand)]
+    Cbpf(cbpf::CbpfCommand),
     /// The plugin protocol of the common eBPF conformance runners: program bytes as hex on
     /// standard input, memory as hex in the first argument; prints r0 in hex.
     ConformancePlugin {
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         Command::Exec { file, mem, engine, budget, check } => {
             run::exec(&file, mem.as_deref(), engine, budget, check)
         }
+        Command::Cbpf(command) => cbpf::run(command),
         Command::ConformancePlugin { memory, engine, elf: _ } => {
             run::conformance_plugin(memory.as_deref(), engine)
         }

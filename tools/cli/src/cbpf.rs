@@ -1,0 +1,165 @@
+//! `weir cbpf ...`: classic BPF programs in any of the forms tcpdump and the kernel use.
+
+use clap::{Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use weir_cbpf::{CbpfFilter, Format, Rules};
+use weir_isa::cbpf::{encode, format_dd, format_ddd, format_listing, CbpfInsn};
+use weir_runtime::capture::Capture;
+
+/// The forms a classic program file can take.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FormatArg {
+    /// Decide from the content.
+    Auto,
+    /// `tcpdump -d` listing (also an assembler).
+    Listing,
+    /// `tcpdump -dd` C array.
+    Dd,
+    /// `tcpdump -ddd` decimal, count line first.
+    Ddd,
+    /// Raw `struct sock_filter` bytes.
+    Raw,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Auto => Format::Auto,
+            FormatArg::Listing => Format::Listing,
+            FormatArg::Dd => Format::CArray,
+            FormatArg::Ddd => Format::Decimal,
+            FormatArg::Raw => Format::Raw,
+        }
+    }
+}
+
+/// Whose rules a program must pass.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RulesArg {
+    /// The Linux kernel's classic checker plus libpcap's rules.
+    Kernel,
+    /// libpcap's `bpf_validate` alone (admits `ip6 protochain`'s backward jump).
+    Libpcap,
+}
+
+impl From<RulesArg> for Rules {
+    fn from(r: RulesArg) -> Rules {
+        match r {
+            RulesArg::Kernel => Rules::Kernel,
+            RulesArg::Libpcap => Rules::Libpcap,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub enum CbpfCommand {
+    /// Check a program against the kernel's (or libpcap's) rules.
+    Validate {
+        /// Program file (`-` for standard input).
+        prog: PathBuf,
+        #[arg(long, value_enum, default_value = "auto")]
+        format: FormatArg,
+        #[arg(long, value_enum, default_value = "kernel")]
+        rules: RulesArg,
+    },
+    /// Run a program over every packet of a capture file.
+    Run {
+        /// Program file.
+        prog: PathBuf,
+        /// Capture file (pcap or pcapng; `-` for standard input).
+        #[arg(short = 'r', long = "read")]
+        capture: PathBuf,
+        /// Print only the number of packets the program accepts.
+        #[arg(long)]
+        count: bool,
+        #[arg(long, value_enum, default_value = "auto")]
+        format: FormatArg,
+        #[arg(long, value_enum, default_value = "libpcap")]
+        rules: RulesArg,
+    },
+    /// Print a program as `tcpdump -d`, `-dd` or `-ddd` would.
+    Print {
+        prog: PathBuf,
+        #[arg(long, value_enum, default_value = "auto")]
+        format: FormatArg,
+        /// Output form.
+        #[arg(long = "as", value_enum, default_value = "listing")]
+        output: FormatArg,
+    },
+}
+
+fn load(path: &Path, format: FormatArg) -> Result<Vec<CbpfInsn>, String> {
+    let bytes = crate::input::read(path)?;
+    weir_cbpf::parse(&bytes, format.into()).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
+    match command {
+        CbpfCommand::Validate { prog, format, rules } => {
+            let insns = load(&prog, format)?;
+            CbpfFilter::with_rules(&insns, rules.into())
+                .map_err(|e| format!("{}: {e}", prog.display()))?;
+            println!("{}: valid, {} instructions", prog.display(), insns.len());
+            Ok(ExitCode::SUCCESS)
+        }
+        CbpfCommand::Run { prog, capture, count, format, rules } => {
+            let insns = load(&prog, format)?;
+            let filter = CbpfFilter::with_rules(&insns, rules.into())
+                .map_err(|e| format!("{}: {e}", prog.display()))?;
+            let file =
+                Capture::open(&capture).map_err(|e| format!("{}: {e}", capture.display()))?;
+            let mut matched: u64 = 0;
+            let mut seen: u64 = 0;
+            let mut failure = None;
+            for record in file.records() {
+                let record = match record {
+                    Ok(r) => r,
+                    Err(e) => {
+                        failure = Some(format!("{}: {e}", capture.display()));
+                        break;
+                    }
+                };
+                seen = seen.saturating_add(1);
+                let verdict = filter.run(&record.data, record.wire_len);
+                if verdict != 0 {
+                    matched = matched.saturating_add(1);
+                    if !count {
+                        println!(
+                            "{} {}.{:06} {}/{} bytes -> {verdict}",
+                            record.index.saturating_add(1),
+                            record.ts_sec,
+                            record.ts_nsec / 1000,
+                            record.data.len(),
+                            record.wire_len
+                        );
+                    }
+                }
+            }
+            if count {
+                println!("{matched}");
+            }
+            match failure {
+                // The packets before the damage were processed; say where it stopped.
+                Some(e) => Err(format!("{e} (stopped after {seen} packets, {matched} matched)")),
+                None => Ok(ExitCode::SUCCESS),
+            }
+        }
+        CbpfCommand::Print { prog, format, output } => {
+            let insns = load(&prog, format)?;
+            let text = match output {
+                FormatArg::Auto | FormatArg::Listing => format_listing(&insns),
+                FormatArg::Dd => format_dd(&encode(&insns)),
+                FormatArg::Ddd => format_ddd(&encode(&insns)),
+                FormatArg::Raw => {
+                    let bytes: Vec<u8> = encode(&insns).iter().flat_map(|r| r.to_bytes()).collect();
+                    std::io::Write::write_all(&mut std::io::stdout(), &bytes)
+                        .map_err(|e| format!("standard output: {e}"))?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+            };
+            print!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
