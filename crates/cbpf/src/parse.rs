@@ -190,6 +190,8 @@ enum Shape {
     X,
     Bare,
     None,
+    /// `ret a`: tcpdump prints `ret` alone, but people write the register out.
+    A,
 }
 
 fn shape_of(form: CbpfOperand) -> Shape {
@@ -213,6 +215,9 @@ fn operand(text: &str) -> Option<(Shape, u32)> {
     }
     if text == "x" {
         return Some((Shape::X, 0));
+    }
+    if text == "a" {
+        return Some((Shape::A, 0));
     }
     if text == "#pktlen" {
         return Some((Shape::PktLen, 0));
@@ -281,7 +286,12 @@ fn parse_listing(text: &str) -> Result<Vec<CbpfInsn>, CbpfParseError> {
             return Err(err(line, CbpfParseErrorKind::UnknownMnemonic(mnemonic.to_owned())));
         }
         let (shape, k) = operand(&compact).ok_or_else(bad_operand)?;
-        let spec = rows.iter().find(|s| shape_of(s.operand) == shape).ok_or_else(bad_operand)?;
+        let spec = rows
+            .iter()
+            .find(|s| {
+                shape_of(s.operand) == shape || (shape == Shape::A && s.operand == CbpfOperand::A)
+            })
+            .ok_or_else(bad_operand)?;
         let next = (index as u64).wrapping_add(1);
         let mut insn = CbpfInsn::stmt(spec.op, k);
         if spec.op.is_conditional_jump() {

@@ -144,3 +144,24 @@ fn cbpf_bad_input_names_the_instruction_or_line() {
     assert_eq!(text(&out.stdout).trim(), "30", "the packets before the damage are processed");
     assert!(text(&out.stderr).contains("record 31 at byte"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn cbpf_negative_corpus_is_rejected_with_place_and_reason() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/cbpf");
+    let expect = std::fs::read_to_string(dir.join("invalid.expect")).unwrap();
+    let mut checked = 0;
+    for line in expect.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let (file, want) = line.split_once(": ").expect("`file: text` lines");
+        let path = dir.join("invalid").join(file);
+        assert!(path.exists(), "{file} is listed but missing");
+        let out = weir(&["cbpf", "validate", path.to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{file}: {err}");
+        assert!(err.contains(want), "{file}: expected `{want}` in `{err}`");
+        assert!(!err.contains("panicked"), "{file}: {err}");
+        checked += 1;
+    }
+    let files = std::fs::read_dir(dir.join("invalid")).unwrap().count();
+    assert_eq!(checked, files, "every file in testdata/cbpf/invalid has an expectation");
+    assert!(checked >= 20);
+}

@@ -1,0 +1,3 @@
+ld #1
+div #0
+ret a

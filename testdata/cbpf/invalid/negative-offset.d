@@ -1,0 +1,2 @@
+ld [0xfff00000]
+ret a

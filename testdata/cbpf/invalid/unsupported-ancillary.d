@@ -1,0 +1,2 @@
+ld [0xfffff00c]
+ret a
