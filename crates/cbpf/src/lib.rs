@@ -32,6 +32,8 @@ mod meta;
 mod parse;
 mod validate;
 
+pub mod translate;
+
 pub use exec::{run, CbpfFilter, MAX_BACKWARD_JUMPS};
 pub use meta::{supported_ancillary, PacketMeta};
 pub use parse::{parse, CbpfParseError, CbpfParseErrorKind, Format};

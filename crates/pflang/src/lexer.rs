@@ -1,0 +1,697 @@
+//! The pflang scanner: expression text -> tokens with byte spans.
+//!
+//! It reproduces the scanner of record's longest-match rules, because they decide what is
+//! valid: `1-1024` and `len-1` are single name tokens (so `ip[1-1]` is a syntax error there
+//! and here), `1.2.3.4.5` is a name, `001122334455` is an Ethernet address, and on equal
+//! length the earlier rule wins (keywords, then operators, then addresses, numbers, named
+//! constants, names). Named constants (`tcp-syn`, `icmptype`, ...) become numbers here.
+
+use crate::ast::{Proto, Span};
+use crate::error::ParseError;
+use std::net::Ipv6Addr;
+
+/// Keywords (one token kind per keyword of the grammar of record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kw {
+    Proto(Proto),
+    Dst,
+    Src,
+    Host,
+    Net,
+    Mask,
+    Port,
+    PortRange,
+    ProtoKw,
+    ProtoChain,
+    Gateway,
+    Type,
+    Subtype,
+    Dir,
+    Addr1,
+    Addr2,
+    Addr3,
+    Addr4,
+    Ra,
+    Ta,
+    Less,
+    Greater,
+    Byte,
+    Broadcast,
+    Multicast,
+    And,
+    Or,
+    Not,
+    Len,
+    Inbound,
+    Outbound,
+    IfIndex,
+    Vlan,
+    Mpls,
+    Pppoed,
+    Pppoes,
+    Geneve,
+    Vxlan,
+    Llc,
+    Atm(crate::ast::AtmAbbrev),
+    Vpi,
+    Vci,
+    PfIfname,
+    PfRset,
+    PfRnr,
+    PfSrnr,
+    PfReason,
+    PfAction,
+    Mtp2(crate::ast::Mtp2Type),
+    Mtp3(crate::ast::Mtp3Field),
+}
+
+/// Punctuation and operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Punct {
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    Percent,
+    Colon,
+    LBracket,
+    RBracket,
+    LParen,
+    RParen,
+    Amp,
+    Pipe,
+    Caret,
+    Lt,
+    Gt,
+    Eq,
+    Ge,
+    Le,
+    Ne,
+    Shl,
+    Shr,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tok {
+    Kw(Kw),
+    Punct(Punct),
+    /// A number, or a named constant already turned into its number.
+    Num(u32),
+    /// A name (or `\escaped` word, without the backslash).
+    Id(String),
+    /// Dotted IPv4 (2 to 4 parts), as written.
+    Hid(String),
+    Hid6(Ipv6Addr),
+    Eid([u8; 6]),
+    Aid(u8),
+    End,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    pub tok: Tok,
+    pub span: Span,
+}
+
+use crate::ast::{AtmAbbrev as A, Mtp2Type as M2, Mtp3Field as M3, Proto as P};
+
+/// Keyword spellings, in the scanner of record's rule order.
+pub const KEYWORDS: &[(&str, Kw)] = &[
+    ("dst", Kw::Dst),
+    ("src", Kw::Src),
+    ("link", Kw::Proto(P::Link)),
+    ("ether", Kw::Proto(P::Link)),
+    ("ppp", Kw::Proto(P::Link)),
+    ("slip", Kw::Proto(P::Link)),
+    ("fddi", Kw::Proto(P::Link)),
+    ("tr", Kw::Proto(P::Link)),
+    ("wlan", Kw::Proto(P::Link)),
+    ("arp", Kw::Proto(P::Arp)),
+    ("rarp", Kw::Proto(P::Rarp)),
+    ("ip", Kw::Proto(P::Ip)),
+    ("sctp", Kw::Proto(P::Sctp)),
+    ("tcp", Kw::Proto(P::Tcp)),
+    ("udp", Kw::Proto(P::Udp)),
+    ("icmp", Kw::Proto(P::Icmp)),
+    ("igmp", Kw::Proto(P::Igmp)),
+    ("igrp", Kw::Proto(P::Igrp)),
+    ("pim", Kw::Proto(P::Pim)),
+    ("vrrp", Kw::Proto(P::Vrrp)),
+    ("carp", Kw::Proto(P::Carp)),
+    ("radio", Kw::Proto(P::Radio)),
+    ("ip6", Kw::Proto(P::Ip6)),
+    ("icmp6", Kw::Proto(P::Icmp6)),
+    ("ah", Kw::Proto(P::Ah)),
+    ("esp", Kw::Proto(P::Esp)),
+    ("atalk", Kw::Proto(P::Atalk)),
+    ("aarp", Kw::Proto(P::Aarp)),
+    ("decnet", Kw::Proto(P::Decnet)),
+    ("lat", Kw::Proto(P::Lat)),
+    ("sca", Kw::Proto(P::Sca)),
+    ("moprc", Kw::Proto(P::Moprc)),
+    ("mopdl", Kw::Proto(P::Mopdl)),
+    ("iso", Kw::Proto(P::Iso)),
+    ("esis", Kw::Proto(P::Esis)),
+    ("es-is", Kw::Proto(P::Esis)),
+    ("isis", Kw::Proto(P::Isis)),
+    ("is-is", Kw::Proto(P::Isis)),
+    ("l1", Kw::Proto(P::L1)),
+    ("l2", Kw::Proto(P::L2)),
+    ("iih", Kw::Proto(P::Iih)),
+    ("lsp", Kw::Proto(P::Lsp)),
+    ("snp", Kw::Proto(P::Snp)),
+    ("csnp", Kw::Proto(P::Csnp)),
+    ("psnp", Kw::Proto(P::Psnp)),
+    ("clnp", Kw::Proto(P::Clnp)),
+    ("stp", Kw::Proto(P::Stp)),
+    ("ipx", Kw::Proto(P::Ipx)),
+    ("netbeui", Kw::Proto(P::Netbeui)),
+    ("host", Kw::Host),
+    ("net", Kw::Net),
+    ("mask", Kw::Mask),
+    ("port", Kw::Port),
+    ("portrange", Kw::PortRange),
+    ("proto", Kw::ProtoKw),
+    ("protochain", Kw::ProtoChain),
+    ("gateway", Kw::Gateway),
+    ("type", Kw::Type),
+    ("subtype", Kw::Subtype),
+    ("direction", Kw::Dir),
+    ("dir", Kw::Dir),
+    ("address1", Kw::Addr1),
+    ("addr1", Kw::Addr1),
+    ("address2", Kw::Addr2),
+    ("addr2", Kw::Addr2),
+    ("address3", Kw::Addr3),
+    ("addr3", Kw::Addr3),
+    ("address4", Kw::Addr4),
+    ("addr4", Kw::Addr4),
+    ("ra", Kw::Ra),
+    ("ta", Kw::Ta),
+    ("less", Kw::Less),
+    ("greater", Kw::Greater),
+    ("byte", Kw::Byte),
+    ("broadcast", Kw::Broadcast),
+    ("multicast", Kw::Multicast),
+    ("and", Kw::And),
+    ("&&", Kw::And),
+    ("or", Kw::Or),
+    ("||", Kw::Or),
+    ("not", Kw::Not),
+    ("len", Kw::Len),
+    ("length", Kw::Len),
+    ("inbound", Kw::Inbound),
+    ("outbound", Kw::Outbound),
+    ("ifindex", Kw::IfIndex),
+    ("vlan", Kw::Vlan),
+    ("mpls", Kw::Mpls),
+    ("pppoed", Kw::Pppoed),
+    ("pppoes", Kw::Pppoes),
+    ("geneve", Kw::Geneve),
+    ("vxlan", Kw::Vxlan),
+    ("lane", Kw::Atm(A::Lane)),
+    ("llc", Kw::Llc),
+    ("metac", Kw::Atm(A::Metac)),
+    ("bcc", Kw::Atm(A::Bcc)),
+    ("oam", Kw::Atm(A::Oam)),
+    ("oamf4", Kw::Atm(A::Oamf4)),
+    ("oamf4ec", Kw::Atm(A::Oamf4ec)),
+    ("oamf4sc", Kw::Atm(A::Oamf4sc)),
+    ("sc", Kw::Atm(A::Sc)),
+    ("ilmic", Kw::Atm(A::Ilmic)),
+    ("vpi", Kw::Vpi),
+    ("vci", Kw::Vci),
+    ("connectmsg", Kw::Atm(A::Connectmsg)),
+    ("metaconnect", Kw::Atm(A::Metaconnect)),
+    ("on", Kw::PfIfname),
+    ("ifname", Kw::PfIfname),
+    ("rset", Kw::PfRset),
+    ("ruleset", Kw::PfRset),
+    ("rnr", Kw::PfRnr),
+    ("rulenum", Kw::PfRnr),
+    ("srnr", Kw::PfSrnr),
+    ("subrulenum", Kw::PfSrnr),
+    ("reason", Kw::PfReason),
+    ("action", Kw::PfAction),
+    ("fisu", Kw::Mtp2(M2::Fisu)),
+    ("lssu", Kw::Mtp2(M2::Lssu)),
+    ("lsu", Kw::Mtp2(M2::Lssu)),
+    ("msu", Kw::Mtp2(M2::Msu)),
+    ("hfisu", Kw::Mtp2(M2::Hfisu)),
+    ("hlssu", Kw::Mtp2(M2::Hlssu)),
+    ("hmsu", Kw::Mtp2(M2::Hmsu)),
+    ("sio", Kw::Mtp3(M3::Sio)),
+    ("opc", Kw::Mtp3(M3::Opc)),
+    ("dpc", Kw::Mtp3(M3::Dpc)),
+    ("sls", Kw::Mtp3(M3::Sls)),
+    ("hsio", Kw::Mtp3(M3::Hsio)),
+    ("hopc", Kw::Mtp3(M3::Hopc)),
+    ("hdpc", Kw::Mtp3(M3::Hdpc)),
+    ("hsls", Kw::Mtp3(M3::Hsls)),
+];
+
+/// Named constants, which the scanner of record turns into numbers.
+pub const NAMED_CONSTANTS: &[(&str, u32)] = &[
+    ("icmptype", 0),
+    ("icmpcode", 1),
+    ("icmp-echoreply", 0),
+    ("icmp-unreach", 3),
+    ("icmp-sourcequench", 4),
+    ("icmp-redirect", 5),
+    ("icmp-echo", 8),
+    ("icmp-routeradvert", 9),
+    ("icmp-routersolicit", 10),
+    ("icmp-timxceed", 11),
+    ("icmp-paramprob", 12),
+    ("icmp-tstamp", 13),
+    ("icmp-tstampreply", 14),
+    ("icmp-ireq", 15),
+    ("icmp-ireqreply", 16),
+    ("icmp-maskreq", 17),
+    ("icmp-maskreply", 18),
+    ("icmp6type", 0),
+    ("icmp6code", 1),
+    ("icmp6-destinationunreach", 1),
+    ("icmp6-packettoobig", 2),
+    ("icmp6-timeexceeded", 3),
+    ("icmp6-parameterproblem", 4),
+    ("icmp6-echo", 128),
+    ("icmp6-echoreply", 129),
+    ("icmp6-multicastlistenerquery", 130),
+    ("icmp6-multicastlistenerreportv1", 131),
+    ("icmp6-multicastlistenerdone", 132),
+    ("icmp6-routersolicit", 133),
+    ("icmp6-routeradvert", 134),
+    ("icmp6-neighborsolicit", 135),
+    ("icmp6-neighboradvert", 136),
+    ("icmp6-redirect", 137),
+    ("icmp6-routerrenum", 138),
+    ("icmp6-nodeinformationquery", 139),
+    ("icmp6-nodeinformationresponse", 140),
+    ("icmp6-ineighbordiscoverysolicit", 141),
+    ("icmp6-ineighbordiscoveryadvert", 142),
+    ("icmp6-multicastlistenerreportv2", 143),
+    ("icmp6-homeagentdiscoveryrequest", 144),
+    ("icmp6-homeagentdiscoveryreply", 145),
+    ("icmp6-mobileprefixsolicit", 146),
+    ("icmp6-mobileprefixadvert", 147),
+    ("icmp6-certpathsolicit", 148),
+    ("icmp6-certpathadvert", 149),
+    ("icmp6-multicastrouteradvert", 151),
+    ("icmp6-multicastroutersolicit", 152),
+    ("icmp6-multicastrouterterm", 153),
+    ("tcpflags", 13),
+    ("tcp-fin", 0x01),
+    ("tcp-syn", 0x02),
+    ("tcp-rst", 0x04),
+    ("tcp-push", 0x08),
+    ("tcp-ack", 0x10),
+    ("tcp-urg", 0x20),
+    ("tcp-ece", 0x40),
+    ("tcp-cwr", 0x80),
+];
+
+const PUNCT1: &[(u8, Punct)] = &[
+    (b'+', Punct::Plus),
+    (b'-', Punct::Minus),
+    (b'*', Punct::Star),
+    (b'/', Punct::Slash),
+    (b'%', Punct::Percent),
+    (b':', Punct::Colon),
+    (b'[', Punct::LBracket),
+    (b']', Punct::RBracket),
+    (b'(', Punct::LParen),
+    (b')', Punct::RParen),
+    (b'&', Punct::Amp),
+    (b'|', Punct::Pipe),
+    (b'^', Punct::Caret),
+    (b'<', Punct::Lt),
+    (b'>', Punct::Gt),
+    (b'=', Punct::Eq),
+];
+
+const PUNCT2: &[(&str, Punct)] = &[
+    (">=", Punct::Ge),
+    ("<=", Punct::Le),
+    ("!=", Punct::Ne),
+    ("==", Punct::Eq),
+    ("<<", Punct::Shl),
+    (">>", Punct::Shr),
+];
+
+/// Rule classes in the scanner's priority order (lower wins a tie on length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rule {
+    Keyword,
+    Space,
+    Punct1,
+    Punct2,
+    Aid,
+    Mac,
+    Num,
+    Hid,
+    V6,
+    BogusEther,
+    Constant,
+    Id,
+    EscapedId,
+}
+
+fn is_hex(b: u8) -> bool {
+    b.is_ascii_hexdigit()
+}
+
+/// Length of `N`: `[0-9]+` or `0[xX][0-9A-Fa-f]+`, longest.
+fn num_len(s: &[u8]) -> usize {
+    let dec = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if s.len() >= 3 && s[0] == b'0' && (s[1] == b'x' || s[1] == b'X') && is_hex(s[2]) {
+        let hex = 2 + s[2..].iter().take_while(|b| is_hex(**b)).count();
+        return hex.max(dec);
+    }
+    dec
+}
+
+/// Length of up to `max` hex digits (at least one), else 0.
+fn hex_run(s: &[u8], max: usize) -> usize {
+    s.iter().take(max).take_while(|b| is_hex(**b)).count()
+}
+
+/// Longest match of the Ethernet address patterns.
+fn mac_len(s: &[u8]) -> usize {
+    let mut best = 0;
+    // {B}sep{B}sep... six groups of one or two hex digits, for ':', '-' and '.'.
+    for sep in [b':', b'-', b'.'] {
+        // Each group may take one or two digits; try the greedy combination first and
+        // fall back per group, which is enough because a separator follows each group.
+        let mut pos = 0;
+        let mut ok = true;
+        for g in 0..6 {
+            let n = hex_run(&s[pos..], 2);
+            if n == 0 {
+                ok = false;
+                break;
+            }
+            pos += n;
+            if g < 5 {
+                if s.get(pos) != Some(&sep) {
+                    ok = false;
+                    break;
+                }
+                pos += 1;
+            }
+        }
+        if ok {
+            best = best.max(pos);
+        }
+    }
+    // {B2}.{B2}.{B2}
+    if hex_run(s, 4) == 4
+        && s.get(4) == Some(&b'.')
+        && hex_run(s.get(5..).unwrap_or(&[]), 4) == 4
+        && s.get(9) == Some(&b'.')
+        && hex_run(s.get(10..).unwrap_or(&[]), 4) == 4
+    {
+        best = best.max(14);
+    }
+    // {B2}{3}: exactly twelve hex digits (a prefix of a longer run also matches).
+    if hex_run(s, 12) == 12 {
+        best = best.max(12);
+    }
+    best
+}
+
+/// Longest match of `N.N`, `N.N.N` or `N.N.N.N`.
+fn hid_len(s: &[u8]) -> usize {
+    let mut pos = num_len(s);
+    if pos == 0 {
+        return 0;
+    }
+    let mut best = 0;
+    for _ in 0..3 {
+        if s.get(pos) != Some(&b'.') {
+            break;
+        }
+        let n = num_len(&s[pos + 1..]);
+        if n == 0 {
+            break;
+        }
+        pos += 1 + n;
+        best = pos;
+    }
+    best
+}
+
+/// Whether `s` has the shape of the scanner's IPv6 patterns: hex groups of 1-4 digits
+/// separated by ':', at most one '::', 8 groups without '::' or fewer with it, optionally
+/// ending in a dotted quad that counts as two groups.
+fn v6_shape(s: &[u8]) -> bool {
+    let text = match std::str::from_utf8(s) {
+        Ok(t) => t,
+        Err(_) => return false,
+    };
+    let (head, tail4) = match text.rfind(':') {
+        Some(i) if text[i + 1..].contains('.') => (&text[..=i], Some(&text[i + 1..])),
+        _ => (text, None),
+    };
+    if let Some(q) = tail4 {
+        let parts: Vec<&str> = q.split('.').collect();
+        if parts.len() != 4
+            || parts.iter().any(|p| p.is_empty() || num_len(p.as_bytes()) != p.len())
+        {
+            return false;
+        }
+    }
+    let extra = if tail4.is_some() { 2 } else { 0 };
+    let compressed = head.matches("::").count();
+    if compressed > 1 || head.contains(":::") {
+        return false;
+    }
+    let group_ok = |g: &str| !g.is_empty() && g.len() <= 4 && g.bytes().all(is_hex);
+    if compressed == 1 {
+        let (l, r) = match head.split_once("::") {
+            Some(x) => x,
+            None => return false,
+        };
+        let lg: Vec<&str> = if l.is_empty() { vec![] } else { l.split(':').collect() };
+        // With a dotted tail the right side ends in ':' (already stripped as part of `head`).
+        let r = if tail4.is_some() { r.strip_suffix(':').unwrap_or(r) } else { r };
+        if tail4.is_some() && r.is_empty() && !head.ends_with("::") {
+            return false;
+        }
+        let rg: Vec<&str> = if r.is_empty() { vec![] } else { r.split(':').collect() };
+        if !lg.iter().chain(rg.iter()).all(|g| group_ok(g)) {
+            return false;
+        }
+        lg.len() + rg.len() + extra <= 7
+    } else {
+        let h = if tail4.is_some() {
+            match head.strip_suffix(':') {
+                Some(h) => h,
+                None => return false,
+            }
+        } else {
+            head
+        };
+        let groups: Vec<&str> = h.split(':').collect();
+        groups.iter().all(|g| group_ok(g)) && groups.len() + extra == 8
+    }
+}
+
+/// Longest prefix with the IPv6 shape.
+fn v6_len(s: &[u8]) -> usize {
+    let run = s.iter().take(128).take_while(|b| is_hex(**b) || **b == b':' || **b == b'.').count();
+    if !s[..run].contains(&b':') {
+        return 0;
+    }
+    (2..=run).rev().find(|&n| v6_shape(&s[..n])).unwrap_or(0)
+}
+
+/// Longest match of `{B}:+({B}:+)+` (an Ethernet-looking word the scanner rejects).
+fn bogus_ether_len(s: &[u8]) -> usize {
+    let mut pos = 0;
+    let mut groups = 0;
+    let mut best = 0;
+    loop {
+        let n = hex_run(&s[pos..], 2);
+        if n == 0 {
+            break;
+        }
+        let colons = s[pos + n..].iter().take_while(|b| **b == b':').count();
+        if colons == 0 {
+            break;
+        }
+        pos += n + colons;
+        groups += 1;
+        if groups >= 2 {
+            best = pos;
+        }
+    }
+    best
+}
+
+/// Longest match of `[A-Za-z0-9]([-_.A-Za-z0-9]*[.A-Za-z0-9])?`.
+fn id_len(s: &[u8]) -> usize {
+    match s.first() {
+        Some(b) if b.is_ascii_alphanumeric() => {}
+        _ => return 0,
+    }
+    let run = 1 + s[1..]
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        .count();
+    let mut n = run;
+    while n > 1 && matches!(s[n - 1], b'-' | b'_') {
+        n -= 1;
+    }
+    n
+}
+
+fn escaped_id_len(s: &[u8]) -> usize {
+    if s.first() != Some(&b'\\') {
+        return 0;
+    }
+    let n = s[1..]
+        .iter()
+        .take_while(|b| !matches!(b, b' ' | b'!' | b'(' | b')' | b'\n' | b'\t'))
+        .count();
+    if n == 0 {
+        0
+    } else {
+        n + 1
+    }
+}
+
+/// The scanner's number conversion: decimal, `0x` hex, leading-`0` octal, 32 bits.
+pub fn parse_number(text: &str) -> Result<u32, String> {
+    let (digits, radix) =
+        if let Some(h) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+            (h, 16)
+        } else if text.len() > 1 && text.starts_with('0') {
+            (&text[1..], 8)
+        } else {
+            (text, 10)
+        };
+    let kind = match radix {
+        16 => "hex",
+        8 => "octal",
+        _ => "decimal",
+    };
+    let mut n: u32 = 0;
+    for c in digits.chars() {
+        let d =
+            c.to_digit(radix).ok_or_else(|| format!("number {text} contains non-{kind} digit"))?;
+        n = n
+            .checked_mul(radix)
+            .and_then(|n| n.checked_add(d))
+            .ok_or_else(|| format!("number {text} overflows 32 bits"))?;
+    }
+    Ok(n)
+}
+
+fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let digits: Vec<u8> = if text.contains([':', '-']) || text.matches('.').count() == 5 {
+        text.split([':', '-', '.'])
+            .map(|g| u8::from_str_radix(g, 16).ok())
+            .collect::<Option<Vec<u8>>>()?
+    } else {
+        let hex: String = text.chars().filter(|c| *c != '.').collect();
+        (0..6)
+            .map(|i| hex.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+            .collect::<Option<Vec<u8>>>()?
+    };
+    digits.try_into().ok()
+}
+
+/// Splits `expr` into tokens, ending with [`Tok::End`].
+pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
+    let bytes = expr.as_bytes();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let s = &bytes[pos..];
+        let mut best: Option<(usize, Rule)> = None;
+        let mut consider = |len: usize, rule: Rule| {
+            if len > 0 && best.is_none_or(|(l, r)| len > l || (len == l && rule < r)) {
+                best = Some((len, rule));
+            }
+        };
+        for (kw, _) in KEYWORDS {
+            if s.starts_with(kw.as_bytes()) {
+                consider(kw.len(), Rule::Keyword);
+            }
+        }
+        if matches!(s[0], b' ' | b'\r' | b'\n' | b'\t') {
+            consider(1, Rule::Space);
+        }
+        if s[0] == b'!' || PUNCT1.iter().any(|(c, _)| *c == s[0]) {
+            consider(1, Rule::Punct1);
+        }
+        if PUNCT2.iter().any(|(p, _)| s.starts_with(p.as_bytes())) {
+            consider(2, Rule::Punct2);
+        }
+        if s[0] == b'$' {
+            let n = hex_run(&s[1..], 2);
+            if n > 0 {
+                consider(1 + n, Rule::Aid);
+            }
+        }
+        consider(mac_len(s), Rule::Mac);
+        consider(num_len(s), Rule::Num);
+        consider(hid_len(s), Rule::Hid);
+        consider(v6_len(s), Rule::V6);
+        consider(bogus_ether_len(s), Rule::BogusEther);
+        for (c, _) in NAMED_CONSTANTS {
+            if s.starts_with(c.as_bytes()) {
+                consider(c.len(), Rule::Constant);
+            }
+        }
+        consider(id_len(s), Rule::Id);
+        consider(escaped_id_len(s), Rule::EscapedId);
+
+        let Some((len, rule)) = best else {
+            let ch_len = expr[pos..].chars().next().map_or(1, char::len_utf8);
+            let ch = &expr[pos..pos + ch_len];
+            return Err(ParseError::new(
+                Span::new(pos, pos + ch_len),
+                format!("unexpected character `{}`", ch.escape_debug()),
+            ));
+        };
+        let span = Span::new(pos, pos + len);
+        // All rules match ASCII only, so `len` ends on a character boundary.
+        let text = &expr[pos..pos + len];
+        let tok = match rule {
+            Rule::Space => None,
+            Rule::Keyword => KEYWORDS.iter().find(|(k, _)| *k == text).map(|(_, kw)| Tok::Kw(*kw)),
+            Rule::Punct1 if s[0] == b'!' => Some(Tok::Kw(Kw::Not)),
+            Rule::Punct1 => PUNCT1.iter().find(|(c, _)| *c == s[0]).map(|(_, p)| Tok::Punct(*p)),
+            Rule::Punct2 => PUNCT2.iter().find(|(p, _)| *p == text).map(|(_, p)| Tok::Punct(*p)),
+            Rule::Aid => u8::from_str_radix(&text[1..], 16).ok().map(Tok::Aid),
+            Rule::Mac => {
+                Some(Tok::Eid(parse_mac(text).ok_or_else(|| {
+                    ParseError::new(span, format!("bogus ethernet address {text}"))
+                })?))
+            }
+            Rule::Num => Some(Tok::Num(parse_number(text).map_err(|m| ParseError::new(span, m))?)),
+            Rule::Hid => Some(Tok::Hid(text.to_string())),
+            Rule::V6 => Some(Tok::Hid6(
+                text.parse::<Ipv6Addr>()
+                    .map_err(|_| ParseError::new(span, format!("bogus IPv6 address {text}")))?,
+            )),
+            Rule::BogusEther => {
+                return Err(ParseError::new(span, format!("bogus ethernet address {text}")))
+            }
+            Rule::Constant => {
+                NAMED_CONSTANTS.iter().find(|(c, _)| *c == text).map(|(_, v)| Tok::Num(*v))
+            }
+            Rule::Id => Some(Tok::Id(text.to_string())),
+            Rule::EscapedId => Some(Tok::Id(text[1..].to_string())),
+        };
+        if rule != Rule::Space {
+            let tok = tok.ok_or_else(|| ParseError::new(span, format!("cannot read `{text}`")))?;
+            out.push(Token { tok, span });
+        }
+        pos += len;
+    }
+    out.push(Token { tok: Tok::End, span: Span::new(bytes.len(), bytes.len()) });
+    Ok(out)
+}

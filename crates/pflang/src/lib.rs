@@ -1,0 +1,18 @@
+//! weir-pflang: the tcpdump filter language ("pflang") front end.
+//!
+//! `parse` turns an expression into an [`ast::Expr`] with byte spans, following the grammar,
+//! precedence and qualifier-inheritance rules of libpcap (the semantics of record, see
+//! DESIGN.md). [`names`] resolves the names the tree keeps (hosts, services, protocols,
+//! Ethernet names) from built-in tables and the system's files, never DNS. Lowering to the
+//! filter IR builds on this tree.
+
+pub mod ast;
+mod display;
+pub mod error;
+pub mod lexer;
+pub mod names;
+pub mod parser;
+
+pub use ast::{Expr, ExprKind, Span};
+pub use error::ParseError;
+pub use parser::{parse, MAX_DEPTH};

@@ -1,0 +1,210 @@
+//! Differential syntax tests against the system libpcap (the oracle of record): every
+//! expression libpcap accepts must parse here, every one it rejects with "syntax error"
+//! must be rejected here. Each list is re-checked against libpcap on every run, so a
+//! list that drifts from the oracle fails loudly.
+
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+#[repr(C)]
+struct BpfProgram {
+    len: c_uint,
+    insns: *mut c_void,
+}
+
+#[link(name = "pcap")]
+extern "C" {
+    fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut c_void;
+    fn pcap_compile(
+        p: *mut c_void,
+        prog: *mut BpfProgram,
+        expr: *const c_char,
+        optimize: c_int,
+        netmask: c_uint,
+    ) -> c_int;
+    fn pcap_geterr(p: *mut c_void) -> *const c_char;
+    fn pcap_freecode(prog: *mut BpfProgram);
+    fn pcap_close(p: *mut c_void);
+}
+
+/// libpcap's verdict: `Ok(())` or its error text.
+fn libpcap_compile(expr: &str) -> Result<(), String> {
+    let c = CString::new(expr).map_err(|e| e.to_string())?;
+    // SAFETY: pcap_open_dead has no preconditions; 1 = DLT_EN10MB.
+    let p = unsafe { pcap_open_dead(1, 262_144) };
+    assert!(!p.is_null(), "pcap_open_dead failed");
+    let mut prog = BpfProgram { len: 0, insns: std::ptr::null_mut() };
+    // SAFETY: `p` is a live handle, `prog` is a valid out-parameter, `c` is NUL-terminated.
+    let rc = unsafe { pcap_compile(p, &mut prog, c.as_ptr(), 0, 0xffff_ffff) };
+    let result = if rc == 0 {
+        // SAFETY: pcap_compile succeeded, so `prog` owns code to free.
+        unsafe { pcap_freecode(&mut prog) };
+        Ok(())
+    } else {
+        // SAFETY: `p` is live; pcap_geterr returns its NUL-terminated error buffer.
+        let msg = unsafe { CStr::from_ptr(pcap_geterr(p)) };
+        Err(msg.to_string_lossy().into_owned())
+    };
+    // SAFETY: `p` came from pcap_open_dead and is not used after this.
+    unsafe { pcap_close(p) };
+    result
+}
+
+fn list(name: &str) -> Vec<String> {
+    let path = format!("{}/../../testdata/pflang/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn libpcap_valid_expressions_parse() {
+    let exprs = list("valid.txt");
+    assert!(exprs.len() >= 500, "only {} valid expressions", exprs.len());
+    let mut failures = Vec::new();
+    for e in &exprs {
+        if let Err(msg) = libpcap_compile(e) {
+            failures.push(format!("libpcap now rejects {e:?}: {msg}"));
+            continue;
+        }
+        if let Err(err) = weir_pflang::parse(e) {
+            failures.push(err.render(e));
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn libpcap_syntax_errors_are_rejected() {
+    let exprs = list("syntax-rejects.txt");
+    assert!(exprs.len() >= 150, "only {} invalid expressions", exprs.len());
+    let mut failures = Vec::new();
+    for e in &exprs {
+        match libpcap_compile(e) {
+            Err(msg) if msg.contains("syntax error") => {}
+            other => failures.push(format!("libpcap gives {other:?} for {e:?}")),
+        }
+        if let Ok(ast) = weir_pflang::parse(e) {
+            failures.push(format!("weir accepts {e:?} as {ast:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn semantic_rejects_are_not_libpcap_syntax_errors() {
+    let exprs = list("semantic-rejects.txt");
+    assert!(!exprs.is_empty());
+    for line in &exprs {
+        let e = line.split("\t#").next().unwrap_or(line);
+        match libpcap_compile(e) {
+            Err(msg) => assert!(!msg.contains("syntax error"), "{e:?}: {msg}"),
+            Ok(()) => panic!("libpcap now accepts {e:?}"),
+        }
+    }
+}
+
+/// Words for random token soups that mostly resolve (names that exist, valid numbers), so
+/// libpcap's verdict is about syntax more often than about names.
+const SOUP: &[&str] = &[
+    "host",
+    "net",
+    "port",
+    "portrange",
+    "src",
+    "dst",
+    "and",
+    "or",
+    "not",
+    "!",
+    "(",
+    ")",
+    "(",
+    ")",
+    "tcp",
+    "udp",
+    "ip",
+    "ip6",
+    "ether",
+    "[",
+    "]",
+    ":",
+    "1",
+    "2",
+    "4",
+    "80",
+    "10.0.0.1",
+    "::1",
+    "aa:bb:cc:dd:ee:ff",
+    "localhost",
+    "len",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "&",
+    "|",
+    "^",
+    ">",
+    "<",
+    "=",
+    "!=",
+    "vlan",
+    "proto",
+    "broadcast",
+    "less",
+    "10.0.0.0",
+    "mask",
+    "255.0.0.0",
+    "llc",
+    "1-1024",
+    "tcp-syn",
+    "\\tcp",
+    "gateway",
+    "protochain",
+    "multicast",
+    "mpls",
+    "pppoes",
+];
+
+#[test]
+fn random_token_soups_agree_with_libpcap_on_syntax() {
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut accepted, mut syntax, mut other) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for _ in 0..20_000 {
+        let n = 1 + (next() % 7) as usize;
+        let words: Vec<&str> =
+            (0..n).map(|_| SOUP[(next() % SOUP.len() as u64) as usize]).collect();
+        let e = words.join(" ");
+        let weir = weir_pflang::parse(&e);
+        match libpcap_compile(&e) {
+            Ok(()) => {
+                accepted += 1;
+                if let Err(err) = weir {
+                    failures.push(format!("libpcap accepts, weir rejects:\n{}", err.render(&e)));
+                }
+            }
+            Err(msg) if msg.contains("syntax error") => {
+                syntax += 1;
+                if weir.is_ok() {
+                    failures.push(format!("libpcap: {msg}; weir accepts {e:?}"));
+                }
+            }
+            Err(_) => other += 1,
+        }
+    }
+    println!("libpcap accepted {accepted}, syntax errors {syntax}, other errors {other}");
+    assert!(accepted > 100 && syntax > 1000, "soup too one-sided: {accepted} / {syntax}");
+    failures.truncate(30);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
