@@ -52,6 +52,13 @@ impl From<RulesArg> for Rules {
     }
 }
 
+/// Translation targets.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum TargetArg {
+    Socket,
+    Xdp,
+}
+
 #[derive(Subcommand)]
 pub enum CbpfCommand {
     /// Check a program against the kernel's (or libpcap's) rules.
@@ -77,6 +84,16 @@ pub enum CbpfCommand {
         format: FormatArg,
         #[arg(long, value_enum, default_value = "libpcap")]
         rules: RulesArg,
+    },
+    /// Translate a program to eBPF and print the eBPF listing.
+    Translate {
+        prog: PathBuf,
+        #[arg(long, value_enum, default_value = "auto")]
+        format: FormatArg,
+        /// socket: __sk_buff context, LD_ABS/LD_IND loads; xdp: direct packet access with
+        /// bounds checks the Linux verifier accepts.
+        #[arg(long, value_enum, default_value = "socket")]
+        target: TargetArg,
     },
     /// Print a program as `tcpdump -d`, `-dd` or `-ddd` would.
     Print {
@@ -144,6 +161,17 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
                 Some(e) => Err(format!("{e} (stopped after {seen} packets, {matched} matched)")),
                 None => Ok(ExitCode::SUCCESS),
             }
+        }
+        CbpfCommand::Translate { prog, format, target } => {
+            let insns = load(&prog, format)?;
+            let target = match target {
+                TargetArg::Socket => weir_cbpf::translate::Target::SocketFilter,
+                TargetArg::Xdp => weir_cbpf::translate::Target::Xdp,
+            };
+            let program = weir_cbpf::translate::translate(&insns, target)
+                .map_err(|e| format!("{}: {e}", prog.display()))?;
+            print!("{}", weir_isa::asm::disassemble(program.insns()));
+            Ok(ExitCode::SUCCESS)
         }
         CbpfCommand::Print { prog, format, output } => {
             let insns = load(&prog, format)?;

@@ -165,3 +165,22 @@ fn cbpf_negative_corpus_is_rejected_with_place_and_reason() {
     assert_eq!(checked, files, "every file in testdata/cbpf/invalid has an expectation");
     assert!(checked >= 20);
 }
+
+#[test]
+fn cbpf_translate_prints_an_ebpf_listing_that_runs() {
+    let prog = scratch(
+        "ip.d",
+        b"(000) ldh [12]\n(001) jeq #0x800 jt 2 jf 3\n(002) ret #1\n(003) ret #0\n",
+    );
+    for target in ["socket", "xdp"] {
+        let out = weir(&["cbpf", "translate", "--target", target, prog.to_str().unwrap()]);
+        assert!(out.status.success(), "{target}: {}", text(&out.stderr));
+        let listing = text(&out.stdout);
+        assert!(listing.trim_end().ends_with("exit"), "{listing}");
+        assert!(weir_isa::asm::assemble(&listing).is_ok(), "{listing}");
+    }
+    let bad = scratch("bad-t.d", b"ld #1\ndiv #0\nret a\n");
+    let out = weir(&["cbpf", "translate", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("instruction 1"), "{}", text(&out.stderr));
+}
