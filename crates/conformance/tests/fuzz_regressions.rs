@@ -30,7 +30,7 @@ fn saved_fuzz_inputs_still_pass() {
 }
 
 #[test]
-fn checks_accept_ordinary_inputs_and_catch_a_broken_property() {
+fn checks_accept_ordinary_inputs() {
     // A real program through each check: `mov32 r0, 42; exit`.
     let code = [0xb4, 0, 0, 0, 42, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];
     weir_conformance::fuzz_checks::decode(&code);
@@ -39,11 +39,4 @@ fn checks_accept_ordinary_inputs_and_catch_a_broken_property() {
     let mut with_mem = vec![2, 0xaa, 0xbb];
     with_mem.extend_from_slice(&code);
     weir_conformance::fuzz_checks::interp(&with_mem);
-    // The decode check must be able to fail: bytes that decode but re-encode differently
-    // would trip it; such bytes cannot exist, so check the assertion itself fires on a
-    // hand-made mismatch.
-    let caught = std::panic::catch_unwind(|| {
-        assert_eq!(weir_isa::ebpf::encode_bytes(&[]), code, "encode(decode(x)) != x");
-    });
-    assert!(caught.is_err());
 }
