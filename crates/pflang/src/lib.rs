@@ -10,9 +10,11 @@ pub mod ast;
 mod display;
 pub mod error;
 pub mod lexer;
+pub mod lower;
 pub mod names;
 pub mod parser;
 
 pub use ast::{Expr, ExprKind, Span};
 pub use error::ParseError;
+pub use lower::{compile, lower, CompileError, LinkType, Options};
 pub use parser::{parse, MAX_DEPTH};

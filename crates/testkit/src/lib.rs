@@ -8,6 +8,7 @@
 
 mod corpus;
 mod edge;
+pub mod libpcap;
 mod pcap;
 mod rng;
 pub mod wire;
