@@ -14,8 +14,10 @@
 //! assert!(!ipv4.matches(&pkt[..13], 14)); // too short: the load aborts, the packet is rejected
 //! ```
 
+pub mod emit;
 pub mod eval;
 pub mod ir;
+pub mod opt;
 
 pub use eval::{Abort, Evaluator};
 pub use ir::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet, DEFAULT_ACCEPT, SCRATCH_SLOTS};

@@ -1,0 +1,3 @@
+//! Emitters: filter IR -> classic BPF and eBPF.
+//!
+//! STUB (being written).
