@@ -72,6 +72,12 @@ impl<'a> Evaluator<'a> {
                 *self.scratch.get_mut(*slot as usize).ok_or(Abort)? = v;
                 true
             }
+            Pred::Guard(n) => {
+                if self.packet.len() < *n as usize {
+                    return Err(Abort);
+                }
+                true
+            }
         })
     }
 }
