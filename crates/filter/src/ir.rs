@@ -165,6 +165,10 @@ pub enum Pred {
         slot: u8,
         value: Expr,
     },
+    /// Aborts unless at least `n` bytes were captured; otherwise true. Lowering never writes
+    /// this: the optimizer inserts it where every path would load that far anyway, so that
+    /// one check up front stands for the per-load checks after it.
+    Guard(u32),
 }
 
 /// A complete filter: accept (returning `accept`) when `pred` holds, reject (0) when it does
