@@ -2,10 +2,12 @@
 //!
 //! A file is read whole into memory and records are parsed lazily, so a file that is
 //! corrupt midway still yields every record before the damage, and the error says where it
-//! stopped (record number and byte offset).
+//! stopped (record number and byte offset). [`CaptureWriter`] writes a selection of a
+//! capture's records back out in the same format.
 
 use std::borrow::Cow;
 use std::io::Read;
+use std::ops::Range;
 use std::path::Path;
 
 use pcap_file::pcap::PcapParser;
@@ -54,6 +56,9 @@ pub struct Record<'a> {
     pub ts_nsec: u32,
     /// The link type of the interface this record came from.
     pub linktype: u32,
+    /// Where the record is stored in the file: the pcap record (header and data) or the
+    /// pcapng block, as a byte range. [`CaptureWriter`] copies records through it.
+    pub span: Range<usize>,
 }
 
 /// A capture file held in memory.
@@ -128,6 +133,11 @@ impl Capture {
 
     pub fn snaplen(&self) -> u32 {
         self.snaplen
+    }
+
+    /// The whole file as read.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     /// The packet records in file order. After the first error the iterator ends.
@@ -225,6 +235,7 @@ impl<'a> Iterator for Records<'a> {
                         }
                         Ok((next, raw)) => {
                             *rest = next;
+                            let end = total.saturating_sub(next.len());
                             let nsec = match parser.header().ts_resolution {
                                 TsResolution::MicroSecond => raw.ts_frac.saturating_mul(1000),
                                 TsResolution::NanoSecond => raw.ts_frac,
@@ -237,6 +248,7 @@ impl<'a> Iterator for Records<'a> {
                                 ts_sec: u64::from(raw.ts_sec),
                                 ts_nsec: nsec,
                                 linktype,
+                                span: offset..end,
                             })
                         }
                     }
@@ -251,6 +263,7 @@ impl<'a> Iterator for Records<'a> {
                         Err(e) => Err(fail(offset, describe(&e))),
                         Ok((next, block)) => {
                             *rest = next;
+                            let span = offset..total.saturating_sub(next.len());
                             match block {
                                 Block::InterfaceDescription(idb) => {
                                     resolutions.push((
@@ -280,6 +293,7 @@ impl<'a> Iterator for Records<'a> {
                                                 ts_sec,
                                                 ts_nsec,
                                                 linktype,
+                                                span,
                                             })
                                         }
                                     }
@@ -296,6 +310,7 @@ impl<'a> Iterator for Records<'a> {
                                         ts_sec: 0,
                                         ts_nsec: 0,
                                         linktype,
+                                        span,
                                     })
                                 }
                                 _ => continue,
@@ -317,6 +332,9 @@ impl<'a> Iterator for Records<'a> {
         }
     }
 }
+
+mod writer;
+pub use writer::CaptureWriter;
 
 #[cfg(test)]
 mod tests;

@@ -1,15 +1,22 @@
-//! `weir`: the command-line face of weir. Today: assemble, disassemble and run eBPF
-//! programs, and speak the plugin protocol of the common eBPF conformance runners.
+//! `weir`: the command-line face of weir. Today: filter capture files with tcpdump
+//! expressions and print the programs they compile to; assemble, disassemble and run eBPF
+//! programs; classic BPF tools; and the plugin protocol of the common eBPF conformance
+//! runners.
 //!
 //! ```text
+//! weir filter -r trace.pcap 'tcp port 80'       # like tcpdump -q -n -r trace.pcap ...
+//! weir compile -d 'udp and not port 53'         # like tcpdump -d
 //! weir exec testdata/samples/checksum.data     # prints r0 in hex
 //! weir asm prog.s -o prog.bin && weir disasm --listing prog.bin
 //! ```
 
 mod cbpf;
+mod compile;
+mod filter;
 mod hex;
 mod input;
 mod run;
+mod summary;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -31,6 +38,11 @@ pub enum EngineChoice {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a tcpdump filter expression over a capture file: print, count or write the
+    /// matching packets.
+    Filter(filter::FilterArgs),
+    /// Compile a tcpdump filter expression and print the program (classic BPF or eBPF).
+    Compile(compile::CompileArgs),
     /// Assemble eBPF text into bytecode.
     Asm {
         /// Assembly file (`-` for standard input).
@@ -86,6 +98,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Filter(args) => filter::run(args),
+        Command::Compile(args) => compile::run(args),
         Command::Asm { file, output, words } => run::asm(&file, output.as_deref(), words),
         Command::Disasm { file, listing } => run::disasm(&file, listing),
         Command::Exec { file, mem, engine, budget, check } => {

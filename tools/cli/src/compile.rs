@@ -1,0 +1,94 @@
+//! `weir compile`: a tcpdump expression to the program weir would run, printed the way
+//! `tcpdump -d`, `-dd` and `-ddd` print classic BPF, or as eBPF assembly.
+//!
+//! ```text
+//! weir compile 'tcp port 80'               # classic BPF listing (like tcpdump -d)
+//! weir compile -dd -y LINUX_SLL udp        # C array
+//! weir compile --ebpf --target xdp ip6     # eBPF assembly for XDP
+//! weir compile -O0 -d 'ip and ip'          # without the IR optimizer
+//! ```
+//!
+//! The stages are one call each (compile, optimize, emit, print), so a stage that gains a
+//! new implementation is wired here by changing one line.
+
+use std::process::ExitCode;
+
+use clap::{ArgAction, Args, ValueEnum};
+use weir_filter::emit::{cbpf, ebpf};
+use weir_filter::Filter;
+use weir_pflang::names::NameDb;
+use weir_pflang::LinkType;
+
+use crate::filter::{linktype_arg, options, Expression};
+
+/// eBPF program kinds.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum TargetArg {
+    /// Socket filter: `__sk_buff` context, legacy packet loads.
+    Socket,
+    /// XDP: `xdp_md` context, direct packet access with bounds checks.
+    Xdp,
+}
+
+#[derive(Args)]
+pub struct CompileArgs {
+    /// Classic BPF output: -d a listing, -dd a C array, -ddd decimal numbers (tcpdump's
+    /// forms). The default is -d.
+    #[arg(short = 'd', action = ArgAction::Count)]
+    dump: u8,
+    /// Print eBPF assembly instead of classic BPF.
+    #[arg(long, conflicts_with = "dump")]
+    ebpf: bool,
+    /// The eBPF program kind (with --ebpf).
+    #[arg(long, value_enum, default_value = "socket", requires = "ebpf")]
+    target: TargetArg,
+    /// Optimization: -O0 (or -O) turns the filter optimizer off, as tcpdump's -O does.
+    #[arg(short = 'O', value_name = "LEVEL", num_args = 0..=1, default_missing_value = "0",
+          value_parser = clap::value_parser!(u8).range(0..=1))]
+    optimize: Option<u8>,
+    /// Link type to compile for (a tcpdump -y name or DLT number); default EN10MB.
+    #[arg(short = 'y', long = "linktype", value_name = "LINKTYPE")]
+    linktype: Option<String>,
+    /// Read the expression from this file (`#` comments allowed).
+    #[arg(short = 'F', value_name = "EXPRFILE")]
+    expression_file: Option<std::path::PathBuf>,
+    /// The filter expression (the arguments are joined with spaces).
+    #[arg(value_name = "EXPRESSION")]
+    expression: Vec<String>,
+}
+
+pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
+    let expression = Expression::read(&args.expression, args.expression_file.as_deref())?;
+    let linktype = match &args.linktype {
+        Some(name) => linktype_arg(name)?,
+        None => LinkType::Ethernet,
+    };
+    let optimize = args.optimize != Some(0);
+    let mut options = options(linktype);
+    options.optimize = optimize;
+    let filter = weir_pflang::compile(&expression.text, &options, &NameDb::system())
+        .map_err(|e| expression.error(&e))?;
+    let filter = if optimize { optimized(&filter) } else { filter };
+    let text = if args.ebpf {
+        let target = match args.target {
+            TargetArg::Socket => ebpf::Target::SocketFilter,
+            TargetArg::Xdp => ebpf::Target::Xdp,
+        };
+        let program = ebpf::emit(&filter, target).map_err(|e| format!("eBPF emitter: {e}"))?;
+        weir_isa::asm::disassemble(program.insns())
+    } else {
+        let insns = cbpf::emit(&filter).map_err(|e| format!("classic BPF emitter: {e}"))?;
+        match args.dump {
+            0 | 1 => weir_isa::cbpf::format_listing(&insns),
+            2 => weir_isa::cbpf::format_dd(&weir_isa::cbpf::encode(&insns)),
+            _ => weir_isa::cbpf::format_ddd(&weir_isa::cbpf::encode(&insns)),
+        }
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The IR optimizer's pass over a compiled filter (`-O0` skips it).
+fn optimized(filter: &Filter) -> Filter {
+    weir_filter::opt::optimize(filter)
+}

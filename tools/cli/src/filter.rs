@@ -1,0 +1,402 @@
+//! `weir filter`: a tcpdump expression over a capture file, with tcpdump's conventions.
+//!
+//! ```text
+//! weir filter -r trace.pcap 'tcp port 80'            # one line per matching packet
+//! weir filter -r trace.pcap --count udp              # just the number
+//! weir filter -r - -w web.pcapng -F web.filter < trace.pcapng
+//! ```
+//!
+//! The expression is the remaining arguments joined with spaces, or with `-F` a file's
+//! contents, where `#` starts a comment that runs to the end of the line (as tcpdump reads
+//! such files). It is compiled for the capture's link type, or the one `-y` names, through
+//! `weir_pflang::compile`; every record is then tested in one place ([`Matcher`]), which is
+//! where a faster engine will slot in.
+//!
+//! A capture damaged midway (cut short, a record with an absurd length) is processed up to
+//! the damage: the packets before it are printed, counted and written, then the error says
+//! which record and byte it stopped at and the exit status is 1. With `-w` the output is
+//! then still a complete, valid capture, renamed into place, holding the matching packets
+//! that came before the damage, and the message says so. An output is never left
+//! half-written under its final name (see `weir_runtime::capture::CaptureWriter`).
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use weir_filter::Filter;
+use weir_pflang::names::NameDb;
+use weir_pflang::{CompileError, LinkType, Options};
+use weir_runtime::capture::{Capture, CaptureWriter, Record};
+
+use crate::summary;
+
+/// Captures at least this large get a progress bar (on a terminal).
+const PROGRESS_MIN_BYTES: u64 = 32 << 20;
+
+#[derive(Args)]
+#[command(after_help = "\
+The expression is tcpdump's filter language; quote it or pass it as several words.
+Without -w, each matching packet is printed on one line as `tcpdump -q -n` prints it
+(timestamps in UTC). With -w, matching packets are written instead, as a capture of the
+input's format (pcap or pcapng), link type and timestamp resolution; the file appears under
+its name only when complete.
+
+A capture that is damaged midway is processed up to the damage and weir exits with status 1,
+naming the record and byte offset where it stopped. With -w the output file is kept: it is
+a valid capture holding the matching packets before that record, and the message says so.")]
+pub struct FilterArgs {
+    /// Capture file to read (pcap or pcapng); `-` reads standard input.
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    read: PathBuf,
+    /// Write the matching packets to this capture file (`-` for standard output) instead
+    /// of printing them.
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    write: Option<PathBuf>,
+    /// Stop after this many matching packets.
+    #[arg(short = 'c', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    limit: Option<u64>,
+    /// Read the expression from this file (`#` comments allowed); the expression arguments
+    /// are then ignored, as tcpdump ignores them.
+    #[arg(short = 'F', value_name = "EXPRFILE")]
+    expression_file: Option<PathBuf>,
+    /// Print only the number of matching packets.
+    #[arg(long)]
+    count: bool,
+    /// Treat the packets as this link type (a tcpdump -y name such as EN10MB, LINUX_SLL,
+    /// RAW, or a DLT number) instead of the capture's own.
+    #[arg(short = 'y', long = "linktype", value_name = "LINKTYPE")]
+    linktype: Option<String>,
+    /// The filter expression; empty matches every packet.
+    #[arg(value_name = "EXPRESSION")]
+    expression: Vec<String>,
+}
+
+/// A filter expression and where it came from, for error messages that point into it.
+pub struct Expression {
+    pub text: String,
+    /// For `-F`: the file and its text as written (comments included).
+    file: Option<(PathBuf, String)>,
+}
+
+impl Expression {
+    /// The expression from `-F FILE` if given, else the arguments joined with spaces.
+    pub fn read(args: &[String], file: Option<&Path>) -> Result<Expression, String> {
+        let Some(path) = file else {
+            return Ok(Expression { text: args.join(" "), file: None });
+        };
+        if !args.is_empty() {
+            eprintln!(
+                "weir: warning: the expression is read from {}; the expression arguments \
+                 are ignored",
+                path.display()
+            );
+        }
+        let bytes = crate::input::read(path)?;
+        let original = String::from_utf8(bytes)
+            .map_err(|e| format!("{}: not UTF-8 text: {e}", path.display()))?;
+        Ok(Expression {
+            text: blank_comments(&original),
+            file: Some((path.to_path_buf(), original)),
+        })
+    }
+
+    /// A compile error with the expression and a caret under the place; for `-F`, as
+    /// `FILE:LINE:COL: message` with that line of the file.
+    pub fn error(&self, err: &CompileError) -> String {
+        let Some((path, original)) = &self.file else {
+            return err.render(&self.text);
+        };
+        let start = err.span.start.min(self.text.len());
+        let before = self.text.get(..start).unwrap_or("");
+        let line_number = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = self.text.get(line_start..start).map_or(0, |s| s.chars().count());
+        let width = self
+            .text
+            .get(start..err.span.end.clamp(start, self.text.len()))
+            .map_or(1, |s| s.chars().take_while(|&c| c != '\n').count().max(1));
+        let line = original.lines().nth(line_number - 1).unwrap_or("");
+        let shown: String = line.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        format!(
+            "{}:{line_number}:{}: {}\n  {shown}\n  {}{}",
+            path.display(),
+            column + 1,
+            err.message,
+            " ".repeat(column),
+            "^".repeat(width)
+        )
+    }
+}
+
+/// `#` to the end of the line becomes spaces, so columns stay where they were.
+fn blank_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_comment = false;
+    for c in text.chars() {
+        match c {
+            '\n' => {
+                in_comment = false;
+                out.push('\n');
+            }
+            '#' => {
+                in_comment = true;
+                out.push(' ');
+            }
+            _ if in_comment => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The names `-y` accepts, for error messages.
+const LINKTYPE_NAMES: &str = "EN10MB, LINUX_SLL, LINUX_SLL2, RAW, IPV4, IPV6, NULL, LOOP";
+
+/// Parses a `-y` argument.
+pub fn linktype_arg(name: &str) -> Result<LinkType, String> {
+    LinkType::from_name(name).ok_or_else(|| {
+        format!("-y {name}: unknown or unsupported link type (known: {LINKTYPE_NAMES})")
+    })
+}
+
+/// Compiler options as tcpdump sets them when it reads a file (or only compiles): the
+/// netmask is unknown and taken as 0, so `ip broadcast` means 0.0.0.0 or 255.255.255.255.
+pub fn options(linktype: LinkType) -> Options {
+    let mut options = Options::new(linktype);
+    options.netmask = Some(0);
+    options
+}
+
+/// The one place a packet meets the filter. Today the reference evaluator of the filter IR;
+/// an engine (interpreter over emitted eBPF, JIT) replaces the body of `matches`.
+struct Matcher {
+    filter: Filter,
+}
+
+impl Matcher {
+    fn new(filter: Filter) -> Matcher {
+        Matcher { filter }
+    }
+
+    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        self.filter.matches(data, wire_len)
+    }
+}
+
+/// One filter per link type the capture uses (pcapng interfaces may differ), compiled on
+/// first use.
+struct Matchers<'e> {
+    expression: &'e Expression,
+    names: NameDb,
+    by_linktype: HashMap<u32, (LinkType, Matcher)>,
+    forced: Option<LinkType>,
+}
+
+impl<'e> Matchers<'e> {
+    fn get(&mut self, dlt: u32) -> Result<&(LinkType, Matcher), String> {
+        let key = self.forced.map_or(dlt, LinkType::dlt);
+        if !self.by_linktype.contains_key(&key) {
+            let linktype = match self.forced {
+                Some(linktype) => linktype,
+                None => LinkType::from_dlt(dlt).ok_or_else(|| {
+                    format!(
+                        "link type {dlt} is not one weir compiles filters for (supported: \
+                         {LINKTYPE_NAMES}); -y LINKTYPE reads the packets as another"
+                    )
+                })?,
+            };
+            let filter =
+                weir_pflang::compile(&self.expression.text, &options(linktype), &self.names)
+                    .map_err(|e| self.expression.error(&e))?;
+            self.by_linktype.insert(key, (linktype, Matcher::new(filter)));
+        }
+        self.by_linktype.get(&key).ok_or_else(|| "internal: filter cache".to_string())
+    }
+}
+
+/// Where matching packets go.
+enum Sink<'c> {
+    Lines(std::io::BufWriter<std::io::StdoutLock<'static>>),
+    Capture(Box<CaptureWriter<'c>>, PathBuf),
+    Nothing,
+}
+
+pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
+    let expression = Expression::read(&args.expression, args.expression_file.as_deref())?;
+    let forced = args.linktype.as_deref().map(linktype_arg).transpose()?;
+    let source = args.read.display().to_string();
+    let capture = Capture::open(&args.read).map_err(|e| format!("{source}: {e}"))?;
+    let mut matchers = Matchers {
+        expression: &expression,
+        names: NameDb::system(),
+        by_linktype: HashMap::new(),
+        forced,
+    };
+    // Compile before touching any output, so a bad expression (or link type) writes nothing.
+    matchers.get(capture.linktype())?;
+    if let Some(linktype) = forced {
+        if LinkType::from_dlt(capture.linktype()) != Some(linktype) {
+            eprintln!(
+                "weir: note: {source} has link type {}; reading it as {} (-y)",
+                capture.linktype(),
+                linktype.name()
+            );
+        }
+    }
+
+    let mut sink = match &args.write {
+        Some(path) => {
+            let writer = CaptureWriter::create(path, &capture)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Sink::Capture(Box::new(writer), path.clone())
+        }
+        None if args.count => Sink::Nothing,
+        None => Sink::Lines(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let progress = progress_bar(&args, &capture, matches!(sink, Sink::Lines(_)));
+
+    let mut matched: u64 = 0;
+    let mut seen: u64 = 0;
+    let mut damage = None;
+    for record in capture.records() {
+        let record = match record {
+            Ok(record) => record,
+            Err(e) => {
+                damage = Some(e);
+                break;
+            }
+        };
+        seen += 1;
+        if seen & 0xfff == 0 {
+            if let Some(bar) = &progress {
+                bar.set_position(record.span.end as u64);
+            }
+        }
+        let (linktype, matcher) = matchers
+            .get(record.linktype)
+            .map_err(|e| format!("{source}: record {}: {e}", record.index + 1))?;
+        if !matcher.matches(&record.data, record.wire_len) {
+            continue;
+        }
+        let print_as = if forced.is_some() { linktype.dlt() } else { record.linktype };
+        matched += 1;
+        if !emit(&mut sink, &record, print_as)? {
+            // Standard output was closed (`| head`): nothing more to do.
+            return Ok(ExitCode::SUCCESS);
+        }
+        if args.limit.is_some_and(|limit| matched >= limit) {
+            break;
+        }
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+
+    let kept = match sink {
+        Sink::Lines(mut out) => {
+            match out.flush() {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other.map_err(|e| format!("standard output: {e}"))?,
+            }
+            None
+        }
+        Sink::Capture(writer, path) => {
+            writer.finish().map_err(|e| format!("{}: {e}", path.display()))?;
+            Some(path)
+        }
+        Sink::Nothing => None,
+    };
+    if args.count {
+        println!("{matched}");
+    }
+    let Some(damage) = damage else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut message = format!(
+        "{source}: {damage}\nweir: stopped there: {seen} packets read before the damage, {matched} matched"
+    );
+    if let Some(path) = kept {
+        let record =
+            damage.record.map_or(String::from("the damage"), |r| format!("record {}", r + 1));
+        message.push_str(&format!(
+            "\nweir: {} is complete as a capture but holds only the {matched} matching packets \
+             before {record}",
+            path.display()
+        ));
+    }
+    Err(message)
+}
+
+/// Sends one matching record to the sink; false when standard output has gone away.
+fn emit(sink: &mut Sink<'_>, record: &Record<'_>, linktype: u32) -> Result<bool, String> {
+    match sink {
+        Sink::Lines(out) => {
+            let line = summary::line(
+                linktype,
+                record.ts_sec,
+                record.ts_nsec,
+                &record.data,
+                record.wire_len,
+            );
+            match writeln!(out, "{line}") {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+                Err(e) => Err(format!("standard output: {e}")),
+            }
+        }
+        Sink::Capture(writer, path) => {
+            writer.write(record).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(true)
+        }
+        Sink::Nothing => Ok(true),
+    }
+}
+
+/// A progress bar for a large capture file, on a terminal, when the terminal is not also
+/// receiving the packet lines.
+fn progress_bar(args: &FilterArgs, capture: &Capture, printing: bool) -> Option<ProgressBar> {
+    let stderr_is_terminal = std::io::stderr().is_terminal();
+    if !stderr_is_terminal || (printing && std::io::stdout().is_terminal()) {
+        return None;
+    }
+    let metadata = std::fs::metadata(&args.read).ok()?;
+    if !metadata.is_file() || metadata.len() < PROGRESS_MIN_BYTES {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(
+        Some(capture.bytes().len() as u64),
+        ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {eta}")
+    {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_become_spaces_and_keep_columns() {
+        assert_eq!(blank_comments("ip # v4\nand udp"), "ip     \nand udp");
+        assert_eq!(blank_comments("#é\ntcp"), "  \ntcp");
+    }
+
+    #[test]
+    fn file_errors_name_line_and_column() {
+        let expression = Expression {
+            text: blank_comments("ip # first\nand hst 1"),
+            file: Some((PathBuf::from("f.txt"), "ip # first\nand hst 1".to_string())),
+        };
+        let start = expression.text.find("hst").unwrap();
+        let err = CompileError::new(weir_pflang::Span { start, end: start + 3 }, "bad");
+        let text = expression.error(&err);
+        assert_eq!(text, "f.txt:2:5: bad\n  and hst 1\n      ^^^");
+    }
+}
