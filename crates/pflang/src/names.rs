@@ -17,43 +17,49 @@ pub enum Transport {
     Sctp,
 }
 
-/// Built-in services, so resolution does not depend on the machine for common names.
-const BUILTIN_SERVICES: &[(&str, u16)] = &[
-    ("ftp-data", 20),
-    ("ftp", 21),
-    ("ssh", 22),
-    ("telnet", 23),
-    ("smtp", 25),
-    ("domain", 53),
-    ("bootps", 67),
-    ("bootpc", 68),
-    ("tftp", 69),
-    ("http", 80),
-    ("www", 80),
-    ("kerberos", 88),
-    ("pop3", 110),
-    ("sunrpc", 111),
-    ("ntp", 123),
-    ("netbios-ns", 137),
-    ("netbios-dgm", 138),
-    ("netbios-ssn", 139),
-    ("imap", 143),
-    ("snmp", 161),
-    ("snmp-trap", 162),
-    ("bgp", 179),
-    ("ldap", 389),
-    ("https", 443),
-    ("microsoft-ds", 445),
-    ("isakmp", 500),
-    ("syslog", 514),
-    ("submission", 587),
-    ("ldaps", 636),
-    ("imaps", 993),
-    ("pop3s", 995),
-    ("openvpn", 1194),
-    ("mysql", 3306),
-    ("postgresql", 5432),
+/// Built-in services, so resolution does not depend on the machine for common names. Each
+/// lists the transports the services(5) file of record (netbase / IANA) gives it: which ones
+/// a name has decides what `port NAME` tests (TCP only, UDP only, or every transport).
+const BUILTIN_SERVICES: &[(&str, u16, &[Transport])] = &[
+    ("ftp-data", 20, TCP),
+    ("ftp", 21, TCP),
+    ("ssh", 22, TCP),
+    ("telnet", 23, TCP),
+    ("smtp", 25, TCP),
+    ("domain", 53, TCP_UDP),
+    ("bootps", 67, UDP),
+    ("bootpc", 68, UDP),
+    ("tftp", 69, UDP),
+    ("http", 80, TCP),
+    ("www", 80, TCP),
+    ("kerberos", 88, TCP_UDP),
+    ("pop3", 110, TCP),
+    ("sunrpc", 111, TCP_UDP),
+    ("ntp", 123, UDP),
+    ("netbios-ns", 137, UDP),
+    ("netbios-dgm", 138, UDP),
+    ("netbios-ssn", 139, TCP),
+    ("imap", 143, TCP),
+    ("snmp", 161, TCP_UDP),
+    ("snmp-trap", 162, TCP_UDP),
+    ("bgp", 179, TCP),
+    ("ldap", 389, TCP_UDP),
+    ("https", 443, TCP_UDP),
+    ("microsoft-ds", 445, TCP),
+    ("isakmp", 500, UDP),
+    ("syslog", 514, UDP),
+    ("submission", 587, TCP),
+    ("ldaps", 636, TCP_UDP),
+    ("imaps", 993, TCP),
+    ("pop3s", 995, TCP),
+    ("openvpn", 1194, TCP_UDP),
+    ("mysql", 3306, TCP),
+    ("postgresql", 5432, TCP),
 ];
+
+const TCP: &[Transport] = &[Transport::Tcp];
+const UDP: &[Transport] = &[Transport::Udp];
+const TCP_UDP: &[Transport] = &[Transport::Tcp, Transport::Udp];
 
 /// Built-in IP protocol numbers.
 const BUILTIN_PROTOCOLS: &[(&str, u8)] = &[
@@ -94,9 +100,10 @@ const ETHER_TYPES: &[(&str, u16)] = &[
     ("mopdl", 0x6001),
     ("moprc", 0x6002),
     ("loopback", 0x9000),
-    ("vlan", 0x8100),
-    ("mpls", 0x8847),
 ];
+
+/// 802.2 LLC SAP names `ether proto` accepts after the Ethernet type names.
+const LLC_SAPS: &[(&str, u8)] = &[("iso", 0xfe), ("stp", 0x42), ("ipx", 0xe0), ("netbeui", 0xf0)];
 
 /// Resolution tables. [`NameDb::builtin`] for reproducible results, [`NameDb::system`] to
 /// add the machine's files on top.
@@ -106,15 +113,17 @@ pub struct NameDb {
     protocols: HashMap<String, u8>,
     hosts: HashMap<String, Vec<IpAddr>>,
     ethers: HashMap<String, [u8; 6]>,
+    /// Network numbers as networks(5) writes them, not left-justified (`127` or `127.0.0.0`).
+    networks: HashMap<String, u32>,
 }
 
 impl NameDb {
     /// Only the built-in tables.
     pub fn builtin() -> NameDb {
         let mut db = NameDb::default();
-        for (name, port) in BUILTIN_SERVICES {
-            for t in [Transport::Tcp, Transport::Udp] {
-                db.add_service(name, *port, t);
+        for (name, port, transports) in BUILTIN_SERVICES {
+            for t in *transports {
+                db.add_service(name, *port, *t);
             }
         }
         for (name, n) in BUILTIN_PROTOCOLS {
@@ -124,16 +133,31 @@ impl NameDb {
         db
     }
 
-    /// Built-in tables plus `/etc/services`, `/etc/protocols`, `/etc/hosts`, `/etc/ethers`
-    /// (missing or unreadable files are skipped: they only add names).
+    /// Built-in tables plus `/etc/services`, `/etc/protocols`, `/etc/hosts`, `/etc/ethers`,
+    /// `/etc/networks` (missing or unreadable files are skipped: they only add names).
     pub fn system() -> NameDb {
         let mut db = NameDb::builtin();
-        let read = |p: &str| std::fs::read_to_string(Path::new(p)).unwrap_or_default();
-        db.load_services(&read("/etc/services"));
-        db.load_protocols(&read("/etc/protocols"));
-        db.load_hosts(&read("/etc/hosts"));
-        db.load_ethers(&read("/etc/ethers"));
+        db.load_system_files();
         db
+    }
+
+    /// Only the machine's files, no built-in names: what the C library's resolver, and so
+    /// libpcap, sees (the built-in tables know names some systems' files lack, such as
+    /// `igrp`). For comparing with libpcap.
+    pub fn system_files_only() -> NameDb {
+        let mut db = NameDb::default();
+        db.load_system_files();
+        db
+    }
+
+    /// Adds the machine's files; missing or unreadable ones are skipped.
+    fn load_system_files(&mut self) {
+        let read = |p: &str| std::fs::read_to_string(Path::new(p)).unwrap_or_default();
+        self.load_services(&read("/etc/services"));
+        self.load_protocols(&read("/etc/protocols"));
+        self.load_hosts(&read("/etc/hosts"));
+        self.load_ethers(&read("/etc/ethers"));
+        self.load_networks(&read("/etc/networks"));
     }
 
     fn add_service(&mut self, name: &str, port: u16, t: Transport) {
@@ -215,6 +239,24 @@ impl NameDb {
         }
     }
 
+    /// Adds entries in networks(5) format: `name number [aliases...]`, the number in dotted
+    /// notation of 1 to 4 parts, each part a byte (`loopback 127`, `link-local 169.254.0.0`).
+    pub fn load_networks(&mut self, text: &str) {
+        for line in lines(text) {
+            let mut w = line.split_whitespace();
+            let (Some(name), Some(number)) = (w.next(), w.next()) else {
+                continue;
+            };
+            let Some((value, parts)) = ipv4_parts(number) else { continue };
+            // networks(5) numbers are right-justified: `10.1` is 0x0a01, not 10.1.0.0.
+            let value = value.checked_shr(8 * u32::from(4 - parts)).unwrap_or(0);
+            self.networks.entry(name.to_string()).or_insert(value);
+            for alias in w {
+                self.networks.entry(alias.to_string()).or_insert(value);
+            }
+        }
+    }
+
     /// Ports a service name stands for, with their transports.
     pub fn service(&self, name: &str) -> &[(u16, Transport)] {
         self.services.get(name).map_or(&[], Vec::as_slice)
@@ -239,11 +281,23 @@ impl NameDb {
     pub fn ether_host(&self, name: &str) -> Option<[u8; 6]> {
         self.ethers.get(name).copied()
     }
+
+    /// The number of a network name, right-justified as networks(5) writes it (`loopback`
+    /// is 127 when the file says `127`, 0x7f000000 when it says `127.0.0.0`).
+    pub fn network(&self, name: &str) -> Option<u32> {
+        self.networks.get(name).copied()
+    }
 }
 
 /// Ethernet type for a name after `ether proto` (`ip`, `arp`, ...).
 pub fn ether_type(name: &str) -> Option<u16> {
     ETHER_TYPES.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+/// 802.2 LLC SAP for a name after `ether proto` (`iso`, `stp`, `ipx`, `netbeui`), tried
+/// when [`ether_type`] does not know the name.
+pub fn llc_sap(name: &str) -> Option<u8> {
+    LLC_SAPS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
 }
 
 /// A dotted IPv4 id as the grammar of record reads it: 1 to 4 decimal parts of 0..=255.

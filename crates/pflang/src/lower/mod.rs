@@ -23,6 +23,7 @@ mod encap;
 mod link;
 mod misc;
 mod net;
+mod net_proto;
 mod transport;
 
 use weir_filter::{BinOp, Expr, Filter, Pred, Size, SCRATCH_SLOTS};
@@ -87,6 +88,9 @@ pub(crate) enum Layer {
     LinkPayload,
     /// The network-layer header (link payload + any LLC/SNAP or MPLS in front of it).
     Net,
+    /// The network-layer header of an 802.2 frame without SNAP (libpcap's OR_LINKPL_NOSNAP,
+    /// used by the OSI protocols): link payload + `off_nl_nosnap`.
+    NetNoSnap,
     /// The transport header after an IPv4 header of variable length (IHL * 4).
     TransportV4,
     /// The transport header after a fixed 40-byte IPv6 header.
@@ -134,13 +138,21 @@ pub(crate) struct Lowerer<'a> {
     pub off_linkpl: Offset,
     /// Network layer relative to the link payload (e.g. after an MPLS label stack).
     pub off_nl: u32,
+    /// The same for 802.2 frames without SNAP (3 on Ethernet, moved by `mpls`).
+    pub off_nl_nosnap: u32,
     /// Number of `vlan` keywords seen so far.
     pub vlan_depth: u32,
     /// Number of `mpls` keywords seen so far.
     pub mpls_depth: u32,
-    /// Set once a `pppoes`, `geneve` or `vxlan` has been seen (each only shifts once).
+    /// Set once a `pppoes` has been seen (each one shifts again: PPPoE inside PPPoE).
     pub pppoes_seen: bool,
+    /// True while the current link header is a tunnel's inner frame (`geneve`, `vxlan`;
+    /// libpcap's is_geneve): MAC-level tests then first check that the inner frame has a
+    /// MAC header at all (see `inner_mac_check` in `encap`). A later `pppoes` clears it.
     pub tunnel_seen: bool,
+    /// After `geneve`: the scratch slots of the inner link header and link payload offsets,
+    /// which are equal when Geneve carries a bare network packet instead of a frame.
+    pub geneve_slots: Option<(u8, u8)>,
     next_scratch: u8,
 }
 
@@ -155,10 +167,12 @@ impl<'a> Lowerer<'a> {
             off_linktype: geometry.off_linktype.map(Offset::fixed),
             off_linkpl: Offset::fixed(geometry.off_linkpl),
             off_nl: 0,
+            off_nl_nosnap: geometry.off_nl_nosnap,
             vlan_depth: 0,
             mpls_depth: 0,
             pppoes_seen: false,
             tunnel_seen: false,
+            geneve_slots: None,
             next_scratch: 0,
         }
     }
@@ -178,6 +192,14 @@ impl<'a> Lowerer<'a> {
         Ok(slot)
     }
 
+    /// Gives back `first` and every slot allocated after it. Only for slots whose every
+    /// store and read sits inside the primitive that allocated them (a `protochain` walk):
+    /// once that primitive's subtree is built, nothing after it can see them, so a later
+    /// primitive may reuse them.
+    pub fn release_scratch(&mut self, first: u8) {
+        self.next_scratch = self.next_scratch.min(first);
+    }
+
     /// The absolute offset of `layer + k`.
     pub fn offset(&self, layer: Layer, k: u32) -> Expr {
         let net = self.off_linkpl.plus(self.off_nl);
@@ -189,6 +211,7 @@ impl<'a> Lowerer<'a> {
             Layer::LinkType => self.off_linktype.unwrap_or(self.off_linkpl).expr(k),
             Layer::LinkPayload => self.off_linkpl.expr(k),
             Layer::Net => net.expr(k),
+            Layer::NetNoSnap => self.off_linkpl.plus(self.off_nl_nosnap).expr(k),
             Layer::TransportV4 => {
                 // 4 * (first byte of the IPv4 header & 0xf): the header length.
                 let ihl = Expr::binary(
@@ -244,10 +267,9 @@ impl<'a> Lowerer<'a> {
             ExprKind::Llc(kind) => self.llc(kind.as_ref(), e.span),
             ExprKind::Pf(test) => self.pf(test, e.span),
             ExprKind::Wlan(proto, test) => self.wlan(*proto, test, e.span),
-            ExprKind::Atm(_) => Err(unsupported(e.span, "ATM tests on this link type")),
-            ExprKind::Mtp2(_) | ExprKind::Mtp3(..) => {
-                Err(unsupported(e.span, "SS7 MTP tests on this link type"))
-            }
+            ExprKind::Atm(test) => self.atm(test, e.span),
+            ExprKind::Mtp2(kind) => self.mtp2(*kind, e.span),
+            ExprKind::Mtp3(field, _) => self.mtp3(*field, e.span),
         }
     }
 }

@@ -1,3 +1,268 @@
-//! Ports and port ranges over TCP, UDP and SCTP, on IPv4 and IPv6.
+//! Ports and port ranges over TCP, UDP and SCTP, on IPv4 and IPv6 (`port 80`, `tcp src port
+//! http`, `portrange 1-1024`, `udp portrange domain-ntp`).
 //!
-//! STUB (being completed).
+//! A port test is an IPv6 test or an IPv4 test, in that order. The IPv4 one only reads ports
+//! from first fragments (fragment offset 0); the IPv6 one reads them right after the fixed
+//! header, so a port behind an extension header is not seen (libpcap's behaviour, kept).
+//! Service names resolve as libpcap resolves them: the TCP entry of a name wins, and a name
+//! whose TCP and UDP entries agree stands for every transport, SCTP included.
+
+use weir_filter::{CmpOp, Expr, Pred, Size};
+
+use super::link::{ETHERTYPE_IP, ETHERTYPE_IPV6};
+use super::net::{dir_not_valid, Site};
+use super::{CompileError, Layer, Lowerer};
+use crate::ast::{Dir, Proto, Qualifiers};
+use crate::names::{NameDb, Transport};
+
+const IPPROTO_TCP: u32 = 6;
+const IPPROTO_UDP: u32 = 17;
+const IPPROTO_SCTP: u32 = 132;
+
+/// The transport a port test is about: one protocol number, or any of TCP, UDP, SCTP.
+type PortProto = Option<u32>;
+
+/// Port numbers before they are checked: service lookups and the `%d-%d` reading of a range
+/// can give anything an `int` holds.
+type RawPort = i64;
+
+impl Lowerer<'_> {
+    /// `port N` / `portrange N` with a number.
+    pub(super) fn port_number(
+        &mut self,
+        n: u32,
+        range: bool,
+        q: Qualifiers,
+        site: Site,
+    ) -> Result<Pred, CompileError> {
+        let proto = qualified_transport(q.proto, range, site)?;
+        if n > 65535 {
+            return Err(site.id(format!("illegal port number {n} > 65535")));
+        }
+        self.ports(n, n, proto, q.dir, range, site)
+    }
+
+    /// `port NAME`: a service name.
+    pub(super) fn port_name(
+        &mut self,
+        name: &str,
+        q: Qualifiers,
+        site: Site,
+    ) -> Result<Pred, CompileError> {
+        let wanted = qualified_transport(q.proto, false, site)?;
+        let (port, found) = service_port(self.names, name)
+            .ok_or_else(|| site.id(format!("unknown port '{name}'")))?;
+        let proto = reconcile(wanted, found, || format!("port '{name}'"), site)?;
+        let port = checked_port(port, site)?;
+        self.ports(port, port, proto, q.dir, false, site)
+    }
+
+    /// `portrange NAME`: `N-M`, or two service names (or numbers) joined by `-`.
+    pub(super) fn portrange_name(
+        &mut self,
+        name: &str,
+        q: Qualifiers,
+        site: Site,
+    ) -> Result<Pred, CompileError> {
+        let wanted = qualified_transport(q.proto, true, site)?;
+        let (first, last, found) = port_range(self.names, name)
+            .ok_or_else(|| site.id(format!("unknown port in range '{name}'")))?;
+        let proto = reconcile(wanted, found, || format!("port in range '{name}'"), site)?;
+        let first = checked_port(first, site)?;
+        let last = checked_port(last, site)?;
+        self.ports(first, last, proto, q.dir, true, site)
+    }
+
+    /// The IPv6 test, then the IPv4 one. libpcap builds the IPv4 one first, so its errors
+    /// are the ones reported; they are the same for both.
+    fn ports(
+        &mut self,
+        first: u32,
+        last: u32,
+        proto: PortProto,
+        dir: Option<Dir>,
+        range: bool,
+        site: Site,
+    ) -> Result<Pred, CompileError> {
+        let (lo, hi) = if first > last { (last, first) } else { (first, last) };
+        let v4 = self.ports_for(false, lo, hi, proto, dir, range, site)?;
+        let v6 = self.ports_for(true, lo, hi, proto, dir, range, site)?;
+        Ok(Pred::or([v6, v4]))
+    }
+
+    /// The link test for one IP version, then the transport or transports in libpcap's order
+    /// (SCTP, TCP, UDP when any will do).
+    #[allow(clippy::too_many_arguments)]
+    fn ports_for(
+        &mut self,
+        v6: bool,
+        lo: u32,
+        hi: u32,
+        proto: PortProto,
+        dir: Option<Dir>,
+        range: bool,
+        site: Site,
+    ) -> Result<Pred, CompileError> {
+        let link = self.link_proto(if v6 { ETHERTYPE_IPV6 } else { ETHERTYPE_IP }, site.whole)?;
+        let transports: &[u32] = match &proto {
+            Some(p) => std::slice::from_ref(p),
+            None => &[IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP],
+        };
+        let mut alternatives = Vec::with_capacity(transports.len());
+        for &p in transports {
+            alternatives.push(self.portop(v6, lo, hi, p, dir, range, site)?);
+        }
+        Ok(Pred::and([link, Pred::or(alternatives)]))
+    }
+
+    /// One transport: its protocol number, for IPv4 "not a later fragment", then the ports.
+    #[allow(clippy::too_many_arguments)]
+    fn portop(
+        &mut self,
+        v6: bool,
+        lo: u32,
+        hi: u32,
+        proto: u32,
+        dir: Option<Dir>,
+        range: bool,
+        site: Site,
+    ) -> Result<Pred, CompileError> {
+        let (layer, header) = if v6 {
+            (Layer::TransportV6, vec![self.cmp_field(Layer::Net, 6, Size::Byte, u32::MAX, proto)])
+        } else {
+            let fragment_offset =
+                Pred::cmp(CmpOp::Set, self.load(Layer::Net, 6, Size::Half), Expr::Const(0x1fff));
+            (
+                Layer::TransportV4,
+                vec![
+                    self.cmp_field(Layer::Net, 9, Size::Byte, u32::MAX, proto),
+                    Pred::not(fragment_offset),
+                ],
+            )
+        };
+        let atom = |s: &Self, k: u32| {
+            let port = || s.load(layer, k, Size::Half);
+            if range {
+                Pred::and([
+                    Pred::cmp(CmpOp::Ge, port(), Expr::Const(lo)),
+                    Pred::cmp(CmpOp::Le, port(), Expr::Const(hi)),
+                ])
+            } else {
+                Pred::eq(port(), lo)
+            }
+        };
+        let ports = match dir {
+            Some(Dir::Src) => atom(self, 0),
+            Some(Dir::Dst) => atom(self, 2),
+            Some(Dir::SrcAndDst) => Pred::and([atom(self, 0), atom(self, 2)]),
+            None | Some(Dir::SrcOrDst) => Pred::or([atom(self, 0), atom(self, 2)]),
+            Some(d) => {
+                let what = if range { "port ranges" } else { "ports" };
+                return Err(site.qual(dir_not_valid(d, what)));
+            }
+        };
+        Ok(Pred::and(header.into_iter().chain([ports])))
+    }
+}
+
+/// The transport a `port`/`portrange` qualifier names; other protocols are refused.
+fn qualified_transport(
+    proto: Option<Proto>,
+    range: bool,
+    site: Site,
+) -> Result<PortProto, CompileError> {
+    match proto {
+        None => Ok(None),
+        Some(Proto::Tcp) => Ok(Some(IPPROTO_TCP)),
+        Some(Proto::Udp) => Ok(Some(IPPROTO_UDP)),
+        Some(Proto::Sctp) => Ok(Some(IPPROTO_SCTP)),
+        Some(_) => {
+            let what = if range { "portrange" } else { "port" };
+            Err(site.qual(format!("illegal qualifier of '{what}'")))
+        }
+    }
+}
+
+/// A qualified transport against the one a service name was found for: `udp port http`
+/// is refused when `http` is TCP only; an unqualified name keeps what it was found for.
+fn reconcile(
+    wanted: PortProto,
+    found: PortProto,
+    what: impl Fn() -> String,
+    site: Site,
+) -> Result<PortProto, CompileError> {
+    let name = |p: u32| match p {
+        IPPROTO_TCP => "tcp",
+        IPPROTO_UDP => "udp",
+        _ => "sctp",
+    };
+    match (wanted, found) {
+        (Some(w), Some(f)) if w != f => Err(site.id(format!("{} is {}", what(), name(f)))),
+        (Some(w), _) => Ok(Some(w)),
+        (None, f) => Ok(f),
+    }
+}
+
+fn checked_port(port: RawPort, site: Site) -> Result<u32, CompileError> {
+    if port < 0 {
+        return Err(site.id(format!("illegal port number {port} < 0")));
+    }
+    if port > 65535 {
+        return Err(site.id(format!("illegal port number {port} > 65535")));
+    }
+    Ok(port as u32)
+}
+
+/// A service name as libpcap resolves it: a decimal number stands for itself on every
+/// transport (the resolver reads it as a port); otherwise the TCP entry wins, and equal TCP
+/// and UDP entries mean "any transport". SCTP entries are not consulted.
+fn service_port(names: &NameDb, name: &str) -> Option<(RawPort, PortProto)> {
+    if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
+        let port: u32 = name.parse().ok().filter(|&p| p <= 65535)?;
+        return Some((RawPort::from(port), None));
+    }
+    let tcp = names.port(name, Transport::Tcp);
+    let udp = names.port(name, Transport::Udp);
+    match (tcp, udp) {
+        (Some(t), Some(u)) if t == u => Some((RawPort::from(t), None)),
+        (Some(t), _) => Some((RawPort::from(t), Some(IPPROTO_TCP))),
+        (None, Some(u)) => Some((RawPort::from(u), Some(IPPROTO_UDP))),
+        (None, None) => None,
+    }
+}
+
+/// A port range id: `N-M` read as libpcap reads it (two signed numbers around a dash,
+/// anything after them ignored), else `NAME-NAME` split at the first dash, each side a
+/// service. Two sides found for different transports make a range for any transport.
+fn port_range(names: &NameDb, text: &str) -> Option<(RawPort, RawPort, PortProto)> {
+    if let Some((first, rest)) = leading_int(text) {
+        if let Some((last, _)) = rest.strip_prefix('-').and_then(leading_int) {
+            return Some((first, last, None));
+        }
+    }
+    let (a, b) = text.split_once('-')?;
+    let (first, first_proto) = service_port(names, a)?;
+    let (last, last_proto) = service_port(names, b)?;
+    let proto = if first_proto == last_proto { last_proto } else { None };
+    Some((first, last, proto))
+}
+
+/// An optionally signed decimal number at the start of `s`, as C's `%d` reads one (values
+/// beyond an `int` are clamped, which only changes the number an error message shows).
+fn leading_int(s: &str) -> Option<(RawPort, &str)> {
+    let (negative, digits_start) = match s.as_bytes().first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
+    };
+    let rest = &s[digits_start..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let magnitude = rest[..digits].bytes().fold(0i64, |v, b| {
+        v.saturating_mul(10).saturating_add(i64::from(b - b'0')).min(i64::from(i32::MAX) + 1)
+    });
+    let value = if negative { -magnitude } else { magnitude.min(i64::from(i32::MAX)) };
+    Some((value.max(i64::from(i32::MIN)), &rest[digits..]))
+}
