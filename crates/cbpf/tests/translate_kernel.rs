@@ -14,6 +14,7 @@ use weir_cbpf::CbpfFilter;
 use weir_isa::cbpf::ancillary::{SKF_AD_ALU_XOR_X, SKF_AD_OFF};
 use weir_isa::cbpf::{decode, CbpfInsn, CbpfOp, SockFilter, CBPF_OPCODES};
 use weir_program::Program;
+use weir_testkit::kernel::{self, ProgFd, ProgType};
 use weir_testkit::{Packet, SplitMix64};
 
 // ---------------------------------------------------------------------------------------
@@ -87,132 +88,11 @@ fn pcap_verdict(raw: &[BpfInsn], packet: &[u8]) -> u32 {
 }
 
 // ---------------------------------------------------------------------------------------
-// bpf(): the parts of `union bpf_attr` used here
+// The kernel (weir_testkit::kernel wraps bpf())
 
-const BPF_PROG_LOAD: libc::c_long = 5;
-const BPF_PROG_TEST_RUN: libc::c_long = 10;
-const BPF_PROG_TYPE_SCHED_CLS: u32 = 3;
-const BPF_PROG_TYPE_XDP: u32 = 6;
-
-/// `union bpf_attr` for `BPF_PROG_LOAD`, up to `expected_attach_type`.
-#[repr(C)]
-#[derive(Default)]
-struct ProgLoadAttr {
-    prog_type: u32,
-    insn_cnt: u32,
-    insns: u64,
-    license: u64,
-    log_level: u32,
-    log_size: u32,
-    log_buf: u64,
-    kern_version: u32,
-    prog_flags: u32,
-    prog_name: [u8; 16],
-    prog_ifindex: u32,
-    expected_attach_type: u32,
-}
-
-/// `union bpf_attr` for `BPF_PROG_TEST_RUN` (`test`), up to `batch_size`.
-#[repr(C)]
-#[derive(Default)]
-struct TestRunAttr {
-    prog_fd: u32,
-    retval: u32,
-    data_size_in: u32,
-    data_size_out: u32,
-    data_in: u64,
-    data_out: u64,
-    repeat: u32,
-    duration: u32,
-    ctx_size_in: u32,
-    ctx_size_out: u32,
-    ctx_in: u64,
-    ctx_out: u64,
-    flags: u32,
-    cpu: u32,
-    batch_size: u32,
-    _pad: u32,
-}
-
-/// A loaded program, closed on drop.
-struct Loaded(c_int);
-
-impl Drop for Loaded {
-    fn drop(&mut self) {
-        // SAFETY: the descriptor came from BPF_PROG_LOAD and is closed once.
-        unsafe { libc::close(self.0) };
-    }
-}
-
-/// Loads `program`; on failure, the errno and the verifier's log.
-fn load(program: &Program, prog_type: u32) -> Result<Loaded, String> {
-    let code = program.to_bytes();
-    let license = c"GPL";
-    let mut log = vec![0u8; 1 << 20];
-    let attr = ProgLoadAttr {
-        prog_type,
-        insn_cnt: u32::try_from(program.len()).map_err(|e| e.to_string())?,
-        insns: code.as_ptr() as u64,
-        license: license.as_ptr() as u64,
-        log_level: 1,
-        log_size: u32::try_from(log.len()).map_err(|e| e.to_string())?,
-        log_buf: log.as_mut_ptr() as u64,
-        ..ProgLoadAttr::default()
-    };
-    // SAFETY: `attr` is a valid bpf_attr prefix of the size passed; the buffers it points at
-    // (code, license, log) outlive the call, and the kernel writes at most `log_size` bytes.
-    let fd = unsafe {
-        libc::syscall(libc::SYS_bpf, BPF_PROG_LOAD, &attr, std::mem::size_of::<ProgLoadAttr>())
-    };
-    if fd < 0 {
-        let errno = std::io::Error::last_os_error();
-        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-        return Err(format!("{errno}\n{}", String::from_utf8_lossy(&log[..end])));
-    }
-    Ok(Loaded(c_int::try_from(fd).map_err(|e| e.to_string())?))
-}
-
-/// One `BPF_PROG_TEST_RUN`: the program's return value on `packet`.
-fn test_run(prog: &Loaded, packet: &[u8]) -> Result<u32, String> {
-    let mut attr = TestRunAttr {
-        prog_fd: u32::try_from(prog.0).map_err(|e| e.to_string())?,
-        data_size_in: u32::try_from(packet.len()).map_err(|e| e.to_string())?,
-        data_in: packet.as_ptr() as u64,
-        repeat: 1,
-        ..TestRunAttr::default()
-    };
-    // SAFETY: `attr` is a valid bpf_attr prefix of the size passed; `data_in` points at
-    // `data_size_in` readable bytes; no output buffers are given.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_TEST_RUN,
-            &mut attr,
-            std::mem::size_of::<TestRunAttr>(),
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
-    Ok(attr.retval)
-}
-
-/// Why the kernel cannot be used here, if it cannot.
-fn kernel_unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not running as root".into());
-    }
-    // `return 0`, as an XDP program.
-    let probe = Program::from_bytes(&[
-        0xb4, 0, 0, 0, 0, 0, 0, 0, // mov32 r0, 0
-        0x95, 0, 0, 0, 0, 0, 0, 0, // exit
-    ])
-    .ok()?;
-    match load(&probe, BPF_PROG_TYPE_XDP) {
-        Ok(_) => None,
-        Err(e) => Some(format!("bpf(BPF_PROG_LOAD) fails: {}", e.lines().next().unwrap_or(""))),
-    }
+/// Loads `program` as `prog_type`; on failure, the errno and the verifier's log.
+fn load(program: &Program, prog_type: ProgType) -> Result<ProgFd, String> {
+    kernel::load(prog_type, &program.to_bytes()).map_err(|e| e.to_string())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -295,7 +175,7 @@ fn skb_test_run_takes(packet: &[u8]) -> bool {
 
 #[test]
 fn kernel_runs_translations_with_libpcap_verdicts() {
-    if let Some(reason) = kernel_unavailable() {
+    if let Err(reason) = kernel::available() {
         println!("SKIPPED: kernel_runs_translations_with_libpcap_verdicts: {reason}");
         return;
     }
@@ -313,7 +193,7 @@ fn kernel_runs_translations_with_libpcap_verdicts() {
             let insns = decode(&records).expect("libpcap's output decodes");
             programs += 1;
             for (slot, (target, prog_type)) in
-                [(Target::SocketFilter, BPF_PROG_TYPE_SCHED_CLS), (Target::Xdp, BPF_PROG_TYPE_XDP)]
+                [(Target::SocketFilter, ProgType::SchedCls), (Target::Xdp, ProgType::Xdp)]
                     .into_iter()
                     .enumerate()
             {
@@ -327,7 +207,8 @@ fn kernel_runs_translations_with_libpcap_verdicts() {
                         continue;
                     }
                     let want = pcap_verdict(&raw, &packet.data);
-                    let got = test_run(&loaded, &packet.data)
+                    let got = loaded
+                        .test_run(&packet.data)
                         .unwrap_or_else(|e| panic!("{place}: test run of packet {index}: {e}"));
                     assert_eq!(
                         got, want,
@@ -398,7 +279,7 @@ fn random_program(rng: &mut SplitMix64) -> Vec<CbpfInsn> {
 
 #[test]
 fn kernel_runs_random_translations_with_reference_verdicts() {
-    if let Some(reason) = kernel_unavailable() {
+    if let Err(reason) = kernel::available() {
         println!("SKIPPED: kernel_runs_random_translations_with_reference_verdicts: {reason}");
         return;
     }
@@ -416,7 +297,7 @@ fn kernel_runs_random_translations_with_reference_verdicts() {
         let prog = random_program(&mut rng);
         let reference = CbpfFilter::new(&prog).unwrap_or_else(|e| panic!("program {n}: {e}"));
         for (target, prog_type) in
-            [(Target::SocketFilter, BPF_PROG_TYPE_SCHED_CLS), (Target::Xdp, BPF_PROG_TYPE_XDP)]
+            [(Target::SocketFilter, ProgType::SchedCls), (Target::Xdp, ProgType::Xdp)]
         {
             let place = format!("random program {n} ({target}): {prog:?}");
             let program = translate(&prog, target).unwrap_or_else(|e| panic!("{place}: {e}"));
@@ -427,7 +308,8 @@ fn kernel_runs_random_translations_with_reference_verdicts() {
                     continue;
                 }
                 let want = reference.run(frame, frame.len() as u32);
-                let got = test_run(&loaded, frame)
+                let got = loaded
+                    .test_run(frame)
                     .unwrap_or_else(|e| panic!("{place}: test run of frame {index}: {e}"));
                 assert_eq!(got, want, "{place}: frame {index}: kernel {got}, reference {want}");
                 runs += 1;

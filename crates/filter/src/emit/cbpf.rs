@@ -1,0 +1,692 @@
+//! Filter IR -> classic BPF: the program tcpdump would print for the filter, runnable by
+//! libpcap's `bpf_filter`, by `weir_cbpf::CbpfFilter` and, as a socket filter, by the
+//! kernel (it passes the kernel's classic checker rules).
+//!
+//! # Machine model
+//!
+//! Expressions are computed in A; the right operand of an operation goes to X when it can
+//! be loaded there directly (a constant, `len`, a scratch cell, the IPv4 header length
+//! `4*([k]&0xf)`), else it is computed first and parked in a scratch cell. The filter's own
+//! [`crate::Expr::Scratch`] slots keep their numbers; temporaries take the cells the filter
+//! leaves free, from 15 down ([`EmitError::OutOfScratch`] when there are too few). A scratch
+//! slot the filter may read before writing it is zeroed at the start, because the kernel
+//! refuses reads of unwritten cells and the IR defines them as 0.
+//!
+//! # Where classic BPF and the IR differ, and what is emitted instead
+//!
+//! - A load that does not fit the captured bytes returns 0 in classic BPF, which is the
+//!   IR's abort. Loads at an offset above `i32::MAX` abort without being emitted (the kernel
+//!   reads such offsets as negative, header-relative ones; no packet is 2 GiB long), and a
+//!   computed offset that could exceed it is checked first.
+//! - `div x`/`mod x` with X = 0 return 0 (the IR's abort); a constant 0 divisor, which
+//!   the kernel refuses to load, becomes a jump to the reject exit.
+//! - A shift by 32 or more gives 0 in the IR. libpcap agrees for `lsh x`, the kernel does
+//!   not (it masks the amount), so a shift amount not known to be below 32 is tested.
+//! - `jt`/`jf` are 8 bits: a target further than 255 instructions is reached through a
+//!   landing, a `ja` (or a copy of the `ret` it lands on) placed within reach where no
+//!   instruction falls through, and shared by the tests around it that go the same way.
+//!
+//! Loads at `4*([k]&0xf) + c`, the transport header behind an IPv4 header, become
+//! `ldxb 4*([k]&0xf)` and `ld [x + c]`, as libpcap writes them.
+
+use weir_isa::cbpf::{CbpfInsn, CbpfOp, MAX_INSNS, MEM_WORDS};
+
+use super::bounds::{can_abort, max_value, split_offset};
+use super::flow::{Flow, Item, Label};
+use super::set::{search, Searcher, Test};
+use super::{mirror, scratch_usage, EmitError};
+use crate::ir::{BinOp, CmpOp, Expr, Filter, Pred, Size};
+
+/// A classic program for `filter`: `ret #accept` when it matches, `ret #0` when it does not
+/// or when it aborts.
+pub fn emit(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
+    let (_, used) = scratch_usage(&filter.pred)?;
+    let mut e = Emitter::new(used);
+    let accept = e.flow.label();
+    e.pred(&filter.pred, accept, e.reject)?;
+    e.flow.bind(accept);
+    e.flow.end(CbpfInsn::stmt(CbpfOp::RetK, filter.accept));
+    e.flow.bind(e.reject);
+    e.flow.end(CbpfInsn::stmt(CbpfOp::RetK, 0));
+    e.flow.simplify();
+    let body = layout(&mut e.flow)?;
+    let program = zero_unwritten_cells(body);
+    if program.len() > MAX_INSNS {
+        return Err(EmitError::TooLong { len: program.len(), max: MAX_INSNS });
+    }
+    Ok(program)
+}
+
+/// The largest offset a classic load may name: the kernel reads larger ones as negative.
+const MAX_OFFSET: u32 = i32::MAX as u32;
+
+/// A test in the flow: the jump operation and its constant (ignored by the `x` forms).
+type Cond = (CbpfOp, u32);
+
+struct Emitter {
+    flow: Flow<CbpfInsn, Cond>,
+    reject: Label,
+    /// Scratch cells the filter does not use, to lend out as temporaries (a stack).
+    free_cells: Vec<u32>,
+    used_by_filter: u32,
+    temporaries_wanted: u32,
+}
+
+fn stmt(op: CbpfOp, k: u32) -> CbpfInsn {
+    CbpfInsn::stmt(op, k)
+}
+
+/// `A op= #k` and `A op= x` for each operation.
+fn alu_ops(op: BinOp) -> (CbpfOp, CbpfOp) {
+    use CbpfOp::*;
+    match op {
+        BinOp::Add => (AddK, AddX),
+        BinOp::Sub => (SubK, SubX),
+        BinOp::Mul => (MulK, MulX),
+        BinOp::Div => (DivK, DivX),
+        BinOp::Mod => (ModK, ModX),
+        BinOp::And => (AndK, AndX),
+        BinOp::Or => (OrK, OrX),
+        BinOp::Xor => (XorK, XorX),
+        BinOp::Shl => (LshK, LshX),
+        BinOp::Shr => (RshK, RshX),
+    }
+}
+
+fn commutative(op: BinOp) -> bool {
+    matches!(op, BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor)
+}
+
+/// The byte offset `k` when `e` is `(byte at k & 0xf) << 2`, which `ldxb 4*([k]&0xf)` loads.
+fn ipv4_header_length(e: &Expr) -> Option<u32> {
+    let Expr::Binary { op: BinOp::Shl, lhs, rhs } = e else { return None };
+    if **rhs != Expr::Const(2) {
+        return None;
+    }
+    let Expr::Binary { op: BinOp::And, lhs: a, rhs: b } = lhs.as_ref() else { return None };
+    let byte = match (a.as_ref(), b.as_ref()) {
+        (byte, Expr::Const(0xf)) | (Expr::Const(0xf), byte) => byte,
+        _ => return None,
+    };
+    match byte {
+        Expr::Load { offset, size: Size::Byte } => match offset.as_ref() {
+            Expr::Const(k) if *k <= MAX_OFFSET => Some(*k),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether one instruction loads `e` into X.
+fn loads_into_x(e: &Expr) -> bool {
+    matches!(e, Expr::Const(_) | Expr::WireLen | Expr::Scratch(_))
+        || ipv4_header_length(e).is_some()
+}
+
+/// Whether `e` loads into A without touching X.
+fn leaves_x(e: &Expr) -> bool {
+    matches!(e, Expr::Const(_) | Expr::WireLen | Expr::Scratch(_))
+        || matches!(e, Expr::Load { offset, .. } if matches!(offset.as_ref(), Expr::Const(_)))
+}
+
+impl Emitter {
+    fn new(used: u16) -> Self {
+        let mut flow = Flow::new();
+        let reject = flow.label();
+        let free_cells: Vec<u32> =
+            (0..MEM_WORDS).filter(|&cell| used & (1u16 << cell) == 0).collect();
+        Emitter {
+            flow,
+            reject,
+            free_cells,
+            used_by_filter: used.count_ones(),
+            temporaries_wanted: 0,
+        }
+    }
+
+    fn op(&mut self, op: CbpfOp, k: u32) {
+        self.flow.stmt(stmt(op, k));
+    }
+
+    /// Control reaches here only to abort: the rest of the code on this path is dead and
+    /// [`Flow::simplify`] removes it.
+    fn abort(&mut self) {
+        self.flow.goto(self.reject);
+    }
+
+    fn temporary(&mut self) -> Result<u32, EmitError> {
+        self.temporaries_wanted = self.temporaries_wanted.wrapping_add(1);
+        self.free_cells.pop().ok_or(EmitError::OutOfScratch {
+            used_by_filter: self.used_by_filter,
+            needed: self.temporaries_wanted,
+        })
+    }
+
+    fn release(&mut self, cell: u32) {
+        self.temporaries_wanted = self.temporaries_wanted.saturating_sub(1);
+        self.free_cells.push(cell);
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Predicates
+
+    fn pred(&mut self, p: &Pred, t: Label, f: Label) -> Result<(), EmitError> {
+        match p {
+            Pred::Const(true) => self.flow.goto(t),
+            Pred::Const(false) => self.flow.goto(f),
+            Pred::Cmp { op, lhs, rhs } => self.cmp(*op, lhs, rhs, t, f)?,
+            Pred::In { value, set } => {
+                self.load_a(value)?;
+                search(self, set.ranges(), 0, max_value(value), t, f);
+            }
+            Pred::And(parts) => self.sequence(parts, true, t, f)?,
+            Pred::Or(parts) => self.sequence(parts, false, t, f)?,
+            Pred::Not(inner) => self.pred(inner, f, t)?,
+            Pred::Store { slot, value } => {
+                self.load_a(value)?;
+                self.op(CbpfOp::St, u32::from(*slot));
+                self.flow.goto(t);
+            }
+            Pred::Guard(n) => {
+                match n.checked_sub(1) {
+                    None => {}
+                    Some(last) if last > MAX_OFFSET => self.abort(),
+                    Some(last) => self.op(CbpfOp::LdAbsB, last),
+                }
+                self.flow.goto(t);
+            }
+        }
+        Ok(())
+    }
+
+    /// `and` (`all` = true) or `or`: each part but the last continues to the next one on
+    /// the outcome that does not decide the whole.
+    fn sequence(&mut self, parts: &[Pred], all: bool, t: Label, f: Label) -> Result<(), EmitError> {
+        let Some((last, init)) = parts.split_last() else {
+            self.flow.goto(if all { t } else { f });
+            return Ok(());
+        };
+        for part in init {
+            let next = self.flow.label();
+            if all {
+                self.pred(part, next, f)?;
+            } else {
+                self.pred(part, t, next)?;
+            }
+            self.flow.bind(next);
+        }
+        self.pred(last, t, f)
+    }
+
+    fn cmp(
+        &mut self,
+        op: CmpOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        t: Label,
+        f: Label,
+    ) -> Result<(), EmitError> {
+        // Constants go on the right, where `#k` takes them.
+        let (op, lhs, rhs) = match (lhs, rhs) {
+            (Expr::Const(_), r) if !matches!(r, Expr::Const(_)) => (mirror(op), rhs, lhs),
+            _ => (op, lhs, rhs),
+        };
+        if let Expr::Const(k) = rhs {
+            self.load_a(lhs)?;
+            self.branch(op, false, *k, t, f);
+            return Ok(());
+        }
+        let (op, lhs, rhs) = if !loads_into_x(rhs) && loads_into_x(lhs) {
+            (mirror(op), rhs, lhs)
+        } else {
+            (op, lhs, rhs)
+        };
+        self.operands_in_a_and_x(lhs, rhs)?;
+        self.branch(op, true, 0, t, f);
+        Ok(())
+    }
+
+    /// A conditional jump on `A op k` (or `A op X`).
+    fn branch(&mut self, op: CmpOp, use_x: bool, k: u32, t: Label, f: Label) {
+        use CbpfOp::*;
+        let pick = |kop, xop| if use_x { xop } else { kop };
+        let (jump, t, f) = match op {
+            CmpOp::Eq => (pick(JeqK, JeqX), t, f),
+            CmpOp::Ne => (pick(JeqK, JeqX), f, t),
+            CmpOp::Gt => (pick(JgtK, JgtX), t, f),
+            CmpOp::Ge => (pick(JgeK, JgeX), t, f),
+            CmpOp::Lt => (pick(JgeK, JgeX), f, t),
+            CmpOp::Le => (pick(JgtK, JgtX), f, t),
+            CmpOp::Set => (pick(JsetK, JsetX), t, f),
+        };
+        self.flow.cond((jump, if use_x { 0 } else { k }), t, f);
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Expressions
+
+    /// A = `e` (or a jump to the reject exit).
+    fn load_a(&mut self, e: &Expr) -> Result<(), EmitError> {
+        if let Some(k) = ipv4_header_length(e) {
+            self.op(CbpfOp::LdxMsh, k);
+            self.op(CbpfOp::Txa, 0);
+            return Ok(());
+        }
+        match e {
+            Expr::Const(k) => self.op(CbpfOp::LdImm, *k),
+            Expr::WireLen => self.op(CbpfOp::LdLen, 0),
+            Expr::Scratch(slot) => self.op(CbpfOp::LdMem, u32::from(*slot)),
+            Expr::Load { offset, size } => self.load(offset, *size)?,
+            Expr::Neg(inner) => {
+                self.load_a(inner)?;
+                self.op(CbpfOp::Neg, 0);
+            }
+            Expr::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs)?,
+        }
+        Ok(())
+    }
+
+    /// X = `e`, for an `e` that [`loads_into_x`].
+    fn load_x(&mut self, e: &Expr) {
+        if let Some(k) = ipv4_header_length(e) {
+            self.op(CbpfOp::LdxMsh, k);
+            return;
+        }
+        match e {
+            Expr::Const(k) => self.op(CbpfOp::LdxImm, *k),
+            Expr::WireLen => self.op(CbpfOp::LdxLen, 0),
+            Expr::Scratch(slot) => self.op(CbpfOp::LdxMem, u32::from(*slot)),
+            _ => {}
+        }
+    }
+
+    /// A = `lhs`, X = `rhs`, in the cheapest order (operands have no effects).
+    fn operands_in_a_and_x(&mut self, lhs: &Expr, rhs: &Expr) -> Result<(), EmitError> {
+        if loads_into_x(rhs) {
+            self.load_a(lhs)?;
+            self.load_x(rhs);
+        } else if leaves_x(lhs) {
+            self.load_a(rhs)?;
+            self.op(CbpfOp::Tax, 0);
+            self.load_a(lhs)?;
+        } else {
+            self.load_a(rhs)?;
+            let cell = self.temporary()?;
+            self.op(CbpfOp::St, cell);
+            self.load_a(lhs)?;
+            self.op(CbpfOp::LdxMem, cell);
+            self.release(cell);
+        }
+        Ok(())
+    }
+
+    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> Result<(), EmitError> {
+        let (k_op, x_op) = alu_ops(op);
+        match (op, rhs) {
+            (BinOp::Div | BinOp::Mod, Expr::Const(0)) => {
+                self.abort();
+                return Ok(());
+            }
+            (BinOp::Shl | BinOp::Shr, Expr::Const(k)) if *k >= 32 => {
+                if can_abort(lhs) {
+                    self.load_a(lhs)?;
+                }
+                self.op(CbpfOp::LdImm, 0);
+                return Ok(());
+            }
+            (_, Expr::Const(k)) => {
+                self.load_a(lhs)?;
+                self.op(k_op, *k);
+                return Ok(());
+            }
+            _ => {}
+        }
+        if let (true, Expr::Const(k)) = (commutative(op), lhs) {
+            self.load_a(rhs)?;
+            self.op(k_op, *k);
+            return Ok(());
+        }
+        if matches!(op, BinOp::Shl | BinOp::Shr) && max_value(rhs) >= 32 {
+            return self.checked_shift(x_op, lhs, rhs);
+        }
+        let (lhs, rhs) = if commutative(op) && !loads_into_x(rhs) && loads_into_x(lhs) {
+            (rhs, lhs)
+        } else {
+            (lhs, rhs)
+        };
+        self.operands_in_a_and_x(lhs, rhs)?;
+        // `div x`/`mod x` return 0 when X is 0: the IR's abort.
+        self.op(x_op, 0);
+        Ok(())
+    }
+
+    /// `lhs << rhs` (or `>>`) when `rhs` may be 32 or more, which must give 0.
+    fn checked_shift(&mut self, x_op: CbpfOp, lhs: &Expr, rhs: &Expr) -> Result<(), EmitError> {
+        let (small, big, done) = (self.flow.label(), self.flow.label(), self.flow.label());
+        if leaves_x(lhs) {
+            self.load_a(rhs)?;
+            self.flow.cond((CbpfOp::JgeK, 32), big, small);
+            self.flow.bind(small);
+            self.op(CbpfOp::Tax, 0);
+            self.load_a(lhs)?;
+            self.op(x_op, 0);
+            self.flow.goto(done);
+            self.flow.bind(big);
+            if can_abort(lhs) {
+                self.load_a(lhs)?;
+            }
+        } else {
+            self.load_a(lhs)?;
+            let cell = self.temporary()?;
+            self.op(CbpfOp::St, cell);
+            self.load_a(rhs)?;
+            self.flow.cond((CbpfOp::JgeK, 32), big, small);
+            self.flow.bind(small);
+            self.op(CbpfOp::Tax, 0);
+            self.op(CbpfOp::LdMem, cell);
+            self.op(x_op, 0);
+            self.flow.goto(done);
+            self.flow.bind(big);
+            self.release(cell);
+        }
+        self.op(CbpfOp::LdImm, 0);
+        self.flow.bind(done);
+        Ok(())
+    }
+
+    fn load(&mut self, offset: &Expr, size: Size) -> Result<(), EmitError> {
+        use CbpfOp::*;
+        let (abs, ind) = match size {
+            Size::Byte => (LdAbsB, LdIndB),
+            Size::Half => (LdAbsH, LdIndH),
+            Size::Word => (LdAbsW, LdIndW),
+        };
+        if let Expr::Const(k) = offset {
+            if *k > MAX_OFFSET {
+                self.abort();
+            } else {
+                self.op(abs, *k);
+            }
+            return Ok(());
+        }
+        let (base, displacement) = split_offset(offset);
+        let Some(base_limit) = MAX_OFFSET.checked_sub(displacement) else {
+            // The offset is at least the displacement: past any packet.
+            self.abort();
+            return Ok(());
+        };
+        if loads_into_x(base) && max_value(base) <= base_limit {
+            self.load_x(base);
+        } else {
+            self.load_a(base)?;
+            if max_value(base) > base_limit {
+                let ok = self.flow.label();
+                self.flow.cond((JgtK, base_limit), self.reject, ok);
+                self.flow.bind(ok);
+            }
+            self.op(Tax, 0);
+        }
+        self.op(ind, displacement);
+        Ok(())
+    }
+}
+
+impl Searcher for Emitter {
+    fn new_label(&mut self) -> Label {
+        self.flow.label()
+    }
+
+    fn bind_label(&mut self, label: Label) {
+        self.flow.bind(label);
+    }
+
+    fn goto_label(&mut self, label: Label) {
+        self.flow.goto(label);
+    }
+
+    fn test(&mut self, test: Test, t: Label, f: Label) {
+        let cond = match test {
+            Test::Eq(k) => (CbpfOp::JeqK, k),
+            Test::Ge(k) => (CbpfOp::JgeK, k),
+            Test::Gt(k) => (CbpfOp::JgtK, k),
+        };
+        self.flow.cond(cond, t, f);
+    }
+}
+
+// -------------------------------------------------------------------------------------
+// Layout
+
+/// Where each label lands and where each item sits, as instruction indexes (a label sits
+/// where the instruction after it does).
+fn positions(items: &[Item<CbpfInsn, Cond>], labels: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut at = vec![0usize; labels];
+    let mut item_at = Vec::with_capacity(items.len());
+    let mut index = 0usize;
+    for item in items {
+        item_at.push(index);
+        match item {
+            Item::Label(label) => {
+                if let Some(slot) = at.get_mut(label.index()) {
+                    *slot = index;
+                }
+            }
+            _ => index = index.wrapping_add(1),
+        }
+    }
+    (at, item_at)
+}
+
+/// Distance from the instruction after `from` to `target` (jumps only go forward).
+fn distance(at: &[usize], from: usize, target: Label) -> usize {
+    at.get(target.index()).copied().unwrap_or(0).saturating_sub(from.wrapping_add(1))
+}
+
+/// The farthest a `jt`/`jf` reaches.
+const REACH: usize = u8::MAX as usize;
+/// Landings are placed this far short of the reach when they can be, so that the landings
+/// inserted later between a test and its landing seldom push it out of reach again.
+const SLACK: usize = 16;
+
+/// Turns the flow into instructions. A test whose target is more than 255 instructions
+/// away jumps instead to a landing within reach: a `ja` to the target, or a copy of the
+/// `ret` the target is. A landing goes where no instruction falls through (after a test, a
+/// `ja` or a `ret`), as far on as reach allows, and later tests share it, so a long run of
+/// tests that all reject far away costs one landing per ~240 instructions, not one each.
+/// Each step fixes the first test out of reach; insertions can push an earlier test out of
+/// reach again, so this repeats until none is (bounded, in case it would not settle).
+fn layout(flow: &mut Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
+    let mut steps_left = MAX_INSNS.saturating_mul(4);
+    loop {
+        // The label of the landing this step may add (unused on the last step).
+        let near = flow.label();
+        let items = flow.items();
+        let (at, item_at) = positions(items, flow.label_count());
+        let out_of_reach = items.iter().enumerate().find_map(|(j, item)| {
+            let Item::Cond { t, f, .. } = item else { return None };
+            let from = item_at.get(j).copied().unwrap_or(0);
+            [(*t, true), (*f, false)]
+                .into_iter()
+                .find(|(target, _)| distance(&at, from, *target) > REACH)
+                .map(|(target, on_true)| (j, from, target, on_true))
+        });
+        let Some((j, from, target, on_true)) = out_of_reach else { break };
+        if steps_left == 0 {
+            return Err(EmitError::TooLong { len: items.len(), max: MAX_INSNS });
+        }
+        steps_left -= 1;
+        let target_at = at.get(target.index()).copied().unwrap_or(usize::MAX);
+        let target_insn = items
+            .iter()
+            .zip(&item_at)
+            .find(|(item, &pos)| pos == target_at && !matches!(item, Item::Label(_)))
+            .map(|(item, _)| item);
+        let landing = match target_insn {
+            Some(Item::End(ret)) => Item::End(*ret),
+            _ => Item::Goto(target),
+        };
+        // Where item `k` sits; past the last item, where an appended one would.
+        let total = item_at.last().map_or(0, |&pos| pos.wrapping_add(1));
+        let pos_of = |k: usize| item_at.get(k).copied().unwrap_or(total);
+        let reachable = |k: usize, limit: usize| {
+            let pos = pos_of(k);
+            pos > from && pos - from - 1 <= limit
+        };
+        // A landing already within reach, or the farthest place one can go.
+        let shared = (j + 1..items.len())
+            .take_while(|&k| reachable(k, REACH))
+            .find(|&k| items.get(k) == Some(&landing));
+        let no_fall_through = |k: usize| {
+            matches!(
+                items.get(k.wrapping_sub(1)),
+                Some(Item::Cond { .. } | Item::Goto(_) | Item::End(_))
+            )
+        };
+        let place = |limit: usize| {
+            (j + 1..=items.len())
+                .take_while(|&k| reachable(k, limit))
+                .filter(|&k| no_fall_through(k))
+                .last()
+        };
+        let mut new_items = items.to_vec();
+        match shared {
+            Some(k) => new_items.insert(k, Item::Label(near)),
+            None => {
+                // Right after the test itself always qualifies.
+                let k = place(REACH - SLACK).or_else(|| place(REACH)).unwrap_or(j + 1);
+                new_items.insert(k, landing);
+                new_items.insert(k, Item::Label(near));
+            }
+        }
+        if let Some(Item::Cond { t, f, .. }) = new_items.get_mut(j) {
+            if on_true {
+                *t = near;
+            } else {
+                *f = near;
+            }
+        }
+        flow.set_items(new_items);
+    }
+    encode(flow)
+}
+
+fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
+    let items = flow.items();
+    let (at, _) = positions(items, flow.label_count());
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let index = out.len();
+        match item {
+            Item::Label(_) => continue,
+            Item::Stmt(insn) | Item::End(insn) => out.push(*insn),
+            Item::Goto(target) => {
+                let k = u32::try_from(distance(&at, index, *target)).unwrap_or(u32::MAX);
+                out.push(stmt(CbpfOp::Ja, k));
+            }
+            Item::Cond { cond: (op, k), t, f } => {
+                let jt = u8::try_from(distance(&at, index, *t));
+                let jf = u8::try_from(distance(&at, index, *f));
+                match (jt, jf) {
+                    (Ok(jt), Ok(jf)) => out.push(CbpfInsn::jump(*op, *k, jt, jf)),
+                    // Only when layout gave up on a program far over the length limit.
+                    _ => return Err(EmitError::TooLong { len: items.len(), max: MAX_INSNS }),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Prepends `st M[c]` of 0 for every cell some path may read before writing it (the IR's
+/// slots start at 0; the kernel refuses such reads). The analysis is the kernel's: jumps
+/// only go forward, so one pass in program order sees every predecessor first.
+fn zero_unwritten_cells(body: Vec<CbpfInsn>) -> Vec<CbpfInsn> {
+    const ALL: u16 = u16::MAX;
+    let mut written = vec![ALL; body.len()];
+    if let Some(first) = written.first_mut() {
+        *first = 0;
+    }
+    let mut unwritten_reads = 0u16;
+    for (index, insn) in body.iter().enumerate() {
+        let mut here = written.get(index).copied().unwrap_or(ALL);
+        let bit = 1u16.checked_shl(insn.k).unwrap_or(0);
+        match insn.op {
+            CbpfOp::LdMem | CbpfOp::LdxMem if here & bit == 0 => unwritten_reads |= bit,
+            CbpfOp::St | CbpfOp::Stx => here |= bit,
+            _ => {}
+        }
+        let next = index.wrapping_add(1);
+        let successors = if insn.op.is_return() {
+            [None, None]
+        } else if insn.op == CbpfOp::Ja {
+            [usize::try_from(insn.k).ok().and_then(|k| next.checked_add(k)), None]
+        } else if insn.op.is_conditional_jump() {
+            [next.checked_add(usize::from(insn.jt)), next.checked_add(usize::from(insn.jf))]
+        } else {
+            [Some(next), None]
+        };
+        for succ in successors.into_iter().flatten() {
+            if let Some(w) = written.get_mut(succ) {
+                *w &= here;
+            }
+        }
+    }
+    if unwritten_reads == 0 {
+        return body;
+    }
+    let mut program = vec![stmt(CbpfOp::LdImm, 0)];
+    for cell in 0..MEM_WORDS {
+        if unwritten_reads & (1u16 << cell) != 0 {
+            program.push(stmt(CbpfOp::St, cell));
+        }
+    }
+    program.extend(body);
+    program
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_isa::cbpf::format_listing;
+
+    fn listing(pred: Pred) -> String {
+        format_listing(&emit(&Filter::new(pred)).unwrap())
+    }
+
+    #[test]
+    fn ipv4_header_length_loads_use_ldxb() {
+        let hlen =
+            Expr::binary(BinOp::Shl, Expr::load_at(14, Size::Byte).and_mask(0xf), Expr::Const(2));
+        let port = Expr::load(hlen.plus(14).plus(2), Size::Half);
+        assert_eq!(
+            listing(Pred::eq(port, 80)),
+            "(000) ldxb     4*([14]&0xf)\n\
+             (001) ldh      [x + 16]\n\
+             (002) jeq      #0x50            jt 3\tjf 4\n\
+             (003) ret      #262144\n\
+             (004) ret      #0\n"
+        );
+    }
+
+    #[test]
+    fn division_by_a_constant_zero_rejects() {
+        let div = Expr::binary(BinOp::Div, Expr::load_at(0, Size::Byte), Expr::Const(0));
+        assert_eq!(listing(Pred::not(Pred::eq(div, 1))), "(000) ret      #0\n");
+    }
+
+    #[test]
+    fn far_targets_get_trampolines() {
+        // 300 tests of distinct bytes, any of which rejects: the early ones reach the
+        // final `ret #0` through a copy placed next to them.
+        let parts = (0..300).map(|i| Pred::eq(Expr::load_at(i, Size::Byte), i & 0xff));
+        let prog = emit(&Filter::new(Pred::and(parts))).unwrap();
+        assert!(prog.len() > 600);
+        assert!(prog.iter().filter(|i| i.op == CbpfOp::RetK && i.k == 0).count() > 1);
+    }
+
+    #[test]
+    fn unwritten_scratch_reads_start_at_zero() {
+        let prog = emit(&Filter::new(Pred::eq(Expr::Scratch(3), 0))).unwrap();
+        assert_eq!(&prog[..2], &[stmt(CbpfOp::LdImm, 0), stmt(CbpfOp::St, 3)]);
+    }
+}

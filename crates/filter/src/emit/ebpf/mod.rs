@@ -1,0 +1,552 @@
+//! Filter IR -> eBPF, straight from the IR (not through classic BPF): values live in
+//! 64-bit registers holding zero-extended 32-bit numbers, arithmetic is ALU32 (whose
+//! zero-extension keeps that true), comparisons are JMP32, and scratch memory is used only
+//! for the filter's own [`crate::Expr::Scratch`] slots and for the rare expression too deep
+//! for the registers. Two targets, with the meaning `weir_cbpf::translate` gives them:
+//!
+//! - [`Target::SocketFilter`]: the context is a `struct __sk_buff`, kept in r6; packet
+//!   loads are the legacy `ldabs*`/`ldind*` loads, which read big-endian and end the program
+//!   with 0 when the bytes are not in the packet (the IR's abort); `len` is `__sk_buff.len`
+//!   (the wire length). The program returns the filter's `accept` value or 0. Loads into the
+//!   kernel as `BPF_PROG_TYPE_SOCKET_FILTER`, `SCHED_CLS` or `SCHED_ACT`.
+//! - [`Target::Xdp`]: the context is a `struct xdp_md`; loads read through `data` (r8)
+//!   with explicit checks against `data_end` (r9) that the Linux verifier accepts, then swap
+//!   to network order. The program returns `XDP_PASS` when the filter accepts and
+//!   `XDP_DROP` when it rejects or aborts. XDP sees whole frames, so `len` is
+//!   `data_end - data` and the verdicts are [`crate::Filter::matches`]`(frame,
+//!   frame.len())`. The verifier bounds packet offsets by 65535, so frames are taken to be at
+//!   most 65535 bytes: a load ending past that rejects.
+//!
+//! # Where eBPF and the IR differ, and what is emitted instead
+//!
+//! - Division or modulo by zero gives 0 (or the dividend) in eBPF and aborts in the IR: a
+//!   divisor that may be 0 is tested first, a constant 0 divisor is a jump to the reject exit.
+//! - eBPF masks shift amounts; the IR gives 0 for 32 and more: an amount not known to be
+//!   below 32 is tested.
+//! - The kernel passes a legacy load's offset as a C `int`, so an offset above `i32::MAX`
+//!   would read the negative, header-relative areas: such offsets are rejected first (no
+//!   packet is that long), unless the offset is known to be small.
+//!
+//! # Bounds checks (XDP)
+//!
+//! Every load of an expression is evaluated, or the expression aborts first, so before a
+//! comparison (or a store, or a set lookup) one check covers every constant-offset load in
+//! it. What is known to be checked flows along the control flow: a [`crate::Pred::Guard`]
+//! checks its length once, and loads it covers need no check of their own (the optimizer
+//! places guards where every path would load that far anyway). A variable-offset load is
+//! checked on its own: first that the offset leaves room below 65535 (unless the offset's
+//! computation, which the verifier follows, bounds it already), then the end against
+//! `data_end`.
+
+mod expr;
+
+use weir_isa::ebpf::{Insn, Op};
+use weir_program::abi::{xdp_action, ContextLayout, SOCKET_FILTER, XDP};
+use weir_program::{Program, ProgramBuilder};
+
+use super::bounds::{constant_load_end, max_value};
+use super::flow::{Flow, Item, Label};
+use super::set::{search, Searcher, Test};
+use super::{mirror, scratch_usage, EmitError};
+use crate::ir::{CmpOp, Expr, Filter, Pred, SCRATCH_SLOTS};
+
+/// What the program is for: which context it receives and how it reaches the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// `struct __sk_buff` context; legacy `ldabs`/`ldind` packet loads; returns the
+    /// filter's accept value or 0.
+    SocketFilter,
+    /// `struct xdp_md` context; direct packet access with explicit bounds checks; returns
+    /// `XDP_PASS` or `XDP_DROP`.
+    Xdp,
+}
+
+impl Target {
+    /// The context layout the program expects in r1.
+    pub fn context_layout(self) -> &'static ContextLayout {
+        match self {
+            Target::SocketFilter => &SOCKET_FILTER,
+            Target::Xdp => &XDP,
+        }
+    }
+
+    /// What the program returns for a packet the filter accepts.
+    pub fn accept_value(self, filter: &Filter) -> u32 {
+        match self {
+            Target::SocketFilter => filter.accept,
+            Target::Xdp => xdp_action::PASS,
+        }
+    }
+
+    /// What the program returns for a packet the filter rejects (or aborts on).
+    pub fn reject_value(self) -> u32 {
+        match self {
+            Target::SocketFilter => 0,
+            Target::Xdp => xdp_action::DROP,
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Target::SocketFilter => "socket filter",
+            Target::Xdp => "XDP",
+        })
+    }
+}
+
+/// An eBPF program for `filter` on `target` (see the module documentation).
+pub fn emit(filter: &Filter, target: Target) -> Result<Program, EmitError> {
+    let (read, _) = scratch_usage(&filter.pred)?;
+    let mut e = Emitter::new(target);
+    e.prologue(read);
+    let accept = e.flow.label();
+    let reject = e.reject;
+    e.pred(&filter.pred, accept, reject)?;
+    e.flow.bind(accept);
+    e.ret(target.accept_value(filter));
+    e.flow.bind(reject);
+    e.ret(target.reject_value());
+    e.flow.simplify();
+    link(&e.flow)
+}
+
+// -------------------------------------------------------------------------------------
+// Registers and the stack
+
+/// The return value.
+const R0: u8 = 0;
+/// The context at entry; afterwards a temporary of the XDP target.
+const R1: u8 = 1;
+const FRAME: u8 = 10;
+/// Socket filter: the context, where the legacy loads expect it.
+const SOCKET_CTX: u8 = 6;
+/// XDP: `data`, never modified, so every bounds check widens what it is known to cover.
+const XDP_DATA: u8 = 8;
+/// XDP: `data_end`.
+const XDP_DATA_END: u8 = 9;
+/// XDP: the one temporary of a bounds check or a far load.
+const XDP_TMP: u8 = R1;
+
+/// Registers that hold values. The legacy loads are calls to the kernel and clobber r0-r5,
+/// so the socket target keeps values in the callee-saved r7-r9 only.
+fn value_registers(target: Target) -> &'static [u8] {
+    match target {
+        // Popped from the end: r7 first.
+        Target::SocketFilter => &[9, 8, 7],
+        Target::Xdp => &[7, 6, 5, 4, 3, 2, 0],
+    }
+}
+
+/// Scratch slot `s` is the 32-bit word at `r10 - 4 * (s + 1)`; spill slots lie below.
+fn scratch_offset(slot: u8) -> i16 {
+    -4 * (i16::from(slot) + 1)
+}
+
+/// Spill slots fill the rest of the 512-byte frame.
+const MAX_SPILLS: u16 = (512 - 4 * SCRATCH_SLOTS as u16) / 4;
+
+fn spill_offset(index: u16) -> i16 {
+    let below_scratch = 4 * i16::from(SCRATCH_SLOTS);
+    let index = i16::try_from(index).unwrap_or(0);
+    -(below_scratch + 4 * (index + 1))
+}
+
+/// The last packet offset (plus one) the XDP target can read: the verifier gives a packet
+/// pointer no range past `MAX_PACKET_OFF`.
+const XDP_MAX_END: u32 = 0xffff;
+
+/// The largest offset a legacy load reads as it is: the kernel takes it as a C `int`.
+const LEGACY_MAX_OFFSET: u32 = i32::MAX as u32;
+
+// -------------------------------------------------------------------------------------
+// Jumps
+
+/// The relation a jump tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rel {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+    Set,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Operand {
+    Imm(i32),
+    Reg(u8),
+}
+
+/// A conditional jump: `dst rel rhs`, on the low 32 bits (values) or on all 64 (pointers
+/// and the range checks of offsets, which the verifier follows best in 64 bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Jump {
+    rel: Rel,
+    wide: bool,
+    dst: u8,
+    rhs: Operand,
+}
+
+impl Jump {
+    fn value(rel: Rel, dst: u8, rhs: Operand) -> Jump {
+        Jump { rel, wide: false, dst, rhs }
+    }
+
+    fn wide(rel: Rel, dst: u8, rhs: Operand) -> Jump {
+        Jump { rel, wide: true, dst, rhs }
+    }
+
+    fn op(self) -> Op {
+        use Op::*;
+        let imm = matches!(self.rhs, Operand::Imm(_));
+        let ops = match (self.rel, self.wide) {
+            (Rel::Eq, false) => (Jeq32Imm, Jeq32Reg),
+            (Rel::Ne, false) => (Jne32Imm, Jne32Reg),
+            (Rel::Gt, false) => (Jgt32Imm, Jgt32Reg),
+            (Rel::Ge, false) => (Jge32Imm, Jge32Reg),
+            (Rel::Lt, false) => (Jlt32Imm, Jlt32Reg),
+            (Rel::Le, false) => (Jle32Imm, Jle32Reg),
+            (Rel::Set, false) => (Jset32Imm, Jset32Reg),
+            (Rel::Eq, true) => (Jeq64Imm, Jeq64Reg),
+            (Rel::Ne, true) => (Jne64Imm, Jne64Reg),
+            (Rel::Gt, true) => (Jgt64Imm, Jgt64Reg),
+            (Rel::Ge, true) => (Jge64Imm, Jge64Reg),
+            (Rel::Lt, true) => (Jlt64Imm, Jlt64Reg),
+            (Rel::Le, true) => (Jle64Imm, Jle64Reg),
+            (Rel::Set, true) => (Jset64Imm, Jset64Reg),
+        };
+        if imm {
+            ops.0
+        } else {
+            ops.1
+        }
+    }
+
+    /// The jump taken exactly when this one is not (eBPF has no "jnset").
+    fn inverse(self) -> Option<Jump> {
+        let rel = match self.rel {
+            Rel::Eq => Rel::Ne,
+            Rel::Ne => Rel::Eq,
+            Rel::Gt => Rel::Le,
+            Rel::Le => Rel::Gt,
+            Rel::Ge => Rel::Lt,
+            Rel::Lt => Rel::Ge,
+            Rel::Set => return None,
+        };
+        Some(Jump { rel, ..self })
+    }
+}
+
+fn rel(op: CmpOp) -> Rel {
+    match op {
+        CmpOp::Eq => Rel::Eq,
+        CmpOp::Ne => Rel::Ne,
+        CmpOp::Gt => Rel::Gt,
+        CmpOp::Ge => Rel::Ge,
+        CmpOp::Lt => Rel::Lt,
+        CmpOp::Le => Rel::Le,
+        CmpOp::Set => Rel::Set,
+    }
+}
+
+// -------------------------------------------------------------------------------------
+// The emitter
+
+pub(super) struct Emitter {
+    flow: Flow<Insn, Jump>,
+    target: Target,
+    reject: Label,
+    /// Value registers not in use (a stack).
+    free: Vec<u8>,
+    /// Spill slots in use.
+    spills: u16,
+    /// Packet bytes from offset 0 known to be present here (XDP).
+    checked: u32,
+}
+
+impl Emitter {
+    fn new(target: Target) -> Self {
+        let mut flow = Flow::new();
+        let reject = flow.label();
+        Emitter {
+            flow,
+            target,
+            reject,
+            free: value_registers(target).to_vec(),
+            spills: 0,
+            checked: 0,
+        }
+    }
+
+    fn insn(&mut self, op: Op, dst: u8, src: u8, off: i16, imm: i32) {
+        self.flow.stmt(Insn::new(op, dst, src, off, i64::from(imm)));
+    }
+
+    fn alu_imm(&mut self, op: Op, dst: u8, imm: i32) {
+        self.insn(op, dst, 0, 0, imm);
+    }
+
+    fn alu_reg(&mut self, op: Op, dst: u8, src: u8) {
+        self.insn(op, dst, src, 0, 0);
+    }
+
+    /// Goes on only when `jump` does not hold; otherwise rejects.
+    fn reject_if(&mut self, jump: Jump) {
+        let ok = self.flow.label();
+        self.flow.cond(jump, self.reject, ok);
+        self.flow.bind(ok);
+    }
+
+    /// The rest of this path only aborts: a jump to the reject exit ([`Flow::simplify`]
+    /// removes the dead code after it).
+    fn abort(&mut self) {
+        self.flow.goto(self.reject);
+    }
+
+    fn ret(&mut self, value: u32) {
+        self.alu_imm(Op::Mov32Imm, R0, value as i32);
+        self.flow.end(Insn::new(Op::Exit, 0, 0, 0, 0));
+    }
+
+    fn prologue(&mut self, scratch_read: u16) {
+        match self.target {
+            Target::SocketFilter => self.alu_reg(Op::Mov64Reg, SOCKET_CTX, R1),
+            Target::Xdp => {
+                let field =
+                    |name| XDP.field(name).and_then(|f| i16::try_from(f.offset).ok()).unwrap_or(0);
+                self.insn(Op::LdxW, XDP_DATA, R1, field("data"), 0);
+                self.insn(Op::LdxW, XDP_DATA_END, R1, field("data_end"), 0);
+            }
+        }
+        // The IR's scratch slots start at 0, and the verifier refuses reads of unwritten
+        // stack.
+        for slot in 0..SCRATCH_SLOTS {
+            if scratch_read & (1u16 << slot) != 0 {
+                self.insn(Op::StW, FRAME, 0, scratch_offset(slot), 0);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Predicates
+
+    /// Emits `p`, going to `t` or `f`. `self.checked` holds on entry; returns what holds
+    /// on arrival at `t` and at `f`.
+    fn pred(&mut self, p: &Pred, t: Label, f: Label) -> Result<(u32, u32), EmitError> {
+        match p {
+            Pred::Const(value) => self.flow.goto(if *value { t } else { f }),
+            Pred::Cmp { op, lhs, rhs } => {
+                self.check_constant_loads(&[lhs, rhs]);
+                self.cmp(*op, lhs, rhs, t, f)?;
+            }
+            Pred::In { value, set } => {
+                self.check_constant_loads(&[value]);
+                let reg = self.eval(value)?;
+                search(&mut SetSearch { e: self, reg }, set.ranges(), 0, max_value(value), t, f);
+                self.release(reg);
+            }
+            Pred::Store { slot, value } => {
+                self.check_constant_loads(&[value]);
+                let reg = self.eval(value)?;
+                self.insn(Op::StxW, FRAME, reg, scratch_offset(*slot), 0);
+                self.release(reg);
+                self.flow.goto(t);
+            }
+            Pred::Guard(n) => {
+                self.guard(*n);
+                self.flow.goto(t);
+            }
+            Pred::Not(inner) => {
+                let (on_true, on_false) = self.pred(inner, f, t)?;
+                return Ok((on_false, on_true));
+            }
+            Pred::And(parts) => return self.sequence(parts, true, t, f),
+            Pred::Or(parts) => return self.sequence(parts, false, t, f),
+        }
+        Ok((self.checked, self.checked))
+    }
+
+    /// `and` (`all`) or `or`: each part but the last continues to the next one on the
+    /// outcome that does not decide the whole.
+    fn sequence(
+        &mut self,
+        parts: &[Pred],
+        all: bool,
+        t: Label,
+        f: Label,
+    ) -> Result<(u32, u32), EmitError> {
+        // What holds where the sequence exits early: the least over the parts that exit.
+        let mut early = u32::MAX;
+        let Some((last, init)) = parts.split_last() else {
+            self.flow.goto(if all { t } else { f });
+            return Ok((self.checked, self.checked));
+        };
+        for part in init {
+            let next = self.flow.label();
+            let (on_true, on_false) =
+                if all { self.pred(part, next, f)? } else { self.pred(part, t, next)? };
+            let (go_on, exit) = if all { (on_true, on_false) } else { (on_false, on_true) };
+            early = early.min(exit);
+            self.flow.bind(next);
+            self.checked = go_on;
+        }
+        let (on_true, on_false) = self.pred(last, t, f)?;
+        Ok(if all { (on_true, on_false.min(early)) } else { (on_true.min(early), on_false) })
+    }
+
+    fn cmp(
+        &mut self,
+        op: CmpOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        t: Label,
+        f: Label,
+    ) -> Result<(), EmitError> {
+        // Constants go on the right, where the jump's immediate takes them.
+        let (op, lhs, rhs) = match (lhs, rhs) {
+            (Expr::Const(_), r) if !matches!(r, Expr::Const(_)) => (mirror(op), rhs, lhs),
+            _ => (op, lhs, rhs),
+        };
+        if let Expr::Const(k) = rhs {
+            let a = self.eval(lhs)?;
+            // JMP32 immediates compare as 32-bit values: the bits carry over.
+            self.flow.cond(Jump::value(rel(op), a, Operand::Imm(*k as i32)), t, f);
+            self.release(a);
+            return Ok(());
+        }
+        let (a, b) = self.eval_pair(lhs, rhs)?;
+        self.flow.cond(Jump::value(rel(op), a, Operand::Reg(b)), t, f);
+        self.release(b);
+        self.release(a);
+        Ok(())
+    }
+
+    /// XDP: one bounds check for every constant-offset load of the expressions, which all
+    /// run unless one aborts first.
+    fn check_constant_loads(&mut self, exprs: &[&Expr]) {
+        if self.target != Target::Xdp {
+            return;
+        }
+        let Some(end) = exprs.iter().filter_map(|e| constant_load_end(e)).max() else {
+            return;
+        };
+        match u32::try_from(end) {
+            Ok(end) if end <= XDP_MAX_END => self.ensure_checked(end),
+            _ => self.abort(),
+        }
+    }
+
+    /// XDP: `if data + end > data_end: reject`, unless that much is known present.
+    fn ensure_checked(&mut self, end: u32) {
+        if end <= self.checked {
+            return;
+        }
+        self.alu_reg(Op::Mov64Reg, XDP_TMP, XDP_DATA);
+        self.alu_imm(Op::Add64Imm, XDP_TMP, end as i32);
+        self.reject_if(Jump::wide(Rel::Gt, XDP_TMP, Operand::Reg(XDP_DATA_END)));
+        self.checked = end;
+    }
+
+    fn guard(&mut self, n: u32) {
+        match self.target {
+            Target::Xdp if n > XDP_MAX_END => self.abort(),
+            Target::Xdp => self.ensure_checked(n),
+            Target::SocketFilter => match n.checked_sub(1) {
+                None => {}
+                Some(last) if last > LEGACY_MAX_OFFSET => self.abort(),
+                // The byte itself is not needed: the load fails when it is not there.
+                Some(last) => self.insn(Op::LdAbsB, 0, 0, 0, last as i32),
+            },
+        }
+    }
+}
+
+/// The set search on the value in `reg`.
+struct SetSearch<'a> {
+    e: &'a mut Emitter,
+    reg: u8,
+}
+
+impl Searcher for SetSearch<'_> {
+    fn new_label(&mut self) -> Label {
+        self.e.flow.label()
+    }
+
+    fn bind_label(&mut self, label: Label) {
+        self.e.flow.bind(label);
+    }
+
+    fn goto_label(&mut self, label: Label) {
+        self.e.flow.goto(label);
+    }
+
+    fn test(&mut self, test: Test, t: Label, f: Label) {
+        let (rel, k) = match test {
+            Test::Eq(k) => (Rel::Eq, k),
+            Test::Ge(k) => (Rel::Ge, k),
+            Test::Gt(k) => (Rel::Gt, k),
+        };
+        self.e.flow.cond(Jump::value(rel, self.reg, Operand::Imm(k as i32)), t, f);
+    }
+}
+
+// -------------------------------------------------------------------------------------
+// Layout
+
+/// Lays the flow out through a [`ProgramBuilder`]: a test falls through to its false
+/// target when that comes next, else is inverted to fall through to its true target, else
+/// is followed by a `ja`.
+fn link(flow: &Flow<Insn, Jump>) -> Result<Program, EmitError> {
+    let mut b = ProgramBuilder::new();
+    let labels: Vec<weir_program::Label> = (0..flow.label_count()).map(|_| b.new_label()).collect();
+    let label = |l: Label| labels.get(l.index()).copied();
+    let items = flow.items();
+    for (index, item) in items.iter().enumerate() {
+        match item {
+            Item::Label(l) => {
+                if let Some(l) = label(*l) {
+                    b.bind(l);
+                }
+            }
+            Item::Stmt(insn) | Item::End(insn) => {
+                b.push(*insn);
+            }
+            Item::Goto(target) => {
+                if let Some(target) = label(*target) {
+                    b.jump(target);
+                }
+            }
+            Item::Cond { cond, t, f } => {
+                let next_labels: Vec<Label> = items
+                    .iter()
+                    .skip(index.wrapping_add(1))
+                    .map_while(|i| match i {
+                        Item::Label(l) => Some(*l),
+                        _ => None,
+                    })
+                    .collect();
+                let (jump, target, then_goto) = if next_labels.contains(f) {
+                    (*cond, *t, None)
+                } else if let (true, Some(inverse)) = (next_labels.contains(t), cond.inverse()) {
+                    (inverse, *f, None)
+                } else {
+                    (*cond, *t, Some(*f))
+                };
+                if let Some(target) = label(target) {
+                    match jump.rhs {
+                        Operand::Imm(imm) => b.jump_imm(jump.op(), jump.dst, imm, target),
+                        Operand::Reg(src) => b.jump_reg(jump.op(), jump.dst, src, target),
+                    };
+                }
+                if let Some(other) = then_goto.and_then(label) {
+                    b.jump(other);
+                }
+            }
+        }
+    }
+    b.link().map_err(EmitError::Link)
+}

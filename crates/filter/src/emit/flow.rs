@@ -1,0 +1,293 @@
+//! The control-flow skeleton both emitters write into before they lay out real
+//! instructions: statements, two-way conditional jumps (a true and a false target, as
+//! classic BPF has them), unconditional jumps and program ends, between labels.
+//!
+//! Predicates compile naively into this form (every test names both its targets, every
+//! join gets a label), and [`Flow::simplify`] then removes what that costs: jumps to jumps
+//! are threaded, jumps to the next instruction dropped, and code no path reaches deleted.
+//! The last matters beyond size: the Linux verifier refuses an eBPF program with an
+//! unreachable instruction.
+//!
+//! Every jump the emitters write goes forward (a label is always bound after the jumps to
+//! it), which is what lets each pass here be one walk in program order.
+
+/// A position in the flow, bound once with [`Flow::bind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Label(usize);
+
+impl Label {
+    pub(crate) fn index(self) -> usize {
+        self.0
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Item<S, C> {
+    Label(Label),
+    /// An instruction that falls through to the next item.
+    Stmt(S),
+    /// A test: `cond` holds -> `t`, otherwise -> `f`. Never falls through.
+    Cond {
+        cond: C,
+        t: Label,
+        f: Label,
+    },
+    Goto(Label),
+    /// An instruction that ends the program (classic `ret`, eBPF `exit`).
+    End(S),
+}
+
+/// Items in program order, and the number of labels made so far.
+#[derive(Clone, Debug)]
+pub(crate) struct Flow<S, C> {
+    items: Vec<Item<S, C>>,
+    labels: usize,
+}
+
+impl<S: Clone, C: Clone> Flow<S, C> {
+    pub(crate) fn new() -> Self {
+        Flow { items: Vec::new(), labels: 0 }
+    }
+
+    pub(crate) fn label(&mut self) -> Label {
+        self.labels = self.labels.wrapping_add(1);
+        Label(self.labels.wrapping_sub(1))
+    }
+
+    pub(crate) fn label_count(&self) -> usize {
+        self.labels
+    }
+
+    pub(crate) fn bind(&mut self, label: Label) {
+        self.items.push(Item::Label(label));
+    }
+
+    pub(crate) fn stmt(&mut self, s: S) {
+        self.items.push(Item::Stmt(s));
+    }
+
+    pub(crate) fn cond(&mut self, cond: C, t: Label, f: Label) {
+        self.items.push(Item::Cond { cond, t, f });
+    }
+
+    pub(crate) fn goto(&mut self, target: Label) {
+        self.items.push(Item::Goto(target));
+    }
+
+    pub(crate) fn end(&mut self, s: S) {
+        self.items.push(Item::End(s));
+    }
+
+    pub(crate) fn items(&self) -> &[Item<S, C>] {
+        &self.items
+    }
+
+    pub(crate) fn set_items(&mut self, items: Vec<Item<S, C>>) {
+        self.items = items;
+    }
+
+    /// Threads jumps, removes dead code and jumps to the next instruction, until nothing
+    /// changes. Every pass shrinks the program or leaves it alone, so this ends.
+    pub(crate) fn simplify(&mut self) {
+        loop {
+            let threaded = self.thread_jumps();
+            let pruned = self.remove_unreachable();
+            let dropped = self.drop_jumps_to_next();
+            if !(threaded || pruned || dropped) {
+                break;
+            }
+        }
+    }
+
+    /// For each label, the index of the first item after it that is not a label.
+    fn first_items(&self) -> Vec<Option<usize>> {
+        let mut first = vec![None; self.labels];
+        let mut next_real = None;
+        for (index, item) in self.items.iter().enumerate().rev() {
+            match item {
+                Item::Label(label) => {
+                    if let Some(slot) = first.get_mut(label.0) {
+                        *slot = next_real;
+                    }
+                }
+                _ => next_real = Some(index),
+            }
+        }
+        first
+    }
+
+    /// Retargets jumps that land on a `goto` to where it goes; a `goto` to a program end
+    /// becomes that end; a test whose targets are equal becomes a `goto`.
+    fn thread_jumps(&mut self) -> bool {
+        let first = self.first_items();
+        let item_at =
+            |label: Label| first.get(label.0).copied().flatten().and_then(|i| self.items.get(i));
+        // Jumps go forward, so following `goto`s ends within `items.len()` steps.
+        let resolve = |mut label: Label| {
+            for _ in 0..self.items.len() {
+                match item_at(label) {
+                    Some(Item::Goto(next)) if *next != label => label = *next,
+                    _ => break,
+                }
+            }
+            label
+        };
+        let mut changed = false;
+        let mut items = self.items.clone();
+        for item in &mut items {
+            let replacement = match item {
+                Item::Cond { cond, t, f } => {
+                    let (t2, f2) = (resolve(*t), resolve(*f));
+                    if t2 == f2 {
+                        Some(Item::Goto(t2))
+                    } else if (t2, f2) != (*t, *f) {
+                        Some(Item::Cond { cond: cond.clone(), t: t2, f: f2 })
+                    } else {
+                        None
+                    }
+                }
+                Item::Goto(target) => {
+                    let resolved = resolve(*target);
+                    match item_at(resolved) {
+                        Some(Item::End(s)) => Some(Item::End(s.clone())),
+                        _ if resolved != *target => Some(Item::Goto(resolved)),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            if let Some(new) = replacement {
+                *item = new;
+                changed = true;
+            }
+        }
+        self.items = items;
+        changed
+    }
+
+    /// Drops items no path reaches, and labels no jump names.
+    fn remove_unreachable(&mut self) -> bool {
+        fn mark(reached: &mut [bool], label: Label) {
+            if let Some(r) = reached.get_mut(label.0) {
+                *r = true;
+            }
+        }
+        let mut reached = vec![false; self.labels];
+        let mut live = true;
+        let before = self.items.len();
+        let mut out = Vec::with_capacity(before);
+        for item in std::mem::take(&mut self.items) {
+            match &item {
+                Item::Label(label) => {
+                    // Jumps go forward: every jump to this label has been seen.
+                    if reached.get(label.0).copied().unwrap_or(false) {
+                        live = true;
+                        out.push(item);
+                    }
+                }
+                Item::Stmt(_) => {
+                    if live {
+                        out.push(item);
+                    }
+                }
+                Item::Cond { t, f, .. } => {
+                    if live {
+                        mark(&mut reached, *t);
+                        mark(&mut reached, *f);
+                        out.push(item);
+                    }
+                    live = false;
+                }
+                Item::Goto(target) => {
+                    if live {
+                        mark(&mut reached, *target);
+                        out.push(item);
+                    }
+                    live = false;
+                }
+                Item::End(_) => {
+                    if live {
+                        out.push(item);
+                    }
+                    live = false;
+                }
+            }
+        }
+        self.items = out;
+        self.items.len() != before
+    }
+
+    /// Drops a `goto` whose target label follows it directly.
+    fn drop_jumps_to_next(&mut self) -> bool {
+        let mut keep = vec![true; self.items.len()];
+        for (index, item) in self.items.iter().enumerate() {
+            let Item::Goto(target) = item else { continue };
+            let following = self.items.iter().skip(index.wrapping_add(1));
+            let lands_next = following
+                .map_while(|i| match i {
+                    Item::Label(l) => Some(*l),
+                    _ => None,
+                })
+                .any(|l| l == *target);
+            if lands_next {
+                if let Some(k) = keep.get_mut(index) {
+                    *k = false;
+                }
+            }
+        }
+        let before = self.items.len();
+        let mut flags = keep.into_iter();
+        self.items.retain(|_| flags.next().unwrap_or(true));
+        self.items.len() != before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simplify_threads_jumps_and_drops_what_no_path_reaches() {
+        let mut flow: Flow<&str, &str> = Flow::new();
+        let (a, b, c, d) = (flow.label(), flow.label(), flow.label(), flow.label());
+        flow.cond("test", a, b);
+        flow.stmt("dead: after a test, nothing falls through");
+        flow.bind(a);
+        flow.goto(c);
+        flow.bind(b);
+        flow.stmt("b");
+        flow.goto(d);
+        flow.bind(c);
+        flow.end("ret c");
+        flow.bind(d);
+        flow.end("ret d");
+        flow.simplify();
+        // The test goes straight to c's `ret`, b's jump to a `ret` is that `ret`, and the
+        // unreachable statement, the jump block a and d's unused `ret` are gone.
+        assert_eq!(
+            flow.items(),
+            &[
+                Item::Cond { cond: "test", t: c, f: b },
+                Item::Label(b),
+                Item::Stmt("b"),
+                Item::End("ret d"),
+                Item::Label(c),
+                Item::End("ret c"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_test_with_one_target_becomes_a_jump_and_a_jump_to_an_end_becomes_the_end() {
+        let mut flow: Flow<&str, &str> = Flow::new();
+        let (a, b) = (flow.label(), flow.label());
+        flow.cond("test", a, a);
+        flow.stmt("dead");
+        flow.bind(b);
+        flow.stmt("unreached");
+        flow.bind(a);
+        flow.end("ret");
+        flow.simplify();
+        assert_eq!(flow.items(), &[Item::End("ret")]);
+    }
+}

@@ -1,0 +1,164 @@
+//! [`crate::Pred::In`] as a balanced binary search over the set's ranges: each test halves
+//! the ranges left, so a set of n ranges costs about log2(n) + 2 comparisons on any path,
+//! not n. What earlier tests proved (the value's known minimum and maximum, starting from
+//! the expression's own bound) drops the tests a leaf would otherwise repeat.
+
+use super::flow::Label;
+
+/// One comparison of the value with a constant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Test {
+    Eq(u32),
+    /// value >= k
+    Ge(u32),
+    /// value > k
+    Gt(u32),
+}
+
+/// What the search needs from an emitter: labels and a two-way test on the value.
+pub(crate) trait Searcher {
+    fn new_label(&mut self) -> Label;
+    fn bind_label(&mut self, label: Label);
+    fn goto_label(&mut self, label: Label);
+    fn test(&mut self, test: Test, t: Label, f: Label);
+}
+
+/// Emits the search for a value known to lie in `min..=max`: to `t` when it lies in one of
+/// `ranges` (sorted, disjoint), to `f` otherwise.
+pub(crate) fn search(
+    s: &mut impl Searcher,
+    ranges: &[(u32, u32)],
+    min: u32,
+    max: u32,
+    t: Label,
+    f: Label,
+) {
+    // The ranges that meet min..=max, cut to it.
+    let clipped: Vec<(u32, u32)> = ranges
+        .iter()
+        .filter(|&&(lo, hi)| hi >= min && lo <= max)
+        .map(|&(lo, hi)| (lo.max(min), hi.min(max)))
+        .collect();
+    node(s, &clipped, min, max, t, f);
+}
+
+fn node(s: &mut impl Searcher, ranges: &[(u32, u32)], min: u32, max: u32, t: Label, f: Label) {
+    match ranges {
+        [] => s.goto_label(f),
+        [(lo, hi)] => leaf(s, *lo, *hi, min, max, t, f),
+        _ => {
+            let mid = ranges.len() / 2;
+            let (left, right) = ranges.split_at(mid);
+            // Ranges are disjoint and sorted, so the pivot is above every left range and
+            // therefore above 0.
+            let pivot = right.first().map_or(max, |&(lo, _)| lo);
+            let go_right = s.new_label();
+            let go_left = s.new_label();
+            s.test(Test::Ge(pivot), go_right, go_left);
+            s.bind_label(go_left);
+            node(s, left, min, pivot.saturating_sub(1), t, f);
+            s.bind_label(go_right);
+            node(s, right, pivot, max, t, f);
+        }
+    }
+}
+
+/// One range left and the value in `min..=max`, with `min <= lo <= hi <= max`.
+fn leaf(s: &mut impl Searcher, lo: u32, hi: u32, min: u32, max: u32, t: Label, f: Label) {
+    let above_min = lo > min;
+    let below_max = hi < max;
+    match (above_min, below_max) {
+        (false, false) => s.goto_label(t),
+        (false, true) => s.test(Test::Gt(hi), f, t),
+        (true, false) => s.test(Test::Ge(lo), t, f),
+        (true, true) if lo == hi => s.test(Test::Eq(lo), t, f),
+        (true, true) => {
+            let in_low_end = s.new_label();
+            s.test(Test::Ge(lo), in_low_end, f);
+            s.bind_label(in_low_end);
+            s.test(Test::Gt(hi), f, t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emit::flow::{Flow, Item};
+
+    /// Runs the emitted search on a value, by walking the flow.
+    struct Recorder(Flow<(), Test>);
+
+    impl Searcher for Recorder {
+        fn new_label(&mut self) -> Label {
+            self.0.label()
+        }
+        fn bind_label(&mut self, label: Label) {
+            self.0.bind(label)
+        }
+        fn goto_label(&mut self, label: Label) {
+            self.0.goto(label)
+        }
+        fn test(&mut self, test: Test, t: Label, f: Label) {
+            self.0.cond(test, t, f)
+        }
+    }
+
+    fn run(flow: &Flow<(), Test>, value: u32, t: Label, f: Label) -> (bool, usize) {
+        let items = flow.items();
+        let find = |l: Label| items.iter().position(|i| *i == Item::Label(l));
+        let mut pc = 0;
+        let mut tests = 0;
+        loop {
+            match items.get(pc) {
+                Some(Item::Cond { cond, t: jt, f: jf }) => {
+                    tests += 1;
+                    let holds = match *cond {
+                        Test::Eq(k) => value == k,
+                        Test::Ge(k) => value >= k,
+                        Test::Gt(k) => value > k,
+                    };
+                    let next = if holds { *jt } else { *jf };
+                    if next == t || next == f {
+                        return (next == t, tests);
+                    }
+                    pc = find(next).expect("bound");
+                }
+                Some(Item::Goto(next)) if *next == t || *next == f => return (*next == t, tests),
+                Some(Item::Goto(next)) => pc = find(*next).expect("bound"),
+                Some(_) => pc += 1,
+                None => panic!("fell off the end"),
+            }
+        }
+    }
+
+    #[test]
+    fn search_agrees_with_contains_and_is_logarithmic() {
+        let set = crate::ValueSet::from_ranges(
+            (0..200u32)
+                .map(|i| (i * 1000 + 3, i * 1000 + 3 + (i % 3)))
+                .chain([(u32::MAX, u32::MAX)]),
+        );
+        let mut rec = Recorder(Flow::new());
+        let (t, f) = (rec.0.label(), rec.0.label());
+        search(&mut rec, set.ranges(), 0, u32::MAX, t, f);
+        let mut worst = 0;
+        for v in
+            (0..205_000u32).step_by(7).chain([0, 3, 4, 5, 6, 2003, 2004, u32::MAX - 1, u32::MAX])
+        {
+            let (got, tests) = run(&rec.0, v, t, f);
+            assert_eq!(got, set.contains(v), "{v}");
+            worst = worst.max(tests);
+        }
+        assert!(worst <= 11, "{worst} tests for 201 ranges");
+    }
+
+    #[test]
+    fn known_bounds_drop_tests() {
+        let mut rec = Recorder(Flow::new());
+        let (t, f) = (rec.0.label(), rec.0.label());
+        // A byte value against 0..=255 and more: always in the set.
+        search(&mut rec, &[(0, 1000)], 0, 255, t, f);
+        assert_eq!(rec.0.items(), &[Item::Goto(t)]);
+    }
+}
