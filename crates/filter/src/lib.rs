@@ -19,5 +19,7 @@ pub mod eval;
 pub mod ir;
 pub mod opt;
 
+mod display;
+
 pub use eval::{Abort, Evaluator};
 pub use ir::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet, DEFAULT_ACCEPT, SCRATCH_SLOTS};

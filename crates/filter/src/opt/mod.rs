@@ -1,3 +1,97 @@
 //! The optimizer: rewrites a filter into a faster one with the same meaning on every packet.
 //!
-//! STUB (being written).
+//! "Same meaning" is exact: for every packet (captured bytes and wire length),
+//! `optimize(f).run(p, len) == f.run(p, len)`. At the top of a filter only accept and reject
+//! are observable, so there a false test and an aborting one are interchangeable; under a
+//! `not` they are not (`not false` accepts, `not abort` rejects). Every pass tracks which of
+//! the three outcomes (true, false, abort) must be kept apart where it rewrites.
+//!
+//! Passes, each a `Filter -> Filter` function (exposed for tests and `--explain`):
+//!
+//! - [`simplify()`] — constant folding (`x / 0` stays: it aborts; shifts by 32 or more give 0),
+//!   algebraic identities, canonical comparisons, `not` pushed down to the tests, flattened
+//!   `and`/`or`, absorption of constants when what is dropped cannot abort;
+//! - [`factor()`] — common prefixes (`(ip and X) or (ip and Y)` -> `ip and (X or Y)`), after
+//!   grouping the parts of an `or` by the value their first test asks for;
+//! - [`decide()`] — facts along each path (values, ranges, known bits of loads; the captured
+//!   length known to be present): decided tests disappear, known values propagate, runs of
+//!   tests on one value merge into range tests or `Pred::In` set lookups; stores to slots
+//!   nothing reads go;
+//! - [`insert_guards`] — one `Pred::Guard(n)` up front where every path that matters loads
+//!   `n` bytes anyway.
+//!
+//! [`optimize`] runs them to a fixed point (a few rounds at most). Every pass is linear in
+//! the size of the filter, up to a sort for set building and small constant factors
+//! (environments of facts are capped; long runs of tests on values already seen skip the
+//! fact machinery). A 10,000-host `host a or host b ...` filter (420,000 IR nodes) becomes
+//! about 50 nodes in under 2 * 10^8 instructions, most of them spent rebuilding and freeing
+//! the input tree.
+
+mod analysis;
+mod decide;
+mod domain;
+mod env;
+mod factor;
+mod fold;
+mod guard;
+mod sets;
+
+pub use analysis::node_count;
+
+use crate::ir::{Filter, Pred};
+
+/// Rounds of all passes; in practice two or three reach the fixed point.
+const MAX_ROUNDS: usize = 6;
+
+/// Optimizes a filter (all passes, to a fixed point). The result accepts exactly the packets
+/// `f` accepts.
+pub fn optimize(f: &Filter) -> Filter {
+    optimize_owned(f.clone())
+}
+
+/// [`optimize`] for a filter the caller no longer needs (saves copying a large one).
+pub fn optimize_owned(f: Filter) -> Filter {
+    Filter { pred: optimize_pred(f.pred), accept: f.accept }
+}
+
+fn optimize_pred(mut p: Pred) -> Pred {
+    // No fingerprint of the input: hashing a huge unoptimized filter costs more than the
+    // extra round on its (small) optimized form.
+    let mut seen = None;
+    for _ in 0..MAX_ROUNDS {
+        let (q, reads) = fold::simplify(p, true);
+        p = decide::decide(q, reads);
+        // Guards make loads safe, which lets `decide` merge and drop more. A round that
+        // changes nothing (guards included) is the fixed point: optimizing the result again
+        // gives it back.
+        p = guard::insert_guards(p);
+        p = fold::simplify(decide::decide(p, reads), false).0;
+        let now = Some(analysis::fingerprint(&p));
+        if now == seen {
+            break;
+        }
+        seen = now;
+    }
+    p
+}
+
+/// Constant folding and local simplification (see the module documentation).
+pub fn simplify(f: &Filter) -> Filter {
+    Filter { pred: fold::simplify(f.pred.clone(), false).0, accept: f.accept }
+}
+
+/// Common-prefix factoring of `or`s (and, dually, `and`s).
+pub fn factor(f: &Filter) -> Filter {
+    Filter { pred: factor::factor(f.pred.clone()), accept: f.accept }
+}
+
+/// Path facts: decided tests, known values, merged set tests.
+pub fn decide(f: &Filter) -> Filter {
+    let reads = analysis::slots_read(&f.pred);
+    Filter { pred: decide::decide(f.pred.clone(), reads), accept: f.accept }
+}
+
+/// Hoisted length guards.
+pub fn insert_guards(f: &Filter) -> Filter {
+    Filter { pred: guard::insert_guards(f.pred.clone()), accept: f.accept }
+}

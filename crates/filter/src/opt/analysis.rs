@@ -1,0 +1,137 @@
+//! Structural questions about IR trees that every pass asks: does it write scratch, can it
+//! abort (without any facts from the path), which slots does it read, how big is it.
+
+use super::env::scratch_mask;
+use crate::ir::{BinOp, Expr, Pred, SCRATCH_SLOTS};
+
+/// Does `p` contain a `Store` (a side effect later tests can observe)?
+pub(crate) fn has_store(p: &Pred) -> bool {
+    match p {
+        Pred::Store { .. } => true,
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().any(has_store),
+        Pred::Not(q) => has_store(q),
+        Pred::Const(_) | Pred::Cmp { .. } | Pred::In { .. } | Pred::Guard(_) => false,
+    }
+}
+
+/// Can evaluating `e` abort on some packet? (Any load can; so can a division whose divisor
+/// is not a nonzero constant, and a scratch slot that does not exist.)
+pub(crate) fn expr_can_abort(e: &Expr) -> bool {
+    match e {
+        Expr::Const(_) | Expr::WireLen => false,
+        Expr::Scratch(k) => *k >= SCRATCH_SLOTS,
+        Expr::Load { .. } => true,
+        Expr::Binary { op, lhs, rhs } => {
+            expr_can_abort(lhs)
+                || expr_can_abort(rhs)
+                || (matches!(op, BinOp::Div | BinOp::Mod)
+                    && !matches!(**rhs, Expr::Const(c) if c != 0))
+        }
+        Expr::Neg(x) => expr_can_abort(x),
+    }
+}
+
+/// Can evaluating `p` abort on some packet?
+pub(crate) fn pred_can_abort(p: &Pred) -> bool {
+    match p {
+        Pred::Const(_) => false,
+        Pred::Cmp { lhs, rhs, .. } => expr_can_abort(lhs) || expr_can_abort(rhs),
+        Pred::In { value, .. } => expr_can_abort(value),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().any(pred_can_abort),
+        Pred::Not(q) => pred_can_abort(q),
+        Pred::Store { slot, value } => *slot >= SCRATCH_SLOTS || expr_can_abort(value),
+        Pred::Guard(n) => *n > 0,
+    }
+}
+
+/// Free of side effects and aborts on every packet: can be dropped or moved at will.
+pub(crate) fn is_pure_total(p: &Pred) -> bool {
+    !has_store(p) && !pred_can_abort(p)
+}
+
+/// The scratch slots read anywhere in `p` (bit per slot).
+pub(crate) fn slots_read(p: &Pred) -> u32 {
+    match p {
+        Pred::Const(_) | Pred::Guard(_) => 0,
+        Pred::Cmp { lhs, rhs, .. } => scratch_mask(lhs) | scratch_mask(rhs),
+        Pred::In { value, .. } | Pred::Store { value, .. } => scratch_mask(value),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | slots_read(q)),
+        Pred::Not(q) => slots_read(q),
+    }
+}
+
+/// Number of nodes (predicates and expressions) in `p`: the optimizer's notion of size.
+pub fn node_count(p: &Pred) -> usize {
+    match p {
+        Pred::Const(_) | Pred::Guard(_) => 1,
+        Pred::Cmp { lhs, rhs, .. } => 1 + expr_nodes(lhs) + expr_nodes(rhs),
+        Pred::In { value, .. } | Pred::Store { value, .. } => 1 + expr_nodes(value),
+        Pred::And(ps) | Pred::Or(ps) => 1 + ps.iter().map(node_count).sum::<usize>(),
+        Pred::Not(q) => 1 + node_count(q),
+    }
+}
+
+fn expr_nodes(e: &Expr) -> usize {
+    match e {
+        Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => 1,
+        Expr::Load { offset, .. } => 1 + expr_nodes(offset),
+        Expr::Binary { lhs, rhs, .. } => 1 + expr_nodes(lhs) + expr_nodes(rhs),
+        Expr::Neg(x) => 1 + expr_nodes(x),
+    }
+}
+
+/// A fast hasher for the optimizer's tables keyed by IR nodes and constants. Not resistant
+/// to crafted collisions; the keys come from the filter being compiled, so the worst a
+/// crafted filter can do is slow down its own compilation.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FastHasher(u64);
+
+impl FastHasher {
+    fn mix(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            if let Some(dst) = word.get_mut(..chunk.len()) {
+                dst.copy_from_slice(chunk);
+            }
+            self.mix(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.mix(u64::from(v));
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.mix(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.mix(v);
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.mix(v as u64);
+    }
+}
+
+pub(crate) type FastMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+
+/// A fingerprint of a predicate, for noticing that a round changed nothing without keeping
+/// a copy of a possibly huge tree.
+pub(crate) fn fingerprint(p: &Pred) -> (u64, usize) {
+    use std::hash::{Hash, Hasher};
+    let mut h = FastHasher::default();
+    p.hash(&mut h);
+    (h.finish(), node_count(p))
+}

@@ -1,0 +1,419 @@
+//! The path-sensitive pass: walks the filter in evaluation order carrying the facts that hold
+//! at each point ([`Env`]), and
+//!
+//! - replaces tests decided by those facts (`ether[12:2] == 0x800 and ... and
+//!   ether[12:2] == 0x800`: the second is true; `... == 0x86dd` would be false), and
+//!   expressions whose value is known (constant propagation through scratch slots too);
+//! - merges runs of range tests on the same value into one set test ([`super::sets`]);
+//! - removes guards already implied by the captured length known on the path.
+//!
+//! # When may a test be removed or moved?
+//!
+//! A predicate has three outcomes: true, false and abort. Where a node sits decides which of
+//! them must be kept apart ([`Mode`]): at the top of a filter false and abort both reject;
+//! under `not` false and abort differ (`not false` accepts). A test decided to be `v` by the
+//! facts becomes the constant `v` when it cannot abort (its loads are known in bounds), or
+//! when the mode makes its possible abort equivalent to `v`.
+//!
+//! Tests inside an `and` (dually `or`) may be reordered when none of them can abort or write
+//! scratch: then the junction is plain logic, and order does not matter. The first test of
+//! such a run may abort; it stays first, and later tests on the same value merge into it
+//! (the merged test aborts exactly when the first one did).
+
+use super::domain::Domain;
+use super::env::{Env, Facts, Learned};
+use super::fold;
+use super::sets::{merge_runs, set_key};
+use crate::ir::{CmpOp, Expr, Pred, ValueSet};
+
+/// Which outcomes of a node lead to the same final verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// True, false and abort must all be kept.
+    Exact,
+    /// False and abort are interchangeable (both end in a reject): the top of a filter.
+    FalseIsAbort,
+    /// True and abort are interchangeable (under a `not` at the top).
+    TrueIsAbort,
+}
+
+impl Mode {
+    pub fn negated(self) -> Mode {
+        match self {
+            Mode::Exact => Mode::Exact,
+            Mode::FalseIsAbort => Mode::TrueIsAbort,
+            Mode::TrueIsAbort => Mode::FalseIsAbort,
+        }
+    }
+
+    /// The mode of a part of a junction that is not its last: the part's "stop" outcome
+    /// (false in an `and`) is the junction's, its "go on" outcome is not.
+    pub fn inner(self, conjunction: bool) -> Mode {
+        match (self, conjunction) {
+            (Mode::FalseIsAbort, true) => Mode::FalseIsAbort,
+            (Mode::TrueIsAbort, false) => Mode::TrueIsAbort,
+            _ => Mode::Exact,
+        }
+    }
+
+    /// Whether an outcome `v` may stand in for "`v` or abort".
+    fn absorbs(self, v: bool) -> bool {
+        matches!((self, v), (Mode::FalseIsAbort, false) | (Mode::TrueIsAbort, true))
+    }
+}
+
+/// Which exits' facts the caller will use (computing facts costs; long `or` chains at the
+/// top of a filter never need the facts on their true exit, for instance).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Want {
+    pub on_true: bool,
+    pub on_false: bool,
+}
+
+impl Want {
+    const NONE: Want = Want { on_true: false, on_false: false };
+
+    fn negated(self) -> Want {
+        Want { on_true: self.on_false, on_false: self.on_true }
+    }
+}
+
+/// A rewritten predicate with the facts on its exits (`None`: not asked for), and whether
+/// each exit can be taken at all.
+struct Walked {
+    pred: Pred,
+    on_true: Option<Env>,
+    on_false: Option<Env>,
+    can_be_true: bool,
+    can_be_false: bool,
+}
+
+impl Walked {
+    fn negated(self) -> Walked {
+        Walked {
+            pred: match self.pred {
+                Pred::Const(b) => Pred::Const(!b),
+                other => fold::negate(other),
+            },
+            on_true: self.on_false,
+            on_false: self.on_true,
+            can_be_true: self.can_be_false,
+            can_be_false: self.can_be_true,
+        }
+    }
+}
+
+/// Runs the pass on a whole filter; `reads` are the scratch slots some expression reads
+/// (a store to any other slot is dead).
+pub(crate) fn decide(p: Pred, reads: u32) -> Pred {
+    let mut facts = Facts::new(reads);
+    walk(&mut facts, p, &Env::start(), Mode::FalseIsAbort, Want::NONE).pred
+}
+
+fn walk(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> Walked {
+    let mut w = walk_node(facts, p, env, mode, want);
+    // Neither exit possible: the node always aborts (say, a load beyond 2^32 bytes), and
+    // where abort is interchangeable with an outcome, that outcome is simpler.
+    if !w.can_be_true && !w.can_be_false && !matches!(w.pred, Pred::Const(_)) {
+        if mode.absorbs(false) {
+            w.pred = Pred::Const(false);
+        } else if mode.absorbs(true) {
+            w.pred = Pred::Const(true);
+        }
+    }
+    w
+}
+
+fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> Walked {
+    match p {
+        Pred::Const(b) => constant(b, env, want),
+        Pred::Cmp { op, lhs, rhs } => {
+            let lhs = facts.substitute(env, lhs);
+            let rhs = facts.substitute(env, rhs);
+            // Substitution only replaces what cannot abort, so folding stays exact.
+            let (op, lhs, rhs) = match fold::cmp(op, lhs, rhs) {
+                Pred::Cmp { op, lhs, rhs } => (op, lhs, rhs),
+                Pred::Const(b) => return constant(b, env, want),
+                other => return walk(facts, other, env, mode, want),
+            };
+            let learned = facts.learn_cmp(env, op, &lhs, &rhs, want.on_true, want.on_false);
+            let aborts = facts.expr_can_abort(env, &lhs) || facts.expr_can_abort(env, &rhs);
+            test(Pred::Cmp { op, lhs, rhs }, learned, aborts, mode)
+        }
+        Pred::In { value, set } => {
+            let value = facts.substitute(env, value);
+            let (value, set) = match fold::member(value, set) {
+                Pred::In { value, set } => (value, set),
+                Pred::Const(b) => return constant(b, env, want),
+                // a simple set reads back as a comparison
+                other => return walk(facts, other, env, mode, want),
+            };
+            // Within the values possible here, the set may be a one-sided range:
+            // `ip[9] in {10-0xff}` is `ip[9] >= 10`.
+            if let Some(cmp) = one_sided(&set, facts.domain(env, &value)) {
+                let (op, c) = cmp;
+                return walk(facts, Pred::cmp(op, value, Expr::Const(c)), env, mode, want);
+            }
+            let learned = facts.learn_in(env, &value, &set, want.on_true, want.on_false);
+            let aborts = facts.expr_can_abort(env, &value);
+            test(Pred::In { value, set }, learned, aborts, mode)
+        }
+        Pred::Not(q) => walk(facts, *q, env, mode.negated(), want.negated()).negated(),
+        Pred::Guard(n) => {
+            let on_true = want.on_true.then(|| {
+                let mut e = env.clone();
+                e.note_guard(n);
+                e
+            });
+            let pred = if u64::from(n) <= env.caplen_min || mode.absorbs(true) {
+                Pred::Const(true)
+            } else {
+                Pred::Guard(n)
+            };
+            let on_false = want.on_false.then(Env::unreachable);
+            Walked { pred, on_true, on_false, can_be_true: true, can_be_false: false }
+        }
+        Pred::Store { slot, value } => {
+            let value = facts.substitute(env, value);
+            if facts.is_dead_store(slot) && !facts.expr_can_abort(env, &value) {
+                return constant(true, env, want);
+            }
+            // Later tests read the slot: its facts are needed whoever asks.
+            let mut on_true = env.clone();
+            facts.learn_store(&mut on_true, slot, &value);
+            Walked {
+                pred: Pred::Store { slot, value },
+                on_true: Some(on_true),
+                on_false: want.on_false.then(Env::unreachable),
+                can_be_true: true,
+                can_be_false: false,
+            }
+        }
+        Pred::And(parts) => junction(facts, parts, env, mode, want, true),
+        Pred::Or(parts) => junction(facts, parts, env, mode, want, false),
+    }
+}
+
+/// `value >= a` or `value <= b` when that is what `value in set` means for the values in
+/// `d` (the set clipped to `d`'s interval is one range touching one of its ends).
+fn one_sided(set: &ValueSet, d: Domain) -> Option<(CmpOp, u32)> {
+    let ranges = set.ranges();
+    let i = ranges.partition_point(|&(_, h)| h < d.lo);
+    let &(a, b) = ranges.get(i)?;
+    let (a, b) = (a.max(d.lo), b.min(d.hi));
+    if a > b || ranges.get(i + 1).is_some_and(|&(l, _)| l <= d.hi) {
+        return None; // empty or several ranges within d
+    }
+    match (a == d.lo, b == d.hi) {
+        (false, true) => Some((CmpOp::Ge, a)),
+        (true, false) => Some((CmpOp::Le, b)),
+        _ => None,
+    }
+}
+
+fn constant(b: bool, env: &Env, want: Want) -> Walked {
+    let exit = |taken: bool, wanted: bool| {
+        wanted.then(|| if taken { env.clone() } else { Env::unreachable() })
+    };
+    Walked {
+        pred: Pred::Const(b),
+        on_true: exit(b, want.on_true),
+        on_false: exit(!b, want.on_false),
+        can_be_true: b,
+        can_be_false: !b,
+    }
+}
+
+/// A leaf test: a constant when only one exit is possible and dropping the test loses no
+/// abort that matters in `mode`.
+fn test(pred: Pred, learned: Learned, aborts: bool, mode: Mode) -> Walked {
+    let decided = match (learned.can_be_true, learned.can_be_false) {
+        (false, true) => Some(false),
+        (true, false) => Some(true),
+        _ => None,
+    };
+    let pred = match decided {
+        Some(v) if !aborts || mode.absorbs(v) => Pred::Const(v),
+        _ => pred,
+    };
+    Walked {
+        pred,
+        on_true: learned.on_true,
+        on_false: learned.on_false,
+        can_be_true: learned.can_be_true,
+        can_be_false: learned.can_be_false,
+    }
+}
+
+/// `and` (`conjunction`) or `or`, part by part.
+fn junction(
+    facts: &mut Facts,
+    parts: Vec<Pred>,
+    env: &Env,
+    mode: Mode,
+    want: Want,
+    conjunction: bool,
+) -> Walked {
+    // "Go on" is the outcome that moves to the next part (true in an `and`), "stop" the
+    // one that ends the junction with that outcome.
+    let (want_go_on, want_stop) =
+        if conjunction { (want.on_true, want.on_false) } else { (want.on_false, want.on_true) };
+    let last = parts.len().saturating_sub(1);
+    let mut go_on = Some(env.clone()); // facts when evaluation reaches the next part
+    let mut stop = want_stop.then(Env::unreachable); // facts on the stopping exit, joined
+    let mut can_stop = false;
+    let mut can_go_on = true;
+    let mut acc = Parts::new(conjunction, parts.len());
+    let mut absorbed = false;
+    for (i, part) in parts.into_iter().enumerate() {
+        let Some(entry) = go_on.take() else { break };
+        if entry.unreachable || !can_go_on {
+            break; // no packet gets here: the rest never runs
+        }
+        let part = match acc.try_merge_later(facts, part) {
+            Ok(()) => {
+                // Its exits are not known separately: the facts before it stand in.
+                can_stop = true;
+                if let Some(stop) = stop.as_mut() {
+                    stop.join_with(&entry);
+                }
+                go_on = Some(entry);
+                continue;
+            }
+            Err(part) => part,
+        };
+        let is_last = i == last;
+        let part_mode = if is_last { mode } else { mode.inner(conjunction) };
+        let part_want = if conjunction {
+            Want { on_true: !is_last || want_go_on, on_false: want_stop }
+        } else {
+            Want { on_true: want_stop, on_false: !is_last || want_go_on }
+        };
+        let w = walk(facts, part, &entry, part_mode, part_want);
+        let (next, exit, part_can_go_on, part_can_stop) = if conjunction {
+            (w.on_true, w.on_false, w.can_be_true, w.can_be_false)
+        } else {
+            (w.on_false, w.on_true, w.can_be_false, w.can_be_true)
+        };
+        can_stop |= part_can_stop;
+        can_go_on = part_can_go_on;
+        if let (Some(stop), Some(exit)) = (stop.as_mut(), exit.as_ref()) {
+            stop.join_with(exit);
+        }
+        match w.pred {
+            Pred::Const(b) if b == conjunction => {}
+            Pred::Const(b) => {
+                acc.push(facts, Pred::Const(b), &entry, next.as_ref());
+                absorbed = true;
+                go_on = next;
+                break;
+            }
+            Pred::And(inner) if conjunction => acc.splice(facts, inner, &entry, next.as_ref()),
+            Pred::Or(inner) if !conjunction => acc.splice(facts, inner, &entry, next.as_ref()),
+            q => acc.push(facts, q, &entry, next.as_ref()),
+        }
+        go_on = next;
+    }
+    let pred = acc.finish(absorbed, mode);
+    let go_on = if want_go_on { go_on.or_else(|| Some(Env::unreachable())) } else { None };
+    let (on_true, on_false) = if conjunction { (go_on, stop) } else { (stop, go_on) };
+    let (can_be_true, can_be_false) =
+        if conjunction { (can_go_on, can_stop) } else { (can_stop, can_go_on) };
+    Walked { pred, on_true, on_false, can_be_true, can_be_false }
+}
+
+/// The rewritten parts of a junction, with what merging them into set tests needs to know.
+struct Parts {
+    conjunction: bool,
+    out: Vec<Pred>,
+    /// Per part: does it begin a new run of parts that may be reordered?
+    run_start: Vec<bool>,
+    /// Facts after the current run's first part let evaluation go on.
+    run_base: Env,
+    /// No part so far can abort or write scratch (each checked at its own entry).
+    prefix_free: bool,
+    /// The values the set tests of the current run test (a few; compared directly).
+    run_keys: Vec<Expr>,
+}
+
+/// How many distinct tested values a run remembers for [`Parts::try_merge_later`].
+const RUN_KEYS: usize = 8;
+
+impl Parts {
+    fn new(conjunction: bool, capacity: usize) -> Parts {
+        Parts {
+            conjunction,
+            out: Vec::with_capacity(capacity),
+            run_start: Vec::with_capacity(capacity),
+            run_base: Env::unreachable(),
+            prefix_free: true,
+            run_keys: Vec::new(),
+        }
+    }
+
+    /// Takes a set test that will merge into an earlier test of its run anyway, without
+    /// walking it: long `or` chains of equalities (10,000 hosts) then cost little per term.
+    /// Its own facts are not learned, which only leaves the path knowing less.
+    fn try_merge_later(&mut self, facts: &Facts, part: Pred) -> Result<(), Pred> {
+        let mergeable = !self.run_base.unreachable
+            && set_key(&part).is_some_and(|key| self.run_keys.iter().any(|k| k == key))
+            && facts.is_free(&self.run_base, &part);
+        if !mergeable {
+            return Err(part);
+        }
+        self.run_start.push(false);
+        self.out.push(part);
+        Ok(())
+    }
+
+    /// Appends a rewritten part; `entry` holds where it starts, `after` where it lets
+    /// evaluation go on (when known; the weaker `entry` stands in otherwise).
+    fn push(&mut self, facts: &Facts, q: Pred, entry: &Env, after: Option<&Env>) {
+        // `guard(n) and guard(m)` with n <= m: the second check implies the first.
+        if let (Pred::Guard(m), Some(Pred::Guard(n))) = (&q, self.out.last()) {
+            if self.conjunction && n <= m {
+                self.out.pop();
+                self.run_start.pop();
+            }
+        }
+        self.prefix_free = self.prefix_free && facts.is_free(entry, &q);
+        let joins_run = !self.run_base.unreachable && facts.is_free(&self.run_base, &q);
+        if !joins_run {
+            self.run_base = after.unwrap_or(entry).clone();
+            self.run_keys.clear();
+        }
+        if let Some(key) = set_key(&q) {
+            if self.run_keys.len() < RUN_KEYS && !self.run_keys.contains(key) {
+                self.run_keys.push(key.clone());
+            }
+        }
+        self.run_start.push(!joins_run);
+        self.out.push(q);
+    }
+
+    /// Appends the parts of a nested junction of the same kind. The facts after each of
+    /// them are not known separately: a part that starts a run uses the facts before the
+    /// whole block, which hold there too (only the last part's exit is known exactly).
+    fn splice(&mut self, facts: &Facts, inner: Vec<Pred>, entry: &Env, after: Option<&Env>) {
+        let n = inner.len();
+        for (j, q) in inner.into_iter().enumerate() {
+            let base = if j + 1 == n { after } else { None };
+            self.push(facts, q, entry, base);
+        }
+    }
+
+    fn finish(self, absorbed: bool, mode: Mode) -> Pred {
+        let conjunction = self.conjunction;
+        if absorbed && (self.out.len() == 1 || self.prefix_free || mode.absorbs(!conjunction)) {
+            return Pred::Const(!conjunction);
+        }
+        let count = self.out.len();
+        let merged = merge_runs(self.out, &self.run_start, conjunction);
+        if merged.len() < count {
+            // merging can produce constants or nested junctions: tidy locally
+            fold::junction(merged, conjunction)
+        } else {
+            fold::finish(merged, conjunction)
+        }
+    }
+}

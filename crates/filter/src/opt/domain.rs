@@ -1,0 +1,538 @@
+//! Abstract values: what the optimizer knows about a u32 the filter computes.
+//!
+//! A [`Domain`] combines an inclusive interval, known bits (bits known to be 0 or 1) and a
+//! short list of excluded values. Each part is cheap and catches a different shape of test
+//! that pflang produces: ranges (`len > 100`, port ranges), masked compares
+//! (`ip[6:2] & 0x1fff == 0`, `ip[0] & 0xf0 == 0x40`) and failed equalities along an `or`
+//! chain (`port 80 or port 443 ...`). Everything here over-approximates: a domain always
+//! contains every value the expression can really take, so a decision drawn from it is sound.
+
+use crate::eval;
+use crate::ir::{BinOp, CmpOp, Expr, Size, ValueSet};
+
+/// How many excluded values a domain remembers (more would make copies of facts costly).
+const NE_CAP: usize = 6;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Domain {
+    pub lo: u32,
+    pub hi: u32,
+    /// Bits known to be 0.
+    pub zeros: u32,
+    /// Bits known to be 1.
+    pub ones: u32,
+    ne: [u32; NE_CAP],
+    ne_len: u8,
+}
+
+impl Domain {
+    pub const FULL: Domain =
+        Domain { lo: 0, hi: u32::MAX, zeros: 0, ones: 0, ne: [0; NE_CAP], ne_len: 0 };
+
+    const EMPTY: Domain = Domain { lo: 1, hi: 0, zeros: 0, ones: 0, ne: [0; NE_CAP], ne_len: 0 };
+
+    pub fn exact(v: u32) -> Domain {
+        Domain { lo: v, hi: v, zeros: !v, ones: v, ..Domain::FULL }
+    }
+
+    pub fn range(lo: u32, hi: u32) -> Domain {
+        Domain { lo, hi, ..Domain::FULL }.normalize()
+    }
+
+    /// The domain with more bits known (0 in `zeros`, 1 in `ones`).
+    pub fn with_bits(self, zeros: u32, ones: u32) -> Domain {
+        if self.is_empty() {
+            return self;
+        }
+        Domain { zeros: self.zeros | zeros, ones: self.ones | ones, ..self }.normalize()
+    }
+
+    /// The values a big-endian load of `size` bytes can produce.
+    pub fn of_size(size: Size) -> Domain {
+        const BYTE: Domain = Domain { hi: 0xff, zeros: !0xff, ..Domain::FULL };
+        const HALF: Domain = Domain { hi: 0xffff, zeros: !0xffff, ..Domain::FULL };
+        match size {
+            Size::Byte => BYTE,
+            Size::Half => HALF,
+            Size::Word => Domain::FULL,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lo > self.hi
+    }
+
+    pub fn as_const(&self) -> Option<u32> {
+        (self.lo == self.hi).then_some(self.lo)
+    }
+
+    fn excluded(&self) -> &[u32] {
+        self.ne.get(..usize::from(self.ne_len)).unwrap_or(&[])
+    }
+
+    pub fn contains(&self, v: u32) -> bool {
+        self.lo <= v
+            && v <= self.hi
+            && v & self.zeros == 0
+            && v & self.ones == self.ones
+            && !self.excluded().contains(&v)
+    }
+
+    /// Can the value be 0? (Division guards.)
+    pub fn may_be_zero(&self) -> bool {
+        self.contains(0)
+    }
+
+    /// Tightens the parts against each other; an inconsistent domain becomes empty.
+    fn normalize(mut self) -> Domain {
+        for _ in 0..3 {
+            if self.zeros & self.ones != 0 || self.lo > self.hi {
+                return Domain::EMPTY;
+            }
+            self.lo = self.lo.max(self.ones);
+            self.hi = self.hi.min(!self.zeros);
+            while self.lo < self.hi && self.excluded().contains(&self.lo) {
+                self.lo += 1;
+            }
+            while self.lo < self.hi && self.excluded().contains(&self.hi) {
+                self.hi -= 1;
+            }
+            if self.lo > self.hi {
+                return Domain::EMPTY;
+            }
+            if self.lo == self.hi {
+                let v = self.lo;
+                if v & self.zeros != 0 || v & self.ones != self.ones || self.excluded().contains(&v)
+                {
+                    return Domain::EMPTY;
+                }
+                return Domain::exact(v);
+            }
+            // The bits above the highest bit where lo and hi differ are shared by every
+            // value in between.
+            let agree = (self.lo ^ self.hi).leading_zeros();
+            let prefix = u32::MAX.checked_shr(agree).map_or(u32::MAX, |m| !m);
+            let (ones, zeros) = (self.ones | (self.lo & prefix), self.zeros | (!self.lo & prefix));
+            if ones == self.ones && zeros == self.zeros {
+                break;
+            }
+            self.ones = ones;
+            self.zeros = zeros;
+        }
+        if self.zeros & self.ones != 0 || self.lo > self.hi {
+            return Domain::EMPTY;
+        }
+        // Forget exclusions the other parts already imply.
+        let mut kept = 0usize;
+        for i in 0..usize::from(self.ne_len) {
+            let v = self.ne.get(i).copied().unwrap_or(0);
+            let useful =
+                self.lo < v && v < self.hi && v & self.zeros == 0 && v & self.ones == self.ones;
+            if useful {
+                if let Some(slot) = self.ne.get_mut(kept) {
+                    *slot = v;
+                }
+                kept += 1;
+            }
+        }
+        self.ne_len = u8::try_from(kept).unwrap_or(0);
+        // Unused slots are zero so that equal domains compare equal.
+        for slot in self.ne.iter_mut().skip(kept) {
+            *slot = 0;
+        }
+        self
+    }
+
+    fn push_excluded(&mut self, v: u32) {
+        if usize::from(self.ne_len) < NE_CAP && !self.excluded().contains(&v) {
+            if let Some(slot) = self.ne.get_mut(usize::from(self.ne_len)) {
+                *slot = v;
+                self.ne_len += 1;
+            }
+        }
+    }
+
+    /// Both hold.
+    pub fn meet(self, other: Domain) -> Domain {
+        if self.is_empty() || other.is_empty() {
+            return Domain::EMPTY;
+        }
+        if other == Domain::FULL {
+            return self;
+        }
+        if self == Domain::FULL {
+            return other;
+        }
+        let mut d = Domain {
+            lo: self.lo.max(other.lo),
+            hi: self.hi.min(other.hi),
+            zeros: self.zeros | other.zeros,
+            ones: self.ones | other.ones,
+            ..self
+        };
+        for &v in other.excluded() {
+            d.push_excluded(v);
+        }
+        d.normalize()
+    }
+
+    /// Either holds (the facts after two paths merge).
+    pub fn join(self, other: Domain) -> Domain {
+        if self.is_empty() {
+            return other;
+        }
+        if other.is_empty() {
+            return self;
+        }
+        let mut d = Domain {
+            lo: self.lo.min(other.lo),
+            hi: self.hi.max(other.hi),
+            zeros: self.zeros & other.zeros,
+            ones: self.ones & other.ones,
+            ne: [0; NE_CAP],
+            ne_len: 0,
+        };
+        for &v in self.excluded() {
+            if !other.contains(v) {
+                d.push_excluded(v);
+            }
+        }
+        for &v in other.excluded() {
+            if !self.contains(v) {
+                d.push_excluded(v);
+            }
+        }
+        d.normalize()
+    }
+
+    pub fn exclude(mut self, v: u32) -> Domain {
+        if !self.contains(v) {
+            return self;
+        }
+        self.push_excluded(v);
+        if v == self.lo || v == self.hi {
+            // normalize moves the bound even when the list was full
+            if v == self.lo && self.lo < self.hi {
+                self.lo += 1;
+            } else if v == self.hi && self.lo < self.hi {
+                self.hi -= 1;
+            } else {
+                return Domain::EMPTY;
+            }
+        }
+        self.normalize()
+    }
+
+    /// The domain narrowed by knowing `(value op c) == truth`.
+    pub fn refine(self, op: CmpOp, c: u32, truth: bool) -> Domain {
+        use CmpOp::*;
+        let op = if truth { op } else { negate(op).unwrap_or(op) };
+        match (op, truth) {
+            (Set, true) => {
+                if c == 0 {
+                    return Domain::EMPTY;
+                }
+                let mut d = self;
+                if c.is_power_of_two() {
+                    d.ones |= c;
+                }
+                // A nonzero `value & c` means the value is at least c's lowest bit.
+                d.lo = d.lo.max(c & c.wrapping_neg());
+                d.normalize()
+            }
+            (Set, false) => Domain { zeros: self.zeros | c, ..self }.normalize(),
+            (Eq, _) => self.meet(Domain::exact(c)),
+            (Ne, _) => self.exclude(c),
+            (Lt, _) => match c.checked_sub(1) {
+                Some(h) => self.meet(Domain::range(0, h)),
+                None => Domain::EMPTY,
+            },
+            (Le, _) => self.meet(Domain::range(0, c)),
+            (Gt, _) => match c.checked_add(1) {
+                Some(l) => self.meet(Domain::range(l, u32::MAX)),
+                None => Domain::EMPTY,
+            },
+            (Ge, _) => self.meet(Domain::range(c, u32::MAX)),
+        }
+    }
+
+    /// The domain narrowed by knowing whether the value is in `set`.
+    pub fn refine_in(self, set: &ValueSet, truth: bool) -> Domain {
+        let ranges = set.ranges();
+        if truth {
+            // The first member of the set at or above lo, and the last at or below hi.
+            let i = ranges.partition_point(|&(_, h)| h < self.lo);
+            let Some(&(first_lo, _)) = ranges.get(i) else { return Domain::EMPTY };
+            let lo = self.lo.max(first_lo);
+            let j = ranges.partition_point(|&(l, _)| l <= self.hi);
+            let Some(&(_, last_hi)) = j.checked_sub(1).and_then(|j| ranges.get(j)) else {
+                return Domain::EMPTY;
+            };
+            let hi = self.hi.min(last_hi);
+            if lo > hi {
+                return Domain::EMPTY;
+            }
+            Domain { lo, hi, ..self }.normalize()
+        } else {
+            let mut d = self;
+            for _ in 0..4 {
+                if d.is_empty() {
+                    break;
+                }
+                let lo_in = range_containing(ranges, d.lo);
+                let hi_in = range_containing(ranges, d.hi);
+                match (lo_in, hi_in) {
+                    (None, None) => break,
+                    (Some((_, h)), _) => match h.checked_add(1) {
+                        Some(l) if l <= d.hi => d = Domain { lo: l, ..d }.normalize(),
+                        _ => return Domain::EMPTY,
+                    },
+                    (None, Some((l, _))) => match l.checked_sub(1) {
+                        Some(h) if h >= d.lo => d = Domain { hi: h, ..d }.normalize(),
+                        _ => return Domain::EMPTY,
+                    },
+                }
+            }
+            if let [(a, b)] = ranges {
+                if a == b {
+                    d = d.exclude(*a);
+                }
+            }
+            d
+        }
+    }
+
+    /// `Some(true)` when every value is in `set`, `Some(false)` when none is.
+    pub fn decide_in(&self, set: &ValueSet) -> Option<bool> {
+        if self.is_empty() {
+            return None;
+        }
+        let ranges = set.ranges();
+        let i = ranges.partition_point(|&(_, h)| h < self.lo);
+        match ranges.get(i) {
+            None => Some(false),
+            Some(&(l, h)) if l <= self.lo && self.hi <= h => Some(true),
+            Some(&(l, _)) if l > self.hi => Some(false),
+            Some(_) => {
+                if let Some(v) = self.as_const() {
+                    return Some(set.contains(v));
+                }
+                None
+            }
+        }
+    }
+}
+
+fn range_containing(ranges: &[(u32, u32)], v: u32) -> Option<(u32, u32)> {
+    let i = ranges.partition_point(|&(_, h)| h < v);
+    ranges.get(i).copied().filter(|&(l, _)| l <= v)
+}
+
+/// The comparison that is true exactly when `op` is false (`Set` has none among CmpOps).
+pub(crate) fn negate(op: CmpOp) -> Option<CmpOp> {
+    use CmpOp::*;
+    Some(match op {
+        Eq => Ne,
+        Ne => Eq,
+        Gt => Le,
+        Ge => Lt,
+        Lt => Ge,
+        Le => Gt,
+        Set => return None,
+    })
+}
+
+/// The comparison with its operands swapped: `a op b` == `b (flip op) a`.
+pub(crate) fn flip(op: CmpOp) -> CmpOp {
+    use CmpOp::*;
+    match op {
+        Eq | Ne | Set => op,
+        Gt => Lt,
+        Ge => Le,
+        Lt => Gt,
+        Le => Ge,
+    }
+}
+
+/// Smallest all-ones mask covering `v`.
+fn smear(v: u32) -> u32 {
+    u32::MAX.checked_shr(v.leading_zeros()).unwrap_or(0)
+}
+
+/// The abstract counterpart of [`eval::binary`] (for the values where it does not abort).
+pub(crate) fn binary(op: BinOp, a: Domain, b: Domain) -> Domain {
+    if a.is_empty() || b.is_empty() {
+        return Domain::FULL;
+    }
+    if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
+        return eval::binary(op, x, y).map_or(Domain::FULL, Domain::exact);
+    }
+    let (alo, ahi, blo, bhi) = (u64::from(a.lo), u64::from(a.hi), u64::from(b.lo), u64::from(b.hi));
+    let interval = |lo: u64, hi: u64| match (u32::try_from(lo), u32::try_from(hi)) {
+        (Ok(lo), Ok(hi)) => Domain::range(lo, hi),
+        _ => Domain::FULL,
+    };
+    match op {
+        BinOp::Add => interval(alo + blo, ahi + bhi),
+        BinOp::Sub if a.lo >= b.hi => interval(alo - bhi, ahi - blo),
+        BinOp::Sub => Domain::FULL,
+        BinOp::Mul => interval(alo * blo, ahi * bhi),
+        BinOp::Div => interval(alo / bhi.max(1), ahi / blo.max(1)),
+        BinOp::Mod if a.hi < b.lo => a,
+        BinOp::Mod => Domain::range(0, a.hi.min(b.hi.saturating_sub(1))),
+        BinOp::And => Domain {
+            lo: 0,
+            hi: a.hi.min(b.hi),
+            zeros: a.zeros | b.zeros,
+            ones: a.ones & b.ones,
+            ..Domain::FULL
+        }
+        .normalize(),
+        BinOp::Or => Domain {
+            lo: a.lo.max(b.lo),
+            hi: smear(a.hi | b.hi),
+            zeros: a.zeros & b.zeros,
+            ones: a.ones | b.ones,
+            ..Domain::FULL
+        }
+        .normalize(),
+        BinOp::Xor => Domain {
+            lo: 0,
+            hi: smear(a.hi | b.hi),
+            zeros: (a.zeros & b.zeros) | (a.ones & b.ones),
+            ones: (a.ones & b.zeros) | (a.zeros & b.ones),
+            ..Domain::FULL
+        }
+        .normalize(),
+        BinOp::Shl | BinOp::Shr => match b.as_const() {
+            Some(k) if k >= 32 => Domain::exact(0),
+            Some(k) => shift(op, a, k),
+            None if b.lo >= 32 => Domain::exact(0),
+            None => Domain::FULL,
+        },
+    }
+}
+
+fn shift(op: BinOp, a: Domain, k: u32) -> Domain {
+    let low = (1u32 << k).wrapping_sub(1);
+    if op == BinOp::Shl {
+        let no_overflow = a.hi.leading_zeros() >= k;
+        let (lo, hi) = if no_overflow { (a.lo << k, a.hi << k) } else { (0, u32::MAX) };
+        Domain { lo, hi, zeros: (a.zeros << k) | low, ones: a.ones << k, ..Domain::FULL }
+            .normalize()
+    } else {
+        Domain {
+            lo: a.lo >> k,
+            hi: a.hi >> k,
+            zeros: (a.zeros >> k) | !(u32::MAX >> k),
+            ones: a.ones >> k,
+            ..Domain::FULL
+        }
+        .normalize()
+    }
+}
+
+pub(crate) fn neg(a: Domain) -> Domain {
+    a.as_const().map_or(Domain::FULL, |v| Domain::exact(v.wrapping_neg()))
+}
+
+/// Decides `a op b` from the operands' domains, when they allow only one answer.
+pub(crate) fn compare(op: CmpOp, a: Domain, b: Domain) -> Option<bool> {
+    use CmpOp::*;
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    match op {
+        Eq => {
+            if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
+                return Some(x == y);
+            }
+            let disjoint = a.hi < b.lo
+                || b.hi < a.lo
+                || (a.ones & b.zeros) | (a.zeros & b.ones) != 0
+                || a.as_const().is_some_and(|x| !b.contains(x))
+                || b.as_const().is_some_and(|y| !a.contains(y));
+            disjoint.then_some(false)
+        }
+        Ne => compare(Eq, a, b).map(|r| !r),
+        Lt => {
+            if a.hi < b.lo {
+                Some(true)
+            } else if a.lo >= b.hi {
+                Some(false)
+            } else {
+                None
+            }
+        }
+        Le => {
+            if a.hi <= b.lo {
+                Some(true)
+            } else if a.lo > b.hi {
+                Some(false)
+            } else {
+                None
+            }
+        }
+        Gt => compare(Lt, b, a),
+        Ge => compare(Le, b, a),
+        Set => {
+            let d = binary(BinOp::And, a, b);
+            if d.lo > 0 || d.ones != 0 {
+                Some(true)
+            } else if d.hi == 0 {
+                Some(false)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// What is known about an expression without any facts from the path (bounds from load
+/// sizes, masks and constant arithmetic). Used where no fact environment exists.
+pub(crate) fn of_expr(e: &Expr) -> Domain {
+    match e {
+        Expr::Const(c) => Domain::exact(*c),
+        Expr::WireLen | Expr::Scratch(_) => Domain::FULL,
+        Expr::Load { size, .. } => Domain::of_size(*size),
+        Expr::Binary { op, lhs, rhs } => binary(*op, of_expr(lhs), of_expr(rhs)),
+        Expr::Neg(x) => neg(of_expr(x)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refine_and_decide() {
+        let d = Domain::of_size(Size::Half).refine(CmpOp::Gt, 10, true);
+        assert_eq!(compare(CmpOp::Gt, d, Domain::exact(5)), Some(true));
+        assert_eq!(compare(CmpOp::Lt, d, Domain::exact(11)), Some(false));
+        let d = Domain::FULL.refine(CmpOp::Eq, 0x800, false);
+        assert_eq!(compare(CmpOp::Eq, d, Domain::exact(0x800)), Some(false));
+        assert_eq!(compare(CmpOp::Eq, d, Domain::exact(0x806)), None);
+        let masked = binary(BinOp::And, Domain::exact(0x45), Domain::exact(0xf0));
+        assert_eq!(masked.as_const(), Some(0x40));
+        let bits = Domain { ones: 0x40, zeros: 0xb0, ..Domain::FULL }.normalize();
+        let hi_nibble = binary(BinOp::And, bits, Domain::exact(0xf0));
+        assert_eq!(hi_nibble.as_const(), Some(0x40));
+        assert!(Domain::exact(3).refine(CmpOp::Ne, 3, true).is_empty());
+        let set = ValueSet::from_values([1, 2, 3]);
+        assert_eq!(Domain::range(1, 3).decide_in(&set), Some(true));
+        assert_eq!(Domain::range(4, 9).decide_in(&set), Some(false));
+        assert_eq!(Domain::range(0, 9).refine_in(&set, true), Domain::range(1, 3));
+        assert_eq!(Domain::range(1, 9).refine_in(&set, false), Domain::range(4, 9));
+    }
+
+    #[test]
+    fn join_keeps_common_knowledge() {
+        let a = Domain::exact(0x800);
+        let b = Domain::exact(0x806);
+        let j = a.join(b);
+        assert!(j.contains(0x800) && j.contains(0x806) && !j.contains(0x900));
+        let a = Domain::FULL.exclude(7).exclude(9);
+        let b = Domain::FULL.exclude(7);
+        assert!(!a.join(b).contains(7) && a.join(b).contains(9));
+    }
+}

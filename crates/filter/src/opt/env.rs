@@ -1,0 +1,526 @@
+//! Facts along a path: what holds at a point of the filter because of the tests that ran
+//! before it (and came out the way that leads here).
+//!
+//! An [`Env`] maps *atoms* (interned pure expressions: loads, masked loads, `len`, scratch
+//! slots) to [`Domain`]s, and knows a lower bound on the captured length. Two properties make
+//! it useful beyond deciding repeated tests:
+//!
+//! - an atom present in the map was evaluated on this path without aborting, so evaluating it
+//!   again cannot abort either (this is how a load at a variable offset is known in bounds);
+//! - `caplen_min` makes every load that ends within it safe, which is what lets the optimizer
+//!   reorder tests (only tests that cannot abort may be moved past each other).
+//!
+//! Scratch slots change only through `Pred::Store`, which forgets every fact that reads the
+//! slot. Environments are small (capped), so copying one per branch keeps the pass linear.
+
+use super::analysis::FastMap;
+
+use super::domain::{self, Domain};
+use crate::ir::{BinOp, CmpOp, Expr, Pred, ValueSet, SCRATCH_SLOTS};
+
+pub(crate) type AtomId = u32;
+
+/// More facts than this on one path are dropped (they only ever make the result better).
+const FACT_CAP: usize = 48;
+
+struct AtomInfo {
+    /// Scratch slots the expression reads (bit per slot).
+    scratch: u32,
+    /// `[start, end)` when the atom is a load at a constant offset.
+    const_load: Option<(u64, u64)>,
+}
+
+/// Interned atoms, shared by every environment of one pass.
+#[derive(Default)]
+pub(crate) struct Atoms {
+    ids: FastMap<Expr, AtomId>,
+    info: Vec<AtomInfo>,
+}
+
+impl Atoms {
+    fn lookup(&self, e: &Expr) -> Option<AtomId> {
+        if self.ids.is_empty() {
+            return None;
+        }
+        self.ids.get(e).copied()
+    }
+
+    fn intern(&mut self, e: &Expr) -> AtomId {
+        if let Some(id) = self.lookup(e) {
+            return id;
+        }
+        let id = AtomId::try_from(self.info.len()).unwrap_or(AtomId::MAX);
+        let const_load = match e {
+            Expr::Load { offset, size } => match **offset {
+                Expr::Const(k) => Some((u64::from(k), u64::from(k) + u64::from(size.bytes()))),
+                _ => None,
+            },
+            _ => None,
+        };
+        self.info.push(AtomInfo { scratch: scratch_mask(e), const_load });
+        self.ids.insert(e.clone(), id);
+        id
+    }
+
+    fn info(&self, id: AtomId) -> Option<&AtomInfo> {
+        self.info.get(id as usize)
+    }
+}
+
+/// Which scratch slots an expression reads (slots beyond the mask's width fold onto bit 31,
+/// which is never cleared wrongly: such slots abort anyway).
+pub(crate) fn scratch_mask(e: &Expr) -> u32 {
+    match e {
+        Expr::Scratch(k) => 1u32.checked_shl(u32::from(*k)).unwrap_or(1 << 31),
+        Expr::Const(_) | Expr::WireLen => 0,
+        Expr::Load { offset, .. } => scratch_mask(offset),
+        Expr::Binary { lhs, rhs, .. } => scratch_mask(lhs) | scratch_mask(rhs),
+        Expr::Neg(x) => scratch_mask(x),
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Env {
+    /// No packet reaches this point (the facts contradict each other).
+    pub unreachable: bool,
+    /// Every packet reaching this point has at least this many captured bytes.
+    pub caplen_min: u64,
+    /// Slots still holding their initial 0 (no Store has run on this path).
+    scratch_zero: u32,
+    /// Sorted by atom id.
+    facts: Vec<(AtomId, Domain)>,
+}
+
+impl Env {
+    /// The facts at the start of a filter: nothing but zeroed scratch memory.
+    pub fn start() -> Env {
+        Env { unreachable: false, caplen_min: 0, scratch_zero: u32::MAX, facts: Vec::new() }
+    }
+
+    pub fn unreachable() -> Env {
+        Env { unreachable: true, ..Env::start() }
+    }
+
+    fn get(&self, id: AtomId) -> Option<Domain> {
+        self.facts
+            .binary_search_by_key(&id, |&(a, _)| a)
+            .ok()
+            .and_then(|i| self.facts.get(i))
+            .map(|&(_, d)| d)
+    }
+
+    fn set(&mut self, id: AtomId, d: Domain) {
+        if d.is_empty() {
+            self.unreachable = true;
+            return;
+        }
+        match self.facts.binary_search_by_key(&id, |&(a, _)| a) {
+            Ok(i) => {
+                if let Some(slot) = self.facts.get_mut(i) {
+                    slot.1 = d;
+                }
+            }
+            Err(i) if self.facts.len() < FACT_CAP => self.facts.insert(i, (id, d)),
+            Err(_) => {}
+        }
+    }
+
+    /// Keeps only what also holds on `other`'s path (the facts after either of two paths).
+    pub fn join_with(&mut self, other: &Env) {
+        if other.unreachable {
+            return;
+        }
+        if self.unreachable {
+            self.clone_from(other);
+            return;
+        }
+        let mut j = 0;
+        self.facts.retain_mut(|(a, da)| {
+            while other.facts.get(j).is_some_and(|&(b, _)| b < *a) {
+                j += 1;
+            }
+            match other.facts.get(j) {
+                Some(&(b, db)) if b == *a => {
+                    *da = da.join(db);
+                    true
+                }
+                _ => false,
+            }
+        });
+        self.caplen_min = self.caplen_min.min(other.caplen_min);
+        self.scratch_zero &= other.scratch_zero;
+    }
+
+    pub fn note_guard(&mut self, n: u32) {
+        self.caplen_min = self.caplen_min.max(u64::from(n));
+    }
+}
+
+/// What a test can come out as, and the facts on the exits that were asked for.
+pub(crate) struct Learned {
+    pub on_true: Option<Env>,
+    pub on_false: Option<Env>,
+    pub can_be_true: bool,
+    pub can_be_false: bool,
+}
+
+/// The atoms of one pass plus the queries and updates on environments that need them.
+pub(crate) struct Facts {
+    atoms: Atoms,
+    /// Scratch slots some expression of the filter reads.
+    live_slots: u32,
+}
+
+impl Facts {
+    pub fn new(live_slots: u32) -> Facts {
+        Facts { atoms: Atoms::default(), live_slots }
+    }
+
+    /// A store to this slot has no effect anyone can see (beyond evaluating its value).
+    pub fn is_dead_store(&self, slot: u8) -> bool {
+        slot < SCRATCH_SLOTS && self.live_slots & (1u32 << slot) == 0
+    }
+
+    /// What `e` can evaluate to at a point with facts `env`.
+    pub fn domain(&self, env: &Env, e: &Expr) -> Domain {
+        let structural = match e {
+            Expr::Const(c) => return Domain::exact(*c),
+            Expr::WireLen => Domain::FULL,
+            Expr::Scratch(k) => {
+                let initial =
+                    u32::from(*k) < u32::from(SCRATCH_SLOTS) && env.scratch_zero & (1u32 << k) != 0;
+                if initial {
+                    return Domain::exact(0);
+                }
+                Domain::FULL
+            }
+            Expr::Load { offset, size } => {
+                let mut d = Domain::of_size(*size);
+                if let Expr::Const(k) = **offset {
+                    d = d.meet(self.overlapping_bits(env, k, size.bytes()));
+                }
+                d
+            }
+            Expr::Binary { op, lhs, rhs } => {
+                domain::binary(*op, self.domain(env, lhs), self.domain(env, rhs))
+            }
+            Expr::Neg(x) => domain::neg(self.domain(env, x)),
+        };
+        match self.atoms.lookup(e).and_then(|id| env.get(id)) {
+            Some(d) => structural.meet(d),
+            None => structural,
+        }
+    }
+
+    /// Known bits of the bytes `[k, k + n)` taken from facts about other loads at constant
+    /// offsets that overlap them (`ether[12:2] == 0x800` tells `ether[12] == 8`).
+    fn overlapping_bits(&self, env: &Env, k: u32, n: u32) -> Domain {
+        let (start, end) = (u64::from(k), u64::from(k) + u64::from(n));
+        let (mut zeros, mut ones) = (0u32, 0u32);
+        for &(id, d) in &env.facts {
+            let Some((s2, e2)) = self.atoms.info(id).and_then(|i| i.const_load) else { continue };
+            if e2 <= start || end <= s2 || (d.zeros | d.ones) == 0 {
+                continue;
+            }
+            for byte in start.max(s2)..end.min(e2) {
+                // Big-endian: the last byte of a load is its least significant.
+                let src_shift = 8 * (e2 - 1 - byte);
+                let dst_shift = 8 * (end - 1 - byte);
+                let z = (u64::from(d.zeros) >> src_shift) & 0xff;
+                let o = (u64::from(d.ones) >> src_shift) & 0xff;
+                zeros |= u32::try_from(z << dst_shift).unwrap_or(0);
+                ones |= u32::try_from(o << dst_shift).unwrap_or(0);
+            }
+        }
+        if zeros | ones == 0 {
+            return Domain::FULL;
+        }
+        Domain::FULL.with_bits(zeros, ones)
+    }
+
+    fn evaluated(&self, env: &Env, e: &Expr) -> bool {
+        !env.facts.is_empty() && self.atoms.lookup(e).is_some_and(|id| env.get(id).is_some())
+    }
+
+    /// Can evaluating `e` abort at a point with facts `env`?
+    pub fn expr_can_abort(&self, env: &Env, e: &Expr) -> bool {
+        match e {
+            Expr::Const(_) | Expr::WireLen => false,
+            Expr::Scratch(k) => *k >= SCRATCH_SLOTS,
+            Expr::Load { offset, size } => {
+                if let Expr::Const(k) = **offset {
+                    // (a load evaluated before on this path raised caplen_min to its end)
+                    return u64::from(k) + u64::from(size.bytes()) > env.caplen_min;
+                }
+                if self.evaluated(env, e) {
+                    return false;
+                }
+                if self.expr_can_abort(env, offset) {
+                    return true;
+                }
+                let end = u64::from(self.domain(env, offset).hi) + u64::from(size.bytes());
+                end > env.caplen_min
+            }
+            Expr::Binary { op, lhs, rhs } => {
+                if self.evaluated(env, e) {
+                    return false;
+                }
+                self.expr_can_abort(env, lhs)
+                    || self.expr_can_abort(env, rhs)
+                    || (matches!(op, BinOp::Div | BinOp::Mod)
+                        && self.domain(env, rhs).may_be_zero())
+            }
+            Expr::Neg(x) => self.expr_can_abort(env, x),
+        }
+    }
+
+    /// Can evaluating `p` abort at a point with facts `env`? Conservative: facts learned
+    /// inside `p` are not used.
+    pub fn pred_can_abort(&self, env: &Env, p: &Pred) -> bool {
+        match p {
+            Pred::Const(_) => false,
+            Pred::Cmp { lhs, rhs, .. } => {
+                self.expr_can_abort(env, lhs) || self.expr_can_abort(env, rhs)
+            }
+            Pred::In { value, .. } => self.expr_can_abort(env, value),
+            Pred::And(ps) | Pred::Or(ps) => ps.iter().any(|q| self.pred_can_abort(env, q)),
+            Pred::Not(q) => self.pred_can_abort(env, q),
+            Pred::Store { slot, value } => {
+                *slot >= SCRATCH_SLOTS || self.expr_can_abort(env, value)
+            }
+            Pred::Guard(n) => u64::from(*n) > env.caplen_min,
+        }
+    }
+
+    /// Neither aborts nor writes scratch: may be moved among its kind, or dropped.
+    pub fn is_free(&self, env: &Env, p: &Pred) -> bool {
+        !super::analysis::has_store(p) && !self.pred_can_abort(env, p)
+    }
+
+    /// Records that `e` was evaluated without aborting.
+    pub fn learn_evaluated(&mut self, env: &mut Env, e: &Expr) {
+        match e {
+            Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => {}
+            Expr::Load { offset, size } => {
+                self.learn_evaluated(env, offset);
+                let end = u64::from(self.domain(env, offset).lo) + u64::from(size.bytes());
+                env.caplen_min = env.caplen_min.max(end);
+                if !matches!(**offset, Expr::Const(_)) && !self.evaluated(env, e) {
+                    let d = self.domain(env, e);
+                    let id = self.atoms.intern(e);
+                    env.set(id, d);
+                }
+            }
+            Expr::Binary { op, lhs, rhs } => {
+                self.learn_evaluated(env, lhs);
+                self.learn_evaluated(env, rhs);
+                if matches!(op, BinOp::Div | BinOp::Mod) {
+                    self.refine(env, rhs, CmpOp::Ne, 0, true);
+                }
+            }
+            Expr::Neg(x) => self.learn_evaluated(env, x),
+        }
+    }
+
+    /// Narrows the atom `e` by `(e op c) == truth`, and what that says about the parts of a
+    /// masked atom.
+    fn refine(&mut self, env: &mut Env, e: &Expr, op: CmpOp, c: u32, truth: bool) {
+        if matches!(e, Expr::Const(_)) {
+            return;
+        }
+        let d = self.domain(env, e).refine(op, c, truth);
+        let id = self.atoms.intern(e);
+        env.set(id, d);
+        if let Expr::Binary { op: BinOp::And, lhs, rhs } = e {
+            if let Expr::Const(m) = **rhs {
+                self.refine_masked(env, lhs, m, op, c, truth);
+            }
+        }
+    }
+
+    /// `(x & m) op c` is `truth`: the bits of `x` it pins down.
+    fn refine_masked(&mut self, env: &mut Env, x: &Expr, m: u32, op: CmpOp, c: u32, truth: bool) {
+        let positive = match (op, truth) {
+            (CmpOp::Eq, t) | (CmpOp::Ne, t) => (op == CmpOp::Eq) == t,
+            (CmpOp::Set, t) => {
+                self.refine(env, x, CmpOp::Set, m & c, t);
+                return;
+            }
+            _ => return,
+        };
+        if c & !m != 0 {
+            return; // `(x & m) == c` cannot hold; the atom itself is already contradictory
+        }
+        let d = self.domain(env, x);
+        let d = if positive {
+            d.with_bits(m & !c, c)
+        } else if m.is_power_of_two() {
+            // A one-bit field that is not c is the other value.
+            if c == 0 {
+                d.with_bits(0, m)
+            } else {
+                d.with_bits(m, 0)
+            }
+        } else {
+            return;
+        };
+        let id = self.atoms.intern(x);
+        env.set(id, d);
+    }
+
+    /// What `lhs op rhs` can come out as here, and the facts on the exits asked for.
+    pub fn learn_cmp(
+        &mut self,
+        env: &Env,
+        op: CmpOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        want_true: bool,
+        want_false: bool,
+    ) -> Learned {
+        let (atom, op, c) = match (lhs, rhs) {
+            (_, Expr::Const(c)) => (lhs, op, *c),
+            (Expr::Const(c), _) => (rhs, domain::flip(op), *c),
+            _ => {
+                let r = domain::compare(op, self.domain(env, lhs), self.domain(env, rhs));
+                let (can_be_true, can_be_false) = (r != Some(false), r != Some(true));
+                let mut exit = |wanted: bool, possible: bool| {
+                    wanted.then(|| {
+                        let mut e = env.clone();
+                        self.learn_evaluated(&mut e, lhs);
+                        self.learn_evaluated(&mut e, rhs);
+                        e.unreachable |= !possible;
+                        e
+                    })
+                };
+                let on_true = exit(want_true, can_be_true);
+                let on_false = exit(want_false, can_be_false);
+                return Learned { on_true, on_false, can_be_true, can_be_false };
+            }
+        };
+        // One domain for both exits.
+        let d = self.domain(env, atom);
+        let (d_true, d_false) = (d.refine(op, c, true), d.refine(op, c, false));
+        let mut learned = Learned {
+            on_true: None,
+            on_false: None,
+            can_be_true: !d_true.is_empty(),
+            can_be_false: !d_false.is_empty(),
+        };
+        if !want_true && !want_false {
+            return learned;
+        }
+        let mut base = env.clone();
+        self.learn_evaluated(&mut base, lhs);
+        self.learn_evaluated(&mut base, rhs);
+        let id = self.atoms.intern(atom);
+        let mask = match atom {
+            Expr::Binary { op: BinOp::And, lhs: x, rhs: m } => match **m {
+                Expr::Const(m) => Some((&**x, m)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut exit = |mut e: Env, d: Domain, truth: bool| {
+            e.set(id, d);
+            if let Some((x, m)) = mask {
+                self.refine_masked(&mut e, x, m, op, c, truth);
+            }
+            e
+        };
+        match (want_true, want_false) {
+            (true, true) => {
+                learned.on_true = Some(exit(base.clone(), d_true, true));
+                learned.on_false = Some(exit(base, d_false, false));
+            }
+            (true, false) => learned.on_true = Some(exit(base, d_true, true)),
+            _ => learned.on_false = Some(exit(base, d_false, false)),
+        }
+        learned.can_be_true &= learned.on_true.as_ref().is_none_or(|e| !e.unreachable);
+        learned.can_be_false &= learned.on_false.as_ref().is_none_or(|e| !e.unreachable);
+        learned
+    }
+
+    /// What `value in set` can come out as here, and the facts on the exits asked for.
+    pub fn learn_in(
+        &mut self,
+        env: &Env,
+        value: &Expr,
+        set: &ValueSet,
+        want_true: bool,
+        want_false: bool,
+    ) -> Learned {
+        let d = self.domain(env, value);
+        let (d_true, d_false) = (d.refine_in(set, true), d.refine_in(set, false));
+        let mut learned = Learned {
+            on_true: None,
+            on_false: None,
+            can_be_true: !d_true.is_empty(),
+            can_be_false: !d_false.is_empty(),
+        };
+        if !want_true && !want_false {
+            return learned;
+        }
+        let mut base = env.clone();
+        self.learn_evaluated(&mut base, value);
+        let id = (!matches!(value, Expr::Const(_))).then(|| self.atoms.intern(value));
+        let exit = |mut e: Env, d: Domain, possible: bool| {
+            match id {
+                Some(id) => e.set(id, d),
+                None => e.unreachable |= !possible,
+            }
+            e
+        };
+        let (t, f) = (learned.can_be_true, learned.can_be_false);
+        match (want_true, want_false) {
+            (true, true) => {
+                learned.on_true = Some(exit(base.clone(), d_true, t));
+                learned.on_false = Some(exit(base, d_false, f));
+            }
+            (true, false) => learned.on_true = Some(exit(base, d_true, t)),
+            _ => learned.on_false = Some(exit(base, d_false, f)),
+        }
+        learned
+    }
+
+    /// Facts after `Store { slot, value }`: the slot now holds what `value` was.
+    pub fn learn_store(&mut self, env: &mut Env, slot: u8, value: &Expr) {
+        self.learn_evaluated(env, value);
+        let d = self.domain(env, value);
+        let Some(bit) = 1u32.checked_shl(u32::from(slot)) else { return };
+        let atoms = &self.atoms;
+        env.facts.retain(|&(id, _)| atoms.info(id).is_none_or(|i| i.scratch & bit == 0));
+        env.scratch_zero &= !bit;
+        if slot < SCRATCH_SLOTS {
+            let id = self.atoms.intern(&Expr::Scratch(slot));
+            env.set(id, d);
+        }
+    }
+
+    /// `e` with every sub-expression whose value is known (and whose evaluation cannot
+    /// abort) replaced by that value, then folded.
+    pub fn substitute(&self, env: &Env, e: Expr) -> Expr {
+        if matches!(e, Expr::Const(_)) {
+            return e;
+        }
+        if let Some(v) = self.domain(env, &e).as_const() {
+            if !self.expr_can_abort(env, &e) {
+                return Expr::Const(v);
+            }
+        }
+        match e {
+            Expr::Load { mut offset, size } => {
+                if !matches!(*offset, Expr::Const(_)) {
+                    let inner = std::mem::replace(&mut *offset, Expr::Const(0));
+                    *offset = self.substitute(env, inner);
+                }
+                Expr::Load { offset, size }
+            }
+            Expr::Binary { op, lhs, rhs } => {
+                super::fold::binary(op, self.substitute(env, *lhs), self.substitute(env, *rhs))
+            }
+            Expr::Neg(x) => super::fold::expr(Expr::Neg(Box::new(self.substitute(env, *x)))),
+            other => other,
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! Common prefixes: `(A and X1) or (A and X2)` becomes `A and (X1 or X2)`, so that `A`
+//! (often a link-level protocol test) runs once, and the `X`s end up next to each other where
+//! [`super::decide()`] can merge them into set tests.
+//!
+//! pflang repeats such prefixes everywhere: `host a or host b` is
+//! `(ip and (src a or dst a)) or (arp and ...) or (rarp and ...) or (ip and (src b ...)) ...`.
+//! To bring the repeated `ip and ...` parts together, the parts of an `or` whose first test
+//! is `L == k` on the same `L` are stably grouped by `k` first. That is exact when no part
+//! writes scratch: if a part with `L == k1` is true, then `L` was evaluated without aborting
+//! and equals `k1`, so a part with `L == k2` (`k2 != k1`) is false without aborting, and
+//! moving two parts past each other changes nothing. (The only outcomes that tell two orders
+//! apart are "one part true, the other aborts".) The dual holds for `and` over parts starting
+//! with `L != k`.
+
+use super::analysis::FastMap;
+
+use super::analysis::has_store;
+use super::fold;
+use crate::ir::{CmpOp, Expr, Pred};
+
+/// Factors common prefixes bottom-up (on its own; the optimizer does this while simplifying).
+pub(crate) fn factor(p: Pred) -> Pred {
+    match p {
+        Pred::And(parts) => junction(parts.into_iter().map(factor).collect(), true),
+        Pred::Or(parts) => junction(parts.into_iter().map(factor).collect(), false),
+        Pred::Not(q) => Pred::Not(Box::new(factor(*q))),
+        other => other,
+    }
+}
+
+/// The first test of a part of an `or` (`conjunction == false`; the part is an `and` or a
+/// single test), or of an `and` (the part is an `or`).
+fn head(part: &Pred, conjunction: bool) -> &Pred {
+    match (part, conjunction) {
+        (Pred::And(inner), false) | (Pred::Or(inner), true) => inner.first().unwrap_or(part),
+        _ => part,
+    }
+}
+
+/// `L` and `k` when the part's first test is `L == k` (for `or`) or `L != k` (for `and`).
+fn discriminator(part: &Pred, conjunction: bool) -> Option<(&Expr, u32)> {
+    let wanted = if conjunction { CmpOp::Ne } else { CmpOp::Eq };
+    match head(part, conjunction) {
+        Pred::Cmp { op, lhs, rhs: Expr::Const(k) } if *op == wanted => Some((lhs, *k)),
+        _ => None,
+    }
+}
+
+/// The part without its first test (`None`: nothing is left, i.e. the neutral constant).
+fn rest(part: Pred, conjunction: bool) -> Vec<Pred> {
+    match (part, conjunction) {
+        (Pred::And(mut inner), false) | (Pred::Or(mut inner), true) => {
+            if inner.is_empty() {
+                return inner;
+            }
+            inner.remove(0);
+            inner
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Factors one junction whose parts are already simplified (and factored).
+pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
+    // Two parts cannot be regrouped, only merged (most junctions are this small).
+    let mergeable_pair = |a: &Pred, b: &Pred| {
+        head(a, conjunction) == head(b, conjunction) && !has_store(a) && !has_store(b)
+    };
+    match parts.as_slice() {
+        [] | [_] => return fold::junction(parts, conjunction),
+        [a, b] if !mergeable_pair(a, b) => return fold::junction(parts, conjunction),
+        _ => {}
+    }
+    let stores: Vec<bool> = parts.iter().map(has_store).collect();
+    let (parts, stores) = group_by_discriminator(parts, stores, conjunction);
+    let parts = merge_adjacent(parts, &stores, conjunction);
+    fold::junction(parts, conjunction)
+}
+
+/// The order in which discriminator values first appeared in a stretch (usually a handful:
+/// ethertypes, protocol numbers), with a map for long stretches of distinct values.
+#[derive(Default)]
+struct SmallKeys {
+    few: Vec<u32>,
+    many: FastMap<u32, usize>,
+}
+
+impl SmallKeys {
+    const FEW: usize = 16;
+
+    fn len(&self) -> usize {
+        self.few.len() + self.many.len()
+    }
+
+    fn clear(&mut self) {
+        self.few.clear();
+        if !self.many.is_empty() {
+            self.many.clear();
+        }
+    }
+
+    /// The rank of `k` (new keys get the next one).
+    fn rank(&mut self, k: u32) -> usize {
+        if let Some(r) = self.few.iter().position(|&x| x == k) {
+            return r;
+        }
+        let n = self.len();
+        if self.few.len() < Self::FEW {
+            self.few.push(k);
+            return n;
+        }
+        *self.many.entry(k).or_insert(n)
+    }
+}
+
+/// Stably groups, within each stretch of store-free parts discriminating on the same `L`,
+/// the parts by their `k`. `stores[i]` says part `i` writes scratch; the flags come back in
+/// the new order.
+fn group_by_discriminator(
+    parts: Vec<Pred>,
+    stores: Vec<bool>,
+    conjunction: bool,
+) -> (Vec<Pred>, Vec<bool>) {
+    // Stretch boundaries and, per part, its key's group number within the stretch.
+    let mut stretch_of: Vec<usize> = Vec::with_capacity(parts.len());
+    let mut rank: Vec<usize> = Vec::with_capacity(parts.len());
+    let mut reorder = false;
+    {
+        let mut stretch = 0usize;
+        let mut current: Option<&Expr> = None;
+        let mut keys = SmallKeys::default();
+        let mut last_key: Option<u32> = None;
+        for (part, &store) in parts.iter().zip(&stores) {
+            match discriminator(part, conjunction).filter(|_| !store) {
+                Some((l, k)) => {
+                    if current != Some(l) {
+                        stretch += 1;
+                        current = Some(l);
+                        keys.clear();
+                        last_key = None;
+                    }
+                    let n = keys.len();
+                    let r = keys.rank(k);
+                    // A key seen before but not just now: parts must move.
+                    reorder |= r != n && last_key != Some(k);
+                    last_key = Some(k);
+                    rank.push(r);
+                }
+                None => {
+                    stretch += 1;
+                    current = None;
+                    keys.clear();
+                    last_key = None;
+                    rank.push(0);
+                }
+            }
+            stretch_of.push(stretch);
+        }
+    }
+    if !reorder {
+        return (parts, stores);
+    }
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    // Stable: equal (stretch, rank) keep their order.
+    order.sort_by_key(|&i| (stretch_of.get(i).copied(), rank.get(i).copied()));
+    let stores = order.iter().map(|&i| stores.get(i).copied().unwrap_or(true)).collect();
+    let mut slots: Vec<Option<Pred>> = parts.into_iter().map(Some).collect();
+    let parts = order.into_iter().filter_map(|i| slots.get_mut(i).and_then(Option::take)).collect();
+    (parts, stores)
+}
+
+/// Merges neighbours with the same first test: `(A and X1) or (A and X2)` ->
+/// `A and (X1 or X2)`. Exact when neither writes scratch: `A` is evaluated again after
+/// `A and X1` was false with the same scratch memory, so it gives the same outcome.
+fn merge_adjacent(parts: Vec<Pred>, stores: &[bool], conjunction: bool) -> Vec<Pred> {
+    let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
+    let mut group: Vec<Pred> = Vec::new();
+    for (i, part) in parts.into_iter().enumerate() {
+        let free = |j: usize| !stores.get(j).copied().unwrap_or(true);
+        let same = group.last().is_some_and(|prev| {
+            free(i) && i > 0 && free(i - 1) && head(prev, conjunction) == head(&part, conjunction)
+        });
+        if !same {
+            flush(&mut group, &mut out, conjunction);
+        }
+        group.push(part);
+    }
+    flush(&mut group, &mut out, conjunction);
+    out
+}
+
+fn flush(group: &mut Vec<Pred>, out: &mut Vec<Pred>, conjunction: bool) {
+    if group.len() < 2 {
+        out.append(group);
+        return;
+    }
+    let mut parts = std::mem::take(group).into_iter();
+    let Some(first) = parts.next() else { return };
+    let shared = head(&first, conjunction).clone();
+    let rests: Vec<Pred> = std::iter::once(first)
+        .chain(parts)
+        .map(|p| fold::finish(rest(p, conjunction), !conjunction))
+        .collect();
+    // The rests may share prefixes of their own (each rest is smaller than its part, and
+    // empty rests fold to constants first, so this recursion ends).
+    let inner = match fold::junction(rests, conjunction) {
+        Pred::And(parts) if conjunction => junction(parts, conjunction),
+        Pred::Or(parts) if !conjunction => junction(parts, conjunction),
+        other => other,
+    };
+    out.push(fold::junction(vec![shared, inner], !conjunction));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Size;
+
+    #[test]
+    fn groups_and_merges() {
+        let l = Expr::load_at(12, Size::Half);
+        let x = |k| Pred::eq(Expr::load_at(30, Size::Word), k);
+        let part = |t, k| Pred::and([Pred::eq(l.clone(), t), x(k)]);
+        let p = Pred::or([part(0x800, 1), part(0x806, 2), part(0x800, 3), part(0x806, 4)]);
+        let f = factor(p);
+        let expect = Pred::or([
+            Pred::and([Pred::eq(l.clone(), 0x800), Pred::or([x(1), x(3)])]),
+            Pred::and([Pred::eq(l.clone(), 0x806), Pred::or([x(2), x(4)])]),
+        ]);
+        assert_eq!(f, expect);
+    }
+
+    #[test]
+    fn stores_block_factoring() {
+        let l = Expr::load_at(12, Size::Half);
+        let store = Pred::Store { slot: 0, value: Expr::Const(1) };
+        let p = Pred::or([
+            Pred::and([Pred::eq(l.clone(), 1), store]),
+            Pred::and([Pred::eq(l.clone(), 1), Pred::eq(Expr::Scratch(0), 1)]),
+        ]);
+        assert_eq!(factor(p.clone()), p);
+    }
+}
