@@ -15,7 +15,6 @@ use std::process::ExitCode;
 
 use clap::{ArgAction, Args, ValueEnum};
 use weir_filter::emit::{cbpf, ebpf};
-use weir_filter::Filter;
 use weir_pflang::names::NameDb;
 use weir_pflang::LinkType;
 
@@ -68,7 +67,6 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
     options.optimize = optimize;
     let filter = weir_pflang::compile(&expression.text, &options, &NameDb::system())
         .map_err(|e| expression.error(&e))?;
-    let filter = if optimize { optimized(&filter) } else { filter };
     let text = if args.ebpf {
         let target = match args.target {
             TargetArg::Socket => ebpf::Target::SocketFilter,
@@ -86,9 +84,4 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)
-}
-
-/// The IR optimizer's pass over a compiled filter (`-O0` skips it).
-fn optimized(filter: &Filter) -> Filter {
-    weir_filter::opt::optimize(filter)
 }

@@ -61,7 +61,8 @@ pub fn compile(expr: &str, options: &Options, names: &NameDb) -> Result<Filter, 
     lower(ast.as_ref(), options, names)
 }
 
-/// Lowers a parsed expression (`None`: the empty expression).
+/// Lowers a parsed expression (`None`: the empty expression), then runs the IR optimizer
+/// when `options.optimize` is set (it is by default; the meaning is the same either way).
 pub fn lower(
     ast: Option<&ast::Expr>,
     options: &Options,
@@ -72,7 +73,8 @@ pub fn lower(
     };
     let mut lowerer = Lowerer::new(options, names);
     let pred = lowerer.expr(ast)?;
-    Ok(Filter::new(pred))
+    let filter = Filter::new(pred);
+    Ok(if options.optimize { weir_filter::opt::optimize_owned(filter) } else { filter })
 }
 
 /// The header an offset is relative to (libpcap's "offset relative to" notion).
