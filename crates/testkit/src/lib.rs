@@ -3,19 +3,29 @@
 //! The classic BPF and pflang test suites compare weir with libpcap and tcpdump over many
 //! packets; they need packets that exercise every header a filter can look at, the same ones
 //! on every run, and a way to hand them to tcpdump. This crate provides [`corpus`] (seeded,
-//! varied traffic), [`edge_cases`] (hand-written boundary frames) and pcap reading/writing.
+//! varied traffic), [`edge_cases`] (hand-written boundary frames) and pcap reading/writing,
+//! plus [`pflang_gen`] (random filter expressions and a shrinker) for the pflang oracle tests,
+//! and the Linux kernel as an eBPF oracle ([`kernel`]).
 //! It is test support only and is never published.
 
 mod corpus;
 mod edge;
+pub mod kernel;
 pub mod libpcap;
+mod linkedge;
+mod netedge;
 mod pcap;
+pub mod pflang_gen;
+pub mod relink;
 mod rng;
 pub mod wire;
 
 pub use corpus::corpus;
 pub use edge::edge_cases;
+pub use linkedge::link_edge_cases;
+pub use netedge::net_edge_cases;
 pub use pcap::{read_capture, read_pcap, write_pcap, Capture, LINKTYPE_ETHERNET};
+pub use relink::relink;
 pub use rng::SplitMix64;
 
 /// One captured packet.

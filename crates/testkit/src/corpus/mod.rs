@@ -10,7 +10,7 @@
 //! interesting bugs live at the bounds.
 
 mod network;
-mod pools;
+pub(crate) mod pools;
 mod transport;
 
 use crate::rng::SplitMix64;

@@ -1,0 +1,757 @@
+//! The differential oracle for the pflang compiler: weir against libpcap (the semantics of
+//! record) on generated and on everyday expressions, over the packet corpus.
+//!
+//! For every expression: libpcap compiles it unoptimized and optimized; weir compiles it
+//! (optimized and not) and emits classic BPF for it. When libpcap refuses, weir must refuse.
+//! When libpcap accepts, weir must accept ("not supported" is a failure: this test is the
+//! target the lowering has to reach) and give libpcap's unoptimized verdict on every packet,
+//! through its IR evaluator (optimized and unoptimized filter) and through the emitted
+//! classic program run by weir-cbpf. libpcap's optimizer is checked against its own
+//! unoptimized code too; a disagreement there is a libpcap bug, not weir's, and is counted
+//! and shown but never fails this test (known ones are listed in
+//! testdata/pflang/libpcap-bugs.txt).
+//!
+//! Failures are shrunk (weir_testkit::pflang_gen::shrink) and printed with the minimal
+//! expression, the packet and every verdict. Environment: WEIR_DIFF_COUNT (expressions per
+//! seed, default 10,000), WEIR_DIFF_SEED (an extra seed to explore, besides the fixed one).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use weir_cbpf::CbpfFilter;
+use weir_filter::Filter;
+use weir_pflang::names::NameDb;
+use weir_pflang::{LinkType, Options};
+use weir_testkit::libpcap::{self, BpfInsn};
+use weir_testkit::pflang_gen::{self, Generator, Node};
+use weir_testkit::Packet;
+
+/// The seed every run checks.
+const FIXED_SEED: u64 = 0x7eed_5eed_0001;
+const DEFAULT_COUNT: usize = 10_000;
+/// Generated packets per run (the edge cases come on top).
+const CORPUS_PACKETS: usize = 1200;
+const CORPUS_SEED: u64 = 0xc0de;
+/// The netmask a share of expressions is compiled with, so that `ip broadcast` is tested.
+const NETMASK: u32 = 0xffff_ff00;
+/// At most this many failures are shrunk, and this many shown in full.
+const SHRINK_LIMIT: usize = 30;
+const SHOW_LIMIT: usize = 20;
+/// libpcap optimizer divergences shrunk (for the summary) per run.
+const OPTIMIZER_SHRINK_LIMIT: usize = 60;
+/// Candidates tried per shrink.
+const SHRINK_BUDGET: usize = 400;
+
+// ---- packets for each link type ---------------------------------------------------------
+
+/// A link type with packets in its own framing.
+struct LinkSet {
+    link: LinkType,
+    dlt: i32,
+    packets: Vec<Packet>,
+}
+
+/// The Ethernet corpus (seeded traffic and every hand-written edge case) and, for the other
+/// link types, the same packets re-framed (weir_testkit::relink).
+fn link_sets() -> Vec<LinkSet> {
+    let mut eth = weir_testkit::corpus(CORPUS_SEED, CORPUS_PACKETS);
+    eth.extend(weir_testkit::edge_cases());
+    eth.extend(weir_testkit::link_edge_cases());
+    eth.extend(weir_testkit::net_edge_cases());
+    let links = [
+        LinkType::Ethernet,
+        LinkType::LinuxSll,
+        LinkType::LinuxSll2,
+        LinkType::Raw,
+        LinkType::Null,
+        LinkType::Loop,
+    ];
+    links
+        .iter()
+        .map(|&link| LinkSet {
+            link,
+            dlt: link.dlt() as i32,
+            packets: eth
+                .iter()
+                .map(|p| weir_testkit::relink(p, link.dlt()).expect("relink knows every link type"))
+                .collect(),
+        })
+        .collect()
+}
+
+// ---- one expression, both compilers -----------------------------------------------------
+
+/// libpcap's verdict: accepted or not, or `None` when libpcap's validator refuses its own
+/// program.
+type Verdict = Option<bool>;
+
+/// libpcap's program for `expr`, with scratch memory zeroed first.
+///
+/// libpcap's `bpf_filter` declares its scratch memory without initialising it, and some of
+/// its programs read a cell on a path that never wrote it (after a failed `geneve`, later
+/// tests load their offset from a cell only `geneve` writes): their verdict then depends on
+/// whatever the stack held, i.e. on nothing the filter says. weir defines scratch cells to start at 0 (the kernel refuses such programs
+/// outright), so the oracle is libpcap's program behind a prologue that stores 0 in every
+/// cell. The prologue leaves A and X at 0, as `bpf_filter` starts them, and jumps are
+/// relative, so nothing else changes.
+fn lp_compile(expr: &str, dlt: i32, optimize: bool, netmask: u32) -> Result<Vec<BpfInsn>, String> {
+    const LD_IMM: u16 = 0x00;
+    const ST: u16 = 0x02;
+    let body = libpcap::compile_with_netmask(expr, dlt, optimize, netmask)?;
+    let mut prog = vec![BpfInsn { code: LD_IMM, jt: 0, jf: 0, k: 0 }];
+    prog.extend((0..16).map(|cell| BpfInsn { code: ST, jt: 0, jf: 0, k: cell }));
+    prog.extend(body);
+    Ok(prog)
+}
+
+fn lp_verdict(prog: &[BpfInsn], p: &Packet) -> Verdict {
+    libpcap::run(prog, &p.data, p.wire_len).map(|r| r != 0)
+}
+
+fn show(v: Verdict) -> &'static str {
+    match v {
+        Some(true) => "accept",
+        Some(false) => "reject",
+        None => "unrunnable",
+    }
+}
+
+/// What went wrong for weir on one expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    /// libpcap accepts, weir refuses (with this message).
+    WeirRejects(String),
+    /// libpcap refuses (with this message), weir accepts.
+    WeirAccepts(String),
+    /// weir panicked (compiling or running).
+    WeirPanics(String),
+    /// weir compiled the filter but could not emit classic BPF for it (or the kernel rules
+    /// refuse what it emitted).
+    Emit(String),
+    /// Verdicts differ on a packet.
+    Verdict(Box<VerdictDiff>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct VerdictDiff {
+    packet: usize,
+    libpcap: Verdict,
+    libpcap_opt: Verdict,
+    weir: bool,
+    weir_unopt: bool,
+    cbpf: bool,
+}
+
+impl Failure {
+    /// Failures of the same class shrink into each other.
+    fn class(&self) -> String {
+        match self {
+            Failure::WeirRejects(m) => format!("weir rejects: {}", generalize(m)),
+            Failure::WeirAccepts(m) => format!("weir accepts, libpcap rejects: {}", generalize(m)),
+            Failure::WeirPanics(_) => "weir panics".to_string(),
+            Failure::Emit(m) => format!("cbpf emitter: {m}"),
+            Failure::Verdict(_) => "verdict".to_string(),
+        }
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            Failure::Verdict(_) | Failure::WeirPanics(_) | Failure::Emit(_) => 0,
+            Failure::WeirAccepts(_) => 1,
+            Failure::WeirRejects(m) if !m.starts_with("not supported") => 2,
+            Failure::WeirRejects(_) => 3,
+        }
+    }
+}
+
+/// The outcome of checking one expression.
+#[derive(Debug, Clone)]
+struct Checked {
+    libpcap_accepts: bool,
+    failure: Option<Failure>,
+    /// Packets on which libpcap's optimized and unoptimized programs disagree.
+    optimizer_diffs: Vec<usize>,
+    /// libpcap accepted but its own validator refused the program.
+    unrunnable: bool,
+}
+
+struct Oracle<'a> {
+    names: &'a NameDb,
+}
+
+impl Oracle<'_> {
+    fn check(&self, expr: &str, set: &LinkSet, netmask: Option<u32>) -> Checked {
+        let lp_mask = netmask.unwrap_or(libpcap::NETMASK_UNKNOWN);
+        let unopt = lp_compile(expr, set.dlt, false, lp_mask);
+        let opt = lp_compile(expr, set.dlt, true, lp_mask);
+        let weir = catch_unwind(AssertUnwindSafe(|| {
+            let mut options = Options::new(set.link);
+            options.netmask = netmask;
+            let optimized = weir_pflang::compile(expr, &options, self.names);
+            options.optimize = false;
+            let plain = weir_pflang::compile(expr, &options, self.names);
+            (optimized, plain)
+        }));
+        let mut out = Checked {
+            libpcap_accepts: unopt.is_ok(),
+            failure: None,
+            optimizer_diffs: Vec::new(),
+            unrunnable: false,
+        };
+        let (weir, weir_plain) = match weir {
+            Ok(pair) => pair,
+            Err(e) => {
+                out.failure = Some(Failure::WeirPanics(panic_text(&e)));
+                return out;
+            }
+        };
+        let unopt = match unopt {
+            Err(msg) => {
+                if weir.is_ok() {
+                    out.failure = Some(Failure::WeirAccepts(msg));
+                }
+                return out;
+            }
+            Ok(p) => p,
+        };
+        let (weir, weir_plain) = match (weir, weir_plain) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => {
+                out.failure = Some(Failure::WeirRejects(e.message));
+                return out;
+            }
+        };
+        let cbpf = match weir_filter::emit::cbpf::emit(&weir) {
+            Ok(insns) => match CbpfFilter::new(&insns) {
+                Ok(f) => f,
+                Err(e) => {
+                    let m = format!("kernel rules refuse the program: {e}");
+                    out.failure = Some(Failure::Emit(m));
+                    return out;
+                }
+            },
+            Err(e) => {
+                out.failure = Some(Failure::Emit(format!("{e:?}")));
+                return out;
+            }
+        };
+        // libpcap's optimizer reports a filter it proved always false as an error; that
+        // is its verdict "reject" for every packet. Other optimizer errors are verdicts
+        // nobody can run.
+        let opt = match opt {
+            Ok(prog) => Ok(prog),
+            Err(m) if m.contains("rejects all packets") => Err(Some(false)),
+            Err(_) => Err(None),
+        };
+        for (i, p) in set.packets.iter().enumerate() {
+            let lp = lp_verdict(&unopt, p);
+            let lp_opt = match &opt {
+                Ok(prog) => lp_verdict(prog, p),
+                Err(v) => *v,
+            };
+            if lp_opt != lp {
+                out.optimizer_diffs.push(i);
+            }
+            let Some(expected) = lp else {
+                out.unrunnable = true;
+                return out;
+            };
+            let verdicts = catch_unwind(AssertUnwindSafe(|| {
+                let c = cbpf.run(&p.data, p.wire_len) != 0;
+                (run_weir(&weir, p), run_weir(&weir_plain, p), c)
+            }));
+            let (w, w_plain, c) = match verdicts {
+                Ok(v) => v,
+                Err(e) => {
+                    out.failure = Some(Failure::WeirPanics(panic_text(&e)));
+                    return out;
+                }
+            };
+            let agree = w == expected && w_plain == expected && c == expected;
+            if out.failure.is_none() && !agree {
+                out.failure = Some(Failure::Verdict(Box::new(VerdictDiff {
+                    packet: i,
+                    libpcap: lp,
+                    libpcap_opt: lp_opt,
+                    weir: w,
+                    weir_unopt: w_plain,
+                    cbpf: c,
+                })));
+            }
+        }
+        out
+    }
+}
+
+/// A message with its quoted parts (names, numbers as written) blanked, so that failures
+/// that differ only in them fall in one class.
+fn generalize(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut quote: Option<char> = None;
+    for c in message.chars() {
+        match quote {
+            Some(q) if c == q => {
+                out.push('_');
+                out.push(c);
+                quote = None;
+            }
+            Some(_) => {}
+            None => {
+                out.push(c);
+                if matches!(c, '\'' | '"' | '`') {
+                    quote = Some(c);
+                }
+            }
+        }
+    }
+    if quote.is_some() {
+        out.push('_');
+    }
+    out
+}
+
+fn run_weir(f: &Filter, p: &Packet) -> bool {
+    f.matches(&p.data, p.wire_len)
+}
+
+fn panic_text(e: &Box<dyn std::any::Any + Send>) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".to_string())
+}
+
+fn hex(data: &[u8]) -> String {
+    data.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+// ---- runs ------------------------------------------------------------------------------
+
+/// One expression to check: its tree (for shrinking, absent for hand-written ones), its
+/// text, which link set, and whether the netmask is known.
+struct Case {
+    tree: Option<Node>,
+    text: String,
+    set: usize,
+    netmask: Option<u32>,
+}
+
+/// What the run found, for the summary.
+#[derive(Default)]
+struct Tally {
+    total: usize,
+    libpcap_accepts: usize,
+    both_reject: usize,
+    agree: usize,
+    unrunnable: usize,
+    per_link: BTreeMap<&'static str, (usize, usize, usize)>,
+    coverage: BTreeMap<&'static str, (usize, usize, usize)>,
+    failures: Vec<(usize, Failure)>,
+    optimizer: Vec<usize>,
+}
+
+fn check_all(oracle: &Oracle, sets: &[LinkSet], cases: &[Case]) -> Vec<Checked> {
+    let workers = 2;
+    let mut results: Vec<Option<Checked>> = vec![None; cases.len()];
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                s.spawn(move || {
+                    cases
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| i % workers == w)
+                        .map(|(i, c)| (i, oracle.check(&c.text, &sets[c.set], c.netmask)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            for (i, r) in h.join().expect("checker thread panicked") {
+                results[i] = Some(r);
+            }
+        }
+    });
+    results.into_iter().map(|r| r.expect("every case checked")).collect()
+}
+
+fn tally(sets: &[LinkSet], cases: &[Case], results: &[Checked]) -> Tally {
+    let mut t = Tally::default();
+    for (i, (case, r)) in cases.iter().zip(results).enumerate() {
+        t.total += 1;
+        let ok = r.failure.is_none();
+        let link = t.per_link.entry(sets[case.set].link.name()).or_default();
+        link.0 += 1;
+        if r.libpcap_accepts {
+            link.1 += 1;
+            if ok && !r.unrunnable {
+                link.2 += 1;
+            }
+        }
+        if r.libpcap_accepts {
+            t.libpcap_accepts += 1;
+            if r.unrunnable {
+                t.unrunnable += 1;
+            } else if ok {
+                t.agree += 1;
+            }
+        } else if ok {
+            t.both_reject += 1;
+        }
+        if let Some(tree) = &case.tree {
+            let mut kinds = Vec::new();
+            tree.kinds(&mut kinds);
+            let kinds: BTreeSet<&'static str> = kinds.into_iter().collect();
+            for k in kinds {
+                let e = t.coverage.entry(k).or_default();
+                e.0 += 1;
+                if r.libpcap_accepts {
+                    e.1 += 1;
+                    if ok && !r.unrunnable {
+                        e.2 += 1;
+                    }
+                }
+            }
+        }
+        if let Some(f) = &r.failure {
+            t.failures.push((i, f.clone()));
+        }
+        if !r.optimizer_diffs.is_empty() {
+            t.optimizer.push(i);
+        }
+    }
+    t
+}
+
+/// The entry of libpcap-bugs.txt that stands for every divergence explained by bounds
+/// alone (see [`bounds_only`]).
+const BOUNDS_ENTRY: &str = "@bounds";
+
+fn known_libpcap_bugs() -> BTreeSet<String> {
+    let path = format!("{}/../../testdata/pflang/libpcap-bugs.txt", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.lines()
+        .map(|l| l.split("\t#").next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Packets on which libpcap's optimized and unoptimized programs for `expr` disagree
+/// (`None` when libpcap refuses the expression).
+fn libpcap_divergence(expr: &str, set: &LinkSet, netmask: Option<u32>) -> Option<Vec<usize>> {
+    let mask = netmask.unwrap_or(libpcap::NETMASK_UNKNOWN);
+    let unopt = lp_compile(expr, set.dlt, false, mask).ok()?;
+    let opt = lp_compile(expr, set.dlt, true, mask);
+    let diffs = set.packets.iter().enumerate().filter(|(_, p)| {
+        let lp = lp_verdict(&unopt, p);
+        match &opt {
+            Ok(prog) => lp_verdict(prog, p) != lp,
+            Err(m) if m.contains("rejects all packets") => lp != Some(false),
+            Err(_) => true,
+        }
+    });
+    Some(diffs.map(|(i, _)| i).collect())
+}
+
+/// Whether libpcap's optimized and unoptimized programs for `expr` agree, on every packet
+/// where they disagreed, once the packet is padded with zeros (so that no load runs out of
+/// captured bytes; the wire length stays): the optimizer then changed only which
+/// out-of-bounds loads abort.
+fn bounds_only(expr: &str, set: &LinkSet, netmask: Option<u32>, diffs: &[usize]) -> bool {
+    let mask = netmask.unwrap_or(libpcap::NETMASK_UNKNOWN);
+    let (Ok(unopt), Ok(opt)) =
+        (lp_compile(expr, set.dlt, false, mask), lp_compile(expr, set.dlt, true, mask))
+    else {
+        return false;
+    };
+    !diffs.is_empty()
+        && diffs.iter().all(|&i| {
+            let p = &set.packets[i];
+            let mut data = p.data.clone();
+            data.resize(p.data.len().max(p.wire_len as usize) + 4096, 0);
+            libpcap::run(&unopt, &data, p.wire_len) == libpcap::run(&opt, &data, p.wire_len)
+        })
+}
+
+/// Shrinks and describes failures and optimizer bugs, prints the summary, and returns the
+/// failure report (empty when weir agrees everywhere).
+fn report(title: &str, oracle: &Oracle, sets: &[LinkSet], cases: &[Case], t: &Tally) -> String {
+    println!(
+        "{title}: {} expressions; libpcap accepts {} (weir agrees on {}, libpcap cannot run {}); \
+         both reject {}; failures {}; libpcap optimizer disagrees on {}",
+        t.total,
+        t.libpcap_accepts,
+        t.agree,
+        t.unrunnable,
+        t.both_reject,
+        t.failures.len(),
+        t.optimizer.len()
+    );
+    for (link, (n, acc, agree)) in &t.per_link {
+        println!(
+            "  link {link:<10} {n:>6} expressions, libpcap accepts {acc:>6}, agreed {agree:>6}"
+        );
+    }
+    if !t.coverage.is_empty() {
+        println!("  per-primitive coverage (expressions containing it: generated / libpcap accepts / agreed):");
+        for (k, (n, acc, agree)) in &t.coverage {
+            println!("    {k:<24} {n:>6} {acc:>6} {agree:>6}");
+        }
+    }
+
+    // Failures by class, most serious first.
+    let mut classes: BTreeMap<(u8, String), Vec<usize>> = BTreeMap::new();
+    for (i, f) in &t.failures {
+        classes.entry((f.rank(), f.class())).or_default().push(*i);
+    }
+    let mut report = String::new();
+    if !classes.is_empty() {
+        report.push_str(&format!("{} failures in {} classes:\n", t.failures.len(), classes.len()));
+        for ((_, class), idx) in &classes {
+            report.push_str(&format!("  {:>6} x {class}\n", idx.len()));
+        }
+    }
+    // Shrink and show examples round-robin over the classes (most serious first), so that
+    // every class is seen; verdict failures get the remaining room.
+    let mut shown = BTreeSet::new();
+    let mut shrunk_count = 0;
+    let mut details = Vec::new();
+    let queues: Vec<(&String, &Vec<usize>)> = classes.iter().map(|((_, c), v)| (c, v)).collect();
+    let mut round = 0;
+    while shrunk_count < SHRINK_LIMIT && details.len() < SHOW_LIMIT {
+        let mut progressed = false;
+        for (class, idx) in &queues {
+            if round > 0 && class.as_str() != "verdict" {
+                continue;
+            }
+            let Some(&i) = idx.get(round) else { continue };
+            if shrunk_count >= SHRINK_LIMIT || details.len() >= SHOW_LIMIT {
+                break;
+            }
+            progressed = true;
+            shrunk_count += 1;
+            let case = &cases[i];
+            let set = &sets[case.set];
+            let failing = |text: &str| {
+                oracle.check(text, set, case.netmask).failure.is_some_and(|f| f.class() == **class)
+            };
+            let text = match &case.tree {
+                Some(tree) => pflang_gen::shrink(tree, SHRINK_BUDGET, failing).text,
+                None => case.text.clone(),
+            };
+            if !shown.insert((case.set, text.clone())) {
+                continue;
+            }
+            let r = oracle.check(&text, set, case.netmask);
+            let Some(f) = r.failure else { continue };
+            details.push(describe(&text, &case.text, set, case.netmask, &f));
+        }
+        if !progressed {
+            break;
+        }
+        round += 1;
+    }
+    for d in &details {
+        report.push_str(d);
+    }
+
+    // libpcap's optimizer against itself: reported, never a weir failure.
+    if !t.optimizer.is_empty() {
+        let known = known_libpcap_bugs();
+        let mut minimal = BTreeMap::new();
+        for &i in t.optimizer.iter().take(OPTIMIZER_SHRINK_LIMIT) {
+            let case = &cases[i];
+            let set = &sets[case.set];
+            let text = match &case.tree {
+                Some(tree) => {
+                    let diverges = |text: &str| {
+                        libpcap_divergence(text, set, case.netmask).is_some_and(|d| !d.is_empty())
+                    };
+                    pflang_gen::shrink(tree, SHRINK_BUDGET, diverges).text
+                }
+                None => case.text.clone(),
+            };
+            minimal.entry((set.link.name(), text)).or_insert(i);
+        }
+        // Minimal forms libpcap-bugs.txt does not explain, with their first packet.
+        let mut bounds = 0;
+        let mut new = Vec::new();
+        for ((link, text), &i) in &minimal {
+            let case = &cases[i];
+            let set = &sets[case.set];
+            let diffs = libpcap_divergence(text, set, case.netmask).unwrap_or_default();
+            if bounds_only(text, set, case.netmask, &diffs) {
+                bounds += 1;
+                if known.contains(BOUNDS_ENTRY) {
+                    continue;
+                }
+            }
+            if !known.contains(text) {
+                new.push((link, text, set, diffs.first().copied()));
+            }
+        }
+        println!(
+            "  libpcap optimizer bug: optimized != unoptimized libpcap on {} expressions \
+             ({} minimal forms: {bounds} differ only in which short packets abort, {} not \
+             explained by libpcap-bugs.txt); weir follows unoptimized",
+            t.optimizer.len(),
+            minimal.len(),
+            new.len()
+        );
+        for (link, text, set, first) in new.iter().take(10) {
+            if let Some(p) = first {
+                let pkt = &set.packets[*p];
+                println!(
+                    "    [{link}] `{text}` packet #{p} {}: {}",
+                    pkt.description,
+                    hex(&pkt.data)
+                );
+            }
+        }
+    }
+    report
+}
+
+fn describe(
+    text: &str,
+    original: &str,
+    set: &LinkSet,
+    netmask: Option<u32>,
+    f: &Failure,
+) -> String {
+    let mask = netmask.map_or(String::new(), |m| format!(", netmask {m:#010x}"));
+    let mut s = format!("\n[{}{mask}] {}\n  minimal: {text}\n", set.link.name(), f.class());
+    if original != text {
+        s.push_str(&format!("  from:    {original}\n"));
+    }
+    match f {
+        Failure::WeirRejects(m) => s.push_str(&format!("  weir: {m}\n")),
+        Failure::WeirAccepts(m) => s.push_str(&format!("  libpcap: {m}\n")),
+        Failure::WeirPanics(m) => s.push_str(&format!("  panic: {m}\n")),
+        Failure::Emit(m) => s.push_str(&format!("  emitter: {m}\n")),
+        Failure::Verdict(d) => {
+            let p = &set.packets[d.packet];
+            s.push_str(&format!(
+                "  packet #{} ({}; {} of {} bytes): {}\n  libpcap unoptimized: {}, \
+                 libpcap optimized: {}, weir: {} (weir unoptimized: {}, weir classic BPF: {})\n",
+                d.packet,
+                p.description,
+                p.data.len(),
+                p.wire_len,
+                hex(&p.data),
+                show(d.libpcap),
+                show(d.libpcap_opt),
+                if d.weir { "accept" } else { "reject" },
+                if d.weir_unopt { "accept" } else { "reject" },
+                if d.cbpf { "accept" } else { "reject" },
+            ));
+        }
+    }
+    s
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    let v = v.trim();
+    match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
+/// Generated cases: most on Ethernet, a share on each other link type, a share with a
+/// known netmask.
+fn generated_cases(seed: u64, count: usize, sets: &[LinkSet]) -> Vec<Case> {
+    let mut g = Generator::new(seed);
+    let mut pick = weir_testkit::SplitMix64::new(seed ^ 0x11f7);
+    (0..count)
+        .map(|_| {
+            let tree = g.expr();
+            let set = if pick.chance(80) { 0 } else { 1 + pick.below_usize(sets.len() - 1) };
+            let netmask = if pick.chance(30) { Some(NETMASK) } else { None };
+            Case { text: tree.render(), tree: Some(tree), set, netmask }
+        })
+        .collect()
+}
+
+#[test]
+fn generated_expressions_agree_with_libpcap() {
+    let start = Instant::now();
+    let names = NameDb::system();
+    let oracle = Oracle { names: &names };
+    let sets = link_sets();
+    let count = env_number("WEIR_DIFF_COUNT").map_or(DEFAULT_COUNT, |n| n as usize);
+    let mut seeds = vec![FIXED_SEED];
+    seeds.extend(env_number("WEIR_DIFF_SEED"));
+    let mut reports = Vec::new();
+    for seed in seeds {
+        let cases = generated_cases(seed, count, &sets);
+        let results = check_all(&oracle, &sets, &cases);
+        let t = tally(&sets, &cases, &results);
+        // The generator must keep producing expressions libpcap accepts, or the test
+        // checks little.
+        assert!(
+            t.libpcap_accepts * 3 >= t.total,
+            "only {} of {} generated expressions are valid for libpcap",
+            t.libpcap_accepts,
+            t.total
+        );
+        let title =
+            format!("differential seed {seed:#x}, {} packets per link type", sets[0].packets.len());
+        let r = report(&title, &oracle, &sets, &cases, &t);
+        if !r.is_empty() {
+            reports.push(format!("seed {seed:#x}: {r}"));
+        }
+    }
+    println!("differential run took {:.1} s", start.elapsed().as_secs_f64());
+    assert!(reports.is_empty(), "weir disagrees with libpcap:\n{}", reports.join("\n"));
+}
+
+fn everyday_list() -> Vec<String> {
+    let path = format!("{}/../../testdata/pflang/everyday.txt", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn everyday_expressions_agree_with_libpcap() {
+    let names = NameDb::system();
+    let oracle = Oracle { names: &names };
+    let sets = link_sets();
+    let exprs = everyday_list();
+    assert!(exprs.len() >= 200, "only {} everyday expressions", exprs.len());
+    let mut invalid = Vec::new();
+    for e in &exprs {
+        if let Err(m) = libpcap::compile_with_netmask(e, 1, false, NETMASK) {
+            invalid.push(format!("libpcap rejects everyday expression `{e}`: {m}"));
+        }
+    }
+    assert!(invalid.is_empty(), "{}", invalid.join("\n"));
+    let cases: Vec<Case> = exprs
+        .iter()
+        .map(|e| Case { tree: None, text: e.clone(), set: 0, netmask: Some(NETMASK) })
+        .collect();
+    let results = check_all(&oracle, &sets, &cases);
+    let t = tally(&sets, &cases, &results);
+    let r = report("everyday expressions", &oracle, &sets, &cases, &t);
+    assert!(r.is_empty(), "weir disagrees with libpcap:\n{r}");
+}
+
+/// Every link type's packet set means something to libpcap: `ip` matches a good share.
+#[test]
+fn every_link_type_has_ip_traffic() {
+    let sets = link_sets();
+    assert_eq!(sets.len(), 6);
+    assert!(sets.iter().all(|s| s.packets.len() == sets[0].packets.len()));
+    for s in &sets {
+        let prog = lp_compile("ip", s.dlt, false, libpcap::NETMASK_UNKNOWN).expect("`ip` compiles");
+        let hits = s.packets.iter().filter(|p| lp_verdict(&prog, p) == Some(true)).count();
+        assert!(hits > s.packets.len() / 8, "{}: `ip` matches only {hits} packets", s.link.name());
+    }
+}
