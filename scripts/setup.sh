@@ -3,7 +3,8 @@
 set -euo pipefail
 
 # System packages: used by tests as oracles (none is a build requirement of weir itself).
-APT_PACKAGES=(ca-certificates libpcap-dev tcpdump)
+# netbase: /etc/services and /etc/protocols, which libpcap (the oracle) resolves names from.
+APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
