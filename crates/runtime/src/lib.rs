@@ -12,3 +12,5 @@
 //! ```
 
 pub mod capture;
+pub mod kernel;
+pub mod libpcap;
