@@ -55,9 +55,52 @@ pub fn interp(data: &[u8]) {
     assert_eq!(first_mem, second_mem, "a reused cache changed the memory");
 }
 
+/// The first byte is a memory length, the second picks the run's options (bit 0: constant
+/// blinding; bits 1-2: an instruction budget of 10,000, 1,000, 100 or 10), then come the
+/// memory and the program. A program either fails validation in both engines, or compiles
+/// (every valid program must) and then the JIT and the interpreter agree on everything: the
+/// result or the trap, the executed count, the memory and the stack, also on a second run
+/// with reused caches.
+pub fn jit_diff(data: &[u8]) {
+    let Some((&mem_len, rest)) = data.split_first() else { return };
+    let Some((&options, rest)) = rest.split_first() else { return };
+    let mem_len = usize::from(mem_len).min(rest.len());
+    let (mem, code) = rest.split_at(mem_len);
+    let Ok(program) = Program::from_bytes(code) else { return };
+    let budget = [10_000, 1_000, 100, 10][usize::from((options >> 1) & 3)];
+    let blinding = options & 1 == 1;
+    let interp_config = Config { instruction_budget: budget, ..Config::default() };
+    let jit_config =
+        weir_jit::Config { instruction_budget: budget, blinding, ..weir_jit::Config::default() };
+    let interp = Interpreter::new(&program, Bindings::conformance(), interp_config);
+    let jit = weir_jit::Jit::compile(&program, Bindings::conformance(), jit_config);
+    let (interp, jit) = match (interp, jit) {
+        (Ok(interp), Ok(jit)) => (interp, jit),
+        (
+            Err(_),
+            Err(weir_jit::CompileError { kind: weir_jit::CompileErrorKind::Invalid(_), .. }),
+        ) => {
+            return;
+        }
+        (interp, jit) => panic!("engines disagree on accepting the program: {interp:?} / {jit:?}"),
+    };
+    let mut interp_cache = interp.cache();
+    let mut jit_cache = jit.cache();
+    for run in 0..2 {
+        let mut interp_mem = mem.to_vec();
+        let mut jit_mem = mem.to_vec();
+        let expected = interp.run_mem(&mut interp_cache, &mut interp_mem);
+        let got = jit.run_mem(&mut jit_cache, &mut jit_mem);
+        assert_eq!(got, expected, "run {run}: outcome");
+        assert_eq!(jit_cache.executed(), interp_cache.executed(), "run {run}: executed");
+        assert_eq!(jit_mem, interp_mem, "run {run}: memory");
+        assert!(jit_cache.stack() == interp_cache.stack(), "run {run}: stack");
+    }
+}
+
 /// A fuzz property: panics when it fails.
 pub type FuzzCheck = fn(&[u8]);
 
 /// The fuzz targets by name, for the replay test.
 pub const TARGETS: &[(&str, FuzzCheck)] =
-    &[("decode", decode), ("assemble", assemble), ("interp", interp)];
+    &[("decode", decode), ("assemble", assemble), ("interp", interp), ("jit_diff", jit_diff)];

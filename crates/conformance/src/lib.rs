@@ -119,9 +119,27 @@ impl Engine for InterpreterEngine {
     }
 }
 
+/// The Cranelift JIT with its default configuration.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JitEngine;
+
+impl Engine for JitEngine {
+    fn name(&self) -> &str {
+        "jit"
+    }
+
+    fn run(&self, program: &Program, mem: &mut [u8]) -> Result<u64, String> {
+        let jit =
+            weir_jit::Jit::compile(program, Bindings::conformance(), weir_jit::Config::default())
+                .map_err(|e| format!("compile: {e}"))?;
+        let mut cache = jit.cache();
+        jit.run_mem(&mut cache, mem).map_err(|trap| format!("trap: {trap}"))
+    }
+}
+
 /// Every engine the corpus runs on.
 pub fn engines() -> Vec<Box<dyn Engine>> {
-    vec![Box::new(InterpreterEngine)]
+    vec![Box::new(InterpreterEngine), Box::new(JitEngine)]
 }
 
 /// What happened when one engine ran one case.

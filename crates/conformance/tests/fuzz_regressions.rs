@@ -39,4 +39,7 @@ fn checks_accept_ordinary_inputs() {
     let mut with_mem = vec![2, 0xaa, 0xbb];
     with_mem.extend_from_slice(&code);
     weir_conformance::fuzz_checks::interp(&with_mem);
+    let mut with_options = vec![2, 1, 0xaa, 0xbb];
+    with_options.extend_from_slice(&code);
+    weir_conformance::fuzz_checks::jit_diff(&with_options);
 }

@@ -1,0 +1,317 @@
+//! Loads, stores, atomics and legacy packet loads, each checked against the run's region
+//! table before it touches anything (see `crate::state` for the table's meaning).
+//!
+//! The fast path of an access at `reg + off` is: entry = (addr >> 28) mod 8; `rel = addr -
+//! lo_addr`; `rel < bound[size]` or leave with `OutOfBounds`; host = `base_lo + rel`. A
+//! shift, a mask, three loads from the table (which stays in the L1 cache), a subtraction
+//! and one well-predicted branch; no call. One case skips even that: `r10 + off` with the
+//! whole access inside the running frame (`-stack_size <= off` and `off + size <= 0`). r10
+//! is always the running frame's top and programs cannot write it, so such an access is in
+//! bounds by construction and its host address is `r10 + bias`. Every other base register
+//! is checked on every access.
+//!
+//! Stores whose fast check fails (and all stores to the context, whose table entry admits
+//! no fast store) call `state::check_store`, which applies the context layout's writable
+//! fields and names the trap (`OutOfBounds` or `ReadOnly`) exactly as the interpreter does.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, AliasRegion, Endianness, InstBuilder, MemFlags, Type, Value};
+use weir_isa::ebpf::{Insn, Op};
+use weir_program::TrapCode;
+
+use super::{arg, state_flags, Translator};
+use crate::guest::{STACK, STACK_BASE, WINDOWS, WINDOW_SHIFT};
+use crate::state::{offsets, size_index, ENTRY_SHIFT};
+use crate::CompileError;
+
+/// Guest memory: checked before every access (so no trap), little-endian, maybe unaligned,
+/// and never the run state.
+fn guest_flags() -> MemFlags {
+    MemFlags::new()
+        .with_notrap()
+        .with_endianness(Endianness::Little)
+        .with_alias_region(Some(AliasRegion::Heap))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    Load,
+    Store,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rmw {
+    Add,
+    Or,
+    And,
+    Xor,
+    Xchg,
+    CmpXchg,
+}
+
+/// An atomic instruction as (operation, returns the old value in src?, 64-bit?).
+fn atomic(op: Op) -> Option<(Rmw, bool, bool)> {
+    use Op::*;
+    use Rmw::*;
+    Some(match op {
+        AtomicAdd64 => (Add, false, true),
+        AtomicFetchAdd64 => (Add, true, true),
+        AtomicOr64 => (Or, false, true),
+        AtomicFetchOr64 => (Or, true, true),
+        AtomicAnd64 => (And, false, true),
+        AtomicFetchAnd64 => (And, true, true),
+        AtomicXor64 => (Xor, false, true),
+        AtomicFetchXor64 => (Xor, true, true),
+        AtomicXchg64 => (Xchg, true, true),
+        AtomicCmpXchg64 => (CmpXchg, false, true),
+        AtomicAdd32 => (Add, false, false),
+        AtomicFetchAdd32 => (Add, true, false),
+        AtomicOr32 => (Or, false, false),
+        AtomicFetchOr32 => (Or, true, false),
+        AtomicAnd32 => (And, false, false),
+        AtomicFetchAnd32 => (And, true, false),
+        AtomicXor32 => (Xor, false, false),
+        AtomicFetchXor32 => (Xor, true, false),
+        AtomicXchg32 => (Xchg, true, false),
+        AtomicCmpXchg32 => (CmpXchg, false, false),
+        _ => return None,
+    })
+}
+
+impl Translator<'_, '_> {
+    /// Whether `r10 + off` of `size` bytes lies inside the running frame, whatever the depth.
+    fn in_own_frame(&self, off: i16, size: u8) -> bool {
+        let off = i64::from(off);
+        let stack_size = i64::try_from(self.shape.stack_size).unwrap_or(i64::MAX);
+        off >= stack_size.wrapping_neg() && off.saturating_add(i64::from(size)) <= 0
+    }
+
+    /// The host address of `size` bytes at `base + off`, as (address, displacement), after
+    /// the checks of the module docs; leaves with a trap when they fail.
+    fn host_address(&mut self, base: u8, off: i16, size: u8, access: Access) -> (Value, i32) {
+        if base == 10 && self.in_own_frame(off, size) {
+            let r10 = self.get(10);
+            let host = self.b.ins().iadd(r10, self.stack_bias);
+            return (host, i32::from(off));
+        }
+        let reg = self.get(base);
+        let addr = self.b.ins().iadd_imm(reg, i64::from(off));
+        // (addr >> 28) mod WINDOWS, scaled to an entry offset, in two instructions. Windows
+        // past the table alias an entry, harmlessly: `addr - lo_addr` then differs from a
+        // real offset by a nonzero multiple of WINDOWS * 2^28, which no bound admits.
+        let shifted = self.b.ins().ushr_imm(addr, WINDOW_SHIFT - ENTRY_SHIFT);
+        let entry_offset = self.b.ins().band_imm(shifted, ((WINDOWS as i64) - 1) << ENTRY_SHIFT);
+        let entry = self.b.ins().iadd(self.state, entry_offset);
+        let at = |field: i32| offsets::region(0).wrapping_add(field);
+        let flags = self.table_flags();
+        let lo_addr = self.b.ins().load(types::I64, flags, entry, at(offsets::LO_ADDR));
+        let bounds = match access {
+            Access::Load => offsets::LOAD_BOUND,
+            Access::Store => offsets::STORE_BOUND,
+        };
+        let bound_at = at(bounds).wrapping_add(8 * size_index(size) as i32);
+        let bound = self.b.ins().load(types::I64, flags, entry, bound_at);
+        let base_lo = self.b.ins().load(types::I64, flags, entry, at(offsets::BASE_LO));
+        let rel = self.b.ins().isub(addr, lo_addr);
+        let host = self.b.ins().iadd(base_lo, rel);
+        match access {
+            Access::Load => {
+                let outside = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, rel, bound);
+                self.trap_if(
+                    outside,
+                    u64::from(TrapCode::OutOfBounds.code()),
+                    addr,
+                    u32::from(size),
+                );
+                (host, 0)
+            }
+            Access::Store => {
+                let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, rel, bound);
+                let store = self.b.create_block();
+                let checked = self.b.append_block_param(store, types::I64);
+                let slow = self.b.create_block();
+                self.b.set_cold_block(slow);
+                self.b.ins().brif(inside, store, &[arg(host)], slow, &[]);
+
+                self.b.switch_to_block(slow);
+                let callee = self.load_state(offsets::STORE_FN);
+                let size_value = self.iconst(i64::from(size));
+                let call = self.b.ins().call_indirect(
+                    self.store_sig,
+                    callee,
+                    &[self.state, addr, size_value],
+                );
+                let granted = self.b.inst_results(call).first().copied().unwrap_or(addr);
+                let refused = self.b.create_block();
+                self.b.set_cold_block(refused);
+                self.b.ins().brif(granted, store, &[arg(granted)], refused, &[]);
+                self.b.switch_to_block(refused);
+                let code = self.load_status(offsets::STORE_CODE);
+                self.leave_value(code, addr, u32::from(size));
+
+                self.b.switch_to_block(store);
+                (checked, 0)
+            }
+        }
+    }
+
+    pub(super) fn load(&mut self, insn: &Insn) -> Result<(), CompileError> {
+        let (size, signed) = match insn.op {
+            Op::LdxB => (1, false),
+            Op::LdxH => (2, false),
+            Op::LdxW => (4, false),
+            Op::LdxBSx => (1, true),
+            Op::LdxHSx => (2, true),
+            Op::LdxWSx => (4, true),
+            _ => (8, false),
+        };
+        let (host, off) = self.host_address(insn.src, insn.off, size, Access::Load);
+        let flags = guest_flags();
+        let ins = self.b.ins();
+        let value = match (size, signed) {
+            (1, false) => ins.uload8(types::I64, flags, host, off),
+            (2, false) => ins.uload16(types::I64, flags, host, off),
+            (4, false) => ins.uload32(flags, host, off),
+            (1, true) => ins.sload8(types::I64, flags, host, off),
+            (2, true) => ins.sload16(types::I64, flags, host, off),
+            (4, true) => ins.sload32(flags, host, off),
+            _ => ins.load(types::I64, flags, host, off),
+        };
+        self.set(insn.dst, value)
+    }
+
+    pub(super) fn store(&mut self, insn: &Insn) -> Result<(), CompileError> {
+        if let Some((rmw, fetch, wide)) = atomic(insn.op) {
+            return self.atomic(insn, rmw, fetch, wide);
+        }
+        let size = match insn.op {
+            Op::StB | Op::StxB => 1,
+            Op::StH | Op::StxH => 2,
+            Op::StW | Op::StxW => 4,
+            _ => 8,
+        };
+        let value = match insn.op {
+            Op::StB | Op::StH | Op::StW | Op::StDw => self.imm(i64::from(insn.imm as i32)),
+            _ => self.get(insn.src),
+        };
+        let (host, off) = self.host_address(insn.dst, insn.off, size, Access::Store);
+        let flags = guest_flags();
+        let ins = self.b.ins();
+        match size {
+            1 => ins.istore8(flags, value, host, off),
+            2 => ins.istore16(flags, value, host, off),
+            4 => ins.istore32(flags, value, host, off),
+            _ => ins.store(flags, value, host, off),
+        };
+        Ok(())
+    }
+
+    /// Atomics with single-threaded meaning, as in the interpreter: read, compute, write
+    /// (a failed compare-exchange writes the old value back), then the old value goes to
+    /// `src` (fetch forms, xchg) or r0 (cmpxchg).
+    fn atomic(
+        &mut self,
+        insn: &Insn,
+        rmw: Rmw,
+        fetch: bool,
+        wide: bool,
+    ) -> Result<(), CompileError> {
+        let (size, ty): (u8, Type) = if wide { (8, types::I64) } else { (4, types::I32) };
+        let (host, off) = self.host_address(insn.dst, insn.off, size, Access::Store);
+        let old = self.b.ins().load(ty, guest_flags(), host, off);
+        let src = self.get(insn.src);
+        let value = self.narrow(src, ty);
+        let new = match rmw {
+            Rmw::Add => self.b.ins().iadd(old, value),
+            Rmw::Or => self.b.ins().bor(old, value),
+            Rmw::And => self.b.ins().band(old, value),
+            Rmw::Xor => self.b.ins().bxor(old, value),
+            Rmw::Xchg => value,
+            Rmw::CmpXchg => {
+                let r0 = self.get(0);
+                let expected = self.narrow(r0, ty);
+                let equal = self.b.ins().icmp(IntCC::Equal, old, expected);
+                self.b.ins().select(equal, value, old)
+            }
+        };
+        self.b.ins().store(guest_flags(), new, host, off);
+        let old = self.widen(old, ty);
+        if rmw == Rmw::CmpXchg {
+            self.set(0, old)
+        } else if fetch {
+            self.set(insn.src, old)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `ldabs`/`ldind`: big-endian from the packet (or `mem` without one) at a 32-bit signed
+    /// offset; outside it the program ends with r0 = 0, as in the kernel.
+    pub(super) fn legacy_load(&mut self, insn: &Insn) -> Result<(), CompileError> {
+        let size: u8 = match insn.op {
+            Op::LdAbsB | Op::LdIndB => 1,
+            Op::LdAbsH | Op::LdIndH => 2,
+            _ => 4,
+        };
+        let imm = self.imm(i64::from(insn.imm as i32));
+        let offset = if matches!(insn.op, Op::LdIndB | Op::LdIndH | Op::LdIndW) {
+            // The kernel adds in 64 bits and passes the sum as a C `int`.
+            let src = self.get(insn.src);
+            let sum = self.b.ins().iadd(src, imm);
+            let low = self.b.ins().ireduce(types::I32, sum);
+            self.b.ins().sextend(types::I64, low)
+        } else {
+            imm
+        };
+        let len = self.load_state(offsets::LEGACY_LEN);
+        let end = self.b.ins().iadd_imm(offset, i64::from(size));
+        let negative = self.b.ins().icmp_imm(IntCC::SignedLessThan, offset, 0);
+        let past_end = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, len);
+        let outside = self.b.ins().bor(negative, past_end);
+        let zero = self.iconst(0);
+        self.trap_if(outside, 0, zero, 0);
+        let base = self.load_state(offsets::LEGACY_HOST);
+        let host = self.b.ins().iadd(base, offset);
+        let flags = guest_flags();
+        let value = match size {
+            1 => self.b.ins().uload8(types::I64, flags, host, 0),
+            2 => {
+                let raw = self.b.ins().load(types::I16, flags, host, 0);
+                let swapped = self.b.ins().bswap(raw);
+                self.b.ins().uextend(types::I64, swapped)
+            }
+            _ => {
+                let raw = self.b.ins().load(types::I32, flags, host, 0);
+                let swapped = self.b.ins().bswap(raw);
+                self.b.ins().uextend(types::I64, swapped)
+            }
+        };
+        self.set(0, value)
+    }
+
+    /// Points the stack's region entry at the frame whose top is `r10`: that frame and its
+    /// callers' are reachable, the frames below are not.
+    pub(super) fn set_stack_floor(&mut self, r10: Value) {
+        let stack_size = i64::try_from(self.shape.stack_size).unwrap_or(i64::MAX);
+        let lo_addr = self.b.ins().iadd_imm(r10, stack_size.wrapping_neg());
+        let base_lo = self.b.ins().iadd(self.stack_bias, lo_addr);
+        let top = self.iconst(STACK_BASE.wrapping_add(self.shape.bytes()) as i64);
+        let span = self.b.ins().isub(top, lo_addr);
+        let entry = offsets::region(STACK);
+        self.b.ins().store(state_flags(), lo_addr, self.state, entry + offsets::LO_ADDR);
+        self.b.ins().store(state_flags(), base_lo, self.state, entry + offsets::BASE_LO);
+        for (index, size) in [1i64, 2, 4, 8].into_iter().enumerate() {
+            let mut bound = self.b.ins().iadd_imm(span, 1 - size);
+            if stack_size < size {
+                // A frame smaller than the access: the span may be too short for it.
+                let fits = self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, span, size);
+                let zero = self.iconst(0);
+                bound = self.b.ins().select(fits, bound, zero);
+            }
+            let word = 8 * index as i32;
+            for field in [offsets::LOAD_BOUND, offsets::STORE_BOUND] {
+                self.b.ins().store(state_flags(), bound, self.state, entry + field + word);
+            }
+        }
+    }
+}

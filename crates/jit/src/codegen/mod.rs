@@ -1,0 +1,732 @@
+//! eBPF -> Cranelift IR: the whole program becomes one Cranelift function.
+//!
+//! One function, not one per eBPF function, because the interpreter's calls are not host
+//! calls: `call %reg` may enter any instruction, frames are bounded by the configured depth
+//! (not the host stack), and a trap deep inside a call must leave the whole run at once.
+//! So a local call saves r6-r10 and a return-site number in the cache's frame area, lowers
+//! r10 by one frame and jumps; `exit` in a nested frame restores them and jumps to the
+//! return site through one shared dispatch block. Registers stay Cranelift variables all
+//! the while, so straight-line code keeps them in host registers.
+//!
+//! **The budget.** `remaining` is a variable. Each basic block of `n` instructions starts
+//! with `if remaining < n` and otherwise subtracts `n` once. When the check fails the run
+//! will stop inside this block, at instruction number `remaining` unless something earlier
+//! ends it: control goes to a cold copy of the block that runs it instruction by instruction
+//! up to its last effect (memory access, helper call, legacy load), checking before each
+//! effect that the budget still covers it, and then leaves with a budget trap. Instructions
+//! that only change registers need no check: a trap after them makes the change invisible.
+//! Every exit from the function passes the number of instructions of its block that were
+//! charged but did not run, so `remaining`, and thus the executed count, is exact.
+//!
+//! **Exits.** Every way out (exit, trap, helper stop, failed legacy load, budget) stores
+//! its code, pc, the budget left (adjusted as above) and for traps the address and size in
+//! the run state, and returns; `crate::run` turns that into the result.
+//!
+//! **Blinding.** With a key, every immediate `c` is emitted as `(c ^ key) ^ k`, where `k`
+//! is the key *loaded from the run state* at function entry. Cranelift's constant folding
+//! would undo `(c ^ key) ^ key` with both operands constant and put `c` back in the code;
+//! a loaded value is opaque to it, so only `c ^ key` reaches the machine code.
+
+mod alu;
+mod memory;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AliasRegion, Block, BlockArg, Function, InstBuilder, MemFlags, SigRef, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
+use weir_isa::ebpf::{Insn, Op, REG_COUNT};
+use weir_program::abi::Bindings;
+use weir_program::TrapCode;
+
+use crate::cfg::{kind, target_of, Cfg, Kind};
+use crate::guest::{func_addr, REGION_WINDOW, STACK_BASE};
+use crate::native::Abi;
+use crate::state::{offsets, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS};
+use crate::{CompileError, CompileErrorKind, Config};
+
+/// The stack's shape after fitting it into its window, as the interpreter fits it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StackShape {
+    pub stack_size: u64,
+    pub frames: u64,
+}
+
+impl StackShape {
+    pub(crate) fn fit(config: &Config) -> StackShape {
+        let window = usize::try_from(REGION_WINDOW).unwrap_or(usize::MAX);
+        let stack_size = config.stack_size.min(window);
+        let frames =
+            config.max_call_depth.clamp(1, window.checked_div(stack_size).unwrap_or(window));
+        StackShape { stack_size: stack_size as u64, frames: frames as u64 }
+    }
+
+    /// Bytes of the whole stack (fits the window, so no overflow).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.stack_size.saturating_mul(self.frames)
+    }
+
+    /// `r10` of frame `depth`: frame 0 at the top, each call one frame lower.
+    pub(crate) fn frame_top(&self, depth: u64) -> u64 {
+        STACK_BASE.wrapping_add(self.frames.wrapping_sub(depth).wrapping_mul(self.stack_size))
+    }
+
+    /// Offset in the stack of the lowest byte frame `depth` may touch.
+    pub(crate) fn frame_floor(&self, depth: u64) -> u64 {
+        self.frames.wrapping_sub(depth).wrapping_sub(1).wrapping_mul(self.stack_size)
+    }
+}
+
+/// Where the instruction being translated stands in its block. `Hot`: the block's whole
+/// charge was already taken from the budget; `Cold`: nothing was taken (see module docs).
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    Hot { n: usize, k: usize },
+    Cold { k: usize },
+}
+
+impl Mode {
+    /// What to add to `remaining` when the run ends at this instruction, so that it is
+    /// charged for exactly the instructions that ran, this one included.
+    fn adjustment(self) -> i64 {
+        match self {
+            Mode::Hot { n, k } => n.saturating_sub(k).saturating_sub(1) as i64,
+            Mode::Cold { k } => (k as i64).wrapping_add(1).wrapping_neg(),
+        }
+    }
+}
+
+/// Basic blocks sharing one exit block (see `Translator::close_exit_group`).
+const EXIT_GROUP: usize = 32;
+
+/// The exit code, access size and pc of a way out, in one word for one store: code in bits
+/// 0-6, size in bits 7-10, pc from bit 11 (programs have at most 2^20 slots, so the word
+/// is a positive 32-bit immediate).
+pub(crate) fn exit_word(code: u64, size: u32, pc: usize) -> u64 {
+    (code & 0x7f) | (u64::from(size & 0xf) << 7) | ((pc as u64) << 11)
+}
+
+/// Variables after the eleven registers.
+const REMAINING: u32 = 11;
+const DEPTH: u32 = 12;
+const MAX_DEPTH: u32 = 13;
+
+/// Run-state fields: always in bounds and aligned, never aliased by guest memory.
+fn state_flags() -> MemFlags {
+    MemFlags::trusted().with_alias_region(Some(AliasRegion::Vmctx))
+}
+
+/// Run-state fields no one writes during a run: pure loads, which Cranelift may merge and
+/// hoist out of loops like arithmetic. (Loads it must treat as memory operations go through
+/// its redundant-load analysis, whose dominance walks are quadratic in the length of a
+/// straight-line program.)
+fn constant_flags() -> MemFlags {
+    state_flags().with_readonly().with_can_move()
+}
+
+fn var(index: u32) -> Variable {
+    Variable::from_u32(index)
+}
+
+fn arg(value: Value) -> BlockArg {
+    BlockArg::Value(value)
+}
+
+/// Translates `insns` (validated) into `func`.
+pub(crate) fn translate(
+    func: &mut Function,
+    abi: &Abi,
+    insns: &[Insn],
+    bindings: &Bindings,
+    cfg: &Cfg,
+    shape: StackShape,
+    key: Option<u64>,
+) -> Result<(), CompileError> {
+    let mut context = FunctionBuilderContext::new();
+    let builder = FunctionBuilder::new(func, &mut context);
+    Translator::new(builder, abi, insns, bindings, cfg, shape, key).translate()
+}
+
+struct Translator<'a, 'f> {
+    b: FunctionBuilder<'f>,
+    insns: &'a [Insn],
+    bindings: &'a Bindings,
+    cfg: &'a Cfg,
+    shape: StackShape,
+    key: Option<u64>,
+    /// The run state pointer, the loaded blinding key and the stack bias: defined in the
+    /// entry block, which dominates every other, so usable anywhere.
+    state: Value,
+    key_value: Option<Value>,
+    stack_bias: Value,
+    /// One Cranelift block per basic block, same index.
+    blocks: Vec<Block>,
+    /// Return-site dispatch (param: site number), when the program has calls.
+    dispatch: Block,
+    /// Continuation block of each return site.
+    return_sites: Vec<Block>,
+    /// The exit block of the current group of basic blocks, once one of them needs it.
+    leave: Option<Block>,
+    helper_sig: SigRef,
+    store_sig: SigRef,
+    /// The instruction being translated, and where it stands in its block.
+    pc: usize,
+    mode: Mode,
+}
+
+impl<'a, 'f> Translator<'a, 'f> {
+    fn new(
+        mut b: FunctionBuilder<'f>,
+        abi: &Abi,
+        insns: &'a [Insn],
+        bindings: &'a Bindings,
+        cfg: &'a Cfg,
+        shape: StackShape,
+        key: Option<u64>,
+    ) -> Self {
+        let helper_sig = b.import_signature(abi.helper());
+        let store_sig = b.import_signature(abi.store_check());
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let state = b.block_params(entry)[0];
+        for index in 0..=MAX_DEPTH {
+            b.declare_var(var(index), types::I64);
+        }
+        let load = |b: &mut FunctionBuilder<'f>, offset: i32| {
+            b.ins().load(types::I64, constant_flags(), state, offset)
+        };
+        let key_value = key.map(|_| load(&mut b, offsets::KEY));
+        let stack_bias = load(&mut b, offsets::STACK_BIAS);
+        let zero = b.ins().iconst(types::I64, 0);
+        for r in 0..u32::from(REG_COUNT) {
+            b.def_var(var(r), zero);
+        }
+        let r1 = load(&mut b, offsets::R1);
+        b.def_var(var(1), r1);
+        let r2 = load(&mut b, offsets::R2);
+        b.def_var(var(2), r2);
+        let r10 = b.ins().iconst(types::I64, shape.frame_top(0) as i64);
+        b.def_var(var(10), r10);
+        let budget = load(&mut b, offsets::BUDGET);
+        b.def_var(var(REMAINING), budget);
+        b.def_var(var(DEPTH), zero);
+        b.def_var(var(MAX_DEPTH), zero);
+
+        let blocks: Vec<Block> = cfg.blocks.iter().map(|_| b.create_block()).collect();
+        if let Some(&first) = blocks.first() {
+            b.ins().jump(first, &[]);
+        }
+        let dispatch = b.create_block();
+        Translator {
+            b,
+            insns,
+            bindings,
+            cfg,
+            shape,
+            key,
+            state,
+            key_value,
+            stack_bias,
+            blocks,
+            dispatch,
+            return_sites: Vec::new(),
+            leave: None,
+            helper_sig,
+            store_sig,
+            pc: 0,
+            mode: Mode::Hot { n: 1, k: 0 },
+        }
+    }
+
+    fn translate(mut self) -> Result<(), CompileError> {
+        let cfg = self.cfg;
+        for index in 0..cfg.blocks.len() {
+            self.basic_block(index)?;
+            if index % EXIT_GROUP == EXIT_GROUP - 1 {
+                self.close_exit_group();
+            }
+        }
+        self.emit_dispatch();
+        self.close_exit_group();
+        self.b.seal_all_blocks();
+        self.b.finalize();
+        Ok(())
+    }
+
+    fn error(&self, kind: CompileErrorKind) -> CompileError {
+        CompileError::new(self.pc, kind)
+    }
+
+    // ---- registers and constants ----
+
+    fn get(&mut self, r: u8) -> Value {
+        self.b.use_var(var(u32::from(r)))
+    }
+
+    fn set(&mut self, r: u8, value: Value) -> Result<(), CompileError> {
+        if r >= REG_COUNT - 1 {
+            return Err(self.error(CompileErrorKind::WritesFramePointer));
+        }
+        self.b.def_var(var(u32::from(r)), value);
+        Ok(())
+    }
+
+    fn iconst(&mut self, value: i64) -> Value {
+        self.b.ins().iconst(types::I64, value)
+    }
+
+    /// A 64-bit immediate of the program, blinded when a key is set (see module docs).
+    fn imm(&mut self, value: i64) -> Value {
+        match (self.key, self.key_value) {
+            (Some(key), Some(loaded)) => {
+                let masked = self.iconst(value ^ key as i64);
+                self.b.ins().bxor(masked, loaded)
+            }
+            _ => self.iconst(value),
+        }
+    }
+
+    /// The immediate as a compile-time constant, when blinding does not hide it.
+    fn known(&self, value: i64) -> Option<i64> {
+        match self.key {
+            Some(_) => None,
+            None => Some(value),
+        }
+    }
+
+    /// A run-state field that stays the same for the whole run.
+    fn load_state(&mut self, offset: i32) -> Value {
+        self.b.ins().load(types::I64, constant_flags(), self.state, offset)
+    }
+
+    /// A run-state field the trampolines write.
+    fn load_status(&mut self, offset: i32) -> Value {
+        self.b.ins().load(types::I64, state_flags(), self.state, offset)
+    }
+
+    /// Flags for region-table loads: the table only changes when calls move the stack
+    /// floor, so without calls it is constant.
+    fn table_flags(&self) -> MemFlags {
+        if self.cfg.has_calls {
+            state_flags()
+        } else {
+            constant_flags()
+        }
+    }
+
+    // ---- blocks and the budget ----
+
+    fn block_for(&self, slot: usize) -> Result<Block, CompileError> {
+        self.cfg
+            .block_at(slot)
+            .and_then(|index| self.blocks.get(index).copied())
+            .ok_or_else(|| self.error(CompileErrorKind::BadTarget))
+    }
+
+    /// The slot after the instruction at `slot`.
+    fn next_slot(&self, slot: usize) -> usize {
+        let width = self.insns.get(slot).map_or(1, Insn::slots);
+        slot.saturating_add(width)
+    }
+
+    fn basic_block(&mut self, index: usize) -> Result<(), CompileError> {
+        let cfg = self.cfg;
+        let Some(block) = cfg.blocks.get(index) else {
+            return Ok(());
+        };
+        let (Some(&head), Some(&last)) = (self.blocks.get(index), block.slots.last()) else {
+            return Ok(());
+        };
+        let start = block.start();
+        let n = block.slots.len();
+        self.pc = start;
+        self.b.switch_to_block(head);
+        let remaining = self.b.use_var(var(REMAINING));
+        let short = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, remaining, n as i64);
+        let hot = self.b.create_block();
+        let cold = self.b.create_block();
+        self.b.set_cold_block(cold);
+        self.b.ins().brif(short, cold, &[], hot, &[]);
+
+        self.b.switch_to_block(hot);
+        let charged = self.b.ins().iadd_imm(remaining, (n as i64).wrapping_neg());
+        self.b.def_var(var(REMAINING), charged);
+        for (k, &slot) in block.slots.iter().enumerate() {
+            self.pc = slot;
+            self.mode = Mode::Hot { n, k };
+            self.instruction(slot)?;
+        }
+        let last_kind = self.kind_at(last);
+        if last_kind != Kind::End {
+            self.pc = last;
+            let next = self.block_for(self.next_slot(last))?;
+            self.b.ins().jump(next, &[]);
+        }
+
+        // The cold copy: up to the last effect, each effect behind a budget check.
+        self.b.switch_to_block(cold);
+        let last_effect = block.slots.iter().rposition(|&slot| self.kind_at(slot) == Kind::Effect);
+        if let Some(last_effect) = last_effect {
+            for (k, &slot) in block.slots.iter().enumerate().take(last_effect.saturating_add(1)) {
+                self.pc = slot;
+                self.mode = Mode::Cold { k };
+                if self.kind_at(slot) == Kind::Effect {
+                    self.budget_guard(k, start);
+                }
+                self.instruction(slot)?;
+            }
+        }
+        self.leave_budget(start);
+        Ok(())
+    }
+
+    fn kind_at(&self, slot: usize) -> Kind {
+        self.insns.get(slot).map_or(Kind::End, |insn| kind(insn, self.bindings))
+    }
+
+    /// In a cold copy: leave with a budget trap unless the budget covers instruction `k`.
+    fn budget_guard(&mut self, k: usize, start: usize) {
+        let remaining = self.b.use_var(var(REMAINING));
+        let spent = self.b.ins().icmp_imm(IntCC::UnsignedLessThanOrEqual, remaining, k as i64);
+        let out = self.b.create_block();
+        let go_on = self.b.create_block();
+        self.b.set_cold_block(out);
+        self.b.ins().brif(spent, out, &[], go_on, &[]);
+        self.b.switch_to_block(out);
+        self.leave_budget(start);
+        self.b.switch_to_block(go_on);
+    }
+
+    // ---- leaving ----
+
+    /// Leaves the run from the current instruction with `code` and `value` (the result, or
+    /// for traps the address, with the access size).
+    fn leave_with(&mut self, code: u64, value: Value, size: u32) {
+        let word = self.iconst(exit_word(code, size, self.pc) as i64);
+        self.leave_jump(word, value, self.mode.adjustment());
+    }
+
+    /// [`Self::leave_with`] with a trap code known only at run time.
+    fn leave_value(&mut self, code: Value, value: Value, size: u32) {
+        let word = self.b.ins().bor_imm(code, exit_word(0, size, self.pc) as i64);
+        self.leave_jump(word, value, self.mode.adjustment());
+    }
+
+    /// Leaves with a budget trap inside the block starting at `start`; `remaining` (not
+    /// charged for the block) says how many of its instructions still fitted.
+    fn leave_budget(&mut self, start: usize) {
+        let word = self.iconst(exit_word(EXIT_BUDGET, 0, start) as i64);
+        let zero = self.iconst(0);
+        self.leave_jump(word, zero, 0);
+    }
+
+    /// Jumps to the current group's exit block (see [`Self::close_exit_group`]).
+    fn leave_jump(&mut self, word: Value, value: Value, adjustment: i64) {
+        let leave = match self.leave {
+            Some(block) => block,
+            None => {
+                let block = self.b.create_block();
+                self.b.set_cold_block(block);
+                self.leave = Some(block);
+                block
+            }
+        };
+        let adjustment = self.iconst(adjustment);
+        self.b.ins().jump(leave, &[arg(word), arg(value), arg(adjustment)]);
+    }
+
+    /// Emits the exit block shared by the last few basic blocks: it stores the exit word,
+    /// the value, the budget left and the deepest frame in the run state, and returns the
+    /// value. Exit blocks are shared by a bounded group of basic blocks only: one exit block
+    /// for the whole function would merge thousands of predecessors spread along one long
+    /// dominator chain, which makes Cranelift's dominator and register allocation passes
+    /// quadratic in the program's length; one per exit site would bloat the code.
+    fn close_exit_group(&mut self) {
+        let Some(leave) = self.leave.take() else {
+            return;
+        };
+        self.b.switch_to_block(leave);
+        let word = self.b.append_block_param(leave, types::I64);
+        let value = self.b.append_block_param(leave, types::I64);
+        let adjustment = self.b.append_block_param(leave, types::I64);
+        let remaining = self.b.use_var(var(REMAINING));
+        let remaining = self.b.ins().iadd(remaining, adjustment);
+        for (offset, field) in [
+            (offsets::EXIT_WORD, word),
+            (offsets::EXIT_VALUE, value),
+            (offsets::REMAINING, remaining),
+        ] {
+            self.b.ins().store(state_flags(), field, self.state, offset);
+        }
+        if self.cfg.has_calls {
+            let max_depth = self.b.use_var(var(MAX_DEPTH));
+            self.b.ins().store(state_flags(), max_depth, self.state, offsets::MAX_DEPTH);
+        }
+        self.b.ins().return_(&[value]);
+    }
+
+    /// Leaves with a trap that has no address.
+    fn leave_trap(&mut self, code: TrapCode) {
+        let zero = self.iconst(0);
+        self.leave_with(u64::from(code.code()), zero, 0);
+    }
+
+    /// Branches to a cold block that leaves with `code` when `failed` is true; continues in
+    /// a fresh block otherwise.
+    fn trap_if(&mut self, failed: Value, code: u64, value: Value, size: u32) {
+        let fail = self.b.create_block();
+        let go_on = self.b.create_block();
+        self.b.set_cold_block(fail);
+        self.b.ins().brif(failed, fail, &[], go_on, &[]);
+        self.b.switch_to_block(fail);
+        self.leave_with(code, value, size);
+        self.b.switch_to_block(go_on);
+    }
+
+    /// Return-site dispatch: `exit` from a nested frame jumps here with the site number.
+    fn emit_dispatch(&mut self) {
+        let block = self.dispatch;
+        self.b.switch_to_block(block);
+        let site = self.b.append_block_param(block, types::I64);
+        let nowhere = self.b.create_block();
+        let mut switch = Switch::new();
+        for (index, &target) in self.return_sites.iter().enumerate() {
+            switch.set_entry(index as u128, target);
+        }
+        switch.emit(&mut self.b, site, nowhere);
+        // Every pushed site number is in the table; keep the impossible case a clean trap.
+        self.b.switch_to_block(nowhere);
+        self.b.set_cold_block(nowhere);
+        self.pc = 0;
+        self.mode = Mode::Hot { n: 1, k: 0 };
+        self.leave_trap(TrapCode::BadJump);
+    }
+
+    // ---- instructions ----
+
+    fn instruction(&mut self, slot: usize) -> Result<(), CompileError> {
+        let Some(&insn) = self.insns.get(slot) else {
+            return Err(self.error(CompileErrorKind::BadTarget));
+        };
+        if insn.dst >= REG_COUNT || insn.src >= REG_COUNT {
+            return Err(self.error(CompileErrorKind::Invalid(
+                weir_program::ValidateErrorKind::BadRegister {
+                    field: "dst or src",
+                    value: insn.dst.max(insn.src),
+                },
+            )));
+        }
+        let Some(spec) = insn.op.spec() else {
+            return Err(self.error(CompileErrorKind::BadTarget));
+        };
+        use weir_isa::ebpf::Operands;
+        match spec.operands {
+            Operands::DstImm | Operands::DstSrc | Operands::Dst => self.alu(&insn),
+            Operands::JmpOff | Operands::JmpImm | Operands::DstImmOff | Operands::DstSrcOff => {
+                self.jump(&insn)
+            }
+            Operands::Load => self.load(&insn),
+            Operands::StoreImm | Operands::StoreReg => self.store(&insn),
+            Operands::Abs | Operands::Ind => self.legacy_load(&insn),
+            Operands::CallImm => self.call(&insn),
+            Operands::CallLocal => self.call_local(),
+            Operands::CallReg => self.call_reg(&insn),
+            Operands::Nothing => self.exit(),
+            Operands::DstImm64 => {
+                let value = self.imm(insn.imm);
+                self.set(insn.dst, value)
+            }
+            Operands::Pseudo(_) => self.pseudo_lddw(&insn),
+        }
+    }
+
+    fn jump(&mut self, insn: &Insn) -> Result<(), CompileError> {
+        let target = match target_of(self.insns, self.pc) {
+            Some(target) => self.block_for(target?)?,
+            None => return Err(self.error(CompileErrorKind::BadTarget)),
+        };
+        if matches!(insn.op, Op::Ja | Op::Ja32) {
+            self.b.ins().jump(target, &[]);
+            return Ok(());
+        }
+        let next = self.block_for(self.next_slot(self.pc))?;
+        let taken = self.condition(insn);
+        if target == next {
+            self.b.ins().jump(next, &[]);
+        } else {
+            self.b.ins().brif(taken, target, &[], next, &[]);
+        }
+        Ok(())
+    }
+
+    fn pseudo_lddw(&mut self, insn: &Insn) -> Result<(), CompileError> {
+        if insn.op != Op::LddwFunc {
+            // Maps and kernel variables come with the runtime; until then they trap.
+            self.leave_trap(TrapCode::Unsupported);
+            return Ok(());
+        }
+        let target = crate::cfg::resolve(self.insns, self.pc, i64::from(insn.imm as i32))
+            .and_then(func_addr)
+            .ok_or_else(|| self.error(CompileErrorKind::BadTarget))?;
+        let value = self.imm(target as i64);
+        self.set(insn.dst, value)
+    }
+
+    fn exit(&mut self) -> Result<(), CompileError> {
+        let r0 = self.get(0);
+        if !self.cfg.has_calls {
+            self.leave_with(0, r0, 0);
+            return Ok(());
+        }
+        let depth = self.b.use_var(var(DEPTH));
+        let top = self.b.create_block();
+        let pop = self.b.create_block();
+        self.b.ins().brif(depth, pop, &[], top, &[]);
+        self.b.switch_to_block(top);
+        self.leave_with(0, r0, 0);
+
+        self.b.switch_to_block(pop);
+        let depth = self.b.ins().iadd_imm(depth, -1);
+        self.b.def_var(var(DEPTH), depth);
+        let frame = self.frame_address(depth);
+        let mut saved = [frame; FRAME_WORDS];
+        for (word, value) in saved.iter_mut().enumerate() {
+            *value = self.b.ins().load(types::I64, state_flags(), frame, (word * 8) as i32);
+        }
+        let [r6, r7, r8, r9, r10, site] = saved;
+        for (r, value) in [(6, r6), (7, r7), (8, r8), (9, r9), (10, r10)] {
+            self.b.def_var(var(r), value);
+        }
+        self.set_stack_floor(r10);
+        self.b.ins().jump(self.dispatch, &[arg(site)]);
+        Ok(())
+    }
+
+    /// Host address of the saved registers of the frame at `depth`.
+    fn frame_address(&mut self, depth: Value) -> Value {
+        let frames = self.load_state(offsets::FRAMES);
+        let offset = self.b.ins().imul_imm(depth, (FRAME_WORDS * 8) as i64);
+        self.b.ins().iadd(frames, offset)
+    }
+
+    /// A new return site continuing at the instruction after the call being translated.
+    fn return_site(&mut self) -> Result<i64, CompileError> {
+        let continuation = self.block_for(self.next_slot(self.pc))?;
+        let site = self.return_sites.len() as i64;
+        self.return_sites.push(continuation);
+        Ok(site)
+    }
+
+    /// The call half of a local call: depth check, save r6-r10 and the site, new frame.
+    fn push_frame(&mut self, site: i64) {
+        let depth = self.b.use_var(var(DEPTH));
+        let limit = self.shape.frames.saturating_sub(1);
+        let full = self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, depth, limit as i64);
+        let zero = self.iconst(0);
+        self.trap_if(full, u64::from(TrapCode::CallDepth.code()), zero, 0);
+        let frame = self.frame_address(depth);
+        let site = self.iconst(site);
+        let regs = [6, 7, 8, 9, 10].map(|r| self.get(r));
+        for (word, value) in regs.into_iter().chain([site]).enumerate() {
+            self.b.ins().store(state_flags(), value, frame, (word * 8) as i32);
+        }
+        let depth = self.b.ins().iadd_imm(depth, 1);
+        self.b.def_var(var(DEPTH), depth);
+        let max_depth = self.b.use_var(var(MAX_DEPTH));
+        let max_depth = self.b.ins().umax(max_depth, depth);
+        self.b.def_var(var(MAX_DEPTH), max_depth);
+        let r10 = self.get(10);
+        let r10 = self.b.ins().iadd_imm(r10, (self.shape.stack_size as i64).wrapping_neg());
+        self.b.def_var(var(10), r10);
+        self.set_stack_floor(r10);
+    }
+
+    fn call_local(&mut self) -> Result<(), CompileError> {
+        let target = match target_of(self.insns, self.pc) {
+            Some(target) => self.block_for(target?)?,
+            None => return Err(self.error(CompileErrorKind::BadTarget)),
+        };
+        let site = self.return_site()?;
+        self.push_frame(site);
+        self.b.ins().jump(target, &[]);
+        Ok(())
+    }
+
+    /// `call %reg`: a function address that names an instruction is a local call into it;
+    /// any other value is tried as a helper id; anything else is a bad call target.
+    fn call_reg(&mut self, insn: &Insn) -> Result<(), CompileError> {
+        let value = self.get(insn.dst);
+        let func_base = crate::guest::FUNC_BASE as i64;
+        let offset = self.b.ins().iadd_imm(value, func_base.wrapping_neg());
+        let above = self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, value, func_base);
+        let low_bits = self.b.ins().band_imm(offset, 7);
+        let aligned = self.b.ins().icmp_imm(IntCC::Equal, low_bits, 0);
+        let slot = self.b.ins().ushr_imm(offset, 3);
+        let inside = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, slot, self.insns.len() as i64);
+        let ok = self.b.ins().band(above, aligned);
+        let ok = self.b.ins().band(ok, inside);
+        let lookup = self.b.create_block();
+        let helper = self.b.create_block();
+        self.b.ins().brif(ok, lookup, &[], helper, &[]);
+
+        self.b.switch_to_block(lookup);
+        let targets = self.load_state(offsets::CALL_TARGETS);
+        let entry = self.b.ins().iadd(targets, slot);
+        let enterable = self.b.ins().uload8(types::I64, state_flags().with_readonly(), entry, 0);
+        let enter = self.b.create_block();
+        self.b.ins().brif(enterable, enter, &[], helper, &[]);
+
+        self.b.switch_to_block(enter);
+        let site = self.return_site()?;
+        self.push_frame(site);
+        let nowhere = self.b.create_block();
+        let mut switch = Switch::new();
+        for (slot, insn) in self.insns.iter().enumerate() {
+            if insn.op != Op::LddwHigh {
+                switch.set_entry(slot as u128, self.block_for(slot)?);
+            }
+        }
+        switch.emit(&mut self.b, slot, nowhere);
+        self.b.switch_to_block(nowhere);
+        self.b.set_cold_block(nowhere);
+        self.leave_with(u64::from(TrapCode::BadCallTarget.code()), value, 0);
+
+        self.b.switch_to_block(helper);
+        self.call_helper(value)?;
+        let next = self.block_for(self.next_slot(self.pc))?;
+        self.b.ins().jump(next, &[]);
+        Ok(())
+    }
+
+    fn call(&mut self, insn: &Insn) -> Result<(), CompileError> {
+        let id = insn.imm as i32 as u32;
+        let bound = insn.op == Op::Call && self.bindings.helper(id).is_some();
+        if !bound {
+            if insn.op == Op::Call {
+                let id = self.imm(i64::from(id));
+                self.leave_with(u64::from(TrapCode::UnknownHelper.code()), id, 0);
+            } else {
+                self.leave_trap(TrapCode::Unsupported);
+            }
+            return Ok(());
+        }
+        let id = self.imm(i64::from(id));
+        self.call_helper(id)
+    }
+
+    /// Calls the helper `id` with r1-r5 through the trampoline; r0 gets its result unless
+    /// it stopped, failed, panicked or was not bound, which leave the run.
+    fn call_helper(&mut self, id: Value) -> Result<(), CompileError> {
+        let mut args = vec![self.state, id];
+        args.extend([1, 2, 3, 4, 5].map(|r| self.get(r)));
+        let callee = self.load_state(offsets::HELPER_FN);
+        let call = self.b.ins().call_indirect(self.helper_sig, callee, &args);
+        let Some(&result) = self.b.inst_results(call).first() else {
+            return Err(self.error(CompileErrorKind::Backend("helper call has no result".into())));
+        };
+        let status = self.load_status(offsets::HELPER_STATUS);
+        self.trap_if(status, EXIT_HELPER, result, 0);
+        self.set(0, result)
+    }
+}

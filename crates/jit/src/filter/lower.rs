@@ -1,0 +1,509 @@
+//! Filter IR -> one Cranelift function `(packet, captured length, wire length) -> 0 | 1`.
+//!
+//! Predicates compile to control flow against a "true" and a "false" block, so `and`, `or`
+//! and `not` cost no instructions of their own; every abort (out-of-bounds load, division
+//! by zero, a scratch slot that does not exist) branches to one cold block that returns 0,
+//! whatever `not`s surround it. Expressions compile to 32-bit SSA values; scratch slots are
+//! Cranelift variables that start at 0, so they live in registers and need no zeroing.
+//!
+//! **Bounds.** The one memory-safety invariant: a packet load of `size` bytes at offset `k`
+//! runs only on paths where `k + size <= captured length` was checked. The lowering tracks
+//! the largest captured length proven on the current path (`proven`): a check or a
+//! [`Pred::Guard`] raises it, and a block starts with the smallest value proven on the
+//! edges into it. A load whose end is already proven needs no check. Blocks are entered
+//! only after every edge into them was emitted (the predicate tree is lowered in order),
+//! and the lowering refuses to compile if that ever fails to hold, rather than trust a
+//! stale bound. Within a predicate every expression is evaluated (there is no
+//! short-circuit inside an expression, and an abort rejects the packet whichever load
+//! causes it), so all of its loads at constant offsets are covered by one check up front.
+
+use cranelift_codegen::entity::SecondaryMap;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, Block, Function, InstBuilder, MemFlags, Value};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred, Size, SCRATCH_SLOTS};
+
+use super::set::SetTables;
+use super::CompileError;
+
+/// How deeply predicates and expressions may nest: the lowering recurses, and this keeps
+/// its stack use bounded.
+pub(super) const MAX_DEPTH: u32 = 1_000;
+
+/// Lowers `filter` into `func` (whose signature is already set); the tables of large sets
+/// go to `tables`, which the compiled code then points into.
+pub(super) fn lower(
+    func: &mut Function,
+    filter: &Filter,
+    tables: &mut SetTables,
+) -> Result<(), CompileError> {
+    let mut context = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(func, &mut context);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let (packet, caplen, wire_len) = match *b.block_params(entry) {
+        [packet, caplen, wire_len] => (packet, caplen, wire_len),
+        _ => return Err(CompileError::Internal("entry block parameters")),
+    };
+    let zero = b.ins().iconst(types::I32, 0);
+    for slot in 0..SCRATCH_SLOTS {
+        b.declare_var(scratch_var(slot), types::I32);
+        b.def_var(scratch_var(slot), zero);
+    }
+    let accept = b.create_block();
+    let reject = b.create_block();
+    let abort = b.create_block();
+    b.set_cold_block(abort);
+
+    let mut l = Lowering {
+        b,
+        packet,
+        caplen,
+        wire_len,
+        abort,
+        proven: 0,
+        entry_proven: SecondaryMap::new(),
+        entered: SecondaryMap::new(),
+        broken: false,
+        tables,
+    };
+    l.pred(&filter.pred, accept, reject, 0)?;
+    for (block, verdict) in [(accept, 1), (reject, 0), (abort, 0)] {
+        l.switch_to(block);
+        let v = l.b.ins().iconst(types::I32, verdict);
+        l.b.ins().return_(&[v]);
+    }
+    if l.broken {
+        return Err(CompileError::Internal("a block was entered before every edge into it"));
+    }
+    l.b.seal_all_blocks();
+    l.b.finalize();
+    Ok(())
+}
+
+fn scratch_var(slot: u8) -> Variable {
+    Variable::from_u32(u32::from(slot))
+}
+
+/// Packet loads: never trap (checked first), unaligned, and the packet does not change
+/// while the filter runs.
+fn packet_flags() -> MemFlags {
+    MemFlags::new().with_notrap().with_readonly()
+}
+
+pub(super) struct Lowering<'a, 'f> {
+    pub(super) b: FunctionBuilder<'f>,
+    packet: Value,
+    caplen: Value,
+    wire_len: Value,
+    /// Returns 0; cold.
+    abort: Block,
+    /// Captured bytes proven present on the path being emitted.
+    proven: u64,
+    /// The smallest `proven` over the edges into each block emitted so far.
+    entry_proven: SecondaryMap<Block, Option<u64>>,
+    /// Blocks already switched to; an edge into one of them would make its bound stale.
+    entered: SecondaryMap<Block, bool>,
+    broken: bool,
+    pub(super) tables: &'a mut SetTables,
+}
+
+impl Lowering<'_, '_> {
+    fn record(&mut self, target: Block) {
+        if target == self.abort {
+            return;
+        }
+        if self.entered[target] {
+            self.broken = true;
+        }
+        let slot = &mut self.entry_proven[target];
+        *slot = Some(slot.map_or(self.proven, |p| p.min(self.proven)));
+    }
+
+    pub(super) fn jump(&mut self, target: Block) {
+        self.record(target);
+        self.b.ins().jump(target, &[]);
+    }
+
+    /// To `t` when `cond` is nonzero, else to `f`.
+    pub(super) fn branch(&mut self, cond: Value, t: Block, f: Block) {
+        if t == f {
+            return self.jump(t);
+        }
+        self.record(t);
+        self.record(f);
+        self.b.ins().brif(cond, t, &[], f, &[]);
+    }
+
+    /// Starts emitting into `block`, with the bound its incoming edges prove (any, for a
+    /// block nothing jumps to: its code never runs).
+    pub(super) fn switch_to(&mut self, block: Block) {
+        self.entered[block] = true;
+        self.b.switch_to_block(block);
+        self.proven = self.entry_proven[block].unwrap_or(u64::MAX);
+    }
+
+    pub(super) fn new_block(&mut self) -> Block {
+        self.b.create_block()
+    }
+
+    /// Aborts here; emitting goes on in a block nothing reaches.
+    fn abort_here(&mut self) {
+        self.b.ins().jump(self.abort, &[]);
+        let dead = self.new_block();
+        self.switch_to(dead);
+    }
+
+    /// Aborts when `cond` is nonzero, else goes on.
+    fn abort_if(&mut self, cond: Value) {
+        let cont = self.new_block();
+        self.branch(cond, self.abort, cont);
+        self.switch_to(cont);
+    }
+
+    /// Ensures `end` bytes are captured on the path from here on (one compare, unless the
+    /// path already proved it).
+    fn need(&mut self, end: u64) {
+        if end <= self.proven {
+            return;
+        }
+        let short = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, self.caplen, end as i64);
+        self.abort_if(short);
+        self.proven = end;
+    }
+
+    /// Checks up front the loads at constant offsets that evaluating all of `exprs` makes.
+    fn need_loads(&mut self, exprs: &[&Expr]) {
+        if let Some(end) = exprs.iter().filter_map(|e| constant_load_end(e)).max() {
+            self.need(end);
+        }
+    }
+
+    fn pred(&mut self, p: &Pred, t: Block, f: Block, depth: u32) -> Result<(), CompileError> {
+        let depth = deeper(depth)?;
+        match p {
+            Pred::Const(holds) => self.jump(if *holds { t } else { f }),
+            Pred::Guard(n) => {
+                self.need(u64::from(*n));
+                self.jump(t);
+            }
+            Pred::Cmp { op, lhs, rhs } => {
+                self.need_loads(&[lhs, rhs]);
+                let cond = self.compare(*op, lhs, rhs, depth)?;
+                self.branch(cond, t, f);
+            }
+            Pred::In { value, set } => {
+                self.need_loads(&[value]);
+                let v = self.expr(value, depth)?;
+                self.set_test(v, set.ranges(), t, f)?;
+            }
+            Pred::Store { slot, value } => {
+                if *slot >= SCRATCH_SLOTS {
+                    // The reference evaluator aborts on a slot that does not exist.
+                    self.jump(self.abort);
+                } else {
+                    self.need_loads(&[value]);
+                    let v = self.expr(value, depth)?;
+                    self.b.def_var(scratch_var(*slot), v);
+                    self.jump(t);
+                }
+            }
+            Pred::Not(inner) => self.pred(inner, f, t, depth)?,
+            Pred::And(parts) => self.sequence(parts, t, f, depth, true)?,
+            Pred::Or(parts) => self.sequence(parts, t, f, depth, false)?,
+        }
+        Ok(())
+    }
+
+    /// `and` (`all`) or `or`: each part but the last decides the whole on one outcome
+    /// and falls through to the next part on the other.
+    fn sequence(
+        &mut self,
+        parts: &[Pred],
+        t: Block,
+        f: Block,
+        depth: u32,
+        all: bool,
+    ) -> Result<(), CompileError> {
+        let Some((last, init)) = parts.split_last() else {
+            self.jump(if all { t } else { f });
+            return Ok(());
+        };
+        for part in init {
+            let next = self.new_block();
+            if all {
+                self.pred(part, next, f, depth)?;
+            } else {
+                self.pred(part, t, next, depth)?;
+            }
+            self.switch_to(next);
+        }
+        self.pred(last, t, f, depth)
+    }
+
+    fn compare(
+        &mut self,
+        op: CmpOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        depth: u32,
+    ) -> Result<Value, CompileError> {
+        let a = self.expr(lhs, depth)?;
+        let cc = match op {
+            CmpOp::Eq => IntCC::Equal,
+            CmpOp::Ne => IntCC::NotEqual,
+            CmpOp::Gt => IntCC::UnsignedGreaterThan,
+            CmpOp::Ge => IntCC::UnsignedGreaterThanOrEqual,
+            CmpOp::Lt => IntCC::UnsignedLessThan,
+            CmpOp::Le => IntCC::UnsignedLessThanOrEqual,
+            CmpOp::Set => {
+                let masked = match rhs {
+                    Expr::Const(k) => self.b.ins().band_imm(a, i64::from(*k)),
+                    _ => {
+                        let b = self.expr(rhs, depth)?;
+                        self.b.ins().band(a, b)
+                    }
+                };
+                return Ok(self.b.ins().icmp_imm(IntCC::NotEqual, masked, 0));
+            }
+        };
+        Ok(match rhs {
+            Expr::Const(k) => self.b.ins().icmp_imm(cc, a, i64::from(*k)),
+            _ => {
+                let b = self.expr(rhs, depth)?;
+                self.b.ins().icmp(cc, a, b)
+            }
+        })
+    }
+
+    fn expr(&mut self, e: &Expr, depth: u32) -> Result<Value, CompileError> {
+        let depth = deeper(depth)?;
+        Ok(match e {
+            Expr::Const(k) => self.b.ins().iconst(types::I32, i64::from(*k)),
+            Expr::WireLen => self.wire_len,
+            Expr::Scratch(slot) if *slot < SCRATCH_SLOTS => self.b.use_var(scratch_var(*slot)),
+            Expr::Scratch(_) => {
+                // The reference evaluator aborts on a slot that does not exist.
+                self.abort_here();
+                self.b.ins().iconst(types::I32, 0)
+            }
+            Expr::Load { offset, size } => self.load(offset, *size, depth)?,
+            Expr::Neg(inner) => {
+                let v = self.expr(inner, depth)?;
+                self.b.ins().ineg(v)
+            }
+            Expr::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, depth)?,
+        })
+    }
+
+    /// A big-endian load, checked unless the path already proves it in bounds.
+    fn load(&mut self, offset: &Expr, size: Size, depth: u32) -> Result<Value, CompileError> {
+        let bytes = u64::from(size.bytes());
+        let (base, displacement) = split_offset(offset);
+        let mut address = self.packet;
+        match base {
+            None => self.need(u64::from(displacement).wrapping_add(bytes)),
+            Some(base) => {
+                let base = self.expr(base, depth)?;
+                let base = self.b.ins().uextend(types::I64, base);
+                // base + displacement + size: at most 2^32 + 2^32 + 4, no wrap in 64 bits.
+                let end =
+                    self.b.ins().iadd_imm(base, u64::from(displacement) as i64 + bytes as i64);
+                let short = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, self.caplen);
+                self.abort_if(short);
+                self.proven = self.proven.max(u64::from(displacement).wrapping_add(bytes));
+                address = self.b.ins().iadd(address, base);
+            }
+        }
+        let disp = match i32::try_from(displacement) {
+            Ok(d) => d,
+            Err(_) => {
+                address = self.b.ins().iadd_imm(address, i64::from(displacement));
+                0
+            }
+        };
+        let flags = packet_flags();
+        Ok(match size {
+            Size::Byte => self.b.ins().uload8(types::I32, flags, address, disp),
+            Size::Half => {
+                let raw = self.b.ins().load(types::I16, flags, address, disp);
+                let swapped = self.b.ins().bswap(raw);
+                self.b.ins().uextend(types::I32, swapped)
+            }
+            Size::Word => {
+                let raw = self.b.ins().load(types::I32, flags, address, disp);
+                self.b.ins().bswap(raw)
+            }
+        })
+    }
+
+    fn binary(
+        &mut self,
+        op: BinOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        depth: u32,
+    ) -> Result<Value, CompileError> {
+        let a = self.expr(lhs, depth)?;
+        let constant = match rhs {
+            Expr::Const(k) => Some(*k),
+            _ => None,
+        };
+        match (op, constant) {
+            (BinOp::Div | BinOp::Mod, Some(0)) => {
+                self.abort_here();
+                return Ok(self.b.ins().iconst(types::I32, 0));
+            }
+            (BinOp::Shl | BinOp::Shr, Some(k)) if k >= 32 => {
+                return Ok(self.b.ins().iconst(types::I32, 0));
+            }
+            (BinOp::Shl, Some(k)) => return Ok(self.b.ins().ishl_imm(a, i64::from(k))),
+            (BinOp::Shr, Some(k)) => return Ok(self.b.ins().ushr_imm(a, i64::from(k))),
+            _ => {}
+        }
+        let b = self.expr(rhs, depth)?;
+        let ins = self.b.ins();
+        Ok(match op {
+            BinOp::Add => ins.iadd(a, b),
+            BinOp::Sub => ins.isub(a, b),
+            BinOp::Mul => ins.imul(a, b),
+            BinOp::And => ins.band(a, b),
+            BinOp::Or => ins.bor(a, b),
+            BinOp::Xor => ins.bxor(a, b),
+            BinOp::Div | BinOp::Mod => {
+                if constant.is_none() {
+                    let zero = ins.icmp_imm(IntCC::Equal, b, 0);
+                    self.abort_if(zero);
+                }
+                if op == BinOp::Div {
+                    self.b.ins().udiv(a, b)
+                } else {
+                    self.b.ins().urem(a, b)
+                }
+            }
+            BinOp::Shl | BinOp::Shr => {
+                // The machine masks the amount; the IR gives 0 from 32 on.
+                let shifted = if op == BinOp::Shl { ins.ishl(a, b) } else { ins.ushr(a, b) };
+                let in_range = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, b, 32);
+                let zero = self.b.ins().iconst(types::I32, 0);
+                self.b.ins().select(in_range, shifted, zero)
+            }
+        })
+    }
+}
+
+fn deeper(depth: u32) -> Result<u32, CompileError> {
+    if depth >= MAX_DEPTH {
+        return Err(CompileError::TooDeep { limit: MAX_DEPTH });
+    }
+    Ok(depth.wrapping_add(1))
+}
+
+/// An upper bound of `e`'s value on every packet, precise enough for load offsets (masks,
+/// shifts and sums of header fields); `u32::MAX` when nothing better is known.
+fn max_value(e: &Expr) -> u32 {
+    match e {
+        Expr::Const(k) => *k,
+        Expr::Load { size: Size::Byte, .. } => 0xff,
+        Expr::Load { size: Size::Half, .. } => 0xffff,
+        Expr::Binary { op, lhs, rhs } => {
+            let (a, b) = (max_value(lhs), max_value(rhs));
+            match (op, rhs.as_ref()) {
+                (BinOp::Add, _) => a.saturating_add(b),
+                (BinOp::Mul, _) => a.saturating_mul(b),
+                (BinOp::Div, _) => a,
+                (BinOp::Mod, _) => a.min(b.saturating_sub(1)),
+                (BinOp::And, _) => a.min(b),
+                (BinOp::Shl, Expr::Const(k)) if *k < 32 => {
+                    u32::try_from(u64::from(a) << k).unwrap_or(u32::MAX)
+                }
+                (BinOp::Shr, Expr::Const(k)) => a.checked_shr(*k).unwrap_or(0),
+                (BinOp::Shr, _) => a,
+                _ => u32::MAX,
+            }
+        }
+        _ => u32::MAX,
+    }
+}
+
+/// Splits a load offset into a variable base and a constant displacement whose sum never
+/// wraps (the IR's offset arithmetic wraps, address arithmetic must not), so that the
+/// displacement folds into the load instruction: `(4*(p[14]&15) + 14) + 2` is
+/// `(4*(p[14]&15), 16)`. A constant offset has no base.
+fn split_offset(offset: &Expr) -> (Option<&Expr>, u32) {
+    let mut base = offset;
+    let mut displacement = 0u32;
+    loop {
+        match base {
+            Expr::Const(k) => {
+                if let Some(total) = displacement.checked_add(*k) {
+                    return (None, total);
+                }
+                return (Some(base), displacement);
+            }
+            Expr::Binary { op: BinOp::Add, lhs, rhs } => {
+                let (inner, k) = match (lhs.as_ref(), rhs.as_ref()) {
+                    (inner, Expr::Const(k)) | (Expr::Const(k), inner) => (inner, *k),
+                    _ => return (Some(base), displacement),
+                };
+                let Some(total) = displacement.checked_add(k) else {
+                    return (Some(base), displacement);
+                };
+                if max_value(inner).checked_add(total).is_none() {
+                    return (Some(base), displacement);
+                }
+                base = inner;
+                displacement = total;
+            }
+            _ => return (Some(base), displacement),
+        }
+    }
+}
+
+/// The largest end (offset + size) of the loads at constant offsets in `e`: every load of
+/// an expression is evaluated unless the expression aborts first, so a packet shorter than
+/// this makes `e` abort.
+fn constant_load_end(e: &Expr) -> Option<u64> {
+    match e {
+        Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => None,
+        Expr::Load { offset, size } => {
+            let own = match offset.as_ref() {
+                Expr::Const(k) => Some(u64::from(*k).wrapping_add(u64::from(size.bytes()))),
+                _ => None,
+            };
+            own.max(constant_load_end(offset))
+        }
+        Expr::Neg(inner) => constant_load_end(inner),
+        Expr::Binary { lhs, rhs, .. } => constant_load_end(lhs).max(constant_load_end(rhs)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hlen(k: u32) -> Expr {
+        Expr::binary(BinOp::Shl, Expr::load_at(k, Size::Byte).and_mask(0xf), Expr::Const(2))
+    }
+
+    #[test]
+    fn offsets_split_where_the_sum_cannot_wrap() {
+        assert_eq!(split_offset(&Expr::Const(7)), (None, 7));
+        let nested = Expr::binary(BinOp::Add, hlen(14).plus(14), Expr::Const(2));
+        assert_eq!(split_offset(&nested), (Some(&hlen(14)), 16));
+        let word = Expr::load_at(0, Size::Word).plus(4);
+        assert_eq!(split_offset(&word), (Some(&word), 0));
+        let wraps = Expr::binary(BinOp::Add, Expr::Const(u32::MAX), Expr::Const(2));
+        assert_eq!(split_offset(&wraps), (Some(&wraps), 0));
+        assert_eq!(max_value(&hlen(14)), 60);
+    }
+
+    #[test]
+    fn constant_loads_are_found_inside_offsets() {
+        let e = Expr::load(hlen(14).plus(20), Size::Half);
+        assert_eq!(constant_load_end(&e), Some(15));
+        assert_eq!(constant_load_end(&Expr::load_at(u32::MAX, Size::Word)), Some((1 << 32) + 3));
+        assert_eq!(constant_load_end(&Expr::WireLen), None);
+    }
+}

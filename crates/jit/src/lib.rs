@@ -1,0 +1,144 @@
+//! `weir-jit`: eBPF compiled to native code through Cranelift, with exactly the reference
+//! interpreter's meaning: the same results, the same traps (code, pc, address, size), the
+//! same memory and stack afterwards, and the same count of executed instructions.
+//!
+//! The shape is the interpreter's: a [`Config`], an immutable [`JitProgram`] compiled once
+//! ([`Jit::compile`]) and shareable between threads, a per-thread [`Cache`] (stack and saved
+//! frames), and runs taking an [`Input`] (context, packet, memory).
+//!
+//! How the generated code keeps the interpreter's semantics (module [`codegen`] has the
+//! details):
+//! - **Registers** are Cranelift variables, so they live in host registers as SSA values.
+//! - **Memory** is the interpreter's virtual address space ([`guest`]): every load and store
+//!   looks its window up in a small region table and does one unsigned compare; a failed
+//!   check leaves the generated code with an `OutOfBounds` trap before touching anything.
+//!   Accesses through `r10` inside the running frame need no check at all. Stores to the
+//!   context take a slow path that applies the layout's writable fields (`ReadOnly`).
+//! - **The instruction budget** is charged once per basic block; a block that would overrun
+//!   it runs a cold copy of itself that stops at exactly the instruction where the
+//!   interpreter stops, so budget traps, their pc and the executed count all match.
+//! - **Local calls** (direct, and `call %reg` to any instruction) keep the interpreter's
+//!   frames: r6-r10 saved in the cache, a fresh stack frame below the caller's, the depth
+//!   limit, and the stack floor that hides frames not (or no longer) in use.
+//! - **Helpers** are called through one trampoline with the C ABI; `Stop` and `Fail`
+//!   end the run as in the interpreter, and a panicking helper's panic is resumed in Rust.
+//!
+//! Code memory is never writable and executable at once: `cranelift-jit` writes it, then
+//! makes it read-execute before anything runs. With [`Config::blinding`], immediates are
+//! XORed with a random key so that a program's constants never appear in the machine code.
+//!
+//! ```
+//! use weir_isa::ebpf::{Insn, Op};
+//! use weir_jit::{Config, Jit};
+//! use weir_program::{abi::Bindings, ProgramBuilder};
+//!
+//! // r0 = the 32-bit word at mem[4] + 1
+//! let mut b = ProgramBuilder::new();
+//! b.push(Insn::new(Op::LdxW, 0, 1, 4, 0));
+//! b.alu_imm(Op::Add64Imm, 0, 1);
+//! b.exit();
+//! let program = b.link().unwrap();
+//!
+//! let jit = Jit::compile(&program, Bindings::conformance(), Config::default()).unwrap();
+//! let mut cache = jit.cache();
+//! let mut mem = [0, 0, 0, 0, 41, 0, 0, 0];
+//! assert_eq!(jit.run_mem(&mut cache, &mut mem), Ok(42));
+//!
+//! let trap = jit.run_mem(&mut cache, &mut mem[..6]).unwrap_err();
+//! assert_eq!(trap.code, weir_program::TrapCode::OutOfBounds);
+//! assert_eq!((trap.pc, trap.addr, trap.size), (0, weir_jit::guest::MEM_BASE + 4, 4));
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod cfg;
+mod codegen;
+pub mod filter;
+pub mod guest;
+mod native;
+mod run;
+mod state;
+
+use weir_program::abi::Bindings;
+use weir_program::{validate, Program, ValidateErrorKind};
+
+pub use filter::NativeFilter;
+pub use run::{Cache, Input, JitProgram, RunOutcome};
+
+/// How a [`JitProgram`] is compiled and run. The first three fields mean exactly what they
+/// mean for the interpreter (`weir_interp::Config`), with the same defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Bytes of stack per frame (512). The whole stack is fitted into the stack's window by
+    /// lowering the frame size, then the frame count, as the interpreter does.
+    pub stack_size: usize,
+    /// Most frames alive at once, the entry frame included (8); 0 is taken as 1.
+    pub max_call_depth: usize,
+    /// Most instructions one run may execute before it traps with `InstructionBudget`.
+    pub instruction_budget: u64,
+    /// XOR every immediate with a key chosen at random per compilation, undone at run time
+    /// with the key loaded from memory, so that no immediate of the program appears in the
+    /// machine code (a defence against JIT spraying). Costs one XOR per immediate, and
+    /// division by an immediate loses its constant-divisor fast path.
+    pub blinding: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { stack_size: 512, max_call_depth: 8, instruction_budget: 1 << 26, blinding: false }
+    }
+}
+
+/// The compiler. Compilation validates the program first ([`weir_program::validate`]);
+/// problems validation does not catch (an unbound helper, a kfunc, a map reference) become
+/// traps raised when, and only if, a run reaches them, as in the interpreter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Jit;
+
+impl Jit {
+    pub fn compile(
+        program: &Program,
+        bindings: Bindings,
+        config: Config,
+    ) -> Result<JitProgram, CompileError> {
+        validate(program)
+            .map_err(|e| CompileError::new(e.index, CompileErrorKind::Invalid(e.kind)))?;
+        JitProgram::compile(program, bindings, config)
+    }
+}
+
+/// Why a program did not compile, and the instruction slot it is about (slot 0 for
+/// failures of the program as a whole).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("instruction {index}: {kind}")]
+pub struct CompileError {
+    pub index: usize,
+    pub kind: CompileErrorKind,
+}
+
+impl CompileError {
+    pub(crate) fn new(index: usize, kind: CompileErrorKind) -> Self {
+        CompileError { index, kind }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileErrorKind {
+    /// The program failed structural validation.
+    #[error("validation: {0}")]
+    Invalid(ValidateErrorKind),
+    /// A jump or call target that names no instruction (validation rules this out).
+    #[error("jump or call target is not an instruction")]
+    BadTarget,
+    /// An instruction writes r10 (validation rules this out; the JIT relies on it).
+    #[error("writes r10, the read-only frame pointer")]
+    WritesFramePointer,
+    /// More blocks than the code generator can number.
+    #[error("the program is too large to compile")]
+    TooLarge,
+    /// The host is not one Cranelift can generate code for (or not 64-bit).
+    #[error("unsupported host: {0}")]
+    Host(String),
+    /// Cranelift refused the generated function or could not map the code.
+    #[error("code generation failed: {0}")]
+    Backend(String),
+}

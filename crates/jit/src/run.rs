@@ -1,0 +1,365 @@
+//! Compiled programs and their runs: [`JitProgram`] (code plus what a run needs to know),
+//! [`Cache`] (one thread's stack and frame area), [`Input`], and the translation of the
+//! run state the generated code leaves behind into `Result<RunOutcome, Trap>`.
+//!
+//! Before a run, the region table is filled from the input's slices and the cache; the
+//! generated code then owns those bytes until it returns. Afterwards, only the part of the
+//! stack the run could have written (the frames down to the deepest one reached) is zeroed
+//! before the next run, so that every run starts from a zeroed stack as in the interpreter.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+
+use weir_isa::ebpf::{Insn, Op};
+use weir_program::abi::{Bindings, FieldKind};
+use weir_program::{Program, Trap, TrapCode};
+
+use crate::cfg::Cfg;
+use crate::codegen::{self, StackShape};
+use crate::guest::{
+    CTX, CTX_BASE, MEM, MEM_BASE, PACKET, PACKET_BASE, REGION_WINDOW, STACK, STACK_BASE, WINDOWS,
+};
+use crate::native::{self, NativeCode};
+use crate::state::{
+    self, RegionEntry, RunState, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, HELPER_FAILED,
+    HELPER_PANICKED, HELPER_STOPPED, HELPER_UNBOUND,
+};
+use crate::{CompileError, Config};
+
+/// A compiled program: immutable, shareable between threads; each thread runs it with its
+/// own [`Cache`].
+pub struct JitProgram {
+    code: NativeCode,
+    /// The program, to locate budget traps (see `RunState::remaining`).
+    insns: Vec<Insn>,
+    /// One byte per slot: 1 where `call %reg` may enter (every instruction, no `lddw` filler).
+    call_targets: Vec<u8>,
+    bindings: Bindings,
+    config: Config,
+    shape: StackShape,
+    /// The blinding key (0 without blinding; generated code then never reads it).
+    key: u64,
+}
+
+impl std::fmt::Debug for JitProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitProgram")
+            .field("slots", &self.insns.len())
+            .field("code_bytes", &self.code.bytes().len())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Scratch space for runs: the stack of every frame and the saved call frames.
+#[derive(Clone, Debug, Default)]
+pub struct Cache {
+    stack: Vec<u8>,
+    frames: Vec<u64>,
+    /// Offset from which the stack may hold bytes a run wrote; all below is zero.
+    dirty_from: usize,
+    executed: u64,
+}
+
+impl Cache {
+    /// The stack after the last run, all frames, lowest address first: frame 0 (the entry
+    /// function) is the last `stack_size` bytes, as in the interpreter.
+    pub fn stack(&self) -> &[u8] {
+        &self.stack
+    }
+
+    /// Instructions the last run executed, the one that trapped included (after a budget
+    /// trap: exactly the budget).
+    pub fn executed(&self) -> u64 {
+        self.executed
+    }
+}
+
+/// What a run sees; the same meaning as the interpreter's `Input`. `r1` at entry is the
+/// context's address if there is a context, else the memory's (0 when that is absent or
+/// empty); `r2` is the length of what `r1` points at.
+#[derive(Debug, Default)]
+pub struct Input<'a> {
+    pub ctx: Option<&'a mut [u8]>,
+    pub packet: Option<&'a mut [u8]>,
+    pub mem: Option<&'a mut [u8]>,
+}
+
+impl<'a> Input<'a> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn ctx(mut self, ctx: &'a mut [u8]) -> Self {
+        self.ctx = Some(ctx);
+        self
+    }
+
+    pub fn packet(mut self, packet: &'a mut [u8]) -> Self {
+        self.packet = Some(packet);
+        self
+    }
+
+    pub fn mem(mut self, mem: &'a mut [u8]) -> Self {
+        self.mem = Some(mem);
+        self
+    }
+}
+
+/// A finished run: `r0` and how many instructions it took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RunOutcome {
+    pub r0: u64,
+    pub executed: u64,
+}
+
+/// A key no one can predict: std's hasher keys come from the OS's random source.
+fn random_key() -> u64 {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(0x5745_4952); // any input: the randomness is in the hasher's keys
+    hasher.finish()
+}
+
+impl JitProgram {
+    /// Compiles a validated program (see [`crate::Jit::compile`]).
+    pub(crate) fn compile(
+        program: &Program,
+        bindings: Bindings,
+        config: Config,
+    ) -> Result<JitProgram, CompileError> {
+        let insns = program.insns().to_vec();
+        let cfg = Cfg::build(&insns, &bindings)?;
+        let shape = StackShape::fit(&config);
+        let key = if config.blinding { random_key() } else { 0 };
+        let isa = native::host_isa()?;
+        let code = NativeCode::compile(isa, |func, abi| {
+            let key = config.blinding.then_some(key);
+            codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key)
+        })?;
+        let call_targets = insns.iter().map(|i| u8::from(i.op != Op::LddwHigh)).collect();
+        Ok(JitProgram { code, insns, call_targets, bindings, config, shape, key })
+    }
+
+    /// A fresh cache sized for this program.
+    pub fn cache(&self) -> Cache {
+        let stack = vec![0; self.stack_bytes()];
+        let dirty_from = stack.len();
+        Cache { stack, frames: vec![0; self.frame_words()], dirty_from, executed: 0 }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn bindings(&self) -> &Bindings {
+        &self.bindings
+    }
+
+    /// `r10` at entry: the top of frame 0.
+    pub fn stack_top(&self) -> u64 {
+        self.shape.frame_top(0)
+    }
+
+    /// The generated machine code, as mapped for execution (read-only, executable).
+    pub fn machine_code(&self) -> &[u8] {
+        self.code.bytes()
+    }
+
+    fn stack_bytes(&self) -> usize {
+        usize::try_from(self.shape.bytes()).unwrap_or(usize::MAX)
+    }
+
+    fn frame_words(&self) -> usize {
+        usize::try_from(self.shape.frames).unwrap_or(usize::MAX).saturating_mul(FRAME_WORDS)
+    }
+
+    /// The conformance convention: `r1` = address of `mem` (0 if empty), `r2` = its length.
+    pub fn run_mem(&self, cache: &mut Cache, mem: &mut [u8]) -> Result<u64, Trap> {
+        self.run(cache, Input::new().mem(mem))
+    }
+
+    /// Runs the program once; returns `r0`. With a context and a context layout in the
+    /// bindings, the layout's packet fields are written into the context first, as the
+    /// interpreter does.
+    pub fn run(&self, cache: &mut Cache, input: Input<'_>) -> Result<u64, Trap> {
+        self.run_stats(cache, input).map(|outcome| outcome.r0)
+    }
+
+    /// [`JitProgram::run`], also reporting the instructions executed.
+    pub fn run_stats(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
+        let Input { ctx, packet, mem } = input;
+        self.prepare(cache);
+        cache.executed = 0;
+        refuse_oversized(ctx.as_deref(), CTX_BASE)?;
+        refuse_oversized(packet.as_deref(), PACKET_BASE)?;
+        refuse_oversized(mem.as_deref(), MEM_BASE)?;
+
+        let (r1, r2) = match (&ctx, &mem) {
+            (Some(ctx), _) => (CTX_BASE, ctx.len() as u64),
+            (None, Some(mem)) if !mem.is_empty() => (MEM_BASE, mem.len() as u64),
+            _ => (0, 0),
+        };
+        let ctx = ctx.unwrap_or_default();
+        let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
+        self.fill_packet_fields(ctx, packet_len)?;
+        let legacy_reads_packet = packet.is_some();
+        let packet = packet.unwrap_or_default();
+        let mem = mem.unwrap_or_default();
+
+        let region = |window: usize, bytes: &mut [u8], floor: u64, fast_stores: bool| {
+            let host = bytes.as_mut_ptr() as u64;
+            RegionEntry::new(window, host, bytes.len() as u64, floor, fast_stores)
+        };
+        let mut regions = [RegionEntry::default(); WINDOWS];
+        let floor = self.shape.frame_floor(0);
+        regions[STACK] = region(STACK, &mut cache.stack, floor, true);
+        regions[CTX] = region(CTX, ctx, 0, false);
+        regions[PACKET] = region(PACKET, packet, 0, true);
+        regions[MEM] = region(MEM, mem, 0, true);
+        let legacy = if legacy_reads_packet { &regions[PACKET] } else { &regions[MEM] };
+        let (legacy_host, legacy_len) = (legacy.host, legacy.len);
+
+        let mut run = RunState {
+            regions,
+            stack_bias: (cache.stack.as_mut_ptr() as u64).wrapping_sub(STACK_BASE),
+            legacy_host,
+            legacy_len,
+            frames: cache.frames.as_mut_ptr() as u64,
+            call_targets: self.call_targets.as_ptr() as u64,
+            helper_fn: state::call_helper as *const () as u64,
+            store_fn: state::check_store as *const () as u64,
+            key: self.key,
+            budget: self.config.instruction_budget,
+            r1,
+            r2,
+            exit_word: 0,
+            exit_value: 0,
+            remaining: 0,
+            max_depth: 0,
+            store_code: 0,
+            helper_status: 0,
+            helper_id: 0,
+            bindings: &self.bindings,
+            ctx_layout: self.bindings.context,
+            panic: None,
+        };
+        // Until the run reports how deep it went, assume it may have written everything.
+        cache.dirty_from = 0;
+        let entry = self.code.entry();
+        // SAFETY: `entry` is this program's code (`NativeCode` keeps it mapped while `self`
+        // is borrowed) with the signature it was compiled for. Every host address in `run`
+        // points into memory borrowed for this whole call and not otherwise used during it:
+        // the stack and frame area of `cache` (sized by `cache()`/`prepare` for this
+        // program's stack shape and frame count), the input slices (each region entry
+        // admits only accesses inside its slice, the context's stores go through
+        // `check_store`), `call_targets` (one byte per slot, read only below `insns.len()`)
+        // and `bindings`. Generated code checks every guest access against those entries
+        // before making it, writes only through them and to `run`, and returns normally:
+        // it never unwinds (helpers' panics are caught in `call_helper`).
+        let value = unsafe { entry(&mut run) };
+
+        let max_depth = run.max_depth.min(self.shape.frames.saturating_sub(1));
+        cache.dirty_from = usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0);
+        if let Some(payload) = run.panic.take() {
+            std::panic::resume_unwind(payload);
+        }
+        let budget = self.config.instruction_budget;
+        let outcome = self.outcome(&run, value);
+        cache.executed = match outcome {
+            Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
+            _ => budget.wrapping_sub(run.remaining),
+        };
+        outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+    }
+
+    /// Resizes `cache` for this program if needed and zeroes what the last run wrote.
+    fn prepare(&self, cache: &mut Cache) {
+        let bytes = self.stack_bytes();
+        if cache.stack.len() != bytes {
+            cache.stack = vec![0; bytes];
+        } else if let Some(dirty) = cache.stack.get_mut(cache.dirty_from..) {
+            dirty.fill(0);
+        }
+        cache.dirty_from = cache.stack.len();
+        let words = self.frame_words();
+        if cache.frames.len() != words {
+            cache.frames = vec![0; words];
+        }
+    }
+
+    /// The run's result from what generated code left in `run`.
+    fn outcome(&self, run: &RunState, value: u64) -> Result<u64, Trap> {
+        let (code, size, pc) =
+            (run.exit_word & 0x7f, (run.exit_word >> 7) & 0xf, run.exit_word >> 11);
+        let pc = usize::try_from(pc).unwrap_or(usize::MAX);
+        match code {
+            0 => Ok(value),
+            EXIT_BUDGET => {
+                Err(Trap::new(TrapCode::InstructionBudget, self.nth_from(pc, run.remaining)))
+            }
+            EXIT_HELPER => {
+                let id = run.helper_id;
+                match run.helper_status {
+                    HELPER_STOPPED => Ok(value),
+                    HELPER_FAILED => Err(Trap::memory(TrapCode::HelperFailed, pc, id, 0)),
+                    HELPER_UNBOUND => Err(Trap::memory(TrapCode::BadCallTarget, pc, id, 0)),
+                    HELPER_PANICKED => Err(Trap::new(TrapCode::HelperFailed, pc)),
+                    _ => Ok(value),
+                }
+            }
+            code => {
+                let code = u32::try_from(code).ok().and_then(TrapCode::from_code);
+                let size = size as u32;
+                Ok(code.map_or(Err(Trap::new(TrapCode::Unsupported, pc)), |code| {
+                    Err(Trap::memory(code, pc, run.exit_value, size))
+                })?)
+            }
+        }
+    }
+
+    /// The slot `count` instructions after `start` in straight-line order (the budget trap's
+    /// pc: `count` instructions of the block at `start` still fitted in the budget).
+    fn nth_from(&self, start: usize, count: u64) -> usize {
+        let mut pc = start;
+        for _ in 0..count {
+            pc = pc.saturating_add(self.insns.get(pc).map_or(1, Insn::slots));
+        }
+        pc
+    }
+
+    /// Writes the packet's guest addresses into the context fields that hold them.
+    fn fill_packet_fields(&self, ctx: &mut [u8], packet_len: usize) -> Result<(), Trap> {
+        let Some(layout) = self.bindings.context else {
+            return Ok(());
+        };
+        let packet_end = PACKET_BASE.saturating_add(packet_len as u64);
+        for field in layout.fields {
+            let value = match field.kind {
+                FieldKind::PacketStart | FieldKind::MetaStart => PACKET_BASE,
+                FieldKind::PacketEnd => packet_end,
+                FieldKind::Plain => continue,
+            };
+            let size = usize::try_from(field.size).unwrap_or(usize::MAX).min(8);
+            let bytes = usize::try_from(field.offset)
+                .ok()
+                .and_then(|start| ctx.get_mut(start..start.checked_add(size)?));
+            let Some(bytes) = bytes else {
+                let addr = CTX_BASE.saturating_add(u64::from(field.offset));
+                return Err(Trap::memory(TrapCode::OutOfBounds, 0, addr, field.size));
+            };
+            bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default());
+        }
+        Ok(())
+    }
+}
+
+/// A region longer than its window cannot be addressed whole: refuse it before running.
+fn refuse_oversized(bytes: Option<&[u8]>, base: u64) -> Result<(), Trap> {
+    match bytes {
+        Some(bytes) if bytes.len() as u64 > REGION_WINDOW => {
+            let size = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+            Err(Trap::memory(TrapCode::OutOfBounds, 0, base, size))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,312 @@
+//! The run state: the one block of memory generated code and Rust share during a run, and
+//! the two Rust functions generated code calls (helper calls and slow-path store checks).
+//!
+//! Generated code receives a `*mut RunState` as its only argument and reaches everything
+//! through it at fixed offsets ([`offsets`]): the region table it checks every access
+//! against, the saved call frames, the helper trampoline, and the fields it leaves its
+//! outcome in. Nothing else crosses the boundary, so the layout below is the whole contract
+//! between [`crate::codegen`] and [`crate::run`]; it is `#[repr(C)]` and its offsets are
+//! taken with `offset_of!`, never written by hand.
+//!
+//! The region table has one [`RegionEntry`] per address window (see [`crate::guest`]). An
+//! access of `size` bytes at guest address `addr` in window `w` is inside its region exactly
+//! when `addr - lo_addr < bound[size]` (unsigned, wrapping): `lo_addr` is the lowest address
+//! the program may touch (the region's base, or for the stack the running frame's floor),
+//! and `bound = len_from_lo - size + 1` (0 when no access of that size fits). One subtraction
+//! and one compare check both ends; an address below `lo_addr` wraps to a huge value.
+
+use std::any::Any;
+use std::mem::offset_of;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use weir_program::abi::{Bindings, ContextLayout, HelperOutcome};
+use weir_program::TrapCode;
+
+use crate::guest::{CTX, REGION_WINDOW, WINDOWS, WINDOW_SHIFT};
+
+/// Exit codes besides the trap codes (1-9) and 0 (the program returned).
+/// The instruction budget ran out inside the block starting at the exit's pc; `remaining` is
+/// how many of its instructions still fitted, which locates the trapping one.
+pub(crate) const EXIT_BUDGET: u64 = 100;
+/// A helper did not simply return: `helper_status` says why.
+pub(crate) const EXIT_HELPER: u64 = 101;
+
+/// `RunState::helper_status` after a helper call.
+pub(crate) const HELPER_RETURNED: u64 = 0;
+pub(crate) const HELPER_STOPPED: u64 = 1;
+pub(crate) const HELPER_FAILED: u64 = 2;
+/// `call %reg` with a value that is neither a function nor a bound helper.
+pub(crate) const HELPER_UNBOUND: u64 = 3;
+/// The helper panicked; the payload waits in `RunState::panic` to be resumed by Rust.
+pub(crate) const HELPER_PANICKED: u64 = 4;
+
+/// Saved registers per call frame: r6-r9, r10 and the return-site number.
+pub(crate) const FRAME_WORDS: usize = 6;
+
+/// One address window's region, as generated code checks it (see the module docs).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RegionEntry {
+    /// Lowest guest address the program may touch in this window.
+    pub lo_addr: u64,
+    /// Host address of `lo_addr` (an integer: only used after a passed check).
+    pub base_lo: u64,
+    /// For loads of 1, 2, 4, 8 bytes: accesses with `addr - lo_addr < bound` are inside.
+    pub load_bound: [u64; 4],
+    /// The same for stores; 0 where stores need the slow path (the context, whose writable
+    /// fields the layout decides).
+    pub store_bound: [u64; 4],
+    /// Host address of the window's first byte and the region's length: the slow path's view.
+    pub host: u64,
+    pub len: u64,
+    /// Pads the entry to 128 bytes, so an entry's offset is the window number shifted by 7.
+    pub _pad: [u64; 4],
+}
+
+/// log2 of `size_of::<RegionEntry>()`.
+pub(crate) const ENTRY_SHIFT: i64 = 7;
+const _: () = assert!(std::mem::size_of::<RegionEntry>() == 1 << ENTRY_SHIFT);
+
+/// Index of an access size in the bound arrays.
+pub(crate) fn size_index(size: u8) -> usize {
+    match size {
+        1 => 0,
+        2 => 1,
+        4 => 2,
+        _ => 3,
+    }
+}
+
+/// The `bound` of an access of `size` bytes when `span` bytes from `lo_addr` are accessible.
+pub(crate) fn bound(span: u64, size: u64) -> u64 {
+    span.checked_sub(size).map_or(0, |rest| rest.wrapping_add(1))
+}
+
+impl RegionEntry {
+    /// The entry of window `window` for a region at `host` of `len` bytes whose first
+    /// `floor` bytes are out of reach (only the stack has a floor).
+    pub(crate) fn new(window: usize, host: u64, len: u64, floor: u64, fast_stores: bool) -> Self {
+        let window_base = (window as u64).wrapping_mul(REGION_WINDOW);
+        let span = len.saturating_sub(floor);
+        let load_bound = [1, 2, 4, 8].map(|size| bound(span, size));
+        let store_bound = if fast_stores { load_bound } else { [0; 4] };
+        RegionEntry {
+            lo_addr: window_base.wrapping_add(floor),
+            base_lo: host.wrapping_add(floor),
+            load_bound,
+            store_bound,
+            host,
+            len,
+            _pad: [0; 4],
+        }
+    }
+}
+
+/// Everything one run shares between Rust and generated code. Fields up to `helper_id` are
+/// read or written by generated code at the offsets in [`offsets`].
+#[repr(C)]
+pub(crate) struct RunState {
+    pub regions: [RegionEntry; WINDOWS],
+    /// Host stack address minus `STACK_BASE` (wrapping): `r10 + stack_bias` is a host address.
+    pub stack_bias: u64,
+    /// What legacy packet loads read: the packet if there is one, else `mem`.
+    pub legacy_host: u64,
+    pub legacy_len: u64,
+    /// Host address of the saved frames (`FRAME_WORDS` words per frame).
+    pub frames: u64,
+    /// Host address of one byte per slot, 1 where `call %reg` may enter.
+    pub call_targets: u64,
+    /// Host addresses of [`call_helper`] and [`check_store`].
+    pub helper_fn: u64,
+    pub store_fn: u64,
+    /// The constant-blinding key (see `codegen::Translator::imm`).
+    pub key: u64,
+    pub budget: u64,
+    pub r1: u64,
+    pub r2: u64,
+    /// The outcome: `exit_word` packs the code (0: returned `exit_value`; a trap code,
+    /// [`EXIT_BUDGET`] or [`EXIT_HELPER`]), the access size and the pc (see
+    /// `codegen::exit_word`); `exit_value` is the result or the trap's address; then the
+    /// budget left and the deepest frame reached.
+    pub exit_word: u64,
+    pub exit_value: u64,
+    pub remaining: u64,
+    pub max_depth: u64,
+    /// Set by [`check_store`] when it refuses: the trap code.
+    pub store_code: u64,
+    /// Set by [`call_helper`]: how the helper ended and its id.
+    pub helper_status: u64,
+    pub helper_id: u64,
+    // Rust only from here.
+    pub bindings: *const Bindings,
+    pub ctx_layout: Option<&'static ContextLayout>,
+    pub panic: Option<Box<dyn Any + Send>>,
+}
+
+/// Byte offsets of the fields generated code touches.
+pub(crate) mod offsets {
+    use super::{offset_of, RegionEntry, RunState};
+
+    const fn field(offset: usize) -> i32 {
+        assert!(offset < i32::MAX as usize);
+        offset as i32
+    }
+
+    pub const REGIONS: i32 = field(offset_of!(RunState, regions));
+    pub const LO_ADDR: i32 = field(offset_of!(RegionEntry, lo_addr));
+    pub const BASE_LO: i32 = field(offset_of!(RegionEntry, base_lo));
+    pub const LOAD_BOUND: i32 = field(offset_of!(RegionEntry, load_bound));
+    pub const STORE_BOUND: i32 = field(offset_of!(RegionEntry, store_bound));
+    pub const STACK_BIAS: i32 = field(offset_of!(RunState, stack_bias));
+    pub const LEGACY_HOST: i32 = field(offset_of!(RunState, legacy_host));
+    pub const LEGACY_LEN: i32 = field(offset_of!(RunState, legacy_len));
+    pub const FRAMES: i32 = field(offset_of!(RunState, frames));
+    pub const CALL_TARGETS: i32 = field(offset_of!(RunState, call_targets));
+    pub const HELPER_FN: i32 = field(offset_of!(RunState, helper_fn));
+    pub const STORE_FN: i32 = field(offset_of!(RunState, store_fn));
+    pub const KEY: i32 = field(offset_of!(RunState, key));
+    pub const BUDGET: i32 = field(offset_of!(RunState, budget));
+    pub const R1: i32 = field(offset_of!(RunState, r1));
+    pub const R2: i32 = field(offset_of!(RunState, r2));
+    pub const EXIT_WORD: i32 = field(offset_of!(RunState, exit_word));
+    pub const EXIT_VALUE: i32 = field(offset_of!(RunState, exit_value));
+    pub const REMAINING: i32 = field(offset_of!(RunState, remaining));
+    pub const MAX_DEPTH: i32 = field(offset_of!(RunState, max_depth));
+    pub const STORE_CODE: i32 = field(offset_of!(RunState, store_code));
+    pub const HELPER_STATUS: i32 = field(offset_of!(RunState, helper_status));
+
+    /// Offset of region `window`'s entry.
+    pub const fn region(window: usize) -> i32 {
+        REGIONS + field(window * std::mem::size_of::<RegionEntry>())
+    }
+}
+
+impl RunState {
+    /// Where a store of `size` bytes at `addr` lands on the host, or the trap it raises: the
+    /// interpreter's rules exactly (out of bounds first, then the context's writable fields).
+    fn store_target(&self, addr: u64, size: u64) -> Result<u64, TrapCode> {
+        let window = usize::try_from(addr >> WINDOW_SHIFT).unwrap_or(usize::MAX);
+        let index = window.min(WINDOWS - 1);
+        let entry = self.regions.get(index).ok_or(TrapCode::OutOfBounds)?;
+        let offset = addr & (REGION_WINDOW - 1);
+        let floor = entry.lo_addr & (REGION_WINDOW - 1);
+        let end = offset.checked_add(size).ok_or(TrapCode::OutOfBounds)?;
+        if window != index || end > entry.len || offset < floor {
+            return Err(TrapCode::OutOfBounds);
+        }
+        if window == CTX && !self.ctx_writable(offset, end) {
+            return Err(TrapCode::ReadOnly);
+        }
+        Ok(entry.host.wrapping_add(offset))
+    }
+
+    /// Whether `[start, end)` of the context lies inside one writable field.
+    fn ctx_writable(&self, start: u64, end: u64) -> bool {
+        let Some(layout) = self.ctx_layout else {
+            return false;
+        };
+        layout.fields.iter().any(|field| {
+            let field_start = u64::from(field.offset);
+            let field_end = field_start.saturating_add(u64::from(field.size));
+            field.writable && start >= field_start && end <= field_end
+        })
+    }
+}
+
+/// The slow path of a store (every store to the context, and every store whose fast check
+/// failed): returns the host address to write, or 0 with the trap code in `store_code`.
+pub(crate) extern "C" fn check_store(state: *mut RunState, addr: u64, size: u64) -> u64 {
+    // SAFETY: generated code passes the `RunState` pointer it was called with, which
+    // `run::JitProgram::run_stats` made from a live `&mut RunState` it does not touch until
+    // the generated code returns; generated code itself is suspended during this call, so
+    // this is the only reference to the state.
+    let state = unsafe { &mut *state };
+    match state.store_target(addr, size) {
+        Ok(host) => host,
+        Err(code) => {
+            state.store_code = u64::from(code.code());
+            0
+        }
+    }
+}
+
+/// Calls the helper bound to `id` with r1-r5: returns its r0 (or its stop value) and leaves
+/// how it ended in `helper_status`. Never unwinds into generated code: a panic is caught
+/// and handed back to Rust, which resumes it after generated code has returned.
+#[allow(clippy::too_many_arguments)] // the C ABI call generated code makes: id and r1-r5
+pub(crate) extern "C" fn call_helper(
+    state: *mut RunState,
+    id: u64,
+    a1: u64,
+    a2: u64,
+    a3: u64,
+    a4: u64,
+    a5: u64,
+) -> u64 {
+    // SAFETY: as in `check_store`: the pointer comes from a live, otherwise unused
+    // `&mut RunState`. `bindings` points at the `Bindings` of the `JitProgram` being run,
+    // which the caller of the generated code borrows for the whole run.
+    let (state, bindings) = unsafe {
+        let state = &mut *state;
+        let bindings = &*state.bindings;
+        (state, bindings)
+    };
+    state.helper_id = id;
+    let Some(helper) = u32::try_from(id).ok().and_then(|id| bindings.helper(id)) else {
+        state.helper_status = HELPER_UNBOUND;
+        return 0;
+    };
+    let func = helper.func;
+    let args = [a1, a2, a3, a4, a5];
+    match catch_unwind(AssertUnwindSafe(|| func(&args))) {
+        Ok(HelperOutcome::Return(value)) => {
+            state.helper_status = HELPER_RETURNED;
+            value
+        }
+        Ok(HelperOutcome::Stop(value)) => {
+            state.helper_status = HELPER_STOPPED;
+            value
+        }
+        Ok(HelperOutcome::Fail) => {
+            state.helper_status = HELPER_FAILED;
+            0
+        }
+        Err(payload) => {
+            state.panic = Some(payload);
+            state.helper_status = HELPER_PANICKED;
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_refuse_what_does_not_fit() {
+        assert_eq!(bound(0, 1), 0);
+        assert_eq!(bound(3, 4), 0);
+        assert_eq!(bound(4, 4), 1);
+        assert_eq!(bound(512, 8), 505);
+    }
+
+    #[test]
+    fn entries_accept_exactly_their_bytes() {
+        let e = RegionEntry::new(4, 0x1000, 16, 0, true);
+        let inside =
+            |addr: u64, size: u8| addr.wrapping_sub(e.lo_addr) < e.load_bound[size_index(size)];
+        assert!(inside(0x4000_0000, 8));
+        assert!(inside(0x4000_0008, 8));
+        assert!(!inside(0x4000_0009, 8));
+        assert!(!inside(0x3fff_ffff, 1));
+        assert!(inside(0x4000_000f, 1));
+        assert!(!inside(0x4000_0010, 1));
+        let stack = RegionEntry::new(1, 0x1000, 64, 32, true);
+        let inside = |addr: u64| addr.wrapping_sub(stack.lo_addr) < stack.load_bound[0];
+        assert!(!inside(0x1000_001f));
+        assert!(inside(0x1000_0020));
+        assert!(inside(0x1000_003f));
+        assert!(!inside(0x1000_0040));
+    }
+}
