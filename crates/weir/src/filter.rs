@@ -34,7 +34,13 @@ struct SocketFilterRun<P, C> {
 impl<P, C> SocketFilterRun<P, C> {
     fn new(program: P, cache: C, layout: &ContextLayout) -> Self {
         let len_field = layout.field("len").map_or(0, |f| f.offset as usize);
-        SocketFilterRun { program, cache, ctx: vec![0; layout.size as usize], len_field, packet: Vec::new() }
+        SocketFilterRun {
+            program,
+            cache,
+            ctx: vec![0; layout.size as usize],
+            len_field,
+            packet: Vec::new(),
+        }
     }
 
     /// Fills the context and the packet buffer for one run.
@@ -92,7 +98,9 @@ impl PreparedFilter {
 
 fn prepare(filter: &Filter, engine: Engine) -> Result<Runner, String> {
     Ok(match engine {
-        Engine::Native => Runner::Native(weir_jit::filter::compile(filter).map_err(|e| e.to_string())?),
+        Engine::Native => {
+            Runner::Native(weir_jit::filter::compile(filter).map_err(|e| e.to_string())?)
+        }
         Engine::Jit => {
             let program = emit_socket_filter(filter)?;
             let (bindings, layout) = socket_bindings();
@@ -104,8 +112,9 @@ fn prepare(filter: &Filter, engine: Engine) -> Result<Runner, String> {
         Engine::Interp => {
             let program = emit_socket_filter(filter)?;
             let (bindings, layout) = socket_bindings();
-            let interp = weir_interp::Interpreter::new(&program, bindings, weir_interp::Config::default())
-                .map_err(|e| format!("the interpreter refuses the emitted program: {e}"))?;
+            let interp =
+                weir_interp::Interpreter::new(&program, bindings, weir_interp::Config::default())
+                    .map_err(|e| format!("the interpreter refuses the emitted program: {e}"))?;
             let cache = interp.cache();
             Runner::Interp(Box::new(SocketFilterRun::new(interp, cache, layout)))
         }

@@ -15,7 +15,7 @@
 
 pub mod engine;
 mod filter;
-mod program;
+pub mod program;
 
 pub use engine::{choose, Choice, ChoiceError, Engine, Subject};
 pub use filter::PreparedFilter;

@@ -10,7 +10,7 @@
 //! contents, where `#` starts a comment that runs to the end of the line (as tcpdump reads
 //! such files). It is compiled for the capture's link type, or the one `-y` names, through
 //! `weir_pflang::compile`; every record is then tested in one place ([`Matcher`]), which is
-//! where a faster engine will slot in.
+//! where the engine the facade chose (`--engine`, `--explain`) runs it.
 //!
 //! A capture damaged midway (cut short, a record with an absurd length) is processed up to
 //! the damage: the packets before it are printed, counted and written, then the error says
@@ -26,6 +26,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use weir::{Engine, PreparedFilter};
 use weir_filter::Filter;
 use weir_pflang::names::NameDb;
 use weir_pflang::{CompileError, LinkType, Options};
@@ -69,6 +70,13 @@ pub struct FilterArgs {
     /// RAW, or a DLT number) instead of the capture's own.
     #[arg(short = 'y', long = "linktype", value_name = "LINKTYPE")]
     linktype: Option<String>,
+    /// Run on this engine instead of the one weir picks (native, jit, interp, cbpf,
+    /// reference); an engine that cannot take the filter is then an error.
+    #[arg(long, value_name = "ENGINE")]
+    engine: Option<weir::Engine>,
+    /// Say on standard error which engine runs the filter, and why.
+    #[arg(long)]
+    explain: bool,
     /// The filter expression; empty matches every packet.
     #[arg(value_name = "EXPRESSION")]
     expression: Vec<String>,
@@ -170,19 +178,27 @@ pub fn options(linktype: LinkType) -> Options {
     options
 }
 
-/// The one place a packet meets the filter. Today the reference evaluator of the filter IR;
-/// an engine (interpreter over emitted eBPF, JIT) replaces the body of `matches`.
+/// The one place a packet meets the filter: the filter on the engine the facade chose
+/// (or the one `--engine` forced).
 struct Matcher {
-    filter: Filter,
+    prepared: PreparedFilter,
 }
 
 impl Matcher {
-    fn new(filter: Filter) -> Matcher {
-        Matcher { filter }
+    fn new(filter: &Filter, engine: Option<Engine>) -> Result<Matcher, String> {
+        let prepared = PreparedFilter::new(filter, engine).map_err(|e| {
+            let mut message = e.message;
+            for reason in e.reasons {
+                message.push_str("\n  ");
+                message.push_str(&reason);
+            }
+            message
+        })?;
+        Ok(Matcher { prepared })
     }
 
-    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
-        self.filter.matches(data, wire_len)
+    fn matches(&mut self, data: &[u8], wire_len: u32) -> bool {
+        self.prepared.matches(data, wire_len)
     }
 }
 
@@ -193,10 +209,12 @@ struct Matchers<'e> {
     names: NameDb,
     by_linktype: HashMap<u32, (LinkType, Matcher)>,
     forced: Option<LinkType>,
+    engine: Option<Engine>,
+    explain: bool,
 }
 
 impl<'e> Matchers<'e> {
-    fn get(&mut self, dlt: u32) -> Result<&(LinkType, Matcher), String> {
+    fn get(&mut self, dlt: u32) -> Result<&mut (LinkType, Matcher), String> {
         let key = self.forced.map_or(dlt, LinkType::dlt);
         if !self.by_linktype.contains_key(&key) {
             let linktype = match self.forced {
@@ -211,9 +229,13 @@ impl<'e> Matchers<'e> {
             let filter =
                 weir_pflang::compile(&self.expression.text, &options(linktype), &self.names)
                     .map_err(|e| self.expression.error(&e))?;
-            self.by_linktype.insert(key, (linktype, Matcher::new(filter)));
+            let matcher = Matcher::new(&filter, self.engine)?;
+            if self.explain {
+                eprint!("weir: {}: {}", linktype.name(), matcher.prepared.choice());
+            }
+            self.by_linktype.insert(key, (linktype, matcher));
         }
-        self.by_linktype.get(&key).ok_or_else(|| "internal: filter cache".to_string())
+        self.by_linktype.get_mut(&key).ok_or_else(|| "internal: filter cache".to_string())
     }
 }
 
@@ -234,6 +256,8 @@ pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
         names: NameDb::system(),
         by_linktype: HashMap::new(),
         forced,
+        engine: args.engine,
+        explain: args.explain,
     };
     // Compile before touching any output, so a bad expression (or link type) writes nothing.
     matchers.get(capture.linktype())?;

@@ -18,7 +18,7 @@ mod input;
 mod run;
 mod summary;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -27,13 +27,6 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// Engines a program can run on.
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum EngineChoice {
-    /// The reference interpreter.
-    Interp,
 }
 
 #[derive(Subcommand)]
@@ -69,8 +62,13 @@ enum Command {
         /// Memory the program gets in r1 (length in r2), as hex bytes; overrides `-- mem`.
         #[arg(long)]
         mem: Option<String>,
-        #[arg(long, value_enum, default_value = "interp")]
-        engine: EngineChoice,
+        /// Run on this engine (jit, interp) instead of the one weir picks; an engine that
+        /// cannot take the program is then an error, not a fallback.
+        #[arg(long, value_name = "ENGINE")]
+        engine: Option<weir::Engine>,
+        /// Say on standard error which engine runs the program, and why.
+        #[arg(long)]
+        explain: bool,
         /// Stop after this many instructions (a trap, not a hang).
         #[arg(long)]
         budget: Option<u64>,
@@ -87,8 +85,9 @@ enum Command {
     ConformancePlugin {
         /// Memory as hex bytes (spaces optional).
         memory: Option<String>,
-        #[arg(long, value_enum, default_value = "interp")]
-        engine: EngineChoice,
+        /// Run on this engine (jit, interp) instead of the one weir picks.
+        #[arg(long, value_name = "ENGINE")]
+        engine: Option<weir::Engine>,
         /// Accepted for compatibility with runners that pass it; ignored.
         #[arg(long, hide = true)]
         elf: bool,
@@ -102,13 +101,14 @@ fn main() -> ExitCode {
         Command::Compile(args) => compile::run(args),
         Command::Asm { file, output, words } => run::asm(&file, output.as_deref(), words),
         Command::Disasm { file, listing } => run::disasm(&file, listing),
-        Command::Exec { file, mem, engine, budget, check } => {
-            run::exec(&file, mem.as_deref(), engine, budget, check)
+        Command::Exec { file, mem, engine, explain, budget, check } => {
+            run::exec(&file, mem.as_deref(), run::EngineRequest { engine, explain }, budget, check)
         }
         Command::Cbpf(command) => cbpf::run(command),
-        Command::ConformancePlugin { memory, engine, elf: _ } => {
-            run::conformance_plugin(memory.as_deref(), engine)
-        }
+        Command::ConformancePlugin { memory, engine, elf: _ } => run::conformance_plugin(
+            memory.as_deref(),
+            run::EngineRequest { engine, explain: false },
+        ),
     };
     match result {
         Ok(code) => code,

@@ -1,12 +1,11 @@
 //! The subcommands. Each returns an exit code or a message for standard error.
 
+use crate::hex;
 use crate::input::{self, Format};
-use crate::{hex, EngineChoice};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use weir_conformance::{Case, Expect};
-use weir_interp::{Config, Interpreter};
 use weir_isa::asm;
 use weir_program::abi::Bindings;
 use weir_program::Program;
@@ -61,33 +60,45 @@ pub fn disasm(path: &Path, listing: bool) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn interpreter(program: &Program, budget: Option<u64>) -> Result<Interpreter, String> {
-    let mut config = Config::default();
-    if let Some(budget) = budget {
-        config.instruction_budget = budget;
-    }
-    Interpreter::new(program, Bindings::conformance(), config).map_err(|e| e.to_string())
+/// `--engine` and `--explain` as given on the command line.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineRequest {
+    pub engine: Option<weir::Engine>,
+    pub explain: bool,
 }
 
+/// Runs `program` on the engine the facade picks (or the forced one), with the conformance
+/// bindings and `mem` in r1.
 fn run_on(
-    engine: EngineChoice,
+    request: EngineRequest,
     program: &Program,
     mem: &mut [u8],
     budget: Option<u64>,
 ) -> Result<u64, String> {
-    match engine {
-        EngineChoice::Interp => {
-            let interp = interpreter(program, budget)?;
-            let mut cache = interp.cache();
-            interp.run_mem(&mut cache, mem).map_err(|trap| trap.to_string())
-        }
+    let mut limits = weir::program::Limits::default();
+    if let Some(budget) = budget {
+        limits.instruction_budget = budget;
     }
+    let mut prepared =
+        weir::PreparedProgram::new(program, &Bindings::conformance(), limits, request.engine)
+            .map_err(|e| {
+                let mut message = e.message;
+                for reason in e.reasons {
+                    message.push_str("\n  ");
+                    message.push_str(&reason);
+                }
+                message
+            })?;
+    if request.explain {
+        eprint!("weir: {}", prepared.choice());
+    }
+    prepared.run_mem(mem).map_err(|trap| trap.to_string())
 }
 
 pub fn exec(
     path: &Path,
     mem_hex: Option<&str>,
-    engine: EngineChoice,
+    engine: EngineRequest,
     budget: Option<u64>,
     check: bool,
 ) -> Result<ExitCode, String> {
@@ -150,7 +161,7 @@ fn show(outcome: &Result<u64, String>) -> String {
     }
 }
 
-pub fn conformance_plugin(memory: Option<&str>, engine: EngineChoice) -> Result<ExitCode, String> {
+pub fn conformance_plugin(memory: Option<&str>, engine: EngineRequest) -> Result<ExitCode, String> {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
         .map_err(|e| format!("standard input: {e}"))?;

@@ -877,3 +877,37 @@ fn compile_prints_programs_that_select_the_same_packets() {
     assert!(text(&bad.stderr).contains("column 7"), "{}", text(&bad.stderr));
     assert!(bad.stdout.is_empty());
 }
+
+/// Every engine selects the same packets, and `--explain` names the engine that ran.
+#[test]
+fn every_engine_selects_the_same_packets_and_explain_says_which_ran() {
+    let capture = sample();
+    let exprs = [
+        "tcp or udp port 53",
+        "ip6 and not icmp6",
+        "tcp[tcpflags] & tcp-syn != 0",
+        "vlan and ip",
+        "ip[2:2] > 500 or arp",
+    ];
+    for expr in exprs {
+        let mut counts = Vec::new();
+        for engine in ["native", "jit", "interp", "cbpf", "reference"] {
+            let out =
+                weir(&["filter", "--engine", engine, "--explain", "--count", "-r", &capture, expr]);
+            assert!(out.status.success(), "{engine} {expr}: {}", text(&out.stderr));
+            let err = text(&out.stderr);
+            assert!(err.contains(&format!("engine: {engine}")), "{engine}: {err}");
+            counts.push(text(&out.stdout).trim().to_string());
+        }
+        assert!(counts.windows(2).all(|w| w[0] == w[1]), "{expr}: {counts:?}");
+    }
+    // Left to itself, weir picks native code for filters and says why.
+    let out = weir(&["filter", "--explain", "--count", "-r", &capture, "ip"]);
+    assert!(text(&out.stderr).contains("engine: native"), "{}", text(&out.stderr));
+    // An engine that cannot run a kind of subject is an error, not a silent fallback.
+    let data =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/samples/ipv4-header-checksum.data");
+    let out = weir(&["exec", "--engine", "native", data]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("filters only"), "{}", text(&out.stderr));
+}
