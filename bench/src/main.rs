@@ -17,16 +17,7 @@
 //! `filterlist` (bench/filters.txt), `timing` (rounds, medians); `compile` (compile
 //! latency); `interp` (the eBPF interpreter suite); `record` (dated records).
 
-mod compile;
-mod engines;
-mod filterlist;
-mod filters;
-mod interp;
-mod kernel_runs;
-mod record;
-mod timing;
-mod traffic;
-mod workload;
+use weir_bench::{compile, filters, interp};
 
 use std::process::ExitCode;
 

@@ -6,6 +6,7 @@
 //! ```text
 //! weir filter -r trace.pcap 'tcp port 80'       # like tcpdump -q -n -r trace.pcap ...
 //! weir compile -d 'udp and not port 53'         # like tcpdump -d
+//! weir bench --hot 'port 22'                    # every engine vs libpcap and the kernel
 //! weir exec testdata/samples/checksum.data     # prints r0 in hex
 //! weir asm prog.s -o prog.bin && weir disasm --listing prog.bin
 //! ```
@@ -36,6 +37,9 @@ enum Command {
     Filter(filter::FilterArgs),
     /// Compile a tcpdump filter expression and print the program (classic BPF or eBPF).
     Compile(compile::CompileArgs),
+    /// Time filters on every engine (weir's native code, eBPF JIT and interpreters, libpcap,
+    /// the kernel): ns per packet and ratio to libpcap, after checking that all agree.
+    Bench(weir_bench::filters::FiltersArgs),
     /// Assemble eBPF text into bytecode.
     Asm {
         /// Assembly file (`-` for standard input).
@@ -94,11 +98,24 @@ enum Command {
     },
 }
 
+/// `weir bench`: the filter suite of `bench/`, with the same options.
+fn bench(args: &weir_bench::filters::FiltersArgs) -> Result<ExitCode, String> {
+    let command = std::iter::once("weir bench".to_string())
+        .chain(std::env::args().skip(2))
+        .collect::<Vec<_>>()
+        .join(" ");
+    match weir_bench::filters::run(args, &command)? {
+        true => Ok(ExitCode::SUCCESS),
+        false => Err("the engines disagreed or failed (see the messages above)".into()),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Filter(args) => filter::run(args),
         Command::Compile(args) => compile::run(args),
+        Command::Bench(args) => bench(&args),
         Command::Asm { file, output, words } => run::asm(&file, output.as_deref(), words),
         Command::Disasm { file, listing } => run::disasm(&file, listing),
         Command::Exec { file, mem, engine, explain, budget, check } => {

@@ -1,0 +1,18 @@
+//! `weir_bench`: the benchmark suites as a library, so that `weir bench` (the CLI) and the
+//! `weir-bench` binary run the same code. See the binary's documentation for the suites.
+//!
+//! Module map: `filters` (the filter suite's driver) over `engines` (what runs a filter),
+//! `kernel_runs` (the kernel as an engine), `workload` and `traffic` (the packets),
+//! `filterlist` (bench/filters.txt), `timing` (rounds, medians); `compile` (compile
+//! latency); `interp` (the eBPF interpreter suite); `record` (dated records).
+
+pub mod compile;
+mod engines;
+mod filterlist;
+pub mod filters;
+pub mod interp;
+mod kernel_runs;
+mod record;
+mod timing;
+mod traffic;
+mod workload;
