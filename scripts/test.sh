@@ -24,13 +24,16 @@ cargo test --workspace --release 2>&1 | tee target/test-output.txt
 grep -q "test result: ok" target/test-output.txt
 
 step "quick start"
+cargo run --release --quiet -p weir-cli -- filter --explain -r testdata/captures/sample.pcap 'tcp or udp port 53' | tail -n 3
 cargo run --release --quiet -p weir-cli -- exec --check testdata/samples/ipv4-header-checksum.data
 
-step "benchmark smoke run"
+step "benchmark smoke runs"
 cargo run --release --quiet -p weir-bench -- interp --rounds 3
+cargo run --release --quiet -p weir-bench -- filters --rounds 3 --quick --hot
+cargo run --release --quiet -p weir-bench -- compile --quick
 
 step "fuzz smoke runs (${FUZZ_SECONDS}s each)"
-for target in decode assemble interp; do
+for target in decode assemble interp jit_diff; do
   (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" -- -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 2>&1 | tail -n 3)
 done
 
