@@ -14,7 +14,7 @@ pub struct PreparedFilter {
 }
 
 enum Runner {
-    Native(weir_jit::filter::NativeFilter),
+    Native(Box<weir_jit::filter::NativeFilter>),
     Jit(Box<SocketFilterRun<weir_jit::JitProgram, weir_jit::Cache>>),
     Interp(Box<SocketFilterRun<weir_interp::Interpreter, weir_interp::Cache>>),
     Cbpf(CbpfFilter),
@@ -99,7 +99,7 @@ impl PreparedFilter {
 fn prepare(filter: &Filter, engine: Engine) -> Result<Runner, String> {
     Ok(match engine {
         Engine::Native => {
-            Runner::Native(weir_jit::filter::compile(filter).map_err(|e| e.to_string())?)
+            Runner::Native(Box::new(weir_jit::filter::compile(filter).map_err(|e| e.to_string())?))
         }
         Engine::Jit => {
             let program = emit_socket_filter(filter)?;

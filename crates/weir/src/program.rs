@@ -24,7 +24,7 @@ pub struct PreparedProgram {
 }
 
 enum Runner {
-    Jit(weir_jit::JitProgram, weir_jit::Cache),
+    Jit(Box<(weir_jit::JitProgram, weir_jit::Cache)>),
     Interp(weir_interp::Interpreter, weir_interp::Cache),
 }
 
@@ -46,7 +46,7 @@ impl PreparedProgram {
                 let jit = weir_jit::Jit::compile(program, bindings.clone(), config)
                     .map_err(|e| e.to_string())?;
                 let cache = jit.cache();
-                Ok(Runner::Jit(jit, cache))
+                Ok(Runner::Jit(Box::new((jit, cache))))
             }
             Engine::Interp => {
                 let config = weir_interp::Config {
@@ -70,7 +70,10 @@ impl PreparedProgram {
     /// Runs with `mem` in r1 and its length in r2 (the conformance convention).
     pub fn run_mem(&mut self, mem: &mut [u8]) -> Result<u64, Trap> {
         match &mut self.runner {
-            Runner::Jit(p, cache) => p.run_mem(cache, mem),
+            Runner::Jit(jit) => {
+                let (p, cache) = &mut **jit;
+                p.run_mem(cache, mem)
+            }
             Runner::Interp(p, cache) => p.run_mem(cache, mem),
         }
     }
