@@ -10,17 +10,18 @@
 //! libpcap's words for the errors of this part of the lowering.
 //!
 //! Documented differences, each checked below rather than skipped:
-//! - `inbound`, `outbound` and `ifindex` on link types without those fields: libpcap on
-//!   Linux compiles loads of kernel metadata (which reject every packet outside a live
-//!   socket filter); weir refuses, with libpcap's message for systems without that metadata.
+//! - `inbound`, `outbound` and `ifindex` on link types without those fields: weir filters
+//!   capture files and refuses them as libpcap does when it reads a savefile ("... not
+//!   supported on Ethernet when reading savefiles", checked against `tcpdump -r`), while
+//!   the oracle, compiling with `pcap_open_dead`, emits loads of Linux kernel metadata.
 //! - `byte N & V` / `byte N | V`: libpcap forgets to load the byte; weir tests it.
 //! - `vxlan`: absent from libpcap 1.10; checked against the equivalent accessor expression.
 //! - More than two `geneve`s in one expression: each takes three of the eight scratch slots
 //!   lowering may use (libpcap has sixteen registers for everything); weir refuses.
 //! - After a `geneve` that did not match, later tests read offsets that were never stored:
-//!   libpcap reads uninitialized scratch memory (undefined), weir reads 0. Such packets are
-//!   recognized by running weir's filter with every read of an unwritten slot made to
-//!   abort ([`trap_unset_reads`]), and are not compared.
+//!   libpcap reads whatever the cell holds (another test's temporary, or uninitialized
+//!   memory), weir reads 0. Such packets are recognized by evaluating weir's unoptimized
+//!   filter with `Evaluator::reads_unset_scratch`, and are not compared.
 //! - libpcap's optimizer does not keep the unoptimized program's meaning everywhere: it
 //!   drops loads whose value it does not need, so some packets cut short are accepted
 //!   optimized and rejected unoptimized (recognized by padding the packet: the programs
@@ -28,7 +29,7 @@
 //!   code does not (`ip[-1]`, listed in [`LIBPCAP_OPTIMIZER_WRAPS`]). weir follows the
 //!   unoptimized program; these optimizer differences are counted, not failed.
 
-use weir_filter::{BinOp, Evaluator, Expr, Pred, SCRATCH_SLOTS};
+use weir_filter::{Evaluator, Expr, Filter, Pred};
 use weir_pflang::names::NameDb;
 use weir_pflang::{compile, LinkType, Options};
 use weir_testkit::libpcap::{self, BpfInsn};
@@ -63,44 +64,7 @@ const OWN_MESSAGES: &[&str] = &[
 /// does not (it rejects the packet).
 const LIBPCAP_OPTIMIZER_WRAPS: &[&str] = &["ip[-1] = 0", "tcp[-1] = 0"];
 
-/// Slot `s`'s shadow, which [`trap_unset_reads`] sets to 1 when `s` is written; lowering
-/// uses only the lower half of scratch memory.
-fn shadow(slot: u8) -> u8 {
-    assert!(slot < SCRATCH_SLOTS / 2, "slot {slot} has no shadow");
-    slot + SCRATCH_SLOTS / 2
-}
-
-/// `p` with every scratch write also marking the slot's shadow, and every scratch read
-/// dividing by that shadow: a read of a slot nothing wrote aborts.
-fn trap_unset_reads(p: &Pred) -> Pred {
-    match p {
-        Pred::Const(_) | Pred::Guard(_) => p.clone(),
-        Pred::Cmp { op, lhs, rhs } => Pred::cmp(*op, trap_expr(lhs), trap_expr(rhs)),
-        Pred::In { value, set } => Pred::In { value: trap_expr(value), set: set.clone() },
-        Pred::And(parts) => Pred::And(parts.iter().map(trap_unset_reads).collect()),
-        Pred::Or(parts) => Pred::Or(parts.iter().map(trap_unset_reads).collect()),
-        Pred::Not(inner) => Pred::not(trap_unset_reads(inner)),
-        Pred::Store { slot, value } => Pred::And(vec![
-            Pred::Store { slot: *slot, value: trap_expr(value) },
-            Pred::Store { slot: shadow(*slot), value: Expr::Const(1) },
-        ]),
-    }
-}
-
-fn trap_expr(e: &Expr) -> Expr {
-    match e {
-        Expr::Const(_) | Expr::WireLen => e.clone(),
-        Expr::Load { offset, size } => Expr::load(trap_expr(offset), *size),
-        Expr::Scratch(slot) => Expr::binary(
-            BinOp::Add,
-            e.clone(),
-            Expr::binary(BinOp::Div, Expr::Const(0), Expr::Scratch(shadow(*slot))),
-        ),
-        Expr::Binary { op, lhs, rhs } => Expr::binary(*op, trap_expr(lhs), trap_expr(rhs)),
-        Expr::Neg(inner) => Expr::Neg(Box::new(trap_expr(inner))),
-    }
-}
-
+/// Whether a filter reads scratch memory at all (only then can a read find a slot unset).
 fn reads_scratch(p: &Pred) -> bool {
     fn expr(e: &Expr) -> bool {
         match e {
@@ -120,14 +84,12 @@ fn reads_scratch(p: &Pred) -> bool {
     }
 }
 
-/// Whether weir's verdict on `p` may depend on a scratch slot nothing wrote. The packet is
-/// padded first, so that only such a read (not the end of the captured bytes) aborts the
-/// trapped filter: a conservative test (a read after the real packet's end is counted too).
-fn reads_unset_scratch(trapped: &Pred, p: &Packet) -> bool {
-    let mut data = p.data.clone();
-    data.resize(data.len().max(p.wire_len as usize) + 4096, 0);
-    // `len` stays what it was: the path must not change.
-    Evaluator::new(&data, p.wire_len).pred(trapped).is_err()
+/// Whether weir's unoptimized filter, on `p`, reads a scratch slot nothing wrote: its
+/// verdict then rests on the IR's "unset slots are 0", libpcap's on a stale cell.
+fn reads_unset_scratch(plain: &Filter, p: &Packet) -> bool {
+    let mut evaluator = Evaluator::new(&p.data, p.wire_len);
+    let _ = evaluator.pred(&plain.pred);
+    evaluator.reads_unset_scratch()
 }
 
 fn list(name: &str) -> Vec<String> {
@@ -234,12 +196,15 @@ fn check_expression(expr: &str, link: LinkType, packets: &[Packet], names: &Name
         (Ok(filter), Ok(prog)) => {
             t.compiled += 1;
             let optimized = libpcap::compile(expr, dlt, true);
-            let trapped = reads_scratch(&filter.pred).then(|| trap_unset_reads(&filter.pred));
+            // The unoptimized filter is the one whose scratch reads mirror libpcap's (the
+            // optimizer may fold a read of a slot it knows is still 0).
+            let options = Options { optimize: false, ..Options::new(link) };
+            let plain = compile(expr, &options, names).ok().filter(|f| reads_scratch(&f.pred));
             let mut shown = 0;
             let accepted_before = t.accepted;
             for p in packets {
                 let got = filter.matches(&p.data, p.wire_len);
-                if trapped.as_ref().is_some_and(|trap| reads_unset_scratch(trap, p)) {
+                if plain.as_ref().is_some_and(|plain| reads_unset_scratch(plain, p)) {
                     t.uninitialized += 1;
                     continue;
                 }
@@ -386,17 +351,27 @@ fn encapsulation_prefixes_shift_every_later_test_like_libpcap() {
     assert!(total == 0, "{total} failures:\n{}", t.failures.join("\n"));
 }
 
+/// How libpcap ends its refusal of `inbound`/`outbound`/`ifindex` when it reads a capture
+/// file, as weir always does.
+const SAVEFILES: &str = "when reading savefiles";
+
 /// The documented difference for `inbound`/`outbound`/`ifindex`: refused where weir has no
-/// such field, with the message libpcap gives on systems without kernel metadata; and where
-/// the field exists, agreement is checked by the main test.
+/// such field, with the message libpcap gives when reading a savefile; and where the field
+/// exists, agreement is checked by the main test.
 #[test]
 fn direction_and_interface_are_refused_where_the_link_has_no_such_field() {
     let names = NameDb::builtin();
     for link in [LinkType::Ethernet, LinkType::Raw, LinkType::Null, LinkType::Ipv6] {
         for (e, message) in [
-            ("inbound", format!("inbound/outbound not supported on {}", link.description())),
-            ("outbound", format!("inbound/outbound not supported on {}", link.description())),
-            ("ifindex 2", format!("ifindex not supported on {}", link.description())),
+            (
+                "inbound",
+                format!("inbound/outbound not supported on {} {SAVEFILES}", link.description()),
+            ),
+            (
+                "outbound",
+                format!("inbound/outbound not supported on {} {SAVEFILES}", link.description()),
+            ),
+            ("ifindex 2", format!("ifindex not supported on {} {SAVEFILES}", link.description())),
         ] {
             let err = compile(e, &Options::new(link), &names).err();
             assert_eq!(err.map(|e| e.message), Some(message), "{e} on {}", link.name());
@@ -407,9 +382,60 @@ fn direction_and_interface_are_refused_where_the_link_has_no_such_field() {
     let after_pppoes = compile("pppoes and inbound", &Options::new(LinkType::LinuxSll), &names);
     assert_eq!(
         after_pppoes.err().map(|e| e.message),
-        Some("inbound/outbound not supported on PPP".to_string()),
+        Some(format!("inbound/outbound not supported on PPP {SAVEFILES}")),
         "the direction is a property of the current link header"
     );
+}
+
+/// The savefile oracle itself: `tcpdump -r` (libpcap reading a capture file of each link
+/// type) refuses or accepts the direction and interface tests exactly as weir does, with the
+/// same message.
+#[test]
+fn direction_and_interface_follow_tcpdump_reading_a_file() {
+    use std::process::Command;
+    if !Command::new("tcpdump").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        println!(
+            "SKIPPED: direction_and_interface_follow_tcpdump_reading_a_file: tcpdump not installed"
+        );
+        return;
+    }
+    let names = NameDb::builtin();
+    let exprs = [
+        "inbound",
+        "not outbound and ip",
+        "ifindex 1",
+        "pppoes and inbound",
+        "pppoes and ifindex 2",
+        "geneve and outbound",
+        "ip or ifindex 3",
+    ];
+    let (mut refused, mut accepted) = (0, 0);
+    for &dlt in weir_testkit::relink::dlt::ALL.iter() {
+        let link = LinkType::from_dlt(dlt).unwrap_or_else(|| panic!("weir lacks DLT {dlt}"));
+        let path = std::env::temp_dir()
+            .join(format!("weir-pflang-savefile-{}-{dlt}.pcap", std::process::id()));
+        weir_testkit::write_pcap(&path, dlt, &[]).expect("writing an empty capture");
+        for e in exprs {
+            let out = Command::new("tcpdump").arg("-r").arg(&path).arg("-d").arg(e).output();
+            let out = out.expect("running tcpdump");
+            let ours = compile(e, &Options::new(link), &names).map(|_| ()).map_err(|e| e.message);
+            if out.status.success() {
+                accepted += 1;
+                assert_eq!(ours, Ok(()), "{e} on {}: tcpdump -r accepts", link.name());
+            } else {
+                refused += 1;
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let message = stderr
+                    .lines()
+                    .find_map(|l| l.strip_prefix("tcpdump: "))
+                    .unwrap_or_else(|| panic!("{e} on {}: tcpdump says {stderr}", link.name()));
+                assert_eq!(ours, Err(message.to_string()), "{e} on {}", link.name());
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    println!("tcpdump -r: {refused} refusals and {accepted} acceptances matched");
+    assert!(refused > 30 && accepted > 5, "{refused} refused, {accepted} accepted");
 }
 
 /// `byte N & V` and `byte N | V`: weir tests the byte; libpcap applies the operation to

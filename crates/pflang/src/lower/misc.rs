@@ -1,10 +1,11 @@
 //! Link-type specific tests: direction (`inbound`/`outbound`), `ifindex`, and the pflog,
 //! 802.11, ATM and SS7 MTP tests.
 //!
-//! Only Linux cooked captures record a direction and an interface in the packet; weir
-//! reads nothing else (libpcap, on Linux, compiles these to loads from kernel metadata that
-//! a capture file does not have, so its programs reject every packet there; weir refuses
-//! them up front with libpcap's message for systems without that metadata). pflog, 802.11,
+//! Only Linux cooked captures record a direction (v1 and v2) and an interface (v2) in the
+//! packet. weir filters capture files, so elsewhere it does what libpcap does when it reads
+//! a savefile: refuses them, with libpcap's words ("inbound/outbound not supported on
+//! Ethernet when reading savefiles"). (libpcap compiling for a live Linux socket instead
+//! emits loads of kernel metadata, which a capture file does not have.) pflog, 802.11,
 //! ATM and MTP headers are not among weir's link types; these tests get libpcap's error,
 //! after the same name checks libpcap's grammar makes first, so a misspelt name reports the
 //! same thing in both.
@@ -128,7 +129,10 @@ impl Lowerer<'_> {
             other => {
                 return Err(error(
                     span,
-                    format!("inbound/outbound not supported on {}", other.description()),
+                    format!(
+                        "inbound/outbound not supported on {} when reading savefiles",
+                        other.description()
+                    ),
                 ))
             }
         };
@@ -139,7 +143,10 @@ impl Lowerer<'_> {
     pub(crate) fn ifindex(&mut self, n: u32, span: Span) -> Result<Pred, CompileError> {
         match self.link {
             LinkType::LinuxSll2 => Ok(self.cmp_field(Layer::LinkHdr, 4, Size::Word, u32::MAX, n)),
-            other => Err(error(span, format!("ifindex not supported on {}", other.description()))),
+            other => Err(error(
+                span,
+                format!("ifindex not supported on {} when reading savefiles", other.description()),
+            )),
         }
     }
 

@@ -155,6 +155,9 @@ pub(crate) struct Lowerer<'a> {
     /// After `geneve`: the scratch slots of the inner link header and link payload offsets,
     /// which are equal when Geneve carries a bare network packet instead of a frame.
     pub geneve_slots: Option<(u8, u8)>,
+    /// The two slots every `protochain` walk shares, taken by the first one (see
+    /// `net_proto`): never handed to anything else.
+    pub protochain_slots: Option<(u8, u8)>,
     next_scratch: u8,
 }
 
@@ -175,6 +178,7 @@ impl<'a> Lowerer<'a> {
             pppoes_seen: false,
             tunnel_seen: false,
             geneve_slots: None,
+            protochain_slots: None,
             next_scratch: 0,
         }
     }
@@ -245,10 +249,7 @@ impl<'a> Lowerer<'a> {
                 let mut acc = self.expr(first)?;
                 for (op, next) in rest {
                     let rhs = self.expr(next)?;
-                    acc = match op {
-                        BoolOp::And => Pred::and([acc, rhs]),
-                        BoolOp::Or => Pred::or([acc, rhs]),
-                    };
+                    acc = join(acc, *op == BoolOp::And, rhs);
                 }
                 Ok(acc)
             }
@@ -273,6 +274,29 @@ impl<'a> Lowerer<'a> {
             ExprKind::Mtp2(kind) => self.mtp2(*kind, e.span),
             ExprKind::Mtp3(field, _) => self.mtp3(*field, e.span),
         }
+    }
+}
+
+/// `Pred::and([acc, rhs])` (`conjunction`) or `Pred::or([acc, rhs])`, built in place when
+/// `acc` already is that junction: a chain of n terms then costs O(n), not the O(n^2) of
+/// copying the growing junction at every term (10,000 `host` terms: 60,000 parts).
+fn join(acc: Pred, conjunction: bool, rhs: Pred) -> Pred {
+    let mut parts = match acc {
+        Pred::And(parts) if conjunction && !parts.is_empty() => parts,
+        Pred::Or(parts) if !conjunction && !parts.is_empty() => parts,
+        acc if conjunction => return Pred::and([acc, rhs]),
+        acc => return Pred::or([acc, rhs]),
+    };
+    match rhs {
+        Pred::And(inner) if conjunction => parts.extend(inner),
+        Pred::Or(inner) if !conjunction => parts.extend(inner),
+        rhs => parts.push(rhs),
+    }
+    // Exactly what the flattening constructors give: a single part stands for itself.
+    match (parts.len(), conjunction) {
+        (1, _) => parts.pop().unwrap_or(Pred::Const(conjunction)),
+        (_, true) => Pred::And(parts),
+        (_, false) => Pred::Or(parts),
     }
 }
 

@@ -245,15 +245,24 @@ impl Lowerer<'_> {
                 "'protochain' not supported with variable length headers",
             ));
         }
-        // The IPv4 and IPv6 walks run one after the other, so they share their two slots.
-        let next = self.alloc_scratch(span)?;
-        let offset = self.alloc_scratch(span)?;
+        // A walk's state is dead once it has answered, so every walk (the IPv4 and IPv6
+        // ones, and those of later protochains) shares two slots. They are not released
+        // for other primitives: a tunnel test's slots must be ones nothing else writes, so
+        // that when the tunnel test did not run, what later tests read is recognisably
+        // unset (libpcap reads a stale cell there; see `Evaluator::reads_unset_scratch`),
+        // not a walk's leftovers.
+        let (next, offset) = match self.protochain_slots {
+            Some(slots) => slots,
+            None => {
+                let slots = (self.alloc_scratch(span)?, self.alloc_scratch(span)?);
+                self.protochain_slots = Some(slots);
+                slots
+            }
+        };
         let mut walks = Vec::with_capacity(versions.len());
         for &v6 in versions {
             walks.push(self.protochain_walk(v, v6, next, offset, span)?);
         }
-        // The walk's state is dead once it has answered: later primitives may reuse it.
-        self.release_scratch(next);
         Ok(Pred::or(walks))
     }
 

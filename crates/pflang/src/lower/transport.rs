@@ -213,13 +213,12 @@ fn checked_port(port: RawPort, site: Site) -> Result<u32, CompileError> {
     Ok(port as u32)
 }
 
-/// A service name as libpcap resolves it: a decimal number stands for itself on every
-/// transport (the resolver reads it as a port); otherwise the TCP entry wins, and equal TCP
-/// and UDP entries mean "any transport". SCTP entries are not consulted.
+/// A service name as libpcap resolves it: a number stands for itself on every transport
+/// (the resolver reads it as a port, see [`numeric_service`]); otherwise the TCP entry wins,
+/// and equal TCP and UDP entries mean "any transport". SCTP entries are not consulted.
 fn service_port(names: &NameDb, name: &str) -> Option<(RawPort, PortProto)> {
-    if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
-        let port: u32 = name.parse().ok().filter(|&p| p <= 65535)?;
-        return Some((RawPort::from(port), None));
+    if let Some(number) = numeric_service(name) {
+        return number.map(|port| (RawPort::from(port), None));
     }
     let tcp = names.port(name, Transport::Tcp);
     let udp = names.port(name, Transport::Udp);
@@ -229,6 +228,35 @@ fn service_port(names: &NameDb, name: &str) -> Option<(RawPort, PortProto)> {
         (None, Some(u)) => Some((RawPort::from(u), Some(IPPROTO_UDP))),
         (None, None) => None,
     }
+}
+
+/// A service "name" that is a number, read the way libpcap gets it read: libpcap hands
+/// service names to the C library's getaddrinfo, which takes a string `strtoul` consumes
+/// whole (an optional sign, decimal digits; saturating) as a port number, keeps it in a C
+/// `int`, and stores its low 16 bits as the port. So a port range `ssh-70000` is 22..4464,
+/// not an error, because nothing after the resolver checks the range: a libpcap quirk weir
+/// follows, as it decides what a filter matches. A negative `int` makes the resolver look
+/// the digits up as a name, which finds nothing: `Some(None)`. `None`: not a number.
+fn numeric_service(name: &str) -> Option<Option<u16>> {
+    let (negative, digits) = match name.as_bytes().first() {
+        Some(b'-') => (true, &name[1..]),
+        Some(b'+') => (false, &name[1..]),
+        _ => (false, name),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let magnitude =
+        digits.bytes().try_fold(0u64, |v, b| v.checked_mul(10)?.checked_add(u64::from(b - b'0')));
+    // strtoul: an overflow gives ULONG_MAX whatever the sign; otherwise the sign negates.
+    let value = match magnitude {
+        None => u64::MAX,
+        Some(m) if negative => m.wrapping_neg(),
+        Some(m) => m,
+    };
+    // Into an `int` (the low 32 bits); the port is the low 16 bits of a non-negative one.
+    let as_int = value as u32 as i32;
+    Some((as_int >= 0).then_some(as_int as u16))
 }
 
 /// A port range id: `N-M` read as libpcap reads it (two signed numbers around a dash,
@@ -247,8 +275,10 @@ fn port_range(names: &NameDb, text: &str) -> Option<(RawPort, RawPort, PortProto
     Some((first, last, proto))
 }
 
-/// An optionally signed decimal number at the start of `s`, as C's `%d` reads one (values
-/// beyond an `int` are clamped, which only changes the number an error message shows).
+/// An optionally signed decimal number at the start of `s`, as the C library's `%d` reads
+/// one: into a `long` (saturating at its limits), then stored in an `int`, which keeps the
+/// low 32 bits. So `4294967297` reads as 1 and `99999999999999999999` as -1: what libpcap's
+/// range then checks (and accepts or refuses), a libpcap quirk weir follows.
 fn leading_int(s: &str) -> Option<(RawPort, &str)> {
     let (negative, digits_start) = match s.as_bytes().first() {
         Some(b'-') => (true, 1),
@@ -260,9 +290,48 @@ fn leading_int(s: &str) -> Option<(RawPort, &str)> {
     if digits == 0 {
         return None;
     }
-    let magnitude = rest[..digits].bytes().fold(0i64, |v, b| {
-        v.saturating_mul(10).saturating_add(i64::from(b - b'0')).min(i64::from(i32::MAX) + 1)
-    });
-    let value = if negative { -magnitude } else { magnitude.min(i64::from(i32::MAX)) };
-    Some((value.max(i64::from(i32::MIN)), &rest[digits..]))
+    let magnitude = rest[..digits]
+        .bytes()
+        .try_fold(0i128, |v, b| v.checked_mul(10)?.checked_add(i128::from(b - b'0')))
+        .unwrap_or(i128::MAX);
+    let signed = if negative { -magnitude } else { magnitude };
+    let long = signed.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+    Some((RawPort::from(long as i32), &rest[digits..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The C library's readings, as libpcap 1.10 on glibc shows them (`tcpdump -d`).
+    #[test]
+    fn numbers_read_as_the_c_library_reads_them() {
+        assert_eq!(numeric_service("70000"), Some(Some(4464)));
+        assert_eq!(numeric_service("65536"), Some(Some(0)));
+        assert_eq!(numeric_service("4294967297"), Some(Some(1)));
+        assert_eq!(numeric_service("010"), Some(Some(10)));
+        // Negative as an int: looked up as a name, found nowhere.
+        assert_eq!(numeric_service("2147483648"), Some(None));
+        assert_eq!(numeric_service("4294967295"), Some(None));
+        assert_eq!(numeric_service("99999999999999999999"), Some(None));
+        assert_eq!(numeric_service("-5"), Some(None));
+        assert_eq!(numeric_service("ssh"), None);
+        assert_eq!(numeric_service("0x10"), None);
+        assert_eq!(numeric_service(""), None);
+
+        assert_eq!(leading_int("8080-1"), Some((8080, "-1")));
+        assert_eq!(leading_int("4294967297"), Some((1, "")));
+        assert_eq!(leading_int("2147483648"), Some((-2_147_483_648, "")));
+        assert_eq!(leading_int("99999999999999999999x"), Some((-1, "x")));
+        assert_eq!(leading_int("-99999999999999999999"), Some((0, "")));
+        assert_eq!(leading_int("ssh"), None);
+    }
+
+    #[test]
+    fn a_service_range_past_65535_keeps_the_low_bits() {
+        let names = NameDb::builtin();
+        assert_eq!(port_range(&names, "ssh-70000"), Some((22, 4464, None)));
+        assert_eq!(port_range(&names, "ssh-2147483648"), None);
+        assert_eq!(port_range(&names, "8080-4294967297"), Some((8080, 1, None)));
+    }
 }

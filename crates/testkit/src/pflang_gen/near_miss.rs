@@ -45,10 +45,18 @@ fn core(g: &mut Generator) -> String {
         }
         1 => {
             let lo = values::port(rng);
+            // Past 65535 in every way a C resolver reads a number differently: a range
+            // `NAME-N` resolves N as a service (libpcap keeps its low 16 bits unless the
+            // value is negative as a C int), `N-M` reads both as numbers (refused).
+            let hi = pick(
+                rng,
+                &["70000", "65536", "4294967297", "2147483648", "99999999999999999999"],
+                "70000",
+            );
             if rng.chance(70) {
-                format!("portrange {lo}-70000")
+                format!("portrange {lo}-{hi}")
             } else {
-                "portrange 70000-80".to_string()
+                format!("portrange {hi}-{lo}")
             }
         }
         2 => format!("vlan {}", pick(rng, &[4096u32, 4097, 65535, 0xffff_ffff], 4096)),

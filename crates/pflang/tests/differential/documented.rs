@@ -1,0 +1,236 @@
+//! The documented differences between weir and the oracle (libpcap compiling with
+//! `pcap_open_dead`), recognised precisely so that the differential test can count them
+//! instead of failing on them, and fail on everything else.
+//!
+//! Each one is recognised from what the compilers and the packet show, not from the text of
+//! the expression alone:
+//!
+//! - **Savefile refusals**: weir filters capture files and so refuses `inbound`,
+//!   `outbound` and `ifindex` on link types that do not record them, with the words of
+//!   libpcap reading a savefile. libpcap compiling for a dead handle instead emits Linux
+//!   ancillary loads (kernel metadata a socket filter has and a file does not). Recognised
+//!   by weir's message together with an ancillary load in libpcap's program.
+//! - **libpcap bug, `byte N & V` / `byte N | V`**: libpcap's code for these applies the
+//!   operation to whatever the accumulator holds, without loading the byte. Recognised by
+//!   spelling each such primitive out as `(link[N] & V != 0)` for libpcap only: weir must
+//!   then agree everywhere.
+//! - **weir limit, protochain depth**: weir unrolls the protochain walk
+//!   [`PROTOCHAIN_HOPS`] times; libpcap loops. Recognised per packet by walking the
+//!   packet's own IPv6 extension / AH chain the way the compiled walk does.
+//! - **weir limit, scratch slots**: three `geneve`s need more slots than lowering keeps;
+//!   recognised by weir's own message for it.
+
+use weir_pflang::ast::{AddrKind, ByteOp, Expr, ExprKind};
+use weir_pflang::LinkType;
+use weir_testkit::libpcap::BpfInsn;
+
+/// weir's protochain unrolling depth (`PROTOCHAIN_HOPS` in lower/net_proto.rs); the
+/// differential test checks it against weir's verdicts on chains of every length
+/// (`protochain_depth_is_the_documented_one`), so this copy cannot drift silently.
+pub const PROTOCHAIN_HOPS: usize = 8;
+
+/// weir's refusal when an expression's variable-length headers need more scratch slots
+/// than lowering keeps (three `geneve`s): a documented weir limit.
+pub const SCRATCH_BUDGET_MESSAGE: &str =
+    "not supported: too many variable-length headers in one expression";
+
+/// What an expression contains that a documented difference depends on.
+#[derive(Debug, Clone, Default)]
+pub struct Features {
+    /// The expression with every `byte N & V` / `byte N | V` spelled out as a link-layer
+    /// load libpcap compiles correctly; `None` when it has no such primitive.
+    pub byte_spelled_out: Option<String>,
+    /// A `protochain` primitive (written or inherited).
+    pub protochain: bool,
+}
+
+impl Features {
+    /// Reads `text` with weir's parser (an expression it cannot parse has no features).
+    pub fn of(text: &str) -> Features {
+        let Ok(Some(ast)) = weir_pflang::parse(text) else { return Features::default() };
+        let mut bytes = Vec::new();
+        let mut protochain = false;
+        visit(&ast, &mut |e| match &e.kind {
+            ExprKind::Byte { offset, op: op @ (ByteOp::And | ByteOp::Or), value } => {
+                let op = if *op == ByteOp::And { "&" } else { "|" };
+                bytes.push((e.span, format!("(link[{offset}] {op} {value} != 0)")));
+            }
+            ExprKind::Primitive(p) if p.qual.addr == Some(AddrKind::ProtoChain) => {
+                protochain = true;
+            }
+            _ => {}
+        });
+        let byte_spelled_out = (!bytes.is_empty()).then(|| {
+            let mut out = text.to_string();
+            // Right to left, so earlier spans stay valid.
+            bytes.sort_by_key(|(span, _)| std::cmp::Reverse(span.start));
+            for (span, spelled) in bytes {
+                out.replace_range(span.start..span.end, &spelled);
+            }
+            out
+        });
+        Features { byte_spelled_out, protochain }
+    }
+}
+
+fn visit<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Chain { first, rest } => {
+            visit(first, f);
+            for (_, next) in rest {
+                visit(next, f);
+            }
+        }
+        ExprKind::Not(inner) => visit(inner, f),
+        _ => {}
+    }
+}
+
+/// weir's refusal of a direction or interface test where the capture has none, worded as
+/// libpcap words it when reading a savefile.
+pub fn is_savefile_refusal(message: &str) -> bool {
+    let Some(rest) = message
+        .strip_prefix("inbound/outbound not supported on ")
+        .or_else(|| message.strip_prefix("ifindex not supported on "))
+    else {
+        return false;
+    };
+    rest.ends_with(" when reading savefiles")
+}
+
+/// Linux's ancillary data offsets start here (SKF_AD_OFF, -4096 as an unsigned offset).
+const SKF_AD_OFF: u32 = 0xffff_f000;
+
+/// Whether a classic BPF program loads Linux ancillary data (`ld`/`ldh`/`ldb` at an offset
+/// from SKF_AD_OFF up): what libpcap emits for `inbound`, `outbound` and `ifindex` when it
+/// does not know it will read a file. The load is absolute, or indexed (`ld [x - 4088]`)
+/// when the link header has moved to a run-time offset (after `geneve`).
+pub fn has_ancillary_load(prog: &[BpfInsn]) -> bool {
+    const BPF_LD: u16 = 0x00;
+    const BPF_ABS: u16 = 0x20;
+    const BPF_IND: u16 = 0x40;
+    prog.iter().any(|i| {
+        let mode = i.code & 0xe0;
+        i.code & 0x07 == BPF_LD && (mode == BPF_ABS || mode == BPF_IND) && i.k >= SKF_AD_OFF
+    })
+}
+
+// IP protocol numbers the protochain walk steps over.
+const HOP_BY_HOP: u8 = 0;
+const ROUTING: u8 = 43;
+const FRAGMENT: u8 = 44;
+const AH: u8 = 51;
+const DEST_OPTS: u8 = 60;
+
+/// Where the network layer may start in a packet of `link`: after the link header, and
+/// again after each VLAN tag, MPLS label and PPPoE session header in front of it (the
+/// walk of `vlan and protochain 6` starts behind the tag).
+fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
+    let half = |at: usize| data.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    match link {
+        LinkType::Ethernet => {
+            let mut starts = vec![14];
+            let mut type_at = 12;
+            while let Some(ty) = half(type_at) {
+                match ty {
+                    0x8100 | 0x88a8 | 0x9100 => type_at += 4,
+                    0x8864 => {
+                        // PPPoE session: 6 bytes, then the 2-byte PPP protocol.
+                        starts.push(type_at + 2 + 8);
+                        break;
+                    }
+                    0x8847 => {
+                        let mut at = type_at + 2;
+                        while let Some(&bos) = data.get(at + 2) {
+                            at += 4;
+                            starts.push(at);
+                            if bos & 1 == 1 {
+                                break;
+                            }
+                        }
+                        break;
+                    }
+                    _ => break,
+                }
+                starts.push(type_at + 2);
+            }
+            starts
+        }
+        LinkType::LinuxSll => vec![16],
+        LinkType::LinuxSll2 => vec![20],
+        LinkType::Null | LinkType::Loop => vec![4],
+        LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 | LinkType::Ppp => vec![0],
+    }
+}
+
+/// Whether the protochain walk over the packet's header chain is still going after
+/// [`PROTOCHAIN_HOPS`] hops, from any place the network layer may start: the packets on
+/// which weir's unrolled walk answers "not found" where libpcap's loop goes on.
+///
+/// The walk is followed as the compiled one moves (weir's follows libpcap's): each hop
+/// steps over one IPv6 extension header (next header at byte 0, length in 8-octet units
+/// past the first at byte 1) and then, if one follows, one AH header, whose length
+/// (4-octet units plus 2) becomes the offset itself rather than being added to it (a
+/// libpcap quirk both keep). A load past the captured bytes ends the walk (both abort).
+pub fn protochain_walk_exceeds(link: LinkType, data: &[u8]) -> bool {
+    network_starts(link, data).into_iter().any(|net| walk_exceeds(data, net))
+}
+
+fn walk_exceeds(data: &[u8], net: usize) -> bool {
+    let byte = |at: usize| data.get(net.checked_add(at)?).copied();
+    let Some(version) = byte(0).map(|b| b >> 4) else { return false };
+    let (v6, mut next, mut offset) = match version {
+        4 => match (byte(9), byte(0)) {
+            (Some(next), Some(first)) => (false, next, usize::from(first & 0xf) * 4),
+            _ => return false,
+        },
+        6 => match byte(6) {
+            Some(next) => (true, next, 40),
+            None => return false,
+        },
+        _ => return false,
+    };
+    let is_extension = |n: u8| matches!(n, HOP_BY_HOP | DEST_OPTS | ROUTING | FRAGMENT);
+    for _ in 0..PROTOCHAIN_HOPS {
+        if v6 && is_extension(next) {
+            let (Some(n), Some(len)) = (byte(offset), byte(offset + 1)) else { return false };
+            next = n;
+            offset += (usize::from(len) + 1) * 8;
+        }
+        if next == AH {
+            let (Some(n), Some(len)) = (byte(offset), byte(offset + 1)) else { return false };
+            next = n;
+            offset = (usize::from(len) + 2) * 4;
+        }
+    }
+    (v6 && is_extension(next)) || next == AH
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_tests_with_and_or_are_spelled_out_for_libpcap() {
+        let f = Features::of("not byte 14 & 0x40 or byte 0 = 1 and (byte 3 | 2)");
+        assert_eq!(
+            f.byte_spelled_out.as_deref(),
+            Some("not (link[14] & 64 != 0) or byte 0 = 1 and (link[3] | 2 != 0)")
+        );
+        assert!(!f.protochain);
+        assert!(Features::of("byte 1 < 2").byte_spelled_out.is_none());
+        assert!(Features::of("ip6 protochain 6 or 17").protochain);
+        assert!(!Features::of("ip proto 6").protochain);
+    }
+
+    #[test]
+    fn savefile_messages_are_recognised() {
+        assert!(is_savefile_refusal(
+            "inbound/outbound not supported on Ethernet when reading savefiles"
+        ));
+        assert!(is_savefile_refusal("ifindex not supported on PPP when reading savefiles"));
+        assert!(!is_savefile_refusal("inbound/outbound not supported on Ethernet"));
+        assert!(!is_savefile_refusal("unknown host 'x'"));
+    }
+}
