@@ -1,10 +1,13 @@
-//! `weir-bench interp`: weir's eBPF interpreter against rbpf's, on four small programs
-//! (bench/programs/*.s) over one 1,500-byte buffer. Results must agree before either is
-//! timed; the ratio is rbpf's time over weir's.
+//! `weir-bench interp`: weir's eBPF interpreter and JIT against rbpf's, on four small
+//! programs (bench/programs/*.s) over one 1,500-byte buffer. All four engines' results must
+//! agree before any is timed; each ratio is rbpf's time over weir's for the same kind of
+//! engine (interpreter against interpreter, JIT against JIT). rbpf's JIT exists only on
+//! x86-64 Unix hosts; elsewhere its column says so.
 
 use std::time::Instant;
 
 use weir_interp::{Config, Interpreter};
+use weir_jit::Jit;
 use weir_program::abi::Bindings;
 use weir_program::Program;
 
@@ -60,8 +63,8 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
     let pkt = packet();
     let mut log = Log::default();
     log.line(format!(
-        "{:<15} {:>12} {:>12} {:>8}   (ns per run, median of {rounds} rounds)",
-        "program", "weir-interp", "rbpf-interp", "ratio"
+        "{:<15} {:>11} {:>11} {:>6}  {:>9} {:>9} {:>6}   (ns per run, median of {rounds} rounds)",
+        "program", "weir-interp", "rbpf-interp", "ratio", "weir-jit", "rbpf-jit", "ratio"
     ));
     let mut agreed = true;
     for (name, source) in PROGRAMS {
@@ -70,31 +73,81 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         let bytes = program.to_bytes();
         let interp = Interpreter::new(&program, Bindings::new(), Config::default())
             .map_err(|e| format!("{name}: {e}"))?;
+        let jit = Jit::compile(&program, Bindings::new(), weir_jit::Config::default())
+            .map_err(|e| format!("{name}: {e}"))?;
         let mut cache = interp.cache();
+        let mut jit_cache = jit.cache();
         let mut weir_mem = pkt.clone();
         let mut rbpf_mem = pkt.clone();
-        let vm = rbpf::EbpfVmRaw::new(Some(&bytes))
+        let mut vm = rbpf::EbpfVmRaw::new(Some(&bytes))
             .map_err(|e| format!("{name}: rbpf refuses the program: {e}"))?;
+        let rbpf_jit = rbpf_jit_compile(&mut vm);
         let weir_r0 = interp.run_mem(&mut cache, &mut weir_mem);
+        let jit_r0 = jit.run_mem(&mut jit_cache, &mut weir_mem);
         let rbpf_r0 = vm.execute_program(&mut rbpf_mem);
-        match (&weir_r0, &rbpf_r0) {
-            (Ok(a), Ok(b)) if a == b => {}
-            _ => {
-                eprintln!("{name}: results differ: weir {weir_r0:?}, rbpf {rbpf_r0:?}");
-                agreed = false;
-                continue;
+        let rbpf_jit_r0 = rbpf_jit.then(|| rbpf_jit_run(&vm, &mut rbpf_mem));
+        let all_agree = match (&weir_r0, &jit_r0, &rbpf_r0) {
+            (Ok(a), Ok(b), Ok(c)) => {
+                a == b && b == c && rbpf_jit_r0.as_ref().is_none_or(|r| r.as_ref().ok() == Some(c))
             }
+            _ => false,
+        };
+        if !all_agree {
+            eprintln!(
+                "{name}: results differ: weir-interp {weir_r0:?}, weir-jit {jit_r0:?}, \
+                 rbpf-interp {rbpf_r0:?}, rbpf-jit {rbpf_jit_r0:?}"
+            );
+            agreed = false;
+            continue;
         }
         let inner = 200;
         let weir_ns =
             time_median(rounds, inner, || interp.run_mem(&mut cache, &mut weir_mem).unwrap_or(0));
         let rbpf_ns = time_median(rounds, inner, || vm.execute_program(&mut rbpf_mem).unwrap_or(0));
-        log.line(format!("{name:<15} {weir_ns:>12.0} {rbpf_ns:>12.0} {:>7.2}x", rbpf_ns / weir_ns));
+        let jit_ns =
+            time_median(rounds, inner, || jit.run_mem(&mut jit_cache, &mut weir_mem).unwrap_or(0));
+        let (rbpf_jit_ns, jit_ratio) = if rbpf_jit {
+            let ns = time_median(rounds, inner, || rbpf_jit_run(&vm, &mut rbpf_mem).unwrap_or(0));
+            (format!("{ns:.0}"), format!("{:.2}x", ns / jit_ns))
+        } else {
+            ("n/a".to_string(), "-".to_string())
+        };
+        log.line(format!(
+            "{name:<15} {weir_ns:>11.0} {rbpf_ns:>11.0} {:>5.2}x  {jit_ns:>9.0} {rbpf_jit_ns:>9} \
+             {jit_ratio:>6}",
+            rbpf_ns / weir_ns
+        ));
     }
     if agreed && record {
-        let notes = ["ratio = rbpf time / weir time".to_string()];
+        let notes = ["ratio = rbpf time / weir time (interpreters, then JITs)".to_string()];
         let path = record::write("interp", command, &notes, &log.lines)?;
         println!("recorded {}", path.display());
     }
     Ok(agreed)
+}
+
+/// Compiles `vm` with rbpf's JIT where it has one; `false` when it does not or refuses.
+#[cfg(all(target_arch = "x86_64", unix))]
+fn rbpf_jit_compile(vm: &mut rbpf::EbpfVmRaw<'_>) -> bool {
+    vm.jit_compile().is_ok()
+}
+
+#[cfg(not(all(target_arch = "x86_64", unix)))]
+fn rbpf_jit_compile(_: &mut rbpf::EbpfVmRaw<'_>) -> bool {
+    false
+}
+
+/// One run of rbpf's JIT code; only called after [`rbpf_jit_compile`] succeeded.
+#[cfg(all(target_arch = "x86_64", unix))]
+fn rbpf_jit_run(vm: &rbpf::EbpfVmRaw<'_>, mem: &mut [u8]) -> Result<u64, std::io::Error> {
+    // SAFETY: the program was compiled by `rbpf_jit_compile` and checked, on this same
+    // buffer, to give the interpreters' result before it is timed; the bench programs only
+    // read and write inside the 1,508-byte buffer and their own stack, which is what rbpf's
+    // JIT (unlike its interpreter, it checks no access) requires of them.
+    unsafe { vm.execute_program_jit(mem) }
+}
+
+#[cfg(not(all(target_arch = "x86_64", unix)))]
+fn rbpf_jit_run(_: &rbpf::EbpfVmRaw<'_>, _: &mut [u8]) -> Result<u64, std::io::Error> {
+    Err(std::io::Error::other("rbpf has no JIT on this host"))
 }

@@ -194,9 +194,10 @@ impl JitProgram {
         refuse_oversized(packet.as_deref(), PACKET_BASE)?;
         refuse_oversized(mem.as_deref(), MEM_BASE)?;
 
-        let (r1, r2) = match (&ctx, &mem) {
-            (Some(ctx), _) => (CTX_BASE, ctx.len() as u64),
-            (None, Some(mem)) if !mem.is_empty() => (MEM_BASE, mem.len() as u64),
+        // The window of the region `r1` points at (0, which holds nothing, without one).
+        let (input_window, r2) = match (&ctx, &mem) {
+            (Some(ctx), _) => (CTX, ctx.len() as u64),
+            (None, Some(mem)) if !mem.is_empty() => (MEM, mem.len() as u64),
             _ => (0, 0),
         };
         let ctx = ctx.unwrap_or_default();
@@ -216,6 +217,9 @@ impl JitProgram {
         regions[CTX] = region(CTX, ctx, 0, false);
         regions[PACKET] = region(PACKET, packet, 0, true);
         regions[MEM] = region(MEM, mem, 0, true);
+        // `r1` is its region's lowest address, taken from the entry itself: generated code
+        // relies on that equality to check accesses through `r1` without a table lookup.
+        let r1 = regions[input_window].lo_addr;
         let legacy = if legacy_reads_packet { &regions[PACKET] } else { &regions[MEM] };
         let (legacy_host, legacy_len) = (legacy.host, legacy.len);
 

@@ -10,6 +10,16 @@
 //! bounds by construction and its host address is `r10 + bias`. Every other base register
 //! is checked on every access.
 //!
+//! Most accesses skip the table: when the base register's pointers most likely point into
+//! one region (`provenance`), the access is first checked against that region alone, with
+//! its lowest address, bound and host offset held in values computed once per run (pure
+//! loads, which Cranelift hoists out of loops) or known when compiling (the stack of a
+//! program without calls, the packet's base): `addr - lo < bound`, then host = `addr +
+//! bias`. An address inside the guessed region is a valid access to it whatever the guess
+//! was based on; anything else goes to the table path in a cold block, which finds the
+//! right region or traps exactly as before. Accesses through `r1` use `r1` on entry as the
+//! region's lowest address: `crate::run` takes `r1` from that very table entry.
+//!
 //! Stores whose fast check fails (and all stores to the context, whose table entry admits
 //! no fast store) call `state::check_store`, which applies the context layout's writable
 //! fields and names the trap (`OutOfBounds` or `ReadOnly`) exactly as the interpreter does.
@@ -19,9 +29,10 @@ use cranelift_codegen::ir::{types, AliasRegion, Endianness, InstBuilder, MemFlag
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::TrapCode;
 
-use super::{arg, state_flags, Translator};
-use crate::guest::{STACK, STACK_BASE, WINDOWS, WINDOW_SHIFT};
-use crate::state::{offsets, size_index, ENTRY_SHIFT};
+use super::provenance::Guess;
+use super::{arg, constant_flags, state_flags, Translator};
+use crate::guest::{PACKET, PACKET_BASE, STACK, STACK_BASE, WINDOWS, WINDOW_SHIFT};
+use crate::state::{self, offsets, size_index, ENTRY_SHIFT};
 use crate::CompileError;
 
 /// Guest memory: checked before every access (so no trap), little-endian, maybe unaligned,
@@ -78,6 +89,29 @@ fn atomic(op: Op) -> Option<(Rmw, bool, bool)> {
     })
 }
 
+/// The lowest address of a guessed region, or its access bound: known when compiling, or
+/// loaded from the run state once.
+#[derive(Clone, Copy, Debug)]
+enum Lo {
+    Known(i64),
+    Loaded(Value),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Bound {
+    Known(u64),
+    Loaded(Value),
+}
+
+/// A region to check an access against directly: inside when `addr - lo < bound`, and then
+/// at host address `addr + bias`.
+#[derive(Clone, Copy, Debug)]
+struct View {
+    lo: Lo,
+    bound: Bound,
+    bias: Value,
+}
+
 impl Translator<'_, '_> {
     /// Whether `r10 + off` of `size` bytes lies inside the running frame, whatever the depth.
     fn in_own_frame(&self, off: i16, size: u8) -> bool {
@@ -94,6 +128,88 @@ impl Translator<'_, '_> {
             let host = self.b.ins().iadd(r10, self.stack_bias);
             return (host, i32::from(off));
         }
+        let Some(view) = self.guessed_view(base, size, access) else {
+            return self.table_address(base, off, size, access);
+        };
+        let reg = self.get(base);
+        let addr = self.b.ins().iadd_imm(reg, i64::from(off));
+        let rel = match view.lo {
+            Lo::Known(lo) => self.b.ins().iadd_imm(addr, lo.wrapping_neg()),
+            Lo::Loaded(lo) => self.b.ins().isub(addr, lo),
+        };
+        let inside = match view.bound {
+            Bound::Known(bound) => {
+                self.b.ins().icmp_imm(IntCC::UnsignedLessThan, rel, bound as i64)
+            }
+            Bound::Loaded(bound) => self.b.ins().icmp(IntCC::UnsignedLessThan, rel, bound),
+        };
+        let fast_host = self.b.ins().iadd(reg, view.bias);
+        let join = self.b.create_block();
+        let host = self.b.append_block_param(join, types::I64);
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(inside, join, &[arg(fast_host)], slow, &[]);
+
+        // Outside the guessed region: the table finds the right one, or traps.
+        self.b.switch_to_block(slow);
+        let (checked, displacement) = self.table_address(base, off, size, access);
+        // The table path may have split the slow block; all of it stays out of the way.
+        if let Some(tail) = self.b.current_block() {
+            self.b.set_cold_block(tail);
+        }
+        let shift = i64::from(displacement).wrapping_sub(i64::from(off));
+        let rebased = self.b.ins().iadd_imm(checked, shift);
+        self.b.ins().jump(join, &[arg(rebased)]);
+        self.b.switch_to_block(join);
+        (host, i32::from(off))
+    }
+
+    /// How to check an access through `base` against the region its pointers most likely
+    /// point into, with no table lookup: `None` when there is no useful guess (then the
+    /// table decides).
+    fn guessed_view(&mut self, base: u8, size: u8, access: Access) -> Option<View> {
+        let guess = self.guesses.get(usize::from(base)).copied()?;
+        let bounds = match access {
+            Access::Load => offsets::LOAD_BOUND,
+            Access::Store => offsets::STORE_BOUND,
+        };
+        let bound_at = bounds.wrapping_add(8 * size_index(size) as i32);
+        match guess {
+            Guess::Input => {
+                // The context or memory: its entry never changes during a run, so these
+                // loads are pure and leave loops.
+                // Its lowest address is `r1` on entry (its base; 0 without one, whose entry
+                // admits nothing), a value the program usually keeps live anyway.
+                let (entry, lo) = self.input;
+                let flags = constant_flags();
+                let at = |field: i32| offsets::region(0).wrapping_add(field);
+                let base_lo = self.b.ins().load(types::I64, flags, entry, at(offsets::BASE_LO));
+                let bound = self.b.ins().load(types::I64, flags, entry, at(bound_at));
+                let bias = self.b.ins().isub(base_lo, lo);
+                Some(View { lo: Lo::Loaded(lo), bound: Bound::Loaded(bound), bias })
+            }
+            Guess::Packet => {
+                let entry = offsets::region(PACKET);
+                let base_lo = self.load_state(entry.wrapping_add(offsets::BASE_LO));
+                let bound = self.load_state(entry.wrapping_add(bound_at));
+                let lo = PACKET_BASE as i64;
+                let bias = self.b.ins().iadd_imm(base_lo, lo.wrapping_neg());
+                Some(View { lo: Lo::Known(lo), bound: Bound::Loaded(bound), bias })
+            }
+            // Without calls the stack's entry is fixed: frame 0, all known but its host.
+            Guess::Stack if !self.cfg.has_calls => {
+                let floor = self.shape.frame_floor(0);
+                let lo = STACK_BASE.wrapping_add(floor) as i64;
+                let span = self.shape.bytes().saturating_sub(floor);
+                let bound = state::bound(span, u64::from(size));
+                Some(View { lo: Lo::Known(lo), bound: Bound::Known(bound), bias: self.stack_bias })
+            }
+            Guess::Stack | Guess::Scalar | Guess::Mixed => None,
+        }
+    }
+
+    /// The host address of `size` bytes at `base + off` found through the region table.
+    fn table_address(&mut self, base: u8, off: i16, size: u8, access: Access) -> (Value, i32) {
         let reg = self.get(base);
         let addr = self.b.ins().iadd_imm(reg, i64::from(off));
         // (addr >> 28) mod WINDOWS, scaled to an entry offset, in two instructions. Windows

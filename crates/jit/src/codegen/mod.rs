@@ -29,6 +29,7 @@
 
 mod alu;
 mod memory;
+mod provenance;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -40,9 +41,9 @@ use weir_program::abi::Bindings;
 use weir_program::TrapCode;
 
 use crate::cfg::{kind, target_of, Cfg, Kind};
-use crate::guest::{func_addr, REGION_WINDOW, STACK_BASE};
+use crate::guest::{func_addr, REGION_WINDOW, STACK_BASE, WINDOWS, WINDOW_SHIFT};
 use crate::native::Abi;
-use crate::state::{offsets, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS};
+use crate::state::{offsets, ENTRY_SHIFT, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS};
 use crate::{CompileError, CompileErrorKind, Config};
 
 /// The stack's shape after fitting it into its window, as the interpreter fits it.
@@ -159,6 +160,11 @@ struct Translator<'a, 'f> {
     state: Value,
     key_value: Option<Value>,
     stack_bias: Value,
+    /// The region-table entry of the region `r1` points at on entry, and `r1` on entry
+    /// (see `memory`).
+    input: (Value, Value),
+    /// The region each register's pointers most likely point into.
+    guesses: [provenance::Guess; REG_COUNT as usize],
     /// One Cranelift block per basic block, same index.
     blocks: Vec<Block>,
     /// Return-site dispatch (param: site number), when the program has calls.
@@ -204,6 +210,10 @@ impl<'a, 'f> Translator<'a, 'f> {
         }
         let r1 = load(&mut b, offsets::R1);
         b.def_var(var(1), r1);
+        // Entry (r1 >> 28) mod WINDOWS of the table, as `memory` finds any address's entry.
+        let shifted = b.ins().ushr_imm(r1, WINDOW_SHIFT - ENTRY_SHIFT);
+        let entry_offset = b.ins().band_imm(shifted, ((WINDOWS as i64) - 1) << ENTRY_SHIFT);
+        let input_entry = b.ins().iadd(state, entry_offset);
         let r2 = load(&mut b, offsets::R2);
         b.def_var(var(2), r2);
         let r10 = b.ins().iconst(types::I64, shape.frame_top(0) as i64);
@@ -228,6 +238,8 @@ impl<'a, 'f> Translator<'a, 'f> {
             state,
             key_value,
             stack_bias,
+            input: (input_entry, r1),
+            guesses: provenance::guess(insns, bindings),
             blocks,
             dispatch,
             return_sites: Vec::new(),
