@@ -12,6 +12,9 @@
 //! - **Memory** is the interpreter's virtual address space ([`guest`]): every load and store
 //!   looks its window up in a small region table and does one unsigned compare; a failed
 //!   check leaves the generated code with an `OutOfBounds` trap before touching anything.
+//!   When a register's pointers most likely point into one region (copies and sums of `r1`,
+//!   `r10`, packet pointers loaded from the context), its accesses first check that region
+//!   alone against bounds held in registers, and take the table only when that fails.
 //!   Accesses through `r10` inside the running frame need no check at all. Stores to the
 //!   context take a slow path that applies the layout's writable fields (`ReadOnly`).
 //! - **The instruction budget** is charged once per basic block; a block that would overrun
