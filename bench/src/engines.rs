@@ -158,12 +158,12 @@ pub static ENGINES: &[Engine] = &[
     },
     Engine {
         name: "native",
-        about: "the filter IR compiled to native code (issue 5's JIT)",
+        about: "weir's optimized filter IR compiled to native code (weir_jit::filter)",
         role: Role::Engine,
-        available: || Err("not written yet: the filter JIT (issue 5)".into()),
+        available: always,
         in_kernel: false,
         stream_only: false,
-        prepare: |_| Err("not written yet".into()),
+        prepare: native,
     },
     Engine {
         name: "ebpf-jit",
@@ -173,6 +173,15 @@ pub static ENGINES: &[Engine] = &[
         in_kernel: false,
         stream_only: false,
         prepare: |_| Err("not written yet".into()),
+    },
+    Engine {
+        name: "call",
+        about: "baseline: the harness's own cost per packet, a call that reads nothing",
+        role: Role::Baseline,
+        available: always,
+        in_kernel: false,
+        stream_only: false,
+        prepare: call,
     },
     Engine {
         name: "touch",
@@ -196,6 +205,12 @@ fn ir(s: &Subject) -> Result<Runner, String> {
 
 fn ir_unoptimized(s: &Subject) -> Result<Runner, String> {
     let filter = s.unoptimized?.clone();
+    Ok(Runner::InProcess(Box::new(move |pkt, wire| filter.matches(pkt, wire))))
+}
+
+fn native(s: &Subject) -> Result<Runner, String> {
+    let filter =
+        weir_jit::filter::compile(s.filter?).map_err(|e| format!("native compiler: {e}"))?;
     Ok(Runner::InProcess(Box::new(move |pkt, wire| filter.matches(pkt, wire))))
 }
 
@@ -266,6 +281,15 @@ fn kernel(s: &Subject) -> Result<Runner, String> {
 
 fn kernel_pcap(s: &Subject) -> Result<Runner, String> {
     Ok(Runner::Kernel(translated_pcap(s)?))
+}
+
+/// The floor every in-process engine stands on: the harness's loop and the boxed call,
+/// with nothing inside. An engine's time minus this is its own.
+fn call(_: &Subject) -> Result<Runner, String> {
+    Ok(Runner::InProcess(Box::new(|pkt, wire| {
+        std::hint::black_box((pkt, wire));
+        false
+    })))
 }
 
 /// Where the touch baseline reads: a fixed offset, or an offset behind an IPv4 header
@@ -471,7 +495,7 @@ mod tests {
             unoptimized: Err("not compiled"),
             pcap: Err("no libpcap"),
         };
-        for name in ["ir", "cbpf", "ebpf-interp", "kernel"] {
+        for name in ["ir", "cbpf", "ebpf-interp", "kernel", "native"] {
             let err = (find(name).unwrap().prepare)(&subject).err().unwrap();
             assert!(err.contains("not compiled"), "{name}: {err}");
         }

@@ -18,6 +18,7 @@ pub mod emit;
 pub mod eval;
 pub mod ir;
 pub mod opt;
+pub mod random;
 
 mod display;
 

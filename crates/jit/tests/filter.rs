@@ -228,6 +228,16 @@ fn deep_nesting_compiles_and_too_deep_is_an_error() {
         }
     }
 
+    // Just inside the compiler's limit (1,000 levels, the comparison and its load
+    // included), on the test thread's stack in a debug build.
+    let mut deepest = Pred::eq(byte(0), 1);
+    for _ in 0..990 {
+        deepest = Pred::Not(Box::new(deepest));
+    }
+    let filter = Filter::new(deepest);
+    assert_eq!(run_on(&filter, &[1], 1), (filter.accept, filter.accept));
+    assert_eq!(run_on(&filter, &[2], 1), (0, 0));
+
     let mut too_deep = Pred::Const(true);
     for _ in 0..5_000 {
         too_deep = Pred::Not(Box::new(too_deep));

@@ -19,10 +19,11 @@ use cranelift_module::{default_libcall_names, Module};
 
 use super::CompileError;
 
-/// The generated function: `(packet, captured length, wire length) -> 1 (match) or 0`.
-/// It reads the packet only inside `packet..packet + captured length`, and nothing else but
-/// the set tables its filter owns.
-type EntryFn = unsafe extern "C" fn(*const u8, usize, u32) -> u32;
+/// The generated function: `(packet, captured length, wire length) -> match?`. It reads
+/// the packet only inside `packet..packet + captured length`, and nothing else but the set
+/// tables its filter owns. It returns a byte that is exactly 0 or 1, so it is declared as
+/// returning `bool`: then [`Code::call`] is a bare tail call, no test of the result.
+type EntryFn = unsafe extern "C" fn(*const u8, usize, u32) -> bool;
 
 /// The host's ISA, tuned for speed, built once: detecting the CPU's features and building
 /// the flags takes longer than compiling a small filter.
@@ -57,7 +58,7 @@ pub(super) fn entry_signature(isa: &OwnedTargetIsa) -> Signature {
     sig.params.push(AbiParam::new(types::I64)); // packet
     sig.params.push(AbiParam::new(types::I64)); // captured length
     sig.params.push(AbiParam::new(types::I32)); // wire length
-    sig.returns.push(AbiParam::new(types::I32));
+    sig.returns.push(AbiParam::new(types::I8)); // 0 or 1: a C `bool`
     sig
 }
 
@@ -106,7 +107,9 @@ impl Code {
         let start = module.get_finalized_function(id);
         // SAFETY: `start` is the function just finalized, compiled with `entry_signature`
         // in the host's default (C) calling convention: two 64-bit parameters and one
-        // 32-bit parameter, a 32-bit result, exactly `EntryFn`. The memory stays mapped
+        // 32-bit parameter, an 8-bit result that is always 0 or 1 (the lowering returns
+        // only those two constants and results of `icmp`, their `band`, or an `icmp`
+        // result XOR 1), exactly `EntryFn` with its `bool`. The memory stays mapped
         // read-execute until `drop` frees it, and `Code` owns both.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryFn>(start) };
         Ok(Code { module: Some(module), entry, start, len })
@@ -121,7 +124,7 @@ impl Code {
         // which the `NativeFilter` owning this code keeps alive and never changes. It
         // writes no memory but its own stack frame, and it always returns (the IR has no
         // loops). The borrow of `self` keeps the code mapped for the call.
-        unsafe { (self.entry)(packet.as_ptr(), packet.len(), wire_len) != 0 }
+        unsafe { (self.entry)(packet.as_ptr(), packet.len(), wire_len) }
     }
 
     /// The machine code, as mapped for execution.

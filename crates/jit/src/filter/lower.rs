@@ -1,4 +1,5 @@
-//! Filter IR -> one Cranelift function `(packet, captured length, wire length) -> 0 | 1`.
+//! Filter IR -> one Cranelift function `(packet, captured length, wire length) -> 0 | 1`
+//! (a byte, read as a `bool`).
 //!
 //! Predicates compile to control flow against a "true" and a "false" block, so `and`, `or`
 //! and `not` cost no instructions of their own; every abort (out-of-bounds load, division
@@ -62,6 +63,8 @@ pub(super) fn lower(
         caplen,
         wire_len,
         abort,
+        accept,
+        reject,
         proven: 0,
         entry_proven: SecondaryMap::new(),
         entered: SecondaryMap::new(),
@@ -71,7 +74,9 @@ pub(super) fn lower(
     l.pred(&filter.pred, accept, reject, 0)?;
     for (block, verdict) in [(accept, 1), (reject, 0), (abort, 0)] {
         l.switch_to(block);
-        let v = l.b.ins().iconst(types::I32, verdict);
+        // Only 0 and 1 are ever returned (here and in `branch`): the caller reads the byte
+        // as a bool.
+        let v = l.b.ins().iconst(types::I8, verdict);
         l.b.ins().return_(&[v]);
     }
     if l.broken {
@@ -99,6 +104,10 @@ pub(super) struct Lowering<'a, 'f> {
     wire_len: Value,
     /// Returns 0; cold.
     abort: Block,
+    /// Return 1 and 0: a test that decides the verdict returns its result instead of
+    /// branching to them ([`Lowering::branch`]).
+    accept: Block,
+    reject: Block,
     /// Captured bytes proven present on the path being emitted.
     proven: u64,
     /// The smallest `proven` over the edges into each block emitted so far.
@@ -126,10 +135,21 @@ impl Lowering<'_, '_> {
         self.b.ins().jump(target, &[]);
     }
 
-    /// To `t` when `cond` is nonzero, else to `f`.
+    /// To `t` when `cond` (a 0/1 byte, as `icmp` gives) is nonzero, else to `f`.
     pub(super) fn branch(&mut self, cond: Value, t: Block, f: Block) {
         if t == f {
             return self.jump(t);
+        }
+        // A test that decides the verdict is the verdict: returned as a value, it costs
+        // no branch, and so no misprediction on traffic that mixes both answers.
+        if (t, f) == (self.accept, self.reject) {
+            self.b.ins().return_(&[cond]);
+            return;
+        }
+        if (t, f) == (self.reject, self.accept) {
+            let inverse = self.b.ins().bxor_imm(cond, 1);
+            self.b.ins().return_(&[inverse]);
+            return;
         }
         self.record(t);
         self.record(f);
@@ -249,6 +269,11 @@ impl Lowering<'_, '_> {
         rhs: &Expr,
         depth: u32,
     ) -> Result<Value, CompileError> {
+        if let Expr::Const(k) = rhs {
+            if let Some(cond) = self.compare_raw(op, lhs, *k, depth)? {
+                return Ok(cond);
+            }
+        }
         let a = self.expr(lhs, depth)?;
         let cc = match op {
             CmpOp::Eq => IntCC::Equal,
@@ -299,6 +324,42 @@ impl Lowering<'_, '_> {
 
     /// A big-endian load, checked unless the path already proves it in bounds.
     fn load(&mut self, offset: &Expr, size: Size, depth: u32) -> Result<Value, CompileError> {
+        let (address, disp) = self.checked_address(offset, size, depth)?;
+        let flags = packet_flags();
+        Ok(match size {
+            Size::Byte => self.b.ins().uload8(types::I32, flags, address, disp),
+            Size::Half => {
+                let raw = self.b.ins().load(types::I16, flags, address, disp);
+                let swapped = self.b.ins().bswap(raw);
+                self.b.ins().uextend(types::I32, swapped)
+            }
+            Size::Word => {
+                let raw = self.b.ins().load(types::I32, flags, address, disp);
+                self.b.ins().bswap(raw)
+            }
+        })
+    }
+
+    /// A load in the packet's byte order (as a little-endian host reads it), zero-extended
+    /// to 32 bits: for comparisons with a byte-swapped constant ([`Lowering::compare_raw`]).
+    fn load_raw(&mut self, offset: &Expr, size: Size, depth: u32) -> Result<Value, CompileError> {
+        let (address, disp) = self.checked_address(offset, size, depth)?;
+        let flags = packet_flags();
+        Ok(match size {
+            Size::Byte => self.b.ins().uload8(types::I32, flags, address, disp),
+            Size::Half => self.b.ins().uload16(types::I32, flags, address, disp),
+            Size::Word => self.b.ins().load(types::I32, flags, address, disp),
+        })
+    }
+
+    /// The address (a value and a displacement) of `size` bytes at `offset`, checked to lie
+    /// inside the captured bytes unless the path already proves it.
+    fn checked_address(
+        &mut self,
+        offset: &Expr,
+        size: Size,
+        depth: u32,
+    ) -> Result<(Value, i32), CompileError> {
         let bytes = u64::from(size.bytes());
         let (base, displacement) = split_offset(offset);
         let mut address = self.packet;
@@ -323,19 +384,45 @@ impl Lowering<'_, '_> {
                 0
             }
         };
-        let flags = packet_flags();
-        Ok(match size {
-            Size::Byte => self.b.ins().uload8(types::I32, flags, address, disp),
-            Size::Half => {
-                let raw = self.b.ins().load(types::I16, flags, address, disp);
-                let swapped = self.b.ins().bswap(raw);
-                self.b.ins().uextend(types::I32, swapped)
+        Ok((address, disp))
+    }
+
+    /// `(load & mask) == k`, `!= k`, or `load & k != 0` for a half-word or word load,
+    /// computed on the bytes as they lie in the packet against byte-swapped constants: no
+    /// byte swap at run time. `None` when the test does not have that shape.
+    fn compare_raw(
+        &mut self,
+        op: CmpOp,
+        lhs: &Expr,
+        k: u32,
+        depth: u32,
+    ) -> Result<Option<Value>, CompileError> {
+        let (offset, size, mask) = match lhs {
+            Expr::Load { offset, size } => (offset, *size, u32::MAX),
+            Expr::Binary { op: BinOp::And, lhs, rhs } => match (lhs.as_ref(), rhs.as_ref()) {
+                (Expr::Load { offset, size }, Expr::Const(m))
+                | (Expr::Const(m), Expr::Load { offset, size }) => (offset, *size, *m),
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let (width, swap): (u32, fn(u32) -> u32) = match size {
+            Size::Byte => return Ok(None),
+            Size::Half => (0xffff, |v| u32::from((v as u16).swap_bytes())),
+            Size::Word => (u32::MAX, u32::swap_bytes),
+        };
+        let mask = mask & width;
+        let (mask, k, cc) = match op {
+            CmpOp::Eq | CmpOp::Ne if k & !mask == 0 => {
+                (mask, k, if op == CmpOp::Eq { IntCC::Equal } else { IntCC::NotEqual })
             }
-            Size::Word => {
-                let raw = self.b.ins().load(types::I32, flags, address, disp);
-                self.b.ins().bswap(raw)
-            }
-        })
+            CmpOp::Set => (mask & k, 0, IntCC::NotEqual),
+            _ => return Ok(None),
+        };
+        let raw = self.load_raw(offset, size, depth)?;
+        let tested =
+            if mask == width { raw } else { self.b.ins().band_imm(raw, i64::from(swap(mask))) };
+        Ok(Some(self.b.ins().icmp_imm(cc, tested, i64::from(swap(k)))))
     }
 
     fn binary(
