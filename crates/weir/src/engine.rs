@@ -66,6 +66,9 @@ pub enum Subject {
     Filter,
     /// An eBPF program: the JIT or the interpreter.
     Program,
+    /// A classic BPF program: its eBPF translation (JIT, interpreter) or the classic
+    /// interpreter.
+    Classic,
 }
 
 /// The engine picked for a run and why; `--explain` prints it.
@@ -100,6 +103,7 @@ pub fn preference(subject: Subject) -> &'static [Engine] {
     match subject {
         Subject::Filter => &[Engine::Native, Engine::Jit, Engine::Interp],
         Subject::Program => &[Engine::Jit, Engine::Interp],
+        Subject::Classic => &[Engine::Jit, Engine::Cbpf],
     }
 }
 
@@ -113,9 +117,14 @@ pub fn choose<T>(
 ) -> Result<(T, Choice), ChoiceError> {
     let mut reasons = Vec::new();
     if let Some(engine) = forced {
-        if subject == Subject::Program && !engine.runs_programs() {
+        let applies = match subject {
+            Subject::Filter => true,
+            Subject::Program => engine.runs_programs(),
+            Subject::Classic => engine.runs_programs() || engine == Engine::Cbpf,
+        };
+        if !applies {
             return Err(ChoiceError {
-                message: format!("engine `{engine}` runs filters only, not eBPF programs"),
+                message: format!("engine `{engine}` runs filters only, not programs"),
                 reasons,
             });
         }
@@ -147,7 +156,9 @@ fn why(subject: Subject, engine: Engine) -> &'static str {
         (Subject::Filter, Engine::Native) => {
             "the filter compiled straight to native code (the fastest engine)"
         }
+        (Subject::Classic, Engine::Jit) => "the program's eBPF translation compiled to native code",
         (_, Engine::Jit) => "the eBPF compiled to native code",
+        (Subject::Classic, Engine::Cbpf) => "the classic interpreter runs every valid program",
         (_, Engine::Interp) => "the reference interpreter runs every valid program",
         _ => "chosen",
     }

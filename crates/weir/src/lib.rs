@@ -13,10 +13,12 @@
 //! assert_eq!(prepared.choice().engine, Engine::Interp);
 //! ```
 
+mod classic;
 pub mod engine;
 mod filter;
 pub mod program;
 
+pub use classic::PreparedClassic;
 pub use engine::{choose, Choice, ChoiceError, Engine, Subject};
 pub use filter::PreparedFilter;
 pub use program::PreparedProgram;

@@ -84,6 +84,13 @@ pub enum CbpfCommand {
         format: FormatArg,
         #[arg(long, value_enum, default_value = "libpcap")]
         rules: RulesArg,
+        /// Run on this engine (jit, interp: the eBPF translation; cbpf: the classic
+        /// interpreter) instead of the one weir picks.
+        #[arg(long, value_name = "ENGINE")]
+        engine: Option<weir::Engine>,
+        /// Say on standard error which engine runs the program, and why.
+        #[arg(long)]
+        explain: bool,
     },
     /// Translate a program to eBPF and print the eBPF listing.
     Translate {
@@ -120,10 +127,16 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
             println!("{}: valid, {} instructions", prog.display(), insns.len());
             Ok(ExitCode::SUCCESS)
         }
-        CbpfCommand::Run { prog, capture, count, format, rules } => {
+        CbpfCommand::Run { prog, capture, count, format, rules, engine, explain } => {
             let insns = load(&prog, format)?;
-            let filter = CbpfFilter::with_rules(&insns, rules.into())
+            // Validation first, so its message names the instruction as before.
+            CbpfFilter::with_rules(&insns, rules.into())
                 .map_err(|e| format!("{}: {e}", prog.display()))?;
+            let mut filter = weir::PreparedClassic::new(&insns, rules.into(), engine)
+                .map_err(|e| format!("{}: {e}", prog.display()))?;
+            if explain {
+                eprint!("weir: {}", filter.choice());
+            }
             let file =
                 Capture::open(&capture).map_err(|e| format!("{}: {e}", capture.display()))?;
             let mut matched: u64 = 0;

@@ -911,3 +911,26 @@ fn every_engine_selects_the_same_packets_and_explain_says_which_ran() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("filters only"), "{}", text(&out.stderr));
 }
+
+/// A classic program runs on its eBPF translation (JIT, interpreter) or the classic
+/// interpreter with the same verdicts; weir picks the JIT and says so.
+#[test]
+fn classic_programs_run_on_every_engine_with_the_same_verdicts() {
+    let capture = sample();
+    let dir = scratch("classic_engines");
+    let prog = dir.join("prog.txt");
+    for expr in ["tcp port 22 or udp", "ip6 and tcp[13] & 2 != 0", "arp or vlan"] {
+        let out = weir(&["compile", "-d", expr]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        std::fs::write(&prog, &out.stdout).expect("write program");
+        let expected = text(&weir(&["filter", "--count", "-r", &capture, expr]).stdout);
+        for engine in ["jit", "interp", "cbpf"] {
+            let out =
+                weir(&["cbpf", "run", "--engine", engine, "--count", path(&prog), "-r", &capture]);
+            assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
+            assert_eq!(text(&out.stdout).trim(), expected.trim(), "{engine} {expr}");
+        }
+    }
+    let out = weir(&["cbpf", "run", "--explain", "--count", path(&prog), "-r", &capture]);
+    assert!(text(&out.stderr).contains("engine: jit"), "{}", text(&out.stderr));
+}

@@ -1,0 +1,126 @@
+//! A classic BPF program bound to an engine: its eBPF translation on the JIT (native code)
+//! or the interpreter, or weir's classic interpreter (libpcap's semantics).
+
+use weir_cbpf::translate::{self, Target};
+use weir_cbpf::{CbpfFilter, PacketMeta, Rules};
+use weir_isa::cbpf::CbpfInsn;
+
+use crate::engine::{choose, Choice, ChoiceError, Engine, Subject};
+
+/// A classic program ready to run on packets.
+pub struct PreparedClassic {
+    runner: Runner,
+    choice: Choice,
+}
+
+enum Runner {
+    Jit(Box<Translated<weir_jit::JitProgram, weir_jit::Cache>>),
+    Interp(Box<Translated<weir_interp::Interpreter, weir_interp::Cache>>),
+    Cbpf(CbpfFilter),
+}
+
+/// The socket-filter translation with a reusable context and packet buffer.
+struct Translated<P, C> {
+    program: P,
+    cache: C,
+    packet: Vec<u8>,
+}
+
+impl<P, C> Translated<P, C> {
+    fn load(&mut self, packet: &[u8], wire_len: u32) -> Vec<u8> {
+        self.packet.clear();
+        self.packet.extend_from_slice(packet);
+        translate::sk_buff_context(wire_len, &PacketMeta::default())
+    }
+}
+
+/// Whether a load reads outside the packet (ancillary data, `SKF_NET_OFF`...): capture
+/// files carry no such data, and libpcap's semantics (a failed load) are what the classic
+/// interpreter gives; the translation would read an empty context instead.
+fn reads_outside_packet(insns: &[CbpfInsn]) -> bool {
+    insns.iter().any(|insn| {
+        let code = insn.to_raw().code;
+        let is_load = code & 0x07 == 0x00 || code & 0x07 == 0x01;
+        let mode = code & 0xe0;
+        is_load && (mode == 0x20 || mode == 0x40) && insn.k >= 0x8000_0000
+    })
+}
+
+impl PreparedClassic {
+    /// Prepares `insns` (already in the caller's hands; validated here under `rules`).
+    pub fn new(
+        insns: &[CbpfInsn],
+        rules: Rules,
+        forced: Option<Engine>,
+    ) -> Result<PreparedClassic, ChoiceError> {
+        let (runner, choice) = choose(Subject::Classic, forced, |engine| {
+            let translated = || -> Result<weir_program::Program, String> {
+                if reads_outside_packet(insns) {
+                    return Err("the program reads ancillary or header-relative data, which \
+                                only the classic interpreter gives libpcap's meaning"
+                        .into());
+                }
+                translate::translate(insns, Target::SocketFilter)
+                    .map_err(|e| format!("translation to eBPF: {e}"))
+            };
+            match engine {
+                Engine::Jit => {
+                    let program = translated()?;
+                    let jit = weir_jit::Jit::compile(
+                        &program,
+                        translate::bindings(Target::SocketFilter),
+                        weir_jit::Config::default(),
+                    )
+                    .map_err(|e| format!("the eBPF JIT: {e}"))?;
+                    let cache = jit.cache();
+                    Ok(Runner::Jit(Box::new(Translated {
+                        program: jit,
+                        cache,
+                        packet: Vec::new(),
+                    })))
+                }
+                Engine::Interp => {
+                    let program = translated()?;
+                    let interp = weir_interp::Interpreter::new(
+                        &program,
+                        translate::bindings(Target::SocketFilter),
+                        weir_interp::Config::default(),
+                    )
+                    .map_err(|e| format!("the interpreter: {e}"))?;
+                    let cache = interp.cache();
+                    Ok(Runner::Interp(Box::new(Translated {
+                        program: interp,
+                        cache,
+                        packet: Vec::new(),
+                    })))
+                }
+                Engine::Cbpf => Ok(Runner::Cbpf(
+                    CbpfFilter::with_rules(insns, rules).map_err(|e| e.to_string())?,
+                )),
+                other => Err(format!("`{other}` runs filters compiled from expressions only")),
+            }
+        })?;
+        Ok(PreparedClassic { runner, choice })
+    }
+
+    pub fn choice(&self) -> &Choice {
+        &self.choice
+    }
+
+    /// The program's return value for one packet (0: reject).
+    pub fn run(&mut self, packet: &[u8], wire_len: u32) -> u32 {
+        match &mut self.runner {
+            Runner::Jit(t) => {
+                let mut ctx = t.load(packet, wire_len);
+                let input = weir_jit::Input::new().ctx(&mut ctx).packet(&mut t.packet);
+                t.program.run(&mut t.cache, input).map_or(0, |r0| r0 as u32)
+            }
+            Runner::Interp(t) => {
+                let mut ctx = t.load(packet, wire_len);
+                let input = weir_interp::Input::new().ctx(&mut ctx).packet(&mut t.packet);
+                t.program.run(&mut t.cache, input).map_or(0, |r0| r0 as u32)
+            }
+            Runner::Cbpf(filter) => filter.run(packet, wire_len),
+        }
+    }
+}
