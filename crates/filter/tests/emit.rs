@@ -474,3 +474,95 @@ fn emitted_programs_print_and_validate() {
         }
     }
 }
+
+/// `host a or host b or ...` as lowering writes it for Ethernet (per host: IPv4 source and
+/// destination, then ARP and RARP sender and target, each behind its ethertype test),
+/// optimized: what `weir compile` hands the emitters for a large address list.
+fn host_set_filter(hosts: &[u32]) -> Filter {
+    let ethertype = || Expr::load_at(12, Size::Half);
+    let side = |etype: u32, at: u32, host: u32| {
+        Pred::and([Pred::eq(ethertype(), etype), Pred::eq(Expr::load_at(at, Size::Word), host)])
+    };
+    let terms = hosts.iter().flat_map(|&h| {
+        [
+            side(0x0800, 26, h),
+            side(0x0800, 30, h),
+            side(0x0806, 28, h),
+            side(0x0806, 38, h),
+            side(0x8035, 28, h),
+            side(0x8035, 38, h),
+        ]
+    });
+    weir_filter::opt::optimize_owned(Filter::new(Pred::or(terms)))
+}
+
+/// An Ethernet frame of `etype` with `addr` at frame offset `at`, cut to `len` bytes (the
+/// wire length stays the full 42).
+fn frame_with(etype: u16, at: usize, addr: u32, len: usize) -> Packet {
+    let mut data = vec![0x11u8; 42];
+    data[12..14].copy_from_slice(&etype.to_be_bytes());
+    data[at..at + 4].copy_from_slice(&addr.to_be_bytes());
+    data.truncate(len);
+    let description = format!("ethertype {etype:#06x}, {addr:#010x} at {at}, {len} bytes");
+    Packet { data, wire_len: 42, ts_sec: 0, ts_usec: 0, description }
+}
+
+#[test]
+fn ten_thousand_hosts_emit_as_ebpf_with_long_jumps() {
+    // Every third address from 10.1.0.1 on, as the compile benchmark writes the set.
+    let hosts: Vec<u32> = (0..10_000u32).map(|i| 0x0a01_0000 + 3 * i + 1).collect();
+    let filter = host_set_filter(&hosts);
+    // Far too long for classic BPF, and the refusal says so.
+    match cbpf::emit(&filter) {
+        Err(e @ EmitError::TooLong { max: 4096, .. }) => {
+            let message = e.to_string();
+            assert!(message.contains("classic BPF's limit of 4096"), "{message}");
+            assert!(message.contains("eBPF or native"), "{message}");
+        }
+        other => panic!("classic BPF of 10,000 hosts: {:?}", other.map(|p| p.len())),
+    }
+    let mut addrs = vec![0, 0x0a01_0000, u32::MAX];
+    for i in (0..10_000usize).step_by(997).chain([1, 9_998, 9_999]) {
+        let h = hosts[i];
+        addrs.extend([h, h - 1, h + 1]);
+    }
+    let mut packets = Vec::new();
+    for etype in [0x0800u16, 0x0806, 0x8035, 0x86dd] {
+        for at in [26usize, 28, 30, 38] {
+            for &addr in &addrs {
+                for len in [42, at + 4, at + 3] {
+                    packets.push(frame_with(etype, at, addr, len));
+                }
+            }
+        }
+    }
+    let accepted = packets.iter().filter(|p| filter.matches(&p.data, p.wire_len)).count();
+    assert!(accepted > 50 && accepted < packets.len() / 2, "{accepted} of {}", packets.len());
+    for target in [ebpf::Target::SocketFilter, ebpf::Target::Xdp] {
+        let program = ebpf::emit(&filter, target).unwrap_or_else(|e| panic!("{target}: {e}"));
+        // Longer than a 16-bit jump reaches, so some tests take the long way.
+        assert!(program.len() > 40_000, "{target}: {} slots", program.len());
+        assert!(
+            program.insns().iter().any(|i| i.op == weir_isa::ebpf::Op::Ja32),
+            "{target}: no ja32"
+        );
+        let vm = interpreter(&filter, target).unwrap();
+        for p in &packets {
+            let got = if target == ebpf::Target::Xdp {
+                let mut ctx = vec![0u8; target.context_layout().size as usize];
+                let mut copy = p.data.clone();
+                let v = vm.run(&mut vm.cache(), Input::new().ctx(&mut ctx).packet(&mut copy));
+                // XDP sees whole frames: the cut ones are frames of their own length.
+                let whole = filter.matches(&p.data, p.data.len() as u32);
+                let want = if whole { xdp_action::PASS } else { xdp_action::DROP };
+                (v, u64::from(want))
+            } else {
+                let mut ctx = sk_buff_context(p.wire_len, &PacketMeta::default());
+                let mut copy = p.data.clone();
+                let v = vm.run(&mut vm.cache(), Input::new().ctx(&mut ctx).packet(&mut copy));
+                (v, u64::from(filter.run(&p.data, p.wire_len)))
+            };
+            assert_eq!(got.0, Ok(got.1), "{target}: {}", p.description);
+        }
+    }
+}

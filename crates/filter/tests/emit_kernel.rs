@@ -186,3 +186,72 @@ fn kernel_accepts_long_programs() {
         }
     }
 }
+
+/// `host a or host b or ...` over `hosts` as lowering writes it for Ethernet (IPv4 source
+/// and destination, ARP and RARP sender and target, each behind its ethertype test),
+/// optimized into set searches.
+fn host_set_filter(hosts: &[u32]) -> Filter {
+    let ethertype = || Expr::load_at(12, Size::Half);
+    let side = |etype: u32, at: u32, host: u32| {
+        Pred::and([Pred::eq(ethertype(), etype), Pred::eq(Expr::load_at(at, Size::Word), host)])
+    };
+    let terms = hosts.iter().flat_map(|&h| {
+        [
+            side(0x0800, 26, h),
+            side(0x0800, 30, h),
+            side(0x0806, 28, h),
+            side(0x0806, 38, h),
+            side(0x8035, 28, h),
+            side(0x8035, 38, h),
+        ]
+    });
+    weir_filter::opt::optimize_owned(Filter::new(Pred::or(terms)))
+}
+
+/// A large address set, `host a or host b or ...` over 10,000 addresses: six searches of
+/// 10,000 values, about 120,000 instructions, which the verifier walks leaf by leaf (every
+/// path of a search is a state of its own until the exits), and which need `ja32` for the
+/// jumps longer than 16 bits, counted in the kernel's rewritten program (each legacy load
+/// grows into a call).
+#[test]
+fn kernel_accepts_a_large_address_set() {
+    if let Err(reason) = kernel::available() {
+        println!("SKIPPED: kernel_accepts_a_large_address_set: {reason}");
+        return;
+    }
+    // `ja32` came with Linux 6.6.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut numbers = release.split(|c: char| !c.is_ascii_digit()).map(|n| n.parse::<u32>());
+    if let (Some(Ok(major)), Some(Ok(minor))) = (numbers.next(), numbers.next()) {
+        if (major, minor) < (6, 6) {
+            println!(
+                "SKIPPED: kernel_accepts_a_large_address_set: Linux {major}.{minor} has no ja32"
+            );
+            return;
+        }
+    }
+    let hosts: Vec<u32> = (0..10_000u32).map(|i| 0x0a01_0000 + 3 * i + 1).collect();
+    let filter = host_set_filter(&hosts);
+    let mut frames = Vec::new();
+    for etype in [0x0800u16, 0x0806, 0x8035, 0x86dd] {
+        for at in [26usize, 28, 30, 38] {
+            for i in (0..hosts.len()).step_by(1_237).chain([hosts.len() - 1]) {
+                for addr in [hosts[i], hosts[i] + 1] {
+                    // An IPv4 header the skb test run takes, then the address.
+                    let mut data = vec![0x11u8; 60];
+                    data[12..14].copy_from_slice(&etype.to_be_bytes());
+                    data[14] = if etype == 0x86dd { 0x60 } else { 0x45 };
+                    data[at..at + 4].copy_from_slice(&addr.to_be_bytes());
+                    let description = format!("ethertype {etype:#06x}, {addr:#010x} at {at}");
+                    frames.push(Packet { data, wire_len: 60, ts_sec: 0, ts_usec: 0, description });
+                }
+            }
+        }
+    }
+    let mut accepted = 0;
+    for target in [Target::SocketFilter, Target::Xdp] {
+        accepted += check(&filter, target, &frames);
+    }
+    // Addresses of the set where the filter looks (IPv4 26/30, ARP and RARP 28/38) match.
+    assert!(accepted > frames.len() / 4 && accepted < frames.len(), "{accepted}");
+}

@@ -602,6 +602,43 @@ fn parse_mac(text: &str) -> Option<[u8; 6]> {
     digits.try_into().ok()
 }
 
+/// For each first byte, the indexes of the spellings in `table` that start with it: the
+/// scanner tries only those at each position instead of every keyword and constant.
+struct ByFirstByte(Vec<Vec<u16>>);
+
+impl ByFirstByte {
+    fn new<T>(table: &[(&str, T)]) -> ByFirstByte {
+        let mut index = vec![Vec::new(); 256];
+        for (i, (spelling, _)) in table.iter().enumerate() {
+            let first = spelling.as_bytes().first().map_or(0, |&b| usize::from(b));
+            if let (Some(slot), Ok(i)) = (index.get_mut(first), u16::try_from(i)) {
+                slot.push(i);
+            }
+        }
+        ByFirstByte(index)
+    }
+
+    /// The entries of `table` (the one the index was built from) starting with `first`.
+    fn candidates<'t, T>(
+        &'t self,
+        table: &'t [(&'static str, T)],
+        first: u8,
+    ) -> impl Iterator<Item = &'t (&'static str, T)> + 't {
+        let slots = self.0.get(usize::from(first)).map_or(&[][..], Vec::as_slice);
+        slots.iter().filter_map(move |&i| table.get(usize::from(i)))
+    }
+}
+
+fn keyword_index() -> &'static ByFirstByte {
+    static INDEX: std::sync::OnceLock<ByFirstByte> = std::sync::OnceLock::new();
+    INDEX.get_or_init(|| ByFirstByte::new(KEYWORDS))
+}
+
+fn constant_index() -> &'static ByFirstByte {
+    static INDEX: std::sync::OnceLock<ByFirstByte> = std::sync::OnceLock::new();
+    INDEX.get_or_init(|| ByFirstByte::new(NAMED_CONSTANTS))
+}
+
 /// Splits `expr` into tokens, ending with [`Tok::End`].
 pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
     let bytes = expr.as_bytes();
@@ -609,13 +646,19 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
     let mut pos = 0;
     while pos < bytes.len() {
         let s = &bytes[pos..];
+        // No rule but `Space` matches at a blank (the other rules start with a letter, a
+        // digit, punctuation, `$` or `\`): skip it without trying them all.
+        if matches!(s[0], b' ' | b'\r' | b'\n' | b'\t') {
+            pos += 1;
+            continue;
+        }
         let mut best: Option<(usize, Rule)> = None;
         let mut consider = |len: usize, rule: Rule| {
             if len > 0 && best.is_none_or(|(l, r)| len > l || (len == l && rule < r)) {
                 best = Some((len, rule));
             }
         };
-        for (kw, _) in KEYWORDS {
+        for (kw, _) in keyword_index().candidates(KEYWORDS, s[0]) {
             if s.starts_with(kw.as_bytes()) {
                 consider(kw.len(), Rule::Keyword);
             }
@@ -640,7 +683,7 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
         consider(hid_len(s), Rule::Hid);
         consider(v6_len(s), Rule::V6);
         consider(bogus_ether_len(s), Rule::BogusEther);
-        for (c, _) in NAMED_CONSTANTS {
+        for (c, _) in constant_index().candidates(NAMED_CONSTANTS, s[0]) {
             if s.starts_with(c.as_bytes()) {
                 consider(c.len(), Rule::Constant);
             }
@@ -661,7 +704,10 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
         let text = &expr[pos..pos + len];
         let tok = match rule {
             Rule::Space => None,
-            Rule::Keyword => KEYWORDS.iter().find(|(k, _)| *k == text).map(|(_, kw)| Tok::Kw(*kw)),
+            Rule::Keyword => keyword_index()
+                .candidates(KEYWORDS, s[0])
+                .find(|(k, _)| *k == text)
+                .map(|(_, kw)| Tok::Kw(*kw)),
             Rule::Punct1 if s[0] == b'!' => Some(Tok::Kw(Kw::Not)),
             Rule::Punct1 => PUNCT1.iter().find(|(c, _)| *c == s[0]).map(|(_, p)| Tok::Punct(*p)),
             Rule::Punct2 => PUNCT2.iter().find(|(p, _)| *p == text).map(|(_, p)| Tok::Punct(*p)),
@@ -680,9 +726,10 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
             Rule::BogusEther => {
                 return Err(ParseError::new(span, format!("bogus ethernet address {text}")))
             }
-            Rule::Constant => {
-                NAMED_CONSTANTS.iter().find(|(c, _)| *c == text).map(|(_, v)| Tok::Num(*v))
-            }
+            Rule::Constant => constant_index()
+                .candidates(NAMED_CONSTANTS, s[0])
+                .find(|(c, _)| *c == text)
+                .map(|(_, v)| Tok::Num(*v)),
             Rule::Id => Some(Tok::Id(text.to_string())),
             Rule::EscapedId => Some(Tok::Id(text[1..].to_string())),
         };

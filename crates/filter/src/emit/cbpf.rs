@@ -29,6 +29,8 @@
 //! Loads at `4*([k]&0xf) + c`, the transport header behind an IPv4 header, become
 //! `ldxb 4*([k]&0xf)` and `ld [x + c]`, as libpcap writes them.
 
+use std::collections::HashMap;
+
 use weir_isa::cbpf::{CbpfInsn, CbpfOp, MAX_INSNS, MEM_WORDS};
 
 use super::bounds::{can_abort, max_value, split_offset};
@@ -49,6 +51,12 @@ pub fn emit(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
     e.flow.bind(e.reject);
     e.flow.end(CbpfInsn::stmt(CbpfOp::RetK, 0));
     e.flow.simplify();
+    // Layout only adds instructions (landings for far jumps), so a flow already over the
+    // limit fails now rather than after laying out thousands of landings.
+    let at_least = e.flow.items().iter().filter(|i| !matches!(i, Item::Label(_))).count();
+    if at_least > MAX_INSNS {
+        return Err(EmitError::TooLong { len: at_least, max: MAX_INSNS });
+    }
     let body = layout(&mut e.flow)?;
     let program = zero_unwritten_cells(body);
     if program.len() > MAX_INSNS {
@@ -487,87 +495,179 @@ const REACH: usize = u8::MAX as usize;
 /// Landings are placed this far short of the reach when they can be, so that the landings
 /// inserted later between a test and its landing seldom push it out of reach again.
 const SLACK: usize = 16;
+/// Layout passes before giving up (a few suffice in practice; each pass is linear).
+const MAX_PASSES: usize = 64;
 
 /// Turns the flow into instructions. A test whose target is more than 255 instructions
 /// away jumps instead to a landing within reach: a `ja` to the target, or a copy of the
 /// `ret` the target is. A landing goes where no instruction falls through (after a test, a
-/// `ja` or a `ret`), as far on as reach allows, and later tests share it, so a long run of
-/// tests that all reject far away costs one landing per ~240 instructions, not one each.
-/// Each step fixes the first test out of reach; insertions can push an earlier test out of
-/// reach again, so this repeats until none is (bounded, in case it would not settle).
+/// `ja` or a `ret`), at the last such place the reach allows, and the tests before it that
+/// go the same far way share it, so a long run of tests that all reject far away costs one
+/// landing per ~240 instructions, not one each. An identical instruction already within
+/// reach ahead (a landing of an earlier pass, or the `ret` itself) serves as it is.
+///
+/// Each pass walks the program once, placing the landings the distances it knows call for;
+/// a landing placed between a test and its target can push a test that was in reach out of
+/// it, which the next pass sees. A pass that places nothing leaves every test in reach.
 fn layout(flow: &mut Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
-    let mut steps_left = MAX_INSNS.saturating_mul(4);
-    loop {
-        // The label of the landing this step may add (unused on the last step).
-        let near = flow.label();
-        let items = flow.items();
-        let (at, item_at) = positions(items, flow.label_count());
-        let out_of_reach = items.iter().enumerate().find_map(|(j, item)| {
-            let Item::Cond { t, f, .. } = item else { return None };
-            let from = item_at.get(j).copied().unwrap_or(0);
-            [(*t, true), (*f, false)]
-                .into_iter()
-                .find(|(target, _)| distance(&at, from, *target) > REACH)
-                .map(|(target, on_true)| (j, from, target, on_true))
-        });
-        let Some((j, from, target, on_true)) = out_of_reach else { break };
-        if steps_left == 0 {
-            return Err(EmitError::TooLong { len: items.len(), max: MAX_INSNS });
+    for _ in 0..MAX_PASSES {
+        if !place_landings(flow) {
+            return encode(flow);
         }
-        steps_left -= 1;
-        let target_at = at.get(target.index()).copied().unwrap_or(usize::MAX);
-        let target_insn = items
-            .iter()
-            .zip(&item_at)
-            .find(|(item, &pos)| pos == target_at && !matches!(item, Item::Label(_)))
-            .map(|(item, _)| item);
-        let landing = match target_insn {
-            Some(Item::End(ret)) => Item::End(*ret),
-            _ => Item::Goto(target),
-        };
-        // Where item `k` sits; past the last item, where an appended one would.
-        let total = item_at.last().map_or(0, |&pos| pos.wrapping_add(1));
-        let pos_of = |k: usize| item_at.get(k).copied().unwrap_or(total);
-        let reachable = |k: usize, limit: usize| {
-            let pos = pos_of(k);
-            pos > from && pos - from - 1 <= limit
-        };
-        // A landing already within reach, or the farthest place one can go.
-        let shared = (j + 1..items.len())
-            .take_while(|&k| reachable(k, REACH))
-            .find(|&k| items.get(k) == Some(&landing));
-        let no_fall_through = |k: usize| {
-            matches!(
-                items.get(k.wrapping_sub(1)),
-                Some(Item::Cond { .. } | Item::Goto(_) | Item::End(_))
-            )
-        };
-        let place = |limit: usize| {
-            (j + 1..=items.len())
-                .take_while(|&k| reachable(k, limit))
-                .filter(|&k| no_fall_through(k))
-                .last()
-        };
-        let mut new_items = items.to_vec();
-        match shared {
-            Some(k) => new_items.insert(k, Item::Label(near)),
-            None => {
-                // Right after the test itself always qualifies.
-                let k = place(REACH - SLACK).or_else(|| place(REACH)).unwrap_or(j + 1);
-                new_items.insert(k, landing);
-                new_items.insert(k, Item::Label(near));
-            }
-        }
-        if let Some(Item::Cond { t, f, .. }) = new_items.get_mut(j) {
-            if on_true {
-                *t = near;
-            } else {
-                *f = near;
-            }
-        }
-        flow.set_items(new_items);
     }
-    encode(flow)
+    let len = flow.items().iter().filter(|i| !matches!(i, Item::Label(_))).count();
+    Err(EmitError::TooLong { len, max: MAX_INSNS })
+}
+
+/// What a landing is: a copy of a `ret`, or a jump to a label. Identical instructions
+/// already in the program serve as landings too.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum LandingKey {
+    Ret(CbpfInsn),
+    Goto(usize),
+}
+
+impl LandingKey {
+    fn of(item: &Item<CbpfInsn, Cond>) -> Option<LandingKey> {
+        match item {
+            Item::End(ret) => Some(LandingKey::Ret(*ret)),
+            Item::Goto(target) => Some(LandingKey::Goto(target.index())),
+            _ => None,
+        }
+    }
+}
+
+/// A landing some tests will jump to, not placed yet.
+struct Pending {
+    landing: Item<CbpfInsn, Cond>,
+    label: Label,
+    /// The last instruction index it may take.
+    deadline: usize,
+}
+
+/// One layout pass (see [`layout`]); true when it placed landings.
+fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> bool {
+    let items = flow.items().to_vec();
+    let (at, item_at) = positions(&items, flow.label_count());
+    // What each label lands on: a `ret` a landing may copy, or something to jump to.
+    let mut lands_on: Vec<Option<CbpfInsn>> = vec![None; flow.label_count()];
+    let mut next_real: Option<CbpfInsn> = None;
+    for item in items.iter().rev() {
+        match item {
+            Item::Label(l) => {
+                if let Some(slot) = lands_on.get_mut(l.index()) {
+                    *slot = next_real;
+                }
+            }
+            Item::End(ret) => next_real = Some(*ret),
+            _ => next_real = None,
+        }
+    }
+    // Places before item `k` where no instruction falls through, and for each, the next one.
+    let is_place: Vec<bool> = std::iter::once(false)
+        .chain(items.iter().map(|i| matches!(i, Item::Cond { .. } | Item::Goto(_) | Item::End(_))))
+        .collect();
+    let mut next_place = vec![None; is_place.len()];
+    let mut following = None;
+    for (k, &place) in is_place.iter().enumerate().rev() {
+        if let Some(slot) = next_place.get_mut(k) {
+            *slot = following;
+        }
+        if place {
+            following = Some(k);
+        }
+    }
+    let total = item_at.last().map_or(0, |&p| p.wrapping_add(1));
+    let position_of = |k: usize| item_at.get(k).copied().unwrap_or(total);
+    // Where each kind of landing already stands (item indexes, ascending), and the labels
+    // put in front of those that tests jump to.
+    let mut standing: HashMap<LandingKey, Vec<usize>> = HashMap::new();
+    for (k, item) in items.iter().enumerate() {
+        if let Some(key) = LandingKey::of(item) {
+            standing.entry(key).or_default().push(k);
+        }
+    }
+    let mut labelled: HashMap<usize, Label> = HashMap::new();
+
+    let mut out: Vec<Item<CbpfInsn, Cond>> = Vec::with_capacity(items.len());
+    let mut pos = 0usize; // index of the next instruction written
+    let mut shift = 0usize; // landings placed so far: everything ahead moved by this much
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut placed = false;
+    // Places the pending landings due before `limit` (all of them without one), most
+    // urgent first.
+    let flush = |out: &mut Vec<Item<CbpfInsn, Cond>>,
+                 pending: &mut Vec<Pending>,
+                 limit: Option<usize>,
+                 pos: &mut usize,
+                 shift: &mut usize| {
+        pending.sort_by_key(|p| p.deadline);
+        let due = limit.map_or(pending.len(), |l| pending.partition_point(|p| p.deadline < l));
+        for p in pending.drain(..due) {
+            out.push(Item::Label(p.label));
+            out.push(p.landing);
+            *pos = pos.wrapping_add(1);
+            *shift = shift.wrapping_add(1);
+        }
+        due > 0
+    };
+    for (k, item) in items.into_iter().enumerate() {
+        if is_place.get(k).copied().unwrap_or(false) && !pending.is_empty() {
+            // Those the next place would be too late for go here; the others wait for it.
+            let next = next_place.get(k).copied().flatten().map(|k2| {
+                position_of(k2)
+                    .wrapping_add(shift)
+                    .saturating_add(pending.len())
+                    .saturating_add(SLACK)
+            });
+            placed |= flush(&mut out, &mut pending, next, &mut pos, &mut shift);
+        }
+        if let Some(&label) = labelled.get(&k) {
+            out.push(Item::Label(label));
+        }
+        match item {
+            Item::Cond { cond, t, f } => {
+                let from = pos;
+                let mut reroute = |target: Label| {
+                    let ahead = at.get(target.index()).copied().unwrap_or(0).wrapping_add(shift);
+                    if ahead.saturating_sub(from.wrapping_add(1)) <= REACH {
+                        return target;
+                    }
+                    let landing = match lands_on.get(target.index()).copied().flatten() {
+                        Some(ret) => Item::End(ret),
+                        None => Item::Goto(target),
+                    };
+                    let deadline = from.wrapping_add(1).wrapping_add(REACH);
+                    // The same instruction standing within reach ahead serves as it is.
+                    let in_place = LandingKey::of(&landing)
+                        .and_then(|key| standing.get(&key))
+                        .and_then(|places| places.get(places.partition_point(|&i| i <= k)).copied())
+                        .filter(|&i| position_of(i).wrapping_add(shift) <= deadline);
+                    if let Some(i) = in_place {
+                        return *labelled.entry(i).or_insert_with(|| flow.label());
+                    }
+                    if let Some(p) = pending.iter_mut().find(|p| p.landing == landing) {
+                        p.deadline = p.deadline.min(deadline);
+                        return p.label;
+                    }
+                    let label = flow.label();
+                    pending.push(Pending { landing, label, deadline });
+                    label
+                };
+                let (t, f) = (reroute(t), reroute(f));
+                out.push(Item::Cond { cond, t, f });
+                pos = pos.wrapping_add(1);
+            }
+            Item::Label(_) => out.push(item),
+            other => {
+                out.push(other);
+                pos = pos.wrapping_add(1);
+            }
+        }
+    }
+    placed |= flush(&mut out, &mut pending, None, &mut pos, &mut shift);
+    flow.set_items(out);
+    placed
 }
 
 fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {

@@ -132,9 +132,9 @@ impl<S: Clone, C: Clone> Flow<S, C> {
             }
             label
         };
-        let mut changed = false;
-        let mut items = self.items.clone();
-        for item in &mut items {
+        // The replacements are collected first: `resolve` reads the items as they were.
+        let mut replacements = Vec::new();
+        for (index, item) in self.items.iter().enumerate() {
             let replacement = match item {
                 Item::Cond { cond, t, f } => {
                     let (t2, f2) = (resolve(*t), resolve(*f));
@@ -157,11 +157,15 @@ impl<S: Clone, C: Clone> Flow<S, C> {
                 _ => None,
             };
             if let Some(new) = replacement {
-                *item = new;
-                changed = true;
+                replacements.push((index, new));
             }
         }
-        self.items = items;
+        let changed = !replacements.is_empty();
+        for (index, new) in replacements {
+            if let Some(item) = self.items.get_mut(index) {
+                *item = new;
+            }
+        }
         changed
     }
 

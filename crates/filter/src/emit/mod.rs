@@ -51,7 +51,9 @@ pub enum EmitError {
     /// Classic BPF: an expression needs more temporaries at once (`needed`) than the
     /// scratch cells the filter leaves free.
     OutOfScratch { used_by_filter: u32, needed: u32 },
-    /// The program has more instructions than its instruction set allows.
+    /// Classic BPF: the program would have at least `len` instructions, more than the
+    /// `max` classic BPF allows (a large address set, for instance: classic BPF searches it
+    /// with a chain of tests; eBPF and native code have no such limit).
     TooLong { len: usize, max: usize },
     /// eBPF: the expression needs more spill slots than the 512-byte stack holds.
     StackFull,
@@ -74,9 +76,12 @@ impl fmt::Display for EmitError {
                 "the filter uses {used_by_filter} of the 16 scratch cells, and an expression \
                  needs {needed} temporaries at once"
             ),
-            EmitError::TooLong { len, max } => {
-                write!(f, "the program has {len} instructions, more than the limit of {max}")
-            }
+            EmitError::TooLong { len, max } => write!(
+                f,
+                "the filter is too large for classic BPF: it needs at least {len} instructions, \
+                 more than classic BPF's limit of {max} (large address sets are the usual \
+                 cause); use the eBPF or native engine, which have no such limit"
+            ),
             EmitError::StackFull => {
                 f.write_str("the expression needs more spill slots than the eBPF stack holds")
             }

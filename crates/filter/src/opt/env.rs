@@ -35,11 +35,38 @@ struct AtomInfo {
 pub(crate) struct Atoms {
     ids: FastMap<Expr, AtomId>,
     info: Vec<AtomInfo>,
+    /// The [`shallow_key`]s of the atoms: most expressions the pass asks about are not
+    /// atoms, and comparing a key built from the top of the tree says so without hashing
+    /// the whole tree (which, asked at every level of an expression, costs its size times
+    /// its depth).
+    shallow: FastMap<u64, ()>,
+}
+
+/// A key from the top two levels of `e` (kind, operator, width, constant operands): equal
+/// expressions have equal keys.
+fn shallow_key(e: &Expr) -> u64 {
+    fn tag(e: &Expr) -> u64 {
+        match e {
+            Expr::Const(c) => 1 | u64::from(*c) << 8,
+            Expr::WireLen => 2,
+            Expr::Scratch(k) => 3 | u64::from(*k) << 8,
+            Expr::Load { size, .. } => 4 | u64::from(size.bytes()) << 8,
+            Expr::Binary { op, .. } => 5 | (*op as u64) << 8,
+            Expr::Neg(_) => 6,
+        }
+    }
+    let child = |x: &Expr| tag(x).rotate_left(13);
+    match e {
+        Expr::Load { offset, .. } => tag(e) ^ child(offset),
+        Expr::Binary { lhs, rhs, .. } => tag(e) ^ child(lhs) ^ child(rhs).rotate_left(29),
+        Expr::Neg(x) => tag(e) ^ child(x),
+        _ => tag(e),
+    }
 }
 
 impl Atoms {
     fn lookup(&self, e: &Expr) -> Option<AtomId> {
-        if self.ids.is_empty() {
+        if self.ids.is_empty() || !self.shallow.contains_key(&shallow_key(e)) {
             return None;
         }
         self.ids.get(e).copied()
@@ -59,6 +86,7 @@ impl Atoms {
         };
         self.info.push(AtomInfo { scratch: scratch_mask(e), const_load });
         self.ids.insert(e.clone(), id);
+        self.shallow.insert(shallow_key(e), ());
         id
     }
 
@@ -206,6 +234,9 @@ impl Facts {
             }
             Expr::Neg(x) => domain::neg(self.domain(env, x)),
         };
+        if env.facts.is_empty() {
+            return structural;
+        }
         match self.atoms.lookup(e).and_then(|id| env.get(id)) {
             Some(d) => structural.meet(d),
             None => structural,

@@ -72,8 +72,8 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
         _ => {}
     }
     let stores: Vec<bool> = parts.iter().map(has_store).collect();
-    let (parts, stores) = group_by_discriminator(parts, stores, conjunction);
-    let parts = merge_adjacent(parts, &stores, conjunction);
+    let (parts, stores, groups) = group_by_discriminator(parts, stores, conjunction);
+    let parts = merge_adjacent(parts, &stores, &groups, conjunction);
     fold::junction(parts, conjunction)
 }
 
@@ -113,17 +113,25 @@ impl SmallKeys {
     }
 }
 
+/// A part's discriminator group: its stretch and the rank of its `k` in the stretch. Two
+/// parts of one group have the same first test (`L == k`, the same `L` and `k`); parts of
+/// different groups side by side do not (a new stretch without a part in between means a
+/// new `L`).
+type Group = Option<(usize, usize)>;
+
 /// Stably groups, within each stretch of store-free parts discriminating on the same `L`,
 /// the parts by their `k`. `stores[i]` says part `i` writes scratch; the flags come back in
-/// the new order.
+/// the new order, with each part's [`Group`] (which spares [`merge_adjacent`] comparing
+/// first tests: on long `or`s, each comparison is a walk through memory).
 fn group_by_discriminator(
     parts: Vec<Pred>,
     stores: Vec<bool>,
     conjunction: bool,
-) -> (Vec<Pred>, Vec<bool>) {
+) -> (Vec<Pred>, Vec<bool>, Vec<Group>) {
     // Stretch boundaries and, per part, its key's group number within the stretch.
     let mut stretch_of: Vec<usize> = Vec::with_capacity(parts.len());
     let mut rank: Vec<usize> = Vec::with_capacity(parts.len());
+    let mut discriminated: Vec<bool> = Vec::with_capacity(parts.len());
     let mut reorder = false;
     {
         let mut stretch = 0usize;
@@ -145,6 +153,7 @@ fn group_by_discriminator(
                     reorder |= r != n && last_key != Some(k);
                     last_key = Some(k);
                     rank.push(r);
+                    discriminated.push(true);
                 }
                 None => {
                     stretch += 1;
@@ -152,33 +161,49 @@ fn group_by_discriminator(
                     keys.clear();
                     last_key = None;
                     rank.push(0);
+                    discriminated.push(false);
                 }
             }
             stretch_of.push(stretch);
         }
     }
+    let group_of = |i: usize| match (discriminated.get(i), stretch_of.get(i), rank.get(i)) {
+        (Some(true), Some(&s), Some(&r)) => Some((s, r)),
+        _ => None,
+    };
     if !reorder {
-        return (parts, stores);
+        let groups = (0..parts.len()).map(group_of).collect();
+        return (parts, stores, groups);
     }
     let mut order: Vec<usize> = (0..parts.len()).collect();
     // Stable: equal (stretch, rank) keep their order.
     order.sort_by_key(|&i| (stretch_of.get(i).copied(), rank.get(i).copied()));
     let stores = order.iter().map(|&i| stores.get(i).copied().unwrap_or(true)).collect();
+    let groups = order.iter().map(|&i| group_of(i)).collect();
     let mut slots: Vec<Option<Pred>> = parts.into_iter().map(Some).collect();
     let parts = order.into_iter().filter_map(|i| slots.get_mut(i).and_then(Option::take)).collect();
-    (parts, stores)
+    (parts, stores, groups)
 }
 
 /// Merges neighbours with the same first test: `(A and X1) or (A and X2)` ->
 /// `A and (X1 or X2)`. Exact when neither writes scratch: `A` is evaluated again after
 /// `A and X1` was false with the same scratch memory, so it gives the same outcome.
-fn merge_adjacent(parts: Vec<Pred>, stores: &[bool], conjunction: bool) -> Vec<Pred> {
+fn merge_adjacent(
+    parts: Vec<Pred>,
+    stores: &[bool],
+    groups: &[Group],
+    conjunction: bool,
+) -> Vec<Pred> {
     let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
     let mut group: Vec<Pred> = Vec::new();
     for (i, part) in parts.into_iter().enumerate() {
         let free = |j: usize| !stores.get(j).copied().unwrap_or(true);
         let same = group.last().is_some_and(|prev| {
-            free(i) && i > 0 && free(i - 1) && head(prev, conjunction) == head(&part, conjunction)
+            let same_head = match (groups.get(i.wrapping_sub(1)), groups.get(i)) {
+                (Some(Some(a)), Some(Some(b))) => a == b,
+                _ => head(prev, conjunction) == head(&part, conjunction),
+            };
+            free(i) && i > 0 && free(i - 1) && same_head
         });
         if !same {
             flush(&mut group, &mut out, conjunction);

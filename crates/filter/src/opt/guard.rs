@@ -45,26 +45,44 @@ fn expr_need(e: &Expr) -> u64 {
     }
 }
 
-fn need(p: &Pred) -> Need {
-    match p {
-        Pred::Const(true) => Need { on_true: 0, on_false: NEVER },
-        Pred::Const(false) => Need { on_true: NEVER, on_false: 0 },
-        Pred::Cmp { lhs, rhs, .. } => {
-            let n = expr_need(lhs).max(expr_need(rhs));
-            Need { on_true: n, on_false: n }
+/// The [`Need`] of a predicate and of each of its parts, computed once bottom-up: placing
+/// guards asks for the needs of every junction's parts at every level, which recomputed
+/// there would cost the size of the filter times its depth.
+struct NeedTree {
+    need: Need,
+    parts: Vec<NeedTree>,
+}
+
+impl NeedTree {
+    fn of(p: &Pred) -> NeedTree {
+        let leaf = |need| NeedTree { need, parts: Vec::new() };
+        match p {
+            Pred::Const(true) => leaf(Need { on_true: 0, on_false: NEVER }),
+            Pred::Const(false) => leaf(Need { on_true: NEVER, on_false: 0 }),
+            Pred::Cmp { lhs, rhs, .. } => {
+                let n = expr_need(lhs).max(expr_need(rhs));
+                leaf(Need { on_true: n, on_false: n })
+            }
+            Pred::In { value, .. } => {
+                let n = expr_need(value);
+                leaf(Need { on_true: n, on_false: n })
+            }
+            Pred::Store { value, .. } => leaf(Need { on_true: expr_need(value), on_false: NEVER }),
+            Pred::Guard(n) => leaf(Need { on_true: u64::from(*n), on_false: NEVER }),
+            Pred::Not(q) => {
+                let inner = NeedTree::of(q);
+                let n = inner.need;
+                NeedTree {
+                    need: Need { on_true: n.on_false, on_false: n.on_true },
+                    parts: vec![inner],
+                }
+            }
+            Pred::And(ps) | Pred::Or(ps) => {
+                let parts: Vec<NeedTree> = ps.iter().map(NeedTree::of).collect();
+                let need = junction_need(parts.iter().map(|t| t.need), matches!(p, Pred::And(_)));
+                NeedTree { need, parts }
+            }
         }
-        Pred::In { value, .. } => {
-            let n = expr_need(value);
-            Need { on_true: n, on_false: n }
-        }
-        Pred::Store { value, .. } => Need { on_true: expr_need(value), on_false: NEVER },
-        Pred::Guard(n) => Need { on_true: u64::from(*n), on_false: NEVER },
-        Pred::Not(q) => {
-            let n = need(q);
-            Need { on_true: n.on_false, on_false: n.on_true }
-        }
-        Pred::And(ps) => junction_need(ps.iter().map(need), true),
-        Pred::Or(ps) => junction_need(ps.iter().map(need), false),
     }
 }
 
@@ -147,7 +165,16 @@ fn pays_off(parts: &[Pred], known: u64, n: u64) -> bool {
 
 /// Inserts guards, starting at the top of a filter.
 pub(crate) fn insert_guards(p: Pred) -> Pred {
-    place(p, Mode::FalseIsAbort, 0)
+    insert_guards_reporting(p).0
+}
+
+/// [`insert_guards`], and whether it inserted any (nothing else changes: without one the
+/// result equals `p`).
+pub(crate) fn insert_guards_reporting(p: Pred) -> (Pred, bool) {
+    let mut added = false;
+    let needs = NeedTree::of(&p);
+    let p = place(p, needs, Mode::FalseIsAbort, 0, &mut added);
+    (p, added)
 }
 
 /// The guard to insert before `parts`, which need `n` bytes where `known` are known.
@@ -159,39 +186,69 @@ fn guard_for(parts: &[Pred], n: u64, known: u64) -> Option<u32> {
 
 /// `p` with guards where they pay off, given that `known` bytes are already known to be
 /// captured where `p` starts.
-fn place(p: Pred, mode: Mode, known: u64) -> Pred {
+fn place(p: Pred, needs: NeedTree, mode: Mode, known: u64, added: &mut bool) -> Pred {
     match p {
-        Pred::And(parts) => place_and(parts, mode, known),
+        Pred::And(parts) => place_and(parts, needs.parts, mode, known, added),
         Pred::Or(parts) => {
-            let whole = junction_need(parts.iter().map(need), false).for_mode(mode);
+            let whole = needs.need.for_mode(mode);
             let guard = guard_for(&parts, whole, known);
             let known = guard.map_or(known, u64::from);
-            let or = place_or(parts, mode, known);
+            let or = place_or(parts, needs.parts, mode, known, added);
             match guard {
-                Some(n) => Pred::And(vec![Pred::Guard(n), or]),
+                Some(n) => {
+                    *added = true;
+                    Pred::And(vec![Pred::Guard(n), or])
+                }
                 None => or,
             }
         }
-        Pred::Not(q) => Pred::Not(Box::new(place(*q, mode.negated(), known))),
+        Pred::Not(q) => {
+            let inner = needs.parts.into_iter().next().unwrap_or_else(|| NeedTree::of(&q));
+            Pred::Not(Box::new(place(*q, inner, mode.negated(), known, added)))
+        }
         other => other,
     }
 }
 
-fn place_or(parts: Vec<Pred>, mode: Mode, mut known: u64) -> Pred {
+/// The needs of `parts`, one per part (recomputed if the tree does not fit, which it
+/// always does: it was built from the same predicate).
+fn part_needs(parts: &[Pred], needs: Vec<NeedTree>) -> Vec<NeedTree> {
+    if needs.len() == parts.len() {
+        needs
+    } else {
+        parts.iter().map(NeedTree::of).collect()
+    }
+}
+
+fn place_or(
+    parts: Vec<Pred>,
+    needs: Vec<NeedTree>,
+    mode: Mode,
+    mut known: u64,
+    added: &mut bool,
+) -> Pred {
+    let needs = part_needs(&parts, needs);
     let last = parts.len().saturating_sub(1);
     let mut out = Vec::with_capacity(parts.len());
-    for (i, part) in parts.into_iter().enumerate() {
+    for (i, (part, tree)) in parts.into_iter().zip(needs).enumerate() {
         let part_mode = if i == last { mode } else { mode.inner(false) };
-        let n = need(&part);
-        out.push(place(part, part_mode, known));
+        let n = tree.need;
+        out.push(place(part, tree, part_mode, known, added));
         // Later parts run only after this one was false.
         known = known.max(n.on_false.min(NEVER - 1));
     }
     Pred::Or(out)
 }
 
-fn place_and(parts: Vec<Pred>, mode: Mode, mut known: u64) -> Pred {
-    let needs: Vec<Need> = parts.iter().map(need).collect();
+fn place_and(
+    parts: Vec<Pred>,
+    needs: Vec<NeedTree>,
+    mode: Mode,
+    mut known: u64,
+    added: &mut bool,
+) -> Pred {
+    let trees = part_needs(&parts, needs);
+    let needs: Vec<Need> = trees.iter().map(|t| t.need).collect();
     // What each suffix `parts[i..]` needs.
     let count = parts.len();
     let mut suffix_need = vec![Need { on_true: 0, on_false: NEVER }; count + 1];
@@ -207,6 +264,7 @@ fn place_and(parts: Vec<Pred>, mode: Mode, mut known: u64) -> Pred {
     }
     let last = count.saturating_sub(1);
     let mut parts = parts;
+    let mut trees = trees.into_iter();
     let mut out = Vec::with_capacity(count + 1);
     for i in 0..count {
         // A suffix of an `and` ends the way the whole `and` does: it has the same mode.
@@ -215,16 +273,19 @@ fn place_and(parts: Vec<Pred>, mode: Mode, mut known: u64) -> Pred {
         let existing = matches!(rest.first(), Some(Pred::Guard(g)) if u64::from(*g) >= suffix.min(u64::from(u32::MAX)));
         if !existing {
             if let Some(g) = guard_for(rest, suffix, known) {
+                *added = true;
                 out.push(Pred::Guard(g));
                 known = u64::from(g);
             }
         }
-        let Some(part) = parts.get_mut(i).map(|p| std::mem::replace(p, Pred::Const(true))) else {
+        let (Some(part), Some(tree)) =
+            (parts.get_mut(i).map(|p| std::mem::replace(p, Pred::Const(true))), trees.next())
+        else {
             break;
         };
         let part_mode = if i == last { mode } else { mode.inner(true) };
         let pass = needs.get(i).map_or(0, |n| n.on_true);
-        out.push(place(part, part_mode, known));
+        out.push(place(part, tree, part_mode, known, added));
         // Later parts run only after this one was true.
         if pass != NEVER {
             known = known.max(pass);

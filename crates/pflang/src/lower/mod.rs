@@ -284,8 +284,7 @@ fn join(acc: Pred, conjunction: bool, rhs: Pred) -> Pred {
     let mut parts = match acc {
         Pred::And(parts) if conjunction && !parts.is_empty() => parts,
         Pred::Or(parts) if !conjunction && !parts.is_empty() => parts,
-        acc if conjunction => return Pred::and([acc, rhs]),
-        acc => return Pred::or([acc, rhs]),
+        acc => return junction(vec![acc, rhs], conjunction),
     };
     match rhs {
         Pred::And(inner) if conjunction => parts.extend(inner),
@@ -297,6 +296,43 @@ fn join(acc: Pred, conjunction: bool, rhs: Pred) -> Pred {
         (1, _) => parts.pop().unwrap_or(Pred::Const(conjunction)),
         (_, true) => Pred::And(parts),
         (_, false) => Pred::Or(parts),
+    }
+}
+
+/// `Pred::and(parts)` (`conjunction`) or `Pred::or(parts)`: the same tree, flattened the
+/// same way, but with each list of parts allocated at its final size (the generic
+/// constructors give a two-part list room for four). A filter of thousands of terms is
+/// mostly such small lists, and the optimizer walks a smaller heap faster.
+pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
+    let same_kind = |p: &Pred| match p {
+        Pred::And(_) => conjunction,
+        Pred::Or(_) => !conjunction,
+        _ => false,
+    };
+    let mut out = if parts.iter().any(same_kind) {
+        let len = parts
+            .iter()
+            .map(|p| match p {
+                Pred::And(inner) | Pred::Or(inner) if same_kind(p) => inner.len(),
+                _ => 1,
+            })
+            .sum();
+        let mut out = Vec::with_capacity(len);
+        for p in parts {
+            match p {
+                Pred::And(inner) if conjunction => out.extend(inner),
+                Pred::Or(inner) if !conjunction => out.extend(inner),
+                p => out.push(p),
+            }
+        }
+        out
+    } else {
+        parts
+    };
+    match (out.len(), conjunction) {
+        (1, _) => out.pop().unwrap_or(Pred::Const(conjunction)),
+        (_, true) => Pred::And(out),
+        (_, false) => Pred::Or(out),
     }
 }
 

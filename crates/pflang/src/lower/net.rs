@@ -18,7 +18,7 @@ use weir_filter::{CmpOp, Pred, Size};
 use super::link::{
     LinkType, ETHERTYPE_ARP, ETHERTYPE_DN, ETHERTYPE_IP, ETHERTYPE_IPV6, ETHERTYPE_REVARP,
 };
-use super::{CompileError, Layer, Lowerer};
+use super::{junction, CompileError, Layer, Lowerer};
 use crate::ast::{AddrKind, Dir, Id, Primitive, Proto, Qualifiers, Span};
 use crate::names;
 
@@ -406,7 +406,7 @@ impl Lowerer<'_> {
                         )?);
                     }
                 }
-                Ok(Pred::or(tests))
+                Ok(junction(tests, false))
             }
             Some(Proto::Ip) => self.hostop_v4(addr, mask, q.dir, ETHERTYPE_IP, (12, 16), site),
             Some(Proto::Arp) => self.hostop_v4(addr, mask, q.dir, ETHERTYPE_ARP, (14, 24), site),
@@ -433,8 +433,8 @@ impl Lowerer<'_> {
     ) -> Result<Pred, CompileError> {
         match sides(dir) {
             Ok(Sides::One(src)) => one(self, src),
-            Ok(Sides::Both) => Ok(Pred::and([one(self, true)?, one(self, false)?])),
-            Ok(Sides::Either) => Ok(Pred::or([one(self, true)?, one(self, false)?])),
+            Ok(Sides::Both) => Ok(junction(vec![one(self, true)?, one(self, false)?], true)),
+            Ok(Sides::Either) => Ok(junction(vec![one(self, true)?, one(self, false)?], false)),
             Err(d) => Err(refuse(d)),
         }
     }
@@ -454,7 +454,7 @@ impl Lowerer<'_> {
         self.per_side(dir, refuse, |l, src| {
             let link = l.link_proto(ethertype, site.whole)?;
             let offset = if src { src_off } else { dst_off };
-            Ok(Pred::and([link, l.cmp_field(Layer::Net, offset, Size::Word, mask, addr)]))
+            Ok(junction(vec![link, l.cmp_field(Layer::Net, offset, Size::Word, mask, addr)], true))
         })
     }
 

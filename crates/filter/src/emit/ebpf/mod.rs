@@ -39,13 +39,14 @@
 //! `data_end`.
 
 mod expr;
+mod layout;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{xdp_action, ContextLayout, SOCKET_FILTER, XDP};
-use weir_program::{Program, ProgramBuilder};
+use weir_program::Program;
 
 use super::bounds::{constant_load_end, max_value};
-use super::flow::{Flow, Item, Label};
+use super::flow::{Flow, Label};
 use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
 use crate::ir::{CmpOp, Expr, Filter, Pred, SCRATCH_SLOTS};
@@ -109,7 +110,7 @@ pub fn emit(filter: &Filter, target: Target) -> Result<Program, EmitError> {
     e.flow.bind(reject);
     e.ret(target.reject_value());
     e.flow.simplify();
-    link(&e.flow)
+    layout::link(&e.flow)
 }
 
 // -------------------------------------------------------------------------------------
@@ -492,61 +493,4 @@ impl Searcher for SetSearch<'_> {
         };
         self.e.flow.cond(Jump::value(rel, self.reg, Operand::Imm(k as i32)), t, f);
     }
-}
-
-// -------------------------------------------------------------------------------------
-// Layout
-
-/// Lays the flow out through a [`ProgramBuilder`]: a test falls through to its false
-/// target when that comes next, else is inverted to fall through to its true target, else
-/// is followed by a `ja`.
-fn link(flow: &Flow<Insn, Jump>) -> Result<Program, EmitError> {
-    let mut b = ProgramBuilder::new();
-    let labels: Vec<weir_program::Label> = (0..flow.label_count()).map(|_| b.new_label()).collect();
-    let label = |l: Label| labels.get(l.index()).copied();
-    let items = flow.items();
-    for (index, item) in items.iter().enumerate() {
-        match item {
-            Item::Label(l) => {
-                if let Some(l) = label(*l) {
-                    b.bind(l);
-                }
-            }
-            Item::Stmt(insn) | Item::End(insn) => {
-                b.push(*insn);
-            }
-            Item::Goto(target) => {
-                if let Some(target) = label(*target) {
-                    b.jump(target);
-                }
-            }
-            Item::Cond { cond, t, f } => {
-                let next_labels: Vec<Label> = items
-                    .iter()
-                    .skip(index.wrapping_add(1))
-                    .map_while(|i| match i {
-                        Item::Label(l) => Some(*l),
-                        _ => None,
-                    })
-                    .collect();
-                let (jump, target, then_goto) = if next_labels.contains(f) {
-                    (*cond, *t, None)
-                } else if let (true, Some(inverse)) = (next_labels.contains(t), cond.inverse()) {
-                    (inverse, *f, None)
-                } else {
-                    (*cond, *t, Some(*f))
-                };
-                if let Some(target) = label(target) {
-                    match jump.rhs {
-                        Operand::Imm(imm) => b.jump_imm(jump.op(), jump.dst, imm, target),
-                        Operand::Reg(src) => b.jump_reg(jump.op(), jump.dst, src, target),
-                    };
-                }
-                if let Some(other) = then_goto.and_then(label) {
-                    b.jump(other);
-                }
-            }
-        }
-    }
-    b.link().map_err(EmitError::Link)
 }
