@@ -2,10 +2,15 @@
 //! or the interpreter, or weir's classic interpreter (libpcap's semantics).
 
 use weir_cbpf::translate::{self, Target};
-use weir_cbpf::{CbpfFilter, PacketMeta, Rules};
+use weir_cbpf::{CbpfFilter, Rules};
 use weir_isa::cbpf::CbpfInsn;
 
 use crate::engine::{choose, Choice, ChoiceError, Engine, Subject};
+use crate::filter::SocketFilterRun;
+
+fn layout() -> &'static weir_program::abi::ContextLayout {
+    Target::SocketFilter.context_layout()
+}
 
 /// A classic program ready to run on packets.
 pub struct PreparedClassic {
@@ -14,24 +19,9 @@ pub struct PreparedClassic {
 }
 
 enum Runner {
-    Jit(Box<Translated<weir_jit::JitProgram, weir_jit::Cache>>),
-    Interp(Box<Translated<weir_interp::Interpreter, weir_interp::Cache>>),
+    Jit(Box<SocketFilterRun<weir_jit::JitProgram, weir_jit::Cache>>),
+    Interp(Box<SocketFilterRun<weir_interp::Interpreter, weir_interp::Cache>>),
     Cbpf(CbpfFilter),
-}
-
-/// The socket-filter translation with a reusable context and packet buffer.
-struct Translated<P, C> {
-    program: P,
-    cache: C,
-    packet: Vec<u8>,
-}
-
-impl<P, C> Translated<P, C> {
-    fn load(&mut self, packet: &[u8], wire_len: u32) -> Vec<u8> {
-        self.packet.clear();
-        self.packet.extend_from_slice(packet);
-        translate::sk_buff_context(wire_len, &PacketMeta::default())
-    }
 }
 
 /// Whether a load reads outside the packet (ancillary data, `SKF_NET_OFF`...): capture
@@ -73,11 +63,7 @@ impl PreparedClassic {
                     )
                     .map_err(|e| format!("the eBPF JIT: {e}"))?;
                     let cache = jit.cache();
-                    Ok(Runner::Jit(Box::new(Translated {
-                        program: jit,
-                        cache,
-                        packet: Vec::new(),
-                    })))
+                    Ok(Runner::Jit(Box::new(SocketFilterRun::new(jit, cache, layout()))))
                 }
                 Engine::Interp => {
                     let program = translated()?;
@@ -88,11 +74,7 @@ impl PreparedClassic {
                     )
                     .map_err(|e| format!("the interpreter: {e}"))?;
                     let cache = interp.cache();
-                    Ok(Runner::Interp(Box::new(Translated {
-                        program: interp,
-                        cache,
-                        packet: Vec::new(),
-                    })))
+                    Ok(Runner::Interp(Box::new(SocketFilterRun::new(interp, cache, layout()))))
                 }
                 Engine::Cbpf => Ok(Runner::Cbpf(
                     CbpfFilter::with_rules(insns, rules).map_err(|e| e.to_string())?,
@@ -110,16 +92,9 @@ impl PreparedClassic {
     /// The program's return value for one packet (0: reject).
     pub fn run(&mut self, packet: &[u8], wire_len: u32) -> u32 {
         match &mut self.runner {
-            Runner::Jit(t) => {
-                let mut ctx = t.load(packet, wire_len);
-                let input = weir_jit::Input::new().ctx(&mut ctx).packet(&mut t.packet);
-                t.program.run(&mut t.cache, input).map_or(0, |r0| r0 as u32)
-            }
-            Runner::Interp(t) => {
-                let mut ctx = t.load(packet, wire_len);
-                let input = weir_interp::Input::new().ctx(&mut ctx).packet(&mut t.packet);
-                t.program.run(&mut t.cache, input).map_or(0, |r0| r0 as u32)
-            }
+            // A socket filter's verdict is the low 32 bits of r0, as in the kernel.
+            Runner::Jit(run) => run.run(packet, wire_len) as u32,
+            Runner::Interp(run) => run.run(packet, wire_len) as u32,
             Runner::Cbpf(filter) => filter.run(packet, wire_len),
         }
     }

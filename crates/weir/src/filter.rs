@@ -22,8 +22,9 @@ enum Runner {
 }
 
 /// An eBPF socket-filter program with its context and a packet buffer: eBPF engines take
-/// the packet as writable memory, so each packet is copied into `packet` first.
-struct SocketFilterRun<P, C> {
+/// the packet as writable memory, so each packet is copied into `packet` first. The
+/// context is all zeros but `len` (no ancillary data: capture files carry none).
+pub(crate) struct SocketFilterRun<P, C> {
     program: P,
     cache: C,
     ctx: Vec<u8>,
@@ -32,7 +33,7 @@ struct SocketFilterRun<P, C> {
 }
 
 impl<P, C> SocketFilterRun<P, C> {
-    fn new(program: P, cache: C, layout: &ContextLayout) -> Self {
+    pub(crate) fn new(program: P, cache: C, layout: &ContextLayout) -> Self {
         let len_field = layout.field("len").map_or(0, |f| f.offset as usize);
         SocketFilterRun {
             program,
@@ -50,6 +51,24 @@ impl<P, C> SocketFilterRun<P, C> {
         }
         self.packet.clear();
         self.packet.extend_from_slice(packet);
+    }
+}
+
+impl SocketFilterRun<weir_jit::JitProgram, weir_jit::Cache> {
+    /// r0 for one packet; a trap rejects (0), as an aborted filter does.
+    pub(crate) fn run(&mut self, packet: &[u8], wire_len: u32) -> u64 {
+        self.load(packet, wire_len);
+        let input = weir_jit::Input::new().ctx(&mut self.ctx).packet(&mut self.packet);
+        self.program.run(&mut self.cache, input).unwrap_or(0)
+    }
+}
+
+impl SocketFilterRun<weir_interp::Interpreter, weir_interp::Cache> {
+    /// r0 for one packet; a trap rejects (0), as an aborted filter does.
+    pub(crate) fn run(&mut self, packet: &[u8], wire_len: u32) -> u64 {
+        self.load(packet, wire_len);
+        let input = weir_interp::Input::new().ctx(&mut self.ctx).packet(&mut self.packet);
+        self.program.run(&mut self.cache, input).unwrap_or(0)
     }
 }
 
@@ -80,16 +99,8 @@ impl PreparedFilter {
     pub fn matches(&mut self, packet: &[u8], wire_len: u32) -> bool {
         match &mut self.runner {
             Runner::Native(native) => native.matches(packet, wire_len),
-            Runner::Jit(run) => {
-                run.load(packet, wire_len);
-                let input = weir_jit::Input::new().ctx(&mut run.ctx).packet(&mut run.packet);
-                matches!(run.program.run(&mut run.cache, input), Ok(r0) if r0 != 0)
-            }
-            Runner::Interp(run) => {
-                run.load(packet, wire_len);
-                let input = weir_interp::Input::new().ctx(&mut run.ctx).packet(&mut run.packet);
-                matches!(run.program.run(&mut run.cache, input), Ok(r0) if r0 != 0)
-            }
+            Runner::Jit(run) => run.run(packet, wire_len) != 0,
+            Runner::Interp(run) => run.run(packet, wire_len) != 0,
             Runner::Cbpf(program) => program.run(packet, wire_len) != 0,
             Runner::Reference(filter) => filter.matches(packet, wire_len),
         }
