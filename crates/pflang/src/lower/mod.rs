@@ -15,9 +15,6 @@
 //! `encap` (vlan, mpls, pppoe, geneve, vxlan, llc), `misc` (direction, interface, pflog,
 //! 802.11 and the other link-specific tests).
 
-// Skeleton stage: parts of the shared context are used only by modules still being written.
-#![allow(dead_code)]
-
 mod arith;
 mod encap;
 mod link;
@@ -80,8 +77,6 @@ pub fn lower(
 /// The header an offset is relative to (libpcap's "offset relative to" notion).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Layer {
-    /// The first byte of the captured packet.
-    Packet,
     /// The start of the (current, possibly encapsulated) link-layer header.
     LinkHdr,
     /// The link-layer type field (e.g. the Ethernet type).
@@ -198,19 +193,10 @@ impl<'a> Lowerer<'a> {
         Ok(slot)
     }
 
-    /// Gives back `first` and every slot allocated after it. Only for slots whose every
-    /// store and read sits inside the primitive that allocated them (a `protochain` walk):
-    /// once that primitive's subtree is built, nothing after it can see them, so a later
-    /// primitive may reuse them.
-    pub fn release_scratch(&mut self, first: u8) {
-        self.next_scratch = self.next_scratch.min(first);
-    }
-
     /// The absolute offset of `layer + k`.
     pub fn offset(&self, layer: Layer, k: u32) -> Expr {
         let net = self.off_linkpl.plus(self.off_nl);
         match layer {
-            Layer::Packet => Expr::Const(k),
             Layer::LinkHdr => self.off_linkhdr.expr(k),
             // Link types without a type field never ask for it (their tests are built
             // differently in `link`); fall back to the payload so nothing panics.
@@ -334,9 +320,4 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
         (_, true) => Pred::And(out),
         (_, false) => Pred::Or(out),
     }
-}
-
-/// `not supported: <what>` at `span`.
-pub(crate) fn unsupported(span: Span, what: &str) -> CompileError {
-    CompileError::new(span, format!("not supported: {what}"))
 }
