@@ -249,8 +249,9 @@ fn translated_pcap(s: &Subject) -> Result<Program, String> {
 fn on_interpreter(program: &Program) -> Result<Runner, String> {
     let mut bindings = Bindings::new();
     bindings.context = Some(&SOCKET_FILTER);
-    let interp = Interpreter::new(program, bindings, Config::default())
+    let program = weir_program::Verified::structural(program.clone())
         .map_err(|e| format!("the interpreter refuses the program: {e}"))?;
+    let interp = Interpreter::new(&program, bindings, Config::default());
     let mut cache = interp.cache();
     let mut ctx = vec![0u8; SOCKET_FILTER.size as usize];
     let len_at = SOCKET_FILTER.field("len").map_or(0, |f| f.offset as usize);

@@ -71,9 +71,10 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         let insns = weir_isa::asm::assemble(source).map_err(|e| format!("{name}: {e}"))?;
         let program = Program::from_insns(insns);
         let bytes = program.to_bytes();
-        let interp = Interpreter::new(&program, Bindings::new(), Config::default())
+        let verified = weir_program::Verified::structural(program.clone())
             .map_err(|e| format!("{name}: {e}"))?;
-        let jit = Jit::compile(&program, Bindings::new(), weir_jit::Config::default())
+        let interp = Interpreter::new(&verified, Bindings::new(), Config::default());
+        let jit = Jit::compile(&verified, Bindings::new(), weir_jit::Config::default())
             .map_err(|e| format!("{name}: {e}"))?;
         let mut cache = interp.cache();
         let mut jit_cache = jit.cache();

@@ -18,7 +18,7 @@ use weir_cbpf::{CbpfFilter, CbpfValidateErrorKind, PacketMeta};
 use weir_interp::{Config, Input, Interpreter};
 use weir_isa::cbpf::ancillary::*;
 use weir_isa::cbpf::{decode, CbpfInsn, CbpfOp, SockFilter, CBPF_OPCODES};
-use weir_program::Program;
+use weir_program::{Program, Verified};
 use weir_testkit::Packet;
 
 // ---------------------------------------------------------------------------------------
@@ -114,7 +114,8 @@ impl Translated {
     fn new(insns: &[CbpfInsn]) -> Result<Self, String> {
         let make = |target| -> Result<Interpreter, String> {
             let program = translate(insns, target).map_err(|e| format!("{target}: {e}"))?;
-            Interpreter::new(&program, bindings(target), Config::default())
+            Verified::check(&program)
+                .map(|p| Interpreter::new(&p, bindings(target), Config::default()))
                 .map_err(|e| format!("{target}: translation does not validate: {e}"))
         };
         Ok(Translated { socket: make(Target::SocketFilter)?, xdp: make(Target::Xdp)? })
@@ -682,9 +683,11 @@ fn ancillary_loads_read_the_sk_buff_fields() {
             ];
             let want = CbpfFilter::new(&prog).unwrap().run_with_meta(&frame, 20, &meta);
             let program = translate(&prog, Target::SocketFilter).unwrap();
-            let interp =
-                Interpreter::new(&program, bindings(Target::SocketFilter), Config::default())
-                    .unwrap();
+            let interp = Interpreter::new(
+                &Verified::check(&program).unwrap(),
+                bindings(Target::SocketFilter),
+                Config::default(),
+            );
             assert_eq!(run_socket(&interp, &frame, 20, &meta), u64::from(want), "{offset}");
         }
     }
@@ -849,8 +852,8 @@ fn any_record() -> impl Strategy<Value = (Vec<u8>, u32)> {
 
 fn translate_for(prog: &[CbpfInsn], target: Target) -> (Program, Interpreter) {
     let program = translate(prog, target).expect("a valid program translates");
-    let interp = Interpreter::new(&program, bindings(target), Config::default())
-        .expect("the translation validates");
+    let verified = Verified::check(&program).expect("the translation validates");
+    let interp = Interpreter::new(&verified, bindings(target), Config::default());
     (program, interp)
 }
 

@@ -6,7 +6,7 @@ use weir_interp::{Config, Interpreter};
 use weir_isa::asm::{assemble as assemble_text, disassemble};
 use weir_isa::ebpf::{decode_bytes, encode_bytes};
 use weir_program::abi::Bindings;
-use weir_program::Program;
+use weir_program::{Program, Verified};
 
 /// Any byte string either fails to decode, or decodes to instructions that encode back to
 /// the same bytes and whose disassembly assembles to the same instructions.
@@ -44,8 +44,9 @@ pub fn interp(data: &[u8]) {
     let mem_len = usize::from(mem_len).min(rest.len());
     let (mem, code) = rest.split_at(mem_len);
     let Ok(program) = Program::from_bytes(code) else { return };
+    let Ok(program) = Verified::structural(program) else { return };
     let config = Config { instruction_budget: 10_000, ..Config::default() };
-    let Ok(engine) = Interpreter::new(&program, Bindings::conformance(), config) else { return };
+    let engine = Interpreter::new(&program, Bindings::conformance(), config);
     let mut cache = engine.cache();
     let mut first_mem = mem.to_vec();
     let first = engine.run_mem(&mut cache, &mut first_mem);
@@ -57,32 +58,25 @@ pub fn interp(data: &[u8]) {
 
 /// The first byte is a memory length, the second picks the run's options (bit 0: constant
 /// blinding; bits 1-2: an instruction budget of 10,000, 1,000, 100 or 10), then come the
-/// memory and the program. A program either fails validation in both engines, or compiles
-/// (every valid program must) and then the JIT and the interpreter agree on everything: the
-/// result or the trap, the executed count, the memory and the stack, also on a second run
-/// with reused caches.
+/// memory and the program. A program either fails validation (before any engine), or the JIT
+/// compiles it (every valid program must) and then the JIT and the interpreter agree on
+/// everything: the result or the trap, the executed count, the memory and the stack, also
+/// on a second run with reused caches.
 pub fn jit_diff(data: &[u8]) {
     let Some((&mem_len, rest)) = data.split_first() else { return };
     let Some((&options, rest)) = rest.split_first() else { return };
     let mem_len = usize::from(mem_len).min(rest.len());
     let (mem, code) = rest.split_at(mem_len);
     let Ok(program) = Program::from_bytes(code) else { return };
+    let Ok(program) = Verified::structural(program) else { return };
     let budget = [10_000, 1_000, 100, 10][usize::from((options >> 1) & 3)];
     let blinding = options & 1 == 1;
-    let interp_config = Config { instruction_budget: budget, ..Config::default() };
-    let jit_config =
-        weir_jit::Config { instruction_budget: budget, blinding, ..weir_jit::Config::default() };
-    let interp = Interpreter::new(&program, Bindings::conformance(), interp_config);
-    let jit = weir_jit::Jit::compile(&program, Bindings::conformance(), jit_config);
-    let (interp, jit) = match (interp, jit) {
-        (Ok(interp), Ok(jit)) => (interp, jit),
-        (
-            Err(_),
-            Err(weir_jit::CompileError { kind: weir_jit::CompileErrorKind::Invalid(_), .. }),
-        ) => {
-            return;
-        }
-        (interp, jit) => panic!("engines disagree on accepting the program: {interp:?} / {jit:?}"),
+    let limits = Config { instruction_budget: budget, ..Config::default() };
+    let jit_config = weir_jit::Config { limits, blinding };
+    let interp = Interpreter::new(&program, Bindings::conformance(), limits);
+    let jit = match weir_jit::Jit::compile(&program, Bindings::conformance(), jit_config) {
+        Ok(jit) => jit,
+        Err(e) => panic!("the JIT refused a valid program: {e}"),
     };
     let mut interp_cache = interp.cache();
     let mut jit_cache = jit.cache();

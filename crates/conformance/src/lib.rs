@@ -24,122 +24,23 @@
 //!   error weir reports: assembly, decoding, validation or trap).
 //! - `-- description` (optional): free text.
 
+//!
+//! The case format lives in the facade (`weir::data`); this crate holds the runner.
+
 pub mod fuzz_checks;
 pub mod kernel_prep;
-mod parse;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use weir_interp::{Config, Interpreter};
-use weir_isa::ebpf::{decode, RawInsn};
 use weir_program::abi::Bindings;
-use weir_program::{validate, Program};
+use weir_program::exec::{DynEngine, Input, Limits};
 
-pub use parse::{parse_case, ParseError};
+pub use weir::data::{load_program, parse_case, Case, Expect, ParseError, Source};
 
-/// One conformance case.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Case {
-    /// The file name without `.data`.
-    pub name: String,
-    pub source: Source,
-    /// The input memory; empty when the case has none (`r1` is then 0).
-    pub mem: Vec<u8>,
-    pub expect: Expect,
-    /// The `-- description` text, empty if absent.
-    pub description: String,
-}
-
-/// How a case writes its program.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
-    /// Assembly text, exactly as in the file (so assembler line numbers count from the
-    /// section's first line).
-    Asm(String),
-    /// One little-endian `u64` per slot.
-    Raw(Vec<u64>),
-}
-
-/// What a case must produce.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Expect {
-    /// The program runs and returns this `r0`.
-    Result(u64),
-    /// Assembling, decoding, validating or running fails with a message containing this
-    /// text (compared case-insensitively).
-    Error(String),
-}
-
-impl fmt::Display for Expect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Expect::Result(v) => write!(f, "result {v:#x}"),
-            Expect::Error(e) => write!(f, "error containing {e:?}"),
-        }
-    }
-}
-
-/// Assembles or decodes a case's program, then validates it.
-pub fn load_program(case: &Case) -> Result<Program, String> {
-    let insns = match &case.source {
-        Source::Asm(text) => weir_isa::asm::assemble(text).map_err(|e| format!("assembly: {e}"))?,
-        Source::Raw(words) => {
-            let slots: Vec<RawInsn> = words.iter().map(|w| RawInsn::from_u64(*w)).collect();
-            decode(&slots).map_err(|e| format!("decode: {e}"))?
-        }
-    };
-    let program = Program::from_insns(insns);
-    validate(&program).map_err(|e| format!("validation: {e}"))?;
-    Ok(program)
-}
-
-/// An engine that can run a validated program on a case's memory.
-pub trait Engine {
-    fn name(&self) -> &str;
-    /// Runs `program` once with the conformance bindings (helper 5 is "unwind"); returns
-    /// `r0`, or the error message (a trap, or a program the engine refuses).
-    fn run(&self, program: &Program, mem: &mut [u8]) -> Result<u64, String>;
-}
-
-/// The reference interpreter with its default configuration.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct InterpreterEngine;
-
-impl Engine for InterpreterEngine {
-    fn name(&self) -> &str {
-        "interpreter"
-    }
-
-    fn run(&self, program: &Program, mem: &mut [u8]) -> Result<u64, String> {
-        let interp = Interpreter::new(program, Bindings::conformance(), Config::default())
-            .map_err(|e| format!("validation: {e}"))?;
-        let mut cache = interp.cache();
-        interp.run_mem(&mut cache, mem).map_err(|trap| format!("trap: {trap}"))
-    }
-}
-
-/// The Cranelift JIT with its default configuration.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct JitEngine;
-
-impl Engine for JitEngine {
-    fn name(&self) -> &str {
-        "jit"
-    }
-
-    fn run(&self, program: &Program, mem: &mut [u8]) -> Result<u64, String> {
-        let jit =
-            weir_jit::Jit::compile(program, Bindings::conformance(), weir_jit::Config::default())
-                .map_err(|e| format!("compile: {e}"))?;
-        let mut cache = jit.cache();
-        jit.run_mem(&mut cache, mem).map_err(|trap| format!("trap: {trap}"))
-    }
-}
-
-/// Every engine the corpus runs on.
-pub fn engines() -> Vec<Box<dyn Engine>> {
-    vec![Box::new(InterpreterEngine), Box::new(JitEngine)]
+/// Every engine the corpus runs on: every engine of the facade's table that runs programs.
+pub fn engines() -> Vec<&'static dyn DynEngine> {
+    weir::Engine::ALL.iter().filter_map(|e| e.program_engine()).collect()
 }
 
 /// What happened when one engine ran one case.
@@ -173,16 +74,21 @@ impl fmt::Display for Failure {
     }
 }
 
-/// Loads and runs a case on one engine (on a copy of its memory).
-pub fn run_case(engine: &dyn Engine, case: &Case) -> Outcome {
+/// Loads and runs a case on one engine (on a copy of its memory), with the conformance
+/// bindings (helper 5 is "unwind") and the default limits.
+pub fn run_case(engine: &dyn DynEngine, case: &Case) -> Outcome {
     let program = match load_program(case) {
         Ok(p) => p,
         Err(e) => return Outcome::Error(e),
     };
+    let mut session = match engine.load(&program, Bindings::conformance(), Limits::default()) {
+        Ok(session) => session,
+        Err(e) => return Outcome::Error(format!("compile: {e}")),
+    };
     let mut mem = case.mem.clone();
-    match engine.run(&program, &mut mem) {
-        Ok(v) => Outcome::Result(v),
-        Err(e) => Outcome::Error(e),
+    match session.run(Input::new().mem(&mut mem)) {
+        Ok(outcome) => Outcome::Result(outcome.r0),
+        Err(trap) => Outcome::Error(format!("trap: {trap}")),
     }
 }
 
@@ -198,7 +104,7 @@ pub fn matches(expect: &Expect, got: &Outcome) -> bool {
 }
 
 /// Runs a case on an engine and reports a mismatch.
-pub fn check_case(engine: &dyn Engine, case: &Case) -> Result<(), Failure> {
+pub fn check_case(engine: &dyn DynEngine, case: &Case) -> Result<(), Failure> {
     let got = run_case(engine, case);
     if matches(&case.expect, &got) {
         Ok(())

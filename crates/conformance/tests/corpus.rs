@@ -29,7 +29,7 @@ fn every_case_on_every_engine() {
             if matches!(case.expect, Expect::Error(_)) {
                 errors += 1;
             }
-            if let Err(failure) = check_case(engine.as_ref(), case) {
+            if let Err(failure) = check_case(engine, case) {
                 failures.push(failure);
             }
         }

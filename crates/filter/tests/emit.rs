@@ -38,10 +38,11 @@ struct Emitted {
 
 fn interpreter(filter: &Filter, target: ebpf::Target) -> Result<Interpreter, String> {
     let program = ebpf::emit(filter, target).map_err(|e| format!("{target}: {e}"))?;
-    weir_program::validate(&program).map_err(|e| format!("{target}: invalid program: {e}"))?;
+    let program = weir_program::Verified::structural(program)
+        .map_err(|e| format!("{target}: invalid program: {e}"))?;
     let mut bindings = Bindings::new();
     bindings.context = Some(target.context_layout());
-    Interpreter::new(&program, bindings, Config::default()).map_err(|e| format!("{target}: {e}"))
+    Ok(Interpreter::new(&program, bindings, Config::default()))
 }
 
 impl Emitted {

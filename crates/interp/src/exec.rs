@@ -9,14 +9,14 @@
 //! The budget counts dispatched steps, including the one that traps; when it is spent, the
 //! next step traps with [`TrapCode::InstructionBudget`] instead of running.
 
-use weir_program::abi::HelperOutcome;
+use weir_program::abi::{HelperCtx, HelperOutcome};
 use weir_program::{Trap, TrapCode};
 
 use crate::alu::{
     arsh32, arsh64, div32, div64, lsh32, lsh64, mod32, mod64, rsh32, rsh64, sdiv32, sdiv64, smod32,
     smod64,
 };
-use crate::guest::{self, STACK_BASE};
+use crate::guest;
 use crate::memory::Memory;
 use crate::step::{AtomicOp, Step};
 use crate::Interpreter;
@@ -47,13 +47,13 @@ impl Interpreter {
     /// frame's bottom up to the region's top" is exactly the running frame plus its callers'
     /// frames (reachable through pointers they pass down), and nothing else.
     pub(crate) fn frame_top(&self, frame: usize) -> u64 {
-        let frames_above = (self.frames as u64).wrapping_sub(frame as u64);
-        STACK_BASE.wrapping_add(frames_above.wrapping_mul(self.stack_size as u64))
+        self.shape.frame_top(frame as u64)
     }
 
     /// Offset in the stack region of the lowest byte frame `frame` may touch.
     pub(crate) fn frame_floor(&self, frame: usize) -> usize {
-        self.frames.wrapping_sub(frame).wrapping_sub(1).wrapping_mul(self.stack_size)
+        // Fits: the shape was fitted into the stack window.
+        self.shape.frame_floor(frame as u64) as usize
     }
 
     /// Whether `slot` starts an instruction a call may enter.
@@ -134,7 +134,8 @@ impl Interpreter {
             macro_rules! call_helper {
                 ($id:expr, $func:expr) => {{
                     let args = [reg!(1), reg!(2), reg!(3), reg!(4), reg!(5)];
-                    match ($func)(&args) {
+                    let mut ctx = HelperCtx::new(&mut *memory, self.bindings.prog_type);
+                    match ($func)(&mut ctx, &args) {
                         HelperOutcome::Return(value) => reg!(0) = value,
                         HelperOutcome::Stop(value) => break 'run Ok(value),
                         HelperOutcome::Fail => {
@@ -147,7 +148,7 @@ impl Interpreter {
             macro_rules! call_local {
                 ($target:expr) => {{
                     // `frames` holds the callers; the running frame is one more.
-                    if frames.len().saturating_add(1) >= self.frames {
+                    if frames.len().saturating_add(1) >= self.frames() {
                         break 'run Err(Trap::new(TrapCode::CallDepth, here));
                     }
                     let saved = [reg!(6), reg!(7), reg!(8), reg!(9), reg!(10)];

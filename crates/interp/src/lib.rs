@@ -13,7 +13,7 @@
 //! ```
 //! use weir_isa::ebpf::{Insn, Op};
 //! use weir_interp::{Config, Interpreter};
-//! use weir_program::{abi::Bindings, ProgramBuilder};
+//! use weir_program::{abi::Bindings, ProgramBuilder, Verified};
 //!
 //! // r0 = the 32-bit word at mem[4] + 1
 //! let mut b = ProgramBuilder::new();
@@ -22,7 +22,8 @@
 //! b.exit();
 //! let program = b.link().unwrap();
 //!
-//! let interp = Interpreter::new(&program, Bindings::conformance(), Config::default()).unwrap();
+//! let program = Verified::structural(program).unwrap();
+//! let interp = Interpreter::new(&program, Bindings::conformance(), Config::default());
 //! let mut cache = interp.cache();
 //! let mut mem = [0, 0, 0, 0, 41, 0, 0, 0];
 //! assert_eq!(interp.run_mem(&mut cache, &mut mem), Ok(42));
@@ -37,7 +38,6 @@
 
 mod alu;
 mod exec;
-pub mod guest;
 mod memory;
 mod step;
 #[cfg(test)]
@@ -45,31 +45,38 @@ mod tests;
 
 use std::ops::Range;
 
-use weir_program::abi::{Bindings, FieldKind};
-use weir_program::{validate, Program, Trap, TrapCode, ValidateError};
+use weir_program::abi::Bindings;
+pub use weir_program::exec::guest;
+use weir_program::exec::{fill_packet_fields, Engine, PrepareError, Prepared, StackShape};
+pub use weir_program::exec::{Input, RunOutcome};
+use weir_program::{Program, Trap, Verified};
 
 use crate::exec::Frame;
 use crate::memory::Memory;
 use crate::step::Step;
 
-/// How an [`Interpreter`] runs programs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// Bytes of stack per frame (512, as in the kernel). The whole stack, `stack_size *
-    /// max_call_depth`, is fitted into the stack's window ([`guest::REGION_WINDOW`]) by
-    /// lowering the frame size, then the frame count, if it does not fit.
-    pub stack_size: usize,
-    /// Most frames alive at once, the entry frame included (8, as in the kernel). A local
-    /// call that would exceed it traps with [`TrapCode::CallDepth`]; 0 is taken as 1.
-    pub max_call_depth: usize,
-    /// Most instructions one run may execute before it traps with
-    /// [`TrapCode::InstructionBudget`].
-    pub instruction_budget: u64,
-}
+/// How an [`Interpreter`] runs programs: the limits every engine shares (stack per frame,
+/// call depth, instruction budget), with the kernel's defaults.
+pub type Config = weir_program::exec::Limits;
 
-impl Default for Config {
-    fn default() -> Self {
-        Config { stack_size: 512, max_call_depth: 8, instruction_budget: 1 << 26 }
+/// The interpreter as an [`Engine`]: what tables of engines hold.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interp;
+
+impl Engine for Interp {
+    type Prepared = Interpreter;
+
+    fn name(&self) -> &'static str {
+        "interp"
+    }
+
+    fn prepare(
+        &self,
+        program: &Verified,
+        bindings: Bindings,
+        limits: Config,
+    ) -> Result<Interpreter, PrepareError> {
+        Ok(Interpreter::new(program, bindings, limits))
     }
 }
 
@@ -84,8 +91,7 @@ pub struct Interpreter {
     bindings: Bindings,
     config: Config,
     /// Stack bytes per frame and frames, after fitting them into the stack window.
-    stack_size: usize,
-    frames: usize,
+    shape: StackShape,
 }
 
 /// Scratch space for runs: the stack of every frame and the saved call frames. Make one
@@ -117,61 +123,12 @@ impl Cache {
     }
 }
 
-/// What a run sees. `r1` at entry is the context's address if there is a context, else
-/// the memory's (0 when that is absent or empty); `r2` is the length of what `r1` points at.
-#[derive(Debug, Default)]
-pub struct Input<'a> {
-    /// The context (`struct __sk_buff`, `struct xdp_md`, ...). If the bindings carry a
-    /// context layout, its packet fields are filled in before the run (see
-    /// [`Interpreter::run`]).
-    pub ctx: Option<&'a mut [u8]>,
-    /// The packet, reachable through the context's packet fields and by the legacy
-    /// `ldabs`/`ldind` loads.
-    pub packet: Option<&'a mut [u8]>,
-    /// Plain memory, the conformance suites' one buffer. When there is no packet, the
-    /// legacy packet loads read it.
-    pub mem: Option<&'a mut [u8]>,
-}
-
-impl<'a> Input<'a> {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn ctx(mut self, ctx: &'a mut [u8]) -> Self {
-        self.ctx = Some(ctx);
-        self
-    }
-
-    pub fn packet(mut self, packet: &'a mut [u8]) -> Self {
-        self.packet = Some(packet);
-        self
-    }
-
-    pub fn mem(mut self, mem: &'a mut [u8]) -> Self {
-        self.mem = Some(mem);
-        self
-    }
-}
-
-/// A finished run: `r0` and how many instructions it took.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RunOutcome {
-    pub r0: u64,
-    pub executed: u64,
-}
-
 impl Interpreter {
-    /// Checks `program` with [`weir_program::validate`] and translates it once. Problems
-    /// validation does not catch (a bad jump target, an unknown helper, a kfunc) become
-    /// traps raised when, and only if, the run reaches them.
-    pub fn new(
-        program: &Program,
-        bindings: Bindings,
-        config: Config,
-    ) -> Result<Interpreter, ValidateError> {
-        validate(program)?;
-        Ok(Self::new_unvalidated(program, bindings, config))
+    /// Translates a verified program once. Problems the check did not rule out (an unknown
+    /// helper, a kfunc, a map reference) become traps raised when, and only if, the run
+    /// reaches them.
+    pub fn new(program: &Verified, bindings: Bindings, config: Config) -> Interpreter {
+        Self::new_unvalidated(program, bindings, config)
     }
 
     /// [`Interpreter::new`] without validation: the run-time checks alone keep a malformed
@@ -182,12 +139,8 @@ impl Interpreter {
         config: Config,
     ) -> Interpreter {
         let code = step::translate(program, &bindings);
-        // Fit the whole stack in its window; the defaults use a tiny part of it.
-        let window = usize::try_from(guest::REGION_WINDOW).unwrap_or(usize::MAX);
-        let stack_size = config.stack_size.min(window);
-        let frames =
-            config.max_call_depth.clamp(1, window.checked_div(stack_size).unwrap_or(window));
-        Interpreter { code, slots: program.len(), bindings, config, stack_size, frames }
+        let shape = StackShape::fit(&config);
+        Interpreter { code, slots: program.len(), bindings, config, shape }
     }
 
     /// A fresh cache sized for this interpreter.
@@ -195,7 +148,7 @@ impl Interpreter {
         Cache {
             stack: vec![0; self.stack_bytes()],
             stack_written: 0..0,
-            frames: Vec::with_capacity(self.frames.min(64)),
+            frames: Vec::with_capacity(self.frames().min(64)),
             executed: 0,
         }
     }
@@ -210,12 +163,17 @@ impl Interpreter {
 
     /// `r10` at entry: the top of frame 0.
     pub fn stack_top(&self) -> u64 {
-        self.frame_top(0)
+        self.shape.frame_top(0)
     }
 
     fn stack_bytes(&self) -> usize {
-        // Cannot overflow: `frames * stack_size` was fitted into the stack window.
-        self.stack_size.saturating_mul(self.frames)
+        // Fits: the shape was fitted into the stack window.
+        self.shape.bytes() as usize
+    }
+
+    /// Frames of stack (after fitting).
+    fn frames(&self) -> usize {
+        self.shape.frames as usize
     }
 
     /// The conformance convention: `r1` = address of `mem` (0 if it is empty), `r2` =
@@ -235,7 +193,6 @@ impl Interpreter {
 
     /// [`Interpreter::run`], also reporting the instructions executed.
     pub fn run_stats(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
-        let Input { ctx, packet, mem } = input;
         let stack_bytes = self.stack_bytes();
         let written = std::mem::replace(&mut cache.stack_written, 0..0);
         if cache.stack.len() != stack_bytes {
@@ -248,18 +205,12 @@ impl Interpreter {
         cache.frames.clear();
         cache.executed = 0;
 
-        refuse_oversized(ctx.as_deref(), guest::CTX_BASE, guest::REGION_WINDOW)?;
-        refuse_oversized(packet.as_deref(), guest::PACKET_BASE, guest::REGION_WINDOW)?;
-        refuse_oversized(mem.as_deref(), guest::MEM_BASE, guest::REGION_WINDOW)?;
-
-        let (r1, r2) = match (&ctx, &mem) {
-            (Some(ctx), _) => (guest::CTX_BASE, ctx.len() as u64),
-            (None, Some(mem)) if !mem.is_empty() => (guest::MEM_BASE, mem.len() as u64),
-            _ => (0, 0),
-        };
+        input.check_sizes()?;
+        let (r1, r2) = input.entry_args();
+        let Input { ctx, packet, mem } = input;
         let ctx = ctx.unwrap_or_default();
         let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
-        self.fill_packet_fields(ctx, packet_len)?;
+        fill_packet_fields(self.bindings.context, ctx, packet_len)?;
 
         let Cache { stack, stack_written, frames, executed } = cache;
         let mut memory =
@@ -268,41 +219,24 @@ impl Interpreter {
         *stack_written = memory.stack_written();
         Ok(RunOutcome { r0: result?, executed: *executed })
     }
-
-    /// Writes the packet's guest addresses into the context fields that hold them.
-    fn fill_packet_fields(&self, ctx: &mut [u8], packet_len: usize) -> Result<(), Trap> {
-        let Some(layout) = self.bindings.context else {
-            return Ok(());
-        };
-        // Fits: the packet was checked against its window.
-        let packet_end = guest::PACKET_BASE.saturating_add(packet_len as u64);
-        for field in layout.fields {
-            let value = match field.kind {
-                FieldKind::PacketStart | FieldKind::MetaStart => guest::PACKET_BASE,
-                FieldKind::PacketEnd => packet_end,
-                FieldKind::Plain => continue,
-            };
-            let size = usize::try_from(field.size).unwrap_or(usize::MAX).min(8);
-            let bytes = usize::try_from(field.offset)
-                .ok()
-                .and_then(|start| ctx.get_mut(start..start.checked_add(size)?));
-            let Some(bytes) = bytes else {
-                let addr = guest::CTX_BASE.saturating_add(u64::from(field.offset));
-                return Err(Trap::memory(TrapCode::OutOfBounds, 0, addr, field.size));
-            };
-            bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default());
-        }
-        Ok(())
-    }
 }
 
-/// A region longer than its window cannot be addressed whole: refuse it before running.
-fn refuse_oversized(bytes: Option<&[u8]>, base: u64, window: u64) -> Result<(), Trap> {
-    match bytes {
-        Some(bytes) if bytes.len() as u64 > window => {
-            let size = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-            Err(Trap::memory(TrapCode::OutOfBounds, 0, base, size))
-        }
-        _ => Ok(()),
+impl Prepared for Interpreter {
+    type Cache = Cache;
+
+    fn cache(&self) -> Cache {
+        Interpreter::cache(self)
+    }
+
+    fn run(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
+        self.run_stats(cache, input)
+    }
+
+    fn stack<'c>(&self, cache: &'c Cache) -> &'c [u8] {
+        cache.stack()
+    }
+
+    fn stack_top(&self) -> u64 {
+        Interpreter::stack_top(self)
     }
 }

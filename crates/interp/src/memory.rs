@@ -10,23 +10,20 @@
 
 use std::ops::Range;
 
-use weir_program::abi::ContextLayout;
+use weir_program::abi::{ContextLayout, GuestMemory};
 use weir_program::TrapCode;
 
-use crate::guest::{CTX_BASE, MEM_BASE, PACKET_BASE, REGION_WINDOW, STACK_BASE};
+use crate::guest::{CTX, MEM, PACKET, REGION_WINDOW, STACK, WINDOW_SHIFT};
 
-/// Index in `Memory::regions` of each region: its window number.
-const STACK: usize = (STACK_BASE / REGION_WINDOW) as usize;
-const CTX: usize = (CTX_BASE / REGION_WINDOW) as usize;
-const PACKET: usize = (PACKET_BASE / REGION_WINDOW) as usize;
-const MEM: usize = (MEM_BASE / REGION_WINDOW) as usize;
+/// Regions held: windows 0 (nothing) to the memory's. Addresses in later windows hold
+/// nothing and fail `regions.get`.
 const WINDOWS: usize = MEM + 1;
 
 /// The window of `addr` and the byte range `[offset, offset + n)` in it. Addresses beyond
 /// the last window give an index `regions.get` refuses.
 #[inline(always)]
 fn locate(addr: u64, n: usize) -> Option<(usize, Range<usize>)> {
-    let window = usize::try_from(addr >> 28).ok()?;
+    let window = usize::try_from(addr >> WINDOW_SHIFT).ok()?;
     let start = (addr & (REGION_WINDOW - 1)) as usize;
     Some((window, start..start.checked_add(n)?))
 }
@@ -80,6 +77,20 @@ impl<'a> Memory<'a> {
         value: [u8; N],
     ) -> Result<(), TrapCode> {
         let (window, range) = locate(addr, N).ok_or(TrapCode::OutOfBounds)?;
+        self.check_store(window, &range)?;
+        let bytes = self
+            .regions
+            .get_mut(window)
+            .and_then(|r| r.get_mut(range))
+            .ok_or(TrapCode::OutOfBounds)?;
+        bytes.copy_from_slice(&value);
+        Ok(())
+    }
+
+    /// Whether the program may write `range` of `window` (and, on the stack, records it as
+    /// written).
+    #[inline(always)]
+    fn check_store(&mut self, window: usize, range: &Range<usize>) -> Result<(), TrapCode> {
         let len = self.regions.get(window).map_or(0, |r| r.len());
         if range.end > len || (window == STACK && range.start < self.stack_floor) {
             return Err(TrapCode::OutOfBounds);
@@ -95,12 +106,6 @@ impl<'a> Memory<'a> {
                 self.stack_written.end = self.stack_written.end.max(range.end);
             }
         }
-        let bytes = self
-            .regions
-            .get_mut(window)
-            .and_then(|r| r.get_mut(range))
-            .ok_or(TrapCode::OutOfBounds)?;
-        bytes.copy_from_slice(&value);
         Ok(())
     }
 
@@ -138,5 +143,26 @@ impl<'a> Memory<'a> {
         let end = start.checked_add(usize::from(size))?;
         let bytes = self.regions.get(source)?.get(start..end)?;
         Some(bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+    }
+}
+
+/// What helpers see: the program's own rules, for any length.
+impl GuestMemory for Memory<'_> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
+        let (window, range) = locate(addr, buf.len()).ok_or(TrapCode::OutOfBounds)?;
+        if window == STACK && range.start < self.stack_floor {
+            return Err(TrapCode::OutOfBounds);
+        }
+        let bytes = self.regions.get(window).and_then(|r| r.get(range));
+        buf.copy_from_slice(bytes.ok_or(TrapCode::OutOfBounds)?);
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
+        let (window, range) = locate(addr, bytes.len()).ok_or(TrapCode::OutOfBounds)?;
+        self.check_store(window, &range)?;
+        let target = self.regions.get_mut(window).and_then(|r| r.get_mut(range));
+        target.ok_or(TrapCode::OutOfBounds)?.copy_from_slice(bytes);
+        Ok(())
     }
 }

@@ -8,18 +8,18 @@ use common::*;
 use weir_interp::guest::{self, STACK_BASE};
 use weir_interp::{Config, Input};
 use weir_isa::ebpf::{Insn, Op};
-use weir_program::abi::{Bindings, Helper, HelperOutcome};
+use weir_program::abi::{Bindings, Helper, HelperCtx, HelperOutcome};
 use weir_program::{Trap, TrapCode};
 
-fn sum_args(args: &[u64; 5]) -> HelperOutcome {
+fn sum_args(_: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
     HelperOutcome::Return(args.iter().fold(0u64, |a, &b| a.wrapping_add(b)))
 }
 
-fn always_fails(_: &[u64; 5]) -> HelperOutcome {
+fn always_fails(_: &mut HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
     HelperOutcome::Fail
 }
 
-fn stop_with_r2(args: &[u64; 5]) -> HelperOutcome {
+fn stop_with_r2(_: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
     HelperOutcome::Stop(args[1])
 }
 
@@ -255,6 +255,7 @@ fn kfuncs_and_map_references_are_unsupported_when_reached() {
 
 #[test]
 fn empty_programs_are_refused() {
+    // The check before any engine: an empty program never becomes `Verified`.
     let empty = weir_program::Program::from_insns(Vec::new());
-    assert!(weir_interp::Interpreter::new(&empty, Bindings::new(), Config::default()).is_err());
+    assert!(weir_program::Verified::structural(empty).is_err());
 }

@@ -26,14 +26,14 @@
 //! - **Helpers** are called through one trampoline with the C ABI; `Stop` and `Fail`
 //!   end the run as in the interpreter, and a panicking helper's panic is resumed in Rust.
 //!
-//! Code memory is never writable and executable at once: `cranelift-jit` writes it, then
+//! Code memory ([`code_memory`]) is never writable and executable at once: `cranelift-jit` writes it, then
 //! makes it read-execute before anything runs. With [`Config::blinding`], immediates are
 //! XORed with a random key so that a program's constants never appear in the machine code.
 //!
 //! ```
 //! use weir_isa::ebpf::{Insn, Op};
 //! use weir_jit::{Config, Jit};
-//! use weir_program::{abi::Bindings, ProgramBuilder};
+//! use weir_program::{abi::Bindings, ProgramBuilder, Verified};
 //!
 //! // r0 = the 32-bit word at mem[4] + 1
 //! let mut b = ProgramBuilder::new();
@@ -42,6 +42,7 @@
 //! b.exit();
 //! let program = b.link().unwrap();
 //!
+//! let program = Verified::structural(program).unwrap();
 //! let jit = Jit::compile(&program, Bindings::conformance(), Config::default()).unwrap();
 //! let mut cache = jit.cache();
 //! let mut mem = [0, 0, 0, 0, 41, 0, 0, 0];
@@ -54,30 +55,27 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod cfg;
+mod code_memory;
 mod codegen;
 pub mod filter;
-pub mod guest;
-mod native;
 mod run;
 mod state;
 
 use weir_program::abi::Bindings;
-use weir_program::{validate, Program, ValidateErrorKind};
+use weir_program::exec::{Engine, Limits, PrepareError};
+use weir_program::Verified;
 
 pub use filter::NativeFilter;
-pub use run::{Cache, Input, JitProgram, RunOutcome};
+pub use run::{Cache, JitProgram};
+pub use weir_program::exec::guest;
+pub use weir_program::exec::{Input, RunOutcome};
 
-/// How a [`JitProgram`] is compiled and run. The first three fields mean exactly what they
-/// mean for the interpreter (`weir_interp::Config`), with the same defaults.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a [`JitProgram`] is compiled and run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Config {
-    /// Bytes of stack per frame (512). The whole stack is fitted into the stack's window by
-    /// lowering the frame size, then the frame count, as the interpreter does.
-    pub stack_size: usize,
-    /// Most frames alive at once, the entry frame included (8); 0 is taken as 1.
-    pub max_call_depth: usize,
-    /// Most instructions one run may execute before it traps with `InstructionBudget`.
-    pub instruction_budget: u64,
+    /// The limits every engine shares (stack per frame, call depth, instruction budget),
+    /// with the same defaults and meaning as in the interpreter.
+    pub limits: Limits,
     /// XOR every immediate with a key chosen at random per compilation, undone at run time
     /// with the key loaded from memory, so that no immediate of the program appears in the
     /// machine code (a defence against JIT spraying). Costs one XOR per immediate, and
@@ -85,27 +83,45 @@ pub struct Config {
     pub blinding: bool,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config { stack_size: 512, max_call_depth: 8, instruction_budget: 1 << 26, blinding: false }
+impl Config {
+    /// The configuration with these limits and no blinding.
+    pub fn with_limits(limits: Limits) -> Config {
+        Config { limits, blinding: false }
     }
 }
 
-/// The compiler. Compilation validates the program first ([`weir_program::validate`]);
-/// problems validation does not catch (an unbound helper, a kfunc, a map reference) become
-/// traps raised when, and only if, a run reaches them, as in the interpreter.
+/// The compiler. Problems the program's check did not rule out (an unbound helper, a
+/// kfunc, a map reference) become traps raised when, and only if, a run reaches them, as in
+/// the interpreter.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Jit;
 
 impl Jit {
     pub fn compile(
-        program: &Program,
+        program: &Verified,
         bindings: Bindings,
         config: Config,
     ) -> Result<JitProgram, CompileError> {
-        validate(program)
-            .map_err(|e| CompileError::new(e.index, CompileErrorKind::Invalid(e.kind)))?;
         JitProgram::compile(program, bindings, config)
+    }
+}
+
+/// The JIT as an [`Engine`] (without blinding): what tables of engines hold.
+impl Engine for Jit {
+    type Prepared = JitProgram;
+
+    fn name(&self) -> &'static str {
+        "jit"
+    }
+
+    fn prepare(
+        &self,
+        program: &Verified,
+        bindings: Bindings,
+        limits: Limits,
+    ) -> Result<JitProgram, PrepareError> {
+        Jit::compile(program, bindings, Config::with_limits(limits))
+            .map_err(|e| PrepareError::new(e.to_string()))
     }
 }
 
@@ -126,12 +142,12 @@ impl CompileError {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CompileErrorKind {
-    /// The program failed structural validation.
-    #[error("validation: {0}")]
-    Invalid(ValidateErrorKind),
     /// A jump or call target that names no instruction (validation rules this out).
     #[error("jump or call target is not an instruction")]
     BadTarget,
+    /// An instruction names a register beyond r10 (validation rules this out).
+    #[error("register r{0} does not exist")]
+    BadRegister(u8),
     /// An instruction writes r10 (validation rules this out; the JIT relies on it).
     #[error("writes r10, the read-only frame pointer")]
     WritesFramePointer,

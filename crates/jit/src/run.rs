@@ -11,15 +11,14 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
 use weir_isa::ebpf::{Insn, Op};
-use weir_program::abi::{Bindings, FieldKind};
+use weir_program::abi::Bindings;
+use weir_program::exec::{fill_packet_fields, Input, Prepared, RunOutcome};
 use weir_program::{Program, Trap, TrapCode};
 
 use crate::cfg::Cfg;
+use crate::code_memory::NativeCode;
 use crate::codegen::{self, StackShape};
-use crate::guest::{
-    CTX, CTX_BASE, MEM, MEM_BASE, PACKET, PACKET_BASE, REGION_WINDOW, STACK, STACK_BASE, WINDOWS,
-};
-use crate::native::{self, NativeCode};
+use crate::guest::{CTX, MEM, PACKET, STACK, STACK_BASE, WINDOWS};
 use crate::state::{
     self, RegionEntry, RunState, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, HELPER_FAILED,
     HELPER_PANICKED, HELPER_STOPPED, HELPER_UNBOUND,
@@ -75,44 +74,6 @@ impl Cache {
     }
 }
 
-/// What a run sees; the same meaning as the interpreter's `Input`. `r1` at entry is the
-/// context's address if there is a context, else the memory's (0 when that is absent or
-/// empty); `r2` is the length of what `r1` points at.
-#[derive(Debug, Default)]
-pub struct Input<'a> {
-    pub ctx: Option<&'a mut [u8]>,
-    pub packet: Option<&'a mut [u8]>,
-    pub mem: Option<&'a mut [u8]>,
-}
-
-impl<'a> Input<'a> {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn ctx(mut self, ctx: &'a mut [u8]) -> Self {
-        self.ctx = Some(ctx);
-        self
-    }
-
-    pub fn packet(mut self, packet: &'a mut [u8]) -> Self {
-        self.packet = Some(packet);
-        self
-    }
-
-    pub fn mem(mut self, mem: &'a mut [u8]) -> Self {
-        self.mem = Some(mem);
-        self
-    }
-}
-
-/// A finished run: `r0` and how many instructions it took.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RunOutcome {
-    pub r0: u64,
-    pub executed: u64,
-}
-
 /// A key no one can predict: std's hasher keys come from the OS's random source.
 fn random_key() -> u64 {
     let mut hasher = RandomState::new().build_hasher();
@@ -121,7 +82,7 @@ fn random_key() -> u64 {
 }
 
 impl JitProgram {
-    /// Compiles a validated program (see [`crate::Jit::compile`]).
+    /// Compiles a verified program (see [`crate::Jit::compile`]).
     pub(crate) fn compile(
         program: &Program,
         bindings: Bindings,
@@ -129,10 +90,9 @@ impl JitProgram {
     ) -> Result<JitProgram, CompileError> {
         let insns = program.insns().to_vec();
         let cfg = Cfg::build(&insns, &bindings)?;
-        let shape = StackShape::fit(&config);
+        let shape = StackShape::fit(&config.limits);
         let key = if config.blinding { random_key() } else { 0 };
-        let isa = native::host_isa()?;
-        let code = NativeCode::compile(isa, |func, abi| {
+        let code = NativeCode::compile(|func, abi| {
             let key = config.blinding.then_some(key);
             codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key)
         })?;
@@ -187,22 +147,16 @@ impl JitProgram {
 
     /// [`JitProgram::run`], also reporting the instructions executed.
     pub fn run_stats(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
-        let Input { ctx, packet, mem } = input;
         self.prepare(cache);
         cache.executed = 0;
-        refuse_oversized(ctx.as_deref(), CTX_BASE)?;
-        refuse_oversized(packet.as_deref(), PACKET_BASE)?;
-        refuse_oversized(mem.as_deref(), MEM_BASE)?;
-
+        input.check_sizes()?;
         // The window of the region `r1` points at (0, which holds nothing, without one).
-        let (input_window, r2) = match (&ctx, &mem) {
-            (Some(ctx), _) => (CTX, ctx.len() as u64),
-            (None, Some(mem)) if !mem.is_empty() => (MEM, mem.len() as u64),
-            _ => (0, 0),
-        };
+        let (r1_addr, r2) = input.entry_args();
+        let input_window = crate::guest::window(r1_addr) as usize;
+        let Input { ctx, packet, mem } = input;
         let ctx = ctx.unwrap_or_default();
         let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
-        self.fill_packet_fields(ctx, packet_len)?;
+        fill_packet_fields(self.bindings.context, ctx, packet_len)?;
         let legacy_reads_packet = packet.is_some();
         let packet = packet.unwrap_or_default();
         let mem = mem.unwrap_or_default();
@@ -233,7 +187,7 @@ impl JitProgram {
             helper_fn: state::call_helper as *const () as u64,
             store_fn: state::check_store as *const () as u64,
             key: self.key,
-            budget: self.config.instruction_budget,
+            budget: self.config.limits.instruction_budget,
             r1,
             r2,
             exit_word: 0,
@@ -267,7 +221,7 @@ impl JitProgram {
         if let Some(payload) = run.panic.take() {
             std::panic::resume_unwind(payload);
         }
-        let budget = self.config.instruction_budget;
+        let budget = self.config.limits.instruction_budget;
         let outcome = self.outcome(&run, value);
         cache.executed = match outcome {
             Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
@@ -330,40 +284,24 @@ impl JitProgram {
         }
         pc
     }
-
-    /// Writes the packet's guest addresses into the context fields that hold them.
-    fn fill_packet_fields(&self, ctx: &mut [u8], packet_len: usize) -> Result<(), Trap> {
-        let Some(layout) = self.bindings.context else {
-            return Ok(());
-        };
-        let packet_end = PACKET_BASE.saturating_add(packet_len as u64);
-        for field in layout.fields {
-            let value = match field.kind {
-                FieldKind::PacketStart | FieldKind::MetaStart => PACKET_BASE,
-                FieldKind::PacketEnd => packet_end,
-                FieldKind::Plain => continue,
-            };
-            let size = usize::try_from(field.size).unwrap_or(usize::MAX).min(8);
-            let bytes = usize::try_from(field.offset)
-                .ok()
-                .and_then(|start| ctx.get_mut(start..start.checked_add(size)?));
-            let Some(bytes) = bytes else {
-                let addr = CTX_BASE.saturating_add(u64::from(field.offset));
-                return Err(Trap::memory(TrapCode::OutOfBounds, 0, addr, field.size));
-            };
-            bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default());
-        }
-        Ok(())
-    }
 }
 
-/// A region longer than its window cannot be addressed whole: refuse it before running.
-fn refuse_oversized(bytes: Option<&[u8]>, base: u64) -> Result<(), Trap> {
-    match bytes {
-        Some(bytes) if bytes.len() as u64 > REGION_WINDOW => {
-            let size = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-            Err(Trap::memory(TrapCode::OutOfBounds, 0, base, size))
-        }
-        _ => Ok(()),
+impl Prepared for JitProgram {
+    type Cache = Cache;
+
+    fn cache(&self) -> Cache {
+        JitProgram::cache(self)
+    }
+
+    fn run(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
+        self.run_stats(cache, input)
+    }
+
+    fn stack<'c>(&self, cache: &'c Cache) -> &'c [u8] {
+        cache.stack()
+    }
+
+    fn stack_top(&self) -> u64 {
+        JitProgram::stack_top(self)
     }
 }

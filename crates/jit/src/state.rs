@@ -19,7 +19,7 @@ use std::any::Any;
 use std::mem::offset_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use weir_program::abi::{Bindings, ContextLayout, HelperOutcome};
+use weir_program::abi::{Bindings, ContextLayout, GuestMemory, HelperCtx, HelperOutcome};
 use weir_program::TrapCode;
 
 use crate::guest::{CTX, REGION_WINDOW, WINDOWS, WINDOW_SHIFT};
@@ -182,9 +182,9 @@ pub(crate) mod offsets {
 }
 
 impl RunState {
-    /// Where a store of `size` bytes at `addr` lands on the host, or the trap it raises: the
-    /// interpreter's rules exactly (out of bounds first, then the context's writable fields).
-    fn store_target(&self, addr: u64, size: u64) -> Result<u64, TrapCode> {
+    /// Where a load of `size` bytes at `addr` reads on the host, or `OutOfBounds`: the
+    /// interpreter's rules (the region's bytes, above the running frame's floor).
+    fn load_target(&self, addr: u64, size: u64) -> Result<u64, TrapCode> {
         let window = usize::try_from(addr >> WINDOW_SHIFT).unwrap_or(usize::MAX);
         let index = window.min(WINDOWS - 1);
         let entry = self.regions.get(index).ok_or(TrapCode::OutOfBounds)?;
@@ -194,10 +194,18 @@ impl RunState {
         if window != index || end > entry.len || offset < floor {
             return Err(TrapCode::OutOfBounds);
         }
-        if window == CTX && !self.ctx_writable(offset, end) {
+        Ok(entry.host.wrapping_add(offset))
+    }
+
+    /// Where a store of `size` bytes at `addr` lands on the host, or the trap it raises: the
+    /// interpreter's rules exactly (out of bounds first, then the context's writable fields).
+    fn store_target(&self, addr: u64, size: u64) -> Result<u64, TrapCode> {
+        let host = self.load_target(addr, size)?;
+        let offset = addr & (REGION_WINDOW - 1);
+        if addr >> WINDOW_SHIFT == CTX as u64 && !self.ctx_writable(offset, offset + size) {
             return Err(TrapCode::ReadOnly);
         }
-        Ok(entry.host.wrapping_add(offset))
+        Ok(host)
     }
 
     /// Whether `[start, end)` of the context lies inside one writable field.
@@ -210,6 +218,26 @@ impl RunState {
             let field_end = field_start.saturating_add(u64::from(field.size));
             field.writable && start >= field_start && end <= field_end
         })
+    }
+}
+
+/// Guest memory for helpers: the same checks as generated code's accesses.
+impl GuestMemory for RunState {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
+        let host = self.load_target(addr, buf.len() as u64)?;
+        // SAFETY: `load_target` admitted `buf.len()` bytes at `host`: inside a region's slice,
+        // which the run borrows for its whole duration and nothing else touches while
+        // generated code is suspended in this helper call; `buf` is the helper's own memory,
+        // never a guest region, so the two do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(host as *const u8, buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
+        let host = self.store_target(addr, bytes.len() as u64)?;
+        // SAFETY: as in `read`; `store_target` also applied the context's writable fields.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host as *mut u8, bytes.len()) };
+        Ok(())
     }
 }
 
@@ -258,7 +286,10 @@ pub(crate) extern "C" fn call_helper(
     };
     let func = helper.func;
     let args = [a1, a2, a3, a4, a5];
-    match catch_unwind(AssertUnwindSafe(|| func(&args))) {
+    let prog_type = bindings.prog_type;
+    let called =
+        catch_unwind(AssertUnwindSafe(|| func(&mut HelperCtx::new(&mut *state, prog_type), &args)));
+    match called {
         Ok(HelperOutcome::Return(value)) => {
             state.helper_status = HELPER_RETURNED;
             value

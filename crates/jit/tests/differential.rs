@@ -16,19 +16,19 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use weir_isa::ebpf::{Insn, Op, Operands, OPCODES};
 use weir_jit::Jit;
-use weir_program::abi::{self, Bindings, Helper, HelperOutcome};
-use weir_program::{validate, validate_calls, Program, Trap};
+use weir_program::abi::{self, Bindings, Helper, HelperCtx, HelperOutcome};
+use weir_program::{validate, validate_calls, Program, Trap, Verified};
 
-fn sum(args: &[u64; 5]) -> HelperOutcome {
+fn sum(_: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
     HelperOutcome::Return(args.iter().fold(0u64, |a, &b| a.wrapping_add(b)))
 }
 
-fn fail(_: &[u64; 5]) -> HelperOutcome {
+fn fail(_: &mut HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
     HelperOutcome::Fail
 }
 
 /// Stops the program on an odd r1, returns `3 * r1` otherwise.
-fn stop_on_odd(args: &[u64; 5]) -> HelperOutcome {
+fn stop_on_odd(_: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
     if args[0] & 1 == 1 {
         HelperOutcome::Stop(args[0])
     } else {
@@ -92,8 +92,8 @@ fn interp_runs(program: &Program, world: &World) -> Result<[Observed; 2], String
         max_call_depth: world.max_call_depth,
         instruction_budget: world.budget,
     };
-    let engine = weir_interp::Interpreter::new(program, bindings(world.layout), config)
-        .map_err(|e| e.to_string())?;
+    let program = Verified::check(program).map_err(|e| e.to_string())?;
+    let engine = weir_interp::Interpreter::new(&program, bindings(world.layout), config);
     let mut cache = engine.cache();
     let mut run = || {
         let mut w = world.clone();
@@ -109,14 +109,15 @@ fn interp_runs(program: &Program, world: &World) -> Result<[Observed; 2], String
 }
 
 fn jit_runs(program: &Program, world: &World) -> Result<[Observed; 2], String> {
-    let config = weir_jit::Config {
+    let limits = weir_interp::Config {
         stack_size: world.stack_size,
         max_call_depth: world.max_call_depth,
         instruction_budget: world.budget,
-        blinding: world.blinding,
     };
+    let config = weir_jit::Config { limits, blinding: world.blinding };
+    let program = Verified::check(program).map_err(|e| e.to_string())?;
     let engine =
-        Jit::compile(program, bindings(world.layout), config).map_err(|e| e.to_string())?;
+        Jit::compile(&program, bindings(world.layout), config).map_err(|e| e.to_string())?;
     let mut cache = engine.cache();
     let mut run = || {
         let mut w = world.clone();
@@ -414,18 +415,11 @@ proptest! {
 
     #[test]
     fn every_valid_raw_program_compiles_and_agrees(program in raw(), world in world()) {
-        if validate(&program).is_ok() {
-            let compiled = Jit::compile(&program, bindings(world.layout), weir_jit::Config::default());
+        // Refused programs never reach an engine (`Verified` is the only way in).
+        if let Ok(verified) = Verified::check(&program) {
+            let compiled = Jit::compile(&verified, bindings(world.layout), weir_jit::Config::default());
             prop_assert!(compiled.is_ok(), "a valid program failed to compile: {:?}", compiled.err());
             agree(&program, &world)?;
-        } else {
-            // Refused programs are refused by both, with the same message.
-            let interp = weir_interp::Interpreter::new(&program, bindings(None), weir_interp::Config::default()).err();
-            let jit = Jit::compile(&program, bindings(None), weir_jit::Config::default()).err();
-            prop_assert_eq!(interp.map(|e| e.kind.to_string()), jit.map(|e| match e.kind {
-                weir_jit::CompileErrorKind::Invalid(kind) => kind.to_string(),
-                other => other.to_string(),
-            }));
         }
     }
 }
@@ -454,8 +448,9 @@ fn validated_and_bound_programs_compile_whatever_their_calls() {
         blinding: false,
     };
     agree(&program, &world).expect("agree");
+    let verified = Verified::check(&program).expect("valid");
     let jit =
-        Jit::compile(&program, bindings(None), weir_jit::Config::default()).expect("compiles");
+        Jit::compile(&verified, bindings(None), weir_jit::Config::default()).expect("compiles");
     // r1 = 4 (kept across the call), r2 = 3 (mem length), r3-r5 = 0: the sum helper gives 7.
     assert_eq!(jit.run_mem(&mut jit.cache(), &mut [1, 2, 3]), Ok(7));
 }

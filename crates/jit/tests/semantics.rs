@@ -6,14 +6,15 @@
 
 use weir_isa::asm::assemble;
 use weir_jit::{Config, Jit, JitProgram};
-use weir_program::abi::{self, Bindings, Helper, HelperOutcome};
-use weir_program::{Program, Trap, TrapCode};
+use weir_program::abi::{self, Bindings, Helper, HelperCtx, HelperOutcome};
+use weir_program::{Program, Trap, TrapCode, Verified};
 
-fn program(text: &str) -> Program {
-    Program::from_insns(assemble(text).unwrap_or_else(|e| panic!("{e}\n{text}")))
+fn program(text: &str) -> Verified {
+    let program = Program::from_insns(assemble(text).unwrap_or_else(|e| panic!("{e}\n{text}")));
+    Verified::structural(program).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
-fn panics(_: &[u64; 5]) -> HelperOutcome {
+fn panics(_: &mut HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
     panic!("helper 103 panicked on purpose")
 }
 
@@ -31,12 +32,14 @@ fn both(text: &str, mem: &[u8], budget: u64) -> Result<u64, Trap> {
         &program,
         bindings(),
         weir_interp::Config { instruction_budget: budget, ..weir_interp::Config::default() },
-    )
-    .expect("valid");
+    );
     let jit = Jit::compile(
         &program,
         bindings(),
-        Config { instruction_budget: budget, ..Config::default() },
+        Config::with_limits(weir_interp::Config {
+            instruction_budget: budget,
+            ..weir_interp::Config::default()
+        }),
     )
     .expect("compiles");
     let mut interp_cache = interp.cache();
@@ -215,8 +218,7 @@ fn context_stores_obey_the_layout() {
         let program = program(text);
         let jit = Jit::compile(&program, b.clone(), Config::default()).expect("compiles");
         let interp =
-            weir_interp::Interpreter::new(&program, b.clone(), weir_interp::Config::default())
-                .expect("valid");
+            weir_interp::Interpreter::new(&program, b.clone(), weir_interp::Config::default());
         let mut ctx_jit = vec![0u8; 192];
         let mut ctx_interp = vec![0u8; 192];
         let mut packet = vec![0xab; 20];
@@ -358,9 +360,10 @@ fn compiled_programs_are_shared_between_threads() {
 }
 
 #[test]
-fn compile_errors_name_the_instruction() {
+fn invalid_programs_never_reach_the_jit() {
+    // The check in front of every engine names the instruction.
     let program = Program::from_insns(assemble("mov %r0, 1\nja +5\nexit").expect("assembles"));
-    let err = Jit::compile(&program, Bindings::conformance(), Config::default()).unwrap_err();
+    let err = Verified::structural(program).unwrap_err();
     assert_eq!(err.index, 1);
-    assert!(err.to_string().starts_with("instruction 1: validation: jump target"), "{err}");
+    assert!(err.to_string().starts_with("instruction 1: jump target"), "{err}");
 }

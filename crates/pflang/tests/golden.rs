@@ -245,7 +245,8 @@ fn interpreter(program: &Program, target: ebpf::Target) -> Result<Interpreter, S
     weir_program::validate(program).map_err(|e| format!("invalid program: {e}"))?;
     let mut bindings = Bindings::new();
     bindings.context = Some(target.context_layout());
-    Interpreter::new(program, bindings, Config::default()).map_err(|e| e.to_string())
+    let program = weir_program::Verified::structural(program.clone()).map_err(|e| e.to_string())?;
+    Ok(Interpreter::new(&program, bindings, Config::default()))
 }
 
 /// The eBPF program a golden section holds: assembled back, it must be exactly what the

@@ -1,6 +1,16 @@
 //! The application binary interface between programs, front ends and engines: helper ids
-//! and signatures, context layouts, and the plain-data [`Bindings`] through which helpers
-//! reach an engine (engines never see the runtime crate).
+//! and signatures, the [`HelperCtx`] a helper is called with, context layouts, and the
+//! plain-data [`Bindings`] through which helpers reach an engine (engines never see the
+//! runtime crate).
+//!
+//! **Adding a helper** is one [`Helper`] value (an id, a name and a [`HelperFn`]) added to
+//! the [`Bindings`] a program runs with, plus its signature in [`KERNEL_HELPERS`] if it is a
+//! kernel helper. A helper reaches guest memory through [`HelperCtx`] (every access checked
+//! by the running engine, with the program's own rules) and learns the program type there;
+//! what later helpers need from the runtime (the map table) is added to `HelperCtx`, so no
+//! helper signature changes.
+
+use crate::{ProgType, TrapCode};
 
 /// Kernel helper ids (`BPF_FUNC_*`) that weir knows by name.
 pub mod helper_id {
@@ -113,8 +123,50 @@ pub enum HelperOutcome {
     Fail,
 }
 
-/// A helper implementation: plain data, so engines need no runtime crate. Arguments are r1-r5.
-pub type HelperFn = fn(&[u64; 5]) -> HelperOutcome;
+/// Guest memory as a helper sees it: reads and writes at guest addresses
+/// ([`crate::exec::guest`]), checked by the engine with exactly the rules the program's own
+/// loads and stores follow (region bounds, the stack floor of the running frame, the
+/// context's writable fields). Engines implement it over their run state.
+pub trait GuestMemory {
+    /// Fills `buf` from guest address `addr`: `Err(OutOfBounds)` if any byte is outside
+    /// every region the program may read.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode>;
+    /// Writes `bytes` at guest address `addr`: `Err(OutOfBounds)` if any byte is outside
+    /// every region, `Err(ReadOnly)` if the program may not write there.
+    fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode>;
+}
+
+/// What a helper is called with besides its arguments: guest memory and the program type.
+pub struct HelperCtx<'a> {
+    memory: &'a mut dyn GuestMemory,
+    prog_type: Option<ProgType>,
+}
+
+impl<'a> HelperCtx<'a> {
+    /// Engines make one per helper call.
+    pub fn new(memory: &'a mut dyn GuestMemory, prog_type: Option<ProgType>) -> Self {
+        HelperCtx { memory, prog_type }
+    }
+
+    /// Reads guest memory (see [`GuestMemory::read`]).
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
+        self.memory.read(addr, buf)
+    }
+
+    /// Writes guest memory (see [`GuestMemory::write`]).
+    pub fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
+        self.memory.write(addr, bytes)
+    }
+
+    /// The program type the program runs as, if the bindings name one.
+    pub fn prog_type(&self) -> Option<ProgType> {
+        self.prog_type
+    }
+}
+
+/// A helper implementation: plain data, so engines need no runtime crate. Arguments are
+/// r1-r5; the context gives guest memory and the program type.
+pub type HelperFn = fn(&mut HelperCtx<'_>, &[u64; 5]) -> HelperOutcome;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Helper {
@@ -123,7 +175,7 @@ pub struct Helper {
     pub func: HelperFn,
 }
 
-fn unwind(args: &[u64; 5]) -> HelperOutcome {
+fn unwind(_: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
     if args[0] == 0 {
         HelperOutcome::Stop(0)
     } else {
@@ -135,16 +187,28 @@ fn unwind(args: &[u64; 5]) -> HelperOutcome {
 pub const UNWIND: Helper =
     Helper { id: helper_id::CONFORMANCE_UNWIND, name: "unwind", func: unwind };
 
-/// Helpers and context layout an engine runs a program with.
+/// Helpers, program type and context layout an engine runs a program with.
 #[derive(Clone, Debug, Default)]
 pub struct Bindings {
     helpers: Vec<Helper>,
+    /// The context `r1` points at (its packet fields are filled in before each run).
     pub context: Option<&'static ContextLayout>,
+    /// The program type helpers see ([`HelperCtx::prog_type`]).
+    pub prog_type: Option<ProgType>,
 }
 
 impl Bindings {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Bindings for a program of type `prog_type`: its context layout, no helpers yet.
+    pub fn for_prog_type(prog_type: ProgType) -> Self {
+        Bindings {
+            helpers: Vec::new(),
+            context: Some(prog_type.context_layout()),
+            prog_type: Some(prog_type),
+        }
     }
 
     /// Bindings the common eBPF conformance runners expect: helper 5 is "unwind".
@@ -296,13 +360,34 @@ pub mod xdp_action {
 mod tests {
     use super::*;
 
+    /// Memory that holds nothing.
+    struct NoMemory;
+
+    impl GuestMemory for NoMemory {
+        fn read(&self, _: u64, _: &mut [u8]) -> Result<(), TrapCode> {
+            Err(TrapCode::OutOfBounds)
+        }
+        fn write(&mut self, _: u64, _: &[u8]) -> Result<(), TrapCode> {
+            Err(TrapCode::OutOfBounds)
+        }
+    }
+
     #[test]
     fn unwind_stops_on_zero() {
         let b = Bindings::conformance();
         let h = b.helper(5).unwrap();
-        assert_eq!((h.func)(&[0, 0, 0, 0, 0]), HelperOutcome::Stop(0));
-        assert_eq!((h.func)(&[7, 0, 0, 0, 0]), HelperOutcome::Return(7));
+        let mut memory = NoMemory;
+        let mut ctx = HelperCtx::new(&mut memory, None);
+        assert_eq!((h.func)(&mut ctx, &[0, 0, 0, 0, 0]), HelperOutcome::Stop(0));
+        assert_eq!((h.func)(&mut ctx, &[7, 0, 0, 0, 0]), HelperOutcome::Return(7));
         assert!(b.helper(6).is_none());
+    }
+
+    #[test]
+    fn bindings_for_a_prog_type_carry_its_context() {
+        let b = Bindings::for_prog_type(ProgType::Xdp);
+        assert_eq!(b.context.map(|l| l.name), Some("xdp_md"));
+        assert_eq!(b.prog_type, Some(ProgType::Xdp));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! `weir-program`: the one currency of weir. Every front end (assembler, classic BPF,
 //! pflang, ELF loader) produces a [`Program`] of eBPF instructions; every engine consumes
 //! one. This crate also holds what engines and front ends must agree on without knowing each
-//! other: the [`abi`] (helper ids and signatures, context layouts, bindings) and the
-//! [`Trap`] codes.
+//! other: the [`abi`] (helper ids and signatures, the helper calling context, context
+//! layouts, bindings), the [`ProgType`], the [`Trap`] codes, the [`Verified`] stage that
+//! engines accept, and [`exec`], the one engine contract (input, outcome, limits, guest
+//! address map, the `Engine` trait).
 //!
 //! ```
 //! use weir_isa::ebpf::Op;
@@ -20,14 +22,19 @@
 
 pub mod abi;
 mod builder;
+pub mod exec;
+mod prog_type;
 mod program;
 mod trap;
 mod validate;
+pub mod verified;
 
 pub use builder::{Label, LinkError, ProgramBuilder};
-pub use program::Program;
+pub use prog_type::ProgType;
+pub use program::{MapSpec, MapType, Program, RelocTarget, Relocation};
 pub use trap::{Trap, TrapCode};
 pub use validate::{
     function_target, functions, jump_target, validate, validate_calls, ValidateError,
     ValidateErrorKind, MAX_SLOTS,
 };
+pub use verified::{Assurance, Verified};

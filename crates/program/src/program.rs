@@ -1,26 +1,159 @@
-//! [`Program`]: slot-indexed eBPF instructions, as decoded by `weir_isa::ebpf::decode`.
+//! [`Program`]: slot-indexed eBPF instructions, as decoded by `weir_isa::ebpf::decode`,
+//! with what the instructions refer to: the program type, the maps (as specs) and the
+//! relocations that bind `lddw` instructions to them.
 
 use weir_isa::ebpf::{decode_bytes, encode_bytes, Insn};
 use weir_isa::DecodeError;
 
+use crate::ProgType;
+
 /// An eBPF program: one [`Insn`] per 8-byte slot (the second slot of `lddw` is
 /// `Op::LddwHigh`). Jump offsets are in slots, so the target of the jump at `pc` is
 /// `pc + off + 1`. A `Program` is only structurally decoded; see [`crate::validate`].
+///
+/// A program is pure data (a spec): its maps are [`MapSpec`]s, and an `lddw` that names a
+/// map says so through a [`Relocation`]; loading (the runtime, or the kernel) makes live maps
+/// and resolves the relocations.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Program {
     insns: Vec<Insn>,
+    prog_type: Option<ProgType>,
+    maps: Vec<MapSpec>,
+    relocations: Vec<Relocation>,
+}
+
+/// A map type, with the kernel's numbering (`enum bpf_map_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MapType {
+    #[doc(alias = "BPF_MAP_TYPE_HASH")]
+    Hash,
+    #[doc(alias = "BPF_MAP_TYPE_ARRAY")]
+    Array,
+    #[doc(alias = "BPF_MAP_TYPE_PROG_ARRAY")]
+    ProgArray,
+    #[doc(alias = "BPF_MAP_TYPE_PERF_EVENT_ARRAY")]
+    PerfEventArray,
+    #[doc(alias = "BPF_MAP_TYPE_PERCPU_HASH")]
+    PercpuHash,
+    #[doc(alias = "BPF_MAP_TYPE_PERCPU_ARRAY")]
+    PercpuArray,
+    #[doc(alias = "BPF_MAP_TYPE_LRU_HASH")]
+    LruHash,
+    #[doc(alias = "BPF_MAP_TYPE_LRU_PERCPU_HASH")]
+    LruPercpuHash,
+    #[doc(alias = "BPF_MAP_TYPE_LPM_TRIE")]
+    LpmTrie,
+    #[doc(alias = "BPF_MAP_TYPE_RINGBUF")]
+    RingBuf,
+    /// Any other kernel map type, by number.
+    Other(u32),
+}
+
+impl MapType {
+    /// The kernel's `enum bpf_map_type` value.
+    pub fn kernel_id(self) -> u32 {
+        match self {
+            MapType::Hash => 1,
+            MapType::Array => 2,
+            MapType::ProgArray => 3,
+            MapType::PerfEventArray => 4,
+            MapType::PercpuHash => 5,
+            MapType::PercpuArray => 6,
+            MapType::LruHash => 9,
+            MapType::LruPercpuHash => 10,
+            MapType::LpmTrie => 11,
+            MapType::RingBuf => 27,
+            MapType::Other(id) => id,
+        }
+    }
+
+    /// The type with this kernel number (named when weir knows it).
+    pub fn from_kernel_id(id: u32) -> MapType {
+        const NAMED: [MapType; 10] = [
+            MapType::Hash,
+            MapType::Array,
+            MapType::ProgArray,
+            MapType::PerfEventArray,
+            MapType::PercpuHash,
+            MapType::PercpuArray,
+            MapType::LruHash,
+            MapType::LruPercpuHash,
+            MapType::LpmTrie,
+            MapType::RingBuf,
+        ];
+        NAMED.into_iter().find(|t| t.kernel_id() == id).unwrap_or(MapType::Other(id))
+    }
+}
+
+/// A map a program uses, as declared (in an ELF object's `.maps`, by a flow datapath, ...):
+/// what the kernel's `BPF_MAP_CREATE` takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapSpec {
+    pub name: String,
+    pub map_type: MapType,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+    /// `BPF_F_*` map flags.
+    pub flags: u32,
+}
+
+/// What an `lddw` refers to, resolved when the program is loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelocTarget {
+    /// The map itself (`BPF_PSEUDO_MAP_FD`): index into [`Program::maps`].
+    Map { map: usize },
+    /// An address inside the map's first value (`BPF_PSEUDO_MAP_VALUE`: global data).
+    MapValue { map: usize, offset: u32 },
+}
+
+/// A relocation: the `lddw` at `slot` takes the value of `target` at load time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Relocation {
+    pub slot: usize,
+    pub target: RelocTarget,
 }
 
 impl Program {
     /// Wraps slot-indexed instructions. Callers that build instructions by hand should prefer
     /// [`crate::ProgramBuilder`], which inserts the `lddw` fillers itself.
     pub fn from_insns(insns: Vec<Insn>) -> Self {
-        Program { insns }
+        Program { insns, ..Program::default() }
     }
 
     /// Decodes raw bytecode (a whole number of 8-byte little-endian slots).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        Ok(Program { insns: decode_bytes(bytes)? })
+        Ok(Program::from_insns(decode_bytes(bytes)?))
+    }
+
+    /// The same program, declared as being of type `prog_type`.
+    pub fn with_prog_type(mut self, prog_type: ProgType) -> Self {
+        self.prog_type = Some(prog_type);
+        self
+    }
+
+    /// Adds a map the program uses; returns its index (what [`RelocTarget`]s name).
+    pub fn add_map(&mut self, spec: MapSpec) -> usize {
+        self.maps.push(spec);
+        self.maps.len() - 1
+    }
+
+    /// Records that the `lddw` at `relocation.slot` refers to a map.
+    pub fn add_relocation(&mut self, relocation: Relocation) {
+        self.relocations.push(relocation);
+    }
+
+    /// The declared program type (`None`: any; the caller's bindings decide the context).
+    pub fn prog_type(&self) -> Option<ProgType> {
+        self.prog_type
+    }
+
+    pub fn maps(&self) -> &[MapSpec] {
+        &self.maps
+    }
+
+    pub fn relocations(&self) -> &[Relocation] {
+        &self.relocations
     }
 
     pub fn insns(&self) -> &[Insn] {

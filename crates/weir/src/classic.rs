@@ -8,10 +8,6 @@ use weir_isa::cbpf::CbpfInsn;
 use crate::engine::{choose, Choice, ChoiceError, Engine, Subject};
 use crate::filter::SocketFilterRun;
 
-fn layout() -> &'static weir_program::abi::ContextLayout {
-    Target::SocketFilter.context_layout()
-}
-
 /// A classic program ready to run on packets.
 pub struct PreparedClassic {
     runner: Runner,
@@ -19,8 +15,8 @@ pub struct PreparedClassic {
 }
 
 enum Runner {
-    Jit(Box<SocketFilterRun<weir_jit::JitProgram, weir_jit::Cache>>),
-    Interp(Box<SocketFilterRun<weir_interp::Interpreter, weir_interp::Cache>>),
+    Jit(Box<SocketFilterRun<weir_jit::JitProgram>>),
+    Interp(Box<SocketFilterRun<weir_interp::Interpreter>>),
     Cbpf(CbpfFilter),
 }
 
@@ -54,28 +50,18 @@ impl PreparedClassic {
                     .map_err(|e| format!("translation to eBPF: {e}"))
             };
             match engine {
-                Engine::Jit => {
-                    let program = translated()?;
-                    let jit = weir_jit::Jit::compile(
-                        &program,
-                        translate::bindings(Target::SocketFilter),
-                        weir_jit::Config::default(),
-                    )
-                    .map_err(|e| format!("the eBPF JIT: {e}"))?;
-                    let cache = jit.cache();
-                    Ok(Runner::Jit(Box::new(SocketFilterRun::new(jit, cache, layout()))))
-                }
-                Engine::Interp => {
-                    let program = translated()?;
-                    let interp = weir_interp::Interpreter::new(
-                        &program,
-                        translate::bindings(Target::SocketFilter),
-                        weir_interp::Config::default(),
-                    )
-                    .map_err(|e| format!("the interpreter: {e}"))?;
-                    let cache = interp.cache();
-                    Ok(Runner::Interp(Box::new(SocketFilterRun::new(interp, cache, layout()))))
-                }
+                Engine::Jit => Ok(Runner::Jit(Box::new(SocketFilterRun::prepare(
+                    &weir_jit::Jit,
+                    translated()?,
+                    translate::bindings(Target::SocketFilter),
+                    "translation",
+                )?))),
+                Engine::Interp => Ok(Runner::Interp(Box::new(SocketFilterRun::prepare(
+                    &weir_interp::Interp,
+                    translated()?,
+                    translate::bindings(Target::SocketFilter),
+                    "translation",
+                )?))),
                 Engine::Cbpf => Ok(Runner::Cbpf(
                     CbpfFilter::with_rules(insns, rules).map_err(|e| e.to_string())?,
                 )),

@@ -7,7 +7,17 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A way to run a filter or a program.
+use weir_program::exec::DynEngine;
+
+/// The eBPF engines, as values the table below hands out.
+static INTERP: weir_interp::Interp = weir_interp::Interp;
+static JIT: weir_jit::Jit = weir_jit::Jit;
+
+/// A way to run a filter or a program: the one table of engines. The conformance runner,
+/// the benchmarks and the command line all take their engines (and engine names) from it.
+/// Adding an engine is a variant here, its place in [`preference`], and, if it runs eBPF
+/// programs, an implementation of `weir_program::exec::Engine` returned by
+/// [`Engine::program_engine`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Engine {
     /// Filter IR compiled straight to native code (filters only).
@@ -38,7 +48,16 @@ impl Engine {
 
     /// Whether the engine can run an eBPF program (rather than only filters).
     pub fn runs_programs(self) -> bool {
-        matches!(self, Engine::Jit | Engine::Interp)
+        self.program_engine().is_some()
+    }
+
+    /// The engine as an eBPF program runner (the JIT and the interpreter).
+    pub fn program_engine(self) -> Option<&'static dyn DynEngine> {
+        match self {
+            Engine::Jit => Some(&JIT),
+            Engine::Interp => Some(&INTERP),
+            Engine::Native | Engine::Cbpf | Engine::Reference => None,
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 use weir_cbpf::CbpfFilter;
 use weir_filter::emit::{cbpf, ebpf};
 use weir_filter::Filter;
-use weir_program::abi::{Bindings, ContextLayout};
+use weir_program::abi::Bindings;
+use weir_program::exec::{Engine as ExecEngine, Input, Limits, Prepared};
+use weir_program::{ProgType, Program, Verified};
 
 use crate::engine::{choose, Choice, ChoiceError, Engine, Subject};
 
@@ -15,68 +17,58 @@ pub struct PreparedFilter {
 
 enum Runner {
     Native(Box<weir_jit::filter::NativeFilter>),
-    Jit(Box<SocketFilterRun<weir_jit::JitProgram, weir_jit::Cache>>),
-    Interp(Box<SocketFilterRun<weir_interp::Interpreter, weir_interp::Cache>>),
+    Jit(Box<SocketFilterRun<weir_jit::JitProgram>>),
+    Interp(Box<SocketFilterRun<weir_interp::Interpreter>>),
     Cbpf(CbpfFilter),
     Reference(Filter),
 }
 
-/// An eBPF socket-filter program with its context and a packet buffer: eBPF engines take
-/// the packet as writable memory, so each packet is copied into `packet` first. The
-/// context is all zeros but `len` (no ancillary data: capture files carry none).
-pub(crate) struct SocketFilterRun<P, C> {
+/// An eBPF socket-filter program on one engine, with its context and a packet buffer: eBPF
+/// engines take the packet as writable memory, so each packet is copied into `packet`
+/// first. The context is all zeros but `len` (no ancillary data: capture files carry none).
+pub(crate) struct SocketFilterRun<P: Prepared> {
     program: P,
-    cache: C,
+    cache: P::Cache,
     ctx: Vec<u8>,
     len_field: usize,
     packet: Vec<u8>,
 }
 
-impl<P, C> SocketFilterRun<P, C> {
-    pub(crate) fn new(program: P, cache: C, layout: &ContextLayout) -> Self {
+impl<P: Prepared> SocketFilterRun<P> {
+    /// Prepares a socket-filter `program` on `engine` (`what` names the program in errors).
+    pub(crate) fn prepare<E: ExecEngine<Prepared = P>>(
+        engine: &E,
+        program: Program,
+        bindings: Bindings,
+        what: &str,
+    ) -> Result<Self, String> {
+        let layout = ProgType::SocketFilter.context_layout();
+        let program = Verified::structural(program)
+            .map_err(|e| format!("the {what} is not a valid program: {e}"))?;
+        let program = engine
+            .prepare(&program, bindings, Limits::default())
+            .map_err(|e| format!("the {} engine cannot take the {what}: {e}", engine.name()))?;
+        let cache = program.cache();
         let len_field = layout.field("len").map_or(0, |f| f.offset as usize);
-        SocketFilterRun {
+        Ok(SocketFilterRun {
             program,
             cache,
             ctx: vec![0; layout.size as usize],
             len_field,
             packet: Vec::new(),
-        }
+        })
     }
 
-    /// Fills the context and the packet buffer for one run.
-    fn load(&mut self, packet: &[u8], wire_len: u32) {
+    /// r0 for one packet; a trap rejects (0), as an aborted filter does.
+    pub(crate) fn run(&mut self, packet: &[u8], wire_len: u32) -> u64 {
         if let Some(field) = self.ctx.get_mut(self.len_field..self.len_field + 4) {
             field.copy_from_slice(&wire_len.to_le_bytes());
         }
         self.packet.clear();
         self.packet.extend_from_slice(packet);
+        let input = Input::new().ctx(&mut self.ctx).packet(&mut self.packet);
+        self.program.run(&mut self.cache, input).map_or(0, |outcome| outcome.r0)
     }
-}
-
-impl SocketFilterRun<weir_jit::JitProgram, weir_jit::Cache> {
-    /// r0 for one packet; a trap rejects (0), as an aborted filter does.
-    pub(crate) fn run(&mut self, packet: &[u8], wire_len: u32) -> u64 {
-        self.load(packet, wire_len);
-        let input = weir_jit::Input::new().ctx(&mut self.ctx).packet(&mut self.packet);
-        self.program.run(&mut self.cache, input).unwrap_or(0)
-    }
-}
-
-impl SocketFilterRun<weir_interp::Interpreter, weir_interp::Cache> {
-    /// r0 for one packet; a trap rejects (0), as an aborted filter does.
-    pub(crate) fn run(&mut self, packet: &[u8], wire_len: u32) -> u64 {
-        self.load(packet, wire_len);
-        let input = weir_interp::Input::new().ctx(&mut self.ctx).packet(&mut self.packet);
-        self.program.run(&mut self.cache, input).unwrap_or(0)
-    }
-}
-
-fn socket_bindings() -> (Bindings, &'static ContextLayout) {
-    let layout = ebpf::Target::SocketFilter.context_layout();
-    let mut bindings = Bindings::new();
-    bindings.context = Some(layout);
-    (bindings, layout)
 }
 
 impl PreparedFilter {
@@ -112,23 +104,18 @@ fn prepare(filter: &Filter, engine: Engine) -> Result<Runner, String> {
         Engine::Native => {
             Runner::Native(Box::new(weir_jit::filter::compile(filter).map_err(|e| e.to_string())?))
         }
-        Engine::Jit => {
-            let program = emit_socket_filter(filter)?;
-            let (bindings, layout) = socket_bindings();
-            let jit = weir_jit::Jit::compile(&program, bindings, weir_jit::Config::default())
-                .map_err(|e| format!("the eBPF JIT cannot compile the emitted program: {e}"))?;
-            let cache = jit.cache();
-            Runner::Jit(Box::new(SocketFilterRun::new(jit, cache, layout)))
-        }
-        Engine::Interp => {
-            let program = emit_socket_filter(filter)?;
-            let (bindings, layout) = socket_bindings();
-            let interp =
-                weir_interp::Interpreter::new(&program, bindings, weir_interp::Config::default())
-                    .map_err(|e| format!("the interpreter refuses the emitted program: {e}"))?;
-            let cache = interp.cache();
-            Runner::Interp(Box::new(SocketFilterRun::new(interp, cache, layout)))
-        }
+        Engine::Jit => Runner::Jit(Box::new(SocketFilterRun::prepare(
+            &weir_jit::Jit,
+            emit_socket_filter(filter)?,
+            Bindings::for_prog_type(ProgType::SocketFilter),
+            "emitted program",
+        )?)),
+        Engine::Interp => Runner::Interp(Box::new(SocketFilterRun::prepare(
+            &weir_interp::Interp,
+            emit_socket_filter(filter)?,
+            Bindings::for_prog_type(ProgType::SocketFilter),
+            "emitted program",
+        )?)),
         Engine::Cbpf => {
             let insns = cbpf::emit(filter).map_err(|e| format!("classic BPF: {e}"))?;
             Runner::Cbpf(CbpfFilter::new(&insns).map_err(|e| format!("classic BPF: {e}"))?)
@@ -137,6 +124,6 @@ fn prepare(filter: &Filter, engine: Engine) -> Result<Runner, String> {
     })
 }
 
-fn emit_socket_filter(filter: &Filter) -> Result<weir_program::Program, String> {
+fn emit_socket_filter(filter: &Filter) -> Result<Program, String> {
     ebpf::emit(filter, ebpf::Target::SocketFilter).map_err(|e| format!("eBPF emission: {e}"))
 }

@@ -14,6 +14,7 @@
 //! ```
 
 mod classic;
+pub mod data;
 pub mod engine;
 mod filter;
 pub mod program;

@@ -5,10 +5,10 @@ use crate::input::{self, Format};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use weir_conformance::{Case, Expect};
+use weir::data::{Case, Expect};
 use weir_isa::asm;
 use weir_program::abi::Bindings;
-use weir_program::Program;
+use weir_program::{Program, Verified};
 
 pub fn asm(path: &Path, output: Option<&Path>, words: bool) -> Result<ExitCode, String> {
     let bytes = input::read(path)?;
@@ -71,7 +71,7 @@ pub struct EngineRequest {
 /// bindings and `mem` in r1.
 fn run_on(
     request: EngineRequest,
-    program: &Program,
+    program: &Verified,
     mem: &mut [u8],
     budget: Option<u64>,
 ) -> Result<u64, String> {
@@ -107,16 +107,18 @@ pub fn exec(
     let (program, mut mem, expect) = if format == Format::DataFile {
         let text = std::str::from_utf8(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         let name = path.display().to_string();
-        let case: Case =
-            weir_conformance::parse_case(&name, text).map_err(|e| format!("{name}: {e}"))?;
-        let loaded = weir_conformance::load_program(&case).map_err(|e| format!("{name}: {e}"));
+        let case: Case = weir::data::parse_case(&name, text).map_err(|e| format!("{name}: {e}"))?;
+        let loaded = weir::data::load_program(&case).map_err(|e| format!("{name}: {e}"));
         match (loaded, check) {
             (Ok(p), _) => (p, case.mem.clone(), Some(case.expect.clone())),
             (Err(e), true) => return check_outcome(&case.expect, Err(e)),
             (Err(e), false) => return Err(e),
         }
     } else {
-        (input::program_from(path, &bytes, format)?, Vec::new(), None)
+        let program: Program = input::program_from(path, &bytes, format)?;
+        let program = Verified::structural(program)
+            .map_err(|e| format!("{}: validation: {e}", path.display()))?;
+        (program, Vec::new(), None)
     };
     if let Some(mem_hex) = mem_hex {
         mem = hex::parse_bytes(mem_hex).map_err(|e| format!("--mem: {e}"))?;
@@ -171,6 +173,7 @@ pub fn conformance_plugin(memory: Option<&str>, engine: EngineRequest) -> Result
         None => Vec::new(),
     };
     let program = Program::from_bytes(&code).map_err(|e| e.to_string())?;
+    let program = Verified::structural(program).map_err(|e| format!("validation: {e}"))?;
     let r0 = run_on(engine, &program, &mut mem, None)?;
     println!("{r0:x}");
     Ok(ExitCode::SUCCESS)

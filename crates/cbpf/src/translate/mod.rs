@@ -77,8 +77,8 @@
 //! )
 //! .unwrap();
 //! let program = translate(&prog, Target::SocketFilter).unwrap();
-//! let interp =
-//!     Interpreter::new(&program, bindings(Target::SocketFilter), Config::default()).unwrap();
+//! let program = weir_program::Verified::structural(program).unwrap();
+//! let interp = Interpreter::new(&program, bindings(Target::SocketFilter), Config::default());
 //! let mut cache = interp.cache();
 //! let mut frame = [0u8; 60];
 //! frame[12] = 0x08;

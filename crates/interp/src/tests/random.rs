@@ -4,16 +4,16 @@
 
 use proptest::prelude::*;
 use weir_isa::ebpf::{Insn, Op, OPCODES};
-use weir_program::abi::{self, Bindings, Helper, HelperOutcome};
+use weir_program::abi::{self, Bindings, Helper, HelperCtx, HelperOutcome};
 use weir_program::{Program, Trap, TrapCode};
 
 use crate::{Cache, Config, Input, Interpreter, RunOutcome};
 
-fn sum(args: &[u64; 5]) -> HelperOutcome {
+fn sum(_: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
     HelperOutcome::Return(args.iter().fold(0u64, |a, &b| a.wrapping_add(b)))
 }
 
-fn fail(_: &[u64; 5]) -> HelperOutcome {
+fn fail(_: &mut HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
     HelperOutcome::Fail
 }
 

@@ -5,7 +5,7 @@
 use weir_interp::{Cache, Config, Input, Interpreter};
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::Bindings;
-use weir_program::{Program, Trap};
+use weir_program::{Program, Trap, Verified};
 
 pub fn insn(op: Op, dst: u8, src: u8, off: i16, imm: i64) -> Insn {
     Insn::new(op, dst, src, off, imm)
@@ -78,7 +78,8 @@ pub fn program(insns: &[Insn]) -> Program {
 }
 
 pub fn interp_with(insns: &[Insn], bindings: Bindings, config: Config) -> Interpreter {
-    Interpreter::new(&program(insns), bindings, config).expect("valid program")
+    let program = Verified::structural(program(insns)).expect("valid program");
+    Interpreter::new(&program, bindings, config)
 }
 
 pub fn interp(insns: &[Insn]) -> Interpreter {

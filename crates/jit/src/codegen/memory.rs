@@ -215,7 +215,7 @@ impl Translator<'_, '_> {
         // (addr >> 28) mod WINDOWS, scaled to an entry offset, in two instructions. Windows
         // past the table alias an entry, harmlessly: `addr - lo_addr` then differs from a
         // real offset by a nonzero multiple of WINDOWS * 2^28, which no bound admits.
-        let shifted = self.b.ins().ushr_imm(addr, WINDOW_SHIFT - ENTRY_SHIFT);
+        let shifted = self.b.ins().ushr_imm(addr, i64::from(WINDOW_SHIFT) - ENTRY_SHIFT);
         let entry_offset = self.b.ins().band_imm(shifted, ((WINDOWS as i64) - 1) << ENTRY_SHIFT);
         let entry = self.b.ins().iadd(self.state, entry_offset);
         let at = |field: i32| offsets::region(0).wrapping_add(field);

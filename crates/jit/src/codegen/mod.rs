@@ -41,42 +41,11 @@ use weir_program::abi::Bindings;
 use weir_program::TrapCode;
 
 use crate::cfg::{kind, target_of, Cfg, Kind};
-use crate::guest::{func_addr, REGION_WINDOW, STACK_BASE, WINDOWS, WINDOW_SHIFT};
-use crate::native::Abi;
+use crate::code_memory::Abi;
+use crate::guest::{func_addr, WINDOWS, WINDOW_SHIFT};
 use crate::state::{offsets, ENTRY_SHIFT, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS};
-use crate::{CompileError, CompileErrorKind, Config};
-
-/// The stack's shape after fitting it into its window, as the interpreter fits it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct StackShape {
-    pub stack_size: u64,
-    pub frames: u64,
-}
-
-impl StackShape {
-    pub(crate) fn fit(config: &Config) -> StackShape {
-        let window = usize::try_from(REGION_WINDOW).unwrap_or(usize::MAX);
-        let stack_size = config.stack_size.min(window);
-        let frames =
-            config.max_call_depth.clamp(1, window.checked_div(stack_size).unwrap_or(window));
-        StackShape { stack_size: stack_size as u64, frames: frames as u64 }
-    }
-
-    /// Bytes of the whole stack (fits the window, so no overflow).
-    pub(crate) fn bytes(&self) -> u64 {
-        self.stack_size.saturating_mul(self.frames)
-    }
-
-    /// `r10` of frame `depth`: frame 0 at the top, each call one frame lower.
-    pub(crate) fn frame_top(&self, depth: u64) -> u64 {
-        STACK_BASE.wrapping_add(self.frames.wrapping_sub(depth).wrapping_mul(self.stack_size))
-    }
-
-    /// Offset in the stack of the lowest byte frame `depth` may touch.
-    pub(crate) fn frame_floor(&self, depth: u64) -> u64 {
-        self.frames.wrapping_sub(depth).wrapping_sub(1).wrapping_mul(self.stack_size)
-    }
-}
+use crate::{CompileError, CompileErrorKind};
+pub(crate) use weir_program::exec::StackShape;
 
 /// Where the instruction being translated stands in its block. `Hot`: the block's whole
 /// charge was already taken from the budget; `Cold`: nothing was taken (see module docs).
@@ -211,7 +180,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         let r1 = load(&mut b, offsets::R1);
         b.def_var(var(1), r1);
         // Entry (r1 >> 28) mod WINDOWS of the table, as `memory` finds any address's entry.
-        let shifted = b.ins().ushr_imm(r1, WINDOW_SHIFT - ENTRY_SHIFT);
+        let shifted = b.ins().ushr_imm(r1, i64::from(WINDOW_SHIFT) - ENTRY_SHIFT);
         let entry_offset = b.ins().band_imm(shifted, ((WINDOWS as i64) - 1) << ENTRY_SHIFT);
         let input_entry = b.ins().iadd(state, entry_offset);
         let r2 = load(&mut b, offsets::R2);
@@ -522,12 +491,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             return Err(self.error(CompileErrorKind::BadTarget));
         };
         if insn.dst >= REG_COUNT || insn.src >= REG_COUNT {
-            return Err(self.error(CompileErrorKind::Invalid(
-                weir_program::ValidateErrorKind::BadRegister {
-                    field: "dst or src",
-                    value: insn.dst.max(insn.src),
-                },
-            )));
+            return Err(self.error(CompileErrorKind::BadRegister(insn.dst.max(insn.src))));
         }
         let Some(spec) = insn.op.spec() else {
             return Err(self.error(CompileErrorKind::BadTarget));

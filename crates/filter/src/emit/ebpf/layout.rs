@@ -363,7 +363,8 @@ mod tests {
         }
         let program = link(&flow).unwrap();
         assert!(program.insns().iter().any(|i| i.op == Op::Ja32), "{rel:?} {arrangement}");
-        let vm = Interpreter::new(&program, Bindings::new(), Config::default()).unwrap();
+        let program = weir_program::Verified::structural(program).unwrap();
+        let vm = Interpreter::new(&program, Bindings::new(), Config::default());
         vm.run(&mut vm.cache(), Input::new()).unwrap()
     }
 

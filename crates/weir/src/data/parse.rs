@@ -1,10 +1,10 @@
-//! The `.data` case format (see the crate docs): sections, comments, and the strict reading
+//! The `.data` case format (see the module docs): sections, comments, and the strict reading
 //! of `-- raw`, `-- mem`, `-- result` and `-- error`. A malformed file is a [`ParseError`]
 //! naming its 1-based line, never a panic and never a silently ignored line.
 
 use std::fmt;
 
-use crate::{Case, Expect, Source};
+use super::{Case, Expect, Source};
 
 /// A malformed case file: the 1-based line and what is wrong there.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,293 @@
+//! The one engine contract: what every engine that runs a [`Program`](crate::Program)
+//! agrees on, so that engines are interchangeable and the facade, the conformance runner and
+//! the benchmarks go through one table of them.
+//!
+//! - [`Input`]: what a run sees (context, packet, plain memory) and the entry registers;
+//! - [`RunOutcome`]: `r0` and the instructions executed; failures are [`Trap`]s;
+//! - [`Limits`]: stack per frame, call depth, instruction budget, and the [`StackShape`]
+//!   every engine derives from them;
+//! - [`guest`]: the guest address map;
+//! - [`Engine`] / [`Prepared`]: a typed engine (its own program and cache types, no dynamic
+//!   dispatch on the hot path), and [`DynEngine`] / [`Session`], the same behind `dyn`, for
+//!   tables of engines.
+//!
+//! Engines accept only a [`Verified`] program (see [`crate::verified`]); the helpers a
+//! program calls reach them as plain data through [`crate::abi::Bindings`].
+//!
+//! ```
+//! use weir_program::exec::{Input, StackShape, Limits, guest};
+//! let shape = StackShape::fit(&Limits::default());
+//! // Frame 0's r10 is the top of the stack region.
+//! assert_eq!(shape.frame_top(0), guest::STACK_BASE + shape.bytes());
+//! let mut mem = [0u8; 8];
+//! let input = Input::new().mem(&mut mem);
+//! assert_eq!(input.entry_args(), (guest::MEM_BASE, 8));
+//! ```
+
+pub mod guest;
+
+use crate::abi::{Bindings, ContextLayout, FieldKind};
+use crate::{Trap, TrapCode, Verified};
+
+/// Limits that hold on every engine, with the kernel's defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of stack per frame (512, as in the kernel). The whole stack, `stack_size *
+    /// max_call_depth`, is fitted into the stack's window ([`guest::REGION_WINDOW`]) by
+    /// lowering the frame size, then the frame count, if it does not fit ([`StackShape`]).
+    pub stack_size: usize,
+    /// Most frames alive at once, the entry frame included (8, as in the kernel). A local
+    /// call that would exceed it traps with [`TrapCode::CallDepth`]; 0 is taken as 1.
+    pub max_call_depth: usize,
+    /// Most instructions one run may execute before it traps with
+    /// [`TrapCode::InstructionBudget`].
+    pub instruction_budget: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { stack_size: 512, max_call_depth: 8, instruction_budget: 1 << 26 }
+    }
+}
+
+/// The stack as an engine lays it out: `frames` frames of `stack_size` bytes, frame 0 (the
+/// entry function) at the top of the stack region, each call one frame lower.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackShape {
+    pub stack_size: u64,
+    pub frames: u64,
+}
+
+impl StackShape {
+    /// Fits [`Limits`] into the stack's window: the frame size first, then the frame count.
+    pub fn fit(limits: &Limits) -> StackShape {
+        let window = usize::try_from(guest::REGION_WINDOW).unwrap_or(usize::MAX);
+        let stack_size = limits.stack_size.min(window);
+        let frames =
+            limits.max_call_depth.clamp(1, window.checked_div(stack_size).unwrap_or(window));
+        StackShape { stack_size: stack_size as u64, frames: frames as u64 }
+    }
+
+    /// Bytes of the whole stack (it fits the window, so this does not overflow).
+    pub fn bytes(&self) -> u64 {
+        self.stack_size.saturating_mul(self.frames)
+    }
+
+    /// `r10` of frame `depth`: one past the frame's highest byte.
+    pub fn frame_top(&self, depth: u64) -> u64 {
+        guest::STACK_BASE
+            .wrapping_add(self.frames.wrapping_sub(depth).wrapping_mul(self.stack_size))
+    }
+
+    /// Offset in the stack region of the lowest byte frame `depth` may touch (frames of
+    /// calls not, or no longer, made lie below it).
+    pub fn frame_floor(&self, depth: u64) -> u64 {
+        self.frames.wrapping_sub(depth).wrapping_sub(1).wrapping_mul(self.stack_size)
+    }
+}
+
+/// What a run sees. `r1` at entry is the context's address if there is a context, else
+/// the memory's (0 when that is absent or empty); `r2` is the length of what `r1` points at
+/// ([`Input::entry_args`]).
+#[derive(Debug, Default)]
+pub struct Input<'a> {
+    /// The context (`struct __sk_buff`, `struct xdp_md`, ...). If the bindings carry a
+    /// context layout, its packet fields are filled in before the run
+    /// ([`fill_packet_fields`]).
+    pub ctx: Option<&'a mut [u8]>,
+    /// The packet, reachable through the context's packet fields and by the legacy
+    /// `ldabs`/`ldind` loads.
+    pub packet: Option<&'a mut [u8]>,
+    /// Plain memory, the conformance suites' one buffer. When there is no packet, the
+    /// legacy packet loads read it.
+    pub mem: Option<&'a mut [u8]>,
+}
+
+impl<'a> Input<'a> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn ctx(mut self, ctx: &'a mut [u8]) -> Self {
+        self.ctx = Some(ctx);
+        self
+    }
+
+    pub fn packet(mut self, packet: &'a mut [u8]) -> Self {
+        self.packet = Some(packet);
+        self
+    }
+
+    pub fn mem(mut self, mem: &'a mut [u8]) -> Self {
+        self.mem = Some(mem);
+        self
+    }
+
+    /// `r1` and `r2` at entry.
+    pub fn entry_args(&self) -> (u64, u64) {
+        match (&self.ctx, &self.mem) {
+            (Some(ctx), _) => (guest::CTX_BASE, ctx.len() as u64),
+            (None, Some(mem)) if !mem.is_empty() => (guest::MEM_BASE, mem.len() as u64),
+            _ => (0, 0),
+        }
+    }
+
+    /// Refuses, before anything runs, a region longer than its window (it could not be
+    /// addressed whole).
+    pub fn check_sizes(&self) -> Result<(), Trap> {
+        refuse_oversized(self.ctx.as_deref(), guest::CTX_BASE)?;
+        refuse_oversized(self.packet.as_deref(), guest::PACKET_BASE)?;
+        refuse_oversized(self.mem.as_deref(), guest::MEM_BASE)
+    }
+}
+
+fn refuse_oversized(bytes: Option<&[u8]>, base: u64) -> Result<(), Trap> {
+    match bytes {
+        Some(bytes) if bytes.len() as u64 > guest::REGION_WINDOW => {
+            let size = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+            Err(Trap::memory(TrapCode::OutOfBounds, 0, base, size))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes the packet's guest addresses into the context fields that hold them
+/// (`PacketStart`, `MetaStart`: the packet's base; `PacketEnd`: one past its end),
+/// little-endian, as every engine does before a run.
+pub fn fill_packet_fields(
+    layout: Option<&ContextLayout>,
+    ctx: &mut [u8],
+    packet_len: usize,
+) -> Result<(), Trap> {
+    let Some(layout) = layout else {
+        return Ok(());
+    };
+    // Fits: the packet was checked against its window.
+    let packet_end = guest::PACKET_BASE.saturating_add(packet_len as u64);
+    for field in layout.fields {
+        let value = match field.kind {
+            FieldKind::PacketStart | FieldKind::MetaStart => guest::PACKET_BASE,
+            FieldKind::PacketEnd => packet_end,
+            FieldKind::Plain => continue,
+        };
+        let size = usize::try_from(field.size).unwrap_or(usize::MAX).min(8);
+        let bytes = usize::try_from(field.offset)
+            .ok()
+            .and_then(|start| ctx.get_mut(start..start.checked_add(size)?));
+        let Some(bytes) = bytes else {
+            let addr = guest::CTX_BASE.saturating_add(u64::from(field.offset));
+            return Err(Trap::memory(TrapCode::OutOfBounds, 0, addr, field.size));
+        };
+        bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// A finished run: `r0` and how many instructions it took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RunOutcome {
+    pub r0: u64,
+    pub executed: u64,
+}
+
+/// Why an engine could not prepare a program (the message names the instruction when the
+/// failure is about one).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PrepareError {
+    pub message: String,
+}
+
+impl PrepareError {
+    pub fn new(message: impl Into<String>) -> Self {
+        PrepareError { message: message.into() }
+    }
+}
+
+/// An engine: turns a verified program into a [`Prepared`] one. Implemented by the
+/// interpreter and the JIT; a new engine implements this and is added to the facade's one
+/// engine table (`weir::Engine`).
+pub trait Engine {
+    type Prepared: Prepared;
+    /// The engine's name as the command line spells it (`interp`, `jit`).
+    fn name(&self) -> &'static str;
+    fn prepare(
+        &self,
+        program: &Verified,
+        bindings: Bindings,
+        limits: Limits,
+    ) -> Result<Self::Prepared, PrepareError>;
+}
+
+/// A program prepared by an engine: immutable, shareable between threads; each thread runs
+/// it with its own cache.
+pub trait Prepared {
+    /// Scratch space of runs (stack, saved frames).
+    type Cache;
+    fn cache(&self) -> Self::Cache;
+    /// Runs once. Every run starts from a zeroed stack, whatever the last one left.
+    fn run(&self, cache: &mut Self::Cache, input: Input<'_>) -> Result<RunOutcome, Trap>;
+    /// The stack after the last run in `cache`, all frames, lowest address first: frame 0
+    /// is the last `stack_size` bytes.
+    fn stack<'c>(&self, cache: &'c Self::Cache) -> &'c [u8];
+    /// `r10` at entry.
+    fn stack_top(&self) -> u64;
+}
+
+/// An [`Engine`] behind `dyn`: what tables of engines hold.
+pub trait DynEngine {
+    fn name(&self) -> &'static str;
+    fn load(
+        &self,
+        program: &Verified,
+        bindings: Bindings,
+        limits: Limits,
+    ) -> Result<Box<dyn Session>, PrepareError>;
+}
+
+/// A prepared program with its cache, behind `dyn`.
+pub trait Session {
+    fn run(&mut self, input: Input<'_>) -> Result<RunOutcome, Trap>;
+    fn stack(&self) -> &[u8];
+    fn stack_top(&self) -> u64;
+}
+
+struct Bound<P: Prepared> {
+    prepared: P,
+    cache: P::Cache,
+}
+
+impl<P: Prepared> Session for Bound<P> {
+    fn run(&mut self, input: Input<'_>) -> Result<RunOutcome, Trap> {
+        self.prepared.run(&mut self.cache, input)
+    }
+
+    fn stack(&self) -> &[u8] {
+        self.prepared.stack(&self.cache)
+    }
+
+    fn stack_top(&self) -> u64 {
+        self.prepared.stack_top()
+    }
+}
+
+impl<E> DynEngine for E
+where
+    E: Engine,
+    E::Prepared: 'static,
+{
+    fn name(&self) -> &'static str {
+        Engine::name(self)
+    }
+
+    fn load(
+        &self,
+        program: &Verified,
+        bindings: Bindings,
+        limits: Limits,
+    ) -> Result<Box<dyn Session>, PrepareError> {
+        let prepared = self.prepare(program, bindings, limits)?;
+        let cache = prepared.cache();
+        Ok(Box::new(Bound { prepared, cache }))
+    }
+}

@@ -1,0 +1,87 @@
+//! The `.data` case format of the common eBPF conformance suites, which weir's own corpus
+//! (`testdata/conformance`) uses too, and which `weir exec` runs: a program, its input
+//! memory and the expected result.
+//!
+//! A case file is a sequence of sections, each opened by a line `-- name`; `#` starts a
+//! comment anywhere outside `-- description`:
+//!
+//! ```text
+//! -- description
+//! INT64_MAX + 1 wraps to INT64_MIN.
+//! -- asm
+//! lddw %r0, 0x7fffffffffffffff
+//! add %r0, 1
+//! exit
+//! -- result
+//! 0x8000000000000000
+//! ```
+//!
+//! - `-- asm` (assembly text) or `-- raw` (64-bit words, each the little-endian `u64` of one
+//!   8-byte slot, e.g. `0x0000000000000095` for `exit`): the program.
+//! - `-- mem` (optional): hex bytes; at run time `r1` = its address, `r2` = its length.
+//! - `-- result` (`r0` as a hex `u64`) or `-- error` (a case-insensitive substring of the
+//!   error weir reports: assembly, decoding, validation or trap).
+//! - `-- description` (optional): free text.
+
+mod parse;
+
+use std::fmt;
+
+use weir_isa::ebpf::{decode, RawInsn};
+use weir_program::{Program, Verified};
+
+pub use parse::{parse_case, ParseError};
+
+/// One conformance case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Case {
+    /// The file name without `.data`.
+    pub name: String,
+    pub source: Source,
+    /// The input memory; empty when the case has none (`r1` is then 0).
+    pub mem: Vec<u8>,
+    pub expect: Expect,
+    /// The `-- description` text, empty if absent.
+    pub description: String,
+}
+
+/// How a case writes its program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Assembly text, exactly as in the file (so assembler line numbers count from the
+    /// section's first line).
+    Asm(String),
+    /// One little-endian `u64` per slot.
+    Raw(Vec<u64>),
+}
+
+/// What a case must produce.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// The program runs and returns this `r0`.
+    Result(u64),
+    /// Assembling, decoding, validating or running fails with a message containing this
+    /// text (compared case-insensitively).
+    Error(String),
+}
+
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expect::Result(v) => write!(f, "result {v:#x}"),
+            Expect::Error(e) => write!(f, "error containing {e:?}"),
+        }
+    }
+}
+
+/// Assembles or decodes a case's program, then checks it.
+pub fn load_program(case: &Case) -> Result<Verified, String> {
+    let insns = match &case.source {
+        Source::Asm(text) => weir_isa::asm::assemble(text).map_err(|e| format!("assembly: {e}"))?,
+        Source::Raw(words) => {
+            let slots: Vec<RawInsn> = words.iter().map(|w| RawInsn::from_u64(*w)).collect();
+            decode(&slots).map_err(|e| format!("decode: {e}"))?
+        }
+    };
+    Verified::structural(Program::from_insns(insns)).map_err(|e| format!("validation: {e}"))
+}
