@@ -6,7 +6,7 @@
 //! ```text
 //! weir filter -r trace.pcap 'tcp port 80'       # like tcpdump -q -n -r trace.pcap ...
 //! weir compile -d 'udp and not port 53'         # like tcpdump -d
-//! weir bench --hot 'port 22'                    # every engine vs libpcap and the kernel
+//! weir bench --hot 'port 22'                    # (--features bench) engines vs libpcap, kernel
 //! weir exec testdata/samples/checksum.data     # prints r0 in hex
 //! weir asm prog.s -o prog.bin && weir disasm --listing prog.bin
 //! ```
@@ -39,6 +39,7 @@ enum Command {
     Compile(compile::CompileArgs),
     /// Time filters on every engine (weir's native code, eBPF JIT and interpreters, libpcap,
     /// the kernel): ns per packet and ratio to libpcap, after checking that all agree.
+    #[cfg(feature = "bench")]
     Bench(weir_bench::filters::FiltersArgs),
     /// Assemble eBPF text into bytecode.
     Asm {
@@ -99,6 +100,7 @@ enum Command {
 }
 
 /// `weir bench`: the filter suite of `bench/`, with the same options.
+#[cfg(feature = "bench")]
 fn bench(args: &weir_bench::filters::FiltersArgs) -> Result<ExitCode, String> {
     let command = std::iter::once("weir bench".to_string())
         .chain(std::env::args().skip(2))
@@ -115,6 +117,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Filter(args) => filter::run(args),
         Command::Compile(args) => compile::run(args),
+        #[cfg(feature = "bench")]
         Command::Bench(args) => bench(&args),
         Command::Asm { file, output, words } => run::asm(&file, output.as_deref(), words),
         Command::Disasm { file, listing } => run::disasm(&file, listing),
