@@ -32,7 +32,7 @@ use weir_pflang::names::NameDb;
 use weir_pflang::{CompileError, LinkType, Options};
 use weir_runtime::capture::{Capture, CaptureWriter, Record};
 
-use crate::summary;
+use weir_packet::summary;
 
 /// Captures at least this large get a progress bar (on a terminal).
 const PROGRESS_MIN_BYTES: u64 = 32 << 20;
