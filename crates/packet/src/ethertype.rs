@@ -47,6 +47,8 @@ pub const PPPOED: u16 = 0x8863;
 pub const PPPOES: u16 = 0x8864;
 /// 802.1ad service VLAN tag.
 pub const VLAN_8021AD: u16 = 0x88a8;
+/// Link Layer Discovery Protocol.
+pub const LLDP: u16 = 0x88cc;
 /// Loopback (configuration test protocol).
 pub const LOOPBACK: u16 = 0x9000;
 /// The pre-standard QinQ tag.
@@ -79,6 +81,7 @@ pub const TABLE: &[(u16, &str)] = &[
     (PPPOED, "PPPoE D"),
     (PPPOES, "PPPoE S"),
     (VLAN_8021AD, "802.1ad"),
+    (LLDP, "LLDP"),
     (LOOPBACK, "Loopback"),
     (VLAN_9100, "QinQ"),
     (VLAN_9200, "QinQ 0x9200"),
