@@ -193,7 +193,8 @@ impl Printer {
             Some(link @ (LinkType::Null | LinkType::Loop)) => self.loopback(link, data, wire_len),
             Some(LinkType::LinuxSll) => self.linux_sll(data, wire_len),
             Some(LinkType::LinuxSll2) => self.linux_sll2(data, wire_len),
-            Some(LinkType::Ppp) | None => {
+            // Framing this printer does not decode (PPP, and any link type added since).
+            _ => {
                 let _ = write!(self.out, "link type {linktype}, length {wire_len}");
                 Ok(())
             }
