@@ -13,8 +13,10 @@
 //! - [`sll`], [`af`]: the fields of Linux cooked and BSD loopback headers.
 //! - [`summary`]: one line per packet, as `tcpdump -q -n` prints it.
 //!
-//! Adding a link type is a row here (a [`LinkType`] variant and its [`LinkInfo`]) and its
-//! lowering in `weir-pflang`; nothing else.
+//! Adding a link type is a row here (a [`LinkType`] variant, its [`LinkInfo`] in
+//! [`LinkType::info`], and its place in [`LinkType::ALL`]) and its lowering in `weir-pflang`
+//! (the exhaustive matches in `lower/link.rs` and its entry in `weir_pflang::LINK_TYPES`,
+//! the list of link types filters compile for); nothing else.
 //!
 //! ```
 //! use weir_packet::{ethertype, ipproto, LinkType};
