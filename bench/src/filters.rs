@@ -128,7 +128,8 @@ pub fn run(args: &FiltersArgs, command: &str) -> Result<bool, String> {
         if args.quick { workload::QUICK_STREAM_PACKETS } else { workload::STREAM_PACKETS };
     let source = args.read.clone().map_or(Source::Generated, Source::Capture);
     let packets = source.load(if stream { stream_count } else { workload::HOT_PACKETS })?;
-    let linktype = LinkType::from_dlt(packets.linktype)
+    let linktype = LinkType::from_number(packets.linktype)
+        .filter(|&link| weir_pflang::compiles_for(link))
         .ok_or_else(|| format!("link type {} is not one weir filters", packets.linktype))?;
     let mut workloads = Vec::new();
     if hot {

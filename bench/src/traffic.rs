@@ -10,6 +10,8 @@
 //! pools so that host and net filters match a useful fraction. The same seed gives the same
 //! bytes on every machine.
 
+use weir_packet::{ethertype, ipproto};
+
 /// The seed of the default workloads.
 pub const SEED: u64 = 0x5eed_b3c4;
 
@@ -122,30 +124,20 @@ pub fn host_set_expr(count: usize) -> String {
     terms.join(" or ")
 }
 
-const ETH_IPV4: u16 = 0x0800;
-const ETH_IPV6: u16 = 0x86dd;
-const ETH_ARP: u16 = 0x0806;
-const ETH_VLAN: u16 = 0x8100;
-const ETH_LLDP: u16 = 0x88cc;
-const TCP: u8 = 6;
-const UDP: u8 = 17;
-const ICMP: u8 = 1;
-const ICMPV6: u8 = 58;
-
 fn frame(rng: &mut Rng) -> Frame {
     let (vlan, ethertype, payload) = match rng.weighted(&[60, 17, 8, 3, 2, 2, 7, 1]) {
-        0 => (None, ETH_IPV4, tcp_over_v4(rng)),
-        1 => (None, ETH_IPV4, udp_over_v4(rng)),
-        2 => (None, ETH_IPV6, over_v6(rng)),
-        3 => (None, ETH_IPV4, icmp_v4(rng)),
+        0 => (None, ethertype::IP, tcp_over_v4(rng)),
+        1 => (None, ethertype::IP, udp_over_v4(rng)),
+        2 => (None, ethertype::IPV6, over_v6(rng)),
+        3 => (None, ethertype::IP, icmp_v4(rng)),
         4 => return pad(arp(rng)),
-        5 => (None, ETH_IPV4, fragment_v4(rng)),
+        5 => (None, ethertype::IP, fragment_v4(rng)),
         6 => {
             let vid = rng.pick(&[10u16, 100, 200]);
             let inner = if rng.chance(70) { tcp_over_v4(rng) } else { udp_over_v4(rng) };
-            (Some(vid), ETH_IPV4, inner)
+            (Some(vid), ethertype::IP, inner)
         }
-        _ => (None, ETH_LLDP, vec![0x02, 0x07, 0x04, 0, 0x11, 0x22, 0x33, 0x44, 0x01, 0, 0]),
+        _ => (None, ethertype::LLDP, vec![0x02, 0x07, 0x04, 0, 0x11, 0x22, 0x33, 0x44, 0x01, 0, 0]),
     };
     pad(ethernet(rng, vlan, ethertype, &payload))
 }
@@ -168,7 +160,7 @@ fn ethernet(rng: &mut Rng, vlan: Option<u16>, ethertype: u16, payload: &[u8]) ->
     f.extend_from_slice(&dst);
     f.extend_from_slice(&src);
     if let Some(vid) = vlan {
-        f.extend_from_slice(&ETH_VLAN.to_be_bytes());
+        f.extend_from_slice(&ethertype::VLAN_8021Q.to_be_bytes());
         f.extend_from_slice(&vid.to_be_bytes());
     }
     f.extend_from_slice(&ethertype.to_be_bytes());
@@ -284,7 +276,7 @@ fn tcp_over_v4(rng: &mut Rng) -> Vec<u8> {
     let (src, dst) = if rng.chance(50) { (a, b) } else { (b, a) };
     let service = tcp_service(rng);
     let segment = tcp_segment(rng, service, 1448);
-    ipv4(rng, src, dst, TCP, 0x4000, &segment)
+    ipv4(rng, src, dst, ipproto::TCP, 0x4000, &segment)
 }
 
 fn udp(sport: u16, dport: u16, payload_len: usize) -> Vec<u8> {
@@ -312,7 +304,7 @@ fn udp_over_v4(rng: &mut Rng) -> Vec<u8> {
         (server, c, service, ephemeral)
     };
     let datagram = udp(sport, dport, len as usize);
-    ipv4(rng, src, dst, UDP, 0, &datagram)
+    ipv4(rng, src, dst, ipproto::UDP, 0, &datagram)
 }
 
 fn icmp_v4(rng: &mut Rng) -> Vec<u8> {
@@ -326,7 +318,7 @@ fn icmp_v4(rng: &mut Rng) -> Vec<u8> {
     let sum = checksum(&m);
     m[2..4].copy_from_slice(&sum.to_be_bytes());
     let (src, dst) = (client(rng), rng.pick(&SERVERS));
-    ipv4(rng, src, dst, ICMP, 0, &m)
+    ipv4(rng, src, dst, ipproto::ICMP, 0, &m)
 }
 
 /// A non-first fragment of a large UDP datagram: no transport header in it.
@@ -335,7 +327,7 @@ fn fragment_v4(rng: &mut Rng) -> Vec<u8> {
     let more = if rng.chance(50) { 0x2000 } else { 0 };
     let body = vec![0x33u8; 200 + rng.below(1000) as usize];
     let (src, dst) = (rng.pick(&SERVERS), client(rng));
-    ipv4(rng, src, dst, UDP, more | offset_units, &body)
+    ipv4(rng, src, dst, ipproto::UDP, more | offset_units, &body)
 }
 
 fn over_v6(rng: &mut Rng) -> Vec<u8> {
@@ -347,17 +339,20 @@ fn over_v6(rng: &mut Rng) -> Vec<u8> {
     let (next, payload) = match rng.weighted(&[60, 25, 15]) {
         0 => {
             let service = tcp_service(rng);
-            (TCP, tcp_segment(rng, service, 1428))
+            (ipproto::TCP, tcp_segment(rng, service, 1428))
         }
         1 => {
             let port = rng.pick(&[53u16, 443, 5353]);
-            (UDP, udp(40_000 + rng.below(20_000) as u16, port, 20 + rng.below(300) as usize))
+            (
+                ipproto::UDP,
+                udp(40_000 + rng.below(20_000) as u16, port, 20 + rng.below(300) as usize),
+            )
         }
         _ => {
             let kind = rng.pick(&[128u8, 129, 135, 136]);
             let mut m = vec![kind, 0, 0, 0];
             m.resize(if kind >= 135 { 32 } else { 64 }, 0);
-            (ICMPV6, m)
+            (ipproto::ICMPV6, m)
         }
     };
     let mut p = Vec::with_capacity(40 + payload.len());
@@ -378,7 +373,7 @@ fn arp(rng: &mut Rng) -> Frame {
     let mut f = Vec::with_capacity(60);
     f.extend_from_slice(&dst);
     f.extend_from_slice(&sender);
-    f.extend_from_slice(&ETH_ARP.to_be_bytes());
+    f.extend_from_slice(&ethertype::ARP.to_be_bytes());
     f.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, if request { 1 } else { 2 }]);
     f.extend_from_slice(&sender);
     f.extend_from_slice(&client(rng));
@@ -399,7 +394,7 @@ mod tests {
         assert!(a.iter().all(|f| f.len() >= 60 && f.len() <= 1518));
         let ssh = a
             .iter()
-            .filter(|f| f[12..14] == [8, 0] && f[23] == TCP)
+            .filter(|f| f[12..14] == [8, 0] && f[23] == ipproto::TCP)
             .filter(|f| {
                 let th = 14 + 4 * usize::from(f[14] & 0xf);
                 f[th..th + 2] == [0, 22] || f[th + 2..th + 4] == [0, 22]

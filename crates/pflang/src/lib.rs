@@ -16,5 +16,5 @@ pub mod parser;
 
 pub use ast::{Expr, ExprKind, Span};
 pub use error::ParseError;
-pub use lower::{compile, lower, CompileError, LinkType, Options};
+pub use lower::{compile, compiles_for, lower, CompileError, LinkType, Options, LINK_TYPES};
 pub use parser::{parse, MAX_DEPTH};

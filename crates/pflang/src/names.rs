@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
 
+use weir_packet::{ethertype, ipproto, llcsap};
+
 /// Transport protocol of a service entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transport {
@@ -63,47 +65,53 @@ const TCP_UDP: &[Transport] = &[Transport::Tcp, Transport::Udp];
 
 /// Built-in IP protocol numbers.
 const BUILTIN_PROTOCOLS: &[(&str, u8)] = &[
+    // protocols(5): "ip" is the pseudo protocol number 0.
     ("ip", 0),
-    ("icmp", 1),
-    ("igmp", 2),
-    ("ipencap", 4),
-    ("tcp", 6),
-    ("egp", 8),
-    ("igrp", 9),
-    ("udp", 17),
-    ("ipv6", 41),
-    ("rsvp", 46),
-    ("gre", 47),
-    ("esp", 50),
-    ("ah", 51),
-    ("icmp6", 58),
-    ("ipv6-icmp", 58),
-    ("ospf", 89),
-    ("pim", 103),
-    ("vrrp", 112),
-    ("l2tp", 115),
-    ("sctp", 132),
-    ("udplite", 136),
+    ("icmp", ipproto::ICMP),
+    ("igmp", ipproto::IGMP),
+    ("ipencap", ipproto::IPIP),
+    ("tcp", ipproto::TCP),
+    ("egp", ipproto::EGP),
+    ("igrp", ipproto::IGRP),
+    ("udp", ipproto::UDP),
+    ("ipv6", ipproto::IPV6),
+    ("rsvp", ipproto::RSVP),
+    ("gre", ipproto::GRE),
+    ("esp", ipproto::ESP),
+    ("ah", ipproto::AH),
+    ("icmp6", ipproto::ICMPV6),
+    ("ipv6-icmp", ipproto::ICMPV6),
+    ("ospf", ipproto::OSPF),
+    ("pim", ipproto::PIM),
+    ("vrrp", ipproto::VRRP),
+    ("l2tp", ipproto::L2TP),
+    ("sctp", ipproto::SCTP),
+    ("udplite", ipproto::UDPLITE),
 ];
 
 /// Ethernet type names accepted after `ether proto` (as the grammar of record knows them).
 const ETHER_TYPES: &[(&str, u16)] = &[
-    ("ip", 0x0800),
-    ("ip6", 0x86dd),
-    ("arp", 0x0806),
-    ("rarp", 0x8035),
-    ("atalk", 0x809b),
-    ("aarp", 0x80f3),
-    ("decnet", 0x6003),
-    ("sca", 0x6007),
-    ("lat", 0x6004),
-    ("mopdl", 0x6001),
-    ("moprc", 0x6002),
-    ("loopback", 0x9000),
+    ("ip", ethertype::IP),
+    ("ip6", ethertype::IPV6),
+    ("arp", ethertype::ARP),
+    ("rarp", ethertype::REVARP),
+    ("atalk", ethertype::ATALK),
+    ("aarp", ethertype::AARP),
+    ("decnet", ethertype::DN),
+    ("sca", ethertype::SCA),
+    ("lat", ethertype::LAT),
+    ("mopdl", ethertype::MOPDL),
+    ("moprc", ethertype::MOPRC),
+    ("loopback", ethertype::LOOPBACK),
 ];
 
 /// 802.2 LLC SAP names `ether proto` accepts after the Ethernet type names.
-const LLC_SAPS: &[(&str, u8)] = &[("iso", 0xfe), ("stp", 0x42), ("ipx", 0xe0), ("netbeui", 0xf0)];
+const LLC_SAPS: &[(&str, u8)] = &[
+    ("iso", llcsap::ISONS),
+    ("stp", llcsap::STP),
+    ("ipx", llcsap::IPX),
+    ("netbeui", llcsap::NETBEUI),
+];
 
 /// Resolution tables. [`NameDb::builtin`] for reproducible results, [`NameDb::system`] to
 /// add the machine's files on top.

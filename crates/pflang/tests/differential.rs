@@ -103,7 +103,7 @@ fn link_sets() -> Vec<LinkSet> {
             dlt: link.dlt() as i32,
             packets: eth
                 .iter()
-                .map(|p| weir_testkit::relink(p, link.dlt()).expect("relink knows every link type"))
+                .map(|p| weir_testkit::relink(p, link).expect("relink knows every link type"))
                 .collect(),
         })
         .collect()

@@ -222,9 +222,7 @@ fn packets(link: LinkType) -> Vec<Packet> {
     eth.extend(weir_testkit::edge_cases());
     eth.extend(weir_testkit::link_edge_cases());
     eth.extend(weir_testkit::net_edge_cases());
-    eth.iter()
-        .map(|p| weir_testkit::relink(p, link.dlt()).expect("relink knows the link type"))
-        .collect()
+    eth.iter().map(|p| weir_testkit::relink(p, link).expect("relink knows the link type")).collect()
 }
 
 /// libpcap's unoptimized program for `expr`, behind a prologue that zeroes scratch memory

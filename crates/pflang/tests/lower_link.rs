@@ -106,11 +106,11 @@ fn link_types() -> Vec<(LinkType, Vec<Packet>)> {
     let mut ethernet = corpus(SEED, GENERATED);
     ethernet.extend(edge_cases());
     ethernet.extend(link_edge_cases());
-    weir_testkit::relink::dlt::ALL
+    weir_testkit::relink::LINK_TYPES
         .iter()
-        .map(|&dlt| {
-            let link = LinkType::from_dlt(dlt).unwrap_or_else(|| panic!("weir lacks DLT {dlt}"));
-            let packets = ethernet.iter().filter_map(|p| relink(p, dlt)).collect();
+        .map(|&link| {
+            assert!(weir_pflang::compiles_for(link), "weir lacks {link}");
+            let packets = ethernet.iter().filter_map(|p| relink(p, link)).collect();
             (link, packets)
         })
         .collect()
@@ -410,8 +410,8 @@ fn direction_and_interface_follow_tcpdump_reading_a_file() {
         "ip or ifindex 3",
     ];
     let (mut refused, mut accepted) = (0, 0);
-    for &dlt in weir_testkit::relink::dlt::ALL.iter() {
-        let link = LinkType::from_dlt(dlt).unwrap_or_else(|| panic!("weir lacks DLT {dlt}"));
+    for &link in weir_testkit::relink::LINK_TYPES.iter() {
+        let dlt = link.dlt();
         let path = std::env::temp_dir()
             .join(format!("weir-pflang-savefile-{}-{dlt}.pcap", std::process::id()));
         weir_testkit::write_pcap(&path, dlt, &[]).expect("writing an empty capture");

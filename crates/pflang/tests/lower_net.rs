@@ -212,17 +212,22 @@ fn network_primitives_agree_with_libpcap_on_ethernet() {
 /// offsets and protocol test, never through Ethernet's.
 #[test]
 fn network_primitives_agree_with_libpcap_on_other_link_types() {
-    use weir_testkit::relink::dlt;
     let exprs = expressions();
     let names = system_names();
     let ethernet = packets();
     let mut failures = Vec::new();
-    for code in
-        [dlt::LINUX_SLL, dlt::LINUX_SLL2, dlt::RAW, dlt::NULL, dlt::LOOP, dlt::IPV4, dlt::IPV6]
-    {
-        let linktype = LinkType::from_dlt(code).expect("weir supports the link type");
+    for linktype in [
+        LinkType::LinuxSll,
+        LinkType::LinuxSll2,
+        LinkType::Raw,
+        LinkType::Null,
+        LinkType::Loop,
+        LinkType::Ipv4,
+        LinkType::Ipv6,
+    ] {
+        let code = linktype.dlt();
         let packets: Vec<Packet> =
-            ethernet.iter().filter_map(|p| weir_testkit::relink(p, code)).collect();
+            ethernet.iter().filter_map(|p| weir_testkit::relink(p, linktype)).collect();
         let out = differential(code, linktype, &exprs, &packets, &names);
         println!(
             "{}: {} accepted, {} refused by both; over {} packets {} verdicts agree, {} with \

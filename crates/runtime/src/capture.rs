@@ -23,7 +23,7 @@ pub enum Format {
 }
 
 /// `LINKTYPE_ETHERNET`.
-pub const LINKTYPE_ETHERNET: u32 = 1;
+pub const LINKTYPE_ETHERNET: u32 = weir_packet::LinkType::Ethernet.linktype();
 
 /// A problem with a capture file, with the place it was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -34,10 +34,13 @@ pub fn edge_cases() -> Vec<Packet> {
     let mut half_type = macs();
     half_type.push(0x08);
     list.whole("13 bytes: half an EtherType", half_type);
-    list.whole("exactly 14 bytes: Ethernet header, IPv4 type, no IP", eth(ethertype::IPV4, &[]));
-    list.whole("exactly 14 bytes: Ethernet header, 802.1Q type, no tag", eth(ethertype::VLAN, &[]));
+    list.whole("exactly 14 bytes: Ethernet header, IPv4 type, no IP", eth(ethertype::IP, &[]));
+    list.whole(
+        "exactly 14 bytes: Ethernet header, 802.1Q type, no tag",
+        eth(ethertype::VLAN_8021Q, &[]),
+    );
     list.whole("exactly 14 bytes: Ethernet header, IPv6 type, no IP", eth(ethertype::IPV6, &[]));
-    list.whole("15 bytes: IPv4 type and the first IP byte", eth(ethertype::IPV4, &[0x45]));
+    list.whole("15 bytes: IPv4 type and the first IP byte", eth(ethertype::IP, &[0x45]));
 
     for ihl in [0u8, 1, 4] {
         let mut frame = ipv4_tcp(&[]);
@@ -45,7 +48,7 @@ pub fn edge_cases() -> Vec<Packet> {
         refresh_ipv4_checksum(&mut frame);
         list.whole(&format!("IPv4 IHL {ihl} (< 5)"), frame);
     }
-    let mut long_ihl = eth(ethertype::IPV4, &ipv4_header_only(ipproto::TCP, 60));
+    let mut long_ihl = eth(ethertype::IP, &ipv4_header_only(ipproto::TCP, 60));
     set(&mut long_ihl, IP, 0x4f);
     refresh_ipv4_checksum(&mut long_ihl);
     list.add("IPv4 IHL 15 with only 20 header bytes captured", long_ihl, 14 + 60 + 20);
@@ -87,7 +90,7 @@ pub fn edge_cases() -> Vec<Packet> {
     list.whole(
         "IPv4 fragment at the largest offset (0x1fff) with MF",
         eth(
-            ethertype::IPV4,
+            ethertype::IP,
             &wire::ipv4(
                 &Ipv4Header {
                     more_fragments: true,
@@ -102,7 +105,7 @@ pub fn edge_cases() -> Vec<Packet> {
     list.whole(
         "IPv4 later fragment (offset 1) of TCP whose data looks like ports 80>22",
         eth(
-            ethertype::IPV4,
+            ethertype::IP,
             &wire::ipv4(
                 &Ipv4Header { fragment_offset: 1, ..ipv4_header(ipproto::TCP) },
                 &[0, 80, 0, 22, 0, 0, 0, 0],
@@ -112,7 +115,7 @@ pub fn edge_cases() -> Vec<Packet> {
     list.whole(
         "IPv4 first fragment (MF, offset 0) carrying a whole TCP header",
         eth(
-            ethertype::IPV4,
+            ethertype::IP,
             &wire::ipv4(
                 &Ipv4Header { more_fragments: true, ..ipv4_header(ipproto::TCP) },
                 &tcp_segment(&[]),
@@ -122,23 +125,23 @@ pub fn edge_cases() -> Vec<Packet> {
     list.whole(
         "IPv4 DF, TTL 0, protocol 0",
         eth(
-            ethertype::IPV4,
+            ethertype::IP,
             &wire::ipv4(&Ipv4Header { dont_fragment: true, ttl: 0, ..ipv4_header(0) }, &[0; 8]),
         ),
     );
-    list.whole("IPv4 protocol 255", eth(ethertype::IPV4, &wire::ipv4(&ipv4_header(255), &[0; 8])));
+    list.whole("IPv4 protocol 255", eth(ethertype::IP, &wire::ipv4(&ipv4_header(255), &[0; 8])));
     let mut zero_len_option = ipv4_header(ipproto::UDP);
     zero_len_option.options = vec![0x07, 0x00, 0x04, 0x00];
     list.whole(
         "IPv4 record-route option with length 0",
-        eth(ethertype::IPV4, &wire::ipv4(&zero_len_option, &wire::udp(53, 53, &[]))),
+        eth(ethertype::IP, &wire::ipv4(&zero_len_option, &wire::udp(53, 53, &[]))),
     );
     let mut nop_options = ipv4_header(ipproto::TCP);
     nop_options.options = vec![1; 4];
     let tcp_all_nops = wire::tcp(&TcpHeader { options: vec![1; 40], ..tcp_header() }, &[]);
     list.whole(
         "IPv4 IHL 6 then TCP data offset 15 of no-ops",
-        eth(ethertype::IPV4, &wire::ipv4(&nop_options, &tcp_all_nops)),
+        eth(ethertype::IP, &wire::ipv4(&nop_options, &tcp_all_nops)),
     );
     list.whole(
         "IPv4 limited broadcast from a broadcast MAC",
@@ -146,7 +149,7 @@ pub fn edge_cases() -> Vec<Packet> {
             BROADCAST_MAC,
             HOST_A,
             &[],
-            ethertype::IPV4,
+            ethertype::IP,
             &wire::ipv4(
                 &Ipv4Header { dst: [255; 4], ..ipv4_header(ipproto::UDP) },
                 &wire::udp(68, 67, &[]),
@@ -154,20 +157,19 @@ pub fn edge_cases() -> Vec<Packet> {
         ),
     );
 
-    let mut short_v6 =
-        eth(ethertype::IPV6, &wire::ipv6(IP6_A, IP6_B, ipproto::NO_NEXT, 64, 0, &[]));
+    let mut short_v6 = eth(ethertype::IPV6, &wire::ipv6(IP6_A, IP6_B, ipproto::NONE, 64, 0, &[]));
     short_v6.truncate(IP + 39);
     list.add("IPv6 header one byte short (39 of 40)", short_v6, 54);
     let hop_by_hop = wire::ipv6_extension(ipproto::TCP, &[1, 4, 0, 0, 0, 0]);
     let mut zero_payload_len =
-        eth(ethertype::IPV6, &wire::ipv6(IP6_A, IP6_B, ipproto::HOP_BY_HOP, 64, 0, &hop_by_hop));
+        eth(ethertype::IPV6, &wire::ipv6(IP6_A, IP6_B, ipproto::HOPOPTS, 64, 0, &hop_by_hop));
     set16(&mut zero_payload_len, IP + 4, 0);
     list.whole("IPv6 payload length 0 though a hop-by-hop header follows", zero_payload_len);
     let mut long_ext = hop_by_hop.clone();
     set(&mut long_ext, 1, 200);
     list.whole(
         "IPv6 hop-by-hop header claiming 1608 bytes, 8 present",
-        eth(ethertype::IPV6, &wire::ipv6(IP6_A, IP6_B, ipproto::HOP_BY_HOP, 64, 0, &long_ext)),
+        eth(ethertype::IPV6, &wire::ipv6(IP6_A, IP6_B, ipproto::HOPOPTS, 64, 0, &long_ext)),
     );
     let mut v4_in_v6 = eth(
         ethertype::IPV6,
@@ -195,7 +197,7 @@ pub fn edge_cases() -> Vec<Packet> {
     );
 
     list.whole("802.1Q tag with nothing after the TCI", {
-        let mut frame = eth(ethertype::VLAN, &[]);
+        let mut frame = eth(ethertype::VLAN_8021Q, &[]);
         frame.extend_from_slice(&[0x00, 0x64]);
         frame
     });
@@ -204,8 +206,12 @@ pub fn edge_cases() -> Vec<Packet> {
         wire::ethernet(
             HOST_B,
             HOST_A,
-            &[tag(ethertype::QINQ, 100), tag(ethertype::VLAN, 200), tag(ethertype::VLAN, 300)],
-            ethertype::IPV4,
+            &[
+                tag(ethertype::VLAN_8021AD, 100),
+                tag(ethertype::VLAN_8021Q, 200),
+                tag(ethertype::VLAN_8021Q, 300),
+            ],
+            ethertype::IP,
             &ipv4_udp_packet(1000, 53),
         ),
     );
@@ -214,8 +220,8 @@ pub fn edge_cases() -> Vec<Packet> {
         wire::ethernet(
             HOST_B,
             HOST_A,
-            &[VlanTag { tpid: ethertype::VLAN, tci: 0xa000 }],
-            ethertype::IPV4,
+            &[VlanTag { tpid: ethertype::VLAN_8021Q, tci: 0xa000 }],
+            ethertype::IP,
             &ipv4_tcp_packet(),
         ),
     );
@@ -224,9 +230,9 @@ pub fn edge_cases() -> Vec<Packet> {
         wire::ethernet(
             HOST_B,
             HOST_A,
-            &[tag(ethertype::VLAN, 4095)],
+            &[tag(ethertype::VLAN_8021Q, 4095)],
             ethertype::IPV6,
-            &wire::ipv6(IP6_A, IP6_B, ipproto::NO_NEXT, 64, 0, &[]),
+            &wire::ipv6(IP6_A, IP6_B, ipproto::NONE, 64, 0, &[]),
         ),
     );
     list.whole(
@@ -234,8 +240,8 @@ pub fn edge_cases() -> Vec<Packet> {
         wire::ethernet(
             HOST_B,
             HOST_A,
-            &[tag(0x9100, 10), tag(ethertype::VLAN, 20)],
-            ethertype::IPV4,
+            &[tag(0x9100, 10), tag(ethertype::VLAN_8021Q, 20)],
+            ethertype::IP,
             &ipv4_tcp_packet(),
         ),
     );
@@ -283,7 +289,7 @@ pub fn edge_cases() -> Vec<Packet> {
 
     list.whole(
         "PPPoE session with length 0 and no PPP protocol",
-        eth(ethertype::PPPOE_SESSION, &wire::pppoe(0, 1, &[])),
+        eth(ethertype::PPPOES, &wire::pppoe(0, 1, &[])),
     );
     let mut ppp_v6 = vec![0x00, 0x57];
     ppp_v6.extend_from_slice(&wire::ipv6(
@@ -294,19 +300,10 @@ pub fn edge_cases() -> Vec<Packet> {
         0,
         &wire::udp(546, 547, &[]),
     ));
-    list.whole(
-        "PPPoE session IPv6/UDP",
-        eth(ethertype::PPPOE_SESSION, &wire::pppoe(0, 0x1234, &ppp_v6)),
-    );
+    list.whole("PPPoE session IPv6/UDP", eth(ethertype::PPPOES, &wire::pppoe(0, 0x1234, &ppp_v6)));
     list.whole(
         "PPPoE discovery PADI with no tags",
-        wire::ethernet(
-            BROADCAST_MAC,
-            HOST_A,
-            &[],
-            ethertype::PPPOE_DISCOVERY,
-            &wire::pppoe(0x09, 0, &[]),
-        ),
+        wire::ethernet(BROADCAST_MAC, HOST_A, &[], ethertype::PPPOED, &wire::pppoe(0x09, 0, &[])),
     );
 
     let mut zero_hlen = wire::arp(1, HOST_A, IP_A, [0; 6], IP_B);
@@ -324,10 +321,7 @@ pub fn edge_cases() -> Vec<Packet> {
     );
     arp_cut.truncate(14 + 8);
     list.add("ARP cut after the operation", arp_cut, 42);
-    list.whole(
-        "ICMP one byte",
-        eth(ethertype::IPV4, &wire::ipv4(&ipv4_header(ipproto::ICMP), &[8])),
-    );
+    list.whole("ICMP one byte", eth(ethertype::IP, &wire::ipv4(&ipv4_header(ipproto::ICMP), &[8])));
 
     let mut vxlan = vec![0x08, 0, 0, 0, 0, 0, 0x64, 0];
     vxlan.extend_from_slice(&[0xff; 10]);
@@ -336,7 +330,7 @@ pub fn edge_cases() -> Vec<Packet> {
     list.whole("Geneve option length 63 words, 4 present", ipv4_udp(40000, 6081, &geneve));
     list.whole(
         "GRE transparent Ethernet with an empty inner frame",
-        eth(ethertype::IPV4, &wire::ipv4(&ipv4_header(ipproto::GRE), &[0, 0, 0x65, 0x58])),
+        eth(ethertype::IP, &wire::ipv4(&ipv4_header(ipproto::GRE), &[0, 0, 0x65, 0x58])),
     );
 
     list.whole("64 zero bytes", vec![0; 64]);
@@ -346,7 +340,7 @@ pub fn edge_cases() -> Vec<Packet> {
     list.add("64 bytes captured of a 65535-byte packet", jumbo_claim, 65535);
     list.add(
         "14 bytes captured of a 262144-byte packet (libpcap's largest snap length)",
-        eth(ethertype::IPV4, &[]),
+        eth(ethertype::IP, &[]),
         262_144,
     );
     let full_size = ipv4_udp(1000, 2000, &[0x5a; 1472]);
@@ -437,7 +431,7 @@ fn ipv4_tcp_packet() -> Vec<u8> {
 }
 
 fn ipv4_tcp(payload: &[u8]) -> Vec<u8> {
-    eth(ethertype::IPV4, &wire::ipv4(&ipv4_header(ipproto::TCP), &tcp_segment(payload)))
+    eth(ethertype::IP, &wire::ipv4(&ipv4_header(ipproto::TCP), &tcp_segment(payload)))
 }
 
 fn ipv4_udp_packet(src_port: u16, dst_port: u16) -> Vec<u8> {
@@ -446,7 +440,7 @@ fn ipv4_udp_packet(src_port: u16, dst_port: u16) -> Vec<u8> {
 
 fn ipv4_udp(src_port: u16, dst_port: u16, payload: &[u8]) -> Vec<u8> {
     eth(
-        ethertype::IPV4,
+        ethertype::IP,
         &wire::ipv4(&ipv4_header(ipproto::UDP), &wire::udp(src_port, dst_port, payload)),
     )
 }

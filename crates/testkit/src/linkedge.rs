@@ -160,7 +160,7 @@ fn ethernet_ii_types(list: &mut List) {
     }
     list.add(
         "Ethernet II RARP request",
-        eth(ethertype::RARP, &wire::arp(3, HOST_A, [0; 4], HOST_A, [0; 4])),
+        eth(ethertype::REVARP, &wire::arp(3, HOST_A, [0; 4], HOST_A, [0; 4])),
     );
 }
 
@@ -242,7 +242,7 @@ fn mpls_frames(list: &mut List) {
 
 fn pppoe_frames(list: &mut List) {
     let session = |protocol: u16, payload: &[u8]| {
-        eth(ethertype::PPPOE_SESSION, &wire::pppoe(0, 0x1234, &ppp(protocol, payload)))
+        eth(ethertype::PPPOES, &wire::pppoe(0, 0x1234, &ppp(protocol, payload)))
     };
     list.add("PPPoE 0x1234 IPv4/TCP 80", session(0x0021, &ipv4_tcp_packet(80)));
     list.add("PPPoE 0x1234 IPv6/UDP 53", session(0x0057, &ipv6_udp_packet(53)));
@@ -260,7 +260,7 @@ fn pppoe_frames(list: &mut List) {
     list.add("PPPoE carrying PPPoE discovery", session(0x8863, &wire::pppoe(0x09, 0, &[])));
     list.add(
         "PPPoE session 0xffff, IPv4",
-        eth(ethertype::PPPOE_SESSION, &wire::pppoe(0, 0xffff, &ppp(0x0021, &ipv4_tcp_packet(22)))),
+        eth(ethertype::PPPOES, &wire::pppoe(0, 0xffff, &ppp(0x0021, &ipv4_tcp_packet(22)))),
     );
     list.add(
         "PPPoE session with an IPv4 header with options",

@@ -107,7 +107,7 @@ fn ipv6_chain(count: usize, last: u8) -> Vec<u8> {
         let mut header = wire::ipv6_extension(next, &body);
         header.extend_from_slice(&payload);
         payload = header;
-        next = ipproto::DEST_OPTS;
+        next = ipproto::DSTOPTS;
     }
     eth(ethertype::IPV6, &wire::ipv6(IP6_A, IP6_B, next, 64, 0, &payload))
 }
@@ -126,8 +126,8 @@ fn extension_chains(list: &mut List) {
     list.add_cut("IPv6 8 destination-options headers, record cut inside the third", cut, wire_len);
     // Every extension kind once, in RFC 8200 order, then no next header.
     let mut payload = Vec::new();
-    let mut next = ipproto::NO_NEXT;
-    for kind in [ipproto::FRAGMENT, ipproto::ROUTING, ipproto::DEST_OPTS, ipproto::HOP_BY_HOP] {
+    let mut next = ipproto::NONE;
+    for kind in [ipproto::FRAGMENT, ipproto::ROUTING, ipproto::DSTOPTS, ipproto::HOPOPTS] {
         let mut header = if kind == ipproto::FRAGMENT {
             wire::ipv6_fragment(next, 0, true, 5)
         } else {
@@ -155,12 +155,12 @@ fn ah_frames(list: &mut List) {
     let udp = wire::udp(5000, 53, &[0; 4]);
     list.add(
         "IPv4 AH then UDP",
-        eth(ethertype::IPV4, &wire::ipv4(&ipv4_header(ipproto::AH), &ah(ipproto::UDP, &udp))),
+        eth(ethertype::IP, &wire::ipv4(&ipv4_header(ipproto::AH), &ah(ipproto::UDP, &udp))),
     );
     list.add(
         "IPv4 AH, AH, then UDP",
         eth(
-            ethertype::IPV4,
+            ethertype::IP,
             &wire::ipv4(&ipv4_header(ipproto::AH), &ah(ipproto::AH, &ah(ipproto::UDP, &udp))),
         ),
     );
@@ -175,10 +175,10 @@ fn ah_frames(list: &mut List) {
     behind.extend_from_slice(&ah(ipproto::UDP, &udp));
     list.add(
         "IPv6 destination options, AH, then UDP",
-        eth(ethertype::IPV6, &wire::ipv6(IP6_A, IP6_B, ipproto::DEST_OPTS, 64, 0, &behind)),
+        eth(ethertype::IPV6, &wire::ipv6(IP6_A, IP6_B, ipproto::DSTOPTS, 64, 0, &behind)),
     );
     let mut then_options =
-        ah(ipproto::DEST_OPTS, &wire::ipv6_extension(ipproto::UDP, &[1, 4, 0, 0, 0, 0]));
+        ah(ipproto::DSTOPTS, &wire::ipv6_extension(ipproto::UDP, &[1, 4, 0, 0, 0, 0]));
     then_options.extend_from_slice(&udp);
     list.add(
         "IPv6 AH, destination options, then UDP",
@@ -195,7 +195,7 @@ fn loopback_frames(list: &mut List) {
         ("169.254.0.0 > 169.254.1.1", [169, 254, 0, 0], [169, 254, 1, 1]),
     ] {
         let header = Ipv4Header { src, dst, ..ipv4_header(ipproto::UDP) };
-        list.add(&format!("IPv4 UDP {name}"), eth(ethertype::IPV4, &wire::ipv4(&header, &udp)));
+        list.add(&format!("IPv4 UDP {name}"), eth(ethertype::IP, &wire::ipv4(&header, &udp)));
     }
     list.add(
         "ARP request from 127.0.0.1",

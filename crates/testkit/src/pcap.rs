@@ -19,7 +19,7 @@ use crate::Packet;
 
 /// LINKTYPE_ETHERNET (DLT_EN10MB), the link type of [`crate::corpus`] and
 /// [`crate::edge_cases`].
-pub const LINKTYPE_ETHERNET: u32 = 1;
+pub const LINKTYPE_ETHERNET: u32 = weir_packet::LinkType::Ethernet.linktype();
 
 /// The snap length written into headers when every packet fits: libpcap's default and
 /// largest (MAXIMUM_SNAPLEN), so tools treat the file as an unclipped capture.

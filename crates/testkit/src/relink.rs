@@ -10,96 +10,75 @@
 //! a BSD system uses) vary here too, derived from the packet's bytes so the result is the
 //! same on every run.
 
+use weir_packet::{af, ethertype, sll, LinkType};
+
 use crate::Packet;
 
-/// The link types [`relink`] produces (DLT_ values as libpcap uses them on Linux).
-pub mod dlt {
-    /// BSD loopback, address family in the capturing host's byte order.
-    pub const NULL: u32 = 0;
-    /// Ethernet.
-    pub const EN10MB: u32 = 1;
-    /// Raw IP (IPv4 or IPv6, no link header).
-    pub const RAW: u32 = 12;
-    /// BSD loopback, address family in network byte order.
-    pub const LOOP: u32 = 108;
-    /// Linux cooked capture v1.
-    pub const LINUX_SLL: u32 = 113;
-    /// Raw IPv4.
-    pub const IPV4: u32 = 228;
-    /// Raw IPv6.
-    pub const IPV6: u32 = 229;
-    /// Linux cooked capture v2.
-    pub const LINUX_SLL2: u32 = 276;
-    /// Every link type above.
-    pub const ALL: [u32; 8] = [EN10MB, LINUX_SLL, LINUX_SLL2, RAW, NULL, LOOP, IPV4, IPV6];
-}
+/// The link types [`relink`] produces: every one filters compile for.
+pub const LINK_TYPES: [LinkType; 8] = [
+    LinkType::Ethernet,
+    LinkType::LinuxSll,
+    LinkType::LinuxSll2,
+    LinkType::Raw,
+    LinkType::Null,
+    LinkType::Loop,
+    LinkType::Ipv4,
+    LinkType::Ipv6,
+];
 
 /// Length of the Ethernet header being replaced.
-const ETHERNET_HEADER: usize = 14;
+const ETHERNET_HEADER: usize = LinkType::Ethernet.header_len() as usize;
 
-/// Linux cooked captures: the protocol of an 802.3 frame with an 802.2 header...
-const LINUX_SLL_P_802_2: u16 = 0x0004;
-/// ...and of a raw 802.3 frame (Novell IPX, no 802.2 header).
-const LINUX_SLL_P_802_3: u16 = 0x0001;
-
-/// SLL packet types.
-const PACKET_HOST: u8 = 0;
-const PACKET_BROADCAST: u8 = 1;
-const PACKET_MULTICAST: u8 = 2;
-const PACKET_OTHERHOST: u8 = 3;
-const PACKET_OUTGOING: u8 = 4;
-
-/// ARPHRD_ETHER.
-const ARPHRD_ETHER: u16 = 1;
-
-/// Address families as BSD loopback headers carry them: IPv4 everywhere, IPv6 as Linux,
-/// NetBSD/OpenBSD, FreeBSD and Darwin number it, and a few that are neither.
-const AF_INET: u32 = 2;
-const AF_INET6_VALUES: [u32; 4] = [10, 24, 28, 30];
+/// Address families as BSD loopback headers carry them: IPv6 as Linux, NetBSD/OpenBSD,
+/// FreeBSD and Darwin number it, and a few that are neither.
+const AF_INET6_VALUES: [u32; 4] =
+    [af::INET6_LINUX, af::INET6_NETBSD, af::INET6_FREEBSD, af::INET6_DARWIN];
 const AF_OTHER_VALUES: [u32; 3] = [0, 7, 17];
 
-/// `packet` (an Ethernet frame) re-framed for link type `dlt`, or `None` when `dlt` is not
-/// one of [`dlt::ALL`].
-pub fn relink(packet: &Packet, dlt: u32) -> Option<Packet> {
+/// `packet` (an Ethernet frame) re-framed for `link`, or `None` when `link` is not one of
+/// [`LINK_TYPES`].
+pub fn relink(packet: &Packet, link: LinkType) -> Option<Packet> {
     let data = &packet.data;
     let byte = |i: usize| data.get(i).copied().unwrap_or(0);
-    let ethertype = u16::from_be_bytes([byte(12), byte(13)]);
+    let ether_type = u16::from_be_bytes([byte(12), byte(13)]);
     let hash = fnv1a(data, packet.wire_len);
-    let header: Vec<u8> = match dlt {
-        dlt::EN10MB => return Some(packet.clone()),
-        dlt::LINUX_SLL => {
+    let header: Vec<u8> = match link {
+        LinkType::Ethernet => return Some(packet.clone()),
+        LinkType::LinuxSll => {
             let mut h = Vec::with_capacity(16);
             h.extend_from_slice(&u16::from(packet_type(data, hash)).to_be_bytes());
-            h.extend_from_slice(&ARPHRD_ETHER.to_be_bytes());
+            h.extend_from_slice(&sll::ARPHRD_ETHER.to_be_bytes());
             h.extend_from_slice(&6u16.to_be_bytes());
             h.extend_from_slice(&source_address(data));
-            h.extend_from_slice(&sll_protocol(data, ethertype).to_be_bytes());
+            h.extend_from_slice(&sll_protocol(data, ether_type).to_be_bytes());
             h
         }
-        dlt::LINUX_SLL2 => {
+        LinkType::LinuxSll2 => {
             let mut h = Vec::with_capacity(20);
-            h.extend_from_slice(&sll_protocol(data, ethertype).to_be_bytes());
+            h.extend_from_slice(&sll_protocol(data, ether_type).to_be_bytes());
             h.extend_from_slice(&[0, 0]);
             let ifindex = 1 + (hash >> 8) % 4;
             h.extend_from_slice(&u32::try_from(ifindex).unwrap_or(1).to_be_bytes());
-            h.extend_from_slice(&ARPHRD_ETHER.to_be_bytes());
+            h.extend_from_slice(&sll::ARPHRD_ETHER.to_be_bytes());
             h.push(packet_type(data, hash));
             h.push(6);
             h.extend_from_slice(&source_address(data));
             h
         }
-        dlt::RAW | dlt::IPV4 | dlt::IPV6 => Vec::new(),
-        dlt::NULL | dlt::LOOP => {
-            let family = address_family(ethertype, hash);
+        LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => Vec::new(),
+        LinkType::Null | LinkType::Loop => {
+            let family = address_family(ether_type, hash);
             // DLT_NULL is in the capturing host's order: mostly little-endian hosts, a
             // few big-endian ones.
-            let little = dlt == dlt::NULL && !(hash >> 20).is_multiple_of(8);
+            let little = link == LinkType::Null && !(hash >> 20).is_multiple_of(8);
             if little {
                 family.to_le_bytes().to_vec()
             } else {
                 family.to_be_bytes().to_vec()
             }
         }
+        // Link types the corpora are not re-framed for (PPP, and any added to weir-packet
+        // since): not one of LINK_TYPES.
         _ => return None,
     };
     let mut out = header.clone();
@@ -119,7 +98,7 @@ pub fn relink(packet: &Packet, dlt: u32) -> Option<Packet> {
         data: out,
         ts_sec: packet.ts_sec,
         ts_usec: packet.ts_usec,
-        description: format!("[dlt {dlt}] {}", packet.description),
+        description: format!("[dlt {}] {}", link.dlt(), packet.description),
     })
 }
 
@@ -138,14 +117,14 @@ fn fnv1a(data: &[u8], wire_len: u32) -> u64 {
 fn packet_type(data: &[u8], hash: u64) -> u8 {
     let dst = data.get(..6).unwrap_or(&[]);
     if dst.len() == 6 && dst.iter().all(|&b| b == 0xff) {
-        PACKET_BROADCAST
+        sll::BROADCAST
     } else if dst.first().is_some_and(|b| b & 1 == 1) {
-        PACKET_MULTICAST
+        sll::MULTICAST
     } else {
         match hash % 20 {
-            0..=9 => PACKET_HOST,
-            10..=16 => PACKET_OUTGOING,
-            _ => PACKET_OTHERHOST,
+            0..=9 => sll::HOST,
+            10..=16 => sll::OUTGOING,
+            _ => sll::OTHERHOST,
         }
     }
 }
@@ -161,26 +140,26 @@ fn source_address(data: &[u8]) -> [u8; 8] {
 
 /// The SLL protocol field: the EtherType, or for an 802.3 frame whether an 802.2 header
 /// follows (Novell's raw 802.3 starts with 0xffff instead).
-fn sll_protocol(data: &[u8], ethertype: u16) -> u16 {
-    if ethertype > 1500 {
-        return ethertype;
+fn sll_protocol(data: &[u8], ether_type: u16) -> u16 {
+    if ether_type > ethertype::ETHERMTU {
+        return ether_type;
     }
     let raw = data.get(ETHERNET_HEADER..ETHERNET_HEADER + 2) == Some(&[0xff, 0xff][..]);
     if raw {
-        LINUX_SLL_P_802_3
+        sll::P_802_3
     } else {
-        LINUX_SLL_P_802_2
+        sll::P_802_2
     }
 }
 
-fn address_family(ethertype: u16, hash: u64) -> u32 {
+fn address_family(ether_type: u16, hash: u64) -> u32 {
     let pick = |values: &[u32]| {
         let i = usize::try_from((hash >> 12) % values.len() as u64).unwrap_or(0);
         values.get(i).copied().unwrap_or(0)
     };
-    match ethertype {
-        0x0800 => AF_INET,
-        0x86dd => pick(&AF_INET6_VALUES),
+    match ether_type {
+        ethertype::IP => af::INET,
+        ethertype::IPV6 => pick(&AF_INET6_VALUES),
         _ => pick(&AF_OTHER_VALUES),
     }
 }
@@ -201,8 +180,8 @@ mod tests {
 
     #[test]
     fn sll_carries_type_source_and_payload() {
-        let p =
-            relink(&frame(ipv4_frame(), 16), dlt::LINUX_SLL).unwrap_or_else(|| frame(vec![], 0));
+        let p = relink(&frame(ipv4_frame(), 16), LinkType::LinuxSll)
+            .unwrap_or_else(|| frame(vec![], 0));
         assert_eq!(p.data.len(), 18);
         assert_eq!(p.data.get(14..16), Some(&[0x08, 0x00][..]));
         assert_eq!(p.data.get(6..12), Some(&[0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb][..]));
@@ -212,8 +191,8 @@ mod tests {
 
     #[test]
     fn sll2_puts_the_protocol_first() {
-        let p =
-            relink(&frame(ipv4_frame(), 100), dlt::LINUX_SLL2).unwrap_or_else(|| frame(vec![], 0));
+        let p = relink(&frame(ipv4_frame(), 100), LinkType::LinuxSll2)
+            .unwrap_or_else(|| frame(vec![], 0));
         assert_eq!(p.data.get(..2), Some(&[0x08, 0x00][..]));
         assert_eq!(p.data.get(20..), Some(&[0x45, 0x00][..]));
         assert_eq!(p.wire_len, 106, "the uncaptured tail is kept");
@@ -221,9 +200,11 @@ mod tests {
 
     #[test]
     fn raw_strips_and_loop_is_big_endian() {
-        let raw = relink(&frame(ipv4_frame(), 16), dlt::RAW).unwrap_or_else(|| frame(vec![1], 0));
+        let raw =
+            relink(&frame(ipv4_frame(), 16), LinkType::Raw).unwrap_or_else(|| frame(vec![1], 0));
         assert_eq!(raw.data, vec![0x45, 0x00]);
-        let lo = relink(&frame(ipv4_frame(), 16), dlt::LOOP).unwrap_or_else(|| frame(vec![], 0));
+        let lo =
+            relink(&frame(ipv4_frame(), 16), LinkType::Loop).unwrap_or_else(|| frame(vec![], 0));
         assert_eq!(lo.data.get(..4), Some(&[0, 0, 0, 2][..]));
     }
 
@@ -232,20 +213,21 @@ mod tests {
         let mut llc = ipv4_frame();
         llc.truncate(12);
         llc.extend_from_slice(&[0x00, 0x10, 0x42, 0x42, 0x03]);
-        let p = relink(&frame(llc.clone(), 17), dlt::LINUX_SLL).unwrap_or_else(|| frame(vec![], 0));
+        let p =
+            relink(&frame(llc.clone(), 17), LinkType::LinuxSll).unwrap_or_else(|| frame(vec![], 0));
         assert_eq!(p.data.get(14..16), Some(&[0x00, 0x04][..]));
         llc.truncate(14);
         llc.extend_from_slice(&[0xff, 0xff]);
-        let p = relink(&frame(llc, 16), dlt::LINUX_SLL).unwrap_or_else(|| frame(vec![], 0));
+        let p = relink(&frame(llc, 16), LinkType::LinuxSll).unwrap_or_else(|| frame(vec![], 0));
         assert_eq!(p.data.get(14..16), Some(&[0x00, 0x01][..]));
     }
 
     #[test]
     fn records_cut_inside_the_ethernet_header_stay_cut() {
-        let p =
-            relink(&frame(vec![0xff; 5], 60), dlt::LINUX_SLL).unwrap_or_else(|| frame(vec![], 0));
+        let p = relink(&frame(vec![0xff; 5], 60), LinkType::LinuxSll)
+            .unwrap_or_else(|| frame(vec![], 0));
         assert_eq!(p.data.len(), 5);
         assert_eq!(p.wire_len, 62);
-        assert!(relink(&frame(vec![0xff; 5], 60), 147).is_none());
+        assert!(relink(&frame(vec![0xff; 5], 60), LinkType::Ppp).is_none());
     }
 }

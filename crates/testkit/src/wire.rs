@@ -11,65 +11,8 @@ pub type Mac = [u8; 6];
 /// The all-ones broadcast MAC.
 pub const BROADCAST_MAC: Mac = [0xff; 6];
 
-/// Ethernet II payload types used by the generator.
-pub mod ethertype {
-    /// IPv4.
-    pub const IPV4: u16 = 0x0800;
-    /// ARP.
-    pub const ARP: u16 = 0x0806;
-    /// Reverse ARP.
-    pub const RARP: u16 = 0x8035;
-    /// 802.1Q customer VLAN tag.
-    pub const VLAN: u16 = 0x8100;
-    /// 802.1ad service VLAN tag (the outer tag of QinQ).
-    pub const QINQ: u16 = 0x88a8;
-    /// IPv6.
-    pub const IPV6: u16 = 0x86dd;
-    /// MPLS unicast.
-    pub const MPLS: u16 = 0x8847;
-    /// PPPoE discovery stage.
-    pub const PPPOE_DISCOVERY: u16 = 0x8863;
-    /// PPPoE session stage.
-    pub const PPPOE_SESSION: u16 = 0x8864;
-    /// Transparent Ethernet bridging (an Ethernet frame inside GRE or Geneve).
-    pub const TRANSPARENT_ETHERNET: u16 = 0x6558;
-    /// LLDP.
-    pub const LLDP: u16 = 0x88cc;
-}
-
-/// IP protocol numbers used by the generator.
-pub mod ipproto {
-    /// IPv6 hop-by-hop options.
-    pub const HOP_BY_HOP: u8 = 0;
-    /// ICMP.
-    pub const ICMP: u8 = 1;
-    /// IGMP.
-    pub const IGMP: u8 = 2;
-    /// TCP.
-    pub const TCP: u8 = 6;
-    /// UDP.
-    pub const UDP: u8 = 17;
-    /// IPv6 routing header.
-    pub const ROUTING: u8 = 43;
-    /// IPv6 fragment header.
-    pub const FRAGMENT: u8 = 44;
-    /// GRE.
-    pub const GRE: u8 = 47;
-    /// ESP.
-    pub const ESP: u8 = 50;
-    /// AH.
-    pub const AH: u8 = 51;
-    /// ICMPv6.
-    pub const ICMPV6: u8 = 58;
-    /// IPv6 "no next header".
-    pub const NO_NEXT: u8 = 59;
-    /// IPv6 destination options.
-    pub const DEST_OPTS: u8 = 60;
-    /// PIM.
-    pub const PIM: u8 = 103;
-    /// SCTP.
-    pub const SCTP: u8 = 132;
-}
+/// Ethernet types and IP protocol numbers: weir-packet's.
+pub use weir_packet::{ethertype, ipproto};
 
 /// A length as a 16-bit field; the generator never builds anything that large, and a
 /// saturated value would only make a frame look oversized, never cause a panic.
@@ -364,7 +307,7 @@ pub fn arp(
 ) -> Vec<u8> {
     let mut packet = Vec::with_capacity(28);
     packet.extend_from_slice(&1u16.to_be_bytes());
-    packet.extend_from_slice(&ethertype::IPV4.to_be_bytes());
+    packet.extend_from_slice(&ethertype::IP.to_be_bytes());
     packet.push(6);
     packet.push(4);
     packet.extend_from_slice(&operation.to_be_bytes());

@@ -32,7 +32,7 @@ use weir_pflang::names::NameDb;
 use weir_pflang::{CompileError, LinkType, Options};
 use weir_runtime::capture::{Capture, CaptureWriter, Record};
 
-use crate::summary;
+use weir_packet::summary;
 
 /// Captures at least this large get a progress bar (on a terminal).
 const PROGRESS_MIN_BYTES: u64 = 32 << 20;
@@ -160,13 +160,20 @@ fn blank_comments(text: &str) -> String {
     out
 }
 
-/// The names `-y` accepts, for error messages.
-const LINKTYPE_NAMES: &str = "EN10MB, LINUX_SLL, LINUX_SLL2, RAW, IPV4, IPV6, NULL, LOOP";
+/// The names of the link types filters compile for, for error messages.
+fn linktype_names() -> String {
+    weir_pflang::LINK_TYPES.map(LinkType::name).join(", ")
+}
 
-/// Parses a `-y` argument.
+/// The link type of a capture's number, if filters compile for it.
+fn supported(number: u32) -> Option<LinkType> {
+    LinkType::from_number(number).filter(|&link| weir_pflang::compiles_for(link))
+}
+
+/// Parses a `-y` argument: a link type filters compile for, by name or number.
 pub fn linktype_arg(name: &str) -> Result<LinkType, String> {
-    LinkType::from_name(name).ok_or_else(|| {
-        format!("-y {name}: unknown or unsupported link type (known: {LINKTYPE_NAMES})")
+    LinkType::from_name(name).filter(|&link| weir_pflang::compiles_for(link)).ok_or_else(|| {
+        format!("-y {name}: unknown or unsupported link type (known: {})", linktype_names())
     })
 }
 
@@ -219,10 +226,11 @@ impl<'e> Matchers<'e> {
         if !self.by_linktype.contains_key(&key) {
             let linktype = match self.forced {
                 Some(linktype) => linktype,
-                None => LinkType::from_dlt(dlt).ok_or_else(|| {
+                None => supported(dlt).ok_or_else(|| {
                     format!(
                         "link type {dlt} is not one weir compiles filters for (supported: \
-                         {LINKTYPE_NAMES}); -y LINKTYPE reads the packets as another"
+                         {}); -y LINKTYPE reads the packets as another",
+                        linktype_names()
                     )
                 })?,
             };
@@ -262,7 +270,7 @@ pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
     // Compile before touching any output, so a bad expression (or link type) writes nothing.
     matchers.get(capture.linktype())?;
     if let Some(linktype) = forced {
-        if LinkType::from_dlt(capture.linktype()) != Some(linktype) {
+        if supported(capture.linktype()) != Some(linktype) {
             eprintln!(
                 "weir: note: {source} has link type {}; reading it as {} (-y)",
                 capture.linktype(),

@@ -17,7 +17,6 @@ mod filter;
 mod hex;
 mod input;
 mod run;
-mod summary;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

@@ -24,10 +24,9 @@ use super::link::{
     ETHERTYPE_ARP, ETHERTYPE_ATALK, ETHERTYPE_DN, ETHERTYPE_IP, ETHERTYPE_IPV6, ETHERTYPE_LAT,
     ETHERTYPE_MOPDL, ETHERTYPE_MOPRC, ETHERTYPE_REVARP, ETHERTYPE_SCA,
 };
+use super::net_proto::IPPROTO_ICMPV6;
 use super::{CompileError, Layer, Lowerer, Offset};
 use crate::ast::{self, Arith, ArithKind, ByteOp, Proto, RelOp, Relation, Span};
-
-const IPPROTO_ICMPV6: u32 = 58;
 
 /// An arithmetic value and the protocol checks that guard the comparison using it.
 struct Operand {

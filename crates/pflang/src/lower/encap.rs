@@ -14,10 +14,10 @@ use super::link::{
     ETHERMTU, ETHERTYPE_8021AD, ETHERTYPE_8021Q, ETHERTYPE_8021QINQ, ETHERTYPE_IP, ETHERTYPE_IPV6,
     ETHERTYPE_MPLS, ETHERTYPE_PPPOED, ETHERTYPE_PPPOES, ETHERTYPE_TEB, PPP_MPLS_UCAST,
 };
+use super::net_proto::IPPROTO_UDP;
 use super::{CompileError, Layer, LinkType, Lowerer, Offset};
 use crate::ast::{Encap, LlcKind, Span};
 
-const IPPROTO_UDP: u32 = 17;
 const GENEVE_PORT: u32 = 6081;
 /// VXLAN's IANA port (RFC 7348).
 const VXLAN_PORT: u32 = 4789;

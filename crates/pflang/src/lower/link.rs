@@ -1,5 +1,6 @@
-//! Link-layer types weir compiles filters for, their header geometry, and the link-level
-//! protocol test: what `ether proto N`, `ip`, `arp`, `iso`, `stp`, `ipx` ... mean on each link
+//! The link types pflang compiles filters for ([`LINK_TYPES`]; the types themselves, their
+//! names, numbers and header geometry are `weir_packet`'s), and the link-level protocol
+//! test: what `ether proto N`, `ip`, `arp`, `iso`, `stp`, `ipx` ... mean on each link
 //! type (libpcap's gen_linktype).
 //!
 //! Protocols are named the way libpcap names them internally, and the way the rest of the
@@ -11,104 +12,76 @@
 //! Protocols a link type cannot carry give a test that is always false, as in libpcap.
 
 use weir_filter::{CmpOp, Expr, Pred, Size};
+use weir_packet::{af, ethertype, llcsap, ppp, sll};
 
 use super::arith::displaced_offset;
 use super::{CompileError, Layer, Lowerer};
 use crate::ast::Span;
 
-/// The largest 802.3 length: a type/length field up to this is a length, and an 802.2 LLC
-/// header follows the MAC header.
-pub(crate) const ETHERMTU: u32 = 1500;
+pub use weir_packet::LinkType;
 
-// Ethernet types (`ETHERTYPE_*`).
-pub(crate) const ETHERTYPE_IP: u32 = 0x0800;
-pub(crate) const ETHERTYPE_ARP: u32 = 0x0806;
-pub(crate) const ETHERTYPE_REVARP: u32 = 0x8035;
-pub(crate) const ETHERTYPE_IPV6: u32 = 0x86dd;
-pub(crate) const ETHERTYPE_ATALK: u32 = 0x809b;
-pub(crate) const ETHERTYPE_AARP: u32 = 0x80f3;
-pub(crate) const ETHERTYPE_IPX: u32 = 0x8137;
-pub(crate) const ETHERTYPE_DN: u32 = 0x6003;
-pub(crate) const ETHERTYPE_SCA: u32 = 0x6007;
-pub(crate) const ETHERTYPE_LAT: u32 = 0x6004;
-pub(crate) const ETHERTYPE_MOPDL: u32 = 0x6001;
-pub(crate) const ETHERTYPE_MOPRC: u32 = 0x6002;
-/// Xerox NS IDP (`ETHERTYPE_NS`); only its PPP mapping matters here.
-pub(crate) const ETHERTYPE_NS: u32 = 0x0600;
-/// 802.1Q customer tag.
-pub(crate) const ETHERTYPE_8021Q: u32 = 0x8100;
-/// 802.1ad service tag.
-pub(crate) const ETHERTYPE_8021AD: u32 = 0x88a8;
-/// The pre-standard QinQ tag that `vlan` also accepts.
-pub(crate) const ETHERTYPE_8021QINQ: u32 = 0x9100;
-pub(crate) const ETHERTYPE_MPLS: u32 = 0x8847;
-pub(crate) const ETHERTYPE_PPPOED: u32 = 0x8863;
-pub(crate) const ETHERTYPE_PPPOES: u32 = 0x8864;
-/// Transparent Ethernet bridging: an Ethernet frame inside Geneve (or GRE).
-pub(crate) const ETHERTYPE_TEB: u32 = 0x6558;
+/// The capture link types pflang compiles filters for, in the order messages list them.
+/// [`LinkType::Ppp`] is not one: lowering reaches it only after `pppoes`.
+pub const LINK_TYPES: [LinkType; 8] = [
+    LinkType::Ethernet,
+    LinkType::LinuxSll,
+    LinkType::LinuxSll2,
+    LinkType::Raw,
+    LinkType::Ipv4,
+    LinkType::Ipv6,
+    LinkType::Null,
+    LinkType::Loop,
+];
 
-// 802.2 LLC SAPs (`LLCSAP_*`), passed where an Ethernet type would be.
-/// IP over 802.2 (not over SNAP): DSAP and SSAP both 0x06.
-pub(crate) const LLCSAP_IP: u32 = 0x06;
-/// ISO/OSI network layer (`iso`, `clnp`, `esis`, `isis`).
-pub(crate) const LLCSAP_ISONS: u32 = 0xfe;
-/// NetBEUI (`netbeui`).
-pub(crate) const LLCSAP_NETBEUI: u32 = 0xf0;
-/// Novell IPX (`ipx`): also matches Ethernet II, raw 802.3 and SNAP encodings.
-pub(crate) const LLCSAP_IPX: u32 = 0xe0;
-/// 802.1D spanning tree (`stp`).
-pub(crate) const LLCSAP_8021D: u32 = 0x42;
-/// The SNAP SAP (`0xaa`).
-pub(crate) const LLCSAP_SNAP: u32 = 0xaa;
-
-// PPP protocol numbers (the link type after `pppoes`).
-pub(crate) const PPP_IP: u32 = 0x0021;
-pub(crate) const PPP_IPV6: u32 = 0x0057;
-pub(crate) const PPP_DECNET: u32 = 0x0027;
-pub(crate) const PPP_APPLE: u32 = 0x0029;
-pub(crate) const PPP_NS: u32 = 0x0025;
-pub(crate) const PPP_OSI: u32 = 0x0023;
-pub(crate) const PPP_BRPDU: u32 = 0x0031;
-pub(crate) const PPP_IPX: u32 = 0x002b;
-/// MPLS unicast over PPP; `mpls` after `pppoes` tests for it.
-pub(crate) const PPP_MPLS_UCAST: u32 = 0x0281;
-
-/// Linux cooked captures: the protocol field holds this for frames with an 802.2 header.
-const LINUX_SLL_P_802_2: u32 = 0x0004;
-/// Linux cooked captures: raw 802.3 frames (Novell IPX without LLC).
-const LINUX_SLL_P_802_3: u32 = 0x0001;
-
-/// AF_INET: the same on every system.
-const AF_INET: u32 = 2;
-/// AF_INET6 as libpcap on Linux uses it for BSD loopback headers when it compiles for a
-/// capture it did not read from a file (the oracle's case and weir's): Linux's value. BSD
-/// values (24, 28, 30) are what libpcap checks only when reading a savefile.
-const AF_INET6_LINUX: u32 = 10;
-
-/// The capture link types pflang lowering supports (values are LINKTYPE_/DLT_ numbers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LinkType {
-    /// DLT_EN10MB (1).
-    Ethernet,
-    /// DLT_LINUX_SLL (113).
-    LinuxSll,
-    /// DLT_LINUX_SLL2 (276).
-    LinuxSll2,
-    /// DLT_RAW (12 on most systems, 14 on some; LINKTYPE_RAW 101).
-    Raw,
-    /// DLT_IPV4 (228).
-    Ipv4,
-    /// DLT_IPV6 (229).
-    Ipv6,
-    /// DLT_NULL (0): BSD loopback, 4-byte address family in host byte order.
-    Null,
-    /// DLT_LOOP (108): BSD loopback, address family in network byte order.
-    Loop,
-    /// DLT_PPP (9): reached only after `pppoes`, never a capture's link type here.
-    Ppp,
+/// Whether pflang compiles filters for captures of this link type.
+pub fn compiles_for(link: LinkType) -> bool {
+    LINK_TYPES.contains(&link)
 }
 
-/// Where a link type keeps its fields.
+// weir-packet's numbers, widened to the u32 protocols lowering passes around (patterns
+// need constants).
+pub(crate) const ETHERMTU: u32 = ethertype::ETHERMTU as u32;
+pub(crate) const ETHERTYPE_IP: u32 = ethertype::IP as u32;
+pub(crate) const ETHERTYPE_ARP: u32 = ethertype::ARP as u32;
+pub(crate) const ETHERTYPE_REVARP: u32 = ethertype::REVARP as u32;
+pub(crate) const ETHERTYPE_IPV6: u32 = ethertype::IPV6 as u32;
+pub(crate) const ETHERTYPE_ATALK: u32 = ethertype::ATALK as u32;
+pub(crate) const ETHERTYPE_AARP: u32 = ethertype::AARP as u32;
+pub(crate) const ETHERTYPE_IPX: u32 = ethertype::IPX as u32;
+pub(crate) const ETHERTYPE_DN: u32 = ethertype::DN as u32;
+pub(crate) const ETHERTYPE_SCA: u32 = ethertype::SCA as u32;
+pub(crate) const ETHERTYPE_LAT: u32 = ethertype::LAT as u32;
+pub(crate) const ETHERTYPE_MOPDL: u32 = ethertype::MOPDL as u32;
+pub(crate) const ETHERTYPE_MOPRC: u32 = ethertype::MOPRC as u32;
+pub(crate) const ETHERTYPE_NS: u32 = ethertype::NS as u32;
+pub(crate) const ETHERTYPE_8021Q: u32 = ethertype::VLAN_8021Q as u32;
+pub(crate) const ETHERTYPE_8021AD: u32 = ethertype::VLAN_8021AD as u32;
+pub(crate) const ETHERTYPE_8021QINQ: u32 = ethertype::VLAN_9100 as u32;
+pub(crate) const ETHERTYPE_MPLS: u32 = ethertype::MPLS as u32;
+pub(crate) const ETHERTYPE_PPPOED: u32 = ethertype::PPPOED as u32;
+pub(crate) const ETHERTYPE_PPPOES: u32 = ethertype::PPPOES as u32;
+pub(crate) const ETHERTYPE_TEB: u32 = ethertype::TEB as u32;
+
+// 802.2 LLC SAPs, passed where an Ethernet type would be.
+pub(crate) const LLCSAP_IP: u32 = llcsap::IP as u32;
+pub(crate) const LLCSAP_ISONS: u32 = llcsap::ISONS as u32;
+pub(crate) const LLCSAP_NETBEUI: u32 = llcsap::NETBEUI as u32;
+pub(crate) const LLCSAP_IPX: u32 = llcsap::IPX as u32;
+pub(crate) const LLCSAP_8021D: u32 = llcsap::STP as u32;
+pub(crate) const LLCSAP_SNAP: u32 = llcsap::SNAP as u32;
+
+/// MPLS unicast over PPP; `mpls` after `pppoes` tests for it.
+pub(crate) const PPP_MPLS_UCAST: u32 = ppp::MPLS_UCAST as u32;
+
+const LINUX_SLL_P_802_2: u32 = sll::P_802_2 as u32;
+const LINUX_SLL_P_802_3: u32 = sll::P_802_3 as u32;
+
+/// AF_INET6 as libpcap on Linux uses it for BSD loopback headers when it compiles for a
+/// capture it did not read from a file (the oracle's case and weir's): Linux's value. BSD
+/// values are what libpcap checks only when reading a savefile.
+const AF_INET6_LINUX: u32 = af::INET6_LINUX;
+
+/// Where a link type keeps its fields, as lowering starts from it.
 pub(crate) struct Geometry {
     pub off_linktype: Option<u32>,
     pub off_linkpl: u32,
@@ -117,112 +90,34 @@ pub(crate) struct Geometry {
     pub off_nl_nosnap: u32,
 }
 
-impl LinkType {
-    /// The link type for a LINKTYPE_/DLT_ number, if weir supports it.
-    pub fn from_dlt(dlt: u32) -> Option<LinkType> {
-        Some(match dlt {
-            1 => LinkType::Ethernet,
-            113 => LinkType::LinuxSll,
-            276 => LinkType::LinuxSll2,
-            12 | 14 | 101 => LinkType::Raw,
-            228 => LinkType::Ipv4,
-            229 => LinkType::Ipv6,
-            0 => LinkType::Null,
-            108 => LinkType::Loop,
-            _ => return None,
-        })
-    }
-
-    /// The DLT_ number libpcap uses for this link type on Linux.
-    pub fn dlt(self) -> u32 {
-        match self {
-            LinkType::Ethernet => 1,
-            LinkType::LinuxSll => 113,
-            LinkType::LinuxSll2 => 276,
-            LinkType::Raw => 12,
-            LinkType::Ipv4 => 228,
-            LinkType::Ipv6 => 229,
-            LinkType::Null => 0,
-            LinkType::Loop => 108,
-            LinkType::Ppp => 9,
-        }
-    }
-
-    /// The name tcpdump's `-y` accepts.
-    pub fn name(self) -> &'static str {
-        match self {
-            LinkType::Ethernet => "EN10MB",
-            LinkType::LinuxSll => "LINUX_SLL",
-            LinkType::LinuxSll2 => "LINUX_SLL2",
-            LinkType::Raw => "RAW",
-            LinkType::Ipv4 => "IPV4",
-            LinkType::Ipv6 => "IPV6",
-            LinkType::Null => "NULL",
-            LinkType::Loop => "LOOP",
-            LinkType::Ppp => "PPP",
-        }
-    }
-
-    /// The description libpcap puts in its error messages ("no VLAN support for ...").
-    pub fn description(self) -> &'static str {
-        match self {
-            LinkType::Ethernet => "Ethernet",
-            LinkType::LinuxSll => "Linux cooked v1",
-            LinkType::LinuxSll2 => "Linux cooked v2",
-            LinkType::Raw => "Raw IP",
-            LinkType::Ipv4 => "Raw IPv4",
-            LinkType::Ipv6 => "Raw IPv6",
-            LinkType::Null => "BSD loopback",
-            LinkType::Loop => "OpenBSD loopback",
-            LinkType::Ppp => "PPP",
-        }
-    }
-
-    /// Parses a `-y` name (case-insensitive) or a number.
-    pub fn from_name(name: &str) -> Option<LinkType> {
-        if let Ok(n) = name.parse::<u32>() {
-            return LinkType::from_dlt(n);
-        }
-        let upper = name.to_ascii_uppercase();
-        [
-            LinkType::Ethernet,
-            LinkType::LinuxSll,
-            LinkType::LinuxSll2,
-            LinkType::Raw,
-            LinkType::Ipv4,
-            LinkType::Ipv6,
-            LinkType::Null,
-            LinkType::Loop,
-        ]
-        .into_iter()
-        .find(|l| l.name() == upper)
-    }
-
-    pub(crate) fn geometry(self) -> Geometry {
-        let (off_linktype, off_linkpl, off_nl_nosnap) = match self {
-            LinkType::Ethernet => (Some(12), 14, 3),
-            LinkType::LinuxSll => (Some(14), 16, 0),
-            LinkType::LinuxSll2 => (Some(0), 20, 0),
-            LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => (None, 0, 0),
-            LinkType::Null | LinkType::Loop => (Some(0), 4, 0),
-            LinkType::Ppp => (Some(2), 4, 0),
-        };
-        Geometry { off_linktype, off_linkpl, off_nl_nosnap }
-    }
+/// The header geometry (weir-packet's) plus where 802.2-framed network layers start.
+pub(crate) fn geometry(link: LinkType) -> Geometry {
+    let off_nl_nosnap = match link {
+        LinkType::Ethernet => 3,
+        LinkType::LinuxSll
+        | LinkType::LinuxSll2
+        | LinkType::Raw
+        | LinkType::Ipv4
+        | LinkType::Ipv6
+        | LinkType::Null
+        | LinkType::Loop
+        | LinkType::Ppp => 0,
+    };
+    Geometry { off_linktype: link.type_offset(), off_linkpl: link.header_len(), off_nl_nosnap }
 }
 
 /// The PPP protocol number libpcap tests for an Ethernet type or SAP once the link is PPP
 /// (after `pppoes`); numbers without a PPP counterpart are compared as they are.
 pub(crate) fn ppp_protocol(proto: u32) -> u32 {
     match proto {
-        ETHERTYPE_IP => PPP_IP,
-        ETHERTYPE_IPV6 => PPP_IPV6,
-        ETHERTYPE_DN => PPP_DECNET,
-        ETHERTYPE_ATALK => PPP_APPLE,
-        ETHERTYPE_NS => PPP_NS,
-        LLCSAP_ISONS => PPP_OSI,
-        LLCSAP_8021D => PPP_BRPDU,
-        LLCSAP_IPX => PPP_IPX,
+        ETHERTYPE_IP => u32::from(ppp::IP),
+        ETHERTYPE_IPV6 => u32::from(ppp::IPV6),
+        ETHERTYPE_DN => u32::from(ppp::DECNET),
+        ETHERTYPE_ATALK => u32::from(ppp::APPLE),
+        ETHERTYPE_NS => u32::from(ppp::NS),
+        LLCSAP_ISONS => u32::from(ppp::OSI),
+        LLCSAP_8021D => u32::from(ppp::BRPDU),
+        LLCSAP_IPX => u32::from(ppp::IPX),
         other => other,
     }
 }
@@ -253,7 +148,7 @@ impl Lowerer<'_> {
             LinkType::Ipv6 => Pred::Const(proto == ETHERTYPE_IPV6),
             LinkType::Null | LinkType::Loop => {
                 let family = match proto {
-                    ETHERTYPE_IP => AF_INET,
+                    ETHERTYPE_IP => af::INET,
                     ETHERTYPE_IPV6 => AF_INET6_LINUX,
                     _ => return Ok(Pred::Const(false)),
                 };

@@ -11,13 +11,14 @@
 //! same thing in both.
 
 use weir_filter::{Pred, Size};
+use weir_packet::sll;
 
 use super::{CompileError, Layer, LinkType, Lowerer};
 use crate::ast::{AtmAbbrev, AtmField, AtmTest, Mtp2Type, Mtp3Field, NameOrNum, PfTest};
 use crate::ast::{Proto, Span, WlanTest};
 
 /// The SLL packet type of a packet the capturing host sent (PACKET_OUTGOING).
-const LINUX_SLL_OUTGOING: u32 = 4;
+const LINUX_SLL_OUTGOING: u32 = sll::OUTGOING as u32;
 
 /// pflog reasons libpcap knows by name (their index is the reason code).
 const PF_REASONS: [&str; 15] = [
@@ -120,12 +121,20 @@ impl Lowerer<'_> {
     /// `inbound` / `outbound`: the packet type of Linux cooked captures.
     pub(crate) fn direction(&mut self, inbound: bool, span: Span) -> Result<Pred, CompileError> {
         let outgoing = match self.link {
-            LinkType::LinuxSll => {
-                self.cmp_field(Layer::LinkHdr, 0, Size::Half, u32::MAX, LINUX_SLL_OUTGOING)
-            }
-            LinkType::LinuxSll2 => {
-                self.cmp_field(Layer::LinkHdr, 10, Size::Byte, u32::MAX, LINUX_SLL_OUTGOING)
-            }
+            LinkType::LinuxSll => self.cmp_field(
+                Layer::LinkHdr,
+                sll::V1_PACKET_TYPE,
+                Size::Half,
+                u32::MAX,
+                LINUX_SLL_OUTGOING,
+            ),
+            LinkType::LinuxSll2 => self.cmp_field(
+                Layer::LinkHdr,
+                sll::V2_PACKET_TYPE,
+                Size::Byte,
+                u32::MAX,
+                LINUX_SLL_OUTGOING,
+            ),
             other => {
                 return Err(error(
                     span,
@@ -142,7 +151,9 @@ impl Lowerer<'_> {
     /// `ifindex N`: the interface index of Linux cooked v2 captures.
     pub(crate) fn ifindex(&mut self, n: u32, span: Span) -> Result<Pred, CompileError> {
         match self.link {
-            LinkType::LinuxSll2 => Ok(self.cmp_field(Layer::LinkHdr, 4, Size::Word, u32::MAX, n)),
+            LinkType::LinuxSll2 => {
+                Ok(self.cmp_field(Layer::LinkHdr, sll::V2_IFINDEX, Size::Word, u32::MAX, n))
+            }
             other => Err(error(
                 span,
                 format!("ifindex not supported on {} when reading savefiles", other.description()),

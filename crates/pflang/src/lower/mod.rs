@@ -29,7 +29,7 @@ use crate::ast::{self, BoolOp, ExprKind, Span};
 use crate::error::ParseError;
 use crate::names::NameDb;
 
-pub use link::LinkType;
+pub use link::{compiles_for, LinkType, LINK_TYPES};
 
 /// Lowering errors carry a span into the expression, exactly like parse errors.
 pub type CompileError = ParseError;
@@ -158,7 +158,7 @@ pub(crate) struct Lowerer<'a> {
 
 impl<'a> Lowerer<'a> {
     pub fn new(options: &'a Options, names: &'a NameDb) -> Lowerer<'a> {
-        let geometry = options.linktype.geometry();
+        let geometry = link::geometry(options.linktype);
         Lowerer {
             options,
             names,

@@ -9,6 +9,7 @@
 //! always succeed, so no test is ever re-evaluated after the state it reads has moved on.
 
 use weir_filter::{BinOp, Expr, Pred, Size, ValueSet};
+use weir_packet::ipproto;
 
 use super::link::{
     ETHERTYPE_AARP, ETHERTYPE_ARP, ETHERTYPE_ATALK, ETHERTYPE_DN, ETHERTYPE_IP, ETHERTYPE_IPV6,
@@ -20,23 +21,23 @@ use super::{CompileError, Layer, Lowerer};
 use crate::ast::{Dir, Proto, Span};
 use crate::names;
 
-// IP protocol numbers.
-const IPPROTO_HOPOPTS: u32 = 0;
-const IPPROTO_ICMP: u32 = 1;
-const IPPROTO_IGMP: u32 = 2;
-const IPPROTO_TCP: u32 = 6;
-const IPPROTO_IGRP: u32 = 9;
-const IPPROTO_UDP: u32 = 17;
-const IPPROTO_ROUTING: u32 = 43;
-const IPPROTO_FRAGMENT: u32 = 44;
-const IPPROTO_ESP: u32 = 50;
-const IPPROTO_AH: u32 = 51;
-const IPPROTO_ICMPV6: u32 = 58;
-const IPPROTO_DSTOPTS: u32 = 60;
-const IPPROTO_PIM: u32 = 103;
+// weir-packet's IP protocol numbers, widened to the u32 lowering compares with.
+const IPPROTO_HOPOPTS: u32 = ipproto::HOPOPTS as u32;
+const IPPROTO_ICMP: u32 = ipproto::ICMP as u32;
+const IPPROTO_IGMP: u32 = ipproto::IGMP as u32;
+pub(crate) const IPPROTO_TCP: u32 = ipproto::TCP as u32;
+const IPPROTO_IGRP: u32 = ipproto::IGRP as u32;
+pub(crate) const IPPROTO_UDP: u32 = ipproto::UDP as u32;
+const IPPROTO_ROUTING: u32 = ipproto::ROUTING as u32;
+const IPPROTO_FRAGMENT: u32 = ipproto::FRAGMENT as u32;
+const IPPROTO_ESP: u32 = ipproto::ESP as u32;
+const IPPROTO_AH: u32 = ipproto::AH as u32;
+pub(crate) const IPPROTO_ICMPV6: u32 = ipproto::ICMPV6 as u32;
+const IPPROTO_DSTOPTS: u32 = ipproto::DSTOPTS as u32;
+const IPPROTO_PIM: u32 = ipproto::PIM as u32;
 /// VRRP and CARP share the number.
-const IPPROTO_VRRP: u32 = 112;
-const IPPROTO_SCTP: u32 = 132;
+const IPPROTO_VRRP: u32 = ipproto::VRRP as u32;
+pub(crate) const IPPROTO_SCTP: u32 = ipproto::SCTP as u32;
 
 // OSI network-layer protocol identifiers (the first byte after the LLC header).
 const ISO8473_CLNP: u32 = 0x81;

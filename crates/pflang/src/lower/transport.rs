@@ -11,13 +11,10 @@ use weir_filter::{CmpOp, Expr, Pred, Size};
 
 use super::link::{ETHERTYPE_IP, ETHERTYPE_IPV6};
 use super::net::{dir_not_valid, Site};
+use super::net_proto::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 use super::{CompileError, Layer, Lowerer};
 use crate::ast::{Dir, Proto, Qualifiers};
 use crate::names::{NameDb, Transport};
-
-const IPPROTO_TCP: u32 = 6;
-const IPPROTO_UDP: u32 = 17;
-const IPPROTO_SCTP: u32 = 132;
 
 /// The transport a port test is about: one protocol number, or any of TCP, UDP, SCTP.
 type PortProto = Option<u32>;

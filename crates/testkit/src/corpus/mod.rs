@@ -133,15 +133,16 @@ pub(crate) fn frame(rng: &mut SplitMix64, depth: Depth, layers: &mut Vec<String>
             ethernet_frame(rng, src, &[], l3, layers)
         }
         Link::Vlan => {
-            let tag = vlan_tag(rng, ethertype::VLAN);
+            let tag = vlan_tag(rng, ethertype::VLAN_8021Q);
             let l3 = network::any(rng, depth);
             ethernet_frame(rng, src, &[tag], l3, layers)
         }
         Link::QinQ => {
             // 802.1ad says 0x88a8 outside; older switches stack two 0x8100 tags.
-            let outer_tpid = if rng.chance(85) { ethertype::QINQ } else { ethertype::VLAN };
+            let outer_tpid =
+                if rng.chance(85) { ethertype::VLAN_8021AD } else { ethertype::VLAN_8021Q };
             let outer = vlan_tag(rng, outer_tpid);
-            let inner = vlan_tag(rng, ethertype::VLAN);
+            let inner = vlan_tag(rng, ethertype::VLAN_8021Q);
             let l3 = network::any(rng, depth);
             ethernet_frame(rng, src, &[outer, inner], l3, layers)
         }
@@ -162,9 +163,9 @@ pub(crate) fn frame(rng: &mut SplitMix64, depth: Depth, layers: &mut Vec<String>
         Link::PppoeDiscovery => {
             let (payload, dst, pppoe_layers) = network::pppoe_discovery(rng);
             let dst = dst.unwrap_or_else(|| pools::unicast_mac(rng));
-            layers.push(eth_description(src, dst, ethertype::PPPOE_DISCOVERY));
+            layers.push(eth_description(src, dst, ethertype::PPPOED));
             layers.extend(pppoe_layers);
-            wire::ethernet(dst, src, &[], ethertype::PPPOE_DISCOVERY, &payload)
+            wire::ethernet(dst, src, &[], ethertype::PPPOED, &payload)
         }
     }
 }
@@ -251,9 +252,9 @@ fn pppoe_session_frame(rng: &mut SplitMix64, src: Mac, layers: &mut Vec<String>)
     let mut ppp = protocol.to_be_bytes().to_vec();
     ppp.extend_from_slice(&inner);
     let dst = pools::unicast_mac(rng);
-    layers.push(eth_description(src, dst, ethertype::PPPOE_SESSION));
+    layers.push(eth_description(src, dst, ethertype::PPPOES));
     layers.push(format!("pppoe session 0x{session:04x} ppp 0x{protocol:04x}"));
     layers.extend(inner_layers);
     let payload = wire::pppoe(0, session, &ppp);
-    wire::ethernet(dst, src, &[], ethertype::PPPOE_SESSION, &payload)
+    wire::ethernet(dst, src, &[], ethertype::PPPOES, &payload)
 }

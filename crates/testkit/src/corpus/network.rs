@@ -140,7 +140,7 @@ pub(crate) fn ipv4(rng: &mut SplitMix64, depth: Depth) -> L3 {
     };
     let mut layers = vec![description];
     layers.extend(upper_layers);
-    L3 { ethertype: ethertype::IPV4, bytes: wire::ipv4(&header, &payload), dst_mac, layers }
+    L3 { ethertype: ethertype::IP, bytes: wire::ipv4(&header, &payload), dst_mac, layers }
 }
 
 /// One to ten words of options: a router alert, a record-route or timestamp option with
@@ -256,7 +256,7 @@ pub(crate) fn ipv6(rng: &mut SplitMix64, depth: Depth) -> L3 {
     for kind in chain.iter().rev() {
         let (code, header, text) = match *kind {
             Extension::HopByHop => (
-                ipproto::HOP_BY_HOP,
+                ipproto::HOPOPTS,
                 wire::ipv6_extension(next_header, &hop_by_hop_body(rng)),
                 "hop-by-hop".to_string(),
             ),
@@ -265,7 +265,7 @@ pub(crate) fn ipv6(rng: &mut SplitMix64, depth: Depth) -> L3 {
                 let mut body = vec![0x1e, u8::try_from(len).unwrap_or(2)];
                 body.extend(rng.bytes(len));
                 (
-                    ipproto::DEST_OPTS,
+                    ipproto::DSTOPTS,
                     wire::ipv6_extension(next_header, &body),
                     "destination-options".to_string(),
                 )
@@ -338,8 +338,8 @@ fn arp(rng: &mut SplitMix64, reverse: bool) -> L3 {
     let (ethertype, operation, name) = match (reverse, reply) {
         (false, false) => (ethertype::ARP, 1, "arp request"),
         (false, true) => (ethertype::ARP, 2, "arp reply"),
-        (true, false) => (ethertype::RARP, 3, "rarp request"),
-        (true, true) => (ethertype::RARP, 4, "rarp reply"),
+        (true, false) => (ethertype::REVARP, 3, "rarp request"),
+        (true, true) => (ethertype::REVARP, 4, "rarp reply"),
     };
     let (bytes, dst_mac) = match (reverse, reply) {
         (false, false) => {

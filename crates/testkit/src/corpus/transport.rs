@@ -88,7 +88,7 @@ pub(crate) fn over_ipv6(rng: &mut SplitMix64, depth: Depth) -> L4 {
         5 => esp(rng),
         6 => ah(rng, Ip::V6),
         7 => pim(rng, Ip::V6),
-        8 => L4::new(ipproto::NO_NEXT, Vec::new(), "no-next-header".to_string()),
+        8 => L4::new(ipproto::NONE, Vec::new(), "no-next-header".to_string()),
         _ => unnamed_protocol(rng, Ip::V6),
     }
 }
@@ -345,7 +345,7 @@ fn geneve(rng: &mut SplitMix64) -> L4 {
     let with_option = rng.chance(50);
     let option_words: u8 = if with_option { 2 } else { 0 };
     let mut payload = vec![option_words, 0];
-    payload.extend_from_slice(&ethertype::TRANSPARENT_ETHERNET.to_be_bytes());
+    payload.extend_from_slice(&ethertype::TEB.to_be_bytes());
     payload.extend_from_slice(&(vni << 8).to_be_bytes());
     if with_option {
         // Option class 0x0102, type 0x80, 1 word of data.
@@ -575,14 +575,14 @@ fn gre(rng: &mut SplitMix64) -> L4 {
         0 => {
             let l3 = network::ipv4(rng, Depth::Inner);
             layers = l3.layers;
-            (ethertype::IPV4, l3.bytes)
+            (ethertype::IP, l3.bytes)
         }
         1 => {
             let l3 = network::ipv6(rng, Depth::Inner);
             layers = l3.layers;
             (ethertype::IPV6, l3.bytes)
         }
-        _ => (ethertype::TRANSPARENT_ETHERNET, super::frame(rng, Depth::Inner, &mut layers)),
+        _ => (ethertype::TEB, super::frame(rng, Depth::Inner, &mut layers)),
     };
     if let Some(field) = packet.get_mut(2..4) {
         field.copy_from_slice(&protocol.to_be_bytes());

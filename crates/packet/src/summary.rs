@@ -1,4 +1,4 @@
-//! One line per packet, as `tcpdump -q -n` prints it, for `weir filter`.
+//! One line per packet, as `tcpdump -q -n` prints it (`weir filter` prints with it).
 //!
 //! People compare weir's output with tcpdump's line by line, so for the packets most
 //! captures are made of the line is tcpdump's, byte for byte: Ethernet (with any 802.1Q /
@@ -22,26 +22,11 @@ use std::fmt::Write as _;
 /// A printer ran out of captured bytes inside `protocol`'s header.
 type Step = Result<(), &'static str>;
 
-/// The link types (LINKTYPE_ numbers) the printer frames.
-const LINKTYPE_NULL: u32 = 0;
-const LINKTYPE_ETHERNET: u32 = 1;
-const LINKTYPE_RAW: u32 = 101;
-const DLT_RAW: u32 = 12;
-const DLT_RAW_BSD: u32 = 14;
-const LINKTYPE_LOOP: u32 = 108;
-const LINKTYPE_LINUX_SLL: u32 = 113;
-const LINKTYPE_IPV4: u32 = 228;
-const LINKTYPE_IPV6: u32 = 229;
-const LINKTYPE_LINUX_SLL2: u32 = 276;
+use crate::link::LinkType;
+use crate::{af, ethertype, ipproto, sll};
 
-const PROTO_ICMP: u8 = 1;
-const PROTO_TCP: u8 = 6;
-const PROTO_UDP: u8 = 17;
-const PROTO_DCCP: u8 = 33;
-const PROTO_ICMPV6: u8 = 58;
-const PROTO_SCTP: u8 = 132;
-
-/// The line for one packet (no trailing newline).
+/// The line for one packet (no trailing newline). `linktype` is the record's link type as
+/// the capture stores it (a LINKTYPE_ or DLT_ number, see [`LinkType::from_number`]).
 pub fn line(linktype: u32, ts_sec: u64, ts_nsec: u32, data: &[u8], wire_len: u32) -> String {
     if data.is_empty() {
         // tcpdump reports an empty record without a timestamp.
@@ -185,6 +170,11 @@ fn ipv6_text(words: &[u16; 8], bytes: &[u8]) -> String {
     out
 }
 
+/// A framed link type's header length and the offset of its type field.
+fn geometry(link: LinkType) -> (u32, usize) {
+    (link.header_len(), link.type_offset().unwrap_or(0) as usize)
+}
+
 struct Printer {
     out: String,
 }
@@ -195,16 +185,17 @@ impl Printer {
     }
 
     fn link(&mut self, linktype: u32, data: &[u8], wire_len: u32) -> Step {
-        match linktype {
-            LINKTYPE_ETHERNET => self.ethernet(data, wire_len),
-            LINKTYPE_RAW | DLT_RAW | DLT_RAW_BSD => self.raw_ip(Bytes::new(data, "ipn"), wire_len),
-            LINKTYPE_IPV4 => self.ipv4(Bytes::new(data, "ip"), wire_len),
-            LINKTYPE_IPV6 => self.ipv6(Bytes::new(data, "ip6"), wire_len),
-            LINKTYPE_NULL | LINKTYPE_LOOP => self.loopback(linktype, data, wire_len),
-            LINKTYPE_LINUX_SLL => self.linux_sll(data, wire_len),
-            LINKTYPE_LINUX_SLL2 => self.linux_sll2(data, wire_len),
-            other => {
-                let _ = write!(self.out, "link type {other}, length {wire_len}");
+        match LinkType::from_number(linktype) {
+            Some(LinkType::Ethernet) => self.ethernet(data, wire_len),
+            Some(LinkType::Raw) => self.raw_ip(Bytes::new(data, "ipn"), wire_len),
+            Some(LinkType::Ipv4) => self.ipv4(Bytes::new(data, "ip"), wire_len),
+            Some(LinkType::Ipv6) => self.ipv6(Bytes::new(data, "ip6"), wire_len),
+            Some(link @ (LinkType::Null | LinkType::Loop)) => self.loopback(link, data, wire_len),
+            Some(LinkType::LinuxSll) => self.linux_sll(data, wire_len),
+            Some(LinkType::LinuxSll2) => self.linux_sll2(data, wire_len),
+            // Framing this printer does not decode (PPP, and any link type added since).
+            _ => {
+                let _ = write!(self.out, "link type {linktype}, length {wire_len}");
                 Ok(())
             }
         }
@@ -212,34 +203,35 @@ impl Printer {
 
     fn ethernet(&mut self, data: &[u8], wire_len: u32) -> Step {
         let frame = Bytes::new(data, "ether");
-        if frame.len() < 14 || wire_len < 14 {
+        let (header, type_at) = geometry(LinkType::Ethernet);
+        if frame.len() < header as usize || wire_len < header {
             return Err("ether");
         }
-        let mut ethertype = frame.be16(12)?;
-        let mut at = 14usize;
-        let mut length = wire_len - 14;
+        let mut ether_type = frame.be16(type_at)?;
+        let mut at = header as usize;
+        let mut length = wire_len - header;
         // 802.1Q, 802.1ad and the older QinQ tags: tcpdump shows them only with -e.
-        while matches!(ethertype, 0x8100 | 0x88a8 | 0x9100 | 0x9200) {
+        while ethertype::VLAN_TAGS.contains(&ether_type) {
             if !frame.has(at + 4) || length < 4 {
                 return Err("vlan");
             }
-            ethertype = frame.be16(at + 2)?;
+            ether_type = frame.be16(at + 2)?;
             at += 4;
             length -= 4;
         }
         let payload = frame.from(at, "ether");
-        match ethertype {
-            0x0800 => self.ipv4(payload.from(0, "ip"), length),
-            0x86dd => self.ipv6(payload.from(0, "ip6"), length),
-            0x0806 | 0x8035 => self.arp(payload.from(0, "arp"), length),
+        match ether_type {
+            ethertype::IP => self.ipv4(payload.from(0, "ip"), length),
+            ethertype::IPV6 => self.ipv6(payload.from(0, "ip6"), length),
+            ethertype::ARP | ethertype::REVARP => self.arp(payload.from(0, "arp"), length),
             _ => {
                 let (dst, src) = (frame.mac(0, 6)?, frame.mac(6, 6)?);
-                if ethertype <= 1500 {
+                if ether_type <= ethertype::ETHERMTU {
                     let _ = write!(self.out, "{src} > {dst}, 802.3, length {wire_len}");
                 } else {
                     let _ = write!(
                         self.out,
-                        "{src} > {dst}, ethertype 0x{ethertype:04x}, length {wire_len}"
+                        "{src} > {dst}, ethertype 0x{ether_type:04x}, length {wire_len}"
                     );
                 }
                 Ok(())
@@ -263,18 +255,19 @@ impl Printer {
     }
 
     /// BSD loopback: a 4-byte address family, host byte order (NULL) or network (LOOP).
-    fn loopback(&mut self, linktype: u32, data: &[u8], wire_len: u32) -> Step {
-        let frame = Bytes::new(data, if linktype == LINKTYPE_NULL { "null" } else { "loop" });
+    fn loopback(&mut self, link: LinkType, data: &[u8], wire_len: u32) -> Step {
+        let null = link == LinkType::Null;
+        let frame = Bytes::new(data, if null { "null" } else { "loop" });
         let raw = frame.slice(0, 4)?;
         let mut family = u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]);
-        if linktype == LINKTYPE_NULL && family & 0xffff_0000 != 0 {
+        if null && family & 0xffff_0000 != 0 {
             // Written on a little-endian host.
             family = family.swap_bytes();
         }
         let length = wire_len.saturating_sub(4);
         match family {
-            2 => self.ipv4(frame.from(4, "ip"), length),
-            24 | 28 | 30 => self.ipv6(frame.from(4, "ip6"), length),
+            af::INET => self.ipv4(frame.from(4, "ip"), length),
+            family if af::INET6_BSD.contains(&family) => self.ipv6(frame.from(4, "ip6"), length),
             other => {
                 let _ = write!(self.out, "Unknown AF {other}, length {wire_len}: ");
                 Ok(())
@@ -284,30 +277,32 @@ impl Printer {
 
     fn linux_sll(&mut self, data: &[u8], wire_len: u32) -> Step {
         let frame = Bytes::new(data, "sll");
-        if frame.len() < 16 || wire_len < 16 {
+        let (header, type_at) = geometry(LinkType::LinuxSll);
+        if frame.len() < header as usize || wire_len < header {
             return Err("sll");
         }
-        let protocol = frame.be16(14)?;
-        self.sll_payload(protocol, frame.from(16, "sll"), wire_len - 16, wire_len)
+        let protocol = frame.be16(type_at)?;
+        self.sll_payload(protocol, frame.from(header as usize, "sll"), wire_len - header, wire_len)
     }
 
     fn linux_sll2(&mut self, data: &[u8], wire_len: u32) -> Step {
         let frame = Bytes::new(data, "sll2");
-        if frame.len() < 20 || wire_len < 20 {
+        let (header, type_at) = geometry(LinkType::LinuxSll2);
+        if frame.len() < header as usize || wire_len < header {
             return Err("sll2");
         }
-        let protocol = frame.be16(0)?;
-        let ifindex = frame.be32(4)?;
-        let direction = match frame.u8(10)? {
-            0 => "In",
-            1 => "B",
-            2 => "M",
-            3 => "P",
-            4 => "Out",
+        let protocol = frame.be16(type_at)?;
+        let ifindex = frame.be32(sll::V2_IFINDEX as usize)?;
+        let direction = match frame.u8(sll::V2_PACKET_TYPE as usize)? {
+            sll::HOST => "In",
+            sll::BROADCAST => "B",
+            sll::MULTICAST => "M",
+            sll::OTHERHOST => "P",
+            sll::OUTGOING => "Out",
             _ => "?",
         };
         let _ = write!(self.out, "ifindex {ifindex} {direction}  ");
-        self.sll_payload(protocol, frame.from(20, "sll2"), wire_len - 20, wire_len)
+        self.sll_payload(protocol, frame.from(header as usize, "sll2"), wire_len - header, wire_len)
     }
 
     fn sll_payload(
@@ -318,9 +313,9 @@ impl Printer {
         wire_len: u32,
     ) -> Step {
         match protocol {
-            0x0800 => self.ipv4(payload.from(0, "ip"), length),
-            0x86dd => self.ipv6(payload.from(0, "ip6"), length),
-            0x0806 | 0x8035 => self.arp(payload.from(0, "arp"), length),
+            ethertype::IP => self.ipv4(payload.from(0, "ip"), length),
+            ethertype::IPV6 => self.ipv6(payload.from(0, "ip6"), length),
+            ethertype::ARP | ethertype::REVARP => self.arp(payload.from(0, "arp"), length),
             other => {
                 let _ = write!(self.out, "ethertype 0x{other:04x}, length {wire_len}");
                 Ok(())
@@ -370,7 +365,7 @@ impl Printer {
             let _ = write!(self.out, "{src} > {dst}: ip-proto-{proto}");
             return Ok(());
         }
-        if !matches!(proto, PROTO_TCP | PROTO_UDP | PROTO_SCTP | PROTO_DCCP) {
+        if !matches!(proto, ipproto::TCP | ipproto::UDP | ipproto::SCTP | ipproto::DCCP) {
             let _ = write!(self.out, "{src} > {dst}: ");
         }
         if !ip.has(hlen as usize) {
@@ -405,7 +400,7 @@ impl Printer {
         let ip = ip.cut(total as usize);
         let next = ip.u8(6)?;
         let (src, dst) = (ip.ipv6(8)?, ip.ipv6(24)?);
-        if !matches!(next, PROTO_TCP | PROTO_UDP | PROTO_SCTP | PROTO_DCCP) {
+        if !matches!(next, ipproto::TCP | ipproto::UDP | ipproto::SCTP | ipproto::DCCP) {
             let _ = write!(self.out, "{src} > {dst}: ");
         }
         let net = Net { src, dst, first_proto: next, v4: false, fragmented: false };
@@ -415,22 +410,22 @@ impl Printer {
     /// The protocol after an IP header. `length` is the payload length the IP header gives.
     fn transport(&mut self, net: &Net, proto: u8, payload: Bytes<'_>, length: u32) -> Step {
         match proto {
-            PROTO_TCP => self.tcp(net, payload.from(0, "tcp"), length),
-            PROTO_UDP => self.udp(net, payload.from(0, "udp"), length),
-            PROTO_ICMP if net.v4 => self.icmp(payload.from(0, "icmp"), length),
-            PROTO_ICMPV6 if !net.v4 => self.icmp6(payload.from(0, "icmp6"), length),
-            PROTO_ICMP => {
+            ipproto::TCP => self.tcp(net, payload.from(0, "tcp"), length),
+            ipproto::UDP => self.udp(net, payload.from(0, "udp"), length),
+            ipproto::ICMP if net.v4 => self.icmp(payload.from(0, "icmp"), length),
+            ipproto::ICMPV6 if !net.v4 => self.icmp6(payload.from(0, "icmp6"), length),
+            ipproto::ICMP => {
                 self.push("[ICMP requires IPv4] (invalid)");
                 Ok(())
             }
-            PROTO_ICMPV6 => {
+            ipproto::ICMPV6 => {
                 self.push("[ICMPv6 requires IPv6] (invalid)");
                 Ok(())
             }
             other => {
                 // Not decoded here: what tcpdump prints for a protocol it has no printer for
                 // (with the addresses the IP printer leaves to SCTP and DCCP).
-                if matches!(net.first_proto, PROTO_SCTP | PROTO_DCCP) {
+                if matches!(net.first_proto, ipproto::SCTP | ipproto::DCCP) {
                     let _ = write!(self.out, "{} > {}: ", net.src, net.dst);
                 }
                 let _ = write!(self.out, " ip-proto-{other} {length}");
@@ -445,7 +440,7 @@ impl Printer {
             return Err("tcp");
         }
         let (sport, dport) = (tcp.be16(0)?, tcp.be16(2)?);
-        if net.first_proto == PROTO_TCP {
+        if net.first_proto == ipproto::TCP {
             let _ = write!(self.out, "{}.{sport} > {}.{dport}: ", net.src, net.dst);
         } else {
             let _ = write!(self.out, "{sport} > {dport}: ");
@@ -471,14 +466,14 @@ impl Printer {
 
     fn udp(&mut self, net: &Net, udp: Bytes<'_>, length: u32) -> Step {
         if !udp.has(4) {
-            if net.first_proto == PROTO_UDP {
+            if net.first_proto == ipproto::UDP {
                 let _ = write!(self.out, "{} > {}: ", net.src, net.dst);
             }
             return Err("udp");
         }
         let (sport, dport) = (udp.be16(0)?, udp.be16(2)?);
         let ports = |out: &mut String| {
-            if net.first_proto == PROTO_UDP {
+            if net.first_proto == ipproto::UDP {
                 let _ = write!(out, "{}.{sport} > {}.{dport}: ", net.src, net.dst);
             } else {
                 let _ = write!(out, "{sport} > {dport}: ");
@@ -537,8 +532,8 @@ impl Printer {
                     let dport = icmp.be16(8 + hlen + 2)?;
                     let dst = quoted_dst()?;
                     match icmp.u8(8 + 9)? {
-                        PROTO_TCP => format!("{dst} tcp port {dport} unreachable"),
-                        PROTO_UDP => format!("{dst} udp port {dport} unreachable"),
+                        ipproto::TCP => format!("{dst} tcp port {dport} unreachable"),
+                        ipproto::UDP => format!("{dst} udp port {dport} unreachable"),
                         other => format!("{dst} protocol {other} port {dport} unreachable"),
                     }
                 }
@@ -639,8 +634,8 @@ impl Printer {
                         let dport = icmp.be16(8 + at + 2)?;
                         let dst = icmp.ipv6(8 + 24)?;
                         let _ = match proto {
-                            PROTO_TCP => write!(self.out, ", {dst} tcp port {dport}"),
-                            PROTO_UDP => write!(self.out, ", {dst} udp port {dport}"),
+                            ipproto::TCP => write!(self.out, ", {dst} tcp port {dport}"),
+                            ipproto::UDP => write!(self.out, ", {dst} udp port {dport}"),
                             other => write!(
                                 self.out,
                                 ", {dst} protocol {other} port {dport} unreachable"
@@ -715,7 +710,8 @@ impl Printer {
             return Err("arp");
         }
         self.push("ARP, ");
-        let ipv4_protocol = protocol == 0x0800 || protocol == 0x1000;
+        // 0x1000: the IPv4 protocol type some old ARP implementations used.
+        let ipv4_protocol = protocol == ethertype::IP || protocol == 0x1000;
         // ATM (19) and Frame Relay (15) addresses are not Ethernet-like: not decoded here.
         if !ipv4_protocol || plen != 4 || hlen == 0 || hardware == 19 || hardware == 15 {
             let hardware_name = match hardware {
@@ -723,8 +719,8 @@ impl Printer {
                 other => format!("Unknown Hardware ({other})"),
             };
             let protocol_name = match protocol {
-                0x0800 => "IPv4".to_string(),
-                0x86dd => "IPv6".to_string(),
+                ethertype::IP => "IPv4".to_string(),
+                ethertype::IPV6 => "IPv6".to_string(),
                 other => format!("Unknown Protocol (0x{other:04x})"),
             };
             let _ = write!(
@@ -871,7 +867,7 @@ fn upper_layer(quoted: &Bytes<'_>) -> Option<(usize, u8)> {
     while at < quoted.len() {
         at = at.checked_add(advance)?;
         match next {
-            PROTO_TCP | PROTO_UDP => {
+            ipproto::TCP | ipproto::UDP => {
                 quoted.slice(at + 2, 2).ok()?;
                 return Some((at, next));
             }
@@ -927,10 +923,17 @@ mod tests {
 
     #[test]
     fn time_is_utc_time_of_day_with_microseconds() {
-        let text = line(LINKTYPE_ETHERNET, 86_400 * 3 + 3600 + 61, 999_999_999, &[1], 1);
+        let text =
+            line(LinkType::Ethernet.linktype(), 86_400 * 3 + 3600 + 61, 999_999_999, &[1], 1);
         assert_eq!(text, "01:01:01.999999  [|ether]");
-        assert_eq!(line(LINKTYPE_ETHERNET, 5, 0, &[], 0), "[Invalid header: caplen==0, len==0]");
-        assert_eq!(line(LINKTYPE_ETHERNET, 5, 0, &[], 60), "[Invalid header: caplen==0]");
+        assert_eq!(
+            line(LinkType::Ethernet.linktype(), 5, 0, &[], 0),
+            "[Invalid header: caplen==0, len==0]"
+        );
+        assert_eq!(
+            line(LinkType::Ethernet.linktype(), 5, 0, &[], 60),
+            "[Invalid header: caplen==0]"
+        );
     }
 
     #[test]

@@ -1,0 +1,327 @@
+//! Capture link types: what tcpdump's `-y` calls them, the numbers libpcap (DLT_) and
+//! capture files (LINKTYPE_) give them, and where their headers keep the fields the rest of
+//! weir needs.
+//!
+//! One [`LinkType`] variant and one [`LinkInfo`] row per link type: everything that names,
+//! numbers or measures a link type reads it from here. Which link types a filter can be
+//! compiled for is the lowering's business (`weir_pflang`), not this table's: the table
+//! knows [`LinkType::Ppp`] because `pppoes` reaches it, even though pflang does not take it
+//! as a capture's link type.
+
+/// The link types weir knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LinkType {
+    /// BSD loopback: a 4-byte address family in the capturing host's byte order.
+    Null,
+    /// Ethernet (and 802.3).
+    Ethernet,
+    /// PPP: a 4-byte header (address, control, protocol).
+    Ppp,
+    /// Raw IP: IPv4 or IPv6 with no link header.
+    Raw,
+    /// OpenBSD loopback: a 4-byte address family in network byte order.
+    Loop,
+    /// Linux cooked capture, version 1.
+    LinuxSll,
+    /// Raw IPv4.
+    Ipv4,
+    /// Raw IPv6.
+    Ipv6,
+    /// Linux cooked capture, version 2.
+    LinuxSll2,
+}
+
+/// The facts of one link type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkInfo {
+    /// The name `-y` accepts and libpcap prints (the DLT_ name without its prefix).
+    pub name: &'static str,
+    /// Other names `-y` accepts for it.
+    pub aliases: &'static [&'static str],
+    /// The DLT_ number libpcap uses on Linux (what `pcap_open_dead` takes).
+    pub dlt: u32,
+    /// The LINKTYPE_ number capture files store.
+    pub linktype: u32,
+    /// Other numbers that mean this link type: DLT_ values of other systems.
+    pub other_numbers: &'static [u32],
+    /// What libpcap calls it in messages ("no VLAN support for ...").
+    pub description: &'static str,
+    /// Length of the link header: where the link payload (the network layer) starts.
+    pub header_len: u32,
+    /// Offset of the field that says what the payload is (EtherType, SLL protocol, address
+    /// family, PPP protocol), or `None` when there is none.
+    pub type_offset: Option<u32>,
+}
+
+impl LinkType {
+    /// Every link type, in DLT order.
+    pub const ALL: [LinkType; 9] = [
+        LinkType::Null,
+        LinkType::Ethernet,
+        LinkType::Ppp,
+        LinkType::Raw,
+        LinkType::Loop,
+        LinkType::LinuxSll,
+        LinkType::Ipv4,
+        LinkType::Ipv6,
+        LinkType::LinuxSll2,
+    ];
+
+    /// This link type's row.
+    pub const fn info(self) -> &'static LinkInfo {
+        match self {
+            LinkType::Null => &LinkInfo {
+                name: "NULL",
+                aliases: &[],
+                dlt: 0,
+                linktype: 0,
+                other_numbers: &[],
+                description: "BSD loopback",
+                header_len: 4,
+                type_offset: Some(0),
+            },
+            LinkType::Ethernet => &LinkInfo {
+                name: "EN10MB",
+                aliases: &[],
+                dlt: 1,
+                linktype: 1,
+                other_numbers: &[],
+                description: "Ethernet",
+                header_len: 14,
+                type_offset: Some(12),
+            },
+            LinkType::Ppp => &LinkInfo {
+                name: "PPP",
+                aliases: &[],
+                dlt: 9,
+                linktype: 9,
+                other_numbers: &[],
+                description: "PPP",
+                header_len: 4,
+                type_offset: Some(2),
+            },
+            LinkType::Raw => &LinkInfo {
+                name: "RAW",
+                aliases: &[],
+                dlt: 12,
+                linktype: 101,
+                // DLT_RAW is 14 on some BSDs.
+                other_numbers: &[14],
+                description: "Raw IP",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Loop => &LinkInfo {
+                name: "LOOP",
+                aliases: &[],
+                dlt: 108,
+                linktype: 108,
+                other_numbers: &[],
+                description: "OpenBSD loopback",
+                header_len: 4,
+                type_offset: Some(0),
+            },
+            LinkType::LinuxSll => &LinkInfo {
+                name: "LINUX_SLL",
+                aliases: &[],
+                dlt: 113,
+                linktype: 113,
+                other_numbers: &[],
+                description: "Linux cooked v1",
+                header_len: 16,
+                type_offset: Some(14),
+            },
+            LinkType::Ipv4 => &LinkInfo {
+                name: "IPV4",
+                aliases: &[],
+                dlt: 228,
+                linktype: 228,
+                other_numbers: &[],
+                description: "Raw IPv4",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ipv6 => &LinkInfo {
+                name: "IPV6",
+                aliases: &[],
+                dlt: 229,
+                linktype: 229,
+                other_numbers: &[],
+                description: "Raw IPv6",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::LinuxSll2 => &LinkInfo {
+                name: "LINUX_SLL2",
+                aliases: &[],
+                dlt: 276,
+                linktype: 276,
+                other_numbers: &[],
+                description: "Linux cooked v2",
+                header_len: 20,
+                type_offset: Some(0),
+            },
+        }
+    }
+
+    /// The name tcpdump's `-y` accepts (and libpcap prints).
+    pub const fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The DLT_ number libpcap uses for it on Linux.
+    pub const fn dlt(self) -> u32 {
+        self.info().dlt
+    }
+
+    /// The LINKTYPE_ number a capture file stores for it.
+    pub const fn linktype(self) -> u32 {
+        self.info().linktype
+    }
+
+    /// libpcap's description, as its error messages use it.
+    pub const fn description(self) -> &'static str {
+        self.info().description
+    }
+
+    /// Where the link payload starts.
+    pub const fn header_len(self) -> u32 {
+        self.info().header_len
+    }
+
+    /// Where the payload's type field is, if the header has one.
+    pub const fn type_offset(self) -> Option<u32> {
+        self.info().type_offset
+    }
+
+    /// The link type for a DLT_ or LINKTYPE_ number (they differ only where no two link
+    /// types share a number, e.g. raw IP is DLT 12 or 14 and LINKTYPE 101).
+    ///
+    /// The whole value must match: a pcap header field with flag bits above the link type
+    /// (see [`LinkField`]) is not a link type here.
+    pub fn from_number(n: u32) -> Option<LinkType> {
+        LinkType::ALL.into_iter().find(|l| {
+            let info = l.info();
+            info.dlt == n || info.linktype == n || info.other_numbers.contains(&n)
+        })
+    }
+
+    /// Parses a `-y` argument: a name or alias, in any case (as tcpdump compares them), or
+    /// a number (see [`LinkType::from_number`]).
+    pub fn from_name(name: &str) -> Option<LinkType> {
+        if let Ok(n) = name.parse::<u32>() {
+            return LinkType::from_number(n);
+        }
+        LinkType::ALL.into_iter().find(|l| {
+            let info = l.info();
+            info.name.eq_ignore_ascii_case(name)
+                || info.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+        })
+    }
+}
+
+impl std::fmt::Display for LinkType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The link-type field of a pcap file header: the LINKTYPE_ number in the low 26 bits and,
+/// above it, whether the packets end in a frame check sequence and how long it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkField(pub u32);
+
+impl LinkField {
+    /// Bits of the LINKTYPE_ number (libpcap's `LT_LINKTYPE`).
+    pub const LINKTYPE_MASK: u32 = 0x03ff_ffff;
+    /// Set when the FCS length is given.
+    pub const FCS_PRESENT: u32 = 0x0400_0000;
+
+    /// The LINKTYPE_ number, without the flag bits.
+    pub const fn linktype(self) -> u32 {
+        self.0 & LinkField::LINKTYPE_MASK
+    }
+
+    /// The length in bytes of the frame check sequence each packet ends with, when the
+    /// field says (the top four bits count 16-bit words).
+    pub const fn fcs_len(self) -> Option<u32> {
+        if self.0 & LinkField::FCS_PRESENT == 0 {
+            None
+        } else {
+            Some((self.0 >> 28) * 2)
+        }
+    }
+
+    /// The link type of the LINKTYPE_ number, flag bits ignored.
+    pub fn link_type(self) -> Option<LinkType> {
+        LinkType::from_number(self.linktype())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_and_numbers_round_trip() {
+        for link in LinkType::ALL {
+            let info = link.info();
+            assert_eq!(LinkType::from_name(info.name), Some(link), "{link:?}");
+            assert_eq!(LinkType::from_name(&info.name.to_ascii_lowercase()), Some(link));
+            for alias in info.aliases {
+                assert_eq!(LinkType::from_name(alias), Some(link), "{alias}");
+            }
+            assert_eq!(LinkType::from_number(info.dlt), Some(link));
+            assert_eq!(LinkType::from_number(info.linktype), Some(link));
+            for &n in info.other_numbers {
+                assert_eq!(LinkType::from_number(n), Some(link));
+            }
+            assert_eq!(LinkType::from_name(&info.dlt.to_string()), Some(link));
+            assert_eq!(link.to_string(), info.name);
+        }
+        assert_eq!(LinkType::from_name("en10mb"), Some(LinkType::Ethernet));
+        assert_eq!(LinkType::from_name("Linux_Sll2"), Some(LinkType::LinuxSll2));
+        assert_eq!(LinkType::from_name("nope"), None);
+        assert_eq!(LinkType::from_name(""), None);
+        assert_eq!(LinkType::from_number(147), None);
+    }
+
+    #[test]
+    fn no_name_or_number_is_used_twice() {
+        let mut names = HashSet::new();
+        let mut numbers = HashSet::new();
+        for link in LinkType::ALL {
+            let info = link.info();
+            for name in std::iter::once(&info.name).chain(info.aliases) {
+                assert!(names.insert(name.to_ascii_uppercase()), "name {name} twice");
+                assert!(name.parse::<u32>().is_err(), "name {name} is a number");
+            }
+            let mut own: Vec<u32> = vec![info.dlt, info.linktype];
+            own.extend_from_slice(info.other_numbers);
+            own.sort_unstable();
+            own.dedup();
+            for n in own {
+                assert!(numbers.insert(n), "number {n} twice");
+            }
+        }
+        let all: HashSet<LinkType> = LinkType::ALL.into_iter().collect();
+        assert_eq!(all.len(), LinkType::ALL.len());
+        assert!(LinkType::ALL.windows(2).all(|w| w[0].dlt() < w[1].dlt()));
+    }
+
+    #[test]
+    fn the_header_field_keeps_flags_apart() {
+        let plain = LinkField(1);
+        assert_eq!(
+            (plain.linktype(), plain.fcs_len(), plain.link_type()),
+            (1, None, Some(LinkType::Ethernet))
+        );
+        // Ethernet with a 4-byte FCS: F bit and two 16-bit words.
+        let fcs = LinkField(0x2400_0001);
+        assert_eq!(fcs.linktype(), 1);
+        assert_eq!(fcs.fcs_len(), Some(4));
+        assert_eq!(fcs.link_type(), Some(LinkType::Ethernet));
+        assert_eq!(LinkType::from_number(fcs.0), None, "numbers match whole");
+    }
+}
