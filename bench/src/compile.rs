@@ -180,12 +180,11 @@ fn measure(
             let (_, optimized) = compile_weir(&f.expr, linktype, names)?;
             match emit {
                 1 => weir_filter::emit::cbpf::emit(&optimized).map(drop).map_err(|e| e.to_string()),
-                2 => weir_filter::emit::ebpf::emit(
-                    &optimized,
-                    weir_filter::emit::ebpf::Target::SocketFilter,
-                )
-                .map(drop)
-                .map_err(|e| e.to_string()),
+                2 => {
+                    weir_filter::emit::ebpf::emit(&optimized, weir_program::ProgType::SocketFilter)
+                        .map(drop)
+                        .map_err(|e| e.to_string())
+                }
                 _ => Ok(()),
             }
         })
@@ -217,11 +216,8 @@ fn time_weir(
     let (samples, first) = time_calls(rounds, budget, || -> Result<(), String> {
         let (_, optimized) = compile_weir(&f.expr, LinkType::Ethernet, names)?;
         if emit {
-            weir_filter::emit::ebpf::emit(
-                &optimized,
-                weir_filter::emit::ebpf::Target::SocketFilter,
-            )
-            .map_err(|e| e.to_string())?;
+            weir_filter::emit::ebpf::emit(&optimized, weir_program::ProgType::SocketFilter)
+                .map_err(|e| e.to_string())?;
         }
         Ok(())
     });

@@ -11,6 +11,7 @@ use weir_filter::{Expr, Filter, Pred};
 use weir_interp::{Config, Input, Interpreter};
 use weir_isa::cbpf::{decode, CbpfInsn, SockFilter};
 use weir_program::abi::{Bindings, SOCKET_FILTER};
+use weir_program::ProgType;
 use weir_program::Program;
 use weir_runtime::libpcap::{self, BpfInsn};
 
@@ -235,12 +236,12 @@ fn cbpf_pcap(s: &Subject) -> Result<Runner, String> {
 }
 
 fn emitted_ebpf(s: &Subject) -> Result<Program, String> {
-    weir_filter::emit::ebpf::emit(s.filter?, weir_filter::emit::ebpf::Target::SocketFilter)
+    weir_filter::emit::ebpf::emit(s.filter?, weir_program::ProgType::SocketFilter)
         .map_err(|e| format!("eBPF emitter: {e}"))
 }
 
 fn translated_pcap(s: &Subject) -> Result<Program, String> {
-    weir_cbpf::translate::translate(&pcap_insns(s)?, weir_cbpf::translate::Target::SocketFilter)
+    weir_cbpf::translate::translate(&pcap_insns(s)?, ProgType::SocketFilter)
         .map_err(|e| format!("translating libpcap's program: {e}"))
 }
 

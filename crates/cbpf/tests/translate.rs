@@ -9,11 +9,10 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::Mutex;
+use weir_program::ProgType;
 
 use proptest::prelude::*;
-use weir_cbpf::translate::{
-    bindings, sk_buff_context, translate, xdp_context, Target, TranslateErrorKind,
-};
+use weir_cbpf::translate::{bindings, sk_buff_context, translate, xdp_context, TranslateErrorKind};
 use weir_cbpf::{CbpfFilter, CbpfValidateErrorKind, PacketMeta};
 use weir_interp::{Config, Input, Interpreter};
 use weir_isa::cbpf::ancillary::*;
@@ -118,7 +117,7 @@ impl Translated {
                 .map(|p| Interpreter::new(&p, bindings(target), Config::default()))
                 .map_err(|e| format!("{target}: translation does not validate: {e}"))
         };
-        Ok(Translated { socket: make(Target::SocketFilter)?, xdp: make(Target::Xdp)? })
+        Ok(Translated { socket: make(ProgType::SocketFilter)?, xdp: make(ProgType::Xdp)? })
     }
 }
 
@@ -453,7 +452,7 @@ fn check_program(
         Err(invalid) => {
             // Only libpcap's own loops (protochain) break the kernel rules; the translation
             // must refuse them at the same instruction.
-            for target in [Target::SocketFilter, Target::Xdp] {
+            for target in [ProgType::SocketFilter, ProgType::Xdp] {
                 let err = translate(&insns, target).expect_err(&place);
                 assert_eq!(err.index, invalid.index, "{place}");
                 assert_eq!(err.kind, TranslateErrorKind::Invalid(invalid.kind.clone()), "{place}");
@@ -682,10 +681,10 @@ fn ancillary_loads_read_the_sk_buff_fields() {
                 CbpfInsn::stmt(CbpfOp::RetA, 0),
             ];
             let want = CbpfFilter::new(&prog).unwrap().run_with_meta(&frame, 20, &meta);
-            let program = translate(&prog, Target::SocketFilter).unwrap();
+            let program = translate(&prog, ProgType::SocketFilter).unwrap();
             let interp = Interpreter::new(
                 &Verified::check(&program).unwrap(),
-                bindings(Target::SocketFilter),
+                bindings(ProgType::SocketFilter),
                 Config::default(),
             );
             assert_eq!(run_socket(&interp, &frame, 20, &meta), u64::from(want), "{offset}");
@@ -703,7 +702,7 @@ fn untranslatable_programs_name_the_instruction() {
         (SKF_AD_RANDOM, "SKF_AD_RANDOM"),
     ] {
         let prog = [CbpfInsn::stmt(LdImm, 1), CbpfInsn::stmt(LdAbsW, SKF_AD_OFF + offset), ret];
-        let err = translate(&prog, Target::SocketFilter).unwrap_err();
+        let err = translate(&prog, ProgType::SocketFilter).unwrap_err();
         assert_eq!(err.index, 1);
         assert_eq!(err.kind, TranslateErrorKind::NoSkBuffField(name));
         assert_eq!(
@@ -712,19 +711,19 @@ fn untranslatable_programs_name_the_instruction() {
         );
     }
     let prog = [CbpfInsn::stmt(LdAbsH, SKF_AD_OFF + SKF_AD_PROTOCOL), ret];
-    let err = translate(&prog, Target::Xdp).unwrap_err();
+    let err = translate(&prog, ProgType::Xdp).unwrap_err();
     assert_eq!(
         (err.index, err.kind),
         (0, TranslateErrorKind::AncillaryWithoutSkb("SKF_AD_PROTOCOL"))
     );
     // Invalid programs are refused with the validator's reason and place.
     let prog = [CbpfInsn::stmt(LdImm, 1), CbpfInsn::stmt(DivK, 0), ret];
-    let err = translate(&prog, Target::Xdp).unwrap_err();
+    let err = translate(&prog, ProgType::Xdp).unwrap_err();
     assert_eq!(
         (err.index, err.kind),
         (1, TranslateErrorKind::Invalid(CbpfValidateErrorKind::DivisionByZero("div")))
     );
-    let err = translate(&[], Target::SocketFilter).unwrap_err();
+    let err = translate(&[], ProgType::SocketFilter).unwrap_err();
     assert_eq!(err.kind, TranslateErrorKind::Invalid(CbpfValidateErrorKind::Empty));
 }
 
@@ -850,7 +849,7 @@ fn any_record() -> impl Strategy<Value = (Vec<u8>, u32)> {
         })
 }
 
-fn translate_for(prog: &[CbpfInsn], target: Target) -> (Program, Interpreter) {
+fn translate_for(prog: &[CbpfInsn], target: ProgType) -> (Program, Interpreter) {
     let program = translate(prog, target).expect("a valid program translates");
     let verified = Verified::check(&program).expect("the translation validates");
     let interp = Interpreter::new(&verified, bindings(target), Config::default());
@@ -866,7 +865,7 @@ proptest! {
         records in proptest::collection::vec((any_record(), any_meta()), 1..6),
     ) {
         let reference = CbpfFilter::new(&prog).expect("generator makes valid programs");
-        let (_, interp) = translate_for(&prog, Target::SocketFilter);
+        let (_, interp) = translate_for(&prog, ProgType::SocketFilter);
         for ((data, wire_len), meta) in &records {
             let want = reference.run_with_meta(data, *wire_len, meta);
             prop_assert_eq!(run_socket(&interp, data, *wire_len, meta), u64::from(want));
@@ -879,7 +878,7 @@ proptest! {
         frames in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..100), 1..6),
     ) {
         let reference = CbpfFilter::new(&prog).expect("generator makes valid programs");
-        let (_, interp) = translate_for(&prog, Target::Xdp);
+        let (_, interp) = translate_for(&prog, ProgType::Xdp);
         for data in &frames {
             let want = reference.run(data, data.len() as u32);
             prop_assert_eq!(run_xdp(&interp, data), u64::from(want));

@@ -9,10 +9,11 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 
-use weir_cbpf::translate::{translate, Target};
+use weir_cbpf::translate::translate;
 use weir_cbpf::CbpfFilter;
 use weir_isa::cbpf::ancillary::{SKF_AD_ALU_XOR_X, SKF_AD_OFF};
 use weir_isa::cbpf::{decode, CbpfInsn, CbpfOp, SockFilter, CBPF_OPCODES};
+use weir_program::ProgType as Target;
 use weir_program::Program;
 use weir_testkit::kernel::{self, ProgFd, ProgType};
 use weir_testkit::{Packet, SplitMix64};

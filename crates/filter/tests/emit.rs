@@ -24,6 +24,7 @@ use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet};
 use weir_interp::{Config, Input, Interpreter};
 use weir_isa::cbpf::{format_listing, CbpfInsn};
 use weir_program::abi::{xdp_action, Bindings};
+use weir_program::ProgType;
 use weir_testkit::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
 
@@ -36,7 +37,7 @@ struct Emitted {
     xdp: Interpreter,
 }
 
-fn interpreter(filter: &Filter, target: ebpf::Target) -> Result<Interpreter, String> {
+fn interpreter(filter: &Filter, target: ProgType) -> Result<Interpreter, String> {
     let program = ebpf::emit(filter, target).map_err(|e| format!("{target}: {e}"))?;
     let program = weir_program::Verified::structural(program)
         .map_err(|e| format!("{target}: invalid program: {e}"))?;
@@ -64,8 +65,8 @@ impl Emitted {
             classic,
             reference,
             raw,
-            socket: interpreter(filter, ebpf::Target::SocketFilter)?,
-            xdp: interpreter(filter, ebpf::Target::Xdp)?,
+            socket: interpreter(filter, ProgType::SocketFilter)?,
+            xdp: interpreter(filter, ProgType::Xdp)?,
         })
     }
 
@@ -98,7 +99,7 @@ impl Emitted {
         if data.len() == wire_len as usize && data.len() <= 0xffff {
             let expect =
                 if filter.matches(data, wire_len) { xdp_action::PASS } else { xdp_action::DROP };
-            let mut ctx = vec![0u8; ebpf::Target::Xdp.context_layout().size as usize];
+            let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
             let mut copy = data.to_vec();
             match self.xdp.run(&mut self.xdp.cache(), Input::new().ctx(&mut ctx).packet(&mut copy))
             {
@@ -401,7 +402,7 @@ fn scratch_slots_start_at_zero_and_carry_values() {
 fn slots_the_filter_cannot_name_or_the_emitter_cannot_lend() {
     let bad = Filter::new(Pred::eq(Expr::Scratch(16), 0));
     assert_eq!(cbpf::emit(&bad), Err(EmitError::ScratchSlot(16)));
-    assert_eq!(ebpf::emit(&bad, ebpf::Target::Xdp), Err(EmitError::ScratchSlot(16)));
+    assert_eq!(ebpf::emit(&bad, ProgType::Xdp), Err(EmitError::ScratchSlot(16)));
     // Every cell is the filter's, and `(a + b) - (c + d)` needs one for a temporary.
     let stores = (0..16).map(|slot| Pred::Store { slot, value: Expr::Const(u32::from(slot)) });
     let sum = |i| bin(BinOp::Add, byte(i), byte(i + 1));
@@ -409,7 +410,7 @@ fn slots_the_filter_cannot_name_or_the_emitter_cannot_lend() {
     let full = Filter::new(Pred::and(stores.chain([Pred::eq(nested, 1)])));
     assert!(matches!(cbpf::emit(&full), Err(EmitError::OutOfScratch { used_by_filter: 16, .. })));
     // eBPF keeps temporaries in registers and is unaffected.
-    assert!(ebpf::emit(&full, ebpf::Target::SocketFilter).is_ok());
+    assert!(ebpf::emit(&full, ProgType::SocketFilter).is_ok());
 }
 
 #[test]
@@ -469,7 +470,7 @@ fn emitted_programs_print_and_validate() {
         let prog = cbpf::emit(&filter).unwrap();
         let listing = format_listing(&prog);
         assert_eq!(listing.lines().count(), prog.len());
-        for target in [ebpf::Target::SocketFilter, ebpf::Target::Xdp] {
+        for target in [ProgType::SocketFilter, ProgType::Xdp] {
             let program = ebpf::emit(&filter, target).unwrap();
             weir_program::validate(&program).unwrap_or_else(|e| panic!("{filter:?}: {e}"));
         }
@@ -539,7 +540,7 @@ fn ten_thousand_hosts_emit_as_ebpf_with_long_jumps() {
     }
     let accepted = packets.iter().filter(|p| filter.matches(&p.data, p.wire_len)).count();
     assert!(accepted > 50 && accepted < packets.len() / 2, "{accepted} of {}", packets.len());
-    for target in [ebpf::Target::SocketFilter, ebpf::Target::Xdp] {
+    for target in [ProgType::SocketFilter, ProgType::Xdp] {
         let program = ebpf::emit(&filter, target).unwrap_or_else(|e| panic!("{target}: {e}"));
         // Longer than a 16-bit jump reaches, so some tests take the long way.
         assert!(program.len() > 40_000, "{target}: {} slots", program.len());
@@ -549,7 +550,7 @@ fn ten_thousand_hosts_emit_as_ebpf_with_long_jumps() {
         );
         let vm = interpreter(&filter, target).unwrap();
         for p in &packets {
-            let got = if target == ebpf::Target::Xdp {
+            let got = if target == ProgType::Xdp {
                 let mut ctx = vec![0u8; target.context_layout().size as usize];
                 let mut copy = p.data.clone();
                 let v = vm.run(&mut vm.cache(), Input::new().ctx(&mut ctx).packet(&mut copy));

@@ -11,9 +11,10 @@
 mod emit_common;
 
 use emit_common::{hex, packets, FilterGen};
-use weir_filter::emit::ebpf::{self, Target};
+use weir_filter::emit::ebpf;
 use weir_filter::{BinOp, Expr, Filter, Pred, Size};
 use weir_program::abi::xdp_action;
+use weir_program::PacketAccess;
 use weir_testkit::kernel::{self, ProgType};
 use weir_testkit::Packet;
 
@@ -34,18 +35,18 @@ fn kernel_frames(seed: u64) -> Vec<Packet> {
 
 /// Loads `filter`'s program for `target` and compares every frame's verdict; returns the
 /// number of accepting runs.
-fn check(filter: &Filter, target: Target, frames: &[Packet]) -> usize {
+fn check(filter: &Filter, target: weir_program::ProgType, frames: &[Packet]) -> usize {
     let program = ebpf::emit(filter, target).unwrap_or_else(|e| panic!("{filter:?}: {e}"));
     let code = program.to_bytes();
     let listing = || weir_isa::asm::listing(program.insns());
-    let prog_type = match target {
-        Target::SocketFilter => {
+    let prog_type = match target.packet_access() {
+        PacketAccess::SkBuff => {
             kernel::load(ProgType::SocketFilter, &code).unwrap_or_else(|e| {
                 panic!("{filter:?}: the verifier refuses the socket filter: {e}\n{}", listing())
             });
             ProgType::SchedCls
         }
-        Target::Xdp => ProgType::Xdp,
+        PacketAccess::Xdp => ProgType::Xdp,
     };
     let loaded = kernel::load(prog_type, &code).unwrap_or_else(|e| {
         panic!("{filter:?} ({target}): the verifier refuses the program: {e}\n{}", listing())
@@ -54,10 +55,10 @@ fn check(filter: &Filter, target: Target, frames: &[Packet]) -> usize {
     for frame in frames {
         let len = frame.data.len() as u32;
         let matches = filter.matches(&frame.data, len);
-        let want = match target {
-            Target::SocketFilter => filter.run(&frame.data, len),
-            Target::Xdp if matches => xdp_action::PASS,
-            Target::Xdp => xdp_action::DROP,
+        let want = match target.packet_access() {
+            PacketAccess::SkBuff => filter.run(&frame.data, len),
+            PacketAccess::Xdp if matches => xdp_action::PASS,
+            PacketAccess::Xdp => xdp_action::DROP,
         };
         let got = loaded
             .test_run(&frame.data)
@@ -88,7 +89,7 @@ fn kernel_runs_emitted_filters_with_the_irs_verdicts() {
     let (mut runs, mut accepted) = (0, 0);
     for _ in 0..count {
         let filter = gen.filter();
-        for target in [Target::SocketFilter, Target::Xdp] {
+        for target in [weir_program::ProgType::SocketFilter, weir_program::ProgType::Xdp] {
             accepted += check(&filter, target, &frames);
             runs += frames.len();
         }
@@ -135,7 +136,7 @@ fn kernel_accepts_variable_offsets_and_guards() {
     let frames = kernel_frames(0x4e72);
     for pred in filters {
         let filter = Filter::new(pred);
-        for target in [Target::SocketFilter, Target::Xdp] {
+        for target in [weir_program::ProgType::SocketFilter, weir_program::ProgType::Xdp] {
             check(&filter, target, &frames);
         }
     }
@@ -181,7 +182,7 @@ fn kernel_accepts_long_programs() {
     let frames = kernel_frames(0x4e73);
     for pred in filters {
         let filter = Filter::new(pred);
-        for target in [Target::SocketFilter, Target::Xdp] {
+        for target in [weir_program::ProgType::SocketFilter, weir_program::ProgType::Xdp] {
             check(&filter, target, &frames);
         }
     }
@@ -249,7 +250,7 @@ fn kernel_accepts_a_large_address_set() {
         }
     }
     let mut accepted = 0;
-    for target in [Target::SocketFilter, Target::Xdp] {
+    for target in [weir_program::ProgType::SocketFilter, weir_program::ProgType::Xdp] {
         accepted += check(&filter, target, &frames);
     }
     // Addresses of the set where the filter looks (IPv4 26/30, ARP and RARP 28/38) match.

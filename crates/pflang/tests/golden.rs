@@ -18,6 +18,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use weir_program::{PacketAccess, ProgType};
 
 use weir_cbpf::translate::sk_buff_context;
 use weir_cbpf::{CbpfFilter, Format, PacketMeta};
@@ -169,9 +170,9 @@ fn render(link: LinkType, expr: &str, filter: &Filter) -> String {
     let _ = writeln!(out, "\n{SECTION_CLASSIC}");
     out.push_str(&weir_isa::cbpf::format_listing(&classic));
     let _ = writeln!(out, "\n{SECTION_SOCKET}");
-    out.push_str(&ebpf_text(ebpf::Target::SocketFilter));
+    out.push_str(&ebpf_text(ProgType::SocketFilter));
     let _ = writeln!(out, "\n{SECTION_XDP}");
-    out.push_str(&ebpf_text(ebpf::Target::Xdp));
+    out.push_str(&ebpf_text(ProgType::Xdp));
     out
 }
 
@@ -239,7 +240,7 @@ fn libpcap_program(link: LinkType, expr: &str) -> Vec<BpfInsn> {
     prog
 }
 
-fn interpreter(program: &Program, target: ebpf::Target) -> Result<Interpreter, String> {
+fn interpreter(program: &Program, target: ProgType) -> Result<Interpreter, String> {
     weir_program::validate(program).map_err(|e| format!("invalid program: {e}"))?;
     let mut bindings = Bindings::new();
     bindings.context = Some(target.context_layout());
@@ -283,8 +284,7 @@ fn check_meaning(
     let classic =
         CbpfFilter::new(&classic).map_err(|e| format!("the classic listing is invalid: {e}"))?;
     let mut engines = Vec::new();
-    for (header, target) in
-        [(SECTION_SOCKET, ebpf::Target::SocketFilter), (SECTION_XDP, ebpf::Target::Xdp)]
+    for (header, target) in [(SECTION_SOCKET, ProgType::SocketFilter), (SECTION_XDP, ProgType::Xdp)]
     {
         let listing = section(text, header).ok_or_else(|| format!("no {target} section"))?;
         let emitted = ebpf::emit(filter, target).map_err(|e| format!("{target}: {e}"))?;
@@ -306,26 +306,26 @@ fn check_meaning(
         let mut got = vec![("classic", u64::from(classic.run(data, wire_len)), u64::from(want))];
         for (target, engine) in &engines {
             let mut packet = data.to_vec();
-            let result = match target {
-                ebpf::Target::SocketFilter => {
+            let result = match target.packet_access() {
+                PacketAccess::SkBuff => {
                     let mut ctx = sk_buff_context(wire_len, &PacketMeta::default());
                     let input = Input::new().ctx(&mut ctx).packet(&mut packet);
                     engine.run(&mut engine.cache(), input)
                 }
                 // XDP sees whole frames only.
-                ebpf::Target::Xdp if p.is_truncated() || data.len() > 0xffff => continue,
-                ebpf::Target::Xdp => {
+                PacketAccess::Xdp if p.is_truncated() || data.len() > 0xffff => continue,
+                PacketAccess::Xdp => {
                     let mut ctx = vec![0u8; target.context_layout().size as usize];
                     let input = Input::new().ctx(&mut ctx).packet(&mut packet);
                     engine.run(&mut engine.cache(), input)
                 }
             };
-            let expect = match target {
-                ebpf::Target::SocketFilter => u64::from(want),
-                ebpf::Target::Xdp if want != 0 => u64::from(xdp_action::PASS),
-                ebpf::Target::Xdp => u64::from(xdp_action::DROP),
+            let expect = match target.packet_access() {
+                PacketAccess::SkBuff => u64::from(want),
+                PacketAccess::Xdp if want != 0 => u64::from(xdp_action::PASS),
+                PacketAccess::Xdp => u64::from(xdp_action::DROP),
             };
-            let name = if *target == ebpf::Target::Xdp { "eBPF XDP" } else { "eBPF socket" };
+            let name = if *target == ProgType::Xdp { "eBPF XDP" } else { "eBPF socket" };
             got.push((name, result.map_err(|t| format!("{name}: trap {t:?}"))?, expect));
         }
         for (name, value, expect) in got {

@@ -25,11 +25,12 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use weir_filter::emit::ebpf::{self, Target};
+use weir_filter::emit::ebpf;
 use weir_filter::Filter;
 use weir_pflang::names::NameDb;
 use weir_pflang::{LinkType, Options};
 use weir_program::abi::xdp_action;
+use weir_program::PacketAccess;
 use weir_testkit::kernel::{self, LoadError, ProgType};
 use weir_testkit::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
@@ -206,7 +207,7 @@ fn check(expr: &str, frames: &[Packet], names: &NameDb) -> Outcome {
                 same
             })
             .collect();
-        for target in [Target::SocketFilter, Target::Xdp] {
+        for target in [weir_program::ProgType::SocketFilter, weir_program::ProgType::Xdp] {
             if let Err(e) = run_target(&filter, target, frames, &want, &agree, &mut out) {
                 out.failures.push(format!("`{expr}` ({variant}, {target}): {e}"));
             }
@@ -217,7 +218,7 @@ fn check(expr: &str, frames: &[Packet], names: &NameDb) -> Outcome {
 
 fn run_target(
     filter: &Filter,
-    target: Target,
+    target: weir_program::ProgType,
     frames: &[Packet],
     want: &[u32],
     agree: &[bool],
@@ -225,15 +226,15 @@ fn run_target(
 ) -> Result<(), String> {
     let program = ebpf::emit(filter, target).map_err(|e| format!("the emitter fails: {e}"))?;
     let code = program.to_bytes();
-    let prog_type = match target {
-        Target::SocketFilter => {
+    let prog_type = match target.packet_access() {
+        PacketAccess::SkBuff => {
             kernel::load(ProgType::SocketFilter, &code).map_err(|e| {
                 format!("the verifier refuses it as SOCKET_FILTER: {}", refusal(&e))
             })?;
             out.loaded += 1;
             ProgType::SchedCls
         }
-        Target::Xdp => ProgType::Xdp,
+        PacketAccess::Xdp => ProgType::Xdp,
     };
     let loaded = kernel::load(prog_type, &code)
         .map_err(|e| format!("the verifier refuses it as {prog_type:?}: {}", refusal(&e)))?;
@@ -242,10 +243,10 @@ fn run_target(
         if !same {
             continue;
         }
-        let expect = match target {
-            Target::SocketFilter => lp,
-            Target::Xdp if lp != 0 => xdp_action::PASS,
-            Target::Xdp => xdp_action::DROP,
+        let expect = match target.packet_access() {
+            PacketAccess::SkBuff => lp,
+            PacketAccess::Xdp if lp != 0 => xdp_action::PASS,
+            PacketAccess::Xdp => xdp_action::DROP,
         };
         let got =
             loaded.test_run(&frame.data).map_err(|e| format!("{}: {e}", frame.description))?;

@@ -30,7 +30,7 @@ mod validate;
 pub mod verified;
 
 pub use builder::{Label, LinkError, ProgramBuilder};
-pub use prog_type::ProgType;
+pub use prog_type::{PacketAccess, ProgType};
 pub use program::{MapSpec, MapType, Program, RelocTarget, Relocation};
 pub use trap::{Trap, TrapCode};
 pub use validate::{

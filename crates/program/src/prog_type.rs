@@ -69,11 +69,26 @@ impl ProgType {
         }
     }
 
-    /// Whether the program reaches the packet with the legacy `ldabs`/`ldind` loads (an
-    /// `__sk_buff` context) rather than only through `data`/`data_end`.
-    pub fn has_legacy_packet_loads(self) -> bool {
-        !matches!(self, ProgType::Xdp)
+    /// How the program reaches its packet.
+    pub fn packet_access(self) -> PacketAccess {
+        match self {
+            ProgType::SocketFilter | ProgType::SchedCls | ProgType::SchedAct => {
+                PacketAccess::SkBuff
+            }
+            ProgType::Xdp => PacketAccess::Xdp,
+        }
     }
+}
+
+/// How a program reaches its packet, which decides how front ends emit packet loads: the one
+/// distinction the emitters and translators make between program types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PacketAccess {
+    /// Through a `struct __sk_buff` context: the legacy `ldabs`/`ldind` loads (socket
+    /// filters, tc classifiers and actions).
+    SkBuff,
+    /// Through `struct xdp_md`'s `data`/`data_end`, with explicit bounds checks.
+    Xdp,
 }
 
 impl fmt::Display for ProgType {

@@ -1,9 +1,10 @@
 //! A classic BPF program bound to an engine: its eBPF translation on the JIT (native code)
 //! or the interpreter, or weir's classic interpreter (libpcap's semantics).
 
-use weir_cbpf::translate::{self, Target};
+use weir_cbpf::translate;
 use weir_cbpf::{CbpfFilter, Rules};
 use weir_isa::cbpf::CbpfInsn;
+use weir_program::ProgType;
 
 use crate::engine::{choose, Choice, ChoiceError, Engine, Subject};
 use crate::filter::SocketFilterRun;
@@ -46,20 +47,20 @@ impl PreparedClassic {
                                 only the classic interpreter gives libpcap's meaning"
                         .into());
                 }
-                translate::translate(insns, Target::SocketFilter)
+                translate::translate(insns, ProgType::SocketFilter)
                     .map_err(|e| format!("translation to eBPF: {e}"))
             };
             match engine {
                 Engine::Jit => Ok(Runner::Jit(Box::new(SocketFilterRun::prepare(
                     &weir_jit::Jit,
                     translated()?,
-                    translate::bindings(Target::SocketFilter),
+                    translate::bindings(ProgType::SocketFilter),
                     "translation",
                 )?))),
                 Engine::Interp => Ok(Runner::Interp(Box::new(SocketFilterRun::prepare(
                     &weir_interp::Interp,
                     translated()?,
-                    translate::bindings(Target::SocketFilter),
+                    translate::bindings(ProgType::SocketFilter),
                     "translation",
                 )?))),
                 Engine::Cbpf => Ok(Runner::Cbpf(

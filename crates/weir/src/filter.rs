@@ -125,5 +125,5 @@ fn prepare(filter: &Filter, engine: Engine) -> Result<Runner, String> {
 }
 
 fn emit_socket_filter(filter: &Filter) -> Result<Program, String> {
-    ebpf::emit(filter, ebpf::Target::SocketFilter).map_err(|e| format!("eBPF emission: {e}"))
+    ebpf::emit(filter, ProgType::SocketFilter).map_err(|e| format!("eBPF emission: {e}"))
 }

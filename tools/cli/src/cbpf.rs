@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weir_cbpf::{CbpfFilter, Format, Rules};
 use weir_isa::cbpf::{encode, format_dd, format_ddd, format_listing, CbpfInsn};
+use weir_program::ProgType;
 use weir_runtime::capture::Capture;
 
 /// The forms a classic program file can take.
@@ -178,8 +179,8 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
         CbpfCommand::Translate { prog, format, target } => {
             let insns = load(&prog, format)?;
             let target = match target {
-                TargetArg::Socket => weir_cbpf::translate::Target::SocketFilter,
-                TargetArg::Xdp => weir_cbpf::translate::Target::Xdp,
+                TargetArg::Socket => ProgType::SocketFilter,
+                TargetArg::Xdp => ProgType::Xdp,
             };
             let program = weir_cbpf::translate::translate(&insns, target)
                 .map_err(|e| format!("{}: {e}", prog.display()))?;

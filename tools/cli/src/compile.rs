@@ -12,6 +12,7 @@
 //! new implementation is wired here by changing one line.
 
 use std::process::ExitCode;
+use weir_program::ProgType;
 
 use clap::{ArgAction, Args, ValueEnum};
 use weir_filter::emit::{cbpf, ebpf};
@@ -69,8 +70,8 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
         .map_err(|e| expression.error(&e))?;
     let text = if args.ebpf {
         let target = match args.target {
-            TargetArg::Socket => ebpf::Target::SocketFilter,
-            TargetArg::Xdp => ebpf::Target::Xdp,
+            TargetArg::Socket => ProgType::SocketFilter,
+            TargetArg::Xdp => ProgType::Xdp,
         };
         let program = ebpf::emit(&filter, target).map_err(|e| format!("eBPF emitter: {e}"))?;
         weir_isa::asm::disassemble(program.insns())

@@ -10,7 +10,7 @@
 use weir_isa::cbpf::ancillary::SKF_AD_OFF;
 use weir_isa::cbpf::{CbpfInsn, CbpfOp};
 
-use super::Target;
+use super::PacketAccess;
 
 /// The last packet offset the XDP target can reach, plus one: the Linux verifier gives a
 /// packet pointer no range beyond `MAX_PACKET_OFF` (0xffff), so a load ending past it is
@@ -60,15 +60,15 @@ pub(super) fn access_end(offset: u32, size: u32) -> u64 {
 /// Whether the instruction is a packet load that can never succeed on this target (XDP:
 /// it ends beyond [`XDP_MAX_END`]). It is translated as `return 0`, so nothing after it on
 /// its path is reached.
-pub(super) fn always_fails(insn: &CbpfInsn, target: Target) -> bool {
-    target == Target::Xdp
+pub(super) fn always_fails(insn: &CbpfInsn, target: PacketAccess) -> bool {
+    target == PacketAccess::Xdp
         && constant_access(insn)
             .is_some_and(|(k, size)| access_end(k, size) > u64::from(XDP_MAX_END))
 }
 
 /// Where control goes after instruction `index`. The program is validated: jump targets
 /// are inside it, so the sums here stay far below `usize::MAX`.
-pub(super) fn next(insns: &[CbpfInsn], index: usize, target: Target) -> Next {
+pub(super) fn next(insns: &[CbpfInsn], index: usize, target: PacketAccess) -> Next {
     let Some(insn) = insns.get(index) else {
         return Next::Stop;
     };
@@ -87,7 +87,7 @@ pub(super) fn next(insns: &[CbpfInsn], index: usize, target: Target) -> Next {
 }
 
 /// Whether each instruction can be reached from the first.
-pub(super) fn reachable(insns: &[CbpfInsn], target: Target) -> Vec<bool> {
+pub(super) fn reachable(insns: &[CbpfInsn], target: PacketAccess) -> Vec<bool> {
     let mut reach = vec![false; insns.len()];
     if let Some(first) = reach.first_mut() {
         *first = true;
@@ -114,7 +114,11 @@ pub(super) fn reachable(insns: &[CbpfInsn], target: Target) -> Vec<bool> {
 /// A load that always fails counts as reading [`XDP_MAX_END`] bytes: the check that stands
 /// for it is weaker than the load but still only rejects packets the load would reject, and
 /// stays within what the Linux verifier can reason about.
-pub(super) fn anticipated_reads(insns: &[CbpfInsn], target: Target, reach: &[bool]) -> Vec<u32> {
+pub(super) fn anticipated_reads(
+    insns: &[CbpfInsn],
+    target: PacketAccess,
+    reach: &[bool],
+) -> Vec<u32> {
     let mut need = vec![0u32; insns.len()];
     for index in (0..insns.len()).rev() {
         if !reach.get(index).copied().unwrap_or(false) {
@@ -160,15 +164,15 @@ mod tests {
             stmt(RetK, 2),                 // 2
             stmt(RetK, 3),                 // 3: nobody jumps here
         ];
-        assert_eq!(reachable(&prog, Target::SocketFilter), [true, true, true, false]);
+        assert_eq!(reachable(&prog, PacketAccess::SkBuff), [true, true, true, false]);
     }
 
     #[test]
     fn a_load_past_the_xdp_limit_stops_its_path_on_xdp_only() {
         let prog = [stmt(LdAbsB, 0x1_0000), stmt(RetA, 0)];
-        assert_eq!(reachable(&prog, Target::Xdp), [true, false]);
-        assert_eq!(reachable(&prog, Target::SocketFilter), [true, true]);
-        assert_eq!(anticipated_reads(&prog, Target::Xdp, &[true, false]), [XDP_MAX_END, 0]);
+        assert_eq!(reachable(&prog, PacketAccess::Xdp), [true, false]);
+        assert_eq!(reachable(&prog, PacketAccess::SkBuff), [true, true]);
+        assert_eq!(anticipated_reads(&prog, PacketAccess::Xdp, &[true, false]), [XDP_MAX_END, 0]);
     }
 
     #[test]
@@ -182,7 +186,7 @@ mod tests {
             stmt(LdxMsh, 14),              // 5: 15
             stmt(RetK, 0),                 // 6
         ];
-        let reach = reachable(&prog, Target::Xdp);
-        assert_eq!(anticipated_reads(&prog, Target::Xdp, &reach), [22, 22, 24, 0, 22, 15, 0]);
+        let reach = reachable(&prog, PacketAccess::Xdp);
+        assert_eq!(anticipated_reads(&prog, PacketAccess::Xdp, &reach), [22, 22, 24, 0, 22, 15, 0]);
     }
 }

@@ -9,7 +9,7 @@ use weir_isa::ebpf::Op;
 use weir_program::{Label, LinkError, Program, ProgramBuilder};
 
 use super::analysis;
-use super::{socket, xdp, Target, TranslateError, TranslateErrorKind};
+use super::{socket, xdp, PacketAccess, TranslateError, TranslateErrorKind};
 
 /// The accumulator A. r0 because legacy packet loads put their result there.
 pub(super) const REG_A: u8 = 0;
@@ -88,7 +88,7 @@ impl Cmp {
 /// The translation of one classic program to one target.
 pub(super) struct Emitter<'a> {
     pub(super) b: ProgramBuilder,
-    pub(super) target: Target,
+    pub(super) target: PacketAccess,
     insns: &'a [CbpfInsn],
     /// One label per classic instruction, bound where its translation starts.
     labels: Vec<Label>,
@@ -103,13 +103,13 @@ pub(super) struct Emitter<'a> {
 }
 
 impl<'a> Emitter<'a> {
-    pub(super) fn new(insns: &'a [CbpfInsn], target: Target) -> Self {
+    pub(super) fn new(insns: &'a [CbpfInsn], target: PacketAccess) -> Self {
         let mut b = ProgramBuilder::new();
         let labels = insns.iter().map(|_| b.new_label()).collect();
         let reachable = analysis::reachable(insns, target);
         let anticipated = match target {
-            Target::Xdp => analysis::anticipated_reads(insns, target, &reachable),
-            Target::SocketFilter => vec![0; insns.len()],
+            PacketAccess::Xdp => analysis::anticipated_reads(insns, target, &reachable),
+            PacketAccess::SkBuff => vec![0; insns.len()],
         };
         let mut entry = vec![None; insns.len()];
         if let Some(first) = entry.first_mut() {
@@ -121,8 +121,8 @@ impl<'a> Emitter<'a> {
     /// Translates the whole program.
     pub(super) fn run(mut self) -> Result<Program, TranslateError> {
         match self.target {
-            Target::SocketFilter => socket::prologue(&mut self),
-            Target::Xdp => xdp::prologue(&mut self),
+            PacketAccess::SkBuff => socket::prologue(&mut self),
+            PacketAccess::Xdp => xdp::prologue(&mut self),
         }
         // A and X start at zero in classic BPF; scratch cells need no zeroing because
         // validation proved every read comes after a write.
@@ -180,8 +180,8 @@ impl<'a> Emitter<'a> {
         match insn.op {
             LdAbsW | LdAbsH | LdAbsB | LdIndW | LdIndH | LdIndB | LdxMsh | LdLen | LdxLen => {
                 return match self.target {
-                    Target::SocketFilter => socket::load(self, index, insn, facts),
-                    Target::Xdp => xdp::load(self, index, insn, facts),
+                    PacketAccess::SkBuff => socket::load(self, index, insn, facts),
+                    PacketAccess::Xdp => xdp::load(self, index, insn, facts),
                 };
             }
             LdImm => {

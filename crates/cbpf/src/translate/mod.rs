@@ -1,20 +1,21 @@
 //! Translation of classic BPF to eBPF, so that a classic program runs on every weir engine
 //! and loads into the Linux kernel. The program is validated first ([`crate::validate`],
 //! kernel rules), and the result gives the reference interpreter's verdict
-//! ([`crate::CbpfFilter`], libpcap's semantics) on every packet. Two targets:
+//! ([`crate::CbpfFilter`], libpcap's semantics) on every packet. Two forms, by the program
+//! type's [`PacketAccess`]:
 //!
-//! - [`Target::SocketFilter`], in the manner of the kernel's own classic-to-eBPF converter:
+//! - [`PacketAccess::SkBuff`], in the manner of the kernel's own classic-to-eBPF converter:
 //!   the context (`struct __sk_buff`) moves from r1 to r6, packet loads become the legacy
 //!   `ldabs*`/`ldind*` loads (big-endian; the program returns 0 when the bytes are not in
 //!   the packet, exactly libpcap's rule), `len` is `__sk_buff.len` (the wire length), and
 //!   ancillary loads (`SKF_AD_*`) read the matching `__sk_buff` field. Runs in weir with
-//!   [`bindings`]`(Target::SocketFilter)`, a context from [`sk_buff_context`], and the
+//!   [`bindings`]`(ProgType::SocketFilter)`, a context from [`sk_buff_context`], and the
 //!   captured bytes as the packet; loads into the kernel as `BPF_PROG_TYPE_SOCKET_FILTER`,
 //!   `SCHED_CLS` or `SCHED_ACT` (the types that allow the legacy loads).
-//! - [`Target::Xdp`], direct packet access through `struct xdp_md`'s `data` and `data_end`:
+//! - [`PacketAccess::Xdp`], direct packet access through `struct xdp_md`'s `data` and `data_end`:
 //!   every load is preceded by a bounds check the Linux verifier accepts (hoisted and merged
 //!   where one check covers later ones), reads little-endian and swaps to network order.
-//!   Runs in weir with [`bindings`]`(Target::Xdp)` and [`xdp_context`]; loads into the
+//!   Runs in weir with [`bindings`]`(ProgType::Xdp)` and [`xdp_context`]; loads into the
 //!   kernel as `BPF_PROG_TYPE_XDP`.
 //!
 //! # Machine model
@@ -66,7 +67,8 @@
 //!   an action itself (`XDP_PASS` for non-zero, `XDP_DROP` for zero, for example).
 //!
 //! ```
-//! use weir_cbpf::translate::{bindings, sk_buff_context, translate, Target};
+//! use weir_cbpf::translate::{bindings, sk_buff_context, translate};
+//! use weir_program::ProgType;
 //! use weir_cbpf::{parse, Format, PacketMeta};
 //! use weir_interp::{Config, Input, Interpreter};
 //!
@@ -76,9 +78,9 @@
 //!     Format::Listing,
 //! )
 //! .unwrap();
-//! let program = translate(&prog, Target::SocketFilter).unwrap();
+//! let program = translate(&prog, ProgType::SocketFilter).unwrap();
 //! let program = weir_program::Verified::structural(program).unwrap();
-//! let interp = Interpreter::new(&program, bindings(Target::SocketFilter), Config::default());
+//! let interp = Interpreter::new(&program, bindings(ProgType::SocketFilter), Config::default());
 //! let mut cache = interp.cache();
 //! let mut frame = [0u8; 60];
 //! frame[12] = 0x08;
@@ -92,43 +94,13 @@ mod emit;
 mod socket;
 mod xdp;
 
-use std::fmt;
-
 use thiserror::Error;
 use weir_isa::cbpf::ancillary::{SKF_AD_ALU_XOR_X, SKF_AD_OFF};
 use weir_isa::cbpf::CbpfInsn;
-use weir_program::abi::{Bindings, ContextLayout, SOCKET_FILTER, XDP};
-use weir_program::{LinkError, Program};
+use weir_program::abi::{Bindings, SOCKET_FILTER, XDP};
+use weir_program::{LinkError, PacketAccess, ProgType, Program};
 
 use crate::{CbpfValidateError, CbpfValidateErrorKind, PacketMeta};
-
-/// What the eBPF program is for: which context it receives and how it reaches the packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Target {
-    /// `struct __sk_buff` context; legacy `ldabs`/`ldind` packet loads.
-    SocketFilter,
-    /// `struct xdp_md` context; direct packet access with explicit bounds checks.
-    Xdp,
-}
-
-impl Target {
-    /// The context layout the program expects in r1.
-    pub fn context_layout(self) -> &'static ContextLayout {
-        match self {
-            Target::SocketFilter => &SOCKET_FILTER,
-            Target::Xdp => &XDP,
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Target::SocketFilter => "socket filter",
-            Target::Xdp => "XDP",
-        })
-    }
-}
 
 /// A classic program that cannot be translated, with the classic instruction at fault.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -160,16 +132,19 @@ impl From<CbpfValidateError> for TranslateError {
     }
 }
 
-/// Translates a classic program to eBPF for `target`. The program is validated under the
-/// kernel's rules first; see the module documentation for what the result does.
-pub fn translate(insns: &[CbpfInsn], target: Target) -> Result<Program, TranslateError> {
+/// Translates a classic program to eBPF as a program of type `prog_type` (socket filters
+/// and tc programs take the `__sk_buff` form, XDP the `xdp_md` form). The program is
+/// validated under the kernel's rules first; see the module documentation for what the
+/// result does.
+pub fn translate(insns: &[CbpfInsn], prog_type: ProgType) -> Result<Program, TranslateError> {
+    let target = prog_type.packet_access();
     crate::validate(insns)?;
     check_ancillary_support(insns, target)?;
     emit::Emitter::new(insns, target).run()
 }
 
 /// Refuses ancillary loads the target has nothing to translate to, at their instruction.
-fn check_ancillary_support(insns: &[CbpfInsn], target: Target) -> Result<(), TranslateError> {
+fn check_ancillary_support(insns: &[CbpfInsn], target: PacketAccess) -> Result<(), TranslateError> {
     for (index, insn) in insns.iter().enumerate() {
         if !emit::is_ancillary(insn) {
             continue;
@@ -179,8 +154,8 @@ fn check_ancillary_support(insns: &[CbpfInsn], target: Target) -> Result<(), Tra
             continue;
         }
         let problem = match target {
-            Target::SocketFilter => socket::ancillary_problem(offset),
-            Target::Xdp => Some(xdp::ancillary_problem(insn.k)),
+            PacketAccess::SkBuff => socket::ancillary_problem(offset),
+            PacketAccess::Xdp => Some(xdp::ancillary_problem(insn.k)),
         };
         if let Some(kind) = problem {
             return Err(TranslateError { index, kind });
@@ -189,12 +164,10 @@ fn check_ancillary_support(insns: &[CbpfInsn], target: Target) -> Result<(), Tra
     Ok(())
 }
 
-/// Bindings that run a translation for `target` on a weir engine: its context layout, so
+/// Bindings that run a translation for `prog_type` on a weir engine: its context layout, so
 /// that the engine fills in the packet pointers, and no helpers (translations call none).
-pub fn bindings(target: Target) -> Bindings {
-    let mut bindings = Bindings::new();
-    bindings.context = Some(target.context_layout());
-    bindings
+pub fn bindings(prog_type: ProgType) -> Bindings {
+    Bindings::for_prog_type(prog_type)
 }
 
 /// A `struct __sk_buff` for a socket-filter translation: `len` is the wire length, and the

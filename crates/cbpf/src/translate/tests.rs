@@ -10,8 +10,12 @@ fn stmt(op: weir_isa::cbpf::CbpfOp, k: u32) -> CbpfInsn {
     CbpfInsn::stmt(op, k)
 }
 
-fn insns(prog: &[CbpfInsn], target: Target) -> Vec<Insn> {
-    translate(prog, target).expect("translates").into_insns()
+fn insns(prog: &[CbpfInsn], target: PacketAccess) -> Vec<Insn> {
+    let prog_type = match target {
+        PacketAccess::SkBuff => ProgType::SocketFilter,
+        PacketAccess::Xdp => ProgType::Xdp,
+    };
+    translate(prog, prog_type).expect("translates").into_insns()
 }
 
 /// The byte counts of the XDP constant-offset bounds checks, in program order: each check is
@@ -44,7 +48,7 @@ fn straight_line_loads_share_one_check_for_the_largest_offset() {
         stmt(LdxMsh, 14),
         stmt(RetA, 0),
     ];
-    assert_eq!(xdp_checks(&insns(&prog, Target::Xdp)), [30]);
+    assert_eq!(xdp_checks(&insns(&prog, PacketAccess::Xdp)), [30]);
 }
 
 #[test]
@@ -57,7 +61,7 @@ fn a_check_before_a_branch_covers_what_both_sides_read() {
         stmt(LdAbsH, 20),                  // 4: needs 22: covered
         stmt(RetA, 0),                     // 5
     ];
-    assert_eq!(xdp_checks(&insns(&prog, Target::Xdp)), [22, 24]);
+    assert_eq!(xdp_checks(&insns(&prog, PacketAccess::Xdp)), [22, 24]);
 }
 
 #[test]
@@ -69,25 +73,25 @@ fn a_branch_that_reads_nothing_keeps_the_check_small() {
         stmt(RetA, 0),
         stmt(RetK, 0), // reads nothing: the first check may not demand 24 bytes
     ];
-    assert_eq!(xdp_checks(&insns(&prog, Target::Xdp)), [14, 24]);
+    assert_eq!(xdp_checks(&insns(&prog, PacketAccess::Xdp)), [14, 24]);
 }
 
 #[test]
 fn loads_past_offset_65535_return_zero_on_xdp_and_end_their_path() {
     let prog = [stmt(LdAbsB, 0xffff), stmt(LdImm, 0x1234_5678), stmt(RetA, 0)];
-    let code = insns(&prog, Target::Xdp);
+    let code = insns(&prog, PacketAccess::Xdp);
     assert!(xdp_checks(&code).is_empty());
     // What follows the load is unreachable and left out.
     assert!(code.iter().all(|i| i.imm != 0x1234_5678), "{code:?}");
     // The largest offset that can succeed still loads.
     let prog = [stmt(LdAbsB, 0xfffe), stmt(RetA, 0)];
-    assert_eq!(xdp_checks(&insns(&prog, Target::Xdp)), [0xffff]);
+    assert_eq!(xdp_checks(&insns(&prog, PacketAccess::Xdp)), [0xffff]);
 }
 
 #[test]
 fn unreachable_instructions_are_left_out() {
     let prog = [stmt(RetK, 1), stmt(RetK, 0x7777), stmt(RetK, 0x8888)];
-    for target in [Target::SocketFilter, Target::Xdp] {
+    for target in [PacketAccess::SkBuff, PacketAccess::Xdp] {
         let code = insns(&prog, target);
         assert!(code.iter().any(|i| i.op == Op::Mov32Imm && i.imm == 1));
         assert!(code.iter().all(|i| i.imm != 0x7777 && i.imm != 0x8888), "{code:?}");
@@ -99,20 +103,20 @@ fn unreachable_instructions_are_left_out() {
 fn shifts_by_x_are_guarded_unless_x_is_known_below_32() {
     let known = [stmt(LdImm, 1), stmt(LdxImm, 31), stmt(LshX, 0), stmt(RetA, 0)];
     let unknown = [stmt(LdImm, 31), stmt(Tax, 0), stmt(LshX, 0), stmt(RetA, 0)];
-    for target in [Target::SocketFilter, Target::Xdp] {
+    for target in [PacketAccess::SkBuff, PacketAccess::Xdp] {
         assert_eq!(count(&insns(&known, target), Op::Jlt64Imm), 0);
         assert_eq!(count(&insns(&unknown, target), Op::Jlt64Imm), 1);
     }
     // msh gives X up to 60: still guarded.
     let msh = [stmt(LdxMsh, 14), stmt(RshX, 0), stmt(RetA, 0)];
-    assert_eq!(count(&insns(&msh, Target::SocketFilter), Op::Jlt64Imm), 1);
+    assert_eq!(count(&insns(&msh, PacketAccess::SkBuff), Op::Jlt64Imm), 1);
 }
 
 #[test]
 fn division_by_x_is_guarded_and_by_k_is_not() {
     let by_x = [stmt(LdxImm, 3), stmt(DivX, 0), stmt(ModX, 0), stmt(RetA, 0)];
     let by_k = [stmt(DivK, 3), stmt(ModK, 3), stmt(RetA, 0)];
-    for target in [Target::SocketFilter, Target::Xdp] {
+    for target in [PacketAccess::SkBuff, PacketAccess::Xdp] {
         let code = insns(&by_x, target);
         assert_eq!(count(&code, Op::Jne64Imm), 2);
         assert_eq!((count(&code, Op::Div32Reg), count(&code, Op::Mod32Reg)), (1, 1));
@@ -125,12 +129,12 @@ fn division_by_x_is_guarded_and_by_k_is_not() {
 #[test]
 fn indexed_loads_after_msh_need_no_overflow_guard() {
     let prog = [stmt(LdxMsh, 14), stmt(LdIndH, 16), stmt(RetA, 0)];
-    let code = insns(&prog, Target::SocketFilter);
+    let code = insns(&prog, PacketAccess::SkBuff);
     let load = code.iter().find(|i| i.op == Op::LdIndH).expect("an ldindh");
     assert_eq!((load.src, load.imm), (7, 16));
     assert_eq!(count(&code, Op::Jle64Imm), 0);
     // XDP: only the bounds check of the load itself, no guard on X + k.
-    let code = insns(&prog, Target::Xdp);
+    let code = insns(&prog, PacketAccess::Xdp);
     assert_eq!(count(&code, Op::Jle64Imm), 0);
     assert_eq!(count(&code, Op::Jle64Reg), 2, "msh's byte and the indexed halfword");
 }
@@ -139,12 +143,12 @@ fn indexed_loads_after_msh_need_no_overflow_guard() {
 fn indexed_loads_with_unknown_x_check_the_exact_sum() {
     let prog = [stmt(LdxMem, 0), stmt(LdIndW, 2), stmt(RetA, 0)];
     let prog = [stmt(LdImm, 0), stmt(St, 0)].into_iter().chain(prog).collect::<Vec<_>>();
-    let code = insns(&prog, Target::SocketFilter);
+    let code = insns(&prog, PacketAccess::SkBuff);
     let guard = code.iter().find(|i| i.op == Op::Jle64Imm).expect("a guard");
     assert_eq!(guard.imm, i64::from(i32::MAX));
     let load = code.iter().find(|i| i.op == Op::LdIndW).expect("an ldindw");
     assert_eq!((load.src, load.imm), (1, 0));
-    let code = insns(&prog, Target::Xdp);
+    let code = insns(&prog, PacketAccess::Xdp);
     let guard = code.iter().find(|i| i.op == Op::Jle64Imm).expect("a guard");
     assert_eq!(guard.imm, 0xffff - 4);
 }
@@ -153,12 +157,12 @@ fn indexed_loads_with_unknown_x_check_the_exact_sum() {
 fn constants_above_i32_max_are_compared_through_a_register() {
     let prog =
         [stmt(LdImm, 5), CbpfInsn::jump(JgtK, 0x8000_0000, 0, 1), stmt(RetK, 1), stmt(RetK, 2)];
-    let code = insns(&prog, Target::SocketFilter);
+    let code = insns(&prog, PacketAccess::SkBuff);
     assert_eq!(count(&code, Op::Jle64Reg), 1, "{code:?}");
     // jset only looks at the low 32 bits, where sign extension changes nothing.
     let prog =
         [stmt(LdImm, 5), CbpfInsn::jump(JsetK, 0x8000_0000, 0, 1), stmt(RetK, 1), stmt(RetK, 2)];
-    let code = insns(&prog, Target::SocketFilter);
+    let code = insns(&prog, PacketAccess::SkBuff);
     assert_eq!(count(&code, Op::Jset64Imm), 1, "{code:?}");
 }
 
@@ -172,6 +176,6 @@ fn sk_buff_context_is_laid_out_as_the_kernel_does() {
     assert_eq!(ctx[16..20], [0x86, 0xdd, 0, 0]);
     assert_eq!(ctx[28..32], [0x81, 0x00, 0, 0]);
     assert_eq!(xdp_context().len(), 24);
-    assert_eq!(bindings(Target::Xdp).context.map(|l| l.name), Some("xdp_md"));
-    assert_eq!(bindings(Target::SocketFilter).context.map(|l| l.name), Some("__sk_buff"));
+    assert_eq!(bindings(ProgType::Xdp).context.map(|l| l.name), Some("xdp_md"));
+    assert_eq!(bindings(ProgType::SocketFilter).context.map(|l| l.name), Some("__sk_buff"));
 }

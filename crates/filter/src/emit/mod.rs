@@ -27,7 +27,7 @@
 //!      (002) ret      #262144\n\
 //!      (003) ret      #0\n"
 //! );
-//! let program = ebpf::emit(&ipv4, ebpf::Target::Xdp).unwrap();
+//! let program = ebpf::emit(&ipv4, ProgType::Xdp).unwrap();
 //! weir_program::validate(&program).unwrap();
 //! ```
 

@@ -6,8 +6,8 @@
 use weir_isa::ebpf::Op;
 
 use super::{
-    scratch_offset, spill_offset, Emitter, Jump, Operand, Rel, Target, FRAME, LEGACY_MAX_OFFSET,
-    MAX_SPILLS, R0, SOCKET_CTX, XDP_DATA, XDP_DATA_END, XDP_MAX_END, XDP_TMP,
+    scratch_offset, spill_offset, Emitter, Jump, Operand, PacketAccess, Rel, FRAME,
+    LEGACY_MAX_OFFSET, MAX_SPILLS, R0, SOCKET_CTX, XDP_DATA, XDP_DATA_END, XDP_MAX_END, XDP_TMP,
 };
 use crate::emit::bounds::{can_abort, max_value, split_offset};
 use crate::emit::EmitError;
@@ -136,16 +136,14 @@ impl Emitter {
             Expr::WireLen => {
                 let r = self.allocate()?;
                 match self.target {
-                    Target::SocketFilter => {
-                        let len = self
-                            .target
-                            .context_layout()
+                    PacketAccess::SkBuff => {
+                        let len = weir_program::abi::SOCKET_FILTER
                             .field("len")
                             .and_then(|f| i16::try_from(f.offset).ok())
                             .unwrap_or(0);
                         self.insn(Op::LdxW, r, SOCKET_CTX, len, 0);
                     }
-                    Target::Xdp => {
+                    PacketAccess::Xdp => {
                         // The difference of two packet pointers: allowed to privileged
                         // loaders (CAP_PERFMON or root).
                         self.alu_reg(Op::Mov64Reg, r, XDP_DATA_END);
@@ -250,7 +248,7 @@ impl Emitter {
         }
         let (base, displacement) = split_offset(offset);
         match self.target {
-            Target::SocketFilter => {
+            PacketAccess::SkBuff => {
                 let Some(base_limit) = LEGACY_MAX_OFFSET.checked_sub(displacement) else {
                     let r = self.allocate()?;
                     self.abort();
@@ -269,7 +267,7 @@ impl Emitter {
                 self.alu_reg(Op::Mov64Reg, r, R0);
                 Ok(r)
             }
-            Target::Xdp => {
+            PacketAccess::Xdp => {
                 let room = displacement.checked_add(bytes).and_then(|n| XDP_MAX_END.checked_sub(n));
                 let Some(base_limit) = room else {
                     let r = self.allocate()?;
@@ -305,7 +303,7 @@ impl Emitter {
     fn constant_load(&mut self, k: u32, size: Size) -> Result<u8, EmitError> {
         let r = self.allocate()?;
         match self.target {
-            Target::SocketFilter => {
+            PacketAccess::SkBuff => {
                 if k > LEGACY_MAX_OFFSET {
                     self.abort();
                     return Ok(r);
@@ -318,7 +316,7 @@ impl Emitter {
                 self.insn(op, 0, 0, 0, k as i32);
                 self.alu_reg(Op::Mov64Reg, r, R0);
             }
-            Target::Xdp => {
+            PacketAccess::Xdp => {
                 let end = u64::from(k).wrapping_add(u64::from(size.bytes()));
                 let Some(end) = u32::try_from(end).ok().filter(|&e| e <= XDP_MAX_END) else {
                     self.abort();

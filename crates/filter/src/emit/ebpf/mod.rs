@@ -2,14 +2,15 @@
 //! 64-bit registers holding zero-extended 32-bit numbers, arithmetic is ALU32 (whose
 //! zero-extension keeps that true), comparisons are JMP32, and scratch memory is used only
 //! for the filter's own [`crate::Expr::Scratch`] slots and for the rare expression too deep
-//! for the registers. Two targets, with the meaning `weir_cbpf::translate` gives them:
+//! for the registers. Two forms, by the program type's [`PacketAccess`], with the meaning
+//! `weir_cbpf::translate` gives them:
 //!
-//! - [`Target::SocketFilter`]: the context is a `struct __sk_buff`, kept in r6; packet
+//! - [`PacketAccess::SkBuff`] (socket filters, tc): the context is a `struct __sk_buff`, kept in r6; packet
 //!   loads are the legacy `ldabs*`/`ldind*` loads, which read big-endian and end the program
 //!   with 0 when the bytes are not in the packet (the IR's abort); `len` is `__sk_buff.len`
 //!   (the wire length). The program returns the filter's `accept` value or 0. Loads into the
 //!   kernel as `BPF_PROG_TYPE_SOCKET_FILTER`, `SCHED_CLS` or `SCHED_ACT`.
-//! - [`Target::Xdp`]: the context is a `struct xdp_md`; loads read through `data` (r8)
+//! - [`PacketAccess::Xdp`] (XDP): the context is a `struct xdp_md`; loads read through `data` (r8)
 //!   with explicit checks against `data_end` (r9) that the Linux verifier accepts, then swap
 //!   to network order. The program returns `XDP_PASS` when the filter accepts and
 //!   `XDP_DROP` when it rejects or aborts. XDP sees whole frames, so `len` is
@@ -42,8 +43,8 @@ mod expr;
 mod layout;
 
 use weir_isa::ebpf::{Insn, Op};
-use weir_program::abi::{xdp_action, ContextLayout, SOCKET_FILTER, XDP};
-use weir_program::Program;
+use weir_program::abi::{xdp_action, XDP};
+use weir_program::{PacketAccess, ProgType, Program};
 
 use super::bounds::{constant_load_end, max_value};
 use super::flow::{Flow, Label};
@@ -51,64 +52,38 @@ use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
 use crate::ir::{CmpOp, Expr, Filter, Pred, SCRATCH_SLOTS};
 
-/// What the program is for: which context it receives and how it reaches the packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Target {
-    /// `struct __sk_buff` context; legacy `ldabs`/`ldind` packet loads; returns the
-    /// filter's accept value or 0.
-    SocketFilter,
-    /// `struct xdp_md` context; direct packet access with explicit bounds checks; returns
-    /// `XDP_PASS` or `XDP_DROP`.
-    Xdp,
-}
-
-impl Target {
-    /// The context layout the program expects in r1.
-    pub fn context_layout(self) -> &'static ContextLayout {
-        match self {
-            Target::SocketFilter => &SOCKET_FILTER,
-            Target::Xdp => &XDP,
-        }
-    }
-
-    /// What the program returns for a packet the filter accepts.
-    pub fn accept_value(self, filter: &Filter) -> u32 {
-        match self {
-            Target::SocketFilter => filter.accept,
-            Target::Xdp => xdp_action::PASS,
-        }
-    }
-
-    /// What the program returns for a packet the filter rejects (or aborts on).
-    pub fn reject_value(self) -> u32 {
-        match self {
-            Target::SocketFilter => 0,
-            Target::Xdp => xdp_action::DROP,
-        }
+/// What the program returns for a packet the filter accepts: the filter's accept value,
+/// or `XDP_PASS`.
+pub fn accept_value(prog_type: ProgType, filter: &Filter) -> u32 {
+    match prog_type.packet_access() {
+        PacketAccess::SkBuff => filter.accept,
+        PacketAccess::Xdp => xdp_action::PASS,
     }
 }
 
-impl std::fmt::Display for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Target::SocketFilter => "socket filter",
-            Target::Xdp => "XDP",
-        })
+/// What the program returns for a packet the filter rejects (or aborts on): 0, or
+/// `XDP_DROP`.
+pub fn reject_value(prog_type: ProgType) -> u32 {
+    match prog_type.packet_access() {
+        PacketAccess::SkBuff => 0,
+        PacketAccess::Xdp => xdp_action::DROP,
     }
 }
 
-/// An eBPF program for `filter` on `target` (see the module documentation).
-pub fn emit(filter: &Filter, target: Target) -> Result<Program, EmitError> {
+/// An eBPF program for `filter` as a program of type `prog_type` (see the module
+/// documentation: socket filters and tc programs take the `__sk_buff` form, XDP the
+/// `xdp_md` form).
+pub fn emit(filter: &Filter, prog_type: ProgType) -> Result<Program, EmitError> {
     let (read, _) = scratch_usage(&filter.pred)?;
-    let mut e = Emitter::new(target);
+    let mut e = Emitter::new(prog_type.packet_access());
     e.prologue(read);
     let accept = e.flow.label();
     let reject = e.reject;
     e.pred(&filter.pred, accept, reject)?;
     e.flow.bind(accept);
-    e.ret(target.accept_value(filter));
+    e.ret(accept_value(prog_type, filter));
     e.flow.bind(reject);
-    e.ret(target.reject_value());
+    e.ret(reject_value(prog_type));
     e.flow.simplify();
     layout::link(&e.flow)
 }
@@ -132,11 +107,11 @@ const XDP_TMP: u8 = R1;
 
 /// Registers that hold values. The legacy loads are calls to the kernel and clobber r0-r5,
 /// so the socket target keeps values in the callee-saved r7-r9 only.
-fn value_registers(target: Target) -> &'static [u8] {
+fn value_registers(target: PacketAccess) -> &'static [u8] {
     match target {
         // Popped from the end: r7 first.
-        Target::SocketFilter => &[9, 8, 7],
-        Target::Xdp => &[7, 6, 5, 4, 3, 2, 0],
+        PacketAccess::SkBuff => &[9, 8, 7],
+        PacketAccess::Xdp => &[7, 6, 5, 4, 3, 2, 0],
     }
 }
 
@@ -259,7 +234,7 @@ fn rel(op: CmpOp) -> Rel {
 
 pub(super) struct Emitter {
     flow: Flow<Insn, Jump>,
-    target: Target,
+    target: PacketAccess,
     reject: Label,
     /// Value registers not in use (a stack).
     free: Vec<u8>,
@@ -270,7 +245,7 @@ pub(super) struct Emitter {
 }
 
 impl Emitter {
-    fn new(target: Target) -> Self {
+    fn new(target: PacketAccess) -> Self {
         let mut flow = Flow::new();
         let reject = flow.label();
         Emitter {
@@ -315,8 +290,8 @@ impl Emitter {
 
     fn prologue(&mut self, scratch_read: u16) {
         match self.target {
-            Target::SocketFilter => self.alu_reg(Op::Mov64Reg, SOCKET_CTX, R1),
-            Target::Xdp => {
+            PacketAccess::SkBuff => self.alu_reg(Op::Mov64Reg, SOCKET_CTX, R1),
+            PacketAccess::Xdp => {
                 let field =
                     |name| XDP.field(name).and_then(|f| i16::try_from(f.offset).ok()).unwrap_or(0);
                 self.insn(Op::LdxW, XDP_DATA, R1, field("data"), 0);
@@ -429,7 +404,7 @@ impl Emitter {
     /// XDP: one bounds check for every constant-offset load of the expressions, which all
     /// run unless one aborts first.
     fn check_constant_loads(&mut self, exprs: &[&Expr]) {
-        if self.target != Target::Xdp {
+        if self.target != PacketAccess::Xdp {
             return;
         }
         let Some(end) = exprs.iter().filter_map(|e| constant_load_end(e)).max() else {
@@ -454,9 +429,9 @@ impl Emitter {
 
     fn guard(&mut self, n: u32) {
         match self.target {
-            Target::Xdp if n > XDP_MAX_END => self.abort(),
-            Target::Xdp => self.ensure_checked(n),
-            Target::SocketFilter => match n.checked_sub(1) {
+            PacketAccess::Xdp if n > XDP_MAX_END => self.abort(),
+            PacketAccess::Xdp => self.ensure_checked(n),
+            PacketAccess::SkBuff => match n.checked_sub(1) {
                 None => {}
                 Some(last) if last > LEGACY_MAX_OFFSET => self.abort(),
                 // The byte itself is not needed: the load fails when it is not there.
