@@ -14,7 +14,7 @@ use emit_common::{hex, packets, FilterGen};
 use weir_filter::emit::ebpf::{self, Target};
 use weir_filter::{BinOp, Expr, Filter, Pred, Size};
 use weir_program::abi::xdp_action;
-use weir_testkit::kernel::{self, ProgType};
+use weir_sys::kernel::{self, ProgType};
 use weir_testkit::Packet;
 
 /// Frames both test runs take: at least an Ethernet header, at most a standard MTU (so
@@ -60,7 +60,8 @@ fn check(filter: &Filter, target: Target, frames: &[Packet]) -> usize {
             Target::Xdp => xdp_action::DROP,
         };
         let got = loaded
-            .test_run(&frame.data)
+            .test_run(&frame.data, 1)
+            .map(|run| run.retval)
             .unwrap_or_else(|e| panic!("{filter:?} ({target}): {}: {e}", frame.description));
         assert_eq!(
             got,

@@ -4,14 +4,12 @@
 //! packets; they need packets that exercise every header a filter can look at, the same ones
 //! on every run, and a way to hand them to tcpdump. This crate provides [`corpus`] (seeded,
 //! varied traffic), [`edge_cases`] (hand-written boundary frames) and pcap reading/writing,
-//! plus [`pflang_gen`] (random filter expressions and a shrinker) for the pflang oracle tests,
-//! and the Linux kernel as an eBPF oracle ([`kernel`]).
+//! plus [`pflang_gen`] (random filter expressions and a shrinker) for the pflang oracle tests.
+//! The oracles themselves (libpcap, the kernel's `bpf()`) are `weir-sys`'s.
 //! It is test support only and is never published.
 
 mod corpus;
 mod edge;
-pub mod kernel;
-pub mod libpcap;
 mod linkedge;
 mod netedge;
 mod pcap;
