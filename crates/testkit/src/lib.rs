@@ -4,12 +4,15 @@
 //! packets; they need packets that exercise every header a filter can look at, the same ones
 //! on every run, and a way to hand them to tcpdump. This crate provides [`corpus`] (seeded,
 //! varied traffic), [`edge_cases`] (hand-written boundary frames) and pcap reading/writing,
-//! plus [`pflang_gen`] (random filter expressions and a shrinker) for the pflang oracle tests.
+//! plus [`pflang_gen`] (random filter expressions and a shrinker) for the pflang oracle tests,
+//! [`filter_gen`] (random filter IR and packets) for the emitter and native-code tests, and
+//! [`SplitMix64`], the one pseudo-random source of all of them.
 //! The oracles themselves (libpcap, the kernel's `bpf()`) are `weir-sys`'s.
 //! It is test support only and is never published.
 
 mod corpus;
 mod edge;
+pub mod filter_gen;
 mod linkedge;
 mod netedge;
 mod pcap;
