@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use weir_pflang::names::NameDb;
 use weir_pflang::LinkType;
-use weir_runtime::libpcap::{self, NETMASK_UNKNOWN};
+use weir_sys::libpcap;
 
 use crate::filterlist::{self, BenchFilter};
 use crate::filters::compile_weir;
@@ -196,12 +196,11 @@ fn measure(
         Ok(_) => (result(pipeline(1)), result(pipeline(2))),
         Err(e) => (Err(e.clone()), Err(e.clone())),
     };
-    let pcap = if pcap {
-        result(time_calls(rounds, budget, || {
-            libpcap::compile(&f.expr, 1, true, NETMASK_UNKNOWN).map(drop)
-        }))
-    } else {
-        Err("libpcap not loaded".into())
+    let pcap = match libpcap::load() {
+        Ok(lib) if pcap => {
+            result(time_calls(rounds, budget, || lib.compile(&f.expr, 1, true).map(drop)))
+        }
+        _ => Err("libpcap not loaded".into()),
     };
     CompileFigures { weir, cbpf, ebpf, pcap }
 }
@@ -234,10 +233,11 @@ fn time_pcap_scaled(
     budget: Duration,
     last: &mut Option<(usize, f64)>,
 ) -> Result<Samples, String> {
+    let lib = libpcap::load()?;
     if last.is_none() && n > 100 {
         let probe = BenchFilter::host_set(100);
         let start = Instant::now();
-        libpcap::compile(&probe.expr, 1, true, NETMASK_UNKNOWN)?;
+        lib.compile(&probe.expr, 1, true)?;
         *last = Some((100, start.elapsed().as_secs_f64()));
     }
     if let Some((m, secs)) = *last {
@@ -251,9 +251,7 @@ fn time_pcap_scaled(
             ));
         }
     }
-    let (samples, first) = time_calls(rounds, budget, || {
-        libpcap::compile(&f.expr, 1, true, NETMASK_UNKNOWN).map(drop)
-    });
+    let (samples, first) = time_calls(rounds, budget, || lib.compile(&f.expr, 1, true).map(drop));
     first?;
     *last = Some((n, samples.median() / 1e9));
     Ok(samples)

@@ -13,7 +13,7 @@ use weir_isa::cbpf::{decode, CbpfInsn, SockFilter};
 use weir_program::abi::{Bindings, SOCKET_FILTER};
 use weir_program::ProgType;
 use weir_program::Program;
-use weir_runtime::libpcap::{self, BpfInsn};
+use weir_sys::libpcap::{self, BpfInsn};
 
 /// Runs the filter on one packet (captured bytes, wire length): true when it matches.
 /// The packet is writable only because weir's interpreter takes writable packet memory.
@@ -71,7 +71,7 @@ fn with_libpcap() -> Result<(), String> {
 }
 
 fn with_kernel() -> Result<(), String> {
-    weir_runtime::kernel::available().map_err(|e| format!("kernel: {e}"))
+    weir_sys::kernel::available().map_err(|e| format!("kernel: {e}"))
 }
 
 /// Every engine, in report order.
@@ -273,8 +273,8 @@ fn ebpf_interp_pcap(s: &Subject) -> Result<Runner, String> {
 }
 
 fn pcap(s: &Subject) -> Result<Runner, String> {
-    let prog = libpcap::validate(s.pcap?)?;
-    Ok(Runner::InProcess(Box::new(move |pkt, wire| libpcap::filter(&prog, pkt, wire) != 0)))
+    let prog = libpcap::load()?.validate(s.pcap?)?;
+    Ok(Runner::InProcess(Box::new(move |pkt, wire| prog.filter(pkt, wire) != 0)))
 }
 
 fn kernel(s: &Subject) -> Result<Runner, String> {

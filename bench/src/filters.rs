@@ -16,7 +16,7 @@ use std::time::Duration;
 use weir_filter::Filter;
 use weir_pflang::names::NameDb;
 use weir_pflang::{LinkType, Options};
-use weir_runtime::libpcap::{self, BpfInsn, NETMASK_UNKNOWN};
+use weir_sys::libpcap::{self, BpfInsn};
 
 use crate::engines::{self, Engine, Role, Runner, Subject};
 use crate::filterlist::{self, BenchFilter};
@@ -146,7 +146,7 @@ pub fn run(args: &FiltersArgs, command: &str) -> Result<bool, String> {
         notes.push("WARNING: debug build; use --release for figures that mean anything".into());
     }
     let pcap_state = libpcap::available();
-    let kernel_state = weir_runtime::kernel::available();
+    let kernel_state = weir_sys::kernel::available();
     if let Err(e) = &pcap_state {
         notes.push(format!("libpcap: {e}"));
     }
@@ -185,7 +185,8 @@ pub fn run(args: &FiltersArgs, command: &str) -> Result<bool, String> {
                 Ok((u, o)) => (Ok(u), Ok(o)),
                 Err(e) => (Err(e.clone()), Err(e)),
             };
-            let pcap = libpcap::compile(&bench.expr, linktype.dlt() as i32, true, NETMASK_UNKNOWN);
+            let pcap = libpcap::load()
+                .and_then(|pcap| pcap.compile(&bench.expr, linktype.dlt() as i32, true));
             Compiled { bench, unoptimized, optimized, pcap }
         })
         .collect();
@@ -492,7 +493,7 @@ mod tests {
             bench: BenchFilter::plain(expr),
             unoptimized: Ok(u),
             optimized: Ok(o),
-            pcap: libpcap::compile(pcap_expr, 1, true, NETMASK_UNKNOWN),
+            pcap: libpcap::load()?.compile(pcap_expr, 1, true),
         })
     }
 

@@ -10,7 +10,7 @@
 //! workload can be measured this way.
 
 use weir_program::Program;
-use weir_runtime::kernel::{self, LoadedProgram, ProgType};
+use weir_sys::kernel::{self, LoadedProgram, ProgType};
 
 use crate::timing::Samples;
 use crate::workload::Workload;
@@ -78,9 +78,9 @@ impl KernelFigures {
 impl KernelPair {
     /// Loads `program`; a refusal carries the verifier's log.
     pub fn load(program: &Program) -> Result<KernelPair, String> {
-        let filter = kernel::load(&program.to_bytes(), ProgType::SchedCls)
+        let filter = kernel::load(ProgType::SchedCls, &program.to_bytes())
             .map_err(|e| format!("the kernel refuses the program: {e}"))?;
-        let overhead = kernel::load(&ACCEPT_ALL, ProgType::SchedCls)
+        let overhead = kernel::load(ProgType::SchedCls, &ACCEPT_ALL)
             .map_err(|e| format!("the kernel refuses an accept-all program: {e}"))?;
         Ok(KernelPair { filter, overhead })
     }

@@ -42,12 +42,12 @@ pub fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map_or_else(|_| "unknown".into(), |s| s.trim().to_string());
-    let jit = match weir_runtime::kernel::jit_setting() {
+    let jit = match weir_sys::kernel::jit_setting() {
         Some(0) => "off".to_string(),
         Some(n) => format!("on ({n})"),
         None => "unknown".into(),
     };
-    let pcap = weir_runtime::libpcap::version().unwrap_or_else(|e| e);
+    let pcap = weir_sys::libpcap::load().map(|pcap| pcap.version()).unwrap_or_else(|e| e);
     format!(
         "{cpu}, {cores} logical CPUs; Linux {kernel}, bpf_jit_enable {jit}; {pcap}; weir-bench \
          {} build",

@@ -11,6 +11,7 @@
 //! bytes on every machine.
 
 use weir_packet::{ethertype, ipproto};
+use weir_testkit::SplitMix64;
 
 /// The seed of the default workloads.
 pub const SEED: u64 = 0x5eed_b3c4;
@@ -18,47 +19,37 @@ pub const SEED: u64 = 0x5eed_b3c4;
 /// One generated frame; its wire length is its length.
 pub type Frame = Vec<u8>;
 
-/// SplitMix64: tiny, fast, and its stream never changes with a dependency's version.
-struct Rng(u64);
+/// The test kit's SplitMix64 (tiny, fast, and its stream never changes with a dependency's
+/// version), drawn from the way this generator needs.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// In `0..n` (0 when n is 0).
     fn below(&mut self, n: u32) -> u32 {
-        self.next().checked_rem(u64::from(n)).unwrap_or(0) as u32
+        self.0.below(u64::from(n)) as u32
     }
 
     fn chance(&mut self, percent: u32) -> bool {
-        self.below(100) < percent
+        self.0.chance(u64::from(percent))
     }
 
     fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u32) as usize]
+        self.0.pick(items).expect("pick from a non-empty slice")
     }
 
     /// An index chosen with the given weights.
     fn weighted(&mut self, weights: &[u32]) -> usize {
-        let mut roll = self.below(weights.iter().sum());
-        for (i, &w) in weights.iter().enumerate() {
-            if roll < w {
-                return i;
-            }
-            roll -= w;
-        }
-        0
+        self.0.weighted(weights)
     }
 }
 
 /// Generates `count` frames from `seed`; `frames(s, n)` is a prefix of `frames(s, m)`.
 pub fn frames(seed: u64, count: usize) -> Vec<Frame> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng(SplitMix64::new(seed));
     (0..count).map(|_| frame(&mut rng)).collect()
 }
 

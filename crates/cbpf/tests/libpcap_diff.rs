@@ -4,100 +4,29 @@
 //! `bpf_filter` over the deterministic packet corpus, and every returned value must agree.
 //! A proptest does the same for random valid programs built from the opcode table.
 //!
-//! libpcap is linked here, in the test only: no library crate of weir needs it.
-
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
-use std::sync::Mutex;
+//! libpcap is loaded at run time through weir-sys, in the test only.
 
 use proptest::prelude::*;
 use weir_cbpf::{validate, CbpfFilter, PacketMeta, Rules};
 use weir_isa::cbpf::ancillary::{SKF_AD_OFF, SKF_AD_PKTTYPE};
 use weir_isa::cbpf::{decode, encode, CbpfInsn, CbpfOp, SockFilter, CBPF_OPCODES};
+use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
-
-/// libpcap's `struct bpf_insn`: the same layout as the kernel's `struct sock_filter`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct BpfInsn {
-    code: u16,
-    jt: u8,
-    jf: u8,
-    k: u32,
-}
-
-/// libpcap's `struct bpf_program`.
-#[repr(C)]
-struct BpfProgram {
-    bf_len: c_uint,
-    bf_insns: *mut BpfInsn,
-}
-
-#[link(name = "pcap")]
-extern "C" {
-    fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut c_void;
-    fn pcap_compile(
-        p: *mut c_void,
-        fp: *mut BpfProgram,
-        text: *const c_char,
-        optimize: c_int,
-        netmask: u32,
-    ) -> c_int;
-    fn pcap_geterr(p: *mut c_void) -> *const c_char;
-    fn pcap_freecode(fp: *mut BpfProgram);
-    fn pcap_close(p: *mut c_void);
-    fn bpf_filter(pc: *const BpfInsn, pkt: *const u8, wirelen: c_uint, buflen: c_uint) -> c_uint;
-}
-
-const DLT_EN10MB: c_int = 1;
-const SNAPLEN: c_int = 262_144;
-const PCAP_NETMASK_UNKNOWN: u32 = 0xffff_ffff;
-
-/// Older libpcap releases keep parser state in globals; one compile at a time.
-static PCAP_LOCK: Mutex<()> = Mutex::new(());
 
 /// Compiles `expr` for Ethernet with libpcap and returns the program's records.
 fn pcap_compile_expr(expr: &str, optimize: bool) -> Result<Vec<SockFilter>, String> {
-    let text = CString::new(expr).map_err(|e| e.to_string())?;
-    let _guard = PCAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: pcap_open_dead has no preconditions; a null result is checked below.
-    let handle = unsafe { pcap_open_dead(DLT_EN10MB, SNAPLEN) };
-    if handle.is_null() {
-        return Err("pcap_open_dead failed".into());
-    }
-    let mut prog = BpfProgram { bf_len: 0, bf_insns: std::ptr::null_mut() };
-    // SAFETY: `handle` is a live pcap handle, `prog` a valid out-parameter and `text` a
-    // NUL-terminated string that outlives the call.
-    let rc = unsafe {
-        pcap_compile(handle, &mut prog, text.as_ptr(), c_int::from(optimize), PCAP_NETMASK_UNKNOWN)
-    };
-    let result = if rc != 0 {
-        // SAFETY: after a failed compile, pcap_geterr returns the handle's NUL-terminated
-        // message buffer, valid until the handle is closed (below, after the copy).
-        Err(unsafe { CStr::from_ptr(pcap_geterr(handle)) }.to_string_lossy().into_owned())
-    } else {
-        // SAFETY: on success libpcap filled `bf_insns` with `bf_len` instructions, which
-        // stay valid until pcap_freecode.
-        let insns = unsafe { std::slice::from_raw_parts(prog.bf_insns, prog.bf_len as usize) };
-        let records =
-            insns.iter().map(|i| SockFilter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect();
-        // SAFETY: `prog` came from a successful pcap_compile and is freed once.
-        unsafe { pcap_freecode(&mut prog) };
-        Ok(records)
-    };
-    // SAFETY: `handle` is live and closed exactly once.
-    unsafe { pcap_close(handle) };
-    result
+    let insns = libpcap::required().compile(expr, 1, optimize)?;
+    Ok(insns.iter().map(|i| SockFilter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect())
 }
 
-/// libpcap's verdict for `prog` (which must pass libpcap's validation: `bpf_filter` trusts
-/// the program) on `packet`.
+/// libpcap's verdict for `prog` (which must pass libpcap's validation: the callers check it
+/// with weir's equivalent first) on `packet`.
 fn pcap_run(prog: &[SockFilter], packet: &Packet) -> u32 {
     let insns: Vec<BpfInsn> =
         prog.iter().map(|r| BpfInsn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }).collect();
-    let caplen = c_uint::try_from(packet.data.len()).expect("packet under 4 GiB");
-    // SAFETY: `insns` is a program libpcap's validator accepts (the callers check it with
-    // weir's equivalent first), so bpf_filter stays inside it; `data` holds `caplen` bytes.
-    unsafe { bpf_filter(insns.as_ptr(), packet.data.as_ptr(), packet.wire_len, caplen) }
+    libpcap::required()
+        .run(&insns, &packet.data, packet.wire_len)
+        .expect("libpcap's bpf_validate refuses a program weir's validation accepts")
 }
 
 fn packets() -> Vec<Packet> {

@@ -5,11 +5,7 @@
 //! must equal the reference interpreter's (`CbpfFilter`), itself checked against libpcap's
 //! `bpf_filter` on the same packets.
 //!
-//! libpcap is linked here, in the test only: no library crate of weir needs it.
-
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
-use std::sync::Mutex;
-use weir_program::ProgType;
+//! libpcap is loaded at run time through weir-sys, in the test only.
 
 use proptest::prelude::*;
 use weir_cbpf::translate::{bindings, sk_buff_context, translate, xdp_context, TranslateErrorKind};
@@ -17,87 +13,24 @@ use weir_cbpf::{CbpfFilter, CbpfValidateErrorKind, PacketMeta};
 use weir_interp::{Config, Input, Interpreter};
 use weir_isa::cbpf::ancillary::*;
 use weir_isa::cbpf::{decode, CbpfInsn, CbpfOp, SockFilter, CBPF_OPCODES};
-use weir_program::{Program, Verified};
+use weir_program::{ProgType, Program, Verified};
+use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
 
 // ---------------------------------------------------------------------------------------
 // libpcap
 
-/// libpcap's `struct bpf_insn` (the kernel's `struct sock_filter`).
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct BpfInsn {
-    code: u16,
-    jt: u8,
-    jf: u8,
-    k: u32,
-}
-
-/// libpcap's `struct bpf_program`.
-#[repr(C)]
-struct BpfProgram {
-    bf_len: c_uint,
-    bf_insns: *mut BpfInsn,
-}
-
-#[link(name = "pcap")]
-extern "C" {
-    fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut c_void;
-    fn pcap_compile(
-        p: *mut c_void,
-        fp: *mut BpfProgram,
-        text: *const c_char,
-        optimize: c_int,
-        netmask: u32,
-    ) -> c_int;
-    fn pcap_geterr(p: *mut c_void) -> *const c_char;
-    fn pcap_freecode(fp: *mut BpfProgram);
-    fn pcap_close(p: *mut c_void);
-    fn bpf_filter(pc: *const BpfInsn, pkt: *const u8, wirelen: c_uint, buflen: c_uint) -> c_uint;
-}
-
-/// libpcap's compiler keeps state in globals in older releases: one compile at a time.
-static PCAP_LOCK: Mutex<()> = Mutex::new(());
-
 /// `pcap_compile` for Ethernet (DLT_EN10MB), snap length 262144, netmask unknown.
 fn pcap_compile_expr(expr: &str, optimize: bool) -> Result<Vec<SockFilter>, String> {
-    let text = CString::new(expr).map_err(|e| e.to_string())?;
-    let _guard = PCAP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: pcap_open_dead takes plain integers; a null result is checked below.
-    let handle = unsafe { pcap_open_dead(1, 262_144) };
-    if handle.is_null() {
-        return Err("pcap_open_dead failed".into());
-    }
-    let mut prog = BpfProgram { bf_len: 0, bf_insns: std::ptr::null_mut() };
-    // SAFETY: `handle` is live, `prog` is a valid out-parameter and `text` is NUL-terminated
-    // and outlives the call.
-    let rc = unsafe {
-        pcap_compile(handle, &mut prog, text.as_ptr(), c_int::from(optimize), 0xffff_ffff)
-    };
-    let result = if rc != 0 {
-        // SAFETY: after a failed compile pcap_geterr points at the handle's NUL-terminated
-        // message, valid until pcap_close below; it is copied before that.
-        Err(unsafe { CStr::from_ptr(pcap_geterr(handle)) }.to_string_lossy().into_owned())
-    } else {
-        // SAFETY: a successful compile leaves `bf_len` instructions at `bf_insns`, valid
-        // until pcap_freecode.
-        let insns = unsafe { std::slice::from_raw_parts(prog.bf_insns, prog.bf_len as usize) };
-        let records = insns.iter().map(|i| SockFilter::new(i.code, i.jt, i.jf, i.k)).collect();
-        // SAFETY: `prog` came from a successful pcap_compile and is freed exactly once.
-        unsafe { pcap_freecode(&mut prog) };
-        Ok(records)
-    };
-    // SAFETY: `handle` is live and closed exactly once.
-    unsafe { pcap_close(handle) };
-    result
+    let insns = libpcap::required().compile(expr, 1, optimize)?;
+    Ok(insns.iter().map(|i| SockFilter::new(i.code, i.jt, i.jf, i.k)).collect())
 }
 
-/// libpcap's own verdict. `raw` must be a program libpcap compiled (bpf_filter trusts it).
+/// libpcap's own verdict (`raw` is a program libpcap compiled).
 fn pcap_verdict(raw: &[BpfInsn], packet: &Packet) -> u32 {
-    let caplen = c_uint::try_from(packet.data.len()).expect("packet under 4 GiB");
-    // SAFETY: `raw` is pcap_compile's output, which stays inside itself; `data` holds
-    // `caplen` readable bytes.
-    unsafe { bpf_filter(raw.as_ptr(), packet.data.as_ptr(), packet.wire_len, caplen) }
+    libpcap::required()
+        .run(raw, &packet.data, packet.wire_len)
+        .expect("libpcap validates its own program")
 }
 
 // ---------------------------------------------------------------------------------------

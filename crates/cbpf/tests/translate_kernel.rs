@@ -7,92 +7,35 @@
 //! Needs root and a working `bpf()` syscall; otherwise the test prints `SKIPPED` with the
 //! reason. The kernel sees whole frames only, so the packets are complete records.
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
-
 use weir_cbpf::translate::translate;
 use weir_cbpf::CbpfFilter;
 use weir_isa::cbpf::ancillary::{SKF_AD_ALU_XOR_X, SKF_AD_OFF};
 use weir_isa::cbpf::{decode, CbpfInsn, CbpfOp, SockFilter, CBPF_OPCODES};
 use weir_program::ProgType as Target;
 use weir_program::Program;
-use weir_testkit::kernel::{self, ProgFd, ProgType};
+use weir_sys::kernel::{self, LoadedProgram, ProgType};
+use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::{Packet, SplitMix64};
 
 // ---------------------------------------------------------------------------------------
 // libpcap: compiling expressions and its own verdicts
 
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct BpfInsn {
-    code: u16,
-    jt: u8,
-    jf: u8,
-    k: u32,
-}
-
-#[repr(C)]
-struct BpfProgram {
-    bf_len: c_uint,
-    bf_insns: *mut BpfInsn,
-}
-
-#[link(name = "pcap")]
-extern "C" {
-    fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut c_void;
-    fn pcap_compile(
-        p: *mut c_void,
-        fp: *mut BpfProgram,
-        text: *const c_char,
-        optimize: c_int,
-        netmask: u32,
-    ) -> c_int;
-    fn pcap_geterr(p: *mut c_void) -> *const c_char;
-    fn pcap_freecode(fp: *mut BpfProgram);
-    fn pcap_close(p: *mut c_void);
-    fn bpf_filter(pc: *const BpfInsn, pkt: *const u8, wirelen: c_uint, buflen: c_uint) -> c_uint;
-}
-
-/// `pcap_compile` for Ethernet; this file's one test compiles from a single thread.
+/// `pcap_compile` for Ethernet, netmask unknown.
 fn pcap_compile_expr(expr: &str, optimize: bool) -> Result<Vec<BpfInsn>, String> {
-    let text = CString::new(expr).map_err(|e| e.to_string())?;
-    // SAFETY: plain integer arguments; a null handle is checked below.
-    let handle = unsafe { pcap_open_dead(1, 262_144) };
-    if handle.is_null() {
-        return Err("pcap_open_dead failed".into());
-    }
-    let mut prog = BpfProgram { bf_len: 0, bf_insns: std::ptr::null_mut() };
-    // SAFETY: live handle, valid out-parameter, NUL-terminated text outliving the call.
-    let rc = unsafe {
-        pcap_compile(handle, &mut prog, text.as_ptr(), c_int::from(optimize), 0xffff_ffff)
-    };
-    let result = if rc != 0 {
-        // SAFETY: the handle's NUL-terminated error message, copied before pcap_close.
-        Err(unsafe { CStr::from_ptr(pcap_geterr(handle)) }.to_string_lossy().into_owned())
-    } else {
-        // SAFETY: a successful compile leaves `bf_len` instructions at `bf_insns` until
-        // pcap_freecode, which runs once, after the copy.
-        let insns = unsafe { std::slice::from_raw_parts(prog.bf_insns, prog.bf_len as usize) };
-        let copy = insns.to_vec();
-        // SAFETY: see above.
-        unsafe { pcap_freecode(&mut prog) };
-        Ok(copy)
-    };
-    // SAFETY: the handle is live and closed exactly once.
-    unsafe { pcap_close(handle) };
-    result
+    libpcap::required().compile(expr, 1, optimize)
 }
 
+/// libpcap's verdict on a whole frame (`raw` is pcap_compile's output).
 fn pcap_verdict(raw: &[BpfInsn], packet: &[u8]) -> u32 {
-    let len = c_uint::try_from(packet.len()).expect("small packet");
-    // SAFETY: `raw` is pcap_compile's output; `packet` holds `len` readable bytes.
-    unsafe { bpf_filter(raw.as_ptr(), packet.as_ptr(), len, len) }
+    let len = u32::try_from(packet.len()).expect("small packet");
+    libpcap::required().run(raw, packet, len).expect("libpcap validates its own program")
 }
 
 // ---------------------------------------------------------------------------------------
-// The kernel (weir_testkit::kernel wraps bpf())
+// The kernel (weir_sys::kernel wraps bpf())
 
 /// Loads `program` as `prog_type`; on failure, the errno and the verifier's log.
-fn load(program: &Program, prog_type: ProgType) -> Result<ProgFd, String> {
+fn load(program: &Program, prog_type: ProgType) -> Result<LoadedProgram, String> {
     kernel::load(prog_type, &program.to_bytes()).map_err(|e| e.to_string())
 }
 
@@ -209,7 +152,8 @@ fn kernel_runs_translations_with_libpcap_verdicts() {
                     }
                     let want = pcap_verdict(&raw, &packet.data);
                     let got = loaded
-                        .test_run(&packet.data)
+                        .test_run(&packet.data, 1)
+                        .map(|run| run.retval)
                         .unwrap_or_else(|e| panic!("{place}: test run of packet {index}: {e}"));
                     assert_eq!(
                         got, want,
@@ -310,7 +254,8 @@ fn kernel_runs_random_translations_with_reference_verdicts() {
                 }
                 let want = reference.run(frame, frame.len() as u32);
                 let got = loaded
-                    .test_run(frame)
+                    .test_run(frame, 1)
+                    .map(|run| run.retval)
                     .unwrap_or_else(|e| panic!("{place}: test run of frame {index}: {e}"));
                 assert_eq!(got, want, "{place}: frame {index}: kernel {got}, reference {want}");
                 runs += 1;

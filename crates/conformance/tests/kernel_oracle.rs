@@ -9,17 +9,17 @@
 //! `SKIPPED: kernel_oracle/<case>: <reason>`. Without root or without `bpf()` the whole test
 //! says `SKIPPED: kernel_oracle: <reason>` and returns.
 //!
-//! The syscall itself is `weir_testkit::kernel`'s.
+//! The syscall itself is `weir_sys::kernel`'s.
 
 use weir_conformance::kernel_prep::{high_half_program, low_half_program, needs_corpus_runtime};
 use weir_conformance::{corpus_dir, load_corpus, load_program, Expect};
 use weir_isa::ebpf::RawInsn;
-use weir_testkit::kernel::{self, LoadError, ProgFd, ProgType};
+use weir_sys::kernel::{self, LoadError, LoadedProgram, ProgType};
 
 /// The kernel must compare at least this many cases, or the oracle checked too little.
 const MIN_COMPARED: usize = 100;
 
-fn load(insns: &[RawInsn]) -> Result<ProgFd, LoadError> {
+fn load(insns: &[RawInsn]) -> Result<LoadedProgram, LoadError> {
     let bytes: Vec<u8> = insns.iter().flat_map(|i| i.to_bytes()).collect();
     kernel::load(ProgType::SocketFilter, &bytes)
 }
@@ -28,7 +28,7 @@ fn load(insns: &[RawInsn]) -> Result<ProgFd, LoadError> {
 /// verifier refuses them.
 fn kernel_value(insns: &[RawInsn]) -> Result<Result<u32, String>, String> {
     match load(insns) {
-        Ok(fd) => fd.test_run(&[0u8; 64]).map(Ok),
+        Ok(fd) => fd.test_run(&[0u8; 64], 1).map(|run| Ok(run.retval)).map_err(|e| e.to_string()),
         Err(refusal) => Ok(Err(refusal.reason())),
     }
 }

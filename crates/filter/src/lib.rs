@@ -18,7 +18,6 @@ pub mod emit;
 pub mod eval;
 pub mod ir;
 pub mod opt;
-pub mod random;
 
 mod display;
 

@@ -25,7 +25,7 @@ use weir_interp::{Config, Input, Interpreter};
 use weir_isa::cbpf::{format_listing, CbpfInsn};
 use weir_program::abi::{xdp_action, Bindings};
 use weir_program::ProgType;
-use weir_testkit::libpcap::{self, BpfInsn};
+use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
 
 /// A filter emitted for every backend, ready to run.
@@ -58,7 +58,7 @@ impl Emitted {
                 BpfInsn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }
             })
             .collect::<Vec<_>>();
-        if !libpcap::validate(&raw) {
+        if libpcap::required().validate(&raw).is_err() {
             return Err(format!("libpcap's bpf_validate refuses:\n{}", format_listing(&classic)));
         }
         Ok(Emitted {
@@ -83,7 +83,7 @@ impl Emitted {
             Ok(v) if v == want => {}
             other => fail.push(format!("kernel-style cbpf {other:?}")),
         }
-        match libpcap::run(&self.raw, data, wire_len) {
+        match libpcap::required().run(&self.raw, data, wire_len) {
             Some(v) if v == want => {}
             other => fail.push(format!("libpcap {other:?}")),
         }

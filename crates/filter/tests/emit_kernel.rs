@@ -15,7 +15,7 @@ use weir_filter::emit::ebpf;
 use weir_filter::{BinOp, Expr, Filter, Pred, Size};
 use weir_program::abi::xdp_action;
 use weir_program::PacketAccess;
-use weir_testkit::kernel::{self, ProgType};
+use weir_sys::kernel::{self, ProgType};
 use weir_testkit::Packet;
 
 /// Frames both test runs take: at least an Ethernet header, at most a standard MTU (so
@@ -61,7 +61,8 @@ fn check(filter: &Filter, target: weir_program::ProgType, frames: &[Packet]) -> 
             PacketAccess::Xdp => xdp_action::DROP,
         };
         let got = loaded
-            .test_run(&frame.data)
+            .test_run(&frame.data, 1)
+            .map(|run| run.retval)
             .unwrap_or_else(|e| panic!("{filter:?} ({target}): {}: {e}", frame.description));
         assert_eq!(
             got,

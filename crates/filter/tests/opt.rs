@@ -13,35 +13,29 @@
 
 use weir_filter::opt::{self, node_count};
 use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet};
+use weir_testkit::SplitMix64;
 
 // ---------------------------------------------------------------------------------------
-// A small deterministic generator (splitmix64), so a failing seed reproduces exactly.
+// The test kit's deterministic generator (SplitMix64), so a failing seed reproduces exactly,
+// with the draws this generator names its own way.
 
-struct Rng(u64);
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
+        self.0.below(n)
     }
 
     fn percent(&mut self, p: u64) -> bool {
-        self.below(100) < p
+        self.0.chance(p)
     }
 
     fn pick<T: Clone>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize].clone()
+        items[self.0.below_usize(items.len())].clone()
     }
 }
 
@@ -59,7 +53,7 @@ struct Gen {
 
 impl Gen {
     fn new(seed: u64) -> Gen {
-        let mut rng = Rng(seed);
+        let mut rng = Rng(SplitMix64::new(seed));
         let base = (0..96)
             .map(|_| if rng.percent(80) { rng.pick(&ALPHABET) } else { rng.next() as u8 })
             .collect();

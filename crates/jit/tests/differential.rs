@@ -18,6 +18,7 @@ use weir_isa::ebpf::{Insn, Op, Operands, OPCODES};
 use weir_jit::Jit;
 use weir_program::abi::{self, Bindings, Helper, HelperCtx, HelperOutcome};
 use weir_program::{validate, validate_calls, Program, Trap, Verified};
+use weir_testkit::ebpf_gen::EbpfGen;
 
 fn sum(_: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
     HelperOutcome::Return(args.iter().fold(0u64, |a, &b| a.wrapping_add(b)))
@@ -355,48 +356,20 @@ fn structured() -> impl Strategy<Value = Program> {
 
 // ---- raw programs ----
 
-fn raw_insn() -> impl Strategy<Value = Insn> {
-    let op = (0..OPCODES.len()).prop_map(|k| OPCODES[k].op);
-    let register = prop_oneof![20 => 0u8..=10, 1 => 11u8..=15];
-    let off = prop_oneof![4 => -6i16..6, 1 => any::<i16>()];
-    let imm = prop_oneof![
-        4 => -6i64..6,
-        2 => any::<i32>().prop_map(i64::from),
-        1 => any::<i64>(),
-        1 => prop::sample::select(HELPER_IDS.to_vec()),
-    ];
-    (op, register.clone(), register, off, imm).prop_map(|(op, dst, src, off, imm)| {
-        // Zero what the operation does not use, so that more programs validate.
-        let used = op.spec().map(|s| s.operands.used_fields());
-        let keep = |flag: bool, v: i64| if flag { v } else { 0 };
-        let u = used.unwrap_or(weir_isa::ebpf::UsedFields {
-            dst: false,
-            src: false,
-            off: false,
-            imm: false,
-        });
-        Insn::new(
-            op,
-            keep(u.dst, dst.into()) as u8,
-            keep(u.src, src.into()) as u8,
-            keep(u.off, off.into()) as i16,
-            keep(u.imm, imm),
-        )
-    })
-}
-
+/// Random programs from the test kit's eBPF generator: table operations only, the fields an
+/// operation does not use zeroed (so that more programs validate), immediates sometimes
+/// naming a bound helper, every `lddw` whole, and a final `exit`.
 fn raw() -> impl Strategy<Value = Program> {
-    prop::collection::vec(raw_insn(), 1..24).prop_map(|v| {
-        let mut insns = Vec::new();
-        for insn in v {
-            insns.push(insn);
-            if insn.op.is_lddw() {
-                insns.push(Insn::new(Op::LddwHigh, 0, 0, 0, 0));
-            }
-        }
-        insns.push(Insn::new(Op::Exit, 0, 0, 0, 0));
-        Program::from_insns(insns)
-    })
+    let gen = EbpfGen {
+        stray_lddw_high: false,
+        helper_ids: HELPER_IDS.to_vec(),
+        helper_weight: 1,
+        zero_unused: true,
+        len: 1..24,
+        lddw_filler: 1.0,
+        end_with_exit: true,
+    };
+    gen.slots().prop_map(Program::from_insns)
 }
 
 /// Cases per property: fewer in debug builds, where Cranelift itself runs unoptimized (and

@@ -1,5 +1,5 @@
 //! Native filters (`weir_jit::filter`) against the reference evaluator: thousands of random
-//! filters from `weir_filter::random` (every IR variant, boundary constants, nested
+//! filters from `weir_testkit::filter_gen` (every IR variant, boundary constants, nested
 //! and/or/not, scratch slots, guards, sets up to hundreds of ranges), each run on about a
 //! hundred packets (random ones and one packet cut at every boundary length, 0 included),
 //! must give `Filter::run`'s result on every packet. Hand-written cases pin what the native
@@ -7,9 +7,10 @@
 //! division by zero (under `not` too), shifts by 32 and more, scratch slots, offsets near
 //! the top of u32.
 
-use weir_filter::random::{self, FilterGen};
 use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet};
 use weir_jit::filter::{compile, CompileError, NativeFilter};
+use weir_testkit::filter_gen::{self as random, FilterGen};
+use weir_testkit::SplitMix64;
 
 const FILTERS: usize = 3_200;
 
@@ -21,8 +22,8 @@ fn hex(data: &[u8]) -> String {
 /// to straddle (0 through 8, the Ethernet, IPv4 and transport header edges, and more).
 fn packets(seed: u64) -> Vec<random::Packet> {
     let mut out = random::packets(seed, 64);
-    let mut rng = random::Rng::new(seed ^ 0xb0da);
-    let full: Vec<u8> = (0..120).map(|_| rng.pick(&random::BYTES)).collect();
+    let mut rng = SplitMix64::new(seed ^ 0xb0da);
+    let full: Vec<u8> = (0..120).map(|_| rng.one_of(&random::BYTES)).collect();
     let lengths = [
         0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 13, 14, 15, 16, 17, 22, 23, 24, 26, 30, 33, 34, 35, 36, 37,
         38, 40, 41, 54, 60, 64, 79, 80, 81, 120,
@@ -142,7 +143,7 @@ fn a_load_on_one_path_proves_nothing_on_another() {
 
 #[test]
 fn large_sets_are_tables_that_compile_fast_and_search_right() {
-    let mut rng = random::Rng::new(0x5e7);
+    let mut rng = SplitMix64::new(0x5e7);
     let values: Vec<u32> = (0..10_000).map(|_| rng.u32()).collect();
     let set = ValueSet::from_values(values.iter().copied());
     assert!(set.ranges().len() > 9_900);
@@ -175,7 +176,7 @@ fn large_sets_are_tables_that_compile_fast_and_search_right() {
 
 #[test]
 fn sets_of_every_size_agree_with_contains() {
-    let mut rng = random::Rng::new(0x5e8);
+    let mut rng = SplitMix64::new(0x5e8);
     for n in (0..=20).chain([31, 32, 33, 100, 257]) {
         for wide in [false, true] {
             let ranges: Vec<(u32, u32)> = (0..n)
@@ -220,10 +221,10 @@ fn deep_nesting_compiles_and_too_deep_is_an_error() {
     }
     let filter = Filter::new(Pred::and([pred, Pred::cmp(CmpOp::Ne, sum, Expr::Const(5))]));
     let compiled = native(&filter);
-    let mut rng = random::Rng::new(0xdee9);
+    let mut rng = SplitMix64::new(0xdee9);
     for len in 0..12 {
         for _ in 0..20 {
-            let data: Vec<u8> = (0..len).map(|_| rng.pick(&[0u8, 1, 3, 9])).collect();
+            let data: Vec<u8> = (0..len).map(|_| rng.one_of(&[0u8, 1, 3, 9])).collect();
             assert_eq!(compiled.run(&data, 12), filter.run(&data, 12), "{}", hex(&data));
         }
     }

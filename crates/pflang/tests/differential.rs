@@ -50,7 +50,7 @@ use weir_filter::emit::EmitError;
 use weir_filter::{Evaluator, Filter};
 use weir_pflang::names::NameDb;
 use weir_pflang::{LinkType, Options};
-use weir_testkit::libpcap::{self, BpfInsn};
+use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::pflang_gen::{self, Generator, Node};
 use weir_testkit::Packet;
 
@@ -126,7 +126,7 @@ type Verdict = Option<bool>;
 fn lp_compile(expr: &str, dlt: i32, optimize: bool, netmask: u32) -> Result<Vec<BpfInsn>, String> {
     const LD_IMM: u16 = 0x00;
     const ST: u16 = 0x02;
-    let body = libpcap::compile_with_netmask(expr, dlt, optimize, netmask)?;
+    let body = libpcap::required().compile_with_netmask(expr, dlt, optimize, netmask)?;
     let mut prog = vec![BpfInsn { code: LD_IMM, jt: 0, jf: 0, k: 0 }];
     prog.extend((0..16).map(|cell| BpfInsn { code: ST, jt: 0, jf: 0, k: cell }));
     prog.extend(body);
@@ -134,7 +134,7 @@ fn lp_compile(expr: &str, dlt: i32, optimize: bool, netmask: u32) -> Result<Vec<
 }
 
 fn lp_verdict(prog: &[BpfInsn], p: &Packet) -> Verdict {
-    libpcap::run(prog, &p.data, p.wire_len).map(|r| r != 0)
+    libpcap::required().run(prog, &p.data, p.wire_len).map(|r| r != 0)
 }
 
 fn show(v: Verdict) -> &'static str {
@@ -622,7 +622,8 @@ fn bounds_only(expr: &str, set: &LinkSet, netmask: Option<u32>, diffs: &[usize])
             let p = &set.packets[i];
             let mut data = p.data.clone();
             data.resize(p.data.len().max(p.wire_len as usize) + 4096, 0);
-            libpcap::run(&unopt, &data, p.wire_len) == libpcap::run(&opt, &data, p.wire_len)
+            libpcap::required().run(&unopt, &data, p.wire_len)
+                == libpcap::required().run(&opt, &data, p.wire_len)
         })
 }
 
@@ -900,7 +901,7 @@ fn everyday_expressions_agree_with_libpcap() {
     assert!(exprs.len() >= 200, "only {} everyday expressions", exprs.len());
     let mut invalid = Vec::new();
     for e in &exprs {
-        if let Err(m) = libpcap::compile_with_netmask(e, 1, false, NETMASK) {
+        if let Err(m) = libpcap::required().compile_with_netmask(e, 1, false, NETMASK) {
             invalid.push(format!("libpcap rejects everyday expression `{e}`: {m}"));
         }
     }

@@ -29,7 +29,7 @@ use weir_pflang::names::NameDb;
 use weir_pflang::{LinkType, Options};
 use weir_program::abi::{xdp_action, Bindings};
 use weir_program::Program;
-use weir_testkit::libpcap::{self, BpfInsn};
+use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
 
 /// The filters with golden listings: everyday ones first, then a few on other link types.
@@ -232,7 +232,8 @@ fn packets(link: LinkType) -> Vec<Packet> {
 fn libpcap_program(link: LinkType, expr: &str) -> Vec<BpfInsn> {
     const LD_IMM: u16 = 0x00;
     const ST: u16 = 0x02;
-    let body = libpcap::compile(expr, link.dlt() as i32, false)
+    let body = libpcap::required()
+        .compile(expr, link.dlt() as i32, false)
         .unwrap_or_else(|e| panic!("libpcap refuses `{expr}`: {e}"));
     let mut prog = vec![BpfInsn { code: LD_IMM, jt: 0, jf: 0, k: 0 }];
     prog.extend((0..16).map(|cell| BpfInsn { code: ST, jt: 0, jf: 0, k: cell }));
@@ -295,7 +296,8 @@ fn check_meaning(
     let mut meaning = Meaning::default();
     for p in packets {
         let (data, wire_len) = (&p.data[..], p.wire_len);
-        let libpcap = libpcap::run(&lp, data, wire_len)
+        let libpcap = libpcap::required()
+            .run(&lp, data, wire_len)
             .ok_or_else(|| format!("libpcap's validator refuses its program for `{expr}`"))?;
         let ir = filter.run(data, wire_len);
         if ir != libpcap {

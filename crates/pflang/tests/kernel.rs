@@ -31,8 +31,8 @@ use weir_pflang::names::NameDb;
 use weir_pflang::{LinkType, Options};
 use weir_program::abi::xdp_action;
 use weir_program::PacketAccess;
-use weir_testkit::kernel::{self, LoadError, ProgType};
-use weir_testkit::libpcap::{self, BpfInsn};
+use weir_sys::kernel::{self, LoadError, ProgType};
+use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
 
 const CORPUS_SEED: u64 = 0x6e41;
@@ -74,7 +74,7 @@ fn lowering_sample(names: &NameDb) -> Vec<String> {
     let mut options = Options::new(LinkType::Ethernet);
     options.netmask = Some(NETMASK);
     all.retain(|e| {
-        libpcap::compile_with_netmask(e, 1, false, NETMASK).is_ok()
+        libpcap::required().compile_with_netmask(e, 1, false, NETMASK).is_ok()
             && weir_pflang::compile(e, &options, names).is_ok()
     });
     let step = all.len().div_ceil(SAMPLE_COUNT).max(1);
@@ -125,8 +125,12 @@ fn kernel_frames() -> (Vec<Packet>, FrameSkips) {
 fn libpcap_program(expr: &str) -> Result<Vec<BpfInsn>, String> {
     const LD_IMM: u16 = 0x00;
     const ST: u16 = 0x02;
-    let body =
-        libpcap::compile_with_netmask(expr, LinkType::Ethernet.dlt() as i32, false, NETMASK)?;
+    let body = libpcap::required().compile_with_netmask(
+        expr,
+        LinkType::Ethernet.dlt() as i32,
+        false,
+        NETMASK,
+    )?;
     let mut prog = vec![BpfInsn { code: LD_IMM, jt: 0, jf: 0, k: 0 }];
     prog.extend((0..16).map(|cell| BpfInsn { code: ST, jt: 0, jf: 0, k: cell }));
     prog.extend(body);
@@ -174,7 +178,7 @@ fn check(expr: &str, frames: &[Packet], names: &NameDb) -> Outcome {
     };
     let mut want = Vec::with_capacity(frames.len());
     for f in frames {
-        match libpcap::run(&lp, &f.data, f.wire_len) {
+        match libpcap::required().run(&lp, &f.data, f.wire_len) {
             Some(v) => want.push(v),
             None => {
                 out.unrunnable = true;
@@ -248,8 +252,10 @@ fn run_target(
             PacketAccess::Xdp if lp != 0 => xdp_action::PASS,
             PacketAccess::Xdp => xdp_action::DROP,
         };
-        let got =
-            loaded.test_run(&frame.data).map_err(|e| format!("{}: {e}", frame.description))?;
+        let got = loaded
+            .test_run(&frame.data, 1)
+            .map(|run| run.retval)
+            .map_err(|e| format!("{}: {e}", frame.description))?;
         out.runs += 1;
         out.accepted += usize::from(lp != 0);
         if got != expect {

@@ -3,51 +3,11 @@
 //! must be rejected here. Each list is re-checked against libpcap on every run, so a
 //! list that drifts from the oracle fails loudly.
 
-use std::ffi::{CStr, CString};
-use std::os::raw::{c_char, c_int, c_uint, c_void};
+use weir_sys::libpcap;
 
-#[repr(C)]
-struct BpfProgram {
-    len: c_uint,
-    insns: *mut c_void,
-}
-
-#[link(name = "pcap")]
-extern "C" {
-    fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut c_void;
-    fn pcap_compile(
-        p: *mut c_void,
-        prog: *mut BpfProgram,
-        expr: *const c_char,
-        optimize: c_int,
-        netmask: c_uint,
-    ) -> c_int;
-    fn pcap_geterr(p: *mut c_void) -> *const c_char;
-    fn pcap_freecode(prog: *mut BpfProgram);
-    fn pcap_close(p: *mut c_void);
-}
-
-/// libpcap's verdict: `Ok(())` or its error text.
+/// libpcap's verdict (Ethernet, unoptimized): `Ok(())` or its error text.
 fn libpcap_compile(expr: &str) -> Result<(), String> {
-    let c = CString::new(expr).map_err(|e| e.to_string())?;
-    // SAFETY: pcap_open_dead has no preconditions; 1 = DLT_EN10MB.
-    let p = unsafe { pcap_open_dead(1, 262_144) };
-    assert!(!p.is_null(), "pcap_open_dead failed");
-    let mut prog = BpfProgram { len: 0, insns: std::ptr::null_mut() };
-    // SAFETY: `p` is a live handle, `prog` is a valid out-parameter, `c` is NUL-terminated.
-    let rc = unsafe { pcap_compile(p, &mut prog, c.as_ptr(), 0, 0xffff_ffff) };
-    let result = if rc == 0 {
-        // SAFETY: pcap_compile succeeded, so `prog` owns code to free.
-        unsafe { pcap_freecode(&mut prog) };
-        Ok(())
-    } else {
-        // SAFETY: `p` is live; pcap_geterr returns its NUL-terminated error buffer.
-        let msg = unsafe { CStr::from_ptr(pcap_geterr(p)) };
-        Err(msg.to_string_lossy().into_owned())
-    };
-    // SAFETY: `p` came from pcap_open_dead and is not used after this.
-    unsafe { pcap_close(p) };
-    result
+    libpcap::required().compile(expr, 1, false).map(drop)
 }
 
 fn list(name: &str) -> Vec<String> {

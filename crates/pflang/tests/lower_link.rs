@@ -32,7 +32,7 @@
 use weir_filter::{Evaluator, Expr, Filter, Pred};
 use weir_pflang::names::NameDb;
 use weir_pflang::{compile, LinkType, Options};
-use weir_testkit::libpcap::{self, BpfInsn};
+use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::{corpus, edge_cases, link_edge_cases, relink, Packet};
 
 /// Seed and size of the generated part of the packets (not the committed sample).
@@ -121,11 +121,12 @@ fn link_types() -> Vec<(LinkType, Vec<Packet>)> {
 fn bounds_only(unoptimized: &[BpfInsn], optimized: &[BpfInsn], p: &Packet) -> bool {
     let mut data = p.data.clone();
     data.resize(data.len().max(p.wire_len as usize) + 4096, 0);
-    libpcap::run(unoptimized, &data, p.wire_len) == libpcap::run(optimized, &data, p.wire_len)
+    libpcap::required().run(unoptimized, &data, p.wire_len)
+        == libpcap::required().run(optimized, &data, p.wire_len)
 }
 
 fn libpcap_verdict(prog: &[BpfInsn], p: &Packet) -> Option<bool> {
-    libpcap::run(prog, &p.data, p.wire_len).map(|r| r != 0)
+    libpcap::required().run(prog, &p.data, p.wire_len).map(|r| r != 0)
 }
 
 fn is_direction_difference(expr: &str, link: LinkType, message: &str) -> bool {
@@ -155,7 +156,7 @@ struct Tally {
 fn check_expression(expr: &str, link: LinkType, packets: &[Packet], names: &NameDb, t: &mut Tally) {
     let dlt = i32::try_from(link.dlt()).unwrap_or(-1);
     let ours = compile(expr, &Options::new(link), names);
-    let theirs = libpcap::compile(expr, dlt, false);
+    let theirs = libpcap::required().compile(expr, dlt, false);
     match (ours, theirs) {
         (Err(e), Err(_)) if is_direction_difference(expr, link, &e.message) => t.documented += 1,
         (Err(e), Err(msg)) => {
@@ -195,7 +196,7 @@ fn check_expression(expr: &str, link: LinkType, packets: &[Packet], names: &Name
         }
         (Ok(filter), Ok(prog)) => {
             t.compiled += 1;
-            let optimized = libpcap::compile(expr, dlt, true);
+            let optimized = libpcap::required().compile(expr, dlt, true);
             // The unoptimized filter is the one whose scratch reads mirror libpcap's (the
             // optimizer may fold a read of a slot it knows is still 0).
             let options = Options { optimize: false, ..Options::new(link) };
@@ -453,7 +454,7 @@ fn byte_and_or_test_the_byte_unlike_libpcap() {
         let filter = compile(e, &Options::new(LinkType::Ethernet), &names)
             .unwrap_or_else(|err| panic!("{}", err.render(e)));
         let offset: usize = e.split(' ').nth(1).and_then(|n| n.parse().ok()).unwrap_or(0);
-        let prog = libpcap::compile(e, 1, false).unwrap_or_default();
+        let prog = libpcap::required().compile(e, 1, false).unwrap_or_default();
         let mut differs = 0;
         for p in &packets {
             let got = filter.matches(&p.data, p.wire_len);
@@ -501,7 +502,9 @@ fn vxlan_matches_its_spelled_out_equivalent() {
     for (ours, spelled) in &pairs {
         let filter = compile(ours, &Options::new(LinkType::Ethernet), &names)
             .unwrap_or_else(|e| panic!("{}", e.render(ours)));
-        let prog = libpcap::compile(spelled, 1, false).unwrap_or_else(|e| panic!("{spelled}: {e}"));
+        let prog = libpcap::required()
+            .compile(spelled, 1, false)
+            .unwrap_or_else(|e| panic!("{spelled}: {e}"));
         for p in &packets {
             // The spelled-out form assumes option-less outer IPv4 headers.
             if p.data.len() > 14 && p.data[12..14] == [0x08, 0x00] && p.data[14] != 0x45 {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use weir_filter::{Evaluator, Filter};
 use weir_pflang::names::{self, NameDb, Transport};
 use weir_pflang::{compile, CompileError, LinkType, Options};
-use weir_testkit::libpcap::{self, BpfInsn};
+use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
 
 /// The netmask both compilers get, so that `ip broadcast` compiles (192.168.1.255 and
@@ -53,7 +53,8 @@ fn packets() -> Vec<Packet> {
 
 /// libpcap's verdict; its validator accepts everything its compiler produces.
 fn libpcap_accepts(prog: &[BpfInsn], p: &Packet) -> bool {
-    libpcap::run(prog, &p.data, p.wire_len).expect("libpcap refused its own program") != 0
+    libpcap::required().run(prog, &p.data, p.wire_len).expect("libpcap refused its own program")
+        != 0
 }
 
 /// The number of IPv6 extension headers before the upper layer, for the frames of
@@ -127,7 +128,7 @@ fn differential(
     let dlt_i32 = i32::try_from(dlt).expect("DLT fits");
     for e in exprs {
         let weir = compile(e, &options, names);
-        let unoptimized = libpcap::compile_with_netmask(e, dlt_i32, false, NETMASK);
+        let unoptimized = libpcap::required().compile_with_netmask(e, dlt_i32, false, NETMASK);
         match (unoptimized, weir) {
             (Err(message), Err(err)) => {
                 out.rejected += 1;
@@ -150,7 +151,7 @@ fn differential(
                 out.accepted += 1;
                 // The optimizer may prove that nothing matches; libpcap then refuses to
                 // compile, which means "rejects every packet".
-                let opt = libpcap::compile_with_netmask(e, dlt_i32, true, NETMASK).ok();
+                let opt = libpcap::required().compile_with_netmask(e, dlt_i32, true, NETMASK).ok();
                 let mut shown = 0;
                 for p in packets {
                     let w = filter.matches(&p.data, p.wire_len);
@@ -253,7 +254,8 @@ fn protochain_walks_exactly_its_documented_depth() {
     let names = system_names();
     let options = Options::new(LinkType::Ethernet);
     let filter = compile("ip6 protochain 6", &options, &names).expect("compiles");
-    let unopt = libpcap::compile("ip6 protochain 6", 1, false).expect("libpcap compiles");
+    let unopt =
+        libpcap::required().compile("ip6 protochain 6", 1, false).expect("libpcap compiles");
     let chains: BTreeMap<usize, Packet> = weir_testkit::net_edge_cases()
         .into_iter()
         .filter(|p| p.description.ends_with("then TCP"))
@@ -322,7 +324,8 @@ fn libpcap_semantic_rejects_of_network_primitives_are_refused_alike() {
             same += 1;
         } else if weir_pflang::parse(expr).is_err() {
             syntax_first += 1;
-        } else if libpcap::compile(&expr[err.span.start..err.span.end], 1, false).is_ok() {
+        } else if libpcap::required().compile(&expr[err.span.start..err.span.end], 1, false).is_ok()
+        {
             refused_earlier += 1;
             println!("refused earlier by another primitive: {}", err.render(expr));
         } else {

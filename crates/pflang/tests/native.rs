@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use weir_pflang::names::NameDb;
 use weir_pflang::{compile, LinkType, Options};
-use weir_testkit::libpcap;
+use weir_sys::libpcap;
 use weir_testkit::Packet;
 
 const NETMASK: u32 = 0xffff_ff00;
@@ -56,7 +56,8 @@ struct Tally {
 fn check_file(file: &str, names: &NameDb, packets: &[Packet], tally: &mut Tally) {
     let options = Options { linktype: LinkType::Ethernet, netmask: Some(NETMASK), optimize: true };
     for expr in expressions(file) {
-        let Ok(pcap) = libpcap::compile_with_netmask(&expr, DLT_EN10MB, false, NETMASK) else {
+        let Ok(pcap) = libpcap::required().compile_with_netmask(&expr, DLT_EN10MB, false, NETMASK)
+        else {
             tally.libpcap_refuses += 1;
             continue;
         };
@@ -80,7 +81,7 @@ fn check_file(file: &str, names: &NameDb, packets: &[Packet], tally: &mut Tally)
         for p in packets {
             let ir = filter.matches(&p.data, p.wire_len);
             let got = native.matches(&p.data, p.wire_len);
-            let oracle = libpcap::run(&pcap, &p.data, p.wire_len).map(|v| v != 0);
+            let oracle = libpcap::required().run(&pcap, &p.data, p.wire_len).map(|v| v != 0);
             tally.verdicts += 1;
             if got != ir {
                 tally.failures.push(format!(

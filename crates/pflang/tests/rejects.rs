@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use weir_pflang::names::NameDb;
 use weir_pflang::{CompileError, LinkType, Options};
-use weir_testkit::libpcap;
+use weir_sys::libpcap;
 use weir_testkit::pflang_gen::{self, near_miss, Generator, Node};
 
 const NEAR_MISS_SEED: u64 = 0x0a7e_1155;
@@ -92,7 +92,7 @@ fn check_listed_rejects(name: &str, min: usize) {
     assert!(exprs.len() >= min, "{name}: only {} expressions", exprs.len());
     let mut failures = Vec::new();
     for e in &exprs {
-        if libpcap::compile(e, 1, false).is_ok() {
+        if libpcap::required().compile(e, 1, false).is_ok() {
             failures.push(format!("libpcap now accepts `{e}` (listed in {name})"));
             continue;
         }
@@ -179,7 +179,7 @@ fn generalize(message: &str) -> String {
 }
 
 fn compare(expr: &str, link: LinkType, names: &NameDb) -> Option<Disagreement> {
-    let lp = libpcap::compile(expr, link.dlt() as i32, false);
+    let lp = libpcap::required().compile(expr, link.dlt() as i32, false);
     let weir = weir_compile(expr, link, names);
     match (lp, weir) {
         (Ok(_), Ok(())) => None,
@@ -220,7 +220,7 @@ fn near_misses_are_rejected_exactly_when_libpcap_rejects_them() {
             pick.pick(&others).unwrap_or(LinkType::Ethernet)
         };
         let text = tree.render();
-        if libpcap::compile(&text, link.dlt() as i32, false).is_ok() {
+        if libpcap::required().compile(&text, link.dlt() as i32, false).is_ok() {
             libpcap_accepts += 1;
         } else {
             libpcap_rejects += 1;

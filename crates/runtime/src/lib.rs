@@ -1,5 +1,6 @@
 //! `weir-runtime`: everything a program run needs from the outside world. Today that is
-//! packet input from capture files; maps, helpers and live interfaces come later. Engines
+//! packet input from capture files; maps, helpers and live interfaces come later. The OS
+//! and the outside oracles (the `bpf()` syscall, libpcap) are `weir-sys`'s. Engines
 //! never see this crate: they get plain data (`weir_program::abi::Bindings`) from the facade.
 //!
 //! ```no_run
@@ -12,5 +13,3 @@
 //! ```
 
 pub mod capture;
-pub mod kernel;
-pub mod libpcap;

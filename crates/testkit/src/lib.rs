@@ -5,13 +5,16 @@
 //! on every run, and a way to hand them to tcpdump. This crate provides [`corpus`] (seeded,
 //! varied traffic), [`edge_cases`] (hand-written boundary frames) and pcap reading/writing,
 //! plus [`pflang_gen`] (random filter expressions and a shrinker) for the pflang oracle tests,
-//! and the Linux kernel as an eBPF oracle ([`kernel`]).
+//! [`filter_gen`] (random filter IR and packets) for the emitter and native-code tests,
+//! [`ebpf_gen`] (random eBPF programs) for the engines' property tests, and
+//! [`SplitMix64`], the one pseudo-random source of all of them.
+//! The oracles themselves (libpcap, the kernel's `bpf()`) are `weir-sys`'s.
 //! It is test support only and is never published.
 
 mod corpus;
+pub mod ebpf_gen;
 mod edge;
-pub mod kernel;
-pub mod libpcap;
+pub mod filter_gen;
 mod linkedge;
 mod netedge;
 mod pcap;

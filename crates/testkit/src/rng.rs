@@ -1,6 +1,7 @@
-//! The corpus generator's own pseudo-random source (SplitMix64).
+//! The one pseudo-random source of weir's test data (SplitMix64): the packet corpus, random
+//! filters ([`crate::filter_gen`]), the tests' own draws and the benchmark's traffic.
 //!
-//! A seed must give the same packets on every machine and every release, so the generator
+//! A seed must give the same packets on every machine and every release, so the generators
 //! cannot depend on an external crate whose streams may change between versions. SplitMix64
 //! is tiny, fast, and passes the usual statistical batteries well enough for test data.
 
@@ -73,6 +74,13 @@ impl SplitMix64 {
     /// One element of a non-empty slice, uniformly.
     pub fn pick<T: Copy>(&mut self, items: &[T]) -> Option<T> {
         items.get(self.below_usize(items.len())).copied()
+    }
+
+    /// One element of a non-empty array, uniformly (the array's length is checked when
+    /// compiling).
+    pub fn one_of<T: Copy, const N: usize>(&mut self, items: &[T; N]) -> T {
+        const { assert!(N > 0, "one_of an empty array") };
+        items[self.below_usize(N) % N]
     }
 
     /// An index chosen with the given relative weights (0 if all weights are zero).

@@ -1,5 +1,5 @@
 //! What the emitter tests share: the seeded generator of random filters
-//! ([`weir_filter::random`], which reaches every IR variant and the boundary constants each
+//! ([`weir_testkit::filter_gen`], which reaches every IR variant and the boundary constants each
 //! emitter special-cases), and packets for them: random ones plus the testkit's corpus and
 //! edge cases. Used by `tests/emit.rs` (weir's interpreters and libpcap) and
 //! `tests/emit_kernel.rs` (the Linux kernel).
@@ -7,13 +7,13 @@
 // Each test binary uses part of this module.
 #![allow(dead_code)]
 
-pub use weir_filter::random::{ipv4_header_length, FilterGen};
+pub use weir_testkit::filter_gen::{ipv4_header_length, FilterGen};
 use weir_testkit::Packet;
 
 /// Random packets (short, of the generator's byte alphabet, some cut short of their wire
 /// length) and the testkit's corpus and edge cases, which carry real headers.
 pub fn packets(seed: u64, random: usize, corpus: usize) -> Vec<Packet> {
-    let mut out: Vec<Packet> = weir_filter::random::packets(seed, random)
+    let mut out: Vec<Packet> = weir_testkit::filter_gen::packets(seed, random)
         .into_iter()
         .enumerate()
         .map(|(i, p)| Packet {

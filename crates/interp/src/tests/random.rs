@@ -3,9 +3,10 @@
 //! `Trap` that names a slot of the program, and reusing a `Cache` changes nothing.
 
 use proptest::prelude::*;
-use weir_isa::ebpf::{Insn, Op, OPCODES};
+use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{self, Bindings, Helper, HelperCtx, HelperOutcome};
 use weir_program::{Program, Trap, TrapCode};
+use weir_testkit::ebpf_gen::EbpfGen;
 
 use crate::{Cache, Config, Input, Interpreter, RunOutcome};
 
@@ -17,37 +18,12 @@ fn fail(_: &mut HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
     HelperOutcome::Fail
 }
 
-fn insn() -> impl Strategy<Value = Insn> {
-    let op = prop_oneof![
-        20 => (0..OPCODES.len()).prop_map(|k| OPCODES[k].op),
-        1 => Just(Op::LddwHigh),
-    ];
-    let register = prop_oneof![20 => 0u8..=10, 1 => 11u8..=15];
-    let off = prop_oneof![4 => -6i16..6, 1 => any::<i16>()];
-    let imm = prop_oneof![
-        4 => -6i64..6,
-        2 => any::<i32>().prop_map(i64::from),
-        1 => any::<i64>(),
-        1 => Just(5i64), // the conformance helper
-        1 => Just(100i64),
-        1 => Just(101i64),
-    ];
-    (op, register.clone(), register, off, imm)
-        .prop_map(|(op, dst, src, off, imm)| Insn::new(op, dst, src, off, imm))
-}
-
-/// Slots with a filler after most `lddw`s (a missing one is a fault worth running too).
+/// Slots from the test kit's eBPF generator, in its default mix: any instruction of the
+/// table with any fields, a stray `lddw` second half now and then, a filler after most
+/// `lddw`s (a missing one is a fault worth running too), immediates naming the bound helpers
+/// (5 the conformance helper, 100 and 101 below).
 fn slots() -> impl Strategy<Value = Vec<Insn>> {
-    prop::collection::vec((insn(), prop::bool::weighted(0.9)), 1..40).prop_map(|v| {
-        let mut out = Vec::new();
-        for (insn, filler) in v {
-            out.push(insn);
-            if insn.op.is_lddw() && filler {
-                out.push(Insn::new(Op::LddwHigh, 0, 0, 0, 0));
-            }
-        }
-        out
-    })
+    EbpfGen::default().slots()
 }
 
 #[derive(Clone, Debug)]

@@ -22,7 +22,7 @@
 
 use weir_pflang::ast::{AddrKind, ByteOp, Expr, ExprKind};
 use weir_pflang::LinkType;
-use weir_testkit::libpcap::BpfInsn;
+use weir_sys::libpcap::BpfInsn;
 
 /// weir's protochain unrolling depth (`PROTOCHAIN_HOPS` in lower/net_proto.rs); the
 /// differential test checks it against weir's verdicts on chains of every length

@@ -1,4 +1,5 @@
-//! Random filters for differential tests and fuzzing.
+//! Random filters for differential tests and fuzzing (moved here from `weir_filter::random`,
+//! so that test data has one pseudo-random source, [`SplitMix64`]).
 //!
 //! Every way of running a [`Filter`] (the classic BPF and eBPF emitters, native code) is
 //! checked against the reference evaluator on filters from here: they reach every IR variant
@@ -6,81 +7,21 @@
 //! empty to hundreds of ranges, nested `and`/`or`/`not`) and the constants backends treat
 //! specially (shift widths, byte/half/word limits, signed-offset limits, wrap-around).
 //!
-//! Everything is deterministic given a seed, on every machine and release: the generator
-//! carries its own small SplitMix64 stream ([`Rng`]) rather than an external crate whose
-//! streams might change.
+//! Everything is deterministic given a seed, on every machine and release.
 //!
 //! ```
-//! use weir_filter::random::{self, FilterGen};
+//! use weir_testkit::filter_gen::{self, FilterGen};
 //! let mut gen = FilterGen::new(7);
 //! let filter = gen.filter();
 //! assert_eq!(filter, FilterGen::new(7).filter()); // same seed, same filter
-//! for packet in random::packets(7, 20) {
+//! for packet in filter_gen::packets(7, 20) {
 //!     let _ = filter.run(&packet.data, packet.wire_len);
 //! }
 //! ```
 
-use crate::ir::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet};
+use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet};
 
-/// A deterministic SplitMix64 stream: equal seeds give equal streams.
-#[derive(Debug, Clone)]
-pub struct Rng {
-    state: u64,
-}
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng { state: seed }
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A value in `0..bound` (0 when `bound` is 0). The modulo bias does not matter for
-    /// test data, and the simple mapping keeps streams easy to reproduce.
-    pub fn below(&mut self, bound: u64) -> u64 {
-        self.next_u64().checked_rem(bound).unwrap_or(0)
-    }
-
-    pub fn below_usize(&mut self, bound: usize) -> usize {
-        usize::try_from(self.below(bound as u64)).unwrap_or(0)
-    }
-
-    /// A value in `lo..=hi` (`lo` when the range is empty).
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        match hi.checked_sub(lo).and_then(|span| span.checked_add(1)) {
-            Some(width) => lo.wrapping_add(self.below(width)),
-            None if hi >= lo => self.next_u64(),
-            None => lo,
-        }
-    }
-
-    pub fn range_usize(&mut self, lo: usize, hi: usize) -> usize {
-        usize::try_from(self.range(lo as u64, hi as u64)).unwrap_or(lo)
-    }
-
-    /// True with probability `percent`/100.
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    /// 32 random bits.
-    pub fn u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-
-    /// One element of a non-empty array, uniformly.
-    pub fn pick<T: Copy, const N: usize>(&mut self, items: &[T; N]) -> T {
-        const { assert!(N > 0, "pick from an empty array") };
-        items[self.below_usize(N) % N]
-    }
-}
+use crate::SplitMix64;
 
 /// Bytes random packets are made of: few enough that comparisons with the same constants
 /// succeed often, with the values masks and header-length nibbles care about.
@@ -135,18 +76,18 @@ pub fn ipv4_header_length(k: u32) -> Expr {
 /// The filter generator: one seeded stream, many filters.
 #[derive(Debug, Clone)]
 pub struct FilterGen {
-    rng: Rng,
+    rng: SplitMix64,
     /// Scratch slots the generated filters use (pflang's lowering uses the low ones).
     slots: u8,
 }
 
 impl FilterGen {
     pub fn new(seed: u64) -> FilterGen {
-        FilterGen { rng: Rng::new(seed), slots: 8 }
+        FilterGen { rng: SplitMix64::new(seed), slots: 8 }
     }
 
     /// The stream the generator draws from, for callers that want more from the same seed.
-    pub fn rng(&mut self) -> &mut Rng {
+    pub fn rng(&mut self) -> &mut SplitMix64 {
         &mut self.rng
     }
 
@@ -154,9 +95,9 @@ impl FilterGen {
     pub fn constant(&mut self) -> u32 {
         match self.rng.below(10) {
             0..=3 => self.rng.below(72) as u32,
-            4 | 5 => self.rng.pick(&BOUNDARIES),
-            6 | 7 => u32::from(self.rng.pick(&BYTES)),
-            8 => u32::from(self.rng.pick(&BYTES)) << 8 | u32::from(self.rng.pick(&BYTES)),
+            4 | 5 => self.rng.one_of(&BOUNDARIES),
+            6 | 7 => u32::from(self.rng.one_of(&BYTES)),
+            8 => u32::from(self.rng.one_of(&BYTES)) << 8 | u32::from(self.rng.one_of(&BYTES)),
             _ => self.rng.u32(),
         }
     }
@@ -171,7 +112,7 @@ impl FilterGen {
         match self.rng.below(12) {
             0..=5 => Expr::Const(self.rng.below(80) as u32),
             6 if self.rng.chance(30) => {
-                Expr::Const(self.rng.pick(&BOUNDARIES).wrapping_sub(self.rng.below(4) as u32))
+                Expr::Const(self.rng.one_of(&BOUNDARIES).wrapping_sub(self.rng.below(4) as u32))
             }
             6 => Expr::Const(self.rng.below(80) as u32),
             7 | 8 => {
@@ -193,19 +134,19 @@ impl FilterGen {
             0 | 1 => Expr::Const(self.constant()),
             2 => Expr::WireLen,
             3 => Expr::Scratch(self.slot()),
-            4 => Expr::load_at(self.rng.below(80) as u32, self.rng.pick(&SIZES)),
-            5 | 6 => Expr::load(self.offset(below), self.rng.pick(&SIZES)),
+            4 => Expr::load_at(self.rng.below(80) as u32, self.rng.one_of(&SIZES)),
+            5 | 6 => Expr::load(self.offset(below), self.rng.one_of(&SIZES)),
             7 => Expr::Neg(Box::new(self.expr(below))),
             8 => ipv4_header_length(self.rng.below(40) as u32),
             _ => {
-                let op = self.rng.pick(&OPS);
+                let op = self.rng.one_of(&OPS);
                 let lhs = self.expr(below);
                 let rhs = if self.rng.chance(50) {
                     // Constant operands, with the divisors and shift amounts that matter.
                     match op {
                         BinOp::Div | BinOp::Mod if self.rng.chance(8) => Expr::Const(0),
                         BinOp::Shl | BinOp::Shr => {
-                            Expr::Const(self.rng.pick(&[0, 1, 2, 31, 32, 33, 64, u32::MAX]))
+                            Expr::Const(self.rng.one_of(&[0, 1, 2, 31, 32, 33, 64, u32::MAX]))
                         }
                         _ => Expr::Const(self.constant()),
                     }
@@ -250,7 +191,7 @@ impl FilterGen {
         match choice {
             0 if self.rng.chance(30) => Pred::Const(self.rng.chance(50)),
             0..=4 => {
-                let op = self.rng.pick(&CMPS);
+                let op = self.rng.one_of(&CMPS);
                 let lhs = self.expr(edepth);
                 let rhs = if self.rng.chance(60) {
                     Expr::Const(self.constant())
@@ -264,11 +205,11 @@ impl FilterGen {
             8 => Pred::Guard(match self.rng.below(8) {
                 0 => 0,
                 1..=6 => self.rng.below(90) as u32,
-                _ => self.rng.pick(&BOUNDARIES),
+                _ => self.rng.one_of(&BOUNDARIES),
             }),
             9 => Pred::eq(
                 Expr::load_at(self.rng.below(60) as u32, Size::Byte),
-                u32::from(self.rng.pick(&BYTES)),
+                u32::from(self.rng.one_of(&BYTES)),
             ),
             10 | 11 => Pred::And((0..self.parts()).map(|_| self.pred(below)).collect()),
             12 | 13 => Pred::Or((0..self.parts()).map(|_| self.pred(below)).collect()),
@@ -290,7 +231,7 @@ impl FilterGen {
         let depth = self.rng.range(2, 6) as u32;
         let mut filter = Filter::new(self.pred(depth));
         if self.rng.chance(10) {
-            filter.accept = self.rng.pick(&[1, 0xffff, 0xffff_ffff, 0]);
+            filter.accept = self.rng.one_of(&[1, 0xffff, 0xffff_ffff, 0]);
         }
         filter
     }
@@ -311,20 +252,20 @@ pub struct Packet {
 
 /// One random packet: short (0 to 200 bytes, an eighth of them under 8), made of [`BYTES`],
 /// a fifth of them cut short of their wire length.
-pub fn packet(rng: &mut Rng) -> Packet {
+pub fn packet(rng: &mut SplitMix64) -> Packet {
     let len = match rng.below(8) {
         0 => rng.below(8) as usize,
         1..=5 => rng.range_usize(8, 80),
         _ => rng.range_usize(80, 200),
     };
-    let data: Vec<u8> = (0..len).map(|_| rng.pick(&BYTES)).collect();
+    let data: Vec<u8> = (0..len).map(|_| rng.one_of(&BYTES)).collect();
     let wire_len = if rng.chance(20) { len as u32 + rng.below(100) as u32 } else { len as u32 };
     Packet { data, wire_len }
 }
 
 /// `n` random packets from `seed` (see [`packet`]).
 pub fn packets(seed: u64, n: usize) -> Vec<Packet> {
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     (0..n).map(|_| packet(&mut rng)).collect()
 }
 
@@ -335,7 +276,7 @@ mod tests {
     #[test]
     fn streams_are_splitmix64_and_deterministic() {
         // The published SplitMix64 stream for state 0 starts with this value.
-        assert_eq!(Rng::new(0).next_u64(), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(SplitMix64::new(0).next_u64(), 0xe220_a839_7b1d_cdaf);
         let a: Vec<Filter> = (0..20).map(filter).collect();
         let b: Vec<Filter> = (0..20).map(filter).collect();
         assert_eq!(a, b);

@@ -1,0 +1,767 @@
+//! The Linux kernel as an engine and an oracle: `bpf(BPF_PROG_LOAD)` puts an eBPF program
+//! through the kernel's verifier (and its JIT, when enabled), `bpf(BPF_PROG_TEST_RUN)` runs
+//! it on a packet, `repeat` times, with the kernel's own timing. Tests use it to check that
+//! weir's eBPF loads and gives the same verdicts; `weir-bench` measures weir against it.
+//!
+//! Only the parts of `union bpf_attr` these two commands read are encoded, and the size
+//! passed to the kernel is the size of that prefix (the kernel takes the rest as zero).
+//! The encoding is plain bytes ([`BpfSys`] receives them), so that [`FakeBpf`] can check
+//! it, and answer like the kernel would, in tests that run without root.
+//!
+//! Needs root (or CAP_BPF with CAP_NET_ADMIN/CAP_PERFMON); [`available`] says why not, for
+//! a test's `SKIPPED: <name>: <reason>` line.
+//!
+//! ```no_run
+//! use weir_sys::kernel::{self, ProgType};
+//! if let Err(reason) = kernel::available() {
+//!     println!("SKIPPED: example: {reason}");
+//!     return;
+//! }
+//! // mov32 r0, 2; exit: XDP_PASS for every packet.
+//! let code = [0xb4, 0, 0, 0, 2, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];
+//! let prog = kernel::load(ProgType::Xdp, &code).unwrap();
+//! let run = prog.test_run(&[0u8; 64], 1000).unwrap();
+//! assert_eq!(run.retval, 2);
+//! println!("{} ns per run", run.duration_ns);
+//! ```
+
+use std::ffi::CStr;
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+
+/// The `bpf()` commands weir issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cmd {
+    /// `BPF_PROG_LOAD`: returns a new program descriptor.
+    ProgLoad,
+    /// `BPF_PROG_TEST_RUN`: writes the return value and the duration into the attributes.
+    ProgTestRun,
+}
+
+impl Cmd {
+    /// The kernel's `enum bpf_cmd` value.
+    pub fn raw(self) -> u32 {
+        match self {
+            Cmd::ProgLoad => 5,
+            Cmd::ProgTestRun => 10,
+        }
+    }
+}
+
+/// The program types weir loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProgType {
+    /// `BPF_PROG_TYPE_SOCKET_FILTER`: `struct __sk_buff` context, the legacy packet loads;
+    /// its test run strips the Ethernet header before the program sees the packet, as a
+    /// socket does. Load a socket filter as [`ProgType::SchedCls`] to test it on whole
+    /// frames.
+    SocketFilter,
+    /// `BPF_PROG_TYPE_SCHED_CLS`: the same context and loads, and a test run on the whole
+    /// frame, so it stands in for a socket filter where verdicts are compared.
+    SchedCls,
+    /// `BPF_PROG_TYPE_XDP`: `struct xdp_md` context, direct packet access.
+    Xdp,
+}
+
+impl ProgType {
+    /// The kernel's `enum bpf_prog_type` value.
+    pub fn raw(self) -> u32 {
+        match self {
+            ProgType::SocketFilter => 1,
+            ProgType::SchedCls => 3,
+            ProgType::Xdp => 6,
+        }
+    }
+}
+
+impl fmt::Display for ProgType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProgType::SocketFilter => "BPF_PROG_TYPE_SOCKET_FILTER",
+            ProgType::SchedCls => "BPF_PROG_TYPE_SCHED_CLS",
+            ProgType::Xdp => "BPF_PROG_TYPE_XDP",
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The syscall, behind a trait
+
+/// One `bpf()` call. [`Syscall`] is the kernel; [`FakeBpf`] answers from a script.
+pub trait BpfSys: Send + Sync {
+    /// Issues `cmd` with `attr`, a prefix of `union bpf_attr` (its length is the size
+    /// passed); the callee may write results back into `attr`. Returns the syscall's
+    /// non-negative result, or the errno as an `io::Error`.
+    ///
+    /// # Safety
+    ///
+    /// Every address inside `attr` that `cmd` reads or writes (instructions, license,
+    /// verifier log, packet) must point to memory valid for the size the attributes state
+    /// (readable for inputs, writable for outputs) for the whole call.
+    unsafe fn bpf(&self, cmd: Cmd, attr: &mut [u8]) -> io::Result<i64>;
+}
+
+/// The real `bpf(2)` system call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Syscall;
+
+impl BpfSys for Syscall {
+    unsafe fn bpf(&self, cmd: Cmd, attr: &mut [u8]) -> io::Result<i64> {
+        // SAFETY: `attr` is a live, exclusively borrowed buffer of exactly `attr.len()`
+        // bytes, which is the size passed; the caller guarantees that every address inside
+        // it is valid for what `cmd` does with it. The kernel writes nothing else.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                libc::c_long::from(cmd.raw()),
+                attr.as_mut_ptr(),
+                attr.len(),
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(rc)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Attribute encoding
+
+/// The bytes of `union bpf_attr` sent for `BPF_PROG_LOAD`: up to `expected_attach_type`.
+pub const PROG_LOAD_ATTR_SIZE: usize = 72;
+/// The bytes of `union bpf_attr` sent for `BPF_PROG_TEST_RUN`: up to `batch_size` and its
+/// padding (the kernel refuses non-zero bytes past the fields it knows).
+pub const TEST_RUN_ATTR_SIZE: usize = 80;
+
+fn put_u32(attr: &mut [u8], at: usize, value: u32) {
+    if let Some(field) = attr.get_mut(at..at + 4) {
+        field.copy_from_slice(&value.to_ne_bytes());
+    }
+}
+
+fn put_u64(attr: &mut [u8], at: usize, value: u64) {
+    if let Some(field) = attr.get_mut(at..at + 8) {
+        field.copy_from_slice(&value.to_ne_bytes());
+    }
+}
+
+fn get_u32(attr: &[u8], at: usize) -> u32 {
+    attr.get(at..at + 4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_ne_bytes)
+}
+
+fn get_u64(attr: &[u8], at: usize) -> u64 {
+    attr.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes)
+}
+
+/// Field offsets of `union bpf_attr` for `BPF_PROG_LOAD`.
+mod load_field {
+    pub const PROG_TYPE: usize = 0;
+    pub const INSN_CNT: usize = 4;
+    pub const INSNS: usize = 8;
+    pub const LICENSE: usize = 16;
+    pub const LOG_LEVEL: usize = 24;
+    pub const LOG_SIZE: usize = 28;
+    pub const LOG_BUF: usize = 32;
+}
+
+/// Field offsets of `union bpf_attr` for `BPF_PROG_TEST_RUN` (the `test` member).
+mod run_field {
+    pub const PROG_FD: usize = 0;
+    pub const RETVAL: usize = 4;
+    pub const DATA_SIZE_IN: usize = 8;
+    pub const DATA_IN: usize = 16;
+    pub const REPEAT: usize = 32;
+    pub const DURATION: usize = 36;
+}
+
+/// `BPF_PROG_LOAD` attributes: `insn_cnt` instructions at `insns`, a GPL license, and the
+/// verifier log buffer when `log` is given.
+fn prog_load_attr(
+    prog_type: ProgType,
+    code: &[u8],
+    insn_cnt: u32,
+    log: Option<&mut [u8]>,
+) -> [u8; PROG_LOAD_ATTR_SIZE] {
+    let mut attr = [0u8; PROG_LOAD_ATTR_SIZE];
+    put_u32(&mut attr, load_field::PROG_TYPE, prog_type.raw());
+    put_u32(&mut attr, load_field::INSN_CNT, insn_cnt);
+    put_u64(&mut attr, load_field::INSNS, code.as_ptr() as u64);
+    put_u64(&mut attr, load_field::LICENSE, LICENSE.as_ptr() as u64);
+    if let Some(buf) = log {
+        put_u32(&mut attr, load_field::LOG_LEVEL, 1);
+        put_u32(&mut attr, load_field::LOG_SIZE, u32::try_from(buf.len()).unwrap_or(u32::MAX));
+        put_u64(&mut attr, load_field::LOG_BUF, buf.as_mut_ptr() as u64);
+    }
+    attr
+}
+
+const LICENSE: &CStr = c"GPL";
+
+// ---------------------------------------------------------------------------------------
+// Loading and running
+
+/// The kernel refused a program: the error, and the verifier's log when it wrote one.
+#[derive(Debug)]
+pub struct LoadError {
+    /// What `bpf()` returned for the first attempt.
+    pub error: io::Error,
+    /// The verifier's log (empty when it wrote none).
+    pub log: String,
+}
+
+impl LoadError {
+    fn plain(message: &str) -> LoadError {
+        LoadError {
+            error: io::Error::new(io::ErrorKind::InvalidInput, message.to_string()),
+            log: String::new(),
+        }
+    }
+
+    /// The verifier's complaint: the last line of its log that is not a statistic, or the
+    /// errno when the log says nothing.
+    pub fn reason(&self) -> String {
+        let line = self.log.lines().map(str::trim).rfind(|l| {
+            !l.is_empty()
+                && !l.starts_with("processed ")
+                && !l.starts_with("verification time")
+                && !l.starts_with("stack depth")
+        });
+        match line {
+            Some(line) => line.to_string(),
+            None => self.error.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bpf(BPF_PROG_LOAD): {}", self.error)?;
+        if !self.log.trim().is_empty() {
+            write!(f, "\nverifier log:\n{}", self.log.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// One `BPF_PROG_TEST_RUN`: the program's return value (of the last repetition) and the
+/// mean time of one repetition as the kernel measured it, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestRun {
+    pub retval: u32,
+    pub duration_ns: u32,
+}
+
+/// The verifier log asked for first when a load fails, and the largest (the kernel's limit
+/// is 16 MiB - 1), used when the first was too small.
+const FIRST_LOG: usize = 1 << 20;
+const MAX_LOG: usize = (16 << 20) - 1;
+
+/// `mov32 r0, 0; exit`: the smallest program every type accepts.
+const RETURN_ZERO: [u8; 16] = [0xb4, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];
+
+/// A way to the kernel: the real syscall ([`Kernel::new`]) or a stand-in
+/// ([`Kernel::with_sys`], e.g. a [`FakeBpf`]).
+#[derive(Clone)]
+pub struct Kernel {
+    sys: Arc<dyn BpfSys>,
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Kernel")
+    }
+}
+
+impl Default for Kernel {
+    fn default() -> Self {
+        Kernel::new()
+    }
+}
+
+impl Kernel {
+    /// The real `bpf()` syscall.
+    pub fn new() -> Kernel {
+        Kernel { sys: Arc::new(Syscall) }
+    }
+
+    /// Calls go to `sys` instead of the kernel.
+    pub fn with_sys(sys: Arc<dyn BpfSys>) -> Kernel {
+        Kernel { sys }
+    }
+
+    /// Loads `code` (eBPF instructions, 8 bytes each, as `weir_program::Program::to_bytes`
+    /// writes them) as a GPL program of `prog_type`. Loads without a log first, which is
+    /// faster; when the kernel refuses, loads again with the verifier's log (1 MiB, then
+    /// the maximum if that was too small) so that the error carries the reason.
+    pub fn load(&self, prog_type: ProgType, code: &[u8]) -> Result<LoadedProgram, LoadError> {
+        if code.is_empty() || !code.chunks_exact(8).remainder().is_empty() {
+            return Err(LoadError::plain("the code is not a whole number of 8-byte instructions"));
+        }
+        let insn_cnt =
+            u32::try_from(code.len() / 8).map_err(|_| LoadError::plain("too many instructions"))?;
+        let first = match self.load_once(prog_type, code, insn_cnt, None) {
+            Ok(fd) => return Ok(self.loaded(fd, prog_type)),
+            Err(first) => first,
+        };
+        let mut size = FIRST_LOG;
+        loop {
+            let mut log = vec![0u8; size];
+            match self.load_once(prog_type, code, insn_cnt, Some(&mut log)) {
+                // Accepted the second time (a transient failure): keep it.
+                Ok(fd) => return Ok(self.loaded(fd, prog_type)),
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) && size < MAX_LOG => {
+                    size = MAX_LOG;
+                }
+                Err(_) => {
+                    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+                    let text = log.get(..end).unwrap_or_default();
+                    return Err(LoadError {
+                        error: first,
+                        log: String::from_utf8_lossy(text).into_owned(),
+                    });
+                }
+            }
+        }
+    }
+
+    fn loaded(&self, fd: OwnedFd, prog_type: ProgType) -> LoadedProgram {
+        LoadedProgram { fd, prog_type, sys: Arc::clone(&self.sys) }
+    }
+
+    fn load_once(
+        &self,
+        prog_type: ProgType,
+        code: &[u8],
+        insn_cnt: u32,
+        log: Option<&mut [u8]>,
+    ) -> io::Result<OwnedFd> {
+        let mut attr = prog_load_attr(prog_type, code, insn_cnt, log);
+        // SAFETY: the attributes point at `insn_cnt * 8` readable bytes of `code`, at the
+        // static NUL-terminated license and, when logging, at the caller's writable log
+        // buffer of `log_size` bytes; all of them outlive the call.
+        let rc = unsafe { self.sys.bpf(Cmd::ProgLoad, &mut attr) }?;
+        let fd = i32::try_from(rc).map_err(|_| io::Error::other("descriptor out of range"))?;
+        // SAFETY: a successful BPF_PROG_LOAD returns a new descriptor that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// Whether programs can be loaded and test-run here; the error says why not (not root,
+    /// the syscall refused, seccomp, an old kernel ...). Probes with a program that returns
+    /// 0, loaded as a socket filter, as XDP and as a classifier, and test-runs the last.
+    pub fn available(&self) -> Result<(), String> {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        let who =
+            if euid == 0 { String::new() } else { format!("not running as root (euid {euid}); ") };
+        let mut last = None;
+        for prog_type in [ProgType::SocketFilter, ProgType::Xdp, ProgType::SchedCls] {
+            let prog = self.load(prog_type, &RETURN_ZERO).map_err(|e| {
+                format!(
+                    "{who}bpf(BPF_PROG_LOAD) refused a trivial {prog_type} program: {}",
+                    e.reason()
+                )
+            })?;
+            last = Some(prog);
+        }
+        let prog = last.ok_or("no probe program")?;
+        match prog.test_run(&[0u8; 64], 1) {
+            Ok(run) if run.retval == 0 => Ok(()),
+            Ok(run) => {
+                Err(format!("bpf(BPF_PROG_TEST_RUN) returned {} for `return 0`", run.retval))
+            }
+            Err(e) => Err(format!("{who}bpf(BPF_PROG_TEST_RUN) refused: {e}")),
+        }
+    }
+}
+
+/// A program the kernel accepted; the descriptor is closed on drop.
+pub struct LoadedProgram {
+    fd: OwnedFd,
+    prog_type: ProgType,
+    sys: Arc<dyn BpfSys>,
+}
+
+impl fmt::Debug for LoadedProgram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedProgram")
+            .field("fd", &self.fd)
+            .field("prog_type", &self.prog_type)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadedProgram {
+    pub fn prog_type(&self) -> ProgType {
+        self.prog_type
+    }
+
+    /// Runs the program on `data` (a whole frame, Ethernet header first) `repeat` times
+    /// (0 counts as 1) in one `BPF_PROG_TEST_RUN`.
+    ///
+    /// The duration is the kernel's mean per repetition. It includes the kernel's loop
+    /// around the program (and, with `repeat` 1, its timer reads), so a program's own cost
+    /// is best estimated as the difference with a trivial program run the same way.
+    /// The kernel refuses frames it cannot take apart (shorter than an Ethernet header, and
+    /// for the skb program types an IPv4 or IPv6 EtherType without the fixed IP header
+    /// behind it) with `EINVAL`.
+    pub fn test_run(&self, data: &[u8], repeat: u32) -> io::Result<TestRun> {
+        let fd = u32::try_from(self.fd.as_raw_fd())
+            .map_err(|_| io::Error::other("descriptor out of range"))?;
+        let data_size_in = u32::try_from(data.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "packet too large"))?;
+        let mut attr = [0u8; TEST_RUN_ATTR_SIZE];
+        put_u32(&mut attr, run_field::PROG_FD, fd);
+        put_u32(&mut attr, run_field::DATA_SIZE_IN, data_size_in);
+        put_u64(&mut attr, run_field::DATA_IN, data.as_ptr() as u64);
+        put_u32(&mut attr, run_field::REPEAT, repeat);
+        // SAFETY: `data_in` points at `data_size_in` readable bytes of `data`, which
+        // outlives the call; no output buffers are given, so only `attr` is written.
+        unsafe { self.sys.bpf(Cmd::ProgTestRun, &mut attr) }?;
+        Ok(TestRun {
+            retval: get_u32(&attr, run_field::RETVAL),
+            duration_ns: get_u32(&attr, run_field::DURATION),
+        })
+    }
+}
+
+/// Loads `code` into the kernel through the real syscall; see [`Kernel::load`].
+pub fn load(prog_type: ProgType, code: &[u8]) -> Result<LoadedProgram, LoadError> {
+    Kernel::new().load(prog_type, code)
+}
+
+/// Whether the real kernel can be asked here; see [`Kernel::available`].
+pub fn available() -> Result<(), String> {
+    Kernel::new().available()
+}
+
+/// The kernel's JIT setting (`/proc/sys/net/core/bpf_jit_enable`: 0 interpreter, 1 JIT,
+/// 2 JIT with debug output), for describing a measurement.
+pub fn jit_setting() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/net/core/bpf_jit_enable").ok()?.trim().parse().ok()
+}
+
+// ---------------------------------------------------------------------------------------
+// The fake
+
+/// What a [`FakeBpf`] answers to its next call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FakeReply {
+    /// Success: a new descriptor for `BPF_PROG_LOAD` (an open `/dev/null`, so that closing
+    /// it closes nothing else), 0 for other commands.
+    Ok,
+    /// Success of `BPF_PROG_TEST_RUN`: the return value and duration written back.
+    Run { retval: u32, duration_ns: u32 },
+    /// Failure with `errno`; `log` goes into the verifier log buffer, when there is one.
+    Fail { errno: i32, log: String },
+}
+
+impl FakeReply {
+    /// A failure without a log.
+    pub fn errno(errno: i32) -> FakeReply {
+        FakeReply::Fail { errno, log: String::new() }
+    }
+}
+
+/// One call a [`FakeBpf`] received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeCall {
+    pub cmd: Cmd,
+    /// The attribute bytes as sent.
+    pub attr: Vec<u8>,
+    /// What the attributes point at: the instructions (`BPF_PROG_LOAD`) or the packet
+    /// (`BPF_PROG_TEST_RUN`).
+    pub data: Vec<u8>,
+    /// The license (`BPF_PROG_LOAD`).
+    pub license: Option<String>,
+}
+
+impl FakeCall {
+    /// A 32-bit attribute field at byte offset `at`.
+    pub fn u32_at(&self, at: usize) -> u32 {
+        get_u32(&self.attr, at)
+    }
+
+    /// A 64-bit attribute field at byte offset `at`.
+    pub fn u64_at(&self, at: usize) -> u64 {
+        get_u64(&self.attr, at)
+    }
+}
+
+/// A scripted stand-in for the kernel, for tests without root (as aya tests its syscalls):
+/// it records every call and answers with the next of its replies, `ENOSYS` when none is
+/// left.
+#[derive(Debug, Default)]
+pub struct FakeBpf {
+    replies: Mutex<std::collections::VecDeque<FakeReply>>,
+    calls: Mutex<Vec<FakeCall>>,
+}
+
+impl FakeBpf {
+    pub fn new(replies: impl IntoIterator<Item = FakeReply>) -> FakeBpf {
+        FakeBpf { replies: Mutex::new(replies.into_iter().collect()), calls: Mutex::default() }
+    }
+
+    /// The calls received so far.
+    pub fn calls(&self) -> Vec<FakeCall> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Copies `len` bytes at `addr` (nothing for a null address).
+    ///
+    /// # Safety
+    ///
+    /// `addr` is null or valid for reading `len` bytes.
+    unsafe fn read(addr: u64, len: usize) -> Vec<u8> {
+        if addr == 0 || len == 0 {
+            return Vec::new();
+        }
+        // SAFETY: the caller guarantees `len` readable bytes at the non-null `addr`.
+        unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec()
+    }
+}
+
+impl BpfSys for FakeBpf {
+    unsafe fn bpf(&self, cmd: Cmd, attr: &mut [u8]) -> io::Result<i64> {
+        let (data, license) = match cmd {
+            Cmd::ProgLoad => {
+                let len = (get_u32(attr, load_field::INSN_CNT) as usize).saturating_mul(8);
+                let license = get_u64(attr, load_field::LICENSE);
+                // SAFETY: the trait's contract: the instructions are `insn_cnt * 8`
+                // readable bytes and the license a NUL-terminated string, for this call.
+                let data = unsafe { Self::read(get_u64(attr, load_field::INSNS), len) };
+                let license = (license != 0).then(|| {
+                    // SAFETY: as above.
+                    unsafe { CStr::from_ptr(license as *const libc::c_char) }
+                        .to_string_lossy()
+                        .into_owned()
+                });
+                (data, license)
+            }
+            Cmd::ProgTestRun => {
+                let len = get_u32(attr, run_field::DATA_SIZE_IN) as usize;
+                // SAFETY: the trait's contract: `data_size_in` readable bytes at `data_in`.
+                (unsafe { Self::read(get_u64(attr, run_field::DATA_IN), len) }, None)
+            }
+        };
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).push(FakeCall {
+            cmd,
+            attr: attr.to_vec(),
+            data,
+            license,
+        });
+        let reply = self.replies.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+        match reply {
+            None => Err(io::Error::from_raw_os_error(libc::ENOSYS)),
+            Some(FakeReply::Ok) if cmd == Cmd::ProgLoad => {
+                Ok(i64::from(File::open("/dev/null")?.into_raw_fd()))
+            }
+            Some(FakeReply::Ok) => Ok(0),
+            Some(FakeReply::Run { retval, duration_ns }) => {
+                put_u32(attr, run_field::RETVAL, retval);
+                put_u32(attr, run_field::DURATION, duration_ns);
+                Ok(0)
+            }
+            Some(FakeReply::Fail { errno, log }) => {
+                let buf = get_u64(attr, load_field::LOG_BUF);
+                let size = get_u32(attr, load_field::LOG_SIZE) as usize;
+                if cmd == Cmd::ProgLoad && buf != 0 && size > 0 {
+                    let n = log.len().min(size - 1);
+                    // SAFETY: the trait's contract: `log_size` writable bytes at `log_buf`;
+                    // `n + 1 <= log_size` bytes are written (the text and a NUL).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(log.as_ptr(), buf as *mut u8, n);
+                        (buf as *mut u8).add(n).write(0);
+                    }
+                }
+                Err(io::Error::from_raw_os_error(errno))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `r0 = __sk_buff.len` (offset 0); exit.
+    const RETURN_LEN: [u8; 16] = [0x61, 0x10, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];
+
+    fn fake(replies: impl IntoIterator<Item = FakeReply>) -> (Arc<FakeBpf>, Kernel) {
+        let fake = Arc::new(FakeBpf::new(replies));
+        let kernel = Kernel::with_sys(fake.clone());
+        (fake, kernel)
+    }
+
+    #[test]
+    fn a_load_encodes_the_prog_load_attributes() {
+        let (fake, kernel) = fake([FakeReply::Ok]);
+        let prog = kernel.load(ProgType::Xdp, &RETURN_ZERO).unwrap();
+        assert_eq!(prog.prog_type(), ProgType::Xdp);
+        let calls = fake.calls();
+        assert_eq!(calls.len(), 1);
+        let call = &calls[0];
+        assert_eq!(call.cmd, Cmd::ProgLoad);
+        assert_eq!(call.attr.len(), PROG_LOAD_ATTR_SIZE);
+        assert_eq!(call.u32_at(load_field::PROG_TYPE), 6);
+        assert_eq!(call.u32_at(load_field::INSN_CNT), 2);
+        assert_eq!(call.data, RETURN_ZERO);
+        assert_eq!(call.license.as_deref(), Some("GPL"));
+        // No log on the first attempt, and nothing past the fields set.
+        assert_eq!(call.u32_at(load_field::LOG_LEVEL), 0);
+        assert_eq!(call.u32_at(load_field::LOG_SIZE), 0);
+        assert_eq!(call.u64_at(load_field::LOG_BUF), 0);
+        assert!(call.attr[40..].iter().all(|&b| b == 0));
+        assert_eq!(Cmd::ProgLoad.raw(), 5);
+        assert_eq!(Cmd::ProgTestRun.raw(), 10);
+        assert_eq!(
+            [ProgType::SocketFilter, ProgType::SchedCls, ProgType::Xdp].map(ProgType::raw),
+            [1, 3, 6]
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_retried_with_the_verifier_log() {
+        let log = "0: (95) exit\nR0 !read_ok\nprocessed 1 insns (limit 1000000)\n";
+        let (fake, kernel) = fake([
+            FakeReply::errno(libc::EACCES),
+            FakeReply::Fail { errno: libc::EACCES, log: log.into() },
+        ]);
+        let err = kernel.load(ProgType::SchedCls, &RETURN_ZERO[8..]).unwrap_err();
+        assert_eq!(err.error.raw_os_error(), Some(libc::EACCES));
+        assert_eq!(err.log, log);
+        assert_eq!(err.reason(), "R0 !read_ok");
+        let text = err.to_string();
+        assert!(text.starts_with("bpf(BPF_PROG_LOAD): "), "{text}");
+        assert!(text.contains("\nverifier log:\n0: (95) exit"), "{text}");
+        let calls = fake.calls();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[1].u32_at(load_field::LOG_LEVEL), 1);
+        assert_eq!(calls[1].u32_at(load_field::LOG_SIZE), FIRST_LOG as u32);
+        assert_ne!(calls[1].u64_at(load_field::LOG_BUF), 0);
+        assert_eq!(calls[1].u32_at(load_field::PROG_TYPE), 3);
+    }
+
+    #[test]
+    fn a_log_that_does_not_fit_is_asked_for_again_at_the_maximum() {
+        let (fake, kernel) = fake([
+            FakeReply::errno(libc::EINVAL),
+            FakeReply::errno(libc::ENOSPC),
+            FakeReply::Fail { errno: libc::EINVAL, log: "long story".into() },
+        ]);
+        let err = kernel.load(ProgType::Xdp, &RETURN_ZERO).unwrap_err();
+        // The error is the first attempt's, the log the last one's.
+        assert_eq!(err.error.raw_os_error(), Some(libc::EINVAL));
+        assert_eq!(err.log, "long story");
+        let sizes: Vec<u32> = fake.calls().iter().map(|c| c.u32_at(load_field::LOG_SIZE)).collect();
+        assert_eq!(sizes, [0, FIRST_LOG as u32, MAX_LOG as u32]);
+    }
+
+    #[test]
+    fn a_program_accepted_the_second_time_is_kept_and_an_empty_log_reads_as_the_errno() {
+        let (_, kernel) = fake([FakeReply::errno(libc::EAGAIN), FakeReply::Ok]);
+        assert!(kernel.load(ProgType::Xdp, &RETURN_ZERO).is_ok());
+        let (_, kernel) = fake([FakeReply::errno(libc::EPERM), FakeReply::errno(libc::EPERM)]);
+        let err = kernel.load(ProgType::Xdp, &RETURN_ZERO).unwrap_err();
+        assert!(err.log.is_empty());
+        assert!(err.reason().contains("not permitted"), "{}", err.reason());
+        assert!(!err.to_string().contains("verifier log"));
+    }
+
+    #[test]
+    fn malformed_code_is_refused_before_the_syscall() {
+        let (fake, kernel) = fake([]);
+        let err = kernel.load(ProgType::SchedCls, &RETURN_ZERO[..12]).unwrap_err();
+        assert_eq!(err.error.kind(), io::ErrorKind::InvalidInput);
+        assert!(kernel.load(ProgType::Xdp, &[]).is_err());
+        assert!(fake.calls().is_empty());
+    }
+
+    #[test]
+    fn a_test_run_encodes_its_attributes_and_reads_the_results_back() {
+        let (fake, kernel) = fake([FakeReply::Ok, FakeReply::Run { retval: 77, duration_ns: 12 }]);
+        let prog = kernel.load(ProgType::SchedCls, &RETURN_LEN).unwrap();
+        let packet = [0xabu8; 77];
+        let run = prog.test_run(&packet, 1000).unwrap();
+        assert_eq!(run, TestRun { retval: 77, duration_ns: 12 });
+        let calls = fake.calls();
+        let call = &calls[1];
+        assert_eq!(call.cmd, Cmd::ProgTestRun);
+        assert_eq!(call.attr.len(), TEST_RUN_ATTR_SIZE);
+        assert_eq!(call.u32_at(run_field::PROG_FD), prog.fd.as_raw_fd() as u32);
+        assert_eq!(call.u32_at(run_field::DATA_SIZE_IN), 77);
+        assert_eq!(call.u32_at(run_field::REPEAT), 1000);
+        assert_eq!(call.data, packet);
+        assert_eq!(call.u32_at(run_field::RETVAL), 0);
+        // Everything but the fields set stays zero (the kernel refuses stray bytes).
+        let set = [0..4, 8..12, 16..24, 32..36];
+        for (k, &b) in call.attr.iter().enumerate() {
+            assert!(b == 0 || set.iter().any(|r| r.contains(&k)), "byte {k} is {b}");
+        }
+    }
+
+    #[test]
+    fn a_refused_test_run_is_an_error_with_the_errno() {
+        let (_, kernel) = fake([FakeReply::Ok, FakeReply::errno(libc::EINVAL)]);
+        let prog = kernel.load(ProgType::SchedCls, &RETURN_ZERO).unwrap();
+        let err = prog.test_run(&[0u8; 10], 1).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
+        // The script ran out: ENOSYS.
+        assert_eq!(prog.test_run(&[0u8; 64], 1).unwrap_err().raw_os_error(), Some(libc::ENOSYS));
+    }
+
+    #[test]
+    fn the_probe_says_why_the_kernel_cannot_be_asked() {
+        let (_, kernel) = fake([FakeReply::errno(libc::EPERM), FakeReply::errno(libc::EPERM)]);
+        let reason = kernel.available().unwrap_err();
+        assert!(reason.contains("BPF_PROG_TYPE_SOCKET_FILTER"), "{reason}");
+        assert!(reason.contains("not permitted"), "{reason}");
+
+        let ok = [FakeReply::Ok, FakeReply::Ok, FakeReply::Ok];
+        let (_, kernel) =
+            fake(ok.iter().cloned().chain([FakeReply::Run { retval: 0, duration_ns: 1 }]));
+        assert_eq!(kernel.available(), Ok(()));
+        let (_, kernel) =
+            fake(ok.iter().cloned().chain([FakeReply::Run { retval: 3, duration_ns: 1 }]));
+        assert!(kernel.available().unwrap_err().contains("returned 3"));
+        let (_, kernel) = fake(ok.iter().cloned().chain([FakeReply::errno(libc::EINVAL)]));
+        assert!(kernel.available().unwrap_err().contains("BPF_PROG_TEST_RUN"));
+    }
+
+    #[test]
+    fn loads_and_test_runs_when_available() {
+        if let Err(reason) = available() {
+            println!("SKIPPED: loads_and_test_runs_when_available: {reason}");
+            return;
+        }
+        let prog = load(ProgType::SchedCls, &RETURN_LEN).unwrap();
+        assert_eq!(prog.prog_type(), ProgType::SchedCls);
+        let run = prog.test_run(&[0u8; 77], 10).unwrap();
+        assert_eq!(run.retval, 77);
+        let xdp = load(ProgType::Xdp, &RETURN_ZERO).unwrap();
+        assert_eq!(xdp.test_run(&[0u8; 60], 1).unwrap().retval, 0);
+        // mov32 r0, 2; exit
+        let pass = [0xb4, 0, 0, 0, 2, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(load(ProgType::Xdp, &pass).unwrap().test_run(&[0u8; 64], 1).unwrap().retval, 2);
+    }
+
+    #[test]
+    fn refusals_carry_the_verifier_log() {
+        if let Err(reason) = available() {
+            println!("SKIPPED: refusals_carry_the_verifier_log: {reason}");
+            return;
+        }
+        // `exit` without setting r0: the verifier refuses to read an uninitialised r0.
+        let err = load(ProgType::Xdp, &RETURN_ZERO[8..]).unwrap_err();
+        assert_eq!(err.error.raw_os_error(), Some(libc::EACCES), "{err}");
+        assert!(err.log.contains("R0"), "{err}");
+        assert!(err.reason().contains("R0"), "{}", err.reason());
+        assert!(err.to_string().contains("verifier log"));
+    }
+}
