@@ -11,7 +11,6 @@ use weir_cbpf::translate::translate;
 use weir_cbpf::CbpfFilter;
 use weir_isa::cbpf::ancillary::{SKF_AD_ALU_XOR_X, SKF_AD_OFF};
 use weir_isa::cbpf::{decode, CbpfInsn, CbpfOp, SockFilter, CBPF_OPCODES};
-use weir_program::ProgType as Target;
 use weir_program::Program;
 use weir_sys::kernel::{self, LoadedProgram, ProgType};
 use weir_sys::libpcap::{self, BpfInsn};
@@ -137,7 +136,7 @@ fn kernel_runs_translations_with_libpcap_verdicts() {
             let insns = decode(&records).expect("libpcap's output decodes");
             programs += 1;
             for (slot, (target, prog_type)) in
-                [(Target::SocketFilter, ProgType::SchedCls), (Target::Xdp, ProgType::Xdp)]
+                [(ProgType::SocketFilter, ProgType::SchedCls), (ProgType::Xdp, ProgType::Xdp)]
                     .into_iter()
                     .enumerate()
             {
@@ -147,7 +146,7 @@ fn kernel_runs_translations_with_libpcap_verdicts() {
                     panic!("{place}: the kernel refuses the translation: {log}")
                 });
                 for (index, packet) in packets.iter().enumerate() {
-                    if target == Target::SocketFilter && !skb_test_run_takes(&packet.data) {
+                    if target == ProgType::SocketFilter && !skb_test_run_takes(&packet.data) {
                         continue;
                     }
                     let want = pcap_verdict(&raw, &packet.data);
@@ -242,14 +241,14 @@ fn kernel_runs_random_translations_with_reference_verdicts() {
         let prog = random_program(&mut rng);
         let reference = CbpfFilter::new(&prog).unwrap_or_else(|e| panic!("program {n}: {e}"));
         for (target, prog_type) in
-            [(Target::SocketFilter, ProgType::SchedCls), (Target::Xdp, ProgType::Xdp)]
+            [(ProgType::SocketFilter, ProgType::SchedCls), (ProgType::Xdp, ProgType::Xdp)]
         {
             let place = format!("random program {n} ({target}): {prog:?}");
             let program = translate(&prog, target).unwrap_or_else(|e| panic!("{place}: {e}"));
             let loaded = load(&program, prog_type)
                 .unwrap_or_else(|log| panic!("{place}: the kernel refuses the translation: {log}"));
             for (index, frame) in frames.iter().enumerate() {
-                if target == Target::SocketFilter && !skb_test_run_takes(frame) {
+                if target == ProgType::SocketFilter && !skb_test_run_takes(frame) {
                     continue;
                 }
                 let want = reference.run(frame, frame.len() as u32);

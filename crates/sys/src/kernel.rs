@@ -51,41 +51,10 @@ impl Cmd {
     }
 }
 
-/// The program types weir loads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProgType {
-    /// `BPF_PROG_TYPE_SOCKET_FILTER`: `struct __sk_buff` context, the legacy packet loads;
-    /// its test run strips the Ethernet header before the program sees the packet, as a
-    /// socket does. Load a socket filter as [`ProgType::SchedCls`] to test it on whole
-    /// frames.
-    SocketFilter,
-    /// `BPF_PROG_TYPE_SCHED_CLS`: the same context and loads, and a test run on the whole
-    /// frame, so it stands in for a socket filter where verdicts are compared.
-    SchedCls,
-    /// `BPF_PROG_TYPE_XDP`: `struct xdp_md` context, direct packet access.
-    Xdp,
-}
-
-impl ProgType {
-    /// The kernel's `enum bpf_prog_type` value.
-    pub fn raw(self) -> u32 {
-        match self {
-            ProgType::SocketFilter => 1,
-            ProgType::SchedCls => 3,
-            ProgType::Xdp => 6,
-        }
-    }
-}
-
-impl fmt::Display for ProgType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ProgType::SocketFilter => "BPF_PROG_TYPE_SOCKET_FILTER",
-            ProgType::SchedCls => "BPF_PROG_TYPE_SCHED_CLS",
-            ProgType::Xdp => "BPF_PROG_TYPE_XDP",
-        })
-    }
-}
+/// The program types weir loads are weir's one [`ProgType`]. A socket filter's test run
+/// strips the Ethernet header before the program sees the packet, as a socket does; load a
+/// socket filter as [`ProgType::SchedCls`] to test it on whole frames.
+pub use weir_program::ProgType;
 
 // ---------------------------------------------------------------------------------------
 // The syscall, behind a trait
@@ -188,7 +157,7 @@ fn prog_load_attr(
     log: Option<&mut [u8]>,
 ) -> [u8; PROG_LOAD_ATTR_SIZE] {
     let mut attr = [0u8; PROG_LOAD_ATTR_SIZE];
-    put_u32(&mut attr, load_field::PROG_TYPE, prog_type.raw());
+    put_u32(&mut attr, load_field::PROG_TYPE, prog_type.kernel_id());
     put_u32(&mut attr, load_field::INSN_CNT, insn_cnt);
     put_u64(&mut attr, load_field::INSNS, code.as_ptr() as u64);
     put_u64(&mut attr, load_field::LICENSE, LICENSE.as_ptr() as u64);
@@ -621,7 +590,7 @@ mod tests {
         assert_eq!(Cmd::ProgLoad.raw(), 5);
         assert_eq!(Cmd::ProgTestRun.raw(), 10);
         assert_eq!(
-            [ProgType::SocketFilter, ProgType::SchedCls, ProgType::Xdp].map(ProgType::raw),
+            [ProgType::SocketFilter, ProgType::SchedCls, ProgType::Xdp].map(ProgType::kernel_id),
             [1, 3, 6]
         );
     }
