@@ -333,7 +333,8 @@ impl Kernel {
         for prog_type in [ProgType::SocketFilter, ProgType::Xdp, ProgType::SchedCls] {
             let prog = self.load(prog_type, &RETURN_ZERO).map_err(|e| {
                 format!(
-                    "{who}bpf(BPF_PROG_LOAD) refused a trivial {prog_type} program: {}",
+                    "{who}bpf(BPF_PROG_LOAD) refused a trivial {} program: {}",
+                    prog_type.kernel_name(),
                     e.reason()
                 )
             })?;

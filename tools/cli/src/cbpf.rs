@@ -194,6 +194,10 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
                 FormatArg::Dd => format_dd(&encode(&insns)),
                 FormatArg::Ddd => format_ddd(&encode(&insns)),
                 FormatArg::Raw => {
+                    crate::run::refuse_binary_to_terminal(
+                        "sock_filter bytes",
+                        "--as listing|dd|ddd",
+                    )?;
                     let bytes: Vec<u8> = encode(&insns).iter().flat_map(|r| r.to_bytes()).collect();
                     std::io::Write::write_all(&mut std::io::stdout(), &bytes)
                         .map_err(|e| format!("standard output: {e}"))?;

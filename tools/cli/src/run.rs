@@ -23,7 +23,22 @@ pub fn asm(path: &Path, output: Option<&Path>, words: bool) -> Result<ExitCode, 
         return write_output(output, text.as_bytes());
     }
     let code: Vec<u8> = raw.iter().flat_map(|r| r.to_bytes()).collect();
+    if output.is_none() {
+        refuse_binary_to_terminal("bytecode", "-o FILE or --words")?;
+    }
     write_output(output, &code)
+}
+
+/// Binary output on a terminal is unreadable and can leave the terminal in a strange state:
+/// refuse it (as `tcpdump -w -` does), and say what to do instead.
+pub fn refuse_binary_to_terminal(what: &str, instead: &str) -> Result<(), String> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        return Err(format!(
+            "refusing to write binary {what} to a terminal: use {instead}, or redirect standard output"
+        ));
+    }
+    Ok(())
 }
 
 /// Writes to a temporary file beside the target and renames it, so a failure never leaves a

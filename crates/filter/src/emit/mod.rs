@@ -18,6 +18,7 @@
 //! ```
 //! use weir_filter::emit::{cbpf, ebpf};
 //! use weir_filter::{Expr, Filter, Pred, Size};
+//! use weir_program::ProgType;
 //! let ipv4 = Filter::new(Pred::eq(Expr::load_at(12, Size::Half), 0x0800));
 //! let listing = weir_isa::cbpf::format_listing(&cbpf::emit(&ipv4).unwrap());
 //! assert_eq!(
