@@ -23,11 +23,53 @@ pub use classic::PreparedClassic;
 pub use engine::{choose, Choice, ChoiceError, Engine, Subject};
 pub use filter::PreparedFilter;
 pub use program::PreparedProgram;
-pub use weir_filter::Filter;
-pub use weir_pflang::{CompileError, LinkType, Options};
+pub use weir_filter::{emit, Filter};
+pub use weir_pflang::names::NameDb;
+pub use weir_pflang::{CompileError, LinkType};
+pub use weir_program::{abi::Bindings, ProgType, Program, Verified};
+
+/// The crates under the facade, for callers that read or print their data (the command
+/// line prints classic BPF and eBPF listings, parses classic programs, prints packets).
+/// What runs something goes through the facade's own functions and types.
+pub use weir_cbpf as cbpf;
+pub use weir_isa as isa;
+pub use weir_packet as packet;
+pub use weir_pflang as pflang;
+
+/// How a tcpdump expression is compiled.
+#[derive(Debug, Clone)]
+pub struct FilterOptions {
+    pub linktype: LinkType,
+    /// The capture's IPv4 netmask, for `ip broadcast` (libpcap refuses it without one).
+    pub netmask: Option<u32>,
+    /// Run the filter IR's optimizer (tcpdump's default; `-O` turns it off). The meaning is
+    /// the same either way.
+    pub optimize: bool,
+}
+
+impl FilterOptions {
+    pub fn new(linktype: LinkType) -> FilterOptions {
+        FilterOptions { linktype, netmask: None, optimize: true }
+    }
+}
 
 /// Compiles a tcpdump expression for a link type with the system's name files (and weir's
 /// built-in tables where they are missing), optimized.
 pub fn compile_filter(expr: &str, linktype: LinkType) -> Result<Filter, CompileError> {
-    weir_pflang::compile(expr, &Options::new(linktype), &weir_pflang::names::NameDb::system())
+    compile_filter_with(expr, &FilterOptions::new(linktype), &NameDb::system())
+}
+
+/// The compile path, in one place: parse, lower to the filter IR, optimize (unless
+/// `options.optimize` is off). An empty expression accepts every packet, as in tcpdump.
+pub fn compile_filter_with(
+    expr: &str,
+    options: &FilterOptions,
+    names: &NameDb,
+) -> Result<Filter, CompileError> {
+    let ast = weir_pflang::parse(expr)?;
+    let mut lower_options = weir_pflang::Options::new(options.linktype);
+    lower_options.netmask = options.netmask;
+    lower_options.optimize = false;
+    let filter = weir_pflang::lower(ast.as_ref(), &lower_options, names)?;
+    Ok(if options.optimize { weir_filter::opt::optimize_owned(filter) } else { filter })
 }

@@ -3,9 +3,9 @@
 use clap::{Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use weir_cbpf::{CbpfFilter, Format, Rules};
-use weir_isa::cbpf::{encode, format_dd, format_ddd, format_listing, CbpfInsn};
-use weir_program::ProgType;
+use weir::cbpf::{CbpfFilter, Format, Rules};
+use weir::isa::cbpf::{encode, format_dd, format_ddd, format_listing, CbpfInsn};
+use weir::ProgType;
 use weir_runtime::capture::Capture;
 
 /// The forms a classic program file can take.
@@ -116,7 +116,7 @@ pub enum CbpfCommand {
 
 fn load(path: &Path, format: FormatArg) -> Result<Vec<CbpfInsn>, String> {
     let bytes = crate::input::read(path)?;
-    weir_cbpf::parse(&bytes, format.into()).map_err(|e| format!("{}: {e}", path.display()))
+    weir::cbpf::parse(&bytes, format.into()).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
@@ -182,9 +182,9 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
                 TargetArg::Socket => ProgType::SocketFilter,
                 TargetArg::Xdp => ProgType::Xdp,
             };
-            let program = weir_cbpf::translate::translate(&insns, target)
+            let program = weir::cbpf::translate::translate(&insns, target)
                 .map_err(|e| format!("{}: {e}", prog.display()))?;
-            print!("{}", weir_isa::asm::disassemble(program.insns()));
+            print!("{}", weir::isa::asm::disassemble(program.insns()));
             Ok(ExitCode::SUCCESS)
         }
         CbpfCommand::Print { prog, format, output } => {

@@ -12,12 +12,12 @@
 //! new implementation is wired here by changing one line.
 
 use std::process::ExitCode;
-use weir_program::ProgType;
+use weir::ProgType;
 
 use clap::{ArgAction, Args, ValueEnum};
-use weir_filter::emit::{cbpf, ebpf};
-use weir_pflang::names::NameDb;
-use weir_pflang::LinkType;
+use weir::emit::{cbpf, ebpf};
+use weir::pflang::LinkType;
+use weir::NameDb;
 
 use crate::filter::{linktype_arg, options, Expression};
 
@@ -66,7 +66,7 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
     let optimize = args.optimize != Some(0);
     let mut options = options(linktype);
     options.optimize = optimize;
-    let filter = weir_pflang::compile(&expression.text, &options, &NameDb::system())
+    let filter = weir::pflang::compile(&expression.text, &options, &NameDb::system())
         .map_err(|e| expression.error(&e))?;
     let text = if args.ebpf {
         let target = match args.target {
@@ -74,13 +74,13 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
             TargetArg::Xdp => ProgType::Xdp,
         };
         let program = ebpf::emit(&filter, target).map_err(|e| format!("eBPF emitter: {e}"))?;
-        weir_isa::asm::disassemble(program.insns())
+        weir::isa::asm::disassemble(program.insns())
     } else {
         let insns = cbpf::emit(&filter).map_err(|e| format!("classic BPF emitter: {e}"))?;
         match args.dump {
-            0 | 1 => weir_isa::cbpf::format_listing(&insns),
-            2 => weir_isa::cbpf::format_dd(&weir_isa::cbpf::encode(&insns)),
-            _ => weir_isa::cbpf::format_ddd(&weir_isa::cbpf::encode(&insns)),
+            0 | 1 => weir::isa::cbpf::format_listing(&insns),
+            2 => weir::isa::cbpf::format_dd(&weir::isa::cbpf::encode(&insns)),
+            _ => weir::isa::cbpf::format_ddd(&weir::isa::cbpf::encode(&insns)),
         }
     };
     print!("{text}");

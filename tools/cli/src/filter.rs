@@ -9,7 +9,7 @@
 //! The expression is the remaining arguments joined with spaces, or with `-F` a file's
 //! contents, where `#` starts a comment that runs to the end of the line (as tcpdump reads
 //! such files). It is compiled for the capture's link type, or the one `-y` names, through
-//! `weir_pflang::compile`; every record is then tested in one place ([`Matcher`]), which is
+//! `weir::pflang::compile`; every record is then tested in one place ([`Matcher`]), which is
 //! where the engine the facade chose (`--engine`, `--explain`) runs it.
 //!
 //! A capture damaged midway (cut short, a record with an absurd length) is processed up to
@@ -26,13 +26,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use weir::pflang::{CompileError, LinkType, Options};
+use weir::Filter;
+use weir::NameDb;
 use weir::{Engine, PreparedFilter};
-use weir_filter::Filter;
-use weir_pflang::names::NameDb;
-use weir_pflang::{CompileError, LinkType, Options};
 use weir_runtime::capture::{Capture, CaptureWriter, Record};
 
-use weir_packet::summary;
+use weir::packet::summary;
 
 /// Captures at least this large get a progress bar (on a terminal).
 const PROGRESS_MIN_BYTES: u64 = 32 << 20;
@@ -162,17 +162,17 @@ fn blank_comments(text: &str) -> String {
 
 /// The names of the link types filters compile for, for error messages.
 fn linktype_names() -> String {
-    weir_pflang::LINK_TYPES.map(LinkType::name).join(", ")
+    weir::pflang::LINK_TYPES.map(LinkType::name).join(", ")
 }
 
 /// The link type of a capture's number, if filters compile for it.
 fn supported(number: u32) -> Option<LinkType> {
-    LinkType::from_number(number).filter(|&link| weir_pflang::compiles_for(link))
+    LinkType::from_number(number).filter(|&link| weir::pflang::compiles_for(link))
 }
 
 /// Parses a `-y` argument: a link type filters compile for, by name or number.
 pub fn linktype_arg(name: &str) -> Result<LinkType, String> {
-    LinkType::from_name(name).filter(|&link| weir_pflang::compiles_for(link)).ok_or_else(|| {
+    LinkType::from_name(name).filter(|&link| weir::pflang::compiles_for(link)).ok_or_else(|| {
         format!("-y {name}: unknown or unsupported link type (known: {})", linktype_names())
     })
 }
@@ -235,7 +235,7 @@ impl<'e> Matchers<'e> {
                 })?,
             };
             let filter =
-                weir_pflang::compile(&self.expression.text, &options(linktype), &self.names)
+                weir::pflang::compile(&self.expression.text, &options(linktype), &self.names)
                     .map_err(|e| self.expression.error(&e))?;
             let matcher = Matcher::new(&filter, self.engine)?;
             if self.explain {
@@ -427,7 +427,7 @@ mod tests {
             file: Some((PathBuf::from("f.txt"), "ip # first\nand hst 1".to_string())),
         };
         let start = expression.text.find("hst").unwrap();
-        let err = CompileError::new(weir_pflang::Span { start, end: start + 3 }, "bad");
+        let err = CompileError::new(weir::pflang::Span { start, end: start + 3 }, "bad");
         let text = expression.error(&err);
         assert_eq!(text, "f.txt:2:5: bad\n  and hst 1\n      ^^^");
     }

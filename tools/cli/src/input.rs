@@ -2,9 +2,9 @@
 
 use std::io::Read;
 use std::path::Path;
-use weir_isa::asm;
-use weir_isa::ebpf::decode;
-use weir_program::Program;
+use weir::isa::asm;
+use weir::isa::ebpf::decode;
+use weir::Program;
 
 /// What a file turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +66,7 @@ pub fn program_from(path: &Path, bytes: &[u8], format: Format) -> Result<Program
     let text = || std::str::from_utf8(bytes).map_err(|e| format!("{}: {e}", path.display()));
     let insns = match format {
         Format::Bytecode => {
-            weir_isa::ebpf::decode_bytes(bytes).map_err(|e| format!("{}: {e}", path.display()))?
+            weir::isa::ebpf::decode_bytes(bytes).map_err(|e| format!("{}: {e}", path.display()))?
         }
         Format::Words => {
             let source = text()?;

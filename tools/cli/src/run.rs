@@ -6,15 +6,15 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use weir::data::{Case, Expect};
-use weir_isa::asm;
-use weir_program::abi::Bindings;
-use weir_program::{Program, Verified};
+use weir::isa::asm;
+use weir::Bindings;
+use weir::{Program, Verified};
 
 pub fn asm(path: &Path, output: Option<&Path>, words: bool) -> Result<ExitCode, String> {
     let bytes = input::read(path)?;
     let source = std::str::from_utf8(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let insns = asm::assemble(source).map_err(|e| input::asm_error(path, source, &e))?;
-    let raw = weir_isa::ebpf::encode(&insns);
+    let raw = weir::isa::ebpf::encode(&insns);
     if words {
         let mut text = String::new();
         for slot in &raw {
