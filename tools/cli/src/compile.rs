@@ -66,7 +66,7 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
     let optimize = args.optimize != Some(0);
     let mut options = options(linktype);
     options.optimize = optimize;
-    let filter = weir::pflang::compile(&expression.text, &options, &NameDb::system())
+    let filter = weir::compile_filter_with(&expression.text, &options, &NameDb::system())
         .map_err(|e| expression.error(&e))?;
     let text = if args.ebpf {
         let target = match args.target {

@@ -9,7 +9,7 @@
 //! The expression is the remaining arguments joined with spaces, or with `-F` a file's
 //! contents, where `#` starts a comment that runs to the end of the line (as tcpdump reads
 //! such files). It is compiled for the capture's link type, or the one `-y` names, through
-//! `weir::pflang::compile`; every record is then tested in one place ([`Matcher`]), which is
+//! `weir::compile_filter_with`; every record is then tested in one place ([`Matcher`]), which is
 //! where the engine the facade chose (`--engine`, `--explain`) runs it.
 //!
 //! A capture damaged midway (cut short, a record with an absurd length) is processed up to
@@ -26,8 +26,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use weir::pflang::{CompileError, LinkType, Options};
+use weir::pflang::{CompileError, LinkType};
 use weir::Filter;
+use weir::FilterOptions;
 use weir::NameDb;
 use weir::{Engine, PreparedFilter};
 use weir_runtime::capture::{Capture, CaptureWriter, Record};
@@ -179,8 +180,8 @@ pub fn linktype_arg(name: &str) -> Result<LinkType, String> {
 
 /// Compiler options as tcpdump sets them when it reads a file (or only compiles): the
 /// netmask is unknown and taken as 0, so `ip broadcast` means 0.0.0.0 or 255.255.255.255.
-pub fn options(linktype: LinkType) -> Options {
-    let mut options = Options::new(linktype);
+pub fn options(linktype: LinkType) -> FilterOptions {
+    let mut options = FilterOptions::new(linktype);
     options.netmask = Some(0);
     options
 }
@@ -235,7 +236,7 @@ impl<'e> Matchers<'e> {
                 })?,
             };
             let filter =
-                weir::pflang::compile(&self.expression.text, &options(linktype), &self.names)
+                weir::compile_filter_with(&self.expression.text, &options(linktype), &self.names)
                     .map_err(|e| self.expression.error(&e))?;
             let matcher = Matcher::new(&filter, self.engine)?;
             if self.explain {
