@@ -1,5 +1,6 @@
 //! `weir cbpf ...`: classic BPF programs in any of the forms tcpdump and the kernel use.
 
+use crate::out;
 use clap::{Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -125,7 +126,7 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
             let insns = load(&prog, format)?;
             CbpfFilter::with_rules(&insns, rules.into())
                 .map_err(|e| format!("{}: {e}", prog.display()))?;
-            println!("{}: valid, {} instructions", prog.display(), insns.len());
+            out::line(&format!("{}: valid, {} instructions", prog.display(), insns.len()))?;
             Ok(ExitCode::SUCCESS)
         }
         CbpfCommand::Run { prog, capture, count, format, rules, engine, explain } => {
@@ -156,19 +157,19 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
                 if verdict != 0 {
                     matched = matched.saturating_add(1);
                     if !count {
-                        println!(
+                        out::line(&format!(
                             "{} {}.{:06} {}/{} bytes -> {verdict}",
                             record.index.saturating_add(1),
                             record.ts_sec,
                             record.ts_nsec / 1000,
                             record.data.len(),
                             record.wire_len
-                        );
+                        ))?;
                     }
                 }
             }
             if count {
-                println!("{matched}");
+                out::line(&matched.to_string())?;
             }
             match failure {
                 // The packets before the damage were processed; say where it stopped.
@@ -184,7 +185,7 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
             };
             let program = weir::cbpf::translate::translate(&insns, target)
                 .map_err(|e| format!("{}: {e}", prog.display()))?;
-            print!("{}", weir::isa::asm::disassemble(program.insns()));
+            out::text(&weir::isa::asm::disassemble(program.insns()))?;
             Ok(ExitCode::SUCCESS)
         }
         CbpfCommand::Print { prog, format, output } => {
@@ -199,12 +200,11 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
                         "--as listing|dd|ddd",
                     )?;
                     let bytes: Vec<u8> = encode(&insns).iter().flat_map(|r| r.to_bytes()).collect();
-                    std::io::Write::write_all(&mut std::io::stdout(), &bytes)
-                        .map_err(|e| format!("standard output: {e}"))?;
+                    out::bytes(&bytes)?;
                     return Ok(ExitCode::SUCCESS);
                 }
             };
-            print!("{text}");
+            out::text(&text)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -83,6 +83,6 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
             _ => weir::isa::cbpf::format_ddd(&weir::isa::cbpf::encode(&insns)),
         }
     };
-    print!("{text}");
+    crate::out::text(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -330,10 +330,7 @@ pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
 
     let kept = match sink {
         Sink::Lines(mut out) => {
-            match out.flush() {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                other => other.map_err(|e| format!("standard output: {e}"))?,
-            }
+            out.flush().map_err(crate::out::error)?;
             None
         }
         Sink::Capture(writer, path) => {
@@ -343,7 +340,7 @@ pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
         Sink::Nothing => None,
     };
     if args.count {
-        println!("{matched}");
+        crate::out::line(&matched.to_string())?;
     }
     let Some(damage) = damage else {
         return Ok(ExitCode::SUCCESS);

@@ -11,11 +11,15 @@
 //! weir asm prog.s -o prog.bin && weir disasm --listing prog.bin
 //! ```
 
+// Standard output goes through `out`, which cannot panic.
+#![deny(clippy::print_stdout)]
+
 mod cbpf;
 mod compile;
 mod filter;
 mod hex;
 mod input;
+mod out;
 mod run;
 
 use clap::{Parser, Subcommand};

@@ -2,7 +2,6 @@
 
 use crate::hex;
 use crate::input::{self, Format};
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use weir::data::{Case, Expect};
@@ -46,7 +45,7 @@ pub fn refuse_binary_to_terminal(what: &str, instead: &str) -> Result<(), String
 fn write_output(output: Option<&Path>, data: &[u8]) -> Result<ExitCode, String> {
     match output {
         None => {
-            std::io::stdout().write_all(data).map_err(|e| format!("standard output: {e}"))?;
+            crate::out::bytes(data)?;
         }
         Some(path) => {
             let mut tmp = path.as_os_str().to_owned();
@@ -71,7 +70,7 @@ pub fn disasm(path: &Path, listing: bool) -> Result<ExitCode, String> {
     let program = input::program_from(path, &bytes, format)?;
     let text =
         if listing { asm::listing(program.insns()) } else { asm::disassemble(program.insns()) };
-    print!("{text}");
+    crate::out::text(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -146,7 +145,7 @@ pub fn exec(
         }
         (false, _) => {
             let r0 = outcome?;
-            println!("{r0:#x}");
+            crate::out::line(&format!("{r0:#x}"))?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -155,11 +154,11 @@ pub fn exec(
 fn check_outcome(expect: &Expect, outcome: Result<u64, String>) -> Result<ExitCode, String> {
     match (expect, &outcome) {
         (Expect::Result(want), Ok(got)) if want == got => {
-            println!("ok: r0 = {got:#x}");
+            crate::out::line(&format!("ok: r0 = {got:#x}"))?;
             Ok(ExitCode::SUCCESS)
         }
         (Expect::Error(want), Err(got)) if got.to_lowercase().contains(&want.to_lowercase()) => {
-            println!("ok: error: {got}");
+            crate::out::line(&format!("ok: error: {got}"))?;
             Ok(ExitCode::SUCCESS)
         }
         (Expect::Result(want), _) => {
@@ -190,6 +189,6 @@ pub fn conformance_plugin(memory: Option<&str>, engine: EngineRequest) -> Result
     let program = Program::from_bytes(&code).map_err(|e| e.to_string())?;
     let program = Verified::structural(program).map_err(|e| format!("validation: {e}"))?;
     let r0 = run_on(engine, &program, &mut mem, None)?;
-    println!("{r0:x}");
+    crate::out::line(&format!("{r0:x}"))?;
     Ok(ExitCode::SUCCESS)
 }
