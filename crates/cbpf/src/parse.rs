@@ -27,11 +27,20 @@ pub enum Format {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("line {line}: {kind}")]
 pub struct CbpfParseError {
     /// 1-based line of the text input; 0 for raw bytes.
     pub line: usize,
     pub kind: CbpfParseErrorKind,
+}
+
+impl std::fmt::Display for CbpfParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Raw bytes have no lines: their errors name the instruction themselves.
+        match self.line {
+            0 => write!(f, "{}", self.kind),
+            line => write!(f, "line {line}: {}", self.kind),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -209,6 +218,21 @@ fn shape_of(form: CbpfOperand) -> Shape {
 }
 
 /// The shape and `k` of an operand as `tcpdump -d` writes it (spaces already removed).
+/// The number an operand is written around (`#N`, `M[N]`, `[N]`, ...), if it has one: for
+/// saying that a number is out of range rather than that the operand is wrong.
+fn operand_number(text: &str) -> Option<&str> {
+    let inner = text
+        .strip_prefix('#')
+        .or_else(|| text.strip_prefix("M[").and_then(|t| t.strip_suffix(']')))
+        .or_else(|| text.strip_prefix("4*([").and_then(|t| t.strip_suffix("]&0xf)")))
+        .or_else(|| text.strip_prefix("[x+").and_then(|t| t.strip_suffix(']')))
+        .or_else(|| text.strip_prefix('[').and_then(|t| t.strip_suffix(']')))?;
+    let digits = inner.strip_prefix('-').unwrap_or(inner);
+    let digits = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")).unwrap_or(digits);
+    let numeric = !digits.is_empty() && digits.chars().all(|c| c.is_ascii_hexdigit());
+    numeric.then_some(inner)
+}
+
 fn operand(text: &str) -> Option<(Shape, u32)> {
     if text.is_empty() {
         return Some((Shape::None, 0));
@@ -285,7 +309,17 @@ fn parse_listing(text: &str) -> Result<Vec<CbpfInsn>, CbpfParseError> {
         if rows.is_empty() {
             return Err(err(line, CbpfParseErrorKind::UnknownMnemonic(mnemonic.to_owned())));
         }
-        let (shape, k) = operand(&compact).ok_or_else(bad_operand)?;
+        let (shape, k) = match operand(&compact) {
+            Some(found) => found,
+            None => {
+                return Err(match operand_number(&compact) {
+                    Some(n) if number(n).is_none() => {
+                        err(line, CbpfParseErrorKind::BadNumber(n.to_owned()))
+                    }
+                    _ => bad_operand(),
+                })
+            }
+        };
         let spec = rows
             .iter()
             .find(|s| {

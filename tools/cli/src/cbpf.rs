@@ -63,13 +63,14 @@ pub enum TargetArg {
 
 #[derive(Subcommand)]
 pub enum CbpfCommand {
-    /// Check a program against the kernel's (or libpcap's) rules.
+    /// Check a program against libpcap's rules (as tcpdump loads programs), or the kernel's.
     Validate {
         /// Program file (`-` for standard input).
         prog: PathBuf,
         #[arg(long, value_enum, default_value = "auto")]
         format: FormatArg,
-        #[arg(long, value_enum, default_value = "kernel")]
+        /// The same default as `cbpf run`: libpcap's.
+        #[arg(long, value_enum, default_value = "libpcap")]
         rules: RulesArg,
     },
     /// Run a program over every packet of a capture file.

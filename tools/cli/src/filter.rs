@@ -104,8 +104,7 @@ impl Expression {
             );
         }
         let bytes = crate::input::read(path)?;
-        let original = String::from_utf8(bytes)
-            .map_err(|e| format!("{}: not UTF-8 text: {e}", path.display()))?;
+        let original = crate::input::text(path, &bytes)?.to_owned();
         Ok(Expression {
             text: blank_comments(&original),
             file: Some((path.to_path_buf(), original)),

@@ -19,13 +19,42 @@ pub enum Format {
     Assembly,
 }
 
+/// The largest program, expression or memory file a command reads (64 MiB): far above the
+/// largest program weir runs (1,000,000 instructions, about 30 MB as text), and a clear error
+/// instead of unbounded memory for `/dev/zero` or an endless pipe.
+pub const READ_LIMIT: u64 = 64 << 20;
+
+/// Reads a whole input file (`-`: standard input), at most [`READ_LIMIT`] bytes.
 pub fn read(path: &Path) -> Result<Vec<u8>, String> {
-    if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("standard input: {e}"))?;
-        return Ok(buf);
+    let name = || {
+        if path.as_os_str() == "-" {
+            "standard input".to_string()
+        } else {
+            path.display().to_string()
+        }
+    };
+    let mut buf = Vec::new();
+    let read = if path.as_os_str() == "-" {
+        std::io::stdin().lock().take(READ_LIMIT + 1).read_to_end(&mut buf)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(READ_LIMIT + 1).read_to_end(&mut buf))
+    };
+    read.map_err(|e| format!("{}: {e}", name()))?;
+    if buf.len() as u64 > READ_LIMIT {
+        return Err(format!(
+            "{}: larger than {} MiB, the most weir reads as a program, expression or memory",
+            name(),
+            READ_LIMIT >> 20
+        ));
     }
-    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+    Ok(buf)
+}
+
+/// `bytes` as text, or an error naming the first byte that is not UTF-8.
+pub fn text<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b str, String> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        format!("{}: not UTF-8 text (byte {} is not valid UTF-8)", path.display(), e.valid_up_to())
+    })
 }
 
 pub fn detect(bytes: &[u8]) -> Format {
@@ -63,7 +92,7 @@ pub fn asm_error(path: &Path, source: &str, err: &asm::AsmError) -> String {
 
 /// Turns any non-`.data` program file into a Program (decoded, not yet validated).
 pub fn program_from(path: &Path, bytes: &[u8], format: Format) -> Result<Program, String> {
-    let text = || std::str::from_utf8(bytes).map_err(|e| format!("{}: {e}", path.display()));
+    let text = || text(path, bytes);
     let insns = match format {
         Format::Bytecode => {
             weir::isa::ebpf::decode_bytes(bytes).map_err(|e| format!("{}: {e}", path.display()))?

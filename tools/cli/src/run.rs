@@ -11,7 +11,7 @@ use weir::{Program, Verified};
 
 pub fn asm(path: &Path, output: Option<&Path>, words: bool) -> Result<ExitCode, String> {
     let bytes = input::read(path)?;
-    let source = std::str::from_utf8(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let source = input::text(path, &bytes)?;
     let insns = asm::assemble(source).map_err(|e| input::asm_error(path, source, &e))?;
     let raw = weir::isa::ebpf::encode(&insns);
     if words {
@@ -119,7 +119,7 @@ pub fn exec(
     let bytes = input::read(path)?;
     let format = input::detect(&bytes);
     let (program, mut mem, expect) = if format == Format::DataFile {
-        let text = std::str::from_utf8(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = input::text(path, &bytes)?;
         let name = path.display().to_string();
         let case: Case = weir::data::parse_case(&name, text).map_err(|e| format!("{name}: {e}"))?;
         let loaded = weir::data::load_program(&case).map_err(|e| format!("{name}: {e}"));
@@ -178,10 +178,10 @@ fn show(outcome: &Result<u64, String>) -> String {
 }
 
 pub fn conformance_plugin(memory: Option<&str>, engine: EngineRequest) -> Result<ExitCode, String> {
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-        .map_err(|e| format!("standard input: {e}"))?;
-    let code = hex::parse_bytes(&text).map_err(|e| format!("program: {e}"))?;
+    let stdin = Path::new("-");
+    let bytes = input::read(stdin)?;
+    let text = input::text(stdin, &bytes)?;
+    let code = hex::parse_bytes(text).map_err(|e| format!("program: {e}"))?;
     let mut mem = match memory {
         Some(m) => hex::parse_bytes(m).map_err(|e| format!("memory: {e}"))?,
         None => Vec::new(),

@@ -154,7 +154,7 @@ fn cbpf_negative_corpus_is_rejected_with_place_and_reason() {
         let (file, want) = line.split_once(": ").expect("`file: text` lines");
         let path = dir.join("invalid").join(file);
         assert!(path.exists(), "{file} is listed but missing");
-        let out = weir(&["cbpf", "validate", path.to_str().unwrap()]);
+        let out = weir(&["cbpf", "validate", "--rules", "kernel", path.to_str().unwrap()]);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{file}: {err}");
         assert!(err.contains(want), "{file}: expected `{want}` in `{err}`");

@@ -44,7 +44,9 @@ fn listing_errors_name_the_line() {
         ("jeq #1 jt 1 jf 300\n", 1, "jf target 300"),
         ("jeq #1\n", 1, "expected `jt N jf M`"),
         ("ret #0 jt 1 jf 1\n", 1, "no jump targets"),
-        ("ld #0x100000000\n", 1, "ld does not take the operand"),
+        ("ld #0x100000000\n", 1, "\"0x100000000\" is not a number that fits in 32 bits"),
+        ("ret #4294967296\n", 1, "\"4294967296\" is not a number that fits in 32 bits"),
+        ("ldb [0x1ffffffff]\n", 1, "not a number that fits in 32 bits"),
         ("   \n", 0, "no instructions"),
     ];
     for &(text, line, want) in cases {
