@@ -76,8 +76,8 @@ pub fn run(args: &CompileArgs, command: &str) -> Result<bool, String> {
     }
     notes.push(format!(
         "median per compile of up to {rounds} samples; weir = parse + lower + optimize (IR), \
-         ->cBPF / ->eBPF add that emitter; libpcap = pcap_compile with its optimizer; native \
-         compilation is not written yet"
+         ->cBPF / ->eBPF add that emitter; libpcap = pcap_compile with its optimizer; compiling \
+         to native code (the native and jit engines) is not in these figures"
     ));
     for note in &notes {
         eprintln!("{note}");

@@ -1,22 +1,29 @@
-//! The engines a filter is measured on. An engine is a name and a `prepare` function that
-//! turns the compiled filter (weir's IR, libpcap's program) into something that runs on
-//! one packet; adding an engine is one entry in [`ENGINES`] and one such function.
+//! The engines a filter is measured on. An engine row is a name and a `prepare` function
+//! that turns the compiled filter (weir's IR, libpcap's program) into something that runs on
+//! one packet.
 //!
-//! Names ending in `/pcap` run *libpcap's* optimized program on a weir engine (classic
-//! interpreter, or translated to eBPF): the same engine as the plain name, fed libpcap's
-//! code generation instead of weir's, so the two can be told apart.
+//! weir's own engines take their names from the facade's one engine table, `weir::Engine`
+//! (the names `weir filter --engine` takes): one row per engine, fed weir's optimized
+//! filter, and variants with a suffix. `/pcap` runs *libpcap's* optimized program on that
+//! weir engine (the classic interpreter, or translated to eBPF for the eBPF engines): the
+//! same engine fed libpcap's code generation instead of weir's, so the two can be told
+//! apart. `/unopt` feeds the reference evaluator the filter before the optimizer. A new
+//! engine in the facade is an arm of the (exhaustive) match in [`weir_rows`]. The other rows
+//! (`libpcap`, the kernel, the `call` and `touch` baselines) are not weir engines and keep
+//! their own names.
+
+use std::sync::LazyLock;
 
 use weir_cbpf::CbpfFilter;
 use weir_filter::{Expr, Filter, Pred};
-use weir_interp::{Config, Input, Interpreter};
 use weir_isa::cbpf::{decode, CbpfInsn, SockFilter};
-use weir_program::abi::{Bindings, SOCKET_FILTER};
-use weir_program::ProgType;
-use weir_program::Program;
+use weir_program::abi::Bindings;
+use weir_program::exec::{Engine as ExecEngine, Input, Limits, Prepared};
+use weir_program::{ProgType, Program, Verified};
 use weir_sys::libpcap::{self, BpfInsn};
 
 /// Runs the filter on one packet (captured bytes, wire length): true when it matches.
-/// The packet is writable only because weir's interpreter takes writable packet memory.
+/// The packet is writable because weir's eBPF engines take writable packet memory.
 pub type Verdict = Box<dyn FnMut(&mut [u8], u32) -> bool>;
 
 /// What `prepare` hands the harness.
@@ -49,7 +56,7 @@ pub struct Subject<'a> {
 }
 
 pub struct Engine {
-    pub name: &'static str,
+    pub name: String,
     pub about: &'static str,
     pub role: Role,
     /// Whether the engine can run here at all (asked once per run; `Err` says why not).
@@ -60,6 +67,33 @@ pub struct Engine {
     /// reading every byte any path of the filter reads says nothing).
     pub stream_only: bool,
     pub prepare: fn(&Subject) -> Result<Runner, String>,
+}
+
+/// What a row of one of weir's engines is fed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// weir's optimized filter, or what weir emits from it: the engine's own name.
+    Weir,
+    /// weir's filter before the optimizer: `<engine>/unopt`.
+    Unoptimized,
+    /// libpcap's optimized program: `<engine>/pcap`.
+    Pcap,
+}
+
+/// The name of the row of a weir engine fed `feed`.
+pub fn row_name(engine: weir::Engine, feed: Feed) -> String {
+    let suffix = match feed {
+        Feed::Weir => "",
+        Feed::Unoptimized => "/unopt",
+        Feed::Pcap => "/pcap",
+    };
+    format!("{}{suffix}", engine.name())
+}
+
+/// The row whose verdicts the others are checked against (libpcap's when weir cannot
+/// compile the filter).
+pub fn reference_name() -> String {
+    row_name(weir::Engine::Reference, Feed::Weir)
 }
 
 fn always() -> Result<(), String> {
@@ -74,137 +108,172 @@ fn with_kernel() -> Result<(), String> {
     weir_sys::kernel::available().map_err(|e| format!("kernel: {e}"))
 }
 
-/// Every engine, in report order.
-pub static ENGINES: &[Engine] = &[
-    Engine {
-        name: "ir",
-        about: "weir's reference evaluator on the optimized filter IR (tree walking)",
+/// Every engine, in report order: weir's, slowest first (the facade's table lists them
+/// fastest first), then libpcap, the kernel and the baselines.
+pub static ENGINES: LazyLock<Vec<Engine>> = LazyLock::new(|| {
+    let mut rows: Vec<Engine> =
+        weir::Engine::ALL.iter().rev().flat_map(|&e| weir_rows(e)).collect();
+    rows.extend([
+        Engine {
+            name: "libpcap".into(),
+            about: "libpcap's bpf_filter on pcap_compile's optimized program (the 1.00x line)",
+            role: Role::Engine,
+            available: with_libpcap,
+            in_kernel: false,
+            stream_only: false,
+            prepare: pcap,
+        },
+        Engine {
+            name: "kernel".into(),
+            about: "BPF_PROG_TEST_RUN of weir's emitted eBPF (SCHED_CLS, the kernel's JIT when on)",
+            role: Role::Engine,
+            available: with_kernel,
+            in_kernel: true,
+            stream_only: false,
+            prepare: kernel,
+        },
+        Engine {
+            name: "kernel/pcap".into(),
+            about: "BPF_PROG_TEST_RUN of libpcap's program translated to eBPF",
+            role: Role::Engine,
+            available: with_kernel,
+            in_kernel: true,
+            stream_only: false,
+            prepare: kernel_pcap,
+        },
+        Engine {
+            name: "call".into(),
+            about: "baseline: the harness's own cost per packet, a call that reads nothing",
+            role: Role::Baseline,
+            available: always,
+            in_kernel: false,
+            stream_only: false,
+            prepare: call,
+        },
+        Engine {
+            name: "touch".into(),
+            about: "baseline (stream only): reads the header bytes the filter reads, sums them",
+            role: Role::Baseline,
+            available: always,
+            in_kernel: false,
+            stream_only: true,
+            prepare: touch,
+        },
+    ]);
+    rows
+});
+
+/// The rows of one of weir's engines: the engine on weir's filter, then its variants.
+fn weir_rows(engine: weir::Engine) -> Vec<Engine> {
+    use weir::Engine as W;
+    let row = |feed, about, available, prepare| Engine {
+        name: row_name(engine, feed),
+        about,
         role: Role::Engine,
-        available: always,
+        available,
         in_kernel: false,
         stream_only: false,
-        prepare: ir,
-    },
-    Engine {
-        name: "ir/unopt",
-        about: "the same evaluator on the IR before the optimizer",
-        role: Role::Engine,
-        available: always,
-        in_kernel: false,
-        stream_only: false,
-        prepare: ir_unoptimized,
-    },
-    Engine {
-        name: "cbpf",
-        about: "weir's classic BPF interpreter on weir's emitted classic program",
-        role: Role::Engine,
-        available: always,
-        in_kernel: false,
-        stream_only: false,
-        prepare: cbpf,
-    },
-    Engine {
-        name: "cbpf/pcap",
-        about: "weir's classic BPF interpreter on libpcap's optimized program",
-        role: Role::Engine,
-        available: with_libpcap,
-        in_kernel: false,
-        stream_only: false,
-        prepare: cbpf_pcap,
-    },
-    Engine {
-        name: "ebpf-interp",
-        about: "weir's eBPF interpreter on weir's emitted eBPF (socket-filter target)",
-        role: Role::Engine,
-        available: always,
-        in_kernel: false,
-        stream_only: false,
-        prepare: ebpf_interp,
-    },
-    Engine {
-        name: "ebpf-interp/pcap",
-        about: "weir's eBPF interpreter on libpcap's program translated to eBPF",
-        role: Role::Engine,
-        available: with_libpcap,
-        in_kernel: false,
-        stream_only: false,
-        prepare: ebpf_interp_pcap,
-    },
-    Engine {
-        name: "libpcap",
-        about: "libpcap's bpf_filter on pcap_compile's optimized program (the 1.00x line)",
-        role: Role::Engine,
-        available: with_libpcap,
-        in_kernel: false,
-        stream_only: false,
-        prepare: pcap,
-    },
-    Engine {
-        name: "kernel",
-        about: "BPF_PROG_TEST_RUN of weir's emitted eBPF (SCHED_CLS, the kernel's JIT when on)",
-        role: Role::Engine,
-        available: with_kernel,
-        in_kernel: true,
-        stream_only: false,
-        prepare: kernel,
-    },
-    Engine {
-        name: "kernel/pcap",
-        about: "BPF_PROG_TEST_RUN of libpcap's program translated to eBPF",
-        role: Role::Engine,
-        available: with_kernel,
-        in_kernel: true,
-        stream_only: false,
-        prepare: kernel_pcap,
-    },
-    Engine {
-        name: "native",
-        about: "weir's optimized filter IR compiled to native code (weir_jit::filter)",
-        role: Role::Engine,
-        available: always,
-        in_kernel: false,
-        stream_only: false,
-        prepare: native,
-    },
-    Engine {
-        name: "ebpf-jit",
-        about: "weir's emitted eBPF compiled by weir's eBPF JIT (issue 5)",
-        role: Role::Engine,
-        available: || Err("not written yet: the eBPF JIT (issue 5)".into()),
-        in_kernel: false,
-        stream_only: false,
-        prepare: |_| Err("not written yet".into()),
-    },
-    Engine {
-        name: "call",
-        about: "baseline: the harness's own cost per packet, a call that reads nothing",
-        role: Role::Baseline,
-        available: always,
-        in_kernel: false,
-        stream_only: false,
-        prepare: call,
-    },
-    Engine {
-        name: "touch",
-        about: "baseline (stream only): reads the header bytes the filter reads, sums them",
-        role: Role::Baseline,
-        available: always,
-        in_kernel: false,
-        stream_only: true,
-        prepare: touch,
-    },
+        prepare,
+    };
+    match engine {
+        W::Reference => vec![
+            row(
+                Feed::Weir,
+                "weir's reference evaluator on the optimized filter IR (tree walking)",
+                always,
+                reference,
+            ),
+            row(
+                Feed::Unoptimized,
+                "the same evaluator on the IR before the optimizer",
+                always,
+                reference_unoptimized,
+            ),
+        ],
+        W::Cbpf => vec![
+            row(
+                Feed::Weir,
+                "weir's classic BPF interpreter on weir's emitted classic program",
+                always,
+                cbpf,
+            ),
+            row(
+                Feed::Pcap,
+                "weir's classic BPF interpreter on libpcap's optimized program",
+                with_libpcap,
+                cbpf_pcap,
+            ),
+        ],
+        W::Interp => vec![
+            row(
+                Feed::Weir,
+                "weir's eBPF interpreter on weir's emitted eBPF (socket-filter target)",
+                always,
+                interp,
+            ),
+            row(
+                Feed::Pcap,
+                "weir's eBPF interpreter on libpcap's program translated to eBPF",
+                with_libpcap,
+                interp_pcap,
+            ),
+        ],
+        W::Jit => vec![
+            row(
+                Feed::Weir,
+                "weir's eBPF JIT (Cranelift) on weir's emitted eBPF (socket-filter target)",
+                always,
+                jit,
+            ),
+            row(
+                Feed::Pcap,
+                "weir's eBPF JIT on libpcap's program translated to eBPF",
+                with_libpcap,
+                jit_pcap,
+            ),
+        ],
+        W::Native => vec![row(
+            Feed::Weir,
+            "weir's optimized filter IR compiled to native code (weir_jit::filter)",
+            always,
+            native,
+        )],
+    }
+}
+
+/// Names the bench gave weir's engines before they took the facade's (issue 17), and the
+/// rows that replaced them: `--engines` refuses an old name and says the new one.
+const RENAMED: [(&str, weir::Engine, Feed); 5] = [
+    ("ir", weir::Engine::Reference, Feed::Weir),
+    ("ir/unopt", weir::Engine::Reference, Feed::Unoptimized),
+    ("ebpf-interp", weir::Engine::Interp, Feed::Weir),
+    ("ebpf-interp/pcap", weir::Engine::Interp, Feed::Pcap),
+    ("ebpf-jit", weir::Engine::Jit, Feed::Weir),
 ];
 
 pub fn find(name: &str) -> Option<&'static Engine> {
     ENGINES.iter().find(|e| e.name == name)
 }
 
-fn ir(s: &Subject) -> Result<Runner, String> {
+/// The row called `name`, or an error: for a name from before the renaming, the new name;
+/// otherwise the known names.
+pub fn lookup(name: &str) -> Result<&'static Engine, String> {
+    if let Some(engine) = find(name) {
+        return Ok(engine);
+    }
+    if let Some(&(_, engine, feed)) = RENAMED.iter().find(|(old, ..)| *old == name) {
+        return Err(format!("engine `{name}` is now `{}`", row_name(engine, feed)));
+    }
+    let known: Vec<&str> = ENGINES.iter().map(|e| e.name.as_str()).collect();
+    Err(format!("unknown engine `{name}` (known: {})", known.join(", ")))
+}
+
+fn reference(s: &Subject) -> Result<Runner, String> {
     let filter = s.filter?.clone();
     Ok(Runner::InProcess(Box::new(move |pkt, wire| filter.matches(pkt, wire))))
 }
 
-fn ir_unoptimized(s: &Subject) -> Result<Runner, String> {
+fn reference_unoptimized(s: &Subject) -> Result<Runner, String> {
     let filter = s.unoptimized?.clone();
     Ok(Runner::InProcess(Box::new(move |pkt, wire| filter.matches(pkt, wire))))
 }
@@ -236,7 +305,7 @@ fn cbpf_pcap(s: &Subject) -> Result<Runner, String> {
 }
 
 fn emitted_ebpf(s: &Subject) -> Result<Program, String> {
-    weir_filter::emit::ebpf::emit(s.filter?, weir_program::ProgType::SocketFilter)
+    weir_filter::emit::ebpf::emit(s.filter?, ProgType::SocketFilter)
         .map_err(|e| format!("eBPF emitter: {e}"))
 }
 
@@ -245,31 +314,48 @@ fn translated_pcap(s: &Subject) -> Result<Program, String> {
         .map_err(|e| format!("translating libpcap's program: {e}"))
 }
 
-/// A socket-filter program on weir's interpreter: a `struct __sk_buff` whose `len` is the
-/// wire length, the packet as the legacy loads' packet.
-fn on_interpreter(program: &Program) -> Result<Runner, String> {
-    let mut bindings = Bindings::new();
-    bindings.context = Some(&SOCKET_FILTER);
-    let program = weir_program::Verified::structural(program.clone())
-        .map_err(|e| format!("the interpreter refuses the program: {e}"))?;
-    let interp = Interpreter::new(&program, bindings, Config::default());
-    let mut cache = interp.cache();
-    let mut ctx = vec![0u8; SOCKET_FILTER.size as usize];
-    let len_at = SOCKET_FILTER.field("len").map_or(0, |f| f.offset as usize);
+/// A socket-filter program on one of weir's eBPF engines (the interpreter, the JIT),
+/// through the engine contract and set up as the facade sets up a filter's run: the
+/// socket-filter bindings, a `struct __sk_buff` of zeros but `len` (the wire length), the
+/// packet as the legacy loads' packet; a trap rejects. The harness's packets are writable
+/// already, so the engine runs on them in place (the facade copies each one first).
+fn on_engine<E: ExecEngine>(engine: &E, program: Program) -> Result<Runner, String>
+where
+    E::Prepared: 'static,
+    <E::Prepared as Prepared>::Cache: 'static,
+{
+    let layout = ProgType::SocketFilter.context_layout();
+    let program = Verified::structural(program)
+        .map_err(|e| format!("the {} engine refuses the program: {e}", engine.name()))?;
+    let prepared = engine
+        .prepare(&program, Bindings::for_prog_type(ProgType::SocketFilter), Limits::default())
+        .map_err(|e| format!("the {} engine cannot take the program: {e}", engine.name()))?;
+    let mut cache = prepared.cache();
+    let mut ctx = vec![0u8; layout.size as usize];
+    let len_at = layout.field("len").map_or(0, |f| f.offset as usize);
     Ok(Runner::InProcess(Box::new(move |pkt, wire| {
         if let Some(field) = ctx.get_mut(len_at..len_at + 4) {
             field.copy_from_slice(&wire.to_le_bytes());
         }
-        matches!(interp.run(&mut cache, Input::new().ctx(&mut ctx).packet(pkt)), Ok(r0) if r0 != 0)
+        let input = Input::new().ctx(&mut ctx).packet(pkt);
+        matches!(prepared.run(&mut cache, input), Ok(outcome) if outcome.r0 != 0)
     })))
 }
 
-fn ebpf_interp(s: &Subject) -> Result<Runner, String> {
-    on_interpreter(&emitted_ebpf(s)?)
+fn interp(s: &Subject) -> Result<Runner, String> {
+    on_engine(&weir_interp::Interp, emitted_ebpf(s)?)
 }
 
-fn ebpf_interp_pcap(s: &Subject) -> Result<Runner, String> {
-    on_interpreter(&translated_pcap(s)?)
+fn interp_pcap(s: &Subject) -> Result<Runner, String> {
+    on_engine(&weir_interp::Interp, translated_pcap(s)?)
+}
+
+fn jit(s: &Subject) -> Result<Runner, String> {
+    on_engine(&weir_jit::Jit, emitted_ebpf(s)?)
+}
+
+fn jit_pcap(s: &Subject) -> Result<Runner, String> {
+    on_engine(&weir_jit::Jit, translated_pcap(s)?)
 }
 
 fn pcap(s: &Subject) -> Result<Runner, String> {
@@ -453,9 +539,42 @@ mod tests {
     fn engine_names_are_unique_and_found() {
         for (i, e) in ENGINES.iter().enumerate() {
             assert!(ENGINES[..i].iter().all(|o| o.name != e.name), "{} twice", e.name);
-            assert!(std::ptr::eq(find(e.name).unwrap(), e));
+            assert!(std::ptr::eq(find(&e.name).unwrap(), e));
+            assert!(std::ptr::eq(lookup(&e.name).unwrap(), e));
         }
         assert!(find("nope").is_none());
+        let err = lookup("nope").err().unwrap();
+        assert!(err.starts_with("unknown engine `nope` (known: "), "{err}");
+        assert!(err.contains("jit") && err.contains("libpcap"), "{err}");
+    }
+
+    #[test]
+    fn every_facade_engine_has_a_row_under_its_own_name() {
+        for engine in weir::Engine::ALL {
+            let row = find(engine.name()).unwrap_or_else(|| panic!("no row for {engine}"));
+            assert_eq!(row.role, Role::Engine);
+            // A row's name before any suffix is the facade's name, as --engine parses it.
+            for e in ENGINES.iter().filter(|e| e.name.starts_with(engine.name())) {
+                let base = e.name.split('/').next().unwrap();
+                assert_eq!(base.parse::<weir::Engine>(), Ok(engine), "{}", e.name);
+            }
+        }
+        assert!(find(&reference_name()).is_some());
+    }
+
+    #[test]
+    fn old_names_say_the_new_one() {
+        for (old, new) in [
+            ("ir", "reference"),
+            ("ir/unopt", "reference/unopt"),
+            ("ebpf-interp", "interp"),
+            ("ebpf-interp/pcap", "interp/pcap"),
+            ("ebpf-jit", "jit"),
+        ] {
+            assert!(find(old).is_none(), "{old} is still a row");
+            assert!(find(new).is_some(), "{new} is not a row");
+            assert_eq!(lookup(old).err().unwrap(), format!("engine `{old}` is now `{new}`"));
+        }
     }
 
     #[test]
@@ -497,11 +616,11 @@ mod tests {
             unoptimized: Err("not compiled"),
             pcap: Err("no libpcap"),
         };
-        for name in ["ir", "cbpf", "ebpf-interp", "kernel", "native"] {
+        for name in ["reference", "cbpf", "interp", "jit", "kernel", "native"] {
             let err = (find(name).unwrap().prepare)(&subject).err().unwrap();
             assert!(err.contains("not compiled"), "{name}: {err}");
         }
-        for name in ["cbpf/pcap", "libpcap", "kernel/pcap"] {
+        for name in ["cbpf/pcap", "interp/pcap", "jit/pcap", "libpcap", "kernel/pcap"] {
             let err = (find(name).unwrap().prepare)(&subject).err().unwrap();
             assert!(err.contains("no libpcap"), "{name}: {err}");
         }

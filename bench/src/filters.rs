@@ -107,7 +107,7 @@ struct Figures {
 /// Runs the suite; `Ok(false)` when a filter's engines disagreed or an engine failed.
 pub fn run(args: &FiltersArgs, command: &str) -> Result<bool, String> {
     if args.engines.iter().any(|e| e == "list") {
-        for e in engines::ENGINES {
+        for e in engines::ENGINES.iter() {
             println!("{:<17} {}", e.name, e.about);
         }
         return Ok(true);
@@ -220,12 +220,12 @@ pub fn run(args: &FiltersArgs, command: &str) -> Result<bool, String> {
             let (kernel, rest): (Vec<_>, Vec<_>) = engines.into_iter().partition(|e| e.in_kernel);
             engines = rest;
             if !kernel.is_empty() {
-                let names: Vec<&str> = kernel.iter().map(|e| e.name).collect();
+                let names: Vec<&str> = kernel.iter().map(|e| e.name.as_str()).collect();
                 log.line(format!("  {}: not measured here: {why}", names.join(", ")));
             }
         }
         let mut ratios: Vec<(&'static str, Vec<f64>)> =
-            engines.iter().map(|e| (e.name, Vec::new())).collect();
+            engines.iter().map(|e| (e.name.as_str(), Vec::new())).collect();
         for (index, c) in compiled.iter().enumerate() {
             let place = format!("[{}] {}", index + 1, c.bench.label);
             log.line(place.clone());
@@ -326,15 +326,7 @@ fn select_engines(names: &[String]) -> Result<Vec<&'static Engine>, String> {
     if names.is_empty() {
         return Ok(engines::ENGINES.iter().collect());
     }
-    names
-        .iter()
-        .map(|n| {
-            engines::find(n).ok_or_else(|| {
-                let known: Vec<&str> = engines::ENGINES.iter().map(|e| e.name).collect();
-                format!("unknown engine `{n}` (known: {})", known.join(", "))
-            })
-        })
-        .collect()
+    names.iter().map(|n| engines::lookup(n)).collect()
 }
 
 /// Prepared engines: the in-process ones with their verdicts, the kernel ones loaded.
@@ -371,8 +363,8 @@ fn measure(
             }
         });
         match prepared {
-            Ok(r) => ready.push((engine.name, r)),
-            Err(e) => rows.push(Row { engine: engine.name, outcome: Err(e) }),
+            Ok(r) => ready.push((engine.name.as_str(), r)),
+            Err(e) => rows.push(Row { engine: &engine.name, outcome: Err(e) }),
         }
     }
 
@@ -401,7 +393,7 @@ fn measure(
         verdicts.push((name, v));
         checked.push((name, r));
     }
-    let reference = ["ir", "libpcap"]
+    let reference = [engines::reference_name().as_str(), "libpcap"]
         .iter()
         .find_map(|want| verdicts.iter().find(|(n, _)| n == want))
         .or(verdicts.first());
@@ -522,15 +514,16 @@ mod tests {
             Ok(c) => c,
             Err(e) => return println!("SKIPPED: engines_agree_and_are_timed: {e}"),
         };
-        let selected = pick(&["ir", "cbpf/pcap", "ebpf-interp/pcap", "libpcap", "touch"]);
+        let selected =
+            pick(&["reference", "cbpf/pcap", "interp/pcap", "jit/pcap", "libpcap", "touch"]);
         let rows = measure(&c, &selected, &mut workload(), &small_plan(), 1).unwrap();
         assert_eq!(rows.len(), selected.len());
         let matches: Vec<Option<usize>> =
             rows.iter().map(|r| r.outcome.as_ref().unwrap().matches).collect();
-        let ir = matches[0].unwrap();
-        assert!(ir > 0 && ir < 64, "{ir} of 64 packets match");
-        assert_eq!(&matches[..4], &[Some(ir); 4]);
-        assert_eq!(matches[4], None, "the baseline has no verdicts");
+        let reference = matches[0].unwrap();
+        assert!(reference > 0 && reference < 64, "{reference} of 64 packets match");
+        assert_eq!(&matches[..5], &[Some(reference); 5]);
+        assert_eq!(matches[5], None, "the baseline has no verdicts");
         assert!(rows.iter().all(|r| r.outcome.as_ref().unwrap().ns > 0.0));
     }
 
@@ -541,10 +534,10 @@ mod tests {
             Ok(c) => c,
             Err(e) => return println!("SKIPPED: a_disagreement_stops_the_filter: {e}"),
         };
-        let err = measure(&c, &pick(&["ir", "libpcap"]), &mut workload(), &small_plan(), 1)
+        let err = measure(&c, &pick(&["reference", "libpcap"]), &mut workload(), &small_plan(), 1)
             .err()
             .unwrap();
-        assert!(err.starts_with("MISMATCH: `libpcap` disagrees with `ir`"), "{err}");
+        assert!(err.starts_with("MISMATCH: `libpcap` disagrees with `reference`"), "{err}");
     }
 
     #[test]
@@ -555,8 +548,8 @@ mod tests {
             optimized: Err("not supported: x".into()),
             pcap: Err("libpcap not found".into()),
         };
-        let rows =
-            measure(&c, &pick(&["ir", "libpcap"]), &mut workload(), &small_plan(), 1).unwrap();
+        let rows = measure(&c, &pick(&["reference", "libpcap"]), &mut workload(), &small_plan(), 1)
+            .unwrap();
         let reasons: Vec<&str> =
             rows.iter().map(|r| r.outcome.as_ref().err().unwrap().as_str()).collect();
         assert_eq!(reasons, ["not supported: x", "libpcap not found"]);

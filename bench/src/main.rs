@@ -6,7 +6,7 @@
 //! ```text
 //! cargo run --release -p weir-bench -- interp              # weir interpreter vs rbpf
 //! cargo run --release -p weir-bench -- filters             # every filter, every engine
-//! cargo run --release -p weir-bench -- filters --hot 'port 22' --engines ir,libpcap
+//! cargo run --release -p weir-bench -- filters --hot 'port 22' --engines jit,libpcap
 //! cargo run --release -p weir-bench -- filters -r capture.pcap --stream
 //! cargo run --release -p weir-bench -- compile             # compile latency, host sets
 //! cargo run -p weir-bench -- filters --rounds 3 --quick    # CI smoke: seconds
