@@ -23,7 +23,7 @@ use crate::state::{
     self, RegionEntry, RunState, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, HELPER_FAILED,
     HELPER_PANICKED, HELPER_STOPPED, HELPER_UNBOUND,
 };
-use crate::{CompileError, Config};
+use crate::{CompileError, CompileErrorKind, Config};
 
 /// A compiled program: immutable, shareable between threads; each thread runs it with its
 /// own [`Cache`].
@@ -88,6 +88,11 @@ impl JitProgram {
         bindings: Bindings,
         config: Config,
     ) -> Result<JitProgram, CompileError> {
+        if program.len() > config.max_slots {
+            let kind =
+                CompileErrorKind::TooManySlots { slots: program.len(), limit: config.max_slots };
+            return Err(CompileError::new(0, kind));
+        }
         let insns = program.insns().to_vec();
         let cfg = Cfg::build(&insns, &bindings)?;
         let shape = StackShape::fit(&config.limits);

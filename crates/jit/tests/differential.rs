@@ -115,7 +115,8 @@ fn jit_runs(program: &Program, world: &World) -> Result<[Observed; 2], String> {
         max_call_depth: world.max_call_depth,
         instruction_budget: world.budget,
     };
-    let config = weir_jit::Config { limits, blinding: world.blinding };
+    let config =
+        weir_jit::Config { limits, blinding: world.blinding, ..weir_jit::Config::default() };
     let program = Verified::check(program).map_err(|e| e.to_string())?;
     let engine =
         Jit::compile(&program, bindings(world.layout), config).map_err(|e| e.to_string())?;
