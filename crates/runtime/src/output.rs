@@ -262,6 +262,8 @@ impl OutputFile {
                     let _ = std::fs::remove_file(&temp);
                     return Err(e);
                 }
+                // Renamed: nothing is left for a signal to remove.
+                drop(_guard);
                 // The rename is durable once the directory is synced; a directory that
                 // cannot be opened or synced does not make the output wrong.
                 let dir = match target.parent() {
