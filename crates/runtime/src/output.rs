@@ -14,7 +14,8 @@
 //! | a directory | an error |
 //!
 //! A regular file the process may not write (a read-only file, as File::create would find)
-//! is refused rather than replaced. A name that only the kernel can follow (`/dev/stdout`
+//! is refused rather than replaced; a file it may write in a directory where it may not
+//! create the temporary file is written in place, as tcpdump would. A name that only the kernel can follow (`/dev/stdout`
 //! when standard output is a regular file: `/proc/self/fd/1`) is written in place through
 //! that name.
 //!
@@ -60,8 +61,8 @@ pub enum OutputKind {
     Fifo,
     /// A socket, written through (Linux refuses to open one: the error says so).
     Socket,
-    /// A regular file with several hard links (or reachable only through a `/proc` link),
-    /// truncated and written in place.
+    /// A regular file with several hard links, reachable only through a `/proc` link, or
+    /// in a directory where no temporary file can be made: truncated and written in place.
     InPlace,
     /// An existing regular file, replaced by a renamed temporary file.
     Replace,
@@ -197,7 +198,15 @@ impl OutputFile {
         // Refuse what File::create would refuse (a file we may not write), rather than
         // replace it. Opening without truncation changes nothing.
         drop(OpenOptions::new().write(true).open(&target)?);
-        Self::temporary(&target, Some(&meta))
+        match Self::temporary(&target, Some(&meta)) {
+            // A file we may write in a directory we may not: tcpdump would write it, so it
+            // is written in place (not atomically) rather than refused.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                let file = OpenOptions::new().write(true).truncate(true).open(&target)?;
+                Ok(OutputFile { target: Some(Target::Direct(file)), kind: OutputKind::InPlace })
+            }
+            other => other,
+        }
     }
 
     /// A temporary file beside `target`, registered for removal on a signal. For an

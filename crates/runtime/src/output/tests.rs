@@ -300,6 +300,24 @@ fn a_read_only_file_is_refused_not_replaced() {
 }
 
 #[test]
+fn a_writable_file_in_a_read_only_directory_is_written_in_place() {
+    let test = "a_writable_file_in_a_read_only_directory_is_written_in_place";
+    if weir_sys::user::is_root() {
+        println!("SKIPPED: {test}: root may create files in any directory");
+        return;
+    }
+    let dir = Scratch::new("readonlydir");
+    let dest = dir.join("out.pcap");
+    std::fs::write(&dest, b"old contents").unwrap();
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let written = write(&dest, b"new");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(written.unwrap(), OutputKind::InPlace);
+    assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+    assert_eq!(dir.names(), ["out.pcap"]);
+}
+
+#[test]
 fn same_file_sees_through_links_and_never_through_standard_streams() {
     let dir = Scratch::new("same");
     let input = dir.join("in.pcap");
