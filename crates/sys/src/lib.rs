@@ -13,7 +13,11 @@
 //!   optimized or not, `bpf_validate`, `bpf_filter`), the semantic oracle for pflang and
 //!   classic BPF and the baseline the benchmarks measure.
 //!
-//! Neither is a build requirement: nothing is linked, and a machine without libpcap or
+//! - [`cleanup`]: temporary files registered for removal when SIGINT, SIGTERM or SIGHUP
+//!   ends the process (the one signal handler in weir), and [`user`]: who the process runs
+//!   as. The runtime's output files use both.
+//!
+//! Neither oracle is a build requirement: nothing is linked, and a machine without libpcap or
 //! without the right to call `bpf()` gets an `Err` that says why (tests turn it into a
 //! `SKIPPED: <name>: <reason>` line). Tests, `weir-bench` and the runtime use this crate;
 //! engines and front ends never do.
@@ -40,5 +44,7 @@
 //! # Ok::<(), String>(())
 //! ```
 
+pub mod cleanup;
 pub mod kernel;
 pub mod libpcap;
+pub mod user;

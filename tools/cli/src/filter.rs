@@ -17,7 +17,10 @@
 //! which record and byte it stopped at and the exit status is 1. With `-w` the output is
 //! then still a complete, valid capture, renamed into place, holding the matching packets
 //! that came before the damage, and the message says so. An output is never left
-//! half-written under its final name (see `weir_runtime::capture::CaptureWriter`).
+//! half-written under its final name (see `weir_runtime::capture::CaptureWriter`), and
+//! what `-w` names is treated as tcpdump treats it (`weir_runtime::output`): a device or
+//! FIFO is written through, a link is followed, a replaced file keeps its mode and owner,
+//! a hard-linked file is written in place, and the capture being read is refused.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -43,8 +46,10 @@ const PROGRESS_MIN_BYTES: u64 = 32 << 20;
 The expression is tcpdump's filter language; quote it or pass it as several words.
 Without -w, each matching packet is printed on one line as `tcpdump -q -n` prints it
 (timestamps in UTC). With -w, matching packets are written instead, as a capture of the
-input's format (pcap or pcapng), link type and timestamp resolution; the file appears under
-its name only when complete.
+input's format (pcap or pcapng), link type and timestamp resolution; a regular file appears
+under its name only when complete, keeping the mode and owner of the file it replaces. A
+device or FIFO (/dev/null, a named pipe) is written through, a symbolic link is followed,
+a file with several hard links is written in place, and -w naming the -r file is refused.
 
 A capture that is damaged midway is processed up to the damage and weir exits with status 1,
 naming the record and byte offset where it stopped. With -w the output file is kept: it is
@@ -255,6 +260,10 @@ enum Sink<'c> {
 }
 
 pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
+    // Before anything is read, written or truncated: `-w` must not name the capture.
+    if let Some(write) = &args.write {
+        crate::run::refuse_input_as_output(write, &args.read, "-r ")?;
+    }
     let expression = Expression::read(&args.expression, args.expression_file.as_deref())?;
     let forced = args.linktype.as_deref().map(linktype_arg).transpose()?;
     let source = args.read.display().to_string();

@@ -48,7 +48,8 @@ enum Command {
     Asm {
         /// Assembly file (`-` for standard input).
         file: PathBuf,
-        /// Write raw bytecode here (written to a temporary file, then renamed).
+        /// Write the bytecode here (`-` for standard output). A regular file is replaced only
+        /// when complete, keeping its mode and owner; a device or FIFO is written through.
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Print one 64-bit word per slot (the `-- raw` format) instead of raw bytes.

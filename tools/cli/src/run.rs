@@ -2,14 +2,19 @@
 
 use crate::hex;
 use crate::input::{self, Format};
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use weir::data::{Case, Expect};
 use weir::isa::asm;
 use weir::Bindings;
 use weir::{Program, Verified};
+use weir_runtime::output::{same_file, OutputFile};
 
 pub fn asm(path: &Path, output: Option<&Path>, words: bool) -> Result<ExitCode, String> {
+    if let Some(output) = output {
+        refuse_input_as_output(output, path, "")?;
+    }
     let bytes = input::read(path)?;
     let source = input::text(path, &bytes)?;
     let insns = asm::assemble(source).map_err(|e| input::asm_error(path, source, &e))?;
@@ -22,7 +27,7 @@ pub fn asm(path: &Path, output: Option<&Path>, words: bool) -> Result<ExitCode, 
         return write_output(output, text.as_bytes());
     }
     let code: Vec<u8> = raw.iter().flat_map(|r| r.to_bytes()).collect();
-    if output.is_none() {
+    if output.is_none_or(|o| o.as_os_str() == "-") {
         refuse_binary_to_terminal("bytecode", "-o FILE or --words")?;
     }
     write_output(output, &code)
@@ -40,25 +45,34 @@ pub fn refuse_binary_to_terminal(what: &str, instead: &str) -> Result<(), String
     Ok(())
 }
 
-/// Writes to a temporary file beside the target and renames it, so a failure never leaves a
-/// partial file behind; without a target, writes to standard output.
+/// Writes `data` to standard output (no target, or `-`) or to the target as
+/// `weir_runtime::output` treats output files: a regular file is replaced only once complete
+/// (mode and owner kept), a device or FIFO is written through, links are followed.
 fn write_output(output: Option<&Path>, data: &[u8]) -> Result<ExitCode, String> {
     match output {
-        None => {
-            crate::out::bytes(data)?;
-        }
+        None => crate::out::bytes(data)?,
+        Some(path) if path.as_os_str() == "-" => crate::out::bytes(data)?,
         Some(path) => {
-            let mut tmp = path.as_os_str().to_owned();
-            tmp.push(".weir-tmp");
-            let tmp = std::path::PathBuf::from(tmp);
-            let written = std::fs::write(&tmp, data).and_then(|()| std::fs::rename(&tmp, path));
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(format!("{}: {e}", path.display()));
-            }
+            let failed = |e: std::io::Error| format!("{}: {e}", path.display());
+            let mut out = OutputFile::create(path).map_err(failed)?;
+            out.write_all(data).map_err(failed)?;
+            out.finish().map_err(failed)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The refusal of an output that is the command's input (after following links): it would
+/// be destroyed before it is read.
+pub fn refuse_input_as_output(output: &Path, input: &Path, flag: &str) -> Result<(), String> {
+    if same_file(output, input) {
+        return Err(format!(
+            "{}: is the input file ({flag}{}); refusing to overwrite it",
+            output.display(),
+            input.display()
+        ));
+    }
+    Ok(())
 }
 
 pub fn disasm(path: &Path, listing: bool) -> Result<ExitCode, String> {

@@ -8,48 +8,24 @@
 //! blocks) are copied in their places; the packets left out and the interface statistics
 //! (which counted the packets of the input, not of the selection) are not.
 //!
-//! A file is written under a temporary name in the destination directory and renamed over
-//! the destination only by [`CaptureWriter::finish`]: a writer dropped before that (an
-//! error, a panic elsewhere, an interrupted run) removes its temporary file, so the
-//! destination never holds a half-written capture.
+//! The bytes go to a [`OutputFile`]: standard output for `-`, a device or FIFO written
+//! through, a regular file replaced atomically (a temporary file renamed by
+//! [`CaptureWriter::finish`]; a writer dropped before that, an error, a panic or SIGINT,
+//! SIGTERM, SIGHUP remove it), a hard-linked file written in place. See
+//! [`crate::output`] for the whole table.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Stdout, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io::{self, BufWriter};
+use std::path::Path;
 
 use pcap_file::pcap::{PcapParser, PcapWriter};
 use pcap_file::pcapng::{Block, PcapNgParser, PcapNgWriter};
 use pcap_file::PcapError;
 
 use super::{Capture, Format, Record};
+use crate::output::OutputFile;
 
 /// Where the bytes go.
-enum Sink {
-    /// A temporary file beside the destination, renamed over it on success.
-    File {
-        out: BufWriter<File>,
-        temp: PathBuf,
-        dest: PathBuf,
-    },
-    Stdout(BufWriter<Stdout>),
-}
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Sink::File { out, .. } => out.write(buf),
-            Sink::Stdout(out) => out.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Sink::File { out, .. } => out.flush(),
-            Sink::Stdout(out) => out.flush(),
-        }
-    }
-}
+type Sink = BufWriter<OutputFile>;
 
 enum Encoder<'c> {
     Pcap {
@@ -76,19 +52,6 @@ pub struct CaptureWriter<'c> {
     written: u64,
 }
 
-/// Temporary names differ per process and per writer, so parallel runs never collide.
-static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
-
-fn temp_path(dest: &Path) -> PathBuf {
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let serial = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);
-    let temp = format!(".{name}.weir-{}-{serial}.tmp", std::process::id());
-    match dest.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.join(temp),
-        _ => PathBuf::from(temp),
-    }
-}
-
 fn pcap_error(e: PcapError) -> io::Error {
     match e {
         PcapError::IoError(e) => e,
@@ -101,24 +64,13 @@ fn invalid(message: String) -> io::Error {
 }
 
 impl<'c> CaptureWriter<'c> {
-    /// Starts writing a capture like `like` to `dest` (`-` for standard output). For a file,
-    /// nothing appears under `dest` until [`finish`](Self::finish).
+    /// Starts writing a capture like `like` to `dest` (`-` for standard output; see
+    /// [`OutputFile::create`] for what each kind of destination gets). A regular file's
+    /// name holds the new capture only after [`finish`](Self::finish).
     pub fn create(dest: &Path, like: &'c Capture) -> io::Result<CaptureWriter<'c>> {
-        if dest.as_os_str() == "-" {
-            let sink = Sink::Stdout(BufWriter::new(io::stdout()));
-            return Ok(Self::with_encoder(Self::start(sink, like)?, like));
-        }
-        let temp = temp_path(dest);
-        let file = File::options().write(true).create_new(true).open(&temp)?;
-        let sink =
-            Sink::File { out: BufWriter::new(file), temp: temp.clone(), dest: dest.to_path_buf() };
-        match Self::start(sink, like) {
-            Ok(encoder) => Ok(Self::with_encoder(encoder, like)),
-            Err(e) => {
-                let _ = std::fs::remove_file(&temp);
-                Err(e)
-            }
-        }
+        let sink = BufWriter::new(OutputFile::create(dest)?);
+        // On an error the sink is dropped, and with it any temporary file.
+        Ok(Self::with_encoder(Self::start(sink, like)?, like))
     }
 
     fn with_encoder(encoder: Encoder<'c>, like: &'c Capture) -> CaptureWriter<'c> {
@@ -208,45 +160,16 @@ impl<'c> CaptureWriter<'c> {
         self.written
     }
 
-    /// Flushes the capture and, for a file, syncs it and renames it into place. Returns the
-    /// number of records written.
+    /// Flushes the capture and completes the output ([`OutputFile::finish`]: a regular
+    /// file is synced and renamed into place). Returns the number of records written.
     pub fn finish(mut self) -> io::Result<u64> {
         let sink = match self.encoder.take() {
             None => return Err(invalid("the writer is already finished".into())),
             Some(Encoder::Pcap { writer, .. }) => writer.into_writer(),
             Some(Encoder::PcapNg { writer, .. }) => writer.into_inner(),
         };
-        match sink {
-            Sink::Stdout(mut out) => out.flush()?,
-            Sink::File { out, temp, dest } => {
-                let done = out
-                    .into_inner()
-                    .map_err(|e| e.into_error())
-                    .and_then(|file| file.sync_all())
-                    .and_then(|()| std::fs::rename(&temp, &dest));
-                if let Err(e) = done {
-                    let _ = std::fs::remove_file(&temp);
-                    return Err(e);
-                }
-            }
-        }
+        sink.into_inner().map_err(|e| e.into_error())?.finish()?;
         Ok(self.written)
-    }
-}
-
-impl Drop for CaptureWriter<'_> {
-    fn drop(&mut self) {
-        // Not finished: the temporary file must not outlive the writer.
-        if let Some(encoder) = self.encoder.take() {
-            let sink = match encoder {
-                Encoder::Pcap { writer, .. } => writer.into_writer(),
-                Encoder::PcapNg { writer, .. } => writer.into_inner(),
-            };
-            if let Sink::File { out, temp, .. } = sink {
-                drop(out);
-                let _ = std::fs::remove_file(&temp);
-            }
-        }
     }
 }
 
