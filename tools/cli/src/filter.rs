@@ -342,7 +342,7 @@ pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
             None
         }
         Sink::Capture(writer, path) => {
-            writer.finish().map_err(|e| format!("{}: {e}", path.display()))?;
+            writer.finish().map_err(|e| write_error(&path, e))?;
             Some(path)
         }
         Sink::Nothing => None,
@@ -369,6 +369,15 @@ pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
 }
 
 /// Sends one matching record to the sink; false when standard output has gone away.
+/// A failed write of the output capture: through standard output (`-w -`) it means what any
+/// standard-output error means ([`crate::out::error`]: a closed pipe ends quietly).
+fn write_error(path: &Path, e: std::io::Error) -> String {
+    if path.as_os_str() == "-" {
+        return crate::out::error(e);
+    }
+    format!("{}: {e}", path.display())
+}
+
 fn emit(sink: &mut Sink<'_>, record: &Record<'_>, linktype: u32) -> Result<bool, String> {
     match sink {
         Sink::Lines(out) => {
@@ -386,7 +395,7 @@ fn emit(sink: &mut Sink<'_>, record: &Record<'_>, linktype: u32) -> Result<bool,
             }
         }
         Sink::Capture(writer, path) => {
-            writer.write(record).map_err(|e| format!("{}: {e}", path.display()))?;
+            writer.write(record).map_err(|e| write_error(path, e))?;
             Ok(true)
         }
         Sink::Nothing => Ok(true),
