@@ -560,6 +560,18 @@ fn imm32_bits(value: i128) -> Option<i32> {
     u32::try_from(value).ok().map(|v| v as i32)
 }
 
+/// An instruction's 32-bit immediate: what [`imm32_bits`] accepts, and also the 64-bit
+/// values that are the sign extension of a 32-bit one (0xffffffff80000000 to
+/// 0xffffffffffffffff, as the conformance suite writes -1 in `jne %r1,
+/// 0xffffffffffffffff, +1`): the instruction sees exactly that value, nothing is cut off.
+/// Anything else wider than 32 bits is refused (the suite's assembler silently truncates it).
+fn imm32_operand_bits(value: i128) -> Option<i32> {
+    imm32_bits(value).or_else(|| {
+        let bits = u64::try_from(value).ok()? as i64;
+        i32::try_from(bits).ok()
+    })
+}
+
 /// 64-bit immediates accept any i64 or u64 value, kept as a bit pattern.
 fn imm64_bits(value: i128) -> Option<i64> {
     if let Ok(v) = i64::try_from(value) {
@@ -592,8 +604,13 @@ impl<'a> Builder<'a> {
         let value = match (want, &op.operand) {
             (Want::Reg, Operand::Reg(n)) => Value::Reg(*n),
             (Want::Imm32, Operand::Num(v)) => {
-                let bits = imm32_bits(*v).ok_or_else(|| {
-                    self.range_error(column, "immediate", *v, "-2147483648 to 4294967295")
+                let bits = imm32_operand_bits(*v).ok_or_else(|| {
+                    self.range_error(
+                        column,
+                        "immediate",
+                        *v,
+                        "-2147483648 to 4294967295, or the 64-bit sign extension of such a value",
+                    )
                 })?;
                 Value::Imm(i64::from(bits))
             }

@@ -312,6 +312,11 @@ fn number_errors() {
     check_error("mov %r0, 4294967296", 1, 10, "out of range");
     check_error("mov %r0, -2147483649", 1, 10, "out of range");
     assert_eq!(assemble("mov %r0, 4294967295").unwrap()[0].imm, -1);
+    // The 64-bit sign extension of a 32-bit value is that value (the suite writes -1 so).
+    assert_eq!(assemble("jne %r1, 0xffffffffffffffff, +1").unwrap()[0].imm, -1);
+    assert_eq!(assemble("mov32 %r0, 0xffffffff80000000").unwrap()[0].imm, -0x8000_0000);
+    check_error("mov %r0, 0xffffffff7fffffff", 1, 10, "out of range");
+    check_error("mov32 %r1, 0x876543210", 1, 12, "out of range");
     assert_eq!(assemble("mov %r0, -2147483648").unwrap()[0].imm, -0x8000_0000);
     check_error("lddw %r0, 0x10000000000000000", 1, 11, "does not fit in 64 bits");
     check_error("lddw %r0, -0x8000000000000001", 1, 11, "out of range");
