@@ -20,6 +20,7 @@ mod filter;
 mod hex;
 mod input;
 mod out;
+mod plugin;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -89,18 +90,10 @@ enum Command {
     /// Classic BPF: check, run over a capture, reformat.
     #[command(subcommand)]
     Cbpf(cbpf::CbpfCommand),
-    /// The plugin protocol of the common eBPF conformance runners: program bytes as hex on
-    /// standard input, memory as hex in the first argument; prints r0 in hex.
-    ConformancePlugin {
-        /// Memory as hex bytes (spaces optional).
-        memory: Option<String>,
-        /// Run on this engine (jit, interp) instead of the one weir picks.
-        #[arg(long, value_name = "ENGINE")]
-        engine: Option<weir::Engine>,
-        /// Accepted for compatibility with runners that pass it; ignored.
-        #[arg(long, hide = true)]
-        elf: bool,
-    },
+    /// The plugin protocol of the eBPF conformance runner (bpf_conformance): program bytes
+    /// as hex on standard input, memory as hex in the first argument; prints r0 in hex.
+    /// Started as `weir-conformance-plugin` (a link to weir), weir is this command.
+    ConformancePlugin(plugin::PluginArgs),
 }
 
 /// `weir bench`: the filter suite of `bench/`, with the same options.
@@ -117,7 +110,10 @@ fn bench(args: &weir_bench::filters::FiltersArgs) -> Result<ExitCode, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    if plugin::invoked_as_plugin() {
+        return plugin::main_as_plugin();
+    }
+    let cli = Cli::parse_from(plugin::weir_arguments());
     let result = match cli.command {
         Command::Filter(args) => filter::run(args),
         Command::Compile(args) => compile::run(args),
@@ -129,10 +125,7 @@ fn main() -> ExitCode {
             run::exec(&file, mem.as_deref(), run::EngineRequest { engine, explain }, budget, check)
         }
         Command::Cbpf(command) => cbpf::run(command),
-        Command::ConformancePlugin { memory, engine, elf: _ } => run::conformance_plugin(
-            memory.as_deref(),
-            run::EngineRequest { engine, explain: false },
-        ),
+        Command::ConformancePlugin(args) => return plugin::finish(plugin::run(&args)),
     };
     match result {
         Ok(code) => code,

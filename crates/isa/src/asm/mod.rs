@@ -11,6 +11,21 @@
 //! assert_eq!(assemble(&disassemble(&insns)).unwrap(), insns);
 //! ```
 //!
+//! The assembler also reads the conventions of the common eBPF conformance suite
+//! (Alan-Jowett/bpf_conformance), so that its test files assemble as they are:
+//!
+//! - `exit` as a jump target names the first `exit` instruction of the program when no
+//!   `exit:` label is written (a written label wins);
+//! - its names for table rows: `swap16/32/64` (`bswap*`), `ldxsb/ldxsh/ldxsw` (RFC 9669's
+//!   sign-extending loads, `ldx*sx`), `callx %rN` and `call helper %rN` (the register call),
+//!   `call helper N`, `call runtime N` (`call kfunc`), `lock fetch xchg`/`cmpxchg`;
+//! - registers with or without `%`, immediates in decimal or `0x` hex with an optional sign.
+//!
+//! It is stricter than the suite's where the suite silently truncates: an immediate outside
+//! -2^31..2^32-1, a jump or memory offset outside the 16-bit range, and registers past
+//! `%r10` (the suite's "fake registers" for negative tests) are errors with a line, a column
+//! and a caret ([`AsmError::render`]).
+//!
 //! Guarantees, tested as properties: `assemble(&disassemble(p)) == p` for every program `p`
 //! that [`crate::ebpf::decode`] can produce, and `disassemble(&assemble(t)) == t` for
 //! canonical text `t` (what [`disassemble`] writes).

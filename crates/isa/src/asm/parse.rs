@@ -346,18 +346,44 @@ fn parse_operands<'a>(cur: &mut Cursor<'_, 'a>) -> Result<Vec<Spanned<'a>>, AsmE
     }
 }
 
-fn is_mnemonic_prefix(words: &str) -> bool {
-    OPCODES.iter().any(|s| {
-        s.mnemonic == words
-            || s.mnemonic.strip_prefix(words).is_some_and(|rest| rest.starts_with(' '))
-    })
+/// Other names for rows of the table, as the common eBPF conformance suite
+/// (Alan-Jowett/bpf_conformance) and other assemblers write them: the name as written, the
+/// table's mnemonic, and the one operand shape the alias may take (`callx` is only the
+/// register call). The disassembler always prints the table's name.
+const ALIASES: &[(&str, &str, Option<Operands>)] = &[
+    ("gotol", "ja32", None),
+    ("swap16", "bswap16", None),
+    ("swap32", "bswap32", None),
+    ("swap64", "bswap64", None),
+    // RFC 9669's sign-extending loads, in the suite's spelling.
+    ("ldxsb", "ldxbsx", None),
+    ("ldxsh", "ldxhsx", None),
+    ("ldxsw", "ldxwsx", None),
+    ("callx", "call", Some(Operands::CallReg)),
+    // The suite's call modes: `call helper N` (or `call helper %rN`), `call local label`,
+    // `call runtime N` (a kfunc, src 2).
+    ("call helper", "call", None),
+    ("call runtime", "call kfunc", None),
+    // Exchanges always fetch; the suite accepts the redundant `fetch`.
+    ("lock fetch xchg", "lock xchg", None),
+    ("lock fetch xchg32", "lock xchg32", None),
+    ("lock fetch cmpxchg", "lock cmpxchg", None),
+    ("lock fetch cmpxchg32", "lock cmpxchg32", None),
+];
+
+fn is_prefix_of(words: &str, name: &str) -> bool {
+    name == words || name.strip_prefix(words).is_some_and(|rest| rest.starts_with(' '))
 }
 
-/// The canonical first word for an alias: `add64` -> `add`, `gotol` -> `ja32`.
+/// Whether `words` is a mnemonic, an alias, or the first words of one.
+fn is_mnemonic_prefix(words: &str) -> bool {
+    OPCODES.iter().any(|s| is_prefix_of(words, s.mnemonic))
+        || ALIASES.iter().any(|(alias, _, _)| is_prefix_of(words, alias))
+}
+
+/// The first word of a mnemonic as the loop in [`parse_mnemonic`] continues it: a table or
+/// alias word as written, or `<op>64` -> `<op>` (`add64` is `add`).
 fn resolve_first_word(word: &str) -> Option<&str> {
-    if word == "gotol" {
-        return Some("ja32");
-    }
     if is_mnemonic_prefix(word) {
         return Some(word);
     }
@@ -369,8 +395,9 @@ fn resolve_first_word(word: &str) -> Option<&str> {
     rows.all(|s| s.opcode & 0x07 == 0x07).then_some(base)
 }
 
-/// Reads a mnemonic of one or more words (`exit`, `call local`, `lock fetch add32`) and
-/// returns its table rows and its column.
+/// Reads a mnemonic of one or more words (`exit`, `call local`, `lock fetch add32`, or an
+/// alias such as `swap16` or `call helper`) and returns its table rows, its name as written
+/// (for messages) and its column.
 fn parse_mnemonic(
     cur: &mut Cursor<'_, '_>,
 ) -> Result<(Vec<&'static OpSpec>, String, usize), AsmError> {
@@ -393,14 +420,22 @@ fn parse_mnemonic(
         name = longer;
         cur.bump();
     }
-    let rows: Vec<&'static OpSpec> = specs_for_mnemonic(&name).collect();
+    let (table_name, only) = match ALIASES.iter().find(|(alias, _, _)| *alias == name) {
+        Some((_, table_name, only)) => (*table_name, *only),
+        None => (name.as_str(), None),
+    };
+    let rows: Vec<&'static OpSpec> = specs_for_mnemonic(table_name)
+        .filter(|s| only.is_none_or(|shape| s.operands == shape))
+        .collect();
     if rows.is_empty() {
         let mut unique: Vec<&str> = Vec::new();
-        let next_words = OPCODES
+        let continuations = OPCODES
             .iter()
-            .filter_map(|s| s.mnemonic.strip_prefix(name.as_str())?.strip_prefix(' '))
+            .map(|s| s.mnemonic)
+            .chain(ALIASES.iter().map(|(alias, _, _)| *alias))
+            .filter_map(|m| m.strip_prefix(name.as_str())?.strip_prefix(' '))
             .filter_map(|rest| rest.split(' ').next());
-        for word in next_words {
+        for word in continuations {
             if !unique.contains(&word) {
                 unique.push(word);
             }
@@ -410,7 +445,9 @@ fn parse_mnemonic(
             format!("incomplete mnemonic `{name}`: continue with one of {}", unique.join(", ")),
         ));
     }
-    Ok((rows, name, first.column))
+    let written =
+        if word == canonical { name } else { format!("{word}{}", &name[canonical.len()..]) };
+    Ok((rows, written, first.column))
 }
 
 /// Picks the first row whose operand shape the operands fit; if none does, explains the
@@ -523,6 +560,18 @@ fn imm32_bits(value: i128) -> Option<i32> {
     u32::try_from(value).ok().map(|v| v as i32)
 }
 
+/// An instruction's 32-bit immediate: what [`imm32_bits`] accepts, and also the 64-bit
+/// values that are the sign extension of a 32-bit one (0xffffffff80000000 to
+/// 0xffffffffffffffff, as the conformance suite writes -1 in `jne %r1,
+/// 0xffffffffffffffff, +1`): the instruction sees exactly that value, nothing is cut off.
+/// Anything else wider than 32 bits is refused (the suite's assembler silently truncates it).
+fn imm32_operand_bits(value: i128) -> Option<i32> {
+    imm32_bits(value).or_else(|| {
+        let bits = u64::try_from(value).ok()? as i64;
+        i32::try_from(bits).ok()
+    })
+}
+
 /// 64-bit immediates accept any i64 or u64 value, kept as a bit pattern.
 fn imm64_bits(value: i128) -> Option<i64> {
     if let Ok(v) = i64::try_from(value) {
@@ -555,8 +604,13 @@ impl<'a> Builder<'a> {
         let value = match (want, &op.operand) {
             (Want::Reg, Operand::Reg(n)) => Value::Reg(*n),
             (Want::Imm32, Operand::Num(v)) => {
-                let bits = imm32_bits(*v).ok_or_else(|| {
-                    self.range_error(column, "immediate", *v, "-2147483648 to 4294967295")
+                let bits = imm32_operand_bits(*v).ok_or_else(|| {
+                    self.range_error(
+                        column,
+                        "immediate",
+                        *v,
+                        "-2147483648 to 4294967295, or the 64-bit sign extension of such a value",
+                    )
                 })?;
                 Value::Imm(i64::from(bits))
             }
@@ -751,6 +805,9 @@ pub fn assemble(text: &str) -> Result<Vec<Insn>, AsmError> {
     let mut insns: Vec<Insn> = Vec::new();
     let mut labels: HashMap<&str, (usize, usize)> = HashMap::new();
     let mut builder = Builder { line: 0, fixups: Vec::new() };
+    // The slot of the first `exit` instruction: what `exit` names when no `exit:` label is
+    // written (the conformance suite's convention, `jne %r0, 0, exit`).
+    let mut first_exit: Option<(usize, usize)> = None;
     for (number, source) in numbered_lines(text) {
         let line = lex_line(source, number)?;
         let mut cur =
@@ -785,17 +842,28 @@ pub fn assemble(text: &str) -> Result<Vec<Insn>, AsmError> {
         let spec = select_row(&rows, &operands, &mnemonic, &line)?;
         builder.line = number;
         let insn = builder.build(spec, &operands, mnemonic_column, pc)?;
+        if spec.op == Op::Exit && first_exit.is_none() {
+            first_exit = Some((number, pc));
+        }
         insns.push(insn);
         if spec.op.is_lddw() {
             insns.push(Insn::new(Op::LddwHigh, 0, 0, 0, 0));
         }
     }
+    if let Some(exit) = first_exit {
+        labels.entry("exit").or_insert(exit);
+    }
     for fix in &builder.fixups {
         let Some(&(_, target)) = labels.get(fix.label) else {
+            let hint = if fix.label == "exit" {
+                " (`exit` names the first `exit` instruction, and the program has none)"
+            } else {
+                ""
+            };
             return Err(AsmError::new(
                 fix.line,
                 fix.column,
-                format!("undefined label `{}`", fix.label),
+                format!("undefined label `{}`{hint}", fix.label),
             ));
         };
         let offset = i64::try_from(target)

@@ -312,6 +312,11 @@ fn number_errors() {
     check_error("mov %r0, 4294967296", 1, 10, "out of range");
     check_error("mov %r0, -2147483649", 1, 10, "out of range");
     assert_eq!(assemble("mov %r0, 4294967295").unwrap()[0].imm, -1);
+    // The 64-bit sign extension of a 32-bit value is that value (the suite writes -1 so).
+    assert_eq!(assemble("jne %r1, 0xffffffffffffffff, +1").unwrap()[0].imm, -1);
+    assert_eq!(assemble("mov32 %r0, 0xffffffff80000000").unwrap()[0].imm, -0x8000_0000);
+    check_error("mov %r0, 0xffffffff7fffffff", 1, 10, "out of range");
+    check_error("mov32 %r1, 0x876543210", 1, 12, "out of range");
     assert_eq!(assemble("mov %r0, -2147483648").unwrap()[0].imm, -0x8000_0000);
     check_error("lddw %r0, 0x10000000000000000", 1, 11, "does not fit in 64 bits");
     check_error("lddw %r0, -0x8000000000000001", 1, 11, "out of range");
@@ -502,4 +507,51 @@ fn odd_inputs_do_not_panic() {
         }
         let _ = parse_raw_words(text);
     }
+}
+
+#[test]
+fn conformance_suite_aliases() {
+    let same = |a: &str, b: &str| {
+        assert_eq!(assemble(a).unwrap_or_else(|e| panic!("{a}: {e}")), assemble(b).unwrap(), "{a}")
+    };
+    same("swap16 %r1", "bswap16 %r1");
+    same("swap32 r1", "bswap32 %r1");
+    same("swap64 %r1", "bswap64 %r1");
+    same("ldxsb %r0, [%r1+2]", "ldxbsx %r0, [%r1+2]");
+    same("ldxsh %r0, [%r1-2]", "ldxhsx %r0, [%r1-2]");
+    same("ldxsw %r0, [%r1]", "ldxwsx %r0, [%r1+0]");
+    same("callx %r2", "call %r2");
+    same("call helper 5", "call 5");
+    same("call helper %r3", "call %r3");
+    same("call runtime 7", "call kfunc 7");
+    same("lock fetch xchg [%r1+8], %r2", "lock xchg [%r1+8], %r2");
+    same("lock fetch cmpxchg32 [%r1], %r2", "lock cmpxchg32 [%r1+0], %r2");
+    same("call local f\nf: exit", "call local +0\nexit");
+    // The disassembler prints the table's names.
+    assert_eq!(
+        disassemble(&assemble("swap16 %r1\nldxsb %r0, [%r1+2]").unwrap()),
+        "bswap16 %r1\nldxbsx %r0, [%r1+2]\n"
+    );
+    // `callx` is only the register call; its errors name the alias as written.
+    check_error("callx 5", 1, 7, "`callx` expects a register here");
+    check_error("call helper", 1, 12, "`call helper` is missing an operand");
+    check_error("swap8 %r1", 1, 1, "unknown mnemonic `swap8`");
+    check_error("lock fetch %r1", 1, 1, "incomplete mnemonic `lock fetch`");
+}
+
+#[test]
+fn exit_names_the_first_exit_instruction() {
+    // The suite's convention: with no `exit:` label, `exit` is the first `exit` instruction.
+    let text = "mov %r0, 1\njeq %r1, 0, exit\nlddw %r0, 2\nexit\nja exit\nexit\n";
+    let insns = assemble(text).unwrap();
+    assert_eq!(insns[1], insn(Op::Jeq64Imm, 1, 0, 2, 0));
+    assert_eq!(insns[5], insn(Op::Ja, 0, 0, -2, 0));
+    // A backward jump to it too, and the first exit even when a later one exists.
+    let insns = assemble("exit\njne %r0, 0, exit\nexit").unwrap();
+    assert_eq!(insns[1], insn(Op::Jne64Imm, 0, 0, -2, 0));
+    // A written `exit:` label wins.
+    let insns = assemble("ja exit\nexit\nexit: mov %r0, 2\nexit").unwrap();
+    assert_eq!(insns[0], insn(Op::Ja, 0, 0, 1, 0));
+    // Without any exit instruction, the error says what `exit` would have meant.
+    check_error("ja exit\nmov %r0, 1", 1, 4, "the program has none");
 }

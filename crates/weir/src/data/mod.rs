@@ -17,11 +17,21 @@
 //! ```
 //!
 //! - `-- asm` (assembly text) or `-- raw` (64-bit words, each the little-endian `u64` of one
-//!   8-byte slot, e.g. `0x0000000000000095` for `exit`): the program.
+//!   8-byte slot, e.g. `0x0000000000000095` for `exit`): the program. When a file has both,
+//!   `-- raw` is the program (as in the conformance suite, whose `-- asm` then documents it).
 //! - `-- mem` (optional): hex bytes; at run time `r1` = its address, `r2` = its length.
-//! - `-- result` (`r0` as a hex `u64`) or `-- error` (a case-insensitive substring of the
-//!   error weir reports: assembly, decoding, validation or trap).
-//! - `-- description` (optional): free text.
+//! - `-- result` (`r0`: hex `0x2a`, decimal `42`, or a negative decimal `-1` for its two's
+//!   complement) or `-- error` (a case-insensitive substring of the error weir reports:
+//!   assembly, decoding, validation or trap).
+//! - `-- description` (optional, weir's own): free text.
+//! - `-- c` (the C source of a case) and `-- no register offset`: read and ignored, as the
+//!   suite's parser ignores them.
+//!
+//! Headers are matched as the suite of Alan-Jowett/bpf_conformance matches them (any line
+//! holding `--`; its kind is the first of `asm`, `result`, `mem`, `raw`, `no register
+//! offset`, ` c`, `error` that the line contains), so `weir exec` reads that suite's files as
+//! its own runner does. A file the suite's runner skips (an unknown section such as `-- map`,
+//! or no expectation) is a [`ParseError`] of kind [`ParseErrorKind::Skipped`].
 
 mod parse;
 
@@ -30,7 +40,7 @@ use std::fmt;
 use weir_isa::ebpf::{decode, RawInsn};
 use weir_program::{Program, Verified};
 
-pub use parse::{parse_case, ParseError};
+pub use parse::{parse_case, ParseError, ParseErrorKind};
 
 /// One conformance case.
 #[derive(Clone, Debug, PartialEq, Eq)]
