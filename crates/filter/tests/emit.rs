@@ -14,9 +14,7 @@
 //! Hand-written cases pin the IR rules each emitter has to add code for: division by zero,
 //! shifts by 32 and more, guards, far jumps, big sets, scratch slots and register spills.
 
-mod emit_common;
-
-use emit_common::{hex, ipv4_header_length, packets, FilterGen};
+use crate::emit_common::{hex, ipv4_header_length, packets, FilterGen};
 use weir_cbpf::translate::sk_buff_context;
 use weir_cbpf::{CbpfFilter, PacketMeta};
 use weir_filter::emit::{cbpf, ebpf, EmitError};

@@ -8,9 +8,7 @@
 //!
 //! Needs root and `bpf()`; otherwise it prints `SKIPPED` with the reason.
 
-mod emit_common;
-
-use emit_common::{hex, packets, FilterGen};
+use crate::emit_common::{hex, packets, FilterGen};
 use weir_filter::emit::ebpf;
 use weir_filter::{BinOp, Expr, Filter, Pred, Size};
 use weir_program::abi::xdp_action;
@@ -112,7 +110,7 @@ fn kernel_accepts_variable_offsets_and_guards() {
         println!("SKIPPED: kernel_accepts_variable_offsets_and_guards: {reason}");
         return;
     }
-    let hlen = emit_common::ipv4_header_length(14);
+    let hlen = crate::emit_common::ipv4_header_length(14);
     let port = |k: u32| Expr::load(hlen.clone().plus(14 + k), Size::Half);
     let filters = [
         Pred::and([

@@ -1,9 +1,7 @@
 //! ALU semantics: every edge case `notes/common.md` names, then a property test of every
 //! binary ALU operation against a model written with wide (i128/u128) arithmetic.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use weir_isa::ebpf::Op;
 

@@ -2,9 +2,7 @@
 //! their frames, the call depth limit, calls through a register, the instruction budget,
 //! and instructions that only trap when reached.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use weir_interp::guest::{self, STACK_BASE};
 use weir_interp::{Config, Input};
 use weir_isa::ebpf::{Insn, Op};

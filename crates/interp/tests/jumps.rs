@@ -1,9 +1,7 @@
 //! Jumps: every conditional jump of the opcode table, in both widths and both operand
 //! kinds, at the boundaries where signed and unsigned orders and the 32/64-bit views differ.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use weir_isa::ebpf::{Op, Operands, OPCODES};
 
 /// What the jump's condition says about `a` and `b`, with `b` at 64 bits (32-bit

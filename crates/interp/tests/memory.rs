@@ -2,9 +2,7 @@
 //! context write rules, packet pointers through context fields, atomics, legacy packet
 //! loads, and the stack as a run leaves it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use weir_interp::guest::{CTX_BASE, MEM_BASE, PACKET_BASE, STACK_BASE};
 use weir_interp::{Config, Input, Interpreter};
 use weir_isa::ebpf::Op;

@@ -7,7 +7,8 @@
 //! the lowering's differential tests own those.
 //!
 //! It also prints how long native compilation takes per expression (meaningful in release
-//! builds only: `cargo test --release -p weir-pflang --test native -- --nocapture`).
+//! builds only: `cargo test --release -p weir-pflang --test integration native:: --
+//! --nocapture`).
 
 use std::time::{Duration, Instant};
 

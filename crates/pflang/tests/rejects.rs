@@ -16,17 +16,15 @@
 //! and an ancillary load in libpcap's program; see differential/documented.rs), counted and
 //! printed, not failed.
 
-// Shared with differential.rs; this test uses only the savefile part.
-#[allow(dead_code)]
-#[path = "differential/documented.rs"]
-mod documented;
-
 use std::collections::BTreeMap;
 
 use weir_pflang::names::NameDb;
 use weir_pflang::{CompileError, LinkType, Options};
 use weir_sys::libpcap;
 use weir_testkit::pflang_gen::{self, near_miss, Generator, Node};
+
+// Shared with differential.rs; this test uses only the savefile part.
+use crate::differential::documented;
 
 const NEAR_MISS_SEED: u64 = 0x0a7e_1155;
 const NEAR_MISSES: usize = 6_000;

@@ -1,0 +1,7 @@
+//! The crate's integration tests as one binary, linked once (a binary per file linked the
+//! whole dependency tree once per file). Each module is one test file; run one with
+//! `cargo test --release -p weir-cbpf --test integration MODULE::`.
+
+mod libpcap_diff;
+mod translate;
+mod translate_kernel;

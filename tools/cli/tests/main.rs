@@ -1,0 +1,8 @@
+//! The crate's integration tests as one binary, linked once (a binary per file linked the
+//! whole dependency tree once per file). Each module is one test file; run one with
+//! `cargo test --release -p weir-cli --test integration MODULE::`.
+
+mod cli;
+mod filter;
+mod output;
+mod plugin;
