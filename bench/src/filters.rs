@@ -81,8 +81,7 @@ pub fn compile_weir(
     linktype: LinkType,
     names: &NameDb,
 ) -> Result<(Filter, Filter), String> {
-    let mut options = Options::new(linktype);
-    options.optimize = false;
+    let options = Options::new(linktype);
     let lowered = weir_pflang::compile(expr, &options, names).map_err(|e| {
         let first = e.render(expr);
         first.lines().next().unwrap_or("").to_string()

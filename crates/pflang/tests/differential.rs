@@ -304,9 +304,8 @@ impl Oracle<'_> {
         let weir = catch_unwind(AssertUnwindSafe(|| {
             let mut options = Options::new(set.link);
             options.netmask = netmask;
-            let optimized = weir_pflang::compile(expr, &options, self.names);
-            options.optimize = false;
             let plain = weir_pflang::compile(expr, &options, self.names);
+            let optimized = plain.clone().map(weir_filter::opt::optimize_owned);
             (optimized, plain)
         }));
         let mut out = Checked { libpcap_accepts: unopt.is_ok(), ..Checked::default() };
@@ -945,6 +944,7 @@ fn protochain_depth_is_the_documented_one() {
         ("vlan and protochain 17", vec![wire::VlanTag { tpid: 0x8100, tci: 7 }]),
     ] {
         let filter = weir_pflang::compile(expr, &Options::new(LinkType::Ethernet), &names)
+            .map(weir_filter::opt::optimize_owned)
             .unwrap_or_else(|e| panic!("{}", e.render(expr)));
         let lp = lp_compile(expr, 1, false, libpcap::NETMASK_UNKNOWN).expect("libpcap compiles");
         for n in 0..=documented::PROTOCHAIN_HOPS + 4 {
@@ -1020,7 +1020,8 @@ fn documented_differences_are_recognised() {
     let long = (2..=chains.len())
         .map(|n| chains[..n].join(" or "))
         .find(|e| {
-            let f = weir_pflang::compile(e, &Options::new(LinkType::Ethernet), &names);
+            let f = weir_pflang::compile(e, &Options::new(LinkType::Ethernet), &names)
+                .map(weir_filter::opt::optimize_owned);
             matches!(
                 f.map(|f| weir_filter::emit::cbpf::emit(&f)),
                 Ok(Err(EmitError::TooLong { .. }))

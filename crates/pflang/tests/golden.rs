@@ -141,9 +141,7 @@ fn relative_path(link: LinkType, expr: &str) -> PathBuf {
 }
 
 fn compile(link: LinkType, expr: &str) -> Filter {
-    let mut options = Options::new(link);
-    options.optimize = false;
-    weir_pflang::compile(expr, &options, &NameDb::builtin())
+    weir_pflang::compile(expr, &Options::new(link), &NameDb::builtin())
         .unwrap_or_else(|e| panic!("{} `{expr}`: {}", link.name(), e.render(expr)))
 }
 

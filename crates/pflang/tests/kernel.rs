@@ -190,8 +190,14 @@ fn check(expr: &str, frames: &[Packet], names: &NameDb) -> Outcome {
         let variant = if optimize { "optimized" } else { "unoptimized" };
         let mut options = Options::new(LinkType::Ethernet);
         options.netmask = Some(NETMASK);
-        options.optimize = optimize;
-        let filter = match weir_pflang::compile(expr, &options, names) {
+        let compiled = weir_pflang::compile(expr, &options, names);
+        let filter = match compiled.map(|f| {
+            if optimize {
+                weir_filter::opt::optimize_owned(f)
+            } else {
+                f
+            }
+        }) {
             Ok(f) => f,
             Err(e) => {
                 out.failures

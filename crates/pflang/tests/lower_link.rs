@@ -31,9 +31,18 @@
 
 use weir_filter::{Evaluator, Expr, Filter, Pred};
 use weir_pflang::names::NameDb;
-use weir_pflang::{compile, LinkType, Options};
+use weir_pflang::{LinkType, Options};
 use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::{corpus, edge_cases, link_edge_cases, relink, Packet};
+
+/// Parses, lowers and optimizes (as the facade's compile path does).
+fn compile(
+    expr: &str,
+    options: &Options,
+    names: &NameDb,
+) -> Result<weir_filter::Filter, weir_pflang::CompileError> {
+    weir_pflang::compile(expr, options, names).map(weir_filter::opt::optimize_owned)
+}
 
 /// Seed and size of the generated part of the packets (not the committed sample).
 const SEED: u64 = 0x11_4c_1a_4b;
@@ -199,8 +208,9 @@ fn check_expression(expr: &str, link: LinkType, packets: &[Packet], names: &Name
             let optimized = libpcap::required().compile(expr, dlt, true);
             // The unoptimized filter is the one whose scratch reads mirror libpcap's (the
             // optimizer may fold a read of a slot it knows is still 0).
-            let options = Options { optimize: false, ..Options::new(link) };
-            let plain = compile(expr, &options, names).ok().filter(|f| reads_scratch(&f.pred));
+            let options = Options::new(link);
+            let plain =
+                weir_pflang::compile(expr, &options, names).ok().filter(|f| reads_scratch(&f.pred));
             let mut shown = 0;
             let accepted_before = t.accepted;
             for p in packets {

@@ -12,9 +12,18 @@ use std::collections::BTreeMap;
 
 use weir_filter::{Evaluator, Filter};
 use weir_pflang::names::{self, NameDb, Transport};
-use weir_pflang::{compile, CompileError, LinkType, Options};
+use weir_pflang::{CompileError, LinkType, Options};
 use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
+
+/// Parses, lowers and optimizes (as the facade's compile path does).
+fn compile(
+    expr: &str,
+    options: &Options,
+    names: &NameDb,
+) -> Result<weir_filter::Filter, weir_pflang::CompileError> {
+    weir_pflang::compile(expr, options, names).map(weir_filter::opt::optimize_owned)
+}
 
 /// The netmask both compilers get, so that `ip broadcast` compiles (192.168.1.255 and
 /// 255.255.255.255 are broadcast destinations in the corpus).
@@ -124,10 +133,10 @@ fn differential(
         known: 0,
         failures: Vec::new(),
     };
-    let options = Options { linktype, netmask: Some(NETMASK), optimize: false };
+    let options = Options { linktype, netmask: Some(NETMASK) };
     let dlt_i32 = i32::try_from(dlt).expect("DLT fits");
     for e in exprs {
-        let weir = compile(e, &options, names);
+        let weir = weir_pflang::compile(e, &options, names);
         let unoptimized = libpcap::required().compile_with_netmask(e, dlt_i32, false, NETMASK);
         match (unoptimized, weir) {
             (Err(message), Err(err)) => {

@@ -13,9 +13,18 @@
 use std::time::{Duration, Instant};
 
 use weir_pflang::names::NameDb;
-use weir_pflang::{compile, LinkType, Options};
+use weir_pflang::{LinkType, Options};
 use weir_sys::libpcap;
 use weir_testkit::Packet;
+
+/// Parses, lowers and optimizes (as the facade's compile path does).
+fn compile(
+    expr: &str,
+    options: &Options,
+    names: &NameDb,
+) -> Result<weir_filter::Filter, weir_pflang::CompileError> {
+    weir_pflang::compile(expr, options, names).map(weir_filter::opt::optimize_owned)
+}
 
 const NETMASK: u32 = 0xffff_ff00;
 const DLT_EN10MB: i32 = 1;
@@ -55,7 +64,7 @@ struct Tally {
 }
 
 fn check_file(file: &str, names: &NameDb, packets: &[Packet], tally: &mut Tally) {
-    let options = Options { linktype: LinkType::Ethernet, netmask: Some(NETMASK), optimize: true };
+    let options = Options { linktype: LinkType::Ethernet, netmask: Some(NETMASK) };
     for expr in expressions(file) {
         let Ok(pcap) = libpcap::required().compile_with_netmask(&expr, DLT_EN10MB, false, NETMASK)
         else {
@@ -156,7 +165,7 @@ fn native_verdicts_equal_the_ir_and_libpcap() {
 /// `port 22` compiled once per sample, the figure the compile-latency goal is about.
 #[test]
 fn port_22_compiles_natively() {
-    let options = Options { linktype: LinkType::Ethernet, netmask: None, optimize: true };
+    let options = Options { linktype: LinkType::Ethernet, netmask: None };
     let filter = compile("port 22", &options, &NameDb::builtin()).expect("port 22 lowers");
     let mut samples: Vec<Duration> = (0..21)
         .map(|_| {

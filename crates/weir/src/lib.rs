@@ -69,7 +69,6 @@ pub fn compile_filter_with(
     let ast = weir_pflang::parse(expr)?;
     let mut lower_options = weir_pflang::Options::new(options.linktype);
     lower_options.netmask = options.netmask;
-    lower_options.optimize = false;
     let filter = weir_pflang::lower(ast.as_ref(), &lower_options, names)?;
     Ok(if options.optimize { weir_filter::opt::optimize_owned(filter) } else { filter })
 }

@@ -40,17 +40,17 @@ pub struct Options {
     pub linktype: LinkType,
     /// The capture's IPv4 netmask, for `ip broadcast` (libpcap refuses it without one).
     pub netmask: Option<u32>,
-    /// Run the IR optimizer (the meaning never changes; see `weir_filter`).
-    pub optimize: bool,
 }
 
 impl Options {
     pub fn new(linktype: LinkType) -> Options {
-        Options { linktype, netmask: None, optimize: true }
+        Options { linktype, netmask: None }
     }
 }
 
-/// Parses and lowers `expr` for a link type, resolving names from `names`.
+/// Parses and lowers `expr` for a link type, resolving names from `names`. The filter is
+/// not optimized: optimizing is the next stage of the compile path, which the facade
+/// (`weir::compile_filter_with`) runs, or `weir_filter::opt` directly.
 ///
 /// An empty expression accepts every packet, as in tcpdump.
 pub fn compile(expr: &str, options: &Options, names: &NameDb) -> Result<Filter, CompileError> {
@@ -58,8 +58,7 @@ pub fn compile(expr: &str, options: &Options, names: &NameDb) -> Result<Filter, 
     lower(ast.as_ref(), options, names)
 }
 
-/// Lowers a parsed expression (`None`: the empty expression), then runs the IR optimizer
-/// when `options.optimize` is set (it is by default; the meaning is the same either way).
+/// Lowers a parsed expression (`None`: the empty expression) to the filter IR.
 pub fn lower(
     ast: Option<&ast::Expr>,
     options: &Options,
@@ -70,8 +69,7 @@ pub fn lower(
     };
     let mut lowerer = Lowerer::new(options, names);
     let pred = lowerer.expr(ast)?;
-    let filter = Filter::new(pred);
-    Ok(if options.optimize { weir_filter::opt::optimize_owned(filter) } else { filter })
+    Ok(Filter::new(pred))
 }
 
 /// The header an offset is relative to (libpcap's "offset relative to" notion).
