@@ -123,18 +123,7 @@ impl Gen {
             }
             68..=71 => Expr::Const(self.constant(Size::Half)),
             72..=95 => {
-                let op = self.rng.pick(&[
-                    BinOp::Add,
-                    BinOp::Sub,
-                    BinOp::Mul,
-                    BinOp::Div,
-                    BinOp::Mod,
-                    BinOp::And,
-                    BinOp::Or,
-                    BinOp::Xor,
-                    BinOp::Shl,
-                    BinOp::Shr,
-                ]);
+                let op = self.rng.pick(&BinOp::ALL);
                 let lhs = self.value_expr(depth - 1);
                 let rhs = if self.rng.percent(60) {
                     let c = match op {

@@ -50,18 +50,7 @@ pub const BOUNDARIES: [u32; 18] = [
     0xffff_ffff,
 ];
 
-const OPS: [BinOp; 10] = [
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::Div,
-    BinOp::Mod,
-    BinOp::And,
-    BinOp::Or,
-    BinOp::Xor,
-    BinOp::Shl,
-    BinOp::Shr,
-];
+const OPS: [BinOp; 10] = BinOp::ALL;
 
 const CMPS: [CmpOp; 7] =
     [CmpOp::Eq, CmpOp::Ne, CmpOp::Gt, CmpOp::Ge, CmpOp::Lt, CmpOp::Le, CmpOp::Set];
