@@ -217,7 +217,16 @@ impl Display for Arith {
                 write!(f, "{}[{offset}:{size}]", proto.keyword())
             }
             ArithKind::Neg(a) => write!(f, "(-{a})"),
-            ArithKind::Binary { op, lhs, rhs } => write!(f, "({lhs} {} {rhs})", op.symbol()),
+            // The parser builds a chain's operators in non-increasing precedence (`%` and
+            // `^` only as the last), so the chain reads back as written without inner
+            // parentheses; its operands print their own.
+            ArithKind::Chain { first, rest } => {
+                write!(f, "({first}")?;
+                for (op, a) in rest {
+                    write!(f, " {} {a}", op.symbol())?;
+                }
+                f.write_str(")")
+            }
         }
     }
 }
