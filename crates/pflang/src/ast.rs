@@ -249,7 +249,8 @@ pub enum ArithKind {
     Neg(Box<Arith>),
     /// `x0 op1 x1 op2 x2 ...` evaluated left to right: `((x0 op1 x1) op2 x2) ...`. The left
     /// spine of an arithmetic expression is one list, so `len + 1 + 1 ...` with 100,000
-    /// terms is a list, not a 100,000-deep tree. `rest` is never empty.
+    /// terms is a list, not a 100,000-deep tree. `rest` is never empty and `x0` is never a
+    /// chain (its operators would be the start of this one).
     Chain {
         first: Box<Arith>,
         rest: Vec<(BinOp, Arith)>,

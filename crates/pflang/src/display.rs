@@ -217,15 +217,17 @@ impl Display for Arith {
                 write!(f, "{}[{offset}:{size}]", proto.keyword())
             }
             ArithKind::Neg(a) => write!(f, "(-{a})"),
-            // The parser builds a chain's operators in non-increasing precedence (`%` and
-            // `^` only as the last), so the chain reads back as written without inner
-            // parentheses; its operands print their own.
+            // `((x0 op1 x1) op2 x2)`: every operator with its parentheses, as the parser
+            // reads the chain back (in a loop: a long chain is no deeper to print).
             ArithKind::Chain { first, rest } => {
-                write!(f, "({first}")?;
-                for (op, a) in rest {
-                    write!(f, " {} {a}", op.symbol())?;
+                for _ in rest {
+                    f.write_str("(")?;
                 }
-                f.write_str(")")
+                write!(f, "{first}")?;
+                for (op, a) in rest {
+                    write!(f, " {} {a})", op.symbol())?;
+                }
+                Ok(())
             }
         }
     }

@@ -988,13 +988,23 @@ impl Parser {
     }
 }
 
-/// `first` followed by the operators of one precedence-climbing loop.
-fn chain(first: Arith, rest: Vec<(BinOp, Arith)>) -> Arith {
+/// `first` followed by the operators of one precedence-climbing loop. When `first` is a
+/// chain itself (`(a + b) * c`), the operators extend it: a chain means its left-to-right
+/// fold, so the tree is the same whether or not the inner chain was parenthesised (and
+/// `((a + b) * c)`, as the tree prints, reads back as the tree).
+fn chain(first: Arith, mut rest: Vec<(BinOp, Arith)>) -> Arith {
     let Some((_, last)) = rest.last() else {
         return first;
     };
     let span = first.span.to(last.span);
-    Arith { kind: ArithKind::Chain { first: Box::new(first), rest }, span }
+    let kind = match first.kind {
+        ArithKind::Chain { first: inner, rest: mut before } => {
+            before.append(&mut rest);
+            ArithKind::Chain { first: inner, rest: before }
+        }
+        kind => ArithKind::Chain { first: Box::new(Arith { kind, span: first.span }), rest },
+    };
+    Arith { kind, span }
 }
 
 /// Moves a primitive's span start back to cover its head.
