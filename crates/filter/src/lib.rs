@@ -23,3 +23,6 @@ mod display;
 
 pub use eval::{Abort, Evaluator};
 pub use ir::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet, DEFAULT_ACCEPT, SCRATCH_SLOTS};
+
+#[cfg(test)]
+mod deep_tests;

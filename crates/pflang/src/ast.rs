@@ -247,10 +247,13 @@ pub enum ArithKind {
     },
     /// Unary minus.
     Neg(Box<Arith>),
-    Binary {
-        op: BinOp,
-        lhs: Box<Arith>,
-        rhs: Box<Arith>,
+    /// `x0 op1 x1 op2 x2 ...` evaluated left to right: `((x0 op1 x1) op2 x2) ...`. The left
+    /// spine of an arithmetic expression is one list, so `len + 1 + 1 ...` with 100,000
+    /// terms is a list, not a 100,000-deep tree. `rest` is never empty and `x0` is never a
+    /// chain (its operators would be the start of this one).
+    Chain {
+        first: Box<Arith>,
+        rest: Vec<(BinOp, Arith)>,
     },
 }
 
@@ -432,10 +435,9 @@ impl Arith {
                 size: *size,
             },
             ArithKind::Neg(a) => ArithKind::Neg(Box::new(a.normalized())),
-            ArithKind::Binary { op, lhs, rhs } => ArithKind::Binary {
-                op: *op,
-                lhs: Box::new(lhs.normalized()),
-                rhs: Box::new(rhs.normalized()),
+            ArithKind::Chain { first, rest } => ArithKind::Chain {
+                first: Box::new(first.normalized()),
+                rest: rest.iter().map(|(op, a)| (*op, a.normalized())).collect(),
             },
             other => other.clone(),
         };

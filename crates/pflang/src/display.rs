@@ -217,7 +217,18 @@ impl Display for Arith {
                 write!(f, "{}[{offset}:{size}]", proto.keyword())
             }
             ArithKind::Neg(a) => write!(f, "(-{a})"),
-            ArithKind::Binary { op, lhs, rhs } => write!(f, "({lhs} {} {rhs})", op.symbol()),
+            // `((x0 op1 x1) op2 x2)`: every operator with its parentheses, as the parser
+            // reads the chain back (in a loop: a long chain is no deeper to print).
+            ArithKind::Chain { first, rest } => {
+                for _ in rest {
+                    f.write_str("(")?;
+                }
+                write!(f, "{first}")?;
+                for (op, a) in rest {
+                    write!(f, " {} {a})", op.symbol())?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -7,6 +7,7 @@
 //! filter IR builds on this tree.
 
 pub mod ast;
+mod depth;
 mod display;
 pub mod error;
 pub mod lexer;
@@ -18,3 +19,6 @@ pub use ast::{Expr, ExprKind, Span};
 pub use error::ParseError;
 pub use lower::{compile, compiles_for, lower, CompileError, LinkType, Options, LINK_TYPES};
 pub use parser::{parse, MAX_DEPTH};
+
+#[cfg(test)]
+mod deep_tests;

@@ -15,30 +15,74 @@
 //!
 //! Where the grammar needs more lookahead than one token (a `(` may open an arithmetic
 //! expression, a boolean expression or a list of ids), the parser tries the readings in
-//! turn; arithmetic parses are memoised by position so nesting stays polynomial. Nesting
-//! depth is limited to [`MAX_DEPTH`] so no input can overflow the stack.
+//! turn; arithmetic parses are memoised by position so nesting stays polynomial.
+//!
+//! Length never costs stack: `and`/`or` chains and the left spine of arithmetic (`a + b - c
+//! ...`) are lists built in loops, a run of `not`s (or of unary `-`) keeps only its parity,
+//! and parentheses that only wrap other parentheses (`((x))`) are skipped, however many.
+//! Nesting does: the parser's recursion is limited to [`MAX_DEPTH`], and after parsing,
+//! `depth::check` bounds the depth of the filter the tree lowers to by the same number, so
+//! that no stage after the parser can run out of stack either (see `depth`). Going past it
+//! is an error with a caret, whichever reading of the input got there.
 
 use crate::ast::*;
 use crate::error::ParseError;
 use crate::lexer::{tokenize, Kw, Punct, Tok, Token};
 use std::collections::HashMap;
 
-/// Deepest nesting of parentheses, `not`s and arithmetic operators accepted.
-pub const MAX_DEPTH: usize = 200;
+/// Deepest nesting accepted: levels of the parser's recursion (parentheses that hold more
+/// than another pair, `not (`, packet accesses, `%` and `^`) and levels of the filter tree an
+/// expression lowers to. Every stage after the parser is tested at this depth on a 2 MiB
+/// thread stack.
+pub const MAX_DEPTH: usize = 1_000;
 
 /// Parses a filter expression. `Ok(None)` is the empty expression, which accepts every
 /// packet.
 pub fn parse(expr: &str) -> Result<Option<Expr>, ParseError> {
     let toks = tokenize(expr)?;
-    let mut p = Parser { toks, pos: 0, depth: 0, arith_memo: HashMap::new() };
+    let close_of = matching_parens(&toks);
+    let mut p =
+        Parser { toks, close_of, pos: 0, depth: 0, too_deep: None, arith_memo: HashMap::new() };
     if p.peek() == &Tok::End {
         return Ok(None);
     }
-    let (e, _) = p.expr(None)?;
-    if p.peek() != &Tok::End {
-        return Err(p.unexpected("`and`, `or` or the end of the expression"));
-    }
+    let parsed = p.expr(None).and_then(|(e, _)| {
+        if p.peek() != &Tok::End {
+            return Err(p.unexpected("`and`, `or` or the end of the expression"));
+        }
+        Ok(e)
+    });
+    // Too deep is the reason, whichever reading of the input ran into the limit: the
+    // other readings failing further on only say that they are not the right ones.
+    let e = match (parsed, p.too_deep.take()) {
+        (Err(_), Some(deep)) => return Err(deep),
+        (parsed, _) => parsed?,
+    };
+    crate::depth::check(&e)?;
     Ok(Some(e))
+}
+
+/// For each `(` token, the index of its matching `)` (`usize::MAX` for other tokens and
+/// for unbalanced parentheses).
+fn matching_parens(toks: &[Token]) -> Vec<usize> {
+    let mut close_of = vec![usize::MAX; toks.len()];
+    let mut open = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        match t.tok {
+            Tok::Punct(Punct::LParen) => open.push(i),
+            Tok::Punct(Punct::RParen) => {
+                if let Some(o) = open.pop() {
+                    close_of[o] = i;
+                }
+            }
+            _ => {}
+        }
+    }
+    close_of
+}
+
+fn too_deep_error(span: Span) -> ParseError {
+    ParseError::new(span, format!("expression nested too deeply (more than {MAX_DEPTH} levels)"))
 }
 
 /// Qualifiers an id may inherit; `None` means there is nothing to inherit.
@@ -48,10 +92,14 @@ type PResult<T> = Result<T, ParseError>;
 
 struct Parser {
     toks: Vec<Token>,
+    /// [`matching_parens`] of `toks`.
+    close_of: Vec<usize>,
     pos: usize,
     depth: usize,
+    /// Set when any reading of the input went deeper than [`MAX_DEPTH`].
+    too_deep: Option<ParseError>,
     /// Arithmetic parses by start position: result and the position after it.
-    arith_memo: HashMap<usize, PResult<(Arith, usize, usize)>>,
+    arith_memo: HashMap<usize, PResult<(Arith, usize)>>,
 }
 
 fn describe(t: &Tok) -> String {
@@ -184,12 +232,57 @@ impl Parser {
     fn enter(&mut self) -> PResult<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(ParseError::new(
-                self.span(),
-                format!("expression nested too deeply (more than {MAX_DEPTH} levels)"),
-            ));
+            let e = too_deep_error(self.span());
+            self.too_deep.get_or_insert_with(|| e.clone());
+            return Err(e);
         }
         Ok(())
+    }
+
+    /// At a `(`: skips the parentheses that only wrap the next pair (`((x))` is `(x)`) and
+    /// returns how many closing ones that leaves to skip after the pair. Such parentheses
+    /// add nothing to the tree, so any number of them costs no depth.
+    fn skip_redundant_parens(&mut self) -> usize {
+        let mut k = 0;
+        while let (Some(&outer), Some(&inner)) =
+            (self.close_of.get(self.pos), self.close_of.get(self.pos + 1))
+        {
+            if outer == usize::MAX || inner == usize::MAX || inner + 1 != outer {
+                break;
+            }
+            self.pos += 1;
+            k += 1;
+        }
+        k
+    }
+
+    /// The `k` closing parentheses [`Parser::skip_redundant_parens`] left.
+    fn close_redundant_parens(&mut self, k: usize) -> PResult<()> {
+        for _ in 0..k {
+            self.expect_punct(Punct::RParen, "`)`")?;
+        }
+        Ok(())
+    }
+
+    /// Consumes a run of `not`s: the start of the first and whether their number is odd
+    /// (`not not e` is `e`, so a run of any length is one node at most).
+    fn nots(&mut self) -> Option<(usize, bool)> {
+        let mut run = None;
+        while self.peek() == &Tok::Kw(Kw::Not) {
+            let start = self.bump().span.start;
+            let (first, odd) = run.unwrap_or((start, false));
+            run = Some((first, !odd));
+        }
+        run
+    }
+
+    /// `e` under a run of `not`s ([`Parser::nots`]).
+    fn negate(&self, e: Expr, run: Option<(usize, bool)>) -> Expr {
+        match run {
+            Some((start, true)) => self.node(ExprKind::Not(Box::new(e)), start),
+            Some((start, false)) => relabel_start(e, start),
+            None => e,
+        }
     }
 
     fn leave(&mut self) {
@@ -239,29 +332,16 @@ impl Parser {
     /// `term: rterm | not term`.
     fn term(&mut self, ctx: Ctx) -> PResult<(Expr, Ctx)> {
         self.enter()?;
-        let r = if self.peek() == &Tok::Kw(Kw::Not) {
-            let start = self.bump().span.start;
-            self.term(ctx).map(|(e, q)| (self.node(ExprKind::Not(Box::new(e)), start), q))
-        } else {
-            self.rterm(ctx)
-        };
+        let nots = self.nots();
+        let r = self.rterm(ctx).map(|(e, q)| (self.negate(e, nots), q));
         self.leave();
         r
     }
 
     /// After `and`/`or`: either a term or an id that inherits `q`.
     fn term_or_id(&mut self, q: Ctx) -> PResult<(Expr, Ctx)> {
-        let mut nots = Vec::new();
-        while self.peek() == &Tok::Kw(Kw::Not) {
-            nots.push(self.bump().span.start);
-            if self.depth + nots.len() > MAX_DEPTH {
-                return Err(ParseError::new(
-                    self.span(),
-                    format!("expression nested too deeply (more than {MAX_DEPTH} levels)"),
-                ));
-            }
-        }
-        let (mut e, q) = match self.peek() {
+        let nots = self.nots();
+        let (e, q) = match self.peek() {
             t if starts_simple_id(t) => (self.simple_id(q, true)?, q),
             Tok::Num(_) => {
                 let next = self.peek_at(1);
@@ -274,10 +354,7 @@ impl Parser {
             Tok::Punct(Punct::LParen) => self.paren_any(q)?,
             _ => self.rterm(q)?,
         };
-        for start in nots.into_iter().rev() {
-            e = self.node(ExprKind::Not(Box::new(e)), start);
-        }
-        Ok((e, q))
+        Ok((self.negate(e, nots), q))
     }
 
     /// A `(` after `and`/`or`: an arithmetic relation, a parenthesised expression (which
@@ -298,14 +375,16 @@ impl Parser {
         Err(furthest(furthest(e1, e2), e3))
     }
 
+    /// A parenthesised expression. Its depth is counted by the `term` inside.
     fn paren_expr(&mut self, ctx: Ctx) -> PResult<Expr> {
-        self.enter()?;
-        let start = self.expect_punct(Punct::LParen, "`(`")?.span.start;
+        let start = self.span().start;
+        let redundant = self.skip_redundant_parens();
+        self.expect_punct(Punct::LParen, "`(`")?;
         let (mut e, _) = self.expr(ctx)?;
         self.expect_punct(Punct::RParen, "`)`, `and` or `or`")?;
+        self.close_redundant_parens(redundant)?;
         // The parentheses belong to the span, not to the tree.
         e.span = Span::new(start, self.prev_end());
-        self.leave();
         Ok(e)
     }
 
@@ -508,10 +587,13 @@ impl Parser {
                 Ok(n)
             }
             Tok::Punct(Punct::LParen) => {
+                // `((n))`: the number, however many parentheses wrap it.
+                let redundant = self.skip_redundant_parens();
                 self.enter()?;
                 self.bump();
                 let n = self.pnum()?;
                 self.expect_punct(Punct::RParen, "`)`")?;
+                self.close_redundant_parens(redundant)?;
                 self.leave();
                 Ok(n)
             }
@@ -635,9 +717,8 @@ impl Parser {
         let start = self.span().start;
         let r = match self.peek() {
             Tok::Kw(Kw::Not) => {
-                self.bump();
-                self.id(q, inherited)
-                    .map(|(e, q)| (self.node(ExprKind::Not(Box::new(e)), start), q))
+                let nots = self.nots();
+                self.id(q, inherited).map(|(e, q)| (self.negate(e, nots), q))
             }
             Tok::Punct(Punct::LParen) => {
                 self.bump();
@@ -764,37 +845,40 @@ impl Parser {
     /// `arth relop arth`.
     fn relation(&mut self) -> PResult<Expr> {
         let start = self.span().start;
-        let (lhs, _) = self.arith_at()?;
+        let lhs = self.arith_at()?;
         let Some(op) = relop_of(self.peek()) else {
             return Err(self.unexpected(
                 "a comparison (`>`, `<`, `>=`, `<=`, `=`, `!=`) or an arithmetic operator",
             ));
         };
         self.bump();
-        let (rhs, _) = self.arith_at()?;
+        let rhs = self.arith_at()?;
         Ok(self.node(ExprKind::Relation(Relation { op, lhs, rhs }), start))
     }
 
     /// A whole arithmetic expression at the current position, memoised.
-    fn arith_at(&mut self) -> PResult<(Arith, usize)> {
+    fn arith_at(&mut self) -> PResult<Arith> {
         let at = self.pos;
         if let Some(r) = self.arith_memo.get(&at) {
             return match r {
-                Ok((a, end, d)) => {
+                Ok((a, end)) => {
                     self.pos = *end;
-                    Ok((a.clone(), *d))
+                    Ok(a.clone())
                 }
                 Err(e) => Err(e.clone()),
             };
         }
-        let r = self.arith_bin(0).map(|(a, d)| (a, self.pos, d));
+        let r = self.arith_bin(0).map(|a| (a, self.pos));
         self.arith_memo.insert(at, r.clone());
-        r.map(|(a, _, d)| (a, d))
+        r.map(|(a, _)| a)
     }
 
-    /// Precedence climbing; returns the tree and its depth.
-    fn arith_bin(&mut self, min_prec: u8) -> PResult<(Arith, usize)> {
-        let (mut lhs, mut depth) = self.arith_unary()?;
+    /// Precedence climbing. The operators this call takes form one [`ArithKind::Chain`]
+    /// (its left spine), in a loop: a flat `a + b + c ...` of any length nests nothing.
+    /// Only `%` and `^`, which take everything after them, and parentheses nest.
+    fn arith_bin(&mut self, min_prec: u8) -> PResult<Arith> {
+        let first = self.arith_unary()?;
+        let mut rest = Vec::new();
         while let Some((op, prec)) = binop_of(self.peek()) {
             let rhs = match prec {
                 None => {
@@ -810,43 +894,41 @@ impl Parser {
                 }
                 Some(_) => break,
             };
-            depth = depth.max(rhs.1) + 1;
-            lhs = self.binary(op, lhs, rhs.0, depth)?;
+            rest.push((op, rhs));
         }
-        Ok((lhs, depth))
+        Ok(chain(first, rest))
     }
 
-    fn binary(&self, op: BinOp, lhs: Arith, rhs: Arith, depth: usize) -> PResult<Arith> {
-        let span = lhs.span.to(rhs.span);
-        if depth > MAX_DEPTH {
-            return Err(ParseError::new(
-                span,
-                format!("arithmetic expression nested too deeply (more than {MAX_DEPTH} levels)"),
-            ));
-        }
-        Ok(Arith { kind: ArithKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, span })
-    }
-
-    fn arith_unary(&mut self) -> PResult<(Arith, usize)> {
+    fn arith_unary(&mut self) -> PResult<Arith> {
         if self.peek() != &Tok::Punct(Punct::Minus) {
             return self.arith_primary();
         }
-        let start = self.bump().span.start;
-        self.enter()?;
-        let (mut operand, mut depth) = self.arith_unary()?;
+        // A run of minus signs: `- - x` is `x`, so only the parity makes a node.
+        let start = self.span().start;
+        let mut odd = false;
+        while self.peek() == &Tok::Punct(Punct::Minus) {
+            self.bump();
+            odd = !odd;
+        }
+        let operand = self.arith_primary()?;
         // `%` and `^` have no precedence, so they are shifted even after a unary minus.
+        let mut rest = Vec::new();
         while let Some((op, None)) = binop_of(self.peek()) {
             self.bump();
+            self.enter()?;
             let rhs = self.arith_bin(0)?;
-            depth = depth.max(rhs.1) + 1;
-            operand = self.binary(op, operand, rhs.0, depth)?;
+            self.leave();
+            rest.push((op, rhs));
         }
-        self.leave();
+        let operand = chain(operand, rest);
+        if !odd {
+            return Ok(operand);
+        }
         let span = Span::new(start, operand.span.end);
-        Ok((Arith { kind: ArithKind::Neg(Box::new(operand)), span }, depth + 1))
+        Ok(Arith { kind: ArithKind::Neg(Box::new(operand)), span })
     }
 
-    fn arith_primary(&mut self) -> PResult<(Arith, usize)> {
+    fn arith_primary(&mut self) -> PResult<Arith> {
         let start = self.span().start;
         let kind = match self.peek().clone() {
             Tok::Num(n) => {
@@ -861,7 +943,7 @@ impl Parser {
                 self.bump();
                 self.bump();
                 self.enter()?;
-                let (offset, depth) = self.arith_bin(0)?;
+                let offset = self.arith_bin(0)?;
                 let size = if self.peek() == &Tok::Punct(Punct::Colon) {
                     self.bump();
                     let span = self.span();
@@ -881,19 +963,20 @@ impl Parser {
                 };
                 self.expect_punct(Punct::RBracket, "`]` (or `:SIZE]`) to close the packet access")?;
                 self.leave();
-                let a = Arith {
+                return Ok(Arith {
                     kind: ArithKind::Load { proto, offset: Box::new(offset), size },
                     span: Span::new(start, self.prev_end()),
-                };
-                return Ok((a, depth + 1));
+                });
             }
             Tok::Punct(Punct::LParen) => {
+                let redundant = self.skip_redundant_parens();
                 self.bump();
                 self.enter()?;
-                let (inner, depth) = self.arith_at()?;
+                let inner = self.arith_at()?;
                 self.expect_punct(Punct::RParen, "`)` or an arithmetic operator")?;
+                self.close_redundant_parens(redundant)?;
                 self.leave();
-                return Ok((inner, depth));
+                return Ok(inner);
             }
             _ => {
                 return Err(
@@ -901,8 +984,27 @@ impl Parser {
                 )
             }
         };
-        Ok((Arith { kind, span: Span::new(start, self.prev_end()) }, 1))
+        Ok(Arith { kind, span: Span::new(start, self.prev_end()) })
     }
+}
+
+/// `first` followed by the operators of one precedence-climbing loop. When `first` is a
+/// chain itself (`(a + b) * c`), the operators extend it: a chain means its left-to-right
+/// fold, so the tree is the same whether or not the inner chain was parenthesised (and
+/// `((a + b) * c)`, as the tree prints, reads back as the tree).
+fn chain(first: Arith, mut rest: Vec<(BinOp, Arith)>) -> Arith {
+    let Some((_, last)) = rest.last() else {
+        return first;
+    };
+    let span = first.span.to(last.span);
+    let kind = match first.kind {
+        ArithKind::Chain { first: inner, rest: mut before } => {
+            before.append(&mut rest);
+            ArithKind::Chain { first: inner, rest: before }
+        }
+        kind => ArithKind::Chain { first: Box::new(Arith { kind, span: first.span }), rest },
+    };
+    Arith { kind, span }
 }
 
 /// Moves a primitive's span start back to cover its head.

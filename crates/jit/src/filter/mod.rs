@@ -109,3 +109,46 @@ impl NativeFilter {
         self.code.bytes()
     }
 }
+
+#[cfg(test)]
+mod deep_tests {
+    use super::{compile, CompileError};
+    use weir_filter::{Expr, Filter, Pred, Size};
+
+    /// `depth` levels (the comparison and its load included) of mixed junctions and `not`s.
+    fn nested(depth: u32) -> Filter {
+        let mut p = Pred::eq(Expr::load_at(3, Size::Byte), 1);
+        for i in 2..depth {
+            p = match i % 3 {
+                0 => Pred::Not(Box::new(p)),
+                1 => Pred::And(vec![Pred::eq(Expr::load_at(i % 40, Size::Byte), 1), p]),
+                _ => Pred::Or(vec![p, Pred::eq(Expr::load_at(i % 30, Size::Byte), 9)]),
+            };
+        }
+        Filter::new(p)
+    }
+
+    /// The limit compiles and one more level is refused, on a 2 MiB thread stack (a spawned
+    /// thread's default), whatever the build.
+    #[test]
+    fn the_depth_limit_on_a_small_stack() {
+        let limit = super::lower::MAX_DEPTH;
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let at = nested(limit);
+                let native = compile(&at).expect("at the limit");
+                for len in [0usize, 4, 40] {
+                    let packet = vec![1u8; len];
+                    assert_eq!(native.run(&packet, 64), at.run(&packet, 64));
+                }
+                match compile(&nested(limit + 1)) {
+                    Err(CompileError::TooDeep { limit: l }) => assert_eq!(l, limit),
+                    other => panic!("expected TooDeep, got {other:?}"),
+                }
+            })
+            .expect("spawn")
+            .join()
+            .expect("the compiler panicked");
+    }
+}

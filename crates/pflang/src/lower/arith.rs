@@ -27,6 +27,7 @@ use super::link::{
 use super::net_proto::IPPROTO_ICMPV6;
 use super::{CompileError, Layer, Lowerer, Offset};
 use crate::ast::{self, Arith, ArithKind, ByteOp, Proto, RelOp, Relation, Span};
+use crate::depth;
 
 /// An arithmetic value and the protocol checks that guard the comparison using it.
 struct Operand {
@@ -48,7 +49,7 @@ fn leading_number(a: &Arith) -> Option<u32> {
         ArithKind::Len => None,
         ArithKind::Load { offset, .. } => leading_number(offset),
         ArithKind::Neg(inner) => leading_number(inner),
-        ArithKind::Binary { lhs, .. } => leading_number(lhs),
+        ArithKind::Chain { first, .. } => leading_number(first),
     }
 }
 
@@ -153,6 +154,96 @@ fn bin_op(op: ast::BinOp) -> BinOp {
     }
 }
 
+/// An arithmetic chain being lowered, left to right: the value so far and the run of
+/// operators of one family ([`depth::family`]) after it.
+///
+/// A run of up to [`depth::BALANCE_OVER`] operators becomes the left-leaning tree the chain
+/// reads as (`((a + b) - c) + d`), exactly what libpcap computes in that order. A longer run
+/// becomes a balanced tree, so that `len + 1 + 1 ...` with 100,000 terms is 18 levels deep,
+/// not 100,000: wrapping `+` and `*`, `&`, `|`, `^` are associative and commutative, and a
+/// run of `+` and `-` is the sum of its added terms minus the sum of its subtracted ones.
+/// Evaluating an expression has no effect but its value or an abort, and every abort rejects,
+/// so the order its terms are computed in changes nothing.
+struct Spine {
+    value: Expr,
+    family: Option<u8>,
+    /// The run: its operators and right operands (the value so far is its first term).
+    run: Vec<(ast::BinOp, Expr)>,
+}
+
+impl Spine {
+    fn new(value: Expr) -> Spine {
+        Spine { value, family: None, run: Vec::new() }
+    }
+
+    fn push(&mut self, op: ast::BinOp, rhs: Expr) {
+        let fam = depth::family(op);
+        if fam.is_none() || fam != self.family {
+            self.close_run();
+        }
+        match fam {
+            Some(_) => {
+                self.family = fam;
+                self.run.push((op, rhs));
+            }
+            None => {
+                let lhs = std::mem::replace(&mut self.value, Expr::Const(0));
+                self.value = Expr::binary(bin_op(op), lhs, rhs);
+            }
+        }
+    }
+
+    fn close_run(&mut self) {
+        let run = std::mem::take(&mut self.run);
+        self.family = None;
+        let first = std::mem::replace(&mut self.value, Expr::Const(0));
+        if run.len() <= depth::BALANCE_OVER {
+            self.value =
+                run.into_iter().fold(first, |acc, (op, rhs)| Expr::binary(bin_op(op), acc, rhs));
+            return;
+        }
+        let op = run[0].0;
+        let mut added = vec![first];
+        let mut subtracted = Vec::new();
+        for (o, rhs) in run {
+            if o == ast::BinOp::Sub {
+                subtracted.push(rhs);
+            } else {
+                added.push(rhs);
+            }
+        }
+        let op = if op == ast::BinOp::Sub { BinOp::Add } else { bin_op(op) };
+        let sum = balanced(op, added);
+        self.value = if subtracted.is_empty() {
+            sum
+        } else {
+            Expr::binary(BinOp::Sub, sum, balanced(BinOp::Add, subtracted))
+        };
+    }
+
+    fn finish(mut self) -> Expr {
+        self.close_run();
+        self.value
+    }
+}
+
+/// `t0 op t1 op ...` as a balanced tree (`terms` is not empty), built bottom up.
+fn balanced(op: BinOp, terms: Vec<Expr>) -> Expr {
+    let mut level = terms;
+    while level.len() > 1 {
+        let mut next = Vec::with_capacity(level.len().div_ceil(2));
+        let mut it = level.into_iter();
+        while let Some(a) = it.next() {
+            next.push(match it.next() {
+                Some(b) => Expr::binary(op, a, b),
+                None => a,
+            });
+        }
+        level = next;
+    }
+    level.pop().unwrap_or(Expr::Const(0))
+}
+
 impl Lowerer<'_> {
     /// `lhs relop rhs`: both sides' protocol checks, then the unsigned comparison.
     pub(crate) fn relation(&mut self, r: &Relation, _span: Span) -> Result<Pred, CompileError> {
@@ -172,26 +263,28 @@ impl Lowerer<'_> {
                 let inner = self.operand(inner)?;
                 Operand { value: Expr::Neg(Box::new(inner.value)), checks: inner.checks }
             }
-            ArithKind::Binary { op, lhs, rhs } => {
-                let left = self.operand(lhs)?;
-                let right = self.operand(rhs)?;
-                let leading = leading_number(rhs);
-                let message = match op {
-                    ast::BinOp::Div if leading == Some(0) => Some("division by zero"),
-                    ast::BinOp::Mod if leading == Some(0) => Some("modulus by zero"),
-                    ast::BinOp::Shl | ast::BinOp::Shr if leading.is_some_and(|n| n > 31) => {
-                        Some("shift by more than 31 bits")
+            ArithKind::Chain { first, rest } => {
+                // ((x0 op1 x1) op2 x2) ...: only x0's checks survive, as in libpcap, where
+                // each operator drops its right operand's.
+                let left = self.operand(first)?;
+                let mut spine = Spine::new(left.value);
+                for (op, rhs) in rest {
+                    let right = self.operand(rhs)?;
+                    let leading = leading_number(rhs);
+                    let message = match op {
+                        ast::BinOp::Div if leading == Some(0) => Some("division by zero"),
+                        ast::BinOp::Mod if leading == Some(0) => Some("modulus by zero"),
+                        ast::BinOp::Shl | ast::BinOp::Shr if leading.is_some_and(|n| n > 31) => {
+                            Some("shift by more than 31 bits")
+                        }
+                        _ => None,
+                    };
+                    if let Some(message) = message {
+                        return Err(CompileError::new(rhs.span, message));
                     }
-                    _ => None,
-                };
-                if let Some(message) = message {
-                    return Err(CompileError::new(rhs.span, message));
+                    spine.push(*op, right.value);
                 }
-                // The right operand's checks are dropped, as libpcap drops them.
-                Operand {
-                    value: Expr::binary(bin_op(*op), left.value, right.value),
-                    checks: left.checks,
-                }
+                Operand { value: spine.finish(), checks: left.checks }
             }
             ArithKind::Load { proto, offset, size } => {
                 let index = self.operand(offset)?;
@@ -358,11 +451,7 @@ mod tests {
             span: Span::default(),
         };
         let sum = Arith {
-            kind: ArithKind::Binary {
-                op: ast::BinOp::Sub,
-                lhs: Box::new(load),
-                rhs: Box::new(n(5)),
-            },
+            kind: ArithKind::Chain { first: Box::new(load), rest: vec![(ast::BinOp::Sub, n(5))] },
             span: Span::default(),
         };
         assert_eq!(leading_number(&sum), Some(0));

@@ -23,9 +23,10 @@ mod net;
 mod net_proto;
 mod transport;
 
-use weir_filter::{BinOp, Expr, Filter, Pred, Size, SCRATCH_SLOTS};
+use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred, Size, SCRATCH_SLOTS};
 
 use crate::ast::{self, BoolOp, ExprKind, Span};
+use crate::depth::LINEAR_RUNS;
 use crate::error::ParseError;
 use crate::names::NameDb;
 
@@ -151,6 +152,9 @@ pub(crate) struct Lowerer<'a> {
     /// The two slots every `protochain` walk shares, taken by the first one (see
     /// `net_proto`): never handed to anything else.
     pub protochain_slots: Option<(u8, u8)>,
+    /// The slot every long mixed `and`/`or` chain keeps its value in (see
+    /// [`Lowerer::linear_chain`]), taken by the first one.
+    chain_slot: Option<u8>,
     next_scratch: u8,
 }
 
@@ -172,6 +176,7 @@ impl<'a> Lowerer<'a> {
             tunnel_seen: false,
             geneve_slots: None,
             protochain_slots: None,
+            chain_slot: None,
             next_scratch: 0,
         }
     }
@@ -228,6 +233,9 @@ impl<'a> Lowerer<'a> {
     /// Lowers one boolean expression, left to right.
     pub fn expr(&mut self, e: &ast::Expr) -> Result<Pred, CompileError> {
         match &e.kind {
+            ExprKind::Chain { first, rest } if crate::depth::runs(rest) > LINEAR_RUNS => {
+                self.linear_chain(first, rest, e.span)
+            }
             ExprKind::Chain { first, rest } => {
                 // Equal precedence, left associative: ((e0 op1 e1) op2 e2) ...
                 let mut acc = self.expr(first)?;
@@ -258,6 +266,72 @@ impl<'a> Lowerer<'a> {
             ExprKind::Mtp2(kind) => self.mtp2(*kind, e.span),
             ExprKind::Mtp3(field, _) => self.mtp3(*field, e.span),
         }
+    }
+}
+
+impl Lowerer<'_> {
+    /// A chain that switches between `and` and `or` more than [`LINEAR_RUNS`] times, as a
+    /// flat list rather than a tree one level deeper per switch. Its runs (terms joined by
+    /// one operator) are `J1 op2 J2 op3 J3 ...`, evaluated `((J1 op2 J2) op3 J3) ...`; the
+    /// value so far lives in scratch slot `s` (0 or 1), and each run after the first runs
+    /// only where the value so far does not already decide it:
+    ///
+    /// ```text
+    /// and( or(and(J1, s := 1), s := 0),
+    ///      or(s == 0, and(J2, s := 1), s := 0),      -- op2 = and: skipped when false
+    ///      or(s != 0, and(J3, s := 1), s := 0),      -- op3 = or: skipped when true
+    ///      ...,
+    ///      s != 0 )
+    /// ```
+    ///
+    /// Every run is evaluated exactly when the tree would evaluate it, so the verdicts and
+    /// aborts are the tree's. One slot serves every such chain, nested or not: the value is
+    /// live only from a store to the test right after it, and no run is evaluated between.
+    fn linear_chain(
+        &mut self,
+        first: &ast::Expr,
+        rest: &[(BoolOp, ast::Expr)],
+        span: Span,
+    ) -> Result<Pred, CompileError> {
+        let slot = match self.chain_slot {
+            Some(slot) => slot,
+            None => {
+                let slot = self.alloc_scratch(span)?;
+                self.chain_slot = Some(slot);
+                slot
+            }
+        };
+        let value = || Expr::Scratch(slot);
+        let store = |v: u32| Pred::Store { slot, value: Expr::Const(v) };
+        let set = |run: Pred| Pred::Or(vec![Pred::And(vec![run, store(1)]), store(0)]);
+        let mut out = Vec::new();
+        // The first run: the first term and the terms after it joined by the first operator.
+        let mut run = vec![self.expr(first)?];
+        let mut run_op = rest.first().map_or(BoolOp::And, |(op, _)| *op);
+        let mut first_run = true;
+        let finish = |out: &mut Vec<Pred>, run: Vec<Pred>, op: BoolOp, first_run: bool| {
+            let j = junction(run, op == BoolOp::And);
+            if first_run {
+                out.push(set(j));
+            } else {
+                // The value so far decides the run's outcome: false before `and`, true
+                // before `or`.
+                let decided = if op == BoolOp::And { CmpOp::Eq } else { CmpOp::Ne };
+                let skip = Pred::cmp(decided, value(), Expr::Const(0));
+                out.push(Pred::Or(vec![skip, Pred::And(vec![j, store(1)]), store(0)]));
+            }
+        };
+        for (op, term) in rest {
+            if *op != run_op {
+                finish(&mut out, std::mem::take(&mut run), run_op, first_run);
+                first_run = false;
+                run_op = *op;
+            }
+            run.push(self.expr(term)?);
+        }
+        finish(&mut out, run, run_op, first_run);
+        out.push(Pred::cmp(CmpOp::Ne, value(), Expr::Const(0)));
+        Ok(Pred::And(out))
     }
 }
 
