@@ -52,7 +52,7 @@ fn all_stages(expr: String, optimize: bool) -> Result<Report, String> {
         };
         let ast = parse(&expr).map_err(|e| e.render(&expr))?;
         lap("parse", &mut times);
-        let options = Options { optimize: false, ..Options::new(LinkType::Ethernet) };
+        let options = Options::new(LinkType::Ethernet);
         let names = NameDb::builtin();
         let filter = crate::lower(ast.as_ref(), &options, &names).map_err(|e| e.to_string())?;
         lap("lower", &mut times);
@@ -260,7 +260,7 @@ fn linear_chains_mean_the_tree() {
         rng % n
     };
     let names = NameDb::builtin();
-    let options = Options { optimize: false, ..Options::new(LinkType::Ethernet) };
+    let options = Options::new(LinkType::Ethernet);
     for _ in 0..200 {
         let n = 9 + next(30) as usize;
         let terms: Vec<String> = (0..n)
@@ -343,10 +343,11 @@ fn the_depth_bound_bounds_the_corpus() {
         let bound = crate::depth::bound(&ast).unwrap();
         for link in [LinkType::Ethernet, LinkType::Raw, LinkType::LinuxSll] {
             for optimize in [false, true] {
-                let options = Options { optimize, ..Options::new(link) };
+                let options = Options::new(link);
                 let Ok(f): Result<Filter, _> = crate::lower(Some(&ast), &options, &names) else {
                     continue;
                 };
+                let f = if optimize { weir_filter::opt::optimize_owned(f) } else { f };
                 let d = pred_depth(&f.pred);
                 deepest = deepest.max(d);
                 let slack = if optimize { OPTIMIZER_SLACK } else { 0 };
