@@ -35,14 +35,7 @@ use weir_pflang::{LinkType, Options};
 use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::{corpus, edge_cases, link_edge_cases, relink, Packet};
 
-/// Parses, lowers and optimizes (as the facade's compile path does).
-fn compile(
-    expr: &str,
-    options: &Options,
-    names: &NameDb,
-) -> Result<weir_filter::Filter, weir_pflang::CompileError> {
-    weir_pflang::compile(expr, options, names).map(weir_filter::opt::optimize_owned)
-}
+use crate::compile;
 
 /// Seed and size of the generated part of the packets (not the committed sample).
 const SEED: u64 = 0x11_4c_1a_4b;

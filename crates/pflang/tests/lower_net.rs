@@ -16,14 +16,7 @@ use weir_pflang::{CompileError, LinkType, Options};
 use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
 
-/// Parses, lowers and optimizes (as the facade's compile path does).
-fn compile(
-    expr: &str,
-    options: &Options,
-    names: &NameDb,
-) -> Result<weir_filter::Filter, weir_pflang::CompileError> {
-    weir_pflang::compile(expr, options, names).map(weir_filter::opt::optimize_owned)
-}
+use crate::compile;
 
 /// The netmask both compilers get, so that `ip broadcast` compiles (192.168.1.255 and
 /// 255.255.255.255 are broadcast destinations in the corpus).

@@ -17,14 +17,7 @@ use weir_pflang::{LinkType, Options};
 use weir_sys::libpcap;
 use weir_testkit::Packet;
 
-/// Parses, lowers and optimizes (as the facade's compile path does).
-fn compile(
-    expr: &str,
-    options: &Options,
-    names: &NameDb,
-) -> Result<weir_filter::Filter, weir_pflang::CompileError> {
-    weir_pflang::compile(expr, options, names).map(weir_filter::opt::optimize_owned)
-}
+use crate::compile;
 
 const NETMASK: u32 = 0xffff_ff00;
 const DLT_EN10MB: i32 = 1;

@@ -21,6 +21,7 @@ mod pcap;
 pub mod pflang_gen;
 pub mod relink;
 mod rng;
+mod scratch;
 pub mod wire;
 
 pub use corpus::corpus;
@@ -30,6 +31,7 @@ pub use netedge::net_edge_cases;
 pub use pcap::{read_capture, read_pcap, write_pcap, Capture, LINKTYPE_ETHERNET};
 pub use relink::relink;
 pub use rng::SplitMix64;
+pub use scratch::Scratch;
 
 /// One captured packet.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,9 +10,10 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
+use weir_testkit::Scratch;
 
 fn weir(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
@@ -40,44 +41,14 @@ fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// A fresh directory for one test, removed when the test passes (kept when it fails).
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("weir-output-test-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    /// The names in the directory, sorted.
-    fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
-    /// The temporary files weir left (`.NAME.weir-PID-N.tmp`).
-    fn temporaries(&self) -> Vec<String> {
-        self.names().into_iter().filter(|n| n.contains(".weir-") && n.ends_with(".tmp")).collect()
-    }
+/// A fresh directory for one test (the test kit's).
+fn scratch(test: &str) -> Scratch {
+    Scratch::new(&format!("output-test-{test}"))
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+/// The temporary files weir left in `dir` (`.NAME.weir-PID-N.tmp`).
+fn temporaries(dir: &Scratch) -> Vec<String> {
+    dir.names().into_iter().filter(|n| n.contains(".weir-") && n.ends_with(".tmp")).collect()
 }
 
 fn is_root() -> bool {
@@ -145,7 +116,7 @@ fn devices_are_written_through_never_replaced() {
         println!("SKIPPED: {test}: mknod needs root");
         return;
     }
-    let dir = Scratch::new("devices");
+    let dir = scratch("devices");
     let null = dir.join("null");
     let full = dir.join("full");
     if !mknod(test, &null, libc::S_IFCHR, 1, 3) || !mknod(test, &full, libc::S_IFCHR, 1, 7) {
@@ -186,7 +157,7 @@ fn the_real_dev_null_stays_a_device() {
 #[test]
 fn a_fifo_is_written_through_to_its_reader() {
     let test = "a_fifo_is_written_through_to_its_reader";
-    let dir = Scratch::new("fifo");
+    let dir = scratch("fifo");
     let expected = reference(&dir);
     let fifo = dir.join("pipe");
     if !mkfifo(test, &fifo) {
@@ -208,7 +179,7 @@ fn a_fifo_is_written_through_to_its_reader() {
 
 #[test]
 fn dev_stdout_is_standard_output() {
-    let dir = Scratch::new("devstdout");
+    let dir = scratch("devstdout");
     let expected = reference(&dir);
     // Standard output a pipe: written through.
     let out = weir(&["filter", "-r", &sample(), "-w", "/dev/stdout", "tcp"]);
@@ -228,7 +199,7 @@ fn dev_stdout_is_standard_output() {
 
 #[test]
 fn a_symlink_is_followed_its_target_replaced_and_the_link_kept() {
-    let dir = Scratch::new("symlink");
+    let dir = scratch("symlink");
     let expected = reference(&dir);
     std::fs::create_dir(dir.join("data")).unwrap();
     let target = dir.join("data/target.pcap");
@@ -265,7 +236,7 @@ fn a_symlink_is_followed_its_target_replaced_and_the_link_kept() {
 
 #[test]
 fn a_hard_linked_file_is_written_in_place_and_both_names_see_it() {
-    let dir = Scratch::new("hardlink");
+    let dir = scratch("hardlink");
     let expected = reference(&dir);
     let first = dir.join("first.pcap");
     let second = dir.join("second.pcap");
@@ -285,7 +256,7 @@ fn a_hard_linked_file_is_written_in_place_and_both_names_see_it() {
 
 #[test]
 fn a_replaced_file_keeps_its_mode_and_owner() {
-    let dir = Scratch::new("owner");
+    let dir = scratch("owner");
     let expected = reference(&dir);
     let dest = dir.join("private.pcap");
     std::fs::write(&dest, b"old").unwrap();
@@ -320,7 +291,7 @@ fn a_replaced_file_keeps_its_mode_and_owner() {
 
 #[test]
 fn a_new_file_gets_the_usual_mode() {
-    let dir = Scratch::new("newmode");
+    let dir = scratch("newmode");
     let dest = dir.join("new.pcap");
     assert!(write_filter(&dest).status.success());
     let probe = dir.join("probe");
@@ -331,7 +302,7 @@ fn a_new_file_gets_the_usual_mode() {
 
 #[test]
 fn the_input_is_refused_as_the_output_and_left_unchanged() {
-    let dir = Scratch::new("same");
+    let dir = scratch("same");
     let input = dir.join("in.pcap");
     std::fs::copy(sample(), &input).unwrap();
     let original = std::fs::read(&input).unwrap();
@@ -397,7 +368,7 @@ fn big_capture(at: &Path, packets: u32, size: u32) {
 #[test]
 fn a_signal_while_writing_a_fifo_ends_weir_by_that_signal() {
     let test = "a_signal_while_writing_a_fifo_ends_weir_by_that_signal";
-    let dir = Scratch::new("fifosignal");
+    let dir = scratch("fifosignal");
     let input = dir.join("in.pcap");
     // 2 MB: far more than a pipe holds.
     big_capture(&input, 2_000, 1_000);
@@ -438,7 +409,7 @@ fn a_signal_while_writing_a_fifo_ends_weir_by_that_signal() {
 #[test]
 fn a_signal_while_writing_a_file_removes_the_temporary_and_keeps_the_old_file() {
     let test = "a_signal_while_writing_a_file_removes_the_temporary_and_keeps_the_old_file";
-    let dir = Scratch::new("filesignal");
+    let dir = scratch("filesignal");
     let input = dir.join("in.pcap");
     let dest = dir.join("out.pcap");
     // weir reads the whole input before it creates the output, so the temporary file
@@ -455,7 +426,7 @@ fn a_signal_while_writing_a_file_removes_the_temporary_and_keeps_the_old_file() 
             let deadline = Instant::now() + Duration::from_secs(60);
             let mut seen = false;
             while Instant::now() < deadline {
-                if !dir.temporaries().is_empty() {
+                if !temporaries(&dir).is_empty() {
                     seen = true;
                     break;
                 }
@@ -470,14 +441,14 @@ fn a_signal_while_writing_a_file_removes_the_temporary_and_keeps_the_old_file() 
             let status = wait(&mut child, Duration::from_secs(60), test);
             if status.success() {
                 // weir won the race: it replaced the file whole.
-                assert!(dir.temporaries().is_empty());
+                assert!(temporaries(&dir).is_empty());
                 assert_ne!(std::fs::read(&dest).unwrap(), b"old contents");
                 packets *= 2;
                 continue;
             }
             assert!(seen, "weir failed on its own: {status:?}");
             assert_eq!(status.signal(), Some(sig), "{status:?}");
-            assert_eq!(dir.temporaries(), Vec::<String>::new(), "signal {sig}");
+            assert_eq!(temporaries(&dir), Vec::<String>::new(), "signal {sig}");
             // The old file, or (had the signal come between the rename and the end) the
             // whole new capture, which is the input itself: never a part.
             let now = std::fs::read(&dest).unwrap();

@@ -5,40 +5,11 @@ use super::*;
 use std::io::Read;
 use std::os::unix::fs::symlink;
 use std::process::Command;
+use weir_testkit::Scratch;
 
-/// A fresh directory for one test, removed when the test passes.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("weir-runtime-output-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    /// The names in the directory, sorted.
-    fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+/// A fresh directory for one test (the test kit's).
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("runtime-output-{name}"))
 }
 
 fn write(dest: &Path, bytes: &[u8]) -> io::Result<OutputKind> {
@@ -82,7 +53,7 @@ fn make(test: &str, program: &str, args: &[&str]) -> bool {
 
 #[test]
 fn a_new_file_gets_file_creates_mode_and_appears_only_when_finished() {
-    let dir = Scratch::new("new");
+    let dir = scratch("new");
     let dest = dir.join("out.bin");
     let mut out = OutputFile::create(&dest).unwrap();
     assert_eq!(out.kind(), OutputKind::New);
@@ -103,7 +74,7 @@ fn a_new_file_gets_file_creates_mode_and_appears_only_when_finished() {
 
 #[test]
 fn an_unfinished_output_leaves_the_old_file_and_no_temporary() {
-    let dir = Scratch::new("unfinished");
+    let dir = scratch("unfinished");
     let dest = dir.join("out.bin");
     std::fs::write(&dest, b"old").unwrap();
     {
@@ -118,7 +89,7 @@ fn an_unfinished_output_leaves_the_old_file_and_no_temporary() {
 
 #[test]
 fn a_replaced_file_keeps_its_mode_and_as_root_its_owner_and_group() {
-    let dir = Scratch::new("mode");
+    let dir = scratch("mode");
     let dest = dir.join("private.pcap");
     std::fs::write(&dest, b"old").unwrap();
     std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -144,7 +115,7 @@ fn a_replaced_file_keeps_its_mode_and_as_root_its_owner_and_group() {
 
 #[test]
 fn a_symlink_is_followed_and_kept() {
-    let dir = Scratch::new("symlink");
+    let dir = scratch("symlink");
     let target = dir.join("target.pcap");
     std::fs::write(&target, b"old").unwrap();
     std::fs::create_dir(dir.join("sub")).unwrap();
@@ -162,7 +133,7 @@ fn a_symlink_is_followed_and_kept() {
 
 #[test]
 fn a_dangling_symlink_creates_its_target() {
-    let dir = Scratch::new("dangling");
+    let dir = scratch("dangling");
     let link = dir.join("link");
     symlink("made.pcap", &link).unwrap();
     assert_eq!(write(&link, b"created").unwrap(), OutputKind::New);
@@ -176,7 +147,7 @@ fn a_dangling_symlink_creates_its_target() {
 
 #[test]
 fn a_hard_linked_file_is_written_in_place_so_every_name_sees_it() {
-    let dir = Scratch::new("hardlink");
+    let dir = scratch("hardlink");
     let first = dir.join("first.pcap");
     let second = dir.join("second.pcap");
     std::fs::write(&first, b"old contents, longer than the new").unwrap();
@@ -192,7 +163,7 @@ fn a_hard_linked_file_is_written_in_place_so_every_name_sees_it() {
 
 #[test]
 fn a_proc_fd_link_to_a_regular_file_is_written_in_place() {
-    let dir = Scratch::new("procfd");
+    let dir = scratch("procfd");
     let file_path = dir.join("held.pcap");
     std::fs::write(&file_path, b"old contents").unwrap();
     let held = File::open(&file_path).unwrap();
@@ -223,8 +194,8 @@ fn a_proc_fd_link_to_a_regular_file_is_written_in_place() {
 
 #[test]
 fn a_directory_is_an_error() {
-    let dir = Scratch::new("directory");
-    let err = OutputFile::create(&dir.0).err().unwrap();
+    let dir = scratch("directory");
+    let err = OutputFile::create(dir.path()).err().unwrap();
     assert!(err.to_string().contains("is a directory"), "{err}");
     assert!(dir.names().is_empty());
 }
@@ -235,7 +206,7 @@ fn character_devices_are_written_through_and_stay_devices() {
     if !root(test) {
         return;
     }
-    let dir = Scratch::new("devices");
+    let dir = scratch("devices");
     let null = dir.join("null");
     let full = dir.join("full");
     if !make(test, "mknod", &[null.to_str().unwrap(), "c", "1", "3"])
@@ -263,7 +234,7 @@ fn character_devices_are_written_through_and_stay_devices() {
 #[test]
 fn a_fifo_is_written_through_to_its_reader() {
     let test = "a_fifo_is_written_through_to_its_reader";
-    let dir = Scratch::new("fifo");
+    let dir = scratch("fifo");
     let fifo = dir.join("pipe");
     if !make(test, "mkfifo", &[fifo.to_str().unwrap()]) {
         return;
@@ -289,7 +260,7 @@ fn a_read_only_file_is_refused_not_replaced() {
         println!("SKIPPED: {test}: root may write any file");
         return;
     }
-    let dir = Scratch::new("readonly");
+    let dir = scratch("readonly");
     let dest = dir.join("ro.pcap");
     std::fs::write(&dest, b"keep").unwrap();
     std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o444)).unwrap();
@@ -306,12 +277,12 @@ fn a_writable_file_in_a_read_only_directory_is_written_in_place() {
         println!("SKIPPED: {test}: root may create files in any directory");
         return;
     }
-    let dir = Scratch::new("readonlydir");
+    let dir = scratch("readonlydir");
     let dest = dir.join("out.pcap");
     std::fs::write(&dest, b"old contents").unwrap();
-    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o555)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
     let written = write(&dest, b"new");
-    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(written.unwrap(), OutputKind::InPlace);
     assert_eq!(std::fs::read(&dest).unwrap(), b"new");
     assert_eq!(dir.names(), ["out.pcap"]);
@@ -319,7 +290,7 @@ fn a_writable_file_in_a_read_only_directory_is_written_in_place() {
 
 #[test]
 fn same_file_sees_through_links_and_never_through_standard_streams() {
-    let dir = Scratch::new("same");
+    let dir = scratch("same");
     let input = dir.join("in.pcap");
     std::fs::write(&input, b"x").unwrap();
     let soft = dir.join("soft");
