@@ -4,4 +4,5 @@
 
 mod differential;
 mod filter;
+mod helpers;
 mod semantics;
