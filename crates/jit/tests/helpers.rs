@@ -70,7 +70,7 @@ fn run(text: &str, mem: &[u8], prog: Option<ProgType>) -> (Result<u64, Trap>, Ve
     let (_, jit, jit_mem) = &seen[1];
     assert_eq!(jit, interp, "{text}");
     assert_eq!(jit_mem, interp_mem, "{text}");
-    (interp.clone(), interp_mem.clone())
+    (*interp, interp_mem.clone())
 }
 
 #[test]
