@@ -54,12 +54,6 @@ impl From<RulesArg> for Rules {
     }
 }
 
-/// Translation targets.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum TargetArg {
-    Socket,
-    Xdp,
-}
 
 #[derive(Subcommand)]
 pub enum CbpfCommand {
@@ -100,10 +94,11 @@ pub enum CbpfCommand {
         prog: PathBuf,
         #[arg(long, value_enum, default_value = "auto")]
         format: FormatArg,
-        /// socket: __sk_buff context, LD_ABS/LD_IND loads; xdp: direct packet access with
-        /// bounds checks the Linux verifier accepts.
-        #[arg(long, value_enum, default_value = "socket")]
-        target: TargetArg,
+        /// The eBPF program type: socket (`__sk_buff` context, LD_ABS/LD_IND loads; also
+        /// sched_cls and sched_act) or xdp (direct packet access with bounds checks the Linux
+        /// verifier accepts).
+        #[arg(long, default_value = "socket")]
+        target: ProgType,
     },
     /// Print a program as `tcpdump -d`, `-dd` or `-ddd` would.
     Print {
@@ -180,10 +175,6 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
         }
         CbpfCommand::Translate { prog, format, target } => {
             let insns = load(&prog, format)?;
-            let target = match target {
-                TargetArg::Socket => ProgType::SocketFilter,
-                TargetArg::Xdp => ProgType::Xdp,
-            };
             let program = weir::cbpf::translate::translate(&insns, target)
                 .map_err(|e| format!("{}: {e}", prog.display()))?;
             out::text(&weir::isa::asm::disassemble(program.insns()))?;

@@ -14,21 +14,12 @@
 use std::process::ExitCode;
 use weir::ProgType;
 
-use clap::{ArgAction, Args, ValueEnum};
+use clap::{ArgAction, Args};
 use weir::emit::{cbpf, ebpf};
 use weir::pflang::LinkType;
 use weir::NameDb;
 
 use crate::filter::{linktype_arg, options, Expression};
-
-/// eBPF program kinds.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum TargetArg {
-    /// Socket filter: `__sk_buff` context, legacy packet loads.
-    Socket,
-    /// XDP: `xdp_md` context, direct packet access with bounds checks.
-    Xdp,
-}
 
 #[derive(Args)]
 pub struct CompileArgs {
@@ -39,9 +30,11 @@ pub struct CompileArgs {
     /// Print eBPF assembly instead of classic BPF.
     #[arg(long, conflicts_with = "dump")]
     ebpf: bool,
-    /// The eBPF program kind (with --ebpf).
-    #[arg(long, value_enum, default_value = "socket", requires = "ebpf")]
-    target: TargetArg,
+    /// The eBPF program type (with --ebpf): socket (`__sk_buff` context, legacy packet
+    /// loads; also sched_cls and sched_act) or xdp (`xdp_md`, direct packet access with
+    /// bounds checks the Linux verifier accepts).
+    #[arg(long, default_value = "socket", requires = "ebpf")]
+    target: ProgType,
     /// Optimization: -O0 (or -O) turns the filter optimizer off, as tcpdump's -O does.
     #[arg(short = 'O', value_name = "LEVEL", num_args = 0..=1, default_missing_value = "0",
           value_parser = clap::value_parser!(u8).range(0..=1))]
@@ -69,11 +62,7 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
     let filter = weir::compile_filter_with(&expression.text, &options, &NameDb::system())
         .map_err(|e| expression.error(&e))?;
     let text = if args.ebpf {
-        let target = match args.target {
-            TargetArg::Socket => ProgType::SocketFilter,
-            TargetArg::Xdp => ProgType::Xdp,
-        };
-        let program = ebpf::emit(&filter, target).map_err(|e| format!("eBPF emitter: {e}"))?;
+        let program = ebpf::emit(&filter, args.target).map_err(|e| format!("eBPF emitter: {e}"))?;
         weir::isa::asm::disassemble(program.insns())
     } else {
         let insns = cbpf::emit(&filter).map_err(|e| format!("classic BPF emitter: {e}"))?;
