@@ -53,7 +53,8 @@ for target in "${targets[@]}"; do
     -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1
   status=$?
   set -e
-  tail -n 3 "$log"
+  # libFuzzer's last word: "Done N runs in S second(s)", or the crash it found.
+  grep -E '^(Done [0-9]+ runs|SUMMARY|==[0-9]+== ?ERROR|artifact_prefix|Test unit written)' "$log" | tail -n 4 || tail -n 3 "$log"
   after=$(find "$artifacts" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) | sort)
   found=$(comm -13 <(printf '%s\n' "$before") <(printf '%s\n' "$after") | sed '/^$/d')
   count=0
