@@ -2,11 +2,18 @@
 //! every saved crasher (`fuzz/regressions/<target>/*`) with exactly the fuzzer's checks.
 //! Each function panics when the property fails: that is how libFuzzer sees a finding.
 
-use weir_interp::{Config, Interpreter};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use weir::cbpf::translate::{bindings, sk_buff_context, translate, xdp_context};
+use weir::cbpf::{CbpfFilter, PacketMeta, Rules};
+use weir::{FilterOptions, LinkType, NameDb, ProgType};
+use weir_interp::{Config, Input, Interpreter};
 use weir_isa::asm::{assemble as assemble_text, disassemble};
 use weir_isa::ebpf::{decode_bytes, encode_bytes};
 use weir_program::abi::Bindings;
 use weir_program::{Program, Verified};
+use weir_runtime::capture::{Capture, CaptureWriter, Record};
 
 /// Any byte string either fails to decode, or decodes to instructions that encode back to
 /// the same bytes and whose disassembly assembles to the same instructions.
@@ -97,9 +104,183 @@ pub fn jit_diff(data: &[u8]) {
     }
 }
 
+/// Any byte string either is refused as a capture file, or reads as one whose records (up to
+/// the first damaged one) write back out with [`CaptureWriter`] to a file that reads back as
+/// the same records and nothing else.
+pub fn capture(data: &[u8]) {
+    let Ok(original) = Capture::from_bytes(data.to_vec()) else { return };
+    let _ = (original.format(), original.linktype(), original.snaplen());
+    let records: Vec<Record<'_>> = original.records().map_while(Result::ok).collect();
+    // Every record, the damaged one included, without a panic.
+    let _ = original.records().count();
+    let path = ScratchFile::new("capture");
+    let mut writer = CaptureWriter::create(&path.0, &original)
+        .unwrap_or_else(|e| panic!("cannot start a copy of a readable capture: {e}"));
+    for record in &records {
+        writer.write(record).unwrap_or_else(|e| panic!("record {}: {e}", record.index));
+    }
+    let written = writer.finish().unwrap_or_else(|e| panic!("finishing the copy: {e}"));
+    assert_eq!(written, records.len() as u64, "records written");
+    let bytes = std::fs::read(&path.0).expect("the copy is readable");
+    let copy = Capture::from_bytes(bytes).unwrap_or_else(|e| panic!("the copy: {e}"));
+    assert_eq!(copy.format(), original.format(), "format");
+    assert_eq!(copy.linktype(), original.linktype(), "link type");
+    let copied: Vec<Record<'_>> =
+        copy.records().map(|r| r.unwrap_or_else(|e| panic!("the copy is damaged: {e}"))).collect();
+    assert_eq!(copied.len(), records.len(), "record count");
+    for (a, b) in records.iter().zip(&copied) {
+        let same = a.index == b.index
+            && a.data == b.data
+            && a.wire_len == b.wire_len
+            && a.ts_sec == b.ts_sec
+            && a.ts_nsec == b.ts_nsec
+            && a.linktype == b.linktype;
+        assert!(same, "record {} differs in the copy:\n{a:?}\n{b:?}", a.index);
+    }
+}
+
+/// A file under the temporary directory, unique to the process and the call (pid and a
+/// counter, no `tempfile` dependency), removed when dropped (also when a check panics).
+struct ScratchFile(PathBuf);
+
+impl ScratchFile {
+    fn new(what: &str) -> ScratchFile {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("weir-fuzz-{what}-{}-{n}.pcap", std::process::id());
+        ScratchFile(std::env::temp_dir().join(name))
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Packets made from a fuzz input, so that the fuzzer steers what filters see: the bytes
+/// themselves, the bytes behind an Ethernet + IPv4 + TCP header (so protocol tests pass
+/// and field tests read fuzzed values), a truncated capture of that (wire length larger
+/// than the captured bytes), and an empty packet.
+fn packets_from(data: &[u8]) -> Vec<(Vec<u8>, u32)> {
+    const HEADERS: [u8; 54] = [
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x08, 0x00, // Ethernet, IPv4
+        0x45, 0, 0, 40, 0, 1, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, // IPv4, TCP
+        0, 80, 0x1f, 0x90, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0, // TCP
+    ];
+    let len = |p: &[u8]| u32::try_from(p.len()).unwrap_or(u32::MAX);
+    let raw = data.to_vec();
+    let mut framed = HEADERS.to_vec();
+    framed.extend_from_slice(data);
+    let truncated = framed.get(..framed.len() / 2).unwrap_or_default().to_vec();
+    let framed_len = len(&framed);
+    vec![
+        (raw.clone(), len(&raw)),
+        (framed.clone(), framed_len),
+        (truncated, framed_len),
+        (Vec::new(), 0),
+    ]
+}
+
+/// Any text either fails to compile, or compiles (optimized and not, for Ethernet and one
+/// other link type picked by the input's length) to filters that both emitters take or
+/// refuse without a panic, and the optimized and unoptimized filters agree on packets made
+/// from the input.
+pub fn pflang(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let others: Vec<LinkType> =
+        weir::pflang::LINK_TYPES.iter().copied().filter(|l| *l != LinkType::Ethernet).collect();
+    let other = others[data.len() % others.len()];
+    let names = NameDb::builtin();
+    let packets = packets_from(data);
+    for linktype in [LinkType::Ethernet, other] {
+        let mut compiled = [None, None];
+        for (slot, optimize) in compiled.iter_mut().zip([true, false]) {
+            let options = FilterOptions { optimize, ..FilterOptions::new(linktype) };
+            let Ok(filter) = weir::compile_filter_with(text, &options, &names) else { continue };
+            let _ = weir::emit::cbpf::emit(&filter);
+            for prog_type in [ProgType::SocketFilter, ProgType::Xdp] {
+                let _ = weir::emit::ebpf::emit(&filter, prog_type);
+            }
+            *slot = Some(filter);
+        }
+        match compiled {
+            [Some(optimized), Some(plain)] => {
+                for (index, (packet, wire_len)) in packets.iter().enumerate() {
+                    assert_eq!(
+                        optimized.matches(packet, *wire_len),
+                        plain.matches(packet, *wire_len),
+                        "{linktype:?}, packet {index}: optimized and unoptimized disagree"
+                    );
+                }
+            }
+            [None, None] => {}
+            _ => panic!("{linktype:?}: compiles with only one of optimize on and off"),
+        }
+    }
+}
+
+/// Any byte string either fails to parse as a classic program, or parses to one that both
+/// rule sets validate or refuse and both translations take or refuse without a panic; a
+/// program valid under the kernel's rules gives the same verdicts on the classic reference
+/// interpreter and, translated, on weir's eBPF interpreter (for XDP, on packets it sees
+/// whole), on packets made from the input.
+pub fn cbpf(data: &[u8]) {
+    let Ok(insns) = weir::cbpf::parse(data, weir::cbpf::Format::Auto) else { return };
+    let kernel_valid = weir::cbpf::validate(&insns).is_ok();
+    let _ = weir::cbpf::validate_libpcap(&insns);
+    let packets = packets_from(data);
+    if let Ok(filter) = CbpfFilter::with_rules(&insns, Rules::Libpcap) {
+        // libpcap's rules admit backward jumps: the interpreter bounds them.
+        for (packet, wire_len) in &packets {
+            let _ = filter.run(packet, *wire_len);
+        }
+    }
+    let translations = [ProgType::SocketFilter, ProgType::Xdp].map(|prog_type| {
+        let program = translate(&insns, prog_type).ok()?;
+        let verified = weir::Verified::check(&program)
+            .unwrap_or_else(|e| panic!("{prog_type}: the translation does not validate: {e}"));
+        Some(Interpreter::new(&verified, bindings(prog_type), Config::default()))
+    });
+    if !kernel_valid {
+        assert!(translations.iter().all(Option::is_none), "an invalid program translated");
+        return;
+    }
+    let reference = CbpfFilter::new(&insns).expect("valid under the kernel's rules");
+    let meta = PacketMeta { protocol: 0x0800, ifindex: 1, ..PacketMeta::default() };
+    let [socket, xdp] = translations;
+    for (index, (packet, wire_len)) in packets.iter().enumerate() {
+        let want = u64::from(reference.run_with_meta(packet, *wire_len, &meta));
+        if let Some(interp) = &socket {
+            let mut ctx = sk_buff_context(*wire_len, &meta);
+            let mut bytes = packet.clone();
+            let got = interp
+                .run(&mut interp.cache(), Input::new().ctx(&mut ctx).packet(&mut bytes))
+                .unwrap_or_else(|trap| panic!("packet {index}: socket filter trapped: {trap:?}"));
+            assert_eq!(got, want, "packet {index}: socket-filter translation");
+        }
+        let whole = u32::try_from(packet.len()).is_ok_and(|l| l == *wire_len && l <= 0xffff);
+        if let (Some(interp), true) = (&xdp, whole) {
+            let mut ctx = xdp_context();
+            let mut bytes = packet.clone();
+            let got = interp
+                .run(&mut interp.cache(), Input::new().ctx(&mut ctx).packet(&mut bytes))
+                .unwrap_or_else(|trap| panic!("packet {index}: XDP trapped: {trap:?}"));
+            assert_eq!(got, want, "packet {index}: XDP translation");
+        }
+    }
+}
+
 /// A fuzz property: panics when it fails.
 pub type FuzzCheck = fn(&[u8]);
 
 /// The fuzz targets by name, for the replay test.
-pub const TARGETS: &[(&str, FuzzCheck)] =
-    &[("decode", decode), ("assemble", assemble), ("interp", interp), ("jit_diff", jit_diff)];
+pub const TARGETS: &[(&str, FuzzCheck)] = &[
+    ("decode", decode),
+    ("assemble", assemble),
+    ("interp", interp),
+    ("jit_diff", jit_diff),
+    ("capture", capture),
+    ("pflang", pflang),
+    ("cbpf", cbpf),
+];

@@ -42,4 +42,9 @@ fn checks_accept_ordinary_inputs() {
     let mut with_options = vec![2, 1, 0xaa, 0xbb];
     with_options.extend_from_slice(&code);
     weir_conformance::fuzz_checks::jit_diff(&with_options);
+    // A whole capture, a filter, and a classic program (`tcpdump -ddd 'ip'`).
+    let sample = regressions_dir().join("../../testdata/captures/sample.pcap");
+    weir_conformance::fuzz_checks::capture(&std::fs::read(sample).expect("sample.pcap"));
+    weir_conformance::fuzz_checks::pflang(b"tcp or udp port 53");
+    weir_conformance::fuzz_checks::cbpf(b"4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n");
 }

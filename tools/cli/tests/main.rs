@@ -4,5 +4,6 @@
 
 mod cli;
 mod filter;
+mod never_panics;
 mod output;
 mod plugin;
