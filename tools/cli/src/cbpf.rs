@@ -54,7 +54,6 @@ impl From<RulesArg> for Rules {
     }
 }
 
-
 #[derive(Subcommand)]
 pub enum CbpfCommand {
     /// Check a program against libpcap's rules (as tcpdump loads programs), or the kernel's.
