@@ -1,46 +1,14 @@
 //! pcap writing and reading: round trips, the formats the reader accepts, refusals, and the
 //! committed sample capture staying in step with the generator.
 
-use std::path::PathBuf;
-
 use weir_testkit::{
-    corpus, edge_cases, read_capture, read_pcap, sample_capture_path, write_pcap, Packet,
+    corpus, edge_cases, read_capture, read_pcap, sample_capture_path, write_pcap, Packet, Scratch,
     LINKTYPE_ETHERNET, SAMPLE_COUNT, SAMPLE_SEED,
 };
 
-/// A fresh directory for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("weir-testkit-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display()));
-        Self(dir)
-    }
-
-    fn path(&self, file: &str) -> PathBuf {
-        self.0.join(file)
-    }
-
-    fn entries(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A fresh directory for one test (the test kit's own [`Scratch`]).
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("testkit-{name}"))
 }
 
 /// What a pcap file keeps of a packet (descriptions are not stored).
@@ -53,10 +21,10 @@ fn stored(packets: &[Packet]) -> Vec<(Vec<u8>, u32, u32, u32)> {
 
 #[test]
 fn corpus_and_edge_cases_survive_a_round_trip() {
-    let scratch = Scratch::new("round-trip");
+    let scratch = scratch("round-trip");
     let mut packets = corpus(11, 1500);
     packets.extend(edge_cases());
-    let path = scratch.path("all.pcap");
+    let path = scratch.join("all.pcap");
     write_pcap(&path, LINKTYPE_ETHERNET, &packets).unwrap_or_else(|error| panic!("write: {error}"));
     let capture = read_capture(&path).unwrap_or_else(|error| panic!("read: {error}"));
     assert_eq!(capture.linktype, LINKTYPE_ETHERNET);
@@ -64,7 +32,7 @@ fn corpus_and_edge_cases_survive_a_round_trip() {
     assert_eq!(stored(&capture.packets), stored(&packets));
     assert!(capture.packets.iter().all(|packet| packet.description.is_empty()));
     assert_eq!(
-        scratch.entries(),
+        scratch.names(),
         vec!["all.pcap".to_string()],
         "the temporary file must be renamed away"
     );
@@ -77,8 +45,8 @@ fn corpus_and_edge_cases_survive_a_round_trip() {
 
 #[test]
 fn other_link_types_and_empty_files_round_trip() {
-    let scratch = Scratch::new("link-types");
-    let path = scratch.path("raw.pcap");
+    let scratch = scratch("link-types");
+    let path = scratch.join("raw.pcap");
     let raw_ip: Vec<Packet> = corpus(2, 5)
         .into_iter()
         .map(|mut packet| {
@@ -91,15 +59,15 @@ fn other_link_types_and_empty_files_round_trip() {
     let capture = read_capture(&path).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(capture.linktype, 101);
     assert_eq!(stored(&capture.packets), stored(&raw_ip));
-    let empty = scratch.path("empty.pcap");
+    let empty = scratch.join("empty.pcap");
     write_pcap(&empty, LINKTYPE_ETHERNET, &[]).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(read_pcap(&empty), Ok(Vec::new()));
 }
 
 #[test]
 fn snap_length_grows_to_the_largest_wire_length() {
-    let scratch = Scratch::new("snaplen");
-    let path = scratch.path("big.pcap");
+    let scratch = scratch("snaplen");
+    let path = scratch.join("big.pcap");
     let packet = Packet {
         data: vec![1, 2, 3],
         wire_len: 1_000_000,
@@ -116,8 +84,8 @@ fn snap_length_grows_to_the_largest_wire_length() {
 
 #[test]
 fn writing_refuses_records_longer_than_their_packet_and_leaves_nothing_behind() {
-    let scratch = Scratch::new("refuse");
-    let path = scratch.path("bad.pcap");
+    let scratch = scratch("refuse");
+    let path = scratch.join("bad.pcap");
     let mut packets = corpus(1, 3);
     packets.push(Packet {
         data: vec![0; 10],
@@ -140,12 +108,12 @@ fn writing_refuses_records_longer_than_their_packet_and_leaves_nothing_behind() 
         description: String::new(),
     };
     assert!(write_pcap(&path, LINKTYPE_ETHERNET, &[bad_time]).is_err());
-    assert!(scratch.entries().is_empty(), "left behind: {:?}", scratch.entries());
+    assert!(scratch.names().is_empty(), "left behind: {:?}", scratch.names());
 }
 
 #[test]
 fn reading_accepts_big_endian_and_nanosecond_files() {
-    let scratch = Scratch::new("formats");
+    let scratch = scratch("formats");
     // Big-endian, nanosecond magic, snap length 96 (smaller than the packet's wire length,
     // as in captures taken with `-s 96`), link type 1, one record.
     let mut file =
@@ -153,7 +121,7 @@ fn reading_accepts_big_endian_and_nanosecond_files() {
     file.extend_from_slice(&[
         0, 0, 0, 7, 0x3b, 0x9a, 0xc9, 0xff, 0, 0, 0, 3, 0, 0, 5, 0xdc, 0xaa, 0xbb, 0xcc,
     ]);
-    let path = scratch.path("be-ns.pcap");
+    let path = scratch.join("be-ns.pcap");
     std::fs::write(&path, &file).unwrap_or_else(|error| panic!("{error}"));
     let capture = read_capture(&path).unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(capture.snaplen, 96);
@@ -165,16 +133,16 @@ fn reading_accepts_big_endian_and_nanosecond_files() {
 
 #[test]
 fn reading_reports_missing_and_malformed_files_by_name() {
-    let scratch = Scratch::new("errors");
-    let missing = scratch.path("missing.pcap");
+    let scratch = scratch("errors");
+    let missing = scratch.join("missing.pcap");
     let error = read_pcap(&missing).err().unwrap_or_default();
     assert!(error.contains("missing.pcap"), "{error}");
-    let bad = scratch.path("bad.pcap");
+    let bad = scratch.join("bad.pcap");
     std::fs::write(&bad, b"not a capture file at all").unwrap_or_else(|error| panic!("{error}"));
     let error = read_pcap(&bad).err().unwrap_or_default();
     assert!(error.contains("bad.pcap") && error.contains("file header"), "{error}");
     // A valid file cut inside its last record.
-    let cut = scratch.path("cut.pcap");
+    let cut = scratch.join("cut.pcap");
     write_pcap(&cut, LINKTYPE_ETHERNET, &corpus(1, 3)).unwrap_or_else(|error| panic!("{error}"));
     let mut bytes = std::fs::read(&cut).unwrap_or_default();
     bytes.truncate(bytes.len() - 1);
