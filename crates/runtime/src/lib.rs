@@ -17,3 +17,4 @@
 
 pub mod capture;
 pub mod output;
+pub mod source;
