@@ -32,6 +32,19 @@ pub struct Packet<'a> {
     pub interface: u32,
     /// Where the record starts in the file (0 for live sources).
     pub offset: u64,
+    /// The record as the file stores it, for a writer that copies a capture through in its
+    /// own format; `None` for live sources.
+    pub stored: Option<Stored<'a>>,
+}
+
+/// A file record's stored form (see [`Packet::stored`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored<'a> {
+    /// The pcap record (header and data) or the pcapng block, byte for byte.
+    pub record: &'a [u8],
+    /// pcapng: the descriptive blocks (section header, interface descriptions, name
+    /// resolution, custom …) read since the previous packet, byte for byte; empty for pcap.
+    pub blocks_before: &'a [u8],
 }
 
 /// A stream of packets. Implementations: capture files and standard input
