@@ -35,10 +35,15 @@ pub struct CompileArgs {
     /// bounds checks the Linux verifier accepts).
     #[arg(long, default_value = "socket", requires = "ebpf")]
     target: ProgType,
-    /// Optimization: -O0 (or -O) turns the filter optimizer off, as tcpdump's -O does.
-    #[arg(short = 'O', value_name = "LEVEL", num_args = 0..=1, default_missing_value = "0",
-          value_parser = clap::value_parser!(u8).range(0..=1))]
-    optimize: Option<u8>,
+    /// Turn the filter optimizer off, as tcpdump's -O does (-O0 too; -O1 keeps it on).
+    #[arg(short = 'O')]
+    no_optimize: bool,
+    /// The level digit of -O0 / -O1 (tcpdump's -O takes none, so `-O tcp` is -O and an
+    /// expression).
+    #[arg(short = '0', hide = true, requires = "no_optimize")]
+    level_0: bool,
+    #[arg(short = '1', hide = true, requires = "no_optimize", conflicts_with = "level_0")]
+    level_1: bool,
     /// Link type to compile for (a tcpdump -y name or DLT number); default EN10MB.
     #[arg(short = 'y', long = "linktype", value_name = "LINKTYPE")]
     linktype: Option<String>,
@@ -56,7 +61,7 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
         Some(name) => linktype_arg(name)?,
         None => LinkType::Ethernet,
     };
-    let optimize = args.optimize != Some(0);
+    let optimize = !args.no_optimize || args.level_1;
     let mut options = options(linktype);
     options.optimize = optimize;
     let filter = weir::compile_filter_with(&expression.text, &options, &NameDb::system())

@@ -55,9 +55,34 @@ A capture that is damaged midway is processed up to the damage and weir exits wi
 naming the record and byte offset where it stopped. With -w the output file is kept: it is
 a valid capture holding the matching packets before that record, and the message says so.")]
 pub struct FilterArgs {
-    /// Capture file to read (pcap or pcapng); `-` reads standard input.
-    #[arg(short = 'r', long = "read", value_name = "FILE")]
-    read: PathBuf,
+    /// Capture file to read (pcap or pcapng); `-` reads standard input. Without -r (and
+    /// without -i), weir captures from the default interface, as tcpdump does.
+    #[arg(short = 'r', long = "read", value_name = "FILE", conflicts_with = "interface")]
+    read: Option<PathBuf>,
+    /// Capture live from this interface (`any` for all); needs root or CAP_NET_RAW.
+    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    interface: Option<String>,
+    /// List the interfaces weir can capture from, as tcpdump -D does, and exit.
+    #[arg(short = 'D', long = "list-interfaces")]
+    list_interfaces: bool,
+    /// Live capture: keep at most this many bytes of each packet (0 means 262144, as in
+    /// tcpdump).
+    #[arg(short = 's', long = "snapshot-length", value_name = "SNAPLEN")]
+    snaplen: Option<u32>,
+    /// Live capture: do not put the interface into promiscuous mode.
+    #[arg(short = 'p', long = "no-promiscuous-mode")]
+    no_promiscuous: bool,
+    /// Live capture: the direction of the packets to capture (in, out or inout).
+    #[arg(short = 'Q', long = "direction", value_name = "DIRECTION",
+          value_parser = ["in", "out", "inout"])]
+    direction: Option<String>,
+    /// Live capture: the kernel buffer size in KiB (default 2048, as libpcap's).
+    #[arg(short = 'B', long = "buffer-size", value_name = "KIB")]
+    buffer_kib: Option<u32>,
+    /// Live capture: deliver packets as they arrive (weir always does; accepted for
+    /// tcpdump's sake).
+    #[arg(long = "immediate-mode")]
+    immediate_mode: bool,
     /// Write the matching packets to this capture file (`-` for standard output) instead
     /// of printing them.
     #[arg(short = 'w', long = "write", value_name = "FILE")]
@@ -83,6 +108,27 @@ pub struct FilterArgs {
     /// Say on standard error which engine runs the filter, and why.
     #[arg(long)]
     explain: bool,
+    /// Print the classic BPF program instead of running it, as tcpdump's -d (listing), -dd
+    /// (C array) and -ddd (decimal) do, for the capture's link type (or -y's).
+    #[arg(short = 'd', action = clap::ArgAction::Count)]
+    dump: u8,
+    /// Turn the filter optimizer off, as tcpdump's -O does.
+    #[arg(short = 'O', long = "no-optimize")]
+    no_optimize: bool,
+    /// Flush standard output after each line (tcpdump's -l, for `| grep`).
+    #[arg(short = 'l')]
+    line_buffered: bool,
+    /// With -w: flush the output after each packet (tcpdump's -U, for pipes).
+    #[arg(short = 'U', long = "packet-buffered")]
+    packet_buffered: bool,
+    /// Accepted for tcpdump's sake: weir prints addresses and ports as numbers always.
+    #[arg(short = 'n', action = clap::ArgAction::Count)]
+    numeric: u8,
+    /// Accepted for tcpdump's sake: weir's lines are tcpdump's quiet (-q) lines.
+    #[arg(short = 'q')]
+    quiet: bool,
+    #[command(flatten)]
+    refused: crate::tcpdump_flags::RefusedFlags,
     /// The filter expression; empty matches every packet.
     #[arg(value_name = "EXPRESSION")]
     expression: Vec<String>,
@@ -170,6 +216,15 @@ fn linktype_names() -> String {
     weir::pflang::LINK_TYPES.map(LinkType::name).join(", ")
 }
 
+/// The error for a capture link type filters do not compile for.
+fn unsupported(dlt: u32) -> String {
+    format!(
+        "link type {dlt} is not one weir compiles filters for (supported: {}); -y LINKTYPE \
+         reads the packets as another",
+        linktype_names()
+    )
+}
+
 /// The link type of a capture's number, if filters compile for it.
 fn supported(number: u32) -> Option<LinkType> {
     LinkType::from_number(number).filter(|&link| weir::pflang::compiles_for(link))
@@ -223,6 +278,7 @@ struct Matchers<'e> {
     forced: Option<LinkType>,
     engine: Option<Engine>,
     explain: bool,
+    optimize: bool,
 }
 
 impl<'e> Matchers<'e> {
@@ -231,17 +287,12 @@ impl<'e> Matchers<'e> {
         if !self.by_linktype.contains_key(&key) {
             let linktype = match self.forced {
                 Some(linktype) => linktype,
-                None => supported(dlt).ok_or_else(|| {
-                    format!(
-                        "link type {dlt} is not one weir compiles filters for (supported: \
-                         {}); -y LINKTYPE reads the packets as another",
-                        linktype_names()
-                    )
-                })?,
+                None => supported(dlt).ok_or_else(|| unsupported(dlt))?,
             };
-            let filter =
-                weir::compile_filter_with(&self.expression.text, &options(linktype), &self.names)
-                    .map_err(|e| self.expression.error(&e))?;
+            let mut options = options(linktype);
+            options.optimize = self.optimize;
+            let filter = weir::compile_filter_with(&self.expression.text, &options, &self.names)
+                .map_err(|e| self.expression.error(&e))?;
             let matcher = Matcher::new(&filter, self.engine)?;
             if self.explain {
                 eprint!("weir: {}: {}", linktype.name(), matcher.prepared.choice());
@@ -260,14 +311,51 @@ enum Sink<'c> {
 }
 
 pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
+    args.refused.refuse()?;
+    // -n, -q and --immediate-mode describe what weir always does.
+    let _ = (args.numeric, args.quiet, args.immediate_mode);
+    match args.read.clone() {
+        Some(read) => run_capture(args, read),
+        None => Err("live capture (-i, -D, or no -r) is not in this build yet".into()),
+    }
+}
+
+/// `-d`, `-dd`, `-ddd`: the classic BPF program tcpdump would print for the same options.
+fn dump_program(
+    args: &FilterArgs,
+    expression: &Expression,
+    linktype: LinkType,
+) -> Result<ExitCode, String> {
+    let mut options = options(linktype);
+    options.optimize = !args.no_optimize;
+    let filter = weir::compile_filter_with(&expression.text, &options, &NameDb::system())
+        .map_err(|e| expression.error(&e))?;
+    let insns = weir::emit::cbpf::emit(&filter).map_err(|e| format!("classic BPF emitter: {e}"))?;
+    let text = match args.dump {
+        1 => weir::isa::cbpf::format_listing(&insns),
+        2 => weir::isa::cbpf::format_dd(&weir::isa::cbpf::encode(&insns)),
+        _ => weir::isa::cbpf::format_ddd(&weir::isa::cbpf::encode(&insns)),
+    };
+    crate::out::text(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
     // Before anything is read, written or truncated: `-w` must not name the capture.
     if let Some(write) = &args.write {
-        crate::run::refuse_input_as_output(write, &args.read, "-r ")?;
+        crate::run::refuse_input_as_output(write, &read, "-r ")?;
     }
     let expression = Expression::read(&args.expression, args.expression_file.as_deref())?;
     let forced = args.linktype.as_deref().map(linktype_arg).transpose()?;
-    let source = args.read.display().to_string();
-    let capture = Capture::open(&args.read).map_err(|e| format!("{source}: {e}"))?;
+    let source = read.display().to_string();
+    let capture = Capture::open(&read).map_err(|e| format!("{source}: {e}"))?;
+    if args.dump > 0 {
+        let linktype = match forced {
+            Some(linktype) => linktype,
+            None => supported(capture.linktype()).ok_or_else(|| unsupported(capture.linktype()))?,
+        };
+        return dump_program(&args, &expression, linktype);
+    }
     let mut matchers = Matchers {
         expression: &expression,
         names: NameDb::system(),
@@ -275,6 +363,7 @@ pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
         forced,
         engine: args.engine,
         explain: args.explain,
+        optimize: !args.no_optimize,
     };
     // Compile before touching any output, so a bad expression (or link type) writes nothing.
     matchers.get(capture.linktype())?;
@@ -409,7 +498,7 @@ fn progress_bar(args: &FilterArgs, capture: &Capture, printing: bool) -> Option<
     if !stderr_is_terminal || (printing && std::io::stdout().is_terminal()) {
         return None;
     }
-    let metadata = std::fs::metadata(&args.read).ok()?;
+    let metadata = std::fs::metadata(args.read.as_ref()?).ok()?;
     if !metadata.is_file() || metadata.len() < PROGRESS_MIN_BYTES {
         return None;
     }

@@ -22,6 +22,7 @@ mod input;
 mod out;
 mod plugin;
 mod run;
+mod tcpdump_flags;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

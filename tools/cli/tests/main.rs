@@ -7,3 +7,4 @@ mod filter;
 mod never_panics;
 mod output;
 mod plugin;
+mod tcpdump_habits;
