@@ -39,7 +39,7 @@ struct Cli {
 enum Command {
     /// Run a tcpdump filter expression over a capture file: print, count or write the
     /// matching packets.
-    Filter(filter::FilterArgs),
+    Filter(Box<filter::FilterArgs>),
     /// Compile a tcpdump filter expression and print the program (classic BPF or eBPF).
     Compile(compile::CompileArgs),
     /// Time filters on every engine (weir's native code, eBPF JIT and interpreters, libpcap,
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse_from(plugin::weir_arguments());
     let result = match cli.command {
-        Command::Filter(args) => filter::run(args),
+        Command::Filter(args) => filter::run(*args),
         Command::Compile(args) => compile::run(args),
         #[cfg(feature = "bench")]
         Command::Bench(args) => bench(&args),
