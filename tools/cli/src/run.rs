@@ -149,9 +149,14 @@ pub fn exec(
             }
             Err(e) => return Err(format!("{name}: {e}")),
         };
-        let loaded = weir::data::load_program(&case).map_err(|e| format!("{name}: {e}"));
+        let loaded = weir::data::load_program_noting(&case).map_err(|e| format!("{name}: {e}"));
         match (loaded, check) {
-            (Ok(p), _) => (p, case.mem.clone(), Some(case.expect.clone())),
+            (Ok((p, notes)), _) => {
+                for note in notes {
+                    eprintln!("weir: note: {name}: {note}");
+                }
+                (p, case.mem.clone(), Some(case.expect.clone()))
+            }
             (Err(e), true) => return check_outcome(&case.expect, Err(e)),
             (Err(e), false) => return Err(e),
         }

@@ -24,7 +24,9 @@
 //! It is stricter than the suite's where the suite silently truncates: an immediate outside
 //! -2^31..2^32-1, a jump or memory offset outside the 16-bit range, and registers past
 //! `%r10` (the suite's "fake registers" for negative tests) are errors with a line, a column
-//! and a caret ([`AsmError::render`]).
+//! and a caret ([`AsmError::render`]). [`assemble_suite`], which reads the suite's `.data`
+//! files (`weir::data`), is the one exception: a 32-bit immediate of up to 64 bits keeps its
+//! low 32 bits there, as in the suite, and every such cut is reported ([`Truncation`]).
 //!
 //! Guarantees, tested as properties: `assemble(&disassemble(p)) == p` for every program `p`
 //! that [`crate::ebpf::decode`] can produce, and `disassemble(&assemble(t)) == t` for
@@ -39,6 +41,6 @@ mod raw;
 mod tests;
 
 pub use error::AsmError;
-pub use parse::assemble;
+pub use parse::{assemble, assemble_suite, Truncation};
 pub use print::{disassemble, disassemble_insn, listing};
 pub use raw::parse_raw_words;

@@ -11,6 +11,7 @@
 //! disassembly of a decoded program gives that program back.
 
 use std::collections::HashMap;
+use std::fmt;
 
 use super::lexer::{lex_line, numbered_lines, Line, Tok, Token};
 use super::AsmError;
@@ -592,6 +593,34 @@ fn pseudo_imm(value: i128) -> Option<i64> {
 struct Builder<'a> {
     line: usize,
     fixups: Vec<Fixup<'a>>,
+    /// Keep the low 32 bits of a wider 32-bit immediate, as the conformance suite's
+    /// assembler does ([`assemble_suite`]), instead of refusing it.
+    truncate: bool,
+    truncations: Vec<Truncation>,
+}
+
+/// A 32-bit immediate [`assemble_suite`] cut to its low 32 bits, as the conformance suite's
+/// assembler does (`static_cast<uint32_t>(std::stoull(text))`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Truncation {
+    /// 1-based line and column of the immediate.
+    pub line: usize,
+    pub column: usize,
+    /// The value as written.
+    pub written: i128,
+    /// The immediate the instruction got.
+    pub kept: i32,
+}
+
+impl fmt::Display for Truncation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: immediate {:#x} does not fit in 32 bits; kept its low 32 bits \
+             {:#x}, as the conformance suite's assembler does",
+            self.line, self.column, self.written, self.kept as u32
+        )
+    }
 }
 
 impl<'a> Builder<'a> {
@@ -599,10 +628,20 @@ impl<'a> Builder<'a> {
         AsmError::new(self.line, column, format!("{what} {value} is out of range ({range})"))
     }
 
-    fn value(&self, want: Want, op: &Spanned<'a>) -> Result<Value<'a>, AsmError> {
+    fn value(&mut self, want: Want, op: &Spanned<'a>) -> Result<Value<'a>, AsmError> {
         let column = op.column;
         let value = match (want, &op.operand) {
             (Want::Reg, Operand::Reg(n)) => Value::Reg(*n),
+            (Want::Imm32, Operand::Num(v)) if self.truncate && imm32_operand_bits(*v).is_none() => {
+                // The suite reads the number as a 64-bit unsigned value (a minus sign
+                // negates it modulo 2^64) and keeps the low 32 bits; past 64 bits it fails.
+                let wide = imm64_bits(*v).ok_or_else(|| {
+                    self.range_error(column, "immediate", *v, "any i64 or u64 value")
+                })?;
+                let kept = wide as i32;
+                self.truncations.push(Truncation { line: self.line, column, written: *v, kept });
+                Value::Imm(i64::from(kept))
+            }
             (Want::Imm32, Operand::Num(v)) => {
                 let bits = imm32_operand_bits(*v).ok_or_else(|| {
                     self.range_error(
@@ -802,9 +841,21 @@ fn set_target(insn: &mut Insn, field: FixField, offset: i64) {
 
 /// Assembles eBPF text into slot-indexed instructions (see the module docs).
 pub fn assemble(text: &str) -> Result<Vec<Insn>, AsmError> {
+    assemble_with(text, false).map(|(insns, _)| insns)
+}
+
+/// [`assemble`] as the conformance suite's assembler reads its `.data` files: a 32-bit
+/// immediate wider than 32 bits (up to 64) keeps its low 32 bits instead of being refused,
+/// and each such cut is returned so the caller can say so. Everything else is as strict
+/// as [`assemble`].
+pub fn assemble_suite(text: &str) -> Result<(Vec<Insn>, Vec<Truncation>), AsmError> {
+    assemble_with(text, true)
+}
+
+fn assemble_with(text: &str, truncate: bool) -> Result<(Vec<Insn>, Vec<Truncation>), AsmError> {
     let mut insns: Vec<Insn> = Vec::new();
     let mut labels: HashMap<&str, (usize, usize)> = HashMap::new();
-    let mut builder = Builder { line: 0, fixups: Vec::new() };
+    let mut builder = Builder { line: 0, fixups: Vec::new(), truncate, truncations: Vec::new() };
     // The slot of the first `exit` instruction: what `exit` names when no `exit:` label is
     // written (the conformance suite's convention, `jne %r0, 0, exit`).
     let mut first_exit: Option<(usize, usize)> = None;
@@ -893,5 +944,5 @@ pub fn assemble(text: &str) -> Result<Vec<Insn>, AsmError> {
         };
         set_target(insn, fix.field, offset);
     }
-    Ok(insns)
+    Ok((insns, builder.truncations))
 }

@@ -86,12 +86,25 @@ impl fmt::Display for Expect {
 
 /// Assembles or decodes a case's program, then checks it.
 pub fn load_program(case: &Case) -> Result<Verified, String> {
-    let insns = match &case.source {
-        Source::Asm(text) => weir_isa::asm::assemble(text).map_err(|e| format!("assembly: {e}"))?,
+    load_program_noting(case).map(|(program, _)| program)
+}
+
+/// [`load_program`], also returning what the assembler changed to read the file as the
+/// suite does: each 32-bit immediate wider than 32 bits keeps its low 32 bits
+/// ([`weir_isa::asm::assemble_suite`]), one note per immediate, for the user to see.
+pub fn load_program_noting(case: &Case) -> Result<(Verified, Vec<String>), String> {
+    let (insns, notes) = match &case.source {
+        Source::Asm(text) => {
+            let (insns, cuts) =
+                weir_isa::asm::assemble_suite(text).map_err(|e| format!("assembly: {e}"))?;
+            (insns, cuts.iter().map(|c| format!("assembly: {c}")).collect())
+        }
         Source::Raw(words) => {
             let slots: Vec<RawInsn> = words.iter().map(|w| RawInsn::from_u64(*w)).collect();
-            decode(&slots).map_err(|e| format!("decode: {e}"))?
+            (decode(&slots).map_err(|e| format!("decode: {e}"))?, Vec::new())
         }
     };
-    Verified::structural(Program::from_insns(insns)).map_err(|e| format!("validation: {e}"))
+    let program =
+        Verified::structural(Program::from_insns(insns)).map_err(|e| format!("validation: {e}"))?;
+    Ok((program, notes))
 }
