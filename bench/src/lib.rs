@@ -10,6 +10,7 @@ pub mod compile;
 mod engines;
 mod filterlist;
 pub mod filters;
+pub mod floor;
 pub mod interp;
 mod kernel_runs;
 mod record;
