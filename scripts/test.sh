@@ -107,6 +107,7 @@ step "benchmark smoke runs"
 cargo run --release --quiet -p weir-bench -- interp --rounds 3
 cargo run --release --quiet -p weir-bench -- filters --rounds 3 --quick --hot
 cargo run --release --quiet -p weir-bench -- compile --quick
+cargo run --release --quiet -p weir-bench -- e2e --quick
 
 step "fuzz build (cargo fuzz build: every target, with the address sanitizer)"
 (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build)

@@ -4,12 +4,15 @@
 //! Module map: `filters` (the filter suite's driver) over `engines` (what runs a filter),
 //! `kernel_runs` (the kernel as an engine), `workload` and `traffic` (the packets),
 //! `filterlist` (bench/filters.txt), `timing` (rounds, medians); `compile` (compile
-//! latency); `interp` (the eBPF interpreter suite); `record` (dated records).
+//! latency); `interp` (the eBPF interpreter suite); `e2e` (whole processes: weir, tcpdump
+//! and the `floor` reader over a generated capture); `record` (dated records).
 
 pub mod compile;
+pub mod e2e;
 mod engines;
 mod filterlist;
 pub mod filters;
+pub mod floor;
 pub mod interp;
 mod kernel_runs;
 mod record;

@@ -9,15 +9,19 @@
 //! cargo run --release -p weir-bench -- filters --hot 'port 22' --engines jit,libpcap
 //! cargo run --release -p weir-bench -- filters -r capture.pcap --stream
 //! cargo run --release -p weir-bench -- compile             # compile latency, host sets
+//! cargo run --release -p weir-bench -- e2e                 # weir, tcpdump, floor processes
+//! cargo run --release -p weir-bench -- e2e --big 4 --rounds 1   # max RSS on a 4 GiB file
 //! cargo run -p weir-bench -- filters --rounds 3 --quick    # CI smoke: seconds
 //! ```
 //!
 //! Module map: `filters` (the filter suite's driver) over `engines` (what runs a filter),
 //! `kernel_runs` (the kernel as an engine), `workload` and `traffic` (the packets),
 //! `filterlist` (bench/filters.txt), `timing` (rounds, medians); `compile` (compile
-//! latency); `interp` (the eBPF interpreter suite); `record` (dated records).
+//! latency); `interp` (the eBPF interpreter suite); `e2e` (whole processes: `weir filter`,
+//! `tcpdump` and the floor reader `weir-bench-floor` timed over a generated, page-cached
+//! capture, `--count` and `-w`; wall time, CPU time and max RSS); `record` (dated records).
 
-use weir_bench::{compile, filters, interp};
+use weir_bench::{compile, e2e, filters, interp};
 
 use std::process::ExitCode;
 
@@ -48,6 +52,8 @@ enum Suite {
     Filters(filters::FiltersArgs),
     /// Compile latency: weir against libpcap, per filter and for large host sets.
     Compile(compile::CompileArgs),
+    /// Whole processes: weir filter, tcpdump and a floor reader over a generated capture.
+    E2e(e2e::E2eArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +66,7 @@ fn main() -> ExitCode {
         Suite::Interp { rounds, record } => interp::run(*rounds, *record, &command),
         Suite::Filters(args) => filters::run(args, &command),
         Suite::Compile(args) => compile::run(args, &command),
+        Suite::E2e(args) => e2e::run(args, &command),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -7,8 +7,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Today's date (UTC) as YYYY-MM-DD.
 pub fn today() -> String {
-    let days = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
+    date_of(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()))
+}
+
+/// The date (UTC, YYYY-MM-DD) of a time in seconds since the Unix epoch.
+pub fn date_of(secs: u64) -> String {
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     format!("{y:04}-{m:02}-{d:02}")
 }
 

@@ -49,8 +49,14 @@ impl Rng {
 
 /// Generates `count` frames from `seed`; `frames(s, n)` is a prefix of `frames(s, m)`.
 pub fn frames(seed: u64, count: usize) -> Vec<Frame> {
+    stream(seed).take(count).collect()
+}
+
+/// The frames of `seed`, one at a time and without end (the e2e benchmark writes captures of
+/// gigabytes from it): `frames(s, n)` is `stream(s).take(n)`.
+pub fn stream(seed: u64) -> impl Iterator<Item = Frame> {
     let mut rng = Rng(SplitMix64::new(seed));
-    (0..count).map(|_| frame(&mut rng)).collect()
+    std::iter::repeat_with(move || frame(&mut rng))
 }
 
 /// The MAC that `ether host` filters in filters.txt name; hosts use it often.

@@ -28,7 +28,9 @@ pub use corpus::corpus;
 pub use edge::edge_cases;
 pub use linkedge::link_edge_cases;
 pub use netedge::net_edge_cases;
-pub use pcap::{read_capture, read_pcap, write_pcap, Capture, LINKTYPE_ETHERNET};
+pub use pcap::{
+    read_capture, read_pcap, write_pcap, write_pcap_stream, Capture, LINKTYPE_ETHERNET,
+};
 pub use relink::relink;
 pub use rng::SplitMix64;
 pub use scratch::Scratch;

@@ -7,7 +7,7 @@
 //! captures taken with `-s 96` contain; this module checks what matters itself and names
 //! the record when something is wrong.
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -44,26 +44,26 @@ pub fn write_pcap(path: impl AsRef<Path>, linktype: u32, packets: &[Packet]) -> 
     let path = path.as_ref();
     let snaplen = packets.iter().map(|packet| packet.wire_len).fold(DEFAULT_SNAPLEN, u32::max);
     for (index, packet) in packets.iter().enumerate() {
-        if packet.is_over_full() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "packet {index}: {} captured bytes exceed its wire length {}",
-                    packet.data.len(),
-                    packet.wire_len
-                ),
-            ));
-        }
-        if packet.ts_usec >= 1_000_000 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("packet {index}: ts_usec {} is not below 1000000", packet.ts_usec),
-            ));
-        }
+        packet.check(index)?;
     }
+    write_pcap_stream(path, linktype, snaplen, packets).map(|_| ())
+}
+
+/// Writes the packets an iterator yields as a microsecond pcap file with the given link
+/// type and snap length, one at a time, so that memory stays bounded whatever the count
+/// (the benchmark's multi-gigabyte captures). As with [`write_pcap`], the file appears under
+/// its name only when complete, and a packet holding more bytes than its wire length (or a
+/// bad timestamp) is an `InvalidInput` error. Returns how many packets were written.
+pub fn write_pcap_stream<P: Borrow<Packet>>(
+    path: impl AsRef<Path>,
+    linktype: u32,
+    snaplen: u32,
+    packets: impl IntoIterator<Item = P>,
+) -> io::Result<u64> {
+    let path = path.as_ref();
     let temporary = temporary_path(path);
     let result = write_to(&temporary, linktype, snaplen, packets)
-        .and_then(|()| fs::rename(&temporary, path));
+        .and_then(|n| fs::rename(&temporary, path).map(|()| n));
     if result.is_err() {
         // Best effort: the error that matters is the one being returned.
         let _ = fs::remove_file(&temporary);
@@ -72,8 +72,26 @@ pub fn write_pcap(path: impl AsRef<Path>, linktype: u32, packets: &[Packet]) -> 
 }
 
 impl Packet {
-    fn is_over_full(&self) -> bool {
-        u32::try_from(self.data.len()).map_or(true, |len| len > self.wire_len)
+    /// A packet a pcap record can hold: no more bytes than its wire length, a timestamp in
+    /// range.
+    fn check(&self, index: usize) -> io::Result<()> {
+        if u32::try_from(self.data.len()).map_or(true, |len| len > self.wire_len) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "packet {index}: {} captured bytes exceed its wire length {}",
+                    self.data.len(),
+                    self.wire_len
+                ),
+            ));
+        }
+        if self.ts_usec >= 1_000_000 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("packet {index}: ts_usec {} is not below 1000000", self.ts_usec),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -85,7 +103,12 @@ fn temporary_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
-fn write_to(path: &Path, linktype: u32, snaplen: u32, packets: &[Packet]) -> io::Result<()> {
+fn write_to<P: Borrow<Packet>>(
+    path: &Path,
+    linktype: u32,
+    snaplen: u32,
+    packets: impl IntoIterator<Item = P>,
+) -> io::Result<u64> {
     let out = BufWriter::new(fs::File::create(path)?);
     let header = PcapHeader {
         version_major: 2,
@@ -98,7 +121,10 @@ fn write_to(path: &Path, linktype: u32, snaplen: u32, packets: &[Packet]) -> io:
         endianness: Endianness::Little,
     };
     let mut writer = PcapWriter::with_header(out, header).map_err(into_io)?;
-    for packet in packets {
+    let mut written = 0u64;
+    for (index, packet) in packets.into_iter().enumerate() {
+        let packet = packet.borrow();
+        packet.check(index)?;
         let record = RawPcapPacket {
             ts_sec: packet.ts_sec,
             ts_frac: packet.ts_usec,
@@ -109,11 +135,13 @@ fn write_to(path: &Path, linktype: u32, snaplen: u32, packets: &[Packet]) -> io:
             data: Cow::Borrowed(&packet.data),
         };
         writer.write_raw_packet(&record).map_err(into_io)?;
+        written += 1;
     }
     let mut out = writer.into_writer();
     out.flush()?;
     let file = out.into_inner().map_err(|error| error.into_error())?;
-    file.sync_all()
+    file.sync_all()?;
+    Ok(written)
 }
 
 fn into_io(error: PcapError) -> io::Error {

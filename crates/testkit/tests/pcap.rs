@@ -2,8 +2,8 @@
 //! committed sample capture staying in step with the generator.
 
 use weir_testkit::{
-    corpus, edge_cases, read_capture, read_pcap, sample_capture_path, write_pcap, Packet, Scratch,
-    LINKTYPE_ETHERNET, SAMPLE_COUNT, SAMPLE_SEED,
+    corpus, edge_cases, read_capture, read_pcap, sample_capture_path, write_pcap,
+    write_pcap_stream, Packet, Scratch, LINKTYPE_ETHERNET, SAMPLE_COUNT, SAMPLE_SEED,
 };
 
 /// A fresh directory for one test (the test kit's own [`Scratch`]).
@@ -41,6 +41,25 @@ fn corpus_and_edge_cases_survive_a_round_trip() {
         24 + packets.iter().map(|packet| 16 + packet.data.len()).sum::<usize>();
     let actual_size = std::fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0);
     assert_eq!(actual_size, expected_size as u64);
+}
+
+#[test]
+fn a_stream_writes_what_a_slice_writes_and_stops_at_a_bad_packet() {
+    let scratch = scratch("stream");
+    let packets = corpus(5, 300);
+    let (slice, stream) = (scratch.join("slice.pcap"), scratch.join("stream.pcap"));
+    write_pcap(&slice, LINKTYPE_ETHERNET, &packets).unwrap_or_else(|error| panic!("{error}"));
+    let written = write_pcap_stream(&stream, LINKTYPE_ETHERNET, 262_144, packets.iter().cloned())
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(written, 300);
+    assert_eq!(std::fs::read(&slice).ok(), std::fs::read(&stream).ok());
+    let bad =
+        Packet { data: vec![0; 10], wire_len: 9, ts_sec: 0, ts_usec: 0, description: "".into() };
+    let path = scratch.join("bad.pcap");
+    let result = write_pcap_stream(&path, LINKTYPE_ETHERNET, 262_144, [&packets[0], &bad]);
+    assert!(result.is_err_and(|error| error.to_string().contains("packet 1")));
+    assert!(!path.exists(), "a failed stream leaves no file");
+    assert_eq!(scratch.names().len(), 2, "nor a temporary one: {:?}", scratch.names());
 }
 
 #[test]
