@@ -25,6 +25,11 @@ type Step = Result<(), &'static str>;
 use crate::link::LinkType;
 use crate::{af, ethertype, ipproto, sll};
 
+mod ip6ext;
+mod ipmore;
+mod llc;
+mod tunnel;
+
 /// The line for one packet (no trailing newline). `linktype` is the record's link type as
 /// the capture stores it (a LINKTYPE_ or DLT_ number, see [`LinkType::from_number`]).
 pub fn line(linktype: u32, ts_sec: u64, ts_nsec: u32, data: &[u8], wire_len: u32) -> String {
@@ -220,22 +225,16 @@ impl Printer {
             length -= 4;
         }
         let payload = frame.from(at, "ether");
-        match ether_type {
-            ethertype::IP => self.ipv4(payload.from(0, "ip"), length),
-            ethertype::IPV6 => self.ipv6(payload.from(0, "ip6"), length),
-            ethertype::ARP | ethertype::REVARP => self.arp(payload.from(0, "arp"), length),
-            _ => {
-                let (dst, src) = (frame.mac(0, 6)?, frame.mac(6, 6)?);
-                if ether_type <= ethertype::ETHERMTU {
-                    let _ = write!(self.out, "{src} > {dst}, 802.3, length {wire_len}");
-                } else {
-                    let _ = write!(
-                        self.out,
-                        "{src} > {dst}, ethertype 0x{ether_type:04x}, length {wire_len}"
-                    );
-                }
-                Ok(())
-            }
+        if ether_type <= ethertype::ETHERMTU {
+            let (dst, src) = (frame.mac(0, 6)?, frame.mac(6, 6)?);
+            // The field is the frame's length: what lies past it is padding.
+            let length = u32::from(ether_type);
+            let llc = payload.from(0, "llc").cut(length as usize);
+            return self.llc(llc, length, (&src, &dst));
+        }
+        match self.ether_payload(ether_type, payload, length) {
+            Some(step) => step,
+            None => self.ether_unknown(frame, ether_type, wire_len),
         }
     }
 
@@ -373,7 +372,8 @@ impl Printer {
             return Err("ip");
         }
         let fragmented = fragment & 0x2000 != 0;
-        let net = Net { src, dst, first_proto: proto, v4: true, fragmented };
+        let ttl = ip.u8(8)?;
+        let net = Net { src, dst, first_proto: proto, v4: true, fragmented, ttl };
         self.transport(&net, proto, ip.from(hlen as usize, "ip"), payload_len)
     }
 
@@ -403,12 +403,16 @@ impl Printer {
         if !matches!(next, ipproto::TCP | ipproto::UDP | ipproto::SCTP | ipproto::DCCP) {
             let _ = write!(self.out, "{src} > {dst}: ");
         }
-        let net = Net { src, dst, first_proto: next, v4: false, fragmented: false };
-        self.transport(&net, next, ip.from(40, "ip6"), total - 40)
+        let ttl = ip.u8(7)?;
+        let mut net = Net { src, dst, first_proto: next, v4: false, fragmented: false, ttl };
+        self.ipv6_chain(&mut net, ip, next, total - 40)
     }
 
     /// The protocol after an IP header. `length` is the payload length the IP header gives.
     fn transport(&mut self, net: &Net, proto: u8, payload: Bytes<'_>, length: u32) -> Step {
+        if let Some(step) = self.more_protocols(net, proto, payload, length) {
+            return step;
+        }
         match proto {
             ipproto::TCP => self.tcp(net, payload.from(0, "tcp"), length),
             ipproto::UDP => self.udp(net, payload.from(0, "udp"), length),
@@ -776,6 +780,8 @@ struct Net {
     v4: bool,
     /// More fragments follow (IPv4 MF): a short datagram is not a bad UDP length then.
     fragmented: bool,
+    /// The time to live (IPv4) or hop limit (IPv6).
+    ttl: u8,
 }
 
 /// `HH:MM:SS.mmm` for an ICMP timestamp (milliseconds since midnight UTC).
