@@ -35,6 +35,7 @@ impl Printer {
                 Ok(())
             }
             ipproto::SCTP => self.sctp(net, payload.from(0, "sctp"), length),
+            ipproto::OSPF => self.ospf(net, payload, length),
             ipproto::VRRP => self.vrrp(net, payload.from(0, "vrrp"), length),
             ipproto::NONE => {
                 self.push("no next header");
@@ -376,6 +377,24 @@ impl Printer {
                 left = left.saturating_sub(align);
             }
         }
+        Ok(())
+    }
+
+    fn ospf(&mut self, net: &Net, ospf: Bytes<'_>, length: u32) -> Step {
+        let ospf = ospf.from(0, if net.v4 { "ospf2" } else { "ospf3" });
+        let names = ["Hello", "Database Description", "LS-Request", "LS-Update", "LS-Ack"];
+        if net.v4 {
+            ospf.slice(0, 16)?;
+        } else {
+            ospf.slice(0, 2)?;
+        }
+        let (version, kind) = (ospf.u8(0)?, ospf.u8(1)?);
+        let name = match names.get(usize::from(kind).wrapping_sub(1)) {
+            Some(name) => (*name).to_string(),
+            None if net.v4 => format!("unknown LS-type {kind}"),
+            None => format!("unknown packet type ({kind})"),
+        };
+        let _ = write!(self.out, "OSPFv{version}, {name}, length {length}");
         Ok(())
     }
 }

@@ -41,8 +41,17 @@ impl Printer {
         Ok(())
     }
 
+    /// 802.2 in a cooked capture: no addresses to show.
+    pub(super) fn llc_cooked(&mut self, llc: Bytes<'_>, length: u32) -> Step {
+        self.llc_with(llc, length, None)
+    }
+
     /// An 802.2 LLC header and what follows; `macs` are the frame's (source, destination).
     pub(super) fn llc(&mut self, llc: Bytes<'_>, length: u32, macs: (&str, &str)) -> Step {
+        self.llc_with(llc, length, Some(macs))
+    }
+
+    fn llc_with(&mut self, llc: Bytes<'_>, length: u32, macs: Option<(&str, &str)>) -> Step {
         if llc.len() < 3 || length < 3 {
             return Err("llc");
         }
@@ -75,11 +84,14 @@ impl Printer {
                 _ => {}
             }
         }
-        let (src, dst) = macs;
-        let _ = if ssap == dsap {
-            write!(self.out, "{src} > {dst} {} ", sap_name(dsap, "DSAP"))
-        } else {
-            write!(self.out, "{src} {} > {dst} {} ", sap_name(ssap, "SSAP"), sap_name(dsap, "DSAP"))
+        let (ssap_name, dsap_name) = (sap_name(ssap, "SSAP"), sap_name(dsap, "DSAP"));
+        let _ = match (macs, ssap == dsap) {
+            (Some((src, dst)), true) => write!(self.out, "{src} > {dst} {dsap_name} "),
+            (Some((src, dst)), false) => {
+                write!(self.out, "{src} {ssap_name} > {dst} {dsap_name} ")
+            }
+            (None, true) => write!(self.out, "{} ", sap_name(dsap, "DSAP")),
+            (None, false) => write!(self.out, "{ssap_name} > {dsap_name} "),
         };
         let response = u16::from(ssap_field & 1);
         if unnumbered {
@@ -206,7 +218,7 @@ impl Printer {
         Ok(())
     }
 
-    fn ipx(&mut self, ipx: Bytes<'_>, _length: u32) -> Step {
+    pub(super) fn ipx(&mut self, ipx: Bytes<'_>, _length: u32) -> Step {
         self.push("IPX ");
         let src = format!("{:08x}.{}", ipx.be32(18)?, ipx.mac(22, 6)?);
         let _ = write!(self.out, "{src}.{:04x} > ", ipx.be16(28)?);

@@ -281,7 +281,20 @@ impl Printer {
             return Err("sll");
         }
         let protocol = frame.be16(type_at)?;
-        self.sll_payload(protocol, frame.from(header as usize, "sll"), wire_len - header, wire_len)
+        // What tcpdump shows for a protocol it does not decode: direction and address.
+        let direction = match frame.be16(0)? {
+            0 => "In",
+            1 => "B",
+            2 => "M",
+            3 => "P",
+            4 => "Out",
+            _ => "?",
+        };
+        let mut unknown = format!("{direction:>3} ");
+        if frame.be16(4)? == 6 {
+            let _ = write!(unknown, "{} ", frame.mac(6, 6)?);
+        }
+        self.sll_payload(protocol, frame.from(header as usize, "sll"), wire_len - header, &unknown)
     }
 
     fn linux_sll2(&mut self, data: &[u8], wire_len: u32) -> Step {
@@ -301,24 +314,39 @@ impl Printer {
             _ => "?",
         };
         let _ = write!(self.out, "ifindex {ifindex} {direction}  ");
-        self.sll_payload(protocol, frame.from(header as usize, "sll2"), wire_len - header, wire_len)
+        self.sll_payload(protocol, frame.from(header as usize, "sll2"), wire_len - header, "")
     }
 
+    /// A cooked capture's payload; `unknown` is what is shown for a protocol not decoded.
     fn sll_payload(
         &mut self,
         protocol: u16,
         payload: Bytes<'_>,
         length: u32,
-        wire_len: u32,
+        unknown: &str,
     ) -> Step {
-        match protocol {
-            ethertype::IP => self.ipv4(payload.from(0, "ip"), length),
-            ethertype::IPV6 => self.ipv6(payload.from(0, "ip6"), length),
-            ethertype::ARP | ethertype::REVARP => self.arp(payload.from(0, "arp"), length),
-            other => {
-                let _ = write!(self.out, "ethertype 0x{other:04x}, length {wire_len}");
-                Ok(())
+        let (mut protocol, mut payload, mut length) = (protocol, payload, length);
+        while protocol == ethertype::VLAN_8021Q {
+            if !payload.has(4) || length < 4 {
+                return Err("vlan");
             }
+            protocol = payload.be16(2)?;
+            if protocol <= ethertype::ETHERMTU {
+                protocol = 0x0004;
+            }
+            payload = payload.from(4, "sll");
+            length -= 4;
+        }
+        match protocol {
+            0x0001 => self.ipx(payload.from(0, "ipx"), length),
+            0x0004 => self.llc_cooked(payload.from(0, "llc"), length),
+            _ => match self.ether_payload(protocol, payload, length) {
+                Some(step) => step,
+                None => {
+                    self.push(unknown);
+                    Ok(())
+                }
+            },
         }
     }
 
