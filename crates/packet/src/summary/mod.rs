@@ -6,8 +6,11 @@
 //! loopback framing around IPv4 and IPv6 (no extension headers) carrying TCP, UDP, ICMP and
 //! ICMPv6, and ARP/RARP. That includes tcpdump's own way of reporting damage: ` [|tcp]`
 //! when the capture ends inside a header, `truncated-ip - N bytes missing!`, bad header
-//! lengths. Everything else gets a plain line of its own that names what it is
-//! (`ip-proto-47 LEN`, `ethertype 0x8847`), not tcpdump's protocol-specific decoding.
+//! lengths. Beyond those, the files of this directory print tcpdump's quiet lines for
+//! PPPoE and PPP, MPLS, IPv6 extension headers, ESP, AH, GRE, PIM, IGMP, VRRP, OSPF, SCTP,
+//! 802.3 LLC/SNAP, spanning tree, IPX and the EtherTypes tcpdump only names
+//! (tools/cli/tests/lines.rs counts what still differs). Protocols not decoded get a plain
+//! line of their own that names what they are (`ip-proto-N LEN`).
 //!
 //! Two deliberate differences: timestamps are UTC (tcpdump uses the local time zone; the
 //! two agree under `TZ=UTC`), and Linux cooked v2 shows the interface index, not a name
