@@ -4,6 +4,7 @@
 
 mod cli;
 mod filter;
+mod lines;
 mod never_panics;
 mod output;
 mod plugin;

@@ -6,8 +6,11 @@
 //! loopback framing around IPv4 and IPv6 (no extension headers) carrying TCP, UDP, ICMP and
 //! ICMPv6, and ARP/RARP. That includes tcpdump's own way of reporting damage: ` [|tcp]`
 //! when the capture ends inside a header, `truncated-ip - N bytes missing!`, bad header
-//! lengths. Everything else gets a plain line of its own that names what it is
-//! (`ip-proto-47 LEN`, `ethertype 0x8847`), not tcpdump's protocol-specific decoding.
+//! lengths. Beyond those, the files of this directory print tcpdump's quiet lines for
+//! PPPoE and PPP, MPLS, IPv6 extension headers, ESP, AH, GRE, PIM, IGMP, VRRP, OSPF, SCTP,
+//! 802.3 LLC/SNAP, spanning tree, IPX and the EtherTypes tcpdump only names
+//! (tools/cli/tests/lines.rs counts what still differs). Protocols not decoded get a plain
+//! line of their own that names what they are (`ip-proto-N LEN`).
 //!
 //! Two deliberate differences: timestamps are UTC (tcpdump uses the local time zone; the
 //! two agree under `TZ=UTC`), and Linux cooked v2 shows the interface index, not a name
@@ -24,6 +27,11 @@ type Step = Result<(), &'static str>;
 
 use crate::link::LinkType;
 use crate::{af, ethertype, ipproto, sll};
+
+mod ip6ext;
+mod ipmore;
+mod llc;
+mod tunnel;
 
 /// The line for one packet (no trailing newline). `linktype` is the record's link type as
 /// the capture stores it (a LINKTYPE_ or DLT_ number, see [`LinkType::from_number`]).
@@ -220,22 +228,16 @@ impl Printer {
             length -= 4;
         }
         let payload = frame.from(at, "ether");
-        match ether_type {
-            ethertype::IP => self.ipv4(payload.from(0, "ip"), length),
-            ethertype::IPV6 => self.ipv6(payload.from(0, "ip6"), length),
-            ethertype::ARP | ethertype::REVARP => self.arp(payload.from(0, "arp"), length),
-            _ => {
-                let (dst, src) = (frame.mac(0, 6)?, frame.mac(6, 6)?);
-                if ether_type <= ethertype::ETHERMTU {
-                    let _ = write!(self.out, "{src} > {dst}, 802.3, length {wire_len}");
-                } else {
-                    let _ = write!(
-                        self.out,
-                        "{src} > {dst}, ethertype 0x{ether_type:04x}, length {wire_len}"
-                    );
-                }
-                Ok(())
-            }
+        if ether_type <= ethertype::ETHERMTU {
+            let (dst, src) = (frame.mac(0, 6)?, frame.mac(6, 6)?);
+            // The field is the frame's length: what lies past it is padding.
+            let length = u32::from(ether_type);
+            let llc = payload.from(0, "llc").cut(length as usize);
+            return self.llc(llc, length, (&src, &dst));
+        }
+        match self.ether_payload(ether_type, payload, length) {
+            Some(step) => step,
+            None => self.ether_unknown(frame, ether_type, wire_len),
         }
     }
 
@@ -282,7 +284,20 @@ impl Printer {
             return Err("sll");
         }
         let protocol = frame.be16(type_at)?;
-        self.sll_payload(protocol, frame.from(header as usize, "sll"), wire_len - header, wire_len)
+        // What tcpdump shows for a protocol it does not decode: direction and address.
+        let direction = match frame.be16(0)? {
+            0 => "In",
+            1 => "B",
+            2 => "M",
+            3 => "P",
+            4 => "Out",
+            _ => "?",
+        };
+        let mut unknown = format!("{direction:>3} ");
+        if frame.be16(4)? == 6 {
+            let _ = write!(unknown, "{} ", frame.mac(6, 6)?);
+        }
+        self.sll_payload(protocol, frame.from(header as usize, "sll"), wire_len - header, &unknown)
     }
 
     fn linux_sll2(&mut self, data: &[u8], wire_len: u32) -> Step {
@@ -302,24 +317,39 @@ impl Printer {
             _ => "?",
         };
         let _ = write!(self.out, "ifindex {ifindex} {direction}  ");
-        self.sll_payload(protocol, frame.from(header as usize, "sll2"), wire_len - header, wire_len)
+        self.sll_payload(protocol, frame.from(header as usize, "sll2"), wire_len - header, "")
     }
 
+    /// A cooked capture's payload; `unknown` is what is shown for a protocol not decoded.
     fn sll_payload(
         &mut self,
         protocol: u16,
         payload: Bytes<'_>,
         length: u32,
-        wire_len: u32,
+        unknown: &str,
     ) -> Step {
-        match protocol {
-            ethertype::IP => self.ipv4(payload.from(0, "ip"), length),
-            ethertype::IPV6 => self.ipv6(payload.from(0, "ip6"), length),
-            ethertype::ARP | ethertype::REVARP => self.arp(payload.from(0, "arp"), length),
-            other => {
-                let _ = write!(self.out, "ethertype 0x{other:04x}, length {wire_len}");
-                Ok(())
+        let (mut protocol, mut payload, mut length) = (protocol, payload, length);
+        while protocol == ethertype::VLAN_8021Q {
+            if !payload.has(4) || length < 4 {
+                return Err("vlan");
             }
+            protocol = payload.be16(2)?;
+            if protocol <= ethertype::ETHERMTU {
+                protocol = 0x0004;
+            }
+            payload = payload.from(4, "sll");
+            length -= 4;
+        }
+        match protocol {
+            0x0001 => self.ipx(payload.from(0, "ipx"), length),
+            0x0004 => self.llc_cooked(payload.from(0, "llc"), length),
+            _ => match self.ether_payload(protocol, payload, length) {
+                Some(step) => step,
+                None => {
+                    self.push(unknown);
+                    Ok(())
+                }
+            },
         }
     }
 
@@ -373,7 +403,8 @@ impl Printer {
             return Err("ip");
         }
         let fragmented = fragment & 0x2000 != 0;
-        let net = Net { src, dst, first_proto: proto, v4: true, fragmented };
+        let ttl = ip.u8(8)?;
+        let net = Net { src, dst, first_proto: proto, v4: true, fragmented, ttl };
         self.transport(&net, proto, ip.from(hlen as usize, "ip"), payload_len)
     }
 
@@ -403,12 +434,16 @@ impl Printer {
         if !matches!(next, ipproto::TCP | ipproto::UDP | ipproto::SCTP | ipproto::DCCP) {
             let _ = write!(self.out, "{src} > {dst}: ");
         }
-        let net = Net { src, dst, first_proto: next, v4: false, fragmented: false };
-        self.transport(&net, next, ip.from(40, "ip6"), total - 40)
+        let ttl = ip.u8(7)?;
+        let mut net = Net { src, dst, first_proto: next, v4: false, fragmented: false, ttl };
+        self.ipv6_chain(&mut net, ip, next, total - 40)
     }
 
     /// The protocol after an IP header. `length` is the payload length the IP header gives.
     fn transport(&mut self, net: &Net, proto: u8, payload: Bytes<'_>, length: u32) -> Step {
+        if let Some(step) = self.more_protocols(net, proto, payload, length) {
+            return step;
+        }
         match proto {
             ipproto::TCP => self.tcp(net, payload.from(0, "tcp"), length),
             ipproto::UDP => self.udp(net, payload.from(0, "udp"), length),
@@ -776,6 +811,8 @@ struct Net {
     v4: bool,
     /// More fragments follow (IPv4 MF): a short datagram is not a bad UDP length then.
     fragmented: bool,
+    /// The time to live (IPv4) or hop limit (IPv6).
+    ttl: u8,
 }
 
 /// `HH:MM:SS.mmm` for an ICMP timestamp (milliseconds since midnight UTC).
