@@ -190,3 +190,42 @@ fn a_missing_directory_is_an_error_not_a_panic() {
     let dest = scratch_dir("missing").join("no/such/dir/out.pcap");
     assert!(CaptureWriter::create(&dest, &capture).is_err());
 }
+
+/// Generated inputs and the old (pcap-file based) writer's outputs, kept as goldens for
+/// the streaming writer: `WEIR_GOLDEN=1 cargo test -p weir-runtime make_goldens`.
+#[test]
+fn make_goldens() {
+    if std::env::var_os("WEIR_GOLDEN").is_none() {
+        return;
+    }
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut le_pcap = pcap_file::pcap::PcapWriter::new(Vec::new()).unwrap();
+    for i in 0..9u32 {
+        let data = vec![i as u8; 60 + 7 * i as usize];
+        let ts = Duration::new(1_600_000_000 + u64::from(i), 1000 * (17 + i));
+        le_pcap.write_packet(&PcapPacket::new(ts, 60 + 7 * i + 3 * (i % 2), &data)).unwrap();
+    }
+    let mut two_sections = pcapng_with_two_interfaces();
+    two_sections.extend_from_slice(&pcapng_with_two_interfaces());
+    let inputs: Vec<(&str, Vec<u8>)> = vec![
+        ("le-micro.pcap", le_pcap.into_writer()),
+        ("be-nano.pcap", big_endian_nanosecond_pcap()),
+        ("two-interfaces.pcapng", pcapng_with_two_interfaces()),
+        ("two-sections.pcapng", two_sections),
+    ];
+    let dir = scratch_dir("golden");
+    for (name, bytes) in inputs {
+        std::fs::write(golden.join(name), &bytes).unwrap();
+        let capture = Capture::from_bytes(bytes).unwrap();
+        let selections: [(&str, &dyn Fn(usize) -> bool); 4] = [
+            ("all", &|_| true),
+            ("none", &|_| false),
+            ("odd", &|i| i % 2 == 1),
+            ("1-4-10", &|i| i == 1 || i == 4 || i == 10),
+        ];
+        for (sel, keep) in selections {
+            let out = select(&capture, &dir.join("o"), keep);
+            std::fs::write(golden.join(format!("{name}.{sel}")), out).unwrap();
+        }
+    }
+}
