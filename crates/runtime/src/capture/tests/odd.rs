@@ -300,9 +300,12 @@ fn cases() -> Vec<Case> {
     cases
 }
 
+/// A packet's bytes and wire length.
+type Seen = (Vec<u8>, u32);
+
 /// What tcpdump reads of `bytes`: its packets and whether it reported an error; `None`
 /// without tcpdump.
-fn tcpdump(dir: &std::path::Path, bytes: &[u8]) -> Option<(Vec<(Vec<u8>, u32)>, bool)> {
+fn tcpdump(dir: &std::path::Path, bytes: &[u8]) -> Option<(Vec<Seen>, bool)> {
     let input = dir.join("in");
     let output = dir.join("out.pcap");
     std::fs::write(&input, bytes).unwrap();
@@ -344,7 +347,7 @@ fn odd_files_read_as_libpcap_reads_them() {
             continue;
         }
         let (theirs, failed) = tcpdump(&dir, &case.bytes).unwrap();
-        let ours: Vec<(Vec<u8>, u32)> = got.iter().map(|p| (p.data.clone(), p.wire_len)).collect();
+        let ours: Vec<Seen> = got.iter().map(|p| (p.data.clone(), p.wire_len)).collect();
         assert_eq!(ours, theirs, "{}: the packets tcpdump reads", case.name);
         assert_eq!(err.is_some(), failed, "{}: tcpdump's verdict", case.name);
         compared += 1;
