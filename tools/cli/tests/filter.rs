@@ -956,3 +956,102 @@ fn classic_programs_run_on_every_engine_with_the_same_verdicts() {
     let out = weir(&["cbpf", "run", "--explain", "--count", path(&prog), "-r", &capture]);
     assert!(text(&out.stderr).contains("engine: jit"), "{}", text(&out.stderr));
 }
+
+/// Waits for `child` at most `secs` seconds; kills it and fails the test when it is late.
+fn wait_within(child: &mut std::process::Child, secs: u64, what: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The sample's header and first `n` records.
+fn sample_prefix(n: usize) -> Vec<u8> {
+    let bytes = std::fs::read(sample()).unwrap();
+    let end = spans(Path::new(&sample()))[n - 1].end;
+    bytes[..end].to_vec()
+}
+
+#[test]
+fn a_pipe_is_read_as_a_stream() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["filter", "-r", "-", ""])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 {
+            tx.send(std::mem::take(&mut line)).unwrap();
+        }
+    });
+    // The header and one record; the pipe stays open.
+    stdin.write_all(&sample_prefix(1)).unwrap();
+    stdin.flush().unwrap();
+    let first = rx.recv_timeout(std::time::Duration::from_secs(20));
+    assert!(first.is_ok(), "no line while the writer still writes");
+    let expected = text(&weir(&["filter", "-r", &sample(), "-c", "1"]).stdout);
+    assert_eq!(first.unwrap(), expected);
+    drop(stdin);
+    let status = wait_within(&mut child, 20, "weir filter -r -");
+    assert!(status.success());
+    lines.join().unwrap();
+}
+
+#[test]
+fn a_count_limit_stops_reading_a_fifo_at_once() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("capture.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        println!("SKIPPED: a_count_limit_stops_reading_a_fifo_at_once: mkfifo failed");
+        return;
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["filter", "-r", path(&fifo), "-c", "2", ""])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opening blocks until weir opens the other end.
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    writer.write_all(&sample_prefix(3)).unwrap();
+    // The writer keeps the FIFO open: weir must not wait for its end.
+    let status = wait_within(&mut child, 20, "weir filter -c 2 on a FIFO");
+    assert!(status.success());
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert_eq!(out.lines().count(), 2);
+    drop(writer);
+}
+
+#[test]
+fn a_file_that_is_no_capture_fails_at_once() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["filter", "-r", "/dev/zero", "--count"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_within(&mut child, 20, "weir filter -r /dev/zero");
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("at byte 0: unknown file format"), "{err}");
+    let missing = weir(&["filter", "-r", "/nonexistent/capture.pcap", "--count"]);
+    let err = text(&missing.stderr);
+    assert!(err.contains("No such file or directory") && !err.contains("at byte"), "{err}");
+}
