@@ -290,7 +290,8 @@ pub struct CaptureReader<R = Input> {
     window: Window<R>,
     kind: Kind,
     format: Format,
-    /// The pcap file header or the first section header, as stored.
+    /// The pcap file header, or the first section header and the blocks through the first
+    /// interface description, as stored.
     header: Vec<u8>,
     linktype: u32,
     linktype_ext: u32,
@@ -371,7 +372,9 @@ impl<R: Read> CaptureReader<R> {
         self.linktype_ext
     }
 
-    /// The pcap file header (24 bytes) or the first pcapng section header, as stored.
+    /// The pcap file header (24 bytes), or the first pcapng section header and the blocks
+    /// after it up to and including the first interface description, as stored (the first
+    /// packet's [`Stored::blocks_before`] starts after them).
     pub fn header(&self) -> &[u8] {
         &self.header
     }
@@ -550,6 +553,9 @@ impl<R: Read> CaptureReader<R> {
             match kind {
                 BT_IDB => {
                     self.add_interface(at, None)?;
+                    // The blocks up to the first interface go with the header: a copy of the
+                    // capture always describes its first interface, even with no packets.
+                    self.header.append(&mut self.pending);
                     let first = match &self.kind {
                         Kind::PcapNg { interfaces, .. } => interfaces.first().copied(),
                         Kind::Pcap { .. } => None,
@@ -571,7 +577,19 @@ impl<R: Read> CaptureReader<R> {
                         "a packet block comes before any interface description block",
                     ));
                 }
-                _ => self.skip_block(length as usize, kind),
+                _ => {
+                    self.skip_block(length as usize, kind);
+                    if self.pending.len() > MAX_PENDING {
+                        return Err(self.header_error(
+                            at,
+                            format!(
+                                "more than {} MiB of blocks before the first interface \
+                                 description",
+                                MAX_PENDING >> 20
+                            ),
+                        ));
+                    }
+                }
             }
         }
     }
