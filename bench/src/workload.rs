@@ -9,7 +9,8 @@
 
 use std::path::Path;
 
-use weir_runtime::capture::Capture;
+use weir_runtime::capture::CaptureReader;
+use weir_runtime::source::PacketSource;
 
 use crate::traffic;
 
@@ -69,10 +70,11 @@ impl Source {
 }
 
 fn read_capture(path: &Path) -> Result<Packets, String> {
-    let capture = Capture::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut capture =
+        CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?.without_blocks();
     let mut records = Vec::new();
     let mut linktype = None;
-    for record in capture.records() {
+    while let Some(record) = capture.next_packet() {
         let record = record.map_err(|e| format!("{}: {e}", path.display()))?;
         match linktype {
             None => linktype = Some(record.linktype),
@@ -85,7 +87,7 @@ fn read_capture(path: &Path) -> Result<Packets, String> {
             }
             Some(_) => {}
         }
-        records.push((record.data.into_owned(), record.wire_len));
+        records.push((record.data.to_vec(), record.wire_len));
     }
     let linktype = linktype.ok_or_else(|| format!("{}: no packets", path.display()))?;
     Ok(Packets { linktype, origin: path.display().to_string(), records })

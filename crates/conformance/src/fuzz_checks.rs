@@ -13,7 +13,8 @@ use weir_isa::asm::{assemble as assemble_text, disassemble};
 use weir_isa::ebpf::{decode_bytes, encode_bytes};
 use weir_program::abi::Bindings;
 use weir_program::{Program, Verified};
-use weir_runtime::capture::{Capture, CaptureWriter, Record};
+use weir_runtime::capture::{CaptureReader, CaptureWriter};
+use weir_runtime::source::{Packet, PacketSource};
 
 /// Any byte string either fails to decode, or decodes to instructions that encode back to
 /// the same bytes and whose disassembly assembles to the same instructions.
@@ -104,38 +105,73 @@ pub fn jit_diff(data: &[u8]) {
     }
 }
 
-/// Any byte string either is refused as a capture file, or reads as one whose records (up to
-/// the first damaged one) write back out with [`CaptureWriter`] to a file that reads back as
-/// the same records and nothing else.
+/// Any byte string either is refused as a capture file, or reads (through small chunks and
+/// the default one alike, never panicking) as one whose packets (up to the first damaged
+/// one) copy through [`CaptureWriter`] to a file that reads back as the same packets and
+/// nothing else.
 pub fn capture(data: &[u8]) {
-    let Ok(original) = Capture::from_bytes(data.to_vec()) else { return };
-    let _ = (original.format(), original.linktype(), original.snaplen());
-    let records: Vec<Record<'_>> = original.records().map_while(Result::ok).collect();
-    // Every record, the damaged one included, without a panic.
-    let _ = original.records().count();
+    let Ok(mut original) = CaptureReader::new(data) else {
+        // Refused at once, whatever the chunk size.
+        assert!(CaptureReader::with_chunk_size(data, 7).is_err(), "refused at one chunk size only");
+        return;
+    };
+    let _ = (original.format(), original.linktype(), original.snaplen(), original.would_read());
     let path = ScratchFile::new("capture");
-    let mut writer = CaptureWriter::create(&path.0, &original)
+    let mut writer = CaptureWriter::like(&path.0, &original)
         .unwrap_or_else(|e| panic!("cannot start a copy of a readable capture: {e}"));
-    for record in &records {
-        writer.write(record).unwrap_or_else(|e| panic!("record {}: {e}", record.index));
+    let mut packets = Vec::new();
+    let mut damage = None;
+    while let Some(packet) = original.next_packet() {
+        match packet {
+            Ok(p) => {
+                writer.write(&p).unwrap_or_else(|e| panic!("packet {}: {e}", p.index));
+                packets.push(Owned::of(&p));
+            }
+            Err(e) => {
+                damage = Some(e);
+                break;
+            }
+        }
     }
+    // The same packets and the same damage through 7-byte chunks.
+    let mut small = CaptureReader::with_chunk_size(data, 7).expect("readable at any chunk size");
+    let mut again = Vec::new();
+    let mut small_damage = None;
+    while let Some(packet) = small.next_packet() {
+        match packet {
+            Ok(p) => again.push(Owned::of(&p)),
+            Err(e) => {
+                small_damage = Some(e);
+                break;
+            }
+        }
+    }
+    assert_eq!(again, packets, "chunk size changes the packets");
+    assert_eq!(small_damage, damage, "chunk size changes the damage");
     let written = writer.finish().unwrap_or_else(|e| panic!("finishing the copy: {e}"));
-    assert_eq!(written, records.len() as u64, "records written");
+    assert_eq!(written, packets.len() as u64, "packets written");
     let bytes = std::fs::read(&path.0).expect("the copy is readable");
-    let copy = Capture::from_bytes(bytes).unwrap_or_else(|e| panic!("the copy: {e}"));
+    let mut copy = CaptureReader::new(&bytes[..]).unwrap_or_else(|e| panic!("the copy: {e}"));
     assert_eq!(copy.format(), original.format(), "format");
     assert_eq!(copy.linktype(), original.linktype(), "link type");
-    let copied: Vec<Record<'_>> =
-        copy.records().map(|r| r.unwrap_or_else(|e| panic!("the copy is damaged: {e}"))).collect();
-    assert_eq!(copied.len(), records.len(), "record count");
-    for (a, b) in records.iter().zip(&copied) {
-        let same = a.index == b.index
-            && a.data == b.data
-            && a.wire_len == b.wire_len
-            && a.ts_sec == b.ts_sec
-            && a.ts_nsec == b.ts_nsec
-            && a.linktype == b.linktype;
-        assert!(same, "record {} differs in the copy:\n{a:?}\n{b:?}", a.index);
+    let mut copied = Vec::new();
+    while let Some(p) = copy.next_packet() {
+        let p = p.unwrap_or_else(|e| panic!("the copy is damaged: {e}"));
+        copied.push(Owned::of(&p));
+    }
+    assert_eq!(copied.len(), packets.len(), "packet count");
+    for (a, b) in packets.iter().zip(&copied) {
+        assert!(a == b, "packet {} differs in the copy:\n{a:?}\n{b:?}", a.0);
+    }
+}
+
+/// What a copy must keep of a packet: index, bytes, lengths, time, link type.
+#[derive(Debug, PartialEq, Eq)]
+struct Owned(u64, Vec<u8>, u32, u64, u32, u32);
+
+impl Owned {
+    fn of(p: &Packet<'_>) -> Owned {
+        Owned(p.index, p.data.to_vec(), p.wire_len, p.ts_sec, p.ts_nsec, p.linktype)
     }
 }
 

@@ -42,8 +42,11 @@ pub struct Packet<'a> {
 pub struct Stored<'a> {
     /// The pcap record (header and data) or the pcapng block, byte for byte.
     pub record: &'a [u8],
-    /// pcapng: the descriptive blocks (section header, interface descriptions, name
-    /// resolution, custom …) read since the previous packet, byte for byte; empty for pcap.
+    /// pcapng: the descriptive blocks (section headers, interface descriptions, name
+    /// resolution, custom and unknown blocks; not interface statistics) read since the
+    /// previous packet, byte for byte; empty for pcap. Those up to the first interface
+    /// description belong to the reader's header (`CaptureReader::header`), not to the first
+    /// packet. A reader made `without_blocks` keeps none.
     pub blocks_before: &'a [u8],
 }
 

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use weir::cbpf::{CbpfFilter, Format, Rules};
 use weir::isa::cbpf::{encode, format_dd, format_ddd, format_listing, CbpfInsn};
 use weir::ProgType;
-use weir_runtime::capture::Capture;
+use weir_runtime::capture::CaptureReader;
+use weir_runtime::source::PacketSource;
 
 /// The forms a classic program file can take.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -134,12 +135,13 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
             if explain {
                 eprint!("weir: {}", filter.choice());
             }
-            let file =
-                Capture::open(&capture).map_err(|e| format!("{}: {e}", capture.display()))?;
+            let mut file = CaptureReader::open(&capture)
+                .map_err(|e| format!("{}: {e}", capture.display()))?
+                .without_blocks();
             let mut matched: u64 = 0;
             let mut seen: u64 = 0;
             let mut failure = None;
-            for record in file.records() {
+            while let Some(record) = file.next_packet() {
                 let record = match record {
                     Ok(r) => r,
                     Err(e) => {
@@ -148,7 +150,7 @@ pub fn run(command: CbpfCommand) -> Result<ExitCode, String> {
                     }
                 };
                 seen = seen.saturating_add(1);
-                let verdict = filter.run(&record.data, record.wire_len);
+                let verdict = filter.run(record.data, record.wire_len);
                 if verdict != 0 {
                     matched = matched.saturating_add(1);
                     if !count {

@@ -34,7 +34,8 @@ use weir::Filter;
 use weir::FilterOptions;
 use weir::NameDb;
 use weir::{Engine, PreparedFilter};
-use weir_runtime::capture::{Capture, CaptureWriter, Record};
+use weir_runtime::capture::{CaptureReader, CaptureWriter};
+use weir_runtime::source::{Packet, PacketSource};
 
 use weir::packet::summary;
 
@@ -304,9 +305,9 @@ impl<'e> Matchers<'e> {
 }
 
 /// Where matching packets go.
-enum Sink<'c> {
+enum Sink {
     Lines(std::io::BufWriter<std::io::StdoutLock<'static>>),
-    Capture(Box<CaptureWriter<'c>>, PathBuf),
+    Capture(Box<CaptureWriter>, PathBuf),
     Nothing,
 }
 
@@ -348,13 +349,16 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
     let expression = Expression::read(&args.expression, args.expression_file.as_deref())?;
     let forced = args.linktype.as_deref().map(linktype_arg).transpose()?;
     let source = read.display().to_string();
-    let capture = Capture::open(&read).map_err(|e| format!("{source}: {e}"))?;
+    let mut capture = CaptureReader::open(&read).map_err(|e| format!("{source}: {e}"))?;
     if args.dump > 0 {
         let linktype = match forced {
             Some(linktype) => linktype,
             None => supported(capture.linktype()).ok_or_else(|| unsupported(capture.linktype()))?,
         };
         return dump_program(&args, &expression, linktype);
+    }
+    if args.write.is_none() {
+        capture = capture.without_blocks();
     }
     let mut matchers = Matchers {
         expression: &expression,
@@ -379,21 +383,35 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
 
     let mut sink = match &args.write {
         Some(path) => {
-            let writer = CaptureWriter::create(path, &capture)
+            let mut writer = CaptureWriter::like(path, &capture)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
+            writer.flush_each_packet(args.packet_buffered);
             Sink::Capture(Box::new(writer), path.clone())
         }
         None if args.count => Sink::Nothing,
         None => Sink::Lines(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    let progress = progress_bar(&args, &capture, matches!(sink, Sink::Lines(_)));
+    let progress = progress_bar(&args, matches!(sink, Sink::Lines(_)));
 
     let mut matched: u64 = 0;
     let mut seen: u64 = 0;
     let mut damage = None;
-    for record in capture.records() {
-        let record = match record {
-            Ok(record) => record,
+    loop {
+        // About to wait for more input (a pipe, a FIFO): what is printed so far goes out
+        // now, so a reader of the lines sees each packet while the capture still streams.
+        if capture.would_read() {
+            if let Sink::Lines(out) = &mut sink {
+                match out.flush() {
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                        return Ok(ExitCode::SUCCESS)
+                    }
+                    other => other.map_err(crate::out::error)?,
+                }
+            }
+        }
+        let Some(packet) = capture.next_packet() else { break };
+        let packet = match packet {
+            Ok(packet) => packet,
             Err(e) => {
                 damage = Some(e);
                 break;
@@ -402,18 +420,21 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
         seen += 1;
         if seen & 0xfff == 0 {
             if let Some(bar) = &progress {
-                bar.set_position(record.span.end as u64);
+                bar.set_position(packet.offset);
             }
         }
         let (linktype, matcher) = matchers
-            .get(record.linktype)
-            .map_err(|e| format!("{source}: record {}: {e}", record.index + 1))?;
-        if !matcher.matches(&record.data, record.wire_len) {
+            .get(packet.linktype)
+            .map_err(|e| format!("{source}: record {}: {e}", packet.index + 1))?;
+        if !matcher.matches(packet.data, packet.wire_len) {
+            if let Sink::Capture(writer, path) = &mut sink {
+                writer.skip(&packet).map_err(|e| write_error(path, e))?;
+            }
             continue;
         }
-        let print_as = if forced.is_some() { linktype.dlt() } else { record.linktype };
+        let print_as = if forced.is_some() { linktype.dlt() } else { packet.linktype };
         matched += 1;
-        if !emit(&mut sink, &record, print_as)? {
+        if !emit(&mut sink, &packet, print_as, args.line_buffered)? {
             // Standard output was closed (`| head`): nothing more to do.
             return Ok(ExitCode::SUCCESS);
         }
@@ -457,7 +478,6 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
     Err(message)
 }
 
-/// Sends one matching record to the sink; false when standard output has gone away.
 /// A failed write of the output capture: through standard output (`-w -`) it means what any
 /// standard-output error means ([`crate::out::error`]: a closed pipe ends quietly).
 fn write_error(path: &Path, e: std::io::Error) -> String {
@@ -467,24 +487,33 @@ fn write_error(path: &Path, e: std::io::Error) -> String {
     format!("{}: {e}", path.display())
 }
 
-fn emit(sink: &mut Sink<'_>, record: &Record<'_>, linktype: u32) -> Result<bool, String> {
+/// Sends one matching packet to the sink; false when standard output has gone away.
+/// With `line_buffered` (-l) each line is flushed as it is written.
+fn emit(
+    sink: &mut Sink,
+    packet: &Packet<'_>,
+    linktype: u32,
+    line_buffered: bool,
+) -> Result<bool, String> {
     match sink {
         Sink::Lines(out) => {
             let line = summary::line(
                 linktype,
-                record.ts_sec,
-                record.ts_nsec,
-                &record.data,
-                record.wire_len,
+                packet.ts_sec,
+                packet.ts_nsec,
+                packet.data,
+                packet.wire_len,
             );
-            match writeln!(out, "{line}") {
+            let written = writeln!(out, "{line}");
+            let written = if line_buffered { written.and_then(|()| out.flush()) } else { written };
+            match written {
                 Ok(()) => Ok(true),
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
                 Err(e) => Err(format!("standard output: {e}")),
             }
         }
         Sink::Capture(writer, path) => {
-            writer.write(record).map_err(|e| write_error(path, e))?;
+            writer.write(packet).map_err(|e| write_error(path, e))?;
             Ok(true)
         }
         Sink::Nothing => Ok(true),
@@ -493,7 +522,7 @@ fn emit(sink: &mut Sink<'_>, record: &Record<'_>, linktype: u32) -> Result<bool,
 
 /// A progress bar for a large capture file, on a terminal, when the terminal is not also
 /// receiving the packet lines.
-fn progress_bar(args: &FilterArgs, capture: &Capture, printing: bool) -> Option<ProgressBar> {
+fn progress_bar(args: &FilterArgs, printing: bool) -> Option<ProgressBar> {
     let stderr_is_terminal = std::io::stderr().is_terminal();
     if !stderr_is_terminal || (printing && std::io::stdout().is_terminal()) {
         return None;
@@ -502,10 +531,7 @@ fn progress_bar(args: &FilterArgs, capture: &Capture, printing: bool) -> Option<
     if !metadata.is_file() || metadata.len() < PROGRESS_MIN_BYTES {
         return None;
     }
-    let bar = ProgressBar::with_draw_target(
-        Some(capture.bytes().len() as u64),
-        ProgressDrawTarget::stderr(),
-    );
+    let bar = ProgressBar::with_draw_target(Some(metadata.len()), ProgressDrawTarget::stderr());
     if let Ok(style) =
         ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {eta}")
     {

@@ -10,7 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use weir_runtime::capture::Capture;
+use weir_runtime::capture::CaptureReader;
+use weir_runtime::source::PacketSource;
 use weir_testkit::Packet;
 
 /// The packets whose tcpdump line weir reproduces exactly: IPv4 carrying TCP, UDP or ICMP;
@@ -111,12 +112,25 @@ fn tcpdump_keep(capture: &str, expr: &str, dest: &Path) {
 
 /// (data, wire length, seconds, nanoseconds) of every record of a capture file.
 fn records(file: &Path) -> Vec<(Vec<u8>, u32, u64, u32)> {
-    let capture = Capture::open(file).unwrap();
-    let records = capture
-        .records()
-        .map(|r| r.map(|r| (r.data.to_vec(), r.wire_len, r.ts_sec, r.ts_nsec)))
-        .collect::<Result<Vec<_>, _>>();
-    records.unwrap()
+    let mut capture = CaptureReader::open(file).unwrap();
+    let mut records = Vec::new();
+    while let Some(r) = capture.next_packet() {
+        let r = r.unwrap();
+        records.push((r.data.to_vec(), r.wire_len, r.ts_sec, r.ts_nsec));
+    }
+    records
+}
+
+/// Where each packet record of a capture file starts and ends.
+fn spans(file: &Path) -> Vec<std::ops::Range<usize>> {
+    let mut capture = CaptureReader::open(file).unwrap();
+    let mut spans = Vec::new();
+    while let Some(r) = capture.next_packet() {
+        let r = r.unwrap();
+        let start = r.offset as usize;
+        spans.push(start..start + r.stored.unwrap().record.len());
+    }
+    spans
 }
 
 /// Expressions the lowering handles, each with packets in the sample that match and
@@ -616,8 +630,13 @@ fn standard_input_reads_like_a_file() {
     // And into a capture on standard output.
     let written = weir_stdin(&["filter", "-r", "-", "-w", "-", "tcp or arp"], &bytes);
     assert!(written.status.success(), "{}", text(&written.stderr));
-    let capture = Capture::from_bytes(written.stdout).unwrap();
-    assert_eq!(capture.records().count(), text(&from_file.stdout).lines().count());
+    let mut capture = CaptureReader::new(&written.stdout[..]).unwrap();
+    let mut count = 0;
+    while let Some(r) = capture.next_packet() {
+        r.unwrap();
+        count += 1;
+    }
+    assert_eq!(count, text(&from_file.stdout).lines().count());
 }
 
 #[test]
@@ -699,8 +718,7 @@ fn cut_sample(dir: &Path, len: usize) -> PathBuf {
 #[test]
 fn damaged_captures_report_the_place_and_keep_what_came_before() {
     let dir = scratch("damaged");
-    let whole = Capture::open(Path::new(&sample())).unwrap();
-    let spans: Vec<_> = whole.records().map(|r| r.unwrap().span).collect();
+    let spans = spans(Path::new(&sample()));
     for cut in [30usize, 41, 500, 3000, 9000, 15_000, 20_000] {
         let file = cut_sample(&dir, cut);
         let complete = spans.iter().filter(|s| s.end <= cut).count();
@@ -768,8 +786,7 @@ fn wrong_magic_and_absurd_lengths_are_errors_with_a_place() {
     assert!(err.contains("at byte 0") && err.contains("magic"), "{err}");
     assert!(out.stdout.is_empty());
 
-    let whole = Capture::open(Path::new(&sample())).unwrap();
-    let sixth = whole.records().nth(5).unwrap().unwrap().span.start;
+    let sixth = spans(Path::new(&sample()))[5].start;
     for absurd in [u32::MAX, 0x7fff_ffff, 300_000] {
         let mut damaged = bytes.clone();
         // The captured length of record 6.
@@ -843,8 +860,13 @@ fn link_types_come_from_the_capture_and_y_overrides() {
 fn cbpf_count(program: &str) -> usize {
     let insns = weir_cbpf::parse(program.as_bytes(), weir_cbpf::Format::Auto).unwrap();
     let filter = weir_cbpf::CbpfFilter::with_rules(&insns, weir_cbpf::Rules::Libpcap).unwrap();
-    let capture = Capture::open(Path::new(&sample())).unwrap();
-    capture.records().map(|r| r.unwrap()).filter(|r| filter.run(&r.data, r.wire_len) != 0).count()
+    let mut capture = CaptureReader::open(Path::new(&sample())).unwrap();
+    let mut count = 0;
+    while let Some(r) = capture.next_packet() {
+        let r = r.unwrap();
+        count += usize::from(filter.run(r.data, r.wire_len) != 0);
+    }
+    count
 }
 
 #[test]
@@ -933,4 +955,103 @@ fn classic_programs_run_on_every_engine_with_the_same_verdicts() {
     }
     let out = weir(&["cbpf", "run", "--explain", "--count", path(&prog), "-r", &capture]);
     assert!(text(&out.stderr).contains("engine: jit"), "{}", text(&out.stderr));
+}
+
+/// Waits for `child` at most `secs` seconds; kills it and fails the test when it is late.
+fn wait_within(child: &mut std::process::Child, secs: u64, what: &str) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The sample's header and first `n` records.
+fn sample_prefix(n: usize) -> Vec<u8> {
+    let bytes = std::fs::read(sample()).unwrap();
+    let end = spans(Path::new(&sample()))[n - 1].end;
+    bytes[..end].to_vec()
+}
+
+#[test]
+fn a_pipe_is_read_as_a_stream() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["filter", "-r", "-", ""])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 {
+            tx.send(std::mem::take(&mut line)).unwrap();
+        }
+    });
+    // The header and one record; the pipe stays open.
+    stdin.write_all(&sample_prefix(1)).unwrap();
+    stdin.flush().unwrap();
+    let first = rx.recv_timeout(std::time::Duration::from_secs(20));
+    assert!(first.is_ok(), "no line while the writer still writes");
+    let expected = text(&weir(&["filter", "-r", &sample(), "-c", "1"]).stdout);
+    assert_eq!(first.unwrap(), expected);
+    drop(stdin);
+    let status = wait_within(&mut child, 20, "weir filter -r -");
+    assert!(status.success());
+    lines.join().unwrap();
+}
+
+#[test]
+fn a_count_limit_stops_reading_a_fifo_at_once() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("capture.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        println!("SKIPPED: a_count_limit_stops_reading_a_fifo_at_once: mkfifo failed");
+        return;
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["filter", "-r", path(&fifo), "-c", "2", ""])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opening blocks until weir opens the other end.
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    writer.write_all(&sample_prefix(3)).unwrap();
+    // The writer keeps the FIFO open: weir must not wait for its end.
+    let status = wait_within(&mut child, 20, "weir filter -c 2 on a FIFO");
+    assert!(status.success());
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert_eq!(out.lines().count(), 2);
+    drop(writer);
+}
+
+#[test]
+fn a_file_that_is_no_capture_fails_at_once() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["filter", "-r", "/dev/zero", "--count"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_within(&mut child, 20, "weir filter -r /dev/zero");
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("at byte 0: unknown file format"), "{err}");
+    let missing = weir(&["filter", "-r", "/nonexistent/capture.pcap", "--count"]);
+    let err = text(&missing.stderr);
+    assert!(err.contains("No such file or directory") && !err.contains("at byte"), "{err}");
 }

@@ -93,3 +93,65 @@ fn no_optimize_flag_keeps_the_same_matches() {
         assert_eq!(optimized.stdout, unoptimized.stdout, "{expression}");
     }
 }
+
+/// The sample's file header and first record (pcap: 24-byte header, 16-byte record header).
+fn header_and_first_record() -> (Vec<u8>, Vec<u8>) {
+    let bytes = std::fs::read(sample()).unwrap();
+    let caplen = u32::from_le_bytes(bytes[24 + 8..24 + 12].try_into().unwrap()) as usize;
+    (bytes[..24].to_vec(), bytes[24..24 + 16 + caplen].to_vec())
+}
+
+/// Starts `weir filter ARGS` reading a pipe; writes `first` into it, then waits up to 10 s
+/// for `want` bytes of standard output while the pipe stays open. Returns what arrived.
+fn output_while_input_open(args: &[&str], first: &[u8], want: usize) -> Vec<u8> {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(first).unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut got = vec![0u8; want];
+        let mut filled = 0;
+        while filled < want {
+            match stdout.read(&mut got[filled..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => filled += n,
+            }
+        }
+        got.truncate(filled);
+        let _ = tx.send(got);
+    });
+    let got = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap_or_default();
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    got
+}
+
+#[test]
+fn packet_buffered_output_reaches_a_pipe_before_the_input_ends() {
+    let (header, record) = header_and_first_record();
+    let mut input = header.clone();
+    input.extend_from_slice(&record);
+    // -U: the header and the matching record are on the pipe while the input is still open.
+    let got = output_while_input_open(&["filter", "-r", "-", "-w", "-", "-U"], &input, input.len());
+    assert_eq!(got, input, "-U: the record should be written through at once");
+}
+
+#[test]
+fn line_buffered_lines_reach_a_pipe_before_the_input_ends() {
+    let (header, record) = header_and_first_record();
+    let mut input = header;
+    input.extend_from_slice(&record);
+    let got = output_while_input_open(&["filter", "-l", "-r", "-"], &input, 1);
+    assert_eq!(got.len(), 1, "-l: the first line should arrive while the input is open");
+}

@@ -1,135 +1,336 @@
-//! Capture reading: both formats, and every kind of damage a file can have.
+//! Capture reading: both formats, streaming across chunk boundaries and short reads, and
+//! every kind of damage a file can have.
 
 use super::*;
-use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
-use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
-use pcap_file::pcapng::PcapNgWriter;
-use pcap_file::DataLink;
-use std::time::Duration;
-use weir_testkit::{corpus, write_pcap, Packet};
+use proptest::prelude::*;
+use std::io::Cursor;
+use weir_testkit::SplitMix64;
 
-fn pcap_bytes(packets: &[Packet]) -> Vec<u8> {
-    let dir = std::env::temp_dir().join(format!("weir-runtime-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{}.pcap", packets.len()));
-    write_pcap(&path, LINKTYPE_ETHERNET, packets).unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    bytes
+pub(crate) mod build;
+mod odd;
+
+use build::{pcap_file, Ng, Rec};
+
+/// An owned copy of a packet, for comparisons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owned {
+    pub index: u64,
+    pub data: Vec<u8>,
+    pub wire_len: u32,
+    pub ts: (u64, u32),
+    pub linktype: u32,
+    pub interface: u32,
+    pub offset: u64,
+    pub record: Vec<u8>,
+    pub blocks_before: Vec<u8>,
 }
 
-fn read_all(capture: &Capture) -> (Vec<Record<'_>>, Option<CaptureError>) {
-    let mut records = Vec::new();
-    for r in capture.records() {
-        match r {
-            Ok(r) => records.push(r),
-            Err(e) => return (records, Some(e)),
-        }
-    }
-    (records, None)
-}
-
-#[test]
-fn pcap_records_come_back_as_written() {
-    let packets = corpus(7, 120);
-    let capture = Capture::from_bytes(pcap_bytes(&packets)).unwrap();
-    assert_eq!(capture.format(), Format::Pcap);
-    assert_eq!(capture.linktype(), LINKTYPE_ETHERNET);
-    let (records, error) = read_all(&capture);
-    assert_eq!(error, None);
-    assert_eq!(records.len(), packets.len());
-    for (r, p) in records.iter().zip(&packets) {
-        assert_eq!(&r.data[..], &p.data[..]);
-        assert_eq!(r.wire_len, p.wire_len);
-        assert_eq!(r.ts_sec, u64::from(p.ts_sec));
-        assert_eq!(r.ts_nsec, p.ts_usec * 1000);
-    }
-}
-
-#[test]
-fn a_file_cut_midway_keeps_the_records_before_the_cut() {
-    let packets = corpus(3, 50);
-    let bytes = pcap_bytes(&packets);
-    // Cut inside the 11th record: header 24 bytes, each record 16 + data.
-    let mut offset = 24;
-    for p in &packets[..10] {
-        offset += 16 + p.data.len();
-    }
-    let cut = bytes[..offset + 20].to_vec();
-    let capture = Capture::from_bytes(cut).unwrap();
-    let (records, error) = read_all(&capture);
-    assert_eq!(records.len(), 10);
-    let error = error.expect("the cut must be reported");
-    assert_eq!(error.record, Some(10));
-    assert_eq!(error.offset, offset);
-    assert!(error.to_string().starts_with(&format!("record 11 at byte {offset}: ")), "{error}");
-}
-
-#[test]
-fn absurd_record_lengths_are_an_error_not_an_allocation() {
-    let packets = corpus(3, 2);
-    let mut bytes = pcap_bytes(&packets);
-    // incl_len of the first record (offset 24 + 8) set to 4 GiB - 1.
-    bytes[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
-    let capture = Capture::from_bytes(bytes).unwrap();
-    let (records, error) = read_all(&capture);
-    assert!(records.is_empty());
-    assert_eq!(error.unwrap().record, Some(0));
-}
-
-#[test]
-fn bad_headers_are_refused_with_a_reason() {
-    assert!(Capture::from_bytes(vec![]).err().unwrap().message.contains("too short"));
-    assert!(Capture::from_bytes(vec![0xde, 0xad, 0xbe, 0xef, 0, 0]).is_err());
-    let mut bytes = pcap_bytes(&corpus(1, 1));
-    bytes.truncate(20);
-    assert!(Capture::from_bytes(bytes).is_err());
-}
-
-#[test]
-fn pcapng_records_and_timestamp_resolution() {
+pub(crate) fn read_all<R: Read>(
+    reader: &mut CaptureReader<R>,
+) -> (Vec<Owned>, Option<CaptureError>) {
     let mut out = Vec::new();
-    {
-        let mut writer = PcapNgWriter::new(&mut out).unwrap();
-        let idb =
-            InterfaceDescriptionBlock { linktype: DataLink::ETHERNET, snaplen: 0, options: vec![] };
-        writer.write_pcapng_block(idb).unwrap();
-        for (i, len) in [60usize, 14, 1514].into_iter().enumerate() {
-            let data = vec![i as u8; len];
-            let epb = EnhancedPacketBlock {
-                interface_id: 0,
-                // Default resolution: microseconds; the raw count is stored as "nanos".
-                timestamp: Duration::from_nanos(1_700_000_000_123_456 + i as u64),
-                original_len: len as u32 + 4,
-                data: Cow::Owned(data),
-                options: vec![],
-            };
-            writer.write_pcapng_block(epb).unwrap();
+    while let Some(p) = reader.next_packet() {
+        match p {
+            Ok(p) => {
+                let stored = p.stored.unwrap();
+                out.push(Owned {
+                    index: p.index,
+                    data: p.data.to_vec(),
+                    wire_len: p.wire_len,
+                    ts: (p.ts_sec, p.ts_nsec),
+                    linktype: p.linktype,
+                    interface: p.interface,
+                    offset: p.offset,
+                    record: stored.record.to_vec(),
+                    blocks_before: stored.blocks_before.to_vec(),
+                })
+            }
+            Err(e) => return (out, Some(e)),
         }
     }
-    let capture = Capture::from_bytes(out.clone()).unwrap();
-    assert_eq!(capture.format(), Format::PcapNg);
-    assert_eq!(capture.linktype(), LINKTYPE_ETHERNET);
-    let (records, error) = read_all(&capture);
-    assert_eq!(error, None);
-    assert_eq!(records.len(), 3);
-    assert_eq!(records[2].data.len(), 1514);
-    assert_eq!(records[2].wire_len, 1518);
-    assert_eq!(records[0].ts_sec, 1_700_000_000);
-    assert_eq!(records[0].ts_nsec, 123_456_000);
-    // Cut the last block in half: two records, then the error.
-    let cut = out[..out.len() - 700].to_vec();
-    let damaged = Capture::from_bytes(cut).unwrap();
-    let (records, error) = read_all(&damaged);
-    assert_eq!(records.len(), 2);
-    assert_eq!(error.unwrap().record, Some(2));
+    (out, None)
+}
+
+pub(crate) fn read_bytes(bytes: &[u8], chunk: usize) -> (Vec<Owned>, Option<CaptureError>) {
+    match CaptureReader::with_chunk_size(Cursor::new(bytes.to_vec()), chunk) {
+        Ok(mut r) => read_all(&mut r),
+        Err(e) => (Vec::new(), Some(e)),
+    }
+}
+
+/// A `Read` that returns at most a random number of bytes per call (sometimes 0 bytes is
+/// never returned before the end: that would mean end of file).
+struct ShortReads {
+    bytes: Vec<u8>,
+    at: usize,
+    rng: SplitMix64,
+    max: usize,
+}
+
+impl Read for ShortReads {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.bytes.len() - self.at;
+        if left == 0 {
+            return Ok(0);
+        }
+        if self.rng.chance(5) {
+            return Err(io::Error::from(io::ErrorKind::Interrupted));
+        }
+        let n = self.rng.range_usize(1, self.max).min(left).min(buf.len());
+        buf[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// The reference: a whole-slice walk of a well-formed pcap (no streaming, no limits).
+fn reference_pcap(bytes: &[u8]) -> Vec<(usize, Vec<u8>, u32)> {
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at < bytes.len() {
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        let wire = u32::from_le_bytes(bytes[at + 12..at + 16].try_into().unwrap());
+        out.push((at, bytes[at + 16..at + 16 + caplen].to_vec(), wire));
+        at += 16 + caplen;
+    }
+    out
+}
+
+fn random_records(rng: &mut SplitMix64, count: usize, max_len: usize) -> Vec<Rec> {
+    (0..count)
+        .map(|i| {
+            let len = rng.range_usize(0, max_len);
+            let data: Vec<u8> = (0..len).map(|j| (i * 7 + j) as u8).collect();
+            Rec::new(data)
+                .wire(len as u32 + rng.below(3) as u32)
+                .ts(1_700_000_000 + i as u32, i as u32)
+        })
+        .collect()
+}
+
+#[test]
+fn pcap_streams_across_every_chunk_boundary() {
+    let mut rng = SplitMix64::new(9);
+    let records = random_records(&mut rng, 300, 200);
+    let bytes = pcap_file(false, MAGIC_MICRO, 2, 4, 65535, 1, 16, &records);
+    let reference = reference_pcap(&bytes);
+    assert_eq!(reference.len(), 300);
+    // Files larger than the chunk, so records straddle every position of a boundary.
+    for chunk in (1..=40).chain([63, 64, 100, 257, 1000, 4096]) {
+        let (got, err) = read_bytes(&bytes, chunk);
+        assert_eq!(err, None, "chunk {chunk}");
+        assert_eq!(got.len(), reference.len(), "chunk {chunk}");
+        for (g, (at, data, wire)) in got.iter().zip(&reference) {
+            assert_eq!((g.offset, &g.data, g.wire_len), (*at as u64, data, *wire), "chunk {chunk}");
+            assert_eq!(&g.record[..], &bytes[*at..*at + 16 + data.len()]);
+        }
+    }
+}
+
+#[test]
+fn pcap_agrees_with_pcap_file() {
+    let mut rng = SplitMix64::new(3);
+    for order_big in [false, true] {
+        for magic in [MAGIC_MICRO, MAGIC_NANO] {
+            let records = random_records(&mut rng, 50, 300);
+            let bytes = pcap_file(order_big, magic, 2, 4, 65535, 1, 16, &records);
+            let (got, err) = read_bytes(&bytes, 97);
+            assert_eq!(err, None);
+            let (mut rest, parser) = pcap_file::pcap::PcapParser::new(&bytes).unwrap();
+            let mut n = 0;
+            while !rest.is_empty() {
+                let (next, packet) = parser.next_packet(rest).unwrap();
+                let g = &got[n];
+                assert_eq!(&g.data[..], &packet.data[..]);
+                assert_eq!(g.wire_len, packet.orig_len);
+                assert_eq!(g.ts, (packet.timestamp.as_secs(), packet.timestamp.subsec_nanos()));
+                n += 1;
+                rest = next;
+            }
+            assert_eq!(n, got.len());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn any_lengths_any_chunks_any_short_reads(
+        lens in prop::collection::vec(0usize..700, 0..60),
+        chunk in 1usize..300,
+        max_read in 1usize..500,
+        seed in any::<u64>(),
+        ng in any::<bool>(),
+    ) {
+        let records: Vec<Rec> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| Rec::new(vec![i as u8; len]).ts(i as u32, 5))
+            .collect();
+        let bytes = if ng {
+            let mut ng = Ng::new(false);
+            ng.shb().idb(1, 0, &[]);
+            for r in &records {
+                ng.epb(0, r, &[]);
+            }
+            ng.bytes
+        } else {
+            pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records)
+        };
+        let (whole, err) = read_bytes(&bytes, DEFAULT_CHUNK);
+        prop_assert_eq!(err, None);
+        prop_assert_eq!(whole.len(), lens.len());
+        let input = ShortReads { bytes: bytes.clone(), at: 0, rng: SplitMix64::new(seed), max: max_read };
+        let mut reader = CaptureReader::with_chunk_size(input, chunk).unwrap();
+        let (streamed, err) = read_all(&mut reader);
+        prop_assert_eq!(err, None);
+        prop_assert_eq!(&streamed, &whole);
+        // Cut anywhere: the records wholly before the cut, then an error (or a clean end
+        // exactly between records).
+        let cut = (seed as usize) % (bytes.len() + 1);
+        let (prefix, err) = read_bytes(&bytes[..cut], chunk);
+        let complete = whole.iter().filter(|p| p.offset as usize + p.record.len() <= cut).count();
+        if cut >= 24 || (ng && cut >= 60) {
+            prop_assert_eq!(prefix.len(), complete);
+            let at_boundary = cut == bytes.len() || whole.iter().any(|p| p.offset as usize == cut);
+            prop_assert_eq!(err.is_none(), at_boundary, "cut {} {:?}", cut, err);
+        } else {
+            prop_assert!(err.is_some());
+        }
+    }
+}
+
+#[test]
+fn memory_stays_at_one_chunk_for_a_long_file() {
+    // 20,000 records through a 4 KiB chunk: the buffer never grows.
+    let records: Vec<Rec> = (0..20_000).map(|i| Rec::new(vec![i as u8; 100 + i % 900])).collect();
+    let bytes = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records);
+    let mut reader = CaptureReader::with_chunk_size(Cursor::new(bytes), 4096).unwrap();
+    let mut n = 0;
+    while let Some(p) = reader.next_packet() {
+        p.unwrap();
+        n += 1;
+    }
+    assert_eq!(n, 20_000);
+    assert_eq!(reader.window.buf.len(), 4096);
+    // A record larger than the chunk grows the buffer to it, no more.
+    let big = [Rec::new(vec![1; 10_000]), Rec::new(vec![2; 10])];
+    let bytes = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &big);
+    let mut reader = CaptureReader::with_chunk_size(Cursor::new(bytes), 4096).unwrap();
+    while let Some(p) = reader.next_packet() {
+        p.unwrap();
+    }
+    assert_eq!(reader.window.buf.len(), 10_016);
+}
+
+#[test]
+fn a_pipe_yields_each_record_as_it_arrives() {
+    let (rx, mut tx) = std::io::pipe().unwrap();
+    let records = [Rec::new(vec![0xaa; 60]), Rec::new(vec![0xbb; 70])];
+    let bytes = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut reader = CaptureReader::new(rx).unwrap();
+        let first = reader.next_packet().unwrap().unwrap().data.len();
+        done_tx.send(first).unwrap();
+        let second = reader.next_packet().unwrap().unwrap().data.len();
+        done_tx.send(second).unwrap();
+        assert!(reader.next_packet().is_none());
+    });
+    // Header and first record only; the pipe stays open.
+    tx.write_all(&bytes[..24 + 16 + 60]).unwrap();
+    let first = done_rx.recv_timeout(std::time::Duration::from_secs(10));
+    assert_eq!(first, Ok(60), "the first record is yielded while the writer still writes");
+    tx.write_all(&bytes[24 + 16 + 60..]).unwrap();
+    assert_eq!(done_rx.recv_timeout(std::time::Duration::from_secs(10)), Ok(70));
+    drop(tx);
+    reader.join().unwrap();
+}
+
+use std::io::Write;
+
+#[test]
+fn pcapng_sections_interfaces_resolutions_and_blocks() {
+    let mut ng = Ng::new(true);
+    ng.shb().idb(1, 0, &[(9, vec![9])]).idb(101, 0, &[]);
+    ng.nrb();
+    ng.epb(0, &Rec::new(vec![1; 40]).ts_raw(1_700_000_000_123_456_789).wire(64), &[]);
+    ng.isb(0);
+    ng.epb(1, &Rec::new(vec![2; 41]).ts_raw(1_700_000_000_123_456), &[(1, b"hello".to_vec())]);
+    ng.spb(&Rec::new(vec![3; 30]));
+    ng.pb(1, &Rec::new(vec![4; 20]).ts_raw(5_000_001));
+    ng.custom(0xBAD);
+    ng.shb().idb(228, 0, &[(9, vec![0x80 | 20]), (14, 100u64.to_be_bytes().to_vec())]);
+    ng.epb(0, &Rec::new(vec![5; 20]).ts_raw(3 << 20 | 1 << 19), &[]);
+    let (got, err) = read_bytes(&ng.bytes, 64);
+    assert_eq!(err, None);
+    let summary: Vec<_> =
+        got.iter().map(|p| (p.linktype, p.interface, p.data.len(), p.wire_len, p.ts)).collect();
+    assert_eq!(
+        summary,
+        [
+            (1, 0, 40, 64, (1_700_000_000, 123_456_789)),
+            (101, 1, 41, 41, (1_700_000_000, 123_456_000)),
+            (1, 0, 30, 30, (0, 0)),
+            (101, 1, 20, 20, (5, 1_000)),
+            // 2^-20 seconds, offset by 100 seconds.
+            (228, 0, 20, 20, (103, 500_000_000)),
+        ]
+    );
+    // The descriptive blocks come with the packet after them; statistics do not.
+    let kinds = |b: &[u8]| build::block_types(b, true);
+    // (The first interface description went with the header.)
+    assert_eq!(kinds(&got[0].blocks_before), [1, 4]);
+    assert_eq!(kinds(&got[1].blocks_before), [] as [u32; 0]);
+    assert_eq!(kinds(&got[4].blocks_before), [0xBAD, BT_SHB, 1]);
+}
+
+#[test]
+fn errors_name_record_and_byte() {
+    let records = [Rec::new(vec![1; 50]), Rec::new(vec![2; 50]), Rec::new(vec![3; 50])];
+    let bytes = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records);
+    let (got, err) = read_bytes(&bytes[..24 + 66 + 30], 16);
+    assert_eq!(got.len(), 1);
+    let err = err.unwrap();
+    assert_eq!((err.record, err.offset), (Some(1), Some(90)));
+    assert!(err.to_string().starts_with("record 2 at byte 90: the file ends inside"), "{err}");
+    // Absurd lengths: an error at that record, never an allocation.
+    let mut absurd = bytes.clone();
+    absurd[24 + 66 + 8..24 + 66 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let (got, err) = read_bytes(&absurd, 1 << 20);
+    assert_eq!(got.len(), 1);
+    assert!(err.unwrap().to_string().contains("more than libpcap's maximum of 262144"));
+    // Header problems: no record, byte 0.
+    let e = CaptureReader::new(Cursor::new(vec![1, 2])).err().unwrap();
+    assert_eq!(e.to_string(), "at byte 0: file too short for a capture header (2 bytes)");
+    let e = CaptureReader::new(Cursor::new(b"WEIR and more".to_vec())).err().unwrap();
+    assert!(e.to_string().starts_with("at byte 0: unknown file format"), "{e}");
+    let e = CaptureReader::open(Path::new("/nonexistent/x.pcap")).err().unwrap();
+    assert!(e.to_string().starts_with("No such file or directory"), "{e}");
+}
+
+#[test]
+fn a_non_capture_stream_fails_after_one_read() {
+    /// An endless stream of zeros that counts its reads.
+    struct Zeros(usize);
+    impl Read for Zeros {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.0 += 1;
+            buf.fill(0);
+            Ok(buf.len())
+        }
+    }
+    let mut zeros = Zeros(0);
+    assert!(CaptureReader::new(&mut zeros).is_err());
+    assert_eq!(zeros.0, 1);
 }
 
 #[test]
 fn the_committed_sample_reads_whole() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/captures/sample.pcap");
-    let capture = Capture::open(&path).unwrap();
-    let (records, error) = read_all(&capture);
-    assert_eq!(error, None);
-    assert_eq!(records.len(), weir_testkit::SAMPLE_COUNT);
+    let mut reader = CaptureReader::open(&path).unwrap();
+    let (got, err) = read_all(&mut reader);
+    assert_eq!(err, None);
+    assert_eq!(got.len(), weir_testkit::SAMPLE_COUNT);
+    assert_eq!(reader.linktype(), LINKTYPE_ETHERNET);
 }

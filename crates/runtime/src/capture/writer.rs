@@ -1,175 +1,264 @@
-//! Writing a selection of a capture's records back out, in the input's own format.
+//! Writing packets out as a capture, streaming: one record at a time through a buffered
+//! [`OutputFile`], nothing held but the (rare) descriptive pcapng blocks of packets left
+//! out, and those only up to [`HELD_MAX`] bytes.
 //!
-//! The output keeps everything about the input but the records left out: the format (pcap or
-//! pcapng), the byte order, the link type, the snap length and the timestamp resolution. Each
-//! kept record is copied as stored (through pcap-file's raw record and block types), so
-//! timestamps, lengths and pcapng options come out bit for bit. For pcapng the blocks that
-//! describe the capture (section headers, interface descriptions, name resolution, custom
-//! blocks) are copied in their places; the packets left out and the interface statistics
-//! (which counted the packets of the input, not of the selection) are not.
+//! Two kinds of output:
 //!
-//! The bytes go to a [`OutputFile`]: standard output for `-`, a device or FIFO written
+//! - **Copy-through** ([`CaptureWriter::like`]): the input's own format, byte order, link type
+//!   (extension bits included), snapshot length and timestamp resolution. Each kept packet's
+//!   record is copied as stored ([`Packet::stored`]), so timestamps, lengths and pcapng
+//!   options come out bit for bit. For pcapng the descriptive blocks (section headers,
+//!   interface descriptions, name resolution, custom and unknown blocks) are copied in their
+//!   places, each section header with its section length set to -1 ("unknown": the selection
+//!   is shorter); interface statistics (which counted the input's packets) are not. Packets
+//!   left out are passed to [`skip`](CaptureWriter::skip), which keeps their descriptive
+//!   blocks for the next kept packet; blocks after the last kept packet are not written.
+//! - **Fresh pcap** ([`CaptureWriter::pcap`]): written from the packets' fields as `tcpdump -w`
+//!   writes: microsecond magic in host byte order, version 2.4, the given link type and
+//!   snapshot length. Live capture writes through it.
+//!
+//! The bytes go to an [`OutputFile`]: standard output for `-`, a device or FIFO written
 //! through, a regular file replaced atomically (a temporary file renamed by
 //! [`CaptureWriter::finish`]; a writer dropped before that, an error, a panic or SIGINT,
 //! SIGTERM, SIGHUP remove it), a hard-linked file written in place. See
-//! [`crate::output`] for the whole table.
+//! [`crate::output`] for the whole table. [`flush_each_packet`](CaptureWriter::flush_each_packet)
+//! pushes every record out at once (tcpdump's `-U`).
 
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
-use pcap_file::pcap::{PcapParser, PcapWriter};
-use pcap_file::pcapng::{Block, PcapNgParser, PcapNgWriter};
-use pcap_file::PcapError;
-
-use super::{Capture, Format, Record};
+use super::{CaptureReader, Format, BT_SHB};
 use crate::output::OutputFile;
+use crate::source::{Packet, PacketSource};
 
-/// Where the bytes go.
-type Sink = BufWriter<OutputFile>;
+/// Descriptive blocks of skipped packets held back for the next kept one, at most; past it
+/// they are written at once (the output then has them before packets it does not hold,
+/// which is still a valid capture).
+pub const HELD_MAX: usize = 1 << 20;
 
-enum Encoder<'c> {
-    Pcap {
-        writer: PcapWriter<Sink>,
-        parser: PcapParser,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    CopyPcap,
+    /// `big`: the section's byte order.
+    CopyPcapNg {
+        big: bool,
     },
-    PcapNg {
-        writer: PcapNgWriter<Sink>,
-        /// Walks the input's blocks between kept records, to copy the descriptive ones.
-        parser: PcapNgParser,
-        /// The input offset up to which blocks have been walked.
-        walked: usize,
-        input: &'c [u8],
-    },
+    FreshPcap,
 }
 
-/// Writes records of one [`Capture`] to a new capture file (or standard output) of the same
-/// format. Records must come in file order, each at most once.
-pub struct CaptureWriter<'c> {
-    encoder: Option<Encoder<'c>>,
-    input: &'c [u8],
-    /// Input offset just past the last record written (records must move forward).
-    after_last: usize,
+/// Writes packets to a new capture file (or standard output).
+pub struct CaptureWriter {
+    sink: BufWriter<OutputFile>,
+    mode: Mode,
+    held: Vec<u8>,
+    flush_each: bool,
     written: u64,
 }
 
-fn pcap_error(e: PcapError) -> io::Error {
-    match e {
-        PcapError::IoError(e) => e,
-        other => io::Error::new(io::ErrorKind::InvalidData, other.to_string()),
-    }
-}
-
 fn invalid(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message)
+    io::Error::new(io::ErrorKind::InvalidInput, message)
 }
 
-impl<'c> CaptureWriter<'c> {
-    /// Starts writing a capture like `like` to `dest` (`-` for standard output; see
-    /// [`OutputFile::create`] for what each kind of destination gets). A regular file's
-    /// name holds the new capture only after [`finish`](Self::finish).
-    pub fn create(dest: &Path, like: &'c Capture) -> io::Result<CaptureWriter<'c>> {
-        let sink = BufWriter::new(OutputFile::create(dest)?);
-        // On an error the sink is dropped, and with it any temporary file.
-        Ok(Self::with_encoder(Self::start(sink, like)?, like))
-    }
-
-    fn with_encoder(encoder: Encoder<'c>, like: &'c Capture) -> CaptureWriter<'c> {
-        CaptureWriter { encoder: Some(encoder), input: like.bytes(), after_last: 0, written: 0 }
-    }
-
-    fn start(sink: Sink, like: &'c Capture) -> io::Result<Encoder<'c>> {
-        let input = like.bytes();
-        match like.format() {
-            Format::Pcap => {
-                let (_, parser) = PcapParser::new(input).map_err(pcap_error)?;
-                let writer = PcapWriter::with_header(sink, parser.header()).map_err(pcap_error)?;
-                Ok(Encoder::Pcap { writer, parser })
-            }
-            Format::PcapNg => {
-                let (rest, parser) = PcapNgParser::new(input).map_err(pcap_error)?;
-                let mut section = parser.section().clone();
-                // The selection is shorter than the input's section: say "unknown length".
-                section.section_length = -1;
-                let writer =
-                    PcapNgWriter::with_section_header(sink, section).map_err(pcap_error)?;
-                let walked = input.len().saturating_sub(rest.len());
-                Ok(Encoder::PcapNg { writer, parser, walked, input })
-            }
-        }
-    }
-
-    /// Appends one record of the capture this writer was created from.
-    pub fn write(&mut self, record: &Record<'_>) -> io::Result<()> {
-        let span = record.span.clone();
-        if span.start < self.after_last || span.end < span.start {
-            return Err(invalid(format!(
-                "record {} written out of order (records must follow the file order)",
-                record.index.saturating_add(1)
-            )));
-        }
-        let Some(bytes) = self.input.get(span.clone()) else {
-            return Err(invalid(format!(
-                "record {} lies outside the capture it is said to come from",
-                record.index.saturating_add(1)
-            )));
+impl CaptureWriter {
+    /// Starts a copy-through capture like the one `reader` reads, to `dest` (`-` for
+    /// standard output; see [`OutputFile::create`]). A regular file's name holds the new
+    /// capture only after [`finish`](Self::finish).
+    pub fn like<R: Read>(dest: &Path, reader: &CaptureReader<R>) -> io::Result<CaptureWriter> {
+        let header = reader.header();
+        let mode = match reader.format() {
+            Format::Pcap => Mode::CopyPcap,
+            Format::PcapNg => Mode::CopyPcapNg { big: header.get(8) == Some(&0x1A) },
         };
-        match self.encoder.as_mut() {
-            None => return Err(invalid("the writer is already finished".into())),
-            Some(Encoder::Pcap { writer, parser }) => {
-                let (_, raw) = parser.next_raw_packet(bytes).map_err(pcap_error)?;
-                writer.write_raw_packet(&raw).map_err(pcap_error)?;
+        let mut writer = CaptureWriter::start(dest, mode)?;
+        writer.copy_blocks(header)?;
+        Ok(writer)
+    }
+
+    /// Starts a fresh pcap file as `tcpdump -w` writes one: microsecond timestamps, host
+    /// byte order, version 2.4.
+    pub fn pcap(dest: &Path, linktype: u32, snaplen: u32) -> io::Result<CaptureWriter> {
+        let mut writer = CaptureWriter::start(dest, Mode::FreshPcap)?;
+        let mut header = [0u8; 24];
+        let fields: [&[u8]; 6] = [
+            &super::MAGIC_MICRO.to_ne_bytes(),
+            &2u16.to_ne_bytes(),
+            &4u16.to_ne_bytes(),
+            &[0; 8],
+            &snaplen.to_ne_bytes(),
+            &linktype.to_ne_bytes(),
+        ];
+        let mut at = 0;
+        for field in fields {
+            if let Some(slot) = header.get_mut(at..at + field.len()) {
+                slot.copy_from_slice(field);
             }
-            Some(Encoder::PcapNg { writer, parser, walked, input }) => {
-                // Copy the descriptive blocks between the last walked position and this record.
-                while *walked < span.start {
-                    let rest = input.get(*walked..span.start).unwrap_or_default();
-                    let (next, block) = parser.next_block(rest).map_err(pcap_error)?;
-                    let used = rest.len().saturating_sub(next.len());
-                    if used == 0 {
-                        return Err(invalid(format!("no progress at byte {walked}")));
-                    }
-                    *walked = walked.saturating_add(used);
-                    match block {
-                        Block::EnhancedPacket(_)
-                        | Block::SimplePacket(_)
-                        | Block::Packet(_)
-                        | Block::InterfaceStatistics(_) => {}
-                        Block::SectionHeader(mut section) => {
-                            section.section_length = -1;
-                            writer
-                                .write_block(&Block::SectionHeader(section))
-                                .map_err(pcap_error)?;
-                        }
-                        other => {
-                            writer.write_block(&other).map_err(pcap_error)?;
-                        }
-                    }
+            at += field.len();
+        }
+        writer.sink.write_all(&header)?;
+        Ok(writer)
+    }
+
+    fn start(dest: &Path, mode: Mode) -> io::Result<CaptureWriter> {
+        // On an error the sink is dropped, and with it any temporary file.
+        let sink = BufWriter::with_capacity(1 << 16, OutputFile::create(dest)?);
+        Ok(CaptureWriter { sink, mode, held: Vec::new(), flush_each: false, written: 0 })
+    }
+
+    /// Flush after every packet (tcpdump's `-U`): a reader of the output sees each packet
+    /// as soon as it is written.
+    pub fn flush_each_packet(&mut self, on: bool) {
+        self.flush_each = on;
+    }
+
+    /// Appends one packet: its stored record for a copy-through writer (after the
+    /// descriptive blocks before it), a record made from its fields for a fresh pcap.
+    pub fn write(&mut self, packet: &Packet<'_>) -> io::Result<()> {
+        match self.mode {
+            Mode::FreshPcap => {
+                let caplen = u32::try_from(packet.data.len()).unwrap_or(u32::MAX);
+                let ts_sec = u32::try_from(packet.ts_sec).unwrap_or(u32::MAX);
+                let mut header = [0u8; 16];
+                let fields = [ts_sec, packet.ts_nsec / 1000, caplen, packet.wire_len];
+                for (slot, field) in header.chunks_exact_mut(4).zip(fields) {
+                    slot.copy_from_slice(&field.to_ne_bytes());
                 }
-                let (_, raw) = parser.next_raw_block(bytes).map_err(pcap_error)?;
-                *walked = span.end;
-                writer.write_raw_block(&raw).map_err(pcap_error)?;
+                self.sink.write_all(&header)?;
+                self.sink.write_all(packet.data)?;
+            }
+            Mode::CopyPcap | Mode::CopyPcapNg { .. } => {
+                let Some(stored) = packet.stored else {
+                    return Err(invalid(format!(
+                        "packet {} has no stored record to copy (a live packet needs \
+                         CaptureWriter::pcap)",
+                        packet.index.saturating_add(1)
+                    )));
+                };
+                if !self.held.is_empty() {
+                    let held = std::mem::take(&mut self.held);
+                    self.sink.write_all(&held)?;
+                    self.held = held;
+                    self.held.clear();
+                }
+                self.copy_blocks(stored.blocks_before)?;
+                self.sink.write_all(stored.record)?;
             }
         }
-        self.after_last = span.end;
         self.written = self.written.saturating_add(1);
+        if self.flush_each {
+            self.sink.flush()?;
+        }
         Ok(())
     }
 
-    /// How many records have been written.
+    /// A packet left out: for a pcapng copy its descriptive blocks are kept for the next
+    /// packet written (at most [`HELD_MAX`] bytes; past that they are written now).
+    pub fn skip(&mut self, packet: &Packet<'_>) -> io::Result<()> {
+        let Mode::CopyPcapNg { big } = self.mode else {
+            return Ok(());
+        };
+        let Some(stored) = packet.stored else {
+            return Ok(());
+        };
+        if stored.blocks_before.is_empty() {
+            return Ok(());
+        }
+        let mut held = std::mem::take(&mut self.held);
+        for_each_block(stored.blocks_before, big, |part| {
+            held.extend_from_slice(part);
+            Ok(())
+        })?;
+        if held.len() > HELD_MAX {
+            self.sink.write_all(&held)?;
+            held.clear();
+        }
+        self.held = held;
+        Ok(())
+    }
+
+    /// Writes pcapng blocks (or a pcap header) as stored, section headers with an unknown
+    /// section length.
+    fn copy_blocks(&mut self, blocks: &[u8]) -> io::Result<()> {
+        match self.mode {
+            Mode::CopyPcapNg { big } => {
+                let sink = &mut self.sink;
+                for_each_block(blocks, big, |part| sink.write_all(part))
+            }
+            _ => self.sink.write_all(blocks),
+        }
+    }
+
+    /// How many packets have been written.
     pub fn written(&self) -> u64 {
         self.written
     }
 
     /// Flushes the capture and completes the output ([`OutputFile::finish`]: a regular
-    /// file is synced and renamed into place). Returns the number of records written.
-    pub fn finish(mut self) -> io::Result<u64> {
-        let sink = match self.encoder.take() {
-            None => return Err(invalid("the writer is already finished".into())),
-            Some(Encoder::Pcap { writer, .. }) => writer.into_writer(),
-            Some(Encoder::PcapNg { writer, .. }) => writer.into_inner(),
-        };
-        sink.into_inner().map_err(|e| e.into_error())?.finish()?;
+    /// file is synced and renamed into place). Returns the number of packets written.
+    pub fn finish(self) -> io::Result<u64> {
+        self.sink.into_inner().map_err(|e| e.into_error())?.finish()?;
         Ok(self.written)
+    }
+}
+
+/// Passes pcapng blocks on in pieces, each section header's section length replaced by -1.
+fn for_each_block(
+    mut blocks: &[u8],
+    big: bool,
+    mut out: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    const UNKNOWN_LENGTH: [u8; 8] = [0xff; 8];
+    while !blocks.is_empty() {
+        let word = |at: usize| -> u32 {
+            let b: [u8; 4] =
+                blocks.get(at..at + 4).and_then(|s| s.try_into().ok()).unwrap_or_default();
+            if big {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
+        let length = (word(4) as usize).clamp(12, blocks.len().max(12));
+        let Some(block) = blocks.get(..length) else {
+            // Not whole blocks (never from a CaptureReader): copied as they are.
+            return out(blocks);
+        };
+        match (word(0) == BT_SHB, block.get(..16), block.get(24..)) {
+            (true, Some(head), Some(tail)) => {
+                out(head)?;
+                out(&UNKNOWN_LENGTH)?;
+                out(tail)?;
+            }
+            _ => out(block)?,
+        }
+        blocks = blocks.get(length..).unwrap_or_default();
+    }
+    Ok(())
+}
+
+/// Copies every packet of `reader` to `dest` for which `keep` says so, in the input's
+/// format; returns the number written (the first damage ends the copy as an error, after
+/// the packets before it are written and the output completed).
+pub fn copy_selected<R: Read>(
+    reader: &mut CaptureReader<R>,
+    dest: &Path,
+    mut keep: impl FnMut(&Packet<'_>) -> bool,
+) -> io::Result<u64> {
+    let mut writer = CaptureWriter::like(dest, reader)?;
+    let mut damage = None;
+    while let Some(packet) = reader.next_packet() {
+        match packet {
+            Err(e) => {
+                damage = Some(e);
+                break;
+            }
+            Ok(packet) if keep(&packet) => writer.write(&packet)?,
+            Ok(packet) => writer.skip(&packet)?,
+        }
+    }
+    let written = writer.finish()?;
+    match damage {
+        Some(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+        None => Ok(written),
     }
 }
 
