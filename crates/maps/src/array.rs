@@ -15,6 +15,7 @@ pub(crate) struct Array {
     stride: usize,
     max_entries: u32,
     cpus: usize,
+    percpu: bool,
 }
 
 pub(crate) fn index_of(key: &[u8]) -> Result<u32, MapError> {
@@ -23,14 +24,19 @@ pub(crate) fn index_of(key: &[u8]) -> Result<u32, MapError> {
 }
 
 impl Array {
-    pub(crate) fn new(value_size: u32, max_entries: u32, cpus: usize) -> Result<Array, MapError> {
+    pub(crate) fn new(
+        value_size: u32,
+        max_entries: u32,
+        cpus: usize,
+        percpu: bool,
+    ) -> Result<Array, MapError> {
         let stride = words_for(value_size as usize);
         let n = stride
             .checked_mul(max_entries as usize)
             .and_then(|n| n.checked_mul(cpus))
             .ok_or(MapError::NoMemory)?;
         let words = zeroed_words(n)?.into_boxed_slice();
-        Ok(Array { words, value_size: value_size as usize, stride, max_entries, cpus })
+        Ok(Array { words, value_size: value_size as usize, stride, max_entries, cpus, percpu })
     }
 
     fn slot(&self, index: u32, cpu: usize) -> Option<&[AtomicU64]> {
@@ -79,24 +85,31 @@ impl Array {
                 }
                 for (cpu, chunk) in value.chunks(rounded).enumerate() {
                     let slot = self.slot(index, cpu).ok_or(MapError::Invalid)?;
-                    store_bytes(slot, 0, chunk.get(..self.value_size).unwrap_or_default());
+                    // The kernel copies whole 8-byte words (`copy_map_value_long`): padding too.
+                    store_bytes(slot, 0, chunk);
                 }
             }
         }
         Ok(())
     }
 
-    /// Every CPU's copy, each rounded up to 8 bytes (the syscall's per-CPU format).
+    /// Every CPU's copy, each rounded up to 8 bytes (the syscall's per-CPU format; a
+    /// plain array's value is `value_size` bytes).
     pub(crate) fn lookup_all(&self, key: &[u8]) -> Result<Vec<u8>, MapError> {
         let index = index_of(key)?;
         if index >= self.max_entries {
             return Err(MapError::NoEntry);
         }
+        if self.cpus == 1 && !self.percpu {
+            let mut out = vec![0u8; self.value_size];
+            load_bytes(self.slot(index, 0).ok_or(MapError::NoEntry)?, 0, &mut out);
+            return Ok(out);
+        }
         let rounded = self.stride * 8;
         let mut out = vec![0u8; rounded * self.cpus];
         for (cpu, chunk) in out.chunks_mut(rounded).enumerate() {
             let slot = self.slot(index, cpu).ok_or(MapError::NoEntry)?;
-            load_bytes(slot, 0, chunk.get_mut(..self.value_size).unwrap_or_default());
+            load_bytes(slot, 0, chunk);
         }
         Ok(out)
     }

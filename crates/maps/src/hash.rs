@@ -208,7 +208,7 @@ impl HashMap {
         let mut out = vec![0u8; rounded * self.cpus];
         for (cpu, chunk) in out.chunks_mut(rounded).enumerate() {
             let w = words.get(cpu * self.stride..).unwrap_or_default();
-            load_bytes(w, 0, chunk.get_mut(..self.value_size).unwrap_or_default());
+            load_bytes(w, 0, chunk);
         }
         out
     }
@@ -234,8 +234,9 @@ impl HashMap {
             }
             Src::All(v) if self.kind.percpu => {
                 for (cpu, chunk) in v.chunks(self.stride * 8).enumerate() {
+                    // Whole 8-byte words, padding too, as `copy_map_value_long`.
                     let w = words.get(cpu * self.stride..).unwrap_or_default();
-                    store_bytes(w, 0, chunk.get(..self.value_size).unwrap_or_default());
+                    store_bytes(w, 0, chunk);
                 }
             }
             Src::All(v) => store_bytes(words, 0, v),

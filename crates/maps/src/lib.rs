@@ -123,9 +123,8 @@ const ACCESS: u32 = BPF_F_RDONLY | BPF_F_WRONLY | BPF_F_RDONLY_PROG | BPF_F_WRON
 const KMALLOC_MAX_SIZE: u64 = 1 << 22;
 /// The kernel's `PCPU_MIN_UNIT_SIZE`: the largest per-CPU value.
 const PCPU_MIN_UNIT_SIZE: u64 = 32 << 10;
-/// The kernel's `MAX_BPF_STACK`: keys live on the program's stack.
-const MAX_BPF_STACK: u32 = 512;
-/// `NR_CPUS` of the usual distribution kernel: the largest cpumap.
+/// `NR_CPUS` of the usual distribution kernel: the largest cpumap (a kernel build setting:
+/// the kernel weir is tested on here has 256, and refuses larger cpumaps with E2BIG).
 const NR_CPUS: u32 = 8192;
 
 /// A failed map operation, as the kernel's errno.
@@ -244,7 +243,7 @@ impl Map {
                 invalid_if(percpu && f & (BPF_F_NUMA_NODE | BPF_F_MMAPABLE) != 0)?;
                 too_big_if(u64::from(v) > KMALLOC_MAX_SIZE)?;
                 too_big_if(percpu && u64::from(v).next_multiple_of(8) > PCPU_MIN_UNIT_SIZE)?;
-                let array = Array::new(v, n, if percpu { cpus } else { 1 })?;
+                let array = Array::new(v, n, if percpu { cpus } else { 1 }, percpu)?;
                 if percpu {
                     Kind::PercpuArray(array)
                 } else {
@@ -266,8 +265,8 @@ impl Map {
                 }
                 invalid_if(f & BPF_F_NUMA_NODE != 0 && (percpu || f & BPF_F_NO_COMMON_LRU != 0))?;
                 invalid_if(n == 0 || k == 0 || v == 0)?;
-                too_big_if(k > MAX_BPF_STACK)?;
-                too_big_if(u64::from(v) >= KMALLOC_MAX_SIZE - u64::from(MAX_BPF_STACK) - 64)?;
+                // The element (header, key and value rounded to 8) must fit a kmalloc.
+                too_big_if(u64::from(k) + u64::from(v) >= KMALLOC_MAX_SIZE - 64)?;
                 too_big_if(percpu && u64::from(v).next_multiple_of(8) > PCPU_MIN_UNIT_SIZE)?;
                 let seed = if f & BPF_F_ZERO_SEED != 0 { 0 } else { hash::random_seed() };
                 let kind = HashKind { percpu, lru, devmap: false };

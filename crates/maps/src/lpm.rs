@@ -1,7 +1,8 @@
 //! `BPF_MAP_TYPE_LPM_TRIE`: keys are the kernel's `struct bpf_lpm_trie_key`
 //! (`u32 prefixlen` in host order, then `key_size - 4` bytes of data, most significant
 //! first). Update and delete match exactly (the prefix length and its bits); lookup returns
-//! the longest stored prefix of the key's first `prefixlen` bits.
+//! the longest stored prefix of the key's first `prefixlen` bits (nothing for a `prefixlen`
+//! past the trie's maximum, as the kernel).
 //!
 //! weir keeps one ordered table keyed by (prefix length, masked data) and a count per
 //! prefix length, not a trie: a lookup probes only the lengths in use, longest first, so its
@@ -90,9 +91,11 @@ impl LpmTrie {
             return None;
         }
         let (len, data) = split(key)?;
+        if len > self.max_prefixlen {
+            return None;
+        }
         let table = self.read();
-        let top = len.min(self.max_prefixlen);
-        (0..=top)
+        (0..=len)
             .rev()
             .filter(|&l| table.per_len.get(l as usize).is_some_and(|&n| n > 0))
             .find_map(|l| table.entries.get(&table_key(data, l)).map(|e| Arc::clone(&e.value)))
