@@ -148,19 +148,35 @@ impl<'a> ValueRef<'a> {
     }
 
     /// Loads a 1-, 2-, 4- or 8-byte native-endian integer at `offset`.
+    #[inline]
     pub fn load(&self, offset: usize, size: usize) -> Option<u64> {
-        let mut b = [0u8; 8];
-        let dst = b.get_mut(..size).filter(|_| matches!(size, 1 | 2 | 4 | 8))?;
-        if !self.read(offset, dst) {
+        if !matches!(size, 1 | 2 | 4 | 8) || offset.checked_add(size)? > self.len {
             return None;
         }
-        Some(native_to_u64(&b, size))
+        let b = offset % 8;
+        if cfg!(target_endian = "little") && b + size <= 8 {
+            // Within one word: one atomic load, then the field's bytes.
+            let word = self.words().get(offset / 8)?.load(Relaxed) >> (8 * b);
+            return Some(if size == 8 { word } else { word & ((1u64 << (8 * size)) - 1) });
+        }
+        let mut bytes = [0u8; 8];
+        load_bytes(self.words(), offset, bytes.get_mut(..size)?);
+        Some(native_to_u64(&bytes, size))
     }
 
     /// Stores the low `size` (1, 2, 4 or 8) bytes of `value` at `offset`, native-endian.
+    #[inline]
     pub fn store(&self, offset: usize, size: usize, value: u64) -> bool {
         if !matches!(size, 1 | 2 | 4 | 8) {
             return false;
+        }
+        if size == 8 && offset % 8 == 0 && offset.checked_add(8).is_some_and(|end| end <= self.len)
+        {
+            // A whole word: one atomic store.
+            return self.words().get(offset / 8).is_some_and(|w| {
+                w.store(value, Relaxed);
+                true
+            });
         }
         let bytes = u64_to_native(value, size);
         bytes.get(..size).is_some_and(|src| self.write(offset, src))
