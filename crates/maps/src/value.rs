@@ -170,7 +170,9 @@ impl<'a> ValueRef<'a> {
         if !matches!(size, 1 | 2 | 4 | 8) {
             return false;
         }
-        if size == 8 && offset % 8 == 0 && offset.checked_add(8).is_some_and(|end| end <= self.len)
+        if size == 8
+            && offset.is_multiple_of(8)
+            && offset.checked_add(8).is_some_and(|end| end <= self.len)
         {
             // A whole word: one atomic store.
             return self.words().get(offset / 8).is_some_and(|w| {
