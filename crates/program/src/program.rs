@@ -43,6 +43,16 @@ pub enum MapType {
     LruPercpuHash,
     #[doc(alias = "BPF_MAP_TYPE_LPM_TRIE")]
     LpmTrie,
+    #[doc(alias = "BPF_MAP_TYPE_DEVMAP")]
+    DevMap,
+    #[doc(alias = "BPF_MAP_TYPE_CPUMAP")]
+    CpuMap,
+    #[doc(alias = "BPF_MAP_TYPE_QUEUE")]
+    Queue,
+    #[doc(alias = "BPF_MAP_TYPE_STACK")]
+    Stack,
+    #[doc(alias = "BPF_MAP_TYPE_DEVMAP_HASH")]
+    DevMapHash,
     #[doc(alias = "BPF_MAP_TYPE_RINGBUF")]
     RingBuf,
     /// Any other kernel map type, by number.
@@ -62,6 +72,11 @@ impl MapType {
             MapType::LruHash => 9,
             MapType::LruPercpuHash => 10,
             MapType::LpmTrie => 11,
+            MapType::DevMap => 14,
+            MapType::CpuMap => 16,
+            MapType::Queue => 22,
+            MapType::Stack => 23,
+            MapType::DevMapHash => 25,
             MapType::RingBuf => 27,
             MapType::Other(id) => id,
         }
@@ -69,7 +84,7 @@ impl MapType {
 
     /// The type with this kernel number (named when weir knows it).
     pub fn from_kernel_id(id: u32) -> MapType {
-        const NAMED: [MapType; 10] = [
+        const NAMED: [MapType; 15] = [
             MapType::Hash,
             MapType::Array,
             MapType::ProgArray,
@@ -79,6 +94,11 @@ impl MapType {
             MapType::LruHash,
             MapType::LruPercpuHash,
             MapType::LpmTrie,
+            MapType::DevMap,
+            MapType::CpuMap,
+            MapType::Queue,
+            MapType::Stack,
+            MapType::DevMapHash,
             MapType::RingBuf,
         ];
         NAMED.into_iter().find(|t| t.kernel_id() == id).unwrap_or(MapType::Other(id))
@@ -175,5 +195,25 @@ impl Program {
 
     pub fn to_bytes(&self) -> Vec<u8> {
         encode_bytes(&self.insns)
+    }
+}
+
+#[cfg(test)]
+mod map_type_tests {
+    use super::MapType;
+
+    #[test]
+    fn map_type_numbers_round_trip_and_are_the_kernels() {
+        // A few numbers from the kernel's `enum bpf_map_type` (include/uapi/linux/bpf.h).
+        let known = [(1, MapType::Hash), (11, MapType::LpmTrie), (14, MapType::DevMap)];
+        let more = [(16, MapType::CpuMap), (22, MapType::Queue), (23, MapType::Stack)];
+        for (id, t) in known.into_iter().chain(more).chain([(25, MapType::DevMapHash)]) {
+            assert_eq!(t.kernel_id(), id);
+            assert_eq!(MapType::from_kernel_id(id), t);
+        }
+        for id in 0..64 {
+            assert_eq!(MapType::from_kernel_id(id).kernel_id(), id);
+        }
+        assert_eq!(MapType::from_kernel_id(21), MapType::Other(21));
     }
 }

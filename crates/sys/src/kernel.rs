@@ -39,14 +39,32 @@ pub enum Cmd {
     ProgLoad,
     /// `BPF_PROG_TEST_RUN`: writes the return value and the duration into the attributes.
     ProgTestRun,
+    /// `BPF_MAP_CREATE`: returns a new map descriptor.
+    MapCreate,
+    /// `BPF_MAP_LOOKUP_ELEM`: copies the value out.
+    MapLookupElem,
+    /// `BPF_MAP_UPDATE_ELEM`.
+    MapUpdateElem,
+    /// `BPF_MAP_DELETE_ELEM`.
+    MapDeleteElem,
+    /// `BPF_MAP_GET_NEXT_KEY`: copies the next key out.
+    MapGetNextKey,
+    /// `BPF_MAP_LOOKUP_AND_DELETE_ELEM`: pop, for queues and stacks.
+    MapLookupAndDeleteElem,
 }
 
 impl Cmd {
     /// The kernel's `enum bpf_cmd` value.
     pub fn raw(self) -> u32 {
         match self {
+            Cmd::MapCreate => 0,
+            Cmd::MapLookupElem => 1,
+            Cmd::MapUpdateElem => 2,
+            Cmd::MapDeleteElem => 3,
+            Cmd::MapGetNextKey => 4,
             Cmd::ProgLoad => 5,
             Cmd::ProgTestRun => 10,
+            Cmd::MapLookupAndDeleteElem => 21,
         }
     }
 }
@@ -55,6 +73,9 @@ impl Cmd {
 /// strips the Ethernet header before the program sees the packet, as a socket does; load a
 /// socket filter as [`ProgType::SchedCls`] to test it on whole frames.
 pub use weir_program::ProgType;
+
+/// The map types weir creates in the kernel are weir's one [`MapType`].
+pub use weir_program::MapType;
 
 // ---------------------------------------------------------------------------------------
 // The syscall, behind a trait
@@ -237,6 +258,44 @@ const RETURN_ZERO: [u8; 16] = [0xb4, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0
 
 /// A way to the kernel: the real syscall ([`Kernel::new`]) or a stand-in
 /// ([`Kernel::with_sys`], e.g. a [`FakeBpf`]).
+/// The bytes of `union bpf_attr` sent for `BPF_MAP_CREATE`: up to `map_flags`.
+pub const MAP_CREATE_ATTR_SIZE: usize = 20;
+/// The bytes of `union bpf_attr` sent for the element commands (`map_fd`, `key`,
+/// `value`/`next_key`, `flags`).
+pub const MAP_ELEM_ATTR_SIZE: usize = 32;
+
+/// Field offsets of `union bpf_attr` for `BPF_MAP_CREATE`.
+pub mod map_create_field {
+    pub const MAP_TYPE: usize = 0;
+    pub const KEY_SIZE: usize = 4;
+    pub const VALUE_SIZE: usize = 8;
+    pub const MAX_ENTRIES: usize = 12;
+    pub const MAP_FLAGS: usize = 16;
+}
+
+/// Field offsets of `union bpf_attr` for the map element commands.
+pub mod map_elem_field {
+    pub const MAP_FD: usize = 0;
+    pub const KEY: usize = 8;
+    /// `value`, or `next_key` for `BPF_MAP_GET_NEXT_KEY`.
+    pub const VALUE: usize = 16;
+    pub const FLAGS: usize = 24;
+}
+
+/// The kernel's possible CPUs (`/sys/devices/system/cpu/possible`, e.g. `0-7`): how many
+/// values a per-CPU map's syscall lookup returns.
+pub fn possible_cpus() -> io::Result<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
+    let mut n = 0usize;
+    for part in text.trim().split(',') {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let parse = |t: &str| t.trim().parse::<usize>().map_err(io::Error::other);
+        let (lo, hi) = (parse(lo)?, parse(hi)?);
+        n += hi.checked_sub(lo).ok_or_else(|| io::Error::other("bad CPU range"))? + 1;
+    }
+    Ok(n)
+}
+
 #[derive(Clone)]
 pub struct Kernel {
     sys: Arc<dyn BpfSys>,
@@ -298,6 +357,37 @@ impl Kernel {
                 }
             }
         }
+    }
+
+    /// Creates a map (`BPF_MAP_CREATE`). Per-CPU maps read and write
+    /// `round_up(value_size, 8) * possible_cpus()` bytes per value.
+    pub fn map_create(
+        &self,
+        map_type: MapType,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+        map_flags: u32,
+    ) -> io::Result<KernelMap> {
+        let mut attr = [0u8; MAP_CREATE_ATTR_SIZE];
+        put_u32(&mut attr, map_create_field::MAP_TYPE, map_type.kernel_id());
+        put_u32(&mut attr, map_create_field::KEY_SIZE, key_size);
+        put_u32(&mut attr, map_create_field::VALUE_SIZE, value_size);
+        put_u32(&mut attr, map_create_field::MAX_ENTRIES, max_entries);
+        put_u32(&mut attr, map_create_field::MAP_FLAGS, map_flags);
+        // SAFETY: the attributes hold no addresses.
+        let rc = unsafe { self.sys.bpf(Cmd::MapCreate, &mut attr) }?;
+        let fd = i32::try_from(rc).map_err(|_| io::Error::other("descriptor out of range"))?;
+        // SAFETY: a successful BPF_MAP_CREATE returns a new descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let percpu =
+            matches!(map_type, MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash);
+        let value_len = if percpu {
+            (value_size as usize).next_multiple_of(8) * possible_cpus()?
+        } else {
+            value_size as usize
+        };
+        Ok(KernelMap { fd, sys: Arc::clone(&self.sys), key_size: key_size as usize, value_len })
     }
 
     fn loaded(&self, fd: OwnedFd, prog_type: ProgType) -> LoadedProgram {
@@ -398,6 +488,91 @@ impl LoadedProgram {
             retval: get_u32(&attr, run_field::RETVAL),
             duration_ns: get_u32(&attr, run_field::DURATION),
         })
+    }
+}
+
+/// A map the kernel made; the descriptor is closed on drop. Every call checks that the
+/// buffers hold what the kernel reads or writes (`key_size` bytes of key, [`value_len`]
+/// bytes of value), and fails with `EINVAL` before the syscall when they do not.
+///
+/// [`value_len`]: KernelMap::value_len
+pub struct KernelMap {
+    fd: OwnedFd,
+    sys: Arc<dyn BpfSys>,
+    key_size: usize,
+    value_len: usize,
+}
+
+impl fmt::Debug for KernelMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KernelMap").field("fd", &self.fd).finish_non_exhaustive()
+    }
+}
+
+fn einval() -> io::Error {
+    io::Error::from_raw_os_error(libc::EINVAL)
+}
+
+impl KernelMap {
+    /// The bytes a value takes in the syscall (per-CPU maps: every possible CPU's).
+    pub fn value_len(&self) -> usize {
+        self.value_len
+    }
+
+    /// One element command: `key` (null when `None`), `value` (null when `None`), `flags`.
+    fn elem(
+        &self,
+        cmd: Cmd,
+        key: Option<&[u8]>,
+        value: Option<&mut [u8]>,
+        value_len: usize,
+        flags: u64,
+    ) -> io::Result<()> {
+        if key.is_some_and(|k| k.len() < self.key_size)
+            || value.as_ref().is_some_and(|v| v.len() < value_len)
+        {
+            return Err(einval());
+        }
+        let fd = u32::try_from(self.fd.as_raw_fd()).map_err(|_| einval())?;
+        let mut attr = [0u8; MAP_ELEM_ATTR_SIZE];
+        put_u32(&mut attr, map_elem_field::MAP_FD, fd);
+        put_u64(&mut attr, map_elem_field::KEY, key.map_or(0, |k| k.as_ptr() as u64));
+        put_u64(&mut attr, map_elem_field::VALUE, value.map_or(0, |v| v.as_mut_ptr() as u64));
+        put_u64(&mut attr, map_elem_field::FLAGS, flags);
+        // SAFETY: `key` is null or `key_size` readable bytes; `value` is null or
+        // `value_len` bytes (readable for an update, writable otherwise: it is borrowed
+        // mutably), enough for what `cmd` reads or writes (a next key is `key_size`
+        // bytes, checked by the caller); both outlive the call.
+        unsafe { self.sys.bpf(cmd, &mut attr) }.map(|_| ())
+    }
+
+    /// `BPF_MAP_LOOKUP_ELEM` into `value` (a queue's or stack's peek with `key` `None`).
+    pub fn lookup(&self, key: Option<&[u8]>, value: &mut [u8]) -> io::Result<()> {
+        self.elem(Cmd::MapLookupElem, key, Some(value), self.value_len, 0)
+    }
+
+    /// `BPF_MAP_UPDATE_ELEM` (a push with `key` `None`). The value is only read.
+    pub fn update(&self, key: Option<&[u8]>, value: &[u8], flags: u64) -> io::Result<()> {
+        let mut copy = value.to_vec();
+        self.elem(Cmd::MapUpdateElem, key, Some(&mut copy), self.value_len, flags)
+    }
+
+    /// `BPF_MAP_DELETE_ELEM`.
+    pub fn delete(&self, key: &[u8]) -> io::Result<()> {
+        self.elem(Cmd::MapDeleteElem, Some(key), None, 0, 0)
+    }
+
+    /// `BPF_MAP_GET_NEXT_KEY`: the key after `key` (the first for `None`).
+    pub fn get_next_key(&self, key: Option<&[u8]>) -> io::Result<Vec<u8>> {
+        let mut next = vec![0u8; self.key_size];
+        self.elem(Cmd::MapGetNextKey, key, Some(&mut next), self.key_size, 0)?;
+        Ok(next)
+    }
+
+    /// `BPF_MAP_LOOKUP_AND_DELETE_ELEM` into `value` (a queue's or stack's pop with `key`
+    /// `None`).
+    pub fn lookup_and_delete(&self, key: Option<&[u8]>, value: &mut [u8]) -> io::Result<()> {
+        self.elem(Cmd::MapLookupAndDeleteElem, key, Some(value), self.value_len, 0)
     }
 }
 
@@ -519,6 +694,8 @@ impl BpfSys for FakeBpf {
                 // SAFETY: the trait's contract: `data_size_in` readable bytes at `data_in`.
                 (unsafe { Self::read(get_u64(attr, run_field::DATA_IN), len) }, None)
             }
+            // The map commands: the attributes say it all (the fake never reads keys).
+            _ => (Vec::new(), None),
         };
         self.calls.lock().unwrap_or_else(|e| e.into_inner()).push(FakeCall {
             cmd,
@@ -529,7 +706,7 @@ impl BpfSys for FakeBpf {
         let reply = self.replies.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         match reply {
             None => Err(io::Error::from_raw_os_error(libc::ENOSYS)),
-            Some(FakeReply::Ok) if cmd == Cmd::ProgLoad => {
+            Some(FakeReply::Ok) if matches!(cmd, Cmd::ProgLoad | Cmd::MapCreate) => {
                 Ok(i64::from(File::open("/dev/null")?.into_raw_fd()))
             }
             Some(FakeReply::Ok) => Ok(0),
@@ -733,5 +910,43 @@ mod tests {
         assert!(err.log.contains("R0"), "{err}");
         assert!(err.reason().contains("R0"), "{}", err.reason());
         assert!(err.to_string().contains("verifier log"));
+    }
+
+    #[test]
+    fn map_commands_encode_their_attributes() {
+        let (fake, kernel) = fake([FakeReply::Ok, FakeReply::Ok, FakeReply::errno(libc::ENOENT)]);
+        let map = kernel.map_create(MapType::Hash, 4, 8, 16, 1).unwrap();
+        let key = 7u32.to_ne_bytes();
+        map.update(Some(&key), &[1; 8], 2).unwrap();
+        let mut value = [0u8; 8];
+        let err = map.lookup(Some(&key), &mut value).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+        // Too short a key is refused before the syscall (no fourth call).
+        assert_eq!(map.delete(&[0; 3]).unwrap_err().raw_os_error(), Some(libc::EINVAL));
+        let calls = fake.calls();
+        assert_eq!(
+            calls.iter().map(|c| c.cmd).collect::<Vec<_>>(),
+            [Cmd::MapCreate, Cmd::MapUpdateElem, Cmd::MapLookupElem]
+        );
+        let create = &calls[0];
+        assert_eq!(create.attr.len(), MAP_CREATE_ATTR_SIZE);
+        let fields = [
+            map_create_field::MAP_TYPE,
+            map_create_field::KEY_SIZE,
+            map_create_field::VALUE_SIZE,
+            map_create_field::MAX_ENTRIES,
+            map_create_field::MAP_FLAGS,
+        ];
+        assert_eq!(fields.map(|f| create.u32_at(f)), [1, 4, 8, 16, 1]);
+        let update = &calls[1];
+        assert_eq!(update.attr.len(), MAP_ELEM_ATTR_SIZE);
+        assert_eq!(update.u64_at(map_elem_field::KEY), key.as_ptr() as u64);
+        assert_ne!(update.u64_at(map_elem_field::VALUE), 0);
+        assert_eq!(update.u64_at(map_elem_field::FLAGS), 2);
+        assert_eq!(calls[2].u64_at(map_elem_field::VALUE), value.as_ptr() as u64);
+        assert_eq!(
+            [Cmd::MapCreate, Cmd::MapGetNextKey, Cmd::MapLookupAndDeleteElem].map(Cmd::raw),
+            [0, 4, 21]
+        );
     }
 }

@@ -1,0 +1,187 @@
+//! Behaviours named one by one: stable value locations, in-place writes seen across
+//! threads, per-CPU copies, program/dev/cpu maps, errors on malformed input.
+
+use std::sync::Arc;
+use std::thread;
+
+use weir_maps::{Map, MapError, MapType, BPF_ANY, BPF_EXIST, BPF_F_NO_PREALLOC, BPF_NOEXIST};
+
+use crate::model::spec;
+
+fn k(i: u32) -> [u8; 4] {
+    i.to_ne_bytes()
+}
+
+#[test]
+fn an_array_value_is_written_in_place_and_seen_by_other_threads() {
+    let map = Arc::new(Map::create(&spec(MapType::Array, 4, 8, 4, 0), 1).unwrap());
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let map = Arc::clone(&map);
+            thread::spawn(move || {
+                let v = map.lookup(&k(1), 0).unwrap();
+                for _ in 0..10_000 {
+                    v.fetch_update(0, 8, |x| x + 1).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(map.lookup_all(&k(1)).unwrap(), 40_000u64.to_ne_bytes());
+    let a = map.lookup(&k(1), 0).unwrap();
+    let b = map.lookup(&k(1), 0).unwrap();
+    assert!(a.same_location(&b));
+    assert_eq!(a.as_ptr() as usize % 8, 0);
+    assert!(map.lookup(&k(4), 0).is_none());
+    assert!(map.lookup(&[1, 2, 3], 0).is_none());
+}
+
+#[test]
+fn a_hash_value_outlives_its_deletion_for_the_holder() {
+    let map = Map::create(&spec(MapType::Hash, 4, 4, 4, 0), 1).unwrap();
+    map.update(&k(9), &[1, 2, 3, 4], BPF_ANY, 0).unwrap();
+    let held = map.lookup(&k(9), 0).unwrap();
+    assert!(held.store(0, 4, 0xdead_beef));
+    map.delete(&k(9)).unwrap();
+    assert!(map.lookup(&k(9), 0).is_none());
+    // Still readable and writable by its holder, no longer reachable from the map.
+    assert_eq!(held.load(0, 4), Some(0xdead_beef));
+    map.update(&k(9), &[0; 4], BPF_NOEXIST, 0).unwrap();
+    assert!(!held.same_location(&map.lookup(&k(9), 0).unwrap()));
+    assert_eq!(map.lookup_all(&k(9)).unwrap(), [0; 4]);
+    // Out-of-bounds accesses are refused, not performed.
+    assert!(!held.write(2, &[0; 3]));
+    assert_eq!(held.load(4, 1), None);
+    assert_eq!(held.fetch_update(2, 4, |x| x), None);
+}
+
+#[test]
+fn per_cpu_values_are_per_worker_and_the_syscall_sees_them_all() {
+    for t in [MapType::PercpuArray, MapType::PercpuHash, MapType::LruPercpuHash] {
+        let map = Map::create(&spec(t, 4, 4, 4, 0), 3).unwrap();
+        map.update(&k(2), &[7; 4], BPF_ANY, 1).unwrap();
+        assert_eq!(map.lookup(&k(2), 1).unwrap().to_vec(), [7; 4], "{t:?}");
+        assert_eq!(map.lookup(&k(2), 0).unwrap().to_vec(), [0; 4], "{t:?}");
+        assert!(map.lookup(&k(2), 3).is_none(), "{t:?}: no worker 3");
+        assert_eq!(map.syscall_value_size(), 24);
+        let mut all = vec![0u8; 24];
+        all[8..12].copy_from_slice(&[7; 4]);
+        assert_eq!(map.lookup_all(&k(2)).unwrap(), all, "{t:?}");
+        let new: Vec<u8> = (0..24).collect();
+        map.update_all(&k(2), &new, BPF_EXIST).unwrap();
+        assert_eq!(map.lookup(&k(2), 2).unwrap().to_vec(), [16, 17, 18, 19], "{t:?}");
+        assert_eq!(map.update_all(&k(2), &new[..20], BPF_ANY), Err(MapError::Invalid));
+    }
+}
+
+#[test]
+fn program_arrays_hold_program_indices() {
+    let map = Map::create(&spec(MapType::ProgArray, 4, 4, 4, 0), 1).unwrap();
+    assert_eq!(map.prog_at(1), None);
+    map.update_all(&k(1), &5u32.to_ne_bytes(), BPF_ANY).unwrap();
+    assert_eq!(map.prog_at(1), Some(5));
+    assert_eq!(map.update_all(&k(1), &[0; 4], BPF_NOEXIST), Err(MapError::Invalid));
+    assert_eq!(map.update_all(&k(4), &[0; 4], BPF_ANY), Err(MapError::TooBig));
+    assert_eq!(map.lookup_all(&k(1)), Ok(5u32.to_ne_bytes().to_vec()));
+    assert!(map.lookup(&k(1), 0).is_none(), "programs do not look up program arrays");
+    map.delete(&k(1)).unwrap();
+    assert_eq!(map.delete(&k(1)), Err(MapError::NoEntry));
+    assert_eq!(map.prog_at(1), None);
+    assert_eq!(map.prog_at(u32::MAX), None);
+}
+
+#[test]
+fn devmaps_and_cpumaps_store_the_kernels_value_formats() {
+    for t in [MapType::DevMap, MapType::CpuMap] {
+        let map = Map::create(&spec(t, 4, 8, 4, 0), 1).unwrap();
+        let mut v = [0u8; 8];
+        v[..4].copy_from_slice(&3u32.to_ne_bytes());
+        map.update_all(&k(0), &v, BPF_ANY).unwrap();
+        assert_eq!(map.lookup(&k(0), 0).unwrap().to_vec(), v);
+        assert_eq!(map.update_all(&k(0), &v, BPF_NOEXIST), Err(MapError::Exists));
+        assert_eq!(map.lookup_all(&k(1)), Err(MapError::NoEntry));
+        // ifindex (qsize) 0 empties the slot.
+        map.update_all(&k(0), &[0; 8], BPF_ANY).unwrap();
+        assert!(map.lookup(&k(0), 0).is_none());
+        assert_eq!(map.delete(&k(9)), Err(MapError::Invalid));
+        assert_eq!(map.get_next_key(None), Ok(k(0).to_vec()));
+    }
+    assert_eq!(Map::create(&spec(MapType::DevMap, 4, 6, 4, 0), 1).err(), Some(MapError::Invalid));
+    let h = Map::create(&spec(MapType::DevMapHash, 4, 4, 2, 0), 1).unwrap();
+    h.update_all(&k(10), &1u32.to_ne_bytes(), BPF_EXIST).unwrap();
+    h.update_all(&k(11), &2u32.to_ne_bytes(), BPF_ANY).unwrap();
+    assert_eq!(h.update_all(&k(12), &2u32.to_ne_bytes(), BPF_ANY), Err(MapError::TooBig));
+    assert_eq!(h.lookup(&k(11), 0).unwrap().to_vec(), 2u32.to_ne_bytes());
+}
+
+#[test]
+fn malformed_specs_and_arguments_are_errors_not_panics() {
+    for t in (0..40).map(MapType::from_kernel_id) {
+        for (ks, vs, max) in
+            [(0, 0, 0), (u32::MAX, u32::MAX, u32::MAX), (4, 1 << 30, 1 << 30), (4, 8, u32::MAX)]
+        {
+            for flags in [0, BPF_F_NO_PREALLOC, u32::MAX] {
+                // Huge specs: refused (or ENOMEM), never an abort.
+                let s = spec(t, ks, vs, max, flags);
+                if let Ok(m) = Map::create(&s, 2) {
+                    let _ = m.lookup(&[0; 4], 5);
+                    let _ = m.update(&[0; 4], &[0; 8], u64::MAX, 9);
+                    let _ = m.get_next_key(Some(&[1]));
+                }
+            }
+        }
+    }
+    assert_eq!(Map::create(&spec(MapType::Array, 4, 4, 4, 0), 0).err(), Some(MapError::Invalid));
+    let lpm = Map::create(&spec(MapType::LpmTrie, 8, 4, 4, BPF_F_NO_PREALLOC), 1).unwrap();
+    assert_eq!(
+        lpm.update_all(&[33, 0, 0, 0, 1, 2, 3, 4], &[0; 4], BPF_ANY),
+        Err(MapError::Invalid)
+    );
+    assert_eq!(lpm.update_all(&[1, 2], &[0; 4], BPF_ANY), Err(MapError::Invalid));
+    assert!(lpm.lookup(&[], 0).is_none());
+}
+
+#[test]
+fn lpm_lookup_takes_the_longest_prefix() {
+    let map = Map::create(&spec(MapType::LpmTrie, 8, 4, 16, BPF_F_NO_PREALLOC), 1).unwrap();
+    let key = |len: u32, ip: [u8; 4]| {
+        let mut k = len.to_ne_bytes().to_vec();
+        k.extend_from_slice(&ip);
+        k
+    };
+    map.update_all(&key(8, [10, 0, 0, 0]), &[8; 4], BPF_ANY).unwrap();
+    map.update_all(&key(24, [10, 1, 2, 0]), &[24; 4], BPF_ANY).unwrap();
+    map.update_all(&key(0, [0; 4]), &[0; 4], BPF_ANY).unwrap();
+    assert_eq!(map.lookup(&key(32, [10, 1, 2, 3]), 0).unwrap().to_vec(), [24; 4]);
+    assert_eq!(map.lookup(&key(32, [10, 1, 3, 3]), 0).unwrap().to_vec(), [8; 4]);
+    assert_eq!(map.lookup(&key(32, [11, 1, 3, 3]), 0).unwrap().to_vec(), [0; 4]);
+    // The key's own prefix length bounds the match.
+    assert_eq!(map.lookup(&key(16, [10, 1, 2, 3]), 0).unwrap().to_vec(), [8; 4]);
+    assert_eq!(map.delete(&key(16, [10, 1, 0, 0])), Err(MapError::NoEntry));
+    map.delete(&key(24, [10, 1, 2, 99])).unwrap();
+    assert_eq!(map.lookup(&key(32, [10, 1, 2, 3]), 0).unwrap().to_vec(), [8; 4]);
+}
+
+#[test]
+fn a_reservation_dropped_unsubmitted_is_discarded() {
+    let map = Map::create(&spec(MapType::RingBuf, 0, 0, 4096, 0), 1).unwrap();
+    let rb = map.ring_buf().unwrap();
+    assert!(rb.reserve(8, 1).is_none(), "flags must be 0");
+    assert!(rb.reserve(4096, 0).is_none(), "larger than the ring");
+    drop(rb.reserve(16, 0).unwrap());
+    rb.output(b"hello", 0).unwrap();
+    assert_eq!(rb.output(b"x", 4), Err(MapError::Invalid));
+    assert_eq!(rb.read_record().as_deref(), Some(&b"hello"[..]));
+    assert_eq!(rb.read_record(), None);
+    assert_eq!(rb.query(weir_maps::BPF_RB_RING_SIZE), 4096);
+    // A record that crosses the end of the ring reads back whole.
+    for _ in 0..20 {
+        let data: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+        rb.output(&data, 0).unwrap();
+        assert_eq!(rb.read_record(), Some(data));
+    }
+    assert!(rb.query(weir_maps::BPF_RB_PROD_POS) > 4096);
+    assert_eq!(map.lookup_all(&[]), Err(MapError::NotSupported));
+}
