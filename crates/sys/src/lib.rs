@@ -47,4 +47,5 @@
 pub mod cleanup;
 pub mod kernel;
 pub mod libpcap;
+pub mod packet_socket;
 pub mod user;
