@@ -49,5 +49,6 @@
 pub mod cleanup;
 pub mod kernel;
 pub mod libpcap;
+pub mod netns;
 pub mod packet_socket;
 pub mod user;
