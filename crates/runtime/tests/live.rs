@@ -92,12 +92,13 @@ fn run(args: &[&str]) -> Result<(), String> {
 
 impl Lab {
     /// The lab, or `None` after printing why the test is skipped.
-    fn new(test: &str) -> Option<Lab> {
+    /// `test` names the test in SKIPPED lines, `tag` the namespace.
+    fn new(test: &str, tag: &str) -> Option<Lab> {
         if !weir_sys::user::is_root() {
             println!("SKIPPED: {test}: not running as root");
             return None;
         }
-        let ns = format!("weir-live-{}-{test}", std::process::id());
+        let ns = format!("weir-live-{}-{tag}", std::process::id());
         let ns: String = ns.chars().take(40).collect();
         let _ = run(&["ip", "netns", "del", &ns]);
         if let Err(e) = run(&["ip", "netns", "add", &ns]) {
@@ -187,7 +188,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 #[test]
 fn every_frame_sent_arrives_once_with_its_bytes() {
     let _serial = serial();
-    let Some(lab) = Lab::new("every_frame") else { return };
+    let Some(lab) = Lab::new("every_frame_sent_arrives_once_with_its_bytes", "every_frame") else {
+        return;
+    };
     let mut source = lab.open(&options("vb"));
     assert_eq!(source.linktype(), 1);
     assert_eq!(source.snaplen(), 262_144);
@@ -215,7 +218,11 @@ fn every_frame_sent_arrives_once_with_its_bytes() {
 #[test]
 fn a_classic_filter_in_the_kernel_lets_only_matching_frames_through() {
     let _serial = serial();
-    let Some(lab) = Lab::new("classic") else { return };
+    let Some(lab) =
+        Lab::new("a_classic_filter_in_the_kernel_lets_only_matching_frames_through", "classic")
+    else {
+        return;
+    };
     let mut source = lab.open(&options("vb"));
     source.attach_classic(&CLASS_ONE).unwrap();
     assert!(source.has_kernel_filter());
@@ -234,10 +241,14 @@ fn a_classic_filter_in_the_kernel_lets_only_matching_frames_through() {
 fn an_ebpf_socket_filter_in_the_kernel_lets_only_matching_frames_through() {
     let _serial = serial();
     if let Err(reason) = weir_sys::kernel::available() {
-        println!("SKIPPED: an_ebpf_socket_filter: {reason}");
+        println!("SKIPPED: an_ebpf_socket_filter_in_the_kernel_lets_only_matching_frames_through: {reason}");
         return;
     }
-    let Some(lab) = Lab::new("ebpf") else { return };
+    let Some(lab) =
+        Lab::new("an_ebpf_socket_filter_in_the_kernel_lets_only_matching_frames_through", "ebpf")
+    else {
+        return;
+    };
     let mut source = lab.open(&options("vb"));
     source.attach_ebpf_code(&class_one_ebpf()).unwrap();
     source.start().unwrap();
@@ -254,7 +265,11 @@ fn an_ebpf_socket_filter_in_the_kernel_lets_only_matching_frames_through() {
 #[test]
 fn a_filter_attached_while_capturing_drops_what_the_old_one_let_in() {
     let _serial = serial();
-    let Some(lab) = Lab::new("reattach") else { return };
+    let Some(lab) =
+        Lab::new("a_filter_attached_while_capturing_drops_what_the_old_one_let_in", "reattach")
+    else {
+        return;
+    };
     let mut source = lab.open(&options("vb"));
     source.start().unwrap();
     lab.send_all(0, 40);
@@ -270,7 +285,7 @@ fn a_filter_attached_while_capturing_drops_what_the_old_one_let_in() {
 #[test]
 fn tcpdump_counts_the_same_packets() {
     let _serial = serial();
-    let Some(lab) = Lab::new("tcpdump") else { return };
+    let Some(lab) = Lab::new("tcpdump_counts_the_same_packets", "tcpdump") else { return };
     if Command::new("tcpdump").arg("--version").output().is_err() {
         println!("SKIPPED: tcpdump_counts_the_same_packets: no tcpdump");
         return;
@@ -315,7 +330,7 @@ fn tcpdump_counts_the_same_packets() {
 #[test]
 fn the_stop_flag_ends_a_quiet_capture_promptly() {
     let _serial = serial();
-    let Some(lab) = Lab::new("stop") else { return };
+    let Some(lab) = Lab::new("the_stop_flag_ends_a_quiet_capture_promptly", "stop") else { return };
     let mut source = lab.open(&options("vb"));
     source.set_idle_timeout(None);
     let stop = source.stop_flag();
@@ -334,7 +349,9 @@ fn the_stop_flag_ends_a_quiet_capture_promptly() {
 #[test]
 fn the_any_device_gives_cooked_packets_both_ways() {
     let _serial = serial();
-    let Some(lab) = Lab::new("any") else { return };
+    let Some(lab) = Lab::new("the_any_device_gives_cooked_packets_both_ways", "any") else {
+        return;
+    };
     let mut source = lab.open(&options("any"));
     assert_eq!(source.linktype(), 113);
     assert!(source.attach_classic(&CLASS_ONE).is_err(), "no kernel filter on cooked");
@@ -367,7 +384,7 @@ fn the_any_device_gives_cooked_packets_both_ways() {
 #[test]
 fn an_unknown_interface_is_a_clear_error() {
     let _serial = serial();
-    let Some(lab) = Lab::new("unknown") else { return };
+    let Some(lab) = Lab::new("an_unknown_interface_is_a_clear_error", "unknown") else { return };
     let _inside = netns::enter(&lab.ns).unwrap();
     let err = LiveSource::open(&LiveOptions::new("eth0")).unwrap_err();
     assert_eq!(err.to_string(), "eth0: no such interface");

@@ -21,7 +21,9 @@
 //! `--explain` says which, and why the others did not fit. It prints one `tcpdump -q -n`
 //! line per packet (or counts them with `--count`), stops after `-c N` packets or at
 //! Ctrl-C (SIGINT, SIGTERM, SIGHUP; a second one ends the process at once), and then
-//! prints tcpdump's three statistics lines on standard error.
+//! prints tcpdump's three statistics lines on standard error. A signal the process was
+//! started ignoring stays ignored (`weir_sys::cleanup`'s rule): a background job of a
+//! non-interactive shell ignores SIGINT, so stop it with SIGTERM (tcpdump would stop).
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
