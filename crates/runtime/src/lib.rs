@@ -22,5 +22,6 @@
 //! ```
 
 pub mod capture;
+pub mod live;
 pub mod output;
 pub mod source;

@@ -15,6 +15,13 @@
 //! a non-interactive shell leaves SIGINT for background jobs, or handled by someone else) is
 //! left alone: it did not end the process before, and it does not now.
 //!
+//! A live capture is ended by Ctrl-C on purpose and must then finish cleanly (close its
+//! output, print its statistics), as tcpdump does. [`stop_on_signal`] hands the handler a
+//! flag: while its [`StopGuard`] is alive, the first SIGINT, SIGTERM or SIGHUP only sets
+//! the flag, and the capture loop sees it and ends; a second signal, while the flag is
+//! still set, does what the handler does without a flag (removes the registered files and
+//! ends the process), so a capture that does not stop can still be interrupted.
+//!
 //! ```no_run
 //! # fn main() -> std::io::Result<()> {
 //! let temp = std::path::Path::new(".out.pcap.weir-1-0.tmp");
@@ -32,8 +39,8 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The signals whose default action would leave a temporary file behind.
 pub const SIGNALS: [c_int; 3] = [libc::SIGHUP, libc::SIGINT, libc::SIGTERM];
@@ -49,6 +56,12 @@ static PATHS: [AtomicPtr<c_char>; CAPACITY] = [const { AtomicPtr::new(ptr::null_
 /// a handler that started may still be reading it (it ends the process right after, so
 /// the memory is then simply left alone).
 static HANDLING: AtomicUsize = AtomicUsize::new(0);
+
+/// The stop flag of [`stop_on_signal`]: null, or a pointer from `Arc::into_raw`.
+static STOP: AtomicPtr<AtomicBool> = AtomicPtr::new(ptr::null_mut());
+
+/// Handlers inside their stop-flag branch (which returns instead of ending the process).
+static STOPPING: AtomicUsize = AtomicUsize::new(0);
 
 /// Registration bookkeeping; never touched by the handler.
 struct State {
@@ -123,6 +136,56 @@ impl Drop for Guard {
     }
 }
 
+/// Keeps a stop flag with the handler (see the module documentation); dropping it takes
+/// the flag away (and, with no temporary file registered, the handlers).
+#[must_use = "the flag is forgotten as soon as the guard is dropped"]
+#[derive(Debug)]
+pub struct StopGuard {
+    _private: (),
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP set `flag` instead of ending the process, until the
+/// guard is dropped. One flag at a time: fails when another guard is alive.
+pub fn stop_on_signal(flag: Arc<AtomicBool>) -> io::Result<StopGuard> {
+    let raw = Arc::into_raw(flag).cast_mut();
+    let mut state = state();
+    if STOP.compare_exchange(ptr::null_mut(), raw, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+        drop(state);
+        // SAFETY: `raw` came from `Arc::into_raw` above and was stored nowhere.
+        drop(unsafe { Arc::from_raw(raw) });
+        return Err(io::Error::other("a stop flag is already registered"));
+    }
+    state.registered = state.registered.saturating_add(1);
+    if state.registered == 1 {
+        install(&mut state);
+    }
+    Ok(StopGuard { _private: () })
+}
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        let raw = STOP.swap(ptr::null_mut(), Ordering::SeqCst);
+        {
+            let mut state = state();
+            state.registered = state.registered.saturating_sub(1);
+            if state.registered == 0 {
+                restore(&mut state);
+            }
+        }
+        // A handler that loaded the pointer before the swap is inside its stop branch
+        // (STOPPING counts it) and leaves it soon: wait, then free. A handler interrupting
+        // this thread finishes before the thread goes on, so this never waits on itself.
+        while STOPPING.load(Ordering::SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+        if !raw.is_null() {
+            // SAFETY: `raw` came from `Arc::into_raw` in `stop_on_signal`, was taken out
+            // of STOP by the swap (so it is released once), and no handler reads it now.
+            drop(unsafe { Arc::from_raw(raw.cast_const()) });
+        }
+    }
+}
+
 /// Whether this module's handler is installed for `signal` now (for tests and
 /// diagnostics).
 pub fn handler_installed(signal: c_int) -> bool {
@@ -180,6 +243,18 @@ fn restore(state: &mut State) {
 /// The handler: unlink every registered path, then end the process by the signal.
 /// Only async-signal-safe calls (atomics, unlink, sigaction, raise), no allocation, no lock.
 extern "C" fn on_signal(signal: c_int) {
+    STOPPING.fetch_add(1, Ordering::SeqCst);
+    let stop = STOP.load(Ordering::SeqCst);
+    if !stop.is_null() {
+        // SAFETY: a non-null STOP is a live `Arc<AtomicBool>` pointer that is not released
+        // while STOPPING counts this handler (see `StopGuard::drop`).
+        let flag = unsafe { &*stop };
+        if !flag.swap(true, Ordering::SeqCst) {
+            STOPPING.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+    }
+    STOPPING.fetch_sub(1, Ordering::SeqCst);
     HANDLING.fetch_add(1, Ordering::SeqCst);
     for slot in &PATHS {
         let path = slot.load(Ordering::SeqCst);
@@ -254,6 +329,21 @@ mod tests {
         let nul = std::ffi::OsStr::from_bytes(b"/tmp/a\0b");
         assert_eq!(register(Path::new(nul)).unwrap_err().kind(), io::ErrorKind::InvalidInput);
         assert!(!handler_installed(libc::SIGHUP));
+    }
+
+    #[test]
+    fn a_stop_flag_is_set_by_the_first_signal_and_the_handlers_go_with_it() {
+        let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let flag = Arc::new(AtomicBool::new(false));
+        let guard = stop_on_signal(Arc::clone(&flag)).unwrap();
+        assert!(stop_on_signal(Arc::new(AtomicBool::new(false))).is_err(), "one at a time");
+        assert!(handler_installed(libc::SIGINT));
+        // SAFETY: raise has no memory preconditions; the handler only sets the flag.
+        assert_eq!(unsafe { libc::raise(libc::SIGINT) }, 0);
+        assert!(flag.load(Ordering::SeqCst), "the signal set the flag");
+        drop(guard);
+        assert_eq!(Arc::strong_count(&flag), 1, "the handler's reference is released");
+        assert!(!handler_installed(libc::SIGINT));
     }
 
     /// Not a test on its own: the body of the child process the signal tests start (this

@@ -462,6 +462,11 @@ impl LoadedProgram {
         self.prog_type
     }
 
+    /// The program's descriptor (to attach it, e.g. to a socket with `SO_ATTACH_BPF`).
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.fd)
+    }
+
     /// Runs the program on `data` (a whole frame, Ethernet header first) `repeat` times
     /// (0 counts as 1) in one `BPF_PROG_TEST_RUN`.
     ///

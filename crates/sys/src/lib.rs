@@ -14,8 +14,10 @@
 //!   classic BPF and the baseline the benchmarks measure.
 //!
 //! - [`cleanup`]: temporary files registered for removal when SIGINT, SIGTERM or SIGHUP
-//!   ends the process (the one signal handler in weir), and [`user`]: who the process runs
-//!   as. The runtime's output files use both.
+//!   ends the process (the one signal handler in weir; a live capture gives it a stop flag
+//!   instead), and [`user`]: who the process runs as. The runtime's output files use both.
+//! - [`packet_socket`]: live capture (`AF_PACKET`, a `TPACKET_V3` ring, kernel filters,
+//!   statistics, the interface list).
 //!
 //! Neither oracle is a build requirement: nothing is linked, and a machine without libpcap or
 //! without the right to call `bpf()` gets an `Err` that says why (tests turn it into a
@@ -47,4 +49,6 @@
 pub mod cleanup;
 pub mod kernel;
 pub mod libpcap;
+pub mod netns;
+pub mod packet_socket;
 pub mod user;

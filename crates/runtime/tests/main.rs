@@ -1,0 +1,3 @@
+//! weir-runtime's integration tests, one binary.
+
+mod live;
