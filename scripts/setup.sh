@@ -4,7 +4,9 @@ set -euo pipefail
 
 # System packages: used by tests as oracles (none is a build requirement of weir itself).
 # netbase: /etc/services and /etc/protocols, which libpcap (the oracle) resolves names from.
-APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase)
+# iproute2 and python3: the live-capture tests make a network namespace with a veth pair
+# (ip) and send frames into it from a packet socket (python3).
+APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase iproute2 python3)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -115,7 +115,7 @@ pub fn capture(data: &[u8]) {
         assert!(CaptureReader::with_chunk_size(data, 7).is_err(), "refused at one chunk size only");
         return;
     };
-    let _ = (original.format(), original.linktype(), original.snaplen(), original.would_read());
+    let _ = (original.format(), original.linktype(), original.snaplen(), original.would_wait());
     let path = ScratchFile::new("capture");
     let mut writer = CaptureWriter::like(&path.0, &original)
         .unwrap_or_else(|e| panic!("cannot start a copy of a readable capture: {e}"));

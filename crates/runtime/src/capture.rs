@@ -384,9 +384,9 @@ impl<R: Read> CaptureReader<R> {
         self.window.offset()
     }
 
-    /// Whether the next [`next_packet`](PacketSource::next_packet) will have to wait for
-    /// the input (no complete record is buffered): the moment to flush what was printed.
-    pub fn would_read(&self) -> bool {
+    /// Whether the next [`next_packet`](PacketSource::next_packet) will have to read the
+    /// input (no complete record is buffered): [`PacketSource::would_wait`].
+    fn would_read(&self) -> bool {
         if self.done {
             return false;
         }
@@ -1022,6 +1022,10 @@ impl<R: Read> PacketSource for CaptureReader<R> {
 
     fn snaplen(&self) -> u32 {
         self.snaplen
+    }
+
+    fn would_wait(&self) -> bool {
+        self.would_read()
     }
 }
 

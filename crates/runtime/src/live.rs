@@ -250,6 +250,10 @@ impl PacketSource for LiveSource {
     fn snaplen(&self) -> u32 {
         self.socket.snaplen()
     }
+
+    fn would_wait(&self) -> bool {
+        self.socket.would_wait()
+    }
 }
 
 /// A live-capture failure in the source contract's error type (no record, no offset).
@@ -265,4 +269,13 @@ pub fn interfaces() -> Result<Vec<Interface>, LiveError> {
 /// The `tcpdump -D` lines for [`interfaces`].
 pub fn interface_lines() -> Result<Vec<String>, LiveError> {
     Ok(interfaces()?.iter().enumerate().map(|(i, f)| f.tcpdump_line(i + 1)).collect())
+}
+
+/// The interface tcpdump captures on when none is named: the first of [`interfaces`]
+/// (libpcap's order puts interfaces that are up and running, and not loopbacks, first).
+pub fn default_interface() -> Result<String, LiveError> {
+    interfaces()?.into_iter().next().map(|interface| interface.name).ok_or_else(|| LiveError {
+        kind: LiveErrorKind::NoSuchInterface,
+        message: "no suitable device found (name one with -i)".to_string(),
+    })
 }

@@ -62,4 +62,11 @@ pub trait PacketSource {
 
     /// The snapshot length of the first interface.
     fn snaplen(&self) -> u32;
+
+    /// True when the next call may block waiting for input (a pipe, a quiet interface):
+    /// the moment for a consumer to flush what it has printed, so its reader sees each
+    /// packet while the stream goes on. The default, for sources that never wait, is false.
+    fn would_wait(&self) -> bool {
+        false
+    }
 }

@@ -794,6 +794,20 @@ impl PacketSocket {
         Ok(self.stats)
     }
 
+    /// Whether [`next`](Self::next) would have to wait for the kernel: no packet is left in
+    /// the block being walked and the kernel has not handed over the next one.
+    pub fn would_wait(&self) -> bool {
+        if self.cursor.held && self.cursor.left > 0 {
+            return false;
+        }
+        let next = if self.cursor.held {
+            (self.cursor.block + 1) % self.ring.geometry.block_nr.max(1)
+        } else {
+            self.cursor.block
+        };
+        !self.ring.user_owned(next)
+    }
+
     /// The next packet: `Ok(None)` when `stop` is set or `timeout` (when given) has passed
     /// without one. Starts the capture if needed.
     pub fn next(

@@ -60,30 +60,11 @@ pub struct FilterArgs {
     /// without -i), weir captures from the default interface, as tcpdump does.
     #[arg(short = 'r', long = "read", value_name = "FILE", conflicts_with = "interface")]
     read: Option<PathBuf>,
-    /// Capture live from this interface (`any` for all); needs root or CAP_NET_RAW.
-    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
-    interface: Option<String>,
     /// List the interfaces weir can capture from, as tcpdump -D does, and exit.
     #[arg(short = 'D', long = "list-interfaces")]
     list_interfaces: bool,
-    /// Live capture: keep at most this many bytes of each packet (0 means 262144, as in
-    /// tcpdump).
-    #[arg(short = 's', long = "snapshot-length", value_name = "SNAPLEN")]
-    snaplen: Option<u32>,
-    /// Live capture: do not put the interface into promiscuous mode.
-    #[arg(short = 'p', long = "no-promiscuous-mode")]
-    no_promiscuous: bool,
-    /// Live capture: the direction of the packets to capture (in, out or inout).
-    #[arg(short = 'Q', long = "direction", value_name = "DIRECTION",
-          value_parser = ["in", "out", "inout"])]
-    direction: Option<String>,
-    /// Live capture: the kernel buffer size in KiB (default 2048, as libpcap's).
-    #[arg(short = 'B', long = "buffer-size", value_name = "KIB")]
-    buffer_kib: Option<u32>,
-    /// Live capture: deliver packets as they arrive (weir always does; accepted for
-    /// tcpdump's sake).
-    #[arg(long = "immediate-mode")]
-    immediate_mode: bool,
+    #[command(flatten)]
+    live: crate::live::LiveArgs,
     /// Write the matching packets to this capture file (`-` for standard output) instead
     /// of printing them.
     #[arg(short = 'w', long = "write", value_name = "FILE")]
@@ -313,11 +294,14 @@ enum Sink {
 
 pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
     args.refused.refuse()?;
-    // -n, -q and --immediate-mode describe what weir always does.
-    let _ = (args.numeric, args.quiet, args.immediate_mode);
+    // -n and -q describe what weir always does.
+    let _ = (args.numeric, args.quiet);
+    if args.list_interfaces {
+        return crate::live::list_interfaces();
+    }
     match args.read.clone() {
         Some(read) => run_capture(args, read),
-        None => Err("live capture (-i, -D, or no -r) is not in this build yet".into()),
+        None => run_live(args),
     }
 }
 
@@ -381,85 +365,36 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
         }
     }
 
-    let mut sink = match &args.write {
-        Some(path) => {
-            let mut writer = CaptureWriter::like(path, &capture)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            writer.flush_each_packet(args.packet_buffered);
-            Sink::Capture(Box::new(writer), path.clone())
-        }
-        None if args.count => Sink::Nothing,
-        None => Sink::Lines(std::io::BufWriter::new(std::io::stdout().lock())),
+    let sink = match &args.write {
+        Some(path) => Sink::Capture(
+            Box::new(
+                CaptureWriter::like(path, &capture)
+                    .map_err(|e| format!("{}: {e}", path.display()))?,
+            ),
+            path.clone(),
+        ),
+        None => Sink::for_args(&args),
     };
     let progress = progress_bar(&args, matches!(sink, Sink::Lines(_)));
-
-    let mut matched: u64 = 0;
-    let mut seen: u64 = 0;
-    let mut damage = None;
-    loop {
-        // About to wait for more input (a pipe, a FIFO): what is printed so far goes out
-        // now, so a reader of the lines sees each packet while the capture still streams.
-        if capture.would_read() {
-            if let Sink::Lines(out) = &mut sink {
-                match out.flush() {
-                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                        return Ok(ExitCode::SUCCESS)
-                    }
-                    other => other.map_err(crate::out::error)?,
-                }
-            }
-        }
-        let Some(packet) = capture.next_packet() else { break };
-        let packet = match packet {
-            Ok(packet) => packet,
-            Err(e) => {
-                damage = Some(e);
-                break;
-            }
-        };
-        seen += 1;
-        if seen & 0xfff == 0 {
-            if let Some(bar) = &progress {
-                bar.set_position(packet.offset);
-            }
-        }
+    let mut pump = Pump::new(sink, &args);
+    let pumped = pump.run(&mut capture, progress.as_ref(), |packet| {
         let (linktype, matcher) = matchers
             .get(packet.linktype)
             .map_err(|e| format!("{source}: record {}: {e}", packet.index + 1))?;
         if !matcher.matches(packet.data, packet.wire_len) {
-            if let Sink::Capture(writer, path) = &mut sink {
-                writer.skip(&packet).map_err(|e| write_error(path, e))?;
-            }
-            continue;
+            return Ok(None);
         }
-        let print_as = if forced.is_some() { linktype.dlt() } else { packet.linktype };
-        matched += 1;
-        if !emit(&mut sink, &packet, print_as, args.line_buffered)? {
-            // Standard output was closed (`| head`): nothing more to do.
-            return Ok(ExitCode::SUCCESS);
-        }
-        if args.limit.is_some_and(|limit| matched >= limit) {
-            break;
-        }
-    }
+        Ok(Some(if forced.is_some() { linktype.dlt() } else { packet.linktype }))
+    })?;
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-
-    let kept = match sink {
-        Sink::Lines(mut out) => {
-            out.flush().map_err(crate::out::error)?;
-            None
-        }
-        Sink::Capture(writer, path) => {
-            writer.finish().map_err(|e| write_error(&path, e))?;
-            Some(path)
-        }
-        Sink::Nothing => None,
-    };
-    if args.count {
-        crate::out::line(&matched.to_string())?;
+    let Pumped { matched, seen, damage, output_closed } = pumped;
+    if output_closed {
+        // Standard output was closed (`| head`): nothing more to do.
+        return Ok(ExitCode::SUCCESS);
     }
+    let kept = pump.finish(args.count, matched)?;
     let Some(damage) = damage else {
         return Ok(ExitCode::SUCCESS);
     };
@@ -476,6 +411,166 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
         ));
     }
     Err(message)
+}
+
+/// Without -r: capture live (`-i`, or the default interface as tcpdump picks it), through
+/// the same packet loop as a file.
+fn run_live(args: FilterArgs) -> Result<ExitCode, String> {
+    let expression = Expression::read(&args.expression, args.expression_file.as_deref())?;
+    let forced = args.linktype.as_deref().map(linktype_arg).transpose()?;
+    let names = NameDb::system();
+    let optimize = !args.no_optimize;
+    let mut compile = |linktype: LinkType| {
+        let mut options = options(forced.unwrap_or(linktype));
+        options.optimize = optimize;
+        weir::compile_filter_with(&expression.text, &options, &names)
+            .map_err(|e| expression.error(&e))
+    };
+    let mut live = crate::live::Live::open(&args.live, &mut compile, args.engine, args.explain)?;
+    if args.dump > 0 {
+        return dump_program(&args, &expression, forced.unwrap_or(live.linktype));
+    }
+    let sink = match &args.write {
+        Some(path) => Sink::Capture(
+            Box::new(
+                CaptureWriter::pcap(path, live.source.linktype(), live.source.snaplen())
+                    .map_err(|e| format!("{}: {e}", path.display()))?,
+            ),
+            path.clone(),
+        ),
+        None => Sink::for_args(&args),
+    };
+    live.listening();
+    let print_as = forced.unwrap_or(live.linktype).dlt();
+    let mut pump = Pump::new(sink, &args);
+    let placement = &mut live.placement;
+    let pumped = pump.run(&mut live.source, None, |packet| {
+        Ok(placement.matches(packet.data, packet.wire_len).then_some(print_as))
+    })?;
+    let failure = pumped.damage.map(|e| format!("{}: {}", live.interface, e.message));
+    if !pumped.output_closed {
+        pump.finish(args.count, pumped.matched)?;
+    }
+    live.print_statistics(pumped.matched)?;
+    match failure {
+        Some(message) => Err(message),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// What a run of the packet loop saw.
+struct Pumped {
+    matched: u64,
+    seen: u64,
+    /// The damage (or capture error) that ended the stream early.
+    damage: Option<weir_runtime::capture::CaptureError>,
+    /// Standard output went away (`| head`).
+    output_closed: bool,
+}
+
+/// The one packet loop of `weir filter`, for files and interfaces alike: each packet the
+/// selector keeps goes to the sink (a line, a record, a count) until the source ends, `-c`
+/// is reached or standard output closes.
+struct Pump {
+    sink: Sink,
+    limit: Option<u64>,
+    line_buffered: bool,
+}
+
+impl Pump {
+    fn new(sink: Sink, args: &FilterArgs) -> Pump {
+        let mut sink = sink;
+        if let Sink::Capture(writer, _) = &mut sink {
+            writer.flush_each_packet(args.packet_buffered);
+        }
+        Pump { sink, limit: args.limit, line_buffered: args.line_buffered }
+    }
+
+    /// `select` says whether a packet matches, and as which link type to print it.
+    fn run<S: PacketSource>(
+        &mut self,
+        source: &mut S,
+        progress: Option<&ProgressBar>,
+        mut select: impl FnMut(&Packet<'_>) -> Result<Option<u32>, String>,
+    ) -> Result<Pumped, String> {
+        let mut pumped = Pumped { matched: 0, seen: 0, damage: None, output_closed: false };
+        loop {
+            // About to wait for more input (a pipe, a FIFO, a quiet interface): what is
+            // printed so far goes out now, so a reader of the lines sees each packet while
+            // the capture still streams.
+            if source.would_wait() {
+                if let Sink::Lines(out) = &mut self.sink {
+                    match out.flush() {
+                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                            pumped.output_closed = true;
+                            return Ok(pumped);
+                        }
+                        other => other.map_err(crate::out::error)?,
+                    }
+                }
+            }
+            let Some(packet) = source.next_packet() else { break };
+            let packet = match packet {
+                Ok(packet) => packet,
+                Err(e) => {
+                    pumped.damage = Some(e);
+                    break;
+                }
+            };
+            pumped.seen += 1;
+            if pumped.seen & 0xfff == 0 {
+                if let Some(bar) = progress {
+                    bar.set_position(packet.offset);
+                }
+            }
+            let Some(print_as) = select(&packet)? else {
+                if let Sink::Capture(writer, path) = &mut self.sink {
+                    writer.skip(&packet).map_err(|e| write_error(path, e))?;
+                }
+                continue;
+            };
+            pumped.matched += 1;
+            if !emit(&mut self.sink, &packet, print_as, self.line_buffered)? {
+                pumped.output_closed = true;
+                return Ok(pumped);
+            }
+            if self.limit.is_some_and(|limit| pumped.matched >= limit) {
+                break;
+            }
+        }
+        Ok(pumped)
+    }
+
+    /// Completes the output: lines flushed, a capture finished (renamed into place; its
+    /// path returned), the count printed.
+    fn finish(self, count: bool, matched: u64) -> Result<Option<PathBuf>, String> {
+        let kept = match self.sink {
+            Sink::Lines(mut out) => {
+                out.flush().map_err(crate::out::error)?;
+                None
+            }
+            Sink::Capture(writer, path) => {
+                writer.finish().map_err(|e| write_error(&path, e))?;
+                Some(path)
+            }
+            Sink::Nothing => None,
+        };
+        if count {
+            crate::out::line(&matched.to_string())?;
+        }
+        Ok(kept)
+    }
+}
+
+impl Sink {
+    /// Lines, or nothing with `--count` (for `-w`, the caller makes the writer).
+    fn for_args(args: &FilterArgs) -> Sink {
+        if args.count {
+            Sink::Nothing
+        } else {
+            Sink::Lines(std::io::BufWriter::new(std::io::stdout().lock()))
+        }
+    }
 }
 
 /// A failed write of the output capture: through standard output (`-w -`) it means what any

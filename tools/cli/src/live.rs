@@ -1,35 +1,19 @@
-//! Live capture for `weir filter -i IFACE` and `weir filter -D` (to be wired into
-//! `filter.rs`'s arguments by its owner). The calls:
-//!
-//! ```text
-//! pub fn run_live(
-//!     args: &LiveArgs,
-//!     compile: &mut dyn FnMut(LinkType) -> Result<Filter, String>,
-//!     engine: Option<weir::Engine>,
-//! ) -> Result<ExitCode, String>
-//! pub fn list_interfaces() -> Result<ExitCode, String>      // -D, tcpdump's format
-//! ```
-//!
-//! `compile` turns the expression into a filter for the interface's link type (known only
-//! once the interface is open): e.g. `|lt| weir::compile_filter_with(&expr.text,
-//! &filter::options(lt), &names).map_err(|e| expr.error(&e))`.
-//!
-//! `run_live` opens the interface, then puts the filter where it is cheapest: in the
+//! Live capture for `weir filter` without `-r` (`-i IFACE`, or the default interface) and
+//! `weir filter -D`. [`Live::open`] opens the interface, compiles the filter for its link
+//! type (known only once it is open) and puts the filter where it is cheapest: in the
 //! kernel as classic BPF (`weir::emit::cbpf`), else as an eBPF socket filter
-//! (`weir::emit::ebpf`, loaded through the kernel's verifier), else it matches in user
-//! space on the engine the facade picks. `--engine` forces user space on that engine.
-//! `--explain` says which, and why the others did not fit. It prints one `tcpdump -q -n`
-//! line per packet (or counts them with `--count`), stops after `-c N` packets or at
-//! Ctrl-C (SIGINT, SIGTERM, SIGHUP; a second one ends the process at once), and then
-//! prints tcpdump's three statistics lines on standard error. A signal the process was
-//! started ignoring stays ignored (`weir_sys::cleanup`'s rule): a background job of a
-//! non-interactive shell ignores SIGINT, so stop it with SIGTERM (tcpdump would stop).
+//! (`weir::emit::ebpf`, loaded through the kernel's verifier), else in user space on the
+//! engine the facade picks. `--engine` forces user space on that engine. `--explain` says
+//! which, and why the others did not fit. The packets then go through `weir filter`'s one
+//! packet loop (lines, `--count`, `-w`, `-c`), which stops at Ctrl-C (SIGINT, SIGTERM,
+//! SIGHUP; a second one ends the process at once); tcpdump's three statistics lines close
+//! the run ([`Live::print_statistics`]). A signal the process was started ignoring stays
+//! ignored (`weir_sys::cleanup`'s rule): a background job of a non-interactive shell
+//! ignores SIGINT, so stop it with SIGTERM.
 
-use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Args;
-use weir::packet::summary;
 use weir::{Engine, Filter, LinkType, PreparedFilter, ProgType};
 use weir_runtime::live::{self, Direction, LiveOptions, LiveSource};
 use weir_runtime::source::PacketSource;
@@ -55,15 +39,6 @@ pub struct LiveArgs {
     /// Hand packets over as they arrive instead of in batches of up to one second.
     #[arg(long = "immediate-mode")]
     pub immediate: bool,
-    /// Stop after this many packets (set by the caller from its `-c`).
-    #[arg(skip)]
-    pub limit: Option<u64>,
-    /// Only count the packets (set by the caller from its `--count`).
-    #[arg(skip)]
-    pub count: bool,
-    /// Say where the filter runs (set by the caller from its `--explain`).
-    #[arg(skip)]
-    pub explain: bool,
 }
 
 impl LiveArgs {
@@ -90,11 +65,21 @@ impl LiveArgs {
 }
 
 /// Where the filter runs.
-enum Placement {
+pub enum Placement {
     /// In the kernel: every packet that reaches the ring matches.
     Kernel,
     /// In user space on the facade's engine.
     User(PreparedFilter),
+}
+
+impl Placement {
+    /// Whether a packet that reached the ring matches.
+    pub fn matches(&mut self, data: &[u8], wire_len: u32) -> bool {
+        match self {
+            Placement::Kernel => true,
+            Placement::User(prepared) => prepared.matches(data, wire_len),
+        }
+    }
 }
 
 /// Puts `filter` in the kernel if it fits there, else prepares it for user space. The
@@ -158,85 +143,66 @@ pub fn statistics_lines(captured: u64, received: u64, dropped: u64) -> String {
     )
 }
 
-/// Captures on `args.interface` (see the module documentation).
-pub fn run_live(
-    args: &LiveArgs,
-    compile: &mut dyn FnMut(LinkType) -> Result<Filter, String>,
-    engine: Option<Engine>,
-) -> Result<ExitCode, String> {
-    let interface = args.interface.as_deref().unwrap_or("any");
-    let options = args.options(interface)?;
-    let mut source = LiveSource::open(&options).map_err(|e| e.to_string())?;
-    let number = source.linktype();
-    let linktype =
-        LinkType::from_number(number).filter(|&link| weir::pflang::compiles_for(link)).ok_or_else(
-            || format!("{interface}: link type {number} is not one weir compiles filters for"),
-        )?;
-    let filter = compile(linktype)?;
-    let mut lines = Vec::new();
-    let mut placement = place(&mut source, &filter, engine, &mut lines)?;
-    if args.explain {
-        for line in &lines {
-            eprintln!("weir: {interface}: {line}");
-        }
-    }
-    let _signals = source.stop_on_signals().map_err(|e| format!("signals: {e}"))?;
-    eprintln!(
-        "weir: listening on {interface}, link-type {}, snapshot length {} bytes",
-        linktype.name(),
-        source.snaplen()
-    );
+/// An open interface with its filter placed.
+pub struct Live {
+    pub source: LiveSource,
+    pub interface: String,
+    /// The link type the filter was compiled for.
+    pub linktype: LinkType,
+    pub placement: Placement,
+    /// Keeps the signal handler's stop flag installed while the capture runs.
+    _signals: live::StopGuard,
+}
 
-    let terminal = std::io::stdout().is_terminal();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut captured: u64 = 0;
-    let mut failure = None;
-    while let Some(packet) = source.next_packet() {
-        let packet = match packet {
-            Ok(packet) => packet,
-            Err(e) => {
-                failure = Some(format!("{interface}: {}", e.message));
-                break;
-            }
+impl Live {
+    /// Opens `args.interface` (the default interface when none is named: the first one
+    /// that is up and not a loopback, as libpcap picks it, else `any`), compiles the filter
+    /// for its link type with `compile` and places it (see the module documentation).
+    pub fn open(
+        args: &LiveArgs,
+        compile: &mut dyn FnMut(LinkType) -> Result<Filter, String>,
+        engine: Option<Engine>,
+        explain: bool,
+    ) -> Result<Live, String> {
+        let interface = match &args.interface {
+            Some(name) => name.clone(),
+            None => live::default_interface().map_err(|e| e.to_string())?,
         };
-        if let Placement::User(prepared) = &mut placement {
-            if !prepared.matches(packet.data, packet.wire_len) {
-                continue;
+        let options = args.options(&interface)?;
+        let mut source = LiveSource::open(&options).map_err(|e| e.to_string())?;
+        let number = source.linktype();
+        let linktype = LinkType::from_number(number)
+            .filter(|&link| weir::pflang::compiles_for(link))
+            .ok_or_else(|| {
+                format!("{interface}: link type {number} is not one weir compiles filters for")
+            })?;
+        let filter = compile(linktype)?;
+        let mut lines = Vec::new();
+        let placement = place(&mut source, &filter, engine, &mut lines)?;
+        if explain {
+            for line in &lines {
+                eprintln!("weir: {interface}: {line}");
             }
         }
-        captured += 1;
-        if !args.count {
-            let line =
-                summary::line(number, packet.ts_sec, packet.ts_nsec, packet.data, packet.wire_len);
-            let written =
-                writeln!(out, "{line}").and_then(|()| if terminal { out.flush() } else { Ok(()) });
-            if let Err(e) = written {
-                // A closed pipe (`| head`) ends the capture quietly.
-                if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    break;
-                }
-                return Err(format!("standard output: {e}"));
-            }
-        }
-        if args.limit.is_some_and(|limit| captured >= limit) {
-            break;
-        }
+        let signals = source.stop_on_signals().map_err(|e| format!("signals: {e}"))?;
+        Ok(Live { source, interface, linktype, placement, _signals: signals })
     }
-    match out.flush() {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            return Err(format!("standard output: {e}"))
-        }
-        _ => {}
+
+    /// tcpdump's first line on standard error.
+    pub fn listening(&self) {
+        eprintln!(
+            "weir: listening on {}, link-type {}, snapshot length {} bytes",
+            self.interface,
+            self.linktype.name(),
+            self.source.snaplen()
+        );
     }
-    drop(out);
-    let stats = source.stats().map_err(|e| e.to_string())?;
-    if args.count {
-        crate::out::line(&captured.to_string())?;
-    }
-    eprint!("{}", statistics_lines(captured, stats.received, stats.dropped));
-    match failure {
-        Some(message) => Err(message),
-        None => Ok(ExitCode::SUCCESS),
+
+    /// tcpdump's three closing lines, for `captured` packets that matched.
+    pub fn print_statistics(&mut self, captured: u64) -> Result<(), String> {
+        let stats = self.source.stats().map_err(|e| e.to_string())?;
+        eprint!("{}", statistics_lines(captured, stats.received, stats.dropped));
+        Ok(())
     }
 }
 

@@ -19,7 +19,6 @@ mod compile;
 mod filter;
 mod hex;
 mod input;
-#[allow(dead_code)] // until `weir filter -i` and `-D` are wired to it
 mod live;
 mod out;
 mod plugin;

@@ -1,0 +1,216 @@
+//! `weir filter -i` end to end, as root, in a network namespace made for each test with a
+//! veth pair (va <-> vb); each test prints `SKIPPED: <name>: <reason>` where it cannot run.
+//! A python3 packet socket sends UDP frames on `va` (even-numbered to port 53, odd to port
+//! 80); weir, and tcpdump on the same traffic, capture on `vb`.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One namespace test at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const SENDER: &str = r#"
+import socket, struct, sys, time
+n = int(sys.argv[1])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("va", 0))
+for i in range(n):
+    port = 53 if i % 2 == 0 else 80
+    udp = struct.pack('!HHHH', 1000 + i, port, 12, 0) + b'abcd'
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0,
+                     bytes([10, 9, 0, 1]), bytes([10, 9, 0, 2]))
+    eth = bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0])
+    s.send(eth + ip + udp)
+    time.sleep(0.002)
+"#;
+
+struct Lab {
+    ns: String,
+}
+
+impl Lab {
+    fn new(test: &str) -> Option<Lab> {
+        let uid = Command::new("id").arg("-u").output().ok()?;
+        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+            println!("SKIPPED: {test}: needs root (network namespaces, packet sockets)");
+            return None;
+        }
+        for tool in ["ip", "python3"] {
+            if Command::new(tool).arg("-V").output().is_err()
+                && Command::new(tool).arg("--version").output().is_err()
+            {
+                println!("SKIPPED: {test}: {tool} is not installed");
+                return None;
+            }
+        }
+        let ns = format!("weir-cli-{}-{test}", std::process::id());
+        let ns: String = ns.chars().take(40).collect();
+        let lab = Lab { ns };
+        let steps: [&[&str]; 6] = [
+            &["netns", "add", &lab.ns],
+            &["-n", &lab.ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"],
+            &["-n", &lab.ns, "link", "set", "va", "up"],
+            &["-n", &lab.ns, "link", "set", "vb", "up"],
+            &["-n", &lab.ns, "link", "set", "lo", "up"],
+            &["netns", "exec", &lab.ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+        ];
+        for step in steps {
+            let out = Command::new("ip").args(step).output().ok()?;
+            if !out.status.success() {
+                println!(
+                    "SKIPPED: {test}: ip {}: {}",
+                    step.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                return None;
+            }
+        }
+        Some(lab)
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &self.ns, program]);
+        command
+    }
+
+    fn send(&self, n: usize) {
+        let out = self.command("python3").args(["-c", SENDER, &n.to_string()]).output().unwrap();
+        assert!(out.status.success(), "sender: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Starts a capture and waits until it says it is listening (its first stderr line).
+    fn capture(&self, program: &str, args: &[&str]) -> Child {
+        let mut child = self
+            .command(program)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::BufRead;
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        // tcpdump may say first that verbose output is suppressed.
+        let mut seen = String::new();
+        while !seen.contains("listening on") {
+            let before = seen.len();
+            stderr.read_line(&mut seen).unwrap();
+            assert!(seen.len() > before, "{program} ended before listening: {seen}");
+        }
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            while stderr.read_line(&mut rest).unwrap_or(0) > 0 {}
+        });
+        child
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
+    }
+}
+
+/// Waits for a capture to end by itself (-c), at most 10 s (then kills it: a failure).
+fn wait(mut child: Child, what: &str) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    panic!("{what} did not stop after its -c count");
+}
+
+fn lines(out: &Output) -> usize {
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn live_capture_counts_as_tcpdump_does_in_the_kernel_and_in_user_space() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = Lab::new("live-counts") else { return };
+    if Command::new("tcpdump").arg("--version").output().is_err() {
+        println!("SKIPPED: live-counts: tcpdump is not installed");
+        return;
+    }
+    let weir = env!("CARGO_BIN_EXE_weir");
+    for (expression, engine) in
+        [("udp port 53", None), ("udp port 80", Some("native")), ("udp", Some("interp"))]
+    {
+        let want = if expression == "udp" { 30 } else { 15 };
+        let count = want.to_string();
+        let mut weir_args = vec!["filter", "-i", "vb", "-c", &count];
+        if let Some(engine) = engine {
+            weir_args.extend(["--engine", engine]);
+        }
+        weir_args.push(expression);
+        let weir_child = lab.capture(weir, &weir_args);
+        let tcpdump_child =
+            lab.capture("tcpdump", &["-i", "vb", "-nn", "-q", "-c", &count, expression]);
+        lab.send(30);
+        let weir_out = wait(weir_child, "weir");
+        let tcpdump_out = wait(tcpdump_child, "tcpdump");
+        assert!(weir_out.status.success(), "{expression}");
+        assert_eq!(lines(&weir_out), want, "weir, {expression}");
+        assert_eq!(lines(&tcpdump_out), want, "tcpdump, {expression}");
+        // The same packets: tcpdump's lines and weir's agree (both print -q -n lines).
+        assert_eq!(
+            String::from_utf8_lossy(&weir_out.stdout)
+                .lines()
+                .map(|l| l.split_once(' ').map_or("", |(_, rest)| rest).to_string())
+                .collect::<Vec<_>>(),
+            String::from_utf8_lossy(&tcpdump_out.stdout)
+                .lines()
+                .map(|l| l.split_once(' ').map_or("", |(_, rest)| rest).to_string())
+                .collect::<Vec<_>>(),
+            "{expression}"
+        );
+    }
+}
+
+#[test]
+fn live_capture_writes_a_capture_tcpdump_reads() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = Lab::new("live-write") else { return };
+    let dir = std::env::temp_dir().join(format!("weir-live-write-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("live.pcap");
+    let weir = env!("CARGO_BIN_EXE_weir");
+    let child = lab.capture(
+        weir,
+        &["filter", "-i", "vb", "-c", "10", "-w", out.to_str().unwrap(), "udp port 80"],
+    );
+    lab.send(30);
+    let done = wait(child, "weir -w");
+    assert!(done.status.success());
+    let check = Command::new(weir)
+        .args(["filter", "--count", "-r", out.to_str().unwrap(), "udp port 80"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "10");
+    if let Ok(tcpdump) = Command::new("tcpdump").args(["-r", out.to_str().unwrap(), "-nn"]).output()
+    {
+        assert!(tcpdump.status.success(), "{}", String::from_utf8_lossy(&tcpdump.stderr));
+        assert_eq!(String::from_utf8_lossy(&tcpdump.stdout).lines().count(), 10);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_missing_interface_is_one_line_and_status_1() {
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["filter", "-i", "weir-no-such-if0", "udp"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no such interface") || stderr.contains("root or CAP_NET_RAW"),
+        "{stderr}"
+    );
+}
