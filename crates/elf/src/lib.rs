@@ -104,6 +104,8 @@ pub struct ProgramSpec {
     pub name: String,
     /// The ELF section it is in (libbpf's `SEC()` name), e.g. `xdp` or `tcx/ingress`.
     pub section: String,
+    /// Byte offset of the function inside its section (what `llvm-objdump -d -r` shows).
+    pub section_offset: u64,
     /// The program, its type set from the section, all the object's maps and its
     /// relocations.
     pub program: Program,

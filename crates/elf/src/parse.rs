@@ -361,6 +361,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
                     programs.push(ProgramSpec {
                         name: func.name.to_owned(),
                         section: sec.name.to_owned(),
+                        section_offset: func.start as u64 * 8,
                         program,
                         main_slots,
                         license: license.clone(),
