@@ -46,5 +46,6 @@
 
 pub mod cleanup;
 pub mod kernel;
+pub mod kernel_maps_min;
 pub mod libpcap;
 pub mod user;
