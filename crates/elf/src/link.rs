@@ -2,6 +2,7 @@
 //! once, with calls re-targeted and `lddw` map references turned into map indices and
 //! [`Relocation`]s.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use object::elf;
@@ -11,7 +12,7 @@ use weir_program::{MapSpec, ProgType, Program, RelocTarget, Relocation};
 use crate::btf::CoreRelo;
 use crate::error::ElfError;
 use crate::parse::{malformed, RelocRecord, Sec, Symbol};
-use crate::MAX_PROGRAM_SLOTS;
+use crate::{MAX_PROGRAM_SLOTS, MAX_TOTAL_SLOTS};
 
 /// `R_BPF_64_64`: the 64-bit immediate of `lddw`.
 const R_BPF_64_64: u32 = 1;
@@ -37,8 +38,12 @@ pub(crate) struct Linker<'s, 'a> {
     relocs: &'s HashMap<usize, HashMap<u64, RelocRecord>>,
     map_at: &'s HashMap<(usize, u64), usize>,
     data_map: &'s HashMap<usize, usize>,
-    core: &'s [CoreRelo],
+    /// CO-RE relocation offsets by section name, sorted.
+    core: HashMap<&'s str, Vec<u32>>,
     maps: &'s [MapSpec],
+    /// Slots placed so far by every `link` (kept or refused): bounds the work a hostile
+    /// object can ask for, not only the output.
+    work: Cell<usize>,
     /// Functions of each code section, sorted by start.
     funcs: HashMap<usize, Vec<Function<'a>>>,
     pub kconfig: Vec<&'a str>,
@@ -99,14 +104,22 @@ impl<'s, 'a> Linker<'s, 'a> {
         for list in funcs.values_mut() {
             list.sort_by_key(|f| f.start);
         }
+        let mut by_section: HashMap<&'s str, Vec<u32>> = HashMap::new();
+        for relo in core {
+            by_section.entry(relo.section.as_str()).or_default().push(relo.insn_off);
+        }
+        for offsets in by_section.values_mut() {
+            offsets.sort_unstable();
+        }
         Ok(Linker {
             secs,
             syms,
             relocs,
             map_at,
             data_map,
-            core,
+            core: by_section,
             maps,
+            work: Cell::new(0),
             funcs,
             kconfig: Vec::new(),
             ksyms: Vec::new(),
@@ -118,9 +131,12 @@ impl<'s, 'a> Linker<'s, 'a> {
         self.funcs.get(&section).map_or(&[], Vec::as_slice)
     }
 
-    /// The function of `section` that contains `slot`.
+    /// The function of `section` that contains `slot` (the last one starting at or before
+    /// it: a binary search, so that many calls into many functions stay cheap).
     fn function_at(&self, section: usize, slot: usize) -> Option<&Function<'a>> {
-        self.functions(section).iter().find(|f| f.start <= slot && slot < f.start + f.len)
+        let funcs = self.functions(section);
+        let candidate = funcs.get(funcs.partition_point(|f| f.start <= slot).checked_sub(1)?)?;
+        (slot < candidate.start + candidate.len).then_some(candidate)
     }
 
     fn decode(&self, f: &Function<'a>) -> Result<Vec<Insn>, ElfError> {
@@ -252,15 +268,25 @@ impl<'s, 'a> Linker<'s, 'a> {
                 format!("linked program longer than {MAX_PROGRAM_SLOTS} slots"),
             ));
         }
-        let range = (f.start * 8) as u32..((f.start + f.len) * 8) as u32;
-        if let Some(relo) =
-            self.core.iter().find(|c| c.section == sec.name && range.contains(&c.insn_off))
-        {
+        let work = self.work.get().saturating_add(f.len);
+        if work > MAX_TOTAL_SLOTS {
             return Err(unsupported(
                 sec.name,
-                u64::from(relo.insn_off),
-                format!("CO-RE relocation (.BTF.ext) in function `{}`", f.name),
+                (f.start * 8) as u64,
+                format!("linking the object's programs takes more than {MAX_TOTAL_SLOTS} slots"),
             ));
+        }
+        self.work.set(work);
+        let (lo, hi) = ((f.start * 8) as u64, ((f.start + f.len) * 8) as u64);
+        if let Some(offsets) = self.core.get(sec.name) {
+            let first = offsets.partition_point(|&o| u64::from(o) < lo);
+            if let Some(&off) = offsets.get(first).filter(|&&o| u64::from(o) < hi) {
+                return Err(unsupported(
+                    sec.name,
+                    u64::from(off),
+                    format!("CO-RE relocation (.BTF.ext) in function `{}`", f.name),
+                ));
+            }
         }
         let base = out.len();
         out.extend(self.decode(f)?);

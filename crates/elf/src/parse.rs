@@ -158,6 +158,12 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
         });
     }
 
+    // Symbol indices by section, so that per-section lookups do not rescan the table.
+    let mut by_section: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (k, sym) in syms.iter().enumerate() {
+        by_section.entry(usize::from(sym.shndx)).or_default().push(k);
+    }
+    let in_section = |i: usize| by_section.get(&i).map_or(&[][..], Vec::as_slice);
     let find = |name: &str| secs.iter().position(|s| s.name == name);
     let license = find("license").map(|i| c_string(secs[i].data));
     let kernel_version = find("version").and_then(|i| btf::u32_at(secs[i].data, 0));
@@ -174,10 +180,10 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
     let mut maps: Vec<ObjectMap> = Vec::new();
     let mut map_at: HashMap<(usize, u64), usize> = HashMap::new();
     if let Some(i) = find("maps") {
-        legacy_maps(i, &secs[i], &syms, &mut maps, &mut map_at)?;
+        legacy_maps(i, &secs[i], &syms, in_section(i), &mut maps, &mut map_at)?;
     }
     if let Some(i) = find(".maps") {
-        btf_maps(i, &secs[i], &syms, btf_ref()?, &mut maps, &mut map_at)?;
+        btf_maps(&secs[i], &syms, in_section(i), btf_ref()?, &mut maps, &mut map_at, i)?;
     }
     let mut data_map: HashMap<usize, usize> = HashMap::new();
     let mut variables = Vec::new();
@@ -208,8 +214,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
             initial: (kind != DataKind::Bss).then(|| sec.data.to_vec()),
         });
         data_map.insert(i, index);
-        for (k, sym) in syms.iter().enumerate() {
-            if usize::from(sym.shndx) != i || sym.kind != elf::STT_OBJECT || sym.name.is_empty() {
+        for &k in in_section(i) {
+            let sym = &syms[k];
+            if sym.kind != elf::STT_OBJECT || sym.name.is_empty() {
                 continue;
             }
             let end = sym.value.checked_add(sym.size);
@@ -400,16 +407,13 @@ fn data_kind(sec: &Sec<'_>) -> Option<DataKind> {
     }
 }
 
-/// The symbols that declare maps in section `index` (objects, or untyped), in table order.
-fn map_symbols<'a>(index: usize, syms: &[Symbol<'a>]) -> Vec<(usize, Symbol<'a>)> {
-    syms.iter()
-        .enumerate()
-        .filter(|(_, s)| {
-            usize::from(s.shndx) == index
-                && (s.kind == elf::STT_OBJECT || s.kind == elf::STT_NOTYPE)
-                && !s.name.is_empty()
-        })
-        .map(|(k, s)| (k, *s))
+/// The symbols that declare maps among `members` (a section's symbols): objects, or
+/// untyped, in table order.
+fn map_symbols<'a>(syms: &[Symbol<'a>], members: &[usize]) -> Vec<Symbol<'a>> {
+    members
+        .iter()
+        .map(|&k| syms[k])
+        .filter(|s| (s.kind == elf::STT_OBJECT || s.kind == elf::STT_NOTYPE) && !s.name.is_empty())
         .collect()
 }
 
@@ -417,10 +421,11 @@ fn legacy_maps(
     index: usize,
     sec: &Sec<'_>,
     syms: &[Symbol<'_>],
+    members: &[usize],
     maps: &mut Vec<ObjectMap>,
     map_at: &mut HashMap<(usize, u64), usize>,
 ) -> Result<(), ElfError> {
-    let decls = map_symbols(index, syms);
+    let decls = map_symbols(syms, members);
     if decls.is_empty() {
         return Ok(());
     }
@@ -440,7 +445,7 @@ fn legacy_maps(
             format!("map definitions of {def_size} bytes, shorter than struct bpf_map_def (20)"),
         ));
     }
-    for (_, sym) in decls {
+    for sym in decls {
         let at = sym.value;
         let def = usize::try_from(at)
             .ok()
@@ -493,15 +498,18 @@ fn refuse_map_in_map(section: &str, at: u64, name: &str, t: MapType) -> Result<(
 }
 
 fn btf_maps(
-    index: usize,
     sec: &Sec<'_>,
     syms: &[Symbol<'_>],
+    members: &[usize],
     btf: &Btf<'_>,
     maps: &mut Vec<ObjectMap>,
     map_at: &mut HashMap<(usize, u64), usize>,
+    index: usize,
 ) -> Result<(), ElfError> {
+    let decls = map_symbols(syms, members);
+    let by_name: HashMap<&str, &Symbol<'_>> = decls.iter().map(|s| (s.name, s)).collect();
     let Some(vars) = btf.datasec(".maps")? else {
-        if map_symbols(index, syms).is_empty() {
+        if decls.is_empty() {
             return Ok(());
         }
         return Err(malformed(sec.name, 0, "map symbols but no .maps DATASEC in .BTF"));
@@ -512,9 +520,8 @@ fn btf_maps(
             return Err(btf_err(var.at, format!("DATASEC .maps entry {var_id} is not a VAR")));
         }
         let name = btf.name(var)?;
-        let sym = syms
-            .iter()
-            .find(|s| usize::from(s.shndx) == index && s.name == name)
+        let sym = by_name
+            .get(name)
             .ok_or_else(|| malformed(sec.name, 0, format!("map `{name}` has no ELF symbol")))?;
         let at = sym.value;
         if at >= sec.size {
