@@ -518,6 +518,13 @@ fn einval() -> io::Error {
     io::Error::from_raw_os_error(libc::EINVAL)
 }
 
+impl std::os::fd::AsRawFd for KernelMap {
+    /// The map's descriptor, for an `lddw map_fd` that names it in a program to load.
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
 impl KernelMap {
     /// The bytes a value takes in the syscall (per-CPU maps: every possible CPU's).
     pub fn value_len(&self) -> usize {
