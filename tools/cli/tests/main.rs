@@ -7,4 +7,5 @@ mod filter;
 mod never_panics;
 mod output;
 mod plugin;
+mod rejects_all;
 mod tcpdump_habits;
