@@ -14,11 +14,16 @@ pub mod lexer;
 pub mod lower;
 pub mod names;
 pub mod parser;
+mod rejects_all;
 
 pub use ast::{Expr, ExprKind, Span};
 pub use error::ParseError;
-pub use lower::{compile, compiles_for, lower, CompileError, LinkType, Options, LINK_TYPES};
+pub use lower::{
+    compile, compiles_for, lower, lower_with_facts, CompileError, LinkType, Lowered, Options,
+    LINK_TYPES,
+};
 pub use parser::{parse, MAX_DEPTH};
+pub use rejects_all::{libpcap_rejects_all, rejects_all};
 
 #[cfg(test)]
 mod deep_tests;

@@ -25,3 +25,4 @@ mod lower_net;
 mod native;
 mod parse;
 mod rejects;
+mod rejects_all;

@@ -36,6 +36,9 @@ pub use weir_isa as isa;
 pub use weir_packet as packet;
 pub use weir_pflang as pflang;
 
+/// libpcap's message for an expression its optimizer reduces to "reject every packet".
+pub const REJECTS_ALL: &str = "expression rejects all packets";
+
 /// How a tcpdump expression is compiled.
 #[derive(Debug, Clone)]
 pub struct FilterOptions {
@@ -43,7 +46,9 @@ pub struct FilterOptions {
     /// The capture's IPv4 netmask, for `ip broadcast` (libpcap refuses it without one).
     pub netmask: Option<u32>,
     /// Run the filter IR's optimizer (tcpdump's default; `-O` turns it off). The meaning is
-    /// the same either way.
+    /// the same either way, but, as with libpcap, an optimized compile refuses an expression
+    /// libpcap's optimizer reduces to "reject everything"
+    /// ([`weir_pflang::libpcap_rejects_all`]).
     pub optimize: bool,
 }
 
@@ -61,6 +66,11 @@ pub fn compile_filter(expr: &str, linktype: LinkType) -> Result<Filter, CompileE
 
 /// The compile path, in one place: parse, lower to the filter IR, optimize (unless
 /// `options.optimize` is off). An empty expression accepts every packet, as in tcpdump.
+///
+/// With the optimizer on, an expression libpcap's `pcap_compile` refuses as "expression
+/// rejects all packets" (its optimizer proves the program false) is refused with that
+/// message, the span covering the whole expression; `optimize: false` accepts it (it then
+/// matches nothing), as `tcpdump -O` does.
 pub fn compile_filter_with(
     expr: &str,
     options: &FilterOptions,
@@ -69,6 +79,15 @@ pub fn compile_filter_with(
     let ast = weir_pflang::parse(expr)?;
     let mut lower_options = weir_pflang::Options::new(options.linktype);
     lower_options.netmask = options.netmask;
-    let filter = weir_pflang::lower(ast.as_ref(), &lower_options, names)?;
-    Ok(if options.optimize { weir_filter::opt::optimize_owned(filter) } else { filter })
+    let lowered = weir_pflang::lower_with_facts(ast.as_ref(), &lower_options, names)?;
+    if !options.optimize {
+        return Ok(lowered.filter);
+    }
+    if weir_pflang::libpcap_rejects_all(&lowered) {
+        // The whole expression, without the blanks around it.
+        let start = expr.len() - expr.trim_start().len();
+        let span = weir_pflang::Span::new(start, expr.trim_end().len().max(start));
+        return Err(CompileError::new(span, REJECTS_ALL));
+    }
+    Ok(weir_filter::opt::optimize_owned(lowered.filter))
 }

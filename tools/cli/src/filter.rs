@@ -147,6 +147,10 @@ impl Expression {
     /// A compile error with the expression and a caret under the place; for `-F`, as
     /// `FILE:LINE:COL: message` with that line of the file.
     pub fn error(&self, err: &CompileError) -> String {
+        // About the whole expression, not a place in it: tcpdump's one line.
+        if err.message == weir::REJECTS_ALL {
+            return err.message.clone();
+        }
         let Some((path, original)) = &self.file else {
             return err.render(&self.text);
         };

@@ -9,4 +9,5 @@ mod live;
 mod never_panics;
 mod output;
 mod plugin;
+mod rejects_all;
 mod tcpdump_habits;

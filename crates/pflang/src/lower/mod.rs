@@ -65,12 +65,32 @@ pub fn lower(
     options: &Options,
     names: &NameDb,
 ) -> Result<Filter, CompileError> {
+    lower_with_facts(ast, options, names).map(|l| l.filter)
+}
+
+/// A lowered expression and what libpcap's compiler would know about it.
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    pub filter: Filter,
+    /// Whether libpcap runs its optimizer on this expression when asked to: it never does
+    /// when the expression has a `protochain` (its loop is beyond the optimizer; gencode
+    /// turns optimization off), so such an expression is never "rejects all packets".
+    pub libpcap_optimizes: bool,
+}
+
+/// [`lower`], with what libpcap's compiler would know about the expression.
+pub fn lower_with_facts(
+    ast: Option<&ast::Expr>,
+    options: &Options,
+    names: &NameDb,
+) -> Result<Lowered, CompileError> {
     let Some(ast) = ast else {
-        return Ok(Filter::new(Pred::Const(true)));
+        return Ok(Lowered { filter: Filter::new(Pred::Const(true)), libpcap_optimizes: true });
     };
     let mut lowerer = Lowerer::new(options, names);
     let pred = lowerer.expr(ast)?;
-    Ok(Filter::new(pred))
+    let libpcap_optimizes = lowerer.protochain_slots.is_none();
+    Ok(Lowered { filter: Filter::new(pred), libpcap_optimizes })
 }
 
 /// The header an offset is relative to (libpcap's "offset relative to" notion).

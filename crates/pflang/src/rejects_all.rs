@@ -1,0 +1,375 @@
+//! libpcap's "expression rejects all packets": the verdict `pcap_compile` gives, with its
+//! optimizer on, when the optimized program is a bare `ret #0`.
+//!
+//! weir's own optimizer proves more filters empty than libpcap's, so "weir can prove it" is
+//! not the criterion; this module reproduces the facts libpcap's optimizer (optimize.c)
+//! uses, over the *unoptimized* filter IR (whose control flow is gencode's: `and`/`or`
+//! short-circuit left to right, `not` swaps the exits):
+//!
+//! 1. **Jump threading along a path** (libpcap's `opt_j`/`fold_edge`): a test of a value
+//!    already tested on the way is decided when it is the same comparison against the same
+//!    operand (same outcome), or an equality with a constant after the same value was found
+//!    equal to a different constant (false). Values are compared by what they compute
+//!    (libpcap's value numbering): the same load at the same offset and size, the same
+//!    arithmetic on the same values, scratch slots read as what the path stored in them.
+//!    Only equalities give new facts; `>`/`>=`/`&` are decided only by the very same test.
+//! 2. **Comparisons of two plain numbers** (`1 = 0`): libpcap's first optimizer pass knows
+//!    the value of an immediate load and decides the jump, so such a test is threaded like
+//!    the others.
+//! 3. **Folded arithmetic** (`4 - 6 < 0`, `2 * 3 = 7`) is only folded by libpcap's second
+//!    pass, which no longer moves jumps: it decides a test only on the chain of tests at the
+//!    start of the program (libpcap's `opt_root`). So `2 * 3 = 7 and ip` rejects all
+//!    packets, `ip and 2 * 3 = 7` does not.
+//!
+//! The tests are canonicalised as libpcap's code generator and peephole optimizer shape
+//! them: `!=`, `<`, `<=` are `jeq`, `jge`, `jgt` with the exits swapped; `(x & m) = 0` is
+//! `jset #m` negated; `(x - a) = b` is `x = a + b`; `jset #0` never holds and
+//! `jset #0xffffffff` always does (for a non-constant value).
+//!
+//! Differences that remain (libpcap's `or_pullup`/`and_pullup` and its block merging are
+//! not modelled, nor the few places where weir's lowering shapes a primitive differently from
+//! gencode) are counted by the differential test `rejects_all` in tests/differential.rs.
+//! The walk is exhaustive over paths with a budget; past the budget the answer is "does not
+//! reject all" (the filter is kept: it means the same either way).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
+use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred};
+
+use crate::Lowered;
+
+/// Whether libpcap's `pcap_compile`, optimizer on, refuses the expression `lowered` came from
+/// with "expression rejects all packets": never for expressions libpcap does not optimize
+/// (`protochain`), else [`rejects_all`].
+pub fn libpcap_rejects_all(lowered: &Lowered) -> bool {
+    lowered.libpcap_optimizes && rejects_all(&lowered.filter)
+}
+
+/// Path steps explored before giving up (and keeping the filter).
+const BUDGET: usize = 50_000;
+
+/// Whether libpcap's optimizer would reduce `filter` (weir's unoptimized lowering of an
+/// expression) to "reject every packet", so that `pcap_compile` refuses it with
+/// "expression rejects all packets".
+pub fn rejects_all(filter: &Filter) -> bool {
+    let mut graph = Graph::default();
+    let accept = graph.push(Node::Accept);
+    let reject = graph.push(Node::Reject);
+    let Some(root) = graph.build(&filter.pred, accept, reject, 0) else {
+        return false;
+    };
+    // Tunnels (`geneve`, `vxlan`) keep offsets in scratch memory: libpcap's blocks for them
+    // carry register values from block to block, which stops its jump threading (its
+    // `use_conflict`); it is not modelled, and such expressions are never refused.
+    if graph.nodes.iter().any(|n| matches!(n, Node::Store { .. })) {
+        return false;
+    }
+    let mut walk = Walk { graph: &graph, steps: 0, seen: HashSet::new() };
+    // libpcap's second pass folds constant arithmetic and decides the tests at the root.
+    let mut node = root;
+    let mut state = State::default();
+    loop {
+        match graph.nodes.get(node) {
+            Some(Node::Store { slot, value, next }) => {
+                let v = state.resolve(value);
+                state.store(*slot, v);
+                node = *next;
+            }
+            Some(Node::Test { lhs, op, rhs, t, f }) => {
+                let (l, r) = (state.resolve(lhs), state.resolve(rhs));
+                match walk.can_accept(node, &state) {
+                    Some(false) => return true,
+                    None => return false,
+                    Some(true) => {}
+                }
+                match fold(&l).zip(fold(&r)) {
+                    Some((a, b)) => node = if compare(*op, a, b) { *t } else { *f },
+                    None => return false,
+                }
+            }
+            Some(Node::Accept) | None => return false,
+            Some(Node::Reject) => return true,
+        }
+    }
+}
+
+type NodeId = usize;
+
+enum Node {
+    Accept,
+    Reject,
+    Test { lhs: Expr, op: CmpOp, rhs: Expr, t: NodeId, f: NodeId },
+    Store { slot: u8, value: Expr, next: NodeId },
+}
+
+#[derive(Default)]
+struct Graph {
+    nodes: Vec<Node>,
+}
+
+impl Graph {
+    fn push(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        self.nodes.len() - 1
+    }
+
+    /// The entry of `p`'s code, which continues at `t` when it holds and `f` when not
+    /// (`None` when the filter is too deep or too big to analyse).
+    fn build(&mut self, p: &Pred, t: NodeId, f: NodeId, depth: usize) -> Option<NodeId> {
+        if depth > 2_000 || self.nodes.len() > BUDGET {
+            return None;
+        }
+        Some(match p {
+            Pred::Const(true) => t,
+            Pred::Const(false) => f,
+            Pred::Cmp { op, lhs, rhs } => {
+                self.push(Node::Test { lhs: lhs.clone(), op: *op, rhs: rhs.clone(), t, f })
+            }
+            Pred::In { value, set } => {
+                // gencode's chain of tests, one per value (a range is `>= lo and <= hi`).
+                let mut entry = f;
+                for &(lo, hi) in set.ranges().iter().rev() {
+                    entry = if lo == hi {
+                        let (lhs, rhs) = (value.clone(), Expr::Const(lo));
+                        self.push(Node::Test { lhs, op: CmpOp::Eq, rhs, t, f: entry })
+                    } else {
+                        let (lhs, rhs) = (value.clone(), Expr::Const(hi));
+                        let upper = self.push(Node::Test { lhs, op: CmpOp::Le, rhs, t, f: entry });
+                        let (lhs, rhs) = (value.clone(), Expr::Const(lo));
+                        self.push(Node::Test { lhs, op: CmpOp::Ge, rhs, t: upper, f: entry })
+                    };
+                }
+                entry
+            }
+            Pred::And(parts) => {
+                let mut entry = t;
+                for part in parts.iter().rev() {
+                    entry = self.build(part, entry, f, depth + 1)?;
+                }
+                entry
+            }
+            Pred::Or(parts) => {
+                let mut entry = f;
+                for part in parts.iter().rev() {
+                    entry = self.build(part, t, entry, depth + 1)?;
+                }
+                entry
+            }
+            Pred::Not(inner) => self.build(inner, f, t, depth + 1)?,
+            Pred::Store { slot, value } => {
+                self.push(Node::Store { slot: *slot, value: value.clone(), next: t })
+            }
+            // Never in lowered code; a guard is a length check, not a packet test.
+            Pred::Guard(_) => t,
+        })
+    }
+}
+
+/// A jump as libpcap's optimizer sees it: the value in A, the jump code and its operand.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Test {
+    value: Expr,
+    code: Code,
+    operand: Expr,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Code {
+    Jeq,
+    Jgt,
+    Jge,
+    Jset,
+}
+
+impl Test {
+    /// The canonical jump for `lhs op rhs` (already resolved) and whether its exits are
+    /// swapped.
+    fn canonical(lhs: Expr, op: CmpOp, rhs: Expr) -> (Test, bool) {
+        let (code, negated) = match op {
+            CmpOp::Eq => (Code::Jeq, false),
+            CmpOp::Ne => (Code::Jeq, true),
+            CmpOp::Gt => (Code::Jgt, false),
+            CmpOp::Le => (Code::Jgt, true),
+            CmpOp::Ge => (Code::Jge, false),
+            CmpOp::Lt => (Code::Jge, true),
+            CmpOp::Set => (Code::Jset, false),
+        };
+        if code == Code::Jeq {
+            if let (Expr::Binary { op, lhs: a, rhs: b }, Expr::Const(k)) = (&lhs, &rhs) {
+                match (op, &**b) {
+                    // sub #x; jeq #y  ->  jeq #(x + y)
+                    (BinOp::Sub, Expr::Const(x)) => {
+                        let operand = Expr::Const(x.wrapping_add(*k));
+                        return (Test { value: (**a).clone(), code, operand }, negated);
+                    }
+                    // and #m; jeq #0  ->  jset #m, exits swapped
+                    (BinOp::And, Expr::Const(_)) if *k == 0 => {
+                        let test =
+                            Test { value: (**a).clone(), code: Code::Jset, operand: (**b).clone() };
+                        return (test, !negated);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (Test { value: lhs, code, operand: rhs }, negated)
+    }
+}
+
+/// What is known along one path: outcomes of canonical tests, and what each scratch slot
+/// holds.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+struct State {
+    facts: Vec<(Test, bool)>,
+    scratch: Vec<(u8, Expr)>,
+}
+
+impl State {
+    fn store(&mut self, slot: u8, value: Expr) {
+        self.scratch.retain(|(s, _)| *s != slot);
+        self.scratch.push((slot, value));
+    }
+
+    /// `e` with every scratch slot read replaced by what this path stored there.
+    fn resolve(&self, e: &Expr) -> Expr {
+        match e {
+            Expr::Scratch(slot) => self
+                .scratch
+                .iter()
+                .find(|(s, _)| s == slot)
+                .map_or_else(|| e.clone(), |(_, v)| v.clone()),
+            Expr::Const(_) | Expr::WireLen => e.clone(),
+            Expr::Load { offset, size } => Expr::load(self.resolve(offset), *size),
+            Expr::Binary { op, lhs, rhs } => {
+                Expr::binary(*op, self.resolve(lhs), self.resolve(rhs))
+            }
+            Expr::Neg(inner) => Expr::Neg(Box::new(self.resolve(inner))),
+        }
+    }
+
+    /// The outcome of `test` libpcap's first pass knows here, if any.
+    fn decide(&self, test: &Test) -> Option<bool> {
+        if let (Expr::Const(a), Expr::Const(b)) = (&test.value, &test.operand) {
+            return Some(match test.code {
+                Code::Jeq => a == b,
+                Code::Jgt => a > b,
+                Code::Jge => a >= b,
+                Code::Jset => a & b != 0,
+            });
+        }
+        if test.code == Code::Jset {
+            match test.operand {
+                Expr::Const(0) => return Some(false),
+                Expr::Const(u32::MAX) => return Some(true),
+                _ => {}
+            }
+        }
+        for (known, outcome) in &self.facts {
+            if known.value != test.value || known.code != test.code {
+                continue;
+            }
+            if known.operand == test.operand {
+                return Some(*outcome);
+            }
+            if *outcome
+                && test.code == Code::Jeq
+                && matches!((&known.operand, &test.operand), (Expr::Const(_), Expr::Const(_)))
+            {
+                return Some(false);
+            }
+        }
+        None
+    }
+}
+
+struct Walk<'a> {
+    graph: &'a Graph,
+    steps: usize,
+    /// Hashes of the (node, state) pairs explored in this walk (64 bits for at most
+    /// [`BUDGET`] pairs: a collision, which would prune a path, has odds below 2^-34).
+    seen: HashSet<u64>,
+}
+
+impl Walk<'_> {
+    /// Whether some path from `node` with `state` reaches the accepting exit (`None` past
+    /// the budget).
+    fn can_accept(&mut self, node: NodeId, state: &State) -> Option<bool> {
+        self.seen.clear();
+        let mut stack = vec![(node, state.clone())];
+        while let Some((node, mut state)) = stack.pop() {
+            self.steps += 1;
+            if self.steps > BUDGET {
+                return None;
+            }
+            let mut h = DefaultHasher::new();
+            (node, &state).hash(&mut h);
+            if !self.seen.insert(h.finish()) {
+                continue;
+            }
+            match self.graph.nodes.get(node) {
+                Some(Node::Accept) => return Some(true),
+                Some(Node::Reject) | None => {}
+                Some(Node::Store { slot, value, next }) => {
+                    let v = state.resolve(value);
+                    state.store(*slot, v);
+                    stack.push((*next, state));
+                }
+                Some(Node::Test { lhs, op, rhs, t, f }) => {
+                    let (test, negated) =
+                        Test::canonical(state.resolve(lhs), *op, state.resolve(rhs));
+                    let (on_true, on_false) = if negated { (*f, *t) } else { (*t, *f) };
+                    match state.decide(&test) {
+                        Some(true) => stack.push((on_true, state)),
+                        Some(false) => stack.push((on_false, state)),
+                        None => {
+                            let mut taken = state.clone();
+                            taken.facts.push((test.clone(), true));
+                            state.facts.push((test, false));
+                            stack.push((on_false, state));
+                            stack.push((on_true, taken));
+                        }
+                    }
+                }
+            }
+        }
+        Some(false)
+    }
+}
+
+/// The constant `e` folds to (libpcap's second pass), if any.
+fn fold(e: &Expr) -> Option<u32> {
+    Some(match e {
+        Expr::Const(c) => *c,
+        Expr::WireLen | Expr::Load { .. } | Expr::Scratch(_) => return None,
+        Expr::Neg(inner) => fold(inner)?.wrapping_neg(),
+        Expr::Binary { op, lhs, rhs } => {
+            let (a, b) = (fold(lhs)?, fold(rhs)?);
+            match op {
+                BinOp::Add => a.wrapping_add(b),
+                BinOp::Sub => a.wrapping_sub(b),
+                BinOp::Mul => a.wrapping_mul(b),
+                BinOp::Div => a.checked_div(b)?,
+                BinOp::Mod => a.checked_rem(b)?,
+                BinOp::And => a & b,
+                BinOp::Or => a | b,
+                BinOp::Xor => a ^ b,
+                BinOp::Shl => a.checked_shl(b).unwrap_or(0),
+                BinOp::Shr => a.checked_shr(b).unwrap_or(0),
+            }
+        }
+    })
+}
+
+fn compare(op: CmpOp, a: u32, b: u32) -> bool {
+    match op {
+        CmpOp::Eq => a == b,
+        CmpOp::Ne => a != b,
+        CmpOp::Gt => a > b,
+        CmpOp::Ge => a >= b,
+        CmpOp::Lt => a < b,
+        CmpOp::Le => a <= b,
+        CmpOp::Set => a & b != 0,
+    }
+}
