@@ -124,6 +124,7 @@ enum Order {
 }
 
 impl Order {
+    #[inline]
     fn u16(self, bytes: &[u8], at: usize) -> u16 {
         let b: [u8; 2] =
             bytes.get(at..at.saturating_add(2)).and_then(|s| s.try_into().ok()).unwrap_or_default();
@@ -133,6 +134,7 @@ impl Order {
         }
     }
 
+    #[inline]
     fn u32(self, bytes: &[u8], at: usize) -> u32 {
         let b: [u8; 4] =
             bytes.get(at..at.saturating_add(4)).and_then(|s| s.try_into().ok()).unwrap_or_default();
@@ -142,6 +144,7 @@ impl Order {
         }
     }
 
+    #[inline]
     fn u64(self, bytes: &[u8], at: usize) -> u64 {
         let b: [u8; 8] =
             bytes.get(at..at.saturating_add(8)).and_then(|s| s.try_into().ok()).unwrap_or_default();
@@ -169,27 +172,41 @@ impl<R: Read> Window<R> {
     }
 
     /// File offset of the first unconsumed byte.
+    #[inline]
     fn offset(&self) -> u64 {
         self.base.saturating_add(self.start as u64)
     }
 
+    #[inline]
     fn available(&self) -> usize {
         self.end.saturating_sub(self.start)
     }
 
     /// The unconsumed bytes.
+    #[inline]
     fn bytes(&self) -> &[u8] {
         self.buf.get(self.start..self.end).unwrap_or_default()
     }
 
     /// Whether the next record needs a `read` (nothing complete is buffered beyond `need`).
+    #[inline]
     fn would_read(&self, need: usize) -> bool {
         !self.eof && self.available() < need
     }
 
     /// Makes `need` unconsumed bytes available, reading as little as the input gives at a
     /// time. `Ok(false)`: the input ended first.
+    #[inline]
     fn fill(&mut self, need: usize) -> io::Result<bool> {
+        if self.available() >= need {
+            return Ok(true);
+        }
+        self.fill_from_input(need)
+    }
+
+    /// [`fill`](Self::fill)'s slow path: reads until `need` bytes are there or input ends.
+    #[inline(never)]
+    fn fill_from_input(&mut self, need: usize) -> io::Result<bool> {
         while self.available() < need {
             if self.eof {
                 return Ok(false);
@@ -218,6 +235,7 @@ impl<R: Read> Window<R> {
         Ok(true)
     }
 
+    #[inline]
     fn consume(&mut self, n: usize) {
         self.start = self.start.saturating_add(n).min(self.end);
     }

@@ -250,9 +250,12 @@ impl OutputFile {
         self.kind
     }
 
-    /// Completes the output: flushes it and, for a regular file, syncs it to disk; a
-    /// temporary file is then renamed over its target. On an error the temporary file is
-    /// removed and the target is as it was.
+    /// Completes the output: flushes it and renames a temporary file over its target. A file
+    /// that replaces an existing one (or is written in place) is synced to disk first, so a
+    /// crash never trades the old contents for an unwritten new file; a new file is renamed
+    /// without a sync, as `tcpdump -w` writes without one (the sync of a large capture
+    /// costs more than the whole filter run). On an error the temporary file is removed and
+    /// the target is as it was.
     pub fn finish(mut self) -> io::Result<()> {
         match self.target.take() {
             None => Ok(()),
@@ -265,7 +268,9 @@ impl OutputFile {
                 Ok(())
             }
             Some(Target::Temporary { file, temp, target, _guard }) => {
-                let done = file.sync_all().and_then(|()| std::fs::rename(&temp, &target));
+                let replaces = self.kind == OutputKind::Replace;
+                let synced = if replaces { file.sync_all() } else { Ok(()) };
+                let done = synced.and_then(|()| std::fs::rename(&temp, &target));
                 drop(file);
                 if let Err(e) = done {
                     let _ = std::fs::remove_file(&temp);
@@ -279,8 +284,10 @@ impl OutputFile {
                     Some(dir) if !dir.as_os_str().is_empty() => dir,
                     _ => Path::new("."),
                 };
-                if let Ok(dir) = File::open(dir) {
-                    let _ = dir.sync_all();
+                if replaces {
+                    if let Ok(dir) = File::open(dir) {
+                        let _ = dir.sync_all();
+                    }
                 }
                 Ok(())
             }

@@ -22,7 +22,6 @@
 //! FIFO is written through, a link is followed, a replaced file keeps its mode and owner,
 //! a hard-linked file is written in place, and the capture being read is refused.
 
-use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -260,7 +259,9 @@ impl Matcher {
 struct Matchers<'e> {
     expression: &'e Expression,
     names: NameDb,
-    by_linktype: HashMap<u32, (LinkType, Matcher)>,
+    /// (link type number or -y's DLT, the link type compiled for, its filter); captures
+    /// rarely have more than one, so a scan beats hashing every packet's key.
+    by_linktype: Vec<(u32, LinkType, Matcher)>,
     forced: Option<LinkType>,
     engine: Option<Engine>,
     explain: bool,
@@ -268,24 +269,31 @@ struct Matchers<'e> {
 }
 
 impl<'e> Matchers<'e> {
-    fn get(&mut self, dlt: u32) -> Result<&mut (LinkType, Matcher), String> {
+    fn get(&mut self, dlt: u32) -> Result<(LinkType, &mut Matcher), String> {
         let key = self.forced.map_or(dlt, LinkType::dlt);
-        if !self.by_linktype.contains_key(&key) {
-            let linktype = match self.forced {
-                Some(linktype) => linktype,
-                None => supported(dlt).ok_or_else(|| unsupported(dlt))?,
-            };
-            let mut options = options(linktype);
-            options.optimize = self.optimize;
-            let filter = weir::compile_filter_with(&self.expression.text, &options, &self.names)
-                .map_err(|e| self.expression.error(&e))?;
-            let matcher = Matcher::new(&filter, self.engine)?;
-            if self.explain {
-                eprint!("weir: {}: {}", linktype.name(), matcher.prepared.choice());
+        let found = match self.by_linktype.iter().position(|entry| entry.0 == key) {
+            Some(found) => found,
+            None => {
+                let linktype = match self.forced {
+                    Some(linktype) => linktype,
+                    None => supported(dlt).ok_or_else(|| unsupported(dlt))?,
+                };
+                let mut options = options(linktype);
+                options.optimize = self.optimize;
+                let filter =
+                    weir::compile_filter_with(&self.expression.text, &options, &self.names)
+                        .map_err(|e| self.expression.error(&e))?;
+                let matcher = Matcher::new(&filter, self.engine)?;
+                if self.explain {
+                    eprint!("weir: {}: {}", linktype.name(), matcher.prepared.choice());
+                }
+                self.by_linktype.push((key, linktype, matcher));
+                self.by_linktype.len() - 1
             }
-            self.by_linktype.insert(key, (linktype, matcher));
-        }
-        self.by_linktype.get_mut(&key).ok_or_else(|| "internal: filter cache".to_string())
+        };
+        let (_, linktype, matcher) =
+            self.by_linktype.get_mut(found).ok_or_else(|| "internal: filter cache".to_string())?;
+        Ok((*linktype, matcher))
     }
 }
 
@@ -351,7 +359,7 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
     let mut matchers = Matchers {
         expression: &expression,
         names: NameDb::system(),
-        by_linktype: HashMap::new(),
+        by_linktype: Vec::new(),
         forced,
         engine: args.engine,
         explain: args.explain,

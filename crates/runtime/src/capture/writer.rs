@@ -100,7 +100,8 @@ impl CaptureWriter {
 
     fn start(dest: &Path, mode: Mode) -> io::Result<CaptureWriter> {
         // On an error the sink is dropped, and with it any temporary file.
-        let sink = BufWriter::with_capacity(1 << 16, OutputFile::create(dest)?);
+        // 1 MiB: a large capture goes out in few write(2) calls.
+        let sink = BufWriter::with_capacity(1 << 20, OutputFile::create(dest)?);
         Ok(CaptureWriter { sink, mode, held: Vec::new(), flush_each: false, written: 0 })
     }
 
