@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use weir_sys::kernel::{self, LoadedProgram, ProgType};
-use weir_sys::packet_socket::{self, Capture, Config, PacketSocket};
+use weir_sys::packet_socket::{self, Capture, PacketSocket};
 
 pub use weir_sys::cleanup::StopGuard;
 pub use weir_sys::packet_socket::{
@@ -45,48 +45,9 @@ pub use weir_sys::packet_socket::{
 use crate::capture::CaptureError;
 use crate::source::{Packet, PacketSource};
 
-/// How to open a live capture (tcpdump's options in brackets).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveOptions {
-    /// The interface (`-i`); `any` for all of them.
-    pub interface: String,
-    /// Bytes kept of each packet (`-s`; 0 means 262144).
-    pub snaplen: u32,
-    /// Promiscuous mode (on unless `-p`).
-    pub promisc: bool,
-    /// Which packets (`-Q in|out|inout`).
-    pub direction: Direction,
-    /// The ring's size in bytes (`-B` gives KiB); 0 means 2 MiB.
-    pub buffer_size: usize,
-    /// How long a partly filled ring block waits in the kernel, in ms (tcpdump: 1000;
-    /// `--immediate-mode` makes it small).
-    pub timeout_ms: u32,
-}
-
-impl LiveOptions {
-    /// tcpdump's defaults on `interface`.
-    pub fn new(interface: &str) -> LiveOptions {
-        LiveOptions {
-            interface: interface.to_string(),
-            snaplen: DEFAULT_SNAPLEN,
-            promisc: true,
-            direction: Direction::InOut,
-            buffer_size: DEFAULT_BUFFER_SIZE,
-            timeout_ms: DEFAULT_TIMEOUT_MS,
-        }
-    }
-
-    fn config(&self) -> Config {
-        Config {
-            interface: self.interface.clone(),
-            snaplen: self.snaplen,
-            promisc: self.promisc,
-            direction: self.direction,
-            buffer_size: self.buffer_size,
-            timeout_ms: self.timeout_ms,
-        }
-    }
-}
+/// What to capture and how (`-i`, `-s`, `-p`, `-Q`, `-B`, the block timeout): the packet
+/// socket's own configuration, with tcpdump's defaults from `LiveOptions::new`.
+pub use weir_sys::packet_socket::Config as LiveOptions;
 
 /// Packets from an interface, as they arrive.
 #[derive(Debug)]
@@ -105,7 +66,7 @@ impl LiveSource {
     /// Opens `options.interface`. Nothing is received until the first packet is asked for,
     /// so a filter attached before that sees every packet.
     pub fn open(options: &LiveOptions) -> Result<LiveSource, LiveError> {
-        let socket = PacketSocket::open(&options.config())?;
+        let socket = PacketSocket::open(options)?;
         Ok(LiveSource {
             socket,
             stop: Arc::new(AtomicBool::new(false)),

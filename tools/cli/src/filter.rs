@@ -230,6 +230,19 @@ pub fn options(linktype: LinkType) -> FilterOptions {
     options
 }
 
+/// The filter prepared on the engine the facade picks (or `engine`); a refusal lists each
+/// engine's reason on its own line.
+pub fn prepare(filter: &Filter, engine: Option<Engine>) -> Result<PreparedFilter, String> {
+    PreparedFilter::new(filter, engine).map_err(|e| {
+        let mut message = e.message;
+        for reason in e.reasons {
+            message.push_str("\n  ");
+            message.push_str(&reason);
+        }
+        message
+    })
+}
+
 /// The one place a packet meets the filter: the filter on the engine the facade chose
 /// (or the one `--engine` forced).
 struct Matcher {
@@ -238,15 +251,7 @@ struct Matcher {
 
 impl Matcher {
     fn new(filter: &Filter, engine: Option<Engine>) -> Result<Matcher, String> {
-        let prepared = PreparedFilter::new(filter, engine).map_err(|e| {
-            let mut message = e.message;
-            for reason in e.reasons {
-                message.push_str("\n  ");
-                message.push_str(&reason);
-            }
-            message
-        })?;
-        Ok(Matcher { prepared })
+        Ok(Matcher { prepared: prepare(filter, engine)? })
     }
 
     fn matches(&mut self, data: &[u8], wire_len: u32) -> bool {

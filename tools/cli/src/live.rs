@@ -119,14 +119,7 @@ fn place(
     } else {
         lines.push("no kernel filter: --engine runs the filter in user space".to_string());
     }
-    let prepared = PreparedFilter::new(filter, engine).map_err(|e| {
-        let mut message = e.message;
-        for reason in e.reasons {
-            message.push_str("\n  ");
-            message.push_str(&reason);
-        }
-        message
-    })?;
+    let prepared = crate::filter::prepare(filter, engine)?;
     lines.push(format!("matching in user space: {}", prepared.choice().to_string().trim_end()));
     Ok(Placement::User(prepared))
 }
