@@ -452,8 +452,8 @@ fn programs(args: &E2eArgs, notes: &mut Vec<String>) -> Result<Vec<Program>, Str
     }
     notes.push(format!(
         "floor: {} (read(2) in 1 MiB chunks, a hand-written filter per expression; -w \
-         writes without fsync, as tcpdump does; weir -w fsyncs and renames its output into \
-         place)",
+         writes without fsync, as tcpdump does; weir -w writes a temporary file and renames \
+         it into place, with an fsync only when it replaces an existing file)",
         floor.display()
     ));
     programs.push(Program { name: "floor", path: floor });
