@@ -394,3 +394,50 @@ impl Object {
         format!("{{\"key\":{},\"value\":{}}}", hex_list(key), hex_list(value))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames() -> Vec<Vec<u8>> {
+        (0..64u8)
+            .map(|i| {
+                let mut f = vec![0u8; 14 + 20 + usize::from(i)];
+                f[12] = 0x08;
+                f[14] = 0x45;
+                f[23] = i % 7;
+                f
+            })
+            .collect()
+    }
+
+    fn run_all(path: &str, prog: Option<&str>, engine: Engine) -> (Vec<Verdict>, String) {
+        let bytes = std::fs::read(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let object = Object::open(&bytes).unwrap();
+        let entry = object.entry(prog, None).unwrap();
+        let mut loaded = object.load(entry, Some(engine), 0).unwrap();
+        let verdicts = frames().iter().map(|f| loaded.run(f).unwrap()).collect();
+        (verdicts, object.maps_json())
+    }
+
+    #[test]
+    fn interpreter_and_jit_agree_on_objects() {
+        for (path, prog) in [
+            ("testdata/bpf/xdp_counter.o", None),
+            ("testdata/bpf/tc_knob.o", None),
+            ("testdata/bpf/socket_filter.o", None),
+            ("testdata/bpf/tail_call.o", Some("xdp_dispatch")),
+        ] {
+            let interp = run_all(path, prog, Engine::Interp);
+            let jit = run_all(path, prog, Engine::Jit);
+            assert_eq!(interp, jit, "{path}");
+        }
+        // The counter counted every packet by protocol byte.
+        let (verdicts, maps) = run_all("testdata/bpf/xdp_counter.o", None, Engine::Jit);
+        assert!(verdicts.iter().all(|v| v.ret == 2));
+        assert!(
+            maps.contains("\"key\":[\"0x00\",\"0x00\",\"0x00\",\"0x00\"],\"value\":[\"0x0a\""),
+            "{maps}"
+        );
+    }
+}
