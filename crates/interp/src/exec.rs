@@ -9,7 +9,7 @@
 //! The budget counts dispatched steps, including the one that traps; when it is spent, the
 //! next step traps with [`TrapCode::InstructionBudget`] instead of running.
 
-use weir_program::abi::{HelperCtx, HelperOutcome};
+use weir_program::abi::{HelperCtx, HelperOutcome, RunEnv};
 use weir_program::{Trap, TrapCode};
 
 use crate::alu::{
@@ -134,8 +134,18 @@ impl Interpreter {
             macro_rules! call_helper {
                 ($id:expr, $func:expr) => {{
                     let args = [reg!(1), reg!(2), reg!(3), reg!(4), reg!(5)];
-                    let mut ctx = HelperCtx::new(&mut *memory, self.bindings.prog_type);
-                    match ($func)(&mut ctx, &args) {
+                    let mut env = memory.env.take();
+                    let lent: Option<&mut dyn RunEnv> = match &mut env {
+                        Some(env) => Some(&mut **env),
+                        None => None,
+                    };
+                    let outcome = {
+                        let mut ctx =
+                            HelperCtx::new(&mut *memory, self.bindings.prog_type).with_env(lent);
+                        ($func)(&mut ctx, &args)
+                    };
+                    memory.env = env;
+                    match outcome {
                         HelperOutcome::Return(value) => reg!(0) = value,
                         HelperOutcome::Stop(value) => break 'run Ok(value),
                         HelperOutcome::Fail => {

@@ -207,14 +207,16 @@ impl Interpreter {
 
         input.check_sizes()?;
         let (r1, r2) = input.entry_args();
-        let Input { ctx, packet, mem } = input;
+        let Input { ctx, packet, mem, span, env } = input;
         let ctx = ctx.unwrap_or_default();
         let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
-        fill_packet_fields(self.bindings.context, ctx, packet_len)?;
+        fill_packet_fields(self.bindings.context, ctx, packet_len, span)?;
 
         let Cache { stack, stack_written, frames, executed } = cache;
-        let mut memory =
-            Memory::new(stack, ctx, packet, mem.unwrap_or_default(), self.bindings.context);
+        let mem = mem.unwrap_or_default();
+        // Shortened to the run's borrows (the object's lifetime bound with them).
+        let env = env.map(|env| -> &mut dyn weir_program::abi::RunEnv { env });
+        let mut memory = Memory::new(stack, ctx, packet, mem, self.bindings.context, env);
         let result = self.execute(&mut memory, frames, r1, r2, executed);
         *stack_written = memory.stack_written();
         Ok(RunOutcome { r0: result?, executed: *executed })

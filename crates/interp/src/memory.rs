@@ -10,10 +10,10 @@
 
 use std::ops::Range;
 
-use weir_program::abi::{ContextLayout, GuestMemory};
+use weir_program::abi::{ContextLayout, GuestMemory, RunEnv};
 use weir_program::TrapCode;
 
-use crate::guest::{CTX, MEM, PACKET, REGION_WINDOW, STACK, WINDOW_SHIFT};
+use crate::guest::{CTX, MAPS, MEM, PACKET, REGION_WINDOW, STACK, WINDOW_SHIFT};
 
 /// Regions held: windows 0 (nothing) to the memory's. Addresses in later windows hold
 /// nothing and fail `regions.get`.
@@ -42,6 +42,9 @@ pub(crate) struct Memory<'a> {
     /// The lowest stack offset the running frame may touch: its own frame and its callers'
     /// lie above it; the frames of calls not (or no longer) made lie below it.
     stack_floor: usize,
+    /// The run's environment: the map values window (taken out while a helper runs, which
+    /// gets it through its `HelperCtx`).
+    pub(crate) env: Option<&'a mut dyn RunEnv>,
 }
 
 impl<'a> Memory<'a> {
@@ -51,11 +54,19 @@ impl<'a> Memory<'a> {
         packet: Option<&'a mut [u8]>,
         mem: &'a mut [u8],
         ctx_layout: Option<&'static ContextLayout>,
+        env: Option<&'a mut dyn RunEnv>,
     ) -> Self {
         let legacy_reads_packet = packet.is_some();
         let packet = packet.unwrap_or_default();
         let regions = [Default::default(), stack, ctx, packet, mem];
-        Memory { regions, ctx_layout, legacy_reads_packet, stack_written: 0..0, stack_floor: 0 }
+        Memory {
+            regions,
+            ctx_layout,
+            legacy_reads_packet,
+            stack_written: 0..0,
+            stack_floor: 0,
+            env,
+        }
     }
 
     /// Reads `N` bytes at `addr`, or `None` if any of them is outside every region.
@@ -65,7 +76,24 @@ impl<'a> Memory<'a> {
         if window == STACK && range.start < self.stack_floor {
             return None;
         }
-        self.regions.get(window)?.get(range)?.try_into().ok()
+        match self.regions.get(window) {
+            Some(region) => region.get(range)?.try_into().ok(),
+            None => self.env_load(addr),
+        }
+    }
+
+    /// A load from the map values window, through the environment.
+    #[cold]
+    fn env_load<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
+        let mut bytes = [0u8; N];
+        self.env.as_ref()?.read(addr, &mut bytes).ok()?;
+        Some(bytes)
+    }
+
+    /// A store to the map values window, through the environment.
+    #[cold]
+    fn env_store(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
+        self.env.as_mut().ok_or(TrapCode::OutOfBounds)?.write(addr, bytes)
     }
 
     /// Writes `N` bytes at `addr`: `OutOfBounds` if any is outside every region, else
@@ -77,6 +105,9 @@ impl<'a> Memory<'a> {
         value: [u8; N],
     ) -> Result<(), TrapCode> {
         let (window, range) = locate(addr, N).ok_or(TrapCode::OutOfBounds)?;
+        if window == MAPS {
+            return self.env_store(addr, &value);
+        }
         self.check_store(window, &range)?;
         let bytes = self
             .regions
@@ -150,6 +181,9 @@ impl<'a> Memory<'a> {
 impl GuestMemory for Memory<'_> {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
         let (window, range) = locate(addr, buf.len()).ok_or(TrapCode::OutOfBounds)?;
+        if window == MAPS {
+            return self.env.as_ref().ok_or(TrapCode::OutOfBounds)?.read(addr, buf);
+        }
         if window == STACK && range.start < self.stack_floor {
             return Err(TrapCode::OutOfBounds);
         }
@@ -160,8 +194,18 @@ impl GuestMemory for Memory<'_> {
 
     fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
         let (window, range) = locate(addr, bytes.len()).ok_or(TrapCode::OutOfBounds)?;
+        if window == MAPS {
+            return self.env_store(addr, bytes);
+        }
         self.check_store(window, &range)?;
         let target = self.regions.get_mut(window).and_then(|r| r.get_mut(range));
+        target.ok_or(TrapCode::OutOfBounds)?.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn write_context(&mut self, offset: usize, bytes: &[u8]) -> Result<(), TrapCode> {
+        let end = offset.checked_add(bytes.len()).ok_or(TrapCode::OutOfBounds)?;
+        let target = self.regions.get_mut(CTX).and_then(|r| r.get_mut(offset..end));
         target.ok_or(TrapCode::OutOfBounds)?.copy_from_slice(bytes);
         Ok(())
     }

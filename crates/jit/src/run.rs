@@ -158,10 +158,11 @@ impl JitProgram {
         // The window of the region `r1` points at (0, which holds nothing, without one).
         let (r1_addr, r2) = input.entry_args();
         let input_window = crate::guest::window(r1_addr) as usize;
-        let Input { ctx, packet, mem } = input;
+        let Input { ctx, packet, mem, span, env } = input;
         let ctx = ctx.unwrap_or_default();
         let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
-        fill_packet_fields(self.bindings.context, ctx, packet_len)?;
+        fill_packet_fields(self.bindings.context, ctx, packet_len, span)?;
+        let env = env.map(|env| -> &mut dyn weir_program::abi::RunEnv { env });
         let legacy_reads_packet = packet.is_some();
         let packet = packet.unwrap_or_default();
         let mem = mem.unwrap_or_default();
@@ -191,6 +192,7 @@ impl JitProgram {
             call_targets: self.call_targets.as_ptr() as u64,
             helper_fn: state::call_helper as *const () as u64,
             store_fn: state::check_store as *const () as u64,
+            load_fn: state::check_load as *const () as u64,
             key: self.key,
             budget: self.config.limits.instruction_budget,
             r1,
@@ -205,6 +207,7 @@ impl JitProgram {
             bindings: &self.bindings,
             ctx_layout: self.bindings.context,
             panic: None,
+            env,
         };
         // Until the run reports how deep it went, assume it may have written everything.
         cache.dirty_from = 0;
@@ -216,7 +219,9 @@ impl JitProgram {
         // program's stack shape and frame count), the input slices (each region entry
         // admits only accesses inside its slice, the context's stores go through
         // `check_store`), `call_targets` (one byte per slot, read only below `insns.len()`)
-        // and `bindings`. Generated code checks every guest access against those entries
+        // and `bindings`; addresses in the map values window come from the environment's
+        // `RunEnv::host`, whose contract keeps them valid while the environment lives (it
+        // is borrowed for this whole call). Generated code checks every guest access against those entries
         // before making it, writes only through them and to `run`, and returns normally:
         // it never unwinds (helpers' panics are caught in `call_helper`).
         let value = unsafe { entry(&mut run) };

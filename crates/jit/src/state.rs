@@ -19,10 +19,10 @@ use std::any::Any;
 use std::mem::offset_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use weir_program::abi::{Bindings, ContextLayout, GuestMemory, HelperCtx, HelperOutcome};
+use weir_program::abi::{Bindings, ContextLayout, GuestMemory, HelperCtx, HelperOutcome, RunEnv};
 use weir_program::TrapCode;
 
-use crate::guest::{CTX, REGION_WINDOW, WINDOWS, WINDOW_SHIFT};
+use crate::guest::{CTX, MAPS, REGION_WINDOW, WINDOWS, WINDOW_SHIFT};
 
 /// Exit codes besides the trap codes (1-9) and 0 (the program returned).
 /// The instruction budget ran out inside the block starting at the exit's pc; `remaining` is
@@ -105,7 +105,7 @@ impl RegionEntry {
 /// Everything one run shares between Rust and generated code. Fields up to `helper_id` are
 /// read or written by generated code at the offsets in [`offsets`].
 #[repr(C)]
-pub(crate) struct RunState {
+pub(crate) struct RunState<'e> {
     pub regions: [RegionEntry; WINDOWS],
     /// Host stack address minus `STACK_BASE` (wrapping): `r10 + stack_bias` is a host address.
     pub stack_bias: u64,
@@ -119,6 +119,8 @@ pub(crate) struct RunState {
     /// Host addresses of [`call_helper`] and [`check_store`].
     pub helper_fn: u64,
     pub store_fn: u64,
+    /// Host address of [`check_load`].
+    pub load_fn: u64,
     /// The constant-blinding key (see `codegen::Translator::imm`).
     pub key: u64,
     pub budget: u64,
@@ -141,6 +143,8 @@ pub(crate) struct RunState {
     pub bindings: *const Bindings,
     pub ctx_layout: Option<&'static ContextLayout>,
     pub panic: Option<Box<dyn Any + Send>>,
+    /// The run's environment (the map values window); lent to helpers during their call.
+    pub env: Option<&'e mut dyn RunEnv>,
 }
 
 /// Byte offsets of the fields generated code touches.
@@ -164,6 +168,7 @@ pub(crate) mod offsets {
     pub const CALL_TARGETS: i32 = field(offset_of!(RunState, call_targets));
     pub const HELPER_FN: i32 = field(offset_of!(RunState, helper_fn));
     pub const STORE_FN: i32 = field(offset_of!(RunState, store_fn));
+    pub const LOAD_FN: i32 = field(offset_of!(RunState, load_fn));
     pub const KEY: i32 = field(offset_of!(RunState, key));
     pub const BUDGET: i32 = field(offset_of!(RunState, budget));
     pub const R1: i32 = field(offset_of!(RunState, r1));
@@ -181,7 +186,7 @@ pub(crate) mod offsets {
     }
 }
 
-impl RunState {
+impl RunState<'_> {
     /// Where a load of `size` bytes at `addr` reads on the host, or `OutOfBounds`: the
     /// interpreter's rules (the region's bytes, above the running frame's floor).
     fn load_target(&self, addr: u64, size: u64) -> Result<u64, TrapCode> {
@@ -222,8 +227,11 @@ impl RunState {
 }
 
 /// Guest memory for helpers: the same checks as generated code's accesses.
-impl GuestMemory for RunState {
+impl GuestMemory for RunState<'_> {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
+        if addr >> WINDOW_SHIFT == MAPS as u64 {
+            return self.env.as_ref().ok_or(TrapCode::OutOfBounds)?.read(addr, buf);
+        }
         let host = self.load_target(addr, buf.len() as u64)?;
         // SAFETY: `load_target` admitted `buf.len()` bytes at `host`: inside a region's slice,
         // which the run borrows for its whole duration and nothing else touches while
@@ -234,22 +242,75 @@ impl GuestMemory for RunState {
     }
 
     fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
+        if addr >> WINDOW_SHIFT == MAPS as u64 {
+            return self.env.as_mut().ok_or(TrapCode::OutOfBounds)?.write(addr, bytes);
+        }
         let host = self.store_target(addr, bytes.len() as u64)?;
         // SAFETY: as in `read`; `store_target` also applied the context's writable fields.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host as *mut u8, bytes.len()) };
         Ok(())
     }
+
+    fn write_context(&mut self, offset: usize, bytes: &[u8]) -> Result<(), TrapCode> {
+        let entry = self.regions.get(CTX).ok_or(TrapCode::OutOfBounds)?;
+        let end = (offset as u64).checked_add(bytes.len() as u64).ok_or(TrapCode::OutOfBounds)?;
+        if end > entry.len {
+            return Err(TrapCode::OutOfBounds);
+        }
+        let host = entry.host.wrapping_add(offset as u64);
+        // SAFETY: `[offset, end)` lies inside the context's slice (checked just above),
+        // which the run borrows whole and nothing else touches while generated code is
+        // suspended in this helper call; `bytes` is the helper's own memory.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host as *mut u8, bytes.len()) };
+        Ok(())
+    }
+}
+
+/// The host address the environment gives `size` bytes at `addr` in the map values window.
+fn env_host(state: &mut RunState<'_>, addr: u64, size: u64, write: bool) -> Result<u64, TrapCode> {
+    if addr >> WINDOW_SHIFT != MAPS as u64 {
+        return Err(TrapCode::OutOfBounds);
+    }
+    let env = state.env.as_mut().ok_or(TrapCode::OutOfBounds)?;
+    match env.host(addr, size, write) {
+        Some(host) => Ok(host.as_ptr() as u64),
+        // Refused: the environment's own check names the trap (read-only or out of bounds).
+        None if write => {
+            let mut probe = vec![0u8; usize::try_from(size).unwrap_or(0)];
+            env.read(addr, &mut probe)?;
+            Err(TrapCode::ReadOnly)
+        }
+        None => Err(TrapCode::OutOfBounds),
+    }
+}
+
+/// The slow path of a load whose fast check failed: the host address to read, or 0 with
+/// the trap code in `store_code` (the map values window is the environment's).
+pub(crate) extern "C" fn check_load(state: *mut RunState<'_>, addr: u64, size: u64) -> u64 {
+    // SAFETY: as in `check_store`.
+    let state = unsafe { &mut *state };
+    match state.load_target(addr, size).or_else(|_| env_host(state, addr, size, false)) {
+        Ok(host) => host,
+        Err(code) => {
+            state.store_code = u64::from(code.code());
+            0
+        }
+    }
 }
 
 /// The slow path of a store (every store to the context, and every store whose fast check
 /// failed): returns the host address to write, or 0 with the trap code in `store_code`.
-pub(crate) extern "C" fn check_store(state: *mut RunState, addr: u64, size: u64) -> u64 {
+pub(crate) extern "C" fn check_store(state: *mut RunState<'_>, addr: u64, size: u64) -> u64 {
     // SAFETY: generated code passes the `RunState` pointer it was called with, which
     // `run::JitProgram::run_stats` made from a live `&mut RunState` it does not touch until
     // the generated code returns; generated code itself is suspended during this call, so
     // this is the only reference to the state.
     let state = unsafe { &mut *state };
-    match state.store_target(addr, size) {
+    let target = match state.store_target(addr, size) {
+        Err(TrapCode::OutOfBounds) => env_host(state, addr, size, true),
+        other => other,
+    };
+    match target {
         Ok(host) => host,
         Err(code) => {
             state.store_code = u64::from(code.code());
@@ -263,7 +324,7 @@ pub(crate) extern "C" fn check_store(state: *mut RunState, addr: u64, size: u64)
 /// and handed back to Rust, which resumes it after generated code has returned.
 #[allow(clippy::too_many_arguments)] // the C ABI call generated code makes: id and r1-r5
 pub(crate) extern "C" fn call_helper(
-    state: *mut RunState,
+    state: *mut RunState<'_>,
     id: u64,
     a1: u64,
     a2: u64,
@@ -287,8 +348,15 @@ pub(crate) extern "C" fn call_helper(
     let func = helper.func;
     let args = [a1, a2, a3, a4, a5];
     let prog_type = bindings.prog_type;
-    let called =
-        catch_unwind(AssertUnwindSafe(|| func(&mut HelperCtx::new(&mut *state, prog_type), &args)));
+    let mut env = state.env.take();
+    let called = catch_unwind(AssertUnwindSafe(|| {
+        let lent: Option<&mut dyn RunEnv> = match &mut env {
+            Some(env) => Some(&mut **env),
+            None => None,
+        };
+        func(&mut HelperCtx::new(&mut *state, prog_type).with_env(lent), &args)
+    }));
+    state.env = env;
     match called {
         Ok(HelperOutcome::Return(value)) => {
             state.helper_status = HELPER_RETURNED;

@@ -102,6 +102,7 @@ fn interp_runs(program: &Program, world: &World) -> Result<[Observed; 2], String
             ctx: w.ctx.as_deref_mut(),
             packet: w.packet.as_deref_mut(),
             mem: w.mem.as_deref_mut(),
+            ..Default::default()
         };
         let outcome = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
         (outcome, w.ctx, w.packet, w.mem, cache.stack().to_vec())
@@ -127,6 +128,7 @@ fn jit_runs(program: &Program, world: &World) -> Result<[Observed; 2], String> {
             ctx: w.ctx.as_deref_mut(),
             packet: w.packet.as_deref_mut(),
             mem: w.mem.as_deref_mut(),
+            ..Default::default()
         };
         let outcome = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
         let executed = cache.executed();

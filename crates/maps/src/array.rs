@@ -39,6 +39,10 @@ impl Array {
         Ok(Array { words, value_size: value_size as usize, stride, max_entries, cpus, percpu })
     }
 
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        &self.words
+    }
+
     fn slot(&self, index: u32, cpu: usize) -> Option<&[AtomicU64]> {
         if index >= self.max_entries || cpu >= self.cpus {
             return None;

@@ -89,7 +89,8 @@ pub use ringbuf::{
     BPF_RB_NO_WAKEUP, BPF_RB_PROD_POS, BPF_RB_RING_SIZE, RINGBUF_BUSY_BIT, RINGBUF_DISCARD_BIT,
     RINGBUF_HDR_SZ,
 };
-pub use value::ValueRef;
+use std::sync::Arc;
+pub use value::{OwnedValue, ValueRef};
 pub use weir_program::{MapSpec, MapType};
 
 use array::{Array, SlotArray, SlotKind};
@@ -345,6 +346,24 @@ impl Map {
             self.spec.map_type,
             MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash
         )
+    }
+
+    /// The storage of an array or per-CPU array (for [`OwnedValue`]).
+    pub(crate) fn array_words(&self) -> Option<&[std::sync::atomic::AtomicU64]> {
+        match &self.kind {
+            Kind::Array(a) | Kind::PercpuArray(a) => Some(a.words()),
+            _ => None,
+        }
+    }
+
+    /// [`Map::lookup`] for a holder that must not borrow the map: the value in place, kept
+    /// alive by the result (program arrays, device and CPU maps give `None`).
+    pub fn lookup_owned(self: &Arc<Map>, key: &[u8], cpu: usize) -> Option<OwnedValue> {
+        if matches!(self.kind, Kind::Slots(_)) {
+            return None;
+        }
+        let value = self.lookup(key, cpu)?;
+        OwnedValue::of(self, &value)
     }
 
     /// A program's `bpf_map_lookup_elem` on worker `cpu`: the value in place, or `None`

@@ -253,3 +253,60 @@ fn u64_to_native(v: u64, size: usize) -> [u8; 8] {
     }
     out
 }
+
+/// Where an [`OwnedValue`]'s words live.
+#[derive(Clone, Debug)]
+enum OwnedWords {
+    /// An array's value: the map and the value's first word in its storage.
+    Map(Arc<crate::Map>, usize),
+    /// A hash or trie element and the value's first word in it.
+    Elem(Arc<[AtomicU64]>, usize),
+}
+
+/// A map value in place that owns what keeps it alive (the map, or the element): what a
+/// run's environment holds for the values a program reached, across the run, without
+/// borrowing the map. [`OwnedValue::get`] gives the [`ValueRef`] to read and write it.
+#[derive(Clone, Debug)]
+pub struct OwnedValue {
+    words: OwnedWords,
+    len: usize,
+}
+
+impl OwnedValue {
+    /// Keeps `value`, found in `map`, alive on its own (`None` if it is not the map's).
+    pub(crate) fn of(map: &Arc<crate::Map>, value: &ValueRef<'_>) -> Option<OwnedValue> {
+        let words = match &value.words {
+            Words::Map(w) => {
+                let all = map.array_words()?;
+                let base = all.as_ptr() as usize;
+                let at = (w.as_ptr() as usize).checked_sub(base)? / 8;
+                // Only a value that really lies in this map's storage.
+                all.get(at..at.checked_add(w.len())?)?;
+                OwnedWords::Map(Arc::clone(map), at)
+            }
+            Words::Elem(e, start) => OwnedWords::Elem(Arc::clone(e), *start),
+        };
+        Some(OwnedValue { words, len: value.len })
+    }
+
+    /// The value, to read and write in place.
+    pub fn get(&self) -> ValueRef<'_> {
+        let words = match &self.words {
+            OwnedWords::Map(map, start) => {
+                map.array_words().and_then(|w| w.get(*start..)).unwrap_or_default()
+            }
+            OwnedWords::Elem(e, start) => e.get(*start..).unwrap_or_default(),
+        };
+        ValueRef::in_map(words, self.len)
+    }
+
+    /// The value size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the value is empty (never, for a map weir creates).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}

@@ -10,6 +10,10 @@
 //! what later helpers need from the runtime (the map table) is added to `HelperCtx`, so no
 //! helper signature changes.
 
+use std::any::Any;
+use std::ptr::NonNull;
+
+use crate::exec::guest;
 use crate::{ProgType, TrapCode};
 
 /// Kernel helper ids (`BPF_FUNC_*`) that weir knows by name.
@@ -134,28 +138,86 @@ pub trait GuestMemory {
     /// Writes `bytes` at guest address `addr`: `Err(OutOfBounds)` if any byte is outside
     /// every region, `Err(ReadOnly)` if the program may not write there.
     fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode>;
+    /// Writes `bytes` at byte `offset` of the context whatever its layout allows: what a
+    /// helper that moves the packet (`bpf_xdp_adjust_head`) does to `data`. `OutOfBounds`
+    /// outside the context.
+    fn write_context(&mut self, offset: usize, bytes: &[u8]) -> Result<(), TrapCode>;
 }
 
-/// What a helper is called with besides its arguments: guest memory and the program type.
+/// The run's environment: what a program reaches besides its input slices. It owns the map
+/// values window ([`guest::MAPS_BASE`]): engines send it every access to that window, and
+/// it gives helpers the maps and the run's other state (through [`RunEnv::as_any`], which
+/// the helper crate that made the environment downcasts). Engines know only this trait.
+///
+/// # Safety
+///
+/// [`RunEnv::host`] hands native code a host address it will read and write directly: an
+/// implementation must return only addresses of memory valid for reads and writes of `len`
+/// bytes, 8-byte aligned words that nothing else treats as non-atomic Rust memory, and keep
+/// it valid until the environment is dropped.
+pub unsafe trait RunEnv {
+    /// Fills `buf` from `addr` in the map values window: `Err(OutOfBounds)` unless every
+    /// byte lies inside one value the program may reach.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode>;
+    /// Writes `bytes` at `addr` in the map values window: `Err(OutOfBounds)` as for `read`,
+    /// `Err(ReadOnly)` for a read-only value (`.rodata`).
+    fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode>;
+    /// The host address of `len` bytes at `addr` inside one value, for native code; `None`
+    /// when they are not (the access then traps as `read`/`write` would). `write` asks for
+    /// a writable value.
+    fn host(&mut self, addr: u64, len: u64, write: bool) -> Option<NonNull<u8>>;
+    /// The environment itself, for the helpers that made it.
+    fn as_any(&mut self) -> &mut dyn Any;
+}
+
+/// What a helper is called with besides its arguments: guest memory, the run's
+/// environment and the program type.
 pub struct HelperCtx<'a> {
     memory: &'a mut dyn GuestMemory,
+    env: Option<&'a mut dyn RunEnv>,
     prog_type: Option<ProgType>,
 }
 
 impl<'a> HelperCtx<'a> {
     /// Engines make one per helper call.
     pub fn new(memory: &'a mut dyn GuestMemory, prog_type: Option<ProgType>) -> Self {
-        HelperCtx { memory, prog_type }
+        HelperCtx { memory, env: None, prog_type }
     }
 
-    /// Reads guest memory (see [`GuestMemory::read`]).
+    /// With the run's environment (engines pass the one of [`crate::exec::Input::env`]).
+    pub fn with_env(mut self, env: Option<&'a mut dyn RunEnv>) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Reads guest memory (see [`GuestMemory::read`]; the map values window through the
+    /// environment).
     pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
+        if guest::window(addr) == guest::MAPS as u64 {
+            return self.env.as_ref().ok_or(TrapCode::OutOfBounds)?.read(addr, buf);
+        }
         self.memory.read(addr, buf)
     }
 
     /// Writes guest memory (see [`GuestMemory::write`]).
     pub fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
+        if guest::window(addr) == guest::MAPS as u64 {
+            return self.env.as_mut().ok_or(TrapCode::OutOfBounds)?.write(addr, bytes);
+        }
         self.memory.write(addr, bytes)
+    }
+
+    /// Writes the context past its layout's rules (see [`GuestMemory::write_context`]).
+    pub fn write_context(&mut self, offset: usize, bytes: &[u8]) -> Result<(), TrapCode> {
+        self.memory.write_context(offset, bytes)
+    }
+
+    /// The run's environment, if the run has one.
+    pub fn env(&mut self) -> Option<&mut dyn RunEnv> {
+        match &mut self.env {
+            Some(env) => Some(&mut **env),
+            None => None,
+        }
     }
 
     /// The program type the program runs as, if the bindings name one.
@@ -368,6 +430,9 @@ mod tests {
             Err(TrapCode::OutOfBounds)
         }
         fn write(&mut self, _: u64, _: &[u8]) -> Result<(), TrapCode> {
+            Err(TrapCode::OutOfBounds)
+        }
+        fn write_context(&mut self, _: usize, _: &[u8]) -> Result<(), TrapCode> {
             Err(TrapCode::OutOfBounds)
         }
     }

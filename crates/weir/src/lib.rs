@@ -17,13 +17,16 @@ mod classic;
 pub mod data;
 pub mod engine;
 mod filter;
+pub mod object;
 pub mod program;
 
 pub use classic::PreparedClassic;
 pub use engine::{choose, Choice, ChoiceError, Engine, Subject};
 pub use filter::PreparedFilter;
+pub use object::{Loaded, Object, Verdict};
 pub use program::PreparedProgram;
 pub use weir_filter::{emit, Filter};
+pub use weir_maps as maps;
 pub use weir_pflang::names::NameDb;
 pub use weir_pflang::{CompileError, LinkType};
 pub use weir_program::{abi::Bindings, ProgType, Program, Verified};

@@ -20,6 +20,7 @@ mod filter;
 mod hex;
 mod input;
 mod live;
+mod objrun;
 mod out;
 mod plugin;
 mod run;
@@ -89,6 +90,9 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Run a clang-built BPF object's program (XDP, tc, socket filter) with its maps over
+    /// every packet of a capture: verdicts, the packets it passes, the maps.
+    Run(Box<objrun::RunArgs>),
     /// Classic BPF: check, run over a capture, reformat.
     #[command(subcommand)]
     Cbpf(cbpf::CbpfCommand),
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
             run::exec(&file, mem.as_deref(), run::EngineRequest { engine, explain }, budget, check)
         }
         Command::Cbpf(command) => cbpf::run(command),
+        Command::Run(args) => objrun::run(*args),
         Command::ConformancePlugin(args) => return plugin::finish(plugin::run(&args)),
     };
     match result {

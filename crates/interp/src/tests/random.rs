@@ -68,6 +68,7 @@ fn observe(interp: &Interpreter, cache: &mut Cache, world: &World) -> Observed {
         ctx: w.ctx.as_deref_mut(),
         packet: w.packet.as_deref_mut(),
         mem: w.mem.as_deref_mut(),
+        ..Default::default()
     };
     let outcome = interp.run_stats(cache, input);
     (outcome, w, cache.stack().to_vec())

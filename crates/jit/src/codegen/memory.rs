@@ -27,7 +27,6 @@
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AliasRegion, Endianness, InstBuilder, MemFlags, Type, Value};
 use weir_isa::ebpf::{Insn, Op};
-use weir_program::TrapCode;
 
 use super::provenance::Guess;
 use super::{arg, constant_flags, state_flags, Translator};
@@ -230,45 +229,34 @@ impl Translator<'_, '_> {
         let base_lo = self.b.ins().load(types::I64, flags, entry, at(offsets::BASE_LO));
         let rel = self.b.ins().isub(addr, lo_addr);
         let host = self.b.ins().iadd(base_lo, rel);
-        match access {
-            Access::Load => {
-                let outside = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, rel, bound);
-                self.trap_if(
-                    outside,
-                    u64::from(TrapCode::OutOfBounds.code()),
-                    addr,
-                    u32::from(size),
-                );
-                (host, 0)
-            }
-            Access::Store => {
-                let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, rel, bound);
-                let store = self.b.create_block();
-                let checked = self.b.append_block_param(store, types::I64);
-                let slow = self.b.create_block();
-                self.b.set_cold_block(slow);
-                self.b.ins().brif(inside, store, &[arg(host)], slow, &[]);
+        // Outside the entry: the slow path (`check_load`/`check_store`) finds the map
+        // values the environment owns, applies the context's writable fields, or names
+        // the trap.
+        let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, rel, bound);
+        let access_block = self.b.create_block();
+        let checked = self.b.append_block_param(access_block, types::I64);
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(inside, access_block, &[arg(host)], slow, &[]);
 
-                self.b.switch_to_block(slow);
-                let callee = self.load_state(offsets::STORE_FN);
-                let size_value = self.iconst(i64::from(size));
-                let call = self.b.ins().call_indirect(
-                    self.store_sig,
-                    callee,
-                    &[self.state, addr, size_value],
-                );
-                let granted = self.b.inst_results(call).first().copied().unwrap_or(addr);
-                let refused = self.b.create_block();
-                self.b.set_cold_block(refused);
-                self.b.ins().brif(granted, store, &[arg(granted)], refused, &[]);
-                self.b.switch_to_block(refused);
-                let code = self.load_status(offsets::STORE_CODE);
-                self.leave_value(code, addr, u32::from(size));
+        self.b.switch_to_block(slow);
+        let callee = self.load_state(match access {
+            Access::Load => offsets::LOAD_FN,
+            Access::Store => offsets::STORE_FN,
+        });
+        let size_value = self.iconst(i64::from(size));
+        let call =
+            self.b.ins().call_indirect(self.store_sig, callee, &[self.state, addr, size_value]);
+        let granted = self.b.inst_results(call).first().copied().unwrap_or(addr);
+        let refused = self.b.create_block();
+        self.b.set_cold_block(refused);
+        self.b.ins().brif(granted, access_block, &[arg(granted)], refused, &[]);
+        self.b.switch_to_block(refused);
+        let code = self.load_status(offsets::STORE_CODE);
+        self.leave_value(code, addr, u32::from(size));
 
-                self.b.switch_to_block(store);
-                (checked, 0)
-            }
-        }
+        self.b.switch_to_block(access_block);
+        (checked, 0)
     }
 
     pub(super) fn load(&mut self, insn: &Insn) -> Result<(), CompileError> {

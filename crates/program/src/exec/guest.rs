@@ -13,7 +13,14 @@
 //! | 2      | context   | [`CTX_BASE`]    | 256 MiB | writable layout fields only          |
 //! | 3      | packet    | [`PACKET_BASE`] | 256 MiB | the program                          |
 //! | 4      | memory    | [`MEM_BASE`]    | 256 MiB | the program                          |
+//! | 5      | map values| [`MAPS_BASE`]   | 256 MiB | the program, through the run's [`crate::abi::RunEnv`] |
 //! | 6      | functions | [`FUNC_BASE`]   | —       | never: addresses only (`lddw func`)  |
+//! | 7      | map handles | [`MAP_HANDLE_BASE`] | — | never: addresses only (`lddw map`)     |
+//!
+//! Map values (window 5) are not a slice of the input: the run's environment
+//! ([`crate::abi::RunEnv`]) gives each value a program reaches (a lookup's result, a global
+//! data section, a ring buffer reservation) an address in the window and checks every access
+//! to it; engines ask it only when an address is in no region of their own.
 //!
 //! The stack holds every frame, contiguous: frame 0 (the entry function) is the highest
 //! `stack_size` bytes with `r10` at the very top of the region; frame `i` is the
@@ -29,6 +36,24 @@ pub const CTX_BASE: u64 = 0x2000_0000;
 pub const PACKET_BASE: u64 = 0x3000_0000;
 /// Base of the plain memory region (`r1` at entry in the conformance convention; window 4).
 pub const MEM_BASE: u64 = 0x4000_0000;
+/// Base of the map values window (window 5), owned by the run's environment.
+pub const MAPS_BASE: u64 = 0x5000_0000;
+/// Map `i` of a program is the handle `MAP_HANDLE_BASE + i` in `r1` of a map helper (what
+/// `lddw map` loads once relocated). No region: a program cannot read through it.
+pub const MAP_HANDLE_BASE: u64 = 0x7000_0000;
+
+/// The handle of map `index`, or `None` past the window.
+pub fn map_handle(index: usize) -> Option<u64> {
+    let index = u64::try_from(index).ok().filter(|&i| i < REGION_WINDOW)?;
+    Some(MAP_HANDLE_BASE + index)
+}
+
+/// The map index a handle names, if it is one.
+pub fn map_index(handle: u64) -> Option<usize> {
+    let index = handle.checked_sub(MAP_HANDLE_BASE).filter(|&i| i < REGION_WINDOW)?;
+    usize::try_from(index).ok()
+}
+
 /// Base of the function addresses `lddw func(...)` yields: slot `s` is `FUNC_BASE + 8 * s`.
 pub const FUNC_BASE: u64 = 0x6000_0000;
 /// Size of the address window of each region: the largest stack, context, packet or memory
@@ -42,8 +67,10 @@ pub const STACK: usize = 1;
 pub const CTX: usize = 2;
 pub const PACKET: usize = 3;
 pub const MEM: usize = 4;
+pub const MAPS: usize = 5;
 /// Windows an engine's region table needs (a power of two, so a table can be indexed by
-/// masking). Windows 0, 5, 6 and 7 never hold a region.
+/// masking). Windows 0, 6 and 7 never hold a region; window 5 (map values) is the run
+/// environment's, not an engine's.
 pub const WINDOWS: usize = 8;
 
 /// The window an address falls in (its region's index, if it has one).
@@ -79,6 +106,8 @@ const _: () = {
     // The function window holds no region and lies inside the table's windows.
     assert!(window(FUNC_BASE) < WINDOWS as u64 && window(FUNC_BASE) > MEM as u64);
     assert!(FUNC_BASE < 1 << 32);
+    assert!(MAPS_BASE == MAPS as u64 * REGION_WINDOW);
+    assert!(window(MAP_HANDLE_BASE) == 7 && window(MAP_HANDLE_BASE) < WINDOWS as u64);
 };
 
 #[cfg(test)]

@@ -26,7 +26,7 @@
 
 pub mod guest;
 
-use crate::abi::{Bindings, ContextLayout, FieldKind};
+use crate::abi::{Bindings, ContextLayout, FieldKind, RunEnv};
 use crate::{Trap, TrapCode, Verified};
 
 /// Limits that hold on every engine, with the kernel's defaults.
@@ -89,7 +89,7 @@ impl StackShape {
 /// What a run sees. `r1` at entry is the context's address if there is a context, else
 /// the memory's (0 when that is absent or empty); `r2` is the length of what `r1` points at
 /// ([`Input::entry_args`]).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Input<'a> {
     /// The context (`struct __sk_buff`, `struct xdp_md`, ...). If the bindings carry a
     /// context layout, its packet fields are filled in before the run
@@ -101,6 +101,32 @@ pub struct Input<'a> {
     /// Plain memory, the conformance suites' one buffer. When there is no packet, the
     /// legacy packet loads read it.
     pub mem: Option<&'a mut [u8]>,
+    /// Where in `packet` the context's packet fields point (XDP's headroom and tailroom lie
+    /// outside it); `None`: the whole packet.
+    pub span: Option<PacketSpan>,
+    /// The run's environment: map values and what helpers keep between calls.
+    pub env: Option<&'a mut dyn RunEnv>,
+}
+
+/// Byte offsets in the packet buffer of what the context's packet fields hold:
+/// `meta <= data <= end <= packet.len()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketSpan {
+    pub meta: usize,
+    pub data: usize,
+    pub end: usize,
+}
+
+impl std::fmt::Debug for Input<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Input")
+            .field("ctx", &self.ctx)
+            .field("packet", &self.packet)
+            .field("mem", &self.mem)
+            .field("span", &self.span)
+            .field("env", &self.env.is_some())
+            .finish()
+    }
 }
 
 impl<'a> Input<'a> {
@@ -120,6 +146,16 @@ impl<'a> Input<'a> {
 
     pub fn mem(mut self, mem: &'a mut [u8]) -> Self {
         self.mem = Some(mem);
+        self
+    }
+
+    pub fn span(mut self, span: PacketSpan) -> Self {
+        self.span = Some(span);
+        self
+    }
+
+    pub fn env(mut self, env: &'a mut dyn RunEnv) -> Self {
+        self.env = Some(env);
         self
     }
 
@@ -152,22 +188,30 @@ fn refuse_oversized(bytes: Option<&[u8]>, base: u64) -> Result<(), Trap> {
 }
 
 /// Writes the packet's guest addresses into the context fields that hold them
-/// (`PacketStart`, `MetaStart`: the packet's base; `PacketEnd`: one past its end),
-/// little-endian, as every engine does before a run.
+/// (`PacketStart`, `MetaStart`, `PacketEnd`: the span's data, meta and end; without a span
+/// the packet's base and one past its end), little-endian, as every engine does before a
+/// run. A span outside the packet is `OutOfBounds`.
 pub fn fill_packet_fields(
     layout: Option<&ContextLayout>,
     ctx: &mut [u8],
     packet_len: usize,
+    span: Option<PacketSpan>,
 ) -> Result<(), Trap> {
     let Some(layout) = layout else {
         return Ok(());
     };
+    let span = span.unwrap_or(PacketSpan { meta: 0, data: 0, end: packet_len });
+    if !(span.meta <= span.data && span.data <= span.end && span.end <= packet_len) {
+        let size = u32::try_from(span.end).unwrap_or(u32::MAX);
+        return Err(Trap::memory(TrapCode::OutOfBounds, 0, guest::PACKET_BASE, size));
+    }
     // Fits: the packet was checked against its window.
-    let packet_end = guest::PACKET_BASE.saturating_add(packet_len as u64);
+    let at = |offset: usize| guest::PACKET_BASE.saturating_add(offset as u64);
     for field in layout.fields {
         let value = match field.kind {
-            FieldKind::PacketStart | FieldKind::MetaStart => guest::PACKET_BASE,
-            FieldKind::PacketEnd => packet_end,
+            FieldKind::PacketStart => at(span.data),
+            FieldKind::MetaStart => at(span.meta),
+            FieldKind::PacketEnd => at(span.end),
             FieldKind::Plain => continue,
         };
         let size = usize::try_from(field.size).unwrap_or(usize::MAX).min(8);

@@ -1,0 +1,253 @@
+//! The run environment: maps, the map values window, and a run's requests.
+
+use std::any::Any;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::Instant;
+
+use weir_maps::{Map, OwnedValue};
+use weir_program::abi::RunEnv;
+use weir_program::exec::guest::{MAPS_BASE, REGION_WINDOW};
+use weir_program::TrapCode;
+
+/// Bytes left free between two values, so that running off one value never lands in the
+/// next (the access traps instead).
+const GAP: u64 = 64;
+
+/// One value a program can reach, at `addr` in the map values window.
+#[derive(Debug)]
+struct Slot {
+    addr: u64,
+    value: OwnedValue,
+    writable: bool,
+}
+
+impl Slot {
+    /// The offset of `[addr, addr + len)` in this value, if it lies inside.
+    fn offset(&self, addr: u64, len: u64) -> Option<usize> {
+        let offset = addr.checked_sub(self.addr)?;
+        let end = offset.checked_add(len)?;
+        (end <= self.value.len() as u64).then_some(offset as usize)
+    }
+}
+
+/// Where an XDP buffer lies in guest memory, for `bpf_xdp_adjust_*`: the lowest address
+/// `data_meta` may reach and the highest `data_end` may.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketBounds {
+    pub hard_start: u64,
+    pub hard_end: u64,
+}
+
+/// A redirect a program asked for (`bpf_redirect`, `bpf_redirect_map`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Redirect {
+    Ifindex { ifindex: u32, flags: u64 },
+    Map { map: usize, key: u32 },
+}
+
+/// What helpers work with during runs: see the crate docs. One per worker.
+#[derive(Debug)]
+pub struct Env {
+    maps: Vec<Arc<Map>>,
+    cpu: usize,
+    statics: Vec<Slot>,
+    /// Global data addresses by map index.
+    static_addr: Vec<Option<u64>>,
+    dynamic: Vec<Slot>,
+    dynamic_base: u64,
+    next: u64,
+    rng: u64,
+    origin: Instant,
+    /// Set by `bpf_xdp_adjust_*`'s runner before each run.
+    pub(crate) packet: PacketBounds,
+    /// A successful `bpf_tail_call` of this run: the program index to run next.
+    pub(crate) tail_call: Option<u32>,
+    pub(crate) tail_calls: u32,
+    pub(crate) redirect: Option<Redirect>,
+    /// Where `bpf_trace_printk` lines go: standard error, or kept (tests).
+    pub(crate) trace: Option<Vec<String>>,
+}
+
+impl Env {
+    /// An environment for worker `cpu` over the object's maps, in the object's order.
+    /// Global data maps (array maps named `.data`, `.bss`, `.rodata` or `.rodata.*` and
+    /// the like, with one element) get their fixed address now; `.rodata` is read-only.
+    pub fn new(maps: Vec<Arc<Map>>, cpu: usize) -> Env {
+        let mut statics = Vec::new();
+        let mut static_addr = Vec::with_capacity(maps.len());
+        let mut next = MAPS_BASE;
+        for map in &maps {
+            let name = map.spec().name.as_str();
+            let global = name.starts_with('.') && map.spec().max_entries == 1;
+            let value = if global { map.lookup_owned(&0u32.to_ne_bytes(), cpu) } else { None };
+            match value {
+                Some(value) => {
+                    let addr = next;
+                    next = next.saturating_add(value.len() as u64).next_multiple_of(8) + GAP;
+                    let writable = !name.starts_with(".rodata");
+                    statics.push(Slot { addr, value, writable });
+                    static_addr.push(Some(addr));
+                }
+                None => static_addr.push(None),
+            }
+        }
+        Env {
+            maps,
+            cpu,
+            statics,
+            static_addr,
+            dynamic: Vec::new(),
+            dynamic_base: next,
+            next,
+            rng: 0x5745_4952_5f52_4e47,
+            origin: Instant::now(),
+            packet: PacketBounds::default(),
+            tail_call: None,
+            tail_calls: 0,
+            redirect: None,
+            trace: None,
+        }
+    }
+
+    /// The maps, in the object's order.
+    pub fn maps(&self) -> &[Arc<Map>] {
+        &self.maps
+    }
+
+    /// The guest address of global data map `map`'s value (what `lddw map_value` loads,
+    /// before its offset).
+    pub fn static_addr(&self, map: usize) -> Option<u64> {
+        self.static_addr.get(map).copied().flatten()
+    }
+
+    /// Seeds `bpf_get_prandom_u32`.
+    pub fn seed(&mut self, seed: u64) {
+        self.rng = seed;
+    }
+
+    /// Keeps `bpf_trace_printk` lines instead of printing them (see [`Env::take_trace`]).
+    pub fn keep_trace(&mut self) {
+        self.trace = Some(Vec::new());
+    }
+
+    /// The `bpf_trace_printk` lines kept so far.
+    pub fn take_trace(&mut self) -> Vec<String> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Starts a packet: no values of an earlier run reachable, no tail call or redirect,
+    /// the tail call count at 0.
+    pub fn begin_packet(&mut self, packet: PacketBounds) {
+        self.begin_run();
+        self.packet = packet;
+        self.tail_calls = 0;
+        self.redirect = None;
+    }
+
+    /// Starts one program's run (also of a tail-called program): lookups made by an
+    /// earlier run are forgotten.
+    pub fn begin_run(&mut self) {
+        self.dynamic.clear();
+        self.next = self.dynamic_base;
+        self.tail_call = None;
+    }
+
+    /// The program a successful `bpf_tail_call` asked for, taken.
+    pub fn take_tail_call(&mut self) -> Option<u32> {
+        self.tail_call.take()
+    }
+
+    /// The last redirect the packet asked for.
+    pub fn redirect(&self) -> Option<Redirect> {
+        self.redirect
+    }
+
+    pub(crate) fn cpu(&self) -> usize {
+        self.cpu
+    }
+
+    pub(crate) fn map(&self, handle: u64) -> Option<(usize, &Arc<Map>)> {
+        let index = weir_program::exec::guest::map_index(handle)?;
+        Some((index, self.maps.get(index)?))
+    }
+
+    pub(crate) fn now_ns(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    pub(crate) fn next_random(&mut self) -> u32 {
+        // SplitMix64.
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) as u32
+    }
+
+    /// Gives `value` an address for this run (the one it already has, if any); `None` when
+    /// the window is full.
+    pub(crate) fn place(&mut self, value: OwnedValue, writable: bool) -> Option<u64> {
+        let ptr = value.get().as_ptr();
+        let known =
+            self.statics.iter().chain(&self.dynamic).find(|s| s.value.get().as_ptr() == ptr);
+        if let Some(slot) = known {
+            return Some(slot.addr);
+        }
+        let addr = self.next;
+        let end = addr.checked_add(value.len() as u64)?;
+        if end > MAPS_BASE + REGION_WINDOW {
+            return None;
+        }
+        self.next = end.next_multiple_of(8).saturating_add(GAP);
+        self.dynamic.push(Slot { addr, value, writable });
+        Some(addr)
+    }
+
+    fn slot(&self, addr: u64, len: u64) -> Option<(&Slot, usize)> {
+        self.statics
+            .iter()
+            .chain(&self.dynamic)
+            .find_map(|s| s.offset(addr, len).map(|offset| (s, offset)))
+    }
+}
+
+// SAFETY: `host` returns addresses inside values the environment keeps alive in its slots
+// (`OwnedValue` holds the map or element); static slots live as long as the environment,
+// dynamic ones until the next `begin_run`, which the runner calls only between runs. Values
+// are 8-byte aligned atomic words that weir-maps only ever accesses atomically.
+unsafe impl RunEnv for Env {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
+        let (slot, offset) = self.slot(addr, buf.len() as u64).ok_or(TrapCode::OutOfBounds)?;
+        if slot.value.get().read(offset, buf) {
+            Ok(())
+        } else {
+            Err(TrapCode::OutOfBounds)
+        }
+    }
+
+    fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
+        let (slot, offset) = self.slot(addr, bytes.len() as u64).ok_or(TrapCode::OutOfBounds)?;
+        if !slot.writable {
+            return Err(TrapCode::ReadOnly);
+        }
+        if slot.value.get().write(offset, bytes) {
+            Ok(())
+        } else {
+            Err(TrapCode::OutOfBounds)
+        }
+    }
+
+    fn host(&mut self, addr: u64, len: u64, write: bool) -> Option<NonNull<u8>> {
+        let (slot, offset) = self.slot(addr, len)?;
+        if write && !slot.writable {
+            return None;
+        }
+        let base = slot.value.get().as_ptr();
+        NonNull::new(base.wrapping_add(offset))
+    }
+
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,443 @@
+//! Running clang-built BPF objects: [`Object`] (an ELF object's programs with their maps
+//! created and their `lddw map` relocations resolved) and [`Loaded`] (one entry program
+//! prepared on an engine, with every program of the object for tail calls, run packet by
+//! packet with maps persisting between packets).
+
+use std::sync::Arc;
+
+use weir_elf::ObjectSpec;
+use weir_helpers::{Env, PacketBounds};
+use weir_isa::ebpf::{Insn, Op};
+use weir_maps::Map;
+use weir_program::exec::{guest, Input, PacketSpan, Session};
+use weir_program::{MapType, ProgType, Program, RelocTarget, Trap, Verified};
+
+pub use crate::engine::Engine;
+use crate::engine::{choose, Choice, Subject};
+pub use weir_program::exec::Limits;
+
+/// XDP: the kernel test run's headroom (`XDP_PACKET_HEADROOM`).
+pub const XDP_HEADROOM: usize = 256;
+/// XDP: the test run's frame (a page) and the tailroom it keeps for `skb_shared_info`.
+pub const XDP_FRAME: usize = 4096;
+pub const XDP_TAILROOM: usize = 320;
+
+/// One program of an object.
+#[derive(Clone, Debug)]
+pub struct ObjectProgram {
+    pub name: String,
+    pub section: String,
+    pub prog_type: ProgType,
+    program: Program,
+}
+
+/// An ELF object ready to load: its programs and its live maps.
+pub struct Object {
+    programs: Vec<ObjectProgram>,
+    maps: Vec<Arc<Map>>,
+}
+
+impl Object {
+    /// Parses `bytes`, creates every map (global data with its initial contents).
+    pub fn open(bytes: &[u8]) -> Result<Object, String> {
+        let spec = ObjectSpec::parse(bytes).map_err(|e| e.to_string())?;
+        let mut maps = Vec::new();
+        for m in &spec.maps {
+            let map = Map::create(&m.spec, 1)
+                .map_err(|e| format!("map `{}`: cannot create it: {e}", m.spec.name))?;
+            if let Some(initial) = &m.initial {
+                let mut value = initial.clone();
+                value.resize(m.spec.value_size as usize, 0);
+                map.update_all(&0u32.to_ne_bytes(), &value, 0)
+                    .map_err(|e| format!("map `{}`: initial contents: {e}", m.spec.name))?;
+            }
+            maps.push(Arc::new(map));
+        }
+        let mut programs = Vec::new();
+        for p in &spec.programs {
+            let Some(prog_type) = p.program.prog_type() else {
+                return Err(format!(
+                    "program `{}` (section {}): no program type",
+                    p.name, p.section
+                ));
+            };
+            programs.push(ObjectProgram {
+                name: p.name.clone(),
+                section: p.section.clone(),
+                prog_type,
+                program: p.program.clone(),
+            });
+        }
+        if programs.is_empty() {
+            return Err("the object has no program weir can run".into());
+        }
+        Ok(Object { programs, maps })
+    }
+
+    pub fn programs(&self) -> &[ObjectProgram] {
+        &self.programs
+    }
+
+    /// The live maps, in the object's order.
+    pub fn maps(&self) -> &[Arc<Map>] {
+        &self.maps
+    }
+
+    /// The entry: by function name, else by section, else the only program.
+    pub fn entry(&self, name: Option<&str>, section: Option<&str>) -> Result<usize, String> {
+        let list = || {
+            self.programs
+                .iter()
+                .map(|p| format!("{} (section {})", p.name, p.section))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let found: Vec<usize> = self
+            .programs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                name.is_none_or(|n| p.name == n) && section.is_none_or(|s| p.section == s)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        match found.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(format!("no such program; the object has: {}", list())),
+            _ => Err(format!("the object has several programs, pick one with --prog: {}", list())),
+        }
+    }
+
+    /// Loads program `entry` (and every program of the object of the same type, for tail
+    /// calls) on `engine` (or the chosen one), for worker `cpu`.
+    pub fn load(&self, entry: usize, engine: Option<Engine>, cpu: usize) -> Result<Loaded, String> {
+        let env = Env::new(self.maps.clone(), cpu);
+        let entry_type = self.programs.get(entry).ok_or("no such program")?.prog_type;
+        let mut sessions = Vec::new();
+        let mut choice = None;
+        for (index, p) in self.programs.iter().enumerate() {
+            if p.prog_type != entry_type {
+                sessions.push(None);
+                continue;
+            }
+            let resolved =
+                resolve(&p.program, &env).map_err(|e| format!("program `{}`: {e}", p.name))?;
+            check_helpers(&resolved).map_err(|e| format!("program `{}`: {e}", p.name))?;
+            let verified =
+                Verified::structural(resolved).map_err(|e| format!("program `{}`: {e}", p.name))?;
+            let bindings = weir_helpers::bindings(p.prog_type);
+            let (session, how) = choose(Subject::Program, engine, |e| {
+                let Some(runner) = e.program_engine() else {
+                    return Err(format!("`{e}` runs filters only"));
+                };
+                runner
+                    .load(&verified, bindings.clone(), Limits::default())
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|e| format!("program `{}`: {e}", p.name))?;
+            if index == entry {
+                choice = Some(how);
+            }
+            sessions.push(Some(session));
+        }
+        let choice = choice.ok_or("the entry program was not loaded")?;
+        Ok(Loaded { sessions, entry, prog_type: entry_type, env, choice })
+    }
+}
+
+/// Rewrites every `lddw map_idx`/`lddw map_idx_value` to a plain `lddw` of the map's handle
+/// or its global data's guest address.
+fn resolve(program: &Program, env: &Env) -> Result<Program, String> {
+    let mut insns = program.insns().to_vec();
+    for r in program.relocations() {
+        let value = match r.target {
+            RelocTarget::Map { map } => {
+                guest::map_handle(map).ok_or_else(|| format!("map index {map} out of range"))?
+            }
+            RelocTarget::MapValue { map, offset } => {
+                let base = env.static_addr(map).ok_or_else(|| {
+                    format!("slot {}: map {map} has no global data value", r.slot)
+                })?;
+                base + u64::from(offset)
+            }
+        };
+        let insn = insns.get_mut(r.slot).ok_or_else(|| format!("relocation at slot {}", r.slot))?;
+        *insn = Insn::new(Op::Lddw, insn.dst, 0, 0, value as i64);
+    }
+    let mut out = Program::from_insns(insns);
+    if let Some(t) = program.prog_type() {
+        out = out.with_prog_type(t);
+    }
+    Ok(out)
+}
+
+/// Refuses, naming them, helpers weir does not run.
+fn check_helpers(program: &Program) -> Result<(), String> {
+    let called = program.insns().iter().filter(|i| i.op == Op::Call).map(|i| i.imm as u32);
+    let missing = weir_helpers::unsupported_helpers(called);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = missing
+        .iter()
+        .map(|&id| match weir_helpers::helper_name(id) {
+            Some(name) => format!("{name} (helper {id})"),
+            None => format!("helper {id}"),
+        })
+        .collect();
+    Err(format!("calls helpers weir does not run: {}", names.join(", ")))
+}
+
+/// What one packet gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The last program's return value (after tail calls).
+    pub ret: u64,
+    /// The packet as the program left it (XDP: `[data, data_end)`).
+    pub packet: Vec<u8>,
+}
+
+/// A loaded entry program with its environment.
+pub struct Loaded {
+    sessions: Vec<Option<Box<dyn Session>>>,
+    entry: usize,
+    prog_type: ProgType,
+    env: Env,
+    choice: Choice,
+}
+
+impl Loaded {
+    pub fn choice(&self) -> &Choice {
+        &self.choice
+    }
+
+    pub fn prog_type(&self) -> ProgType {
+        self.prog_type
+    }
+
+    pub fn env_mut(&mut self) -> &mut Env {
+        &mut self.env
+    }
+
+    /// Runs the entry over one Ethernet frame (tail calls followed).
+    pub fn run(&mut self, frame: &[u8]) -> Result<Verdict, Trap> {
+        match self.prog_type {
+            ProgType::Xdp => self.run_xdp(frame),
+            _ => self.run_skb(frame),
+        }
+    }
+
+    fn chain(&mut self, ctx: &mut [u8], buffer: &mut [u8], span: PacketSpan) -> Result<u64, Trap> {
+        let mut current = self.entry;
+        self.env.begin_run();
+        loop {
+            let Some(Some(session)) = self.sessions.get_mut(current) else {
+                return Ok(0);
+            };
+            let input = Input::new().ctx(ctx).packet(buffer).span(span).env(&mut self.env);
+            let outcome = session.run(input)?;
+            match self.env.take_tail_call() {
+                Some(next) => {
+                    current = next as usize;
+                    self.env.begin_run();
+                }
+                None => return Ok(outcome.r0),
+            }
+        }
+    }
+
+    fn run_xdp(&mut self, frame: &[u8]) -> Result<Verdict, Trap> {
+        let usable = XDP_FRAME - XDP_TAILROOM;
+        let len = frame.len().min(usable - XDP_HEADROOM);
+        let mut buffer = vec![0u8; usable];
+        buffer[XDP_HEADROOM..XDP_HEADROOM + len].copy_from_slice(&frame[..len]);
+        let mut ctx = vec![0u8; 24];
+        // ingress_ifindex 1 (the test run's loopback), rx_queue_index 0.
+        ctx[12..16].copy_from_slice(&1u32.to_le_bytes());
+        let base = guest::PACKET_BASE;
+        let bounds = PacketBounds { hard_start: base, hard_end: base + usable as u64 };
+        self.env.begin_packet(bounds);
+        let span = PacketSpan { meta: XDP_HEADROOM, data: XDP_HEADROOM, end: XDP_HEADROOM + len };
+        let ret = self.chain_xdp(&mut ctx, &mut buffer, span)?;
+        let field = |o: usize| u32::from_le_bytes([ctx[o], ctx[o + 1], ctx[o + 2], ctx[o + 3]]);
+        let off = |a: u32| (u64::from(a).saturating_sub(base)) as usize;
+        let (data, end) = (off(field(0)), off(field(4)));
+        let packet = buffer.get(data..end).unwrap_or_default().to_vec();
+        Ok(Verdict { ret, packet })
+    }
+
+    fn chain_xdp(
+        &mut self,
+        ctx: &mut [u8],
+        buffer: &mut [u8],
+        span: PacketSpan,
+    ) -> Result<u64, Trap> {
+        let mut span = span;
+        let mut current = self.entry;
+        self.env.begin_run();
+        loop {
+            let Some(Some(session)) = self.sessions.get_mut(current) else {
+                return Ok(0);
+            };
+            let input = Input::new().ctx(ctx).packet(buffer).span(span).env(&mut self.env);
+            let outcome = session.run(input)?;
+            let Some(next) = self.env.take_tail_call() else {
+                return Ok(outcome.r0);
+            };
+            current = next as usize;
+            self.env.begin_run();
+            let field = |o: usize| u32::from_le_bytes([ctx[o], ctx[o + 1], ctx[o + 2], ctx[o + 3]]);
+            let off = |a: u32| (u64::from(a).saturating_sub(guest::PACKET_BASE)) as usize;
+            span = PacketSpan { data: off(field(0)), end: off(field(4)), meta: off(field(8)) };
+        }
+    }
+
+    fn run_skb(&mut self, frame: &[u8]) -> Result<Verdict, Trap> {
+        // A socket filter sees the frame without its Ethernet header (as the kernel's test
+        // run gives it); tc programs the whole frame.
+        let socket = self.prog_type == ProgType::SocketFilter;
+        let mut buffer =
+            if socket { frame.get(14..).unwrap_or_default().to_vec() } else { frame.to_vec() };
+        let mut ctx = vec![0u8; 192];
+        let put =
+            |ctx: &mut Vec<u8>, o: usize, v: u32| ctx[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        put(&mut ctx, 0, buffer.len() as u32);
+        let proto = frame.get(12..14).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+        // skb->protocol is big-endian in its 32-bit field.
+        put(&mut ctx, 16, u32::from(proto.to_be()));
+        let pkt_type = match frame.first() {
+            Some(b) if frame.get(..6) == Some(&[0xff; 6][..]) && *b == 0xff => 1,
+            Some(b) if b & 1 == 1 => 2,
+            Some(_) if frame.get(..6) == Some(&[0; 6][..]) => 0,
+            _ => 3,
+        };
+        put(&mut ctx, 4, pkt_type);
+        put(&mut ctx, 40, 1); // ifindex: the test run's loopback
+        put(&mut ctx, 36, 1);
+        self.env.begin_packet(PacketBounds::default());
+        let span = PacketSpan { meta: 0, data: 0, end: buffer.len() };
+        let ret = self.chain(&mut ctx, &mut buffer, span)?;
+        Ok(Verdict { ret, packet: buffer })
+    }
+}
+
+fn hex_list(bytes: &[u8]) -> String {
+    let items: Vec<String> = bytes.iter().map(|b| format!("\"{b:#04x}\"")).collect();
+    format!("[{}]", items.join(","))
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+impl Object {
+    /// Every map's contents as JSON, `{"<map name>": [entries]}`, entries as `bpftool -j
+    /// map dump` prints them (per-CPU maps with `values`, program arrays with program
+    /// names; queues, stacks and ring buffers as empty lists).
+    pub fn maps_json(&self) -> String {
+        let mut out = Vec::new();
+        for map in &self.maps {
+            let mut entries = Vec::new();
+            let iterable =
+                !matches!(map.map_type(), MapType::Queue | MapType::Stack | MapType::RingBuf);
+            let mut key: Option<Vec<u8>> = None;
+            let mut found = Vec::new();
+            while let Some(next) = iterable.then(|| map.get_next_key(key.as_deref()).ok()).flatten()
+            {
+                if let Ok(value) = map.lookup_all(&next) {
+                    found.push((next.clone(), value));
+                }
+                key = Some(next);
+            }
+            // Keys in byte order: the same dump whatever the hash seed.
+            found.sort();
+            for (key, value) in &found {
+                entries.push(self.entry_json(map, key, value));
+            }
+            out.push(format!("{}:[{}]", json_string(&map.spec().name), entries.join(",")));
+        }
+        format!("{{{}}}\n", out.join(","))
+    }
+
+    fn entry_json(&self, map: &Map, key: &[u8], value: &[u8]) -> String {
+        let percpu = matches!(
+            map.map_type(),
+            MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash
+        );
+        if percpu {
+            let size = map.spec().value_size as usize;
+            let stride = size.next_multiple_of(8);
+            let values: Vec<String> = value
+                .chunks(stride)
+                .enumerate()
+                .map(|(cpu, v)| {
+                    format!("{{\"cpu\":{cpu},\"value\":{}}}", hex_list(v.get(..size).unwrap_or(v)))
+                })
+                .collect();
+            return format!("{{\"key\":{},\"values\":[{}]}}", hex_list(key), values.join(","));
+        }
+        if map.map_type() == MapType::ProgArray {
+            let index = u32::from_ne_bytes([value[0], value[1], value[2], value[3]]);
+            let name = self.programs.get(index as usize).map_or("?", |p| p.name.as_str());
+            return format!("{{\"key\":{},\"value\":{}}}", hex_list(key), json_string(name));
+        }
+        format!("{{\"key\":{},\"value\":{}}}", hex_list(key), hex_list(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames() -> Vec<Vec<u8>> {
+        (0..64u8)
+            .map(|i| {
+                let mut f = vec![0u8; 14 + 20 + usize::from(i)];
+                f[12] = 0x08;
+                f[14] = 0x45;
+                f[23] = i % 7;
+                f
+            })
+            .collect()
+    }
+
+    fn run_all(path: &str, prog: Option<&str>, engine: Engine) -> (Vec<Verdict>, String) {
+        let bytes = std::fs::read(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let object = Object::open(&bytes).unwrap();
+        let entry = object.entry(prog, None).unwrap();
+        let mut loaded = object.load(entry, Some(engine), 0).unwrap();
+        let verdicts = frames().iter().map(|f| loaded.run(f).unwrap()).collect();
+        (verdicts, object.maps_json())
+    }
+
+    #[test]
+    fn interpreter_and_jit_agree_on_objects() {
+        for (path, prog) in [
+            ("testdata/bpf/xdp_counter.o", None),
+            ("testdata/bpf/tc_knob.o", None),
+            ("testdata/bpf/socket_filter.o", None),
+            ("testdata/bpf/tail_call.o", Some("xdp_dispatch")),
+        ] {
+            let interp = run_all(path, prog, Engine::Interp);
+            let jit = run_all(path, prog, Engine::Jit);
+            assert_eq!(interp, jit, "{path}");
+        }
+        // The counter counted every packet by protocol byte.
+        let (verdicts, maps) = run_all("testdata/bpf/xdp_counter.o", None, Engine::Jit);
+        assert!(verdicts.iter().all(|v| v.ret == 2));
+        assert!(
+            maps.contains("\"key\":[\"0x00\",\"0x00\",\"0x00\",\"0x00\"],\"value\":[\"0x0a\""),
+            "{maps}"
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! `weir run`: a clang-built BPF object's program over every packet of a capture.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use weir::{Engine, Object, ProgType};
+use weir_runtime::capture::{CaptureReader, CaptureWriter};
+use weir_runtime::source::{Packet, PacketSource};
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The BPF object (`clang -target bpf -c`).
+    pub object: PathBuf,
+    /// The entry program, by function name (default: the object's only program).
+    #[arg(long)]
+    pub prog: Option<String>,
+    /// The entry program, by section name.
+    #[arg(long, conflicts_with = "prog")]
+    pub section: Option<String>,
+    /// Read packets from this capture file (`-` for standard input).
+    #[arg(short = 'r')]
+    pub read: Option<PathBuf>,
+    /// Read packets from this interface.
+    #[arg(short = 'i', conflicts_with = "read")]
+    pub interface: Option<String>,
+    /// One line per packet: `<record index> <return value>`.
+    #[arg(long)]
+    pub verdicts: bool,
+    /// Write the packets the program passes (XDP_PASS, XDP_TX; tc: TC_ACT_OK), as it left
+    /// them, to this pcap file.
+    #[arg(short = 'w')]
+    pub write: Option<PathBuf>,
+    /// Preload maps from this JSON file (the `--maps-out` format).
+    #[arg(long)]
+    pub maps_in: Option<PathBuf>,
+    /// Write every map's contents as JSON here at the end.
+    #[arg(long)]
+    pub maps_out: Option<PathBuf>,
+    /// Workers (per-CPU map copies).
+    #[arg(long, default_value_t = 1)]
+    pub cpus: usize,
+    /// Run on this engine (jit, interp).
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<Engine>,
+    /// Say on standard error which engine runs the program, and why.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+/// The name of a return value for the summary.
+fn verdict_name(prog_type: ProgType, ret: u64) -> String {
+    let names: &[&str] = match prog_type {
+        ProgType::Xdp => &["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"],
+        ProgType::SchedCls | ProgType::SchedAct => &[
+            "TC_ACT_OK",
+            "TC_ACT_RECLASSIFY",
+            "TC_ACT_SHOT",
+            "TC_ACT_PIPE",
+            "TC_ACT_STOLEN",
+            "TC_ACT_QUEUED",
+            "TC_ACT_REPEAT",
+            "TC_ACT_REDIRECT",
+        ],
+        ProgType::SocketFilter => &[],
+    };
+    if matches!(prog_type, ProgType::SchedCls | ProgType::SchedAct) && ret as i32 == -1 {
+        return "TC_ACT_UNSPEC".into();
+    }
+    names.get(ret as usize).map_or_else(|| format!("{}", ret as i64), |n| n.to_string())
+}
+
+fn passes(prog_type: ProgType, ret: u64) -> bool {
+    match prog_type {
+        ProgType::Xdp => ret == 2 || ret == 3,
+        ProgType::SchedCls | ProgType::SchedAct => ret == 0,
+        ProgType::SocketFilter => ret != 0,
+    }
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode, String> {
+    if args.interface.is_some() {
+        return Err("weir run -i: live interfaces are not supported yet; use -r".into());
+    }
+    if args.cpus != 1 {
+        return Err("weir run --cpus: only one worker is supported yet".into());
+    }
+    if args.maps_in.is_some() {
+        return Err("weir run --maps-in: not supported yet".into());
+    }
+    let path = args.read.as_ref().ok_or("weir run needs -r CAPTURE")?;
+    let bytes =
+        std::fs::read(&args.object).map_err(|e| format!("{}: {e}", args.object.display()))?;
+    let object = Object::open(&bytes).map_err(|e| format!("{}: {e}", args.object.display()))?;
+    let entry = object.entry(args.prog.as_deref(), args.section.as_deref())?;
+    let mut loaded = object.load(entry, args.engine, 0)?;
+    if args.explain {
+        eprintln!("{}", loaded.choice());
+    }
+    let prog_type = loaded.prog_type();
+    let mut reader = CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut writer = match &args.write {
+        Some(out) => Some(
+            CaptureWriter::pcap(out, reader.linktype(), reader.snaplen().max(65535))
+                .map_err(|e| format!("{}: {e}", out.display()))?,
+        ),
+        None => None,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut kept_bytes = 0u64;
+    while let Some(packet) = reader.next_packet() {
+        let packet = packet.map_err(|e| format!("{}: {e}", path.display()))?;
+        let verdict = loaded
+            .run(packet.data)
+            .map_err(|t| format!("packet {}: the program trapped: {t}", packet.index))?;
+        *counts.entry(verdict.ret).or_default() += 1;
+        if prog_type == ProgType::SocketFilter {
+            kept_bytes += verdict.ret.min(packet.data.len().saturating_sub(14) as u64);
+        }
+        if args.verdicts {
+            writeln!(out, "{} {}", packet.index, verdict.ret as i64).map_err(|e| e.to_string())?;
+        }
+        if let Some(w) = &mut writer {
+            if passes(prog_type, verdict.ret) {
+                let fresh = Packet {
+                    data: &verdict.packet,
+                    wire_len: verdict.packet.len() as u32,
+                    stored: None,
+                    ..packet
+                };
+                w.write(&fresh).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    if !args.verdicts {
+        if prog_type == ProgType::SocketFilter {
+            let dropped = counts.get(&0).copied().unwrap_or(0);
+            let accepted: u64 = counts.values().sum::<u64>() - dropped;
+            writeln!(out, "accepted {accepted}").map_err(|e| e.to_string())?;
+            writeln!(out, "dropped {dropped}").map_err(|e| e.to_string())?;
+            writeln!(out, "bytes kept {kept_bytes}").map_err(|e| e.to_string())?;
+        } else {
+            for (ret, n) in &counts {
+                writeln!(out, "{} {n}", verdict_name(prog_type, *ret))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    out.flush().map_err(|e| e.to_string())?;
+    if let Some(w) = writer {
+        w.finish().map_err(|e| e.to_string())?;
+    }
+    if let Some(maps_out) = &args.maps_out {
+        std::fs::write(maps_out, object.maps_json())
+            .map_err(|e| format!("{}: {e}", maps_out.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
