@@ -221,7 +221,8 @@ fn packets_from(data: &[u8]) -> Vec<(Vec<u8>, u32)> {
 /// Any text either fails to compile, or compiles (optimized and not, for Ethernet and one
 /// other link type picked by the input's length) to filters that both emitters take or
 /// refuse without a panic, and the optimized and unoptimized filters agree on packets made
-/// from the input.
+/// from the input; an expression refused as rejecting all packets (optimizer on only)
+/// matches none of them unoptimized.
 pub fn pflang(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let others: Vec<LinkType> =
@@ -231,9 +232,16 @@ pub fn pflang(data: &[u8]) {
     let packets = packets_from(data);
     for linktype in [LinkType::Ethernet, other] {
         let mut compiled = [None, None];
+        let mut rejects_all = false;
         for (slot, optimize) in compiled.iter_mut().zip([true, false]) {
             let options = FilterOptions { optimize, ..FilterOptions::new(linktype) };
-            let Ok(filter) = weir::compile_filter_with(text, &options, &names) else { continue };
+            let filter = match weir::compile_filter_with(text, &options, &names) {
+                Ok(filter) => filter,
+                Err(e) => {
+                    rejects_all |= optimize && e.message == weir::REJECTS_ALL;
+                    continue;
+                }
+            };
             let _ = weir::emit::cbpf::emit(&filter);
             for prog_type in [ProgType::SocketFilter, ProgType::Xdp] {
                 let _ = weir::emit::ebpf::emit(&filter, prog_type);
@@ -251,6 +259,17 @@ pub fn pflang(data: &[u8]) {
                 }
             }
             [None, None] => {}
+            // libpcap's refusal, with the optimizer only: the unoptimized filter must then
+            // match none of the packets.
+            [None, Some(plain)] if rejects_all => {
+                for (index, (packet, wire_len)) in packets.iter().enumerate() {
+                    assert!(
+                        !plain.matches(packet, *wire_len),
+                        "{linktype:?}, packet {index}: refused as rejecting all packets, but the \
+                         unoptimized filter matches it"
+                    );
+                }
+            }
             _ => panic!("{linktype:?}: compiles with only one of optimize on and off"),
         }
     }
