@@ -130,7 +130,12 @@ fn differential(
     let dlt_i32 = i32::try_from(dlt).expect("DLT fits");
     for e in exprs {
         let weir = weir_pflang::compile(e, &options, names);
-        let unoptimized = libpcap::required().compile_with_netmask(e, dlt_i32, false, NETMASK);
+        // Masked-out address words are not read (differential/documented.rs).
+        let unoptimized =
+            libpcap::required().compile_with_netmask(e, dlt_i32, false, NETMASK).map(|mut p| {
+                crate::differential::documented::skip_masked_out_compares(&mut p);
+                p
+            });
         match (unoptimized, weir) {
             (Err(message), Err(err)) => {
                 out.rejected += 1;

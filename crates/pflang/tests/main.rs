@@ -26,3 +26,4 @@ mod native;
 mod parse;
 mod rejects;
 mod rejects_all;
+mod truncation;

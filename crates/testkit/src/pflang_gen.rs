@@ -24,7 +24,7 @@ mod values;
 
 pub use generate::Generator;
 pub use near_miss::near_miss;
-pub use shrink::{shrink, Shrunk};
+pub use shrink::{shrink, shrink_cut, Shrunk, ShrunkCut};
 
 use std::fmt::{self, Display, Formatter};
 

@@ -247,6 +247,13 @@ impl<'a> Lowerer<'a> {
 
     /// `(load(layer + k) & mask) == value`.
     pub fn cmp_field(&self, layer: Layer, k: u32, size: Size, mask: u32, value: u32) -> Pred {
+        // Under an all-zero mask (the address words a `net` prefix ignores) nothing is
+        // compared, so nothing is read: libpcap's unoptimized code still loads the word
+        // (`ld; and #0; jeq #0`), its optimizer (and so tcpdump) does not, and neither does
+        // weir. A packet cut inside such a word is not rejected for it.
+        if mask == 0 {
+            return Pred::Const(value == 0);
+        }
         Pred::eq_masked(self.load(layer, k, size), mask, value)
     }
 

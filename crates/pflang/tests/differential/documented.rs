@@ -99,6 +99,38 @@ pub fn is_savefile_refusal(message: &str) -> bool {
     rest.ends_with(" when reading savefiles")
 }
 
+// ---- comparisons under an all-zero mask (@masked-out-words) ------------------------------
+
+/// Absolute and indexed loads (word, half, byte).
+pub const LD_ABS: [u16; 3] = [0x20, 0x28, 0x30];
+pub const LD_IND: [u16; 3] = [0x40, 0x48, 0x50];
+const AND_K: u16 = 0x54;
+const JEQ_K: u16 = 0x15;
+const JA: u16 = 0x05;
+
+/// `prog` with every comparison under an all-zero mask (`ld; and #0; jeq #0`) replaced by
+/// a jump to its true branch: such a comparison compares nothing, and reads nothing in weir
+/// (and in libpcap's optimized code). Returns how many were replaced. Unoptimized gencode
+/// never jumps into the middle of the three instructions, and the next block loads afresh.
+pub fn skip_masked_out_compares(prog: &mut [BpfInsn]) -> usize {
+    let mut n = 0;
+    for i in 0..prog.len().saturating_sub(2) {
+        let (Some(ld), Some(and), Some(jeq)) = (prog.get(i), prog.get(i + 1), prog.get(i + 2))
+        else {
+            continue;
+        };
+        let is_load = LD_ABS.contains(&ld.code) || LD_IND.contains(&ld.code);
+        if is_load && and.code == AND_K && and.k == 0 && jeq.code == JEQ_K && jeq.k == 0 {
+            let target = 2 + u32::from(jeq.jt);
+            if let Some(slot) = prog.get_mut(i) {
+                *slot = BpfInsn { code: JA, jt: 0, jf: 0, k: target };
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
 /// Linux's ancillary data offsets start here (SKF_AD_OFF, -4096 as an unsigned offset).
 const SKF_AD_OFF: u32 = 0xffff_f000;
 

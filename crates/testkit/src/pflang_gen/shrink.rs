@@ -57,6 +57,42 @@ pub fn shrink(start: &Node, budget: usize, mut fails: impl FnMut(&str) -> bool) 
     Shrunk { text: best.render(), node: best, steps, tries }
 }
 
+/// The result of [`shrink_cut`]: the smallest expression found and the shortest cut of the
+/// packet on which it still fails.
+#[derive(Debug, Clone)]
+pub struct ShrunkCut {
+    pub shrunk: Shrunk,
+    /// Captured bytes kept (the packet's first `cut` bytes).
+    pub cut: usize,
+}
+
+/// Shrinks a failure that depends on how many bytes of a packet were captured (the
+/// truncation class): `shortest_failing_cut(text)` is the smallest captured length, among
+/// those the caller tries, on which `text` still fails (`None`: it fails on none). The
+/// expression shrinks while some cut still fails; the cut is then the shortest one for the
+/// smallest expression (`start_cut` if, against the contract, none fails any more).
+/// `shortest_failing_cut` must give `Some` for `start` itself.
+pub fn shrink_cut(
+    start: &Node,
+    start_cut: usize,
+    budget: usize,
+    mut shortest_failing_cut: impl FnMut(&str) -> Option<usize>,
+) -> ShrunkCut {
+    let mut last = None;
+    let shrunk = shrink(start, budget, |text| match shortest_failing_cut(text) {
+        Some(cut) => {
+            last = Some((text.to_string(), cut));
+            true
+        }
+        None => false,
+    });
+    let cut = match last {
+        Some((text, cut)) if text == shrunk.text => cut,
+        _ => shortest_failing_cut(&shrunk.text).unwrap_or(start_cut),
+    };
+    ShrunkCut { shrunk, cut }
+}
+
 fn tiny(text: &str) -> Node {
     Node::Leaf(Leaf { kind: "shrunk", text: text.to_string(), shorter: None })
 }
@@ -262,5 +298,31 @@ mod tests {
         let s = shrink(&n, 50, |t| t.contains("broadcast"));
         assert_eq!(s.text, "broadcast");
         assert!(s.tries <= 3, "{} tries", s.tries);
+    }
+
+    #[test]
+    fn truncation_failures_shrink_to_the_expression_and_the_shortest_cut() {
+        // "Fails" when the text mentions port 443 and the cut ends inside bytes 30..40:
+        // the minimum is the one primitive and a cut of 30.
+        let mut g = Generator::new(5);
+        let mut found = 0;
+        for _ in 0..3000 {
+            let e = g.expr();
+            let text = e.render();
+            if !text.contains("port 443") || text.len() < 40 {
+                continue;
+            }
+            let fails = |t: &str| t.contains("port 443").then_some(30);
+            let s = shrink_cut(&e, 39, 10_000, fails);
+            assert!(s.shrunk.text.contains("port 443"), "{}", s.shrunk.text);
+            assert!(s.shrunk.text.len() <= "src or dst port 443".len(), "{}", s.shrunk.text);
+            assert_eq!(s.cut, 30);
+            found += 1;
+        }
+        assert!(found > 5, "too few samples: {found}");
+        // Nothing smaller fails: the start and its own shortest cut come back.
+        let e = g.expr();
+        let s = shrink_cut(&e, 50, 100, |t| (t == e.render()).then_some(12));
+        assert_eq!((s.shrunk.text, s.cut), (e.render(), 12));
     }
 }
