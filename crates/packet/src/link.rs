@@ -29,6 +29,21 @@ pub enum LinkType {
     Ipv6,
     /// Linux cooked capture, version 2.
     LinuxSll2,
+    /// SLIP: a 16-byte pseudo-header (direction, then the compressed-header state) before
+    /// the IP packet.
+    Slip,
+    /// PPP in HDLC-like framing (RFC 1662): address, control, protocol.
+    PppSerial,
+    /// Cisco HDLC: address, control, then an EtherType.
+    CHdlc,
+    /// IEEE 802.11 frames, with no radio header before them.
+    Ieee80211,
+    /// IEEE 802.11 after a Prism monitor-mode header (or an AVS one, told by its cookie).
+    Prism,
+    /// IEEE 802.11 after a radiotap header (its little-endian length at offset 2).
+    Radiotap,
+    /// IEEE 802.11 after an AVS radio header (its big-endian length at offset 4).
+    Avs,
 }
 
 /// The facts of one link type.
@@ -55,13 +70,20 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 9] = [
+    pub const ALL: [LinkType; 16] = [
         LinkType::Null,
         LinkType::Ethernet,
+        LinkType::Slip,
         LinkType::Ppp,
         LinkType::Raw,
+        LinkType::PppSerial,
+        LinkType::CHdlc,
+        LinkType::Ieee80211,
         LinkType::Loop,
         LinkType::LinuxSll,
+        LinkType::Prism,
+        LinkType::Radiotap,
+        LinkType::Avs,
         LinkType::Ipv4,
         LinkType::Ipv6,
         LinkType::LinuxSll2,
@@ -161,7 +183,84 @@ impl LinkType {
                 header_len: 20,
                 type_offset: Some(0),
             },
+            LinkType::Slip => &LinkInfo {
+                name: "SLIP",
+                aliases: &[],
+                dlt: 8,
+                linktype: 8,
+                other_numbers: &[],
+                description: "SLIP",
+                header_len: 16,
+                type_offset: None,
+            },
+            LinkType::PppSerial => &LinkInfo {
+                name: "PPP_SERIAL",
+                aliases: &[],
+                dlt: 50,
+                linktype: 50,
+                other_numbers: &[],
+                description: "PPP over serial",
+                header_len: 4,
+                type_offset: Some(2),
+            },
+            LinkType::CHdlc => &LinkInfo {
+                name: "C_HDLC",
+                aliases: &[],
+                dlt: 104,
+                linktype: 104,
+                other_numbers: &[],
+                description: "Cisco HDLC",
+                header_len: 4,
+                type_offset: Some(2),
+            },
+            // The 802.11 header is 24 bytes or more (QoS, four addresses, padding): the
+            // length here is the shortest; filters compute the real one from the packet.
+            LinkType::Ieee80211 => &LinkInfo {
+                name: "IEEE802_11",
+                aliases: &[],
+                dlt: 105,
+                linktype: 105,
+                other_numbers: &[],
+                description: "802.11",
+                header_len: 24,
+                type_offset: None,
+            },
+            LinkType::Prism => &LinkInfo {
+                name: "PRISM_HEADER",
+                aliases: &[],
+                dlt: 119,
+                linktype: 119,
+                other_numbers: &[],
+                description: "802.11 plus Prism header",
+                header_len: 168,
+                type_offset: None,
+            },
+            LinkType::Radiotap => &LinkInfo {
+                name: "IEEE802_11_RADIO",
+                aliases: &[],
+                dlt: 127,
+                linktype: 127,
+                other_numbers: &[],
+                description: "802.11 plus radiotap header",
+                header_len: 32,
+                type_offset: None,
+            },
+            LinkType::Avs => &LinkInfo {
+                name: "IEEE802_11_RADIO_AVS",
+                aliases: &[],
+                dlt: 163,
+                linktype: 163,
+                other_numbers: &[],
+                description: "802.11 plus AVS radio information header",
+                header_len: 88,
+                type_offset: None,
+            },
         }
+    }
+
+    /// Whether the link carries IEEE 802.11 frames (after a radio header or not).
+    pub const fn is_ieee80211(self) -> bool {
+        matches!(self, LinkType::Ieee80211 | LinkType::Prism | LinkType::Radiotap | LinkType::Avs)
     }
 
     /// The name tcpdump's `-y` accepts (and libpcap prints).

@@ -19,6 +19,7 @@ mod linkedge;
 mod netedge;
 mod pcap;
 pub mod pflang_gen;
+pub mod reframe;
 pub mod relink;
 mod rng;
 mod scratch;

@@ -77,9 +77,8 @@ pub fn relink(packet: &Packet, link: LinkType) -> Option<Packet> {
                 family.to_be_bytes().to_vec()
             }
         }
-        // Link types the corpora are not re-framed for (PPP, and any added to weir-packet
-        // since): not one of LINK_TYPES.
-        _ => return None,
+        // Serial and wireless framings: their own module.
+        _ => return crate::reframe::reframe(packet, link),
     };
     let mut out = header.clone();
     if data.len() >= ETHERNET_HEADER {
@@ -228,6 +227,9 @@ mod tests {
             .unwrap_or_else(|| frame(vec![], 0));
         assert_eq!(p.data.len(), 5);
         assert_eq!(p.wire_len, 62);
-        assert!(relink(&frame(vec![0xff; 5], 60), LinkType::Ppp).is_none());
+        // PPP's 4-byte header, cut in proportion: 5 of 14 bytes keep 1 of 4.
+        let ppp = relink(&frame(vec![0xff; 5], 60), LinkType::Ppp).map(|p| (p.data, p.wire_len));
+        assert_eq!(ppp, Some((vec![0xff], 50)));
+        assert!(relink(&frame(vec![0xff; 5], 60), LinkType::LinuxSll2).is_some());
     }
 }

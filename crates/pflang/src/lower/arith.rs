@@ -374,6 +374,16 @@ impl Lowerer<'_> {
                 inner.push(self.cmp_field(Layer::Net, 6, Size::Byte, u32::MAX, IPPROTO_ICMPV6));
                 Operand { value, checks: inner }
             }
+            // From the start of the packet, when it starts with a radio header.
+            Proto::Radio
+                if matches!(
+                    self.link,
+                    super::LinkType::Radiotap | super::LinkType::Avs | super::LinkType::Prism
+                ) =>
+            {
+                let base = super::Offset::fixed(0);
+                Operand { value: displaced_load(with_variable(idx, base), 0, size), checks: inner }
+            }
             Proto::Radio => {
                 return Err(CompileError::new(span, "radio information not present in capture"))
             }

@@ -71,7 +71,7 @@ impl Lowerer<'_> {
         if self.mpls_depth > 0 {
             return Err(CompileError::new(span, "no VLAN match after MPLS"));
         }
-        if self.link != LinkType::Ethernet {
+        if self.link != LinkType::Ethernet && !self.link.is_ieee80211() {
             let message = format!("no VLAN support for {}", self.link.description());
             return Err(CompileError::new(span, message));
         }
@@ -100,7 +100,7 @@ impl Lowerer<'_> {
             self.mpls_bottom_of_stack(0)
         } else {
             match self.link {
-                LinkType::Ethernet => self.link_proto(ETHERTYPE_MPLS, span)?,
+                LinkType::Ethernet | LinkType::CHdlc => self.link_proto(ETHERTYPE_MPLS, span)?,
                 LinkType::Ppp => self.link_proto(PPP_MPLS_UCAST, span)?,
                 other => {
                     let message = format!("no MPLS support for {}", other.description());
@@ -310,14 +310,22 @@ impl Lowerer<'_> {
                 CompileError::new(span, format!("unknown LLC type name \"{name}\""))
             })?),
         };
-        if self.link != LinkType::Ethernet {
+        let is_llc = if self.link.is_ieee80211() {
+            // Data frames carry LLC.
+            self.wlan_data_frame()
+        } else if self.link == LinkType::Ethernet {
+            Pred::and([
+                Pred::cmp(
+                    CmpOp::Le,
+                    self.load(Layer::LinkType, 0, Size::Half),
+                    Expr::Const(ETHERMTU),
+                ),
+                Pred::not(self.cmp_field(Layer::LinkPayload, 0, Size::Half, u32::MAX, 0xffff)),
+            ])
+        } else {
             let message = format!("'llc' not supported for {}", self.link.description());
             return Err(CompileError::new(span, message));
-        }
-        let is_llc = Pred::and([
-            Pred::cmp(CmpOp::Le, self.load(Layer::LinkType, 0, Size::Half), Expr::Const(ETHERMTU)),
-            Pred::not(self.cmp_field(Layer::LinkPayload, 0, Size::Half, u32::MAX, 0xffff)),
-        ]);
+        };
         Ok(match control {
             None => is_llc,
             Some((mask, value)) => {

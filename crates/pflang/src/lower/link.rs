@@ -21,8 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-/// [`LinkType::Ppp`] is not one: lowering reaches it only after `pppoes`.
-pub const LINK_TYPES: [LinkType; 8] = [
+pub const LINK_TYPES: [LinkType; 16] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -31,6 +30,14 @@ pub const LINK_TYPES: [LinkType; 8] = [
     LinkType::Ipv6,
     LinkType::Null,
     LinkType::Loop,
+    LinkType::Radiotap,
+    LinkType::Ieee80211,
+    LinkType::Prism,
+    LinkType::Avs,
+    LinkType::Ppp,
+    LinkType::PppSerial,
+    LinkType::CHdlc,
+    LinkType::Slip,
 ];
 
 /// Whether pflang compiles filters for captures of this link type.
@@ -85,6 +92,9 @@ const AF_INET6_LINUX: u32 = af::INET6_LINUX;
 pub(crate) struct Geometry {
     pub off_linktype: Option<u32>,
     pub off_linkpl: u32,
+    /// Network layer relative to the link payload: 8 behind 802.2 LLC and SNAP (802.11),
+    /// else 0.
+    pub off_nl: u32,
     /// Network layer relative to the link payload when an 802.2 header (without SNAP)
     /// precedes it: 3 on Ethernet (802.3 frames), 0 where there is no LLC.
     pub off_nl_nosnap: u32,
@@ -92,9 +102,21 @@ pub(crate) struct Geometry {
 
 /// The header geometry (weir-packet's) plus where 802.2-framed network layers start.
 pub(crate) fn geometry(link: LinkType) -> Geometry {
+    if link.is_ieee80211() {
+        // The payload offset is computed from the packet (see `wlan`); it starts with
+        // 802.2 LLC, and SNAP before the usual network layers.
+        return Geometry { off_linktype: None, off_linkpl: 0, off_nl: 8, off_nl_nosnap: 3 };
+    }
     let off_nl_nosnap = match link {
         LinkType::Ethernet => 3,
-        LinkType::LinuxSll
+        LinkType::Slip
+        | LinkType::PppSerial
+        | LinkType::CHdlc
+        | LinkType::Ieee80211
+        | LinkType::Prism
+        | LinkType::Radiotap
+        | LinkType::Avs
+        | LinkType::LinuxSll
         | LinkType::LinuxSll2
         | LinkType::Raw
         | LinkType::Ipv4
@@ -103,7 +125,12 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Loop
         | LinkType::Ppp => 0,
     };
-    Geometry { off_linktype: link.type_offset(), off_linkpl: link.header_len(), off_nl_nosnap }
+    Geometry {
+        off_linktype: link.type_offset(),
+        off_linkpl: link.header_len(),
+        off_nl: 0,
+        off_nl_nosnap,
+    }
 }
 
 /// The PPP protocol number libpcap tests for an Ethernet type or SAP once the link is PPP
@@ -137,9 +164,18 @@ impl Lowerer<'_> {
             LinkType::Ethernet => self.ether_link_proto(proto),
             LinkType::LinuxSll => self.sll_link_proto(proto),
             LinkType::LinuxSll2 => self.type_field_is(proto),
-            LinkType::Ppp => self.type_field_is(ppp_protocol(proto)),
-            // No type field: the version nibble says what the packet is.
-            LinkType::Raw => match proto {
+            LinkType::Ppp | LinkType::PppSerial => self.type_field_is(ppp_protocol(proto)),
+            // Cisco HDLC carries EtherTypes; OSI is its own value (the SAP doubled).
+            LinkType::CHdlc if proto == LLCSAP_ISONS => {
+                self.type_field_is((LLCSAP_ISONS << 8) | LLCSAP_ISONS)
+            }
+            LinkType::CHdlc => self.type_field_is(proto),
+            LinkType::Ieee80211 | LinkType::Prism | LinkType::Radiotap | LinkType::Avs => {
+                Pred::and([self.wlan_data_frame(), self.llc_link_proto(proto)])
+            }
+            // No type field: the version nibble says what the packet is. On SLIP libpcap
+            // reads it at the start of the link header, which is SLIP's direction byte.
+            LinkType::Raw | LinkType::Slip => match proto {
                 ETHERTYPE_IP => self.cmp_field(Layer::LinkHdr, 0, Size::Byte, 0xf0, 0x40),
                 ETHERTYPE_IPV6 => self.cmp_field(Layer::LinkHdr, 0, Size::Byte, 0xf0, 0x60),
                 _ => Pred::Const(false),
@@ -159,6 +195,22 @@ impl Lowerer<'_> {
                 self.cmp_field(Layer::LinkHdr, 0, Size::Word, u32::MAX, word)
             }
         })
+    }
+
+    /// The protocol test of link types that carry 802.2 LLC (libpcap's gen_llc_linktype):
+    /// DSAP and SSAP for OSI, IP and NetBEUI, the DSAP for IPX and other SAPs, an Apple
+    /// SNAP header for AppleTalk, and for any other Ethernet type only the SNAP type field.
+    pub(crate) fn llc_link_proto(&self, proto: u32) -> Pred {
+        match proto {
+            LLCSAP_IP | LLCSAP_ISONS | LLCSAP_NETBEUI => {
+                self.cmp_field(Layer::LinkPayload, 0, Size::Half, u32::MAX, (proto << 8) | proto)
+            }
+            ETHERTYPE_ATALK => self.snap_is(0x08_0007, ETHERTYPE_ATALK),
+            sap if sap <= ETHERMTU => {
+                self.cmp_field(Layer::LinkPayload, 0, Size::Byte, u32::MAX, sap)
+            }
+            ethertype => self.cmp_field(Layer::LinkPayload, 6, Size::Half, u32::MAX, ethertype),
+        }
     }
 
     /// `type field == value` (2 bytes at the link type offset).

@@ -14,8 +14,8 @@ use weir_filter::{Pred, Size};
 use weir_packet::sll;
 
 use super::{CompileError, Layer, LinkType, Lowerer};
+use crate::ast::Span;
 use crate::ast::{AtmAbbrev, AtmField, AtmTest, Mtp2Type, Mtp3Field, NameOrNum, PfTest};
-use crate::ast::{Proto, Span, WlanTest};
 
 /// The SLL packet type of a packet the capturing host sent (PACKET_OUTGOING).
 const LINUX_SLL_OUTGOING: u32 = sll::OUTGOING as u32;
@@ -56,59 +56,6 @@ const PF_ACTIONS: [&str; 13] = [
     "synproxy-drop",
 ];
 
-/// 802.11 frame types by name, with their frame-control value.
-const WLAN_TYPES: [(&str, u32); 5] =
-    [("data", 0x08), ("mgt", 0x00), ("management", 0x00), ("ctl", 0x04), ("control", 0x04)];
-
-const WLAN_MGT_SUBTYPES: [&str; 20] = [
-    "assocreq",
-    "assoc-req",
-    "assocresp",
-    "assoc-resp",
-    "reassocreq",
-    "reassoc-req",
-    "reassocresp",
-    "reassoc-resp",
-    "probereq",
-    "probe-req",
-    "proberesp",
-    "probe-resp",
-    "beacon",
-    "atim",
-    "disassoc",
-    "disassociation",
-    "auth",
-    "authentication",
-    "deauth",
-    "deauthentication",
-];
-
-const WLAN_CTL_SUBTYPES: [&str; 6] = ["ps-poll", "rts", "cts", "ack", "cf-end", "cf-end-ack"];
-
-const WLAN_DATA_SUBTYPES: [&str; 15] = [
-    "data",
-    "data-cf-ack",
-    "data-cf-poll",
-    "data-cf-ack-poll",
-    "null",
-    "cf-ack",
-    "cf-poll",
-    "cf-ack-poll",
-    "qos-data",
-    "qos-data-cf-ack",
-    "qos-data-cf-poll",
-    "qos-data-cf-ack-poll",
-    "qos",
-    "qos-cf-poll",
-    "qos-cf-ack-poll",
-];
-
-const WLAN_DIRECTIONS: [&str; 4] = ["nods", "tods", "fromds", "dstods"];
-
-/// The frame-control type bits and subtype bits.
-const WLAN_TYPE_MASK: u32 = 0x0c;
-const WLAN_SUBTYPE_MASK: u32 = 0xf0;
-
 fn known(names: &[&str], name: &str) -> bool {
     names.iter().any(|n| n.eq_ignore_ascii_case(name))
 }
@@ -121,6 +68,8 @@ impl Lowerer<'_> {
     /// `inbound` / `outbound`: the packet type of Linux cooked captures.
     pub(crate) fn direction(&mut self, inbound: bool, span: Span) -> Result<Pred, CompileError> {
         let outgoing = match self.link {
+            // SLIP's first byte: 0 for a packet received, else sent.
+            LinkType::Slip => Pred::not(self.cmp_field(Layer::LinkHdr, 0, Size::Byte, u32::MAX, 0)),
             LinkType::LinuxSll => self.cmp_field(
                 Layer::LinkHdr,
                 sll::V1_PACKET_TYPE,
@@ -185,40 +134,6 @@ impl Lowerer<'_> {
         Err(error(span, format!("{what} supported only on PF linktype")))
     }
 
-    /// 802.11 header tests: never weir's link type.
-    pub(crate) fn wlan(
-        &mut self,
-        _p: Option<Proto>,
-        t: &WlanTest,
-        span: Span,
-    ) -> Result<Pred, CompileError> {
-        match t {
-            WlanTest::Type { ty, subtype } => {
-                let ty = wlan_type(ty, span)?;
-                if let Some(subtype) = subtype {
-                    wlan_subtype(ty, subtype, span)?;
-                }
-            }
-            WlanTest::Subtype(name) => {
-                // A bare subtype name implies its type; libpcap searches every type's table.
-                let tables: [&[&str]; 3] =
-                    [&WLAN_MGT_SUBTYPES, &WLAN_CTL_SUBTYPES, &WLAN_DATA_SUBTYPES];
-                if !tables.iter().any(|table| known(table, name)) {
-                    return Err(error(span, "unknown 802.11 type name"));
-                }
-            }
-            WlanTest::Dir(dir) => {
-                if let NameOrNum::Name(name) = dir {
-                    if !known(&WLAN_DIRECTIONS, name) {
-                        return Err(error(span, "unknown 802.11 direction"));
-                    }
-                }
-                return Err(error(span, "frame direction supported only with 802.11 headers"));
-            }
-        }
-        Err(error(span, "802.11 link-layer types supported only on 802.11"))
-    }
-
     /// ATM tests: never weir's link type.
     pub(crate) fn atm(&mut self, t: &AtmTest, span: Span) -> Result<Pred, CompileError> {
         let what = match t {
@@ -264,43 +179,5 @@ impl Lowerer<'_> {
             Mtp3Field::Sls | Mtp3Field::Hsls => "sls",
         };
         Err(error(span, format!("'{what}' supported only on SS7")))
-    }
-}
-
-/// An 802.11 `type` value: a name, or a number with only the type bits set.
-fn wlan_type(ty: &NameOrNum, span: Span) -> Result<u32, CompileError> {
-    match ty {
-        NameOrNum::Num(n) if n & !WLAN_TYPE_MASK != 0 => {
-            Err(error(span, format!("invalid 802.11 type value 0x{n:02x}")))
-        }
-        NameOrNum::Num(n) => Ok(*n),
-        NameOrNum::Name(name) => WLAN_TYPES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|&(_, v)| v)
-            .ok_or_else(|| error(span, format!("unknown 802.11 type name \"{name}\""))),
-    }
-}
-
-/// Checks an 802.11 `subtype` value after `type ty`.
-fn wlan_subtype(ty: u32, subtype: &NameOrNum, span: Span) -> Result<(), CompileError> {
-    match subtype {
-        NameOrNum::Num(n) if n & !WLAN_SUBTYPE_MASK != 0 => {
-            Err(error(span, format!("invalid 802.11 subtype value 0x{n:02x}")))
-        }
-        NameOrNum::Num(_) => Ok(()),
-        NameOrNum::Name(name) => {
-            let table: &[&str] = match ty {
-                0x00 => &WLAN_MGT_SUBTYPES,
-                0x04 => &WLAN_CTL_SUBTYPES,
-                0x08 => &WLAN_DATA_SUBTYPES,
-                _ => return Err(error(span, "unknown 802.11 type")),
-            };
-            if known(table, name) {
-                Ok(())
-            } else {
-                Err(error(span, format!("unknown 802.11 subtype name \"{name}\"")))
-            }
-        }
     }
 }

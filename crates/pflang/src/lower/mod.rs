@@ -22,6 +22,7 @@ mod misc;
 mod net;
 mod net_proto;
 mod transport;
+mod wlan;
 
 use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred, Size, SCRATCH_SLOTS};
 
@@ -89,7 +90,8 @@ pub fn lower_with_facts(
     };
     let mut lowerer = Lowerer::new(options, names);
     let pred = lowerer.expr(ast)?;
-    let libpcap_optimizes = lowerer.protochain_slots.is_none();
+    let (pred, prologue) = lowerer.wlan_prologue(pred);
+    let libpcap_optimizes = lowerer.protochain_slots.is_none() && !prologue;
     Ok(Lowered { filter: Filter::new(pred), libpcap_optimizes })
 }
 
@@ -169,6 +171,8 @@ pub(crate) struct Lowerer<'a> {
     /// After `geneve`: the scratch slots of the inner link header and link payload offsets,
     /// which are equal when Geneve carries a bare network packet instead of a frame.
     pub geneve_slots: Option<(u8, u8)>,
+    /// On 802.11 captures: the slots of the packet-dependent link offsets (see `wlan`).
+    pub wlan_slots: Option<wlan::WlanSlots>,
     /// The two slots every `protochain` walk shares, taken by the first one (see
     /// `net_proto`): never handed to anything else.
     pub protochain_slots: Option<(u8, u8)>,
@@ -181,14 +185,28 @@ pub(crate) struct Lowerer<'a> {
 impl<'a> Lowerer<'a> {
     pub fn new(options: &'a Options, names: &'a NameDb) -> Lowerer<'a> {
         let geometry = link::geometry(options.linktype);
+        let wlan_slots = wlan::WlanSlots::of(options.linktype);
+        let (off_linkhdr, off_linktype, off_linkpl) = match wlan_slots {
+            // The type field libpcap notes at 24 is never read: the LLC header says.
+            Some(slots) => (
+                slots.header_offset(),
+                Some(slots.header_offset().plus(24)),
+                slots.payload_offset(),
+            ),
+            None => (
+                Offset::fixed(0),
+                geometry.off_linktype.map(Offset::fixed),
+                Offset::fixed(geometry.off_linkpl),
+            ),
+        };
         Lowerer {
             options,
             names,
             link: options.linktype,
-            off_linkhdr: Offset::fixed(0),
-            off_linktype: geometry.off_linktype.map(Offset::fixed),
-            off_linkpl: Offset::fixed(geometry.off_linkpl),
-            off_nl: 0,
+            off_linkhdr,
+            off_linktype,
+            off_linkpl,
+            off_nl: geometry.off_nl,
             off_nl_nosnap: geometry.off_nl_nosnap,
             vlan_depth: 0,
             mpls_depth: 0,
@@ -197,7 +215,8 @@ impl<'a> Lowerer<'a> {
             geneve_slots: None,
             protochain_slots: None,
             chain_slot: None,
-            next_scratch: 0,
+            next_scratch: wlan_slots.map_or(0, |s| s.count()),
+            wlan_slots,
         }
     }
 
@@ -288,7 +307,7 @@ impl<'a> Lowerer<'a> {
             ExprKind::Pppoed => self.pppoed(e.span),
             ExprKind::Llc(kind) => self.llc(kind.as_ref(), e.span),
             ExprKind::Pf(test) => self.pf(test, e.span),
-            ExprKind::Wlan(proto, test) => self.wlan(*proto, test, e.span),
+            ExprKind::Wlan(_, test) => self.wlan(test, e.span),
             ExprKind::Atm(test) => self.atm(test, e.span),
             ExprKind::Mtp2(kind) => self.mtp2(*kind, e.span),
             ExprKind::Mtp3(field, _) => self.mtp3(*field, e.span),

@@ -260,7 +260,7 @@ impl Lowerer<'_> {
     fn host_name(&mut self, name: &str, q: Qualifiers, site: Site) -> Result<Pred, CompileError> {
         match q.proto {
             Some(Proto::Link) => {
-                if self.link != LinkType::Ethernet {
+                if !self.has_mac_addresses() {
                     return Err(site.qual(
                         "only ethernet/FDDI/token ring/802.11/ATM LANE/Fibre Channel supports \
                          link-level host name",
@@ -373,7 +373,7 @@ impl Lowerer<'_> {
         if !matches!(q.addr, None | Some(AddrKind::Host)) || q.proto != Some(Proto::Link) {
             return Err(site.qual("ethernet address used in non-ether expression"));
         }
-        if self.link != LinkType::Ethernet {
+        if !self.has_mac_addresses() {
             return Err(site.qual(
                 "ethernet addresses supported only on ethernet/FDDI/token ring/802.11/ATM \
                  LANE/Fibre Channel",
@@ -534,12 +534,20 @@ impl Lowerer<'_> {
         dir: Option<Dir>,
         site: Site,
     ) -> Result<Pred, CompileError> {
+        if self.link.is_ieee80211() {
+            return Ok(self.wlan_host(mac, dir));
+        }
         // Inside a tunnel, first: does the inner packet have a MAC header at all?
         let check = self.inner_mac_check();
         let refuse = |d| site.qual(dir_needs_wlan(d));
         let test =
             self.per_side(dir, refuse, |l, src| Ok(l.mac_at(if src { 6 } else { 0 }, mac)))?;
         Ok(Pred::and(check.into_iter().chain([test])))
+    }
+
+    /// Whether the current link header has MAC addresses (Ethernet, 802.11).
+    fn has_mac_addresses(&self) -> bool {
+        self.link == LinkType::Ethernet || self.link.is_ieee80211()
     }
 
     /// Six bytes at link header + `offset` equal `mac`, compared as libpcap does: the last
@@ -561,6 +569,9 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<Pred, CompileError> {
         match proto {
+            None | Some(Proto::Link) if self.link.is_ieee80211() => {
+                Ok(self.wlan_host(&[0xff; 6], Some(Dir::Dst)))
+            }
             None | Some(Proto::Link) => {
                 if self.link != LinkType::Ethernet {
                     return Err(CompileError::new(span, "not a broadcast link"));
@@ -601,6 +612,7 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<Pred, CompileError> {
         match proto {
+            None | Some(Proto::Link) if self.link.is_ieee80211() => Ok(self.wlan_multicast()),
             None | Some(Proto::Link) if self.link == LinkType::Ethernet => {
                 let check = self.inner_mac_check();
                 let group_bit = Pred::cmp(

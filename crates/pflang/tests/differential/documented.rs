@@ -192,7 +192,14 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         LinkType::LinuxSll => vec![16],
         LinkType::LinuxSll2 => vec![20],
         LinkType::Null | LinkType::Loop => vec![4],
-        LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 | LinkType::Ppp => vec![0],
+        LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => vec![0],
+        LinkType::Ppp | LinkType::PppSerial | LinkType::CHdlc => vec![4],
+        LinkType::Slip => vec![16],
+        // Behind a radio header and an 802.11 header of the packet's own lengths: any
+        // place from the shortest 802.11 header and LLC/SNAP on.
+        LinkType::Ieee80211 | LinkType::Prism | LinkType::Radiotap | LinkType::Avs => {
+            (32..data.len().min(320)).collect()
+        }
     }
 }
 
@@ -237,6 +244,37 @@ fn walk_exceeds(data: &[u8], net: usize) -> bool {
         }
     }
     (v6 && is_extension(next)) || next == AH
+}
+
+/// Whether libpcap's program (with the harness's 17-instruction zeroing prologue) reads a
+/// packet-dependent link offset from a register that holds something else: a register
+/// used as an index (`ldx M[k]` then an indexed load) that is also stored by something
+/// other than the 802.11 offset computation (a relation's temporary: `ld #0; st M[k]`),
+/// or never stored (after `geneve` on 802.11, libpcap indexes with a register nothing
+/// wrote). The offset computation's stores follow `add #24`, `add #2`,
+/// `and #0xfffffffc`, `or x` (radiotap length), `ld [4]` (AVS length) or `ld #144`.
+pub fn offset_register_reused(prog: &[BpfInsn]) -> bool {
+    const LDX_MEM: u16 = 0x61;
+    const ST: u16 = 0x02;
+    let body = prog.get(17..).unwrap_or(&[]);
+    let mut index_regs = Vec::new();
+    for w in body.windows(2) {
+        // ldx M[k] followed by ld/ldh/ldb [x + k].
+        if w[0].code == LDX_MEM && matches!(w[1].code, 0x40 | 0x48 | 0x50) {
+            index_regs.push(w[0].k);
+        }
+    }
+    let offset_store = |prev: &BpfInsn| {
+        matches!(
+            (prev.code, prev.k),
+            (0x04, 24) | (0x04, 2) | (0x54, 0xffff_fffc) | (0x4c, _) | (0x20, 4) | (0x00, 144)
+        )
+    };
+    index_regs.iter().any(|&k| {
+        let stores: Vec<usize> =
+            (1..body.len()).filter(|&i| body[i].code == ST && body[i].k == k).collect();
+        stores.is_empty() || stores.iter().any(|&i| !offset_store(&body[i - 1]))
+    })
 }
 
 #[cfg(test)]

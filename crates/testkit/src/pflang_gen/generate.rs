@@ -14,6 +14,10 @@ pub struct Generator {
     /// Deepest boolean nesting of an ordinary expression (deep-nesting expressions, a small
     /// share, go much further).
     pub max_depth: u32,
+    /// Percent of primitives that are the keywords of particular link types (802.11
+    /// `type`/`subtype`/`dir`, `wlan addr1` ..., `radio[]`, `llc`); 0 (the default) leaves
+    /// the generated sequence exactly as it was before they existed.
+    pub link_share: u64,
 }
 
 /// Primitive families that take an id (and so can pass their qualifiers on).
@@ -35,7 +39,7 @@ enum IdFamily {
 
 impl Generator {
     pub fn new(seed: u64) -> Generator {
-        Generator { rng: SplitMix64::new(seed), max_depth: 5 }
+        Generator { rng: SplitMix64::new(seed), max_depth: 5, link_share: 0 }
     }
 
     /// One random expression.
@@ -112,6 +116,9 @@ impl Generator {
 
     /// One primitive of any kind.
     pub fn leaf(&mut self) -> Node {
+        if self.link_share > 0 && self.chance(self.link_share) {
+            return self.link_leaf();
+        }
         match self
             .rng
             .weighted(&[11, 5, 8, 10, 4, 6, 3, 12, 4, 3, 4, 3, 2, 2, 1, 2, 18, 7, 1, 1, 1])
@@ -179,6 +186,102 @@ impl Generator {
                 }
             },
             _ => Node::Prim(self.decnet()),
+        }
+    }
+
+    /// A keyword of particular link types: 802.11 frame type, subtype and direction tests,
+    /// 802.11 address qualifiers, radio header accesses, LLC tests.
+    pub fn link_leaf(&mut self) -> Node {
+        const TYPES: &[&str] = &["data", "mgt", "management", "ctl", "control", "Data", "bogus"];
+        const SUBTYPES: &[&str] = &[
+            "beacon",
+            "probe-req",
+            "proberesp",
+            "assoc-req",
+            "auth",
+            "deauthentication",
+            "atim",
+            "rts",
+            "cts",
+            "ack",
+            "ps-poll",
+            "cf-end",
+            "data",
+            "null",
+            "qos-data",
+            "qos",
+            "qos-cf-poll",
+            "data-cf-ack",
+            "cf-ack-poll",
+            "nosuch",
+        ];
+        const DIRS: &[&str] = &["nods", "tods", "fromds", "dstods", "FromDS", "sideways"];
+        const WLAN_DIRS: &[&str] = &[
+            "addr1",
+            "addr2",
+            "addr3",
+            "addr4",
+            "address1",
+            "ra",
+            "ta",
+            "src",
+            "dst",
+            "src or dst",
+            "src and dst",
+        ];
+        match self.rng.below(9) {
+            0 => {
+                let t = if self.chance(70) {
+                    pick(&mut self.rng, TYPES, "data").to_string()
+                } else {
+                    pick(&mut self.rng, &[0u32, 4, 8, 12, 3, 0x10], 8).to_string()
+                };
+                leaf("wlan type", format!("type {t}"), None)
+            }
+            1 => {
+                let t = pick(&mut self.rng, &["mgt", "ctl", "data", "0", "4", "8"], "data");
+                let s = if self.chance(70) {
+                    pick(&mut self.rng, SUBTYPES, "beacon").to_string()
+                } else {
+                    pick(&mut self.rng, &[0u32, 0x40, 0x80, 0xd0, 0xc0, 0x81], 0).to_string()
+                };
+                leaf("wlan type", format!("type {t} subtype {s}"), Some(format!("type {t}")))
+            }
+            2 => {
+                let s = pick(&mut self.rng, SUBTYPES, "beacon");
+                leaf("wlan subtype", format!("subtype {s}"), None)
+            }
+            3 => {
+                let d = if self.chance(70) {
+                    pick(&mut self.rng, DIRS, "nods").to_string()
+                } else {
+                    pick(&mut self.rng, &[0u32, 1, 2, 3, 4], 0).to_string()
+                };
+                leaf("wlan dir", format!("dir {d}"), None)
+            }
+            4 | 5 => {
+                let word = pick(&mut self.rng, &["wlan", "ether", "link"], "wlan");
+                let dir = pick(&mut self.rng, WLAN_DIRS, "addr1");
+                let host = if self.chance(50) { " host" } else { "" };
+                let mac = values::mac(&mut self.rng);
+                leaf("wlan addr", format!("{word} {dir}{host} {mac}"), None)
+            }
+            6 => {
+                let what = pick(&mut self.rng, &["broadcast", "multicast"], "broadcast");
+                let word = pick(&mut self.rng, &["wlan ", "ether ", ""], "");
+                leaf("wlan cast", format!("{word}{what}"), None)
+            }
+            7 => {
+                let off = pick(&mut self.rng, &[0u32, 1, 2, 3, 4, 8, 16, 30, 200], 0);
+                let size = pick(&mut self.rng, &["", ":2", ":4"], "");
+                let v = pick(&mut self.rng, &[0u32, 1, 8, 0x20, 0x80], 0);
+                leaf("radio", format!("radio[{off}{size}] & {v} != 0"), None)
+            }
+            _ => {
+                let off = pick(&mut self.rng, &[0u32, 1, 4, 10, 16, 24, 26, 30], 0);
+                let v = pick(&mut self.rng, &[0u32, 0x08, 0x88, 0x80, 0x01, 0xaa], 0);
+                leaf("wlan link", format!("link[{off}] = {v}"), None)
+            }
         }
     }
 

@@ -1,0 +1,369 @@
+//! Re-framing Ethernet test packets for the serial and wireless link types: PPP (bare and
+//! in HDLC framing), Cisco HDLC, SLIP, and IEEE 802.11 bare or after a radiotap, AVS or
+//! Prism header ([`relink`](crate::relink) calls [`reframe`] for them).
+//!
+//! Every choice a real capture varies is derived from the packet's bytes (an FNV hash), so
+//! the result is the same on every run and the variants are spread over the corpus:
+//!
+//! - 802.11: data frames in all four To DS / From DS forms (the four-address form too),
+//!   plain and QoS, with the payload behind an LLC/SNAP header (802.3 frames keep their
+//!   own 802.2 header); a share of null-data frames, management frames (beacons, probe
+//!   responses, authentication ...) and short control frames (RTS, CTS, ACK, PS-Poll).
+//! - radiotap: no fields, TSFT and flags, flags, rate and channel, an extended present
+//!   bitmap; the flags sometimes say the 802.11 header is padded to 4 bytes (and it is).
+//! - AVS (64 bytes, big-endian length) and Prism (144 bytes; sometimes an AVS header in
+//!   its place, as libpcap allows).
+//! - PPP: `ff 03` and the PPP protocol of the EtherType; Cisco HDLC unicast and broadcast
+//!   addresses; SLIP's direction byte both ways.
+//!
+//! A record cut short stays cut short by the same number of bytes.
+
+use weir_packet::{ethertype, LinkType};
+
+use crate::Packet;
+
+/// The link types [`reframe`] produces.
+pub const LINK_TYPES: [LinkType; 8] = [
+    LinkType::Radiotap,
+    LinkType::Ieee80211,
+    LinkType::Avs,
+    LinkType::Prism,
+    LinkType::Ppp,
+    LinkType::PppSerial,
+    LinkType::CHdlc,
+    LinkType::Slip,
+];
+
+const ETHERNET_HEADER: usize = 14;
+
+/// `packet` (an Ethernet frame) in `link`'s framing, or `None` when `link` is not one of
+/// [`LINK_TYPES`].
+pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
+    let data = &packet.data;
+    let byte = |i: usize| data.get(i).copied().unwrap_or(0);
+    let ether_type = u16::from_be_bytes([byte(12), byte(13)]);
+    let hash = fnv1a(data, packet.wire_len);
+    let payload = data.get(ETHERNET_HEADER..).unwrap_or(&[]);
+    let (header, body): (Vec<u8>, Vec<u8>) = match link {
+        LinkType::Ppp | LinkType::PppSerial => {
+            let mut h = vec![0xff, 0x03];
+            h.extend_from_slice(&ppp_protocol(ether_type, payload).to_be_bytes());
+            (h, payload.to_vec())
+        }
+        LinkType::CHdlc => {
+            let address = if byte(0) & 1 == 1 { 0x8f } else { 0x0f };
+            let mut h = vec![address, 0x00];
+            let protocol = if ether_type <= ethertype::ETHERMTU && payload.starts_with(&[0xfe]) {
+                0xfefe
+            } else {
+                ether_type
+            };
+            h.extend_from_slice(&protocol.to_be_bytes());
+            (h, payload.to_vec())
+        }
+        LinkType::Slip => {
+            let mut h = vec![0u8; 16];
+            h[0] = u8::from(hash.is_multiple_of(3));
+            h[1] = 0x40 | (hash >> 8) as u8 & 0x0f;
+            for (i, b) in h.iter_mut().enumerate().skip(2) {
+                *b = (hash >> (i * 3)) as u8;
+            }
+            (h, payload.to_vec())
+        }
+        LinkType::Ieee80211 | LinkType::Radiotap | LinkType::Avs | LinkType::Prism => {
+            let frame = Frame::choose(data, hash);
+            let pad = link == LinkType::Radiotap && frame.data() && (hash >> 40).is_multiple_of(3);
+            let mut h = radio_header(link, hash, pad);
+            h.extend_from_slice(&frame.header(data, pad));
+            let body = if frame.carries_payload() {
+                let mut b = Vec::with_capacity(payload.len() + 8);
+                if ether_type > ethertype::ETHERMTU {
+                    b.extend_from_slice(&[0xaa, 0xaa, 0x03, 0, 0, 0]);
+                    b.extend_from_slice(&ether_type.to_be_bytes());
+                }
+                b.extend_from_slice(payload);
+                b
+            } else if frame.kind == Kind::Control {
+                Vec::new()
+            } else {
+                payload.get(..payload.len().min(40)).unwrap_or(&[]).to_vec()
+            };
+            (h, body)
+        }
+        _ => return None,
+    };
+    let wire_body = usize::try_from(packet.wire_len)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(ETHERNET_HEADER)
+        .saturating_sub(payload.len())
+        .saturating_add(body.len());
+    let mut out = header.clone();
+    if data.len() >= ETHERNET_HEADER {
+        out.extend_from_slice(&body);
+    } else {
+        // Cut inside the Ethernet header: cut inside the new header as well.
+        out.truncate(data.len() * header.len() / ETHERNET_HEADER);
+    }
+    let wire = header.len().saturating_add(wire_body).max(out.len());
+    Some(Packet {
+        wire_len: u32::try_from(wire).unwrap_or(u32::MAX),
+        data: out,
+        ts_sec: packet.ts_sec,
+        ts_usec: packet.ts_usec,
+        description: format!("[dlt {}] {}", link.dlt(), packet.description),
+    })
+}
+
+/// The PPP protocol carrying what the EtherType says.
+fn ppp_protocol(ether_type: u16, payload: &[u8]) -> u16 {
+    match ether_type {
+        ethertype::IP => 0x0021,
+        ethertype::IPV6 => 0x0057,
+        ethertype::MPLS => 0x0281,
+        ethertype::ATALK => 0x0029,
+        ethertype::DN => 0x0027,
+        ethertype::IPX => 0x002b,
+        t if t <= ethertype::ETHERMTU && payload.starts_with(&[0xfe, 0xfe]) => 0x0023,
+        t if t <= ethertype::ETHERMTU => 0x0031,
+        t => t,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Data,
+    Management,
+    Control,
+}
+
+/// One 802.11 header's shape.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    kind: Kind,
+    /// Frame control, first byte (type and subtype).
+    fc0: u8,
+    /// Frame control, second byte (To DS, From DS and other flags).
+    fc1: u8,
+}
+
+impl Frame {
+    fn choose(data: &[u8], hash: u64) -> Frame {
+        let ds = ((hash >> 16) % 4) as u8;
+        let flags = [0x00, 0x08, 0x10, 0x40][((hash >> 18) % 4) as usize];
+        match (hash >> 24) % 20 {
+            // Control frames: RTS, CTS, ACK, PS-Poll, CF-End.
+            0 | 1 => {
+                let sub = [0xb4, 0xc4, 0xd4, 0xa4, 0xe4][((hash >> 28) % 5) as usize];
+                Frame { kind: Kind::Control, fc0: sub, fc1: flags & 0x10 }
+            }
+            // Management: beacon, probe response, auth, deauth, assoc request, action.
+            2..=4 => {
+                let sub = [0x80, 0x50, 0xb0, 0xc0, 0x00, 0xd0][((hash >> 28) % 6) as usize];
+                Frame { kind: Kind::Management, fc0: sub, fc1: flags }
+            }
+            // Null data and QoS null.
+            5 => {
+                Frame { kind: Kind::Data, fc0: [0x48, 0xc8][((hash >> 28) % 2) as usize], fc1: ds }
+            }
+            // A reserved type now and then.
+            6 if data.len().is_multiple_of(2) => Frame { kind: Kind::Data, fc0: 0x0c, fc1: ds },
+            // Data, QoS data.
+            n => {
+                let fc0 = if n % 2 == 0 { 0x88 } else { 0x08 };
+                Frame { kind: Kind::Data, fc0, fc1: ds | (flags & 0x08) }
+            }
+        }
+    }
+
+    fn data(self) -> bool {
+        self.fc0 & 0x0c == 0x08
+    }
+
+    fn carries_payload(self) -> bool {
+        self.data() && self.fc0 & 0x40 == 0
+    }
+
+    /// The 802.11 header for the Ethernet frame `data` (its addresses), padded to a
+    /// multiple of 4 bytes when `pad`.
+    fn header(self, data: &[u8], pad: bool) -> Vec<u8> {
+        let mac = |at: usize| -> [u8; 6] {
+            let mut m = [0u8; 6];
+            for (i, b) in m.iter_mut().enumerate() {
+                *b = data.get(at + i).copied().unwrap_or(0);
+            }
+            m
+        };
+        let (da, sa) = (mac(0), mac(6));
+        // The BSSID: the source's neighbour, or the destination for some frames.
+        let mut bssid = sa;
+        bssid[5] ^= 0x01;
+        let mut h = vec![self.fc0, self.fc1, 0x3a, 0x01];
+        match self.kind {
+            Kind::Control => {
+                // RTS and PS-Poll: RA and TA; CTS, ACK: RA; CF-End: RA and BSSID.
+                h.extend_from_slice(&da);
+                if matches!(self.fc0 & 0xf0, 0xb0 | 0xa0 | 0xe0) {
+                    h.extend_from_slice(&sa);
+                }
+                return h;
+            }
+            Kind::Management => {
+                h.extend_from_slice(&da);
+                h.extend_from_slice(&sa);
+                h.extend_from_slice(&bssid);
+            }
+            Kind::Data => {
+                let (a1, a2, a3) = match self.fc1 & 0x03 {
+                    0 => (da, sa, bssid),
+                    1 => (bssid, sa, da),
+                    2 => (da, bssid, sa),
+                    _ => (bssid, sa, da),
+                };
+                h.extend_from_slice(&a1);
+                h.extend_from_slice(&a2);
+                h.extend_from_slice(&a3);
+            }
+        }
+        h.extend_from_slice(&[0x10, 0x00]);
+        if self.kind == Kind::Data && self.fc1 & 0x03 == 0x03 {
+            h.extend_from_slice(&sa);
+        }
+        if self.kind == Kind::Data && self.fc0 & 0x80 != 0 {
+            h.extend_from_slice(&[0x05, 0x00]);
+        }
+        if pad {
+            while h.len() % 4 != 0 {
+                h.push(0);
+            }
+        }
+        h
+    }
+}
+
+/// The radio header before the 802.11 frame.
+fn radio_header(link: LinkType, hash: u64, pad: bool) -> Vec<u8> {
+    let flags = if pad { 0x20 } else { [0x00, 0x10, 0x02][((hash >> 44) % 3) as usize] };
+    match link {
+        LinkType::Radiotap => {
+            let variant = (hash >> 36) % 5;
+            // With padding the flags field has to be present.
+            let variant = if pad && variant == 0 { 2 } else { variant };
+            let mut fields = Vec::new();
+            let present: u32 = match variant {
+                0 => 0,
+                // TSFT (8 bytes, 8-aligned at 8), flags at 16, rate.
+                1 => {
+                    fields.extend_from_slice(&(hash ^ 0x1234).to_le_bytes());
+                    fields.extend_from_slice(&[flags, 0x0c]);
+                    0x0000_0007
+                }
+                // Flags at 8, rate, channel (2-aligned).
+                2 | 3 => {
+                    fields.extend_from_slice(&[flags, 0x02, 0x6c, 0x09, 0xa0, 0x00]);
+                    0x0000_000e
+                }
+                // An extended bitmap: a second present word, then flags at 12.
+                _ => {
+                    fields.extend_from_slice(&0x0000_0001u32.to_le_bytes());
+                    fields.extend_from_slice(&[flags, 0x04]);
+                    0x8000_0002
+                }
+            };
+            let len = 8 + fields.len();
+            let mut h = vec![0, 0];
+            h.extend_from_slice(&(len as u16).to_le_bytes());
+            h.extend_from_slice(&present.to_le_bytes());
+            h.extend_from_slice(&fields);
+            h
+        }
+        LinkType::Avs => avs_header(hash),
+        LinkType::Prism => {
+            if (hash >> 36).is_multiple_of(4) {
+                return avs_header(hash);
+            }
+            let mut h = vec![0u8; 144];
+            h[..4].copy_from_slice(&0x44u32.to_le_bytes());
+            h[4..8].copy_from_slice(&144u32.to_le_bytes());
+            h[8..13].copy_from_slice(b"wlan0");
+            for (i, b) in h.iter_mut().enumerate().skip(24) {
+                *b = (hash >> (i % 56)) as u8;
+            }
+            h
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn avs_header(hash: u64) -> Vec<u8> {
+    let mut h = vec![0u8; 64];
+    h[..4].copy_from_slice(&0x8021_1001u32.to_be_bytes());
+    h[4..8].copy_from_slice(&64u32.to_be_bytes());
+    for (i, b) in h.iter_mut().enumerate().skip(8) {
+        *b = (hash >> (i % 56)) as u8;
+    }
+    h
+}
+
+/// FNV-1a over the bytes and the wire length: a stable per-packet choice.
+fn fnv1a(data: &[u8], wire_len: u32) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in data.iter().chain(wire_len.to_be_bytes().iter()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ipv4_frame(extra: u8) -> Packet {
+        let mut f = vec![0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, extra];
+        f.extend_from_slice(&[0x08, 0x00, 0x45, 0x00, 0x00, 0x14]);
+        let wire_len = f.len() as u32;
+        Packet { data: f, wire_len, ts_sec: 0, ts_usec: 0, description: String::new() }
+    }
+
+    #[test]
+    fn ppp_and_hdlc_headers() {
+        let p = reframe(&ipv4_frame(0), LinkType::Ppp).expect("ppp");
+        assert_eq!(&p.data[..6], &[0xff, 0x03, 0x00, 0x21, 0x45, 0x00]);
+        let c = reframe(&ipv4_frame(0), LinkType::CHdlc).expect("c_hdlc");
+        assert_eq!(&c.data[..6], &[0x0f, 0x00, 0x08, 0x00, 0x45, 0x00]);
+        let s = reframe(&ipv4_frame(0), LinkType::Slip).expect("slip");
+        assert_eq!(s.data.len(), 16 + 4);
+        assert_eq!(s.data[16], 0x45);
+        assert_eq!(reframe(&ipv4_frame(0), LinkType::Ethernet), None);
+    }
+
+    #[test]
+    fn radiotap_lengths_and_frames_vary() {
+        let mut lengths = std::collections::BTreeSet::new();
+        let mut fc0 = std::collections::BTreeSet::new();
+        for extra in 0..=255u8 {
+            let p = reframe(&ipv4_frame(extra), LinkType::Radiotap).expect("radiotap");
+            let len = usize::from(u16::from_le_bytes([p.data[2], p.data[3]]));
+            assert!(len >= 8 && len < p.data.len(), "radiotap length {len}");
+            lengths.insert(len);
+            fc0.insert(p.data[len]);
+            assert_eq!(p.wire_len as usize, p.data.len());
+        }
+        assert!(lengths.len() >= 3, "{lengths:?}");
+        assert!(fc0.contains(&0x08) && fc0.contains(&0x88) && fc0.contains(&0x80), "{fc0:?}");
+        assert!(fc0.iter().any(|b| b & 0x0c == 0x04), "no control frame: {fc0:?}");
+    }
+
+    #[test]
+    fn data_frames_carry_snap() {
+        for extra in 0..=255u8 {
+            let p = reframe(&ipv4_frame(extra), LinkType::Ieee80211).expect("802.11");
+            if p.data[0] == 0x08 {
+                let hl = if p.data[1] & 3 == 3 { 30 } else { 24 };
+                assert_eq!(&p.data[hl..hl + 8], &[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00]);
+                return;
+            }
+        }
+        panic!("no plain data frame among 256 packets");
+    }
+}
