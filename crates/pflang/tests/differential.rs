@@ -341,7 +341,12 @@ impl Oracle<'_> {
             }
         };
         let cbpf = match weir_filter::emit::cbpf::emit(&weir) {
-            Ok(insns) => match CbpfFilter::new(&insns) {
+            // A protochain loop jumps backward, as libpcap's does: libpcap's rules only.
+            Ok(insns) => match if features.protochain {
+                CbpfFilter::new_libpcap(&insns)
+            } else {
+                CbpfFilter::new(&insns)
+            } {
                 Ok(f) => Some(f),
                 Err(e) => {
                     let m = format!("kernel rules refuse the program: {e}");

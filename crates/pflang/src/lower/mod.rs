@@ -89,7 +89,7 @@ pub fn lower_with_facts(
     };
     let mut lowerer = Lowerer::new(options, names);
     let pred = lowerer.expr(ast)?;
-    let libpcap_optimizes = lowerer.protochain_slots.is_none();
+    let libpcap_optimizes = !lowerer.protochain_seen;
     Ok(Lowered { filter: Filter::new(pred), libpcap_optimizes })
 }
 
@@ -169,9 +169,8 @@ pub(crate) struct Lowerer<'a> {
     /// After `geneve`: the scratch slots of the inner link header and link payload offsets,
     /// which are equal when Geneve carries a bare network packet instead of a frame.
     pub geneve_slots: Option<(u8, u8)>,
-    /// The two slots every `protochain` walk shares, taken by the first one (see
-    /// `net_proto`): never handed to anything else.
-    pub protochain_slots: Option<(u8, u8)>,
+    /// Whether the expression has a `protochain` (libpcap then does not optimize it).
+    pub protochain_seen: bool,
     /// The slot every long mixed `and`/`or` chain keeps its value in (see
     /// [`Lowerer::linear_chain`]), taken by the first one.
     chain_slot: Option<u8>,
@@ -195,7 +194,7 @@ impl<'a> Lowerer<'a> {
             pppoes_seen: false,
             tunnel_seen: false,
             geneve_slots: None,
-            protochain_slots: None,
+            protochain_seen: false,
             chain_slot: None,
             next_scratch: 0,
         }
