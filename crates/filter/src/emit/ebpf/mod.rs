@@ -396,12 +396,29 @@ impl Emitter {
             } else {
                 self.alu_reg(Op::Mov32Reg, x, tmp);
             }
+            if self.target == PacketAccess::Xdp {
+                self.widen_chain_offset(x);
+            }
             self.flow.back(head);
         }
         self.release(tmp);
         self.release(x);
         self.release(a);
         Ok(())
+    }
+
+    /// Forgets what the verifier knows of the walk's offset `x` beyond "below 2^17",
+    /// without changing it, so that the states it reaches the loop head with, one per hop
+    /// and path, collapse into a few the verifier prunes (with exact ranges, every path
+    /// through a chain of extension and AH headers is a state of its own, and a walk
+    /// exceeds the verifier's million instructions). `x` is below 2^17 here: below 2^16
+    /// after the bound check of `chain_bytes`, plus at most 2,048. Adding 2^17 makes the
+    /// verifier see a value a shift by 47 may overflow, so it drops the bounds; the shifts
+    /// leave the real value as it was.
+    fn widen_chain_offset(&mut self, x: u8) {
+        self.alu_imm(Op::Add64Imm, x, 1 << 17);
+        self.alu_imm(Op::Lsh64Imm, x, 47);
+        self.alu_imm(Op::Rsh64Imm, x, 47);
     }
 
     /// `a` = the byte at `base + x`, `tmp` = the one after it; false (after a jump to the
