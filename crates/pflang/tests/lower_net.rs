@@ -273,7 +273,7 @@ fn protochain_walks_exactly_its_documented_depth() {
     }
 }
 
-/// Protochain state lives in scratch slots that are given back after each walk: an
+/// Protochain state lives in the walk (the IR's `Chain` node), not in scratch slots: an
 /// expression may hold more walks than there are slots.
 #[test]
 fn many_protochains_fit_in_scratch_memory() {
