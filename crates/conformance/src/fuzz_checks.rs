@@ -259,18 +259,18 @@ pub fn pflang(data: &[u8]) {
                 }
             }
             [None, None] => {}
-            // libpcap's refusal, with the optimizer only: the unoptimized filter must then
-            // match none of the packets.
+            // Refused as libpcap refuses an expression its optimizer reduces to `ret #0`:
+            // the unoptimized filter matches nothing either.
             [None, Some(plain)] if rejects_all => {
                 for (index, (packet, wire_len)) in packets.iter().enumerate() {
                     assert!(
                         !plain.matches(packet, *wire_len),
-                        "{linktype:?}, packet {index}: refused as rejecting all packets, but the \
-                         unoptimized filter matches it"
+                        "{linktype:?}, packet {index}: {text:?} \"rejects all packets\" but \
+                         the unoptimized filter accepts it"
                     );
                 }
             }
-            _ => panic!("{linktype:?}: compiles with only one of optimize on and off"),
+            _ => panic!("{linktype:?}: {text:?} compiles with only one of optimize on and off"),
         }
     }
 }

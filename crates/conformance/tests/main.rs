@@ -6,3 +6,4 @@ mod corpus;
 mod fuzz_regressions;
 mod kernel_oracle;
 mod parse_errors;
+mod protochain;

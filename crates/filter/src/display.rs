@@ -180,6 +180,15 @@ fn write_leaf(p: &Pred, f: &mut Formatter<'_>) -> fmt::Result {
         Pred::In { value, set } => write!(f, "{value} in {set}"),
         Pred::Store { slot, value } => write!(f, "M[{slot}] := {value}"),
         Pred::Guard(n) => write!(f, "guard({n})"),
+        Pred::Chain(c) => write!(
+            f,
+            "chain{}({}, from {}: {}, at {})",
+            if c.ipv6 { "6" } else { "4" },
+            Num(c.target),
+            c.base,
+            c.next,
+            c.offset
+        ),
         // empty junctions: their constant meaning
         Pred::And(_) => f.write_str("true"),
         Pred::Or(_) => f.write_str("false"),

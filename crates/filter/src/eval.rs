@@ -3,7 +3,9 @@
 //! Every other way of running a filter (the classic BPF and eBPF emitters, native code) is
 //! checked against this, and this is checked against libpcap.
 
-use crate::ir::{BinOp, CmpOp, Expr, Filter, Pred, SCRATCH_SLOTS};
+use crate::ir::{
+    BinOp, Chain, ChainStep, CmpOp, Expr, Filter, Pred, CHAIN_HOP_BUDGET, SCRATCH_SLOTS,
+};
 
 /// Evaluation stopped: an out-of-bounds load or a division by zero. The packet is rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +104,39 @@ impl<'a> Evaluator<'a> {
                 }
                 true
             }
+            Pred::Chain(chain) => self.chain(chain)?,
         })
+    }
+
+    /// The walk of [`Chain`], a loop as libpcap's is, ended by its hop budget.
+    fn chain(&mut self, chain: &Chain) -> Result<bool, Abort> {
+        let mut a = self.expr(&chain.next)?;
+        let mut x = self.expr(&chain.offset)?;
+        let mut hops = 0u32;
+        loop {
+            if a == chain.target {
+                return Ok(true);
+            }
+            let Some(step) = chain.steps_over(a) else {
+                return Ok(false);
+            };
+            if hops >= CHAIN_HOP_BUDGET {
+                return Err(Abort);
+            }
+            hops += 1;
+            // Offsets in u64: they cannot wrap (libpcap's loads check without wrapping).
+            let at = u64::from(chain.base) + u64::from(x);
+            let byte = |k: u64| {
+                usize::try_from(at + k).ok().and_then(|i| self.packet.get(i)).copied().ok_or(Abort)
+            };
+            let next = u32::from(byte(0)?);
+            let length = u32::from(byte(1)?);
+            a = next;
+            x = match step {
+                ChainStep::Extension => x.wrapping_add((length + 1) * 8),
+                ChainStep::Ah => (length + 2) * 4,
+            };
+        }
     }
 }
 

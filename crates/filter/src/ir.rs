@@ -11,6 +11,9 @@
 //! - [`Expr::Scratch`] slots start at 0 and are written by [`Pred::Store`], which is how
 //!   variable offsets (after `geneve`, say) flow from the test that finds them to later
 //!   primitives, exactly as scratch memory does in classic BPF.
+//! - [`Pred::Chain`] is the one loop: libpcap's `protochain` walk over IPv6 extension and
+//!   AH headers ([`Chain`]). A walk makes at most [`CHAIN_HOP_BUDGET`] hops; the hop past
+//!   them aborts.
 
 /// Number of scratch slots the IR may use (classic BPF's scratch memory size).
 pub const SCRATCH_SLOTS: u8 = 16;
@@ -185,6 +188,108 @@ pub enum Pred {
     /// this: the optimizer inserts it where every path would load that far anyway, so that
     /// one check up front stands for the per-load checks after it.
     Guard(u32),
+    /// A header-chain walk (pflang's `protochain`): true when the walk meets
+    /// [`Chain::target`]; see [`Chain`].
+    Chain(Box<Chain>),
+}
+
+/// How many hops one [`Pred::Chain`] walk may make; the hop past them aborts the filter.
+/// The number is libpcap's, from its interpreter: each hop of its `protochain` loop is one
+/// backward jump, and `bpf_filter` (libpcap's git head) gives up with 0 on a packet's 65th
+/// backward jump. libpcap 1.10 has no bound and loops forever on an AH header that leads
+/// back to itself. weir counts per walk rather than per packet, so that walks stay
+/// independent tests for the optimizer and the Linux verifier's exploration of one walk
+/// does not multiply with every walk before it. 64 covers any chain a real stack sends
+/// (RFC 8200 allows each extension header once, destination options twice) many times
+/// over.
+pub const CHAIN_HOP_BUDGET: u32 = 64;
+
+/// IP protocol numbers the walk knows.
+pub mod chain_proto {
+    pub const HOPOPTS: u32 = 0;
+    pub const ROUTING: u32 = 43;
+    pub const FRAGMENT: u32 = 44;
+    pub const AH: u32 = 51;
+    /// "No next header": the walk ends there.
+    pub const NONE: u32 = 59;
+    pub const DSTOPTS: u32 = 60;
+}
+
+/// libpcap's `protochain` walk (gencode.c's gen_protochain), as a loop. The state is the
+/// current next-header value `a` (initially [`Chain::next`]) and the offset `x` of the
+/// header it names, measured from [`Chain::base`] (initially [`Chain::offset`]). Each
+/// round, in this order:
+///
+/// 1. `a == target`: the walk is true;
+/// 2. `a == 59` (no next header): false;
+/// 3. `ipv6` and `a` is hop-by-hop (0), destination options (60), routing (43) or
+///    fragment (44): step over it, `a = pkt[base + x]`,
+///    `x = x + (pkt[base + x + 1] + 1) * 8`;
+/// 4. `a == 51` (AH): `a = pkt[base + x]`, `x = (pkt[base + x + 1] + 2) * 4` (libpcap
+///    sets the offset to AH's length rather than adding it: weir follows);
+/// 5. anything else: false.
+///
+/// Every step (3, 4) is a hop; the walk's hop after [`CHAIN_HOP_BUDGET`] of them aborts. Loads past the captured bytes
+/// abort, as every load does; offsets never wrap (`x` grows by at most 2,048 a hop).
+///
+/// Why a dedicated node rather than a general loop: the walk's state lives in the node
+/// (emitters keep it in registers, or in classic BPF in A and X as libpcap does), so it
+/// writes no scratch slot, and the optimizer can treat it as one opaque test that loads
+/// packet bytes at offsets it cannot know and may abort; its operands [`Chain::next`]
+/// and [`Chain::offset`] are ordinary expressions it optimizes as usual.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Chain {
+    /// The protocol sought.
+    pub target: u32,
+    /// Whether IPv6 extension headers are stepped over (AH always is, unless sought).
+    pub ipv6: bool,
+    /// The absolute packet offset header offsets are measured from (the network header).
+    pub base: u32,
+    /// The first next-header value.
+    pub next: Expr,
+    /// The offset of the first header after the network header, from `base`.
+    pub offset: Expr,
+}
+
+impl Chain {
+    /// Whether the walk steps over a header with next-header value `a` (a hop), rather
+    /// than answering. `a != target` is checked first, so a sought header is never
+    /// stepped over.
+    pub fn steps_over(&self, a: u32) -> Option<ChainStep> {
+        use chain_proto::*;
+        if a == self.target || a == NONE {
+            None
+        } else if self.ipv6 && matches!(a, HOPOPTS | DSTOPTS | ROUTING | FRAGMENT) {
+            Some(ChainStep::Extension)
+        } else if a == AH {
+            Some(ChainStep::Ah)
+        } else {
+            None
+        }
+    }
+
+    /// The extension-header values the walk steps over (none unless `ipv6`), without the
+    /// target, in libpcap's test order.
+    pub fn extensions(&self) -> impl Iterator<Item = u32> + '_ {
+        use chain_proto::*;
+        [HOPOPTS, DSTOPTS, ROUTING, FRAGMENT]
+            .into_iter()
+            .filter(move |&e| self.ipv6 && e != self.target)
+    }
+
+    /// Whether AH is stepped over (it is unless it is the target).
+    pub fn steps_over_ah(&self) -> bool {
+        self.target != chain_proto::AH
+    }
+}
+
+/// What one hop of a [`Chain`] steps over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainStep {
+    /// An IPv6 extension header: length in 8-octet units, not counting the first.
+    Extension,
+    /// AH: length in 4-octet units, minus 2.
+    Ah,
 }
 
 /// A complete filter: accept (returning `accept`) when `pred` holds, reject (0) when it does

@@ -22,7 +22,10 @@ pub mod opt;
 mod display;
 
 pub use eval::{Abort, Evaluator};
-pub use ir::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet, DEFAULT_ACCEPT, SCRATCH_SLOTS};
+pub use ir::{
+    BinOp, Chain, ChainStep, CmpOp, Expr, Filter, Pred, Size, ValueSet, CHAIN_HOP_BUDGET,
+    DEFAULT_ACCEPT, SCRATCH_SLOTS,
+};
 
 #[cfg(test)]
 mod deep_tests;

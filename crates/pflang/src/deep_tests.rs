@@ -322,6 +322,7 @@ fn the_depth_bound_bounds_the_corpus() {
             Pred::In { value, .. } | Pred::Store { value, .. } => expr_depth(value),
             Pred::And(ps) | Pred::Or(ps) => ps.iter().map(pred_depth).max().unwrap_or(0),
             Pred::Not(q) => pred_depth(q),
+            Pred::Chain(c) => expr_depth(&c.next).max(expr_depth(&c.offset)),
         }
     }
     fn expr_depth(e: &weir_filter::Expr) -> usize {

@@ -163,6 +163,8 @@ impl Graph {
             }
             // Never in lowered code; a guard is a length check, not a packet test.
             Pred::Guard(_) => t,
+            // libpcap never optimizes a protochain (see `Lowered::libpcap_optimizes`).
+            Pred::Chain(_) => return None,
         })
     }
 }

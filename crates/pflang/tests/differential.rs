@@ -24,13 +24,14 @@
 //!   weir; `pcap_open_dead` instead compiles Linux ancillary loads.
 //! - `byte N & V` / `byte N | V`: a libpcap bug (the byte is never loaded); libpcap gets
 //!   the same primitive spelled `(link[N] & V != 0)` and must then agree.
-//! - protochain on a packet whose extension-header chain is longer than weir's unrolled walk
-//!   (a documented weir limit): counted per packet.
+//! - protochain on a packet whose extension-header chain needs more hops than weir's walk
+//!   makes (`CHAIN_HOP_BUDGET`, 64; a documented weir limit, weir rejects where libpcap
+//!   1.10 walks on): counted per packet.
 //! - Packets on which weir's evaluation reads a scratch slot nothing stored (after a tunnel
 //!   test that failed): libpcap reads a stale value there (another test's temporary), so
 //!   the two are not comparable; set aside per packet.
-//! - Classic BPF output over 4096 instructions (several protochains): a limit of that
-//!   output only; the IR verdicts must still agree.
+//! - Classic BPF output over 4096 instructions (long alternatives of distinct tests): a
+//!   limit of that output only; the IR verdicts must still agree.
 //! - More tunnels than weir's lowering has scratch slots for (three `geneve`s): a weir
 //!   limit, refused with its own message.
 //! - A comparison under an all-zero mask (`ld; and #0; jeq #0`, the address words a `net`
@@ -220,9 +221,9 @@ enum Documented {
     ByteAndOr,
     /// The classic BPF program would exceed 4096 instructions; the IR verdicts agree.
     CbpfTooLong,
-    /// weir limit: the expression's tunnels (3 slots per `geneve`) and protochain walks
-    /// (2 shared slots) need more than the 8 scratch slots lowering keeps (the other 8 are
-    /// the emitters' temporaries); libpcap shares its 16 cells among everything.
+    /// weir limit: the expression's tunnels (3 slots per `geneve`) need more than the 8
+    /// scratch slots lowering keeps (the other 8 are the emitters' temporaries); libpcap
+    /// shares its 16 cells among everything.
     ScratchBudget,
     /// libpcap bug on 802.11: the register holding a packet-dependent link offset is
     /// reused by an arithmetic temporary, or never written (after `geneve`); weir keeps
@@ -279,9 +280,12 @@ struct Checked {
     /// Packets set aside because weir's (unoptimized) evaluation read a scratch slot that
     /// nothing had stored on that packet: libpcap reads a stale cell there.
     unset_scratch: usize,
-    /// Packets whose verdicts differ only because their extension-header chain is longer
-    /// than weir's unrolled protochain walk (a documented weir limit).
+    /// Packets whose verdicts differ only because their extension-header chain needs more
+    /// hops than weir's protochain walk makes (a documented weir limit).
     protochain_limit: usize,
+    /// Packets on which only the classic program differs, its protochain walks adding up
+    /// past weir-cbpf's 64 backward jumps per packet (a documented classic BPF limit).
+    cbpf_backward_jumps: usize,
 }
 
 struct Oracle<'a> {
@@ -359,7 +363,12 @@ impl Oracle<'_> {
             }
         };
         let cbpf = match weir_filter::emit::cbpf::emit(&weir) {
-            Ok(insns) => match CbpfFilter::new(&insns) {
+            // A protochain loop jumps backward, as libpcap's does: libpcap's rules only.
+            Ok(insns) => match if features.protochain {
+                CbpfFilter::new_libpcap(&insns)
+            } else {
+                CbpfFilter::new(&insns)
+            } {
                 Ok(f) => Some(f),
                 Err(e) => {
                     let m = format!("kernel rules refuse the program: {e}");
@@ -424,6 +433,12 @@ impl Oracle<'_> {
                 if !out.documented.contains(&Documented::WlanOffsetRegister) {
                     out.documented.push(Documented::WlanOffsetRegister);
                 }
+                continue;
+            }
+            let hops = features.protochains * documented::protochain_walk_hops(set.link, &p.data);
+            if w == expected && w_plain == expected && hops > weir_cbpf::MAX_BACKWARD_JUMPS as usize
+            {
+                out.cbpf_backward_jumps += 1;
                 continue;
             }
             if out.failure.is_none() {
@@ -514,6 +529,8 @@ struct Tally {
     unset_scratch: (usize, usize),
     /// Packets (and expressions with any) past the protochain walk's documented depth.
     protochain_limit: (usize, usize),
+    /// Packets (and expressions with any) past classic BPF's backward-jump budget.
+    cbpf_backward_jumps: (usize, usize),
     per_link: BTreeMap<&'static str, (usize, usize, usize)>,
     coverage: BTreeMap<&'static str, (usize, usize, usize)>,
     failures: Vec<(usize, Failure)>,
@@ -574,6 +591,10 @@ fn tally(sets: &[LinkSet], cases: &[Case], results: &[Checked]) -> Tally {
         if r.protochain_limit > 0 {
             t.protochain_limit.0 += r.protochain_limit;
             t.protochain_limit.1 += 1;
+        }
+        if r.cbpf_backward_jumps > 0 {
+            t.cbpf_backward_jumps.0 += r.cbpf_backward_jumps;
+            t.cbpf_backward_jumps.1 += 1;
         }
         if let Some(tree) = &case.tree {
             let mut kinds = Vec::new();
@@ -676,6 +697,11 @@ fn report(title: &str, oracle: &Oracle, sets: &[LinkSet], cases: &[Case], t: &Ta
         t.protochain_limit.0,
         documented::PROTOCHAIN_HOPS,
         t.protochain_limit.1
+    );
+    println!(
+        "  packets where only classic BPF differs, its protochain walks past 64 backward \
+         jumps in all (documented): {} (in {} expressions)",
+        t.cbpf_backward_jumps.0, t.cbpf_backward_jumps.1
     );
     for (link, (n, acc, agree)) in &t.per_link {
         println!(
@@ -1026,8 +1052,8 @@ fn every_link_type_has_ip_traffic() {
 /// The protochain depth the documented limit is about is weir's real one: on IPv6 packets
 /// with `n` destination-options headers before UDP (each hop then crosses one, possibly
 /// behind a VLAN tag), weir finds UDP exactly when `n` is at most
-/// [`documented::PROTOCHAIN_HOPS`], libpcap for every `n`, and the packet walk the test
-/// uses to recognise the limit says "too long" exactly when weir gives up.
+/// [`documented::PROTOCHAIN_HOPS`], libpcap 1.10 for every `n`, and the packet walk the
+/// test uses to recognise the limit says "too long" exactly when weir gives up.
 #[test]
 fn protochain_depth_is_the_documented_one() {
     use weir_testkit::wire;
@@ -1042,7 +1068,7 @@ fn protochain_depth_is_the_documented_one() {
             .map(weir_filter::opt::optimize_owned)
             .unwrap_or_else(|e| panic!("{}", e.render(expr)));
         let lp = lp_compile(expr, 1, false, libpcap::NETMASK_UNKNOWN).expect("libpcap compiles");
-        for n in 0..=documented::PROTOCHAIN_HOPS + 4 {
+        for n in (0..=12).chain(documented::PROTOCHAIN_HOPS - 2..=documented::PROTOCHAIN_HOPS + 4) {
             let mut payload = udp.clone();
             let mut next = 17;
             for _ in 0..n {
@@ -1078,8 +1104,13 @@ fn protochain_depth_is_the_documented_one() {
 fn every_documented_difference_is_listed() {
     let known = known_libpcap_bugs();
     let entries = Documented::ALL.iter().map(|d| d.entry());
-    let classes = [BOUNDS_ENTRY, "@limit:protochain-depth", "@unset-scratch", "@masked-out-words"];
-    for entry in entries.chain(classes) {
+    for entry in entries.chain([
+        BOUNDS_ENTRY,
+        "@limit:protochain-depth",
+        "@limit:cbpf-backward-jumps",
+        "@unset-scratch",
+        "@masked-out-words",
+    ]) {
         assert!(known.contains(entry), "libpcap-bugs.txt does not list {entry}");
     }
 }
@@ -1109,12 +1140,22 @@ fn documented_differences_are_recognised() {
     );
     let chain = documented(ethernet, "ip6 protochain 6");
     assert!(chain.documented.is_empty() && chain.protochain_limit > 0, "{chain:?}");
+    let walks = documented(ethernet, "ip6 protochain 17 or ip6 protochain 6");
+    assert!(
+        walks.documented.is_empty() && walks.cbpf_backward_jumps > 0 && walks.protochain_limit > 0,
+        "{walks:?}"
+    );
+    let one = documented(ethernet, "ip6 protochain 17");
+    assert_eq!(one.cbpf_backward_jumps, 0, "{one:?}");
     let tunnel = documented(ethernet, "geneve or ip");
     assert!(tunnel.documented.is_empty() && tunnel.unset_scratch > 0, "{tunnel:?}");
-    // Enough protochains overflow classic BPF; weir's IR still agrees with libpcap.
-    let chains: Vec<String> = (0..12).map(|i| format!("protochain {}", 130 + i)).collect();
-    let long = (2..=chains.len())
-        .map(|n| chains[..n].join(" or "))
+    // A long enough alternative of distinct tests overflows classic BPF; weir's IR still
+    // agrees with libpcap.
+    let terms: Vec<String> =
+        (0..4000).map(|i| format!("ip[{}] + ip[{}] = {}", i % 40, i / 40 % 40, i % 500)).collect();
+    let long = [500, 1000, 2000, 4000]
+        .into_iter()
+        .map(|n| terms[..n].join(" or "))
         .find(|e| {
             let f = weir_pflang::compile(e, &Options::new(LinkType::Ethernet), &names)
                 .map(weir_filter::opt::optimize_owned);
@@ -1123,7 +1164,7 @@ fn documented_differences_are_recognised() {
                 Ok(Err(EmitError::TooLong { .. }))
             )
         })
-        .expect("12 protochains fit in 4096 classic BPF instructions: update this test");
+        .expect("4000 tests fit in 4096 classic BPF instructions: update this test");
     assert_eq!(documented(ethernet, &long).documented, [Documented::CbpfTooLong], "{long}");
     // And a plain mismatch is still a failure: weir's `byte 14 & 17` against libpcap's
     // `byte 14 = 17` must not pass for the byte bug.

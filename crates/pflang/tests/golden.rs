@@ -280,8 +280,13 @@ fn check_meaning(
     let classic_text = section(text, SECTION_CLASSIC).ok_or("no classic section")?;
     let classic = weir_cbpf::parse(classic_text.as_bytes(), Format::Listing)
         .map_err(|e| format!("the classic listing does not parse: {e}"))?;
-    let classic =
-        CbpfFilter::new(&classic).map_err(|e| format!("the classic listing is invalid: {e}"))?;
+    // A protochain loop jumps backward, as libpcap's does: only libpcap's rules admit it.
+    let classic = if expr.contains("protochain") {
+        CbpfFilter::new_libpcap(&classic)
+    } else {
+        CbpfFilter::new(&classic)
+    };
+    let classic = classic.map_err(|e| format!("the classic listing is invalid: {e}"))?;
     let mut engines = Vec::new();
     for (header, target) in [(SECTION_SOCKET, ProgType::SocketFilter), (SECTION_XDP, ProgType::Xdp)]
     {

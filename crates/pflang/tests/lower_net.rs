@@ -22,8 +22,9 @@ use crate::compile;
 /// 255.255.255.255 are broadcast destinations in the corpus).
 const NETMASK: u32 = 0xffff_ff00;
 
-/// The unrolled depth of weir's protochain walk (see `PROTOCHAIN_HOPS` in lower/net_proto.rs).
-const PROTOCHAIN_HOPS: usize = 8;
+/// How many hops weir's protochain walk makes before it gives up (the IR's
+/// `CHAIN_HOP_BUDGET`).
+const PROTOCHAIN_HOPS: usize = weir_filter::CHAIN_HOP_BUDGET as usize;
 
 /// Exactly the machine's name files, nothing built in: what libpcap's resolver sees.
 fn system_names() -> NameDb {
@@ -75,8 +76,9 @@ fn chain_length(p: &Packet) -> Option<usize> {
     n.parse().ok()
 }
 
-/// The disagreement with libpcap weir documents: libpcap's protochain walk has no bound but
-/// the packet's end; weir's stops after `PROTOCHAIN_HOPS` headers and answers "not found".
+/// The disagreement with libpcap weir documents: libpcap 1.10's protochain walk has no
+/// bound but the packet's end; weir's gives up on its hop after `PROTOCHAIN_HOPS` and
+/// rejects the packet.
 fn known_disagreement(expr: &str, p: &Packet) -> bool {
     expr.contains("protochain") && chain_length(p).is_some_and(|n| n > PROTOCHAIN_HOPS)
 }
@@ -248,7 +250,8 @@ fn network_primitives_agree_with_libpcap_on_other_link_types() {
 }
 
 /// The protochain bound is where weir says it is: a chain of exactly `PROTOCHAIN_HOPS`
-/// extension headers is walked to its end, one more is not (where libpcap walks on).
+/// extension headers is walked to its end, one more is rejected (where libpcap walks on),
+/// even under `not`: giving up aborts the whole filter.
 #[test]
 fn protochain_walks_exactly_its_documented_depth() {
     let names = system_names();
@@ -267,14 +270,15 @@ fn protochain_walks_exactly_its_documented_depth() {
     assert!(libpcap_accepts(&unopt, at_bound));
     assert!(!filter.matches(&past_bound.data, past_bound.wire_len));
     assert!(libpcap_accepts(&unopt, past_bound), "libpcap walks past weir's bound");
+    let negated = compile("not ip6 protochain 6", &options, &names).expect("compiles");
+    assert!(!negated.matches(&past_bound.data, past_bound.wire_len));
+    assert!(!negated.matches(&at_bound.data, at_bound.wire_len));
     for (n, p) in &chains {
-        if *n <= PROTOCHAIN_HOPS {
-            assert!(filter.matches(&p.data, p.wire_len), "chain of {n} not walked");
-        }
+        assert_eq!(filter.matches(&p.data, p.wire_len), *n <= PROTOCHAIN_HOPS, "chain of {n}");
     }
 }
 
-/// Protochain state lives in scratch slots that are given back after each walk: an
+/// Protochain state lives in the walk (the IR's `Chain` node), not in scratch slots: an
 /// expression may hold more walks than there are slots.
 #[test]
 fn many_protochains_fit_in_scratch_memory() {

@@ -113,7 +113,9 @@ fn ipv6_chain(count: usize, last: u8) -> Vec<u8> {
 }
 
 fn extension_chains(list: &mut List) {
-    for count in [1usize, 2, 7, 8, 9, 16, 17, 20, 40] {
+    // 64 and 65: the last chain weir's walk finishes within its hop budget
+    // (`weir_filter::CHAIN_HOP_BUDGET`) and the first it gives up on.
+    for count in [1usize, 2, 7, 8, 9, 16, 17, 20, 40, 64, 65] {
         list.add(
             &format!("IPv6 {count} destination-options headers then TCP"),
             ipv6_chain(count, ipproto::TCP),

@@ -118,7 +118,13 @@ fn prepare(filter: &Filter, engine: Engine) -> Result<Runner, String> {
         )?)),
         Engine::Cbpf => {
             let insns = cbpf::emit(filter).map_err(|e| format!("classic BPF: {e}"))?;
-            Runner::Cbpf(CbpfFilter::new(&insns).map_err(|e| format!("classic BPF: {e}"))?)
+            // A `protochain` walk loops with a backward `ja`, as libpcap's does: libpcap's
+            // rules admit it (and weir-cbpf ends a packet's run at its 65th backward jump).
+            let backward =
+                insns.iter().any(|i| i.op == weir_isa::cbpf::CbpfOp::Ja && i.k >= 1 << 31);
+            let filter =
+                if backward { CbpfFilter::new_libpcap(&insns) } else { CbpfFilter::new(&insns) };
+            Runner::Cbpf(filter.map_err(|e| format!("classic BPF: {e}"))?)
         }
         Engine::Reference => Runner::Reference(filter.clone()),
     })

@@ -37,7 +37,7 @@ use super::bounds::{can_abort, max_value, split_offset};
 use super::flow::{Flow, Item, Label};
 use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
-use crate::ir::{BinOp, CmpOp, Expr, Filter, Pred, Size};
+use crate::ir::{chain_proto, BinOp, Chain, CmpOp, Expr, Filter, Pred, Size};
 
 /// A classic program for `filter`: `ret #accept` when it matches, `ret #0` when it does not
 /// or when it aborts.
@@ -203,7 +203,71 @@ impl Emitter {
                 }
                 self.flow.goto(t);
             }
+            Pred::Chain(chain) => self.chain(chain, t, f)?,
         }
+        Ok(())
+    }
+
+    /// A [`Chain`] walk as libpcap writes it: the next-header value in A, the header
+    /// offset in X, a loop closed by a backward `ja`. The hop budget is the interpreter's:
+    /// libpcap's `bpf_filter` (git head) and weir-cbpf give up on a packet's 65th backward
+    /// jump, which is the IR's budget for a filter with one walk; with several walks whose
+    /// hops add up past 64 on one packet, they reject where the IR does not. libpcap 1.10
+    /// has no budget. The kernel refuses backward jumps altogether.
+    fn chain(&mut self, chain: &Chain, t: Label, f: Label) -> Result<(), EmitError> {
+        use CbpfOp::*;
+        let cell = self.temporary()?;
+        if loads_into_x(&chain.offset) && leaves_x(&chain.next) {
+            self.load_x(&chain.offset);
+            self.load_a(&chain.next)?;
+        } else {
+            self.load_a(&chain.offset)?;
+            self.op(St, cell);
+            self.load_a(&chain.next)?;
+            self.op(LdxMem, cell);
+        }
+        let head = self.flow.label();
+        self.flow.bind(head);
+        let (extension, ah) = (self.flow.label(), self.flow.label());
+        let test = |e: &mut Self, k: u32, to: Label| {
+            let next = e.flow.label();
+            e.flow.cond((JeqK, k), to, next);
+            e.flow.bind(next);
+        };
+        test(self, chain.target, t);
+        test(self, chain_proto::NONE, f);
+        for k in chain.extensions() {
+            test(self, k, extension);
+        }
+        if chain.steps_over_ah() {
+            test(self, chain_proto::AH, ah);
+        }
+        self.flow.goto(f);
+        // Both steps read the next header's number and its length at `base + x`.
+        let base = chain.base;
+        let Some(length_at) = base.checked_add(1).filter(|&k| k <= MAX_OFFSET) else {
+            // No header that far is in any packet: the first step aborts.
+            self.flow.bind(extension);
+            self.flow.bind(ah);
+            self.abort();
+            self.release(cell);
+            return Ok(());
+        };
+        for (label, add, unit, from_x) in [(extension, 1, 8, true), (ah, 2, 4, false)] {
+            self.flow.bind(label);
+            self.op(LdIndB, base);
+            self.op(St, cell);
+            self.op(LdIndB, length_at);
+            self.op(AddK, add);
+            self.op(MulK, unit);
+            if from_x {
+                self.op(AddX, 0);
+            }
+            self.op(Tax, 0);
+            self.op(LdMem, cell);
+            self.flow.back(head);
+        }
+        self.release(cell);
         Ok(())
     }
 
@@ -564,9 +628,12 @@ fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> bool {
         }
     }
     // Places before item `k` where no instruction falls through, and for each, the next one.
-    let is_place: Vec<bool> = std::iter::once(false)
-        .chain(items.iter().map(|i| matches!(i, Item::Cond { .. } | Item::Goto(_) | Item::End(_))))
-        .collect();
+    let is_place: Vec<bool> =
+        std::iter::once(false)
+            .chain(items.iter().map(|i| {
+                matches!(i, Item::Cond { .. } | Item::Goto(_) | Item::Back(_) | Item::End(_))
+            }))
+            .collect();
     let mut next_place = vec![None; is_place.len()];
     let mut following = None;
     for (k, &place) in is_place.iter().enumerate().rev() {
@@ -681,6 +748,13 @@ fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
             Item::Stmt(insn) | Item::End(insn) => out.push(*insn),
             Item::Goto(target) => {
                 let k = u32::try_from(distance(&at, index, *target)).unwrap_or(u32::MAX);
+                out.push(stmt(CbpfOp::Ja, k));
+            }
+            Item::Back(target) => {
+                // A negative offset, as libpcap writes its protochain loop.
+                let head = at.get(target.index()).copied().unwrap_or(0);
+                let back = index.wrapping_add(1).saturating_sub(head);
+                let k = u32::try_from(back).map_or(u32::MAX, u32::wrapping_neg);
                 out.push(stmt(CbpfOp::Ja, k));
             }
             Item::Cond { cond: (op, k), t, f } => {

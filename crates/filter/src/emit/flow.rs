@@ -9,7 +9,9 @@
 //! unreachable instruction.
 //!
 //! Every jump the emitters write goes forward (a label is always bound after the jumps to
-//! it), which is what lets each pass here be one walk in program order.
+//! it), which is what lets each pass here be one walk in program order, except
+//! [`Item::Back`]: the closing jump of a `protochain` loop to its head, a label reached by
+//! falling through before it. The passes leave those jumps and their targets alone.
 
 /// A position in the flow, bound once with [`Flow::bind`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,6 +35,9 @@ pub(crate) enum Item<S, C> {
         f: Label,
     },
     Goto(Label),
+    /// A jump back to a label bound earlier (a loop's head, reached by falling through
+    /// first). Never falls through; never threaded or removed while the loop lives.
+    Back(Label),
     /// An instruction that ends the program (classic `ret`, eBPF `exit`).
     End(S),
 }
@@ -68,6 +73,11 @@ impl<S: Clone, C: Clone> Flow<S, C> {
 
     pub(crate) fn cond(&mut self, cond: C, t: Label, f: Label) {
         self.items.push(Item::Cond { cond, t, f });
+    }
+
+    /// A jump back to `head`, bound earlier (see [`Item::Back`]).
+    pub(crate) fn back(&mut self, head: Label) {
+        self.items.push(Item::Back(head));
     }
 
     pub(crate) fn goto(&mut self, target: Label) {
@@ -177,6 +187,12 @@ impl<S: Clone, C: Clone> Flow<S, C> {
             }
         }
         let mut reached = vec![false; self.labels];
+        // A loop head is reached by falling through; its label must stay for the jump back.
+        for item in &self.items {
+            if let Item::Back(head) = item {
+                mark(&mut reached, *head);
+            }
+        }
         let mut live = true;
         let before = self.items.len();
         let mut out = Vec::with_capacity(before);
@@ -209,7 +225,7 @@ impl<S: Clone, C: Clone> Flow<S, C> {
                     }
                     live = false;
                 }
-                Item::End(_) => {
+                Item::End(_) | Item::Back(_) => {
                     if live {
                         out.push(item);
                     }

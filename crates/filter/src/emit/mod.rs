@@ -148,6 +148,10 @@ pub(crate) fn scratch_usage(root: &crate::Pred) -> Result<(u16, u16), EmitError>
                 *written |= slot_bit(*slot)?;
                 expr(value, read)
             }
+            Pred::Chain(c) => {
+                expr(&c.next, read)?;
+                expr(&c.offset, read)
+            }
         }
     }
     let (mut read, mut written) = (0u16, 0u16);

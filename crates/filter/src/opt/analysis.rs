@@ -4,10 +4,12 @@
 use super::env::scratch_mask;
 use crate::ir::{BinOp, Expr, Pred, SCRATCH_SLOTS};
 
-/// Does `p` contain a `Store` (a side effect later tests can observe)?
+/// Does `p` contain a `Store` (a side effect later tests can observe)? A `Chain` walk
+/// has none: its state is its own.
 pub(crate) fn has_store(p: &Pred) -> bool {
     match p {
         Pred::Store { .. } => true,
+        Pred::Chain(_) => false,
         Pred::And(ps) | Pred::Or(ps) => ps.iter().any(has_store),
         Pred::Not(q) => has_store(q),
         Pred::Const(_) | Pred::Cmp { .. } | Pred::In { .. } | Pred::Guard(_) => false,
@@ -41,6 +43,7 @@ pub(crate) fn pred_can_abort(p: &Pred) -> bool {
         Pred::Not(q) => pred_can_abort(q),
         Pred::Store { slot, value } => *slot >= SCRATCH_SLOTS || expr_can_abort(value),
         Pred::Guard(n) => *n > 0,
+        Pred::Chain(_) => true,
     }
 }
 
@@ -57,6 +60,7 @@ pub(crate) fn slots_read(p: &Pred) -> u32 {
         Pred::In { value, .. } | Pred::Store { value, .. } => scratch_mask(value),
         Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | slots_read(q)),
         Pred::Not(q) => slots_read(q),
+        Pred::Chain(c) => scratch_mask(&c.next) | scratch_mask(&c.offset),
     }
 }
 
@@ -68,6 +72,7 @@ pub fn node_count(p: &Pred) -> usize {
         Pred::In { value, .. } | Pred::Store { value, .. } => 1 + expr_nodes(value),
         Pred::And(ps) | Pred::Or(ps) => 1 + ps.iter().map(node_count).sum::<usize>(),
         Pred::Not(q) => 1 + node_count(q),
+        Pred::Chain(c) => 1 + expr_nodes(&c.next) + expr_nodes(&c.offset),
     }
 }
 

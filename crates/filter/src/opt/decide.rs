@@ -191,6 +191,19 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
         }
         Pred::And(parts) => junction(facts, parts, env, mode, want, true),
         Pred::Or(parts) => junction(facts, parts, env, mode, want, false),
+        Pred::Chain(mut c) => {
+            // Its operands are ordinary values; the walk itself is opaque: either answer
+            // or an abort, nothing learned (it writes no slot, so nothing is forgotten).
+            c.next = facts.substitute(env, c.next);
+            c.offset = facts.substitute(env, c.offset);
+            Walked {
+                pred: Pred::Chain(c),
+                on_true: want.on_true.then(|| env.clone()),
+                on_false: want.on_false.then(|| env.clone()),
+                can_be_true: true,
+                can_be_false: true,
+            }
+        }
     }
 }
 

@@ -320,6 +320,8 @@ impl Facts {
                 *slot >= SCRATCH_SLOTS || self.expr_can_abort(env, value)
             }
             Pred::Guard(n) => u64::from(*n) > env.caplen_min,
+            // Its loads are at offsets only the packet knows, and its hops may run out.
+            Pred::Chain(_) => true,
         }
     }
 

@@ -219,7 +219,7 @@ pub(crate) fn negate(p: Pred) -> Pred {
         Pred::And(ps) => junction(ps.into_iter().map(negate).collect(), false),
         Pred::Or(ps) => junction(ps.into_iter().map(negate).collect(), true),
         Pred::Not(q) => *q,
-        p @ (Pred::Store { .. } | Pred::Guard(_)) => Pred::Not(Box::new(p)),
+        p @ (Pred::Store { .. } | Pred::Guard(_) | Pred::Chain(_)) => Pred::Not(Box::new(p)),
     }
 }
 
@@ -344,6 +344,12 @@ pub(crate) fn pred(p: Pred, factoring: bool, reads: &mut u32) -> Pred {
             let value = expr(value);
             *reads |= scratch_mask(&value);
             Pred::Store { slot, value }
+        }
+        Pred::Chain(mut c) => {
+            c.next = expr(c.next);
+            c.offset = expr(c.offset);
+            *reads |= scratch_mask(&c.next) | scratch_mask(&c.offset);
+            Pred::Chain(c)
         }
     }
 }

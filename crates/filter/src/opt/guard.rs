@@ -69,6 +69,12 @@ impl NeedTree {
             }
             Pred::Store { value, .. } => leaf(Need { on_true: expr_need(value), on_false: NEVER }),
             Pred::Guard(n) => leaf(Need { on_true: u64::from(*n), on_false: NEVER }),
+            // The walk's first value and offset are loaded whatever it answers; what it
+            // loads after them depends on the packet.
+            Pred::Chain(c) => {
+                let n = expr_need(&c.next).max(expr_need(&c.offset));
+                leaf(Need { on_true: n, on_false: n })
+            }
             Pred::Not(q) => {
                 let inner = NeedTree::of(q);
                 let n = inner.need;
@@ -154,6 +160,10 @@ fn pays_off(parts: &[Pred], known: u64, n: u64) -> bool {
                 Pred::In { value, .. } | Pred::Store { value, .. } => self.expr(value),
                 Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|q| self.pred(q)),
                 Pred::Not(q) => self.pred(q),
+                Pred::Chain(c) => {
+                    self.expr(&c.next);
+                    self.expr(&c.offset);
+                }
                 Pred::Const(_) | Pred::Guard(_) => {}
             }
         }

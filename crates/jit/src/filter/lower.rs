@@ -22,7 +22,9 @@ use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, Block, Function, InstBuilder, MemFlags, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred, Size, SCRATCH_SLOTS};
+use weir_filter::{
+    BinOp, Chain, ChainStep, CmpOp, Expr, Filter, Pred, Size, CHAIN_HOP_BUDGET, SCRATCH_SLOTS,
+};
 
 use super::set::SetTables;
 use super::CompileError;
@@ -234,6 +236,78 @@ impl Lowering<'_, '_> {
             Pred::Not(inner) => self.pred(inner, f, t, depth)?,
             Pred::And(parts) => self.sequence(parts, t, f, depth, true)?,
             Pred::Or(parts) => self.sequence(parts, t, f, depth, false)?,
+            Pred::Chain(chain) => self.walk(chain, t, f, depth)?,
+        }
+        Ok(())
+    }
+
+    /// A [`Chain`] walk: a loop whose head takes the next-header value, the offset and the
+    /// hop count as block parameters. The jumps back to the head are the one kind of edge
+    /// into an entered block: sound for `proven`, which the loop body only raises.
+    fn walk(&mut self, chain: &Chain, t: Block, f: Block, depth: u32) -> Result<(), CompileError> {
+        self.need_loads(&[&chain.next, &chain.offset]);
+        let a0 = self.expr(&chain.next, depth)?;
+        let x0 = self.expr(&chain.offset, depth)?;
+        let head = self.new_block();
+        for _ in 0..3 {
+            self.b.append_block_param(head, types::I32);
+        }
+        let zero = self.b.ins().iconst(types::I32, 0);
+        self.record(head);
+        self.b.ins().jump(head, &[a0.into(), x0.into(), zero.into()]);
+        self.switch_to(head);
+        let (a, x, hops) = match *self.b.block_params(head) {
+            [a, x, hops] => (a, x, hops),
+            _ => return Err(CompileError::Internal("loop head parameters")),
+        };
+        let (extension, ah) = (self.new_block(), self.new_block());
+        let test = |l: &mut Self, k: u32, to: Block| {
+            let next = l.new_block();
+            let cond = l.b.ins().icmp_imm(IntCC::Equal, a, i64::from(k));
+            l.branch(cond, to, next);
+            l.switch_to(next);
+        };
+        test(self, chain.target, t);
+        test(self, weir_filter::ir::chain_proto::NONE, f);
+        for k in chain.extensions() {
+            test(self, k, extension);
+        }
+        if chain.steps_over_ah() {
+            test(self, weir_filter::ir::chain_proto::AH, ah);
+        }
+        self.jump(f);
+        for (block, step) in [(extension, ChainStep::Extension), (ah, ChainStep::Ah)] {
+            self.switch_to(block);
+            let spent = self.b.ins().icmp_imm(
+                IntCC::UnsignedGreaterThanOrEqual,
+                hops,
+                i64::from(CHAIN_HOP_BUDGET),
+            );
+            self.abort_if(spent);
+            // Both bytes at `base + x`, checked against the captured length in 64 bits.
+            let at = self.b.ins().uextend(types::I64, x);
+            let at = self.b.ins().iadd_imm(at, i64::from(chain.base));
+            let end = self.b.ins().iadd_imm(at, 2);
+            let short = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, self.caplen);
+            self.abort_if(short);
+            let address = self.b.ins().iadd(self.packet, at);
+            let next = self.b.ins().uload8(types::I32, packet_flags(), address, 0);
+            let length = self.b.ins().uload8(types::I32, packet_flags(), address, 1);
+            let x2 = match step {
+                ChainStep::Extension => {
+                    let units = self.b.ins().iadd_imm(length, 1);
+                    let bytes = self.b.ins().ishl_imm(units, 3);
+                    self.b.ins().iadd(x, bytes)
+                }
+                ChainStep::Ah => {
+                    let units = self.b.ins().iadd_imm(length, 2);
+                    self.b.ins().ishl_imm(units, 2)
+                }
+            };
+            let hops2 = self.b.ins().iadd_imm(hops, 1);
+            self.b.ins().jump(head, &[next.into(), x2.into(), hops2.into()]);
+            let dead = self.new_block();
+            self.switch_to(dead);
         }
         Ok(())
     }

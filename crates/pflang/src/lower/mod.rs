@@ -91,7 +91,7 @@ pub fn lower_with_facts(
     let mut lowerer = Lowerer::new(options, names);
     let pred = lowerer.expr(ast)?;
     let (pred, prologue) = lowerer.wlan_prologue(pred);
-    let libpcap_optimizes = lowerer.protochain_slots.is_none() && !prologue;
+    let libpcap_optimizes = !lowerer.protochain_seen && !prologue;
     Ok(Lowered { filter: Filter::new(pred), libpcap_optimizes })
 }
 
@@ -173,9 +173,8 @@ pub(crate) struct Lowerer<'a> {
     pub geneve_slots: Option<(u8, u8)>,
     /// On 802.11 captures: the slots of the packet-dependent link offsets (see `wlan`).
     pub wlan_slots: Option<wlan::WlanSlots>,
-    /// The two slots every `protochain` walk shares, taken by the first one (see
-    /// `net_proto`): never handed to anything else.
-    pub protochain_slots: Option<(u8, u8)>,
+    /// Whether the expression has a `protochain` (libpcap then does not optimize it).
+    pub protochain_seen: bool,
     /// The slot every long mixed `and`/`or` chain keeps its value in (see
     /// [`Lowerer::linear_chain`]), taken by the first one.
     chain_slot: Option<u8>,
@@ -213,7 +212,7 @@ impl<'a> Lowerer<'a> {
             pppoes_seen: false,
             tunnel_seen: false,
             geneve_slots: None,
-            protochain_slots: None,
+            protochain_seen: false,
             chain_slot: None,
             next_scratch: wlan_slots.map_or(0, |s| s.count()),
             wlan_slots,

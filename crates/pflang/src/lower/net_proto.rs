@@ -3,12 +3,10 @@
 //!
 //! `protochain` is the one primitive libpcap compiles to a loop: it walks the IPv6 extension
 //! headers (and AH, for IPv4 too) until it finds the protocol, hits "no next header", or
-//! meets something it cannot step over. The filter IR has no loops, so the walk is unrolled
-//! [`PROTOCHAIN_HOPS`] times over two scratch slots (the current next-header value and the
-//! offset of the header it names). Each unrolled hop is written as guarded statements that
-//! always succeed, so no test is ever re-evaluated after the state it reads has moved on.
+//! meets something it cannot step over. It lowers to one [`weir_filter::Chain`] walk per
+//! IP version, the IR's loop node, which every engine runs as a loop.
 
-use weir_filter::{BinOp, Expr, Pred, Size, ValueSet};
+use weir_filter::{BinOp, Chain, Expr, Pred, Size};
 use weir_packet::ipproto;
 
 use super::link::{
@@ -22,18 +20,15 @@ use crate::ast::{Dir, Proto, Span};
 use crate::names;
 
 // weir-packet's IP protocol numbers, widened to the u32 lowering compares with.
-const IPPROTO_HOPOPTS: u32 = ipproto::HOPOPTS as u32;
 const IPPROTO_ICMP: u32 = ipproto::ICMP as u32;
 const IPPROTO_IGMP: u32 = ipproto::IGMP as u32;
 pub(crate) const IPPROTO_TCP: u32 = ipproto::TCP as u32;
 const IPPROTO_IGRP: u32 = ipproto::IGRP as u32;
 pub(crate) const IPPROTO_UDP: u32 = ipproto::UDP as u32;
-const IPPROTO_ROUTING: u32 = ipproto::ROUTING as u32;
 const IPPROTO_FRAGMENT: u32 = ipproto::FRAGMENT as u32;
 const IPPROTO_ESP: u32 = ipproto::ESP as u32;
 const IPPROTO_AH: u32 = ipproto::AH as u32;
 pub(crate) const IPPROTO_ICMPV6: u32 = ipproto::ICMPV6 as u32;
-const IPPROTO_DSTOPTS: u32 = ipproto::DSTOPTS as u32;
 const IPPROTO_PIM: u32 = ipproto::PIM as u32;
 /// VRRP and CARP share the number.
 const IPPROTO_VRRP: u32 = ipproto::VRRP as u32;
@@ -54,22 +49,6 @@ const ISIS_L1_CSNP: u32 = 24;
 const ISIS_L2_CSNP: u32 = 25;
 const ISIS_L1_PSNP: u32 = 26;
 const ISIS_L2_PSNP: u32 = 27;
-
-/// How many hops a `protochain` walk makes before it gives up and says "no": each hop
-/// crosses one IPv6 extension header and then, if one follows, one AH header. libpcap walks
-/// until the packet ends (its loop has no other bound, and with AH it need not end at all);
-/// the two agree on every packet whose chain fits. 8 is more than standard stacks emit:
-/// RFC 8200 allows each extension header once and destination options twice, so a chain of
-/// hop-by-hop, destination options, routing, fragment, AH and destination options takes 5
-/// hops. Every hop costs a few dozen classic BPF instructions per walk, and `protochain`
-/// alone is two walks; the bound keeps several protochains in one filter within classic
-/// BPF's 4096 instructions.
-pub(crate) const PROTOCHAIN_HOPS: usize = 8;
-
-/// IPv6 extension headers protochain steps over (AH is handled apart: its length unit
-/// differs).
-const IPV6_EXTENSIONS: [u32; 4] =
-    [IPPROTO_HOPOPTS, IPPROTO_DSTOPTS, IPPROTO_ROUTING, IPPROTO_FRAGMENT];
 
 impl Lowerer<'_> {
     /// A protocol keyword alone: `tcp`, `ip6`, `arp`, `isis`, ... (libpcap's gen_proto_abbrev).
@@ -246,102 +225,31 @@ impl Lowerer<'_> {
                 "'protochain' not supported with variable length headers",
             ));
         }
-        // A walk's state is dead once it has answered, so every walk (the IPv4 and IPv6
-        // ones, and those of later protochains) shares two slots. They are not released
-        // for other primitives: a tunnel test's slots must be ones nothing else writes, so
-        // that when the tunnel test did not run, what later tests read is recognisably
-        // unset (libpcap reads a stale cell there; see `Evaluator::reads_unset_scratch`),
-        // not a walk's leftovers.
-        let (next, offset) = match self.protochain_slots {
-            Some(slots) => slots,
-            None => {
-                let slots = (self.alloc_scratch(span)?, self.alloc_scratch(span)?);
-                self.protochain_slots = Some(slots);
-                slots
-            }
-        };
+        self.protochain_seen = true;
         let mut walks = Vec::with_capacity(versions.len());
         for &v6 in versions {
-            walks.push(self.protochain_walk(v, v6, next, offset, span)?);
+            walks.push(self.protochain_walk(v, v6, span)?);
         }
         Ok(Pred::or(walks))
     }
 
-    /// One walk: the link test, the first next-header value and header offset, the unrolled
-    /// hops, and the final comparison.
-    fn protochain_walk(
-        &mut self,
-        v: u32,
-        v6: bool,
-        next: u8,
-        offset: u8,
-        span: Span,
-    ) -> Result<Pred, CompileError> {
+    /// One walk: the link test, then the walk from the IP header's next-header value and
+    /// the offset of the header it names.
+    fn protochain_walk(&mut self, v: u32, v6: bool, span: Span) -> Result<Pred, CompileError> {
         let link = self.link_proto(if v6 { ETHERTYPE_IPV6 } else { ETHERTYPE_IP }, span)?;
-        let (first_next, first_offset) = if v6 {
+        let (next, offset) = if v6 {
             (self.load(Layer::Net, 6, Size::Byte), Expr::Const(40))
         } else {
             let ihl = self.load(Layer::Net, 0, Size::Byte).and_mask(0xf);
             (self.load(Layer::Net, 9, Size::Byte), Expr::binary(BinOp::Shl, ihl, Expr::Const(2)))
         };
-        let mut steps = vec![
-            link,
-            Pred::Store { slot: next, value: first_next },
-            Pred::Store { slot: offset, value: first_offset },
-        ];
-        let current = || Expr::Scratch(next);
-        // Byte `k` of the header the walk stands on.
-        let header_byte = |s: &Self, k: u32| {
-            Expr::load(
-                Expr::binary(BinOp::Add, Expr::Scratch(offset), s.offset(Layer::Net, k)),
-                Size::Byte,
-            )
+        let Expr::Const(base) = self.offset(Layer::Net, 0) else {
+            return Err(CompileError::new(
+                span,
+                "'protochain' not supported with variable length headers",
+            ));
         };
-        // A header is stepped over only if it is not the one sought (the walk stops there):
-        // the sought protocol is left out of the extension set, and AH is not stepped over
-        // at all when it is the one sought.
-        let extensions = ValueSet::from_values(IPV6_EXTENSIONS.into_iter().filter(|&e| e != v));
-        for _ in 0..PROTOCHAIN_HOPS {
-            if v6 && !extensions.is_empty() {
-                // Extension header: next header at byte 0, length in 8-octet units (not
-                // counting the first) at byte 1, measured from where it starts.
-                let length = Expr::binary(BinOp::Mul, header_byte(self, 1).plus(1), Expr::Const(8));
-                steps.push(when(
-                    Pred::In { value: current(), set: extensions.clone() },
-                    [
-                        Pred::Store { slot: next, value: header_byte(self, 0) },
-                        Pred::Store {
-                            slot: offset,
-                            value: Expr::binary(BinOp::Add, length, Expr::Scratch(offset)),
-                        },
-                    ],
-                ));
-            }
-            if v != IPPROTO_AH {
-                // AH: length in 4-octet units minus 2. libpcap's walk sets the offset to the
-                // AH length itself rather than adding it to where AH starts; so does this
-                // one, or the two would disagree about every packet with AH after another
-                // header.
-                let ah_length =
-                    Expr::binary(BinOp::Mul, header_byte(self, 1).plus(2), Expr::Const(4));
-                steps.push(when(
-                    Pred::eq(current(), IPPROTO_AH),
-                    [
-                        Pred::Store { slot: next, value: header_byte(self, 0) },
-                        Pred::Store { slot: offset, value: ah_length },
-                    ],
-                ));
-            }
-        }
-        // "No next header" (59) ends the walk with "no" unless it is `v` itself, as does any
-        // header that is neither an extension header nor AH: no hop moves past them.
-        steps.push(Pred::eq(current(), v));
-        Ok(Pred::and(steps))
+        let chain = Chain { target: v, ipv6: v6, base, next, offset };
+        Ok(Pred::and([link, Pred::Chain(Box::new(chain))]))
     }
-}
-
-/// `if cond { statements }`, true either way (unless a load aborts): the statements are
-/// stores, which are always true, so the `or` never goes on to anything else.
-fn when(cond: Pred, statements: impl IntoIterator<Item = Pred>) -> Pred {
-    Pred::or([Pred::not(cond), Pred::and(statements)])
 }

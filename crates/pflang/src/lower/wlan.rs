@@ -167,6 +167,7 @@ fn reads_slot(p: &Pred, slot: u8) -> bool {
         Pred::And(ps) | Pred::Or(ps) => ps.iter().any(|p| reads_slot(p, slot)),
         Pred::Not(p) => reads_slot(p, slot),
         Pred::Store { value, .. } => expr_reads(value, slot),
+        Pred::Chain(chain) => expr_reads(&chain.next, slot) || expr_reads(&chain.offset, slot),
     }
 }
 

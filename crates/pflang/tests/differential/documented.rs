@@ -14,9 +14,16 @@
 //!   operation to whatever the accumulator holds, without loading the byte. Recognised by
 //!   spelling each such primitive out as `(link[N] & V != 0)` for libpcap only: weir must
 //!   then agree everywhere.
-//! - **weir limit, protochain depth**: weir unrolls the protochain walk
-//!   [`PROTOCHAIN_HOPS`] times; libpcap loops. Recognised per packet by walking the
-//!   packet's own IPv6 extension / AH chain the way the compiled walk does.
+//! - **weir limit, protochain depth**: weir's protochain walk gives up (rejects the
+//!   packet) on its hop after [`PROTOCHAIN_HOPS`]; libpcap 1.10's loops on to the end of
+//!   the chain. Recognised per packet by walking the packet's own IPv6 extension / AH
+//!   chain the way the compiled walk does.
+//! - **classic BPF's backward-jump budget**: classic BPF's walk loops with a backward
+//!   `ja`, and weir-cbpf ends a packet's run at its 65th backward jump (libpcap's git head
+//!   does too; 1.10 does not), however many walks made them: with several protochains,
+//!   the classic program alone rejects a packet whose walks add up past 64 hops.
+//!   Recognised when only the classic verdict differs and the expression's protochains
+//!   times the packet's longest walk exceed 64.
 //! - **weir limit, scratch slots**: three `geneve`s need more slots than lowering keeps;
 //!   recognised by weir's own message for it.
 
@@ -24,10 +31,10 @@ use weir_pflang::ast::{AddrKind, ByteOp, Expr, ExprKind};
 use weir_pflang::LinkType;
 use weir_sys::libpcap::BpfInsn;
 
-/// weir's protochain unrolling depth (`PROTOCHAIN_HOPS` in lower/net_proto.rs); the
-/// differential test checks it against weir's verdicts on chains of every length
-/// (`protochain_depth_is_the_documented_one`), so this copy cannot drift silently.
-pub const PROTOCHAIN_HOPS: usize = 8;
+/// The hops a protochain walk makes before it gives up (the IR's `CHAIN_HOP_BUDGET`); the
+/// differential test checks it against weir's verdicts on chains of every length around it
+/// (`protochain_depth_is_the_documented_one`).
+pub const PROTOCHAIN_HOPS: usize = weir_filter::CHAIN_HOP_BUDGET as usize;
 
 /// weir's refusal when an expression's variable-length headers need more scratch slots
 /// than lowering keeps (three `geneve`s): a documented weir limit.
@@ -42,6 +49,8 @@ pub struct Features {
     pub byte_spelled_out: Option<String>,
     /// A `protochain` primitive (written or inherited).
     pub protochain: bool,
+    /// How many `protochain` primitives (each walks once on a packet of its IP version).
+    pub protochains: usize,
 }
 
 impl Features {
@@ -49,14 +58,14 @@ impl Features {
     pub fn of(text: &str) -> Features {
         let Ok(Some(ast)) = weir_pflang::parse(text) else { return Features::default() };
         let mut bytes = Vec::new();
-        let mut protochain = false;
+        let mut protochains = 0;
         visit(&ast, &mut |e| match &e.kind {
             ExprKind::Byte { offset, op: op @ (ByteOp::And | ByteOp::Or), value } => {
                 let op = if *op == ByteOp::And { "&" } else { "|" };
                 bytes.push((e.span, format!("(link[{offset}] {op} {value} != 0)")));
             }
             ExprKind::Primitive(p) if p.qual.addr == Some(AddrKind::ProtoChain) => {
-                protochain = true;
+                protochains += 1;
             }
             _ => {}
         });
@@ -69,7 +78,7 @@ impl Features {
             }
             out
         });
-        Features { byte_spelled_out, protochain }
+        Features { byte_spelled_out, protochain: protochains > 0, protochains }
     }
 }
 
@@ -203,47 +212,58 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
     }
 }
 
-/// Whether the protochain walk over the packet's header chain is still going after
+/// Whether the protochain walk over the packet's header chain needs more than
 /// [`PROTOCHAIN_HOPS`] hops, from any place the network layer may start: the packets on
-/// which weir's unrolled walk answers "not found" where libpcap's loop goes on.
+/// which weir's walk gives up (rejects) where libpcap's loop goes on.
 ///
 /// The walk is followed as the compiled one moves (weir's follows libpcap's): each hop
 /// steps over one IPv6 extension header (next header at byte 0, length in 8-octet units
-/// past the first at byte 1) and then, if one follows, one AH header, whose length
-/// (4-octet units plus 2) becomes the offset itself rather than being added to it (a
-/// libpcap quirk both keep). A load past the captured bytes ends the walk (both abort).
+/// past the first at byte 1) or one AH header, whose length (4-octet units plus 2) becomes
+/// the offset itself rather than being added to it (a libpcap quirk both keep). A load past
+/// the captured bytes ends the walk (both abort). The sought protocol is not known here, so
+/// a chain is "too long" even when the walk would have stopped early at it; only packets
+/// on which the verdicts differ are recognised this way.
 pub fn protochain_walk_exceeds(link: LinkType, data: &[u8]) -> bool {
-    network_starts(link, data).into_iter().any(|net| walk_exceeds(data, net))
+    network_starts(link, data).into_iter().any(|net| walk(data, net).1)
 }
 
-fn walk_exceeds(data: &[u8], net: usize) -> bool {
+/// The most hops a protochain walk makes on the packet, from any place the network layer
+/// may start (at most [`PROTOCHAIN_HOPS`]), whatever protocol it seeks.
+pub fn protochain_walk_hops(link: LinkType, data: &[u8]) -> usize {
+    network_starts(link, data).into_iter().map(|net| walk(data, net).0).max().unwrap_or(0)
+}
+
+/// The hops a walk from `net` makes within [`PROTOCHAIN_HOPS`], and whether it would go
+/// on past them.
+fn walk(data: &[u8], net: usize) -> (usize, bool) {
     let byte = |at: usize| data.get(net.checked_add(at)?).copied();
-    let Some(version) = byte(0).map(|b| b >> 4) else { return false };
+    let Some(version) = byte(0).map(|b| b >> 4) else { return (0, false) };
     let (v6, mut next, mut offset) = match version {
         4 => match (byte(9), byte(0)) {
             (Some(next), Some(first)) => (false, next, usize::from(first & 0xf) * 4),
-            _ => return false,
+            _ => return (0, false),
         },
         6 => match byte(6) {
             Some(next) => (true, next, 40),
-            None => return false,
+            None => return (0, false),
         },
-        _ => return false,
+        _ => return (0, false),
     };
     let is_extension = |n: u8| matches!(n, HOP_BY_HOP | DEST_OPTS | ROUTING | FRAGMENT);
-    for _ in 0..PROTOCHAIN_HOPS {
-        if v6 && is_extension(next) {
-            let (Some(n), Some(len)) = (byte(offset), byte(offset + 1)) else { return false };
-            next = n;
-            offset += (usize::from(len) + 1) * 8;
+    let steps = |n: u8| (v6 && is_extension(n)) || n == AH;
+    for hops in 0..PROTOCHAIN_HOPS {
+        if !steps(next) {
+            return (hops, false);
         }
-        if next == AH {
-            let (Some(n), Some(len)) = (byte(offset), byte(offset + 1)) else { return false };
-            next = n;
-            offset = (usize::from(len) + 2) * 4;
-        }
+        let (Some(n), Some(len)) = (byte(offset), byte(offset + 1)) else { return (hops, false) };
+        offset = if next == AH {
+            (usize::from(len) + 2) * 4
+        } else {
+            offset + (usize::from(len) + 1) * 8
+        };
+        next = n;
     }
-    (v6 && is_extension(next)) || next == AH
+    (PROTOCHAIN_HOPS, steps(next))
 }
 
 /// Whether libpcap's program (with the harness's 17-instruction zeroing prologue) reads a

@@ -119,7 +119,7 @@ impl Emitter {
         self.free.push(reg);
     }
 
-    fn allocate(&mut self) -> Result<u8, EmitError> {
+    pub(super) fn allocate(&mut self) -> Result<u8, EmitError> {
         // `need` sizes every evaluation and `eval_pair` spills before the registers run
         // out, so a register is always free here.
         self.free.pop().ok_or(EmitError::Internal("no value register left"))
@@ -338,7 +338,7 @@ impl Emitter {
     }
 
     /// `dst` = the bytes at `base + off` as the big-endian number they spell.
-    fn packet_read(&mut self, dst: u8, base: u8, off: i16, size: Size) {
+    pub(super) fn packet_read(&mut self, dst: u8, base: u8, off: i16, size: Size) {
         let (load, swap) = match size {
             Size::Byte => (Op::LdxB, None),
             Size::Half => (Op::LdxH, Some(Op::Be16)),

@@ -188,7 +188,7 @@ impl Layout {
                     0
                 }
                 Item::Stmt(insn) | Item::End(insn) => insn_slots(insn),
-                Item::Goto(_) => 1,
+                Item::Goto(_) | Item::Back(_) => 1,
                 Item::Cond { cond, .. } => {
                     let shape = shapes.get(index).copied().flatten().unwrap_or(Shape::Neither);
                     shape.slots(*cond, self.is_far(index))
@@ -255,6 +255,10 @@ pub(super) fn link(flow: &Flow<Insn, Jump>) -> Result<Program, EmitError> {
                 b.push(*insn);
             }
             Item::Goto(target) => goto(&mut b, index, 0, *target)?,
+            // A loop's few instructions back: always within a 16-bit offset.
+            Item::Back(target) => {
+                b.jump(label(*target)?);
+            }
             Item::Cond { cond, t: t_flow, f: f_flow } => {
                 let shape = shapes.get(index).copied().flatten().unwrap_or(Shape::Neither);
                 let (t, f) = (label(*t_flow)?, label(*f_flow)?);

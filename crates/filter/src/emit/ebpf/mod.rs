@@ -50,7 +50,7 @@ use super::bounds::{constant_load_end, max_value};
 use super::flow::{Flow, Label};
 use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
-use crate::ir::{CmpOp, Expr, Filter, Pred, SCRATCH_SLOTS};
+use crate::ir::{chain_proto, Chain, CmpOp, Expr, Filter, Pred, CHAIN_HOP_BUDGET, SCRATCH_SLOTS};
 
 /// What the program returns for a packet the filter accepts: the filter's accept value,
 /// or `XDP_PASS`.
@@ -120,8 +120,12 @@ fn scratch_offset(slot: u8) -> i16 {
     -4 * (i16::from(slot) + 1)
 }
 
-/// Spill slots fill the rest of the 512-byte frame.
-const MAX_SPILLS: u16 = (512 - 4 * SCRATCH_SLOTS as u16) / 4;
+/// Spill slots fill the rest of the 512-byte frame but its last word, the hop counter of
+/// a `protochain` walk.
+const MAX_SPILLS: u16 = (512 - 4 * SCRATCH_SLOTS as u16) / 4 - 1;
+
+/// The hop counter of a [`crate::Chain`] walk, reset by each walk.
+const HOP_COUNTER: i16 = -512;
 
 fn spill_offset(index: u16) -> i16 {
     let below_scratch = 4 * i16::from(SCRATCH_SLOTS);
@@ -342,8 +346,122 @@ impl Emitter {
             }
             Pred::And(parts) => return self.sequence(parts, true, t, f),
             Pred::Or(parts) => return self.sequence(parts, false, t, f),
+            Pred::Chain(chain) => self.chain(chain, t, f)?,
         }
         Ok((self.checked, self.checked))
+    }
+
+    /// A [`Chain`] walk: a bounded loop the verifier explores hop by hop. The next-header
+    /// value and the offset live in registers, the hop count in the frame's last word
+    /// (reset by each walk, so that once a walk has answered, nothing of it is live and
+    /// the verifier prunes what follows as if it were a plain test).
+    fn chain(&mut self, chain: &Chain, t: Label, f: Label) -> Result<(), EmitError> {
+        self.check_constant_loads(&[&chain.next, &chain.offset]);
+        let a = self.eval(&chain.next)?;
+        let x = self.eval(&chain.offset)?;
+        let tmp = self.allocate()?;
+        self.insn(Op::StW, FRAME, 0, HOP_COUNTER, 0);
+        let head = self.flow.label();
+        self.flow.bind(head);
+        let (extension, ah) = (self.flow.label(), self.flow.label());
+        let test = |e: &mut Self, k: u32, to: Label| {
+            let next = e.flow.label();
+            e.flow.cond(Jump::value(Rel::Eq, a, Operand::Imm(k as i32)), to, next);
+            e.flow.bind(next);
+        };
+        test(self, chain.target, t);
+        test(self, chain_proto::NONE, f);
+        for k in chain.extensions() {
+            test(self, k, extension);
+        }
+        if chain.steps_over_ah() {
+            test(self, chain_proto::AH, ah);
+        }
+        self.flow.goto(f);
+        for (label, add, shift, from_x) in [(extension, 1, 3, true), (ah, 2, 2, false)] {
+            self.flow.bind(label);
+            // The hop budget: a hop past it aborts.
+            self.insn(Op::LdxW, tmp, FRAME, HOP_COUNTER, 0);
+            self.reject_if(Jump::value(Rel::Ge, tmp, Operand::Imm(CHAIN_HOP_BUDGET as i32)));
+            self.alu_imm(Op::Add32Imm, tmp, 1);
+            self.insn(Op::StxW, FRAME, tmp, HOP_COUNTER, 0);
+            // a = pkt[base + x], tmp = pkt[base + x + 1].
+            if !self.chain_bytes(chain.base, a, x, tmp) {
+                continue;
+            }
+            self.alu_imm(Op::Add32Imm, tmp, add);
+            self.alu_imm(Op::Lsh32Imm, tmp, shift);
+            if from_x {
+                self.alu_reg(Op::Add32Reg, x, tmp);
+            } else {
+                self.alu_reg(Op::Mov32Reg, x, tmp);
+            }
+            if self.target == PacketAccess::Xdp {
+                self.widen_chain_offset(x);
+            }
+            self.flow.back(head);
+        }
+        self.release(tmp);
+        self.release(x);
+        self.release(a);
+        Ok(())
+    }
+
+    /// Forgets what the verifier knows of the walk's offset `x` beyond "below 2^17",
+    /// without changing it, so that the states it reaches the loop head with, one per hop
+    /// and path, collapse into a few the verifier prunes (with exact ranges, every path
+    /// through a chain of extension and AH headers is a state of its own, and a walk
+    /// exceeds the verifier's million instructions). `x` is below 2^17 here: below 2^16
+    /// after the bound check of `chain_bytes`, plus at most 2,048. Adding 2^17 makes the
+    /// verifier see a value a shift by 47 may overflow, so it drops the bounds; the shifts
+    /// leave the real value as it was.
+    fn widen_chain_offset(&mut self, x: u8) {
+        self.alu_imm(Op::Add64Imm, x, 1 << 17);
+        self.alu_imm(Op::Lsh64Imm, x, 47);
+        self.alu_imm(Op::Rsh64Imm, x, 47);
+    }
+
+    /// `a` = the byte at `base + x`, `tmp` = the one after it; false (after a jump to the
+    /// reject exit) when no packet holds them.
+    fn chain_bytes(&mut self, base: u32, a: u8, x: u8, tmp: u8) -> bool {
+        match self.target {
+            PacketAccess::SkBuff => {
+                let Some(second) = base.checked_add(1).filter(|&k| k <= LEGACY_MAX_OFFSET) else {
+                    self.abort();
+                    return false;
+                };
+                // `x` stays far below 2^31: it grows by at most 2,048 past a byte read.
+                self.insn(Op::LdIndB, 0, x, 0, base as i32);
+                self.alu_reg(Op::Mov32Reg, a, R0);
+                self.insn(Op::LdIndB, 0, x, 0, second as i32);
+                self.alu_reg(Op::Mov32Reg, tmp, R0);
+                true
+            }
+            PacketAccess::Xdp => {
+                let Some(limit) = base.checked_add(2).and_then(|n| XDP_MAX_END.checked_sub(n))
+                else {
+                    self.abort();
+                    return false;
+                };
+                self.reject_if(Jump::wide(Rel::Gt, x, Operand::Imm(limit as i32)));
+                self.alu_reg(Op::Mov64Reg, XDP_TMP, XDP_DATA);
+                self.alu_reg(Op::Add64Reg, XDP_TMP, x);
+                // `base` is below 65533 here; an `i16` offset takes most of them.
+                let off = match i16::try_from(base) {
+                    Ok(off) if off < i16::MAX => off,
+                    _ => {
+                        self.alu_imm(Op::Add64Imm, XDP_TMP, base as i32);
+                        0
+                    }
+                };
+                self.alu_reg(Op::Mov64Reg, tmp, XDP_TMP);
+                self.alu_imm(Op::Add64Imm, tmp, i32::from(off) + 2);
+                self.reject_if(Jump::wide(Rel::Gt, tmp, Operand::Reg(XDP_DATA_END)));
+                self.packet_read(a, XDP_TMP, off, crate::ir::Size::Byte);
+                self.packet_read(tmp, XDP_TMP, off + 1, crate::ir::Size::Byte);
+                true
+            }
+        }
     }
 
     /// `and` (`all`) or `or`: each part but the last continues to the next one on the
