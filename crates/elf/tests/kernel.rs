@@ -3,14 +3,11 @@
 //! offsets and the linked bpf-to-bpf calls right. Skipped (with a `SKIPPED:` line) where
 //! `bpf()` is out of reach.
 
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use weir_elf::{ObjectSpec, ProgramSpec};
-use weir_isa::ebpf::{encode_bytes, Insn, Op};
-use weir_program::RelocTarget;
-use weir_sys::kernel::KernelMap;
-use weir_sys::kernel::{self, Kernel, LoadedProgram};
+use weir_sys::kernel::{self, KernelMap, LoadedProgram};
+use weir_testkit::kernel_object;
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/bpf")
@@ -18,50 +15,12 @@ fn dir() -> PathBuf {
 
 /// Creates the object's maps (with the initial contents of `.data`/`.rodata`).
 fn create_maps(object: &ObjectSpec) -> Vec<KernelMap> {
-    let kernel = Kernel::new();
-    object
-        .maps
-        .iter()
-        .map(|m| {
-            let s = &m.spec;
-            let map = kernel
-                .map_create(s.map_type, s.key_size, s.value_size, s.max_entries, s.flags)
-                .unwrap_or_else(|e| panic!("map {}: {e}", s.name));
-            if let Some(initial) = &m.initial {
-                map.update(Some(&0u32.to_ne_bytes()), initial, 0).unwrap();
-            }
-            map
-        })
-        .collect()
-}
-
-/// The program's bytes with its map references bound to the maps' descriptors
-/// (`lddw map_fd` / `lddw map_value`, the forms a load without `fd_array` takes).
-fn bind(prog: &ProgramSpec, maps: &[KernelMap]) -> Vec<u8> {
-    let mut insns: Vec<Insn> = prog.program.insns().to_vec();
-    for r in prog.program.relocations() {
-        let dst = insns[r.slot].dst;
-        insns[r.slot] = match r.target {
-            RelocTarget::Map { map } => {
-                Insn::new(Op::LddwMapFd, dst, 1, 0, i64::from(maps[map].as_raw_fd()))
-            }
-            RelocTarget::MapValue { map, offset } => Insn::new(
-                Op::LddwMapValue,
-                dst,
-                2,
-                0,
-                i64::from(maps[map].as_raw_fd()) | (i64::from(offset) << 32),
-            ),
-        };
-    }
-    encode_bytes(&insns)
+    kernel_object::create_maps(object.maps.iter().map(|m| (&m.spec, m.initial.as_deref()))).unwrap()
 }
 
 fn load(prog: &ProgramSpec, maps: &[KernelMap]) -> LoadedProgram {
-    let prog_type = prog.program.prog_type().unwrap();
-    Kernel::new().load(prog_type, &bind(prog, maps)).unwrap_or_else(|e| {
-        panic!("{} [{}]: the kernel refused it: {}", prog.name, prog.section, e.reason())
-    })
+    kernel_object::load(&prog.program, maps)
+        .unwrap_or_else(|e| panic!("{} [{}]: {e}", prog.name, prog.section))
 }
 
 #[test]

@@ -164,7 +164,9 @@ mod run_field {
     pub const PROG_FD: usize = 0;
     pub const RETVAL: usize = 4;
     pub const DATA_SIZE_IN: usize = 8;
+    pub const DATA_SIZE_OUT: usize = 12;
     pub const DATA_IN: usize = 16;
+    pub const DATA_OUT: usize = 24;
     pub const REPEAT: usize = 32;
     pub const DURATION: usize = 36;
 }
@@ -493,6 +495,37 @@ impl LoadedProgram {
             retval: get_u32(&attr, run_field::RETVAL),
             duration_ns: get_u32(&attr, run_field::DURATION),
         })
+    }
+
+    /// Runs the program once on `data` (as [`test_run`](Self::test_run)) and returns the
+    /// packet as the program left it (`data_out`: for XDP `[data, data_end)` after
+    /// `bpf_xdp_adjust_head`/`_tail`; for the skb types the whole buffer, for a socket
+    /// filter the frame without its Ethernet header as the program saw it). `out_capacity`
+    /// bytes are offered; a longer packet fails with `ENOSPC` as the kernel says.
+    pub fn test_run_out(&self, data: &[u8], out_capacity: usize) -> io::Result<(TestRun, Vec<u8>)> {
+        let fd = u32::try_from(self.fd.as_raw_fd())
+            .map_err(|_| io::Error::other("descriptor out of range"))?;
+        let too_large = || io::Error::new(io::ErrorKind::InvalidInput, "packet too large");
+        let data_size_in = u32::try_from(data.len()).map_err(|_| too_large())?;
+        let size_out = u32::try_from(out_capacity).map_err(|_| too_large())?;
+        let mut out = vec![0u8; out_capacity];
+        let mut attr = [0u8; TEST_RUN_ATTR_SIZE];
+        put_u32(&mut attr, run_field::PROG_FD, fd);
+        put_u32(&mut attr, run_field::DATA_SIZE_IN, data_size_in);
+        put_u64(&mut attr, run_field::DATA_IN, data.as_ptr() as u64);
+        put_u32(&mut attr, run_field::DATA_SIZE_OUT, size_out);
+        put_u64(&mut attr, run_field::DATA_OUT, out.as_mut_ptr() as u64);
+        put_u32(&mut attr, run_field::REPEAT, 1);
+        // SAFETY: `data_in` points at `data_size_in` readable bytes of `data`, `data_out`
+        // at `data_size_out` writable bytes of `out`; both outlive the call.
+        unsafe { self.sys.bpf(Cmd::ProgTestRun, &mut attr) }?;
+        let written = get_u32(&attr, run_field::DATA_SIZE_OUT) as usize;
+        out.truncate(written.min(out_capacity));
+        let run = TestRun {
+            retval: get_u32(&attr, run_field::RETVAL),
+            duration_ns: get_u32(&attr, run_field::DURATION),
+        };
+        Ok((run, out))
     }
 }
 
@@ -840,6 +873,23 @@ mod tests {
         assert_eq!(err.error.kind(), io::ErrorKind::InvalidInput);
         assert!(kernel.load(ProgType::Xdp, &[]).is_err());
         assert!(fake.calls().is_empty());
+    }
+
+    #[test]
+    fn a_test_run_with_data_out_offers_the_buffer() {
+        let (fake, kernel) = fake([FakeReply::Ok, FakeReply::Run { retval: 2, duration_ns: 1 }]);
+        let prog = kernel.load(ProgType::Xdp, &RETURN_LEN).unwrap();
+        let packet = [0x11u8; 60];
+        let (run, out) = prog.test_run_out(&packet, 100).unwrap();
+        assert_eq!(run.retval, 2);
+        // The fake leaves data_size_out as offered: the whole (zeroed) buffer comes back.
+        assert_eq!(out.len(), 100);
+        let call = &fake.calls()[1];
+        assert_eq!(call.u32_at(run_field::DATA_SIZE_IN), 60);
+        assert_eq!(call.u32_at(run_field::DATA_SIZE_OUT), 100);
+        assert_ne!(call.u64_at(run_field::DATA_OUT), 0);
+        assert_eq!(call.u32_at(run_field::REPEAT), 1);
+        assert_eq!(call.data, packet);
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod corpus;
 pub mod ebpf_gen;
 mod edge;
 pub mod filter_gen;
+pub mod kernel_object;
 mod linkedge;
 mod netedge;
 mod pcap;

@@ -10,4 +10,5 @@ mod never_panics;
 mod output;
 mod plugin;
 mod rejects_all;
+mod run;
 mod tcpdump_habits;

@@ -1,0 +1,4 @@
+//! The crate's integration tests as one binary; run one with
+//! `cargo test --release -p weir --test integration MODULE::`.
+
+mod kernel;
