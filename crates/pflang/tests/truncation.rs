@@ -37,7 +37,7 @@
 use std::collections::BTreeMap;
 
 use weir_cbpf::translate::sk_buff_context;
-use weir_cbpf::{CbpfFilter, PacketMeta};
+use weir_cbpf::{CbpfFilter, CbpfValidateErrorKind, PacketMeta};
 use weir_filter::emit::{cbpf, ebpf};
 use weir_filter::{Evaluator, Filter};
 use weir_interp::{Config, Input, Interpreter};
@@ -157,7 +157,14 @@ impl Engines {
         let verified = weir_program::Verified::structural(program).map_err(|e| e.to_string())?;
         let ebpf = Interpreter::new(&verified, bindings, Config::default());
         let insns = cbpf::emit(&optimized).map_err(|e| format!("classic BPF: {e}"))?;
-        let cbpf = CbpfFilter::new(&insns).map_err(|e| format!("classic BPF invalid: {e}"))?;
+        // A protochain loop jumps backward, as libpcap's does: libpcap's rules admit it.
+        let cbpf = match CbpfFilter::new(&insns) {
+            Err(e) if matches!(e.kind, CbpfValidateErrorKind::BackwardJump { .. }) => {
+                CbpfFilter::new_libpcap(&insns)
+            }
+            other => other,
+        }
+        .map_err(|e| format!("classic BPF invalid: {e}"))?;
         Ok(Engines { link, plain, optimized, native, ebpf, cbpf })
     }
 
