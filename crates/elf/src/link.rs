@@ -156,7 +156,7 @@ impl<'s, 'a> Linker<'s, 'a> {
     pub fn link(
         &self,
         main: &Function<'a>,
-        prog_type: ProgType,
+        prog_type: Option<ProgType>,
     ) -> Result<(Program, usize), ElfError> {
         let mut out: Vec<Insn> = Vec::new();
         let mut relocations: Vec<Relocation> = Vec::new();
@@ -206,12 +206,22 @@ impl<'s, 'a> Linker<'s, 'a> {
                         Op::CallKfunc => {
                             return Err(unsupported(sec.name, offset, "kfunc call".into()));
                         }
+                        // Without a relocation the address is relative to the instruction:
+                        // it stays right when it lands inside the same function, which is
+                        // copied whole (hand-made objects such as the conformance runner's).
                         Op::LddwFunc => {
-                            return Err(unsupported(
-                                sec.name,
-                                offset,
-                                "lddw of a function (callback)".into(),
-                            ));
+                            let target = (slot as i64)
+                                .checked_add(insn.imm)
+                                .and_then(|t| t.checked_add(1))
+                                .and_then(|t| usize::try_from(t).ok());
+                            if !target.is_some_and(|t| t >= f.start && t < f.start + f.len) {
+                                return Err(unsupported(
+                                    sec.name,
+                                    offset,
+                                    "lddw of a function (callback)".into(),
+                                ));
+                            }
+                            None
                         }
                         _ => None,
                     },
@@ -241,7 +251,10 @@ impl<'s, 'a> Linker<'s, 'a> {
             }
         }
         let main_slots = main.len;
-        let mut program = Program::from_insns(out).with_prog_type(prog_type);
+        let mut program = Program::from_insns(out);
+        if let Some(prog_type) = prog_type {
+            program = program.with_prog_type(prog_type);
+        }
         for spec in self.maps {
             program.add_map(spec.clone());
         }

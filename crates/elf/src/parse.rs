@@ -353,7 +353,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
                 });
                 continue;
             };
-            match linker.link(&func, prog_type) {
+            match linker.link(&func, Some(prog_type)) {
                 Ok((program, main_slots)) => {
                     total = total.saturating_add(program.len());
                     if total > MAX_TOTAL_SLOTS {
@@ -380,6 +380,25 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
                     section: sec.name.to_owned(),
                     error,
                 }),
+            }
+        }
+    }
+    // An object whose only code is `.text` (the conformance suite's ELF writer makes one: a
+    // global `main` in `.text`, no program section) has its global functions as programs, of
+    // no declared type; libbpf would find no program in it.
+    if programs.is_empty() && refused.is_empty() {
+        if let Some(i) = secs.iter().position(|sec| sec.is_code() && sec.name == ".text") {
+            for func in linker.functions(i).iter().filter(|f| f.global).cloned().collect::<Vec<_>>()
+            {
+                let (program, main_slots) = linker.link(&func, None)?;
+                programs.push(ProgramSpec {
+                    name: func.name.to_owned(),
+                    section: ".text".to_owned(),
+                    section_offset: func.start as u64 * 8,
+                    program,
+                    main_slots,
+                    license: license.clone(),
+                });
             }
         }
     }

@@ -35,6 +35,7 @@ pub use weir_program::{abi::Bindings, ProgType, Program, Verified};
 /// line prints classic BPF and eBPF listings, parses classic programs, prints packets).
 /// What runs something goes through the facade's own functions and types.
 pub use weir_cbpf as cbpf;
+pub use weir_elf as elf;
 pub use weir_isa as isa;
 pub use weir_packet as packet;
 pub use weir_pflang as pflang;

@@ -39,8 +39,9 @@ pub struct PluginArgs {
     /// runner's `--plugin_options "--engine jit"`).
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<weir::Engine>,
-    /// The program on standard input is an ELF object (the runner's `--elf 1`). Refused until
-    /// weir reads ELF objects: bytecode only today.
+    /// The program on standard input is an ELF object, as hex bytes (the runner's `--elf 1`):
+    /// its function `main` (in `.text`, or `xdp` with the runner's XDP prolog), or its only
+    /// program.
     #[arg(long)]
     pub elf: bool,
 }
@@ -113,21 +114,39 @@ pub fn run(args: &PluginArgs) -> Result<ExitCode, String> {
     // Read the whole input first, even when refusing it, so that the runner's write to the
     // pipe never fails.
     let bytes = input::read(stdin)?;
-    if args.elf {
-        return Err("--elf: weir does not read ELF objects yet (the ELF loader is still to \
-                    come); run the conformance runner without --elf to pass bytecode"
-            .into());
-    }
     let text = input::text(stdin, &bytes)?;
     let code = hex::parse_bytes(text).map_err(|e| format!("program: {e}"))?;
     let mut mem = match &args.memory {
         Some(m) => hex::parse_bytes(m).map_err(|e| format!("memory: {e}"))?,
         None => Vec::new(),
     };
-    let program = Program::from_bytes(&code).map_err(|e| e.to_string())?;
+    let program = if args.elf {
+        elf_program(&code)?
+    } else {
+        Program::from_bytes(&code).map_err(|e| e.to_string())?
+    };
     let program = Verified::structural(program).map_err(|e| format!("validation: {e}"))?;
     let engine = EngineRequest { engine: args.engine, explain: false };
     let r0 = run_on(engine, &program, &mut mem, None)?;
     crate::out::line(&format!("{r0:x}"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The program of an ELF object as the runner writes one (`--elf`): the function `main`, or
+/// the object's only program. Its instructions run as bytecode would: maps (which the
+/// runner never writes into these objects) are refused.
+fn elf_program(bytes: &[u8]) -> Result<Program, String> {
+    let object = weir::elf::ObjectSpec::parse(bytes).map_err(|e| format!("ELF: {e}"))?;
+    let spec = match object.program("main") {
+        Ok(spec) => spec,
+        Err(_) if object.programs.len() == 1 => &object.programs[0],
+        Err(e) => return Err(format!("ELF: {e}")),
+    };
+    if !spec.program.relocations().is_empty() {
+        return Err(format!(
+            "ELF: program `{}` uses maps, which the plugin does not run",
+            spec.name
+        ));
+    }
+    Ok(Program::from_insns(spec.program.insns().to_vec()))
 }

@@ -87,7 +87,9 @@ fn run_as_runner(via: Via, program: &[u8], mem: &[u8], options: &str, elf: bool)
     let mut stdin = child.stdin.take().unwrap();
     // The runner ignores SIGPIPE and a failed write: a plugin may refuse its arguments
     // before it reads the program.
-    let _ = writeln!(stdin, "{}", base16(program));
+    // In ELF mode the runner wraps the bytecode in an object of its own making.
+    let sent = if elf { runner_elf(".text", "main", program) } else { program.to_vec() };
+    let _ = writeln!(stdin, "{}", base16(&sent));
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     let joined = |bytes: &[u8]| String::from_utf8_lossy(bytes).lines().collect::<String>();
@@ -155,14 +157,97 @@ fn errors_are_one_line_on_stderr_as_the_runner_compares_them() {
     }
 }
 
-#[test]
-fn elf_mode_is_refused_until_weir_reads_elf() {
-    let program = bytes_of("mov %r0, 1\nexit");
-    for via in [Via::Link, Via::Subcommand] {
-        let seen = run_as_runner(via, &program, &[1], "--engine interp", true);
-        let Seen::Error(text) = seen else { panic!("{via:?}: --elf was not refused: {seen:?}") };
-        assert!(text.contains("--elf") && text.contains("ELF"), "{text}");
+/// An ELF object laid out as the runner's writer lays it out (its `bpf_writer_classic`, read
+/// for its format): a relocatable EM_BPF file with `.shstrtab` (also the symbol names'
+/// string table), `.symtab` (a null symbol and one global function) and the code section.
+fn runner_elf(section: &str, function: &str, code: &[u8]) -> Vec<u8> {
+    let mut strtab = vec![0u8];
+    let mut name = |s: &str| {
+        let at = strtab.len() as u32;
+        strtab.extend_from_slice(s.as_bytes());
+        strtab.push(0);
+        at
+    };
+    let (shstrtab_name, symtab_name, code_name, function_name) =
+        (name(".shstrtab"), name(".symtab"), name(section), name(function));
+    let mut symtab = vec![0u8; 24];
+    symtab.extend_from_slice(&function_name.to_le_bytes());
+    symtab.push(0x12); // STB_GLOBAL << 4 | STT_FUNC
+    symtab.push(0);
+    symtab.extend_from_slice(&3u16.to_le_bytes()); // the code section
+    symtab.extend_from_slice(&0u64.to_le_bytes());
+    symtab.extend_from_slice(&(code.len() as u64).to_le_bytes());
+    let mut file = vec![0u8; 64];
+    let place = |file: &mut Vec<u8>, data: &[u8]| {
+        while !file.len().is_multiple_of(8) {
+            file.push(0);
+        }
+        let at = file.len() as u64;
+        file.extend_from_slice(data);
+        at
+    };
+    let strtab_at = place(&mut file, &strtab);
+    let symtab_at = place(&mut file, &symtab);
+    let code_at = place(&mut file, code);
+    while !file.len().is_multiple_of(8) {
+        file.push(0);
     }
+    let shoff = file.len() as u64;
+    // (name, type, flags, offset, size, link, info, align, entsize)
+    type SectionHeader = (u32, u32, u64, u64, u64, u32, u32, u64, u64);
+    let headers: [SectionHeader; 4] = [
+        (0, 0, 0, 0, 0, 0, 0, 0, 0),
+        (shstrtab_name, 3, 0, strtab_at, strtab.len() as u64, 0, 0, 1, 0),
+        (symtab_name, 2, 0, symtab_at, symtab.len() as u64, 1, 1, 8, 24),
+        (code_name, 1, 6, code_at, code.len() as u64, 0, 0, 8, 0),
+    ];
+    for (name, kind, flags, offset, size, link, info, align, entsize) in headers {
+        file.extend_from_slice(&name.to_le_bytes());
+        file.extend_from_slice(&kind.to_le_bytes());
+        file.extend_from_slice(&flags.to_le_bytes());
+        file.extend_from_slice(&0u64.to_le_bytes());
+        file.extend_from_slice(&offset.to_le_bytes());
+        file.extend_from_slice(&size.to_le_bytes());
+        file.extend_from_slice(&link.to_le_bytes());
+        file.extend_from_slice(&info.to_le_bytes());
+        file.extend_from_slice(&align.to_le_bytes());
+        file.extend_from_slice(&entsize.to_le_bytes());
+    }
+    let mut header = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    header.extend_from_slice(&1u16.to_le_bytes()); // ET_REL
+    header.extend_from_slice(&247u16.to_le_bytes()); // EM_BPF
+    header.extend_from_slice(&1u32.to_le_bytes());
+    header.extend_from_slice(&0u64.to_le_bytes()); // entry
+    header.extend_from_slice(&0u64.to_le_bytes()); // phoff
+    header.extend_from_slice(&shoff.to_le_bytes());
+    header.extend_from_slice(&0u32.to_le_bytes()); // flags
+    header.extend_from_slice(&64u16.to_le_bytes());
+    header.extend_from_slice(&0u16.to_le_bytes());
+    header.extend_from_slice(&0u16.to_le_bytes());
+    header.extend_from_slice(&64u16.to_le_bytes());
+    header.extend_from_slice(&4u16.to_le_bytes()); // sections
+    header.extend_from_slice(&1u16.to_le_bytes()); // .shstrtab
+    file[..64].copy_from_slice(&header);
+    file
+}
+
+#[test]
+fn elf_mode_runs_the_runners_objects() {
+    // r0 = the memory length + the first byte.
+    let program = bytes_of("ldxb %r0, [%r1]\nadd %r0, %r2\nexit");
+    for via in [Via::Link, Via::Subcommand] {
+        for engine in ["jit", "interp"] {
+            let seen = run_as_runner(via, &program, &[5, 9], &format!("--engine {engine}"), true);
+            assert_eq!(seen, Seen::Value(7), "{via:?} {engine}");
+        }
+    }
+    // The XDP prolog's section name.
+    let elf = runner_elf("xdp", "main", &program);
+    let object = weir::elf::ObjectSpec::parse(&elf).unwrap();
+    assert_eq!(object.programs.len(), 1);
+    // Not an ELF object: one line naming the problem.
+    let seen = run_as_runner(Via::Subcommand, &[], &[1], "", false);
+    assert!(matches!(seen, Seen::Error(_)), "{seen:?}");
 }
 
 /// Every case of weir's corpus that expects a result gives that result through the plugin, on
@@ -186,12 +271,13 @@ fn the_corpus_through_the_plugin() {
         };
         let bytes: Vec<u8> =
             weir_isa::ebpf::encode(program.insns()).iter().flat_map(|r| r.to_bytes()).collect();
-        for engine in ["jit", "interp"] {
+        for (engine, elf) in [("jit", false), ("interp", false), ("interp", true)] {
             let seen =
-                run_as_runner(Via::Link, &bytes, &case.mem, &format!("--engine {engine}"), false);
+                run_as_runner(Via::Link, &bytes, &case.mem, &format!("--engine {engine}"), elf);
             ran += 1;
             if seen != Seen::Value(*want) {
-                failures.push(format!("{name} [{engine}]: expected {want:#x}, saw {seen:?}"));
+                let mode = if elf { ", --elf" } else { "" };
+                failures.push(format!("{name} [{engine}{mode}]: expected {want:#x}, saw {seen:?}"));
             }
         }
     }
