@@ -53,7 +53,13 @@ a file with several hard links is written in place, and -w naming the -r file is
 
 A capture that is damaged midway is processed up to the damage and weir exits with status 1,
 naming the record and byte offset where it stopped. With -w the output file is kept: it is
-a valid capture holding the matching packets before that record, and the message says so.")]
+a valid capture holding the matching packets before that record, and the message says so.
+
+Without -r, weir captures live from -i IFACE (or the default interface, as tcpdump picks it;
+root or CAP_NET_RAW needed). The filter runs in the kernel as classic BPF when it fits, else
+as an eBPF socket filter, else in user space (--explain says which). -c or Ctrl-C ends the
+capture; -w then holds a complete pcap, and tcpdump's three statistics lines follow on
+standard error.")]
 pub struct FilterArgs {
     /// Capture file to read (pcap or pcapng); `-` reads standard input. Without -r (and
     /// without -i), weir captures from the default interface, as tcpdump does.

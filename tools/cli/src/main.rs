@@ -39,8 +39,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a tcpdump filter expression over a capture file: print, count or write the
-    /// matching packets.
+    /// Run a tcpdump filter expression over a capture file or a live interface: print, count
+    /// or write the matching packets.
     Filter(Box<filter::FilterArgs>),
     /// Compile a tcpdump filter expression and print the program (classic BPF or eBPF).
     Compile(compile::CompileArgs),
