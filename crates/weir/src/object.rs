@@ -235,7 +235,9 @@ impl Loaded {
                 return Ok(0);
             };
             let input = Input::new().ctx(ctx).packet(buffer).span(span).env(&mut self.env);
-            let outcome = session.run(input)?;
+            let outcome = session.run(input);
+            self.env.end_run();
+            let outcome = outcome?;
             match self.env.take_tail_call() {
                 Some(next) => {
                     current = next as usize;
@@ -280,7 +282,9 @@ impl Loaded {
                 return Ok(0);
             };
             let input = Input::new().ctx(ctx).packet(buffer).span(span).env(&mut self.env);
-            let outcome = session.run(input)?;
+            let outcome = session.run(input);
+            self.env.end_run();
+            let outcome = outcome?;
             let Some(next) = self.env.take_tail_call() else {
                 return Ok(outcome.r0);
             };
@@ -302,22 +306,40 @@ impl Loaded {
         let put =
             |ctx: &mut Vec<u8>, o: usize, v: u32| ctx[o..o + 4].copy_from_slice(&v.to_le_bytes());
         put(&mut ctx, 0, buffer.len() as u32);
-        let proto = frame.get(12..14).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
         // skb->protocol is big-endian in its 32-bit field.
-        put(&mut ctx, 16, u32::from(proto.to_be()));
+        put(&mut ctx, 16, u32::from(eth_type_trans(frame).to_be()));
+        // pkt_type as eth_type_trans gives it on the test run's loopback device, whose
+        // address and broadcast address are all zeros: a multicast destination (also
+        // ff:ff:ff:ff:ff:ff) is PACKET_MULTICAST, 00:00:00:00:00:00 PACKET_HOST, any other
+        // PACKET_OTHERHOST.
         let pkt_type = match frame.first() {
-            Some(b) if frame.get(..6) == Some(&[0xff; 6][..]) && *b == 0xff => 1,
             Some(b) if b & 1 == 1 => 2,
             Some(_) if frame.get(..6) == Some(&[0; 6][..]) => 0,
             _ => 3,
         };
         put(&mut ctx, 4, pkt_type);
-        put(&mut ctx, 40, 1); // ifindex: the test run's loopback
-        put(&mut ctx, 36, 1);
+        // ifindex: the loopback's; ingress_ifindex (skb_iif) stays 0 without a ctx_in, as
+        // do the other fields weir leaves zero (mark, priority, hash, vlan_*, tc_index,
+        // tc_classid, napi_id, tstamp, wire_len, gso_*, hwtstamp).
+        put(&mut ctx, 40, 1);
         self.env.begin_packet(PacketBounds::default());
         let span = PacketSpan { meta: 0, data: 0, end: buffer.len() };
         let ret = self.chain(&mut ctx, &mut buffer, span)?;
         Ok(Verdict { ret, packet: buffer })
+    }
+}
+
+/// `skb->protocol` as the kernel's `eth_type_trans` gives it: the EtherType, or for an
+/// 802.3 length field `ETH_P_802_3` (raw IPX, `ff ff` after the header) or `ETH_P_802_2`.
+fn eth_type_trans(frame: &[u8]) -> u16 {
+    let proto = frame.get(12..14).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+    if proto >= 0x0600 {
+        return proto;
+    }
+    if frame.get(14..16) == Some(&[0xff, 0xff][..]) {
+        0x0001
+    } else {
+        0x0004
     }
 }
 
@@ -427,11 +449,42 @@ mod tests {
             ("testdata/bpf/tc_knob.o", None),
             ("testdata/bpf/socket_filter.o", None),
             ("testdata/bpf/tail_call.o", Some("xdp_dispatch")),
+            ("testdata/bpf/tc_fields.o", None),
+            ("testdata/bpf/ringbuf.o", None),
         ] {
             let interp = run_all(path, prog, Engine::Interp);
             let jit = run_all(path, prog, Engine::Jit);
             assert_eq!(interp, jit, "{path}");
         }
+        // ringbuf.o: every packet reserved a record; the consumer reads the submitted ones
+        // (each starts with the frame's length), in order, and skips the discarded.
+        let bytes =
+            std::fs::read(format!("{}/../../testdata/bpf/ringbuf.o", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        let object = Object::open(&bytes).unwrap();
+        let mut loaded = object.load(0, Some(Engine::Jit), 0).unwrap();
+        let frames = frames();
+        let verdicts: Vec<u64> = frames.iter().map(|f| loaded.run(f).unwrap().ret).collect();
+        let count = |slot: u32| {
+            let counts = object.maps().iter().find(|m| m.spec().name == "counts").unwrap();
+            let v = counts.lookup_all(&slot.to_ne_bytes()).unwrap();
+            u64::from_ne_bytes(v[..8].try_into().unwrap())
+        };
+        assert_eq!(count(0) + count(1) + count(2), frames.len() as u64);
+        assert!(count(0) > 0 && count(1) > 0, "{} {}", count(0), count(1));
+        let ring = object.maps().iter().find(|m| m.spec().name == "events").unwrap();
+        let mut lens = Vec::new();
+        ring.ring_buf()
+            .unwrap()
+            .consume(|r| lens.push(u64::from_ne_bytes(r[..8].try_into().unwrap())));
+        let submitted: Vec<u64> = frames
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, &v)| v == 3)
+            .map(|(f, _)| f.len() as u64)
+            .collect();
+        assert_eq!(lens, submitted);
+
         // The counter counted every packet by protocol byte.
         let (verdicts, maps) = run_all("testdata/bpf/xdp_counter.o", None, Engine::Jit);
         assert!(verdicts.iter().all(|v| v.ret == 2));

@@ -32,7 +32,7 @@ struct Case {
     tail: Option<(&'static str, u32, &'static str)>,
 }
 
-const CASES: [Case; 4] = [
+const CASES: [Case; 6] = [
     Case { file: "xdp_counter.o", entry: "xdp_count", tail: None },
     Case { file: "tc_knob.o", entry: "tc_filter", tail: None },
     Case { file: "socket_filter.o", entry: "tcp_only", tail: None },
@@ -41,6 +41,8 @@ const CASES: [Case; 4] = [
         entry: "xdp_dispatch",
         tail: Some(("jump_table", 0, "xdp_target")),
     },
+    Case { file: "tc_fields.o", entry: "tc_fields", tail: None },
+    Case { file: "ringbuf.o", entry: "xdp_ringbuf", tail: None },
 ];
 
 fn object_bytes(file: &str) -> Vec<u8> {
@@ -140,6 +142,11 @@ fn compare_maps(
     let mut diffs = Vec::new();
     for ((m, kmap), wmap) in spec.maps.iter().zip(kernel).zip(object.maps()) {
         let s = &m.spec;
+        // The kernel does not iterate a ring buffer (ENOTSUPP); what a program did with
+        // one shows in its other maps (ringbuf.o counts its reservations).
+        if s.map_type == MapType::RingBuf {
+            continue;
+        }
         let theirs = kernel_object::dump(kmap, s.key_size as usize).unwrap();
         let ours = weir_dump(wmap);
         *entries += theirs.len();
