@@ -417,6 +417,127 @@ impl Object {
     }
 }
 
+/// A byte list of the `maps_json` form: `"0x1f"` strings (or decimal ones) or numbers, each
+/// 0 to 255.
+fn json_bytes(value: Option<&serde_json::Value>, what: &str) -> Result<Vec<u8>, String> {
+    let list = value
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| format!("`{what}` must be a list of bytes"))?;
+    list.iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let n = match item {
+                serde_json::Value::Number(n) => n.as_u64(),
+                serde_json::Value::String(t) => match t.strip_prefix("0x") {
+                    Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                    None => t.parse().ok(),
+                },
+                _ => None,
+            };
+            n.and_then(|n| u8::try_from(n).ok())
+                .ok_or_else(|| format!("`{what}` byte {i}: {item} is not a byte"))
+        })
+        .collect()
+}
+
+fn check_len(bytes: &[u8], size: u32, what: &str) -> Result<(), String> {
+    if bytes.len() == size as usize {
+        Ok(())
+    } else {
+        Err(format!("`{what}` has {} bytes, the map's {what}s {size}", bytes.len()))
+    }
+}
+
+impl Object {
+    /// Preloads maps from JSON of the [`maps_json`](Self::maps_json) form (`bpftool -j map
+    /// dump`'s): `{"<map name>": [entries]}`, each entry `{"key": [bytes], "value":
+    /// [bytes]}`; per-CPU maps `"values": [{"cpu": N, "value": [bytes]}]` (CPUs weir does
+    /// not run are ignored, missing ones zero); program arrays the program's name as the
+    /// value; queues and stacks a value each, pushed in order; LPM keys the kernel's
+    /// `prefixlen` and data bytes. Maps the file does not name keep their contents; a ring
+    /// buffer takes no entries. Errors name the map and the entry.
+    pub fn load_maps_json(&self, text: &str) -> Result<(), String> {
+        let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let maps = doc.as_object().ok_or("expected an object of map names")?;
+        for (name, entries) in maps {
+            let map = self
+                .maps
+                .iter()
+                .find(|m| m.spec().name == *name)
+                .ok_or_else(|| format!("map `{name}`: the object has no such map"))?;
+            let entries = entries
+                .as_array()
+                .ok_or_else(|| format!("map `{name}`: expected a list of entries"))?;
+            for (i, entry) in entries.iter().enumerate() {
+                self.load_entry(map, entry).map_err(|e| format!("map `{name}` entry {i}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn load_entry(&self, map: &Map, entry: &serde_json::Value) -> Result<(), String> {
+        let spec = map.spec();
+        let field = |name: &str| entry.get(name);
+        let update = |key: &[u8], value: &[u8]| {
+            map.update_all(key, value, 0).map_err(|e| format!("cannot store it: {e}"))
+        };
+        match map.map_type() {
+            MapType::RingBuf => Err("a ring buffer cannot be preloaded".into()),
+            MapType::Queue | MapType::Stack => {
+                let value = json_bytes(field("value"), "value")?;
+                check_len(&value, spec.value_size, "value")?;
+                update(&[], &value)
+            }
+            MapType::ProgArray => {
+                let key = json_bytes(field("key"), "key")?;
+                check_len(&key, spec.key_size, "key")?;
+                let name = field("value")
+                    .and_then(|v| v.as_str())
+                    .ok_or("`value` must be a program's name")?;
+                let index = self
+                    .programs
+                    .iter()
+                    .position(|p| p.name == name)
+                    .ok_or_else(|| format!("the object has no program `{name}`"))?;
+                update(&key, &(index as u32).to_ne_bytes())
+            }
+            MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash => {
+                let key = json_bytes(field("key"), "key")?;
+                check_len(&key, spec.key_size, "key")?;
+                let size = spec.value_size as usize;
+                let stride = size.next_multiple_of(8);
+                let mut all = vec![0u8; stride * map.cpus()];
+                let values = field("values")
+                    .and_then(|v| v.as_array())
+                    .ok_or("`values` must be a list of {\"cpu\", \"value\"}")?;
+                for v in values {
+                    let cpu = v
+                        .get("cpu")
+                        .and_then(|c| c.as_u64())
+                        .ok_or("each of `values` needs a `cpu` number")?;
+                    let value = json_bytes(v.get("value"), "value")?;
+                    check_len(&value, spec.value_size, "value")?;
+                    let Some(slot) = usize::try_from(cpu)
+                        .ok()
+                        .and_then(|c| all.get_mut(c * stride..c * stride + size))
+                    else {
+                        continue;
+                    };
+                    slot.copy_from_slice(&value);
+                }
+                update(&key, &all)
+            }
+            _ => {
+                let key = json_bytes(field("key"), "key")?;
+                check_len(&key, spec.key_size, "key")?;
+                let value = json_bytes(field("value"), "value")?;
+                check_len(&value, spec.value_size, "value")?;
+                update(&key, &value)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,6 +561,45 @@ mod tests {
         let mut loaded = object.load(entry, Some(engine), 0).unwrap();
         let verdicts = frames().iter().map(|f| loaded.run(f).unwrap()).collect();
         (verdicts, object.maps_json())
+    }
+
+    fn open(name: &str) -> Object {
+        let path = format!("{}/../../testdata/bpf/{name}", env!("CARGO_MANIFEST_DIR"));
+        Object::open(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn maps_json_preloads_program_arrays_and_lpm_tries() {
+        // The jump table filled by program name: the dispatcher tail-calls the target,
+        // which drops; the dump names it again.
+        let object = open("tail_call.o");
+        let json =
+            r#"{"jump_table": [{"key": ["0x00", "0x00", "0x00", "0x00"], "value": "xdp_target"}]}"#;
+        object.load_maps_json(json).unwrap();
+        let entry = object.entry(Some("xdp_dispatch"), None).unwrap();
+        let mut loaded = object.load(entry, Some(Engine::Interp), 0).unwrap();
+        assert!(frames().iter().all(|f| loaded.run(f).unwrap().ret == 1));
+        assert!(object.maps_json().contains(r#""value":"xdp_target""#), "{}", object.maps_json());
+        let bad = r#"{"jump_table": [{"key": [0, 0, 0, 0], "value": "nope"}]}"#;
+        assert_eq!(
+            object.load_maps_json(bad).unwrap_err(),
+            "map `jump_table` entry 0: the object has no program `nope`"
+        );
+        // An LPM key as the kernel's prefixlen and data: 0.0.0.0/32, the frames' source.
+        let object = open("lpm_ringbuf.o");
+        let json = r#"{"prefixes": [{"key": [32, 0, 0, 0, 0, 0, 0, 0], "value": [7, 0, 0, 0]}]}"#;
+        object.load_maps_json(json).unwrap();
+        let mut loaded = object.load(0, Some(Engine::Jit), 0).unwrap();
+        assert!(frames().iter().all(|f| loaded.run(f).unwrap().ret == 1));
+        let ring = object.maps().iter().find(|m| m.spec().name == "events").unwrap();
+        let mut records = Vec::new();
+        ring.ring_buf().unwrap().consume(|r| records.push(r.to_vec()));
+        assert_eq!(records, vec![vec![7, 0, 0, 0]; frames().len()]);
+        let ring_entry = r#"{"events": [{"key": [], "value": [1]}]}"#;
+        assert_eq!(
+            object.load_maps_json(ring_entry).unwrap_err(),
+            "map `events` entry 0: a ring buffer cannot be preloaded"
+        );
     }
 
     #[test]
