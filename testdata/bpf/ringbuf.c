@@ -1,5 +1,5 @@
 // XDP: reserves a record per packet in a small ring buffer nobody consumes, fills it, and
-// submits it (even IP protocol byte) or discards it (odd); counts in an array map the
+// submits it (even IP protocol byte) or discards it (odd); counts in a per-CPU array the
 // submits, discards and failed reservations (once the ring is full, as no consumer frees
 // space).
 #include <linux/bpf.h>
@@ -11,7 +11,7 @@ struct {
 } events SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, __u64);
 	__uint(max_entries, 4);

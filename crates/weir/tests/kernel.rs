@@ -11,8 +11,8 @@
 //! skb types an IPv4 or IPv6 EtherType without the fixed IP header behind it) are run by
 //! neither side and counted. Per-CPU maps: weir runs one worker (CPU 0) and the kernel's
 //! test run runs on whatever CPU the test's thread is on, so a per-CPU value is compared as
-//! the sum over the kernel's CPUs (64-bit words) against weir's CPU 0 value. None of the
-//! objects here has a per-CPU map yet.
+//! the sum over the kernel's CPUs (64-bit words) against weir's CPU 0 value (ringbuf.o's
+//! `counts`).
 //!
 //! As root only; elsewhere each test prints `SKIPPED:` and returns.
 
