@@ -160,6 +160,10 @@ fn mutate(rng: &mut Rng, data: &mut Vec<u8>) {
         }
         _ => {
             let width = [1, 2, 4, 8][rng.below(4)];
+            // A file truncated below the width has nothing to overwrite.
+            if data.len() < width {
+                return;
+            }
             let at = rng.below(data.len().saturating_sub(width));
             let value = INTERESTING[rng.below(INTERESTING.len())].to_le_bytes();
             data[at..at + width].copy_from_slice(&value[..width]);

@@ -45,7 +45,7 @@ fn kernel_verifier_accepts_every_program() {
         }
     }
     println!("the kernel's verifier accepted {} programs: {loaded:?}", loaded.len());
-    assert_eq!(loaded.len(), 13);
+    assert_eq!(loaded.len(), 15);
 }
 
 /// A `const volatile` knob set with `set_rodata` is what the program reads: `tc_filter`

@@ -67,6 +67,9 @@ pub struct Env {
     pub(crate) redirect: Option<Redirect>,
     /// Where `bpf_trace_printk` lines go: standard error, or kept (tests).
     pub(crate) trace: Option<Vec<String>>,
+    /// Ring buffer records this run reserved and has not submitted or discarded yet: the
+    /// sample's guest address, the map, the record's position.
+    reserved: Vec<(u64, Arc<Map>, u64)>,
 }
 
 impl Env {
@@ -107,6 +110,7 @@ impl Env {
             tail_calls: 0,
             redirect: None,
             trace: None,
+            reserved: Vec::new(),
         }
     }
 
@@ -148,9 +152,49 @@ impl Env {
     /// Starts one program's run (also of a tail-called program): lookups made by an
     /// earlier run are forgotten.
     pub fn begin_run(&mut self) {
+        self.end_run();
         self.dynamic.clear();
         self.next = self.dynamic_base;
         self.tail_call = None;
+    }
+
+    /// Ends one program's run (also a trapped one): the ring buffer records it reserved
+    /// and neither submitted nor discarded are discarded (the kernel's verifier refuses a
+    /// program that can exit, or tail-call, holding one).
+    pub fn end_run(&mut self) {
+        for (_, map, pos) in self.reserved.drain(..) {
+            if let Some(ring) = map.ring_buf() {
+                ring.finish_at(pos, true);
+            }
+        }
+    }
+
+    /// `bpf_ringbuf_reserve`: the sample's guest address, or `None` (not a ring buffer,
+    /// no room, bad flags, or the values window full).
+    pub(crate) fn ring_reserve(&mut self, map: &Arc<Map>, size: u64, flags: u64) -> Option<u64> {
+        let (pos, value) = map.ring_reserve(size, flags)?;
+        let Some(addr) = self.place(value, true) else {
+            if let Some(ring) = map.ring_buf() {
+                ring.finish_at(pos, true);
+            }
+            return None;
+        };
+        self.reserved.push((addr, Arc::clone(map), pos));
+        Some(addr)
+    }
+
+    /// `bpf_ringbuf_submit`/`discard` of the sample at `addr`: `false` when this run holds
+    /// no record there. The sample is unreachable afterwards.
+    pub(crate) fn ring_finish(&mut self, addr: u64, discard: bool) -> bool {
+        let Some(at) = self.reserved.iter().position(|(a, _, _)| *a == addr) else {
+            return false;
+        };
+        let (_, map, pos) = self.reserved.swap_remove(at);
+        if let Some(ring) = map.ring_buf() {
+            ring.finish_at(pos, discard);
+        }
+        self.dynamic.retain(|s| s.addr != addr);
+        true
     }
 
     /// The program a successful `bpf_tail_call` asked for, taken.
@@ -249,5 +293,48 @@ unsafe impl RunEnv for Env {
 
     fn as_any(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_program::{MapSpec, MapType};
+
+    fn ring() -> Arc<Map> {
+        let spec = MapSpec {
+            name: "events".into(),
+            map_type: MapType::RingBuf,
+            key_size: 0,
+            value_size: 0,
+            max_entries: 4096,
+            flags: 0,
+        };
+        Arc::new(Map::create(&spec, 1).unwrap())
+    }
+
+    #[test]
+    fn reservations_left_at_the_end_of_a_run_are_discarded() {
+        let map = ring();
+        let mut env = Env::new(vec![Arc::clone(&map)], 0);
+        env.begin_run();
+        let kept = env.ring_reserve(&map, 8, 0).unwrap();
+        let left = env.ring_reserve(&map, 16, 0).unwrap();
+        assert_ne!(kept, left);
+        env.write(kept, &7u64.to_ne_bytes()).unwrap();
+        env.write(left, &9u64.to_ne_bytes()).unwrap();
+        assert!(env.ring_finish(kept, false));
+        // Submitted: no longer this run's to finish, nor to reach.
+        assert!(!env.ring_finish(kept, true));
+        assert_eq!(env.read(kept, &mut [0u8; 8]), Err(TrapCode::OutOfBounds));
+        assert!(env.ring_reserve(&map, 8, 1).is_none(), "flags must be 0");
+        env.end_run();
+        let mut records = Vec::new();
+        let rb = map.ring_buf().unwrap();
+        assert_eq!(rb.consume(|r| records.push(r.to_vec())), 1);
+        assert_eq!(records, vec![7u64.to_ne_bytes().to_vec()]);
+        // Both records were consumed (the discarded one skipped): the ring is empty.
+        assert_eq!(rb.query(weir_maps::BPF_RB_AVAIL_DATA), 0);
+        assert!(!env.ring_finish(left, false));
     }
 }

@@ -1,6 +1,7 @@
 //! The helpers, by the kernel's numbers, and the table a program runs with.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use weir_program::abi::{Bindings, Helper, HelperCtx, HelperOutcome};
 use weir_program::exec::guest::CTX_BASE;
@@ -442,6 +443,34 @@ fn ringbuf_output(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     }
 }
 
+fn ringbuf_reserve(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
+    let env = try_or_fail!(env(ctx));
+    let (_, map) = try_or_fail!(env.map(a[0]));
+    let map = Arc::clone(map);
+    if map.ring_buf().is_none() {
+        return HelperOutcome::Fail;
+    }
+    ok(env.ring_reserve(&map, a[1], a[2]).unwrap_or(0))
+}
+
+fn ringbuf_submit(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
+    let env = try_or_fail!(env(ctx));
+    if env.ring_finish(a[0], false) {
+        ok(0)
+    } else {
+        HelperOutcome::Fail
+    }
+}
+
+fn ringbuf_discard(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
+    let env = try_or_fail!(env(ctx));
+    if env.ring_finish(a[0], true) {
+        ok(0)
+    } else {
+        HelperOutcome::Fail
+    }
+}
+
 fn ringbuf_query(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     let env = try_or_fail!(env(ctx));
     let (_, map) = try_or_fail!(env.map(a[0]));
@@ -474,6 +503,9 @@ pub static SUPPORTED: &[(u32, &str, weir_program::abi::HelperFn)] = &[
     (89, "bpf_map_peek_elem", map_peek_elem),
     (125, "bpf_ktime_get_boot_ns", ktime_get_ns),
     (130, "bpf_ringbuf_output", ringbuf_output),
+    (131, "bpf_ringbuf_reserve", ringbuf_reserve),
+    (132, "bpf_ringbuf_submit", ringbuf_submit),
+    (133, "bpf_ringbuf_discard", ringbuf_discard),
     (134, "bpf_ringbuf_query", ringbuf_query),
     (160, "bpf_ktime_get_coarse_ns", ktime_get_coarse_ns),
 ];
@@ -484,9 +516,6 @@ static KNOWN: &[(u32, &str)] = &[
     (13, "bpf_clone_redirect"),
     (25, "bpf_perf_event_output"),
     (34, "bpf_get_hash_recalc"),
-    (131, "bpf_ringbuf_reserve"),
-    (132, "bpf_ringbuf_submit"),
-    (133, "bpf_ringbuf_discard"),
 ];
 
 /// The kernel's name of helper `id`, if weir knows it.

@@ -366,6 +366,14 @@ impl Map {
         OwnedValue::of(self, &value)
     }
 
+    /// `bpf_ringbuf_reserve` for a holder that keeps the map alive: the record's position
+    /// and its sample, writable in place; `None` when this is not a ring buffer or
+    /// [`RingBuf::reserve_at`] refuses. Finish it with [`RingBuf::finish_at`].
+    pub fn ring_reserve(self: &Arc<Map>, size: u64, flags: u64) -> Option<(u64, OwnedValue)> {
+        let (pos, size) = self.ring_buf()?.reserve_at(size, flags)?;
+        Some((pos, OwnedValue::ring(self, pos, size)))
+    }
+
     /// A program's `bpf_map_lookup_elem` on worker `cpu`: the value in place, or `None`
     /// (no element, a malformed key, or a map type programs do not look up: program
     /// arrays, queues, stacks, ring buffers).

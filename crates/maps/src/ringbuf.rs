@@ -83,14 +83,7 @@ impl<'a> Reservation<'a> {
             return;
         }
         self.done = true;
-        if let Some(h) = self.ring.data.get((self.ring.phys(self.pos) / 8) as usize) {
-            let _ = h.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
-                let b = old.to_ne_bytes();
-                let len = header_len(old) & !RINGBUF_BUSY_BIT;
-                let len = if discard { len | RINGBUF_DISCARD_BIT } else { len };
-                Some(header(len, u32::from_ne_bytes([b[4], b[5], b[6], b[7]])))
-            });
-        }
+        self.ring.finish_at(self.pos, discard);
     }
 
     /// `bpf_ringbuf_submit`: the record becomes visible to the consumer.
@@ -134,6 +127,14 @@ impl RingBuf {
     /// `bpf_ringbuf_reserve`: `None` for non-zero flags, a record larger than the ring, or
     /// no room.
     pub fn reserve(&self, size: u64, flags: u64) -> Option<Reservation<'_>> {
+        let (pos, size) = self.reserve_at(size, flags)?;
+        Some(Reservation { ring: self, pos, size, done: false })
+    }
+
+    /// [`reserve`](Self::reserve) without the borrow: the record's position and size, for a
+    /// holder that keeps the map alive itself ([`crate::Map::ring_reserve`]). The record
+    /// stays reserved, blocking the consumer, until [`finish_at`](Self::finish_at).
+    pub fn reserve_at(&self, size: u64, flags: u64) -> Option<(u64, u32)> {
         if flags != 0 {
             return None;
         }
@@ -157,7 +158,31 @@ impl RingBuf {
         hdr.store(header(size | RINGBUF_BUSY_BIT, pg_off), Ordering::Relaxed);
         // The sample keeps whatever bytes were there (the kernel does not zero it either).
         self.producer.store(new_prod, Ordering::Release);
-        Some(Reservation { ring: self, pos: prod, size, done: false })
+        Some((prod, size))
+    }
+
+    /// Submits (or, with `discard`, discards) the record [`reserve_at`](Self::reserve_at)
+    /// reserved at `pos`; a record no longer reserved is left as it is.
+    pub fn finish_at(&self, pos: u64, discard: bool) {
+        let Some(h) = self.data.get((self.phys(pos) / 8) as usize) else {
+            return;
+        };
+        let _ = h.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
+            let len = header_len(old);
+            if len & RINGBUF_BUSY_BIT == 0 {
+                return None;
+            }
+            let b = old.to_ne_bytes();
+            let len = len & !RINGBUF_BUSY_BIT;
+            let len = if discard { len | RINGBUF_DISCARD_BIT } else { len };
+            Some(header(len, u32::from_ne_bytes([b[4], b[5], b[6], b[7]])))
+        });
+    }
+
+    /// The sample words of the record at `pos` (`size` bytes).
+    pub(crate) fn sample_words(&self, pos: u64, size: u32) -> Option<&[AtomicU64]> {
+        let start = (self.phys(pos) / 8 + 1) as usize;
+        self.data.get(start..start.checked_add(words_for(size as usize))?)
     }
 
     /// `bpf_ringbuf_output`: reserve, copy, submit. EINVAL for unknown flags, EAGAIN when

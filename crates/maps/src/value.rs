@@ -261,6 +261,8 @@ enum OwnedWords {
     Map(Arc<crate::Map>, usize),
     /// A hash or trie element and the value's first word in it.
     Elem(Arc<[AtomicU64]>, usize),
+    /// A ring buffer record's sample: the map, the record's position and size.
+    Ring(Arc<crate::Map>, u64, u32),
 }
 
 /// A map value in place that owns what keeps it alive (the map, or the element): what a
@@ -289,6 +291,11 @@ impl OwnedValue {
         Some(OwnedValue { words, len: value.len })
     }
 
+    /// The sample of the ring buffer record reserved at `pos` in `map`.
+    pub(crate) fn ring(map: &Arc<crate::Map>, pos: u64, size: u32) -> OwnedValue {
+        OwnedValue { words: OwnedWords::Ring(Arc::clone(map), pos, size), len: size as usize }
+    }
+
     /// The value, to read and write in place.
     pub fn get(&self) -> ValueRef<'_> {
         let words = match &self.words {
@@ -296,6 +303,9 @@ impl OwnedValue {
                 map.array_words().and_then(|w| w.get(*start..)).unwrap_or_default()
             }
             OwnedWords::Elem(e, start) => e.get(*start..).unwrap_or_default(),
+            OwnedWords::Ring(map, pos, size) => {
+                map.ring_buf().and_then(|r| r.sample_words(*pos, *size)).unwrap_or_default()
+            }
         };
         ValueRef::in_map(words, self.len)
     }

@@ -377,6 +377,78 @@ pub static SOCKET_FILTER: ContextLayout = ContextLayout {
     ],
 };
 
+const fn written(name: &'static str, offset: u32) -> ContextField {
+    ContextField { name, offset, size: 4, kind: FieldKind::Plain, writable: true }
+}
+
+/// `struct __sk_buff` as tc programs (`sched_cls`, `sched_act`) see it: the socket
+/// filter's fields, `data_meta`, the later read-only fields the kernel's test run fills
+/// (zero there), and the fields a tc program may write (`mark`, `queue_mapping`,
+/// `priority`, `tc_index`, `cb`, `tc_classid`). weir keeps every field 32 bits wide: the
+/// kernel stores `queue_mapping`, `tc_index` and `tc_classid` in 16 bits (a wider value
+/// written reads back truncated there, whole here) and ignores a `queue_mapping` write of
+/// 65,535 or more.
+pub static TC: ContextLayout = ContextLayout {
+    name: "__sk_buff",
+    size: 192,
+    fields: &[
+        plain("len", 0),
+        plain("pkt_type", 4),
+        written("mark", 8),
+        written("queue_mapping", 12),
+        plain("protocol", 16),
+        plain("vlan_present", 20),
+        plain("vlan_tci", 24),
+        plain("vlan_proto", 28),
+        written("priority", 32),
+        plain("ingress_ifindex", 36),
+        plain("ifindex", 40),
+        written("tc_index", 44),
+        ContextField { name: "cb", offset: 48, size: 20, kind: FieldKind::Plain, writable: true },
+        plain("hash", 68),
+        written("tc_classid", 72),
+        ContextField {
+            name: "data",
+            offset: 76,
+            size: 4,
+            kind: FieldKind::PacketStart,
+            writable: false,
+        },
+        ContextField {
+            name: "data_end",
+            offset: 80,
+            size: 4,
+            kind: FieldKind::PacketEnd,
+            writable: false,
+        },
+        plain("napi_id", 84),
+        ContextField {
+            name: "data_meta",
+            offset: 140,
+            size: 4,
+            kind: FieldKind::MetaStart,
+            writable: false,
+        },
+        ContextField {
+            name: "tstamp",
+            offset: 152,
+            size: 8,
+            kind: FieldKind::Plain,
+            writable: false,
+        },
+        plain("wire_len", 160),
+        plain("gso_segs", 164),
+        plain("gso_size", 176),
+        ContextField {
+            name: "hwtstamp",
+            offset: 184,
+            size: 8,
+            kind: FieldKind::Plain,
+            writable: false,
+        },
+    ],
+};
+
 /// `struct xdp_md`.
 pub static XDP: ContextLayout = ContextLayout {
     name: "xdp_md",
@@ -457,7 +529,7 @@ mod tests {
 
     #[test]
     fn layouts_do_not_overlap() {
-        for layout in [&SOCKET_FILTER, &XDP] {
+        for layout in [&SOCKET_FILTER, &TC, &XDP] {
             let mut fields: Vec<_> = layout.fields.to_vec();
             fields.sort_by_key(|f| f.offset);
             for w in fields.windows(2) {

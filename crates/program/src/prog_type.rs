@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::abi::{ContextLayout, SOCKET_FILTER, XDP};
+use crate::abi::{ContextLayout, SOCKET_FILTER, TC, XDP};
 
 /// A program type, with the kernel's numbering (`enum bpf_prog_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,7 +64,8 @@ impl ProgType {
     /// The context layout the program gets in `r1`.
     pub fn context_layout(self) -> &'static ContextLayout {
         match self {
-            ProgType::SocketFilter | ProgType::SchedCls | ProgType::SchedAct => &SOCKET_FILTER,
+            ProgType::SocketFilter => &SOCKET_FILTER,
+            ProgType::SchedCls | ProgType::SchedAct => &TC,
             ProgType::Xdp => &XDP,
         }
     }

@@ -235,7 +235,9 @@ impl Loaded {
                 return Ok(0);
             };
             let input = Input::new().ctx(ctx).packet(buffer).span(span).env(&mut self.env);
-            let outcome = session.run(input)?;
+            let outcome = session.run(input);
+            self.env.end_run();
+            let outcome = outcome?;
             match self.env.take_tail_call() {
                 Some(next) => {
                     current = next as usize;
@@ -280,7 +282,9 @@ impl Loaded {
                 return Ok(0);
             };
             let input = Input::new().ctx(ctx).packet(buffer).span(span).env(&mut self.env);
-            let outcome = session.run(input)?;
+            let outcome = session.run(input);
+            self.env.end_run();
+            let outcome = outcome?;
             let Some(next) = self.env.take_tail_call() else {
                 return Ok(outcome.r0);
             };
@@ -302,22 +306,40 @@ impl Loaded {
         let put =
             |ctx: &mut Vec<u8>, o: usize, v: u32| ctx[o..o + 4].copy_from_slice(&v.to_le_bytes());
         put(&mut ctx, 0, buffer.len() as u32);
-        let proto = frame.get(12..14).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
         // skb->protocol is big-endian in its 32-bit field.
-        put(&mut ctx, 16, u32::from(proto.to_be()));
+        put(&mut ctx, 16, u32::from(eth_type_trans(frame).to_be()));
+        // pkt_type as eth_type_trans gives it on the test run's loopback device, whose
+        // address and broadcast address are all zeros: a multicast destination (also
+        // ff:ff:ff:ff:ff:ff) is PACKET_MULTICAST, 00:00:00:00:00:00 PACKET_HOST, any other
+        // PACKET_OTHERHOST.
         let pkt_type = match frame.first() {
-            Some(b) if frame.get(..6) == Some(&[0xff; 6][..]) && *b == 0xff => 1,
             Some(b) if b & 1 == 1 => 2,
             Some(_) if frame.get(..6) == Some(&[0; 6][..]) => 0,
             _ => 3,
         };
         put(&mut ctx, 4, pkt_type);
-        put(&mut ctx, 40, 1); // ifindex: the test run's loopback
-        put(&mut ctx, 36, 1);
+        // ifindex: the loopback's; ingress_ifindex (skb_iif) stays 0 without a ctx_in, as
+        // do the other fields weir leaves zero (mark, priority, hash, vlan_*, tc_index,
+        // tc_classid, napi_id, tstamp, wire_len, gso_*, hwtstamp).
+        put(&mut ctx, 40, 1);
         self.env.begin_packet(PacketBounds::default());
         let span = PacketSpan { meta: 0, data: 0, end: buffer.len() };
         let ret = self.chain(&mut ctx, &mut buffer, span)?;
         Ok(Verdict { ret, packet: buffer })
+    }
+}
+
+/// `skb->protocol` as the kernel's `eth_type_trans` gives it: the EtherType, or for an
+/// 802.3 length field `ETH_P_802_3` (raw IPX, `ff ff` after the header) or `ETH_P_802_2`.
+fn eth_type_trans(frame: &[u8]) -> u16 {
+    let proto = frame.get(12..14).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+    if proto >= 0x0600 {
+        return proto;
+    }
+    if frame.get(14..16) == Some(&[0xff, 0xff][..]) {
+        0x0001
+    } else {
+        0x0004
     }
 }
 
@@ -395,6 +417,127 @@ impl Object {
     }
 }
 
+/// A byte list of the `maps_json` form: `"0x1f"` strings (or decimal ones) or numbers, each
+/// 0 to 255.
+fn json_bytes(value: Option<&serde_json::Value>, what: &str) -> Result<Vec<u8>, String> {
+    let list = value
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| format!("`{what}` must be a list of bytes"))?;
+    list.iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let n = match item {
+                serde_json::Value::Number(n) => n.as_u64(),
+                serde_json::Value::String(t) => match t.strip_prefix("0x") {
+                    Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                    None => t.parse().ok(),
+                },
+                _ => None,
+            };
+            n.and_then(|n| u8::try_from(n).ok())
+                .ok_or_else(|| format!("`{what}` byte {i}: {item} is not a byte"))
+        })
+        .collect()
+}
+
+fn check_len(bytes: &[u8], size: u32, what: &str) -> Result<(), String> {
+    if bytes.len() == size as usize {
+        Ok(())
+    } else {
+        Err(format!("`{what}` has {} bytes, the map's {what}s {size}", bytes.len()))
+    }
+}
+
+impl Object {
+    /// Preloads maps from JSON of the [`maps_json`](Self::maps_json) form (`bpftool -j map
+    /// dump`'s): `{"<map name>": [entries]}`, each entry `{"key": [bytes], "value":
+    /// [bytes]}`; per-CPU maps `"values": [{"cpu": N, "value": [bytes]}]` (CPUs weir does
+    /// not run are ignored, missing ones zero); program arrays the program's name as the
+    /// value; queues and stacks a value each, pushed in order; LPM keys the kernel's
+    /// `prefixlen` and data bytes. Maps the file does not name keep their contents; a ring
+    /// buffer takes no entries. Errors name the map and the entry.
+    pub fn load_maps_json(&self, text: &str) -> Result<(), String> {
+        let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let maps = doc.as_object().ok_or("expected an object of map names")?;
+        for (name, entries) in maps {
+            let map = self
+                .maps
+                .iter()
+                .find(|m| m.spec().name == *name)
+                .ok_or_else(|| format!("map `{name}`: the object has no such map"))?;
+            let entries = entries
+                .as_array()
+                .ok_or_else(|| format!("map `{name}`: expected a list of entries"))?;
+            for (i, entry) in entries.iter().enumerate() {
+                self.load_entry(map, entry).map_err(|e| format!("map `{name}` entry {i}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn load_entry(&self, map: &Map, entry: &serde_json::Value) -> Result<(), String> {
+        let spec = map.spec();
+        let field = |name: &str| entry.get(name);
+        let update = |key: &[u8], value: &[u8]| {
+            map.update_all(key, value, 0).map_err(|e| format!("cannot store it: {e}"))
+        };
+        match map.map_type() {
+            MapType::RingBuf => Err("a ring buffer cannot be preloaded".into()),
+            MapType::Queue | MapType::Stack => {
+                let value = json_bytes(field("value"), "value")?;
+                check_len(&value, spec.value_size, "value")?;
+                update(&[], &value)
+            }
+            MapType::ProgArray => {
+                let key = json_bytes(field("key"), "key")?;
+                check_len(&key, spec.key_size, "key")?;
+                let name = field("value")
+                    .and_then(|v| v.as_str())
+                    .ok_or("`value` must be a program's name")?;
+                let index = self
+                    .programs
+                    .iter()
+                    .position(|p| p.name == name)
+                    .ok_or_else(|| format!("the object has no program `{name}`"))?;
+                update(&key, &(index as u32).to_ne_bytes())
+            }
+            MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash => {
+                let key = json_bytes(field("key"), "key")?;
+                check_len(&key, spec.key_size, "key")?;
+                let size = spec.value_size as usize;
+                let stride = size.next_multiple_of(8);
+                let mut all = vec![0u8; stride * map.cpus()];
+                let values = field("values")
+                    .and_then(|v| v.as_array())
+                    .ok_or("`values` must be a list of {\"cpu\", \"value\"}")?;
+                for v in values {
+                    let cpu = v
+                        .get("cpu")
+                        .and_then(|c| c.as_u64())
+                        .ok_or("each of `values` needs a `cpu` number")?;
+                    let value = json_bytes(v.get("value"), "value")?;
+                    check_len(&value, spec.value_size, "value")?;
+                    let Some(slot) = usize::try_from(cpu)
+                        .ok()
+                        .and_then(|c| all.get_mut(c * stride..c * stride + size))
+                    else {
+                        continue;
+                    };
+                    slot.copy_from_slice(&value);
+                }
+                update(&key, &all)
+            }
+            _ => {
+                let key = json_bytes(field("key"), "key")?;
+                check_len(&key, spec.key_size, "key")?;
+                let value = json_bytes(field("value"), "value")?;
+                check_len(&value, spec.value_size, "value")?;
+                update(&key, &value)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +563,74 @@ mod tests {
         (verdicts, object.maps_json())
     }
 
+    fn open(name: &str) -> Object {
+        let path = format!("{}/../../testdata/bpf/{name}", env!("CARGO_MANIFEST_DIR"));
+        Object::open(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn maps_json_preloads_program_arrays_and_lpm_tries() {
+        // The jump table filled by program name: the dispatcher tail-calls the target,
+        // which drops; the dump names it again.
+        let object = open("tail_call.o");
+        let json =
+            r#"{"jump_table": [{"key": ["0x00", "0x00", "0x00", "0x00"], "value": "xdp_target"}]}"#;
+        object.load_maps_json(json).unwrap();
+        let entry = object.entry(Some("xdp_dispatch"), None).unwrap();
+        let mut loaded = object.load(entry, Some(Engine::Interp), 0).unwrap();
+        assert!(frames().iter().all(|f| loaded.run(f).unwrap().ret == 1));
+        assert!(object.maps_json().contains(r#""value":"xdp_target""#), "{}", object.maps_json());
+        let bad = r#"{"jump_table": [{"key": [0, 0, 0, 0], "value": "nope"}]}"#;
+        assert_eq!(
+            object.load_maps_json(bad).unwrap_err(),
+            "map `jump_table` entry 0: the object has no program `nope`"
+        );
+        // An LPM key as the kernel's prefixlen and data: 0.0.0.0/32, the frames' source.
+        let object = open("lpm_ringbuf.o");
+        let json = r#"{"prefixes": [{"key": [32, 0, 0, 0, 0, 0, 0, 0], "value": [7, 0, 0, 0]}]}"#;
+        object.load_maps_json(json).unwrap();
+        let mut loaded = object.load(0, Some(Engine::Jit), 0).unwrap();
+        assert!(frames().iter().all(|f| loaded.run(f).unwrap().ret == 1));
+        let ring = object.maps().iter().find(|m| m.spec().name == "events").unwrap();
+        let mut records = Vec::new();
+        ring.ring_buf().unwrap().consume(|r| records.push(r.to_vec()));
+        assert_eq!(records, vec![vec![7, 0, 0, 0]; frames().len()]);
+        let ring_entry = r#"{"events": [{"key": [], "value": [1]}]}"#;
+        assert_eq!(
+            object.load_maps_json(ring_entry).unwrap_err(),
+            "map `events` entry 0: a ring buffer cannot be preloaded"
+        );
+    }
+
+    #[test]
+    fn maps_json_reads_back_what_it_wrote_and_per_cpu_values() {
+        // A run's dump, loaded into a fresh object, dumps the same (ringbuf.o: a per-CPU
+        // array and a ring buffer, written as an empty list and read back as one).
+        let object = open("ringbuf.o");
+        let mut loaded = object.load(0, Some(Engine::Interp), 0).unwrap();
+        for f in frames() {
+            loaded.run(&f).unwrap();
+        }
+        let dump = object.maps_json();
+        assert!(dump.contains(r#""values":[{"cpu":0,"value":["#), "{dump}");
+        let fresh = open("ringbuf.o");
+        assert_ne!(fresh.maps_json(), dump);
+        fresh.load_maps_json(&dump).unwrap();
+        assert_eq!(fresh.maps_json(), dump);
+        // CPUs weir does not run are ignored; a CPU left out is zero.
+        let json = r#"{"counts": [{"key": [2, 0, 0, 0], "values": [
+            {"cpu": 1, "value": [9, 0, 0, 0, 0, 0, 0, 0]},
+            {"cpu": 0, "value": ["0x05", 0, 0, 0, 0, 0, 0, 0]}]}]}"#;
+        fresh.load_maps_json(json).unwrap();
+        let counts = fresh.maps().iter().find(|m| m.spec().name == "counts").unwrap();
+        assert_eq!(counts.lookup_all(&2u32.to_ne_bytes()).unwrap(), [5, 0, 0, 0, 0, 0, 0, 0]);
+        let short = r#"{"counts": [{"key": [2, 0, 0, 0], "values": [{"cpu": 0, "value": [1]}]}]}"#;
+        assert_eq!(
+            fresh.load_maps_json(short).unwrap_err(),
+            "map `counts` entry 0: `value` has 1 bytes, the map's values 8"
+        );
+    }
+
     #[test]
     fn interpreter_and_jit_agree_on_objects() {
         for (path, prog) in [
@@ -427,11 +638,42 @@ mod tests {
             ("testdata/bpf/tc_knob.o", None),
             ("testdata/bpf/socket_filter.o", None),
             ("testdata/bpf/tail_call.o", Some("xdp_dispatch")),
+            ("testdata/bpf/tc_fields.o", None),
+            ("testdata/bpf/ringbuf.o", None),
         ] {
             let interp = run_all(path, prog, Engine::Interp);
             let jit = run_all(path, prog, Engine::Jit);
             assert_eq!(interp, jit, "{path}");
         }
+        // ringbuf.o: every packet reserved a record; the consumer reads the submitted ones
+        // (each starts with the frame's length), in order, and skips the discarded.
+        let bytes =
+            std::fs::read(format!("{}/../../testdata/bpf/ringbuf.o", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        let object = Object::open(&bytes).unwrap();
+        let mut loaded = object.load(0, Some(Engine::Jit), 0).unwrap();
+        let frames = frames();
+        let verdicts: Vec<u64> = frames.iter().map(|f| loaded.run(f).unwrap().ret).collect();
+        let count = |slot: u32| {
+            let counts = object.maps().iter().find(|m| m.spec().name == "counts").unwrap();
+            let v = counts.lookup_all(&slot.to_ne_bytes()).unwrap();
+            u64::from_ne_bytes(v[..8].try_into().unwrap())
+        };
+        assert_eq!(count(0) + count(1) + count(2), frames.len() as u64);
+        assert!(count(0) > 0 && count(1) > 0, "{} {}", count(0), count(1));
+        let ring = object.maps().iter().find(|m| m.spec().name == "events").unwrap();
+        let mut lens = Vec::new();
+        ring.ring_buf()
+            .unwrap()
+            .consume(|r| lens.push(u64::from_ne_bytes(r[..8].try_into().unwrap())));
+        let submitted: Vec<u64> = frames
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, &v)| v == 3)
+            .map(|(f, _)| f.len() as u64)
+            .collect();
+        assert_eq!(lens, submitted);
+
         // The counter counted every packet by protocol byte.
         let (verdicts, maps) = run_all("testdata/bpf/xdp_counter.o", None, Engine::Jit);
         assert!(verdicts.iter().all(|v| v.ret == 2));

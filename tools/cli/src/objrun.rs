@@ -86,13 +86,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     if args.cpus != 1 {
         return Err("weir run --cpus: only one worker is supported yet".into());
     }
-    if args.maps_in.is_some() {
-        return Err("weir run --maps-in: not supported yet".into());
-    }
     let path = args.read.as_ref().ok_or("weir run needs -r CAPTURE")?;
     let bytes =
         std::fs::read(&args.object).map_err(|e| format!("{}: {e}", args.object.display()))?;
     let object = Object::open(&bytes).map_err(|e| format!("{}: {e}", args.object.display()))?;
+    if let Some(maps_in) = &args.maps_in {
+        let text =
+            std::fs::read_to_string(maps_in).map_err(|e| format!("{}: {e}", maps_in.display()))?;
+        object.load_maps_json(&text).map_err(|e| format!("{}: {e}", maps_in.display()))?;
+    }
     let entry = object.entry(args.prog.as_deref(), args.section.as_deref())?;
     let mut loaded = object.load(entry, args.engine, 0)?;
     if args.explain {

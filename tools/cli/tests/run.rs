@@ -1,5 +1,5 @@
-//! `weir run` end to end: the summary lines, `--verdicts`, the `--maps-out` JSON, `-w`
-//! read back by `weir filter`, the interpreter and the JIT giving the same bytes, and the
+//! `weir run` end to end: the summary lines, `--verdicts`, the `--maps-out` JSON and
+//! `--maps-in` reading it back, `-w` read back by `weir filter`, the interpreter and the JIT giving the same bytes, and the
 //! refusals of what it does not do yet. (What each verdict should be is checked against
 //! the kernel in crates/weir/tests/kernel.rs.)
 
@@ -166,6 +166,8 @@ fn interpreter_and_jit_write_the_same_bytes() {
         ("tc_knob.o", None),
         ("socket_filter.o", None),
         ("tail_call.o", Some("xdp_dispatch")),
+        ("tc_fields.o", None),
+        ("ringbuf.o", None),
     ] {
         let mut outputs = Vec::new();
         for engine in ["interp", "jit"] {
@@ -198,11 +200,7 @@ fn interpreter_and_jit_write_the_same_bytes() {
 fn unsupported_options_are_refused_in_one_line() {
     let object = object("xdp_counter.o");
     let sample = sample();
-    for (args, says) in [
-        (vec!["--maps-in", "maps.json", "-r", &sample], "--maps-in"),
-        (vec!["--cpus", "2", "-r", &sample], "--cpus"),
-        (vec!["-i", "lo"], "-i"),
-    ] {
+    for (args, says) in [(vec!["--cpus", "2", "-r", &sample], "--cpus"), (vec!["-i", "lo"], "-i")] {
         let mut all = vec!["run", object.as_str()];
         all.extend(args);
         let out = weir(&all);
@@ -211,5 +209,85 @@ fn unsupported_options_are_refused_in_one_line() {
         let err = text(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{all:?}: {err}");
         assert!(err.starts_with("weir: weir run ") && err.contains(says), "{all:?}: {err}");
+    }
+}
+
+#[test]
+fn maps_written_by_maps_out_preload_the_next_run() {
+    let dir = Scratch::new("run-test-maps-in");
+    let (first, second, third) =
+        (dir.join("first.json"), dir.join("second.json"), dir.join("third.json"));
+    let (first, second, third) =
+        (first.to_str().unwrap(), second.to_str().unwrap(), third.to_str().unwrap());
+    let object = object("tc_knob.o");
+    let sample = sample();
+    run_ok(&[&object, "-r", &sample, "--maps-out", first]);
+    // Fed back, the counters go on from where the first run left them: every count and
+    // total doubles, and `.data`'s `seen` (initially 1) is 1 + 2 × 200.
+    run_ok(&[&object, "-r", &sample, "--maps-in", first, "--maps-out", second]);
+    let one = std::fs::read_to_string(first).unwrap();
+    let two = std::fs::read_to_string(second).unwrap();
+    let value = |json: &str, map: &str, key: u8| -> u64 {
+        let key = format!("\"key\":[\"{key:#04x}\",\"0x00\",\"0x00\",\"0x00\"],\"value\":[");
+        let at = json.find(&format!("\"{map}\":[")).unwrap();
+        let rest = &json[at..];
+        let start = rest.find(&key).unwrap() + key.len();
+        let bytes: Vec<u8> = rest[start..]
+            .split(']')
+            .next()
+            .unwrap()
+            .split(',')
+            .map(|b| u8::from_str_radix(b.trim_matches('"').trim_start_matches("0x"), 16).unwrap())
+            .collect();
+        u64::from_le_bytes(bytes[..8].try_into().unwrap())
+    };
+    assert_eq!(value(&one, ".data", 0), 201, "{one}");
+    assert_eq!(value(&two, ".data", 0), 401, "{two}");
+    for slot in [0, 1] {
+        assert!(value(&one, "lengths", slot) > 0, "{one}");
+        assert_eq!(value(&two, "lengths", slot), 2 * value(&one, "lengths", slot), "{two}");
+    }
+    assert_eq!(value(&two, ".bss", 0), 2 * value(&one, ".bss", 0), "{two}");
+    // The `verdict` knob in `.rodata` (bytes 4..8) set to TC_ACT_SHOT drops every packet.
+    let knob = "\".rodata\":[{\"key\":[\"0x00\",\"0x00\",\"0x00\",\"0x00\"],\"value\":[\"0x40\",\"0x00\",\"0x00\",\"0x00\",\"0x00\"";
+    assert!(one.contains(knob), "{one}");
+    let shot_knob = format!("{}\"0x02\"", &knob[..knob.len() - "\"0x00\"".len()]);
+    let shot = one.replace(knob, &shot_knob);
+    std::fs::write(third, &shot).unwrap();
+    assert_ne!(shot, one);
+    assert_eq!(run_ok(&[&object, "-r", &sample, "--maps-in", third]), "TC_ACT_SHOT 200\n");
+}
+
+#[test]
+fn malformed_maps_in_is_one_line_naming_the_map_and_entry() {
+    let dir = Scratch::new("run-test-maps-in-bad");
+    let object = object("tc_knob.o");
+    let sample = sample();
+    for (json, says) in [
+        ("{\"lengths\": [", "EOF while parsing"),
+        ("[]", "expected an object of map names"),
+        ("{\"nope\": []}", "map `nope`: the object has no such map"),
+        ("{\"lengths\": {}}", "map `lengths`: expected a list of entries"),
+        (
+            "{\"lengths\": [{\"key\":[0,0,0,0],\"value\":[0,0,0,0,0,0,0,0]}, {\"key\":[1,0,0],\"value\":[0,0,0,0,0,0,0,0]}]}",
+            "map `lengths` entry 1: `key` has 3 bytes, the map's keys 4",
+        ),
+        (
+            "{\"lengths\": [{\"key\":[0,0,0,0],\"value\":[\"0x100\",0,0,0,0,0,0,0]}]}",
+            "map `lengths` entry 0: `value` byte 0: \"0x100\" is not a byte",
+        ),
+        (
+            "{\"lengths\": [{\"key\":[9,0,0,0],\"value\":[0,0,0,0,0,0,0,0]}]}",
+            "map `lengths` entry 0: cannot store it",
+        ),
+    ] {
+        let path = dir.join("maps.json");
+        std::fs::write(&path, json).unwrap();
+        let out = weir(&["run", &object, "-r", &sample, "--maps-in", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{json}");
+        assert_eq!(text(&out.stdout), "", "{json}");
+        let err = text(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{json}: {err}");
+        assert!(err.starts_with("weir: ") && err.contains(says), "{json}: {err}");
     }
 }
