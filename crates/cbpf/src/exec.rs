@@ -491,6 +491,17 @@ fn exec_decoded(code: &[Op], packet: &[u8], wire_len: u32, meta: &PacketMeta) ->
             mem[usize::from($i & 15)]
         };
     }
+    // A conditional jump as a branch rather than a select: filters' jumps are predictable, and
+    // a select would make fetching the next instruction wait for the comparison.
+    macro_rules! jump {
+        ($cond:expr, $jt:expr, $jf:expr) => {{
+            if $cond {
+                pc = usize::from($jt);
+                continue;
+            }
+            pc = usize::from($jf);
+        }};
+    }
     macro_rules! load {
         (w, $o:expr) => {
             u32::from_be_bytes(or_reject!(bytes(packet, $o)))
@@ -506,11 +517,11 @@ fn exec_decoded(code: &[Op], packet: &[u8], wire_len: u32, meta: &PacketMeta) ->
         ($w:tt, ind($o:expr), $cond:expr, $jt:expr, $jf:expr) => {{
             // X + k overflowing 32 bits is out of bounds, as in `LdInd*`.
             a = load!($w, or_reject!(x.checked_add($o)));
-            pc = usize::from(if $cond { $jt } else { $jf });
+            jump!($cond, $jt, $jf);
         }};
         ($w:tt, $o:expr, $cond:expr, $jt:expr, $jf:expr) => {{
             a = load!($w, $o);
-            pc = usize::from(if $cond { $jt } else { $jf });
+            jump!($cond, $jt, $jf);
         }};
     }
     loop {
@@ -543,14 +554,14 @@ fn exec_decoded(code: &[Op], packet: &[u8], wire_len: u32, meta: &PacketMeta) ->
                 backward_jumps = backward_jumps.wrapping_add(1);
                 pc = usize::from(target);
             }
-            Op::JeqK(k, jt, jf) => pc = usize::from(if a == k { jt } else { jf }),
-            Op::JgtK(k, jt, jf) => pc = usize::from(if a > k { jt } else { jf }),
-            Op::JgeK(k, jt, jf) => pc = usize::from(if a >= k { jt } else { jf }),
-            Op::JsetK(k, jt, jf) => pc = usize::from(if a & k != 0 { jt } else { jf }),
-            Op::JeqX(jt, jf) => pc = usize::from(if a == x { jt } else { jf }),
-            Op::JgtX(jt, jf) => pc = usize::from(if a > x { jt } else { jf }),
-            Op::JgeX(jt, jf) => pc = usize::from(if a >= x { jt } else { jf }),
-            Op::JsetX(jt, jf) => pc = usize::from(if a & x != 0 { jt } else { jf }),
+            Op::JeqK(k, jt, jf) => jump!(a == k, jt, jf),
+            Op::JgtK(k, jt, jf) => jump!(a > k, jt, jf),
+            Op::JgeK(k, jt, jf) => jump!(a >= k, jt, jf),
+            Op::JsetK(k, jt, jf) => jump!(a & k != 0, jt, jf),
+            Op::JeqX(jt, jf) => jump!(a == x, jt, jf),
+            Op::JgtX(jt, jf) => jump!(a > x, jt, jf),
+            Op::JgeX(jt, jf) => jump!(a >= x, jt, jf),
+            Op::JsetX(jt, jf) => jump!(a & x != 0, jt, jf),
             Op::AddX => a = a.wrapping_add(x),
             Op::SubX => a = a.wrapping_sub(x),
             Op::MulX => a = a.wrapping_mul(x),
