@@ -315,6 +315,12 @@ enum Op {
     LdIndBJgt(u32, u32, u16, u16),
     LdIndBJge(u32, u32, u16, u16),
     LdIndBJset(u32, u32, u16, u16),
+    // `and #mask` followed by a conditional jump on a constant (a `net` test): `(mask, k, jt,
+    // jf)`, fused the same way.
+    AndJeq(u32, u32, u16, u16),
+    AndJgt(u32, u32, u16, u16),
+    AndJge(u32, u32, u16, u16),
+    AndJset(u32, u32, u16, u16),
 }
 
 /// Decodes a program that passed [`validate_with`] under `rules`. Anything validation would
@@ -446,6 +452,10 @@ fn fuse(code: &mut [Op]) {
             (Op::LdIndB(o), Op::JgtK(k, t, f)) => Op::LdIndBJgt(o, k, t, f),
             (Op::LdIndB(o), Op::JgeK(k, t, f)) => Op::LdIndBJge(o, k, t, f),
             (Op::LdIndB(o), Op::JsetK(k, t, f)) => Op::LdIndBJset(o, k, t, f),
+            (Op::AndK(m), Op::JeqK(k, t, f)) => Op::AndJeq(m, k, t, f),
+            (Op::AndK(m), Op::JgtK(k, t, f)) => Op::AndJgt(m, k, t, f),
+            (Op::AndK(m), Op::JgeK(k, t, f)) => Op::AndJge(m, k, t, f),
+            (Op::AndK(m), Op::JsetK(k, t, f)) => Op::AndJset(m, k, t, f),
             _ => continue,
         };
         if let Some(slot) = code.get_mut(index) {
@@ -610,6 +620,22 @@ fn exec_decoded(code: &[Op], packet: &[u8], wire_len: u32, meta: &PacketMeta) ->
             Op::LdIndBJgt(o, k, jt, jf) => fused!(b, ind(o), a > k, jt, jf),
             Op::LdIndBJge(o, k, jt, jf) => fused!(b, ind(o), a >= k, jt, jf),
             Op::LdIndBJset(o, k, jt, jf) => fused!(b, ind(o), a & k != 0, jt, jf),
+            Op::AndJeq(m, k, jt, jf) => {
+                a &= m;
+                jump!(a == k, jt, jf)
+            }
+            Op::AndJgt(m, k, jt, jf) => {
+                a &= m;
+                jump!(a > k, jt, jf)
+            }
+            Op::AndJge(m, k, jt, jf) => {
+                a &= m;
+                jump!(a >= k, jt, jf)
+            }
+            Op::AndJset(m, k, jt, jf) => {
+                a &= m;
+                jump!(a & k != 0, jt, jf)
+            }
         }
     }
 }

@@ -202,4 +202,9 @@ fn a_fused_load_and_jump_pair_still_runs_its_jump_alone_when_entered_there() {
     let ind = [s(LdxImm, 1), s(LdIndH, 1), j(JsetK, 0x4000, 0, 1), s(RetA, 0), s(RetK, 5)];
     assert_eq!(go(&ind, &pkt), 0x4506);
     assert_eq!(go(&ind, &pkt[..3]), 0);
+    // `and #mask; jeq` fuses; A keeps the masked value.
+    let net =
+        [s(LdAbsW, 0), s(AndK, 0xffff_ff00), j(JeqK, 0x0800_4500, 0, 1), s(RetA, 0), s(RetK, 3)];
+    assert_eq!(go(&net, &pkt), 0x0800_4500);
+    assert_eq!(go(&net, &[0x08, 0x00, 0x46, 0x06]), 3);
 }
