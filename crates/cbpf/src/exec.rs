@@ -15,8 +15,16 @@
 //! - An instruction index outside the program (only possible in unvalidated programs) ends
 //!   the run with 0.
 //!
-//! Every step is checked, so no input, validated or not, can make the interpreter panic or
-//! loop forever; [`CbpfFilter`] validates first so that a program is known to be well formed.
+//! Two interpreters share these semantics. [`run`] takes any program, validated or not, and
+//! checks every step, so no input can make it panic or loop forever. [`CbpfFilter`]
+//! validates first and then decodes the program once into a compact internal form (`Op`):
+//! jump targets are absolute indices, loads are specialised by width (one length comparison
+//! each), scratch indices, constant divisors and constant shifts are known good, and an
+//! instruction that could only fail (a `ja` out of the program, to itself) becomes `ret #0`.
+//! Its run loop then has no per-instruction checks beyond fetching the instruction; the unit
+//! tests run both interpreters on every program and require the same result.
+
+use std::num::NonZeroU32;
 
 use weir_isa::cbpf::ancillary::SKF_AD_OFF;
 use weir_isa::cbpf::{decode, CbpfInsn, CbpfOp, SockFilter, MEM_WORDS};
@@ -31,6 +39,8 @@ pub const MAX_BACKWARD_JUMPS: u32 = 64;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CbpfFilter {
     insns: Box<[CbpfInsn]>,
+    /// `insns` decoded once ([`decode_validated`]), what [`CbpfFilter::run`] executes.
+    code: Box<[Op]>,
     rules: Rules,
 }
 
@@ -49,7 +59,7 @@ impl CbpfFilter {
 
     pub fn with_rules(insns: &[CbpfInsn], rules: Rules) -> Result<Self, CbpfValidateError> {
         validate_with(insns, rules)?;
-        Ok(CbpfFilter { insns: insns.into(), rules })
+        Ok(CbpfFilter { insns: insns.into(), code: decode_validated(insns, rules), rules })
     }
 
     /// Decodes raw records (unknown opcodes are reported by index) and validates them.
@@ -78,17 +88,16 @@ impl CbpfFilter {
     /// Runs the filter on one packet: `packet` is the captured bytes, `wire_len` the length
     /// the packet had on the wire. Ancillary loads (kernel rules only) read a zeroed
     /// [`PacketMeta`]; use [`CbpfFilter::run_with_meta`] to supply one.
+    #[inline]
     pub fn run(&self, packet: &[u8], wire_len: u32) -> u32 {
         self.run_with_meta(packet, wire_len, &PacketMeta::default())
     }
 
     /// [`CbpfFilter::run`] with the packet's metadata for ancillary loads.
+    #[inline]
     pub fn run_with_meta(&self, packet: &[u8], wire_len: u32, meta: &PacketMeta) -> u32 {
-        let meta = match self.rules {
-            Rules::Kernel => Some(meta),
-            Rules::Libpcap => None,
-        };
-        exec(&self.insns, packet, wire_len, meta)
+        // Under libpcap's rules the decoded program has no ancillary loads.
+        exec_decoded(&self.code, packet, wire_len, meta)
     }
 }
 
@@ -216,6 +225,417 @@ fn exec(prog: &[CbpfInsn], packet: &[u8], wire_len: u32, meta: Option<&PacketMet
             Neg => a = a.wrapping_neg(),
             Tax => x = a,
             Txa => a = x,
+        }
+    }
+}
+
+/// One decoded instruction. Jump targets are absolute instruction indices (a program has at
+/// most 4096 instructions, so they fit in 16 bits). Every operand is as validation proved it:
+/// scratch indices are below 16, constant divisors are not 0, constant shifts are below 32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Ret(u32),
+    RetA,
+    LdW(u32),
+    LdH(u32),
+    LdB(u32),
+    LdIndW(u32),
+    LdIndH(u32),
+    LdIndB(u32),
+    /// An ancillary load (kernel rules), by offset from `SKF_AD_OFF`.
+    LdAnc(u32),
+    LdLen,
+    LdxLen,
+    LdxMsh(u32),
+    LdImm(u32),
+    LdxImm(u32),
+    LdMem(u8),
+    LdxMem(u8),
+    St(u8),
+    Stx(u8),
+    Ja(u16),
+    /// A backward `ja` (libpcap rules): counted against [`MAX_BACKWARD_JUMPS`].
+    JaBack(u16),
+    JeqK(u32, u16, u16),
+    JgtK(u32, u16, u16),
+    JgeK(u32, u16, u16),
+    JsetK(u32, u16, u16),
+    JeqX(u16, u16),
+    JgtX(u16, u16),
+    JgeX(u16, u16),
+    JsetX(u16, u16),
+    AddX,
+    SubX,
+    MulX,
+    DivX,
+    ModX,
+    AndX,
+    OrX,
+    XorX,
+    LshX,
+    RshX,
+    AddK(u32),
+    SubK(u32),
+    MulK(u32),
+    DivK(NonZeroU32),
+    ModK(NonZeroU32),
+    AndK(u32),
+    OrK(u32),
+    XorK(u32),
+    /// Shift amounts below 32.
+    LshK(u32),
+    RshK(u32),
+    Neg,
+    Tax,
+    Txa,
+    // A packet load followed by a conditional jump on a constant (the commonest pair in
+    // compiled filters), fused into the load's slot: `(offset, k, jt, jf)`. A is set to the
+    // loaded value, as the pair does; the jump's slot keeps the jump for jumps that land there.
+    LdWJeq(u32, u32, u16, u16),
+    LdWJgt(u32, u32, u16, u16),
+    LdWJge(u32, u32, u16, u16),
+    LdWJset(u32, u32, u16, u16),
+    LdHJeq(u32, u32, u16, u16),
+    LdHJgt(u32, u32, u16, u16),
+    LdHJge(u32, u32, u16, u16),
+    LdHJset(u32, u32, u16, u16),
+    LdBJeq(u32, u32, u16, u16),
+    LdBJgt(u32, u32, u16, u16),
+    LdBJge(u32, u32, u16, u16),
+    LdBJset(u32, u32, u16, u16),
+    LdIndWJeq(u32, u32, u16, u16),
+    LdIndWJgt(u32, u32, u16, u16),
+    LdIndWJge(u32, u32, u16, u16),
+    LdIndWJset(u32, u32, u16, u16),
+    LdIndHJeq(u32, u32, u16, u16),
+    LdIndHJgt(u32, u32, u16, u16),
+    LdIndHJge(u32, u32, u16, u16),
+    LdIndHJset(u32, u32, u16, u16),
+    LdIndBJeq(u32, u32, u16, u16),
+    LdIndBJgt(u32, u32, u16, u16),
+    LdIndBJge(u32, u32, u16, u16),
+    LdIndBJset(u32, u32, u16, u16),
+    // `and #mask` followed by a conditional jump on a constant (a `net` test): `(mask, k, jt,
+    // jf)`, fused the same way.
+    AndJeq(u32, u32, u16, u16),
+    AndJgt(u32, u32, u16, u16),
+    AndJge(u32, u32, u16, u16),
+    AndJset(u32, u32, u16, u16),
+}
+
+/// Decodes a program that passed [`validate_with`] under `rules`. Anything validation would
+/// have refused still decodes to something that behaves as [`run`] does: an instruction that
+/// can only fail becomes `ret #0`, a jump target past the end becomes the index just past
+/// the last instruction, where the fetch fails and the run ends with 0.
+fn decode_validated(insns: &[CbpfInsn], rules: Rules) -> Box<[Op]> {
+    use CbpfOp as C;
+    let len = insns.len();
+    // Index just past the end (or the largest representable one): fetching there gives 0.
+    let end = u16::try_from(len).unwrap_or(u16::MAX);
+    let to_index = |target: u64| -> u16 {
+        if target >= len as u64 {
+            end
+        } else {
+            u16::try_from(target).unwrap_or(end)
+        }
+    };
+    let scratch = |k: u32| u8::try_from(k).ok().filter(|&i| u32::from(i) < MEM_WORDS);
+    let mut code = insns
+        .iter()
+        .enumerate()
+        .map(|(index, insn)| {
+            let k = insn.k;
+            let next = (index as u64).wrapping_add(1);
+            let jt = to_index(next.wrapping_add(u64::from(insn.jt)));
+            let jf = to_index(next.wrapping_add(u64::from(insn.jf)));
+            let reject = Op::Ret(0);
+            match insn.op {
+                C::RetK => Op::Ret(k),
+                C::RetA => Op::RetA,
+                C::LdAbsW | C::LdAbsH | C::LdAbsB if rules == Rules::Kernel && k >= SKF_AD_OFF => {
+                    Op::LdAnc(k.wrapping_sub(SKF_AD_OFF))
+                }
+                C::LdAbsW => Op::LdW(k),
+                C::LdAbsH => Op::LdH(k),
+                C::LdAbsB => Op::LdB(k),
+                C::LdIndW => Op::LdIndW(k),
+                C::LdIndH => Op::LdIndH(k),
+                C::LdIndB => Op::LdIndB(k),
+                C::LdLen => Op::LdLen,
+                C::LdxLen => Op::LdxLen,
+                C::LdxMsh => Op::LdxMsh(k),
+                C::LdImm => Op::LdImm(k),
+                C::LdxImm => Op::LdxImm(k),
+                C::LdMem => scratch(k).map_or(reject, Op::LdMem),
+                C::LdxMem => scratch(k).map_or(reject, Op::LdxMem),
+                C::St => scratch(k).map_or(reject, Op::St),
+                C::Stx => scratch(k).map_or(reject, Op::Stx),
+                C::Ja => {
+                    // Offsets are 32-bit and wrap, so a "negative" k jumps backward.
+                    let target = (next as u32).wrapping_add(k);
+                    if target as usize >= len || k == u32::MAX {
+                        reject
+                    } else if (k as i32) < 0 {
+                        Op::JaBack(to_index(u64::from(target)))
+                    } else {
+                        Op::Ja(to_index(u64::from(target)))
+                    }
+                }
+                C::JeqK => Op::JeqK(k, jt, jf),
+                C::JgtK => Op::JgtK(k, jt, jf),
+                C::JgeK => Op::JgeK(k, jt, jf),
+                C::JsetK => Op::JsetK(k, jt, jf),
+                C::JeqX => Op::JeqX(jt, jf),
+                C::JgtX => Op::JgtX(jt, jf),
+                C::JgeX => Op::JgeX(jt, jf),
+                C::JsetX => Op::JsetX(jt, jf),
+                C::AddX => Op::AddX,
+                C::SubX => Op::SubX,
+                C::MulX => Op::MulX,
+                C::DivX => Op::DivX,
+                C::ModX => Op::ModX,
+                C::AndX => Op::AndX,
+                C::OrX => Op::OrX,
+                C::XorX => Op::XorX,
+                C::LshX => Op::LshX,
+                C::RshX => Op::RshX,
+                C::AddK => Op::AddK(k),
+                C::SubK => Op::SubK(k),
+                C::MulK => Op::MulK(k),
+                C::DivK => NonZeroU32::new(k).map_or(reject, Op::DivK),
+                C::ModK => NonZeroU32::new(k).map_or(reject, Op::ModK),
+                C::AndK => Op::AndK(k),
+                C::OrK => Op::OrK(k),
+                C::XorK => Op::XorK(k),
+                // A shift by 32 or more gives 0.
+                C::LshK | C::RshK if k >= 32 => Op::LdImm(0),
+                C::LshK => Op::LshK(k),
+                C::RshK => Op::RshK(k),
+                C::Neg => Op::Neg,
+                C::Tax => Op::Tax,
+                C::Txa => Op::Txa,
+            }
+        })
+        .collect::<Vec<_>>();
+    fuse(&mut code);
+    code.into_boxed_slice()
+}
+
+/// Fuses each packet load with the conditional jump after it (see `Op::LdWJeq`). The jump
+/// keeps its own slot, so a jump that lands on it still runs it alone and indices stay put.
+fn fuse(code: &mut [Op]) {
+    for index in 0..code.len().saturating_sub(1) {
+        let next = index.wrapping_add(1);
+        let (Some(&load), Some(&jump)) = (code.get(index), code.get(next)) else { continue };
+        let fused = match (load, jump) {
+            (Op::LdW(o), Op::JeqK(k, t, f)) => Op::LdWJeq(o, k, t, f),
+            (Op::LdW(o), Op::JgtK(k, t, f)) => Op::LdWJgt(o, k, t, f),
+            (Op::LdW(o), Op::JgeK(k, t, f)) => Op::LdWJge(o, k, t, f),
+            (Op::LdW(o), Op::JsetK(k, t, f)) => Op::LdWJset(o, k, t, f),
+            (Op::LdH(o), Op::JeqK(k, t, f)) => Op::LdHJeq(o, k, t, f),
+            (Op::LdH(o), Op::JgtK(k, t, f)) => Op::LdHJgt(o, k, t, f),
+            (Op::LdH(o), Op::JgeK(k, t, f)) => Op::LdHJge(o, k, t, f),
+            (Op::LdH(o), Op::JsetK(k, t, f)) => Op::LdHJset(o, k, t, f),
+            (Op::LdB(o), Op::JeqK(k, t, f)) => Op::LdBJeq(o, k, t, f),
+            (Op::LdB(o), Op::JgtK(k, t, f)) => Op::LdBJgt(o, k, t, f),
+            (Op::LdB(o), Op::JgeK(k, t, f)) => Op::LdBJge(o, k, t, f),
+            (Op::LdB(o), Op::JsetK(k, t, f)) => Op::LdBJset(o, k, t, f),
+            (Op::LdIndW(o), Op::JeqK(k, t, f)) => Op::LdIndWJeq(o, k, t, f),
+            (Op::LdIndW(o), Op::JgtK(k, t, f)) => Op::LdIndWJgt(o, k, t, f),
+            (Op::LdIndW(o), Op::JgeK(k, t, f)) => Op::LdIndWJge(o, k, t, f),
+            (Op::LdIndW(o), Op::JsetK(k, t, f)) => Op::LdIndWJset(o, k, t, f),
+            (Op::LdIndH(o), Op::JeqK(k, t, f)) => Op::LdIndHJeq(o, k, t, f),
+            (Op::LdIndH(o), Op::JgtK(k, t, f)) => Op::LdIndHJgt(o, k, t, f),
+            (Op::LdIndH(o), Op::JgeK(k, t, f)) => Op::LdIndHJge(o, k, t, f),
+            (Op::LdIndH(o), Op::JsetK(k, t, f)) => Op::LdIndHJset(o, k, t, f),
+            (Op::LdIndB(o), Op::JeqK(k, t, f)) => Op::LdIndBJeq(o, k, t, f),
+            (Op::LdIndB(o), Op::JgtK(k, t, f)) => Op::LdIndBJgt(o, k, t, f),
+            (Op::LdIndB(o), Op::JgeK(k, t, f)) => Op::LdIndBJge(o, k, t, f),
+            (Op::LdIndB(o), Op::JsetK(k, t, f)) => Op::LdIndBJset(o, k, t, f),
+            (Op::AndK(m), Op::JeqK(k, t, f)) => Op::AndJeq(m, k, t, f),
+            (Op::AndK(m), Op::JgtK(k, t, f)) => Op::AndJgt(m, k, t, f),
+            (Op::AndK(m), Op::JgeK(k, t, f)) => Op::AndJge(m, k, t, f),
+            (Op::AndK(m), Op::JsetK(k, t, f)) => Op::AndJset(m, k, t, f),
+            _ => continue,
+        };
+        if let Some(slot) = code.get_mut(index) {
+            *slot = fused;
+        }
+    }
+}
+
+/// The `N` bytes at `offset`, if they were captured: one length comparison.
+#[inline(always)]
+fn bytes<const N: usize>(packet: &[u8], offset: u32) -> Option<[u8; N]> {
+    let start = usize::try_from(offset).ok()?;
+    packet.get(start..start.checked_add(N)?)?.try_into().ok()
+}
+
+/// An ancillary load, out of line: rare, and inlined it would make every run copy the
+/// metadata's fields into registers or the stack up front.
+#[cold]
+#[inline(never)]
+fn ancillary(meta: &PacketMeta, offset: u32, a: u32, x: u32) -> Option<u32> {
+    meta.load(offset, a, x)
+}
+
+/// The interpreter over a decoded program.
+fn exec_decoded(code: &[Op], packet: &[u8], wire_len: u32, meta: &PacketMeta) -> u32 {
+    let mut a: u32 = 0;
+    let mut x: u32 = 0;
+    let mut mem = [0u32; MEM_WORDS as usize];
+    let mut backward_jumps: u32 = 0;
+    let mut pc: usize = 0;
+    macro_rules! or_reject {
+        ($e:expr) => {
+            match $e {
+                Some(v) => v,
+                None => return 0,
+            }
+        };
+    }
+    // `MEM_WORDS` is 16, so `i & 15` indexes `mem` without a bounds check; decoding
+    // guaranteed `i < 16` already, so the mask changes nothing.
+    macro_rules! cell {
+        ($i:expr) => {
+            mem[usize::from($i & 15)]
+        };
+    }
+    // A conditional jump as a branch rather than a select: filters' jumps are predictable, and
+    // a select would make fetching the next instruction wait for the comparison.
+    macro_rules! jump {
+        ($cond:expr, $jt:expr, $jf:expr) => {{
+            if $cond {
+                pc = usize::from($jt);
+                continue;
+            }
+            pc = usize::from($jf);
+        }};
+    }
+    macro_rules! load {
+        (w, $o:expr) => {
+            u32::from_be_bytes(or_reject!(bytes(packet, $o)))
+        };
+        (h, $o:expr) => {
+            u32::from(u16::from_be_bytes(or_reject!(bytes(packet, $o))))
+        };
+        (b, $o:expr) => {
+            u32::from(or_reject!(bytes::<1>(packet, $o))[0])
+        };
+    }
+    macro_rules! fused {
+        ($w:tt, ind($o:expr), $cond:expr, $jt:expr, $jf:expr) => {{
+            // X + k overflowing 32 bits is out of bounds, as in `LdInd*`.
+            a = load!($w, or_reject!(x.checked_add($o)));
+            jump!($cond, $jt, $jf);
+        }};
+        ($w:tt, $o:expr, $cond:expr, $jt:expr, $jf:expr) => {{
+            a = load!($w, $o);
+            jump!($cond, $jt, $jf);
+        }};
+    }
+    loop {
+        let op = *or_reject!(code.get(pc));
+        pc = pc.wrapping_add(1);
+        match op {
+            Op::Ret(k) => return k,
+            Op::RetA => return a,
+            Op::LdW(k) => a = load!(w, k),
+            Op::LdH(k) => a = load!(h, k),
+            Op::LdB(k) => a = load!(b, k),
+            Op::LdIndW(k) => a = load!(w, or_reject!(x.checked_add(k))),
+            Op::LdIndH(k) => a = load!(h, or_reject!(x.checked_add(k))),
+            Op::LdIndB(k) => a = load!(b, or_reject!(x.checked_add(k))),
+            Op::LdAnc(offset) => a = or_reject!(ancillary(meta, offset, a, x)),
+            Op::LdLen => a = wire_len,
+            Op::LdxLen => x = wire_len,
+            Op::LdxMsh(k) => x = (u32::from(or_reject!(bytes::<1>(packet, k))[0]) & 0xf) << 2,
+            Op::LdImm(k) => a = k,
+            Op::LdxImm(k) => x = k,
+            Op::LdMem(i) => a = cell!(i),
+            Op::LdxMem(i) => x = cell!(i),
+            Op::St(i) => cell!(i) = a,
+            Op::Stx(i) => cell!(i) = x,
+            Op::Ja(target) => pc = usize::from(target),
+            Op::JaBack(target) => {
+                if backward_jumps >= MAX_BACKWARD_JUMPS {
+                    return 0;
+                }
+                backward_jumps = backward_jumps.wrapping_add(1);
+                pc = usize::from(target);
+            }
+            Op::JeqK(k, jt, jf) => jump!(a == k, jt, jf),
+            Op::JgtK(k, jt, jf) => jump!(a > k, jt, jf),
+            Op::JgeK(k, jt, jf) => jump!(a >= k, jt, jf),
+            Op::JsetK(k, jt, jf) => jump!(a & k != 0, jt, jf),
+            Op::JeqX(jt, jf) => jump!(a == x, jt, jf),
+            Op::JgtX(jt, jf) => jump!(a > x, jt, jf),
+            Op::JgeX(jt, jf) => jump!(a >= x, jt, jf),
+            Op::JsetX(jt, jf) => jump!(a & x != 0, jt, jf),
+            Op::AddX => a = a.wrapping_add(x),
+            Op::SubX => a = a.wrapping_sub(x),
+            Op::MulX => a = a.wrapping_mul(x),
+            Op::DivX => a = or_reject!(a.checked_div(x)),
+            Op::ModX => a = or_reject!(a.checked_rem(x)),
+            Op::AndX => a &= x,
+            Op::OrX => a |= x,
+            Op::XorX => a ^= x,
+            Op::LshX => a = shift_left(a, x),
+            Op::RshX => a = shift_right(a, x),
+            Op::AddK(k) => a = a.wrapping_add(k),
+            Op::SubK(k) => a = a.wrapping_sub(k),
+            Op::MulK(k) => a = a.wrapping_mul(k),
+            Op::DivK(k) => a /= k,
+            Op::ModK(k) => a %= k,
+            Op::AndK(k) => a &= k,
+            Op::OrK(k) => a |= k,
+            Op::XorK(k) => a ^= k,
+            // Decoding keeps these below 32, where wrapping shifts are plain shifts.
+            Op::LshK(k) => a = a.wrapping_shl(k),
+            Op::RshK(k) => a = a.wrapping_shr(k),
+            Op::Neg => a = a.wrapping_neg(),
+            Op::Tax => x = a,
+            Op::Txa => a = x,
+            Op::LdWJeq(o, k, jt, jf) => fused!(w, o, a == k, jt, jf),
+            Op::LdWJgt(o, k, jt, jf) => fused!(w, o, a > k, jt, jf),
+            Op::LdWJge(o, k, jt, jf) => fused!(w, o, a >= k, jt, jf),
+            Op::LdWJset(o, k, jt, jf) => fused!(w, o, a & k != 0, jt, jf),
+            Op::LdHJeq(o, k, jt, jf) => fused!(h, o, a == k, jt, jf),
+            Op::LdHJgt(o, k, jt, jf) => fused!(h, o, a > k, jt, jf),
+            Op::LdHJge(o, k, jt, jf) => fused!(h, o, a >= k, jt, jf),
+            Op::LdHJset(o, k, jt, jf) => fused!(h, o, a & k != 0, jt, jf),
+            Op::LdBJeq(o, k, jt, jf) => fused!(b, o, a == k, jt, jf),
+            Op::LdBJgt(o, k, jt, jf) => fused!(b, o, a > k, jt, jf),
+            Op::LdBJge(o, k, jt, jf) => fused!(b, o, a >= k, jt, jf),
+            Op::LdBJset(o, k, jt, jf) => fused!(b, o, a & k != 0, jt, jf),
+            Op::LdIndWJeq(o, k, jt, jf) => fused!(w, ind(o), a == k, jt, jf),
+            Op::LdIndWJgt(o, k, jt, jf) => fused!(w, ind(o), a > k, jt, jf),
+            Op::LdIndWJge(o, k, jt, jf) => fused!(w, ind(o), a >= k, jt, jf),
+            Op::LdIndWJset(o, k, jt, jf) => fused!(w, ind(o), a & k != 0, jt, jf),
+            Op::LdIndHJeq(o, k, jt, jf) => fused!(h, ind(o), a == k, jt, jf),
+            Op::LdIndHJgt(o, k, jt, jf) => fused!(h, ind(o), a > k, jt, jf),
+            Op::LdIndHJge(o, k, jt, jf) => fused!(h, ind(o), a >= k, jt, jf),
+            Op::LdIndHJset(o, k, jt, jf) => fused!(h, ind(o), a & k != 0, jt, jf),
+            Op::LdIndBJeq(o, k, jt, jf) => fused!(b, ind(o), a == k, jt, jf),
+            Op::LdIndBJgt(o, k, jt, jf) => fused!(b, ind(o), a > k, jt, jf),
+            Op::LdIndBJge(o, k, jt, jf) => fused!(b, ind(o), a >= k, jt, jf),
+            Op::LdIndBJset(o, k, jt, jf) => fused!(b, ind(o), a & k != 0, jt, jf),
+            Op::AndJeq(m, k, jt, jf) => {
+                a &= m;
+                jump!(a == k, jt, jf)
+            }
+            Op::AndJgt(m, k, jt, jf) => {
+                a &= m;
+                jump!(a > k, jt, jf)
+            }
+            Op::AndJge(m, k, jt, jf) => {
+                a &= m;
+                jump!(a >= k, jt, jf)
+            }
+            Op::AndJset(m, k, jt, jf) => {
+                a &= m;
+                jump!(a & k != 0, jt, jf)
+            }
         }
     }
 }

@@ -184,3 +184,27 @@ fn from_raw_names_unknown_opcodes() {
     assert_eq!(ok.insns().len(), 1);
     assert_eq!(ok.rules(), Rules::Kernel);
 }
+
+#[test]
+fn a_fused_load_and_jump_pair_still_runs_its_jump_alone_when_entered_there() {
+    let pkt = [0x08, 0x00, 0x45, 0x06];
+    // ldh [0]; jeq #0x800: fused, and A keeps the loaded value for `ret a`.
+    let fused = [s(LdAbsH, 0), j(JeqK, 0x800, 0, 1), s(RetA, 0), s(RetK, 9)];
+    assert_eq!(go(&fused, &pkt), 0x800);
+    assert_eq!(go(&fused, &[0x08]), 0);
+    // 2 and 3 fuse, but 1 jumps straight to the `jeq` at 3 with A = 6 from the first load.
+    let entered =
+        [s(LdAbsB, 3), j(JeqK, 6, 1, 0), s(LdAbsB, 2), j(JeqK, 6, 0, 1), s(RetK, 1), s(RetK, 2)];
+    assert_eq!(go(&entered, &pkt), 1);
+    assert_eq!(go(&entered, &[0, 0, 0x06, 0x07]), 1);
+    assert_eq!(go(&entered, &[0, 0, 0x45, 0x07]), 2);
+    // Indirect loads fuse too; X + k past the packet still rejects.
+    let ind = [s(LdxImm, 1), s(LdIndH, 1), j(JsetK, 0x4000, 0, 1), s(RetA, 0), s(RetK, 5)];
+    assert_eq!(go(&ind, &pkt), 0x4506);
+    assert_eq!(go(&ind, &pkt[..3]), 0);
+    // `and #mask; jeq` fuses; A keeps the masked value.
+    let net =
+        [s(LdAbsW, 0), s(AndK, 0xffff_ff00), j(JeqK, 0x0800_4500, 0, 1), s(RetA, 0), s(RetK, 3)];
+    assert_eq!(go(&net, &pkt), 0x0800_4500);
+    assert_eq!(go(&net, &[0x08, 0x00, 0x46, 0x06]), 3);
+}
