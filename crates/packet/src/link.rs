@@ -44,6 +44,9 @@ pub enum LinkType {
     Radiotap,
     /// IEEE 802.11 after an AVS radio header (its big-endian length at offset 4).
     Avs,
+    /// Per-Packet Information: a header of its own little-endian length (at offset 2) that
+    /// names the link type after it (a little-endian DLT at offset 4; filters take 802.11).
+    Ppi,
 }
 
 /// The facts of one link type.
@@ -70,7 +73,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 16] = [
+    pub const ALL: [LinkType; 17] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::Slip,
@@ -84,6 +87,7 @@ impl LinkType {
         LinkType::Prism,
         LinkType::Radiotap,
         LinkType::Avs,
+        LinkType::Ppi,
         LinkType::Ipv4,
         LinkType::Ipv6,
         LinkType::LinuxSll2,
@@ -255,12 +259,30 @@ impl LinkType {
                 header_len: 88,
                 type_offset: None,
             },
+            // The PPI header is 8 bytes or more; filters read its length from the packet.
+            LinkType::Ppi => &LinkInfo {
+                name: "PPI",
+                aliases: &[],
+                dlt: 192,
+                linktype: 192,
+                other_numbers: &[],
+                description: "Per-Packet Information",
+                header_len: 32,
+                type_offset: None,
+            },
         }
     }
 
     /// Whether the link carries IEEE 802.11 frames (after a radio header or not).
     pub const fn is_ieee80211(self) -> bool {
-        matches!(self, LinkType::Ieee80211 | LinkType::Prism | LinkType::Radiotap | LinkType::Avs)
+        matches!(
+            self,
+            LinkType::Ieee80211
+                | LinkType::Prism
+                | LinkType::Radiotap
+                | LinkType::Avs
+                | LinkType::Ppi
+        )
     }
 
     /// The name tcpdump's `-y` accepts (and libpcap prints).

@@ -1,6 +1,6 @@
 //! Re-framing Ethernet test packets for the serial and wireless link types: PPP (bare and
 //! in HDLC framing), Cisco HDLC, SLIP, and IEEE 802.11 bare or after a radiotap, AVS or
-//! Prism header ([`relink`](crate::relink) calls [`reframe`] for them).
+//! Prism header or a PPI one ([`relink`](crate::relink) calls [`reframe`] for them).
 //!
 //! Every choice a real capture varies is derived from the packet's bytes (an FNV hash), so
 //! the result is the same on every run and the variants are spread over the corpus:
@@ -13,6 +13,8 @@
 //!   bitmap; the flags sometimes say the 802.11 header is padded to 4 bytes (and it is).
 //! - AVS (64 bytes, big-endian length) and Prism (144 bytes; sometimes an AVS header in
 //!   its place, as libpcap allows).
+//! - PPI: 8 bytes alone, or with an 802.11-common field (and a vendor field); one packet
+//!   in eight names Ethernet as its DLT.
 //! - PPP: `ff 03` and the PPP protocol of the EtherType; Cisco HDLC unicast and broadcast
 //!   addresses; SLIP's direction byte both ways.
 //!
@@ -23,7 +25,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 8] = [
+pub const LINK_TYPES: [LinkType; 9] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -32,6 +34,7 @@ pub const LINK_TYPES: [LinkType; 8] = [
     LinkType::PppSerial,
     LinkType::CHdlc,
     LinkType::Slip,
+    LinkType::Ppi,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -70,7 +73,11 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             }
             (h, payload.to_vec())
         }
-        LinkType::Ieee80211 | LinkType::Radiotap | LinkType::Avs | LinkType::Prism => {
+        LinkType::Ieee80211
+        | LinkType::Radiotap
+        | LinkType::Avs
+        | LinkType::Prism
+        | LinkType::Ppi => {
             let frame = Frame::choose(data, hash);
             let pad = link == LinkType::Radiotap && frame.data() && (hash >> 40).is_multiple_of(3);
             let mut h = radio_header(link, hash, pad);
@@ -277,6 +284,7 @@ fn radio_header(link: LinkType, hash: u64, pad: bool) -> Vec<u8> {
             h
         }
         LinkType::Avs => avs_header(hash),
+        LinkType::Ppi => ppi_header(hash),
         LinkType::Prism => {
             if (hash >> 36).is_multiple_of(4) {
                 return avs_header(hash);
@@ -292,6 +300,31 @@ fn radio_header(link: LinkType, hash: u64, pad: bool) -> Vec<u8> {
         }
         _ => Vec::new(),
     }
+}
+
+/// A PPI header: version 0, flags 0, its little-endian length, the little-endian DLT of
+/// what follows (802.11, 105; one packet in eight says Ethernet, which filters reject),
+/// then no field, an 802.11-common field (type 2, 20 bytes) or that and a vendor field.
+fn ppi_header(hash: u64) -> Vec<u8> {
+    let dlt: u32 = if (hash >> 48).is_multiple_of(8) { 1 } else { 105 };
+    let mut fields = Vec::new();
+    let variant = (hash >> 36) % 3;
+    if variant >= 1 {
+        fields.extend_from_slice(&2u16.to_le_bytes());
+        fields.extend_from_slice(&20u16.to_le_bytes());
+        fields.extend((0..20u32).map(|i| (hash >> (i % 48)) as u8));
+    }
+    if variant == 2 {
+        fields.extend_from_slice(&30_002u16.to_le_bytes());
+        fields.extend_from_slice(&6u16.to_le_bytes());
+        fields.extend_from_slice(&[0x11, 0x22, 0x33, 0x44, 0x55, 0x66]);
+    }
+    let len = 8 + fields.len();
+    let mut h = vec![0, 0];
+    h.extend_from_slice(&(len as u16).to_le_bytes());
+    h.extend_from_slice(&dlt.to_le_bytes());
+    h.extend_from_slice(&fields);
+    h
 }
 
 fn avs_header(hash: u64) -> Vec<u8> {

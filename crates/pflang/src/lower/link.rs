@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 16] = [
+pub const LINK_TYPES: [LinkType; 17] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -34,6 +34,7 @@ pub const LINK_TYPES: [LinkType; 16] = [
     LinkType::Ieee80211,
     LinkType::Prism,
     LinkType::Avs,
+    LinkType::Ppi,
     LinkType::Ppp,
     LinkType::PppSerial,
     LinkType::CHdlc,
@@ -116,6 +117,7 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Prism
         | LinkType::Radiotap
         | LinkType::Avs
+        | LinkType::Ppi
         | LinkType::LinuxSll
         | LinkType::LinuxSll2
         | LinkType::Raw
@@ -170,9 +172,11 @@ impl Lowerer<'_> {
                 self.type_field_is((LLCSAP_ISONS << 8) | LLCSAP_ISONS)
             }
             LinkType::CHdlc => self.type_field_is(proto),
-            LinkType::Ieee80211 | LinkType::Prism | LinkType::Radiotap | LinkType::Avs => {
-                Pred::and([self.wlan_data_frame(), self.llc_link_proto(proto)])
-            }
+            LinkType::Ieee80211
+            | LinkType::Prism
+            | LinkType::Radiotap
+            | LinkType::Avs
+            | LinkType::Ppi => Pred::and([self.wlan_data_frame(), self.llc_link_proto(proto)]),
             // No type field: the version nibble says what the packet is. On SLIP libpcap
             // reads it at the start of the link header, which is SLIP's direction byte.
             LinkType::Raw | LinkType::Slip => match proto {

@@ -206,9 +206,11 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         LinkType::Slip => vec![16],
         // Behind a radio header and an 802.11 header of the packet's own lengths: any
         // place from the shortest 802.11 header and LLC/SNAP on.
-        LinkType::Ieee80211 | LinkType::Prism | LinkType::Radiotap | LinkType::Avs => {
-            (32..data.len().min(320)).collect()
-        }
+        LinkType::Ieee80211
+        | LinkType::Prism
+        | LinkType::Radiotap
+        | LinkType::Avs
+        | LinkType::Ppi => (32..data.len().min(320)).collect(),
     }
 }
 
