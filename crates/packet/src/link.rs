@@ -47,6 +47,9 @@ pub enum LinkType {
     /// Per-Packet Information: a header of its own little-endian length (at offset 2) that
     /// names the link type after it (a little-endian DLT at offset 4; filters take 802.11).
     Ppi,
+    /// Frame Relay: a 2-byte Q.922 address, then (RFC 2427) the UI control byte and an
+    /// NLPID saying what follows.
+    FrameRelay,
 }
 
 /// The facts of one link type.
@@ -73,7 +76,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 17] = [
+    pub const ALL: [LinkType; 18] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::Slip,
@@ -82,6 +85,7 @@ impl LinkType {
         LinkType::PppSerial,
         LinkType::CHdlc,
         LinkType::Ieee80211,
+        LinkType::FrameRelay,
         LinkType::Loop,
         LinkType::LinuxSll,
         LinkType::Prism,
@@ -257,6 +261,16 @@ impl LinkType {
                 other_numbers: &[],
                 description: "802.11 plus AVS radio information header",
                 header_len: 88,
+                type_offset: None,
+            },
+            LinkType::FrameRelay => &LinkInfo {
+                name: "FRELAY",
+                aliases: &[],
+                dlt: 107,
+                linktype: 107,
+                other_numbers: &[],
+                description: "Frame Relay",
+                header_len: 4,
                 type_offset: None,
             },
             // The PPI header is 8 bytes or more; filters read its length from the packet.

@@ -1,5 +1,5 @@
 //! Re-framing Ethernet test packets for the serial and wireless link types: PPP (bare and
-//! in HDLC framing), Cisco HDLC, SLIP, and IEEE 802.11 bare or after a radiotap, AVS or
+//! in HDLC framing), Cisco HDLC, SLIP, Frame Relay, and IEEE 802.11 bare or after a radiotap, AVS or
 //! Prism header or a PPI one ([`relink`](crate::relink) calls [`reframe`] for them).
 //!
 //! Every choice a real capture varies is derived from the packet's bytes (an FNV hash), so
@@ -15,6 +15,8 @@
 //!   its place, as libpcap allows).
 //! - PPI: 8 bytes alone, or with an 802.11-common field (and a vendor field); one packet
 //!   in eight names Ethernet as its DLT.
+//! - Frame Relay: a Q.922 address of a DLCI from the packet, UI, the NLPID of IP, IPv6
+//!   or the OSI PDU, or SNAP for the rest.
 //! - PPP: `ff 03` and the PPP protocol of the EtherType; Cisco HDLC unicast and broadcast
 //!   addresses; SLIP's direction byte both ways.
 //!
@@ -25,7 +27,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 9] = [
+pub const LINK_TYPES: [LinkType; 10] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -35,6 +37,7 @@ pub const LINK_TYPES: [LinkType; 9] = [
     LinkType::CHdlc,
     LinkType::Slip,
     LinkType::Ppi,
+    LinkType::FrameRelay,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -63,6 +66,37 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             };
             h.extend_from_slice(&protocol.to_be_bytes());
             (h, payload.to_vec())
+        }
+        LinkType::FrameRelay => {
+            // Q.922 address: a DLCI of 16-1007 in its two 6- and 4-bit halves, EA on the
+            // second byte; sometimes FECN/BECN/DE set.
+            let dlci = 16 + (hash % 992) as u16;
+            let flags = ((hash >> 12) as u8) & 0x0e;
+            let mut h = vec![((dlci >> 4) << 2) as u8, (((dlci & 0x0f) << 4) as u8) | flags | 1];
+            h.push(0x03);
+            let osi = ether_type <= ethertype::ETHERMTU && payload.starts_with(&[0xfe, 0xfe, 0x03]);
+            let body = match ether_type {
+                ethertype::IP => {
+                    h.push(0xcc);
+                    payload.to_vec()
+                }
+                ethertype::IPV6 => {
+                    h.push(0x8e);
+                    payload.to_vec()
+                }
+                // OSI: the NLPID is the first byte of the PDU, kept in the header here.
+                _ if osi => {
+                    h.push(payload.get(3).copied().unwrap_or(0x81));
+                    payload.get(4..).unwrap_or(&[]).to_vec()
+                }
+                // Anything else behind the SNAP NLPID (after a pad byte) with an OUI of 0.
+                _ => {
+                    h.extend_from_slice(&[0x00, 0x80, 0, 0, 0]);
+                    h.extend_from_slice(&ether_type.to_be_bytes());
+                    payload.to_vec()
+                }
+            };
+            (h, body)
         }
         LinkType::Slip => {
             let mut h = vec![0u8; 16];

@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 17] = [
+pub const LINK_TYPES: [LinkType; 18] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -39,6 +39,7 @@ pub const LINK_TYPES: [LinkType; 17] = [
     LinkType::PppSerial,
     LinkType::CHdlc,
     LinkType::Slip,
+    LinkType::FrameRelay,
 ];
 
 /// Whether pflang compiles filters for captures of this link type.
@@ -81,6 +82,14 @@ pub(crate) const LLCSAP_SNAP: u32 = llcsap::SNAP as u32;
 /// MPLS unicast over PPP; `mpls` after `pppoes` tests for it.
 pub(crate) const PPP_MPLS_UCAST: u32 = ppp::MPLS_UCAST as u32;
 
+/// Frame Relay (RFC 2427): the UI control byte and the NLPIDs libpcap tests.
+const FR_UI: u32 = 0x03;
+const NLPID_IP: u32 = 0xcc;
+const NLPID_IPV6: u32 = 0x8e;
+const NLPID_CLNP: u32 = 0x81;
+const NLPID_ESIS: u32 = 0x82;
+const NLPID_ISIS: u32 = 0x83;
+
 const LINUX_SLL_P_802_2: u32 = sll::P_802_2 as u32;
 const LINUX_SLL_P_802_3: u32 = sll::P_802_3 as u32;
 
@@ -118,6 +127,7 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Radiotap
         | LinkType::Avs
         | LinkType::Ppi
+        | LinkType::FrameRelay
         | LinkType::LinuxSll
         | LinkType::LinuxSll2
         | LinkType::Raw
@@ -127,6 +137,11 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Loop
         | LinkType::Ppp => 0,
     };
+    // libpcap 1.10 reads Frame Relay's network layer from the start of the packet (its
+    // payload offset is 0; only the NLPID test looks past the address), and so does weir.
+    if link == LinkType::FrameRelay {
+        return Geometry { off_linktype: None, off_linkpl: 0, off_nl: 0, off_nl_nosnap };
+    }
     Geometry {
         off_linktype: link.type_offset(),
         off_linkpl: link.header_len(),
@@ -177,6 +192,18 @@ impl Lowerer<'_> {
             | LinkType::Radiotap
             | LinkType::Avs
             | LinkType::Ppi => Pred::and([self.wlan_data_frame(), self.llc_link_proto(proto)]),
+            // Control byte (UI) and NLPID, as one half-word after the Q.922 address: IP, IPv6,
+            // and for OSI any of CLNP, ES-IS and IS-IS.
+            LinkType::FrameRelay => match proto {
+                ETHERTYPE_IP => self.fr_nlpid_is(NLPID_IP),
+                ETHERTYPE_IPV6 => self.fr_nlpid_is(NLPID_IPV6),
+                LLCSAP_ISONS => Pred::or([
+                    self.fr_nlpid_is(NLPID_CLNP),
+                    self.fr_nlpid_is(NLPID_ESIS),
+                    self.fr_nlpid_is(NLPID_ISIS),
+                ]),
+                _ => Pred::Const(false),
+            },
             // No type field: the version nibble says what the packet is. On SLIP libpcap
             // reads it at the start of the link header, which is SLIP's direction byte.
             LinkType::Raw | LinkType::Slip => match proto {
@@ -215,6 +242,11 @@ impl Lowerer<'_> {
             }
             ethertype => self.cmp_field(Layer::LinkPayload, 6, Size::Half, u32::MAX, ethertype),
         }
+    }
+
+    /// Frame Relay: the UI control byte (3) and then `nlpid`, 2 bytes into the link header.
+    pub(crate) fn fr_nlpid_is(&self, nlpid: u32) -> Pred {
+        self.cmp_field(Layer::LinkHdr, 2, Size::Half, u32::MAX, (FR_UI << 8) | nlpid)
     }
 
     /// `type field == value` (2 bytes at the link type offset).
