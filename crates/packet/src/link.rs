@@ -50,6 +50,12 @@ pub enum LinkType {
     /// Frame Relay: a 2-byte Q.922 address, then (RFC 2427) the UI control byte and an
     /// NLPID saying what follows.
     FrameRelay,
+    /// ARCnet as BSD captures it: source and destination addresses (a byte each), then
+    /// the ARCnet protocol ID.
+    ArcnetBsd,
+    /// ARCnet as Linux captures it: the two addresses, a 2-byte offset field, then the
+    /// protocol ID.
+    ArcnetLinux,
 }
 
 /// The facts of one link type.
@@ -76,9 +82,10 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 18] = [
+    pub const ALL: [LinkType; 20] = [
         LinkType::Null,
         LinkType::Ethernet,
+        LinkType::ArcnetBsd,
         LinkType::Slip,
         LinkType::Ppp,
         LinkType::Raw,
@@ -90,6 +97,7 @@ impl LinkType {
         LinkType::LinuxSll,
         LinkType::Prism,
         LinkType::Radiotap,
+        LinkType::ArcnetLinux,
         LinkType::Avs,
         LinkType::Ppi,
         LinkType::Ipv4,
@@ -263,6 +271,26 @@ impl LinkType {
                 header_len: 88,
                 type_offset: None,
             },
+            LinkType::ArcnetBsd => &LinkInfo {
+                name: "ARCNET",
+                aliases: &[],
+                dlt: 7,
+                linktype: 7,
+                other_numbers: &[],
+                description: "BSD ARCNET",
+                header_len: 6,
+                type_offset: Some(2),
+            },
+            LinkType::ArcnetLinux => &LinkInfo {
+                name: "ARCNET_LINUX",
+                aliases: &[],
+                dlt: 129,
+                linktype: 129,
+                other_numbers: &[],
+                description: "Linux ARCNET",
+                header_len: 8,
+                type_offset: Some(4),
+            },
             LinkType::FrameRelay => &LinkInfo {
                 name: "FRELAY",
                 aliases: &[],
@@ -297,6 +325,11 @@ impl LinkType {
                 | LinkType::Avs
                 | LinkType::Ppi
         )
+    }
+
+    /// Whether the link is ARCnet (BSD's or Linux's header).
+    pub const fn is_arcnet(self) -> bool {
+        matches!(self, LinkType::ArcnetBsd | LinkType::ArcnetLinux)
     }
 
     /// The name tcpdump's `-y` accepts (and libpcap prints).

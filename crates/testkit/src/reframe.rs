@@ -1,5 +1,5 @@
 //! Re-framing Ethernet test packets for the serial and wireless link types: PPP (bare and
-//! in HDLC framing), Cisco HDLC, SLIP, Frame Relay, and IEEE 802.11 bare or after a radiotap, AVS or
+//! in HDLC framing), Cisco HDLC, SLIP, Frame Relay, ARCnet, and IEEE 802.11 bare or after a radiotap, AVS or
 //! Prism header or a PPI one ([`relink`](crate::relink) calls [`reframe`] for them).
 //!
 //! Every choice a real capture varies is derived from the packet's bytes (an FNV hash), so
@@ -15,6 +15,8 @@
 //!   its place, as libpcap allows).
 //! - PPI: 8 bytes alone, or with an 802.11-common field (and a vendor field); one packet
 //!   in eight names Ethernet as its DLT.
+//! - ARCnet (BSD and Linux headers): one-byte addresses (broadcast 0 for group
+//!   destinations), old and new protocol IDs for IP and ARP.
 //! - Frame Relay: a Q.922 address of a DLCI from the packet, UI, the NLPID of IP, IPv6
 //!   or the OSI PDU, or SNAP for the rest.
 //! - PPP: `ff 03` and the PPP protocol of the EtherType; Cisco HDLC unicast and broadcast
@@ -27,7 +29,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 10] = [
+pub const LINK_TYPES: [LinkType; 12] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -38,6 +40,8 @@ pub const LINK_TYPES: [LinkType; 10] = [
     LinkType::Slip,
     LinkType::Ppi,
     LinkType::FrameRelay,
+    LinkType::ArcnetBsd,
+    LinkType::ArcnetLinux,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -65,6 +69,35 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
                 ether_type
             };
             h.extend_from_slice(&protocol.to_be_bytes());
+            (h, payload.to_vec())
+        }
+        LinkType::ArcnetBsd | LinkType::ArcnetLinux => {
+            // Addresses of one byte: broadcast (0) for Ethernet group destinations, else
+            // taken from the MACs (often in 0xd0-0xdf, the only ones libpcap 1.10's `$x`
+            // addresses can name).
+            let near = |b: u8, bit: u64| if (hash >> bit) & 1 == 1 { 0xd0 | (b & 0x0f) } else { b };
+            let dst = if byte(0) & 1 == 1 { 0 } else { near(byte(5), 20) };
+            let src = near(byte(11), 21);
+            let old = (hash >> 22) & 1 == 1;
+            let id: u8 = match ether_type {
+                ethertype::IP if old => 0xf0,
+                ethertype::IP => 0xd4,
+                ethertype::ARP if old => 0xf1,
+                ethertype::ARP => 0xd5,
+                ethertype::IPV6 => 0xc4,
+                ethertype::REVARP => 0xd6,
+                ethertype::ATALK => 0xdd,
+                // IPX's ID, or one nothing names.
+                _ if old => 0xfa,
+                _ => 0xe8,
+            };
+            let mut h = vec![src, dst];
+            if link == LinkType::ArcnetLinux {
+                // Linux: a 2-byte offset field before the protocol ID.
+                h.extend_from_slice(&[0x00, (hash >> 24) as u8 & 0x03]);
+            }
+            // Split flag and sequence number.
+            h.extend_from_slice(&[id, 0x00, (hash >> 32) as u8, (hash >> 40) as u8]);
             (h, payload.to_vec())
         }
         LinkType::FrameRelay => {

@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 18] = [
+pub const LINK_TYPES: [LinkType; 20] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -40,6 +40,8 @@ pub const LINK_TYPES: [LinkType; 18] = [
     LinkType::CHdlc,
     LinkType::Slip,
     LinkType::FrameRelay,
+    LinkType::ArcnetBsd,
+    LinkType::ArcnetLinux,
 ];
 
 /// Whether pflang compiles filters for captures of this link type.
@@ -90,6 +92,15 @@ const NLPID_CLNP: u32 = 0x81;
 const NLPID_ESIS: u32 = 0x82;
 const NLPID_ISIS: u32 = 0x83;
 
+/// ARCnet protocol IDs libpcap tests.
+const ARCTYPE_IP_OLD: u32 = 0xf0;
+const ARCTYPE_ARP_OLD: u32 = 0xf1;
+const ARCTYPE_IP: u32 = 0xd4;
+const ARCTYPE_ARP: u32 = 0xd5;
+const ARCTYPE_REVARP: u32 = 0xd6;
+const ARCTYPE_ATALK: u32 = 0xdd;
+const ARCTYPE_INET6: u32 = 0xc4;
+
 const LINUX_SLL_P_802_2: u32 = sll::P_802_2 as u32;
 const LINUX_SLL_P_802_3: u32 = sll::P_802_3 as u32;
 
@@ -128,6 +139,8 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Avs
         | LinkType::Ppi
         | LinkType::FrameRelay
+        | LinkType::ArcnetBsd
+        | LinkType::ArcnetLinux
         | LinkType::LinuxSll
         | LinkType::LinuxSll2
         | LinkType::Raw
@@ -204,6 +217,24 @@ impl Lowerer<'_> {
                 ]),
                 _ => Pred::Const(false),
             },
+            // ARCnet protocol IDs (one byte), old and new numbers for IP and ARP.
+            LinkType::ArcnetBsd | LinkType::ArcnetLinux => {
+                let ids: &[u32] = match proto {
+                    ETHERTYPE_IP => &[ARCTYPE_IP, ARCTYPE_IP_OLD],
+                    ETHERTYPE_ARP => &[ARCTYPE_ARP, ARCTYPE_ARP_OLD],
+                    ETHERTYPE_IPV6 => &[ARCTYPE_INET6],
+                    ETHERTYPE_REVARP => &[ARCTYPE_REVARP],
+                    ETHERTYPE_ATALK => &[ARCTYPE_ATALK],
+                    _ => &[],
+                };
+                if ids.is_empty() {
+                    return Ok(Pred::Const(false));
+                }
+                Pred::or(
+                    ids.iter()
+                        .map(|&id| self.cmp_field(Layer::LinkType, 0, Size::Byte, u32::MAX, id)),
+                )
+            }
             // No type field: the version nibble says what the packet is. On SLIP libpcap
             // reads it at the start of the link header, which is SLIP's direction byte.
             LinkType::Raw | LinkType::Slip => match proto {

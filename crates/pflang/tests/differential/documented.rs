@@ -206,6 +206,8 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         LinkType::Slip => vec![16],
         // libpcap reads Frame Relay's network layer at 0.
         LinkType::FrameRelay => vec![0],
+        LinkType::ArcnetBsd => vec![6],
+        LinkType::ArcnetLinux => vec![8],
         // Behind a radio header and an 802.11 header of the packet's own lengths: any
         // place from the shortest 802.11 header and LLC/SNAP on.
         LinkType::Ieee80211
