@@ -56,6 +56,8 @@ pub enum LinkType {
     /// ARCnet as Linux captures it: the two addresses, a 2-byte offset field, then the
     /// protocol ID.
     ArcnetLinux,
+    /// IP over InfiniBand (RFC 4391): a 2-byte EtherType and 2 reserved bytes.
+    IpOverIb,
 }
 
 /// The facts of one link type.
@@ -82,7 +84,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 20] = [
+    pub const ALL: [LinkType; 21] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::ArcnetBsd,
@@ -102,6 +104,7 @@ impl LinkType {
         LinkType::Ppi,
         LinkType::Ipv4,
         LinkType::Ipv6,
+        LinkType::IpOverIb,
         LinkType::LinuxSll2,
     ];
 
@@ -270,6 +273,16 @@ impl LinkType {
                 description: "802.11 plus AVS radio information header",
                 header_len: 88,
                 type_offset: None,
+            },
+            LinkType::IpOverIb => &LinkInfo {
+                name: "IPOIB",
+                aliases: &[],
+                dlt: 242,
+                linktype: 242,
+                other_numbers: &[],
+                description: "RFC 4391 IP-over-Infiniband",
+                header_len: 4,
+                type_offset: Some(0),
             },
             LinkType::ArcnetBsd => &LinkInfo {
                 name: "ARCNET",

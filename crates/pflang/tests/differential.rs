@@ -971,6 +971,10 @@ fn link_types_agree_with_libpcap() {
         g.link_share = if set.link.is_ieee80211() { 20 } else { 8 };
         g.aid_share = if set.link.is_arcnet() { 12 } else { 0 };
         let mut pick = weir_testkit::SplitMix64::new(seed ^ 0x11f7);
+        // libpcap refuses every protocol test on IP over InfiniBand, so few generated
+        // expressions compile there: four times as many, and a thirtieth must compile.
+        let ipoib = set.link == LinkType::IpOverIb;
+        let (count, share) = if ipoib { (count * 4, 30) } else { (count, 4) };
         let cases: Vec<Case> = (0..count)
             .map(|_| {
                 let tree = g.expr();
@@ -987,7 +991,7 @@ fn link_types_agree_with_libpcap() {
             sets[0].link.name()
         );
         assert!(
-            t.libpcap_accepts * 4 >= t.total,
+            t.libpcap_accepts * share >= t.total,
             "{}: only {} of {} generated expressions are valid for libpcap",
             sets[0].link.name(),
             t.libpcap_accepts,

@@ -17,6 +17,7 @@
 //!   in eight names Ethernet as its DLT.
 //! - ARCnet (BSD and Linux headers): one-byte addresses (broadcast 0 for group
 //!   destinations), old and new protocol IDs for IP and ARP.
+//! - IP over InfiniBand: the EtherType and 2 reserved bytes.
 //! - Frame Relay: a Q.922 address of a DLCI from the packet, UI, the NLPID of IP, IPv6
 //!   or the OSI PDU, or SNAP for the rest.
 //! - PPP: `ff 03` and the PPP protocol of the EtherType; Cisco HDLC unicast and broadcast
@@ -29,7 +30,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 12] = [
+pub const LINK_TYPES: [LinkType; 13] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -42,6 +43,7 @@ pub const LINK_TYPES: [LinkType; 12] = [
     LinkType::FrameRelay,
     LinkType::ArcnetBsd,
     LinkType::ArcnetLinux,
+    LinkType::IpOverIb,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -98,6 +100,12 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             }
             // Split flag and sequence number.
             h.extend_from_slice(&[id, 0x00, (hash >> 32) as u8, (hash >> 40) as u8]);
+            (h, payload.to_vec())
+        }
+        // The EtherType and two reserved bytes (sometimes not zero).
+        LinkType::IpOverIb => {
+            let mut h = ether_type.to_be_bytes().to_vec();
+            h.extend_from_slice(&[0, u8::from(hash.is_multiple_of(5))]);
             (h, payload.to_vec())
         }
         LinkType::FrameRelay => {

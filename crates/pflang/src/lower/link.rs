@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 20] = [
+pub const LINK_TYPES: [LinkType; 21] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -42,6 +42,7 @@ pub const LINK_TYPES: [LinkType; 20] = [
     LinkType::FrameRelay,
     LinkType::ArcnetBsd,
     LinkType::ArcnetLinux,
+    LinkType::IpOverIb,
 ];
 
 /// Whether pflang compiles filters for captures of this link type.
@@ -141,6 +142,7 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::FrameRelay
         | LinkType::ArcnetBsd
         | LinkType::ArcnetLinux
+        | LinkType::IpOverIb
         | LinkType::LinuxSll
         | LinkType::LinuxSll2
         | LinkType::Raw
@@ -217,6 +219,13 @@ impl Lowerer<'_> {
                 ]),
                 _ => Pred::Const(false),
             },
+            // libpcap 1.10 compiles no protocol test for it, and says so.
+            LinkType::IpOverIb => {
+                return Err(CompileError::new(
+                    span,
+                    "RFC 4391 IP-over-Infiniband link-layer type filtering not implemented",
+                ))
+            }
             // ARCnet protocol IDs (one byte), old and new numbers for IP and ARP.
             LinkType::ArcnetBsd | LinkType::ArcnetLinux => {
                 let ids: &[u32] = match proto {

@@ -208,6 +208,7 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         LinkType::FrameRelay => vec![0],
         LinkType::ArcnetBsd => vec![6],
         LinkType::ArcnetLinux => vec![8],
+        LinkType::IpOverIb => vec![4],
         // Behind a radio header and an 802.11 header of the packet's own lengths: any
         // place from the shortest 802.11 header and LLC/SNAP on.
         LinkType::Ieee80211
