@@ -58,6 +58,9 @@ pub enum LinkType {
     ArcnetLinux,
     /// IP over InfiniBand (RFC 4391): a 2-byte EtherType and 2 reserved bytes.
     IpOverIb,
+    /// Linux netfilter log messages: family, version and resource ID, then TLVs (the
+    /// packet is the payload TLV's value).
+    Nflog,
 }
 
 /// The facts of one link type.
@@ -84,7 +87,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 21] = [
+    pub const ALL: [LinkType; 22] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::ArcnetBsd,
@@ -104,6 +107,7 @@ impl LinkType {
         LinkType::Ppi,
         LinkType::Ipv4,
         LinkType::Ipv6,
+        LinkType::Nflog,
         LinkType::IpOverIb,
         LinkType::LinuxSll2,
     ];
@@ -272,6 +276,17 @@ impl LinkType {
                 other_numbers: &[],
                 description: "802.11 plus AVS radio information header",
                 header_len: 88,
+                type_offset: None,
+            },
+            // The 4-byte header before the TLVs; the packet's place depends on them.
+            LinkType::Nflog => &LinkInfo {
+                name: "NFLOG",
+                aliases: &[],
+                dlt: 239,
+                linktype: 239,
+                other_numbers: &[],
+                description: "Linux netfilter log messages",
+                header_len: 4,
                 type_offset: None,
             },
             LinkType::IpOverIb => &LinkInfo {

@@ -18,6 +18,7 @@
 //! - ARCnet (BSD and Linux headers): one-byte addresses (broadcast 0 for group
 //!   destinations), old and new protocol IDs for IP and ARP.
 //! - IP over InfiniBand: the EtherType and 2 reserved bytes.
+//! - NFLOG: the 4-byte header, a packet-header TLV and the payload TLV.
 //! - Frame Relay: a Q.922 address of a DLCI from the packet, UI, the NLPID of IP, IPv6
 //!   or the OSI PDU, or SNAP for the rest.
 //! - PPP: `ff 03` and the PPP protocol of the EtherType; Cisco HDLC unicast and broadcast
@@ -30,7 +31,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 13] = [
+pub const LINK_TYPES: [LinkType; 14] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -44,6 +45,7 @@ pub const LINK_TYPES: [LinkType; 13] = [
     LinkType::ArcnetBsd,
     LinkType::ArcnetLinux,
     LinkType::IpOverIb,
+    LinkType::Nflog,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -107,6 +109,26 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             let mut h = ether_type.to_be_bytes().to_vec();
             h.extend_from_slice(&[0, u8::from(hash.is_multiple_of(5))]);
             (h, payload.to_vec())
+        }
+        // Family, version 0, resource ID (big-endian), then a packet-header TLV (the
+        // EtherType, the hook) and the payload TLV: lengths and types little-endian, the
+        // payload padded to 4 bytes.
+        LinkType::Nflog => {
+            let family: u8 = if ether_type == ethertype::IPV6 { 10 } else { 2 };
+            let mut h = vec![family, 0];
+            h.extend_from_slice(&((hash >> 8) as u16 & 0x00ff).to_be_bytes());
+            h.extend_from_slice(&8u16.to_le_bytes());
+            h.extend_from_slice(&1u16.to_le_bytes());
+            h.extend_from_slice(&ether_type.to_be_bytes());
+            h.extend_from_slice(&[(hash >> 16) as u8 % 5, 0]);
+            let tlv_len = u16::try_from(4 + payload.len()).unwrap_or(u16::MAX);
+            h.extend_from_slice(&tlv_len.to_le_bytes());
+            h.extend_from_slice(&9u16.to_le_bytes());
+            let mut body = payload.to_vec();
+            while body.len() % 4 != 0 {
+                body.push(0);
+            }
+            (h, body)
         }
         LinkType::FrameRelay => {
             // Q.922 address: a DLCI of 16-1007 in its two 6- and 4-bit halves, EA on the

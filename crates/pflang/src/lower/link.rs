@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 21] = [
+pub const LINK_TYPES: [LinkType; 22] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -43,6 +43,7 @@ pub const LINK_TYPES: [LinkType; 21] = [
     LinkType::ArcnetBsd,
     LinkType::ArcnetLinux,
     LinkType::IpOverIb,
+    LinkType::Nflog,
 ];
 
 /// Whether pflang compiles filters for captures of this link type.
@@ -143,6 +144,7 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::ArcnetBsd
         | LinkType::ArcnetLinux
         | LinkType::IpOverIb
+        | LinkType::Nflog
         | LinkType::LinuxSll
         | LinkType::LinuxSll2
         | LinkType::Raw
@@ -224,6 +226,12 @@ impl Lowerer<'_> {
                 return Err(CompileError::new(
                     span,
                     "RFC 4391 IP-over-Infiniband link-layer type filtering not implemented",
+                ))
+            }
+            LinkType::Nflog => {
+                return Err(CompileError::new(
+                    span,
+                    "NFLOG link-layer type filtering not implemented",
                 ))
             }
             // ARCnet protocol IDs (one byte), old and new numbers for IP and ARP.

@@ -209,6 +209,8 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         LinkType::ArcnetBsd => vec![6],
         LinkType::ArcnetLinux => vec![8],
         LinkType::IpOverIb => vec![4],
+        // libpcap compiles nothing that reads NFLOG's payload.
+        LinkType::Nflog => vec![],
         // Behind a radio header and an 802.11 header of the packet's own lengths: any
         // place from the shortest 802.11 header and LLC/SNAP on.
         LinkType::Ieee80211
