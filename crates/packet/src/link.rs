@@ -44,6 +44,23 @@ pub enum LinkType {
     Radiotap,
     /// IEEE 802.11 after an AVS radio header (its big-endian length at offset 4).
     Avs,
+    /// Per-Packet Information: a header of its own little-endian length (at offset 2) that
+    /// names the link type after it (a little-endian DLT at offset 4; filters take 802.11).
+    Ppi,
+    /// Frame Relay: a 2-byte Q.922 address, then (RFC 2427) the UI control byte and an
+    /// NLPID saying what follows.
+    FrameRelay,
+    /// ARCnet as BSD captures it: source and destination addresses (a byte each), then
+    /// the ARCnet protocol ID.
+    ArcnetBsd,
+    /// ARCnet as Linux captures it: the two addresses, a 2-byte offset field, then the
+    /// protocol ID.
+    ArcnetLinux,
+    /// IP over InfiniBand (RFC 4391): a 2-byte EtherType and 2 reserved bytes.
+    IpOverIb,
+    /// Linux netfilter log messages: family, version and resource ID, then TLVs (the
+    /// packet is the payload TLV's value).
+    Nflog,
 }
 
 /// The facts of one link type.
@@ -70,22 +87,28 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 16] = [
+    pub const ALL: [LinkType; 22] = [
         LinkType::Null,
         LinkType::Ethernet,
+        LinkType::ArcnetBsd,
         LinkType::Slip,
         LinkType::Ppp,
         LinkType::Raw,
         LinkType::PppSerial,
         LinkType::CHdlc,
         LinkType::Ieee80211,
+        LinkType::FrameRelay,
         LinkType::Loop,
         LinkType::LinuxSll,
         LinkType::Prism,
         LinkType::Radiotap,
+        LinkType::ArcnetLinux,
         LinkType::Avs,
+        LinkType::Ppi,
         LinkType::Ipv4,
         LinkType::Ipv6,
+        LinkType::Nflog,
+        LinkType::IpOverIb,
         LinkType::LinuxSll2,
     ];
 
@@ -255,12 +278,86 @@ impl LinkType {
                 header_len: 88,
                 type_offset: None,
             },
+            // The 4-byte header before the TLVs; the packet's place depends on them.
+            LinkType::Nflog => &LinkInfo {
+                name: "NFLOG",
+                aliases: &[],
+                dlt: 239,
+                linktype: 239,
+                other_numbers: &[],
+                description: "Linux netfilter log messages",
+                header_len: 4,
+                type_offset: None,
+            },
+            LinkType::IpOverIb => &LinkInfo {
+                name: "IPOIB",
+                aliases: &[],
+                dlt: 242,
+                linktype: 242,
+                other_numbers: &[],
+                description: "RFC 4391 IP-over-Infiniband",
+                header_len: 4,
+                type_offset: Some(0),
+            },
+            LinkType::ArcnetBsd => &LinkInfo {
+                name: "ARCNET",
+                aliases: &[],
+                dlt: 7,
+                linktype: 7,
+                other_numbers: &[],
+                description: "BSD ARCNET",
+                header_len: 6,
+                type_offset: Some(2),
+            },
+            LinkType::ArcnetLinux => &LinkInfo {
+                name: "ARCNET_LINUX",
+                aliases: &[],
+                dlt: 129,
+                linktype: 129,
+                other_numbers: &[],
+                description: "Linux ARCNET",
+                header_len: 8,
+                type_offset: Some(4),
+            },
+            LinkType::FrameRelay => &LinkInfo {
+                name: "FRELAY",
+                aliases: &[],
+                dlt: 107,
+                linktype: 107,
+                other_numbers: &[],
+                description: "Frame Relay",
+                header_len: 4,
+                type_offset: None,
+            },
+            // The PPI header is 8 bytes or more; filters read its length from the packet.
+            LinkType::Ppi => &LinkInfo {
+                name: "PPI",
+                aliases: &[],
+                dlt: 192,
+                linktype: 192,
+                other_numbers: &[],
+                description: "Per-Packet Information",
+                header_len: 32,
+                type_offset: None,
+            },
         }
     }
 
     /// Whether the link carries IEEE 802.11 frames (after a radio header or not).
     pub const fn is_ieee80211(self) -> bool {
-        matches!(self, LinkType::Ieee80211 | LinkType::Prism | LinkType::Radiotap | LinkType::Avs)
+        matches!(
+            self,
+            LinkType::Ieee80211
+                | LinkType::Prism
+                | LinkType::Radiotap
+                | LinkType::Avs
+                | LinkType::Ppi
+        )
+    }
+
+    /// Whether the link is ARCnet (BSD's or Linux's header).
+    pub const fn is_arcnet(self) -> bool {
+        matches!(self, LinkType::ArcnetBsd | LinkType::ArcnetLinux)
     }
 
     /// The name tcpdump's `-y` accepts (and libpcap prints).

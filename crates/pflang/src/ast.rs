@@ -204,8 +204,8 @@ pub enum Id {
     Ipv6Cidr(Ipv6Addr, u32),
     /// Ethernet address (any of the three spellings).
     Mac([u8; 6]),
-    /// ARCnet address `$xx`.
-    Arcnet(u8),
+    /// ARCnet address `$x` or `$xx`: the hex digits as written.
+    Arcnet(String),
 }
 
 /// `arith relop arith`.

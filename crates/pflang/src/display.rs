@@ -184,7 +184,7 @@ impl Display for Id {
                 "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
                 m[0], m[1], m[2], m[3], m[4], m[5]
             ),
-            Id::Arcnet(a) => write!(f, "${a:02x}"),
+            Id::Arcnet(a) => write!(f, "${a}"),
         }
     }
 }

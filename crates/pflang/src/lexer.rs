@@ -103,7 +103,9 @@ pub enum Tok {
     Hid(String),
     Hid6(Ipv6Addr),
     Eid([u8; 6]),
-    Aid(u8),
+    /// An ARCnet address `$x` or `$xx`: its hex digits as written (libpcap reads only the
+    /// first, so `$5` and `$05` differ).
+    Aid(String),
     End,
 }
 
@@ -711,7 +713,7 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
             Rule::Punct1 if s[0] == b'!' => Some(Tok::Kw(Kw::Not)),
             Rule::Punct1 => PUNCT1.iter().find(|(c, _)| *c == s[0]).map(|(_, p)| Tok::Punct(*p)),
             Rule::Punct2 => PUNCT2.iter().find(|(p, _)| *p == text).map(|(_, p)| Tok::Punct(*p)),
-            Rule::Aid => u8::from_str_radix(&text[1..], 16).ok().map(Tok::Aid),
+            Rule::Aid => Some(Tok::Aid(text[1..].to_string())),
             Rule::Mac => {
                 Some(Tok::Eid(parse_mac(text).ok_or_else(|| {
                     ParseError::new(span, format!("bogus ethernet address {text}"))

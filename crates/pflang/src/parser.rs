@@ -115,7 +115,7 @@ fn describe(t: &Tok) -> String {
         Tok::Hid(s) => format!("address `{s}`"),
         Tok::Hid6(a) => format!("address `{a}`"),
         Tok::Eid(_) => "an Ethernet address".to_string(),
-        Tok::Aid(a) => format!("ARCnet address `${a:02x}`"),
+        Tok::Aid(a) => format!("ARCnet address `${a}`"),
         Tok::End => "the end of the expression".to_string(),
     }
 }

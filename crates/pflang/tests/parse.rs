@@ -106,7 +106,8 @@ fn ids() {
     assert_eq!(id("ether host aabb.ccdd.eeff"), mac);
     assert_eq!(id("portrange 1-1024"), Id::Name("1-1024".into()));
     assert_eq!(id("ip proto \\tcp"), Id::Name("tcp".into()));
-    assert_eq!(id("host $1a"), Id::Arcnet(0x1a));
+    assert_eq!(id("host $1a"), Id::Arcnet("1a".into()));
+    assert_eq!(id("host $5"), Id::Arcnet("5".into()));
     assert_eq!(id("port 80"), Id::Num(80));
     // The scanner's longest match makes these names, hence errors in arithmetic.
     assert!(parse("ip[1-1] > 0").is_err());

@@ -1,6 +1,6 @@
 //! Re-framing Ethernet test packets for the serial and wireless link types: PPP (bare and
-//! in HDLC framing), Cisco HDLC, SLIP, and IEEE 802.11 bare or after a radiotap, AVS or
-//! Prism header ([`relink`](crate::relink) calls [`reframe`] for them).
+//! in HDLC framing), Cisco HDLC, SLIP, Frame Relay, ARCnet, and IEEE 802.11 bare or after a radiotap, AVS or
+//! Prism header or a PPI one ([`relink`](crate::relink) calls [`reframe`] for them).
 //!
 //! Every choice a real capture varies is derived from the packet's bytes (an FNV hash), so
 //! the result is the same on every run and the variants are spread over the corpus:
@@ -13,6 +13,14 @@
 //!   bitmap; the flags sometimes say the 802.11 header is padded to 4 bytes (and it is).
 //! - AVS (64 bytes, big-endian length) and Prism (144 bytes; sometimes an AVS header in
 //!   its place, as libpcap allows).
+//! - PPI: 8 bytes alone, or with an 802.11-common field (and a vendor field); one packet
+//!   in eight names Ethernet as its DLT.
+//! - ARCnet (BSD and Linux headers): one-byte addresses (broadcast 0 for group
+//!   destinations), old and new protocol IDs for IP and ARP.
+//! - IP over InfiniBand: the EtherType and 2 reserved bytes.
+//! - NFLOG: the 4-byte header, a packet-header TLV and the payload TLV.
+//! - Frame Relay: a Q.922 address of a DLCI from the packet, UI, the NLPID of IP, IPv6
+//!   or the OSI PDU, or SNAP for the rest.
 //! - PPP: `ff 03` and the PPP protocol of the EtherType; Cisco HDLC unicast and broadcast
 //!   addresses; SLIP's direction byte both ways.
 //!
@@ -23,7 +31,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 8] = [
+pub const LINK_TYPES: [LinkType; 14] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -32,6 +40,12 @@ pub const LINK_TYPES: [LinkType; 8] = [
     LinkType::PppSerial,
     LinkType::CHdlc,
     LinkType::Slip,
+    LinkType::Ppi,
+    LinkType::FrameRelay,
+    LinkType::ArcnetBsd,
+    LinkType::ArcnetLinux,
+    LinkType::IpOverIb,
+    LinkType::Nflog,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -61,6 +75,92 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             h.extend_from_slice(&protocol.to_be_bytes());
             (h, payload.to_vec())
         }
+        LinkType::ArcnetBsd | LinkType::ArcnetLinux => {
+            // Addresses of one byte: broadcast (0) for Ethernet group destinations, else
+            // taken from the MACs (often in 0xd0-0xdf, the only ones libpcap 1.10's `$x`
+            // addresses can name).
+            let near = |b: u8, bit: u64| if (hash >> bit) & 1 == 1 { 0xd0 | (b & 0x0f) } else { b };
+            let dst = if byte(0) & 1 == 1 { 0 } else { near(byte(5), 20) };
+            let src = near(byte(11), 21);
+            let old = (hash >> 22) & 1 == 1;
+            let id: u8 = match ether_type {
+                ethertype::IP if old => 0xf0,
+                ethertype::IP => 0xd4,
+                ethertype::ARP if old => 0xf1,
+                ethertype::ARP => 0xd5,
+                ethertype::IPV6 => 0xc4,
+                ethertype::REVARP => 0xd6,
+                ethertype::ATALK => 0xdd,
+                // IPX's ID, or one nothing names.
+                _ if old => 0xfa,
+                _ => 0xe8,
+            };
+            let mut h = vec![src, dst];
+            if link == LinkType::ArcnetLinux {
+                // Linux: a 2-byte offset field before the protocol ID.
+                h.extend_from_slice(&[0x00, (hash >> 24) as u8 & 0x03]);
+            }
+            // Split flag and sequence number.
+            h.extend_from_slice(&[id, 0x00, (hash >> 32) as u8, (hash >> 40) as u8]);
+            (h, payload.to_vec())
+        }
+        // The EtherType and two reserved bytes (sometimes not zero).
+        LinkType::IpOverIb => {
+            let mut h = ether_type.to_be_bytes().to_vec();
+            h.extend_from_slice(&[0, u8::from(hash.is_multiple_of(5))]);
+            (h, payload.to_vec())
+        }
+        // Family, version 0, resource ID (big-endian), then a packet-header TLV (the
+        // EtherType, the hook) and the payload TLV: lengths and types little-endian, the
+        // payload padded to 4 bytes.
+        LinkType::Nflog => {
+            let family: u8 = if ether_type == ethertype::IPV6 { 10 } else { 2 };
+            let mut h = vec![family, 0];
+            h.extend_from_slice(&((hash >> 8) as u16 & 0x00ff).to_be_bytes());
+            h.extend_from_slice(&8u16.to_le_bytes());
+            h.extend_from_slice(&1u16.to_le_bytes());
+            h.extend_from_slice(&ether_type.to_be_bytes());
+            h.extend_from_slice(&[(hash >> 16) as u8 % 5, 0]);
+            let tlv_len = u16::try_from(4 + payload.len()).unwrap_or(u16::MAX);
+            h.extend_from_slice(&tlv_len.to_le_bytes());
+            h.extend_from_slice(&9u16.to_le_bytes());
+            let mut body = payload.to_vec();
+            while body.len() % 4 != 0 {
+                body.push(0);
+            }
+            (h, body)
+        }
+        LinkType::FrameRelay => {
+            // Q.922 address: a DLCI of 16-1007 in its two 6- and 4-bit halves, EA on the
+            // second byte; sometimes FECN/BECN/DE set.
+            let dlci = 16 + (hash % 992) as u16;
+            let flags = ((hash >> 12) as u8) & 0x0e;
+            let mut h = vec![((dlci >> 4) << 2) as u8, (((dlci & 0x0f) << 4) as u8) | flags | 1];
+            h.push(0x03);
+            let osi = ether_type <= ethertype::ETHERMTU && payload.starts_with(&[0xfe, 0xfe, 0x03]);
+            let body = match ether_type {
+                ethertype::IP => {
+                    h.push(0xcc);
+                    payload.to_vec()
+                }
+                ethertype::IPV6 => {
+                    h.push(0x8e);
+                    payload.to_vec()
+                }
+                // OSI: the NLPID is the first byte of the PDU, kept in the header here.
+                _ if osi => {
+                    h.push(payload.get(3).copied().unwrap_or(0x81));
+                    payload.get(4..).unwrap_or(&[]).to_vec()
+                }
+                // Anything else behind the SNAP NLPID (after a pad byte) with an OUI of 0.
+                _ => {
+                    h.extend_from_slice(&[0x00, 0x80, 0, 0, 0]);
+                    h.extend_from_slice(&ether_type.to_be_bytes());
+                    payload.to_vec()
+                }
+            };
+            (h, body)
+        }
         LinkType::Slip => {
             let mut h = vec![0u8; 16];
             h[0] = u8::from(hash.is_multiple_of(3));
@@ -70,7 +170,11 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             }
             (h, payload.to_vec())
         }
-        LinkType::Ieee80211 | LinkType::Radiotap | LinkType::Avs | LinkType::Prism => {
+        LinkType::Ieee80211
+        | LinkType::Radiotap
+        | LinkType::Avs
+        | LinkType::Prism
+        | LinkType::Ppi => {
             let frame = Frame::choose(data, hash);
             let pad = link == LinkType::Radiotap && frame.data() && (hash >> 40).is_multiple_of(3);
             let mut h = radio_header(link, hash, pad);
@@ -277,6 +381,7 @@ fn radio_header(link: LinkType, hash: u64, pad: bool) -> Vec<u8> {
             h
         }
         LinkType::Avs => avs_header(hash),
+        LinkType::Ppi => ppi_header(hash),
         LinkType::Prism => {
             if (hash >> 36).is_multiple_of(4) {
                 return avs_header(hash);
@@ -292,6 +397,31 @@ fn radio_header(link: LinkType, hash: u64, pad: bool) -> Vec<u8> {
         }
         _ => Vec::new(),
     }
+}
+
+/// A PPI header: version 0, flags 0, its little-endian length, the little-endian DLT of
+/// what follows (802.11, 105; one packet in eight says Ethernet, which filters reject),
+/// then no field, an 802.11-common field (type 2, 20 bytes) or that and a vendor field.
+fn ppi_header(hash: u64) -> Vec<u8> {
+    let dlt: u32 = if (hash >> 48).is_multiple_of(8) { 1 } else { 105 };
+    let mut fields = Vec::new();
+    let variant = (hash >> 36) % 3;
+    if variant >= 1 {
+        fields.extend_from_slice(&2u16.to_le_bytes());
+        fields.extend_from_slice(&20u16.to_le_bytes());
+        fields.extend((0..20u32).map(|i| (hash >> (i % 48)) as u8));
+    }
+    if variant == 2 {
+        fields.extend_from_slice(&30_002u16.to_le_bytes());
+        fields.extend_from_slice(&6u16.to_le_bytes());
+        fields.extend_from_slice(&[0x11, 0x22, 0x33, 0x44, 0x55, 0x66]);
+    }
+    let len = 8 + fields.len();
+    let mut h = vec![0, 0];
+    h.extend_from_slice(&(len as u16).to_le_bytes());
+    h.extend_from_slice(&dlt.to_le_bytes());
+    h.extend_from_slice(&fields);
+    h
 }
 
 fn avs_header(hash: u64) -> Vec<u8> {

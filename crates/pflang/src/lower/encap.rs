@@ -71,7 +71,10 @@ impl Lowerer<'_> {
         if self.mpls_depth > 0 {
             return Err(CompileError::new(span, "no VLAN match after MPLS"));
         }
-        if self.link != LinkType::Ethernet && !self.link.is_ieee80211() {
+        // PPI is 802.11 to every other keyword, not to this one (libpcap's switch).
+        if self.link != LinkType::Ethernet
+            && (!self.link.is_ieee80211() || self.link == LinkType::Ppi)
+        {
             let message = format!("no VLAN support for {}", self.link.description());
             return Err(CompileError::new(span, message));
         }

@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 16] = [
+pub const LINK_TYPES: [LinkType; 22] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -34,10 +34,16 @@ pub const LINK_TYPES: [LinkType; 16] = [
     LinkType::Ieee80211,
     LinkType::Prism,
     LinkType::Avs,
+    LinkType::Ppi,
     LinkType::Ppp,
     LinkType::PppSerial,
     LinkType::CHdlc,
     LinkType::Slip,
+    LinkType::FrameRelay,
+    LinkType::ArcnetBsd,
+    LinkType::ArcnetLinux,
+    LinkType::IpOverIb,
+    LinkType::Nflog,
 ];
 
 /// Whether pflang compiles filters for captures of this link type.
@@ -80,6 +86,23 @@ pub(crate) const LLCSAP_SNAP: u32 = llcsap::SNAP as u32;
 /// MPLS unicast over PPP; `mpls` after `pppoes` tests for it.
 pub(crate) const PPP_MPLS_UCAST: u32 = ppp::MPLS_UCAST as u32;
 
+/// Frame Relay (RFC 2427): the UI control byte and the NLPIDs libpcap tests.
+const FR_UI: u32 = 0x03;
+const NLPID_IP: u32 = 0xcc;
+const NLPID_IPV6: u32 = 0x8e;
+const NLPID_CLNP: u32 = 0x81;
+const NLPID_ESIS: u32 = 0x82;
+const NLPID_ISIS: u32 = 0x83;
+
+/// ARCnet protocol IDs libpcap tests.
+const ARCTYPE_IP_OLD: u32 = 0xf0;
+const ARCTYPE_ARP_OLD: u32 = 0xf1;
+const ARCTYPE_IP: u32 = 0xd4;
+const ARCTYPE_ARP: u32 = 0xd5;
+const ARCTYPE_REVARP: u32 = 0xd6;
+const ARCTYPE_ATALK: u32 = 0xdd;
+const ARCTYPE_INET6: u32 = 0xc4;
+
 const LINUX_SLL_P_802_2: u32 = sll::P_802_2 as u32;
 const LINUX_SLL_P_802_3: u32 = sll::P_802_3 as u32;
 
@@ -116,6 +139,12 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Prism
         | LinkType::Radiotap
         | LinkType::Avs
+        | LinkType::Ppi
+        | LinkType::FrameRelay
+        | LinkType::ArcnetBsd
+        | LinkType::ArcnetLinux
+        | LinkType::IpOverIb
+        | LinkType::Nflog
         | LinkType::LinuxSll
         | LinkType::LinuxSll2
         | LinkType::Raw
@@ -125,6 +154,11 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Loop
         | LinkType::Ppp => 0,
     };
+    // libpcap 1.10 reads Frame Relay's network layer from the start of the packet (its
+    // payload offset is 0; only the NLPID test looks past the address), and so does weir.
+    if link == LinkType::FrameRelay {
+        return Geometry { off_linktype: None, off_linkpl: 0, off_nl: 0, off_nl_nosnap };
+    }
     Geometry {
         off_linktype: link.type_offset(),
         off_linkpl: link.header_len(),
@@ -170,8 +204,53 @@ impl Lowerer<'_> {
                 self.type_field_is((LLCSAP_ISONS << 8) | LLCSAP_ISONS)
             }
             LinkType::CHdlc => self.type_field_is(proto),
-            LinkType::Ieee80211 | LinkType::Prism | LinkType::Radiotap | LinkType::Avs => {
-                Pred::and([self.wlan_data_frame(), self.llc_link_proto(proto)])
+            LinkType::Ieee80211
+            | LinkType::Prism
+            | LinkType::Radiotap
+            | LinkType::Avs
+            | LinkType::Ppi => Pred::and([self.wlan_data_frame(), self.llc_link_proto(proto)]),
+            // Control byte (UI) and NLPID, as one half-word after the Q.922 address: IP, IPv6,
+            // and for OSI any of CLNP, ES-IS and IS-IS.
+            LinkType::FrameRelay => match proto {
+                ETHERTYPE_IP => self.fr_nlpid_is(NLPID_IP),
+                ETHERTYPE_IPV6 => self.fr_nlpid_is(NLPID_IPV6),
+                LLCSAP_ISONS => Pred::or([
+                    self.fr_nlpid_is(NLPID_CLNP),
+                    self.fr_nlpid_is(NLPID_ESIS),
+                    self.fr_nlpid_is(NLPID_ISIS),
+                ]),
+                _ => Pred::Const(false),
+            },
+            // libpcap 1.10 compiles no protocol test for it, and says so.
+            LinkType::IpOverIb => {
+                return Err(CompileError::new(
+                    span,
+                    "RFC 4391 IP-over-Infiniband link-layer type filtering not implemented",
+                ))
+            }
+            LinkType::Nflog => {
+                return Err(CompileError::new(
+                    span,
+                    "NFLOG link-layer type filtering not implemented",
+                ))
+            }
+            // ARCnet protocol IDs (one byte), old and new numbers for IP and ARP.
+            LinkType::ArcnetBsd | LinkType::ArcnetLinux => {
+                let ids: &[u32] = match proto {
+                    ETHERTYPE_IP => &[ARCTYPE_IP, ARCTYPE_IP_OLD],
+                    ETHERTYPE_ARP => &[ARCTYPE_ARP, ARCTYPE_ARP_OLD],
+                    ETHERTYPE_IPV6 => &[ARCTYPE_INET6],
+                    ETHERTYPE_REVARP => &[ARCTYPE_REVARP],
+                    ETHERTYPE_ATALK => &[ARCTYPE_ATALK],
+                    _ => &[],
+                };
+                if ids.is_empty() {
+                    return Ok(Pred::Const(false));
+                }
+                Pred::or(
+                    ids.iter()
+                        .map(|&id| self.cmp_field(Layer::LinkType, 0, Size::Byte, u32::MAX, id)),
+                )
             }
             // No type field: the version nibble says what the packet is. On SLIP libpcap
             // reads it at the start of the link header, which is SLIP's direction byte.
@@ -211,6 +290,11 @@ impl Lowerer<'_> {
             }
             ethertype => self.cmp_field(Layer::LinkPayload, 6, Size::Half, u32::MAX, ethertype),
         }
+    }
+
+    /// Frame Relay: the UI control byte (3) and then `nlpid`, 2 bytes into the link header.
+    pub(crate) fn fr_nlpid_is(&self, nlpid: u32) -> Pred {
+        self.cmp_field(Layer::LinkHdr, 2, Size::Half, u32::MAX, (FR_UI << 8) | nlpid)
     }
 
     /// `type field == value` (2 bytes at the link type offset).

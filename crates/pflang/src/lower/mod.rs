@@ -91,6 +91,7 @@ pub fn lower_with_facts(
     let mut lowerer = Lowerer::new(options, names);
     let pred = lowerer.expr(ast)?;
     let (pred, prologue) = lowerer.wlan_prologue(pred);
+    let pred = lowerer.ppi_dlt_check(pred);
     let libpcap_optimizes = !lowerer.protochain_seen && !prologue;
     Ok(Lowered { filter: Filter::new(pred), libpcap_optimizes })
 }

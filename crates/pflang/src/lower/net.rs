@@ -179,8 +179,7 @@ impl Lowerer<'_> {
             Id::Ipv6(a) => self.v6_id(*a, 128, q, site),
             Id::Ipv6Cidr(a, len) => self.v6_id(*a, *len, q, site),
             Id::Mac(mac) => self.mac_id(mac, q, site),
-            // No link type weir compiles for is ARCnet.
-            Id::Arcnet(_) => Err(site.id("aid supported only on ARCnet")),
+            Id::Arcnet(digits) => self.arcnet_id(digits, q, site),
         }
     }
 
@@ -382,6 +381,29 @@ impl Lowerer<'_> {
         self.ether_host(mac, q.dir, site)
     }
 
+    /// `link [dir] host $x` on ARCnet: the source address byte at 0, the destination at 1.
+    /// libpcap 1.10 reads the address with its Ethernet-address parser, `$` taken as a hex
+    /// digit worth -19: the byte it compares is 0xd0 | the first digit written.
+    fn arcnet_id(&mut self, digits: &str, q: Qualifiers, site: Site) -> Result<Pred, CompileError> {
+        if !self.link.is_arcnet() {
+            return Err(site.id("aid supported only on ARCnet"));
+        }
+        if !matches!(q.addr, None | Some(AddrKind::Host)) || q.proto != Some(Proto::Link) {
+            return Err(site.qual("ARCnet address used in non-arc expression"));
+        }
+        let first = digits.chars().next().and_then(|c| c.to_digit(16)).unwrap_or(0);
+        let byte = 0xd0 | first;
+        let refuse = |d: Dir| {
+            site.qual(match wlan_dir_spellings(d) {
+                Some((a, b)) => format!("'{a}' and '{b}' are only supported on 802.11"),
+                None => format!("'{}' is only supported on 802.11", d.keyword()),
+            })
+        };
+        self.per_side(q.dir, refuse, |l, src| {
+            Ok(l.cmp_field(Layer::LinkHdr, u32::from(!src), Size::Byte, u32::MAX, byte))
+        })
+    }
+
     /// An IPv4 host or network (libpcap's gen_host): unqualified, IPv4 then ARP then RARP
     /// (ARP and RARP are left out behind an MPLS label stack, which only carries IP).
     fn host_v4(
@@ -561,6 +583,11 @@ impl Lowerer<'_> {
         ])
     }
 
+    /// ARCnet: the destination address byte is 0 (broadcast).
+    fn arcnet_dst_zero(&self) -> Pred {
+        self.cmp_field(Layer::LinkHdr, 1, Size::Byte, u32::MAX, 0)
+    }
+
     /// `[ether|ip|ip6] broadcast` (libpcap's gen_broadcast); `ip broadcast` needs the
     /// capture's netmask.
     pub(crate) fn broadcast(
@@ -572,6 +599,8 @@ impl Lowerer<'_> {
             None | Some(Proto::Link) if self.link.is_ieee80211() => {
                 Ok(self.wlan_host(&[0xff; 6], Some(Dir::Dst)))
             }
+            // ARCnet's broadcast is destination address 0.
+            None | Some(Proto::Link) if self.link.is_arcnet() => Ok(self.arcnet_dst_zero()),
             None | Some(Proto::Link) => {
                 if self.link != LinkType::Ethernet {
                     return Err(CompileError::new(span, "not a broadcast link"));
@@ -613,6 +642,8 @@ impl Lowerer<'_> {
     ) -> Result<Pred, CompileError> {
         match proto {
             None | Some(Proto::Link) if self.link.is_ieee80211() => Ok(self.wlan_multicast()),
+            // ARCnet has no multicast: libpcap tests for broadcast.
+            None | Some(Proto::Link) if self.link.is_arcnet() => Ok(self.arcnet_dst_zero()),
             None | Some(Proto::Link) if self.link == LinkType::Ethernet => {
                 let check = self.inner_mac_check();
                 let group_bit = Pred::cmp(

@@ -15,7 +15,7 @@ use super::link::{
     LLCSAP_IPX, LLCSAP_ISONS, LLCSAP_NETBEUI,
 };
 use super::net::Site;
-use super::{CompileError, Layer, Lowerer};
+use super::{CompileError, Layer, LinkType, Lowerer};
 use crate::ast::{Dir, Proto, Span};
 use crate::names;
 
@@ -151,6 +151,8 @@ impl Lowerer<'_> {
                     ]),
                 ]))
             }
+            // Frame Relay's NLPID is the protocol itself: one test of control byte and NLPID.
+            Some(Proto::Iso) if self.link == LinkType::FrameRelay => Ok(self.fr_nlpid_is(v)),
             Some(Proto::Iso) => {
                 let link = self.link_proto(LLCSAP_ISONS, span)?;
                 let nlpid = self.cmp_field(Layer::NetNoSnap, 0, Size::Byte, u32::MAX, v);

@@ -131,7 +131,7 @@ impl WlanSlots {
     pub fn of(link: LinkType) -> Option<WlanSlots> {
         match link {
             LinkType::Ieee80211 => Some(WlanSlots { header: None, payload: 0 }),
-            LinkType::Radiotap | LinkType::Avs | LinkType::Prism => {
+            LinkType::Radiotap | LinkType::Avs | LinkType::Prism | LinkType::Ppi => {
                 Some(WlanSlots { header: Some(0), payload: 1 })
             }
             _ => None,
@@ -220,13 +220,24 @@ impl Lowerer<'_> {
         (Pred::And(steps), true)
     }
 
+    /// On PPI captures, `pred` only where PPI's header says 802.11 follows (its DLT, a
+    /// little-endian word at 4), checked first, as libpcap does for every expression that
+    /// ends on the PPI link (not after a `pppoes` or a tunnel, which change it).
+    pub(crate) fn ppi_dlt_check(&self, pred: Pred) -> Pred {
+        if self.link != LinkType::Ppi {
+            return pred;
+        }
+        let dlt = LinkType::Ieee80211.dlt().swap_bytes();
+        Pred::And(vec![Pred::eq(Expr::load_at(4, Size::Word), dlt), pred])
+    }
+
     /// `slot := length of the radio header`, as each header keeps it.
     fn radio_header_length(&self, slot: u8) -> Pred {
         let store = |value| Pred::Store { slot, value };
         let byte = |k| Expr::load_at(k, Size::Byte);
         match self.options.linktype {
-            // Little-endian 16 bits at 2.
-            LinkType::Radiotap => store(Expr::binary(
+            // Little-endian 16 bits at 2 (radiotap's and PPI's headers alike).
+            LinkType::Radiotap | LinkType::Ppi => store(Expr::binary(
                 BinOp::Or,
                 Expr::binary(BinOp::Shl, byte(3), Expr::Const(8)),
                 byte(2),
@@ -275,6 +286,12 @@ impl Lowerer<'_> {
             ])));
         }
         vec![Pred::Store { slot: pl, value: header.expr(24) }, always(Pred::And(data_steps))]
+    }
+
+    /// Whether `type`/`subtype`/`dir` are allowed: on 802.11 links, except PPI (libpcap's
+    /// list of link types for them leaves it out).
+    fn frame_control_tests(&self) -> bool {
+        self.link.is_ieee80211() && self.link != LinkType::Ppi
     }
 
     /// The frame-control byte.
@@ -422,13 +439,13 @@ impl Lowerer<'_> {
                     NameOrNum::Name(name) => find(&DIRECTIONS, name)
                         .ok_or_else(|| error(span, "unknown 802.11 direction"))?,
                 };
-                if !self.link.is_ieee80211() {
+                if !self.frame_control_tests() {
                     return Err(error(span, "frame direction supported only with 802.11 headers"));
                 }
                 (1, DIR_MASK, value)
             }
         };
-        if !self.link.is_ieee80211() {
+        if !self.frame_control_tests() {
             return Err(error(span, "802.11 link-layer types supported only on 802.11"));
         }
         Ok(self.fc_is(k, mask, value))

@@ -204,11 +204,20 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => vec![0],
         LinkType::Ppp | LinkType::PppSerial | LinkType::CHdlc => vec![4],
         LinkType::Slip => vec![16],
+        // libpcap reads Frame Relay's network layer at 0.
+        LinkType::FrameRelay => vec![0],
+        LinkType::ArcnetBsd => vec![6],
+        LinkType::ArcnetLinux => vec![8],
+        LinkType::IpOverIb => vec![4],
+        // libpcap compiles nothing that reads NFLOG's payload.
+        LinkType::Nflog => vec![],
         // Behind a radio header and an 802.11 header of the packet's own lengths: any
         // place from the shortest 802.11 header and LLC/SNAP on.
-        LinkType::Ieee80211 | LinkType::Prism | LinkType::Radiotap | LinkType::Avs => {
-            (32..data.len().min(320)).collect()
-        }
+        LinkType::Ieee80211
+        | LinkType::Prism
+        | LinkType::Radiotap
+        | LinkType::Avs
+        | LinkType::Ppi => (32..data.len().min(320)).collect(),
     }
 }
 
@@ -224,20 +233,33 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
 /// a chain is "too long" even when the walk would have stopped early at it; only packets
 /// on which the verdicts differ are recognised this way.
 pub fn protochain_walk_exceeds(link: LinkType, data: &[u8]) -> bool {
-    network_starts(link, data).into_iter().any(|net| walk(data, net).1)
+    network_starts(link, data)
+        .into_iter()
+        .any(|net| versions(link, data, net).any(|v| walk(data, net, v).1))
 }
 
 /// The most hops a protochain walk makes on the packet, from any place the network layer
 /// may start (at most [`PROTOCHAIN_HOPS`]), whatever protocol it seeks.
 pub fn protochain_walk_hops(link: LinkType, data: &[u8]) -> usize {
-    network_starts(link, data).into_iter().map(|net| walk(data, net).0).max().unwrap_or(0)
+    network_starts(link, data)
+        .into_iter()
+        .flat_map(|net| versions(link, data, net).map(move |v| walk(data, net, v).0))
+        .max()
+        .unwrap_or(0)
 }
 
 /// The hops a walk from `net` makes within [`PROTOCHAIN_HOPS`], and whether it would go
 /// on past them.
-fn walk(data: &[u8], net: usize) -> (usize, bool) {
+/// The IP versions a walk from `net` may take the header for: its version nibble, except on
+/// Frame Relay, whose NLPID (not the header read at 0) says, so both.
+fn versions(link: LinkType, data: &[u8], net: usize) -> impl Iterator<Item = u8> {
+    let nibble = data.get(net).map_or(0, |b| b >> 4);
+    let both = link == LinkType::FrameRelay;
+    [if both { 4 } else { nibble }, if both { 6 } else { 0 }].into_iter().filter(|&v| v != 0)
+}
+
+fn walk(data: &[u8], net: usize, version: u8) -> (usize, bool) {
     let byte = |at: usize| data.get(net.checked_add(at)?).copied();
-    let Some(version) = byte(0).map(|b| b >> 4) else { return (0, false) };
     let (v6, mut next, mut offset) = match version {
         4 => match (byte(9), byte(0)) {
             (Some(next), Some(first)) => (false, next, usize::from(first & 0xf) * 4),

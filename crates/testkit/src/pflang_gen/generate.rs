@@ -18,6 +18,9 @@ pub struct Generator {
     /// `type`/`subtype`/`dir`, `wlan addr1` ..., `radio[]`, `llc`); 0 (the default) leaves
     /// the generated sequence exactly as it was before they existed.
     pub link_share: u64,
+    /// Percent of primitives that are ARCnet address tests (`link src host $d5`, and
+    /// misqualified ones); 0 (the default) leaves the generated sequence as it was.
+    pub aid_share: u64,
 }
 
 /// Primitive families that take an id (and so can pass their qualifiers on).
@@ -39,7 +42,7 @@ enum IdFamily {
 
 impl Generator {
     pub fn new(seed: u64) -> Generator {
-        Generator { rng: SplitMix64::new(seed), max_depth: 5, link_share: 0 }
+        Generator { rng: SplitMix64::new(seed), max_depth: 5, link_share: 0, aid_share: 0 }
     }
 
     /// One random expression.
@@ -118,6 +121,9 @@ impl Generator {
     pub fn leaf(&mut self) -> Node {
         if self.link_share > 0 && self.chance(self.link_share) {
             return self.link_leaf();
+        }
+        if self.aid_share > 0 && self.chance(self.aid_share) {
+            return self.arcnet_leaf();
         }
         match self
             .rng
@@ -283,6 +289,27 @@ impl Generator {
                 leaf("wlan link", format!("link[{off}] = {v}"), None)
             }
         }
+    }
+
+    /// An ARCnet address test: `$` and one or two hex digits, mostly under the `link` or
+    /// `ether` qualifier with a direction, sometimes with qualifiers ARCnet addresses do
+    /// not take.
+    pub fn arcnet_leaf(&mut self) -> Node {
+        const DIGITS: &[u8] = b"0123456789abcdefABCDEF";
+        let mut aid = String::from("$");
+        for _ in 0..1 + self.rng.below(2) {
+            aid.push(char::from(DIGITS[self.rng.below_usize(DIGITS.len())]));
+        }
+        let word = pick(&mut self.rng, &["link ", "ether ", "link ", "ether ", "", "ip "], "link ");
+        let dir = pick(
+            &mut self.rng,
+            &["", "src ", "dst ", "src or dst ", "src and dst ", "", "dst ", "addr1 ", "ta "],
+            "",
+        );
+        let kind = pick(&mut self.rng, &["host ", "", "host ", "", "net ", "port "], "host ");
+        let text = format!("{word}{dir}{kind}{aid}");
+        let text = if text.starts_with('$') { format!("host {text}") } else { text };
+        leaf("arcnet host", text, None)
     }
 
     fn pick_weighted_keyword(&mut self) -> &'static str {
