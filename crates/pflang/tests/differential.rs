@@ -874,15 +874,6 @@ fn describe(
     s
 }
 
-fn env_number(name: &str) -> Option<u64> {
-    let v = std::env::var(name).ok()?;
-    let v = v.trim();
-    match v.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).ok(),
-        None => v.parse().ok(),
-    }
-}
-
 /// Generated cases: most on Ethernet, a share on each other link type, a share with a
 /// known netmask.
 fn generated_cases(seed: u64, count: usize, sets: &[LinkSet]) -> Vec<Case> {
@@ -904,9 +895,9 @@ fn generated_expressions_agree_with_libpcap() {
     let names = NameDb::system_files_only();
     let oracle = Oracle { names: &names };
     let sets = link_sets();
-    let count = env_number("WEIR_DIFF_COUNT").map_or(DEFAULT_COUNT, |n| n as usize);
+    let count = crate::env_number("WEIR_DIFF_COUNT").map_or(DEFAULT_COUNT, |n| n as usize);
     let mut seeds = vec![FIXED_SEED];
-    seeds.extend(env_number("WEIR_DIFF_SEED"));
+    seeds.extend(crate::env_number("WEIR_DIFF_SEED"));
     let mut reports = Vec::new();
     for seed in seeds {
         let cases = generated_cases(seed, count, &sets);
@@ -963,7 +954,8 @@ fn link_types_agree_with_libpcap() {
     let start = Instant::now();
     let names = NameDb::system_files_only();
     let oracle = Oracle { names: &names };
-    let count = env_number("WEIR_LINK_DIFF_COUNT").map_or(LINK_DEFAULT_COUNT, |n| n as usize);
+    let count =
+        crate::env_number("WEIR_LINK_DIFF_COUNT").map_or(LINK_DEFAULT_COUNT, |n| n as usize);
     let mut reports = Vec::new();
     for (i, set) in link_type_sets().into_iter().enumerate() {
         let seed = FIXED_SEED ^ (0x1111 * (i as u64 + 1));

@@ -17,6 +17,17 @@ fn compile(
     weir_pflang::compile(expr, options, names).map(weir_filter::opt::optimize_owned)
 }
 
+/// A number from the environment (decimal, or hex with `0x`): the long offline runs' knobs
+/// (counts, extra seeds).
+fn env_number(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    let v = v.trim();
+    match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
 mod differential;
 mod kernel;
 mod libpcap_oracle;

@@ -532,15 +532,6 @@ fn report(
     out
 }
 
-fn env_number(name: &str) -> Option<u64> {
-    let v = std::env::var(name).ok()?;
-    let v = v.trim();
-    match v.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).ok(),
-        None => v.parse().ok(),
-    }
-}
-
 fn generated(seed: u64, count: usize, sets: &[LinkSet]) -> Vec<Case> {
     let mut g = Generator::new(seed);
     let mut pick = weir_testkit::SplitMix64::new(seed ^ 0x7c07);
@@ -563,9 +554,9 @@ fn snaplen_sweep_agrees_with_libpcap() {
     let names = NameDb::system_files_only();
     let sets = link_sets();
     let full = std::env::var("WEIR_TRUNC_FULL").is_ok_and(|v| v == "1");
-    let count = env_number("WEIR_TRUNC_COUNT").map_or(DEFAULT_COUNT, |n| n as usize);
+    let count = crate::env_number("WEIR_TRUNC_COUNT").map_or(DEFAULT_COUNT, |n| n as usize);
     let mut seeds = vec![FIXED_SEED];
-    seeds.extend(env_number("WEIR_TRUNC_SEED"));
+    seeds.extend(crate::env_number("WEIR_TRUNC_SEED"));
     let mut reports = Vec::new();
     for seed in seeds {
         let cases = generated(seed, count, &sets);
