@@ -197,6 +197,17 @@ pub struct Verdict {
     pub packet: Vec<u8>,
 }
 
+/// Where an XDP program left its packet: `xdp_md`'s data, data_end and data_meta, as
+/// offsets into the buffer.
+fn xdp_span(ctx: &[u8]) -> PacketSpan {
+    let field = |o: usize| {
+        let bytes = ctx.get(o..o + 4).and_then(|b| b.try_into().ok()).unwrap_or([0; 4]);
+        u32::from_le_bytes(bytes)
+    };
+    let off = |a: u32| (u64::from(a).saturating_sub(guest::PACKET_BASE)) as usize;
+    PacketSpan { data: off(field(0)), end: off(field(4)), meta: off(field(8)) }
+}
+
 /// A loaded entry program with its environment.
 pub struct Loaded {
     sessions: Vec<Option<Box<dyn Session>>>,
@@ -227,7 +238,16 @@ impl Loaded {
         }
     }
 
-    fn chain(&mut self, ctx: &mut [u8], buffer: &mut [u8], span: PacketSpan) -> Result<u64, Trap> {
+    /// Runs the entry and the tail calls it makes, each on the same context and buffer.
+    /// XDP programs may have moved the packet (adjust_head/tail/meta): the next program's
+    /// span is read back from `xdp_md` (`respan`); other types keep theirs.
+    fn chain(
+        &mut self,
+        ctx: &mut [u8],
+        buffer: &mut [u8],
+        mut span: PacketSpan,
+        respan: Option<fn(&[u8]) -> PacketSpan>,
+    ) -> Result<u64, Trap> {
         let mut current = self.entry;
         self.env.begin_run();
         loop {
@@ -238,12 +258,13 @@ impl Loaded {
             let outcome = session.run(input);
             self.env.end_run();
             let outcome = outcome?;
-            match self.env.take_tail_call() {
-                Some(next) => {
-                    current = next as usize;
-                    self.env.begin_run();
-                }
-                None => return Ok(outcome.r0),
+            let Some(next) = self.env.take_tail_call() else {
+                return Ok(outcome.r0);
+            };
+            current = next as usize;
+            self.env.begin_run();
+            if let Some(respan) = respan {
+                span = respan(ctx);
             }
         }
     }
@@ -260,40 +281,10 @@ impl Loaded {
         let bounds = PacketBounds { hard_start: base, hard_end: base + usable as u64 };
         self.env.begin_packet(bounds);
         let span = PacketSpan { meta: XDP_HEADROOM, data: XDP_HEADROOM, end: XDP_HEADROOM + len };
-        let ret = self.chain_xdp(&mut ctx, &mut buffer, span)?;
-        let field = |o: usize| u32::from_le_bytes([ctx[o], ctx[o + 1], ctx[o + 2], ctx[o + 3]]);
-        let off = |a: u32| (u64::from(a).saturating_sub(base)) as usize;
-        let (data, end) = (off(field(0)), off(field(4)));
-        let packet = buffer.get(data..end).unwrap_or_default().to_vec();
+        let ret = self.chain(&mut ctx, &mut buffer, span, Some(xdp_span))?;
+        let span = xdp_span(&ctx);
+        let packet = buffer.get(span.data..span.end).unwrap_or_default().to_vec();
         Ok(Verdict { ret, packet })
-    }
-
-    fn chain_xdp(
-        &mut self,
-        ctx: &mut [u8],
-        buffer: &mut [u8],
-        span: PacketSpan,
-    ) -> Result<u64, Trap> {
-        let mut span = span;
-        let mut current = self.entry;
-        self.env.begin_run();
-        loop {
-            let Some(Some(session)) = self.sessions.get_mut(current) else {
-                return Ok(0);
-            };
-            let input = Input::new().ctx(ctx).packet(buffer).span(span).env(&mut self.env);
-            let outcome = session.run(input);
-            self.env.end_run();
-            let outcome = outcome?;
-            let Some(next) = self.env.take_tail_call() else {
-                return Ok(outcome.r0);
-            };
-            current = next as usize;
-            self.env.begin_run();
-            let field = |o: usize| u32::from_le_bytes([ctx[o], ctx[o + 1], ctx[o + 2], ctx[o + 3]]);
-            let off = |a: u32| (u64::from(a).saturating_sub(guest::PACKET_BASE)) as usize;
-            span = PacketSpan { data: off(field(0)), end: off(field(4)), meta: off(field(8)) };
-        }
     }
 
     fn run_skb(&mut self, frame: &[u8]) -> Result<Verdict, Trap> {
@@ -324,7 +315,7 @@ impl Loaded {
         put(&mut ctx, 40, 1);
         self.env.begin_packet(PacketBounds::default());
         let span = PacketSpan { meta: 0, data: 0, end: buffer.len() };
-        let ret = self.chain(&mut ctx, &mut buffer, span)?;
+        let ret = self.chain(&mut ctx, &mut buffer, span, None)?;
         Ok(Verdict { ret, packet: buffer })
     }
 }
