@@ -281,6 +281,29 @@ impl Chain {
     pub fn steps_over_ah(&self) -> bool {
         self.target != chain_proto::AH
     }
+
+    /// The next-header values a hop tests, in libpcap's order, and where each leads: the
+    /// one dispatch every emitter builds (any other value ends the walk unmatched).
+    pub fn dispatch(&self) -> impl Iterator<Item = (u32, ChainOutcome)> + '_ {
+        let head =
+            [(self.target, ChainOutcome::Found), (chain_proto::NONE, ChainOutcome::NotFound)];
+        let ah =
+            self.steps_over_ah().then_some((chain_proto::AH, ChainOutcome::Step(ChainStep::Ah)));
+        head.into_iter()
+            .chain(self.extensions().map(|k| (k, ChainOutcome::Step(ChainStep::Extension))))
+            .chain(ah)
+    }
+}
+
+/// Where a next-header value leads a [`Chain`] walk ([`Chain::dispatch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainOutcome {
+    /// The sought header: the walk matches.
+    Found,
+    /// "No next header" (59): the walk ends unmatched.
+    NotFound,
+    /// A header to step over.
+    Step(ChainStep),
 }
 
 /// What one hop of a [`Chain`] steps over.

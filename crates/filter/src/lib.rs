@@ -23,8 +23,8 @@ mod display;
 
 pub use eval::{Abort, Evaluator};
 pub use ir::{
-    BinOp, Chain, ChainStep, CmpOp, Expr, Filter, Pred, Size, ValueSet, CHAIN_HOP_BUDGET,
-    DEFAULT_ACCEPT, SCRATCH_SLOTS,
+    BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, Size, ValueSet,
+    CHAIN_HOP_BUDGET, DEFAULT_ACCEPT, SCRATCH_SLOTS,
 };
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ use super::bounds::{can_abort, max_value, split_offset};
 use super::flow::{Flow, Item, Label};
 use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
-use crate::ir::{chain_proto, BinOp, Chain, CmpOp, Expr, Filter, Pred, Size};
+use crate::ir::{BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, Size};
 
 /// A classic program for `filter`: `ret #accept` when it matches, `ret #0` when it does not
 /// or when it aborts.
@@ -234,13 +234,14 @@ impl Emitter {
             e.flow.cond((JeqK, k), to, next);
             e.flow.bind(next);
         };
-        test(self, chain.target, t);
-        test(self, chain_proto::NONE, f);
-        for k in chain.extensions() {
-            test(self, k, extension);
-        }
-        if chain.steps_over_ah() {
-            test(self, chain_proto::AH, ah);
+        for (k, outcome) in chain.dispatch() {
+            let to = match outcome {
+                ChainOutcome::Found => t,
+                ChainOutcome::NotFound => f,
+                ChainOutcome::Step(ChainStep::Extension) => extension,
+                ChainOutcome::Step(ChainStep::Ah) => ah,
+            };
+            test(self, k, to);
         }
         self.flow.goto(f);
         // Both steps read the next header's number and its length at `base + x`.

@@ -23,7 +23,8 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, Block, Function, InstBuilder, MemFlags, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weir_filter::{
-    BinOp, Chain, ChainStep, CmpOp, Expr, Filter, Pred, Size, CHAIN_HOP_BUDGET, SCRATCH_SLOTS,
+    BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, Size, CHAIN_HOP_BUDGET,
+    SCRATCH_SLOTS,
 };
 
 use super::set::SetTables;
@@ -267,13 +268,14 @@ impl Lowering<'_, '_> {
             l.branch(cond, to, next);
             l.switch_to(next);
         };
-        test(self, chain.target, t);
-        test(self, weir_filter::ir::chain_proto::NONE, f);
-        for k in chain.extensions() {
-            test(self, k, extension);
-        }
-        if chain.steps_over_ah() {
-            test(self, weir_filter::ir::chain_proto::AH, ah);
+        for (k, outcome) in chain.dispatch() {
+            let to = match outcome {
+                ChainOutcome::Found => t,
+                ChainOutcome::NotFound => f,
+                ChainOutcome::Step(ChainStep::Extension) => extension,
+                ChainOutcome::Step(ChainStep::Ah) => ah,
+            };
+            test(self, k, to);
         }
         self.jump(f);
         for (block, step) in [(extension, ChainStep::Extension), (ah, ChainStep::Ah)] {

@@ -50,7 +50,9 @@ use super::bounds::{constant_load_end, max_value};
 use super::flow::{Flow, Label};
 use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
-use crate::ir::{chain_proto, Chain, CmpOp, Expr, Filter, Pred, CHAIN_HOP_BUDGET, SCRATCH_SLOTS};
+use crate::ir::{
+    Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, CHAIN_HOP_BUDGET, SCRATCH_SLOTS,
+};
 
 /// What the program returns for a packet the filter accepts: the filter's accept value,
 /// or `XDP_PASS`.
@@ -369,13 +371,14 @@ impl Emitter {
             e.flow.cond(Jump::value(Rel::Eq, a, Operand::Imm(k as i32)), to, next);
             e.flow.bind(next);
         };
-        test(self, chain.target, t);
-        test(self, chain_proto::NONE, f);
-        for k in chain.extensions() {
-            test(self, k, extension);
-        }
-        if chain.steps_over_ah() {
-            test(self, chain_proto::AH, ah);
+        for (k, outcome) in chain.dispatch() {
+            let to = match outcome {
+                ChainOutcome::Found => t,
+                ChainOutcome::NotFound => f,
+                ChainOutcome::Step(ChainStep::Extension) => extension,
+                ChainOutcome::Step(ChainStep::Ah) => ah,
+            };
+            test(self, k, to);
         }
         self.flow.goto(f);
         for (label, add, shift, from_x) in [(extension, 1, 3, true), (ah, 2, 2, false)] {
