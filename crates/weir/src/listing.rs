@@ -71,6 +71,14 @@ impl fmt::Display for ListingError {
     }
 }
 
+impl ListingError {
+    /// The offending source line with a caret under the column, as the assembler shows its
+    /// errors ([`weir_isa::asm::AsmError::render`]).
+    pub fn render(&self, source: &str) -> String {
+        weir_isa::asm::AsmError::new(self.line, self.column, self.message.clone()).render(source)
+    }
+}
+
 impl std::error::Error for ListingError {}
 
 fn err(line: usize, column: usize, message: impl Into<String>) -> ListingError {
@@ -403,6 +411,15 @@ mod tests {
         assert_eq!(l.kernel, Some(want));
         assert_eq!(l.rule.as_deref(), Some("map-value-bounds"));
         assert_eq!(l.notes, ["first", "second one"]);
+    }
+
+    #[test]
+    fn errors_render_with_a_caret() {
+        let text = "#! type xdp\n#! map m hash key=4 value=4 entries=1 size=2\nexit\n";
+        let e = parse(text).unwrap_err();
+        let shown = e.render(text);
+        assert!(shown.ends_with("|                                       ^"), "{shown}");
+        assert!(shown.contains(" 2 | #! map m hash"), "{shown}");
     }
 
     #[test]

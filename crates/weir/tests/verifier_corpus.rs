@@ -174,3 +174,42 @@ fn the_kernel_gives_every_case_its_recorded_verdict() {
         disagreements.join("\n")
     );
 }
+
+/// A listing is the program `weir-elf` makes of an object: for every program of the
+/// committed objects (`testdata/bpf`), its disassembly with its type and maps as directives
+/// parses back to the same `Program` (instructions, type, map specs, relocations).
+#[test]
+fn listings_of_the_objects_programs_are_the_same_programs() {
+    let objects = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/bpf");
+    let mut checked = 0;
+    let mut relocated = 0;
+    for entry in std::fs::read_dir(&objects).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "o") {
+            continue;
+        }
+        let spec = weir::elf::ObjectSpec::parse(&std::fs::read(&path).unwrap()).unwrap();
+        for p in &spec.programs {
+            let mut text = String::new();
+            if let Some(t) = p.program.prog_type() {
+                text.push_str(&format!("#! type {}\n", t.name()));
+            }
+            for m in p.program.maps() {
+                let ty = m.map_type.name().expect("a named map type");
+                let (k, v, n, f) = (m.key_size, m.value_size, m.max_entries, m.flags);
+                text.push_str(&format!(
+                    "#! map {} {ty} key={k} value={v} entries={n} flags={f}\n",
+                    m.name
+                ));
+            }
+            text.push_str(&weir::isa::asm::disassemble(p.program.insns()));
+            let listing = weir::listing::parse(&text)
+                .unwrap_or_else(|e| panic!("{} {}: {e}\n{text}", path.display(), p.name));
+            assert_eq!(listing.program, p.program, "{} {}", path.display(), p.name);
+            checked += 1;
+            relocated += p.program.relocations().len();
+        }
+    }
+    assert!(checked >= 10 && relocated >= 10, "{checked} programs, {relocated} relocations");
+    println!("{checked} programs of testdata/bpf, {relocated} relocations: listings agree");
+}
