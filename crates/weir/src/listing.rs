@@ -3,7 +3,8 @@
 //! for the verifier corpus (`testdata/verifier`), what the Linux verifier said about it.
 //!
 //! Directives are comment lines starting with `#!`, anywhere before the first instruction
-//! (the assembler reads them as comments, so a listing is also plain assembly):
+//! (the assembler reads them as comments, so a listing is also plain assembly); on them a
+//! `#` after white space starts a comment (a refusal's message is quoted, so it may hold one):
 //!
 //! ```text
 //! #! type xdp                                   # weir_program::ProgType names
@@ -216,10 +217,21 @@ pub fn parse(text: &str) -> Result<Listing, ListingError> {
                 return Err(err(line, base, "empty directive (type, map, kernel, rule or note)"));
             };
             let args = &ws[1..];
-            // Free text: everything after the directive's name, as written.
+            // Free text: everything after the directive's name, as written, up to a `#`
+            // that follows white space (a comment, as on every directive line).
             let free = || {
                 let skip = head.column - base + head.text.chars().count();
-                rest.chars().skip(skip).collect::<String>().trim().to_string()
+                let text: String = rest.chars().skip(skip).collect();
+                let mut end = text.len();
+                let mut prev_space = true;
+                for (at, ch) in text.char_indices() {
+                    if ch == '#' && prev_space {
+                        end = at;
+                        break;
+                    }
+                    prev_space = ch.is_whitespace();
+                }
+                text[..end].trim().to_string()
             };
             match head.text.as_str() {
                 "type" => {
@@ -411,6 +423,8 @@ mod tests {
         assert_eq!(l.kernel, Some(want));
         assert_eq!(l.rule.as_deref(), Some("map-value-bounds"));
         assert_eq!(l.notes, ["first", "second one"]);
+        let l = parse("#! rule pkt-range  # the rule\n#! note a#b c # why\nexit").unwrap();
+        assert_eq!((l.rule.as_deref(), l.notes[0].as_str()), (Some("pkt-range"), "a#b c"));
     }
 
     #[test]
