@@ -61,6 +61,15 @@ pub enum LinkType {
     /// Linux netfilter log messages: family, version and resource ID, then TLVs (the
     /// packet is the payload TLV's value).
     Nflog,
+    /// FDDI: frame control, destination and source MACs (13 bytes), then 802.2 LLC.
+    Fddi,
+    /// IEEE 802.5 Token Ring: access control, frame control, destination and source MACs
+    /// (14 bytes, without source routing), then 802.2 LLC.
+    TokenRing,
+    /// SunATM: a 4-byte pseudo-header (traffic type in the low nibble of byte 0, VPI at 1,
+    /// VCI at 2) before an AAL5 PDU: 802.2 LLC, LANE (2 bytes, then an Ethernet frame) or
+    /// signalling.
+    SunAtm,
 }
 
 /// The facts of one link type.
@@ -87,12 +96,14 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 22] = [
+    pub const ALL: [LinkType; 25] = [
         LinkType::Null,
         LinkType::Ethernet,
+        LinkType::TokenRing,
         LinkType::ArcnetBsd,
         LinkType::Slip,
         LinkType::Ppp,
+        LinkType::Fddi,
         LinkType::Raw,
         LinkType::PppSerial,
         LinkType::CHdlc,
@@ -101,6 +112,7 @@ impl LinkType {
         LinkType::Loop,
         LinkType::LinuxSll,
         LinkType::Prism,
+        LinkType::SunAtm,
         LinkType::Radiotap,
         LinkType::ArcnetLinux,
         LinkType::Avs,
@@ -326,6 +338,38 @@ impl LinkType {
                 linktype: 107,
                 other_numbers: &[],
                 description: "Frame Relay",
+                header_len: 4,
+                type_offset: None,
+            },
+            // No type field: the LLC header after the MACs says what follows.
+            LinkType::Fddi => &LinkInfo {
+                name: "FDDI",
+                aliases: &[],
+                dlt: 10,
+                linktype: 10,
+                other_numbers: &[],
+                description: "FDDI",
+                header_len: 13,
+                type_offset: None,
+            },
+            LinkType::TokenRing => &LinkInfo {
+                name: "IEEE802",
+                aliases: &[],
+                dlt: 6,
+                linktype: 6,
+                other_numbers: &[],
+                description: "Token ring",
+                header_len: 14,
+                type_offset: None,
+            },
+            // The traffic type is a nibble of the pseudo-header, not a protocol number.
+            LinkType::SunAtm => &LinkInfo {
+                name: "SUNATM",
+                aliases: &[],
+                dlt: 123,
+                linktype: 123,
+                other_numbers: &[],
+                description: "Sun raw ATM",
                 header_len: 4,
                 type_offset: None,
             },

@@ -18,6 +18,11 @@
 //! - ARCnet (BSD and Linux headers): one-byte addresses (broadcast 0 for group
 //!   destinations), old and new protocol IDs for IP and ARP.
 //! - IP over InfiniBand: the EtherType and 2 reserved bytes.
+//! - FDDI and Token Ring: the MACs behind a frame control byte (and Token Ring's access
+//!   control byte), then 802.2 LLC: SNAP for Ethernet II frames, 802.3 frames' own LLC.
+//! - SunATM: the pseudo-header (VPI, VCI, often the well-known VCIs on VPI 0), then the
+//!   frame as LLC (SNAP as above), as LANE (an LE header, now and then the control
+//!   marker, then the whole Ethernet frame), or untyped (signalling).
 //! - NFLOG: the 4-byte header, a packet-header TLV and the payload TLV.
 //! - Frame Relay: a Q.922 address of a DLCI from the packet, UI, the NLPID of IP, IPv6
 //!   or the OSI PDU, or SNAP for the rest.
@@ -31,7 +36,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 14] = [
+pub const LINK_TYPES: [LinkType; 17] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -46,6 +51,9 @@ pub const LINK_TYPES: [LinkType; 14] = [
     LinkType::ArcnetLinux,
     LinkType::IpOverIb,
     LinkType::Nflog,
+    LinkType::SunAtm,
+    LinkType::Fddi,
+    LinkType::TokenRing,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -103,6 +111,51 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             // Split flag and sequence number.
             h.extend_from_slice(&[id, 0x00, (hash >> 32) as u8, (hash >> 40) as u8]);
             (h, payload.to_vec())
+        }
+        LinkType::Fddi | LinkType::TokenRing => {
+            let mut h = if link == LinkType::Fddi {
+                // Frame control: an asynchronous LLC frame, sometimes with a priority.
+                vec![0x50 | (hash >> 8) as u8 & 0x07]
+            } else {
+                // Access control (priority, token bit), frame control: an LLC frame.
+                vec![0x10 | (hash >> 8) as u8 & 0x07, 0x40]
+            };
+            h.extend_from_slice(data.get(..12).unwrap_or(&[]));
+            h.resize(link.header_len() as usize, 0);
+            (h, llc_body(ether_type, payload))
+        }
+        LinkType::SunAtm => {
+            // Traffic type: LLC mostly, LANE a quarter of the time, now and then none.
+            let kind = match (hash >> 8) % 16 {
+                0 => 0u8,
+                1..=4 => 1,
+                _ => 2,
+            };
+            let flags = (hash >> 12) as u8 & 0xf0;
+            // VPI 0 with a well-known VCI (signalling, OAM, ILMI ...) a third of the time.
+            let (vpi, vci) = if (hash >> 16).is_multiple_of(3) {
+                (0u8, [1u16, 2, 3, 4, 5, 16][((hash >> 20) % 6) as usize])
+            } else {
+                ((hash >> 24) as u8 & 0x0f, 32 + (hash >> 28) as u16 % 200)
+            };
+            let mut h = vec![flags | kind, vpi];
+            h.extend_from_slice(&vci.to_be_bytes());
+            let body = match kind {
+                1 => {
+                    // The LE header: a client ID, or the control frame marker.
+                    let le: u16 = if (hash >> 36).is_multiple_of(5) {
+                        0xff00
+                    } else {
+                        1 + (hash >> 40) as u16 % 8
+                    };
+                    let mut b = le.to_be_bytes().to_vec();
+                    b.extend_from_slice(data);
+                    b
+                }
+                2 => llc_body(ether_type, payload),
+                _ => payload.to_vec(),
+            };
+            (h, body)
         }
         // The EtherType and two reserved bytes (sometimes not zero).
         LinkType::IpOverIb => {
@@ -216,6 +269,18 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
         ts_usec: packet.ts_usec,
         description: format!("[dlt {}] {}", link.dlt(), packet.description),
     })
+}
+
+/// An Ethernet frame's payload as 802.2 LLC: behind a SNAP header (OUI 0, the EtherType)
+/// for Ethernet II frames, as it is for 802.3 frames (they start with their LLC header).
+fn llc_body(ether_type: u16, payload: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(payload.len() + 8);
+    if ether_type > ethertype::ETHERMTU {
+        b.extend_from_slice(&[0xaa, 0xaa, 0x03, 0, 0, 0]);
+        b.extend_from_slice(&ether_type.to_be_bytes());
+    }
+    b.extend_from_slice(payload);
+    b
 }
 
 /// The PPP protocol carrying what the EtherType says.

@@ -156,6 +156,7 @@ impl Lowerer<'_> {
         self.tunnel_seen = false;
         self.geneve_slots = None;
         self.pppoes_seen = true;
+        self.lane_outer = false;
         Ok(pred)
     }
 
@@ -265,16 +266,17 @@ impl Lowerer<'_> {
         self.off_nl = 0;
         self.tunnel_seen = true;
         self.geneve_slots = None;
+        self.lane_outer = false;
     }
 
     /// What MAC-level tests (`ether host`, `ether broadcast`, `ether multicast`) must check
     /// first, ANDed in front of them, as libpcap's gen_prevlinkhdr_check: inside Geneve,
     /// that the inner packet has a MAC header at all (the link header and payload offsets
     /// differ). `None` when nothing is needed (outside tunnels, and inside VXLAN, which
-    /// always carries Ethernet frames).
+    /// always carries Ethernet frames). After a SunATM `lane`: that the LANE frame is data.
     pub(crate) fn inner_mac_check(&self) -> Option<Pred> {
         if !self.tunnel_seen {
-            return None;
+            return self.lane_data_check();
         }
         let (hdr, pl) = self.geneve_slots?;
         // libpcap compares the registers alone, ignoring `vlan`s since the tunnel.
@@ -316,6 +318,11 @@ impl Lowerer<'_> {
         let is_llc = if self.link.is_ieee80211() {
             // Data frames carry LLC.
             self.wlan_data_frame()
+        } else if matches!(self.link, LinkType::Fddi | LinkType::TokenRing) {
+            // Every frame is 802.2 LLC: libpcap's test is always true.
+            Pred::Const(true)
+        } else if self.link == LinkType::SunAtm {
+            self.atm_traffic_type_is(super::link::SUNATM_PT_LLC)
         } else if self.link == LinkType::Ethernet {
             Pred::and([
                 Pred::cmp(

@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 22] = [
+pub const LINK_TYPES: [LinkType; 25] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -44,6 +44,9 @@ pub const LINK_TYPES: [LinkType; 22] = [
     LinkType::ArcnetLinux,
     LinkType::IpOverIb,
     LinkType::Nflog,
+    LinkType::SunAtm,
+    LinkType::Fddi,
+    LinkType::TokenRing,
 ];
 
 /// Whether pflang compiles filters for captures of this link type.
@@ -103,6 +106,10 @@ const ARCTYPE_REVARP: u32 = 0xd6;
 const ARCTYPE_ATALK: u32 = 0xdd;
 const ARCTYPE_INET6: u32 = 0xc4;
 
+/// SunATM traffic types (the low nibble of the pseudo-header's first byte).
+pub(crate) const SUNATM_PT_LANE: u32 = 0x01;
+pub(crate) const SUNATM_PT_LLC: u32 = 0x02;
+
 const LINUX_SLL_P_802_2: u32 = sll::P_802_2 as u32;
 const LINUX_SLL_P_802_3: u32 = sll::P_802_3 as u32;
 
@@ -130,8 +137,15 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         // 802.2 LLC, and SNAP before the usual network layers.
         return Geometry { off_linktype: None, off_linkpl: 0, off_nl: 8, off_nl_nosnap: 3 };
     }
+    // Links that always carry 802.2 LLC: SNAP before the usual network layers, 3 bytes of
+    // LLC before the OSI ones (libpcap's off_nl / off_nl_nosnap). libpcap notes the LLC
+    // header as their type field (so `host NAME` is not "IP only" there).
+    if matches!(link, LinkType::Fddi | LinkType::TokenRing | LinkType::SunAtm) {
+        let llc = link.header_len();
+        return Geometry { off_linktype: Some(llc), off_linkpl: llc, off_nl: 8, off_nl_nosnap: 3 };
+    }
     let off_nl_nosnap = match link {
-        LinkType::Ethernet => 3,
+        LinkType::Ethernet | LinkType::Fddi | LinkType::TokenRing | LinkType::SunAtm => 3,
         LinkType::Slip
         | LinkType::PppSerial
         | LinkType::CHdlc
@@ -195,7 +209,18 @@ impl Lowerer<'_> {
             return self.mpls_link_proto(proto, span);
         }
         Ok(match self.link {
-            LinkType::Ethernet => self.ether_link_proto(proto),
+            // After `lane`, every Ethernet test first checks that the LANE frame is data,
+            // not an LE control frame (libpcap's gen_prevlinkhdr_check).
+            LinkType::Ethernet => match self.lane_data_check() {
+                Some(check) => Pred::and([check, self.ether_link_proto(proto)]),
+                None => self.ether_link_proto(proto),
+            },
+            // 802.2 LLC right after the MAC header.
+            LinkType::Fddi | LinkType::TokenRing => self.llc_link_proto(proto),
+            // LLC-multiplexed traffic (not LANE, not signalling), then its LLC header.
+            LinkType::SunAtm => {
+                Pred::and([self.atm_traffic_type_is(SUNATM_PT_LLC), self.llc_link_proto(proto)])
+            }
             LinkType::LinuxSll => self.sll_link_proto(proto),
             LinkType::LinuxSll2 => self.type_field_is(proto),
             LinkType::Ppp | LinkType::PppSerial => self.type_field_is(ppp_protocol(proto)),

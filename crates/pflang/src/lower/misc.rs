@@ -1,12 +1,12 @@
-//! Link-type specific tests: direction (`inbound`/`outbound`), `ifindex`, and the pflog,
-//! 802.11, ATM and SS7 MTP tests.
+//! Link-type specific tests: direction (`inbound`/`outbound`), `ifindex`, and the pflog
+//! and SS7 MTP tests.
 //!
 //! Only Linux cooked captures record a direction (v1 and v2) and an interface (v2) in the
 //! packet. weir filters capture files, so elsewhere it does what libpcap does when it reads
 //! a savefile: refuses them, with libpcap's words ("inbound/outbound not supported on
 //! Ethernet when reading savefiles"). (libpcap compiling for a live Linux socket instead
-//! emits loads of kernel metadata, which a capture file does not have.) pflog, 802.11,
-//! ATM and MTP headers are not among weir's link types; these tests get libpcap's error,
+//! emits loads of kernel metadata, which a capture file does not have.) pflog and MTP
+//! headers are not among weir's link types; these tests get libpcap's error,
 //! after the same name checks libpcap's grammar makes first, so a misspelt name reports the
 //! same thing in both.
 
@@ -15,7 +15,7 @@ use weir_packet::sll;
 
 use super::{CompileError, Layer, LinkType, Lowerer};
 use crate::ast::Span;
-use crate::ast::{AtmAbbrev, AtmField, AtmTest, Mtp2Type, Mtp3Field, NameOrNum, PfTest};
+use crate::ast::{Mtp2Type, Mtp3Field, NameOrNum, PfTest};
 
 /// The SLL packet type of a packet the capturing host sent (PACKET_OUTGOING).
 const LINUX_SLL_OUTGOING: u32 = sll::OUTGOING as u32;
@@ -132,29 +132,6 @@ impl Lowerer<'_> {
             }
         };
         Err(error(span, format!("{what} supported only on PF linktype")))
-    }
-
-    /// ATM tests: never weir's link type.
-    pub(crate) fn atm(&mut self, t: &AtmTest, span: Span) -> Result<Pred, CompileError> {
-        let what = match t {
-            AtmTest::Field(AtmField::Vpi, _) => "vpi",
-            AtmTest::Field(AtmField::Vci, _) => "vci",
-            AtmTest::Abbrev(a) => match a {
-                AtmAbbrev::Lane => "lane",
-                AtmAbbrev::Metac => "metac",
-                AtmAbbrev::Bcc => "bcc",
-                // libpcap's messages spell these two without the `f`.
-                AtmAbbrev::Oamf4ec => "oam4ec",
-                AtmAbbrev::Oamf4sc => "oam4sc",
-                AtmAbbrev::Sc => "sc",
-                AtmAbbrev::Ilmic => "ilmic",
-                AtmAbbrev::Oam => "oam",
-                AtmAbbrev::Oamf4 => "oamf4",
-                AtmAbbrev::Connectmsg => "connectmsg",
-                AtmAbbrev::Metaconnect => "metaconnect",
-            },
-        };
-        Err(error(span, format!("'{what}' supported only on raw ATM")))
     }
 
     /// SS7 MTP2 frame types: never weir's link type.

@@ -12,10 +12,11 @@
 //! Module map: `link` (link-layer types and the link-level protocol test), `net` (hosts,
 //! nets, protocols, protochain, broadcast/multicast, gateway), `transport` (ports and port
 //! ranges), `arith` (relations, `proto[expr:size]`, `len`, `less`/`greater`, `byte`),
-//! `encap` (vlan, mpls, pppoe, geneve, vxlan, llc), `misc` (direction, interface, pflog,
-//! 802.11 and the other link-specific tests).
+//! `encap` (vlan, mpls, pppoe, geneve, vxlan, llc), `atm` (SunATM: `lane`, `vpi`/`vci`
+//! and the ATM abbreviations), `misc` (direction, interface, pflog, the SS7 MTP tests).
 
 mod arith;
+mod atm;
 mod encap;
 mod link;
 mod misc;
@@ -176,6 +177,10 @@ pub(crate) struct Lowerer<'a> {
     pub wlan_slots: Option<wlan::WlanSlots>,
     /// Whether the expression has a `protochain` (libpcap then does not optimize it).
     pub protochain_seen: bool,
+    /// Set by a `lane` on a SunATM capture: the current link is the LANE frame's Ethernet,
+    /// and its tests first check that the frame is data (see `atm`). Cleared by the next
+    /// `lane`, `pppoes` or tunnel, as libpcap forgets the outer link type then.
+    pub lane_outer: bool,
     /// The slot every long mixed `and`/`or` chain keeps its value in (see
     /// [`Lowerer::linear_chain`]), taken by the first one.
     chain_slot: Option<u8>,
@@ -214,6 +219,7 @@ impl<'a> Lowerer<'a> {
             tunnel_seen: false,
             geneve_slots: None,
             protochain_seen: false,
+            lane_outer: false,
             chain_slot: None,
             next_scratch: wlan_slots.map_or(0, |s| s.count()),
             wlan_slots,

@@ -562,14 +562,27 @@ impl Lowerer<'_> {
         // Inside a tunnel, first: does the inner packet have a MAC header at all?
         let check = self.inner_mac_check();
         let refuse = |d| site.qual(dir_needs_wlan(d));
-        let test =
-            self.per_side(dir, refuse, |l, src| Ok(l.mac_at(if src { 6 } else { 0 }, mac)))?;
+        let (dst, src) = self.mac_offsets();
+        let test = self
+            .per_side(dir, refuse, |l, is_src| Ok(l.mac_at(if is_src { src } else { dst }, mac)))?;
         Ok(Pred::and(check.into_iter().chain([test])))
     }
 
-    /// Whether the current link header has MAC addresses (Ethernet, 802.11).
+    /// Whether the current link header has MAC addresses (Ethernet, FDDI, Token Ring,
+    /// 802.11).
     fn has_mac_addresses(&self) -> bool {
-        self.link == LinkType::Ethernet || self.link.is_ieee80211()
+        matches!(self.link, LinkType::Ethernet | LinkType::Fddi | LinkType::TokenRing)
+            || self.link.is_ieee80211()
+    }
+
+    /// Where the destination and source MACs are in the link header: after FDDI's frame
+    /// control byte, after Token Ring's access and frame control bytes.
+    fn mac_offsets(&self) -> (u32, u32) {
+        match self.link {
+            LinkType::Fddi => (1, 7),
+            LinkType::TokenRing => (2, 8),
+            _ => (0, 6),
+        }
     }
 
     /// Six bytes at link header + `offset` equal `mac`, compared as libpcap does: the last
@@ -602,11 +615,11 @@ impl Lowerer<'_> {
             // ARCnet's broadcast is destination address 0.
             None | Some(Proto::Link) if self.link.is_arcnet() => Ok(self.arcnet_dst_zero()),
             None | Some(Proto::Link) => {
-                if self.link != LinkType::Ethernet {
+                if !matches!(self.link, LinkType::Ethernet | LinkType::Fddi | LinkType::TokenRing) {
                     return Err(CompileError::new(span, "not a broadcast link"));
                 }
                 let check = self.inner_mac_check();
-                let test = self.mac_at(0, &[0xff; 6]);
+                let test = self.mac_at(self.mac_offsets().0, &[0xff; 6]);
                 Ok(Pred::and(check.into_iter().chain([test])))
             }
             Some(Proto::Ip) => {
@@ -644,11 +657,16 @@ impl Lowerer<'_> {
             None | Some(Proto::Link) if self.link.is_ieee80211() => Ok(self.wlan_multicast()),
             // ARCnet has no multicast: libpcap tests for broadcast.
             None | Some(Proto::Link) if self.link.is_arcnet() => Ok(self.arcnet_dst_zero()),
-            None | Some(Proto::Link) if self.link == LinkType::Ethernet => {
+            None | Some(Proto::Link)
+                if matches!(
+                    self.link,
+                    LinkType::Ethernet | LinkType::Fddi | LinkType::TokenRing
+                ) =>
+            {
                 let check = self.inner_mac_check();
                 let group_bit = Pred::cmp(
                     CmpOp::Set,
-                    self.load(Layer::LinkHdr, 0, Size::Byte),
+                    self.load(Layer::LinkHdr, self.mac_offsets().0, Size::Byte),
                     weir_filter::Expr::Const(1),
                 );
                 Ok(Pred::and(check.into_iter().chain([group_bit])))

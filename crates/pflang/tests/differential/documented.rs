@@ -211,6 +211,12 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         LinkType::IpOverIb => vec![4],
         // libpcap compiles nothing that reads NFLOG's payload.
         LinkType::Nflog => vec![],
+        // Behind LLC and SNAP, and behind a PPPoE session header there.
+        LinkType::Fddi => vec![21, 29],
+        LinkType::TokenRing => vec![22, 30],
+        // LLC traffic as above; LANE's Ethernet frame (6 bytes in), a VLAN tag or a PPPoE
+        // session header in it.
+        LinkType::SunAtm => vec![12, 20, 20 + 4, 20 + 8, 20 + 12, 12 + 8],
         // Behind a radio header and an 802.11 header of the packet's own lengths: any
         // place from the shortest 802.11 header and LLC/SNAP on.
         LinkType::Ieee80211

@@ -21,6 +21,9 @@ pub struct Generator {
     /// Percent of primitives that are ARCnet address tests (`link src host $d5`, and
     /// misqualified ones); 0 (the default) leaves the generated sequence as it was.
     pub aid_share: u64,
+    /// Percent of primitives that are ATM tests (`lane`, `vpi`/`vci`, `oam`, `sc` ...); 0
+    /// (the default) leaves the generated sequence as it was.
+    pub atm_share: u64,
 }
 
 /// Primitive families that take an id (and so can pass their qualifiers on).
@@ -42,7 +45,13 @@ enum IdFamily {
 
 impl Generator {
     pub fn new(seed: u64) -> Generator {
-        Generator { rng: SplitMix64::new(seed), max_depth: 5, link_share: 0, aid_share: 0 }
+        Generator {
+            rng: SplitMix64::new(seed),
+            max_depth: 5,
+            link_share: 0,
+            aid_share: 0,
+            atm_share: 0,
+        }
     }
 
     /// One random expression.
@@ -124,6 +133,9 @@ impl Generator {
         }
         if self.aid_share > 0 && self.chance(self.aid_share) {
             return self.arcnet_leaf();
+        }
+        if self.atm_share > 0 && self.chance(self.atm_share) {
+            return self.atm_leaf();
         }
         match self
             .rng
@@ -310,6 +322,48 @@ impl Generator {
         let text = format!("{word}{dir}{kind}{aid}");
         let text = if text.starts_with('$') { format!("host {text}") } else { text };
         leaf("arcnet host", text, None)
+    }
+
+    /// An ATM test: `lane` (often, as it changes what follows), a `vpi`/`vci` comparison
+    /// (a value, a relation or a parenthesised list) or an abbreviation.
+    pub fn atm_leaf(&mut self) -> Node {
+        const ABBREVS: &[&str] = &[
+            "oam",
+            "oamf4",
+            "oamf4ec",
+            "oamf4sc",
+            "metac",
+            "bcc",
+            "sc",
+            "ilmic",
+            "connectmsg",
+            "metaconnect",
+        ];
+        match self.rng.below(4) {
+            0 => leaf("atm lane", "lane".into(), None),
+            1 => {
+                let field = if self.chance(50) { "vpi" } else { "vci" };
+                let values: &[u32] =
+                    if field == "vpi" { &[0, 1, 5, 15, 300] } else { &[1, 3, 5, 16, 40, 70000] };
+                let v = pick(&mut self.rng, values, 0);
+                let text = match self.rng.below(3) {
+                    0 => format!("{field} {v}"),
+                    1 => {
+                        let op = pick(&mut self.rng, &[">", ">=", "<", "<=", "=", "!="], ">");
+                        format!("{field} {op} {v}")
+                    }
+                    _ => {
+                        let w = pick(&mut self.rng, values, 1);
+                        format!("{field} ({v} or {w})")
+                    }
+                };
+                leaf("atm field", text, None)
+            }
+            _ => {
+                let a = pick(&mut self.rng, ABBREVS, "oam");
+                leaf("atm abbrev", a.to_string(), None)
+            }
+        }
     }
 
     fn pick_weighted_keyword(&mut self) -> &'static str {
