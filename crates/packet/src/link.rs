@@ -70,6 +70,12 @@ pub enum LinkType {
     /// VCI at 2) before an AAL5 PDU: 802.2 LLC, LANE (2 bytes, then an Ethernet frame) or
     /// signalling.
     SunAtm,
+    /// OpenBSD pflog: a header of its own length (the byte at 0, padded to 4 bytes) with
+    /// the address family, action, reason, interface, ruleset, rule numbers and direction.
+    Pflog,
+    /// Solaris ipnet: a 24-byte header (version, address family at 1, direction at 2,
+    /// lengths, zones) before the IP packet.
+    Ipnet,
 }
 
 /// The facts of one link type.
@@ -96,7 +102,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 25] = [
+    pub const ALL: [LinkType; 27] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::TokenRing,
@@ -111,12 +117,14 @@ impl LinkType {
         LinkType::FrameRelay,
         LinkType::Loop,
         LinkType::LinuxSll,
+        LinkType::Pflog,
         LinkType::Prism,
         LinkType::SunAtm,
         LinkType::Radiotap,
         LinkType::ArcnetLinux,
         LinkType::Avs,
         LinkType::Ppi,
+        LinkType::Ipnet,
         LinkType::Ipv4,
         LinkType::Ipv6,
         LinkType::Nflog,
@@ -372,6 +380,29 @@ impl LinkType {
                 description: "Sun raw ATM",
                 header_len: 4,
                 type_offset: None,
+            },
+            // The header is as long as its first byte says (61 bytes from OpenBSD, padded to
+            // 64); filters read its length from the packet. The family is one byte at 1.
+            LinkType::Pflog => &LinkInfo {
+                name: "PFLOG",
+                aliases: &[],
+                dlt: 117,
+                linktype: 117,
+                other_numbers: &[],
+                description: "OpenBSD pflog file",
+                header_len: 64,
+                type_offset: None,
+            },
+            // The address family is one byte at 1.
+            LinkType::Ipnet => &LinkInfo {
+                name: "IPNET",
+                aliases: &[],
+                dlt: 226,
+                linktype: 226,
+                other_numbers: &[],
+                description: "Solaris ipnet",
+                header_len: 24,
+                type_offset: Some(1),
             },
             // The PPI header is 8 bytes or more; filters read its length from the packet.
             LinkType::Ppi => &LinkInfo {

@@ -62,8 +62,16 @@ pub fn rejects_all(filter: &Filter) -> bool {
     };
     // Tunnels (`geneve`, `vxlan`) keep offsets in scratch memory: libpcap's blocks for them
     // carry register values from block to block, which stops its jump threading (its
-    // `use_conflict`); it is not modelled, and such expressions are never refused.
-    if graph.nodes.iter().any(|n| matches!(n, Node::Store { .. })) {
+    // `use_conflict`); it is not modelled, and such expressions are never refused. A store
+    // at the root is a prologue (pflog's payload offset), statements of libpcap's first
+    // block that do not stop it: the walk below takes it as a store on every path.
+    let prologue = matches!(graph.nodes.get(root), Some(Node::Store { .. })).then_some(root);
+    if graph
+        .nodes
+        .iter()
+        .enumerate()
+        .any(|(i, n)| matches!(n, Node::Store { .. }) && Some(i) != prologue)
+    {
         return false;
     }
     let mut walk = Walk { graph: &graph, steps: 0, seen: HashSet::new() };

@@ -18,6 +18,9 @@
 //! - ARCnet (BSD and Linux headers): one-byte addresses (broadcast 0 for group
 //!   destinations), old and new protocol IDs for IP and ARP.
 //! - IP over InfiniBand: the EtherType and 2 reserved bytes.
+//! - pflog: OpenBSD's header (61 bytes, sometimes 64 or 45, padded to 4 bytes) with the
+//!   family, action, reason, interface and ruleset names, rule numbers and direction.
+//! - ipnet: Solaris's 24-byte header (family, direction, lengths, interface, zones).
 //! - FDDI and Token Ring: the MACs behind a frame control byte (and Token Ring's access
 //!   control byte), then 802.2 LLC: SNAP for Ethernet II frames, 802.3 frames' own LLC.
 //! - SunATM: the pseudo-header (VPI, VCI, often the well-known VCIs on VPI 0), then the
@@ -36,7 +39,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 17] = [
+pub const LINK_TYPES: [LinkType; 19] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -54,6 +57,8 @@ pub const LINK_TYPES: [LinkType; 17] = [
     LinkType::SunAtm,
     LinkType::Fddi,
     LinkType::TokenRing,
+    LinkType::Pflog,
+    LinkType::Ipnet,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -110,6 +115,57 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             }
             // Split flag and sequence number.
             h.extend_from_slice(&[id, 0x00, (hash >> 32) as u8, (hash >> 40) as u8]);
+            (h, payload.to_vec())
+        }
+        LinkType::Pflog => {
+            let len: u8 = match (hash >> 8) % 8 {
+                0 => 64,
+                1 => 45,
+                _ => 61,
+            };
+            let mut h = vec![0u8; (usize::from(len) + 3) & !3];
+            h[0] = len;
+            h[1] = match ether_type {
+                ethertype::IP => 2,
+                ethertype::IPV6 => 10,
+                _ => 0,
+            };
+            h[2] = ((hash >> 12) % 11) as u8;
+            h[3] = ((hash >> 16) % 15) as u8;
+            const IFNAMES: [&[u8]; 6] =
+                [b"em0", b"pppoe0", b"vio0", b"lo0", b"eth0", b"abcdefghijklmno"];
+            let ifname = IFNAMES[((hash >> 20) % 6) as usize];
+            h[4..4 + ifname.len()].copy_from_slice(ifname);
+            const RULESETS: [&[u8]; 3] = [b"", b"main", b"foo"];
+            let ruleset = RULESETS[((hash >> 24) % 3) as usize];
+            h[20..20 + ruleset.len()].copy_from_slice(ruleset);
+            let rulenr: u32 =
+                if (hash >> 26).is_multiple_of(7) { u32::MAX } else { (hash >> 28) as u32 % 8 };
+            h[36..40].copy_from_slice(&rulenr.to_be_bytes());
+            let subrulenr: u32 =
+                if (hash >> 31).is_multiple_of(2) { u32::MAX } else { (hash >> 32) as u32 % 4 };
+            h[40..44].copy_from_slice(&subrulenr.to_be_bytes());
+            for (i, b) in h.iter_mut().enumerate().take(60).skip(44) {
+                *b = (hash >> (i % 48)) as u8;
+            }
+            if h.len() > 60 {
+                h[60] = ((hash >> 36) % 3) as u8;
+            }
+            (h, payload.to_vec())
+        }
+        LinkType::Ipnet => {
+            let family: u8 = match ether_type {
+                ethertype::IP => 2,
+                ethertype::IPV6 => 26,
+                _ => 0,
+            };
+            let mut h = vec![1, family];
+            h.extend_from_slice(&(((hash >> 8) % 3) as u16).to_be_bytes());
+            h.extend_from_slice(&u32::try_from(payload.len()).unwrap_or(0).to_be_bytes());
+            h.extend_from_slice(&(1 + (hash >> 12) as u32 % 4).to_be_bytes());
+            h.extend_from_slice(&0u32.to_be_bytes());
+            h.extend_from_slice(&((hash >> 16) as u32 % 3).to_be_bytes());
+            h.extend_from_slice(&((hash >> 20) as u32 % 3).to_be_bytes());
             (h, payload.to_vec())
         }
         LinkType::Fddi | LinkType::TokenRing => {

@@ -143,8 +143,18 @@ impl Lowerer<'_> {
                 Pred::and([is_pppoes, self.cmp_field(Layer::Net, 0, Size::Word, 0x0000_ffff, s)])
             }
         };
+        // On pflog, libpcap's payload register exists only once something has read it;
+        // otherwise the PPP offsets get a register of their own that nothing writes.
+        let variable = match self.off_linkpl.variable {
+            Some(super::misc::PFLOG_SLOT)
+                if self.options.linktype == LinkType::Pflog && !self.pflog_read.get() =>
+            {
+                Some(self.alloc_scratch(span)?)
+            }
+            v => v,
+        };
         let ppp = Offset {
-            variable: self.off_linkpl.variable,
+            variable,
             constant: self.off_linkpl.constant.wrapping_add(self.off_nl).wrapping_add(6),
         };
         self.link = LinkType::Ppp;

@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 25] = [
+pub const LINK_TYPES: [LinkType; 27] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -47,6 +47,8 @@ pub const LINK_TYPES: [LinkType; 25] = [
     LinkType::SunAtm,
     LinkType::Fddi,
     LinkType::TokenRing,
+    LinkType::Pflog,
+    LinkType::Ipnet,
 ];
 
 /// Whether pflang compiles filters for captures of this link type.
@@ -106,6 +108,13 @@ const ARCTYPE_REVARP: u32 = 0xd6;
 const ARCTYPE_ATALK: u32 = 0xdd;
 const ARCTYPE_INET6: u32 = 0xc4;
 
+/// Address families as pflog headers (the capturing host's, Linux's here, as libpcap
+/// compiles them) and Solaris ipnet headers give them.
+const PFLOG_AF_INET: u32 = af::INET;
+const PFLOG_AF_INET6: u32 = AF_INET6_LINUX;
+const IPNET_AF_INET: u32 = 2;
+const IPNET_AF_INET6: u32 = 26;
+
 /// SunATM traffic types (the low nibble of the pseudo-header's first byte).
 pub(crate) const SUNATM_PT_LANE: u32 = 0x01;
 pub(crate) const SUNATM_PT_LLC: u32 = 0x02;
@@ -144,6 +153,11 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         let llc = link.header_len();
         return Geometry { off_linktype: Some(llc), off_linkpl: llc, off_nl: 8, off_nl_nosnap: 3 };
     }
+    // pflog's payload offset is read from the packet (see `misc`); its family byte is at 1,
+    // but libpcap notes the header's start as the type field.
+    if link == LinkType::Pflog {
+        return Geometry { off_linktype: Some(0), off_linkpl: 0, off_nl: 0, off_nl_nosnap: 0 };
+    }
     let off_nl_nosnap = match link {
         LinkType::Ethernet | LinkType::Fddi | LinkType::TokenRing | LinkType::SunAtm => 3,
         LinkType::Slip
@@ -166,6 +180,8 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Ipv6
         | LinkType::Null
         | LinkType::Loop
+        | LinkType::Pflog
+        | LinkType::Ipnet
         | LinkType::Ppp => 0,
     };
     // libpcap 1.10 reads Frame Relay's network layer from the start of the packet (its
@@ -258,6 +274,17 @@ impl Lowerer<'_> {
                     span,
                     "NFLOG link-layer type filtering not implemented",
                 ))
+            }
+            // The address family byte: IPv4 and IPv6 only.
+            LinkType::Pflog | LinkType::Ipnet => {
+                let family = match (self.link, proto) {
+                    (LinkType::Pflog, ETHERTYPE_IP) => PFLOG_AF_INET,
+                    (LinkType::Pflog, ETHERTYPE_IPV6) => PFLOG_AF_INET6,
+                    (_, ETHERTYPE_IP) => IPNET_AF_INET,
+                    (_, ETHERTYPE_IPV6) => IPNET_AF_INET6,
+                    _ => return Ok(Pred::Const(false)),
+                };
+                self.cmp_field(Layer::LinkHdr, 1, Size::Byte, u32::MAX, family)
             }
             // ARCnet protocol IDs (one byte), old and new numbers for IP and ARP.
             LinkType::ArcnetBsd | LinkType::ArcnetLinux => {

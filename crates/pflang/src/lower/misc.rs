@@ -1,16 +1,16 @@
-//! Link-type specific tests: direction (`inbound`/`outbound`), `ifindex`, and the pflog
-//! and SS7 MTP tests.
+//! Link-type specific tests: direction (`inbound`/`outbound`), `ifindex`, the pflog header
+//! tests (and where a pflog capture's payload starts), and the SS7 MTP tests.
 //!
-//! Only Linux cooked captures record a direction (v1 and v2) and an interface (v2) in the
-//! packet. weir filters capture files, so elsewhere it does what libpcap does when it reads
+//! Linux cooked captures (v1 and v2), pflog and ipnet record a direction, and cooked v2
+//! an interface, in the packet. weir filters capture files, so elsewhere it does what libpcap does when it reads
 //! a savefile: refuses them, with libpcap's words ("inbound/outbound not supported on
 //! Ethernet when reading savefiles"). (libpcap compiling for a live Linux socket instead
-//! emits loads of kernel metadata, which a capture file does not have.) pflog and MTP
-//! headers are not among weir's link types; these tests get libpcap's error,
+//! emits loads of kernel metadata, which a capture file does not have.) MTP headers are
+//! not among weir's link types; these tests get libpcap's error,
 //! after the same name checks libpcap's grammar makes first, so a misspelt name reports the
 //! same thing in both.
 
-use weir_filter::{Pred, Size};
+use weir_filter::{Expr, Pred, Size};
 use weir_packet::sll;
 
 use super::{CompileError, Layer, LinkType, Lowerer};
@@ -19,6 +19,27 @@ use crate::ast::{Mtp2Type, Mtp3Field, NameOrNum, PfTest};
 
 /// The SLL packet type of a packet the capturing host sent (PACKET_OUTGOING).
 const LINUX_SLL_OUTGOING: u32 = sll::OUTGOING as u32;
+
+/// The scratch slot a pflog capture's payload offset lives in: the header's length (its
+/// first byte) rounded up to 4 bytes, computed in front of the filter when it is read.
+pub(crate) const PFLOG_SLOT: u8 = 0;
+
+/// Where the pflog header keeps its fields (OpenBSD's struct pfloghdr).
+const PFLOG_ACTION: u32 = 2;
+const PFLOG_REASON: u32 = 3;
+const PFLOG_IFNAME: u32 = 4;
+const PFLOG_RULESET: u32 = 20;
+const PFLOG_RULENR: u32 = 36;
+const PFLOG_SUBRULENR: u32 = 40;
+const PFLOG_DIR: u32 = 60;
+/// Interface and ruleset names are 16-byte fields with their terminating NUL.
+const PFLOG_NAME_MAX: usize = 15;
+/// pf's directions.
+const PF_IN: u32 = 1;
+const PF_OUT: u32 = 2;
+/// ipnet's direction field (a half-word at 2).
+const IPNET_OUTBOUND: u32 = 1;
+const IPNET_INBOUND: u32 = 2;
 
 /// pflog reasons libpcap knows by name (their index is the reason code).
 const PF_REASONS: [&str; 15] = [
@@ -37,6 +58,23 @@ const PF_REASONS: [&str; 15] = [
     "state-limit",
     "src-limit",
     "synproxy",
+];
+
+/// pflog actions libpcap knows by name, with their codes.
+const PF_ACTION_CODES: [(&str, u32); 13] = [
+    ("pass", 0),
+    ("accept", 0),
+    ("drop", 1),
+    ("block", 1),
+    ("scrub", 2),
+    ("noscrub", 3),
+    ("nat", 4),
+    ("nonat", 5),
+    ("binat", 6),
+    ("nobinat", 7),
+    ("rdr", 8),
+    ("nordr", 9),
+    ("synproxy-drop", 10),
 ];
 
 /// pflog actions libpcap knows by name.
@@ -65,8 +103,20 @@ fn error(span: Span, message: impl Into<String>) -> CompileError {
 }
 
 impl Lowerer<'_> {
-    /// `inbound` / `outbound`: the packet type of Linux cooked captures.
+    /// `inbound` / `outbound`: the packet type of Linux cooked captures, the direction of
+    /// pflog and ipnet headers.
     pub(crate) fn direction(&mut self, inbound: bool, span: Span) -> Result<Pred, CompileError> {
+        match self.link {
+            LinkType::Pflog => {
+                let dir = if inbound { PF_IN } else { PF_OUT };
+                return Ok(self.cmp_field(Layer::LinkHdr, PFLOG_DIR, Size::Byte, u32::MAX, dir));
+            }
+            LinkType::Ipnet => {
+                let dir = if inbound { IPNET_INBOUND } else { IPNET_OUTBOUND };
+                return Ok(self.cmp_field(Layer::LinkHdr, 2, Size::Half, u32::MAX, dir));
+            }
+            _ => {}
+        }
         let outgoing = match self.link {
             // SLIP's first byte: 0 for a packet received, else sent.
             LinkType::Slip => Pred::not(self.cmp_field(Layer::LinkHdr, 0, Size::Byte, u32::MAX, 0)),
@@ -110,7 +160,10 @@ impl Lowerer<'_> {
         }
     }
 
-    /// pflog header tests: never weir's link type.
+    /// pflog header tests: the header's interface, ruleset, rule numbers, reason and
+    /// action. The names are checked first (libpcap's grammar looks them up), then the link
+    /// type the expression is at (after `pppoes` or a tunnel it is not pflog's any more),
+    /// then the lengths of interface and ruleset names.
     pub(crate) fn pf(&mut self, t: &PfTest, span: Span) -> Result<Pred, CompileError> {
         let what = match t {
             PfTest::Ifname(_) => "ifname",
@@ -131,7 +184,81 @@ impl Lowerer<'_> {
                 "action"
             }
         };
-        Err(error(span, format!("{what} supported only on PF linktype")))
+        if self.link != LinkType::Pflog {
+            return Err(error(span, format!("{what} supported only on PF linktype")));
+        }
+        let byte = |l: &Self, k, v| l.cmp_field(Layer::LinkHdr, k, Size::Byte, u32::MAX, v);
+        let word = |l: &Self, k, v| l.cmp_field(Layer::LinkHdr, k, Size::Word, u32::MAX, v);
+        Ok(match t {
+            PfTest::Ifname(name) => {
+                if name.len() > PFLOG_NAME_MAX {
+                    return Err(error(
+                        span,
+                        format!("ifname interface names can only be {PFLOG_NAME_MAX} characters"),
+                    ));
+                }
+                self.bytes_at(PFLOG_IFNAME, name.as_bytes())
+            }
+            PfTest::Ruleset(name) => {
+                if name.len() > PFLOG_NAME_MAX {
+                    return Err(error(
+                        span,
+                        format!("ruleset names can only be {PFLOG_NAME_MAX} characters"),
+                    ));
+                }
+                self.bytes_at(PFLOG_RULESET, name.as_bytes())
+            }
+            PfTest::Rulenum(n) => word(self, PFLOG_RULENR, *n),
+            PfTest::Subrulenum(n) => word(self, PFLOG_SUBRULENR, *n),
+            PfTest::Reason(NameOrNum::Num(n)) => byte(self, PFLOG_REASON, *n),
+            PfTest::Reason(NameOrNum::Name(name)) => {
+                let code = PF_REASONS.iter().position(|r| r.eq_ignore_ascii_case(name));
+                byte(self, PFLOG_REASON, code.unwrap_or(0) as u32)
+            }
+            PfTest::Action(name) => {
+                let code = PF_ACTION_CODES
+                    .iter()
+                    .find(|(a, _)| a.eq_ignore_ascii_case(name))
+                    .map_or(0, |&(_, c)| c);
+                byte(self, PFLOG_ACTION, code)
+            }
+        })
+    }
+
+    /// `bytes` at link header + `k`, compared as libpcap's gen_bcmp does: words from the
+    /// end, then a half-word, then the first byte.
+    fn bytes_at(&self, k: u32, bytes: &[u8]) -> Pred {
+        let mut tests = Vec::new();
+        let mut size = bytes.len();
+        let value = |b: &[u8]| b.iter().fold(0u32, |v, &x| (v << 8) | u32::from(x));
+        let mut cmp = |at: usize, sz: Size, len: usize| {
+            let v = value(&bytes[at..at + len]);
+            tests.push(self.cmp_field(Layer::LinkHdr, k + at as u32, sz, u32::MAX, v));
+        };
+        while size >= 4 {
+            cmp(size - 4, Size::Word, 4);
+            size -= 4;
+        }
+        while size >= 2 {
+            cmp(size - 2, Size::Half, 2);
+            size -= 2;
+        }
+        if size > 0 {
+            cmp(0, Size::Byte, 1);
+        }
+        Pred::and(tests)
+    }
+
+    /// On pflog captures, the payload offset's computation in front of `pred` when `pred`
+    /// reads it (libpcap computes it when its register was allocated; a `pppoes` before
+    /// anything read it moves on to a slot nothing writes, see `pppoes`).
+    pub(crate) fn pflog_prologue(&self, pred: Pred) -> Pred {
+        if self.options.linktype != LinkType::Pflog || !super::wlan::reads_slot(&pred, PFLOG_SLOT) {
+            return pred;
+        }
+        // The header length byte, rounded up to 4.
+        let length = Expr::load_at(0, Size::Byte).plus(3).and_mask(0xffff_fffc);
+        Pred::And(vec![Pred::Store { slot: PFLOG_SLOT, value: length }, pred])
     }
 
     /// SS7 MTP2 frame types: never weir's link type.

@@ -92,6 +92,7 @@ pub fn lower_with_facts(
     let mut lowerer = Lowerer::new(options, names);
     let pred = lowerer.expr(ast)?;
     let (pred, prologue) = lowerer.wlan_prologue(pred);
+    let pred = lowerer.pflog_prologue(pred);
     let pred = lowerer.ppi_dlt_check(pred);
     let libpcap_optimizes = !lowerer.protochain_seen && !prologue;
     Ok(Lowered { filter: Filter::new(pred), libpcap_optimizes })
@@ -181,6 +182,9 @@ pub(crate) struct Lowerer<'a> {
     /// and its tests first check that the frame is data (see `atm`). Cleared by the next
     /// `lane`, `pppoes` or tunnel, as libpcap forgets the outer link type then.
     pub lane_outer: bool,
+    /// On pflog captures: whether anything lowered so far reads the payload offset's slot
+    /// (libpcap's register for it is allocated then; see `pppoes`).
+    pub pflog_read: std::cell::Cell<bool>,
     /// The slot every long mixed `and`/`or` chain keeps its value in (see
     /// [`Lowerer::linear_chain`]), taken by the first one.
     chain_slot: Option<u8>,
@@ -197,6 +201,12 @@ impl<'a> Lowerer<'a> {
                 slots.header_offset(),
                 Some(slots.header_offset().plus(24)),
                 slots.payload_offset(),
+            ),
+            // pflog: the payload offset lives in its slot (see `misc`).
+            None if options.linktype == LinkType::Pflog => (
+                Offset::fixed(0),
+                geometry.off_linktype.map(Offset::fixed),
+                Offset { variable: Some(misc::PFLOG_SLOT), constant: 0 },
             ),
             None => (
                 Offset::fixed(0),
@@ -220,8 +230,13 @@ impl<'a> Lowerer<'a> {
             geneve_slots: None,
             protochain_seen: false,
             lane_outer: false,
+            pflog_read: std::cell::Cell::new(false),
             chain_slot: None,
-            next_scratch: wlan_slots.map_or(0, |s| s.count()),
+            next_scratch: match wlan_slots {
+                Some(s) => s.count(),
+                None if options.linktype == LinkType::Pflog => misc::PFLOG_SLOT + 1,
+                None => 0,
+            },
             wlan_slots,
         }
     }
@@ -243,6 +258,14 @@ impl<'a> Lowerer<'a> {
 
     /// The absolute offset of `layer + k`.
     pub fn offset(&self, layer: Layer, k: u32) -> Expr {
+        let e = self.offset_of(layer, k);
+        if self.options.linktype == LinkType::Pflog && wlan::expr_reads(&e, misc::PFLOG_SLOT) {
+            self.pflog_read.set(true);
+        }
+        e
+    }
+
+    fn offset_of(&self, layer: Layer, k: u32) -> Expr {
         let net = self.off_linkpl.plus(self.off_nl);
         match layer {
             Layer::LinkHdr => self.off_linkhdr.expr(k),

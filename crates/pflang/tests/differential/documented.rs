@@ -217,6 +217,9 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         // LLC traffic as above; LANE's Ethernet frame (6 bytes in), a VLAN tag or a PPPoE
         // session header in it.
         LinkType::SunAtm => vec![12, 20, 20 + 4, 20 + 8, 20 + 12, 12 + 8],
+        // Behind the header, as long as its first byte says, rounded up to 4.
+        LinkType::Pflog => data.first().map_or(vec![], |&len| vec![(usize::from(len) + 3) & !3]),
+        LinkType::Ipnet => vec![24],
         // Behind a radio header and an 802.11 header of the packet's own lengths: any
         // place from the shortest 802.11 header and LLC/SNAP on.
         LinkType::Ieee80211
@@ -297,10 +300,11 @@ fn walk(data: &[u8], net: usize, version: u8) -> (usize, bool) {
 /// Whether libpcap's program (with the harness's 17-instruction zeroing prologue) reads a
 /// packet-dependent link offset from a register that holds something else: a register
 /// used as an index (`ldx M[k]` then an indexed load) that is also stored by something
-/// other than the 802.11 offset computation (a relation's temporary: `ld #0; st M[k]`),
-/// or never stored (after `geneve` on 802.11, libpcap indexes with a register nothing
-/// wrote). The offset computation's stores follow `add #24`, `add #2`,
-/// `and #0xfffffffc`, `or x` (radiotap length), `ld [4]` (AVS length) or `ld #144`.
+/// other than the 802.11 or pflog offset computation (a relation's temporary: `ld #0;
+/// st M[k]`), or never stored (after `geneve` on 802.11, libpcap indexes with a register
+/// nothing wrote). The offset computation's stores follow `add #24`, `add #2`,
+/// `and #0xfffffffc` (also pflog's rounded header length), `or x` (radiotap length),
+/// `ld [4]` (AVS length) or `ld #144`.
 pub fn offset_register_reused(prog: &[BpfInsn]) -> bool {
     const LDX_MEM: u16 = 0x61;
     const ST: u16 = 0x02;

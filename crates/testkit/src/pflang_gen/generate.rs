@@ -24,6 +24,9 @@ pub struct Generator {
     /// Percent of primitives that are ATM tests (`lane`, `vpi`/`vci`, `oam`, `sc` ...); 0
     /// (the default) leaves the generated sequence as it was.
     pub atm_share: u64,
+    /// Percent of primitives that are pflog header tests (`ifname`, `rnr`, `reason`,
+    /// `action` ...); 0 (the default) leaves the generated sequence as it was.
+    pub pf_share: u64,
 }
 
 /// Primitive families that take an id (and so can pass their qualifiers on).
@@ -51,6 +54,7 @@ impl Generator {
             link_share: 0,
             aid_share: 0,
             atm_share: 0,
+            pf_share: 0,
         }
     }
 
@@ -136,6 +140,9 @@ impl Generator {
         }
         if self.atm_share > 0 && self.chance(self.atm_share) {
             return self.atm_leaf();
+        }
+        if self.pf_share > 0 && self.chance(self.pf_share) {
+            return self.pf_leaf();
         }
         match self
             .rng
@@ -362,6 +369,70 @@ impl Generator {
             _ => {
                 let a = pick(&mut self.rng, ABBREVS, "oam");
                 leaf("atm abbrev", a.to_string(), None)
+            }
+        }
+    }
+
+    /// A pflog header test, names valid and not, interface and ruleset names of every
+    /// length up to and past the 15 characters libpcap allows.
+    pub fn pf_leaf(&mut self) -> Node {
+        const NAMES: &[&str] = &[
+            "em0",
+            "pppoe0",
+            "vio0",
+            "eth0",
+            "lo",
+            "abcdefghijklmno",
+            "abcdefghijklmnop",
+            "main",
+            "foo",
+        ];
+        const REASONS: &[&str] =
+            &["match", "bad-offset", "short", "memory", "synproxy", "MATCH", "nosuch"];
+        const ACTIONS: &[&str] = &[
+            "pass",
+            "accept",
+            "drop",
+            "block",
+            "scrub",
+            "nat",
+            "rdr",
+            "nordr",
+            "synproxy-drop",
+            "Block",
+            "nosuch",
+        ];
+        match self.rng.below(6) {
+            0 => {
+                let word = pick(&mut self.rng, &["ifname", "on"], "ifname");
+                let name = pick(&mut self.rng, NAMES, "em0");
+                leaf("pf ifname", format!("{word} {name}"), None)
+            }
+            1 => {
+                let word = pick(&mut self.rng, &["ruleset", "rset"], "ruleset");
+                let name = pick(&mut self.rng, NAMES, "main");
+                leaf("pf ruleset", format!("{word} {name}"), None)
+            }
+            2 => {
+                let word = pick(&mut self.rng, &["rnr", "rulenum", "srnr", "subrulenum"], "rnr");
+                let n = pick(&mut self.rng, &[0u32, 1, 3, 7, 4_294_967_295], 0);
+                leaf("pf rule", format!("{word} {n}"), None)
+            }
+            3 => {
+                let r = if self.chance(70) {
+                    pick(&mut self.rng, REASONS, "match").to_string()
+                } else {
+                    pick(&mut self.rng, &[0u32, 1, 5, 14, 300], 0).to_string()
+                };
+                leaf("pf reason", format!("reason {r}"), None)
+            }
+            4 => {
+                let a = pick(&mut self.rng, ACTIONS, "pass");
+                leaf("pf action", format!("action {a}"), None)
+            }
+            _ => {
+                let d = pick(&mut self.rng, &["inbound", "outbound"], "inbound");
+                leaf("inbound/outbound", d.to_string(), None)
             }
         }
     }
