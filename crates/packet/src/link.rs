@@ -76,6 +76,39 @@ pub enum LinkType {
     /// Solaris ipnet: a 24-byte header (version, address family at 1, direction at 2,
     /// lengths, zones) before the IP packet.
     Ipnet,
+    /// Ethernet with a 4-byte Broadcom switch tag after the source MAC.
+    DsaTagBrcm,
+    /// Ethernet after a 4-byte Broadcom switch tag.
+    DsaTagBrcmPrepend,
+    /// Ethernet with a 4-byte Marvell DSA tag after the source MAC.
+    DsaTagDsa,
+    /// Ethernet with an 8-byte Marvell EDSA tag (an EtherType, 2 reserved bytes, the DSA
+    /// tag) after the source MAC.
+    DsaTagEdsa,
+    /// Linux vISDN LAPD: a Linux cooked header before the LAPD frame.
+    LinuxLapd,
+    /// DOCSIS MAC frames (a 6-byte DOCSIS header before an Ethernet frame in data PDUs).
+    Docsis,
+    /// Linux IrDA: a Linux cooked header before the IrLAP frame.
+    LinuxIrda,
+    /// OpenBSD pfsync state messages.
+    Pfsync,
+    /// IEEE 802.15.4 frames with Linux padding.
+    Ieee802154Linux,
+    /// IEEE 802.15.4 frames ending in their FCS.
+    Ieee802154,
+    /// IEEE 802.15.4 frames with the PHY's preamble, delimiter and length.
+    Ieee802154NonaskPhy,
+    /// IEEE 802.15.4 frames without their FCS.
+    Ieee802154Nofcs,
+    /// IEEE 802.15.4 frames after a TLV pseudo-header.
+    Ieee802154Tap,
+    /// SS7 MTP2 after a 4-byte pseudo-header (sent, Annex A, link number).
+    Mtp2WithPhdr,
+    /// SS7 MTP2 frames: sequence numbers, the length indicator, then (MSUs) MTP3.
+    Mtp2,
+    /// SS7 MTP3 messages: the service information octet, then the routing label.
+    Mtp3,
 }
 
 /// The facts of one link type.
@@ -102,7 +135,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 27] = [
+    pub const ALL: [LinkType; 43] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::TokenRing,
@@ -122,14 +155,30 @@ impl LinkType {
         LinkType::SunAtm,
         LinkType::Radiotap,
         LinkType::ArcnetLinux,
+        LinkType::Mtp2WithPhdr,
+        LinkType::Mtp2,
+        LinkType::Mtp3,
+        LinkType::Docsis,
+        LinkType::LinuxIrda,
         LinkType::Avs,
+        LinkType::LinuxLapd,
+        LinkType::Ieee802154Linux,
         LinkType::Ppi,
+        LinkType::Ieee802154,
+        LinkType::Ieee802154NonaskPhy,
         LinkType::Ipnet,
         LinkType::Ipv4,
         LinkType::Ipv6,
+        LinkType::Ieee802154Nofcs,
         LinkType::Nflog,
         LinkType::IpOverIb,
+        LinkType::Pfsync,
         LinkType::LinuxSll2,
+        LinkType::DsaTagBrcm,
+        LinkType::DsaTagBrcmPrepend,
+        LinkType::Ieee802154Tap,
+        LinkType::DsaTagDsa,
+        LinkType::DsaTagEdsa,
     ];
 
     /// This link type's row.
@@ -403,6 +452,169 @@ impl LinkType {
                 description: "Solaris ipnet",
                 header_len: 24,
                 type_offset: Some(1),
+            },
+            // Link types libpcap 1.10 compiles no protocol test for (`link[]`, `len` ...
+            // only); the header lengths are where a payload would start.
+            LinkType::DsaTagBrcm => &LinkInfo {
+                name: "DSA_TAG_BRCM",
+                aliases: &[],
+                dlt: 281,
+                linktype: 281,
+                other_numbers: &[],
+                description: "Broadcom tag",
+                header_len: 18,
+                type_offset: None,
+            },
+            LinkType::DsaTagBrcmPrepend => &LinkInfo {
+                name: "DSA_TAG_BRCM_PREPEND",
+                aliases: &[],
+                dlt: 282,
+                linktype: 282,
+                other_numbers: &[],
+                description: "Broadcom tag (prepended)",
+                header_len: 18,
+                type_offset: None,
+            },
+            LinkType::DsaTagDsa => &LinkInfo {
+                name: "DSA_TAG_DSA",
+                aliases: &[],
+                dlt: 284,
+                linktype: 284,
+                other_numbers: &[],
+                description: "Marvell DSA",
+                header_len: 18,
+                type_offset: None,
+            },
+            LinkType::DsaTagEdsa => &LinkInfo {
+                name: "DSA_TAG_EDSA",
+                aliases: &[],
+                dlt: 285,
+                linktype: 285,
+                other_numbers: &[],
+                description: "Marvell EDSA",
+                header_len: 22,
+                type_offset: None,
+            },
+            LinkType::LinuxLapd => &LinkInfo {
+                name: "LINUX_LAPD",
+                aliases: &[],
+                dlt: 177,
+                linktype: 177,
+                other_numbers: &[],
+                description: "Linux vISDN LAPD",
+                header_len: 16,
+                type_offset: None,
+            },
+            LinkType::Docsis => &LinkInfo {
+                name: "DOCSIS",
+                aliases: &[],
+                dlt: 143,
+                linktype: 143,
+                other_numbers: &[],
+                description: "DOCSIS",
+                header_len: 6,
+                type_offset: None,
+            },
+            LinkType::LinuxIrda => &LinkInfo {
+                name: "LINUX_IRDA",
+                aliases: &[],
+                dlt: 144,
+                linktype: 144,
+                other_numbers: &[],
+                description: "Linux IrDA",
+                header_len: 16,
+                type_offset: None,
+            },
+            LinkType::Pfsync => &LinkInfo {
+                name: "PFSYNC",
+                aliases: &[],
+                dlt: 246,
+                linktype: 246,
+                other_numbers: &[],
+                description: "Packet filter state syncing",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154Linux => &LinkInfo {
+                name: "IEEE802_15_4_LINUX",
+                aliases: &[],
+                dlt: 191,
+                linktype: 191,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 with Linux padding",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154 => &LinkInfo {
+                name: "IEEE802_15_4",
+                aliases: &["IEEE802_15_4_WITHFCS"],
+                dlt: 195,
+                linktype: 195,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 with FCS",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154NonaskPhy => &LinkInfo {
+                name: "IEEE802_15_4_NONASK_PHY",
+                aliases: &[],
+                dlt: 215,
+                linktype: 215,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 with non-ASK PHY data",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154Nofcs => &LinkInfo {
+                name: "IEEE802_15_4_NOFCS",
+                aliases: &[],
+                dlt: 230,
+                linktype: 230,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 without FCS",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154Tap => &LinkInfo {
+                name: "IEEE802_15_4_TAP",
+                aliases: &[],
+                dlt: 283,
+                linktype: 283,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 with pseudo-header",
+                header_len: 0,
+                type_offset: None,
+            },
+            // SS7: no protocol tests; MTP2's fields are the `fisu`/`sio` ... tests.
+            LinkType::Mtp2WithPhdr => &LinkInfo {
+                name: "MTP2_WITH_PHDR",
+                aliases: &[],
+                dlt: 139,
+                linktype: 139,
+                other_numbers: &[],
+                description: "SS7 MTP2 with Pseudo-header",
+                header_len: 4,
+                type_offset: None,
+            },
+            LinkType::Mtp2 => &LinkInfo {
+                name: "MTP2",
+                aliases: &[],
+                dlt: 140,
+                linktype: 140,
+                other_numbers: &[],
+                description: "SS7 MTP2",
+                header_len: 3,
+                type_offset: None,
+            },
+            LinkType::Mtp3 => &LinkInfo {
+                name: "MTP3",
+                aliases: &[],
+                dlt: 141,
+                linktype: 141,
+                other_numbers: &[],
+                description: "SS7 MTP3",
+                header_len: 0,
+                type_offset: None,
             },
             // The PPI header is 8 bytes or more; filters read its length from the packet.
             LinkType::Ppi => &LinkInfo {

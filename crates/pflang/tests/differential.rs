@@ -973,10 +973,17 @@ fn link_types_agree_with_libpcap() {
         g.aid_share = if set.link.is_arcnet() { 12 } else { 0 };
         g.atm_share = if set.link == LinkType::SunAtm { 15 } else { 0 };
         g.pf_share = if set.link == LinkType::Pflog { 15 } else { 0 };
+        // The SS7 tests compile on MTP2 only; on MTP3 a few check libpcap's refusals.
+        g.mtp_share = match set.link {
+            LinkType::Mtp2 | LinkType::Mtp2WithPhdr => 40,
+            LinkType::Mtp3 => 4,
+            _ => 0,
+        };
         let mut pick = weir_testkit::SplitMix64::new(seed ^ 0x11f7);
-        // libpcap refuses every protocol test on IP over InfiniBand and NFLOG, so few
-        // generated expressions compile there: four times as many, and a thirtieth must.
-        let ipoib = matches!(set.link, LinkType::IpOverIb | LinkType::Nflog);
+        // libpcap refuses every protocol test on IP over InfiniBand, NFLOG, DSA tags, LAPD
+        // ... (`protocol_tests_refused`), so few generated expressions compile there: four
+        // times as many, and a thirtieth must.
+        let ipoib = weir_pflang::protocol_tests_refused(set.link).is_some();
         let (count, share) = if ipoib { (count * 4, 30) } else { (count, 4) };
         let cases: Vec<Case> = (0..count)
             .map(|_| {

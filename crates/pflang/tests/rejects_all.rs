@@ -230,8 +230,15 @@ fn generated_expressions_match_libpcap() {
 /// comparable), each with its own run of generated expressions and of pairs of
 /// primitives, ATM keywords among them on SunATM, pflog's on PFLOG (whose payload offset
 /// is a prologue store libpcap's optimizer sees through).
-const NEWER_LINKS: [LinkType; 5] =
-    [LinkType::SunAtm, LinkType::Fddi, LinkType::TokenRing, LinkType::Pflog, LinkType::Ipnet];
+const NEWER_LINKS: [LinkType; 7] = [
+    LinkType::SunAtm,
+    LinkType::Fddi,
+    LinkType::TokenRing,
+    LinkType::Pflog,
+    LinkType::Ipnet,
+    LinkType::Mtp2,
+    LinkType::DsaTagBrcm,
+];
 const NEWER_COUNT: usize = 2_000;
 /// Disagreements allowed over all of [`NEWER_LINKS`] (weir misses, weir over-detects), as
 /// measured: the over-detections are the documented class of the generated runs (weir's
@@ -252,6 +259,7 @@ fn newer_link_types_match_libpcap() {
         let mut g = Generator::new(seed);
         g.atm_share = if link == LinkType::SunAtm { 15 } else { 0 };
         g.pf_share = if link == LinkType::Pflog { 15 } else { 0 };
+        g.mtp_share = if link == LinkType::Mtp2 { 40 } else { 0 };
         let mut pick = weir_testkit::SplitMix64::new(seed ^ 0x5eed);
         for _ in 0..NEWER_COUNT {
             tally.check(&g.expr().render(), link, &names);

@@ -21,6 +21,13 @@
 //! - pflog: OpenBSD's header (61 bytes, sometimes 64 or 45, padded to 4 bytes) with the
 //!   family, action, reason, interface and ruleset names, rule numbers and direction.
 //! - ipnet: Solaris's 24-byte header (family, direction, lengths, interface, zones).
+//! - The link types libpcap compiles only `link[]`-style tests for: switch tags in or
+//!   before the Ethernet frame (Broadcom, Marvell DSA and EDSA), a DOCSIS header before it,
+//!   a Linux cooked header before the payload (LAPD, IrDA), 802.15.4 MAC headers (with a
+//!   TAP pseudo-header, PHY fields or Linux padding), pfsync's header.
+//! - SS7: MTP2 frames (with and without the pseudo-header) of each kind, fill-in and
+//!   link status units too, MSUs with a service information octet and routing label (the
+//!   point codes and link selection from the packet); bare MTP3 messages.
 //! - FDDI and Token Ring: the MACs behind a frame control byte (and Token Ring's access
 //!   control byte), then 802.2 LLC: SNAP for Ethernet II frames, 802.3 frames' own LLC.
 //! - SunATM: the pseudo-header (VPI, VCI, often the well-known VCIs on VPI 0), then the
@@ -39,7 +46,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 19] = [
+pub const LINK_TYPES: [LinkType; 35] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -59,6 +66,22 @@ pub const LINK_TYPES: [LinkType; 19] = [
     LinkType::TokenRing,
     LinkType::Pflog,
     LinkType::Ipnet,
+    LinkType::DsaTagBrcm,
+    LinkType::DsaTagBrcmPrepend,
+    LinkType::DsaTagDsa,
+    LinkType::DsaTagEdsa,
+    LinkType::LinuxLapd,
+    LinkType::Docsis,
+    LinkType::LinuxIrda,
+    LinkType::Pfsync,
+    LinkType::Ieee802154Linux,
+    LinkType::Ieee802154,
+    LinkType::Ieee802154NonaskPhy,
+    LinkType::Ieee802154Nofcs,
+    LinkType::Ieee802154Tap,
+    LinkType::Mtp2,
+    LinkType::Mtp2WithPhdr,
+    LinkType::Mtp3,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -166,6 +189,119 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             h.extend_from_slice(&0u32.to_be_bytes());
             h.extend_from_slice(&((hash >> 16) as u32 % 3).to_be_bytes());
             h.extend_from_slice(&((hash >> 20) as u32 % 3).to_be_bytes());
+            (h, payload.to_vec())
+        }
+        LinkType::DsaTagBrcm
+        | LinkType::DsaTagBrcmPrepend
+        | LinkType::DsaTagDsa
+        | LinkType::DsaTagEdsa
+        | LinkType::Docsis => {
+            let tag: Vec<u8> = (0..4).map(|i| (hash >> (8 + i * 8)) as u8).collect();
+            let macs = data.get(..12).unwrap_or(&[]);
+            let mut h = Vec::new();
+            match link {
+                LinkType::DsaTagBrcmPrepend => {
+                    h.extend_from_slice(&tag);
+                    h.extend_from_slice(macs);
+                }
+                // Frame control (data PDU), MAC parameter, length and header checksum.
+                LinkType::Docsis => {
+                    let len = u16::try_from(data.len()).unwrap_or(u16::MAX);
+                    h.extend_from_slice(&[0xc0, 0x00]);
+                    h.extend_from_slice(&len.to_be_bytes());
+                    h.extend_from_slice(&tag[..2]);
+                    h.extend_from_slice(macs);
+                }
+                LinkType::DsaTagEdsa => {
+                    h.extend_from_slice(macs);
+                    h.extend_from_slice(&[0xda, 0xda, 0x00, 0x00]);
+                    h.extend_from_slice(&tag);
+                }
+                _ => {
+                    h.extend_from_slice(macs);
+                    h.extend_from_slice(&tag);
+                }
+            }
+            h.extend_from_slice(&ether_type.to_be_bytes());
+            (h, payload.to_vec())
+        }
+        // A Linux cooked header: packet type, ARPHRD (LAPD 8445, IrDA 783), address.
+        LinkType::LinuxLapd | LinkType::LinuxIrda => {
+            let (hatype, protocol): (u16, u16) =
+                if link == LinkType::LinuxLapd { (8445, 0x0030) } else { (783, 0x0017) };
+            let mut h = u16::from((hash >> 8) as u8 % 5).to_be_bytes().to_vec();
+            h.extend_from_slice(&hatype.to_be_bytes());
+            h.extend_from_slice(&[0, 1, (hash >> 16) as u8, 0, 0, 0, 0, 0, 0, 0]);
+            h.extend_from_slice(&protocol.to_be_bytes());
+            (h, payload.to_vec())
+        }
+        LinkType::Pfsync => {
+            // Version, reserved, length, then a subheader (action, length, count).
+            let mut h = vec![6, 0];
+            h.extend_from_slice(&u16::try_from(payload.len() + 12).unwrap_or(0).to_be_bytes());
+            h.extend_from_slice(&[(hash >> 8) as u8 % 16, 0, 0, 1]);
+            (h, payload.to_vec())
+        }
+        LinkType::Ieee802154Linux
+        | LinkType::Ieee802154
+        | LinkType::Ieee802154NonaskPhy
+        | LinkType::Ieee802154Nofcs
+        | LinkType::Ieee802154Tap => {
+            let mut h = match link {
+                // Version, padding, length, then an FCS-type TLV.
+                LinkType::Ieee802154Tap => vec![0, 0, 12, 0, 0, 0, 1, 0, 1, 0, 0, 0],
+                // Preamble, start of frame delimiter, length.
+                LinkType::Ieee802154NonaskPhy => {
+                    vec![0, 0, 0, 0, 0xa7, u8::try_from(payload.len().min(127)).unwrap_or(127)]
+                }
+                _ => Vec::new(),
+            };
+            // Frame control (data, PAN ID compression, short addresses), sequence, PAN, addresses.
+            h.extend_from_slice(&[0x41, 0x88, (hash >> 8) as u8, 0xcd, 0xab]);
+            h.extend_from_slice(data.get(4..6).unwrap_or(&[0, 0]));
+            h.extend_from_slice(data.get(10..12).unwrap_or(&[0, 0]));
+            if link == LinkType::Ieee802154Linux {
+                h.extend_from_slice(&[0, 0, 0]);
+            }
+            let mut body = payload.to_vec();
+            if link == LinkType::Ieee802154 {
+                body.extend_from_slice(&[(hash >> 24) as u8, (hash >> 32) as u8]);
+            }
+            (h, body)
+        }
+        LinkType::Mtp2 | LinkType::Mtp2WithPhdr | LinkType::Mtp3 => {
+            // Service information octet and routing label, from the packet's bytes.
+            let sio = [0x03, 0x05, 0x83, 0x00][((hash >> 8) % 4) as usize];
+            let mut label = vec![sio];
+            label.extend((0..4).map(|i| byte(26 + i) ^ (hash >> (12 + i * 8)) as u8));
+            if link == LinkType::Mtp3 {
+                return finish(packet, link, label, payload.to_vec());
+            }
+            // Length indicator: fill-in (0), link status (1, 2) or a message (more).
+            let kind = (hash >> 44) % 4;
+            let li: u8 = match kind {
+                0 => 0,
+                1 => 1 + ((hash >> 48) % 2) as u8,
+                _ => 3 + (payload.len().min(60) as u8),
+            };
+            let mut h = Vec::new();
+            if link == LinkType::Mtp2WithPhdr {
+                h.extend_from_slice(&[(hash >> 50) as u8 & 1, 0, (hash >> 52) as u8 & 3, 0]);
+            }
+            // BSN and FSN with their indicator bits, then the length indicator (its top
+            // bits spare, sometimes set).
+            h.extend_from_slice(&[
+                (hash >> 16) as u8,
+                (hash >> 24) as u8,
+                li | ((hash >> 54) as u8 & 0xc0),
+            ]);
+            if kind == 0 {
+                return finish(packet, link, h, Vec::new());
+            }
+            if kind == 1 {
+                return finish(packet, link, h, vec![(hash >> 56) as u8 % 6]);
+            }
+            h.extend_from_slice(&label);
             (h, payload.to_vec())
         }
         LinkType::Fddi | LinkType::TokenRing => {
@@ -305,6 +441,14 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
         }
         _ => return None,
     };
+    finish(packet, link, header, body)
+}
+
+/// The re-framed packet: `header` and `body` in place of the Ethernet frame, cut where the
+/// original was cut (inside the header: proportionally), with the wire length to match.
+fn finish(packet: &Packet, link: LinkType, header: Vec<u8>, body: Vec<u8>) -> Option<Packet> {
+    let data = &packet.data;
+    let payload = data.get(ETHERNET_HEADER..).unwrap_or(&[]);
     let wire_body = usize::try_from(packet.wire_len)
         .unwrap_or(usize::MAX)
         .saturating_sub(ETHERNET_HEADER)

@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 27] = [
+pub const LINK_TYPES: [LinkType; 43] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -49,7 +49,49 @@ pub const LINK_TYPES: [LinkType; 27] = [
     LinkType::TokenRing,
     LinkType::Pflog,
     LinkType::Ipnet,
+    LinkType::DsaTagBrcm,
+    LinkType::DsaTagBrcmPrepend,
+    LinkType::DsaTagDsa,
+    LinkType::DsaTagEdsa,
+    LinkType::LinuxLapd,
+    LinkType::Docsis,
+    LinkType::LinuxIrda,
+    LinkType::Pfsync,
+    LinkType::Ieee802154Linux,
+    LinkType::Ieee802154,
+    LinkType::Ieee802154NonaskPhy,
+    LinkType::Ieee802154Nofcs,
+    LinkType::Ieee802154Tap,
+    LinkType::Mtp2,
+    LinkType::Mtp2WithPhdr,
+    LinkType::Mtp3,
 ];
+
+/// For link types libpcap 1.10 compiles no protocol test for (only `link[]`, `len`,
+/// `byte` and the like), the name its message gives them ("... link-layer type filtering
+/// not implemented").
+pub fn protocol_tests_refused(link: LinkType) -> Option<&'static str> {
+    Some(match link {
+        LinkType::IpOverIb
+        | LinkType::DsaTagBrcm
+        | LinkType::DsaTagBrcmPrepend
+        | LinkType::DsaTagDsa
+        | LinkType::DsaTagEdsa => link.description(),
+        LinkType::Nflog => "NFLOG",
+        LinkType::Mtp2 | LinkType::Mtp2WithPhdr => "MTP2",
+        LinkType::Mtp3 => "SS7 MTP3",
+        LinkType::LinuxLapd => "LAPD",
+        LinkType::Docsis => "DOCSIS",
+        LinkType::LinuxIrda => "IrDA",
+        LinkType::Pfsync => "PFSYNC",
+        LinkType::Ieee802154Linux
+        | LinkType::Ieee802154
+        | LinkType::Ieee802154NonaskPhy
+        | LinkType::Ieee802154Nofcs
+        | LinkType::Ieee802154Tap => "IEEE 802.15.4",
+        _ => return None,
+    })
+}
 
 /// Whether pflang compiles filters for captures of this link type.
 pub fn compiles_for(link: LinkType) -> bool {
@@ -182,6 +224,22 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Loop
         | LinkType::Pflog
         | LinkType::Ipnet
+        | LinkType::DsaTagBrcm
+        | LinkType::DsaTagBrcmPrepend
+        | LinkType::DsaTagDsa
+        | LinkType::DsaTagEdsa
+        | LinkType::LinuxLapd
+        | LinkType::Docsis
+        | LinkType::LinuxIrda
+        | LinkType::Pfsync
+        | LinkType::Ieee802154Linux
+        | LinkType::Ieee802154
+        | LinkType::Ieee802154NonaskPhy
+        | LinkType::Ieee802154Nofcs
+        | LinkType::Ieee802154Tap
+        | LinkType::Mtp2
+        | LinkType::Mtp2WithPhdr
+        | LinkType::Mtp3
         | LinkType::Ppp => 0,
     };
     // libpcap 1.10 reads Frame Relay's network layer from the start of the packet (its
@@ -262,18 +320,30 @@ impl Lowerer<'_> {
                 ]),
                 _ => Pred::Const(false),
             },
-            // libpcap 1.10 compiles no protocol test for it, and says so.
-            LinkType::IpOverIb => {
+            // libpcap 1.10 compiles no protocol test for these, and says so.
+            link @ (LinkType::IpOverIb
+            | LinkType::Nflog
+            | LinkType::DsaTagBrcm
+            | LinkType::DsaTagBrcmPrepend
+            | LinkType::DsaTagDsa
+            | LinkType::DsaTagEdsa
+            | LinkType::LinuxLapd
+            | LinkType::Docsis
+            | LinkType::LinuxIrda
+            | LinkType::Pfsync
+            | LinkType::Ieee802154Linux
+            | LinkType::Ieee802154
+            | LinkType::Ieee802154NonaskPhy
+            | LinkType::Ieee802154Nofcs
+            | LinkType::Ieee802154Tap
+            | LinkType::Mtp2
+            | LinkType::Mtp2WithPhdr
+            | LinkType::Mtp3) => {
+                let name = protocol_tests_refused(link).unwrap_or_else(|| link.description());
                 return Err(CompileError::new(
                     span,
-                    "RFC 4391 IP-over-Infiniband link-layer type filtering not implemented",
-                ))
-            }
-            LinkType::Nflog => {
-                return Err(CompileError::new(
-                    span,
-                    "NFLOG link-layer type filtering not implemented",
-                ))
+                    format!("{name} link-layer type filtering not implemented"),
+                ));
             }
             // The address family byte: IPv4 and IPv6 only.
             LinkType::Pflog | LinkType::Ipnet => {

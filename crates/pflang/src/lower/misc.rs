@@ -1,21 +1,21 @@
 //! Link-type specific tests: direction (`inbound`/`outbound`), `ifindex`, the pflog header
-//! tests (and where a pflog capture's payload starts), and the SS7 MTP tests.
+//! tests (and where a pflog capture's payload starts), and the SS7 MTP2/MTP3 tests.
 //!
 //! Linux cooked captures (v1 and v2), pflog and ipnet record a direction, and cooked v2
-//! an interface, in the packet. weir filters capture files, so elsewhere it does what libpcap does when it reads
-//! a savefile: refuses them, with libpcap's words ("inbound/outbound not supported on
-//! Ethernet when reading savefiles"). (libpcap compiling for a live Linux socket instead
-//! emits loads of kernel metadata, which a capture file does not have.) MTP headers are
-//! not among weir's link types; these tests get libpcap's error,
-//! after the same name checks libpcap's grammar makes first, so a misspelt name reports the
-//! same thing in both.
+//! an interface, in the packet. weir filters capture files, so elsewhere it does what
+//! libpcap does when it reads a savefile: refuses them, with libpcap's words
+//! ("inbound/outbound not supported on Ethernet when reading savefiles"). (libpcap
+//! compiling for a live Linux socket instead emits loads of kernel metadata, which a
+//! capture file does not have.) The pflog and MTP tests on other link types get libpcap's
+//! error, after the same name checks libpcap's grammar makes first, so a misspelt name
+//! reports the same thing in both.
 
-use weir_filter::{Expr, Pred, Size};
+use weir_filter::{CmpOp, Expr, Pred, Size};
 use weir_packet::sll;
 
 use super::{CompileError, Layer, LinkType, Lowerer};
 use crate::ast::Span;
-use crate::ast::{Mtp2Type, Mtp3Field, NameOrNum, PfTest};
+use crate::ast::{FieldValue, Mtp2Type, Mtp3Field, NameOrNum, PfTest};
 
 /// The SLL packet type of a packet the capturing host sent (PACKET_OUTGOING).
 const LINUX_SLL_OUTGOING: u32 = sll::OUTGOING as u32;
@@ -40,6 +40,15 @@ const PF_OUT: u32 = 2;
 /// ipnet's direction field (a half-word at 2).
 const IPNET_OUTBOUND: u32 = 1;
 const IPNET_INBOUND: u32 = 2;
+
+/// MTP2's length indicator (a byte; the high-speed link's is a half-word further on) and
+/// the MTP3 fields after it: the service information octet, the routing label (point
+/// codes), the link selection in the label's last byte.
+const MTP2_LI: u32 = 2;
+const MTP2_LI_HSL: u32 = 4;
+const MTP3_SIO: u32 = 3;
+const MTP3_LABEL: u32 = 4;
+const MTP3_SLS: u32 = 7;
 
 /// pflog reasons libpcap knows by name (their index is the reason code).
 const PF_REASONS: [&str; 15] = [
@@ -261,27 +270,95 @@ impl Lowerer<'_> {
         Pred::And(vec![Pred::Store { slot: PFLOG_SLOT, value: length }, pred])
     }
 
-    /// SS7 MTP2 frame types: never weir's link type.
+    /// SS7 MTP2 frame types, by the length indicator: 0 a fill-in, 1-2 a link status, more
+    /// a message signal unit (`h` forms: the high-speed link's 9-bit indicator).
     pub(crate) fn mtp2(&mut self, t: Mtp2Type, span: Span) -> Result<Pred, CompileError> {
-        let (what, link) = match t {
-            Mtp2Type::Fisu => ("fisu", "MTP2"),
-            Mtp2Type::Lssu => ("lssu", "MTP2"),
-            Mtp2Type::Msu => ("msu", "MTP2"),
-            Mtp2Type::Hfisu => ("hfisu", "MTP2_HSL"),
-            Mtp2Type::Hlssu => ("hlssu", "MTP2_HSL"),
-            Mtp2Type::Hmsu => ("hmsu", "MTP2_HSL"),
+        let (what, link, high_speed) = match t {
+            Mtp2Type::Fisu => ("fisu", "MTP2", false),
+            Mtp2Type::Lssu => ("lssu", "MTP2", false),
+            Mtp2Type::Msu => ("msu", "MTP2", false),
+            Mtp2Type::Hfisu => ("hfisu", "MTP2_HSL", true),
+            Mtp2Type::Hlssu => ("hlssu", "MTP2_HSL", true),
+            Mtp2Type::Hmsu => ("hmsu", "MTP2_HSL", true),
         };
-        Err(error(span, format!("'{what}' supported only on {link}")))
+        let Some(base) = mtp2_base(self.link) else {
+            return Err(error(span, format!("'{what}' supported only on {link}")));
+        };
+        let (li, mask, lssu_max) = if high_speed {
+            (Expr::load_at(base + MTP2_LI_HSL, Size::Half), 0xff80, 0x100)
+        } else {
+            (Expr::load_at(base + MTP2_LI, Size::Byte), 0x3f, 2)
+        };
+        let li = move || li.clone().and_mask(mask);
+        let gt = |v: u32| Pred::cmp(CmpOp::Gt, li(), Expr::Const(v));
+        Ok(match t {
+            Mtp2Type::Fisu | Mtp2Type::Hfisu => Pred::eq(li(), 0),
+            Mtp2Type::Lssu | Mtp2Type::Hlssu => Pred::and([gt(0), Pred::not(gt(lssu_max))]),
+            Mtp2Type::Msu | Mtp2Type::Hmsu => gt(lssu_max),
+        })
     }
 
-    /// SS7 MTP3 fields: never weir's link type. The high-speed variants share the names.
-    pub(crate) fn mtp3(&mut self, f: Mtp3Field, span: Span) -> Result<Pred, CompileError> {
+    /// SS7 MTP3 fields of MTP2 captures (the `h` forms 3 bytes further, behind the
+    /// high-speed link's longer header): the service information octet, the routing
+    /// label's point codes (their bits where the label keeps them) and link selection.
+    pub(crate) fn mtp3(
+        &mut self,
+        f: Mtp3Field,
+        value: &FieldValue,
+        span: Span,
+    ) -> Result<Pred, CompileError> {
         let what = match f {
             Mtp3Field::Sio | Mtp3Field::Hsio => "sio",
             Mtp3Field::Opc | Mtp3Field::Hopc => "opc",
             Mtp3Field::Dpc | Mtp3Field::Hdpc => "dpc",
             Mtp3Field::Sls | Mtp3Field::Hsls => "sls",
         };
-        Err(error(span, format!("'{what}' supported only on SS7")))
+        let Some(base) = mtp2_base(self.link) else {
+            return Err(error(span, format!("'{what}' supported only on SS7")));
+        };
+        let high =
+            matches!(f, Mtp3Field::Hsio | Mtp3Field::Hopc | Mtp3Field::Hdpc | Mtp3Field::Hsls);
+        let at = base + if high { 3 } else { 0 };
+        let (offset, size, mask, max, encode): (u32, Size, u32, u32, fn(u32) -> u32) = match what {
+            "sio" => (at + MTP3_SIO, Size::Byte, u32::MAX, 255, |v| v),
+            "opc" => (at + MTP3_LABEL, Size::Word, 0x00c0_ff0f, 16383, |v| {
+                ((v & 0x3c00) >> 10) | ((v & 0x03fc) << 6) | ((v & 0x0003) << 22)
+            }),
+            "dpc" => (at + MTP3_LABEL, Size::Word, 0xff3f_0000, 16383, |v| {
+                ((v & 0x00ff) << 24) | ((v & 0x3f00) << 8)
+            }),
+            _ => (at + MTP3_SLS, Size::Byte, 0xf0, 15, |v| v << 4),
+        };
+        let values: Vec<u32> = match value {
+            FieldValue::Eq(v) | FieldValue::Rel(_, v) => vec![*v],
+            FieldValue::List(vs) => vs.clone(),
+        };
+        if let Some(v) = values.iter().find(|&&v| v > max) {
+            return Err(error(span, format!("{what} value {v} too big; max value = {max}")));
+        }
+        let encoded = match value {
+            FieldValue::Eq(v) => FieldValue::Eq(encode(*v)),
+            FieldValue::Rel(op, v) => FieldValue::Rel(*op, encode(*v)),
+            FieldValue::List(vs) => FieldValue::List(vs.iter().map(|&v| encode(v)).collect()),
+        };
+        let load = || {
+            let l = Expr::load_at(offset, size);
+            if mask == u32::MAX {
+                l
+            } else {
+                l.and_mask(mask)
+            }
+        };
+        Ok(super::atm::field_test(load, &encoded))
+    }
+}
+
+/// Where an MTP2 capture's frame starts: after the pseudo-header on MTP2_WITH_PHDR; `None`
+/// on link types without MTP2 (libpcap's messages then).
+fn mtp2_base(link: LinkType) -> Option<u32> {
+    match link {
+        LinkType::Mtp2 => Some(0),
+        LinkType::Mtp2WithPhdr => Some(4),
+        _ => None,
     }
 }

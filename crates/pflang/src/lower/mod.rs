@@ -32,7 +32,7 @@ use crate::depth::LINEAR_RUNS;
 use crate::error::ParseError;
 use crate::names::NameDb;
 
-pub use link::{compiles_for, LinkType, LINK_TYPES};
+pub use link::{compiles_for, protocol_tests_refused, LinkType, LINK_TYPES};
 
 /// Lowering errors carry a span into the expression, exactly like parse errors.
 pub type CompileError = ParseError;
@@ -339,7 +339,7 @@ impl<'a> Lowerer<'a> {
             ExprKind::Wlan(_, test) => self.wlan(test, e.span),
             ExprKind::Atm(test) => self.atm(test, e.span),
             ExprKind::Mtp2(kind) => self.mtp2(*kind, e.span),
-            ExprKind::Mtp3(field, _) => self.mtp3(*field, e.span),
+            ExprKind::Mtp3(field, value) => self.mtp3(*field, value, e.span),
         }
     }
 }

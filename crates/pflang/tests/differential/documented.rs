@@ -209,8 +209,24 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         LinkType::ArcnetBsd => vec![6],
         LinkType::ArcnetLinux => vec![8],
         LinkType::IpOverIb => vec![4],
-        // libpcap compiles nothing that reads NFLOG's payload.
-        LinkType::Nflog => vec![],
+        // libpcap compiles nothing that reads these payloads.
+        LinkType::Nflog
+        | LinkType::DsaTagBrcm
+        | LinkType::DsaTagBrcmPrepend
+        | LinkType::DsaTagDsa
+        | LinkType::DsaTagEdsa
+        | LinkType::LinuxLapd
+        | LinkType::Docsis
+        | LinkType::LinuxIrda
+        | LinkType::Pfsync
+        | LinkType::Ieee802154Linux
+        | LinkType::Ieee802154
+        | LinkType::Ieee802154NonaskPhy
+        | LinkType::Ieee802154Nofcs
+        | LinkType::Ieee802154Tap
+        | LinkType::Mtp2
+        | LinkType::Mtp2WithPhdr
+        | LinkType::Mtp3 => vec![],
         // Behind LLC and SNAP, and behind a PPPoE session header there.
         LinkType::Fddi => vec![21, 29],
         LinkType::TokenRing => vec![22, 30],

@@ -27,6 +27,9 @@ pub struct Generator {
     /// Percent of primitives that are pflog header tests (`ifname`, `rnr`, `reason`,
     /// `action` ...); 0 (the default) leaves the generated sequence as it was.
     pub pf_share: u64,
+    /// Percent of primitives that are SS7 tests (`fisu`, `msu`, `sio`, `opc` ... and
+    /// their `h` forms); 0 (the default) leaves the generated sequence as it was.
+    pub mtp_share: u64,
 }
 
 /// Primitive families that take an id (and so can pass their qualifiers on).
@@ -55,6 +58,7 @@ impl Generator {
             aid_share: 0,
             atm_share: 0,
             pf_share: 0,
+            mtp_share: 0,
         }
     }
 
@@ -143,6 +147,9 @@ impl Generator {
         }
         if self.pf_share > 0 && self.chance(self.pf_share) {
             return self.pf_leaf();
+        }
+        if self.mtp_share > 0 && self.chance(self.mtp_share) {
+            return self.mtp_leaf();
         }
         match self
             .rng
@@ -435,6 +442,36 @@ impl Generator {
                 leaf("inbound/outbound", d.to_string(), None)
             }
         }
+    }
+
+    /// An SS7 test: an MTP2 frame kind, or an MTP3 field with a value (up to and past its
+    /// maximum), a relation or a parenthesised list.
+    pub fn mtp_leaf(&mut self) -> Node {
+        const KINDS: &[&str] = &["fisu", "lssu", "msu", "hfisu", "hlssu", "hmsu"];
+        const FIELDS: &[&str] = &["sio", "opc", "dpc", "sls", "hsio", "hopc", "hdpc", "hsls"];
+        if self.chance(35) {
+            let k = pick(&mut self.rng, KINDS, "msu");
+            return leaf("mtp2", k.to_string(), None);
+        }
+        let f = pick(&mut self.rng, FIELDS, "sio");
+        let values: &[u32] = match f.trim_start_matches('h') {
+            "sio" => &[0, 3, 5, 0x83, 255, 256],
+            "sls" => &[0, 1, 3, 15, 16],
+            _ => &[0, 1, 5, 0x3fff, 0x2c4a, 16384],
+        };
+        let v = pick(&mut self.rng, values, 0);
+        let text = match self.rng.below(3) {
+            0 => format!("{f} {v}"),
+            1 => {
+                let op = pick(&mut self.rng, &[">", ">=", "<", "<=", "=", "!="], ">");
+                format!("{f} {op} {v}")
+            }
+            _ => {
+                let w = pick(&mut self.rng, values, 1);
+                format!("{f} ({v} or {w})")
+            }
+        };
+        leaf("mtp3", text, None)
     }
 
     fn pick_weighted_keyword(&mut self) -> &'static str {
