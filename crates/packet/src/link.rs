@@ -109,6 +109,22 @@ pub enum LinkType {
     Mtp2,
     /// SS7 MTP3 messages: the service information octet, then the routing label.
     Mtp3,
+    /// ATM AAL5 frames with RFC 1483 LLC encapsulation: 802.2 LLC (SNAP) from the start.
+    AtmRfc1483,
+    /// OpenBSD enc(4): a 12-byte header (the address family in the capturing host's byte
+    /// order, SPI, flags) before the IP packet.
+    Enc,
+    /// LocalTalk: the LLAP header and DDP; libpcap's filters see no type field.
+    Ltalk,
+    /// RFC 2625 IP over Fibre Channel: a 16-byte network header (destination and source
+    /// addresses, each a 2-byte prefix and a MAC), then 802.2 LLC.
+    IpOverFc,
+    /// BACnet MS/TP frames: the 0x55 0xff preamble, frame type, addresses, length, CRC.
+    BacnetMsTp,
+    /// Ethernet after a 4-byte Hilscher netANALYZER pseudo-header.
+    NetAnalyzer,
+    /// Ethernet with its preamble and SFD, after a 4-byte netANALYZER pseudo-header.
+    NetAnalyzerTransparent,
 }
 
 /// The facts of one link type.
@@ -135,7 +151,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 43] = [
+    pub const ALL: [LinkType; 50] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::TokenRing,
@@ -143,15 +159,19 @@ impl LinkType {
         LinkType::Slip,
         LinkType::Ppp,
         LinkType::Fddi,
+        LinkType::AtmRfc1483,
         LinkType::Raw,
         LinkType::PppSerial,
         LinkType::CHdlc,
         LinkType::Ieee80211,
         LinkType::FrameRelay,
         LinkType::Loop,
+        LinkType::Enc,
         LinkType::LinuxSll,
+        LinkType::Ltalk,
         LinkType::Pflog,
         LinkType::Prism,
+        LinkType::IpOverFc,
         LinkType::SunAtm,
         LinkType::Radiotap,
         LinkType::ArcnetLinux,
@@ -161,6 +181,7 @@ impl LinkType {
         LinkType::Docsis,
         LinkType::LinuxIrda,
         LinkType::Avs,
+        LinkType::BacnetMsTp,
         LinkType::LinuxLapd,
         LinkType::Ieee802154Linux,
         LinkType::Ppi,
@@ -171,6 +192,8 @@ impl LinkType {
         LinkType::Ipv6,
         LinkType::Ieee802154Nofcs,
         LinkType::Nflog,
+        LinkType::NetAnalyzer,
+        LinkType::NetAnalyzerTransparent,
         LinkType::IpOverIb,
         LinkType::Pfsync,
         LinkType::LinuxSll2,
@@ -616,6 +639,77 @@ impl LinkType {
                 header_len: 0,
                 type_offset: None,
             },
+            LinkType::AtmRfc1483 => &LinkInfo {
+                name: "ATM_RFC1483",
+                aliases: &[],
+                dlt: 11,
+                linktype: 100,
+                other_numbers: &[],
+                description: "RFC 1483 LLC-encapsulated ATM",
+                header_len: 0,
+                type_offset: Some(0),
+            },
+            LinkType::Enc => &LinkInfo {
+                name: "ENC",
+                aliases: &[],
+                dlt: 109,
+                linktype: 109,
+                other_numbers: &[],
+                description: "OpenBSD encapsulated IP",
+                header_len: 12,
+                type_offset: Some(0),
+            },
+            LinkType::Ltalk => &LinkInfo {
+                name: "LTALK",
+                aliases: &[],
+                dlt: 114,
+                linktype: 114,
+                other_numbers: &[],
+                description: "Localtalk",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::IpOverFc => &LinkInfo {
+                name: "IP_OVER_FC",
+                aliases: &[],
+                dlt: 122,
+                linktype: 122,
+                other_numbers: &[],
+                description: "RFC 2625 IP-over-Fibre Channel",
+                header_len: 16,
+                type_offset: Some(16),
+            },
+            LinkType::BacnetMsTp => &LinkInfo {
+                name: "BACNET_MS_TP",
+                aliases: &[],
+                dlt: 165,
+                linktype: 165,
+                other_numbers: &[],
+                description: "BACnet MS/TP",
+                header_len: 8,
+                type_offset: None,
+            },
+            LinkType::NetAnalyzer => &LinkInfo {
+                name: "NETANALYZER",
+                aliases: &[],
+                dlt: 240,
+                linktype: 240,
+                other_numbers: &[],
+                description: "Ethernet with Hilscher netANALYZER pseudo-header",
+                header_len: 18,
+                type_offset: Some(16),
+            },
+            LinkType::NetAnalyzerTransparent => &LinkInfo {
+                name: "NETANALYZER_TRANSPARENT",
+                aliases: &[],
+                dlt: 241,
+                linktype: 241,
+                other_numbers: &[],
+                description:
+                    "Ethernet with Hilscher netANALYZER pseudo-header and with preamble and SFD",
+                header_len: 26,
+                type_offset: Some(24),
+            },
             // The PPI header is 8 bytes or more; filters read its length from the packet.
             LinkType::Ppi => &LinkInfo {
                 name: "PPI",
@@ -639,6 +733,15 @@ impl LinkType {
                 | LinkType::Radiotap
                 | LinkType::Avs
                 | LinkType::Ppi
+        )
+    }
+
+    /// Whether the link is Ethernet, or Ethernet behind a fixed-length pseudo-header
+    /// (netANALYZER's), with the same link-level tests.
+    pub const fn is_ethernet(self) -> bool {
+        matches!(
+            self,
+            LinkType::Ethernet | LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent
         )
     }
 

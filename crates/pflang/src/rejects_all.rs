@@ -355,7 +355,23 @@ fn fold(e: &Expr) -> Option<u32> {
         Expr::WireLen | Expr::Load { .. } | Expr::Scratch(_) => return None,
         Expr::Neg(inner) => fold(inner)?.wrapping_neg(),
         Expr::Binary { op, lhs, rhs } => {
-            let (a, b) = (fold(lhs)?, fold(rhs)?);
+            // libpcap's opt_stmt: a 0 in A makes `* / % & << >>` 0 whatever X holds, and a
+            // constant 0 operand makes `*` and `&` 0 (the other operand's loads dropped).
+            let (l, r) = (fold(lhs), fold(rhs));
+            let zeroes = match (l, r) {
+                (Some(0), _) => {
+                    matches!(
+                        op,
+                        BinOp::Mul | BinOp::Div | BinOp::Mod | BinOp::And | BinOp::Shl | BinOp::Shr
+                    )
+                }
+                (_, Some(0)) => matches!(op, BinOp::Mul | BinOp::And),
+                _ => false,
+            };
+            if zeroes {
+                return Some(0);
+            }
+            let (a, b) = (l?, r?);
             match op {
                 BinOp::Add => a.wrapping_add(b),
                 BinOp::Sub => a.wrapping_sub(b),

@@ -75,6 +75,11 @@ const HAND: &[(&str, bool)] = &[
     ("ether[12:2] & 0xffff = 0x800 and ip6", false),
     ("ip and ip", false),
     ("not ip or ip", false),
+    ("0 & len = 1", true),
+    ("len * 0 = 1", true),
+    ("0 << len > 0 and ip", true),
+    ("ip and 0 & len = 1", false),
+    ("tcp-ece >> 24 & udp[21] < 0120 >> 30 and less 256", true),
 ];
 
 /// Disagreements over the fixed seed's run, `(weir misses, weir over-detects)`, for the
@@ -82,7 +87,7 @@ const HAND: &[(&str, bool)] = &[
 /// that weir's walk is path-sensitive where libpcap's threading loses facts at merges
 /// (`(A or B) and not A and not B`, `port 80 and port 443`), plus the accessor/primitive
 /// class below. The test fails when a run exceeds them; lower them when weir gets closer.
-const CEILING_GENERATED: (usize, usize) = (2, 15);
+const CEILING_GENERATED: (usize, usize) = (1, 15);
 const CEILING_PAIRS: (usize, usize) = (0, 271);
 
 /// Expressions where weir does not give libpcap's verdict (see the module doc of
@@ -230,7 +235,7 @@ fn generated_expressions_match_libpcap() {
 /// comparable), each with its own run of generated expressions and of pairs of
 /// primitives, ATM keywords among them on SunATM, pflog's on PFLOG (whose payload offset
 /// is a prologue store libpcap's optimizer sees through).
-const NEWER_LINKS: [LinkType; 7] = [
+const NEWER_LINKS: [LinkType; 14] = [
     LinkType::SunAtm,
     LinkType::Fddi,
     LinkType::TokenRing,
@@ -238,14 +243,23 @@ const NEWER_LINKS: [LinkType; 7] = [
     LinkType::Ipnet,
     LinkType::Mtp2,
     LinkType::DsaTagBrcm,
+    LinkType::AtmRfc1483,
+    LinkType::IpOverFc,
+    LinkType::Ltalk,
+    LinkType::Enc,
+    LinkType::BacnetMsTp,
+    LinkType::NetAnalyzer,
+    LinkType::NetAnalyzerTransparent,
 ];
 const NEWER_COUNT: usize = 2_000;
 /// Disagreements allowed over all of [`NEWER_LINKS`] (weir misses, weir over-detects), as
 /// measured: the over-detections are the documented class of the generated runs (weir's
-/// walk keeps facts along each path); the miss is not link-specific (libpcap folds
-/// `(0x40 >> 24) & udp[21]` to 0 through the `&`, weir folds only whole constants; the
-/// same expression is missed on Ethernet).
-const CEILING_NEWER: (usize, usize) = (1, 19);
+/// walk keeps facts along each path); the misses are on LocalTalk, where every protocol
+/// test but `atalk` is false, in classes not of the link type: `byte 14 & 8` (libpcap's
+/// `byte &` bug: it tests a constant) and two mixed `and`/`or` chains of more than 8
+/// switches, which weir lowers keeping the running value in a scratch slot and so never
+/// refuses.
+const CEILING_NEWER: (usize, usize) = (3, 52);
 
 #[test]
 fn newer_link_types_match_libpcap() {

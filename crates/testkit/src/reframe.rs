@@ -25,6 +25,13 @@
 //!   before the Ethernet frame (Broadcom, Marvell DSA and EDSA), a DOCSIS header before it,
 //!   a Linux cooked header before the payload (LAPD, IrDA), 802.15.4 MAC headers (with a
 //!   TAP pseudo-header, PHY fields or Linux padding), pfsync's header.
+//! - RFC 1483 ATM: the LLC body alone; IP over Fibre Channel: the two addresses (a
+//!   2-byte prefix and the MAC each) before it.
+//! - LocalTalk: an LLAP header; OpenBSD enc: the address family (little-endian host
+//!   order), SPI and flags; BACnet MS/TP: the preamble (now and then damaged), frame
+//!   type, addresses, length and header CRC.
+//! - netANALYZER: a 4-byte pseudo-header before the Ethernet frame (and, transparent,
+//!   the preamble and SFD).
 //! - SS7: MTP2 frames (with and without the pseudo-header) of each kind, fill-in and
 //!   link status units too, MSUs with a service information octet and routing label (the
 //!   point codes and link selection from the packet); bare MTP3 messages.
@@ -46,7 +53,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 35] = [
+pub const LINK_TYPES: [LinkType; 42] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -82,6 +89,13 @@ pub const LINK_TYPES: [LinkType; 35] = [
     LinkType::Mtp2,
     LinkType::Mtp2WithPhdr,
     LinkType::Mtp3,
+    LinkType::AtmRfc1483,
+    LinkType::IpOverFc,
+    LinkType::Ltalk,
+    LinkType::Enc,
+    LinkType::BacnetMsTp,
+    LinkType::NetAnalyzer,
+    LinkType::NetAnalyzerTransparent,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -302,6 +316,48 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
                 return finish(packet, link, h, vec![(hash >> 56) as u8 % 6]);
             }
             h.extend_from_slice(&label);
+            (h, payload.to_vec())
+        }
+        LinkType::AtmRfc1483 => (Vec::new(), llc_body(ether_type, payload)),
+        LinkType::IpOverFc => {
+            let mut h = vec![0x10, 0x00];
+            h.extend_from_slice(data.get(..6).unwrap_or(&[]));
+            h.resize(8, 0);
+            h.extend_from_slice(&[0x10, 0x00]);
+            h.extend_from_slice(data.get(6..12).unwrap_or(&[]));
+            h.resize(16, 0);
+            (h, llc_body(ether_type, payload))
+        }
+        // LLAP: destination, source, type (2: long DDP).
+        LinkType::Ltalk => (vec![(hash >> 8) as u8, (hash >> 16) as u8, 2], payload.to_vec()),
+        LinkType::Enc => {
+            let family: u32 = match ether_type {
+                ethertype::IP => 2,
+                ethertype::IPV6 => 10,
+                _ => (hash >> 8) as u32 % 3,
+            };
+            let mut h = family.to_le_bytes().to_vec();
+            h.extend_from_slice(&((hash >> 16) as u32).to_be_bytes());
+            h.extend_from_slice(&((hash >> 48) as u32 & 0x7).to_be_bytes());
+            (h, payload.to_vec())
+        }
+        LinkType::BacnetMsTp => {
+            let preamble: [u8; 2] =
+                if (hash >> 8).is_multiple_of(9) { [0x55, 0xfe] } else { [0x55, 0xff] };
+            let mut h = preamble.to_vec();
+            h.extend_from_slice(&[(hash >> 12) as u8 % 8, byte(5), byte(11)]);
+            h.extend_from_slice(&u16::try_from(payload.len()).unwrap_or(0).to_be_bytes());
+            h.push((hash >> 20) as u8);
+            (h, payload.to_vec())
+        }
+        LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent => {
+            // Pseudo-header: status, port and length bits.
+            let mut h = vec![(hash >> 8) as u8 & 0x0f, (hash >> 16) as u8 & 0x03, 0, 0];
+            if link == LinkType::NetAnalyzerTransparent {
+                h.extend_from_slice(&[0x55; 7]);
+                h.push(0xd5);
+            }
+            h.extend_from_slice(data.get(..ETHERNET_HEADER).unwrap_or(data));
             (h, payload.to_vec())
         }
         LinkType::Fddi | LinkType::TokenRing => {

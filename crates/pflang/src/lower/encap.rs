@@ -72,9 +72,7 @@ impl Lowerer<'_> {
             return Err(CompileError::new(span, "no VLAN match after MPLS"));
         }
         // PPI is 802.11 to every other keyword, not to this one (libpcap's switch).
-        if self.link != LinkType::Ethernet
-            && (!self.link.is_ieee80211() || self.link == LinkType::Ppi)
-        {
+        if !self.link.is_ethernet() && (!self.link.is_ieee80211() || self.link == LinkType::Ppi) {
             let message = format!("no VLAN support for {}", self.link.description());
             return Err(CompileError::new(span, message));
         }
@@ -103,7 +101,10 @@ impl Lowerer<'_> {
             self.mpls_bottom_of_stack(0)
         } else {
             match self.link {
-                LinkType::Ethernet | LinkType::CHdlc => self.link_proto(ETHERTYPE_MPLS, span)?,
+                LinkType::Ethernet
+                | LinkType::NetAnalyzer
+                | LinkType::NetAnalyzerTransparent
+                | LinkType::CHdlc => self.link_proto(ETHERTYPE_MPLS, span)?,
                 LinkType::Ppp => self.link_proto(PPP_MPLS_UCAST, span)?,
                 other => {
                     let message = format!("no MPLS support for {}", other.description());
@@ -328,7 +329,7 @@ impl Lowerer<'_> {
         let is_llc = if self.link.is_ieee80211() {
             // Data frames carry LLC.
             self.wlan_data_frame()
-        } else if matches!(self.link, LinkType::Fddi | LinkType::TokenRing) {
+        } else if matches!(self.link, LinkType::Fddi | LinkType::TokenRing | LinkType::AtmRfc1483) {
             // Every frame is 802.2 LLC: libpcap's test is always true.
             Pred::Const(true)
         } else if self.link == LinkType::SunAtm {

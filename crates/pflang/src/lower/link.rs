@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 43] = [
+pub const LINK_TYPES: [LinkType; 50] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -65,6 +65,13 @@ pub const LINK_TYPES: [LinkType; 43] = [
     LinkType::Mtp2,
     LinkType::Mtp2WithPhdr,
     LinkType::Mtp3,
+    LinkType::AtmRfc1483,
+    LinkType::IpOverFc,
+    LinkType::Ltalk,
+    LinkType::Enc,
+    LinkType::BacnetMsTp,
+    LinkType::NetAnalyzer,
+    LinkType::NetAnalyzerTransparent,
 ];
 
 /// For link types libpcap 1.10 compiles no protocol test for (only `link[]`, `len`,
@@ -157,6 +164,9 @@ const PFLOG_AF_INET6: u32 = AF_INET6_LINUX;
 const IPNET_AF_INET: u32 = 2;
 const IPNET_AF_INET6: u32 = 26;
 
+/// The BACnet MS/TP preamble (0x55 0xff), in the top half of the first word.
+const BACNET_PREAMBLE: u32 = 0x55ff_0000;
+
 /// SunATM traffic types (the low nibble of the pseudo-header's first byte).
 pub(crate) const SUNATM_PT_LANE: u32 = 0x01;
 pub(crate) const SUNATM_PT_LLC: u32 = 0x02;
@@ -171,6 +181,8 @@ const AF_INET6_LINUX: u32 = af::INET6_LINUX;
 
 /// Where a link type keeps its fields, as lowering starts from it.
 pub(crate) struct Geometry {
+    /// Where the link header starts: 0, or after a fixed pseudo-header (netANALYZER's).
+    pub off_linkhdr: u32,
     pub off_linktype: Option<u32>,
     pub off_linkpl: u32,
     /// Network layer relative to the link payload: 8 behind 802.2 LLC and SNAP (802.11),
@@ -183,34 +195,58 @@ pub(crate) struct Geometry {
 
 /// The header geometry (weir-packet's) plus where 802.2-framed network layers start.
 pub(crate) fn geometry(link: LinkType) -> Geometry {
-    if link.is_ieee80211() {
+    let plain = |off_linktype, off_linkpl, off_nl, off_nl_nosnap| Geometry {
+        off_linkhdr: 0,
+        off_linktype,
+        off_linkpl,
+        off_nl,
+        off_nl_nosnap,
+    };
+    match link {
         // The payload offset is computed from the packet (see `wlan`); it starts with
         // 802.2 LLC, and SNAP before the usual network layers.
-        return Geometry { off_linktype: None, off_linkpl: 0, off_nl: 8, off_nl_nosnap: 3 };
-    }
-    // Links that always carry 802.2 LLC: SNAP before the usual network layers, 3 bytes of
-    // LLC before the OSI ones (libpcap's off_nl / off_nl_nosnap). libpcap notes the LLC
-    // header as their type field (so `host NAME` is not "IP only" there).
-    if matches!(link, LinkType::Fddi | LinkType::TokenRing | LinkType::SunAtm) {
-        let llc = link.header_len();
-        return Geometry { off_linktype: Some(llc), off_linkpl: llc, off_nl: 8, off_nl_nosnap: 3 };
-    }
-    // pflog's payload offset is read from the packet (see `misc`); its family byte is at 1,
-    // but libpcap notes the header's start as the type field.
-    if link == LinkType::Pflog {
-        return Geometry { off_linktype: Some(0), off_linkpl: 0, off_nl: 0, off_nl_nosnap: 0 };
-    }
-    let off_nl_nosnap = match link {
-        LinkType::Ethernet | LinkType::Fddi | LinkType::TokenRing | LinkType::SunAtm => 3,
-        LinkType::Slip
-        | LinkType::PppSerial
-        | LinkType::CHdlc
-        | LinkType::Ieee80211
+        LinkType::Ieee80211
         | LinkType::Prism
         | LinkType::Radiotap
         | LinkType::Avs
-        | LinkType::Ppi
-        | LinkType::FrameRelay
+        | LinkType::Ppi => plain(None, 0, 8, 3),
+        // Links that always carry 802.2 LLC: SNAP before the usual network layers, 3 bytes
+        // of LLC before the OSI ones (libpcap's off_nl / off_nl_nosnap). libpcap notes the
+        // LLC header as their type field (so `host NAME` is not "IP only" there).
+        LinkType::Fddi
+        | LinkType::TokenRing
+        | LinkType::SunAtm
+        | LinkType::AtmRfc1483
+        | LinkType::IpOverFc => {
+            let llc = link.header_len();
+            plain(Some(llc), llc, 8, 3)
+        }
+        // pflog's payload offset is read from the packet (see `misc`); its family byte is
+        // at 1, but libpcap notes the header's start as the type field.
+        LinkType::Pflog => plain(Some(0), 0, 0, 0),
+        // libpcap 1.10 reads Frame Relay's network layer from the start of the packet (its
+        // payload offset is 0; only the NLPID test looks past the address), and so does
+        // weir.
+        LinkType::FrameRelay => plain(None, 0, 0, 0),
+        // libpcap leaves BACnet's offsets unset (-1): the network layer is read 2 bytes
+        // before the packet (wrapping), so its tests abort, as in libpcap.
+        LinkType::BacnetMsTp => plain(None, u32::MAX, u32::MAX, u32::MAX),
+        // Ethernet after a pseudo-header: libpcap moves the link header, so `link[0]`
+        // and the MACs are read after it.
+        LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent => {
+            let ether = link.header_len() - LinkType::Ethernet.header_len();
+            Geometry {
+                off_linkhdr: ether,
+                off_linktype: link.type_offset(),
+                off_linkpl: link.header_len(),
+                off_nl: 0,
+                off_nl_nosnap: 3,
+            }
+        }
+        LinkType::Ethernet => plain(link.type_offset(), link.header_len(), 0, 3),
+        LinkType::Slip
+        | LinkType::PppSerial
+        | LinkType::CHdlc
         | LinkType::ArcnetBsd
         | LinkType::ArcnetLinux
         | LinkType::IpOverIb
@@ -222,7 +258,8 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Ipv6
         | LinkType::Null
         | LinkType::Loop
-        | LinkType::Pflog
+        | LinkType::Enc
+        | LinkType::Ltalk
         | LinkType::Ipnet
         | LinkType::DsaTagBrcm
         | LinkType::DsaTagBrcmPrepend
@@ -240,18 +277,7 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Mtp2
         | LinkType::Mtp2WithPhdr
         | LinkType::Mtp3
-        | LinkType::Ppp => 0,
-    };
-    // libpcap 1.10 reads Frame Relay's network layer from the start of the packet (its
-    // payload offset is 0; only the NLPID test looks past the address), and so does weir.
-    if link == LinkType::FrameRelay {
-        return Geometry { off_linktype: None, off_linkpl: 0, off_nl: 0, off_nl_nosnap };
-    }
-    Geometry {
-        off_linktype: link.type_offset(),
-        off_linkpl: link.header_len(),
-        off_nl: 0,
-        off_nl_nosnap,
+        | LinkType::Ppp => plain(link.type_offset(), link.header_len(), 0, 0),
     }
 }
 
@@ -285,12 +311,22 @@ impl Lowerer<'_> {
         Ok(match self.link {
             // After `lane`, every Ethernet test first checks that the LANE frame is data,
             // not an LE control frame (libpcap's gen_prevlinkhdr_check).
-            LinkType::Ethernet => match self.lane_data_check() {
-                Some(check) => Pred::and([check, self.ether_link_proto(proto)]),
-                None => self.ether_link_proto(proto),
-            },
-            // 802.2 LLC right after the MAC header.
-            LinkType::Fddi | LinkType::TokenRing => self.llc_link_proto(proto),
+            LinkType::Ethernet | LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent => {
+                match self.lane_data_check() {
+                    Some(check) => Pred::and([check, self.ether_link_proto(proto)]),
+                    None => self.ether_link_proto(proto),
+                }
+            }
+            // 802.2 LLC right after the MAC header (or from the start, on RFC 1483 ATM).
+            LinkType::Fddi | LinkType::TokenRing | LinkType::AtmRfc1483 | LinkType::IpOverFc => {
+                self.llc_link_proto(proto)
+            }
+            // LocalTalk carries AppleTalk, nothing libpcap tests for.
+            LinkType::Ltalk => Pred::Const(proto == ETHERTYPE_ATALK),
+            // Every protocol is the MS/TP preamble, as libpcap compiles it.
+            LinkType::BacnetMsTp => {
+                self.cmp_field(Layer::LinkHdr, 0, Size::Word, 0xffff_0000, BACNET_PREAMBLE)
+            }
             // LLC-multiplexed traffic (not LANE, not signalling), then its LLC header.
             LinkType::SunAtm => {
                 Pred::and([self.atm_traffic_type_is(SUNATM_PT_LLC), self.llc_link_proto(proto)])
@@ -383,7 +419,7 @@ impl Lowerer<'_> {
             },
             LinkType::Ipv4 => Pred::Const(proto == ETHERTYPE_IP),
             LinkType::Ipv6 => Pred::Const(proto == ETHERTYPE_IPV6),
-            LinkType::Null | LinkType::Loop => {
+            LinkType::Null | LinkType::Loop | LinkType::Enc => {
                 let family = match proto {
                     ETHERTYPE_IP => af::INET,
                     ETHERTYPE_IPV6 => AF_INET6_LINUX,
@@ -392,7 +428,8 @@ impl Lowerer<'_> {
                 // DLT_NULL stores the family in the capturing host's byte order; libpcap
                 // compiles for the host it runs on, and weir for the little-endian hosts
                 // the oracle runs on. Loads are big-endian, hence the swap.
-                let word = if self.link == LinkType::Null { family.swap_bytes() } else { family };
+                let host_order = matches!(self.link, LinkType::Null | LinkType::Enc);
+                let word = if host_order { family.swap_bytes() } else { family };
                 self.cmp_field(Layer::LinkHdr, 0, Size::Word, u32::MAX, word)
             }
         })

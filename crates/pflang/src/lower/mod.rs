@@ -209,7 +209,7 @@ impl<'a> Lowerer<'a> {
                 Offset { variable: Some(misc::PFLOG_SLOT), constant: 0 },
             ),
             None => (
-                Offset::fixed(0),
+                Offset::fixed(geometry.off_linkhdr),
                 geometry.off_linktype.map(Offset::fixed),
                 Offset::fixed(geometry.off_linkpl),
             ),

@@ -571,7 +571,8 @@ impl Lowerer<'_> {
     /// Whether the current link header has MAC addresses (Ethernet, FDDI, Token Ring,
     /// 802.11).
     fn has_mac_addresses(&self) -> bool {
-        matches!(self.link, LinkType::Ethernet | LinkType::Fddi | LinkType::TokenRing)
+        self.link.is_ethernet()
+            || matches!(self.link, LinkType::Fddi | LinkType::TokenRing | LinkType::IpOverFc)
             || self.link.is_ieee80211()
     }
 
@@ -581,6 +582,8 @@ impl Lowerer<'_> {
         match self.link {
             LinkType::Fddi => (1, 7),
             LinkType::TokenRing => (2, 8),
+            // Each address after a 2-byte prefix.
+            LinkType::IpOverFc => (2, 10),
             _ => (0, 6),
         }
     }
@@ -615,7 +618,7 @@ impl Lowerer<'_> {
             // ARCnet's broadcast is destination address 0.
             None | Some(Proto::Link) if self.link.is_arcnet() => Ok(self.arcnet_dst_zero()),
             None | Some(Proto::Link) => {
-                if !matches!(self.link, LinkType::Ethernet | LinkType::Fddi | LinkType::TokenRing) {
+                if !self.has_mac_addresses() {
                     return Err(CompileError::new(span, "not a broadcast link"));
                 }
                 let check = self.inner_mac_check();
@@ -657,12 +660,8 @@ impl Lowerer<'_> {
             None | Some(Proto::Link) if self.link.is_ieee80211() => Ok(self.wlan_multicast()),
             // ARCnet has no multicast: libpcap tests for broadcast.
             None | Some(Proto::Link) if self.link.is_arcnet() => Ok(self.arcnet_dst_zero()),
-            None | Some(Proto::Link)
-                if matches!(
-                    self.link,
-                    LinkType::Ethernet | LinkType::Fddi | LinkType::TokenRing
-                ) =>
-            {
+            // Ethernet, FDDI, Token Ring, Fibre Channel: the destination's group bit.
+            None | Some(Proto::Link) if self.has_mac_addresses() => {
                 let check = self.inner_mac_check();
                 let group_bit = Pred::cmp(
                     CmpOp::Set,

@@ -236,6 +236,18 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         // Behind the header, as long as its first byte says, rounded up to 4.
         LinkType::Pflog => data.first().map_or(vec![], |&len| vec![(usize::from(len) + 3) & !3]),
         LinkType::Ipnet => vec![24],
+        LinkType::AtmRfc1483 => vec![8, 16],
+        LinkType::IpOverFc => vec![24, 32],
+        LinkType::Ltalk => vec![0],
+        LinkType::Enc => vec![12],
+        // libpcap reads BACnet's network layer 2 bytes before the packet.
+        LinkType::BacnetMsTp => vec![],
+        // Ethernet behind the pseudo-header.
+        LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent => {
+            let skip = if link == LinkType::NetAnalyzer { 4 } else { 12 };
+            let inner = data.get(skip..).unwrap_or(&[]);
+            network_starts(LinkType::Ethernet, inner).into_iter().map(|n| n + skip).collect()
+        }
         // Behind a radio header and an 802.11 header of the packet's own lengths: any
         // place from the shortest 802.11 header and LLC/SNAP on.
         LinkType::Ieee80211
