@@ -125,6 +125,77 @@ pub enum LinkType {
     NetAnalyzer,
     /// Ethernet with its preamble and SFD, after a 4-byte netANALYZER pseudo-header.
     NetAnalyzerTransparent,
+    /// Juniper Multi-Link PPP: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperMlppp,
+    /// Juniper Multi-Link Frame Relay: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperMlfr,
+    /// Juniper Encryption Services PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperEs,
+    /// Juniper GGSN PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperGgsn,
+    /// Juniper FRF.16 Frame Relay: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperMfr,
+    /// Juniper ATM2 PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperAtm2,
+    /// Juniper Advanced Services PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperServices,
+    /// Juniper ATM1 PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperAtm1,
+    /// Juniper Passive Monitor PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperMonitor,
+    /// Juniper PPPoE: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperPppoe,
+    /// Juniper PPPoE/ATM: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperPppoeAtm,
+    /// Juniper Ethernet: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperEther,
+    /// Juniper PPP: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperPpp,
+    /// Juniper Frame Relay: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperFrelay,
+    /// Juniper C-HDLC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperChdlc,
+    /// Juniper Voice PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperVp,
+    /// Juniper Integrated Service Module: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperIsm,
+    /// Juniper Secure Tunnel: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperSt,
+    /// Juniper SRX E2E: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperSrxE2e,
+    /// Juniper Fibre Channel: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperFibreChannel,
+    /// Juniper ATM CEMIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperAtmCemic,
+    /// Juniper PIC Peer link-layer captures, for which libpcap compiles no protocol test.
+    JuniperPicPeer,
+    /// Endace ERF records (libpcap compiles only the SS7 tests for them, 20 bytes in).
+    Erf,
+    /// FRF.16 multi-link Frame Relay.
+    Mfr,
+    /// AX.25 frames after a KISS header.
+    Ax25Kiss,
 }
 
 /// The facts of one link type.
@@ -151,7 +222,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 50] = [
+    pub const ALL: [LinkType; 75] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::TokenRing,
@@ -175,22 +246,47 @@ impl LinkType {
         LinkType::SunAtm,
         LinkType::Radiotap,
         LinkType::ArcnetLinux,
+        LinkType::JuniperMlppp,
+        LinkType::JuniperMlfr,
+        LinkType::JuniperEs,
+        LinkType::JuniperGgsn,
+        LinkType::JuniperMfr,
+        LinkType::JuniperAtm2,
+        LinkType::JuniperServices,
+        LinkType::JuniperAtm1,
         LinkType::Mtp2WithPhdr,
         LinkType::Mtp2,
         LinkType::Mtp3,
         LinkType::Docsis,
         LinkType::LinuxIrda,
         LinkType::Avs,
+        LinkType::JuniperMonitor,
         LinkType::BacnetMsTp,
+        LinkType::JuniperPppoe,
+        LinkType::JuniperPppoeAtm,
+        LinkType::JuniperPicPeer,
         LinkType::LinuxLapd,
+        LinkType::JuniperEther,
+        LinkType::JuniperPpp,
+        LinkType::JuniperFrelay,
+        LinkType::JuniperChdlc,
+        LinkType::Mfr,
+        LinkType::JuniperVp,
         LinkType::Ieee802154Linux,
         LinkType::Ppi,
+        LinkType::JuniperIsm,
         LinkType::Ieee802154,
+        LinkType::Erf,
+        LinkType::JuniperSt,
+        LinkType::Ax25Kiss,
         LinkType::Ieee802154NonaskPhy,
         LinkType::Ipnet,
         LinkType::Ipv4,
         LinkType::Ipv6,
         LinkType::Ieee802154Nofcs,
+        LinkType::JuniperSrxE2e,
+        LinkType::JuniperFibreChannel,
+        LinkType::JuniperAtmCemic,
         LinkType::Nflog,
         LinkType::NetAnalyzer,
         LinkType::NetAnalyzerTransparent,
@@ -710,6 +806,258 @@ impl LinkType {
                 header_len: 26,
                 type_offset: Some(24),
             },
+            // Juniper captures: the payload's place as libpcap 1.10 notes it (0 where it
+            // leaves it unset); the "type field" is what libpcap notes as one.
+            LinkType::JuniperMlppp => &LinkInfo {
+                name: "JUNIPER_MLPPP",
+                aliases: &[],
+                dlt: 130,
+                linktype: 130,
+                other_numbers: &[],
+                description: "Juniper Multi-Link PPP",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperMlfr => &LinkInfo {
+                name: "JUNIPER_MLFR",
+                aliases: &[],
+                dlt: 131,
+                linktype: 131,
+                other_numbers: &[],
+                description: "Juniper Multi-Link Frame Relay",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperEs => &LinkInfo {
+                name: "JUNIPER_ES",
+                aliases: &[],
+                dlt: 132,
+                linktype: 132,
+                other_numbers: &[],
+                description: "Juniper Encryption Services PIC",
+                header_len: 0,
+                type_offset: Some(6),
+            },
+            LinkType::JuniperGgsn => &LinkInfo {
+                name: "JUNIPER_GGSN",
+                aliases: &[],
+                dlt: 133,
+                linktype: 133,
+                other_numbers: &[],
+                description: "Juniper GGSN PIC",
+                header_len: 12,
+                type_offset: Some(6),
+            },
+            LinkType::JuniperMfr => &LinkInfo {
+                name: "JUNIPER_MFR",
+                aliases: &[],
+                dlt: 134,
+                linktype: 134,
+                other_numbers: &[],
+                description: "Juniper FRF.16 Frame Relay",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperAtm2 => &LinkInfo {
+                name: "JUNIPER_ATM2",
+                aliases: &[],
+                dlt: 135,
+                linktype: 135,
+                other_numbers: &[],
+                description: "Juniper ATM2 PIC",
+                header_len: 8,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperServices => &LinkInfo {
+                name: "JUNIPER_SERVICES",
+                aliases: &[],
+                dlt: 136,
+                linktype: 136,
+                other_numbers: &[],
+                description: "Juniper Advanced Services PIC",
+                header_len: 0,
+                type_offset: Some(12),
+            },
+            LinkType::JuniperAtm1 => &LinkInfo {
+                name: "JUNIPER_ATM1",
+                aliases: &[],
+                dlt: 137,
+                linktype: 137,
+                other_numbers: &[],
+                description: "Juniper ATM1 PIC",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperMonitor => &LinkInfo {
+                name: "JUNIPER_MONITOR",
+                aliases: &[],
+                dlt: 164,
+                linktype: 164,
+                other_numbers: &[],
+                description: "Juniper Passive Monitor PIC",
+                header_len: 12,
+                type_offset: Some(12),
+            },
+            LinkType::JuniperPppoe => &LinkInfo {
+                name: "JUNIPER_PPPOE",
+                aliases: &[],
+                dlt: 167,
+                linktype: 167,
+                other_numbers: &[],
+                description: "Juniper PPPoE",
+                header_len: 14,
+                type_offset: Some(16),
+            },
+            LinkType::JuniperPppoeAtm => &LinkInfo {
+                name: "JUNIPER_PPPOE_ATM",
+                aliases: &[],
+                dlt: 168,
+                linktype: 168,
+                other_numbers: &[],
+                description: "Juniper PPPoE/ATM",
+                header_len: 6,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperEther => &LinkInfo {
+                name: "JUNIPER_ETHER",
+                aliases: &[],
+                dlt: 178,
+                linktype: 178,
+                other_numbers: &[],
+                description: "Juniper Ethernet",
+                header_len: 14,
+                type_offset: Some(16),
+            },
+            LinkType::JuniperPpp => &LinkInfo {
+                name: "JUNIPER_PPP",
+                aliases: &[],
+                dlt: 179,
+                linktype: 179,
+                other_numbers: &[],
+                description: "Juniper PPP",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperFrelay => &LinkInfo {
+                name: "JUNIPER_FRELAY",
+                aliases: &[],
+                dlt: 180,
+                linktype: 180,
+                other_numbers: &[],
+                description: "Juniper Frame Relay",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperChdlc => &LinkInfo {
+                name: "JUNIPER_CHDLC",
+                aliases: &[],
+                dlt: 181,
+                linktype: 181,
+                other_numbers: &[],
+                description: "Juniper C-HDLC",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperVp => &LinkInfo {
+                name: "JUNIPER_VP",
+                aliases: &[],
+                dlt: 183,
+                linktype: 183,
+                other_numbers: &[],
+                description: "Juniper Voice PIC",
+                header_len: 0,
+                type_offset: Some(18),
+            },
+            LinkType::JuniperIsm => &LinkInfo {
+                name: "JUNIPER_ISM",
+                aliases: &[],
+                dlt: 194,
+                linktype: 194,
+                other_numbers: &[],
+                description: "Juniper Integrated Service Module",
+                header_len: 0,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperSt => &LinkInfo {
+                name: "JUNIPER_ST",
+                aliases: &[],
+                dlt: 200,
+                linktype: 200,
+                other_numbers: &[],
+                description: "Juniper Secure Tunnel",
+                header_len: 0,
+                type_offset: Some(18),
+            },
+            LinkType::JuniperSrxE2e => &LinkInfo {
+                name: "JUNIPER_SRX_E2E",
+                aliases: &[],
+                dlt: 233,
+                linktype: 233,
+                other_numbers: &[],
+                description: "Juniper SRX E2E",
+                header_len: 0,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperFibreChannel => &LinkInfo {
+                name: "JUNIPER_FIBRECHANNEL",
+                aliases: &[],
+                dlt: 234,
+                linktype: 234,
+                other_numbers: &[],
+                description: "Juniper Fibre Channel",
+                header_len: 0,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperAtmCemic => &LinkInfo {
+                name: "JUNIPER_ATM_CEMIC",
+                aliases: &[],
+                dlt: 238,
+                linktype: 238,
+                other_numbers: &[],
+                description: "Juniper ATM CEMIC",
+                header_len: 0,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperPicPeer => &LinkInfo {
+                name: "JUNIPER_PIC_PEER",
+                aliases: &[],
+                dlt: 174,
+                linktype: 174,
+                other_numbers: &[],
+                description: "Juniper PIC Peer",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Erf => &LinkInfo {
+                name: "ERF",
+                aliases: &[],
+                dlt: 197,
+                linktype: 197,
+                other_numbers: &[],
+                description: "Endace ERF header",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Mfr => &LinkInfo {
+                name: "MFR",
+                aliases: &[],
+                dlt: 182,
+                linktype: 182,
+                other_numbers: &[],
+                description: "FRF.16 Frame Relay",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ax25Kiss => &LinkInfo {
+                name: "AX25_KISS",
+                aliases: &[],
+                dlt: 202,
+                linktype: 202,
+                other_numbers: &[],
+                description: "AX.25 with KISS header",
+                header_len: 0,
+                type_offset: None,
+            },
             // The PPI header is 8 bytes or more; filters read its length from the packet.
             LinkType::Ppi => &LinkInfo {
                 name: "PPI",
@@ -742,6 +1090,34 @@ impl LinkType {
         matches!(
             self,
             LinkType::Ethernet | LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent
+        )
+    }
+
+    /// Whether the link is one of Juniper's capture formats (the `MGC` magic first).
+    pub const fn is_juniper(self) -> bool {
+        matches!(
+            self,
+            LinkType::JuniperMlppp
+                | LinkType::JuniperMlfr
+                | LinkType::JuniperEs
+                | LinkType::JuniperGgsn
+                | LinkType::JuniperMfr
+                | LinkType::JuniperAtm2
+                | LinkType::JuniperServices
+                | LinkType::JuniperAtm1
+                | LinkType::JuniperMonitor
+                | LinkType::JuniperPppoe
+                | LinkType::JuniperPppoeAtm
+                | LinkType::JuniperEther
+                | LinkType::JuniperPpp
+                | LinkType::JuniperFrelay
+                | LinkType::JuniperChdlc
+                | LinkType::JuniperVp
+                | LinkType::JuniperIsm
+                | LinkType::JuniperSt
+                | LinkType::JuniperSrxE2e
+                | LinkType::JuniperFibreChannel
+                | LinkType::JuniperAtmCemic
         )
     }
 

@@ -975,7 +975,7 @@ fn link_types_agree_with_libpcap() {
         g.pf_share = if set.link == LinkType::Pflog { 15 } else { 0 };
         // The SS7 tests compile on MTP2 only; on MTP3 a few check libpcap's refusals.
         g.mtp_share = match set.link {
-            LinkType::Mtp2 | LinkType::Mtp2WithPhdr => 40,
+            LinkType::Mtp2 | LinkType::Mtp2WithPhdr | LinkType::Erf => 40,
             LinkType::Mtp3 => 4,
             _ => 0,
         };

@@ -32,7 +32,10 @@
 //!   type, addresses, length and header CRC.
 //! - netANALYZER: a 4-byte pseudo-header before the Ethernet frame (and, transparent,
 //!   the preamble and SFD).
-//! - SS7: MTP2 frames (with and without the pseudo-header) of each kind, fill-in and
+//! - Juniper: the `MGC` magic (now and then damaged), flags and the PIC's header, before
+//!   the payload (the whole Ethernet frame for the Ethernet and PPPoE PICs); PIC peer,
+//!   FRF.16 and AX.25 captures: a 4-byte header.
+//! - SS7: MTP2 frames (also inside ERF records) (with and without the pseudo-header) of each kind, fill-in and
 //!   link status units too, MSUs with a service information octet and routing label (the
 //!   point codes and link selection from the packet); bare MTP3 messages.
 //! - FDDI and Token Ring: the MACs behind a frame control byte (and Token Ring's access
@@ -53,7 +56,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 42] = [
+pub const LINK_TYPES: [LinkType; 67] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -96,6 +99,31 @@ pub const LINK_TYPES: [LinkType; 42] = [
     LinkType::BacnetMsTp,
     LinkType::NetAnalyzer,
     LinkType::NetAnalyzerTransparent,
+    LinkType::JuniperMlppp,
+    LinkType::JuniperMlfr,
+    LinkType::JuniperEs,
+    LinkType::JuniperGgsn,
+    LinkType::JuniperMfr,
+    LinkType::JuniperAtm2,
+    LinkType::JuniperServices,
+    LinkType::JuniperAtm1,
+    LinkType::JuniperMonitor,
+    LinkType::JuniperPppoe,
+    LinkType::JuniperPppoeAtm,
+    LinkType::JuniperEther,
+    LinkType::JuniperPpp,
+    LinkType::JuniperFrelay,
+    LinkType::JuniperChdlc,
+    LinkType::JuniperVp,
+    LinkType::JuniperIsm,
+    LinkType::JuniperSt,
+    LinkType::JuniperSrxE2e,
+    LinkType::JuniperFibreChannel,
+    LinkType::JuniperAtmCemic,
+    LinkType::JuniperPicPeer,
+    LinkType::Erf,
+    LinkType::Mfr,
+    LinkType::Ax25Kiss,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -283,7 +311,7 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             }
             (h, body)
         }
-        LinkType::Mtp2 | LinkType::Mtp2WithPhdr | LinkType::Mtp3 => {
+        LinkType::Mtp2 | LinkType::Mtp2WithPhdr | LinkType::Mtp3 | LinkType::Erf => {
             // Service information octet and routing label, from the packet's bytes.
             let sio = [0x03, 0x05, 0x83, 0x00][((hash >> 8) % 4) as usize];
             let mut label = vec![sio];
@@ -299,6 +327,16 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
                 _ => 3 + (payload.len().min(60) as u8),
             };
             let mut h = Vec::new();
+            if link == LinkType::Erf {
+                // ERF: timestamp, type (MC_HDLC), flags, lengths, loss counter, then the
+                // channel header before the MTP2 frame.
+                h.extend_from_slice(&(hash ^ 0x5a5a).to_le_bytes());
+                h.extend_from_slice(&[5, 0x04]);
+                h.extend_from_slice(&(payload.len() as u16 + 24).to_be_bytes());
+                h.extend_from_slice(&[0, 0]);
+                h.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+                h.extend_from_slice(&[0, 0, (hash >> 40) as u8 & 0x1f, 0]);
+            }
             if link == LinkType::Mtp2WithPhdr {
                 h.extend_from_slice(&[(hash >> 50) as u8 & 1, 0, (hash >> 52) as u8 & 3, 0]);
             }
@@ -317,6 +355,25 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             }
             h.extend_from_slice(&label);
             (h, payload.to_vec())
+        }
+        LinkType::JuniperPicPeer | LinkType::Mfr | LinkType::Ax25Kiss => {
+            let h: Vec<u8> = (0..4).map(|i| (hash >> (8 + i * 8)) as u8).collect();
+            (h, payload.to_vec())
+        }
+        link if link.is_juniper() => {
+            // The magic (now and then damaged), flags, then the PIC's own header up to where
+            // libpcap puts the payload; Ethernet PICs carry the whole frame.
+            let magic: &[u8] = if (hash >> 8).is_multiple_of(8) { b"MGX" } else { b"MGC" };
+            let mut h = magic.to_vec();
+            h.push((hash >> 12) as u8 & 0x83);
+            let len = (link.header_len() as usize).max(4);
+            h.extend((4..len).map(|i| (hash >> (i % 48)) as u8));
+            let body = if matches!(link, LinkType::JuniperEther | LinkType::JuniperPppoe) {
+                data.to_vec()
+            } else {
+                payload.to_vec()
+            };
+            (h, body)
         }
         LinkType::AtmRfc1483 => (Vec::new(), llc_body(ether_type, payload)),
         LinkType::IpOverFc => {

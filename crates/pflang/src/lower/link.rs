@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 50] = [
+pub const LINK_TYPES: [LinkType; 75] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -72,6 +72,31 @@ pub const LINK_TYPES: [LinkType; 50] = [
     LinkType::BacnetMsTp,
     LinkType::NetAnalyzer,
     LinkType::NetAnalyzerTransparent,
+    LinkType::JuniperMlppp,
+    LinkType::JuniperMlfr,
+    LinkType::JuniperEs,
+    LinkType::JuniperGgsn,
+    LinkType::JuniperMfr,
+    LinkType::JuniperAtm2,
+    LinkType::JuniperServices,
+    LinkType::JuniperAtm1,
+    LinkType::JuniperMonitor,
+    LinkType::JuniperPppoe,
+    LinkType::JuniperPppoeAtm,
+    LinkType::JuniperEther,
+    LinkType::JuniperPpp,
+    LinkType::JuniperFrelay,
+    LinkType::JuniperChdlc,
+    LinkType::JuniperVp,
+    LinkType::JuniperIsm,
+    LinkType::JuniperSt,
+    LinkType::JuniperSrxE2e,
+    LinkType::JuniperFibreChannel,
+    LinkType::JuniperAtmCemic,
+    LinkType::JuniperPicPeer,
+    LinkType::Erf,
+    LinkType::Mfr,
+    LinkType::Ax25Kiss,
 ];
 
 /// For link types libpcap 1.10 compiles no protocol test for (only `link[]`, `len`,
@@ -87,6 +112,10 @@ pub fn protocol_tests_refused(link: LinkType) -> Option<&'static str> {
         LinkType::Nflog => "NFLOG",
         LinkType::Mtp2 | LinkType::Mtp2WithPhdr => "MTP2",
         LinkType::Mtp3 => "SS7 MTP3",
+        LinkType::JuniperPicPeer => link.description(),
+        LinkType::Erf => "ERF",
+        LinkType::Mfr => "Multi-link Frame Relay",
+        LinkType::Ax25Kiss => "AX.25",
         LinkType::LinuxLapd => "LAPD",
         LinkType::Docsis => "DOCSIS",
         LinkType::LinuxIrda => "IrDA",
@@ -163,6 +192,9 @@ const PFLOG_AF_INET: u32 = af::INET;
 const PFLOG_AF_INET6: u32 = AF_INET6_LINUX;
 const IPNET_AF_INET: u32 = 2;
 const IPNET_AF_INET6: u32 = 26;
+
+/// Juniper's capture header magic, "MGC", in the top 3 bytes of the first word.
+const JUNIPER_MAGIC: u32 = 0x4d47_4300;
 
 /// The BACnet MS/TP preamble (0x55 0xff), in the top half of the first word.
 const BACNET_PREAMBLE: u32 = 0x55ff_0000;
@@ -243,6 +275,32 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
                 off_nl_nosnap: 3,
             }
         }
+        // Juniper: where libpcap 1.10 puts the payload and the network layer (-1 where it
+        // leaves them unset, read wrapping as libpcap's loads do).
+        LinkType::JuniperMlppp
+        | LinkType::JuniperMlfr
+        | LinkType::JuniperEs
+        | LinkType::JuniperGgsn
+        | LinkType::JuniperMfr
+        | LinkType::JuniperAtm2
+        | LinkType::JuniperServices
+        | LinkType::JuniperAtm1
+        | LinkType::JuniperMonitor
+        | LinkType::JuniperPppoe
+        | LinkType::JuniperPppoeAtm
+        | LinkType::JuniperEther
+        | LinkType::JuniperPpp
+        | LinkType::JuniperFrelay
+        | LinkType::JuniperChdlc
+        | LinkType::JuniperVp
+        | LinkType::JuniperIsm
+        | LinkType::JuniperSt
+        | LinkType::JuniperSrxE2e
+        | LinkType::JuniperFibreChannel
+        | LinkType::JuniperAtmCemic => {
+            let (pl, nl, nosnap) = juniper_offsets(link);
+            plain(link.type_offset(), pl as u32, nl as u32, nosnap as u32)
+        }
         LinkType::Ethernet => plain(link.type_offset(), link.header_len(), 0, 3),
         LinkType::Slip
         | LinkType::PppSerial
@@ -277,7 +335,40 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Mtp2
         | LinkType::Mtp2WithPhdr
         | LinkType::Mtp3
+        | LinkType::JuniperPicPeer
+        | LinkType::Erf
+        | LinkType::Mfr
+        | LinkType::Ax25Kiss
         | LinkType::Ppp => plain(link.type_offset(), link.header_len(), 0, 0),
+    }
+}
+
+/// A Juniper link type's payload offset, network layer and network layer without SNAP
+/// (relative to the payload), as libpcap 1.10 sets them; -1 is libpcap's "not set".
+fn juniper_offsets(link: LinkType) -> (i32, i32, i32) {
+    match link {
+        LinkType::JuniperMlppp => (4, 0, -1),
+        LinkType::JuniperMlfr => (4, 0, -1),
+        LinkType::JuniperEs => (-1, -1, -1),
+        LinkType::JuniperGgsn => (12, 0, -1),
+        LinkType::JuniperMfr => (4, 0, -1),
+        LinkType::JuniperAtm2 => (8, 0, 10),
+        LinkType::JuniperServices => (-1, -1, -1),
+        LinkType::JuniperAtm1 => (4, 0, 10),
+        LinkType::JuniperMonitor => (12, 0, -1),
+        LinkType::JuniperPppoe => (14, 18, 21),
+        LinkType::JuniperPppoeAtm => (6, 0, -1),
+        LinkType::JuniperEther => (14, 18, 21),
+        LinkType::JuniperPpp => (4, 0, -1),
+        LinkType::JuniperFrelay => (4, 0, -1),
+        LinkType::JuniperChdlc => (4, 0, -1),
+        LinkType::JuniperVp => (-1, -1, -1),
+        LinkType::JuniperIsm => (-1, -1, -1),
+        LinkType::JuniperSt => (-1, -1, -1),
+        LinkType::JuniperSrxE2e => (-1, -1, -1),
+        LinkType::JuniperFibreChannel => (-1, -1, -1),
+        LinkType::JuniperAtmCemic => (-1, -1, -1),
+        _ => (-1, -1, -1),
     }
 }
 
@@ -320,6 +411,31 @@ impl Lowerer<'_> {
             // 802.2 LLC right after the MAC header (or from the start, on RFC 1483 ATM).
             LinkType::Fddi | LinkType::TokenRing | LinkType::AtmRfc1483 | LinkType::IpOverFc => {
                 self.llc_link_proto(proto)
+            }
+            // Juniper: every protocol is the capture header's `MGC` magic, as libpcap 1.10
+            // compiles it.
+            LinkType::JuniperMlppp
+            | LinkType::JuniperMlfr
+            | LinkType::JuniperEs
+            | LinkType::JuniperGgsn
+            | LinkType::JuniperMfr
+            | LinkType::JuniperAtm2
+            | LinkType::JuniperServices
+            | LinkType::JuniperAtm1
+            | LinkType::JuniperMonitor
+            | LinkType::JuniperPppoe
+            | LinkType::JuniperPppoeAtm
+            | LinkType::JuniperEther
+            | LinkType::JuniperPpp
+            | LinkType::JuniperFrelay
+            | LinkType::JuniperChdlc
+            | LinkType::JuniperVp
+            | LinkType::JuniperIsm
+            | LinkType::JuniperSt
+            | LinkType::JuniperSrxE2e
+            | LinkType::JuniperFibreChannel
+            | LinkType::JuniperAtmCemic => {
+                self.cmp_field(Layer::LinkHdr, 0, Size::Word, 0xffff_ff00, JUNIPER_MAGIC)
             }
             // LocalTalk carries AppleTalk, nothing libpcap tests for.
             LinkType::Ltalk => Pred::Const(proto == ETHERTYPE_ATALK),
@@ -374,7 +490,11 @@ impl Lowerer<'_> {
             | LinkType::Ieee802154Tap
             | LinkType::Mtp2
             | LinkType::Mtp2WithPhdr
-            | LinkType::Mtp3) => {
+            | LinkType::Mtp3
+            | LinkType::JuniperPicPeer
+            | LinkType::Erf
+            | LinkType::Mfr
+            | LinkType::Ax25Kiss) => {
                 let name = protocol_tests_refused(link).unwrap_or_else(|| link.description());
                 return Err(CompileError::new(
                     span,

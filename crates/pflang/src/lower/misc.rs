@@ -1,7 +1,7 @@
 //! Link-type specific tests: direction (`inbound`/`outbound`), `ifindex`, the pflog header
 //! tests (and where a pflog capture's payload starts), and the SS7 MTP2/MTP3 tests.
 //!
-//! Linux cooked captures (v1 and v2), pflog and ipnet record a direction, and cooked v2
+//! Linux cooked captures (v1 and v2), pflog, ipnet and Juniper's record a direction, and cooked v2
 //! an interface, in the packet. weir filters capture files, so elsewhere it does what
 //! libpcap does when it reads a savefile: refuses them, with libpcap's words
 //! ("inbound/outbound not supported on Ethernet when reading savefiles"). (libpcap
@@ -37,6 +37,8 @@ const PFLOG_NAME_MAX: usize = 15;
 /// pf's directions.
 const PF_IN: u32 = 1;
 const PF_OUT: u32 = 2;
+/// Juniper's direction flag, in the flags byte after the magic.
+const JUNIPER_FLAG_IN: u32 = 0x01;
 /// ipnet's direction field (a half-word at 2).
 const IPNET_OUTBOUND: u32 = 1;
 const IPNET_INBOUND: u32 = 2;
@@ -123,6 +125,11 @@ impl Lowerer<'_> {
             LinkType::Ipnet => {
                 let dir = if inbound { IPNET_INBOUND } else { IPNET_OUTBOUND };
                 return Ok(self.cmp_field(Layer::LinkHdr, 2, Size::Half, u32::MAX, dir));
+            }
+            // Juniper: the capture header's direction flag (set: received).
+            link if link.is_juniper() => {
+                let dir = u32::from(inbound);
+                return Ok(self.cmp_field(Layer::LinkHdr, 3, Size::Byte, JUNIPER_FLAG_IN, dir));
             }
             _ => {}
         }
@@ -359,6 +366,8 @@ fn mtp2_base(link: LinkType) -> Option<u32> {
     match link {
         LinkType::Mtp2 => Some(0),
         LinkType::Mtp2WithPhdr => Some(4),
+        // ERF records: the MTP2 frame after the 16-byte ERF header and 4 more bytes.
+        LinkType::Erf => Some(20),
         _ => None,
     }
 }

@@ -169,6 +169,11 @@ const DEST_OPTS: u8 = 60;
 /// walk of `vlan and protochain 6` starts behind the tag).
 fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
     let half = |at: usize| data.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    // Juniper: where libpcap puts the network layer (the unset offsets read before the
+    // packet), and behind the Ethernet PICs' frame: anywhere in the first bytes.
+    if link.is_juniper() {
+        return (0..data.len().min(64)).collect();
+    }
     match link {
         LinkType::Ethernet => {
             let mut starts = vec![14];
@@ -226,7 +231,36 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         | LinkType::Ieee802154Tap
         | LinkType::Mtp2
         | LinkType::Mtp2WithPhdr
-        | LinkType::Mtp3 => vec![],
+        | LinkType::Mtp3
+        | LinkType::JuniperPicPeer
+        | LinkType::Erf
+        | LinkType::Mfr
+        | LinkType::Ax25Kiss => vec![],
+        // Handled above.
+        LinkType::JuniperMlppp
+        | LinkType::JuniperMlfr
+        | LinkType::JuniperEs
+        | LinkType::JuniperGgsn
+        | LinkType::JuniperMfr
+        | LinkType::JuniperAtm2
+        | LinkType::JuniperServices
+        | LinkType::JuniperAtm1
+        | LinkType::JuniperMonitor
+        | LinkType::JuniperPppoe
+        | LinkType::JuniperPppoeAtm
+        | LinkType::JuniperEther
+        | LinkType::JuniperPpp
+        | LinkType::JuniperFrelay
+        | LinkType::JuniperChdlc
+        | LinkType::JuniperVp
+        | LinkType::JuniperIsm
+        | LinkType::JuniperSt
+        | LinkType::JuniperSrxE2e
+        | LinkType::JuniperFibreChannel
+        | LinkType::JuniperAtmCemic => vec![],
+        // Juniper: where libpcap puts the network layer (the unset offsets read before the
+        // packet), and behind the Ethernet PICs' frame.
+        link if link.is_juniper() => (0..data.len().min(64)).collect(),
         // Behind LLC and SNAP, and behind a PPPoE session header there.
         LinkType::Fddi => vec![21, 29],
         LinkType::TokenRing => vec![22, 30],
