@@ -196,6 +196,21 @@ pub enum LinkType {
     Mfr,
     /// AX.25 frames after a KISS header.
     Ax25Kiss,
+    /// BSD/OS SLIP: a 24-byte header before the IP packet.
+    SlipBsdos,
+    /// BSD/OS PPP: a 24-byte header with the PPP protocol at 5.
+    PppBsdos,
+    /// Linux Classical IP over ATM: 802.2 LLC (SNAP) from the start.
+    AtmClip,
+    /// PPPoE session frames without their Ethernet header: the 6-byte PPPoE header, then
+    /// the PPP protocol.
+    PppEther,
+    /// Symantec Enterprise Firewall captures: a 44-byte header with an EtherType at 6.
+    SymantecFirewall,
+    /// Apple IP over IEEE 1394 (FireWire): addresses, then an EtherType at 16.
+    AppleIpOverIeee1394,
+    /// PPP as pppd logs it: a direction byte instead of the address, control, protocol.
+    PppPppd,
 }
 
 /// The facts of one link type.
@@ -222,7 +237,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 75] = [
+    pub const ALL: [LinkType; 82] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::TokenRing,
@@ -232,7 +247,12 @@ impl LinkType {
         LinkType::Fddi,
         LinkType::AtmRfc1483,
         LinkType::Raw,
+        LinkType::SlipBsdos,
+        LinkType::PppBsdos,
+        LinkType::AtmClip,
         LinkType::PppSerial,
+        LinkType::PppEther,
+        LinkType::SymantecFirewall,
         LinkType::CHdlc,
         LinkType::Ieee80211,
         LinkType::FrameRelay,
@@ -254,6 +274,7 @@ impl LinkType {
         LinkType::JuniperAtm2,
         LinkType::JuniperServices,
         LinkType::JuniperAtm1,
+        LinkType::AppleIpOverIeee1394,
         LinkType::Mtp2WithPhdr,
         LinkType::Mtp2,
         LinkType::Mtp3,
@@ -262,6 +283,7 @@ impl LinkType {
         LinkType::Avs,
         LinkType::JuniperMonitor,
         LinkType::BacnetMsTp,
+        LinkType::PppPppd,
         LinkType::JuniperPppoe,
         LinkType::JuniperPppoeAtm,
         LinkType::JuniperPicPeer,
@@ -1057,6 +1079,76 @@ impl LinkType {
                 description: "AX.25 with KISS header",
                 header_len: 0,
                 type_offset: None,
+            },
+            LinkType::SlipBsdos => &LinkInfo {
+                name: "SLIP_BSDOS",
+                aliases: &[],
+                dlt: 15,
+                linktype: 15,
+                other_numbers: &[],
+                description: "BSD/OS SLIP",
+                header_len: 24,
+                type_offset: None,
+            },
+            LinkType::PppBsdos => &LinkInfo {
+                name: "PPP_BSDOS",
+                aliases: &[],
+                dlt: 16,
+                linktype: 16,
+                other_numbers: &[],
+                description: "BSD/OS PPP",
+                header_len: 24,
+                type_offset: Some(5),
+            },
+            LinkType::AtmClip => &LinkInfo {
+                name: "ATM_CLIP",
+                aliases: &[],
+                dlt: 19,
+                linktype: 106,
+                other_numbers: &[],
+                description: "Linux Classical IP over ATM",
+                header_len: 0,
+                type_offset: Some(0),
+            },
+            LinkType::PppEther => &LinkInfo {
+                name: "PPP_ETHER",
+                aliases: &[],
+                dlt: 51,
+                linktype: 51,
+                other_numbers: &[],
+                description: "PPPoE",
+                header_len: 8,
+                type_offset: Some(6),
+            },
+            LinkType::SymantecFirewall => &LinkInfo {
+                name: "SYMANTEC_FIREWALL",
+                aliases: &[],
+                dlt: 99,
+                linktype: 99,
+                other_numbers: &[],
+                description: "Symantec Firewall",
+                header_len: 44,
+                type_offset: Some(6),
+            },
+            LinkType::AppleIpOverIeee1394 => &LinkInfo {
+                name: "APPLE_IP_OVER_IEEE1394",
+                aliases: &[],
+                dlt: 138,
+                linktype: 138,
+                other_numbers: &[],
+                description: "Apple IP-over-IEEE 1394",
+                header_len: 18,
+                type_offset: Some(16),
+            },
+            LinkType::PppPppd => &LinkInfo {
+                name: "PPP_PPPD",
+                aliases: &[],
+                dlt: 166,
+                linktype: 166,
+                other_numbers: &[],
+                description: "PPP for pppd, with direction flag",
+                header_len: 4,
+                type_offset: Some(2),
             },
             // The PPI header is 8 bytes or more; filters read its length from the packet.
             LinkType::Ppi => &LinkInfo {

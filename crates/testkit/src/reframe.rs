@@ -35,6 +35,10 @@
 //! - Juniper: the `MGC` magic (now and then damaged), flags and the PIC's header, before
 //!   the payload (the whole Ethernet frame for the Ethernet and PPPoE PICs); PIC peer,
 //!   FRF.16 and AX.25 captures: a 4-byte header.
+//! - BSD/OS SLIP and PPP (24-byte headers; PPP's protocol at 5, IP sometimes as a Van
+//!   Jacobson form), pppd's PPP (a direction byte first), PPPoE sessions without Ethernet,
+//!   Linux CLIP (LLC), Apple IP over FireWire and Symantec's firewall (an EtherType at 16
+//!   and at 6).
 //! - SS7: MTP2 frames (also inside ERF records) (with and without the pseudo-header) of each kind, fill-in and
 //!   link status units too, MSUs with a service information octet and routing label (the
 //!   point codes and link selection from the packet); bare MTP3 messages.
@@ -56,7 +60,7 @@ use weir_packet::{ethertype, LinkType};
 use crate::Packet;
 
 /// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 67] = [
+pub const LINK_TYPES: [LinkType; 74] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -124,6 +128,13 @@ pub const LINK_TYPES: [LinkType; 67] = [
     LinkType::Erf,
     LinkType::Mfr,
     LinkType::Ax25Kiss,
+    LinkType::SlipBsdos,
+    LinkType::PppBsdos,
+    LinkType::AtmClip,
+    LinkType::PppEther,
+    LinkType::SymantecFirewall,
+    LinkType::AppleIpOverIeee1394,
+    LinkType::PppPppd,
 ];
 
 const ETHERNET_HEADER: usize = 14;
@@ -375,7 +386,39 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
             };
             (h, body)
         }
-        LinkType::AtmRfc1483 => (Vec::new(), llc_body(ether_type, payload)),
+        LinkType::AtmRfc1483 | LinkType::AtmClip => (Vec::new(), llc_body(ether_type, payload)),
+        LinkType::SlipBsdos => {
+            let mut h: Vec<u8> = (0..24).map(|i| (hash >> (i % 48)) as u8).collect();
+            h[0] = 0x40 | (hash >> 8) as u8 & 0x0f;
+            (h, payload.to_vec())
+        }
+        LinkType::PppBsdos => {
+            let mut h: Vec<u8> = (0..24).map(|i| (hash >> (i % 48)) as u8).collect();
+            let protocol = match ppp_protocol(ether_type, payload) {
+                0x0021 => [0x0021, 0x002d, 0x002f][((hash >> 8) % 3) as usize],
+                p => p,
+            };
+            h[5..7].copy_from_slice(&protocol.to_be_bytes());
+            (h, payload.to_vec())
+        }
+        LinkType::PppPppd => {
+            let mut h = vec![((hash >> 8) % 3) as u8, 0x03];
+            h.extend_from_slice(&ppp_protocol(ether_type, payload).to_be_bytes());
+            (h, payload.to_vec())
+        }
+        LinkType::PppEther => {
+            let mut h = vec![0x11, 0x00];
+            h.extend_from_slice(&((hash >> 8) as u16).to_be_bytes());
+            h.extend_from_slice(&u16::try_from(payload.len() + 2).unwrap_or(0).to_be_bytes());
+            h.extend_from_slice(&ppp_protocol(ether_type, payload).to_be_bytes());
+            (h, payload.to_vec())
+        }
+        LinkType::SymantecFirewall | LinkType::AppleIpOverIeee1394 => {
+            let (len, at) = if link == LinkType::SymantecFirewall { (44, 6) } else { (18, 16) };
+            let mut h: Vec<u8> = (0..len).map(|i| (hash >> (i % 48)) as u8).collect();
+            h[at..at + 2].copy_from_slice(&ether_type.to_be_bytes());
+            (h, payload.to_vec())
+        }
         LinkType::IpOverFc => {
             let mut h = vec![0x10, 0x00];
             h.extend_from_slice(data.get(..6).unwrap_or(&[]));

@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 75] = [
+pub const LINK_TYPES: [LinkType; 82] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -97,6 +97,13 @@ pub const LINK_TYPES: [LinkType; 75] = [
     LinkType::Erf,
     LinkType::Mfr,
     LinkType::Ax25Kiss,
+    LinkType::SlipBsdos,
+    LinkType::PppBsdos,
+    LinkType::AtmClip,
+    LinkType::PppEther,
+    LinkType::SymantecFirewall,
+    LinkType::AppleIpOverIeee1394,
+    LinkType::PppPppd,
 ];
 
 /// For link types libpcap 1.10 compiles no protocol test for (only `link[]`, `len`,
@@ -165,6 +172,10 @@ pub(crate) const LLCSAP_NETBEUI: u32 = llcsap::NETBEUI as u32;
 pub(crate) const LLCSAP_IPX: u32 = llcsap::IPX as u32;
 pub(crate) const LLCSAP_8021D: u32 = llcsap::STP as u32;
 pub(crate) const LLCSAP_SNAP: u32 = llcsap::SNAP as u32;
+
+/// Van Jacobson compressed and uncompressed TCP/IP over PPP (BSD/OS PPP's IP).
+const PPP_VJC: u32 = 0x2d;
+const PPP_VJNC: u32 = 0x2f;
 
 /// MPLS unicast over PPP; `mpls` after `pppoes` tests for it.
 pub(crate) const PPP_MPLS_UCAST: u32 = ppp::MPLS_UCAST as u32;
@@ -249,6 +260,7 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::TokenRing
         | LinkType::SunAtm
         | LinkType::AtmRfc1483
+        | LinkType::AtmClip
         | LinkType::IpOverFc => {
             let llc = link.header_len();
             plain(Some(llc), llc, 8, 3)
@@ -339,6 +351,12 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Erf
         | LinkType::Mfr
         | LinkType::Ax25Kiss
+        | LinkType::SlipBsdos
+        | LinkType::PppBsdos
+        | LinkType::PppEther
+        | LinkType::SymantecFirewall
+        | LinkType::AppleIpOverIeee1394
+        | LinkType::PppPppd
         | LinkType::Ppp => plain(link.type_offset(), link.header_len(), 0, 0),
     }
 }
@@ -409,9 +427,11 @@ impl Lowerer<'_> {
                 }
             }
             // 802.2 LLC right after the MAC header (or from the start, on RFC 1483 ATM).
-            LinkType::Fddi | LinkType::TokenRing | LinkType::AtmRfc1483 | LinkType::IpOverFc => {
-                self.llc_link_proto(proto)
-            }
+            LinkType::Fddi
+            | LinkType::TokenRing
+            | LinkType::AtmRfc1483
+            | LinkType::AtmClip
+            | LinkType::IpOverFc => self.llc_link_proto(proto),
             // Juniper: every protocol is the capture header's `MGC` magic, as libpcap 1.10
             // compiles it.
             LinkType::JuniperMlppp
@@ -449,7 +469,16 @@ impl Lowerer<'_> {
             }
             LinkType::LinuxSll => self.sll_link_proto(proto),
             LinkType::LinuxSll2 => self.type_field_is(proto),
-            LinkType::Ppp | LinkType::PppSerial => self.type_field_is(ppp_protocol(proto)),
+            LinkType::Ppp | LinkType::PppSerial | LinkType::PppPppd | LinkType::PppEther => {
+                self.type_field_is(ppp_protocol(proto))
+            }
+            // BSD/OS PPP: IP is IP or either Van Jacobson form.
+            LinkType::PppBsdos if proto == ETHERTYPE_IP => {
+                Pred::or([u32::from(ppp::IP), PPP_VJC, PPP_VJNC].map(|p| self.type_field_is(p)))
+            }
+            LinkType::PppBsdos => self.type_field_is(ppp_protocol(proto)),
+            // An EtherType field, compared with whatever number is asked for.
+            LinkType::SymantecFirewall | LinkType::AppleIpOverIeee1394 => self.type_field_is(proto),
             // Cisco HDLC carries EtherTypes; OSI is its own value (the SAP doubled).
             LinkType::CHdlc if proto == LLCSAP_ISONS => {
                 self.type_field_is((LLCSAP_ISONS << 8) | LLCSAP_ISONS)
@@ -532,7 +561,7 @@ impl Lowerer<'_> {
             }
             // No type field: the version nibble says what the packet is. On SLIP libpcap
             // reads it at the start of the link header, which is SLIP's direction byte.
-            LinkType::Raw | LinkType::Slip => match proto {
+            LinkType::Raw | LinkType::Slip | LinkType::SlipBsdos => match proto {
                 ETHERTYPE_IP => self.cmp_field(Layer::LinkHdr, 0, Size::Byte, 0xf0, 0x40),
                 ETHERTYPE_IPV6 => self.cmp_field(Layer::LinkHdr, 0, Size::Byte, 0xf0, 0x60),
                 _ => Pred::Const(false),

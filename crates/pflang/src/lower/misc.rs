@@ -126,6 +126,11 @@ impl Lowerer<'_> {
                 let dir = if inbound { IPNET_INBOUND } else { IPNET_OUTBOUND };
                 return Ok(self.cmp_field(Layer::LinkHdr, 2, Size::Half, u32::MAX, dir));
             }
+            // pppd's direction byte: 0 received, 1 sent.
+            LinkType::PppPppd => {
+                let dir = u32::from(!inbound);
+                return Ok(self.cmp_field(Layer::LinkHdr, 0, Size::Byte, u32::MAX, dir));
+            }
             // Juniper: the capture header's direction flag (set: received).
             link if link.is_juniper() => {
                 let dir = u32::from(inbound);

@@ -270,6 +270,12 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         // Behind the header, as long as its first byte says, rounded up to 4.
         LinkType::Pflog => data.first().map_or(vec![], |&len| vec![(usize::from(len) + 3) & !3]),
         LinkType::Ipnet => vec![24],
+        LinkType::SlipBsdos | LinkType::PppBsdos => vec![24],
+        LinkType::PppPppd => vec![4],
+        LinkType::PppEther => vec![8],
+        LinkType::SymantecFirewall => vec![44],
+        LinkType::AppleIpOverIeee1394 => vec![18],
+        LinkType::AtmClip => vec![8, 16],
         LinkType::AtmRfc1483 => vec![8, 16],
         LinkType::IpOverFc => vec![24, 32],
         LinkType::Ltalk => vec![0],
