@@ -75,6 +75,14 @@ pub(super) fn dir_not_valid(d: Dir, what: &str) -> String {
 }
 
 /// libpcap's refusal of an 802.11 direction on a MAC address of a non-802.11 link.
+/// The same refusal as FDDI, Token Ring, Fibre Channel and ARCnet addresses word it.
+fn dir_only_on_wlan(d: Dir) -> String {
+    match wlan_dir_spellings(d) {
+        Some((a, b)) => format!("'{a}' and '{b}' are only supported on 802.11"),
+        None => format!("'{}' is only supported on 802.11", d.keyword()),
+    }
+}
+
 fn dir_needs_wlan(d: Dir) -> String {
     match wlan_dir_spellings(d) {
         Some((a, b)) => format!("'{a}' and '{b}' are only supported on 802.11 with 802.11 headers"),
@@ -268,7 +276,7 @@ impl Lowerer<'_> {
                 let mac = self
                     .names
                     .ether_host(name)
-                    .ok_or_else(|| site.id(format!("unknown ether host '{name}'")))?;
+                    .ok_or_else(|| site.id(format!("unknown {} host '{name}'", self.mac_kind())))?;
                 self.ether_host(&mac, q.dir, site)
             }
             Some(Proto::Decnet) => {
@@ -393,12 +401,7 @@ impl Lowerer<'_> {
         }
         let first = digits.chars().next().and_then(|c| c.to_digit(16)).unwrap_or(0);
         let byte = 0xd0 | first;
-        let refuse = |d: Dir| {
-            site.qual(match wlan_dir_spellings(d) {
-                Some((a, b)) => format!("'{a}' and '{b}' are only supported on 802.11"),
-                None => format!("'{}' is only supported on 802.11", d.keyword()),
-            })
-        };
+        let refuse = |d: Dir| site.qual(dir_only_on_wlan(d));
         self.per_side(q.dir, refuse, |l, src| {
             Ok(l.cmp_field(Layer::LinkHdr, u32::from(!src), Size::Byte, u32::MAX, byte))
         })
@@ -561,7 +564,8 @@ impl Lowerer<'_> {
         }
         // Inside a tunnel, first: does the inner packet have a MAC header at all?
         let check = self.inner_mac_check();
-        let refuse = |d| site.qual(dir_needs_wlan(d));
+        let short = matches!(self.link, LinkType::Fddi | LinkType::TokenRing | LinkType::IpOverFc);
+        let refuse = |d| site.qual(if short { dir_only_on_wlan(d) } else { dir_needs_wlan(d) });
         let (dst, src) = self.mac_offsets();
         let test = self
             .per_side(dir, refuse, |l, is_src| Ok(l.mac_at(if is_src { src } else { dst }, mac)))?;
@@ -574,6 +578,17 @@ impl Lowerer<'_> {
         self.link.is_ethernet()
             || matches!(self.link, LinkType::Fddi | LinkType::TokenRing | LinkType::IpOverFc)
             || self.link.is_ieee80211()
+    }
+
+    /// What libpcap's messages call the current link's MAC addresses.
+    fn mac_kind(&self) -> &'static str {
+        match self.link {
+            LinkType::Fddi => "FDDI",
+            LinkType::TokenRing => "token ring",
+            LinkType::IpOverFc => "Fibre Channel",
+            l if l.is_ieee80211() => "802.11",
+            _ => "ether",
+        }
     }
 
     /// Where the destination and source MACs are in the link header: after FDDI's frame
