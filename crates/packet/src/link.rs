@@ -61,6 +61,156 @@ pub enum LinkType {
     /// Linux netfilter log messages: family, version and resource ID, then TLVs (the
     /// packet is the payload TLV's value).
     Nflog,
+    /// FDDI: frame control, destination and source MACs (13 bytes), then 802.2 LLC.
+    Fddi,
+    /// IEEE 802.5 Token Ring: access control, frame control, destination and source MACs
+    /// (14 bytes, without source routing), then 802.2 LLC.
+    TokenRing,
+    /// SunATM: a 4-byte pseudo-header (traffic type in the low nibble of byte 0, VPI at 1,
+    /// VCI at 2) before an AAL5 PDU: 802.2 LLC, LANE (2 bytes, then an Ethernet frame) or
+    /// signalling.
+    SunAtm,
+    /// OpenBSD pflog: a header of its own length (the byte at 0, padded to 4 bytes) with
+    /// the address family, action, reason, interface, ruleset, rule numbers and direction.
+    Pflog,
+    /// Solaris ipnet: a 24-byte header (version, address family at 1, direction at 2,
+    /// lengths, zones) before the IP packet.
+    Ipnet,
+    /// Ethernet with a 4-byte Broadcom switch tag after the source MAC.
+    DsaTagBrcm,
+    /// Ethernet after a 4-byte Broadcom switch tag.
+    DsaTagBrcmPrepend,
+    /// Ethernet with a 4-byte Marvell DSA tag after the source MAC.
+    DsaTagDsa,
+    /// Ethernet with an 8-byte Marvell EDSA tag (an EtherType, 2 reserved bytes, the DSA
+    /// tag) after the source MAC.
+    DsaTagEdsa,
+    /// Linux vISDN LAPD: a Linux cooked header before the LAPD frame.
+    LinuxLapd,
+    /// DOCSIS MAC frames (a 6-byte DOCSIS header before an Ethernet frame in data PDUs).
+    Docsis,
+    /// Linux IrDA: a Linux cooked header before the IrLAP frame.
+    LinuxIrda,
+    /// OpenBSD pfsync state messages.
+    Pfsync,
+    /// IEEE 802.15.4 frames with Linux padding.
+    Ieee802154Linux,
+    /// IEEE 802.15.4 frames ending in their FCS.
+    Ieee802154,
+    /// IEEE 802.15.4 frames with the PHY's preamble, delimiter and length.
+    Ieee802154NonaskPhy,
+    /// IEEE 802.15.4 frames without their FCS.
+    Ieee802154Nofcs,
+    /// IEEE 802.15.4 frames after a TLV pseudo-header.
+    Ieee802154Tap,
+    /// SS7 MTP2 after a 4-byte pseudo-header (sent, Annex A, link number).
+    Mtp2WithPhdr,
+    /// SS7 MTP2 frames: sequence numbers, the length indicator, then (MSUs) MTP3.
+    Mtp2,
+    /// SS7 MTP3 messages: the service information octet, then the routing label.
+    Mtp3,
+    /// ATM AAL5 frames with RFC 1483 LLC encapsulation: 802.2 LLC (SNAP) from the start.
+    AtmRfc1483,
+    /// OpenBSD enc(4): a 12-byte header (the address family in the capturing host's byte
+    /// order, SPI, flags) before the IP packet.
+    Enc,
+    /// LocalTalk: the LLAP header and DDP; libpcap's filters see no type field.
+    Ltalk,
+    /// RFC 2625 IP over Fibre Channel: a 16-byte network header (destination and source
+    /// addresses, each a 2-byte prefix and a MAC), then 802.2 LLC.
+    IpOverFc,
+    /// BACnet MS/TP frames: the 0x55 0xff preamble, frame type, addresses, length, CRC.
+    BacnetMsTp,
+    /// Ethernet after a 4-byte Hilscher netANALYZER pseudo-header.
+    NetAnalyzer,
+    /// Ethernet with its preamble and SFD, after a 4-byte netANALYZER pseudo-header.
+    NetAnalyzerTransparent,
+    /// Juniper Multi-Link PPP: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperMlppp,
+    /// Juniper Multi-Link Frame Relay: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperMlfr,
+    /// Juniper Encryption Services PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperEs,
+    /// Juniper GGSN PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperGgsn,
+    /// Juniper FRF.16 Frame Relay: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperMfr,
+    /// Juniper ATM2 PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperAtm2,
+    /// Juniper Advanced Services PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperServices,
+    /// Juniper ATM1 PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperAtm1,
+    /// Juniper Passive Monitor PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperMonitor,
+    /// Juniper PPPoE: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperPppoe,
+    /// Juniper PPPoE/ATM: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperPppoeAtm,
+    /// Juniper Ethernet: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperEther,
+    /// Juniper PPP: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperPpp,
+    /// Juniper Frame Relay: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperFrelay,
+    /// Juniper C-HDLC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperChdlc,
+    /// Juniper Voice PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperVp,
+    /// Juniper Integrated Service Module: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperIsm,
+    /// Juniper Secure Tunnel: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperSt,
+    /// Juniper SRX E2E: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperSrxE2e,
+    /// Juniper Fibre Channel: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperFibreChannel,
+    /// Juniper ATM CEMIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
+    /// frame.
+    JuniperAtmCemic,
+    /// Juniper PIC Peer link-layer captures, for which libpcap compiles no protocol test.
+    JuniperPicPeer,
+    /// Endace ERF records (libpcap compiles only the SS7 tests for them, 20 bytes in).
+    Erf,
+    /// FRF.16 multi-link Frame Relay.
+    Mfr,
+    /// AX.25 frames after a KISS header.
+    Ax25Kiss,
+    /// BSD/OS SLIP: a 24-byte header before the IP packet.
+    SlipBsdos,
+    /// BSD/OS PPP: a 24-byte header with the PPP protocol at 5.
+    PppBsdos,
+    /// Linux Classical IP over ATM: 802.2 LLC (SNAP) from the start.
+    AtmClip,
+    /// PPPoE session frames without their Ethernet header: the 6-byte PPPoE header, then
+    /// the PPP protocol.
+    PppEther,
+    /// Symantec Enterprise Firewall captures: a 44-byte header with an EtherType at 6.
+    SymantecFirewall,
+    /// Apple IP over IEEE 1394 (FireWire): addresses, then an EtherType at 16.
+    AppleIpOverIeee1394,
+    /// PPP as pppd logs it: a direction byte instead of the address, control, protocol.
+    PppPppd,
 }
 
 /// The facts of one link type.
@@ -87,29 +237,89 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 22] = [
+    pub const ALL: [LinkType; 82] = [
         LinkType::Null,
         LinkType::Ethernet,
+        LinkType::TokenRing,
         LinkType::ArcnetBsd,
         LinkType::Slip,
         LinkType::Ppp,
+        LinkType::Fddi,
+        LinkType::AtmRfc1483,
         LinkType::Raw,
+        LinkType::SlipBsdos,
+        LinkType::PppBsdos,
+        LinkType::AtmClip,
         LinkType::PppSerial,
+        LinkType::PppEther,
+        LinkType::SymantecFirewall,
         LinkType::CHdlc,
         LinkType::Ieee80211,
         LinkType::FrameRelay,
         LinkType::Loop,
+        LinkType::Enc,
         LinkType::LinuxSll,
+        LinkType::Ltalk,
+        LinkType::Pflog,
         LinkType::Prism,
+        LinkType::IpOverFc,
+        LinkType::SunAtm,
         LinkType::Radiotap,
         LinkType::ArcnetLinux,
+        LinkType::JuniperMlppp,
+        LinkType::JuniperMlfr,
+        LinkType::JuniperEs,
+        LinkType::JuniperGgsn,
+        LinkType::JuniperMfr,
+        LinkType::JuniperAtm2,
+        LinkType::JuniperServices,
+        LinkType::JuniperAtm1,
+        LinkType::AppleIpOverIeee1394,
+        LinkType::Mtp2WithPhdr,
+        LinkType::Mtp2,
+        LinkType::Mtp3,
+        LinkType::Docsis,
+        LinkType::LinuxIrda,
         LinkType::Avs,
+        LinkType::JuniperMonitor,
+        LinkType::BacnetMsTp,
+        LinkType::PppPppd,
+        LinkType::JuniperPppoe,
+        LinkType::JuniperPppoeAtm,
+        LinkType::JuniperPicPeer,
+        LinkType::LinuxLapd,
+        LinkType::JuniperEther,
+        LinkType::JuniperPpp,
+        LinkType::JuniperFrelay,
+        LinkType::JuniperChdlc,
+        LinkType::Mfr,
+        LinkType::JuniperVp,
+        LinkType::Ieee802154Linux,
         LinkType::Ppi,
+        LinkType::JuniperIsm,
+        LinkType::Ieee802154,
+        LinkType::Erf,
+        LinkType::JuniperSt,
+        LinkType::Ax25Kiss,
+        LinkType::Ieee802154NonaskPhy,
+        LinkType::Ipnet,
         LinkType::Ipv4,
         LinkType::Ipv6,
+        LinkType::Ieee802154Nofcs,
+        LinkType::JuniperSrxE2e,
+        LinkType::JuniperFibreChannel,
+        LinkType::JuniperAtmCemic,
         LinkType::Nflog,
+        LinkType::NetAnalyzer,
+        LinkType::NetAnalyzerTransparent,
         LinkType::IpOverIb,
+        LinkType::Pfsync,
         LinkType::LinuxSll2,
+        LinkType::DsaTagBrcm,
+        LinkType::DsaTagBrcmPrepend,
+        LinkType::Ieee802154Tap,
+        LinkType::DsaTagDsa,
+        LinkType::DsaTagEdsa,
     ];
 
     /// This link type's row.
@@ -329,6 +539,617 @@ impl LinkType {
                 header_len: 4,
                 type_offset: None,
             },
+            // No type field: the LLC header after the MACs says what follows.
+            LinkType::Fddi => &LinkInfo {
+                name: "FDDI",
+                aliases: &[],
+                dlt: 10,
+                linktype: 10,
+                other_numbers: &[],
+                description: "FDDI",
+                header_len: 13,
+                type_offset: None,
+            },
+            LinkType::TokenRing => &LinkInfo {
+                name: "IEEE802",
+                aliases: &[],
+                dlt: 6,
+                linktype: 6,
+                other_numbers: &[],
+                description: "Token ring",
+                header_len: 14,
+                type_offset: None,
+            },
+            // The traffic type is a nibble of the pseudo-header, not a protocol number.
+            LinkType::SunAtm => &LinkInfo {
+                name: "SUNATM",
+                aliases: &[],
+                dlt: 123,
+                linktype: 123,
+                other_numbers: &[],
+                description: "Sun raw ATM",
+                header_len: 4,
+                type_offset: None,
+            },
+            // The header is as long as its first byte says (61 bytes from OpenBSD, padded to
+            // 64); filters read its length from the packet. The family is one byte at 1.
+            LinkType::Pflog => &LinkInfo {
+                name: "PFLOG",
+                aliases: &[],
+                dlt: 117,
+                linktype: 117,
+                other_numbers: &[],
+                description: "OpenBSD pflog file",
+                header_len: 64,
+                type_offset: None,
+            },
+            // The address family is one byte at 1.
+            LinkType::Ipnet => &LinkInfo {
+                name: "IPNET",
+                aliases: &[],
+                dlt: 226,
+                linktype: 226,
+                other_numbers: &[],
+                description: "Solaris ipnet",
+                header_len: 24,
+                type_offset: Some(1),
+            },
+            // Link types libpcap 1.10 compiles no protocol test for (`link[]`, `len` ...
+            // only); the header lengths are where a payload would start.
+            LinkType::DsaTagBrcm => &LinkInfo {
+                name: "DSA_TAG_BRCM",
+                aliases: &[],
+                dlt: 281,
+                linktype: 281,
+                other_numbers: &[],
+                description: "Broadcom tag",
+                header_len: 18,
+                type_offset: None,
+            },
+            LinkType::DsaTagBrcmPrepend => &LinkInfo {
+                name: "DSA_TAG_BRCM_PREPEND",
+                aliases: &[],
+                dlt: 282,
+                linktype: 282,
+                other_numbers: &[],
+                description: "Broadcom tag (prepended)",
+                header_len: 18,
+                type_offset: None,
+            },
+            LinkType::DsaTagDsa => &LinkInfo {
+                name: "DSA_TAG_DSA",
+                aliases: &[],
+                dlt: 284,
+                linktype: 284,
+                other_numbers: &[],
+                description: "Marvell DSA",
+                header_len: 18,
+                type_offset: None,
+            },
+            LinkType::DsaTagEdsa => &LinkInfo {
+                name: "DSA_TAG_EDSA",
+                aliases: &[],
+                dlt: 285,
+                linktype: 285,
+                other_numbers: &[],
+                description: "Marvell EDSA",
+                header_len: 22,
+                type_offset: None,
+            },
+            LinkType::LinuxLapd => &LinkInfo {
+                name: "LINUX_LAPD",
+                aliases: &[],
+                dlt: 177,
+                linktype: 177,
+                other_numbers: &[],
+                description: "Linux vISDN LAPD",
+                header_len: 16,
+                type_offset: None,
+            },
+            LinkType::Docsis => &LinkInfo {
+                name: "DOCSIS",
+                aliases: &[],
+                dlt: 143,
+                linktype: 143,
+                other_numbers: &[],
+                description: "DOCSIS",
+                header_len: 6,
+                type_offset: None,
+            },
+            LinkType::LinuxIrda => &LinkInfo {
+                name: "LINUX_IRDA",
+                aliases: &[],
+                dlt: 144,
+                linktype: 144,
+                other_numbers: &[],
+                description: "Linux IrDA",
+                header_len: 16,
+                type_offset: None,
+            },
+            LinkType::Pfsync => &LinkInfo {
+                name: "PFSYNC",
+                aliases: &[],
+                dlt: 246,
+                linktype: 246,
+                other_numbers: &[],
+                description: "Packet filter state syncing",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154Linux => &LinkInfo {
+                name: "IEEE802_15_4_LINUX",
+                aliases: &[],
+                dlt: 191,
+                linktype: 191,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 with Linux padding",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154 => &LinkInfo {
+                name: "IEEE802_15_4",
+                aliases: &["IEEE802_15_4_WITHFCS"],
+                dlt: 195,
+                linktype: 195,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 with FCS",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154NonaskPhy => &LinkInfo {
+                name: "IEEE802_15_4_NONASK_PHY",
+                aliases: &[],
+                dlt: 215,
+                linktype: 215,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 with non-ASK PHY data",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154Nofcs => &LinkInfo {
+                name: "IEEE802_15_4_NOFCS",
+                aliases: &[],
+                dlt: 230,
+                linktype: 230,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 without FCS",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ieee802154Tap => &LinkInfo {
+                name: "IEEE802_15_4_TAP",
+                aliases: &[],
+                dlt: 283,
+                linktype: 283,
+                other_numbers: &[],
+                description: "IEEE 802.15.4 with pseudo-header",
+                header_len: 0,
+                type_offset: None,
+            },
+            // SS7: no protocol tests; MTP2's fields are the `fisu`/`sio` ... tests.
+            LinkType::Mtp2WithPhdr => &LinkInfo {
+                name: "MTP2_WITH_PHDR",
+                aliases: &[],
+                dlt: 139,
+                linktype: 139,
+                other_numbers: &[],
+                description: "SS7 MTP2 with Pseudo-header",
+                header_len: 4,
+                type_offset: None,
+            },
+            LinkType::Mtp2 => &LinkInfo {
+                name: "MTP2",
+                aliases: &[],
+                dlt: 140,
+                linktype: 140,
+                other_numbers: &[],
+                description: "SS7 MTP2",
+                header_len: 3,
+                type_offset: None,
+            },
+            LinkType::Mtp3 => &LinkInfo {
+                name: "MTP3",
+                aliases: &[],
+                dlt: 141,
+                linktype: 141,
+                other_numbers: &[],
+                description: "SS7 MTP3",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::AtmRfc1483 => &LinkInfo {
+                name: "ATM_RFC1483",
+                aliases: &[],
+                dlt: 11,
+                linktype: 100,
+                other_numbers: &[],
+                description: "RFC 1483 LLC-encapsulated ATM",
+                header_len: 0,
+                type_offset: Some(0),
+            },
+            LinkType::Enc => &LinkInfo {
+                name: "ENC",
+                aliases: &[],
+                dlt: 109,
+                linktype: 109,
+                other_numbers: &[],
+                description: "OpenBSD encapsulated IP",
+                header_len: 12,
+                type_offset: Some(0),
+            },
+            LinkType::Ltalk => &LinkInfo {
+                name: "LTALK",
+                aliases: &[],
+                dlt: 114,
+                linktype: 114,
+                other_numbers: &[],
+                description: "Localtalk",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::IpOverFc => &LinkInfo {
+                name: "IP_OVER_FC",
+                aliases: &[],
+                dlt: 122,
+                linktype: 122,
+                other_numbers: &[],
+                description: "RFC 2625 IP-over-Fibre Channel",
+                header_len: 16,
+                type_offset: Some(16),
+            },
+            LinkType::BacnetMsTp => &LinkInfo {
+                name: "BACNET_MS_TP",
+                aliases: &[],
+                dlt: 165,
+                linktype: 165,
+                other_numbers: &[],
+                description: "BACnet MS/TP",
+                header_len: 8,
+                type_offset: None,
+            },
+            LinkType::NetAnalyzer => &LinkInfo {
+                name: "NETANALYZER",
+                aliases: &[],
+                dlt: 240,
+                linktype: 240,
+                other_numbers: &[],
+                description: "Ethernet with Hilscher netANALYZER pseudo-header",
+                header_len: 18,
+                type_offset: Some(16),
+            },
+            LinkType::NetAnalyzerTransparent => &LinkInfo {
+                name: "NETANALYZER_TRANSPARENT",
+                aliases: &[],
+                dlt: 241,
+                linktype: 241,
+                other_numbers: &[],
+                description:
+                    "Ethernet with Hilscher netANALYZER pseudo-header and with preamble and SFD",
+                header_len: 26,
+                type_offset: Some(24),
+            },
+            // Juniper captures: the payload's place as libpcap 1.10 notes it (0 where it
+            // leaves it unset); the "type field" is what libpcap notes as one.
+            LinkType::JuniperMlppp => &LinkInfo {
+                name: "JUNIPER_MLPPP",
+                aliases: &[],
+                dlt: 130,
+                linktype: 130,
+                other_numbers: &[],
+                description: "Juniper Multi-Link PPP",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperMlfr => &LinkInfo {
+                name: "JUNIPER_MLFR",
+                aliases: &[],
+                dlt: 131,
+                linktype: 131,
+                other_numbers: &[],
+                description: "Juniper Multi-Link Frame Relay",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperEs => &LinkInfo {
+                name: "JUNIPER_ES",
+                aliases: &[],
+                dlt: 132,
+                linktype: 132,
+                other_numbers: &[],
+                description: "Juniper Encryption Services PIC",
+                header_len: 0,
+                type_offset: Some(6),
+            },
+            LinkType::JuniperGgsn => &LinkInfo {
+                name: "JUNIPER_GGSN",
+                aliases: &[],
+                dlt: 133,
+                linktype: 133,
+                other_numbers: &[],
+                description: "Juniper GGSN PIC",
+                header_len: 12,
+                type_offset: Some(6),
+            },
+            LinkType::JuniperMfr => &LinkInfo {
+                name: "JUNIPER_MFR",
+                aliases: &[],
+                dlt: 134,
+                linktype: 134,
+                other_numbers: &[],
+                description: "Juniper FRF.16 Frame Relay",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperAtm2 => &LinkInfo {
+                name: "JUNIPER_ATM2",
+                aliases: &[],
+                dlt: 135,
+                linktype: 135,
+                other_numbers: &[],
+                description: "Juniper ATM2 PIC",
+                header_len: 8,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperServices => &LinkInfo {
+                name: "JUNIPER_SERVICES",
+                aliases: &[],
+                dlt: 136,
+                linktype: 136,
+                other_numbers: &[],
+                description: "Juniper Advanced Services PIC",
+                header_len: 0,
+                type_offset: Some(12),
+            },
+            LinkType::JuniperAtm1 => &LinkInfo {
+                name: "JUNIPER_ATM1",
+                aliases: &[],
+                dlt: 137,
+                linktype: 137,
+                other_numbers: &[],
+                description: "Juniper ATM1 PIC",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperMonitor => &LinkInfo {
+                name: "JUNIPER_MONITOR",
+                aliases: &[],
+                dlt: 164,
+                linktype: 164,
+                other_numbers: &[],
+                description: "Juniper Passive Monitor PIC",
+                header_len: 12,
+                type_offset: Some(12),
+            },
+            LinkType::JuniperPppoe => &LinkInfo {
+                name: "JUNIPER_PPPOE",
+                aliases: &[],
+                dlt: 167,
+                linktype: 167,
+                other_numbers: &[],
+                description: "Juniper PPPoE",
+                header_len: 14,
+                type_offset: Some(16),
+            },
+            LinkType::JuniperPppoeAtm => &LinkInfo {
+                name: "JUNIPER_PPPOE_ATM",
+                aliases: &[],
+                dlt: 168,
+                linktype: 168,
+                other_numbers: &[],
+                description: "Juniper PPPoE/ATM",
+                header_len: 6,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperEther => &LinkInfo {
+                name: "JUNIPER_ETHER",
+                aliases: &[],
+                dlt: 178,
+                linktype: 178,
+                other_numbers: &[],
+                description: "Juniper Ethernet",
+                header_len: 14,
+                type_offset: Some(16),
+            },
+            LinkType::JuniperPpp => &LinkInfo {
+                name: "JUNIPER_PPP",
+                aliases: &[],
+                dlt: 179,
+                linktype: 179,
+                other_numbers: &[],
+                description: "Juniper PPP",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperFrelay => &LinkInfo {
+                name: "JUNIPER_FRELAY",
+                aliases: &[],
+                dlt: 180,
+                linktype: 180,
+                other_numbers: &[],
+                description: "Juniper Frame Relay",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperChdlc => &LinkInfo {
+                name: "JUNIPER_CHDLC",
+                aliases: &[],
+                dlt: 181,
+                linktype: 181,
+                other_numbers: &[],
+                description: "Juniper C-HDLC",
+                header_len: 4,
+                type_offset: Some(4),
+            },
+            LinkType::JuniperVp => &LinkInfo {
+                name: "JUNIPER_VP",
+                aliases: &[],
+                dlt: 183,
+                linktype: 183,
+                other_numbers: &[],
+                description: "Juniper Voice PIC",
+                header_len: 0,
+                type_offset: Some(18),
+            },
+            LinkType::JuniperIsm => &LinkInfo {
+                name: "JUNIPER_ISM",
+                aliases: &[],
+                dlt: 194,
+                linktype: 194,
+                other_numbers: &[],
+                description: "Juniper Integrated Service Module",
+                header_len: 0,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperSt => &LinkInfo {
+                name: "JUNIPER_ST",
+                aliases: &[],
+                dlt: 200,
+                linktype: 200,
+                other_numbers: &[],
+                description: "Juniper Secure Tunnel",
+                header_len: 0,
+                type_offset: Some(18),
+            },
+            LinkType::JuniperSrxE2e => &LinkInfo {
+                name: "JUNIPER_SRX_E2E",
+                aliases: &[],
+                dlt: 233,
+                linktype: 233,
+                other_numbers: &[],
+                description: "Juniper SRX E2E",
+                header_len: 0,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperFibreChannel => &LinkInfo {
+                name: "JUNIPER_FIBRECHANNEL",
+                aliases: &[],
+                dlt: 234,
+                linktype: 234,
+                other_numbers: &[],
+                description: "Juniper Fibre Channel",
+                header_len: 0,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperAtmCemic => &LinkInfo {
+                name: "JUNIPER_ATM_CEMIC",
+                aliases: &[],
+                dlt: 238,
+                linktype: 238,
+                other_numbers: &[],
+                description: "Juniper ATM CEMIC",
+                header_len: 0,
+                type_offset: Some(8),
+            },
+            LinkType::JuniperPicPeer => &LinkInfo {
+                name: "JUNIPER_PIC_PEER",
+                aliases: &[],
+                dlt: 174,
+                linktype: 174,
+                other_numbers: &[],
+                description: "Juniper PIC Peer",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Erf => &LinkInfo {
+                name: "ERF",
+                aliases: &[],
+                dlt: 197,
+                linktype: 197,
+                other_numbers: &[],
+                description: "Endace ERF header",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Mfr => &LinkInfo {
+                name: "MFR",
+                aliases: &[],
+                dlt: 182,
+                linktype: 182,
+                other_numbers: &[],
+                description: "FRF.16 Frame Relay",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::Ax25Kiss => &LinkInfo {
+                name: "AX25_KISS",
+                aliases: &[],
+                dlt: 202,
+                linktype: 202,
+                other_numbers: &[],
+                description: "AX.25 with KISS header",
+                header_len: 0,
+                type_offset: None,
+            },
+            LinkType::SlipBsdos => &LinkInfo {
+                name: "SLIP_BSDOS",
+                aliases: &[],
+                dlt: 15,
+                linktype: 15,
+                other_numbers: &[],
+                description: "BSD/OS SLIP",
+                header_len: 24,
+                type_offset: None,
+            },
+            LinkType::PppBsdos => &LinkInfo {
+                name: "PPP_BSDOS",
+                aliases: &[],
+                dlt: 16,
+                linktype: 16,
+                other_numbers: &[],
+                description: "BSD/OS PPP",
+                header_len: 24,
+                type_offset: Some(5),
+            },
+            LinkType::AtmClip => &LinkInfo {
+                name: "ATM_CLIP",
+                aliases: &[],
+                dlt: 19,
+                linktype: 106,
+                other_numbers: &[],
+                description: "Linux Classical IP over ATM",
+                header_len: 0,
+                type_offset: Some(0),
+            },
+            LinkType::PppEther => &LinkInfo {
+                name: "PPP_ETHER",
+                aliases: &[],
+                dlt: 51,
+                linktype: 51,
+                other_numbers: &[],
+                description: "PPPoE",
+                header_len: 8,
+                type_offset: Some(6),
+            },
+            LinkType::SymantecFirewall => &LinkInfo {
+                name: "SYMANTEC_FIREWALL",
+                aliases: &[],
+                dlt: 99,
+                linktype: 99,
+                other_numbers: &[],
+                description: "Symantec Firewall",
+                header_len: 44,
+                type_offset: Some(6),
+            },
+            LinkType::AppleIpOverIeee1394 => &LinkInfo {
+                name: "APPLE_IP_OVER_IEEE1394",
+                aliases: &[],
+                dlt: 138,
+                linktype: 138,
+                other_numbers: &[],
+                description: "Apple IP-over-IEEE 1394",
+                header_len: 18,
+                type_offset: Some(16),
+            },
+            LinkType::PppPppd => &LinkInfo {
+                name: "PPP_PPPD",
+                aliases: &[],
+                dlt: 166,
+                linktype: 166,
+                other_numbers: &[],
+                description: "PPP for pppd, with direction flag",
+                header_len: 4,
+                type_offset: Some(2),
+            },
             // The PPI header is 8 bytes or more; filters read its length from the packet.
             LinkType::Ppi => &LinkInfo {
                 name: "PPI",
@@ -352,6 +1173,43 @@ impl LinkType {
                 | LinkType::Radiotap
                 | LinkType::Avs
                 | LinkType::Ppi
+        )
+    }
+
+    /// Whether the link is Ethernet, or Ethernet behind a fixed-length pseudo-header
+    /// (netANALYZER's), with the same link-level tests.
+    pub const fn is_ethernet(self) -> bool {
+        matches!(
+            self,
+            LinkType::Ethernet | LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent
+        )
+    }
+
+    /// Whether the link is one of Juniper's capture formats (the `MGC` magic first).
+    pub const fn is_juniper(self) -> bool {
+        matches!(
+            self,
+            LinkType::JuniperMlppp
+                | LinkType::JuniperMlfr
+                | LinkType::JuniperEs
+                | LinkType::JuniperGgsn
+                | LinkType::JuniperMfr
+                | LinkType::JuniperAtm2
+                | LinkType::JuniperServices
+                | LinkType::JuniperAtm1
+                | LinkType::JuniperMonitor
+                | LinkType::JuniperPppoe
+                | LinkType::JuniperPppoeAtm
+                | LinkType::JuniperEther
+                | LinkType::JuniperPpp
+                | LinkType::JuniperFrelay
+                | LinkType::JuniperChdlc
+                | LinkType::JuniperVp
+                | LinkType::JuniperIsm
+                | LinkType::JuniperSt
+                | LinkType::JuniperSrxE2e
+                | LinkType::JuniperFibreChannel
+                | LinkType::JuniperAtmCemic
         )
     }
 

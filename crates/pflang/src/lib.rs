@@ -19,8 +19,8 @@ mod rejects_all;
 pub use ast::{Expr, ExprKind, Span};
 pub use error::ParseError;
 pub use lower::{
-    compile, compiles_for, lower, lower_with_facts, CompileError, LinkType, Lowered, Options,
-    LINK_TYPES,
+    compile, compiles_for, lower, lower_with_facts, protocol_tests_refused, CompileError, LinkType,
+    Lowered, Options, LINK_TYPES,
 };
 pub use parser::{parse, MAX_DEPTH};
 pub use rejects_all::{libpcap_rejects_all, rejects_all};

@@ -62,8 +62,16 @@ pub fn rejects_all(filter: &Filter) -> bool {
     };
     // Tunnels (`geneve`, `vxlan`) keep offsets in scratch memory: libpcap's blocks for them
     // carry register values from block to block, which stops its jump threading (its
-    // `use_conflict`); it is not modelled, and such expressions are never refused.
-    if graph.nodes.iter().any(|n| matches!(n, Node::Store { .. })) {
+    // `use_conflict`); it is not modelled, and such expressions are never refused. A store
+    // at the root is a prologue (pflog's payload offset), statements of libpcap's first
+    // block that do not stop it: the walk below takes it as a store on every path.
+    let prologue = matches!(graph.nodes.get(root), Some(Node::Store { .. })).then_some(root);
+    if graph
+        .nodes
+        .iter()
+        .enumerate()
+        .any(|(i, n)| matches!(n, Node::Store { .. }) && Some(i) != prologue)
+    {
         return false;
     }
     let mut walk = Walk { graph: &graph, steps: 0, seen: HashSet::new() };
@@ -347,7 +355,23 @@ fn fold(e: &Expr) -> Option<u32> {
         Expr::WireLen | Expr::Load { .. } | Expr::Scratch(_) => return None,
         Expr::Neg(inner) => fold(inner)?.wrapping_neg(),
         Expr::Binary { op, lhs, rhs } => {
-            let (a, b) = (fold(lhs)?, fold(rhs)?);
+            // libpcap's opt_stmt: a 0 in A makes `* / % & << >>` 0 whatever X holds, and a
+            // constant 0 operand makes `*` and `&` 0 (the other operand's loads dropped).
+            let (l, r) = (fold(lhs), fold(rhs));
+            let zeroes = match (l, r) {
+                (Some(0), _) => {
+                    matches!(
+                        op,
+                        BinOp::Mul | BinOp::Div | BinOp::Mod | BinOp::And | BinOp::Shl | BinOp::Shr
+                    )
+                }
+                (_, Some(0)) => matches!(op, BinOp::Mul | BinOp::And),
+                _ => false,
+            };
+            if zeroes {
+                return Some(0);
+            }
+            let (a, b) = (l?, r?);
             match op {
                 BinOp::Add => a.wrapping_add(b),
                 BinOp::Sub => a.wrapping_sub(b),

@@ -225,8 +225,8 @@ enum Documented {
     /// scratch slots lowering keeps (the other 8 are the emitters' temporaries); libpcap
     /// shares its 16 cells among everything.
     ScratchBudget,
-    /// libpcap bug on 802.11: the register holding a packet-dependent link offset is
-    /// reused by an arithmetic temporary, or never written (after `geneve`); weir keeps
+    /// libpcap bug on 802.11 and pflog: the register holding a packet-dependent link offset
+    /// is reused by an arithmetic temporary, or never written (after `geneve`); weir keeps
     /// the offset.
     WlanOffsetRegister,
 }
@@ -258,7 +258,7 @@ impl Documented {
             }
             Documented::ByteAndOr => "libpcap bug: byte &/|",
             Documented::CbpfTooLong => "cBPF size limit (documented)",
-            Documented::WlanOffsetRegister => "libpcap bug: 802.11 offset register reused",
+            Documented::WlanOffsetRegister => "libpcap bug: 802.11/pflog offset register reused",
             Documented::ScratchBudget => {
                 "weir limit: more variable-length headers than lowering's 8 scratch slots"
             }
@@ -429,7 +429,8 @@ impl Oracle<'_> {
                 out.protochain_limit += 1;
                 continue;
             }
-            if set.link.is_ieee80211() && documented::offset_register_reused(&unopt) {
+            let variable_offsets = set.link.is_ieee80211() || set.link == LinkType::Pflog;
+            if variable_offsets && documented::offset_register_reused(&unopt) {
                 if !out.documented.contains(&Documented::WlanOffsetRegister) {
                     out.documented.push(Documented::WlanOffsetRegister);
                 }
@@ -956,16 +957,33 @@ fn link_types_agree_with_libpcap() {
     let oracle = Oracle { names: &names };
     let count =
         crate::env_number("WEIR_LINK_DIFF_COUNT").map_or(LINK_DEFAULT_COUNT, |n| n as usize);
+    // WEIR_LINK_DIFF_ONLY: a comma-separated list of link type names to run alone (the
+    // seeds stay each type's own).
+    let only: Option<Vec<LinkType>> = std::env::var("WEIR_LINK_DIFF_ONLY")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| LinkType::from_name(n.trim())).collect());
     let mut reports = Vec::new();
     for (i, set) in link_type_sets().into_iter().enumerate() {
+        if only.as_ref().is_some_and(|o| !o.contains(&set.link)) {
+            continue;
+        }
         let seed = FIXED_SEED ^ (0x1111 * (i as u64 + 1));
         let mut g = Generator::new(seed);
         g.link_share = if set.link.is_ieee80211() { 20 } else { 8 };
         g.aid_share = if set.link.is_arcnet() { 12 } else { 0 };
+        g.atm_share = if set.link == LinkType::SunAtm { 15 } else { 0 };
+        g.pf_share = if set.link == LinkType::Pflog { 15 } else { 0 };
+        // The SS7 tests compile on MTP2 only; on MTP3 a few check libpcap's refusals.
+        g.mtp_share = match set.link {
+            LinkType::Mtp2 | LinkType::Mtp2WithPhdr | LinkType::Erf => 40,
+            LinkType::Mtp3 => 4,
+            _ => 0,
+        };
         let mut pick = weir_testkit::SplitMix64::new(seed ^ 0x11f7);
-        // libpcap refuses every protocol test on IP over InfiniBand and NFLOG, so few
-        // generated expressions compile there: four times as many, and a thirtieth must.
-        let ipoib = matches!(set.link, LinkType::IpOverIb | LinkType::Nflog);
+        // libpcap refuses every protocol test on IP over InfiniBand, NFLOG, DSA tags, LAPD
+        // ... (`protocol_tests_refused`), so few generated expressions compile there: four
+        // times as many, and a thirtieth must.
+        let ipoib = weir_pflang::protocol_tests_refused(set.link).is_some();
         let (count, share) = if ipoib { (count * 4, 30) } else { (count, 4) };
         let cases: Vec<Case> = (0..count)
             .map(|_| {
@@ -1067,6 +1085,171 @@ fn newer_link_keywords_agree_with_libpcap() {
         assert!(acc * 3 >= *n, "{link}: libpcap accepts only {acc} of {n}");
     }
     let r = report("newer link keywords", &oracle, &sets, &cases, &t);
+    assert!(r.is_empty(), "weir disagrees with libpcap:\n{r}");
+}
+
+/// SunATM's keywords (`lane` and what follows it, `vpi`/`vci`, the abbreviations) and the
+/// MAC-level tests of FDDI and Token Ring, spelled out: each expression on SunATM, FDDI and
+/// Token Ring agrees with libpcap (accepted or refused alike, same verdicts).
+#[test]
+fn atm_and_lan_keywords_agree_with_libpcap() {
+    let names = NameDb::system_files_only();
+    let oracle = Oracle { names: &names };
+    let exprs = [
+        "lane",
+        "lane and ip",
+        "lane and ether host 0:11:22:33:44:1",
+        "lane and broadcast",
+        "lane and multicast",
+        "lane and vlan and ip",
+        "lane and mpls",
+        "lane and pppoes and ip",
+        "lane and lane and ip",
+        "lane and llc",
+        "lane and vpi 1",
+        "lane and geneve and ip",
+        "pppoes and lane",
+        "ip and lane and ip",
+        "vpi 0",
+        "vpi > 3",
+        "vci < 40",
+        "vci != 5",
+        "vci <= 16",
+        "vpi (0 or 1)",
+        "oam",
+        "oamf4",
+        "oamf4ec",
+        "oamf4sc",
+        "metac",
+        "bcc",
+        "sc",
+        "ilmic",
+        "connectmsg",
+        "metaconnect",
+        "ether host 0:11:22:33:44:1",
+        "ether src 0:11:22:33:44:1",
+        "ether dst host ff:ff:ff:ff:ff:ff",
+        "ether src and dst 0:11:22:33:44:1",
+        "ether addr1 0:11:22:33:44:1",
+        "broadcast",
+        "multicast",
+        "ip broadcast",
+        "ip6 multicast",
+        "llc",
+        "llc i",
+        "not llc",
+        "vlan",
+        "mpls",
+        "ip",
+        "arp",
+        "atalk",
+        "aarp",
+        "ipx",
+        "stp",
+        "iso",
+        "isis",
+        "netbeui",
+        "ether proto 3",
+        "host localhost",
+        "tcp port 80",
+        "pppoes and ip",
+        "geneve and ether host 0:11:22:33:44:1",
+    ];
+    let sets: Vec<LinkSet> = link_type_sets()
+        .into_iter()
+        .filter(|s| matches!(s.link, LinkType::SunAtm | LinkType::Fddi | LinkType::TokenRing))
+        .collect();
+    assert_eq!(sets.len(), 3);
+    let cases: Vec<Case> = (0..sets.len())
+        .flat_map(|set| {
+            exprs.iter().map(move |e| Case {
+                tree: None,
+                text: (*e).to_string(),
+                set,
+                netmask: Some(NETMASK),
+            })
+        })
+        .collect();
+    let results = check_all(&oracle, &sets, &cases);
+    let t = tally(&sets, &cases, &results);
+    for (link, (n, acc, _)) in &t.per_link {
+        assert!(acc * 3 >= *n, "{link}: libpcap accepts only {acc} of {n}");
+    }
+    let r = report("ATM and LAN keywords", &oracle, &sets, &cases, &t);
+    assert!(r.is_empty(), "weir disagrees with libpcap:\n{r}");
+}
+
+/// pflog's header tests and the direction and family tests of pflog and ipnet, spelled
+/// out: each expression on PFLOG and IPNET agrees with libpcap (accepted or refused alike,
+/// same verdicts).
+#[test]
+fn pflog_and_ipnet_keywords_agree_with_libpcap() {
+    let names = NameDb::system_files_only();
+    let oracle = Oracle { names: &names };
+    let exprs = [
+        "ifname em0",
+        "on pppoe0",
+        "ifname abcdefghijklmno",
+        "ifname abcdefghijklmnop",
+        "ruleset main",
+        "rset foo",
+        "rnr 3",
+        "rulenum 4294967295",
+        "srnr 1",
+        "subrulenum 4294967295",
+        "reason match",
+        "reason SHORT",
+        "reason 3",
+        "reason nosuch",
+        "action pass",
+        "action block",
+        "action synproxy-drop",
+        "action nosuch",
+        "inbound",
+        "outbound",
+        "ip",
+        "ip6",
+        "arp",
+        "iso",
+        "ether proto 0x800",
+        "ether proto 3",
+        "host 10.0.0.3",
+        "tcp port 80",
+        "ip6 multicast",
+        "ether host 0:11:22:33:44:1",
+        "broadcast",
+        "vlan",
+        "mpls",
+        "llc",
+        "pppoes and ip",
+        "pppoes 1",
+        "ip and pppoes and ip",
+        "pppoes and rnr 1",
+        "geneve and ip",
+        "0 > 0 or host 10.0.0.3",
+        "less 64",
+    ];
+    let sets: Vec<LinkSet> = link_type_sets()
+        .into_iter()
+        .filter(|s| matches!(s.link, LinkType::Pflog | LinkType::Ipnet))
+        .collect();
+    assert_eq!(sets.len(), 2);
+    let cases: Vec<Case> = (0..sets.len())
+        .flat_map(|set| {
+            exprs.iter().map(move |e| Case {
+                tree: None,
+                text: (*e).to_string(),
+                set,
+                netmask: Some(NETMASK),
+            })
+        })
+        .collect();
+    let results = check_all(&oracle, &sets, &cases);
+    let t = tally(&sets, &cases, &results);
+    for (link, (n, acc, _)) in &t.per_link {
+        assert!(acc * 3 >= *n, "{link}: libpcap accepts only {acc} of {n}");
+    }
+    let r = report("pflog and ipnet keywords", &oracle, &sets, &cases, &t);
     assert!(r.is_empty(), "weir disagrees with libpcap:\n{r}");
 }
 

@@ -272,3 +272,86 @@ fn error_placement_check_catches_bad_spans() {
     let at_end = CompileError::new(weir_pflang::Span::new(14, 14), "expected an id");
     assert_eq!(error_is_well_placed(e, &at_end), Ok(()));
 }
+
+/// On every link type weir compiles for, the primitives that only some link types take
+/// (and a few everyday ones): where libpcap refuses one, weir refuses it with libpcap's
+/// message word for word ("'vpi' supported only on raw ATM", "no VLAN support for FDDI",
+/// "LAPD link-layer type filtering not implemented" ...); where libpcap takes it, weir
+/// takes it. `inbound`/`outbound` where libpcap refuses them only on a savefile are the
+/// documented class (counted, not failed).
+#[test]
+fn link_type_refusals_are_libpcaps_words() {
+    if let Err(reason) = libpcap::available() {
+        println!("SKIPPED: link_type_refusals_are_libpcaps_words: {reason}");
+        return;
+    }
+    const EXPRS: &[&str] = &[
+        "ip",
+        "ip6",
+        "arp",
+        "iso",
+        "tcp port 80",
+        "ether host 0:1:2:3:4:5",
+        "ether src host localhost",
+        "broadcast",
+        "multicast",
+        "ip broadcast",
+        "vlan",
+        "mpls",
+        "pppoes",
+        "llc",
+        "llc i",
+        "lane",
+        "vpi 1",
+        "vci > 3",
+        "oam",
+        "connectmsg",
+        "ifname em0",
+        "ifname abcdefghijklmnop",
+        "ruleset main",
+        "rnr 1",
+        "reason short",
+        "reason nosuch",
+        "action pass",
+        "fisu",
+        "hlssu",
+        "sio 3",
+        "opc 20000",
+        "hdpc 1",
+        "type data",
+        "wlan addr1 0:1:2:3:4:5",
+        "link host $d5",
+        "radio[0] = 0",
+        "inbound",
+        "outbound",
+        "ifindex 1",
+        "link[0] = 1",
+    ];
+    let names = NameDb::system_files_only();
+    let lp = libpcap::required();
+    let (mut compared, mut savefile) = (0, 0);
+    let mut wrong = Vec::new();
+    for link in weir_pflang::LINK_TYPES {
+        for &expr in EXPRS {
+            compared += 1;
+            let theirs = lp.compile(expr, link.dlt() as i32, false);
+            let ours = weir_compile(expr, link, &names);
+            match (theirs, ours) {
+                (Ok(_), Ok(())) => {}
+                (Err(t), Err(o)) if t == o.message => {}
+                (Ok(_), Err(o)) if documented::is_savefile_refusal(&o.message) => savefile += 1,
+                (t, o) => wrong.push(format!(
+                    "[{}] `{expr}`: libpcap {:?}, weir {:?}",
+                    link.name(),
+                    t.map(|_| "accepts"),
+                    o.map(|_| "accepts").map_err(|e| e.message)
+                )),
+            }
+        }
+    }
+    println!(
+        "link-type refusals: {compared} compared on {} link types, {savefile} savefile-only",
+        weir_pflang::LINK_TYPES.len()
+    );
+    assert!(wrong.is_empty(), "{} differ:\n{}", wrong.len(), wrong.join("\n"));
+}

@@ -75,6 +75,11 @@ const HAND: &[(&str, bool)] = &[
     ("ether[12:2] & 0xffff = 0x800 and ip6", false),
     ("ip and ip", false),
     ("not ip or ip", false),
+    ("0 & len = 1", true),
+    ("len * 0 = 1", true),
+    ("0 << len > 0 and ip", true),
+    ("ip and 0 & len = 1", false),
+    ("tcp-ece >> 24 & udp[21] < 0120 >> 30 and less 256", true),
 ];
 
 /// Disagreements over the fixed seed's run, `(weir misses, weir over-detects)`, for the
@@ -82,7 +87,7 @@ const HAND: &[(&str, bool)] = &[
 /// that weir's walk is path-sensitive where libpcap's threading loses facts at merges
 /// (`(A or B) and not A and not B`, `port 80 and port 443`), plus the accessor/primitive
 /// class below. The test fails when a run exceeds them; lower them when weir gets closer.
-const CEILING_GENERATED: (usize, usize) = (2, 15);
+const CEILING_GENERATED: (usize, usize) = (1, 15);
 const CEILING_PAIRS: (usize, usize) = (0, 271);
 
 /// Expressions where weir does not give libpcap's verdict (see the module doc of
@@ -223,5 +228,71 @@ fn generated_expressions_match_libpcap() {
     let over = |t: &Tally, c: (usize, usize)| t.misses.len() > c.0 || t.over.len() > c.1;
     let exceeded =
         count.is_none() && (over(&generated, CEILING_GENERATED) || over(&pairs, CEILING_PAIRS));
+    assert!(!exceeded, "more disagreements with libpcap than documented:\n{report}");
+}
+
+/// The link types added after the generated runs above were counted (their figures stay
+/// comparable), each with its own run of generated expressions and of pairs of
+/// primitives, ATM keywords among them on SunATM, pflog's on PFLOG (whose payload offset
+/// is a prologue store libpcap's optimizer sees through).
+const NEWER_LINKS: [LinkType; 17] = [
+    LinkType::SunAtm,
+    LinkType::Fddi,
+    LinkType::TokenRing,
+    LinkType::Pflog,
+    LinkType::Ipnet,
+    LinkType::Mtp2,
+    LinkType::DsaTagBrcm,
+    LinkType::AtmRfc1483,
+    LinkType::IpOverFc,
+    LinkType::Ltalk,
+    LinkType::Enc,
+    LinkType::BacnetMsTp,
+    LinkType::NetAnalyzer,
+    LinkType::NetAnalyzerTransparent,
+    LinkType::JuniperEther,
+    LinkType::JuniperVp,
+    LinkType::Erf,
+];
+const NEWER_COUNT: usize = 2_000;
+/// Disagreements allowed over all of [`NEWER_LINKS`] (weir misses, weir over-detects), as
+/// measured: the over-detections are the documented class of the generated runs (weir's
+/// walk keeps facts along each path); the misses are in classes not of the link types:
+/// on LocalTalk, where every protocol test but `atalk` is false, `byte 14 & 8` (libpcap's
+/// `byte &` bug: it tests a constant) and two mixed `and`/`or` chains of more than 8
+/// switches, which weir lowers keeping the running value in a scratch slot and so never
+/// refuses; on JUNIPER_VP a three-range `portrange` against `not pppoed` (the same magic
+/// test) whose paths exceed the walk's budget (`rejects_all::BUDGET`), so weir keeps it.
+const CEILING_NEWER: (usize, usize) = (4, 58);
+
+#[test]
+fn newer_link_types_match_libpcap() {
+    if skip() {
+        return;
+    }
+    let names = NameDb::system_files_only();
+    let mut tally = Tally::default();
+    for (i, link) in NEWER_LINKS.into_iter().enumerate() {
+        let seed = SEED ^ (0x2222 * (i as u64 + 1));
+        let mut g = Generator::new(seed);
+        g.atm_share = if link == LinkType::SunAtm { 15 } else { 0 };
+        g.pf_share = if link == LinkType::Pflog { 15 } else { 0 };
+        g.mtp_share = if matches!(link, LinkType::Mtp2 | LinkType::Erf) { 40 } else { 0 };
+        let mut pick = weir_testkit::SplitMix64::new(seed ^ 0x5eed);
+        for _ in 0..NEWER_COUNT {
+            tally.check(&g.expr().render(), link, &names);
+            let (a, b) = (g.leaf().render(), g.leaf().render());
+            let text = match pick.below_usize(3) {
+                0 => format!("{a} and not {b}"),
+                1 => format!("not {a} and {b}"),
+                _ => format!("{a} and {b}"),
+            };
+            tally.check(&text, link, &names);
+        }
+    }
+    let report = tally.report("newer link types");
+    println!("{report}");
+    assert!(tally.both * 50 >= tally.compared, "too few contradictions generated: {}", tally.both);
+    let exceeded = tally.misses.len() > CEILING_NEWER.0 || tally.over.len() > CEILING_NEWER.1;
     assert!(!exceeded, "more disagreements with libpcap than documented:\n{report}");
 }

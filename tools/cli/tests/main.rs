@@ -5,6 +5,7 @@
 mod cli;
 mod filter;
 mod lines;
+mod links;
 mod live;
 mod never_panics;
 mod output;

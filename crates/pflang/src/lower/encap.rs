@@ -72,9 +72,7 @@ impl Lowerer<'_> {
             return Err(CompileError::new(span, "no VLAN match after MPLS"));
         }
         // PPI is 802.11 to every other keyword, not to this one (libpcap's switch).
-        if self.link != LinkType::Ethernet
-            && (!self.link.is_ieee80211() || self.link == LinkType::Ppi)
-        {
+        if !self.link.is_ethernet() && (!self.link.is_ieee80211() || self.link == LinkType::Ppi) {
             let message = format!("no VLAN support for {}", self.link.description());
             return Err(CompileError::new(span, message));
         }
@@ -103,7 +101,10 @@ impl Lowerer<'_> {
             self.mpls_bottom_of_stack(0)
         } else {
             match self.link {
-                LinkType::Ethernet | LinkType::CHdlc => self.link_proto(ETHERTYPE_MPLS, span)?,
+                LinkType::Ethernet
+                | LinkType::NetAnalyzer
+                | LinkType::NetAnalyzerTransparent
+                | LinkType::CHdlc => self.link_proto(ETHERTYPE_MPLS, span)?,
                 LinkType::Ppp => self.link_proto(PPP_MPLS_UCAST, span)?,
                 other => {
                     let message = format!("no MPLS support for {}", other.description());
@@ -143,8 +144,18 @@ impl Lowerer<'_> {
                 Pred::and([is_pppoes, self.cmp_field(Layer::Net, 0, Size::Word, 0x0000_ffff, s)])
             }
         };
+        // On pflog, libpcap's payload register exists only once something has read it;
+        // otherwise the PPP offsets get a register of their own that nothing writes.
+        let variable = match self.off_linkpl.variable {
+            Some(super::misc::PFLOG_SLOT)
+                if self.options.linktype == LinkType::Pflog && !self.pflog_read.get() =>
+            {
+                Some(self.alloc_scratch(span)?)
+            }
+            v => v,
+        };
         let ppp = Offset {
-            variable: self.off_linkpl.variable,
+            variable,
             constant: self.off_linkpl.constant.wrapping_add(self.off_nl).wrapping_add(6),
         };
         self.link = LinkType::Ppp;
@@ -156,6 +167,7 @@ impl Lowerer<'_> {
         self.tunnel_seen = false;
         self.geneve_slots = None;
         self.pppoes_seen = true;
+        self.lane_outer = false;
         Ok(pred)
     }
 
@@ -265,16 +277,17 @@ impl Lowerer<'_> {
         self.off_nl = 0;
         self.tunnel_seen = true;
         self.geneve_slots = None;
+        self.lane_outer = false;
     }
 
     /// What MAC-level tests (`ether host`, `ether broadcast`, `ether multicast`) must check
     /// first, ANDed in front of them, as libpcap's gen_prevlinkhdr_check: inside Geneve,
     /// that the inner packet has a MAC header at all (the link header and payload offsets
     /// differ). `None` when nothing is needed (outside tunnels, and inside VXLAN, which
-    /// always carries Ethernet frames).
+    /// always carries Ethernet frames). After a SunATM `lane`: that the LANE frame is data.
     pub(crate) fn inner_mac_check(&self) -> Option<Pred> {
         if !self.tunnel_seen {
-            return None;
+            return self.lane_data_check();
         }
         let (hdr, pl) = self.geneve_slots?;
         // libpcap compares the registers alone, ignoring `vlan`s since the tunnel.
@@ -316,6 +329,11 @@ impl Lowerer<'_> {
         let is_llc = if self.link.is_ieee80211() {
             // Data frames carry LLC.
             self.wlan_data_frame()
+        } else if matches!(self.link, LinkType::Fddi | LinkType::TokenRing | LinkType::AtmRfc1483) {
+            // Every frame is 802.2 LLC: libpcap's test is always true.
+            Pred::Const(true)
+        } else if self.link == LinkType::SunAtm {
+            self.atm_traffic_type_is(super::link::SUNATM_PT_LLC)
         } else if self.link == LinkType::Ethernet {
             Pred::and([
                 Pred::cmp(

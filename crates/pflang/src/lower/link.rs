@@ -21,7 +21,7 @@ use crate::ast::Span;
 pub use weir_packet::LinkType;
 
 /// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 22] = [
+pub const LINK_TYPES: [LinkType; 82] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -44,7 +44,97 @@ pub const LINK_TYPES: [LinkType; 22] = [
     LinkType::ArcnetLinux,
     LinkType::IpOverIb,
     LinkType::Nflog,
+    LinkType::SunAtm,
+    LinkType::Fddi,
+    LinkType::TokenRing,
+    LinkType::Pflog,
+    LinkType::Ipnet,
+    LinkType::DsaTagBrcm,
+    LinkType::DsaTagBrcmPrepend,
+    LinkType::DsaTagDsa,
+    LinkType::DsaTagEdsa,
+    LinkType::LinuxLapd,
+    LinkType::Docsis,
+    LinkType::LinuxIrda,
+    LinkType::Pfsync,
+    LinkType::Ieee802154Linux,
+    LinkType::Ieee802154,
+    LinkType::Ieee802154NonaskPhy,
+    LinkType::Ieee802154Nofcs,
+    LinkType::Ieee802154Tap,
+    LinkType::Mtp2,
+    LinkType::Mtp2WithPhdr,
+    LinkType::Mtp3,
+    LinkType::AtmRfc1483,
+    LinkType::IpOverFc,
+    LinkType::Ltalk,
+    LinkType::Enc,
+    LinkType::BacnetMsTp,
+    LinkType::NetAnalyzer,
+    LinkType::NetAnalyzerTransparent,
+    LinkType::JuniperMlppp,
+    LinkType::JuniperMlfr,
+    LinkType::JuniperEs,
+    LinkType::JuniperGgsn,
+    LinkType::JuniperMfr,
+    LinkType::JuniperAtm2,
+    LinkType::JuniperServices,
+    LinkType::JuniperAtm1,
+    LinkType::JuniperMonitor,
+    LinkType::JuniperPppoe,
+    LinkType::JuniperPppoeAtm,
+    LinkType::JuniperEther,
+    LinkType::JuniperPpp,
+    LinkType::JuniperFrelay,
+    LinkType::JuniperChdlc,
+    LinkType::JuniperVp,
+    LinkType::JuniperIsm,
+    LinkType::JuniperSt,
+    LinkType::JuniperSrxE2e,
+    LinkType::JuniperFibreChannel,
+    LinkType::JuniperAtmCemic,
+    LinkType::JuniperPicPeer,
+    LinkType::Erf,
+    LinkType::Mfr,
+    LinkType::Ax25Kiss,
+    LinkType::SlipBsdos,
+    LinkType::PppBsdos,
+    LinkType::AtmClip,
+    LinkType::PppEther,
+    LinkType::SymantecFirewall,
+    LinkType::AppleIpOverIeee1394,
+    LinkType::PppPppd,
 ];
+
+/// For link types libpcap 1.10 compiles no protocol test for (only `link[]`, `len`,
+/// `byte` and the like), the name its message gives them ("... link-layer type filtering
+/// not implemented").
+pub fn protocol_tests_refused(link: LinkType) -> Option<&'static str> {
+    Some(match link {
+        LinkType::IpOverIb
+        | LinkType::DsaTagBrcm
+        | LinkType::DsaTagBrcmPrepend
+        | LinkType::DsaTagDsa
+        | LinkType::DsaTagEdsa => link.description(),
+        LinkType::Nflog => "NFLOG",
+        LinkType::Mtp2 | LinkType::Mtp2WithPhdr => "MTP2",
+        LinkType::Mtp3 => "SS7 MTP3",
+        LinkType::JuniperPicPeer => link.description(),
+        LinkType::Erf => "ERF",
+        LinkType::Mfr => "Multi-link Frame Relay",
+        LinkType::Ax25Kiss => "AX.25",
+        LinkType::LinuxLapd => "LAPD",
+        LinkType::Docsis => "DOCSIS",
+        LinkType::LinuxIrda => "IrDA",
+        LinkType::Pfsync => "PFSYNC",
+        LinkType::Ieee802154Linux
+        | LinkType::Ieee802154
+        | LinkType::Ieee802154NonaskPhy
+        | LinkType::Ieee802154Nofcs
+        | LinkType::Ieee802154Tap => "IEEE 802.15.4",
+        _ => return None,
+    })
+}
 
 /// Whether pflang compiles filters for captures of this link type.
 pub fn compiles_for(link: LinkType) -> bool {
@@ -83,6 +173,10 @@ pub(crate) const LLCSAP_IPX: u32 = llcsap::IPX as u32;
 pub(crate) const LLCSAP_8021D: u32 = llcsap::STP as u32;
 pub(crate) const LLCSAP_SNAP: u32 = llcsap::SNAP as u32;
 
+/// Van Jacobson compressed and uncompressed TCP/IP over PPP (BSD/OS PPP's IP).
+const PPP_VJC: u32 = 0x2d;
+const PPP_VJNC: u32 = 0x2f;
+
 /// MPLS unicast over PPP; `mpls` after `pppoes` tests for it.
 pub(crate) const PPP_MPLS_UCAST: u32 = ppp::MPLS_UCAST as u32;
 
@@ -103,6 +197,23 @@ const ARCTYPE_REVARP: u32 = 0xd6;
 const ARCTYPE_ATALK: u32 = 0xdd;
 const ARCTYPE_INET6: u32 = 0xc4;
 
+/// Address families as pflog headers (the capturing host's, Linux's here, as libpcap
+/// compiles them) and Solaris ipnet headers give them.
+const PFLOG_AF_INET: u32 = af::INET;
+const PFLOG_AF_INET6: u32 = AF_INET6_LINUX;
+const IPNET_AF_INET: u32 = 2;
+const IPNET_AF_INET6: u32 = 26;
+
+/// Juniper's capture header magic, "MGC", in the top 3 bytes of the first word.
+const JUNIPER_MAGIC: u32 = 0x4d47_4300;
+
+/// The BACnet MS/TP preamble (0x55 0xff), in the top half of the first word.
+const BACNET_PREAMBLE: u32 = 0x55ff_0000;
+
+/// SunATM traffic types (the low nibble of the pseudo-header's first byte).
+pub(crate) const SUNATM_PT_LANE: u32 = 0x01;
+pub(crate) const SUNATM_PT_LLC: u32 = 0x02;
+
 const LINUX_SLL_P_802_2: u32 = sll::P_802_2 as u32;
 const LINUX_SLL_P_802_3: u32 = sll::P_802_3 as u32;
 
@@ -113,6 +224,8 @@ const AF_INET6_LINUX: u32 = af::INET6_LINUX;
 
 /// Where a link type keeps its fields, as lowering starts from it.
 pub(crate) struct Geometry {
+    /// Where the link header starts: 0, or after a fixed pseudo-header (netANALYZER's).
+    pub off_linkhdr: u32,
     pub off_linktype: Option<u32>,
     pub off_linkpl: u32,
     /// Network layer relative to the link payload: 8 behind 802.2 LLC and SNAP (802.11),
@@ -125,22 +238,85 @@ pub(crate) struct Geometry {
 
 /// The header geometry (weir-packet's) plus where 802.2-framed network layers start.
 pub(crate) fn geometry(link: LinkType) -> Geometry {
-    if link.is_ieee80211() {
+    let plain = |off_linktype, off_linkpl, off_nl, off_nl_nosnap| Geometry {
+        off_linkhdr: 0,
+        off_linktype,
+        off_linkpl,
+        off_nl,
+        off_nl_nosnap,
+    };
+    match link {
         // The payload offset is computed from the packet (see `wlan`); it starts with
         // 802.2 LLC, and SNAP before the usual network layers.
-        return Geometry { off_linktype: None, off_linkpl: 0, off_nl: 8, off_nl_nosnap: 3 };
-    }
-    let off_nl_nosnap = match link {
-        LinkType::Ethernet => 3,
-        LinkType::Slip
-        | LinkType::PppSerial
-        | LinkType::CHdlc
-        | LinkType::Ieee80211
+        LinkType::Ieee80211
         | LinkType::Prism
         | LinkType::Radiotap
         | LinkType::Avs
-        | LinkType::Ppi
-        | LinkType::FrameRelay
+        | LinkType::Ppi => plain(None, 0, 8, 3),
+        // Links that always carry 802.2 LLC: SNAP before the usual network layers, 3 bytes
+        // of LLC before the OSI ones (libpcap's off_nl / off_nl_nosnap). libpcap notes the
+        // LLC header as their type field (so `host NAME` is not "IP only" there).
+        LinkType::Fddi
+        | LinkType::TokenRing
+        | LinkType::SunAtm
+        | LinkType::AtmRfc1483
+        | LinkType::AtmClip
+        | LinkType::IpOverFc => {
+            let llc = link.header_len();
+            plain(Some(llc), llc, 8, 3)
+        }
+        // pflog's payload offset is read from the packet (see `misc`); its family byte is
+        // at 1, but libpcap notes the header's start as the type field.
+        LinkType::Pflog => plain(Some(0), 0, 0, 0),
+        // libpcap 1.10 reads Frame Relay's network layer from the start of the packet (its
+        // payload offset is 0; only the NLPID test looks past the address), and so does
+        // weir.
+        LinkType::FrameRelay => plain(None, 0, 0, 0),
+        // libpcap leaves BACnet's offsets unset (-1): the network layer is read 2 bytes
+        // before the packet (wrapping), so its tests abort, as in libpcap.
+        LinkType::BacnetMsTp => plain(None, u32::MAX, u32::MAX, u32::MAX),
+        // Ethernet after a pseudo-header: libpcap moves the link header, so `link[0]`
+        // and the MACs are read after it.
+        LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent => {
+            let ether = link.header_len() - LinkType::Ethernet.header_len();
+            Geometry {
+                off_linkhdr: ether,
+                off_linktype: link.type_offset(),
+                off_linkpl: link.header_len(),
+                off_nl: 0,
+                off_nl_nosnap: 3,
+            }
+        }
+        // Juniper: where libpcap 1.10 puts the payload and the network layer (-1 where it
+        // leaves them unset, read wrapping as libpcap's loads do).
+        LinkType::JuniperMlppp
+        | LinkType::JuniperMlfr
+        | LinkType::JuniperEs
+        | LinkType::JuniperGgsn
+        | LinkType::JuniperMfr
+        | LinkType::JuniperAtm2
+        | LinkType::JuniperServices
+        | LinkType::JuniperAtm1
+        | LinkType::JuniperMonitor
+        | LinkType::JuniperPppoe
+        | LinkType::JuniperPppoeAtm
+        | LinkType::JuniperEther
+        | LinkType::JuniperPpp
+        | LinkType::JuniperFrelay
+        | LinkType::JuniperChdlc
+        | LinkType::JuniperVp
+        | LinkType::JuniperIsm
+        | LinkType::JuniperSt
+        | LinkType::JuniperSrxE2e
+        | LinkType::JuniperFibreChannel
+        | LinkType::JuniperAtmCemic => {
+            let (pl, nl, nosnap) = juniper_offsets(link);
+            plain(link.type_offset(), pl as u32, nl as u32, nosnap as u32)
+        }
+        LinkType::Ethernet => plain(link.type_offset(), link.header_len(), 0, 3),
+        LinkType::Slip
+        | LinkType::PppSerial
+        | LinkType::CHdlc
         | LinkType::ArcnetBsd
         | LinkType::ArcnetLinux
         | LinkType::IpOverIb
@@ -152,18 +328,65 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::Ipv6
         | LinkType::Null
         | LinkType::Loop
-        | LinkType::Ppp => 0,
-    };
-    // libpcap 1.10 reads Frame Relay's network layer from the start of the packet (its
-    // payload offset is 0; only the NLPID test looks past the address), and so does weir.
-    if link == LinkType::FrameRelay {
-        return Geometry { off_linktype: None, off_linkpl: 0, off_nl: 0, off_nl_nosnap };
+        | LinkType::Enc
+        | LinkType::Ltalk
+        | LinkType::Ipnet
+        | LinkType::DsaTagBrcm
+        | LinkType::DsaTagBrcmPrepend
+        | LinkType::DsaTagDsa
+        | LinkType::DsaTagEdsa
+        | LinkType::LinuxLapd
+        | LinkType::Docsis
+        | LinkType::LinuxIrda
+        | LinkType::Pfsync
+        | LinkType::Ieee802154Linux
+        | LinkType::Ieee802154
+        | LinkType::Ieee802154NonaskPhy
+        | LinkType::Ieee802154Nofcs
+        | LinkType::Ieee802154Tap
+        | LinkType::Mtp2
+        | LinkType::Mtp2WithPhdr
+        | LinkType::Mtp3
+        | LinkType::JuniperPicPeer
+        | LinkType::Erf
+        | LinkType::Mfr
+        | LinkType::Ax25Kiss
+        | LinkType::SlipBsdos
+        | LinkType::PppBsdos
+        | LinkType::PppEther
+        | LinkType::SymantecFirewall
+        | LinkType::AppleIpOverIeee1394
+        | LinkType::PppPppd
+        | LinkType::Ppp => plain(link.type_offset(), link.header_len(), 0, 0),
     }
-    Geometry {
-        off_linktype: link.type_offset(),
-        off_linkpl: link.header_len(),
-        off_nl: 0,
-        off_nl_nosnap,
+}
+
+/// A Juniper link type's payload offset, network layer and network layer without SNAP
+/// (relative to the payload), as libpcap 1.10 sets them; -1 is libpcap's "not set".
+fn juniper_offsets(link: LinkType) -> (i32, i32, i32) {
+    match link {
+        LinkType::JuniperMlppp => (4, 0, -1),
+        LinkType::JuniperMlfr => (4, 0, -1),
+        LinkType::JuniperEs => (-1, -1, -1),
+        LinkType::JuniperGgsn => (12, 0, -1),
+        LinkType::JuniperMfr => (4, 0, -1),
+        LinkType::JuniperAtm2 => (8, 0, 10),
+        LinkType::JuniperServices => (-1, -1, -1),
+        LinkType::JuniperAtm1 => (4, 0, 10),
+        LinkType::JuniperMonitor => (12, 0, -1),
+        LinkType::JuniperPppoe => (14, 18, 21),
+        LinkType::JuniperPppoeAtm => (6, 0, -1),
+        LinkType::JuniperEther => (14, 18, 21),
+        LinkType::JuniperPpp => (4, 0, -1),
+        LinkType::JuniperFrelay => (4, 0, -1),
+        LinkType::JuniperChdlc => (4, 0, -1),
+        LinkType::JuniperVp => (-1, -1, -1),
+        LinkType::JuniperIsm => (-1, -1, -1),
+        LinkType::JuniperSt => (-1, -1, -1),
+        LinkType::JuniperSrxE2e => (-1, -1, -1),
+        LinkType::JuniperFibreChannel => (-1, -1, -1),
+        LinkType::JuniperAtmCemic => (-1, -1, -1),
+        _ => (-1, -1, -1),
     }
 }
 
@@ -195,10 +418,67 @@ impl Lowerer<'_> {
             return self.mpls_link_proto(proto, span);
         }
         Ok(match self.link {
-            LinkType::Ethernet => self.ether_link_proto(proto),
+            // After `lane`, every Ethernet test first checks that the LANE frame is data,
+            // not an LE control frame (libpcap's gen_prevlinkhdr_check).
+            LinkType::Ethernet | LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent => {
+                match self.lane_data_check() {
+                    Some(check) => Pred::and([check, self.ether_link_proto(proto)]),
+                    None => self.ether_link_proto(proto),
+                }
+            }
+            // 802.2 LLC right after the MAC header (or from the start, on RFC 1483 ATM).
+            LinkType::Fddi
+            | LinkType::TokenRing
+            | LinkType::AtmRfc1483
+            | LinkType::AtmClip
+            | LinkType::IpOverFc => self.llc_link_proto(proto),
+            // Juniper: every protocol is the capture header's `MGC` magic, as libpcap 1.10
+            // compiles it.
+            LinkType::JuniperMlppp
+            | LinkType::JuniperMlfr
+            | LinkType::JuniperEs
+            | LinkType::JuniperGgsn
+            | LinkType::JuniperMfr
+            | LinkType::JuniperAtm2
+            | LinkType::JuniperServices
+            | LinkType::JuniperAtm1
+            | LinkType::JuniperMonitor
+            | LinkType::JuniperPppoe
+            | LinkType::JuniperPppoeAtm
+            | LinkType::JuniperEther
+            | LinkType::JuniperPpp
+            | LinkType::JuniperFrelay
+            | LinkType::JuniperChdlc
+            | LinkType::JuniperVp
+            | LinkType::JuniperIsm
+            | LinkType::JuniperSt
+            | LinkType::JuniperSrxE2e
+            | LinkType::JuniperFibreChannel
+            | LinkType::JuniperAtmCemic => {
+                self.cmp_field(Layer::LinkHdr, 0, Size::Word, 0xffff_ff00, JUNIPER_MAGIC)
+            }
+            // LocalTalk carries AppleTalk, nothing libpcap tests for.
+            LinkType::Ltalk => Pred::Const(proto == ETHERTYPE_ATALK),
+            // Every protocol is the MS/TP preamble, as libpcap compiles it.
+            LinkType::BacnetMsTp => {
+                self.cmp_field(Layer::LinkHdr, 0, Size::Word, 0xffff_0000, BACNET_PREAMBLE)
+            }
+            // LLC-multiplexed traffic (not LANE, not signalling), then its LLC header.
+            LinkType::SunAtm => {
+                Pred::and([self.atm_traffic_type_is(SUNATM_PT_LLC), self.llc_link_proto(proto)])
+            }
             LinkType::LinuxSll => self.sll_link_proto(proto),
             LinkType::LinuxSll2 => self.type_field_is(proto),
-            LinkType::Ppp | LinkType::PppSerial => self.type_field_is(ppp_protocol(proto)),
+            LinkType::Ppp | LinkType::PppSerial | LinkType::PppPppd | LinkType::PppEther => {
+                self.type_field_is(ppp_protocol(proto))
+            }
+            // BSD/OS PPP: IP is IP or either Van Jacobson form.
+            LinkType::PppBsdos if proto == ETHERTYPE_IP => {
+                Pred::or([u32::from(ppp::IP), PPP_VJC, PPP_VJNC].map(|p| self.type_field_is(p)))
+            }
+            LinkType::PppBsdos => self.type_field_is(ppp_protocol(proto)),
+            // An EtherType field, compared with whatever number is asked for.
+            LinkType::SymantecFirewall | LinkType::AppleIpOverIeee1394 => self.type_field_is(proto),
             // Cisco HDLC carries EtherTypes; OSI is its own value (the SAP doubled).
             LinkType::CHdlc if proto == LLCSAP_ISONS => {
                 self.type_field_is((LLCSAP_ISONS << 8) | LLCSAP_ISONS)
@@ -221,18 +501,45 @@ impl Lowerer<'_> {
                 ]),
                 _ => Pred::Const(false),
             },
-            // libpcap 1.10 compiles no protocol test for it, and says so.
-            LinkType::IpOverIb => {
+            // libpcap 1.10 compiles no protocol test for these, and says so.
+            link @ (LinkType::IpOverIb
+            | LinkType::Nflog
+            | LinkType::DsaTagBrcm
+            | LinkType::DsaTagBrcmPrepend
+            | LinkType::DsaTagDsa
+            | LinkType::DsaTagEdsa
+            | LinkType::LinuxLapd
+            | LinkType::Docsis
+            | LinkType::LinuxIrda
+            | LinkType::Pfsync
+            | LinkType::Ieee802154Linux
+            | LinkType::Ieee802154
+            | LinkType::Ieee802154NonaskPhy
+            | LinkType::Ieee802154Nofcs
+            | LinkType::Ieee802154Tap
+            | LinkType::Mtp2
+            | LinkType::Mtp2WithPhdr
+            | LinkType::Mtp3
+            | LinkType::JuniperPicPeer
+            | LinkType::Erf
+            | LinkType::Mfr
+            | LinkType::Ax25Kiss) => {
+                let name = protocol_tests_refused(link).unwrap_or_else(|| link.description());
                 return Err(CompileError::new(
                     span,
-                    "RFC 4391 IP-over-Infiniband link-layer type filtering not implemented",
-                ))
+                    format!("{name} link-layer type filtering not implemented"),
+                ));
             }
-            LinkType::Nflog => {
-                return Err(CompileError::new(
-                    span,
-                    "NFLOG link-layer type filtering not implemented",
-                ))
+            // The address family byte: IPv4 and IPv6 only.
+            LinkType::Pflog | LinkType::Ipnet => {
+                let family = match (self.link, proto) {
+                    (LinkType::Pflog, ETHERTYPE_IP) => PFLOG_AF_INET,
+                    (LinkType::Pflog, ETHERTYPE_IPV6) => PFLOG_AF_INET6,
+                    (_, ETHERTYPE_IP) => IPNET_AF_INET,
+                    (_, ETHERTYPE_IPV6) => IPNET_AF_INET6,
+                    _ => return Ok(Pred::Const(false)),
+                };
+                self.cmp_field(Layer::LinkHdr, 1, Size::Byte, u32::MAX, family)
             }
             // ARCnet protocol IDs (one byte), old and new numbers for IP and ARP.
             LinkType::ArcnetBsd | LinkType::ArcnetLinux => {
@@ -254,14 +561,14 @@ impl Lowerer<'_> {
             }
             // No type field: the version nibble says what the packet is. On SLIP libpcap
             // reads it at the start of the link header, which is SLIP's direction byte.
-            LinkType::Raw | LinkType::Slip => match proto {
+            LinkType::Raw | LinkType::Slip | LinkType::SlipBsdos => match proto {
                 ETHERTYPE_IP => self.cmp_field(Layer::LinkHdr, 0, Size::Byte, 0xf0, 0x40),
                 ETHERTYPE_IPV6 => self.cmp_field(Layer::LinkHdr, 0, Size::Byte, 0xf0, 0x60),
                 _ => Pred::Const(false),
             },
             LinkType::Ipv4 => Pred::Const(proto == ETHERTYPE_IP),
             LinkType::Ipv6 => Pred::Const(proto == ETHERTYPE_IPV6),
-            LinkType::Null | LinkType::Loop => {
+            LinkType::Null | LinkType::Loop | LinkType::Enc => {
                 let family = match proto {
                     ETHERTYPE_IP => af::INET,
                     ETHERTYPE_IPV6 => AF_INET6_LINUX,
@@ -270,7 +577,8 @@ impl Lowerer<'_> {
                 // DLT_NULL stores the family in the capturing host's byte order; libpcap
                 // compiles for the host it runs on, and weir for the little-endian hosts
                 // the oracle runs on. Loads are big-endian, hence the swap.
-                let word = if self.link == LinkType::Null { family.swap_bytes() } else { family };
+                let host_order = matches!(self.link, LinkType::Null | LinkType::Enc);
+                let word = if host_order { family.swap_bytes() } else { family };
                 self.cmp_field(Layer::LinkHdr, 0, Size::Word, u32::MAX, word)
             }
         })

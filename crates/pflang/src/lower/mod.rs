@@ -12,10 +12,11 @@
 //! Module map: `link` (link-layer types and the link-level protocol test), `net` (hosts,
 //! nets, protocols, protochain, broadcast/multicast, gateway), `transport` (ports and port
 //! ranges), `arith` (relations, `proto[expr:size]`, `len`, `less`/`greater`, `byte`),
-//! `encap` (vlan, mpls, pppoe, geneve, vxlan, llc), `misc` (direction, interface, pflog,
-//! 802.11 and the other link-specific tests).
+//! `encap` (vlan, mpls, pppoe, geneve, vxlan, llc), `atm` (SunATM: `lane`, `vpi`/`vci`
+//! and the ATM abbreviations), `misc` (direction, interface, pflog, the SS7 MTP tests).
 
 mod arith;
+mod atm;
 mod encap;
 mod link;
 mod misc;
@@ -31,7 +32,7 @@ use crate::depth::LINEAR_RUNS;
 use crate::error::ParseError;
 use crate::names::NameDb;
 
-pub use link::{compiles_for, LinkType, LINK_TYPES};
+pub use link::{compiles_for, protocol_tests_refused, LinkType, LINK_TYPES};
 
 /// Lowering errors carry a span into the expression, exactly like parse errors.
 pub type CompileError = ParseError;
@@ -91,6 +92,7 @@ pub fn lower_with_facts(
     let mut lowerer = Lowerer::new(options, names);
     let pred = lowerer.expr(ast)?;
     let (pred, prologue) = lowerer.wlan_prologue(pred);
+    let pred = lowerer.pflog_prologue(pred);
     let pred = lowerer.ppi_dlt_check(pred);
     let libpcap_optimizes = !lowerer.protochain_seen && !prologue;
     Ok(Lowered { filter: Filter::new(pred), libpcap_optimizes })
@@ -176,6 +178,13 @@ pub(crate) struct Lowerer<'a> {
     pub wlan_slots: Option<wlan::WlanSlots>,
     /// Whether the expression has a `protochain` (libpcap then does not optimize it).
     pub protochain_seen: bool,
+    /// Set by a `lane` on a SunATM capture: the current link is the LANE frame's Ethernet,
+    /// and its tests first check that the frame is data (see `atm`). Cleared by the next
+    /// `lane`, `pppoes` or tunnel, as libpcap forgets the outer link type then.
+    pub lane_outer: bool,
+    /// On pflog captures: whether anything lowered so far reads the payload offset's slot
+    /// (libpcap's register for it is allocated then; see `pppoes`).
+    pub pflog_read: std::cell::Cell<bool>,
     /// The slot every long mixed `and`/`or` chain keeps its value in (see
     /// [`Lowerer::linear_chain`]), taken by the first one.
     chain_slot: Option<u8>,
@@ -193,8 +202,14 @@ impl<'a> Lowerer<'a> {
                 Some(slots.header_offset().plus(24)),
                 slots.payload_offset(),
             ),
-            None => (
+            // pflog: the payload offset lives in its slot (see `misc`).
+            None if options.linktype == LinkType::Pflog => (
                 Offset::fixed(0),
+                geometry.off_linktype.map(Offset::fixed),
+                Offset { variable: Some(misc::PFLOG_SLOT), constant: 0 },
+            ),
+            None => (
+                Offset::fixed(geometry.off_linkhdr),
                 geometry.off_linktype.map(Offset::fixed),
                 Offset::fixed(geometry.off_linkpl),
             ),
@@ -214,8 +229,14 @@ impl<'a> Lowerer<'a> {
             tunnel_seen: false,
             geneve_slots: None,
             protochain_seen: false,
+            lane_outer: false,
+            pflog_read: std::cell::Cell::new(false),
             chain_slot: None,
-            next_scratch: wlan_slots.map_or(0, |s| s.count()),
+            next_scratch: match wlan_slots {
+                Some(s) => s.count(),
+                None if options.linktype == LinkType::Pflog => misc::PFLOG_SLOT + 1,
+                None => 0,
+            },
             wlan_slots,
         }
     }
@@ -237,6 +258,14 @@ impl<'a> Lowerer<'a> {
 
     /// The absolute offset of `layer + k`.
     pub fn offset(&self, layer: Layer, k: u32) -> Expr {
+        let e = self.offset_of(layer, k);
+        if self.options.linktype == LinkType::Pflog && wlan::expr_reads(&e, misc::PFLOG_SLOT) {
+            self.pflog_read.set(true);
+        }
+        e
+    }
+
+    fn offset_of(&self, layer: Layer, k: u32) -> Expr {
         let net = self.off_linkpl.plus(self.off_nl);
         match layer {
             Layer::LinkHdr => self.off_linkhdr.expr(k),
@@ -310,7 +339,7 @@ impl<'a> Lowerer<'a> {
             ExprKind::Wlan(_, test) => self.wlan(test, e.span),
             ExprKind::Atm(test) => self.atm(test, e.span),
             ExprKind::Mtp2(kind) => self.mtp2(*kind, e.span),
-            ExprKind::Mtp3(field, _) => self.mtp3(*field, e.span),
+            ExprKind::Mtp3(field, value) => self.mtp3(*field, value, e.span),
         }
     }
 }

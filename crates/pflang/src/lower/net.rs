@@ -75,6 +75,14 @@ pub(super) fn dir_not_valid(d: Dir, what: &str) -> String {
 }
 
 /// libpcap's refusal of an 802.11 direction on a MAC address of a non-802.11 link.
+/// The same refusal as FDDI, Token Ring, Fibre Channel and ARCnet addresses word it.
+fn dir_only_on_wlan(d: Dir) -> String {
+    match wlan_dir_spellings(d) {
+        Some((a, b)) => format!("'{a}' and '{b}' are only supported on 802.11"),
+        None => format!("'{}' is only supported on 802.11", d.keyword()),
+    }
+}
+
 fn dir_needs_wlan(d: Dir) -> String {
     match wlan_dir_spellings(d) {
         Some((a, b)) => format!("'{a}' and '{b}' are only supported on 802.11 with 802.11 headers"),
@@ -268,7 +276,7 @@ impl Lowerer<'_> {
                 let mac = self
                     .names
                     .ether_host(name)
-                    .ok_or_else(|| site.id(format!("unknown ether host '{name}'")))?;
+                    .ok_or_else(|| site.id(format!("unknown {} host '{name}'", self.mac_kind())))?;
                 self.ether_host(&mac, q.dir, site)
             }
             Some(Proto::Decnet) => {
@@ -393,12 +401,7 @@ impl Lowerer<'_> {
         }
         let first = digits.chars().next().and_then(|c| c.to_digit(16)).unwrap_or(0);
         let byte = 0xd0 | first;
-        let refuse = |d: Dir| {
-            site.qual(match wlan_dir_spellings(d) {
-                Some((a, b)) => format!("'{a}' and '{b}' are only supported on 802.11"),
-                None => format!("'{}' is only supported on 802.11", d.keyword()),
-            })
-        };
+        let refuse = |d: Dir| site.qual(dir_only_on_wlan(d));
         self.per_side(q.dir, refuse, |l, src| {
             Ok(l.cmp_field(Layer::LinkHdr, u32::from(!src), Size::Byte, u32::MAX, byte))
         })
@@ -561,15 +564,43 @@ impl Lowerer<'_> {
         }
         // Inside a tunnel, first: does the inner packet have a MAC header at all?
         let check = self.inner_mac_check();
-        let refuse = |d| site.qual(dir_needs_wlan(d));
-        let test =
-            self.per_side(dir, refuse, |l, src| Ok(l.mac_at(if src { 6 } else { 0 }, mac)))?;
+        let short = matches!(self.link, LinkType::Fddi | LinkType::TokenRing | LinkType::IpOverFc);
+        let refuse = |d| site.qual(if short { dir_only_on_wlan(d) } else { dir_needs_wlan(d) });
+        let (dst, src) = self.mac_offsets();
+        let test = self
+            .per_side(dir, refuse, |l, is_src| Ok(l.mac_at(if is_src { src } else { dst }, mac)))?;
         Ok(Pred::and(check.into_iter().chain([test])))
     }
 
-    /// Whether the current link header has MAC addresses (Ethernet, 802.11).
+    /// Whether the current link header has MAC addresses (Ethernet, FDDI, Token Ring,
+    /// 802.11).
     fn has_mac_addresses(&self) -> bool {
-        self.link == LinkType::Ethernet || self.link.is_ieee80211()
+        self.link.is_ethernet()
+            || matches!(self.link, LinkType::Fddi | LinkType::TokenRing | LinkType::IpOverFc)
+            || self.link.is_ieee80211()
+    }
+
+    /// What libpcap's messages call the current link's MAC addresses.
+    fn mac_kind(&self) -> &'static str {
+        match self.link {
+            LinkType::Fddi => "FDDI",
+            LinkType::TokenRing => "token ring",
+            LinkType::IpOverFc => "Fibre Channel",
+            l if l.is_ieee80211() => "802.11",
+            _ => "ether",
+        }
+    }
+
+    /// Where the destination and source MACs are in the link header: after FDDI's frame
+    /// control byte, after Token Ring's access and frame control bytes.
+    fn mac_offsets(&self) -> (u32, u32) {
+        match self.link {
+            LinkType::Fddi => (1, 7),
+            LinkType::TokenRing => (2, 8),
+            // Each address after a 2-byte prefix.
+            LinkType::IpOverFc => (2, 10),
+            _ => (0, 6),
+        }
     }
 
     /// Six bytes at link header + `offset` equal `mac`, compared as libpcap does: the last
@@ -602,11 +633,11 @@ impl Lowerer<'_> {
             // ARCnet's broadcast is destination address 0.
             None | Some(Proto::Link) if self.link.is_arcnet() => Ok(self.arcnet_dst_zero()),
             None | Some(Proto::Link) => {
-                if self.link != LinkType::Ethernet {
+                if !self.has_mac_addresses() {
                     return Err(CompileError::new(span, "not a broadcast link"));
                 }
                 let check = self.inner_mac_check();
-                let test = self.mac_at(0, &[0xff; 6]);
+                let test = self.mac_at(self.mac_offsets().0, &[0xff; 6]);
                 Ok(Pred::and(check.into_iter().chain([test])))
             }
             Some(Proto::Ip) => {
@@ -644,11 +675,12 @@ impl Lowerer<'_> {
             None | Some(Proto::Link) if self.link.is_ieee80211() => Ok(self.wlan_multicast()),
             // ARCnet has no multicast: libpcap tests for broadcast.
             None | Some(Proto::Link) if self.link.is_arcnet() => Ok(self.arcnet_dst_zero()),
-            None | Some(Proto::Link) if self.link == LinkType::Ethernet => {
+            // Ethernet, FDDI, Token Ring, Fibre Channel: the destination's group bit.
+            None | Some(Proto::Link) if self.has_mac_addresses() => {
                 let check = self.inner_mac_check();
                 let group_bit = Pred::cmp(
                     CmpOp::Set,
-                    self.load(Layer::LinkHdr, 0, Size::Byte),
+                    self.load(Layer::LinkHdr, self.mac_offsets().0, Size::Byte),
                     weir_filter::Expr::Const(1),
                 );
                 Ok(Pred::and(check.into_iter().chain([group_bit])))

@@ -159,7 +159,7 @@ impl WlanSlots {
 }
 
 /// Whether `p` reads scratch slot `slot`.
-fn reads_slot(p: &Pred, slot: u8) -> bool {
+pub(crate) fn reads_slot(p: &Pred, slot: u8) -> bool {
     match p {
         Pred::Const(_) | Pred::Guard(_) => false,
         Pred::Cmp { lhs, rhs, .. } => expr_reads(lhs, slot) || expr_reads(rhs, slot),
@@ -171,7 +171,7 @@ fn reads_slot(p: &Pred, slot: u8) -> bool {
     }
 }
 
-fn expr_reads(e: &Expr, slot: u8) -> bool {
+pub(crate) fn expr_reads(e: &Expr, slot: u8) -> bool {
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         match e {

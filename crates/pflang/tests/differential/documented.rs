@@ -169,6 +169,11 @@ const DEST_OPTS: u8 = 60;
 /// walk of `vlan and protochain 6` starts behind the tag).
 fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
     let half = |at: usize| data.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    // Juniper: where libpcap puts the network layer (the unset offsets read before the
+    // packet), and behind the Ethernet PICs' frame: anywhere in the first bytes.
+    if link.is_juniper() {
+        return (0..data.len().min(64)).collect();
+    }
     match link {
         LinkType::Ethernet => {
             let mut starts = vec![14];
@@ -209,8 +214,80 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         LinkType::ArcnetBsd => vec![6],
         LinkType::ArcnetLinux => vec![8],
         LinkType::IpOverIb => vec![4],
-        // libpcap compiles nothing that reads NFLOG's payload.
-        LinkType::Nflog => vec![],
+        // libpcap compiles nothing that reads these payloads.
+        LinkType::Nflog
+        | LinkType::DsaTagBrcm
+        | LinkType::DsaTagBrcmPrepend
+        | LinkType::DsaTagDsa
+        | LinkType::DsaTagEdsa
+        | LinkType::LinuxLapd
+        | LinkType::Docsis
+        | LinkType::LinuxIrda
+        | LinkType::Pfsync
+        | LinkType::Ieee802154Linux
+        | LinkType::Ieee802154
+        | LinkType::Ieee802154NonaskPhy
+        | LinkType::Ieee802154Nofcs
+        | LinkType::Ieee802154Tap
+        | LinkType::Mtp2
+        | LinkType::Mtp2WithPhdr
+        | LinkType::Mtp3
+        | LinkType::JuniperPicPeer
+        | LinkType::Erf
+        | LinkType::Mfr
+        | LinkType::Ax25Kiss => vec![],
+        // Handled above.
+        LinkType::JuniperMlppp
+        | LinkType::JuniperMlfr
+        | LinkType::JuniperEs
+        | LinkType::JuniperGgsn
+        | LinkType::JuniperMfr
+        | LinkType::JuniperAtm2
+        | LinkType::JuniperServices
+        | LinkType::JuniperAtm1
+        | LinkType::JuniperMonitor
+        | LinkType::JuniperPppoe
+        | LinkType::JuniperPppoeAtm
+        | LinkType::JuniperEther
+        | LinkType::JuniperPpp
+        | LinkType::JuniperFrelay
+        | LinkType::JuniperChdlc
+        | LinkType::JuniperVp
+        | LinkType::JuniperIsm
+        | LinkType::JuniperSt
+        | LinkType::JuniperSrxE2e
+        | LinkType::JuniperFibreChannel
+        | LinkType::JuniperAtmCemic => vec![],
+        // Juniper: where libpcap puts the network layer (the unset offsets read before the
+        // packet), and behind the Ethernet PICs' frame.
+        link if link.is_juniper() => (0..data.len().min(64)).collect(),
+        // Behind LLC and SNAP, and behind a PPPoE session header there.
+        LinkType::Fddi => vec![21, 29],
+        LinkType::TokenRing => vec![22, 30],
+        // LLC traffic as above; LANE's Ethernet frame (6 bytes in), a VLAN tag or a PPPoE
+        // session header in it.
+        LinkType::SunAtm => vec![12, 20, 20 + 4, 20 + 8, 20 + 12, 12 + 8],
+        // Behind the header, as long as its first byte says, rounded up to 4.
+        LinkType::Pflog => data.first().map_or(vec![], |&len| vec![(usize::from(len) + 3) & !3]),
+        LinkType::Ipnet => vec![24],
+        LinkType::SlipBsdos | LinkType::PppBsdos => vec![24],
+        LinkType::PppPppd => vec![4],
+        LinkType::PppEther => vec![8],
+        LinkType::SymantecFirewall => vec![44],
+        LinkType::AppleIpOverIeee1394 => vec![18],
+        LinkType::AtmClip => vec![8, 16],
+        LinkType::AtmRfc1483 => vec![8, 16],
+        LinkType::IpOverFc => vec![24, 32],
+        LinkType::Ltalk => vec![0],
+        LinkType::Enc => vec![12],
+        // libpcap reads BACnet's network layer 2 bytes before the packet.
+        LinkType::BacnetMsTp => vec![],
+        // Ethernet behind the pseudo-header.
+        LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent => {
+            let skip = if link == LinkType::NetAnalyzer { 4 } else { 12 };
+            let inner = data.get(skip..).unwrap_or(&[]);
+            network_starts(LinkType::Ethernet, inner).into_iter().map(|n| n + skip).collect()
+        }
         // Behind a radio header and an 802.11 header of the packet's own lengths: any
         // place from the shortest 802.11 header and LLC/SNAP on.
         LinkType::Ieee80211
@@ -291,10 +368,11 @@ fn walk(data: &[u8], net: usize, version: u8) -> (usize, bool) {
 /// Whether libpcap's program (with the harness's 17-instruction zeroing prologue) reads a
 /// packet-dependent link offset from a register that holds something else: a register
 /// used as an index (`ldx M[k]` then an indexed load) that is also stored by something
-/// other than the 802.11 offset computation (a relation's temporary: `ld #0; st M[k]`),
-/// or never stored (after `geneve` on 802.11, libpcap indexes with a register nothing
-/// wrote). The offset computation's stores follow `add #24`, `add #2`,
-/// `and #0xfffffffc`, `or x` (radiotap length), `ld [4]` (AVS length) or `ld #144`.
+/// other than the 802.11 or pflog offset computation (a relation's temporary: `ld #0;
+/// st M[k]`), or never stored (after `geneve` on 802.11, libpcap indexes with a register
+/// nothing wrote). The offset computation's stores follow `add #24`, `add #2`,
+/// `and #0xfffffffc` (also pflog's rounded header length), `or x` (radiotap length),
+/// `ld [4]` (AVS length) or `ld #144`.
 pub fn offset_register_reused(prog: &[BpfInsn]) -> bool {
     const LDX_MEM: u16 = 0x61;
     const ST: u16 = 0x02;

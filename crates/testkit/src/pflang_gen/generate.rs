@@ -21,6 +21,15 @@ pub struct Generator {
     /// Percent of primitives that are ARCnet address tests (`link src host $d5`, and
     /// misqualified ones); 0 (the default) leaves the generated sequence as it was.
     pub aid_share: u64,
+    /// Percent of primitives that are ATM tests (`lane`, `vpi`/`vci`, `oam`, `sc` ...); 0
+    /// (the default) leaves the generated sequence as it was.
+    pub atm_share: u64,
+    /// Percent of primitives that are pflog header tests (`ifname`, `rnr`, `reason`,
+    /// `action` ...); 0 (the default) leaves the generated sequence as it was.
+    pub pf_share: u64,
+    /// Percent of primitives that are SS7 tests (`fisu`, `msu`, `sio`, `opc` ... and
+    /// their `h` forms); 0 (the default) leaves the generated sequence as it was.
+    pub mtp_share: u64,
 }
 
 /// Primitive families that take an id (and so can pass their qualifiers on).
@@ -42,7 +51,15 @@ enum IdFamily {
 
 impl Generator {
     pub fn new(seed: u64) -> Generator {
-        Generator { rng: SplitMix64::new(seed), max_depth: 5, link_share: 0, aid_share: 0 }
+        Generator {
+            rng: SplitMix64::new(seed),
+            max_depth: 5,
+            link_share: 0,
+            aid_share: 0,
+            atm_share: 0,
+            pf_share: 0,
+            mtp_share: 0,
+        }
     }
 
     /// One random expression.
@@ -124,6 +141,15 @@ impl Generator {
         }
         if self.aid_share > 0 && self.chance(self.aid_share) {
             return self.arcnet_leaf();
+        }
+        if self.atm_share > 0 && self.chance(self.atm_share) {
+            return self.atm_leaf();
+        }
+        if self.pf_share > 0 && self.chance(self.pf_share) {
+            return self.pf_leaf();
+        }
+        if self.mtp_share > 0 && self.chance(self.mtp_share) {
+            return self.mtp_leaf();
         }
         match self
             .rng
@@ -310,6 +336,142 @@ impl Generator {
         let text = format!("{word}{dir}{kind}{aid}");
         let text = if text.starts_with('$') { format!("host {text}") } else { text };
         leaf("arcnet host", text, None)
+    }
+
+    /// An ATM test: `lane` (often, as it changes what follows), a `vpi`/`vci` comparison
+    /// (a value, a relation or a parenthesised list) or an abbreviation.
+    pub fn atm_leaf(&mut self) -> Node {
+        const ABBREVS: &[&str] = &[
+            "oam",
+            "oamf4",
+            "oamf4ec",
+            "oamf4sc",
+            "metac",
+            "bcc",
+            "sc",
+            "ilmic",
+            "connectmsg",
+            "metaconnect",
+        ];
+        match self.rng.below(4) {
+            0 => leaf("atm lane", "lane".into(), None),
+            1 => {
+                let field = if self.chance(50) { "vpi" } else { "vci" };
+                let values: &[u32] =
+                    if field == "vpi" { &[0, 1, 5, 15, 300] } else { &[1, 3, 5, 16, 40, 70000] };
+                let v = pick(&mut self.rng, values, 0);
+                let text = match self.rng.below(3) {
+                    0 => format!("{field} {v}"),
+                    1 => {
+                        let op = pick(&mut self.rng, &[">", ">=", "<", "<=", "=", "!="], ">");
+                        format!("{field} {op} {v}")
+                    }
+                    _ => {
+                        let w = pick(&mut self.rng, values, 1);
+                        format!("{field} ({v} or {w})")
+                    }
+                };
+                leaf("atm field", text, None)
+            }
+            _ => {
+                let a = pick(&mut self.rng, ABBREVS, "oam");
+                leaf("atm abbrev", a.to_string(), None)
+            }
+        }
+    }
+
+    /// A pflog header test, names valid and not, interface and ruleset names of every
+    /// length up to and past the 15 characters libpcap allows.
+    pub fn pf_leaf(&mut self) -> Node {
+        const NAMES: &[&str] = &[
+            "em0",
+            "pppoe0",
+            "vio0",
+            "eth0",
+            "lo",
+            "abcdefghijklmno",
+            "abcdefghijklmnop",
+            "main",
+            "foo",
+        ];
+        const REASONS: &[&str] =
+            &["match", "bad-offset", "short", "memory", "synproxy", "MATCH", "nosuch"];
+        const ACTIONS: &[&str] = &[
+            "pass",
+            "accept",
+            "drop",
+            "block",
+            "scrub",
+            "nat",
+            "rdr",
+            "nordr",
+            "synproxy-drop",
+            "Block",
+            "nosuch",
+        ];
+        match self.rng.below(6) {
+            0 => {
+                let word = pick(&mut self.rng, &["ifname", "on"], "ifname");
+                let name = pick(&mut self.rng, NAMES, "em0");
+                leaf("pf ifname", format!("{word} {name}"), None)
+            }
+            1 => {
+                let word = pick(&mut self.rng, &["ruleset", "rset"], "ruleset");
+                let name = pick(&mut self.rng, NAMES, "main");
+                leaf("pf ruleset", format!("{word} {name}"), None)
+            }
+            2 => {
+                let word = pick(&mut self.rng, &["rnr", "rulenum", "srnr", "subrulenum"], "rnr");
+                let n = pick(&mut self.rng, &[0u32, 1, 3, 7, 4_294_967_295], 0);
+                leaf("pf rule", format!("{word} {n}"), None)
+            }
+            3 => {
+                let r = if self.chance(70) {
+                    pick(&mut self.rng, REASONS, "match").to_string()
+                } else {
+                    pick(&mut self.rng, &[0u32, 1, 5, 14, 300], 0).to_string()
+                };
+                leaf("pf reason", format!("reason {r}"), None)
+            }
+            4 => {
+                let a = pick(&mut self.rng, ACTIONS, "pass");
+                leaf("pf action", format!("action {a}"), None)
+            }
+            _ => {
+                let d = pick(&mut self.rng, &["inbound", "outbound"], "inbound");
+                leaf("inbound/outbound", d.to_string(), None)
+            }
+        }
+    }
+
+    /// An SS7 test: an MTP2 frame kind, or an MTP3 field with a value (up to and past its
+    /// maximum), a relation or a parenthesised list.
+    pub fn mtp_leaf(&mut self) -> Node {
+        const KINDS: &[&str] = &["fisu", "lssu", "msu", "hfisu", "hlssu", "hmsu"];
+        const FIELDS: &[&str] = &["sio", "opc", "dpc", "sls", "hsio", "hopc", "hdpc", "hsls"];
+        if self.chance(35) {
+            let k = pick(&mut self.rng, KINDS, "msu");
+            return leaf("mtp2", k.to_string(), None);
+        }
+        let f = pick(&mut self.rng, FIELDS, "sio");
+        let values: &[u32] = match f.trim_start_matches('h') {
+            "sio" => &[0, 3, 5, 0x83, 255, 256],
+            "sls" => &[0, 1, 3, 15, 16],
+            _ => &[0, 1, 5, 0x3fff, 0x2c4a, 16384],
+        };
+        let v = pick(&mut self.rng, values, 0);
+        let text = match self.rng.below(3) {
+            0 => format!("{f} {v}"),
+            1 => {
+                let op = pick(&mut self.rng, &[">", ">=", "<", "<=", "=", "!="], ">");
+                format!("{f} {op} {v}")
+            }
+            _ => {
+                let w = pick(&mut self.rng, values, 1);
+                format!("{f} ({v} or {w})")
+            }
+        };
+        leaf("mtp3", text, None)
     }
 
     fn pick_weighted_keyword(&mut self) -> &'static str {
