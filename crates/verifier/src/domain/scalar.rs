@@ -230,17 +230,17 @@ fn sext(bits: u32, u: u64) -> i64 {
 
 // ---- Pieces: a few disjoint intervals of the n-bit ring, in increasing order ------------
 
-/// A set of at most 8 disjoint intervals, sorted. Intersections of the few constraint sets
+/// A set of at most 6 disjoint intervals, sorted. Intersections of the few constraint sets
 /// normalizing uses stay well below that; if one ever did not, [`Pieces::push`] merges into
 /// the last interval, which only over-approximates.
 #[derive(Clone, Copy, Debug)]
 struct Pieces {
     n: usize,
-    p: [(u64, u64); 8],
+    p: [(u64, u64); 6],
 }
 
 impl Pieces {
-    const EMPTY: Pieces = Pieces { n: 0, p: [(0, 0); 8] };
+    const EMPTY: Pieces = Pieces { n: 0, p: [(0, 0); 6] };
 
     fn one(a: u64, b: u64) -> Pieces {
         let mut r = Pieces::EMPTY;
@@ -285,7 +285,8 @@ impl Pieces {
         if hi - lo >= m - 1 {
             return Pieces::one(0, max);
         }
-        let a = lo.rem_euclid(m);
+        // lo mod 2^bits: the low bits of its two's complement (no i128 division).
+        let a = (lo as u128 & (m as u128 - 1)) as i128;
         let end = a + (hi - lo);
         if end < m {
             Pieces::one(a as u64, end as u64)
@@ -297,6 +298,11 @@ impl Pieces {
     }
 
     fn intersect(&self, o: &Pieces) -> Pieces {
+        // The common case of a constraint that says nothing (one piece, the whole ring, at
+        // either width here) costs nothing.
+        if o.n == 1 && o.p[0].0 == 0 && o.p[0].1 >= self.p[self.n.max(1) - 1].1 {
+            return *self;
+        }
         let mut r = Pieces::EMPTY;
         let (mut i, mut j) = (0, 0);
         while i < self.n && j < o.n {
@@ -579,6 +585,10 @@ impl Scalar {
         if s.var.value & s.var.mask != 0 {
             return None;
         }
+        if s.var.is_const() {
+            // One candidate: it is the value or there is none.
+            return s.contains(s.var.value).then(|| Scalar::constant(s.var.value));
+        }
         for _ in 0..4 {
             let prev = s;
             // The low 32 bits.
@@ -663,6 +673,25 @@ impl Scalar {
         s.normalized().unwrap_or(EMPTY)
     }
 
+    /// A 64-bit result `v` whose low half is also known as the 32-bit view `low`.
+    fn from_views(v: View, low: View) -> Scalar {
+        // `low.t` knows only the low half (its high half reads as zero).
+        let var = v.t.subreg().try_intersect(low.t).map_or(v.t, |sub| v.t.with_subreg(sub));
+        Scalar {
+            var,
+            umin: v.umin,
+            umax: v.umax,
+            smin: v.smin,
+            smax: v.smax,
+            u32min: low.umin as u32,
+            u32max: low.umax as u32,
+            s32min: low.smin as i32,
+            s32max: low.smax as i32,
+        }
+        .normalized()
+        .unwrap_or(EMPTY)
+    }
+
     /// `self` with the part seen at `v.bits` narrowed to `v` (jump refinement), or `None`
     /// when nothing is left.
     fn with_view(&self, v: View) -> Option<Scalar> {
@@ -715,28 +744,43 @@ impl Scalar {
             }
             // No engine runs another swap width; nothing is known of what it would give.
             AluOp::ToLe(_) | AluOp::ToBe(_) | AluOp::Bswap(_) => FULL,
-            AluOp::Neg => {
-                let d = dst.view(width);
-                Scalar::from_view(sub(&View::constant(bits, 0), &d))
-            }
             _ => {
-                let (d, s) = (dst.view(width), src.view(width));
-                let r = match op {
-                    AluOp::Add => add(&d, &s),
-                    AluOp::Sub => sub(&d, &s),
-                    AluOp::Mul => mul(&d, &s),
-                    AluOp::Div => div(&d, &s),
-                    AluOp::Mod => rem(&d, &s),
-                    AluOp::SDiv => sdiv(&d, &s),
-                    AluOp::SMod => srem(&d, &s),
-                    AluOp::And => and(&d, &s),
-                    AluOp::Or => or(&d, &s),
-                    AluOp::Xor => xor(&d, &s),
-                    AluOp::Lsh => lsh(&d, &s),
-                    AluOp::Rsh => rsh(&d, &s),
-                    _ => arsh(&d, &s),
+                let rule = |d: &View, s: &View| match op {
+                    AluOp::Add => add(d, s),
+                    AluOp::Sub => sub(d, s),
+                    AluOp::Neg => sub(&View::constant(d.bits, 0), d),
+                    AluOp::Mul => mul(d, s),
+                    AluOp::Div => div(d, s),
+                    AluOp::Mod => rem(d, s),
+                    AluOp::SDiv => sdiv(d, s),
+                    AluOp::SMod => srem(d, s),
+                    AluOp::And => and(d, s),
+                    AluOp::Or => or(d, s),
+                    AluOp::Xor => xor(d, s),
+                    AluOp::Lsh => lsh(d, s),
+                    AluOp::Rsh => rsh(d, s),
+                    _ => arsh(d, s),
                 };
-                Scalar::from_view(r)
+                let r = rule(&dst.view(width), &src.view(width));
+                // The low half of a 64-bit sum, difference, product or bitwise operation is
+                // the 32-bit operation on the low halves: the 32-bit bounds follow from the
+                // operands' 32-bit bounds too, as in the kernel (which runs both).
+                let low_half_agrees = matches!(
+                    op,
+                    AluOp::Add
+                        | AluOp::Sub
+                        | AluOp::Neg
+                        | AluOp::Mul
+                        | AluOp::And
+                        | AluOp::Or
+                        | AluOp::Xor
+                );
+                if width == Width::W64 && low_half_agrees {
+                    let r32 = rule(&dst.view(Width::W32), &src.view(Width::W32));
+                    Scalar::from_views(r, r32)
+                } else {
+                    Scalar::from_view(r)
+                }
             }
         }
     }

@@ -304,7 +304,7 @@ fn check_alu(op: AluOp, a: &(Vec<u64>, u8, Vec<u64>), b: &(Vec<u64>, u8, Vec<u64
 macro_rules! alu_soundness {
     ($($name:ident: $op:expr;)*) => {
         proptest! {
-            #![proptest_config(cases(1500))]
+            #![proptest_config(cases(4000))]
             $(
                 #[test]
                 fn $name(a in operand(), b in operand()) {
@@ -337,7 +337,7 @@ alu_soundness! {
 }
 
 proptest! {
-    #![proptest_config(cases(1500))]
+    #![proptest_config(cases(4000))]
 
     #[test]
     fn sound_byte_swaps(a in operand(), b in operand(), which in 0usize..9) {
@@ -419,6 +419,65 @@ proptest! {
         let m = x.meet(&y);
         for &v in xm.iter().filter(|&&v| y.contains(v)) {
             prop_assert!(m.is_some_and(|m| m.contains(v)), "{:#x} in both, not in the meet {:?}", v, m);
+        }
+    }
+
+    /// Chains of operations and jump refinements, as a program applies them: the concrete
+    /// values carried along (every result of every pair, pairs kept only on the edge they
+    /// take) stay inside the abstract values.
+    #[test]
+    fn sound_chains(
+        a in operand(),
+        b in operand(),
+        steps in prop::collection::vec((0usize..OPS.len(), any::<bool>(), 0usize..CONDS.len(), any::<u8>()), 1..8),
+    ) {
+        let mut x = abstract_of(&a.0, a.1);
+        let mut y = abstract_of(&b.0, b.1);
+        let mut xs = members(&x, &a.0, &a.2).0;
+        let mut ys = members(&y, &b.0, &b.2).0;
+        xs.truncate(24);
+        ys.truncate(24);
+        for (i, wide, c, how) in steps {
+            let width = if wide { Width::W64 } else { Width::W32 };
+            if how & 1 == 0 {
+                let op = OPS[i];
+                let r = Scalar::alu(op, width, &x, &y);
+                let mut rs: Vec<u64> = xs.iter().flat_map(|&p| ys.iter().map(move |&q| engine(op, width, p, q))).collect();
+                for &v in &rs {
+                    prop_assert!(r.contains(v), "{:?} {:?} gave {:#x} outside {:?}\n dst {:?}\n src {:?}", op, width, v, r, x, y);
+                }
+                rs.sort_unstable();
+                rs.dedup();
+                rs.truncate(24);
+                // The result replaces dst, or src (to vary which side is derived).
+                if how & 2 == 0 { (x, xs) = (r, rs) } else { (y, ys) = (r, rs) }
+            } else {
+                let cond = CONDS[c];
+                let taken = how & 2 == 0;
+                let pairs: Vec<(u64, u64)> = xs.iter().flat_map(|&p| ys.iter().map(move |&q| (p, q)))
+                    .filter(|&(p, q)| holds(cond, width, p, q) == taken).collect();
+                let refined = Scalar::refine(cond, width, &x, &y, taken);
+                if pairs.is_empty() {
+                    break;
+                }
+                let Some((x2, y2)) = refined else {
+                    panic!("{cond:?} {width:?} taken={taken}: {pairs:x?} take the edge called impossible\n dst {x:?}\n src {y:?}");
+                };
+                for &(p, q) in &pairs {
+                    prop_assert!(x2.contains(p) && y2.contains(q), "{:?} {:?} taken={} lost ({:#x}, {:#x})\n dst {:?}\n src {:?}\n -> {:?}\n -> {:?}", cond, width, taken, p, q, x, y, x2, y2);
+                }
+                (x, y) = (x2, y2);
+                xs = pairs.iter().map(|p| p.0).collect();
+                ys = pairs.iter().map(|p| p.1).collect();
+                for v in [&mut xs, &mut ys] {
+                    v.sort_unstable();
+                    v.dedup();
+                }
+            }
+            if how & 4 != 0 {
+                std::mem::swap(&mut x, &mut y);
+                std::mem::swap(&mut xs, &mut ys);
+            }
         }
     }
 
@@ -726,4 +785,56 @@ fn join_subsumes_and_display() {
     assert_eq!(c(42).to_string(), "42");
     assert_eq!(c(-1i64 as u64).to_string(), "-1");
     assert_eq!(Scalar::range_i64(-1, 1).to_string(), "scalar(smin=-1,smax=1,umin=0,umax=18446744073709551615,umin32=0,umax32=4294967295,smin32=-1,smax32=1,var_off=(0x0; 0xffffffffffffffff))");
+}
+
+/// Costs of the operations the analysis calls per instruction (not a test of behaviour:
+/// run with `--ignored --nocapture` to print them).
+#[test]
+#[ignore]
+fn timing() {
+    use std::hint::black_box;
+    use std::time::Instant;
+    let operands = [
+        Scalar::unknown(),
+        Scalar::range_u64(0, 255),
+        Scalar::range_i64(-100, 100),
+        Scalar::constant(7),
+        Scalar::range_u64(0x1_0000_0000, 0x1_0000_ffff),
+        Scalar::from_tnum(Tnum { value: 0x10, mask: 0xf0f }),
+    ];
+    let rounds = 20_000u32;
+    let time = |name: &str, f: &dyn Fn(&Scalar, &Scalar)| {
+        let start = Instant::now();
+        for _ in 0..rounds {
+            for a in &operands {
+                for b in &operands {
+                    f(black_box(a), black_box(b));
+                }
+            }
+        }
+        let n = f64::from(rounds) * (operands.len() * operands.len()) as f64;
+        println!("{name}: {:.0} ns", start.elapsed().as_nanos() as f64 / n);
+    };
+    time("normalized", &|a, _| {
+        black_box(black_box(*a).normalized());
+    });
+    for op in [AluOp::Add, AluOp::Mul, AluOp::And, AluOp::Lsh, AluOp::SDiv] {
+        for width in [Width::W64, Width::W32] {
+            time(&format!("alu {op:?} {width:?}"), &|a, b| {
+                black_box(Scalar::alu(op, width, a, b));
+            });
+        }
+    }
+    time("refine Lt W64", &|a, b| {
+        black_box(Scalar::refine(JmpCond::Lt, Width::W64, a, b, true));
+    });
+    time("branch_taken Sgt W32", &|a, b| {
+        black_box(Scalar::branch_taken(JmpCond::Sgt, Width::W32, a, b));
+    });
+    time("join", &|a, b| {
+        black_box(a.join(b));
+    });
+    time("subsumes", &|a, b| {
+        black_box(a.subsumes(b));
+    });
 }

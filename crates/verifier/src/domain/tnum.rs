@@ -262,6 +262,10 @@ impl Tnum {
     /// grow: the lowest unknown bit above it where `x` has a 0 becomes 1 (none: no member is
     /// `>= x`), with the smallest member bits below.
     pub fn min_ge(self, x: u64) -> Option<u64> {
+        if self.value & self.mask != 0 {
+            // Not a tnum (a bit both known and unknown): no member.
+            return None;
+        }
         if self.contains(x) {
             return Some(x);
         }
