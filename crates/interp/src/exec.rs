@@ -12,14 +12,14 @@
 use weir_program::abi::{HelperCtx, HelperOutcome, RunEnv};
 use weir_program::{Trap, TrapCode};
 
-use crate::alu::{
-    arsh32, arsh64, div32, div64, lsh32, lsh64, mod32, mod64, rsh32, rsh64, sdiv32, sdiv64, smod32,
-    smod64,
-};
 use crate::guest;
 use crate::memory::Memory;
 use crate::step::{AtomicOp, Step};
 use crate::Interpreter;
+use weir_program::exec::alu::{
+    arsh32, arsh64, div32, div64, lsh32, lsh64, mod32, mod64, rsh32, rsh64, sdiv32, sdiv64, smod32,
+    smod64,
+};
 
 /// A caller's state saved by a local call: where to return, and r6-r9 and r10.
 #[derive(Clone, Copy, Debug)]

@@ -36,7 +36,6 @@
 #![deny(clippy::arithmetic_side_effects)]
 #![forbid(unsafe_code)]
 
-mod alu;
 mod exec;
 mod memory;
 mod step;

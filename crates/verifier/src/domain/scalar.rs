@@ -1,16 +1,52 @@
-//! [`Scalar`]: a tnum with signed and unsigned 32- and 64-bit bounds (STAND-IN: sound and
-//! simple; the real domain is more precise).
+//! [`Scalar`]: a tnum and four intervals (signed and unsigned, 64-bit and low 32-bit) that
+//! all describe one 64-bit value, kept in step by [`Scalar::normalized`].
+//!
+//! How the pieces fit:
+//! - Every field is a constraint; the value set is the intersection of all five
+//!   ([`Scalar::contains`]). A result is sound when each constraint computed for it holds
+//!   every concrete result, so each operation computes the constraints it can (the tnum rule,
+//!   an interval rule per signedness) and [`Scalar::normalized`] then tightens each from the
+//!   others.
+//! - Interval rules work on the exact integer range of a result (in `i128`, no overflow) and
+//!   then fold it into the register's width: a range shorter than 2^n wraps onto at most two
+//!   pieces of the n-bit ring ([`Pieces::ring`]), and whichever of the unsigned and signed
+//!   views sees it contiguous keeps it. This is the kernel's overflow detection on each
+//!   interval, generalised: a sum whose bounds both overflow is still exact.
+//! - Normalizing intersects the pieces given by every constraint: the low 32 bits of a 64-bit
+//!   range, the sign halves, the tnum (each piece's ends moved to the nearest tnum member,
+//!   [`Tnum::min_ge`]), and the 32-bit range inside each 2^32 block of the 64-bit range.
+//!   What remains gives all four hulls and narrows the tnum ([`Tnum::range`]). An
+//!   empty intersection means no value: the operands were contradictory ([`Scalar::is_empty`]).
+//! - 32-bit operations work on a [`View`] of the low 32 bits and zero-extend their result,
+//!   as the engines do; jump refinement at 32 bits narrows the low half and lets normalizing
+//!   carry it to the 64-bit bounds.
 
 use std::fmt;
 
+use weir_program::exec::alu;
+
 use super::Tnum;
 
+/// The width an ALU operation or a comparison works at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Width {
+    /// The low 32 bits (results zero-extended into the 64-bit register).
     W32,
+    /// The whole 64-bit register.
     W64,
 }
 
+impl Width {
+    fn bits(self) -> u32 {
+        match self {
+            Width::W32 => 32,
+            Width::W64 => 64,
+        }
+    }
+}
+
+/// An ALU operation, with the engines' semantics (`weir_program::exec::alu`: division by zero
+/// gives 0, remainder by zero leaves the dividend, shift amounts are masked by the width).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AluOp {
     Add,
@@ -26,16 +62,94 @@ pub enum AluOp {
     Rsh,
     Arsh,
     Xor,
+    /// `dst = src`.
     Mov,
+    /// sign-extending moves (RFC 9669 MOVSX, offset 8/16/32): `dst = (sN) src`.
     MovSx8,
     MovSx16,
     MovSx32,
+    /// `dst = -dst`.
     Neg,
+    /// byte swaps: to-little-endian (on a little-endian host: truncation), to-big, and BSWAP (RFC 9669), by width in bits
     ToLe(u32),
     ToBe(u32),
     Bswap(u32),
 }
 
+impl AluOp {
+    /// The concrete result of `dst op src` at `width`, as the engines compute it (the
+    /// interpreter's wrapping arithmetic and `weir_program::exec::alu`); 32-bit results
+    /// zero-extended, byte swaps on the whole register. A swap width no engine runs
+    /// (not 16, 32 or 64) leaves `dst`.
+    pub fn eval(self, width: Width, dst: u64, src: u64) -> u64 {
+        let (a, b) = (dst, src);
+        if let Some(r) = swap(self, a) {
+            return r;
+        }
+        match width {
+            Width::W64 => match self {
+                AluOp::Add => a.wrapping_add(b),
+                AluOp::Sub => a.wrapping_sub(b),
+                AluOp::Mul => a.wrapping_mul(b),
+                AluOp::Div => alu::div64(a, b),
+                AluOp::SDiv => alu::sdiv64(a, b),
+                AluOp::Mod => alu::mod64(a, b),
+                AluOp::SMod => alu::smod64(a, b),
+                AluOp::Or => a | b,
+                AluOp::And => a & b,
+                AluOp::Xor => a ^ b,
+                AluOp::Lsh => alu::lsh64(a, b),
+                AluOp::Rsh => alu::rsh64(a, b),
+                AluOp::Arsh => alu::arsh64(a, b),
+                AluOp::Mov => b,
+                AluOp::MovSx8 => b as i8 as i64 as u64,
+                AluOp::MovSx16 => b as i16 as i64 as u64,
+                AluOp::MovSx32 => b as i32 as i64 as u64,
+                AluOp::Neg => a.wrapping_neg(),
+                AluOp::ToLe(_) | AluOp::ToBe(_) | AluOp::Bswap(_) => a,
+            },
+            Width::W32 => {
+                let (x, y) = (a as u32, b as u32);
+                u64::from(match self {
+                    AluOp::Add => x.wrapping_add(y),
+                    AluOp::Sub => x.wrapping_sub(y),
+                    AluOp::Mul => x.wrapping_mul(y),
+                    AluOp::Div => alu::div32(x, y),
+                    AluOp::SDiv => alu::sdiv32(x, y),
+                    AluOp::Mod => alu::mod32(x, y),
+                    AluOp::SMod => alu::smod32(x, y),
+                    AluOp::Or => x | y,
+                    AluOp::And => x & y,
+                    AluOp::Xor => x ^ y,
+                    AluOp::Lsh => alu::lsh32(x, y),
+                    AluOp::Rsh => alu::rsh32(x, y),
+                    AluOp::Arsh => alu::arsh32(x, y),
+                    AluOp::Mov | AluOp::MovSx32 => y,
+                    AluOp::MovSx8 => b as i8 as i32 as u32,
+                    AluOp::MovSx16 => b as i16 as i32 as u32,
+                    AluOp::Neg => x.wrapping_neg(),
+                    AluOp::ToLe(_) | AluOp::ToBe(_) | AluOp::Bswap(_) => return a,
+                })
+            }
+        }
+    }
+}
+
+/// A byte swap's result on the whole register (`None`: not a swap, or a width no engine runs).
+fn swap(op: AluOp, a: u64) -> Option<u64> {
+    Some(match op {
+        AluOp::ToLe(16) => a & 0xffff,
+        AluOp::ToLe(32) => a & 0xffff_ffff,
+        AluOp::ToLe(64) => a,
+        AluOp::ToBe(16) | AluOp::Bswap(16) => u64::from((a as u16).swap_bytes()),
+        AluOp::ToBe(32) | AluOp::Bswap(32) => u64::from((a as u32).swap_bytes()),
+        AluOp::ToBe(64) | AluOp::Bswap(64) => a.swap_bytes(),
+        _ => return None,
+    })
+}
+
+/// A conditional jump's comparison `dst cond src` (unsigned unless `S`; `Set` is
+/// `dst & src != 0`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum JmpCond {
     Eq,
@@ -51,7 +165,9 @@ pub enum JmpCond {
     Set,
 }
 
-/// What is known of a 64-bit value: every field is a constraint it satisfies.
+/// What is known of one 64-bit value: it is a member of `var` and lies in each of the four
+/// intervals (`smin..=smax` as `i64`, `umin..=umax` as `u64`, and the same for its low 32
+/// bits as `i32` and `u32`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Scalar {
     pub var: Tnum,
@@ -65,6 +181,19 @@ pub struct Scalar {
     pub u32max: u32,
 }
 
+/// No value: every interval inverted. What operations on contradictory operands give.
+const EMPTY: Scalar = Scalar {
+    var: Tnum { value: 0, mask: 0 },
+    smin: 1,
+    smax: 0,
+    umin: 1,
+    umax: 0,
+    s32min: 1,
+    s32max: 0,
+    u32min: 1,
+    u32max: 0,
+};
+
 const FULL: Scalar = Scalar {
     var: Tnum::UNKNOWN,
     smin: i64::MIN,
@@ -77,11 +206,233 @@ const FULL: Scalar = Scalar {
     u32max: u32::MAX,
 };
 
+// ---- n-bit arithmetic helpers (n in 1..=64) -------------------------------------------
+
+/// All ones in the low `bits` bits.
+fn umask(bits: u32) -> u64 {
+    u64::MAX >> (64 - bits)
+}
+
+/// The smallest signed `bits`-bit number.
+fn smin_of(bits: u32) -> i64 {
+    i64::MIN >> (64 - bits)
+}
+
+/// The largest signed `bits`-bit number.
+fn smax_of(bits: u32) -> i64 {
+    i64::MAX >> (64 - bits)
+}
+
+/// The low `bits` bits of `u`, sign-extended.
+fn sext(bits: u32, u: u64) -> i64 {
+    ((u << (64 - bits)) as i64) >> (64 - bits)
+}
+
+// ---- Pieces: a few disjoint intervals of the n-bit ring, in increasing order ------------
+
+/// A set of at most 6 disjoint intervals, sorted. Intersections of the few constraint sets
+/// normalizing uses stay well below that; if one ever did not, [`Pieces::push`] merges into
+/// the last interval, which only over-approximates.
+#[derive(Clone, Copy, Debug)]
+struct Pieces {
+    n: usize,
+    p: [(u64, u64); 6],
+}
+
+impl Pieces {
+    const EMPTY: Pieces = Pieces { n: 0, p: [(0, 0); 6] };
+
+    fn one(a: u64, b: u64) -> Pieces {
+        let mut r = Pieces::EMPTY;
+        r.push(a, b);
+        r
+    }
+
+    fn push(&mut self, a: u64, b: u64) {
+        if a > b {
+            return;
+        }
+        if self.n == self.p.len() {
+            let last = &mut self.p[self.n - 1];
+            last.1 = last.1.max(b);
+        } else {
+            self.p[self.n] = (a, b);
+            self.n += 1;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.p[..self.n].iter().copied()
+    }
+
+    /// The `bits`-bit ring split at the sign boundary, so that no piece straddles it (the
+    /// signed hull then reads off piece ends).
+    fn halves(bits: u32) -> Pieces {
+        let half = 1u64 << (bits - 1);
+        let mut r = Pieces::one(0, half - 1);
+        r.push(half, umask(bits));
+        r
+    }
+
+    /// `{ x mod 2^bits : lo <= x <= hi }`: the whole ring if the range is that long, else one
+    /// piece or two (when it wraps). Empty when `lo > hi`.
+    fn ring(bits: u32, lo: i128, hi: i128) -> Pieces {
+        if lo > hi {
+            return Pieces::EMPTY;
+        }
+        let m = 1i128 << bits;
+        let max = umask(bits);
+        if hi - lo >= m - 1 {
+            return Pieces::one(0, max);
+        }
+        // lo mod 2^bits: the low bits of its two's complement (no i128 division).
+        let a = (lo as u128 & (m as u128 - 1)) as i128;
+        let end = a + (hi - lo);
+        if end < m {
+            Pieces::one(a as u64, end as u64)
+        } else {
+            let mut r = Pieces::one(0, (end - m) as u64);
+            r.push(a as u64, max);
+            r
+        }
+    }
+
+    fn intersect(&self, o: &Pieces) -> Pieces {
+        // The common case of a constraint that says nothing (one piece, the whole ring, at
+        // either width here) costs nothing.
+        if o.n == 1 && o.p[0].0 == 0 && o.p[0].1 >= self.p[self.n.max(1) - 1].1 {
+            return *self;
+        }
+        let mut r = Pieces::EMPTY;
+        let (mut i, mut j) = (0, 0);
+        while i < self.n && j < o.n {
+            let (a, b) = (self.p[i], o.p[j]);
+            r.push(a.0.max(b.0), a.1.min(b.1));
+            if a.1 < b.1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        r
+    }
+
+    /// Each piece replaced by `f` of it (`None`: dropped).
+    fn map(&self, f: impl Fn(u64, u64) -> Option<(u64, u64)>) -> Pieces {
+        let mut r = Pieces::EMPTY;
+        for (a, b) in self.iter() {
+            if let Some((a, b)) = f(a, b) {
+                r.push(a, b);
+            }
+        }
+        r
+    }
+
+    fn u_hull(&self) -> Option<(u64, u64)> {
+        (self.n > 0).then(|| (self.p[0].0, self.p[self.n - 1].1))
+    }
+
+    /// The signed hull, for pieces that do not straddle the sign boundary ([`Pieces::halves`]):
+    /// the negative pieces are the last in unsigned order.
+    fn s_hull(&self, bits: u32) -> Option<(i64, i64)> {
+        if self.n == 0 {
+            return None;
+        }
+        let half = 1u64 << (bits - 1);
+        let pieces = &self.p[..self.n];
+        let lo = pieces.iter().find(|p| p.0 >= half).unwrap_or(&pieces[0]).0;
+        let hi = pieces.iter().rev().find(|p| p.1 < half).unwrap_or(&pieces[self.n - 1]).1;
+        Some((sext(bits, lo), sext(bits, hi)))
+    }
+}
+
+// ---- View: one width of a scalar ---------------------------------------------------------
+
+/// A scalar seen at `bits` bits (32 or 64): its tnum cut to that width and its unsigned and
+/// signed bounds there. ALU rules and jump refinement are written once over views.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct View {
+    bits: u32,
+    t: Tnum,
+    umin: u64,
+    umax: u64,
+    smin: i64,
+    smax: i64,
+}
+
+impl View {
+    fn full(bits: u32) -> View {
+        View {
+            bits,
+            t: Tnum { value: 0, mask: umask(bits) },
+            umin: 0,
+            umax: umask(bits),
+            smin: smin_of(bits),
+            smax: smax_of(bits),
+        }
+    }
+
+    /// Nothing known but the tnum.
+    fn of_tnum(bits: u32, t: Tnum) -> View {
+        let m = umask(bits);
+        View { t: Tnum { value: t.value & m, mask: t.mask & m }, ..View::full(bits) }
+    }
+
+    fn constant(bits: u32, v: u64) -> View {
+        let v = v & umask(bits);
+        let s = sext(bits, v);
+        View { bits, t: Tnum::constant(v), umin: v, umax: v, smin: s, smax: s }
+    }
+
+    fn as_const(&self) -> Option<u64> {
+        if self.t.is_const() {
+            Some(self.t.value)
+        } else {
+            (self.umin == self.umax).then_some(self.umin)
+        }
+    }
+
+    fn with_u(mut self, lo: u64, hi: u64) -> View {
+        self.umin = self.umin.max(lo);
+        self.umax = self.umax.min(hi);
+        self
+    }
+
+    fn with_s(mut self, lo: i64, hi: i64) -> View {
+        self.smin = self.smin.max(lo);
+        self.smax = self.smax.min(hi);
+        self
+    }
+
+    /// Narrowed by "the result is `x mod 2^bits` for some integer `x` in `[lo, hi]`": both
+    /// hulls of that set.
+    fn with_ring(self, lo: i128, hi: i128) -> View {
+        let p = Pieces::ring(self.bits, lo, hi).intersect(&Pieces::halves(self.bits));
+        match (p.u_hull(), p.s_hull(self.bits)) {
+            (Some((u0, u1)), Some((s0, s1))) => self.with_u(u0, u1).with_s(s0, s1),
+            // An empty range comes only from empty operands: nothing to narrow by.
+            _ => self,
+        }
+    }
+
+    /// Whether no constraint is contradictory on its own (a quick emptiness check).
+    fn is_plausible(&self) -> bool {
+        self.umin <= self.umax && self.smin <= self.smax && self.t.value & self.t.mask == 0
+    }
+}
+
 impl Scalar {
+    /// Every 64-bit value.
     pub fn unknown() -> Scalar {
         FULL
     }
 
+    /// No value (what contradictory constraints denote); [`Scalar::is_empty`] is true.
+    pub fn empty() -> Scalar {
+        EMPTY
+    }
+
+    /// Exactly `v`.
     pub fn constant(v: u64) -> Scalar {
         Scalar {
             var: Tnum::constant(v),
@@ -96,22 +447,31 @@ impl Scalar {
         }
     }
 
+    /// The members of `t`, with the bounds it implies.
     pub fn from_tnum(t: Tnum) -> Scalar {
-        Scalar { var: t, ..FULL }.norm()
+        Scalar { var: t, ..FULL }.normalized().unwrap_or(EMPTY)
     }
 
+    /// Every value in `[min, max]` (unsigned); empty if `min > max`.
     pub fn range_u64(min: u64, max: u64) -> Scalar {
-        Scalar { umin: min, umax: max, var: Tnum::range(min, max), ..FULL }.norm()
+        Scalar { umin: min, umax: max, ..FULL }.normalized().unwrap_or(EMPTY)
     }
 
-    fn range_s64(min: i64, max: i64) -> Scalar {
-        Scalar { smin: min, smax: max, ..FULL }.norm()
+    /// Every value in `[min, max]` taken as signed; empty if `min > max`.
+    pub fn range_i64(min: i64, max: i64) -> Scalar {
+        Scalar { smin: min, smax: max, ..FULL }.normalized().unwrap_or(EMPTY)
     }
 
+    /// The one value held, if there is exactly one.
     pub fn as_const(&self) -> Option<u64> {
-        self.var.is_const().then_some(self.var.value)
+        if self.var.is_const() {
+            Some(self.var.value)
+        } else {
+            (self.umin == self.umax).then_some(self.umin)
+        }
     }
 
+    /// Whether `v` satisfies the tnum and all four intervals.
     pub fn contains(&self, v: u64) -> bool {
         self.var.contains(v)
             && (self.umin..=self.umax).contains(&v)
@@ -120,132 +480,313 @@ impl Scalar {
             && (self.s32min..=self.s32max).contains(&(v as u32 as i32))
     }
 
-    /// Whether every value of `other` is in `self`.
-    pub fn subsumes(&self, o: &Scalar) -> bool {
-        self.var.subsumes(o.var)
-            && self.umin <= o.umin
-            && self.umax >= o.umax
-            && self.smin <= o.smin
-            && self.smax >= o.smax
-            && self.u32min <= o.u32min
-            && self.u32max >= o.u32max
-            && self.s32min <= o.s32min
-            && self.s32max >= o.s32max
-    }
-
-    pub fn join(&self, o: &Scalar) -> Scalar {
-        Scalar {
-            var: self.var.union(o.var),
-            smin: self.smin.min(o.smin),
-            smax: self.smax.max(o.smax),
-            umin: self.umin.min(o.umin),
-            umax: self.umax.max(o.umax),
-            s32min: self.s32min.min(o.s32min),
-            s32max: self.s32max.max(o.s32max),
-            u32min: self.u32min.min(o.u32min),
-            u32max: self.u32max.max(o.u32max),
+    /// Whether every value of `other` is a value of `self` (for state pruning). Sound, not
+    /// complete: it compares constraint by constraint, so `other` should be normalized (every
+    /// constructor and operation here returns normalized scalars).
+    pub fn subsumes(&self, other: &Scalar) -> bool {
+        if other.is_plainly_empty() {
+            return true;
         }
+        self.var.subsumes(other.var)
+            && self.umin <= other.umin
+            && other.umax <= self.umax
+            && self.smin <= other.smin
+            && other.smax <= self.smax
+            && self.u32min <= other.u32min
+            && other.u32max <= self.u32max
+            && self.s32min <= other.s32min
+            && other.s32max <= self.s32max
     }
 
+    /// A scalar holding every value of both (each constraint joined, then normalized).
+    pub fn join(&self, other: &Scalar) -> Scalar {
+        if self.is_plainly_empty() {
+            return *other;
+        }
+        if other.is_plainly_empty() {
+            return *self;
+        }
+        Scalar {
+            var: self.var.union(other.var),
+            smin: self.smin.min(other.smin),
+            smax: self.smax.max(other.smax),
+            umin: self.umin.min(other.umin),
+            umax: self.umax.max(other.umax),
+            s32min: self.s32min.min(other.s32min),
+            s32max: self.s32max.max(other.s32max),
+            u32min: self.u32min.min(other.u32min),
+            u32max: self.u32max.max(other.u32max),
+        }
+        .normalized()
+        .unwrap_or(EMPTY)
+    }
+
+    /// The values of both, or `None` when there is none.
+    pub fn meet(&self, other: &Scalar) -> Option<Scalar> {
+        Scalar {
+            var: self.var.try_intersect(other.var)?,
+            smin: self.smin.max(other.smin),
+            smax: self.smax.min(other.smax),
+            umin: self.umin.max(other.umin),
+            umax: self.umax.min(other.umax),
+            s32min: self.s32min.max(other.s32min),
+            s32max: self.s32max.min(other.s32max),
+            u32min: self.u32min.max(other.u32min),
+            u32max: self.u32max.min(other.u32max),
+        }
+        .normalized()
+    }
+
+    /// Whether no value satisfies all the constraints.
     pub fn is_empty(&self) -> bool {
+        self.normalized().is_none()
+    }
+
+    /// An inverted interval or a broken tnum: empty without further thought.
+    fn is_plainly_empty(&self) -> bool {
         self.umin > self.umax
             || self.smin > self.smax
             || self.u32min > self.u32max
             || self.s32min > self.s32max
             || self.var.value & self.var.mask != 0
-            || self.umin > (self.var.value | self.var.mask)
-            || self.umax < self.var.value
-    }
-
-    /// Tightens every field from the others (each step intersects sound constraints).
-    fn norm(mut self) -> Scalar {
-        for _ in 0..2 {
-            if self.is_empty() {
-                return self;
-            }
-            // tnum and unsigned bounds.
-            self.var = self.var.intersect(Tnum::range(self.umin, self.umax));
-            self.umin = self.umin.max(self.var.value);
-            self.umax = self.umax.min(self.var.value | self.var.mask);
-            // unsigned <-> signed when the range does not cross the sign boundary.
-            if (self.umin as i64) <= (self.umax as i64) {
-                self.smin = self.smin.max(self.umin as i64);
-                self.smax = self.smax.min(self.umax as i64);
-            }
-            if self.smin >= 0 || self.smax < 0 {
-                self.umin = self.umin.max(self.smin as u64);
-                self.umax = self.umax.min(self.smax as u64);
-            }
-            // 32-bit views.
-            let sub = self.var.subreg();
-            self.u32min = self.u32min.max(sub.value as u32);
-            self.u32max = self.u32max.min((sub.value | sub.mask) as u32);
-            if self.umin >> 32 == self.umax >> 32 {
-                self.u32min = self.u32min.max(self.umin as u32);
-                self.u32max = self.u32max.min(self.umax as u32);
-            }
-            if (self.u32min as i32) <= (self.u32max as i32) {
-                self.s32min = self.s32min.max(self.u32min as i32);
-                self.s32max = self.s32max.min(self.u32max as i32);
-            }
-            if self.s32min >= 0 || self.s32max < 0 {
-                self.u32min = self.u32min.max(self.s32min as u32);
-                self.u32max = self.u32max.min(self.s32max as u32);
-            }
-            if self.is_empty() {
-                return self;
-            }
-            self.var = self.var.with_subreg(
-                self.var.subreg().intersect(Tnum::range(self.u32min.into(), self.u32max.into())),
-            );
-        }
-        self
     }
 
     /// The low 32 bits, zero-extended.
     pub fn zext32(&self) -> Scalar {
-        Scalar { var: self.var.cast(4), umin: self.u32min.into(), umax: self.u32max.into(), ..FULL }
-            .norm()
+        Scalar {
+            var: self.var.subreg(),
+            umin: u64::from(self.u32min),
+            umax: u64::from(self.u32max),
+            ..FULL
+        }
+        .with_view32_bounds(self)
+        .normalized()
+        .unwrap_or(EMPTY)
     }
 
-    /// `dst op src` as the engines compute it (32-bit results zero-extended).
-    pub fn alu(op: AluOp, width: Width, dst: &Scalar, src: &Scalar) -> Scalar {
+    /// `self` with the 32-bit bounds of `from` (a helper of [`Scalar::zext32`]).
+    fn with_view32_bounds(mut self, from: &Scalar) -> Scalar {
+        self.u32min = from.u32min;
+        self.u32max = from.u32max;
+        self.s32min = from.s32min;
+        self.s32max = from.s32max;
+        self
+    }
+
+    /// Every constraint narrowed by the others, or `None` when together they hold no value.
+    ///
+    /// Rounds until nothing changes (at most four): the low-32-bit set is the intersection of
+    /// the two 32-bit intervals, the low halves of both 64-bit intervals and the tnum's low
+    /// half; the 64-bit set is the intersection of both 64-bit intervals, with each piece's
+    /// ends moved to the nearest value that is a tnum member and whose low half is in the
+    /// 32-bit interval; then the tnum is narrowed by both unsigned intervals.
+    pub fn normalized(&self) -> Option<Scalar> {
+        let mut s = *self;
+        if s.var.value & s.var.mask != 0 {
+            return None;
+        }
+        if s.var.is_const() {
+            // One candidate: it is the value or there is none.
+            return s.contains(s.var.value).then(|| Scalar::constant(s.var.value));
+        }
+        for _ in 0..4 {
+            let prev = s;
+            // The low 32 bits.
+            let sub = s.var.subreg();
+            let p32 = Pieces::one(u64::from(s.u32min), u64::from(s.u32max))
+                .intersect(&Pieces::ring(32, i128::from(s.s32min), i128::from(s.s32max)))
+                .intersect(&Pieces::ring(32, i128::from(s.umin), i128::from(s.umax)))
+                .intersect(&Pieces::ring(32, i128::from(s.smin), i128::from(s.smax)))
+                .intersect(&Pieces::halves(32))
+                .map(|a, b| {
+                    let (a, b) = (sub.min_ge(a)?, sub.max_le(b)?);
+                    (a <= b).then_some((a, b))
+                });
+            let (u0, u1) = p32.u_hull()?;
+            let (s0, s1) = p32.s_hull(32)?;
+            (s.u32min, s.u32max) = (u0 as u32, u1 as u32);
+            (s.s32min, s.s32max) = (s0 as i32, s1 as i32);
+            // The whole value.
+            let (var, lo32, hi32) = (s.var, s.u32min, s.u32max);
+            let p64 = Pieces::one(s.umin, s.umax)
+                .intersect(&Pieces::ring(64, i128::from(s.smin), i128::from(s.smax)))
+                .intersect(&Pieces::halves(64))
+                .map(|a, b| {
+                    let (a, b) =
+                        (up_to_member(var, lo32, hi32, a)?, down_to_member(var, lo32, hi32, b)?);
+                    (a <= b).then_some((a, b))
+                });
+            (s.umin, s.umax) = p64.u_hull()?;
+            (s.smin, s.smax) = p64.s_hull(64)?;
+            // The tnum, from the unsigned intervals.
+            let var = s.var.try_intersect(Tnum::range(s.umin, s.umax))?;
+            let sub = var
+                .subreg()
+                .try_intersect(Tnum::range(u64::from(s.u32min), u64::from(s.u32max)))?;
+            s.var = var.with_subreg(sub);
+            if s == prev {
+                break;
+            }
+        }
+        Some(s)
+    }
+
+    /// The scalar seen at `width`.
+    fn view(&self, width: Width) -> View {
         match width {
-            Width::W64 => alu64(op, dst, src),
-            Width::W32 => {
-                let (d, s) = (dst.zext32(), src.zext32());
-                let r = match op {
-                    AluOp::Lsh | AluOp::Rsh | AluOp::Arsh => {
-                        let Some(k) = s.as_const() else { return FULL.zext32() };
-                        let k = (k & 31) as u32;
-                        match op {
-                            AluOp::Lsh => alu64(AluOp::Lsh, &d, &Scalar::constant(k.into())),
-                            AluOp::Rsh => alu64(AluOp::Rsh, &d, &Scalar::constant(k.into())),
-                            _ => Scalar::from_tnum(d.var.arshift(k, 32)),
-                        }
-                    }
-                    AluOp::SDiv | AluOp::SMod | AluOp::Neg | AluOp::MovSx8 | AluOp::MovSx16 => {
-                        match (d.as_const(), s.as_const()) {
-                            (Some(a), Some(b)) => {
-                                Scalar::constant(concrete32(op, a as u32, b as u32).into())
-                            }
-                            _ => FULL,
-                        }
-                    }
-                    AluOp::MovSx32 => s,
-                    _ => alu64(op, &d, &s),
+            Width::W64 => View {
+                bits: 64,
+                t: self.var,
+                umin: self.umin,
+                umax: self.umax,
+                smin: self.smin,
+                smax: self.smax,
+            },
+            Width::W32 => View {
+                bits: 32,
+                t: self.var.subreg(),
+                umin: u64::from(self.u32min),
+                umax: u64::from(self.u32max),
+                smin: i64::from(self.s32min),
+                smax: i64::from(self.s32max),
+            },
+        }
+    }
+
+    /// The result of an operation computed as a view at `v.bits`: the whole register at 64
+    /// bits, or the low half zero-extended at 32.
+    fn from_view(v: View) -> Scalar {
+        let s = if v.bits == 64 {
+            Scalar { var: v.t, umin: v.umin, umax: v.umax, smin: v.smin, smax: v.smax, ..FULL }
+        } else {
+            Scalar {
+                var: v.t.subreg(),
+                umin: v.umin,
+                umax: v.umax,
+                u32min: v.umin as u32,
+                u32max: v.umax as u32,
+                s32min: v.smin as i32,
+                s32max: v.smax as i32,
+                ..FULL
+            }
+        };
+        s.normalized().unwrap_or(EMPTY)
+    }
+
+    /// A 64-bit result `v` whose low half is also known as the 32-bit view `low`.
+    fn from_views(v: View, low: View) -> Scalar {
+        // `low.t` knows only the low half (its high half reads as zero).
+        let var = v.t.subreg().try_intersect(low.t).map_or(v.t, |sub| v.t.with_subreg(sub));
+        Scalar {
+            var,
+            umin: v.umin,
+            umax: v.umax,
+            smin: v.smin,
+            smax: v.smax,
+            u32min: low.umin as u32,
+            u32max: low.umax as u32,
+            s32min: low.smin as i32,
+            s32max: low.smax as i32,
+        }
+        .normalized()
+        .unwrap_or(EMPTY)
+    }
+
+    /// `self` with the part seen at `v.bits` narrowed to `v` (jump refinement), or `None`
+    /// when nothing is left.
+    fn with_view(&self, v: View) -> Option<Scalar> {
+        let s = if v.bits == 64 {
+            Scalar { var: v.t, umin: v.umin, umax: v.umax, smin: v.smin, smax: v.smax, ..*self }
+        } else {
+            Scalar {
+                var: self.var.with_subreg(v.t),
+                u32min: v.umin as u32,
+                u32max: v.umax as u32,
+                s32min: v.smin as i32,
+                s32max: v.smax as i32,
+                ..*self
+            }
+        };
+        s.normalized()
+    }
+
+    /// dst = dst op src at `width` (32-bit results zero-extended into 64, as the engines do).
+    /// `Mov` and the `MovSx` moves read `src` only; for Neg/ToLe/ToBe/Bswap the src is
+    /// ignored, and byte swaps act on the whole register whatever the width (as the engines
+    /// do: the width of a swap is in the operation). Sound for the concrete semantics in
+    /// `weir_program::exec::alu` for every pair of contained values.
+    pub fn alu(op: AluOp, width: Width, dst: &Scalar, src: &Scalar) -> Scalar {
+        let reads_dst = !matches!(op, AluOp::Mov | AluOp::MovSx8 | AluOp::MovSx16 | AluOp::MovSx32);
+        let reads_src =
+            !matches!(op, AluOp::Neg | AluOp::ToLe(_) | AluOp::ToBe(_) | AluOp::Bswap(_));
+        if (reads_dst && dst.is_plainly_empty()) || (reads_src && src.is_plainly_empty()) {
+            return EMPTY;
+        }
+        let bits = width.bits();
+        let d_const = if reads_dst { dst.as_const() } else { Some(0) };
+        let s_const = if reads_src { src.as_const() } else { Some(0) };
+        if let (Some(a), Some(b)) = (d_const, s_const) {
+            return Scalar::constant(op.eval(width, a, b));
+        }
+        match op {
+            AluOp::Mov => match width {
+                Width::W64 => *src,
+                Width::W32 => src.zext32(),
+            },
+            AluOp::MovSx8 => Scalar::from_view(sign_extend(src, 8, bits)),
+            AluOp::MovSx16 => Scalar::from_view(sign_extend(src, 16, bits)),
+            AluOp::MovSx32 if bits == 32 => src.zext32(),
+            AluOp::MovSx32 => Scalar::from_view(sign_extend(src, 32, bits)),
+            AluOp::ToLe(64) => *dst,
+            AluOp::ToLe(n @ (16 | 32)) => Scalar::from_view(low_bits(dst, n)),
+            AluOp::ToBe(n @ (16 | 32 | 64)) | AluOp::Bswap(n @ (16 | 32 | 64)) => {
+                Scalar::from_tnum(dst.var.swap_bytes(n / 8))
+            }
+            // No engine runs another swap width; nothing is known of what it would give.
+            AluOp::ToLe(_) | AluOp::ToBe(_) | AluOp::Bswap(_) => FULL,
+            _ => {
+                let rule = |d: &View, s: &View| match op {
+                    AluOp::Add => add(d, s),
+                    AluOp::Sub => sub(d, s),
+                    AluOp::Neg => sub(&View::constant(d.bits, 0), d),
+                    AluOp::Mul => mul(d, s),
+                    AluOp::Div => div(d, s),
+                    AluOp::Mod => rem(d, s),
+                    AluOp::SDiv => sdiv(d, s),
+                    AluOp::SMod => srem(d, s),
+                    AluOp::And => and(d, s),
+                    AluOp::Or => or(d, s),
+                    AluOp::Xor => xor(d, s),
+                    AluOp::Lsh => lsh(d, s),
+                    AluOp::Rsh => rsh(d, s),
+                    _ => arsh(d, s),
                 };
-                if r.umax <= u64::from(u32::MAX) {
-                    r
+                let r = rule(&dst.view(width), &src.view(width));
+                // The low half of a 64-bit sum, difference, product or bitwise operation is
+                // the 32-bit operation on the low halves: the 32-bit bounds follow from the
+                // operands' 32-bit bounds too, as in the kernel (which runs both).
+                let low_half_agrees = matches!(
+                    op,
+                    AluOp::Add
+                        | AluOp::Sub
+                        | AluOp::Neg
+                        | AluOp::Mul
+                        | AluOp::And
+                        | AluOp::Or
+                        | AluOp::Xor
+                );
+                if width == Width::W64 && low_half_agrees {
+                    let r32 = rule(&dst.view(Width::W32), &src.view(Width::W32));
+                    Scalar::from_views(r, r32)
                 } else {
-                    Scalar::from_tnum(r.var.cast(4))
+                    Scalar::from_view(r)
                 }
             }
         }
     }
 
-    /// The values of `dst` and `src` on the edge where `dst cond src` is `taken` (or not);
-    /// `None` when that edge cannot happen.
+    /// What a conditional jump `if dst cond src` tells on the taken (taken=true) or
+    /// fall-through edge: refined (dst, src), or None when that edge is impossible.
     pub fn refine(
         cond: JmpCond,
         width: Width,
@@ -253,372 +794,557 @@ impl Scalar {
         src: &Scalar,
         taken: bool,
     ) -> Option<(Scalar, Scalar)> {
-        if Scalar::branch_taken(cond, width, dst, src) == Some(!taken) {
+        if dst.is_plainly_empty() || src.is_plainly_empty() {
             return None;
         }
-        match width {
-            Width::W64 => refine64(cond, taken, *dst, *src),
-            Width::W32 => {
-                let signed =
-                    matches!(cond, JmpCond::Sgt | JmpCond::Sge | JmpCond::Slt | JmpCond::Sle);
-                let (d, s) = (dst.zext32(), src.zext32());
-                if signed {
-                    return Some((*dst, *src));
-                }
-                let (d2, s2) = refine64(cond, taken, d, s)?;
-                let dst2 = if dst.umax <= u64::from(u32::MAX) { d2 } else { *dst };
-                let src2 = if src.umax <= u64::from(u32::MAX) { s2 } else { *src };
-                Some((dst2, src2))
-            }
-        }
+        let rel = Rel::of(cond, taken);
+        let (mut d, mut s) = (dst.view(width), src.view(width));
+        refine_views(rel, &mut d, &mut s)?;
+        Some((dst.with_view(d)?, src.with_view(s)?))
     }
 
-    /// Whether `dst cond src` is always true (`Some(true)`), always false, or either.
+    /// Some(true/false) when the branch is decided for every contained pair: decided when
+    /// refinement finds the other edge impossible.
     pub fn branch_taken(cond: JmpCond, width: Width, dst: &Scalar, src: &Scalar) -> Option<bool> {
-        let (d, s) = match width {
-            Width::W64 => (*dst, *src),
-            Width::W32 => (dst.zext32(), src.zext32()),
-        };
-        let (dsmin, dsmax, ssmin, ssmax) = match width {
-            Width::W64 => (d.smin, d.smax, s.smin, s.smax),
-            Width::W32 => (
-                i64::from(dst.s32min),
-                i64::from(dst.s32max),
-                i64::from(src.s32min),
-                i64::from(src.s32max),
-            ),
-        };
-        let known = |t: bool, f: bool| {
-            if t {
-                Some(true)
-            } else if f {
-                Some(false)
-            } else {
-                None
-            }
-        };
-        match cond {
-            JmpCond::Eq | JmpCond::Ne => {
-                let eq = match (d.as_const(), s.as_const()) {
-                    (Some(a), Some(b)) => Some(a == b),
-                    _ => {
-                        let differ = (d.var.value ^ s.var.value) & !(d.var.mask | s.var.mask) != 0;
-                        let disjoint = d.umax < s.umin || s.umax < d.umin;
-                        (differ || disjoint).then_some(false)
-                    }
-                };
-                if cond == JmpCond::Eq {
-                    eq
-                } else {
-                    eq.map(|e| !e)
-                }
-            }
-            JmpCond::Gt => known(d.umin > s.umax, d.umax <= s.umin),
-            JmpCond::Ge => known(d.umin >= s.umax, d.umax < s.umin),
-            JmpCond::Lt => known(d.umax < s.umin, d.umin >= s.umax),
-            JmpCond::Le => known(d.umax <= s.umin, d.umin > s.umax),
-            JmpCond::Sgt => known(dsmin > ssmax, dsmax <= ssmin),
-            JmpCond::Sge => known(dsmin >= ssmax, dsmax < ssmin),
-            JmpCond::Slt => known(dsmax < ssmin, dsmin >= ssmax),
-            JmpCond::Sle => known(dsmax <= ssmin, dsmin > ssmax),
-            JmpCond::Set => known(
-                d.var.value & s.var.value != 0,
-                (d.var.value | d.var.mask) & (s.var.value | s.var.mask) == 0,
-            ),
+        let taken = Scalar::refine(cond, width, dst, src, true).is_some();
+        let fall = Scalar::refine(cond, width, dst, src, false).is_some();
+        match (taken, fall) {
+            (true, false) => Some(true),
+            (false, true) => Some(false),
+            _ => None,
         }
     }
 }
 
-fn concrete32(op: AluOp, a: u32, b: u32) -> u32 {
-    match op {
-        AluOp::SDiv if b == 0 => 0,
-        AluOp::SDiv => (a as i32).checked_div(b as i32).map_or(a, |q| q as u32),
-        AluOp::SMod if b == 0 => a,
-        AluOp::SMod => (a as i32).checked_rem(b as i32).map_or(0, |r| r as u32),
-        AluOp::Neg => a.wrapping_neg(),
-        AluOp::MovSx8 => b as u8 as i8 as i32 as u32,
-        AluOp::MovSx16 => b as u16 as i16 as i32 as u32,
-        _ => 0,
+/// Moves `a` up to the smallest value `>= a` that is a member of `t` and whose low 32 bits
+/// are in `[lo32, hi32]`, or `None` when there is none. Each step skips only values that
+/// fail one of the two, so stopping after a few rounds is still sound.
+fn up_to_member(t: Tnum, lo32: u32, hi32: u32, mut a: u64) -> Option<u64> {
+    for _ in 0..4 {
+        let b = block_up(t.min_ge(a)?, lo32, hi32)?;
+        if b == a {
+            break;
+        }
+        a = b;
     }
+    Some(a)
 }
 
-fn concrete64(op: AluOp, a: u64, b: u64) -> Option<u64> {
-    Some(match op {
-        AluOp::Add => a.wrapping_add(b),
-        AluOp::Sub => a.wrapping_sub(b),
-        AluOp::Mul => a.wrapping_mul(b),
-        AluOp::Div => a.checked_div(b).unwrap_or(0),
-        AluOp::Mod => a.checked_rem(b).unwrap_or(a),
-        AluOp::SDiv if b == 0 => 0,
-        AluOp::SDiv => (a as i64).checked_div(b as i64).map_or(a, |q| q as u64),
-        AluOp::SMod if b == 0 => a,
-        AluOp::SMod => (a as i64).checked_rem(b as i64).map_or(0, |r| r as u64),
-        AluOp::Or => a | b,
-        AluOp::And => a & b,
-        AluOp::Xor => a ^ b,
-        AluOp::Lsh => a << (b & 63),
-        AluOp::Rsh => a >> (b & 63),
-        AluOp::Arsh => ((a as i64) >> (b & 63)) as u64,
-        AluOp::Mov => b,
-        AluOp::MovSx8 => b as u8 as i8 as i64 as u64,
-        AluOp::MovSx16 => b as u16 as i16 as i64 as u64,
-        AluOp::MovSx32 => b as u32 as i32 as i64 as u64,
-        AluOp::Neg => a.wrapping_neg(),
-        AluOp::ToLe(16) => a as u16 as u64,
-        AluOp::ToLe(32) => a as u32 as u64,
-        AluOp::ToLe(_) => a,
-        AluOp::ToBe(16) | AluOp::Bswap(16) => (a as u16).swap_bytes() as u64,
-        AluOp::ToBe(32) | AluOp::Bswap(32) => (a as u32).swap_bytes() as u64,
-        AluOp::ToBe(_) | AluOp::Bswap(_) => a.swap_bytes(),
-    })
+/// The mirror of [`up_to_member`]: the largest such value `<= b`.
+fn down_to_member(t: Tnum, lo32: u32, hi32: u32, mut b: u64) -> Option<u64> {
+    for _ in 0..4 {
+        let a = block_down(t.max_le(b)?, lo32, hi32)?;
+        if a == b {
+            break;
+        }
+        b = a;
+    }
+    Some(b)
 }
 
-fn alu64(op: AluOp, d: &Scalar, s: &Scalar) -> Scalar {
-    if let (Some(a), Some(b)) = (d.as_const(), s.as_const()) {
-        if let Some(v) = concrete64(op, a, b) {
-            return Scalar::constant(v);
-        }
-    }
-    if let (AluOp::Neg | AluOp::ToLe(_) | AluOp::ToBe(_) | AluOp::Bswap(_), Some(a)) =
-        (op, d.as_const())
-    {
-        if let Some(v) = concrete64(op, a, 0) {
-            return Scalar::constant(v);
-        }
-    }
-    let r = match op {
-        AluOp::Add => {
-            let mut r = Scalar::from_tnum(d.var.add(s.var));
-            if let (Some(lo), Some(hi)) = (d.umin.checked_add(s.umin), d.umax.checked_add(s.umax)) {
-                r = r.meet_u(lo, hi);
-            }
-            if let (Some(lo), Some(hi)) = (d.smin.checked_add(s.smin), d.smax.checked_add(s.smax)) {
-                r = r.meet_s(lo, hi);
-            }
-            r
-        }
-        AluOp::Sub => {
-            let mut r = Scalar::from_tnum(d.var.sub(s.var));
-            if d.umin >= s.umax {
-                r = r.meet_u(d.umin - s.umax, d.umax - s.umin);
-            }
-            if let (Some(lo), Some(hi)) = (d.smin.checked_sub(s.smax), d.smax.checked_sub(s.smin)) {
-                r = r.meet_s(lo, hi);
-            }
-            r
-        }
-        AluOp::Mul => {
-            let mut r = Scalar::from_tnum(d.var.mul(s.var));
-            if let Some(hi) = d.umax.checked_mul(s.umax) {
-                r = r.meet_u(d.umin * s.umin, hi);
-            }
-            r
-        }
-        AluOp::Div => match d.umax.checked_div(s.umin) {
-            Some(hi) => Scalar::range_u64(d.umin / s.umax, hi),
-            None => Scalar::range_u64(0, d.umax),
-        },
-        AluOp::Mod => {
-            if s.umin > 0 {
-                Scalar::range_u64(0, d.umax.min(s.umax - 1))
-            } else {
-                Scalar::range_u64(0, d.umax)
-            }
-        }
-        AluOp::And => Scalar::from_tnum(d.var.and(s.var)).meet_u(0, d.umax.min(s.umax)),
-        AluOp::Or => Scalar::from_tnum(d.var.or(s.var)).meet_u(d.umin.max(s.umin), u64::MAX),
-        AluOp::Xor => Scalar::from_tnum(d.var.xor(s.var)),
-        AluOp::Lsh => match s.as_const() {
-            Some(k) => {
-                let k = (k & 63) as u32;
-                let mut r = Scalar::from_tnum(d.var.lshift(k));
-                if d.umax.leading_zeros() >= k {
-                    r = r.meet_u(d.umin << k, d.umax << k);
-                }
-                r
-            }
-            None => FULL,
-        },
-        AluOp::Rsh => match s.as_const() {
-            Some(k) => {
-                let k = (k & 63) as u32;
-                Scalar::from_tnum(d.var.rshift(k)).meet_u(d.umin >> k, d.umax >> k)
-            }
-            None => Scalar::range_u64(0, d.umax),
-        },
-        AluOp::Arsh => match s.as_const() {
-            Some(k) => {
-                let k = (k & 63) as u32;
-                Scalar::from_tnum(d.var.arshift(k, 64)).meet_s(d.smin >> k, d.smax >> k)
-            }
-            None => FULL,
-        },
-        AluOp::Mov => *s,
-        AluOp::MovSx8 => Scalar::range_s64(-128, 127),
-        AluOp::MovSx16 => Scalar::range_s64(-32768, 32767),
-        AluOp::MovSx32 => Scalar::range_s64(i32::MIN.into(), i32::MAX.into()),
-        AluOp::ToLe(16) => Scalar::from_tnum(d.var.cast(2)),
-        AluOp::ToLe(32) => Scalar::from_tnum(d.var.cast(4)),
-        AluOp::ToLe(_) => *d,
-        AluOp::ToBe(16) | AluOp::Bswap(16) => Scalar::range_u64(0, 0xffff),
-        AluOp::ToBe(32) | AluOp::Bswap(32) => Scalar::range_u64(0, 0xffff_ffff),
-        AluOp::SDiv | AluOp::SMod | AluOp::Neg | AluOp::ToBe(_) | AluOp::Bswap(_) => FULL,
-    };
-    if r.is_empty() {
-        // Cannot happen for sound inputs; never return an empty set from arithmetic.
-        FULL
+/// The smallest value `>= a` whose low 32 bits are in `[lo, hi]`: in `a`'s block of 2^32,
+/// or at `lo` of the next block.
+fn block_up(a: u64, lo: u32, hi: u32) -> Option<u64> {
+    let low = a as u32;
+    let high = a & !0xffff_ffff;
+    if low < lo {
+        Some(high | u64::from(lo))
+    } else if low > hi {
+        high.checked_add(1 << 32).map(|h| h | u64::from(lo))
     } else {
-        r
+        Some(a)
     }
 }
 
-impl Scalar {
-    fn meet_u(mut self, lo: u64, hi: u64) -> Scalar {
-        self.umin = self.umin.max(lo);
-        self.umax = self.umax.min(hi);
-        self.norm()
-    }
-
-    fn meet_s(mut self, lo: i64, hi: i64) -> Scalar {
-        self.smin = self.smin.max(lo);
-        self.smax = self.smax.min(hi);
-        self.norm()
-    }
-}
-
-fn refine64(cond: JmpCond, taken: bool, mut d: Scalar, mut s: Scalar) -> Option<(Scalar, Scalar)> {
-    use JmpCond::*;
-    // The condition that holds on this edge.
-    let (cond, swap_set) = if taken {
-        (cond, false)
+/// The largest value `<= b` whose low 32 bits are in `[lo, hi]`.
+fn block_down(b: u64, lo: u32, hi: u32) -> Option<u64> {
+    let low = b as u32;
+    let high = b & !0xffff_ffff;
+    if low > hi {
+        Some(high | u64::from(hi))
+    } else if low < lo {
+        high.checked_sub(1 << 32).map(|h| h | u64::from(hi))
     } else {
-        match cond {
-            Eq => (Ne, false),
-            Ne => (Eq, false),
-            Gt => (Le, false),
-            Ge => (Lt, false),
-            Lt => (Ge, false),
-            Le => (Gt, false),
-            Sgt => (Sle, false),
-            Sge => (Slt, false),
-            Slt => (Sge, false),
-            Sle => (Sgt, false),
-            Set => (Set, true),
+        Some(b)
+    }
+}
+
+// ---- ALU rules on views ------------------------------------------------------------------
+
+fn add(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    View::of_tnum(bits, a.t.add(b.t))
+        .with_ring(i128::from(a.umin) + i128::from(b.umin), i128::from(a.umax) + i128::from(b.umax))
+        .with_ring(i128::from(a.smin) + i128::from(b.smin), i128::from(a.smax) + i128::from(b.smax))
+}
+
+fn sub(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    View::of_tnum(bits, a.t.sub(b.t))
+        .with_ring(i128::from(a.umin) - i128::from(b.umax), i128::from(a.umax) - i128::from(b.umin))
+        .with_ring(i128::from(a.smin) - i128::from(b.smax), i128::from(a.smax) - i128::from(b.smin))
+}
+
+fn mul(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    let mut r = View::of_tnum(bits, a.t.mul(b.t));
+    // Unsigned: the product is monotone in both, so its range is the corners'. Products of
+    // two u64 fit in u128; past i128 the range is too long to tell anything anyway.
+    let lo = u128::from(a.umin) * u128::from(b.umin);
+    let hi = u128::from(a.umax) * u128::from(b.umax);
+    if let (Ok(lo), Ok(hi)) = (i128::try_from(lo), i128::try_from(hi)) {
+        r = r.with_ring(lo, hi);
+    }
+    // Signed: the extremes of a product over a box are at its corners (|x| <= 2^63, so the
+    // products fit in i128).
+    let corners = [
+        i128::from(a.smin) * i128::from(b.smin),
+        i128::from(a.smin) * i128::from(b.smax),
+        i128::from(a.smax) * i128::from(b.smin),
+        i128::from(a.smax) * i128::from(b.smax),
+    ];
+    r.with_ring(min4(corners), max4(corners))
+}
+
+fn min4(c: [i128; 4]) -> i128 {
+    c[0].min(c[1]).min(c[2].min(c[3]))
+}
+
+fn max4(c: [i128; 4]) -> i128 {
+    c[0].max(c[1]).max(c[2].max(c[3]))
+}
+
+/// Unsigned division; by zero gives 0.
+fn div(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    if b.umax == 0 {
+        return View::constant(bits, 0);
+    }
+    // The non-zero divisors are [max(umin, 1), umax]; the quotient falls as they grow.
+    let bmin = b.umin.max(1);
+    let lo = if b.umin == 0 { 0 } else { a.umin / b.umax };
+    let hi = a.umax / bmin;
+    View::full(bits).with_u(lo, hi)
+}
+
+/// Unsigned remainder; by zero leaves the dividend.
+fn rem(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    if b.umax == 0 {
+        return *a;
+    }
+    let bmin = b.umin.max(1);
+    if a.umax < bmin {
+        // Every non-zero divisor exceeds the dividend (which is the result), and a zero
+        // divisor leaves it too.
+        return *a;
+    }
+    // x % d <= min(x, d - 1), and a zero divisor gives x itself.
+    let hi = if b.umin == 0 { a.umax } else { a.umax.min(b.umax - 1) };
+    let mut r = View::full(bits).with_u(0, hi);
+    if let Some(d) = b.as_const() {
+        if d.is_power_of_two() {
+            // x % 2^k keeps the low k bits.
+            r.t = a.t.and(Tnum::constant(d - 1));
         }
-    };
-    match cond {
-        Eq => {
-            let var = d.var.intersect(s.var);
-            let mut m = d;
-            m.var = var;
-            m.umin = d.umin.max(s.umin);
-            m.umax = d.umax.min(s.umax);
-            m.smin = d.smin.max(s.smin);
-            m.smax = d.smax.min(s.smax);
-            m.u32min = d.u32min.max(s.u32min);
-            m.u32max = d.u32max.min(s.u32max);
-            m.s32min = d.s32min.max(s.s32min);
-            m.s32max = d.s32max.min(s.s32max);
-            if (d.var.value ^ s.var.value) & !(d.var.mask | s.var.mask) != 0 {
-                return None;
+    }
+    r
+}
+
+/// The non-zero part of a signed divisor range: its negative and positive sub-ranges.
+fn nonzero_parts(b: &View) -> [Option<(i128, i128)>; 2] {
+    let (lo, hi) = (i128::from(b.smin), i128::from(b.smax));
+    [(lo <= -1).then(|| (lo, hi.min(-1))), (hi >= 1).then(|| (lo.max(1), hi))]
+}
+
+/// Signed division, truncating; by zero gives 0, `MIN / -1` gives `MIN`.
+fn sdiv(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    let parts = nonzero_parts(b);
+    let may_be_zero = b.smin <= 0 && b.smax >= 0;
+    // Truncated division is monotone in the dividend for a divisor of fixed sign, and in
+    // the divisor for a dividend of fixed sign: the extremes are at corners of the box.
+    let (mut lo, mut hi) = (i128::MAX, i128::MIN);
+    for (blo, bhi) in parts.into_iter().flatten() {
+        for x in [i128::from(a.smin), i128::from(a.smax)] {
+            for d in [blo, bhi] {
+                let q = x / d;
+                lo = lo.min(q);
+                hi = hi.max(q);
             }
-            let m = m.norm();
-            d = m;
-            s = m;
         }
-        Ne => {
+    }
+    if may_be_zero {
+        lo = lo.min(0);
+        hi = hi.max(0);
+    }
+    if lo > hi {
+        return View::constant(bits, 0);
+    }
+    if hi > i128::from(smax_of(bits)) {
+        // MIN / -1 wraps to MIN; any quotient may be the largest.
+        lo = i128::from(smin_of(bits));
+        hi = i128::from(smax_of(bits));
+    }
+    View::full(bits).with_ring(lo, hi)
+}
+
+/// Signed remainder, truncating (the sign of the dividend); by zero leaves the dividend,
+/// `MIN % -1` is 0.
+fn srem(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    let parts = nonzero_parts(b);
+    let may_be_zero = b.smin <= 0 && b.smax >= 0;
+    let (amin, amax) = (i128::from(a.smin), i128::from(a.smax));
+    // The largest and smallest divisor magnitudes.
+    let mut big = 0i128;
+    let mut small = i128::MAX;
+    for (blo, bhi) in parts.into_iter().flatten() {
+        big = big.max(blo.abs()).max(bhi.abs());
+        small = small.min(if bhi < 0 { -bhi } else { blo });
+    }
+    if big == 0 {
+        return *a;
+    }
+    if amin.abs().max(amax.abs()) < small {
+        // |x| below every |d|: x % d = x (and by zero too).
+        return *a;
+    }
+    // |r| < |d| and |r| <= |x|, with the sign of x.
+    let lim = big - 1;
+    let mut lo = if amin < 0 { amin.max(-lim) } else { 0 };
+    let mut hi = if amax > 0 { amax.min(lim) } else { 0 };
+    if may_be_zero {
+        lo = lo.min(amin);
+        hi = hi.max(amax);
+    }
+    View::full(bits).with_ring(lo, hi)
+}
+
+fn and(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    // x & y <= x and <= y as unsigned numbers.
+    let mut r = View::of_tnum(bits, a.t.and(b.t)).with_u(0, a.umax.min(b.umax));
+    // A non-negative operand makes the result non-negative and at most that operand; two
+    // negative ones give a negative result at most both (clearing bits of a negative
+    // number lowers it).
+    if a.smin >= 0 {
+        r = r.with_s(0, a.smax);
+    }
+    if b.smin >= 0 {
+        r = r.with_s(0, b.smax);
+    }
+    if a.smax < 0 && b.smax < 0 {
+        r = r.with_s(smin_of(bits), a.smax.min(b.smax));
+    }
+    r
+}
+
+fn or(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    // x | y >= x and >= y as unsigned numbers.
+    let mut r = View::of_tnum(bits, a.t.or(b.t)).with_u(a.umin.max(b.umin), umask(bits));
+    // A negative operand makes the result negative and at least that operand; two
+    // non-negative ones give a non-negative result at least both.
+    if a.smax < 0 {
+        r = r.with_s(a.smin, -1);
+    }
+    if b.smax < 0 {
+        r = r.with_s(b.smin, -1);
+    }
+    if a.smin >= 0 && b.smin >= 0 {
+        r = r.with_s(a.smin.max(b.smin), smax_of(bits));
+    }
+    r
+}
+
+fn xor(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    let mut r = View::of_tnum(bits, a.t.xor(b.t));
+    // The sign of the result is the exclusive or of the signs.
+    let (an, ap) = (a.smax < 0, a.smin >= 0);
+    let (bn, bp) = (b.smax < 0, b.smin >= 0);
+    if (an && bn) || (ap && bp) {
+        r = r.with_s(0, smax_of(bits));
+    } else if (an && bp) || (ap && bn) {
+        r = r.with_s(smin_of(bits), -1);
+    }
+    r
+}
+
+/// The shift amounts the engines use for a shift by `b` at `bits` (masked by `bits - 1`):
+/// `b`'s range if it is below `bits`, else what the tnum of its low bits allows.
+fn shift_amounts(b: &View, bits: u32) -> (u32, u32) {
+    let limit = u64::from(bits - 1);
+    if b.umax <= limit {
+        (b.umin as u32, b.umax as u32)
+    } else {
+        let m = b.t.and(Tnum::constant(limit));
+        (m.min() as u32, m.max() as u32)
+    }
+}
+
+/// The join of `f(k)` for every shift amount `k` in `[lo, hi]` (at most 64 of them).
+fn tnum_over(lo: u32, hi: u32, f: impl Fn(u32) -> Tnum) -> Tnum {
+    let mut t = f(lo);
+    for k in lo + 1..=hi {
+        t = t.union(f(k));
+    }
+    t
+}
+
+fn lsh(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    let (lo, hi) = shift_amounts(b, bits);
+    let t = tnum_over(lo, hi, |k| a.t.lshift(k).cast(bits / 8));
+    // a << k is a * 2^k, reduced: monotone in a, and in k for a fixed sign of a.
+    let (plo, phi) = (1i128 << lo, 1i128 << hi);
+    let u = (i128::from(a.umin) * plo, i128::from(a.umax) * phi);
+    let s = [
+        i128::from(a.smin) * plo,
+        i128::from(a.smin) * phi,
+        i128::from(a.smax) * plo,
+        i128::from(a.smax) * phi,
+    ];
+    View::of_tnum(bits, t).with_ring(u.0, u.1).with_ring(min4(s), max4(s))
+}
+
+fn rsh(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    let (lo, hi) = shift_amounts(b, bits);
+    let t = tnum_over(lo, hi, |k| a.t.rshift(k));
+    View::of_tnum(bits, t).with_u(a.umin >> hi, a.umax >> lo)
+}
+
+fn arsh(a: &View, b: &View) -> View {
+    let bits = a.bits;
+    let (lo, hi) = shift_amounts(b, bits);
+    let t = tnum_over(lo, hi, |k| a.t.arshift(k, bits));
+    // Arithmetic shifts are monotone in the value, and move it towards 0 or -1 as k grows.
+    let s = [
+        i128::from(a.smin >> lo),
+        i128::from(a.smin >> hi),
+        i128::from(a.smax >> lo),
+        i128::from(a.smax >> hi),
+    ];
+    View::of_tnum(bits, t).with_ring(min4(s), max4(s))
+}
+
+/// The set of the low `n` bits of `x` (n = 8, 16 or 32) as pieces of the n-bit ring, from
+/// every constraint of `x`, split at the n-bit sign boundary.
+fn low_pieces(x: &Scalar, n: u32) -> Pieces {
+    let low = x.var.cast(n / 8);
+    let mut p = Pieces::ring(n, i128::from(x.umin), i128::from(x.umax))
+        .intersect(&Pieces::ring(n, i128::from(x.smin), i128::from(x.smax)))
+        .intersect(&Pieces::ring(n, i128::from(x.u32min), i128::from(x.u32max)))
+        .intersect(&Pieces::ring(n, i128::from(x.s32min), i128::from(x.s32max)))
+        .intersect(&Pieces::halves(n));
+    p = p.map(|a, b| {
+        let (a, b) = (low.min_ge(a)?, low.max_le(b)?);
+        (a <= b).then_some((a, b))
+    });
+    p
+}
+
+/// The low `n` bits of `x` (16 or 32), zero-extended: a 64-bit view.
+fn low_bits(x: &Scalar, n: u32) -> View {
+    let r = View::of_tnum(64, x.var.cast(n / 8)).with_u(0, umask(n));
+    match low_pieces(x, n).u_hull() {
+        Some((lo, hi)) => r.with_u(lo, hi),
+        None => r,
+    }
+}
+
+/// The low `n` bits of `x` (8, 16 or 32) sign-extended to `bits` (a view at `bits`).
+fn sign_extend(x: &Scalar, n: u32, bits: u32) -> View {
+    // Sign extension of a tnum: move the n-bit sign to bit 63 and shift it back
+    // arithmetically (an unknown sign spreads as unknown).
+    let shift = 64 - n;
+    let t = x.var.lshift(shift).arshift(shift, 64);
+    let r = View::of_tnum(bits, t);
+    match low_pieces(x, n).s_hull(n) {
+        Some((lo, hi)) => r.with_ring(i128::from(lo), i128::from(hi)),
+        None => r,
+    }
+}
+
+// ---- Jump refinement ---------------------------------------------------------------------
+
+/// A relation that holds on an edge: the condition on the taken edge, its negation on the
+/// fall-through one (`NotSet`: `dst & src == 0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rel {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+    Sgt,
+    Sge,
+    Slt,
+    Sle,
+    Set,
+    NotSet,
+}
+
+impl Rel {
+    fn of(cond: JmpCond, taken: bool) -> Rel {
+        use JmpCond as J;
+        match (cond, taken) {
+            (J::Eq, true) | (J::Ne, false) => Rel::Eq,
+            (J::Ne, true) | (J::Eq, false) => Rel::Ne,
+            (J::Gt, true) | (J::Le, false) => Rel::Gt,
+            (J::Ge, true) | (J::Lt, false) => Rel::Ge,
+            (J::Lt, true) | (J::Ge, false) => Rel::Lt,
+            (J::Le, true) | (J::Gt, false) => Rel::Le,
+            (J::Sgt, true) | (J::Sle, false) => Rel::Sgt,
+            (J::Sge, true) | (J::Slt, false) => Rel::Sge,
+            (J::Slt, true) | (J::Sge, false) => Rel::Slt,
+            (J::Sle, true) | (J::Sgt, false) => Rel::Sle,
+            (J::Set, true) => Rel::Set,
+            (J::Set, false) => Rel::NotSet,
+        }
+    }
+}
+
+/// Narrows `d` and `s` to the pairs where `d rel s` can hold; `None` when no pair can. Each
+/// side is narrowed on its own (the domain is not relational): every narrowing keeps any
+/// value that has a partner making the relation true.
+fn refine_views(rel: Rel, d: &mut View, s: &mut View) -> Option<()> {
+    let bits = d.bits;
+    match rel {
+        Rel::Eq => {
+            let t = d.t.try_intersect(s.t)?;
+            let both = View {
+                bits,
+                t,
+                umin: d.umin.max(s.umin),
+                umax: d.umax.min(s.umax),
+                smin: d.smin.max(s.smin),
+                smax: d.smax.min(s.smax),
+            };
+            *d = both;
+            *s = both;
+        }
+        Rel::Ne => {
             if let Some(c) = s.as_const() {
-                if d.umin == c {
-                    d.umin = d.umin.checked_add(1)?;
-                }
-                if d.umax == c {
-                    d.umax = d.umax.checked_sub(1)?;
-                }
+                exclude(d, c)?;
             }
             if let Some(c) = d.as_const() {
-                if s.umin == c {
-                    s.umin = s.umin.checked_add(1)?;
-                }
-                if s.umax == c {
-                    s.umax = s.umax.checked_sub(1)?;
-                }
+                exclude(s, c)?;
             }
         }
-        Lt => {
-            d.umax = d.umax.min(s.umax.checked_sub(1)?);
-            s.umin = s.umin.max(d.umin.checked_add(1)?);
-        }
-        Le => {
-            d.umax = d.umax.min(s.umax);
-            s.umin = s.umin.max(d.umin);
-        }
-        Gt => {
-            s.umax = s.umax.min(d.umax.checked_sub(1)?);
-            d.umin = d.umin.max(s.umin.checked_add(1)?);
-        }
-        Ge => {
-            s.umax = s.umax.min(d.umax);
-            d.umin = d.umin.max(s.umin);
-        }
-        Slt => {
-            d.smax = d.smax.min(s.smax.checked_sub(1)?);
-            s.smin = s.smin.max(d.smin.checked_add(1)?);
-        }
-        Sle => {
-            d.smax = d.smax.min(s.smax);
-            s.smin = s.smin.max(d.smin);
-        }
-        Sgt => {
-            s.smax = s.smax.min(d.smax.checked_sub(1)?);
-            d.smin = d.smin.max(s.smin.checked_add(1)?);
-        }
-        Sge => {
-            s.smax = s.smax.min(d.smax);
-            d.smin = d.smin.max(s.smin);
-        }
-        Set if swap_set => {
-            // No bit in common.
-            if d.var.value & s.var.value != 0 {
+        Rel::Gt => unsigned_less(s, d, 1)?,
+        Rel::Ge => unsigned_less(s, d, 0)?,
+        Rel::Lt => unsigned_less(d, s, 1)?,
+        Rel::Le => unsigned_less(d, s, 0)?,
+        Rel::Sgt => signed_less(s, d, 1)?,
+        Rel::Sge => signed_less(s, d, 0)?,
+        Rel::Slt => signed_less(d, s, 1)?,
+        Rel::Sle => signed_less(d, s, 0)?,
+        Rel::Set => {
+            if d.t.max() & s.t.max() == 0 {
                 return None;
             }
             if let Some(c) = s.as_const() {
-                d.var = Tnum { value: d.var.value & !c, mask: d.var.mask & !c };
+                some_bit_set(d, c)?;
+            }
+            if let Some(c) = d.as_const() {
+                some_bit_set(s, c)?;
             }
         }
-        Set => {}
+        Rel::NotSet => {
+            if d.t.value & s.t.value != 0 {
+                return None;
+            }
+            // A bit known set in one is clear in the other.
+            let m = umask(bits);
+            d.t = d.t.try_intersect(Tnum { value: 0, mask: !s.t.value & m })?;
+            s.t = s.t.try_intersect(Tnum { value: 0, mask: !d.t.value & m })?;
+        }
     }
-    let (d, s) = (d.norm(), s.norm());
-    if d.is_empty() || s.is_empty() {
+    (d.is_plausible() && s.is_plausible()).then_some(())
+}
+
+/// Narrows for `lo + gap <= hi` as unsigned numbers (gap 0: `<=`, gap 1: `<`).
+fn unsigned_less(lo: &mut View, hi: &mut View, gap: u64) -> Option<()> {
+    hi.umin = hi.umin.max(lo.umin.checked_add(gap).filter(|&v| v <= umask(hi.bits))?);
+    lo.umax = lo.umax.min(hi.umax.checked_sub(gap)?);
+    Some(())
+}
+
+/// Narrows for `lo + gap <= hi` as signed numbers.
+fn signed_less(lo: &mut View, hi: &mut View, gap: i64) -> Option<()> {
+    hi.smin = hi.smin.max(lo.smin.checked_add(gap).filter(|&v| v <= smax_of(hi.bits))?);
+    lo.smax = lo.smax.min(hi.smax.checked_sub(gap).filter(|&v| v >= smin_of(lo.bits))?);
+    Some(())
+}
+
+/// Narrows `v` to exclude the value `c` (a `bits`-bit pattern), where an interval ends at it.
+fn exclude(v: &mut View, c: u64) -> Option<()> {
+    if v.as_const() == Some(c) {
         return None;
     }
-    Some((d, s))
+    if v.umin == c {
+        v.umin = c.checked_add(1)?;
+    }
+    if v.umax == c {
+        v.umax = c.checked_sub(1)?;
+    }
+    let sc = sext(v.bits, c);
+    if v.smin == sc {
+        v.smin = sc.checked_add(1)?;
+    }
+    if v.smax == sc {
+        v.smax = sc.checked_sub(1)?;
+    }
+    Some(())
+}
+
+/// Narrows `v` for `v & c != 0`: when just one bit of `c` may still be set in `v` (none is
+/// known set), that bit is set.
+fn some_bit_set(v: &mut View, c: u64) -> Option<()> {
+    if v.t.value & c != 0 {
+        return Some(());
+    }
+    let candidates = v.t.mask & c;
+    if candidates == 0 {
+        return None;
+    }
+    if candidates.is_power_of_two() {
+        v.t = Tnum { value: v.t.value | candidates, mask: v.t.mask & !candidates };
+    }
+    Some(())
 }
 
 impl fmt::Display for Scalar {
+    /// Kernel-like: `scalar(umin=0,umax=255,var_off=(0x0; 0xff))`, a constant as its number
+    /// (signed when negative), bounds implied by the ones printed left out.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(c) = self.as_const() {
-            return write!(f, "{}", c as i64);
+        if let Some(v) = self.as_const() {
+            return if (v as i64) < 0 { write!(f, "{}", v as i64) } else { write!(f, "{v}") };
         }
-        let mut parts = Vec::new();
-        if self.smin != i64::MIN {
-            parts.push(format!("smin={}", self.smin));
+        if self.is_plainly_empty() {
+            return write!(f, "scalar(empty)");
         }
-        if self.smax != i64::MAX {
-            parts.push(format!("smax={}", self.smax));
+        write!(f, "scalar(")?;
+        if (self.smin, self.smax) != (self.umin as i64, self.umax as i64) {
+            write!(f, "smin={},smax={},", self.smin, self.smax)?;
         }
-        if self.umin != 0 {
-            parts.push(format!("umin={}", self.umin));
+        write!(f, "umin={},umax={},", self.umin, self.umax)?;
+        let implied32 = self.umax <= u64::from(u32::MAX);
+        if !(implied32
+            && (u64::from(self.u32min), u64::from(self.u32max)) == (self.umin, self.umax))
+        {
+            write!(f, "umin32={},umax32={},", self.u32min, self.u32max)?;
         }
-        if self.umax != u64::MAX {
-            parts.push(format!("umax={}", self.umax));
+        if !(implied32
+            && (i64::from(self.s32min), i64::from(self.s32max)) == (self.smin, self.smax))
+            && (self.s32min, self.s32max) != (self.u32min as i32, self.u32max as i32)
+        {
+            write!(f, "smin32={},smax32={},", self.s32min, self.s32max)?;
         }
-        if self.var != Tnum::UNKNOWN {
-            parts.push(format!("var_off={}", self.var));
-        }
-        if parts.is_empty() {
-            f.write_str("unknown")
-        } else {
-            f.write_str(&parts.join(","))
-        }
+        write!(f, "var_off={})", self.var)
     }
 }
