@@ -64,13 +64,17 @@ impl Interpreter {
     /// Runs from slot 0 with `r1`, `r2` and frame 0's `r10` set, until `exit` from frame 0,
     /// a helper's stop, a failed legacy packet load (r0 = 0), or a trap. `executed` receives
     /// the number of dispatched steps whatever the outcome.
-    pub(crate) fn execute(
+    ///
+    /// `observe` sees the slot and the registers before every instruction runs (a no-op
+    /// closure compiles away: the plain runs pay nothing for it).
+    pub(crate) fn execute<F: FnMut(usize, &[u64; 16])>(
         &self,
         memory: &mut Memory<'_>,
         frames: &mut Vec<Frame>,
         r1: u64,
         r2: u64,
         executed: &mut u64,
+        observe: &mut F,
     ) -> Result<u64, Trap> {
         let code: &[Step] = &self.code;
         let mut regs = [0u64; 16];
@@ -92,6 +96,9 @@ impl Interpreter {
             }
             remaining = remaining.wrapping_sub(1);
             let here = pc;
+            if here < self.slots {
+                observe(here, &regs);
+            }
             pc = pc.wrapping_add(1);
             // Defined here so that `'run` and `here` are in scope where they expand.
             macro_rules! reg {

@@ -166,8 +166,13 @@ impl<'p> Verifier<'p> {
         match self.prog_type {
             Some(_) => regs[1] = Reg::pointer(Kind::Ctx, 0),
             None => {
-                let len = self.opts.memory_len.unwrap_or(0);
-                regs[1] = Reg::pointer(Kind::Mem, u32::try_from(len).unwrap_or(u32::MAX));
+                // Empty memory is a null r1 (the engines' convention); of unknown size,
+                // a pointer that may be null and reaches nothing.
+                regs[1] = match self.opts.memory_len {
+                    Some(0) => Reg::scalar(Scalar::constant(0)),
+                    Some(len) => Reg::pointer(Kind::Mem, u32::try_from(len).unwrap_or(u32::MAX)),
+                    None => Reg::pointer(Kind::Mem, 0),
+                };
                 regs[2] = match self.opts.memory_len {
                     Some(len) => Reg::scalar(Scalar::constant(len)),
                     None => Reg::unknown(),
@@ -204,6 +209,11 @@ impl<'p> Verifier<'p> {
                         ),
                     ));
                 }
+                if self.opts.record_states {
+                    if let Some(states) = self.states.get_mut(pc) {
+                        states.push(path.state.top().clone());
+                    }
+                }
                 if self.prune.get(pc).copied().unwrap_or(false) {
                     match self.visit(&mut path) {
                         Ok(true) => {
@@ -221,9 +231,6 @@ impl<'p> Verifier<'p> {
                     return Err(self.fail(&path, e));
                 };
                 self.facts[pc].reached = true;
-                if self.opts.record_states {
-                    self.states[pc].push(path.state.top().clone());
-                }
                 let shown = self.opts.log.then(|| path.state.to_string());
                 if let Some(s) = &shown {
                     self.log.push(format!("{pc}: {} ;{s}", disassemble_insn(&insn)));
@@ -251,6 +258,7 @@ impl<'p> Verifier<'p> {
             facts: Facts { insns: self.facts },
             prog_type: self.prog_type,
             log: self.log,
+            live: if self.opts.record_states { self.live } else { Vec::new() },
             states: self.states,
         })
     }
@@ -842,7 +850,8 @@ impl<'p> Verifier<'p> {
                         (Some(nonnull), Some(null))
                     };
                 }
-                if ptr.kind.is_pointer() && width == Width::W64 {
+                let maybe_null = ptr.kind == Kind::Mem && ptr.aux == 0 && ptr.ref_id == 0;
+                if ptr.kind.is_pointer() && width == Width::W64 && !maybe_null {
                     // A pointer that is never null.
                     return if cond == JmpCond::Eq {
                         (None, Some(st.clone()))

@@ -248,8 +248,13 @@ pub struct Proof {
     /// With [`Options::log`]: one line per processed instruction.
     pub log: Vec<String>,
     /// With [`Options::record_states`]: per slot, the top frame of every state the walk
-    /// had there (pruned visits are covered by the state they were pruned against).
+    /// had there, pruned visits included (pruning compares live registers only, so the
+    /// state pruned against need not cover a dead register).
     pub states: Vec<Vec<RecordedState>>,
+    /// With [`Options::record_states`]: per slot, the registers live before it (bit `r`
+    /// for `r<r>`); pruning compares these only, so only these are covered by
+    /// [`Proof::states`] after a pruned path.
+    pub live: Vec<u16>,
 }
 
 impl Proof {

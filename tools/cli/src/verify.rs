@@ -109,11 +109,23 @@ fn load(args: &VerifyArgs) -> Result<(Program, Options), String> {
         let text = input::text(path, &bytes)?;
         let name = path.display().to_string();
         let case = weir::data::parse_case(&name, text).map_err(|e| format!("{name}: {e}"))?;
-        let (verified, _) =
-            weir::data::load_program_noting(&case).map_err(|e| format!("{name}: {e}"))?;
+        // Not `load_program`: a structurally invalid program is the verifier's rejection
+        // (exit 1), not unreadable input.
+        let insns = match &case.source {
+            weir::data::Source::Asm(text) => {
+                weir::isa::asm::assemble_suite(text)
+                    .map_err(|e| format!("{name}: assembly: {e}"))?
+                    .0
+            }
+            weir::data::Source::Raw(words) => {
+                let slots: Vec<_> =
+                    words.iter().map(|w| weir::isa::ebpf::RawInsn::from_u64(*w)).collect();
+                weir::isa::ebpf::decode(&slots).map_err(|e| format!("{name}: decode: {e}"))?
+            }
+        };
         options.memory_len = Some(case.mem.len() as u64);
         options.helpers = Some(conformance_helpers());
-        verified.into_program()
+        Program::from_insns(insns)
     } else {
         input::program_from(path, &bytes, format)?
     };
