@@ -113,10 +113,11 @@ fn tame(body: Vec<Insn>) -> Vec<Insn> {
                     let room = (n - pc - 1).max(1) as i16;
                     insn.off = insn.off.rem_euclid(room);
                 }
-                Some(O::DstImm) if matches!(spec.map(|s| s.mnemonic), Some(m) if m.starts_with("div") || m.starts_with("mod") || m.starts_with("sdiv") || m.starts_with("smod")) => {
-                    if insn.imm == 0 {
-                        insn.imm = 3;
-                    }
+                Some(O::DstImm)
+                    if insn.imm == 0
+                        && matches!(spec.map(|s| s.mnemonic), Some(m) if m.starts_with("div") || m.starts_with("mod") || m.starts_with("sdiv") || m.starts_with("smod")) =>
+                {
+                    insn.imm = 3;
                 }
                 Some(O::Load | O::StoreImm | O::StoreReg) => {
                     let size = insn.op.mem_size().map_or(8, |s| s.bytes() as i16);
