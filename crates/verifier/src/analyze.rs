@@ -20,7 +20,7 @@ pub const STACK_SIZE: i64 = 512;
 pub const MAX_FRAMES: usize = 8;
 /// States kept per instruction for pruning; past this, paths are explored without
 /// storing (still sound, only slower).
-const MAX_STATES_PER_PC: usize = 64;
+const MAX_STATES_PER_PC: usize = 1024;
 /// Largest offset a pointer may carry (the kernel's `BPF_MAX_VAR_OFF`).
 const MAX_VAR_OFF: i64 = 1 << 29;
 /// Instructions kept in a rejection's trace.
@@ -622,7 +622,20 @@ impl<'p> Verifier<'p> {
         match (dst.is_scalar(), src.is_scalar()) {
             (true, true) => {
                 let value = Scalar::alu(op, width, &dst.var, &src.var);
-                *st.reg_mut(r) = Reg::scalar(value);
+                let mut reg = Reg::scalar(value);
+                // `r += const` keeps the link to the copies, with the constant recorded.
+                if let (Some(c), AluOp::Add | AluOp::Sub, Width::W64, Some(Operands::DstImm)) =
+                    (src.var.as_const(), op, width, spec_src)
+                {
+                    let c = if op == AluOp::Sub { (c as i64).wrapping_neg() } else { c as i64 };
+                    if dst.id != 0
+                        && (-MAX_VAR_OFF..MAX_VAR_OFF).contains(&dst.off.saturating_add(c))
+                    {
+                        reg.id = dst.id;
+                        reg.off = dst.off + c;
+                    }
+                }
+                *st.reg_mut(r) = reg;
                 Ok(())
             }
             (false, true) => {
@@ -1340,11 +1353,19 @@ fn truncate(v: u64, size: u64) -> u64 {
 }
 
 /// Sets register `r` (a scalar) to `value`, and every copy that shares its id.
+/// Linked copies may differ by a constant (`off`, from `r5 = r4; r5 += 14`): each gets
+/// `value` shifted by the difference, exact in wrapping arithmetic.
 fn set_scalar(st: &mut State, r: u8, id: u32, value: Scalar) {
+    let delta = st.reg(r).off;
     if id != 0 {
         st.for_each_reg(|reg| {
             if reg.is_scalar() && reg.id == id {
-                reg.var = value;
+                reg.var = if reg.off == delta {
+                    value
+                } else {
+                    let shift = Scalar::constant(reg.off.wrapping_sub(delta) as u64);
+                    Scalar::alu(AluOp::Add, Width::W64, &value, &shift)
+                };
             }
         });
     }

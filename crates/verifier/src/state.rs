@@ -66,7 +66,8 @@ impl Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Reg {
     pub kind: Kind,
-    /// Fixed offset of a pointer.
+    /// Fixed offset of a pointer; for a linked scalar, its difference from the copies
+    /// with the same `id` at offset 0.
     pub off: i64,
     /// The value of a scalar; the variable offset of a pointer.
     pub var: Scalar,
@@ -127,7 +128,9 @@ impl fmt::Display for Reg {
         match self.kind {
             Kind::NotInit => f.write_str("?"),
             Kind::Scalar => {
-                if self.id != 0 {
+                if self.id != 0 && self.off != 0 {
+                    write!(f, "scalar(id={}{:+},{})", self.id, self.off, self.var)
+                } else if self.id != 0 {
                     write!(f, "scalar(id={},{})", self.id, self.var)
                 } else {
                     write!(f, "scalar({})", self.var)
@@ -340,7 +343,12 @@ impl IdMap {
 pub fn reg_subsumes(old: &Reg, cur: &Reg, ids: &mut IdMap) -> bool {
     match old.kind {
         Kind::NotInit => true,
-        Kind::Scalar => cur.is_scalar() && old.var.subsumes(&cur.var) && ids.check(old.id, cur.id),
+        Kind::Scalar => {
+            cur.is_scalar()
+                && old.var.subsumes(&cur.var)
+                && ids.check(old.id, cur.id)
+                && (old.id == 0 || old.off == cur.off)
+        }
         kind => {
             if cur.kind != kind || old.off != cur.off || !old.var.subsumes(&cur.var) {
                 return false;

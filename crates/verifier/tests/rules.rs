@@ -474,3 +474,15 @@ fn every_rule_has_a_distinct_short_name() {
     let names: HashSet<_> = all.iter().map(|r| r.name()).collect();
     assert_eq!(names.len(), all.len());
 }
+
+#[test]
+fn bounds_learnt_on_a_copy_hold_for_the_original() {
+    // r5 = r4 + 14 is compared; r4's bound follows (the kernel's linked scalars).
+    let p = "ldxb %r4, [%r1+0]\nmov %r5, %r4\nadd %r5, 14\nmov %r0, 0\njgt %r5, 20, +1\nldxb %r0, [%r1+%r4]\nexit";
+    // Untyped memory of 8 bytes: r1 + r4 with r4 <= 6 stays inside.
+    let p = p.replace("ldxb %r0, [%r1+%r4]", "add %r1, %r4\nldxb %r0, [%r1+0]");
+    let options = Options { memory_len: Some(8), ..Options::default() };
+    verify(&program(&p, None), &options).unwrap();
+    let unlinked = p.replace("mov %r5, %r4\nadd %r5, 14", "ldxb %r5, [%r1+1]\nadd %r5, 14");
+    assert_eq!(verify(&program(&unlinked, None), &options).unwrap_err().rule, Rule::OutOfBounds);
+}

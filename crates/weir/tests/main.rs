@@ -2,3 +2,4 @@
 //! `cargo test --release -p weir --test integration MODULE::`.
 
 mod kernel;
+mod verify;

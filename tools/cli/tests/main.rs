@@ -12,3 +12,4 @@ mod plugin;
 mod rejects_all;
 mod run;
 mod tcpdump_habits;
+mod verify;
