@@ -93,6 +93,8 @@ pub(crate) struct Verifier<'p> {
     layout: Option<&'static ContextLayout>,
     pub(crate) helpers: Vec<&'static HelperSig>,
     live: Vec<u16>,
+    /// Registers whose values pruning compares (`cfg::precision`).
+    precise: Vec<u16>,
     prune: Vec<bool>,
     /// Deepest stack use seen, per function (by first slot).
     depth: Vec<i64>,
@@ -134,6 +136,8 @@ impl<'p> Verifier<'p> {
         let helper_args =
             |id: i64| u32::try_from(id).ok().and_then(kernel_helper).map_or(5, |h| h.args.len());
         let n = insns.len();
+        let live = cfg::liveness(insns, &helper_args);
+        let precise = cfg::precision(insns, &helper_args, &live);
         Ok(Verifier {
             insns,
             maps: program.maps(),
@@ -141,7 +145,8 @@ impl<'p> Verifier<'p> {
             prog_type,
             layout: prog_type.map(ProgType::context_layout),
             helpers,
-            live: cfg::liveness(insns, &helper_args),
+            live,
+            precise,
             prune: cfg::prune_points(insns),
             depth: vec![0; n],
             next_id: 0,
@@ -258,7 +263,7 @@ impl<'p> Verifier<'p> {
             facts: Facts { insns: self.facts },
             prog_type: self.prog_type,
             log: self.log,
-            live: if self.opts.record_states { self.live } else { Vec::new() },
+            precise: if self.opts.record_states { self.precise } else { Vec::new() },
             states: self.states,
         })
     }
@@ -276,21 +281,21 @@ impl<'p> Verifier<'p> {
         e
     }
 
-    /// Live masks per frame of `state` at the path's current slot.
-    fn live_masks(&self, state: &State, pc: usize) -> Vec<u16> {
+    /// Masks per frame of `state` at the path's current slot, from `table` (liveness or
+    /// precision): a caller frame's are those at its return slot, without r0-r5 (the
+    /// callee's return overwrites them).
+    fn frame_masks(table: &[u16], state: &State, pc: usize) -> Vec<u16> {
         let n = state.frames.len();
-        let mut masks = Vec::with_capacity(n);
-        for (i, frame) in state.frames.iter().enumerate() {
-            if i + 1 == n {
-                masks.push(self.live.get(pc).copied().unwrap_or(u16::MAX));
-            } else {
-                // A caller's r0-r5 are overwritten when the callee returns.
-                let ret = state.frames[i + 1].callsite + 1;
-                let _ = frame;
-                masks.push(self.live.get(ret).copied().unwrap_or(u16::MAX) & !0b11_1111);
-            }
-        }
-        masks
+        (0..n)
+            .map(|i| {
+                if i + 1 == n {
+                    table.get(pc).copied().unwrap_or(u16::MAX)
+                } else {
+                    let ret = state.frames[i + 1].callsite + 1;
+                    table.get(ret).copied().unwrap_or(u16::MAX) & !0b11_1111
+                }
+            })
+            .collect()
     }
 
     /// At a prune point: `true` when a finished state covers the path's (stop here), else
@@ -298,7 +303,8 @@ impl<'p> Verifier<'p> {
     /// path is an infinite loop.
     fn visit(&mut self, path: &mut Path) -> Result<bool> {
         let pc = path.pc;
-        let live = self.live_masks(&path.state, pc);
+        let live = Self::frame_masks(&self.live, &path.state, pc);
+        let precise = Self::frame_masks(&self.precise, &path.state, pc);
         for &idx in &self.explored[pc] {
             let node = &self.nodes[idx];
             if node.branches > 0 {
@@ -313,7 +319,7 @@ impl<'p> Verifier<'p> {
                 }
                 continue;
             }
-            if state_subsumes(&node.state, &path.state, &live) {
+            if state_subsumes(&node.state, &path.state, &live, &precise) {
                 return Ok(true);
             }
         }

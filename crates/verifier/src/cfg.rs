@@ -181,3 +181,88 @@ pub fn liveness(insns: &[Insn], helper_args: &dyn Fn(i64) -> usize) -> Vec<u16> 
     }
     live
 }
+
+/// Registers whose exact value may matter for safety from each slot on (bit `r`): the
+/// kernel's "precise" scalars, found statically. A register is precise where its value
+/// may reach a memory address, a jump condition, a helper argument, a divisor, memory (a
+/// store), or a function's return to its caller; and wherever it flows into one that is.
+/// Pruning compares only these scalars by value: any other scalar cannot change what the
+/// rest of the path proves (a main function's `r0` at exit, an accumulator, ...).
+pub fn precision(insns: &[Insn], helper_args: &dyn Fn(i64) -> usize, live: &[u16]) -> Vec<u16> {
+    let n = insns.len();
+    // Slots of functions other than the main one: their exit returns r0 to a caller.
+    let mut in_subprog = vec![false; n];
+    let mut starts: Vec<usize> = insns
+        .iter()
+        .enumerate()
+        .filter_map(|(pc, i)| func(pc, i))
+        .filter(|&t| t < n && t > 0)
+        .collect();
+    starts.sort_unstable();
+    if let Some(&first) = starts.first() {
+        for flag in &mut in_subprog[first..] {
+            *flag = true;
+        }
+    }
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut next = Vec::new();
+    for (pc, insn) in insns.iter().enumerate() {
+        successors(pc, insn, &mut next);
+        for &t in &next {
+            if t < n {
+                preds[t].push(pc);
+            }
+        }
+    }
+    let transfer = |pc: usize, out: u16| -> u16 {
+        let insn = &insns[pc];
+        let (uses, defs) = uses_defs(insn, helper_args);
+        let (d, s) = (insn.dst, insn.src);
+        let Some(spec) = insn.op.spec() else { return out };
+        let mut need = 0u16;
+        let mut flows = 0u16;
+        match spec.operands {
+            Operands::DstImm | Operands::DstSrc | Operands::Dst => {
+                let name = spec.mnemonic;
+                let division = ["div", "mod", "sdiv", "smod"].iter().any(|m| name.starts_with(m));
+                if division {
+                    need |= uses & !bit(d);
+                }
+                if out & bit(d) != 0 {
+                    flows |= uses;
+                }
+            }
+            Operands::DstImmOff | Operands::DstSrcOff => need |= uses,
+            Operands::CallImm | Operands::CallLocal | Operands::CallReg => need |= uses,
+            Operands::Nothing => {
+                if in_subprog[pc] {
+                    need |= bit(0);
+                }
+            }
+            Operands::Load => need |= bit(s),
+            Operands::StoreImm | Operands::StoreReg => need |= uses,
+            Operands::Abs | Operands::Ind => need |= uses,
+            Operands::JmpOff | Operands::JmpImm | Operands::DstImm64 | Operands::Pseudo(_) => {}
+        }
+        need | flows | (out & !defs)
+    };
+    let mut precise = vec![0u16; n];
+    let mut work: Vec<usize> = (0..n).collect();
+    let mut queued = vec![true; n];
+    while let Some(pc) = work.pop() {
+        queued[pc] = false;
+        successors(pc, &insns[pc], &mut next);
+        let out = next.iter().filter(|&&t| t < n).fold(0u16, |m, &t| m | precise[t]);
+        let inn = transfer(pc, out) & live.get(pc).copied().unwrap_or(u16::MAX);
+        if inn != precise[pc] {
+            precise[pc] = inn;
+            for &p in &preds[pc] {
+                if !queued[p] {
+                    queued[p] = true;
+                    work.push(p);
+                }
+            }
+        }
+    }
+    precise
+}

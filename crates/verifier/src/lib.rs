@@ -35,7 +35,8 @@
 //! abstract [`state::State`] per path, with a stack of pending branches. At jump targets
 //! (and after conditional jumps and calls) a state is compared with the states already
 //! explored there: when one of them covers it ([`state::state_subsumes`], on the registers
-//! live at that point), the path is pruned. Loops are therefore unrolled until their states
+//! live at that point, comparing the values of scalars only where they can still matter
+//! for safety: the kernel's precise scalars, found by a static pass), the path is pruned. Loops are therefore unrolled until their states
 //! repeat or are covered; a state equal to one still being explored on the same path is an
 //! infinite loop, and a budget of 1,000,000 processed instructions ends everything else
 //! ("program too complex").
@@ -251,10 +252,10 @@ pub struct Proof {
     /// had there, pruned visits included (pruning compares live registers only, so the
     /// state pruned against need not cover a dead register).
     pub states: Vec<Vec<RecordedState>>,
-    /// With [`Options::record_states`]: per slot, the registers live before it (bit `r`
-    /// for `r<r>`); pruning compares these only, so only these are covered by
-    /// [`Proof::states`] after a pruned path.
-    pub live: Vec<u16>,
+    /// With [`Options::record_states`]: per slot, the registers whose values pruning
+    /// compares there (bit `r` for `r<r>`: live, and able to matter for safety); after a
+    /// pruned path only these are covered by [`Proof::states`].
+    pub precise: Vec<u16>,
 }
 
 impl Proof {

@@ -341,8 +341,15 @@ impl IdMap {
 
 /// Whether everything `cur` may do, `old` (already proven safe from here on) covers.
 pub fn reg_subsumes(old: &Reg, cur: &Reg, ids: &mut IdMap) -> bool {
+    reg_subsumes_as(old, cur, ids, true)
+}
+
+/// [`reg_subsumes`]; an imprecise scalar (one whose value cannot matter from here on, see
+/// `cfg::precision`) is covered by any scalar.
+fn reg_subsumes_as(old: &Reg, cur: &Reg, ids: &mut IdMap, precise: bool) -> bool {
     match old.kind {
         Kind::NotInit => true,
+        Kind::Scalar if !precise => cur.is_scalar(),
         Kind::Scalar => {
             cur.is_scalar()
                 && old.var.subsumes(&cur.var)
@@ -386,8 +393,9 @@ fn slot_subsumes(old: &Slot, cur: &Slot, ids: &mut IdMap) -> bool {
 }
 
 /// `old` ⊒ `cur` at the same instruction, looking only at the registers live there
-/// (`live[f]`: the live mask of frame `f`).
-pub fn state_subsumes(old: &State, cur: &State, live: &[u16]) -> bool {
+/// (`live[f]`: the live mask of frame `f`), and at the values of scalars only where they
+/// are precise (`precise[f]`).
+pub fn state_subsumes(old: &State, cur: &State, live: &[u16], precise: &[u16]) -> bool {
     if old.frames.len() != cur.frames.len() || old.refs.len() != cur.refs.len() {
         return false;
     }
@@ -397,8 +405,11 @@ pub fn state_subsumes(old: &State, cur: &State, live: &[u16]) -> bool {
             return false;
         }
         let mask = live.get(f).copied().unwrap_or(u16::MAX);
+        let exact = precise.get(f).copied().unwrap_or(u16::MAX);
         for r in 0..11 {
-            if mask & (1 << r) != 0 && !reg_subsumes(&o.regs[r], &c.regs[r], &mut ids) {
+            if mask & (1 << r) != 0
+                && !reg_subsumes_as(&o.regs[r], &c.regs[r], &mut ids, exact & (1 << r) != 0)
+            {
                 return false;
             }
         }

@@ -1,7 +1,7 @@
 //! Soundness: for every program the verifier accepts, every concrete run (the reference
 //! interpreter, random memory) stays inside what the verifier proved. At each executed
-//! instruction, one of the abstract states the verifier kept there must contain every
-//! live register's concrete value; and no accepted program traps on a memory access.
+//! instruction, one of the abstract states the verifier kept there must contain the
+//! concrete value of every register whose value can still matter (`Proof::precise`); and no accepted program traps on a memory access.
 
 use proptest::prelude::*;
 use weir_interp::{guest, Config, Input, Interpreter};
@@ -26,8 +26,8 @@ fn covers(reg: &Reg, value: u64, mem_base: u64, stack_top: u64) -> bool {
     }
 }
 
-/// Every live register covered (a dead one cannot change what the program does, and
-/// pruning ignores it).
+/// Every register pruning compares covered (a dead one, or a scalar whose value can no
+/// longer matter for safety, cannot change what the verifier proves).
 fn state_covers(frame: &Frame, regs: &[u64; 16], live: u16, mem_base: u64, stack_top: u64) -> bool {
     (0..11).all(|r| live & (1 << r) == 0 || covers(&frame.regs[r], regs[r], mem_base, stack_top))
 }
@@ -55,7 +55,7 @@ fn check(program: &Program, mem: &[u8]) -> Result<bool, String> {
             return;
         }
         let states = proof.states.get(pc).map_or(&[][..], Vec::as_slice);
-        let live = proof.live.get(pc).copied().unwrap_or(u16::MAX);
+        let live = proof.precise.get(pc).copied().unwrap_or(u16::MAX);
         if !states.iter().any(|f| state_covers(f, regs, live, mem_base, stack_top)) {
             let shown: Vec<String> = states
                 .iter()
