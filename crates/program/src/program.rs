@@ -103,7 +103,60 @@ impl MapType {
         ];
         NAMED.into_iter().find(|t| t.kernel_id() == id).unwrap_or(MapType::Other(id))
     }
+
+    /// The name bpftool prints for this type (`hash`, `percpu_array`, `ringbuf`, ...), the
+    /// kernel's `BPF_MAP_TYPE_*` suffix in lower case; `None` for a number the table does not
+    /// know.
+    pub fn name(self) -> Option<&'static str> {
+        let id = self.kernel_id();
+        MAP_TYPE_NAMES.iter().find(|&&(i, _)| i == id).map(|&(_, n)| n)
+    }
+
+    /// The type bpftool calls `name` (case-insensitive; `BPF_MAP_TYPE_` prefix allowed).
+    pub fn from_name(name: &str) -> Option<MapType> {
+        let lower = name.to_ascii_lowercase();
+        let name = lower.strip_prefix("bpf_map_type_").unwrap_or(&lower);
+        MAP_TYPE_NAMES.iter().find(|&&(_, n)| n == name).map(|&(id, _)| MapType::from_kernel_id(id))
+    }
 }
+
+/// Every map type bpftool names, by the kernel's number (`enum bpf_map_type`, Linux 6.18):
+/// the one name table ([`MapType::name`], [`MapType::from_name`]).
+const MAP_TYPE_NAMES: [(u32, &str); 33] = [
+    (1, "hash"),
+    (2, "array"),
+    (3, "prog_array"),
+    (4, "perf_event_array"),
+    (5, "percpu_hash"),
+    (6, "percpu_array"),
+    (7, "stack_trace"),
+    (8, "cgroup_array"),
+    (9, "lru_hash"),
+    (10, "lru_percpu_hash"),
+    (11, "lpm_trie"),
+    (12, "array_of_maps"),
+    (13, "hash_of_maps"),
+    (14, "devmap"),
+    (15, "sockmap"),
+    (16, "cpumap"),
+    (17, "xskmap"),
+    (18, "sockhash"),
+    (19, "cgroup_storage"),
+    (20, "reuseport_sockarray"),
+    (21, "percpu_cgroup_storage"),
+    (22, "queue"),
+    (23, "stack"),
+    (24, "sk_storage"),
+    (25, "devmap_hash"),
+    (26, "struct_ops"),
+    (27, "ringbuf"),
+    (28, "inode_storage"),
+    (29, "task_storage"),
+    (30, "bloom_filter"),
+    (31, "user_ringbuf"),
+    (32, "cgrp_storage"),
+    (33, "arena"),
+];
 
 /// A map a program uses, as declared (in an ELF object's `.maps`, by a flow datapath, ...):
 /// what the kernel's `BPF_MAP_CREATE` takes.
@@ -215,5 +268,20 @@ mod map_type_tests {
             assert_eq!(MapType::from_kernel_id(id).kernel_id(), id);
         }
         assert_eq!(MapType::from_kernel_id(21), MapType::Other(21));
+    }
+
+    #[test]
+    fn map_type_names_round_trip_and_are_bpftools() {
+        assert_eq!(MapType::from_name("hash"), Some(MapType::Hash));
+        assert_eq!(MapType::from_name("LRU_PERCPU_HASH"), Some(MapType::LruPercpuHash));
+        assert_eq!(MapType::from_name("BPF_MAP_TYPE_RINGBUF"), Some(MapType::RingBuf));
+        assert_eq!(MapType::from_name("sockmap"), Some(MapType::Other(15)));
+        assert_eq!(MapType::from_name("hashmap"), None);
+        assert_eq!(MapType::Other(99).name(), None);
+        for id in 1..=33 {
+            let t = MapType::from_kernel_id(id);
+            let name = t.name().unwrap_or_else(|| panic!("type {id} has no name"));
+            assert_eq!(MapType::from_name(name), Some(t));
+        }
     }
 }

@@ -21,6 +21,8 @@ pub const MAX_FRAMES: usize = 8;
 /// States kept per instruction for pruning; past this, paths are explored without
 /// storing (still sound, only slower).
 const MAX_STATES_PER_PC: usize = 1024;
+/// The largest packet offset (the kernel's `MAX_PACKET_OFF`).
+const MAX_PACKET_OFF: u64 = 0xffff;
 /// Largest offset a pointer may carry (the kernel's `BPF_MAX_VAR_OFF`).
 const MAX_VAR_OFF: i64 = 1 << 29;
 /// Instructions kept in a rejection's trace.
@@ -487,7 +489,14 @@ impl<'p> Verifier<'p> {
             Op::LddwMapIdxValue | Op::LddwMapValue => {
                 let spec = map(index)?;
                 let off = (insn.imm as u64 >> 32) as u32;
-                if off >= spec.value_size {
+                if spec.map_type != weir_program::MapType::Array {
+                    return err(
+                        pc,
+                        Rule::InvalidMap,
+                        "no direct value access support for this map type",
+                    );
+                }
+                if off >= spec.value_size || spec.max_entries != 1 {
                     return err(
                         pc,
                         Rule::InvalidMap,
@@ -724,6 +733,14 @@ impl<'p> Verifier<'p> {
         }
         let sub = match op {
             AluOp::Add => false,
+            // The kernel refuses any subtraction from the frame pointer's copies.
+            AluOp::Sub if !swapped && ptr.kind == Kind::Stack => {
+                return err(
+                    pc,
+                    Rule::PointerArithmetic,
+                    format!("R{r} subtraction from stack pointer prohibited"),
+                );
+            }
             AluOp::Sub if !swapped => true,
             AluOp::And | AluOp::Or | AluOp::Xor => {
                 return err(
@@ -882,10 +899,15 @@ impl<'p> Verifier<'p> {
         }
         // Packet bounds: `pkt OP pkt_end` (and `meta OP data`).
         if width == Width::W64 {
-            if let Some((on_taken, pkt)) = packet_compare(cond, &dst, &src) {
+            if let Some((on_taken, strict, pkt)) = packet_compare(cond, &dst, &src) {
                 let mut proven = st.clone();
-                if pkt.off > 0 {
-                    let range = pkt.off.min(0xffff) as u32;
+                // `pkt < end` proves one byte more than `pkt <= end`. A variable part that
+                // may exceed the largest packet proves nothing (the kernel's rule).
+                let span = pkt.off + i64::from(strict);
+                let small = pkt.var.umax <= MAX_PACKET_OFF
+                    && pkt.var.umax.saturating_add(span.max(0) as u64) <= MAX_PACKET_OFF;
+                if span > 0 && pkt.off >= 0 && small {
+                    let range = span.min(MAX_PACKET_OFF as i64) as u32;
                     proven.for_each_reg(|r| {
                         if r.kind == pkt.kind && r.id == pkt.id && r.aux < range {
                             r.aux = range;
@@ -1072,13 +1094,6 @@ impl<'p> Verifier<'p> {
                     format!("BPF_ATOMIC stores into R{regno} ctx is not allowed"),
                 )
             }
-            Access::Store { imm: true, .. } => {
-                return err(
-                    pc,
-                    Rule::ContextAccess,
-                    format!("BPF_ST stores into R{regno} ctx is not allowed"),
-                )
-            }
             Access::HelperRead | Access::HelperWrite => {
                 return err(
                     pc,
@@ -1102,13 +1117,27 @@ impl<'p> Verifier<'p> {
         }) else {
             return bad();
         };
+        // Fields the kernel's layout has but does not offer this program type.
+        if self.prog_type == Some(ProgType::SocketFilter)
+            && matches!(field.name, "tc_classid" | "data" | "data_end" | "data_meta")
+        {
+            return bad();
+        }
+        let within = off - i64::from(field.offset);
         if acc.writes() {
-            if !field.writable || field.kind != FieldKind::Plain {
+            // Writes are whole fields, except into `cb` (any width inside one of its words).
+            let whole = if field.name == "cb" {
+                within % 4 + size as i64 <= 4
+            } else {
+                within == 0 && size == u64::from(field.size)
+            };
+            if !field.writable || field.kind != FieldKind::Plain || !whole {
                 return bad();
             }
             return Ok(Reg::unknown());
         }
-        if matches!(acc, Access::Load { sign_extend: true }) {
+        // XDP reads whole fields; `__sk_buff` allows narrower loads inside one.
+        if self.prog_type == Some(ProgType::Xdp) && (within != 0 || u64::from(field.size) != size) {
             return bad();
         }
         let kind = match field.kind {
@@ -1139,23 +1168,49 @@ impl<'p> Verifier<'p> {
         size: u64,
         acc: Access,
     ) -> Result<Reg> {
-        let Some(v) = ptr.var.as_const() else {
-            return err(
-                pc,
-                Rule::VariableOffset,
-                format!(
-                    "variable stack access var_off={} off={off} size={size} (R{regno})",
-                    ptr.var
-                ),
-            );
-        };
-        let o = ptr.off.saturating_add(v as i64).saturating_add(off);
         let size_i = size as i64;
-        if o < -STACK_SIZE || o.saturating_add(size_i) > 0 || size == 0 && acc.reads() && o >= 0 {
+        let direct = matches!(acc, Access::Load { .. } | Access::Store { .. } | Access::Atomic);
+        // The bytes the access may touch: [lo, hi + size).
+        let (lo, hi) = match ptr.var.as_const() {
+            Some(v) => {
+                let o = ptr.off.saturating_add(v as i64).saturating_add(off);
+                (o, o)
+            }
+            None => {
+                if self.opts.unprivileged {
+                    return err(
+                        pc,
+                        Rule::VariableOffset,
+                        format!(
+                            "variable stack access var_off={} off={off} size={size} (R{regno})",
+                            ptr.var
+                        ),
+                    );
+                }
+                let base = ptr.off.saturating_add(off);
+                (base.saturating_add(ptr.var.smin), base.saturating_add(ptr.var.smax))
+            }
+        };
+        if lo < -STACK_SIZE || hi.saturating_add(size_i) > 0 || size == 0 && acc.reads() && hi >= 0
+        {
+            let message = if lo == hi {
+                format!("invalid {} stack R{regno} off={lo} size={size}", acc.word())
+            } else {
+                format!(
+                    "invalid variable-offset {} stack R{regno} var_off={} off={} size={size}",
+                    acc.word(),
+                    ptr.var.var,
+                    ptr.off + off
+                )
+            };
+            return err(pc, Rule::OutOfBounds, message);
+        }
+        // The kernel aligns stack accesses strictly, whatever the program's flags.
+        if direct && lo == hi && size > 1 && lo.rem_euclid(size_i) != 0 {
             return err(
                 pc,
-                Rule::OutOfBounds,
-                format!("invalid {} stack R{regno} off={o} size={size}", acc.word()),
+                Rule::Misaligned,
+                format!("misaligned stack access off {lo}+0 size {size}"),
             );
         }
         if size == 0 {
@@ -1169,8 +1224,8 @@ impl<'p> Verifier<'p> {
                 format!("R{regno} points into a returned frame"),
             );
         };
-        if -o > self.depth[func] {
-            self.depth[func] = -o;
+        if -lo > self.depth[func] {
+            self.depth[func] = -lo;
             let total: i64 =
                 st.frames.iter().map(|f| (self.depth[f.func].max(1) + 31) / 32 * 32).sum();
             if st.frames.len() > 1 && total > STACK_SIZE {
@@ -1184,89 +1239,98 @@ impl<'p> Verifier<'p> {
                 );
             }
         }
+        let unprivileged = self.opts.unprivileged;
         let frame = &mut st.frames[frame_index];
-        // Byte b (o <= b < o + size, negative) is in slot (-b - 1) / 8, at index b + 8(slot + 1).
+        // Byte b (negative) is in slot (-b - 1) / 8, at index b + 8(slot + 1).
         let slot_of = |b: i64| ((-b - 1) / 8) as usize;
         let index_of = |b: i64| (b + 8 * (((-b - 1) / 8) + 1)) as usize;
-        let aligned_whole = size == 8 && o % 8 == 0;
+        let end = hi + size_i;
         if acc.writes() {
             let value = match acc {
                 Access::Store { value, .. } => value,
                 _ => None,
             };
-            if aligned_whole && acc != Access::Atomic && value.is_some() {
-                if let Some(value) = value {
-                    *frame.slot_mut(slot_of(o)) = Slot::Spill(value);
+            if let Some(v) = value.filter(|v| v.kind.is_pointer()) {
+                if size != 8 {
+                    let _ = v;
+                    return err(pc, Rule::InvalidMemAccess, "invalid size of register spill");
                 }
-                return Ok(Reg::unknown());
             }
-            if acc == Access::Atomic {
-                check_initialized(frame, o, size, pc, regno)?;
+            if lo == hi && size == 8 && lo % 8 == 0 && acc != Access::Atomic {
+                if let Some(value) = value {
+                    *frame.slot_mut(slot_of(lo)) = Slot::Spill(value);
+                    return Ok(Reg::unknown());
+                }
+            }
+            if acc == Access::Atomic && unprivileged {
+                check_initialized(frame, lo, size, pc, regno)?;
             }
             let byte = match value {
-                Some(v) if v.is_scalar() && v.var.as_const() == Some(0) => Byte::Zero,
+                Some(v) if lo == hi && v.is_scalar() && v.var.as_const() == Some(0) => Byte::Zero,
                 _ => Byte::Misc,
             };
-            for b in o..o + size_i {
+            for b in lo..end {
                 let slot = frame.slot_mut(slot_of(b));
                 let mut bytes = slot.bytes().unwrap_or([Byte::Misc; 8]);
+                // A write at a variable offset may miss any byte: each keeps what it had or
+                // gets the new value, which only `Misc` covers (an unwritten byte reads as
+                // unknown for the privileged verifier either way).
                 bytes[index_of(b)] = byte;
                 *slot = Slot::Bytes(bytes);
             }
             return Ok(Reg::unknown());
         }
         // Reads.
-        if aligned_whole {
-            if let Slot::Spill(r) = frame.slot(slot_of(o)) {
+        if lo == hi && size == 8 && lo % 8 == 0 {
+            if let Slot::Spill(r) = frame.slot(slot_of(lo)) {
+                if acc == Access::HelperRead {
+                    return Ok(Reg::unknown());
+                }
                 return Ok(r);
             }
         }
-        if acc == Access::HelperRead {
-            // A helper may read spilled registers, pointers included (privileged).
-            for b in o..o + size_i {
+        let uninit = |b: i64| {
+            err(
+                pc,
+                Rule::UninitStack,
+                format!("invalid read from stack R{regno} off {lo}+{} size {size}", b - lo),
+            )
+        };
+        if acc == Access::HelperRead || lo != hi {
+            // A helper may read spilled registers, pointers included (privileged); so may
+            // a read at a variable offset, which yields an unknown scalar.
+            for b in lo..end {
                 if let Slot::Bytes(bytes) = frame.slot(slot_of(b)) {
-                    if bytes[index_of(b)] == Byte::Invalid {
-                        return err(
-                            pc,
-                            Rule::UninitStack,
-                            format!(
-                                "invalid read from stack R{regno} off {o}+{} size {size}",
-                                b - o
-                            ),
-                        );
+                    if unprivileged && bytes[index_of(b)] == Byte::Invalid {
+                        return uninit(b);
                     }
                 }
             }
-            return Ok(Reg::unknown());
+            return Ok(if lo == hi { Reg::unknown() } else { sized_unknown(size) });
         }
         // A narrow read of a spilled constant: its bytes.
-        if slot_of(o) == slot_of(o + size_i - 1) {
-            if let Slot::Spill(r) = frame.slot(slot_of(o)) {
+        if slot_of(lo) == slot_of(end - 1) {
+            if let Slot::Spill(r) = frame.slot(slot_of(lo)) {
                 if !r.is_scalar() {
                     return err(pc, Rule::InvalidMemAccess, "invalid size of register fill");
                 }
                 if let Some(c) = r.var.as_const() {
-                    let shift = index_of(o) * 8;
+                    let shift = index_of(lo) * 8;
                     return Ok(Reg::scalar(Scalar::constant(truncate(c >> shift, size))));
                 }
                 return Ok(sized_unknown(size));
             }
         }
         let mut all_zero = true;
-        for b in o..o + size_i {
+        for b in lo..end {
             let slot = frame.slot(slot_of(b));
             let Some(bytes) = slot.bytes() else {
                 return err(pc, Rule::InvalidMemAccess, "invalid size of register fill");
             };
             match bytes[index_of(b)] {
-                Byte::Invalid => {
-                    return err(
-                        pc,
-                        Rule::UninitStack,
-                        format!("invalid read from stack R{regno} off {o}+{} size {size}", b - o),
-                    )
-                }
-                Byte::Misc => all_zero = false,
+                // Privileged: reading stack never written gives an unknown value.
+                Byte::Invalid if unprivileged => return uninit(b),
+                Byte::Invalid | Byte::Misc => all_zero = false,
                 Byte::Zero => {}
             }
         }
@@ -1399,31 +1463,35 @@ fn mark_null(st: &mut State, id: u32, null: bool) {
 }
 
 /// For a comparison of a packet pointer with the packet's end (or a metadata pointer with
-/// the packet's start): on which edge (`true`: taken) the pointer is proven `<= end`, and
-/// the pointer.
-fn packet_compare(cond: JmpCond, dst: &Reg, src: &Reg) -> Option<(bool, Reg)> {
+/// the packet's start): on which edge (`true`: taken) the pointer is proven `<= end` (or
+/// `< end`: `strict`), and the pointer.
+fn packet_compare(cond: JmpCond, dst: &Reg, src: &Reg) -> Option<(bool, bool, Reg)> {
     let end_of = |p: &Reg, e: &Reg| match (p.kind, e.kind) {
         (Kind::Packet, Kind::PacketEnd) => true,
         (Kind::PacketMeta, Kind::Packet) => e.at_base() && e.id == 0,
         _ => false,
     };
     if end_of(dst, src) {
-        // pkt OP end
-        let on_taken = match cond {
-            JmpCond::Gt | JmpCond::Ge => false,
-            JmpCond::Lt | JmpCond::Le => true,
+        // pkt OP end: `pkt > end` fails as `pkt <= end`, `pkt >= end` as `pkt < end`.
+        let (on_taken, strict) = match cond {
+            JmpCond::Gt => (false, false),
+            JmpCond::Ge => (false, true),
+            JmpCond::Lt => (true, true),
+            JmpCond::Le => (true, false),
             _ => return None,
         };
-        return Some((on_taken, *dst));
+        return Some((on_taken, strict, *dst));
     }
     if end_of(src, dst) {
-        // end OP pkt
-        let on_taken = match cond {
-            JmpCond::Gt | JmpCond::Ge => true,
-            JmpCond::Lt | JmpCond::Le => false,
+        // end OP pkt: `end > pkt` holds as `pkt < end`, `end < pkt` fails as `pkt <= end`.
+        let (on_taken, strict) = match cond {
+            JmpCond::Gt => (true, true),
+            JmpCond::Ge => (true, false),
+            JmpCond::Lt => (false, false),
+            JmpCond::Le => (false, true),
             _ => return None,
         };
-        return Some((on_taken, *src));
+        return Some((on_taken, strict, *src));
     }
     None
 }

@@ -7,8 +7,7 @@ use weir_program::abi::{kernel_helper, HelperSig, ValueKind};
 use weir_program::MapType;
 
 use crate::analyze::{sized_unknown, Access, Result, Verifier};
-use crate::domain::Scalar;
-use crate::state::{Kind, Reg, State};
+use crate::state::{Byte, Kind, Reg, Slot, State};
 use crate::{Rejection, Rule};
 
 /// Largest size a helper's memory argument may have (the kernel's `BPF_MAX_VAR_SIZ`).
@@ -37,6 +36,31 @@ fn map_compatible(id: u32, t: MapType) -> bool {
         _ => true,
     };
     by_map && by_helper
+}
+
+/// The value of a 4-byte map key on the stack, when it is a known constant (zeroed bytes,
+/// or a spilled constant): an array lookup with a key below its size cannot fail.
+fn const_key(st: &State, key: &Reg) -> Option<u64> {
+    if key.kind != Kind::Stack {
+        return None;
+    }
+    let o = key.off.checked_add(key.var.as_const()? as i64)?;
+    if !(-(crate::analyze::STACK_SIZE)..=-4).contains(&o) {
+        return None;
+    }
+    let frame = st.frames.get(key.aux as usize)?;
+    let slot = ((-o - 1) / 8) as usize;
+    let index = (o + 8 * (slot as i64 + 1)) as usize;
+    if index > 4 {
+        return None;
+    }
+    match frame.slot(slot) {
+        Slot::Bytes(b) if b[index..index + 4].iter().all(|b| *b == Byte::Zero) => Some(0),
+        Slot::Spill(r) if r.is_scalar() => {
+            r.var.as_const().map(|c| (c >> (index * 8)) & 0xffff_ffff)
+        }
+        _ => None,
+    }
 }
 
 impl Verifier<'_> {
@@ -103,6 +127,7 @@ impl Verifier<'_> {
         let mut map: Option<usize> = None;
         let mut alloc_size: u64 = 0;
         let mut release: Option<u32> = None;
+        let mut key: Option<u64> = None;
         for (i, kind) in sig.args.iter().enumerate() {
             let regno = i as u8 + 1;
             let reg = self.read_reg(st, regno, pc)?;
@@ -146,6 +171,9 @@ impl Verifier<'_> {
                     };
                     let size =
                         if *kind == ValueKind::MapKey { spec.key_size } else { spec.value_size };
+                    if *kind == ValueKind::MapKey && size == 4 {
+                        key = const_key(st, &reg);
+                    }
                     let write = *kind == ValueKind::UninitMapValue;
                     self.helper_mem(st, pc, sig, regno, u64::from(size), write, false)?;
                 }
@@ -280,8 +308,18 @@ impl Verifier<'_> {
         let r0 = match sig.ret {
             ValueKind::Void => Reg::NOT_INIT,
             ValueKind::PtrToMapValueOrNull => {
-                let id = self.new_id();
-                Reg { id, ..Reg::pointer(Kind::MapValueOrNull, map.unwrap_or(0) as u32) }
+                let index = map.unwrap_or(0);
+                let in_array = self.maps.get(index).is_some_and(|m| {
+                    matches!(m.map_type, MapType::Array | MapType::PercpuArray)
+                        && key.is_some_and(|k| k < u64::from(m.max_entries))
+                });
+                if in_array {
+                    // A constant key inside an array: the lookup cannot fail.
+                    Reg::pointer(Kind::MapValue, index as u32)
+                } else {
+                    let id = self.new_id();
+                    Reg { id, ..Reg::pointer(Kind::MapValueOrNull, index as u32) }
+                }
             }
             ValueKind::AllocMemOrNull => {
                 let id = self.new_id();
@@ -290,11 +328,9 @@ impl Verifier<'_> {
                 let size = u32::try_from(alloc_size).unwrap_or(u32::MAX);
                 Reg { id, ref_id, ..Reg::pointer(Kind::MemOrNull, size) }
             }
-            _ => match sig.id {
-                // u32 results.
-                7 | 8 => Reg::scalar(Scalar::range_u64(0, u64::from(u32::MAX))),
-                _ => sized_unknown(8),
-            },
+            // `RET_INTEGER`: any 64-bit value, as the kernel sees it (even where the helper
+            // returns 32 bits, like bpf_get_prandom_u32).
+            _ => sized_unknown(8),
         };
         *st.reg_mut(0) = r0;
         Ok(())

@@ -82,6 +82,10 @@ pub struct Options {
     pub memory_len: Option<u64>,
     /// Keep every state seen at every instruction ([`Proof::states`]), for soundness tests.
     pub record_states: bool,
+    /// The kernel's rules for unprivileged loaders where they differ and are cheap to
+    /// keep: reading stack never written and variable stack offsets are refused. Default:
+    /// privileged (weir loads as root, and tests against the kernel as root).
+    pub unprivileged: bool,
 }
 
 impl Default for Options {
@@ -93,6 +97,7 @@ impl Default for Options {
             budget: 1_000_000,
             memory_len: None,
             record_states: false,
+            unprivileged: false,
         }
     }
 }
@@ -114,8 +119,10 @@ pub enum Rule {
     InvalidMemAccess,
     /// An access outside its object (packet range, map value, stack, memory).
     OutOfBounds,
-    /// Reading stack bytes never written.
+    /// Reading stack bytes never written ([`Options::unprivileged`] only).
     UninitStack,
+    /// A stack access not aligned to its size (the kernel aligns the stack strictly).
+    Misaligned,
     /// A stack or context access at a variable offset.
     VariableOffset,
     /// A context access the program type's layout does not allow.
@@ -161,6 +168,7 @@ impl Rule {
             Rule::InvalidMemAccess => "invalid-mem-access",
             Rule::OutOfBounds => "out-of-bounds",
             Rule::UninitStack => "uninit-stack",
+            Rule::Misaligned => "misaligned",
             Rule::VariableOffset => "variable-offset",
             Rule::ContextAccess => "ctx-access",
             Rule::ReadOnly => "read-only",

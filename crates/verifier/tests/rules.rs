@@ -33,7 +33,15 @@ fn accept(p: &Program) {
 }
 
 fn refuse(p: &Program, rule: Rule, wording: &str) -> usize {
-    match verify(p, &Options::default()) {
+    refuse_with(p, &Options::default(), rule, wording)
+}
+
+fn unprivileged() -> Options {
+    Options { unprivileged: true, ..Options::default() }
+}
+
+fn refuse_with(p: &Program, options: &Options, rule: Rule, wording: &str) -> usize {
+    match verify(p, options) {
         Ok(proof) => panic!("accepted: {}", proof.summary()),
         Err(e) => {
             assert_eq!(e.rule, rule, "{e}");
@@ -121,13 +129,18 @@ fn registers_must_be_written_before_they_are_read() {
 fn stack_reads_need_writes() {
     accept(&program("stdw [%r10-8], 1\nldxdw %r0, [%r10-8]\nexit", XDP));
     accept(&program("stb [%r10-1], 0\nldxb %r0, [%r10-1]\nexit", XDP));
-    refuse(
-        &program("stw [%r10-8], 1\nldxdw %r0, [%r10-8]\nexit", XDP),
-        Rule::UninitStack,
-        "invalid read from stack",
-    );
+    // Privileged, stack never written reads as unknown; unprivileged, it is refused.
+    let half = program("stw [%r10-8], 1\nldxdw %r0, [%r10-8]\nexit", XDP);
+    accept(&half);
+    refuse_with(&half, &unprivileged(), Rule::UninitStack, "invalid read from stack");
     refuse(&program("stdw [%r10-520], 1\nmov %r0, 0\nexit", XDP), Rule::OutOfBounds, "stack");
     refuse(&program("stdw [%r10+0], 1\nmov %r0, 0\nexit", XDP), Rule::OutOfBounds, "stack");
+    // The stack is aligned strictly.
+    let misaligned = program("stdw [%r10-12], 1\nmov %r0, 0\nexit", XDP);
+    refuse(&misaligned, Rule::Misaligned, "misaligned stack access");
+    // A pointer is spilled whole or not at all.
+    let narrow = program("stxw [%r10-8], %r1\nmov %r0, 0\nexit", XDP);
+    refuse(&narrow, Rule::InvalidMemAccess, "invalid size of register spill");
 }
 
 #[test]
@@ -142,41 +155,40 @@ fn spills_keep_pointers_and_partial_overwrites_lose_them() {
 }
 
 #[test]
-fn variable_stack_offsets_are_refused() {
-    let p = "stdw [%r10-8], 0\ncall 7\nand %r0, 7\nmov %r1, %r10\nadd %r1, -8\nadd %r1, %r0\nldxb %r0, [%r1+0]\nexit";
-    refuse(&program(p, XDP), Rule::VariableOffset, "variable stack access");
+fn variable_stack_offsets_stay_in_the_frame() {
+    let p = "stdw [%r10-8], 0\ncall 7\nand %r0, 7\nmov %r1, %r10\nadd %r1, -8\nadd %r1, %r0\n\
+             ldxb %r0, [%r1+0]\nexit";
+    accept(&program(p, XDP));
+    refuse_with(&program(p, XDP), &unprivileged(), Rule::VariableOffset, "variable stack access");
+    let past = p.replace("and %r0, 7", "and %r0, 15");
+    refuse(&program(&past, XDP), Rule::OutOfBounds, "invalid variable-offset read from stack");
+    // Subtracting from a stack pointer is refused outright.
+    let sub = program("mov %r1, %r10\nsub %r1, 8\nmov %r0, 0\nexit", XDP);
+    refuse(&sub, Rule::PointerArithmetic, "subtraction from stack pointer");
 }
 
 #[test]
 fn context_fields_follow_the_layout() {
     accept(&program("ldxw %r0, [%r1+12]\nexit", XDP)); // ingress_ifindex
     accept(&program("ldxw %r0, [%r1+8]\nstxw [%r1+8], %r0\nexit", TC)); // mark (writable in tc)
-    refuse(
-        &program("ldxw %r0, [%r1+24]\nexit", XDP),
-        Rule::ContextAccess,
-        "invalid bpf_context access off=24 size=4",
-    );
-    refuse(
-        &program("mov %r0, 1\nstxw [%r1+8], %r0\nexit", SOCKET),
-        Rule::ContextAccess,
-        "invalid bpf_context access",
-    );
-    refuse(
-        &program("stw [%r1+8], 1\nmov %r0, 0\nexit", TC),
-        Rule::ContextAccess,
-        "BPF_ST stores into R1 ctx",
-    );
-    // Direct packet access is not offered to socket filters.
-    refuse(
-        &program("ldxw %r0, [%r1+76]\nexit", SOCKET),
-        Rule::ContextAccess,
-        "invalid bpf_context access",
-    );
-    refuse(
-        &program("add %r1, 4\nldxw %r0, [%r1+0]\nexit", XDP),
-        Rule::ContextAccess,
-        "dereference of modified ctx ptr",
-    );
+    let bad = program("ldxw %r0, [%r1+24]\nexit", XDP);
+    refuse(&bad, Rule::ContextAccess, "invalid bpf_context access off=24 size=4");
+    let ro = program("mov %r0, 1\nstxw [%r1+8], %r0\nexit", SOCKET);
+    refuse(&ro, Rule::ContextAccess, "invalid bpf_context access");
+    accept(&program("stw [%r1+8], 1\nmov %r0, 0\nexit", TC));
+    // Writes are whole fields, except in cb.
+    let narrow = program("mov %r2, 1\nstxb [%r1+8], %r2\nmov %r0, 0\nexit", TC);
+    refuse(&narrow, Rule::ContextAccess, "invalid bpf_context access off=8 size=1");
+    accept(&program("mov %r2, 1\nstxb [%r1+49], %r2\nmov %r0, 0\nexit", TC));
+    // XDP reads whole fields; __sk_buff narrower ones too.
+    let narrow = program("ldxb %r0, [%r1+12]\nexit", XDP);
+    refuse(&narrow, Rule::ContextAccess, "invalid bpf_context access off=12 size=1");
+    accept(&program("ldxhsx %r0, [%r1+16]\nexit", TC));
+    // tc_classid is tc's, not a socket filter's; nor is direct packet access.
+    refuse(&program("ldxw %r0, [%r1+72]\nexit", SOCKET), Rule::ContextAccess, "bpf_context");
+    refuse(&program("ldxw %r0, [%r1+76]\nexit", SOCKET), Rule::ContextAccess, "bpf_context");
+    let moved = program("add %r1, 4\nldxw %r0, [%r1+0]\nexit", XDP);
+    refuse(&moved, Rule::ContextAccess, "dereference of modified ctx ptr");
 }
 
 #[test]
@@ -250,18 +262,13 @@ fn helpers_must_exist_and_be_offered_to_the_type() {
 fn helper_arguments_are_checked_against_the_prototype() {
     let lookup = "stw [%r10-4], 0\nlddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\ncall 1\nmov %r0, 0\nexit";
     accept(&with_map(program(lookup, XDP), MapType::Array, 4, 8));
-    // The key is 8 bytes: past the frame at fp-4, half unwritten at fp-8.
-    refuse(
-        &with_map(program(lookup, XDP), MapType::Hash, 8, 8),
-        Rule::OutOfBounds,
-        "invalid read from stack",
-    );
-    let half = lookup.replace("add %r2, -4", "add %r2, -8");
-    refuse(
-        &with_map(program(&half, XDP), MapType::Hash, 8, 8),
-        Rule::UninitStack,
-        "invalid read from stack",
-    );
+    // The key is 8 bytes: past the frame at fp-4; half unwritten at fp-8 (refused only
+    // unprivileged).
+    refuse(&with_map(program(lookup, XDP), MapType::Hash, 8, 8), Rule::OutOfBounds, "stack");
+    let half =
+        with_map(program(&lookup.replace("add %r2, -4", "add %r2, -8"), XDP), MapType::Hash, 8, 8);
+    accept(&half);
+    refuse_with(&half, &unprivileged(), Rule::UninitStack, "invalid read from stack");
     // r1 must be a map.
     let bad = lookup.replace("lddw %r1, map_idx(0)", "mov %r1, 0");
     refuse(
@@ -286,31 +293,23 @@ fn map_values_need_a_null_check_and_stay_in_bounds() {
     let base =
         "stw [%r10-4], 0\nlddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\ncall 1\nmov %r6, %r0\n";
     let checked = format!("{base}mov %r0, 0\njeq %r6, 0, +1\nldxdw %r0, [%r6+0]\nexit");
-    accept(&with_map(program(&checked, XDP), MapType::Array, 4, 8));
+    let hash = |src: &str| with_map(program(src, XDP), MapType::Hash, 4, 8);
+    accept(&hash(&checked));
     let unchecked = format!("{base}ldxdw %r0, [%r6+0]\nexit");
-    refuse(
-        &with_map(program(&unchecked, XDP), MapType::Array, 4, 8),
-        Rule::InvalidMemAccess,
-        "'map_value_or_null'",
-    );
+    refuse(&hash(&unchecked), Rule::InvalidMemAccess, "'map_value_or_null'");
+    // An array looked up with a constant key inside it cannot miss (key 0 of 4 entries).
+    accept(&with_map(program(&unchecked, XDP), MapType::Array, 4, 8));
     let past = checked.replace("[%r6+0]", "[%r6+4]");
     refuse(
-        &with_map(program(&past, XDP), MapType::Array, 4, 8),
+        &hash(&past),
         Rule::OutOfBounds,
         "invalid access to map value, value_size=8 off=4 size=8",
     );
     let arith = format!("{base}add %r6, 1\nmov %r0, 0\nexit");
-    refuse(
-        &with_map(program(&arith, XDP), MapType::Array, 4, 8),
-        Rule::PointerArithmetic,
-        "null-check it first",
-    );
+    refuse(&hash(&arith), Rule::PointerArithmetic, "null-check it first");
     // A ring buffer is not a map to look up in.
-    refuse(
-        &with_map(program(&checked, XDP), MapType::RingBuf, 0, 0),
-        Rule::MapHelperMismatch,
-        "cannot pass map_type 27 into func bpf_map_lookup_elem#1",
-    );
+    let rb = with_map(program(&checked, XDP), MapType::RingBuf, 0, 0);
+    refuse(&rb, Rule::MapHelperMismatch, "cannot pass map_type 27 into func bpf_map_lookup_elem#1");
 }
 
 #[test]
@@ -454,6 +453,7 @@ fn every_rule_has_a_distinct_short_name() {
         Rule::InvalidMemAccess,
         Rule::OutOfBounds,
         Rule::UninitStack,
+        Rule::Misaligned,
         Rule::VariableOffset,
         Rule::ContextAccess,
         Rule::ReadOnly,

@@ -2,4 +2,5 @@
 //! `cargo test --release -p weir --test integration MODULE::`.
 
 mod kernel;
+mod verifier_corpus;
 mod verify;

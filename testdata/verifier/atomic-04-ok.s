@@ -1,0 +1,15 @@
+#! type xdp
+#! map m array key=4 value=8 entries=4
+#! kernel accept
+#! rule atomic
+#! note cmpxchg on a map value
+stw [%r10-4], 0
+lddw %r1, map_idx(0)
+mov %r2, %r10
+add %r2, -4
+call 1                # bpf_map_lookup_elem
+mov %r6, %r0
+mov %r0, 0
+mov %r1, 5
+lock cmpxchg [%r6+0], %r1
+exit

@@ -1,0 +1,13 @@
+#! type xdp
+#! map m array key=4 value=8 entries=4
+#! kernel accept
+#! rule atomic
+stw [%r10-4], 0
+lddw %r1, map_idx(0)
+mov %r2, %r10
+add %r2, -4
+call 1                # bpf_map_lookup_elem
+mov %r1, 1
+lock add32 [%r0+4], %r1
+mov %r0, 0
+exit

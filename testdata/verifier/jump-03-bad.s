@@ -1,0 +1,7 @@
+#! type socket
+#! kernel reject "unreachable insn"
+#! rule jump
+mov %r0, 0
+exit
+mov %r0, 1
+exit

@@ -1,0 +1,6 @@
+#! type socket
+#! kernel reject "infinite loop detected"
+#! rule loop
+mov %r0, 0
+loop:
+ja loop

@@ -1,0 +1,8 @@
+#! type xdp
+#! map g array key=4 value=16 entries=1
+#! kernel reject "invalid access to map value"
+#! rule map-global
+#! note before the value
+lddw %r1, map_idx_value(0, 0)
+ldxdw %r0, [%r1-8]
+exit

@@ -1,0 +1,12 @@
+#! type xdp
+#! map m hash key=4 value=8 entries=16
+#! kernel reject "invalid mem access 'map_value_or_null'"
+#! rule map-null
+stw [%r10-4], 0
+lddw %r1, map_idx(0)
+mov %r2, %r10
+add %r2, -4
+call 1                # bpf_map_lookup_elem
+ldxdw %r1, [%r0+0]
+mov %r0, 0
+exit

@@ -1,0 +1,17 @@
+#! type xdp
+#! map m hash key=4 value=8 entries=16
+#! kernel accept
+#! rule map-null
+#! note null check reaches a spilled copy
+stw [%r10-4], 0
+lddw %r1, map_idx(0)
+mov %r2, %r10
+add %r2, -4
+call 1                # bpf_map_lookup_elem
+stxdw [%r10-16], %r0
+ldxdw %r6, [%r10-16]
+jeq %r0, 0, out
+ldxdw %r1, [%r6+0]
+out:
+mov %r0, 0
+exit

@@ -1,0 +1,19 @@
+#! type xdp
+#! map m hash key=4 value=8 entries=16
+#! kernel reject "with unbounded min value is not allowed"
+#! rule map-value
+#! note a signed bound leaves the minimum unbounded
+stw [%r10-4], 0
+lddw %r1, map_idx(0)
+mov %r2, %r10
+add %r2, -4
+call 1                # bpf_map_lookup_elem
+jeq %r0, 0, out
+mov %r6, %r0
+call 7
+jsgt %r0, 4, out
+add %r6, %r0
+ldxw %r1, [%r6+0]
+out:
+mov %r0, 0
+exit

@@ -1,0 +1,13 @@
+#! type xdp
+#! kernel reject "invalid access to packet"
+#! rule pkt-cmp
+ldxw %r2, [%r1+0]     # data
+ldxw %r3, [%r1+4]     # data_end
+mov %r4, %r2
+add %r4, 14
+jge %r4, %r3, out
+ldxb %r0, [%r2+15]
+exit
+out:
+mov %r0, 0
+exit

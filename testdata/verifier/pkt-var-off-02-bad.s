@@ -1,0 +1,19 @@
+#! type xdp
+#! kernel reject "R2 offset is outside of the packet"
+#! rule pkt-var-off
+#! note an unbounded offset
+ldxw %r2, [%r1+0]     # data
+ldxw %r3, [%r1+4]     # data_end
+mov %r4, %r2
+add %r4, 4
+jgt %r4, %r3, out
+ldxw %r5, [%r2+0]
+add %r2, %r5
+mov %r4, %r2
+add %r4, 4
+jgt %r4, %r3, out
+ldxw %r0, [%r2+0]
+exit
+out:
+mov %r0, 0
+exit

@@ -1,0 +1,16 @@
+#! type xdp
+#! map m hash key=4 value=8 entries=16
+#! kernel accept
+#! rule ptr-leak
+#! note privileged: a spilled pointer as a map value
+stxdw [%r10-16], %r10
+stw [%r10-4], 0
+lddw %r1, map_idx(0)
+mov %r2, %r10
+add %r2, -4
+mov %r3, %r10
+add %r3, -16
+mov %r4, 0
+call 2
+mov %r0, 0
+exit

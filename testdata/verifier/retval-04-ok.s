@@ -1,0 +1,5 @@
+#! type xdp
+#! kernel accept
+#! rule retval
+call 7
+exit

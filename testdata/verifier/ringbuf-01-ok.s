@@ -1,0 +1,16 @@
+#! type xdp
+#! map rb ringbuf key=0 value=0 entries=4096
+#! kernel accept
+#! rule ringbuf
+lddw %r1, map_idx(0)
+mov %r2, 8
+mov %r3, 0
+call 131              # bpf_ringbuf_reserve
+jeq %r0, 0, out
+stdw [%r0+0], 1
+mov %r1, %r0
+mov %r2, 0
+call 132              # bpf_ringbuf_submit
+out:
+mov %r0, 0
+exit

@@ -1,0 +1,15 @@
+#! type xdp
+#! map rb ringbuf key=0 value=0 entries=4096
+#! kernel accept
+#! rule ringbuf
+lddw %r1, map_idx(0)
+mov %r2, 8
+mov %r3, 0
+call 131              # bpf_ringbuf_reserve
+jeq %r0, 0, out
+mov %r1, %r0
+mov %r2, 0
+call 133              # bpf_ringbuf_discard
+out:
+mov %r0, 0
+exit

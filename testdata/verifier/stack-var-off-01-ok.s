@@ -1,0 +1,13 @@
+#! type socket
+#! kernel accept
+#! rule stack-var-off
+#! note variable offset into initialized slots
+stdw [%r10-16], 0
+stdw [%r10-8], 0
+call 7
+and %r0, 8
+mov %r2, %r10
+add %r2, -16
+add %r2, %r0
+ldxdw %r0, [%r2+0]
+exit
