@@ -34,8 +34,31 @@ pub(crate) type Result<T> = std::result::Result<T, Rejection>;
 /// it: 0 means every continuation from it was proven safe, so a state it covers may stop.
 struct Node {
     state: State,
+    /// [`live_hash`] of `state`: equal states hash equal, so the infinite-loop check
+    /// compares numbers first.
+    hash: u64,
     parent: Option<usize>,
     branches: u32,
+}
+
+/// A hash of what [`state_equal`] compares (the live registers, the stack, the references).
+fn live_hash(state: &State, live: &[u16]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (f, frame) in state.frames.iter().enumerate() {
+        let mask = live.get(f).copied().unwrap_or(u16::MAX);
+        frame.callsite.hash(&mut h);
+        for (r, reg) in frame.regs.iter().enumerate() {
+            if mask & (1 << r) != 0 {
+                reg.hash(&mut h);
+            }
+        }
+        // Trailing empty slots do not change equality.
+        let used = frame.stack.iter().rposition(|s| *s != Slot::EMPTY).map_or(0, |i| i + 1);
+        frame.stack[..used].hash(&mut h);
+    }
+    state.refs.hash(&mut h);
+    h.finish()
 }
 
 /// A path being explored: where it is, its state, its nearest stored ancestor and the last
@@ -307,10 +330,12 @@ impl<'p> Verifier<'p> {
         let pc = path.pc;
         let live = Self::frame_masks(&self.live, &path.state, pc);
         let precise = Self::frame_masks(&self.precise, &path.state, pc);
+        let hash = live_hash(&path.state, &live);
         for &idx in &self.explored[pc] {
             let node = &self.nodes[idx];
             if node.branches > 0 {
-                if state_equal(&node.state, &path.state, &live)
+                if node.hash == hash
+                    && state_equal(&node.state, &path.state, &live)
                     && self.is_ancestor(idx, path.parent)
                 {
                     return err(
@@ -327,7 +352,12 @@ impl<'p> Verifier<'p> {
         }
         if self.explored[pc].len() < MAX_STATES_PER_PC {
             let idx = self.nodes.len();
-            self.nodes.push(Node { state: path.state.clone(), parent: path.parent, branches: 1 });
+            self.nodes.push(Node {
+                state: path.state.clone(),
+                hash,
+                parent: path.parent,
+                branches: 1,
+            });
             self.explored[pc].push(idx);
             path.parent = Some(idx);
             self.stats.states += 1;

@@ -10,8 +10,9 @@ use weir::{ProgType, Program};
 
 #[derive(clap::Args)]
 pub struct VerifyArgs {
-    /// Program file: eBPF assembly, raw bytecode, a `.data` case, or a clang-built ELF
-    /// object (pick the program with --prog).
+    /// Program file: eBPF assembly (a listing's `#! type` and `#! map` lines give the
+    /// program type and maps), raw bytecode, a `.data` case, or a clang-built ELF object
+    /// (pick the program with --prog).
     pub file: PathBuf,
     /// Verify as this program type (xdp, tc, socket; default: the object's section, else
     /// untyped: r1 = memory, r2 = its length, as the conformance suites run programs).
@@ -126,6 +127,17 @@ fn load(args: &VerifyArgs) -> Result<(Program, Options), String> {
         options.memory_len = Some(case.mem.len() as u64);
         options.helpers = Some(conformance_helpers());
         Program::from_insns(insns)
+    } else if format == Format::Assembly
+        && input::text(path, &bytes)?.lines().any(|l| l.trim_start().starts_with("#!"))
+    {
+        // A listing: `#! type`, `#! map` directives give the program type and maps.
+        let text = input::text(path, &bytes)?;
+        let listing = weir::listing::parse(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let program = listing.program;
+        if options.prog_type.is_none() {
+            options.prog_type = program.prog_type();
+        }
+        program
     } else {
         input::program_from(path, &bytes, format)?
     };

@@ -90,3 +90,13 @@ fn run_verifies_the_object_first() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("verified"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn listings_bring_their_type_and_maps() {
+    let out = weir(&["verify", &repo("testdata/verifier/atomic-02-ok.s")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("accepted as xdp"), "{}", text(&out.stdout));
+    let out = weir(&["verify", &repo("testdata/verifier/stack-align-01-bad.s")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("misaligned stack access"), "{}", text(&out.stderr));
+}
