@@ -242,12 +242,14 @@ struct Pieces {
 impl Pieces {
     const EMPTY: Pieces = Pieces { n: 0, p: [(0, 0); 6] };
 
+    #[inline]
     fn one(a: u64, b: u64) -> Pieces {
         let mut r = Pieces::EMPTY;
         r.push(a, b);
         r
     }
 
+    #[inline]
     fn push(&mut self, a: u64, b: u64) {
         if a > b {
             return;
@@ -261,12 +263,14 @@ impl Pieces {
         }
     }
 
+    #[inline]
     fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.p[..self.n].iter().copied()
     }
 
     /// The `bits`-bit ring split at the sign boundary, so that no piece straddles it (the
     /// signed hull then reads off piece ends).
+    #[inline]
     fn halves(bits: u32) -> Pieces {
         let half = 1u64 << (bits - 1);
         let mut r = Pieces::one(0, half - 1);
@@ -276,6 +280,7 @@ impl Pieces {
 
     /// `{ x mod 2^bits : lo <= x <= hi }`: the whole ring if the range is that long, else one
     /// piece or two (when it wraps). Empty when `lo > hi`.
+    #[inline]
     fn ring(bits: u32, lo: i128, hi: i128) -> Pieces {
         if lo > hi {
             return Pieces::EMPTY;
@@ -297,6 +302,7 @@ impl Pieces {
         }
     }
 
+    #[inline]
     fn intersect(&self, o: &Pieces) -> Pieces {
         // The common case of a constraint that says nothing (one piece, the whole ring, at
         // either width here) costs nothing.
@@ -318,6 +324,7 @@ impl Pieces {
     }
 
     /// Each piece replaced by `f` of it (`None`: dropped).
+    #[inline]
     fn map(&self, f: impl Fn(u64, u64) -> Option<(u64, u64)>) -> Pieces {
         let mut r = Pieces::EMPTY;
         for (a, b) in self.iter() {
@@ -328,12 +335,14 @@ impl Pieces {
         r
     }
 
+    #[inline]
     fn u_hull(&self) -> Option<(u64, u64)> {
         (self.n > 0).then(|| (self.p[0].0, self.p[self.n - 1].1))
     }
 
     /// The signed hull, for pieces that do not straddle the sign boundary ([`Pieces::halves`]):
     /// the negative pieces are the last in unsigned order.
+    #[inline]
     fn s_hull(&self, bits: u32) -> Option<(i64, i64)> {
         if self.n == 0 {
             return None;
@@ -1244,14 +1253,15 @@ fn refine_views(rel: Rel, d: &mut View, s: &mut View) -> Option<()> {
         Rel::Slt => signed_less(d, s, 1)?,
         Rel::Sle => signed_less(d, s, 0)?,
         Rel::Set => {
-            if d.t.max() & s.t.max() == 0 {
+            // The bits that may be set in both; when none is known set in both and only
+            // one may be, it is set in both.
+            let common = d.t.max() & s.t.max();
+            if common == 0 {
                 return None;
             }
-            if let Some(c) = s.as_const() {
-                some_bit_set(d, c)?;
-            }
-            if let Some(c) = d.as_const() {
-                some_bit_set(s, c)?;
+            if d.t.value & s.t.value == 0 && common.is_power_of_two() {
+                d.t = d.t.try_intersect(Tnum { value: common, mask: !common })?;
+                s.t = s.t.try_intersect(Tnum { value: common, mask: !common })?;
             }
         }
         Rel::NotSet => {
@@ -1298,22 +1308,6 @@ fn exclude(v: &mut View, c: u64) -> Option<()> {
     }
     if v.smax == sc {
         v.smax = sc.checked_sub(1)?;
-    }
-    Some(())
-}
-
-/// Narrows `v` for `v & c != 0`: when just one bit of `c` may still be set in `v` (none is
-/// known set), that bit is set.
-fn some_bit_set(v: &mut View, c: u64) -> Option<()> {
-    if v.t.value & c != 0 {
-        return Some(());
-    }
-    let candidates = v.t.mask & c;
-    if candidates == 0 {
-        return None;
-    }
-    if candidates.is_power_of_two() {
-        v.t = Tnum { value: v.t.value | candidates, mask: v.t.mask & !candidates };
     }
     Some(())
 }

@@ -481,6 +481,41 @@ proptest! {
         }
     }
 
+    /// Precision: on plain ranges, sums and differences get exactly the hull of their
+    /// concrete results when those do not wrap, and comparisons against a constant refine
+    /// to exactly the values that take the edge.
+    #[test]
+    fn exact_on_ranges(lo in value(), n in 0u64..64, lo2 in value(), n2 in 0u64..64, c in 0usize..CONDS.len()) {
+        let (a, b) = (Scalar::range_u64(lo, lo.saturating_add(n)), Scalar::range_u64(lo2, lo2.saturating_add(n2)));
+        let (am, bm) = (all_members(&a, 65).unwrap(), all_members(&b, 65).unwrap());
+        for op in [AluOp::Add, AluOp::Sub] {
+            let r = Scalar::alu(op, Width::W64, &a, &b);
+            let wide: Vec<i128> = am.iter().flat_map(|&x| bm.iter().map(move |&y| match op {
+                AluOp::Add => i128::from(x) + i128::from(y),
+                _ => i128::from(x) - i128::from(y),
+            })).collect();
+            let (min, max) = (*wide.iter().min().unwrap(), *wide.iter().max().unwrap());
+            if min >= 0 && max <= i128::from(u64::MAX) {
+                prop_assert_eq!((i128::from(r.umin), i128::from(r.umax)), (min, max), "{:?} {:?} {:?}", op, a, b);
+            }
+        }
+        let k = bm[0];
+        let cond = CONDS[c];
+        for taken in [true, false] {
+            let want: Vec<u64> = am.iter().copied().filter(|&x| holds(cond, Width::W64, x, k) == taken).collect();
+            let got = Scalar::refine(cond, Width::W64, &a, &Scalar::constant(k), taken);
+            match got {
+                None => prop_assert!(want.is_empty(), "{:?} {} on {:?} vs {:#x}: called impossible", cond, taken, a, k),
+                Some((d, _)) if cond != JmpCond::Set && cond != JmpCond::Ne && cond != JmpCond::Eq => {
+                    // Order comparisons cut a range into a range: the hull is exact.
+                    prop_assert!(!want.is_empty());
+                    prop_assert_eq!((d.umin, d.umax), (want[0], *want.last().unwrap()), "{:?} {} on {:?} vs {:#x}", cond, taken, a, k);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
     /// Tnum operations hold the concrete results of their members.
     #[test]
     fn tnum_sound(a in operand(), b in operand(), n in 0u32..70) {
@@ -837,4 +872,46 @@ fn timing() {
     time("subsumes", &|a, b| {
         black_box(a.subsumes(b));
     });
+}
+
+/// Patterns from the kernel's bounds selftests and from packet programs.
+#[test]
+fn program_patterns() {
+    // A 64-bit range whose low half wraps around 2^32: truncating it (w = w) gives a range
+    // that is contiguous only as signed 32-bit, and sign-extending that gives it back.
+    let x = Scalar::range_u64(0xffff_ff80, 0x1_0000_007f);
+    let w = Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), &x);
+    assert_eq!((w.s32min, w.s32max, w.umax), (-128, 127, 0xffff_ffff));
+    let s = Scalar::alu(AluOp::MovSx32, Width::W64, &Scalar::unknown(), &w);
+    assert_eq!((s.smin, s.smax), (-128, 127));
+    // A 32-bit move zero-extends: the result is non-negative as a 64-bit number.
+    let z = Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), &Scalar::unknown());
+    assert_eq!((z.umin, z.umax, z.smin, z.smax), (0, 0xffff_ffff, 0, 0xffff_ffff));
+    // A loop counter: i in [0, 9], i += 1, then `if i < 10` on the taken edge.
+    let i = Scalar::range_u64(0, 9);
+    let i = Scalar::alu(AluOp::Add, Width::W64, &i, &Scalar::constant(1));
+    assert_eq!((i.umin, i.umax), (1, 10));
+    let (i, _) = Scalar::refine(JmpCond::Lt, Width::W64, &i, &Scalar::constant(10), true).unwrap();
+    assert_eq!((i.umin, i.umax), (1, 9));
+    // A length checked against 1500, masked, scaled to an offset: every step bounded.
+    let len = Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), &Scalar::unknown());
+    let (len, _) =
+        Scalar::refine(JmpCond::Gt, Width::W64, &len, &Scalar::constant(1500), false).unwrap();
+    let off = Scalar::alu(AluOp::And, Width::W64, &len, &Scalar::constant(0xffc));
+    let off = Scalar::alu(AluOp::Lsh, Width::W64, &off, &Scalar::constant(1));
+    assert_eq!((off.umin, off.umax), (0, 2 * (1500 & 0xffc)));
+    assert_eq!(off.var.value & 7, 0);
+    // Unsigned then signed: x <= 2^63 + 5 and x s>= 0 leaves x in [0, 2^63 - 1].
+    let x = Scalar::range_u64(0, (1 << 63) + 5);
+    let (x, _) = Scalar::refine(JmpCond::Slt, Width::W64, &x, &Scalar::constant(0), false).unwrap();
+    assert_eq!((x.umin, x.umax, x.smin), (0, i64::MAX as u64, 0));
+    // A 32-bit comparison on a value whose high half is fixed narrows the 64-bit range.
+    let p = Scalar::range_u64(0x7_0000_0000, 0x7_ffff_ffff);
+    let (p, _) = Scalar::refine(JmpCond::Le, Width::W32, &p, &Scalar::constant(64), true).unwrap();
+    assert_eq!((p.umin, p.umax), (0x7_0000_0000, 0x7_0000_0040));
+    // Jset on a one-bit candidate: the fall-through edge clears it, the taken edge sets it.
+    let flags = Scalar::alu(AluOp::And, Width::W64, &Scalar::unknown(), &Scalar::constant(0x12));
+    let (t, _) =
+        Scalar::refine(JmpCond::Set, Width::W64, &flags, &Scalar::range_u64(0, 3), true).unwrap();
+    assert_eq!(t.var, Tnum { value: 0x2, mask: 0x10 });
 }
