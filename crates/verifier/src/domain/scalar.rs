@@ -807,9 +807,13 @@ impl Scalar {
             return None;
         }
         let rel = Rel::of(cond, taken);
-        let (mut d, mut s) = (dst.view(width), src.view(width));
+        let (d0, s0) = (dst.view(width), src.view(width));
+        let (mut d, mut s) = (d0, s0);
         refine_views(rel, &mut d, &mut s)?;
-        Some((dst.with_view(d)?, src.with_view(s)?))
+        // A side the relation did not narrow stays as it was (no normalizing to redo).
+        let d = if d == d0 { *dst } else { dst.with_view(d)? };
+        let s = if s == s0 { *src } else { src.with_view(s)? };
+        Some((d, s))
     }
 
     /// Some(true/false) when the branch is decided for every contained pair: decided when

@@ -276,6 +276,41 @@ fn members(s: &Scalar, seeds: &[u64], noise: &[u64]) -> (Vec<u64>, bool) {
     (out, false)
 }
 
+/// A scalar with arbitrary fields, mostly built around an anchor value so that it often
+/// has members, each field sometimes replaced by garbage (inverted, contradictory, a tnum
+/// with a bit both known and unknown).
+fn raw_scalar() -> impl Strategy<Value = (Scalar, u64)> {
+    let delta = || prop_oneof![0u64..4, 0u64..1000, any::<u64>()];
+    (
+        value(),
+        prop::collection::vec(delta(), 9),
+        prop::collection::vec(any::<u64>(), 9),
+        prop_oneof![3 => Just(0u16), 2 => (0u32..10).prop_map(|i| 1u16 << i), 1 => any::<u16>()],
+    )
+        .prop_map(|(v, d, junk, garbage)| {
+            let pick = |i: usize, sane: u64| if garbage & (1 << i) != 0 { junk[i] } else { sane };
+            let mask = pick(8, d[8]);
+            let sd = |i: usize| (d[i] >> 1) as i64;
+            let wd = |i: usize| (d[i] >> 33) as i32;
+            let s = Scalar {
+                var: Tnum { value: pick(7, v & !mask), mask },
+                umin: pick(0, v.saturating_sub(d[0])),
+                umax: pick(1, v.saturating_add(d[1])),
+                smin: pick(2, (v as i64).saturating_sub(sd(2)) as u64) as i64,
+                smax: pick(3, (v as i64).saturating_add(sd(3)) as u64) as i64,
+                u32min: pick(4, u64::from((v as u32).saturating_sub(d[4] as u32))) as u32,
+                u32max: pick(5, u64::from((v as u32).saturating_add(d[5] as u32))) as u32,
+                s32min: pick(6, ((v as i32).saturating_sub(wd(6))) as u64) as i32,
+                s32max: if garbage & (1 << 9) != 0 {
+                    junk[6] as i32
+                } else {
+                    (v as i32).saturating_add(wd(7))
+                },
+            };
+            (s, v)
+        })
+}
+
 /// One random abstract operand: its seeds, the constraint choice, and noise for sampling.
 fn operand() -> impl Strategy<Value = (Vec<u64>, u8, Vec<u64>)> {
     (seeds(), any::<u8>(), prop::collection::vec(any::<u64>(), 8))
@@ -514,6 +549,48 @@ proptest! {
                 Some(_) => {}
             }
         }
+    }
+
+    /// Any field values at all (not normalized, contradictory, tnum broken): no function
+    /// panics, and results still hold the concrete results of whatever members the raw
+    /// operands have (the operations never rely on their inputs being normalized).
+    #[test]
+    fn raw_scalars_never_panic((a, av) in raw_scalar(), (b, bv) in raw_scalar(), noise in prop::collection::vec(value(), 12)) {
+        let am: Vec<u64> = noise.iter().copied().chain([av, a.umin, a.umax, a.smin as u64, a.var.value]).filter(|&v| a.contains(v)).collect();
+        let bm: Vec<u64> = noise.iter().copied().chain([bv, b.umin, b.umax, b.smax as u64, b.var.value]).filter(|&v| b.contains(v)).collect();
+        for op in OPS {
+            for width in [Width::W64, Width::W32] {
+                let r = Scalar::alu(op, width, &a, &b);
+                for &x in &am {
+                    for &y in &bm {
+                        prop_assert!(r.contains(engine(op, width, x, y)), "{:?} {:?} {:#x} {:#x}\n {:?}\n {:?}\n -> {:?}", op, width, x, y, a, b, r);
+                    }
+                }
+            }
+        }
+        for cond in CONDS {
+            for width in [Width::W64, Width::W32] {
+                let _ = Scalar::branch_taken(cond, width, &a, &b);
+                for taken in [true, false] {
+                    let r = Scalar::refine(cond, width, &a, &b, taken);
+                    for &x in &am {
+                        for &y in &bm {
+                            if holds(cond, width, x, y) == taken {
+                                prop_assert!(r.is_some_and(|(d, s)| d.contains(x) && s.contains(y)), "{:?} {:?} {}", cond, width, taken);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let (j, m) = (a.join(&b), a.meet(&b));
+        for &x in am.iter().chain(&bm) {
+            prop_assert!(j.contains(x));
+            if a.contains(x) && b.contains(x) {
+                prop_assert!(m.is_some_and(|m| m.contains(x)));
+            }
+        }
+        let _ = (a.subsumes(&b), a.is_empty(), a.zext32(), a.to_string(), a.normalized());
     }
 
     /// Tnum operations hold the concrete results of their members.
