@@ -616,13 +616,12 @@ impl Scalar {
             (s.u32min, s.u32max) = (u0 as u32, u1 as u32);
             (s.s32min, s.s32max) = (s0 as i32, s1 as i32);
             // The whole value.
-            let (var, lo32, hi32) = (s.var, s.u32min, s.u32max);
+            let var = s.var;
             let p64 = Pieces::one(s.umin, s.umax)
                 .intersect(&Pieces::ring(64, i128::from(s.smin), i128::from(s.smax)))
                 .intersect(&Pieces::halves(64))
                 .map(|a, b| {
-                    let (a, b) =
-                        (up_to_member(var, lo32, hi32, a)?, down_to_member(var, lo32, hi32, b)?);
+                    let (a, b) = (up_to_member(var, &p32, a)?, down_to_member(var, &p32, b)?);
                     (a <= b).then_some((a, b))
                 });
             (s.umin, s.umax) = p64.u_hull()?;
@@ -830,11 +829,11 @@ impl Scalar {
 }
 
 /// Moves `a` up to the smallest value `>= a` that is a member of `t` and whose low 32 bits
-/// are in `[lo32, hi32]`, or `None` when there is none. Each step skips only values that
-/// fail one of the two, so stopping after a few rounds is still sound.
-fn up_to_member(t: Tnum, lo32: u32, hi32: u32, mut a: u64) -> Option<u64> {
+/// are in `low` (the low-half set), or `None` when there is none. Each step skips only
+/// values that fail one of the two, so stopping after a few rounds is still sound.
+fn up_to_member(t: Tnum, low: &Pieces, mut a: u64) -> Option<u64> {
     for _ in 0..4 {
-        let b = block_up(t.min_ge(a)?, lo32, hi32)?;
+        let b = block_up(t.min_ge(a)?, low)?;
         if b == a {
             break;
         }
@@ -844,9 +843,9 @@ fn up_to_member(t: Tnum, lo32: u32, hi32: u32, mut a: u64) -> Option<u64> {
 }
 
 /// The mirror of [`up_to_member`]: the largest such value `<= b`.
-fn down_to_member(t: Tnum, lo32: u32, hi32: u32, mut b: u64) -> Option<u64> {
+fn down_to_member(t: Tnum, low: &Pieces, mut b: u64) -> Option<u64> {
     for _ in 0..4 {
-        let a = block_down(t.max_le(b)?, lo32, hi32)?;
+        let a = block_down(t.max_le(b)?, low)?;
         if a == b {
             break;
         }
@@ -855,30 +854,24 @@ fn down_to_member(t: Tnum, lo32: u32, hi32: u32, mut b: u64) -> Option<u64> {
     Some(b)
 }
 
-/// The smallest value `>= a` whose low 32 bits are in `[lo, hi]`: in `a`'s block of 2^32,
-/// or at `lo` of the next block.
-fn block_up(a: u64, lo: u32, hi: u32) -> Option<u64> {
-    let low = a as u32;
-    let high = a & !0xffff_ffff;
-    if low < lo {
-        Some(high | u64::from(lo))
-    } else if low > hi {
-        high.checked_add(1 << 32).map(|h| h | u64::from(lo))
-    } else {
-        Some(a)
+/// The smallest value `>= a` whose low 32 bits are in `low` (non-empty): in `a`'s block of
+/// 2^32, or at the first low value of the next block.
+fn block_up(a: u64, low: &Pieces) -> Option<u64> {
+    let (l, high) = (a & 0xffff_ffff, a & !0xffff_ffff);
+    match low.iter().find(|p| p.1 >= l) {
+        Some((start, _)) if start <= l => Some(a),
+        Some((start, _)) => Some(high | start),
+        None => high.checked_add(1 << 32).map(|h| h | low.u_hull().map_or(0, |p| p.0)),
     }
 }
 
-/// The largest value `<= b` whose low 32 bits are in `[lo, hi]`.
-fn block_down(b: u64, lo: u32, hi: u32) -> Option<u64> {
-    let low = b as u32;
-    let high = b & !0xffff_ffff;
-    if low > hi {
-        Some(high | u64::from(hi))
-    } else if low < lo {
-        high.checked_sub(1 << 32).map(|h| h | u64::from(hi))
-    } else {
-        Some(b)
+/// The largest value `<= b` whose low 32 bits are in `low` (non-empty).
+fn block_down(b: u64, low: &Pieces) -> Option<u64> {
+    let (l, high) = (b & 0xffff_ffff, b & !0xffff_ffff);
+    match low.iter().filter(|p| p.0 <= l).last() {
+        Some((_, end)) if end >= l => Some(b),
+        Some((_, end)) => Some(high | end),
+        None => high.checked_sub(1 << 32).map(|h| h | low.u_hull().map_or(0xffff_ffff, |p| p.1)),
     }
 }
 

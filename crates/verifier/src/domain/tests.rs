@@ -992,3 +992,26 @@ fn program_patterns() {
         Scalar::refine(JmpCond::Set, Width::W64, &flags, &Scalar::range_u64(0, 3), true).unwrap();
     assert_eq!(t.var, Tnum { value: 0x2, mask: 0x10 });
 }
+
+#[test]
+fn low_half_pieces_bound_the_64_bit_range() {
+    // Low half in s32 [-1, 1] is {0, 1, 0xffffffff}: two pieces of the 32-bit ring, which
+    // move each end of the 64-bit range to a value with such a low half.
+    let x = Scalar {
+        umin: 0x5_0000_0000,
+        umax: 0x6_0000_0005,
+        s32min: -1,
+        s32max: 1,
+        ..Scalar::unknown()
+    };
+    let n = x.normalized().unwrap();
+    assert_eq!((n.umin, n.umax), (0x5_0000_0000, 0x6_0000_0001));
+    let x = Scalar {
+        umin: 0x5_0000_0002,
+        umax: 0x5_ffff_fffe,
+        s32min: -1,
+        s32max: 1,
+        ..Scalar::unknown()
+    };
+    assert!(x.is_empty());
+}
