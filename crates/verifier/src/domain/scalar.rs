@@ -560,6 +560,18 @@ impl Scalar {
             || self.var.value & self.var.mask != 0
     }
 
+    /// The low `bytes` bytes (1, 2 or 4; 8 or more: all), zero-extended: what a narrower
+    /// load or spill of the value gives back.
+    pub fn truncated(&self, bytes: u32) -> Scalar {
+        match bytes {
+            0 => Scalar::constant(0),
+            1 | 2 | 4 => Scalar::from_view(low_bits(self, bytes * 8)),
+            3 => Scalar::from_tnum(self.var.cast(3)),
+            5..=7 => Scalar::from_tnum(self.var.cast(bytes)),
+            _ => *self,
+        }
+    }
+
     /// The low 32 bits, zero-extended.
     pub fn zext32(&self) -> Scalar {
         Scalar {
@@ -1152,7 +1164,7 @@ fn low_pieces(x: &Scalar, n: u32) -> Pieces {
     p
 }
 
-/// The low `n` bits of `x` (16 or 32), zero-extended: a 64-bit view.
+/// The low `n` bits of `x` (8, 16 or 32), zero-extended: a 64-bit view.
 fn low_bits(x: &Scalar, n: u32) -> View {
     let r = View::of_tnum(64, x.var.cast(n / 8)).with_u(0, umask(n));
     match low_pieces(x, n).u_hull() {

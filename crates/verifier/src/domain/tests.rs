@@ -593,6 +593,17 @@ proptest! {
         let _ = (a.subsumes(&b), a.is_empty(), a.zext32(), a.to_string(), a.normalized());
     }
 
+    /// Truncation to 1..=8 bytes holds the low bytes of every member.
+    #[test]
+    fn sound_truncation(a in operand(), bytes in 0u32..9) {
+        let x = abstract_of(&a.0, a.1);
+        let r = x.truncated(bytes);
+        for v in members(&x, &a.0, &a.2).0 {
+            let low = if bytes >= 8 { v } else { v & ((1u64 << (bytes * 8)) - 1) };
+            prop_assert!(r.contains(low), "{:#x} truncated to {} bytes = {:#x} not in {:?} (from {:?})", v, bytes, low, r, x);
+        }
+    }
+
     /// Tnum operations hold the concrete results of their members.
     #[test]
     fn tnum_sound(a in operand(), b in operand(), n in 0u32..70) {
@@ -1095,4 +1106,16 @@ fn sound_at_the_boundaries() {
         }
     }
     assert!(checked > 800_000, "{checked} pairs");
+}
+
+#[test]
+fn truncation_and_alignment() {
+    let x = Scalar::range_u64(0x1_0000_0010, 0x1_0000_0020);
+    let b = x.truncated(1);
+    assert_eq!((b.umin, b.umax), (0x10, 0x20));
+    assert_eq!(x.truncated(4).umax, 0x20);
+    assert_eq!(Scalar::unknown().truncated(2).umax, 0xffff);
+    let off = Scalar::alu(AluOp::Lsh, Width::W64, &Scalar::range_u64(0, 7), &Scalar::constant(3));
+    assert!(off.var.is_aligned(8) && !off.var.is_aligned(16));
+    assert!(Tnum::constant(12).is_aligned(4) && !Tnum::constant(12).is_aligned(8));
 }
