@@ -339,7 +339,7 @@ fn check_alu(op: AluOp, a: &(Vec<u64>, u8, Vec<u64>), b: &(Vec<u64>, u8, Vec<u64
 macro_rules! alu_soundness {
     ($($name:ident: $op:expr;)*) => {
         proptest! {
-            #![proptest_config(cases(4000))]
+            #![proptest_config(cases(8000))]
             $(
                 #[test]
                 fn $name(a in operand(), b in operand()) {
@@ -372,7 +372,7 @@ alu_soundness! {
 }
 
 proptest! {
-    #![proptest_config(cases(4000))]
+    #![proptest_config(cases(8000))]
 
     #[test]
     fn sound_byte_swaps(a in operand(), b in operand(), which in 0usize..9) {
