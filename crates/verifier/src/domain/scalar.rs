@@ -9,7 +9,7 @@
 //!   others.
 //! - Interval rules work on the exact integer range of a result (in `i128`, no overflow) and
 //!   then fold it into the register's width: a range shorter than 2^n wraps onto at most two
-//!   pieces of the n-bit ring ([`Pieces::ring`]), and whichever of the unsigned and signed
+//!   pieces of the n-bit ring (`Pieces::ring`), and whichever of the unsigned and signed
 //!   views sees it contiguous keeps it. This is the kernel's overflow detection on each
 //!   interval, generalised: a sum whose bounds both overflow is still exact.
 //! - Normalizing intersects the pieces given by every constraint: the low 32 bits of a 64-bit
@@ -17,7 +17,7 @@
 //!   [`Tnum::min_ge`]), and the 32-bit range inside each 2^32 block of the 64-bit range.
 //!   What remains gives all four hulls and narrows the tnum ([`Tnum::range`]). An
 //!   empty intersection means no value: the operands were contradictory ([`Scalar::is_empty`]).
-//! - 32-bit operations work on a [`View`] of the low 32 bits and zero-extend their result,
+//! - 32-bit operations work on a `View` of the low 32 bits and zero-extend their result,
 //!   as the engines do; jump refinement at 32 bits narrows the low half and lets normalizing
 //!   carry it to the 64-bit bounds.
 
@@ -605,6 +605,9 @@ impl Scalar {
         let mut s = *self;
         if s.var.value & s.var.mask != 0 {
             return None;
+        }
+        if s == FULL {
+            return Some(s);
         }
         if s.var.is_const() {
             // One candidate: it is the value or there is none.
