@@ -1339,16 +1339,21 @@ impl fmt::Display for Scalar {
             write!(f, "smin={},smax={},", self.smin, self.smax)?;
         }
         write!(f, "umin={},umax={},", self.umin, self.umax)?;
-        let implied32 = self.umax <= u64::from(u32::MAX);
-        if !(implied32
-            && (u64::from(self.u32min), u64::from(self.u32max)) == (self.umin, self.umax))
-        {
+        // The 32-bit bounds, unless they say nothing or follow from those printed: the same
+        // range as the 64-bit one for a value below 2^32, or (signed) the unsigned 32-bit
+        // range read as signed.
+        let below32 = self.umax <= u64::from(u32::MAX);
+        let u32_full = (self.u32min, self.u32max) == (0, u32::MAX);
+        let u32_same = (u64::from(self.u32min), u64::from(self.u32max)) == (self.umin, self.umax);
+        let u32_implied = u32_full || (below32 && u32_same);
+        if !u32_implied {
             write!(f, "umin32={},umax32={},", self.u32min, self.u32max)?;
         }
-        if !(implied32
-            && (i64::from(self.s32min), i64::from(self.s32max)) == (self.smin, self.smax))
-            && (self.s32min, self.s32max) != (self.u32min as i32, self.u32max as i32)
-        {
+        let s32_full = (self.s32min, self.s32max) == (i32::MIN, i32::MAX);
+        let s32_same = (i64::from(self.s32min), i64::from(self.s32max)) == (self.smin, self.smax);
+        let s32_of_u32 = (self.s32min, self.s32max) == (self.u32min as i32, self.u32max as i32);
+        let s32_implied = s32_full || s32_of_u32 || (below32 && s32_same);
+        if !s32_implied {
             write!(f, "smin32={},smax32={},", self.s32min, self.s32max)?;
         }
         write!(f, "var_off={})", self.var)

@@ -907,7 +907,12 @@ fn join_subsumes_and_display() {
         .is_empty());
     assert_eq!(c(42).to_string(), "42");
     assert_eq!(c(-1i64 as u64).to_string(), "-1");
-    assert_eq!(Scalar::range_i64(-1, 1).to_string(), "scalar(smin=-1,smax=1,umin=0,umax=18446744073709551615,umin32=0,umax32=4294967295,smin32=-1,smax32=1,var_off=(0x0; 0xffffffffffffffff))");
+    assert_eq!(Scalar::range_i64(-1, 1).to_string(), "scalar(smin=-1,smax=1,umin=0,umax=18446744073709551615,smin32=-1,smax32=1,var_off=(0x0; 0xffffffffffffffff))");
+    let w = Scalar::unknown().zext32();
+    assert_eq!(w.to_string(), "scalar(umin=0,umax=4294967295,var_off=(0x0; 0xffffffff))");
+    let (hi, _) =
+        Scalar::refine(JmpCond::Lt, Width::W32, &Scalar::unknown(), &c(10), true).unwrap();
+    assert_eq!(hi.to_string(), "scalar(smin=-9223372036854775808,smax=9223372032559808521,umin=0,umax=18446744069414584329,umin32=0,umax32=9,var_off=(0x0; 0xffffffff0000000f))");
 }
 
 /// Costs of the operations the analysis calls per instruction (not a test of behaviour:
