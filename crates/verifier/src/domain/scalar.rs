@@ -9,7 +9,7 @@
 //!   others.
 //! - Interval rules work on the exact integer range of a result (in `i128`, no overflow) and
 //!   then fold it into the register's width: a range shorter than 2^n wraps onto at most two
-//!   pieces of the n-bit ring ([`Pieces::ring`]), and whichever of the unsigned and signed
+//!   pieces of the n-bit ring (`Pieces::ring`), and whichever of the unsigned and signed
 //!   views sees it contiguous keeps it. This is the kernel's overflow detection on each
 //!   interval, generalised: a sum whose bounds both overflow is still exact.
 //! - Normalizing intersects the pieces given by every constraint: the low 32 bits of a 64-bit
@@ -17,7 +17,7 @@
 //!   [`Tnum::min_ge`]), and the 32-bit range inside each 2^32 block of the 64-bit range.
 //!   What remains gives all four hulls and narrows the tnum ([`Tnum::range`]). An
 //!   empty intersection means no value: the operands were contradictory ([`Scalar::is_empty`]).
-//! - 32-bit operations work on a [`View`] of the low 32 bits and zero-extend their result,
+//! - 32-bit operations work on a `View` of the low 32 bits and zero-extend their result,
 //!   as the engines do; jump refinement at 32 bits narrows the low half and lets normalizing
 //!   carry it to the 64-bit bounds.
 
@@ -242,12 +242,14 @@ struct Pieces {
 impl Pieces {
     const EMPTY: Pieces = Pieces { n: 0, p: [(0, 0); 6] };
 
+    #[inline]
     fn one(a: u64, b: u64) -> Pieces {
         let mut r = Pieces::EMPTY;
         r.push(a, b);
         r
     }
 
+    #[inline]
     fn push(&mut self, a: u64, b: u64) {
         if a > b {
             return;
@@ -261,12 +263,14 @@ impl Pieces {
         }
     }
 
+    #[inline]
     fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.p[..self.n].iter().copied()
     }
 
     /// The `bits`-bit ring split at the sign boundary, so that no piece straddles it (the
     /// signed hull then reads off piece ends).
+    #[inline]
     fn halves(bits: u32) -> Pieces {
         let half = 1u64 << (bits - 1);
         let mut r = Pieces::one(0, half - 1);
@@ -276,6 +280,7 @@ impl Pieces {
 
     /// `{ x mod 2^bits : lo <= x <= hi }`: the whole ring if the range is that long, else one
     /// piece or two (when it wraps). Empty when `lo > hi`.
+    #[inline]
     fn ring(bits: u32, lo: i128, hi: i128) -> Pieces {
         if lo > hi {
             return Pieces::EMPTY;
@@ -297,6 +302,7 @@ impl Pieces {
         }
     }
 
+    #[inline]
     fn intersect(&self, o: &Pieces) -> Pieces {
         // The common case of a constraint that says nothing (one piece, the whole ring, at
         // either width here) costs nothing.
@@ -318,6 +324,7 @@ impl Pieces {
     }
 
     /// Each piece replaced by `f` of it (`None`: dropped).
+    #[inline]
     fn map(&self, f: impl Fn(u64, u64) -> Option<(u64, u64)>) -> Pieces {
         let mut r = Pieces::EMPTY;
         for (a, b) in self.iter() {
@@ -328,12 +335,14 @@ impl Pieces {
         r
     }
 
+    #[inline]
     fn u_hull(&self) -> Option<(u64, u64)> {
         (self.n > 0).then(|| (self.p[0].0, self.p[self.n - 1].1))
     }
 
     /// The signed hull, for pieces that do not straddle the sign boundary ([`Pieces::halves`]):
     /// the negative pieces are the last in unsigned order.
+    #[inline]
     fn s_hull(&self, bits: u32) -> Option<(i64, i64)> {
         if self.n == 0 {
             return None;
@@ -551,6 +560,18 @@ impl Scalar {
             || self.var.value & self.var.mask != 0
     }
 
+    /// The low `bytes` bytes (1, 2 or 4; 8 or more: all), zero-extended: what a narrower
+    /// load or spill of the value gives back.
+    pub fn truncated(&self, bytes: u32) -> Scalar {
+        match bytes {
+            0 => Scalar::constant(0),
+            1 | 2 | 4 => Scalar::from_view(low_bits(self, bytes * 8)),
+            3 => Scalar::from_tnum(self.var.cast(3)),
+            5..=7 => Scalar::from_tnum(self.var.cast(bytes)),
+            _ => *self,
+        }
+    }
+
     /// The low 32 bits, zero-extended.
     pub fn zext32(&self) -> Scalar {
         Scalar {
@@ -585,6 +606,9 @@ impl Scalar {
         if s.var.value & s.var.mask != 0 {
             return None;
         }
+        if s == FULL {
+            return Some(s);
+        }
         if s.var.is_const() {
             // One candidate: it is the value or there is none.
             return s.contains(s.var.value).then(|| Scalar::constant(s.var.value));
@@ -607,13 +631,12 @@ impl Scalar {
             (s.u32min, s.u32max) = (u0 as u32, u1 as u32);
             (s.s32min, s.s32max) = (s0 as i32, s1 as i32);
             // The whole value.
-            let (var, lo32, hi32) = (s.var, s.u32min, s.u32max);
+            let var = s.var;
             let p64 = Pieces::one(s.umin, s.umax)
                 .intersect(&Pieces::ring(64, i128::from(s.smin), i128::from(s.smax)))
                 .intersect(&Pieces::halves(64))
                 .map(|a, b| {
-                    let (a, b) =
-                        (up_to_member(var, lo32, hi32, a)?, down_to_member(var, lo32, hi32, b)?);
+                    let (a, b) = (up_to_member(var, &p32, a)?, down_to_member(var, &p32, b)?);
                     (a <= b).then_some((a, b))
                 });
             (s.umin, s.umax) = p64.u_hull()?;
@@ -798,9 +821,13 @@ impl Scalar {
             return None;
         }
         let rel = Rel::of(cond, taken);
-        let (mut d, mut s) = (dst.view(width), src.view(width));
+        let (d0, s0) = (dst.view(width), src.view(width));
+        let (mut d, mut s) = (d0, s0);
         refine_views(rel, &mut d, &mut s)?;
-        Some((dst.with_view(d)?, src.with_view(s)?))
+        // A side the relation did not narrow stays as it was (no normalizing to redo).
+        let d = if d == d0 { *dst } else { dst.with_view(d)? };
+        let s = if s == s0 { *src } else { src.with_view(s)? };
+        Some((d, s))
     }
 
     /// Some(true/false) when the branch is decided for every contained pair: decided when
@@ -817,11 +844,11 @@ impl Scalar {
 }
 
 /// Moves `a` up to the smallest value `>= a` that is a member of `t` and whose low 32 bits
-/// are in `[lo32, hi32]`, or `None` when there is none. Each step skips only values that
-/// fail one of the two, so stopping after a few rounds is still sound.
-fn up_to_member(t: Tnum, lo32: u32, hi32: u32, mut a: u64) -> Option<u64> {
+/// are in `low` (the low-half set), or `None` when there is none. Each step skips only
+/// values that fail one of the two, so stopping after a few rounds is still sound.
+fn up_to_member(t: Tnum, low: &Pieces, mut a: u64) -> Option<u64> {
     for _ in 0..4 {
-        let b = block_up(t.min_ge(a)?, lo32, hi32)?;
+        let b = block_up(t.min_ge(a)?, low)?;
         if b == a {
             break;
         }
@@ -831,9 +858,9 @@ fn up_to_member(t: Tnum, lo32: u32, hi32: u32, mut a: u64) -> Option<u64> {
 }
 
 /// The mirror of [`up_to_member`]: the largest such value `<= b`.
-fn down_to_member(t: Tnum, lo32: u32, hi32: u32, mut b: u64) -> Option<u64> {
+fn down_to_member(t: Tnum, low: &Pieces, mut b: u64) -> Option<u64> {
     for _ in 0..4 {
-        let a = block_down(t.max_le(b)?, lo32, hi32)?;
+        let a = block_down(t.max_le(b)?, low)?;
         if a == b {
             break;
         }
@@ -842,30 +869,24 @@ fn down_to_member(t: Tnum, lo32: u32, hi32: u32, mut b: u64) -> Option<u64> {
     Some(b)
 }
 
-/// The smallest value `>= a` whose low 32 bits are in `[lo, hi]`: in `a`'s block of 2^32,
-/// or at `lo` of the next block.
-fn block_up(a: u64, lo: u32, hi: u32) -> Option<u64> {
-    let low = a as u32;
-    let high = a & !0xffff_ffff;
-    if low < lo {
-        Some(high | u64::from(lo))
-    } else if low > hi {
-        high.checked_add(1 << 32).map(|h| h | u64::from(lo))
-    } else {
-        Some(a)
+/// The smallest value `>= a` whose low 32 bits are in `low` (non-empty): in `a`'s block of
+/// 2^32, or at the first low value of the next block.
+fn block_up(a: u64, low: &Pieces) -> Option<u64> {
+    let (l, high) = (a & 0xffff_ffff, a & !0xffff_ffff);
+    match low.iter().find(|p| p.1 >= l) {
+        Some((start, _)) if start <= l => Some(a),
+        Some((start, _)) => Some(high | start),
+        None => high.checked_add(1 << 32).map(|h| h | low.u_hull().map_or(0, |p| p.0)),
     }
 }
 
-/// The largest value `<= b` whose low 32 bits are in `[lo, hi]`.
-fn block_down(b: u64, lo: u32, hi: u32) -> Option<u64> {
-    let low = b as u32;
-    let high = b & !0xffff_ffff;
-    if low > hi {
-        Some(high | u64::from(hi))
-    } else if low < lo {
-        high.checked_sub(1 << 32).map(|h| h | u64::from(hi))
-    } else {
-        Some(b)
+/// The largest value `<= b` whose low 32 bits are in `low` (non-empty).
+fn block_down(b: u64, low: &Pieces) -> Option<u64> {
+    let (l, high) = (b & 0xffff_ffff, b & !0xffff_ffff);
+    match low.iter().filter(|p| p.0 <= l).last() {
+        Some((_, end)) if end >= l => Some(b),
+        Some((_, end)) => Some(high | end),
+        None => high.checked_sub(1 << 32).map(|h| h | low.u_hull().map_or(0xffff_ffff, |p| p.1)),
     }
 }
 
@@ -1146,7 +1167,7 @@ fn low_pieces(x: &Scalar, n: u32) -> Pieces {
     p
 }
 
-/// The low `n` bits of `x` (16 or 32), zero-extended: a 64-bit view.
+/// The low `n` bits of `x` (8, 16 or 32), zero-extended: a 64-bit view.
 fn low_bits(x: &Scalar, n: u32) -> View {
     let r = View::of_tnum(64, x.var.cast(n / 8)).with_u(0, umask(n));
     match low_pieces(x, n).u_hull() {
@@ -1244,14 +1265,15 @@ fn refine_views(rel: Rel, d: &mut View, s: &mut View) -> Option<()> {
         Rel::Slt => signed_less(d, s, 1)?,
         Rel::Sle => signed_less(d, s, 0)?,
         Rel::Set => {
-            if d.t.max() & s.t.max() == 0 {
+            // The bits that may be set in both; when none is known set in both and only
+            // one may be, it is set in both.
+            let common = d.t.max() & s.t.max();
+            if common == 0 {
                 return None;
             }
-            if let Some(c) = s.as_const() {
-                some_bit_set(d, c)?;
-            }
-            if let Some(c) = d.as_const() {
-                some_bit_set(s, c)?;
+            if d.t.value & s.t.value == 0 && common.is_power_of_two() {
+                d.t = d.t.try_intersect(Tnum { value: common, mask: !common })?;
+                s.t = s.t.try_intersect(Tnum { value: common, mask: !common })?;
             }
         }
         Rel::NotSet => {
@@ -1302,22 +1324,6 @@ fn exclude(v: &mut View, c: u64) -> Option<()> {
     Some(())
 }
 
-/// Narrows `v` for `v & c != 0`: when just one bit of `c` may still be set in `v` (none is
-/// known set), that bit is set.
-fn some_bit_set(v: &mut View, c: u64) -> Option<()> {
-    if v.t.value & c != 0 {
-        return Some(());
-    }
-    let candidates = v.t.mask & c;
-    if candidates == 0 {
-        return None;
-    }
-    if candidates.is_power_of_two() {
-        v.t = Tnum { value: v.t.value | candidates, mask: v.t.mask & !candidates };
-    }
-    Some(())
-}
-
 impl fmt::Display for Scalar {
     /// Kernel-like: `scalar(umin=0,umax=255,var_off=(0x0; 0xff))`, a constant as its number
     /// (signed when negative), bounds implied by the ones printed left out.
@@ -1333,16 +1339,21 @@ impl fmt::Display for Scalar {
             write!(f, "smin={},smax={},", self.smin, self.smax)?;
         }
         write!(f, "umin={},umax={},", self.umin, self.umax)?;
-        let implied32 = self.umax <= u64::from(u32::MAX);
-        if !(implied32
-            && (u64::from(self.u32min), u64::from(self.u32max)) == (self.umin, self.umax))
-        {
+        // The 32-bit bounds, unless they say nothing or follow from those printed: the same
+        // range as the 64-bit one for a value below 2^32, or (signed) the unsigned 32-bit
+        // range read as signed.
+        let below32 = self.umax <= u64::from(u32::MAX);
+        let u32_full = (self.u32min, self.u32max) == (0, u32::MAX);
+        let u32_same = (u64::from(self.u32min), u64::from(self.u32max)) == (self.umin, self.umax);
+        let u32_implied = u32_full || (below32 && u32_same);
+        if !u32_implied {
             write!(f, "umin32={},umax32={},", self.u32min, self.u32max)?;
         }
-        if !(implied32
-            && (i64::from(self.s32min), i64::from(self.s32max)) == (self.smin, self.smax))
-            && (self.s32min, self.s32max) != (self.u32min as i32, self.u32max as i32)
-        {
+        let s32_full = (self.s32min, self.s32max) == (i32::MIN, i32::MAX);
+        let s32_same = (i64::from(self.s32min), i64::from(self.s32max)) == (self.smin, self.smax);
+        let s32_of_u32 = (self.s32min, self.s32max) == (self.u32min as i32, self.u32max as i32);
+        let s32_implied = s32_full || s32_of_u32 || (below32 && s32_same);
+        if !s32_implied {
             write!(f, "smin32={},smax32={},", self.s32min, self.s32max)?;
         }
         write!(f, "var_off={})", self.var)

@@ -276,6 +276,41 @@ fn members(s: &Scalar, seeds: &[u64], noise: &[u64]) -> (Vec<u64>, bool) {
     (out, false)
 }
 
+/// A scalar with arbitrary fields, mostly built around an anchor value so that it often
+/// has members, each field sometimes replaced by garbage (inverted, contradictory, a tnum
+/// with a bit both known and unknown).
+fn raw_scalar() -> impl Strategy<Value = (Scalar, u64)> {
+    let delta = || prop_oneof![0u64..4, 0u64..1000, any::<u64>()];
+    (
+        value(),
+        prop::collection::vec(delta(), 9),
+        prop::collection::vec(any::<u64>(), 9),
+        prop_oneof![3 => Just(0u16), 2 => (0u32..10).prop_map(|i| 1u16 << i), 1 => any::<u16>()],
+    )
+        .prop_map(|(v, d, junk, garbage)| {
+            let pick = |i: usize, sane: u64| if garbage & (1 << i) != 0 { junk[i] } else { sane };
+            let mask = pick(8, d[8]);
+            let sd = |i: usize| (d[i] >> 1) as i64;
+            let wd = |i: usize| (d[i] >> 33) as i32;
+            let s = Scalar {
+                var: Tnum { value: pick(7, v & !mask), mask },
+                umin: pick(0, v.saturating_sub(d[0])),
+                umax: pick(1, v.saturating_add(d[1])),
+                smin: pick(2, (v as i64).saturating_sub(sd(2)) as u64) as i64,
+                smax: pick(3, (v as i64).saturating_add(sd(3)) as u64) as i64,
+                u32min: pick(4, u64::from((v as u32).saturating_sub(d[4] as u32))) as u32,
+                u32max: pick(5, u64::from((v as u32).saturating_add(d[5] as u32))) as u32,
+                s32min: pick(6, ((v as i32).saturating_sub(wd(6))) as u64) as i32,
+                s32max: if garbage & (1 << 9) != 0 {
+                    junk[6] as i32
+                } else {
+                    (v as i32).saturating_add(wd(7))
+                },
+            };
+            (s, v)
+        })
+}
+
 /// One random abstract operand: its seeds, the constraint choice, and noise for sampling.
 fn operand() -> impl Strategy<Value = (Vec<u64>, u8, Vec<u64>)> {
     (seeds(), any::<u8>(), prop::collection::vec(any::<u64>(), 8))
@@ -304,7 +339,7 @@ fn check_alu(op: AluOp, a: &(Vec<u64>, u8, Vec<u64>), b: &(Vec<u64>, u8, Vec<u64
 macro_rules! alu_soundness {
     ($($name:ident: $op:expr;)*) => {
         proptest! {
-            #![proptest_config(cases(4000))]
+            #![proptest_config(cases(8000))]
             $(
                 #[test]
                 fn $name(a in operand(), b in operand()) {
@@ -337,7 +372,7 @@ alu_soundness! {
 }
 
 proptest! {
-    #![proptest_config(cases(4000))]
+    #![proptest_config(cases(8000))]
 
     #[test]
     fn sound_byte_swaps(a in operand(), b in operand(), which in 0usize..9) {
@@ -478,6 +513,94 @@ proptest! {
                 std::mem::swap(&mut x, &mut y);
                 std::mem::swap(&mut xs, &mut ys);
             }
+        }
+    }
+
+    /// Precision: on plain ranges, sums and differences get exactly the hull of their
+    /// concrete results when those do not wrap, and comparisons against a constant refine
+    /// to exactly the values that take the edge.
+    #[test]
+    fn exact_on_ranges(lo in value(), n in 0u64..64, lo2 in value(), n2 in 0u64..64, c in 0usize..CONDS.len()) {
+        let (a, b) = (Scalar::range_u64(lo, lo.saturating_add(n)), Scalar::range_u64(lo2, lo2.saturating_add(n2)));
+        let (am, bm) = (all_members(&a, 65).unwrap(), all_members(&b, 65).unwrap());
+        for op in [AluOp::Add, AluOp::Sub] {
+            let r = Scalar::alu(op, Width::W64, &a, &b);
+            let wide: Vec<i128> = am.iter().flat_map(|&x| bm.iter().map(move |&y| match op {
+                AluOp::Add => i128::from(x) + i128::from(y),
+                _ => i128::from(x) - i128::from(y),
+            })).collect();
+            let (min, max) = (*wide.iter().min().unwrap(), *wide.iter().max().unwrap());
+            if min >= 0 && max <= i128::from(u64::MAX) {
+                prop_assert_eq!((i128::from(r.umin), i128::from(r.umax)), (min, max), "{:?} {:?} {:?}", op, a, b);
+            }
+        }
+        let k = bm[0];
+        let cond = CONDS[c];
+        for taken in [true, false] {
+            let want: Vec<u64> = am.iter().copied().filter(|&x| holds(cond, Width::W64, x, k) == taken).collect();
+            let got = Scalar::refine(cond, Width::W64, &a, &Scalar::constant(k), taken);
+            match got {
+                None => prop_assert!(want.is_empty(), "{:?} {} on {:?} vs {:#x}: called impossible", cond, taken, a, k),
+                Some((d, _)) if cond != JmpCond::Set && cond != JmpCond::Ne && cond != JmpCond::Eq => {
+                    // Order comparisons cut a range into a range: the hull is exact.
+                    prop_assert!(!want.is_empty());
+                    prop_assert_eq!((d.umin, d.umax), (want[0], *want.last().unwrap()), "{:?} {} on {:?} vs {:#x}", cond, taken, a, k);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Any field values at all (not normalized, contradictory, tnum broken): no function
+    /// panics, and results still hold the concrete results of whatever members the raw
+    /// operands have (the operations never rely on their inputs being normalized).
+    #[test]
+    fn raw_scalars_never_panic((a, av) in raw_scalar(), (b, bv) in raw_scalar(), noise in prop::collection::vec(value(), 12)) {
+        let am: Vec<u64> = noise.iter().copied().chain([av, a.umin, a.umax, a.smin as u64, a.var.value]).filter(|&v| a.contains(v)).collect();
+        let bm: Vec<u64> = noise.iter().copied().chain([bv, b.umin, b.umax, b.smax as u64, b.var.value]).filter(|&v| b.contains(v)).collect();
+        for op in OPS {
+            for width in [Width::W64, Width::W32] {
+                let r = Scalar::alu(op, width, &a, &b);
+                for &x in &am {
+                    for &y in &bm {
+                        prop_assert!(r.contains(engine(op, width, x, y)), "{:?} {:?} {:#x} {:#x}\n {:?}\n {:?}\n -> {:?}", op, width, x, y, a, b, r);
+                    }
+                }
+            }
+        }
+        for cond in CONDS {
+            for width in [Width::W64, Width::W32] {
+                let _ = Scalar::branch_taken(cond, width, &a, &b);
+                for taken in [true, false] {
+                    let r = Scalar::refine(cond, width, &a, &b, taken);
+                    for &x in &am {
+                        for &y in &bm {
+                            if holds(cond, width, x, y) == taken {
+                                prop_assert!(r.is_some_and(|(d, s)| d.contains(x) && s.contains(y)), "{:?} {:?} {}", cond, width, taken);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let (j, m) = (a.join(&b), a.meet(&b));
+        for &x in am.iter().chain(&bm) {
+            prop_assert!(j.contains(x));
+            if a.contains(x) && b.contains(x) {
+                prop_assert!(m.is_some_and(|m| m.contains(x)));
+            }
+        }
+        let _ = (a.subsumes(&b), a.is_empty(), a.zext32(), a.to_string(), a.normalized());
+    }
+
+    /// Truncation to 1..=8 bytes holds the low bytes of every member.
+    #[test]
+    fn sound_truncation(a in operand(), bytes in 0u32..9) {
+        let x = abstract_of(&a.0, a.1);
+        let r = x.truncated(bytes);
+        for v in members(&x, &a.0, &a.2).0 {
+            let low = if bytes >= 8 { v } else { v & ((1u64 << (bytes * 8)) - 1) };
+            prop_assert!(r.contains(low), "{:#x} truncated to {} bytes = {:#x} not in {:?} (from {:?})", v, bytes, low, r, x);
         }
     }
 
@@ -784,7 +907,12 @@ fn join_subsumes_and_display() {
         .is_empty());
     assert_eq!(c(42).to_string(), "42");
     assert_eq!(c(-1i64 as u64).to_string(), "-1");
-    assert_eq!(Scalar::range_i64(-1, 1).to_string(), "scalar(smin=-1,smax=1,umin=0,umax=18446744073709551615,umin32=0,umax32=4294967295,smin32=-1,smax32=1,var_off=(0x0; 0xffffffffffffffff))");
+    assert_eq!(Scalar::range_i64(-1, 1).to_string(), "scalar(smin=-1,smax=1,umin=0,umax=18446744073709551615,smin32=-1,smax32=1,var_off=(0x0; 0xffffffffffffffff))");
+    let w = Scalar::unknown().zext32();
+    assert_eq!(w.to_string(), "scalar(umin=0,umax=4294967295,var_off=(0x0; 0xffffffff))");
+    let (hi, _) =
+        Scalar::refine(JmpCond::Lt, Width::W32, &Scalar::unknown(), &c(10), true).unwrap();
+    assert_eq!(hi.to_string(), "scalar(smin=-9223372036854775808,smax=9223372032559808521,umin=0,umax=18446744069414584329,umin32=0,umax32=9,var_off=(0x0; 0xffffffff0000000f))");
 }
 
 /// Costs of the operations the analysis calls per instruction (not a test of behaviour:
@@ -837,4 +965,162 @@ fn timing() {
     time("subsumes", &|a, b| {
         black_box(a.subsumes(b));
     });
+}
+
+/// Patterns from the kernel's bounds selftests and from packet programs.
+#[test]
+fn program_patterns() {
+    // A 64-bit range whose low half wraps around 2^32: truncating it (w = w) gives a range
+    // that is contiguous only as signed 32-bit, and sign-extending that gives it back.
+    let x = Scalar::range_u64(0xffff_ff80, 0x1_0000_007f);
+    let w = Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), &x);
+    assert_eq!((w.s32min, w.s32max, w.umax), (-128, 127, 0xffff_ffff));
+    let s = Scalar::alu(AluOp::MovSx32, Width::W64, &Scalar::unknown(), &w);
+    assert_eq!((s.smin, s.smax), (-128, 127));
+    // A 32-bit move zero-extends: the result is non-negative as a 64-bit number.
+    let z = Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), &Scalar::unknown());
+    assert_eq!((z.umin, z.umax, z.smin, z.smax), (0, 0xffff_ffff, 0, 0xffff_ffff));
+    // A loop counter: i in [0, 9], i += 1, then `if i < 10` on the taken edge.
+    let i = Scalar::range_u64(0, 9);
+    let i = Scalar::alu(AluOp::Add, Width::W64, &i, &Scalar::constant(1));
+    assert_eq!((i.umin, i.umax), (1, 10));
+    let (i, _) = Scalar::refine(JmpCond::Lt, Width::W64, &i, &Scalar::constant(10), true).unwrap();
+    assert_eq!((i.umin, i.umax), (1, 9));
+    // A length checked against 1500, masked, scaled to an offset: every step bounded.
+    let len = Scalar::alu(AluOp::Mov, Width::W32, &Scalar::unknown(), &Scalar::unknown());
+    let (len, _) =
+        Scalar::refine(JmpCond::Gt, Width::W64, &len, &Scalar::constant(1500), false).unwrap();
+    let off = Scalar::alu(AluOp::And, Width::W64, &len, &Scalar::constant(0xffc));
+    let off = Scalar::alu(AluOp::Lsh, Width::W64, &off, &Scalar::constant(1));
+    assert_eq!((off.umin, off.umax), (0, 2 * (1500 & 0xffc)));
+    assert_eq!(off.var.value & 7, 0);
+    // Unsigned then signed: x <= 2^63 + 5 and x s>= 0 leaves x in [0, 2^63 - 1].
+    let x = Scalar::range_u64(0, (1 << 63) + 5);
+    let (x, _) = Scalar::refine(JmpCond::Slt, Width::W64, &x, &Scalar::constant(0), false).unwrap();
+    assert_eq!((x.umin, x.umax, x.smin), (0, i64::MAX as u64, 0));
+    // A 32-bit comparison on a value whose high half is fixed narrows the 64-bit range.
+    let p = Scalar::range_u64(0x7_0000_0000, 0x7_ffff_ffff);
+    let (p, _) = Scalar::refine(JmpCond::Le, Width::W32, &p, &Scalar::constant(64), true).unwrap();
+    assert_eq!((p.umin, p.umax), (0x7_0000_0000, 0x7_0000_0040));
+    // Jset on a one-bit candidate: the fall-through edge clears it, the taken edge sets it.
+    let flags = Scalar::alu(AluOp::And, Width::W64, &Scalar::unknown(), &Scalar::constant(0x12));
+    let (t, _) =
+        Scalar::refine(JmpCond::Set, Width::W64, &flags, &Scalar::range_u64(0, 3), true).unwrap();
+    assert_eq!(t.var, Tnum { value: 0x2, mask: 0x10 });
+}
+
+#[test]
+fn low_half_pieces_bound_the_64_bit_range() {
+    // Low half in s32 [-1, 1] is {0, 1, 0xffffffff}: two pieces of the 32-bit ring, which
+    // move each end of the 64-bit range to a value with such a low half.
+    let x = Scalar {
+        umin: 0x5_0000_0000,
+        umax: 0x6_0000_0005,
+        s32min: -1,
+        s32max: 1,
+        ..Scalar::unknown()
+    };
+    let n = x.normalized().unwrap();
+    assert_eq!((n.umin, n.umax), (0x5_0000_0000, 0x6_0000_0001));
+    let x = Scalar {
+        umin: 0x5_0000_0002,
+        umax: 0x5_ffff_fffe,
+        s32min: -1,
+        s32max: 1,
+        ..Scalar::unknown()
+    };
+    assert!(x.is_empty());
+}
+
+/// Every operation at both widths on small ranges around the points where the semantics
+/// turn (0, ±1, the 32- and 64-bit sign and carry boundaries, shift widths), every member
+/// pair checked: the corners random sampling may miss (`MIN / -1`, `x % 0`, shifts by 31,
+/// 32, 63, 64).
+#[test]
+fn sound_at_the_boundaries() {
+    let points: [u64; 12] = [
+        0,
+        1,
+        u64::MAX,
+        31,
+        32,
+        63,
+        64,
+        0x7fff_ffff,
+        0xffff_ffff,
+        0x8000_0000_0000_0000,
+        0x7fff_ffff_ffff_ffff,
+        0xffff_ffff_8000_0000,
+    ];
+    let mut operands = Vec::new();
+    for &p in &points {
+        operands.push(Scalar::range_u64(p.saturating_sub(2), p.saturating_add(2)));
+        operands
+            .push(Scalar::range_i64((p as i64).saturating_sub(2), (p as i64).saturating_add(2)));
+        operands.push(Scalar::constant(p));
+    }
+    let members: Vec<Vec<u64>> =
+        operands.iter().map(|s| all_members(s, 16).expect("small")).collect();
+    let mut checked = 0u64;
+    for op in OPS {
+        for width in [Width::W64, Width::W32] {
+            for (a, am) in operands.iter().zip(&members) {
+                for (b, bm) in operands.iter().zip(&members) {
+                    let r = Scalar::alu(op, width, a, b);
+                    for &x in am {
+                        for &y in bm {
+                            let v = engine(op, width, x, y);
+                            assert!(r.contains(v), "{op:?} {width:?} {x:#x} {y:#x} = {v:#x} not in {r:?}\n {a:?}\n {b:?}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for cond in CONDS {
+        for width in [Width::W64, Width::W32] {
+            for (a, am) in operands.iter().zip(&members) {
+                for (b, bm) in operands.iter().zip(&members) {
+                    for taken in [true, false] {
+                        let r = Scalar::refine(cond, width, a, b, taken);
+                        let mut any = false;
+                        for &x in am {
+                            for &y in bm {
+                                if holds(cond, width, x, y) == taken {
+                                    any = true;
+                                    assert!(
+                                        r.is_some_and(|(d, s)| d.contains(x) && s.contains(y)),
+                                        "{cond:?} {width:?} {taken} {x:#x} {y:#x}\n {a:?}\n {b:?}"
+                                    );
+                                }
+                            }
+                        }
+                        if !any
+                            && (a.as_const().is_some() || b.as_const().is_some())
+                            && cond != JmpCond::Set
+                        {
+                            assert!(
+                                r.is_none(),
+                                "{cond:?} {width:?} {taken}: impossible edge kept\n {a:?}\n {b:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 800_000, "{checked} pairs");
+}
+
+#[test]
+fn truncation_and_alignment() {
+    let x = Scalar::range_u64(0x1_0000_0010, 0x1_0000_0020);
+    let b = x.truncated(1);
+    assert_eq!((b.umin, b.umax), (0x10, 0x20));
+    assert_eq!(x.truncated(4).umax, 0x20);
+    assert_eq!(Scalar::unknown().truncated(2).umax, 0xffff);
+    let off = Scalar::alu(AluOp::Lsh, Width::W64, &Scalar::range_u64(0, 7), &Scalar::constant(3));
+    assert!(off.var.is_aligned(8) && !off.var.is_aligned(16));
+    assert!(Tnum::constant(12).is_aligned(4) && !Tnum::constant(12).is_aligned(8));
 }

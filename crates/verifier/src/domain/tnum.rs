@@ -249,6 +249,12 @@ impl Tnum {
         }
     }
 
+    /// Whether every member is a multiple of `size` (a power of two): the low bits known 0,
+    /// as an aligned access needs.
+    pub fn is_aligned(self, size: u64) -> bool {
+        (self.value | self.mask) & size.wrapping_sub(1) == 0
+    }
+
     /// The bitwise complement of every member (order-reversing: `!x <= !y` iff `x >= y`).
     pub fn not(self) -> Tnum {
         Tnum { value: !self.value & !self.mask, mask: self.mask }
