@@ -1348,6 +1348,10 @@ impl<'p> Verifier<'p> {
                     let shift = index_of(lo) * 8;
                     return Ok(Reg::scalar(Scalar::constant(truncate(c >> shift, size))));
                 }
+                // The low bytes of a spilled scalar keep what is known of them.
+                if index_of(lo) == 0 {
+                    return Ok(Reg::scalar(r.var.truncated(size as u32)));
+                }
                 return Ok(sized_unknown(size));
             }
         }
