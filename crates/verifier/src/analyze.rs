@@ -153,9 +153,9 @@ impl<'p> Verifier<'p> {
         let prog_type = opts.prog_type.or(program.prog_type());
         let helpers: Vec<&'static HelperSig> = KERNEL_HELPERS
             .iter()
-            .filter(|h| match &opts.helpers {
-                Some(ids) => ids.contains(&h.id),
-                None => h.available_for(prog_type),
+            .filter(|h| {
+                h.available_for(prog_type)
+                    && opts.helpers.as_ref().is_none_or(|ids| ids.contains(&h.id))
             })
             .collect();
         let helper_args =

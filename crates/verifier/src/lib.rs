@@ -70,8 +70,8 @@ pub struct Options {
     /// The program type (`None`: the program's own; an untyped program follows the
     /// conformance convention: r1 = memory of [`Options::memory_len`] bytes, r2 = its length).
     pub prog_type: Option<ProgType>,
-    /// The helper ids the runtime binds (`None`: every helper of
-    /// `weir_program::abi::KERNEL_HELPERS` the program type may call).
+    /// The helper ids the runtime binds (`None`: all): a program may call those of
+    /// `weir_program::abi::KERNEL_HELPERS` its type is offered that are also in this list.
     pub helpers: Option<Vec<u32>>,
     /// Record the state at every processed instruction ([`Proof::log`]) and in traces.
     pub log: bool,

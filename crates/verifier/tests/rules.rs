@@ -256,6 +256,10 @@ fn helpers_must_exist_and_be_offered_to_the_type() {
     let p = program("call 7\nexit", XDP);
     let options = Options { helpers: Some(vec![1]), ..Options::default() };
     assert_eq!(verify(&p, &options).unwrap_err().rule, Rule::UnknownHelper);
+    // ... but never widens what the program type is offered.
+    let p = program("mov %r2, 0\ncall 44\nexit", TC);
+    let options = Options { helpers: Some(vec![44]), ..Options::default() };
+    assert_eq!(verify(&p, &options).unwrap_err().rule, Rule::UnknownHelper);
 }
 
 #[test]
