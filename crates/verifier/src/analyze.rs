@@ -612,6 +612,15 @@ impl<'p> Verifier<'p> {
         let dst = if is_mov { Reg::NOT_INIT } else { self.read_reg(st, insn.dst, pc)? };
         let r = insn.dst;
 
+        // A shift by an immediate the width cannot hold is refused (by a register, it is
+        // masked at run time).
+        if matches!(op, AluOp::Lsh | AluOp::Rsh | AluOp::Arsh) && spec_src == Some(Operands::DstImm)
+        {
+            let bits = if width == Width::W32 { 32 } else { 64 };
+            if !(0..bits).contains(&insn.imm) {
+                return err(pc, Rule::InvalidShift, format!("invalid shift {}", insn.imm));
+            }
+        }
         if matches!(op, AluOp::Div | AluOp::Mod | AluOp::SDiv | AluOp::SMod) {
             if spec_src == Some(Operands::DstImm)
                 && truncate(insn.imm as u64, if width == Width::W32 { 4 } else { 8 }) == 0
@@ -666,7 +675,14 @@ impl<'p> Verifier<'p> {
 
         match (dst.is_scalar(), src.is_scalar()) {
             (true, true) => {
-                let value = Scalar::alu(op, width, &dst.var, &src.var);
+                // The kernel knows nothing of a signed division's or remainder's result,
+                // not even the zero upper half of a 32-bit one; agreeing with it means
+                // knowing as little (a program may not rely on more).
+                let value = if matches!(op, AluOp::SDiv | AluOp::SMod) {
+                    Scalar::unknown()
+                } else {
+                    Scalar::alu(op, width, &dst.var, &src.var)
+                };
                 let mut reg = Reg::scalar(value);
                 // `r += const` keeps the link to the copies, with the constant recorded.
                 if let (Some(c), AluOp::Add | AluOp::Sub, Width::W64, Some(Operands::DstImm)) =
@@ -701,14 +717,7 @@ impl<'p> Verifier<'p> {
                 Ok(())
             }
             (false, false) => {
-                if width == Width::W32 {
-                    return err(
-                        pc,
-                        Rule::PointerArithmetic,
-                        format!("R{r} 32-bit pointer arithmetic prohibited"),
-                    );
-                }
-                if op == AluOp::Sub {
+                if op == AluOp::Sub && !self.opts.unprivileged {
                     // Privileged: the distance between two pointers is an unknown scalar.
                     *st.reg_mut(r) = Reg::unknown();
                     return Ok(());
@@ -735,6 +744,10 @@ impl<'p> Verifier<'p> {
         swapped: bool,
     ) -> Result<Reg> {
         if width == Width::W32 {
+            // Privileged, a 32-bit subtraction involving a pointer is an unknown scalar.
+            if op == AluOp::Sub && !self.opts.unprivileged {
+                return Ok(Reg::unknown());
+            }
             return err(
                 pc,
                 Rule::PointerArithmetic,
@@ -1147,10 +1160,16 @@ impl<'p> Verifier<'p> {
         }) else {
             return bad();
         };
-        // Fields the kernel's layout has but does not offer this program type.
-        if self.prog_type == Some(ProgType::SocketFilter)
-            && matches!(field.name, "tc_classid" | "data" | "data_end" | "data_meta")
-        {
+        // Fields the layout has but the kernel does not offer this program type (XDP's
+        // egress_ifindex is for devmap programs only).
+        let withheld = match self.prog_type {
+            Some(ProgType::SocketFilter) => {
+                matches!(field.name, "tc_classid" | "data" | "data_end" | "data_meta")
+            }
+            Some(ProgType::Xdp) => field.name == "egress_ifindex",
+            _ => false,
+        };
+        if withheld {
             return bad();
         }
         let within = off - i64::from(field.offset);
@@ -1166,8 +1185,13 @@ impl<'p> Verifier<'p> {
             }
             return Ok(Reg::unknown());
         }
-        // XDP reads whole fields; `__sk_buff` allows narrower loads inside one.
+        // XDP reads whole fields; `__sk_buff` narrower ones too. Both sign-extend plain
+        // fields on request.
+        let sign_extend = matches!(acc, Access::Load { sign_extend: true });
         if self.prog_type == Some(ProgType::Xdp) && (within != 0 || u64::from(field.size) != size) {
+            return bad();
+        }
+        if sign_extend && field.kind != FieldKind::Plain {
             return bad();
         }
         let kind = match field.kind {

@@ -133,6 +133,8 @@ pub enum Rule {
     PointerArithmetic,
     /// Division or remainder by the constant 0.
     DivisionByZero,
+    /// A shift by an immediate outside the operation's width.
+    InvalidShift,
     /// A call to a helper that is unknown or not offered to the program type.
     UnknownHelper,
     /// A helper argument of the wrong type, size or bounds.
@@ -174,6 +176,7 @@ impl Rule {
             Rule::ReadOnly => "read-only",
             Rule::PointerArithmetic => "pointer-arithmetic",
             Rule::DivisionByZero => "division-by-zero",
+            Rule::InvalidShift => "invalid-shift",
             Rule::UnknownHelper => "unknown-helper",
             Rule::HelperArgument => "helper-argument",
             Rule::MapHelperMismatch => "map-helper-mismatch",

@@ -463,6 +463,7 @@ fn every_rule_has_a_distinct_short_name() {
         Rule::ReadOnly,
         Rule::PointerArithmetic,
         Rule::DivisionByZero,
+        Rule::InvalidShift,
         Rule::UnknownHelper,
         Rule::HelperArgument,
         Rule::MapHelperMismatch,
@@ -489,4 +490,32 @@ fn bounds_learnt_on_a_copy_hold_for_the_original() {
     verify(&program(&p, None), &options).unwrap();
     let unlinked = p.replace("mov %r5, %r4\nadd %r5, 14", "ldxb %r5, [%r1+1]\nadd %r5, 14");
     assert_eq!(verify(&program(&unlinked, None), &options).unwrap_err().rule, Rule::OutOfBounds);
+}
+
+#[test]
+fn shifts_by_an_immediate_stay_inside_the_width() {
+    accept(&program("mov %r0, 1\nlsh %r0, 63\nrsh32 %r0, 31\nexit", XDP));
+    refuse(&program("mov %r0, 1\nlsh %r0, 64\nexit", XDP), Rule::InvalidShift, "invalid shift 64");
+    refuse(
+        &program("mov %r0, 1\narsh32 %r0, 32\nexit", XDP),
+        Rule::InvalidShift,
+        "invalid shift 32",
+    );
+    refuse(&program("mov %r0, 1\nrsh %r0, -1\nexit", XDP), Rule::InvalidShift, "invalid shift -1");
+    // By a register: masked at run time, not the verifier's business.
+    accept(&program("mov %r0, 1\nmov %r1, 70\nlsh %r0, %r1\nexit", XDP));
+}
+
+#[test]
+fn a_32_bit_subtraction_involving_a_pointer_is_a_scalar_when_privileged() {
+    let p = program("mov %r2, %r1\nsub32 %r2, 3\nmov %r0, %r2\nexit", XDP);
+    accept(&p);
+    refuse_with(
+        &p,
+        &unprivileged(),
+        Rule::PointerArithmetic,
+        "32-bit pointer arithmetic prohibited",
+    );
+    let add = program("mov %r2, %r1\nadd32 %r2, 3\nmov %r0, 0\nexit", XDP);
+    refuse(&add, Rule::PointerArithmetic, "32-bit pointer arithmetic prohibited");
 }

@@ -4,3 +4,4 @@
 mod kernel;
 mod verifier_corpus;
 mod verify;
+mod verify_kernel;

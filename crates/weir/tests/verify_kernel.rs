@@ -1,0 +1,146 @@
+//! The verifier against the Linux verifier on random programs (root only; `SKIPPED:`
+//! elsewhere): typed programs drawn from the opcode table, made likelier to pass (registers
+//! and stack written first, forward jumps, memory through the stack and the context), each
+//! loaded into the kernel with the same type. weir must accept nothing the kernel refuses,
+//! except where its proof shows the instruction the kernel objects to as dead code (weir's
+//! bounds are sharper than the kernel's in places, so it explores fewer paths); where weir
+//! is stricter the cases are counted and, with `WEIR_VERIFY_SHOW=1`, printed.
+
+use weir::isa::ebpf::{Insn, Op, Operands, OPCODES};
+use weir::{ProgType, Program};
+use weir_testkit::SplitMix64;
+
+const PROGRAMS: usize = 10000;
+
+fn small(rng: &mut SplitMix64) -> i64 {
+    match rng.below(4) {
+        0 => rng.below(8) as i64,
+        1 => -(rng.below(8) as i64),
+        2 => i64::from(rng.u32() as i32),
+        _ => [0, 1, 7, 8, 31, 32, 63, 64, 255, -1][rng.below_usize(10)],
+    }
+}
+
+/// A random instruction shaped to have a chance: forward jumps inside `room`, memory
+/// through r10 (written slots) or the context in r6.
+fn insn(rng: &mut SplitMix64, room: usize) -> Insn {
+    loop {
+        let spec = &OPCODES[rng.below_usize(OPCODES.len())];
+        let reg = |rng: &mut SplitMix64| rng.below(10) as u8;
+        let (dst, src) = (reg(rng), reg(rng));
+        let op = spec.op;
+        let insn = match spec.operands {
+            Operands::DstImm => Insn::new(op, dst, 0, 0, small(rng)),
+            Operands::DstSrc | Operands::Dst if dst == 6 => continue,
+            Operands::DstSrc => Insn::new(op, dst, src, 0, 0),
+            Operands::Dst => Insn::new(op, dst, 0, 0, 0),
+            Operands::DstImmOff if room > 0 => {
+                Insn::new(op, dst, 0, rng.below(room as u64) as i16, small(rng))
+            }
+            Operands::DstSrcOff if room > 0 => {
+                Insn::new(op, dst, src, rng.below(room as u64) as i16, 0)
+            }
+            Operands::Load | Operands::StoreImm | Operands::StoreReg => {
+                let size = op.mem_size().map_or(8, |s| s.bytes() as i16);
+                let (base, off) = if rng.chance(70) {
+                    (10, -8 * (1 + rng.below(4) as i16))
+                } else {
+                    (6, 4 * rng.below(6) as i16)
+                };
+                let off = off - off.rem_euclid(size);
+                match spec.operands {
+                    Operands::Load => Insn::new(op, dst, base, off, 0),
+                    Operands::StoreImm => Insn::new(op, base, 0, off, small(rng)),
+                    _ => Insn::new(op, base, src, off, 0),
+                }
+            }
+            Operands::CallImm if op == Op::Call => {
+                Insn::new(op, 0, 0, 0, [5, 7, 8][rng.below_usize(3)])
+            }
+            _ => continue,
+        };
+        if insn.dst == 10 && spec.operands != Operands::StoreImm {
+            continue;
+        }
+        return insn;
+    }
+}
+
+fn program(rng: &mut SplitMix64) -> Program {
+    let prog_type = [ProgType::Xdp, ProgType::SchedCls, ProgType::SocketFilter][rng.below_usize(3)];
+    let mut insns = vec![Insn::new(Op::Mov64Reg, 6, 1, 0, 0)];
+    for r in [0u8, 1, 2, 3, 4, 5, 7, 8, 9] {
+        insns.push(Insn::new(Op::Mov64Imm, r, 0, 0, small(rng)));
+    }
+    for k in 1..=4i16 {
+        insns.push(Insn::new(Op::StDw, 10, 0, -8 * k, small(rng)));
+    }
+    let len = 1 + rng.below_usize(16);
+    for i in 0..len {
+        let insn = insn(rng, len - i - 1);
+        insns.push(insn);
+        if insn.op.is_lddw() {
+            insns.push(Insn::new(Op::LddwHigh, 0, 0, 0, 0));
+        }
+    }
+    insns.push(Insn::new(Op::Mov64Imm, 0, 0, 0, 0));
+    insns.push(Insn::new(Op::Exit, 0, 0, 0, 0));
+    Program::from_insns(insns).with_prog_type(prog_type)
+}
+
+/// Whether the proof leaves an instruction unreached.
+fn has_dead_code(p: &Program, proof: &weir::Proof) -> bool {
+    p.insns().iter().enumerate().any(|(pc, i)| i.op != Op::LddwHigh && !proof.facts.get(pc).reached)
+}
+
+#[test]
+fn random_programs_get_the_kernels_verdict_or_a_stricter_one() {
+    if let Err(reason) = weir_sys::kernel::available() {
+        println!("SKIPPED: random_programs_get_the_kernels_verdict_or_a_stricter_one: {reason}");
+        return;
+    }
+    let show = std::env::var_os("WEIR_VERIFY_SHOW").is_some();
+    let mut rng = SplitMix64::new(0x7e51f1e5);
+    let (mut both, mut kernel_only, mut neither, mut dead_code) = (0, 0, 0, 0);
+    let mut unsafe_accepted = Vec::new();
+    for case in 0..PROGRAMS {
+        let p = program(&mut rng);
+        let ours = weir::verify(&p, &weir::VerifyOptions::default());
+        let theirs = weir_testkit::kernel_object::load(&p, &[]);
+        let listing = || weir::isa::asm::listing(p.insns());
+        match (&ours, &theirs) {
+            (Ok(_), Ok(_)) => both += 1,
+            (Err(e), Ok(_)) => {
+                kernel_only += 1;
+                if show {
+                    println!(
+                        "case {case} ({}): weir stricter: {e}\n{}",
+                        p.prog_type().unwrap(),
+                        listing()
+                    );
+                }
+            }
+            // The kernel explores a path weir's domain proves infeasible (weir's bounds
+            // are sharper in places) and refuses an instruction on it: weir's proof shows
+            // that code as never reached. Anything else is a real disagreement.
+            (Ok(proof), Err(_)) if has_dead_code(&p, proof) => dead_code += 1,
+            (Ok(_), Err(k)) => unsafe_accepted.push(format!(
+                "case {case} ({}): kernel: {k}\n{}",
+                p.prog_type().unwrap(),
+                listing()
+            )),
+            (Err(_), Err(_)) => neither += 1,
+        }
+    }
+    println!(
+        "random programs: {both} accepted by both, {kernel_only} by the kernel only, {neither} by neither, \
+         {dead_code} by weir only with code it proved dead, {} by weir only otherwise",
+        unsafe_accepted.len()
+    );
+    assert!(
+        unsafe_accepted.is_empty(),
+        "weir accepts what the kernel refuses:\n{}",
+        unsafe_accepted.join("\n")
+    );
+    assert!(both >= 200, "only {both} programs accepted by both: the generator needs work");
+}
