@@ -675,10 +675,19 @@ impl<'p> Verifier<'p> {
 
         match (dst.is_scalar(), src.is_scalar()) {
             (true, true) => {
-                // The kernel knows nothing of a signed division's or remainder's result,
-                // not even the zero upper half of a 32-bit one; agreeing with it means
-                // knowing as little (a program may not rely on more).
-                let value = if matches!(op, AluOp::SDiv | AluOp::SMod) {
+                // The kernel computes no bounds for a division or remainder, nor for a
+                // shift by anything but a constant below the width, and then does not even
+                // zero the upper half of a 32-bit result (`is_safe_to_compute_dst_reg_range`);
+                // agreeing with it means knowing as little (a program may not rely on more).
+                let bits = if width == Width::W32 { 32 } else { 64 };
+                let opaque = match op {
+                    AluOp::Div | AluOp::Mod | AluOp::SDiv | AluOp::SMod => true,
+                    AluOp::Lsh | AluOp::Rsh | AluOp::Arsh => {
+                        src.var.as_const().is_none_or(|k| k >= bits)
+                    }
+                    _ => false,
+                };
+                let value = if opaque {
                     Scalar::unknown()
                 } else {
                     Scalar::alu(op, width, &dst.var, &src.var)

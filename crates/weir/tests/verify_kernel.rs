@@ -8,6 +8,7 @@
 
 use weir::isa::ebpf::{Insn, Op, Operands, OPCODES};
 use weir::{ProgType, Program};
+use weir_program::{MapSpec, MapType, RelocTarget, Relocation};
 use weir_testkit::SplitMix64;
 
 const PROGRAMS: usize = 10000;
@@ -66,6 +67,54 @@ fn insn(rng: &mut SplitMix64, room: usize) -> Insn {
     }
 }
 
+/// The maps every program may use: a hash and an array, 4-byte keys, 8-byte values.
+fn maps() -> Vec<MapSpec> {
+    let spec = |name: &str, map_type| MapSpec {
+        name: name.into(),
+        map_type,
+        key_size: 4,
+        value_size: 8,
+        max_entries: 4,
+        flags: 0,
+    };
+    vec![spec("h", MapType::Hash), spec("a", MapType::Array)]
+}
+
+/// A packet access, sometimes past what its check proves: `r4 = data + k; if r4 > end
+/// skip; load at data + off`.
+fn packet_snippet(rng: &mut SplitMix64, out: &mut Vec<Insn>) {
+    let k = rng.below(24) as i64;
+    let size = [1i16, 2, 4, 8][rng.below_usize(4)];
+    let off = rng.below(24) as i16;
+    let load = [Op::LdxB, Op::LdxH, Op::LdxW, Op::LdxDw][size.trailing_zeros() as usize];
+    let cmp = [Op::Jgt64Reg, Op::Jge64Reg][rng.below_usize(2)];
+    out.extend([
+        Insn::new(Op::Mov64Reg, 4, 7, 0, 0),
+        Insn::new(Op::Add64Imm, 4, 0, 0, k),
+        Insn::new(cmp, 4, 8, 1, 0),
+        Insn::new(load, 5, 7, off, 0),
+    ]);
+}
+
+/// A map lookup, its null check sometimes missing, the value read at some offset.
+fn map_snippet(rng: &mut SplitMix64, p: &mut Vec<Insn>, relocs: &mut Vec<Relocation>) {
+    let map = rng.below_usize(2);
+    p.push(Insn::new(Op::StW, 10, 0, -4, rng.below(6) as i64));
+    relocs.push(Relocation { slot: p.len(), target: RelocTarget::Map { map } });
+    p.push(Insn::new(Op::LddwMapIdx, 1, 0, 0, map as i64));
+    p.push(Insn::new(Op::LddwHigh, 0, 0, 0, 0));
+    p.extend([
+        Insn::new(Op::Mov64Reg, 2, 10, 0, 0),
+        Insn::new(Op::Add64Imm, 2, 0, 0, -4),
+        Insn::new(Op::Call, 0, 0, 0, 1),
+    ]);
+    let off = [0i16, 4, 8][rng.below_usize(3)];
+    if rng.chance(80) {
+        p.push(Insn::new(Op::Jeq64Imm, 0, 0, 1, 0));
+    }
+    p.push(Insn::new(Op::LdxW, 5, 0, off, 0));
+}
+
 fn program(rng: &mut SplitMix64) -> Program {
     let prog_type = [ProgType::Xdp, ProgType::SchedCls, ProgType::SocketFilter][rng.below_usize(3)];
     let mut insns = vec![Insn::new(Op::Mov64Reg, 6, 1, 0, 0)];
@@ -75,9 +124,26 @@ fn program(rng: &mut SplitMix64) -> Program {
     for k in 1..=4i16 {
         insns.push(Insn::new(Op::StDw, 10, 0, -8 * k, small(rng)));
     }
+    // Direct packet access: data in r7, data_end in r8 (not for socket filters).
+    let packet = prog_type != ProgType::SocketFilter && rng.chance(50);
+    if packet {
+        let (data, end) = if prog_type == ProgType::Xdp { (0, 4) } else { (76, 80) };
+        insns.push(Insn::new(Op::LdxW, 7, 6, data, 0));
+        insns.push(Insn::new(Op::LdxW, 8, 6, end, 0));
+    }
+    let mut relocs = Vec::new();
     let len = 1 + rng.below_usize(16);
     for i in 0..len {
-        let insn = insn(rng, len - i - 1);
+        let room = len - i - 1;
+        if packet && rng.chance(15) {
+            packet_snippet(rng, &mut insns);
+            continue;
+        }
+        if rng.chance(8) {
+            map_snippet(rng, &mut insns, &mut relocs);
+            continue;
+        }
+        let insn = insn(rng, room);
         insns.push(insn);
         if insn.op.is_lddw() {
             insns.push(Insn::new(Op::LddwHigh, 0, 0, 0, 0));
@@ -85,7 +151,14 @@ fn program(rng: &mut SplitMix64) -> Program {
     }
     insns.push(Insn::new(Op::Mov64Imm, 0, 0, 0, 0));
     insns.push(Insn::new(Op::Exit, 0, 0, 0, 0));
-    Program::from_insns(insns).with_prog_type(prog_type)
+    let mut p = Program::from_insns(insns).with_prog_type(prog_type);
+    for m in maps() {
+        p.add_map(m);
+    }
+    for r in relocs {
+        p.add_relocation(r);
+    }
+    p
 }
 
 /// Whether the proof leaves an instruction unreached.
@@ -101,15 +174,26 @@ fn random_programs_get_the_kernels_verdict_or_a_stricter_one() {
     }
     let show = std::env::var_os("WEIR_VERIFY_SHOW").is_some();
     let mut rng = SplitMix64::new(0x7e51f1e5);
+    let specs = maps();
+    let kernel_maps = weir_testkit::kernel_object::create_maps(specs.iter().map(|m| (m, None)))
+        .expect("maps in the kernel");
     let (mut both, mut kernel_only, mut neither, mut dead_code) = (0, 0, 0, 0);
+    let (mut lookups, mut packets) = (0usize, 0usize);
     let mut unsafe_accepted = Vec::new();
     for case in 0..PROGRAMS {
         let p = program(&mut rng);
         let ours = weir::verify(&p, &weir::VerifyOptions::default());
-        let theirs = weir_testkit::kernel_object::load(&p, &[]);
+        let theirs = weir_testkit::kernel_object::load(&p, &kernel_maps);
         let listing = || weir::isa::asm::listing(p.insns());
         match (&ours, &theirs) {
-            (Ok(_), Ok(_)) => both += 1,
+            (Ok(_), Ok(_)) => {
+                both += 1;
+                let uses = |op: Op, imm: i64| p.insns().iter().any(|i| i.op == op && i.imm == imm);
+                lookups += usize::from(uses(Op::Call, 1));
+                packets += usize::from(
+                    p.insns().iter().any(|i| i.op == Op::Mov64Reg && i.src == 7 && i.dst == 4),
+                );
+            }
             (Err(e), Ok(_)) => {
                 kernel_only += 1;
                 if show {
@@ -133,10 +217,12 @@ fn random_programs_get_the_kernels_verdict_or_a_stricter_one() {
         }
     }
     println!(
-        "random programs: {both} accepted by both, {kernel_only} by the kernel only, {neither} by neither, \
-         {dead_code} by weir only with code it proved dead, {} by weir only otherwise",
+        "random programs: {both} accepted by both ({lookups} with map lookups, {packets} with packet \
+         checks), {kernel_only} by the kernel only, {neither} by neither, {dead_code} by weir only \
+         with code it proved dead, {} by weir only otherwise",
         unsafe_accepted.len()
     );
+    assert!(lookups >= 50 && packets >= 50, "{lookups} lookups, {packets} packet checks accepted");
     assert!(
         unsafe_accepted.is_empty(),
         "weir accepts what the kernel refuses:\n{}",
