@@ -151,8 +151,6 @@ pub enum Rule {
     CallDepth,
     /// Frames together using more than 512 bytes of stack.
     StackDepth,
-    /// A return value the program type does not allow.
-    ReturnValue,
     /// `ldabs`/`ldind` outside socket filters and tc, or without the context in r6.
     LegacyPacketAccess,
     /// An instruction the verifier (or weir) does not support (kfunc, callx, BTF ids).
@@ -185,7 +183,6 @@ impl Rule {
             Rule::InvalidRelease => "invalid-release",
             Rule::CallDepth => "call-depth",
             Rule::StackDepth => "stack-depth",
-            Rule::ReturnValue => "return-value",
             Rule::LegacyPacketAccess => "legacy-packet-access",
             Rule::Unsupported => "unsupported",
         }
@@ -206,8 +203,8 @@ pub struct Rejection {
     pub rule: Rule,
     /// The kernel's wording where it has one, e.g. "R1 invalid mem access 'scalar'".
     pub message: String,
-    /// The path that led there: the last instructions with the state before each (states
-    /// only with [`Options::log`]), then the state at the refused instruction.
+    /// The path that led there: the last instructions with the state before each, then the
+    /// state at the refused instruction.
     pub trace: Vec<String>,
 }
 
@@ -302,5 +299,20 @@ impl Proof {
 /// Proves `program` safe, or says where and why not.
 pub fn verify(program: &Program, options: &Options) -> Result<Proof, Rejection> {
     weir_program::validate(program)?;
-    analyze::Verifier::new(program, options)?.run()
+    match analyze::Verifier::new(program, options)?.run() {
+        // The walk is deterministic: walking again with states recorded gives the same
+        // rejection with the state before each instruction of its trace (formatting states
+        // on every step would slow every accepted program down).
+        Err(rejection) if !options.log && !rejection.trace.is_empty() => {
+            let logged = Options { log: true, ..options.clone() };
+            let again = analyze::Verifier::new(program, &logged).and_then(|v| v.run());
+            match again {
+                Err(traced) if traced.pc == rejection.pc && traced.rule == rejection.rule => {
+                    Err(Rejection { trace: traced.trace, ..rejection })
+                }
+                _ => Err(rejection),
+            }
+        }
+        result => result,
+    }
 }

@@ -472,7 +472,6 @@ fn every_rule_has_a_distinct_short_name() {
         Rule::InvalidRelease,
         Rule::CallDepth,
         Rule::StackDepth,
-        Rule::ReturnValue,
         Rule::LegacyPacketAccess,
         Rule::Unsupported,
     ];
@@ -518,4 +517,18 @@ fn a_32_bit_subtraction_involving_a_pointer_is_a_scalar_when_privileged() {
     );
     let add = program("mov %r2, %r1\nadd32 %r2, 3\nmov %r0, 0\nexit", XDP);
     refuse(&add, Rule::PointerArithmetic, "32-bit pointer arithmetic prohibited");
+}
+
+#[test]
+fn rejections_trace_the_path_with_its_states() {
+    let p = program("ldxw %r2, [%r1+0]\nmov %r3, %r2\nadd %r3, 2\nldxb %r0, [%r2+0]\nexit", XDP);
+    let e = verify(&p, &Options::default()).unwrap_err();
+    assert_eq!(e.pc, 3);
+    assert_eq!(e.trace[0], "0: ldxw %r2, [%r1+0] ; R1=ctx() R10=fp0");
+    assert_eq!(e.trace[2], "2: add %r3, 2 ; R1=ctx() R2=pkt(r=0) R3=pkt(r=0) R10=fp0");
+    assert_eq!(
+        e.trace.last().unwrap(),
+        "state at 3: R1=ctx() R2=pkt(r=0) R3=pkt(r=0,off=2) R10=fp0"
+    );
+    assert_eq!(e.to_string(), format!("3: {} [out-of-bounds]", e.message));
 }
