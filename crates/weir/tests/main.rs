@@ -5,3 +5,4 @@ mod kernel;
 mod verifier_corpus;
 mod verify;
 mod verify_kernel;
+mod verify_soundness;

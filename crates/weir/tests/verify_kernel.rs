@@ -115,7 +115,7 @@ fn map_snippet(rng: &mut SplitMix64, p: &mut Vec<Insn>, relocs: &mut Vec<Relocat
     p.push(Insn::new(Op::LdxW, 5, 0, off, 0));
 }
 
-fn program(rng: &mut SplitMix64) -> Program {
+pub(crate) fn program(rng: &mut SplitMix64) -> Program {
     let prog_type = [ProgType::Xdp, ProgType::SchedCls, ProgType::SocketFilter][rng.below_usize(3)];
     let mut insns = vec![Insn::new(Op::Mov64Reg, 6, 1, 0, 0)];
     for r in [0u8, 1, 2, 3, 4, 5, 7, 8, 9] {
