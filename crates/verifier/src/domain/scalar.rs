@@ -751,6 +751,9 @@ impl Scalar {
         if let (Some(a), Some(b)) = (d_const, s_const) {
             return Scalar::constant(op.eval(width, a, b));
         }
+        if let Some(r) = enumerated(op, width, reads_dst.then_some(dst), reads_src.then_some(src)) {
+            return r;
+        }
         match op {
             AluOp::Mov => match width {
                 Width::W64 => *src,
@@ -841,6 +844,85 @@ impl Scalar {
             _ => None,
         }
     }
+}
+
+/// At most how many members an operand may have, and how many pairs, for [`Scalar::alu`]
+/// to compute the operation on each of them instead of by rule.
+const SMALL: usize = 16;
+const SMALL_PAIRS: usize = 64;
+
+/// The members of `s` when it has at most [`SMALL`] and they are quick to list: a short
+/// unsigned or signed range, or a tnum with at most four unknown bits, filtered by
+/// [`Scalar::contains`]. The list is complete, which is what makes computing on it sound.
+fn small_members(s: &Scalar) -> Option<([u64; SMALL], usize)> {
+    let mut out = [0u64; SMALL];
+    let mut n = 0;
+    let mut keep = |v: u64| {
+        if s.contains(v) && n < SMALL {
+            out[n] = v;
+            n += 1;
+        }
+    };
+    if s.umin <= s.umax && s.umax - s.umin < SMALL as u64 {
+        (s.umin..=s.umax).for_each(&mut keep);
+    } else if s.smin <= s.smax && (i128::from(s.smax) - i128::from(s.smin)) < SMALL as i128 {
+        (s.smin..=s.smax).for_each(|v| keep(v as u64));
+    } else if s.var.mask.count_ones() <= 4 && s.var.value & s.var.mask == 0 {
+        // Every subset of the unknown bits.
+        let mut sub = 0u64;
+        loop {
+            keep(s.var.value | sub);
+            if sub == s.var.mask {
+                break;
+            }
+            sub = sub.wrapping_sub(s.var.mask) & s.var.mask;
+        }
+    } else {
+        return None;
+    }
+    Some((out, n))
+}
+
+/// `dst op src` computed on every pair of members, when both operands (those the operation
+/// reads: `None` for one it ignores) are small sets: the exact hulls and the tightest tnum
+/// of the results. `None` when an operand is too large to list.
+fn enumerated(
+    op: AluOp,
+    width: Width,
+    dst: Option<&Scalar>,
+    src: Option<&Scalar>,
+) -> Option<Scalar> {
+    let list = |s: Option<&Scalar>| match s {
+        Some(s) => small_members(s),
+        None => Some(([0; SMALL], 1)),
+    };
+    let (dm, dn) = list(dst)?;
+    let (sm, sn) = list(src)?;
+    if dn * sn > SMALL_PAIRS {
+        return None;
+    }
+    let mut r: Option<Scalar> = None;
+    for &a in &dm[..dn] {
+        for &b in &sm[..sn] {
+            let v = op.eval(width, a, b);
+            r = Some(match r {
+                None => Scalar::constant(v),
+                Some(r) => Scalar {
+                    var: r.var.union(Tnum::constant(v)),
+                    umin: r.umin.min(v),
+                    umax: r.umax.max(v),
+                    smin: r.smin.min(v as i64),
+                    smax: r.smax.max(v as i64),
+                    u32min: r.u32min.min(v as u32),
+                    u32max: r.u32max.max(v as u32),
+                    s32min: r.s32min.min(v as u32 as i32),
+                    s32max: r.s32max.max(v as u32 as i32),
+                },
+            });
+        }
+    }
+    // No member at all: the operands were contradictory.
+    Some(r.map_or(EMPTY, |r| r.normalized().unwrap_or(EMPTY)))
 }
 
 /// Moves `a` up to the smallest value `>= a` that is a member of `t` and whose low 32 bits
@@ -963,10 +1045,14 @@ fn rem(a: &View, b: &View) -> View {
     // x % d <= min(x, d - 1), and a zero divisor gives x itself.
     let hi = if b.umin == 0 { a.umax } else { a.umax.min(b.umax - 1) };
     let mut r = View::full(bits).with_u(0, hi);
-    if let Some(d) = b.as_const() {
+    if let Some(d) = b.as_const().filter(|&d| d != 0) {
         if d.is_power_of_two() {
             // x % 2^k keeps the low k bits.
             r.t = a.t.and(Tnum::constant(d - 1));
+        }
+        if a.umin / d == a.umax / d {
+            // One period of the divisor: the remainder grows with the dividend.
+            r = r.with_u(a.umin % d, a.umax % d);
         }
     }
     r
@@ -1030,6 +1116,17 @@ fn srem(a: &View, b: &View) -> View {
     if amin.abs().max(amax.abs()) < small {
         // |x| below every |d|: x % d = x (and by zero too).
         return *a;
+    }
+    if big == small && !may_be_zero {
+        // One divisor magnitude d: within one period of d on one side of zero, the
+        // remainder follows the dividend (the sign of x, magnitude |x| mod d).
+        let d = big;
+        if amin >= 0 && amin / d == amax / d {
+            return View::full(bits).with_ring(amin % d, amax % d);
+        }
+        if amax <= 0 && amin / d == amax / d {
+            return View::full(bits).with_ring(amin % d, amax % d);
+        }
     }
     // |r| < |d| and |r| <= |x|, with the sign of x.
     let lim = big - 1;
