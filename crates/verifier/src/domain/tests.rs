@@ -1178,8 +1178,13 @@ fn small_sets_are_computed_member_by_member() {
     assert_eq!((r.umin, r.umax), (1, 2));
     let r = Scalar::alu(AluOp::ToBe(16), Width::W64, &c(1).join(&c(2)), &Scalar::unknown());
     assert_eq!((r.umin, r.umax), (0x100, 0x200));
+    // {1, 2, 3} ^ {2, 4} = {0, 1, 3, 5, 6, 7}.
     let r = Scalar::alu(AluOp::Xor, Width::W32, &Scalar::range_u64(1, 3), &c(2).join(&c(4)));
-    assert_eq!((r.umin, r.umax), (1, 7));
+    assert_eq!((r.umin, r.umax, r.var), (0, 7, Tnum { value: 0, mask: 7 }));
+    // {4, 8} * {3, 5} = {12, 20, 24, 40}: the tnum of the results, not of the rule.
+    let r = Scalar::alu(AluOp::Mul, Width::W64, &c(4).join(&c(8)), &c(3).join(&c(5)));
+    assert_eq!((r.umin, r.umax), (12, 40));
+    assert!(!r.contains(13) && r.contains(24));
     // A remainder within one period of a constant divisor follows the dividend.
     let r = Scalar::alu(AluOp::Mod, Width::W64, &Scalar::range_u64(1011, 1013), &c(5));
     assert_eq!((r.umin, r.umax), (1, 3));
