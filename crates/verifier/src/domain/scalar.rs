@@ -17,6 +17,8 @@
 //!   [`Tnum::min_ge`]), and the 32-bit range inside each 2^32 block of the 64-bit range.
 //!   What remains gives all four hulls and narrows the tnum ([`Tnum::range`]). An
 //!   empty intersection means no value: the operands were contradictory ([`Scalar::is_empty`]).
+//! - Small operands (at most 16 members, 64 pairs, quick to list) are computed member by
+//!   member: exact hulls and the tightest tnum, where the rules would over-approximate.
 //! - 32-bit operations work on a `View` of the low 32 bits and zero-extend their result,
 //!   as the engines do; jump refinement at 32 bits narrows the low half and lets normalizing
 //!   carry it to the 64-bit bounds.
