@@ -825,6 +825,9 @@ impl Scalar {
         if dst.is_plainly_empty() || src.is_plainly_empty() {
             return None;
         }
+        if let Some(exact) = refined_by_members(cond, width, dst, src, taken) {
+            return exact;
+        }
         let rel = Rel::of(cond, taken);
         let (d0, s0) = (dst.view(width), src.view(width));
         let (mut d, mut s) = (d0, s0);
@@ -903,28 +906,60 @@ fn enumerated(
     if dn * sn > SMALL_PAIRS {
         return None;
     }
-    let mut r: Option<Scalar> = None;
-    for &a in &dm[..dn] {
-        for &b in &sm[..sn] {
-            let v = op.eval(width, a, b);
-            r = Some(match r {
-                None => Scalar::constant(v),
-                Some(r) => Scalar {
-                    var: r.var.union(Tnum::constant(v)),
-                    umin: r.umin.min(v),
-                    umax: r.umax.max(v),
-                    smin: r.smin.min(v as i64),
-                    smax: r.smax.max(v as i64),
-                    u32min: r.u32min.min(v as u32),
-                    u32max: r.u32max.max(v as u32),
-                    s32min: r.s32min.min(v as u32 as i32),
-                    s32max: r.s32max.max(v as u32 as i32),
-                },
-            });
-        }
-    }
+    let results =
+        dm[..dn].iter().flat_map(|&a| sm[..sn].iter().map(move |&b| op.eval(width, a, b)));
     // No member at all: the operands were contradictory.
-    Some(r.map_or(EMPTY, |r| r.normalized().unwrap_or(EMPTY)))
+    Some(of_values(results).unwrap_or(EMPTY))
+}
+
+/// The tightest scalar holding `values` (hulls of all four views, union of constants), or
+/// `None` when there are none.
+fn of_values(values: impl Iterator<Item = u64>) -> Option<Scalar> {
+    let mut r: Option<Scalar> = None;
+    for v in values {
+        r = Some(match r {
+            None => Scalar::constant(v),
+            Some(r) => Scalar {
+                var: r.var.union(Tnum::constant(v)),
+                umin: r.umin.min(v),
+                umax: r.umax.max(v),
+                smin: r.smin.min(v as i64),
+                smax: r.smax.max(v as i64),
+                u32min: r.u32min.min(v as u32),
+                u32max: r.u32max.max(v as u32),
+                s32min: r.s32min.min(v as u32 as i32),
+                s32max: r.s32max.max(v as u32 as i32),
+            },
+        });
+    }
+    r.map(|r| r.normalized().unwrap_or(EMPTY))
+}
+
+/// Jump refinement on every pair of members, when both operands are small sets: each side
+/// keeps exactly the members that have a partner taking the edge. `Some(None)`: no pair
+/// takes it; `None`: an operand is too large to list.
+#[allow(clippy::type_complexity)]
+fn refined_by_members(
+    cond: JmpCond,
+    width: Width,
+    dst: &Scalar,
+    src: &Scalar,
+    taken: bool,
+) -> Option<Option<(Scalar, Scalar)>> {
+    let (dm, dn) = small_members(dst)?;
+    let (sm, sn) = small_members(src)?;
+    if dn * sn > SMALL_PAIRS {
+        return None;
+    }
+    let (dm, sm) = (&dm[..dn], &sm[..sn]);
+    let pairs = || {
+        dm.iter()
+            .flat_map(move |&a| sm.iter().map(move |&b| (a, b)))
+            .filter(move |&(a, b)| cond.holds(width, a, b) == taken)
+    };
+    let d = of_values(pairs().map(|p| p.0));
+    let s = of_values(pairs().map(|p| p.1));
+    Some(d.zip(s))
 }
 
 /// Moves `a` up to the smallest value `>= a` that is a member of `t` and whose low 32 bits
@@ -1289,6 +1324,35 @@ fn sign_extend(x: &Scalar, n: u32, bits: u32) -> View {
 }
 
 // ---- Jump refinement ---------------------------------------------------------------------
+
+impl JmpCond {
+    /// Whether `dst cond src` holds at `width`, as the engines compare (a 32-bit comparison
+    /// reads the low halves).
+    pub fn holds(self, width: Width, dst: u64, src: u64) -> bool {
+        let (a, b, sa, sb) = match width {
+            Width::W64 => (dst, src, dst as i64, src as i64),
+            Width::W32 => (
+                u64::from(dst as u32),
+                u64::from(src as u32),
+                i64::from(dst as u32 as i32),
+                i64::from(src as u32 as i32),
+            ),
+        };
+        match self {
+            JmpCond::Eq => a == b,
+            JmpCond::Ne => a != b,
+            JmpCond::Gt => a > b,
+            JmpCond::Ge => a >= b,
+            JmpCond::Lt => a < b,
+            JmpCond::Le => a <= b,
+            JmpCond::Sgt => sa > sb,
+            JmpCond::Sge => sa >= sb,
+            JmpCond::Slt => sa < sb,
+            JmpCond::Sle => sa <= sb,
+            JmpCond::Set => a & b != 0,
+        }
+    }
+}
 
 /// A relation that holds on an edge: the condition on the taken edge, its negation on the
 /// fall-through one (`NotSet`: `dst & src == 0`).

@@ -405,6 +405,7 @@ proptest! {
                 let mut any = false;
                 for &x in &dm {
                     for &y in &sm {
+                        prop_assert_eq!(cond.holds(width, x, y), holds(cond, width, x, y));
                         if holds(cond, width, x, y) != taken {
                             continue;
                         }
@@ -1190,4 +1191,23 @@ fn small_sets_are_computed_member_by_member() {
     assert_eq!((r.umin, r.umax), (1, 3));
     let r = Scalar::alu(AluOp::SMod, Width::W64, &Scalar::range_i64(-1013, -1011), &c(5));
     assert_eq!((r.smin, r.smax), (-3, -1));
+}
+
+#[test]
+fn small_sets_refine_member_by_member() {
+    let (x, y) = (c(1).join(&c(3)), c(3).join(&c(4)));
+    let (d, s) = Scalar::refine(JmpCond::Eq, Width::W64, &x, &y, true).unwrap();
+    assert_eq!((d.as_const(), s.as_const()), (Some(3), Some(3)));
+    // x != y leaves every member that has an unequal partner: all of them.
+    let (d, s) = Scalar::refine(JmpCond::Ne, Width::W64, &x, &y, true).unwrap();
+    assert_eq!((d, s), (x, y));
+    // {1, 2} & {4, 6} != 0 only for 2 & 6.
+    let (d, s) =
+        Scalar::refine(JmpCond::Set, Width::W64, &c(1).join(&c(2)), &c(4).join(&c(6)), true)
+            .unwrap();
+    assert_eq!((d.as_const(), s.as_const()), (Some(2), Some(6)));
+    assert_eq!(
+        Scalar::branch_taken(JmpCond::Set, Width::W64, &c(1).join(&c(8)), &c(2).join(&c(4))),
+        Some(false)
+    );
 }
