@@ -1087,10 +1087,13 @@ fn rem(a: &View, b: &View) -> View {
             // x % 2^k keeps the low k bits.
             r.t = a.t.and(Tnum::constant(d - 1));
         }
-        if a.umin / d == a.umax / d {
-            // One period of the divisor: the remainder grows with the dividend.
-            r = r.with_u(a.umin % d, a.umax % d);
-        }
+    }
+    if b.umin >= 1 && a.umin / b.umax == a.umax / b.umin {
+        // The quotient q is the same for every pair (it falls as the divisor grows and rises
+        // with the dividend), so the remainder is x - q*d, smallest at the smallest x and
+        // largest d (within one period of a constant divisor: it follows the dividend).
+        let q = a.umin / b.umax;
+        r = r.with_u(a.umin - q * b.umax, a.umax - q * b.umin);
     }
     r
 }
@@ -1154,15 +1157,17 @@ fn srem(a: &View, b: &View) -> View {
         // |x| below every |d|: x % d = x (and by zero too).
         return *a;
     }
-    if big == small && !may_be_zero {
-        // One divisor magnitude d: within one period of d on one side of zero, the
-        // remainder follows the dividend (the sign of x, magnitude |x| mod d).
-        let d = big;
-        if amin >= 0 && amin / d == amax / d {
-            return View::full(bits).with_ring(amin % d, amax % d);
-        }
-        if amax <= 0 && amin / d == amax / d {
-            return View::full(bits).with_ring(amin % d, amax % d);
+    if let ([Some((blo, bhi)), None] | [None, Some((blo, bhi))], false) = (parts, may_be_zero) {
+        if amin >= 0 || amax <= 0 {
+            // A divisor of one sign and a dividend of one sign: the truncated quotient is
+            // monotone in each, so if the corners agree it is one q for every pair, and the
+            // remainder x - q*d is linear: its extremes are at the corners too. (MIN / -1
+            // gives q = 2^63 here, and x - q*d = 0, the engines' MIN % -1.)
+            let q = amin / blo;
+            if [amin / bhi, amax / blo, amax / bhi].iter().all(|&o| o == q) {
+                let r = [amin - q * blo, amin - q * bhi, amax - q * blo, amax - q * bhi];
+                return View::full(bits).with_ring(min4(r), max4(r));
+            }
         }
     }
     // |r| < |d| and |r| <= |x|, with the sign of x.
@@ -1197,8 +1202,9 @@ fn and(a: &View, b: &View) -> View {
 
 fn or(a: &View, b: &View) -> View {
     let bits = a.bits;
-    // x | y >= x and >= y as unsigned numbers.
-    let mut r = View::of_tnum(bits, a.t.or(b.t)).with_u(a.umin.max(b.umin), umask(bits));
+    // x | y >= x and >= y as unsigned numbers, and <= x + y.
+    let sum = a.umax.saturating_add(b.umax).min(umask(bits));
+    let mut r = View::of_tnum(bits, a.t.or(b.t)).with_u(a.umin.max(b.umin), sum);
     // A negative operand makes the result negative and at least that operand; two
     // non-negative ones give a non-negative result at least both.
     if a.smax < 0 {
@@ -1215,7 +1221,9 @@ fn or(a: &View, b: &View) -> View {
 
 fn xor(a: &View, b: &View) -> View {
     let bits = a.bits;
-    let mut r = View::of_tnum(bits, a.t.xor(b.t));
+    // x ^ y <= x | y <= x + y.
+    let sum = a.umax.saturating_add(b.umax).min(umask(bits));
+    let mut r = View::of_tnum(bits, a.t.xor(b.t)).with_u(0, sum);
     // The sign of the result is the exclusive or of the signs.
     let (an, ap) = (a.smax < 0, a.smin >= 0);
     let (bn, bp) = (b.smax < 0, b.smin >= 0);
@@ -1234,8 +1242,22 @@ fn shift_amounts(b: &View, bits: u32) -> (u32, u32) {
     if b.umax <= limit {
         (b.umin as u32, b.umax as u32)
     } else {
+        // The masked amount: the tnum of the low bits, and the low bits of each range
+        // (contiguous when the range is short: the ring pieces).
         let m = b.t.and(Tnum::constant(limit));
-        (m.min() as u32, m.max() as u32)
+        let (mut lo, mut hi) = (m.min(), m.max());
+        let log = bits.trailing_zeros();
+        let p = Pieces::ring(log, i128::from(b.umin), i128::from(b.umax)).intersect(&Pieces::ring(
+            log,
+            i128::from(b.smin),
+            i128::from(b.smax),
+        ));
+        if let Some((plo, phi)) = p.u_hull() {
+            if plo.max(lo) <= phi.min(hi) {
+                (lo, hi) = (plo.max(lo), phi.min(hi));
+            }
+        }
+        (lo as u32, hi as u32)
     }
 }
 

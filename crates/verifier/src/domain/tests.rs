@@ -1211,3 +1211,41 @@ fn small_sets_refine_member_by_member() {
         Some(false)
     );
 }
+
+#[test]
+fn remainders_masked_shift_amounts_and_or_sums() {
+    // One quotient (3) for every pair: the remainder is x - 3d.
+    let r = Scalar::alu(
+        AluOp::Mod,
+        Width::W64,
+        &Scalar::range_u64(1000, 1010),
+        &Scalar::range_u64(300, 310),
+    );
+    assert_eq!((r.umin, r.umax), (70, 110));
+    let r = Scalar::alu(
+        AluOp::SMod,
+        Width::W64,
+        &Scalar::range_i64(-1010, -1000),
+        &Scalar::range_i64(300, 310),
+    );
+    assert_eq!((r.smin, r.smax), (-110, -70));
+    // A shift amount of 66..=68 is masked to 2..=4.
+    let r = Scalar::alu(AluOp::Lsh, Width::W64, &c(1), &Scalar::range_u64(66, 68));
+    assert_eq!((r.umin, r.umax), (4, 16));
+    let r = Scalar::alu(
+        AluOp::Rsh,
+        Width::W32,
+        &c(0x100),
+        &Scalar::range_u64(0x1_0000_0022, 0x1_0000_0023),
+    );
+    // 0x22 & 31 = 2 and 0x23 & 31 = 3: 0x100 >> 2 and >> 3.
+    assert_eq!((r.umin, r.umax), (0x20, 0x40));
+    // x | y <= x + y where the tnum alone allows more.
+    let r = Scalar::alu(
+        AluOp::Or,
+        Width::W64,
+        &Scalar::range_u64(0xff, 0x100),
+        &Scalar::range_u64(1, 2),
+    );
+    assert_eq!((r.umin, r.umax), (0xff, 0x102));
+}
