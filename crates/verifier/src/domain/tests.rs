@@ -12,6 +12,7 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 use weir_program::exec::alu;
 
+use super::scalar::by_rules;
 use super::{AluOp, JmpCond, Scalar, Tnum, Width};
 
 fn cases(default: u32) -> Config {
@@ -320,8 +321,16 @@ fn check_alu(op: AluOp, a: &(Vec<u64>, u8, Vec<u64>), b: &(Vec<u64>, u8, Vec<u64
     let (da, sa) = (abstract_of(&a.0, a.1), abstract_of(&b.0, b.1));
     let (dm, _) = members(&da, &a.0, &a.2);
     let (sm, _) = members(&sa, &b.0, &b.2);
-    for width in [Width::W64, Width::W32] {
-        let r = Scalar::alu(op, width, &da, &sa);
+    for (width, rules) in
+        [(Width::W64, false), (Width::W32, false), (Width::W64, true), (Width::W32, true)]
+    {
+        // With `rules`, small operands go through the rules too (no member-by-member
+        // shortcut), where every member is listed.
+        let r = if rules {
+            by_rules(|| Scalar::alu(op, width, &da, &sa))
+        } else {
+            Scalar::alu(op, width, &da, &sa)
+        };
         assert_eq!(r.normalized(), Some(r), "{op:?} {width:?} result not normalized");
         for &x in &dm {
             for &y in &sm {
@@ -329,7 +338,7 @@ fn check_alu(op: AluOp, a: &(Vec<u64>, u8, Vec<u64>), b: &(Vec<u64>, u8, Vec<u64
                 assert_eq!(op.eval(width, x, y), v, "AluOp::eval {op:?} {width:?} {x:#x} {y:#x}");
                 assert!(
                     r.contains(v),
-                    "{op:?} {width:?}: {x:#x} op {y:#x} = {v:#x} not in {r}\n dst {da:?}\n src {sa:?}\n got {r:?}"
+                    "{op:?} {width:?} (rules only: {rules}): {x:#x} op {y:#x} = {v:#x} not in {r}\n dst {da:?}\n src {sa:?}\n got {r:?}"
                 );
             }
         }
@@ -398,10 +407,11 @@ proptest! {
         let (da, sa) = (abstract_of(&a.0, a.1), abstract_of(&b.0, b.1));
         let (dm, dall) = members(&da, &a.0, &a.2);
         let (sm, sall) = members(&sa, &b.0, &b.2);
-        for width in [Width::W64, Width::W32] {
-            let decided = Scalar::branch_taken(cond, width, &da, &sa);
+        for (width, rules) in [(Width::W64, false), (Width::W32, false), (Width::W64, true), (Width::W32, true)] {
+            let run = |f: &dyn Fn() -> Option<(Scalar, Scalar)>| if rules { by_rules(f) } else { f() };
+            let decided = if rules { by_rules(|| Scalar::branch_taken(cond, width, &da, &sa)) } else { Scalar::branch_taken(cond, width, &da, &sa) };
             for taken in [true, false] {
-                let refined = Scalar::refine(cond, width, &da, &sa, taken);
+                let refined = run(&|| Scalar::refine(cond, width, &da, &sa, taken));
                 let mut any = false;
                 for &x in &dm {
                     for &y in &sm {
@@ -1063,55 +1073,65 @@ fn sound_at_the_boundaries() {
     let members: Vec<Vec<u64>> =
         operands.iter().map(|s| all_members(s, 16).expect("small")).collect();
     let mut checked = 0u64;
-    for op in OPS {
-        for width in [Width::W64, Width::W32] {
-            for (a, am) in operands.iter().zip(&members) {
-                for (b, bm) in operands.iter().zip(&members) {
-                    let r = Scalar::alu(op, width, a, b);
-                    for &x in am {
-                        for &y in bm {
-                            let v = engine(op, width, x, y);
-                            assert!(r.contains(v), "{op:?} {width:?} {x:#x} {y:#x} = {v:#x} not in {r:?}\n {a:?}\n {b:?}");
-                            checked += 1;
+    for rules in [false, true] {
+        for op in OPS {
+            for width in [Width::W64, Width::W32] {
+                for (a, am) in operands.iter().zip(&members) {
+                    for (b, bm) in operands.iter().zip(&members) {
+                        let r = if rules {
+                            by_rules(|| Scalar::alu(op, width, a, b))
+                        } else {
+                            Scalar::alu(op, width, a, b)
+                        };
+                        for &x in am {
+                            for &y in bm {
+                                let v = engine(op, width, x, y);
+                                assert!(r.contains(v), "{op:?} {width:?} {x:#x} {y:#x} = {v:#x} not in {r:?}\n {a:?}\n {b:?}");
+                                checked += 1;
+                            }
                         }
                     }
                 }
             }
         }
-    }
-    for cond in CONDS {
-        for width in [Width::W64, Width::W32] {
-            for (a, am) in operands.iter().zip(&members) {
-                for (b, bm) in operands.iter().zip(&members) {
-                    for taken in [true, false] {
-                        let r = Scalar::refine(cond, width, a, b, taken);
-                        let mut any = false;
-                        for &x in am {
-                            for &y in bm {
-                                if holds(cond, width, x, y) == taken {
-                                    any = true;
-                                    assert!(
+        for cond in CONDS {
+            for width in [Width::W64, Width::W32] {
+                for (a, am) in operands.iter().zip(&members) {
+                    for (b, bm) in operands.iter().zip(&members) {
+                        for taken in [true, false] {
+                            let r = if rules {
+                                by_rules(|| Scalar::refine(cond, width, a, b, taken))
+                            } else {
+                                Scalar::refine(cond, width, a, b, taken)
+                            };
+                            let mut any = false;
+                            for &x in am {
+                                for &y in bm {
+                                    if holds(cond, width, x, y) == taken {
+                                        any = true;
+                                        assert!(
                                         r.is_some_and(|(d, s)| d.contains(x) && s.contains(y)),
                                         "{cond:?} {width:?} {taken} {x:#x} {y:#x}\n {a:?}\n {b:?}"
                                     );
+                                    }
                                 }
                             }
-                        }
-                        if !any
-                            && (a.as_const().is_some() || b.as_const().is_some())
-                            && cond != JmpCond::Set
-                        {
-                            assert!(
+                            if !any
+                                && (a.as_const().is_some() || b.as_const().is_some())
+                                && cond != JmpCond::Set
+                            {
+                                assert!(
                                 r.is_none(),
                                 "{cond:?} {width:?} {taken}: impossible edge kept\n {a:?}\n {b:?}"
                             );
+                            }
                         }
                     }
                 }
             }
         }
     }
-    assert!(checked > 800_000, "{checked} pairs");
+    assert!(checked > 1_600_000, "{checked} pairs");
 }
 
 #[test]
