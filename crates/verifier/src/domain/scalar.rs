@@ -1218,6 +1218,10 @@ fn and(a: &View, b: &View) -> View {
     let bits = a.bits;
     // x & y <= x and <= y as unsigned numbers.
     let mut r = View::of_tnum(bits, a.t.and(b.t)).with_u(0, a.umax.min(b.umax));
+    if a.umin <= a.umax && b.umin <= b.umax {
+        let (lo, hi) = (a.umin, a.umax);
+        r = r.with_u(min_and(lo, hi, b.umin, b.umax), max_and(lo, hi, b.umin, b.umax));
+    }
     // A non-negative operand makes the result non-negative and at most that operand; two
     // negative ones give a negative result at most both (clearing bits of a negative
     // number lowers it).
@@ -1233,11 +1237,111 @@ fn and(a: &View, b: &View) -> View {
     r
 }
 
+// Exact unsigned bounds of x | y and x & y for x in [a, b], y in [c, d] (the bit-scanning
+// method of Warren's "Hacker's Delight", 4-3, written from its argument). Each scans from
+// the top bit for the first position where moving one operand within its range (dropping
+// or gaining that bit and filling or clearing every lower bit) improves the result; past
+// that bit nothing can improve further.
+
+/// The smallest `x | y`: where exactly one side has the bit, the other may take it instead
+/// of its lower bits, if its range allows.
+fn min_or(mut a: u64, b: u64, mut c: u64, d: u64) -> u64 {
+    let mut m = 1u64 << 63;
+    while m != 0 {
+        if !a & c & m != 0 {
+            let t = (a | m) & m.wrapping_neg();
+            if t <= b {
+                a = t;
+                break;
+            }
+        } else if a & !c & m != 0 {
+            let t = (c | m) & m.wrapping_neg();
+            if t <= d {
+                c = t;
+                break;
+            }
+        }
+        m >>= 1;
+    }
+    a | c
+}
+
+/// The largest `x | y`: where both sides have the bit, one may give it up for every lower
+/// bit, if its range allows.
+fn max_or(a: u64, mut b: u64, c: u64, mut d: u64) -> u64 {
+    let mut m = 1u64 << 63;
+    while m != 0 {
+        if b & d & m != 0 {
+            let t = (b - m) | (m - 1);
+            if t >= a {
+                b = t;
+                break;
+            }
+            let t = (d - m) | (m - 1);
+            if t >= c {
+                d = t;
+                break;
+            }
+        }
+        m >>= 1;
+    }
+    b | d
+}
+
+/// The smallest `x & y`: where neither side has the bit, one may take it and clear every
+/// lower bit, if its range allows.
+fn min_and(mut a: u64, b: u64, mut c: u64, d: u64) -> u64 {
+    let mut m = 1u64 << 63;
+    while m != 0 {
+        if !a & !c & m != 0 {
+            let t = (a | m) & m.wrapping_neg();
+            if t <= b {
+                a = t;
+                break;
+            }
+            let t = (c | m) & m.wrapping_neg();
+            if t <= d {
+                c = t;
+                break;
+            }
+        }
+        m >>= 1;
+    }
+    a & c
+}
+
+/// The largest `x & y`: where exactly one side has the bit, it may give it up for every
+/// lower bit, if its range allows.
+fn max_and(a: u64, mut b: u64, c: u64, mut d: u64) -> u64 {
+    let mut m = 1u64 << 63;
+    while m != 0 {
+        if b & !d & m != 0 {
+            let t = (b & !m) | (m - 1);
+            if t >= a {
+                b = t;
+                break;
+            }
+        } else if !b & d & m != 0 {
+            let t = (d & !m) | (m - 1);
+            if t >= c {
+                d = t;
+                break;
+            }
+        }
+        m >>= 1;
+    }
+    b & d
+}
+
 fn or(a: &View, b: &View) -> View {
     let bits = a.bits;
     // x | y >= x and >= y as unsigned numbers, and <= x + y.
     let sum = a.umax.saturating_add(b.umax).min(umask(bits));
     let mut r = View::of_tnum(bits, a.t.or(b.t)).with_u(a.umin.max(b.umin), sum);
+    if a.umin <= a.umax && b.umin <= b.umax {
+        let (lo, hi) = (a.umin, a.umax);
+        r = r.with_u(min_or(lo, hi, b.umin, b.umax), max_or(lo, hi, b.umin, b.umax));
+    }
     // A negative operand makes the result negative and at least that operand; two
     // non-negative ones give a non-negative result at least both.
     if a.smax < 0 {
@@ -1575,5 +1679,41 @@ impl fmt::Display for Scalar {
             write!(f, "smin32={},smax32={},", self.s32min, self.s32max)?;
         }
         write!(f, "var_off={})", self.var)
+    }
+}
+
+#[cfg(test)]
+mod bit_bounds_tests {
+    use super::{max_and, max_or, min_and, min_or};
+
+    /// The bitwise bounds are exact: every pair of ranges within 0..24 (and the same ranges
+    /// moved next to 2^63, where the top bit is in play), against brute force.
+    #[test]
+    fn bitwise_bounds_are_exact_on_small_ranges() {
+        for base in [0u64, (1 << 63) - 12] {
+            for a in 0..24 {
+                for b in a..24 {
+                    for c in 0..24 {
+                        for d in c..24 {
+                            let (a, b, c, d) = (base + a, base + b, c, d);
+                            let ors = (a..=b).flat_map(|x| (c..=d).map(move |y| x | y));
+                            let ands = (a..=b).flat_map(|x| (c..=d).map(move |y| x & y));
+                            let (lo, hi) = (ors.clone().min().unwrap(), ors.max().unwrap());
+                            assert_eq!(
+                                (min_or(a, b, c, d), max_or(a, b, c, d)),
+                                (lo, hi),
+                                "or {a} {b} {c} {d}"
+                            );
+                            let (lo, hi) = (ands.clone().min().unwrap(), ands.max().unwrap());
+                            assert_eq!(
+                                (min_and(a, b, c, d), max_and(a, b, c, d)),
+                                (lo, hi),
+                                "and {a} {b} {c} {d}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }
