@@ -1361,6 +1361,15 @@ fn xor(a: &View, b: &View) -> View {
     // x ^ y <= x | y <= x + y.
     let sum = a.umax.saturating_add(b.umax).min(umask(bits));
     let mut r = View::of_tnum(bits, a.t.xor(b.t)).with_u(0, sum);
+    if a.umin <= a.umax && b.umin <= b.umax {
+        // x ^ y = (x | y) - (x & y): at least the least `|` less the largest `&`, at most
+        // the largest `|`.
+        let (lo, hi, c, d) = (a.umin, a.umax, b.umin, b.umax);
+        r = r.with_u(
+            min_or(lo, hi, c, d).saturating_sub(max_and(lo, hi, c, d)),
+            max_or(lo, hi, c, d),
+        );
+    }
     // The sign of the result is the exclusive or of the signs.
     let (an, ap) = (a.smax < 0, a.smin >= 0);
     let (bn, bp) = (b.smax < 0, b.smin >= 0);
