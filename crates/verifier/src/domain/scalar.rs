@@ -1216,25 +1216,58 @@ fn srem(a: &View, b: &View) -> View {
 
 fn and(a: &View, b: &View) -> View {
     let bits = a.bits;
-    // x & y <= x and <= y as unsigned numbers.
-    let mut r = View::of_tnum(bits, a.t.and(b.t)).with_u(0, a.umax.min(b.umax));
-    if a.umin <= a.umax && b.umin <= b.umax {
-        let (lo, hi) = (a.umin, a.umax);
-        r = r.with_u(min_and(lo, hi, b.umin, b.umax), max_and(lo, hi, b.umin, b.umax));
+    // x & y <= x and <= y as unsigned numbers; negative only if both are.
+    let r = View::of_tnum(bits, a.t.and(b.t)).with_u(0, a.umax.min(b.umax));
+    by_halves(
+        r,
+        a,
+        b,
+        |x, y| x && y,
+        |p, q| (min_and(p.0, p.1, q.0, q.1), max_and(p.0, p.1, q.0, q.1)),
+    )
+}
+
+/// Narrows `r`, the result of a bitwise operation on `a` and `b`, by the operation's
+/// unsigned bounds (`bounds`) on each pair of pieces of the operands, split at the sign
+/// boundary: all results of one pair have the sign `negative` gives (bitwise operations act
+/// on the sign bit like on any other), so each pair's bounds, kept in its half, read as
+/// signed bounds too.
+fn by_halves(
+    r: View,
+    a: &View,
+    b: &View,
+    negative: impl Fn(bool, bool) -> bool,
+    bounds: impl Fn((u64, u64), (u64, u64)) -> (u64, u64),
+) -> View {
+    let bits = a.bits;
+    let half = 1u64 << (bits - 1);
+    let pieces = |v: &View| {
+        Pieces::one(v.umin, v.umax)
+            .intersect(&Pieces::ring(bits, i128::from(v.smin), i128::from(v.smax)))
+            .intersect(&Pieces::halves(bits))
+    };
+    let (pa, pb) = (pieces(a), pieces(b));
+    let (mut ulo, mut uhi, mut slo, mut shi) = (u64::MAX, 0u64, i64::MAX, i64::MIN);
+    for p in pa.iter() {
+        for q in pb.iter() {
+            let (mut lo, mut hi) = bounds(p, q);
+            if negative(p.0 >= half, q.0 >= half) {
+                lo = lo.max(half);
+            } else {
+                hi = hi.min(half - 1);
+            }
+            if lo > hi {
+                continue;
+            }
+            (ulo, uhi) = (ulo.min(lo), uhi.max(hi));
+            (slo, shi) = (slo.min(sext(bits, lo)), shi.max(sext(bits, hi)));
+        }
     }
-    // A non-negative operand makes the result non-negative and at most that operand; two
-    // negative ones give a negative result at most both (clearing bits of a negative
-    // number lowers it).
-    if a.smin >= 0 {
-        r = r.with_s(0, a.smax);
+    if ulo > uhi {
+        // No pair: the operands were empty.
+        return r;
     }
-    if b.smin >= 0 {
-        r = r.with_s(0, b.smax);
-    }
-    if a.smax < 0 && b.smax < 0 {
-        r = r.with_s(smin_of(bits), a.smax.min(b.smax));
-    }
-    r
+    r.with_u(ulo, uhi).with_s(slo, shi)
 }
 
 // Exact unsigned bounds of x | y and x & y for x in [a, b], y in [c, d] (the bit-scanning
@@ -1335,50 +1368,34 @@ fn max_and(a: u64, mut b: u64, c: u64, mut d: u64) -> u64 {
 
 fn or(a: &View, b: &View) -> View {
     let bits = a.bits;
-    // x | y >= x and >= y as unsigned numbers, and <= x + y.
+    // x | y >= x and >= y as unsigned numbers, and <= x + y; negative if either is.
     let sum = a.umax.saturating_add(b.umax).min(umask(bits));
-    let mut r = View::of_tnum(bits, a.t.or(b.t)).with_u(a.umin.max(b.umin), sum);
-    if a.umin <= a.umax && b.umin <= b.umax {
-        let (lo, hi) = (a.umin, a.umax);
-        r = r.with_u(min_or(lo, hi, b.umin, b.umax), max_or(lo, hi, b.umin, b.umax));
-    }
-    // A negative operand makes the result negative and at least that operand; two
-    // non-negative ones give a non-negative result at least both.
-    if a.smax < 0 {
-        r = r.with_s(a.smin, -1);
-    }
-    if b.smax < 0 {
-        r = r.with_s(b.smin, -1);
-    }
-    if a.smin >= 0 && b.smin >= 0 {
-        r = r.with_s(a.smin.max(b.smin), smax_of(bits));
-    }
-    r
+    let r = View::of_tnum(bits, a.t.or(b.t)).with_u(a.umin.max(b.umin), sum);
+    by_halves(
+        r,
+        a,
+        b,
+        |x, y| x || y,
+        |p, q| (min_or(p.0, p.1, q.0, q.1), max_or(p.0, p.1, q.0, q.1)),
+    )
 }
 
 fn xor(a: &View, b: &View) -> View {
     let bits = a.bits;
-    // x ^ y <= x | y <= x + y.
+    // x ^ y <= x | y <= x + y; negative if exactly one is. And x ^ y = (x | y) - (x & y): at
+    // least the least `|` less the largest `&`, at most the largest `|`.
     let sum = a.umax.saturating_add(b.umax).min(umask(bits));
-    let mut r = View::of_tnum(bits, a.t.xor(b.t)).with_u(0, sum);
-    if a.umin <= a.umax && b.umin <= b.umax {
-        // x ^ y = (x | y) - (x & y): at least the least `|` less the largest `&`, at most
-        // the largest `|`.
-        let (lo, hi, c, d) = (a.umin, a.umax, b.umin, b.umax);
-        r = r.with_u(
-            min_or(lo, hi, c, d).saturating_sub(max_and(lo, hi, c, d)),
-            max_or(lo, hi, c, d),
-        );
-    }
-    // The sign of the result is the exclusive or of the signs.
-    let (an, ap) = (a.smax < 0, a.smin >= 0);
-    let (bn, bp) = (b.smax < 0, b.smin >= 0);
-    if (an && bn) || (ap && bp) {
-        r = r.with_s(0, smax_of(bits));
-    } else if (an && bp) || (ap && bn) {
-        r = r.with_s(smin_of(bits), -1);
-    }
-    r
+    let r = View::of_tnum(bits, a.t.xor(b.t)).with_u(0, sum);
+    by_halves(
+        r,
+        a,
+        b,
+        |x, y| x != y,
+        |p, q| {
+            let lo = min_or(p.0, p.1, q.0, q.1).saturating_sub(max_and(p.0, p.1, q.0, q.1));
+            (lo, max_or(p.0, p.1, q.0, q.1))
+        },
+    )
 }
 
 /// The shift amounts the engines use for a shift by `b` at `bits` (masked by `bits - 1`):

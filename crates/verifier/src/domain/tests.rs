@@ -1269,3 +1269,15 @@ fn remainders_masked_shift_amounts_and_or_sums() {
     );
     assert_eq!((r.umin, r.umax), (0xff, 0x102));
 }
+
+#[test]
+fn bitwise_bounds_across_the_sign() {
+    // [-4, 3] & 0x1f0 (a range crossing zero): the negative part gives 0x1f0, the rest 0.
+    let x = Scalar::range_i64(-4, 3);
+    let m = Scalar::range_u64(0x1f0, 0x1f0);
+    let r = by_rules(|| Scalar::alu(AluOp::And, Width::W64, &x, &m));
+    assert_eq!((r.umin, r.umax), (0, 0x1f0));
+    // [-4, 3] | [8, 9]: negative results from the negative part, small positive ones else.
+    let r = by_rules(|| Scalar::alu(AluOp::Or, Width::W64, &x, &Scalar::range_u64(8, 9)));
+    assert_eq!((r.smin, r.smax), (-4, 11));
+}
