@@ -15,7 +15,11 @@
 //! - instructions: [`Scalar::alu`] (every ALU operation at both widths, exact on
 //!   constants), [`Scalar::zext32`] and [`Scalar::truncated`] (narrow loads and spills);
 //! - conditional jumps: [`Scalar::refine`] (both operands narrowed on either edge, `None`
-//!   for an edge no pair of values can take) and [`Scalar::branch_taken`];
+//!   for an edge no pair of values can take) and [`Scalar::branch_taken`] (which is
+//!   exactly "one edge's refinement is `None`": a caller that refines both edges anyway
+//!   need not ask it first);
+//! - the concrete semantics, for constant folding and tests: [`AluOp::eval`] and
+//!   [`JmpCond::holds`];
 //! - states: [`Scalar::join`], [`Scalar::meet`], [`Scalar::subsumes`] (pruning),
 //!   [`Scalar::contains`], [`Scalar::is_empty`], [`Scalar::normalized`];
 //! - the kernel-style text of a value for the log (`Display`).

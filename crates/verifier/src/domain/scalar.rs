@@ -17,6 +17,8 @@
 //!   [`Tnum::min_ge`]), and the 32-bit range inside each 2^32 block of the 64-bit range.
 //!   What remains gives all four hulls and narrows the tnum ([`Tnum::range`]). An
 //!   empty intersection means no value: the operands were contradictory ([`Scalar::is_empty`]).
+//! - Small operands (at most 16 members, 64 pairs, quick to list) are computed member by
+//!   member: exact hulls and the tightest tnum, where the rules would over-approximate.
 //! - 32-bit operations work on a `View` of the low 32 bits and zero-extend their result,
 //!   as the engines do; jump refinement at 32 bits narrows the low half and lets normalizing
 //!   carry it to the 64-bit bounds.
@@ -748,8 +750,14 @@ impl Scalar {
         let bits = width.bits();
         let d_const = if reads_dst { dst.as_const() } else { Some(0) };
         let s_const = if reads_src { src.as_const() } else { Some(0) };
-        if let (Some(a), Some(b)) = (d_const, s_const) {
-            return Scalar::constant(op.eval(width, a, b));
+        if !rules_only() {
+            if let (Some(a), Some(b)) = (d_const, s_const) {
+                return Scalar::constant(op.eval(width, a, b));
+            }
+            let (d, s) = (reads_dst.then_some(dst), reads_src.then_some(src));
+            if let Some(r) = enumerated(op, width, d, s) {
+                return r;
+            }
         }
         match op {
             AluOp::Mov => match width {
@@ -820,6 +828,11 @@ impl Scalar {
         if dst.is_plainly_empty() || src.is_plainly_empty() {
             return None;
         }
+        if !rules_only() {
+            if let Some(exact) = refined_by_members(cond, width, dst, src, taken) {
+                return exact;
+            }
+        }
         let rel = Rel::of(cond, taken);
         let (d0, s0) = (dst.view(width), src.view(width));
         let (mut d, mut s) = (d0, s0);
@@ -841,6 +854,145 @@ impl Scalar {
             _ => None,
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    static RULES_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether constant folding and member-by-member computation are off, so that tests reach
+/// the rules with small operands too (whose every member they can list). Always false
+/// outside tests.
+fn rules_only() -> bool {
+    #[cfg(test)]
+    {
+        RULES_ONLY.with(|r| r.get())
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
+}
+
+/// Runs `f` with [`rules_only`] on (tests only).
+#[cfg(test)]
+pub(crate) fn by_rules<T>(f: impl FnOnce() -> T) -> T {
+    RULES_ONLY.with(|r| r.set(true));
+    let v = f();
+    RULES_ONLY.with(|r| r.set(false));
+    v
+}
+
+/// At most how many members an operand may have, and how many pairs, for [`Scalar::alu`]
+/// to compute the operation on each of them instead of by rule.
+const SMALL: usize = 16;
+const SMALL_PAIRS: usize = 64;
+
+/// The members of `s` when it has at most [`SMALL`] and they are quick to list: a short
+/// unsigned or signed range, or a tnum with at most four unknown bits, filtered by
+/// [`Scalar::contains`]. The list is complete, which is what makes computing on it sound.
+fn small_members(s: &Scalar) -> Option<([u64; SMALL], usize)> {
+    let mut out = [0u64; SMALL];
+    let mut n = 0;
+    let mut keep = |v: u64| {
+        if s.contains(v) && n < SMALL {
+            out[n] = v;
+            n += 1;
+        }
+    };
+    if s.umin <= s.umax && s.umax - s.umin < SMALL as u64 {
+        (s.umin..=s.umax).for_each(&mut keep);
+    } else if s.smin <= s.smax && (i128::from(s.smax) - i128::from(s.smin)) < SMALL as i128 {
+        (s.smin..=s.smax).for_each(|v| keep(v as u64));
+    } else if s.var.mask.count_ones() <= 4 && s.var.value & s.var.mask == 0 {
+        // Every subset of the unknown bits.
+        let mut sub = 0u64;
+        loop {
+            keep(s.var.value | sub);
+            if sub == s.var.mask {
+                break;
+            }
+            sub = sub.wrapping_sub(s.var.mask) & s.var.mask;
+        }
+    } else {
+        return None;
+    }
+    Some((out, n))
+}
+
+/// `dst op src` computed on every pair of members, when both operands (those the operation
+/// reads: `None` for one it ignores) are small sets: the exact hulls and the tightest tnum
+/// of the results. `None` when an operand is too large to list.
+fn enumerated(
+    op: AluOp,
+    width: Width,
+    dst: Option<&Scalar>,
+    src: Option<&Scalar>,
+) -> Option<Scalar> {
+    let list = |s: Option<&Scalar>| match s {
+        Some(s) => small_members(s),
+        None => Some(([0; SMALL], 1)),
+    };
+    let (dm, dn) = list(dst)?;
+    let (sm, sn) = list(src)?;
+    if dn * sn > SMALL_PAIRS {
+        return None;
+    }
+    let results =
+        dm[..dn].iter().flat_map(|&a| sm[..sn].iter().map(move |&b| op.eval(width, a, b)));
+    // No member at all: the operands were contradictory.
+    Some(of_values(results).unwrap_or(EMPTY))
+}
+
+/// The tightest scalar holding `values` (hulls of all four views, union of constants), or
+/// `None` when there are none.
+fn of_values(values: impl Iterator<Item = u64>) -> Option<Scalar> {
+    let mut r: Option<Scalar> = None;
+    for v in values {
+        r = Some(match r {
+            None => Scalar::constant(v),
+            Some(r) => Scalar {
+                var: r.var.union(Tnum::constant(v)),
+                umin: r.umin.min(v),
+                umax: r.umax.max(v),
+                smin: r.smin.min(v as i64),
+                smax: r.smax.max(v as i64),
+                u32min: r.u32min.min(v as u32),
+                u32max: r.u32max.max(v as u32),
+                s32min: r.s32min.min(v as u32 as i32),
+                s32max: r.s32max.max(v as u32 as i32),
+            },
+        });
+    }
+    r.map(|r| r.normalized().unwrap_or(EMPTY))
+}
+
+/// Jump refinement on every pair of members, when both operands are small sets: each side
+/// keeps exactly the members that have a partner taking the edge. `Some(None)`: no pair
+/// takes it; `None`: an operand is too large to list.
+#[allow(clippy::type_complexity)]
+fn refined_by_members(
+    cond: JmpCond,
+    width: Width,
+    dst: &Scalar,
+    src: &Scalar,
+    taken: bool,
+) -> Option<Option<(Scalar, Scalar)>> {
+    let (dm, dn) = small_members(dst)?;
+    let (sm, sn) = small_members(src)?;
+    if dn * sn > SMALL_PAIRS {
+        return None;
+    }
+    let (dm, sm) = (&dm[..dn], &sm[..sn]);
+    let pairs = || {
+        dm.iter()
+            .flat_map(move |&a| sm.iter().map(move |&b| (a, b)))
+            .filter(move |&(a, b)| cond.holds(width, a, b) == taken)
+    };
+    let d = of_values(pairs().map(|p| p.0));
+    let s = of_values(pairs().map(|p| p.1));
+    Some(d.zip(s))
 }
 
 /// Moves `a` up to the smallest value `>= a` that is a member of `t` and whose low 32 bits
@@ -963,11 +1115,18 @@ fn rem(a: &View, b: &View) -> View {
     // x % d <= min(x, d - 1), and a zero divisor gives x itself.
     let hi = if b.umin == 0 { a.umax } else { a.umax.min(b.umax - 1) };
     let mut r = View::full(bits).with_u(0, hi);
-    if let Some(d) = b.as_const() {
+    if let Some(d) = b.as_const().filter(|&d| d != 0) {
         if d.is_power_of_two() {
             // x % 2^k keeps the low k bits.
             r.t = a.t.and(Tnum::constant(d - 1));
         }
+    }
+    if b.umin >= 1 && a.umin / b.umax == a.umax / b.umin {
+        // The quotient q is the same for every pair (it falls as the divisor grows and rises
+        // with the dividend), so the remainder is x - q*d, smallest at the smallest x and
+        // largest d (within one period of a constant divisor: it follows the dividend).
+        let q = a.umin / b.umax;
+        r = r.with_u(a.umin - q * b.umax, a.umax - q * b.umin);
     }
     r
 }
@@ -1031,6 +1190,19 @@ fn srem(a: &View, b: &View) -> View {
         // |x| below every |d|: x % d = x (and by zero too).
         return *a;
     }
+    if let ([Some((blo, bhi)), None] | [None, Some((blo, bhi))], false) = (parts, may_be_zero) {
+        if amin >= 0 || amax <= 0 {
+            // A divisor of one sign and a dividend of one sign: the truncated quotient is
+            // monotone in each, so if the corners agree it is one q for every pair, and the
+            // remainder x - q*d is linear: its extremes are at the corners too. (MIN / -1
+            // gives q = 2^63 here, and x - q*d = 0, the engines' MIN % -1.)
+            let q = amin / blo;
+            if [amin / bhi, amax / blo, amax / bhi].iter().all(|&o| o == q) {
+                let r = [amin - q * blo, amin - q * bhi, amax - q * blo, amax - q * bhi];
+                return View::full(bits).with_ring(min4(r), max4(r));
+            }
+        }
+    }
     // |r| < |d| and |r| <= |x|, with the sign of x.
     let lim = big - 1;
     let mut lo = if amin < 0 { amin.max(-lim) } else { 0 };
@@ -1044,53 +1216,186 @@ fn srem(a: &View, b: &View) -> View {
 
 fn and(a: &View, b: &View) -> View {
     let bits = a.bits;
-    // x & y <= x and <= y as unsigned numbers.
-    let mut r = View::of_tnum(bits, a.t.and(b.t)).with_u(0, a.umax.min(b.umax));
-    // A non-negative operand makes the result non-negative and at most that operand; two
-    // negative ones give a negative result at most both (clearing bits of a negative
-    // number lowers it).
-    if a.smin >= 0 {
-        r = r.with_s(0, a.smax);
+    // x & y <= x and <= y as unsigned numbers; negative only if both are.
+    let r = View::of_tnum(bits, a.t.and(b.t)).with_u(0, a.umax.min(b.umax));
+    by_halves(
+        r,
+        a,
+        b,
+        |x, y| x && y,
+        |p, q| (min_and(p.0, p.1, q.0, q.1), max_and(p.0, p.1, q.0, q.1)),
+    )
+}
+
+/// Narrows `r`, the result of a bitwise operation on `a` and `b`, by the operation's
+/// unsigned bounds (`bounds`) on each pair of pieces of the operands, split at the sign
+/// boundary: all results of one pair have the sign `negative` gives (bitwise operations act
+/// on the sign bit like on any other), so each pair's bounds, kept in its half, read as
+/// signed bounds too.
+fn by_halves(
+    r: View,
+    a: &View,
+    b: &View,
+    negative: impl Fn(bool, bool) -> bool,
+    bounds: impl Fn((u64, u64), (u64, u64)) -> (u64, u64),
+) -> View {
+    let bits = a.bits;
+    let half = 1u64 << (bits - 1);
+    let pieces = |v: &View| {
+        Pieces::one(v.umin, v.umax)
+            .intersect(&Pieces::ring(bits, i128::from(v.smin), i128::from(v.smax)))
+            .intersect(&Pieces::halves(bits))
+    };
+    let (pa, pb) = (pieces(a), pieces(b));
+    let (mut ulo, mut uhi, mut slo, mut shi) = (u64::MAX, 0u64, i64::MAX, i64::MIN);
+    for p in pa.iter() {
+        for q in pb.iter() {
+            let (mut lo, mut hi) = bounds(p, q);
+            if negative(p.0 >= half, q.0 >= half) {
+                lo = lo.max(half);
+            } else {
+                hi = hi.min(half - 1);
+            }
+            if lo > hi {
+                continue;
+            }
+            (ulo, uhi) = (ulo.min(lo), uhi.max(hi));
+            (slo, shi) = (slo.min(sext(bits, lo)), shi.max(sext(bits, hi)));
+        }
     }
-    if b.smin >= 0 {
-        r = r.with_s(0, b.smax);
+    if ulo > uhi {
+        // No pair: the operands were empty.
+        return r;
     }
-    if a.smax < 0 && b.smax < 0 {
-        r = r.with_s(smin_of(bits), a.smax.min(b.smax));
+    r.with_u(ulo, uhi).with_s(slo, shi)
+}
+
+// Exact unsigned bounds of x | y and x & y for x in [a, b], y in [c, d] (the bit-scanning
+// method of Warren's "Hacker's Delight", 4-3, written from its argument). Each scans from
+// the top bit for the first position where moving one operand within its range (dropping
+// or gaining that bit and filling or clearing every lower bit) improves the result; past
+// that bit nothing can improve further.
+
+/// The smallest `x | y`: where exactly one side has the bit, the other may take it instead
+/// of its lower bits, if its range allows.
+fn min_or(mut a: u64, b: u64, mut c: u64, d: u64) -> u64 {
+    let mut m = 1u64 << 63;
+    while m != 0 {
+        if !a & c & m != 0 {
+            let t = (a | m) & m.wrapping_neg();
+            if t <= b {
+                a = t;
+                break;
+            }
+        } else if a & !c & m != 0 {
+            let t = (c | m) & m.wrapping_neg();
+            if t <= d {
+                c = t;
+                break;
+            }
+        }
+        m >>= 1;
     }
-    r
+    a | c
+}
+
+/// The largest `x | y`: where both sides have the bit, one may give it up for every lower
+/// bit, if its range allows.
+fn max_or(a: u64, mut b: u64, c: u64, mut d: u64) -> u64 {
+    let mut m = 1u64 << 63;
+    while m != 0 {
+        if b & d & m != 0 {
+            let t = (b - m) | (m - 1);
+            if t >= a {
+                b = t;
+                break;
+            }
+            let t = (d - m) | (m - 1);
+            if t >= c {
+                d = t;
+                break;
+            }
+        }
+        m >>= 1;
+    }
+    b | d
+}
+
+/// The smallest `x & y`: where neither side has the bit, one may take it and clear every
+/// lower bit, if its range allows.
+fn min_and(mut a: u64, b: u64, mut c: u64, d: u64) -> u64 {
+    let mut m = 1u64 << 63;
+    while m != 0 {
+        if !a & !c & m != 0 {
+            let t = (a | m) & m.wrapping_neg();
+            if t <= b {
+                a = t;
+                break;
+            }
+            let t = (c | m) & m.wrapping_neg();
+            if t <= d {
+                c = t;
+                break;
+            }
+        }
+        m >>= 1;
+    }
+    a & c
+}
+
+/// The largest `x & y`: where exactly one side has the bit, it may give it up for every
+/// lower bit, if its range allows.
+fn max_and(a: u64, mut b: u64, c: u64, mut d: u64) -> u64 {
+    let mut m = 1u64 << 63;
+    while m != 0 {
+        if b & !d & m != 0 {
+            let t = (b & !m) | (m - 1);
+            if t >= a {
+                b = t;
+                break;
+            }
+        } else if !b & d & m != 0 {
+            let t = (d & !m) | (m - 1);
+            if t >= c {
+                d = t;
+                break;
+            }
+        }
+        m >>= 1;
+    }
+    b & d
 }
 
 fn or(a: &View, b: &View) -> View {
     let bits = a.bits;
-    // x | y >= x and >= y as unsigned numbers.
-    let mut r = View::of_tnum(bits, a.t.or(b.t)).with_u(a.umin.max(b.umin), umask(bits));
-    // A negative operand makes the result negative and at least that operand; two
-    // non-negative ones give a non-negative result at least both.
-    if a.smax < 0 {
-        r = r.with_s(a.smin, -1);
-    }
-    if b.smax < 0 {
-        r = r.with_s(b.smin, -1);
-    }
-    if a.smin >= 0 && b.smin >= 0 {
-        r = r.with_s(a.smin.max(b.smin), smax_of(bits));
-    }
-    r
+    // x | y >= x and >= y as unsigned numbers, and <= x + y; negative if either is.
+    let sum = a.umax.saturating_add(b.umax).min(umask(bits));
+    let r = View::of_tnum(bits, a.t.or(b.t)).with_u(a.umin.max(b.umin), sum);
+    by_halves(
+        r,
+        a,
+        b,
+        |x, y| x || y,
+        |p, q| (min_or(p.0, p.1, q.0, q.1), max_or(p.0, p.1, q.0, q.1)),
+    )
 }
 
 fn xor(a: &View, b: &View) -> View {
     let bits = a.bits;
-    let mut r = View::of_tnum(bits, a.t.xor(b.t));
-    // The sign of the result is the exclusive or of the signs.
-    let (an, ap) = (a.smax < 0, a.smin >= 0);
-    let (bn, bp) = (b.smax < 0, b.smin >= 0);
-    if (an && bn) || (ap && bp) {
-        r = r.with_s(0, smax_of(bits));
-    } else if (an && bp) || (ap && bn) {
-        r = r.with_s(smin_of(bits), -1);
-    }
-    r
+    // x ^ y <= x | y <= x + y; negative if exactly one is. And x ^ y = (x | y) - (x & y): at
+    // least the least `|` less the largest `&`, at most the largest `|`.
+    let sum = a.umax.saturating_add(b.umax).min(umask(bits));
+    let r = View::of_tnum(bits, a.t.xor(b.t)).with_u(0, sum);
+    by_halves(
+        r,
+        a,
+        b,
+        |x, y| x != y,
+        |p, q| {
+            let lo = min_or(p.0, p.1, q.0, q.1).saturating_sub(max_and(p.0, p.1, q.0, q.1));
+            (lo, max_or(p.0, p.1, q.0, q.1))
+        },
+    )
 }
 
 /// The shift amounts the engines use for a shift by `b` at `bits` (masked by `bits - 1`):
@@ -1100,8 +1405,22 @@ fn shift_amounts(b: &View, bits: u32) -> (u32, u32) {
     if b.umax <= limit {
         (b.umin as u32, b.umax as u32)
     } else {
+        // The masked amount: the tnum of the low bits, and the low bits of each range
+        // (contiguous when the range is short: the ring pieces).
         let m = b.t.and(Tnum::constant(limit));
-        (m.min() as u32, m.max() as u32)
+        let (mut lo, mut hi) = (m.min(), m.max());
+        let log = bits.trailing_zeros();
+        let p = Pieces::ring(log, i128::from(b.umin), i128::from(b.umax)).intersect(&Pieces::ring(
+            log,
+            i128::from(b.smin),
+            i128::from(b.smax),
+        ));
+        if let Some((plo, phi)) = p.u_hull() {
+            if plo.max(lo) <= phi.min(hi) {
+                (lo, hi) = (plo.max(lo), phi.min(hi));
+            }
+        }
+        (lo as u32, hi as u32)
     }
 }
 
@@ -1190,6 +1509,35 @@ fn sign_extend(x: &Scalar, n: u32, bits: u32) -> View {
 }
 
 // ---- Jump refinement ---------------------------------------------------------------------
+
+impl JmpCond {
+    /// Whether `dst cond src` holds at `width`, as the engines compare (a 32-bit comparison
+    /// reads the low halves).
+    pub fn holds(self, width: Width, dst: u64, src: u64) -> bool {
+        let (a, b, sa, sb) = match width {
+            Width::W64 => (dst, src, dst as i64, src as i64),
+            Width::W32 => (
+                u64::from(dst as u32),
+                u64::from(src as u32),
+                i64::from(dst as u32 as i32),
+                i64::from(src as u32 as i32),
+            ),
+        };
+        match self {
+            JmpCond::Eq => a == b,
+            JmpCond::Ne => a != b,
+            JmpCond::Gt => a > b,
+            JmpCond::Ge => a >= b,
+            JmpCond::Lt => a < b,
+            JmpCond::Le => a <= b,
+            JmpCond::Sgt => sa > sb,
+            JmpCond::Sge => sa >= sb,
+            JmpCond::Slt => sa < sb,
+            JmpCond::Sle => sa <= sb,
+            JmpCond::Set => a & b != 0,
+        }
+    }
+}
 
 /// A relation that holds on an edge: the condition on the taken edge, its negation on the
 /// fall-through one (`NotSet`: `dst & src == 0`).
@@ -1357,5 +1705,41 @@ impl fmt::Display for Scalar {
             write!(f, "smin32={},smax32={},", self.s32min, self.s32max)?;
         }
         write!(f, "var_off={})", self.var)
+    }
+}
+
+#[cfg(test)]
+mod bit_bounds_tests {
+    use super::{max_and, max_or, min_and, min_or};
+
+    /// The bitwise bounds are exact: every pair of ranges within 0..24 (and the same ranges
+    /// moved next to 2^63, where the top bit is in play), against brute force.
+    #[test]
+    fn bitwise_bounds_are_exact_on_small_ranges() {
+        for base in [0u64, (1 << 63) - 12] {
+            for a in 0..24 {
+                for b in a..24 {
+                    for c in 0..24 {
+                        for d in c..24 {
+                            let (a, b, c, d) = (base + a, base + b, c, d);
+                            let ors = (a..=b).flat_map(|x| (c..=d).map(move |y| x | y));
+                            let ands = (a..=b).flat_map(|x| (c..=d).map(move |y| x & y));
+                            let (lo, hi) = (ors.clone().min().unwrap(), ors.max().unwrap());
+                            assert_eq!(
+                                (min_or(a, b, c, d), max_or(a, b, c, d)),
+                                (lo, hi),
+                                "or {a} {b} {c} {d}"
+                            );
+                            let (lo, hi) = (ands.clone().min().unwrap(), ands.max().unwrap());
+                            assert_eq!(
+                                (min_and(a, b, c, d), max_and(a, b, c, d)),
+                                (lo, hi),
+                                "and {a} {b} {c} {d}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }
