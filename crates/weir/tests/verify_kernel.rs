@@ -77,7 +77,46 @@ fn maps() -> Vec<MapSpec> {
         max_entries: 4,
         flags: 0,
     };
-    vec![spec("h", MapType::Hash), spec("a", MapType::Array)]
+    let ringbuf = MapSpec {
+        name: "rb".into(),
+        map_type: MapType::RingBuf,
+        key_size: 0,
+        value_size: 0,
+        max_entries: 4096,
+        flags: 0,
+    };
+    vec![spec("h", MapType::Hash), spec("a", MapType::Array), ringbuf]
+}
+
+/// A ring buffer reservation, its null check or its release sometimes missing, a write
+/// into it sometimes past its size.
+fn ringbuf_snippet(rng: &mut SplitMix64, p: &mut Vec<Insn>, relocs: &mut Vec<Relocation>) {
+    let size = [8i64, 16][rng.below_usize(2)];
+    relocs.push(Relocation { slot: p.len(), target: RelocTarget::Map { map: 2 } });
+    p.push(Insn::new(Op::LddwMapIdx, 1, 0, 0, 2));
+    p.push(Insn::new(Op::LddwHigh, 0, 0, 0, 0));
+    p.extend([
+        Insn::new(Op::Mov64Imm, 2, 0, 0, size),
+        Insn::new(Op::Mov64Imm, 3, 0, 0, 0),
+        Insn::new(Op::Call, 0, 0, 0, 131),
+        Insn::new(Op::Mov64Reg, 9, 0, 0, 0),
+    ]);
+    let checked = rng.chance(85);
+    let released = rng.chance(85);
+    let off = [0i16, 8, 16][rng.below_usize(3)];
+    let tail = 1 + i16::from(released) * 3;
+    if checked {
+        p.push(Insn::new(Op::Jeq64Imm, 9, 0, tail, 0));
+    }
+    p.push(Insn::new(Op::StDw, 9, 0, off, 7));
+    if released {
+        let helper = [132, 133][rng.below_usize(2)];
+        p.extend([
+            Insn::new(Op::Mov64Reg, 1, 9, 0, 0),
+            Insn::new(Op::Mov64Imm, 2, 0, 0, 0),
+            Insn::new(Op::Call, 0, 0, 0, helper),
+        ]);
+    }
 }
 
 /// A packet access, sometimes past what its check proves: `r4 = data + k; if r4 > end
@@ -143,6 +182,17 @@ pub(crate) fn program(rng: &mut SplitMix64) -> Program {
             map_snippet(rng, &mut insns, &mut relocs);
             continue;
         }
+        if prog_type != ProgType::SocketFilter && rng.chance(4) {
+            ringbuf_snippet(rng, &mut insns, &mut relocs);
+            continue;
+        }
+        if rng.chance(4) {
+            // A call to the function after the main one (patched below).
+            insns.push(Insn::new(Op::Mov64Reg, 1, 10, 0, 0));
+            insns.push(Insn::new(Op::Add64Imm, 1, 0, 0, -8 * (1 + rng.below(4) as i64)));
+            insns.push(Insn::new(Op::CallLocal, 0, 0, 0, -1));
+            continue;
+        }
         let insn = insn(rng, room);
         insns.push(insn);
         if insn.op.is_lddw() {
@@ -151,6 +201,21 @@ pub(crate) fn program(rng: &mut SplitMix64) -> Program {
     }
     insns.push(Insn::new(Op::Mov64Imm, 0, 0, 0, 0));
     insns.push(Insn::new(Op::Exit, 0, 0, 0, 0));
+    // The called function: reads the caller's stack through r1, uses a frame of its own.
+    let func = insns.len();
+    if insns.iter().any(|i| i.op == Op::CallLocal) {
+        let off = [0i16, 4, 8, -8][rng.below_usize(4)];
+        insns.extend([
+            Insn::new(Op::LdxDw, 0, 1, off, 0),
+            Insn::new(Op::StDw, 10, 0, -8 * (1 + rng.below(8) as i16), 1),
+            Insn::new(Op::Exit, 0, 0, 0, 0),
+        ]);
+    }
+    for (pc, insn) in insns.iter_mut().enumerate().take(func) {
+        if insn.op == Op::CallLocal {
+            insn.imm = func as i64 - pc as i64 - 1;
+        }
+    }
     let mut p = Program::from_insns(insns).with_prog_type(prog_type);
     for m in maps() {
         p.add_map(m);
@@ -178,7 +243,7 @@ fn random_programs_get_the_kernels_verdict_or_a_stricter_one() {
     let kernel_maps = weir_testkit::kernel_object::create_maps(specs.iter().map(|m| (m, None)))
         .expect("maps in the kernel");
     let (mut both, mut kernel_only, mut neither, mut dead_code) = (0, 0, 0, 0);
-    let (mut lookups, mut packets) = (0usize, 0usize);
+    let (mut lookups, mut packets, mut calls, mut rings) = (0usize, 0usize, 0usize, 0usize);
     let mut unsafe_accepted = Vec::new();
     for case in 0..PROGRAMS {
         let p = program(&mut rng);
@@ -193,6 +258,8 @@ fn random_programs_get_the_kernels_verdict_or_a_stricter_one() {
                 packets += usize::from(
                     p.insns().iter().any(|i| i.op == Op::Mov64Reg && i.src == 7 && i.dst == 4),
                 );
+                calls += usize::from(p.insns().iter().any(|i| i.op == Op::CallLocal));
+                rings += usize::from(uses(Op::Call, 131));
             }
             (Err(e), Ok(_)) => {
                 kernel_only += 1;
@@ -218,11 +285,12 @@ fn random_programs_get_the_kernels_verdict_or_a_stricter_one() {
     }
     println!(
         "random programs: {both} accepted by both ({lookups} with map lookups, {packets} with packet \
-         checks), {kernel_only} by the kernel only, {neither} by neither, {dead_code} by weir only \
+         checks, {calls} with calls, {rings} with ring buffer reservations), {kernel_only} by the kernel only, {neither} by neither, {dead_code} by weir only \
          with code it proved dead, {} by weir only otherwise",
         unsafe_accepted.len()
     );
     assert!(lookups >= 50 && packets >= 50, "{lookups} lookups, {packets} packet checks accepted");
+    assert!(calls >= 50 && rings >= 20, "{calls} calls, {rings} ring buffer reservations accepted");
     assert!(
         unsafe_accepted.is_empty(),
         "weir accepts what the kernel refuses:\n{}",
