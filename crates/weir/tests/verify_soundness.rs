@@ -39,7 +39,7 @@ fn covered(frame: &Frame, regs: &[u64; 16], precise: u16, bases: &Bases) -> bool
 fn typed_programs_stay_inside_their_proofs() {
     let mut rng = SplitMix64::new(0x50d0_0e55);
     let (mut accepted, mut runs) = (0, 0);
-    for case in 0..6000 {
+    for case in 0..8000 {
         let p = crate::verify_kernel::program(&mut rng);
         if !p.relocations().is_empty() || p.insns().iter().any(|i| i.op == Op::Call && i.imm == 1) {
             continue;
