@@ -50,8 +50,16 @@
 //! leaks and pointer comparisons are allowed).
 //!
 //! Modules: [`domain`] (what is known of one value), [`state`] (registers, stack, frames,
-//! subsumption), `analyze` (the walk and the rules of each instruction), `helpers` (calls
-//! checked against `weir_program::abi::KERNEL_HELPERS`).
+//! subsumption), `cfg` (unreachable code, prune points, liveness and the static precision
+//! pass), `analyze` (the walk and the rules of each instruction), `helpers` (calls checked
+//! against `weir_program::abi::KERNEL_HELPERS`).
+//!
+//! Tests: `tests/rules.rs` (an accepted and a refused program per rule),
+//! `tests/soundness.rs` (random and conformance programs against the interpreter),
+//! `tests/robustness.rs` (random and mutated bytes never panic); in the facade,
+//! `verify.rs` (the object corpus and the Linux verdicts of `testdata/verifier`),
+//! `verify_kernel.rs` (random typed programs against the Linux verifier, root only) and
+//! `verify_soundness.rs` (typed programs against the interpreter).
 
 mod analyze;
 mod cfg;
