@@ -25,6 +25,8 @@ const MAX_STATES_PER_PC: usize = 1024;
 const MAX_PACKET_OFF: u64 = 0xffff;
 /// Largest offset a pointer may carry (the kernel's `BPF_MAX_VAR_OFF`).
 const MAX_VAR_OFF: i64 = 1 << 29;
+/// Branches pending at once (the kernel's `BPF_COMPLEXITY_LIMIT_JMP_SEQ`).
+const MAX_PENDING: usize = 8192;
 /// Instructions kept in a rejection's trace.
 const TRACE_LEN: usize = 12;
 
@@ -386,11 +388,26 @@ impl<'p> Verifier<'p> {
         }
     }
 
-    fn branch(&mut self, path: &Path, work: &mut Vec<Path>, pc: usize, state: State) {
+    fn branch(
+        &mut self,
+        path: &Path,
+        work: &mut Vec<Path>,
+        pc: usize,
+        state: State,
+        at: usize,
+    ) -> Result<()> {
+        if work.len() >= MAX_PENDING {
+            return err(
+                at,
+                Rule::TooComplex,
+                format!("The sequence of {} jumps is too complex.", work.len() + 1),
+            );
+        }
         if let Some(p) = path.parent {
             self.nodes[p].branches += 1;
         }
         work.push(Path { pc, state, parent: path.parent, history: path.history.clone() });
+        Ok(())
     }
 
     pub(crate) fn read_reg(&self, st: &State, r: u8, pc: usize) -> Result<Reg> {
@@ -879,7 +896,7 @@ impl<'p> Verifier<'p> {
         let (taken, fall) = self.edges(st, cond, width, insn, by_reg, dst, src);
         match (taken, fall) {
             (Some(t), Some(f)) => {
-                self.branch(path, work, target, t);
+                self.branch(path, work, target, t, pc)?;
                 path.state = f;
                 Ok(Step::Next(pc + 1))
             }

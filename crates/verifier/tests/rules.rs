@@ -532,3 +532,19 @@ fn rejections_trace_the_path_with_its_states() {
     );
     assert_eq!(e.to_string(), format!("3: {} [out-of-bounds]", e.message));
 }
+
+#[test]
+fn too_many_pending_branches_are_too_complex() {
+    // 8,200 unknown bytes compared one after the other: every comparison leaves a branch
+    // pending, as the kernel counts them.
+    let mut src = String::from("mov %r0, 0\nstdw [%r10-8], 0\n");
+    for _ in 0..8200 {
+        src.push_str("ldxb %r2, [%r1+0]\njeq %r2, 0, +1\nmov %r0, 1\n");
+    }
+    src.push_str("exit\n");
+    let p = program(&src, None);
+    let options = Options { memory_len: Some(1), ..Options::default() };
+    let e = verify(&p, &options).unwrap_err();
+    assert_eq!(e.rule, Rule::TooComplex, "{e}");
+    assert!(e.message.contains("jumps is too complex"), "{e}");
+}
