@@ -133,6 +133,9 @@ pub(crate) struct Verifier<'p> {
     log: Vec<String>,
     states: Vec<Vec<Frame>>,
     start: Instant,
+    /// Show states in the trace from this processed-instruction count on (a second walk
+    /// after a rejection: only the last steps are formatted).
+    trace_from: Option<u64>,
 }
 
 fn err<T>(pc: usize, rule: Rule, message: impl Into<String>) -> Result<T> {
@@ -184,6 +187,7 @@ impl<'p> Verifier<'p> {
             log: Vec::new(),
             states: if opts.record_states { vec![Vec::new(); n] } else { Vec::new() },
             start: Instant::now(),
+            trace_from: None,
         })
     }
 
@@ -217,7 +221,22 @@ impl<'p> Verifier<'p> {
         }
     }
 
-    pub fn run(mut self) -> Result<Proof> {
+    /// The same walk again, showing states in the trace of its last steps before
+    /// `processed` instructions.
+    pub fn tracing_until(mut self, processed: u64) -> Self {
+        self.trace_from = Some(processed.saturating_sub(TRACE_LEN as u64 + 1));
+        self
+    }
+
+    /// Walks the program; a rejection comes with the count of processed instructions.
+    pub fn run(mut self) -> std::result::Result<Proof, (Rejection, u64)> {
+        match self.walk() {
+            Ok(proof) => Ok(proof),
+            Err(e) => Err((e, self.stats.insns_processed)),
+        }
+    }
+
+    fn walk(&mut self) -> Result<Proof> {
         let mut work = vec![Path {
             pc: 0,
             state: self.initial_state(),
@@ -263,8 +282,9 @@ impl<'p> Verifier<'p> {
                     return Err(self.fail(&path, e));
                 };
                 self.facts[pc].reached = true;
-                let shown = self.opts.log.then(|| path.state.to_string());
-                if let Some(s) = &shown {
+                let traced = self.trace_from.is_some_and(|n| self.stats.insns_processed >= n);
+                let shown = (self.opts.log || traced).then(|| path.state.to_string());
+                if let (Some(s), true) = (&shown, self.opts.log) {
                     self.log.push(format!("{pc}: {} ;{s}", disassemble_insn(&insn)));
                 }
                 if path.history.len() == TRACE_LEN {
@@ -287,11 +307,11 @@ impl<'p> Verifier<'p> {
         self.stats.time = self.start.elapsed();
         Ok(Proof {
             stats: self.stats,
-            facts: Facts { insns: self.facts },
+            facts: Facts { insns: std::mem::take(&mut self.facts) },
             prog_type: self.prog_type,
-            log: self.log,
-            precise: if self.opts.record_states { self.precise } else { Vec::new() },
-            states: self.states,
+            log: std::mem::take(&mut self.log),
+            precise: if self.opts.record_states { self.precise.clone() } else { Vec::new() },
+            states: std::mem::take(&mut self.states),
         })
     }
 

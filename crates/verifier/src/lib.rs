@@ -308,19 +308,22 @@ impl Proof {
 pub fn verify(program: &Program, options: &Options) -> Result<Proof, Rejection> {
     weir_program::validate(program)?;
     match analyze::Verifier::new(program, options)?.run() {
-        // The walk is deterministic: walking again with states recorded gives the same
-        // rejection with the state before each instruction of its trace (formatting states
-        // on every step would slow every accepted program down).
-        Err(rejection) if !options.log && !rejection.trace.is_empty() => {
-            let logged = Options { log: true, ..options.clone() };
-            let again = analyze::Verifier::new(program, &logged).and_then(|v| v.run());
+        Ok(proof) => Ok(proof),
+        // The walk is deterministic: walking again, formatting the states of the last
+        // steps only, gives the same rejection with the state before each instruction of
+        // its trace (formatting states on every step would slow every program down).
+        Err((rejection, processed)) if !options.log && !rejection.trace.is_empty() => {
+            let again =
+                analyze::Verifier::new(program, options).map(|v| v.tracing_until(processed).run());
             match again {
-                Err(traced) if traced.pc == rejection.pc && traced.rule == rejection.rule => {
+                Ok(Err((traced, _)))
+                    if traced.pc == rejection.pc && traced.rule == rejection.rule =>
+                {
                     Err(Rejection { trace: traced.trace, ..rejection })
                 }
                 _ => Err(rejection),
             }
         }
-        result => result,
+        Err((rejection, _)) => Err(rejection),
     }
 }
