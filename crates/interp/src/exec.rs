@@ -12,14 +12,14 @@
 use weir_program::abi::{HelperCtx, HelperOutcome, RunEnv};
 use weir_program::{Trap, TrapCode};
 
-use crate::alu::{
-    arsh32, arsh64, div32, div64, lsh32, lsh64, mod32, mod64, rsh32, rsh64, sdiv32, sdiv64, smod32,
-    smod64,
-};
 use crate::guest;
 use crate::memory::Memory;
 use crate::step::{AtomicOp, Step};
 use crate::Interpreter;
+use weir_program::exec::alu::{
+    arsh32, arsh64, div32, div64, lsh32, lsh64, mod32, mod64, rsh32, rsh64, sdiv32, sdiv64, smod32,
+    smod64,
+};
 
 /// A caller's state saved by a local call: where to return, and r6-r9 and r10.
 #[derive(Clone, Copy, Debug)]
@@ -64,13 +64,17 @@ impl Interpreter {
     /// Runs from slot 0 with `r1`, `r2` and frame 0's `r10` set, until `exit` from frame 0,
     /// a helper's stop, a failed legacy packet load (r0 = 0), or a trap. `executed` receives
     /// the number of dispatched steps whatever the outcome.
-    pub(crate) fn execute(
+    ///
+    /// `observe` sees the slot and the registers before every instruction runs (a no-op
+    /// closure compiles away: the plain runs pay nothing for it).
+    pub(crate) fn execute<F: FnMut(usize, &[u64; 16])>(
         &self,
         memory: &mut Memory<'_>,
         frames: &mut Vec<Frame>,
         r1: u64,
         r2: u64,
         executed: &mut u64,
+        observe: &mut F,
     ) -> Result<u64, Trap> {
         let code: &[Step] = &self.code;
         let mut regs = [0u64; 16];
@@ -92,6 +96,9 @@ impl Interpreter {
             }
             remaining = remaining.wrapping_sub(1);
             let here = pc;
+            if here < self.slots {
+                observe(here, &regs);
+            }
             pc = pc.wrapping_add(1);
             // Defined here so that `'run` and `here` are in scope where they expand.
             macro_rules! reg {

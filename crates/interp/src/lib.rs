@@ -36,7 +36,6 @@
 #![deny(clippy::arithmetic_side_effects)]
 #![forbid(unsafe_code)]
 
-mod alu;
 mod exec;
 mod memory;
 mod step;
@@ -193,6 +192,18 @@ impl Interpreter {
 
     /// [`Interpreter::run`], also reporting the instructions executed.
     pub fn run_stats(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
+        self.run_observed(cache, input, |_, _| {})
+    }
+
+    /// [`Interpreter::run_stats`], calling `observe` with the slot and the registers
+    /// (indexed by register number; r0-r10 meaningful) before every instruction: how tests
+    /// compare a concrete run with what the verifier proved at each instruction.
+    pub fn run_observed(
+        &self,
+        cache: &mut Cache,
+        input: Input<'_>,
+        mut observe: impl FnMut(usize, &[u64; 16]),
+    ) -> Result<RunOutcome, Trap> {
         let stack_bytes = self.stack_bytes();
         let written = std::mem::replace(&mut cache.stack_written, 0..0);
         if cache.stack.len() != stack_bytes {
@@ -217,7 +228,7 @@ impl Interpreter {
         // Shortened to the run's borrows (the object's lifetime bound with them).
         let env = env.map(|env| -> &mut dyn weir_program::abi::RunEnv { env });
         let mut memory = Memory::new(stack, ctx, packet, mem, self.bindings.context, env);
-        let result = self.execute(&mut memory, frames, r1, r2, executed);
+        let result = self.execute(&mut memory, frames, r1, r2, executed, &mut observe);
         *stack_written = memory.stack_written();
         Ok(RunOutcome { r0: result?, executed: *executed })
     }

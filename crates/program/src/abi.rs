@@ -35,76 +35,181 @@ pub mod helper_id {
     pub const CONFORMANCE_UNWIND: u32 = 5;
 }
 
-/// The kind of value a helper argument or result is, for the verifier and for printing.
+/// The kind of value a helper argument or result is: the kernel's `enum bpf_arg_type` and
+/// `enum bpf_return_type` (include/linux/bpf.h), for the verifier and for printing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueKind {
+    /// Argument: any initialized value (`ARG_ANYTHING`). Result: an integer
+    /// (`RET_INTEGER`).
     Scalar,
-    /// Pointer to a map (from `lddw map_fd`).
-    MapPtr,
-    /// Pointer to readable memory of a size given by the next argument or the map's key size.
-    PtrToMem,
-    /// Pointer to a map value, or null.
-    PtrToMapValueOrNull,
-    /// Pointer to the program's context.
+    /// The program's context, unmodified (`ARG_PTR_TO_CTX`).
     Context,
+    /// A map, from `lddw map_fd`/`map_idx` (`ARG_CONST_MAP_PTR`).
+    MapPtr,
+    /// Readable memory of the key size of the map in the previous argument
+    /// (`ARG_PTR_TO_MAP_KEY`).
+    MapKey,
+    /// Readable memory of the value size of the map (`ARG_PTR_TO_MAP_VALUE`).
+    MapValue,
+    /// Memory of the map's value size the helper writes (`ARG_PTR_TO_MAP_VALUE | MEM_UNINIT`).
+    UninitMapValue,
+    /// Readable memory whose size is the next argument (`ARG_PTR_TO_MEM | MEM_RDONLY`).
+    PtrToMem,
+    /// As [`ValueKind::PtrToMem`], or null when the size is 0 (`PTR_MAYBE_NULL`).
+    PtrToMemOrNull,
+    /// Memory the helper writes, size in the next argument (`ARG_PTR_TO_UNINIT_MEM`).
+    PtrToUninitMem,
+    /// A known-bounded size greater than 0 for the previous argument (`ARG_CONST_SIZE`).
+    ConstSize,
+    /// As [`ValueKind::ConstSize`], 0 allowed (`ARG_CONST_SIZE_OR_ZERO`).
+    ConstSizeOrZero,
+    /// A constant size of memory the helper allocates (`ARG_CONST_ALLOC_SIZE_OR_ZERO`).
+    ConstAllocSize,
+    /// Memory a helper allocated, released by this call (`ARG_PTR_TO_ALLOC_MEM |
+    /// OBJ_RELEASE`: the ring buffer's submit and discard).
+    ReleaseAllocMem,
+    /// A static function of the program (`ARG_PTR_TO_FUNC`, a callback).
+    Func,
+    /// Result: nothing usable (`RET_VOID`).
+    Void,
+    /// Result: a pointer to a map value, or null (`RET_PTR_TO_MAP_VALUE_OR_NULL`).
+    PtrToMapValueOrNull,
+    /// Result: memory of the size given by the [`ValueKind::ConstAllocSize`] argument, or
+    /// null; a reference the program must release (`RET_PTR_TO_ALLOC_MEM_OR_NULL`, acquire).
+    AllocMemOrNull,
 }
 
-/// A helper's signature.
+/// A helper's signature: the kernel's `struct bpf_func_proto` for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HelperSig {
     pub id: u32,
     pub name: &'static str,
     pub args: &'static [ValueKind],
     pub ret: ValueKind,
+    /// Program types the kernel offers it to (empty: every type).
+    pub prog_types: &'static [ProgType],
+    /// May take packet pointers as memory arguments (`pkt_access`).
+    pub pkt_access: bool,
+    /// May move or resize the packet: every packet pointer is invalid after the call
+    /// (`bpf_helper_changes_pkt_data`).
+    pub changes_pkt_data: bool,
 }
 
-/// Signatures of the kernel helpers weir knows.
+impl HelperSig {
+    /// Whether a program of `prog_type` (`None`: untyped) may call it.
+    pub fn available_for(&self, prog_type: Option<ProgType>) -> bool {
+        self.prog_types.is_empty() || prog_type.is_some_and(|t| self.prog_types.contains(&t))
+    }
+}
+
+const fn sig(id: u32, name: &'static str, args: &'static [ValueKind], ret: ValueKind) -> HelperSig {
+    HelperSig { id, name, args, ret, prog_types: &[], pkt_access: false, changes_pkt_data: false }
+}
+
+const TC_TYPES: &[ProgType] = &[ProgType::SchedCls, ProgType::SchedAct];
+const TC_XDP: &[ProgType] = &[ProgType::SchedCls, ProgType::SchedAct, ProgType::Xdp];
+const SKB: &[ProgType] = &[ProgType::SocketFilter, ProgType::SchedCls, ProgType::SchedAct];
+const XDP_ONLY: &[ProgType] = &[ProgType::Xdp];
+
+/// Signatures of the kernel helpers weir knows, with the kernel's prototypes
+/// (kernel/bpf/helpers.c, kernel/bpf/ringbuf.c, net/core/filter.c): every helper
+/// weir runs has one.
 pub static KERNEL_HELPERS: &[HelperSig] = {
     use ValueKind::*;
     &[
         HelperSig {
-            id: helper_id::MAP_LOOKUP_ELEM,
-            name: "bpf_map_lookup_elem",
-            args: &[MapPtr, PtrToMem],
-            ret: PtrToMapValueOrNull,
+            pkt_access: true,
+            ..sig(
+                helper_id::MAP_LOOKUP_ELEM,
+                "bpf_map_lookup_elem",
+                &[MapPtr, MapKey],
+                PtrToMapValueOrNull,
+            )
         },
         HelperSig {
-            id: helper_id::MAP_UPDATE_ELEM,
-            name: "bpf_map_update_elem",
-            args: &[MapPtr, PtrToMem, PtrToMem, Scalar],
-            ret: Scalar,
+            pkt_access: true,
+            ..sig(
+                helper_id::MAP_UPDATE_ELEM,
+                "bpf_map_update_elem",
+                &[MapPtr, MapKey, MapValue, Scalar],
+                Scalar,
+            )
         },
         HelperSig {
-            id: helper_id::MAP_DELETE_ELEM,
-            name: "bpf_map_delete_elem",
-            args: &[MapPtr, PtrToMem],
-            ret: Scalar,
+            pkt_access: true,
+            ..sig(helper_id::MAP_DELETE_ELEM, "bpf_map_delete_elem", &[MapPtr, MapKey], Scalar)
         },
-        HelperSig { id: helper_id::KTIME_GET_NS, name: "bpf_ktime_get_ns", args: &[], ret: Scalar },
+        sig(helper_id::KTIME_GET_NS, "bpf_ktime_get_ns", &[], Scalar),
+        sig(helper_id::TRACE_PRINTK, "bpf_trace_printk", &[PtrToMem, ConstSize], Scalar),
+        sig(helper_id::GET_PRANDOM_U32, "bpf_get_prandom_u32", &[], Scalar),
+        sig(helper_id::GET_SMP_PROCESSOR_ID, "bpf_get_smp_processor_id", &[], Scalar),
         HelperSig {
-            id: helper_id::GET_PRANDOM_U32,
-            name: "bpf_get_prandom_u32",
-            args: &[],
-            ret: Scalar,
-        },
-        HelperSig {
-            id: helper_id::GET_SMP_PROCESSOR_ID,
-            name: "bpf_get_smp_processor_id",
-            args: &[],
-            ret: Scalar,
+            prog_types: TC_TYPES,
+            pkt_access: true,
+            changes_pkt_data: true,
+            ..sig(9, "bpf_skb_store_bytes", &[Context, Scalar, PtrToMem, ConstSize, Scalar], Scalar)
         },
         HelperSig {
-            id: helper_id::SKB_LOAD_BYTES,
-            name: "bpf_skb_load_bytes",
-            args: &[Context, Scalar, PtrToMem, Scalar],
-            ret: Scalar,
+            prog_types: TC_TYPES,
+            changes_pkt_data: true,
+            ..sig(10, "bpf_l3_csum_replace", &[Context, Scalar, Scalar, Scalar, Scalar], Scalar)
         },
         HelperSig {
-            id: helper_id::CSUM_DIFF,
-            name: "bpf_csum_diff",
-            args: &[PtrToMem, Scalar, PtrToMem, Scalar, Scalar],
-            ret: Scalar,
+            prog_types: TC_TYPES,
+            changes_pkt_data: true,
+            ..sig(11, "bpf_l4_csum_replace", &[Context, Scalar, Scalar, Scalar, Scalar], Scalar)
         },
+        sig(12, "bpf_tail_call", &[Context, MapPtr, Scalar], Void),
+        HelperSig { prog_types: TC_XDP, ..sig(23, "bpf_redirect", &[Scalar, Scalar], Scalar) },
+        HelperSig {
+            prog_types: SKB,
+            pkt_access: true,
+            ..sig(
+                helper_id::SKB_LOAD_BYTES,
+                "bpf_skb_load_bytes",
+                &[Context, Scalar, PtrToUninitMem, ConstSize],
+                Scalar,
+            )
+        },
+        HelperSig {
+            prog_types: TC_XDP,
+            pkt_access: true,
+            ..sig(
+                helper_id::CSUM_DIFF,
+                "bpf_csum_diff",
+                &[PtrToMemOrNull, ConstSizeOrZero, PtrToMemOrNull, ConstSizeOrZero, Scalar],
+                Scalar,
+            )
+        },
+        HelperSig {
+            prog_types: XDP_ONLY,
+            changes_pkt_data: true,
+            ..sig(helper_id::XDP_ADJUST_HEAD, "bpf_xdp_adjust_head", &[Context, Scalar], Scalar)
+        },
+        HelperSig {
+            prog_types: XDP_ONLY,
+            ..sig(51, "bpf_redirect_map", &[MapPtr, Scalar, Scalar], Scalar)
+        },
+        HelperSig {
+            prog_types: XDP_ONLY,
+            changes_pkt_data: true,
+            ..sig(54, "bpf_xdp_adjust_meta", &[Context, Scalar], Scalar)
+        },
+        HelperSig {
+            prog_types: XDP_ONLY,
+            changes_pkt_data: true,
+            ..sig(65, "bpf_xdp_adjust_tail", &[Context, Scalar], Scalar)
+        },
+        sig(87, "bpf_map_push_elem", &[MapPtr, MapValue, Scalar], Scalar),
+        sig(88, "bpf_map_pop_elem", &[MapPtr, UninitMapValue], Scalar),
+        sig(89, "bpf_map_peek_elem", &[MapPtr, UninitMapValue], Scalar),
+        sig(125, "bpf_ktime_get_boot_ns", &[], Scalar),
+        sig(130, "bpf_ringbuf_output", &[MapPtr, PtrToMem, ConstSizeOrZero, Scalar], Scalar),
+        sig(131, "bpf_ringbuf_reserve", &[MapPtr, ConstAllocSize, Scalar], AllocMemOrNull),
+        sig(132, "bpf_ringbuf_submit", &[ReleaseAllocMem, Scalar], Void),
+        sig(133, "bpf_ringbuf_discard", &[ReleaseAllocMem, Scalar], Void),
+        sig(134, "bpf_ringbuf_query", &[MapPtr, Scalar], Scalar),
+        sig(160, "bpf_ktime_get_coarse_ns", &[], Scalar),
     ]
 };
 

@@ -30,21 +30,68 @@ pub enum Assurance {
     /// Structurally valid only: engines check every memory access, helper call and jump
     /// target at run time.
     Structural,
+    /// Proven safe by the verifier (`weir-verifier`), as the kernel's verifier proves it:
+    /// every path ends, every access it could prove is recorded in [`Verified::facts`].
+    /// Engines still keep their run-time checks today; the facts are the seam through which
+    /// they may drop the ones proven unnecessary.
+    Proven,
+}
+
+/// What the verifier proved about one instruction (by slot index).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InsnFact {
+    /// The verifier reached this instruction on some path.
+    pub reached: bool,
+    /// A memory access (load, store, atomic): `Some(true)` when it is in bounds on every
+    /// path the verifier explored (the engine's check is redundant), `Some(false)` when it
+    /// stays checked at run time (the legacy packet loads).
+    pub access_in_bounds: Option<bool>,
+    /// A division or remainder by a register: `Some(true)` when the divisor is never 0.
+    pub divisor_nonzero: Option<bool>,
+}
+
+/// The verifier's facts about a program, one per slot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Facts {
+    pub insns: Vec<InsnFact>,
+}
+
+impl Facts {
+    pub fn get(&self, pc: usize) -> InsnFact {
+        self.insns.get(pc).copied().unwrap_or_default()
+    }
 }
 
 /// A program that passed a check, with what the check established. Made only by
-/// [`Verified::structural`] (and, later, the verifier).
+/// [`Verified::structural`] and [`Verified::proven`] (the verifier).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verified {
     program: Program,
     assurance: Assurance,
+    facts: Option<std::sync::Arc<Facts>>,
 }
 
 impl Verified {
     /// Checks `program` with [`validate`].
     pub fn structural(program: Program) -> Result<Verified, ValidateError> {
         validate(&program)?;
-        Ok(Verified { program, assurance: Assurance::Structural })
+        Ok(Verified { program, assurance: Assurance::Structural, facts: None })
+    }
+
+    /// A program the verifier proved safe, with its facts (the verifier's constructor: it
+    /// validates the structure again, so no `Verified` skips [`validate`]).
+    pub fn proven(program: Program, facts: Facts) -> Result<Verified, ValidateError> {
+        validate(&program)?;
+        Ok(Verified {
+            program,
+            assurance: Assurance::Proven,
+            facts: Some(std::sync::Arc::new(facts)),
+        })
+    }
+
+    /// The verifier's facts (`None` unless [`Assurance::Proven`]).
+    pub fn facts(&self) -> Option<&Facts> {
+        self.facts.as_deref()
     }
 
     /// [`Verified::structural`] on a copy of `program`, for callers that keep theirs.

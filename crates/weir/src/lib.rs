@@ -31,6 +31,7 @@ pub use weir_maps as maps;
 pub use weir_pflang::names::NameDb;
 pub use weir_pflang::{CompileError, LinkType};
 pub use weir_program::{abi::Bindings, ProgType, Program, Verified};
+pub use weir_verifier::{Options as VerifyOptions, Proof, Rejection};
 
 /// The crates under the facade, for callers that read or print their data (the command
 /// line prints classic BPF and eBPF listings, parses classic programs, prints packets).
@@ -40,6 +41,7 @@ pub use weir_elf as elf;
 pub use weir_isa as isa;
 pub use weir_packet as packet;
 pub use weir_pflang as pflang;
+pub use weir_verifier as verifier;
 
 /// libpcap's message for an expression its optimizer reduces to "reject every packet".
 pub const REJECTS_ALL: &str = "expression rejects all packets";
@@ -95,4 +97,17 @@ pub fn compile_filter_with(
         return Err(CompileError::new(span, REJECTS_ALL));
     }
     Ok(weir_filter::opt::optimize_owned(lowered.filter))
+}
+
+/// Proves `program` safe as the kernel's verifier would (see `weir_verifier`): the one
+/// entry point the command line uses before it runs a program (`weir verify`, `weir run`,
+/// `weir exec`). The conformance plugin does not verify: the suite tests semantics.
+pub fn verify(program: &Program, options: &VerifyOptions) -> Result<Proof, Rejection> {
+    weir_verifier::verify(program, options)
+}
+
+/// The helper ids a program of `prog_type` runs with in `weir run` (every helper weir
+/// runs, for the verifier's `Options::helpers`).
+pub fn runtime_helpers(prog_type: ProgType) -> Vec<u32> {
+    weir_helpers::bindings(prog_type).helpers().iter().map(|h| h.id).collect()
 }

@@ -37,7 +37,37 @@ pub struct Object {
     maps: Vec<Arc<Map>>,
 }
 
+impl ObjectProgram {
+    /// The program as the object holds it (map references as `lddw map_idx`, before
+    /// loading resolves them): what the verifier checks.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+}
+
 impl Object {
+    /// Verifies program `entry` as the kernel would load it (its program type, the helpers
+    /// weir runs for it).
+    pub fn verify(
+        &self,
+        entry: usize,
+        log: bool,
+    ) -> Result<weir_verifier::Proof, weir_verifier::Rejection> {
+        let p = self.programs.get(entry).ok_or_else(|| weir_verifier::Rejection {
+            pc: 0,
+            rule: weir_verifier::Rule::Structure,
+            message: "no such program".into(),
+            trace: Vec::new(),
+        })?;
+        let options = weir_verifier::Options {
+            prog_type: Some(p.prog_type),
+            helpers: Some(crate::runtime_helpers(p.prog_type)),
+            log,
+            ..weir_verifier::Options::default()
+        };
+        weir_verifier::verify(&p.program, &options)
+    }
+
     /// Parses `bytes`, creates every map (global data with its initial contents).
     pub fn open(bytes: &[u8]) -> Result<Object, String> {
         let spec = ObjectSpec::parse(bytes).map_err(|e| e.to_string())?;

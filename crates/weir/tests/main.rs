@@ -3,3 +3,6 @@
 
 mod kernel;
 mod verifier_corpus;
+mod verify;
+mod verify_kernel;
+mod verify_soundness;

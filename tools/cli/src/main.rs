@@ -1,6 +1,6 @@
 //! `weir`: the command-line face of weir. Today: filter capture files with tcpdump
 //! expressions and print the programs they compile to; assemble, disassemble and run eBPF
-//! programs; classic BPF tools; and the plugin protocol of the common eBPF conformance
+//! programs; prove them safe (`verify`); classic BPF tools; and the plugin protocol of the common eBPF conformance
 //! runners.
 //!
 //! ```text
@@ -25,6 +25,7 @@ mod out;
 mod plugin;
 mod run;
 mod tcpdump_flags;
+mod verify;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -89,10 +90,17 @@ enum Command {
         /// mismatch.
         #[arg(long)]
         check: bool,
+        /// Run without proving the program safe first (the engines check every access
+        /// at run time either way).
+        #[arg(long)]
+        no_verify: bool,
     },
     /// Run a clang-built BPF object's program (XDP, tc, socket filter) with its maps over
     /// every packet of a capture: verdicts, the packets it passes, the maps.
     Run(Box<objrun::RunArgs>),
+    /// Prove a program safe as the kernel's verifier would (exit 0), or say where and why
+    /// not (exit 1); 2 when the input cannot be read.
+    Verify(verify::VerifyArgs),
     /// Classic BPF: check, run over a capture, reformat.
     #[command(subcommand)]
     Cbpf(cbpf::CbpfCommand),
@@ -127,9 +135,15 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench(&args),
         Command::Asm { file, output, words } => run::asm(&file, output.as_deref(), words),
         Command::Disasm { file, listing } => run::disasm(&file, listing),
-        Command::Exec { file, mem, engine, explain, budget, check } => {
-            run::exec(&file, mem.as_deref(), run::EngineRequest { engine, explain }, budget, check)
-        }
+        Command::Exec { file, mem, engine, explain, budget, check, no_verify } => run::exec(
+            &file,
+            mem.as_deref(),
+            run::EngineRequest { engine, explain },
+            budget,
+            check,
+            !no_verify,
+        ),
+        Command::Verify(args) => verify::run(args),
         Command::Cbpf(command) => cbpf::run(command),
         Command::Run(args) => objrun::run(*args),
         Command::ConformancePlugin(args) => return plugin::finish(plugin::run(&args)),

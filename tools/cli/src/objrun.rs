@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// Say on standard error which engine runs the program, and why.
     #[arg(long)]
     pub explain: bool,
+    /// Run without proving the program safe first (the engines check every access at run
+    /// time either way).
+    #[arg(long)]
+    pub no_verify: bool,
 }
 
 /// The name of a return value for the summary.
@@ -96,6 +100,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         object.load_maps_json(&text).map_err(|e| format!("{}: {e}", maps_in.display()))?;
     }
     let entry = object.entry(args.prog.as_deref(), args.section.as_deref())?;
+    if !args.no_verify {
+        let proof = object.verify(entry, false).map_err(|r| {
+            format!(
+                "verify: {} (run with --no-verify to run it anyway)",
+                crate::verify::describe(&r)
+            )
+        })?;
+        if args.explain {
+            eprint!("{}", crate::verify::explain(&proof));
+        }
+    }
     let mut loaded = object.load(entry, args.engine, 0)?;
     if args.explain {
         eprintln!("{}", loaded.choice());

@@ -134,6 +134,7 @@ pub fn exec(
     engine: EngineRequest,
     budget: Option<u64>,
     check: bool,
+    verify: bool,
 ) -> Result<ExitCode, String> {
     let bytes = input::read(path)?;
     let format = input::detect(&bytes);
@@ -168,6 +169,25 @@ pub fn exec(
     };
     if let Some(mem_hex) = mem_hex {
         mem = hex::parse_bytes(mem_hex).map_err(|e| format!("--mem: {e}"))?;
+    }
+    let mut program = program;
+    if verify {
+        let proof = crate::verify::before_exec(program.program(), mem.len());
+        match (proof, check, &expect) {
+            (Ok(proof), _, _) => {
+                if engine.explain {
+                    eprint!("{}", crate::verify::explain(&proof));
+                }
+                // The engines get the proven program (its facts are their seam to drop
+                // checks; they keep them all today).
+                program = proof
+                    .into_verified(program.into_program())
+                    .map_err(|e| format!("{}: validation: {e}", path.display()))?;
+            }
+            // A case that expects an error may expect this one.
+            (Err(e), true, Some(expect)) => return check_outcome(expect, Err(e)),
+            (Err(e), _, _) => return Err(format!("{}: {e}", path.display())),
+        }
     }
     let outcome = run_on(engine, &program, &mut mem, budget);
     match (check, expect) {

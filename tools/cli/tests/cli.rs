@@ -64,11 +64,12 @@ fn assembly_errors_point_at_the_column() {
 #[test]
 fn traps_and_budgets_are_errors_not_hangs() {
     let path = scratch("loop.s", b"mov %r0, 0\nloop:\nadd %r0, 1\nja loop\n");
-    let out = weir(&["exec", "--budget", "1000", path.to_str().unwrap()]);
+    // Runtime traps: the verifier would refuse both programs first.
+    let out = weir(&["exec", "--no-verify", "--budget", "1000", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("instruction budget exhausted"));
     let path = scratch("oob.s", b"ldxw %r0, [%r1+4]\nexit\n");
-    let out = weir(&["exec", "--mem", "01 02 03 04", path.to_str().unwrap()]);
+    let out = weir(&["exec", "--no-verify", "--mem", "01 02 03 04", path.to_str().unwrap()]);
     assert!(text(&out.stderr).contains("out of bounds at instruction 0"), "{}", text(&out.stderr));
 }
 

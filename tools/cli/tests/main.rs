@@ -13,3 +13,4 @@ mod plugin;
 mod rejects_all;
 mod run;
 mod tcpdump_habits;
+mod verify;

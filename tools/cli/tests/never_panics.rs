@@ -241,7 +241,7 @@ fn command_line(
         args.extend(items.iter().map(|s| s.to_string()));
     };
     let output = out_dir.join(&format!("out-{case}")).display().to_string();
-    match rng.below(11) {
+    match rng.below(12) {
         0 | 1 => {
             push(&mut args, &["filter"]);
             let read = if rng.chance(10) {
@@ -393,6 +393,33 @@ fn command_line(
                 pick(rng, &inputs.any)
             };
             args.push(file.to_string());
+        }
+        10 => {
+            push(&mut args, &["verify"]);
+            if rng.chance(40) {
+                push(&mut args, &["--type", pick_str(rng, &["xdp", "tc", "socket", "x"])]);
+            }
+            if rng.chance(30) {
+                push(&mut args, &["--log"]);
+            }
+            if rng.chance(20) {
+                push(&mut args, &["--mem-len", pick_str(rng, &["0", "16", "-1", "x"])]);
+            }
+            // Objects (whole, damaged) and every program file kind.
+            let objects = ["xdp_counter.o", "calls.o", "ringbuf.o", "tc_fields.o"];
+            let object = repo(&format!("testdata/bpf/{}", pick_str(rng, &objects)));
+            let file = match rng.below(3) {
+                0 => object.display().to_string(),
+                1 => {
+                    let bytes = std::fs::read(&object).unwrap_or_default();
+                    write(out_dir, &format!("damaged-{case}.o"), &damage(rng, &bytes))
+                }
+                _ => pick(rng, &inputs.programs).to_string(),
+            };
+            if file.ends_with(".o") && rng.chance(50) {
+                push(&mut args, &["--prog", pick_str(rng, &["xdp_calls", "tc_calls", "nope"])]);
+            }
+            args.push(file);
         }
         _ => {
             push(&mut args, &["conformance-plugin"]);

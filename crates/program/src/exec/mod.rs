@@ -7,6 +7,8 @@
 //! - [`Limits`]: stack per frame, call depth, instruction budget, and the [`StackShape`]
 //!   every engine derives from them;
 //! - [`guest`]: the guest address map;
+//! - [`alu`]: eBPF's concrete arithmetic where it differs from Rust's operators (division
+//!   by zero, signed overflow, masked shifts), shared by the engines and the verifier;
 //! - [`Engine`] / [`Prepared`]: a typed engine (its own program and cache types, no dynamic
 //!   dispatch on the hot path), and [`DynEngine`] / [`Session`], the same behind `dyn`, for
 //!   tables of engines.
@@ -24,6 +26,7 @@
 //! assert_eq!(input.entry_args(), (guest::MEM_BASE, 8));
 //! ```
 
+pub mod alu;
 pub mod guest;
 
 use crate::abi::{Bindings, ContextLayout, FieldKind, RunEnv};

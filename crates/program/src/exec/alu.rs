@@ -1,24 +1,26 @@
 //! The arithmetic whose eBPF meaning differs from Rust's operators: division and remainder
 //! by zero, the signed overflow case, and masked shifts. Kept apart from the run loop so each
-//! rule is written once and read in one place (RFC 9669, section 4.1).
+//! rule is written once and read in one place (RFC 9669, section 4.1). The interpreter runs
+//! these functions, and the verifier's value domain is tested against them, so the domain is
+//! sound for exactly what the engines compute.
 //!
 //! 32-bit functions take and return `u32`; the caller zero-extends into the register.
 
 /// Unsigned division; by zero gives 0.
 #[inline(always)]
-pub(crate) fn div64(a: u64, b: u64) -> u64 {
+pub fn div64(a: u64, b: u64) -> u64 {
     a.checked_div(b).unwrap_or(0)
 }
 
 /// Unsigned remainder; by zero leaves the dividend.
 #[inline(always)]
-pub(crate) fn mod64(a: u64, b: u64) -> u64 {
+pub fn mod64(a: u64, b: u64) -> u64 {
     a.checked_rem(b).unwrap_or(a)
 }
 
 /// Signed division; by zero gives 0, `i64::MIN / -1` gives `i64::MIN`.
 #[inline(always)]
-pub(crate) fn sdiv64(a: u64, b: u64) -> u64 {
+pub fn sdiv64(a: u64, b: u64) -> u64 {
     if b == 0 {
         return 0;
     }
@@ -29,7 +31,7 @@ pub(crate) fn sdiv64(a: u64, b: u64) -> u64 {
 /// Signed remainder, truncating (sign of the dividend); by zero leaves the dividend,
 /// `i64::MIN % -1` is 0.
 #[inline(always)]
-pub(crate) fn smod64(a: u64, b: u64) -> u64 {
+pub fn smod64(a: u64, b: u64) -> u64 {
     if b == 0 {
         return a;
     }
@@ -38,17 +40,17 @@ pub(crate) fn smod64(a: u64, b: u64) -> u64 {
 }
 
 #[inline(always)]
-pub(crate) fn div32(a: u32, b: u32) -> u32 {
+pub fn div32(a: u32, b: u32) -> u32 {
     a.checked_div(b).unwrap_or(0)
 }
 
 #[inline(always)]
-pub(crate) fn mod32(a: u32, b: u32) -> u32 {
+pub fn mod32(a: u32, b: u32) -> u32 {
     a.checked_rem(b).unwrap_or(a)
 }
 
 #[inline(always)]
-pub(crate) fn sdiv32(a: u32, b: u32) -> u32 {
+pub fn sdiv32(a: u32, b: u32) -> u32 {
     if b == 0 {
         return 0;
     }
@@ -57,7 +59,7 @@ pub(crate) fn sdiv32(a: u32, b: u32) -> u32 {
 }
 
 #[inline(always)]
-pub(crate) fn smod32(a: u32, b: u32) -> u32 {
+pub fn smod32(a: u32, b: u32) -> u32 {
     if b == 0 {
         return a;
     }
@@ -69,31 +71,31 @@ pub(crate) fn smod32(a: u32, b: u32) -> u32 {
 // exactly the eBPF rule; truncating the amount to u32 first keeps those low bits.
 
 #[inline(always)]
-pub(crate) fn lsh64(a: u64, b: u64) -> u64 {
+pub fn lsh64(a: u64, b: u64) -> u64 {
     a.wrapping_shl(b as u32)
 }
 
 #[inline(always)]
-pub(crate) fn rsh64(a: u64, b: u64) -> u64 {
+pub fn rsh64(a: u64, b: u64) -> u64 {
     a.wrapping_shr(b as u32)
 }
 
 #[inline(always)]
-pub(crate) fn arsh64(a: u64, b: u64) -> u64 {
+pub fn arsh64(a: u64, b: u64) -> u64 {
     (a as i64).wrapping_shr(b as u32) as u64
 }
 
 #[inline(always)]
-pub(crate) fn lsh32(a: u32, b: u32) -> u32 {
+pub fn lsh32(a: u32, b: u32) -> u32 {
     a.wrapping_shl(b)
 }
 
 #[inline(always)]
-pub(crate) fn rsh32(a: u32, b: u32) -> u32 {
+pub fn rsh32(a: u32, b: u32) -> u32 {
     a.wrapping_shr(b)
 }
 
 #[inline(always)]
-pub(crate) fn arsh32(a: u32, b: u32) -> u32 {
+pub fn arsh32(a: u32, b: u32) -> u32 {
     (a as i32).wrapping_shr(b) as u32
 }

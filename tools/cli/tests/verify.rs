@@ -1,0 +1,102 @@
+//! `weir verify`, and the check `weir exec` and `weir run` make before running.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn weir(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
+}
+
+fn repo(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path).display().to_string()
+}
+
+fn scratch(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("weir-verify-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn accepted_programs_exit_0_with_a_summary() {
+    let out = weir(&["verify", &repo("testdata/bpf/xdp_counter.o")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("accepted as xdp"), "{}", text(&out.stdout));
+    let out = weir(&["verify", "--prog", "tc_calls", &repo("testdata/bpf/calls.o")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = weir(&["verify", &repo("testdata/samples/ipv4-header-checksum.data")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn rejected_programs_exit_1_with_the_place_and_the_reason() {
+    let path = scratch("oob.s", "ldxw %r2, [%r1+0]\nldxb %r0, [%r2+0]\nexit\n");
+    let out = weir(&["verify", "--type", "xdp", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("weir: verify: 1: invalid access to packet"), "{err}");
+    assert!(!err.contains("state at"), "{err}");
+    // --log adds the path and the state.
+    let out = weir(&["verify", "--log", "--type", "xdp", path.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert!(err.contains("state at 1: R1=ctx() R2=pkt(r=0)"), "{err}");
+    // A structurally invalid program is a rejection too.
+    let out = weir(&["verify", &repo("testdata/conformance/err-write-r10-mov.data")]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+#[test]
+fn unreadable_input_exits_2() {
+    let out = weir(&["verify", "/nonexistent/prog.o"]);
+    assert_eq!(out.status.code(), Some(2));
+    let path = scratch("bad.s", "frobnicate %r0\n");
+    assert_eq!(weir(&["verify", path.to_str().unwrap()]).status.code(), Some(2));
+    let out = weir(&["verify", "--prog", "nope", &repo("testdata/bpf/calls.o")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("xdp_calls"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn exec_verifies_first_unless_told_not_to() {
+    let path = scratch("div.s", "mov %r0, 1\ndiv %r0, 0\nexit\n");
+    let out = weir(&["exec", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("verify: 1: div by zero"), "{}", text(&out.stderr));
+    let out = weir(&["exec", "--no-verify", path.to_str().unwrap()]);
+    assert_eq!(text(&out.stdout), "0x0\n", "{}", text(&out.stderr));
+    let out = weir(&["exec", "--explain", &repo("testdata/samples/ipv4-header-checksum.data")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("weir: verified: accepted"), "{}", text(&out.stderr));
+    // A .data case that expects an error may expect the verifier's.
+    let case = scratch("div.data", "-- asm\nmov %r0, 1\ndiv %r0, 0\nexit\n-- error\ndiv by zero\n");
+    let out = weir(&["exec", "--check", case.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn run_verifies_the_object_first() {
+    let sample = repo("testdata/captures/sample.pcap");
+    let object = repo("testdata/bpf/xdp_counter.o");
+    let out = weir(&["run", "--explain", "--verdicts", "-r", &sample, &object]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("weir: verified: accepted as xdp"), "{}", text(&out.stderr));
+    let out = weir(&["run", "--explain", "--no-verify", "--verdicts", "-r", &sample, &object]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("verified"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn listings_bring_their_type_and_maps() {
+    let out = weir(&["verify", &repo("testdata/verifier/atomic-02-ok.s")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("accepted as xdp"), "{}", text(&out.stdout));
+    let out = weir(&["verify", &repo("testdata/verifier/stack-align-01-bad.s")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("misaligned stack access"), "{}", text(&out.stderr));
+}
