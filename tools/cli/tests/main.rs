@@ -3,6 +3,7 @@
 //! `cargo test --release -p weir-cli --test integration MODULE::`.
 
 mod cli;
+mod compile_object;
 mod filter;
 mod lines;
 mod live;
