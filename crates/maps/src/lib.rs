@@ -382,7 +382,8 @@ impl Map {
         match &self.kind {
             Kind::Array(a) => a.lookup(key, 0),
             Kind::PercpuArray(a) => a.lookup(key, cpu),
-            Kind::Hash(h) => h.lookup(key, cpu),
+            // A shared (not per-CPU) hash has one value, whichever worker asks.
+            Kind::Hash(h) => h.lookup(key, if self.is_percpu() { cpu } else { 0 }),
             Kind::Slots(s) => s.lookup(key),
             Kind::Lpm(t) => t.lookup(key),
             Kind::Queue(_) | Kind::Ring(_) => None,

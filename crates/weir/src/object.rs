@@ -38,12 +38,19 @@ pub struct Object {
 }
 
 impl Object {
-    /// Parses `bytes`, creates every map (global data with its initial contents).
+    /// Parses `bytes`, creates every map (global data with its initial contents), for one
+    /// worker.
     pub fn open(bytes: &[u8]) -> Result<Object, String> {
+        Object::open_with_cpus(bytes, 1)
+    }
+
+    /// [`Object::open`] for `cpus` workers: per-CPU maps get a copy per worker (load each
+    /// worker's program with its index as `cpu`); the other maps are shared.
+    pub fn open_with_cpus(bytes: &[u8], cpus: usize) -> Result<Object, String> {
         let spec = ObjectSpec::parse(bytes).map_err(|e| e.to_string())?;
         let mut maps = Vec::new();
         for m in &spec.maps {
-            let map = Map::create(&m.spec, 1)
+            let map = Map::create(&m.spec, cpus)
                 .map_err(|e| format!("map `{}`: cannot create it: {e}", m.spec.name))?;
             if let Some(initial) = &m.initial {
                 let mut value = initial.clone();

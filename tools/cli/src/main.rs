@@ -25,6 +25,7 @@ mod out;
 mod plugin;
 mod run;
 mod tcpdump_flags;
+mod workers;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use weir::{Engine, Object, ProgType};
+use weir::{Engine, Object, ProgType, Verdict};
 use weir_runtime::capture::{CaptureReader, CaptureWriter};
 use weir_runtime::source::{Packet, PacketSource};
 
@@ -38,7 +38,8 @@ pub struct RunArgs {
     /// Write every map's contents as JSON here at the end.
     #[arg(long)]
     pub maps_out: Option<PathBuf>,
-    /// Workers (per-CPU map copies).
+    /// Workers (threads; per-CPU maps have a copy per worker, other maps are shared):
+    /// packets go to workers by a symmetric flow hash, output stays in record order.
     #[arg(long, default_value_t = 1)]
     pub cpus: usize,
     /// Run on this engine (jit, interp).
@@ -79,28 +80,103 @@ fn passes(prog_type: ProgType, ret: u64) -> bool {
     }
 }
 
+/// Most workers `--cpus` takes.
+const MAX_CPUS: usize = 256;
+
+/// Where verdicts go: the summary's counts, `--verdicts` lines, `-w`.
+struct Sink<'w, W: Write> {
+    out: W,
+    verdicts: bool,
+    writer: Option<&'w mut CaptureWriter>,
+    prog_type: ProgType,
+    counts: BTreeMap<u64, u64>,
+    kept_bytes: u64,
+}
+
+impl<W: Write> Sink<'_, W> {
+    /// One packet's verdict; `out_packet` is the packet as the program left it (with the
+    /// record's metadata), `len` the captured length it came in with.
+    fn record(
+        &mut self,
+        out_packet: &Packet<'_>,
+        len: usize,
+        verdict: &Verdict,
+    ) -> Result<(), String> {
+        *self.counts.entry(verdict.ret).or_default() += 1;
+        if self.prog_type == ProgType::SocketFilter {
+            self.kept_bytes += verdict.ret.min(len.saturating_sub(14) as u64);
+        }
+        if self.verdicts {
+            writeln!(self.out, "{} {}", out_packet.index, verdict.ret as i64)
+                .map_err(|e| e.to_string())?;
+        }
+        if let Some(w) = &mut self.writer {
+            if passes(self.prog_type, verdict.ret) {
+                w.write(out_packet).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A record's metadata, carried beside its bytes to a worker and back.
+struct Meta {
+    index: u64,
+    len: usize,
+    ts_sec: u64,
+    ts_nsec: u32,
+    linktype: u32,
+    interface: u32,
+    offset: u64,
+}
+
+impl Meta {
+    fn of(p: &Packet<'_>) -> Meta {
+        Meta {
+            index: p.index,
+            len: p.data.len(),
+            ts_sec: p.ts_sec,
+            ts_nsec: p.ts_nsec,
+            linktype: p.linktype,
+            interface: p.interface,
+            offset: p.offset,
+        }
+    }
+
+    /// The packet as the program left it, with this record's metadata.
+    fn packet<'a>(&self, data: &'a [u8]) -> Packet<'a> {
+        Packet {
+            index: self.index,
+            data,
+            wire_len: data.len() as u32,
+            ts_sec: self.ts_sec,
+            ts_nsec: self.ts_nsec,
+            linktype: self.linktype,
+            interface: self.interface,
+            offset: self.offset,
+            stored: None,
+        }
+    }
+}
+
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     if args.interface.is_some() {
         return Err("weir run -i: live interfaces are not supported yet; use -r".into());
     }
-    if args.cpus != 1 {
-        return Err("weir run --cpus: only one worker is supported yet".into());
+    if args.cpus == 0 || args.cpus > MAX_CPUS {
+        return Err(format!("weir run --cpus: 1 to {MAX_CPUS} workers"));
     }
     let path = args.read.as_ref().ok_or("weir run needs -r CAPTURE")?;
     let bytes =
         std::fs::read(&args.object).map_err(|e| format!("{}: {e}", args.object.display()))?;
-    let object = Object::open(&bytes).map_err(|e| format!("{}: {e}", args.object.display()))?;
+    let object = Object::open_with_cpus(&bytes, args.cpus)
+        .map_err(|e| format!("{}: {e}", args.object.display()))?;
     if let Some(maps_in) = &args.maps_in {
         let text =
             std::fs::read_to_string(maps_in).map_err(|e| format!("{}: {e}", maps_in.display()))?;
         object.load_maps_json(&text).map_err(|e| format!("{}: {e}", maps_in.display()))?;
     }
     let entry = object.entry(args.prog.as_deref(), args.section.as_deref())?;
-    let mut loaded = object.load(entry, args.engine, 0)?;
-    if args.explain {
-        eprintln!("{}", loaded.choice());
-    }
-    let prog_type = loaded.prog_type();
     let mut reader = CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut writer = match &args.write {
         Some(out) => Some(
@@ -110,33 +186,52 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         None => None,
     };
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut kept_bytes = 0u64;
-    while let Some(packet) = reader.next_packet() {
-        let packet = packet.map_err(|e| format!("{}: {e}", path.display()))?;
-        let verdict = loaded
-            .run(packet.data)
-            .map_err(|t| format!("packet {}: the program trapped: {t}", packet.index))?;
-        *counts.entry(verdict.ret).or_default() += 1;
-        if prog_type == ProgType::SocketFilter {
-            kept_bytes += verdict.ret.min(packet.data.len().saturating_sub(14) as u64);
-        }
-        if args.verdicts {
-            writeln!(out, "{} {}", packet.index, verdict.ret as i64).map_err(|e| e.to_string())?;
-        }
-        if let Some(w) = &mut writer {
-            if passes(prog_type, verdict.ret) {
-                let fresh = Packet {
-                    data: &verdict.packet,
-                    wire_len: verdict.packet.len() as u32,
-                    stored: None,
-                    ..packet
-                };
-                w.write(&fresh).map_err(|e| e.to_string())?;
+    let mut sink = Sink {
+        out: std::io::BufWriter::new(stdout.lock()),
+        verdicts: args.verdicts,
+        writer: writer.as_mut(),
+        prog_type: ProgType::Xdp,
+        counts: BTreeMap::new(),
+        kept_bytes: 0,
+    };
+    if args.cpus > 1 {
+        let next = || match reader.next_packet() {
+            None => Ok(None),
+            Some(Err(e)) => Err(format!("{}: {e}", path.display())),
+            Some(Ok(p)) => Ok(Some((p.data.to_vec(), p.index, Meta::of(&p)))),
+        };
+        let loaded = |l: &crate::workers::Loaded| {
+            if args.explain {
+                eprintln!("{}", l.choice);
             }
+            Ok(())
+        };
+        let prog_type = object.programs().get(entry).map(|p| p.prog_type).ok_or("no entry")?;
+        sink.prog_type = prog_type;
+        crate::workers::run(&object, entry, args.engine, args.cpus, next, loaded, |m, v| {
+            sink.record(&m.packet(&v.packet), m.len, &v)
+        })?;
+    } else {
+        let mut loaded = object.load(entry, args.engine, 0)?;
+        if args.explain {
+            eprintln!("{}", loaded.choice());
+        }
+        sink.prog_type = loaded.prog_type();
+        while let Some(packet) = reader.next_packet() {
+            let packet = packet.map_err(|e| format!("{}: {e}", path.display()))?;
+            let verdict = loaded
+                .run(packet.data)
+                .map_err(|t| format!("packet {}: the program trapped: {t}", packet.index))?;
+            let fresh = Packet {
+                data: &verdict.packet,
+                wire_len: verdict.packet.len() as u32,
+                stored: None,
+                ..packet
+            };
+            sink.record(&fresh, packet.data.len(), &verdict)?;
         }
     }
+    let Sink { mut out, counts, kept_bytes, prog_type, .. } = sink;
     if !args.verdicts {
         if prog_type == ProgType::SocketFilter {
             let dropped = counts.get(&0).copied().unwrap_or(0);

@@ -12,4 +12,5 @@ mod output;
 mod plugin;
 mod rejects_all;
 mod run;
+mod run_cpus;
 mod tcpdump_habits;

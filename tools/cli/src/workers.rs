@@ -1,0 +1,210 @@
+//! `weir run --cpus N`: N worker threads, each with its own loaded program (worker `i`
+//! is CPU `i`: its own copy of every per-CPU map; the other maps are shared, as the
+//! kernel's are between CPUs).
+//!
+//! Packets go to workers by a **flow hash**, as a NIC's receive-side scaling spreads them
+//! over CPUs: every packet of a flow (the IPv4/IPv6 addresses, protocol and TCP/UDP/SCTP
+//! ports; for other frames, the Ethernet addresses) goes to the same worker, so a program
+//! that keeps per-flow state in a per-CPU map sees the whole flow, in order, as it would
+//! behind RSS. The hash is symmetric (both directions of a connection go to one worker,
+//! what symmetric RSS is configured for). Round-robin would balance better but splits
+//! every flow over all workers.
+//!
+//! The reader (the calling thread) reads a batch of packets, hands each worker its share,
+//! waits for all of them, and gives the verdicts back in record order, so `--verdicts`
+//! lines and `-w` output are in record order whatever the worker count.
+
+use std::sync::mpsc;
+
+use weir::{Engine, Object, Verdict};
+
+/// Packets read per batch (each worker gets its share of them).
+const BATCH: usize = 2048;
+
+/// What the workers said when they loaded the program.
+pub struct Loaded {
+    /// `--explain`'s line (worker 0's engine choice).
+    pub choice: String,
+}
+
+/// Which of `workers` workers takes `frame`.
+pub fn flow_worker(frame: &[u8], workers: usize) -> usize {
+    if workers <= 1 {
+        return 0;
+    }
+    (flow_hash(frame) % workers as u64) as usize
+}
+
+fn mix(h: u64, bytes: &[u8]) -> u64 {
+    // FNV-1a: enough spread for picking among a few workers.
+    bytes.iter().fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// A symmetric hash of the frame's flow: the two endpoints are put in order first.
+fn flow_hash(frame: &[u8]) -> u64 {
+    const SEED: u64 = 0xcbf2_9ce4_8422_2325;
+    let get = |r: std::ops::Range<usize>| frame.get(r).unwrap_or_default();
+    let mut off = 12;
+    let mut ethertype = u16::from_be_bytes([
+        get(off..off + 1).first().copied().unwrap_or(0),
+        get(off + 1..off + 2).first().copied().unwrap_or(0),
+    ]);
+    // One 802.1Q / 802.1ad tag.
+    if ethertype == 0x8100 || ethertype == 0x88a8 {
+        off += 4;
+        let t = get(off..off + 2);
+        ethertype = if t.len() == 2 { u16::from_be_bytes([t[0], t[1]]) } else { 0 };
+    }
+    let l3 = off + 2;
+    let (proto, a, b, l4) = match ethertype {
+        0x0800 => {
+            let ihl = usize::from(get(l3..l3 + 1).first().copied().unwrap_or(0) & 0x0f) * 4;
+            let frag = get(l3 + 6..l3 + 8);
+            let first = frag.len() == 2 && (u16::from_be_bytes([frag[0], frag[1]]) & 0x1fff) == 0;
+            let proto = get(l3 + 9..l3 + 10).first().copied().unwrap_or(0);
+            (proto, get(l3 + 12..l3 + 16), get(l3 + 16..l3 + 20), first.then_some(l3 + ihl))
+        }
+        0x86dd => {
+            let proto = get(l3 + 6..l3 + 7).first().copied().unwrap_or(0);
+            (proto, get(l3 + 8..l3 + 24), get(l3 + 24..l3 + 40), Some(l3 + 40))
+        }
+        _ => {
+            let (x, y) = (get(0..6), get(6..12));
+            let (lo, hi) = if x <= y { (x, y) } else { (y, x) };
+            return mix(mix(SEED, lo), hi);
+        }
+    };
+    let ports = match (proto, l4) {
+        (6 | 17 | 132, Some(at)) => Some((get(at..at + 2), get(at + 2..at + 4))),
+        _ => None,
+    };
+    let (pa, pb) = ports.unwrap_or_default();
+    // Endpoint order: (address, port) pairs compared as a whole.
+    let ((a, pa), (b, pb)) =
+        if (a, pa) <= (b, pb) { ((a, pa), (b, pb)) } else { ((b, pb), (a, pa)) };
+    [&[proto][..], a, pa, b, pb].iter().fold(SEED, |h, part| mix(h, part))
+}
+
+/// One packet's place in its batch and its bytes.
+type Job = (usize, Vec<u8>);
+
+/// A worker's answer for its share of a batch: the verdicts, or the first trap (place in
+/// the batch, the trap).
+type Answer = Result<Vec<(usize, Verdict)>, (usize, String)>;
+
+/// Runs program `entry` of `object` on `cpus` workers over the frames `next` gives
+/// (`None`: the end; each with the record index, for errors, and what `done` needs),
+/// calling `loaded` once the workers have loaded the program and `done` with each
+/// frame's verdict, in record order. A trap ends the run with the error of the first
+/// trapped record, after the verdicts of the records before it (packets of other workers
+/// later in the same batch have run, and their map updates stay).
+pub fn run<M>(
+    object: &Object,
+    entry: usize,
+    engine: Option<Engine>,
+    cpus: usize,
+    mut next: impl FnMut() -> Result<Option<(Vec<u8>, u64, M)>, String>,
+    mut loaded: impl FnMut(&Loaded) -> Result<(), String>,
+    mut done: impl FnMut(M, Verdict) -> Result<(), String>,
+) -> Result<(), String> {
+    std::thread::scope(|scope| {
+        let (results_tx, results) = mpsc::channel::<Answer>();
+        let (hello_tx, hello) = mpsc::channel::<Result<Loaded, String>>();
+        let mut senders = Vec::new();
+        for cpu in 0..cpus {
+            let (tx, rx) = mpsc::channel::<Vec<Job>>();
+            senders.push(tx);
+            let results_tx = results_tx.clone();
+            let hello_tx = hello_tx.clone();
+            scope.spawn(move || {
+                let mut program = match object.load(entry, engine, cpu) {
+                    Ok(p) => {
+                        let _ = hello_tx.send(Ok(Loaded { choice: p.choice().to_string() }));
+                        p
+                    }
+                    Err(e) => {
+                        let _ = hello_tx.send(Err(format!("worker {cpu}: {e}")));
+                        return;
+                    }
+                };
+                for batch in rx {
+                    let mut out = Vec::with_capacity(batch.len());
+                    let mut msg = Ok(());
+                    for (pos, data) in batch {
+                        match program.run(&data) {
+                            Ok(v) => out.push((pos, v)),
+                            Err(t) => {
+                                msg = Err((pos, t.to_string()));
+                                break;
+                            }
+                        }
+                    }
+                    let msg = msg.map(|()| out);
+                    if results_tx.send(msg).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop((results_tx, hello_tx));
+        for i in 0..cpus {
+            let l = hello.recv().map_err(|_| "a worker ended before loading".to_string())??;
+            if i == 0 {
+                loaded(&l)?;
+            }
+        }
+        let mut frames: Vec<(Vec<u8>, u64, M)> = Vec::with_capacity(BATCH);
+        loop {
+            while frames.len() < BATCH {
+                match next()? {
+                    Some(f) => frames.push(f),
+                    None => break,
+                }
+            }
+            if frames.is_empty() {
+                break;
+            }
+            let mut shares: Vec<Vec<Job>> = (0..cpus).map(|_| Vec::new()).collect();
+            for (pos, (data, _, _)) in frames.iter_mut().enumerate() {
+                let w = flow_worker(data, cpus);
+                shares[w].push((pos, std::mem::take(data)));
+            }
+            let mut busy = 0;
+            for (share, tx) in shares.into_iter().zip(&senders) {
+                if !share.is_empty() {
+                    tx.send(share).map_err(|_| "a worker ended early".to_string())?;
+                    busy += 1;
+                }
+            }
+            let mut verdicts: Vec<Option<Verdict>> = (0..frames.len()).map(|_| None).collect();
+            let mut trap: Option<(usize, String)> = None;
+            for _ in 0..busy {
+                match results.recv().map_err(|_| "a worker ended early".to_string())? {
+                    Ok(out) => {
+                        for (pos, v) in out {
+                            verdicts[pos] = Some(v);
+                        }
+                    }
+                    Err((pos, t)) => {
+                        if trap.as_ref().is_none_or(|(p, _)| pos < *p) {
+                            trap = Some((pos, t));
+                        }
+                    }
+                }
+            }
+            // Record order, up to the first trapped record.
+            for (pos, ((_, index, meta), v)) in frames.drain(..).zip(verdicts).enumerate() {
+                if let Some((tpos, t)) = &trap {
+                    if pos == *tpos {
+                        return Err(format!("packet {index}: the program trapped: {t}"));
+                    }
+                }
+                // (None: after a trapped packet in the same worker's share.)
+                if let Some(v) = v {
+                    done(meta, v)?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
