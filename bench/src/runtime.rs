@@ -50,6 +50,9 @@ pub struct RuntimeArgs {
     /// The weir binary for the end-to-end row (default: target/release/weir).
     #[arg(long)]
     pub weir: Option<PathBuf>,
+    /// Run only these parts (comma-separated: load, lookups, per-packet, e2e).
+    #[arg(long, value_delimiter = ',', value_name = "PARTS")]
+    pub only: Vec<String>,
     /// Write bench/records/<date>-runtime.txt.
     #[arg(long)]
     pub record: bool,
@@ -100,10 +103,19 @@ pub fn run(args: &RuntimeArgs, command: &str) -> Result<bool, String> {
         jit.map_or("unknown".into(), |j| j.to_string())
     ));
     let mut all_met = true;
-    all_met &= load(args, &mut log)?;
-    all_met &= lookups(args, &mut log)?;
-    all_met &= per_packet(args, &available, &mut log)?;
-    all_met &= end_to_end(args, &available, &mut log, &mut notes)?;
+    let part = |name: &str| args.only.is_empty() || args.only.iter().any(|p| p == name);
+    if part("load") {
+        all_met &= load(args, &mut log)?;
+    }
+    if part("lookups") {
+        all_met &= lookups(args, &mut log)?;
+    }
+    if part("per-packet") {
+        all_met &= per_packet(args, &available, &mut log)?;
+    }
+    if part("e2e") {
+        all_met &= end_to_end(args, &available, &mut log, &mut notes)?;
+    }
     log.line(format!("all goals met: {all_met}"));
     if args.record {
         let path = record::write("runtime", command, &notes, &log.lines)?;

@@ -208,11 +208,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         };
         let prog_type = object.programs().get(entry).map(|p| p.prog_type).ok_or("no entry")?;
         sink.prog_type = prog_type;
-        crate::workers::run(&object, entry, args.engine, args.cpus, next, loaded, |m, v| {
+        let plan = crate::workers::Plan {
+            entry,
+            engine: args.engine,
+            cpus: args.cpus,
+            keep_packets: args.write.is_some(),
+        };
+        crate::workers::run(&object, &plan, next, loaded, |m, v| {
             sink.record(&m.packet(&v.packet), m.len, &v)
         })?;
     } else {
         let mut loaded = object.load(entry, args.engine, 0)?;
+        loaded.keep_packets(args.write.is_some());
         if args.explain {
             eprintln!("{}", loaded.choice());
         }

@@ -85,6 +85,16 @@ fn flow_hash(frame: &[u8]) -> u64 {
     [&[proto][..], a, pa, b, pb].iter().fold(SEED, |h, part| mix(h, part))
 }
 
+/// What the workers run: program `entry` on `engine` (or the chosen one), `cpus` workers;
+/// `keep_packets`: whether verdicts carry the packet out (for `-w`).
+#[derive(Clone, Copy)]
+pub struct Plan {
+    pub entry: usize,
+    pub engine: Option<Engine>,
+    pub cpus: usize,
+    pub keep_packets: bool,
+}
+
 /// One packet's place in its batch and its bytes.
 type Job = (usize, Vec<u8>);
 
@@ -92,7 +102,7 @@ type Job = (usize, Vec<u8>);
 /// the batch, the trap).
 type Answer = Result<Vec<(usize, Verdict)>, (usize, String)>;
 
-/// Runs program `entry` of `object` on `cpus` workers over the frames `next` gives
+/// Runs `plan` over the frames `next` gives
 /// (`None`: the end; each with the record index, for errors, and what `done` needs),
 /// calling `loaded` once the workers have loaded the program and `done` with each
 /// frame's verdict, in record order. A trap ends the run with the error of the first
@@ -100,13 +110,12 @@ type Answer = Result<Vec<(usize, Verdict)>, (usize, String)>;
 /// later in the same batch have run, and their map updates stay).
 pub fn run<M>(
     object: &Object,
-    entry: usize,
-    engine: Option<Engine>,
-    cpus: usize,
+    plan: &Plan,
     mut next: impl FnMut() -> Result<Option<(Vec<u8>, u64, M)>, String>,
     mut loaded: impl FnMut(&Loaded) -> Result<(), String>,
     mut done: impl FnMut(M, Verdict) -> Result<(), String>,
 ) -> Result<(), String> {
+    let Plan { entry, engine, cpus, keep_packets } = *plan;
     std::thread::scope(|scope| {
         let (results_tx, results) = mpsc::channel::<Answer>();
         let (hello_tx, hello) = mpsc::channel::<Result<Loaded, String>>();
@@ -118,7 +127,8 @@ pub fn run<M>(
             let hello_tx = hello_tx.clone();
             scope.spawn(move || {
                 let mut program = match object.load(entry, engine, cpu) {
-                    Ok(p) => {
+                    Ok(mut p) => {
+                        p.keep_packets(keep_packets);
                         let _ = hello_tx.send(Ok(Loaded { choice: p.choice().to_string() }));
                         p
                     }
