@@ -380,7 +380,7 @@ impl Map {
     #[inline]
     pub fn lookup(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
         match &self.kind {
-            Kind::Array(a) => a.lookup(key, 0),
+            Kind::Array(a) => a.lookup_shared(key),
             Kind::PercpuArray(a) => a.lookup(key, cpu),
             // A shared (not per-CPU) hash has one value, whichever worker asks.
             Kind::Hash(h) => h.lookup(key, if self.is_percpu() { cpu } else { 0 }),
