@@ -1,4 +1,5 @@
 //! The crate's integration tests as one binary; run one with
 //! `cargo test --release -p weir --test integration MODULE::`.
 
+mod hash_recalc;
 mod kernel;

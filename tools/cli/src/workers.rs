@@ -2,9 +2,10 @@
 //! is CPU `i`: its own copy of every per-CPU map; the other maps are shared, as the
 //! kernel's are between CPUs).
 //!
-//! Packets go to workers by a **flow hash**, as a NIC's receive-side scaling spreads them
-//! over CPUs: every packet of a flow (the IPv4/IPv6 addresses, protocol and TCP/UDP/SCTP
-//! ports; for other frames, the Ethernet addresses) goes to the same worker, so a program
+//! Packets go to workers by a **flow hash** (`weir::flow_hash`, also what
+//! `bpf_get_hash_recalc` returns), as a NIC's receive-side scaling spreads them over CPUs:
+//! every packet of a flow (the IPv4/IPv6 addresses, protocol and TCP/UDP/SCTP ports; for
+//! other frames, the Ethernet addresses) goes to the same worker, so a program
 //! that keeps per-flow state in a per-CPU map sees the whole flow, in order, as it would
 //! behind RSS. The hash is symmetric (both directions of a connection go to one worker,
 //! what symmetric RSS is configured for). Round-robin would balance better but splits
@@ -27,62 +28,13 @@ pub struct Loaded {
     pub choice: String,
 }
 
-/// Which of `workers` workers takes `frame`.
+/// Which of `workers` workers takes `frame`: by [`weir::flow_hash`], the hash
+/// `bpf_get_hash_recalc` returns (symmetric flow keys).
 pub fn flow_worker(frame: &[u8], workers: usize) -> usize {
     if workers <= 1 {
         return 0;
     }
-    (flow_hash(frame) % workers as u64) as usize
-}
-
-fn mix(h: u64, bytes: &[u8]) -> u64 {
-    // FNV-1a: enough spread for picking among a few workers.
-    bytes.iter().fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-/// A symmetric hash of the frame's flow: the two endpoints are put in order first.
-fn flow_hash(frame: &[u8]) -> u64 {
-    const SEED: u64 = 0xcbf2_9ce4_8422_2325;
-    let get = |r: std::ops::Range<usize>| frame.get(r).unwrap_or_default();
-    let mut off = 12;
-    let mut ethertype = u16::from_be_bytes([
-        get(off..off + 1).first().copied().unwrap_or(0),
-        get(off + 1..off + 2).first().copied().unwrap_or(0),
-    ]);
-    // One 802.1Q / 802.1ad tag.
-    if ethertype == 0x8100 || ethertype == 0x88a8 {
-        off += 4;
-        let t = get(off..off + 2);
-        ethertype = if t.len() == 2 { u16::from_be_bytes([t[0], t[1]]) } else { 0 };
-    }
-    let l3 = off + 2;
-    let (proto, a, b, l4) = match ethertype {
-        0x0800 => {
-            let ihl = usize::from(get(l3..l3 + 1).first().copied().unwrap_or(0) & 0x0f) * 4;
-            let frag = get(l3 + 6..l3 + 8);
-            let first = frag.len() == 2 && (u16::from_be_bytes([frag[0], frag[1]]) & 0x1fff) == 0;
-            let proto = get(l3 + 9..l3 + 10).first().copied().unwrap_or(0);
-            (proto, get(l3 + 12..l3 + 16), get(l3 + 16..l3 + 20), first.then_some(l3 + ihl))
-        }
-        0x86dd => {
-            let proto = get(l3 + 6..l3 + 7).first().copied().unwrap_or(0);
-            (proto, get(l3 + 8..l3 + 24), get(l3 + 24..l3 + 40), Some(l3 + 40))
-        }
-        _ => {
-            let (x, y) = (get(0..6), get(6..12));
-            let (lo, hi) = if x <= y { (x, y) } else { (y, x) };
-            return mix(mix(SEED, lo), hi);
-        }
-    };
-    let ports = match (proto, l4) {
-        (6 | 17 | 132, Some(at)) => Some((get(at..at + 2), get(at + 2..at + 4))),
-        _ => None,
-    };
-    let (pa, pb) = ports.unwrap_or_default();
-    // Endpoint order: (address, port) pairs compared as a whole.
-    let ((a, pa), (b, pb)) =
-        if (a, pa) <= (b, pb) { ((a, pa), (b, pb)) } else { ((b, pb), (a, pa)) };
-    [&[proto][..], a, pa, b, pb].iter().fold(SEED, |h, part| mix(h, part))
+    weir::flow_hash(frame) as usize % workers
 }
 
 /// What the workers run: program `entry` on `engine` (or the chosen one), `cpus` workers;
