@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use weir::{Engine, Object, ProgType, Verdict};
 use weir_runtime::capture::{CaptureReader, CaptureWriter};
+use weir_runtime::live::{LiveOptions, LiveSource, StopGuard};
 use weir_runtime::source::{Packet, PacketSource};
 
 #[derive(clap::Args)]
@@ -22,7 +23,7 @@ pub struct RunArgs {
     /// Read packets from this capture file (`-` for standard input).
     #[arg(short = 'r')]
     pub read: Option<PathBuf>,
-    /// Read packets from this interface.
+    /// Read packets from this interface (Ethernet) until SIGINT, SIGTERM or SIGHUP.
     #[arg(short = 'i', conflicts_with = "read")]
     pub interface: Option<String>,
     /// One line per packet: `<record index> <return value>`.
@@ -77,6 +78,41 @@ fn passes(prog_type: ProgType, ret: u64) -> bool {
         ProgType::Xdp => ret == 2 || ret == 3,
         ProgType::SchedCls | ProgType::SchedAct => ret == 0,
         ProgType::SocketFilter => ret != 0,
+    }
+}
+
+/// The packet source `-r` or `-i` names, what errors call it, and (live) the guard that
+/// turns SIGINT, SIGTERM and SIGHUP into the end of the stream.
+type Source = (Box<dyn PacketSource>, String, Option<StopGuard>);
+
+fn open_source(args: &RunArgs) -> Result<Source, String> {
+    match (&args.read, &args.interface) {
+        (Some(path), _) => {
+            let reader =
+                CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((Box::new(reader), path.display().to_string(), None))
+        }
+        (None, Some(interface)) => {
+            let mut live = LiveSource::open(&LiveOptions::new(interface))
+                .map_err(|e| format!("{interface}: {e}"))?;
+            // XDP and tc programs take Ethernet frames (the kernel attaches them to
+            // Ethernet devices); a cooked or other link type would be misread.
+            if live.linktype() != 1 {
+                return Err(format!(
+                    "weir run -i {interface}: link type {} is not Ethernet; the programs \
+                     weir runs take Ethernet frames",
+                    live.linktype()
+                ));
+            }
+            let guard = live.stop_on_signals().map_err(|e| format!("signals: {e}"))?;
+            live.start().map_err(|e| format!("{interface}: {e}"))?;
+            eprintln!(
+                "weir: listening on {interface}, link-type EN10MB, snapshot length {} bytes",
+                live.snaplen()
+            );
+            Ok((Box::new(live), interface.clone(), Some(guard)))
+        }
+        (None, None) => Err("weir run needs -r CAPTURE or -i INTERFACE".into()),
     }
 }
 
@@ -160,13 +196,9 @@ impl Meta {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
-    if args.interface.is_some() {
-        return Err("weir run -i: live interfaces are not supported yet; use -r".into());
-    }
     if args.cpus == 0 || args.cpus > MAX_CPUS {
         return Err(format!("weir run --cpus: 1 to {MAX_CPUS} workers"));
     }
-    let path = args.read.as_ref().ok_or("weir run needs -r CAPTURE")?;
     let bytes =
         std::fs::read(&args.object).map_err(|e| format!("{}: {e}", args.object.display()))?;
     let object = Object::open_with_cpus(&bytes, args.cpus)
@@ -177,7 +209,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         object.load_maps_json(&text).map_err(|e| format!("{}: {e}", maps_in.display()))?;
     }
     let entry = object.entry(args.prog.as_deref(), args.section.as_deref())?;
-    let mut reader = CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // The packets: a capture file, or an interface until SIGINT, SIGTERM or SIGHUP.
+    let (mut reader, source_name, _signals) = open_source(&args)?;
     let mut writer = match &args.write {
         Some(out) => Some(
             CaptureWriter::pcap(out, reader.linktype(), reader.snaplen().max(65535))
@@ -197,7 +230,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     if args.cpus > 1 {
         let next = || match reader.next_packet() {
             None => Ok(None),
-            Some(Err(e)) => Err(format!("{}: {e}", path.display())),
+            Some(Err(e)) => Err(format!("{source_name}: {e}")),
             Some(Ok(p)) => Ok(Some((p.data.to_vec(), p.index, Meta::of(&p)))),
         };
         let loaded = |l: &crate::workers::Loaded| {
@@ -225,7 +258,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
         sink.prog_type = loaded.prog_type();
         while let Some(packet) = reader.next_packet() {
-            let packet = packet.map_err(|e| format!("{}: {e}", path.display()))?;
+            let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
             let verdict = loaded
                 .run(packet.data)
                 .map_err(|t| format!("packet {}: the program trapped: {t}", packet.index))?;
@@ -236,6 +269,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
                 ..packet
             };
             sink.record(&fresh, packet.data.len(), &verdict)?;
+            // A live interface may keep us waiting: show what is printed so far.
+            if reader.would_wait() {
+                sink.out.flush().map_err(|e| e.to_string())?;
+            }
         }
     }
     let Sink { mut out, counts, kept_bytes, prog_type, .. } = sink;
