@@ -233,7 +233,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             Some(Err(e)) => Err(format!("{source_name}: {e}")),
             Some(Ok(p)) => Ok(Some((p.data.to_vec(), p.index, Meta::of(&p)))),
         };
-        let loaded = |l: &crate::workers::Loaded| {
+        let loaded = |l: &crate::workers::Ready| {
             if args.explain {
                 eprintln!("{}", l.choice);
             }

@@ -23,7 +23,7 @@ use weir::{Engine, Object, Verdict};
 const BATCH: usize = 2048;
 
 /// What the workers said when they loaded the program.
-pub struct Loaded {
+pub struct Ready {
     /// `--explain`'s line (worker 0's engine choice).
     pub choice: String,
 }
@@ -64,13 +64,13 @@ pub fn run<M>(
     object: &Object,
     plan: &Plan,
     mut next: impl FnMut() -> Result<Option<(Vec<u8>, u64, M)>, String>,
-    mut loaded: impl FnMut(&Loaded) -> Result<(), String>,
+    mut loaded: impl FnMut(&Ready) -> Result<(), String>,
     mut done: impl FnMut(M, Verdict) -> Result<(), String>,
 ) -> Result<(), String> {
     let Plan { entry, engine, cpus, keep_packets } = *plan;
     std::thread::scope(|scope| {
         let (results_tx, results) = mpsc::channel::<Answer>();
-        let (hello_tx, hello) = mpsc::channel::<Result<Loaded, String>>();
+        let (hello_tx, hello) = mpsc::channel::<Result<Ready, String>>();
         let mut senders = Vec::new();
         for cpu in 0..cpus {
             let (tx, rx) = mpsc::channel::<Vec<Job>>();
@@ -81,7 +81,7 @@ pub fn run<M>(
                 let mut program = match object.load(entry, engine, cpu) {
                     Ok(mut p) => {
                         p.keep_packets(keep_packets);
-                        let _ = hello_tx.send(Ok(Loaded { choice: p.choice().to_string() }));
+                        let _ = hello_tx.send(Ok(Ready { choice: p.choice().to_string() }));
                         p
                     }
                     Err(e) => {
