@@ -363,7 +363,7 @@ impl Map {
             return None;
         }
         let value = self.lookup(key, cpu)?;
-        OwnedValue::of(self, &value)
+        OwnedValue::of(self, value)
     }
 
     /// `bpf_ringbuf_reserve` for a holder that keeps the map alive: the record's position
