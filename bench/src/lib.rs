@@ -4,7 +4,8 @@
 //! Module map: `filters` (the filter suite's driver) over `engines` (what runs a filter),
 //! `kernel_runs` (the kernel as an engine), `workload` and `traffic` (the packets),
 //! `filterlist` (bench/filters.txt), `timing` (rounds, medians); `compile` (compile
-//! latency); `interp` (the eBPF interpreter suite); `e2e` (whole processes: weir, tcpdump
+//! latency); `interp` (the eBPF interpreter suite); `runtime` (the eBPF runtime's goals:
+//! load time, map lookups, xdp_counter against the kernel, `weir run` end to end); `e2e` (whole processes: weir, tcpdump
 //! and the `floor` reader over a generated capture); `record` (dated records).
 
 pub mod compile;
@@ -16,6 +17,7 @@ pub mod floor;
 pub mod interp;
 mod kernel_runs;
 mod record;
+pub mod runtime;
 mod timing;
 mod traffic;
 mod workload;

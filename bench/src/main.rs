@@ -12,6 +12,7 @@
 //! cargo run --release -p weir-bench -- e2e                 # weir, tcpdump, floor processes
 //! cargo run --release -p weir-bench -- e2e --big 4 --rounds 1   # max RSS on a 4 GiB file
 //! cargo run -p weir-bench -- filters --rounds 3 --quick    # CI smoke: seconds
+//! cargo run --release -p weir-bench -- runtime --record    # the eBPF runtime's goals
 //! ```
 //!
 //! Module map: `filters` (the filter suite's driver) over `engines` (what runs a filter),
@@ -21,7 +22,7 @@
 //! `tcpdump` and the floor reader `weir-bench-floor` timed over a generated, page-cached
 //! capture, `--count` and `-w`; wall time, CPU time and max RSS); `record` (dated records).
 
-use weir_bench::{compile, e2e, filters, interp};
+use weir_bench::{compile, e2e, filters, interp, runtime};
 
 use std::process::ExitCode;
 
@@ -54,6 +55,9 @@ enum Suite {
     Compile(compile::CompileArgs),
     /// Whole processes: weir filter, tcpdump and a floor reader over a generated capture.
     E2e(e2e::E2eArgs),
+    /// The eBPF runtime's goals: load time, map lookups, xdp_counter against the kernel's
+    /// test run, `weir run` end to end.
+    Runtime(runtime::RuntimeArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Suite::Filters(args) => filters::run(args, &command),
         Suite::Compile(args) => compile::run(args, &command),
         Suite::E2e(args) => e2e::run(args, &command),
+        Suite::Runtime(args) => runtime::run(args, &command),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

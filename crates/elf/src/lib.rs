@@ -59,6 +59,7 @@ mod error;
 mod link;
 mod parse;
 mod section;
+pub mod write;
 
 pub use error::{ElfError, ElfErrorKind};
 pub use section::prog_type_of_section;

@@ -4,3 +4,4 @@
 mod hostile;
 mod kernel;
 mod objects;
+mod write;

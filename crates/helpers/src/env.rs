@@ -229,6 +229,16 @@ impl Env {
         (z ^ (z >> 31)) as u32
     }
 
+    /// `bpf_map_lookup_elem` on this worker: the value's address for this run, or `None`
+    /// (no such map or element, or the values window full). The map is borrowed, not
+    /// cloned, for the lookup: one reference count fewer per call.
+    pub(crate) fn lookup_elem(&mut self, handle: u64, key: &[u8]) -> Option<u64> {
+        let (_, map) = self.map(handle)?;
+        let writable = !map.spec().name.starts_with(".rodata");
+        let value = map.lookup_owned(key, self.cpu)?;
+        self.place(value, writable)
+    }
+
     /// Gives `value` an address for this run (the one it already has, if any); `None` when
     /// the window is full.
     pub(crate) fn place(&mut self, value: OwnedValue, writable: bool) -> Option<u64> {

@@ -64,13 +64,22 @@ macro_rules! try_or_fail {
 
 fn map_lookup_elem(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     let (key_size, _) = try_or_fail!(map_sizes(ctx, a[0]));
-    let key = try_or_fail!(read(ctx, a[1], u64::from(key_size)));
+    // Keys up to 64 bytes (every key of the test corpus) are read onto the stack: no
+    // allocation per lookup.
+    let mut small = [0u8; 64];
+    let heap;
+    let key: &[u8] = match small.get_mut(..key_size as usize) {
+        Some(buf) => {
+            try_or_fail!(ctx.read(a[1], buf).ok());
+            buf
+        }
+        None => {
+            heap = try_or_fail!(read(ctx, a[1], u64::from(key_size)));
+            &heap
+        }
+    };
     let env = try_or_fail!(env(ctx));
-    let (_, map) = try_or_fail!(env.map(a[0]));
-    let map = map.clone();
-    let writable = !map.spec().name.starts_with(".rodata");
-    let addr = map.lookup_owned(&key, env.cpu()).and_then(|v| env.place(v, writable));
-    ok(addr.unwrap_or(0))
+    ok(env.lookup_elem(a[0], key).unwrap_or(0))
 }
 
 fn map_update_elem(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
@@ -285,6 +294,22 @@ fn packet_at(ctx: &HelperCtx<'_>, offset: u64, len: u64) -> Option<u64> {
     (at.checked_add(len)? <= end).then_some(at)
 }
 
+/// `bpf_get_hash_recalc(skb)`: the packet's flow hash ([`crate::flow_hash`]: the kernel's
+/// keys and symmetry, not its per-boot siphash key), also stored in `skb->hash` as the
+/// kernel stores it. tc programs only (the kernel offers it to no socket filter or XDP
+/// program).
+fn get_hash_recalc(ctx: &mut HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
+    if !matches!(ctx.prog_type(), Some(ProgType::SchedCls | ProgType::SchedAct)) {
+        return HelperOutcome::Fail;
+    }
+    let (data, end) = try_or_fail!(packet(ctx));
+    let frame = try_or_fail!(read(ctx, data, end.saturating_sub(data)));
+    let hash = crate::flow_hash(&frame);
+    // `__sk_buff.hash`, at 68.
+    try_or_fail!(ctx.write_context(68, &hash.to_le_bytes()).ok());
+    ok(u64::from(hash))
+}
+
 fn skb_load_bytes(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     let (offset, to, len) = (a[1] as u32, a[2], a[3]);
     let zeros = vec![0u8; usize::try_from(len).unwrap_or(0).min(1 << 16)];
@@ -494,6 +519,7 @@ pub static SUPPORTED: &[(u32, &str, weir_program::abi::HelperFn)] = &[
     (23, "bpf_redirect", redirect),
     (26, "bpf_skb_load_bytes", skb_load_bytes),
     (28, "bpf_csum_diff", csum_diff),
+    (34, "bpf_get_hash_recalc", get_hash_recalc),
     (44, "bpf_xdp_adjust_head", xdp_adjust_head),
     (51, "bpf_redirect_map", redirect_map),
     (54, "bpf_xdp_adjust_meta", xdp_adjust_meta),
@@ -511,12 +537,8 @@ pub static SUPPORTED: &[(u32, &str, weir_program::abi::HelperFn)] = &[
 ];
 
 /// Helper names weir knows but does not run, for the load-time error.
-static KNOWN: &[(u32, &str)] = &[
-    (4, "bpf_probe_read"),
-    (13, "bpf_clone_redirect"),
-    (25, "bpf_perf_event_output"),
-    (34, "bpf_get_hash_recalc"),
-];
+static KNOWN: &[(u32, &str)] =
+    &[(4, "bpf_probe_read"), (13, "bpf_clone_redirect"), (25, "bpf_perf_event_output")];
 
 /// The kernel's name of helper `id`, if weir knows it.
 pub fn helper_name(id: u32) -> Option<&'static str> {

@@ -16,9 +16,11 @@
 
 mod csum;
 mod env;
+mod flow;
 mod funcs;
 
 pub use env::{Env, PacketBounds, Redirect};
+pub use flow::flow_hash;
 pub use funcs::{bindings, helper_name, unsupported_helpers, SUPPORTED};
 
 /// `MAX_TAIL_CALL_CNT`: tail calls one packet may chain (the kernel's 33).

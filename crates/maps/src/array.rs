@@ -51,6 +51,18 @@ impl Array {
         self.words.get(start..start + self.stride)
     }
 
+    /// A shared (not per-CPU) array's lookup: the index check and the slice, nothing else
+    /// (the hot path of every array-counting program).
+    #[inline]
+    pub(crate) fn lookup_shared(&self, key: &[u8]) -> Option<ValueRef<'_>> {
+        let index = u32::from_ne_bytes(key.try_into().ok()?);
+        if index >= self.max_entries {
+            return None;
+        }
+        let start = index as usize * self.stride;
+        self.words.get(start..start + self.stride).map(|w| ValueRef::in_map(w, self.value_size))
+    }
+
     #[inline]
     pub(crate) fn lookup(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
         let index = index_of(key).ok()?;

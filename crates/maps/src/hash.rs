@@ -20,12 +20,35 @@ use crate::{check_update_flags, MapError, BPF_EXIST, BPF_NOEXIST};
 const STRIPES: usize = 64;
 const MAX_BUCKETS: usize = 1 << 20;
 
+// The multiply-xorshift constants of weir's key hash.
+const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+const K2: u64 = 0xD6E8_FEB8_6659_FD93;
+
+#[inline]
+fn finish(h: u64) -> u64 {
+    let h = (h ^ (h >> 32)).wrapping_mul(K2);
+    h ^ (h >> 29)
+}
+
 /// weir's hash of a key (a multiply-xorshift over 8-byte words, seeded per map as the
 /// kernel seeds `jhash` with `hashrnd`; `BPF_F_ZERO_SEED` makes it 0).
 #[inline]
 pub(crate) fn hash_key(seed: u64, key: &[u8]) -> u64 {
-    const K1: u64 = 0x9E37_79B9_7F4A_7C15;
-    const K2: u64 = 0xD6E8_FEB8_6659_FD93;
+    let h = seed ^ (key.len() as u64).wrapping_mul(K2);
+    // The common key sizes (a u32 index or address, a u64) without the general loop's
+    // variable-length copy (a memcpy call): the same values as `hash_general`.
+    if let Ok(b) = <[u8; 4]>::try_from(key) {
+        return finish((h ^ u64::from(u32::from_le_bytes(b))).wrapping_mul(K1));
+    }
+    if let Ok(b) = <[u8; 8]>::try_from(key) {
+        let h = (h ^ u64::from_le_bytes(b)).wrapping_mul(K1);
+        return finish(h ^ (h >> 29));
+    }
+    hash_general(seed, key)
+}
+
+/// weir's hash of any key: 8-byte words, the last one zero-padded.
+fn hash_general(seed: u64, key: &[u8]) -> u64 {
     let mut h = seed ^ (key.len() as u64).wrapping_mul(K2);
     let mut chunks = key.chunks_exact(8);
     for c in &mut chunks {
@@ -42,9 +65,7 @@ pub(crate) fn hash_key(seed: u64, key: &[u8]) -> u64 {
         }
         h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K1);
     }
-    h ^= h >> 32;
-    h = h.wrapping_mul(K2);
-    h ^ (h >> 29)
+    finish(h)
 }
 
 /// A fresh random seed (the standard library's per-process random keys).
@@ -81,6 +102,8 @@ pub(crate) struct HashKind {
 pub(crate) struct HashMap {
     kind: HashKind,
     stripes: Box<[RwLock<Vec<Bucket>>]>,
+    /// log2 of the stripe count (a power of two).
+    stripe_bits: u32,
     bucket_mask: u64,
     seed: u64,
     count: AtomicUsize,
@@ -136,6 +159,7 @@ impl HashMap {
         let stride = words_for(value_size as usize);
         Ok(HashMap {
             kind,
+            stripe_bits: n_stripes.trailing_zeros(),
             stripes: stripes.into_boxed_slice(),
             bucket_mask: n_buckets as u64 - 1,
             seed,
@@ -153,10 +177,12 @@ impl HashMap {
         self.bucket_mask as usize + 1
     }
 
-    /// (stripe, bucket within the stripe) of global bucket `b`.
+    /// (stripe, bucket within the stripe) of global bucket `b`: `(b % n, b / n)` for the
+    /// power-of-two stripe count `n`, as a mask and a shift (two divisions cost more than
+    /// the rest of a lookup).
+    #[inline]
     fn place(&self, b: usize) -> (usize, usize) {
-        let n = self.stripes.len();
-        (b % n, b / n)
+        (b & (self.stripes.len() - 1), b >> self.stripe_bits)
     }
 
     fn bucket_of(&self, hash: u64) -> usize {
@@ -416,5 +442,25 @@ impl HashMap {
             }
         }
         Err(MapError::NoEntry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_paths_hash_as_the_general_loop() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for _ in 0..10_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let bytes = x.to_le_bytes();
+            for seed in [0, x.rotate_left(17)] {
+                for len in [4, 8] {
+                    let key = &bytes[..len];
+                    assert_eq!(hash_key(seed, key), hash_general(seed, key));
+                }
+            }
+        }
     }
 }

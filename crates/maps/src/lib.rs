@@ -363,7 +363,7 @@ impl Map {
             return None;
         }
         let value = self.lookup(key, cpu)?;
-        OwnedValue::of(self, &value)
+        OwnedValue::of(self, value)
     }
 
     /// `bpf_ringbuf_reserve` for a holder that keeps the map alive: the record's position
@@ -380,9 +380,10 @@ impl Map {
     #[inline]
     pub fn lookup(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
         match &self.kind {
-            Kind::Array(a) => a.lookup(key, 0),
+            Kind::Array(a) => a.lookup_shared(key),
             Kind::PercpuArray(a) => a.lookup(key, cpu),
-            Kind::Hash(h) => h.lookup(key, cpu),
+            // A shared (not per-CPU) hash has one value, whichever worker asks.
+            Kind::Hash(h) => h.lookup(key, if self.is_percpu() { cpu } else { 0 }),
             Kind::Slots(s) => s.lookup(key),
             Kind::Lpm(t) => t.lookup(key),
             Kind::Queue(_) | Kind::Ring(_) => None,

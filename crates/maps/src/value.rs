@@ -275,9 +275,12 @@ pub struct OwnedValue {
 }
 
 impl OwnedValue {
-    /// Keeps `value`, found in `map`, alive on its own (`None` if it is not the map's).
-    pub(crate) fn of(map: &Arc<crate::Map>, value: &ValueRef<'_>) -> Option<OwnedValue> {
-        let words = match &value.words {
+    /// Keeps `value`, found in `map`, alive on its own (`None` if it is not the map's). A
+    /// hash or trie element's reference moves over (no second reference count: each is a
+    /// locked instruction on the lookup path).
+    pub(crate) fn of(map: &Arc<crate::Map>, value: ValueRef<'_>) -> Option<OwnedValue> {
+        let len = value.len;
+        let words = match value.words {
             Words::Map(w) => {
                 let all = map.array_words()?;
                 let base = all.as_ptr() as usize;
@@ -286,9 +289,9 @@ impl OwnedValue {
                 all.get(at..at.checked_add(w.len())?)?;
                 OwnedWords::Map(Arc::clone(map), at)
             }
-            Words::Elem(e, start) => OwnedWords::Elem(Arc::clone(e), *start),
+            Words::Elem(e, start) => OwnedWords::Elem(e, start),
         };
-        Some(OwnedValue { words, len: value.len })
+        Some(OwnedValue { words, len })
     }
 
     /// The sample of the ring buffer record reserved at `pos` in `map`.

@@ -77,6 +77,21 @@ fn per_cpu_values_are_per_worker_and_the_syscall_sees_them_all() {
 }
 
 #[test]
+fn shared_maps_have_one_value_for_every_worker() {
+    // Created for 4 workers (as `weir run --cpus 4` creates them): a shared map's value is
+    // the same whichever worker looks it up or writes it.
+    for t in [MapType::Array, MapType::Hash, MapType::LruHash] {
+        let map = Map::create(&spec(t, 4, 8, 16, 0), 4).unwrap();
+        map.update(&k(3), &[1; 8], BPF_ANY, 2).unwrap();
+        for cpu in 0..4 {
+            let v = map.lookup(&k(3), cpu).unwrap_or_else(|| panic!("{t:?}: worker {cpu}"));
+            assert_eq!(v.to_vec(), [1; 8], "{t:?}: worker {cpu}");
+        }
+        assert_eq!(map.lookup_all(&k(3)).unwrap(), [1; 8], "{t:?}");
+    }
+}
+
+#[test]
 fn program_arrays_hold_program_indices() {
     let map = Map::create(&spec(MapType::ProgArray, 4, 4, 4, 0), 1).unwrap();
     assert_eq!(map.prog_at(1), None);

@@ -27,6 +27,7 @@ pub use filter::PreparedFilter;
 pub use object::{Loaded, Object, Verdict};
 pub use program::PreparedProgram;
 pub use weir_filter::{emit, Filter};
+pub use weir_helpers::flow_hash;
 pub use weir_maps as maps;
 pub use weir_pflang::names::NameDb;
 pub use weir_pflang::{CompileError, LinkType};

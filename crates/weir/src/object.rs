@@ -68,12 +68,19 @@ impl Object {
         weir_verifier::verify(&p.program, &options)
     }
 
-    /// Parses `bytes`, creates every map (global data with its initial contents).
+    /// Parses `bytes`, creates every map (global data with its initial contents), for one
+    /// worker.
     pub fn open(bytes: &[u8]) -> Result<Object, String> {
+        Object::open_with_cpus(bytes, 1)
+    }
+
+    /// [`Object::open`] for `cpus` workers: per-CPU maps get a copy per worker (load each
+    /// worker's program with its index as `cpu`); the other maps are shared.
+    pub fn open_with_cpus(bytes: &[u8], cpus: usize) -> Result<Object, String> {
         let spec = ObjectSpec::parse(bytes).map_err(|e| e.to_string())?;
         let mut maps = Vec::new();
         for m in &spec.maps {
-            let map = Map::create(&m.spec, 1)
+            let map = Map::create(&m.spec, cpus)
                 .map_err(|e| format!("map `{}`: cannot create it: {e}", m.spec.name))?;
             if let Some(initial) = &m.initial {
                 let mut value = initial.clone();
@@ -171,7 +178,15 @@ impl Object {
             sessions.push(Some(session));
         }
         let choice = choice.ok_or("the entry program was not loaded")?;
-        Ok(Loaded { sessions, entry, prog_type: entry_type, env, choice })
+        Ok(Loaded {
+            sessions,
+            entry,
+            prog_type: entry_type,
+            env,
+            choice,
+            xdp_buffer: Vec::new(),
+            keep_packets: true,
+        })
     }
 }
 
@@ -245,6 +260,11 @@ pub struct Loaded {
     prog_type: ProgType,
     env: Env,
     choice: Choice,
+    /// The XDP buffer, kept between packets.
+    xdp_buffer: Vec<u8>,
+    /// Whether XDP verdicts carry the packet out (a copy per packet; see
+    /// [`Loaded::keep_packets`]).
+    keep_packets: bool,
 }
 
 impl Loaded {
@@ -258,6 +278,13 @@ impl Loaded {
 
     pub fn env_mut(&mut self) -> &mut Env {
         &mut self.env
+    }
+
+    /// Whether [`Verdict::packet`] is filled for XDP programs (on by default). A caller that
+    /// only wants return values (`weir run` without `-w`) turns it off and saves a copy of
+    /// every packet; the packet is then empty.
+    pub fn keep_packets(&mut self, keep: bool) {
+        self.keep_packets = keep;
     }
 
     /// Runs the entry over one Ethernet frame (tail calls followed).
@@ -302,19 +329,27 @@ impl Loaded {
     fn run_xdp(&mut self, frame: &[u8]) -> Result<Verdict, Trap> {
         let usable = XDP_FRAME - XDP_TAILROOM;
         let len = frame.len().min(usable - XDP_HEADROOM);
-        let mut buffer = vec![0u8; usable];
+        // One buffer for every packet (no allocation, no freeing of a page-sized block per
+        // packet): the frame copied in, the rest zeroed as a fresh buffer would be.
+        let mut buffer = std::mem::take(&mut self.xdp_buffer);
+        buffer.resize(usable, 0);
+        buffer[..XDP_HEADROOM].fill(0);
         buffer[XDP_HEADROOM..XDP_HEADROOM + len].copy_from_slice(&frame[..len]);
-        let mut ctx = vec![0u8; 24];
+        buffer[XDP_HEADROOM + len..].fill(0);
+        let mut ctx = [0u8; 24];
         // ingress_ifindex 1 (the test run's loopback), rx_queue_index 0.
         ctx[12..16].copy_from_slice(&1u32.to_le_bytes());
         let base = guest::PACKET_BASE;
         let bounds = PacketBounds { hard_start: base, hard_end: base + usable as u64 };
         self.env.begin_packet(bounds);
         let span = PacketSpan { meta: XDP_HEADROOM, data: XDP_HEADROOM, end: XDP_HEADROOM + len };
-        let ret = self.chain(&mut ctx, &mut buffer, span, Some(xdp_span))?;
-        let span = xdp_span(&ctx);
-        let packet = buffer.get(span.data..span.end).unwrap_or_default().to_vec();
-        Ok(Verdict { ret, packet })
+        let ret = self.chain(&mut ctx, &mut buffer, span, Some(xdp_span));
+        let packet = ret.as_ref().ok().filter(|_| self.keep_packets).map(|_| {
+            let span = xdp_span(&ctx);
+            buffer.get(span.data..span.end).unwrap_or_default().to_vec()
+        });
+        self.xdp_buffer = buffer;
+        Ok(Verdict { ret: ret?, packet: packet.unwrap_or_default() })
     }
 
     fn run_skb(&mut self, frame: &[u8]) -> Result<Verdict, Trap> {

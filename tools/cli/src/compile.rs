@@ -5,6 +5,7 @@
 //! weir compile 'tcp port 80'               # classic BPF listing (like tcpdump -d)
 //! weir compile -dd -y LINUX_SLL udp        # C array
 //! weir compile --ebpf --target xdp ip6     # eBPF assembly for XDP
+//! weir compile --ebpf -o f.o --target tc udp   # a BPF ELF object bpftool and tc load
 //! weir compile -O0 -d 'ip and ip'          # without the IR optimizer
 //! ```
 //!
@@ -35,6 +36,14 @@ pub struct CompileArgs {
     /// bounds checks the Linux verifier accepts).
     #[arg(long, default_value = "socket", requires = "ebpf")]
     target: ProgType,
+    /// With --ebpf: write the program as a relocatable BPF ELF object here (`-`: standard
+    /// output), as clang would build it (section `socket`, `xdp`, `tc` or `action`), for
+    /// `bpftool prog load`, libbpf and `tc filter add ... bpf obj FILE sec tc`.
+    #[arg(short = 'o', value_name = "FILE", requires = "ebpf")]
+    output: Option<std::path::PathBuf>,
+    /// The program's function symbol in the object written with -o.
+    #[arg(long = "name", value_name = "NAME", default_value = "weir_filter", requires = "output")]
+    function: String,
     /// Turn the filter optimizer off, as tcpdump's -O does (-O0 too; -O1 keeps it on).
     #[arg(short = 'O')]
     no_optimize: bool,
@@ -68,6 +77,13 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
         .map_err(|e| expression.error(&e))?;
     let text = if args.ebpf {
         let program = ebpf::emit(&filter, args.target).map_err(|e| format!("eBPF emitter: {e}"))?;
+        if let Some(path) = &args.output {
+            let options = weir::elf::write::ObjectOptions::new(&args.function);
+            let program = program.with_prog_type(args.target);
+            let object = weir::elf::write::write_program(&program, &options)
+                .map_err(|e| format!("-o {}: {e}", path.display()))?;
+            return crate::run::write_output(Some(path), &object);
+        }
         weir::isa::asm::disassemble(program.insns())
     } else {
         let insns = cbpf::emit(&filter).map_err(|e| format!("classic BPF emitter: {e}"))?;

@@ -26,6 +26,7 @@ mod plugin;
 mod run;
 mod tcpdump_flags;
 mod verify;
+mod workers;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

@@ -5,8 +5,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use weir::{Engine, Object, ProgType};
+use weir::{Engine, Object, ProgType, Verdict};
 use weir_runtime::capture::{CaptureReader, CaptureWriter};
+use weir_runtime::live::{LiveOptions, LiveSource, StopGuard};
 use weir_runtime::source::{Packet, PacketSource};
 
 #[derive(clap::Args)]
@@ -22,7 +23,7 @@ pub struct RunArgs {
     /// Read packets from this capture file (`-` for standard input).
     #[arg(short = 'r')]
     pub read: Option<PathBuf>,
-    /// Read packets from this interface.
+    /// Read packets from this interface (Ethernet) until SIGINT, SIGTERM or SIGHUP.
     #[arg(short = 'i', conflicts_with = "read")]
     pub interface: Option<String>,
     /// One line per packet: `<record index> <return value>`.
@@ -38,7 +39,8 @@ pub struct RunArgs {
     /// Write every map's contents as JSON here at the end.
     #[arg(long)]
     pub maps_out: Option<PathBuf>,
-    /// Workers (per-CPU map copies).
+    /// Workers (threads; per-CPU maps have a copy per worker, other maps are shared):
+    /// packets go to workers by a symmetric flow hash, output stays in record order.
     #[arg(long, default_value_t = 1)]
     pub cpus: usize,
     /// Run on this engine (jit, interp).
@@ -83,17 +85,128 @@ fn passes(prog_type: ProgType, ret: u64) -> bool {
     }
 }
 
+/// The packet source `-r` or `-i` names, what errors call it, and (live) the guard that
+/// turns SIGINT, SIGTERM and SIGHUP into the end of the stream.
+type Source = (Box<dyn PacketSource>, String, Option<StopGuard>);
+
+fn open_source(args: &RunArgs) -> Result<Source, String> {
+    match (&args.read, &args.interface) {
+        (Some(path), _) => {
+            let reader =
+                CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((Box::new(reader), path.display().to_string(), None))
+        }
+        (None, Some(interface)) => {
+            let mut live = LiveSource::open(&LiveOptions::new(interface))
+                .map_err(|e| format!("{interface}: {e}"))?;
+            // XDP and tc programs take Ethernet frames (the kernel attaches them to
+            // Ethernet devices); a cooked or other link type would be misread.
+            if live.linktype() != 1 {
+                return Err(format!(
+                    "weir run -i {interface}: link type {} is not Ethernet; the programs \
+                     weir runs take Ethernet frames",
+                    live.linktype()
+                ));
+            }
+            let guard = live.stop_on_signals().map_err(|e| format!("signals: {e}"))?;
+            live.start().map_err(|e| format!("{interface}: {e}"))?;
+            eprintln!(
+                "weir: listening on {interface}, link-type EN10MB, snapshot length {} bytes",
+                live.snaplen()
+            );
+            Ok((Box::new(live), interface.clone(), Some(guard)))
+        }
+        (None, None) => Err("weir run needs -r CAPTURE or -i INTERFACE".into()),
+    }
+}
+
+/// Most workers `--cpus` takes.
+const MAX_CPUS: usize = 256;
+
+/// Where verdicts go: the summary's counts, `--verdicts` lines, `-w`.
+struct Sink<'w, W: Write> {
+    out: W,
+    verdicts: bool,
+    writer: Option<&'w mut CaptureWriter>,
+    prog_type: ProgType,
+    counts: BTreeMap<u64, u64>,
+    kept_bytes: u64,
+}
+
+impl<W: Write> Sink<'_, W> {
+    /// One packet's verdict; `out_packet` is the packet as the program left it (with the
+    /// record's metadata), `len` the captured length it came in with.
+    fn record(
+        &mut self,
+        out_packet: &Packet<'_>,
+        len: usize,
+        verdict: &Verdict,
+    ) -> Result<(), String> {
+        *self.counts.entry(verdict.ret).or_default() += 1;
+        if self.prog_type == ProgType::SocketFilter {
+            self.kept_bytes += verdict.ret.min(len.saturating_sub(14) as u64);
+        }
+        if self.verdicts {
+            writeln!(self.out, "{} {}", out_packet.index, verdict.ret as i64)
+                .map_err(|e| e.to_string())?;
+        }
+        if let Some(w) = &mut self.writer {
+            if passes(self.prog_type, verdict.ret) {
+                w.write(out_packet).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A record's metadata, carried beside its bytes to a worker and back.
+struct Meta {
+    index: u64,
+    len: usize,
+    ts_sec: u64,
+    ts_nsec: u32,
+    linktype: u32,
+    interface: u32,
+    offset: u64,
+}
+
+impl Meta {
+    fn of(p: &Packet<'_>) -> Meta {
+        Meta {
+            index: p.index,
+            len: p.data.len(),
+            ts_sec: p.ts_sec,
+            ts_nsec: p.ts_nsec,
+            linktype: p.linktype,
+            interface: p.interface,
+            offset: p.offset,
+        }
+    }
+
+    /// The packet as the program left it, with this record's metadata.
+    fn packet<'a>(&self, data: &'a [u8]) -> Packet<'a> {
+        Packet {
+            index: self.index,
+            data,
+            wire_len: data.len() as u32,
+            ts_sec: self.ts_sec,
+            ts_nsec: self.ts_nsec,
+            linktype: self.linktype,
+            interface: self.interface,
+            offset: self.offset,
+            stored: None,
+        }
+    }
+}
+
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
-    if args.interface.is_some() {
-        return Err("weir run -i: live interfaces are not supported yet; use -r".into());
+    if args.cpus == 0 || args.cpus > MAX_CPUS {
+        return Err(format!("weir run --cpus: 1 to {MAX_CPUS} workers"));
     }
-    if args.cpus != 1 {
-        return Err("weir run --cpus: only one worker is supported yet".into());
-    }
-    let path = args.read.as_ref().ok_or("weir run needs -r CAPTURE")?;
     let bytes =
         std::fs::read(&args.object).map_err(|e| format!("{}: {e}", args.object.display()))?;
-    let object = Object::open(&bytes).map_err(|e| format!("{}: {e}", args.object.display()))?;
+    let object = Object::open_with_cpus(&bytes, args.cpus)
+        .map_err(|e| format!("{}: {e}", args.object.display()))?;
     if let Some(maps_in) = &args.maps_in {
         let text =
             std::fs::read_to_string(maps_in).map_err(|e| format!("{}: {e}", maps_in.display()))?;
@@ -111,12 +224,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             eprint!("{}", crate::verify::explain(&proof));
         }
     }
-    let mut loaded = object.load(entry, args.engine, 0)?;
-    if args.explain {
-        eprintln!("{}", loaded.choice());
-    }
-    let prog_type = loaded.prog_type();
-    let mut reader = CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // The packets: a capture file, or an interface until SIGINT, SIGTERM or SIGHUP.
+    let (mut reader, source_name, _signals) = open_source(&args)?;
     let mut writer = match &args.write {
         Some(out) => Some(
             CaptureWriter::pcap(out, reader.linktype(), reader.snaplen().max(65535))
@@ -125,33 +234,63 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         None => None,
     };
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut kept_bytes = 0u64;
-    while let Some(packet) = reader.next_packet() {
-        let packet = packet.map_err(|e| format!("{}: {e}", path.display()))?;
-        let verdict = loaded
-            .run(packet.data)
-            .map_err(|t| format!("packet {}: the program trapped: {t}", packet.index))?;
-        *counts.entry(verdict.ret).or_default() += 1;
-        if prog_type == ProgType::SocketFilter {
-            kept_bytes += verdict.ret.min(packet.data.len().saturating_sub(14) as u64);
+    let mut sink = Sink {
+        out: std::io::BufWriter::new(stdout.lock()),
+        verdicts: args.verdicts,
+        writer: writer.as_mut(),
+        prog_type: ProgType::Xdp,
+        counts: BTreeMap::new(),
+        kept_bytes: 0,
+    };
+    if args.cpus > 1 {
+        let next = || match reader.next_packet() {
+            None => Ok(None),
+            Some(Err(e)) => Err(format!("{source_name}: {e}")),
+            Some(Ok(p)) => Ok(Some((p.data.to_vec(), p.index, Meta::of(&p)))),
+        };
+        let loaded = |l: &crate::workers::Ready| {
+            if args.explain {
+                eprintln!("{}", l.choice);
+            }
+            Ok(())
+        };
+        let prog_type = object.programs().get(entry).map(|p| p.prog_type).ok_or("no entry")?;
+        sink.prog_type = prog_type;
+        let plan = crate::workers::Plan {
+            entry,
+            engine: args.engine,
+            cpus: args.cpus,
+            keep_packets: args.write.is_some(),
+        };
+        crate::workers::run(&object, &plan, next, loaded, |m, v| {
+            sink.record(&m.packet(&v.packet), m.len, &v)
+        })?;
+    } else {
+        let mut loaded = object.load(entry, args.engine, 0)?;
+        loaded.keep_packets(args.write.is_some());
+        if args.explain {
+            eprintln!("{}", loaded.choice());
         }
-        if args.verdicts {
-            writeln!(out, "{} {}", packet.index, verdict.ret as i64).map_err(|e| e.to_string())?;
-        }
-        if let Some(w) = &mut writer {
-            if passes(prog_type, verdict.ret) {
-                let fresh = Packet {
-                    data: &verdict.packet,
-                    wire_len: verdict.packet.len() as u32,
-                    stored: None,
-                    ..packet
-                };
-                w.write(&fresh).map_err(|e| e.to_string())?;
+        sink.prog_type = loaded.prog_type();
+        while let Some(packet) = reader.next_packet() {
+            let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
+            let verdict = loaded
+                .run(packet.data)
+                .map_err(|t| format!("packet {}: the program trapped: {t}", packet.index))?;
+            let fresh = Packet {
+                data: &verdict.packet,
+                wire_len: verdict.packet.len() as u32,
+                stored: None,
+                ..packet
+            };
+            sink.record(&fresh, packet.data.len(), &verdict)?;
+            // A live interface may keep us waiting: show what is printed so far.
+            if reader.would_wait() {
+                sink.out.flush().map_err(|e| e.to_string())?;
             }
         }
     }
+    let Sink { mut out, counts, kept_bytes, prog_type, .. } = sink;
     if !args.verdicts {
         if prog_type == ProgType::SocketFilter {
             let dropped = counts.get(&0).copied().unwrap_or(0);

@@ -48,7 +48,7 @@ pub fn refuse_binary_to_terminal(what: &str, instead: &str) -> Result<(), String
 /// Writes `data` to standard output (no target, or `-`) or to the target as
 /// `weir_runtime::output` treats output files: a regular file is replaced only once complete
 /// (mode and owner kept), a device or FIFO is written through, links are followed.
-fn write_output(output: Option<&Path>, data: &[u8]) -> Result<ExitCode, String> {
+pub(crate) fn write_output(output: Option<&Path>, data: &[u8]) -> Result<ExitCode, String> {
     match output {
         None => crate::out::bytes(data)?,
         Some(path) if path.as_os_str() == "-" => crate::out::bytes(data)?,

@@ -214,3 +214,36 @@ fn a_missing_interface_is_one_line_and_status_1() {
         "{stderr}"
     );
 }
+
+/// `weir run OBJ -i IFACE`: the program runs on every frame the interface receives, until
+/// SIGTERM; then the verdict lines, the summary and `--maps-out` are written as for a file.
+#[test]
+fn run_on_an_interface_until_stopped() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = Lab::new("run-live") else { return };
+    let dir = weir_testkit::Scratch::new("run-live");
+    let maps = dir.join("maps.json");
+    let object = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/bpf/xdp_counter.o")
+        .display()
+        .to_string();
+    let weir = env!("CARGO_BIN_EXE_weir");
+    let args = ["run", &object, "-i", "vb", "--verdicts", "--maps-out", maps.to_str().unwrap()];
+    let child = lab.capture(weir, &args);
+    lab.send(20);
+    // The ring hands a block over when it fills or its timeout (1 s) passes.
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) with our own child's pid and a signal number; no memory involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let out = wait(child, "weir run -i");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let verdicts = String::from_utf8_lossy(&out.stdout).into_owned();
+    let want: String = (0..20).map(|i| format!("{i} 2\n")).collect();
+    assert_eq!(verdicts, want, "one XDP_PASS line per frame, in order");
+    // xdp_counter counted the 20 UDP frames under IP protocol 17.
+    let o = weir::Object::open(&std::fs::read(&object).unwrap()).unwrap();
+    o.load_maps_json(&std::fs::read_to_string(&maps).unwrap()).unwrap();
+    let count = o.maps()[0].lookup_all(&17u32.to_ne_bytes()).unwrap();
+    assert_eq!(u64::from_ne_bytes(count[..8].try_into().unwrap()), 20);
+}

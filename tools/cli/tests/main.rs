@@ -3,6 +3,7 @@
 //! `cargo test --release -p weir-cli --test integration MODULE::`.
 
 mod cli;
+mod compile_object;
 mod filter;
 mod lines;
 mod links;
@@ -12,5 +13,6 @@ mod output;
 mod plugin;
 mod rejects_all;
 mod run;
+mod run_cpus;
 mod tcpdump_habits;
 mod verify;

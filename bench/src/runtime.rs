@@ -1,0 +1,483 @@
+//! `weir-bench runtime`: the eBPF runtime's speed goals (issue 11), each figure against its
+//! goal, in one run, correctness checked before anything is timed:
+//!
+//! - **load**: testdata/bpf/big.o (about 10,000 instructions) parsed (`weir-elf`) and
+//!   opened and loaded on the JIT and on the interpreter (`weir::Object`), as `weir run`
+//!   does; goal < 10 ms.
+//! - **lookups**: `Map::lookup` on a hash map (1,000 4-byte keys, 8-byte values) and an
+//!   array (1,024 entries), the value read; goals <= 20 ns and <= 2 ns.
+//! - **xdp_counter**: testdata/bpf/xdp_counter.o (a hash-map-counting XDP program) per
+//!   packet through `weir::Loaded` on the JIT (the whole per-packet path: buffer, context,
+//!   the helper calls, the packet out), against the kernel JIT's `BPF_PROG_TEST_RUN`
+//!   figure for the same program (`repeat` runs per packet, the kernel's mean) minus an
+//!   empty XDP program's (`mov r0, 2; exit`) figure measured the same way: net; goal:
+//!   weir <= kernel net.
+//! - **end to end**: `weir run xdp_counter.o -r CAP` over a generated capture (1M packets
+//!   by default), the whole process timed (start to reaped), against a driver that runs the
+//!   same program packet by packet through `BPF_PROG_TEST_RUN` (weir-sys; the maps created
+//!   and the program loaded inside the timing, the capture already in memory: the kernel
+//!   side's most favourable case); goal: weir >= 5x faster. Both must leave the same counts
+//!   in the map.
+//!
+//! The kernel rows need root and bpf(); without them they say SKIPPED with the reason.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use weir::maps::{Map, BPF_ANY};
+use weir::{Engine, Object};
+use weir_program::{MapSpec, MapType};
+use weir_sys::kernel::{self, ProgType};
+use weir_testkit::kernel_object;
+use weir_testkit::Packet;
+
+use crate::record::{self, Log};
+use crate::timing::Samples;
+use crate::traffic;
+
+#[derive(Debug, clap::Args)]
+pub struct RuntimeArgs {
+    /// Timed rounds per figure (medians are reported).
+    #[arg(long, default_value_t = 9, value_name = "N")]
+    pub rounds: usize,
+    /// Packets in the end-to-end capture.
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub packets: usize,
+    /// `repeat` of each kernel test run in the per-packet comparison.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub repeat: u32,
+    /// The weir binary for the end-to-end row (default: target/release/weir).
+    #[arg(long)]
+    pub weir: Option<PathBuf>,
+    /// Run only these parts (comma-separated: load, lookups, per-packet, e2e).
+    #[arg(long, value_delimiter = ',', value_name = "PARTS")]
+    pub only: Vec<String>,
+    /// Write bench/records/<date>-runtime.txt.
+    #[arg(long)]
+    pub record: bool,
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."))
+}
+
+fn object_bytes(name: &str) -> Result<Vec<u8>, String> {
+    let path = root().join("testdata/bpf").join(name);
+    std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "goal met"
+    } else {
+        "GOAL MISSED"
+    }
+}
+
+/// Median of `rounds` timings of `f` (ns per call; each round calls it `inner` times).
+fn median_ns(rounds: usize, inner: u32, mut f: impl FnMut()) -> Samples {
+    f();
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds.max(1) {
+        let start = Instant::now();
+        for _ in 0..inner {
+            f();
+        }
+        samples.push(start.elapsed().as_nanos() as f64 / f64::from(inner.max(1)));
+    }
+    Samples(samples)
+}
+
+pub fn run(args: &RuntimeArgs, command: &str) -> Result<bool, String> {
+    let mut log = Log::default();
+    let mut notes = vec![format!("profile: {}", record::profile())];
+    let available = kernel::available();
+    let jit = kernel::jit_setting();
+    notes.push(format!(
+        "kernel: {}; bpf_jit_enable {}",
+        match &available {
+            Ok(()) => "available".to_string(),
+            Err(e) => format!("SKIPPED ({e})"),
+        },
+        jit.map_or("unknown".into(), |j| j.to_string())
+    ));
+    let mut all_met = true;
+    let part = |name: &str| args.only.is_empty() || args.only.iter().any(|p| p == name);
+    if part("load") {
+        all_met &= load(args, &mut log)?;
+    }
+    if part("lookups") {
+        all_met &= lookups(args, &mut log)?;
+    }
+    if part("per-packet") {
+        all_met &= per_packet(args, &available, &mut log)?;
+    }
+    if part("e2e") {
+        all_met &= end_to_end(args, &available, &mut log, &mut notes)?;
+    }
+    log.line(format!("all goals met: {all_met}"));
+    if args.record {
+        let path = record::write("runtime", command, &notes, &log.lines)?;
+        println!("recorded in {}", path.display());
+    }
+    Ok(true)
+}
+
+/// (d) Loading big.o.
+fn load(args: &RuntimeArgs, log: &mut Log) -> Result<bool, String> {
+    let bytes = object_bytes("big.o")?;
+    let spec = weir::elf::ObjectSpec::parse(&bytes).map_err(|e| format!("big.o: {e}"))?;
+    let prog = spec.program("xdp_big").map_err(|e| format!("big.o: {e}"))?;
+    let slots = prog.program.len();
+    // Correctness first: both engines give the same verdicts on a few frames.
+    let object = Object::open(&bytes)?;
+    let mut jit = object.load(0, Some(Engine::Jit), 0)?;
+    let mut interp = object.load(0, Some(Engine::Interp), 0)?;
+    for frame in traffic::frames(traffic::SEED, 64) {
+        let (a, b) = (jit.run(&frame), interp.run(&frame));
+        if a != b {
+            return Err(format!("big.o: JIT {a:?} but interpreter {b:?}"));
+        }
+    }
+    let parse = median_ns(args.rounds, 5, || {
+        std::hint::black_box(weir::elf::ObjectSpec::parse(&bytes).ok());
+    });
+    // Few rounds: a JIT compile of this program takes long enough that more say nothing.
+    let open_jit = median_ns(args.rounds.min(3), 1, || {
+        let o = Object::open(&bytes).ok();
+        std::hint::black_box(o.and_then(|o| o.load(0, Some(Engine::Jit), 0).ok()).is_some());
+    });
+    let open_interp = median_ns(args.rounds, 5, || {
+        let o = Object::open(&bytes).ok();
+        std::hint::black_box(o.and_then(|o| o.load(0, Some(Engine::Interp), 0).ok()).is_some());
+    });
+    let ms = |s: &Samples| s.median() / 1e6;
+    log.line(format!("load big.o ({slots} slots, {} bytes):", bytes.len()));
+    log.line(format!("  parse (weir-elf)            {:8.3} ms", ms(&parse)));
+    log.line(format!("  open + load, interpreter    {:8.3} ms", ms(&open_interp)));
+    let met = ms(&open_jit) < 10.0;
+    log.line(format!(
+        "  open + load, JIT            {:8.3} ms   goal < 10 ms: {}",
+        ms(&open_jit),
+        verdict(met)
+    ));
+    Ok(met)
+}
+
+/// (b) Map lookups.
+fn lookups(args: &RuntimeArgs, log: &mut Log) -> Result<bool, String> {
+    let spec = |map_type, max_entries| MapSpec {
+        name: "bench".into(),
+        map_type,
+        key_size: 4,
+        value_size: 8,
+        max_entries,
+        flags: 0,
+    };
+    let hash = Map::create(&spec(MapType::Hash, 1000), 1).map_err(|e| e.to_string())?;
+    let array = Map::create(&spec(MapType::Array, 1024), 1).map_err(|e| e.to_string())?;
+    let keys: Vec<[u8; 4]> = (0..1000u32).map(|i| i.to_ne_bytes()).collect();
+    for (i, k) in keys.iter().enumerate() {
+        let v = (i as u64).to_ne_bytes();
+        hash.update(k, &v, BPF_ANY, 0).map_err(|e| e.to_string())?;
+        array.update(k, &v, BPF_ANY, 0).map_err(|e| e.to_string())?;
+    }
+    // Correctness: every key gives its value in both.
+    for (i, k) in keys.iter().enumerate() {
+        for map in [&hash, &array] {
+            let got = map.lookup(k, 0).and_then(|v| v.load(0, 8));
+            if got != Some(i as u64) {
+                return Err(format!("lookup of key {i}: {got:?}"));
+            }
+        }
+    }
+    // Lookup only (the goal's figure: the value found, as a program's lookup returns it)
+    // and lookup with the 8-byte value read.
+    let time = |map: &Map, read: bool| {
+        let per_pass = median_ns(args.rounds, 200, || {
+            let mut sum = 0u64;
+            if read {
+                for k in &keys {
+                    if let Some(v) = map.lookup(std::hint::black_box(k), 0) {
+                        sum = sum.wrapping_add(v.load(0, 8).unwrap_or(0));
+                    }
+                }
+            } else {
+                for k in &keys {
+                    sum += u64::from(map.lookup(std::hint::black_box(&k[..]), 0).is_some());
+                }
+            }
+            std::hint::black_box(sum);
+        });
+        per_pass.median() / keys.len() as f64
+    };
+    let (h, a) = (time(&hash, false), time(&array, false));
+    let (hr, ar) = (time(&hash, true), time(&array, true));
+    log.line(
+        "map lookups (Map::lookup; 1,000 keys in turn; lookup only, and with the value read):",
+    );
+    log.line(format!(
+        "  hash, 4-byte keys           {h:8.2} ns ({hr:.2} ns with the read)   goal <= 20 ns: {}",
+        verdict(h <= 20.0)
+    ));
+    log.line(format!(
+        "  array                       {a:8.2} ns ({ar:.2} ns with the read)   goal <= 2 ns: {}",
+        verdict(a <= 2.0)
+    ));
+    Ok(h <= 20.0 && a <= 2.0)
+}
+
+/// Frames both sides take: at least an Ethernet header, linear in the XDP test run.
+fn bench_frames(count: usize) -> Vec<Vec<u8>> {
+    traffic::stream(traffic::SEED)
+        .filter(|f| f.len() >= 14 && f.len() <= 3000)
+        .take(count)
+        .collect()
+}
+
+/// The kernel's xdp_counter: maps created, program loaded.
+struct KernelCounter {
+    prog: kernel::LoadedProgram,
+    maps: Vec<kernel::KernelMap>,
+    key_size: usize,
+}
+
+fn kernel_counter(bytes: &[u8]) -> Result<KernelCounter, String> {
+    let spec = weir::elf::ObjectSpec::parse(bytes).map_err(|e| e.to_string())?;
+    let prog = spec.program("xdp_count").map_err(|e| e.to_string())?;
+    let maps =
+        kernel_object::create_maps(spec.maps.iter().map(|m| (&m.spec, m.initial.as_deref())))?;
+    let loaded = kernel_object::load(&prog.program, &maps)?;
+    let key_size = spec.maps.first().map_or(4, |m| m.spec.key_size as usize);
+    Ok(KernelCounter { prog: loaded, maps, key_size })
+}
+
+impl KernelCounter {
+    /// `proto_count` as (key, count) pairs.
+    fn counts(&self) -> Result<Vec<(Vec<u8>, u64)>, String> {
+        let map = self.maps.first().ok_or("no map")?;
+        let entries = kernel_object::dump(map, self.key_size)?;
+        Ok(entries
+            .into_iter()
+            .map(|(k, v)| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(v.get(..8).unwrap_or(&[0; 8]));
+                (k, u64::from_ne_bytes(w))
+            })
+            .collect())
+    }
+}
+
+/// weir's `proto_count` as (key, count) pairs, sorted by key bytes.
+fn weir_counts(object: &Object) -> Result<Vec<(Vec<u8>, u64)>, String> {
+    let map = object.maps().first().ok_or("no map")?;
+    let mut out = Vec::new();
+    let mut key: Option<Vec<u8>> = None;
+    while let Ok(next) = map.get_next_key(key.as_deref()) {
+        let v = map.lookup_all(&next).map_err(|e| e.to_string())?;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(v.get(..8).unwrap_or(&[0; 8]));
+        out.push((next.clone(), u64::from_ne_bytes(w)));
+        key = Some(next);
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// (a) xdp_counter per packet, weir's JIT against the kernel JIT's net test-run cost.
+fn per_packet(
+    args: &RuntimeArgs,
+    available: &Result<(), String>,
+    log: &mut Log,
+) -> Result<bool, String> {
+    let bytes = object_bytes("xdp_counter.o")?;
+    let frames = bench_frames(1000);
+    let object = Object::open(&bytes)?;
+    let entry = object.entry(Some("xdp_count"), None)?;
+    let mut loaded = object.load(entry, Some(Engine::Jit), 0)?;
+    let mut pass = || -> Result<usize, String> {
+        let mut passed = 0;
+        for f in &frames {
+            let v = loaded.run(f).map_err(|t| format!("trap {t}"))?;
+            passed += usize::from(v.ret == 2);
+        }
+        Ok(passed)
+    };
+    if pass()? != frames.len() {
+        return Err("xdp_counter did not pass every packet on weir's JIT".into());
+    }
+    let weir_counts_once = weir_counts(&object)?;
+    let mut samples = Vec::new();
+    for _ in 0..args.rounds {
+        let start = Instant::now();
+        let n = pass()?;
+        samples.push(start.elapsed().as_nanos() as f64 / n.max(1) as f64);
+    }
+    let weir_ns = Samples(samples).median();
+    log.line(format!("xdp_counter per packet ({} frames):", frames.len()));
+    log.line(format!("  weir JIT (weir::Loaded::run)      {weir_ns:8.1} ns"));
+    if let Err(reason) = available {
+        log.line(format!("  kernel: SKIPPED ({reason})"));
+        return Ok(true);
+    }
+    // The kernel: same counts after one pass each (weir ran 1 + rounds passes: compare
+    // after its first, kept above).
+    let k = kernel_counter(&bytes)?;
+    for f in &frames {
+        let r = k.prog.test_run(f, 1).map_err(|e| format!("test run: {e}"))?;
+        if r.retval != 2 {
+            return Err(format!("the kernel returned {} on a frame", r.retval));
+        }
+    }
+    let mut kernel_counts = k.counts()?;
+    kernel_counts.sort();
+    if kernel_counts != weir_counts_once {
+        return Err(format!(
+            "proto_count differs after one pass: kernel {kernel_counts:?}, weir {weir_counts_once:?}"
+        ));
+    }
+    let empty =
+        kernel::load(ProgType::Xdp, &[0xb7, 0, 0, 0, 2, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0])
+            .map_err(|e| format!("empty XDP program: {}", e.reason()))?;
+    let round = |prog: &kernel::LoadedProgram| -> Result<f64, String> {
+        let mut total = 0u64;
+        for f in &frames {
+            total +=
+                u64::from(prog.test_run(f, args.repeat).map_err(|e| e.to_string())?.duration_ns);
+        }
+        Ok(total as f64 / frames.len() as f64)
+    };
+    let (mut raw, mut overhead) = (Vec::new(), Vec::new());
+    round(&k.prog)?;
+    for _ in 0..args.rounds {
+        raw.push(round(&k.prog)?);
+        overhead.push(round(&empty)?);
+    }
+    let (raw, overhead) = (Samples(raw).median(), Samples(overhead).median());
+    let net = raw - overhead;
+    let met = weir_ns <= net;
+    log.line(format!(
+        "  kernel JIT test run (repeat {})   {raw:8.1} ns raw, {overhead:.1} ns empty program, {net:.1} ns net",
+        args.repeat
+    ));
+    log.line(format!(
+        "  weir / kernel net: {:.2}x   goal <= 1x: {}",
+        weir_ns / net.max(1e-9),
+        verdict(met)
+    ));
+    Ok(met)
+}
+
+/// (c) `weir run` end to end against the test-run driver.
+fn end_to_end(
+    args: &RuntimeArgs,
+    available: &Result<(), String>,
+    log: &mut Log,
+    notes: &mut Vec<String>,
+) -> Result<bool, String> {
+    let weir_bin = match &args.weir {
+        Some(p) => p.clone(),
+        None => root().join("target/release/weir"),
+    };
+    if !weir_bin.is_file() {
+        return Err(format!(
+            "{}: not found; build it with `cargo build --release -p weir-cli` or name one with --weir",
+            weir_bin.display()
+        ));
+    }
+    let obj = root().join("testdata/bpf/xdp_counter.o");
+    let frames = bench_frames(args.packets);
+    let capture = std::env::temp_dir().join(format!("weir-bench-runtime-{}.pcap", frames.len()));
+    let packets = frames.iter().enumerate().map(|(i, f)| Packet {
+        data: f.clone(),
+        wire_len: f.len() as u32,
+        ts_sec: 1_767_225_600 + (i / 1000) as u32,
+        ts_usec: (i % 1000) as u32,
+        description: String::new(),
+    });
+    weir_testkit::write_pcap_stream(&capture, 1, 262_144, packets)
+        .map_err(|e| format!("{}: {e}", capture.display()))?;
+    let _ = std::fs::read(&capture); // page-cache it
+    notes.push(format!(
+        "end to end: {} ({} packets of generated traffic, seed {:#x}, page-cached); weir: {}",
+        capture.display(),
+        frames.len(),
+        traffic::SEED,
+        weir_bin.display()
+    ));
+    let maps_out = std::env::temp_dir().join("weir-bench-runtime-maps.json");
+    let run_weir = |maps: bool| -> Result<(Duration, String), String> {
+        let mut cmd = Command::new(&weir_bin);
+        cmd.arg("run").arg(&obj).arg("-r").arg(&capture);
+        if maps {
+            cmd.arg("--maps-out").arg(&maps_out);
+        }
+        let start = Instant::now();
+        let out = cmd.output().map_err(|e| format!("{}: {e}", weir_bin.display()))?;
+        let wall = start.elapsed();
+        if !out.status.success() {
+            return Err(format!("weir run: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok((wall, String::from_utf8_lossy(&out.stdout).into_owned()))
+    };
+    let (_, summary) = run_weir(true)?;
+    let want = format!("XDP_PASS {}", frames.len());
+    if summary.trim() != want {
+        return Err(format!("weir run printed {summary:?}, not {want:?}"));
+    }
+    let rounds = args.rounds.clamp(1, 5);
+    let mut walls = Vec::new();
+    for _ in 0..rounds {
+        walls.push(run_weir(false)?.0.as_secs_f64());
+    }
+    let weir_s = Samples(walls).median();
+    log.line(format!("end to end, xdp_counter.o over {} packets:", frames.len()));
+    log.line(format!(
+        "  weir run (whole process)          {:8.3} s  ({:.0} ns per packet)",
+        weir_s,
+        weir_s * 1e9 / frames.len() as f64
+    ));
+    if let Err(reason) = available {
+        log.line(format!("  kernel driver: SKIPPED ({reason})"));
+        return Ok(true);
+    }
+    let bytes = object_bytes("xdp_counter.o")?;
+    let mut kernel_walls = Vec::new();
+    let mut last_counts = Vec::new();
+    for _ in 0..rounds.min(3) {
+        let start = Instant::now();
+        let k = kernel_counter(&bytes)?;
+        for f in &frames {
+            let r = k.prog.test_run(f, 1).map_err(|e| format!("test run: {e}"))?;
+            if r.retval != 2 {
+                return Err(format!("the kernel returned {}", r.retval));
+            }
+        }
+        kernel_walls.push(start.elapsed().as_secs_f64());
+        last_counts = k.counts()?;
+    }
+    // Same counts as weir run's --maps-out (read back through weir's own JSON reader).
+    let json = std::fs::read_to_string(&maps_out).map_err(|e| e.to_string())?;
+    let readback = Object::open(&bytes)?;
+    readback.load_maps_json(&json)?;
+    let weir_final = weir_counts(&readback)?;
+    last_counts.sort();
+    let total: u64 = last_counts.iter().map(|(_, c)| c).sum();
+    if total != frames.len() as u64 || last_counts != weir_final {
+        return Err(format!(
+            "proto_count: the kernel counted {last_counts:?} ({total} packets), weir run {weir_final:?}"
+        ));
+    }
+    let kernel_s = Samples(kernel_walls).median();
+    let ratio = kernel_s / weir_s;
+    let met = ratio >= 5.0;
+    log.line(format!(
+        "  BPF_PROG_TEST_RUN per packet       {:8.3} s  ({:.0} ns per packet)",
+        kernel_s,
+        kernel_s * 1e9 / frames.len() as f64
+    ));
+    log.line(format!("  weir is {ratio:.2}x faster   goal >= 5x: {}", verdict(met)));
+    let _ = std::fs::remove_file(&maps_out);
+    Ok(met)
+}
