@@ -21,7 +21,7 @@
 //! `tcpdump` and the floor reader `weir-bench-floor` timed over a generated, page-cached
 //! capture, `--count` and `-w`; wall time, CPU time and max RSS); `record` (dated records).
 
-use weir_bench::{compile, e2e, filters, interp};
+use weir_bench::{compile, e2e, emit, filters, interp};
 
 use std::process::ExitCode;
 
@@ -52,6 +52,8 @@ enum Suite {
     Filters(filters::FiltersArgs),
     /// Compile latency: weir against libpcap, per filter and for large host sets.
     Compile(compile::CompileArgs),
+    /// Emitted program size and kernel cost: weir's classic and eBPF against libpcap's.
+    Emit(emit::EmitArgs),
     /// Whole processes: weir filter, tcpdump and a floor reader over a generated capture.
     E2e(e2e::E2eArgs),
 }
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Suite::Filters(args) => filters::run(args, &command),
         Suite::Compile(args) => compile::run(args, &command),
         Suite::E2e(args) => e2e::run(args, &command),
+        Suite::Emit(args) => emit::run(args, &command),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -131,5 +131,29 @@ fn prepare(filter: &Filter, engine: Engine) -> Result<Runner, String> {
 }
 
 fn emit_socket_filter(filter: &Filter) -> Result<Program, String> {
-    ebpf::emit(filter, ProgType::SocketFilter).map_err(|e| format!("eBPF emission: {e}"))
+    emit_ebpf(filter, ProgType::SocketFilter)
+}
+
+/// The eBPF program weir gives for a filter: the shorter of the eBPF emitter's program and
+/// the classic program (`cbpf::emit`, tightened as libpcap's optimizer would) translated by
+/// weir-cbpf's classic-to-eBPF translation.
+///
+/// Why both: the classic emitter's flow-graph passes (jump threading, shared tails, dead
+/// loads) have no counterpart in the eBPF emitter yet, and the translation turns each
+/// classic load into one legacy packet load the kernel's JIT handles in a few
+/// instructions, so for everyday filters the translated program is a third of the direct
+/// one (`port 22`: 35 instructions against 99, 2026-11-25-emit record). The direct
+/// emitter stays for what classic BPF cannot say (more temporaries than 16 cells, more than
+/// 4096 instructions) and wherever it is shorter.
+pub fn emit_ebpf(filter: &Filter, prog_type: ProgType) -> Result<Program, String> {
+    let direct = ebpf::emit(filter, prog_type);
+    let translated = cbpf::emit(filter)
+        .ok()
+        .and_then(|insns| weir_cbpf::translate::translate(&insns, prog_type).ok());
+    match (direct, translated) {
+        (Ok(d), Some(t)) if t.insns().len() <= d.insns().len() => Ok(t),
+        (Ok(d), _) => Ok(d),
+        (Err(_), Some(t)) => Ok(t),
+        (Err(e), None) => Err(format!("eBPF emission: {e}")),
+    }
 }

@@ -42,6 +42,7 @@ pub mod ebpf;
 mod bounds;
 mod flow;
 mod set;
+mod tighten;
 
 /// Why a filter cannot be emitted.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,6 +5,9 @@
 
 use super::flow::Label;
 
+/// The most single values tested one by one rather than searched.
+const LINEAR_MAX: usize = 4;
+
 /// One comparison of the value with a constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Test {
@@ -39,6 +42,22 @@ pub(crate) fn search(
         .filter(|&&(lo, hi)| hi >= min && lo <= max)
         .map(|&(lo, hi)| (lo.max(min), hi.min(max)))
         .collect();
+    // A few single values: a chain of equality tests is shorter than the search (n tests
+    // rather than about 2n - 1) and no slower at this size (`vlan`: 0x8100, 0x88a8, 0x9100,
+    // as libpcap writes it).
+    let points = clipped.iter().all(|&(lo, hi)| lo == hi);
+    if points && (2..=LINEAR_MAX).contains(&clipped.len()) {
+        for (i, &(v, _)) in clipped.iter().enumerate() {
+            if i + 1 == clipped.len() {
+                s.test(Test::Eq(v), t, f);
+            } else {
+                let next = s.new_label();
+                s.test(Test::Eq(v), t, next);
+                s.bind_label(next);
+            }
+        }
+        return;
+    }
     node(s, &clipped, min, max, t, f);
 }
 
