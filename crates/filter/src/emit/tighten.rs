@@ -857,8 +857,11 @@ fn drop_dead(p: &mut [CbpfInsn]) {
         }
         need[i] = after.max(ends[i]);
         if insn.op.is_jump() {
-            if insn.op.is_conditional_jump() && succ[0] == succ[1] {
-                p[i] = nop();
+            if let (true, [Some(t), Some(f)]) = (insn.op.is_conditional_jump(), succ) {
+                if t == f {
+                    // Both ways lead to one place: a `ja` there.
+                    p[i] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (t - i - 1) as u32);
+                }
             }
             continue;
         }
