@@ -46,8 +46,13 @@ pub struct EmitArgs {
 
 struct Lengths {
     pcap: usize,
-    before: usize,
-    after: usize,
+    /// `None`: weir's classic program would pass classic BPF's 4096 instructions.
+    before: Option<usize>,
+    after: Option<usize>,
+}
+
+fn count(n: Option<usize>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
 }
 
 pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
@@ -106,8 +111,13 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
         }
         match one(bench, pcap, &names, &w, kernel_off.is_none(), rounds, repeat) {
             Ok((line, lengths)) => {
-                if lengths.after > lengths.pcap {
-                    worse.push(format!("{} ({} vs {})", bench.label, lengths.after, lengths.pcap));
+                if lengths.after.is_none_or(|after| after > lengths.pcap) {
+                    worse.push(format!(
+                        "{} ({} vs {})",
+                        bench.label,
+                        count(lengths.after),
+                        lengths.pcap
+                    ));
                 }
                 log.line(format!("{:<4} {line} | {}", i + 1, bench.label));
             }
@@ -145,19 +155,19 @@ fn one(
     let sock: Vec<SockFilter> =
         raw.iter().map(|i| SockFilter::new(i.code, i.jt, i.jf, i.k)).collect();
     let pcap_insns: Vec<CbpfInsn> = decode(&sock).map_err(|e| format!("libpcap's program: {e}"))?;
-    let before = cbpf::emit_unoptimized(&optimized).map_err(|e| e.to_string())?;
-    let after = cbpf::emit(&optimized).map_err(|e| e.to_string())?;
+    let before = cbpf::emit_unoptimized(&optimized).ok().map(|p| p.len());
+    let after = cbpf::emit(&optimized).ok().map(|p| p.len());
     let direct = weir_filter::emit::ebpf::emit(&optimized, ProgType::SocketFilter)
         .map_err(|e| format!("eBPF emitter: {e}"))?;
     let chosen = weir::emit_ebpf(&optimized, ProgType::SocketFilter)?;
     let translated = translate(&pcap_insns, ProgType::SocketFilter)
         .map_err(|e| format!("translating libpcap's program: {e}"))?;
-    let lengths = Lengths { pcap: pcap_insns.len(), before: before.len(), after: after.len() };
+    let lengths = Lengths { pcap: pcap_insns.len(), before, after };
     let mut line = format!(
         "{:>5} {:>6} {:>5} | {:>6} {:>5} {:>5} |",
         lengths.pcap,
-        lengths.before,
-        lengths.after,
+        count(lengths.before),
+        count(lengths.after),
         direct.insns().len(),
         chosen.insns().len(),
         translated.insns().len()
