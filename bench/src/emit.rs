@@ -70,10 +70,10 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
     let names = NameDb::system();
     let mut log = Log::default();
     let notes = vec![
-        format!("machine: {}", record::machine()),
         "cbpf: instructions; pcap = tcpdump -d (libpcap's optimizer), before = weir's classic \
          program without the flow-graph passes (emit_unoptimized of the optimized IR), after = \
-         cbpf::emit"
+         cbpf::emit, same = \"=\" when weir's classic program is libpcap's, instruction for \
+         instruction"
             .to_string(),
         "ebpf: instructions; direct = the eBPF emitter's own program (before), weir = \
          weir::emit_ebpf (after), pcap = libpcap's program through weir-cbpf's translation"
@@ -85,17 +85,19 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
         ),
         format!("workload: {}", w.describe()),
     ];
+    eprintln!("machine: {}", record::machine());
     for n in &notes {
         eprintln!("{n}");
     }
     let mut ok = true;
     let mut worse = Vec::new();
     log.line(format!(
-        "{:<4} {:>5} {:>6} {:>5} | {:>6} {:>5} {:>5} | {:>7} {:>7} {:>7} {:>5} {:>5} | filter",
+        "{:<4} {:>5} {:>6} {:>5} {:>4} | {:>6} {:>5} {:>5} | {:>7} {:>7} {:>7} {:>5} {:>5} | filter",
         "#",
         "pcap",
         "before",
         "after",
+        "same",
         "direct",
         "weir",
         "pcap",
@@ -156,7 +158,11 @@ fn one(
         raw.iter().map(|i| SockFilter::new(i.code, i.jt, i.jf, i.k)).collect();
     let pcap_insns: Vec<CbpfInsn> = decode(&sock).map_err(|e| format!("libpcap's program: {e}"))?;
     let before = cbpf::emit_unoptimized(&optimized).ok().map(|p| p.len());
-    let after = cbpf::emit(&optimized).ok().map(|p| p.len());
+    let tightened = cbpf::emit(&optimized).ok();
+    let after = tightened.as_ref().map(Vec::len);
+    // The same classic program as libpcap's, instruction for instruction: then the
+    // translations are the same program too, and any kernel difference is noise.
+    let same = tightened.as_ref() == Some(&pcap_insns);
     let direct = weir_filter::emit::ebpf::emit(&optimized, ProgType::SocketFilter)
         .map_err(|e| format!("eBPF emitter: {e}"))?;
     let chosen = weir::emit_ebpf(&optimized, ProgType::SocketFilter)?;
@@ -164,10 +170,11 @@ fn one(
         .map_err(|e| format!("translating libpcap's program: {e}"))?;
     let lengths = Lengths { pcap: pcap_insns.len(), before, after };
     let mut line = format!(
-        "{:>5} {:>6} {:>5} | {:>6} {:>5} {:>5} |",
+        "{:>5} {:>6} {:>5} {:>4} | {:>6} {:>5} {:>5} |",
         lengths.pcap,
         count(lengths.before),
         count(lengths.after),
+        if same { "=" } else { "" },
         direct.insns().len(),
         chosen.insns().len(),
         translated.insns().len()
