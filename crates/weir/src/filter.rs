@@ -157,3 +157,34 @@ pub fn emit_ebpf(filter: &Filter, prog_type: ProgType) -> Result<Program, String
         (Err(e), None) => Err(format!("eBPF emission: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{compile_filter, LinkType};
+
+    #[test]
+    fn emit_ebpf_is_the_shorter_program_and_filters_as_the_ir_does() {
+        let hosts: Vec<String> =
+            (1..=300).map(|i| format!("host 10.1.{}.{}", i / 200, i % 200)).collect();
+        let set = hosts.join(" or ");
+        let exprs = ["port 22", "host 10.0.0.1 and udp", "vlan", "ip6 host 2001:db8::1", &set];
+        let packets = weir_testkit::edge_cases();
+        for expr in exprs {
+            let filter = compile_filter(expr, LinkType::Ethernet).unwrap();
+            let chosen = emit_ebpf(&filter, ProgType::SocketFilter).unwrap().insns().len();
+            let direct = ebpf::emit(&filter, ProgType::SocketFilter).unwrap().insns().len();
+            let translated = cbpf::emit(&filter)
+                .ok()
+                .and_then(|c| weir_cbpf::translate::translate(&c, ProgType::SocketFilter).ok())
+                .map_or(usize::MAX, |p| p.insns().len());
+            assert_eq!(chosen, direct.min(translated), "{expr}");
+            // The eBPF engines run emit_ebpf's program: it must agree with the IR.
+            let mut run = PreparedFilter::new(&filter, Some(Engine::Interp)).unwrap();
+            for p in &packets {
+                let want = filter.matches(&p.data, p.wire_len);
+                assert_eq!(run.matches(&p.data, p.wire_len), want, "{expr}: {:02x?}", p.data);
+            }
+        }
+    }
+}
