@@ -929,7 +929,40 @@ fn merge_tails(p: &mut [CbpfInsn]) {
             }
         }
     }
+    // A copy some jump could not leave (the last copy is beyond its 255 instructions)
+    // becomes a `ja` to the last copy: the rest of it falls away (a 500-host set's ARP and
+    // RARP searches are one search, as in libpcap's program).
+    // Only where that drops code (a `ja` in place of a test the rest of the program still
+    // needs would cost a jump and save nothing); a bounded number of tries per round.
+    let mut reach = reachable(p);
+    let mut live = reach.iter().filter(|&&r| r).count();
+    let mut tries = 0;
+    for group in &members {
+        let Some(&last) = group.first() else { continue };
+        for &m in &group[1..] {
+            if !reach[m] || m >= last || p[m].op.is_return() || p[m].op == CbpfOp::Ja {
+                continue;
+            }
+            if tries == MAX_FAR_MERGES {
+                return;
+            }
+            tries += 1;
+            let was = p[m];
+            p[m] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (last - m - 1) as u32);
+            let now = reachable(p);
+            let count = now.iter().filter(|&&r| r).count();
+            if count + 2 <= live {
+                reach = now;
+                live = count;
+            } else {
+                p[m] = was;
+            }
+        }
+    }
 }
+
+/// Copies [`merge_tails`] tries to replace by a `ja` per round (each try walks the program).
+const MAX_FAR_MERGES: usize = 1024;
 
 /// Removes unreachable instructions and `ja +0`, and `ja` to a return becomes the return.
 fn compact(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
