@@ -133,6 +133,15 @@ pub static ENGINES: LazyLock<Vec<Engine>> = LazyLock::new(|| {
             prepare: kernel,
         },
         Engine {
+            name: "kernel/direct".into(),
+            about: "BPF_PROG_TEST_RUN of the eBPF emitter's own program (weir's eBPF before emit_ebpf)",
+            role: Role::Engine,
+            available: with_kernel,
+            in_kernel: true,
+            stream_only: false,
+            prepare: kernel_direct,
+        },
+        Engine {
             name: "kernel/pcap".into(),
             about: "BPF_PROG_TEST_RUN of libpcap's program translated to eBPF",
             role: Role::Engine,
@@ -304,9 +313,20 @@ fn cbpf_pcap(s: &Subject) -> Result<Runner, String> {
     Ok(Runner::InProcess(Box::new(move |pkt, wire| filter.run(pkt, wire) != 0)))
 }
 
+/// weir's eBPF for the filter, as `weir compile --ebpf` gives it ([`weir::emit_ebpf`]).
 fn emitted_ebpf(s: &Subject) -> Result<Program, String> {
+    weir::emit_ebpf(s.filter?, ProgType::SocketFilter)
+}
+
+/// The eBPF emitter's own program (before [`weir::emit_ebpf`] chose between it and the
+/// translated classic program): the "before" column of the emit record.
+fn direct_ebpf(s: &Subject) -> Result<Program, String> {
     weir_filter::emit::ebpf::emit(s.filter?, ProgType::SocketFilter)
         .map_err(|e| format!("eBPF emitter: {e}"))
+}
+
+fn kernel_direct(s: &Subject) -> Result<Runner, String> {
+    Ok(Runner::Kernel(direct_ebpf(s)?))
 }
 
 fn translated_pcap(s: &Subject) -> Result<Program, String> {

@@ -10,6 +10,7 @@
 
 pub mod compile;
 pub mod e2e;
+pub mod emit;
 mod engines;
 mod filterlist;
 pub mod filters;

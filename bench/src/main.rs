@@ -22,7 +22,7 @@
 //! `tcpdump` and the floor reader `weir-bench-floor` timed over a generated, page-cached
 //! capture, `--count` and `-w`; wall time, CPU time and max RSS); `record` (dated records).
 
-use weir_bench::{compile, e2e, filters, interp, runtime};
+use weir_bench::{compile, e2e, emit, filters, interp, runtime};
 
 use std::process::ExitCode;
 
@@ -53,6 +53,8 @@ enum Suite {
     Filters(filters::FiltersArgs),
     /// Compile latency: weir against libpcap, per filter and for large host sets.
     Compile(compile::CompileArgs),
+    /// Emitted program size and kernel cost: weir's classic and eBPF against libpcap's.
+    Emit(emit::EmitArgs),
     /// Whole processes: weir filter, tcpdump and a floor reader over a generated capture.
     E2e(e2e::E2eArgs),
     /// The eBPF runtime's goals: load time, map lookups, xdp_counter against the kernel's
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         Suite::Compile(args) => compile::run(args, &command),
         Suite::E2e(args) => e2e::run(args, &command),
         Suite::Runtime(args) => runtime::run(args, &command),
+        Suite::Emit(args) => emit::run(args, &command),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

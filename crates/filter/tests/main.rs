@@ -8,3 +8,4 @@ mod emit_common;
 mod emit;
 mod emit_kernel;
 mod opt;
+mod tighten;

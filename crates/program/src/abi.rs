@@ -181,6 +181,8 @@ pub static KERNEL_HELPERS: &[HelperSig] = {
                 Scalar,
             )
         },
+        // The kernel's prototype (net/core/filter.c): the skb's flow hash, tc only.
+        HelperSig { prog_types: TC_TYPES, ..sig(34, "bpf_get_hash_recalc", &[Context], Scalar) },
         HelperSig {
             prog_types: XDP_ONLY,
             changes_pkt_data: true,

@@ -23,7 +23,7 @@ pub mod program;
 
 pub use classic::PreparedClassic;
 pub use engine::{choose, Choice, ChoiceError, Engine, Subject};
-pub use filter::PreparedFilter;
+pub use filter::{emit_ebpf, PreparedFilter};
 pub use object::{Loaded, Object, Verdict};
 pub use program::PreparedProgram;
 pub use weir_filter::{emit, Filter};

@@ -76,7 +76,11 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
     let filter = weir::compile_filter_with(&expression.text, &options, &NameDb::system())
         .map_err(|e| expression.error(&e))?;
     let text = if args.ebpf {
-        let program = ebpf::emit(&filter, args.target).map_err(|e| format!("eBPF emitter: {e}"))?;
+        let program = if optimize {
+            weir::emit_ebpf(&filter, args.target)?
+        } else {
+            ebpf::emit(&filter, args.target).map_err(|e| format!("eBPF emitter: {e}"))?
+        };
         if let Some(path) = &args.output {
             let options = weir::elf::write::ObjectOptions::new(&args.function);
             let program = program.with_prog_type(args.target);
@@ -86,7 +90,8 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
         }
         weir::isa::asm::disassemble(program.insns())
     } else {
-        let insns = cbpf::emit(&filter).map_err(|e| format!("classic BPF emitter: {e}"))?;
+        let insns = if optimize { cbpf::emit(&filter) } else { cbpf::emit_unoptimized(&filter) }
+            .map_err(|e| format!("classic BPF emitter: {e}"))?;
         match args.dump {
             0 | 1 => weir::isa::cbpf::format_listing(&insns),
             2 => weir::isa::cbpf::format_dd(&weir::isa::cbpf::encode(&insns)),

@@ -338,7 +338,12 @@ fn dump_program(
     options.optimize = !args.no_optimize;
     let filter = weir::compile_filter_with(&expression.text, &options, &NameDb::system())
         .map_err(|e| expression.error(&e))?;
-    let insns = weir::emit::cbpf::emit(&filter).map_err(|e| format!("classic BPF emitter: {e}"))?;
+    let insns = if options.optimize {
+        weir::emit::cbpf::emit(&filter)
+    } else {
+        weir::emit::cbpf::emit_unoptimized(&filter)
+    }
+    .map_err(|e| format!("classic BPF emitter: {e}"))?;
     let text = match args.dump {
         1 => weir::isa::cbpf::format_listing(&insns),
         2 => weir::isa::cbpf::format_dd(&weir::isa::cbpf::encode(&insns)),

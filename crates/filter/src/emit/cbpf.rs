@@ -39,9 +39,18 @@ use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
 use crate::ir::{BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, Size};
 
+pub use super::tighten::tighten;
+
 /// A classic program for `filter`: `ret #accept` when it matches, `ret #0` when it does not
-/// or when it aborts.
+/// or when it aborts. The laid-out program goes through [`tighten`] (libpcap's flow-graph
+/// passes: jump threading, redundant and dead loads, shared tails).
 pub fn emit(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
+    emit_unoptimized(filter).map(|p| tighten(&p))
+}
+
+/// [`emit`] without [`tighten`]: the program as laid out, test for test (what `-O0` prints,
+/// as tcpdump's `-O` prints libpcap's unoptimized code).
+pub fn emit_unoptimized(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
     let (_, used) = scratch_usage(&filter.pred)?;
     let mut e = Emitter::new(used);
     let accept = e.flow.label();
@@ -861,7 +870,10 @@ mod tests {
 
     #[test]
     fn unwritten_scratch_reads_start_at_zero() {
-        let prog = emit(&Filter::new(Pred::eq(Expr::Scratch(3), 0))).unwrap();
+        let filter = Filter::new(Pred::eq(Expr::Scratch(3), 0));
+        let prog = emit_unoptimized(&filter).unwrap();
         assert_eq!(&prog[..2], &[stmt(CbpfOp::LdImm, 0), stmt(CbpfOp::St, 3)]);
+        // Tightened, the cell is known to hold 0 where it is read: the test is decided.
+        assert_eq!(emit(&filter).unwrap(), vec![stmt(CbpfOp::RetK, filter.accept)]);
     }
 }

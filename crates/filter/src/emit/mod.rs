@@ -6,7 +6,9 @@
 //! zero) goes straight to the shared "reject" exit, whatever `not`s surround it. The
 //! control-flow skeleton (labels, jumps, dead-code removal, jump threading) is shared
 //! ([`flow`]); so are the facts about expressions the emitters rely on ([`bounds`]) and the
-//! balanced range search that [`crate::Pred::In`] compiles to ([`set`]).
+//! balanced range search that [`crate::Pred::In`] compiles to ([`set`]). The laid-out
+//! classic program then goes through [`cbpf::tighten`] (`tighten.rs`): libpcap's
+//! flow-graph passes, which need the whole program rather than the tree.
 //!
 //! One property of the IR makes the expression code simple: evaluating an [`crate::Expr`]
 //! has no effect but its value or an abort, and an abort rejects the packet whatever happens
@@ -42,6 +44,7 @@ pub mod ebpf;
 mod bounds;
 mod flow;
 mod set;
+mod tighten;
 
 /// Why a filter cannot be emitted.
 #[derive(Debug, Clone, PartialEq, Eq)]

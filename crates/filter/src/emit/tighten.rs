@@ -1,0 +1,1102 @@
+//! Classic BPF after layout: the whole-program passes libpcap's optimizer makes on its
+//! flow graph, done on the emitted program itself.
+//!
+//! The IR optimizer works on a tree, so it cannot see that two tests on different branches
+//! of an `or` are the same test (the port checks behind `ip6 and (sctp or tcp or udp)`), or
+//! that a test after a join is already decided on some of the edges into the join (the
+//! `udp` test after the ARP and RARP branches of `host X`). Once the program is laid out
+//! those are plain facts about edges, and this pass uses them, round after round until
+//! nothing changes:
+//!
+//! 1. **Values and facts.** Every register and scratch cell holds a numbered value (a packet
+//!    field `[k:size]`, `4*([k]&0xf)`, a constant, an operation on values; equal numbers
+//!    mean equal values), and along each edge the facts the tests on the way established
+//!    (a known value, a range, values ruled out, known bits) and how many bytes the packet
+//!    is known to have. A join keeps what holds on every edge into it.
+//! 2. **Jump threading.** An edge whose target is a run of loads and tests the edge's facts
+//!    decide (`ldh [12]; jeq #0x800` after a test that found the type to be ARP) goes
+//!    straight to where the run ends, when the registers the skipped loads would have set
+//!    are dead there.
+//! 3. **Redundant loads.** A load of a value a register already holds on every edge into it
+//!    goes.
+//! 4. **Dead code.** An instruction from which no path accepts becomes `ret #0`; a load
+//!    whose result nobody reads goes, when it cannot abort or when every path from it to an
+//!    accept loads at least as far into the packet (so the packet it would have rejected as
+//!    too short is rejected anyway); stores nobody reads and tests whose two edges meet go.
+//! 5. **Shared tails.** Instructions that do the same thing and go to the same places are
+//!    one: every jump goes to the last copy within its reach, and the others fall away.
+//!
+//! Only accept and reject are observable in a classic program (an aborting load rejects), so
+//! every step keeps the packets the program accepts, and the bytes it accepts them with.
+//! Positions only shrink (removal), and a jump is only moved where its `jt`/`jf` still
+//! reach, so the 255-instruction limit of conditional jumps holds throughout. A program
+//! with a backward jump (libpcap's `protochain` loop) is returned as it is.
+
+use std::collections::HashMap;
+
+use weir_isa::cbpf::{CbpfInsn, CbpfOp, MEM_WORDS};
+
+/// Rounds of all passes; each round that changes something shrinks the program.
+const MAX_ROUNDS: usize = 12;
+/// Values ruled out per fact (`jeq` chains longer than this keep the first ones).
+const MAX_NE: usize = 8;
+/// The largest offset an absolute load may name before it is an ancillary one (the
+/// kernel's negative offsets), which this pass leaves alone.
+const MAX_PLAIN_OFFSET: u32 = i32::MAX as u32;
+/// Register slots: A, X, then the scratch cells.
+const SLOTS: usize = 2 + MEM_WORDS as usize;
+const A: usize = 0;
+const X: usize = 1;
+
+/// The tightened program: accepts the same packets, never longer.
+pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
+    let mut p = program.to_vec();
+    if !well_formed(&p) {
+        return p;
+    }
+    for _ in 0..MAX_ROUNDS {
+        let before = p.clone();
+        thread(&mut p);
+        p = compact(&p);
+        drop_redundant(&mut p);
+        p = compact(&p);
+        drop_dead(&mut p);
+        p = compact(&p);
+        and_tests(&mut p);
+        p = compact(&p);
+        merge_tails(&mut p);
+        p = compact(&p);
+        if p == before {
+            break;
+        }
+    }
+    if p.len() <= program.len() {
+        p
+    } else {
+        program.to_vec()
+    }
+}
+
+/// Forward jumps that stay inside, a return at the end, memory cells in range.
+fn well_formed(p: &[CbpfInsn]) -> bool {
+    if !p.last().is_some_and(|i| i.op.is_return()) {
+        return false;
+    }
+    p.iter().enumerate().all(|(i, insn)| {
+        let in_range = successors(p, i).iter().flatten().all(|&s| s < p.len());
+        let cell_ok = !matches!(insn.op, CbpfOp::LdMem | CbpfOp::LdxMem | CbpfOp::St | CbpfOp::Stx)
+            || insn.k < MEM_WORDS;
+        let forward = insn.op != CbpfOp::Ja || insn.k < (1 << 30);
+        in_range && cell_ok && forward
+    })
+}
+
+/// Where instruction `i` may go next.
+fn successors(p: &[CbpfInsn], i: usize) -> [Option<usize>; 2] {
+    let insn = p[i];
+    let next = i + 1;
+    if insn.op.is_return() {
+        [None, None]
+    } else if insn.op == CbpfOp::Ja {
+        [usize::try_from(insn.k).ok().and_then(|k| next.checked_add(k)), None]
+    } else if insn.op.is_conditional_jump() {
+        [Some(next + usize::from(insn.jt)), Some(next + usize::from(insn.jf))]
+    } else {
+        [Some(next), None]
+    }
+}
+
+fn is_accept(insn: &CbpfInsn) -> bool {
+    match insn.op {
+        CbpfOp::RetK => insn.k != 0,
+        CbpfOp::RetA => true,
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Values
+
+type Val = u32;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Node {
+    Const(u32),
+    Len,
+    /// `[off:size]`, an absolute load.
+    Pkt(u32, u8),
+    /// `[x + off:size]` with `x` the value numbered so.
+    Ind(Val, u32, u8),
+    /// `4*([off]&0xf)`.
+    Msh(u32),
+    /// An ALU operation (its `K` form) on two values.
+    Alu(CbpfOp, Val, Val),
+    Neg(Val),
+    /// Whatever slot `slot` held on entry to instruction `at` (edges disagreed there).
+    /// Within one run each instruction executes at most once (jumps go forward), so the
+    /// name stands for one value.
+    Entry(usize, usize),
+}
+
+#[derive(Default)]
+struct Values {
+    ids: HashMap<Node, Val>,
+    nodes: Vec<Node>,
+}
+
+impl Values {
+    fn id(&mut self, n: Node) -> Val {
+        if let Some(&v) = self.ids.get(&n) {
+            return v;
+        }
+        let v = self.nodes.len() as Val;
+        self.nodes.push(n);
+        self.ids.insert(n, v);
+        v
+    }
+
+    fn node(&self, v: Val) -> Node {
+        self.nodes[v as usize]
+    }
+
+    fn konst(&mut self, k: u32) -> Val {
+        self.id(Node::Const(k))
+    }
+
+    /// `a op b`, folded when both are constants and the operation cannot abort.
+    fn alu(&mut self, op: CbpfOp, a: Val, b: Val) -> Val {
+        if let (Node::Const(x), Node::Const(y)) = (self.node(a), self.node(b)) {
+            if let Some(r) = fold(op, x, y) {
+                return self.konst(r);
+            }
+        }
+        self.id(Node::Alu(op, a, b))
+    }
+}
+
+fn fold(op: CbpfOp, a: u32, b: u32) -> Option<u32> {
+    Some(match op {
+        CbpfOp::AddK => a.wrapping_add(b),
+        CbpfOp::SubK => a.wrapping_sub(b),
+        CbpfOp::MulK => a.wrapping_mul(b),
+        CbpfOp::DivK => a.checked_div(b)?,
+        CbpfOp::ModK => a.checked_rem(b)?,
+        CbpfOp::AndK => a & b,
+        CbpfOp::OrK => a | b,
+        CbpfOp::XorK => a ^ b,
+        // Shifts by 32 or more differ between libpcap and the kernel: leave them.
+        CbpfOp::LshK => a.checked_shl(b)?,
+        CbpfOp::RshK => a.checked_shr(b)?,
+        _ => return None,
+    })
+}
+
+/// The `K` form of an ALU operation (value numbering treats `add x` as `add` of X's value).
+fn alu_k(op: CbpfOp) -> Option<CbpfOp> {
+    use CbpfOp::*;
+    Some(match op {
+        AddK | AddX => AddK,
+        SubK | SubX => SubK,
+        MulK | MulX => MulK,
+        DivK | DivX => DivK,
+        ModK | ModX => ModK,
+        AndK | AndX => AndK,
+        OrK | OrX => OrK,
+        XorK | XorX => XorK,
+        LshK | LshX => LshK,
+        RshK | RshX => RshK,
+        _ => return None,
+    })
+}
+
+fn uses_x_operand(op: CbpfOp) -> bool {
+    use CbpfOp::*;
+    matches!(
+        op,
+        AddX | SubX
+            | MulX
+            | DivX
+            | ModX
+            | AndX
+            | OrX
+            | XorX
+            | LshX
+            | RshX
+            | JeqX
+            | JgtX
+            | JgeX
+            | JsetX
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Facts
+
+/// What is known about one value on an edge.
+#[derive(Clone, PartialEq, Debug)]
+struct Fact {
+    lo: u32,
+    hi: u32,
+    ne: Vec<u32>,
+    ones: u32,
+    zeros: u32,
+}
+
+impl Fact {
+    fn any() -> Fact {
+        Fact { lo: 0, hi: u32::MAX, ne: Vec::new(), ones: 0, zeros: 0 }
+    }
+
+    fn exactly(k: u32) -> Fact {
+        Fact { lo: k, hi: k, ne: Vec::new(), ones: k, zeros: !k }
+    }
+
+    fn join(&self, o: &Fact) -> Fact {
+        Fact {
+            lo: self.lo.min(o.lo),
+            hi: self.hi.max(o.hi),
+            ne: self.ne.iter().copied().filter(|v| o.ne.contains(v)).collect(),
+            ones: self.ones & o.ones,
+            zeros: self.zeros & o.zeros,
+        }
+    }
+
+    fn known(&self) -> Option<u32> {
+        (self.lo == self.hi).then_some(self.lo)
+    }
+
+    /// The outcome of the test `value op k`, when the fact decides it.
+    fn decide(&self, op: CbpfOp, k: u32) -> Option<bool> {
+        if let Some(v) = self.known() {
+            return Some(test(op, v, k));
+        }
+        match op {
+            CbpfOp::JeqK | CbpfOp::JeqX => {
+                let impossible = k < self.lo
+                    || k > self.hi
+                    || self.ne.contains(&k)
+                    || k & self.zeros != 0
+                    || !k & self.ones != 0;
+                impossible.then_some(false)
+            }
+            CbpfOp::JgtK | CbpfOp::JgtX => {
+                if self.lo > k {
+                    Some(true)
+                } else if self.hi <= k {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            CbpfOp::JgeK | CbpfOp::JgeX => {
+                if self.lo >= k {
+                    Some(true)
+                } else if self.hi < k {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            CbpfOp::JsetK | CbpfOp::JsetX => {
+                if k & self.ones != 0 {
+                    Some(true)
+                } else if k & !self.zeros == 0 || self.hi < (k & k.wrapping_neg()) {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The fact once `value op k` came out `outcome`.
+    fn learn(&mut self, op: CbpfOp, k: u32, outcome: bool) {
+        match (op, outcome) {
+            (CbpfOp::JeqK | CbpfOp::JeqX, true) => *self = Fact::exactly(k),
+            (CbpfOp::JeqK | CbpfOp::JeqX, false) => {
+                if k == self.lo && k < self.hi {
+                    self.lo = k + 1;
+                } else if k == self.hi && k > self.lo {
+                    self.hi = k - 1;
+                } else if self.ne.len() < MAX_NE && !self.ne.contains(&k) {
+                    self.ne.push(k);
+                }
+            }
+            (CbpfOp::JgtK | CbpfOp::JgtX, true) => self.lo = self.lo.max(k.saturating_add(1)),
+            (CbpfOp::JgtK | CbpfOp::JgtX, false) => self.hi = self.hi.min(k),
+            (CbpfOp::JgeK | CbpfOp::JgeX, true) => self.lo = self.lo.max(k),
+            (CbpfOp::JgeK | CbpfOp::JgeX, false) => self.hi = self.hi.min(k.saturating_sub(1)),
+            (CbpfOp::JsetK | CbpfOp::JsetX, true) if k.is_power_of_two() => self.ones |= k,
+            (CbpfOp::JsetK | CbpfOp::JsetX, false) => self.zeros |= k,
+            _ => {}
+        }
+        if self.lo == self.hi {
+            let v = self.lo;
+            self.ones = v;
+            self.zeros = !v;
+        }
+    }
+}
+
+fn test(op: CbpfOp, a: u32, b: u32) -> bool {
+    match op {
+        CbpfOp::JeqK | CbpfOp::JeqX => a == b,
+        CbpfOp::JgtK | CbpfOp::JgtX => a > b,
+        CbpfOp::JgeK | CbpfOp::JgeX => a >= b,
+        _ => a & b != 0,
+    }
+}
+
+/// What the kind of a value says about it before any test.
+fn base_fact(values: &Values, v: Val) -> Fact {
+    match values.node(v) {
+        Node::Const(k) => Fact::exactly(k),
+        Node::Pkt(_, 1) | Node::Ind(_, _, 1) => Fact { hi: 0xff, zeros: !0xff, ..Fact::any() },
+        Node::Pkt(_, 2) | Node::Ind(_, _, 2) => Fact { hi: 0xffff, zeros: !0xffff, ..Fact::any() },
+        Node::Msh(_) => Fact { hi: 60, zeros: !0x3c, ..Fact::any() },
+        Node::Alu(CbpfOp::AndK, _, m) => match values.node(m) {
+            Node::Const(m) => Fact { hi: m, zeros: !m, ..Fact::any() },
+            _ => Fact::any(),
+        },
+        Node::Alu(CbpfOp::RshK, _, s) => match values.node(s) {
+            Node::Const(s) if s < 32 => Fact { hi: u32::MAX >> s, ..Fact::any() },
+            _ => Fact::any(),
+        },
+        _ => Fact::any(),
+    }
+}
+
+/// The machine state on an edge.
+#[derive(Clone, PartialEq, Debug)]
+struct State {
+    slots: [Val; SLOTS],
+    facts: HashMap<Val, Fact>,
+    /// The packet has at least this many captured bytes (a load that far succeeded).
+    len_ok: u32,
+}
+
+impl State {
+    fn entry(values: &mut Values) -> State {
+        let mut slots = [0; SLOTS];
+        for (s, slot) in slots.iter_mut().enumerate() {
+            *slot = values.id(Node::Entry(0, s));
+        }
+        State { slots, facts: HashMap::new(), len_ok: 0 }
+    }
+
+    fn fact(&self, values: &Values, v: Val) -> Fact {
+        self.facts.get(&v).cloned().unwrap_or_else(|| base_fact(values, v))
+    }
+
+    fn join(&self, o: &State, at: usize, values: &mut Values) -> State {
+        let mut slots = self.slots;
+        for (s, slot) in slots.iter_mut().enumerate() {
+            if *slot != o.slots[s] {
+                *slot = values.id(Node::Entry(at, s));
+            }
+        }
+        let mut facts = HashMap::new();
+        for (v, f) in &self.facts {
+            if let Some(g) = o.facts.get(v) {
+                let j = f.join(g);
+                if j != base_fact(values, *v) {
+                    facts.insert(*v, j);
+                }
+            }
+        }
+        State { slots, facts, len_ok: self.len_ok.min(o.len_ok) }
+    }
+}
+
+/// What executing a non-jump instruction does: the slot it sets and the value, whether it
+/// may abort here, and the bytes it proves present when it does not.
+struct Effect {
+    set: Option<(usize, Val)>,
+    may_abort: bool,
+    proves: u32,
+}
+
+fn effect(insn: &CbpfInsn, s: &State, values: &mut Values) -> Effect {
+    use CbpfOp::*;
+    let k = insn.k;
+    let plain = |set, may_abort, proves| Effect { set: Some(set), may_abort, proves };
+    let size = |op| match op {
+        LdAbsW | LdIndW => 4u8,
+        LdAbsH | LdIndH => 2,
+        _ => 1,
+    };
+    match insn.op {
+        LdImm => plain((A, values.konst(k)), false, 0),
+        LdxImm => plain((X, values.konst(k)), false, 0),
+        LdLen => plain((A, values.id(Node::Len)), false, 0),
+        LdxLen => plain((X, values.id(Node::Len)), false, 0),
+        LdMem => plain((A, s.slots[2 + k as usize]), false, 0),
+        LdxMem => plain((X, s.slots[2 + k as usize]), false, 0),
+        St => plain((2 + k as usize, s.slots[A]), false, 0),
+        Stx => plain((2 + k as usize, s.slots[X]), false, 0),
+        Tax => plain((X, s.slots[A]), false, 0),
+        Txa => plain((A, s.slots[X]), false, 0),
+        LdAbsW | LdAbsH | LdAbsB => {
+            let n = size(insn.op);
+            if k > MAX_PLAIN_OFFSET {
+                // Ancillary data: a value of its own at each place it is read.
+                return Effect { set: None, may_abort: true, proves: 0 };
+            }
+            let end = k.saturating_add(u32::from(n));
+            plain((A, values.id(Node::Pkt(k, n))), end > s.len_ok, end)
+        }
+        LdIndW | LdIndH | LdIndB => {
+            let n = size(insn.op);
+            let v = values.id(Node::Ind(s.slots[X], k, n));
+            plain((A, v), true, k.saturating_add(u32::from(n)))
+        }
+        LdxMsh => {
+            let end = k.saturating_add(1);
+            plain((X, values.id(Node::Msh(k))), end > s.len_ok, end)
+        }
+        Neg => plain((A, values.id(Node::Neg(s.slots[A]))), false, 0),
+        op => match alu_k(op) {
+            Some(kop) => {
+                let b = if uses_x_operand(op) { s.slots[X] } else { values.konst(k) };
+                let may_abort =
+                    matches!(kop, DivK | ModK) && s.fact(values, b).decide(JeqK, 0) != Some(false);
+                plain((A, values.alu(kop, s.slots[A], b)), may_abort, 0)
+            }
+            None => Effect { set: None, may_abort: true, proves: 0 },
+        },
+    }
+}
+
+/// Applies a non-jump instruction to a state.
+fn step(insn: &CbpfInsn, at: usize, s: &mut State, values: &mut Values) {
+    let e = effect(insn, s, values);
+    match e.set {
+        Some((slot, v)) => s.slots[slot] = v,
+        None => s.slots[A] = values.id(Node::Entry(at + 1, A)),
+    }
+    s.len_ok = s.len_ok.max(e.proves);
+}
+
+/// The outcome of a conditional jump in a state, if known.
+fn decide(insn: &CbpfInsn, s: &State, values: &Values) -> Option<bool> {
+    let a = s.slots[A];
+    let k = if uses_x_operand(insn.op) {
+        let x = s.slots[X];
+        if x == a && matches!(insn.op, CbpfOp::JeqX | CbpfOp::JgeX) {
+            return Some(true);
+        }
+        if x == a && insn.op == CbpfOp::JgtX {
+            return Some(false);
+        }
+        s.fact(values, x).known()?
+    } else {
+        insn.k
+    };
+    s.fact(values, a).decide(insn.op, k)
+}
+
+fn learn(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
+    let a = s.slots[A];
+    let k = if uses_x_operand(insn.op) {
+        match s.fact(values, s.slots[X]).known() {
+            Some(k) => k,
+            None => return,
+        }
+    } else {
+        insn.k
+    };
+    let mut f = s.fact(values, a);
+    f.learn(insn.op, k, outcome);
+    s.facts.insert(a, f);
+}
+
+/// The state on each edge: `out[i]` for a non-jump (or `ja`), `taken[i]`/`not_taken[i]`
+/// for a conditional jump; `None` where no run goes.
+struct Analysis {
+    values: Values,
+    edge: Vec<[Option<State>; 2]>,
+}
+
+fn analyze(p: &[CbpfInsn]) -> Analysis {
+    let mut values = Values::default();
+    let mut incoming: Vec<Option<State>> = vec![None; p.len()];
+    incoming[0] = Some(State::entry(&mut values));
+    let mut edge: Vec<[Option<State>; 2]> = vec![[None, None]; p.len()];
+    for i in 0..p.len() {
+        let Some(s) = incoming[i].take() else { continue };
+        let insn = p[i];
+        let succ = successors(p, i);
+        let outs: [Option<State>; 2] = if insn.op.is_return() {
+            [None, None]
+        } else if insn.op == CbpfOp::Ja {
+            [Some(s), None]
+        } else if insn.op.is_conditional_jump() {
+            match decide(&insn, &s, &values) {
+                Some(true) => [Some(s), None],
+                Some(false) => [None, Some(s)],
+                None => {
+                    let mut t = s.clone();
+                    let mut f = s;
+                    learn(&insn, &mut t, &values, true);
+                    learn(&insn, &mut f, &values, false);
+                    [Some(t), Some(f)]
+                }
+            }
+        } else {
+            let mut s = s;
+            step(&insn, i, &mut s, &mut values);
+            [Some(s), None]
+        };
+        for (n, out) in outs.iter().enumerate() {
+            let (Some(out), Some(to)) = (out, succ[n]) else { continue };
+            let merged = match incoming[to].take() {
+                None => out.clone(),
+                Some(prev) => prev.join(out, to, &mut values),
+            };
+            incoming[to] = Some(merged);
+        }
+        edge[i] = outs;
+    }
+    Analysis { values, edge }
+}
+
+// ---------------------------------------------------------------------------------------
+// Liveness and reach
+
+/// Slots read before being written on some path from each instruction (bit per slot).
+fn live_in(p: &[CbpfInsn]) -> Vec<u32> {
+    let mut live = vec![0u32; p.len() + 1];
+    for i in (0..p.len()).rev() {
+        let insn = p[i];
+        let mut out = 0;
+        for s in successors(p, i).into_iter().flatten() {
+            out |= live[s];
+        }
+        let (uses, defs) = uses_defs(&insn);
+        live[i] = (out & !defs) | uses;
+    }
+    live
+}
+
+fn bit(slot: usize) -> u32 {
+    1 << slot
+}
+
+fn uses_defs(insn: &CbpfInsn) -> (u32, u32) {
+    use CbpfOp::*;
+    let cell = || bit(2 + (insn.k % MEM_WORDS) as usize);
+    match insn.op {
+        LdImm | LdLen | LdAbsW | LdAbsH | LdAbsB => (0, bit(A)),
+        LdIndW | LdIndH | LdIndB => (bit(X), bit(A)),
+        LdMem => (cell(), bit(A)),
+        LdxImm | LdxLen | LdxMsh => (0, bit(X)),
+        LdxMem => (cell(), bit(X)),
+        St => (bit(A), cell()),
+        Stx => (bit(X), cell()),
+        Tax => (bit(A), bit(X)),
+        Txa => (bit(X), bit(A)),
+        RetA => (bit(A), 0),
+        RetK | Ja => (0, 0),
+        Neg => (bit(A), bit(A)),
+        op if uses_x_operand(op) => (bit(A) | bit(X), if op.is_jump() { 0 } else { bit(A) }),
+        op if op.is_jump() => (bit(A), 0),
+        _ => (bit(A), bit(A)),
+    }
+}
+
+/// How far into the packet each instruction surely loads when it does not abort: absolute
+/// loads, and `[x + k]` where X is `4*([j]&0xf)` or a small constant (X is unsigned, so the
+/// load reaches at least `k + size`; a huge X could wrap into the kernel's negative
+/// offsets, so other X values do not count).
+fn load_ends(p: &[CbpfInsn]) -> Vec<u32> {
+    let an = analyze(p);
+    p.iter()
+        .enumerate()
+        .map(|(i, insn)| {
+            if let Some(end) = load_end(insn) {
+                return end;
+            }
+            let n = match insn.op {
+                CbpfOp::LdIndW => 4,
+                CbpfOp::LdIndH => 2,
+                CbpfOp::LdIndB => 1,
+                _ => return 0,
+            };
+            let Some(s) = an.edge[i][0].as_ref() else { return 0 };
+            let x = match an.values.node(s.slots[X]) {
+                Node::Msh(_) => 0,
+                Node::Const(c) if c <= 0xffff => c,
+                _ => return 0,
+            };
+            if insn.k > MAX_PLAIN_OFFSET / 2 {
+                return 0;
+            }
+            insn.k + n + x
+        })
+        .collect()
+}
+
+/// `and #m; jeq #0` (or `jgt #0`) is `jset #m` when nothing reads A afterwards and nothing
+/// else jumps to the test.
+fn and_tests(p: &mut [CbpfInsn]) {
+    let live = live_in(p);
+    let mut targeted = vec![false; p.len() + 1];
+    for i in 0..p.len() {
+        if p[i].op.is_jump() {
+            for s in successors(p, i).into_iter().flatten() {
+                targeted[s] = true;
+            }
+        }
+    }
+    for i in 0..p.len().saturating_sub(1) {
+        let (and, t) = (p[i], p[i + 1]);
+        if and.op != CbpfOp::AndK || targeted[i + 1] || !t.op.is_conditional_jump() {
+            continue;
+        }
+        let [Some(a), Some(b)] = successors(p, i + 1) else { continue };
+        if (live[a] | live[b]) & bit(A) != 0 {
+            continue;
+        }
+        let m = and.k;
+        let (jt, jf) = match (t.op, t.k) {
+            (CbpfOp::JeqK, 0) => (t.jf, t.jt),
+            (CbpfOp::JgtK, 0) => (t.jt, t.jf),
+            (CbpfOp::JeqK, k) if k == m && m.is_power_of_two() => (t.jt, t.jf),
+            _ => continue,
+        };
+        p[i] = nop();
+        p[i + 1] = CbpfInsn::new(CbpfOp::JsetK, jt, jf, m);
+    }
+}
+
+/// The packet end an absolute load (or `4*([k]&0xf)`) reads up to.
+fn load_end(insn: &CbpfInsn) -> Option<u32> {
+    use CbpfOp::*;
+    let n = match insn.op {
+        LdAbsW => 4,
+        LdAbsH => 2,
+        LdAbsB | LdxMsh => 1,
+        _ => return None,
+    };
+    (insn.k <= MAX_PLAIN_OFFSET).then(|| insn.k + n)
+}
+
+fn reachable(p: &[CbpfInsn]) -> Vec<bool> {
+    let mut r = vec![false; p.len()];
+    if let Some(first) = r.first_mut() {
+        *first = true;
+    }
+    for i in 0..p.len() {
+        if r[i] {
+            for s in successors(p, i).into_iter().flatten() {
+                r[s] = true;
+            }
+        }
+    }
+    r
+}
+
+// ---------------------------------------------------------------------------------------
+// Rewriting
+
+/// Points the `n`th edge of `from` (0: `jt` or the `ja` target, 1: `jf`) at `to`, if the
+/// encoding reaches it.
+fn retarget(p: &mut [CbpfInsn], from: usize, n: usize, to: usize) -> bool {
+    let Some(d) = to.checked_sub(from + 1) else { return false };
+    let insn = &mut p[from];
+    if insn.op == CbpfOp::Ja {
+        insn.k = d as u32;
+        return true;
+    }
+    if !insn.op.is_conditional_jump() {
+        return false;
+    }
+    let Ok(d) = u8::try_from(d) else { return false };
+    if n == 0 {
+        insn.jt = d;
+    } else {
+        insn.jf = d;
+    }
+    true
+}
+
+/// Step 2: each jump edge whose target's first tests it decides moves past them.
+fn thread(p: &mut [CbpfInsn]) {
+    let mut an = analyze(p);
+    let live = live_in(p);
+    for from in 0..p.len() {
+        let insn = p[from];
+        if !insn.op.is_jump() {
+            continue;
+        }
+        for n in 0..2 {
+            let (Some(state), Some(to)) = (an.edge[from][n].clone(), successors(p, from)[n]) else {
+                continue;
+            };
+            if let Some(end) = walk(p, to, state, &live, &mut an.values) {
+                if end != to {
+                    retarget(p, from, n, end);
+                }
+            }
+        }
+    }
+    // A conditional jump whose outcome is known on every run is a `ja`.
+    for (i, e) in an.edge.iter().enumerate() {
+        if p[i].op.is_conditional_jump() {
+            let target = match e {
+                [Some(_), None] => i + 1 + usize::from(p[i].jt),
+                [None, Some(_)] => i + 1 + usize::from(p[i].jf),
+                _ => continue,
+            };
+            p[i] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - i - 1) as u32);
+        }
+    }
+}
+
+/// Runs from `at` in state `s` through loads that cannot abort and tests `s` decides; the
+/// last place reached where the slots the run changed are dead (so an edge may go there
+/// instead), or `None`.
+fn walk(
+    p: &[CbpfInsn],
+    mut at: usize,
+    s: State,
+    live: &[u32],
+    values: &mut Values,
+) -> Option<usize> {
+    let start = s.clone();
+    let mut s = s;
+    let mut best = None;
+    for _ in 0..p.len() {
+        let changed =
+            (0..SLOTS).filter(|&k| s.slots[k] != start.slots[k]).fold(0, |m, k| m | bit(k));
+        if changed & live[at] == 0 {
+            best = Some(at);
+        }
+        let insn = p[at];
+        if insn.op.is_return() {
+            break;
+        } else if insn.op == CbpfOp::Ja {
+            at = successors(p, at)[0]?;
+        } else if insn.op.is_conditional_jump() {
+            let outcome = decide(&insn, &s, values)?;
+            learn(&insn, &mut s, values, outcome);
+            at = successors(p, at)[usize::from(!outcome)]?;
+        } else {
+            if matches!(insn.op, CbpfOp::St | CbpfOp::Stx) {
+                break;
+            }
+            let e = effect(&insn, &s, values);
+            let Some((slot, v)) = e.set else { break };
+            if e.may_abort && s.slots[slot] != v {
+                break;
+            }
+            s.slots[slot] = v;
+            at += 1;
+        }
+    }
+    best
+}
+
+/// Step 3: loads of what the register already holds on every edge into them.
+fn drop_redundant(p: &mut [CbpfInsn]) {
+    let mut an = analyze(p);
+    let mut incoming: Vec<Option<State>> = vec![None; p.len()];
+    for i in 0..p.len() {
+        for (n, s) in successors(p, i).into_iter().enumerate() {
+            let (Some(to), Some(out)) = (s, an.edge[i][n].as_ref()) else { continue };
+            incoming[to] = Some(match incoming[to].take() {
+                None => out.clone(),
+                Some(prev) => prev.join(out, to, &mut an.values),
+            });
+        }
+    }
+    if let Some(first) = incoming.first_mut() {
+        *first = Some(State::entry(&mut an.values));
+    }
+    for i in 0..p.len() {
+        let insn = p[i];
+        if insn.op.is_jump() || insn.op.is_return() {
+            continue;
+        }
+        let Some(s) = incoming[i].as_ref() else { continue };
+        let e = effect(&insn, s, &mut an.values);
+        if let Some((slot, v)) = e.set {
+            if s.slots[slot] == v {
+                p[i] = nop();
+            }
+        }
+    }
+}
+
+/// A placeholder [`compact`] removes: `ja +0`.
+fn nop() -> CbpfInsn {
+    CbpfInsn::new(CbpfOp::Ja, 0, 0, 0)
+}
+
+/// Step 4: code no accept depends on.
+fn drop_dead(p: &mut [CbpfInsn]) {
+    let live = live_in(p);
+    let ends = load_ends(p);
+    // `need` as in [`need`], recomputed as instructions go (a load that goes no longer
+    // vouches for the ones before it).
+    let mut need = vec![u32::MAX; p.len()];
+    for i in (0..p.len()).rev() {
+        let insn = p[i];
+        if insn.op.is_return() {
+            need[i] = if is_accept(&insn) { 0 } else { u32::MAX };
+            continue;
+        }
+        let succ = successors(p, i);
+        let after = succ.into_iter().flatten().map(|s| need[s]).min().unwrap_or(u32::MAX);
+        if after == u32::MAX {
+            // No path from here accepts.
+            p[i] = CbpfInsn::new(CbpfOp::RetK, 0, 0, 0);
+            need[i] = u32::MAX;
+            continue;
+        }
+        need[i] = after.max(ends[i]);
+        if insn.op.is_jump() {
+            if let (true, [Some(t), Some(f)]) = (insn.op.is_conditional_jump(), succ) {
+                if t == f {
+                    // Both ways lead to one place: a `ja` there.
+                    p[i] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (t - i - 1) as u32);
+                }
+            }
+            continue;
+        }
+        let (_, defs) = uses_defs(&insn);
+        if defs & live[i + 1] != 0 {
+            continue;
+        }
+        let safe = match insn.op {
+            CbpfOp::St | CbpfOp::Stx | CbpfOp::LdImm | CbpfOp::LdxImm | CbpfOp::LdLen => true,
+            CbpfOp::LdxLen | CbpfOp::LdMem | CbpfOp::LdxMem | CbpfOp::Tax | CbpfOp::Txa => true,
+            CbpfOp::Neg => true,
+            CbpfOp::DivK | CbpfOp::ModK => insn.k != 0,
+            op if alu_k(op).is_some_and(|k| !matches!(k, CbpfOp::DivK | CbpfOp::ModK)) => true,
+            _ => load_end(&insn).is_some_and(|end| end <= after),
+        };
+        if safe {
+            p[i] = nop();
+            need[i] = after;
+        }
+    }
+}
+
+/// Step 5: every jump goes to the last instruction within reach that does what its target
+/// does.
+fn merge_tails(p: &mut [CbpfInsn]) {
+    // Class of each instruction: equal classes behave alike from there on.
+    let mut class = vec![0usize; p.len()];
+    let mut ids: HashMap<(CbpfOp, u32, usize, usize), usize> = HashMap::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for i in (0..p.len()).rev() {
+        let insn = p[i];
+        let [a, b] = successors(p, i);
+        if insn.op == CbpfOp::Ja {
+            class[i] = a.map_or(usize::MAX, |t| class[t]);
+            continue;
+        }
+        let key = (
+            insn.op,
+            if insn.op.is_conditional_jump() && uses_x_operand(insn.op) { 0 } else { insn.k },
+            a.map_or(usize::MAX, |t| class[t]),
+            b.map_or(usize::MAX, |t| class[t]),
+        );
+        let next = ids.len();
+        let c = *ids.entry(key).or_insert(next);
+        if c == members.len() {
+            members.push(Vec::new());
+        }
+        members[c].push(i);
+        class[i] = c;
+    }
+    for from in 0..p.len() {
+        if !p[from].op.is_jump() {
+            continue;
+        }
+        for n in 0..2 {
+            let Some(to) = successors(p, from)[n] else { continue };
+            let c = class[to];
+            let Some(group) = members.get(c) else { continue };
+            // Members were pushed last to first: the farthest one that the jump reaches.
+            let limit = if p[from].op == CbpfOp::Ja { usize::MAX } else { from + 1 + 255 };
+            if let Some(&best) = group.iter().find(|&&m| m > from && m <= limit) {
+                if best != to {
+                    retarget(p, from, n, best);
+                }
+            }
+        }
+    }
+    // A copy some jump could not leave (the last copy is beyond its 255 instructions)
+    // becomes a `ja` to the last copy: the rest of it falls away (a 500-host set's ARP and
+    // RARP searches are one search, as in libpcap's program).
+    // Only where that drops code (a `ja` in place of a test the rest of the program still
+    // needs would cost a jump and save nothing); a bounded number of tries per round.
+    let mut reach = reachable(p);
+    let mut live = reach.iter().filter(|&&r| r).count();
+    let mut tries = 0;
+    for group in &members {
+        let Some(&last) = group.first() else { continue };
+        for &m in &group[1..] {
+            if !reach[m] || m >= last || p[m].op.is_return() || p[m].op == CbpfOp::Ja {
+                continue;
+            }
+            if tries == MAX_FAR_MERGES {
+                return;
+            }
+            tries += 1;
+            let was = p[m];
+            p[m] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (last - m - 1) as u32);
+            let now = reachable(p);
+            let count = now.iter().filter(|&&r| r).count();
+            if count + 2 <= live {
+                reach = now;
+                live = count;
+            } else {
+                p[m] = was;
+            }
+        }
+    }
+}
+
+/// Copies [`merge_tails`] tries to replace by a `ja` per round (each try walks the program).
+const MAX_FAR_MERGES: usize = 1024;
+
+/// Removes unreachable instructions and `ja +0`, and `ja` to a return becomes the return.
+fn compact(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
+    let mut q = p.to_vec();
+    // A jump straight to a `ja` goes where the `ja` goes (when it reaches).
+    for i in 0..q.len() {
+        if !q[i].op.is_jump() {
+            continue;
+        }
+        for n in 0..2 {
+            for _ in 0..q.len() {
+                let Some(to) = successors(&q, i)[n] else { break };
+                if q[to].op != CbpfOp::Ja || to == i {
+                    break;
+                }
+                let Some(end) = successors(&q, to)[0] else { break };
+                if end == to || !retarget(&mut q, i, n, end) {
+                    break;
+                }
+            }
+        }
+        if q[i].op == CbpfOp::Ja {
+            if let Some(t) = successors(&q, i)[0] {
+                if q[t].op.is_return() {
+                    q[i] = q[t];
+                }
+            }
+        }
+        if q[i].op.is_conditional_jump() && q[i].jt == q[i].jf {
+            q[i] = CbpfInsn::new(CbpfOp::Ja, 0, 0, u32::from(q[i].jt));
+        }
+    }
+    let reach = reachable(&q);
+    let keep: Vec<bool> =
+        (0..q.len()).map(|i| reach[i] && !(q[i].op == CbpfOp::Ja && q[i].k == 0)).collect();
+    // New position of each old one: a dropped instruction maps to the next kept one, which
+    // is where running on from it leads.
+    let mut at = vec![0usize; q.len() + 1];
+    let mut next = 0;
+    for i in 0..q.len() {
+        at[i] = next;
+        if keep[i] {
+            next += 1;
+        }
+    }
+    at[q.len()] = next;
+    let mut out = Vec::with_capacity(next);
+    for i in 0..q.len() {
+        if !keep[i] {
+            continue;
+        }
+        let mut insn = q[i];
+        let here = at[i];
+        let [a, b] = successors(&q, i);
+        if insn.op == CbpfOp::Ja {
+            insn.k = (at[a.unwrap_or(i + 1)] - here - 1) as u32;
+        } else if insn.op.is_conditional_jump() {
+            insn.jt = (at[a.unwrap_or(i + 1)] - here - 1) as u8;
+            insn.jf = (at[b.unwrap_or(i + 1)] - here - 1) as u8;
+        }
+        out.push(insn);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use CbpfOp::*;
+
+    fn s(op: CbpfOp, k: u32) -> CbpfInsn {
+        CbpfInsn::new(op, 0, 0, k)
+    }
+    fn j(op: CbpfOp, k: u32, jt: u8, jf: u8) -> CbpfInsn {
+        CbpfInsn::new(op, jt, jf, k)
+    }
+
+    #[test]
+    fn a_test_decided_on_an_edge_is_jumped_over() {
+        // ldh [12]; jeq 0x800 -> (ld [26]; jeq 1) -> ldh [12]; jeq 0x800 -> accept
+        let p = vec![
+            s(LdAbsH, 12),
+            j(JeqK, 0x800, 0, 2),
+            s(LdAbsW, 26),
+            j(JeqK, 1, 0, 3),
+            s(LdAbsH, 12),
+            j(JeqK, 0x800, 0, 1),
+            s(RetK, 65535),
+            s(RetK, 0),
+        ];
+        let q = tighten(&p);
+        // Both edges into the second type test know its outcome: the test goes.
+        let want = vec![
+            s(LdAbsH, 12),
+            j(JeqK, 0x800, 0, 3),
+            s(LdAbsW, 26),
+            j(JeqK, 1, 0, 1),
+            s(RetK, 65535),
+            s(RetK, 0),
+        ];
+        assert_eq!(q, want);
+    }
+
+    #[test]
+    fn a_dead_guard_load_goes_only_when_a_later_load_reaches_as_far() {
+        let p = vec![s(LdAbsB, 29), s(LdAbsH, 12), j(JeqK, 0x800, 0, 1), s(RetK, 1), s(RetK, 0)];
+        // [12:2] does not reach byte 29: the guard rejects short packets and must stay.
+        assert_eq!(tighten(&p), p);
+        let p = vec![s(LdAbsB, 9), s(LdAbsH, 12), j(JeqK, 0x800, 0, 1), s(RetK, 1), s(RetK, 0)];
+        assert_eq!(tighten(&p), p[1..].to_vec());
+    }
+
+    #[test]
+    fn equal_tails_are_shared() {
+        let p = vec![
+            s(LdAbsB, 20),
+            j(JeqK, 6, 0, 3),
+            s(LdAbsH, 54),
+            j(JeqK, 22, 4, 5),
+            s(RetK, 0),
+            j(JeqK, 17, 0, 3),
+            s(LdAbsH, 54),
+            j(JeqK, 22, 0, 1),
+            s(RetK, 1),
+            s(RetK, 0),
+        ];
+        let q = tighten(&p);
+        assert!(q.len() < p.len(), "{q:?}");
+        assert_eq!(q.iter().filter(|i| i.op == LdAbsH).count(), 1, "{q:?}");
+    }
+
+    #[test]
+    fn backward_jumps_leave_the_program_alone() {
+        let p = vec![s(LdAbsB, 9), s(LdAbsB, 9), s(Ja, u32::MAX - 1), s(RetK, 0)];
+        assert_eq!(tighten(&p), p);
+    }
+}
