@@ -2,7 +2,8 @@
 //! with every access translated and checked.
 //!
 //! Translation is a shift (which window), an array index (which region) and a mask (the
-//! offset); the bounds check is the slice's own `get`. No branch depends on which region an
+//! offset); the bounds check is a compare with the window's floor (the stack's running
+//! frame bottom; 0 elsewhere) and the slice's own `get`. No branch depends on which region an
 //! address is in, so alternating between context, packet and stack costs nothing extra, and
 //! there is no region search for a last-hit cache to save. Writes to the context are allowed
 //! only inside fields its layout marks writable; with no layout the whole context is
@@ -34,14 +35,18 @@ pub(crate) struct Memory<'a> {
     regions: [&'a mut [u8]; WINDOWS],
     ctx_layout: Option<&'static ContextLayout>,
     /// Legacy packet loads read the packet when one was given, else `mem` (the conformance
-    /// convention: the one buffer is the packet).
-    legacy_reads_packet: bool,
+    /// convention: the one buffer is the packet): the window they read, `PACKET` or `MEM`,
+    /// decided once per run.
+    legacy_source: usize,
     /// The span of the stack this run wrote (empty when `start >= end`), so that the next
     /// run zeroes only that instead of the whole stack.
     stack_written: Range<usize>,
     /// The lowest stack offset the running frame may touch: its own frame and its callers'
     /// lie above it; the frames of calls not (or no longer) made lie below it.
     stack_floor: usize,
+    /// By window, the lowest offset a load may read: `stack_floor` for the stack, 0
+    /// elsewhere (so the load path compares once whatever the window).
+    floors: [usize; WINDOWS],
     /// The run's environment: the map values window (taken out while a helper runs, which
     /// gets it through its `HelperCtx`).
     pub(crate) env: Option<&'a mut dyn RunEnv>,
@@ -56,30 +61,38 @@ impl<'a> Memory<'a> {
         ctx_layout: Option<&'static ContextLayout>,
         env: Option<&'a mut dyn RunEnv>,
     ) -> Self {
-        let legacy_reads_packet = packet.is_some();
+        let legacy_source = if packet.is_some() { PACKET } else { MEM };
         let packet = packet.unwrap_or_default();
         let regions = [Default::default(), stack, ctx, packet, mem];
         Memory {
             regions,
             ctx_layout,
-            legacy_reads_packet,
+            legacy_source,
             stack_written: 0..0,
             stack_floor: 0,
+            floors: [0; WINDOWS],
             env,
         }
     }
 
     /// Reads `N` bytes at `addr`, or `None` if any of them is outside every region.
+    ///
+    /// The hot path of every load: one compare picks the host-backed windows, one compare
+    /// against the window's floor (non-zero only for the stack: the running frame's
+    /// bottom), then the slice's own bounds check. Only the map values window (and
+    /// addresses beyond every window) leave for the cold environment path.
     #[inline(always)]
     pub(crate) fn load<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
-        let (window, range) = locate(addr, N)?;
-        if window == STACK && range.start < self.stack_floor {
+        let window = addr >> WINDOW_SHIFT;
+        if window >= WINDOWS as u64 {
+            return self.env_load(addr);
+        }
+        // Fits: below WINDOWS; the offset is below the 256 MiB window.
+        let (window, start) = (window as usize, (addr & (REGION_WINDOW - 1)) as usize);
+        if start < self.floors.get(window).copied().unwrap_or(usize::MAX) {
             return None;
         }
-        match self.regions.get(window) {
-            Some(region) => region.get(range)?.try_into().ok(),
-            None => self.env_load(addr),
-        }
+        self.regions.get(window)?.get(start..start.wrapping_add(N))?.try_into().ok()
     }
 
     /// A load from the map values window, through the environment.
@@ -142,6 +155,9 @@ impl<'a> Memory<'a> {
 
     pub(crate) fn set_stack_floor(&mut self, floor: usize) {
         self.stack_floor = floor;
+        if let Some(slot) = self.floors.get_mut(STACK) {
+            *slot = floor;
+        }
     }
 
     /// The span of the stack written so far (empty if none).
@@ -165,14 +181,13 @@ impl<'a> Memory<'a> {
         })
     }
 
-    /// A legacy packet load: `size` bytes at `offset`, big-endian, zero-extended; `None`
+    /// A legacy packet load: `N` bytes at `offset`, big-endian, zero-extended; `None`
     /// when the bytes are not all in the packet (the program then returns 0).
-    #[inline]
-    pub(crate) fn packet_load(&self, offset: i32, size: u8) -> Option<u64> {
-        let source = if self.legacy_reads_packet { PACKET } else { MEM };
+    #[inline(always)]
+    pub(crate) fn packet_load<const N: usize>(&self, offset: i32) -> Option<u64> {
         let start = usize::try_from(offset).ok()?;
-        let end = start.checked_add(usize::from(size))?;
-        let bytes = self.regions.get(source)?.get(start..end)?;
+        let region = self.regions.get(self.legacy_source)?;
+        let bytes: [u8; N] = region.get(start..start.checked_add(N)?)?.try_into().ok()?;
         Some(bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
     }
 }
