@@ -282,7 +282,13 @@ impl Interpreter {
             let Some(bytes) = start.checked_add(size).and_then(|e| ctx.get_mut(start..e)) else {
                 return false;
             };
-            bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default());
+            // Fixed-size copies for the usual widths (a copy of a run-time length is a
+            // `memcpy` call).
+            match size {
+                4 => bytes.copy_from_slice(&(value as u32).to_le_bytes()),
+                8 => bytes.copy_from_slice(&value.to_le_bytes()),
+                _ => bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default()),
+            }
         }
         true
     }
