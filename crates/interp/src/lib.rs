@@ -234,7 +234,10 @@ impl Interpreter {
         if cache.stack.len() != stack_bytes {
             cache.stack = vec![0; stack_bytes];
         } else if let Some(dirty) = cache.stack.get_mut(written) {
-            dirty.fill(0);
+            // Most filters never write the stack: skip the `memset` call for nothing.
+            if !dirty.is_empty() {
+                dirty.fill(0);
+            }
         } else {
             cache.stack.fill(0);
         }
