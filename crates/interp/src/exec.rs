@@ -74,8 +74,6 @@ impl Interpreter {
     ///
     /// `observe` sees the slot and the registers before every instruction runs (a no-op
     /// closure compiles away: the plain runs pay nothing for it).
-    // Out of line: kept apart from the run setup, the loop gets the registers to itself.
-    #[inline(never)]
     pub(crate) fn execute<F: FnMut(usize, &[u64; 16])>(
         &self,
         memory: &mut Memory<'_>,
