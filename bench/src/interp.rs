@@ -3,15 +3,27 @@
 //! agree before any is timed; each ratio is rbpf's time over weir's for the same kind of
 //! engine (interpreter against interpreter, JIT against JIT). rbpf's JIT exists only on
 //! x86-64 Unix hosts; elsewhere its column says so.
+//!
+//! Each interpreter row also gives the instructions one run executes (the interpreter's own
+//! counter, `Cache::executed`) and weir's nanoseconds per executed instruction. A second
+//! table does the same for the filter programs: weir's emitted eBPF (socket-filter target)
+//! for every filter of bench/filters.txt, run by weir's interpreter over the hot workload's
+//! 256 generated frames, set up as `weir-bench filters` sets up its `interp` engine.
 
 use std::time::Instant;
 
 use weir_interp::{Config, Interpreter};
 use weir_jit::Jit;
+use weir_pflang::names::NameDb;
+use weir_pflang::LinkType;
 use weir_program::abi::Bindings;
-use weir_program::Program;
+use weir_program::exec::Input;
+use weir_program::{ProgType, Program, Verified};
 
+use crate::filterlist;
+use crate::filters::compile_weir;
 use crate::record::{self, Log};
+use crate::{traffic, workload};
 
 const PROGRAMS: &[(&str, &str)] = &[
     ("byte-sum", include_str!("../programs/byte-sum.s")),
@@ -63,8 +75,17 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
     let pkt = packet();
     let mut log = Log::default();
     log.line(format!(
-        "{:<15} {:>11} {:>11} {:>6}  {:>9} {:>9} {:>6}   (ns per run, median of {rounds} rounds)",
-        "program", "weir-interp", "rbpf-interp", "ratio", "weir-jit", "rbpf-jit", "ratio"
+        "{:<15} {:>11} {:>11} {:>6}  {:>9} {:>9} {:>6}  {:>7} {:>8}   (ns per run, median of \
+         {rounds} rounds; insns: executed per run, interpreter's counter)",
+        "program",
+        "weir-interp",
+        "rbpf-interp",
+        "ratio",
+        "weir-jit",
+        "rbpf-jit",
+        "ratio",
+        "insns",
+        "ns/insn"
     ));
     let mut agreed = true;
     for (name, source) in PROGRAMS {
@@ -101,6 +122,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
             agreed = false;
             continue;
         }
+        let executed = cache.executed();
         let inner = 200;
         let weir_ns =
             time_median(rounds, inner, || interp.run_mem(&mut cache, &mut weir_mem).unwrap_or(0));
@@ -115,16 +137,91 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         };
         log.line(format!(
             "{name:<15} {weir_ns:>11.0} {rbpf_ns:>11.0} {:>5.2}x  {jit_ns:>9.0} {rbpf_jit_ns:>9} \
-             {jit_ratio:>6}",
-            rbpf_ns / weir_ns
+             {jit_ratio:>6}  {executed:>7} {:>8.2}",
+            rbpf_ns / weir_ns,
+            weir_ns / executed.max(1) as f64
         ));
     }
+    filter_rows(rounds, &mut log)?;
     if agreed && record {
         let notes = ["ratio = rbpf time / weir time (interpreters, then JITs)".to_string()];
         let path = record::write("interp", command, &notes, &log.lines)?;
         println!("recorded {}", path.display());
     }
     Ok(agreed)
+}
+
+/// The filter table: per filter, weir's interpreter on weir's emitted eBPF over the hot
+/// workload, with the instructions the 256 runs executed and the time per instruction.
+fn filter_rows(rounds: usize, log: &mut Log) -> Result<(), String> {
+    let names = NameDb::system();
+    let mut frames = traffic::frames(traffic::SEED, workload::HOT_PACKETS);
+    let layout = ProgType::SocketFilter.context_layout();
+    let len_at = layout.field("len").map_or(0, |f| f.offset as usize);
+    let mut ctx = vec![0u8; layout.size as usize];
+    log.line(String::new());
+    log.line(format!(
+        "{:<48} {:>8} {:>9} {:>8}   (weir's eBPF on weir-interp over {} hot frames; ns/pkt \
+         median of {rounds} rounds)",
+        "filter",
+        "ns/pkt",
+        "insns/pkt",
+        "ns/insn",
+        frames.len()
+    ));
+    let (mut all_ns, mut all_insns) = (0f64, 0u64);
+    for bench in filterlist::filters(&[], false)? {
+        let label: String = bench.label.chars().take(48).collect();
+        let (_, optimized) = match compile_weir(&bench.expr, LinkType::Ethernet, &names) {
+            Ok(compiled) => compiled,
+            Err(e) => {
+                log.line(format!("{label:<48} skipped: weir cannot compile it: {e}"));
+                continue;
+            }
+        };
+        let program = weir_filter::emit::ebpf::emit(&optimized, ProgType::SocketFilter)
+            .map_err(|e| format!("{}: eBPF emitter: {e}", bench.label))?;
+        let verified =
+            Verified::structural(program).map_err(|e| format!("{}: {e}", bench.label))?;
+        let bindings = Bindings::for_prog_type(ProgType::SocketFilter);
+        let interp = Interpreter::new(&verified, bindings, Config::default());
+        let mut cache = interp.cache();
+        // One pass: every frame once; returns the instructions executed, so the closure's
+        // result feeds the timing's sink and the count comes from the same runs.
+        let mut pass = || -> Result<u64, String> {
+            let mut executed = 0u64;
+            for frame in frames.iter_mut() {
+                let wire = frame.len() as u32;
+                if let Some(field) = ctx.get_mut(len_at..len_at + 4) {
+                    field.copy_from_slice(&wire.to_le_bytes());
+                }
+                let outcome = interp
+                    .run_stats(&mut cache, Input::new().ctx(&mut ctx).packet(frame))
+                    .map_err(|trap| format!("{}: the interpreter trapped: {trap}", bench.label))?;
+                executed += outcome.executed;
+            }
+            Ok(executed)
+        };
+        let executed = pass()?;
+        let ns = time_median(rounds, 20, || pass().unwrap_or(0));
+        let packets = frames.len() as f64;
+        all_ns += ns;
+        all_insns += executed;
+        log.line(format!(
+            "{label:<48} {:>8.1} {:>9.1} {:>8.2}",
+            ns / packets,
+            executed as f64 / packets,
+            ns / executed.max(1) as f64
+        ));
+    }
+    log.line(format!(
+        "{:<48} {:>8} {:>9} {:>8.2}",
+        "all filters (total time / total instructions)",
+        "",
+        "",
+        all_ns / all_insns.max(1) as f64
+    ));
+    Ok(())
 }
 
 /// Compiles `vm` with rbpf's JIT where it has one; `false` when it does not or refuses.

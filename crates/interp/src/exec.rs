@@ -35,6 +35,13 @@ fn slot_of(r: u8) -> usize {
     usize::from(r & 0x0f)
 }
 
+/// The offset of an indirect legacy load: the kernel adds in 64 bits and passes the sum as
+/// a C `int`.
+#[inline(always)]
+fn ind_offset(src: u64, imm: i32) -> i32 {
+    lo(src.wrapping_add(i64::from(imm) as u64)) as i32
+}
+
 /// The low 32 bits, as the 32-bit operations see a register.
 #[inline(always)]
 fn lo(value: u64) -> u32 {
@@ -130,6 +137,15 @@ impl Interpreter {
                         break 'run Err(Trap::memory(code, here, addr, bytes.len() as u32));
                     }
                 }};
+            }
+            // A legacy packet load: `r0` = the bytes, or the run ends returning 0.
+            macro_rules! legacy_load {
+                ($n:literal, $offset:expr) => {
+                    match memory.packet_load::<$n>($offset) {
+                        Some(value) => reg!(0) = value,
+                        None => break 'run Ok(0),
+                    }
+                };
             }
             macro_rules! jump_if {
                 ($cond:expr, $target:expr) => {
@@ -510,18 +526,12 @@ impl Interpreter {
                     reg!(dst) = imm;
                     pc = pc.wrapping_add(1);
                 }
-                Step::LdAbs { size, imm } => match memory.packet_load(imm, size) {
-                    Some(value) => reg!(0) = value,
-                    None => break 'run Ok(0),
-                },
-                Step::LdInd { size, src, imm } => {
-                    // The kernel adds in 64 bits and passes the sum as a C `int`.
-                    let offset = lo(reg!(src).wrapping_add(i64::from(imm) as u64)) as i32;
-                    match memory.packet_load(offset, size) {
-                        Some(value) => reg!(0) = value,
-                        None => break 'run Ok(0),
-                    }
-                }
+                Step::LdAbsB { imm } => legacy_load!(1, imm),
+                Step::LdAbsH { imm } => legacy_load!(2, imm),
+                Step::LdAbsW { imm } => legacy_load!(4, imm),
+                Step::LdIndB { src, imm } => legacy_load!(1, ind_offset(reg!(src), imm)),
+                Step::LdIndH { src, imm } => legacy_load!(2, ind_offset(reg!(src), imm)),
+                Step::LdIndW { src, imm } => legacy_load!(4, ind_offset(reg!(src), imm)),
 
                 Step::Fail { code, addr } => {
                     break 'run Err(Trap::memory(code, here, u64::from(addr), 0));

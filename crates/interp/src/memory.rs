@@ -2,7 +2,8 @@
 //! with every access translated and checked.
 //!
 //! Translation is a shift (which window), an array index (which region) and a mask (the
-//! offset); the bounds check is the slice's own `get`. No branch depends on which region an
+//! offset); the bounds check is the slice's own `get` (and, on the stack, a compare with
+//! the running frame's floor). No branch depends on which region an
 //! address is in, so alternating between context, packet and stack costs nothing extra, and
 //! there is no region search for a last-hit cache to save. Writes to the context are allowed
 //! only inside fields its layout marks writable; with no layout the whole context is
@@ -34,8 +35,9 @@ pub(crate) struct Memory<'a> {
     regions: [&'a mut [u8]; WINDOWS],
     ctx_layout: Option<&'static ContextLayout>,
     /// Legacy packet loads read the packet when one was given, else `mem` (the conformance
-    /// convention: the one buffer is the packet).
-    legacy_reads_packet: bool,
+    /// convention: the one buffer is the packet): the window they read, `PACKET` or `MEM`,
+    /// decided once per run.
+    legacy_source: usize,
     /// The span of the stack this run wrote (empty when `start >= end`), so that the next
     /// run zeroes only that instead of the whole stack.
     stack_written: Range<usize>,
@@ -56,30 +58,32 @@ impl<'a> Memory<'a> {
         ctx_layout: Option<&'static ContextLayout>,
         env: Option<&'a mut dyn RunEnv>,
     ) -> Self {
-        let legacy_reads_packet = packet.is_some();
+        let legacy_source = if packet.is_some() { PACKET } else { MEM };
         let packet = packet.unwrap_or_default();
         let regions = [Default::default(), stack, ctx, packet, mem];
-        Memory {
-            regions,
-            ctx_layout,
-            legacy_reads_packet,
-            stack_written: 0..0,
-            stack_floor: 0,
-            env,
-        }
+        Memory { regions, ctx_layout, legacy_source, stack_written: 0..0, stack_floor: 0, env }
     }
 
     /// Reads `N` bytes at `addr`, or `None` if any of them is outside every region.
+    ///
+    /// The hot path of every load: one compare picks the host-backed windows, the stack's
+    /// floor is checked on the stack only, then the slice's own bounds check. Only the map
+    /// values window (and addresses beyond every window) leave for the cold environment
+    /// path. (Measured against the general `locate`, which checks for overflow and takes
+    /// the window as an `Option`: the bench's loading programs ran at 1.8-2.2 ns per
+    /// instruction with it, 1.7-1.8 with this.)
     #[inline(always)]
     pub(crate) fn load<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
-        let (window, range) = locate(addr, N)?;
-        if window == STACK && range.start < self.stack_floor {
+        let window = addr >> WINDOW_SHIFT;
+        if window >= WINDOWS as u64 {
+            return self.env_load(addr);
+        }
+        // Fits: below WINDOWS; the offset is below the 256 MiB window.
+        let (window, start) = (window as usize, (addr & (REGION_WINDOW - 1)) as usize);
+        if window == STACK && start < self.stack_floor {
             return None;
         }
-        match self.regions.get(window) {
-            Some(region) => region.get(range)?.try_into().ok(),
-            None => self.env_load(addr),
-        }
+        self.regions.get(window)?.get(start..start.wrapping_add(N))?.try_into().ok()
     }
 
     /// A load from the map values window, through the environment.
@@ -165,14 +169,13 @@ impl<'a> Memory<'a> {
         })
     }
 
-    /// A legacy packet load: `size` bytes at `offset`, big-endian, zero-extended; `None`
+    /// A legacy packet load: `N` bytes at `offset`, big-endian, zero-extended; `None`
     /// when the bytes are not all in the packet (the program then returns 0).
-    #[inline]
-    pub(crate) fn packet_load(&self, offset: i32, size: u8) -> Option<u64> {
-        let source = if self.legacy_reads_packet { PACKET } else { MEM };
+    #[inline(always)]
+    pub(crate) fn packet_load<const N: usize>(&self, offset: i32) -> Option<u64> {
         let start = usize::try_from(offset).ok()?;
-        let end = start.checked_add(usize::from(size))?;
-        let bytes = self.regions.get(source)?.get(start..end)?;
+        let region = self.regions.get(self.legacy_source)?;
+        let bytes: [u8; N] = region.get(start..start.checked_add(N)?)?.try_into().ok()?;
         Some(bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
     }
 }

@@ -188,9 +188,14 @@ pub(crate) enum Step {
     Atomic32 { op: AtomicOp, fetch: bool, dst: u8, src: u8, off: i16 },
     // Both slots of `lddw` (plain or `func`): sets `dst` and skips the filler slot.
     Lddw { dst: u8, imm: u64 },
-    // Legacy packet loads (big-endian, `size` bytes at `imm` or `src + imm`).
-    LdAbs { size: u8, imm: i32 },
-    LdInd { size: u8, src: u8, imm: i32 },
+    // Legacy packet loads (big-endian, 1, 2 or 4 bytes at `imm` or `src + imm`): one
+    // variant per size, so the load is a fixed-size read (filters are mostly these).
+    LdAbsB { imm: i32 },
+    LdAbsH { imm: i32 },
+    LdAbsW { imm: i32 },
+    LdIndB { src: u8, imm: i32 },
+    LdIndH { src: u8, imm: i32 },
+    LdIndW { src: u8, imm: i32 },
 
     // Traps decided at translation.
     // Trap here with this code; `addr` is the helper id for helper traps.
@@ -477,12 +482,12 @@ impl Translator<'_> {
                 Self::fail(TrapCode::Unsupported)
             }
 
-            LdAbsB => Step::LdAbs { size: 1, imm: imm32 },
-            LdAbsH => Step::LdAbs { size: 2, imm: imm32 },
-            LdAbsW => Step::LdAbs { size: 4, imm: imm32 },
-            LdIndB => Step::LdInd { size: 1, src, imm: imm32 },
-            LdIndH => Step::LdInd { size: 2, src, imm: imm32 },
-            LdIndW => Step::LdInd { size: 4, src, imm: imm32 },
+            LdAbsB => Step::LdAbsB { imm: imm32 },
+            LdAbsH => Step::LdAbsH { imm: imm32 },
+            LdAbsW => Step::LdAbsW { imm: imm32 },
+            LdIndB => Step::LdIndB { src, imm: imm32 },
+            LdIndH => Step::LdIndH { src, imm: imm32 },
+            LdIndW => Step::LdIndW { src, imm: imm32 },
 
             LddwHigh => Step::Filler,
         }
