@@ -13,9 +13,11 @@ use weir_isa::cbpf::{decode, encode, CbpfInsn, CbpfOp, SockFilter, CBPF_OPCODES}
 use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::Packet;
 
-/// Compiles `expr` for Ethernet with libpcap and returns the program's records.
+/// Compiles `expr` for Ethernet with libpcap, as for a live Linux capture (so `inbound` is
+/// the kernel's packet-type load, an ancillary load these tests exercise; compiling for a
+/// capture file, libpcap refuses it on Ethernet), and returns the program's records.
 fn pcap_compile_expr(expr: &str, optimize: bool) -> Result<Vec<SockFilter>, String> {
-    let insns = libpcap::required().compile(expr, 1, optimize)?;
+    let insns = libpcap::required().compile_live(expr, 1, optimize)?;
     Ok(insns.iter().map(|i| SockFilter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect())
 }
 

@@ -220,7 +220,8 @@ pub struct LinkInfo {
     pub name: &'static str,
     /// Other names `-y` accepts for it.
     pub aliases: &'static [&'static str],
-    /// The DLT_ number libpcap uses on Linux (what `pcap_open_dead` takes).
+    /// The DLT_ number libpcap uses on Linux (what `pcap_datalink` gives for a capture of
+    /// this link type, and `pcap_open_dead` takes).
     pub dlt: u32,
     /// The LINKTYPE_ number capture files store.
     pub linktype: u32,

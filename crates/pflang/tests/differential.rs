@@ -14,14 +14,13 @@
 //! Names resolve from the machine's files only (`NameDb::system_files_only`), as libpcap's
 //! resolver does; weir's command line adds built-in names for machines without them.
 //!
-//! The oracle stands for libpcap *reading a savefile*, as weir filters capture files; where
-//! `pcap_open_dead` compiles differently, or libpcap is wrong, or weir has a documented
+//! The oracle is libpcap compiling for a capture file (`pcap_fopen_offline`, as `tcpdump -r`
+//! does), as weir filters capture files: `inbound`/`outbound`/`ifindex` where the link type
+//! does not record them are refused by both ("... not supported on Ethernet when reading
+//! savefiles"), which is plain agreement. Where libpcap is wrong, or weir has a documented
 //! limit, the case is recognised precisely (see differential/documented.rs), counted and
 //! printed, never silently passed:
 //!
-//! - `inbound`/`outbound`/`ifindex` where the link type does not record them: libpcap on a
-//!   savefile refuses ("... not supported on Ethernet when reading savefiles"), and so must
-//!   weir; `pcap_open_dead` instead compiles Linux ancillary loads.
 //! - `byte N & V` / `byte N | V`: a libpcap bug (the byte is never loaded); libpcap gets
 //!   the same primitive spelled `(link[N] & V != 0)` and must then agree.
 //! - protochain on a packet whose extension-header chain needs more hops than weir's walk
@@ -43,7 +42,7 @@
 //! expression, the packet and every verdict. Environment: WEIR_DIFF_COUNT (expressions per
 //! seed, default 10,000), WEIR_DIFF_SEED (an extra seed to explore, besides the fixed one).
 
-// differential/documented.rs; rejects.rs uses its savefile part too.
+// differential/documented.rs; truncation.rs and lower_net.rs use parts of it too.
 pub(crate) mod documented;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -213,9 +212,6 @@ impl Failure {
 /// differential/documented.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Documented {
-    /// weir refuses `inbound`/`outbound`/`ifindex` as libpcap does on a savefile;
-    /// `pcap_open_dead` compiled Linux ancillary loads.
-    Savefile,
     /// libpcap bug: `byte N &/| V` tests the accumulator; weir agrees with libpcap once the
     /// primitive is spelled out for it.
     ByteAndOr,
@@ -232,8 +228,7 @@ enum Documented {
 }
 
 impl Documented {
-    const ALL: [Documented; 5] = [
-        Documented::Savefile,
+    const ALL: [Documented; 4] = [
         Documented::ByteAndOr,
         Documented::CbpfTooLong,
         Documented::ScratchBudget,
@@ -243,7 +238,6 @@ impl Documented {
     /// Its class entry in testdata/pflang/libpcap-bugs.txt, where it is explained.
     fn entry(self) -> &'static str {
         match self {
-            Documented::Savefile => "@savefile:direction",
             Documented::ByteAndOr => "@byte-and-or",
             Documented::CbpfTooLong => "@limit:cbpf-size",
             Documented::ScratchBudget => "@limit:scratch-slots",
@@ -253,9 +247,6 @@ impl Documented {
 
     fn label(self) -> &'static str {
         match self {
-            Documented::Savefile => {
-                "savefile semantics: inbound/outbound/ifindex refused as libpcap -r does"
-            }
             Documented::ByteAndOr => "libpcap bug: byte &/|",
             Documented::CbpfTooLong => "cBPF size limit (documented)",
             Documented::WlanOffsetRegister => "libpcap bug: 802.11/pflog offset register reused",
@@ -350,11 +341,7 @@ impl Oracle<'_> {
         let (weir, weir_plain) = match (weir, weir_plain) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {
-                if documented::is_savefile_refusal(&e.message)
-                    && documented::has_ancillary_load(&unopt)
-                {
-                    out.documented.push(Documented::Savefile);
-                } else if e.message == documented::SCRATCH_BUDGET_MESSAGE {
+                if e.message == documented::SCRATCH_BUDGET_MESSAGE {
                     out.documented.push(Documented::ScratchBudget);
                 } else {
                     out.failure = Some(Failure::WeirRejects(e.message));
@@ -1380,8 +1367,12 @@ fn documented_differences_are_recognised() {
         assert_eq!(r.failure, None, "{expr} on {}", set.link.name());
         r
     };
-    assert_eq!(documented(ethernet, "inbound").documented, [Documented::Savefile]);
-    assert_eq!(documented(raw, "ip and ifindex 2").documented, [Documented::Savefile]);
+    // No direction or interface field in the capture: libpcap (reading a capture file) and
+    // weir both refuse, which is agreement, not a documented difference.
+    for (set, expr) in [(ethernet, "inbound"), (raw, "ip and ifindex 2")] {
+        let r = documented(set, expr);
+        assert!(!r.libpcap_accepts && r.documented.is_empty(), "{expr}: {r:?}");
+    }
     assert_eq!(documented(ethernet, "byte 14 & 17").documented, [Documented::ByteAndOr]);
     assert_eq!(documented(ethernet, "ip or byte 59 | 0").documented, [Documented::ByteAndOr]);
     assert!(documented(ethernet, "byte 14 = 69").documented.is_empty());

@@ -87,8 +87,12 @@ const HAND: &[(&str, bool)] = &[
 /// that weir's walk is path-sensitive where libpcap's threading loses facts at merges
 /// (`(A or B) and not A and not B`, `port 80 and port 443`), plus the accessor/primitive
 /// class below. The test fails when a run exceeds them; lower them when weir gets closer.
-const CEILING_GENERATED: (usize, usize) = (1, 15);
-const CEILING_PAIRS: (usize, usize) = (0, 271);
+/// Of these over-detections, 5 generated and 62 pairs are on BSD loopback (NULL, LOOP):
+/// compiling for a capture file, libpcap tests `ip6` there as three address families, and
+/// its optimizer loses the contradiction at that merge (`ip6 proto 112 and port 8080 ...`
+/// with an IPv4 test) where, compiling for Linux's single family, it found it.
+const CEILING_GENERATED: (usize, usize) = (1, 20);
+const CEILING_PAIRS: (usize, usize) = (0, 333);
 
 /// Expressions where weir does not give libpcap's verdict (see the module doc of
 /// `weir_pflang::rejects_all`): a packet accessor with a constant index and a primitive that
@@ -263,7 +267,9 @@ const NEWER_COUNT: usize = 2_000;
 /// switches, which weir lowers keeping the running value in a scratch slot and so never
 /// refuses; on JUNIPER_VP a three-range `portrange` against `not pppoed` (the same magic
 /// test) whose paths exceed the walk's budget (`rejects_all::BUDGET`), so weir keeps it.
-const CEILING_NEWER: (usize, usize) = (4, 58);
+/// 37 of the over-detections are on ENC, whose `ip6` is BSD loopback's three-family test
+/// (see [`CEILING_GENERATED`]).
+const CEILING_NEWER: (usize, usize) = (4, 95);
 
 #[test]
 fn newer_link_types_match_libpcap() {

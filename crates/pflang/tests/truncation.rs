@@ -240,8 +240,6 @@ impl Counts {
 struct Tally {
     expressions: usize,
     compared: usize,
-    /// Expressions weir refuses as libpcap does on a savefile (documented).
-    savefile: usize,
     counts: Counts,
     /// Expressions weir could not build engines for (none expected).
     refused: Vec<String>,
@@ -384,10 +382,6 @@ fn check_case(case: &Case, idx: usize, sets: &[LinkSet], names: &NameDb, full: b
     let Some(oracle) = Oracle::new(&case.text, set.link) else { return t };
     let engines = match Engines::build(&case.text, set.link, names) {
         Ok(e) => e,
-        Err(m) if documented::is_savefile_refusal(&m) => {
-            t.savefile += 1;
-            return t;
-        }
         Err(m) => {
             t.refused.push(format!("[{}] `{}`: {m}", set.link.name(), case.text));
             return t;
@@ -410,7 +404,6 @@ fn check_case(case: &Case, idx: usize, sets: &[LinkSet], names: &NameDb, full: b
 fn merge(into: &mut Tally, t: Tally) {
     into.expressions += t.expressions;
     into.compared += t.compared;
-    into.savefile += t.savefile;
     into.counts.add(&t.counts);
     into.refused.extend(t.refused);
     for (c, f) in t.failures {
@@ -469,17 +462,11 @@ fn report(
 ) -> String {
     let c = &t.counts;
     println!(
-        "{title}: {} expressions ({} compared, {} refused as libpcap does on a savefile), {} \
+        "{title}: {} expressions ({} compared), {} \
          cut packets compared ({} set aside: unset scratch, protochain depth); libpcap's raw \
          unoptimized program differs from the oracle (reads masked-out words) on {}; \
          libpcap's optimizer differs from the oracle (optimizer-only, not failures) on {}",
-        t.expressions,
-        t.compared,
-        t.savefile,
-        c.cut_packets,
-        c.set_aside,
-        c.masked_out_reads,
-        c.optimizer_only
+        t.expressions, t.compared, c.cut_packets, c.set_aside, c.masked_out_reads, c.optimizer_only
     );
     let mut per_engine: BTreeMap<EngineId, usize> = BTreeMap::new();
     for (c, f) in &t.failures {

@@ -1,5 +1,6 @@
 //! The system libpcap, loaded at run time: `pcap_compile` (optimized or not, any link type,
-//! any netmask), `bpf_validate` and `bpf_filter`. It is the semantic oracle of pflang and
+//! any netmask; as `tcpdump -r` compiles for a capture file, or as for a live Linux
+//! capture), `bpf_validate` and `bpf_filter`. It is the semantic oracle of pflang and
 //! classic BPF in weir's differential tests and the baseline `weir-bench` measures.
 //!
 //! DESIGN.md: no system library is a build requirement of weir, so libpcap is never linked.
@@ -58,6 +59,8 @@ pub const NETMASK_UNKNOWN: u32 = 0xffff_ffff;
 pub const LIBRARY_NAMES: [&str; 3] = ["libpcap.so.0.8", "libpcap.so.1", "libpcap.so"];
 
 type PcapOpenDead = unsafe extern "C" fn(c_int, c_int) -> *mut c_void;
+type PcapFopenOffline = unsafe extern "C" fn(*mut libc::FILE, *mut c_char) -> *mut c_void;
+type PcapDatalink = unsafe extern "C" fn(*mut c_void) -> c_int;
 type PcapCompile =
     unsafe extern "C" fn(*mut c_void, *mut BpfProgram, *const c_char, c_int, u32) -> c_int;
 type PcapGeterr = unsafe extern "C" fn(*mut c_void) -> *const c_char;
@@ -75,6 +78,8 @@ pub struct Libpcap {
     /// Which of [`LIBRARY_NAMES`] opened.
     name: &'static str,
     open_dead: PcapOpenDead,
+    fopen_offline: PcapFopenOffline,
+    datalink: PcapDatalink,
     compile: PcapCompile,
     geterr: PcapGeterr,
     freecode: PcapFreecode,
@@ -142,6 +147,8 @@ fn resolve(library: Library, name: &'static str) -> Result<Libpcap, String> {
     }
     Ok(Libpcap {
         open_dead: symbol(&library, name, "pcap_open_dead")?,
+        fopen_offline: symbol(&library, name, "pcap_fopen_offline")?,
+        datalink: symbol(&library, name, "pcap_datalink")?,
         compile: symbol(&library, name, "pcap_compile")?,
         geterr: symbol(&library, name, "pcap_geterr")?,
         freecode: symbol(&library, name, "pcap_freecode")?,
@@ -168,7 +175,9 @@ impl Libpcap {
     }
 
     /// Compiles `expr` for link type `dlt` (a `DLT_` value) with `pcap_compile`, optimized
-    /// or not, netmask unknown. `Err` holds libpcap's message (`pcap_geterr`).
+    /// or not, netmask unknown, as `tcpdump -r FILE` compiles it (for a capture file, as weir
+    /// filters them): the oracle of weir's differential tests. `Err` holds libpcap's message
+    /// (`pcap_geterr`).
     pub fn compile(&self, expr: &str, dlt: i32, optimize: bool) -> Result<Vec<BpfInsn>, String> {
         self.compile_with_netmask(expr, dlt, optimize, NETMASK_UNKNOWN)
     }
@@ -185,11 +194,49 @@ impl Libpcap {
         let text =
             CString::new(expr).map_err(|_| "the expression contains a NUL byte".to_string())?;
         let _guard = COMPILE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        // The header stays alive until compile_on closes the stream over it (pcap_close).
+        let mut header = savefile_header(dlt)?;
+        let handle = self.open_savefile(&mut header, dlt)?;
+        // SAFETY: `handle` is live, owned here, and the compile lock is held.
+        unsafe { self.compile_on(handle, &text, optimize, netmask) }
+    }
+
+    /// Compiles `expr` for link type `dlt` as libpcap compiles for a live capture on Linux
+    /// (a `pcap_open_dead` handle, no capture file): `inbound`, `outbound` and `ifindex`
+    /// become loads of Linux ancillary data (`SKF_AD_*`, what a kernel socket filter reads)
+    /// on every link type, and `ip6` on BSD loopback tests Linux's `AF_INET6`. Not the pflang
+    /// oracle ([`Libpcap::compile`] is): weir-cbpf's tests take their kernel-metadata
+    /// programs from here. Netmask unknown.
+    pub fn compile_live(
+        &self,
+        expr: &str,
+        dlt: i32,
+        optimize: bool,
+    ) -> Result<Vec<BpfInsn>, String> {
+        let text =
+            CString::new(expr).map_err(|_| "the expression contains a NUL byte".to_string())?;
+        let _guard = COMPILE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: pcap_open_dead takes two integers and allocates a handle; null is checked.
         let handle = unsafe { (self.open_dead)(dlt, SNAPLEN as c_int) };
         if handle.is_null() {
             return Err(format!("pcap_open_dead({dlt}) failed"));
         }
+        // SAFETY: `handle` is live, owned here, and the compile lock is held.
+        unsafe { self.compile_on(handle, &text, optimize, NETMASK_UNKNOWN) }
+    }
+
+    /// `pcap_compile` on `handle`, which it then closes.
+    ///
+    /// # Safety
+    /// `handle` is a live handle the caller owns and does not use afterwards, and the
+    /// caller holds `COMPILE_LOCK`.
+    unsafe fn compile_on(
+        &self,
+        handle: *mut c_void,
+        text: &CStr,
+        optimize: bool,
+        netmask: u32,
+    ) -> Result<Vec<BpfInsn>, String> {
         let mut prog = BpfProgram { bf_len: 0, bf_insns: std::ptr::null_mut() };
         // SAFETY: `handle` is live, `prog` is a valid out-parameter, and `text` is a
         // NUL-terminated string that outlives the call; the compile lock is held.
@@ -217,6 +264,44 @@ impl Libpcap {
         // SAFETY: `handle` is live and closed exactly once, after its last use.
         unsafe { (self.close)(handle) };
         result
+    }
+
+    /// A handle that compiles as `tcpdump -r FILE` does: libpcap reading an empty capture
+    /// file (`header`, from [`savefile_header`]) of link type `dlt`. libpcap's code
+    /// generator differs between capture files and live or dead handles (`rfile`): on a
+    /// capture file `ip6` on BSD loopback tests the three BSD `AF_INET6` values, and
+    /// `inbound`/`ifindex` are refused where Linux's special loads would stand in. weir
+    /// compiles for capture files, so the oracle does too. The file lives in memory
+    /// (`fmemopen`); `header` must outlive the handle, whose `pcap_close` closes the stream.
+    fn open_savefile(&self, header: &mut [u8], dlt: i32) -> Result<*mut c_void, String> {
+        // SAFETY: `header` is a live buffer of the given length that the caller keeps until
+        // the handle is closed; fmemopen returns a stream over it or null, which is checked.
+        let stream =
+            unsafe { libc::fmemopen(header.as_mut_ptr().cast(), header.len(), c"rb".as_ptr()) };
+        if stream.is_null() {
+            return Err("fmemopen failed".to_string());
+        }
+        let mut errbuf = [0 as c_char; 256];
+        // SAFETY: `stream` is an open stream that pcap_fopen_offline takes over on success
+        // (pcap_close closes it); errbuf has PCAP_ERRBUF_SIZE (256) bytes.
+        let handle = unsafe { (self.fopen_offline)(stream, errbuf.as_mut_ptr()) };
+        if handle.is_null() {
+            // SAFETY: on failure the stream was not taken over and is closed once here;
+            // libpcap NUL-terminates errbuf.
+            let message = unsafe {
+                libc::fclose(stream);
+                CStr::from_ptr(errbuf.as_ptr())
+            };
+            return Err(format!("pcap_fopen_offline(DLT {dlt}): {}", message.to_string_lossy()));
+        }
+        // SAFETY: `handle` is a live capture handle.
+        let opened = unsafe { (self.datalink)(handle) };
+        if opened != dlt {
+            // SAFETY: `handle` is live and closed exactly once.
+            unsafe { (self.close)(handle) };
+            return Err(format!("libpcap reads link-type field {dlt} as DLT {opened}"));
+        }
+        Ok(handle)
     }
 
     /// Checks `insns` with libpcap's `bpf_validate` (jumps inside the program, scratch
@@ -267,6 +352,21 @@ impl ValidProgram {
         // static library.
         unsafe { (self.filter)(self.insns.as_ptr(), data.as_ptr(), wire_len, caplen) }
     }
+}
+
+/// The 24-byte header of an empty pcap file (little-endian, version 2.4, snapshot length
+/// [`SNAPLEN`]) whose link-type field holds `dlt`: for every link type weir compiles for,
+/// libpcap maps that field back to the same DLT (`pcap_datalink` checks it).
+fn savefile_header(dlt: i32) -> Result<Vec<u8>, String> {
+    let linktype = u32::try_from(dlt).map_err(|_| format!("DLT {dlt} is negative"))?;
+    let mut header = Vec::with_capacity(24);
+    header.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    header.extend_from_slice(&2u16.to_le_bytes());
+    header.extend_from_slice(&4u16.to_le_bytes());
+    header.extend_from_slice(&[0; 8]);
+    header.extend_from_slice(&SNAPLEN.to_le_bytes());
+    header.extend_from_slice(&linktype.to_le_bytes());
+    Ok(header)
 }
 
 #[cfg(test)]
@@ -322,6 +422,36 @@ mod tests {
         assert!(pcap.version().contains("libpcap"));
         assert!(LIBRARY_NAMES.contains(&pcap.file_name()));
         assert!(std::ptr::eq(required(), pcap));
+    }
+
+    #[test]
+    fn compile_is_for_a_capture_file_and_compile_live_is_not() {
+        let pcap = match load() {
+            Ok(pcap) => pcap,
+            Err(reason) => {
+                println!(
+                    "SKIPPED: compile_is_for_a_capture_file_and_compile_live_is_not: {reason}"
+                );
+                return;
+            }
+        };
+        // Ethernet records no direction: refused on a capture file, as tcpdump -r says.
+        assert_eq!(
+            pcap.compile("inbound", 1, false),
+            Err("inbound/outbound not supported on Ethernet when reading savefiles".to_string())
+        );
+        // A live Linux capture reads the packet type from the kernel (SKF_AD_PKTTYPE, 4).
+        let live = pcap.compile_live("inbound", 1, false).unwrap();
+        assert!(live.iter().any(|i| i.code == 0x28 && i.k == 0xffff_f000 + 4), "{live:?}");
+        // Linux cooked captures record it: both compile.
+        assert!(pcap.compile("inbound", 113, false).is_ok());
+        // BSD loopback (DLT_NULL, host order): the BSD AF_INET6 values for a file, Linux's
+        // for a live capture.
+        let families = |insns: &[BpfInsn]| -> Vec<u32> {
+            insns.iter().filter(|i| i.code == 0x15).map(|i| i.k.swap_bytes()).collect()
+        };
+        assert_eq!(families(&pcap.compile("ip6", 0, false).unwrap()), [30, 24, 28]);
+        assert_eq!(families(&pcap.compile_live("ip6", 0, false).unwrap()), [10]);
     }
 
     #[test]

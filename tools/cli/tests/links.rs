@@ -3,12 +3,9 @@
 //! re-framed for the link type (weir_testkit::relink), a handful of expressions each
 //! (everyday ones and the link type's own keywords). The packets each writes must be the
 //! same, byte for byte; where tcpdump refuses the expression, weir must refuse it too
-//! (exit status 1, nothing written) with libpcap's words in its message.
-//!
-//! One documented difference ([`KNOWN`]): on BSD loopback (NULL, LOOP) and OpenBSD enc,
-//! weir tests IPv6's address family as libpcap compiling for Linux does (AF_INET6, 10: the
-//! differential oracle's `pcap_open_dead`), where libpcap reading a capture file tests the
-//! BSD values (24, 28, 30); the expressions that see IPv6 there differ.
+//! (exit status 1, nothing written) with libpcap's words in its message. (On BSD loopback
+//! and enc this checks that `ip6` tests the three BSD `AF_INET6` values, as libpcap does
+//! for capture files.)
 
 use std::path::Path;
 use std::process::Command;
@@ -120,22 +117,6 @@ fn compare(dir: &Scratch, capture: &Path, name: &str, expr: &str) -> Result<usiz
     Ok(a.len())
 }
 
-/// `(link type, expression)` that differ for the documented reason (module doc).
-const KNOWN: [(&str, &str); 12] = [
-    ("NULL", "ip6"),
-    ("NULL", "tcp"),
-    ("NULL", "udp port 53"),
-    ("NULL", "not ip and not ip6"),
-    ("LOOP", "ip6"),
-    ("LOOP", "tcp"),
-    ("LOOP", "udp port 53"),
-    ("LOOP", "not ip and not ip6"),
-    ("ENC", "ip6"),
-    ("ENC", "tcp"),
-    ("ENC", "udp port 53"),
-    ("ENC", "not ip and not ip6"),
-];
-
 #[test]
 fn every_link_type_filters_as_tcpdump() {
     if !have_tcpdump("every_link_type_filters_as_tcpdump") {
@@ -146,7 +127,7 @@ fn every_link_type_filters_as_tcpdump() {
         weir_testkit::read_pcap(weir_testkit::sample_capture_path()).expect("sample");
     ethernet.extend(weir_testkit::corpus(0x11a5, 300));
     let mut failures = Vec::new();
-    let (mut runs, mut matched, mut documented) = (0, 0, 0);
+    let (mut runs, mut matched) = (0, 0);
     for link in weir::pflang::LINK_TYPES {
         let packets: Vec<Packet> =
             ethernet.iter().filter_map(|p| weir_testkit::relink(p, link)).collect();
@@ -155,18 +136,14 @@ fn every_link_type_filters_as_tcpdump() {
         weir_testkit::write_pcap(&capture, link.linktype(), &packets).expect("write");
         for (i, expr) in EVERYDAY.iter().chain(own_keywords(link)).enumerate() {
             runs += 1;
-            let known = KNOWN.contains(&(link.name(), *expr));
             match compare(&dir, &capture, &format!("{}-{i}", link.name()), expr) {
-                Ok(n) if !known => matched += n,
-                Ok(_) => failures.push(format!("{link} `{expr}` agrees now: drop it from KNOWN")),
-                Err(_) if known => documented += 1,
+                Ok(n) => matched += n,
                 Err(e) => failures.push(e),
             }
         }
     }
     println!(
-        "{} link types, {runs} runs, {matched} packets written alike, {documented} runs \
-         differ as documented (BSD loopback's IPv6 family)",
+        "{} link types, {runs} runs, {matched} packets written alike",
         weir::pflang::LINK_TYPES.len()
     );
     assert!(failures.is_empty(), "weir and tcpdump differ:\n{}", failures.join("\n"));

@@ -200,7 +200,7 @@ const ARCTYPE_INET6: u32 = 0xc4;
 /// Address families as pflog headers (the capturing host's, Linux's here, as libpcap
 /// compiles them) and Solaris ipnet headers give them.
 const PFLOG_AF_INET: u32 = af::INET;
-const PFLOG_AF_INET6: u32 = AF_INET6_LINUX;
+const PFLOG_AF_INET6: u32 = af::INET6_LINUX;
 const IPNET_AF_INET: u32 = 2;
 const IPNET_AF_INET6: u32 = 26;
 
@@ -216,11 +216,6 @@ pub(crate) const SUNATM_PT_LLC: u32 = 0x02;
 
 const LINUX_SLL_P_802_2: u32 = sll::P_802_2 as u32;
 const LINUX_SLL_P_802_3: u32 = sll::P_802_3 as u32;
-
-/// AF_INET6 as libpcap on Linux uses it for BSD loopback headers when it compiles for a
-/// capture it did not read from a file (the oracle's case and weir's): Linux's value. BSD
-/// values are what libpcap checks only when reading a savefile.
-const AF_INET6_LINUX: u32 = af::INET6_LINUX;
 
 /// Where a link type keeps its fields, as lowering starts from it.
 pub(crate) struct Geometry {
@@ -569,17 +564,21 @@ impl Lowerer<'_> {
             LinkType::Ipv4 => Pred::Const(proto == ETHERTYPE_IP),
             LinkType::Ipv6 => Pred::Const(proto == ETHERTYPE_IPV6),
             LinkType::Null | LinkType::Loop | LinkType::Enc => {
-                let family = match proto {
-                    ETHERTYPE_IP => af::INET,
-                    ETHERTYPE_IPV6 => AF_INET6_LINUX,
+                // For a capture file libpcap tests every BSD AF_INET6 (the writer's is
+                // unknown), in its order: Darwin, then NetBSD/OpenBSD, then FreeBSD.
+                let families: &[u32] = match proto {
+                    ETHERTYPE_IP => &[af::INET],
+                    ETHERTYPE_IPV6 => &[af::INET6_DARWIN, af::INET6_NETBSD, af::INET6_FREEBSD],
                     _ => return Ok(Pred::Const(false)),
                 };
                 // DLT_NULL stores the family in the capturing host's byte order; libpcap
                 // compiles for the host it runs on, and weir for the little-endian hosts
                 // the oracle runs on. Loads are big-endian, hence the swap.
                 let host_order = matches!(self.link, LinkType::Null | LinkType::Enc);
-                let word = if host_order { family.swap_bytes() } else { family };
-                self.cmp_field(Layer::LinkHdr, 0, Size::Word, u32::MAX, word)
+                Pred::or(families.iter().map(|&family| {
+                    let word = if host_order { family.swap_bytes() } else { family };
+                    self.cmp_field(Layer::LinkHdr, 0, Size::Word, u32::MAX, word)
+                }))
             }
         })
     }

@@ -1,15 +1,10 @@
-//! The documented differences between weir and the oracle (libpcap compiling with
-//! `pcap_open_dead`), recognised precisely so that the differential test can count them
+//! The documented differences between weir and the oracle (libpcap compiling for a capture
+//! file, as `tcpdump -r` does), recognised precisely so that the differential test can count them
 //! instead of failing on them, and fail on everything else.
 //!
 //! Each one is recognised from what the compilers and the packet show, not from the text of
 //! the expression alone:
 //!
-//! - **Savefile refusals**: weir filters capture files and so refuses `inbound`,
-//!   `outbound` and `ifindex` on link types that do not record them, with the words of
-//!   libpcap reading a savefile. libpcap compiling for a dead handle instead emits Linux
-//!   ancillary loads (kernel metadata a socket filter has and a file does not). Recognised
-//!   by weir's message together with an ancillary load in libpcap's program.
 //! - **libpcap bug, `byte N & V` / `byte N | V`**: libpcap's code for these applies the
 //!   operation to whatever the accumulator holds, without loading the byte. Recognised by
 //!   spelling each such primitive out as `(link[N] & V != 0)` for libpcap only: weir must
@@ -96,18 +91,6 @@ fn visit<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
     }
 }
 
-/// weir's refusal of a direction or interface test where the capture has none, worded as
-/// libpcap words it when reading a savefile.
-pub fn is_savefile_refusal(message: &str) -> bool {
-    let Some(rest) = message
-        .strip_prefix("inbound/outbound not supported on ")
-        .or_else(|| message.strip_prefix("ifindex not supported on "))
-    else {
-        return false;
-    };
-    rest.ends_with(" when reading savefiles")
-}
-
 // ---- comparisons under an all-zero mask (@masked-out-words) ------------------------------
 
 /// Absolute and indexed loads (word, half, byte).
@@ -138,23 +121,6 @@ pub fn skip_masked_out_compares(prog: &mut [BpfInsn]) -> usize {
         }
     }
     n
-}
-
-/// Linux's ancillary data offsets start here (SKF_AD_OFF, -4096 as an unsigned offset).
-const SKF_AD_OFF: u32 = 0xffff_f000;
-
-/// Whether a classic BPF program loads Linux ancillary data (`ld`/`ldh`/`ldb` at an offset
-/// from SKF_AD_OFF up): what libpcap emits for `inbound`, `outbound` and `ifindex` when it
-/// does not know it will read a file. The load is absolute, or indexed (`ld [x - 4088]`)
-/// when the link header has moved to a run-time offset (after `geneve`).
-pub fn has_ancillary_load(prog: &[BpfInsn]) -> bool {
-    const BPF_LD: u16 = 0x00;
-    const BPF_ABS: u16 = 0x20;
-    const BPF_IND: u16 = 0x40;
-    prog.iter().any(|i| {
-        let mode = i.code & 0xe0;
-        i.code & 0x07 == BPF_LD && (mode == BPF_ABS || mode == BPF_IND) && i.k >= SKF_AD_OFF
-    })
 }
 
 // IP protocol numbers the protochain walk steps over.
@@ -412,15 +378,5 @@ mod tests {
         assert!(Features::of("byte 1 < 2").byte_spelled_out.is_none());
         assert!(Features::of("ip6 protochain 6 or 17").protochain);
         assert!(!Features::of("ip proto 6").protochain);
-    }
-
-    #[test]
-    fn savefile_messages_are_recognised() {
-        assert!(is_savefile_refusal(
-            "inbound/outbound not supported on Ethernet when reading savefiles"
-        ));
-        assert!(is_savefile_refusal("ifindex not supported on PPP when reading savefiles"));
-        assert!(!is_savefile_refusal("inbound/outbound not supported on Ethernet"));
-        assert!(!is_savefile_refusal("unknown host 'x'"));
     }
 }
