@@ -140,8 +140,11 @@ struct Translator<'a, 'f> {
     dispatch: Block,
     /// Continuation block of each return site.
     return_sites: Vec<Block>,
-    /// The exit block of the current group of basic blocks, once one of them needs it.
-    leave: Option<Block>,
+    /// The exit block of the current group of basic blocks, once one of them needs it, and
+    /// how many jumps to it were emitted.
+    leave: Option<(Block, usize)>,
+    /// Full exit blocks of the current group, not yet emitted (see `Self::leave_jump`).
+    full_leaves: Vec<Block>,
     helper_sig: SigRef,
     store_sig: SigRef,
     /// The instruction being translated, and where it stands in its block.
@@ -213,6 +216,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             dispatch,
             return_sites: Vec::new(),
             leave: None,
+            full_leaves: Vec::new(),
             helper_sig,
             store_sig,
             pc: 0,
@@ -402,14 +406,23 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.leave_jump(word, zero, 0);
     }
 
-    /// Jumps to the current group's exit block (see [`Self::close_exit_group`]).
+    /// Jumps to the current group's exit block (see [`Self::close_exit_group`]). An exit
+    /// block takes at most [`EXIT_GROUP`] jumps, then the next jump starts a new one: a long
+    /// basic block (thousands of checked accesses) must not funnel all its exits into one
+    /// block either.
     fn leave_jump(&mut self, word: Value, value: Value, adjustment: i64) {
         let leave = match self.leave {
-            Some(block) => block,
-            None => {
+            Some((block, jumps)) if jumps < EXIT_GROUP => {
+                self.leave = Some((block, jumps.saturating_add(1)));
+                block
+            }
+            full => {
+                if let Some((block, _)) = full {
+                    self.full_leaves.push(block);
+                }
                 let block = self.b.create_block();
                 self.b.set_cold_block(block);
-                self.leave = Some(block);
+                self.leave = Some((block, 1));
                 block
             }
         };
@@ -424,9 +437,14 @@ impl<'a, 'f> Translator<'a, 'f> {
     /// dominator chain, which makes Cranelift's dominator and register allocation passes
     /// quadratic in the program's length; one per exit site would bloat the code.
     fn close_exit_group(&mut self) {
-        let Some(leave) = self.leave.take() else {
-            return;
-        };
+        let mut leaves = std::mem::take(&mut self.full_leaves);
+        leaves.extend(self.leave.take().map(|(block, _)| block));
+        for leave in leaves {
+            self.emit_exit_block(leave);
+        }
+    }
+
+    fn emit_exit_block(&mut self, leave: Block) {
         self.b.switch_to_block(leave);
         let word = self.b.append_block_param(leave, types::I64);
         let value = self.b.append_block_param(leave, types::I64);
