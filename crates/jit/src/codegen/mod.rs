@@ -333,6 +333,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         let cold = self.b.create_block();
         self.b.set_cold_block(cold);
         self.b.ins().brif(short, cold, &[], hot, &[]);
+        self.b.seal_block(hot);
+        self.b.seal_block(cold);
 
         self.b.switch_to_block(hot);
         let charged = self.b.ins().iadd_imm(remaining, (n as i64).wrapping_neg());
@@ -378,6 +380,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         let go_on = self.b.create_block();
         self.b.set_cold_block(out);
         self.b.ins().brif(spent, out, &[], go_on, &[]);
+        self.b.seal_block(out);
+        self.b.seal_block(go_on);
         self.b.switch_to_block(out);
         self.leave_budget(start);
         self.b.switch_to_block(go_on);
@@ -445,6 +449,8 @@ impl<'a, 'f> Translator<'a, 'f> {
     }
 
     fn emit_exit_block(&mut self, leave: Block) {
+        // Every jump to it is emitted (the group is full or closed).
+        self.b.seal_block(leave);
         self.b.switch_to_block(leave);
         let word = self.b.append_block_param(leave, types::I64);
         let value = self.b.append_block_param(leave, types::I64);
@@ -478,6 +484,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         let go_on = self.b.create_block();
         self.b.set_cold_block(fail);
         self.b.ins().brif(failed, fail, &[], go_on, &[]);
+        self.b.seal_block(fail);
+        self.b.seal_block(go_on);
         self.b.switch_to_block(fail);
         self.leave_with(code, value, size);
         self.b.switch_to_block(go_on);
@@ -577,6 +585,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         let top = self.b.create_block();
         let pop = self.b.create_block();
         self.b.ins().brif(depth, pop, &[], top, &[]);
+        self.b.seal_block(top);
+        self.b.seal_block(pop);
         self.b.switch_to_block(top);
         self.leave_with(0, r0, 0);
 
