@@ -143,6 +143,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         ));
     }
     filter_rows(rounds, &mut log)?;
+    compile_rows(&mut log)?;
     if agreed && record {
         let notes = ["ratio = rbpf time / weir time (interpreters, then JITs)".to_string()];
         let path = record::write("interp", command, &notes, &log.lines)?;
@@ -221,6 +222,51 @@ fn filter_rows(rounds: usize, log: &mut Log) -> Result<(), String> {
         "",
         all_ns / all_insns.max(1) as f64
     ));
+    Ok(())
+}
+
+/// The JIT's compile-time scaling on the shape of testdata/bpf/big.c: `n` unrolled steps
+/// `h = h * 31 + byte`, each byte a checked load through a register that held a context
+/// field before (so the region table checks it), in one basic block. Programs over
+/// `weir_jit::OPTIMIZE_MAX_SLOTS` compile without Cranelift's optimizations; the rows show
+/// compile time staying about linear in the program across that line.
+fn compile_rows(log: &mut Log) -> Result<(), String> {
+    use weir_isa::ebpf::{Insn, Op};
+    log.line(String::new());
+    log.line(format!(
+        "{:<15} {:>7} {:>10} {:>9}   (one compile each; optimized up to {} slots)",
+        "jit compile",
+        "slots",
+        "ms",
+        "us/slot",
+        weir_jit::OPTIMIZE_MAX_SLOTS
+    ));
+    for steps in [100usize, 500, 1_000, 1_500, 2_500, 3_500] {
+        let mut b = weir_program::ProgramBuilder::new();
+        b.push(Insn::new(Op::LdxW, 2, 1, 4, 0));
+        b.push(Insn::new(Op::LdxW, 1, 1, 0, 0));
+        for _ in 0..steps {
+            b.push(Insn::new(Op::LdxB, 3, 1, 0, 0));
+            b.alu_imm(Op::Mul64Imm, 2, 31);
+            b.alu_reg(Op::Add64Reg, 2, 3);
+        }
+        b.alu_reg(Op::Mov64Reg, 0, 2);
+        b.exit();
+        let program = b.link().map_err(|e| format!("jit compile {steps}: {e}"))?;
+        let slots = program.len();
+        let verified =
+            Verified::structural(program).map_err(|e| format!("jit compile {steps}: {e}"))?;
+        let start = Instant::now();
+        Jit::compile(&verified, Bindings::new(), weir_jit::Config::default())
+            .map_err(|e| format!("jit compile {steps}: {e}"))?;
+        let secs = start.elapsed().as_secs_f64();
+        log.line(format!(
+            "{:<15} {slots:>7} {:>10.1} {:>9.1}",
+            format!("{steps} loads"),
+            secs * 1e3,
+            secs * 1e6 / slots as f64
+        ));
+    }
     Ok(())
 }
 

@@ -26,13 +26,24 @@ use crate::{CompileError, CompileErrorKind};
 /// is not one weir can generate code for.
 pub(crate) fn host_isa() -> Result<OwnedTargetIsa, String> {
     static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
-    ISA.get_or_init(build_isa).clone()
+    ISA.get_or_init(|| build_isa("speed")).clone()
 }
 
-fn build_isa() -> Result<OwnedTargetIsa, String> {
+/// The host's ISA without Cranelift's optimizations (`opt_level = none`), built once: for
+/// programs longer than [`crate::OPTIMIZE_MAX_SLOTS`]. Cranelift's e-graph pass merges
+/// equal pure values across the whole function (the run-state and region-table loads of
+/// every checked access, which are pure); in a long straight-line program that leaves a
+/// few values live across thousands of accesses and their cold paths, and register
+/// allocation then grows much faster than the program.
+pub(crate) fn host_isa_unoptimized() -> Result<OwnedTargetIsa, String> {
+    static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| build_isa("none")).clone()
+}
+
+fn build_isa(opt_level: &str) -> Result<OwnedTargetIsa, String> {
     let text = |e: &dyn std::fmt::Display| e.to_string();
     let mut flags = settings::builder();
-    flags.set("opt_level", "speed").map_err(|e| text(&e))?;
+    flags.set("opt_level", opt_level).map_err(|e| text(&e))?;
     // The IR verifier catches translator bugs; tests and debug builds run it, release builds
     // trust the tests instead and save the time.
     let verify = if cfg!(debug_assertions) { "true" } else { "false" };
@@ -164,13 +175,15 @@ pub(crate) struct NativeCode {
 }
 
 impl NativeCode {
-    /// Compiles `build`'s function. `build` receives the function to fill in (signature
-    /// already set) and the ABI to call trampolines with.
+    /// Compiles `build`'s function, with Cranelift's optimizations when `optimize`.
+    /// `build` receives the function to fill in (signature already set) and the ABI to call
+    /// trampolines with.
     pub(crate) fn compile(
+        optimize: bool,
         build: impl FnOnce(&mut Function, &Abi) -> Result<(), CompileError>,
     ) -> Result<NativeCode, CompileError> {
-        let isa =
-            host_isa().map_err(|reason| CompileError::new(0, CompileErrorKind::Host(reason)))?;
+        let isa = if optimize { host_isa() } else { host_isa_unoptimized() };
+        let isa = isa.map_err(|reason| CompileError::new(0, CompileErrorKind::Host(reason)))?;
         let abi = Abi { call_conv: isa.default_call_conv() };
         let memory = CodeMemory::compile(isa, abi.entry(), |f| build(f, &abi), backend)?;
         // SAFETY: `start` is the function just finalized, compiled with the signature

@@ -70,10 +70,20 @@ pub use run::{Cache, JitProgram};
 pub use weir_program::exec::guest;
 pub use weir_program::exec::{Input, RunOutcome};
 
+/// The longest program (in slots) compiled with Cranelift's optimizations; longer ones are
+/// compiled without (`opt_level = none`), which keeps compile time about linear in the
+/// program. Measured here on `testdata/bpf/big.c` and its variants (3,500, 1,500 and 500
+/// unrolled checked packet loads in one basic block): 10,505 slots 8 s and 1 GB optimized,
+/// 0.56 s and 160 MB not; 4,505 slots 1.2 s and 240 MB against 0.17 s and 75 MB; 1,505
+/// slots 0.10 s either way. Up to this size the optimized code's speed is worth its
+/// compile time.
+pub const OPTIMIZE_MAX_SLOTS: usize = 2_048;
+
 /// The most slots the JIT compiles by default ([`Config::max_slots`]). Cranelift's time and
 /// memory grow faster than the program beyond a few thousand blocks (measured here, one
-/// function of alternating branches and additions: 10,000 slots 0.35 s and 118 MB, 20,000
-/// 0.88 s and 229 MB, 40,000 2.5 s and 426 MB), while the interpreter starts any program at
+/// function of alternating branches and additions, compiled optimized, before
+/// [`OPTIMIZE_MAX_SLOTS`] existed: 10,000 slots 0.35 s and 118 MB, 20,000 0.88 s and 229
+/// MB, 40,000 2.5 s and 426 MB), while the interpreter starts any program at
 /// once; so larger programs are refused with the reason, and the facade runs them on the
 /// interpreter.
 pub const DEFAULT_MAX_SLOTS: usize = 16_384;

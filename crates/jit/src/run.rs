@@ -97,7 +97,8 @@ impl JitProgram {
         let cfg = Cfg::build(&insns, &bindings)?;
         let shape = StackShape::fit(&config.limits);
         let key = if config.blinding { random_key() } else { 0 };
-        let code = NativeCode::compile(|func, abi| {
+        let optimize = insns.len() <= crate::OPTIMIZE_MAX_SLOTS;
+        let code = NativeCode::compile(optimize, |func, abi| {
             let key = config.blinding.then_some(key);
             codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key)
         })?;

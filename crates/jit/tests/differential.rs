@@ -468,3 +468,39 @@ fn guest_layout_matches_the_interpreter() {
         assert_eq!(jit::func_addr(slot), interp::func_addr(slot));
     }
 }
+
+#[test]
+fn programs_compiled_without_optimizations_agree() {
+    // Longer than OPTIMIZE_MAX_SLOTS, so compiled with `opt_level = none`: a straight-line
+    // hash of checked byte loads (the shape of testdata/bpf/big.c), run to its end, to an
+    // out-of-bounds trap at an exact pc, and to a budget trap.
+    let steps = weir_jit::OPTIMIZE_MAX_SLOTS / 3 + 100;
+    let mut b = weir_program::ProgramBuilder::new();
+    b.alu_imm(Op::Mov64Imm, 2, 0);
+    for step in 0..steps {
+        let off = if step == steps - 7 { 200 } else { (step % 64) as i16 };
+        b.push(Insn::new(Op::LdxB, 3, 1, off, 0));
+        b.alu_imm(Op::Mul64Imm, 2, 31);
+        b.alu_reg(Op::Add64Reg, 2, 3);
+    }
+    b.alu_reg(Op::Mov64Reg, 0, 2);
+    b.exit();
+    let program = b.link().expect("links");
+    assert!(program.len() > weir_jit::OPTIMIZE_MAX_SLOTS);
+    let world = |mem_len: usize, budget: u64| World {
+        ctx: None,
+        packet: None,
+        mem: Some((0..mem_len).map(|i| (i * 7 + 3) as u8).collect()),
+        layout: None,
+        stack_size: 512,
+        max_call_depth: 8,
+        budget,
+        blinding: false,
+    };
+    for (mem_len, budget) in [(256, 1_000_000), (64, 1_000_000), (256, 1_000), (256, 2_001)] {
+        agree(&program, &world(mem_len, budget)).expect("agree");
+    }
+    let [(trapped, ..), _] = interp_runs(&program, &world(64, 1_000_000)).expect("runs");
+    let trap = trapped.expect_err("a load past the end");
+    assert_eq!((trap.code, trap.pc), (weir_program::TrapCode::OutOfBounds, 1 + 3 * (steps - 7)));
+}

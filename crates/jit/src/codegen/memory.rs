@@ -148,6 +148,7 @@ impl Translator<'_, '_> {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         self.b.ins().brif(inside, join, &[arg(fast_host)], slow, &[]);
+        self.b.seal_block(slow);
 
         // Outside the guessed region: the table finds the right one, or traps.
         self.b.switch_to_block(slow);
@@ -159,6 +160,7 @@ impl Translator<'_, '_> {
         let shift = i64::from(displacement).wrapping_sub(i64::from(off));
         let rebased = self.b.ins().iadd_imm(checked, shift);
         self.b.ins().jump(join, &[arg(rebased)]);
+        self.b.seal_block(join);
         self.b.switch_to_block(join);
         (host, i32::from(off))
     }
@@ -238,6 +240,7 @@ impl Translator<'_, '_> {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         self.b.ins().brif(inside, access_block, &[arg(host)], slow, &[]);
+        self.b.seal_block(slow);
 
         self.b.switch_to_block(slow);
         let callee = self.load_state(match access {
@@ -251,6 +254,8 @@ impl Translator<'_, '_> {
         let refused = self.b.create_block();
         self.b.set_cold_block(refused);
         self.b.ins().brif(granted, access_block, &[arg(granted)], refused, &[]);
+        self.b.seal_block(refused);
+        self.b.seal_block(access_block);
         self.b.switch_to_block(refused);
         let code = self.load_status(offsets::STORE_CODE);
         self.leave_value(code, addr, u32::from(size));

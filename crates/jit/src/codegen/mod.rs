@@ -140,8 +140,11 @@ struct Translator<'a, 'f> {
     dispatch: Block,
     /// Continuation block of each return site.
     return_sites: Vec<Block>,
-    /// The exit block of the current group of basic blocks, once one of them needs it.
-    leave: Option<Block>,
+    /// The exit block of the current group of basic blocks, once one of them needs it, and
+    /// how many jumps to it were emitted.
+    leave: Option<(Block, usize)>,
+    /// Full exit blocks of the current group, not yet emitted (see `Self::leave_jump`).
+    full_leaves: Vec<Block>,
     helper_sig: SigRef,
     store_sig: SigRef,
     /// The instruction being translated, and where it stands in its block.
@@ -213,6 +216,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             dispatch,
             return_sites: Vec::new(),
             leave: None,
+            full_leaves: Vec::new(),
             helper_sig,
             store_sig,
             pc: 0,
@@ -329,6 +333,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         let cold = self.b.create_block();
         self.b.set_cold_block(cold);
         self.b.ins().brif(short, cold, &[], hot, &[]);
+        self.b.seal_block(hot);
+        self.b.seal_block(cold);
 
         self.b.switch_to_block(hot);
         let charged = self.b.ins().iadd_imm(remaining, (n as i64).wrapping_neg());
@@ -374,6 +380,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         let go_on = self.b.create_block();
         self.b.set_cold_block(out);
         self.b.ins().brif(spent, out, &[], go_on, &[]);
+        self.b.seal_block(out);
+        self.b.seal_block(go_on);
         self.b.switch_to_block(out);
         self.leave_budget(start);
         self.b.switch_to_block(go_on);
@@ -402,14 +410,23 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.leave_jump(word, zero, 0);
     }
 
-    /// Jumps to the current group's exit block (see [`Self::close_exit_group`]).
+    /// Jumps to the current group's exit block (see [`Self::close_exit_group`]). An exit
+    /// block takes at most [`EXIT_GROUP`] jumps, then the next jump starts a new one: a long
+    /// basic block (thousands of checked accesses) must not funnel all its exits into one
+    /// block either.
     fn leave_jump(&mut self, word: Value, value: Value, adjustment: i64) {
         let leave = match self.leave {
-            Some(block) => block,
-            None => {
+            Some((block, jumps)) if jumps < EXIT_GROUP => {
+                self.leave = Some((block, jumps.saturating_add(1)));
+                block
+            }
+            full => {
+                if let Some((block, _)) = full {
+                    self.full_leaves.push(block);
+                }
                 let block = self.b.create_block();
                 self.b.set_cold_block(block);
-                self.leave = Some(block);
+                self.leave = Some((block, 1));
                 block
             }
         };
@@ -424,9 +441,16 @@ impl<'a, 'f> Translator<'a, 'f> {
     /// dominator chain, which makes Cranelift's dominator and register allocation passes
     /// quadratic in the program's length; one per exit site would bloat the code.
     fn close_exit_group(&mut self) {
-        let Some(leave) = self.leave.take() else {
-            return;
-        };
+        let mut leaves = std::mem::take(&mut self.full_leaves);
+        leaves.extend(self.leave.take().map(|(block, _)| block));
+        for leave in leaves {
+            self.emit_exit_block(leave);
+        }
+    }
+
+    fn emit_exit_block(&mut self, leave: Block) {
+        // Every jump to it is emitted (the group is full or closed).
+        self.b.seal_block(leave);
         self.b.switch_to_block(leave);
         let word = self.b.append_block_param(leave, types::I64);
         let value = self.b.append_block_param(leave, types::I64);
@@ -460,6 +484,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         let go_on = self.b.create_block();
         self.b.set_cold_block(fail);
         self.b.ins().brif(failed, fail, &[], go_on, &[]);
+        self.b.seal_block(fail);
+        self.b.seal_block(go_on);
         self.b.switch_to_block(fail);
         self.leave_with(code, value, size);
         self.b.switch_to_block(go_on);
@@ -559,6 +585,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         let top = self.b.create_block();
         let pop = self.b.create_block();
         self.b.ins().brif(depth, pop, &[], top, &[]);
+        self.b.seal_block(top);
+        self.b.seal_block(pop);
         self.b.switch_to_block(top);
         self.leave_with(0, r0, 0);
 
