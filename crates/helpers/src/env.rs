@@ -301,6 +301,35 @@ unsafe impl RunEnv for Env {
         NonNull::new(base.wrapping_add(offset))
     }
 
+    fn update(
+        &mut self,
+        addr: u64,
+        len: usize,
+        update: &mut dyn FnMut(u64) -> u64,
+    ) -> Result<u64, TrapCode> {
+        let (slot, offset) = self.slot(addr, len as u64).ok_or(TrapCode::OutOfBounds)?;
+        if !slot.writable {
+            return Err(TrapCode::ReadOnly);
+        }
+        let value = slot.value.get();
+        // The kernel refuses a misaligned `BPF_ATOMIC`; unverified, it gets the plain
+        // read-then-write the default does.
+        if let Some(old) = value.fetch_update(offset, len, |old| update(old)) {
+            return Ok(old);
+        }
+        let mut bytes = [0u8; 8];
+        let word = bytes.get_mut(..len).ok_or(TrapCode::OutOfBounds)?;
+        if !value.read(offset, word) {
+            return Err(TrapCode::OutOfBounds);
+        }
+        let old = u64::from_le_bytes(bytes);
+        let new = update(old).to_le_bytes();
+        if !value.write(offset, new.get(..len).ok_or(TrapCode::OutOfBounds)?) {
+            return Err(TrapCode::OutOfBounds);
+        }
+        Ok(old)
+    }
+
     fn as_any(&mut self) -> &mut dyn Any {
         self
     }

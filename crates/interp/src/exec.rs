@@ -482,20 +482,12 @@ impl Interpreter {
                 Step::StxDw { dst, src, off } => store!(addr!(dst, off), reg!(src).to_le_bytes()),
                 Step::Atomic64 { op, fetch, dst, src, off } => {
                     let addr = addr!(dst, off);
-                    let old = u64::from_le_bytes(load!(8, addr));
-                    let value = reg!(src);
-                    let new = match op {
-                        AtomicOp::Add => old.wrapping_add(value),
-                        AtomicOp::Or => old | value,
-                        AtomicOp::And => old & value,
-                        AtomicOp::Xor => old ^ value,
-                        AtomicOp::Xchg => value,
-                        AtomicOp::CmpXchg if old == reg!(0) => value,
-                        AtomicOp::CmpXchg => old,
-                    };
-                    // A failed compare still counts as a write: the access rules do not
-                    // depend on the data.
-                    store!(addr, new.to_le_bytes());
+                    let (value, expected) = (reg!(src), reg!(0));
+                    let old =
+                        match memory.atomic(addr, 8, &mut |old| op.apply(old, value, expected)) {
+                            Ok(old) => old,
+                            Err(code) => break 'run Err(Trap::memory(code, here, addr, 8)),
+                        };
                     if op == AtomicOp::CmpXchg {
                         reg!(0) = old;
                     } else if fetch {
@@ -504,22 +496,17 @@ impl Interpreter {
                 }
                 Step::Atomic32 { op, fetch, dst, src, off } => {
                     let addr = addr!(dst, off);
-                    let old = u32::from_le_bytes(load!(4, addr));
-                    let value = lo(reg!(src));
-                    let new = match op {
-                        AtomicOp::Add => old.wrapping_add(value),
-                        AtomicOp::Or => old | value,
-                        AtomicOp::And => old & value,
-                        AtomicOp::Xor => old ^ value,
-                        AtomicOp::Xchg => value,
-                        AtomicOp::CmpXchg if old == lo(reg!(0)) => value,
-                        AtomicOp::CmpXchg => old,
+                    let (value, expected) = (u64::from(lo(reg!(src))), u64::from(lo(reg!(0))));
+                    let old = match memory.atomic(addr, 4, &mut |old| {
+                        u64::from(op.apply(old, value, expected) as u32)
+                    }) {
+                        Ok(old) => old,
+                        Err(code) => break 'run Err(Trap::memory(code, here, addr, 4)),
                     };
-                    store!(addr, new.to_le_bytes());
                     if op == AtomicOp::CmpXchg {
-                        reg!(0) = u64::from(old);
+                        reg!(0) = old;
                     } else if fetch {
-                        reg!(src) = u64::from(old);
+                        reg!(src) = old;
                     }
                 }
                 Step::Lddw { dst, imm } => {

@@ -122,6 +122,34 @@ impl<'a> Memory<'a> {
         Ok(())
     }
 
+    /// A `BPF_ATOMIC` read-modify-write of the `N`-byte (4 or 8) integer at `addr`: stores
+    /// `update(old)` and returns `old`. Map values, which other workers' runs reach too, are
+    /// updated atomically by the environment; the other regions belong to this run alone.
+    #[inline]
+    pub(crate) fn atomic(
+        &mut self,
+        addr: u64,
+        n: usize,
+        update: &mut dyn FnMut(u64) -> u64,
+    ) -> Result<u64, TrapCode> {
+        let (window, range) = locate(addr, n).ok_or(TrapCode::OutOfBounds)?;
+        if window == MAPS {
+            return self.env.as_mut().ok_or(TrapCode::OutOfBounds)?.update(addr, n, update);
+        }
+        self.check_store(window, &range)?;
+        let bytes = self
+            .regions
+            .get_mut(window)
+            .and_then(|r| r.get_mut(range))
+            .ok_or(TrapCode::OutOfBounds)?;
+        let mut word = [0u8; 8];
+        word.get_mut(..n).ok_or(TrapCode::OutOfBounds)?.copy_from_slice(bytes);
+        let old = u64::from_le_bytes(word);
+        let new = update(old).to_le_bytes();
+        bytes.copy_from_slice(new.get(..n).ok_or(TrapCode::OutOfBounds)?);
+        Ok(old)
+    }
+
     /// Whether the program may write `range` of `window` (and, on the stack, records it as
     /// written).
     #[inline(always)]

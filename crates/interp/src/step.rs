@@ -34,6 +34,25 @@ pub(crate) enum AtomicOp {
     CmpXchg,
 }
 
+impl AtomicOp {
+    /// The value stored over `old`, given the source register's `value` and, for
+    /// compare-exchange, `r0`'s `expected` (at the operation's width). A failed compare
+    /// stores `old` back: it still counts as a write, as the access rules do not depend on
+    /// the data.
+    #[inline]
+    pub(crate) fn apply(self, old: u64, value: u64, expected: u64) -> u64 {
+        match self {
+            AtomicOp::Add => old.wrapping_add(value),
+            AtomicOp::Or => old | value,
+            AtomicOp::And => old & value,
+            AtomicOp::Xor => old ^ value,
+            AtomicOp::Xchg => value,
+            AtomicOp::CmpXchg if old == expected => value,
+            AtomicOp::CmpXchg => old,
+        }
+    }
+}
+
 /// One executable slot. Field names: `dst`/`src` registers (always < 11), `imm` the
 /// immediate at the width the operation uses, `off` the memory offset, `target` an absolute
 /// slot index that is always a valid step.

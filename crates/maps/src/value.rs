@@ -3,7 +3,10 @@
 //! that Rust calls undefined behaviour), and every value starts 8-byte aligned, as the
 //! kernel rounds map elements to 8 bytes.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Relaxed, SeqCst},
+};
 use std::sync::Arc;
 
 use crate::MapError;
@@ -186,8 +189,15 @@ impl<'a> ValueRef<'a> {
 
     /// An atomic read-modify-write of the 4- or 8-byte integer at `offset` (which must be
     /// aligned to `size`, as the kernel requires of `BPF_ATOMIC`): stores `f(old)` and
-    /// returns `old`. What `lock xadd` and `BPF_ATOMIC` instructions on a map value do.
-    pub fn fetch_update(&self, offset: usize, size: usize, f: impl Fn(u64) -> u64) -> Option<u64> {
+    /// returns `old`, fully ordered (as the kernel orders `BPF_ATOMIC`; `f` may run more
+    /// than once under contention). What `lock xadd` and `BPF_ATOMIC` instructions on a
+    /// map value do.
+    pub fn fetch_update(
+        &self,
+        offset: usize,
+        size: usize,
+        mut f: impl FnMut(u64) -> u64,
+    ) -> Option<u64> {
         if !matches!(size, 4 | 8)
             || !offset.is_multiple_of(size)
             || offset.checked_add(size)? > self.len
@@ -196,13 +206,13 @@ impl<'a> ValueRef<'a> {
         }
         let word = self.words().get(offset / 8)?;
         if size == 8 {
-            return word.fetch_update(Relaxed, Relaxed, |old| Some(f(old))).ok();
+            return word.fetch_update(SeqCst, SeqCst, |old| Some(f(old))).ok();
         }
         // A 4-byte field inside the word: its bytes are at byte offset `offset % 8` in
         // memory order, whatever the host's endianness.
         let at = offset % 8;
         let mut old32 = 0;
-        word.fetch_update(Relaxed, Relaxed, |old| {
+        word.fetch_update(SeqCst, SeqCst, |old| {
             let mut bytes = old.to_ne_bytes();
             let field = bytes.get_mut(at..at + 4)?;
             let mut cur = [0u8; 4];

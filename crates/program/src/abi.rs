@@ -273,6 +273,24 @@ pub unsafe trait RunEnv {
     /// when they are not (the access then traps as `read`/`write` would). `write` asks for
     /// a writable value.
     fn host(&mut self, addr: u64, len: u64, write: bool) -> Option<NonNull<u8>>;
+    /// An atomic read-modify-write of the `len`-byte (4 or 8) integer at `addr`, as
+    /// `BPF_ATOMIC` instructions do it on a value other threads also reach: stores
+    /// `update(old)` and returns `old`. Errors as for `write`. The default (a read, then a
+    /// write) suits environments only one thread uses.
+    fn update(
+        &mut self,
+        addr: u64,
+        len: usize,
+        update: &mut dyn FnMut(u64) -> u64,
+    ) -> Result<u64, TrapCode> {
+        let mut bytes = [0u8; 8];
+        let word = bytes.get_mut(..len).ok_or(TrapCode::OutOfBounds)?;
+        self.read(addr, word)?;
+        let old = u64::from_le_bytes(bytes);
+        let new = update(old).to_le_bytes();
+        self.write(addr, new.get(..len).ok_or(TrapCode::OutOfBounds)?)?;
+        Ok(old)
+    }
     /// The environment itself, for the helpers that made it.
     fn as_any(&mut self) -> &mut dyn Any;
 }

@@ -25,7 +25,9 @@
 //! fields and names the trap (`OutOfBounds` or `ReadOnly`) exactly as the interpreter does.
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, AliasRegion, Endianness, InstBuilder, MemFlags, Type, Value};
+use cranelift_codegen::ir::{
+    types, AliasRegion, AtomicRmwOp, Endianness, InstBuilder, MemFlags, Type, Value,
+};
 use weir_isa::ebpf::{Insn, Op};
 
 use super::provenance::Guess;
@@ -315,9 +317,10 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// Atomics with single-threaded meaning, as in the interpreter: read, compute, write
-    /// (a failed compare-exchange writes the old value back), then the old value goes to
-    /// `src` (fetch forms, xchg) or r0 (cmpxchg).
+    /// Atomics as the kernel's JIT emits them: one locked host instruction (or the
+    /// target's compare-exchange loop) on the translated address, so that map values shared
+    /// with other workers' runs are updated atomically. The old value goes to `src` (fetch
+    /// forms, xchg) or r0 (cmpxchg).
     fn atomic(
         &mut self,
         insn: &Insn,
@@ -327,23 +330,25 @@ impl Translator<'_, '_> {
     ) -> Result<(), CompileError> {
         let (size, ty): (u8, Type) = if wide { (8, types::I64) } else { (4, types::I32) };
         let (host, off) = self.host_address(insn.dst, insn.off, size, Access::Store);
-        let old = self.b.ins().load(ty, guest_flags(), host, off);
+        let at = self.b.ins().iadd_imm(host, i64::from(off));
         let src = self.get(insn.src);
         let value = self.narrow(src, ty);
-        let new = match rmw {
-            Rmw::Add => self.b.ins().iadd(old, value),
-            Rmw::Or => self.b.ins().bor(old, value),
-            Rmw::And => self.b.ins().band(old, value),
-            Rmw::Xor => self.b.ins().bxor(old, value),
-            Rmw::Xchg => value,
-            Rmw::CmpXchg => {
+        let op = match rmw {
+            Rmw::Add => Some(AtomicRmwOp::Add),
+            Rmw::Or => Some(AtomicRmwOp::Or),
+            Rmw::And => Some(AtomicRmwOp::And),
+            Rmw::Xor => Some(AtomicRmwOp::Xor),
+            Rmw::Xchg => Some(AtomicRmwOp::Xchg),
+            Rmw::CmpXchg => None,
+        };
+        let old = match op {
+            Some(op) => self.b.ins().atomic_rmw(ty, guest_flags(), op, at, value),
+            None => {
                 let r0 = self.get(0);
                 let expected = self.narrow(r0, ty);
-                let equal = self.b.ins().icmp(IntCC::Equal, old, expected);
-                self.b.ins().select(equal, value, old)
+                self.b.ins().atomic_cas(guest_flags(), at, expected, value)
             }
         };
-        self.b.ins().store(guest_flags(), new, host, off);
         let old = self.widen(old, ty);
         if rmw == Rmw::CmpXchg {
             self.set(0, old)
