@@ -37,4 +37,4 @@ pub use validate::{
     function_target, functions, jump_target, validate, validate_calls, ValidateError,
     ValidateErrorKind, MAX_SLOTS,
 };
-pub use verified::{Assurance, Facts, InsnFact, Verified};
+pub use verified::{Assurance, Facts, InsnFact, Region, Verified};

@@ -21,7 +21,7 @@
 
 use std::ops::Deref;
 
-use crate::{validate, Program, ValidateError};
+use crate::{validate, ProgType, Program, ValidateError};
 
 /// What a check established about a [`Verified`] program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,9 +32,41 @@ pub enum Assurance {
     Structural,
     /// Proven safe by the verifier (`weir-verifier`), as the kernel's verifier proves it:
     /// every path ends, every access it could prove is recorded in [`Verified::facts`].
-    /// Engines still keep their run-time checks today; the facts are the seam through which
-    /// they may drop the ones proven unnecessary.
+    /// The JIT drops the checks the facts make redundant (when a run meets the facts'
+    /// assumptions); the interpreter keeps them all.
     Proven,
+}
+
+/// The guest region a proven access reaches (the windows of [`crate::exec::guest`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Region {
+    /// A frame of the stack: the running one or a caller's, inside
+    /// [`Facts::stack_size`] bytes below that frame's top.
+    Stack,
+    /// The context, inside one field of the program type's layout (a store: a writable
+    /// one).
+    Context,
+    /// The packet, inside the range the run's own `data_end` comparisons proved.
+    Packet,
+    /// The memory `r1` points at in an untyped program, inside [`Facts::memory_len`] bytes.
+    Memory,
+    /// A map value or a ring buffer sample: the map values window, which the run's
+    /// environment translates access by access.
+    MapValue,
+}
+
+impl Region {
+    /// The guest window of the region ([`crate::exec::guest`]'s numbering).
+    pub fn window(self) -> usize {
+        use crate::exec::guest;
+        match self {
+            Region::Stack => guest::STACK,
+            Region::Context => guest::CTX,
+            Region::Packet => guest::PACKET,
+            Region::Memory => guest::MEM,
+            Region::MapValue => guest::MAPS,
+        }
+    }
 }
 
 /// What the verifier proved about one instruction (by slot index).
@@ -46,14 +78,25 @@ pub struct InsnFact {
     /// path the verifier explored (the engine's check is redundant), `Some(false)` when it
     /// stays checked at run time (the legacy packet loads).
     pub access_in_bounds: Option<bool>,
+    /// For an access in bounds: the one region it reaches on every path (`None` when
+    /// paths reach different regions, or for anything else).
+    pub region: Option<Region>,
     /// A division or remainder by a register: `Some(true)` when the divisor is never 0.
     pub divisor_nonzero: Option<bool>,
 }
 
-/// The verifier's facts about a program, one per slot.
+/// The verifier's facts about a program, one per slot, and what they assume of a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Facts {
     pub insns: Vec<InsnFact>,
+    /// The program type proven for (its context layout bounds [`Region::Context`]
+    /// accesses; `None`: untyped, `r1` = memory of [`Facts::memory_len`] bytes).
+    pub prog_type: Option<ProgType>,
+    /// Untyped programs: the size of the memory `r1` points at that the proof assumed.
+    pub memory_len: Option<u64>,
+    /// Bytes per stack frame the proof assumed (an engine with smaller frames cannot use
+    /// [`Region::Stack`] facts).
+    pub stack_size: u64,
 }
 
 impl Facts {
@@ -80,7 +123,16 @@ impl Verified {
 
     /// A program the verifier proved safe, with its facts (the verifier's constructor: it
     /// validates the structure again, so no `Verified` skips [`validate`]).
-    pub fn proven(program: Program, facts: Facts) -> Result<Verified, ValidateError> {
+    ///
+    /// # Safety
+    ///
+    /// Engines drop run-time checks on the strength of `facts` (the JIT then reads and
+    /// writes host memory unchecked), so every fact must hold on every run of `program`
+    /// that meets the facts' own assumptions ([`Facts::prog_type`], [`Facts::memory_len`],
+    /// [`Facts::stack_size`]): an access marked in bounds with a region stays inside that
+    /// region, a divisor marked non-zero is never 0. `weir-verifier`'s `Proof::into_verified`
+    /// is the one caller, with the facts its analysis proved for this very program.
+    pub unsafe fn proven(program: Program, facts: Facts) -> Result<Verified, ValidateError> {
         validate(&program)?;
         Ok(Verified {
             program,

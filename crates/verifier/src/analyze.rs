@@ -7,7 +7,7 @@ use std::time::Instant;
 use weir_isa::asm::disassemble_insn;
 use weir_isa::ebpf::{Insn, Op, Operands};
 use weir_program::abi::{kernel_helper, ContextLayout, FieldKind, HelperSig, KERNEL_HELPERS};
-use weir_program::{function_target, jump_target, InsnFact, MapSpec, ProgType, Program};
+use weir_program::{function_target, jump_target, InsnFact, MapSpec, ProgType, Program, Region};
 
 use crate::cfg;
 use crate::domain::{AluOp, JmpCond, Scalar, Width};
@@ -127,6 +127,9 @@ pub(crate) struct Verifier<'p> {
     depth: Vec<i64>,
     next_id: u32,
     pub(crate) facts: Vec<InsnFact>,
+    /// Slots whose accesses reached different regions on different paths (their fact then
+    /// names none).
+    mixed_regions: Vec<bool>,
     explored: Vec<Vec<usize>>,
     nodes: Vec<Node>,
     stats: Stats,
@@ -181,6 +184,7 @@ impl<'p> Verifier<'p> {
             depth: vec![0; n],
             next_id: 0,
             facts: vec![InsnFact::default(); n],
+            mixed_regions: vec![false; n],
             explored: vec![Vec::new(); n],
             nodes: Vec::new(),
             stats: Stats::default(),
@@ -305,9 +309,22 @@ impl<'p> Verifier<'p> {
                 self.stats.peak_states.max(self.stats.states + work.len() as u64);
         }
         self.stats.time = self.start.elapsed();
+        let mut insns = std::mem::take(&mut self.facts);
+        for (fact, &mixed) in insns.iter_mut().zip(&self.mixed_regions) {
+            if mixed {
+                fact.region = None;
+            }
+        }
+        let facts = Facts {
+            insns,
+            prog_type: self.prog_type,
+            memory_len: if self.prog_type.is_none() { self.opts.memory_len } else { None },
+            stack_size: STACK_SIZE as u64,
+        };
         Ok(Proof {
             stats: self.stats,
-            facts: Facts { insns: std::mem::take(&mut self.facts) },
+            facts,
+            program: self.insns.to_vec(),
             prog_type: self.prog_type,
             log: std::mem::take(&mut self.log),
             precise: if self.opts.record_states { self.precise.clone() } else { Vec::new() },
@@ -1135,7 +1152,22 @@ impl<'p> Verifier<'p> {
             }
         };
         if matches!(acc, Access::Load { .. } | Access::Store { .. } | Access::Atomic) {
-            self.facts[pc].access_in_bounds = Some(true);
+            // Which window the access reaches: the engines translate a proven access with
+            // that region's base alone. The input memory of an untyped program is the one
+            // `Mem` without a reference; a ring buffer sample lives among the map values.
+            let region = match ptr.kind {
+                Kind::Stack => Region::Stack,
+                Kind::Ctx => Region::Context,
+                Kind::Packet | Kind::PacketMeta => Region::Packet,
+                Kind::Mem if ptr.ref_id == 0 && self.prog_type.is_none() => Region::Memory,
+                _ => Region::MapValue,
+            };
+            let fact = &mut self.facts[pc];
+            if fact.access_in_bounds.is_some() && fact.region != Some(region) {
+                self.mixed_regions[pc] = true;
+            }
+            fact.access_in_bounds = Some(true);
+            fact.region = Some(region);
         }
         Ok(match acc {
             Access::Load { sign_extend: true } if value.is_scalar() => {

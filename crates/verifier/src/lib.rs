@@ -20,7 +20,8 @@
 //! .unwrap();
 //! let program = Program::from_insns(ok).with_prog_type(ProgType::Xdp);
 //! let proof = verify(&program, &Options::default()).unwrap();
-//! assert_eq!(proof.facts.get(6).access_in_bounds, Some(true));
+//! assert_eq!(proof.facts().get(6).access_in_bounds, Some(true));
+//! assert_eq!(proof.facts().get(6).region, Some(weir_program::Region::Packet));
 //!
 //! // The same load without the comparison is refused, as the kernel refuses it.
 //! let bad = assemble("ldxw %r2, [%r1+0]\n ldxb %r0, [%r2+0]\n exit").unwrap();
@@ -70,6 +71,7 @@ pub mod state;
 use std::fmt;
 use std::time::Duration;
 
+use weir_isa::ebpf::{Insn, Op, Operands};
 use weir_program::{Facts, ProgType, Program, ValidateError, Verified};
 
 /// How to verify.
@@ -255,11 +257,15 @@ pub struct Stats {
 /// What the verifier keeps about one register at one instruction ([`Options::record_states`]).
 pub type RecordedState = state::Frame;
 
-/// An accepted program's certificate: statistics and facts.
+/// An accepted program's certificate: statistics and facts. The facts are read-only
+/// ([`Proof::facts`]) and stay bound to the program they are about: engines drop checks on
+/// their strength, so [`Proof::into_verified`] takes only that program.
 #[derive(Clone, Debug)]
 pub struct Proof {
     pub stats: Stats,
-    pub facts: Facts,
+    facts: Facts,
+    /// The instructions proven (what [`Proof::into_verified`] compares with).
+    program: Vec<Insn>,
     /// The program type it was verified for (`None`: untyped, conformance convention).
     pub prog_type: Option<ProgType>,
     /// With [`Options::log`]: one line per processed instruction.
@@ -275,10 +281,26 @@ pub struct Proof {
 }
 
 impl Proof {
+    /// What was proven, per slot, and what it assumes of a run.
+    pub fn facts(&self) -> &Facts {
+        &self.facts
+    }
+
     /// The program as engines take it, with [`weir_program::Assurance::Proven`] and these
-    /// facts.
+    /// facts. `program` must be the program verified, slot for slot, except that map
+    /// references (`lddw map_idx`, `lddw map_idx_value`, ...) may have been resolved to
+    /// plain `lddw`s of the same register, as loading does; anything else is refused
+    /// ([`ValidateError`] at the first differing slot), since the facts say nothing about
+    /// another program.
     pub fn into_verified(self, program: Program) -> Result<Verified, ValidateError> {
-        Verified::proven(program, self.facts)
+        if let Some(index) = first_difference(&self.program, program.insns()) {
+            return Err(ValidateError { index, kind: weir_program::ValidateErrorKind::NotProven });
+        }
+        // SAFETY: the facts are this analysis' results for `self.program` (they cannot be
+        // changed from outside: the field is private), and `program` is that program up to
+        // resolved map references, which change no access, division or control flow (an
+        // engine reads a resolved reference as a number, never through it).
+        unsafe { Verified::proven(program, self.facts) }
     }
 
     /// One line: what was proven and what it cost.
@@ -302,6 +324,32 @@ impl Proof {
             self.stats.time.as_secs_f64() * 1e3,
         )
     }
+}
+
+/// The first slot where `given` is not the program `proven` (map references resolved to
+/// plain `lddw`s aside), or `None`.
+fn first_difference(proven: &[Insn], given: &[Insn]) -> Option<usize> {
+    if proven.len() != given.len() {
+        return Some(proven.len().min(given.len()));
+    }
+    let mut resolved_high = false;
+    for (index, (p, g)) in proven.iter().zip(given).enumerate() {
+        let high = std::mem::take(&mut resolved_high);
+        if p == g {
+            continue;
+        }
+        let map_reference = matches!(p.op.spec().map(|s| s.operands), Some(Operands::Pseudo(_)))
+            && !matches!(p.op, Op::LddwFunc);
+        if map_reference && g.op == Op::Lddw && g.dst == p.dst {
+            resolved_high = true;
+            continue;
+        }
+        if high && p.op == Op::LddwHigh && g.op == Op::LddwHigh {
+            continue;
+        }
+        return Some(index);
+    }
+    None
 }
 
 /// Proves `program` safe, or says where and why not.

@@ -229,9 +229,9 @@ fn division_by_a_constant_zero_is_refused() {
     // A register divisor is the run time's business (0 gives 0).
     let p = program("mov %r0, 1\nmov %r1, 0\ndiv %r0, %r1\nexit", None);
     let proof = verify(&p, &Options::default()).unwrap();
-    assert_eq!(proof.facts.get(2).divisor_nonzero, Some(false));
+    assert_eq!(proof.facts().get(2).divisor_nonzero, Some(false));
     let p = program("mov %r0, 1\nmov %r1, 3\ndiv %r0, %r1\nexit", None);
-    assert_eq!(verify(&p, &Options::default()).unwrap().facts.get(2).divisor_nonzero, Some(true));
+    assert_eq!(verify(&p, &Options::default()).unwrap().facts().get(2).divisor_nonzero, Some(true));
 }
 
 #[test]
@@ -375,7 +375,7 @@ fn calls_have_frames_and_limits() {
 fn legacy_packet_loads_only_for_skb_programs() {
     let p = "mov %r6, %r1\nldabsb 12\nexit";
     let proof = verify(&program(p, SOCKET), &Options::default()).unwrap();
-    assert_eq!(proof.facts.get(1).access_in_bounds, Some(false));
+    assert_eq!(proof.facts().get(1).access_in_bounds, Some(false));
     accept(&program(p, TC));
     refuse(&program(p, XDP), Rule::LegacyPacketAccess, "not allowed for this program type");
     refuse(&program("ldabsb 12\nexit", SOCKET), Rule::LegacyPacketAccess, "R6 != pointer to skb");
@@ -430,7 +430,7 @@ fn untyped_programs_see_memory_of_the_given_size() {
     let p = program("ldxw %r0, [%r1+4]\nexit", None);
     let options = Options { memory_len: Some(8), ..Options::default() };
     let proof = verify(&p, &options).unwrap();
-    assert_eq!(proof.facts.get(0).access_in_bounds, Some(true));
+    assert_eq!(proof.facts().get(0).access_in_bounds, Some(true));
     let options = Options { memory_len: Some(7), ..Options::default() };
     assert_eq!(verify(&p, &options).unwrap_err().rule, Rule::OutOfBounds);
 }
@@ -547,4 +547,84 @@ fn too_many_pending_branches_are_too_complex() {
     let e = verify(&p, &options).unwrap_err();
     assert_eq!(e.rule, Rule::TooComplex, "{e}");
     assert!(e.message.contains("jumps is too complex"), "{e}");
+}
+
+/// Each proven access names the region it reaches, which engines translate it with.
+#[test]
+fn proven_accesses_name_their_region() {
+    use weir_program::Region;
+    // XDP: context, packet, stack and a map value.
+    let src = "ldxw %r2, [%r1+0]\nldxw %r3, [%r1+4]\nmov %r4, %r2\nadd %r4, 4\n\
+               jgt %r4, %r3, +1\nldxw %r5, [%r2+0]\nstw [%r10-8], 1\nmov %r6, %r10\n\
+               add %r6, -8\nldxw %r5, [%r6+0]\nstw [%r10-4], 0\nlddw %r1, map_idx(0)\n\
+               mov %r2, %r10\nadd %r2, -4\ncall 1\njeq %r0, 0, +1\nldxw %r5, [%r0+0]\n\
+               mov %r0, 0\nexit";
+    let p = with_map(program(src, XDP), MapType::Array, 4, 4);
+    let proof = verify(&p, &Options::default()).unwrap();
+    let facts = proof.facts();
+    let region = |pc: usize| facts.get(pc).region;
+    assert_eq!(region(0), Some(Region::Context));
+    assert_eq!(region(5), Some(Region::Packet));
+    assert_eq!(region(6), Some(Region::Stack));
+    assert_eq!(region(9), Some(Region::Stack));
+    assert_eq!(region(17), Some(Region::MapValue));
+    assert_eq!(region(3), None, "not an access");
+    assert_eq!((facts.prog_type, facts.memory_len, facts.stack_size), (XDP, None, 512));
+
+    // Untyped: r1's memory, of the size the options give.
+    let p = program("ldxb %r0, [%r1+7]\nexit", None);
+    let options = Options { memory_len: Some(8), ..Options::default() };
+    let proof = verify(&p, &options).unwrap();
+    assert_eq!(proof.facts().get(0).region, Some(Region::Memory));
+    assert_eq!(proof.facts().memory_len, Some(8));
+}
+
+/// One access reached through the stack on one path and the memory on another names no
+/// region (it is still in bounds).
+#[test]
+fn an_access_reaching_two_regions_names_none() {
+    let p = program(
+        "mov %r3, %r1\njeq %r2, 8, +2\nmov %r3, %r10\nadd %r3, -8\nldxb %r0, [%r3+0]\nexit",
+        None,
+    );
+    let options = Options { memory_len: Some(8), ..Options::default() };
+    let proof = verify(&p, &options).unwrap();
+    assert_eq!(proof.facts().get(4).access_in_bounds, Some(true));
+    // r2 is the constant 8, so only the memory path is taken; make both reachable:
+    let p = program(
+        "mov %r3, %r1\nldxb %r4, [%r1+0]\njeq %r4, 8, +2\nmov %r3, %r10\nadd %r3, -8\n\
+         ldxb %r0, [%r3+0]\nexit",
+        None,
+    );
+    let proof = verify(&p, &options).unwrap();
+    assert_eq!(proof.facts().get(5).access_in_bounds, Some(true));
+    assert_eq!(proof.facts().get(5).region, None);
+}
+
+/// A proof becomes a `Verified` only for the program it proved (resolved map references
+/// aside).
+#[test]
+fn a_proof_is_bound_to_its_program() {
+    use weir_isa::ebpf::{Insn, Op};
+    let p = program("ldxb %r0, [%r1+0]\nexit", None);
+    let options = Options { memory_len: Some(1), ..Options::default() };
+    let proof = verify(&p, &options).unwrap();
+    let other = program("ldxb %r0, [%r1+100]\nexit", None);
+    let e = proof.clone().into_verified(other).unwrap_err();
+    assert_eq!((e.index, e.kind), (0, weir_program::ValidateErrorKind::NotProven));
+    assert!(proof.into_verified(p).is_ok());
+
+    // `lddw map_idx(0)` resolved to the map's handle, as loading does: still the program.
+    let src = "lddw %r1, map_idx(0)\nmov %r0, 0\nexit";
+    let p = with_map(program(src, XDP), MapType::Array, 4, 4);
+    let proof = verify(&p, &Options::default()).unwrap();
+    let mut insns = p.insns().to_vec();
+    insns[0] = Insn::new(Op::Lddw, 1, 0, 0, 0x7000_0000);
+    insns[1] = Insn::new(Op::LddwHigh, 0, 0, 0, 0);
+    let resolved = Program::from_insns(insns).with_prog_type(ProgType::Xdp);
+    assert!(proof.clone().into_verified(resolved).is_ok());
+    let mut insns = p.insns().to_vec();
+    insns[2] = Insn::new(Op::Mov64Imm, 0, 0, 0, 1);
+    let changed = Program::from_insns(insns).with_prog_type(ProgType::Xdp);
+    assert_eq!(proof.into_verified(changed).unwrap_err().index, 2);
 }

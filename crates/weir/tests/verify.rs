@@ -21,7 +21,7 @@ fn every_object_program_is_accepted() {
                 Ok(proof) => {
                     verified += 1;
                     // Every access a program makes outside the legacy loads is proven.
-                    assert!(proof.facts.insns.iter().any(|f| f.reached));
+                    assert!(proof.facts().insns.iter().any(|f| f.reached));
                     let verified = proof.into_verified(p.program().clone()).unwrap();
                     assert_eq!(verified.assurance(), weir_program::Assurance::Proven);
                 }

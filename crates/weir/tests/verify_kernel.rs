@@ -228,7 +228,10 @@ pub(crate) fn program(rng: &mut SplitMix64) -> Program {
 
 /// Whether the proof leaves an instruction unreached.
 fn has_dead_code(p: &Program, proof: &weir::Proof) -> bool {
-    p.insns().iter().enumerate().any(|(pc, i)| i.op != Op::LddwHigh && !proof.facts.get(pc).reached)
+    p.insns()
+        .iter()
+        .enumerate()
+        .any(|(pc, i)| i.op != Op::LddwHigh && !proof.facts().get(pc).reached)
 }
 
 #[test]

@@ -79,6 +79,9 @@ pub enum ValidateErrorKind {
     UnknownHelper { id: i64 },
     #[error("call kfunc {id}: kfunc calls are not supported")]
     KfuncUnsupported { id: i64 },
+    /// A verifier's proof offered for a program it was not about (see `Verified::proven`).
+    #[error("this slot differs from the program the verifier proved")]
+    NotProven,
 }
 
 /// Checks a program's structure (see the module docs for what that covers). Stops at the
