@@ -65,6 +65,7 @@ use weir_program::abi::Bindings;
 use weir_program::exec::{Engine, Limits, PrepareError};
 use weir_program::Verified;
 
+pub use codegen::facts::Checks;
 pub use filter::NativeFilter;
 pub use run::{Cache, JitProgram};
 pub use weir_program::exec::guest;

@@ -9,14 +9,16 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::OnceLock;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::Bindings;
 use weir_program::exec::{fill_packet_fields, Input, Prepared, RunOutcome};
-use weir_program::{Program, Trap, TrapCode};
+use weir_program::{Program, Trap, TrapCode, Verified};
 
 use crate::cfg::Cfg;
 use crate::code_memory::NativeCode;
+use crate::codegen::facts::{Checks, Needs, Plan};
 use crate::codegen::{self, StackShape};
 use crate::guest::{CTX, MEM, PACKET, STACK, STACK_BASE, WINDOWS};
 use crate::state::{
@@ -29,6 +31,13 @@ use crate::{CompileError, CompileErrorKind, Config};
 /// own [`Cache`].
 pub struct JitProgram {
     code: NativeCode,
+    /// The checks the verifier's facts dropped, and what a run must offer for them to hold
+    /// (`None`: nothing dropped).
+    checks: Checks,
+    needs: Option<Needs>,
+    /// The same program with every check, compiled on the first run that does not meet
+    /// `needs` (a context or memory smaller than the proof assumed).
+    checked: OnceLock<Result<Box<JitProgram>, CompileError>>,
     /// The program, to locate budget traps (see `RunState::remaining`).
     insns: Vec<Insn>,
     /// One byte per slot: 1 where `call %reg` may enter (every instruction, no `lddw` filler).
@@ -82,11 +91,33 @@ fn random_key() -> u64 {
 }
 
 impl JitProgram {
-    /// Compiles a verified program (see [`crate::Jit::compile`]).
+    /// Compiles a verified program (see [`crate::Jit::compile`]), dropping the checks its
+    /// facts make redundant (`codegen::facts`).
     pub(crate) fn compile(
+        program: &Verified,
+        bindings: Bindings,
+        config: Config,
+    ) -> Result<JitProgram, CompileError> {
+        let shape = StackShape::fit(&config.limits);
+        let plan = Plan::new(program, &bindings, shape);
+        JitProgram::compile_with(program, bindings, config, plan)
+    }
+
+    /// Compiles `program` with every check kept.
+    fn compile_checked(
         program: &Program,
         bindings: Bindings,
         config: Config,
+    ) -> Result<JitProgram, CompileError> {
+        let plan = Plan::checked(program.insns(), StackShape::fit(&config.limits));
+        JitProgram::compile_with(program, bindings, config, plan)
+    }
+
+    fn compile_with(
+        program: &Program,
+        bindings: Bindings,
+        config: Config,
+        plan: Plan,
     ) -> Result<JitProgram, CompileError> {
         if program.len() > config.max_slots {
             let kind =
@@ -100,10 +131,37 @@ impl JitProgram {
         let optimize = insns.len() <= crate::OPTIMIZE_MAX_SLOTS;
         let code = NativeCode::compile(optimize, |func, abi| {
             let key = config.blinding.then_some(key);
-            codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key)
+            codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key, &plan)
         })?;
         let call_targets = insns.iter().map(|i| u8::from(i.op != Op::LddwHigh)).collect();
-        Ok(JitProgram { code, insns, call_targets, bindings, config, shape, key })
+        Ok(JitProgram {
+            code,
+            checks: plan.checks,
+            needs: plan.needs,
+            checked: OnceLock::new(),
+            insns,
+            call_targets,
+            bindings,
+            config,
+            shape,
+            key,
+        })
+    }
+
+    /// How many checks the compiled code kept and dropped.
+    pub fn checks(&self) -> Checks {
+        self.checks
+    }
+
+    /// The checked twin of this program, compiled once on first need.
+    fn checked_twin(&self) -> Result<&JitProgram, Trap> {
+        let twin = self.checked.get_or_init(|| {
+            let program = Program::from_insns(self.insns.clone());
+            JitProgram::compile_checked(&program, self.bindings.clone(), self.config).map(Box::new)
+        });
+        // It compiled once with more code elided; failing now would be Cranelift's own
+        // limit, reported as the run's failure at its start.
+        twin.as_deref().map_err(|_| Trap::new(TrapCode::Unsupported, 0))
     }
 
     /// A fresh cache sized for this program.
@@ -153,6 +211,12 @@ impl JitProgram {
 
     /// [`JitProgram::run`], also reporting the instructions executed.
     pub fn run_stats(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
+        if let Some(needs) = self.needs {
+            if !needs.met_by(&input) {
+                // A run unlike the ones the proof assumed: the facts say nothing about it.
+                return self.checked_twin()?.run_stats(cache, input);
+            }
+        }
         self.prepare(cache);
         cache.executed = 0;
         input.check_sizes()?;

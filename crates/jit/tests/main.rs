@@ -3,6 +3,7 @@
 //! `cargo test --release -p weir-jit --test integration MODULE::`.
 
 mod differential;
+mod facts;
 mod filter;
 mod helpers;
 mod semantics;

@@ -30,6 +30,12 @@ enum BinOp {
     Mov,
 }
 
+/// Whether `op` divides (or takes the remainder) by a register: the operations whose
+/// zero test a proven non-zero divisor drops (`super::facts`).
+pub(super) fn divides_by_register(op: Op) -> bool {
+    matches!(binary(op), Some((BinOp::Div | BinOp::Sdiv | BinOp::Mod | BinOp::Smod, _, false)))
+}
+
 /// `op` as (operation, 64-bit?, immediate form?), for the binary ALU operations.
 fn binary(op: Op) -> Option<(BinOp, bool, bool)> {
     use BinOp::*;
@@ -296,7 +302,29 @@ impl Translator<'_, '_> {
 
     /// Division and remainder by a run-time divisor: the host division always gets a
     /// divisor that is neither 0 nor -1, and selects put the eBPF results in those cases.
+    /// A divisor the verifier proved non-zero goes to the host division as it is (signed
+    /// ones still test -1, whose host division overflows).
     fn divide(&mut self, op: BinOp, ty: Type, a: Value, b: Value) -> Value {
+        if self.plan.nonzero(self.pc) {
+            return match op {
+                BinOp::Div => self.b.ins().udiv(a, b),
+                BinOp::Mod => self.b.ins().urem(a, b),
+                _ => {
+                    let zero = self.b.ins().iconst(ty, 0);
+                    let one = self.b.ins().iconst(ty, 1);
+                    let by_minus_one = self.b.ins().icmp_imm(IntCC::Equal, b, -1);
+                    let safe = self.b.ins().select(by_minus_one, one, b);
+                    if op == BinOp::Sdiv {
+                        let q = self.b.ins().sdiv(a, safe);
+                        let negated = self.b.ins().ineg(a);
+                        self.b.ins().select(by_minus_one, negated, q)
+                    } else {
+                        let r = self.b.ins().srem(a, safe);
+                        self.b.ins().select(by_minus_one, zero, r)
+                    }
+                }
+            };
+        }
         let zero = self.b.ins().iconst(ty, 0);
         let one = self.b.ins().iconst(ty, 1);
         let by_zero = self.b.ins().icmp_imm(IntCC::Equal, b, 0);

@@ -20,6 +20,9 @@
 //! right region or traps exactly as before. Accesses through `r1` use `r1` on entry as the
 //! region's lowest address: `crate::run` takes `r1` from that very table entry.
 //!
+//! An access the verifier proved in bounds in a region of one host slice (`facts`) skips
+//! all of this: host = `addr + bias`, the region's bias loaded once per run.
+//!
 //! Stores whose fast check fails (and all stores to the context, whose table entry admits
 //! no fast store) call `state::check_store`, which applies the context layout's writable
 //! fields and names the trap (`OutOfBounds` or `ReadOnly`) exactly as the interpreter does.
@@ -127,6 +130,14 @@ impl Translator<'_, '_> {
         if base == 10 && self.in_own_frame(off, size) {
             let r10 = self.get(10);
             let host = self.b.ins().iadd(r10, self.stack_bias);
+            return (host, i32::from(off));
+        }
+        // Proven in bounds in a region of one host slice: its bias alone (`facts`).
+        if let Some(bias) =
+            self.plan.direct(self.pc).and_then(|w| self.biases.get(w).copied().flatten())
+        {
+            let reg = self.get(base);
+            let host = self.b.ins().iadd(reg, bias);
             return (host, i32::from(off));
         }
         let Some(view) = self.guessed_view(base, size, access) else {

@@ -28,6 +28,7 @@
 //! a loaded value is opaque to it, so only `c ^ key` reaches the machine code.
 
 mod alu;
+pub(crate) mod facts;
 mod memory;
 mod provenance;
 
@@ -42,7 +43,7 @@ use weir_program::TrapCode;
 
 use crate::cfg::{kind, target_of, Cfg, Kind};
 use crate::code_memory::Abi;
-use crate::guest::{func_addr, WINDOWS, WINDOW_SHIFT};
+use crate::guest::{func_addr, REGION_WINDOW, STACK, WINDOWS, WINDOW_SHIFT};
 use crate::state::{offsets, ENTRY_SHIFT, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS};
 use crate::{CompileError, CompileErrorKind};
 pub(crate) use weir_program::exec::StackShape;
@@ -102,7 +103,8 @@ fn arg(value: Value) -> BlockArg {
     BlockArg::Value(value)
 }
 
-/// Translates `insns` (validated) into `func`.
+/// Translates `insns` (validated) into `func`, dropping the checks `plan` drops.
+#[allow(clippy::too_many_arguments)] // the translation's inputs, each used as is
 pub(crate) fn translate(
     func: &mut Function,
     abi: &Abi,
@@ -111,10 +113,11 @@ pub(crate) fn translate(
     cfg: &Cfg,
     shape: StackShape,
     key: Option<u64>,
+    plan: &facts::Plan,
 ) -> Result<(), CompileError> {
     let mut context = FunctionBuilderContext::new();
     let builder = FunctionBuilder::new(func, &mut context);
-    Translator::new(builder, abi, insns, bindings, cfg, shape, key).translate()
+    Translator::new(builder, abi, insns, bindings, cfg, shape, key, plan).translate()
 }
 
 struct Translator<'a, 'f> {
@@ -124,6 +127,11 @@ struct Translator<'a, 'f> {
     cfg: &'a Cfg,
     shape: StackShape,
     key: Option<u64>,
+    /// The checks the verifier's facts drop (`facts`).
+    plan: &'a facts::Plan,
+    /// Per guest window, host address minus guest address, for the windows the plan
+    /// accesses unchecked: per-run constants, loaded in the entry block.
+    biases: [Option<Value>; WINDOWS],
     /// The run state pointer, the loaded blinding key and the stack bias: defined in the
     /// entry block, which dominates every other, so usable anywhere.
     state: Value,
@@ -153,6 +161,7 @@ struct Translator<'a, 'f> {
 }
 
 impl<'a, 'f> Translator<'a, 'f> {
+    #[allow(clippy::too_many_arguments)] // `translate`'s inputs
     fn new(
         mut b: FunctionBuilder<'f>,
         abi: &Abi,
@@ -161,6 +170,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         cfg: &'a Cfg,
         shape: StackShape,
         key: Option<u64>,
+        plan: &'a facts::Plan,
     ) -> Self {
         let helper_sig = b.import_signature(abi.helper());
         let store_sig = b.import_signature(abi.store_check());
@@ -194,6 +204,21 @@ impl<'a, 'f> Translator<'a, 'f> {
         b.def_var(var(REMAINING), budget);
         b.def_var(var(DEPTH), zero);
         b.def_var(var(MAX_DEPTH), zero);
+        let mut biases = [None; WINDOWS];
+        for pc in 0..insns.len() {
+            let Some(window) = plan.direct(pc) else { continue };
+            if let Some(slot @ None) = biases.get_mut(window) {
+                *slot = Some(if window == STACK {
+                    stack_bias
+                } else {
+                    // The region's host base minus its guest base (no floor outside the
+                    // stack: `lo_addr` is the window's first address).
+                    let base_lo = load(&mut b, offsets::region(window) + offsets::BASE_LO);
+                    let guest = (window as u64).wrapping_mul(REGION_WINDOW) as i64;
+                    b.ins().iadd_imm(base_lo, guest.wrapping_neg())
+                });
+            }
+        }
 
         let blocks: Vec<Block> = cfg.blocks.iter().map(|_| b.create_block()).collect();
         if let Some(&first) = blocks.first() {
@@ -207,6 +232,8 @@ impl<'a, 'f> Translator<'a, 'f> {
             cfg,
             shape,
             key,
+            plan,
+            biases,
             state,
             key_value,
             stack_bias,

@@ -1,0 +1,589 @@
+//! The JIT with the checks the verifier's facts drop, against the reference interpreter
+//! (which keeps every check): on programs the verifier accepts, both must agree on
+//! everything observable (result or trap, executed count, context, packet, memory, stack),
+//! over random untyped programs, random XDP programs with packet, context and stack
+//! accesses, loops with variable offsets, and the conformance corpus. Then the counts:
+//! a proven program keeps no check where the facts cover every access, a program whose
+//! proof is withheld keeps them all, and runs unlike the proof's assumptions take the
+//! checked code.
+
+use proptest::prelude::*;
+use proptest::test_runner::{TestCaseError, TestRunner};
+use weir_isa::asm::assemble;
+use weir_isa::ebpf::{decode, Insn, Op, Operands, RawInsn};
+use weir_jit::{Checks, Jit};
+use weir_program::abi::{self, Bindings};
+use weir_program::exec::Input;
+use weir_program::{Assurance, ProgType, Program, Trap, Verified};
+use weir_testkit::ebpf_gen::EbpfGen;
+use weir_verifier::{verify, Options};
+
+/// One input: the buffers a run gets.
+#[derive(Clone, Debug, Default)]
+struct World {
+    ctx: Option<Vec<u8>>,
+    packet: Option<Vec<u8>>,
+    mem: Option<Vec<u8>>,
+}
+
+type Observed =
+    (Result<(u64, u64), Trap>, Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>, Vec<u8>);
+
+fn bindings(prog_type: Option<ProgType>) -> Bindings {
+    match prog_type {
+        Some(t) => Bindings::for_prog_type(t),
+        None => Bindings::conformance(),
+    }
+}
+
+/// The program proven as the verifier proves it for `world` (untyped: its memory's size),
+/// or `None` when refused.
+fn prove(program: &Program, prog_type: Option<ProgType>, world: &World) -> Option<Verified> {
+    let options = Options {
+        prog_type,
+        memory_len: world.mem.as_ref().map(|m| m.len() as u64),
+        helpers: Some(if prog_type.is_none() { vec![5] } else { Vec::new() }),
+        budget: 200_000,
+        ..Options::default()
+    };
+    let proof = verify(program, &options).ok()?;
+    Some(proof.into_verified(program.clone()).expect("the proof's own program"))
+}
+
+fn interp_run(program: &Program, prog_type: Option<ProgType>, world: &World) -> Observed {
+    let verified = Verified::check(program).expect("valid");
+    let engine = weir_interp::Interpreter::new(
+        &verified,
+        bindings(prog_type),
+        weir_interp::Config::default(),
+    );
+    let mut cache = engine.cache();
+    let mut w = world.clone();
+    let input = Input {
+        ctx: w.ctx.as_deref_mut(),
+        packet: w.packet.as_deref_mut(),
+        mem: w.mem.as_deref_mut(),
+        ..Default::default()
+    };
+    let outcome = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
+    (outcome, w.ctx, w.packet, w.mem, cache.stack().to_vec())
+}
+
+/// Two runs on one cache (the second after the first's clean-up).
+fn jit_runs(
+    verified: &Verified,
+    prog_type: Option<ProgType>,
+    world: &World,
+) -> (Checks, [Observed; 2]) {
+    let engine =
+        Jit::compile(verified, bindings(prog_type), weir_jit::Config::default()).expect("compiles");
+    let mut cache = engine.cache();
+    let mut run = || {
+        let mut w = world.clone();
+        let input = Input {
+            ctx: w.ctx.as_deref_mut(),
+            packet: w.packet.as_deref_mut(),
+            mem: w.mem.as_deref_mut(),
+            ..Default::default()
+        };
+        let outcome = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
+        (outcome, w.ctx, w.packet, w.mem, cache.stack().to_vec())
+    };
+    let first = run();
+    let second = run();
+    (engine.checks(), [first, second])
+}
+
+/// Proves `program` for `world` and compares the engines; `Ok(None)` when the verifier
+/// refuses it, else the checks the JIT dropped.
+fn agree(
+    program: &Program,
+    prog_type: Option<ProgType>,
+    world: &World,
+) -> Result<Option<Checks>, String> {
+    let Some(verified) = prove(program, prog_type, world) else { return Ok(None) };
+    let expected = interp_run(program, prog_type, world);
+    let (checks, got) = jit_runs(&verified, prog_type, world);
+    for (run, g) in got.iter().enumerate() {
+        let what = ["outcome", "ctx", "packet", "mem", "stack"];
+        let same = [
+            expected.0 == g.0,
+            expected.1 == g.1,
+            expected.2 == g.2,
+            expected.3 == g.3,
+            expected.4 == g.4,
+        ];
+        if let Some(k) = same.iter().position(|s| !s) {
+            return Err(format!(
+                "run {run}: {} differs (interpreter {:?}, jit {:?}; {checks:?})\n{}",
+                what[k],
+                expected.0,
+                g.0,
+                weir_isa::asm::listing(program.insns())
+            ));
+        }
+    }
+    Ok(Some(checks))
+}
+
+// ---- untyped random programs (the verifier's soundness shape) ----
+
+/// Registers and eight stack words written first, so that random bodies are often accepted.
+fn preamble() -> Vec<Insn> {
+    let mut v = Vec::new();
+    for r in [0u8, 3, 4, 5, 6, 7, 8, 9] {
+        v.push(Insn::new(Op::Mov64Imm, r, 0, 0, i64::from(r) * 5 - 11));
+    }
+    for k in 1..=8i16 {
+        v.push(Insn::new(Op::StDw, 10, 0, -8 * k, i64::from(k)));
+    }
+    v
+}
+
+/// Steers a random body towards acceptance: forward jumps only, no early exit, accesses
+/// through r1 (inside the memory), r10 or a register holding `r10 - 64` (r9, set first, so
+/// that the access is not one at a fixed frame offset), divisions by `r | 1` now and then.
+fn tame(body: Vec<Insn>, mem_len: i16) -> Vec<Insn> {
+    let n = body.len();
+    let mut out = vec![Insn::new(Op::Mov64Reg, 9, 10, 0, 0), Insn::new(Op::Add64Imm, 9, 0, 0, -64)];
+    for (pc, mut insn) in body.into_iter().enumerate() {
+        let operands = insn.op.spec().map(|s| s.operands);
+        match operands {
+            Some(
+                Operands::JmpOff
+                | Operands::JmpImm
+                | Operands::CallLocal
+                | Operands::CallReg
+                | Operands::Nothing,
+            ) if pc + 1 < n => {
+                insn = Insn::new(Op::Mov64Imm, 0, 0, 0, insn.imm);
+            }
+            Some(Operands::DstImmOff | Operands::DstSrcOff) => {
+                insn.off = insn.off.rem_euclid((n - pc - 1).max(1) as i16);
+            }
+            Some(Operands::Load | Operands::StoreImm | Operands::StoreReg) => {
+                let size = insn.op.mem_size().map_or(8, |s| s.bytes() as i16);
+                let (base, off) = match insn.off.rem_euclid(3) {
+                    0 if mem_len >= size => (1, insn.off.rem_euclid(mem_len - size + 1)),
+                    1 => (9, size * insn.off.rem_euclid(64 / size)),
+                    _ => (10, -8 * (1 + insn.off.rem_euclid(8))),
+                };
+                if operands == Some(Operands::Load) {
+                    insn.src = base;
+                } else {
+                    insn.dst = base;
+                }
+                insn.off = off;
+                if insn.dst == 9 && operands == Some(Operands::Load) {
+                    insn.dst = 0;
+                }
+            }
+            Some(Operands::DstSrc) if insn.dst == 9 || insn.dst == 10 => insn.dst = 0,
+            Some(Operands::DstImm | Operands::Dst | Operands::DstImm64 | Operands::Pseudo(_))
+                if insn.dst == 9 =>
+            {
+                insn.dst = 0
+            }
+            _ => {}
+        }
+        if operands == Some(Operands::DstSrc)
+            && matches!(insn.op, Op::Div64Reg | Op::Mod64Reg | Op::Div32Reg | Op::Mod32Reg)
+            && insn.off == 0
+            && insn.src % 2 == 0
+            && insn.src < 9
+        {
+            // Make the divisor provably non-zero half of the time.
+            out.push(Insn::new(Op::Or64Imm, insn.src, 0, 0, 1));
+        }
+        out.push(insn);
+    }
+    out
+}
+
+fn body_gen() -> BoxedStrategy<Vec<Insn>> {
+    EbpfGen {
+        stray_lddw_high: false,
+        helper_ids: vec![5],
+        helper_weight: 1,
+        zero_unused: true,
+        len: 1..24,
+        lddw_filler: 1.0,
+        end_with_exit: true,
+    }
+    .slots()
+}
+
+/// Totals over a property's cases: how many were proven and what they dropped.
+#[derive(Default)]
+struct Tally {
+    proven: u32,
+    dropped_accesses: usize,
+    dropped_divisions: usize,
+}
+
+impl Tally {
+    fn add(&mut self, checks: Option<Checks>) {
+        if let Some(c) = checks {
+            self.proven += 1;
+            self.dropped_accesses += c.accesses_dropped;
+            self.dropped_divisions += c.divisions_dropped;
+        }
+    }
+}
+
+fn runner(cases: u32) -> TestRunner {
+    TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })
+}
+
+#[test]
+fn random_untyped_programs_agree_with_the_interpreter() {
+    let tally = std::cell::RefCell::new(Tally::default());
+    let strategy = (body_gen(), prop::collection::vec(any::<u8>(), 0..72));
+    runner(1500)
+        .run(&strategy, |(body, mem)| {
+            let mut insns = preamble();
+            insns.extend(tame(body, mem.len() as i16));
+            let program = Program::from_insns(insns);
+            let world = World { mem: Some(mem), ..World::default() };
+            let checks = agree(&program, None, &world).map_err(TestCaseError::fail)?;
+            tally.borrow_mut().add(checks);
+            Ok(())
+        })
+        .unwrap();
+    let t = tally.into_inner();
+    eprintln!(
+        "untyped: {} proven, {} accesses and {} divisions dropped",
+        t.proven, t.dropped_accesses, t.dropped_divisions
+    );
+    assert!(t.proven >= 120, "only {} programs proven", t.proven);
+    assert!(t.dropped_accesses >= 60, "{} accesses dropped", t.dropped_accesses);
+    assert!(t.dropped_divisions >= 10, "{} divisions dropped", t.dropped_divisions);
+}
+
+// ---- loops with variable offsets (untyped and stack) ----
+
+/// `for i in 0..n step s: r0 += load(base + i)`, over the memory or a stack buffer.
+fn loop_program(n: i64, step: i64, size_op: Op, on_stack: bool, store: bool) -> Program {
+    let base = if on_stack { "mov %r6, %r10\nadd %r6, -128" } else { "mov %r6, %r1" };
+    let size = match size_op {
+        Op::LdxB => "b",
+        Op::LdxH => "h",
+        Op::LdxW => "w",
+        _ => "dw",
+    };
+    let touch = if store {
+        format!("stx{size} [%r4], %r3\nldx{size} %r5, [%r4]")
+    } else {
+        format!("ldx{size} %r5, [%r4]")
+    };
+    let src = format!(
+        "{base}\nmov %r0, 0\nmov %r3, 0\nloop:\nmov %r4, %r6\nadd %r4, %r3\n{touch}\n\
+         add %r0, %r5\nadd %r3, {step}\njlt %r3, {n}, loop\nexit"
+    );
+    Program::from_insns(assemble(&src).unwrap_or_else(|e| panic!("{e}\n{src}")))
+}
+
+#[test]
+fn loops_with_variable_offsets_agree_and_drop_their_checks() {
+    let mut proven = 0;
+    let mut rng = weir_testkit::SplitMix64::new(11);
+    for (op, size) in [(Op::LdxB, 1i64), (Op::LdxH, 2), (Op::LdxW, 4), (Op::LdxDw, 8)] {
+        for on_stack in [false, true] {
+            for store in [false, true] {
+                for n in [8i64, 64, 120, 128, 130] {
+                    let program = loop_program(n, size, op, on_stack, store);
+                    let mem: Vec<u8> = (0..128).map(|_| rng.next_u64() as u8).collect();
+                    let world = World { mem: Some(mem), ..World::default() };
+                    match agree(&program, None, &world) {
+                        Ok(Some(checks)) => {
+                            proven += 1;
+                            // Every access of the loop body is proven.
+                            assert_eq!(
+                                checks.accesses_kept, 0,
+                                "{n} {size} {on_stack}: {checks:?}"
+                            );
+                            assert_eq!(checks.accesses_dropped, 1 + usize::from(store));
+                        }
+                        // Past the 128 bytes: refused, as it would trap.
+                        Ok(None) => assert!(n > 128 || (n + size - 1) > 128, "refused {n} {size}"),
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(proven >= 40, "{proven}");
+}
+
+// ---- XDP programs: packet (with variable offsets), context and stack ----
+
+/// A random piece of an XDP body. The prologue leaves r1 = the context, r2 = data,
+/// r3 = data_end with `r2 + 32 <= r3` proven, r9 = r10 - 64, eight stack words written.
+/// Scalars live in r4, r5 and r8; the variable-offset piece makes pointers in r6 and r7.
+fn xdp_piece() -> impl Strategy<Value = String> {
+    let size = prop::sample::select(vec![("b", 1i64), ("h", 2), ("w", 4), ("dw", 8)]);
+    let reg = prop::sample::select(vec![4u8, 5, 8]);
+    prop_oneof![
+        // A load or store inside the proven 32 bytes.
+        (size.clone(), 0i64..32, reg.clone(), any::<bool>()).prop_map(|((s, n), off, r, st)| {
+            let off = off.min(32 - n);
+            if st {
+                format!("stx{s} [%r2+{off}], %r{r}")
+            } else {
+                format!("ldx{s} %r{r}, [%r2+{off}]")
+            }
+        }),
+        // A variable offset: a loaded byte masked, added, checked against data_end.
+        (size.clone(), 0i64..32, 0i64..64).prop_map(|((s, n), at, mask)| {
+            format!(
+                "ldxb %r5, [%r2+{at}]\nand %r5, {mask}\nmov %r6, %r2\nadd %r6, %r5\nmov %r7, %r6\n\
+                 add %r7, {n}\njgt %r7, %r3, +1\nldx{s} %r8, [%r6+0]"
+            )
+        }),
+        // The context's plain fields.
+        prop::sample::select(vec![12i64, 16]).prop_map(|off| format!("ldxw %r4, [%r1+{off}]")),
+        // The stack through r9 (not at a fixed frame offset).
+        (size, 0i64..8, reg.clone(), any::<bool>()).prop_map(|((s, _), k, r, st)| {
+            let off = k * 8;
+            if st {
+                format!("stx{s} [%r9+{off}], %r{r}")
+            } else {
+                format!("ldx{s} %r{r}, [%r9+{off}]")
+            }
+        }),
+        // Divisions: by a register made odd (proven non-zero) or by a loaded byte.
+        (prop::sample::select(vec![4u8, 8]), any::<bool>()).prop_map(|(r, odd)| {
+            if odd {
+                format!("ldxb %r5, [%r2+3]\nor %r5, 1\ndiv %r{r}, %r5")
+            } else {
+                format!("ldxb %r5, [%r2+5]\nmod %r{r}, %r5")
+            }
+        }),
+        // Arithmetic.
+        (reg, any::<i32>()).prop_map(|(r, k)| format!("add %r{r}, {k}\nxor %r0, %r{r}")),
+    ]
+}
+
+fn xdp_program(pieces: &[String]) -> Program {
+    let mut src = String::from(
+        "ldxw %r2, [%r1+0]\nldxw %r3, [%r1+4]\nmov %r0, 2\nmov %r4, %r2\nadd %r4, 32\n\
+         jgt %r4, %r3, out\nmov %r4, 1\nmov %r5, 2\nmov %r8, 5\nmov %r9, %r10\nadd %r9, -64\n",
+    );
+    for k in 1..=8 {
+        src.push_str(&format!("stdw [%r10-{}], {k}\n", 8 * k));
+    }
+    for p in pieces {
+        src.push_str(p);
+        src.push('\n');
+    }
+    src.push_str("out:\nexit\n");
+    let insns = assemble(&src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    Program::from_insns(insns).with_prog_type(ProgType::Xdp)
+}
+
+#[test]
+fn random_xdp_programs_agree_with_the_interpreter() {
+    let tally = std::cell::RefCell::new(Tally::default());
+    let strategy = (
+        prop::collection::vec(xdp_piece(), 1..12),
+        prop::collection::vec(any::<u8>(), 0..80),
+        prop::collection::vec(any::<u8>(), abi::XDP.size as usize),
+    );
+    runner(600)
+        .run(&strategy, |(pieces, packet, ctx)| {
+            let program = xdp_program(&pieces);
+            let world = World { ctx: Some(ctx), packet: Some(packet), mem: None };
+            let checks =
+                agree(&program, Some(ProgType::Xdp), &world).map_err(TestCaseError::fail)?;
+            prop_assert!(checks.is_some(), "refused:\n{}", weir_isa::asm::listing(program.insns()));
+            tally.borrow_mut().add(checks);
+            Ok(())
+        })
+        .unwrap();
+    let t = tally.into_inner();
+    eprintln!("xdp: {} accesses and {} divisions dropped", t.dropped_accesses, t.dropped_divisions);
+    assert_eq!(t.proven, 600);
+    assert!(t.dropped_accesses >= 2000, "{}", t.dropped_accesses);
+    assert!(t.dropped_divisions >= 50, "{}", t.dropped_divisions);
+}
+
+// ---- the conformance corpus ----
+
+/// The `.data` files' programs and memory (a minimal reader of the suite's sections:
+/// `-- asm` or `-- raw`, and `-- mem`).
+fn conformance_cases() -> Vec<(String, Program, Vec<u8>)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/conformance");
+    let mut paths: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths.into_iter().filter(|p| p.extension().is_some_and(|e| e == "data")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (mut section, mut asm, mut raw, mut mem) = ("", String::new(), Vec::new(), Vec::new());
+        for line in text.lines() {
+            if let Some(name) = line.strip_prefix("-- ") {
+                section = name.trim();
+                continue;
+            }
+            match section {
+                "asm" => {
+                    asm.push_str(line);
+                    asm.push('\n');
+                }
+                "raw" => raw.extend(
+                    line.split_whitespace()
+                        .filter_map(|w| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok()),
+                ),
+                "mem" => mem
+                    .extend(line.split_whitespace().filter_map(|b| u8::from_str_radix(b, 16).ok())),
+                _ => {}
+            }
+        }
+        let insns = if raw.is_empty() {
+            weir_isa::asm::assemble_suite(&asm).ok().map(|(i, _)| i)
+        } else {
+            decode(&raw.iter().map(|w| RawInsn::from_u64(*w)).collect::<Vec<_>>()).ok()
+        };
+        if let Some(insns) = insns {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            out.push((name, Program::from_insns(insns), mem));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_conformance_corpus_agrees_with_the_interpreter() {
+    let cases = conformance_cases();
+    assert!(cases.len() > 400, "{} cases", cases.len());
+    let mut rng = weir_testkit::SplitMix64::new(5);
+    let mut tally = Tally::default();
+    for (name, program, mem) in &cases {
+        if weir_program::validate(program).is_err() {
+            continue;
+        }
+        for round in 0..3 {
+            let mem = if round == 0 {
+                mem.clone()
+            } else {
+                mem.iter().map(|_| rng.next_u64() as u8).collect()
+            };
+            let world = World { mem: Some(mem), ..World::default() };
+            match agree(program, None, &world) {
+                Ok(checks) => tally.add(checks),
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+    }
+    eprintln!("corpus: {} runs proven, {} accesses dropped", tally.proven, tally.dropped_accesses);
+    assert!(tally.proven > 600, "{} runs proven", tally.proven);
+    assert!(tally.dropped_accesses > 120, "{} accesses dropped", tally.dropped_accesses);
+}
+
+// ---- what is kept, dropped and when ----
+
+fn byte_sum() -> Program {
+    loop_program(64, 1, Op::LdxB, false, false)
+}
+
+#[test]
+fn a_proven_program_keeps_no_check_its_facts_cover() {
+    let world = World { mem: Some(vec![1; 64]), ..World::default() };
+    let verified = prove(&byte_sum(), None, &world).unwrap();
+    assert_eq!(verified.assurance(), Assurance::Proven);
+    let jit =
+        Jit::compile(&verified, Bindings::conformance(), weir_jit::Config::default()).unwrap();
+    let checks = jit.checks();
+    assert_eq!((checks.accesses_kept, checks.accesses_dropped), (0, 1));
+    let mut mem = vec![1; 64];
+    assert_eq!(jit.run_mem(&mut jit.cache(), &mut mem), Ok(64));
+
+    // A division by a register proven non-zero, one not, one by an immediate (no test).
+    let src = "mov %r0, 100\nldxb %r3, [%r1+0]\nor %r3, 1\ndiv %r0, %r3\nldxb %r4, [%r1+1]\n\
+               mod %r0, %r4\ndiv %r0, 3\nexit";
+    let program = Program::from_insns(assemble(src).unwrap());
+    let verified = prove(&program, None, &world).unwrap();
+    let jit =
+        Jit::compile(&verified, Bindings::conformance(), weir_jit::Config::default()).unwrap();
+    let checks = jit.checks();
+    assert_eq!((checks.divisions_dropped, checks.divisions_kept), (1, 1));
+    assert_eq!((checks.accesses_dropped, checks.accesses_kept), (2, 0));
+}
+
+#[test]
+fn a_program_whose_proof_is_withheld_keeps_every_check() {
+    let structural = Verified::check(&byte_sum()).unwrap();
+    let jit =
+        Jit::compile(&structural, Bindings::conformance(), weir_jit::Config::default()).unwrap();
+    assert_eq!((jit.checks().accesses_kept, jit.checks().accesses_dropped), (1, 0));
+
+    // Proven for XDP but bound as a socket filter: another context, so no fact applies.
+    let src = "ldxw %r2, [%r1+0]\nldxw %r3, [%r1+4]\nmov %r0, 0\nmov %r4, %r2\nadd %r4, 1\n\
+               jgt %r4, %r3, +1\nldxb %r0, [%r2+0]\nexit";
+    let program = Program::from_insns(assemble(src).unwrap()).with_prog_type(ProgType::Xdp);
+    let world = World { ctx: Some(vec![0; 24]), packet: Some(vec![7; 4]), mem: None };
+    let verified = prove(&program, Some(ProgType::Xdp), &world).unwrap();
+    let as_xdp =
+        Jit::compile(&verified, bindings(Some(ProgType::Xdp)), weir_jit::Config::default())
+            .unwrap();
+    assert_eq!((as_xdp.checks().accesses_kept, as_xdp.checks().accesses_dropped), (0, 3));
+    let other = bindings(Some(ProgType::SocketFilter));
+    let as_socket = Jit::compile(&verified, other, weir_jit::Config::default()).unwrap();
+    assert_eq!((as_socket.checks().accesses_kept, as_socket.checks().accesses_dropped), (3, 0));
+
+    // Frames smaller than the proof's 512 bytes: the stack facts do not hold.
+    let src = "mov %r6, %r10\nadd %r6, -512\nldxb %r0, [%r6+0]\nexit";
+    let program = Program::from_insns(assemble(src).unwrap());
+    let verified = prove(&program, None, &World { mem: Some(vec![]), ..World::default() }).unwrap();
+    let limits = weir_program::exec::Limits { stack_size: 256, ..Default::default() };
+    let small =
+        Jit::compile(&verified, Bindings::conformance(), weir_jit::Config::with_limits(limits))
+            .unwrap();
+    assert_eq!((small.checks().accesses_kept, small.checks().accesses_dropped), (1, 0));
+    let full =
+        Jit::compile(&verified, Bindings::conformance(), weir_jit::Config::default()).unwrap();
+    assert_eq!((full.checks().accesses_kept, full.checks().accesses_dropped), (0, 1));
+}
+
+/// A run that offers less than the proof assumed (shorter memory, a context instead of
+/// memory, a short context) runs the checked code and traps exactly as the interpreter.
+#[test]
+fn runs_unlike_the_proofs_assumptions_take_the_checked_code() {
+    let program = byte_sum();
+    let proven_for = World { mem: Some(vec![1; 64]), ..World::default() };
+    let verified = prove(&program, None, &proven_for).unwrap();
+    for (world, traps) in [
+        (World { mem: Some(vec![2; 10]), ..World::default() }, true),
+        (World { mem: None, ..World::default() }, true),
+        // r1 is the context then (64 bytes here, so the loop reads it whole).
+        (World { ctx: Some(vec![3; 64]), mem: Some(vec![1; 64]), packet: None }, false),
+    ] {
+        let expected = interp_run(&program, None, &world);
+        let (_, got) = jit_runs(&verified, None, &world);
+        assert_eq!(expected.0.is_err(), traps, "{:?}", expected.0);
+        for g in got {
+            assert_eq!(g.0, expected.0);
+            assert_eq!(
+                (g.1, g.2, g.3),
+                (expected.1.clone(), expected.2.clone(), expected.3.clone())
+            );
+        }
+    }
+
+    // XDP with a context shorter than its layout.
+    let src = "ldxw %r0, [%r1+16]\nexit";
+    let program = Program::from_insns(assemble(src).unwrap()).with_prog_type(ProgType::Xdp);
+    let full = World { ctx: Some(vec![9; 24]), packet: Some(Vec::new()), mem: None };
+    let verified = prove(&program, Some(ProgType::Xdp), &full).unwrap();
+    let short = World { ctx: Some(vec![9; 17]), packet: Some(Vec::new()), mem: None };
+    let expected = interp_run(&program, Some(ProgType::Xdp), &short);
+    let (checks, got) = jit_runs(&verified, Some(ProgType::Xdp), &short);
+    assert_eq!(checks.accesses_dropped, 1);
+    assert!(expected.0.is_err());
+    assert_eq!(got[0].0, expected.0);
+    let (_, got) = jit_runs(&verified, Some(ProgType::Xdp), &full);
+    assert_eq!(got[0].0.as_ref().map(|o| o.0), Ok(0x0909_0909));
+}
