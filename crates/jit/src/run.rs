@@ -47,6 +47,9 @@ pub struct JitProgram {
     shape: StackShape,
     /// The blinding key (0 without blinding; generated code then never reads it).
     key: u64,
+    /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
+    /// call); when not, the stack stays zero and needs no clearing between runs.
+    writes_stack: bool,
 }
 
 impl std::fmt::Debug for JitProgram {
@@ -99,7 +102,7 @@ impl JitProgram {
         config: Config,
     ) -> Result<JitProgram, CompileError> {
         let shape = StackShape::fit(&config.limits);
-        let plan = Plan::new(program, &bindings, shape);
+        let plan = Plan::new(program, &bindings, shape, config.limits.instruction_budget);
         JitProgram::compile_with(program, bindings, config, plan)
     }
 
@@ -134,7 +137,21 @@ impl JitProgram {
             codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key, &plan)
         })?;
         let call_targets = insns.iter().map(|i| u8::from(i.op != Op::LddwHigh)).collect();
+        let writes_stack = insns.iter().any(|i| {
+            use weir_isa::ebpf::Operands;
+            matches!(
+                i.op.spec().map(|s| s.operands),
+                Some(
+                    Operands::StoreImm
+                        | Operands::StoreReg
+                        | Operands::CallImm
+                        | Operands::CallLocal
+                        | Operands::CallReg
+                )
+            )
+        });
         Ok(JitProgram {
+            writes_stack,
             code,
             checks: plan.checks,
             needs: plan.needs,
@@ -236,20 +253,18 @@ impl JitProgram {
             let host = bytes.as_mut_ptr() as u64;
             RegionEntry::new(window, host, bytes.len() as u64, floor, fast_stores)
         };
-        let mut regions = [RegionEntry::default(); WINDOWS];
         let floor = self.shape.frame_floor(0);
-        regions[STACK] = region(STACK, &mut cache.stack, floor, true);
-        regions[CTX] = region(CTX, ctx, 0, false);
-        regions[PACKET] = region(PACKET, packet, 0, true);
-        regions[MEM] = region(MEM, mem, 0, true);
-        // `r1` is its region's lowest address, taken from the entry itself: generated code
-        // relies on that equality to check accesses through `r1` without a table lookup.
-        let r1 = regions[input_window].lo_addr;
-        let legacy = if legacy_reads_packet { &regions[PACKET] } else { &regions[MEM] };
+        let stack_region = region(STACK, &mut cache.stack, floor, true);
+        let ctx_region = region(CTX, ctx, 0, false);
+        let packet_region = region(PACKET, packet, 0, true);
+        let mem_region = region(MEM, mem, 0, true);
+        let legacy = if legacy_reads_packet { &packet_region } else { &mem_region };
         let (legacy_host, legacy_len) = (legacy.host, legacy.len);
 
+        // The table is filled in place: `RunState` is over a kilobyte, and building it
+        // elsewhere first costs a copy on every run.
         let mut run = RunState {
-            regions,
+            regions: [RegionEntry::default(); WINDOWS],
             stack_bias: (cache.stack.as_mut_ptr() as u64).wrapping_sub(STACK_BASE),
             legacy_host,
             legacy_len,
@@ -259,8 +274,9 @@ impl JitProgram {
             store_fn: state::check_store as *const () as u64,
             load_fn: state::check_load as *const () as u64,
             key: self.key,
-            budget: self.config.limits.instruction_budget,
-            r1,
+            one: 1,
+            budget: self.budget(),
+            r1: 0,
             r2,
             exit_word: 0,
             exit_value: 0,
@@ -274,6 +290,13 @@ impl JitProgram {
             panic: None,
             env,
         };
+        run.regions[STACK] = stack_region;
+        run.regions[CTX] = ctx_region;
+        run.regions[PACKET] = packet_region;
+        run.regions[MEM] = mem_region;
+        // `r1` is its region's lowest address, taken from the entry itself: generated code
+        // relies on that equality to check accesses through `r1` without a table lookup.
+        run.r1 = run.regions.get(input_window).map_or(0, |entry| entry.lo_addr);
         // Until the run reports how deep it went, assume it may have written everything.
         cache.dirty_from = 0;
         let entry = self.code.entry();
@@ -292,17 +315,27 @@ impl JitProgram {
         let value = unsafe { entry(&mut run) };
 
         let max_depth = run.max_depth.min(self.shape.frames.saturating_sub(1));
-        cache.dirty_from = usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0);
+        cache.dirty_from = if self.writes_stack {
+            usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0)
+        } else {
+            cache.stack.len()
+        };
         if let Some(payload) = run.panic.take() {
             std::panic::resume_unwind(payload);
         }
-        let budget = self.config.limits.instruction_budget;
+        let budget = self.budget();
         let outcome = self.outcome(&run, value);
         cache.executed = match outcome {
             Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
             _ => budget.wrapping_sub(run.remaining),
         };
         outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+    }
+
+    /// The instruction budget as generated code counts it: at most `i64::MAX`, so that
+    /// its signed test `remaining - n < 0` is `remaining < n` (no run gets that far).
+    fn budget(&self) -> u64 {
+        self.config.limits.instruction_budget.min(i64::MAX as u64)
     }
 
     /// Resizes `cache` for this program if needed and zeroes what the last run wrote.

@@ -123,6 +123,8 @@ pub(crate) struct RunState<'e> {
     pub load_fn: u64,
     /// The constant-blinding key (see `codegen::Translator::imm`).
     pub key: u64,
+    /// Always 1: a value Cranelift cannot see is 1 (see `codegen::Translator::basic_block`).
+    pub one: u64,
     pub budget: u64,
     pub r1: u64,
     pub r2: u64,
@@ -170,6 +172,7 @@ pub(crate) mod offsets {
     pub const STORE_FN: i32 = field(offset_of!(RunState, store_fn));
     pub const LOAD_FN: i32 = field(offset_of!(RunState, load_fn));
     pub const KEY: i32 = field(offset_of!(RunState, key));
+    pub const ONE: i32 = field(offset_of!(RunState, one));
     pub const BUDGET: i32 = field(offset_of!(RunState, budget));
     pub const R1: i32 = field(offset_of!(RunState, r1));
     pub const R2: i32 = field(offset_of!(RunState, r2));

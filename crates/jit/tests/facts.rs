@@ -103,6 +103,15 @@ fn agree(
 ) -> Result<Option<Checks>, String> {
     let Some(verified) = prove(program, prog_type, world) else { return Ok(None) };
     let expected = interp_run(program, prog_type, world);
+    // The verifier's bound on a run's length, which lets the JIT drop its budget tests.
+    let bound = verified.facts().map_or(0, |f| f.max_executed);
+    if let Ok((_, executed)) = expected.0 {
+        if executed > bound {
+            return Err(format!(
+                "{executed} instructions executed, the proof bounds runs by {bound}"
+            ));
+        }
+    }
     let (checks, got) = jit_runs(&verified, prog_type, world);
     for (run, g) in got.iter().enumerate() {
         let what = ["outcome", "ctx", "packet", "mem", "stack"];
@@ -498,6 +507,7 @@ fn a_proven_program_keeps_no_check_its_facts_cover() {
         Jit::compile(&verified, Bindings::conformance(), weir_jit::Config::default()).unwrap();
     let checks = jit.checks();
     assert_eq!((checks.accesses_kept, checks.accesses_dropped), (0, 1));
+    assert!(checks.budget_dropped);
     let mut mem = vec![1; 64];
     assert_eq!(jit.run_mem(&mut jit.cache(), &mut mem), Ok(64));
 
@@ -586,4 +596,32 @@ fn runs_unlike_the_proofs_assumptions_take_the_checked_code() {
     assert_eq!(got[0].0, expected.0);
     let (_, got) = jit_runs(&verified, Some(ProgType::Xdp), &full);
     assert_eq!(got[0].0.as_ref().map(|o| o.0), Ok(0x0909_0909));
+}
+
+/// A budget smaller than the proof's bound on a run's length keeps the budget tests, and
+/// the budget runs out exactly where the interpreter's does; the executed count is exact
+/// either way.
+#[test]
+fn the_budget_tests_go_only_when_no_run_can_exhaust_the_budget() {
+    let program = byte_sum();
+    let world = World { mem: Some(vec![1; 64]), ..World::default() };
+    let verified = prove(&program, None, &world).unwrap();
+    let bound = verified.facts().unwrap().max_executed;
+    for budget in [bound, bound - 1, 100, 7, 1] {
+        let limits =
+            weir_program::exec::Limits { instruction_budget: budget, ..Default::default() };
+        let jit =
+            Jit::compile(&verified, Bindings::conformance(), weir_jit::Config::with_limits(limits))
+                .unwrap();
+        assert_eq!(jit.checks().budget_dropped, budget >= bound, "budget {budget}");
+        let interp = weir_interp::Interpreter::new(
+            &Verified::check(&program).unwrap(),
+            Bindings::conformance(),
+            limits,
+        );
+        let (mut m1, mut m2) = (vec![1u8; 64], vec![1u8; 64]);
+        let expected = interp.run_stats(&mut interp.cache(), Input::new().mem(&mut m1));
+        let got = jit.run_stats(&mut jit.cache(), Input::new().mem(&mut m2));
+        assert_eq!(got, expected, "budget {budget}");
+    }
 }

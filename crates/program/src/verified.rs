@@ -97,6 +97,11 @@ pub struct Facts {
     /// Bytes per stack frame the proof assumed (an engine with smaller frames cannot use
     /// [`Region::Stack`] facts).
     pub stack_size: u64,
+    /// No run executes more instructions than this (the verifier's instructions processed
+    /// over all paths: a run follows the explored paths, and a path is only ever cut where
+    /// a finished exploration covers it, so no run visits an explored step twice). An
+    /// instruction budget at least this large cannot run out. 0: unknown.
+    pub max_executed: u64,
 }
 
 impl Facts {

@@ -320,6 +320,7 @@ impl<'p> Verifier<'p> {
             prog_type: self.prog_type,
             memory_len: if self.prog_type.is_none() { self.opts.memory_len } else { None },
             stack_size: STACK_SIZE as u64,
+            max_executed: self.stats.insns_processed,
         };
         Ok(Proof {
             stats: self.stats,

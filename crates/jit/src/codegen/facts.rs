@@ -8,6 +8,10 @@
 //! constant: no compare, no trap block. A division proven by a non-zero divisor loses its
 //! zero test (a signed one keeps its -1 test, which is arithmetic, not safety).
 //!
+//! The instruction budget's test at each basic block goes too when the verifier's bound on
+//! any run's length (`Facts::max_executed`) is within the budget: blocks still count what
+//! they execute, so the executed count stays exact, but no cold budget copies are needed.
+//!
 //! What stays checked, and why:
 //! - map values (and ring buffer samples): their window is the environment's, which maps
 //!   each value where the map keeps it, so an access needs `RunEnv::host` to translate it
@@ -45,6 +49,9 @@ pub struct Checks {
     pub divisions_dropped: usize,
     /// Divisions and remainders by a register that keep their zero test.
     pub divisions_kept: usize,
+    /// The instruction budget's tests were dropped: the verifier bounds every run's length
+    /// below the budget (instructions are still counted).
+    pub budget_dropped: bool,
 }
 
 impl Checks {
@@ -52,12 +59,14 @@ impl Checks {
     pub fn summary(&self) -> String {
         format!(
             "{} memory checks kept, {} dropped as proven in bounds ({} stack accesses at fixed \
-             frame offsets need none); {} division zero tests kept, {} dropped as proven non-zero",
+             frame offsets need none); {} division zero tests kept, {} dropped as proven \
+             non-zero; instruction budget tests {}",
             self.accesses_kept,
             self.accesses_dropped,
             self.frame_accesses,
             self.divisions_kept,
-            self.divisions_dropped
+            self.divisions_dropped,
+            if self.budget_dropped { "dropped (every run proven shorter)" } else { "kept" }
         )
     }
 }
@@ -85,6 +94,9 @@ impl Needs {
 /// Per slot, how the generated code treats its check.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Plan {
+    /// No run can exhaust the instruction budget (the facts bound every run's length by
+    /// less): blocks still count their instructions, but never test the budget.
+    pub(crate) budget_free: bool,
     /// The guest window an access is translated with, unchecked; `None`: checked.
     direct: Vec<Option<usize>>,
     /// A division by a register whose zero test is dropped.
@@ -109,13 +121,27 @@ impl Plan {
         Plan::build(insns, None, shape)
     }
 
-    /// The plan for `program` run with `bindings` on frames of `shape`.
-    pub(crate) fn new(program: &Verified, bindings: &Bindings, shape: StackShape) -> Plan {
+    /// The plan for `program` run with `bindings` on frames of `shape` with an
+    /// instruction budget of `budget`.
+    pub(crate) fn new(
+        program: &Verified,
+        bindings: &Bindings,
+        shape: StackShape,
+        budget: u64,
+    ) -> Plan {
         let facts = match (program.assurance(), program.facts()) {
             (Assurance::Proven, Some(facts)) if applies(facts, bindings) => Some(facts),
             _ => None,
         };
-        Plan::build(program.insns(), facts, shape)
+        let mut plan = Plan::build(program.insns(), facts, shape);
+        if let Some(facts) = facts {
+            plan.budget_free = facts.max_executed > 0 && facts.max_executed <= budget;
+            plan.checks.budget_dropped = plan.budget_free;
+            if plan.budget_free && plan.needs.is_none() {
+                plan.needs = Some(needs_of(facts));
+            }
+        }
+        plan
     }
 
     fn build(insns: &[Insn], facts: Option<&Facts>, shape: StackShape) -> Plan {
@@ -169,13 +195,18 @@ impl Plan {
         }
         let dropped = plan.checks.accesses_dropped > 0;
         plan.needs = match facts {
-            Some(facts) if dropped => Some(match (facts.prog_type, facts.memory_len) {
-                (Some(t), _) => Needs::Context(u64::from(t.context_layout().size)),
-                (None, len) => Needs::Memory(len.unwrap_or(0)),
-            }),
+            Some(facts) if dropped => Some(needs_of(facts)),
             _ => None,
         };
         plan
+    }
+}
+
+/// What a run must offer for `facts` to describe it.
+fn needs_of(facts: &Facts) -> Needs {
+    match (facts.prog_type, facts.memory_len) {
+        (Some(t), _) => Needs::Context(u64::from(t.context_layout().size)),
+        (None, len) => Needs::Memory(len.unwrap_or(0)),
     }
 }
 

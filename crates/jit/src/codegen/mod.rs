@@ -67,6 +67,10 @@ impl Mode {
     }
 }
 
+/// Distinct block lengths whose budget charge is an opaque value (see
+/// `Translator::basic_block`); more would only tie up registers.
+const MAX_CHARGES: usize = 8;
+
 /// Basic blocks sharing one exit block (see `Translator::close_exit_group`).
 const EXIT_GROUP: usize = 32;
 
@@ -132,6 +136,9 @@ struct Translator<'a, 'f> {
     /// Per guest window, host address minus guest address, for the windows the plan
     /// accesses unchecked: per-run constants, loaded in the entry block.
     biases: [Option<Value>; WINDOWS],
+    /// With a budget-free plan: `n * one` for the first few block lengths `n`, defined in
+    /// the entry block (see `Self::basic_block`).
+    charges: Vec<(usize, Value)>,
     /// The run state pointer, the loaded blinding key and the stack bias: defined in the
     /// entry block, which dominates every other, so usable anywhere.
     state: Value,
@@ -204,6 +211,16 @@ impl<'a, 'f> Translator<'a, 'f> {
         b.def_var(var(REMAINING), budget);
         b.def_var(var(DEPTH), zero);
         b.def_var(var(MAX_DEPTH), zero);
+        let mut charges: Vec<(usize, Value)> = Vec::new();
+        if plan.budget_free {
+            let one = load(&mut b, offsets::ONE);
+            for block in &cfg.blocks {
+                let n = block.slots.len();
+                if charges.len() < MAX_CHARGES && charges.iter().all(|&(m, _)| m != n) {
+                    charges.push((n, b.ins().imul_imm(one, n as i64)));
+                }
+            }
+        }
         let mut biases = [None; WINDOWS];
         for pc in 0..insns.len() {
             let Some(window) = plan.direct(pc) else { continue };
@@ -234,6 +251,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             key,
             plan,
             biases,
+            charges,
             state,
             key_value,
             stack_bias,
@@ -354,8 +372,28 @@ impl<'a, 'f> Translator<'a, 'f> {
         let n = block.slots.len();
         self.pc = start;
         self.b.switch_to_block(head);
+        // `remaining < n` as `remaining - n < 0`, signed (the budget is at most i64::MAX,
+        // `crate::run`): a signed test of the charged value, which Cranelift cannot rewrite
+        // into a test of the uncharged one (as it rewrites `(r - 6) <u 1` into `r == 6`),
+        // so the uncharged value dies here and a loop's back edge needs no register move.
         let remaining = self.b.use_var(var(REMAINING));
-        let short = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, remaining, n as i64);
+        if self.plan.budget_free {
+            // Counted, never tested: the facts bound the run below the budget. The charge
+            // is `n * one` (a run-state word that is always 1, opaque to Cranelift; a
+            // multiplication, which Cranelift keeps where it is computed, once, in the
+            // entry block, where an `or` would be recomputed at each use): with a constant, Cranelift folds a loop's charge
+            // into the next block's (`(r - 6) - 1` into `r - 7`), which keeps the loop's
+            // incoming count alive past the loop and costs every iteration a register
+            // move and a jump.
+            let charged = match self.charges.iter().find(|&&(m, _)| m == n) {
+                Some(&(_, charge)) => self.b.ins().isub(remaining, charge),
+                None => self.b.ins().iadd_imm(remaining, (n as i64).wrapping_neg()),
+            };
+            self.b.def_var(var(REMAINING), charged);
+            return self.block_body(block, n, last);
+        }
+        let charged = self.b.ins().iadd_imm(remaining, (n as i64).wrapping_neg());
+        let short = self.b.ins().icmp_imm(IntCC::SignedLessThan, charged, 0);
         let hot = self.b.create_block();
         let cold = self.b.create_block();
         self.b.set_cold_block(cold);
@@ -364,19 +402,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.seal_block(cold);
 
         self.b.switch_to_block(hot);
-        let charged = self.b.ins().iadd_imm(remaining, (n as i64).wrapping_neg());
         self.b.def_var(var(REMAINING), charged);
-        for (k, &slot) in block.slots.iter().enumerate() {
-            self.pc = slot;
-            self.mode = Mode::Hot { n, k };
-            self.instruction(slot)?;
-        }
-        let last_kind = self.kind_at(last);
-        if last_kind != Kind::End {
-            self.pc = last;
-            let next = self.block_for(self.next_slot(last))?;
-            self.b.ins().jump(next, &[]);
-        }
+        self.block_body(block, n, last)?;
 
         // The cold copy: up to the last effect, each effect behind a budget check.
         self.b.switch_to_block(cold);
@@ -392,6 +419,26 @@ impl<'a, 'f> Translator<'a, 'f> {
             }
         }
         self.leave_budget(start);
+        Ok(())
+    }
+
+    /// The block's instructions, charged already, then the jump to the next block.
+    fn block_body(
+        &mut self,
+        block: &crate::cfg::BasicBlock,
+        n: usize,
+        last: usize,
+    ) -> Result<(), CompileError> {
+        for (k, &slot) in block.slots.iter().enumerate() {
+            self.pc = slot;
+            self.mode = Mode::Hot { n, k };
+            self.instruction(slot)?;
+        }
+        if self.kind_at(last) != Kind::End {
+            self.pc = last;
+            let next = self.block_for(self.next_slot(last))?;
+            self.b.ins().jump(next, &[]);
+        }
         Ok(())
     }
 
