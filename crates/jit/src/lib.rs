@@ -133,6 +133,13 @@ impl Jit {
     }
 }
 
+/// The checks [`Jit::compile`] keeps and drops for `program` with `bindings` and
+/// `limits` (the same decision, without compiling): what `--explain` reports.
+pub fn checks(program: &Verified, bindings: &Bindings, limits: &Limits) -> Checks {
+    let shape = weir_program::exec::StackShape::fit(limits);
+    codegen::facts::Plan::new(program, bindings, shape, limits.instruction_budget).checks
+}
+
 /// The JIT as an [`Engine`] (without blinding): what tables of engines hold.
 impl Engine for Jit {
     type Prepared = JitProgram;

@@ -40,6 +40,8 @@ pub use weir_verifier::{Options as VerifyOptions, Proof, Rejection};
 pub use weir_cbpf as cbpf;
 pub use weir_elf as elf;
 pub use weir_isa as isa;
+/// The JIT's own report of the checks a proven program's facts let it drop (`--explain`).
+pub use weir_jit as jit;
 pub use weir_packet as packet;
 pub use weir_pflang as pflang;
 pub use weir_verifier as verifier;

@@ -148,10 +148,24 @@ impl Object {
     /// Loads program `entry` (and every program of the object of the same type, for tail
     /// calls) on `engine` (or the chosen one), for worker `cpu`.
     pub fn load(&self, entry: usize, engine: Option<Engine>, cpu: usize) -> Result<Loaded, String> {
+        self.load_with(entry, engine, cpu, false)
+    }
+
+    /// [`Object::load`], with `proven`: each program loaded is verified first and runs
+    /// with its proof (the JIT then drops the checks the verifier's facts cover); the
+    /// entry program must be accepted, another one the verifier refuses runs fully checked.
+    pub fn load_with(
+        &self,
+        entry: usize,
+        engine: Option<Engine>,
+        cpu: usize,
+        proven: bool,
+    ) -> Result<Loaded, String> {
         let env = Env::new(self.maps.clone(), cpu);
         let entry_type = self.programs.get(entry).ok_or("no such program")?.prog_type;
         let mut sessions = Vec::new();
         let mut choice = None;
+        let mut checks = None;
         for (index, p) in self.programs.iter().enumerate() {
             if p.prog_type != entry_type {
                 sessions.push(None);
@@ -160,8 +174,20 @@ impl Object {
             let resolved =
                 resolve(&p.program, &env).map_err(|e| format!("program `{}`: {e}", p.name))?;
             check_helpers(&resolved).map_err(|e| format!("program `{}`: {e}", p.name))?;
-            let verified =
-                Verified::structural(resolved).map_err(|e| format!("program `{}`: {e}", p.name))?;
+            let proof = match self.verify(index, false) {
+                Ok(proof) if proven => Some(proof),
+                Err(e) if proven && index == entry => {
+                    return Err(format!("program `{}`: verify: {e}", p.name))
+                }
+                _ => None,
+            };
+            let verified = match proof {
+                // The proof is of the program before map references were resolved, which
+                // `into_verified` admits.
+                Some(proof) => proof.into_verified(resolved),
+                None => Verified::structural(resolved),
+            }
+            .map_err(|e| format!("program `{}`: {e}", p.name))?;
             let bindings = weir_helpers::bindings(p.prog_type);
             let (session, how) = choose(Subject::Program, engine, |e| {
                 let Some(runner) = e.program_engine() else {
@@ -173,6 +199,9 @@ impl Object {
             })
             .map_err(|e| format!("program `{}`: {e}", p.name))?;
             if index == entry {
+                if how.engine == Engine::Jit {
+                    checks = Some(weir_jit::checks(&verified, &bindings, &Limits::default()));
+                }
                 choice = Some(how);
             }
             sessions.push(Some(session));
@@ -184,6 +213,7 @@ impl Object {
             prog_type: entry_type,
             env,
             choice,
+            checks,
             xdp_buffer: Vec::new(),
             keep_packets: true,
         })
@@ -260,6 +290,8 @@ pub struct Loaded {
     prog_type: ProgType,
     env: Env,
     choice: Choice,
+    /// On the JIT: the entry program's checks kept and dropped.
+    checks: Option<weir_jit::Checks>,
     /// The XDP buffer, kept between packets.
     xdp_buffer: Vec<u8>,
     /// Whether XDP verdicts carry the packet out (a copy per packet; see
@@ -270,6 +302,11 @@ pub struct Loaded {
 impl Loaded {
     pub fn choice(&self) -> &Choice {
         &self.choice
+    }
+
+    /// On the JIT, the entry program's run-time checks kept and dropped (`--explain`).
+    pub fn checks(&self) -> Option<weir_jit::Checks> {
+        self.checks
     }
 
     pub fn prog_type(&self) -> ProgType {

@@ -2,6 +2,7 @@
 //! `cargo test --release -p weir --test integration MODULE::`.
 
 mod hash_recalc;
+mod jit_facts;
 mod kernel;
 mod verifier_corpus;
 mod verify;

@@ -199,6 +199,20 @@ impl Meta {
     }
 }
 
+/// The engine choice and, on the JIT, the run-time checks it kept and dropped.
+pub fn explained(loaded: &weir::Loaded) -> String {
+    let mut text = loaded.choice().to_string();
+    match loaded.checks() {
+        Some(checks) => text.push_str(&format!("jit: {}", checks.summary())),
+        None => text.push_str(&format!(
+            "{}: every memory access and division checked at run time (only the JIT uses the \
+             verifier's facts)",
+            loaded.choice().engine
+        )),
+    }
+    text
+}
+
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     if args.cpus == 0 || args.cpus > MAX_CPUS {
         return Err(format!("weir run --cpus: 1 to {MAX_CPUS} workers"));
@@ -261,15 +275,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             engine: args.engine,
             cpus: args.cpus,
             keep_packets: args.write.is_some(),
+            proven: !args.no_verify,
         };
         crate::workers::run(&object, &plan, next, loaded, |m, v| {
             sink.record(&m.packet(&v.packet), m.len, &v)
         })?;
     } else {
-        let mut loaded = object.load(entry, args.engine, 0)?;
+        let mut loaded = object.load_with(entry, args.engine, 0, !args.no_verify)?;
         loaded.keep_packets(args.write.is_some());
         if args.explain {
-            eprintln!("{}", loaded.choice());
+            eprintln!("{}", explained(&loaded));
         }
         sink.prog_type = loaded.prog_type();
         while let Some(packet) = reader.next_packet() {

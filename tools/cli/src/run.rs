@@ -119,8 +119,34 @@ pub fn run_on(
             })?;
     if request.explain {
         eprint!("weir: {}", prepared.choice());
+        eprintln!(
+            "weir: {}",
+            checks_line(prepared.choice().engine, program, &Bindings::conformance(), &limits)
+        );
     }
     prepared.run_mem(mem).map_err(|trap| trap.to_string())
+}
+
+/// What `--explain` says of the run-time checks on the chosen engine: the JIT's counts of
+/// checks kept and dropped (from the verifier's facts), or that the interpreter keeps all.
+pub fn checks_line(
+    engine: weir::Engine,
+    program: &Verified,
+    bindings: &Bindings,
+    limits: &weir::program::Limits,
+) -> String {
+    let proven = program.facts().is_some();
+    match engine {
+        weir::Engine::Jit => {
+            let checks = weir::jit::checks(program, bindings, limits);
+            let why = if proven { "" } else { " (no proof: --no-verify)" };
+            format!("jit: {}{why}", checks.summary())
+        }
+        other => format!(
+            "{other}: every memory access and division checked at run time (only the JIT uses \
+             the verifier's facts)"
+        ),
+    }
 }
 
 /// The exit status of `weir exec` on a `.data` file that the conformance suite's runner

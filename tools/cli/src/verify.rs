@@ -169,8 +169,5 @@ pub fn before_exec(program: &Program, memory_len: usize) -> Result<Proof, String
 
 /// What `--explain` says after a program was verified.
 pub fn explain(proof: &Proof) -> String {
-    format!(
-        "weir: verified: {}\nweir: the engines still check every memory access and division at run time (the verifier's facts are not used by them yet)\n",
-        proof.summary()
-    )
+    format!("weir: verified: {}\n", proof.summary())
 }

@@ -45,6 +45,9 @@ pub struct Plan {
     pub engine: Option<Engine>,
     pub cpus: usize,
     pub keep_packets: bool,
+    /// Run the programs with their proofs (the object was verified; see
+    /// `weir::Object::load_with`).
+    pub proven: bool,
 }
 
 /// One packet's place in its batch and its bytes.
@@ -67,7 +70,7 @@ pub fn run<M>(
     mut loaded: impl FnMut(&Ready) -> Result<(), String>,
     mut done: impl FnMut(M, Verdict) -> Result<(), String>,
 ) -> Result<(), String> {
-    let Plan { entry, engine, cpus, keep_packets } = *plan;
+    let Plan { entry, engine, cpus, keep_packets, proven } = *plan;
     std::thread::scope(|scope| {
         let (results_tx, results) = mpsc::channel::<Answer>();
         let (hello_tx, hello) = mpsc::channel::<Result<Ready, String>>();
@@ -78,10 +81,11 @@ pub fn run<M>(
             let results_tx = results_tx.clone();
             let hello_tx = hello_tx.clone();
             scope.spawn(move || {
-                let mut program = match object.load(entry, engine, cpu) {
+                let mut program = match object.load_with(entry, engine, cpu, proven) {
                     Ok(mut p) => {
                         p.keep_packets(keep_packets);
-                        let _ = hello_tx.send(Ok(Ready { choice: p.choice().to_string() }));
+                        let choice = crate::objrun::explained(&p);
+                        let _ = hello_tx.send(Ok(Ready { choice }));
                         p
                     }
                     Err(e) => {

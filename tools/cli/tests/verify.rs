@@ -73,6 +73,16 @@ fn exec_verifies_first_unless_told_not_to() {
     let out = weir(&["exec", "--explain", &repo("testdata/samples/ipv4-header-checksum.data")]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("weir: verified: accepted"), "{}", text(&out.stderr));
+    // The JIT says what the proof let it drop; without one it keeps everything.
+    assert!(text(&out.stderr).contains("weir: jit: 0 memory checks kept"), "{}", text(&out.stderr));
+    let out = weir(&[
+        "exec",
+        "--no-verify",
+        "--explain",
+        &repo("testdata/samples/ipv4-header-checksum.data"),
+    ]);
+    assert!(text(&out.stderr).contains(" 0 dropped as proven in bounds"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("(no proof: --no-verify)"), "{}", text(&out.stderr));
     // A .data case that expects an error may expect the verifier's.
     let case = scratch("div.data", "-- asm\nmov %r0, 1\ndiv %r0, 0\nexit\n-- error\ndiv by zero\n");
     let out = weir(&["exec", "--check", case.to_str().unwrap()]);
@@ -86,9 +96,20 @@ fn run_verifies_the_object_first() {
     let out = weir(&["run", "--explain", "--verdicts", "-r", &sample, &object]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("weir: verified: accepted as xdp"), "{}", text(&out.stderr));
+    // The map value's access stays checked (the environment translates it), the rest goes.
+    assert!(
+        text(&out.stderr).contains("jit: 1 memory checks kept, 3 dropped as proven in bounds"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = weir(&["run", "--explain", "--no-verify", "--verdicts", "-r", &sample, &object]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("verified"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("jit: 4 memory checks kept, 0 dropped"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
