@@ -3,9 +3,9 @@
 //! Engines accept only a `Verified` program, so the stage order is in the types: nothing
 //! reaches an engine without passing a check. Today the check is structural
 //! ([`crate::validate`]: registers, `lddw` pairs, targets, function ends), and the
-//! [`Assurance`] says so; engines then keep every run-time check. The verifier (a later
-//! crate) makes `Verified` programs too, with a stronger `Assurance` carrying the facts it
-//! proved, which engines may use to drop checks. Callers do not change: they hold a
+//! [`Assurance`] says so; engines then keep every run-time check. The verifier
+//! (`weir-verifier`) makes `Verified` programs too, with a stronger `Assurance` carrying the
+//! facts it proved, which the JIT uses to drop checks. Callers do not change: they hold a
 //! `Verified` either way.
 //!
 //! ```

@@ -1,6 +1,8 @@
 //! `weir-verifier`: proves an eBPF program safe before any engine runs it, the way the
-//! Linux verifier does, so that a program weir accepts is one the kernel accepts too (and,
-//! later, so that engines can drop the run-time checks it proves unnecessary).
+//! Linux verifier does, so that a program weir accepts is one the kernel accepts too, and so
+//! that the JIT can drop the run-time checks it proves unnecessary (`weir_program::Facts`:
+//! per access, in bounds and in which region; per division, a non-zero divisor; a bound on
+//! any run's length).
 //!
 //! Its place in the pipeline: a front end makes a [`weir_program::Program`];
 //! [`weir_program::validate`] checks its structure; [`verify`] proves it safe for a program
