@@ -625,3 +625,25 @@ fn the_budget_tests_go_only_when_no_run_can_exhaust_the_budget() {
         assert_eq!(got, expected, "budget {budget}");
     }
 }
+
+/// Local calls: a callee writes and reads its caller's frame through a pointer argument at a
+/// variable offset, and its own frame below; unchecked, both land where the interpreter puts
+/// them (the stacks after the run are compared too).
+#[test]
+fn callees_reach_their_callers_frames_as_the_interpreter_does() {
+    let src = "mov %r6, %r1\nstdw [%r10-8], 0\nstdw [%r10-16], 0\nstdw [%r10-24], 0\n\
+               stdw [%r10-32], 0\nmov %r1, %r10\nadd %r1, -32\nldxb %r2, [%r6+0]\nand %r2, 24\n\
+               call local fill\nldxdw %r0, [%r10-32]\nldxdw %r3, [%r10-8]\nadd %r0, %r3\nexit\n\
+               fill:\nmov %r3, %r1\nadd %r3, %r2\nstdw [%r3+0], 77\nmov %r4, %r10\nadd %r4, -64\n\
+               add %r4, %r2\nstdw [%r4+0], 5\nldxdw %r0, [%r4+0]\nldxdw %r5, [%r3+0]\nadd %r0, %r5\nexit";
+    let program = Program::from_insns(assemble(src).unwrap());
+    let mut proven = 0;
+    for first in [0u8, 8, 16, 24, 255] {
+        let world = World { mem: Some(vec![first; 4]), ..World::default() };
+        let checks = agree(&program, None, &world).unwrap().expect("proven");
+        assert_eq!(checks.accesses_kept, 0, "{checks:?}");
+        assert!(checks.accesses_dropped >= 5, "{checks:?}");
+        proven += 1;
+    }
+    assert_eq!(proven, 5);
+}
