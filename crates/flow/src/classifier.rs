@@ -1,0 +1,787 @@
+//! The tuple-space classifier: per chain, one subtable per (mask, which ports have
+//! ranges), each an open-addressing hash table of masked keys.
+//!
+//! - **Key width.** Only the 64-bit words of the flow key that some rule's mask touches
+//!   are kept (gathered into `[u64; W]`), and the lookup code is monomorphized for W in
+//!   {1, 2, 4, 8, 14} (const generics; [`Classifier::width`]). Extraction parses only
+//!   the layers the masks read ([`Need`]).
+//! - **Early stop and ranking.** Each subtable knows the best (priority, order) it holds.
+//!   Subtables are visited ranked by hits ([`Classifier::rerank`]); the minimum of the
+//!   best ranks of the subtables still to visit is kept beside the order, so the lookup
+//!   stops as soon as none of them can beat what was found. A packet that matched in the
+//!   first subtable of a rule set whose subtables hold one priority each stops there.
+//! - **Batches.** [`Classifier::process_batch`] takes up to 32 packets: for each subtable,
+//!   the masked keys and hashes of every packet still looking are computed first, then the
+//!   table is probed for all of them, so the hash work and the probes' cache misses of
+//!   different packets overlap.
+//! - **Port ranges** are kept as a check per entry (`Compiled::ranges_hold`) in a
+//!   subtable whose mask leaves the ranged port out, not expanded into masks: a range
+//!   expands into up to 30 prefix masks per port (900 for a source and destination range),
+//!   each a subtable probe; a range check costs two compares on the entries that hash
+//!   equal. Entries with equal masked keys share a slot, in rank order.
+//! - **Updates** (`insert`, `delete`) build a new version of the one subtable that changes
+//!   and publish a new table with an `Arc` swap (RCU-style: lookups in flight finish on the
+//!   version they took, one lock-protected `Arc` clone per batch); nothing is recompiled
+//!   and other subtables are shared between versions. A rule whose mask touches a word no
+//!   rule touched before rebuilds the table at the new width.
+
+use crate::engine::{self, device_indices, Counters, Installed, Outcome, Work};
+use crate::key::{extract, Key, Need, WORDS};
+use crate::rule::{Compiled, Rule, RuleError, RuleSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Packets per batch.
+pub const BATCH: usize = 32;
+
+/// A handle to an installed rule (for `delete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RuleId(pub u64);
+
+/// The classifier. Cheap to share between worker threads (`&Classifier` is `Sync`).
+pub struct Classifier {
+    current: RwLock<Arc<Version>>,
+    /// Serializes writers; readers never take it.
+    writer: Mutex<Writer>,
+    /// When set, the full key width is used whatever the rules read (for measurement).
+    full_width: bool,
+}
+
+struct Writer {
+    next_seq: u64,
+    devices: Vec<String>,
+    indevs: Vec<String>,
+    /// Every installed rule, by seq (the source of a rebuild).
+    rules: std::collections::BTreeMap<u64, Arc<Installed>>,
+}
+
+/// One published version of the tables.
+pub struct Version {
+    tables: AnyTables,
+    need: Need,
+    devices: Arc<Vec<String>>,
+    indevs: Arc<Vec<String>>,
+}
+
+enum AnyTables {
+    W1(Tables<1>),
+    W2(Tables<2>),
+    W4(Tables<4>),
+    W8(Tables<8>),
+    W14(Tables<14>),
+}
+
+macro_rules! dispatch {
+    ($t:expr, $x:ident => $body:expr) => {
+        match $t {
+            AnyTables::W1($x) => $body,
+            AnyTables::W2($x) => $body,
+            AnyTables::W4($x) => $body,
+            AnyTables::W8($x) => $body,
+            AnyTables::W14($x) => $body,
+        }
+    };
+}
+
+#[derive(Clone)]
+struct Tables<const W: usize> {
+    /// The key words gathered, in order; unused trailing positions repeat word 0 and are
+    /// masked out.
+    words: [usize; W],
+    chains: Vec<(u32, ChainT<W>)>,
+}
+
+#[derive(Clone)]
+struct ChainT<const W: usize> {
+    subtables: Vec<Arc<Subtable<W>>>,
+    suffix_best: Vec<(u32, u64)>,
+}
+
+struct Subtable<const W: usize> {
+    /// The full mask (for matching the subtable on insert) and the gathered one.
+    mask: Key,
+    gmask: [u64; W],
+    src_range: bool,
+    dst_range: bool,
+    best: (u32, u64),
+    hits: AtomicU64,
+    len: usize,
+    /// Power-of-two slots; `hash == 0` is empty.
+    slots: Vec<Slot<W>>,
+}
+
+#[derive(Clone)]
+struct Slot<const W: usize> {
+    hash: u32,
+    key: [u64; W],
+    /// Rules with this masked key, best rank first.
+    rules: Vec<Arc<Installed>>,
+}
+
+impl<const W: usize> Slot<W> {
+    fn empty() -> Slot<W> {
+        Slot { hash: 0, key: [0; W], rules: Vec::new() }
+    }
+}
+
+#[inline]
+fn hash_words<const W: usize>(k: &[u64; W]) -> u32 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+    for &w in k {
+        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 32;
+    }
+    let h = (h ^ (h >> 29)) as u32;
+    h | 1
+}
+
+impl<const W: usize> Subtable<W> {
+    fn new(c: &Compiled, words: &[usize; W]) -> Subtable<W> {
+        Subtable {
+            mask: c.mask,
+            gmask: gather(&c.mask, words),
+            src_range: c.src_range.is_some(),
+            dst_range: c.dst_range.is_some(),
+            best: (u32::MAX, u64::MAX),
+            hits: AtomicU64::new(0),
+            len: 0,
+            slots: vec![Slot::empty(); 8],
+        }
+    }
+
+    fn fits(&self, c: &Compiled) -> bool {
+        self.mask == c.mask
+            && self.src_range == c.src_range.is_some()
+            && self.dst_range == c.dst_range.is_some()
+    }
+
+    fn clone_table(&self) -> Subtable<W> {
+        Subtable {
+            mask: self.mask,
+            gmask: self.gmask,
+            src_range: self.src_range,
+            dst_range: self.dst_range,
+            best: self.best,
+            hits: AtomicU64::new(self.hits.load(Ordering::Relaxed)),
+            len: self.len,
+            slots: self.slots.clone(),
+        }
+    }
+
+    #[inline]
+    fn find(&self, key: &[u64; W], hash: u32) -> Option<&Slot<W>> {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let s = &self.slots[i];
+            if s.hash == 0 {
+                return None;
+            }
+            if s.hash == hash && s.key == *key {
+                return Some(s);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn insert(&mut self, key: [u64; W], rule: Arc<Installed>) {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let hash = hash_words(&key);
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let s = &mut self.slots[i];
+            if s.hash == 0 {
+                *s = Slot { hash, key, rules: vec![rule.clone()] };
+                self.len += 1;
+                break;
+            }
+            if s.hash == hash && s.key == key {
+                let at = s.rules.partition_point(|r| r.rank() < rule.rank());
+                s.rules.insert(at, rule.clone());
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        if rule.rank() < self.best {
+            self.best = rule.rank();
+        }
+    }
+
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        self.slots = vec![Slot::empty(); (old.len() * 2).max(8)];
+        let mask = self.slots.len() - 1;
+        for s in old.into_iter().filter(|s| s.hash != 0) {
+            let mut i = s.hash as usize & mask;
+            while self.slots[i].hash != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = s;
+        }
+    }
+
+    /// Remove a rule; false when it is not here.
+    fn remove(&mut self, key: &[u64; W], seq: u64) -> bool {
+        let hash = hash_words(key);
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            if self.slots[i].hash == 0 {
+                return false;
+            }
+            if self.slots[i].hash == hash && self.slots[i].key == *key {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        let s = &mut self.slots[i];
+        let Some(at) = s.rules.iter().position(|r| r.seq == seq) else { return false };
+        s.rules.remove(at);
+        if s.rules.is_empty() {
+            // Backward-shift deletion keeps every probe sequence unbroken.
+            self.slots[i] = Slot::empty();
+            self.len -= 1;
+            let mut hole = i;
+            let mut j = (i + 1) & mask;
+            while self.slots[j].hash != 0 {
+                let home = self.slots[j].hash as usize & mask;
+                let dist_j = j.wrapping_sub(home) & mask;
+                let dist_hole = j.wrapping_sub(hole) & mask;
+                if dist_hole <= dist_j {
+                    self.slots[hole] = std::mem::replace(&mut self.slots[j], Slot::empty());
+                    hole = j;
+                }
+                j = (j + 1) & mask;
+            }
+        }
+        self.best = self
+            .slots
+            .iter()
+            .filter_map(|s| s.rules.first().map(|r| r.rank()))
+            .min()
+            .unwrap_or((u32::MAX, u64::MAX));
+        true
+    }
+}
+
+#[inline]
+fn gather<const W: usize>(key: &Key, words: &[usize; W]) -> [u64; W] {
+    let mut out = [0u64; W];
+    for (o, &w) in out.iter_mut().zip(words.iter()) {
+        *o = key.word(w);
+    }
+    out
+}
+
+#[inline]
+fn and<const W: usize>(a: &[u64; W], b: &[u64; W]) -> [u64; W] {
+    let mut out = [0u64; W];
+    for i in 0..W {
+        out[i] = a[i] & b[i];
+    }
+    out
+}
+
+impl<const W: usize> ChainT<W> {
+    fn refresh(&mut self) {
+        self.subtables.retain(|s| s.len > 0);
+        let mut best = (u32::MAX, u64::MAX);
+        self.suffix_best = vec![best; self.subtables.len()];
+        for i in (0..self.subtables.len()).rev() {
+            best = best.min(self.subtables[i].best);
+            self.suffix_best[i] = best;
+        }
+    }
+
+    /// The best rule in this chain matching `g` (the gathered full key), ranked after
+    /// `after`.
+    fn lookup<'a>(
+        &'a self,
+        key: &Key,
+        g: &[u64; W],
+        after: Option<(u32, u64)>,
+    ) -> Option<&'a Installed> {
+        let mut cand: Option<&Installed> = None;
+        for (i, st) in self.subtables.iter().enumerate() {
+            let bound = cand.map_or((u32::MAX, u64::MAX), |c| c.rank());
+            if self.suffix_best[i] >= bound {
+                break;
+            }
+            if st.best >= bound {
+                continue;
+            }
+            let mk = and(g, &st.gmask);
+            let Some(slot) = st.find(&mk, hash_words(&mk)) else { continue };
+            for r in &slot.rules {
+                if r.rank() >= bound {
+                    break;
+                }
+                if after.is_some_and(|a| r.rank() <= a) {
+                    continue;
+                }
+                if (!st.src_range && !st.dst_range) || r.compiled.ranges_hold(key) {
+                    cand = Some(r);
+                    break;
+                }
+            }
+        }
+        cand
+    }
+}
+
+impl<const W: usize> Tables<W> {
+    fn build(words: [usize; W], rules: &[Arc<Installed>]) -> Tables<W> {
+        let mut t = Tables { words, chains: Vec::new() };
+        for r in rules {
+            t.insert_in_place(r.clone());
+        }
+        for (_, c) in &mut t.chains {
+            c.refresh();
+        }
+        t
+    }
+
+    fn chain(&self, chain: u32) -> Option<&ChainT<W>> {
+        self.chains.iter().find(|(c, _)| *c == chain).map(|(_, c)| c)
+    }
+
+    fn chain_mut(&mut self, chain: u32) -> &mut ChainT<W> {
+        let at = match self.chains.binary_search_by_key(&chain, |(c, _)| *c) {
+            Ok(i) => i,
+            Err(i) => {
+                self.chains
+                    .insert(i, (chain, ChainT { subtables: Vec::new(), suffix_best: Vec::new() }));
+                i
+            }
+        };
+        &mut self.chains[at].1
+    }
+
+    /// Insert, copying only the subtable that changes.
+    fn insert_in_place(&mut self, r: Arc<Installed>) {
+        let words = self.words;
+        let ch = self.chain_mut(r.rule.chain);
+        let gk = gather(&r.compiled.key, &words);
+        match ch.subtables.iter().position(|s| s.fits(&r.compiled)) {
+            Some(i) => {
+                let mut st = ch.subtables[i].clone_table();
+                st.insert(gk, r);
+                ch.subtables[i] = Arc::new(st);
+            }
+            None => {
+                let mut st = Subtable::new(&r.compiled, &words);
+                st.insert(gk, r);
+                ch.subtables.push(Arc::new(st));
+            }
+        }
+    }
+
+    fn remove(&mut self, r: &Installed) -> bool {
+        let words = self.words;
+        let Some(ch) = self.chains.iter_mut().find(|(c, _)| *c == r.rule.chain).map(|(_, c)| c)
+        else {
+            return false;
+        };
+        let Some(i) = ch.subtables.iter().position(|s| s.fits(&r.compiled)) else { return false };
+        let mut st = ch.subtables[i].clone_table();
+        if !st.remove(&gather(&r.compiled.key, &words), r.seq) {
+            return false;
+        }
+        ch.subtables[i] = Arc::new(st);
+        ch.refresh();
+        true
+    }
+
+    fn lookup(&self, chain: u32, key: &Key, after: Option<(u32, u64)>) -> Option<&Installed> {
+        let ch = self.chain(chain)?;
+        ch.lookup(key, &gather(key, &self.words), after)
+    }
+
+    /// The first lookup (chain 0) of up to [`BATCH`] keys, subtable by subtable.
+    fn lookup_batch<'a>(&'a self, keys: &[Key], out: &mut [Option<&'a Installed>]) {
+        let n = keys.len().min(BATCH);
+        for o in out.iter_mut().take(n) {
+            *o = None;
+        }
+        let Some(ch) = self.chain(0) else { return };
+        let mut g = [[0u64; W]; BATCH];
+        for i in 0..n {
+            g[i] = gather(&keys[i], &self.words);
+        }
+        let mut bound = [(u32::MAX, u64::MAX); BATCH];
+        let mut mk = [[0u64; W]; BATCH];
+        let mut hs = [0u32; BATCH];
+        let mut live = [0u8; BATCH];
+        for (si, st) in ch.subtables.iter().enumerate() {
+            // Which packets can still improve here, and their hashes, first.
+            let mut nl = 0;
+            let remaining = ch.suffix_best[si];
+            let mut any_left = false;
+            for i in 0..n {
+                if remaining < bound[i] {
+                    any_left = true;
+                    if st.best < bound[i] {
+                        mk[nl] = and(&g[i], &st.gmask);
+                        hs[nl] = hash_words(&mk[nl]);
+                        live[nl] = i as u8;
+                        nl += 1;
+                    }
+                }
+            }
+            if !any_left {
+                break;
+            }
+            let mut hits = 0u64;
+            for j in 0..nl {
+                let i = usize::from(live[j]);
+                let Some(slot) = st.find(&mk[j], hs[j]) else { continue };
+                for r in &slot.rules {
+                    if r.rank() >= bound[i] {
+                        break;
+                    }
+                    if (!st.src_range && !st.dst_range) || r.compiled.ranges_hold(&keys[i]) {
+                        out[i] = Some(r);
+                        bound[i] = r.rank();
+                        hits += 1;
+                        break;
+                    }
+                }
+            }
+            if hits > 0 {
+                st.hits.fetch_add(hits, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn reranked(&self) -> Tables<W> {
+        let mut t = self.clone();
+        for (_, c) in &mut t.chains {
+            c.subtables.sort_by_key(|s| std::cmp::Reverse(s.hits.load(Ordering::Relaxed)));
+            c.refresh();
+        }
+        t
+    }
+
+    fn stats(&self) -> (usize, usize) {
+        let subtables = self.chains.iter().map(|(_, c)| c.subtables.len()).sum();
+        let bytes = self
+            .chains
+            .iter()
+            .flat_map(|(_, c)| c.subtables.iter())
+            .map(|s| {
+                s.slots.len() * std::mem::size_of::<Slot<W>>()
+                    + s.slots.iter().map(|sl| sl.rules.capacity() * 8).sum::<usize>()
+            })
+            .sum();
+        (subtables, bytes)
+    }
+}
+
+impl Version {
+    /// Lookup in one chain after a rank (the slow path: goto, continue).
+    pub fn lookup(&self, chain: u32, key: &Key, after: Option<(u32, u64)>) -> Option<&Installed> {
+        dispatch!(&self.tables, t => t.lookup(chain, key, after))
+    }
+}
+
+/// The words a set of masks touches, as a width the lookups are compiled for.
+fn width_for(masks: &[Key], full: bool) -> Vec<usize> {
+    if full {
+        return (0..WORDS).collect();
+    }
+    (0..WORDS).filter(|&w| masks.iter().any(|m| m.word(w) != 0)).collect()
+}
+
+fn build_tables(words: &[usize], rules: &[Arc<Installed>]) -> AnyTables {
+    fn arr<const W: usize>(words: &[usize]) -> [usize; W] {
+        let mut a = [words.first().copied().unwrap_or(0); W];
+        for (o, &w) in a.iter_mut().zip(words) {
+            *o = w;
+        }
+        a
+    }
+    match words.len() {
+        0..=1 => AnyTables::W1(Tables::build(arr(words), rules)),
+        2 => AnyTables::W2(Tables::build(arr(words), rules)),
+        3..=4 => AnyTables::W4(Tables::build(arr(words), rules)),
+        5..=8 => AnyTables::W8(Tables::build(arr(words), rules)),
+        _ => AnyTables::W14(Tables::build(arr(words), rules)),
+    }
+}
+
+fn tables_words(t: &AnyTables) -> Vec<usize> {
+    dispatch!(t, x => x.words.to_vec())
+}
+
+impl Classifier {
+    /// A classifier holding a rule set.
+    pub fn new(set: &RuleSet) -> Classifier {
+        Classifier::build(set, false)
+    }
+
+    /// The same, with lookups at the full key width (14 words) whatever the rules read:
+    /// the baseline the width selection is measured against.
+    pub fn new_full_width(set: &RuleSet) -> Classifier {
+        Classifier::build(set, true)
+    }
+
+    fn build(set: &RuleSet, full_width: bool) -> Classifier {
+        let devices = set.devices();
+        let indevs = set.indevs();
+        let compiled = set.compile();
+        let mut rules = std::collections::BTreeMap::new();
+        for (i, (r, c)) in set.rules.iter().zip(compiled).enumerate() {
+            rules.insert(
+                i as u64,
+                Arc::new(Installed {
+                    rule: r.clone(),
+                    prio: set.prios[i],
+                    seq: i as u64,
+                    compiled: c,
+                    devs: device_indices(&r.actions, &devices),
+                    counters: Counters::default(),
+                }),
+            );
+        }
+        let all: Vec<Arc<Installed>> = rules.values().cloned().collect();
+        let masks: Vec<Key> = all.iter().map(|r| r.compiled.mask).collect();
+        let words = width_for(&masks, full_width);
+        let need = all.iter().fold(Need::default(), |n, r| n.union(r.compiled.need));
+        let version = Version {
+            tables: build_tables(&words, &all),
+            need,
+            devices: Arc::new(devices.clone()),
+            indevs: Arc::new(indevs.clone()),
+        };
+        Classifier {
+            current: RwLock::new(Arc::new(version)),
+            writer: Mutex::new(Writer { next_seq: set.rules.len() as u64, devices, indevs, rules }),
+            full_width,
+        }
+    }
+
+    /// The version lookups use now (hold it for a batch).
+    pub fn snapshot(&self) -> Arc<Version> {
+        match self.current.read() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn publish(&self, v: Version) {
+        let v = Arc::new(v);
+        match self.current.write() {
+            Ok(mut g) => *g = v,
+            Err(p) => *p.into_inner() = v,
+        }
+    }
+
+    /// Words of the key the lookups gather.
+    pub fn width(&self) -> usize {
+        dispatch!(&self.snapshot().tables, t => t.words.len())
+    }
+
+    /// Subtables and the bytes of their slot arrays.
+    pub fn stats(&self) -> (usize, usize) {
+        dispatch!(&self.snapshot().tables, t => t.stats())
+    }
+
+    /// Add a rule while lookups go on. Its priority: as written, or as the kernel picks
+    /// it among the installed rules of its chain. Devices of new `mirred` targets and new
+    /// `indev` names join the lists (ids are kept).
+    pub fn insert(&self, rule: Rule) -> Result<RuleId, RuleError> {
+        let mut w = match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let w = &mut *w;
+        if let Err((_, message)) = rule.check() {
+            return Err(RuleError { line: rule.line, column: 0, message });
+        }
+        let prio = match rule.prio {
+            Some(p) => p,
+            None => {
+                let lowest =
+                    w.rules.values().filter(|r| r.rule.chain == rule.chain).map(|r| r.prio).min();
+                match lowest {
+                    None => crate::rule::AUTO_PRIO_FIRST,
+                    Some(p) if p > 1 => p - 1,
+                    Some(_) => {
+                        return Err(RuleError {
+                            line: rule.line,
+                            column: 0,
+                            message: "no priority left below 1 for a rule without \"prio\"".into(),
+                        })
+                    }
+                }
+            }
+        };
+        let mut devices_changed = false;
+        for a in &rule.actions {
+            if let crate::rule::ActionKind::Mirred { dev, .. } = &a.kind {
+                if !w.devices.contains(dev) {
+                    w.devices.push(dev.clone());
+                    devices_changed = true;
+                }
+            }
+        }
+        for m in &rule.matches {
+            if let crate::rule::Match::Indev(d) = m {
+                if !w.indevs.contains(d) {
+                    w.indevs.push(d.clone());
+                }
+            }
+        }
+        let indevs = w.indevs.clone();
+        let mut id = |name: &str| indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1);
+        let compiled = rule.compile(&mut id);
+        let seq = w.next_seq;
+        w.next_seq += 1;
+        let installed = Arc::new(Installed {
+            devs: device_indices(&rule.actions, &w.devices),
+            rule,
+            prio,
+            seq,
+            compiled,
+            counters: Counters::default(),
+        });
+        w.rules.insert(seq, installed.clone());
+        let cur = self.snapshot();
+        let words = tables_words(&cur.tables);
+        let fits = self.full_width
+            || (0..WORDS).all(|i| installed.compiled.mask.word(i) == 0 || words.contains(&i));
+        let tables = if fits {
+            let mut t = clone_tables(&cur.tables);
+            dispatch!(&mut t, x => {
+                x.insert_in_place(installed.clone());
+                let ch = x.chain_mut(installed.rule.chain);
+                ch.refresh();
+            });
+            t
+        } else {
+            let all: Vec<Arc<Installed>> = w.rules.values().cloned().collect();
+            let masks: Vec<Key> = all.iter().map(|r| r.compiled.mask).collect();
+            build_tables(&width_for(&masks, false), &all)
+        };
+        let devices =
+            if devices_changed { Arc::new(w.devices.clone()) } else { cur.devices.clone() };
+        self.publish(Version {
+            tables,
+            need: cur.need.union(installed.compiled.need),
+            devices,
+            indevs: Arc::new(w.indevs.clone()),
+        });
+        Ok(RuleId(seq))
+    }
+
+    /// Remove a rule while lookups go on; its counters go with it. False when unknown.
+    pub fn delete(&self, id: RuleId) -> bool {
+        let mut w = match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let Some(r) = w.rules.remove(&id.0) else { return false };
+        let cur = self.snapshot();
+        let mut t = clone_tables(&cur.tables);
+        let removed = dispatch!(&mut t, x => x.remove(&r));
+        if removed {
+            self.publish(Version {
+                tables: t,
+                need: cur.need,
+                devices: cur.devices.clone(),
+                indevs: cur.indevs.clone(),
+            });
+        }
+        removed
+    }
+
+    /// Order each chain's subtables by hits so far (most first) and publish.
+    pub fn rerank(&self) {
+        let _w = match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let cur = self.snapshot();
+        let tables = match &cur.tables {
+            AnyTables::W1(t) => AnyTables::W1(t.reranked()),
+            AnyTables::W2(t) => AnyTables::W2(t.reranked()),
+            AnyTables::W4(t) => AnyTables::W4(t.reranked()),
+            AnyTables::W8(t) => AnyTables::W8(t.reranked()),
+            AnyTables::W14(t) => AnyTables::W14(t.reranked()),
+        };
+        self.publish(Version {
+            tables,
+            need: cur.need,
+            devices: cur.devices.clone(),
+            indevs: cur.indevs.clone(),
+        });
+    }
+
+    /// Mirred devices (index = `Verdict::Redirect` and mirror numbers).
+    pub fn devices(&self) -> Vec<String> {
+        self.snapshot().devices.to_vec()
+    }
+
+    /// The id `indev` matches give the named interface (0: none of the rules').
+    pub fn indev_id(&self, name: &str) -> u32 {
+        self.snapshot().indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1)
+    }
+
+    /// Per installed rule in order: (line, packets, bytes, last used).
+    pub fn counters(&self) -> Vec<(usize, u64, u64, u64)> {
+        let w = match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        w.rules
+            .values()
+            .map(|r| {
+                let (p, b, t) = r.counters.read();
+                (r.rule.line, p, b, t)
+            })
+            .collect()
+    }
+
+    /// The rule a key matches first in chain 0 (no actions run, no counters).
+    pub fn classify(&self, key: &Key) -> Option<usize> {
+        self.snapshot().lookup(0, key, None).map(|r| r.rule.line)
+    }
+
+    /// Classify and act on a batch of up to [`BATCH`] packets.
+    pub fn process_batch(&self, v: &Version, works: &mut [Work<'_>], out: &mut Vec<Outcome>) {
+        let n = works.len().min(BATCH);
+        let mut keys = [Key::default(); BATCH];
+        for i in 0..n {
+            keys[i] = extract(works[i].data, works[i].indev, v.need).0;
+        }
+        let mut first: [Option<&Installed>; BATCH] = [None; BATCH];
+        dispatch!(&v.tables, t => t.lookup_batch(&keys[..n], &mut first[..n]));
+        for i in 0..n {
+            let o =
+                engine::process(&mut works[i], keys[i], v.need, Some(first[i]), &mut |c, k, a| {
+                    v.lookup(c, k, a)
+                });
+            out.push(o);
+        }
+    }
+
+    /// Classify and act on one packet.
+    pub fn process(&self, w: &mut Work<'_>) -> Outcome {
+        let v = self.snapshot();
+        let key = extract(w.data, w.indev, v.need).0;
+        engine::process(w, key, v.need, None, &mut |c, k, a| v.lookup(c, k, a))
+    }
+}
+
+fn clone_tables(t: &AnyTables) -> AnyTables {
+    match t {
+        AnyTables::W1(x) => AnyTables::W1(x.clone()),
+        AnyTables::W2(x) => AnyTables::W2(x.clone()),
+        AnyTables::W4(x) => AnyTables::W4(x.clone()),
+        AnyTables::W8(x) => AnyTables::W8(x.clone()),
+        AnyTables::W14(x) => AnyTables::W14(x.clone()),
+    }
+}

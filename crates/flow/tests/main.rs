@@ -1,0 +1,4 @@
+//! weir-flow's integration tests, one binary.
+mod diff;
+mod gen;
+mod rules;
