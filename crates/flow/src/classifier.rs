@@ -366,11 +366,15 @@ impl<const W: usize> Tables<W> {
         let ch = self.chain_mut(r.rule.chain);
         let gk = gather(&r.compiled.key, &words);
         match ch.subtables.iter().position(|s| s.fits(&r.compiled)) {
-            Some(i) => {
-                let mut st = ch.subtables[i].clone_table();
-                st.insert(gk, r);
-                ch.subtables[i] = Arc::new(st);
-            }
+            Some(i) => match Arc::get_mut(&mut ch.subtables[i]) {
+                // Not shared with a published version (a build): in place.
+                Some(st) => st.insert(gk, r),
+                None => {
+                    let mut st = ch.subtables[i].clone_table();
+                    st.insert(gk, r);
+                    ch.subtables[i] = Arc::new(st);
+                }
+            },
             None => {
                 let mut st = Subtable::new(&r.compiled, &words);
                 st.insert(gk, r);

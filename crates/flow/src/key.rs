@@ -74,7 +74,7 @@ pub mod field {
     pub const ARP_THA: Field = f(106, 6);
 }
 
-/// Bits of [`field::FLAGS`].
+/// Bits of [`field::FLAGS`] (and `rule::ADDR_V4`/`ADDR_V6`, the address type).
 pub const FLAG_FRAG: u8 = 1;
 pub const FLAG_FIRSTFRAG: u8 = 2;
 
@@ -260,6 +260,8 @@ fn ipv4(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
         return;
     }
     let proto = h[9];
+    // The kernel's control.addr_type: which address key the packet filled.
+    k.set_u8(field::FLAGS, crate::rule::ADDR_V4);
     off.ip_version = 4;
     off.ip_proto = proto;
     k.set_u8(field::IP_PROTO, proto);
@@ -270,7 +272,7 @@ fn ipv4(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
     let frag = u16::from_be_bytes([h[6], h[7]]);
     if frag & 0x3fff != 0 {
         let first = if frag & 0x1fff == 0 { FLAG_FIRSTFRAG } else { 0 };
-        k.set_u8(field::FLAGS, FLAG_FRAG | first);
+        k.set_u8(field::FLAGS, crate::rule::ADDR_V4 | FLAG_FRAG | first);
         return;
     }
     off.transport = Some(at + ihl);
@@ -282,6 +284,7 @@ fn ipv4(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
 fn ipv6(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
     let Some(h) = p.get(at..at + 40) else { return };
     off.ip_version = 6;
+    k.set_u8(field::FLAGS, crate::rule::ADDR_V6);
     k.set(field::IPV6_SRC, &h[8..24]);
     k.set(field::IPV6_DST, &h[24..40]);
     k.set_u8(field::IP_TOS, (u16::from_be_bytes([h[0], h[1]]) >> 4) as u8);
@@ -309,7 +312,7 @@ fn ipv6(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
                 };
                 let offset = u16::from_be_bytes([fh[2], fh[3]]) & 0xfff8;
                 let first = if offset == 0 { FLAG_FIRSTFRAG } else { 0 };
-                k.set_u8(field::FLAGS, FLAG_FRAG | first);
+                k.set_u8(field::FLAGS, crate::rule::ADDR_V6 | FLAG_FRAG | first);
                 // ip_proto stays 44: the kernel takes the fragment's next header only
                 // with FLOW_DISSECTOR_F_PARSE_1ST_FRAG.
                 k.set_u8(field::IP_PROTO, next);

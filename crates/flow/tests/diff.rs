@@ -82,7 +82,14 @@ fn run_classifier(c: &Classifier, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<See
     out
 }
 
-fn compare(text: &str, set: &RuleSet, frames: &[Vec<u8>]) -> usize {
+/// Compare; return the packets that matched a rule, and add to `hit` the match kinds of
+/// rules that matched something.
+fn compare(
+    text: &str,
+    set: &RuleSet,
+    frames: &[Vec<u8>],
+    hit: &mut std::collections::BTreeSet<String>,
+) -> usize {
     let reference = Reference::new(set);
     let classifier = Classifier::new(set);
     let indevs = [0, reference.indev_id("in0"), reference.indev_id("in1")];
@@ -93,6 +100,13 @@ fn compare(text: &str, set: &RuleSet, frames: &[Vec<u8>]) -> usize {
         assert_eq!(x, y, "packet {i} {:02x?}\nrules:\n{text}", frames[i]);
     }
     assert_eq!(reference.counters(), classifier.counters(), "rules:\n{text}");
+    for ((_, packets, ..), rule) in reference.counters().iter().zip(&set.rules) {
+        if *packets > 0 {
+            for m in &rule.matches {
+                hit.insert(m.to_string().split(' ').next().unwrap_or("").to_string());
+            }
+        }
+    }
     a.iter().filter(|s| s.0.line.is_some()).count()
 }
 
@@ -102,6 +116,7 @@ fn classifier_agrees_with_the_reference_on_random_rule_sets() {
     let keys = keys_of(&frames);
     let mut gen = Gen::new(0x5eed, &keys);
     let (mut cases, mut matched, mut sets) = (0usize, 0usize, 0usize);
+    let mut hit = std::collections::BTreeSet::new();
     for round in 0..300u64 {
         let rules = match round % 4 {
             0 => 1 + gen.rng.below_usize(10),
@@ -115,9 +130,41 @@ fn classifier_agrees_with_the_reference_on_random_rule_sets() {
         // Printing and parsing again gives the same rules.
         let again = RuleSet::parse(&set.to_string()).unwrap();
         assert_eq!(again.prios, set.prios);
-        matched += compare(&text, &set, &frames);
+        matched += compare(&text, &set, &frames, &mut hit);
         cases += frames.len();
         sets += 1;
+    }
+    // Every match kind decided some packet's rule somewhere (a kind that never matches
+    // would agree on both sides and test nothing).
+    for kind in [
+        "dst_mac",
+        "src_mac",
+        "indev",
+        "src_ip",
+        "dst_ip",
+        "ip_tos",
+        "ip_ttl",
+        "ip_flags",
+        "ip_proto",
+        "src_port",
+        "dst_port",
+        "tcp_flags",
+        "type",
+        "code",
+        "arp_op",
+        "arp_sip",
+        "arp_tip",
+        "arp_sha",
+        "arp_tha",
+        "vlan_id",
+        "vlan_prio",
+        "vlan_ethtype",
+        "cvlan_ethtype",
+        "mpls_label",
+        "mpls_tc",
+        "mpls_bos",
+    ] {
+        assert!(hit.contains(kind), "no rule with {kind} matched a packet: {hit:?}");
     }
     // The generator is useful only if rules match a good share of packets.
     assert!(matched * 4 > cases, "{matched} of {cases} matched");
