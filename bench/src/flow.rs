@@ -59,8 +59,8 @@ fn shape(i: usize) -> Shape {
     Shape {
         src: lens[i % 4],
         dst: lens[(i / 4) % 4],
-        port: (i / 16) % 2 == 0,
-        proto: if (i / 32) % 2 == 0 { 6 } else { 17 },
+        port: (i / 16).is_multiple_of(2),
+        proto: if (i / 32).is_multiple_of(2) { 6 } else { 17 },
     }
 }
 
