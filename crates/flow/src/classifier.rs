@@ -177,7 +177,7 @@ impl<const W: usize> Subtable<W> {
             if s.hash == 0 {
                 return None;
             }
-            if s.hash == hash && s.key == *key {
+            if s.hash == hash && same(&s.key, key) {
                 return Some(s);
             }
             i = (i + 1) & mask;
@@ -265,6 +265,16 @@ impl<const W: usize> Subtable<W> {
             .unwrap_or((u32::MAX, u64::MAX));
         true
     }
+}
+
+/// Key equality without a call to `memcmp` (which `==` on arrays becomes).
+#[inline]
+fn same<const W: usize>(a: &[u64; W], b: &[u64; W]) -> bool {
+    let mut diff = 0;
+    for i in 0..W {
+        diff |= a[i] ^ b[i];
+    }
+    diff == 0
 }
 
 #[inline]

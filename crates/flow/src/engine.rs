@@ -18,8 +18,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The kernel's `max_reclassify_loop`.
 pub const MAX_RESTARTS: u32 = 16;
 
+/// How far `last_used` may lag the last packet's time stamp (1 ms).
+pub const LAST_USED_GRAIN: u64 = 1_000_000;
+
 /// A rule's counters: packets, bytes (the frames' wire lengths) and the time stamp of the
-/// last packet (nanoseconds, the packets' own clock). Always on, shared by the workers.
+/// last packet (nanoseconds, the packets' own clock, to [`LAST_USED_GRAIN`]). Always on,
+/// shared by the workers.
 #[derive(Debug, Default)]
 pub struct Counters {
     pub packets: AtomicU64,
@@ -32,7 +36,11 @@ impl Counters {
     pub fn hit(&self, bytes: u64, now: u64) {
         self.packets.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.last_used.fetch_max(now, Ordering::Relaxed);
+        // Last used to the millisecond (tc keeps it in jiffies): a plain load on most
+        // packets instead of a locked read-modify-write.
+        if now >= self.last_used.load(Ordering::Relaxed).saturating_add(LAST_USED_GRAIN) {
+            self.last_used.fetch_max(now, Ordering::Relaxed);
+        }
     }
     /// (packets, bytes, last used).
     pub fn read(&self) -> (u64, u64, u64) {

@@ -38,7 +38,7 @@ fn run_reference(r: &Reference, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<Seen>
                 data: &mut data,
                 wire_len: f.len() as u32,
                 indev: indevs[i % indevs.len()],
-                now: i as u64,
+                now: i as u64 * 1_000_000,
                 mark: 0,
                 mirrored: &mut mirrored,
             };
@@ -67,7 +67,7 @@ fn run_classifier(c: &Classifier, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<See
                         data: d,
                         wire_len: len,
                         indev: indevs[i % indevs.len()],
-                        now: i as u64,
+                        now: i as u64 * 1_000_000,
                         mark: 0,
                         mirrored: m,
                     }
