@@ -209,6 +209,13 @@ pub fn extract(p: &[u8], indev: u32, need: Need) -> (Key, Offsets) {
         return (k, off);
     }
     let mut proto = be16(p, 12).unwrap_or(0);
+    if proto < 0x0600 {
+        // An 802.3 length, not a type: skb->protocol as eth_type_trans sets it (Novell's
+        // raw 802.3 when the payload starts 0xffff, else 802.2 LLC), which flower sees.
+        proto = if be16(p, 14) == Some(0xffff) { 0x0001 } else { 0x0004 };
+        k.set_u16(field::ETH_TYPE, proto);
+        return (k, off);
+    }
     let mut at = 14;
     // VLAN tags: 802.1Q and 802.1ad, the first in vlan_*, the second in cvlan_* (the
     // dissector keeps two; a third tag is left as the EtherType, as the kernel leaves it).
