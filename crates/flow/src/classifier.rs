@@ -106,6 +106,19 @@ struct Subtable<const W: usize> {
     best: (u32, u64),
     hits: AtomicU64,
     len: usize,
+    /// log2 of the segment count.
+    seg_bits: u32,
+    /// Segments, picked by the hash's bits below the top one; each its own open-addressing
+    /// table, shared between versions until an update copies the one it changes.
+    segs: Vec<Arc<Segment<W>>>,
+}
+
+/// Entries per segment (on average) before the segment count doubles.
+const SEGMENT_ENTRIES: usize = 256;
+
+#[derive(Clone)]
+struct Segment<const W: usize> {
+    len: usize,
     /// Power-of-two slots; `hash == 0` is empty.
     slots: Vec<Slot<W>>,
 }
@@ -114,58 +127,23 @@ struct Subtable<const W: usize> {
 struct Slot<const W: usize> {
     hash: u32,
     key: [u64; W],
-    /// Rules with this masked key, best rank first.
-    rules: Vec<Arc<Installed>>,
+    /// Rules with this masked key, best rank first (`None`: empty slot). Shared, so that
+    /// copying a segment copies pointers.
+    rules: Option<Arc<[Arc<Installed>]>>,
 }
 
 impl<const W: usize> Slot<W> {
     fn empty() -> Slot<W> {
-        Slot { hash: 0, key: [0; W], rules: Vec::new() }
+        Slot { hash: 0, key: [0; W], rules: None }
+    }
+    fn rules(&self) -> &[Arc<Installed>] {
+        self.rules.as_deref().unwrap_or(&[])
     }
 }
 
-#[inline]
-fn hash_words<const W: usize>(k: &[u64; W]) -> u32 {
-    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-    for &w in k {
-        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 32;
-    }
-    let h = (h ^ (h >> 29)) as u32;
-    h | 1
-}
-
-impl<const W: usize> Subtable<W> {
-    fn new(c: &Compiled, words: &[usize; W]) -> Subtable<W> {
-        Subtable {
-            mask: c.mask,
-            gmask: gather(&c.mask, words),
-            src_range: c.src_range.is_some(),
-            dst_range: c.dst_range.is_some(),
-            best: (u32::MAX, u64::MAX),
-            hits: AtomicU64::new(0),
-            len: 0,
-            slots: vec![Slot::empty(); 8],
-        }
-    }
-
-    fn fits(&self, c: &Compiled) -> bool {
-        self.mask == c.mask
-            && self.src_range == c.src_range.is_some()
-            && self.dst_range == c.dst_range.is_some()
-    }
-
-    fn clone_table(&self) -> Subtable<W> {
-        Subtable {
-            mask: self.mask,
-            gmask: self.gmask,
-            src_range: self.src_range,
-            dst_range: self.dst_range,
-            best: self.best,
-            hits: AtomicU64::new(self.hits.load(Ordering::Relaxed)),
-            len: self.len,
-            slots: self.slots.clone(),
-        }
+impl<const W: usize> Segment<W> {
+    fn new() -> Segment<W> {
+        Segment { len: 0, slots: vec![Slot::empty(); 8] }
     }
 
     #[inline]
@@ -184,86 +162,212 @@ impl<const W: usize> Subtable<W> {
         }
     }
 
-    fn insert(&mut self, key: [u64; W], rule: Arc<Installed>) {
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.grow();
-        }
-        let hash = hash_words(&key);
+    /// Put a whole slot (a rehash).
+    fn place(&mut self, slot: Slot<W>) {
         let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let s = &mut self.slots[i];
-            if s.hash == 0 {
-                *s = Slot { hash, key, rules: vec![rule.clone()] };
-                self.len += 1;
-                break;
-            }
-            if s.hash == hash && s.key == key {
-                let at = s.rules.partition_point(|r| r.rank() < rule.rank());
-                s.rules.insert(at, rule.clone());
-                break;
-            }
+        let mut i = slot.hash as usize & mask;
+        while self.slots[i].hash != 0 {
             i = (i + 1) & mask;
         }
-        if rule.rank() < self.best {
-            self.best = rule.rank();
-        }
+        self.slots[i] = slot;
+        self.len += 1;
     }
 
     fn grow(&mut self) {
         let old = std::mem::take(&mut self.slots);
         self.slots = vec![Slot::empty(); (old.len() * 2).max(8)];
-        let mask = self.slots.len() - 1;
+        self.len = 0;
         for s in old.into_iter().filter(|s| s.hash != 0) {
-            let mut i = s.hash as usize & mask;
-            while self.slots[i].hash != 0 {
-                i = (i + 1) & mask;
-            }
-            self.slots[i] = s;
+            self.place(s);
         }
     }
 
-    /// Remove a rule; false when it is not here.
-    fn remove(&mut self, key: &[u64; W], seq: u64) -> bool {
-        let hash = hash_words(key);
+    fn insert(&mut self, key: [u64; W], hash: u32, rule: Arc<Installed>) {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let s = &mut self.slots[i];
+            if s.hash == 0 {
+                *s = Slot { hash, key, rules: Some(Arc::from(vec![rule])) };
+                self.len += 1;
+                return;
+            }
+            if s.hash == hash && same(&s.key, &key) {
+                let mut v: Vec<Arc<Installed>> = s.rules().to_vec();
+                let at = v.partition_point(|r| r.rank() < rule.rank());
+                v.insert(at, rule);
+                s.rules = Some(Arc::from(v));
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Remove a rule: (removed, whether it was its slot's first).
+    fn remove(&mut self, key: &[u64; W], hash: u32, seq: u64) -> bool {
         let mask = self.slots.len() - 1;
         let mut i = hash as usize & mask;
         loop {
             if self.slots[i].hash == 0 {
                 return false;
             }
-            if self.slots[i].hash == hash && self.slots[i].key == *key {
+            if self.slots[i].hash == hash && same(&self.slots[i].key, key) {
                 break;
             }
             i = (i + 1) & mask;
         }
         let s = &mut self.slots[i];
-        let Some(at) = s.rules.iter().position(|r| r.seq == seq) else { return false };
-        s.rules.remove(at);
-        if s.rules.is_empty() {
-            // Backward-shift deletion keeps every probe sequence unbroken.
-            self.slots[i] = Slot::empty();
-            self.len -= 1;
-            let mut hole = i;
-            let mut j = (i + 1) & mask;
-            while self.slots[j].hash != 0 {
-                let home = self.slots[j].hash as usize & mask;
-                let dist_j = j.wrapping_sub(home) & mask;
-                let dist_hole = j.wrapping_sub(hole) & mask;
-                if dist_hole <= dist_j {
-                    self.slots[hole] = std::mem::replace(&mut self.slots[j], Slot::empty());
-                    hole = j;
+        let Some(at) = s.rules().iter().position(|r| r.seq == seq) else { return false };
+        let mut v: Vec<Arc<Installed>> = s.rules().to_vec();
+        v.remove(at);
+        if !v.is_empty() {
+            s.rules = Some(Arc::from(v));
+            return true;
+        }
+        // Backward-shift deletion keeps every probe sequence unbroken.
+        self.slots[i] = Slot::empty();
+        self.len -= 1;
+        let mut hole = i;
+        let mut j = (i + 1) & mask;
+        while self.slots[j].hash != 0 {
+            let home = self.slots[j].hash as usize & mask;
+            let dist_j = j.wrapping_sub(home) & mask;
+            let dist_hole = j.wrapping_sub(hole) & mask;
+            if dist_hole <= dist_j {
+                self.slots[hole] = std::mem::replace(&mut self.slots[j], Slot::empty());
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        true
+    }
+}
+
+#[inline]
+fn hash_words<const W: usize>(k: &[u64; W]) -> u32 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+    for &w in k {
+        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 32;
+    }
+    let h = (h ^ (h >> 29)) as u32;
+    // Never 0 (an empty slot); the top bit, not the bottom one, so that every slot can be
+    // a home (slots are picked by the low bits).
+    h | 0x8000_0000
+}
+
+impl<const W: usize> Subtable<W> {
+    fn new(c: &Compiled, words: &[usize; W]) -> Subtable<W> {
+        Subtable {
+            mask: c.mask,
+            gmask: gather(&c.mask, words),
+            src_range: c.src_range.is_some(),
+            dst_range: c.dst_range.is_some(),
+            best: (u32::MAX, u64::MAX),
+            hits: AtomicU64::new(0),
+            len: 0,
+            seg_bits: 0,
+            segs: vec![Arc::new(Segment::new())],
+        }
+    }
+
+    fn fits(&self, c: &Compiled) -> bool {
+        self.mask == c.mask
+            && self.src_range == c.src_range.is_some()
+            && self.dst_range == c.dst_range.is_some()
+    }
+
+    /// A new version sharing every segment.
+    fn clone_table(&self) -> Subtable<W> {
+        Subtable {
+            mask: self.mask,
+            gmask: self.gmask,
+            src_range: self.src_range,
+            dst_range: self.dst_range,
+            best: self.best,
+            hits: AtomicU64::new(self.hits.load(Ordering::Relaxed)),
+            len: self.len,
+            seg_bits: self.seg_bits,
+            segs: self.segs.clone(),
+        }
+    }
+
+    #[inline]
+    fn seg_of(&self, hash: u32) -> usize {
+        if self.seg_bits == 0 {
+            0
+        } else {
+            ((hash << 1) >> (32 - self.seg_bits)) as usize
+        }
+    }
+
+    #[inline]
+    fn segment(&self, hash: u32) -> &Segment<W> {
+        &self.segs[self.seg_of(hash)]
+    }
+
+    #[inline]
+    fn find(&self, key: &[u64; W], hash: u32) -> Option<&Slot<W>> {
+        self.segment(hash).find(key, hash)
+    }
+
+    fn insert(&mut self, key: [u64; W], rule: Arc<Installed>) {
+        if self.len + 1 > SEGMENT_ENTRIES << self.seg_bits && self.seg_bits < 20 {
+            self.resegment(self.seg_bits + 1);
+        }
+        let hash = hash_words(&key);
+        let i = self.seg_of(hash);
+        if rule.rank() < self.best {
+            self.best = rule.rank();
+        }
+        let before = self.segs[i].len;
+        // Copy the segment only when a published version shares it.
+        Arc::make_mut(&mut self.segs[i]).insert(key, hash, rule);
+        self.len += self.segs[i].len - before;
+    }
+
+    /// Spread the slots over `2^bits` segments (the one update that costs the whole table;
+    /// the segment count doubles, so it is amortized).
+    fn resegment(&mut self, bits: u32) {
+        let old = std::mem::take(&mut self.segs);
+        self.seg_bits = bits;
+        let mut segs: Vec<Segment<W>> = (0..1usize << bits).map(|_| Segment::new()).collect();
+        for seg in old {
+            for slot in seg.slots.iter().filter(|s| s.hash != 0) {
+                let i = self.seg_of(slot.hash);
+                if (segs[i].len + 1) * 4 > segs[i].slots.len() * 3 {
+                    segs[i].grow();
                 }
-                j = (j + 1) & mask;
+                segs[i].place(slot.clone());
             }
         }
-        self.best = self
-            .slots
-            .iter()
-            .filter_map(|s| s.rules.first().map(|r| r.rank()))
-            .min()
-            .unwrap_or((u32::MAX, u64::MAX));
-        true
+        self.segs = segs.into_iter().map(Arc::new).collect();
+    }
+
+    /// Remove a rule; false when it is not here.
+    fn remove(&mut self, key: &[u64; W], seq: u64, rank: (u32, u64)) -> bool {
+        let hash = hash_words(key);
+        let i = self.seg_of(hash);
+        if self.segs[i].find(key, hash).is_none_or(|s| !s.rules().iter().any(|r| r.seq == seq)) {
+            return false;
+        }
+        let before = self.segs[i].len;
+        let removed = Arc::make_mut(&mut self.segs[i]).remove(key, hash, seq);
+        self.len -= before - self.segs[i].len;
+        if removed && rank == self.best {
+            // Only the best rule's removal needs the new best: a scan, rare.
+            self.best = self
+                .segs
+                .iter()
+                .flat_map(|g| g.slots.iter())
+                .filter_map(|s| s.rules().first().map(|r| r.rank()))
+                .min()
+                .unwrap_or((u32::MAX, u64::MAX));
+        }
+        removed
     }
 }
 
@@ -325,7 +429,7 @@ impl<const W: usize> ChainT<W> {
             }
             let mk = and(g, &st.gmask);
             let Some(slot) = st.find(&mk, hash_words(&mk)) else { continue };
-            for r in &slot.rules {
+            for r in slot.rules() {
                 if r.rank() >= bound {
                     break;
                 }
@@ -401,7 +505,7 @@ impl<const W: usize> Tables<W> {
         };
         let Some(i) = ch.subtables.iter().position(|s| s.fits(&r.compiled)) else { return false };
         let mut st = ch.subtables[i].clone_table();
-        if !st.remove(&gather(&r.compiled.key, &words), r.seq) {
+        if !st.remove(&gather(&r.compiled.key, &words), r.seq, r.rank()) {
             return false;
         }
         ch.subtables[i] = Arc::new(st);
@@ -448,11 +552,20 @@ impl<const W: usize> Tables<W> {
             if !any_left {
                 break;
             }
+            // Touch every live packet's home slot before probing any: independent loads
+            // the CPU overlaps, so a large table's cache misses are paid once per batch
+            // rather than once per packet (a prefetch without `unsafe`).
+            let mut touch = 0u32;
+            for &h in &hs[..nl] {
+                let seg = st.segment(h);
+                touch ^= seg.slots[h as usize & (seg.slots.len() - 1)].hash;
+            }
+            std::hint::black_box(touch);
             let mut hits = 0u64;
             for j in 0..nl {
                 let i = usize::from(live[j]);
                 let Some(slot) = st.find(&mk[j], hs[j]) else { continue };
-                for r in &slot.rules {
+                for r in slot.rules() {
                     if r.rank() >= bound[i] {
                         break;
                     }
@@ -485,9 +598,13 @@ impl<const W: usize> Tables<W> {
             .chains
             .iter()
             .flat_map(|(_, c)| c.subtables.iter())
-            .map(|s| {
-                s.slots.len() * std::mem::size_of::<Slot<W>>()
-                    + s.slots.iter().map(|sl| sl.rules.capacity() * 8).sum::<usize>()
+            .flat_map(|s| s.segs.iter())
+            .map(|g| {
+                g.slots.len() * std::mem::size_of::<Slot<W>>()
+                    + g.slots
+                        .iter()
+                        .map(|sl| sl.rules().len() * 8 + if sl.rules.is_some() { 16 } else { 0 })
+                        .sum::<usize>()
             })
             .sum();
         (subtables, bytes)

@@ -282,3 +282,58 @@ fn lookups_go_on_while_rules_change() {
         println!("{rounds} passes over the packets while 3000 rules went in");
     });
 }
+
+/// An IPv4 frame from `src` (nothing else set but what extraction needs).
+fn ipv4_from(src: [u8; 4]) -> Vec<u8> {
+    let mut f = vec![0u8; 34];
+    f[12] = 0x08;
+    f[14] = 0x45;
+    f[17] = 20;
+    f[23] = 0xfd;
+    f[26..30].copy_from_slice(&src);
+    f
+}
+
+#[test]
+fn large_subtables_split_and_agree_after_updates() {
+    // 6,000 rules of one mask: the subtable splits into segments several times, while
+    // being built and while rules come and go one at a time.
+    let mut text = String::new();
+    for i in 0..6000u32 {
+        text += &format!(
+            "prio {} protocol ip flower src_ip 10.{}.{}.1 action drop\n",
+            1 + i % 7,
+            i / 256,
+            i % 256
+        );
+    }
+    let set = RuleSet::parse(&text).unwrap();
+    let classifier = Classifier::new(&RuleSet::new());
+    let mut live = Vec::new();
+    let mut rng = SplitMix64::new(5);
+    for (r, &p) in set.rules.iter().zip(&set.prios) {
+        let r = Rule { prio: Some(p), ..r.clone() };
+        live.push((classifier.insert(r.clone()).unwrap(), r));
+        if rng.chance(20) {
+            let (id, _) = live.swap_remove(rng.below_usize(live.len()));
+            assert!(classifier.delete(id));
+        }
+    }
+    let mut rebuilt = RuleSet::new();
+    let mut order: Vec<&(weir_flow::RuleId, Rule)> = live.iter().collect();
+    order.sort_by_key(|(id, _)| id.0);
+    for (_, r) in order {
+        rebuilt.push(r.clone()).unwrap();
+    }
+    let reference = Reference::new(&rebuilt);
+    let frames: Vec<Vec<u8>> =
+        (0..6500u32).map(|i| ipv4_from([10, (i / 256) as u8, (i % 256) as u8, 1])).collect();
+    let a = run_reference(&reference, &frames, &[0]);
+    let b = run_classifier(&classifier, &frames, &[0]);
+    let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line, s.0.verdict)).collect::<Vec<_>>();
+    assert_eq!(lines(&a), lines(&b));
+    let matched = a.iter().filter(|s| s.0.line.is_some()).count();
+    assert!(matched > 4000, "{matched}");
+    let (subtables, _) = classifier.stats();
+    assert_eq!(subtables, 1);
+}
