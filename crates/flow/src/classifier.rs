@@ -19,10 +19,12 @@
 //!   expands into up to 30 prefix masks per port (900 for a source and destination range),
 //!   each a subtable probe; a range check costs two compares on the entries that hash
 //!   equal. Entries with equal masked keys share a slot, in rank order.
-//! - **Updates** (`insert`, `delete`) build a new version of the one subtable that changes
-//!   and publish a new table with an `Arc` swap (RCU-style: lookups in flight finish on the
-//!   version they took, one lock-protected `Arc` clone per batch); nothing is recompiled
-//!   and other subtables are shared between versions. A rule whose mask touches a word no
+//! - **Updates** (`insert`, `delete`) build a new version of the one segment that changes
+//!   (each subtable is split into copy-on-write segments of about 256 entries, picked by
+//!   the hash's top bits; the segment count doubles as the subtable grows) and publish a
+//!   new table with an `Arc` swap (RCU-style: lookups in flight finish on the version they
+//!   took, one lock-protected `Arc` clone per batch); nothing is recompiled, and other
+//!   segments and subtables are shared between versions. A rule whose mask touches a word no
 //!   rule touched before rebuilds the table at the new width.
 
 use crate::engine::{self, device_indices, Counters, Installed, Outcome, Work};

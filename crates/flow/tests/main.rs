@@ -1,4 +1,5 @@
 //! weir-flow's integration tests, one binary.
+mod actions;
 mod diff;
 mod gen;
 mod kernel;
