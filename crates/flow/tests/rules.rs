@@ -163,3 +163,121 @@ fn api_builds_the_same_rules() {
     let e = set.push(Rule::new(0x0806).with(Match::IpProto(6))).unwrap_err();
     assert!(e.message.contains("Illegal \"ip_proto\""), "{e}");
 }
+
+#[test]
+fn random_text_is_refused_or_taken_never_a_panic() {
+    // Keyword soup with plausible and broken values; every outcome is a rule or an error
+    // with a line and a column inside the line.
+    let words = [
+        "prio",
+        "chain",
+        "handle",
+        "protocol",
+        "flower",
+        "ip",
+        "ipv6",
+        "arp",
+        "802.1Q",
+        "all",
+        "action",
+        "drop",
+        "pass",
+        "goto",
+        "chain",
+        "mirred",
+        "egress",
+        "redirect",
+        "mirror",
+        "dev",
+        "vlan",
+        "push",
+        "pop",
+        "modify",
+        "id",
+        "pedit",
+        "ex",
+        "munge",
+        "set",
+        "add",
+        "csum",
+        "skbedit",
+        "mark",
+        "ip_proto",
+        "tcp",
+        "udp",
+        "icmp",
+        "src_ip",
+        "dst_ip",
+        "src_port",
+        "dst_port",
+        "tcp_flags",
+        "ip_flags",
+        "frag",
+        "type",
+        "code",
+        "vlan_id",
+        "vlan_ethtype",
+        "cvlan_id",
+        "mpls_label",
+        "arp_op",
+        "arp_tip",
+        "dst_mac",
+        "indev",
+        "ttl",
+        "dport",
+        "10.0.0.1/33",
+        "::1/200",
+        "1-0",
+        "0x10000",
+        "-1",
+        "65535",
+        "00:11:22:33:44:55/49",
+        "/",
+        "#",
+        "",
+        "\u{e9}",
+        "0",
+        "7",
+        "80-90",
+        "1.2.3.4",
+        "ff:ff",
+        "continue",
+        "pipe",
+        "reclassify",
+        "request",
+    ];
+    let mut rng = weir_testkit::SplitMix64::new(77);
+    let (mut ok, mut refused) = (0, 0);
+    for _ in 0..20_000 {
+        let n = rng.below_usize(14);
+        let mut line: Vec<&str> = (0..n).map(|_| words[rng.below_usize(words.len())]).collect();
+        if rng.chance(50) {
+            line.insert(0, "protocol ip flower");
+        }
+        let text = line.join(" ");
+        match RuleSet::parse(&text) {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                assert_eq!(e.line, 1);
+                assert!(e.column >= 1 && e.column <= text.len() + 1, "{e} in {text:?}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(ok > 100 && refused > 100, "{ok} {refused}");
+}
+
+#[test]
+fn random_bytes_extract_without_a_panic() {
+    let mut rng = weir_testkit::SplitMix64::new(3);
+    for _ in 0..20_000 {
+        let len = rng.below_usize(120);
+        let mut f = rng.bytes(len);
+        // Steer some into the headers weir parses.
+        if len > 14 && rng.chance(70) {
+            let et: [u16; 7] = [0x0800, 0x86dd, 0x0806, 0x8100, 0x88a8, 0x8847, 0x8035];
+            f[12..14].copy_from_slice(&et[rng.below_usize(et.len())].to_be_bytes());
+        }
+        let _ = weir_flow::key::extract(&f, 0, weir_flow::key::Need::ALL);
+    }
+}
