@@ -27,7 +27,7 @@
 //!   segments and subtables are shared between versions. A rule whose mask touches a word no
 //!   rule touched before rebuilds the table at the new width.
 
-use crate::engine::{self, device_indices, Counters, Installed, Outcome, Work};
+use crate::engine::{self, device_indices, Installed, Outcome, Work};
 use crate::key::{extract, Key, Need, WORDS};
 use crate::rule::{Compiled, Rule, RuleError, RuleSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -669,14 +669,13 @@ impl Classifier {
         for (i, (r, c)) in set.rules.iter().zip(compiled).enumerate() {
             rules.insert(
                 i as u64,
-                Arc::new(Installed {
-                    rule: r.clone(),
-                    prio: set.prios[i],
-                    seq: i as u64,
-                    compiled: c,
-                    devs: device_indices(&r.actions, &devices),
-                    counters: Counters::default(),
-                }),
+                Arc::new(Installed::new(
+                    r.clone(),
+                    set.prios[i],
+                    i as u64,
+                    c,
+                    device_indices(&r.actions, &devices),
+                )),
             );
         }
         let all: Vec<Arc<Installed>> = rules.values().cloned().collect();
@@ -773,14 +772,8 @@ impl Classifier {
         let compiled = rule.compile(&mut id);
         let seq = w.next_seq;
         w.next_seq += 1;
-        let installed = Arc::new(Installed {
-            devs: device_indices(&rule.actions, &w.devices),
-            rule,
-            prio,
-            seq,
-            compiled,
-            counters: Counters::default(),
-        });
+        let devs = device_indices(&rule.actions, &w.devices);
+        let installed = Arc::new(Installed::new(rule, prio, seq, compiled, devs));
         w.rules.insert(seq, installed.clone());
         let cur = self.snapshot();
         let words = tables_words(&cur.tables);

@@ -63,9 +63,45 @@ pub struct Installed {
     /// Each mirred target's index in the classifier's device list, in action order.
     pub devs: Vec<u16>,
     pub counters: Counters,
+    /// Whether an action may change the packet's bytes.
+    pub modifies: bool,
+    /// The verdict when the actions are one `pass` or `drop` (the common case, decided
+    /// without walking the actions).
+    pub simple: Option<Verdict>,
 }
 
 impl Installed {
+    pub fn new(rule: Rule, prio: u32, seq: u64, compiled: Compiled, devs: Vec<u16>) -> Installed {
+        let modifies = rule.actions.iter().any(|a| {
+            matches!(
+                a.kind,
+                ActionKind::VlanPop
+                    | ActionKind::VlanPush { .. }
+                    | ActionKind::VlanModify { .. }
+                    | ActionKind::Pedit(_)
+                    | ActionKind::Csum(_)
+            )
+        });
+        let simple = match rule.actions.as_slice() {
+            [Action { kind: ActionKind::Gact, control: Some(Control::Ok) }] => Some(Verdict::Pass),
+            [Action { kind: ActionKind::Gact, control: Some(Control::Drop) }] => {
+                Some(Verdict::Drop)
+            }
+            [] => Some(Verdict::Pass),
+            _ => None,
+        };
+        Installed {
+            rule,
+            prio,
+            seq,
+            compiled,
+            devs,
+            counters: Counters::default(),
+            modifies,
+            simple,
+        }
+    }
+
     /// The sort key: lower wins.
     #[inline]
     pub fn rank(&self) -> (u32, u64) {
@@ -144,7 +180,10 @@ pub fn process<'r>(
         };
         rule.counters.hit(u64::from(w.wire_len), w.now);
         line = Some(rule.rule.line);
-        let before = if rule_modifies(rule) { Some(w.data.clone()) } else { None };
+        if let Some(v) = rule.simple {
+            return Outcome { line, verdict: v, mark: w.mark, modified };
+        }
+        let before = if rule.modifies { Some(w.data.clone()) } else { None };
         let step = run_actions(rule, w);
         if let Some(b) = before {
             if b != *w.data {
@@ -166,19 +205,6 @@ pub fn process<'r>(
             }
         }
     }
-}
-
-fn rule_modifies(r: &Installed) -> bool {
-    r.rule.actions.iter().any(|a| {
-        matches!(
-            a.kind,
-            ActionKind::VlanPop
-                | ActionKind::VlanPush { .. }
-                | ActionKind::VlanModify { .. }
-                | ActionKind::Pedit(_)
-                | ActionKind::Csum(_)
-        )
-    })
 }
 
 fn run_actions(rule: &Installed, w: &mut Work<'_>) -> Step {

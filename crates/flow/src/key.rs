@@ -109,10 +109,18 @@ impl Key {
         self.0[fld.offset] = v;
     }
     pub fn set_u16(&mut self, fld: Field, v: u16) {
-        self.set(fld, &v.to_be_bytes());
+        self.put(fld, v.to_be_bytes());
     }
     pub fn set_u32(&mut self, fld: Field, v: u32) {
-        self.set(fld, &v.to_be_bytes());
+        self.put(fld, v.to_be_bytes());
+    }
+    /// A field of `N` bytes: a fixed-size copy (the hot path's; `set` copies a run-time
+    /// length, which becomes a `memcpy` call).
+    #[inline]
+    pub fn put<const N: usize>(&mut self, fld: Field, v: [u8; N]) {
+        if let Some(dst) = self.0.get_mut(fld.offset..fld.offset + N) {
+            dst.copy_from_slice(&v);
+        }
     }
     pub fn get(&self, fld: Field) -> &[u8] {
         &self.0[fld.offset..fld.offset + fld.len]
@@ -190,6 +198,16 @@ pub struct Offsets {
     pub ip_proto: u8,
 }
 
+/// `N` bytes of `p` from `at` (the caller has checked the length).
+#[inline]
+fn arr<const N: usize>(p: &[u8], at: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    if let Some(src) = p.get(at..at + N) {
+        a.copy_from_slice(src);
+    }
+    a
+}
+
 fn be16(p: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
 }
@@ -203,8 +221,8 @@ pub fn extract(p: &[u8], indev: u32, need: Need) -> (Key, Offsets) {
     if p.len() < 14 {
         return (k, off);
     }
-    k.set(field::DST_MAC, &p[0..6]);
-    k.set(field::SRC_MAC, &p[6..12]);
+    k.put(field::DST_MAC, arr::<6>(p, 0));
+    k.put(field::SRC_MAC, arr::<6>(p, 6));
     if !need.l3 {
         return (k, off);
     }
@@ -272,8 +290,8 @@ fn ipv4(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
     off.ip_version = 4;
     off.ip_proto = proto;
     k.set_u8(field::IP_PROTO, proto);
-    k.set(field::IPV4_SRC, &h[12..16]);
-    k.set(field::IPV4_DST, &h[16..20]);
+    k.put(field::IPV4_SRC, arr::<4>(h, 12));
+    k.put(field::IPV4_DST, arr::<4>(h, 16));
     k.set_u8(field::IP_TOS, h[1]);
     k.set_u8(field::IP_TTL, h[8]);
     let frag = u16::from_be_bytes([h[6], h[7]]);
@@ -292,8 +310,8 @@ fn ipv6(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
     let Some(h) = p.get(at..at + 40) else { return };
     off.ip_version = 6;
     k.set_u8(field::FLAGS, crate::rule::ADDR_V6);
-    k.set(field::IPV6_SRC, &h[8..24]);
-    k.set(field::IPV6_DST, &h[24..40]);
+    k.put(field::IPV6_SRC, arr::<16>(h, 8));
+    k.put(field::IPV6_DST, arr::<16>(h, 24));
     k.set_u8(field::IP_TOS, (u16::from_be_bytes([h[0], h[1]]) >> 4) as u8);
     k.set_u8(field::IP_TTL, h[7]);
     let mut next = h[6];
@@ -381,10 +399,10 @@ fn arp(p: &[u8], at: usize, k: &mut Key) {
         return;
     }
     k.set_u8(field::ARP_OP, op as u8);
-    k.set(field::ARP_SHA, &a[8..14]);
-    k.set(field::ARP_SIP, &a[14..18]);
-    k.set(field::ARP_THA, &a[18..24]);
-    k.set(field::ARP_TIP, &a[24..28]);
+    k.put(field::ARP_SHA, arr::<6>(a, 8));
+    k.put(field::ARP_SIP, arr::<4>(a, 14));
+    k.put(field::ARP_THA, arr::<6>(a, 18));
+    k.put(field::ARP_TIP, arr::<4>(a, 24));
 }
 
 #[cfg(test)]

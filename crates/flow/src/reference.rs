@@ -2,7 +2,7 @@
 //! file order), the first that matches wins. Slow and obviously right; the oracle the
 //! tuple-space classifier is tested against.
 
-use crate::engine::{self, device_indices, Counters, Installed, Outcome, Work};
+use crate::engine::{self, device_indices, Installed, Outcome, Work};
 use crate::key::{extract, Key, Need};
 use crate::rule::RuleSet;
 
@@ -22,13 +22,9 @@ impl Reference {
             .iter()
             .zip(compiled)
             .enumerate()
-            .map(|(i, (r, c))| Installed {
-                rule: r.clone(),
-                prio: set.prios[i],
-                seq: i as u64,
-                compiled: c,
-                devs: device_indices(&r.actions, &devices),
-                counters: Counters::default(),
+            .map(|(i, (r, c))| {
+                let devs = device_indices(&r.actions, &devices);
+                Installed::new(r.clone(), set.prios[i], i as u64, c, devs)
             })
             .collect();
         rules.sort_by_key(|r| (r.rule.chain, r.prio, r.seq));
