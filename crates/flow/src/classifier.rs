@@ -57,6 +57,19 @@ struct Writer {
     rules: std::collections::BTreeMap<u64, Arc<Installed>>,
 }
 
+impl Writer {
+    /// A rule's masked key and mask, again (rules keep no copy: `indev` ids are stable).
+    fn compile(&self, rule: &Rule) -> Compiled {
+        let indevs = &self.indevs;
+        let mut id = |name: &str| indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1);
+        rule.compile(&mut id)
+    }
+
+    fn compiled_rules(&self) -> Vec<(Arc<Installed>, Compiled)> {
+        self.rules.values().map(|r| (r.clone(), self.compile(&r.rule))).collect()
+    }
+}
+
 /// One published version of the tables.
 pub struct Version {
     tables: AnyTables,
@@ -438,7 +451,7 @@ impl<const W: usize> ChainT<W> {
                 if after.is_some_and(|a| r.rank() <= a) {
                     continue;
                 }
-                if (!st.src_range && !st.dst_range) || r.compiled.ranges_hold(key) {
+                if (!st.src_range && !st.dst_range) || r.ranges.hold(key) {
                     cand = Some(r);
                     break;
                 }
@@ -449,10 +462,10 @@ impl<const W: usize> ChainT<W> {
 }
 
 impl<const W: usize> Tables<W> {
-    fn build(words: [usize; W], rules: &[Arc<Installed>]) -> Tables<W> {
+    fn build(words: [usize; W], rules: &[(Arc<Installed>, Compiled)]) -> Tables<W> {
         let mut t = Tables { words, chains: Vec::new() };
-        for r in rules {
-            t.insert_in_place(r.clone());
+        for (r, c) in rules {
+            t.insert_in_place(r.clone(), c);
         }
         for (_, c) in &mut t.chains {
             c.refresh();
@@ -477,11 +490,11 @@ impl<const W: usize> Tables<W> {
     }
 
     /// Insert, copying only the subtable that changes.
-    fn insert_in_place(&mut self, r: Arc<Installed>) {
+    fn insert_in_place(&mut self, r: Arc<Installed>, c: &Compiled) {
         let words = self.words;
         let ch = self.chain_mut(r.rule.chain);
-        let gk = gather(&r.compiled.key, &words);
-        match ch.subtables.iter().position(|s| s.fits(&r.compiled)) {
+        let gk = gather(&c.key, &words);
+        match ch.subtables.iter().position(|s| s.fits(c)) {
             Some(i) => match Arc::get_mut(&mut ch.subtables[i]) {
                 // Not shared with a published version (a build): in place.
                 Some(st) => st.insert(gk, r),
@@ -492,22 +505,22 @@ impl<const W: usize> Tables<W> {
                 }
             },
             None => {
-                let mut st = Subtable::new(&r.compiled, &words);
+                let mut st = Subtable::new(c, &words);
                 st.insert(gk, r);
                 ch.subtables.push(Arc::new(st));
             }
         }
     }
 
-    fn remove(&mut self, r: &Installed) -> bool {
+    fn remove(&mut self, r: &Installed, c: &Compiled) -> bool {
         let words = self.words;
         let Some(ch) = self.chains.iter_mut().find(|(c, _)| *c == r.rule.chain).map(|(_, c)| c)
         else {
             return false;
         };
-        let Some(i) = ch.subtables.iter().position(|s| s.fits(&r.compiled)) else { return false };
+        let Some(i) = ch.subtables.iter().position(|s| s.fits(c)) else { return false };
         let mut st = ch.subtables[i].clone_table();
-        if !st.remove(&gather(&r.compiled.key, &words), r.seq, r.rank()) {
+        if !st.remove(&gather(&c.key, &words), r.seq, r.rank()) {
             return false;
         }
         ch.subtables[i] = Arc::new(st);
@@ -571,7 +584,7 @@ impl<const W: usize> Tables<W> {
                     if r.rank() >= bound[i] {
                         break;
                     }
-                    if (!st.src_range && !st.dst_range) || r.compiled.ranges_hold(&keys[i]) {
+                    if (!st.src_range && !st.dst_range) || r.ranges.hold(&keys[i]) {
                         out[i] = Some(r);
                         bound[i] = r.rank();
                         hits += 1;
@@ -628,7 +641,7 @@ fn width_for(masks: &[Key], full: bool) -> Vec<usize> {
     (0..WORDS).filter(|&w| masks.iter().any(|m| m.word(w) != 0)).collect()
 }
 
-fn build_tables(words: &[usize], rules: &[Arc<Installed>]) -> AnyTables {
+fn build_tables(words: &[usize], rules: &[(Arc<Installed>, Compiled)]) -> AnyTables {
     fn arr<const W: usize>(words: &[usize]) -> [usize; W] {
         let mut a = [words.first().copied().unwrap_or(0); W];
         for (o, &w) in a.iter_mut().zip(words) {
@@ -666,22 +679,16 @@ impl Classifier {
         let indevs = set.indevs();
         let compiled = set.compile();
         let mut rules = std::collections::BTreeMap::new();
+        let mut all = Vec::with_capacity(set.rules.len());
         for (i, (r, c)) in set.rules.iter().zip(compiled).enumerate() {
-            rules.insert(
-                i as u64,
-                Arc::new(Installed::new(
-                    r.clone(),
-                    set.prios[i],
-                    i as u64,
-                    c,
-                    device_indices(&r.actions, &devices),
-                )),
-            );
+            let devs = device_indices(&r.actions, &devices);
+            let installed = Arc::new(Installed::new(r.clone(), set.prios[i], i as u64, &c, devs));
+            rules.insert(i as u64, installed.clone());
+            all.push((installed, c));
         }
-        let all: Vec<Arc<Installed>> = rules.values().cloned().collect();
-        let masks: Vec<Key> = all.iter().map(|r| r.compiled.mask).collect();
+        let masks: Vec<Key> = all.iter().map(|(_, c)| c.mask).collect();
         let words = width_for(&masks, full_width);
-        let need = all.iter().fold(Need::default(), |n, r| n.union(r.compiled.need));
+        let need = all.iter().fold(Need::default(), |n, (_, c)| n.union(c.need));
         let version = Version {
             tables: build_tables(&words, &all),
             need,
@@ -773,30 +780,30 @@ impl Classifier {
         let seq = w.next_seq;
         w.next_seq += 1;
         let devs = device_indices(&rule.actions, &w.devices);
-        let installed = Arc::new(Installed::new(rule, prio, seq, compiled, devs));
+        let installed = Arc::new(Installed::new(rule, prio, seq, &compiled, devs));
         w.rules.insert(seq, installed.clone());
         let cur = self.snapshot();
         let words = tables_words(&cur.tables);
-        let fits = self.full_width
-            || (0..WORDS).all(|i| installed.compiled.mask.word(i) == 0 || words.contains(&i));
+        let fits =
+            self.full_width || (0..WORDS).all(|i| compiled.mask.word(i) == 0 || words.contains(&i));
         let tables = if fits {
             let mut t = clone_tables(&cur.tables);
             dispatch!(&mut t, x => {
-                x.insert_in_place(installed.clone());
+                x.insert_in_place(installed.clone(), &compiled);
                 let ch = x.chain_mut(installed.rule.chain);
                 ch.refresh();
             });
             t
         } else {
-            let all: Vec<Arc<Installed>> = w.rules.values().cloned().collect();
-            let masks: Vec<Key> = all.iter().map(|r| r.compiled.mask).collect();
+            let all = w.compiled_rules();
+            let masks: Vec<Key> = all.iter().map(|(_, c)| c.mask).collect();
             build_tables(&width_for(&masks, false), &all)
         };
         let devices =
             if devices_changed { Arc::new(w.devices.clone()) } else { cur.devices.clone() };
         self.publish(Version {
             tables,
-            need: cur.need.union(installed.compiled.need),
+            need: cur.need.union(compiled.need),
             devices,
             indevs: Arc::new(w.indevs.clone()),
         });
@@ -810,9 +817,10 @@ impl Classifier {
             Err(p) => p.into_inner(),
         };
         let Some(r) = w.rules.remove(&id.0) else { return false };
+        let c = w.compile(&r.rule);
         let cur = self.snapshot();
         let mut t = clone_tables(&cur.tables);
-        let removed = dispatch!(&mut t, x => x.remove(&r));
+        let removed = dispatch!(&mut t, x => x.remove(&r, &c));
         if removed {
             self.publish(Version {
                 tables: t,

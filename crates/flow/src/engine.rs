@@ -12,7 +12,7 @@
 //! `mirror` sends a copy as it is at that point and goes on.
 
 use crate::key::{extract, Key, Need, Offsets};
-use crate::rule::{csum, Action, ActionKind, Compiled, Control, Munge, PeditHeader, Rule};
+use crate::rule::{csum, Action, ActionKind, Compiled, Control, Munge, PeditHeader, Ranges, Rule};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The kernel's `max_reclassify_loop`.
@@ -59,7 +59,9 @@ pub struct Installed {
     pub prio: u32,
     /// Order among rules of equal priority (file order, then insertion order).
     pub seq: u64,
-    pub compiled: Compiled,
+    /// The port ranges (the mask and masked key live in the classifier's tables; a
+    /// rule keeps no copy of them, which would be 224 bytes a rule).
+    pub ranges: Ranges,
     /// Each mirred target's index in the classifier's device list, in action order.
     pub devs: Vec<u16>,
     pub counters: Counters,
@@ -71,7 +73,7 @@ pub struct Installed {
 }
 
 impl Installed {
-    pub fn new(rule: Rule, prio: u32, seq: u64, compiled: Compiled, devs: Vec<u16>) -> Installed {
+    pub fn new(rule: Rule, prio: u32, seq: u64, compiled: &Compiled, devs: Vec<u16>) -> Installed {
         let modifies = rule.actions.iter().any(|a| {
             matches!(
                 a.kind,
@@ -94,7 +96,7 @@ impl Installed {
             rule,
             prio,
             seq,
-            compiled,
+            ranges: compiled.ranges(),
             devs,
             counters: Counters::default(),
             modifies,

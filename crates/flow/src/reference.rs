@@ -4,11 +4,11 @@
 
 use crate::engine::{self, device_indices, Installed, Outcome, Work};
 use crate::key::{extract, Key, Need};
-use crate::rule::RuleSet;
+use crate::rule::{Compiled, RuleSet};
 
 pub struct Reference {
     /// Sorted by (chain, prio, seq).
-    rules: Vec<Installed>,
+    rules: Vec<(Installed, Compiled)>,
     devices: Vec<String>,
     indevs: Vec<String>,
 }
@@ -17,17 +17,17 @@ impl Reference {
     pub fn new(set: &RuleSet) -> Reference {
         let devices = set.devices();
         let compiled = set.compile();
-        let mut rules: Vec<Installed> = set
+        let mut rules: Vec<(Installed, Compiled)> = set
             .rules
             .iter()
             .zip(compiled)
             .enumerate()
             .map(|(i, (r, c))| {
                 let devs = device_indices(&r.actions, &devices);
-                Installed::new(r.clone(), set.prios[i], i as u64, c, devs)
+                (Installed::new(r.clone(), set.prios[i], i as u64, &c, devs), c)
             })
             .collect();
-        rules.sort_by_key(|r| (r.rule.chain, r.prio, r.seq));
+        rules.sort_by_key(|(r, _)| (r.rule.chain, r.prio, r.seq));
         Reference { rules, devices, indevs: set.indevs() }
     }
 
@@ -41,9 +41,12 @@ impl Reference {
     }
 
     pub fn lookup(&self, chain: u32, key: &Key, after: Option<(u32, u64)>) -> Option<&Installed> {
-        self.rules.iter().find(|r| {
-            r.rule.chain == chain && after.is_none_or(|a| r.rank() > a) && r.compiled.matches(key)
-        })
+        self.rules
+            .iter()
+            .find(|(r, c)| {
+                r.rule.chain == chain && after.is_none_or(|a| r.rank() > a) && c.matches(key)
+            })
+            .map(|(r, _)| r)
     }
 
     /// Classify one packet and run its actions.
@@ -57,7 +60,7 @@ impl Reference {
         let mut v: Vec<(u64, usize, u64, u64, u64)> = self
             .rules
             .iter()
-            .map(|r| {
+            .map(|(r, _)| {
                 let (p, b, t) = r.counters.read();
                 (r.seq, r.rule.line, p, b, t)
             })

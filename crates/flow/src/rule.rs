@@ -623,13 +623,16 @@ pub struct Compiled {
     pub need: Need,
 }
 
-impl Compiled {
-    /// Whether a packet's key matches.
-    pub fn matches(&self, key: &Key) -> bool {
-        key.and(&self.mask) == self.key && self.ranges_hold(key)
-    }
+/// A rule's port ranges, checked apart from the mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ranges {
+    pub src: Option<(u16, u16)>,
+    pub dst: Option<(u16, u16)>,
+}
+
+impl Ranges {
     #[inline]
-    pub fn ranges_hold(&self, key: &Key) -> bool {
+    pub fn hold(&self, key: &Key) -> bool {
         let ok = |r: Option<(u16, u16)>, fl| match r {
             None => true,
             Some((lo, hi)) => {
@@ -637,7 +640,22 @@ impl Compiled {
                 lo <= v && v <= hi
             }
         };
-        ok(self.src_range, field::SRC_PORT) && ok(self.dst_range, field::DST_PORT)
+        ok(self.src, field::SRC_PORT) && ok(self.dst, field::DST_PORT)
+    }
+}
+
+impl Compiled {
+    pub fn ranges(&self) -> Ranges {
+        Ranges { src: self.src_range, dst: self.dst_range }
+    }
+
+    /// Whether a packet's key matches.
+    pub fn matches(&self, key: &Key) -> bool {
+        key.and(&self.mask) == self.key && self.ranges_hold(key)
+    }
+    #[inline]
+    pub fn ranges_hold(&self, key: &Key) -> bool {
+        self.ranges().hold(key)
     }
 }
 
