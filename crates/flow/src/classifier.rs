@@ -14,6 +14,10 @@
 //!   the masked keys and hashes of every packet still looking are computed first, then the
 //!   table is probed for all of them, so the hash work and the probes' cache misses of
 //!   different packets overlap.
+//! - **Filters.** Each segment keeps a one-hash Bloom filter of its slots' hashes (8 bits
+//!   a slot): most probes of a subtable are misses, and the filter answers them without
+//!   touching the slots; the slots of the packets that pass are touched for the whole
+//!   batch before any is probed (independent loads the CPU overlaps).
 //! - **Port ranges** are kept as a check per entry (`Compiled::ranges_hold`) in a
 //!   subtable whose mask leaves the ranged port out, not expanded into masks: a range
 //!   expands into up to 30 prefix masks per port (900 for a source and destination range),
