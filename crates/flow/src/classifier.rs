@@ -68,10 +68,6 @@ impl Writer {
         let mut id = |name: &str| indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1);
         rule.compile(&mut id)
     }
-
-    fn compiled_rules(&self) -> Vec<(Arc<Installed>, Compiled)> {
-        self.rules.values().map(|r| (r.clone(), self.compile(&r.rule))).collect()
-    }
 }
 
 /// One published version of the tables.
@@ -498,10 +494,13 @@ impl<const W: usize> ChainT<W> {
 }
 
 impl<const W: usize> Tables<W> {
-    fn build(words: [usize; W], rules: &[(Arc<Installed>, Compiled)]) -> Tables<W> {
+    fn build(
+        words: [usize; W],
+        rules: impl Iterator<Item = (Arc<Installed>, Compiled)>,
+    ) -> Tables<W> {
         let mut t = Tables { words, chains: Vec::new() };
         for (r, c) in rules {
-            t.insert_in_place(r.clone(), c);
+            t.insert_in_place(r, &c);
         }
         for (_, c) in &mut t.chains {
             c.refresh();
@@ -689,7 +688,12 @@ fn width_for(masks: &[Key], full: bool) -> Vec<usize> {
     (0..WORDS).filter(|&w| masks.iter().any(|m| m.word(w) != 0)).collect()
 }
 
-fn build_tables(words: &[usize], rules: &[(Arc<Installed>, Compiled)]) -> AnyTables {
+/// Tables for `rules`, compiled one at a time (no list of every compiled rule: 238 bytes
+/// a rule at the peak of a build).
+fn build_tables(
+    words: &[usize],
+    rules: impl Iterator<Item = (Arc<Installed>, Compiled)>,
+) -> AnyTables {
     fn arr<const W: usize>(words: &[usize]) -> [usize; W] {
         let mut a = [words.first().copied().unwrap_or(0); W];
         for (o, &w) in a.iter_mut().zip(words) {
@@ -725,20 +729,30 @@ impl Classifier {
     fn build(set: &RuleSet, full_width: bool) -> Classifier {
         let devices = set.devices();
         let indevs = set.indevs();
-        let compiled = set.compile();
+        let mut id = |name: &str| indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1);
+        // Pass 1: the key words and layers the rules read.
+        let mut union = Key::default();
+        let mut need = Need::default();
+        for r in &set.rules {
+            let c = r.compile(&mut id);
+            for (u, m) in union.0.iter_mut().zip(c.mask.0.iter()) {
+                *u |= m;
+            }
+            need = need.union(c.need);
+        }
+        let words = width_for(&[union], full_width);
+        // Pass 2: install, compiling again rule by rule.
         let mut rules = std::collections::BTreeMap::new();
-        let mut all = Vec::with_capacity(set.rules.len());
-        for (i, (r, c)) in set.rules.iter().zip(compiled).enumerate() {
+        let all = set.rules.iter().enumerate().map(|(i, r)| {
+            let c = r.compile(&mut id);
             let devs = device_indices(&r.actions, &devices);
             let installed = Arc::new(Installed::new(r.clone(), set.prios[i], i as u64, &c, devs));
             rules.insert(i as u64, installed.clone());
-            all.push((installed, c));
-        }
-        let masks: Vec<Key> = all.iter().map(|(_, c)| c.mask).collect();
-        let words = width_for(&masks, full_width);
-        let need = all.iter().fold(Need::default(), |n, (_, c)| n.union(c.need));
+            (installed, c)
+        });
+        let tables = build_tables(&words, all);
         let version = Version {
-            tables: build_tables(&words, &all),
+            tables,
             need,
             devices: Arc::new(devices.clone()),
             indevs: Arc::new(indevs.clone()),
@@ -843,9 +857,9 @@ impl Classifier {
             });
             t
         } else {
-            let all = w.compiled_rules();
-            let masks: Vec<Key> = all.iter().map(|(_, c)| c.mask).collect();
-            build_tables(&width_for(&masks, false), &all)
+            let masks: Vec<Key> = w.rules.values().map(|r| w.compile(&r.rule).mask).collect();
+            let words = width_for(&masks, false);
+            build_tables(&words, w.rules.values().map(|r| (r.clone(), w.compile(&r.rule))))
         };
         let devices =
             if devices_changed { Arc::new(w.devices.clone()) } else { cur.devices.clone() };
