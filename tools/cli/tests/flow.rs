@@ -102,3 +102,86 @@ fn check_prints_and_refuses() {
     assert_eq!(o.status.code(), Some(1));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
 }
+
+/// `weir flow run -i`: in a network namespace with a veth pair (root; SKIPPED otherwise),
+/// frames sent into `va` are classified on `vb`, `indev vb` matching them; SIGINT ends it.
+#[test]
+fn live_interface_with_indev() {
+    let uid = Command::new("id").arg("-u").output().expect("id runs");
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        println!("SKIPPED: flow-live: needs root (network namespaces, packet sockets)");
+        return;
+    }
+    if Command::new("python3").arg("--version").output().is_err() {
+        println!("SKIPPED: flow-live: python3 is not installed");
+        return;
+    }
+    let ns = format!("weir-flow-live-{}", std::process::id());
+    struct Ns(String);
+    impl Drop for Ns {
+        fn drop(&mut self) {
+            let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+        }
+    }
+    let steps: [&[&str]; 5] = [
+        &["netns", "add", &ns],
+        &["-n", &ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"],
+        &["-n", &ns, "link", "set", "va", "up"],
+        &["-n", &ns, "link", "set", "vb", "up"],
+        &["netns", "exec", &ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+    ];
+    let _guard = Ns(ns.clone());
+    for step in steps {
+        let out = Command::new("ip").args(step).output().expect("ip runs");
+        if !out.status.success() {
+            println!(
+                "SKIPPED: flow-live: ip {}: {}",
+                step.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return;
+        }
+    }
+    let dir = Scratch::new("flow-live");
+    let rules = dir.join("rules.txt");
+    std::fs::write(
+        &rules,
+        "prio 1 protocol ip flower ip_proto udp dst_port 53 indev vb action drop\nprio 2 protocol all flower action pass\n",
+    )
+    .unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_weir"), "flow", "run"])
+        .arg(&rules)
+        .args(["-i", "vb", "--verdicts", "--stats"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("weir starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let sender = r#"
+import socket, struct
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("va", 0))
+for i in range(6):
+    port = 53 if i % 2 == 0 else 80
+    udp = struct.pack('!HHHH', 1000 + i, port, 12, 0) + b'abcd'
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0, bytes([10, 9, 0, 1]), bytes([10, 9, 0, 2]))
+    s.send(bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0]) + ip + udp)
+"#;
+    let out =
+        Command::new("ip").args(["netns", "exec", &ns, "python3", "-c", sender]).output().unwrap();
+    assert!(out.status.success(), "sender: {}", String::from_utf8_lossy(&out.stderr));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let pid = i32::try_from(child.id()).expect("a pid fits in pid_t");
+    // SAFETY: kill(2) sends a signal to our own child; it touches no memory of ours.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("line 1 packets 3 bytes 138"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("line 2 packets 3 bytes 138"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.ends_with(" 1 drop")).count(), 3, "{text}");
+}
