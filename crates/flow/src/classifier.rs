@@ -72,6 +72,8 @@ impl Writer {
 
 /// One published version of the tables.
 pub struct Version {
+    /// Unique among versions (a flow cache's entries belong to one).
+    id: u64,
     tables: AnyTables,
     need: Need,
     devices: Arc<Vec<String>>,
@@ -569,7 +571,7 @@ impl<const W: usize> Tables<W> {
     }
 
     /// The first lookup (chain 0) of up to [`BATCH`] keys, subtable by subtable.
-    fn lookup_batch<'a>(&'a self, keys: &[Key], out: &mut [Option<&'a Installed>]) {
+    fn lookup_batch<'a>(&'a self, keys: &[Key], out: &mut [Option<&'a Arc<Installed>>]) {
         let n = keys.len().min(BATCH);
         for o in out.iter_mut().take(n) {
             *o = None;
@@ -680,6 +682,11 @@ impl Version {
     }
 }
 
+fn next_version_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// The words a set of masks touches, as a width the lookups are compiled for.
 fn width_for(masks: &[Key], full: bool) -> Vec<usize> {
     if full {
@@ -752,6 +759,7 @@ impl Classifier {
         });
         let tables = build_tables(&words, all);
         let version = Version {
+            id: next_version_id(),
             tables,
             need,
             devices: Arc::new(devices.clone()),
@@ -864,6 +872,7 @@ impl Classifier {
         let devices =
             if devices_changed { Arc::new(w.devices.clone()) } else { cur.devices.clone() };
         self.publish(Version {
+            id: next_version_id(),
             tables,
             need: cur.need.union(compiled.need),
             devices,
@@ -885,6 +894,7 @@ impl Classifier {
         let removed = dispatch!(&mut t, x => x.remove(&r, &c));
         if removed {
             self.publish(Version {
+                id: next_version_id(),
                 tables: t,
                 need: cur.need,
                 devices: cur.devices.clone(),
@@ -909,6 +919,7 @@ impl Classifier {
             AnyTables::W14(t) => AnyTables::W14(t.reranked()),
         };
         self.publish(Version {
+            id: next_version_id(),
             tables,
             need: cur.need,
             devices: cur.devices.clone(),
@@ -953,8 +964,71 @@ impl Classifier {
         for i in 0..n {
             keys[i] = extract(works[i].data, works[i].indev, v.need).0;
         }
-        let mut first: [Option<&Installed>; BATCH] = [None; BATCH];
+        let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         dispatch!(&v.tables, t => t.lookup_batch(&keys[..n], &mut first[..n]));
+        for i in 0..n {
+            let f = first[i].map(|a| &**a);
+            let o = engine::process(&mut works[i], keys[i], v.need, Some(f), &mut |c, k, a| {
+                v.lookup(c, k, a)
+            });
+            out.push(o);
+        }
+    }
+
+    /// [`Classifier::process_batch`] with an exact-match cache in front: a packet whose
+    /// whole key was seen under this version skips the tuple space. One cache per worker.
+    pub fn process_batch_cached(
+        &self,
+        v: &Version,
+        cache: &mut FlowCache,
+        works: &mut [Work<'_>],
+        out: &mut Vec<Outcome>,
+    ) {
+        let n = works.len().min(BATCH);
+        if cache.version != v.id {
+            cache.clear(v.id);
+        }
+        let mut keys = [Key::default(); BATCH];
+        let mut words = [[0u64; WORDS]; BATCH];
+        let mut slot = [0usize; BATCH];
+        let mut hit = [false; BATCH];
+        for i in 0..n {
+            keys[i] = extract(works[i].data, works[i].indev, v.need).0;
+            for (w, o) in words[i].iter_mut().enumerate() {
+                *o = keys[i].word(w);
+            }
+            slot[i] = hash_words(&words[i]) as usize & cache.mask;
+            hit[i] = cache.full[slot[i]] && same(&cache.keys[slot[i]], &words[i]);
+        }
+        // The misses through the tuple space, all at once.
+        let mut miss_keys = [Key::default(); BATCH];
+        let mut miss_at = [0usize; BATCH];
+        let mut m = 0;
+        for i in (0..n).filter(|&i| !hit[i]) {
+            miss_keys[m] = keys[i];
+            miss_at[m] = i;
+            m += 1;
+        }
+        let mut found: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
+        dispatch!(&v.tables, t => t.lookup_batch(&miss_keys[..m], &mut found[..m]));
+        // Remember the misses, except in a slot a hit of this batch uses.
+        for j in 0..m {
+            let i = miss_at[j];
+            let s = slot[i];
+            if (0..n).any(|h| hit[h] && slot[h] == s) {
+                continue;
+            }
+            cache.keys[s] = words[i];
+            cache.rules[s] = found[j].cloned();
+            cache.full[s] = true;
+        }
+        let mut first: [Option<&Installed>; BATCH] = [None; BATCH];
+        for j in 0..m {
+            first[miss_at[j]] = found[j].map(|a| &**a);
+        }
+        for i in (0..n).filter(|&i| hit[i]) {
+            first[i] = cache.rules[slot[i]].as_deref();
+        }
         for i in 0..n {
             let o =
                 engine::process(&mut works[i], keys[i], v.need, Some(first[i]), &mut |c, k, a| {
@@ -969,6 +1043,37 @@ impl Classifier {
         let v = self.snapshot();
         let key = extract(w.data, w.indev, v.need).0;
         engine::process(w, key, v.need, None, &mut |c, k, a| v.lookup(c, k, a))
+    }
+}
+
+/// An exact-match cache of first lookups (chain 0), per worker: whole flow keys to the rule
+/// they matched (or none), valid for one published version (cleared when the version
+/// changes). Direct-mapped: a new key takes its slot.
+pub struct FlowCache {
+    version: u64,
+    mask: usize,
+    full: Vec<bool>,
+    keys: Vec<[u64; WORDS]>,
+    rules: Vec<Option<Arc<Installed>>>,
+}
+
+impl FlowCache {
+    /// A cache of `entries` (rounded up to a power of two, at least 64) flows.
+    pub fn new(entries: usize) -> FlowCache {
+        let n = entries.next_power_of_two().max(64);
+        FlowCache {
+            version: 0,
+            mask: n - 1,
+            full: vec![false; n],
+            keys: vec![[0; WORDS]; n],
+            rules: vec![None; n],
+        }
+    }
+
+    fn clear(&mut self, version: u64) {
+        self.version = version;
+        self.full.iter_mut().for_each(|f| *f = false);
+        self.rules.iter_mut().for_each(|r| *r = None);
     }
 }
 

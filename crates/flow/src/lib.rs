@@ -31,7 +31,7 @@ pub mod key;
 pub mod reference;
 pub mod rule;
 
-pub use classifier::{Classifier, RuleId, Version, BATCH};
+pub use classifier::{Classifier, FlowCache, RuleId, Version, BATCH};
 pub use engine::{Counters, Outcome, Verdict, Work};
 pub use reference::Reference;
 pub use rule::{Action, Control, Match, Rule, RuleError, RuleSet};

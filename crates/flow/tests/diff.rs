@@ -82,6 +82,45 @@ fn run_classifier(c: &Classifier, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<See
     out
 }
 
+fn run_cached(
+    c: &Classifier,
+    cache: &mut weir_flow::FlowCache,
+    frames: &[Vec<u8>],
+    indevs: &[u32],
+) -> Vec<Seen> {
+    let mut out = Vec::new();
+    let v = c.snapshot();
+    for (b, chunk) in frames.chunks(BATCH).enumerate() {
+        let mut datas: Vec<Vec<u8>> = chunk.to_vec();
+        let mut mirrors: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
+        let mut outcomes = Vec::new();
+        {
+            let mut works: Vec<Work<'_>> = datas
+                .iter_mut()
+                .zip(mirrors.iter_mut())
+                .enumerate()
+                .map(|(j, (d, m))| {
+                    let i = b * BATCH + j;
+                    let len = d.len() as u32;
+                    Work {
+                        data: d,
+                        wire_len: len,
+                        indev: indevs[i % indevs.len()],
+                        now: i as u64 * 1_000_000,
+                        mark: 0,
+                        mirrored: m,
+                    }
+                })
+                .collect();
+            c.process_batch_cached(&v, cache, &mut works, &mut outcomes);
+        }
+        for ((o, d), m) in outcomes.into_iter().zip(datas).zip(mirrors) {
+            out.push((o, d, m));
+        }
+    }
+    out
+}
+
 /// Compare; return the packets that matched a rule, and add to `hit` the match kinds of
 /// rules that matched something.
 fn compare(
@@ -100,6 +139,16 @@ fn compare(
         assert_eq!(x, y, "packet {i} {:02x?}\nrules:\n{text}", frames[i]);
     }
     assert_eq!(reference.counters(), classifier.counters(), "rules:\n{text}");
+    // The exact-match cache in front (small, so that keys evict each other): the same on
+    // a cold pass and on a warm one.
+    let cached = Classifier::new(set);
+    let mut cache = weir_flow::FlowCache::new(64);
+    for pass in 0..2 {
+        let c = run_cached(&cached, &mut cache, frames, &indevs);
+        for (i, (x, y)) in a.iter().zip(&c).enumerate() {
+            assert_eq!(x, y, "cached pass {pass}, packet {i}\nrules:\n{text}");
+        }
+    }
     for ((_, packets, ..), rule) in reference.counters().iter().zip(&set.rules) {
         if *packets > 0 {
             for m in &rule.matches {
