@@ -74,6 +74,9 @@ impl Writer {
 pub struct Version {
     /// Unique among versions (a flow cache's entries belong to one).
     id: u64,
+    /// The key words the tables gather (the first `nwords`), for the flow cache.
+    words: [usize; WORDS],
+    nwords: usize,
     tables: AnyTables,
     need: Need,
     devices: Arc<Vec<String>>,
@@ -682,6 +685,16 @@ impl Version {
     }
 }
 
+/// The words tables gather, as a fixed array and a count.
+fn words_of(t: &AnyTables) -> ([usize; WORDS], usize) {
+    let v = tables_words(t);
+    let mut a = [0usize; WORDS];
+    for (o, w) in a.iter_mut().zip(&v) {
+        *o = *w;
+    }
+    (a, v.len().min(WORDS))
+}
+
 fn next_version_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -760,6 +773,8 @@ impl Classifier {
         let tables = build_tables(&words, all);
         let version = Version {
             id: next_version_id(),
+            words: words_of(&tables).0,
+            nwords: words_of(&tables).1,
             tables,
             need,
             devices: Arc::new(devices.clone()),
@@ -873,6 +888,8 @@ impl Classifier {
             if devices_changed { Arc::new(w.devices.clone()) } else { cur.devices.clone() };
         self.publish(Version {
             id: next_version_id(),
+            words: words_of(&tables).0,
+            nwords: words_of(&tables).1,
             tables,
             need: cur.need.union(compiled.need),
             devices,
@@ -895,6 +912,8 @@ impl Classifier {
         if removed {
             self.publish(Version {
                 id: next_version_id(),
+                words: cur.words,
+                nwords: cur.nwords,
                 tables: t,
                 need: cur.need,
                 devices: cur.devices.clone(),
@@ -920,6 +939,8 @@ impl Classifier {
         };
         self.publish(Version {
             id: next_version_id(),
+            words: cur.words,
+            nwords: cur.nwords,
             tables,
             need: cur.need,
             devices: cur.devices.clone(),
@@ -992,13 +1013,19 @@ impl Classifier {
         let mut words = [[0u64; WORDS]; BATCH];
         let mut slot = [0usize; BATCH];
         let mut hit = [false; BATCH];
+        // Only the words the rules read: the rest of every key is zero.
+        let used = &v.words[..v.nwords];
         for i in 0..n {
             keys[i] = extract(works[i].data, works[i].indev, v.need).0;
-            for (w, o) in words[i].iter_mut().enumerate() {
+            let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+            for (o, &w) in words[i].iter_mut().zip(used) {
                 *o = keys[i].word(w);
+                h = (h ^ *o).wrapping_mul(0xff51_afd7_ed55_8ccd);
+                h ^= h >> 32;
             }
-            slot[i] = hash_words(&words[i]) as usize & cache.mask;
-            hit[i] = cache.full[slot[i]] && same(&cache.keys[slot[i]], &words[i]);
+            slot[i] = h as usize & cache.mask;
+            hit[i] =
+                cache.full[slot[i]] && cache.keys[slot[i]][..used.len()] == words[i][..used.len()];
         }
         // The misses through the tuple space, all at once.
         let mut miss_keys = [Key::default(); BATCH];
