@@ -18,6 +18,9 @@
 //!   a slot): most probes of a subtable are misses, and the filter answers them without
 //!   touching the slots; the slots of the packets that pass are touched for the whole
 //!   batch before any is probed (independent loads the CPU overlaps).
+//! - **Exact-match cache** ([`FlowCache`], [`Classifier::process_batch_cached`]): whole
+//!   keys (the words the rules read) to their first lookup's rule, per worker, valid for
+//!   one published version; it pays only with many subtables (weir-bench flow).
 //! - **Port ranges** are kept as a check per entry (`Compiled::ranges_hold`) in a
 //!   subtable whose mask leaves the ranged port out, not expanded into masks: a range
 //!   expands into up to 30 prefix masks per port (900 for a source and destination range),
