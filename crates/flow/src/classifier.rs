@@ -77,7 +77,7 @@ impl Writer {
 pub struct Version {
     /// Unique among versions (a flow cache's entries belong to one).
     id: u64,
-    /// The key words the tables gather (the first `nwords`), for the flow cache.
+    /// The key words a flow cache keys on (the first `nwords`: see `words_of`).
     words: [usize; WORDS],
     nwords: usize,
     tables: AnyTables,
@@ -688,9 +688,14 @@ impl Version {
     }
 }
 
-/// The words tables gather, as a fixed array and a count.
+/// The words a flow cache keys on, as a fixed array and a count: those the tables gather,
+/// and the ports' word, which port ranges read without a mask.
 fn words_of(t: &AnyTables) -> ([usize; WORDS], usize) {
-    let v = tables_words(t);
+    let mut v = tables_words(t);
+    let ports = crate::key::field::SRC_PORT.offset / 8;
+    if !v.contains(&ports) {
+        v.push(ports);
+    }
     let mut a = [0usize; WORDS];
     for (o, w) in a.iter_mut().zip(&v) {
         *o = *w;
