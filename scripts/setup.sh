@@ -6,7 +6,9 @@ set -euo pipefail
 # netbase: /etc/services and /etc/protocols, which libpcap (the oracle) resolves names from.
 # iproute2 and python3: the live-capture tests make a network namespace with a veth pair
 # (ip) and send frames into it from a packet socket (python3).
-APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase iproute2 python3)
+# nftables: the kernel oracle of `weir flow` (this kernel has no flower; a netdev ingress
+# chain with a counter per rule stands in for it, crates/flow/tests/kernel.rs).
+APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase iproute2 python3 nftables)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -15,6 +15,7 @@ mod engines;
 mod filterlist;
 pub mod filters;
 pub mod floor;
+pub mod flow;
 pub mod interp;
 mod kernel_runs;
 mod record;

@@ -13,6 +13,7 @@
 //! cargo run --release -p weir-bench -- e2e --big 4 --rounds 1   # max RSS on a 4 GiB file
 //! cargo run -p weir-bench -- filters --rounds 3 --quick    # CI smoke: seconds
 //! cargo run --release -p weir-bench -- runtime --record    # the eBPF runtime's goals
+//! cargo run --release -p weir-bench -- flow --record       # the flow datapath's goals
 //! ```
 //!
 //! Module map: `filters` (the filter suite's driver) over `engines` (what runs a filter),
@@ -22,7 +23,7 @@
 //! `tcpdump` and the floor reader `weir-bench-floor` timed over a generated, page-cached
 //! capture, `--count` and `-w`; wall time, CPU time and max RSS); `record` (dated records).
 
-use weir_bench::{compile, e2e, emit, filters, interp, runtime};
+use weir_bench::{compile, e2e, emit, filters, flow, interp, runtime};
 
 use std::process::ExitCode;
 
@@ -60,6 +61,9 @@ enum Suite {
     /// The eBPF runtime's goals: load time, map lookups, xdp_counter against the kernel's
     /// test run, `weir run` end to end.
     Runtime(runtime::RuntimeArgs),
+    /// The flow datapath's goals: classifier ns/packet against rules and masks and the
+    /// linear reference, updates, memory per rule, workers, `weir flow run` end to end.
+    Flow(flow::FlowArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
         Suite::E2e(args) => e2e::run(args, &command),
         Suite::Runtime(args) => runtime::run(args, &command),
         Suite::Emit(args) => emit::run(args, &command),
+        Suite::Flow(args) => flow::run(args, &command),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

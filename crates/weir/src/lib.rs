@@ -39,6 +39,8 @@ pub use weir_verifier::{Options as VerifyOptions, Proof, Rejection};
 /// What runs something goes through the facade's own functions and types.
 pub use weir_cbpf as cbpf;
 pub use weir_elf as elf;
+/// The flow datapath (`weir flow`): rules, classifier and actions run as they are.
+pub use weir_flow as flow;
 pub use weir_isa as isa;
 /// The JIT's own report of the checks a proven program's facts let it drop (`--explain`).
 pub use weir_jit as jit;

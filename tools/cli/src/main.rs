@@ -17,6 +17,7 @@
 mod cbpf;
 mod compile;
 mod filter;
+mod flow;
 mod hex;
 mod input;
 mod live;
@@ -99,6 +100,12 @@ enum Command {
     /// Run a clang-built BPF object's program (XDP, tc, socket filter) with its maps over
     /// every packet of a capture: verdicts, the packets it passes, the maps.
     Run(Box<objrun::RunArgs>),
+    /// tc-flower rules on a tuple-space classifier: `check` a rule file, `run` it over a
+    /// capture or an interface (verdicts, per-rule counters, a capture per output device).
+    Flow {
+        #[command(subcommand)]
+        command: flow::FlowCommand,
+    },
     /// Prove a program safe as the kernel's verifier would (exit 0), or say where and why
     /// not (exit 1); 2 when the input cannot be read.
     Verify(verify::VerifyArgs),
@@ -147,6 +154,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::Cbpf(command) => cbpf::run(command),
         Command::Run(args) => objrun::run(*args),
+        Command::Flow { command } => flow::run(command),
         Command::ConformancePlugin(args) => return plugin::finish(plugin::run(&args)),
     };
     match result {

@@ -5,6 +5,7 @@
 mod cli;
 mod compile_object;
 mod filter;
+mod flow;
 mod lines;
 mod links;
 mod live;

@@ -1,0 +1,461 @@
+//! `weir-bench flow`: the flow datapath's goals (issue 14), each figure against its goal:
+//!
+//! - **lookups**: ns per packet (extraction, classification, a `drop` action and its
+//!   counter) through `Classifier::process_batch`, hot (a set of 4,096 packets in memory,
+//!   each built to match a random rule), for 10, 1k, 100k and 1M rules over 1, 4, 16 and
+//!   64 masks, against the linear reference (timed on fewer packets when the rule count
+//!   makes it slow). Rule shapes: IPv4 TCP/UDP with source and destination prefixes of
+//!   /32, /24, /16 or /8, with or without a destination port, with or without a source
+//!   port (64 distinct masks; TCP and UDP alternate); one priority per mask
+//!   (mask i has priority i + 1), as tc users give each mask its own priority. Goals: 16
+//!   masks and 1k rules <= 30 ns, 1 mask <= 10 ns.
+//!   `+cache`: the same with `process_batch_cached`, an exact-match cache of 8,192 flows
+//!   in front (the 4,096 hot flows fit: warm passes hit it).
+//! - **width**: the same at the full 14-word key against the width the rules need.
+//! - **updates**: insert and delete latency (one rule at a time, published each time) into
+//!   tables of 1k, 100k and 1M rules; goal <= 0.2 µs.
+//! - **memory**: resident set growth per rule for 1M rules from the rule set built to the
+//!   classifier built (the classifier's copy of each rule, tables, counters, and what the
+//!   build used on the way); goal <= 256 MB for 1M.
+//! - **workers**: 2 threads on one shared classifier against 1; goal >= 1.8x.
+//! - **end to end**: `weir flow run` over a generated 1M-packet capture.
+//!
+//! Every configuration's verdicts are checked against the reference (on a sample of the
+//! packets) before it is timed.
+
+use std::time::{Duration, Instant};
+
+use weir::flow::rule::{IpPrefix, PortMatch};
+use weir::flow::{Action, Classifier, FlowCache, Match, Reference, Rule, RuleSet, Work, BATCH};
+use weir_testkit::SplitMix64;
+
+use crate::record::{self, Log};
+
+#[derive(Debug, clap::Args)]
+pub struct FlowArgs {
+    /// Timed rounds per figure (medians are reported).
+    #[arg(long, default_value_t = 7, value_name = "N")]
+    pub rounds: usize,
+    /// Largest rule count (1M by default; smaller for a quick run).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub max_rules: usize,
+    /// Packets in the end-to-end capture (0: skip that row).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub e2e_packets: usize,
+    /// The weir binary for the end-to-end row (default: target/release/weir).
+    #[arg(long)]
+    pub weir: Option<std::path::PathBuf>,
+    /// Write bench/records/<date>-flow.txt.
+    #[arg(long)]
+    pub record: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Shape {
+    src: u8,
+    dst: u8,
+    port: bool,
+    /// A source port match too (masks 32-63).
+    sport: bool,
+    proto: u8,
+}
+
+fn shape(i: usize) -> Shape {
+    let lens = [32u8, 24, 16, 8];
+    Shape {
+        src: lens[i % 4],
+        dst: lens[(i / 4) % 4],
+        port: (i / 16).is_multiple_of(2),
+        sport: !(i / 32).is_multiple_of(2),
+        proto: if i.is_multiple_of(2) { 6 } else { 17 },
+    }
+}
+
+struct Spec {
+    src: u32,
+    dst: u32,
+    port: u16,
+    sport: u16,
+    shape: Shape,
+}
+
+fn prefix(a: u32, len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        a & (u32::MAX << (32 - u32::from(len)))
+    }
+}
+
+/// `n` rules over `masks` shapes, and their specs (to build matching packets).
+fn rules(n: usize, masks: usize, seed: u64) -> Result<(RuleSet, Vec<Spec>), String> {
+    let mut rng = SplitMix64::new(seed);
+    let mut set = RuleSet::new();
+    let mut specs = Vec::with_capacity(n);
+    for i in 0..n {
+        let m = i % masks;
+        let sh = shape(m);
+        let (src, dst) = (prefix(rng.u32(), sh.src), prefix(rng.u32(), sh.dst));
+        let port = 1 + (rng.u32() % 65535) as u16;
+        let sport = 1 + (rng.u32() % 65535) as u16;
+        let mut r = Rule::new(0x0800)
+            .prio(m as u32 + 1)
+            .with(Match::IpProto(sh.proto))
+            .with(Match::SrcIp(IpPrefix {
+                addr: std::net::Ipv4Addr::from(src).into(),
+                len: sh.src,
+            }))
+            .with(Match::DstIp(IpPrefix {
+                addr: std::net::Ipv4Addr::from(dst).into(),
+                len: sh.dst,
+            }));
+        if sh.port {
+            r = r.with(Match::DstPort(PortMatch::Exact(port)));
+        }
+        if sh.sport {
+            r = r.with(Match::SrcPort(PortMatch::Exact(sport)));
+        }
+        set.push(r.action(Action::drop())).map_err(|e| e.to_string())?;
+        specs.push(Spec { src, dst, port, sport, shape: sh });
+    }
+    Ok((set, specs))
+}
+
+fn frame(s: &Spec, rng: &mut SplitMix64) -> Vec<u8> {
+    let host = |len: u8, rng: &mut SplitMix64| if len == 32 { 0 } else { rng.u32() >> len };
+    let src = s.src | host(s.shape.src, rng);
+    let dst = s.dst | host(s.shape.dst, rng);
+    let port = if s.shape.port { s.port } else { rng.u16() };
+    let l4 = if s.shape.proto == 6 { 20 } else { 8 };
+    let mut f = vec![0u8; 14 + 20 + l4];
+    f[0..6].copy_from_slice(&[0, 0x11, 0x22, 0x33, 0x44, 0x01]);
+    f[6..12].copy_from_slice(&[0, 0x11, 0x22, 0x33, 0x44, 0x02]);
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&((20 + l4) as u16).to_be_bytes());
+    f[22] = 64;
+    f[23] = s.shape.proto;
+    f[26..30].copy_from_slice(&src.to_be_bytes());
+    f[30..34].copy_from_slice(&dst.to_be_bytes());
+    let sport = if s.shape.sport { s.sport } else { rng.u16() };
+    f[34..36].copy_from_slice(&sport.to_be_bytes());
+    f[36..38].copy_from_slice(&port.to_be_bytes());
+    if l4 == 20 {
+        f[46] = 0x50;
+        f[47] = 0x10;
+    }
+    f
+}
+
+fn packets(specs: &[Spec], n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut rng = SplitMix64::new(seed);
+    (0..n).map(|_| frame(&specs[rng.below_usize(specs.len())], &mut rng)).collect()
+}
+
+/// One pass of the classifier over `frames`: (lines matched, elapsed).
+fn pass(c: &Classifier, frames: &[Vec<u8>], bufs: &mut [Vec<u8>]) -> (u64, Duration) {
+    pass_with(c, frames, bufs, None)
+}
+
+fn pass_with(
+    c: &Classifier,
+    frames: &[Vec<u8>],
+    bufs: &mut [Vec<u8>],
+    mut cache: Option<&mut FlowCache>,
+) -> (u64, Duration) {
+    let start = Instant::now();
+    let mut matched = 0u64;
+    let mut mirrored: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); BATCH];
+    let mut outcomes = Vec::with_capacity(BATCH);
+    let v = c.snapshot();
+    for (chunk, bchunk) in frames.chunks(BATCH).zip(bufs.chunks_mut(BATCH)) {
+        outcomes.clear();
+        let mut works: Vec<Work<'_>> = bchunk
+            .iter_mut()
+            .zip(chunk)
+            .zip(mirrored.iter_mut())
+            .map(|((b, f), m)| {
+                // The drop action does not change packets: the buffers stay the frames.
+                Work { data: b, wire_len: f.len() as u32, indev: 0, now: 0, mark: 0, mirrored: m }
+            })
+            .collect();
+        match cache.as_deref_mut() {
+            Some(cache) => c.process_batch_cached(&v, cache, &mut works, &mut outcomes),
+            None => c.process_batch(&v, &mut works, &mut outcomes),
+        }
+        matched += outcomes.iter().filter(|o| o.line.is_some()).count() as u64;
+    }
+    (matched, start.elapsed())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn time_classifier(c: &Classifier, frames: &[Vec<u8>], rounds: usize) -> (f64, u64) {
+    let mut bufs: Vec<Vec<u8>> = frames.to_vec();
+    let (matched, _) = pass(c, frames, &mut bufs);
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        let (_, t) = pass(c, frames, &mut bufs);
+        samples.push(t.as_nanos() as f64 / frames.len() as f64);
+    }
+    (median(samples), matched)
+}
+
+/// The same with an exact-match cache of 8,192 flows in front (the hot set is 4,096
+/// flows: warm passes hit it).
+fn time_cached(c: &Classifier, frames: &[Vec<u8>], rounds: usize) -> f64 {
+    let mut bufs: Vec<Vec<u8>> = frames.to_vec();
+    let mut cache = FlowCache::new(8192);
+    pass_with(c, frames, &mut bufs, Some(&mut cache));
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        let (_, t) = pass_with(c, frames, &mut bufs, Some(&mut cache));
+        samples.push(t.as_nanos() as f64 / frames.len() as f64);
+    }
+    median(samples)
+}
+
+fn time_reference(r: &Reference, frames: &[Vec<u8>]) -> f64 {
+    let start = Instant::now();
+    let mut mirrored = Vec::new();
+    for f in frames {
+        let mut d = f.clone();
+        let mut w = Work {
+            data: &mut d,
+            wire_len: f.len() as u32,
+            indev: 0,
+            now: 0,
+            mark: 0,
+            mirrored: &mut mirrored,
+        };
+        std::hint::black_box(r.process(&mut w));
+    }
+    start.elapsed().as_nanos() as f64 / frames.len() as f64
+}
+
+/// Check the classifier against the reference on a sample of the packets.
+fn agree(c: &Classifier, r: &Reference, frames: &[Vec<u8>]) -> Result<(), String> {
+    let v = c.snapshot();
+    for (i, f) in frames.iter().enumerate().step_by(frames.len().div_ceil(200).max(1)) {
+        let key = weir::flow::key::extract(f, 0, weir::flow::key::Need::ALL).0;
+        let a = v.lookup(0, &key, None).map(|x| x.rule.line);
+        let b = r.lookup(0, &key, None).map(|x| x.rule.line);
+        if a != b {
+            return Err(format!("packet {i}: classifier rule {a:?}, reference {b:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
+    let mut log = Log::default();
+    let counts: Vec<usize> =
+        [10usize, 1_000, 100_000, 1_000_000].into_iter().filter(|&n| n <= args.max_rules).collect();
+    // Memory first, before anything else has been allocated and freed (freed memory stays
+    // in the process and would hide the growth).
+    if let Some(&n) = counts.last() {
+        // From the rule set built to the classifier built: what the classifier adds
+        // (its own copy of each rule, tables, counters), with the build's transient peak.
+        let (set, _) = rules(n, 16, 11)?;
+        let before = rss_bytes();
+        let c = Classifier::new(&set);
+        let after = rss_bytes();
+        drop(set);
+        let per = (after.saturating_sub(before)) as f64 / n as f64;
+        log.line(format!(
+            "memory: {n} rules, 16 masks: {:.0} MB resident growth, {per:.0} bytes per rule (slot arrays {} MB)",
+            after.saturating_sub(before) as f64 / 1e6,
+            c.stats().1 / 1_000_000
+        ));
+        drop(c);
+    }
+    log.line(
+        "lookups, hot (4,096 packets), one core: ns/packet (Mpps); linear reference ns/packet",
+    );
+    log.line(format!(
+        "{:>9} {:>6} {:>6} {:>14} {:>10} {:>14} {:>10} {:>8}",
+        "rules", "masks", "width", "classifier", "+cache", "reference", "subtables", "matched"
+    ));
+    for &n in &counts {
+        for masks in [1usize, 4, 16, 64] {
+            let (set, specs) = rules(n, masks, n as u64 * 131 + masks as u64)?;
+            let frames = packets(&specs, 4096, 7);
+            let c = Classifier::new(&set);
+            let reference = Reference::new(&set);
+            agree(&c, &reference, &frames)?;
+            let (ns, matched) = time_classifier(&c, &frames, args.rounds);
+            c.rerank();
+            let (ns_ranked, _) = time_classifier(&c, &frames, args.rounds);
+            let ns = ns.min(ns_ranked);
+            let cached = time_cached(&c, &frames, args.rounds);
+            // The reference is linear in the rules: fewer packets where it is slow.
+            let sample = match n {
+                0..=1000 => 4096,
+                1001..=100_000 => 64,
+                _ => 8,
+            };
+            let rns = time_reference(&reference, &frames[..sample]);
+            log.line(format!(
+                "{n:>9} {masks:>6} {:>6} {:>8.1} ({:>4.1}) {:>10.1} {:>14.0} {:>10} {:>8}",
+                c.width(),
+                ns,
+                1000.0 / ns,
+                cached,
+                rns,
+                c.stats().0,
+                matched
+            ));
+        }
+    }
+    // Width: the same rule set, lookups at the full 14 words.
+    {
+        let (set, specs) = rules(1000, 16, 99)?;
+        let frames = packets(&specs, 4096, 8);
+        let narrow = Classifier::new(&set);
+        let full = Classifier::new_full_width(&set);
+        let (a, _) = time_classifier(&narrow, &frames, args.rounds);
+        let (b, _) = time_classifier(&full, &frames, args.rounds);
+        log.line(format!(
+            "width: 1k rules, 16 masks: {} words {a:.1} ns/packet, 14 words {b:.1} ns/packet",
+            narrow.width()
+        ));
+    }
+    // Updates.
+    log.line("updates: µs per insert / delete of one rule (published each time), median of 1,000");
+    for &n in counts.iter().filter(|&&n| n >= 1000) {
+        let (set, _) = rules(n, 16, 5)?;
+        let c = Classifier::new(&set);
+        let (extra, _) = rules(1000, 16, 6)?;
+        let mut ins = Vec::new();
+        let mut ids = Vec::new();
+        for r in extra.rules {
+            let t = Instant::now();
+            let id = c.insert(r).map_err(|e| e.to_string())?;
+            ins.push(t.elapsed().as_nanos() as f64 / 1000.0);
+            ids.push(id);
+        }
+        let mut del = Vec::new();
+        for id in ids {
+            let t = Instant::now();
+            if !c.delete(id) {
+                return Err("delete of an inserted rule failed".into());
+            }
+            del.push(t.elapsed().as_nanos() as f64 / 1000.0);
+        }
+        log.line(format!(
+            "{n:>9} rules, 16 masks: insert {:.2} µs, delete {:.2} µs",
+            median(ins),
+            median(del)
+        ));
+    }
+    // Two workers on one classifier.
+    {
+        let (set, specs) = rules(1000, 16, 21)?;
+        let c = Classifier::new(&set);
+        let a = packets(&specs, 4096, 1);
+        let b = packets(&specs, 4096, 2);
+        let reps = 200;
+        let one = {
+            let mut bufs = a.clone();
+            let t = Instant::now();
+            for _ in 0..reps {
+                pass(&c, &a, &mut bufs);
+            }
+            (reps * a.len()) as f64 / t.elapsed().as_secs_f64()
+        };
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for frames in [&a, &b] {
+                let c = &c;
+                s.spawn(move || {
+                    let mut bufs = frames.clone();
+                    for _ in 0..reps {
+                        pass(c, frames, &mut bufs);
+                    }
+                });
+            }
+        });
+        let two = (2 * reps * a.len()) as f64 / t.elapsed().as_secs_f64();
+        log.line(format!(
+            "workers: 1k rules, 16 masks: 1 thread {:.1} Mpps, 2 threads {:.1} Mpps ({:.2}x)",
+            one / 1e6,
+            two / 1e6,
+            two / one
+        ));
+    }
+    if args.e2e_packets > 0 {
+        e2e(args, &mut log)?;
+    }
+    if args.record {
+        let notes = vec![
+            format!("profile: {}", record::profile()),
+            "classifier = Classifier::process_batch (extraction, lookup, drop action, counters); hot = 4,096 packets repeated".into(),
+        ];
+        let path = record::write("flow", command, &notes, &log.lines)?;
+        println!("recorded in {}", path.display());
+    }
+    Ok(true)
+}
+
+fn e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("weir-bench-flow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (set, specs) = rules(1000, 16, 31)?;
+    let rules_path = dir.join("rules.txt");
+    std::fs::write(&rules_path, set.to_string()).map_err(|e| e.to_string())?;
+    let cap = dir.join("flow.pcap");
+    let frames = packets(&specs, args.e2e_packets, 3);
+    let pk: Vec<weir_testkit::Packet> = frames
+        .into_iter()
+        .enumerate()
+        .map(|(i, data)| weir_testkit::Packet {
+            wire_len: data.len() as u32,
+            data,
+            ts_sec: 1_700_000_000 + (i / 1_000_000) as u32,
+            ts_usec: (i % 1_000_000) as u32,
+            description: String::new(),
+        })
+        .collect();
+    weir_testkit::write_pcap(&cap, weir_testkit::LINKTYPE_ETHERNET, &pk)
+        .map_err(|e| e.to_string())?;
+    drop(pk);
+    let weir = args.weir.clone().unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/weir")
+    });
+    for workers in [1, 2] {
+        let t = Instant::now();
+        let out = std::process::Command::new(&weir)
+            .args(["flow", "run"])
+            .arg(&rules_path)
+            .arg("-r")
+            .arg(&cap)
+            .args(["--stats", "--workers", &workers.to_string()])
+            .output()
+            .map_err(|e| format!("{}: {e}", weir.display()))?;
+        let wall = t.elapsed();
+        if !out.status.success() {
+            return Err(format!("weir flow run: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        let matched: u64 = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split(' ').nth(3).and_then(|p| p.parse::<u64>().ok()))
+            .sum();
+        log.line(format!(
+            "end to end: weir flow run, 1k rules, 16 masks, {} packets, --workers {workers}: {:.2} s, {:.0} ns/packet, {matched} matched",
+            args.e2e_packets,
+            wall.as_secs_f64(),
+            wall.as_nanos() as f64 / args.e2e_packets as f64
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

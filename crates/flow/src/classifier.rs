@@ -1,0 +1,1123 @@
+//! The tuple-space classifier: per chain, one subtable per (mask, which ports have
+//! ranges), each an open-addressing hash table of masked keys.
+//!
+//! - **Key width.** Only the 64-bit words of the flow key that some rule's mask touches
+//!   are kept (gathered into `[u64; W]`), and the lookup code is monomorphized for W in
+//!   {1, 2, 4, 8, 14} (const generics; [`Classifier::width`]). Extraction parses only
+//!   the layers the masks read ([`Need`]).
+//! - **Early stop and ranking.** Each subtable knows the best (priority, order) it holds.
+//!   Subtables are visited ranked by hits ([`Classifier::rerank`]); the minimum of the
+//!   best ranks of the subtables still to visit is kept beside the order, so the lookup
+//!   stops as soon as none of them can beat what was found. A packet that matched in the
+//!   first subtable of a rule set whose subtables hold one priority each stops there.
+//! - **Batches.** [`Classifier::process_batch`] takes up to 32 packets: for each subtable,
+//!   the masked keys and hashes of every packet still looking are computed first, then the
+//!   table is probed for all of them, so the hash work and the probes' cache misses of
+//!   different packets overlap.
+//! - **Filters.** Each segment keeps a one-hash Bloom filter of its slots' hashes (8 bits
+//!   a slot): most probes of a subtable are misses, and the filter answers them without
+//!   touching the slots; the slots of the packets that pass are touched for the whole
+//!   batch before any is probed (independent loads the CPU overlaps).
+//! - **Exact-match cache** ([`FlowCache`], [`Classifier::process_batch_cached`]): whole
+//!   keys (the words the rules read) to their first lookup's rule, per worker, valid for
+//!   one published version; it pays only with many subtables (weir-bench flow).
+//! - **Port ranges** are kept as a check per entry (`Compiled::ranges_hold`) in a
+//!   subtable whose mask leaves the ranged port out, not expanded into masks: a range
+//!   expands into up to 30 prefix masks per port (900 for a source and destination range),
+//!   each a subtable probe; a range check costs two compares on the entries that hash
+//!   equal. Entries with equal masked keys share a slot, in rank order.
+//! - **Updates** (`insert`, `delete`) build a new version of the one segment that changes
+//!   (each subtable is split into copy-on-write segments of about 256 entries, picked by
+//!   the hash's top bits; the segment count doubles as the subtable grows) and publish a
+//!   new table with an `Arc` swap (RCU-style: lookups in flight finish on the version they
+//!   took, one lock-protected `Arc` clone per batch); nothing is recompiled, and other
+//!   segments and subtables are shared between versions. A rule whose mask touches a word no
+//!   rule touched before rebuilds the table at the new width.
+
+use crate::engine::{self, device_indices, Installed, Outcome, Work};
+use crate::key::{extract, Key, Need, WORDS};
+use crate::rule::{Compiled, Rule, RuleError, RuleSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Packets per batch.
+pub const BATCH: usize = 32;
+
+/// A handle to an installed rule (for `delete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RuleId(pub u64);
+
+/// The classifier. Cheap to share between worker threads (`&Classifier` is `Sync`).
+pub struct Classifier {
+    current: RwLock<Arc<Version>>,
+    /// Serializes writers; readers never take it.
+    writer: Mutex<Writer>,
+    /// When set, the full key width is used whatever the rules read (for measurement).
+    full_width: bool,
+}
+
+struct Writer {
+    next_seq: u64,
+    devices: Vec<String>,
+    indevs: Vec<String>,
+    /// Every installed rule, by seq (the source of a rebuild).
+    rules: std::collections::BTreeMap<u64, Arc<Installed>>,
+}
+
+impl Writer {
+    /// A rule's masked key and mask, again (rules keep no copy: `indev` ids are stable).
+    fn compile(&self, rule: &Rule) -> Compiled {
+        let indevs = &self.indevs;
+        let mut id = |name: &str| indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1);
+        rule.compile(&mut id)
+    }
+}
+
+/// One published version of the tables.
+pub struct Version {
+    /// Unique among versions (a flow cache's entries belong to one).
+    id: u64,
+    /// The key words a flow cache keys on (the first `nwords`: see `words_of`).
+    words: [usize; WORDS],
+    nwords: usize,
+    tables: AnyTables,
+    need: Need,
+    devices: Arc<Vec<String>>,
+    indevs: Arc<Vec<String>>,
+}
+
+enum AnyTables {
+    W1(Tables<1>),
+    W2(Tables<2>),
+    W4(Tables<4>),
+    W8(Tables<8>),
+    W14(Tables<14>),
+}
+
+macro_rules! dispatch {
+    ($t:expr, $x:ident => $body:expr) => {
+        match $t {
+            AnyTables::W1($x) => $body,
+            AnyTables::W2($x) => $body,
+            AnyTables::W4($x) => $body,
+            AnyTables::W8($x) => $body,
+            AnyTables::W14($x) => $body,
+        }
+    };
+}
+
+#[derive(Clone)]
+struct Tables<const W: usize> {
+    /// The key words gathered, in order; unused trailing positions repeat word 0 and are
+    /// masked out.
+    words: [usize; W],
+    chains: Vec<(u32, ChainT<W>)>,
+}
+
+#[derive(Clone)]
+struct ChainT<const W: usize> {
+    subtables: Vec<Arc<Subtable<W>>>,
+    suffix_best: Vec<(u32, u64)>,
+}
+
+struct Subtable<const W: usize> {
+    /// The full mask (for matching the subtable on insert) and the gathered one.
+    mask: Key,
+    gmask: [u64; W],
+    src_range: bool,
+    dst_range: bool,
+    best: (u32, u64),
+    hits: AtomicU64,
+    len: usize,
+    /// log2 of the segment count.
+    seg_bits: u32,
+    /// Segments, picked by the hash's bits below the top one; each its own open-addressing
+    /// table, shared between versions until an update copies the one it changes.
+    segs: Vec<Arc<Segment<W>>>,
+}
+
+/// Entries per segment (on average) before the segment count doubles.
+const SEGMENT_ENTRIES: usize = 256;
+
+#[derive(Clone)]
+struct Segment<const W: usize> {
+    len: usize,
+    /// Power-of-two slots; `hash == 0` is empty.
+    slots: Vec<Slot<W>>,
+    /// A one-hash Bloom filter of the slots' hashes (8 bits a slot, from hash bits the
+    /// slot index does not use): most probes of a subtable miss, and this answers them
+    /// from 1/56th of the memory (a large table's slots are out of cache, its filter is
+    /// not). Deletes leave bits set (false positives only) until the segment grows.
+    filter: Vec<u64>,
+}
+
+#[derive(Clone)]
+struct Slot<const W: usize> {
+    hash: u32,
+    key: [u64; W],
+    /// Rules with this masked key, best rank first (`None`: empty slot). Shared, so that
+    /// copying a segment copies pointers.
+    rules: Option<Arc<[Arc<Installed>]>>,
+}
+
+impl<const W: usize> Slot<W> {
+    fn empty() -> Slot<W> {
+        Slot { hash: 0, key: [0; W], rules: None }
+    }
+    fn rules(&self) -> &[Arc<Installed>] {
+        self.rules.as_deref().unwrap_or(&[])
+    }
+}
+
+impl<const W: usize> Segment<W> {
+    fn new() -> Segment<W> {
+        Segment { len: 0, slots: vec![Slot::empty(); 8], filter: vec![0; 1] }
+    }
+
+    #[inline]
+    fn filter_bit(&self, hash: u32) -> (usize, u64) {
+        let bits = self.filter.len() * 64;
+        // The top bit is always set and the low bits pick the slot: mix the middle ones.
+        let b = (hash.wrapping_mul(0x9e37_79b1) >> 7) as usize & (bits - 1);
+        (b / 64, 1u64 << (b % 64))
+    }
+
+    #[inline]
+    fn may_hold(&self, hash: u32) -> bool {
+        let (w, m) = self.filter_bit(hash);
+        self.filter[w] & m != 0
+    }
+
+    fn mark(&mut self, hash: u32) {
+        let (w, m) = self.filter_bit(hash);
+        self.filter[w] |= m;
+    }
+
+    #[inline]
+    fn find(&self, key: &[u64; W], hash: u32) -> Option<&Slot<W>> {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let s = &self.slots[i];
+            if s.hash == 0 {
+                return None;
+            }
+            if s.hash == hash && same(&s.key, key) {
+                return Some(s);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Put a whole slot (a rehash).
+    fn place(&mut self, slot: Slot<W>) {
+        let mask = self.slots.len() - 1;
+        let mut i = slot.hash as usize & mask;
+        while self.slots[i].hash != 0 {
+            i = (i + 1) & mask;
+        }
+        let hash = slot.hash;
+        self.slots[i] = slot;
+        self.len += 1;
+        self.mark(hash);
+    }
+
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        self.slots = vec![Slot::empty(); (old.len() * 2).max(8)];
+        self.filter = vec![0; (self.slots.len() / 8).max(1)];
+        self.len = 0;
+        for s in old.into_iter().filter(|s| s.hash != 0) {
+            self.place(s);
+        }
+    }
+
+    fn insert(&mut self, key: [u64; W], hash: u32, rule: Arc<Installed>) {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let s = &mut self.slots[i];
+            if s.hash == 0 {
+                *s = Slot { hash, key, rules: Some(Arc::from(vec![rule])) };
+                self.len += 1;
+                self.mark(hash);
+                return;
+            }
+            if s.hash == hash && same(&s.key, &key) {
+                let mut v: Vec<Arc<Installed>> = s.rules().to_vec();
+                let at = v.partition_point(|r| r.rank() < rule.rank());
+                v.insert(at, rule);
+                s.rules = Some(Arc::from(v));
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Remove a rule: (removed, whether it was its slot's first).
+    fn remove(&mut self, key: &[u64; W], hash: u32, seq: u64) -> bool {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            if self.slots[i].hash == 0 {
+                return false;
+            }
+            if self.slots[i].hash == hash && same(&self.slots[i].key, key) {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        let s = &mut self.slots[i];
+        let Some(at) = s.rules().iter().position(|r| r.seq == seq) else { return false };
+        let mut v: Vec<Arc<Installed>> = s.rules().to_vec();
+        v.remove(at);
+        if !v.is_empty() {
+            s.rules = Some(Arc::from(v));
+            return true;
+        }
+        // Backward-shift deletion keeps every probe sequence unbroken.
+        self.slots[i] = Slot::empty();
+        self.len -= 1;
+        let mut hole = i;
+        let mut j = (i + 1) & mask;
+        while self.slots[j].hash != 0 {
+            let home = self.slots[j].hash as usize & mask;
+            let dist_j = j.wrapping_sub(home) & mask;
+            let dist_hole = j.wrapping_sub(hole) & mask;
+            if dist_hole <= dist_j {
+                self.slots[hole] = std::mem::replace(&mut self.slots[j], Slot::empty());
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        true
+    }
+}
+
+#[inline]
+fn hash_words<const W: usize>(k: &[u64; W]) -> u32 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+    for &w in k {
+        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 32;
+    }
+    let h = (h ^ (h >> 29)) as u32;
+    // Never 0 (an empty slot); the top bit, not the bottom one, so that every slot can be
+    // a home (slots are picked by the low bits).
+    h | 0x8000_0000
+}
+
+impl<const W: usize> Subtable<W> {
+    fn new(c: &Compiled, words: &[usize; W]) -> Subtable<W> {
+        Subtable {
+            mask: c.mask,
+            gmask: gather(&c.mask, words),
+            src_range: c.src_range.is_some(),
+            dst_range: c.dst_range.is_some(),
+            best: (u32::MAX, u64::MAX),
+            hits: AtomicU64::new(0),
+            len: 0,
+            seg_bits: 0,
+            segs: vec![Arc::new(Segment::new())],
+        }
+    }
+
+    fn fits(&self, c: &Compiled) -> bool {
+        self.mask == c.mask
+            && self.src_range == c.src_range.is_some()
+            && self.dst_range == c.dst_range.is_some()
+    }
+
+    /// A new version sharing every segment.
+    fn clone_table(&self) -> Subtable<W> {
+        Subtable {
+            mask: self.mask,
+            gmask: self.gmask,
+            src_range: self.src_range,
+            dst_range: self.dst_range,
+            best: self.best,
+            hits: AtomicU64::new(self.hits.load(Ordering::Relaxed)),
+            len: self.len,
+            seg_bits: self.seg_bits,
+            segs: self.segs.clone(),
+        }
+    }
+
+    #[inline]
+    fn seg_of(&self, hash: u32) -> usize {
+        if self.seg_bits == 0 {
+            0
+        } else {
+            ((hash << 1) >> (32 - self.seg_bits)) as usize
+        }
+    }
+
+    #[inline]
+    fn segment(&self, hash: u32) -> &Segment<W> {
+        &self.segs[self.seg_of(hash)]
+    }
+
+    #[inline]
+    fn find(&self, key: &[u64; W], hash: u32) -> Option<&Slot<W>> {
+        self.segment(hash).find(key, hash)
+    }
+
+    fn insert(&mut self, key: [u64; W], rule: Arc<Installed>) {
+        if self.len + 1 > SEGMENT_ENTRIES << self.seg_bits && self.seg_bits < 20 {
+            self.resegment(self.seg_bits + 1);
+        }
+        let hash = hash_words(&key);
+        let i = self.seg_of(hash);
+        if rule.rank() < self.best {
+            self.best = rule.rank();
+        }
+        let before = self.segs[i].len;
+        // Copy the segment only when a published version shares it.
+        Arc::make_mut(&mut self.segs[i]).insert(key, hash, rule);
+        self.len += self.segs[i].len - before;
+    }
+
+    /// Spread the slots over `2^bits` segments (the one update that costs the whole table;
+    /// the segment count doubles, so it is amortized).
+    fn resegment(&mut self, bits: u32) {
+        let old = std::mem::take(&mut self.segs);
+        self.seg_bits = bits;
+        let mut segs: Vec<Segment<W>> = (0..1usize << bits).map(|_| Segment::new()).collect();
+        for seg in old {
+            for slot in seg.slots.iter().filter(|s| s.hash != 0) {
+                let i = self.seg_of(slot.hash);
+                if (segs[i].len + 1) * 4 > segs[i].slots.len() * 3 {
+                    segs[i].grow();
+                }
+                segs[i].place(slot.clone());
+            }
+        }
+        self.segs = segs.into_iter().map(Arc::new).collect();
+    }
+
+    /// Remove a rule; false when it is not here.
+    fn remove(&mut self, key: &[u64; W], seq: u64, rank: (u32, u64)) -> bool {
+        let hash = hash_words(key);
+        let i = self.seg_of(hash);
+        if self.segs[i].find(key, hash).is_none_or(|s| !s.rules().iter().any(|r| r.seq == seq)) {
+            return false;
+        }
+        let before = self.segs[i].len;
+        let removed = Arc::make_mut(&mut self.segs[i]).remove(key, hash, seq);
+        self.len -= before - self.segs[i].len;
+        if removed && rank == self.best {
+            // Only the best rule's removal needs the new best: a scan, rare.
+            self.best = self
+                .segs
+                .iter()
+                .flat_map(|g| g.slots.iter())
+                .filter_map(|s| s.rules().first().map(|r| r.rank()))
+                .min()
+                .unwrap_or((u32::MAX, u64::MAX));
+        }
+        removed
+    }
+}
+
+/// Key equality without a call to `memcmp` (which `==` on arrays becomes).
+#[inline]
+fn same<const W: usize>(a: &[u64; W], b: &[u64; W]) -> bool {
+    let mut diff = 0;
+    for i in 0..W {
+        diff |= a[i] ^ b[i];
+    }
+    diff == 0
+}
+
+#[inline]
+fn gather<const W: usize>(key: &Key, words: &[usize; W]) -> [u64; W] {
+    let mut out = [0u64; W];
+    for (o, &w) in out.iter_mut().zip(words.iter()) {
+        *o = key.word(w);
+    }
+    out
+}
+
+#[inline]
+fn and<const W: usize>(a: &[u64; W], b: &[u64; W]) -> [u64; W] {
+    let mut out = [0u64; W];
+    for i in 0..W {
+        out[i] = a[i] & b[i];
+    }
+    out
+}
+
+impl<const W: usize> ChainT<W> {
+    fn refresh(&mut self) {
+        self.subtables.retain(|s| s.len > 0);
+        let mut best = (u32::MAX, u64::MAX);
+        self.suffix_best = vec![best; self.subtables.len()];
+        for i in (0..self.subtables.len()).rev() {
+            best = best.min(self.subtables[i].best);
+            self.suffix_best[i] = best;
+        }
+    }
+
+    /// The best rule in this chain matching `g` (the gathered full key), ranked after
+    /// `after`.
+    fn lookup<'a>(
+        &'a self,
+        key: &Key,
+        g: &[u64; W],
+        after: Option<(u32, u64)>,
+    ) -> Option<&'a Installed> {
+        let mut cand: Option<&Installed> = None;
+        for (i, st) in self.subtables.iter().enumerate() {
+            let bound = cand.map_or((u32::MAX, u64::MAX), |c| c.rank());
+            if self.suffix_best[i] >= bound {
+                break;
+            }
+            if st.best >= bound {
+                continue;
+            }
+            let mk = and(g, &st.gmask);
+            let h = hash_words(&mk);
+            if !st.segment(h).may_hold(h) {
+                continue;
+            }
+            let Some(slot) = st.find(&mk, h) else { continue };
+            for r in slot.rules() {
+                if r.rank() >= bound {
+                    break;
+                }
+                if after.is_some_and(|a| r.rank() <= a) {
+                    continue;
+                }
+                if (!st.src_range && !st.dst_range) || r.ranges.hold(key) {
+                    cand = Some(r);
+                    break;
+                }
+            }
+        }
+        cand
+    }
+}
+
+impl<const W: usize> Tables<W> {
+    fn build(
+        words: [usize; W],
+        rules: impl Iterator<Item = (Arc<Installed>, Compiled)>,
+    ) -> Tables<W> {
+        let mut t = Tables { words, chains: Vec::new() };
+        for (r, c) in rules {
+            t.insert_in_place(r, &c);
+        }
+        for (_, c) in &mut t.chains {
+            c.refresh();
+        }
+        t
+    }
+
+    fn chain(&self, chain: u32) -> Option<&ChainT<W>> {
+        self.chains.iter().find(|(c, _)| *c == chain).map(|(_, c)| c)
+    }
+
+    fn chain_mut(&mut self, chain: u32) -> &mut ChainT<W> {
+        let at = match self.chains.binary_search_by_key(&chain, |(c, _)| *c) {
+            Ok(i) => i,
+            Err(i) => {
+                self.chains
+                    .insert(i, (chain, ChainT { subtables: Vec::new(), suffix_best: Vec::new() }));
+                i
+            }
+        };
+        &mut self.chains[at].1
+    }
+
+    /// Insert, copying only the subtable that changes.
+    fn insert_in_place(&mut self, r: Arc<Installed>, c: &Compiled) {
+        let words = self.words;
+        let ch = self.chain_mut(r.rule.chain);
+        let gk = gather(&c.key, &words);
+        match ch.subtables.iter().position(|s| s.fits(c)) {
+            Some(i) => match Arc::get_mut(&mut ch.subtables[i]) {
+                // Not shared with a published version (a build): in place.
+                Some(st) => st.insert(gk, r),
+                None => {
+                    let mut st = ch.subtables[i].clone_table();
+                    st.insert(gk, r);
+                    ch.subtables[i] = Arc::new(st);
+                }
+            },
+            None => {
+                let mut st = Subtable::new(c, &words);
+                st.insert(gk, r);
+                ch.subtables.push(Arc::new(st));
+            }
+        }
+    }
+
+    fn remove(&mut self, r: &Installed, c: &Compiled) -> bool {
+        let words = self.words;
+        let Some(ch) = self.chains.iter_mut().find(|(c, _)| *c == r.rule.chain).map(|(_, c)| c)
+        else {
+            return false;
+        };
+        let Some(i) = ch.subtables.iter().position(|s| s.fits(c)) else { return false };
+        let mut st = ch.subtables[i].clone_table();
+        if !st.remove(&gather(&c.key, &words), r.seq, r.rank()) {
+            return false;
+        }
+        ch.subtables[i] = Arc::new(st);
+        ch.refresh();
+        true
+    }
+
+    fn lookup(&self, chain: u32, key: &Key, after: Option<(u32, u64)>) -> Option<&Installed> {
+        let ch = self.chain(chain)?;
+        ch.lookup(key, &gather(key, &self.words), after)
+    }
+
+    /// The first lookup (chain 0) of up to [`BATCH`] keys, subtable by subtable.
+    fn lookup_batch<'a>(&'a self, keys: &[Key], out: &mut [Option<&'a Arc<Installed>>]) {
+        let n = keys.len().min(BATCH);
+        for o in out.iter_mut().take(n) {
+            *o = None;
+        }
+        let Some(ch) = self.chain(0) else { return };
+        let mut g = [[0u64; W]; BATCH];
+        for i in 0..n {
+            g[i] = gather(&keys[i], &self.words);
+        }
+        let mut bound = [(u32::MAX, u64::MAX); BATCH];
+        let mut mk = [[0u64; W]; BATCH];
+        let mut hs = [0u32; BATCH];
+        let mut live = [0u8; BATCH];
+        for (si, st) in ch.subtables.iter().enumerate() {
+            // Which packets can still improve here, and their hashes, first.
+            let mut nl = 0;
+            let remaining = ch.suffix_best[si];
+            let mut any_left = false;
+            for i in 0..n {
+                if remaining < bound[i] {
+                    any_left = true;
+                    if st.best < bound[i] {
+                        mk[nl] = and(&g[i], &st.gmask);
+                        hs[nl] = hash_words(&mk[nl]);
+                        live[nl] = i as u8;
+                        nl += 1;
+                    }
+                }
+            }
+            if !any_left {
+                break;
+            }
+            // The segments' filters first: packets whose key cannot be here drop out
+            // without touching the slots.
+            let mut kept = 0;
+            for j in 0..nl {
+                if st.segment(hs[j]).may_hold(hs[j]) {
+                    mk[kept] = mk[j];
+                    hs[kept] = hs[j];
+                    live[kept] = live[j];
+                    kept += 1;
+                }
+            }
+            let nl = kept;
+            // Touch every remaining packet's home slot before probing any: independent
+            // loads the CPU overlaps, so a large table's cache misses are paid once per
+            // batch rather than once per packet (a prefetch without `unsafe`).
+            let mut touch = 0u32;
+            for &h in &hs[..nl] {
+                let seg = st.segment(h);
+                touch ^= seg.slots[h as usize & (seg.slots.len() - 1)].hash;
+            }
+            std::hint::black_box(touch);
+            let mut hits = 0u64;
+            for j in 0..nl {
+                let i = usize::from(live[j]);
+                let Some(slot) = st.find(&mk[j], hs[j]) else { continue };
+                for r in slot.rules() {
+                    if r.rank() >= bound[i] {
+                        break;
+                    }
+                    if (!st.src_range && !st.dst_range) || r.ranges.hold(&keys[i]) {
+                        out[i] = Some(r);
+                        bound[i] = r.rank();
+                        hits += 1;
+                        break;
+                    }
+                }
+            }
+            if hits > 0 {
+                st.hits.fetch_add(hits, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn reranked(&self) -> Tables<W> {
+        let mut t = self.clone();
+        for (_, c) in &mut t.chains {
+            c.subtables.sort_by_key(|s| std::cmp::Reverse(s.hits.load(Ordering::Relaxed)));
+            c.refresh();
+        }
+        t
+    }
+
+    fn stats(&self) -> (usize, usize) {
+        let subtables = self.chains.iter().map(|(_, c)| c.subtables.len()).sum();
+        let bytes = self
+            .chains
+            .iter()
+            .flat_map(|(_, c)| c.subtables.iter())
+            .flat_map(|s| s.segs.iter())
+            .map(|g| {
+                g.slots.len() * std::mem::size_of::<Slot<W>>()
+                    + g.slots
+                        .iter()
+                        .map(|sl| sl.rules().len() * 8 + if sl.rules.is_some() { 16 } else { 0 })
+                        .sum::<usize>()
+            })
+            .sum();
+        (subtables, bytes)
+    }
+}
+
+impl Version {
+    /// Lookup in one chain after a rank (the slow path: goto, continue).
+    pub fn lookup(&self, chain: u32, key: &Key, after: Option<(u32, u64)>) -> Option<&Installed> {
+        dispatch!(&self.tables, t => t.lookup(chain, key, after))
+    }
+}
+
+/// The words a flow cache keys on, as a fixed array and a count: those the tables gather,
+/// and the ports' word, which port ranges read without a mask.
+fn words_of(t: &AnyTables) -> ([usize; WORDS], usize) {
+    let mut v = tables_words(t);
+    let ports = crate::key::field::SRC_PORT.offset / 8;
+    if !v.contains(&ports) {
+        v.push(ports);
+    }
+    let mut a = [0usize; WORDS];
+    for (o, w) in a.iter_mut().zip(&v) {
+        *o = *w;
+    }
+    (a, v.len().min(WORDS))
+}
+
+fn next_version_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The words a set of masks touches, as a width the lookups are compiled for.
+fn width_for(masks: &[Key], full: bool) -> Vec<usize> {
+    if full {
+        return (0..WORDS).collect();
+    }
+    (0..WORDS).filter(|&w| masks.iter().any(|m| m.word(w) != 0)).collect()
+}
+
+/// Tables for `rules`, compiled one at a time (no list of every compiled rule: 238 bytes
+/// a rule at the peak of a build).
+fn build_tables(
+    words: &[usize],
+    rules: impl Iterator<Item = (Arc<Installed>, Compiled)>,
+) -> AnyTables {
+    fn arr<const W: usize>(words: &[usize]) -> [usize; W] {
+        let mut a = [words.first().copied().unwrap_or(0); W];
+        for (o, &w) in a.iter_mut().zip(words) {
+            *o = w;
+        }
+        a
+    }
+    match words.len() {
+        0..=1 => AnyTables::W1(Tables::build(arr(words), rules)),
+        2 => AnyTables::W2(Tables::build(arr(words), rules)),
+        3..=4 => AnyTables::W4(Tables::build(arr(words), rules)),
+        5..=8 => AnyTables::W8(Tables::build(arr(words), rules)),
+        _ => AnyTables::W14(Tables::build(arr(words), rules)),
+    }
+}
+
+fn tables_words(t: &AnyTables) -> Vec<usize> {
+    dispatch!(t, x => x.words.to_vec())
+}
+
+impl Classifier {
+    /// A classifier holding a rule set.
+    pub fn new(set: &RuleSet) -> Classifier {
+        Classifier::build(set, false)
+    }
+
+    /// The same, with lookups at the full key width (14 words) whatever the rules read:
+    /// the baseline the width selection is measured against.
+    pub fn new_full_width(set: &RuleSet) -> Classifier {
+        Classifier::build(set, true)
+    }
+
+    fn build(set: &RuleSet, full_width: bool) -> Classifier {
+        let devices = set.devices();
+        let indevs = set.indevs();
+        let mut id = |name: &str| indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1);
+        // Pass 1: the key words and layers the rules read.
+        let mut union = Key::default();
+        let mut need = Need::default();
+        for r in &set.rules {
+            let c = r.compile(&mut id);
+            for (u, m) in union.0.iter_mut().zip(c.mask.0.iter()) {
+                *u |= m;
+            }
+            need = need.union(c.need);
+        }
+        let words = width_for(&[union], full_width);
+        // Pass 2: install, compiling again rule by rule.
+        let mut rules = std::collections::BTreeMap::new();
+        let all = set.rules.iter().enumerate().map(|(i, r)| {
+            let c = r.compile(&mut id);
+            let devs = device_indices(&r.actions, &devices);
+            let installed = Arc::new(Installed::new(r.clone(), set.prios[i], i as u64, &c, devs));
+            rules.insert(i as u64, installed.clone());
+            (installed, c)
+        });
+        let tables = build_tables(&words, all);
+        let version = Version {
+            id: next_version_id(),
+            words: words_of(&tables).0,
+            nwords: words_of(&tables).1,
+            tables,
+            need,
+            devices: Arc::new(devices.clone()),
+            indevs: Arc::new(indevs.clone()),
+        };
+        Classifier {
+            current: RwLock::new(Arc::new(version)),
+            writer: Mutex::new(Writer { next_seq: set.rules.len() as u64, devices, indevs, rules }),
+            full_width,
+        }
+    }
+
+    /// The version lookups use now (hold it for a batch).
+    pub fn snapshot(&self) -> Arc<Version> {
+        match self.current.read() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn publish(&self, v: Version) {
+        let v = Arc::new(v);
+        match self.current.write() {
+            Ok(mut g) => *g = v,
+            Err(p) => *p.into_inner() = v,
+        }
+    }
+
+    /// Words of the key the lookups gather.
+    pub fn width(&self) -> usize {
+        dispatch!(&self.snapshot().tables, t => t.words.len())
+    }
+
+    /// Subtables and the bytes of their slot arrays.
+    pub fn stats(&self) -> (usize, usize) {
+        dispatch!(&self.snapshot().tables, t => t.stats())
+    }
+
+    /// Add a rule while lookups go on. Its priority: as written, or as the kernel picks
+    /// it among the installed rules of its chain. Devices of new `mirred` targets and new
+    /// `indev` names join the lists (ids are kept).
+    pub fn insert(&self, rule: Rule) -> Result<RuleId, RuleError> {
+        let mut w = match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let w = &mut *w;
+        if let Err((_, message)) = rule.check() {
+            return Err(RuleError { line: rule.line, column: 0, message });
+        }
+        let prio = match rule.prio {
+            Some(p) => p,
+            None => {
+                let lowest =
+                    w.rules.values().filter(|r| r.rule.chain == rule.chain).map(|r| r.prio).min();
+                match lowest {
+                    None => crate::rule::AUTO_PRIO_FIRST,
+                    Some(p) if p > 1 => p - 1,
+                    Some(_) => {
+                        return Err(RuleError {
+                            line: rule.line,
+                            column: 0,
+                            message: "no priority left below 1 for a rule without \"prio\"".into(),
+                        })
+                    }
+                }
+            }
+        };
+        let mut devices_changed = false;
+        for a in &rule.actions {
+            if let crate::rule::ActionKind::Mirred { dev, .. } = &a.kind {
+                if !w.devices.contains(dev) {
+                    w.devices.push(dev.clone());
+                    devices_changed = true;
+                }
+            }
+        }
+        for m in &rule.matches {
+            if let crate::rule::Match::Indev(d) = m {
+                if !w.indevs.contains(d) {
+                    w.indevs.push(d.clone());
+                }
+            }
+        }
+        let indevs = w.indevs.clone();
+        let mut id = |name: &str| indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1);
+        let compiled = rule.compile(&mut id);
+        let seq = w.next_seq;
+        w.next_seq += 1;
+        let devs = device_indices(&rule.actions, &w.devices);
+        let installed = Arc::new(Installed::new(rule, prio, seq, &compiled, devs));
+        w.rules.insert(seq, installed.clone());
+        let cur = self.snapshot();
+        let words = tables_words(&cur.tables);
+        let fits =
+            self.full_width || (0..WORDS).all(|i| compiled.mask.word(i) == 0 || words.contains(&i));
+        let tables = if fits {
+            let mut t = clone_tables(&cur.tables);
+            dispatch!(&mut t, x => {
+                x.insert_in_place(installed.clone(), &compiled);
+                let ch = x.chain_mut(installed.rule.chain);
+                ch.refresh();
+            });
+            t
+        } else {
+            let masks: Vec<Key> = w.rules.values().map(|r| w.compile(&r.rule).mask).collect();
+            let words = width_for(&masks, false);
+            build_tables(&words, w.rules.values().map(|r| (r.clone(), w.compile(&r.rule))))
+        };
+        let devices =
+            if devices_changed { Arc::new(w.devices.clone()) } else { cur.devices.clone() };
+        self.publish(Version {
+            id: next_version_id(),
+            words: words_of(&tables).0,
+            nwords: words_of(&tables).1,
+            tables,
+            need: cur.need.union(compiled.need),
+            devices,
+            indevs: Arc::new(w.indevs.clone()),
+        });
+        Ok(RuleId(seq))
+    }
+
+    /// Remove a rule while lookups go on; its counters go with it. False when unknown.
+    pub fn delete(&self, id: RuleId) -> bool {
+        let mut w = match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let Some(r) = w.rules.remove(&id.0) else { return false };
+        let c = w.compile(&r.rule);
+        let cur = self.snapshot();
+        let mut t = clone_tables(&cur.tables);
+        let removed = dispatch!(&mut t, x => x.remove(&r, &c));
+        if removed {
+            self.publish(Version {
+                id: next_version_id(),
+                words: cur.words,
+                nwords: cur.nwords,
+                tables: t,
+                need: cur.need,
+                devices: cur.devices.clone(),
+                indevs: cur.indevs.clone(),
+            });
+        }
+        removed
+    }
+
+    /// Order each chain's subtables by hits so far (most first) and publish.
+    pub fn rerank(&self) {
+        let _w = match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let cur = self.snapshot();
+        let tables = match &cur.tables {
+            AnyTables::W1(t) => AnyTables::W1(t.reranked()),
+            AnyTables::W2(t) => AnyTables::W2(t.reranked()),
+            AnyTables::W4(t) => AnyTables::W4(t.reranked()),
+            AnyTables::W8(t) => AnyTables::W8(t.reranked()),
+            AnyTables::W14(t) => AnyTables::W14(t.reranked()),
+        };
+        self.publish(Version {
+            id: next_version_id(),
+            words: cur.words,
+            nwords: cur.nwords,
+            tables,
+            need: cur.need,
+            devices: cur.devices.clone(),
+            indevs: cur.indevs.clone(),
+        });
+    }
+
+    /// Mirred devices (index = `Verdict::Redirect` and mirror numbers).
+    pub fn devices(&self) -> Vec<String> {
+        self.snapshot().devices.to_vec()
+    }
+
+    /// The id `indev` matches give the named interface (0: none of the rules').
+    pub fn indev_id(&self, name: &str) -> u32 {
+        self.snapshot().indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1)
+    }
+
+    /// Per installed rule in order: (line, packets, bytes, last used).
+    pub fn counters(&self) -> Vec<(usize, u64, u64, u64)> {
+        let w = match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        w.rules
+            .values()
+            .map(|r| {
+                let (p, b, t) = r.counters.read();
+                (r.rule.line, p, b, t)
+            })
+            .collect()
+    }
+
+    /// The rule a key matches first in chain 0 (no actions run, no counters).
+    pub fn classify(&self, key: &Key) -> Option<usize> {
+        self.snapshot().lookup(0, key, None).map(|r| r.rule.line)
+    }
+
+    /// Classify and act on a batch of up to [`BATCH`] packets.
+    pub fn process_batch(&self, v: &Version, works: &mut [Work<'_>], out: &mut Vec<Outcome>) {
+        let n = works.len().min(BATCH);
+        let mut keys = [Key::default(); BATCH];
+        for i in 0..n {
+            keys[i] = extract(works[i].data, works[i].indev, v.need).0;
+        }
+        let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
+        dispatch!(&v.tables, t => t.lookup_batch(&keys[..n], &mut first[..n]));
+        for i in 0..n {
+            let f = first[i].map(|a| &**a);
+            let o = engine::process(&mut works[i], keys[i], v.need, Some(f), &mut |c, k, a| {
+                v.lookup(c, k, a)
+            });
+            out.push(o);
+        }
+    }
+
+    /// [`Classifier::process_batch`] with an exact-match cache in front: a packet whose
+    /// whole key was seen under this version skips the tuple space. One cache per worker.
+    pub fn process_batch_cached(
+        &self,
+        v: &Version,
+        cache: &mut FlowCache,
+        works: &mut [Work<'_>],
+        out: &mut Vec<Outcome>,
+    ) {
+        let n = works.len().min(BATCH);
+        if cache.version != v.id {
+            cache.clear(v.id);
+        }
+        let mut keys = [Key::default(); BATCH];
+        let mut words = [[0u64; WORDS]; BATCH];
+        let mut slot = [0usize; BATCH];
+        let mut hit = [false; BATCH];
+        // Only the words the rules read: the rest of every key is zero.
+        let used = &v.words[..v.nwords];
+        for i in 0..n {
+            keys[i] = extract(works[i].data, works[i].indev, v.need).0;
+            let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+            for (o, &w) in words[i].iter_mut().zip(used) {
+                *o = keys[i].word(w);
+                h = (h ^ *o).wrapping_mul(0xff51_afd7_ed55_8ccd);
+                h ^= h >> 32;
+            }
+            slot[i] = h as usize & cache.mask;
+            hit[i] =
+                cache.full[slot[i]] && cache.keys[slot[i]][..used.len()] == words[i][..used.len()];
+        }
+        // The misses through the tuple space, all at once.
+        let mut miss_keys = [Key::default(); BATCH];
+        let mut miss_at = [0usize; BATCH];
+        let mut m = 0;
+        for i in (0..n).filter(|&i| !hit[i]) {
+            miss_keys[m] = keys[i];
+            miss_at[m] = i;
+            m += 1;
+        }
+        let mut found: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
+        dispatch!(&v.tables, t => t.lookup_batch(&miss_keys[..m], &mut found[..m]));
+        // Remember the misses, except in a slot a hit of this batch uses.
+        for j in 0..m {
+            let i = miss_at[j];
+            let s = slot[i];
+            if (0..n).any(|h| hit[h] && slot[h] == s) {
+                continue;
+            }
+            cache.keys[s] = words[i];
+            cache.rules[s] = found[j].cloned();
+            cache.full[s] = true;
+        }
+        let mut first: [Option<&Installed>; BATCH] = [None; BATCH];
+        for j in 0..m {
+            first[miss_at[j]] = found[j].map(|a| &**a);
+        }
+        for i in (0..n).filter(|&i| hit[i]) {
+            first[i] = cache.rules[slot[i]].as_deref();
+        }
+        for i in 0..n {
+            let o =
+                engine::process(&mut works[i], keys[i], v.need, Some(first[i]), &mut |c, k, a| {
+                    v.lookup(c, k, a)
+                });
+            out.push(o);
+        }
+    }
+
+    /// Classify and act on one packet.
+    pub fn process(&self, w: &mut Work<'_>) -> Outcome {
+        let v = self.snapshot();
+        let key = extract(w.data, w.indev, v.need).0;
+        engine::process(w, key, v.need, None, &mut |c, k, a| v.lookup(c, k, a))
+    }
+}
+
+/// An exact-match cache of first lookups (chain 0), per worker: whole flow keys to the rule
+/// they matched (or none), valid for one published version (cleared when the version
+/// changes). Direct-mapped: a new key takes its slot.
+pub struct FlowCache {
+    version: u64,
+    mask: usize,
+    full: Vec<bool>,
+    keys: Vec<[u64; WORDS]>,
+    rules: Vec<Option<Arc<Installed>>>,
+}
+
+impl FlowCache {
+    /// A cache of `entries` (rounded up to a power of two, at least 64) flows.
+    pub fn new(entries: usize) -> FlowCache {
+        let n = entries.next_power_of_two().max(64);
+        FlowCache {
+            version: 0,
+            mask: n - 1,
+            full: vec![false; n],
+            keys: vec![[0; WORDS]; n],
+            rules: vec![None; n],
+        }
+    }
+
+    fn clear(&mut self, version: u64) {
+        self.version = version;
+        self.full.iter_mut().for_each(|f| *f = false);
+        self.rules.iter_mut().for_each(|r| *r = None);
+    }
+}
+
+fn clone_tables(t: &AnyTables) -> AnyTables {
+    match t {
+        AnyTables::W1(x) => AnyTables::W1(x.clone()),
+        AnyTables::W2(x) => AnyTables::W2(x.clone()),
+        AnyTables::W4(x) => AnyTables::W4(x.clone()),
+        AnyTables::W8(x) => AnyTables::W8(x.clone()),
+        AnyTables::W14(x) => AnyTables::W14(x.clone()),
+    }
+}

@@ -1,0 +1,452 @@
+//! What happens once a rule matched: its actions on the packet, tc's controls between
+//! them, chains, counters. One driver for every classifier, so that the classifiers differ
+//! only in how they find the rule.
+//!
+//! tc's semantics (net/sched/cls_api.c `__tcf_classify`, act_api.c `tcf_action_exec`):
+//! actions run in order while each says `pipe`; the last one's control decides. `pass`
+//! accepts, `drop` drops, `continue` goes on with the next rule of the chain, `goto chain
+//! N` classifies again from chain N and `reclassify` from chain 0 (the packet as the
+//! actions left it); the 17th such restart drops the packet (the kernel's
+//! `max_reclassify_loop`). A packet no rule matches passes; so does one whose last action
+//! says `pipe`. `mirred egress redirect` sends the packet to the device and ends it there;
+//! `mirror` sends a copy as it is at that point and goes on.
+
+use crate::key::{extract, Key, Need, Offsets};
+use crate::rule::{csum, Action, ActionKind, Compiled, Control, Munge, PeditHeader, Ranges, Rule};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The kernel's `max_reclassify_loop`.
+pub const MAX_RESTARTS: u32 = 16;
+
+/// How far `last_used` may lag the last packet's time stamp (1 ms).
+pub const LAST_USED_GRAIN: u64 = 1_000_000;
+
+/// A rule's counters: packets, bytes (the frames' wire lengths) and the time stamp of the
+/// last packet (nanoseconds, the packets' own clock, to [`LAST_USED_GRAIN`]). Always on,
+/// shared by the workers.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    pub last_used: AtomicU64,
+}
+
+impl Counters {
+    #[inline]
+    pub fn hit(&self, bytes: u64, now: u64) {
+        self.packets.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        // Last used to the millisecond (tc keeps it in jiffies): a plain load on most
+        // packets instead of a locked read-modify-write.
+        if now >= self.last_used.load(Ordering::Relaxed).saturating_add(LAST_USED_GRAIN) {
+            self.last_used.fetch_max(now, Ordering::Relaxed);
+        }
+    }
+    /// (packets, bytes, last used).
+    pub fn read(&self) -> (u64, u64, u64) {
+        (
+            self.packets.load(Ordering::Relaxed),
+            self.bytes.load(Ordering::Relaxed),
+            self.last_used.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// A rule as a classifier holds it.
+#[derive(Debug)]
+pub struct Installed {
+    pub rule: Rule,
+    pub prio: u32,
+    /// Order among rules of equal priority (file order, then insertion order).
+    pub seq: u64,
+    /// The port ranges (the mask and masked key live in the classifier's tables; a
+    /// rule keeps no copy of them, which would be 224 bytes a rule).
+    pub ranges: Ranges,
+    /// Each mirred target's index in the classifier's device list, in action order.
+    pub devs: Vec<u16>,
+    pub counters: Counters,
+    /// Whether an action may change the packet's bytes.
+    pub modifies: bool,
+    /// The verdict when the actions are one `pass` or `drop` (the common case, decided
+    /// without walking the actions).
+    pub simple: Option<Verdict>,
+}
+
+impl Installed {
+    pub fn new(rule: Rule, prio: u32, seq: u64, compiled: &Compiled, devs: Vec<u16>) -> Installed {
+        let modifies = rule.actions.iter().any(|a| {
+            matches!(
+                a.kind,
+                ActionKind::VlanPop
+                    | ActionKind::VlanPush { .. }
+                    | ActionKind::VlanModify { .. }
+                    | ActionKind::Pedit(_)
+                    | ActionKind::Csum(_)
+            )
+        });
+        let simple = match rule.actions.as_slice() {
+            [Action { kind: ActionKind::Gact, control: Some(Control::Ok) }] => Some(Verdict::Pass),
+            [Action { kind: ActionKind::Gact, control: Some(Control::Drop) }] => {
+                Some(Verdict::Drop)
+            }
+            [] => Some(Verdict::Pass),
+            _ => None,
+        };
+        Installed {
+            rule,
+            prio,
+            seq,
+            ranges: compiled.ranges(),
+            devs,
+            counters: Counters::default(),
+            modifies,
+            simple,
+        }
+    }
+
+    /// The sort key: lower wins.
+    #[inline]
+    pub fn rank(&self) -> (u32, u64) {
+        (self.prio, self.seq)
+    }
+}
+
+/// Where a packet ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Drop,
+    /// To the device of this index in the device list.
+    Redirect(u16),
+}
+
+/// What one packet did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The line of the last rule that matched (the one whose actions ended it).
+    pub line: Option<usize>,
+    pub verdict: Verdict,
+    pub mark: u32,
+    /// Whether the actions changed the packet's bytes.
+    pub modified: bool,
+}
+
+/// A packet on its way through: bytes (changed in place by actions), metadata.
+pub struct Work<'a> {
+    pub data: &'a mut Vec<u8>,
+    pub wire_len: u32,
+    pub indev: u32,
+    pub now: u64,
+    pub mark: u32,
+    /// Copies sent by `mirror`: (device index, bytes).
+    pub mirrored: &'a mut Vec<(u16, Vec<u8>)>,
+}
+
+/// What a rule's actions said.
+enum Step {
+    Done(Verdict),
+    Continue,
+    Restart(u32),
+}
+
+/// A rank: (priority, order); lower wins.
+pub type Rank = (u32, u64);
+
+/// `lookup(chain, key, after)`: see [`process`].
+pub type Lookup<'f, 'r> = dyn FnMut(u32, &Key, Option<Rank>) -> Option<&'r Installed> + 'f;
+
+/// Classify and act on one packet. `lookup(chain, key, after)` finds the best rule of
+/// `chain` matching `key` ranked after `after` (all when `None`); `first` is the answer
+/// to the first lookup when the caller already has it (the batch path).
+pub fn process<'r>(
+    w: &mut Work<'_>,
+    key: Key,
+    need: Need,
+    first: Option<Option<&'r Installed>>,
+    lookup: &mut Lookup<'_, 'r>,
+) -> Outcome {
+    let mut key = key;
+    let mut chain = 0u32;
+    let mut after: Option<(u32, u64)> = None;
+    let mut restarts = 0u32;
+    let mut line = None;
+    let mut modified = false;
+    let mut first = first;
+    loop {
+        let found = match first.take() {
+            Some(f) => f,
+            None => lookup(chain, &key, after),
+        };
+        let Some(rule) = found else {
+            return Outcome { line, verdict: Verdict::Pass, mark: w.mark, modified };
+        };
+        rule.counters.hit(u64::from(w.wire_len), w.now);
+        line = Some(rule.rule.line);
+        if let Some(v) = rule.simple {
+            return Outcome { line, verdict: v, mark: w.mark, modified };
+        }
+        let before = if rule.modifies { Some(w.data.clone()) } else { None };
+        let step = run_actions(rule, w);
+        if let Some(b) = before {
+            if b != *w.data {
+                modified = true;
+                // The next lookup sees the packet as the actions left it.
+                key = extract(w.data, w.indev, need).0;
+            }
+        }
+        match step {
+            Step::Done(v) => return Outcome { line, verdict: v, mark: w.mark, modified },
+            Step::Continue => after = Some(rule.rank()),
+            Step::Restart(c) => {
+                restarts += 1;
+                if restarts > MAX_RESTARTS {
+                    return Outcome { line, verdict: Verdict::Drop, mark: w.mark, modified };
+                }
+                chain = c;
+                after = None;
+            }
+        }
+    }
+}
+
+fn run_actions(rule: &Installed, w: &mut Work<'_>) -> Step {
+    let mut dev_i = 0;
+    let mut last = Control::Pipe;
+    for a in &rule.rule.actions {
+        match &a.kind {
+            ActionKind::Gact => {}
+            ActionKind::Mirred { redirect, .. } => {
+                let dev = rule.devs.get(dev_i).copied().unwrap_or(0);
+                dev_i += 1;
+                if *redirect && a.control.is_none() {
+                    // tc's default for a redirect is `stolen`: the packet is the device's.
+                    return Step::Done(Verdict::Redirect(dev));
+                }
+                // A mirror, or a redirect given another control: the kernel sends a clone
+                // and the packet goes on.
+                w.mirrored.push((dev, w.data.clone()));
+            }
+            ActionKind::VlanPop => vlan_pop(w.data),
+            ActionKind::VlanPush { id, prio, tpid } => {
+                vlan_push(w.data, *id, prio.unwrap_or(0), *tpid)
+            }
+            ActionKind::VlanModify { id, prio, tpid } => vlan_modify(w.data, *id, *prio, *tpid),
+            ActionKind::Pedit(munges) => pedit(w.data, munges),
+            ActionKind::Csum(targets) => fix_checksums(w.data, *targets),
+            ActionKind::SkbeditMark { mark, mask } => {
+                w.mark = match mask {
+                    None => *mark,
+                    Some(m) => (w.mark & !m) | (mark & m),
+                };
+            }
+        }
+        last = a.effective_control();
+        if last != Control::Pipe {
+            break;
+        }
+    }
+    match last {
+        Control::Ok | Control::Pipe => Step::Done(Verdict::Pass),
+        Control::Drop => Step::Done(Verdict::Drop),
+        Control::Continue => Step::Continue,
+        Control::Reclassify => Step::Restart(0),
+        Control::Goto(n) => Step::Restart(n),
+    }
+}
+
+fn is_vlan_tpid(t: u16) -> bool {
+    t == weir_packet::ethertype::VLAN_8021Q || t == weir_packet::ethertype::VLAN_8021AD
+}
+
+fn tag_at(data: &[u8]) -> Option<(u16, u16)> {
+    let tpid = u16::from_be_bytes([*data.get(12)?, *data.get(13)?]);
+    let tci = u16::from_be_bytes([*data.get(14)?, *data.get(15)?]);
+    is_vlan_tpid(tpid).then_some((tpid, tci))
+}
+
+fn vlan_pop(data: &mut Vec<u8>) {
+    if tag_at(data).is_some() && data.len() >= 18 {
+        data.drain(12..16);
+    }
+}
+
+fn vlan_push(data: &mut Vec<u8>, id: u16, prio: u8, tpid: u16) {
+    if data.len() < 12 {
+        return;
+    }
+    let tci = (u16::from(prio) << 13) | id;
+    let mut tag = [0u8; 4];
+    tag[..2].copy_from_slice(&tpid.to_be_bytes());
+    tag[2..].copy_from_slice(&tci.to_be_bytes());
+    data.splice(12..12, tag);
+}
+
+fn vlan_modify(data: &mut [u8], id: u16, prio: Option<u8>, tpid: u16) {
+    let Some((_, tci)) = tag_at(data) else { return };
+    let mut tci = (tci & !0x0fff) | id;
+    if let Some(p) = prio {
+        tci = (tci & 0x1fff) | (u16::from(p) << 13);
+    }
+    data[12..14].copy_from_slice(&tpid.to_be_bytes());
+    data[14..16].copy_from_slice(&tci.to_be_bytes());
+}
+
+/// The start of a pedit header in the packet as it is now.
+fn header_start(offs: &Offsets, h: PeditHeader) -> Option<usize> {
+    match h {
+        PeditHeader::Eth => Some(0),
+        PeditHeader::Ip | PeditHeader::Ip6 => offs.network,
+        PeditHeader::Tcp | PeditHeader::Udp => offs.transport,
+    }
+}
+
+/// `pedit ex munge`: write or add at the field's place. The network header is after the
+/// Ethernet header and its VLAN tags whatever the protocol (as the kernel's pedit, which
+/// does not look at the protocol); the transport header is found only in IPv4/IPv6
+/// packets that are not fragments. A field outside the packet is left alone.
+fn pedit(data: &mut [u8], munges: &[Munge]) {
+    for m in munges {
+        let (_, offs) = extract(data, 0, Need::ALL);
+        let (hdr, _, off, len, bits) = m.field.layout();
+        let Some(start) = header_start(&offs, hdr) else { continue };
+        let at = start + off;
+        if at + len > data.len() {
+            continue;
+        }
+        if let Some((shift, width)) = bits {
+            // A bit field inside the first 32-bit word (IPv6 traffic class, flow label).
+            let mut wb = [0u8; 4];
+            wb.copy_from_slice(&data[at..at + 4]);
+            let word = u32::from_be_bytes(wb);
+            let fmask = ((1u64 << width) - 1) as u32;
+            let v = u32::from_be_bytes([m.value[0], m.value[1], m.value[2], m.value[3]]);
+            let cur = (word >> shift) & fmask;
+            let new = if m.add { cur.wrapping_add(v) & fmask } else { v & fmask };
+            let word = (word & !(fmask << shift)) | (new << shift);
+            data[at..at + 4].copy_from_slice(&word.to_be_bytes());
+            continue;
+        }
+        let value = &m.value[..len];
+        if !m.add {
+            data[at..at + len].copy_from_slice(value);
+            continue;
+        }
+        // add: per 32-bit word of the header, as the kernel's keys are words; a carry
+        // does not leave the field's bytes of that word.
+        let mut i = 0;
+        while i < len {
+            let word_end = ((off + i) / 4 + 1) * 4 - off;
+            let j = word_end.min(len);
+            let mut cur: u64 = 0;
+            let mut add: u64 = 0;
+            for k in i..j {
+                cur = (cur << 8) | u64::from(data[at + k]);
+                add = (add << 8) | u64::from(value[k]);
+            }
+            let bits = (j - i) * 8;
+            let sum = cur.wrapping_add(add) & ((1u64 << bits) - 1);
+            for k in (i..j).rev() {
+                let shift = (j - 1 - k) * 8;
+                data[at + k] = (sum >> shift) as u8;
+            }
+            i = j;
+        }
+    }
+}
+
+fn ones_sum(bytes: &[u8], mut sum: u32) -> u32 {
+    let mut chunks = bytes.chunks_exact(2);
+    for p in &mut chunks {
+        sum = sum.wrapping_add(u32::from(u16::from_be_bytes([p[0], p[1]])));
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    if let [b] = chunks.remainder() {
+        sum = sum.wrapping_add(u32::from(*b) << 8);
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum
+}
+
+/// `csum`: recompute the checksums the targets name, as act_csum does: the IPv4 header's;
+/// TCP, UDP and ICMP (ICMPv6 in IPv6) over their IP pseudo-header, for packets that are
+/// not fragments and whose IP length fits in the captured bytes. A UDP-over-IPv4 checksum
+/// of 0 (none) stays 0; a computed 0 is written 0xffff.
+fn fix_checksums(data: &mut [u8], targets: u8) {
+    let (key, offs) = extract(data, 0, Need::ALL);
+    let Some(net) = offs.network else { return };
+    let is_frag = key.get(crate::key::field::FLAGS)[0] & crate::key::FLAG_FRAG != 0;
+    if offs.ip_version == 4 {
+        let ihl = usize::from(data[net] & 0x0f) * 4;
+        if targets & csum::IPV4_HEADER != 0 && data.len() >= net + ihl && ihl >= 20 {
+            data[net + 10] = 0;
+            data[net + 11] = 0;
+            let c = !(ones_sum(&data[net..net + ihl], 0) as u16);
+            data[net + 10..net + 12].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+    if is_frag {
+        return;
+    }
+    let Some(tr) = offs.transport else { return };
+    let end = match offs.ip_version {
+        4 => net + usize::from(u16::from_be_bytes([data[net + 2], data[net + 3]])),
+        6 => net + 40 + usize::from(u16::from_be_bytes([data[net + 4], data[net + 5]])),
+        _ => return,
+    };
+    if end > data.len() || end < tr {
+        return;
+    }
+    let proto = offs.ip_proto;
+    let (check_at, want) = match proto {
+        weir_packet::ipproto::TCP => (16, csum::TCP),
+        weir_packet::ipproto::UDP => (6, csum::UDP),
+        weir_packet::ipproto::ICMP if offs.ip_version == 4 => (2, csum::ICMP),
+        weir_packet::ipproto::ICMPV6 if offs.ip_version == 6 => (2, csum::ICMP),
+        _ => return,
+    };
+    if targets & want == 0 || end < tr + check_at + 2 {
+        return;
+    }
+    if proto == weir_packet::ipproto::UDP
+        && offs.ip_version == 4
+        && data[tr + 6] == 0
+        && data[tr + 7] == 0
+    {
+        return;
+    }
+    data[tr + check_at] = 0;
+    data[tr + check_at + 1] = 0;
+    let seg_len = (end - tr) as u32;
+    let mut sum = 0u32;
+    let pseudo = proto != weir_packet::ipproto::ICMP;
+    if pseudo {
+        if offs.ip_version == 4 {
+            sum = ones_sum(&data[net + 12..net + 20], sum);
+        } else {
+            sum = ones_sum(&data[net + 8..net + 40], sum);
+        }
+        sum = ones_sum(&[0, proto], sum);
+        sum = ones_sum(&seg_len.to_be_bytes(), sum);
+    }
+    sum = ones_sum(&data[tr..end], sum);
+    let mut c = !(sum as u16);
+    if c == 0 && proto != weir_packet::ipproto::ICMP {
+        c = 0xffff;
+    }
+    data[tr + check_at..tr + check_at + 2].copy_from_slice(&c.to_be_bytes());
+}
+
+/// The mirred targets of a rule as indices into `devices`.
+pub fn device_indices(actions: &[Action], devices: &[String]) -> Vec<u16> {
+    actions
+        .iter()
+        .filter_map(|a| match &a.kind {
+            ActionKind::Mirred { dev, .. } => {
+                Some(devices.iter().position(|d| d == dev).map_or(0, |i| i as u16))
+            }
+            _ => None,
+        })
+        .collect()
+}

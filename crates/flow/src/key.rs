@@ -1,0 +1,456 @@
+//! The flow key: what the kernel's flow dissector gives cls_flower, laid out in one fixed
+//! array of 64-bit words so that a rule is a (value, mask) pair over it and a classifier
+//! can hash any subset of its words.
+//!
+//! Extraction follows net/core/flow_dissector.c as flower calls it (no flags): Ethernet,
+//! up to two VLAN tags (outer in `vlan_*`, inner in `cvlan_*`, the EtherType after them in
+//! `eth_type`), the first MPLS label stack entry (and nothing after it), ARP and RARP for
+//! Ethernet/IPv4 requests and replies only, IPv4 (`ihl` at least 5) and IPv6 with
+//! hop-by-hop, routing and destination-options headers skipped. A fragment, first or not,
+//! sets `frag` (`firstfrag` when its offset is 0) and ends the dissection before the
+//! transport header: flower does not ask for `FLOW_DISSECTOR_F_PARSE_1ST_FRAG`, so no
+//! fragment has ports. Ports are read for TCP, UDP, UDP-Lite, SCTP, DCCP, ESP and AH (the
+//! kernel's `proto_ports_offset`); TCP flags
+//! when the data offset is at least 5; ICMP and ICMPv6 type and code. A header cut short
+//! leaves its fields (and everything after it) zero, as the kernel's key starts zeroed.
+//!
+//! Not followed (the kernel's dissector follows them): IP-in-IP, IPv6-in-IP and GRE
+//! encapsulations, PPPoE sessions, and MPLS entries after the first.
+
+use weir_packet::{ethertype, ipproto};
+
+/// Words in a full key.
+pub const WORDS: usize = 14;
+/// Bytes in a full key.
+pub const BYTES: usize = WORDS * 8;
+
+/// A field of the key: its byte offset and width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    pub offset: usize,
+    pub len: usize,
+}
+
+const fn f(offset: usize, len: usize) -> Field {
+    Field { offset, len }
+}
+
+/// The layout. Fields a packet of one kind fills are kept near each other, so that rule
+/// sets touching few kinds use few words.
+pub mod field {
+    use super::{f, Field};
+    pub const INDEV: Field = f(0, 4);
+    pub const ETH_TYPE: Field = f(4, 2);
+    pub const IP_PROTO: Field = f(6, 1);
+    /// Bit 0: fragment; bit 1: first fragment.
+    pub const FLAGS: Field = f(7, 1);
+    pub const DST_MAC: Field = f(8, 6);
+    pub const SRC_MAC: Field = f(14, 6);
+    pub const VLAN_ID: Field = f(20, 2);
+    pub const VLAN_PRIO: Field = f(22, 1);
+    pub const VLAN_TPID: Field = f(24, 2);
+    pub const CVLAN_ID: Field = f(26, 2);
+    pub const CVLAN_PRIO: Field = f(28, 1);
+    pub const CVLAN_TPID: Field = f(30, 2);
+    pub const IPV4_SRC: Field = f(32, 4);
+    pub const IPV4_DST: Field = f(36, 4);
+    pub const IPV6_SRC: Field = f(40, 16);
+    pub const IPV6_DST: Field = f(56, 16);
+    pub const SRC_PORT: Field = f(72, 2);
+    pub const DST_PORT: Field = f(74, 2);
+    pub const TCP_FLAGS: Field = f(76, 2);
+    pub const IP_TOS: Field = f(78, 1);
+    pub const IP_TTL: Field = f(79, 1);
+    pub const ICMP_TYPE: Field = f(80, 1);
+    pub const ICMP_CODE: Field = f(81, 1);
+    pub const ARP_OP: Field = f(82, 1);
+    pub const MPLS_TC: Field = f(83, 1);
+    pub const MPLS_BOS: Field = f(84, 1);
+    pub const MPLS_TTL: Field = f(85, 1);
+    pub const MPLS_LABEL: Field = f(88, 4);
+    pub const ARP_SIP: Field = f(92, 4);
+    pub const ARP_TIP: Field = f(96, 4);
+    pub const ARP_SHA: Field = f(100, 6);
+    pub const ARP_THA: Field = f(106, 6);
+}
+
+/// Bits of [`field::FLAGS`] (and `rule::ADDR_V4`/`ADDR_V6`, the address type).
+pub const FLAG_FRAG: u8 = 1;
+pub const FLAG_FIRSTFRAG: u8 = 2;
+
+/// A key (or a mask): the fields big-endian at their offsets, as the words' bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key(pub [u8; BYTES]);
+
+impl Default for Key {
+    fn default() -> Self {
+        Key([0; BYTES])
+    }
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, b) in self.0.iter().enumerate() {
+            if i % 8 == 0 && i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Key {
+    pub fn set(&mut self, fld: Field, bytes: &[u8]) {
+        let n = fld.len.min(bytes.len());
+        self.0[fld.offset..fld.offset + n].copy_from_slice(&bytes[..n]);
+    }
+    pub fn set_u8(&mut self, fld: Field, v: u8) {
+        self.0[fld.offset] = v;
+    }
+    pub fn set_u16(&mut self, fld: Field, v: u16) {
+        self.put(fld, v.to_be_bytes());
+    }
+    pub fn set_u32(&mut self, fld: Field, v: u32) {
+        self.put(fld, v.to_be_bytes());
+    }
+    /// A field of `N` bytes: a fixed-size copy (the hot path's; `set` copies a run-time
+    /// length, which becomes a `memcpy` call).
+    #[inline]
+    pub fn put<const N: usize>(&mut self, fld: Field, v: [u8; N]) {
+        if let Some(dst) = self.0.get_mut(fld.offset..fld.offset + N) {
+            dst.copy_from_slice(&v);
+        }
+    }
+    pub fn get(&self, fld: Field) -> &[u8] {
+        &self.0[fld.offset..fld.offset + fld.len]
+    }
+    pub fn get_u16(&self, fld: Field) -> u16 {
+        u16::from_be_bytes([self.0[fld.offset], self.0[fld.offset + 1]])
+    }
+    /// Word `i` (native order: only ever compared and hashed, never printed).
+    #[inline]
+    pub fn word(&self, i: usize) -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&self.0[i * 8..i * 8 + 8]);
+        u64::from_ne_bytes(w)
+    }
+    /// `self & mask` byte by byte.
+    pub fn and(&self, mask: &Key) -> Key {
+        let mut out = *self;
+        for (o, m) in out.0.iter_mut().zip(mask.0.iter()) {
+            *o &= m;
+        }
+        out
+    }
+    pub fn is_zero(&self) -> bool {
+        self.0.iter().all(|&b| b == 0)
+    }
+}
+
+/// Which parts of a packet a rule set reads: extraction parses only those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Need {
+    /// Anything past Ethernet (VLAN tags, EtherType, and all below).
+    pub l3: bool,
+    /// Transport ports, TCP flags, ICMP type and code.
+    pub l4: bool,
+}
+
+impl Need {
+    pub const ALL: Need = Need { l3: true, l4: true };
+
+    /// What a mask reads.
+    pub fn of_mask(mask: &Key) -> Need {
+        let l2_only = [field::INDEV, field::DST_MAC, field::SRC_MAC];
+        let l4_fields = [
+            field::SRC_PORT,
+            field::DST_PORT,
+            field::TCP_FLAGS,
+            field::ICMP_TYPE,
+            field::ICMP_CODE,
+        ];
+        let mut rest = *mask;
+        for fl in l2_only {
+            rest.set(fl, &[0; 6]);
+        }
+        let l3 = !rest.is_zero();
+        let l4 = l4_fields.iter().any(|&fl| mask.get(fl).iter().any(|&b| b != 0));
+        Need { l3: l3 || l4, l4 }
+    }
+
+    pub fn union(self, other: Need) -> Need {
+        Need { l3: self.l3 || other.l3, l4: self.l4 || other.l4 }
+    }
+}
+
+/// Where the headers of a packet start, as extraction found them (actions use them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offsets {
+    /// Bytes of VLAN tags after the Ethernet addresses.
+    pub vlan_tags: u8,
+    /// Network header (after Ethernet and tags), when the packet is long enough.
+    pub network: Option<usize>,
+    /// Transport header of an IPv4/IPv6 packet that is not a fragment.
+    pub transport: Option<usize>,
+    /// 4 or 6 for IP packets.
+    pub ip_version: u8,
+    pub ip_proto: u8,
+}
+
+/// `N` bytes of `p` from `at` (the caller has checked the length).
+#[inline]
+fn arr<const N: usize>(p: &[u8], at: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    if let Some(src) = p.get(at..at + N) {
+        a.copy_from_slice(src);
+    }
+    a
+}
+
+fn be16(p: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*p.get(at)?, *p.get(at + 1)?]))
+}
+
+/// Extract the flow key of an Ethernet frame that came in on interface `indev` (an id
+/// from the rule set's device table; 0 for unknown).
+pub fn extract(p: &[u8], indev: u32, need: Need) -> (Key, Offsets) {
+    let mut k = Key::default();
+    let mut off = Offsets::default();
+    k.set_u32(field::INDEV, indev);
+    if p.len() < 14 {
+        return (k, off);
+    }
+    k.put(field::DST_MAC, arr::<6>(p, 0));
+    k.put(field::SRC_MAC, arr::<6>(p, 6));
+    if !need.l3 {
+        return (k, off);
+    }
+    let mut proto = be16(p, 12).unwrap_or(0);
+    if proto < 0x0600 {
+        // An 802.3 length, not a type: skb->protocol as eth_type_trans sets it (Novell's
+        // raw 802.3 when the payload starts 0xffff, else 802.2 LLC), which flower sees.
+        proto = if be16(p, 14) == Some(0xffff) { 0x0001 } else { 0x0004 };
+        k.set_u16(field::ETH_TYPE, proto);
+        return (k, off);
+    }
+    let mut at = 14;
+    // VLAN tags: 802.1Q and 802.1ad, the first in vlan_*, the second in cvlan_* (the
+    // dissector keeps two; a third tag is left as the EtherType, as the kernel leaves it).
+    for depth in 0..2 {
+        if proto != ethertype::VLAN_8021Q && proto != ethertype::VLAN_8021AD {
+            break;
+        }
+        let (Some(tci), Some(next)) = (be16(p, at), be16(p, at + 2)) else {
+            // A tag cut short: the kernel's dissection stops with n_proto the tag's TPID.
+            k.set_u16(field::ETH_TYPE, proto);
+            return (k, off);
+        };
+        let (id, prio, tpid) = if depth == 0 {
+            (field::VLAN_ID, field::VLAN_PRIO, field::VLAN_TPID)
+        } else {
+            (field::CVLAN_ID, field::CVLAN_PRIO, field::CVLAN_TPID)
+        };
+        k.set_u16(id, tci & 0x0fff);
+        k.set_u8(prio, (tci >> 13) as u8);
+        k.set_u16(tpid, proto);
+        proto = next;
+        at += 4;
+        off.vlan_tags += 4;
+    }
+    k.set_u16(field::ETH_TYPE, proto);
+    off.network = (p.len() >= at).then_some(at);
+    match proto {
+        ethertype::IP => ipv4(p, at, &mut k, &mut off, need),
+        ethertype::IPV6 => ipv6(p, at, &mut k, &mut off, need),
+        ethertype::ARP | ethertype::REVARP => arp(p, at, &mut k),
+        ethertype::MPLS | ethertype::MPLS_MULTI => {
+            if let Some(lse) = p.get(at..at + 4) {
+                let v = u32::from_be_bytes([lse[0], lse[1], lse[2], lse[3]]);
+                k.set_u32(field::MPLS_LABEL, v >> 12);
+                k.set_u8(field::MPLS_TC, ((v >> 9) & 7) as u8);
+                k.set_u8(field::MPLS_BOS, ((v >> 8) & 1) as u8);
+                k.set_u8(field::MPLS_TTL, (v & 0xff) as u8);
+            }
+        }
+        _ => {}
+    }
+    (k, off)
+}
+
+fn ipv4(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
+    let Some(h) = p.get(at..at + 20) else { return };
+    let ihl = usize::from(h[0] & 0x0f) * 4;
+    if ihl < 20 || p.len() < at + ihl {
+        return;
+    }
+    let proto = h[9];
+    // The kernel's control.addr_type: which address key the packet filled.
+    k.set_u8(field::FLAGS, crate::rule::ADDR_V4);
+    off.ip_version = 4;
+    off.ip_proto = proto;
+    k.set_u8(field::IP_PROTO, proto);
+    k.put(field::IPV4_SRC, arr::<4>(h, 12));
+    k.put(field::IPV4_DST, arr::<4>(h, 16));
+    k.set_u8(field::IP_TOS, h[1]);
+    k.set_u8(field::IP_TTL, h[8]);
+    let frag = u16::from_be_bytes([h[6], h[7]]);
+    if frag & 0x3fff != 0 {
+        let first = if frag & 0x1fff == 0 { FLAG_FIRSTFRAG } else { 0 };
+        k.set_u8(field::FLAGS, crate::rule::ADDR_V4 | FLAG_FRAG | first);
+        return;
+    }
+    off.transport = Some(at + ihl);
+    if need.l4 {
+        transport(p, at + ihl, proto, k);
+    }
+}
+
+fn ipv6(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
+    let Some(h) = p.get(at..at + 40) else { return };
+    off.ip_version = 6;
+    k.set_u8(field::FLAGS, crate::rule::ADDR_V6);
+    k.put(field::IPV6_SRC, arr::<16>(h, 8));
+    k.put(field::IPV6_DST, arr::<16>(h, 24));
+    k.set_u8(field::IP_TOS, (u16::from_be_bytes([h[0], h[1]]) >> 4) as u8);
+    k.set_u8(field::IP_TTL, h[7]);
+    let mut next = h[6];
+    let mut at = at + 40;
+    // Extension headers the dissector steps over; a fragment header ends it. The kernel
+    // loops on these without a count; the packet's length bounds the loop here.
+    loop {
+        match next {
+            ipproto::HOPOPTS | ipproto::ROUTING | ipproto::DSTOPTS => {
+                let (Some(&nh), Some(&len)) = (p.get(at), p.get(at + 1)) else {
+                    k.set_u8(field::IP_PROTO, next);
+                    off.ip_proto = next;
+                    return;
+                };
+                next = nh;
+                at += (usize::from(len) + 1) * 8;
+            }
+            ipproto::FRAGMENT => {
+                let Some(fh) = p.get(at..at + 8) else {
+                    k.set_u8(field::IP_PROTO, next);
+                    off.ip_proto = next;
+                    return;
+                };
+                let offset = u16::from_be_bytes([fh[2], fh[3]]) & 0xfff8;
+                let first = if offset == 0 { FLAG_FIRSTFRAG } else { 0 };
+                k.set_u8(field::FLAGS, crate::rule::ADDR_V6 | FLAG_FRAG | first);
+                // ip_proto stays 44: the kernel takes the fragment's next header only
+                // with FLOW_DISSECTOR_F_PARSE_1ST_FRAG.
+                k.set_u8(field::IP_PROTO, next);
+                off.ip_proto = next;
+                return;
+            }
+            _ => break,
+        }
+    }
+    k.set_u8(field::IP_PROTO, next);
+    off.ip_proto = next;
+    off.transport = Some(at);
+    if need.l4 {
+        transport(p, at, next, k);
+    }
+}
+
+fn transport(p: &[u8], at: usize, proto: u8, k: &mut Key) {
+    match proto {
+        ipproto::TCP
+        | ipproto::UDP
+        | ipproto::UDPLITE
+        | ipproto::SCTP
+        | ipproto::DCCP
+        | ipproto::ESP
+        | ipproto::AH => {
+            // proto_ports_offset: AH's "ports" are 4 bytes in, the others' at 0.
+            let at_ports = if proto == ipproto::AH { at + 4 } else { at };
+            if let (Some(s), Some(d)) = (be16(p, at_ports), be16(p, at_ports + 2)) {
+                k.set_u16(field::SRC_PORT, s);
+                k.set_u16(field::DST_PORT, d);
+            }
+            if proto == ipproto::TCP {
+                if let Some(word) = be16(p, at + 12) {
+                    if usize::from(word >> 12) >= 5 && p.len() >= at + 20 {
+                        k.set_u16(field::TCP_FLAGS, word & 0x0fff);
+                    }
+                }
+            }
+        }
+        ipproto::ICMP | ipproto::ICMPV6 => {
+            if let (Some(&t), Some(&c)) = (p.get(at), p.get(at + 1)) {
+                k.set_u8(field::ICMP_TYPE, t);
+                k.set_u8(field::ICMP_CODE, c);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn arp(p: &[u8], at: usize, k: &mut Key) {
+    let Some(a) = p.get(at..at + 28) else { return };
+    let (hrd, pro, op) = (
+        u16::from_be_bytes([a[0], a[1]]),
+        u16::from_be_bytes([a[2], a[3]]),
+        u16::from_be_bytes([a[6], a[7]]),
+    );
+    if hrd != 1 || pro != ethertype::IP || a[4] != 6 || a[5] != 4 || (op != 1 && op != 2) {
+        return;
+    }
+    k.set_u8(field::ARP_OP, op as u8);
+    k.put(field::ARP_SHA, arr::<6>(a, 8));
+    k.put(field::ARP_SIP, arr::<4>(a, 14));
+    k.put(field::ARP_THA, arr::<6>(a, 18));
+    k.put(field::ARP_TIP, arr::<4>(a, 24));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_do_not_overlap_and_fit() {
+        let all = [
+            field::INDEV,
+            field::ETH_TYPE,
+            field::IP_PROTO,
+            field::FLAGS,
+            field::DST_MAC,
+            field::SRC_MAC,
+            field::VLAN_ID,
+            field::VLAN_PRIO,
+            field::VLAN_TPID,
+            field::CVLAN_ID,
+            field::CVLAN_PRIO,
+            field::CVLAN_TPID,
+            field::IPV4_SRC,
+            field::IPV4_DST,
+            field::IPV6_SRC,
+            field::IPV6_DST,
+            field::SRC_PORT,
+            field::DST_PORT,
+            field::TCP_FLAGS,
+            field::IP_TOS,
+            field::IP_TTL,
+            field::ICMP_TYPE,
+            field::ICMP_CODE,
+            field::ARP_OP,
+            field::MPLS_TC,
+            field::MPLS_BOS,
+            field::MPLS_TTL,
+            field::MPLS_LABEL,
+            field::ARP_SIP,
+            field::ARP_TIP,
+            field::ARP_SHA,
+            field::ARP_THA,
+        ];
+        let mut used = [false; BYTES];
+        for fl in all {
+            for b in &mut used[fl.offset..fl.offset + fl.len] {
+                assert!(!*b, "overlap at {fl:?}");
+                *b = true;
+            }
+        }
+    }
+}

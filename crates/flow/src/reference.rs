@@ -1,0 +1,71 @@
+//! The linear reference classifier: every rule of the chain in priority order (ties in
+//! file order), the first that matches wins. Slow and obviously right; the oracle the
+//! tuple-space classifier is tested against.
+
+use crate::engine::{self, device_indices, Installed, Outcome, Work};
+use crate::key::{extract, Key, Need};
+use crate::rule::{Compiled, RuleSet};
+
+pub struct Reference {
+    /// Sorted by (chain, prio, seq).
+    rules: Vec<(Installed, Compiled)>,
+    devices: Vec<String>,
+    indevs: Vec<String>,
+}
+
+impl Reference {
+    pub fn new(set: &RuleSet) -> Reference {
+        let devices = set.devices();
+        let compiled = set.compile();
+        let mut rules: Vec<(Installed, Compiled)> = set
+            .rules
+            .iter()
+            .zip(compiled)
+            .enumerate()
+            .map(|(i, (r, c))| {
+                let devs = device_indices(&r.actions, &devices);
+                (Installed::new(r.clone(), set.prios[i], i as u64, &c, devs), c)
+            })
+            .collect();
+        rules.sort_by_key(|(r, _)| (r.rule.chain, r.prio, r.seq));
+        Reference { rules, devices, indevs: set.indevs() }
+    }
+
+    pub fn devices(&self) -> &[String] {
+        &self.devices
+    }
+
+    /// The id `indev` matches give the named interface (0: none of the rules').
+    pub fn indev_id(&self, name: &str) -> u32 {
+        self.indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1)
+    }
+
+    pub fn lookup(&self, chain: u32, key: &Key, after: Option<(u32, u64)>) -> Option<&Installed> {
+        self.rules
+            .iter()
+            .find(|(r, c)| {
+                r.rule.chain == chain && after.is_none_or(|a| r.rank() > a) && c.matches(key)
+            })
+            .map(|(r, _)| r)
+    }
+
+    /// Classify one packet and run its actions.
+    pub fn process(&self, w: &mut Work<'_>) -> Outcome {
+        let key = extract(w.data, w.indev, Need::ALL).0;
+        engine::process(w, key, Need::ALL, None, &mut |c, k, a| self.lookup(c, k, a))
+    }
+
+    /// Per rule in file order: (line, packets, bytes, last used).
+    pub fn counters(&self) -> Vec<(usize, u64, u64, u64)> {
+        let mut v: Vec<(u64, usize, u64, u64, u64)> = self
+            .rules
+            .iter()
+            .map(|(r, _)| {
+                let (p, b, t) = r.counters.read();
+                (r.seq, r.rule.line, p, b, t)
+            })
+            .collect();
+        v.sort();
+        v.into_iter().map(|(_, l, p, b, t)| (l, p, b, t)).collect()
+    }
+}

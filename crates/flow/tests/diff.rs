@@ -1,0 +1,388 @@
+//! The tuple-space classifier against the linear reference: random rule sets (1-300
+//! rules, 1-20 masks, goto chains, every match kind) over the corpus (whole and cut short),
+//! compared on everything observable: the rule, the verdict, the mark, the packet's bytes
+//! after the actions, the mirrored copies, and every rule's counters.
+
+use crate::gen::{keys_of, Gen};
+use std::sync::atomic::{AtomicBool, Ordering};
+use weir_flow::{Classifier, Reference, Rule, RuleSet, Work, BATCH};
+use weir_testkit::{corpus, SplitMix64};
+
+fn frames(seed: u64, n: usize) -> Vec<Vec<u8>> {
+    let mut rng = SplitMix64::new(seed ^ 0xf10f);
+    let mut out: Vec<Vec<u8>> = corpus(seed, n).into_iter().map(|p| p.data).collect();
+    // Cut copies: every header can end early.
+    for i in 0..n / 4 {
+        let f = &out[i];
+        let cut = rng.below_usize(f.len() + 1);
+        let c = f[..cut].to_vec();
+        out.push(c);
+    }
+    out
+}
+
+/// A result with devices by name.
+type Named = Vec<(Option<usize>, String, Vec<u8>, Vec<(String, Vec<u8>)>)>;
+
+/// One packet's observable result.
+type Seen = (weir_flow::Outcome, Vec<u8>, Vec<(u16, Vec<u8>)>);
+
+fn run_reference(r: &Reference, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<Seen> {
+    frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let mut data = f.clone();
+            let mut mirrored = Vec::new();
+            let mut w = Work {
+                data: &mut data,
+                wire_len: f.len() as u32,
+                indev: indevs[i % indevs.len()],
+                now: i as u64 * 1_000_000,
+                mark: 0,
+                mirrored: &mut mirrored,
+            };
+            let o = r.process(&mut w);
+            (o, data, mirrored)
+        })
+        .collect()
+}
+
+fn run_classifier(c: &Classifier, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<Seen> {
+    let mut out = Vec::new();
+    let v = c.snapshot();
+    for (b, chunk) in frames.chunks(BATCH).enumerate() {
+        let mut datas: Vec<Vec<u8>> = chunk.to_vec();
+        let mut mirrors: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
+        let mut outcomes = Vec::new();
+        {
+            let mut works: Vec<Work<'_>> = datas
+                .iter_mut()
+                .zip(mirrors.iter_mut())
+                .enumerate()
+                .map(|(j, (d, m))| {
+                    let i = b * BATCH + j;
+                    let len = d.len() as u32;
+                    Work {
+                        data: d,
+                        wire_len: len,
+                        indev: indevs[i % indevs.len()],
+                        now: i as u64 * 1_000_000,
+                        mark: 0,
+                        mirrored: m,
+                    }
+                })
+                .collect();
+            c.process_batch(&v, &mut works, &mut outcomes);
+        }
+        for ((o, d), m) in outcomes.into_iter().zip(datas).zip(mirrors) {
+            out.push((o, d, m));
+        }
+    }
+    out
+}
+
+fn run_cached(
+    c: &Classifier,
+    cache: &mut weir_flow::FlowCache,
+    frames: &[Vec<u8>],
+    indevs: &[u32],
+) -> Vec<Seen> {
+    let mut out = Vec::new();
+    let v = c.snapshot();
+    for (b, chunk) in frames.chunks(BATCH).enumerate() {
+        let mut datas: Vec<Vec<u8>> = chunk.to_vec();
+        let mut mirrors: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
+        let mut outcomes = Vec::new();
+        {
+            let mut works: Vec<Work<'_>> = datas
+                .iter_mut()
+                .zip(mirrors.iter_mut())
+                .enumerate()
+                .map(|(j, (d, m))| {
+                    let i = b * BATCH + j;
+                    let len = d.len() as u32;
+                    Work {
+                        data: d,
+                        wire_len: len,
+                        indev: indevs[i % indevs.len()],
+                        now: i as u64 * 1_000_000,
+                        mark: 0,
+                        mirrored: m,
+                    }
+                })
+                .collect();
+            c.process_batch_cached(&v, cache, &mut works, &mut outcomes);
+        }
+        for ((o, d), m) in outcomes.into_iter().zip(datas).zip(mirrors) {
+            out.push((o, d, m));
+        }
+    }
+    out
+}
+
+/// Compare; return the packets that matched a rule, and add to `hit` the match kinds of
+/// rules that matched something.
+fn compare(
+    text: &str,
+    set: &RuleSet,
+    frames: &[Vec<u8>],
+    hit: &mut std::collections::BTreeSet<String>,
+) -> usize {
+    let reference = Reference::new(set);
+    let classifier = Classifier::new(set);
+    let indevs = [0, reference.indev_id("in0"), reference.indev_id("in1")];
+    assert_eq!(indevs[1], classifier.indev_id("in0"));
+    let a = run_reference(&reference, frames, &indevs);
+    let b = run_classifier(&classifier, frames, &indevs);
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x, y, "packet {i} {:02x?}\nrules:\n{text}", frames[i]);
+    }
+    assert_eq!(reference.counters(), classifier.counters(), "rules:\n{text}");
+    // The exact-match cache in front (small, so that keys evict each other): the same on
+    // a cold pass and on a warm one.
+    let cached = Classifier::new(set);
+    let mut cache = weir_flow::FlowCache::new(64);
+    for pass in 0..2 {
+        let c = run_cached(&cached, &mut cache, frames, &indevs);
+        for (i, (x, y)) in a.iter().zip(&c).enumerate() {
+            assert_eq!(x, y, "cached pass {pass}, packet {i}\nrules:\n{text}");
+        }
+    }
+    for ((_, packets, ..), rule) in reference.counters().iter().zip(&set.rules) {
+        if *packets > 0 {
+            for m in &rule.matches {
+                hit.insert(m.to_string().split(' ').next().unwrap_or("").to_string());
+            }
+        }
+    }
+    a.iter().filter(|s| s.0.line.is_some()).count()
+}
+
+#[test]
+fn classifier_agrees_with_the_reference_on_random_rule_sets() {
+    let frames = frames(7, 400);
+    let keys = keys_of(&frames);
+    let mut gen = Gen::new(0x5eed, &keys);
+    let (mut cases, mut matched, mut sets) = (0usize, 0usize, 0usize);
+    let mut hit = std::collections::BTreeSet::new();
+    for round in 0..300u64 {
+        let rules = match round % 4 {
+            0 => 1 + gen.rng.below_usize(10),
+            1 => 1 + gen.rng.below_usize(60),
+            _ => 1 + gen.rng.below_usize(300),
+        };
+        let masks = 1 + gen.rng.below_usize(20);
+        let chains = if round % 3 == 0 { 0 } else { 1 + gen.rng.below(3) as u32 };
+        let text = gen.rule_set(rules, masks, chains);
+        let set = RuleSet::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        // Printing and parsing again gives the same rules.
+        let again = RuleSet::parse(&set.to_string()).unwrap();
+        assert_eq!(again.prios, set.prios);
+        matched += compare(&text, &set, &frames, &mut hit);
+        cases += frames.len();
+        sets += 1;
+    }
+    // Every match kind decided some packet's rule somewhere (a kind that never matches
+    // would agree on both sides and test nothing).
+    for kind in [
+        "dst_mac",
+        "src_mac",
+        "indev",
+        "src_ip",
+        "dst_ip",
+        "ip_tos",
+        "ip_ttl",
+        "ip_flags",
+        "ip_proto",
+        "src_port",
+        "dst_port",
+        "tcp_flags",
+        "type",
+        "code",
+        "arp_op",
+        "arp_sip",
+        "arp_tip",
+        "arp_sha",
+        "arp_tha",
+        "vlan_id",
+        "vlan_prio",
+        "vlan_ethtype",
+        "cvlan_ethtype",
+        "mpls_label",
+        "mpls_tc",
+        "mpls_bos",
+    ] {
+        assert!(hit.contains(kind), "no rule with {kind} matched a packet: {hit:?}");
+    }
+    // The generator is useful only if rules match a good share of packets.
+    assert!(matched * 4 > cases, "{matched} of {cases} matched");
+    println!(
+        "{sets} rule sets x {} packets: {cases} cases, {matched} matched a rule",
+        frames.len()
+    );
+}
+
+#[test]
+fn inserts_and_deletes_agree_with_a_rebuilt_reference() {
+    let frames = frames(11, 200);
+    let keys = keys_of(&frames);
+    let mut gen = Gen::new(0xd1ff, &keys);
+    for round in 0..20u64 {
+        let text = gen.rule_set(150, 1 + round as usize % 12, 2);
+        // Explicit priorities: the kernel's automatic ones depend on what is installed.
+        let set = RuleSet::parse(&text).unwrap();
+        let classifier = Classifier::new(&RuleSet::new());
+        let mut live: Vec<(weir_flow::RuleId, Rule, u32)> = Vec::new();
+        for (r, &p) in set.rules.iter().zip(&set.prios) {
+            let r = Rule { prio: Some(p), ..r.clone() };
+            let id = classifier.insert(r.clone()).unwrap();
+            live.push((id, r, p));
+            if gen.rng.chance(30) && !live.is_empty() {
+                let i = gen.rng.below_usize(live.len());
+                let (id, ..) = live.remove(i);
+                assert!(classifier.delete(id));
+                assert!(!classifier.delete(id), "deleted twice");
+            }
+        }
+        if round % 2 == 0 {
+            classifier.rerank();
+        }
+        let mut rebuilt = RuleSet::new();
+        for (_, r, _) in &live {
+            rebuilt.push(r.clone()).unwrap();
+        }
+        let reference = Reference::new(&rebuilt);
+        let indevs = [0, classifier.indev_id("in0"), classifier.indev_id("in1")];
+        // Devices are numbered in order of first mention, which deletes can change: compare by name.
+        let named = |seen: Vec<Seen>, devs: &[String]| -> Named {
+            seen.into_iter()
+                .map(|(o, d, m)| {
+                    let v = match o.verdict {
+                        weir_flow::Verdict::Redirect(i) => {
+                            format!("redirect {}", devs[usize::from(i)])
+                        }
+                        v => format!("{v:?}"),
+                    };
+                    (
+                        o.line,
+                        v,
+                        d,
+                        m.into_iter().map(|(i, b)| (devs[usize::from(i)].clone(), b)).collect(),
+                    )
+                })
+                .collect()
+        };
+        let ref_indevs = [0, reference.indev_id("in0"), reference.indev_id("in1")];
+        let a = named(run_reference(&reference, &frames, &ref_indevs), reference.devices());
+        let b = named(run_classifier(&classifier, &frames, &indevs), &classifier.devices());
+        assert_eq!(a, b, "round {round}");
+        assert_eq!(reference.counters(), classifier.counters(), "round {round}");
+    }
+}
+
+#[test]
+fn lookups_go_on_while_rules_change() {
+    let set = RuleSet::parse(
+        "prio 1 protocol ip flower ip_proto udp action drop\nprio 2 protocol all flower action pass\n",
+    )
+    .unwrap();
+    let classifier = Classifier::new(&set);
+    let frames = frames(3, 200);
+    let before = run_classifier(&classifier, &frames, &[0]);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Rules below the two above in priority, in another chain, and some that
+            // touch new key words (a rebuild at a new width): none changes a verdict.
+            let mut ids = Vec::new();
+            for i in 0..3000u32 {
+                let text = match i % 3 {
+                    0 => format!(
+                        "prio 100 protocol ip flower src_ip 10.{}.{}.0/24 action drop",
+                        i / 256,
+                        i % 256
+                    ),
+                    1 => format!(
+                        "prio 5 chain 9 protocol ipv6 flower ip_proto tcp dst_port {} action drop",
+                        1 + i
+                    ),
+                    _ => {
+                        format!("prio 200 protocol 802.1Q flower vlan_id {} action drop", i % 4096)
+                    }
+                };
+                let rule = weir_flow::rule::parse_rule(&text, 1).unwrap();
+                ids.push(classifier.insert(rule).unwrap());
+                if i % 4 == 3 {
+                    assert!(classifier.delete(ids.swap_remove(0)));
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        let mut rounds = 0;
+        while !stop.load(Ordering::Relaxed) || rounds == 0 {
+            let now = run_classifier(&classifier, &frames, &[0]);
+            for (x, y) in before.iter().zip(&now) {
+                assert_eq!(x.0.line, y.0.line);
+                assert_eq!(x.0.verdict, y.0.verdict);
+            }
+            rounds += 1;
+        }
+        println!("{rounds} passes over the packets while 3000 rules went in");
+    });
+}
+
+/// An IPv4 frame from `src` (nothing else set but what extraction needs).
+fn ipv4_from(src: [u8; 4]) -> Vec<u8> {
+    let mut f = vec![0u8; 34];
+    f[12] = 0x08;
+    f[14] = 0x45;
+    f[17] = 20;
+    f[23] = 0xfd;
+    f[26..30].copy_from_slice(&src);
+    f
+}
+
+#[test]
+fn large_subtables_split_and_agree_after_updates() {
+    // 6,000 rules of one mask: the subtable splits into segments several times, while
+    // being built and while rules come and go one at a time.
+    let mut text = String::new();
+    for i in 0..6000u32 {
+        text += &format!(
+            "prio {} protocol ip flower src_ip 10.{}.{}.1 action drop\n",
+            1 + i % 7,
+            i / 256,
+            i % 256
+        );
+    }
+    let set = RuleSet::parse(&text).unwrap();
+    let classifier = Classifier::new(&RuleSet::new());
+    let mut live = Vec::new();
+    let mut rng = SplitMix64::new(5);
+    for (r, &p) in set.rules.iter().zip(&set.prios) {
+        let r = Rule { prio: Some(p), ..r.clone() };
+        live.push((classifier.insert(r.clone()).unwrap(), r));
+        if rng.chance(20) {
+            let (id, _) = live.swap_remove(rng.below_usize(live.len()));
+            assert!(classifier.delete(id));
+        }
+    }
+    let mut rebuilt = RuleSet::new();
+    let mut order: Vec<&(weir_flow::RuleId, Rule)> = live.iter().collect();
+    order.sort_by_key(|(id, _)| id.0);
+    for (_, r) in order {
+        rebuilt.push(r.clone()).unwrap();
+    }
+    let reference = Reference::new(&rebuilt);
+    let frames: Vec<Vec<u8>> =
+        (0..6500u32).map(|i| ipv4_from([10, (i / 256) as u8, (i % 256) as u8, 1])).collect();
+    let a = run_reference(&reference, &frames, &[0]);
+    let b = run_classifier(&classifier, &frames, &[0]);
+    let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line, s.0.verdict)).collect::<Vec<_>>();
+    assert_eq!(lines(&a), lines(&b));
+    let matched = a.iter().filter(|s| s.0.line.is_some()).count();
+    assert!(matched > 4000, "{matched}");
+    let (subtables, _) = classifier.stats();
+    assert_eq!(subtables, 1);
+}

@@ -1,0 +1,6 @@
+//! weir-flow's integration tests, one binary.
+mod actions;
+mod diff;
+mod gen;
+mod kernel;
+mod rules;

@@ -1,0 +1,187 @@
+//! `weir flow`: checks, runs, output files, workers, bad input.
+
+use std::process::{Command, Output};
+use weir_testkit::{read_pcap, write_pcap, Scratch, LINKTYPE_ETHERNET};
+
+fn weir(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+const RULES: &str = "# dns dropped, tcp to a device, tagged frames popped and mirrored\n\
+prio 1 protocol ip flower ip_proto udp dst_port 53 action drop\n\
+prio 2 protocol ip flower ip_proto tcp action mirred egress redirect dev tcp0\n\
+prio 3 protocol 802.1Q flower action vlan pop pipe action mirred egress mirror dev vl action pass\n\
+prio 9 protocol all flower action pass\n";
+
+fn setup(name: &str) -> (Scratch, String, String) {
+    let dir = Scratch::new(name);
+    let rules = dir.join("rules.txt");
+    std::fs::write(&rules, RULES).unwrap();
+    let cap = dir.join("in.pcap");
+    write_pcap(&cap, LINKTYPE_ETHERNET, &weir_testkit::corpus(21, 600)).unwrap();
+    (dir, rules.display().to_string(), cap.display().to_string())
+}
+
+#[test]
+fn verdicts_stats_and_files_agree() {
+    let (dir, rules, cap) = setup("flow-run");
+    let out_dir = dir.join("out");
+    let o = weir(&[
+        "flow",
+        "run",
+        &rules,
+        "-r",
+        &cap,
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+        "--verdicts",
+        "--stats",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    let verdicts: Vec<Vec<&str>> =
+        text.lines().filter(|l| !l.starts_with("line ")).map(|l| l.split(' ').collect()).collect();
+    assert_eq!(verdicts.len(), 600);
+    let count =
+        |line: &str, fin: &str| verdicts.iter().filter(|v| v[1] == line && v[2] == fin).count();
+    let stats: Vec<(usize, u64)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("line "))
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(stats.iter().map(|s| s.0).collect::<Vec<_>>(), vec![2, 3, 4, 5]);
+    // Every rule here ends its packets: the counters are the verdict lines.
+    assert_eq!(stats[0].1 as usize, count("2", "drop"));
+    assert_eq!(stats[1].1 as usize, count("3", "redirect:tcp0"));
+    assert_eq!(stats[2].1 as usize, count("4", "pass"));
+    assert!(stats.iter().all(|s| s.1 > 0), "{stats:?}");
+    let pass = read_pcap(out_dir.join("pass.pcap")).unwrap();
+    let tcp0 = read_pcap(out_dir.join("tcp0.pcap")).unwrap();
+    let vl = read_pcap(out_dir.join("vl.pcap")).unwrap();
+    assert_eq!(pass.len(), verdicts.iter().filter(|v| v[2] == "pass").count());
+    assert_eq!(tcp0.len(), count("3", "redirect:tcp0"));
+    assert_eq!(vl.len(), count("4", "pass"));
+    // Popped before the mirror: each copy is its passed original, 4 bytes shorter.
+    let passed_tagged: Vec<&Vec<&str>> = verdicts.iter().filter(|v| v[1] == "4").collect();
+    assert_eq!(passed_tagged.len(), vl.len());
+    // Two workers: the same verdicts and counters.
+    let o2 = weir(&["flow", "run", &rules, "-r", &cap, "--verdicts", "--stats", "--workers", "2"]);
+    assert_eq!(stdout(&o2), text);
+}
+
+#[test]
+fn check_prints_and_refuses() {
+    let (dir, rules, _) = setup("flow-check");
+    let o = weir(&["flow", "check", &rules]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("4 rules, 1 chains, 4 subtables"), "{}", stdout(&o));
+    let bad = dir.join("bad.txt");
+    std::fs::write(
+        &bad,
+        "prio 1 protocol ip flower action drop\nprotocol arp flower ip_proto tcp action drop\n",
+    )
+    .unwrap();
+    let o = weir(&["flow", "check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.txt: line 2, column 21: Illegal \"eth_type\" for ip proto"), "{err}");
+    let o = weir(&["flow", "check", dir.join("missing").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    // Not text, not rules, a directory: errors, never a panic.
+    std::fs::write(&bad, [0xff, 0xfe, 0]).unwrap();
+    let o = weir(&["flow", "check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = weir(&["flow", "run", &rules, "-r", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
+}
+
+/// `weir flow run -i`: in a network namespace with a veth pair (root; SKIPPED otherwise),
+/// frames sent into `va` are classified on `vb`, `indev vb` matching them; SIGINT ends it.
+#[test]
+fn live_interface_with_indev() {
+    let uid = Command::new("id").arg("-u").output().expect("id runs");
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        println!("SKIPPED: flow-live: needs root (network namespaces, packet sockets)");
+        return;
+    }
+    if Command::new("python3").arg("--version").output().is_err() {
+        println!("SKIPPED: flow-live: python3 is not installed");
+        return;
+    }
+    let ns = format!("weir-flow-live-{}", std::process::id());
+    struct Ns(String);
+    impl Drop for Ns {
+        fn drop(&mut self) {
+            let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+        }
+    }
+    let steps: [&[&str]; 5] = [
+        &["netns", "add", &ns],
+        &["-n", &ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"],
+        &["-n", &ns, "link", "set", "va", "up"],
+        &["-n", &ns, "link", "set", "vb", "up"],
+        &["netns", "exec", &ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+    ];
+    let _guard = Ns(ns.clone());
+    for step in steps {
+        let out = Command::new("ip").args(step).output().expect("ip runs");
+        if !out.status.success() {
+            println!(
+                "SKIPPED: flow-live: ip {}: {}",
+                step.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return;
+        }
+    }
+    let dir = Scratch::new("flow-live");
+    let rules = dir.join("rules.txt");
+    std::fs::write(
+        &rules,
+        "prio 1 protocol ip flower ip_proto udp dst_port 53 indev vb action drop\nprio 2 protocol all flower action pass\n",
+    )
+    .unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_weir"), "flow", "run"])
+        .arg(&rules)
+        .args(["-i", "vb", "--verdicts", "--stats"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("weir starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let sender = r#"
+import socket, struct
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("va", 0))
+for i in range(6):
+    port = 53 if i % 2 == 0 else 80
+    udp = struct.pack('!HHHH', 1000 + i, port, 12, 0) + b'abcd'
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0, bytes([10, 9, 0, 1]), bytes([10, 9, 0, 2]))
+    s.send(bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0]) + ip + udp)
+"#;
+    let out =
+        Command::new("ip").args(["netns", "exec", &ns, "python3", "-c", sender]).output().unwrap();
+    assert!(out.status.success(), "sender: {}", String::from_utf8_lossy(&out.stderr));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let pid = i32::try_from(child.id()).expect("a pid fits in pid_t");
+    // SAFETY: kill(2) sends a signal to our own child; it touches no memory of ours.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("line 1 packets 3 bytes 138"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("line 2 packets 3 bytes 138"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.ends_with(" 1 drop")).count(), 3, "{text}");
+}
