@@ -314,7 +314,7 @@ unsafe impl RunEnv for Env {
         let value = slot.value.get();
         // The kernel refuses a misaligned `BPF_ATOMIC`; unverified, it gets the plain
         // read-then-write the default does.
-        if let Some(old) = value.fetch_update(offset, len, |old| update(old)) {
+        if let Some(old) = value.fetch_update(offset, len, &mut *update) {
             return Ok(old);
         }
         let mut bytes = [0u8; 8];
