@@ -26,6 +26,12 @@ pub(super) fn host_isa() -> Result<OwnedTargetIsa, CompileError> {
     crate::code_memory::host_isa().map_err(CompileError::Host)
 }
 
+/// The host's ISA without Cranelift's optimizations, for large filters (see
+/// [`super::OPTIMIZE_MAX_NODES`]).
+pub(super) fn host_isa_unoptimized() -> Result<OwnedTargetIsa, CompileError> {
+    crate::code_memory::host_isa_unoptimized().map_err(CompileError::Host)
+}
+
 /// The signature of [`EntryFn`] in the host's C calling convention.
 pub(super) fn entry_signature(isa: &OwnedTargetIsa) -> Signature {
     let mut sig = Signature::new(isa.default_call_conv());

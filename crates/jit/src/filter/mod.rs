@@ -73,9 +73,27 @@ impl std::fmt::Debug for NativeFilter {
     }
 }
 
-/// Compiles `filter` to native code for this host.
+/// The largest filter (in IR nodes, [`weir_filter::opt::node_count`]) compiled with
+/// Cranelift's optimizations; larger ones are compiled with `opt_level = none`, as the eBPF
+/// JIT does above [`crate::OPTIMIZE_MAX_SLOTS`]. A filter's code is compares and branches
+/// whose loads the lowering already shares along each path, so the optimizations gain
+/// little on it, while on a large function (a long list of distinct host and port pairs)
+/// the e-graph pass and the register allocator grow faster than the code: measured here
+/// (bench/records/2026-11-25-compile.txt), optimized and not, a 10,000-pair firewall list
+/// took 14.8 s and 6.0 s; up to a few thousand nodes the two take about the same time.
+pub const OPTIMIZE_MAX_NODES: usize = 20_000;
+
+/// Compiles `filter` to native code for this host (with Cranelift's optimizations up to
+/// [`OPTIMIZE_MAX_NODES`]).
 pub fn compile(filter: &Filter) -> Result<NativeFilter, CompileError> {
-    let isa = code::host_isa()?;
+    let optimize = weir_filter::opt::node_count(&filter.pred) <= OPTIMIZE_MAX_NODES;
+    compile_with(filter, optimize)
+}
+
+/// [`compile`] with Cranelift's optimizations chosen by the caller rather than by size
+/// (benchmarks and tests compare the two; the code means the same either way).
+pub fn compile_with(filter: &Filter, optimize: bool) -> Result<NativeFilter, CompileError> {
+    let isa = if optimize { code::host_isa()? } else { code::host_isa_unoptimized()? };
     let mut tables = SetTables::new();
     let code = Code::compile(isa, |func| lower::lower(func, filter, &mut tables))?;
     Ok(NativeFilter { code, tables, accept: filter.accept })
