@@ -351,8 +351,8 @@ fn firewall(
 /// The firewall lists through whole `weir` processes: `weir filter -F LIST -r sample.pcap
 /// --count` (the engine weir picks: large filters start on the evaluator while their native
 /// code compiles), the same with `--engine native` (native code before the first packet),
-/// and `weir compile --ebpf -F LIST -o /dev/null`. Wall time and maximum RSS per process,
-/// one run each.
+/// and `weir compile --ebpf -F LIST -o /dev/null`. Wall time and maximum RSS per process
+/// ([`measured`]), one run each.
 fn processes(
     args: &CompileArgs,
     pairs: &[usize],
@@ -405,18 +405,20 @@ fn processes(
                 Err(_) => "failed".to_string(),
             };
             let filter = |engine: Option<&str>| {
-                let mut cmd = std::process::Command::new(bin);
-                cmd.arg("filter").arg("-F").arg(&list).arg("-r").arg(&capture).arg("--count");
+                let mut args: Vec<std::ffi::OsString> = vec!["filter".into(), "-F".into()];
+                args.extend([list.clone().into(), "-r".into(), capture.clone().into()]);
+                args.push("--count".into());
                 if let Some(e) = engine {
-                    cmd.arg("--engine").arg(e);
+                    args.extend(["--engine".into(), e.into()]);
                 }
-                crate::e2e::timed(&mut cmd)
+                measured(bin, &args)
             };
             let any = filter(None);
             let native = filter(Some("native"));
-            let mut cmd = std::process::Command::new(bin);
-            cmd.args(["compile", "--ebpf", "-o", "/dev/null", "-F"]).arg(&list);
-            let ebpf = crate::e2e::timed(&mut cmd);
+            let mut args: Vec<std::ffi::OsString> =
+                ["compile", "--ebpf", "-o", "/dev/null", "-F"].iter().map(Into::into).collect();
+            args.push(list.clone().into());
+            let ebpf = measured(bin, &args);
             log.line(format!(
                 "{n:>7} {name:>4} {:>18} {:>18} {:>18}",
                 cell(&any),
@@ -442,6 +444,31 @@ fn processes(
 
 fn mib(run: &crate::e2e::Run) -> f64 {
     run.max_rss_kib as f64 / 1024.0
+}
+
+/// `bin args` as one timed process. Its maximum resident set size comes from /usr/bin/time
+/// (GNU time's `%M`) when it is installed: Linux keeps a process's peak across `execve`, so
+/// a child spawned straight from this (large) benchmark would report the benchmark's own
+/// memory; time forks it from a small process. Without time, wait4's figure is kept.
+fn measured(bin: &std::path::Path, args: &[std::ffi::OsString]) -> Result<crate::e2e::Run, String> {
+    const TIME: &str = "/usr/bin/time";
+    if !std::path::Path::new(TIME).exists() {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(args);
+        return crate::e2e::timed(&mut cmd);
+    }
+    let report = std::env::temp_dir().join(format!("weir-bench-rss-{}", std::process::id()));
+    let mut cmd = std::process::Command::new(TIME);
+    cmd.arg("-f").arg("%M").arg("-o").arg(&report).arg(bin).args(args);
+    let mut run = crate::e2e::timed(&mut cmd)?;
+    let text = std::fs::read_to_string(&report).map_err(|e| format!("{TIME}'s report: {e}"))?;
+    let _ = std::fs::remove_file(&report);
+    run.max_rss_kib = text
+        .lines()
+        .filter_map(|l| l.trim().parse::<i64>().ok())
+        .next_back()
+        .ok_or_else(|| format!("{TIME} reported no size: {text:?}"))?;
+    Ok(run)
 }
 
 /// libpcap on a host set of `n` terms, unless the time predicted from the last size

@@ -74,7 +74,8 @@ pub fn rejects_all(filter: &Filter) -> bool {
     {
         return false;
     }
-    let mut walk = Walk { graph: &graph, steps: 0, seen: HashSet::new() };
+    let distance = graph.distances_to(accept);
+    let mut walk = Walk { graph: &graph, distance, steps: 0, seen: HashSet::new() };
     // libpcap's second pass folds constant arithmetic and decides the tests at the root.
     let mut node = root;
     let mut state = State::default();
@@ -117,7 +118,47 @@ struct Graph {
     nodes: Vec<Node>,
 }
 
+/// The distance of a node nothing connects to the accepting exit.
+const UNREACHABLE: u32 = u32::MAX;
+
 impl Graph {
+    /// Each node's fewest steps to `accept` over the graph's edges, whatever the tests
+    /// give ([`UNREACHABLE`] when no edge path leads there): a breadth-first walk back from
+    /// `accept`, linear in the graph.
+    fn distances_to(&self, accept: NodeId) -> Vec<u32> {
+        let mut into: Vec<Vec<NodeId>> = vec![Vec::new(); self.nodes.len()];
+        for (from, node) in self.nodes.iter().enumerate() {
+            let targets = match node {
+                Node::Test { t, f, .. } => [Some(*t), Some(*f)],
+                Node::Store { next, .. } => [Some(*next), None],
+                Node::Accept | Node::Reject => [None, None],
+            };
+            for to in targets.into_iter().flatten() {
+                if let Some(list) = into.get_mut(to) {
+                    list.push(from);
+                }
+            }
+        }
+        let mut distance = vec![UNREACHABLE; self.nodes.len()];
+        let mut queue = std::collections::VecDeque::new();
+        if let Some(d) = distance.get_mut(accept) {
+            *d = 0;
+            queue.push_back(accept);
+        }
+        while let Some(node) = queue.pop_front() {
+            let next = distance.get(node).map_or(UNREACHABLE, |d| d.saturating_add(1));
+            for &from in into.get(node).map_or(&[][..], Vec::as_slice) {
+                if let Some(d) = distance.get_mut(from) {
+                    if *d == UNREACHABLE {
+                        *d = next;
+                        queue.push_back(from);
+                    }
+                }
+            }
+        }
+        distance
+    }
+
     fn push(&mut self, node: Node) -> NodeId {
         self.nodes.push(node);
         self.nodes.len() - 1
@@ -296,6 +337,13 @@ impl State {
 
 struct Walk<'a> {
     graph: &'a Graph,
+    /// [`Graph::distances_to`] the accepting exit: successors that cannot reach it are not
+    /// explored (whatever the facts, they cannot accept), and of two successors the nearer
+    /// is explored first, so an accepting path, when there is one, is usually the first
+    /// path tried (a long list of alternatives, each of which can accept, is otherwise
+    /// explored to its end along every branch before the first alternative's other
+    /// outcome).
+    distance: Vec<u32>,
     steps: usize,
     /// Hashes of the (node, state) pairs explored in this walk (64 bits for at most
     /// [`BUDGET`] pairs: a collision, which would prune a path, has odds below 2^-34).
@@ -307,6 +355,9 @@ impl Walk<'_> {
     /// the budget).
     fn can_accept(&mut self, node: NodeId, state: &State) -> Option<bool> {
         self.seen.clear();
+        if !self.reaches(node) {
+            return Some(false);
+        }
         let mut stack = vec![(node, state.clone())];
         while let Some((node, mut state)) = stack.pop() {
             self.steps += 1;
@@ -322,29 +373,50 @@ impl Walk<'_> {
                 Some(Node::Accept) => return Some(true),
                 Some(Node::Reject) | None => {}
                 Some(Node::Store { slot, value, next }) => {
-                    let v = state.resolve(value);
-                    state.store(*slot, v);
-                    stack.push((*next, state));
+                    if self.reaches(*next) {
+                        let v = state.resolve(value);
+                        state.store(*slot, v);
+                        stack.push((*next, state));
+                    }
                 }
                 Some(Node::Test { lhs, op, rhs, t, f }) => {
                     let (test, negated) =
                         Test::canonical(state.resolve(lhs), *op, state.resolve(rhs));
                     let (on_true, on_false) = if negated { (*f, *t) } else { (*t, *f) };
-                    match state.decide(&test) {
-                        Some(true) => stack.push((on_true, state)),
-                        Some(false) => stack.push((on_false, state)),
+                    let next = match state.decide(&test) {
+                        Some(true) => [Some((on_true, state)), None],
+                        Some(false) => [Some((on_false, state)), None],
                         None => {
                             let mut taken = state.clone();
                             taken.facts.push((test.clone(), true));
                             state.facts.push((test, false));
-                            stack.push((on_false, state));
-                            stack.push((on_true, taken));
+                            // Popped last-in first: the nearer successor goes on top.
+                            if self.distance_of(on_true) <= self.distance_of(on_false) {
+                                [Some((on_false, state)), Some((on_true, taken))]
+                            } else {
+                                [Some((on_true, taken)), Some((on_false, state))]
+                            }
+                        }
+                    };
+                    for (to, st) in next.into_iter().flatten() {
+                        if self.reaches(to) {
+                            stack.push((to, st));
                         }
                     }
                 }
             }
         }
         Some(false)
+    }
+}
+
+impl Walk<'_> {
+    fn distance_of(&self, node: NodeId) -> u32 {
+        self.distance.get(node).copied().unwrap_or(UNREACHABLE)
+    }
+
+    fn reaches(&self, node: NodeId) -> bool {
+        self.distance_of(node) != UNREACHABLE
     }
 }
 
