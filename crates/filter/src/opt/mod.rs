@@ -38,7 +38,7 @@ mod fold;
 mod guard;
 mod sets;
 
-pub use analysis::node_count;
+pub use analysis::{has_store, node_count};
 
 use crate::ir::{Filter, Pred};
 
