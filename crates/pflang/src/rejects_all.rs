@@ -32,6 +32,7 @@
 //! The walk is exhaustive over paths with a budget; past the budget the answer is "does not
 //! reject all" (the filter is kept: it means the same either way).
 
+use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -106,22 +107,24 @@ pub fn rejects_all(filter: &Filter) -> bool {
 
 type NodeId = usize;
 
-enum Node {
+/// The filter's expressions are borrowed, not copied: a large filter's graph is built to
+/// the budget before the walk gives up on it.
+enum Node<'a> {
     Accept,
     Reject,
-    Test { lhs: Expr, op: CmpOp, rhs: Expr, t: NodeId, f: NodeId },
-    Store { slot: u8, value: Expr, next: NodeId },
+    Test { lhs: Cow<'a, Expr>, op: CmpOp, rhs: Cow<'a, Expr>, t: NodeId, f: NodeId },
+    Store { slot: u8, value: &'a Expr, next: NodeId },
 }
 
 #[derive(Default)]
-struct Graph {
-    nodes: Vec<Node>,
+struct Graph<'a> {
+    nodes: Vec<Node<'a>>,
 }
 
 /// The distance of a node nothing connects to the accepting exit.
 const UNREACHABLE: u32 = u32::MAX;
 
-impl Graph {
+impl<'a> Graph<'a> {
     /// Each node's fewest steps to `accept` over the graph's edges, whatever the tests
     /// give ([`UNREACHABLE`] when no edge path leads there): a breadth-first walk back from
     /// `accept`, linear in the graph.
@@ -159,14 +162,14 @@ impl Graph {
         distance
     }
 
-    fn push(&mut self, node: Node) -> NodeId {
+    fn push(&mut self, node: Node<'a>) -> NodeId {
         self.nodes.push(node);
         self.nodes.len() - 1
     }
 
     /// The entry of `p`'s code, which continues at `t` when it holds and `f` when not
     /// (`None` when the filter is too deep or too big to analyse).
-    fn build(&mut self, p: &Pred, t: NodeId, f: NodeId, depth: usize) -> Option<NodeId> {
+    fn build(&mut self, p: &'a Pred, t: NodeId, f: NodeId, depth: usize) -> Option<NodeId> {
         if depth > 2_000 || self.nodes.len() > BUDGET {
             return None;
         }
@@ -174,19 +177,20 @@ impl Graph {
             Pred::Const(true) => t,
             Pred::Const(false) => f,
             Pred::Cmp { op, lhs, rhs } => {
-                self.push(Node::Test { lhs: lhs.clone(), op: *op, rhs: rhs.clone(), t, f })
+                let (lhs, rhs) = (Cow::Borrowed(lhs), Cow::Borrowed(rhs));
+                self.push(Node::Test { lhs, op: *op, rhs, t, f })
             }
             Pred::In { value, set } => {
                 // gencode's chain of tests, one per value (a range is `>= lo and <= hi`).
                 let mut entry = f;
                 for &(lo, hi) in set.ranges().iter().rev() {
                     entry = if lo == hi {
-                        let (lhs, rhs) = (value.clone(), Expr::Const(lo));
+                        let (lhs, rhs) = (Cow::Borrowed(value), Cow::Owned(Expr::Const(lo)));
                         self.push(Node::Test { lhs, op: CmpOp::Eq, rhs, t, f: entry })
                     } else {
-                        let (lhs, rhs) = (value.clone(), Expr::Const(hi));
+                        let (lhs, rhs) = (Cow::Borrowed(value), Cow::Owned(Expr::Const(hi)));
                         let upper = self.push(Node::Test { lhs, op: CmpOp::Le, rhs, t, f: entry });
-                        let (lhs, rhs) = (value.clone(), Expr::Const(lo));
+                        let (lhs, rhs) = (Cow::Borrowed(value), Cow::Owned(Expr::Const(lo)));
                         self.push(Node::Test { lhs, op: CmpOp::Ge, rhs, t: upper, f: entry })
                     };
                 }
@@ -207,9 +211,7 @@ impl Graph {
                 entry
             }
             Pred::Not(inner) => self.build(inner, f, t, depth + 1)?,
-            Pred::Store { slot, value } => {
-                self.push(Node::Store { slot: *slot, value: value.clone(), next: t })
-            }
+            Pred::Store { slot, value } => self.push(Node::Store { slot: *slot, value, next: t }),
             // Never in lowered code; a guard is a length check, not a packet test.
             Pred::Guard(_) => t,
             // libpcap never optimizes a protochain (see `Lowered::libpcap_optimizes`).
@@ -335,8 +337,8 @@ impl State {
     }
 }
 
-struct Walk<'a> {
-    graph: &'a Graph,
+struct Walk<'g, 'a> {
+    graph: &'g Graph<'a>,
     /// [`Graph::distances_to`] the accepting exit: successors that cannot reach it are not
     /// explored (whatever the facts, they cannot accept), and of two successors the nearer
     /// is explored first, so an accepting path, when there is one, is usually the first
@@ -350,7 +352,7 @@ struct Walk<'a> {
     seen: HashSet<u64>,
 }
 
-impl Walk<'_> {
+impl Walk<'_, '_> {
     /// Whether some path from `node` with `state` reaches the accepting exit (`None` past
     /// the budget).
     fn can_accept(&mut self, node: NodeId, state: &State) -> Option<bool> {
@@ -410,7 +412,7 @@ impl Walk<'_> {
     }
 }
 
-impl Walk<'_> {
+impl Walk<'_, '_> {
     fn distance_of(&self, node: NodeId) -> u32 {
         self.distance.get(node).copied().unwrap_or(UNREACHABLE)
     }
