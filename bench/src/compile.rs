@@ -1,6 +1,10 @@
-//! `weir-bench compile`: how long compiling a filter takes, weir (parse + lower + optimize,
-//! then each emitter) against libpcap's `pcap_compile` with its optimizer, per filter of
-//! the list; then the large-set scaling, `host a or host b or ...` with 100 to 10,000 terms.
+//! `weir-bench compile`: how long compiling a filter takes, weir (the facade's compile path:
+//! parse, lower, libpcap's "rejects all packets" check, optimize; then each emitter, and
+//! native code) against libpcap's `pcap_compile` with its optimizer, per filter of the list;
+//! then the large-set scaling, `host a or host b or ...` with 100 to 10,000 terms; then issue
+//! 13's firewall list (`not (not (host A1 and port P1) and ...)`) from 100 to 100,000 pairs,
+//! in process per phase and as whole `weir` processes (wall time and maximum resident set
+//! size from wait4), optionally against an older `weir` binary in the same run.
 //!
 //! libpcap's optimizer takes time that grows about with the cube of the number of terms
 //! (seconds at 500, most of a minute at 800 on a current machine), so each libpcap figure is
@@ -14,7 +18,6 @@ use weir_pflang::LinkType;
 use weir_sys::libpcap;
 
 use crate::filterlist::{self, BenchFilter};
-use crate::filters::compile_weir;
 use crate::record::{self, Log};
 use crate::timing::{time_calls, Samples};
 
@@ -38,6 +41,18 @@ pub struct CompileArgs {
     /// Write bench/records/<date>-compile.txt.
     #[arg(long)]
     pub record: bool,
+    /// Sizes of the firewall list (default 100 1000 10000 100000; 100 1000 with --quick).
+    #[arg(long, num_args = 1.., value_delimiter = ',', value_name = "N")]
+    pub pairs: Vec<usize>,
+    /// The `weir` binary timed as a whole process (default: target/release/weir).
+    #[arg(long, value_name = "PATH")]
+    pub weir: Option<std::path::PathBuf>,
+    /// An older `weir` binary to time beside it, on lists of up to --old-max-pairs pairs.
+    #[arg(long, value_name = "PATH")]
+    pub old_weir: Option<std::path::PathBuf>,
+    /// The largest firewall list given to --old-weir (default 10000).
+    #[arg(long, value_name = "N")]
+    pub old_max_pairs: Option<usize>,
     /// Filters to compile (default: bench/filters.txt).
     pub filters: Vec<String>,
 }
@@ -75,17 +90,18 @@ pub fn run(args: &CompileArgs, command: &str) -> Result<bool, String> {
         notes.push("WARNING: debug build; use --release for figures that mean anything".into());
     }
     notes.push(format!(
-        "median per compile of up to {rounds} samples; weir = parse + lower + optimize (IR), \
-         ->cBPF / ->eBPF add that emitter; libpcap = pcap_compile with its optimizer; compiling \
-         to native code (the native and jit engines) is not in these figures"
+        "median per compile of up to {rounds} samples; weir = weir::compile_filter_with (parse, \
+         lower, libpcap's rejects-all check, optimize: the IR `weir filter` runs), ->cBPF / \
+         ->eBPF / ->native add that emitter (native: weir_jit::filter::compile, Cranelift); \
+         libpcap = pcap_compile with its optimizer"
     ));
     for note in &notes {
         eprintln!("{note}");
     }
 
     log.line(format!(
-        "{:>10} {:>10} {:>10} {:>11} {:>8}  filter",
-        "weir us", "->cBPF us", "->eBPF us", "libpcap us", "x pcap"
+        "{:>10} {:>10} {:>10} {:>11} {:>11} {:>8} {:>9}  filter",
+        "weir us", "->cBPF us", "->eBPF us", "->native us", "libpcap us", "x pcap", "native x"
     ));
     let us = |s: &Samples| s.median() / 1_000.0;
     for (i, f) in list.iter().enumerate() {
@@ -94,21 +110,27 @@ pub fn run(args: &CompileArgs, command: &str) -> Result<bool, String> {
         let cell = |r: &Result<Samples, String>| {
             r.as_ref().map_or("-".to_string(), |s| format!("{:.1}", us(s)))
         };
-        let ratio = match (&c.weir, &c.pcap) {
+        let ratio_to_pcap = |r: &Result<Samples, String>| match (r, &c.pcap) {
             (Ok(w), Ok(p)) => ratio(w.median() / p.median()),
             _ => "-".into(),
         };
         log.line(format!(
-            "{:>10} {:>10} {:>10} {:>11} {:>8}  {label}",
+            "{:>10} {:>10} {:>10} {:>11} {:>11} {:>8} {:>9}  {label}",
             cell(&c.weir),
             cell(&c.cbpf),
             cell(&c.ebpf),
+            cell(&c.native),
             cell(&c.pcap),
-            ratio
+            ratio_to_pcap(&c.weir),
+            ratio_to_pcap(&c.native),
         ));
-        for (what, r) in
-            [("weir", &c.weir), ("->cBPF", &c.cbpf), ("->eBPF", &c.ebpf), ("libpcap", &c.pcap)]
-        {
+        for (what, r) in [
+            ("weir", &c.weir),
+            ("->cBPF", &c.cbpf),
+            ("->eBPF", &c.ebpf),
+            ("->native", &c.native),
+            ("libpcap", &c.pcap),
+        ] {
             if let Err(e) = r {
                 log.line(format!("{:>10}  {what} skipped: {e}", ""));
             }
@@ -118,16 +140,17 @@ pub fn run(args: &CompileArgs, command: &str) -> Result<bool, String> {
     log.line("");
     log.line("large host sets: `host a or host b or ...`, ms per compile");
     log.line(format!(
-        "{:>7} {:>10} {:>10} {:>11} {:>8}  samples (weir, libpcap)",
-        "terms", "weir ms", "->eBPF ms", "libpcap ms", "x pcap"
+        "{:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  samples (weir, libpcap)",
+        "terms", "weir ms", "->eBPF ms", "->native ms", "libpcap ms", "x pcap"
     ));
     let ms = |s: &Samples| format!("{:.2}", s.median() / 1e6);
     // (terms, seconds) of the last libpcap compile, for predicting the next.
     let mut last_pcap: Option<(usize, f64)> = None;
     for &n in &terms {
         let f = BenchFilter::host_set(n);
-        let weir = time_weir(&f, &names, rounds, budget, true);
-        let weir_ir = time_weir(&f, &names, rounds, budget, false);
+        let weir = time_weir(&f, &names, rounds, budget, Emit::Ebpf);
+        let weir_ir = time_weir(&f, &names, rounds, budget, Emit::None);
+        let native = time_weir(&f, &names, rounds, budget, Emit::Native);
         let pcap = if pcap_state.is_err() {
             Err("libpcap not loaded".to_string())
         } else {
@@ -139,20 +162,24 @@ pub fn run(args: &CompileArgs, command: &str) -> Result<bool, String> {
         };
         let count = |r: &Result<Samples, String>| r.as_ref().map_or(0, Samples::len);
         log.line(format!(
-            "{n:>7} {:>10} {:>10} {:>11} {:>8}  {}, {}",
+            "{n:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  {}, {}",
             weir_ir.as_ref().map_or("-".into(), ms),
             weir.as_ref().map_or("-".into(), ms),
+            native.as_ref().map_or("-".into(), ms),
             pcap.as_ref().map_or("-".into(), ms),
             ratio,
             count(&weir_ir),
             count(&pcap)
         ));
-        for (what, r) in [("weir", &weir_ir), ("->eBPF", &weir), ("libpcap", &pcap)] {
+        for (what, r) in
+            [("weir", &weir_ir), ("->eBPF", &weir), ("->native", &native), ("libpcap", &pcap)]
+        {
             if let Err(e) = r {
                 log.line(format!("{:>7}  {what} skipped: {e}", ""));
             }
         }
     }
+    firewall(args, &names, &mut log, &mut notes)?;
     if args.record {
         let path = record::write("compile", command, &notes, &log.lines)?;
         println!("recorded {}", path.display());
@@ -164,7 +191,34 @@ struct CompileFigures {
     weir: Result<Samples, String>,
     cbpf: Result<Samples, String>,
     ebpf: Result<Samples, String>,
+    native: Result<Samples, String>,
     pcap: Result<Samples, String>,
+}
+
+/// What follows the IR compile in a timed call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Emit {
+    None,
+    Cbpf,
+    Ebpf,
+    Native,
+}
+
+/// The facade's compile path, as `weir filter` runs it (the Ethernet link type).
+fn compile_ir(expr: &str, names: &NameDb) -> Result<weir_filter::Filter, String> {
+    weir::compile_filter_with(expr, &weir::FilterOptions::new(LinkType::Ethernet), names)
+        .map_err(|e| e.render(expr).lines().next().unwrap_or("").to_string())
+}
+
+/// One compile: the IR, then `emit`'s output (dropped).
+fn compile_once(expr: &str, names: &NameDb, emit: Emit) -> Result<(), String> {
+    let ir = compile_ir(expr, names)?;
+    match emit {
+        Emit::None => Ok(()),
+        Emit::Cbpf => weir_filter::emit::cbpf::emit(&ir).map(drop).map_err(|e| e.to_string()),
+        Emit::Ebpf => weir::emit_ebpf(&ir, weir_program::ProgType::SocketFilter).map(drop),
+        Emit::Native => weir_jit::filter::compile(&ir).map(drop).map_err(|e| e.to_string()),
+    }
 }
 
 fn measure(
@@ -174,27 +228,17 @@ fn measure(
     budget: Duration,
     pcap: bool,
 ) -> CompileFigures {
-    let linktype = LinkType::Ethernet;
-    let pipeline = |emit: u8| {
-        time_calls(rounds, budget, || -> Result<(), String> {
-            let (_, optimized) = compile_weir(&f.expr, linktype, names)?;
-            match emit {
-                1 => weir_filter::emit::cbpf::emit(&optimized).map(drop).map_err(|e| e.to_string()),
-                2 => {
-                    weir_filter::emit::ebpf::emit(&optimized, weir_program::ProgType::SocketFilter)
-                        .map(drop)
-                        .map_err(|e| e.to_string())
-                }
-                _ => Ok(()),
-            }
-        })
-    };
+    let pipeline = |emit: Emit| time_calls(rounds, budget, || compile_once(&f.expr, names, emit));
     let result = |(samples, first): (Samples, Result<(), String>)| first.map(|()| samples);
-    let weir = result(pipeline(0));
+    let weir = result(pipeline(Emit::None));
     // The emitters are timed only when the filter compiles at all.
-    let (cbpf, ebpf) = match &weir {
-        Ok(_) => (result(pipeline(1)), result(pipeline(2))),
-        Err(e) => (Err(e.clone()), Err(e.clone())),
+    let (cbpf, ebpf, native) = match &weir {
+        Ok(_) => (
+            result(pipeline(Emit::Cbpf)),
+            result(pipeline(Emit::Ebpf)),
+            result(pipeline(Emit::Native)),
+        ),
+        Err(e) => (Err(e.clone()), Err(e.clone()), Err(e.clone())),
     };
     let pcap = match libpcap::load() {
         Ok(lib) if pcap => {
@@ -202,7 +246,7 @@ fn measure(
         }
         _ => Err("libpcap not loaded".into()),
     };
-    CompileFigures { weir, cbpf, ebpf, pcap }
+    CompileFigures { weir, cbpf, ebpf, native, pcap }
 }
 
 fn time_weir(
@@ -210,17 +254,221 @@ fn time_weir(
     names: &NameDb,
     rounds: usize,
     budget: Duration,
-    emit: bool,
+    emit: Emit,
 ) -> Result<Samples, String> {
-    let (samples, first) = time_calls(rounds, budget, || -> Result<(), String> {
-        let (_, optimized) = compile_weir(&f.expr, LinkType::Ethernet, names)?;
-        if emit {
-            weir_filter::emit::ebpf::emit(&optimized, weir_program::ProgType::SocketFilter)
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    });
+    let (samples, first) = time_calls(rounds, budget, || compile_once(&f.expr, names, emit));
     first.map(|()| samples)
+}
+
+/// Issue 13's firewall list from 100 to 100,000 pairs: per phase in this process (one
+/// compile each: the large ones take seconds), then as whole `weir` processes.
+fn firewall(
+    args: &CompileArgs,
+    names: &NameDb,
+    log: &mut Log,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    let mut pairs = if !args.pairs.is_empty() {
+        args.pairs.clone()
+    } else if args.quick {
+        vec![100, 1_000]
+    } else {
+        vec![100, 1_000, 10_000, 100_000]
+    };
+    pairs.sort_unstable();
+    pairs.dedup();
+    let budget = args.budget.unwrap_or(if args.quick { 2.0 } else { 120.0 });
+    log.line("");
+    log.line(
+        "firewall list `not (not (host A1 and port P1) and not (host A2 and port P2) and ...)`, \
+         in process, ms (one compile each)",
+    );
+    log.line(format!(
+        "{:>7} {:>10} {:>9} {:>11} {:>9} {:>9} {:>9} {:>10}",
+        "pairs",
+        "IR nodes",
+        "lower ms",
+        "rejects ms",
+        "opt ms",
+        "nodes",
+        "->eBPF ms",
+        "->native ms"
+    ));
+    // Seconds per optimized node of the last native compile, to skip one predicted to run
+    // past the budget.
+    let mut native_rate: Option<f64> = None;
+    for &n in &pairs {
+        let f = BenchFilter::firewall(n);
+        let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
+        let start = Instant::now();
+        let ast = weir_pflang::parse(&f.expr).map_err(|e| e.to_string())?;
+        let lowered = weir_pflang::lower_with_facts(
+            ast.as_ref(),
+            &weir_pflang::Options::new(LinkType::Ethernet),
+            names,
+        )
+        .map_err(|e| e.to_string())?;
+        let lower = start.elapsed();
+        let before = weir_filter::opt::node_count(&lowered.filter.pred);
+        let start = Instant::now();
+        let refused = weir_pflang::libpcap_rejects_all(&lowered);
+        let rejects = start.elapsed();
+        let start = Instant::now();
+        let optimized = weir_filter::opt::optimize_owned(lowered.filter);
+        let opt = start.elapsed();
+        let after = weir_filter::opt::node_count(&optimized.pred);
+        let start = Instant::now();
+        let ebpf = weir::emit_ebpf(&optimized, weir_program::ProgType::SocketFilter)
+            .map(|p| format!("{} ({} insns)", ms(start.elapsed()), p.insns().len()));
+        let predicted = native_rate.map_or(0.0, |r| r * after as f64);
+        let native = if predicted > budget {
+            Err(format!("skipped: about {predicted:.0} s predicted, over the budget"))
+        } else {
+            let start = Instant::now();
+            let r = weir_jit::filter::compile(&optimized).map(drop).map_err(|e| e.to_string());
+            let secs = start.elapsed().as_secs_f64();
+            native_rate = Some(secs / after.max(1) as f64);
+            r.map(|()| format!("{:.1}", secs * 1e3))
+        };
+        log.line(format!(
+            "{n:>7} {before:>10} {:>9} {:>11} {:>9} {after:>9} {:>9} {:>10}{}",
+            ms(lower),
+            ms(rejects),
+            ms(opt),
+            ebpf.as_deref().unwrap_or("-"),
+            native.as_deref().unwrap_or("-"),
+            if refused { "  (rejects all packets)" } else { "" }
+        ));
+        for (what, r) in [("->eBPF", &ebpf), ("->native", &native)] {
+            if let Err(e) = r {
+                log.line(format!("{:>7}  {what}: {e}", ""));
+            }
+        }
+    }
+    processes(args, &pairs, log, notes)
+}
+
+/// The firewall lists through whole `weir` processes: `weir filter -F LIST -r sample.pcap
+/// --count` (the engine weir picks: large filters start on the evaluator while their native
+/// code compiles), the same with `--engine native` (native code before the first packet),
+/// and `weir compile --ebpf -F LIST -o /dev/null`. Wall time and maximum RSS per process
+/// ([`measured`]), one run each.
+fn processes(
+    args: &CompileArgs,
+    pairs: &[usize],
+    log: &mut Log,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("where is weir-bench? {e}"))?;
+    let default = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|t| t.join("release").join("weir"))
+        .unwrap_or_else(|| "weir".into());
+    let weir = args.weir.clone().unwrap_or(default);
+    if !weir.exists() {
+        notes.push(format!(
+            "no weir binary at {} (cargo build --release -p weir-cli, or --weir PATH): the \
+             process rows are skipped",
+            weir.display()
+        ));
+        return Ok(());
+    }
+    let mut binaries = vec![("new", weir)];
+    if let Some(old) = &args.old_weir {
+        binaries.push(("old", old.clone()));
+    }
+    let old_max = args.old_max_pairs.unwrap_or(10_000);
+    let capture = weir_testkit::sample_capture_path();
+    log.line("");
+    log.line(
+        "firewall list as whole processes: wall ms / max RSS MB (one run each); filter = \
+         `weir filter -F LIST -r sample.pcap --count`, native = the same with --engine native, \
+         ebpf = `weir compile --ebpf -F LIST -o /dev/null`",
+    );
+    log.line(format!(
+        "{:>7} {:>4} {:>18} {:>18} {:>18}",
+        "pairs", "weir", "filter", "native", "ebpf"
+    ));
+    for &n in pairs {
+        let f = BenchFilter::firewall(n);
+        let list = std::env::temp_dir().join(format!("weir-bench-firewall-{n}.txt"));
+        std::fs::write(&list, &f.expr).map_err(|e| format!("{}: {e}", list.display()))?;
+        let mut counts = Vec::new();
+        for (name, bin) in &binaries {
+            if *name == "old" && n > old_max {
+                log.line(format!("{n:>7} {name:>4}  skipped: over --old-max-pairs {old_max}"));
+                continue;
+            }
+            let cell = |r: &Result<crate::e2e::Run, String>| match r {
+                Ok(run) => format!("{:.0} / {:.0}", run.wall.as_secs_f64() * 1e3, mib(run)),
+                Err(_) => "failed".to_string(),
+            };
+            let filter = |engine: Option<&str>| {
+                let mut args: Vec<std::ffi::OsString> = vec!["filter".into(), "-F".into()];
+                args.extend([list.clone().into(), "-r".into(), capture.clone().into()]);
+                args.push("--count".into());
+                if let Some(e) = engine {
+                    args.extend(["--engine".into(), e.into()]);
+                }
+                measured(bin, &args)
+            };
+            let any = filter(None);
+            let native = filter(Some("native"));
+            let mut args: Vec<std::ffi::OsString> =
+                ["compile", "--ebpf", "-o", "/dev/null", "-F"].iter().map(Into::into).collect();
+            args.push(list.clone().into());
+            let ebpf = measured(bin, &args);
+            log.line(format!(
+                "{n:>7} {name:>4} {:>18} {:>18} {:>18}",
+                cell(&any),
+                cell(&native),
+                cell(&ebpf)
+            ));
+            for (what, r) in [("filter", &any), ("native", &native), ("ebpf", &ebpf)] {
+                match r {
+                    Err(e) => log.line(format!("{:>7}  {what}: {e}", "")),
+                    Ok(run) if what != "ebpf" => counts.push(run.stdout.trim().to_string()),
+                    Ok(_) => {}
+                }
+            }
+        }
+        counts.dedup();
+        if counts.len() > 1 {
+            log.line(format!("{n:>7}  the counts differ: {counts:?}"));
+        }
+        let _ = std::fs::remove_file(&list);
+    }
+    Ok(())
+}
+
+fn mib(run: &crate::e2e::Run) -> f64 {
+    run.max_rss_kib as f64 / 1024.0
+}
+
+/// `bin args` as one timed process. Its maximum resident set size comes from /usr/bin/time
+/// (GNU time's `%M`) when it is installed: Linux keeps a process's peak across `execve`, so
+/// a child spawned straight from this (large) benchmark would report the benchmark's own
+/// memory; time forks it from a small process. Without time, wait4's figure is kept.
+fn measured(bin: &std::path::Path, args: &[std::ffi::OsString]) -> Result<crate::e2e::Run, String> {
+    const TIME: &str = "/usr/bin/time";
+    if !std::path::Path::new(TIME).exists() {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(args);
+        return crate::e2e::timed(&mut cmd);
+    }
+    let report = std::env::temp_dir().join(format!("weir-bench-rss-{}", std::process::id()));
+    let mut cmd = std::process::Command::new(TIME);
+    cmd.arg("-f").arg("%M").arg("-o").arg(&report).arg(bin).args(args);
+    let mut run = crate::e2e::timed(&mut cmd)?;
+    let text = std::fs::read_to_string(&report).map_err(|e| format!("{TIME}'s report: {e}"))?;
+    let _ = std::fs::remove_file(&report);
+    run.max_rss_kib = text
+        .lines()
+        .filter_map(|l| l.trim().parse::<i64>().ok())
+        .next_back()
+        .ok_or_else(|| format!("{TIME} reported no size: {text:?}"))?;
+    Ok(run)
 }
 
 /// libpcap on a host set of `n` terms, unless the time predicted from the last size

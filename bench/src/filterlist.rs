@@ -33,6 +33,23 @@ impl BenchFilter {
     }
 }
 
+impl BenchFilter {
+    /// Issue 13's firewall-style list: `not (not (host A1 and port P1) and not (host A2 and
+    /// port P2) and ...)` with `pairs` distinct hosts (10.0.0.1 on) and ports (1 on).
+    pub fn firewall(pairs: usize) -> BenchFilter {
+        let parts: Vec<String> = (0..pairs)
+            .map(|i| {
+                let [_, x, y, z] = (i as u32 + 1).to_be_bytes();
+                format!("not (host 10.{x}.{y}.{z} and port {})", 1 + i % 65_000)
+            })
+            .collect();
+        BenchFilter {
+            label: format!("firewall list: {pairs} pairs"),
+            expr: format!("not ({})", parts.join(" and ")),
+        }
+    }
+}
+
 /// The filters: those given, or the built-in list.
 pub fn filters(given: &[String], quick: bool) -> Result<Vec<BenchFilter>, String> {
     if given.is_empty() {

@@ -32,6 +32,7 @@
 //! The walk is exhaustive over paths with a budget; past the budget the answer is "does not
 //! reject all" (the filter is kept: it means the same either way).
 
+use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -74,7 +75,8 @@ pub fn rejects_all(filter: &Filter) -> bool {
     {
         return false;
     }
-    let mut walk = Walk { graph: &graph, steps: 0, seen: HashSet::new() };
+    let distance = graph.distances_to(accept);
+    let mut walk = Walk { graph: &graph, distance, steps: 0, seen: HashSet::new() };
     // libpcap's second pass folds constant arithmetic and decides the tests at the root.
     let mut node = root;
     let mut state = State::default();
@@ -105,27 +107,69 @@ pub fn rejects_all(filter: &Filter) -> bool {
 
 type NodeId = usize;
 
-enum Node {
+/// The filter's expressions are borrowed, not copied: a large filter's graph is built to
+/// the budget before the walk gives up on it.
+enum Node<'a> {
     Accept,
     Reject,
-    Test { lhs: Expr, op: CmpOp, rhs: Expr, t: NodeId, f: NodeId },
-    Store { slot: u8, value: Expr, next: NodeId },
+    Test { lhs: Cow<'a, Expr>, op: CmpOp, rhs: Cow<'a, Expr>, t: NodeId, f: NodeId },
+    Store { slot: u8, value: &'a Expr, next: NodeId },
 }
 
 #[derive(Default)]
-struct Graph {
-    nodes: Vec<Node>,
+struct Graph<'a> {
+    nodes: Vec<Node<'a>>,
 }
 
-impl Graph {
-    fn push(&mut self, node: Node) -> NodeId {
+/// The distance of a node nothing connects to the accepting exit.
+const UNREACHABLE: u32 = u32::MAX;
+
+impl<'a> Graph<'a> {
+    /// Each node's fewest steps to `accept` over the graph's edges, whatever the tests
+    /// give ([`UNREACHABLE`] when no edge path leads there): a breadth-first walk back from
+    /// `accept`, linear in the graph.
+    fn distances_to(&self, accept: NodeId) -> Vec<u32> {
+        let mut into: Vec<Vec<NodeId>> = vec![Vec::new(); self.nodes.len()];
+        for (from, node) in self.nodes.iter().enumerate() {
+            let targets = match node {
+                Node::Test { t, f, .. } => [Some(*t), Some(*f)],
+                Node::Store { next, .. } => [Some(*next), None],
+                Node::Accept | Node::Reject => [None, None],
+            };
+            for to in targets.into_iter().flatten() {
+                if let Some(list) = into.get_mut(to) {
+                    list.push(from);
+                }
+            }
+        }
+        let mut distance = vec![UNREACHABLE; self.nodes.len()];
+        let mut queue = std::collections::VecDeque::new();
+        if let Some(d) = distance.get_mut(accept) {
+            *d = 0;
+            queue.push_back(accept);
+        }
+        while let Some(node) = queue.pop_front() {
+            let next = distance.get(node).map_or(UNREACHABLE, |d| d.saturating_add(1));
+            for &from in into.get(node).map_or(&[][..], Vec::as_slice) {
+                if let Some(d) = distance.get_mut(from) {
+                    if *d == UNREACHABLE {
+                        *d = next;
+                        queue.push_back(from);
+                    }
+                }
+            }
+        }
+        distance
+    }
+
+    fn push(&mut self, node: Node<'a>) -> NodeId {
         self.nodes.push(node);
         self.nodes.len() - 1
     }
 
     /// The entry of `p`'s code, which continues at `t` when it holds and `f` when not
     /// (`None` when the filter is too deep or too big to analyse).
-    fn build(&mut self, p: &Pred, t: NodeId, f: NodeId, depth: usize) -> Option<NodeId> {
+    fn build(&mut self, p: &'a Pred, t: NodeId, f: NodeId, depth: usize) -> Option<NodeId> {
         if depth > 2_000 || self.nodes.len() > BUDGET {
             return None;
         }
@@ -133,19 +177,20 @@ impl Graph {
             Pred::Const(true) => t,
             Pred::Const(false) => f,
             Pred::Cmp { op, lhs, rhs } => {
-                self.push(Node::Test { lhs: lhs.clone(), op: *op, rhs: rhs.clone(), t, f })
+                let (lhs, rhs) = (Cow::Borrowed(lhs), Cow::Borrowed(rhs));
+                self.push(Node::Test { lhs, op: *op, rhs, t, f })
             }
             Pred::In { value, set } => {
                 // gencode's chain of tests, one per value (a range is `>= lo and <= hi`).
                 let mut entry = f;
                 for &(lo, hi) in set.ranges().iter().rev() {
                     entry = if lo == hi {
-                        let (lhs, rhs) = (value.clone(), Expr::Const(lo));
+                        let (lhs, rhs) = (Cow::Borrowed(value), Cow::Owned(Expr::Const(lo)));
                         self.push(Node::Test { lhs, op: CmpOp::Eq, rhs, t, f: entry })
                     } else {
-                        let (lhs, rhs) = (value.clone(), Expr::Const(hi));
+                        let (lhs, rhs) = (Cow::Borrowed(value), Cow::Owned(Expr::Const(hi)));
                         let upper = self.push(Node::Test { lhs, op: CmpOp::Le, rhs, t, f: entry });
-                        let (lhs, rhs) = (value.clone(), Expr::Const(lo));
+                        let (lhs, rhs) = (Cow::Borrowed(value), Cow::Owned(Expr::Const(lo)));
                         self.push(Node::Test { lhs, op: CmpOp::Ge, rhs, t: upper, f: entry })
                     };
                 }
@@ -166,9 +211,7 @@ impl Graph {
                 entry
             }
             Pred::Not(inner) => self.build(inner, f, t, depth + 1)?,
-            Pred::Store { slot, value } => {
-                self.push(Node::Store { slot: *slot, value: value.clone(), next: t })
-            }
+            Pred::Store { slot, value } => self.push(Node::Store { slot: *slot, value, next: t }),
             // Never in lowered code; a guard is a length check, not a packet test.
             Pred::Guard(_) => t,
             // libpcap never optimizes a protochain (see `Lowered::libpcap_optimizes`).
@@ -294,19 +337,29 @@ impl State {
     }
 }
 
-struct Walk<'a> {
-    graph: &'a Graph,
+struct Walk<'g, 'a> {
+    graph: &'g Graph<'a>,
+    /// [`Graph::distances_to`] the accepting exit: successors that cannot reach it are not
+    /// explored (whatever the facts, they cannot accept), and of two successors the nearer
+    /// is explored first, so an accepting path, when there is one, is usually the first
+    /// path tried (a long list of alternatives, each of which can accept, is otherwise
+    /// explored to its end along every branch before the first alternative's other
+    /// outcome).
+    distance: Vec<u32>,
     steps: usize,
     /// Hashes of the (node, state) pairs explored in this walk (64 bits for at most
     /// [`BUDGET`] pairs: a collision, which would prune a path, has odds below 2^-34).
     seen: HashSet<u64>,
 }
 
-impl Walk<'_> {
+impl Walk<'_, '_> {
     /// Whether some path from `node` with `state` reaches the accepting exit (`None` past
     /// the budget).
     fn can_accept(&mut self, node: NodeId, state: &State) -> Option<bool> {
         self.seen.clear();
+        if !self.reaches(node) {
+            return Some(false);
+        }
         let mut stack = vec![(node, state.clone())];
         while let Some((node, mut state)) = stack.pop() {
             self.steps += 1;
@@ -322,29 +375,50 @@ impl Walk<'_> {
                 Some(Node::Accept) => return Some(true),
                 Some(Node::Reject) | None => {}
                 Some(Node::Store { slot, value, next }) => {
-                    let v = state.resolve(value);
-                    state.store(*slot, v);
-                    stack.push((*next, state));
+                    if self.reaches(*next) {
+                        let v = state.resolve(value);
+                        state.store(*slot, v);
+                        stack.push((*next, state));
+                    }
                 }
                 Some(Node::Test { lhs, op, rhs, t, f }) => {
                     let (test, negated) =
                         Test::canonical(state.resolve(lhs), *op, state.resolve(rhs));
                     let (on_true, on_false) = if negated { (*f, *t) } else { (*t, *f) };
-                    match state.decide(&test) {
-                        Some(true) => stack.push((on_true, state)),
-                        Some(false) => stack.push((on_false, state)),
+                    let next = match state.decide(&test) {
+                        Some(true) => [Some((on_true, state)), None],
+                        Some(false) => [Some((on_false, state)), None],
                         None => {
                             let mut taken = state.clone();
                             taken.facts.push((test.clone(), true));
                             state.facts.push((test, false));
-                            stack.push((on_false, state));
-                            stack.push((on_true, taken));
+                            // Popped last-in first: the nearer successor goes on top.
+                            if self.distance_of(on_true) <= self.distance_of(on_false) {
+                                [Some((on_false, state)), Some((on_true, taken))]
+                            } else {
+                                [Some((on_true, taken)), Some((on_false, state))]
+                            }
+                        }
+                    };
+                    for (to, st) in next.into_iter().flatten() {
+                        if self.reaches(to) {
+                            stack.push((to, st));
                         }
                     }
                 }
             }
         }
         Some(false)
+    }
+}
+
+impl Walk<'_, '_> {
+    fn distance_of(&self, node: NodeId) -> u32 {
+        self.distance.get(node).copied().unwrap_or(UNREACHABLE)
+    }
+
+    fn reaches(&self, node: NodeId) -> bool {
+        self.distance_of(node) != UNREACHABLE
     }
 }
 

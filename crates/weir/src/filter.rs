@@ -1,8 +1,11 @@
 //! A compiled filter bound to the engine chosen for it.
 
+use std::sync::mpsc::{Receiver, TryRecvError};
+
 use weir_cbpf::CbpfFilter;
 use weir_filter::emit::{cbpf, ebpf};
 use weir_filter::Filter;
+use weir_jit::filter::NativeFilter;
 use weir_program::abi::Bindings;
 use weir_program::exec::{Engine as ExecEngine, Input, Limits, Prepared};
 use weir_program::{ProgType, Program, Verified};
@@ -15,8 +18,19 @@ pub struct PreparedFilter {
     choice: Choice,
 }
 
+/// Filters larger than this many IR nodes ([`weir_filter::opt::node_count`]), when no engine
+/// is forced, start at once on the reference evaluator while their native code compiles on
+/// a background thread, and switch to it when it is ready. Native code generation grows
+/// with the filter (about 3-4 µs a node here: 10,000 nodes take tens of milliseconds, the
+/// 10,000-pair firewall list of issue 13 seconds), the evaluator needs no compiling, and
+/// both give the same verdict on every packet, so switching between packets changes
+/// nothing but speed. A forced `--engine native` still compiles before the first packet.
+pub const BACKGROUND_NATIVE_NODES: usize = 10_000;
+
 enum Runner {
-    Native(Box<weir_jit::filter::NativeFilter>),
+    Native(Box<NativeFilter>),
+    /// A large filter: the reference evaluator until its native code arrives.
+    Tiered(Box<Tiered>),
     Jit(Box<SocketFilterRun<weir_jit::JitProgram>>),
     Interp(Box<SocketFilterRun<weir_interp::Interpreter>>),
     Cbpf(CbpfFilter),
@@ -71,11 +85,89 @@ impl<P: Prepared> SocketFilterRun<P> {
     }
 }
 
+/// The reference evaluator, then native code compiled on another thread.
+struct Tiered {
+    filter: Filter,
+    pending: Option<Receiver<Result<NativeFilter, weir_jit::filter::CompileError>>>,
+    native: Option<NativeFilter>,
+}
+
+impl Tiered {
+    fn start(filter: &Filter) -> Result<Tiered, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let owned = filter.clone();
+        std::thread::Builder::new()
+            .name("weir-native".into())
+            // The lowering recurses as deep as the filter nests (1,100 levels at most).
+            .stack_size(8 << 20)
+            .spawn(move || {
+                // Nobody may be listening any more (the run ended first): nothing to do.
+                let _ = tx.send(weir_jit::filter::compile(&owned));
+            })
+            .map_err(|e| format!("cannot start the compiling thread: {e}"))?;
+        Ok(Tiered { filter: filter.clone(), pending: Some(rx), native: None })
+    }
+
+    fn matches(&mut self, packet: &[u8], wire_len: u32) -> bool {
+        if let Some(native) = &self.native {
+            return native.matches(packet, wire_len);
+        }
+        if let Some(rx) = &self.pending {
+            match rx.try_recv() {
+                Ok(Ok(native)) => {
+                    self.pending = None;
+                    return self.native.insert(native).matches(packet, wire_len);
+                }
+                // A filter native code cannot take stays on the evaluator, which takes all.
+                Ok(Err(_)) | Err(TryRecvError::Disconnected) => self.pending = None,
+                Err(TryRecvError::Empty) => {}
+            }
+        }
+        self.filter.matches(packet, wire_len)
+    }
+
+    /// Waits for the native code (tests and benchmarks: the verdicts do not depend on it).
+    fn wait(&mut self) -> bool {
+        if let Some(rx) = self.pending.take() {
+            if let Ok(Ok(native)) = rx.recv() {
+                self.native = Some(native);
+            }
+        }
+        self.native.is_some()
+    }
+}
+
 impl PreparedFilter {
     /// Prepares `filter` on the forced engine, or on the best one that can take it.
     pub fn new(filter: &Filter, forced: Option<Engine>) -> Result<PreparedFilter, ChoiceError> {
-        let (runner, choice) = choose(Subject::Filter, forced, |engine| prepare(filter, engine))?;
+        let nodes = weir_filter::opt::node_count(&filter.pred);
+        let background = forced.is_none() && nodes > BACKGROUND_NATIVE_NODES;
+        let (runner, mut choice) = choose(Subject::Filter, forced, |engine| {
+            if background && engine == Engine::Native {
+                return Ok(Runner::Tiered(Box::new(Tiered::start(filter)?)));
+            }
+            prepare(filter, engine)
+        })?;
+        if matches!(runner, Runner::Tiered(_)) {
+            // Replaces the generic line `choose` wrote for the native engine.
+            choice.reasons.pop();
+            choice.reasons.push(format!(
+                "native: the filter has {nodes} IR nodes (more than {BACKGROUND_NATIVE_NODES}): \
+                 its native code compiles on a background thread, and the reference evaluator \
+                 filters until it is ready (same verdicts)"
+            ));
+        }
         Ok(PreparedFilter { runner, choice })
+    }
+
+    /// Blocks until a filter whose native code compiles in the background has it (see
+    /// [`BACKGROUND_NATIVE_NODES`]); true when the filter now runs as native code.
+    pub fn wait_for_native(&mut self) -> bool {
+        match &mut self.runner {
+            Runner::Native(_) => true,
+            Runner::Tiered(tiered) => tiered.wait(),
+            _ => false,
+        }
     }
 
     /// Which engine runs the filter and why.
@@ -91,6 +183,7 @@ impl PreparedFilter {
     pub fn matches(&mut self, packet: &[u8], wire_len: u32) -> bool {
         match &mut self.runner {
             Runner::Native(native) => native.matches(packet, wire_len),
+            Runner::Tiered(tiered) => tiered.matches(packet, wire_len),
             Runner::Jit(run) => run.run(packet, wire_len) != 0,
             Runner::Interp(run) => run.run(packet, wire_len) != 0,
             Runner::Cbpf(program) => program.run(packet, wire_len) != 0,
@@ -162,6 +255,43 @@ pub fn emit_ebpf(filter: &Filter, prog_type: ProgType) -> Result<Program, String
 mod tests {
     use super::*;
     use crate::{compile_filter, LinkType};
+    use weir_filter::{Expr, Pred, Size};
+
+    #[test]
+    fn a_large_filter_starts_on_the_evaluator_and_switches_to_native_code() {
+        // 6,000 byte tests: 24,001 nodes, over BACKGROUND_NATIVE_NODES.
+        let tests = (0..6_000u32).map(|i| Pred::eq(Expr::load_at(i % 60, Size::Byte), i % 251));
+        let filter = Filter::new(Pred::And(vec![
+            Pred::eq(Expr::load_at(0, Size::Byte), 7),
+            Pred::Or(tests.collect()),
+        ]));
+        assert!(weir_filter::opt::node_count(&filter.pred) > BACKGROUND_NATIVE_NODES);
+        let packets = weir_testkit::edge_cases();
+        let mut tiered = PreparedFilter::new(&filter, None).unwrap();
+        assert_eq!(tiered.engine(), Engine::Native);
+        let explained = tiered.choice().to_string();
+        assert!(explained.contains("background thread"), "{explained}");
+        let check = |run: &mut PreparedFilter| {
+            let mut matched = 0;
+            for p in &packets {
+                let mut data = p.data.clone();
+                if let Some(first) = data.first_mut() {
+                    *first = 7;
+                }
+                let want = filter.matches(&data, p.wire_len);
+                assert_eq!(run.matches(&data, p.wire_len), want, "{:02x?}", data);
+                matched += usize::from(want);
+            }
+            assert!(matched > 0);
+        };
+        check(&mut tiered);
+        assert!(tiered.wait_for_native());
+        check(&mut tiered);
+        // Forced, it compiles before the first packet.
+        let mut forced = PreparedFilter::new(&filter, Some(Engine::Native)).unwrap();
+        assert!(!forced.choice().to_string().contains("background"));
+        check(&mut forced);
+    }
 
     #[test]
     fn emit_ebpf_is_the_shorter_program_and_filters_as_the_ir_does() {

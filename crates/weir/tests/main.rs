@@ -1,6 +1,7 @@
 //! The crate's integration tests as one binary; run one with
 //! `cargo test --release -p weir --test integration MODULE::`.
 
+mod firewall;
 mod hash_recalc;
 mod jit_facts;
 mod kernel;

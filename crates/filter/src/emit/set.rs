@@ -42,7 +42,44 @@ pub(crate) fn search(
         .filter(|&&(lo, hi)| hi >= min && lo <= max)
         .map(|&(lo, hi)| (lo.max(min), hi.min(max)))
         .collect();
+    // A set that is everything but a few values (what `not` of a small set becomes: `not
+    // port 22` holds for every transport protocol but SCTP, TCP and UDP) is searched as its
+    // complement with the exits swapped: a chain of equality tests rather than a search
+    // over the ranges between the values.
+    let complement = gaps(&clipped, min, max);
+    if !clipped.is_empty() && chain(&complement) && !chain(&clipped) {
+        return node(s, &complement, min, max, f, t);
+    }
     node(s, &clipped, min, max, t, f);
+}
+
+/// Whether [`node`] tests `ranges` one value at a time: at most [`LINEAR_MAX`] single values.
+fn chain(ranges: &[(u32, u32)]) -> bool {
+    (1..=LINEAR_MAX).contains(&ranges.len()) && ranges.iter().all(|&(lo, hi)| lo == hi)
+}
+
+/// The values of `min..=max` outside `ranges` (sorted, disjoint, inside `min..=max`), as
+/// ranges; stops early once there are more than [`LINEAR_MAX`] of them.
+fn gaps(ranges: &[(u32, u32)], min: u32, max: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let mut next = Some(min);
+    for &(lo, hi) in ranges {
+        if let Some(from) = next {
+            if lo > from {
+                out.push((from, lo - 1));
+                if out.len() > LINEAR_MAX {
+                    return out;
+                }
+            }
+        }
+        next = hi.checked_add(1).filter(|&n| n <= max);
+    }
+    if let Some(from) = next {
+        if from <= max {
+            out.push((from, max));
+        }
+    }
+    out
 }
 
 fn node(s: &mut impl Searcher, ranges: &[(u32, u32)], min: u32, max: u32, t: Label, f: Label) {
@@ -174,6 +211,25 @@ mod tests {
             worst = worst.max(tests);
         }
         assert!(worst <= 11, "{worst} tests for 201 ranges");
+    }
+
+    #[test]
+    fn all_but_a_few_values_is_a_chain_of_their_tests() {
+        // `not` of {6, 17, 132} on a byte: three tests, each to the false exit.
+        let set = crate::ValueSet::from_ranges([(0, 5), (7, 16), (18, 131), (133, u32::MAX)]);
+        for max in [255, u32::MAX] {
+            let mut rec = Recorder(Flow::new());
+            let (t, f) = (rec.0.label(), rec.0.label());
+            search(&mut rec, set.ranges(), 0, max, t, f);
+            let tests = rec.0.items().iter().filter(|i| matches!(i, Item::Cond { .. })).count();
+            assert_eq!(tests, 3, "{:?}", rec.0.items());
+            for v in (0..=300).chain([max - 1, max]) {
+                assert_eq!(run(&rec.0, v, t, f).0, set.contains(v), "{v}");
+            }
+        }
+        assert_eq!(gaps(&[(0, 5), (7, 9)], 0, 9), [(6, 6)]);
+        assert_eq!(gaps(&[(3, 5)], 0, 9), [(0, 2), (6, 9)]);
+        assert_eq!(gaps(&[(0, u32::MAX)], 0, u32::MAX), []);
     }
 
     #[test]

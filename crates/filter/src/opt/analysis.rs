@@ -6,7 +6,8 @@ use crate::ir::{BinOp, Expr, Pred, SCRATCH_SLOTS};
 
 /// Does `p` contain a `Store` (a side effect later tests can observe)? A `Chain` walk
 /// has none: its state is its own.
-pub(crate) fn has_store(p: &Pred) -> bool {
+/// Does `p` write a scratch slot anywhere?
+pub fn has_store(p: &Pred) -> bool {
     match p {
         Pred::Store { .. } => true,
         Pred::Chain(_) => false,

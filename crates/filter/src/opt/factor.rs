@@ -16,7 +16,7 @@ use super::analysis::FastMap;
 
 use super::analysis::has_store;
 use super::fold;
-use crate::ir::{CmpOp, Expr, Pred};
+use crate::ir::{CmpOp, Expr, Pred, ValueSet};
 
 /// Factors common prefixes bottom-up (on its own; the optimizer does this while simplifying).
 pub(crate) fn factor(p: Pred) -> Pred {
@@ -68,13 +68,79 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
     };
     match parts.as_slice() {
         [] | [_] => return fold::junction(parts, conjunction),
-        [a, b] if !mergeable_pair(a, b) => return fold::junction(parts, conjunction),
+        [a, b] if !mergeable_pair(a, b) => {
+            let parts = if conjunction { parts } else { merge_tails(parts) };
+            return fold::junction(parts, conjunction);
+        }
         _ => {}
     }
     let stores: Vec<bool> = parts.iter().map(has_store).collect();
     let (parts, stores, groups) = group_by_discriminator(parts, stores, conjunction);
     let parts = merge_adjacent(parts, &stores, &groups, conjunction);
+    let parts = if conjunction { parts } else { merge_tails(parts) };
     fold::junction(parts, conjunction)
+}
+
+/// The value an `or` part's first test asks about and the rest of the part, when the part
+/// is an `and` whose first test is `L == k` or `L in S`.
+fn keyed_head(part: &Pred) -> Option<(&Expr, &[Pred])> {
+    match part {
+        Pred::And(inner) if inner.len() >= 2 => match inner.first() {
+            Some(Pred::Cmp { op: CmpOp::Eq, lhs, rhs: Expr::Const(_) }) => {
+                Some((lhs, inner.get(1..).unwrap_or(&[])))
+            }
+            Some(Pred::In { value, .. }) => Some((value, inner.get(1..).unwrap_or(&[]))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The ranges the first test of a keyed part ([`keyed_head`]) accepts.
+fn first_ranges(part: &Pred) -> Vec<(u32, u32)> {
+    match part {
+        Pred::And(inner) => match inner.first() {
+            Some(Pred::Cmp { rhs: Expr::Const(k), .. }) => vec![(*k, *k)],
+            Some(Pred::In { set, .. }) => set.ranges().to_vec(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// Merges neighbours of an `or` that differ only in the values their first test accepts:
+/// `(L == a and X) or (L == b and X)` -> `L in {a, b} and X` (pflang's `port 22` is three
+/// copies of one port test, one per transport protocol, and each `host` or `port` of a
+/// long list repeats them). Exact when `X` writes no scratch: `L` (an expression: no
+/// stores) gives the same outcome both times it is evaluated; if it aborts, both forms
+/// abort; if `L` is `a`, both are `X`, and when that is false the original's `L == b` is
+/// false; if `L` is `b`, the original's first part is false and both are `X`; otherwise
+/// both are false. Only neighbours with the same `L` have their tails compared, and each
+/// comparison stops at the first difference.
+fn merge_tails(parts: Vec<Pred>) -> Vec<Pred> {
+    let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
+    for part in parts {
+        let merged_head = match (out.last(), keyed_head(&part)) {
+            (Some(prev), Some((l2, rest2))) => match keyed_head(prev) {
+                Some((l1, rest1)) if l1 == l2 && rest1 == rest2 && !rest1.iter().any(has_store) => {
+                    let mut ranges = first_ranges(prev);
+                    ranges.extend(first_ranges(&part));
+                    Some(Pred::In { value: l1.clone(), set: ValueSet::from_ranges(ranges) })
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        match (merged_head, out.last_mut()) {
+            (Some(head), Some(Pred::And(prev))) => {
+                if let Some(first) = prev.first_mut() {
+                    *first = head;
+                }
+            }
+            _ => out.push(part),
+        }
+    }
+    out
 }
 
 /// The order in which discriminator values first appeared in a stretch (usually a handful:
@@ -253,6 +319,29 @@ mod tests {
             Pred::and([Pred::eq(l.clone(), 0x806), Pred::or([x(2), x(4)])]),
         ]);
         assert_eq!(f, expect);
+    }
+
+    #[test]
+    fn equal_tails_share_one_set_test() {
+        let proto = Expr::load_at(23, Size::Byte);
+        let port = || Pred::eq(Expr::load_at(36, Size::Half), 22);
+        let part = |k| Pred::and([Pred::eq(proto.clone(), k), port()]);
+        let f = factor(Pred::or([part(6), part(17), part(132)]));
+        let set = Pred::In { value: proto.clone(), set: ValueSet::from_values([6, 17, 132]) };
+        assert_eq!(f, Pred::and([set, port()]));
+        // A different tail, or a different value tested, keeps the parts apart.
+        let other = Pred::and([Pred::eq(proto.clone(), 17), Pred::eq(Expr::WireLen, 1)]);
+        let p = Pred::or([part(6), other]);
+        assert_eq!(factor(p.clone()), p);
+        let p = Pred::or([part(6), Pred::and([Pred::eq(Expr::WireLen, 17), port()])]);
+        assert_eq!(factor(p.clone()), p);
+        // A tail that stores is evaluated once per part: not merged.
+        let store = || Pred::Store { slot: 0, value: Expr::Const(1) };
+        let p = Pred::or([
+            Pred::and([Pred::eq(proto.clone(), 6), store()]),
+            Pred::and([Pred::eq(proto.clone(), 17), store()]),
+        ]);
+        assert_eq!(factor(p.clone()), p);
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //!   algebraic identities, canonical comparisons, `not` pushed down to the tests, flattened
 //!   `and`/`or`, absorption of constants when what is dropped cannot abort;
 //! - [`factor()`] — common prefixes (`(ip and X) or (ip and Y)` -> `ip and (X or Y)`), after
-//!   grouping the parts of an `or` by the value their first test asks for;
+//!   grouping the parts of an `or` by the value their first test asks for, and common tails
+//!   (`(tcp and X) or (udp and X)` -> `proto in {tcp, udp} and X`: pflang's `port` and
+//!   `host` repeat one test per protocol);
 //! - [`decide()`] — facts along each path (values, ranges, known bits of loads; the captured
 //!   length known to be present): decided tests disappear, known values propagate, runs of
 //!   tests on one value merge into range tests or `Pred::In` set lookups; stores to slots
@@ -36,7 +38,7 @@ mod fold;
 mod guard;
 mod sets;
 
-pub use analysis::node_count;
+pub use analysis::{has_store, node_count};
 
 use crate::ir::{Filter, Pred};
 

@@ -26,6 +26,12 @@ pub(super) fn host_isa() -> Result<OwnedTargetIsa, CompileError> {
     crate::code_memory::host_isa().map_err(CompileError::Host)
 }
 
+/// The host's ISA without Cranelift's optimizations, for large functions (see
+/// [`super::OPTIMIZE_MAX_NODES`]).
+pub(super) fn host_isa_unoptimized() -> Result<OwnedTargetIsa, CompileError> {
+    crate::code_memory::host_isa_unoptimized().map_err(CompileError::Host)
+}
+
 /// The signature of [`EntryFn`] in the host's C calling convention.
 pub(super) fn entry_signature(isa: &OwnedTargetIsa) -> Signature {
     let mut sig = Signature::new(isa.default_call_conv());
@@ -34,6 +40,48 @@ pub(super) fn entry_signature(isa: &OwnedTargetIsa) -> Signature {
     sig.params.push(AbiParam::new(types::I32)); // wire length
     sig.returns.push(AbiParam::new(types::I8)); // 0 or 1: a C `bool`
     sig
+}
+
+/// A piece of a filter split over several functions: `(packet, captured length, wire
+/// length) -> 0 | 1 | 2` (false, true, aborted), read as a byte.
+type PieceFn = unsafe extern "C" fn(*const u8, usize, u32) -> u8;
+
+/// Executable code for one piece of a split filter (see `super::split`).
+pub(super) struct Piece {
+    memory: CodeMemory,
+    entry: PieceFn,
+}
+
+impl Piece {
+    /// Compiles the function `build` fills in (its signature already set to
+    /// [`entry_signature`]).
+    pub(super) fn compile(
+        isa: OwnedTargetIsa,
+        build: impl FnOnce(&mut Function) -> Result<(), CompileError>,
+    ) -> Result<Piece, CompileError> {
+        let signature = entry_signature(&isa);
+        let memory = CodeMemory::compile(isa, signature, build, CompileError::Backend)?;
+        // SAFETY: `start` is the function just finalized, compiled with `entry_signature`
+        // in the host's default (C) calling convention: two 64-bit parameters, one 32-bit
+        // parameter and an 8-bit result, exactly `PieceFn` (any byte is a valid `u8`).
+        // `memory` keeps it mapped read-execute for as long as this value, which owns both,
+        // lives.
+        let entry = unsafe { std::mem::transmute::<*const u8, PieceFn>(memory.start()) };
+        Ok(Piece { memory, entry })
+    }
+
+    /// Runs the piece on one packet: 0 false, 1 true, 2 aborted.
+    #[inline]
+    pub(super) fn call(&self, packet: &[u8], wire_len: u32) -> u8 {
+        // SAFETY: as for `Code::call`: the piece reads only checked bytes of `packet` (its
+        // lowering starts knowing nothing about the captured length) and the tables the
+        // owning `NativeFilter` keeps alive, writes only its own stack frame, and returns.
+        unsafe { (self.entry)(packet.as_ptr(), packet.len(), wire_len) }
+    }
+
+    pub(super) fn bytes(&self) -> &[u8] {
+        self.memory.bytes()
+    }
 }
 
 /// Executable code for one filter.

@@ -23,8 +23,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, Block, Function, InstBuilder, MemFlags, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weir_filter::{
-    BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, Size, CHAIN_HOP_BUDGET,
-    SCRATCH_SLOTS,
+    BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Pred, Size, CHAIN_HOP_BUDGET, SCRATCH_SLOTS,
 };
 
 use super::set::SetTables;
@@ -36,11 +35,23 @@ use super::CompileError;
 /// what the optimizer may add, so every filter it accepts compiles.
 pub(super) const MAX_DEPTH: u32 = 1_100;
 
-/// Lowers `filter` into `func` (whose signature is already set); the tables of large sets
-/// go to `tables`, which the compiled code then points into.
+/// What one generated function computes: a whole predicate, or a junction of some of the
+/// parts of one (a piece of a filter split over several functions, see `super::split`).
+#[derive(Clone, Copy)]
+pub(super) enum Root<'p> {
+    Pred(&'p Pred),
+    /// `and` (true) or `or` (false) of these parts.
+    Junction(&'p [Pred], bool),
+}
+
+/// Lowers `root` into `func` (whose signature is already set): it returns 1 when `root`
+/// holds, 0 when not, and `abort_value` when it aborts (0 for a whole filter, where an
+/// abort rejects). The tables of large sets go to `tables`, which the compiled code then
+/// points into.
 pub(super) fn lower(
     func: &mut Function,
-    filter: &Filter,
+    root: Root<'_>,
+    abort_value: i64,
     tables: &mut SetTables,
 ) -> Result<(), CompileError> {
     let mut context = FunctionBuilderContext::new();
@@ -76,11 +87,14 @@ pub(super) fn lower(
         broken: false,
         tables,
     };
-    l.pred(&filter.pred, accept, reject, 0)?;
-    for (block, verdict) in [(accept, 1), (reject, 0), (abort, 0)] {
+    match root {
+        Root::Pred(p) => l.pred(p, accept, reject, 0)?,
+        Root::Junction(parts, all) => l.sequence(parts, accept, reject, 0, all)?,
+    }
+    for (block, verdict) in [(accept, 1), (reject, 0), (abort, abort_value)] {
         l.switch_to(block);
-        // Only 0 and 1 are ever returned (here and in `branch`): the caller reads the byte
-        // as a bool.
+        // Only 0, 1 and `abort_value` are ever returned (here and in `branch`): a whole
+        // filter's caller reads the byte as a bool.
         let v = l.b.ins().iconst(types::I8, verdict);
         l.b.ins().return_(&[v]);
     }

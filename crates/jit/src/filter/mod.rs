@@ -11,7 +11,9 @@
 //!
 //! Compiling costs a few hundred microseconds for everyday filters (one Cranelift function,
 //! optimized for speed; the host ISA is built once per process); sets become a binary
-//! search over a table ([`set`]), so large host lists compile as fast as small ones.
+//! search over a table ([`set`]), so large host lists compile as fast as small ones. A long
+//! list of distinct alternatives (a firewall's host and port pairs) is split over several
+//! functions ([`SPLIT_NODES`]), so that compile time and memory grow with the list.
 //!
 //! ```
 //! use weir_filter::{Expr, Filter, Pred, Size};
@@ -29,9 +31,11 @@ mod code;
 mod lower;
 mod set;
 
-use weir_filter::Filter;
+use weir_filter::opt::{has_store, node_count};
+use weir_filter::{Filter, Pred};
 
-use self::code::Code;
+use self::code::{Code, Piece};
+use self::lower::Root;
 use self::set::SetTables;
 
 /// Why a filter did not compile.
@@ -54,31 +58,125 @@ pub enum CompileError {
     Internal(&'static str),
 }
 
+/// The largest function (in IR nodes, [`weir_filter::opt::node_count`]) compiled with
+/// Cranelift's optimizations; larger ones are compiled with `opt_level = none`, as the eBPF
+/// JIT does above [`crate::OPTIMIZE_MAX_SLOTS`]. A filter's code is compares and branches
+/// whose loads the lowering already shares along each path, so the optimizations gain
+/// little on it, while on a large function (a long list of distinct host and port pairs)
+/// the e-graph pass and the register allocator grow faster than the code: measured here
+/// (bench/records/2026-11-25-compile.txt), optimized and not, a 10,000-pair firewall list
+/// in one function took 14.8 s and 6.0 s; up to a few thousand nodes the two take about the
+/// same time. Filters that can be split ([`SPLIT_NODES`]) never reach it.
+pub const OPTIMIZE_MAX_NODES: usize = 20_000;
+
+/// Filters larger than this many IR nodes whose predicate is a long `or` (or an `and` ending
+/// in one), writing no scratch slot, are compiled as several functions of about this size:
+/// the `and`'s other parts in one, then the `or`'s parts, a run of them per function, each
+/// function answering true, false or aborted and the next one run on false. Cranelift's time
+/// and memory then grow with the filter, not faster, and no function exceeds what its code
+/// buffer can hold (one function of a 100,000-pair firewall list does). Each piece checks
+/// its own loads again from scratch (a few compares per piece).
+pub const SPLIT_NODES: usize = 20_000;
+
 /// A filter compiled to native code: immutable, shareable between threads, and each run
 /// allocates nothing and touches nothing but the packet and the stack.
 pub struct NativeFilter {
-    code: Code,
+    body: Body,
     /// The range tables the code searches; the code holds their addresses.
     tables: SetTables,
     accept: u32,
 }
 
+enum Body {
+    /// The whole filter, one function.
+    One(Code),
+    /// `head` (the `and`'s other parts, if any) must hold, then the first of `pieces` that
+    /// does not answer false decides.
+    Split { head: Option<Piece>, pieces: Vec<Piece> },
+}
+
 impl std::fmt::Debug for NativeFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let functions = match &self.body {
+            Body::One(_) => 1,
+            Body::Split { head, pieces } => pieces.len() + usize::from(head.is_some()),
+        };
         f.debug_struct("NativeFilter")
-            .field("code_bytes", &self.code.bytes().len())
+            .field("code_bytes", &self.machine_code().len())
+            .field("functions", &functions)
             .field("set_tables", &self.tables.len())
             .field("accept", &self.accept)
             .finish()
     }
 }
 
-/// Compiles `filter` to native code for this host.
+/// Compiles `filter` to native code for this host (with Cranelift's optimizations for
+/// functions up to [`OPTIMIZE_MAX_NODES`], split above [`SPLIT_NODES`]).
 pub fn compile(filter: &Filter) -> Result<NativeFilter, CompileError> {
-    let isa = code::host_isa()?;
+    compile_split(filter, None, SPLIT_NODES)
+}
+
+/// [`compile`] with Cranelift's optimizations chosen by the caller rather than by size
+/// (benchmarks and tests compare the two; the code means the same either way).
+pub fn compile_with(filter: &Filter, optimize: bool) -> Result<NativeFilter, CompileError> {
+    compile_split(filter, Some(optimize), SPLIT_NODES)
+}
+
+/// The parts of a splittable predicate: the `and`'s other parts (possibly none) and the
+/// `or`'s parts; `None` when `pred` is small, writes scratch (values would have to pass
+/// between functions) or has another shape.
+fn split(pred: &Pred, limit: usize) -> Option<(&[Pred], &[Pred])> {
+    let (head, parts): (&[Pred], &[Pred]) = match pred {
+        Pred::Or(parts) => (&[], parts),
+        Pred::And(parts) => match parts.split_last() {
+            Some((Pred::Or(or), head)) => (head, or),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if parts.len() < 2 || node_count(pred) <= limit || has_store(pred) {
+        return None;
+    }
+    Some((head, parts))
+}
+
+fn compile_split(
+    filter: &Filter,
+    optimize: Option<bool>,
+    limit: usize,
+) -> Result<NativeFilter, CompileError> {
     let mut tables = SetTables::new();
-    let code = Code::compile(isa, |func| lower::lower(func, filter, &mut tables))?;
-    Ok(NativeFilter { code, tables, accept: filter.accept })
+    let isa_for = |nodes: usize| {
+        if optimize.unwrap_or(nodes <= OPTIMIZE_MAX_NODES) {
+            code::host_isa()
+        } else {
+            code::host_isa_unoptimized()
+        }
+    };
+    let Some((head, parts)) = split(&filter.pred, limit) else {
+        let isa = isa_for(node_count(&filter.pred))?;
+        let root = Root::Pred(&filter.pred);
+        let code = Code::compile(isa, |func| lower::lower(func, root, 0, &mut tables))?;
+        return Ok(NativeFilter { body: Body::One(code), tables, accept: filter.accept });
+    };
+    let piece = |parts: &[Pred], all: bool, tables: &mut SetTables| {
+        let nodes = parts.iter().map(node_count).sum();
+        let root = Root::Junction(parts, all);
+        Piece::compile(isa_for(nodes)?, |func| lower::lower(func, root, 2, tables))
+    };
+    let head = if head.is_empty() { None } else { Some(piece(head, true, &mut tables)?) };
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut nodes = 0;
+    for (i, part) in parts.iter().enumerate() {
+        nodes += node_count(part);
+        if nodes >= limit || i + 1 == parts.len() {
+            pieces.push(piece(parts.get(start..=i).unwrap_or(&[]), false, &mut tables)?);
+            start = i + 1;
+            nodes = 0;
+        }
+    }
+    Ok(NativeFilter { body: Body::Split { head, pieces }, tables, accept: filter.accept })
 }
 
 impl NativeFilter {
@@ -96,7 +194,22 @@ impl NativeFilter {
     /// True when the filter matches the packet; [`Filter::matches`]'s result.
     #[inline]
     pub fn matches(&self, packet: &[u8], wire_len: u32) -> bool {
-        self.code.call(packet, wire_len)
+        match &self.body {
+            Body::One(code) => code.call(packet, wire_len),
+            Body::Split { head, pieces } => {
+                // 0 false, 1 true, 2 aborted (which rejects the packet).
+                if head.as_ref().is_some_and(|h| h.call(packet, wire_len) != 1) {
+                    return false;
+                }
+                for piece in pieces {
+                    match piece.call(packet, wire_len) {
+                        0 => {}
+                        verdict => return verdict == 1,
+                    }
+                }
+                false
+            }
+        }
     }
 
     /// What [`NativeFilter::run`] returns on a match.
@@ -104,9 +217,85 @@ impl NativeFilter {
         self.accept
     }
 
-    /// The generated machine code, as mapped for execution (read-only, executable).
+    /// The generated machine code, as mapped for execution (read-only, executable); of a
+    /// filter split over several functions, the first function's.
     pub fn machine_code(&self) -> &[u8] {
-        self.code.bytes()
+        match &self.body {
+            Body::One(code) => code.bytes(),
+            Body::Split { head: Some(head), .. } => head.bytes(),
+            Body::Split { head: None, pieces } => pieces.first().map_or(&[], |p| p.bytes()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::{compile, compile_split, Body};
+    use weir_filter::{Expr, Filter, Pred, Size, ValueSet};
+    use weir_testkit::SplitMix64;
+
+    /// Alternatives that read ever further into the packet (so short packets abort in the
+    /// middle of the list, after earlier alternatives were false), some as set tests.
+    fn alternatives(n: u32) -> Vec<Pred> {
+        (0..n)
+            .map(|i| {
+                let at = Expr::load_at(i % 50, Size::Byte);
+                match i % 3 {
+                    0 => Pred::eq(at, (i * 7) % 256),
+                    1 => Pred::and([
+                        Pred::eq(Expr::load_at(2 * i % 64, Size::Half), i),
+                        Pred::eq(at, 1),
+                    ]),
+                    _ => Pred::In { value: at, set: ValueSet::from_values([i % 256, 3, 200]) },
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn split_filters_answer_as_the_evaluator() {
+        let head = Pred::eq(Expr::load_at(0, Size::Byte), 7);
+        let filters = [
+            Filter::new(Pred::Or(alternatives(300))),
+            Filter::new(Pred::And(vec![head.clone(), Pred::Or(alternatives(300))])),
+            Filter::new(Pred::And(vec![Pred::Guard(20), head, Pred::Or(alternatives(120))])),
+        ];
+        let mut rng = SplitMix64::new(7);
+        for filter in &filters {
+            // Pieces of about 100 nodes: several per filter.
+            let split = compile_split(filter, None, 100).unwrap();
+            match &split.body {
+                Body::Split { pieces, .. } => assert!(pieces.len() > 3, "{}", pieces.len()),
+                Body::One(_) => panic!("not split"),
+            }
+            // The default leaves a filter this small in one function.
+            assert!(matches!(compile(filter).unwrap().body, Body::One(_)));
+            let (mut yes, mut no) = (0, 0);
+            for _ in 0..3_000 {
+                let len = rng.below_usize(80);
+                let mut packet: Vec<u8> = (0..len).map(|_| rng.below(4) as u8).collect();
+                if let Some(b) = packet.first_mut() {
+                    *b = if rng.below(4) == 0 { 9 } else { 7 };
+                }
+                let want = filter.matches(&packet, 80);
+                assert_eq!(split.matches(&packet, 80), want, "{packet:02x?}");
+                if want {
+                    yes += 1;
+                } else {
+                    no += 1;
+                }
+            }
+            assert!(yes > 100 && no > 100, "{yes} / {no}");
+        }
+    }
+
+    #[test]
+    fn filters_that_store_stay_whole() {
+        let store = Pred::Store { slot: 1, value: Expr::Const(5) };
+        let mut parts = alternatives(300);
+        parts.push(Pred::And(vec![store, Pred::eq(Expr::Scratch(1), 5)]));
+        let filter = Filter::new(Pred::Or(parts));
+        assert!(matches!(compile_split(&filter, None, 100).unwrap().body, Body::One(_)));
     }
 }
 
