@@ -22,10 +22,9 @@
 use crate::gen::{keys_of, Gen};
 use std::fmt::Write as _;
 use std::net::IpAddr;
-use std::process::Command;
 use weir_flow::rule::{Action, ActionKind, Control, Match, PortMatch};
 use weir_flow::{Classifier, Rule, RuleSet, Work, BATCH};
-use weir_testkit::{corpus, SplitMix64};
+use weir_testkit::{corpus, SplitMix64, VethLab};
 
 const SENDER: &str = r#"
 import socket, sys, time
@@ -36,62 +35,6 @@ for i, line in enumerate(open(sys.argv[1])):
     if i % 50 == 49:
         time.sleep(0.01)
 "#;
-
-struct Lab {
-    ns: String,
-}
-
-impl Lab {
-    fn new(test: &str) -> Option<Lab> {
-        let uid = Command::new("id").arg("-u").output().ok()?;
-        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-            println!("SKIPPED: {test}: needs root (network namespaces, nftables, packet sockets)");
-            return None;
-        }
-        for (tool, arg) in [("ip", "-V"), ("python3", "--version"), ("nft", "--version")] {
-            if Command::new(tool).arg(arg).output().is_err() {
-                println!("SKIPPED: {test}: {tool} is not installed");
-                return None;
-            }
-        }
-        let ns: String =
-            format!("weir-flow-{}-{test}", std::process::id()).chars().take(40).collect();
-        let lab = Lab { ns };
-        let steps: [&[&str]; 5] = [
-            &["netns", "add", &lab.ns],
-            &["-n", &lab.ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"],
-            &["-n", &lab.ns, "link", "set", "va", "up"],
-            &["-n", &lab.ns, "link", "set", "vb", "up"],
-            &["netns", "exec", &lab.ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
-        ];
-        for step in steps {
-            let out = Command::new("ip").args(step).output().ok()?;
-            if !out.status.success() {
-                println!(
-                    "SKIPPED: {test}: ip {}: {}",
-                    step.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-                return None;
-            }
-        }
-        Some(lab)
-    }
-
-    fn run(&self, program: &str, args: &[&str]) -> std::process::Output {
-        Command::new("timeout")
-            .args(["60", "ip", "netns", "exec", &self.ns, program])
-            .args(args)
-            .output()
-            .expect("ip netns exec runs")
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
-    }
-}
 
 fn mac(a: &[u8; 6]) -> String {
     a.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
@@ -282,7 +225,7 @@ fn gact(rng: &mut SplitMix64, chain: u32, chains: u32) -> Action {
 
 #[test]
 fn nftables_counts_as_the_classifier() {
-    let Some(lab) = Lab::new("nft") else { return };
+    let Some(lab) = VethLab::new("flow-nft", &["python3", "nft"]) else { return };
     let mut frames: Vec<Vec<u8>> =
         corpus(41, 3000).into_iter().map(|p| p.data).filter(|f| comparable(f)).collect();
     frames.truncate(400);

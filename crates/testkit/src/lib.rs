@@ -24,6 +24,7 @@ pub mod reframe;
 pub mod relink;
 mod rng;
 mod scratch;
+mod veth;
 pub mod wire;
 
 pub use corpus::corpus;
@@ -36,6 +37,7 @@ pub use pcap::{
 pub use relink::relink;
 pub use rng::SplitMix64;
 pub use scratch::Scratch;
+pub use veth::VethLab;
 
 /// One captured packet.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -107,41 +107,7 @@ fn check_prints_and_refuses() {
 /// frames sent into `va` are classified on `vb`, `indev vb` matching them; SIGINT ends it.
 #[test]
 fn live_interface_with_indev() {
-    let uid = Command::new("id").arg("-u").output().expect("id runs");
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        println!("SKIPPED: flow-live: needs root (network namespaces, packet sockets)");
-        return;
-    }
-    if Command::new("python3").arg("--version").output().is_err() {
-        println!("SKIPPED: flow-live: python3 is not installed");
-        return;
-    }
-    let ns = format!("weir-flow-live-{}", std::process::id());
-    struct Ns(String);
-    impl Drop for Ns {
-        fn drop(&mut self) {
-            let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-        }
-    }
-    let steps: [&[&str]; 5] = [
-        &["netns", "add", &ns],
-        &["-n", &ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"],
-        &["-n", &ns, "link", "set", "va", "up"],
-        &["-n", &ns, "link", "set", "vb", "up"],
-        &["netns", "exec", &ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
-    ];
-    let _guard = Ns(ns.clone());
-    for step in steps {
-        let out = Command::new("ip").args(step).output().expect("ip runs");
-        if !out.status.success() {
-            println!(
-                "SKIPPED: flow-live: ip {}: {}",
-                step.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-            return;
-        }
-    }
+    let Some(lab) = weir_testkit::VethLab::new("flow-live", &["python3"]) else { return };
     let dir = Scratch::new("flow-live");
     let rules = dir.join("rules.txt");
     std::fs::write(
@@ -149,8 +115,9 @@ fn live_interface_with_indev() {
         "prio 1 protocol ip flower ip_proto udp dst_port 53 indev vb action drop\nprio 2 protocol all flower action pass\n",
     )
     .unwrap();
-    let child = Command::new("ip")
-        .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_weir"), "flow", "run"])
+    let child = lab
+        .command(env!("CARGO_BIN_EXE_weir"))
+        .args(["flow", "run"])
         .arg(&rules)
         .args(["-i", "vb", "--verdicts", "--stats"])
         .stdout(std::process::Stdio::piped())
@@ -168,8 +135,7 @@ for i in range(6):
     ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0, bytes([10, 9, 0, 1]), bytes([10, 9, 0, 2]))
     s.send(bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0]) + ip + udp)
 "#;
-    let out =
-        Command::new("ip").args(["netns", "exec", &ns, "python3", "-c", sender]).output().unwrap();
+    let out = lab.command("python3").args(["-c", sender]).output().unwrap();
     assert!(out.status.success(), "sender: {}", String::from_utf8_lossy(&out.stderr));
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let pid = i32::try_from(child.id()).expect("a pid fits in pid_t");

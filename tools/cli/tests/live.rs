@@ -7,6 +7,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use weir_testkit::VethLab;
+
 /// One namespace test at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -25,56 +27,13 @@ for i in range(n):
     time.sleep(0.002)
 "#;
 
-struct Lab {
-    ns: String,
+/// What the live tests do in their lab.
+trait Live {
+    fn send(&self, n: usize);
+    fn capture(&self, program: &str, args: &[&str]) -> Child;
 }
 
-impl Lab {
-    fn new(test: &str) -> Option<Lab> {
-        let uid = Command::new("id").arg("-u").output().ok()?;
-        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-            println!("SKIPPED: {test}: needs root (network namespaces, packet sockets)");
-            return None;
-        }
-        for tool in ["ip", "python3"] {
-            if Command::new(tool).arg("-V").output().is_err()
-                && Command::new(tool).arg("--version").output().is_err()
-            {
-                println!("SKIPPED: {test}: {tool} is not installed");
-                return None;
-            }
-        }
-        let ns = format!("weir-cli-{}-{test}", std::process::id());
-        let ns: String = ns.chars().take(40).collect();
-        let lab = Lab { ns };
-        let steps: [&[&str]; 6] = [
-            &["netns", "add", &lab.ns],
-            &["-n", &lab.ns, "link", "add", "va", "type", "veth", "peer", "name", "vb"],
-            &["-n", &lab.ns, "link", "set", "va", "up"],
-            &["-n", &lab.ns, "link", "set", "vb", "up"],
-            &["-n", &lab.ns, "link", "set", "lo", "up"],
-            &["netns", "exec", &lab.ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
-        ];
-        for step in steps {
-            let out = Command::new("ip").args(step).output().ok()?;
-            if !out.status.success() {
-                println!(
-                    "SKIPPED: {test}: ip {}: {}",
-                    step.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-                return None;
-            }
-        }
-        Some(lab)
-    }
-
-    fn command(&self, program: &str) -> Command {
-        let mut command = Command::new("ip");
-        command.args(["netns", "exec", &self.ns, program]);
-        command
-    }
-
+impl Live for VethLab {
     fn send(&self, n: usize) {
         let out = self.command("python3").args(["-c", SENDER, &n.to_string()]).output().unwrap();
         assert!(out.status.success(), "sender: {}", String::from_utf8_lossy(&out.stderr));
@@ -106,12 +65,6 @@ impl Lab {
     }
 }
 
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).output();
-    }
-}
-
 /// Waits for a capture to end by itself (-c), at most 10 s (then kills it: a failure).
 fn wait(mut child: Child, what: &str) -> Output {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -132,7 +85,7 @@ fn lines(out: &Output) -> usize {
 #[test]
 fn live_capture_counts_as_tcpdump_does_in_the_kernel_and_in_user_space() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = Lab::new("live-counts") else { return };
+    let Some(lab) = VethLab::new("live-counts", &["python3"]) else { return };
     if Command::new("tcpdump").arg("--version").output().is_err() {
         println!("SKIPPED: live-counts: tcpdump is not installed");
         return;
@@ -175,7 +128,7 @@ fn live_capture_counts_as_tcpdump_does_in_the_kernel_and_in_user_space() {
 #[test]
 fn live_capture_writes_a_capture_tcpdump_reads() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = Lab::new("live-write") else { return };
+    let Some(lab) = VethLab::new("live-write", &["python3"]) else { return };
     let dir = std::env::temp_dir().join(format!("weir-live-write-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("live.pcap");
@@ -220,7 +173,7 @@ fn a_missing_interface_is_one_line_and_status_1() {
 #[test]
 fn run_on_an_interface_until_stopped() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(lab) = Lab::new("run-live") else { return };
+    let Some(lab) = VethLab::new("run-live", &["python3"]) else { return };
     let dir = weir_testkit::Scratch::new("run-live");
     let maps = dir.join("maps.json");
     let object = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
