@@ -112,7 +112,8 @@ fn prepare(filter: &weir::Filter) -> Result<PreparedFilter, Failure> {
 pub(crate) fn open_capture(path: &Path) -> Result<CaptureReader, Failure> {
     let source = path.display().to_string();
     if let Err(e) = std::fs::File::open(path) {
-        return Err(Failure::Os(e, format!("{source}: cannot open")));
+        let message = format!("{source}: {e}");
+        return Err(Failure::Os(e, message));
     }
     CaptureReader::open(path).map_err(|e| Failure::Capture(format!("{source}: {e}")))
 }
