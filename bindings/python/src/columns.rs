@@ -222,20 +222,23 @@ impl Column {
         if self.rows % 8 == 0 {
             self.valid.push(0);
         }
-        if valid {
-            if let Some(last) = self.valid.last_mut() {
-                *last |= 1 << (self.rows % 8);
-            }
-        } else {
-            self.nulls += 1;
+        if let Some(last) = self.valid.last_mut() {
+            *last |= u8::from(valid) << (self.rows % 8);
         }
+        self.nulls += usize::from(!valid);
         self.rows += 1;
     }
 
     fn int(&mut self, value: Option<u64>) {
         self.mark(value.is_some());
-        let bytes = value.unwrap_or(0).to_le_bytes();
-        self.values.extend_from_slice(&bytes[..self.width]);
+        let value = value.unwrap_or(0);
+        // One arm per width, so each copy is a fixed-size store rather than a memcpy call.
+        match self.width {
+            8 => self.values.extend_from_slice(&value.to_le_bytes()),
+            4 => self.values.extend_from_slice(&(value as u32).to_le_bytes()),
+            2 => self.values.extend_from_slice(&(value as u16).to_le_bytes()),
+            _ => self.values.push(value as u8),
+        }
     }
 
     fn text(&mut self, value: Option<&std::net::IpAddr>) {
@@ -311,9 +314,66 @@ impl Column {
                 }
                 self.end_text();
             }
+            Some(std::net::IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+                self.mark(true);
+                write_ipv6(&mut self.values, &v6.segments());
+                self.end_text();
+            }
             Some(other) => self.text(Some(other)),
             None => self.text(None),
         }
+    }
+}
+
+/// An IPv6 address as RFC 5952 (and Rust's `Display`) writes it: lowercase hex without
+/// leading zeros, the longest run of two or more zero groups (the first of equals) as `::`.
+fn write_ipv6(out: &mut Vec<u8>, groups: &[u16; 8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let (mut best, mut best_len, mut run, mut run_len) = (0, 0, 0, 0);
+    for (i, g) in groups.iter().enumerate() {
+        if *g == 0 {
+            if run_len == 0 {
+                run = i;
+            }
+            run_len += 1;
+            if run_len > best_len {
+                (best, best_len) = (run, run_len);
+            }
+        } else {
+            run_len = 0;
+        }
+    }
+    let hex = |out: &mut Vec<u8>, g: u16| {
+        let mut started = false;
+        for shift in [12, 8, 4, 0] {
+            let digit = (g >> shift) & 15;
+            if digit != 0 || started || shift == 0 {
+                out.push(HEX[usize::from(digit)]);
+                started = true;
+            }
+        }
+    };
+    if best_len < 2 {
+        for (i, g) in groups.iter().enumerate() {
+            if i > 0 {
+                out.push(b':');
+            }
+            hex(out, *g);
+        }
+        return;
+    }
+    for (i, g) in groups[..best].iter().enumerate() {
+        if i > 0 {
+            out.push(b':');
+        }
+        hex(out, *g);
+    }
+    out.extend_from_slice(b"::");
+    for (i, g) in groups[best + best_len..].iter().enumerate() {
+        if i > 0 {
+            out.push(b':');
+        }
+        hex(out, *g);
     }
 }
 

@@ -105,3 +105,26 @@ def test_unknown_column():
 def test_bad_filter_in_read():
     with pytest.raises(weir.FilterError, match="column"):
         weir.read(SAMPLE, filter="tcp and")
+
+
+def test_ipv6_text_equals_python(tmp_path):
+    """Every shape of zero run: none, one group, several runs (the longest, the first of equals)."""
+    import ipaddress as ip
+
+    from conftest import write_pcap
+
+    addresses = [
+        "2001:db8::1", "::", "::1", "1::", "2001:db8:0:1:1:1:1:1", "2001:0:0:1:0:0:0:1",
+        "2001:db8:0:0:1:0:0:1", "fe80::abcd:ef01:2345:6789", "1:2:3:4:5:6:7:8", "0:1:0:1:0:1:0:1",
+        "ff02::fb", "1:0:0:2:0:0:3:4",
+    ]
+    packets = []
+    for a in addresses:
+        header = struct.pack("!IHBB16s16s", 6 << 28, 0, 59, 64, ip.IPv6Address(a).packed, ip.IPv6Address("::ffff:1.2.3.4").packed)
+        packets.append(b"\x02" * 12 + b"\x86\xdd" + header)
+    path = tmp_path / "v6.pcap"
+    write_pcap(path, packets)
+    table = weir.read(path, columns=["ip_src", "ip_dst"]).to_pylist()
+    assert [r["ip_src"] for r in table] == [str(ip.IPv6Address(a)) for a in addresses]
+    # IPv4-mapped addresses are written as Rust writes them: ::ffff:a.b.c.d
+    assert {r["ip_dst"] for r in table} == {"::ffff:1.2.3.4"}
