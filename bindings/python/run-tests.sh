@@ -13,6 +13,9 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 # One target directory with the workspace: the facade and its dependencies are built once.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
+# Outside the workspace, so the workspace's fmt and clippy steps do not see it: checked here.
+cargo fmt --manifest-path bindings/python/Cargo.toml -- --check
+cargo clippy --release --quiet --manifest-path bindings/python/Cargo.toml -- -D warnings
 [ -x "$CARGO_TARGET_DIR/release/weir" ] || cargo build --release --quiet -p weir-cli
 rm -rf "$CARGO_TARGET_DIR/wheels"
 "$venv/bin/maturin" build --release --quiet --manifest-path bindings/python/Cargo.toml \

@@ -220,3 +220,22 @@ def test_snapped_packets_use_wire_length(tmp_path):
     write_pcap(path, [packet], snaplen=64, truncate_to=64)
     assert weir.Filter("greater 100").count(path) == 1
     assert weir.Filter("less 100").count(path) == 0
+
+
+def test_threads_share_a_filter(generated):
+    # count releases the GIL and matches_batch takes the filter's lock: the same object from
+    # several threads gives the single-threaded answers.
+    from concurrent.futures import ThreadPoolExecutor
+
+    f = weir.Filter("tcp or vlan")
+    expected = f.count(generated)
+    packets = [p[3] for p in read_pcap(generated)]
+    offsets = np.cumsum([0] + [len(p) for p in packets])
+    data = b"".join(packets)
+    batch = f.matches_batch(offsets, data)
+    with ThreadPoolExecutor(4) as pool:
+        counts = list(pool.map(lambda _: f.count(generated), range(8)))
+        batches = list(pool.map(lambda _: f.matches_batch(offsets, data), range(8)))
+    assert counts == [expected] * 8
+    assert all((b == batch).all() for b in batches)
+    assert int(batch.sum()) == expected
