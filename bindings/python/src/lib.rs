@@ -284,19 +284,19 @@ impl PyFilter {
                 )));
             }
         }
-        let mut guard = self
-            .prepared
-            .lock()
-            .map_err(|_| PyValueError::new_err("the filter was poisoned by a panic"))?;
-        let prepared = &mut *guard;
+        let shared = &self.prepared;
+        // The lock is taken without the GIL: a thread holding it while it waits for the GIL
+        // and another holding the GIL while it waits for the lock would deadlock.
         let out = py.detach(|| {
+            let mut guard = shared.lock().ok()?;
             let mut out = vec![0u8; count];
             for (slot, pair) in out.iter_mut().zip(bounds.windows(2)) {
                 let packet = &data[pair[0] as usize..pair[1] as usize];
-                *slot = u8::from(prepared.matches(packet, packet.len() as u32));
+                *slot = u8::from(guard.matches(packet, packet.len() as u32));
             }
-            out
+            Some(out)
         });
+        let out = out.ok_or_else(|| PyValueError::new_err("the filter was poisoned by a panic"))?;
         Ok(PyBytes::new(py, &out))
     }
 

@@ -26,7 +26,12 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 class Filter(_Filter):
-    """A tcpdump expression compiled for a link type (``EN10MB`` unless given)."""
+    """A tcpdump expression compiled for a link type (``EN10MB`` unless given).
+
+    ``matches``, ``matches_batch``, ``bpf``, ``ebpf`` and ``explain`` use that link type;
+    ``count`` and ``filter`` compile the expression again for each link type a capture
+    holds, as ``weir filter -r`` does without ``-y``.
+    """
 
     def matches_batch(self, offsets, data) -> np.ndarray:
         """Matches many packets in one call: packet ``i`` is ``data[offsets[i]:offsets[i+1]]``.
@@ -73,7 +78,6 @@ def read(
     path: PathLike,
     filter: Optional[str] = None,
     columns: Optional[Sequence[str]] = None,
-    linktype: Optional[str] = None,
     optimize: bool = True,
 ):
     """One row per packet of the capture at ``path`` (those matching ``filter`` if given).
@@ -86,8 +90,6 @@ def read(
     if isinstance(columns, str):
         raise TypeError("columns: a list of column names is needed, not a string")
     names = list(COLUMNS if columns is None else columns)
-    if linktype is not None:
-        raise NotImplementedError("read(linktype=...) is not supported yet")
     built = _read_columns(os.fspath(path), names, filter, optimize)
     arrays = []
     for name in names:

@@ -35,6 +35,5 @@ def read(
     path: PathLike,
     filter: Optional[str] = None,
     columns: Optional[Sequence[str]] = None,
-    linktype: Optional[str] = None,
     optimize: bool = True,
 ) -> pa.Table: ...
