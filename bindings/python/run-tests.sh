@@ -23,4 +23,5 @@ rm -rf "$CARGO_TARGET_DIR/wheels"
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels/weir-*.whl
 # Run from the tests' folder so `import weir` is the installed wheel, not the source tree.
 cd bindings/python/tests
-"$venv/bin/python" -m pytest -q -rs "$@"
+# A deadlock (GIL against a lock) would hang, not fail: bounded.
+timeout 600 "$venv/bin/python" -m pytest -q -rs "$@"
