@@ -8,7 +8,9 @@ set -euo pipefail
 # (ip) and send frames into it from a packet socket (python3).
 # nftables: the kernel oracle of `weir flow` (this kernel has no flower; a netdev ingress
 # chain with a counter per rule stands in for it, crates/flow/tests/kernel.rs).
-APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase iproute2 python3 nftables)
+# python3-venv, python3-pip, python3-dev: the Python package's tests build its wheel in a
+# virtual environment (bindings/python/run-tests.sh).
+APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase iproute2 python3 nftables python3-venv python3-pip python3-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -27,4 +29,18 @@ fi
 # RUSTC_BOOTSTRAP=1, since the sanitizer runtime ships with the standard library).
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked --quiet
+fi
+
+# The Python package's build and test tools, in a virtual environment of its own
+# (target/python-venv: nothing installed into the system's Python). Without venv the
+# Python tests are skipped, with a SKIPPED line, rather than failing the run.
+PYTHON_VENV=target/python-venv
+if [ ! -x "$PYTHON_VENV/bin/pytest" ]; then
+  if python3 -m venv "$PYTHON_VENV" >/dev/null 2>&1; then
+    "$PYTHON_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+      'maturin>=1.5,<2' pytest pyarrow numpy
+  else
+    rm -rf "$PYTHON_VENV"
+    echo "SKIPPED: python: python3 -m venv is unavailable"
+  fi
 fi

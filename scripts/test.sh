@@ -99,6 +99,9 @@ cargo test --workspace --release 2>&1 | tee target/test-output.txt
 # A runner that ran nothing is a failure, not a pass.
 grep -q "test result: ok" target/test-output.txt
 
+step "python package (wheel build, pytest)"
+bash bindings/python/run-tests.sh 2>&1 | tee target/python-test-output.txt
+
 step "quick start"
 cargo run --release --quiet -p weir-cli -- filter --explain -r testdata/captures/sample.pcap 'tcp or udp port 53' | tail -n 3
 cargo run --release --quiet -p weir-cli -- exec --check testdata/samples/ipv4-header-checksum.data
@@ -126,4 +129,6 @@ passed=$(grep -o '[0-9]* passed' target/test-output.txt | awk '{s+=$1} END {prin
 failed=$(grep -o '[0-9]* failed' target/test-output.txt | awk '{s+=$1} END {print s+0}')
 echo "all steps green"
 echo "tests: ${passed} passed, ${failed} failed"
+py_passed=$(grep -o '[0-9]* passed' target/python-test-output.txt | awk '{s+=$1} END {print s+0}')
+echo "python tests: ${py_passed} passed"
 print_durations
