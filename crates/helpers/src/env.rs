@@ -1,11 +1,13 @@
 //! The run environment: maps, the map values window, and a run's requests.
 
 use std::any::Any;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Instant;
 
-use weir_maps::{Map, OwnedValue};
+use weir_maps::{Map, MapType, OwnedValue, ValueLoc, ValueRef};
 use weir_program::abi::RunEnv;
 use weir_program::exec::guest::{MAPS_BASE, REGION_WINDOW};
 use weir_program::TrapCode;
@@ -14,20 +16,59 @@ use weir_program::TrapCode;
 /// next (the access traps instead).
 const GAP: u64 = 64;
 
+/// How a slot keeps its value: a location in one of the environment's maps (arrays and
+/// hashes: no reference count, the map outlives the environment), or an owned value (trie
+/// elements, ring buffer samples).
+#[derive(Debug)]
+enum Held {
+    Loc(usize, ValueLoc),
+    Owned(OwnedValue),
+}
+
 /// One value a program can reach, at `addr` in the map values window.
 #[derive(Debug)]
 struct Slot {
     addr: u64,
-    value: OwnedValue,
+    len: u64,
+    held: Held,
     writable: bool,
 }
 
-impl Slot {
-    /// The offset of `[addr, addr + len)` in this value, if it lies inside.
-    fn offset(&self, addr: u64, len: u64) -> Option<usize> {
-        let offset = addr.checked_sub(self.addr)?;
-        let end = offset.checked_add(len)?;
-        (end <= self.value.len() as u64).then_some(offset as usize)
+/// An array map laid out whole in the values window: value `i` at `base + (i << shift)`
+/// (a power-of-two pitch at least `GAP` bytes wider than the value, so that running off
+/// one value traps), so a lookup is arithmetic and an access finds its value in O(1), as
+/// the kernel's JIT inlines `array_map_gen_lookup`. Global data maps are one-entry arrays.
+#[derive(Debug)]
+struct ArrayRegion {
+    base: u64,
+    end: u64,
+    shift: u32,
+    entries: u32,
+    value_len: u64,
+    map: usize,
+    writable: bool,
+}
+
+/// The values window's share that whole arrays may take; the rest is for lookups' values.
+const ARRAY_SHARE: u64 = REGION_WINDOW / 2;
+
+/// A hasher for host addresses (the dedup index of a run's values): one multiply.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
     }
 }
 
@@ -50,11 +91,18 @@ pub enum Redirect {
 #[derive(Debug)]
 pub struct Env {
     maps: Vec<Arc<Map>>,
+    /// Whether programs may write each map's values (`.rodata*` maps are read-only).
+    writable: Vec<bool>,
     cpu: usize,
-    statics: Vec<Slot>,
+    /// Array maps laid out whole, by address; and by map index.
+    arrays: Vec<ArrayRegion>,
+    array_of: Vec<Option<usize>>,
     /// Global data addresses by map index.
     static_addr: Vec<Option<u64>>,
+    /// This run's other values, by address (addresses only grow within a run).
     dynamic: Vec<Slot>,
+    /// The address each of this run's values got, by host address: one value, one address.
+    placed: HashMap<usize, u64, BuildHasherDefault<AddrHasher>>,
     dynamic_base: u64,
     next: u64,
     rng: u64,
@@ -77,30 +125,54 @@ impl Env {
     /// Global data maps (array maps named `.data`, `.bss`, `.rodata` or `.rodata.*` and
     /// the like, with one element) get their fixed address now; `.rodata` is read-only.
     pub fn new(maps: Vec<Arc<Map>>, cpu: usize) -> Env {
-        let mut statics = Vec::new();
+        let mut arrays = Vec::new();
+        let mut array_of = Vec::with_capacity(maps.len());
         let mut static_addr = Vec::with_capacity(maps.len());
+        let mut writable = Vec::with_capacity(maps.len());
         let mut next = MAPS_BASE;
-        for map in &maps {
-            let name = map.spec().name.as_str();
-            let global = name.starts_with('.') && map.spec().max_entries == 1;
-            let value = if global { map.lookup_owned(&0u32.to_ne_bytes(), cpu) } else { None };
-            match value {
-                Some(value) => {
-                    let addr = next;
-                    next = next.saturating_add(value.len() as u64).next_multiple_of(8) + GAP;
-                    let writable = !name.starts_with(".rodata");
-                    statics.push(Slot { addr, value, writable });
-                    static_addr.push(Some(addr));
+        for (index, map) in maps.iter().enumerate() {
+            let spec = map.spec();
+            let name = spec.name.as_str();
+            writable.push(!name.starts_with(".rodata"));
+            let global = name.starts_with('.') && spec.max_entries == 1;
+            let array = matches!(spec.map_type, MapType::Array | MapType::PercpuArray);
+            let region = map.array_pitch().filter(|_| array).and_then(|pitch| {
+                let pitch = (pitch as u64).checked_add(GAP)?.next_power_of_two();
+                let shift = pitch.trailing_zeros();
+                let span = u64::from(spec.max_entries).checked_shl(shift)?;
+                let end = next.checked_add(span)?;
+                (end <= MAPS_BASE + ARRAY_SHARE).then_some(ArrayRegion {
+                    base: next,
+                    end,
+                    shift,
+                    entries: spec.max_entries,
+                    value_len: u64::from(spec.value_size),
+                    map: index,
+                    writable: !name.starts_with(".rodata"),
+                })
+            });
+            match region {
+                Some(region) => {
+                    next = region.end;
+                    static_addr.push(global.then_some(region.base));
+                    array_of.push(Some(arrays.len()));
+                    arrays.push(region);
                 }
-                None => static_addr.push(None),
+                None => {
+                    static_addr.push(None);
+                    array_of.push(None);
+                }
             }
         }
         Env {
             maps,
+            writable,
             cpu,
-            statics,
+            arrays,
+            array_of,
             static_addr,
             dynamic: Vec::new(),
+            placed: HashMap::default(),
             dynamic_base: next,
             next,
             rng: 0x5745_4952_5f52_4e47,
@@ -153,7 +225,12 @@ impl Env {
     /// earlier run are forgotten.
     pub fn begin_run(&mut self) {
         self.end_run();
-        self.dynamic.clear();
+        // Only what a run used is reset (most runs of an array-counting program use
+        // nothing here).
+        if !self.dynamic.is_empty() {
+            self.dynamic.clear();
+            self.placed.clear();
+        }
         self.next = self.dynamic_base;
         self.tail_call = None;
     }
@@ -162,6 +239,9 @@ impl Env {
     /// and neither submitted nor discarded are discarded (the kernel's verifier refuses a
     /// program that can exit, or tail-call, holding one).
     pub fn end_run(&mut self) {
+        if self.reserved.is_empty() {
+            return;
+        }
         for (_, map, pos) in self.reserved.drain(..) {
             if let Some(ring) = map.ring_buf() {
                 ring.finish_at(pos, true);
@@ -173,7 +253,7 @@ impl Env {
     /// no room, bad flags, or the values window full).
     pub(crate) fn ring_reserve(&mut self, map: &Arc<Map>, size: u64, flags: u64) -> Option<u64> {
         let (pos, value) = map.ring_reserve(size, flags)?;
-        let Some(addr) = self.place(value, true) else {
+        let Some(addr) = self.place(Held::Owned(value), true) else {
             if let Some(ring) = map.ring_buf() {
                 ring.finish_at(pos, true);
             }
@@ -193,7 +273,12 @@ impl Env {
         if let Some(ring) = map.ring_buf() {
             ring.finish_at(pos, discard);
         }
-        self.dynamic.retain(|s| s.addr != addr);
+        if let Some(at) = self.dynamic_at(addr) {
+            let slot = self.dynamic.remove(at);
+            if let Some(ptr) = self.value_of(&slot).map(|v| v.as_ptr() as usize) {
+                self.placed.remove(&ptr);
+            }
+        }
         true
     }
 
@@ -230,50 +315,98 @@ impl Env {
     }
 
     /// `bpf_map_lookup_elem` on this worker: the value's address for this run, or `None`
-    /// (no such map or element, or the values window full). The map is borrowed, not
-    /// cloned, for the lookup: one reference count fewer per call.
+    /// (no such map or element, or the values window full). An array laid out whole
+    /// answers with arithmetic; a hash's value is kept as a location in the map (no
+    /// reference count); other maps' values are owned for the run.
+    #[inline]
     pub(crate) fn lookup_elem(&mut self, handle: u64, key: &[u8]) -> Option<u64> {
-        let (_, map) = self.map(handle)?;
-        let writable = !map.spec().name.starts_with(".rodata");
-        let value = map.lookup_owned(key, self.cpu)?;
-        self.place(value, writable)
+        let index = weir_program::exec::guest::map_index(handle)?;
+        if let Some(region) = self.array_of.get(index).copied().flatten() {
+            let region = self.arrays.get(region)?;
+            let i = u32::from_ne_bytes(key.try_into().ok()?);
+            return (i < region.entries).then(|| region.base + (u64::from(i) << region.shift));
+        }
+        let map = self.maps.get(index)?;
+        let writable = self.writable.get(index).copied().unwrap_or(false);
+        let held = if map.values_in_place() {
+            Held::Loc(index, map.lookup_loc(key, self.cpu)?)
+        } else {
+            Held::Owned(map.lookup_owned(key, self.cpu)?)
+        };
+        self.place(held, writable)
     }
 
-    /// Gives `value` an address for this run (the one it already has, if any); `None` when
+    /// The value a slot holds.
+    fn value_of<'s>(&'s self, slot: &'s Slot) -> Option<ValueRef<'s>> {
+        match &slot.held {
+            Held::Loc(map, loc) => self.maps.get(*map)?.value_at(*loc),
+            Held::Owned(value) => Some(value.get()),
+        }
+    }
+
+    /// Gives a value an address for this run (the one it already has, if any); `None` when
     /// the window is full.
-    pub(crate) fn place(&mut self, value: OwnedValue, writable: bool) -> Option<u64> {
-        let ptr = value.get().as_ptr();
-        let known =
-            self.statics.iter().chain(&self.dynamic).find(|s| s.value.get().as_ptr() == ptr);
-        if let Some(slot) = known {
-            return Some(slot.addr);
+    fn place(&mut self, held: Held, writable: bool) -> Option<u64> {
+        let probe = Slot { addr: 0, len: 0, held, writable };
+        let value = self.value_of(&probe)?;
+        let (ptr, len) = (value.as_ptr() as usize, value.len() as u64);
+        if let Some(&addr) = self.placed.get(&ptr) {
+            return Some(addr);
         }
         let addr = self.next;
-        let end = addr.checked_add(value.len() as u64)?;
+        let end = addr.checked_add(len)?;
         if end > MAPS_BASE + REGION_WINDOW {
             return None;
         }
         self.next = end.next_multiple_of(8).saturating_add(GAP);
-        self.dynamic.push(Slot { addr, value, writable });
+        self.placed.insert(ptr, addr);
+        self.dynamic.push(Slot { addr, len, ..probe });
         Some(addr)
     }
 
-    fn slot(&self, addr: u64, len: u64) -> Option<(&Slot, usize)> {
-        self.statics
-            .iter()
-            .chain(&self.dynamic)
-            .find_map(|s| s.offset(addr, len).map(|offset| (s, offset)))
+    /// The index of the dynamic slot that starts at or below `addr` (the only one that
+    /// may hold it).
+    fn dynamic_at(&self, addr: u64) -> Option<usize> {
+        self.dynamic.partition_point(|s| s.addr <= addr).checked_sub(1)
+    }
+
+    /// The value holding `[addr, addr + len)`, the offset in it and whether programs may
+    /// write it: O(1) for whole arrays, a binary search over this run's other values.
+    #[inline]
+    fn slot(&self, addr: u64, len: u64) -> Option<(ValueRef<'_>, usize, bool)> {
+        if addr < self.dynamic_base {
+            let at = self.arrays.partition_point(|r| r.base <= addr).checked_sub(1)?;
+            let region = self.arrays.get(at)?;
+            let offset = addr.checked_sub(region.base)?;
+            let index = u32::try_from(offset >> region.shift).ok()?;
+            let within = offset & ((1u64 << region.shift) - 1);
+            if addr >= region.end || within.checked_add(len)? > region.value_len {
+                return None;
+            }
+            let map = self.maps.get(region.map)?;
+            let value = map.value_at(map.array_loc(index, self.cpu)?)?;
+            return Some((value, within as usize, region.writable));
+        }
+        let slot = self.dynamic.get(self.dynamic_at(addr)?)?;
+        let offset = addr - slot.addr;
+        if offset.checked_add(len)? > slot.len {
+            return None;
+        }
+        Some((self.value_of(slot)?, offset as usize, slot.writable))
     }
 }
 
-// SAFETY: `host` returns addresses inside values the environment keeps alive in its slots
-// (`OwnedValue` holds the map or element); static slots live as long as the environment,
-// dynamic ones until the next `begin_run`, which the runner calls only between runs. Values
-// are 8-byte aligned atomic words that weir-maps only ever accesses atomically.
+// SAFETY: `host` returns addresses inside values that stay allocated while the environment
+// lives: array and hash values are words of a map's storage, which is never freed while the
+// map lives, and the environment holds every map (`Arc<Map>`; a hash element deleted and
+// reused meanwhile is still that map's memory, as with the kernel's preallocated maps); a
+// trie element or ring buffer sample is held by the slot's `OwnedValue` until the next
+// `begin_run`, which the runner calls only between runs. Values are 8-byte aligned atomic
+// words that weir-maps only ever accesses atomically.
 unsafe impl RunEnv for Env {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
-        let (slot, offset) = self.slot(addr, buf.len() as u64).ok_or(TrapCode::OutOfBounds)?;
-        if slot.value.get().read(offset, buf) {
+        let (value, offset, _) = self.slot(addr, buf.len() as u64).ok_or(TrapCode::OutOfBounds)?;
+        if value.read(offset, buf) {
             Ok(())
         } else {
             Err(TrapCode::OutOfBounds)
@@ -281,11 +414,12 @@ unsafe impl RunEnv for Env {
     }
 
     fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
-        let (slot, offset) = self.slot(addr, bytes.len() as u64).ok_or(TrapCode::OutOfBounds)?;
-        if !slot.writable {
+        let (value, offset, writable) =
+            self.slot(addr, bytes.len() as u64).ok_or(TrapCode::OutOfBounds)?;
+        if !writable {
             return Err(TrapCode::ReadOnly);
         }
-        if slot.value.get().write(offset, bytes) {
+        if value.write(offset, bytes) {
             Ok(())
         } else {
             Err(TrapCode::OutOfBounds)
@@ -293,12 +427,11 @@ unsafe impl RunEnv for Env {
     }
 
     fn host(&mut self, addr: u64, len: u64, write: bool) -> Option<NonNull<u8>> {
-        let (slot, offset) = self.slot(addr, len)?;
-        if write && !slot.writable {
+        let (value, offset, writable) = self.slot(addr, len)?;
+        if write && !writable {
             return None;
         }
-        let base = slot.value.get().as_ptr();
-        NonNull::new(base.wrapping_add(offset))
+        NonNull::new(value.as_ptr().wrapping_add(offset))
     }
 
     fn update(
@@ -307,14 +440,13 @@ unsafe impl RunEnv for Env {
         len: usize,
         update: &mut dyn FnMut(u64) -> u64,
     ) -> Result<u64, TrapCode> {
-        let (slot, offset) = self.slot(addr, len as u64).ok_or(TrapCode::OutOfBounds)?;
-        if !slot.writable {
+        let (value, offset, writable) = self.slot(addr, len as u64).ok_or(TrapCode::OutOfBounds)?;
+        if !writable {
             return Err(TrapCode::ReadOnly);
         }
-        let value = slot.value.get();
         // The kernel refuses a misaligned `BPF_ATOMIC`; unverified, it gets the plain
         // read-then-write the default does.
-        if let Some(old) = value.fetch_update(offset, len, |old| update(old)) {
+        if let Some(old) = value.fetch_update(offset, len, &mut *update) {
             return Ok(old);
         }
         let mut bytes = [0u8; 8];
