@@ -53,6 +53,9 @@ pub struct RuntimeArgs {
     /// Run only these parts (comma-separated: load, lookups, per-packet, e2e).
     #[arg(long, value_delimiter = ',', value_name = "PARTS")]
     pub only: Vec<String>,
+    /// weir's rows only (no kernel test runs): for profiling weir's side alone.
+    #[arg(long)]
+    pub weir_only: bool,
     /// Write bench/records/<date>-runtime.txt.
     #[arg(long)]
     pub record: bool,
@@ -319,6 +322,10 @@ fn per_packet(
     log.line(format!("  weir JIT (weir::Loaded::run)      {weir_ns:8.1} ns"));
     if let Err(reason) = available {
         log.line(format!("  kernel: SKIPPED ({reason})"));
+        return Ok(true);
+    }
+    if args.weir_only {
+        log.line("  kernel: not run (--weir-only)");
         return Ok(true);
     }
     // The kernel: same counts after one pass each (weir ran 1 + rounds passes: compare

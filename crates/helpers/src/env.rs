@@ -22,7 +22,8 @@ const GAP: u64 = 64;
 #[derive(Debug)]
 enum Held {
     Loc(usize, ValueLoc),
-    Owned(OwnedValue),
+    /// Boxed: a slot stays small, and lookups in arrays and hashes never build one.
+    Owned(Box<OwnedValue>),
 }
 
 /// One value a program can reach, at `addr` in the map values window.
@@ -30,6 +31,9 @@ enum Held {
 struct Slot {
     addr: u64,
     len: u64,
+    /// The value's host address (stable while the environment lives: see `RunEnv`'s
+    /// safety note), for `host` and to find a value placed already.
+    ptr: usize,
     held: Held,
     writable: bool,
 }
@@ -48,6 +52,9 @@ struct ArrayRegion {
     map: usize,
     writable: bool,
 }
+
+/// Values a run may place before `place` indexes them by host address.
+const SCAN_MAX: usize = 8;
 
 /// The values window's share that whole arrays may take; the rest is for lookups' values.
 const ARRAY_SHARE: u64 = REGION_WINDOW / 2;
@@ -101,7 +108,8 @@ pub struct Env {
     static_addr: Vec<Option<u64>>,
     /// This run's other values, by address (addresses only grow within a run).
     dynamic: Vec<Slot>,
-    /// The address each of this run's values got, by host address: one value, one address.
+    /// The address each of this run's values got, by host address (one value, one
+    /// address), once a run has more than `SCAN_MAX` of them; below, a scan is faster.
     placed: HashMap<usize, u64, BuildHasherDefault<AddrHasher>>,
     dynamic_base: u64,
     next: u64,
@@ -229,7 +237,9 @@ impl Env {
         // nothing here).
         if !self.dynamic.is_empty() {
             self.dynamic.clear();
-            self.placed.clear();
+            if !self.placed.is_empty() {
+                self.placed.clear();
+            }
         }
         self.next = self.dynamic_base;
         self.tail_call = None;
@@ -253,7 +263,7 @@ impl Env {
     /// no room, bad flags, or the values window full).
     pub(crate) fn ring_reserve(&mut self, map: &Arc<Map>, size: u64, flags: u64) -> Option<u64> {
         let (pos, value) = map.ring_reserve(size, flags)?;
-        let Some(addr) = self.place(Held::Owned(value), true) else {
+        let Some(addr) = self.place(Held::Owned(Box::new(value)), true) else {
             if let Some(ring) = map.ring_buf() {
                 ring.finish_at(pos, true);
             }
@@ -275,9 +285,7 @@ impl Env {
         }
         if let Some(at) = self.dynamic_at(addr) {
             let slot = self.dynamic.remove(at);
-            if let Some(ptr) = self.value_of(&slot).map(|v| v.as_ptr() as usize) {
-                self.placed.remove(&ptr);
-            }
+            self.placed.remove(&slot.ptr);
         }
         true
     }
@@ -328,11 +336,13 @@ impl Env {
         }
         let map = self.maps.get(index)?;
         let writable = self.writable.get(index).copied().unwrap_or(false);
-        let held = if map.values_in_place() {
-            Held::Loc(index, map.lookup_loc(key, self.cpu)?)
-        } else {
-            Held::Owned(map.lookup_owned(key, self.cpu)?)
-        };
+        if map.values_in_place() {
+            let loc = map.lookup_loc(key, self.cpu)?;
+            let value = map.value_at(loc)?;
+            let (ptr, len) = (value.as_ptr() as usize, value.len() as u64);
+            return self.place_at(ptr, len, Held::Loc(index, loc), writable);
+        }
+        let held = Held::Owned(Box::new(map.lookup_owned(key, self.cpu)?));
         self.place(held, writable)
     }
 
@@ -347,10 +357,23 @@ impl Env {
     /// Gives a value an address for this run (the one it already has, if any); `None` when
     /// the window is full.
     fn place(&mut self, held: Held, writable: bool) -> Option<u64> {
-        let probe = Slot { addr: 0, len: 0, held, writable };
-        let value = self.value_of(&probe)?;
+        let Held::Owned(owned) = &held else {
+            return None;
+        };
+        let value = owned.get();
         let (ptr, len) = (value.as_ptr() as usize, value.len() as u64);
-        if let Some(&addr) = self.placed.get(&ptr) {
+        self.place_at(ptr, len, held, writable)
+    }
+
+    /// `place` of a value whose host address and length are known.
+    #[inline]
+    fn place_at(&mut self, ptr: usize, len: u64, held: Held, writable: bool) -> Option<u64> {
+        let known = if self.dynamic.len() <= SCAN_MAX {
+            self.dynamic.iter().find(|s| s.ptr == ptr).map(|s| s.addr)
+        } else {
+            self.placed.get(&ptr).copied()
+        };
+        if let Some(addr) = known {
             return Some(addr);
         }
         let addr = self.next;
@@ -359,8 +382,14 @@ impl Env {
             return None;
         }
         self.next = end.next_multiple_of(8).saturating_add(GAP);
-        self.placed.insert(ptr, addr);
-        self.dynamic.push(Slot { addr, len, ..probe });
+        if self.dynamic.len() == SCAN_MAX {
+            // From here on, an index: the scan would grow with the run.
+            self.placed.extend(self.dynamic.iter().map(|s| (s.ptr, s.addr)));
+        }
+        if self.dynamic.len() >= SCAN_MAX {
+            self.placed.insert(ptr, addr);
+        }
+        self.dynamic.push(Slot { addr, len, ptr, held, writable });
         Some(addr)
     }
 
@@ -427,6 +456,15 @@ unsafe impl RunEnv for Env {
     }
 
     fn host(&mut self, addr: u64, len: u64, write: bool) -> Option<NonNull<u8>> {
+        // A run's value: its host address kept at `place` (no map access).
+        if addr >= self.dynamic_base {
+            let slot = self.dynamic.get(self.dynamic_at(addr)?)?;
+            let offset = addr - slot.addr;
+            if offset.checked_add(len)? > slot.len || (write && !slot.writable) {
+                return None;
+            }
+            return NonNull::new((slot.ptr as *mut u8).wrapping_add(offset as usize));
+        }
         let (value, offset, writable) = self.slot(addr, len)?;
         if write && !writable {
             return None;
