@@ -449,6 +449,10 @@ fn end_to_end(
         log.line(format!("  kernel driver: SKIPPED ({reason})"));
         return Ok(true);
     }
+    if args.weir_only {
+        log.line("  kernel driver: not run (--weir-only)");
+        return Ok(true);
+    }
     let bytes = object_bytes("xdp_counter.o")?;
     let mut kernel_walls = Vec::new();
     let mut last_counts = Vec::new();

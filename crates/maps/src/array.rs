@@ -52,11 +52,11 @@ impl Array {
     #[inline]
     pub(crate) fn lookup_shared(&self, key: &[u8]) -> Option<ValueRef<'_>> {
         let index = u32::from_ne_bytes(key.try_into().ok()?);
-        if index >= self.max_entries {
-            return None;
-        }
+        // A shared array holds exactly `max_entries` values: the slice's own bound check
+        // is the index check (one compare, not two).
         let start = index as usize * self.stride;
-        self.words.get(start..start + self.stride).map(|w| ValueRef::in_map(w, self.value_size))
+        let words = self.words.get(start..start + self.stride)?;
+        Some(ValueRef::in_map(words, self.value_size))
     }
 
     /// The first word of the value `key` names on `cpu` (a shared array has one copy).

@@ -450,7 +450,9 @@ impl HashMap {
         HEADER + self.key_words + cpu * self.stride
     }
 
-    #[inline]
+    /// Not inlined: `Map::lookup` stays small enough to inline into its callers, so an
+    /// array lookup there costs no call and no saved registers.
+    #[inline(never)]
     pub(crate) fn lookup(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
         self.lookup_loc(key, cpu).and_then(|(idx, at)| self.value_at(idx, at))
     }

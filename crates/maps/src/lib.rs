@@ -444,9 +444,17 @@ impl Map {
             Kind::PercpuArray(a) => a.lookup(key, cpu),
             // A shared (not per-CPU) hash has one value, whichever worker asks.
             Kind::Hash(h) => h.lookup(key, if self.is_percpu() { cpu } else { 0 }),
+            _ => self.lookup_other(key),
+        }
+    }
+
+    /// The rare lookups, out of line (see [`Map::lookup`]).
+    #[inline(never)]
+    fn lookup_other(&self, key: &[u8]) -> Option<ValueRef<'_>> {
+        match &self.kind {
             Kind::Slots(s) => s.lookup(key),
             Kind::Lpm(t) => t.lookup(key),
-            Kind::Queue(_) | Kind::Ring(_) => None,
+            _ => None,
         }
     }
 
