@@ -353,17 +353,17 @@ fn once(cmd: &mut Command) -> Result<String, String> {
 }
 
 /// One timed run.
-struct Run {
-    wall: Duration,
-    cpu: Duration,
+pub(crate) struct Run {
+    pub(crate) wall: Duration,
+    pub(crate) cpu: Duration,
     max_rss_kib: i64,
-    stdout: String,
+    pub(crate) stdout: String,
 }
 
 /// Spawns the command (standard error silenced), reads its standard output, and reaps it
 /// with wait4(2): the wall time from before the spawn to after the reaping, the child's
 /// user + system time and its maximum resident set size.
-fn timed(cmd: &mut Command) -> Result<Run, String> {
+pub(crate) fn timed(cmd: &mut Command) -> Result<Run, String> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::null());
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;

@@ -117,6 +117,9 @@ pub struct Env {
     origin: Instant,
     /// Set by `bpf_xdp_adjust_*`'s runner before each run.
     pub(crate) packet: PacketBounds,
+    /// The highest guest address `data_end` reached this packet through
+    /// `bpf_xdp_adjust_tail` (0: never moved): see [`Env::packet_reach`].
+    pub(crate) packet_reach: u64,
     /// A successful `bpf_tail_call` of this run: the program index to run next.
     pub(crate) tail_call: Option<u32>,
     pub(crate) tail_calls: u32,
@@ -186,6 +189,7 @@ impl Env {
             rng: 0x5745_4952_5f52_4e47,
             origin: Instant::now(),
             packet: PacketBounds::default(),
+            packet_reach: 0,
             tail_call: None,
             tail_calls: 0,
             redirect: None,
@@ -225,6 +229,7 @@ impl Env {
     pub fn begin_packet(&mut self, packet: PacketBounds) {
         self.begin_run();
         self.packet = packet;
+        self.packet_reach = 0;
         self.tail_calls = 0;
         self.redirect = None;
     }
@@ -288,6 +293,14 @@ impl Env {
             self.placed.remove(&slot.ptr);
         }
         true
+    }
+
+    /// The highest guest address the packet's `data_end` reached through
+    /// `bpf_xdp_adjust_tail` since `begin_packet` (0 if it never moved): with the final
+    /// `data_end`, the end of the bytes a program the kernel's verifier accepts may have
+    /// written in its buffer.
+    pub fn packet_reach(&self) -> u64 {
+        self.packet_reach
     }
 
     /// The program a successful `bpf_tail_call` asked for, taken.
