@@ -39,15 +39,18 @@
 //! words ([`ValueRef`]), so a program writes a value in place while other threads read or
 //! update it, with no undefined behaviour (a reader may see a value half old, half new,
 //! word by word, as in the kernel). Arrays never lock: a lookup is an index, and values
-//! never move. Hashes lock per stripe of buckets (reader-writer locks: lookups share them);
-//! the LPM table, queues and stacks have one lock; the ring buffer serializes producers and
-//! lets one consumer run beside them.
+//! never move. Hash lookups take no lock and no reference count (a seqlock per stripe of
+//! buckets over a pool of elements never freed while the map lives; writers lock the
+//! stripe); the LPM table, queues and stacks have one lock; the ring buffer serializes
+//! producers and lets one consumer run beside them.
 //!
-//! A [`ValueRef`] stays valid while it lives: for arrays until the map is dropped (it
-//! borrows the map), for hash and trie elements even after they are deleted or replaced
-//! (the element is freed when the last `ValueRef` to it goes). That is the kernel's RCU
-//! guarantee for a program that holds a value until it returns, without the kernel's
-//! reuse of a freed element by a later insert.
+//! A [`ValueRef`] stays valid while it lives: for arrays and hashes until the map is
+//! dropped (it borrows the map), for trie elements even after they are deleted or
+//! replaced (the element is freed when the last `ValueRef` to it goes). A hash element
+//! deleted or replaced goes back to the map's pool and is reused by a later insert, as the
+//! kernel reuses a preallocated hash map's elements: a holder then sees the new element's
+//! words (still this map's memory, never freed), and only after every never-used element
+//! and every element freed before it were taken (FIFO).
 //!
 //! # Example
 //!

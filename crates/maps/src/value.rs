@@ -84,9 +84,11 @@ enum Words<'a> {
 /// go straight to the map's storage (no copy), so a program's store is seen by every later
 /// lookup, from any thread; [`ValueRef::as_ptr`] is the stable address for native code.
 ///
-/// The location stays valid as long as the `ValueRef` lives: array values never move, and a
-/// hash (or trie) element deleted or replaced meanwhile stays allocated, no longer reachable
-/// from the map, until the last `ValueRef` to it is dropped.
+/// The location stays valid as long as the `ValueRef` lives: array values never move, a
+/// hash element's words belong to the map until it is dropped (a deleted element is reused
+/// by a later insert, as the kernel's preallocated elements are), and a trie element
+/// deleted or replaced meanwhile stays allocated, no longer reachable from the map, until
+/// the last `ValueRef` to it is dropped.
 #[derive(Clone, Debug)]
 pub struct ValueRef<'a> {
     words: Words<'a>,
