@@ -94,8 +94,11 @@ const H_HASH: usize = 0;
 const H_LINK: usize = 1;
 const H_REF: usize = 2;
 const HEADER: usize = 3;
-/// Elements in the pool's first chunk; chunk `k` holds `FIRST_CHUNK << k`.
-const FIRST_CHUNK: usize = 16;
+/// Elements allocated with the map (all of a small map's): found with one compare.
+const EAGER: usize = 1024;
+/// Elements in the pool's first chunk past the eager ones; chunk `k` holds
+/// `FIRST_CHUNK << k`.
+const FIRST_CHUNK: usize = 1024;
 /// Times a lookup retries while writers change its stripe before it takes the lock.
 const OPTIMISTIC_TRIES: usize = 64;
 
@@ -135,8 +138,9 @@ fn key_matches(words: &[AtomicU64], key: &[u8]) -> bool {
 }
 
 /// The elements of a hash map: words that are never freed while the map lives, handed out
-/// and taken back by index. Chunks are allocated as the map first grows (chunk `k` holds
-/// `FIRST_CHUNK << k` elements), so a big, mostly empty map costs little. A freed element
+/// and taken back by index. The first `EAGER` come with the map (one compare finds them);
+/// the rest in chunks allocated as the map first grows (chunk `k` holds `FIRST_CHUNK << k`
+/// elements), so a big, mostly empty map costs little. A freed element
 /// goes to the back of a FIFO queue and is reused only when every never-used element is
 /// taken and the elements freed before it were reused: the longest delay possible before
 /// a program still holding a pointer into it sees its words rewritten (the kernel's
@@ -145,6 +149,10 @@ fn key_matches(words: &[AtomicU64], key: &[u8]) -> bool {
 struct Pool {
     elem_words: usize,
     capacity: usize,
+    /// The first `EAGER` elements (or all, if fewer), allocated with the map.
+    eager: Box<[AtomicU64]>,
+    eager_len: usize,
+    /// The rest, allocated as the map grows.
     chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
     free: Mutex<Free>,
 }
@@ -157,18 +165,23 @@ struct Free {
 }
 
 impl Pool {
-    fn new(elem_words: usize, capacity: usize) -> Pool {
+    fn new(elem_words: usize, capacity: usize) -> Result<Pool, MapError> {
+        let eager_len = capacity.min(EAGER);
+        let rest = capacity - eager_len;
         let (mut chunks, mut covered) = (0, 0usize);
-        while covered < capacity {
+        while covered < rest {
             covered = covered.saturating_add(FIRST_CHUNK << chunks);
             chunks += 1;
         }
-        Pool {
+        let eager = zeroed_words(eager_len.checked_mul(elem_words).ok_or(MapError::NoMemory)?)?;
+        Ok(Pool {
             elem_words,
             capacity,
+            eager: eager.into_boxed_slice(),
+            eager_len,
             chunks: (0..chunks).map(|_| OnceLock::new()).collect(),
             free: Mutex::new(Free::default()),
-        }
+        })
     }
 
     /// (chunk, index within the chunk) of element `idx`.
@@ -180,14 +193,24 @@ impl Pool {
     }
 
     fn chunk_len(&self, k: usize) -> usize {
-        let start = FIRST_CHUNK * ((1 << k) - 1);
+        let start = self.eager_len + FIRST_CHUNK * ((1 << k) - 1);
         (FIRST_CHUNK << k).min(self.capacity.saturating_sub(start))
     }
 
     /// Element `idx`'s words (`None` for an index never handed out).
     #[inline]
     fn elem(&self, idx: u32) -> Option<&[AtomicU64]> {
-        let (k, at) = Self::chunk_of(idx as usize);
+        let idx = idx as usize;
+        if idx < self.eager_len {
+            let start = idx * self.elem_words;
+            return self.eager.get(start..start + self.elem_words);
+        }
+        self.elem_past_eager(idx)
+    }
+
+    #[inline(never)]
+    fn elem_past_eager(&self, idx: usize) -> Option<&[AtomicU64]> {
+        let (k, at) = Self::chunk_of(idx - self.eager_len);
         let chunk = self.chunks.get(k)?.get()?;
         let start = at * self.elem_words;
         chunk.get(start..start + self.elem_words)
@@ -198,11 +221,13 @@ impl Pool {
         let mut free = lock(&self.free);
         if free.grown < self.capacity {
             let idx = free.grown;
-            let (k, _) = Self::chunk_of(idx);
-            let slot = self.chunks.get(k).ok_or(MapError::NoMemory)?;
-            if slot.get().is_none() {
-                let words = zeroed_words(self.chunk_len(k) * self.elem_words)?;
-                let _ = slot.set(words.into_boxed_slice());
+            if idx >= self.eager_len {
+                let (k, _) = Self::chunk_of(idx - self.eager_len);
+                let slot = self.chunks.get(k).ok_or(MapError::NoMemory)?;
+                if slot.get().is_none() {
+                    let words = zeroed_words(self.chunk_len(k) * self.elem_words)?;
+                    let _ = slot.set(words.into_boxed_slice());
+                }
             }
             free.grown += 1;
             return u32::try_from(idx).map_err(|_| MapError::NoMemory);
@@ -317,7 +342,7 @@ impl HashMap {
             value_size: value_size as usize,
             stride,
             cpus,
-            pool: Pool::new(elem_words, capacity),
+            pool: Pool::new(elem_words, capacity)?,
             lru: Mutex::new(VecDeque::new()),
         })
     }

@@ -290,3 +290,30 @@ fn hash_elements_are_reused_last_freed_last() {
     assert!(seen_reuse);
     assert_eq!(held.len(), 8);
 }
+
+/// A map past its eagerly allocated elements (the first 1,024) and over several grown
+/// chunks: every key found, iterated once, deleted, and the elements reused.
+#[test]
+fn hash_maps_grow_past_their_first_elements_and_reuse_them() {
+    let map = Map::create(&spec(MapType::Hash, 4, 8, 5000, 0), 1).unwrap();
+    for round in 0..2u64 {
+        for i in 0..5000u32 {
+            map.update(&k(i), &(u64::from(i) + round).to_ne_bytes(), BPF_NOEXIST, 0).unwrap();
+        }
+        assert_eq!(map.update(&k(5000), &[0; 8], BPF_ANY, 0), Err(MapError::TooBig));
+        for i in 0..5000u32 {
+            assert_eq!(map.lookup(&k(i), 0).unwrap().load(0, 8), Some(u64::from(i) + round));
+        }
+        let (mut key, mut seen) = (None, std::collections::BTreeSet::new());
+        while let Ok(next) = map.get_next_key(key.as_deref()) {
+            assert!(seen.insert(next.clone()), "key {next:?} twice");
+            key = Some(next);
+        }
+        assert_eq!(seen.len(), 5000);
+        for i in 0..5000u32 {
+            map.delete(&k(i)).unwrap();
+        }
+        assert!(map.is_empty());
+        assert_eq!(map.get_next_key(None), Err(MapError::NoEntry));
+    }
+}
