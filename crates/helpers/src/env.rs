@@ -535,6 +535,57 @@ mod tests {
         Arc::new(Map::create(&spec, 1).unwrap())
     }
 
+    fn map(name: &str, map_type: MapType, value_size: u32, max_entries: u32) -> Arc<Map> {
+        let spec =
+            MapSpec { name: name.into(), map_type, key_size: 4, value_size, max_entries, flags: 0 };
+        Arc::new(Map::create(&spec, 2).unwrap())
+    }
+
+    #[test]
+    fn array_values_are_laid_out_whole_and_hash_values_placed_once_per_run() {
+        let array = map("counts", MapType::Array, 12, 4);
+        let percpu = map("per", MapType::PercpuArray, 8, 2);
+        let hash = map("flows", MapType::Hash, 8, 8);
+        let rodata = map(".rodata", MapType::Array, 8, 1);
+        hash.update(&7u32.to_ne_bytes(), &[3; 8], 0, 0).unwrap();
+        let mut env = Env::new(vec![array.clone(), percpu.clone(), hash, rodata], 1);
+        let handle = |i: usize| weir_program::exec::guest::map_handle(i).unwrap();
+        env.begin_run();
+        let a0 = env.lookup_elem(handle(0), &0u32.to_ne_bytes()).unwrap();
+        let a3 = env.lookup_elem(handle(0), &3u32.to_ne_bytes()).unwrap();
+        assert!(env.lookup_elem(handle(0), &4u32.to_ne_bytes()).is_none());
+        assert_eq!(env.lookup_elem(handle(0), &3u32.to_ne_bytes()), Some(a3));
+        // Value 3 written through the window lands in the map; its last byte is reachable,
+        // the byte after it (in the gap) is not.
+        env.write(a3 + 4, &9u32.to_ne_bytes()).unwrap();
+        assert_eq!(array.lookup(&3u32.to_ne_bytes(), 0).unwrap().load(4, 4), Some(9));
+        assert!(env.read(a3 + 11, &mut [0u8; 1]).is_ok());
+        assert_eq!(env.read(a3 + 12, &mut [0u8; 1]), Err(TrapCode::OutOfBounds));
+        assert_eq!(env.read(a3 + 9, &mut [0u8; 4]), Err(TrapCode::OutOfBounds));
+        assert!(a3 > a0 && (a3 - a0).is_multiple_of(3));
+        // Per-CPU: this worker's (1) copy.
+        let p1 = env.lookup_elem(handle(1), &1u32.to_ne_bytes()).unwrap();
+        env.write(p1, &5u64.to_ne_bytes()).unwrap();
+        assert_eq!(percpu.lookup(&1u32.to_ne_bytes(), 1).unwrap().load(0, 8), Some(5));
+        assert_eq!(percpu.lookup(&1u32.to_ne_bytes(), 0).unwrap().load(0, 8), Some(0));
+        // A hash value: one address per run, its bytes reachable, nothing past them.
+        let h = env.lookup_elem(handle(2), &7u32.to_ne_bytes()).unwrap();
+        assert_eq!(env.lookup_elem(handle(2), &7u32.to_ne_bytes()), Some(h));
+        let mut got = [0u8; 8];
+        env.read(h, &mut got).unwrap();
+        assert_eq!(got, [3; 8]);
+        assert!(env.host(h, 8, true).is_some());
+        assert!(env.host(h + 1, 8, false).is_none());
+        // Global read-only data: at its static address, not writable.
+        let r = env.static_addr(3).unwrap();
+        assert_eq!(env.write(r, &[1]), Err(TrapCode::ReadOnly));
+        assert!(env.host(r, 8, true).is_none() && env.host(r, 8, false).is_some());
+        // The next run forgets the hash value's address; arrays keep theirs.
+        env.begin_run();
+        assert_eq!(env.read(h, &mut got), Err(TrapCode::OutOfBounds));
+        assert_eq!(env.lookup_elem(handle(0), &3u32.to_ne_bytes()), Some(a3));
+    }
+
     #[test]
     fn reservations_left_at_the_end_of_a_run_are_discarded() {
         let map = ring();
