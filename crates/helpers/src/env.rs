@@ -1,11 +1,13 @@
 //! The run environment: maps, the map values window, and a run's requests.
 
 use std::any::Any;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Instant;
 
-use weir_maps::{Map, OwnedValue};
+use weir_maps::{Map, MapType, OwnedValue, ValueLoc, ValueRef};
 use weir_program::abi::RunEnv;
 use weir_program::exec::guest::{MAPS_BASE, REGION_WINDOW};
 use weir_program::TrapCode;
@@ -14,20 +16,66 @@ use weir_program::TrapCode;
 /// next (the access traps instead).
 const GAP: u64 = 64;
 
+/// How a slot keeps its value: a location in one of the environment's maps (arrays and
+/// hashes: no reference count, the map outlives the environment), or an owned value (trie
+/// elements, ring buffer samples).
+#[derive(Debug)]
+enum Held {
+    Loc(usize, ValueLoc),
+    /// Boxed: a slot stays small, and lookups in arrays and hashes never build one.
+    Owned(Box<OwnedValue>),
+}
+
 /// One value a program can reach, at `addr` in the map values window.
 #[derive(Debug)]
 struct Slot {
     addr: u64,
-    value: OwnedValue,
+    len: u64,
+    /// The value's host address (stable while the environment lives: see `RunEnv`'s
+    /// safety note), for `host` and to find a value placed already.
+    ptr: usize,
+    held: Held,
     writable: bool,
 }
 
-impl Slot {
-    /// The offset of `[addr, addr + len)` in this value, if it lies inside.
-    fn offset(&self, addr: u64, len: u64) -> Option<usize> {
-        let offset = addr.checked_sub(self.addr)?;
-        let end = offset.checked_add(len)?;
-        (end <= self.value.len() as u64).then_some(offset as usize)
+/// An array map laid out whole in the values window: value `i` at `base + (i << shift)`
+/// (a power-of-two pitch at least `GAP` bytes wider than the value, so that running off
+/// one value traps), so a lookup is arithmetic and an access finds its value in O(1), as
+/// the kernel's JIT inlines `array_map_gen_lookup`. Global data maps are one-entry arrays.
+#[derive(Debug)]
+struct ArrayRegion {
+    base: u64,
+    end: u64,
+    shift: u32,
+    entries: u32,
+    value_len: u64,
+    map: usize,
+    writable: bool,
+}
+
+/// Values a run may place before `place` indexes them by host address.
+const SCAN_MAX: usize = 8;
+
+/// The values window's share that whole arrays may take; the rest is for lookups' values.
+const ARRAY_SHARE: u64 = REGION_WINDOW / 2;
+
+/// A hasher for host addresses (the dedup index of a run's values): one multiply.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
     }
 }
 
@@ -50,17 +98,28 @@ pub enum Redirect {
 #[derive(Debug)]
 pub struct Env {
     maps: Vec<Arc<Map>>,
+    /// Whether programs may write each map's values (`.rodata*` maps are read-only).
+    writable: Vec<bool>,
     cpu: usize,
-    statics: Vec<Slot>,
+    /// Array maps laid out whole, by address; and by map index.
+    arrays: Vec<ArrayRegion>,
+    array_of: Vec<Option<usize>>,
     /// Global data addresses by map index.
     static_addr: Vec<Option<u64>>,
+    /// This run's other values, by address (addresses only grow within a run).
     dynamic: Vec<Slot>,
+    /// The address each of this run's values got, by host address (one value, one
+    /// address), once a run has more than `SCAN_MAX` of them; below, a scan is faster.
+    placed: HashMap<usize, u64, BuildHasherDefault<AddrHasher>>,
     dynamic_base: u64,
     next: u64,
     rng: u64,
     origin: Instant,
     /// Set by `bpf_xdp_adjust_*`'s runner before each run.
     pub(crate) packet: PacketBounds,
+    /// The highest guest address `data_end` reached this packet through
+    /// `bpf_xdp_adjust_tail` (0: never moved): see [`Env::packet_reach`].
+    pub(crate) packet_reach: u64,
     /// A successful `bpf_tail_call` of this run: the program index to run next.
     pub(crate) tail_call: Option<u32>,
     pub(crate) tail_calls: u32,
@@ -77,35 +136,60 @@ impl Env {
     /// Global data maps (array maps named `.data`, `.bss`, `.rodata` or `.rodata.*` and
     /// the like, with one element) get their fixed address now; `.rodata` is read-only.
     pub fn new(maps: Vec<Arc<Map>>, cpu: usize) -> Env {
-        let mut statics = Vec::new();
+        let mut arrays = Vec::new();
+        let mut array_of = Vec::with_capacity(maps.len());
         let mut static_addr = Vec::with_capacity(maps.len());
+        let mut writable = Vec::with_capacity(maps.len());
         let mut next = MAPS_BASE;
-        for map in &maps {
-            let name = map.spec().name.as_str();
-            let global = name.starts_with('.') && map.spec().max_entries == 1;
-            let value = if global { map.lookup_owned(&0u32.to_ne_bytes(), cpu) } else { None };
-            match value {
-                Some(value) => {
-                    let addr = next;
-                    next = next.saturating_add(value.len() as u64).next_multiple_of(8) + GAP;
-                    let writable = !name.starts_with(".rodata");
-                    statics.push(Slot { addr, value, writable });
-                    static_addr.push(Some(addr));
+        for (index, map) in maps.iter().enumerate() {
+            let spec = map.spec();
+            let name = spec.name.as_str();
+            writable.push(!name.starts_with(".rodata"));
+            let global = name.starts_with('.') && spec.max_entries == 1;
+            let array = matches!(spec.map_type, MapType::Array | MapType::PercpuArray);
+            let region = map.array_pitch().filter(|_| array).and_then(|pitch| {
+                let pitch = (pitch as u64).checked_add(GAP)?.next_power_of_two();
+                let shift = pitch.trailing_zeros();
+                let span = u64::from(spec.max_entries).checked_shl(shift)?;
+                let end = next.checked_add(span)?;
+                (end <= MAPS_BASE + ARRAY_SHARE).then_some(ArrayRegion {
+                    base: next,
+                    end,
+                    shift,
+                    entries: spec.max_entries,
+                    value_len: u64::from(spec.value_size),
+                    map: index,
+                    writable: !name.starts_with(".rodata"),
+                })
+            });
+            match region {
+                Some(region) => {
+                    next = region.end;
+                    static_addr.push(global.then_some(region.base));
+                    array_of.push(Some(arrays.len()));
+                    arrays.push(region);
                 }
-                None => static_addr.push(None),
+                None => {
+                    static_addr.push(None);
+                    array_of.push(None);
+                }
             }
         }
         Env {
             maps,
+            writable,
             cpu,
-            statics,
+            arrays,
+            array_of,
             static_addr,
             dynamic: Vec::new(),
+            placed: HashMap::default(),
             dynamic_base: next,
             next,
             rng: 0x5745_4952_5f52_4e47,
             origin: Instant::now(),
             packet: PacketBounds::default(),
+            packet_reach: 0,
             tail_call: None,
             tail_calls: 0,
             redirect: None,
@@ -145,6 +229,7 @@ impl Env {
     pub fn begin_packet(&mut self, packet: PacketBounds) {
         self.begin_run();
         self.packet = packet;
+        self.packet_reach = 0;
         self.tail_calls = 0;
         self.redirect = None;
     }
@@ -153,7 +238,14 @@ impl Env {
     /// earlier run are forgotten.
     pub fn begin_run(&mut self) {
         self.end_run();
-        self.dynamic.clear();
+        // Only what a run used is reset (most runs of an array-counting program use
+        // nothing here).
+        if !self.dynamic.is_empty() {
+            self.dynamic.clear();
+            if !self.placed.is_empty() {
+                self.placed.clear();
+            }
+        }
         self.next = self.dynamic_base;
         self.tail_call = None;
     }
@@ -162,6 +254,9 @@ impl Env {
     /// and neither submitted nor discarded are discarded (the kernel's verifier refuses a
     /// program that can exit, or tail-call, holding one).
     pub fn end_run(&mut self) {
+        if self.reserved.is_empty() {
+            return;
+        }
         for (_, map, pos) in self.reserved.drain(..) {
             if let Some(ring) = map.ring_buf() {
                 ring.finish_at(pos, true);
@@ -173,7 +268,7 @@ impl Env {
     /// no room, bad flags, or the values window full).
     pub(crate) fn ring_reserve(&mut self, map: &Arc<Map>, size: u64, flags: u64) -> Option<u64> {
         let (pos, value) = map.ring_reserve(size, flags)?;
-        let Some(addr) = self.place(value, true) else {
+        let Some(addr) = self.place(Held::Owned(Box::new(value)), true) else {
             if let Some(ring) = map.ring_buf() {
                 ring.finish_at(pos, true);
             }
@@ -193,8 +288,19 @@ impl Env {
         if let Some(ring) = map.ring_buf() {
             ring.finish_at(pos, discard);
         }
-        self.dynamic.retain(|s| s.addr != addr);
+        if let Some(at) = self.dynamic_at(addr) {
+            let slot = self.dynamic.remove(at);
+            self.placed.remove(&slot.ptr);
+        }
         true
+    }
+
+    /// The highest guest address the packet's `data_end` reached through
+    /// `bpf_xdp_adjust_tail` since `begin_packet` (0 if it never moved): with the final
+    /// `data_end`, the end of the bytes a program the kernel's verifier accepts may have
+    /// written in its buffer.
+    pub fn packet_reach(&self) -> u64 {
+        self.packet_reach
     }
 
     /// The program a successful `bpf_tail_call` asked for, taken.
@@ -230,50 +336,119 @@ impl Env {
     }
 
     /// `bpf_map_lookup_elem` on this worker: the value's address for this run, or `None`
-    /// (no such map or element, or the values window full). The map is borrowed, not
-    /// cloned, for the lookup: one reference count fewer per call.
+    /// (no such map or element, or the values window full). An array laid out whole
+    /// answers with arithmetic; a hash's value is kept as a location in the map (no
+    /// reference count); other maps' values are owned for the run.
+    #[inline]
     pub(crate) fn lookup_elem(&mut self, handle: u64, key: &[u8]) -> Option<u64> {
-        let (_, map) = self.map(handle)?;
-        let writable = !map.spec().name.starts_with(".rodata");
-        let value = map.lookup_owned(key, self.cpu)?;
-        self.place(value, writable)
+        let index = weir_program::exec::guest::map_index(handle)?;
+        if let Some(region) = self.array_of.get(index).copied().flatten() {
+            let region = self.arrays.get(region)?;
+            let i = u32::from_ne_bytes(key.try_into().ok()?);
+            return (i < region.entries).then(|| region.base + (u64::from(i) << region.shift));
+        }
+        let map = self.maps.get(index)?;
+        let writable = self.writable.get(index).copied().unwrap_or(false);
+        if map.values_in_place() {
+            let loc = map.lookup_loc(key, self.cpu)?;
+            let value = map.value_at(loc)?;
+            let (ptr, len) = (value.as_ptr() as usize, value.len() as u64);
+            return self.place_at(ptr, len, Held::Loc(index, loc), writable);
+        }
+        let held = Held::Owned(Box::new(map.lookup_owned(key, self.cpu)?));
+        self.place(held, writable)
     }
 
-    /// Gives `value` an address for this run (the one it already has, if any); `None` when
+    /// The value a slot holds.
+    fn value_of<'s>(&'s self, slot: &'s Slot) -> Option<ValueRef<'s>> {
+        match &slot.held {
+            Held::Loc(map, loc) => self.maps.get(*map)?.value_at(*loc),
+            Held::Owned(value) => Some(value.get()),
+        }
+    }
+
+    /// Gives a value an address for this run (the one it already has, if any); `None` when
     /// the window is full.
-    pub(crate) fn place(&mut self, value: OwnedValue, writable: bool) -> Option<u64> {
-        let ptr = value.get().as_ptr();
-        let known =
-            self.statics.iter().chain(&self.dynamic).find(|s| s.value.get().as_ptr() == ptr);
-        if let Some(slot) = known {
-            return Some(slot.addr);
+    fn place(&mut self, held: Held, writable: bool) -> Option<u64> {
+        let Held::Owned(owned) = &held else {
+            return None;
+        };
+        let value = owned.get();
+        let (ptr, len) = (value.as_ptr() as usize, value.len() as u64);
+        self.place_at(ptr, len, held, writable)
+    }
+
+    /// `place` of a value whose host address and length are known.
+    #[inline]
+    fn place_at(&mut self, ptr: usize, len: u64, held: Held, writable: bool) -> Option<u64> {
+        let known = if self.dynamic.len() <= SCAN_MAX {
+            self.dynamic.iter().find(|s| s.ptr == ptr).map(|s| s.addr)
+        } else {
+            self.placed.get(&ptr).copied()
+        };
+        if let Some(addr) = known {
+            return Some(addr);
         }
         let addr = self.next;
-        let end = addr.checked_add(value.len() as u64)?;
+        let end = addr.checked_add(len)?;
         if end > MAPS_BASE + REGION_WINDOW {
             return None;
         }
         self.next = end.next_multiple_of(8).saturating_add(GAP);
-        self.dynamic.push(Slot { addr, value, writable });
+        if self.dynamic.len() == SCAN_MAX {
+            // From here on, an index: the scan would grow with the run.
+            self.placed.extend(self.dynamic.iter().map(|s| (s.ptr, s.addr)));
+        }
+        if self.dynamic.len() >= SCAN_MAX {
+            self.placed.insert(ptr, addr);
+        }
+        self.dynamic.push(Slot { addr, len, ptr, held, writable });
         Some(addr)
     }
 
-    fn slot(&self, addr: u64, len: u64) -> Option<(&Slot, usize)> {
-        self.statics
-            .iter()
-            .chain(&self.dynamic)
-            .find_map(|s| s.offset(addr, len).map(|offset| (s, offset)))
+    /// The index of the dynamic slot that starts at or below `addr` (the only one that
+    /// may hold it).
+    fn dynamic_at(&self, addr: u64) -> Option<usize> {
+        self.dynamic.partition_point(|s| s.addr <= addr).checked_sub(1)
+    }
+
+    /// The value holding `[addr, addr + len)`, the offset in it and whether programs may
+    /// write it: O(1) for whole arrays, a binary search over this run's other values.
+    #[inline]
+    fn slot(&self, addr: u64, len: u64) -> Option<(ValueRef<'_>, usize, bool)> {
+        if addr < self.dynamic_base {
+            let at = self.arrays.partition_point(|r| r.base <= addr).checked_sub(1)?;
+            let region = self.arrays.get(at)?;
+            let offset = addr.checked_sub(region.base)?;
+            let index = u32::try_from(offset >> region.shift).ok()?;
+            let within = offset & ((1u64 << region.shift) - 1);
+            if addr >= region.end || within.checked_add(len)? > region.value_len {
+                return None;
+            }
+            let map = self.maps.get(region.map)?;
+            let value = map.value_at(map.array_loc(index, self.cpu)?)?;
+            return Some((value, within as usize, region.writable));
+        }
+        let slot = self.dynamic.get(self.dynamic_at(addr)?)?;
+        let offset = addr - slot.addr;
+        if offset.checked_add(len)? > slot.len {
+            return None;
+        }
+        Some((self.value_of(slot)?, offset as usize, slot.writable))
     }
 }
 
-// SAFETY: `host` returns addresses inside values the environment keeps alive in its slots
-// (`OwnedValue` holds the map or element); static slots live as long as the environment,
-// dynamic ones until the next `begin_run`, which the runner calls only between runs. Values
-// are 8-byte aligned atomic words that weir-maps only ever accesses atomically.
+// SAFETY: `host` returns addresses inside values that stay allocated while the environment
+// lives: array and hash values are words of a map's storage, which is never freed while the
+// map lives, and the environment holds every map (`Arc<Map>`; a hash element deleted and
+// reused meanwhile is still that map's memory, as with the kernel's preallocated maps); a
+// trie element or ring buffer sample is held by the slot's `OwnedValue` until the next
+// `begin_run`, which the runner calls only between runs. Values are 8-byte aligned atomic
+// words that weir-maps only ever accesses atomically.
 unsafe impl RunEnv for Env {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
-        let (slot, offset) = self.slot(addr, buf.len() as u64).ok_or(TrapCode::OutOfBounds)?;
-        if slot.value.get().read(offset, buf) {
+        let (value, offset, _) = self.slot(addr, buf.len() as u64).ok_or(TrapCode::OutOfBounds)?;
+        if value.read(offset, buf) {
             Ok(())
         } else {
             Err(TrapCode::OutOfBounds)
@@ -281,11 +456,12 @@ unsafe impl RunEnv for Env {
     }
 
     fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
-        let (slot, offset) = self.slot(addr, bytes.len() as u64).ok_or(TrapCode::OutOfBounds)?;
-        if !slot.writable {
+        let (value, offset, writable) =
+            self.slot(addr, bytes.len() as u64).ok_or(TrapCode::OutOfBounds)?;
+        if !writable {
             return Err(TrapCode::ReadOnly);
         }
-        if slot.value.get().write(offset, bytes) {
+        if value.write(offset, bytes) {
             Ok(())
         } else {
             Err(TrapCode::OutOfBounds)
@@ -293,12 +469,20 @@ unsafe impl RunEnv for Env {
     }
 
     fn host(&mut self, addr: u64, len: u64, write: bool) -> Option<NonNull<u8>> {
-        let (slot, offset) = self.slot(addr, len)?;
-        if write && !slot.writable {
+        // A run's value: its host address kept at `place` (no map access).
+        if addr >= self.dynamic_base {
+            let slot = self.dynamic.get(self.dynamic_at(addr)?)?;
+            let offset = addr - slot.addr;
+            if offset.checked_add(len)? > slot.len || (write && !slot.writable) {
+                return None;
+            }
+            return NonNull::new((slot.ptr as *mut u8).wrapping_add(offset as usize));
+        }
+        let (value, offset, writable) = self.slot(addr, len)?;
+        if write && !writable {
             return None;
         }
-        let base = slot.value.get().as_ptr();
-        NonNull::new(base.wrapping_add(offset))
+        NonNull::new(value.as_ptr().wrapping_add(offset))
     }
 
     fn update(
@@ -307,11 +491,10 @@ unsafe impl RunEnv for Env {
         len: usize,
         update: &mut dyn FnMut(u64) -> u64,
     ) -> Result<u64, TrapCode> {
-        let (slot, offset) = self.slot(addr, len as u64).ok_or(TrapCode::OutOfBounds)?;
-        if !slot.writable {
+        let (value, offset, writable) = self.slot(addr, len as u64).ok_or(TrapCode::OutOfBounds)?;
+        if !writable {
             return Err(TrapCode::ReadOnly);
         }
-        let value = slot.value.get();
         // The kernel refuses a misaligned `BPF_ATOMIC`; unverified, it gets the plain
         // read-then-write the default does.
         if let Some(old) = value.fetch_update(offset, len, &mut *update) {
@@ -350,6 +533,57 @@ mod tests {
             flags: 0,
         };
         Arc::new(Map::create(&spec, 1).unwrap())
+    }
+
+    fn map(name: &str, map_type: MapType, value_size: u32, max_entries: u32) -> Arc<Map> {
+        let spec =
+            MapSpec { name: name.into(), map_type, key_size: 4, value_size, max_entries, flags: 0 };
+        Arc::new(Map::create(&spec, 2).unwrap())
+    }
+
+    #[test]
+    fn array_values_are_laid_out_whole_and_hash_values_placed_once_per_run() {
+        let array = map("counts", MapType::Array, 12, 4);
+        let percpu = map("per", MapType::PercpuArray, 8, 2);
+        let hash = map("flows", MapType::Hash, 8, 8);
+        let rodata = map(".rodata", MapType::Array, 8, 1);
+        hash.update(&7u32.to_ne_bytes(), &[3; 8], 0, 0).unwrap();
+        let mut env = Env::new(vec![array.clone(), percpu.clone(), hash, rodata], 1);
+        let handle = |i: usize| weir_program::exec::guest::map_handle(i).unwrap();
+        env.begin_run();
+        let a0 = env.lookup_elem(handle(0), &0u32.to_ne_bytes()).unwrap();
+        let a3 = env.lookup_elem(handle(0), &3u32.to_ne_bytes()).unwrap();
+        assert!(env.lookup_elem(handle(0), &4u32.to_ne_bytes()).is_none());
+        assert_eq!(env.lookup_elem(handle(0), &3u32.to_ne_bytes()), Some(a3));
+        // Value 3 written through the window lands in the map; its last byte is reachable,
+        // the byte after it (in the gap) is not.
+        env.write(a3 + 4, &9u32.to_ne_bytes()).unwrap();
+        assert_eq!(array.lookup(&3u32.to_ne_bytes(), 0).unwrap().load(4, 4), Some(9));
+        assert!(env.read(a3 + 11, &mut [0u8; 1]).is_ok());
+        assert_eq!(env.read(a3 + 12, &mut [0u8; 1]), Err(TrapCode::OutOfBounds));
+        assert_eq!(env.read(a3 + 9, &mut [0u8; 4]), Err(TrapCode::OutOfBounds));
+        assert!(a3 > a0 && (a3 - a0).is_multiple_of(3));
+        // Per-CPU: this worker's (1) copy.
+        let p1 = env.lookup_elem(handle(1), &1u32.to_ne_bytes()).unwrap();
+        env.write(p1, &5u64.to_ne_bytes()).unwrap();
+        assert_eq!(percpu.lookup(&1u32.to_ne_bytes(), 1).unwrap().load(0, 8), Some(5));
+        assert_eq!(percpu.lookup(&1u32.to_ne_bytes(), 0).unwrap().load(0, 8), Some(0));
+        // A hash value: one address per run, its bytes reachable, nothing past them.
+        let h = env.lookup_elem(handle(2), &7u32.to_ne_bytes()).unwrap();
+        assert_eq!(env.lookup_elem(handle(2), &7u32.to_ne_bytes()), Some(h));
+        let mut got = [0u8; 8];
+        env.read(h, &mut got).unwrap();
+        assert_eq!(got, [3; 8]);
+        assert!(env.host(h, 8, true).is_some());
+        assert!(env.host(h + 1, 8, false).is_none());
+        // Global read-only data: at its static address, not writable.
+        let r = env.static_addr(3).unwrap();
+        assert_eq!(env.write(r, &[1]), Err(TrapCode::ReadOnly));
+        assert!(env.host(r, 8, true).is_none() && env.host(r, 8, false).is_some());
+        // The next run forgets the hash value's address; arrays keep theirs.
+        env.begin_run();
+        assert_eq!(env.read(h, &mut got), Err(TrapCode::OutOfBounds));
+        assert_eq!(env.lookup_elem(handle(0), &3u32.to_ne_bytes()), Some(a3));
     }
 
     #[test]

@@ -454,6 +454,8 @@ fn xdp_adjust_tail(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     if !set_xdp_field(ctx, 4, new) {
         return HelperOutcome::Fail;
     }
+    let env = try_or_fail!(env(ctx));
+    env.packet_reach = env.packet_reach.max(new);
     ok(0)
 }
 

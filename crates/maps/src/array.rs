@@ -39,10 +39,6 @@ impl Array {
         Ok(Array { words, value_size: value_size as usize, stride, max_entries, cpus, percpu })
     }
 
-    pub(crate) fn words(&self) -> &[AtomicU64] {
-        &self.words
-    }
-
     fn slot(&self, index: u32, cpu: usize) -> Option<&[AtomicU64]> {
         if index >= self.max_entries || cpu >= self.cpus {
             return None;
@@ -56,11 +52,34 @@ impl Array {
     #[inline]
     pub(crate) fn lookup_shared(&self, key: &[u8]) -> Option<ValueRef<'_>> {
         let index = u32::from_ne_bytes(key.try_into().ok()?);
-        if index >= self.max_entries {
+        // A shared array holds exactly `max_entries` values: the slice's own bound check
+        // is the index check (one compare, not two).
+        let start = index as usize * self.stride;
+        let words = self.words.get(start..start + self.stride)?;
+        Some(ValueRef::in_map(words, self.value_size))
+    }
+
+    /// The first word of the value `key` names on `cpu` (a shared array has one copy).
+    #[inline]
+    pub(crate) fn lookup_start(&self, key: &[u8], cpu: usize) -> Option<usize> {
+        let index = u32::from_ne_bytes(key.try_into().ok()?);
+        let cpu = if self.percpu { cpu } else { 0 };
+        if index >= self.max_entries || cpu >= self.cpus {
             return None;
         }
-        let start = index as usize * self.stride;
-        self.words.get(start..start + self.stride).map(|w| ValueRef::in_map(w, self.value_size))
+        Some((cpu * self.max_entries as usize + index as usize) * self.stride)
+    }
+
+    /// The value whose first word is `start` (from `lookup_start`).
+    #[inline]
+    pub(crate) fn value_at(&self, start: usize) -> Option<ValueRef<'_>> {
+        let words = self.words.get(start..start.checked_add(self.stride)?)?;
+        Some(ValueRef::in_map(words, self.value_size))
+    }
+
+    /// Words per value (the value rounded up to 8 bytes).
+    pub(crate) fn stride(&self) -> usize {
+        self.stride
     }
 
     #[inline]

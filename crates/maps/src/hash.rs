@@ -2,17 +2,26 @@
 //! `DEVMAP_HASH`.
 //!
 //! The table has the kernel's shape: `roundup_pow_of_two(max_entries)` buckets (at most
-//! 2^20; past that, chains grow), each a short chain. Buckets are guarded by striped
-//! reader-writer locks (bucket `b` by lock `b % STRIPES`), so lookups on different buckets
-//! never contend on a write and lookups never block each other. An element's value is an
-//! `Arc` of atomic words: a lookup hands out a clone, so an element deleted or replaced
-//! while a program holds its value stays allocated until that program lets it go (the
-//! kernel's RCU grace period, without reuse: weir never recycles an element a reader holds).
+//! 2^20; past that, chains grow), each a chain of elements linked by index. Elements live
+//! in a pool of atomic words that is never freed while the map lives (`Pool`), as the
+//! kernel preallocates a hash map's elements; a deleted or replaced element goes back to
+//! the pool and is reused later (FIFO, after every never-used element), so a value
+//! pointer a program holds always points into the map's memory, and may see a later
+//! element's words, exactly as with the kernel's preallocated maps.
+//!
+//! Lookups take no lock and no reference count (the kernel's RCU read side): buckets are
+//! grouped in stripes (bucket `b` in stripe `b % STRIPES`), each with a writers' mutex and
+//! a sequence number a writer makes odd while it relinks a chain; a lookup walks the chain
+//! with plain atomic loads and keeps the answer only if the sequence number was even and
+//! unchanged across the walk (a seqlock). Updates, deletes and the syscall side take the
+//! stripe's mutex. A reader never blocks a writer, and on x86 a lookup executes no locked
+//! instruction.
 
 use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::{Mutex, OnceLock};
 
 use crate::value::{load_bytes, store_bytes, words_for, zeroed_words, ValueRef};
 use crate::{check_update_flags, MapError, BPF_EXIST, BPF_NOEXIST};
@@ -75,19 +84,182 @@ pub(crate) fn random_seed() -> u64 {
     h.finish()
 }
 
-#[derive(Debug)]
-struct Entry {
-    hash: u64,
-    key: Box<[u8]>,
-    value: Arc<[AtomicU64]>,
-    /// LRU: set by lookups, cleared by the eviction sweep (a second chance).
-    referenced: AtomicBool,
+/// No element: the end of a chain.
+const NIL: u32 = u32::MAX;
+/// An element's words: a header (the hash; the link: the next element of the chain in the
+/// low 32 bits and the element's generation above them, bumped when it is freed so that
+/// a stale LRU queue entry is recognized; the LRU reference bit), the key, zero-padded to
+/// whole words, then the value (one copy per CPU for per-CPU maps).
+const H_HASH: usize = 0;
+const H_LINK: usize = 1;
+const H_REF: usize = 2;
+const HEADER: usize = 3;
+/// Elements allocated with the map (all of a small map's): found with one compare.
+const EAGER: usize = 1024;
+/// Elements in the pool's first chunk past the eager ones; chunk `k` holds
+/// `FIRST_CHUNK << k`.
+const FIRST_CHUNK: usize = 1024;
+/// Times a lookup retries while writers change its stripe before it takes the lock.
+const OPTIMISTIC_TRIES: usize = 64;
+
+fn link(next: u32, generation: u32) -> u64 {
+    (u64::from(generation) << 32) | u64::from(next)
 }
 
-type Bucket = Vec<Entry>;
+fn next_of(link: u64) -> u32 {
+    link as u32
+}
 
-/// An LRU queue entry: the key and the element's value (weak: deleted ones are skipped).
-type LruEntry = (Box<[u8]>, Weak<[AtomicU64]>);
+fn generation_of(link: u64) -> u32 {
+    (link >> 32) as u32
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The key's `i`-th word, zero-padded, as the element stores it.
+#[inline]
+fn key_word(chunk: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    if let Some(d) = w.get_mut(..chunk.len()) {
+        d.copy_from_slice(chunk);
+    }
+    u64::from_ne_bytes(w)
+}
+
+/// Whether the key words hold `key`.
+#[inline]
+fn key_matches(words: &[AtomicU64], key: &[u8]) -> bool {
+    if let Ok(b) = <[u8; 4]>::try_from(key) {
+        return words.first().is_some_and(|w| w.load(Relaxed) == key_word(&b));
+    }
+    key.chunks(8).zip(words).all(|(c, w)| w.load(Relaxed) == key_word(c))
+}
+
+/// The elements of a hash map: words that are never freed while the map lives, handed out
+/// and taken back by index. The first `EAGER` come with the map (one compare finds them);
+/// the rest in chunks allocated as the map first grows (chunk `k` holds `FIRST_CHUNK << k`
+/// elements), so a big, mostly empty map costs little. A freed element
+/// goes to the back of a FIFO queue and is reused only when every never-used element is
+/// taken and the elements freed before it were reused: the longest delay possible before
+/// a program still holding a pointer into it sees its words rewritten (the kernel's
+/// preallocated hash maps reuse an element at once).
+#[derive(Debug)]
+struct Pool {
+    elem_words: usize,
+    capacity: usize,
+    /// The first `EAGER` elements (or all, if fewer), allocated with the map.
+    eager: Box<[AtomicU64]>,
+    eager_len: usize,
+    /// The rest, allocated as the map grows.
+    chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
+    free: Mutex<Free>,
+}
+
+#[derive(Debug, Default)]
+struct Free {
+    /// Elements handed out at least once: `0..grown`.
+    grown: usize,
+    queue: VecDeque<u32>,
+}
+
+impl Pool {
+    fn new(elem_words: usize, capacity: usize) -> Result<Pool, MapError> {
+        let eager_len = capacity.min(EAGER);
+        let rest = capacity - eager_len;
+        let (mut chunks, mut covered) = (0, 0usize);
+        while covered < rest {
+            covered = covered.saturating_add(FIRST_CHUNK << chunks);
+            chunks += 1;
+        }
+        let eager = zeroed_words(eager_len.checked_mul(elem_words).ok_or(MapError::NoMemory)?)?;
+        Ok(Pool {
+            elem_words,
+            capacity,
+            eager: eager.into_boxed_slice(),
+            eager_len,
+            chunks: (0..chunks).map(|_| OnceLock::new()).collect(),
+            free: Mutex::new(Free::default()),
+        })
+    }
+
+    /// (chunk, index within the chunk) of element `idx`.
+    #[inline]
+    fn chunk_of(idx: usize) -> (usize, usize) {
+        let q = idx / FIRST_CHUNK + 1;
+        let k = (usize::BITS - 1 - q.leading_zeros()) as usize;
+        (k, idx - FIRST_CHUNK * ((1 << k) - 1))
+    }
+
+    fn chunk_len(&self, k: usize) -> usize {
+        let start = self.eager_len + FIRST_CHUNK * ((1 << k) - 1);
+        (FIRST_CHUNK << k).min(self.capacity.saturating_sub(start))
+    }
+
+    /// Element `idx`'s words (`None` for an index never handed out).
+    #[inline]
+    fn elem(&self, idx: u32) -> Option<&[AtomicU64]> {
+        let idx = idx as usize;
+        if idx < self.eager_len {
+            let start = idx * self.elem_words;
+            return self.eager.get(start..start + self.elem_words);
+        }
+        self.elem_past_eager(idx)
+    }
+
+    #[inline(never)]
+    fn elem_past_eager(&self, idx: usize) -> Option<&[AtomicU64]> {
+        let (k, at) = Self::chunk_of(idx - self.eager_len);
+        let chunk = self.chunks.get(k)?.get()?;
+        let start = at * self.elem_words;
+        chunk.get(start..start + self.elem_words)
+    }
+
+    /// An element to fill: a never-used one while there are any, else the longest freed.
+    fn alloc(&self) -> Result<u32, MapError> {
+        let mut free = lock(&self.free);
+        if free.grown < self.capacity {
+            let idx = free.grown;
+            if idx >= self.eager_len {
+                let (k, _) = Self::chunk_of(idx - self.eager_len);
+                let slot = self.chunks.get(k).ok_or(MapError::NoMemory)?;
+                if slot.get().is_none() {
+                    let words = zeroed_words(self.chunk_len(k) * self.elem_words)?;
+                    let _ = slot.set(words.into_boxed_slice());
+                }
+            }
+            free.grown += 1;
+            return u32::try_from(idx).map_err(|_| MapError::NoMemory);
+        }
+        free.queue.pop_front().ok_or(MapError::NoMemory)
+    }
+
+    fn release(&self, idx: u32) {
+        lock(&self.free).queue.push_back(idx);
+    }
+}
+
+/// A stripe of buckets: its writers' lock and the sequence number lock-free readers check
+/// (odd while a writer relinks one of its chains). Alone on its cache line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Stripe {
+    seq: AtomicU64,
+    lock: Mutex<()>,
+}
+
+impl Stripe {
+    /// Runs `relink`, the stores that change this stripe's chains, so that a reader that
+    /// overlaps them retries. The caller holds `self.lock`; `relink` only stores words.
+    fn publish(&self, relink: impl FnOnce()) {
+        let s = self.seq.load(Relaxed);
+        self.seq.store(s.wrapping_add(1), Relaxed);
+        fence(Release);
+        relink();
+        self.seq.store(s.wrapping_add(2), Release);
+    }
+}
 
 /// How the hash map's values and eviction behave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,20 +273,24 @@ pub(crate) struct HashKind {
 #[derive(Debug)]
 pub(crate) struct HashMap {
     kind: HashKind,
-    stripes: Box<[RwLock<Vec<Bucket>>]>,
-    /// log2 of the stripe count (a power of two).
-    stripe_bits: u32,
+    stripes: Box<[Stripe]>,
+    /// Bucket `b`'s stripe is `b & stripe_mask`.
+    stripe_mask: usize,
+    /// The first element of each bucket's chain (`NIL`: empty).
+    heads: Box<[AtomicU32]>,
     bucket_mask: u64,
     seed: u64,
     count: AtomicUsize,
     max_entries: usize,
     key_size: usize,
+    key_words: usize,
     value_size: usize,
     /// Words per CPU copy of the value.
     stride: usize,
     cpus: usize,
-    /// LRU: elements in insertion order (weak: deleted ones are skipped).
-    lru: Mutex<VecDeque<LruEntry>>,
+    pool: Pool,
+    /// LRU: (element, generation) in insertion order; stale ones are skipped.
+    lru: Mutex<VecDeque<(u32, u32)>>,
 }
 
 /// What an update writes.
@@ -128,14 +304,6 @@ pub(crate) enum Src<'a> {
     All(&'a [u8]),
 }
 
-fn lock_read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn lock_write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(|e| e.into_inner())
-}
-
 impl HashMap {
     pub(crate) fn new(
         kind: HashKind,
@@ -147,28 +315,34 @@ impl HashMap {
     ) -> Result<HashMap, MapError> {
         let n_buckets = (max_entries as usize).next_power_of_two().min(MAX_BUCKETS);
         let n_stripes = n_buckets.min(STRIPES);
-        let per_stripe = n_buckets / n_stripes;
-        let mut stripes = Vec::new();
-        stripes.try_reserve_exact(n_stripes).map_err(|_| MapError::NoMemory)?;
-        for _ in 0..n_stripes {
-            let mut buckets = Vec::new();
-            buckets.try_reserve_exact(per_stripe).map_err(|_| MapError::NoMemory)?;
-            buckets.resize_with(per_stripe, Vec::new);
-            stripes.push(RwLock::new(buckets));
-        }
+        let mut heads = Vec::new();
+        heads.try_reserve_exact(n_buckets).map_err(|_| MapError::NoMemory)?;
+        heads.resize_with(n_buckets, || AtomicU32::new(NIL));
         let stride = words_for(value_size as usize);
+        let key_words = words_for(key_size as usize);
+        let cpus = if kind.percpu { cpus } else { 1 };
+        let elem_words = stride
+            .checked_mul(cpus)
+            .and_then(|v| v.checked_add(HEADER + key_words))
+            .ok_or(MapError::NoMemory)?;
+        // Room for every element plus one being replaced per stripe (a replacement is
+        // filled before the element it replaces is freed), below the `NIL` index.
+        let capacity = (max_entries as usize).saturating_add(n_stripes).min(NIL as usize);
         Ok(HashMap {
             kind,
-            stripe_bits: n_stripes.trailing_zeros(),
-            stripes: stripes.into_boxed_slice(),
+            stripes: (0..n_stripes).map(|_| Stripe::default()).collect(),
+            stripe_mask: n_stripes - 1,
+            heads: heads.into_boxed_slice(),
             bucket_mask: n_buckets as u64 - 1,
             seed,
             count: AtomicUsize::new(0),
             max_entries: max_entries as usize,
             key_size: key_size as usize,
+            key_words,
             value_size: value_size as usize,
             stride,
-            cpus: if kind.percpu { cpus } else { 1 },
+            cpus,
+            pool: Pool::new(elem_words, capacity)?,
             lru: Mutex::new(VecDeque::new()),
         })
     }
@@ -177,39 +351,159 @@ impl HashMap {
         self.bucket_mask as usize + 1
     }
 
-    /// (stripe, bucket within the stripe) of global bucket `b`: `(b % n, b / n)` for the
-    /// power-of-two stripe count `n`, as a mask and a shift (two divisions cost more than
-    /// the rest of a lookup).
     #[inline]
-    fn place(&self, b: usize) -> (usize, usize) {
-        (b & (self.stripes.len() - 1), b >> self.stripe_bits)
-    }
-
     fn bucket_of(&self, hash: u64) -> usize {
         (hash & self.bucket_mask) as usize
     }
 
-    fn find<'b>(bucket: &'b Bucket, hash: u64, key: &[u8]) -> Option<(usize, &'b Entry)> {
-        bucket.iter().enumerate().find(|(_, e)| e.hash == hash && *e.key == *key)
+    #[inline]
+    fn stripe(&self, b: usize) -> Option<&Stripe> {
+        self.stripes.get(b & self.stripe_mask)
+    }
+
+    #[inline]
+    fn key_of<'e>(&self, e: &'e [AtomicU64]) -> &'e [AtomicU64] {
+        e.get(HEADER..HEADER + self.key_words).unwrap_or_default()
+    }
+
+    fn value_words<'e>(&self, e: &'e [AtomicU64]) -> &'e [AtomicU64] {
+        e.get(HEADER + self.key_words..).unwrap_or_default()
+    }
+
+    /// The element holding `key` in bucket `b` and its predecessor in the chain (`NIL`: the
+    /// head). Lock-free readers call it too: every step is bounded and checked, so a chain
+    /// changing under the walk ends it early or late, never out of bounds (the reader's
+    /// sequence check then throws the answer away).
+    #[inline]
+    fn find(&self, b: usize, hash: u64, key: &[u8]) -> Option<(u32, u32)> {
+        let mut prev = NIL;
+        let mut idx = self.heads.get(b)?.load(Relaxed);
+        for _ in 0..=self.pool.capacity {
+            if idx == NIL {
+                return None;
+            }
+            let e = self.pool.elem(idx)?;
+            if e.first()?.load(Relaxed) == hash && key_matches(self.key_of(e), key) {
+                return Some((prev, idx));
+            }
+            prev = idx;
+            idx = next_of(e.get(H_LINK)?.load(Relaxed));
+        }
+        None
+    }
+
+    /// Element `idx`'s predecessor in bucket `b` (`NIL`: the head), if it is linked there.
+    /// Under the stripe's lock.
+    fn position(&self, b: usize, idx: u32) -> Option<u32> {
+        let mut prev = NIL;
+        let mut at = self.heads.get(b)?.load(Relaxed);
+        for _ in 0..=self.pool.capacity {
+            if at == NIL {
+                return None;
+            }
+            if at == idx {
+                return Some(prev);
+            }
+            prev = at;
+            at = next_of(self.pool.elem(at)?.get(H_LINK)?.load(Relaxed));
+        }
+        None
+    }
+
+    /// Points `prev`'s link (or bucket `b`'s head when `prev` is `NIL`) at `to`. Inside a
+    /// `publish`.
+    fn set_next(&self, b: usize, prev: u32, to: u32) {
+        if prev == NIL {
+            if let Some(head) = self.heads.get(b) {
+                head.store(to, Relaxed);
+            }
+        } else if let Some(w) = self.pool.elem(prev).and_then(|e| e.get(H_LINK)) {
+            w.store(link(to, generation_of(w.load(Relaxed))), Relaxed);
+        }
+    }
+
+    fn next_after(&self, idx: u32) -> u32 {
+        self.pool.elem(idx).and_then(|e| e.get(H_LINK)).map_or(NIL, |w| next_of(w.load(Relaxed)))
+    }
+
+    /// Unlinks element `idx` (after `prev` in bucket `b`) and frees it. Under the stripe's
+    /// lock.
+    fn unlink_and_free(&self, stripe: &Stripe, b: usize, prev: u32, idx: u32) {
+        let next = self.next_after(idx);
+        stripe.publish(|| self.set_next(b, prev, next));
+        self.free_elem(idx);
+    }
+
+    /// Returns an unlinked element to the pool, its generation bumped.
+    fn free_elem(&self, idx: u32) {
+        if let Some(w) = self.pool.elem(idx).and_then(|e| e.get(H_LINK)) {
+            w.store(link(NIL, generation_of(w.load(Relaxed)).wrapping_add(1)), Relaxed);
+        }
+        self.pool.release(idx);
     }
 
     pub(crate) fn len(&self) -> usize {
         self.count.load(Ordering::Relaxed)
     }
 
+    /// The element holding `key`, found without a lock: the stripe's sequence number read
+    /// before and after the walk must agree (and be even), else the walk is retried; after
+    /// `OPTIMISTIC_TRIES` the stripe's lock is taken.
     #[inline]
+    fn find_shared(&self, key: &[u8]) -> Option<u32> {
+        let hash = hash_key(self.seed, key);
+        let b = self.bucket_of(hash);
+        let stripe = self.stripe(b)?;
+        for _ in 0..OPTIMISTIC_TRIES {
+            let before = stripe.seq.load(Acquire);
+            if before & 1 == 0 {
+                let found = self.find(b, hash, key);
+                fence(Acquire);
+                if stripe.seq.load(Relaxed) == before {
+                    return found.map(|(_, idx)| idx);
+                }
+            }
+            std::hint::spin_loop();
+        }
+        let _guard = lock(&stripe.lock);
+        self.find(b, hash, key).map(|(_, idx)| idx)
+    }
+
+    /// Where CPU `cpu`'s copy of element `idx`'s value starts, in words from the element.
+    #[inline]
+    fn value_offset(&self, cpu: usize) -> usize {
+        HEADER + self.key_words + cpu * self.stride
+    }
+
+    /// Not inlined: `Map::lookup` stays small enough to inline into its callers, so an
+    /// array lookup there costs no call and no saved registers.
+    #[inline(never)]
     pub(crate) fn lookup(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
+        self.lookup_loc(key, cpu).and_then(|(idx, at)| self.value_at(idx, at))
+    }
+
+    /// A lookup's value as (element, word offset in it): what `value_at` takes back.
+    #[inline]
+    pub(crate) fn lookup_loc(&self, key: &[u8], cpu: usize) -> Option<(u32, usize)> {
         if key.len() != self.key_size || cpu >= self.cpus {
             return None;
         }
-        let hash = hash_key(self.seed, key);
-        let (s, i) = self.place(self.bucket_of(hash));
-        let stripe = lock_read(self.stripes.get(s)?);
-        let (_, e) = Self::find(stripe.get(i)?, hash, key)?;
-        if self.kind.lru && !e.referenced.load(Ordering::Relaxed) {
-            e.referenced.store(true, Ordering::Relaxed);
+        let idx = self.find_shared(key)?;
+        if self.kind.lru {
+            if let Some(r) = self.pool.elem(idx).and_then(|e| e.get(H_REF)) {
+                if r.load(Relaxed) == 0 {
+                    r.store(1, Relaxed);
+                }
+            }
         }
-        Some(ValueRef::in_elem(Arc::clone(&e.value), cpu * self.stride, self.value_size))
+        Some((idx, self.value_offset(cpu)))
+    }
+
+    /// The value at word `at` of element `idx` (from `lookup_loc`).
+    #[inline]
+    pub(crate) fn value_at(&self, idx: u32, at: usize) -> Option<ValueRef<'_>> {
+        let words = self.pool.elem(idx)?.get(at..at + self.stride)?;
+        Some(ValueRef::in_map(words, self.value_size))
     }
 
     pub(crate) fn lookup_all(&self, key: &[u8]) -> Result<Vec<u8>, MapError> {
@@ -217,11 +511,12 @@ impl HashMap {
             return Err(MapError::Invalid);
         }
         let hash = hash_key(self.seed, key);
-        let (s, i) = self.place(self.bucket_of(hash));
-        let stripe = lock_read(self.stripes.get(s).ok_or(MapError::NoEntry)?);
-        let bucket = stripe.get(i).ok_or(MapError::NoEntry)?;
-        let (_, e) = Self::find(bucket, hash, key).ok_or(MapError::NoEntry)?;
-        Ok(self.copy_out(&e.value))
+        let b = self.bucket_of(hash);
+        let stripe = self.stripe(b).ok_or(MapError::NoEntry)?;
+        let _guard = lock(&stripe.lock);
+        let (_, idx) = self.find(b, hash, key).ok_or(MapError::NoEntry)?;
+        let e = self.pool.elem(idx).ok_or(MapError::NoEntry)?;
+        Ok(self.copy_out(self.value_words(e)))
     }
 
     fn copy_out(&self, words: &[AtomicU64]) -> Vec<u8> {
@@ -252,7 +547,7 @@ impl HashMap {
         }
     }
 
-    /// Writes `src` into an element's words; a new element's other CPUs stay zero.
+    /// Writes `src` into an element's value words; a new element's other CPUs stay zero.
     fn fill(&self, words: &[AtomicU64], src: Src<'_>) {
         match src {
             Src::Cpu(v, cpu) => {
@@ -269,10 +564,41 @@ impl HashMap {
         }
     }
 
-    fn new_value(&self, src: Src<'_>) -> Result<Arc<[AtomicU64]>, MapError> {
-        let words: Arc<[AtomicU64]> = zeroed_words(self.stride * self.cpus)?.into();
-        self.fill(&words, src);
-        Ok(words)
+    /// A fresh element holding `key` and `src` (zero elsewhere), linked to `next`, not yet
+    /// reachable: no reader sees its words being written.
+    fn new_elem(&self, hash: u64, key: &[u8], src: Src<'_>, next: u32) -> Result<u32, MapError> {
+        let idx = self.pool.alloc()?;
+        let Some(e) = self.pool.elem(idx) else {
+            self.pool.release(idx);
+            return Err(MapError::NoMemory);
+        };
+        let generation = e.get(H_LINK).map_or(0, |w| generation_of(w.load(Relaxed)));
+        for (i, w) in e.iter().enumerate() {
+            let v = match i {
+                H_HASH => hash,
+                H_LINK => link(next, generation),
+                _ => 0,
+            };
+            w.store(v, Relaxed);
+        }
+        for (c, w) in key.chunks(8).zip(self.key_of(e)) {
+            w.store(key_word(c), Relaxed);
+        }
+        self.fill(self.value_words(e), src);
+        Ok(idx)
+    }
+
+    fn set_referenced(&self, idx: u32) {
+        if let Some(r) = self.pool.elem(idx).and_then(|e| e.get(H_REF)) {
+            r.store(1, Relaxed);
+        }
+    }
+
+    fn generation(&self, idx: u32) -> u32 {
+        self.pool
+            .elem(idx)
+            .and_then(|e| e.get(H_LINK))
+            .map_or(0, |w| generation_of(w.load(Relaxed)))
     }
 
     /// `htab_map_update_elem` and its per-CPU and LRU variants: flags (EINVAL), then
@@ -293,105 +619,112 @@ impl HashMap {
             }
         }
         let hash = hash_key(self.seed, key);
-        let (s, i) = self.place(self.bucket_of(hash));
-        let stripe_lock = self.stripes.get(s).ok_or(MapError::Invalid)?;
+        let b = self.bucket_of(hash);
+        let stripe = self.stripe(b).ok_or(MapError::Invalid)?;
         // An LRU map makes room before it takes the bucket's lock (the eviction takes other
         // buckets' locks), as the kernel pops a free node before locking the bucket.
         let mut attempts = 0;
         loop {
-            let exists = {
-                let stripe = lock_read(stripe_lock);
-                stripe.get(i).is_some_and(|b| Self::find(b, hash, key).is_some())
-            };
-            if self.kind.lru && !exists && self.len() >= self.max_entries {
-                self.evict_one();
+            if self.kind.lru && self.len() >= self.max_entries {
+                let exists = {
+                    let _guard = lock(&stripe.lock);
+                    self.find(b, hash, key).is_some()
+                };
+                if !exists {
+                    self.evict_one();
+                }
             }
-            let mut stripe = lock_write(stripe_lock);
-            let bucket = stripe.get_mut(i).ok_or(MapError::Invalid)?;
-            let old = Self::find(bucket, hash, key).map(|(pos, _)| pos);
+            let guard = lock(&stripe.lock);
+            let old = self.find(b, hash, key);
             if old.is_some() && flags & BPF_NOEXIST != 0 {
                 return Err(MapError::Exists);
             }
             if old.is_none() && flags & BPF_EXIST != 0 && !self.kind.devmap {
                 return Err(MapError::NoEntry);
             }
-            if let Some(pos) = old {
-                let e = bucket.get_mut(pos).ok_or(MapError::Invalid)?;
+            if let Some((prev, idx)) = old {
                 if self.kind.percpu {
                     // In place, as pcpu_copy_value writes into the existing element.
-                    self.fill(&e.value, src);
-                } else {
-                    // A new element replaces the old one; a reader of the old keeps it.
-                    e.value = self.new_value(src)?;
+                    let e = self.pool.elem(idx).ok_or(MapError::Invalid)?;
+                    self.fill(self.value_words(e), src);
+                    self.set_referenced(idx);
+                    return Ok(());
                 }
-                e.referenced.store(true, Ordering::Relaxed);
-                if self.kind.lru && !self.kind.percpu {
-                    let entry = (e.key.clone(), Arc::downgrade(&e.value));
-                    drop(stripe);
-                    self.lru_push(entry);
+                // A new element replaces the old one, whole: a reader sees the old value
+                // or the new, never a mix.
+                let new = self.new_elem(hash, key, src, self.next_after(idx))?;
+                self.set_referenced(new);
+                stripe.publish(|| self.set_next(b, prev, new));
+                self.free_elem(idx);
+                drop(guard);
+                if self.kind.lru {
+                    self.lru_push(new);
                 }
                 return Ok(());
             }
             if self.count.fetch_add(1, Ordering::AcqRel) >= self.max_entries {
                 self.count.fetch_sub(1, Ordering::AcqRel);
                 attempts += 1;
+                drop(guard);
                 if self.kind.lru && attempts < 8 {
                     continue;
                 }
                 return Err(if self.kind.lru { MapError::NoMemory } else { MapError::TooBig });
             }
-            let value = match self.new_value(src) {
-                Ok(v) => v,
+            let head = self.heads.get(b).map_or(NIL, |h| h.load(Relaxed));
+            let new = match self.new_elem(hash, key, src, head) {
+                Ok(new) => new,
                 Err(e) => {
                     self.count.fetch_sub(1, Ordering::AcqRel);
                     return Err(e);
                 }
             };
-            let weak = Arc::downgrade(&value);
-            bucket.push(Entry { hash, key: key.into(), value, referenced: AtomicBool::new(false) });
-            drop(stripe);
+            // At the head of the chain, as the kernel's hlist_nulls_add_head_rcu.
+            stripe.publish(|| self.set_next(b, NIL, new));
+            drop(guard);
             if self.kind.lru {
-                self.lru_push((key.into(), weak));
+                self.lru_push(new);
             }
             return Ok(());
         }
     }
 
-    fn lru_push(&self, entry: LruEntry) {
-        let mut q = self.lru.lock().unwrap_or_else(|e| e.into_inner());
+    fn lru_push(&self, idx: u32) {
+        let entry = (idx, self.generation(idx));
+        let mut q = lock(&self.lru);
         q.push_back(entry);
         if q.len() > 2 * self.max_entries + 64 {
-            // Forget elements nobody holds any more (deleted or replaced).
-            q.retain(|(_, w)| w.strong_count() > 0);
+            // Forget elements freed since (deleted or replaced).
+            q.retain(|&(i, g)| self.generation(i) == g);
         }
     }
 
     /// Evicts one element: the oldest inserted that no lookup touched since the sweep last
     /// passed it (a CLOCK second chance over insertion order). Returns whether one went.
     fn evict_one(&self) -> bool {
-        let mut q = self.lru.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = lock(&self.lru);
         let mut budget = 2 * q.len() + 1;
         while budget > 0 {
             budget -= 1;
-            let Some((key, weak)) = q.pop_front() else { return false };
-            let hash = hash_key(self.seed, &key);
-            let (s, i) = self.place(self.bucket_of(hash));
-            let Some(lock) = self.stripes.get(s) else { continue };
-            let mut stripe = lock_write(lock);
-            let Some(bucket) = stripe.get_mut(i) else { continue };
-            let Some(pos) =
-                bucket.iter().position(|e| std::ptr::addr_eq(Arc::as_ptr(&e.value), weak.as_ptr()))
-            else {
-                continue; // deleted or replaced since: a stale entry
-            };
-            let referenced =
-                bucket.get(pos).is_some_and(|e| e.referenced.swap(false, Ordering::Relaxed));
-            if referenced {
-                drop(stripe);
-                q.push_back((key, weak));
+            let Some((idx, generation)) = q.pop_front() else { return false };
+            let Some(e) = self.pool.elem(idx) else { continue };
+            if self.generation(idx) != generation {
+                continue; // freed since: a stale entry
+            }
+            let b = self.bucket_of(e.first().map_or(0, |w| w.load(Relaxed)));
+            let Some(stripe) = self.stripe(b) else { continue };
+            let guard = lock(&stripe.lock);
+            // Still the same element, and linked where its hash says?
+            if self.generation(idx) != generation {
                 continue;
             }
-            bucket.remove(pos);
+            let Some(prev) = self.position(b, idx) else { continue };
+            if e.get(H_REF).is_some_and(|r| r.swap(0, Relaxed) != 0) {
+                drop(guard);
+                q.push_back((idx, generation));
+                continue;
+            }
+            self.unlink_and_free(stripe, b, prev, idx);
             self.count.fetch_sub(1, Ordering::AcqRel);
             return true;
         }
@@ -403,13 +736,21 @@ impl HashMap {
             return Err(MapError::Invalid);
         }
         let hash = hash_key(self.seed, key);
-        let (s, i) = self.place(self.bucket_of(hash));
-        let mut stripe = lock_write(self.stripes.get(s).ok_or(MapError::NoEntry)?);
-        let bucket = stripe.get_mut(i).ok_or(MapError::NoEntry)?;
-        let (pos, _) = Self::find(bucket, hash, key).ok_or(MapError::NoEntry)?;
-        bucket.remove(pos);
+        let b = self.bucket_of(hash);
+        let stripe = self.stripe(b).ok_or(MapError::NoEntry)?;
+        let _guard = lock(&stripe.lock);
+        let (prev, idx) = self.find(b, hash, key).ok_or(MapError::NoEntry)?;
+        self.unlink_and_free(stripe, b, prev, idx);
         self.count.fetch_sub(1, Ordering::AcqRel);
         Ok(())
+    }
+
+    fn key_bytes(&self, idx: u32) -> Vec<u8> {
+        let mut out = vec![0u8; self.key_size];
+        if let Some(e) = self.pool.elem(idx) {
+            load_bytes(self.key_of(e), 0, &mut out);
+        }
+        out
     }
 
     /// `htab_map_get_next_key`: the element after `key` in bucket order; a missing key
@@ -422,23 +763,26 @@ impl HashMap {
             }
             let hash = hash_key(self.seed, key);
             let b = self.bucket_of(hash);
-            let (s, i) = self.place(b);
-            let stripe = lock_read(self.stripes.get(s).ok_or(MapError::Invalid)?);
-            if let Some(bucket) = stripe.get(i) {
-                if let Some((pos, _)) = Self::find(bucket, hash, key) {
-                    if let Some(next) = bucket.get(pos + 1) {
-                        return Ok(next.key.to_vec());
-                    }
-                    from = b + 1;
+            let stripe = self.stripe(b).ok_or(MapError::Invalid)?;
+            let _guard = lock(&stripe.lock);
+            if let Some((_, idx)) = self.find(b, hash, key) {
+                let next = self.next_after(idx);
+                if next != NIL {
+                    return Ok(self.key_bytes(next));
                 }
+                from = b + 1;
             }
         }
         for b in from..self.n_buckets() {
-            let (s, i) = self.place(b);
-            let Some(lock) = self.stripes.get(s) else { continue };
-            let stripe = lock_read(lock);
-            if let Some(first) = stripe.get(i).and_then(|bucket| bucket.first()) {
-                return Ok(first.key.to_vec());
+            // An empty bucket is skipped without its lock (most are, in a sparse map).
+            if self.heads.get(b).is_none_or(|h| h.load(Relaxed) == NIL) {
+                continue;
+            }
+            let Some(stripe) = self.stripe(b) else { continue };
+            let _guard = lock(&stripe.lock);
+            let head = self.heads.get(b).map_or(NIL, |h| h.load(Relaxed));
+            if head != NIL {
+                return Ok(self.key_bytes(head));
             }
         }
         Err(MapError::NoEntry)

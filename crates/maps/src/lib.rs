@@ -39,15 +39,18 @@
 //! words ([`ValueRef`]), so a program writes a value in place while other threads read or
 //! update it, with no undefined behaviour (a reader may see a value half old, half new,
 //! word by word, as in the kernel). Arrays never lock: a lookup is an index, and values
-//! never move. Hashes lock per stripe of buckets (reader-writer locks: lookups share them);
-//! the LPM table, queues and stacks have one lock; the ring buffer serializes producers and
-//! lets one consumer run beside them.
+//! never move. Hash lookups take no lock and no reference count (a seqlock per stripe of
+//! buckets over a pool of elements never freed while the map lives; writers lock the
+//! stripe); the LPM table, queues and stacks have one lock; the ring buffer serializes
+//! producers and lets one consumer run beside them.
 //!
-//! A [`ValueRef`] stays valid while it lives: for arrays until the map is dropped (it
-//! borrows the map), for hash and trie elements even after they are deleted or replaced
-//! (the element is freed when the last `ValueRef` to it goes). That is the kernel's RCU
-//! guarantee for a program that holds a value until it returns, without the kernel's
-//! reuse of a freed element by a later insert.
+//! A [`ValueRef`] stays valid while it lives: for arrays and hashes until the map is
+//! dropped (it borrows the map), for trie elements even after they are deleted or
+//! replaced (the element is freed when the last `ValueRef` to it goes). A hash element
+//! deleted or replaced goes back to the map's pool and is reused by a later insert, as the
+//! kernel reuses a preallocated hash map's elements: a holder then sees the new element's
+//! words (still this map's memory, never freed), and only after every never-used element
+//! and every element freed before it were taken (FIFO).
 //!
 //! # Example
 //!
@@ -91,6 +94,16 @@ pub use ringbuf::{
 };
 use std::sync::Arc;
 pub use value::{OwnedValue, ValueRef};
+
+/// Where a value lies in its map's storage: an array's value or a hash element's, on one
+/// CPU ([`Map::lookup_loc`], [`Map::value_at`]). Plain data, no reference count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ValueLoc {
+    /// The hash element (0 for arrays).
+    elem: u32,
+    /// The value's first word: in the element (hashes) or in the array's storage.
+    word: u64,
+}
 pub use weir_program::{MapSpec, MapType};
 
 use array::{Array, SlotArray, SlotKind};
@@ -348,22 +361,72 @@ impl Map {
         )
     }
 
-    /// The storage of an array or per-CPU array (for [`OwnedValue`]).
-    pub(crate) fn array_words(&self) -> Option<&[std::sync::atomic::AtomicU64]> {
+    /// [`Map::lookup`] for a holder that must not borrow the map: the value in place, kept
+    /// alive by the result (program arrays, device and CPU maps give `None`).
+    pub fn lookup_owned(self: &Arc<Map>, key: &[u8], cpu: usize) -> Option<OwnedValue> {
         match &self.kind {
-            Kind::Array(a) | Kind::PercpuArray(a) => Some(a.words()),
+            Kind::Slots(_) => None,
+            Kind::Lpm(t) => OwnedValue::of(t.lookup(key)?),
+            _ => Some(OwnedValue::at(self, self.lookup_loc(key, cpu)?)),
+        }
+    }
+
+    /// Whether this map's values stay where they are while the map lives (arrays and
+    /// hashes: [`Map::lookup_loc`] and [`Map::value_at`] work on them): a location can
+    /// be kept instead of a reference to the value.
+    pub fn values_in_place(&self) -> bool {
+        matches!(self.kind, Kind::Array(_) | Kind::PercpuArray(_) | Kind::Hash(_))
+    }
+
+    /// A program's lookup as a location in the map's storage (arrays and hashes; `None`
+    /// for other types and missing keys): [`Map::value_at`] gives the value back in O(1)
+    /// without a reference count. A hash element deleted later is reused by a later
+    /// insert (as the kernel's preallocated elements are): its location then names the
+    /// new element's value, still memory of this map.
+    #[inline]
+    pub fn lookup_loc(&self, key: &[u8], cpu: usize) -> Option<ValueLoc> {
+        match &self.kind {
+            Kind::Array(a) | Kind::PercpuArray(a) => {
+                a.lookup_start(key, cpu).map(|w| ValueLoc { elem: 0, word: w as u64 })
+            }
+            Kind::Hash(h) => {
+                let cpu = if self.is_percpu() { cpu } else { 0 };
+                h.lookup_loc(key, cpu).map(|(e, w)| ValueLoc { elem: e, word: w as u64 })
+            }
             _ => None,
         }
     }
 
-    /// [`Map::lookup`] for a holder that must not borrow the map: the value in place, kept
-    /// alive by the result (program arrays, device and CPU maps give `None`).
-    pub fn lookup_owned(self: &Arc<Map>, key: &[u8], cpu: usize) -> Option<OwnedValue> {
-        if matches!(self.kind, Kind::Slots(_)) {
-            return None;
+    /// The value at `loc` (from [`Map::lookup_loc`] on this map).
+    #[inline]
+    pub fn value_at(&self, loc: ValueLoc) -> Option<ValueRef<'_>> {
+        let word = usize::try_from(loc.word).ok()?;
+        match &self.kind {
+            Kind::Array(a) | Kind::PercpuArray(a) => a.value_at(word),
+            Kind::Hash(h) => h.value_at(loc.elem, word),
+            _ => None,
         }
-        let value = self.lookup(key, cpu)?;
-        OwnedValue::of(self, value)
+    }
+
+    /// An array's value `index` on `cpu` as a location, without a key (`None` past
+    /// `max_entries` or for other types): for a caller that lays the array's values out
+    /// itself.
+    pub fn array_loc(&self, index: u32, cpu: usize) -> Option<ValueLoc> {
+        match &self.kind {
+            Kind::Array(a) | Kind::PercpuArray(a) => a
+                .lookup_start(&index.to_ne_bytes(), cpu)
+                .map(|w| ValueLoc { elem: 0, word: w as u64 }),
+            _ => None,
+        }
+    }
+
+    /// The bytes between the starts of two consecutive values of an array (its
+    /// `value_size` rounded up to 8); `None` for other types.
+    pub fn array_pitch(&self) -> Option<usize> {
+        match &self.kind {
+            Kind::Array(a) | Kind::PercpuArray(a) => Some(a.stride() * 8),
+            _ => None,
+        }
     }
 
     /// `bpf_ringbuf_reserve` for a holder that keeps the map alive: the record's position
@@ -384,9 +447,17 @@ impl Map {
             Kind::PercpuArray(a) => a.lookup(key, cpu),
             // A shared (not per-CPU) hash has one value, whichever worker asks.
             Kind::Hash(h) => h.lookup(key, if self.is_percpu() { cpu } else { 0 }),
+            _ => self.lookup_other(key),
+        }
+    }
+
+    /// The rare lookups, out of line (see [`Map::lookup`]).
+    #[inline(never)]
+    fn lookup_other(&self, key: &[u8]) -> Option<ValueRef<'_>> {
+        match &self.kind {
             Kind::Slots(s) => s.lookup(key),
             Kind::Lpm(t) => t.lookup(key),
-            Kind::Queue(_) | Kind::Ring(_) => None,
+            _ => None,
         }
     }
 

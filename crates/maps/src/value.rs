@@ -84,9 +84,11 @@ enum Words<'a> {
 /// go straight to the map's storage (no copy), so a program's store is seen by every later
 /// lookup, from any thread; [`ValueRef::as_ptr`] is the stable address for native code.
 ///
-/// The location stays valid as long as the `ValueRef` lives: array values never move, and a
-/// hash (or trie) element deleted or replaced meanwhile stays allocated, no longer reachable
-/// from the map, until the last `ValueRef` to it is dropped.
+/// The location stays valid as long as the `ValueRef` lives: array values never move, a
+/// hash element's words belong to the map until it is dropped (a deleted element is reused
+/// by a later insert, as the kernel's preallocated elements are), and a trie element
+/// deleted or replaced meanwhile stays allocated, no longer reachable from the map, until
+/// the last `ValueRef` to it is dropped.
 #[derive(Clone, Debug)]
 pub struct ValueRef<'a> {
     words: Words<'a>,
@@ -267,9 +269,9 @@ fn u64_to_native(v: u64, size: usize) -> [u8; 8] {
 /// Where an [`OwnedValue`]'s words live.
 #[derive(Clone, Debug)]
 enum OwnedWords {
-    /// An array's value: the map and the value's first word in its storage.
-    Map(Arc<crate::Map>, usize),
-    /// A hash or trie element and the value's first word in it.
+    /// An array's or hash element's value: the map and where the value lies in it.
+    Map(Arc<crate::Map>, crate::ValueLoc),
+    /// A trie element and the value's first word in it.
     Elem(Arc<[AtomicU64]>, usize),
     /// A ring buffer record's sample: the map, the record's position and size.
     Ring(Arc<crate::Map>, u64, u32),
@@ -285,23 +287,21 @@ pub struct OwnedValue {
 }
 
 impl OwnedValue {
-    /// Keeps `value`, found in `map`, alive on its own (`None` if it is not the map's). A
-    /// hash or trie element's reference moves over (no second reference count: each is a
-    /// locked instruction on the lookup path).
-    pub(crate) fn of(map: &Arc<crate::Map>, value: ValueRef<'_>) -> Option<OwnedValue> {
+    /// Keeps a trie element's `value` alive on its own (`None` for a value in a map's
+    /// storage: see [`OwnedValue::at`]). The element's reference moves over (no second
+    /// reference count).
+    pub(crate) fn of(value: ValueRef<'_>) -> Option<OwnedValue> {
         let len = value.len;
-        let words = match value.words {
-            Words::Map(w) => {
-                let all = map.array_words()?;
-                let base = all.as_ptr() as usize;
-                let at = (w.as_ptr() as usize).checked_sub(base)? / 8;
-                // Only a value that really lies in this map's storage.
-                all.get(at..at.checked_add(w.len())?)?;
-                OwnedWords::Map(Arc::clone(map), at)
-            }
-            Words::Elem(e, start) => OwnedWords::Elem(e, start),
-        };
-        Some(OwnedValue { words, len })
+        match value.words {
+            Words::Map(_) => None,
+            Words::Elem(e, start) => Some(OwnedValue { words: OwnedWords::Elem(e, start), len }),
+        }
+    }
+
+    /// The value at `loc` in `map` (arrays and hashes).
+    pub(crate) fn at(map: &Arc<crate::Map>, loc: crate::ValueLoc) -> OwnedValue {
+        let len = map.spec().value_size as usize;
+        OwnedValue { words: OwnedWords::Map(Arc::clone(map), loc), len }
     }
 
     /// The sample of the ring buffer record reserved at `pos` in `map`.
@@ -312,8 +312,8 @@ impl OwnedValue {
     /// The value, to read and write in place.
     pub fn get(&self) -> ValueRef<'_> {
         let words = match &self.words {
-            OwnedWords::Map(map, start) => {
-                map.array_words().and_then(|w| w.get(*start..)).unwrap_or_default()
+            OwnedWords::Map(map, loc) => {
+                return map.value_at(*loc).unwrap_or(ValueRef::in_map(&[], self.len));
             }
             OwnedWords::Elem(e, start) => e.get(*start..).unwrap_or_default(),
             OwnedWords::Ring(map, pos, size) => {
