@@ -57,6 +57,16 @@ fn own_keywords(link: LinkType) -> &'static [&'static str] {
             &["vlan", "ether src 0:11:22:33:44:1", "multicast"]
         }
         l if l.is_juniper() => &["inbound", "outbound"],
+        // libpcap compiles only `link[]`-style tests on these, and refuses the rest.
+        LinkType::Opaque(_) => &[
+            "link[0:2] > 100",
+            "greater 64 and less 200",
+            "link[1] & 0xf = link[2] & 0xf",
+            "link[len - 1] = 0 or len % 3 = 1",
+            "ether host 1:2:3:4:5:6",
+            "vlan",
+            "inbound",
+        ],
         _ => &[],
     }
 }
