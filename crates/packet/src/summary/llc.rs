@@ -7,7 +7,7 @@ use super::{Bytes, Printer, Step};
 use crate::llcsap;
 
 /// EtherTypes tcpdump names but does not decode.
-fn ethertype_name(kind: u16) -> Option<&'static str> {
+pub(super) fn ethertype_name(kind: u16) -> Option<&'static str> {
     Some(match kind {
         0x0600 => "NS",
         0x1000 => "Trail",

@@ -30,6 +30,7 @@ use crate::{af, ethertype, ipproto, sll};
 
 mod ip6ext;
 mod ipmore;
+mod links;
 mod llc;
 mod tunnel;
 
@@ -196,13 +197,12 @@ impl Printer {
         match LinkType::from_number(linktype) {
             Some(LinkType::Ethernet) => self.ethernet(data, wire_len),
             Some(LinkType::Raw) => self.raw_ip(Bytes::new(data, "ipn"), wire_len),
-            Some(LinkType::Ipv4) => self.ipv4(Bytes::new(data, "ip"), wire_len),
-            Some(LinkType::Ipv6) => self.ipv6(Bytes::new(data, "ip6"), wire_len),
             Some(link @ (LinkType::Null | LinkType::Loop)) => self.loopback(link, data, wire_len),
             Some(LinkType::LinuxSll) => self.linux_sll(data, wire_len),
             Some(LinkType::LinuxSll2) => self.linux_sll2(data, wire_len),
-            // Framing this printer does not decode (PPP, and any link type added since).
-            _ => {
+            Some(link) => self.other_link(link, data, wire_len),
+            // A number weir does not know.
+            None => {
                 let _ = write!(self.out, "link type {linktype}, length {wire_len}");
                 Ok(())
             }

@@ -1,0 +1,369 @@
+//! The link types beyond Ethernet, Linux cooked and BSD loopback, as tcpdump 4.99's quiet
+//! mode prints them: without `-e` most link layers print nothing of their own header and
+//! the line is the payload's (PPP, Cisco HDLC, SLIP, FDDI, Token Ring, ATM, IP over Fibre
+//! Channel); a few print a word or a prefix (USB, Bluetooth). A link type tcpdump has no
+//! printer for is `UNSUPPORTED` and a hex and ASCII dump of the captured bytes.
+
+use std::fmt::Write as _;
+
+use super::{Bytes, Printer, Step};
+use crate::ethertype;
+use crate::link::{LinkType, OpaqueLink};
+
+impl Printer {
+    /// A capture of `link` that [`Printer::link`] does not frame itself.
+    pub(super) fn other_link(&mut self, link: LinkType, data: &[u8], wire_len: u32) -> Step {
+        match link {
+            LinkType::Ipv4 | LinkType::Ipv6 => self.raw_ip(Bytes::new(data, "ipn"), wire_len),
+            LinkType::Ppp => self.ppp_link(Bytes::new(data, "ppp"), wire_len),
+            LinkType::PppSerial => self.ppp_hdlc(Bytes::new(data, "ppp_hdlc"), wire_len),
+            LinkType::CHdlc => self.chdlc(Bytes::new(data, "chdlc"), wire_len),
+            LinkType::Slip => self.slip(Bytes::new(data, "slip"), wire_len, 16),
+            LinkType::Opaque(OpaqueLink::UsbLinux) if data.len() < 48 => Err("usb_linux_48_byte"),
+            LinkType::Opaque(OpaqueLink::UsbLinuxMmapped) if data.len() < 64 => {
+                Err("usb_linux_64_byte")
+            }
+            LinkType::Opaque(OpaqueLink::UsbLinux | OpaqueLink::UsbLinuxMmapped) => {
+                self.push("USB");
+                Ok(())
+            }
+            LinkType::Opaque(OpaqueLink::BluetoothHciH4WithPhdr) => {
+                self.push("bluetooth");
+                if data.len() < 4 {
+                    return Err("bluetooth");
+                }
+                Ok(())
+            }
+            LinkType::PppPppd => self.ppp_link(Bytes::new(data, "ppp"), wire_len),
+            LinkType::PppEther => self.pppoe(Bytes::new(data, "pppoe"), wire_len),
+            LinkType::SlipBsdos => {
+                let frame = Bytes::new(data, "sl_bsdos");
+                if frame.len() < 24 {
+                    return Err("sl_bsdos");
+                }
+                self.ipv4(frame.from(24, "ip"), wire_len.saturating_sub(24))
+            }
+            LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent => {
+                let (header, name) = if link == LinkType::NetAnalyzer {
+                    (4, "netanalyzer")
+                } else {
+                    (12, "netanalyzer_transparent")
+                };
+                if data.len() < header || wire_len < header as u32 {
+                    return Err(name);
+                }
+                self.ethernet(&data[header..], wire_len - header as u32)
+            }
+            LinkType::SymantecFirewall => self.symantec(Bytes::new(data, "symantec"), wire_len),
+            LinkType::AppleIpOverIeee1394 => self.ap1394(Bytes::new(data, "ap1394"), wire_len),
+            LinkType::Nflog => self.nflog(Bytes::new(data, "nflog"), wire_len),
+            LinkType::Ipnet => self.ipnet(Bytes::new(data, "ipnet"), wire_len),
+            LinkType::Enc => self.enc(Bytes::new(data, "enc"), wire_len),
+            LinkType::Fddi => {
+                let frame = Bytes::new(data, "fddi");
+                if frame.len() < 13 || wire_len < 13 {
+                    return Err("fddi");
+                }
+                let (dst, src) = (frame.mac(1, 6)?, frame.mac(7, 6)?);
+                self.llc(frame.from(13, "llc"), wire_len - 13, (&src, &dst))
+            }
+            LinkType::TokenRing => {
+                let frame = Bytes::new(data, "token-ring");
+                if frame.len() < 14 || wire_len < 14 {
+                    return Err("token-ring");
+                }
+                let (dst, src) = (frame.mac(2, 6)?, frame.mac(8, 6)?);
+                self.llc(frame.from(14, "llc"), wire_len - 14, (&src, &dst))
+            }
+            LinkType::AtmRfc1483 | LinkType::AtmClip => {
+                self.llc_cooked(Bytes::new(data, "llc"), wire_len)
+            }
+            LinkType::IpOverFc => {
+                let frame = Bytes::new(data, "ipfc");
+                if frame.len() < 16 || wire_len < 16 {
+                    return Err("ipfc");
+                }
+                let (dst, src) = (frame.mac(2, 6)?, frame.mac(10, 6)?);
+                self.llc(frame.from(16, "llc"), wire_len - 16, (&src, &dst))
+            }
+            _ if !decoded_by_tcpdump(link) => {
+                self.push("UNSUPPORTED");
+                self.hex_ascii_lines(data);
+                Ok(())
+            }
+            // Not yet printed as tcpdump does: a line that says what it is.
+            _ => {
+                let _ = write!(self.out, "link type {}, length {wire_len}", link.linktype());
+                Ok(())
+            }
+        }
+    }
+
+    /// DLT_PPP: the address and control bytes, then the protocol (tcpdump's ppp_print).
+    fn ppp_link(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 2 {
+            return Err("ppp");
+        }
+        self.ppp(frame, wire_len)
+    }
+
+    /// PPP in HDLC framing: the address byte says PPP (0xff) or Cisco HDLC (0x0f, 0x8f).
+    fn ppp_hdlc(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 2 {
+            return Err("ppp_hdlc");
+        }
+        match frame.u8(0)? {
+            0x0f | 0x8f => self.chdlc(frame.from(0, "chdlc"), wire_len),
+            // tcpdump names the protocol, then prints the frame as PPP.
+            0xff if frame.len() >= 4 => {
+                let proto = frame.be16(2)?;
+                let _ = match super::tunnel::ppp_name(proto) {
+                    Some(name) => write!(self.out, "{name}: "),
+                    None => write!(self.out, "unknown PPP protocol (0x{proto:04x}): "),
+                };
+                self.ppp(frame.from(0, "ppp"), wire_len)
+            }
+            _ => self.ppp(frame.from(0, "ppp"), wire_len),
+        }
+    }
+
+    /// Cisco HDLC: address, control, then an EtherType.
+    fn chdlc(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 4 || wire_len < 4 {
+            return Err("chdlc");
+        }
+        let kind = frame.be16(2)?;
+        let payload = frame.from(4, "chdlc");
+        let length = wire_len - 4;
+        match kind {
+            ethertype::IP => self.ipv4(payload.from(0, "ip"), length),
+            ethertype::IPV6 => self.ipv6(payload.from(0, "ip6"), length),
+            ethertype::MPLS | ethertype::MPLS_MULTI => self.mpls(payload.from(0, "mpls"), length),
+            _ => {
+                let _ = write!(self.out, "unknown CHDLC protocol (0x{kind:04x})");
+                Ok(())
+            }
+        }
+    }
+
+    /// SLIP and BSD/OS SLIP: a pseudo-header of `header` bytes, then IPv4 or IPv6 by the
+    /// version nibble.
+    fn slip(&mut self, frame: Bytes<'_>, wire_len: u32, header: usize) -> Step {
+        let ip = frame.from(header, "ip");
+        let length = wire_len.saturating_sub(header as u32);
+        match frame.u8(header)? >> 4 {
+            4 => self.ipv4(ip, length),
+            6 => self.ipv6(ip.from(0, "ip6"), length),
+            version => {
+                let _ = write!(self.out, "ip v{version}");
+                Ok(())
+            }
+        }
+    }
+
+    /// Symantec's firewall header (44 bytes, the EtherType at 6).
+    fn symantec(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 44 || wire_len < 44 {
+            return Err("symantec");
+        }
+        let kind = frame.be16(6)?;
+        let length = wire_len - 44;
+        if kind <= ethertype::ETHERMTU {
+            let _ = write!(self.out, "invalid ethertype {kind}, length {wire_len}: ");
+            return Ok(());
+        }
+        match self.ether_payload(kind, frame.from(44, "symantec"), length) {
+            Some(step) => step,
+            None => {
+                let _ = match super::llc::ethertype_name(kind) {
+                    Some(name) => write!(self.out, "{name}, length {wire_len}: "),
+                    None => {
+                        write!(self.out, "Unknown Ethertype (0x{kind:04x}), length {wire_len}: ")
+                    }
+                };
+                Ok(())
+            }
+        }
+    }
+
+    /// Apple IP over FireWire: 8-byte destination and source, then an EtherType.
+    fn ap1394(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 18 || wire_len < 18 {
+            return Err("ap1394");
+        }
+        let kind = frame.be16(16)?;
+        match self.ether_payload(kind, frame.from(18, "ap1394"), wire_len - 18) {
+            Some(step) => step,
+            None => {
+                let (dst, src) = (frame.mac(0, 8)?, frame.mac(8, 8)?);
+                let _ = match super::llc::ethertype_name(kind) {
+                    Some(name) => write!(self.out, "{src} > {dst}, {name}, length {wire_len}: "),
+                    None => write!(
+                        self.out,
+                        "{src} > {dst}, Unknown Ethertype (0x{kind:04x}), length {wire_len}: "
+                    ),
+                };
+                Ok(())
+            }
+        }
+    }
+
+    /// NFLOG: family, version, resource ID, then little-endian TLVs (padded to 4 bytes);
+    /// the payload TLV (type 9) holds the packet.
+    fn nflog(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 4 || wire_len < 4 {
+            return Err("nflog");
+        }
+        let family = frame.u8(0)?;
+        let mut at = 4usize;
+        let mut length = wire_len - 4;
+        loop {
+            if length < 4 || !frame.has(at + 4) {
+                return Ok(());
+            }
+            let b = frame.slice(at, 4)?;
+            let size = u16::from_le_bytes([b[0], b[1]]);
+            let kind = u16::from_le_bytes([b[2], b[3]]);
+            if size < 4 {
+                return Ok(());
+            }
+            if kind == 9 {
+                let payload = frame.from(at + 4, "nflog");
+                let length = u32::from(size) - 4;
+                return match family {
+                    2 => self.ipv4(payload.from(0, "ip"), length),
+                    10 => self.ipv6(payload.from(0, "ip6"), length),
+                    _ => Ok(()),
+                };
+            }
+            let size = u32::from(size).next_multiple_of(4);
+            if length < size || !frame.has(at + size as usize) {
+                return Ok(());
+            }
+            at += size as usize;
+            length -= size;
+        }
+    }
+
+    /// Solaris ipnet: the address family at 1, zones at 16 and 20, the packet after 24.
+    fn ipnet(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 24 || wire_len < 24 {
+            return Err("ipnet");
+        }
+        let payload = frame.from(24, "ipnet");
+        let length = wire_len - 24;
+        match frame.u8(1)? {
+            2 => self.ipv4(payload.from(0, "ip"), length),
+            26 => self.ipv6(payload.from(0, "ip6"), length),
+            family => {
+                let (src, dst) = (frame.be32(16)?, frame.be32(20)?);
+                let _ = write!(
+                    self.out,
+                    "{src} > {dst}, Unknown Ethertype (0x{family:04x}), length {wire_len}: "
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// OpenBSD enc: the address family and flags in the capturing host's order (read as
+    /// this one's, little-endian), the SPI, then the packet.
+    fn enc(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 12 || wire_len < 12 {
+            return Err("enc");
+        }
+        let le = |at: usize| -> Result<u32, &'static str> {
+            let b = frame.slice(at, 4)?;
+            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let (family, flags) = (le(0)?, le(8)?);
+        // OpenBSD's mbuf flags for authenticated and confidential.
+        const AUTH: u32 = 0x0800;
+        const CONF: u32 = 0x0400;
+        if flags == 0 {
+            self.push("(unprotected): ");
+        } else {
+            self.push("(");
+            let mut rest = flags;
+            for (bit, name) in [(AUTH, "authentic"), (CONF, "confidential")] {
+                if rest & bit != 0 {
+                    rest &= !bit;
+                    self.push(name);
+                    self.push(if rest != 0 { ", " } else { "): " });
+                }
+            }
+        }
+        let _ = write!(self.out, "SPI 0x{:08x}: ", frame.be32(4)?);
+        let payload = frame.from(12, "enc");
+        let length = wire_len - 12;
+        match family {
+            2 => self.ipv4(payload.from(0, "ip"), length),
+            f if crate::af::INET6_BSD.contains(&f) => self.ipv6(payload.from(0, "ip6"), length),
+            _ => Ok(()),
+        }
+    }
+
+    /// tcpdump's hex and ASCII dump (`hex_and_ascii_print`): lines of 16 bytes after
+    /// `\n\t0xOFFSET: `, the hex as 2-byte groups padded to 40 columns, then the bytes as
+    /// characters (`.` for anything but printable ASCII other than space).
+    pub(super) fn hex_ascii_lines(&mut self, bytes: &[u8]) {
+        for (line, chunk) in bytes.chunks(16).enumerate() {
+            let mut hex = String::with_capacity(40);
+            for pair in chunk.chunks(2) {
+                hex.push(' ');
+                for b in pair {
+                    let _ = write!(hex, "{b:02x}");
+                }
+            }
+            let ascii: String = chunk
+                .iter()
+                .map(|&b| if b.is_ascii_graphic() { char::from(b) } else { '.' })
+                .collect();
+            let _ = write!(self.out, "\n\t0x{:04x}: {hex:<40}  {ascii}", line * 16);
+        }
+    }
+}
+
+/// Whether tcpdump 4.99 has a printer for captures of `link` (else it prints
+/// `UNSUPPORTED` and the bytes).
+fn decoded_by_tcpdump(link: LinkType) -> bool {
+    match link {
+        LinkType::Opaque(opaque) => matches!(
+            opaque,
+            OpaqueLink::UsbLinux
+                | OpaqueLink::UsbLinuxMmapped
+                | OpaqueLink::BluetoothHciH4WithPhdr
+                | OpaqueLink::Vsock
+                | OpaqueLink::Pktap
+        ),
+        LinkType::DsaTagBrcm
+        | LinkType::DsaTagBrcmPrepend
+        | LinkType::DsaTagDsa
+        | LinkType::DsaTagEdsa
+        | LinkType::Ieee802154
+        | LinkType::Ieee802154Nofcs
+        | LinkType::Ieee802154Tap
+        | LinkType::Mfr => true,
+        LinkType::Ieee802154Linux
+        | LinkType::Ieee802154NonaskPhy
+        | LinkType::LinuxLapd
+        | LinkType::Docsis
+        | LinkType::LinuxIrda
+        | LinkType::Pfsync
+        | LinkType::Mtp2
+        | LinkType::Mtp2WithPhdr
+        | LinkType::Mtp3
+        | LinkType::Erf
+        | LinkType::Ax25Kiss
+        | LinkType::BacnetMsTp
+        | LinkType::JuniperPicPeer
+        | LinkType::JuniperVp
+        | LinkType::JuniperVs
+        | LinkType::JuniperIsm
+        | LinkType::JuniperSt
+        | LinkType::JuniperSrxE2e
+        | LinkType::JuniperFibreChannel
+        | LinkType::JuniperAtmCemic => false,
+        _ => true,
+    }
+}
