@@ -36,12 +36,13 @@ impl Printer {
             }
             LinkType::PppPppd => self.ppp_link(Bytes::new(data, "ppp"), wire_len),
             LinkType::PppEther => self.pppoe(Bytes::new(data, "pppoe"), wire_len),
+            // tcpdump skips 16 bytes of BSD/OS's 24-byte header.
             LinkType::SlipBsdos => {
-                let frame = Bytes::new(data, "sl_bsdos");
-                if frame.len() < 24 {
-                    return Err("sl_bsdos");
+                let frame = Bytes::new(data, "slip_bsdos");
+                if frame.len() < 16 {
+                    return Err("slip_bsdos");
                 }
-                self.ipv4(frame.from(24, "ip"), wire_len.saturating_sub(24))
+                self.ipv4(frame.from(16, "ip"), wire_len.saturating_sub(16))
             }
             LinkType::NetAnalyzer | LinkType::NetAnalyzerTransparent => {
                 let (header, name) = if link == LinkType::NetAnalyzer {
@@ -54,6 +55,15 @@ impl Printer {
                 }
                 self.ethernet(&data[header..], wire_len - header as u32)
             }
+            LinkType::DsaTagBrcmPrepend => {
+                if data.len() < 4 || wire_len < 4 {
+                    return Err("brcm-tag-prepend");
+                }
+                self.ethernet(&data[4..], wire_len - 4)
+            }
+            LinkType::DsaTagBrcm => self.switch_tag(data, wire_len, 4, "brcm-tag"),
+            LinkType::DsaTagDsa => self.switch_tag(data, wire_len, 4, "dsa"),
+            LinkType::DsaTagEdsa => self.switch_tag(data, wire_len, 8, "edsa"),
             LinkType::SymantecFirewall => self.symantec(Bytes::new(data, "symantec"), wire_len),
             LinkType::AppleIpOverIeee1394 => self.ap1394(Bytes::new(data, "ap1394"), wire_len),
             LinkType::Nflog => self.nflog(Bytes::new(data, "nflog"), wire_len),
@@ -76,6 +86,9 @@ impl Printer {
                 self.llc(frame.from(14, "llc"), wire_len - 14, (&src, &dst))
             }
             LinkType::AtmRfc1483 | LinkType::AtmClip => {
+                if data.len() < 3 {
+                    return Err("atm");
+                }
                 self.llc_cooked(Bytes::new(data, "llc"), wire_len)
             }
             LinkType::IpOverFc => {
@@ -121,7 +134,7 @@ impl Printer {
                     Some(name) => write!(self.out, "{name}: "),
                     None => write!(self.out, "unknown PPP protocol (0x{proto:04x}): "),
                 };
-                self.ppp(frame.from(0, "ppp"), wire_len)
+                self.ppp_protocol(proto, frame.from(4, "ppp"), wire_len.saturating_sub(4))
             }
             _ => self.ppp(frame.from(0, "ppp"), wire_len),
         }
@@ -161,6 +174,50 @@ impl Printer {
         }
     }
 
+    /// A switch tag of `len` bytes after the source MAC (Broadcom's, Marvell's DSA and
+    /// EDSA): the tag's summary, then the frame as Ethernet without it.
+    fn switch_tag(&mut self, data: &[u8], wire_len: u32, len: usize, name: &'static str) -> Step {
+        let frame = Bytes::new(data, name);
+        if frame.len() < 14 + len || wire_len < 14 + len as u32 {
+            return Err(name);
+        }
+        let tag = frame.slice(12, len)?;
+        match len {
+            8 => {
+                let _ = write!(self.out, "EDSA 0x{:04x}, ", u16::from_be_bytes([tag[0], tag[1]]));
+                self.dsa_tag(&tag[4..]);
+            }
+            _ if name == "dsa" => {
+                self.push("DSA ");
+                self.dsa_tag(tag);
+            }
+            _ => brcm_tag(&mut self.out, tag),
+        }
+        let mut untagged = data[..12].to_vec();
+        untagged.extend_from_slice(&data[12 + len..]);
+        self.ethernet_shown(&untagged, wire_len - len as u32, wire_len)
+    }
+
+    /// A Marvell DSA tag without `-e`: who sent it where, and its VLAN.
+    fn dsa_tag(&mut self, tag: &[u8]) {
+        let (dev, port) = (tag[0] & 0x1f, tag[1] >> 3);
+        let _ = match tag[0] >> 6 {
+            0 => write!(self.out, "port {dev}.{port} > CPU, "),
+            1 => write!(self.out, "CPU > port {dev}.{port}, "),
+            2 => {
+                let way = if tag[1] & 0x04 != 0 { "Rx" } else { "Tx" };
+                write!(self.out, "port {dev}.{port} > {way} Sniffer, ")
+            }
+            _ => {
+                let what = if tag[1] & 0x04 != 0 { "trunk" } else { "port" };
+                write!(self.out, "Forward {what} {dev}.{port}, ")
+            }
+        };
+        let vid = (u16::from(tag[2] & 0x0f) << 8) | u16::from(tag[3]);
+        let tagged = if tag[0] & 0x20 != 0 { 't' } else { 'u' };
+        let _ = write!(self.out, "VLAN {vid}{tagged}, ");
+    }
+
     /// Symantec's firewall header (44 bytes, the EtherType at 6).
     fn symantec(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
         if frame.len() < 44 || wire_len < 44 {
@@ -175,7 +232,7 @@ impl Printer {
         match self.ether_payload(kind, frame.from(44, "symantec"), length) {
             Some(step) => step,
             None => {
-                let _ = match super::llc::ethertype_name(kind) {
+                let _ = match super::llc::ethertype_label(kind) {
                     Some(name) => write!(self.out, "{name}, length {wire_len}: "),
                     None => {
                         write!(self.out, "Unknown Ethertype (0x{kind:04x}), length {wire_len}: ")
@@ -196,7 +253,7 @@ impl Printer {
             Some(step) => step,
             None => {
                 let (dst, src) = (frame.mac(0, 8)?, frame.mac(8, 8)?);
-                let _ = match super::llc::ethertype_name(kind) {
+                let _ = match super::llc::ethertype_label(kind) {
                     Some(name) => write!(self.out, "{src} > {dst}, {name}, length {wire_len}: "),
                     None => write!(
                         self.out,
@@ -366,4 +423,38 @@ fn decoded_by_tcpdump(link: LinkType) -> bool {
         | LinkType::JuniperAtmCemic => false,
         _ => true,
     }
+}
+
+/// A Broadcom switch tag: ingress (opcode 1: traffic class, tag enforcement, time stamp,
+/// destination port map) or egress (classification ID, reason, class, source port).
+fn brcm_tag(out: &mut String, tag: &[u8]) {
+    let _ = write!(out, "BRCM tag OP: {}", if tag[0] != 0 { "IG" } else { "EG" });
+    if tag[0] & 0x20 != 0 {
+        let enforcement = ["None", "Untag", "Header", "Reserved"][usize::from(tag[1] & 0x03)];
+        let map = (u16::from(tag[2]) << 8 | u16::from(tag[3])) & 0x1ff;
+        let _ = write!(
+            out,
+            ", TC: {}, TE: {enforcement}, TS: {}, DST map: 0x{map:04x}",
+            (tag[1] >> 2) & 0x07,
+            tag[1] >> 7
+        );
+    } else {
+        let reason = match tag[2] {
+            1 => "mirror",
+            2 => "MAC learning",
+            4 => "switching",
+            8 => "prot term",
+            16 => "prot snoop",
+            32 => "exception",
+            _ => "reserved",
+        };
+        let _ = write!(
+            out,
+            ", CID: {}, RC: {reason}, TC: {}, port: {}",
+            tag[1],
+            (tag[3] >> 5) & 0x07,
+            tag[3] & 0x1f
+        );
+    }
+    out.push_str(", ");
 }

@@ -27,6 +27,18 @@ pub(super) fn ethertype_name(kind: u16) -> Option<&'static str> {
     })
 }
 
+/// The names tcpdump gives EtherTypes where it shows one it did not decode: the VLAN tags
+/// (which only Ethernet and cooked captures decode) and [`ethertype_name`]'s.
+pub(super) fn ethertype_label(kind: u16) -> Option<&'static str> {
+    Some(match kind {
+        0x8100 => "802.1Q",
+        0x88a8 => "802.1Q-QinQ",
+        0x9100 => "802.1Q-9100",
+        0x9200 => "802.1Q-9200",
+        _ => return ethertype_name(kind),
+    })
+}
+
 impl Printer {
     /// `SRC > DST, TYPE, length N: ` for a frame tcpdump leaves undecoded.
     pub(super) fn ether_unknown(&mut self, frame: Bytes<'_>, kind: u16, wire_len: u32) -> Step {
@@ -79,6 +91,21 @@ impl Printer {
                 llcsap::SNAP => {
                     if let Some(step) = self.snap(llc.from(3, "snap"), length - 3) {
                         return step;
+                    }
+                    // Encapsulated Ethernet of a type not decoded: tcpdump names the type.
+                    let snap = llc.from(3, "snap");
+                    if length >= 8 && snap.slice(0, 3)? == [0, 0, 0] {
+                        let kind = snap.be16(3)?;
+                        if let Some((src, dst)) = macs {
+                            let _ = write!(self.out, "{src} > {dst} ");
+                        }
+                        let name = ethertype_label(kind).unwrap_or("Unknown");
+                        let _ = write!(
+                            self.out,
+                            "SNAP, ethertype {name} (0x{kind:04x}), length {}: ",
+                            length - 8
+                        );
+                        return Ok(());
                     }
                 }
                 _ => {}

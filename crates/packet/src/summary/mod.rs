@@ -210,6 +210,12 @@ impl Printer {
     }
 
     fn ethernet(&mut self, data: &[u8], wire_len: u32) -> Step {
+        self.ethernet_shown(data, wire_len, wire_len)
+    }
+
+    /// Ethernet, where a frame of a type not decoded is shown as `shown` bytes long (the
+    /// frame's length with a switch tag tcpdump took out).
+    fn ethernet_shown(&mut self, data: &[u8], wire_len: u32, shown: u32) -> Step {
         let frame = Bytes::new(data, "ether");
         let (header, type_at) = geometry(LinkType::Ethernet);
         if frame.len() < header as usize || wire_len < header {
@@ -237,7 +243,7 @@ impl Printer {
         }
         match self.ether_payload(ether_type, payload, length) {
             Some(step) => step,
-            None => self.ether_unknown(frame, ether_type, wire_len),
+            None => self.ether_unknown(frame, ether_type, shown),
         }
     }
 

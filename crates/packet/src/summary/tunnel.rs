@@ -120,7 +120,11 @@ impl Printer {
             length -= 2;
             proto
         };
-        let payload = frame.from(at, "ppp");
+        self.ppp_protocol(proto, frame.from(at, "ppp"), length)
+    }
+
+    /// What follows a PPP header of protocol `proto`.
+    pub(super) fn ppp_protocol(&mut self, proto: u16, payload: Bytes<'_>, length: u32) -> Step {
         match proto {
             0xc021 | 0x8021 | 0x8023 | 0x8281 | 0x8057 | 0x80fd | 0xc02b => {
                 let name = ppp_name(proto).unwrap_or("");
