@@ -55,6 +55,20 @@ impl Printer {
                 }
                 self.ethernet(&data[header..], wire_len - header as u32)
             }
+            LinkType::Ieee80211 => self.ieee80211(Bytes::new(data, "802.11"), wire_len, false),
+            LinkType::Radiotap => self.radiotap(Bytes::new(data, "radiotap"), wire_len),
+            LinkType::Avs => self.avs(Bytes::new(data, "avs"), wire_len),
+            LinkType::Prism => {
+                let frame = Bytes::new(data, "prism");
+                if frame.be32(0)? & 0xffff_f000 == 0x8021_1000 {
+                    return self.avs(frame, wire_len);
+                }
+                if frame.len() < 144 || wire_len < 144 {
+                    return Err("prism");
+                }
+                self.ieee80211(frame.from(144, "802.11"), wire_len - 144, false)
+            }
+            LinkType::Ppi => self.ppi(Bytes::new(data, "ppi"), wire_len),
             LinkType::DsaTagBrcmPrepend => {
                 if data.len() < 4 || wire_len < 4 {
                     return Err("brcm-tag-prepend");
@@ -171,6 +185,222 @@ impl Printer {
                 let _ = write!(self.out, "ip v{version}");
                 Ok(())
             }
+        }
+    }
+
+    /// An 802.11 frame: data frames print what their LLC header carries (the line of the
+    /// packet inside), control frames their kind and address. `pad`: the header is padded
+    /// to 4 bytes (radiotap's flag).
+    fn ieee80211(&mut self, frame: Bytes<'_>, wire_len: u32, pad: bool) -> Step {
+        if frame.len() < 2 || wire_len < 2 {
+            return Err("802.11");
+        }
+        let (fc0, fc1) = (frame.u8(0)?, frame.u8(1)?);
+        match (fc0 >> 2) & 3 {
+            0 => {
+                let name = match fc0 >> 4 {
+                    0 => "Assoc Request",
+                    1 => "Assoc Response",
+                    2 => "ReAssoc Request",
+                    3 => "ReAssoc Response",
+                    4 => "Probe Request",
+                    5 => "Probe Response",
+                    8 => "Beacon",
+                    9 => "ATIM",
+                    10 => "Disassociation",
+                    11 => "Authentication",
+                    12 => "DeAuthentication",
+                    13 => "Action",
+                    _ => "Unhandled Management subtype",
+                };
+                // The bodies (information elements) are not decoded here.
+                let _ = write!(self.out, "{name}");
+                Ok(())
+            }
+            1 => {
+                let mac = |at: usize| frame.mac(at, 6);
+                let _ = match fc0 >> 4 {
+                    0xa => {
+                        frame.slice(0, 16)?;
+                        let aid = u16::from_le_bytes([frame.u8(2)?, frame.u8(3)?]);
+                        write!(self.out, "Power Save-Poll AID({aid:x})")
+                    }
+                    0xb => {
+                        frame.slice(0, 16)?;
+                        write!(self.out, "Request-To-Send TA:{} ", mac(10)?)
+                    }
+                    0xc => {
+                        frame.slice(0, 10)?;
+                        write!(self.out, "Clear-To-Send RA:{} ", mac(4)?)
+                    }
+                    0xd => {
+                        frame.slice(0, 10)?;
+                        write!(self.out, "Acknowledgment RA:{} ", mac(4)?)
+                    }
+                    0xe => {
+                        frame.slice(0, 16)?;
+                        write!(self.out, "CF-End RA:{} ", mac(4)?)
+                    }
+                    _ => write!(self.out, "Unknown Ctrl Subtype"),
+                };
+                Ok(())
+            }
+            2 => {
+                let ds = fc1 & 0x03;
+                let mut header: usize = 24 + if ds == 3 { 6 } else { 0 };
+                if fc0 & 0x80 != 0 {
+                    header += 2;
+                }
+                if pad {
+                    header = header.next_multiple_of(4);
+                }
+                if frame.len() < header || wire_len < header as u32 {
+                    return Err("802.11");
+                }
+                // Null data and the other subtypes without a body.
+                if fc0 & 0x40 != 0 {
+                    return Ok(());
+                }
+                let (da, sa) = match ds {
+                    0 => (frame.mac(4, 6)?, frame.mac(10, 6)?),
+                    1 => (frame.mac(4, 6)?, frame.mac(16, 6)?),
+                    2 => (frame.mac(16, 6)?, frame.mac(10, 6)?),
+                    _ => (frame.mac(16, 6)?, frame.mac(24, 6)?),
+                };
+                self.llc(frame.from(header, "llc"), wire_len - header as u32, (&sa, &dst_of(&da)))
+            }
+            kind => {
+                let _ = write!(self.out, "unknown 802.11 frame type ({kind})");
+                Ok(())
+            }
+        }
+    }
+
+    /// A radiotap header: the fields tcpdump shows (TSFT, flags, rate, channel; an unknown
+    /// bit ends the parse), then the 802.11 frame (without its FCS when the flags say it
+    /// has one).
+    fn radiotap(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 8 {
+            return Err("radiotap");
+        }
+        let len = usize::from(u16::from_le_bytes([frame.u8(2)?, frame.u8(3)?]));
+        if frame.len() < len || len < 8 {
+            return Err("radiotap");
+        }
+        let mut words = Vec::new();
+        let mut at = 4;
+        loop {
+            let w = frame.slice(at, 4)?;
+            let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            words.push(word);
+            at += 4;
+            if word & 0x8000_0000 == 0 {
+                break;
+            }
+        }
+        let mut flags = 0u8;
+        'fields: for (i, &word) in words.iter().enumerate() {
+            for bit in 0..31u32 {
+                if word & (1 << bit) == 0 {
+                    continue;
+                }
+                let field = i as u32 * 32 + bit;
+                let (align, size) = match field {
+                    0 => (8, 8),
+                    1 | 2 => (1, 1),
+                    3 => (2, 4),
+                    _ => {
+                        let _ = write!(self.out, "[bit {field}] ");
+                        break 'fields;
+                    }
+                };
+                at = at.next_multiple_of(align);
+                let b = frame.slice(at, size)?;
+                match field {
+                    0 => {
+                        let tsft =
+                            u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                        let _ = write!(self.out, "{tsft}us tsft ");
+                    }
+                    1 => {
+                        flags = b[0];
+                        for (bit, name) in [
+                            (0x01, "cfp "),
+                            (0x02, "short preamble "),
+                            (0x04, "wep "),
+                            (0x08, "fragmented "),
+                            (0x40, "bad-fcs "),
+                        ] {
+                            if flags & bit != 0 {
+                                self.push(name);
+                            }
+                        }
+                    }
+                    2 => {
+                        let rate = u32::from(b[0]);
+                        let _ = write!(
+                            self.out,
+                            "{}.{} Mb/s ",
+                            rate / 2,
+                            if rate % 2 == 1 { 5 } else { 0 }
+                        );
+                    }
+                    _ => {
+                        let freq = u16::from_le_bytes([b[0], b[1]]);
+                        let chan = u16::from_le_bytes([b[2], b[3]]);
+                        let _ = write!(self.out, "{freq} MHz");
+                        // CCK or OFDM on 2 GHz, OFDM on 5 GHz.
+                        if chan & 0x0100 != 0 && chan & 0x0040 != 0 {
+                            self.push(" 11a");
+                        } else if chan & 0x0080 != 0 && (chan & 0x0400 != 0 || chan & 0x0040 != 0) {
+                            self.push(" 11g");
+                        } else if chan & 0x00a0 == 0x00a0 {
+                            self.push(" 11b");
+                        }
+                        self.push(" ");
+                    }
+                }
+                at += size;
+            }
+        }
+        let mut body = frame.from(len, "802.11");
+        let mut length = wire_len.saturating_sub(len as u32);
+        if flags & 0x10 != 0 {
+            // The frame ends in its FCS, which is not the frame's.
+            body = body.cut(body.len().saturating_sub(4));
+            length = length.saturating_sub(4);
+        }
+        self.ieee80211(body, length, flags & 0x20 != 0)
+    }
+
+    /// An AVS radio header: its big-endian length at 4.
+    fn avs(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 8 {
+            return Err("avs");
+        }
+        let len = frame.be32(4)? as usize;
+        if frame.len() < len || wire_len < len as u32 {
+            return Err("avs");
+        }
+        self.ieee80211(frame.from(len, "802.11"), wire_len - len as u32, false)
+    }
+
+    /// PPI: its little-endian length at 2 and the DLT of what follows at 4.
+    fn ppi(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        if frame.len() < 8 {
+            return Err("ppi");
+        }
+        let len = usize::from(u16::from_le_bytes([frame.u8(2)?, frame.u8(3)?]));
+        if frame.len() < len || wire_len < len as u32 {
+            return Err("ppi");
+        }
+        let b = frame.slice(4, 4)?;
+        let dlt = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let rest = frame.from(len, "ppi");
+        match dlt {
+            105 => self.ieee80211(rest.from(0, "802.11"), wire_len - len as u32, false),
+            1 => self.ethernet(rest.data, wire_len - len as u32),
+            _ => Ok(()),
         }
     }
 
@@ -457,4 +687,9 @@ fn brcm_tag(out: &mut String, tag: &[u8]) {
         );
     }
     out.push_str(", ");
+}
+
+/// An 802.11 destination as the LLC line shows it.
+fn dst_of(da: &str) -> String {
+    da.to_string()
 }
