@@ -69,6 +69,25 @@ impl Printer {
                 self.ieee80211(frame.from(144, "802.11"), wire_len - 144, false)
             }
             LinkType::Ppi => self.ppi(Bytes::new(data, "ppi"), wire_len),
+            LinkType::ArcnetBsd => self.arcnet(Bytes::new(data, "arcnet"), wire_len, 2),
+            LinkType::ArcnetLinux => self.arcnet(Bytes::new(data, "arcnet_linux"), wire_len, 4),
+            LinkType::IpOverIb => {
+                let frame = Bytes::new(data, "ipoib");
+                // tcpdump reads a 44-byte header (the type at 40).
+                if frame.len() < 44 || wire_len < 44 {
+                    return Err("ipoib");
+                }
+                let kind = frame.be16(40)?;
+                match self.ether_payload(kind, frame.from(44, "ipoib"), wire_len - 44) {
+                    Some(step) => step,
+                    None => {
+                        let name = super::llc::ethertype_label(kind).unwrap_or("Unknown");
+                        let _ = write!(self.out, ", ethertype {name}, length {wire_len}: ");
+                        Ok(())
+                    }
+                }
+            }
+            LinkType::Pflog => self.pflog(Bytes::new(data, "pflog"), wire_len),
             LinkType::DsaTagBrcmPrepend => {
                 if data.len() < 4 || wire_len < 4 {
                     return Err("brcm-tag-prepend");
@@ -402,6 +421,113 @@ impl Printer {
             1 => self.ethernet(rest.data, wire_len - len as u32),
             _ => Ok(()),
         }
+    }
+
+    /// ARCnet: the protocol ID at `at` (after the addresses, and Linux's offset field);
+    /// the old IP and ARP IDs end the header there, the others have a split flag and a
+    /// sequence number after it.
+    fn arcnet(&mut self, frame: Bytes<'_>, wire_len: u32, at: usize) -> Step {
+        let proto = frame.u8(at)?;
+        let old = matches!(proto, 0xf0 | 0xf1 | 0x80);
+        let header = if old { at + 1 } else { at + 4 };
+        if frame.len() < header || wire_len < header as u32 {
+            if !old {
+                // tcpdump shows the addresses and length before giving up.
+                let (src, dst) = (frame.u8(0)?, frame.u8(1)?);
+                let _ = write!(self.out, "{src:02x} {dst:02x} {wire_len}:  phds");
+            }
+            return Err(frame.proto);
+        }
+        let payload = frame.from(header, frame.proto);
+        let length = wire_len - header as u32;
+        match proto {
+            0xd4 | 0xf0 => self.ipv4(payload.from(0, "ip"), length),
+            0xc4 => self.ipv6(payload.from(0, "ip6"), length),
+            0xd5 | 0xf1 | 0xd6 => self.arp(payload.from(0, "arp"), length),
+            0xfa => self.ipx(payload.from(0, "ipx"), length),
+            _ => {
+                self.hex_ascii_lines(payload.data);
+                Ok(())
+            }
+        }
+    }
+
+    /// OpenBSD pflog: rule, reason, action, direction and interface, then the packet.
+    fn pflog(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        let header = usize::from(frame.u8(0)?).next_multiple_of(4);
+        if frame.len() < header.max(61) || wire_len < header as u32 {
+            return Err("pflog");
+        }
+        let text = |at: usize| -> Result<String, &'static str> {
+            let b = frame.slice(at, 16)?;
+            let end = b.iter().position(|&c| c == 0).unwrap_or(16);
+            Ok(String::from_utf8_lossy(&b[..end]).into_owned())
+        };
+        let (payload, length) = (frame.from(header, "pflog"), wire_len - header as u32);
+        // The header is shown (without -e) only before a packet tcpdump cannot decode.
+        match u32::from(frame.u8(1)?) {
+            2 => return self.ipv4(payload.from(0, "ip"), length),
+            f if crate::af::INET6_BSD.contains(&f) => {
+                return self.ipv6(payload.from(0, "ip6"), length)
+            }
+            _ => {}
+        }
+        let (rule, subrule) = (frame.be32(36)?, frame.be32(40)?);
+        let ruleset = text(20)?;
+        let _ = if subrule == u32::MAX {
+            write!(self.out, "rule {rule}/")
+        } else {
+            write!(self.out, "rule {rule}.{ruleset}.{subrule}/")
+        };
+        let reason = frame.u8(3)?;
+        const REASONS: [&str; 15] = [
+            "match",
+            "bad-offset",
+            "fragment",
+            "short",
+            "normalize",
+            "memory",
+            "bad-timestamp",
+            "congestion",
+            "ip-option",
+            "proto-cksum",
+            "state-mismatch",
+            "state-insert",
+            "state-limit",
+            "src-limit",
+            "synproxy",
+        ];
+        let _ = match REASONS.get(usize::from(reason)) {
+            Some(name) => write!(self.out, "{reason}({name}): "),
+            None => write!(self.out, "unkn({reason}): "),
+        };
+        const ACTIONS: [&str; 11] = [
+            "pass",
+            "block",
+            "scrub",
+            "noscrub",
+            "nat",
+            "nonat",
+            "binat",
+            "nobinat",
+            "rdr",
+            "nordr",
+            "synproxy-drop",
+        ];
+        let action = frame.u8(2)?;
+        let _ = match ACTIONS.get(usize::from(action)) {
+            Some(name) => write!(self.out, "{name} "),
+            None => write!(self.out, "unkn({action}) "),
+        };
+        let dir = frame.u8(60)?;
+        let _ = match dir {
+            0 => write!(self.out, "in/out"),
+            1 => write!(self.out, "in"),
+            2 => write!(self.out, "out"),
+            other => write!(self.out, "unkn({other})"),
+        };
+        let _ = write!(self.out, " on {}: ", text(4)?);
+        Ok(())
     }
 
     /// A switch tag of `len` bytes after the source MAC (Broadcom's, Marvell's DSA and

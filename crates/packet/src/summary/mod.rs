@@ -735,7 +735,7 @@ impl Printer {
         Ok(())
     }
 
-    fn arp(&mut self, arp: Bytes<'_>, length: u32) -> Step {
+    pub(super) fn arp(&mut self, arp: Bytes<'_>, length: u32) -> Step {
         let hardware = arp.be16(0)?;
         let protocol = arp.be16(2)?;
         let (hlen, plen) = (usize::from(arp.u8(4)?), usize::from(arp.u8(5)?));
