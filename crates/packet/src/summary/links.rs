@@ -132,6 +132,9 @@ impl Printer {
                 let (dst, src) = (frame.mac(2, 6)?, frame.mac(10, 6)?);
                 self.llc(frame.from(16, "llc"), wire_len - 16, (&src, &dst))
             }
+            _ if link.is_juniper() && decoded_by_tcpdump(link) => {
+                self.juniper(link, data, wire_len)
+            }
             _ if !decoded_by_tcpdump(link) => {
                 self.push("UNSUPPORTED");
                 self.hex_ascii_lines(data);
@@ -530,6 +533,71 @@ impl Printer {
         Ok(())
     }
 
+    /// A Juniper capture header: the `MGC` magic and flags, the extension TLVs when the
+    /// flags say so, and when they say the layer-2 header was stripped, the packet as IPv4
+    /// or IPv6 by its first byte. After a layer-2 header only the Ethernet PICs are
+    /// decoded here (their frame follows, after PPPoE's cookie).
+    fn juniper(&mut self, link: LinkType, data: &[u8], wire_len: u32) -> Step {
+        let name = juniper_protocol(link);
+        let frame = Bytes::new(data, name);
+        frame.slice(0, 4)?;
+        if frame.slice(0, 3)? != b"MGC" {
+            self.push("no magic-number found!");
+            return Ok(());
+        }
+        let flags = frame.u8(3)?;
+        let mut header = 4usize;
+        if flags & 0x80 != 0 {
+            let ext = usize::from(frame.be16(4)?);
+            header = 6 + ext;
+            frame.slice(6, ext)?;
+            let (mut at, mut rest) = (6usize, ext);
+            while rest > 2 {
+                let (kind, len) = (frame.u8(at)?, usize::from(frame.u8(at + 1)?));
+                if kind == 0 || len == 0 {
+                    break;
+                }
+                if len + 2 > rest {
+                    return Err(name);
+                }
+                at += len + 2;
+                rest -= len + 2;
+            }
+        }
+        if flags & 0x02 != 0 {
+            let at = header + 4;
+            let first = frame.u8(at)?;
+            let length = wire_len.saturating_sub(at as u32);
+            return match first {
+                0x45..=0x4f => self.ipv4(frame.from(at, "ip"), length),
+                0x60..=0x6f => self.ipv6(frame.from(at, "ip6"), length),
+                _ => {
+                    self.push("no IP-hdr found!");
+                    Ok(())
+                }
+            };
+        }
+        match link {
+            LinkType::JuniperEther | LinkType::JuniperPppoe => {
+                if link == LinkType::JuniperPppoe {
+                    let cookie = match frame.u8(header)? {
+                        0x54 => 2,
+                        0x47 => 8,
+                        _ => 0,
+                    };
+                    frame.slice(header, cookie + 2)?;
+                    header += cookie;
+                }
+                let rest = frame.from(header, name);
+                self.ethernet(rest.data, wire_len.saturating_sub(header as u32))
+            }
+            _ => {
+                let _ = write!(self.out, "link type {}, length {wire_len}", link.linktype());
+                Ok(())
+            }
+        }
+    }
+
     /// A switch tag of `len` bytes after the source MAC (Broadcom's, Marvell's DSA and
     /// EDSA): the tag's summary, then the frame as Ethernet without it.
     fn switch_tag(&mut self, data: &[u8], wire_len: u32, len: usize, name: &'static str) -> Step {
@@ -818,4 +886,26 @@ fn brcm_tag(out: &mut String, tag: &[u8]) {
 /// An 802.11 destination as the LLC line shows it.
 fn dst_of(da: &str) -> String {
     da.to_string()
+}
+
+/// tcpdump's protocol name for a Juniper link type, as its truncation marker shows it.
+fn juniper_protocol(link: LinkType) -> &'static str {
+    match link {
+        LinkType::JuniperMlppp => "juniper_mlppp",
+        LinkType::JuniperMlfr => "juniper_mlfr",
+        LinkType::JuniperEs => "juniper_es",
+        LinkType::JuniperGgsn => "juniper_ggsn",
+        LinkType::JuniperMfr => "juniper_mfr",
+        LinkType::JuniperAtm2 => "juniper_atm2",
+        LinkType::JuniperServices => "juniper_services",
+        LinkType::JuniperAtm1 => "juniper_atm1",
+        LinkType::JuniperMonitor => "juniper_monitor",
+        LinkType::JuniperPppoe => "juniper_pppoe",
+        LinkType::JuniperPppoeAtm => "juniper_pppoe_atm",
+        LinkType::JuniperEther => "juniper_ether",
+        LinkType::JuniperPpp => "juniper_ppp",
+        LinkType::JuniperFrelay => "juniper_frelay",
+        LinkType::JuniperChdlc => "juniper_chdlc",
+        _ => "juniper",
+    }
 }
