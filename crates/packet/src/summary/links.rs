@@ -55,6 +55,7 @@ impl Printer {
                 }
                 self.ethernet(&data[header..], wire_len - header as u32)
             }
+            LinkType::FrameRelay => self.frame_relay(Bytes::new(data, "fr"), wire_len),
             LinkType::Ieee80211 => self.ieee80211(Bytes::new(data, "802.11"), wire_len, false),
             LinkType::Radiotap => self.radiotap(Bytes::new(data, "radiotap"), wire_len),
             LinkType::Avs => self.avs(Bytes::new(data, "avs"), wire_len),
@@ -434,8 +435,8 @@ impl Printer {
         let old = matches!(proto, 0xf0 | 0xf1 | 0x80);
         let header = if old { at + 1 } else { at + 4 };
         if frame.len() < header || wire_len < header as u32 {
-            if !old {
-                // tcpdump shows the addresses and length before giving up.
+            if !old && at == 2 {
+                // tcpdump shows BSD's addresses and length before giving up.
                 let (src, dst) = (frame.u8(0)?, frame.u8(1)?);
                 let _ = write!(self.out, "{src:02x} {dst:02x} {wire_len}:  phds");
             }
@@ -558,7 +559,8 @@ impl Printer {
                     break;
                 }
                 if len + 2 > rest {
-                    return Err(name);
+                    let _ = write!(self.out, " [extension_length {rest} < {}] (invalid)", len + 2);
+                    return Ok(());
                 }
                 at += len + 2;
                 rest -= len + 2;
@@ -591,8 +593,61 @@ impl Printer {
                 let rest = frame.from(header, name);
                 self.ethernet(rest.data, wire_len.saturating_sub(header as u32))
             }
+            LinkType::JuniperPpp => {
+                let length = wire_len.saturating_sub(header as u32);
+                self.ppp(frame.from(header, "ppp"), length)
+            }
+            LinkType::JuniperChdlc => {
+                let length = wire_len.saturating_sub(header as u32);
+                self.chdlc(frame.from(header, "chdlc"), length)
+            }
             _ => {
                 let _ = write!(self.out, "link type {}, length {wire_len}", link.linktype());
+                Ok(())
+            }
+        }
+    }
+
+    /// Frame Relay (RFC 2427): the Q.922 address, the UI control byte, a pad byte before
+    /// the SNAP NLPID, the NLPID; IP and IPv6 print their lines, SNAP its EtherType (a
+    /// type not decoded with the Q.922 summary and the frame's bytes).
+    fn frame_relay(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        frame.slice(0, 4)?;
+        let (a, b) = (frame.u8(0)?, frame.u8(1)?);
+        let dlci = (u32::from(a & 0xfc) << 2) | u32::from(b >> 4);
+        let padded = frame.u8(3)? == 0;
+        if padded {
+            self.push("Pad! ");
+        }
+        let header = if padded { 5 } else { 4 };
+        let nlpid = frame.u8(header - 1)?;
+        let payload = frame.from(header, "fr");
+        let length = wire_len.saturating_sub(header as u32);
+        match nlpid {
+            0xcc => self.ipv4(payload.from(0, "ip"), length),
+            0x8e => self.ipv6(payload.from(0, "ip6"), length),
+            0x80 => {
+                let snap = payload.from(0, "snap");
+                snap.slice(0, 5)?;
+                let kind = snap.be16(3)?;
+                if snap.slice(0, 3)? == [0, 0, 0] {
+                    if let Some(step) =
+                        self.ether_payload(kind, snap.from(5, "snap"), length.saturating_sub(5))
+                    {
+                        return step;
+                    }
+                }
+                let name = super::llc::ethertype_label(kind).unwrap_or("Unknown");
+                let _ = write!(
+                    self.out,
+                    "SNAP, ethertype {name} (0x{kind:04x}), length {}: Q.922, DLCI {dlci}, length {wire_len}: ",
+                    length.saturating_sub(5)
+                );
+                Ok(())
+            }
+            _ => {
+                let _ = write!(self.out, "Q.922, DLCI {dlci}, length {wire_len}: ");
+                self.hex_ascii_lines(payload.data);
                 Ok(())
             }
         }
