@@ -55,6 +55,7 @@ impl Printer {
                 }
                 self.ethernet(&data[header..], wire_len - header as u32)
             }
+            LinkType::SunAtm => self.sunatm(Bytes::new(data, "sunatm"), wire_len),
             LinkType::FrameRelay => self.frame_relay(Bytes::new(data, "fr"), wire_len),
             LinkType::Ieee80211 => self.ieee80211(Bytes::new(data, "802.11"), wire_len, false),
             LinkType::Radiotap => self.radiotap(Bytes::new(data, "radiotap"), wire_len),
@@ -651,6 +652,80 @@ impl Printer {
                 Ok(())
             }
         }
+    }
+
+    /// SunATM: the pseudo-header (traffic type, VPI, VCI), then by the well-known VCIs on
+    /// VPI 0 (signalling, ILMI, meta-signalling), else LANE (an LE header, then Ethernet,
+    /// or an LE control frame) or 802.2 LLC.
+    fn sunatm(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        frame.slice(0, 4)?;
+        let (kind, vpi, vci) = (frame.u8(0)? & 0x0f, frame.u8(1)?, frame.be16(2)?);
+        let pdu = frame.from(4, "atm");
+        let length = wire_len.saturating_sub(4);
+        if vpi == 0 {
+            match vci {
+                1 => {
+                    self.push("meta: ");
+                    return Ok(());
+                }
+                2 => {
+                    self.push("broadcast sig: ");
+                    return Ok(());
+                }
+                3 | 4 => return self.oam(pdu, length),
+                // Signalling: SSCOP unless it is Q.2931 (protocol 9, not decoded here).
+                5 if pdu.u8(0)? != 9 => {
+                    let _ = write!(self.out, "SSCOP, proto {} ", pdu.u8(0)?);
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        if kind == 1 {
+            let lane = pdu.from(0, "lane");
+            if lane.be16(0)? == 0xff00 {
+                let _ = write!(
+                    self.out,
+                    "lec: proto {:x} vers {:x} opcode-#{}",
+                    lane.u8(2)?,
+                    lane.u8(3)?,
+                    lane.be16(4)?
+                );
+                return Ok(());
+            }
+            let _ = write!(self.out, "lecid:{} ", lane.be16(0)?);
+            return self.ethernet(lane.from(2, "lane").data, length.saturating_sub(2));
+        }
+        pdu.u8(0)?;
+        self.llc_cooked(pdu.from(0, "llc"), length)
+    }
+
+    /// An OAM cell: its header's VPI, VCI, payload type and CLP.
+    fn oam(&mut self, cell: Bytes<'_>, length: u32) -> Step {
+        // The cell header after the pseudo-header's HEC byte.
+        let header = cell.be32(1)?;
+        let (vpi, vci) = ((header >> 20) & 0xff, (header >> 4) & 0xffff);
+        let flow = match vci {
+            3 => "OAM F4 (segment)",
+            4 => "OAM F4 (end)",
+            _ => "OAM F5",
+        };
+        let payload = match (header >> 1) & 0x7 {
+            0 => "user data, uncongested, SDU 0",
+            1 => "user data, uncongested, SDU 1",
+            2 => "user data, congested, SDU 0",
+            3 => "user data, congested, SDU 1",
+            4 => "VCC OAM F5 flow segment",
+            5 => "VCC OAM F5 flow end-to-end",
+            6 => "Traffic Control and resource Mgmt",
+            _ => "Unknown",
+        };
+        let _ = write!(
+            self.out,
+            "{flow}, vpi {vpi}, vci {vci}, payload [ {payload} ], clp {}, length {length}",
+            header & 1
+        );
+        Ok(())
     }
 
     /// A switch tag of `len` bytes after the source MAC (Broadcom's, Marvell's DSA and
