@@ -55,6 +55,18 @@ impl Printer {
                 }
                 self.ethernet(&data[header..], wire_len - header as u32)
             }
+            // tcpdump's quiet mode prints nothing of these.
+            LinkType::PppBsdos => Ok(()),
+            LinkType::Mfr => self.mfr(Bytes::new(data, "mfr")),
+            LinkType::Ieee802154 | LinkType::Ieee802154Nofcs => {
+                self.ieee802154(Bytes::new(data, "802.15.4"))
+            }
+            LinkType::Ieee802154Tap => {
+                let frame = Bytes::new(data, "802.15.4_tap");
+                let len = usize::from(u16::from_le_bytes([frame.u8(2)?, frame.u8(3)?]));
+                frame.slice(0, len.max(4))?;
+                self.ieee802154(frame.from(len, "802.15.4"))
+            }
             LinkType::SunAtm => self.sunatm(Bytes::new(data, "sunatm"), wire_len),
             LinkType::FrameRelay => self.frame_relay(Bytes::new(data, "fr"), wire_len),
             LinkType::Ieee80211 => self.ieee80211(Bytes::new(data, "802.11"), wire_len, false),
@@ -698,6 +710,56 @@ impl Printer {
         }
         pdu.u8(0)?;
         self.llc_cooked(pdu.from(0, "llc"), length)
+    }
+
+    /// An FRF.16 fragment: its flags and sequence number, then (a first fragment that is
+    /// not a control frame) the Frame Relay header, else the bytes.
+    fn mfr(&mut self, frame: Bytes<'_>) -> Step {
+        frame.slice(0, 4)?;
+        let (first, second) = (frame.u8(0)?, frame.u8(1)?);
+        let seq = (u16::from(first & 0x1e) << 7) | u16::from(second);
+        let names: Vec<&str> = [(0x80, "Begin"), (0x40, "End"), (0x20, "Control")]
+            .iter()
+            .filter(|(bit, _)| first & bit != 0)
+            .map(|(_, name)| *name)
+            .collect();
+        let flags = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        let _ = write!(self.out, "FRF.16 Frag, seq {seq}, Flags [{flags}]");
+        if first & 0xa0 == 0x80 {
+            // A first fragment: tcpdump goes on into the Frame Relay header (not shown here).
+            return Ok(());
+        }
+        self.hex_lines(frame, frame.len() as u32);
+        Ok(())
+    }
+
+    /// IEEE 802.15.4: a data frame with short addresses and PAN ID compression shows its
+    /// destination PAN and address and its source address.
+    fn ieee802154(&mut self, frame: Bytes<'_>) -> Step {
+        frame.slice(0, 3)?;
+        let fc = u16::from_le_bytes([frame.u8(0)?, frame.u8(1)?]);
+        let short_both = (fc >> 10) & 3 == 2 && (fc >> 14) & 3 == 2;
+        if fc & 7 != 1 || fc & 0x40 == 0 || !short_both {
+            let _ = write!(self.out, "IEEE 802.15.4 frame control 0x{fc:04x}");
+            return Ok(());
+        }
+        let _ = write!(self.out, "IEEE 802.15.4 Data packet v{} ", (fc >> 12) & 3);
+        // tcpdump names the field it ran out in (the source address too is "dst_addr").
+        let mut field = |at: usize, what: &str, after: &str| -> bool {
+            match (frame.u8(at), frame.u8(at + 1)) {
+                (Ok(lo), Ok(hi)) => {
+                    let _ = write!(self.out, "{:04x}{after}", u16::from_le_bytes([lo, hi]));
+                    true
+                }
+                _ => {
+                    let _ = write!(self.out, "[ERROR: Truncated before {what}]");
+                    false
+                }
+            }
+        };
+        let _ =
+            field(3, "dst_pan", ":") && field(5, "dst_addr", " < -:") && field(7, "dst_addr", " ");
+        Ok(())
     }
 
     /// An OAM cell: its header's VPI, VCI, payload type and CLP.
