@@ -583,14 +583,11 @@ impl Printer {
             let at = header + 4;
             let first = frame.u8(at)?;
             let length = wire_len.saturating_sub(at as u32);
-            return match first {
-                0x45..=0x4f => self.ipv4(frame.from(at, "ip"), length),
-                0x60..=0x6f => self.ipv6(frame.from(at, "ip6"), length),
-                _ => {
-                    self.push("no IP-hdr found!");
-                    Ok(())
-                }
-            };
+            if !matches!(first, 0x45..=0x4f | 0x60..=0x6f) {
+                self.push("no IP-hdr found!");
+                return Ok(());
+            }
+            return self.ip_guess(frame.from(at, name), length);
         }
         match link {
             LinkType::JuniperEther | LinkType::JuniperPppoe => {
@@ -605,6 +602,39 @@ impl Printer {
                 }
                 let rest = frame.from(header, name);
                 self.ethernet(rest.data, wire_len.saturating_sub(header as u32))
+            }
+            LinkType::JuniperAtm1
+            | LinkType::JuniperMonitor
+            | LinkType::JuniperServices
+            | LinkType::JuniperGgsn => {
+                // The PIC's cookie: its table length, 2 more for an LS cookie (0x54), 8 for
+                // an AS cookie (0x47); then the protocol word is read (and must be there).
+                let base = match link {
+                    LinkType::JuniperAtm1 => 4,
+                    _ => 8,
+                };
+                let cookie = match frame.u8(header)? {
+                    0x54 => base + 2,
+                    0x47 => 8,
+                    _ => base,
+                };
+                let cookie_bytes = frame.slice(header, cookie)?;
+                frame.slice(header + cookie, 2)?;
+                let at = header + cookie;
+                let body = frame.from(at, name);
+                let length = wire_len.saturating_sub(at as u32);
+                match link {
+                    LinkType::JuniperGgsn => match cookie_bytes[2] {
+                        2 => self.ipv4(body.from(0, "ip"), length),
+                        6 => self.ipv6(body.from(0, "ip6"), length),
+                        proto => {
+                            let _ = write!(self.out, "unknown GGSN proto ({proto})");
+                            Ok(())
+                        }
+                    },
+                    LinkType::JuniperAtm1 if cookie_bytes[0] == 0x80 => self.oam(body, length),
+                    _ => self.ip_guess(body, length),
+                }
             }
             LinkType::JuniperPpp => {
                 let length = wire_len.saturating_sub(header as u32);
@@ -788,6 +818,16 @@ impl Printer {
             header & 1
         );
         Ok(())
+    }
+
+    /// tcpdump's guess at a packet without a link header: IPv4 by a first byte of 0x45 to
+    /// 0x4f, IPv6 by 0x60 to 0x6f; anything else prints nothing.
+    fn ip_guess(&mut self, packet: Bytes<'_>, length: u32) -> Step {
+        match packet.u8(0)? {
+            0x45..=0x4f => self.ipv4(packet.from(0, "ip"), length),
+            0x60..=0x6f => self.ipv6(packet.from(0, "ip6"), length),
+            _ => Ok(()),
+        }
     }
 
     /// A switch tag of `len` bytes after the source MAC (Broadcom's, Marvell's DSA and
