@@ -792,6 +792,29 @@ impl Printer {
         Ok(())
     }
 
+    /// An OSI PDU by its NLPID: IP and IPv6 inside, the null network layer's length, and
+    /// (not decoded here: CLNP, ES-IS, IS-IS keep tcpdump's line unmatched) an unknown
+    /// NLPID named, with its bytes.
+    pub(super) fn iso(&mut self, pdu: Bytes<'_>, length: u32) -> Step {
+        match pdu.u8(0)? {
+            0xcc => self.ipv4(pdu.from(1, "ip"), length.saturating_sub(1)),
+            0x8e => self.ipv6(pdu.from(1, "ip6"), length.saturating_sub(1)),
+            0x00 => {
+                let _ = write!(self.out, ", length: {length}");
+                Ok(())
+            }
+            nlpid @ (0x81 | 0x82 | 0x83) => {
+                let _ = write!(self.out, "OSI NLPID 0x{nlpid:02x}, length: {length}");
+                Ok(())
+            }
+            nlpid => {
+                let _ = write!(self.out, "OSI NLPID 0x{nlpid:02x} unknown, length: {length}");
+                self.hex_lines(pdu, length);
+                Ok(())
+            }
+        }
+    }
+
     /// An OAM cell: its header's VPI, VCI, payload type and CLP.
     fn oam(&mut self, cell: Bytes<'_>, length: u32) -> Step {
         // The cell header after the pseudo-header's HEC byte.

@@ -287,6 +287,8 @@ impl Printer {
         match family {
             af::INET => self.ipv4(frame.from(4, "ip"), length),
             family if af::INET6_BSD.contains(&family) => self.ipv6(frame.from(4, "ip6"), length),
+            // BSD's AF_ISO.
+            7 => self.iso(frame.from(4, "iso"), length),
             other => {
                 let _ = write!(self.out, "Unknown AF {other}, length {wire_len}: ");
                 Ok(())
