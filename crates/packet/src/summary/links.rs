@@ -803,7 +803,7 @@ impl Printer {
                 let _ = write!(self.out, ", length: {length}");
                 Ok(())
             }
-            nlpid @ (0x81 | 0x82 | 0x83) => {
+            nlpid @ 0x81..=0x83 => {
                 let _ = write!(self.out, "OSI NLPID 0x{nlpid:02x}, length: {length}");
                 Ok(())
             }
