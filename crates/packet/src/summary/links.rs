@@ -55,6 +55,7 @@ impl Printer {
                 }
                 self.ethernet(&data[header..], wire_len - header as u32)
             }
+            LinkType::Opaque(OpaqueLink::Pktap) => self.pktap(Bytes::new(data, "pktap"), wire_len),
             // tcpdump's quiet mode prints nothing of these.
             LinkType::PppBsdos => Ok(()),
             LinkType::Mfr => self.mfr(Bytes::new(data, "mfr")),
@@ -813,6 +814,29 @@ impl Printer {
                 Ok(())
             }
         }
+    }
+
+    /// Apple's pktap: a header of its own little-endian length (at least 108 bytes) with
+    /// the DLT of what follows at 4; tcpdump's checks of that length, then the packet.
+    fn pktap(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        let b = frame.slice(0, 4)?;
+        let header = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let _ = if wire_len < 108 {
+            write!(self.out, " (packet too short, {wire_len} < 108) (invalid)")
+        } else if header < 108 {
+            write!(self.out, " (pkt_len too small, {header} < 108) (invalid)")
+        } else if header > wire_len {
+            write!(self.out, " (pkt_len too big, {header} > {wire_len}) (invalid)")
+        } else {
+            let rest = frame.from(header as usize, "pktap");
+            frame.slice(0, header as usize)?;
+            let d = frame.slice(4, 4)?;
+            return match u32::from_le_bytes([d[0], d[1], d[2], d[3]]) {
+                1 => self.ethernet(rest.data, wire_len - header),
+                _ => Ok(()),
+            };
+        };
+        Ok(())
     }
 
     /// An OAM cell: its header's VPI, VCI, payload type and CLP.
