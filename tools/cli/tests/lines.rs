@@ -272,7 +272,7 @@ fn the_generated_corpus_gives_tcpdumps_lines() {
 /// left: the protocols Ethernet's own comparisons know (CDP, LLDP, EGP ...); 802.11
 /// management frame bodies; ISO (OSI NLPIDs on BSD loopback and ATM); SNMP on SunATM's
 /// ILMI VCI; FRF.16 first fragments; the Juniper multilink, ES, ATM2, PPPoE/ATM and Frame
-/// Relay PICs; LocalTalk and vsock, which tcpdump decodes and this printer does not.
+/// Relay PICs; LocalTalk, which tcpdump decodes and this printer does not.
 const KNOWN_LINKS: &[(&str, usize)] = &[
     ("EN10MB", 5),
     ("LINUX_SLL", 5),
@@ -330,7 +330,6 @@ const KNOWN_LINKS: &[(&str, usize)] = &[
     ("APPLE_IP_OVER_IEEE1394", 2),
     ("PPP_PPPD", 1),
     ("PKTAP", 3),
-    ("VSOCK", 494),
 ];
 
 /// The sample and a slice of the generated corpus re-framed for every link type weir

@@ -55,6 +55,7 @@ impl Printer {
                 }
                 self.ethernet(&data[header..], wire_len - header as u32)
             }
+            LinkType::Opaque(OpaqueLink::Vsock) => self.vsock(Bytes::new(data, "vsock"), wire_len),
             LinkType::Opaque(OpaqueLink::Pktap) => self.pktap(Bytes::new(data, "pktap"), wire_len),
             // tcpdump's quiet mode prints nothing of these.
             LinkType::PppBsdos => Ok(()),
@@ -814,6 +815,38 @@ impl Printer {
                 Ok(())
             }
         }
+    }
+
+    /// Linux vsock monitoring: source and destination CIDs (little-endian 64-bit) and
+    /// ports, the operation and the transport.
+    fn vsock(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        let h = frame.slice(0, 32)?;
+        let u64le = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&h[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        let u32le = |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+        let u16le = |at: usize| u16::from_le_bytes([h[at], h[at + 1]]);
+        let (op, transport) = (u16le(24), u16le(26));
+        let _ = match transport {
+            0 => write!(self.out, "UNKNOWN"),
+            1 => write!(self.out, "NO_INFO"),
+            2 => write!(self.out, "VIRTIO"),
+            other => write!(self.out, "Invalid transport ({other})"),
+        };
+        let _ = write!(self.out, " {}.{} > {}.{} ", u64le(0), u32le(16), u64le(8), u32le(20));
+        let _ = match op {
+            0 => write!(self.out, "UNKNOWN"),
+            1 => write!(self.out, "CONNECT"),
+            2 => write!(self.out, "DISCONNECT"),
+            3 => write!(self.out, "CONTROL"),
+            4 => write!(self.out, "PAYLOAD"),
+            other => write!(self.out, " invalid op ({other})"),
+        };
+        // tcpdump shows the captured length here.
+        let _ = write!(self.out, ", length {}", frame.len().min(wire_len as usize));
+        Ok(())
     }
 
     /// Apple's pktap: a header of its own little-endian length (at least 108 bytes) with

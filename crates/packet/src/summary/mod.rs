@@ -20,7 +20,7 @@
 //! radiotap fields, SunATM's LANE ID, pflog for packets it cannot decode, Juniper's
 //! header checks), and the link types tcpdump has no printer for `UNSUPPORTED` and a hex
 //! and ASCII dump. What tcpdump decodes there and this printer does not (802.11
-//! management bodies, ISO protocols, SNMP, LocalTalk, vsock, some Juniper PICs)
+//! management bodies, ISO protocols, SNMP, LocalTalk, some Juniper PICs)
 //! still differs, counted per link type by the lines test.
 //!
 //! Two deliberate differences: timestamps are UTC (tcpdump uses the local time zone; the
