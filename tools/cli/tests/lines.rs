@@ -272,7 +272,7 @@ fn the_generated_corpus_gives_tcpdumps_lines() {
 /// left: the protocols Ethernet's own comparisons know (CDP, LLDP, EGP ...); 802.11
 /// management frame bodies; ISO (OSI NLPIDs on BSD loopback and ATM); SNMP on SunATM's
 /// ILMI VCI; FRF.16 first fragments; the Juniper multilink, ES, ATM2, PPPoE/ATM and Frame
-/// Relay PICs; LocalTalk, which tcpdump decodes and this printer does not.
+/// Relay PICs; AppleTalk above DDP, which tcpdump decodes and this printer does not.
 const KNOWN_LINKS: &[(&str, usize)] = &[
     ("EN10MB", 5),
     ("LINUX_SLL", 5),
@@ -306,7 +306,7 @@ const KNOWN_LINKS: &[(&str, usize)] = &[
     ("IEEE802_15_4_NOFCS", 1),
     ("ATM_RFC1483", 20),
     ("IP_OVER_FC", 4),
-    ("LTALK", 497),
+    ("LTALK", 4),
     ("NETANALYZER", 5),
     ("NETANALYZER_TRANSPARENT", 5),
     ("JUNIPER_MLPPP", 125),

@@ -69,6 +69,7 @@ impl Printer {
                 frame.slice(0, len.max(4))?;
                 self.ieee802154(frame.from(len, "802.15.4"))
             }
+            LinkType::Ltalk => self.llap(Bytes::new(data, "llap"), wire_len),
             LinkType::SunAtm => self.sunatm(Bytes::new(data, "sunatm"), wire_len),
             LinkType::FrameRelay => self.frame_relay(Bytes::new(data, "fr"), wire_len),
             LinkType::Ieee80211 => self.ieee80211(Bytes::new(data, "802.11"), wire_len, false),
@@ -846,6 +847,47 @@ impl Printer {
         };
         // tcpdump shows the captured length here.
         let _ = write!(self.out, ", length {}", frame.len().min(wire_len as usize));
+        Ok(())
+    }
+
+    /// LocalTalk: the LLAP header (destination, source, type), then a long DDP header
+    /// (networks, nodes and sockets) and the DDP type.
+    fn llap(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+        frame.slice(0, 3)?;
+        let kind = frame.u8(2)?;
+        if kind != 2 {
+            let _ = write!(
+                self.out,
+                "{} > {} at-lap#{kind} {}",
+                frame.u8(1)?,
+                frame.u8(0)?,
+                wire_len.saturating_sub(3)
+            );
+            return Ok(());
+        }
+        let ddp = frame.from(3, "ddp");
+        // Too short on the wire for the header, or only in the capture.
+        if wire_len.saturating_sub(3) < 13 {
+            let _ = write!(self.out, " [|ddp {}]", wire_len.saturating_sub(3));
+            return Ok(());
+        }
+        ddp.slice(0, 13)?;
+        // Node 255 is the network's broadcast: tcpdump shows the network alone.
+        let addr = |net: u16, node: u8| {
+            if node == 255 {
+                net.to_string()
+            } else {
+                format!("{net}.{node}")
+            }
+        };
+        let (dnet, snet) = (ddp.be16(4)?, ddp.be16(6)?);
+        let (dnode, snode, dskt, sskt) = (ddp.u8(8)?, ddp.u8(9)?, ddp.u8(10)?, ddp.u8(11)?);
+        let length = wire_len.saturating_sub(3 + 13);
+        let _ = write!(self.out, "{}.{sskt} > {}.{dskt}: ", addr(snet, snode), addr(dnet, dnode));
+        let _ = match ddp.u8(12)? {
+            1 => write!(self.out, "at-rtmp {length}"),
+            other => write!(self.out, "at-#{other} {length}"),
+        };
         Ok(())
     }
 

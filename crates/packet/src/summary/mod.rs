@@ -15,12 +15,12 @@
 //! The other link types weir filters are printed as tcpdump 4.99 prints them (`links`):
 //! most show only their payload's line (PPP and its HDLC, pppd, PPPoE and BSD/OS forms,
 //! Cisco HDLC, SLIP, Frame Relay, FDDI, Token Ring, RFC 1483 and CLIP ATM, IP over Fibre
-//! Channel and InfiniBand, ARCnet, netANALYZER, NFLOG, ipnet, 802.11 data frames behind
+//! Channel and InfiniBand, ARCnet, LocalTalk, netANALYZER, NFLOG, ipnet, 802.11 data frames behind
 //! radiotap, AVS, Prism and PPI headers), some a prefix of their own (switch tags, enc,
 //! radiotap fields, SunATM's LANE ID, pflog for packets it cannot decode, Juniper's
 //! header checks), and the link types tcpdump has no printer for `UNSUPPORTED` and a hex
 //! and ASCII dump. What tcpdump decodes there and this printer does not (802.11
-//! management bodies, ISO protocols, SNMP, LocalTalk, some Juniper PICs)
+//! management bodies, ISO protocols, SNMP, AppleTalk above DDP, some Juniper PICs)
 //! still differs, counted per link type by the lines test.
 //!
 //! Two deliberate differences: timestamps are UTC (tcpdump uses the local time zone; the
