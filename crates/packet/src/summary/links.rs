@@ -499,33 +499,35 @@ impl Printer {
         } else {
             write!(self.out, "rule {rule}.{ruleset}.{subrule}/")
         };
+        // tcpdump 4.99's tables, as they are: no name for reason 3, "3(short)" for 4, and
+        // no action 3.
         let reason = frame.u8(3)?;
-        const REASONS: [&str; 15] = [
-            "match",
-            "bad-offset",
-            "fragment",
-            "short",
-            "normalize",
-            "memory",
-            "bad-timestamp",
-            "congestion",
-            "ip-option",
-            "proto-cksum",
-            "state-mismatch",
-            "state-insert",
-            "state-limit",
-            "src-limit",
-            "synproxy",
-        ];
-        let _ = match REASONS.get(usize::from(reason)) {
-            Some(name) => write!(self.out, "{reason}({name}): "),
+        let reason_name = match reason {
+            0 => Some("0(match)"),
+            1 => Some("1(bad-offset)"),
+            2 => Some("2(fragment)"),
+            4 => Some("3(short)"),
+            5 => Some("5(memory)"),
+            6 => Some("6(bad-timestamp)"),
+            7 => Some("7(congestion)"),
+            8 => Some("8(ip-option)"),
+            9 => Some("9(proto-cksum)"),
+            10 => Some("10(state-mismatch)"),
+            11 => Some("11(state-insert)"),
+            12 => Some("12(state-limit)"),
+            13 => Some("13(src-limit)"),
+            14 => Some("14(synproxy)"),
+            _ => None,
+        };
+        let _ = match reason_name {
+            Some(name) => write!(self.out, "{name}: "),
             None => write!(self.out, "unkn({reason}): "),
         };
         const ACTIONS: [&str; 11] = [
             "pass",
             "block",
             "scrub",
-            "noscrub",
+            "",
             "nat",
             "nonat",
             "binat",
@@ -535,7 +537,7 @@ impl Printer {
             "synproxy-drop",
         ];
         let action = frame.u8(2)?;
-        let _ = match ACTIONS.get(usize::from(action)) {
+        let _ = match ACTIONS.get(usize::from(action)).filter(|name| !name.is_empty()) {
             Some(name) => write!(self.out, "{name} "),
             None => write!(self.out, "unkn({action}) "),
         };
@@ -1053,8 +1055,12 @@ impl Printer {
         let mut at = 4usize;
         let mut length = wire_len - 4;
         loop {
-            if length < 4 || !frame.has(at + 4) {
+            if length < 4 {
                 return Ok(());
+            }
+            // The record says there is more than was captured.
+            if !frame.has(at + 4) {
+                return Err("nflog");
             }
             let b = frame.slice(at, 4)?;
             let size = u16::from_le_bytes([b[0], b[1]]);
@@ -1072,8 +1078,11 @@ impl Printer {
                 };
             }
             let size = u32::from(size).next_multiple_of(4);
-            if length < size || !frame.has(at + size as usize) {
+            if length < size {
                 return Ok(());
+            }
+            if !frame.has(at + size as usize) {
+                return Err("nflog");
             }
             at += size as usize;
             length -= size;
