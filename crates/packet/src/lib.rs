@@ -49,7 +49,7 @@ pub mod ppp;
 pub mod sll;
 pub mod summary;
 
-pub use link::{LinkField, LinkInfo, LinkType};
+pub use link::{LinkField, LinkInfo, LinkType, OpaqueLink};
 
 #[cfg(test)]
 mod tests {

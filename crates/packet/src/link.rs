@@ -8,6 +8,10 @@
 //! knows [`LinkType::Ppp`] because `pppoes` reaches it, even though pflang does not take it
 //! as a capture's link type.
 
+mod opaque;
+
+pub use opaque::OpaqueLink;
+
 /// The link types weir knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LinkType {
@@ -173,6 +177,9 @@ pub enum LinkType {
     /// Juniper Voice PIC: a Juniper capture header (its `MGC` magic, flags, extensions) before the
     /// frame.
     JuniperVp,
+    /// Juniper Virtual Server: a Juniper capture header (its `MGC` magic, flags, extensions)
+    /// before the frame.
+    JuniperVs,
     /// Juniper Integrated Service Module: a Juniper capture header (its `MGC` magic, flags, extensions) before the
     /// frame.
     JuniperIsm,
@@ -211,6 +218,9 @@ pub enum LinkType {
     AppleIpOverIeee1394,
     /// PPP as pppd logs it: a direction byte instead of the address, control, protocol.
     PppPppd,
+    /// A link type known only by its name and number (USB, CAN, Bluetooth, netlink ...):
+    /// libpcap compiles only `link[]`-style tests for it.
+    Opaque(OpaqueLink),
 }
 
 /// The facts of one link type.
@@ -238,7 +248,7 @@ pub struct LinkInfo {
 
 impl LinkType {
     /// Every link type, in DLT order.
-    pub const ALL: [LinkType; 82] = [
+    pub const ALL: [LinkType; 152] = [
         LinkType::Null,
         LinkType::Ethernet,
         LinkType::TokenRing,
@@ -279,6 +289,7 @@ impl LinkType {
         LinkType::Mtp2WithPhdr,
         LinkType::Mtp2,
         LinkType::Mtp3,
+        LinkType::Opaque(OpaqueLink::Sccp),
         LinkType::Docsis,
         LinkType::LinuxIrda,
         LinkType::Avs,
@@ -287,7 +298,12 @@ impl LinkType {
         LinkType::PppPppd,
         LinkType::JuniperPppoe,
         LinkType::JuniperPppoeAtm,
+        LinkType::Opaque(OpaqueLink::GprsLlc),
+        LinkType::Opaque(OpaqueLink::GpfT),
+        LinkType::Opaque(OpaqueLink::GpfF),
         LinkType::JuniperPicPeer,
+        LinkType::Opaque(OpaqueLink::ErfEth),
+        LinkType::Opaque(OpaqueLink::ErfPos),
         LinkType::LinuxLapd,
         LinkType::JuniperEther,
         LinkType::JuniperPpp,
@@ -295,37 +311,102 @@ impl LinkType {
         LinkType::JuniperChdlc,
         LinkType::Mfr,
         LinkType::JuniperVp,
+        LinkType::Opaque(OpaqueLink::A429),
+        LinkType::Opaque(OpaqueLink::A653Icm),
+        LinkType::Opaque(OpaqueLink::UsbFreebsd),
+        LinkType::Opaque(OpaqueLink::BluetoothHciH4),
+        LinkType::Opaque(OpaqueLink::Ieee80216MacCps),
+        LinkType::Opaque(OpaqueLink::UsbLinux),
+        LinkType::Opaque(OpaqueLink::Can20b),
         LinkType::Ieee802154Linux,
         LinkType::Ppi,
+        LinkType::Opaque(OpaqueLink::Ieee80216MacCpsRadio),
         LinkType::JuniperIsm,
         LinkType::Ieee802154,
+        LinkType::Opaque(OpaqueLink::Sita),
         LinkType::Erf,
+        LinkType::Opaque(OpaqueLink::Raif1),
+        LinkType::Opaque(OpaqueLink::IpmbKontron),
         LinkType::JuniperSt,
+        LinkType::Opaque(OpaqueLink::BluetoothHciH4WithPhdr),
         LinkType::Ax25Kiss,
+        LinkType::Opaque(OpaqueLink::IpmbLinux),
         LinkType::Ieee802154NonaskPhy,
+        LinkType::Opaque(OpaqueLink::LinuxEvdev),
+        LinkType::Opaque(OpaqueLink::Mpls),
+        LinkType::Opaque(OpaqueLink::UsbLinuxMmapped),
+        LinkType::Opaque(OpaqueLink::Dect),
+        LinkType::Opaque(OpaqueLink::Aos),
+        LinkType::Opaque(OpaqueLink::Wihart),
+        LinkType::Opaque(OpaqueLink::Fc2),
+        LinkType::Opaque(OpaqueLink::Fc2WithFrameDelims),
         LinkType::Ipnet,
+        LinkType::Opaque(OpaqueLink::CanSocketcan),
         LinkType::Ipv4,
         LinkType::Ipv6,
         LinkType::Ieee802154Nofcs,
+        LinkType::Opaque(OpaqueLink::Dbus),
+        LinkType::JuniperVs,
         LinkType::JuniperSrxE2e,
         LinkType::JuniperFibreChannel,
+        LinkType::Opaque(OpaqueLink::DvbCi),
+        LinkType::Opaque(OpaqueLink::Mux27010),
+        LinkType::Opaque(OpaqueLink::Stanag5066DPdu),
         LinkType::JuniperAtmCemic,
         LinkType::Nflog,
         LinkType::NetAnalyzer,
         LinkType::NetAnalyzerTransparent,
         LinkType::IpOverIb,
+        LinkType::Opaque(OpaqueLink::Mpeg2Ts),
+        LinkType::Opaque(OpaqueLink::Ng40),
+        LinkType::Opaque(OpaqueLink::NfcLlcp),
         LinkType::Pfsync,
+        LinkType::Opaque(OpaqueLink::Infiniband),
+        LinkType::Opaque(OpaqueLink::Sctp),
+        LinkType::Opaque(OpaqueLink::Usbpcap),
+        LinkType::Opaque(OpaqueLink::RtacSerial),
+        LinkType::Opaque(OpaqueLink::BluetoothLeLl),
+        LinkType::Opaque(OpaqueLink::Netlink),
+        LinkType::Opaque(OpaqueLink::BluetoothLinuxMonitor),
+        LinkType::Opaque(OpaqueLink::BluetoothBredrBb),
+        LinkType::Opaque(OpaqueLink::BluetoothLeLlWithPhdr),
+        LinkType::Opaque(OpaqueLink::ProfibusDl),
+        LinkType::Opaque(OpaqueLink::Pktap),
+        LinkType::Opaque(OpaqueLink::Epon),
+        LinkType::Opaque(OpaqueLink::IpmiHpm2),
+        LinkType::Opaque(OpaqueLink::ZwaveR1R2),
+        LinkType::Opaque(OpaqueLink::ZwaveR3),
+        LinkType::Opaque(OpaqueLink::WattstopperDlm),
+        LinkType::Opaque(OpaqueLink::Iso14443),
+        LinkType::Opaque(OpaqueLink::Rds),
+        LinkType::Opaque(OpaqueLink::UsbDarwin),
+        LinkType::Opaque(OpaqueLink::Openflow),
+        LinkType::Opaque(OpaqueLink::Sdlc),
+        LinkType::Opaque(OpaqueLink::TiLlnSniffer),
+        LinkType::Opaque(OpaqueLink::Vsock),
+        LinkType::Opaque(OpaqueLink::NordicBle),
+        LinkType::Opaque(OpaqueLink::Docsis31Xra31),
+        LinkType::Opaque(OpaqueLink::EthernetMpacket),
+        LinkType::Opaque(OpaqueLink::DisplayportAux),
         LinkType::LinuxSll2,
+        LinkType::Opaque(OpaqueLink::Openvizsla),
+        LinkType::Opaque(OpaqueLink::Ebhscr),
+        LinkType::Opaque(OpaqueLink::VppDispatch),
         LinkType::DsaTagBrcm,
         LinkType::DsaTagBrcmPrepend,
         LinkType::Ieee802154Tap,
         LinkType::DsaTagDsa,
         LinkType::DsaTagEdsa,
+        LinkType::Opaque(OpaqueLink::Elee),
+        LinkType::Opaque(OpaqueLink::ZWaveSerial),
+        LinkType::Opaque(OpaqueLink::Usb20),
+        LinkType::Opaque(OpaqueLink::AtscAlp),
     ];
 
     /// This link type's row.
     pub const fn info(self) -> &'static LinkInfo {
         match self {
+            LinkType::Opaque(opaque) => opaque.info(),
             LinkType::Null => &LinkInfo {
                 name: "NULL",
                 aliases: &[],
@@ -1011,6 +1092,16 @@ impl LinkType {
                 header_len: 0,
                 type_offset: Some(18),
             },
+            LinkType::JuniperVs => &LinkInfo {
+                name: "JUNIPER_VS",
+                aliases: &[],
+                dlt: 232,
+                linktype: 232,
+                other_numbers: &[],
+                description: "Juniper Virtual Server",
+                header_len: 0,
+                type_offset: Some(8),
+            },
             LinkType::JuniperSrxE2e => &LinkInfo {
                 name: "JUNIPER_SRX_E2E",
                 aliases: &[],
@@ -1206,6 +1297,7 @@ impl LinkType {
                 | LinkType::JuniperFrelay
                 | LinkType::JuniperChdlc
                 | LinkType::JuniperVp
+                | LinkType::JuniperVs
                 | LinkType::JuniperIsm
                 | LinkType::JuniperSt
                 | LinkType::JuniperSrxE2e

@@ -32,6 +32,8 @@
 //!   type, addresses, length and header CRC.
 //! - netANALYZER: a 4-byte pseudo-header before the Ethernet frame (and, transparent,
 //!   the preamble and SFD).
+//! - Link types known by name only (USB, CAN, Bluetooth, netlink ...): a header of the
+//!   usual length (USB's 48 or 64 bytes, SocketCAN's 8 ...) made of the packet's bytes.
 //! - Juniper: the `MGC` magic (now and then damaged), flags and the PIC's header, before
 //!   the payload (the whole Ethernet frame for the Ethernet and PPPoE PICs); PIC peer,
 //!   FRF.16 and AX.25 captures: a 4-byte header.
@@ -55,12 +57,28 @@
 //!
 //! A record cut short stays cut short by the same number of bytes.
 
-use weir_packet::{ethertype, LinkType};
+use weir_packet::{ethertype, LinkType, OpaqueLink};
 
 use crate::Packet;
 
-/// The link types [`reframe`] produces.
-pub const LINK_TYPES: [LinkType; 74] = [
+/// The link types [`reframe`] produces: [`NAMED_LINK_TYPES`], then every [`OpaqueLink`].
+pub const LINK_TYPES: [LinkType; NAMED_LINK_TYPES.len() + OpaqueLink::ALL.len()] = {
+    let mut all = [LinkType::Ethernet; NAMED_LINK_TYPES.len() + OpaqueLink::ALL.len()];
+    let mut i = 0;
+    while i < NAMED_LINK_TYPES.len() {
+        all[i] = NAMED_LINK_TYPES[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < OpaqueLink::ALL.len() {
+        all[i + j] = LinkType::Opaque(OpaqueLink::ALL[j]);
+        j += 1;
+    }
+    all
+};
+
+/// The link types [`reframe`] frames with knowledge of their headers.
+pub const NAMED_LINK_TYPES: [LinkType; 75] = [
     LinkType::Radiotap,
     LinkType::Ieee80211,
     LinkType::Avs,
@@ -119,6 +137,7 @@ pub const LINK_TYPES: [LinkType; 74] = [
     LinkType::JuniperFrelay,
     LinkType::JuniperChdlc,
     LinkType::JuniperVp,
+    LinkType::JuniperVs,
     LinkType::JuniperIsm,
     LinkType::JuniperSt,
     LinkType::JuniperSrxE2e,
@@ -365,6 +384,22 @@ pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
                 return finish(packet, link, h, vec![(hash >> 56) as u8 % 6]);
             }
             h.extend_from_slice(&label);
+            (h, payload.to_vec())
+        }
+        // Filters read nothing but `link[]` here: a header of the usual length of the
+        // type's own (USB's 48 or 64 bytes, SocketCAN's 8, Bluetooth H4's packet
+        // indicator, a pseudo-header's 4), its bytes from the packet, then the payload.
+        LinkType::Opaque(opaque) => {
+            let len = match opaque {
+                OpaqueLink::UsbLinux => 48,
+                OpaqueLink::UsbLinuxMmapped => 64,
+                OpaqueLink::CanSocketcan | OpaqueLink::Can20b => 8,
+                OpaqueLink::BluetoothHciH4 => 1,
+                OpaqueLink::BluetoothHciH4WithPhdr => 5,
+                OpaqueLink::Netlink => 16,
+                _ => 4 * ((hash >> 4) % 3) as usize,
+            };
+            let h: Vec<u8> = (0..len).map(|i| (hash >> ((i * 5) % 56)) as u8 ^ byte(i)).collect();
             (h, payload.to_vec())
         }
         LinkType::JuniperPicPeer | LinkType::Mfr | LinkType::Ax25Kiss => {

@@ -7,7 +7,7 @@ use super::{Bytes, Printer, Step};
 use crate::llcsap;
 
 /// EtherTypes tcpdump names but does not decode.
-fn ethertype_name(kind: u16) -> Option<&'static str> {
+pub(super) fn ethertype_name(kind: u16) -> Option<&'static str> {
     Some(match kind {
         0x0600 => "NS",
         0x1000 => "Trail",
@@ -24,6 +24,18 @@ fn ethertype_name(kind: u16) -> Option<&'static str> {
         0x88e5 => "802.1AE MACsec",
         0x893a => "IEEE1905.1",
         _ => return None,
+    })
+}
+
+/// The names tcpdump gives EtherTypes where it shows one it did not decode: the VLAN tags
+/// (which only Ethernet and cooked captures decode) and [`ethertype_name`]'s.
+pub(super) fn ethertype_label(kind: u16) -> Option<&'static str> {
+    Some(match kind {
+        0x8100 => "802.1Q",
+        0x88a8 => "802.1Q-QinQ",
+        0x9100 => "802.1Q-9100",
+        0x9200 => "802.1Q-9200",
+        _ => return ethertype_name(kind),
     })
 }
 
@@ -79,6 +91,21 @@ impl Printer {
                 llcsap::SNAP => {
                     if let Some(step) = self.snap(llc.from(3, "snap"), length - 3) {
                         return step;
+                    }
+                    // Encapsulated Ethernet of a type not decoded: tcpdump names the type.
+                    let snap = llc.from(3, "snap");
+                    if length >= 8 && snap.slice(0, 3)? == [0, 0, 0] {
+                        let kind = snap.be16(3)?;
+                        if let Some((src, dst)) = macs {
+                            let _ = write!(self.out, "{src} > {dst} ");
+                        }
+                        let name = ethertype_label(kind).unwrap_or("Unknown");
+                        let _ = write!(
+                            self.out,
+                            "SNAP, ethertype {name} (0x{kind:04x}), length {}: ",
+                            length - 8
+                        );
+                        return Ok(());
                     }
                 }
                 _ => {}

@@ -24,7 +24,7 @@ impl Printer {
         })
     }
 
-    fn pppoe(&mut self, pppoe: Bytes<'_>, length: u32) -> Step {
+    pub(super) fn pppoe(&mut self, pppoe: Bytes<'_>, length: u32) -> Step {
         if length < 6 {
             let _ = write!(self.out, " (length {length} < 6) (invalid)");
             return Ok(());
@@ -120,7 +120,11 @@ impl Printer {
             length -= 2;
             proto
         };
-        let payload = frame.from(at, "ppp");
+        self.ppp_protocol(proto, frame.from(at, "ppp"), length)
+    }
+
+    /// What follows a PPP header of protocol `proto`.
+    pub(super) fn ppp_protocol(&mut self, proto: u16, payload: Bytes<'_>, length: u32) -> Step {
         match proto {
             0xc021 | 0x8021 | 0x8023 | 0x8281 | 0x8057 | 0x80fd | 0xc02b => {
                 let name = ppp_name(proto).unwrap_or("");
@@ -264,15 +268,44 @@ fn pppoe_tag(tag: u16) -> String {
     name.to_string()
 }
 
-fn ppp_name(proto: u16) -> Option<&'static str> {
+/// tcpdump's names of PPP protocols (its `ppptype2str`).
+pub(super) fn ppp_name(proto: u16) -> Option<&'static str> {
     Some(match proto {
-        0xc021 => "LCP",
+        0x0021 => "IP",
+        0x0023 => "OSI",
+        0x0025 => "NS",
+        0x0027 => "DECNET",
+        0x0029 => "APPLE",
+        0x002b => "IPX",
+        0x002d => "VJC IP",
+        0x002f => "VJNC IP",
+        0x0031 => "BRPDU",
+        0x0033 => "STII",
+        0x0035 => "VINES",
+        0x003d => "ML",
+        0x0057 => "IP6",
+        0x00fd => "COMP",
+        0x0201 => "HELLO",
+        0x0231 => "LUXCOM",
+        0x0233 => "SNS",
+        0x0281 | 0x0283 => "MPLS",
         0x8021 => "IPCP",
         0x8023 => "OSICP",
-        0x8281 => "MPLSCP",
+        0x8025 => "NSCP",
+        0x8027 => "DECNETCP",
+        0x8029 => "APPLECP",
+        0x802b => "IPXCP",
+        0x8033 => "STIICP",
+        0x8035 => "VINESCP",
         0x8057 => "IP6CP",
+        0x8281 => "MPLSCP",
         0x80fd => "CCP",
+        0xc021 => "LCP",
+        0xc023 => "PAP",
+        0xc025 => "LQM",
+        0xc223 => "CHAP",
         0xc02b => "BACP",
+        0xc02d => "BAP",
         _ => return None,
     })
 }

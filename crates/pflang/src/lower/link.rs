@@ -18,10 +18,28 @@ use super::arith::displaced_offset;
 use super::{CompileError, Layer, Lowerer};
 use crate::ast::Span;
 
-pub use weir_packet::LinkType;
+pub use weir_packet::{LinkType, OpaqueLink};
 
-/// The capture link types pflang compiles filters for, in the order messages list them.
-pub const LINK_TYPES: [LinkType; 82] = [
+/// The capture link types pflang compiles filters for, in the order messages list them:
+/// the ones with protocol knowledge first ([`NAMED_LINK_TYPES`]), then every
+/// [`OpaqueLink`], on which only `link[]`-style tests compile.
+pub const LINK_TYPES: [LinkType; NAMED_LINK_TYPES.len() + OpaqueLink::ALL.len()] = {
+    let mut all = [LinkType::Ethernet; NAMED_LINK_TYPES.len() + OpaqueLink::ALL.len()];
+    let mut i = 0;
+    while i < NAMED_LINK_TYPES.len() {
+        all[i] = NAMED_LINK_TYPES[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < OpaqueLink::ALL.len() {
+        all[i + j] = LinkType::Opaque(OpaqueLink::ALL[j]);
+        j += 1;
+    }
+    all
+};
+
+/// The link types pflang compiles filters for that weir knows more of than a name.
+pub const NAMED_LINK_TYPES: [LinkType; 83] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
@@ -88,6 +106,7 @@ pub const LINK_TYPES: [LinkType; 82] = [
     LinkType::JuniperFrelay,
     LinkType::JuniperChdlc,
     LinkType::JuniperVp,
+    LinkType::JuniperVs,
     LinkType::JuniperIsm,
     LinkType::JuniperSt,
     LinkType::JuniperSrxE2e,
@@ -132,6 +151,20 @@ pub fn protocol_tests_refused(link: LinkType) -> Option<&'static str> {
         | LinkType::Ieee802154NonaskPhy
         | LinkType::Ieee802154Nofcs
         | LinkType::Ieee802154Tap => "IEEE 802.15.4",
+        // gencode's own names for some; its description for the rest.
+        LinkType::Opaque(opaque) => match opaque {
+            OpaqueLink::UsbFreebsd
+            | OpaqueLink::UsbLinux
+            | OpaqueLink::UsbLinuxMmapped
+            | OpaqueLink::Usbpcap => "USB",
+            OpaqueLink::BluetoothHciH4 | OpaqueLink::BluetoothHciH4WithPhdr => "Bluetooth",
+            OpaqueLink::Can20b | OpaqueLink::CanSocketcan => "CAN",
+            OpaqueLink::Ieee80216MacCpsRadio => "IEEE 802.16",
+            OpaqueLink::Sita => "SITA",
+            OpaqueLink::Raif1 => "RAIF1",
+            OpaqueLink::IpmbKontron | OpaqueLink::IpmbLinux => "IPMB",
+            _ => link.description(),
+        },
         _ => return None,
     })
 }
@@ -300,6 +333,7 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::JuniperFrelay
         | LinkType::JuniperChdlc
         | LinkType::JuniperVp
+        | LinkType::JuniperVs
         | LinkType::JuniperIsm
         | LinkType::JuniperSt
         | LinkType::JuniperSrxE2e
@@ -352,6 +386,7 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         | LinkType::SymantecFirewall
         | LinkType::AppleIpOverIeee1394
         | LinkType::PppPppd
+        | LinkType::Opaque(_)
         | LinkType::Ppp => plain(link.type_offset(), link.header_len(), 0, 0),
     }
 }
@@ -376,6 +411,7 @@ fn juniper_offsets(link: LinkType) -> (i32, i32, i32) {
         LinkType::JuniperFrelay => (4, 0, -1),
         LinkType::JuniperChdlc => (4, 0, -1),
         LinkType::JuniperVp => (-1, -1, -1),
+        LinkType::JuniperVs => (-1, -1, -1),
         LinkType::JuniperIsm => (-1, -1, -1),
         LinkType::JuniperSt => (-1, -1, -1),
         LinkType::JuniperSrxE2e => (-1, -1, -1),
@@ -445,6 +481,7 @@ impl Lowerer<'_> {
             | LinkType::JuniperFrelay
             | LinkType::JuniperChdlc
             | LinkType::JuniperVp
+            | LinkType::JuniperVs
             | LinkType::JuniperIsm
             | LinkType::JuniperSt
             | LinkType::JuniperSrxE2e
@@ -518,7 +555,8 @@ impl Lowerer<'_> {
             | LinkType::JuniperPicPeer
             | LinkType::Erf
             | LinkType::Mfr
-            | LinkType::Ax25Kiss) => {
+            | LinkType::Ax25Kiss
+            | LinkType::Opaque(_)) => {
                 let name = protocol_tests_refused(link).unwrap_or_else(|| link.description());
                 return Err(CompileError::new(
                     span,

@@ -201,7 +201,8 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         | LinkType::JuniperPicPeer
         | LinkType::Erf
         | LinkType::Mfr
-        | LinkType::Ax25Kiss => vec![],
+        | LinkType::Ax25Kiss
+        | LinkType::Opaque(_) => vec![],
         // Handled above.
         LinkType::JuniperMlppp
         | LinkType::JuniperMlfr
@@ -219,6 +220,7 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         | LinkType::JuniperFrelay
         | LinkType::JuniperChdlc
         | LinkType::JuniperVp
+        | LinkType::JuniperVs
         | LinkType::JuniperIsm
         | LinkType::JuniperSt
         | LinkType::JuniperSrxE2e
