@@ -156,3 +156,44 @@ fn nothing_in_a_comment_is_read() {
     let p = program("match { # { => x(\n  tcp => a # } otherwise => b\n}");
     assert_eq!(p.handlers, vec!["a".to_string()]);
 }
+
+/// Mutated programs (characters deleted, inserted and replaced, multi-byte ones among
+/// them) are parsed or refused, never a panic, and every error renders with its line.
+#[test]
+fn mutated_programs_never_panic() {
+    let alphabet: Vec<char> =
+        "{}()[]=>#&,:\n \tmatchotherwiseiptcp0123456789+-*/<>!äé€".chars().collect();
+    let mut rng = weir_testkit::SplitMix64::new(0x15);
+    let names = NameDb::builtin();
+    let (mut ok, mut refused) = (0, 0);
+    for _ in 0..4000 {
+        let mut chars: Vec<char> = ISSUE_EXAMPLE.chars().collect();
+        for _ in 0..1 + rng.below_usize(4) {
+            let at = rng.below_usize(chars.len() + 1);
+            let c = alphabet[rng.below_usize(alphabet.len())];
+            match rng.below(3) {
+                0 if at < chars.len() => {
+                    chars.remove(at);
+                }
+                1 if at < chars.len() => chars[at] = c,
+                _ => chars.insert(at, c),
+            }
+        }
+        let src: String = chars.into_iter().collect();
+        match parse(&src, LinkType::Ethernet, &names) {
+            Ok(p) => {
+                ok += 1;
+                let d = Dispatch::compile(&p);
+                let pkt = ipv4([1, 2, 3, 4], [5, 6, 7, 8], 6, 5, 40);
+                assert_eq!(d.run(&pkt, 54), p.reference(&pkt, 54), "{src}");
+            }
+            Err(e) => {
+                refused += 1;
+                let r = e.render();
+                assert!(r.starts_with(&format!("line {}: error at column ", e.line)), "{r}");
+                assert!(src.lines().any(|l| l == e.line_text) || e.line_text.is_empty(), "{r}");
+            }
+        }
+    }
+    assert!(ok > 100 && refused > 100, "{ok} parsed, {refused} refused");
+}

@@ -158,8 +158,8 @@ fn compiled_dispatch_agrees_with_reference_and_pflang() {
         names: names.clone(),
     };
     let oracle = Oracle { options: &options, names: &names };
-    let packets = corpus(0x15, 48);
-    let programs = 3000;
+    let packets = corpus(0x15, 40);
+    let programs = 10_000;
     let (mut matched, mut unmatched, mut with_args) = (0usize, 0usize, 0usize);
     for n in 0..programs {
         let model = g.clauses(0);
