@@ -1,17 +1,18 @@
-//! The compiled dispatch: per clause one optimized predicate (the test and the protocol
-//! checks of the handler's arguments together, so the optimizer decides a shared header
-//! test once), tried in order, each on its own evaluator so that an abort fails that clause
-//! only.
+//! The compiled dispatch: the whole match lowered to one filter IR predicate, clause
+//! boundaries marked by [`Pred::Try`] (an abort inside a clause is that clause's false,
+//! as it is for the clause's own filter), results in scratch slots.
 //!
-//! Why not yet one predicate for the whole match: the filter IR has no construct that
-//! confines an abort to a part of a filter, and the optimizer's guard hoisting
-//! (`opt::insert_guards`) would lift a length check out of one clause into a place where
-//! its failure rejects the packets another clause accepts. That construct (a `Try` that
-//! turns an abort inside it into false, a boundary no guard crosses) is the next step.
+//! Why `Try` and no more: a clause's test must fail alone, and the optimizer's guard
+//! hoisting (`opt::insert_guards`) would otherwise lift a length check out of one clause to
+//! where its failure ends the whole dispatch, losing the packets a later clause takes. The
+//! optimizer treats a `Try` as opaque from outside, so the sharing it finds is within a
+//! clause (its test with its arguments' checks); sharing header tests across clauses is
+//! the next step (facts learned by a clause's test that hold whether it ended true or
+//! false).
 
 use std::fmt;
 
-use weir_filter::{opt, Evaluator, Expr, Filter, Pred};
+use weir_filter::{opt, Evaluator, Expr, Filter, Pred, SCRATCH_SLOTS};
 
 use crate::{Body, Clause, Program, Test};
 
@@ -24,178 +25,184 @@ pub struct Outcome {
     pub args: Vec<u32>,
 }
 
-/// A compiled match program.
+/// A compiled match program: one filter IR predicate for the whole match. Each clause is
+/// a [`Pred::Try`] (its test and its arguments' checks optimized together, then its
+/// arguments and the handler stored to result slots), so an abort fails that clause only;
+/// a nested match is `try(test) and (inner clauses or true)`, which ends dispatch there
+/// whether or not an inner clause matched. The handler slot holds the handler's index
+/// plus one (0: none).
 #[derive(Debug, Clone)]
 pub struct Dispatch {
-    nodes: Vec<Node>,
+    filter: Filter,
+    handler_slot: u8,
+    arg_slots: Vec<u8>,
     handlers: Vec<String>,
-}
-
-#[derive(Debug, Clone)]
-struct Node {
-    /// 1-based source line of the clause.
-    line: usize,
-    pred: Pred,
-    action: Action,
-}
-
-#[derive(Debug, Clone)]
-enum Action {
-    Handler { handler: usize, args: Vec<ArgCode> },
-    Nested(Vec<Node>),
-}
-
-#[derive(Debug, Clone)]
-struct ArgCode {
-    /// Checks kept apart from the clause's predicate: those that use scratch slots, which
-    /// the test's own stores must not meet.
-    own_checks: Option<Pred>,
-    value: Expr,
+    arities: Vec<usize>,
 }
 
 impl Dispatch {
-    pub fn compile(program: &Program) -> Dispatch {
-        Dispatch { nodes: compile_list(&program.clauses), handlers: program.handlers.clone() }
+    /// Lowers the program. Fails only when the clauses leave too few of the
+    /// [`SCRATCH_SLOTS`] scratch slots free for the handler index and the arguments.
+    pub fn compile(program: &Program) -> Result<Dispatch, String> {
+        let mut used = 0u32;
+        let mut arities = vec![0usize; program.handlers.len()];
+        survey(&program.clauses, &mut used, &mut arities);
+        let need = 1 + arities.iter().copied().max().unwrap_or(0);
+        let free: Vec<u8> =
+            (0..SCRATCH_SLOTS).rev().filter(|s| used & (1u32 << s) == 0).take(need).collect();
+        let Some((&handler_slot, arg_slots)) = free.split_first().filter(|_| free.len() == need)
+        else {
+            return Err(format!(
+                "the match needs {need} free scratch slots (the handler and {} arguments), and \
+                 its tests and arguments leave {}",
+                need - 1,
+                free.len()
+            ));
+        };
+        let slots = Slots { handler: handler_slot, args: arg_slots };
+        let pred = lower_list(&program.clauses, &slots);
+        Ok(Dispatch {
+            filter: opt::optimize_owned(Filter::new(pred)),
+            handler_slot,
+            arg_slots: arg_slots.to_vec(),
+            handlers: program.handlers.clone(),
+            arities,
+        })
     }
 
     /// The handler and arguments for one packet; the same as [`Program::reference`].
     pub fn run(&self, packet: &[u8], wire_len: u32) -> Outcome {
-        run_list(&self.nodes, packet, wire_len)
-            .unwrap_or(Outcome { handler: None, args: Vec::new() })
+        let none = Outcome { handler: None, args: Vec::new() };
+        let mut e = Evaluator::new(packet, wire_len);
+        if e.pred(&self.filter.pred) != Ok(true) {
+            return none;
+        }
+        let Ok(h) = e.expr(&Expr::Scratch(self.handler_slot)) else { return none };
+        let Some(h) = h.checked_sub(1).map(|h| h as usize) else { return none };
+        let arity = self.arities.get(h).copied().unwrap_or(0);
+        let args = self
+            .arg_slots
+            .iter()
+            .take(arity)
+            .map(|&s| e.expr(&Expr::Scratch(s)).unwrap_or(0))
+            .collect();
+        Outcome { handler: Some(h), args }
     }
 
     /// The handler names, as in [`Program::handlers`].
     pub fn handlers(&self) -> &[String] {
         &self.handlers
     }
+
+    /// The one predicate (`weir match --explain`).
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
 }
 
-fn compile_list(clauses: &[Clause]) -> Vec<Node> {
-    clauses.iter().map(compile_clause).collect()
+struct Slots<'a> {
+    handler: u8,
+    args: &'a [u8],
 }
 
-fn compile_clause(clause: &Clause) -> Node {
+/// The scratch slots the clauses use, and each handler's arity.
+fn survey(clauses: &[Clause], used: &mut u32, arities: &mut [usize]) {
+    for c in clauses {
+        if let Test::Filter { filter, .. } = &c.test {
+            *used |= pred_slots(&filter.pred);
+        }
+        match &c.body {
+            Body::Nested(inner) => survey(inner, used, arities),
+            Body::Handler { handler, args } => {
+                for a in args {
+                    *used |= a.checks.iter().fold(expr_slots(&a.value), |m, p| m | pred_slots(p));
+                }
+                if let Some(n) = arities.get_mut(*handler) {
+                    *n = args.len();
+                }
+            }
+        }
+    }
+}
+
+fn lower_list(clauses: &[Clause], slots: &Slots<'_>) -> Pred {
+    Pred::Or(clauses.iter().map(|c| lower_clause(c, slots)).collect())
+}
+
+fn lower_clause(clause: &Clause, slots: &Slots<'_>) -> Pred {
     let test = match &clause.test {
         Test::Otherwise => Pred::Const(true),
         Test::Filter { filter, .. } => filter.pred.clone(),
     };
     match &clause.body {
-        Body::Nested(inner) => Node {
-            line: clause.line,
-            pred: opt::optimize_owned(Filter::new(test)).pred,
-            action: Action::Nested(compile_list(inner)),
-        },
+        Body::Nested(inner) => {
+            let test = opt::optimize_owned(Filter::new(test)).pred;
+            Pred::And(vec![
+                Pred::Try(Box::new(test)),
+                Pred::Or(vec![lower_list(inner, slots), Pred::Const(true)]),
+            ])
+        }
         Body::Handler { handler, args } => {
+            // The test and every argument's checks first, optimized together (they share
+            // header tests); then the values, then the handler: a store happens only when
+            // everything before it held.
+            // An argument that uses scratch slots keeps its checks beside its value: the
+            // optimizer would take the stores its value reads for dead.
+            let private = |a: &&crate::Arg| {
+                expr_slots(&a.value) != 0 || a.checks.iter().any(|c| pred_slots(c) != 0)
+            };
             let mut parts = vec![test];
-            let mut codes = Vec::with_capacity(args.len());
-            for arg in args {
-                let private =
-                    arg.checks.iter().any(pred_uses_scratch) || expr_uses_scratch(&arg.value);
-                if private {
-                    codes.push(ArgCode {
-                        own_checks: Some(Pred::and(arg.checks.iter().cloned())),
-                        value: arg.value.clone(),
-                    });
-                } else {
-                    parts.extend(arg.checks.iter().cloned());
-                    codes.push(ArgCode { own_checks: None, value: arg.value.clone() });
+            parts
+                .extend(args.iter().filter(|a| !private(a)).flat_map(|a| a.checks.iter().cloned()));
+            let mut body = vec![opt::optimize_owned(Filter::new(Pred::and(parts))).pred];
+            for (a, &slot) in args.iter().zip(slots.args) {
+                if private(&a) {
+                    body.extend(a.checks.iter().cloned());
                 }
+                body.push(Pred::Store { slot, value: a.value.clone() });
             }
-            Node {
-                line: clause.line,
-                pred: opt::optimize_owned(Filter::new(Pred::and(parts))).pred,
-                action: Action::Handler { handler: *handler, args: codes },
-            }
+            let index = u32::try_from(*handler).unwrap_or(u32::MAX).saturating_add(1);
+            body.push(Pred::Store { slot: slots.handler, value: Expr::Const(index) });
+            Pred::Try(Box::new(Pred::And(body)))
         }
     }
 }
 
-fn run_list(nodes: &[Node], packet: &[u8], wire_len: u32) -> Option<Outcome> {
-    for node in nodes {
-        // A fresh evaluator per clause: an abort here fails this clause only.
-        if Evaluator::new(packet, wire_len).pred(&node.pred) != Ok(true) {
-            continue;
-        }
-        match &node.action {
-            Action::Nested(inner) => return run_list(inner, packet, wire_len),
-            Action::Handler { handler, args } => {
-                let values: Option<Vec<u32>> = args
-                    .iter()
-                    .map(|a| {
-                        let mut e = Evaluator::new(packet, wire_len);
-                        if let Some(checks) = &a.own_checks {
-                            if e.pred(checks) != Ok(true) {
-                                return None;
-                            }
-                        }
-                        e.expr(&a.value).ok()
-                    })
-                    .collect();
-                if let Some(args) = values {
-                    return Some(Outcome { handler: Some(*handler), args });
-                }
-            }
-        }
-    }
-    None
-}
-
-fn expr_uses_scratch(e: &Expr) -> bool {
+fn expr_slots(e: &Expr) -> u32 {
     match e {
-        Expr::Const(_) | Expr::WireLen => false,
-        Expr::Scratch(_) => true,
-        Expr::Load { offset, .. } => expr_uses_scratch(offset),
-        Expr::Binary { lhs, rhs, .. } => expr_uses_scratch(lhs) || expr_uses_scratch(rhs),
-        Expr::Neg(a) => expr_uses_scratch(a),
+        Expr::Const(_) | Expr::WireLen => 0,
+        Expr::Scratch(s) => 1u32.checked_shl(u32::from(*s)).unwrap_or(0),
+        Expr::Load { offset, .. } => expr_slots(offset),
+        Expr::Binary { lhs, rhs, .. } => expr_slots(lhs) | expr_slots(rhs),
+        Expr::Neg(a) => expr_slots(a),
     }
 }
 
-fn pred_uses_scratch(p: &Pred) -> bool {
+/// Slots read or written anywhere in `p`.
+fn pred_slots(p: &Pred) -> u32 {
     match p {
-        Pred::Const(_) | Pred::Guard(_) => false,
-        Pred::Store { .. } => true,
-        Pred::Cmp { lhs, rhs, .. } => expr_uses_scratch(lhs) || expr_uses_scratch(rhs),
-        Pred::In { value, .. } => expr_uses_scratch(value),
-        Pred::And(ps) | Pred::Or(ps) => ps.iter().any(pred_uses_scratch),
-        Pred::Not(p) => pred_uses_scratch(p),
-        Pred::Chain(c) => expr_uses_scratch(&c.next) || expr_uses_scratch(&c.offset),
+        Pred::Const(_) | Pred::Guard(_) => 0,
+        Pred::Store { slot, value } => {
+            1u32.checked_shl(u32::from(*slot)).unwrap_or(0) | expr_slots(value)
+        }
+        Pred::Cmp { lhs, rhs, .. } => expr_slots(lhs) | expr_slots(rhs),
+        Pred::In { value, .. } => expr_slots(value),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | pred_slots(q)),
+        Pred::Not(q) | Pred::Try(q) => pred_slots(q),
+        Pred::Chain(c) => expr_slots(&c.next) | expr_slots(&c.offset),
     }
 }
 
 impl fmt::Display for Dispatch {
-    /// The decision structure (`weir match --explain`): per clause its optimized
-    /// predicate and what follows when it holds.
+    /// The decision structure (`weir match --explain`): the result slots and the one
+    /// predicate, as a tree.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_nodes(f, &self.nodes, &self.handlers, 0)
-    }
-}
-
-fn write_nodes(
-    f: &mut fmt::Formatter<'_>,
-    nodes: &[Node],
-    names: &[String],
-    depth: usize,
-) -> fmt::Result {
-    let pad = "  ".repeat(depth);
-    for node in nodes {
-        writeln!(f, "{pad}line {}: if {}", node.line, node.pred)?;
-        match &node.action {
-            Action::Nested(inner) => {
-                writeln!(f, "{pad}  then match (no fall-through):")?;
-                write_nodes(f, inner, names, depth + 2)?;
-            }
-            Action::Handler { handler, args } => {
-                let name = names.get(*handler).map_or("?", String::as_str);
-                let shown: Vec<String> = args
-                    .iter()
-                    .map(|a| match &a.own_checks {
-                        Some(c) => format!("{} [if {c}]", a.value),
-                        None => a.value.to_string(),
-                    })
-                    .collect();
-                writeln!(f, "{pad}  then {name}({})", shown.join(", "))?;
-            }
+        writeln!(f, "handler index + 1 in M[{}] (0: no handler)", self.handler_slot)?;
+        for (h, (name, arity)) in self.handlers.iter().zip(&self.arities).enumerate() {
+            let slots: Vec<String> =
+                self.arg_slots.iter().take(*arity).map(|s| format!("M[{s}]")).collect();
+            writeln!(f, "  {} = {name}({})", h + 1, slots.join(", "))?;
         }
+        writeln!(f, "{:#}", self.filter.pred)
     }
-    writeln!(f, "{pad}else no handler")
 }

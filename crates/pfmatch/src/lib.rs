@@ -4,17 +4,16 @@
 //! each clause's test is compiled by the existing pflang compiler, unchanged, and each
 //! handler argument by the same compiler (as the left side of a relation), so the
 //! dispatch's meaning is pflang's, clause by clause ([`Program::reference`]). [`Dispatch`]
-//! is the compiled form: per clause one optimized filter IR predicate that also carries the
-//! protocol checks of the handler's arguments (the optimizer shares the header tests of the
-//! test and of the arguments), run by the IR's evaluator with an abort confined to its
-//! clause.
+//! is the compiled form: the whole match as one filter IR predicate, each clause inside a
+//! `Pred::Try` (its abort is its false), the handler and arguments stored to scratch
+//! slots, run by the IR's evaluator.
 //!
 //! ```
 //! use weir_pfmatch::{parse, Dispatch};
 //! use weir_pflang::{names::NameDb, LinkType};
 //! let src = "match {\n  tcp => web(&tcp[0]) # a comment\n  otherwise => rest\n}\n";
 //! let program = parse(src, LinkType::Ethernet, &NameDb::builtin()).unwrap();
-//! let dispatch = Dispatch::compile(&program);
+//! let dispatch = Dispatch::compile(&program).unwrap();
 //! let short = [0u8; 10]; // too short for any header: only `otherwise` matches
 //! let out = dispatch.run(&short, 10);
 //! assert_eq!(out.handler.map(|h| program.handlers[h].as_str()), Some("rest"));

@@ -48,7 +48,7 @@ fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, ihl: u8, total: usize) -> Vec<u8>
 fn run(p: &Program, pkt: &[u8]) -> (Option<String>, Vec<u32>) {
     let wire = u32::try_from(pkt.len()).unwrap();
     let reference = p.reference(pkt, wire);
-    let compiled = Dispatch::compile(p).run(pkt, wire);
+    let compiled = Dispatch::compile(p).unwrap().run(pkt, wire);
     assert_eq!(compiled, reference);
     let Outcome { handler, args } = reference;
     (handler.map(|h| p.handlers[h].clone()), args)
@@ -183,7 +183,7 @@ fn mutated_programs_never_panic() {
         match parse(&src, LinkType::Ethernet, &names) {
             Ok(p) => {
                 ok += 1;
-                let d = Dispatch::compile(&p);
+                let d = Dispatch::compile(&p).unwrap();
                 let pkt = ipv4([1, 2, 3, 4], [5, 6, 7, 8], 6, 5, 40);
                 assert_eq!(d.run(&pkt, 54), p.reference(&pkt, 54), "{src}");
             }

@@ -168,7 +168,7 @@ fn compiled_dispatch_agrees_with_reference_and_pflang() {
         src.push_str("}\n");
         let program = parse(&src, LinkType::Ethernet, &names)
             .unwrap_or_else(|e| panic!("program {n} does not parse: {e}\n{src}"));
-        let dispatch = Dispatch::compile(&program);
+        let dispatch = Dispatch::compile(&program).unwrap();
         for (k, p) in packets.iter().enumerate() {
             let reference = program.reference(&p.data, p.wire_len);
             let compiled = dispatch.run(&p.data, p.wire_len);

@@ -69,7 +69,8 @@ pub fn run(args: &MatchArgs) -> Result<ExitCode, String> {
     for w in &program.warnings {
         eprintln!("weir: {}: {w}", args.program.display());
     }
-    let dispatch = Dispatch::compile(&program);
+    let dispatch =
+        Dispatch::compile(&program).map_err(|e| format!("{}: {e}", args.program.display()))?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let io = |e: std::io::Error| format!("standard output: {e}");
