@@ -487,7 +487,7 @@ fn pred_touches(p: &Pred, out: &mut Vec<Touch>) {
         }
         Pred::In { value, .. } | Pred::Store { value, .. } => expr_touches(value, out),
         Pred::And(parts) | Pred::Or(parts) => parts.iter().for_each(|q| pred_touches(q, out)),
-        Pred::Not(inner) => pred_touches(inner, out),
+        Pred::Not(inner) | Pred::Try(inner) => pred_touches(inner, out),
         Pred::Chain(c) => {
             expr_touches(&c.next, out);
             expr_touches(&c.offset, out);

@@ -166,6 +166,11 @@ fn line(p: &Pred, f: &mut Formatter<'_>, nested: bool) -> fmt::Result {
             f.write_str("not ")?;
             line(q, f, true)
         }
+        Pred::Try(q) => {
+            f.write_str("try(")?;
+            line(q, f, false)?;
+            f.write_char(')')
+        }
         leaf => write_leaf(leaf, f),
     }
 }
@@ -180,6 +185,7 @@ fn write_leaf(p: &Pred, f: &mut Formatter<'_>) -> fmt::Result {
         Pred::In { value, set } => write!(f, "{value} in {set}"),
         Pred::Store { slot, value } => write!(f, "M[{slot}] := {value}"),
         Pred::Guard(n) => write!(f, "guard({n})"),
+        Pred::Try(q) => write!(f, "try({q})"),
         Pred::Chain(c) => write!(
             f,
             "chain{}({}, from {}: {}, at {})",

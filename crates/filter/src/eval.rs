@@ -105,6 +105,7 @@ impl<'a> Evaluator<'a> {
                 true
             }
             Pred::Chain(chain) => self.chain(chain)?,
+            Pred::Try(inner) => self.pred(inner).unwrap_or(false),
         })
     }
 
@@ -207,5 +208,49 @@ mod tests {
         // An abort before the read: nothing read.
         let aborted = Pred::and([Pred::eq(Expr::load_at(10, Size::Byte), 0), read(0)]);
         assert_eq!(check(&aborted), (Err(Abort), false));
+    }
+
+    /// `Try` turns an abort inside into false (stores before the abort stay), and the
+    /// optimizer keeps it a boundary: on packets of every length the optimized filter
+    /// evaluates as the original, and keeps the stores whose slots nothing in it reads.
+    #[test]
+    fn try_confines_an_abort_and_survives_the_optimizer() {
+        let load = |k| Expr::load_at(k, Size::Byte);
+        let clause = |k: u32, slot: u8| {
+            Pred::Try(Box::new(Pred::and([
+                Pred::eq(load(0), 1),
+                Pred::Store { slot, value: Expr::Const(k) },
+                Pred::eq(load(k), 0),
+                Pred::Store { slot: 15, value: Expr::Const(k) },
+            ])))
+        };
+        let f = Filter::new(Pred::or([clause(40, 3), clause(8, 4), clause(2, 5)]));
+        let o = crate::opt::optimize(&f);
+        assert!(crate::opt::has_store(&o.pred), "{o}");
+        for len in 0..48usize {
+            let mut pkt = vec![0u8; len];
+            if let Some(b) = pkt.first_mut() {
+                *b = 1;
+            }
+            let run = |f: &Filter| {
+                let mut e = Evaluator::new(&pkt, 64);
+                let r = e.pred(&f.pred);
+                (r, e.expr(&Expr::Scratch(15)), e.expr(&Expr::Scratch(3)))
+            };
+            let (want, got) = (run(&f), run(&o));
+            assert_eq!(got, want, "length {len}: {o}");
+            // Never an abort; the longest clause that fits wins.
+            let expect = if len > 40 {
+                40
+            } else if len > 8 {
+                8
+            } else if len > 2 {
+                2
+            } else {
+                0
+            };
+            assert_eq!(want.0, Ok(len > 2), "length {len}");
+            assert_eq!(want.1, Ok(expect), "length {len}");
+        }
     }
 }

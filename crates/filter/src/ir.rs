@@ -11,6 +11,7 @@
 //! - [`Expr::Scratch`] slots start at 0 and are written by [`Pred::Store`], which is how
 //!   variable offsets (after `geneve`, say) flow from the test that finds them to later
 //!   primitives, exactly as scratch memory does in classic BPF.
+//! - [`Pred::Try`] confines aborts: inside it, an abort makes it false instead.
 //! - [`Pred::Chain`] is the one loop: libpcap's `protochain` walk over IPv6 extension and
 //!   AH headers ([`Chain`]). A walk makes at most [`CHAIN_HOP_BUDGET`] hops; the hop past
 //!   them aborts.
@@ -191,6 +192,14 @@ pub enum Pred {
     /// A header-chain walk (pflang's `protochain`): true when the walk meets
     /// [`Chain::target`]; see [`Chain`].
     Chain(Box<Chain>),
+    /// The inner predicate, with an abort inside it turned into false (the stores it made
+    /// before the abort stay): never aborts itself. pfmatch's clause boundary (a clause's
+    /// test fails alone, as its own filter would). The optimizer treats it as opaque
+    /// from outside: no guard is hoisted out of it (that would turn the clause's failure
+    /// into the whole filter's abort), no fact learned inside leaks out, and its stores
+    /// are never removed as dead (they are results the caller reads after the run). The classic BPF
+    /// and eBPF emitters and the native compiler refuse it for now.
+    Try(Box<Pred>),
 }
 
 /// How many hops one [`Pred::Chain`] walk may make; the hop past them aborts the filter.

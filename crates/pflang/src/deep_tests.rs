@@ -321,7 +321,7 @@ fn the_depth_bound_bounds_the_corpus() {
             Pred::Cmp { lhs, rhs, .. } => expr_depth(lhs).max(expr_depth(rhs)),
             Pred::In { value, .. } | Pred::Store { value, .. } => expr_depth(value),
             Pred::And(ps) | Pred::Or(ps) => ps.iter().map(pred_depth).max().unwrap_or(0),
-            Pred::Not(q) => pred_depth(q),
+            Pred::Not(q) | Pred::Try(q) => pred_depth(q),
             Pred::Chain(c) => expr_depth(&c.next).max(expr_depth(&c.offset)),
         }
     }

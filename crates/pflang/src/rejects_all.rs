@@ -216,6 +216,8 @@ impl<'a> Graph<'a> {
             Pred::Guard(_) => t,
             // libpcap never optimizes a protochain (see `Lowered::libpcap_optimizes`).
             Pred::Chain(_) => return None,
+            // Never in lowered code (pfmatch's clauses); not libpcap's to judge.
+            Pred::Try(_) => return None,
         })
     }
 }

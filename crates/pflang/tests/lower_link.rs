@@ -85,7 +85,7 @@ fn reads_scratch(p: &Pred) -> bool {
         Pred::Cmp { lhs, rhs, .. } => expr(lhs) || expr(rhs),
         Pred::In { value, .. } | Pred::Store { value, .. } => expr(value),
         Pred::And(parts) | Pred::Or(parts) => parts.iter().any(reads_scratch),
-        Pred::Not(inner) => reads_scratch(inner),
+        Pred::Not(inner) | Pred::Try(inner) => reads_scratch(inner),
         Pred::Chain(c) => expr(&c.next) || expr(&c.offset),
     }
 }

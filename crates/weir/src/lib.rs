@@ -46,6 +46,8 @@ pub use weir_isa as isa;
 pub use weir_jit as jit;
 pub use weir_packet as packet;
 pub use weir_pflang as pflang;
+/// Multi-way packet dispatch with pflang clauses (`weir match`).
+pub use weir_pfmatch as pfmatch;
 pub use weir_verifier as verifier;
 
 /// libpcap's message for an expression its optimizer reduces to "reject every packet".

@@ -21,6 +21,7 @@ mod flow;
 mod hex;
 mod input;
 mod live;
+mod matching;
 mod objrun;
 mod out;
 mod plugin;
@@ -106,6 +107,9 @@ enum Command {
         #[command(subcommand)]
         command: flow::FlowCommand,
     },
+    /// Multi-way dispatch: a `match { test => handler(args) ... }` program (pflang tests)
+    /// over a capture: per-packet handlers, per-handler counts or captures.
+    Match(matching::MatchArgs),
     /// Prove a program safe as the kernel's verifier would (exit 0), or say where and why
     /// not (exit 1); 2 when the input cannot be read.
     Verify(verify::VerifyArgs),
@@ -155,6 +159,7 @@ fn main() -> ExitCode {
         Command::Cbpf(command) => cbpf::run(command),
         Command::Run(args) => objrun::run(*args),
         Command::Flow { command } => flow::run(command),
+        Command::Match(args) => matching::run(&args),
         Command::ConformancePlugin(args) => return plugin::finish(plugin::run(&args)),
     };
     match result {

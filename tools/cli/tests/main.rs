@@ -9,6 +9,7 @@ mod flow;
 mod lines;
 mod links;
 mod live;
+mod matching;
 mod never_panics;
 mod output;
 mod plugin;

@@ -213,6 +213,9 @@ impl Emitter {
                 self.flow.goto(t);
             }
             Pred::Chain(chain) => self.chain(chain, t, f)?,
+            // Classic BPF ends the program on an out-of-bounds load: an abort cannot be
+            // caught there.
+            Pred::Try(_) => return Err(EmitError::Unsupported("Pred::Try (a pfmatch clause)")),
         }
         Ok(())
     }

@@ -65,6 +65,8 @@ pub enum EmitError {
     Link(LinkError),
     /// A bug in the emitter (an assumption it relies on did not hold).
     Internal(&'static str),
+    /// A construct this emitter does not support yet (names it).
+    Unsupported(&'static str),
 }
 
 impl fmt::Display for EmitError {
@@ -91,6 +93,7 @@ impl fmt::Display for EmitError {
             }
             EmitError::Link(e) => write!(f, "the eBPF program does not link: {e}"),
             EmitError::Internal(what) => write!(f, "internal emitter error: {what}"),
+            EmitError::Unsupported(what) => write!(f, "not supported by this emitter yet: {what}"),
         }
     }
 }
@@ -146,7 +149,7 @@ pub(crate) fn scratch_usage(root: &crate::Pred) -> Result<(u16, u16), EmitError>
             Pred::And(parts) | Pred::Or(parts) => {
                 parts.iter().try_for_each(|part| pred(part, read, written))
             }
-            Pred::Not(inner) => pred(inner, read, written),
+            Pred::Not(inner) | Pred::Try(inner) => pred(inner, read, written),
             Pred::Store { slot, value } => {
                 *written |= slot_bit(*slot)?;
                 expr(value, read)

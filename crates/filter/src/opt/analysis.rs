@@ -12,7 +12,7 @@ pub fn has_store(p: &Pred) -> bool {
         Pred::Store { .. } => true,
         Pred::Chain(_) => false,
         Pred::And(ps) | Pred::Or(ps) => ps.iter().any(has_store),
-        Pred::Not(q) => has_store(q),
+        Pred::Not(q) | Pred::Try(q) => has_store(q),
         Pred::Const(_) | Pred::Cmp { .. } | Pred::In { .. } | Pred::Guard(_) => false,
     }
 }
@@ -45,6 +45,8 @@ pub(crate) fn pred_can_abort(p: &Pred) -> bool {
         Pred::Store { slot, value } => *slot >= SCRATCH_SLOTS || expr_can_abort(value),
         Pred::Guard(n) => *n > 0,
         Pred::Chain(_) => true,
+        // An abort inside is its false.
+        Pred::Try(_) => false,
     }
 }
 
@@ -60,7 +62,7 @@ pub(crate) fn slots_read(p: &Pred) -> u32 {
         Pred::Cmp { lhs, rhs, .. } => scratch_mask(lhs) | scratch_mask(rhs),
         Pred::In { value, .. } | Pred::Store { value, .. } => scratch_mask(value),
         Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | slots_read(q)),
-        Pred::Not(q) => slots_read(q),
+        Pred::Not(q) | Pred::Try(q) => slots_read(q),
         Pred::Chain(c) => scratch_mask(&c.next) | scratch_mask(&c.offset),
     }
 }
@@ -72,7 +74,7 @@ pub fn node_count(p: &Pred) -> usize {
         Pred::Cmp { lhs, rhs, .. } => 1 + expr_nodes(lhs) + expr_nodes(rhs),
         Pred::In { value, .. } | Pred::Store { value, .. } => 1 + expr_nodes(value),
         Pred::And(ps) | Pred::Or(ps) => 1 + ps.iter().map(node_count).sum::<usize>(),
-        Pred::Not(q) => 1 + node_count(q),
+        Pred::Not(q) | Pred::Try(q) => 1 + node_count(q),
         Pred::Chain(c) => 1 + expr_nodes(&c.next) + expr_nodes(&c.offset),
     }
 }

@@ -189,6 +189,24 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                 can_be_false: false,
             }
         }
+        Pred::Try(q) => {
+            // Opaque, as a walk is: nothing learned inside holds after it (it may have
+            // stopped anywhere), and its stores are kept (what reads them may be outside
+            // the filter: pfmatch's result slots). The slots it may write are forgotten.
+            let written = stores_mask(&q);
+            let after = || {
+                let mut e = env.clone();
+                facts.forget_slots(&mut e, written);
+                e
+            };
+            Walked {
+                on_true: want.on_true.then(after),
+                on_false: want.on_false.then(after),
+                pred: Pred::Try(q),
+                can_be_true: true,
+                can_be_false: true,
+            }
+        }
         Pred::And(parts) => junction(facts, parts, env, mode, want, true),
         Pred::Or(parts) => junction(facts, parts, env, mode, want, false),
         Pred::Chain(mut c) => {
@@ -428,5 +446,15 @@ impl Parts {
         } else {
             fold::finish(merged, conjunction)
         }
+    }
+}
+
+/// The scratch slots `p` may write (bit per slot).
+fn stores_mask(p: &Pred) -> u32 {
+    match p {
+        Pred::Store { slot, .. } => 1u32.checked_shl(u32::from(*slot)).unwrap_or(0),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | stores_mask(q)),
+        Pred::Not(q) | Pred::Try(q) => stores_mask(q),
+        Pred::Const(_) | Pred::Cmp { .. } | Pred::In { .. } | Pred::Guard(_) | Pred::Chain(_) => 0,
     }
 }

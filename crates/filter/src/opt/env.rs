@@ -322,6 +322,7 @@ impl Facts {
             Pred::Guard(n) => u64::from(*n) > env.caplen_min,
             // Its loads are at offsets only the packet knows, and its hops may run out.
             Pred::Chain(_) => true,
+            Pred::Try(_) => false,
         }
     }
 
@@ -514,6 +515,14 @@ impl Facts {
             _ => learned.on_false = Some(exit(base, d_false, f)),
         }
         learned
+    }
+
+    /// Facts after something that may have written the slots in `mask` (bit per slot):
+    /// nothing is known of them, or of any expression reading them.
+    pub fn forget_slots(&self, env: &mut Env, mask: u32) {
+        let atoms = &self.atoms;
+        env.facts.retain(|&(id, _)| atoms.info(id).is_none_or(|i| i.scratch & mask == 0));
+        env.scratch_zero &= !mask;
     }
 
     /// Facts after `Store { slot, value }`: the slot now holds what `value` was.

@@ -219,7 +219,9 @@ pub(crate) fn negate(p: Pred) -> Pred {
         Pred::And(ps) => junction(ps.into_iter().map(negate).collect(), false),
         Pred::Or(ps) => junction(ps.into_iter().map(negate).collect(), true),
         Pred::Not(q) => *q,
-        p @ (Pred::Store { .. } | Pred::Guard(_) | Pred::Chain(_)) => Pred::Not(Box::new(p)),
+        p @ (Pred::Store { .. } | Pred::Guard(_) | Pred::Chain(_) | Pred::Try(_)) => {
+            Pred::Not(Box::new(p))
+        }
     }
 }
 
@@ -318,6 +320,14 @@ pub(crate) fn pred(p: Pred, factoring: bool, reads: &mut u32) -> Pred {
         Pred::Const(_) => p,
         Pred::Guard(0) => Pred::Const(true),
         Pred::Guard(_) => p,
+        // Folded inside; dropped when nothing inside can abort and nothing inside stores
+        // (a Try's stores are results read after the run, by pfmatch: `decide` does not
+        // look inside a Try, so they are never taken for dead there).
+        Pred::Try(q) => match pred(*q, factoring, reads) {
+            c @ Pred::Const(_) => c,
+            q if !super::analysis::pred_can_abort(&q) && !super::analysis::has_store(&q) => q,
+            q => Pred::Try(Box::new(q)),
+        },
         Pred::Cmp { op, lhs, rhs } => {
             let p = cmp(op, lhs, rhs);
             if let Pred::Cmp { lhs, rhs, .. } = &p {

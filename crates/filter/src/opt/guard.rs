@@ -69,6 +69,10 @@ impl NeedTree {
             }
             Pred::Store { value, .. } => leaf(Need { on_true: expr_need(value), on_false: NEVER }),
             Pred::Guard(n) => leaf(Need { on_true: u64::from(*n), on_false: NEVER }),
+            // Ends true or false on any packet, however short (an abort inside is its
+            // false): it needs nothing, so no guard is hoisted on its account, and what it
+            // loads is not taken as known after it.
+            Pred::Try(_) => leaf(Need { on_true: 0, on_false: 0 }),
             // The walk's first value and offset are loaded whatever it answers; what it
             // loads after them depends on the packet.
             Pred::Chain(c) => {
@@ -164,7 +168,8 @@ fn pays_off(parts: &[Pred], known: u64, n: u64) -> bool {
                     self.expr(&c.next);
                     self.expr(&c.offset);
                 }
-                Pred::Const(_) | Pred::Guard(_) => {}
+                // Its loads keep their own checks: a guard outside does not replace them.
+                Pred::Const(_) | Pred::Guard(_) | Pred::Try(_) => {}
             }
         }
     }

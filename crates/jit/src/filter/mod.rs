@@ -56,6 +56,9 @@ pub enum CompileError {
     /// A bug in the compiler (an assumption it relies on did not hold).
     #[error("internal filter compiler error: {0}")]
     Internal(&'static str),
+    /// A construct the native compiler does not support yet (names it).
+    #[error("not supported by the native compiler yet: {0}")]
+    Unsupported(&'static str),
 }
 
 /// The largest function (in IR nodes, [`weir_filter::opt::node_count`]) compiled with

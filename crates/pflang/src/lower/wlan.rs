@@ -165,7 +165,7 @@ pub(crate) fn reads_slot(p: &Pred, slot: u8) -> bool {
         Pred::Cmp { lhs, rhs, .. } => expr_reads(lhs, slot) || expr_reads(rhs, slot),
         Pred::In { value, .. } => expr_reads(value, slot),
         Pred::And(ps) | Pred::Or(ps) => ps.iter().any(|p| reads_slot(p, slot)),
-        Pred::Not(p) => reads_slot(p, slot),
+        Pred::Not(p) | Pred::Try(p) => reads_slot(p, slot),
         Pred::Store { value, .. } => expr_reads(value, slot),
         Pred::Chain(chain) => expr_reads(&chain.next, slot) || expr_reads(&chain.offset, slot),
     }

@@ -349,6 +349,7 @@ impl Emitter {
             Pred::And(parts) => return self.sequence(parts, true, t, f),
             Pred::Or(parts) => return self.sequence(parts, false, t, f),
             Pred::Chain(chain) => self.chain(chain, t, f)?,
+            Pred::Try(_) => return Err(EmitError::Unsupported("Pred::Try (a pfmatch clause)")),
         }
         Ok((self.checked, self.checked))
     }

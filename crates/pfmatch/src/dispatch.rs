@@ -1,0 +1,208 @@
+//! The compiled dispatch: the whole match lowered to one filter IR predicate, clause
+//! boundaries marked by [`Pred::Try`] (an abort inside a clause is that clause's false,
+//! as it is for the clause's own filter), results in scratch slots.
+//!
+//! Why `Try` and no more: a clause's test must fail alone, and the optimizer's guard
+//! hoisting (`opt::insert_guards`) would otherwise lift a length check out of one clause to
+//! where its failure ends the whole dispatch, losing the packets a later clause takes. The
+//! optimizer treats a `Try` as opaque from outside, so the sharing it finds is within a
+//! clause (its test with its arguments' checks); sharing header tests across clauses is
+//! the next step (facts learned by a clause's test that hold whether it ended true or
+//! false).
+
+use std::fmt;
+
+use weir_filter::{opt, Evaluator, Expr, Filter, Pred, SCRATCH_SLOTS};
+
+use crate::{Body, Clause, Program, Test};
+
+/// What dispatch chose for one packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Index into [`Program::handlers`]; `None`: no clause matched.
+    pub handler: Option<usize>,
+    /// The handler's argument values (empty when no clause matched).
+    pub args: Vec<u32>,
+}
+
+/// A compiled match program: one filter IR predicate for the whole match. Each clause is
+/// a [`Pred::Try`] (its test and its arguments' checks optimized together, then its
+/// arguments and the handler stored to result slots), so an abort fails that clause only;
+/// a nested match is `try(test) and (inner clauses or true)`, which ends dispatch there
+/// whether or not an inner clause matched. The handler slot holds the handler's index
+/// plus one (0: none).
+#[derive(Debug, Clone)]
+pub struct Dispatch {
+    filter: Filter,
+    handler_slot: u8,
+    arg_slots: Vec<u8>,
+    handlers: Vec<String>,
+    arities: Vec<usize>,
+}
+
+impl Dispatch {
+    /// Lowers the program. Fails only when the clauses leave too few of the
+    /// [`SCRATCH_SLOTS`] scratch slots free for the handler index and the arguments.
+    pub fn compile(program: &Program) -> Result<Dispatch, String> {
+        let mut used = 0u32;
+        let mut arities = vec![0usize; program.handlers.len()];
+        survey(&program.clauses, &mut used, &mut arities);
+        let need = 1 + arities.iter().copied().max().unwrap_or(0);
+        let free: Vec<u8> =
+            (0..SCRATCH_SLOTS).rev().filter(|s| used & (1u32 << s) == 0).take(need).collect();
+        let Some((&handler_slot, arg_slots)) = free.split_first().filter(|_| free.len() == need)
+        else {
+            return Err(format!(
+                "the match needs {need} free scratch slots (the handler and {} arguments), and \
+                 its tests and arguments leave {}",
+                need - 1,
+                free.len()
+            ));
+        };
+        let slots = Slots { handler: handler_slot, args: arg_slots };
+        let pred = lower_list(&program.clauses, &slots);
+        Ok(Dispatch {
+            filter: opt::optimize_owned(Filter::new(pred)),
+            handler_slot,
+            arg_slots: arg_slots.to_vec(),
+            handlers: program.handlers.clone(),
+            arities,
+        })
+    }
+
+    /// The handler and arguments for one packet; the same as [`Program::reference`].
+    pub fn run(&self, packet: &[u8], wire_len: u32) -> Outcome {
+        let none = Outcome { handler: None, args: Vec::new() };
+        let mut e = Evaluator::new(packet, wire_len);
+        if e.pred(&self.filter.pred) != Ok(true) {
+            return none;
+        }
+        let Ok(h) = e.expr(&Expr::Scratch(self.handler_slot)) else { return none };
+        let Some(h) = h.checked_sub(1).map(|h| h as usize) else { return none };
+        let arity = self.arities.get(h).copied().unwrap_or(0);
+        let args = self
+            .arg_slots
+            .iter()
+            .take(arity)
+            .map(|&s| e.expr(&Expr::Scratch(s)).unwrap_or(0))
+            .collect();
+        Outcome { handler: Some(h), args }
+    }
+
+    /// The handler names, as in [`Program::handlers`].
+    pub fn handlers(&self) -> &[String] {
+        &self.handlers
+    }
+
+    /// The one predicate (`weir match --explain`).
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+}
+
+struct Slots<'a> {
+    handler: u8,
+    args: &'a [u8],
+}
+
+/// The scratch slots the clauses use, and each handler's arity.
+fn survey(clauses: &[Clause], used: &mut u32, arities: &mut [usize]) {
+    for c in clauses {
+        if let Test::Filter { filter, .. } = &c.test {
+            *used |= pred_slots(&filter.pred);
+        }
+        match &c.body {
+            Body::Nested(inner) => survey(inner, used, arities),
+            Body::Handler { handler, args } => {
+                for a in args {
+                    *used |= a.checks.iter().fold(expr_slots(&a.value), |m, p| m | pred_slots(p));
+                }
+                if let Some(n) = arities.get_mut(*handler) {
+                    *n = args.len();
+                }
+            }
+        }
+    }
+}
+
+fn lower_list(clauses: &[Clause], slots: &Slots<'_>) -> Pred {
+    Pred::Or(clauses.iter().map(|c| lower_clause(c, slots)).collect())
+}
+
+fn lower_clause(clause: &Clause, slots: &Slots<'_>) -> Pred {
+    let test = match &clause.test {
+        Test::Otherwise => Pred::Const(true),
+        Test::Filter { filter, .. } => filter.pred.clone(),
+    };
+    match &clause.body {
+        Body::Nested(inner) => {
+            let test = opt::optimize_owned(Filter::new(test)).pred;
+            Pred::And(vec![
+                Pred::Try(Box::new(test)),
+                Pred::Or(vec![lower_list(inner, slots), Pred::Const(true)]),
+            ])
+        }
+        Body::Handler { handler, args } => {
+            // The test and every argument's checks first, optimized together (they share
+            // header tests); then the values, then the handler: a store happens only when
+            // everything before it held.
+            // An argument that uses scratch slots keeps its checks beside its value: the
+            // optimizer would take the stores its value reads for dead.
+            let private = |a: &&crate::Arg| {
+                expr_slots(&a.value) != 0 || a.checks.iter().any(|c| pred_slots(c) != 0)
+            };
+            let mut parts = vec![test];
+            parts
+                .extend(args.iter().filter(|a| !private(a)).flat_map(|a| a.checks.iter().cloned()));
+            let mut body = vec![opt::optimize_owned(Filter::new(Pred::and(parts))).pred];
+            for (a, &slot) in args.iter().zip(slots.args) {
+                if private(&a) {
+                    body.extend(a.checks.iter().cloned());
+                }
+                body.push(Pred::Store { slot, value: a.value.clone() });
+            }
+            let index = u32::try_from(*handler).unwrap_or(u32::MAX).saturating_add(1);
+            body.push(Pred::Store { slot: slots.handler, value: Expr::Const(index) });
+            Pred::Try(Box::new(Pred::And(body)))
+        }
+    }
+}
+
+fn expr_slots(e: &Expr) -> u32 {
+    match e {
+        Expr::Const(_) | Expr::WireLen => 0,
+        Expr::Scratch(s) => 1u32.checked_shl(u32::from(*s)).unwrap_or(0),
+        Expr::Load { offset, .. } => expr_slots(offset),
+        Expr::Binary { lhs, rhs, .. } => expr_slots(lhs) | expr_slots(rhs),
+        Expr::Neg(a) => expr_slots(a),
+    }
+}
+
+/// Slots read or written anywhere in `p`.
+fn pred_slots(p: &Pred) -> u32 {
+    match p {
+        Pred::Const(_) | Pred::Guard(_) => 0,
+        Pred::Store { slot, value } => {
+            1u32.checked_shl(u32::from(*slot)).unwrap_or(0) | expr_slots(value)
+        }
+        Pred::Cmp { lhs, rhs, .. } => expr_slots(lhs) | expr_slots(rhs),
+        Pred::In { value, .. } => expr_slots(value),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | pred_slots(q)),
+        Pred::Not(q) | Pred::Try(q) => pred_slots(q),
+        Pred::Chain(c) => expr_slots(&c.next) | expr_slots(&c.offset),
+    }
+}
+
+impl fmt::Display for Dispatch {
+    /// The decision structure (`weir match --explain`): the result slots and the one
+    /// predicate, as a tree.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "handler index + 1 in M[{}] (0: no handler)", self.handler_slot)?;
+        for (h, (name, arity)) in self.handlers.iter().zip(&self.arities).enumerate() {
+            let slots: Vec<String> =
+                self.arg_slots.iter().take(*arity).map(|s| format!("M[{s}]")).collect();
+            writeln!(f, "  {} = {name}({})", h + 1, slots.join(", "))?;
+        }
+        writeln!(f, "{:#}", self.filter.pred)
+    }
+}

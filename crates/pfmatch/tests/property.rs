@@ -1,0 +1,205 @@
+//! The consistency property: random match programs (clause tests from the pflang
+//! generator, nested matches, `otherwise`, arguments) over the testkit corpus. The compiled
+//! dispatch must choose the handler and arguments the reference does, and both must agree
+//! with an oracle built here from nothing but the pflang compiler run on texts:
+//! a clause matches when `TEST` accepts the packet and each argument `A` is computable
+//! (`A = 0 or A != 0` accepts), and the value `v` reported for `A` is one `A = v` accepts.
+
+use std::time::Instant;
+
+use weir_pflang::names::NameDb;
+use weir_pflang::{LinkType, Options};
+use weir_pfmatch::{parse, Dispatch, Outcome};
+use weir_testkit::pflang_gen::Generator;
+use weir_testkit::{corpus, SplitMix64};
+
+/// Argument texts: header fields, arithmetic that can divide by zero or read far out of
+/// bounds, and the IP payload length.
+const ARGS: &[&str] = &[
+    "ip[0] & 0xf",
+    "tcp[13]",
+    "udp[2:2]",
+    "len - 14",
+    "ip[2:2] - ((ip[0] & 0xf) << 2)",
+    "ip[100000]",
+    "len / ip[1]",
+    "ether[12:2]",
+    "ip6[6]",
+    "tcp[tcpflags] & tcp-syn",
+    "icmp[0]",
+    "42",
+];
+
+/// The generator's model of a clause list, for the oracle.
+enum Body {
+    Handler { name: String, args: Vec<&'static str> },
+    Nested(Vec<Clause>),
+}
+
+struct Clause {
+    test: Option<String>,
+    body: Body,
+}
+
+struct Gen {
+    exprs: Generator,
+    rng: SplitMix64,
+    options: Options,
+    names: NameDb,
+}
+
+impl Gen {
+    /// A test text the pflang compiler accepts for Ethernet.
+    fn test(&mut self) -> String {
+        loop {
+            let text = self.exprs.expr().render();
+            if text.contains('#') || text.len() > 400 {
+                continue;
+            }
+            if weir_pflang::compile(&text, &self.options, &self.names).is_ok() {
+                return text;
+            }
+        }
+    }
+
+    fn clauses(&mut self, depth: u32) -> Vec<Clause> {
+        let n = 1 + self.rng.below_usize(5);
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let last = i + 1 == n;
+            let test = if last && self.rng.chance(30) { None } else { Some(self.test()) };
+            let body = if depth < 2 && self.rng.chance(15) {
+                Body::Nested(self.clauses(depth + 1))
+            } else {
+                let name = format!("h{}", self.rng.below_usize(4));
+                // A handler's arity is fixed by its name.
+                let arity = name.as_bytes()[1] as usize - b'0' as usize;
+                let args = (0..arity % 3).map(|_| ARGS[self.rng.below_usize(ARGS.len())]).collect();
+                Body::Handler { name, args }
+            };
+            out.push(Clause { test, body });
+        }
+        out
+    }
+}
+
+fn render(clauses: &[Clause], depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    for c in clauses {
+        let test = c.test.as_deref().unwrap_or("otherwise");
+        match &c.body {
+            Body::Handler { name, args } => {
+                if args.is_empty() {
+                    out.push_str(&format!("{pad}{test} => {name} # a comment\n"));
+                } else {
+                    out.push_str(&format!("{pad}{test} => {name}({})\n", args.join(", ")));
+                }
+            }
+            Body::Nested(inner) => {
+                out.push_str(&format!("{pad}{test} => {{\n"));
+                render(inner, depth + 1, out);
+                out.push_str(&format!("{pad}}}\n"));
+            }
+        }
+    }
+}
+
+struct Oracle<'a> {
+    options: &'a Options,
+    names: &'a NameDb,
+}
+
+impl Oracle<'_> {
+    fn accepts(&self, text: &str, pkt: &[u8], wire: u32) -> bool {
+        match weir_pflang::compile(text, self.options, self.names) {
+            Ok(f) => f.matches(pkt, wire),
+            Err(e) => panic!("oracle filter {text:?} does not compile: {e}"),
+        }
+    }
+
+    /// The first matching clause's handler name and argument texts.
+    fn choose<'c>(
+        &self,
+        clauses: &'c [Clause],
+        pkt: &[u8],
+        wire: u32,
+    ) -> Option<(&'c str, &'c [&'static str])> {
+        for c in clauses {
+            if let Some(t) = &c.test {
+                if !self.accepts(t, pkt, wire) {
+                    continue;
+                }
+            }
+            match &c.body {
+                Body::Nested(inner) => return self.choose(inner, pkt, wire),
+                Body::Handler { name, args } => {
+                    let computable = args
+                        .iter()
+                        .all(|a| self.accepts(&format!("{a} = 0 or {a} != 0"), pkt, wire));
+                    if computable {
+                        return Some((name, args));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+#[test]
+fn compiled_dispatch_agrees_with_reference_and_pflang() {
+    let start = Instant::now();
+    let names = NameDb::builtin();
+    let options = Options::new(LinkType::Ethernet);
+    let mut g = Gen {
+        exprs: Generator::new(0x9f3a),
+        rng: SplitMix64::new(15),
+        options: options.clone(),
+        names: names.clone(),
+    };
+    let oracle = Oracle { options: &options, names: &names };
+    let packets = corpus(0x15, 40);
+    let programs = 10_000;
+    let (mut matched, mut unmatched, mut with_args) = (0usize, 0usize, 0usize);
+    for n in 0..programs {
+        let model = g.clauses(0);
+        let mut src = String::from("match {\n");
+        render(&model, 1, &mut src);
+        src.push_str("}\n");
+        let program = parse(&src, LinkType::Ethernet, &names)
+            .unwrap_or_else(|e| panic!("program {n} does not parse: {e}\n{src}"));
+        let dispatch = Dispatch::compile(&program).unwrap();
+        for (k, p) in packets.iter().enumerate() {
+            let reference = program.reference(&p.data, p.wire_len);
+            let compiled = dispatch.run(&p.data, p.wire_len);
+            assert_eq!(compiled, reference, "program {n}, packet {k}:\n{src}");
+            let expected = oracle.choose(&model, &p.data, p.wire_len);
+            let Outcome { handler, args } = &reference;
+            match (expected, handler) {
+                (None, None) => unmatched += 1,
+                (Some((name, arg_texts)), Some(h)) => {
+                    assert_eq!(program.handlers[*h], name, "program {n}, packet {k}:\n{src}");
+                    assert_eq!(args.len(), arg_texts.len());
+                    for (a, v) in arg_texts.iter().zip(args) {
+                        assert!(
+                            oracle.accepts(&format!("{a} = {v}"), &p.data, p.wire_len),
+                            "program {n}, packet {k}: {a} is not {v}:\n{src}"
+                        );
+                    }
+                    matched += 1;
+                    with_args += usize::from(!args.is_empty());
+                }
+                (e, h) => panic!("program {n}, packet {k}: oracle {e:?}, dispatch {h:?}:\n{src}"),
+            }
+        }
+    }
+    let total = matched + unmatched;
+    println!(
+        "{programs} programs x {} packets: {matched} dispatched ({with_args} with arguments), {unmatched} to no handler, {:?}",
+        packets.len(),
+        start.elapsed()
+    );
+    // The property checks little unless both outcomes are common.
+    assert!(matched * 10 > total && unmatched * 20 > total, "{matched} matched of {total}");
+    assert!(with_args * 20 > total, "{with_args} with arguments of {total}");
+}

@@ -1,0 +1,95 @@
+//! `weir match`: per-packet lines, counts and per-handler captures agree with the
+//! library's reference dispatch; a bad program is refused with a caret.
+
+use std::process::{Command, Output};
+use weir::pfmatch::parse;
+use weir::{LinkType, NameDb};
+use weir_testkit::{read_pcap, write_pcap, Scratch, LINKTYPE_ETHERNET};
+
+fn weir(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
+}
+
+const PROGRAM: &str = "# dispatch\n\
+match {\n\
+   not ip => forward\n\
+   tcp => {\n\
+      port 80 or port 443 => web(&tcp[0], tcp[2:2])\n\
+      otherwise => tcp_other(&ip[0])\n\
+   }\n\
+   udp => udp_len(udp[4:2])\n\
+}\n";
+
+#[test]
+fn counts_lines_and_files_agree_with_the_reference() {
+    let dir = Scratch::new("match-counts");
+    let prog = dir.join("prog.txt");
+    std::fs::write(&prog, PROGRAM).unwrap();
+    let cap = dir.join("in.pcap");
+    let packets = weir_testkit::corpus(15, 500);
+    write_pcap(&cap, LINKTYPE_ETHERNET, &packets).unwrap();
+    let (prog, cap) = (prog.display().to_string(), cap.display().to_string());
+
+    let program = parse(PROGRAM, LinkType::Ethernet, &NameDb::system()).unwrap();
+    let mut expected = vec![0u64; program.handlers.len()];
+    let mut none = 0u64;
+    let mut lines = Vec::new();
+    for (i, p) in packets.iter().enumerate() {
+        let o = program.reference(&p.data, p.wire_len);
+        match o.handler {
+            Some(h) => {
+                expected[h] += 1;
+                let name = &program.handlers[h];
+                let args: Vec<String> = o.args.iter().map(u32::to_string).collect();
+                lines.push(if args.is_empty() {
+                    format!("{i} {name}")
+                } else {
+                    format!("{i} {name}({})", args.join(", "))
+                });
+            }
+            None => {
+                none += 1;
+                lines.push(format!("{i} -"));
+            }
+        }
+    }
+    assert!(none > 0 && expected.iter().all(|&n| n > 0), "{expected:?} {none}");
+
+    let o = weir(&["match", &prog, "-r", &cap]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect();
+    assert_eq!(got, lines);
+
+    let out = dir.join("out");
+    let o = weir(&["match", &prog, "-r", &cap, "--out-dir", &out.display().to_string()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    for (name, n) in program.handlers.iter().zip(&expected) {
+        assert!(text.contains(&format!("{name} {n}\n")), "{name}: {text}");
+        let written = read_pcap(out.join(format!("{name}.pcap"))).unwrap();
+        assert_eq!(written.len() as u64, *n, "{name}.pcap");
+    }
+    assert!(text.contains(&format!("(no handler) {none}\n")), "{text}");
+
+    let o = weir(&["match", &prog, "-r", &cap, "--count"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), text);
+
+    let o = weir(&["match", &prog, "--explain"]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success() && text.contains(" = web(M[") && text.contains("try("), "{text}");
+}
+
+#[test]
+fn a_bad_program_is_refused_with_a_caret() {
+    let dir = Scratch::new("match-bad");
+    let prog = dir.join("prog.txt");
+    std::fs::write(&prog, "match {\n  tcp => a\n  otherwise => b\n  otherwise => c\n}\n").unwrap();
+    let o = weir(&["match", &prog.display().to_string(), "--explain"]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("line 4: error at column 3: a second `otherwise`"), "{err}");
+    assert!(err.contains("  otherwise => c\n    ^^^^^^^^^"), "{err}");
+    let o = weir(&["match", "/nonexistent/prog.txt", "--explain"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/prog.txt"));
+}
