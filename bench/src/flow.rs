@@ -48,6 +48,10 @@ pub struct FlowArgs {
     /// Write bench/records/<date>-flow.txt.
     #[arg(long)]
     pub record: bool,
+    /// Only the lookups of one configuration, RULES:MASKS, for `--rounds` passes of the
+    /// hot set each (for a profiler: `perf record -g weir-bench flow --case 1000:16`).
+    #[arg(long, value_name = "RULES:MASKS")]
+    pub case: Option<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -256,7 +260,29 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// `--case RULES:MASKS`: one configuration's lookups only, checked, then timed.
+fn one_case(spec: &str, rounds: usize) -> Result<bool, String> {
+    let bad = || format!("--case {spec}: expected RULES:MASKS, e.g. 1000:16");
+    let (n, masks) = spec.split_once(':').ok_or_else(bad)?;
+    let n: usize = n.parse().map_err(|_| bad())?;
+    let masks: usize = masks.parse().map_err(|_| bad())?;
+    if n == 0 || masks == 0 || masks > 64 {
+        return Err(format!("--case {spec}: rules must be > 0 and masks 1 to 64"));
+    }
+    let (set, specs) = rules(n, masks, n as u64 * 131 + masks as u64)?;
+    let frames = packets(&specs, 4096, 7);
+    let c = Classifier::new(&set);
+    agree(&c, &Reference::new(&set), &frames)?;
+    c.rerank();
+    let (ns, matched) = time_classifier(&c, &frames, rounds);
+    println!("{n} rules, {masks} masks: {ns:.1} ns/packet, {matched} of {} matched", frames.len());
+    Ok(true)
+}
+
 pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
+    if let Some(spec) = &args.case {
+        return one_case(spec, args.rounds);
+    }
     let mut log = Log::default();
     let counts: Vec<usize> =
         [10usize, 1_000, 100_000, 1_000_000].into_iter().filter(|&n| n <= args.max_rules).collect();
