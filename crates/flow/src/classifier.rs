@@ -35,7 +35,7 @@
 //!   rule touched before rebuilds the table at the new width.
 
 use crate::engine::{self, device_indices, Installed, Outcome, Work};
-use crate::key::{extract, Key, Need, WORDS};
+use crate::key::{extract, extract_into, Key, Need, WORDS};
 use crate::rule::{Compiled, Rule, RuleError, RuleSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -991,13 +991,13 @@ impl Classifier {
         let n = works.len().min(BATCH);
         let mut keys = [Key::default(); BATCH];
         for i in 0..n {
-            keys[i] = extract(works[i].data, works[i].indev, v.need).0;
+            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i]);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         dispatch!(&v.tables, t => t.lookup_batch(&keys[..n], &mut first[..n]));
         for i in 0..n {
             let f = first[i].map(|a| &**a);
-            let o = engine::process(&mut works[i], keys[i], v.need, Some(f), &mut |c, k, a| {
+            let o = engine::process(&mut works[i], &keys[i], v.need, Some(f), &mut |c, k, a| {
                 v.lookup(c, k, a)
             });
             out.push(o);
@@ -1024,7 +1024,7 @@ impl Classifier {
         // Only the words the rules read: the rest of every key is zero.
         let used = &v.words[..v.nwords];
         for i in 0..n {
-            keys[i] = extract(works[i].data, works[i].indev, v.need).0;
+            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i]);
             let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
             for (o, &w) in words[i].iter_mut().zip(used) {
                 *o = keys[i].word(w);
@@ -1066,7 +1066,7 @@ impl Classifier {
         }
         for i in 0..n {
             let o =
-                engine::process(&mut works[i], keys[i], v.need, Some(first[i]), &mut |c, k, a| {
+                engine::process(&mut works[i], &keys[i], v.need, Some(first[i]), &mut |c, k, a| {
                     v.lookup(c, k, a)
                 });
             out.push(o);
@@ -1077,7 +1077,7 @@ impl Classifier {
     pub fn process(&self, w: &mut Work<'_>) -> Outcome {
         let v = self.snapshot();
         let key = extract(w.data, w.indev, v.need).0;
-        engine::process(w, key, v.need, None, &mut |c, k, a| v.lookup(c, k, a))
+        engine::process(w, &key, v.need, None, &mut |c, k, a| v.lookup(c, k, a))
     }
 }
 

@@ -229,12 +229,13 @@ pub type Lookup<'f, 'r> = dyn FnMut(u32, &Key, Option<Rank>) -> Option<&'r Insta
 /// to the first lookup when the caller already has it (the batch path).
 pub fn process<'r>(
     w: &mut Work<'_>,
-    key: Key,
+    key: &Key,
     need: Need,
     first: Option<Option<&'r Installed>>,
     lookup: &mut Lookup<'_, 'r>,
 ) -> Outcome {
-    let mut key = key;
+    // The packet's own key until an action changes the packet (most packets: no copy).
+    let mut changed: Option<Key> = None;
     let mut chain = 0u32;
     let mut after: Option<(u32, u64)> = None;
     let mut restarts = 0u32;
@@ -244,7 +245,7 @@ pub fn process<'r>(
     loop {
         let found = match first.take() {
             Some(f) => f,
-            None => lookup(chain, &key, after),
+            None => lookup(chain, changed.as_ref().unwrap_or(key), after),
         };
         let Some(rule) = found else {
             return Outcome { line, verdict: Verdict::Pass, mark: w.mark, modified };
@@ -260,7 +261,7 @@ pub fn process<'r>(
             if b != *w.data {
                 modified = true;
                 // The next lookup sees the packet as the actions left it.
-                key = extract(w.data, w.indev, need).0;
+                changed = Some(extract(w.data, w.indev, need).0);
             }
         }
         match step {

@@ -216,15 +216,26 @@ fn be16(p: &[u8], at: usize) -> Option<u16> {
 /// from the rule set's device table; 0 for unknown).
 pub fn extract(p: &[u8], indev: u32, need: Need) -> (Key, Offsets) {
     let mut k = Key::default();
+    let off = extract_into(p, indev, need, &mut k);
+    (k, off)
+}
+
+/// [`extract`] into a key in place (reset first): the batch path fills its array of keys
+/// without copying each 112-byte key out of a return value (measured: the copy after
+/// the field stores stalled on store forwarding).
+#[inline]
+pub fn extract_into(p: &[u8], indev: u32, need: Need, key: &mut Key) -> Offsets {
+    *key = Key::default();
+    let k = key;
     let mut off = Offsets::default();
     k.set_u32(field::INDEV, indev);
     if p.len() < 14 {
-        return (k, off);
+        return off;
     }
     k.put(field::DST_MAC, arr::<6>(p, 0));
     k.put(field::SRC_MAC, arr::<6>(p, 6));
     if !need.l3 {
-        return (k, off);
+        return off;
     }
     let mut proto = be16(p, 12).unwrap_or(0);
     if proto < 0x0600 {
@@ -232,7 +243,7 @@ pub fn extract(p: &[u8], indev: u32, need: Need) -> (Key, Offsets) {
         // raw 802.3 when the payload starts 0xffff, else 802.2 LLC), which flower sees.
         proto = if be16(p, 14) == Some(0xffff) { 0x0001 } else { 0x0004 };
         k.set_u16(field::ETH_TYPE, proto);
-        return (k, off);
+        return off;
     }
     let mut at = 14;
     // VLAN tags: 802.1Q and 802.1ad, the first in vlan_*, the second in cvlan_* (the
@@ -244,7 +255,7 @@ pub fn extract(p: &[u8], indev: u32, need: Need) -> (Key, Offsets) {
         let (Some(tci), Some(next)) = (be16(p, at), be16(p, at + 2)) else {
             // A tag cut short: the kernel's dissection stops with n_proto the tag's TPID.
             k.set_u16(field::ETH_TYPE, proto);
-            return (k, off);
+            return off;
         };
         let (id, prio, tpid) = if depth == 0 {
             (field::VLAN_ID, field::VLAN_PRIO, field::VLAN_TPID)
@@ -261,9 +272,9 @@ pub fn extract(p: &[u8], indev: u32, need: Need) -> (Key, Offsets) {
     k.set_u16(field::ETH_TYPE, proto);
     off.network = (p.len() >= at).then_some(at);
     match proto {
-        ethertype::IP => ipv4(p, at, &mut k, &mut off, need),
-        ethertype::IPV6 => ipv6(p, at, &mut k, &mut off, need),
-        ethertype::ARP | ethertype::REVARP => arp(p, at, &mut k),
+        ethertype::IP => ipv4(p, at, k, &mut off, need),
+        ethertype::IPV6 => ipv6(p, at, k, &mut off, need),
+        ethertype::ARP | ethertype::REVARP => arp(p, at, k),
         ethertype::MPLS | ethertype::MPLS_MULTI => {
             if let Some(lse) = p.get(at..at + 4) {
                 let v = u32::from_be_bytes([lse[0], lse[1], lse[2], lse[3]]);
@@ -275,7 +286,7 @@ pub fn extract(p: &[u8], indev: u32, need: Need) -> (Key, Offsets) {
         }
         _ => {}
     }
-    (k, off)
+    off
 }
 
 fn ipv4(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
