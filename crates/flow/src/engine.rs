@@ -227,7 +227,39 @@ pub type Lookup<'f, 'r> = dyn FnMut(u32, &Key, Option<Rank>) -> Option<&'r Insta
 /// Classify and act on one packet. `lookup(chain, key, after)` finds the best rule of
 /// `chain` matching `key` ranked after `after` (all when `None`); `first` is the answer
 /// to the first lookup when the caller already has it (the batch path).
+#[inline]
 pub fn process<'r>(
+    w: &mut Work<'_>,
+    key: &Key,
+    need: Need,
+    first: Option<Option<&'r Installed>>,
+    lookup: &mut Lookup<'_, 'r>,
+) -> Outcome {
+    // Most packets: no rule, or one rule whose one action is `pass` or `drop`. Decided
+    // here, inlined into the batch loop, so that the outcome is built in place (returned
+    // from the call, its field stores stalled the caller's copy).
+    match first {
+        Some(None) => {
+            return Outcome { line: None, verdict: Verdict::Pass, mark: w.mark, modified: false }
+        }
+        Some(Some(rule)) => {
+            if let Some(v) = rule.simple {
+                rule.counters.hit(u64::from(w.wire_len), w.now);
+                return Outcome {
+                    line: Some(rule.rule.line),
+                    verdict: v,
+                    mark: w.mark,
+                    modified: false,
+                };
+            }
+        }
+        None => {}
+    }
+    process_slow(w, key, need, first, lookup)
+}
+
+#[inline(never)]
+fn process_slow<'r>(
     w: &mut Work<'_>,
     key: &Key,
     need: Need,
