@@ -120,6 +120,24 @@ struct ChainT<const W: usize> {
     suffix_best: Vec<(u32, u64)>,
 }
 
+/// A subtable's hit count, on a cache line of its own: the workers write it once a batch,
+/// and on the line of the subtable's mask and segments every write made the other
+/// workers' next reads of those miss. Only a ranking heuristic, so a load and a store
+/// (an add lost to a race costs nothing), not a locked add.
+#[repr(align(64))]
+#[derive(Default)]
+struct Hits(AtomicU64);
+
+impl Hits {
+    #[inline]
+    fn add(&self, n: u64) {
+        self.0.store(self.get().wrapping_add(n), Ordering::Relaxed);
+    }
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 struct Subtable<const W: usize> {
     /// The full mask (for matching the subtable on insert) and the gathered one.
     mask: Key,
@@ -127,7 +145,7 @@ struct Subtable<const W: usize> {
     src_range: bool,
     dst_range: bool,
     best: (u32, u64),
-    hits: AtomicU64,
+    hits: Hits,
     len: usize,
     /// log2 of the segment count.
     seg_bits: u32,
@@ -318,7 +336,7 @@ impl<const W: usize> Subtable<W> {
             src_range: c.src_range.is_some(),
             dst_range: c.dst_range.is_some(),
             best: (u32::MAX, u64::MAX),
-            hits: AtomicU64::new(0),
+            hits: Hits::default(),
             len: 0,
             seg_bits: 0,
             segs: vec![Arc::new(Segment::new())],
@@ -339,7 +357,7 @@ impl<const W: usize> Subtable<W> {
             src_range: self.src_range,
             dst_range: self.dst_range,
             best: self.best,
-            hits: AtomicU64::new(self.hits.load(Ordering::Relaxed)),
+            hits: Hits(AtomicU64::new(self.hits.get())),
             len: self.len,
             seg_bits: self.seg_bits,
             segs: self.segs.clone(),
@@ -348,11 +366,9 @@ impl<const W: usize> Subtable<W> {
 
     #[inline]
     fn seg_of(&self, hash: u32) -> usize {
-        if self.seg_bits == 0 {
-            0
-        } else {
-            ((hash << 1) >> (32 - self.seg_bits)) as usize
-        }
+        // The bits below the top one; none when there is one segment (a shift by 32 of
+        // a 64-bit value: no branch).
+        (u64::from(hash << 1) >> (32 - self.seg_bits)) as usize
     }
 
     #[inline]
@@ -648,7 +664,7 @@ impl<const W: usize> Tables<W> {
                 }
             }
             if hits > 0 {
-                st.hits.fetch_add(hits, Ordering::Relaxed);
+                st.hits.add(hits);
             }
         }
     }
@@ -656,7 +672,7 @@ impl<const W: usize> Tables<W> {
     fn reranked(&self) -> Tables<W> {
         let mut t = self.clone();
         for (_, c) in &mut t.chains {
-            c.subtables.sort_by_key(|s| std::cmp::Reverse(s.hits.load(Ordering::Relaxed)));
+            c.subtables.sort_by_key(|s| std::cmp::Reverse(s.hits.get()));
             c.refresh();
         }
         t
