@@ -276,6 +276,8 @@ fn one_case(spec: &str, rounds: usize) -> Result<bool, String> {
     c.rerank();
     let (ns, matched) = time_classifier(&c, &frames, rounds);
     println!("{n} rules, {masks} masks: {ns:.1} ns/packet, {matched} of {} matched", frames.len());
+    let (ins, del) = updates(n.max(16))?;
+    println!("updates: insert {ins:.2} µs, delete {del:.2} µs (median of 1,000)");
     let (one, two) = workers(&c, &specs, rounds.div_ceil(4));
     println!(
         "workers: 1 thread {:.1} Mpps, 2 threads {:.1} Mpps ({:.2}x)",
@@ -312,6 +314,31 @@ fn workers(c: &Classifier, specs: &[Spec], reps: usize) -> (f64, f64) {
     });
     let two = (2 * reps * a.len()) as f64 / t.elapsed().as_secs_f64();
     (one, two)
+}
+
+/// Median µs of 1,000 single-rule inserts into a classifier of `n` rules over 16 masks,
+/// then of their deletes (each published).
+fn updates(n: usize) -> Result<(f64, f64), String> {
+    let (set, _) = rules(n, 16, 5)?;
+    let c = Classifier::new(&set);
+    let (extra, _) = rules(1000, 16, 6)?;
+    let mut ins = Vec::new();
+    let mut ids = Vec::new();
+    for r in extra.rules {
+        let t = Instant::now();
+        let id = c.insert(r).map_err(|e| e.to_string())?;
+        ins.push(t.elapsed().as_nanos() as f64 / 1000.0);
+        ids.push(id);
+    }
+    let mut del = Vec::new();
+    for id in ids {
+        let t = Instant::now();
+        if !c.delete(id) {
+            return Err("delete of an inserted rule failed".into());
+        }
+        del.push(t.elapsed().as_nanos() as f64 / 1000.0);
+    }
+    Ok((median(ins), median(del)))
 }
 
 pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
@@ -393,30 +420,8 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
     // Updates.
     log.line("updates: µs per insert / delete of one rule (published each time), median of 1,000");
     for &n in counts.iter().filter(|&&n| n >= 1000) {
-        let (set, _) = rules(n, 16, 5)?;
-        let c = Classifier::new(&set);
-        let (extra, _) = rules(1000, 16, 6)?;
-        let mut ins = Vec::new();
-        let mut ids = Vec::new();
-        for r in extra.rules {
-            let t = Instant::now();
-            let id = c.insert(r).map_err(|e| e.to_string())?;
-            ins.push(t.elapsed().as_nanos() as f64 / 1000.0);
-            ids.push(id);
-        }
-        let mut del = Vec::new();
-        for id in ids {
-            let t = Instant::now();
-            if !c.delete(id) {
-                return Err("delete of an inserted rule failed".into());
-            }
-            del.push(t.elapsed().as_nanos() as f64 / 1000.0);
-        }
-        log.line(format!(
-            "{n:>9} rules, 16 masks: insert {:.2} µs, delete {:.2} µs",
-            median(ins),
-            median(del)
-        ));
+        let (ins, del) = updates(n)?;
+        log.line(format!("{n:>9} rules, 16 masks: insert {:.2} µs, delete {:.2} µs", ins, del));
     }
     // Two workers on one classifier.
     {
