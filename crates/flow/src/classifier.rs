@@ -1013,10 +1013,14 @@ impl Classifier {
         dispatch!(&v.tables, t => t.lookup_batch(&keys[..n], &mut first[..n]));
         for i in 0..n {
             let f = first[i].map(|a| &**a);
-            let o = engine::process(&mut works[i], &keys[i], v.need, Some(f), &mut |c, k, a| {
-                v.lookup(c, k, a)
-            });
-            out.push(o);
+            engine::process_into(
+                &mut works[i],
+                &keys[i],
+                v.need,
+                f,
+                &mut |c, k, a| v.lookup(c, k, a),
+                out,
+            );
         }
     }
 
@@ -1081,11 +1085,14 @@ impl Classifier {
             first[i] = cache.rules[slot[i]].as_deref();
         }
         for i in 0..n {
-            let o =
-                engine::process(&mut works[i], &keys[i], v.need, Some(first[i]), &mut |c, k, a| {
-                    v.lookup(c, k, a)
-                });
-            out.push(o);
+            engine::process_into(
+                &mut works[i],
+                &keys[i],
+                v.need,
+                first[i],
+                &mut |c, k, a| v.lookup(c, k, a),
+                out,
+            );
         }
     }
 
