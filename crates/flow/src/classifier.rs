@@ -1006,8 +1006,10 @@ impl Classifier {
     pub fn process_batch(&self, v: &Version, works: &mut [Work<'_>], out: &mut Vec<Outcome>) {
         let n = works.len().min(BATCH);
         let mut keys = [Key::default(); BATCH];
+        // Where extraction puts the headers' offsets (only the actions' path needs them).
+        let mut offs = crate::key::Offsets::default();
         for i in 0..n {
-            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i]);
+            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         dispatch!(&v.tables, t => t.lookup_batch(&keys[..n], &mut first[..n]));
@@ -1038,13 +1040,15 @@ impl Classifier {
             cache.clear(v.id);
         }
         let mut keys = [Key::default(); BATCH];
+        // Where extraction puts the headers' offsets (only the actions' path needs them).
+        let mut offs = crate::key::Offsets::default();
         let mut words = [[0u64; WORDS]; BATCH];
         let mut slot = [0usize; BATCH];
         let mut hit = [false; BATCH];
         // Only the words the rules read: the rest of every key is zero.
         let used = &v.words[..v.nwords];
         for i in 0..n {
-            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i]);
+            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
             let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
             for (o, &w) in words[i].iter_mut().zip(used) {
                 *o = keys[i].word(w);
