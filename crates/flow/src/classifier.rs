@@ -27,7 +27,7 @@
 //!   each a subtable probe; a range check costs two compares on the entries that hash
 //!   equal. Entries with equal masked keys share a slot, in rank order.
 //! - **Updates** (`insert`, `delete`) build a new version of the one segment that changes
-//!   (each subtable is split into copy-on-write segments of about 64 entries, picked by
+//!   (each subtable is split into copy-on-write segments of about 256 entries, picked by
 //!   the hash's top bits; the segment count doubles as the subtable grows) and publish a
 //!   new table with an `Arc` swap (RCU-style: lookups in flight finish on the version they
 //!   took, one lock-protected `Arc` clone per batch); nothing is recompiled, and other
@@ -155,7 +155,7 @@ struct Subtable<const W: usize> {
 }
 
 /// Entries per segment (on average) before the segment count doubles.
-const SEGMENT_ENTRIES: usize = 64;
+const SEGMENT_ENTRIES: usize = 256;
 
 #[derive(Clone)]
 struct Segment<const W: usize> {
