@@ -120,21 +120,32 @@ struct ChainT<const W: usize> {
     suffix_best: Vec<(u32, u64)>,
 }
 
-/// A subtable's hit count, on a cache line of its own: the workers write it once a batch,
-/// and on the line of the subtable's mask and segments every write made the other
-/// workers' next reads of those miss. Only a ranking heuristic, so a load and a store
-/// (an add lost to a race costs nothing), not a locked add.
+/// A subtable's hit count, per counting thread (the counters' shards, see
+/// [`engine::Counters`]), each shard on a cache line of its own: the workers write it once
+/// a batch, and a shared count made each worker's write evict the line from the other's
+/// cache (on the line of the subtable's mask and segments, every read of those too). Only a
+/// ranking heuristic, so a load and a store even on the shared shard (an add lost to a
+/// race costs nothing).
+#[derive(Default)]
+struct Hits([Line; engine::COUNTER_SHARDS + 1]);
+
 #[repr(align(64))]
 #[derive(Default)]
-struct Hits(AtomicU64);
+struct Line(AtomicU64);
 
 impl Hits {
     #[inline]
     fn add(&self, n: u64) {
-        self.0.store(self.get().wrapping_add(n), Ordering::Relaxed);
+        let l = &self.0[engine::my_shard()].0;
+        l.store(l.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
     }
     fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.0.iter().fold(0u64, |a, l| a.wrapping_add(l.0.load(Ordering::Relaxed)))
+    }
+    fn copy(&self) -> Hits {
+        let h = Hits::default();
+        h.0[0].0.store(self.get(), Ordering::Relaxed);
+        h
     }
 }
 
@@ -357,7 +368,7 @@ impl<const W: usize> Subtable<W> {
             src_range: self.src_range,
             dst_range: self.dst_range,
             best: self.best,
-            hits: Hits(AtomicU64::new(self.hits.get())),
+            hits: self.hits.copy(),
             len: self.len,
             seg_bits: self.seg_bits,
             segs: self.segs.clone(),

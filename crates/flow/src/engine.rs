@@ -87,7 +87,7 @@ thread_local! {
 
 /// This thread's shard (the shared one while the thread is being torn down).
 #[inline]
-fn my_shard() -> usize {
+pub(crate) fn my_shard() -> usize {
     SHARD.try_with(|s| s.0).unwrap_or(COUNTER_SHARDS)
 }
 
