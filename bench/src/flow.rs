@@ -48,6 +48,10 @@ pub struct FlowArgs {
     /// Write bench/records/<date>-flow.txt.
     #[arg(long)]
     pub record: bool,
+    /// Only the lookups of one configuration, RULES:MASKS, for `--rounds` passes of the
+    /// hot set each (for a profiler: `perf record -g weir-bench flow --case 1000:16`).
+    #[arg(long, value_name = "RULES:MASKS")]
+    pub case: Option<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -256,7 +260,91 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// `--case RULES:MASKS`: one configuration's lookups only, checked, then timed.
+fn one_case(spec: &str, rounds: usize) -> Result<bool, String> {
+    let bad = || format!("--case {spec}: expected RULES:MASKS, e.g. 1000:16");
+    let (n, masks) = spec.split_once(':').ok_or_else(bad)?;
+    let n: usize = n.parse().map_err(|_| bad())?;
+    let masks: usize = masks.parse().map_err(|_| bad())?;
+    if n == 0 || masks == 0 || masks > 64 {
+        return Err(format!("--case {spec}: rules must be > 0 and masks 1 to 64"));
+    }
+    let (set, specs) = rules(n, masks, n as u64 * 131 + masks as u64)?;
+    let frames = packets(&specs, 4096, 7);
+    let c = Classifier::new(&set);
+    agree(&c, &Reference::new(&set), &frames)?;
+    c.rerank();
+    let (ns, matched) = time_classifier(&c, &frames, rounds);
+    println!("{n} rules, {masks} masks: {ns:.1} ns/packet, {matched} of {} matched", frames.len());
+    let (ins, del) = updates(n.max(16))?;
+    println!("updates: insert {ins:.2} µs, delete {del:.2} µs (median of 1,000)");
+    let (one, two) = workers(&c, &specs, rounds.div_ceil(4));
+    println!(
+        "workers: 1 thread {:.1} Mpps, 2 threads {:.1} Mpps ({:.2}x)",
+        one / 1e6,
+        two / 1e6,
+        two / one
+    );
+    Ok(true)
+}
+
+/// Packets a second through one thread, then through two threads on the same classifier
+/// (each its own 4,096 packets), `reps` passes each.
+fn workers(c: &Classifier, specs: &[Spec], reps: usize) -> (f64, f64) {
+    let a = packets(specs, 4096, 1);
+    let b = packets(specs, 4096, 2);
+    let one = {
+        let mut bufs = a.clone();
+        let t = Instant::now();
+        for _ in 0..reps {
+            pass(c, &a, &mut bufs);
+        }
+        (reps * a.len()) as f64 / t.elapsed().as_secs_f64()
+    };
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for frames in [&a, &b] {
+            s.spawn(move || {
+                let mut bufs = frames.clone();
+                for _ in 0..reps {
+                    pass(c, frames, &mut bufs);
+                }
+            });
+        }
+    });
+    let two = (2 * reps * a.len()) as f64 / t.elapsed().as_secs_f64();
+    (one, two)
+}
+
+/// Median µs of 1,000 single-rule inserts into a classifier of `n` rules over 16 masks,
+/// then of their deletes (each published).
+fn updates(n: usize) -> Result<(f64, f64), String> {
+    let (set, _) = rules(n, 16, 5)?;
+    let c = Classifier::new(&set);
+    let (extra, _) = rules(1000, 16, 6)?;
+    let mut ins = Vec::new();
+    let mut ids = Vec::new();
+    for r in extra.rules {
+        let t = Instant::now();
+        let id = c.insert(r).map_err(|e| e.to_string())?;
+        ins.push(t.elapsed().as_nanos() as f64 / 1000.0);
+        ids.push(id);
+    }
+    let mut del = Vec::new();
+    for id in ids {
+        let t = Instant::now();
+        if !c.delete(id) {
+            return Err("delete of an inserted rule failed".into());
+        }
+        del.push(t.elapsed().as_nanos() as f64 / 1000.0);
+    }
+    Ok((median(ins), median(del)))
+}
+
 pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
+    if let Some(spec) = &args.case {
+        return one_case(spec, args.rounds);
+    }
     let mut log = Log::default();
     let counts: Vec<usize> =
         [10usize, 1_000, 100_000, 1_000_000].into_iter().filter(|&n| n <= args.max_rules).collect();
@@ -332,59 +420,14 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
     // Updates.
     log.line("updates: µs per insert / delete of one rule (published each time), median of 1,000");
     for &n in counts.iter().filter(|&&n| n >= 1000) {
-        let (set, _) = rules(n, 16, 5)?;
-        let c = Classifier::new(&set);
-        let (extra, _) = rules(1000, 16, 6)?;
-        let mut ins = Vec::new();
-        let mut ids = Vec::new();
-        for r in extra.rules {
-            let t = Instant::now();
-            let id = c.insert(r).map_err(|e| e.to_string())?;
-            ins.push(t.elapsed().as_nanos() as f64 / 1000.0);
-            ids.push(id);
-        }
-        let mut del = Vec::new();
-        for id in ids {
-            let t = Instant::now();
-            if !c.delete(id) {
-                return Err("delete of an inserted rule failed".into());
-            }
-            del.push(t.elapsed().as_nanos() as f64 / 1000.0);
-        }
-        log.line(format!(
-            "{n:>9} rules, 16 masks: insert {:.2} µs, delete {:.2} µs",
-            median(ins),
-            median(del)
-        ));
+        let (ins, del) = updates(n)?;
+        log.line(format!("{n:>9} rules, 16 masks: insert {:.2} µs, delete {:.2} µs", ins, del));
     }
     // Two workers on one classifier.
     {
         let (set, specs) = rules(1000, 16, 21)?;
         let c = Classifier::new(&set);
-        let a = packets(&specs, 4096, 1);
-        let b = packets(&specs, 4096, 2);
-        let reps = 200;
-        let one = {
-            let mut bufs = a.clone();
-            let t = Instant::now();
-            for _ in 0..reps {
-                pass(&c, &a, &mut bufs);
-            }
-            (reps * a.len()) as f64 / t.elapsed().as_secs_f64()
-        };
-        let t = Instant::now();
-        std::thread::scope(|s| {
-            for frames in [&a, &b] {
-                let c = &c;
-                s.spawn(move || {
-                    let mut bufs = frames.clone();
-                    for _ in 0..reps {
-                        pass(c, frames, &mut bufs);
-                    }
-                });
-            }
-        });
-        let two = (2 * reps * a.len()) as f64 / t.elapsed().as_secs_f64();
+        let (one, two) = workers(&c, &specs, 200);
         log.line(format!(
             "workers: 1k rules, 16 masks: 1 thread {:.1} Mpps, 2 threads {:.1} Mpps ({:.2}x)",
             one / 1e6,

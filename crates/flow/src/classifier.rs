@@ -35,7 +35,7 @@
 //!   rule touched before rebuilds the table at the new width.
 
 use crate::engine::{self, device_indices, Installed, Outcome, Work};
-use crate::key::{extract, Key, Need, WORDS};
+use crate::key::{extract, extract_into, Key, Need, WORDS};
 use crate::rule::{Compiled, Rule, RuleError, RuleSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -120,6 +120,35 @@ struct ChainT<const W: usize> {
     suffix_best: Vec<(u32, u64)>,
 }
 
+/// A subtable's hit count, per counting thread (the counters' shards, see
+/// [`engine::Counters`]), each shard on a cache line of its own: the workers write it once
+/// a batch, and a shared count made each worker's write evict the line from the other's
+/// cache (on the line of the subtable's mask and segments, every read of those too). Only a
+/// ranking heuristic, so a load and a store even on the shared shard (an add lost to a
+/// race costs nothing).
+#[derive(Default)]
+struct Hits([Line; engine::COUNTER_SHARDS + 1]);
+
+#[repr(align(64))]
+#[derive(Default)]
+struct Line(AtomicU64);
+
+impl Hits {
+    #[inline]
+    fn add(&self, n: u64) {
+        let l = &self.0[engine::my_shard()].0;
+        l.store(l.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    }
+    fn get(&self) -> u64 {
+        self.0.iter().fold(0u64, |a, l| a.wrapping_add(l.0.load(Ordering::Relaxed)))
+    }
+    fn copy(&self) -> Hits {
+        let h = Hits::default();
+        h.0[0].0.store(self.get(), Ordering::Relaxed);
+        h
+    }
+}
+
 struct Subtable<const W: usize> {
     /// The full mask (for matching the subtable on insert) and the gathered one.
     mask: Key,
@@ -127,7 +156,7 @@ struct Subtable<const W: usize> {
     src_range: bool,
     dst_range: bool,
     best: (u32, u64),
-    hits: AtomicU64,
+    hits: Hits,
     len: usize,
     /// log2 of the segment count.
     seg_bits: u32,
@@ -318,7 +347,7 @@ impl<const W: usize> Subtable<W> {
             src_range: c.src_range.is_some(),
             dst_range: c.dst_range.is_some(),
             best: (u32::MAX, u64::MAX),
-            hits: AtomicU64::new(0),
+            hits: Hits::default(),
             len: 0,
             seg_bits: 0,
             segs: vec![Arc::new(Segment::new())],
@@ -339,7 +368,7 @@ impl<const W: usize> Subtable<W> {
             src_range: self.src_range,
             dst_range: self.dst_range,
             best: self.best,
-            hits: AtomicU64::new(self.hits.load(Ordering::Relaxed)),
+            hits: self.hits.copy(),
             len: self.len,
             seg_bits: self.seg_bits,
             segs: self.segs.clone(),
@@ -348,11 +377,9 @@ impl<const W: usize> Subtable<W> {
 
     #[inline]
     fn seg_of(&self, hash: u32) -> usize {
-        if self.seg_bits == 0 {
-            0
-        } else {
-            ((hash << 1) >> (32 - self.seg_bits)) as usize
-        }
+        // The bits below the top one; none when there is one segment (a shift by 32 of
+        // a 64-bit value: no branch).
+        (u64::from(hash << 1) >> (32 - self.seg_bits)) as usize
     }
 
     #[inline]
@@ -648,7 +675,7 @@ impl<const W: usize> Tables<W> {
                 }
             }
             if hits > 0 {
-                st.hits.fetch_add(hits, Ordering::Relaxed);
+                st.hits.add(hits);
             }
         }
     }
@@ -656,7 +683,7 @@ impl<const W: usize> Tables<W> {
     fn reranked(&self) -> Tables<W> {
         let mut t = self.clone();
         for (_, c) in &mut t.chains {
-            c.subtables.sort_by_key(|s| std::cmp::Reverse(s.hits.load(Ordering::Relaxed)));
+            c.subtables.sort_by_key(|s| std::cmp::Reverse(s.hits.get()));
             c.refresh();
         }
         t
@@ -990,17 +1017,23 @@ impl Classifier {
     pub fn process_batch(&self, v: &Version, works: &mut [Work<'_>], out: &mut Vec<Outcome>) {
         let n = works.len().min(BATCH);
         let mut keys = [Key::default(); BATCH];
+        // Where extraction puts the headers' offsets (only the actions' path needs them).
+        let mut offs = crate::key::Offsets::default();
         for i in 0..n {
-            keys[i] = extract(works[i].data, works[i].indev, v.need).0;
+            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         dispatch!(&v.tables, t => t.lookup_batch(&keys[..n], &mut first[..n]));
         for i in 0..n {
             let f = first[i].map(|a| &**a);
-            let o = engine::process(&mut works[i], keys[i], v.need, Some(f), &mut |c, k, a| {
-                v.lookup(c, k, a)
-            });
-            out.push(o);
+            engine::process_into(
+                &mut works[i],
+                &keys[i],
+                v.need,
+                f,
+                &mut |c, k, a| v.lookup(c, k, a),
+                out,
+            );
         }
     }
 
@@ -1018,13 +1051,15 @@ impl Classifier {
             cache.clear(v.id);
         }
         let mut keys = [Key::default(); BATCH];
+        // Where extraction puts the headers' offsets (only the actions' path needs them).
+        let mut offs = crate::key::Offsets::default();
         let mut words = [[0u64; WORDS]; BATCH];
         let mut slot = [0usize; BATCH];
         let mut hit = [false; BATCH];
         // Only the words the rules read: the rest of every key is zero.
         let used = &v.words[..v.nwords];
         for i in 0..n {
-            keys[i] = extract(works[i].data, works[i].indev, v.need).0;
+            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
             let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
             for (o, &w) in words[i].iter_mut().zip(used) {
                 *o = keys[i].word(w);
@@ -1065,11 +1100,14 @@ impl Classifier {
             first[i] = cache.rules[slot[i]].as_deref();
         }
         for i in 0..n {
-            let o =
-                engine::process(&mut works[i], keys[i], v.need, Some(first[i]), &mut |c, k, a| {
-                    v.lookup(c, k, a)
-                });
-            out.push(o);
+            engine::process_into(
+                &mut works[i],
+                &keys[i],
+                v.need,
+                first[i],
+                &mut |c, k, a| v.lookup(c, k, a),
+                out,
+            );
         }
     }
 
@@ -1077,7 +1115,7 @@ impl Classifier {
     pub fn process(&self, w: &mut Work<'_>) -> Outcome {
         let v = self.snapshot();
         let key = extract(w.data, w.indev, v.need).0;
-        engine::process(w, key, v.need, None, &mut |c, k, a| v.lookup(c, k, a))
+        engine::process(w, &key, v.need, None, &mut |c, k, a| v.lookup(c, k, a))
     }
 }
 

@@ -52,7 +52,7 @@ impl Reference {
     /// Classify one packet and run its actions.
     pub fn process(&self, w: &mut Work<'_>) -> Outcome {
         let key = extract(w.data, w.indev, Need::ALL).0;
-        engine::process(w, key, Need::ALL, None, &mut |c, k, a| self.lookup(c, k, a))
+        engine::process(w, &key, Need::ALL, None, &mut |c, k, a| self.lookup(c, k, a))
     }
 
     /// Per rule in file order: (line, packets, bytes, last used).
