@@ -338,4 +338,67 @@ pub const TARGETS: &[(&str, FuzzCheck)] = &[
     ("capture", capture),
     ("pflang", pflang),
     ("cbpf", cbpf),
+    ("flow", flow),
+    ("pfmatch", pfmatch),
 ];
+
+/// Any text either fails with an error on one of its lines, or parses to flow rules that
+/// the tuple-space classifier and the linear reference classify alike: on packets made
+/// from the input (whole, behind Ethernet/IPv4/TCP headers, and cut), the same rule line,
+/// verdict and mark, the same bytes after the actions and the same mirrored copies.
+pub fn flow(data: &[u8]) {
+    use weir::flow::{Classifier, Reference, RuleSet, Work};
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let rules = match RuleSet::parse(text) {
+        Ok(rules) => rules,
+        Err(e) => {
+            let lines = text.split('\n').count();
+            assert!(e.line >= 1 && e.line <= lines, "error off the text's lines: {e}");
+            return;
+        }
+    };
+    let (classifier, reference) = (Classifier::new(&rules), Reference::new(&rules));
+    for (packet, wire_len) in packets_from(data) {
+        let run = |process: &dyn Fn(&mut Work<'_>) -> weir::flow::Outcome| {
+            let (mut bytes, mut mirrored) = (packet.clone(), Vec::new());
+            let mut work = Work {
+                data: &mut bytes,
+                wire_len,
+                indev: 0,
+                now: 0,
+                mark: 0,
+                mirrored: &mut mirrored,
+            };
+            let outcome = process(&mut work);
+            (outcome, bytes, mirrored)
+        };
+        let fast = run(&|w| classifier.process(w));
+        let slow = run(&|w| reference.process(w));
+        assert_eq!(fast, slow, "classifier and reference differ on {packet:02x?}");
+    }
+}
+
+/// Any text either fails with an error on one of its lines that renders with a caret, or
+/// parses to a match program whose one compiled predicate dispatches every packet (made
+/// from the input as for `flow`) exactly as the clause-by-clause reference does.
+pub fn pfmatch(data: &[u8]) {
+    use weir::pfmatch::{parse, Dispatch};
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let program = match parse(text, LinkType::Ethernet, &NameDb::builtin()) {
+        Ok(program) => program,
+        Err(e) => {
+            let lines = text.split('\n').count();
+            assert!(e.line >= 1 && e.line <= lines, "error off the text's lines: {e}");
+            let _ = e.render();
+            return;
+        }
+    };
+    let Ok(dispatch) = Dispatch::compile(&program) else { return };
+    for (packet, wire_len) in packets_from(data) {
+        assert_eq!(
+            dispatch.run(&packet, wire_len),
+            program.reference(&packet, wire_len),
+            "dispatch and reference differ on {packet:02x?}"
+        );
+    }
+}
