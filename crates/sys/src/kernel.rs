@@ -404,10 +404,19 @@ impl Kernel {
         log: Option<&mut [u8]>,
     ) -> io::Result<OwnedFd> {
         let mut attr = prog_load_attr(prog_type, code, insn_cnt, log);
-        // SAFETY: the attributes point at `insn_cnt * 8` readable bytes of `code`, at the
-        // static NUL-terminated license and, when logging, at the caller's writable log
-        // buffer of `log_size` bytes; all of them outlive the call.
-        let rc = unsafe { self.sys.bpf(Cmd::ProgLoad, &mut attr) }?;
+        // The verifier gives up with EAGAIN, and no message, when a signal is pending for
+        // the loading thread (a busy test process gets them); libbpf tries again up to 5
+        // times, and so does this.
+        let mut attempts = 5;
+        let rc = loop {
+            // SAFETY: the attributes point at `insn_cnt * 8` readable bytes of `code`, at
+            // the static NUL-terminated license and, when logging, at the caller's writable
+            // log buffer of `log_size` bytes; all of them outlive the call.
+            match unsafe { self.sys.bpf(Cmd::ProgLoad, &mut attr) } {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && attempts > 1 => attempts -= 1,
+                other => break other?,
+            }
+        };
         let fd = i32::try_from(rc).map_err(|_| io::Error::other("descriptor out of range"))?;
         // SAFETY: a successful BPF_PROG_LOAD returns a new descriptor that nothing else owns.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
