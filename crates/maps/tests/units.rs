@@ -227,9 +227,12 @@ fn hash_lookups_without_locks_see_whole_elements_under_concurrent_writes() {
             .map(|r| {
                 let (map, stop, lookups) = (&map, &stop, &lookups);
                 s.spawn(move || {
-                    let mut found = 0u64;
+                    let (mut found, mut mine) = (0u64, 0u64);
                     let mut x = r as u64 + 1;
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // At least 2,000 lookups each, however the threads are scheduled: on a
+                    // busy machine one reader may not run before the writes end.
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) || mine < 2000 {
+                        mine += 1;
                         lookups.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                         let i = (x >> 33) % 1100;
