@@ -48,9 +48,14 @@ fn run_reference(r: &Reference, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<Seen>
         .collect()
 }
 
-fn run_classifier(c: &Classifier, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<Seen> {
+/// Frames through a batch-processing classifier, `BATCH` at a time, with the same
+/// metadata the reference gets.
+fn run_batches(
+    frames: &[Vec<u8>],
+    indevs: &[u32],
+    mut process: impl FnMut(&mut [Work<'_>], &mut Vec<weir_flow::Outcome>),
+) -> Vec<Seen> {
     let mut out = Vec::new();
-    let v = c.snapshot();
     for (b, chunk) in frames.chunks(BATCH).enumerate() {
         let mut datas: Vec<Vec<u8>> = chunk.to_vec();
         let mut mirrors: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
@@ -73,7 +78,7 @@ fn run_classifier(c: &Classifier, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<See
                     }
                 })
                 .collect();
-            c.process_batch(&v, &mut works, &mut outcomes);
+            process(&mut works, &mut outcomes);
         }
         for ((o, d), m) in outcomes.into_iter().zip(datas).zip(mirrors) {
             out.push((o, d, m));
@@ -82,43 +87,21 @@ fn run_classifier(c: &Classifier, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<See
     out
 }
 
+fn run_classifier(c: &Classifier, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<Seen> {
+    let v = c.snapshot();
+    run_batches(frames, indevs, |works, outcomes| c.process_batch(&v, works, outcomes))
+}
+
 fn run_cached(
     c: &Classifier,
     cache: &mut weir_flow::FlowCache,
     frames: &[Vec<u8>],
     indevs: &[u32],
 ) -> Vec<Seen> {
-    let mut out = Vec::new();
     let v = c.snapshot();
-    for (b, chunk) in frames.chunks(BATCH).enumerate() {
-        let mut datas: Vec<Vec<u8>> = chunk.to_vec();
-        let mut mirrors: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
-        let mut outcomes = Vec::new();
-        {
-            let mut works: Vec<Work<'_>> = datas
-                .iter_mut()
-                .zip(mirrors.iter_mut())
-                .enumerate()
-                .map(|(j, (d, m))| {
-                    let i = b * BATCH + j;
-                    let len = d.len() as u32;
-                    Work {
-                        data: d,
-                        wire_len: len,
-                        indev: indevs[i % indevs.len()],
-                        now: i as u64 * 1_000_000,
-                        mark: 0,
-                        mirrored: m,
-                    }
-                })
-                .collect();
-            c.process_batch_cached(&v, cache, &mut works, &mut outcomes);
-        }
-        for ((o, d), m) in outcomes.into_iter().zip(datas).zip(mirrors) {
-            out.push((o, d, m));
-        }
-    }
-    out
+    run_batches(frames, indevs, |works, outcomes| {
+        c.process_batch_cached(&v, cache, works, outcomes)
+    })
 }
 
 /// Compare; return the packets that matched a rule, and add to `hit` the match kinds of
