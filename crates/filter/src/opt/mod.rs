@@ -60,17 +60,35 @@ fn optimize_pred(mut p: Pred) -> Pred {
     // No fingerprint of the input: hashing a huge unoptimized filter costs more than the
     // extra round on its (small) optimized form.
     let mut seen = None;
-    for _ in 0..MAX_ROUNDS {
+    let mut stable = Stable::default();
+    // The round starts from the stable tree (the last round ended on it, unchanged).
+    let mut from_stable = false;
+    for round in 0..MAX_ROUNDS {
         let (q, reads) = fold::simplify(p, true);
-        p = decide::decide(q, reads);
+        // The first walk's input is the largest tree and is rarely already stable: it is
+        // not copied to be remembered.
+        let (q, mut unchanged) = stable.decide(q, reads, round > 0);
         // Guards make loads safe, which lets `decide` merge and drop more, so a new guard
         // gets a second `decide` at once (without one, whatever a second `decide` would
         // find waits for the next round: a small filter reaches its fixed point with three
         // `decide` walks rather than four). A round that changes nothing is the fixed
         // point: optimizing the result again gives it back.
-        let (q, added) = guard::insert_guards_reporting(p);
-        p = if added { decide::decide(q, reads) } else { q };
-        p = fold::simplify(p, false).0;
+        let (q, added) = guard::insert_guards_reporting(q);
+        let q = if added {
+            unchanged = false;
+            stable.decide(q, reads, true).0
+        } else {
+            q
+        };
+        let (q, simplified_unchanged) = stable.simplify(q);
+        p = q;
+        // From the stable tree back to it, each pass seen to return its input (`decide`
+        // skipped because its input was the stable tree: so was the first simplify's
+        // output): the round changed nothing, as the fingerprint would find, unhashed.
+        if from_stable && unchanged && simplified_unchanged {
+            break;
+        }
+        from_stable = simplified_unchanged;
         let now = Some(analysis::fingerprint(&p));
         if now == seen {
             break;
@@ -78,6 +96,57 @@ fn optimize_pred(mut p: Pred) -> Pred {
         seen = now;
     }
     p
+}
+
+/// A tree the passes were seen to leave unchanged, so that the confirming round of
+/// [`optimize_pred`] skips the walks whose result is already known (the passes are pure
+/// functions: the same input gives the same output). In practice `decide` after new guards
+/// and every pass of the last round change nothing, and the repeated `decide` walk is
+/// about a third of a small filter's optimizing time. Trees are compared whole (`==`),
+/// never by hash, so a skip never changes the result.
+#[derive(Default)]
+struct Stable {
+    /// `decide(tree, reads) == tree` was seen.
+    decided: Option<(Pred, u32)>,
+    /// `fold::simplify(tree, false) == tree` was seen too (for the same tree).
+    simplified: bool,
+}
+
+impl Stable {
+    /// `decide::decide(q, reads)`, and whether its result is known to be `q` itself (it
+    /// is skipped then: `q` is the remembered tree). `remember`: copy `q` to find out
+    /// whether `decide` leaves it unchanged (costs a copy of the tree).
+    fn decide(&mut self, q: Pred, reads: u32, remember: bool) -> (Pred, bool) {
+        if let Some((tree, r)) = &self.decided {
+            if *r == reads && *tree == q {
+                return (q, true);
+            }
+        }
+        if !remember {
+            return (decide::decide(q, reads), false);
+        }
+        let before = q.clone();
+        let p = decide::decide(q, reads);
+        if p == before {
+            self.decided = Some((before, reads));
+            self.simplified = false;
+        }
+        (p, false)
+    }
+
+    /// `fold::simplify(p, false)`, and whether the result is the stable tree, unchanged
+    /// from `p` (skipped when `simplify` was already seen to leave that tree as it is).
+    fn simplify(&mut self, p: Pred) -> (Pred, bool) {
+        let is_tree = self.decided.as_ref().is_some_and(|(tree, _)| *tree == p);
+        if is_tree && self.simplified {
+            return (p, true);
+        }
+        let q = fold::simplify(p, false).0;
+        if is_tree {
+            self.simplified = self.decided.as_ref().is_some_and(|(tree, _)| *tree == q);
+        }
+        (q, is_tree && self.simplified)
+    }
 }
 
 /// Constant folding and local simplification (see the module documentation).
