@@ -104,8 +104,12 @@ pub fn run(args: &CompileArgs, command: &str) -> Result<bool, String> {
         "weir us", "->cBPF us", "->eBPF us", "->native us", "libpcap us", "x pcap", "native x"
     ));
     let us = |s: &Samples| s.median() / 1_000.0;
+    // libpcap's in-process compile time per filter, to leave out of the process table the
+    // filters tcpdump would take seconds on.
+    let mut pcap_ns = Vec::new();
     for (i, f) in list.iter().enumerate() {
         let c = measure(f, &names, rounds, per_filter, pcap_state.is_ok());
+        pcap_ns.push(c.pcap.as_ref().ok().map(Samples::median));
         let label = format!("[{}] {}", i + 1, f.label);
         let cell = |r: &Result<Samples, String>| {
             r.as_ref().map_or("-".to_string(), |s| format!("{:.1}", us(s)))
@@ -136,6 +140,8 @@ pub fn run(args: &CompileArgs, command: &str) -> Result<bool, String> {
             }
         }
     }
+
+    compile_processes(args, &list, &pcap_ns, &mut log, &mut notes);
 
     log.line("");
     log.line("large host sets: `host a or host b or ...`, ms per compile");
@@ -348,6 +354,128 @@ fn firewall(
     processes(args, &pairs, log, notes)
 }
 
+/// The `weir` binary timed as whole processes: --weir, or target/release/weir beside this
+/// benchmark.
+fn weir_binary(args: &CompileArgs) -> Result<std::path::PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("where is weir-bench? {e}"))?;
+    let default = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|t| t.join("release").join("weir"))
+        .unwrap_or_else(|| "weir".into());
+    Ok(args.weir.clone().unwrap_or(default))
+}
+
+/// Whole processes per filter of the list, as a user compares them: `weir compile -d EXPR`
+/// (and the --old-weir binary's) beside `tcpdump -d EXPR` (libpcap's compile and optimizer
+/// behind tcpdump's start-up; it assumes Ethernet without an interface, as weir does).
+/// Median wall time of a few interleaved runs each, process start included, and the
+/// listings' lengths (classic instructions) from the same runs. Filters libpcap takes over
+/// 100 ms on in process (the large host set) are left out.
+fn compile_processes(
+    args: &CompileArgs,
+    list: &[BenchFilter],
+    pcap_ns: &[Option<f64>],
+    log: &mut Log,
+    notes: &mut Vec<String>,
+) {
+    const RUNS: usize = 7;
+    let weir = match weir_binary(args) {
+        Ok(w) if w.exists() => w,
+        _ => {
+            notes.push("no weir binary: the whole-process compile rows are skipped".into());
+            return;
+        }
+    };
+    let tcpdump = std::path::PathBuf::from("/usr/bin/tcpdump");
+    let have_tcpdump = tcpdump.exists();
+    if !have_tcpdump {
+        notes.push("no /usr/bin/tcpdump: the whole-process rows have no tcpdump column".into());
+    }
+    let mut binaries = vec![("new", weir)];
+    if let Some(old) = &args.old_weir {
+        binaries.push(("old", old.clone()));
+    }
+    log.line("");
+    log.line(format!(
+        "whole processes, ms (median of {RUNS} interleaved runs, in turn, process start included): \
+         weir = `weir compile -d EXPR`{}, tcpdump = `tcpdump -d EXPR`; insns = lines of each \
+         listing",
+        if binaries.len() > 1 { ", old = the same with --old-weir" } else { "" }
+    ));
+    log.line(format!(
+        "{:>9} {:>9} {:>10} {:>10} {:>13}  filter",
+        "weir ms",
+        if binaries.len() > 1 { "old ms" } else { "" },
+        "tcpdump ms",
+        "x tcpdump",
+        "insns w/tcpd"
+    ));
+    for (i, f) in list.iter().enumerate() {
+        if pcap_ns.get(i).copied().flatten().is_some_and(|ns| ns > 1e8) {
+            continue;
+        }
+        let expr: std::ffi::OsString = f.expr.clone().into();
+        let mut walls: Vec<Vec<f64>> = vec![Vec::new(); binaries.len() + 1];
+        let mut lengths: Vec<Option<usize>> = vec![None; binaries.len() + 1];
+        let mut failed: Vec<String> = Vec::new();
+        for run in 0..RUNS {
+            let mut runs: Vec<(usize, &std::path::Path, Vec<std::ffi::OsString>)> = binaries
+                .iter()
+                .enumerate()
+                .map(|(k, (_, b))| {
+                    (k, b.as_path(), vec!["compile".into(), "-d".into(), expr.clone()])
+                })
+                .collect();
+            if have_tcpdump {
+                runs.push((binaries.len(), tcpdump.as_path(), vec!["-d".into(), expr.clone()]));
+            }
+            // Each run starts with another program: none is always the first after a pause.
+            let n = runs.len();
+            runs.rotate_left(run % n);
+            for (k, bin, argv) in runs {
+                let mut cmd = std::process::Command::new(bin);
+                cmd.args(&argv);
+                match crate::e2e::timed(&mut cmd) {
+                    Ok(run) => {
+                        walls[k].push(run.wall.as_secs_f64() * 1e3);
+                        lengths[k] = Some(run.stdout.lines().count());
+                    }
+                    Err(e) => failed.push(format!("{}: {e}", bin.display())),
+                }
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
+        };
+        let meds: Vec<Option<f64>> = walls.iter_mut().map(median).collect();
+        let cell = |m: Option<f64>| m.map_or("-".to_string(), |m| format!("{m:.2}"));
+        let tcpd = meds.last().copied().flatten().filter(|_| have_tcpdump);
+        let new = meds.first().copied().flatten();
+        let x = match (new, tcpd) {
+            (Some(w), Some(t)) => ratio(w / t),
+            _ => "-".into(),
+        };
+        let len =
+            |k: usize| lengths.get(k).copied().flatten().map_or("-".into(), |n| n.to_string());
+        log.line(format!(
+            "{:>9} {:>9} {:>10} {:>10} {:>13}  [{}] {}",
+            cell(new),
+            if binaries.len() > 1 { cell(meds.get(1).copied().flatten()) } else { String::new() },
+            cell(tcpd),
+            x,
+            format!("{}/{}", len(0), len(binaries.len())),
+            i + 1,
+            f.label
+        ));
+        failed.dedup();
+        for e in failed {
+            log.line(format!("{:>9}  failed: {e}", ""));
+        }
+    }
+}
+
 /// The firewall lists through whole `weir` processes: `weir filter -F LIST -r sample.pcap
 /// --count` (the engine weir picks: large filters start on the evaluator while their native
 /// code compiles), the same with `--engine native` (native code before the first packet),
@@ -359,13 +487,7 @@ fn processes(
     log: &mut Log,
     notes: &mut Vec<String>,
 ) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("where is weir-bench? {e}"))?;
-    let default = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .map(|t| t.join("release").join("weir"))
-        .unwrap_or_else(|| "weir".into());
-    let weir = args.weir.clone().unwrap_or(default);
+    let weir = weir_binary(args)?;
     if !weir.exists() {
         notes.push(format!(
             "no weir binary at {} (cargo build --release -p weir-cli, or --weir PATH): the \
