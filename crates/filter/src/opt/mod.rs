@@ -22,7 +22,8 @@
 //! - [`insert_guards`] — one `Pred::Guard(n)` up front where every path that matters loads
 //!   `n` bytes anyway.
 //!
-//! [`optimize`] runs them to a fixed point (a few rounds at most). Every pass is linear in
+//! [`optimize`] runs them to a fixed point (a few rounds at most; the round that confirms
+//! it skips the walks whose input a pass was already seen to leave unchanged). Every pass is linear in
 //! the size of the filter, up to a sort for set building and small constant factors
 //! (environments of facts are capped; long runs of tests on values already seen skip the
 //! fact machinery). A 10,000-host `host a or host b ...` filter (420,000 IR nodes) becomes
