@@ -89,6 +89,26 @@ impl Dispatch {
         Outcome { handler: Some(h), args }
     }
 
+    /// The scratch slots an engine must report after a run that matched, in the order
+    /// [`Dispatch::outcome`] reads them: the handler slot, then the argument slots.
+    pub fn result_slots(&self) -> Vec<u8> {
+        std::iter::once(self.handler_slot).chain(self.arg_slots.iter().copied()).collect()
+    }
+
+    /// The outcome from an engine's run of [`Dispatch::filter`]: whether the predicate
+    /// held, and the values of [`Dispatch::result_slots`] then (in that order; missing
+    /// values read as 0). How native code reports a dispatch.
+    pub fn outcome(&self, matched: bool, results: &[u32]) -> Outcome {
+        let none = Outcome { handler: None, args: Vec::new() };
+        let Some(h) = results.first().filter(|_| matched).and_then(|h| h.checked_sub(1)) else {
+            return none;
+        };
+        let h = h as usize;
+        let Some(&arity) = self.arities.get(h) else { return none };
+        let args = (0..arity).map(|i| results.get(i + 1).copied().unwrap_or(0)).collect();
+        Outcome { handler: Some(h), args }
+    }
+
     /// The handler names, as in [`Program::handlers`].
     pub fn handlers(&self) -> &[String] {
         &self.handlers

@@ -1,6 +1,6 @@
 //! The consistency property: random match programs (clause tests from the pflang
 //! generator, nested matches, `otherwise`, arguments) over the testkit corpus. The compiled
-//! dispatch must choose the handler and arguments the reference does, and both must agree
+//! dispatch, on the IR evaluator and as native code (weir-jit's filter compiler), must choose the handler and arguments the reference does, and both must agree
 //! with an oracle built here from nothing but the pflang compiler run on texts:
 //! a clause matches when `TEST` accepts the packet and each argument `A` is computable
 //! (`A = 0 or A != 0` accepts), and the value `v` reported for `A` is one `A = v` accepts.
@@ -169,10 +169,17 @@ fn compiled_dispatch_agrees_with_reference_and_pflang() {
         let program = parse(&src, LinkType::Ethernet, &names)
             .unwrap_or_else(|e| panic!("program {n} does not parse: {e}\n{src}"));
         let dispatch = Dispatch::compile(&program).unwrap();
+        let native = weir_jit::filter::compile_results(dispatch.filter(), &dispatch.result_slots())
+            .unwrap_or_else(|e| panic!("program {n} does not compile natively: {e}\n{src}"));
         for (k, p) in packets.iter().enumerate() {
             let reference = program.reference(&p.data, p.wire_len);
             let compiled = dispatch.run(&p.data, p.wire_len);
             assert_eq!(compiled, reference, "program {n}, packet {k}:\n{src}");
+            // Results left from an earlier packet must not leak into this one's outcome.
+            let mut results = [0xdead_beef; 16];
+            let hit = native.run(&p.data, p.wire_len, &mut results);
+            let native_outcome = dispatch.outcome(hit, &results);
+            assert_eq!(native_outcome, reference, "native: program {n}, packet {k}:\n{src}");
             let expected = oracle.choose(&model, &p.data, p.wire_len);
             let Outcome { handler, args } = &reference;
             match (expected, handler) {
