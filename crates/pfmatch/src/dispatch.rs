@@ -155,7 +155,7 @@ const SPLIT_CLAUSES: usize = 3;
 ///   or (try(guard(n)) and k not in {v1..vm} and d) or (not try(guard(n)) and d)
 /// ```
 ///
-/// each alternative optimized on its own (and then put in a Try), so that the optimizer,
+/// each leaf optimized on its own (and then put in a Try), so that the optimizer,
 /// which carries the facts before a Try into it, decides every clause's test of `k` in
 /// each copy (the copies for other values lose those clauses). Exact: `try(guard(n))` and
 /// the tests of `k` after it never abort, exactly one alternative's prefix holds, and `d`
@@ -165,25 +165,29 @@ fn split(prefix: &mut Vec<Pred>, d: &Pred, depth: u32) -> Pred {
         let parts = prefix.iter().cloned().chain(std::iter::once(d.clone()));
         opt::optimize_owned(Filter::new(Pred::and(parts))).pred
     };
+    // A leaf is optimized alone, as a whole filter, where an abort rejects: the optimizer
+    // may have turned `try(guard(n))` into `guard(n)` or hoisted a guard. Inside the
+    // `or`, an abort would end the whole dispatch, so the leaf goes in a Try, where it is
+    // the leaf's false, as it was (nothing outside the clauses' Trys aborts in the
+    // unoptimized leaf, so the Try changes nothing else).
+    let leaf = |p: Pred| Pred::Try(Box::new(p));
     if depth == 0 {
-        return specialized();
+        return leaf(specialized());
     }
     let base = specialized();
-    let Some(((offset, size), values)) = choose_key(&base, prefix) else { return base };
+    let Some(((offset, size), values)) = choose_key(&base, prefix) else { return leaf(base) };
     let k = Expr::load_at(offset, size);
     let fits = Pred::Try(Box::new(Pred::Guard(offset.saturating_add(size.bytes()))));
     let mut alternatives = Vec::new();
+    // The tests that choose a branch stay outside its Try: when the whole is optimized,
+    // the facts they establish flow into the branch (the leaf's own copies of them, from
+    // optimizing it under the prefix, are then decided and go).
     let branch = |prefix: &mut Vec<Pred>, extra: Vec<Pred>, depth: u32| {
         let before = prefix.len();
-        prefix.extend(extra);
-        // Optimized alone, the alternative is a whole filter, where an abort rejects:
-        // the optimizer may turn `try(guard(n))` into `guard(n)` or hoist a guard. In the
-        // `or` an abort would end the whole dispatch, so the alternative goes in a Try,
-        // where it is the alternative's false, as it was (nothing outside the clauses'
-        // Trys aborts in the unoptimized alternative, so the Try changes nothing else).
-        let p = Pred::Try(Box::new(split(prefix, d, depth)));
+        prefix.extend(extra.iter().cloned());
+        let inner = split(prefix, d, depth);
         prefix.truncate(before);
-        p
+        Pred::and(extra.into_iter().chain(std::iter::once(inner)))
     };
     for &v in &values {
         let test = vec![fits.clone(), Pred::eq(k.clone(), v)];
