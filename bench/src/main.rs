@@ -14,6 +14,7 @@
 //! cargo run -p weir-bench -- filters --rounds 3 --quick    # CI smoke: seconds
 //! cargo run --release -p weir-bench -- runtime --record    # the eBPF runtime's goals
 //! cargo run --release -p weir-bench -- flow --record       # the flow datapath's goals
+//! cargo run --release -p weir-bench -- match --record      # pfmatch dispatch's goals
 //! ```
 //!
 //! Module map: `filters` (the filter suite's driver) over `engines` (what runs a filter),
@@ -23,7 +24,7 @@
 //! `tcpdump` and the floor reader `weir-bench-floor` timed over a generated, page-cached
 //! capture, `--count` and `-w`; wall time, CPU time and max RSS); `record` (dated records).
 
-use weir_bench::{compile, e2e, emit, filters, flow, interp, runtime};
+use weir_bench::{compile, e2e, emit, filters, flow, interp, matching, runtime};
 
 use std::process::ExitCode;
 
@@ -64,6 +65,9 @@ enum Suite {
     /// The flow datapath's goals: classifier ns/packet against rules and masks and the
     /// linear reference, updates, memory per rule, workers, `weir flow run` end to end.
     Flow(flow::FlowArgs),
+    /// pfmatch: a 16-clause dispatch (native, IR evaluator) against the 16 filters run in
+    /// turn and each alone; `weir match --count` against 16 tcpdump processes.
+    Match(matching::MatchArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Suite::Runtime(args) => runtime::run(args, &command),
         Suite::Emit(args) => emit::run(args, &command),
         Suite::Flow(args) => flow::run(args, &command),
+        Suite::Match(args) => matching::run(args, &command),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -380,7 +380,8 @@ pub fn flow(data: &[u8]) {
 
 /// Any text either fails with an error on one of its lines that renders with a caret, or
 /// parses to a match program whose one compiled predicate dispatches every packet (made
-/// from the input as for `flow`) exactly as the clause-by-clause reference does.
+/// from the input as for `flow`) exactly as the clause-by-clause reference does, on the
+/// IR's evaluator and as native code.
 pub fn pfmatch(data: &[u8]) {
     use weir::pfmatch::{parse, Dispatch};
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -394,11 +395,19 @@ pub fn pfmatch(data: &[u8]) {
         }
     };
     let Ok(dispatch) = Dispatch::compile(&program) else { return };
+    let native = weir::Dispatch::prepare(program.clone(), Some(weir::Engine::Native))
+        .unwrap_or_else(|e| panic!("the dispatch does not compile natively: {e}"));
     for (packet, wire_len) in packets_from(data) {
+        let reference = program.reference(&packet, wire_len);
         assert_eq!(
             dispatch.run(&packet, wire_len),
-            program.reference(&packet, wire_len),
+            reference,
             "dispatch and reference differ on {packet:02x?}"
+        );
+        assert_eq!(
+            native.run(&packet, wire_len),
+            reference,
+            "native dispatch and reference differ on {packet:02x?}"
         );
     }
 }

@@ -194,11 +194,13 @@ pub enum Pred {
     Chain(Box<Chain>),
     /// The inner predicate, with an abort inside it turned into false (the stores it made
     /// before the abort stay): never aborts itself. pfmatch's clause boundary (a clause's
-    /// test fails alone, as its own filter would). The optimizer treats it as opaque
-    /// from outside: no guard is hoisted out of it (that would turn the clause's failure
-    /// into the whole filter's abort), no fact learned inside leaks out, and its stores
-    /// are never removed as dead (they are results the caller reads after the run). The classic BPF
-    /// and eBPF emitters and the native compiler refuse it for now.
+    /// test fails alone, as its own filter would). The optimizer keeps it a boundary: no
+    /// guard is hoisted out of it (that would turn the clause's failure into the whole
+    /// filter's abort), facts from before it are used inside, what is learned inside
+    /// holds after it only when it ends true, and its stores are never removed as dead
+    /// (they are results the caller reads after the run). The native compiler routes an
+    /// abort inside it to its false exit; the classic BPF and eBPF emitters refuse it for
+    /// now.
     Try(Box<Pred>),
 }
 

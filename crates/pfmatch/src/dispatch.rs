@@ -5,14 +5,15 @@
 //! Why `Try` and no more: a clause's test must fail alone, and the optimizer's guard
 //! hoisting (`opt::insert_guards`) would otherwise lift a length check out of one clause to
 //! where its failure ends the whole dispatch, losing the packets a later clause takes. The
-//! optimizer treats a `Try` as opaque from outside, so the sharing it finds is within a
-//! clause (its test with its arguments' checks); sharing header tests across clauses is
-//! the next step (facts learned by a clause's test that hold whether it ended true or
-//! false).
+//! optimizer carries the facts from before a `Try` into it, so header tests are shared
+//! across clauses by dispatching on the header fields the clauses test (`split`): under
+//! `ether[12:2] == 0x800` the IPv6 and ARP clauses' tests are decided false and go.
 
 use std::fmt;
 
-use weir_filter::{opt, Evaluator, Expr, Filter, Pred, SCRATCH_SLOTS};
+use std::collections::BTreeMap;
+
+use weir_filter::{opt, CmpOp, Evaluator, Expr, Filter, Pred, Size, ValueSet, SCRATCH_SLOTS};
 
 use crate::{Body, Clause, Program, Test};
 
@@ -41,9 +42,16 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
-    /// Lowers the program. Fails only when the clauses leave too few of the
-    /// [`SCRATCH_SLOTS`] scratch slots free for the handler index and the arguments.
+    /// Lowers the program, with header tests shared across clauses ([`SHARE_DEPTH`]).
+    /// Fails only when the clauses leave too few of the [`SCRATCH_SLOTS`] scratch slots
+    /// free for the handler index and the arguments.
     pub fn compile(program: &Program) -> Result<Dispatch, String> {
+        Dispatch::compile_with(program, SHARE_DEPTH)
+    }
+
+    /// [`Dispatch::compile`] with `share` levels of dispatch on header fields (0: the
+    /// clauses one after another, each optimized alone; benchmarks compare the two).
+    pub fn compile_with(program: &Program, share: u32) -> Result<Dispatch, String> {
         let mut used = 0u32;
         let mut arities = vec![0usize; program.handlers.len()];
         survey(&program.clauses, &mut used, &mut arities);
@@ -61,8 +69,13 @@ impl Dispatch {
         };
         let slots = Slots { handler: handler_slot, args: arg_slots };
         let pred = lower_list(&program.clauses, &slots);
+        let pred = if share == 0 {
+            opt::optimize_owned(Filter::new(pred)).pred
+        } else {
+            opt::optimize_owned(Filter::new(split(&mut Vec::new(), &pred, share))).pred
+        };
         Ok(Dispatch {
-            filter: opt::optimize_owned(Filter::new(pred)),
+            filter: Filter::new(pred),
             handler_slot,
             arg_slots: arg_slots.to_vec(),
             handlers: program.handlers.clone(),
@@ -89,6 +102,26 @@ impl Dispatch {
         Outcome { handler: Some(h), args }
     }
 
+    /// The scratch slots an engine must report after a run that matched, in the order
+    /// [`Dispatch::outcome`] reads them: the handler slot, then the argument slots.
+    pub fn result_slots(&self) -> Vec<u8> {
+        std::iter::once(self.handler_slot).chain(self.arg_slots.iter().copied()).collect()
+    }
+
+    /// The outcome from an engine's run of [`Dispatch::filter`]: whether the predicate
+    /// held, and the values of [`Dispatch::result_slots`] then (in that order; missing
+    /// values read as 0). How native code reports a dispatch.
+    pub fn outcome(&self, matched: bool, results: &[u32]) -> Outcome {
+        let none = Outcome { handler: None, args: Vec::new() };
+        let Some(h) = results.first().filter(|_| matched).and_then(|h| h.checked_sub(1)) else {
+            return none;
+        };
+        let h = h as usize;
+        let Some(&arity) = self.arities.get(h) else { return none };
+        let args = (0..arity).map(|i| results.get(i + 1).copied().unwrap_or(0)).collect();
+        Outcome { handler: Some(h), args }
+    }
+
     /// The handler names, as in [`Program::handlers`].
     pub fn handlers(&self) -> &[String] {
         &self.handlers
@@ -97,6 +130,140 @@ impl Dispatch {
     /// The one predicate (`weir match --explain`).
     pub fn filter(&self) -> &Filter {
         &self.filter
+    }
+}
+
+/// Levels of header-field dispatch [`Dispatch::compile`] builds (the EtherType, then the
+/// IP protocol, on the usual programs).
+pub const SHARE_DEPTH: u32 = 2;
+
+/// At most this many values of one field get a branch of their own.
+const SPLIT_VALUES: usize = 4;
+
+/// A field is dispatched on only when at least this many clauses test it: each level
+/// optimizes the clauses once per branch, which a field two clauses share does not repay.
+const SPLIT_CLAUSES: usize = 3;
+
+/// Sharing header tests across clauses: the dispatch `d` (clause Trys in an `or`),
+/// specialized under `prefix` (facts as tests that never abort), split `depth` more levels
+/// on the header field the most clauses test against constants. For field `k` of `n`
+/// bytes' end and values `v1..vm`:
+///
+/// ```text
+/// (try(guard(n)) and k == v1 and d) or ... or (try(guard(n)) and k == vm and d)
+///   or (try(guard(n)) and k not in {v1..vm} and d) or (not try(guard(n)) and d)
+/// ```
+///
+/// each leaf optimized on its own (and then put in a Try), so that the optimizer,
+/// which carries the facts before a Try into it, decides every clause's test of `k` in
+/// each copy (the copies for other values lose those clauses). Exact: `try(guard(n))` and
+/// the tests of `k` after it never abort, exactly one alternative's prefix holds, and `d`
+/// is evaluated at most once; when it ends false, the remaining prefixes are false too.
+fn split(prefix: &mut Vec<Pred>, d: &Pred, depth: u32) -> Pred {
+    let specialized = || {
+        let parts = prefix.iter().cloned().chain(std::iter::once(d.clone()));
+        opt::optimize_owned(Filter::new(Pred::and(parts))).pred
+    };
+    // A leaf is optimized alone, as a whole filter, where an abort rejects: the optimizer
+    // may have turned `try(guard(n))` into `guard(n)` or hoisted a guard. Inside the
+    // `or`, an abort would end the whole dispatch, so the leaf goes in a Try, where it is
+    // the leaf's false, as it was (nothing outside the clauses' Trys aborts in the
+    // unoptimized leaf, so the Try changes nothing else).
+    let leaf = |p: Pred| Pred::Try(Box::new(p));
+    if depth == 0 {
+        return leaf(specialized());
+    }
+    let base = specialized();
+    let Some(((offset, size), values)) = choose_key(&base, prefix) else { return leaf(base) };
+    let k = Expr::load_at(offset, size);
+    let fits = Pred::Try(Box::new(Pred::Guard(offset.saturating_add(size.bytes()))));
+    let mut alternatives = Vec::new();
+    // The tests that choose a branch stay outside its Try: when the whole is optimized,
+    // the facts they establish flow into the branch (the leaf's own copies of them, from
+    // optimizing it under the prefix, are then decided and go).
+    let branch = |prefix: &mut Vec<Pred>, extra: Vec<Pred>, depth: u32| {
+        let before = prefix.len();
+        prefix.extend(extra.iter().cloned());
+        let inner = split(prefix, d, depth);
+        prefix.truncate(before);
+        Pred::and(extra.into_iter().chain(std::iter::once(inner)))
+    };
+    for &v in &values {
+        let test = vec![fits.clone(), Pred::eq(k.clone(), v)];
+        alternatives.push(branch(prefix, test, depth - 1));
+    }
+    let others = Pred::not(Pred::In { value: k, set: ValueSet::from_values(values) });
+    alternatives.push(branch(prefix, vec![fits.clone(), others], depth - 1));
+    alternatives.push(branch(prefix, vec![Pred::not(fits)], 0));
+    Pred::Or(alternatives)
+}
+
+/// The packet field (constant offset, size) that the most clauses (Trys) of `p` compare
+/// with constants, at least [`SPLIT_CLAUSES`], and the values they compare it with (the most frequent
+/// [`SPLIT_VALUES`]); fields the prefix already tests are left out.
+fn choose_key(p: &Pred, prefix: &[Pred]) -> Option<((u32, Size), Vec<u32>)> {
+    let mut used = BTreeMap::new();
+    for q in prefix {
+        constants(q, &mut used);
+    }
+    let mut clauses: BTreeMap<(u32, Size), usize> = BTreeMap::new();
+    let mut values: BTreeMap<(u32, Size), BTreeMap<u32, usize>> = BTreeMap::new();
+    let mut visit = |q: &Pred| {
+        let mut found = BTreeMap::new();
+        constants(q, &mut found);
+        for (key, vs) in found {
+            *clauses.entry(key).or_default() += 1;
+            let counts = values.entry(key).or_default();
+            for v in vs {
+                *counts.entry(v).or_default() += 1;
+            }
+        }
+    };
+    for_each_try(p, &mut visit);
+    let (&key, _) = clauses
+        .iter()
+        .filter(|(key, &n)| n >= SPLIT_CLAUSES && !used.contains_key(*key))
+        .max_by_key(|(&(offset, _), &n)| (n, std::cmp::Reverse(offset)))?;
+    let mut vs: Vec<(u32, usize)> = values.remove(&key)?.into_iter().collect();
+    vs.sort_by_key(|&(v, n)| (std::cmp::Reverse(n), v));
+    let chosen: Vec<u32> = vs.into_iter().take(SPLIT_VALUES).map(|(v, _)| v).collect();
+    Some((key, chosen))
+}
+
+fn for_each_try(p: &Pred, f: &mut impl FnMut(&Pred)) {
+    match p {
+        Pred::Try(q) => f(q),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|q| for_each_try(q, f)),
+        Pred::Not(q) => for_each_try(q, f),
+        _ => {}
+    }
+}
+
+/// Fields at constant offsets compared for equality with constants (or members of small
+/// sets) anywhere in `p`, with those constants.
+fn constants(p: &Pred, out: &mut BTreeMap<(u32, Size), Vec<u32>>) {
+    match p {
+        Pred::Cmp { op: CmpOp::Eq | CmpOp::Ne, lhs, rhs: Expr::Const(v) } => {
+            if let Expr::Load { offset, size } = lhs {
+                if let Expr::Const(at) = offset.as_ref() {
+                    out.entry((*at, *size)).or_default().push(*v);
+                }
+            }
+        }
+        Pred::In { value: Expr::Load { offset, size }, set } => {
+            if let Expr::Const(at) = offset.as_ref() {
+                let n: u64 = set.ranges().iter().map(|&(lo, hi)| u64::from(hi - lo) + 1).sum();
+                if n <= SPLIT_VALUES as u64 {
+                    let e = out.entry((*at, *size)).or_default();
+                    for &(lo, hi) in set.ranges() {
+                        e.extend(lo..=hi);
+                    }
+                }
+            }
+        }
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|q| constants(q, out)),
+        Pred::Not(q) | Pred::Try(q) => constants(q, out),
+        _ => {}
     }
 }
 

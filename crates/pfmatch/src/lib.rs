@@ -5,8 +5,10 @@
 //! handler argument by the same compiler (as the left side of a relation), so the
 //! dispatch's meaning is pflang's, clause by clause ([`Program::reference`]). [`Dispatch`]
 //! is the compiled form: the whole match as one filter IR predicate, each clause inside a
-//! `Pred::Try` (its abort is its false), the handler and arguments stored to scratch
-//! slots, run by the IR's evaluator.
+//! `Pred::Try` (its abort is its false), header tests shared across clauses, the handler
+//! and arguments stored to scratch slots, run by the IR's evaluator ([`Dispatch::run`]) or
+//! by any engine that reports [`Dispatch::result_slots`] ([`Dispatch::outcome`]; the
+//! facade's `weir::Dispatch` runs it as native code).
 //!
 //! ```
 //! use weir_pfmatch::{parse, Dispatch};

@@ -197,3 +197,43 @@ fn mutated_programs_never_panic() {
     }
     assert!(ok > 100 && refused > 100, "{ok} parsed, {refused} refused");
 }
+
+/// Header tests shared across clauses (a dispatch on the EtherType, then the IP protocol)
+/// keep the clause-by-clause meaning on packets cut at every length: a packet too short
+/// for the second field (a 20-byte ARP frame) still reaches the clause whose test fits in
+/// it. (Optimized alone, a branch of that dispatch once turned `try(guard(24))` into an
+/// aborting `guard(24)` that rejected such packets.)
+#[test]
+fn shared_header_tests_keep_short_packets() {
+    let src = "match {\n ip and tcp => a(tcp[13])\n ip and udp => b\n arp => c\n \
+               ip6 and udp port 53 => d\n icmp => e\n}\n";
+    let p = program(src);
+    let shared = Dispatch::compile(&p).unwrap();
+    let unshared = Dispatch::compile_with(&p, 0).unwrap();
+    assert_ne!(shared.filter(), unshared.filter(), "nothing was shared");
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for (ethertype, proto_at, proto) in
+        [(0x0806u16, 23, 0u8), (0x0800, 23, 6), (0x0800, 23, 17), (0x0800, 23, 1), (0x86dd, 20, 17)]
+    {
+        let mut f = vec![0u8; 80];
+        f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+        f[14] = if ethertype == 0x86dd { 0x60 } else { 0x45 };
+        f[proto_at] = proto;
+        f[54..56].copy_from_slice(&53u16.to_be_bytes());
+        frames.push(f);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for f in &frames {
+        for len in 0..=f.len() {
+            let pkt = &f[..len];
+            let want = p.reference(pkt, 80);
+            assert_eq!(shared.run(pkt, 80), want, "shared, {len} bytes of {f:02x?}");
+            assert_eq!(unshared.run(pkt, 80), want, "unshared, {len} bytes of {f:02x?}");
+            seen.insert(want.handler);
+        }
+    }
+    // Every handler and no handler were reached: the test covers each branch.
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    let arp20 = &frames[0][..20];
+    assert_eq!(shared.run(arp20, 20).handler.map(|h| p.handlers[h].as_str()), Some("c"));
+}

@@ -88,6 +88,9 @@ pub enum Subject {
     /// A classic BPF program: its eBPF translation (JIT, interpreter) or the classic
     /// interpreter.
     Classic,
+    /// A pfmatch dispatch (one filter IR predicate whose scratch slots are results): native
+    /// code or the IR's evaluator.
+    Dispatch,
 }
 
 /// The engine picked for a run and why; `--explain` prints it.
@@ -123,6 +126,7 @@ pub fn preference(subject: Subject) -> &'static [Engine] {
         Subject::Filter => &[Engine::Native, Engine::Jit, Engine::Interp],
         Subject::Program => &[Engine::Jit, Engine::Interp],
         Subject::Classic => &[Engine::Jit, Engine::Cbpf],
+        Subject::Dispatch => &[Engine::Native, Engine::Reference],
     }
 }
 
@@ -140,12 +144,15 @@ pub fn choose<T>(
             Subject::Filter => true,
             Subject::Program => engine.runs_programs(),
             Subject::Classic => engine.runs_programs() || engine == Engine::Cbpf,
+            Subject::Dispatch => preference(subject).contains(&engine),
         };
         if !applies {
-            return Err(ChoiceError {
-                message: format!("engine `{engine}` runs filters only, not programs"),
-                reasons,
-            });
+            let message = if subject == Subject::Dispatch {
+                format!("engine `{engine}` does not run pfmatch dispatch (native or reference do)")
+            } else {
+                format!("engine `{engine}` runs filters only, not programs")
+            };
+            return Err(ChoiceError { message, reasons });
         }
         return match prepare(engine) {
             Ok(t) => {
@@ -175,6 +182,10 @@ fn why(subject: Subject, engine: Engine) -> &'static str {
         (Subject::Filter, Engine::Native) => {
             "the filter compiled straight to native code (the fastest engine)"
         }
+        (Subject::Dispatch, Engine::Native) => {
+            "the dispatch compiled straight to native code (handler and arguments returned)"
+        }
+        (Subject::Dispatch, Engine::Reference) => "the IR's evaluator runs every dispatch",
         (Subject::Classic, Engine::Jit) => "the program's eBPF translation compiled to native code",
         (_, Engine::Jit) => "the eBPF compiled to native code",
         (Subject::Classic, Engine::Cbpf) => "the classic interpreter runs every valid program",

@@ -15,6 +15,7 @@
 
 mod classic;
 pub mod data;
+pub mod dispatch;
 pub mod engine;
 mod filter;
 pub mod listing;
@@ -22,6 +23,7 @@ pub mod object;
 pub mod program;
 
 pub use classic::PreparedClassic;
+pub use dispatch::{Dispatch, DispatchError, Handlers, Router};
 pub use engine::{choose, Choice, ChoiceError, Engine, Subject};
 pub use filter::{emit_ebpf, PreparedFilter};
 pub use object::{Loaded, Object, Verdict};

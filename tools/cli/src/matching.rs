@@ -5,7 +5,12 @@
 //! weir match dispatch.txt -r trace.pcap --count    # per handler: packets
 //! weir match dispatch.txt -r trace.pcap --out-dir out   # out/HANDLER.pcap per handler
 //! weir match dispatch.txt --explain [-r trace.pcap]     # the compiled decision structure
+//! weir match dispatch.txt -r trace.pcap --engine reference   # the IR's evaluator
 //! ```
+//!
+//! The dispatch runs on the engine the facade picks (`weir::Dispatch`: native code unless
+//! it cannot compile, then the IR's evaluator); `--explain` says which on standard error,
+//! as `weir filter --explain` does.
 //!
 //! The program compiles for the capture's link type (Ethernet with `--explain` alone).
 //! Packets no clause matches go to no handler: `-` per packet, `(no handler)` in the counts,
@@ -16,8 +21,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use weir::pflang::Options;
-use weir::pfmatch::{parse_with, Dispatch};
-use weir::{LinkType, NameDb};
+use weir::pfmatch::parse_with;
+use weir::{Dispatch, Engine, LinkType, NameDb};
 use weir_runtime::capture::{CaptureReader, CaptureWriter};
 use weir_runtime::source::PacketSource;
 
@@ -34,9 +39,13 @@ pub struct MatchArgs {
     /// Write HANDLER.pcap per handler here (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
-    /// Print the compiled decision structure (optimized per-clause predicates).
+    /// Print the compiled decision structure (optimized per-clause predicates), and on
+    /// standard error the engine that runs it and why.
     #[arg(long)]
     pub explain: bool,
+    /// Run on this engine instead of the one weir picks (native or reference).
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<Engine>,
 }
 
 pub fn run(args: &MatchArgs) -> Result<ExitCode, String> {
@@ -69,13 +78,22 @@ pub fn run(args: &MatchArgs) -> Result<ExitCode, String> {
     for w in &program.warnings {
         eprintln!("weir: {}: {w}", args.program.display());
     }
-    let dispatch =
-        Dispatch::compile(&program).map_err(|e| format!("{}: {e}", args.program.display()))?;
+    let dispatch = Dispatch::prepare(program, args.engine).map_err(|e| {
+        let mut message = format!("{}: {}", args.program.display(), e.message);
+        for reason in e.reasons {
+            message.push_str("\n  ");
+            message.push_str(&reason);
+        }
+        message
+    })?;
+    if args.explain {
+        eprint!("{}", dispatch.choice());
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let io = |e: std::io::Error| format!("standard output: {e}");
     if args.explain {
-        write!(out, "{dispatch}").map_err(io)?;
+        write!(out, "{}", dispatch.compiled()).map_err(io)?;
     }
     let Some(reader) = reader.as_mut() else {
         out.flush().map_err(io)?;
@@ -90,8 +108,17 @@ pub fn run(args: &MatchArgs) -> Result<ExitCode, String> {
     let mut counts = vec![0u64; names.len()];
     let mut unmatched = 0u64;
     let per_packet = !args.count && args.out_dir.is_none() && !args.explain;
+    let only_counts = args.count && args.out_dir.is_none();
     while let Some(p) = reader.next_packet() {
         let p = p.map_err(|e| format!("{}: {e}", display(&args.read)))?;
+        if only_counts {
+            // Counting needs the handler only: no argument vector per packet.
+            match dispatch.handler(p.data, p.wire_len) {
+                Some(h) => counts[h] += 1,
+                None => unmatched += 1,
+            }
+            continue;
+        }
         let outcome = dispatch.run(p.data, p.wire_len);
         let Some(h) = outcome.handler else {
             unmatched += 1;

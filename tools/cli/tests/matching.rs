@@ -55,10 +55,19 @@ fn counts_lines_and_files_agree_with_the_reference() {
     }
     assert!(none > 0 && expected.iter().all(|&n| n > 0), "{expected:?} {none}");
 
-    let o = weir(&["match", &prog, "-r", &cap]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let got: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect();
-    assert_eq!(got, lines);
+    // The default engine (native code) and the IR's evaluator, each forced.
+    for engine in [None, Some("native"), Some("reference")] {
+        let mut argv = vec!["match", prog.as_str(), "-r", cap.as_str()];
+        argv.extend(engine.iter().flat_map(|e| ["--engine", e]));
+        let o = weir(&argv);
+        assert!(o.status.success(), "{engine:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let got: Vec<String> =
+            String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect();
+        assert_eq!(got, lines, "{engine:?}");
+    }
+    let o = weir(&["match", &prog, "-r", &cap, "--engine", "jit"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not run pfmatch dispatch"));
 
     let out = dir.join("out");
     let o = weir(&["match", &prog, "-r", &cap, "--out-dir", &out.display().to_string()]);
@@ -77,6 +86,11 @@ fn counts_lines_and_files_agree_with_the_reference() {
     let o = weir(&["match", &prog, "--explain"]);
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success() && text.contains(" = web(M[") && text.contains("try("), "{text}");
+    let why = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(why.starts_with("engine: native\n"), "{why}");
+    let o = weir(&["match", &prog, "--explain", "--engine", "reference"]);
+    let why = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(why.starts_with("engine: reference\n") && why.contains("forced"), "{why}");
 }
 
 #[test]

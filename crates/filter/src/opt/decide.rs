@@ -106,8 +106,25 @@ impl Walked {
 /// Runs the pass on a whole filter; `reads` are the scratch slots some expression reads
 /// (a store to any other slot is dead).
 pub(crate) fn decide(p: Pred, reads: u32) -> Pred {
-    let mut facts = Facts::new(reads);
+    // A Try's stores are results read after the run (pfmatch's handler and arguments):
+    // never dead, though nothing in the filter reads them.
+    let mut facts = Facts::new(reads | try_stores(&p));
     walk(&mut facts, p, &Env::start(), Mode::FalseIsAbort, Want::NONE).pred
+}
+
+/// The slots stores inside any [`Pred::Try`] of `p` write.
+fn try_stores(p: &Pred) -> u32 {
+    match p {
+        Pred::Try(q) => stores_mask(q),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | try_stores(q)),
+        Pred::Not(q) => try_stores(q),
+        Pred::Const(_)
+        | Pred::Cmp { .. }
+        | Pred::In { .. }
+        | Pred::Guard(_)
+        | Pred::Chain(_)
+        | Pred::Store { .. } => 0,
+    }
 }
 
 fn walk(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> Walked {
@@ -190,20 +207,41 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             }
         }
         Pred::Try(q) => {
-            // Opaque, as a walk is: nothing learned inside holds after it (it may have
-            // stopped anywhere), and its stores are kept (what reads them may be outside
-            // the filter: pfmatch's result slots). The slots it may write are forgotten.
+            // The facts before it hold inside (pfmatch: what an earlier clause's test or a
+            // dispatch on a header field established decides this clause's tests), and
+            // inside, an abort is the Try's false: the inner part is walked as the top of a
+            // filter is (a test decided false may stand for "false or abort"; its stores
+            // are live, see `try_stores`). When it ends true nothing aborted, so what it
+            // learned holds after it; when false, it may have stopped anywhere: only the
+            // facts from before it hold, less the slots it may have written.
             let written = stores_mask(&q);
+            let inner =
+                walk(facts, *q, env, Mode::FalseIsAbort, Want { on_true: true, on_false: false });
             let after = || {
                 let mut e = env.clone();
                 facts.forget_slots(&mut e, written);
                 e
             };
+            let on_false = want.on_false.then(after);
+            if let Pred::Const(b) = inner.pred {
+                let on_true = if b { inner.on_true.filter(|_| want.on_true) } else { None };
+                return Walked {
+                    pred: Pred::Const(b),
+                    on_true: on_true.or_else(|| (want.on_true && b).then(|| env.clone())),
+                    on_false: (!b && want.on_false).then(|| env.clone()),
+                    can_be_true: b,
+                    can_be_false: !b,
+                };
+            }
             Walked {
-                on_true: want.on_true.then(after),
-                on_false: want.on_false.then(after),
-                pred: Pred::Try(q),
-                can_be_true: true,
+                on_true: if want.on_true {
+                    inner.on_true.or_else(|| Some(Env::unreachable()))
+                } else {
+                    None
+                },
+                on_false,
+                pred: Pred::Try(Box::new(inner.pred)),
+                can_be_true: inner.can_be_true,
                 can_be_false: true,
             }
         }

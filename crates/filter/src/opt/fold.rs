@@ -321,8 +321,8 @@ pub(crate) fn pred(p: Pred, factoring: bool, reads: &mut u32) -> Pred {
         Pred::Guard(0) => Pred::Const(true),
         Pred::Guard(_) => p,
         // Folded inside; dropped when nothing inside can abort and nothing inside stores
-        // (a Try's stores are results read after the run, by pfmatch: `decide` does not
-        // look inside a Try, so they are never taken for dead there).
+        // (a Try's stores are results read after the run, by pfmatch: `decide` counts
+        // them as read, so they are never taken for dead there).
         Pred::Try(q) => match pred(*q, factoring, reads) {
             c @ Pred::Const(_) => c,
             q if !super::analysis::pred_can_abort(&q) && !super::analysis::has_store(&q) => q,

@@ -12,6 +12,8 @@
 use cranelift_codegen::ir::{types, AbiParam, Function, Signature};
 use cranelift_codegen::isa::OwnedTargetIsa;
 
+use weir_filter::SCRATCH_SLOTS;
+
 use super::CompileError;
 use crate::code_memory::CodeMemory;
 
@@ -79,6 +81,57 @@ impl Piece {
         unsafe { (self.entry)(packet.as_ptr(), packet.len(), wire_len) }
     }
 
+    pub(super) fn bytes(&self) -> &[u8] {
+        self.memory.bytes()
+    }
+}
+
+/// A filter that reports scratch slots: `(packet, captured length, wire length, results)
+/// -> match?`, writing on a match as many 32-bit words at `results` as it reports slots
+/// (at most [`SCRATCH_SLOTS`]).
+type ResultsFn = unsafe extern "C" fn(*const u8, usize, u32, *mut u32) -> bool;
+
+/// Executable code for a filter that reports scratch slots (see `super::compile_results`).
+pub(super) struct ResultsCode {
+    memory: CodeMemory,
+    entry: ResultsFn,
+}
+
+impl ResultsCode {
+    /// Compiles the function `build` fills in (its signature already set to
+    /// [`entry_signature`] plus a pointer parameter).
+    pub(super) fn compile(
+        isa: OwnedTargetIsa,
+        build: impl FnOnce(&mut Function) -> Result<(), CompileError>,
+    ) -> Result<ResultsCode, CompileError> {
+        let mut signature = entry_signature(&isa);
+        signature.params.push(AbiParam::new(types::I64)); // results
+        let memory = CodeMemory::compile(isa, signature, build, CompileError::Backend)?;
+        // SAFETY: `start` is the function just finalized, compiled with `entry_signature`
+        // plus a 64-bit pointer parameter in the host's default (C) calling convention,
+        // exactly `ResultsFn`; its 8-bit result is 0 or 1 as for `Code` (the lowering never
+        // returns a compare's result directly when it reports results, only the constants).
+        // `memory` keeps it mapped read-execute for as long as this value lives.
+        let entry = unsafe { std::mem::transmute::<*const u8, ResultsFn>(memory.start()) };
+        Ok(ResultsCode { memory, entry })
+    }
+
+    /// Runs the code on one packet: true when it matches (and then `results` holds the
+    /// reported slots).
+    #[inline]
+    pub(super) fn call(
+        &self,
+        packet: &[u8],
+        wire_len: u32,
+        results: &mut [u32; SCRATCH_SLOTS as usize],
+    ) -> bool {
+        // SAFETY: as for `Code::call` for the packet and tables; besides its stack frame,
+        // the code writes only `results[..n]` for the n <= SCRATCH_SLOTS slots it reports
+        // (`super::compile_results` refuses more), inside the exclusively borrowed array.
+        unsafe { (self.entry)(packet.as_ptr(), packet.len(), wire_len, results.as_mut_ptr()) }
+    }
+
+    /// The machine code, as mapped for execution.
     pub(super) fn bytes(&self) -> &[u8] {
         self.memory.bytes()
     }

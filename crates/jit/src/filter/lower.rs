@@ -48,21 +48,31 @@ pub(super) enum Root<'p> {
 /// holds, 0 when not, and `abort_value` when it aborts (0 for a whole filter, where an
 /// abort rejects). The tables of large sets go to `tables`, which the compiled code then
 /// points into.
+///
+/// With `results` not empty the function takes a fourth parameter, a pointer to
+/// `results.len()` 32-bit words, and when `root` holds it writes there the final values of
+/// those scratch slots, in that order (pfmatch's handler index and arguments); on false or
+/// abort it writes nothing.
 pub(super) fn lower(
     func: &mut Function,
     root: Root<'_>,
     abort_value: i64,
     tables: &mut SetTables,
+    results: &[u8],
 ) -> Result<(), CompileError> {
     let mut context = FunctionBuilderContext::new();
     let mut b = FunctionBuilder::new(func, &mut context);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
-    let (packet, caplen, wire_len) = match *b.block_params(entry) {
-        [packet, caplen, wire_len] => (packet, caplen, wire_len),
+    let (packet, caplen, wire_len, out) = match (b.block_params(entry), results.is_empty()) {
+        (&[packet, caplen, wire_len], true) => (packet, caplen, wire_len, None),
+        (&[packet, caplen, wire_len, out], false) => (packet, caplen, wire_len, Some(out)),
         _ => return Err(CompileError::Internal("entry block parameters")),
     };
+    if results.iter().any(|&s| s >= SCRATCH_SLOTS) {
+        return Err(CompileError::Internal("a result slot that does not exist"));
+    }
     let zero = b.ins().iconst(types::I32, 0);
     for slot in 0..SCRATCH_SLOTS {
         b.declare_var(scratch_var(slot), types::I32);
@@ -79,8 +89,10 @@ pub(super) fn lower(
         caplen,
         wire_len,
         abort,
+        root_abort: abort,
         accept,
         reject,
+        returns_verdict: out.is_none(),
         proven: 0,
         entry_proven: SecondaryMap::new(),
         entered: SecondaryMap::new(),
@@ -93,6 +105,13 @@ pub(super) fn lower(
     }
     for (block, verdict) in [(accept, 1), (reject, 0), (abort, abort_value)] {
         l.switch_to(block);
+        if let (Some(out), true) = (out, block == accept) {
+            for (i, &slot) in results.iter().enumerate() {
+                let v = l.b.use_var(scratch_var(slot));
+                let at = i32::try_from(4 * i).unwrap_or(i32::MAX);
+                l.b.ins().store(MemFlags::trusted(), v, out, at);
+            }
+        }
         // Only 0, 1 and `abort_value` are ever returned (here and in `branch`): a whole
         // filter's caller reads the byte as a bool.
         let v = l.b.ins().iconst(types::I8, verdict);
@@ -121,12 +140,15 @@ pub(super) struct Lowering<'a, 'f> {
     packet: Value,
     caplen: Value,
     wire_len: Value,
-    /// Returns 0; cold.
+    /// Where an abort goes: `root_abort`, or inside a [`Pred::Try`] its false target.
     abort: Block,
+    /// Returns `abort_value`; cold.
+    root_abort: Block,
     /// Return 1 and 0: a test that decides the verdict returns its result instead of
-    /// branching to them ([`Lowering::branch`]).
+    /// branching to them ([`Lowering::branch`]), unless results are written on accept.
     accept: Block,
     reject: Block,
+    returns_verdict: bool,
     /// Captured bytes proven present on the path being emitted.
     proven: u64,
     /// The smallest `proven` over the edges into each block emitted so far.
@@ -139,7 +161,7 @@ pub(super) struct Lowering<'a, 'f> {
 
 impl Lowering<'_, '_> {
     fn record(&mut self, target: Block) {
-        if target == self.abort {
+        if target == self.root_abort {
             return;
         }
         if self.entered[target] {
@@ -161,11 +183,11 @@ impl Lowering<'_, '_> {
         }
         // A test that decides the verdict is the verdict: returned as a value, it costs
         // no branch, and so no misprediction on traffic that mixes both answers.
-        if (t, f) == (self.accept, self.reject) {
+        if self.returns_verdict && (t, f) == (self.accept, self.reject) {
             self.b.ins().return_(&[cond]);
             return;
         }
-        if (t, f) == (self.reject, self.accept) {
+        if self.returns_verdict && (t, f) == (self.reject, self.accept) {
             let inverse = self.b.ins().bxor_imm(cond, 1);
             self.b.ins().return_(&[inverse]);
             return;
@@ -189,7 +211,7 @@ impl Lowering<'_, '_> {
 
     /// Aborts here; emitting goes on in a block nothing reaches.
     fn abort_here(&mut self) {
-        self.b.ins().jump(self.abort, &[]);
+        self.jump(self.abort);
         let dead = self.new_block();
         self.switch_to(dead);
     }
@@ -252,8 +274,17 @@ impl Lowering<'_, '_> {
             Pred::And(parts) => self.sequence(parts, t, f, depth, true)?,
             Pred::Or(parts) => self.sequence(parts, t, f, depth, false)?,
             Pred::Chain(chain) => self.walk(chain, t, f, depth)?,
-            // Needs the checked length tracked per abort target; not yet.
-            Pred::Try(_) => return Err(CompileError::Unsupported("Pred::Try (a pfmatch clause)")),
+            // An abort inside is the Try's false: the inner part's aborts branch to `f`,
+            // each edge recording the length proven where it leaves (less than the path
+            // inside may prove later), so `f`'s bound is the smallest over them all. The
+            // scratch variables carry whatever was stored before the abort, as the
+            // evaluator keeps them.
+            Pred::Try(inner) => {
+                let outer = std::mem::replace(&mut self.abort, f);
+                let lowered = self.pred(inner, t, f, depth);
+                self.abort = outer;
+                lowered?;
+            }
         }
         Ok(())
     }

@@ -32,9 +32,9 @@ mod lower;
 mod set;
 
 use weir_filter::opt::{has_store, node_count};
-use weir_filter::{Filter, Pred};
+use weir_filter::{Filter, Pred, SCRATCH_SLOTS};
 
-use self::code::{Code, Piece};
+use self::code::{Code, Piece, ResultsCode};
 use self::lower::Root;
 use self::set::SetTables;
 
@@ -159,13 +159,13 @@ fn compile_split(
     let Some((head, parts)) = split(&filter.pred, limit) else {
         let isa = isa_for(node_count(&filter.pred))?;
         let root = Root::Pred(&filter.pred);
-        let code = Code::compile(isa, |func| lower::lower(func, root, 0, &mut tables))?;
+        let code = Code::compile(isa, |func| lower::lower(func, root, 0, &mut tables, &[]))?;
         return Ok(NativeFilter { body: Body::One(code), tables, accept: filter.accept });
     };
     let piece = |parts: &[Pred], all: bool, tables: &mut SetTables| {
         let nodes = parts.iter().map(node_count).sum();
         let root = Root::Junction(parts, all);
-        Piece::compile(isa_for(nodes)?, |func| lower::lower(func, root, 2, tables))
+        Piece::compile(isa_for(nodes)?, |func| lower::lower(func, root, 2, tables, &[]))
     };
     let head = if head.is_empty() { None } else { Some(piece(head, true, &mut tables)?) };
     let mut pieces = Vec::new();
@@ -180,6 +180,68 @@ fn compile_split(
         }
     }
     Ok(NativeFilter { body: Body::Split { head, pieces }, tables, accept: filter.accept })
+}
+
+/// A filter whose scratch slots are results (pfmatch's dispatch: a [`Pred::Try`] per
+/// clause, the handler index and arguments stored to slots), compiled to one native
+/// function that reports, on a match, the final values of the chosen slots.
+pub struct NativeResults {
+    code: ResultsCode,
+    /// The range tables the code searches; the code holds their addresses.
+    _tables: SetTables,
+    slots: Vec<u8>,
+}
+
+impl std::fmt::Debug for NativeResults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeResults")
+            .field("code_bytes", &self.code.bytes().len())
+            .field("slots", &self.slots)
+            .finish()
+    }
+}
+
+/// Compiles `filter` to one native function that, when the filter matches, also returns
+/// the final values of scratch slots `slots` (at most [`SCRATCH_SLOTS`], each below it),
+/// as the reference evaluator leaves them. Never split over functions (the slots'
+/// values would have to pass between them).
+pub fn compile_results(filter: &Filter, slots: &[u8]) -> Result<NativeResults, CompileError> {
+    if slots.len() > usize::from(SCRATCH_SLOTS) || slots.iter().any(|&s| s >= SCRATCH_SLOTS) {
+        return Err(CompileError::Internal("result slots out of range"));
+    }
+    let mut tables = SetTables::new();
+    let isa = if node_count(&filter.pred) <= OPTIMIZE_MAX_NODES {
+        code::host_isa()?
+    } else {
+        code::host_isa_unoptimized()?
+    };
+    let root = Root::Pred(&filter.pred);
+    let code = ResultsCode::compile(isa, |func| lower::lower(func, root, 0, &mut tables, slots))?;
+    Ok(NativeResults { code, _tables: tables, slots: slots.to_vec() })
+}
+
+impl NativeResults {
+    /// Runs on one packet: true when the filter matches, and then `results[i]` holds the
+    /// value of scratch slot `slots[i]`; on no match `results` is left as it was.
+    #[inline]
+    pub fn run(
+        &self,
+        packet: &[u8],
+        wire_len: u32,
+        results: &mut [u32; SCRATCH_SLOTS as usize],
+    ) -> bool {
+        self.code.call(packet, wire_len, results)
+    }
+
+    /// The slots reported, in order.
+    pub fn slots(&self) -> &[u8] {
+        &self.slots
+    }
+
+    /// The generated machine code, as mapped for execution.
+    pub fn machine_code(&self) -> &[u8] {
+        self.code.bytes()
+    }
 }
 
 impl NativeFilter {

@@ -1,0 +1,477 @@
+//! `weir-bench match`: pfmatch dispatch (issue 15). A 16-clause match program (a protocol
+//! split plus host and port rules) run as one compiled dispatch on native code and on the
+//! IR's evaluator, against the 16 clause filters run one after another as native code
+//! until one accepts (what a program with 16 separate filters does), and against each
+//! clause's filter alone (the goal: dispatch within 1.5x of the slowest). Hot (4,096
+//! packets repeated) and streaming (one pass over 400,000 packets, more than the caches
+//! hold). End to end: `weir match --count` against what a user would otherwise run: 16
+//! `tcpdump -r F --count` processes whose filters give the same first-match counts
+//! (clause i as `(T_i) and not (T_1 or ... or T_i-1)`), and the same 16 filters as
+//! `weir filter --count`.
+//!
+//! Every engine's choice is checked against the reference (each clause's own pflang filter,
+//! in order) on every packet before anything is timed, and the end-to-end counts against
+//! the dispatch's.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use weir::pfmatch::{parse, Body, Program, Test};
+use weir::{Dispatch, Engine, LinkType, NameDb};
+use weir_filter::{opt, Abort, Evaluator, Filter, Pred};
+use weir_jit::filter::NativeFilter;
+
+use crate::record::{self, Log};
+use crate::timing::{time_passes, Plan, Samples};
+use crate::traffic;
+
+/// The benchmark's program. Handlers whose arguments need IPv4 (`&tcp[0]`) have tests that
+/// imply it, so that a clause's test alone decides it and the sequential filters and the
+/// tcpdump processes can mean the same thing.
+pub const PROGRAM: &str = "\
+# 16 clauses: a protocol split plus host and port rules
+match {
+  arp => arp
+  ip host 10.0.0.1 => mgmt_host(&ip[0])
+  ip and tcp port 22 => ssh(&tcp[0])
+  ip and tcp port 80 => http(&tcp[0], tcp[2:2])
+  ip and tcp port 443 => https(&tcp[0])
+  ip and udp port 53 => dns(&udp[0], udp[4:2])
+  udp port 123 => ntp
+  udp port 67 or udp port 68 => dhcp
+  icmp => icmp
+  net 192.168.0.0/16 and tcp => lan_tcp(&ip[0])
+  net 192.168.0.0/16 and udp => lan_udp(&ip[0])
+  ip6 and tcp => tcp6
+  ip6 and udp => udp6
+  ip6 => other6
+  tcp => tcp_other
+  udp => udp_other
+}
+";
+
+#[derive(Debug, clap::Args)]
+pub struct MatchArgs {
+    /// Timed rounds per row.
+    #[arg(long, default_value_t = 15, value_name = "N")]
+    pub rounds: usize,
+    /// Packets of the streaming workload.
+    #[arg(long, default_value_t = 400_000, value_name = "N")]
+    pub stream_packets: usize,
+    /// Packets of the end-to-end capture (0: no end-to-end rows).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub e2e_packets: usize,
+    /// The `weir` binary for the end-to-end rows (default: target/release/weir).
+    #[arg(long, value_name = "PATH")]
+    pub weir: Option<PathBuf>,
+    /// Write bench/records/<date>-pfmatch.txt.
+    #[arg(long)]
+    pub record: bool,
+}
+
+/// The clause tests, in order (the program has no nesting and no `otherwise`).
+fn tests(program: &Program) -> Result<Vec<(String, Filter)>, String> {
+    program
+        .clauses
+        .iter()
+        .map(|c| match (&c.test, &c.body) {
+            (Test::Filter { text, filter }, Body::Handler { .. }) => {
+                Ok((text.clone(), filter.clone()))
+            }
+            _ => Err("the benchmark program is flat, without `otherwise`".to_string()),
+        })
+        .collect()
+}
+
+/// Each clause as one native filter: its test and its arguments' checks (what the clause
+/// needs to be chosen), optimized.
+fn sequential(program: &Program) -> Result<Vec<NativeFilter>, String> {
+    program
+        .clauses
+        .iter()
+        .map(|c| {
+            let Test::Filter { filter, .. } = &c.test else { return Err("otherwise".into()) };
+            let Body::Handler { args, .. } = &c.body else { return Err("nested".into()) };
+            let checks = args.iter().flat_map(|a| a.checks.iter().cloned());
+            let pred = Pred::and(std::iter::once(filter.pred.clone()).chain(checks));
+            weir_jit::filter::compile(&opt::optimize_owned(Filter::new(pred)))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// Tests (comparisons, set lookups, guards, chain walks) the IR evaluator runs on one
+/// packet: the evaluator's semantics (an abort inside a Try is its false; outside, it ends
+/// the run), counted.
+fn tests_run(p: &Pred, e: &mut Evaluator<'_>, n: &mut u64) -> Result<bool, Abort> {
+    Ok(match p {
+        Pred::And(ps) => {
+            for q in ps {
+                if !tests_run(q, e, n)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+        Pred::Or(ps) => {
+            for q in ps {
+                if tests_run(q, e, n)? {
+                    return Ok(true);
+                }
+            }
+            false
+        }
+        Pred::Not(q) => !tests_run(q, e, n)?,
+        Pred::Try(q) => tests_run(q, e, n).unwrap_or(false),
+        Pred::Const(_) | Pred::Store { .. } => e.pred(p)?,
+        Pred::Cmp { .. } | Pred::In { .. } | Pred::Guard(_) | Pred::Chain(_) => {
+            *n += 1;
+            e.pred(p)?
+        }
+    })
+}
+
+/// Mean tests run per packet by a dispatch's predicate over `packets`.
+fn mean_tests(d: &weir::pfmatch::Dispatch, packets: &[Vec<u8>]) -> f64 {
+    let mut n = 0u64;
+    for p in packets {
+        let mut e = Evaluator::new(p, p.len() as u32);
+        let _ = tests_run(&d.filter().pred, &mut e, &mut n);
+    }
+    n as f64 / packets.len().max(1) as f64
+}
+
+/// Builds the command that runs one filter over the capture.
+type CommandFor<'a> = Box<dyn Fn(&str) -> Command + 'a>;
+
+fn first_accepting(filters: &[NativeFilter], packet: &[u8], wire_len: u32) -> Option<usize> {
+    filters.iter().position(|f| f.matches(packet, wire_len))
+}
+
+struct Row {
+    name: String,
+    hot: Samples,
+    stream: Samples,
+}
+
+pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
+    let mut log = Log::default();
+    let program = parse(PROGRAM, LinkType::Ethernet, &NameDb::builtin())
+        .map_err(|e| format!("the benchmark program: {e}"))?;
+    let native = Dispatch::prepare(program.clone(), Some(Engine::Native)).map_err(|e| e.message)?;
+    let evaluator =
+        Dispatch::prepare(program.clone(), Some(Engine::Reference)).map_err(|e| e.message)?;
+    let seq = sequential(&program)?;
+    let clause_tests = tests(&program)?;
+    let singles: Vec<NativeFilter> = clause_tests
+        .iter()
+        .map(|(_, f)| weir_jit::filter::compile(&opt::optimize(f)).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+
+    let hot: Vec<Vec<u8>> = traffic::frames(traffic::SEED, 4096);
+    let stream: Vec<Vec<u8>> = traffic::frames(traffic::SEED ^ 0x15, args.stream_packets);
+    // Correctness first: every engine's handler is the reference's, on every packet.
+    let mut per_handler = vec![0u64; program.handlers.len()];
+    let mut none = 0u64;
+    for p in hot.iter().chain(&stream) {
+        let wire = p.len() as u32;
+        let want = program.reference(p, wire);
+        let got = native.run(p, wire);
+        if got != want {
+            return Err(format!("native dispatch {got:?} != reference {want:?} on {p:02x?}"));
+        }
+        if evaluator.run(p, wire) != want {
+            return Err(format!("evaluator dispatch differs from the reference on {p:02x?}"));
+        }
+        if native.handler(p, wire) != want.handler {
+            return Err(format!("Dispatch::handler differs from run on {p:02x?}"));
+        }
+        if first_accepting(&seq, p, wire) != want.handler {
+            return Err(format!("the sequential filters differ from the reference on {p:02x?}"));
+        }
+        match want.handler {
+            Some(h) => per_handler[h] += 1,
+            None => none += 1,
+        }
+    }
+    let shares: Vec<String> = program
+        .handlers
+        .iter()
+        .zip(&per_handler)
+        .map(|(n, c)| format!("{n} {:.1}%", *c as f64 * 100.0 / (hot.len() + stream.len()) as f64))
+        .collect();
+    log.line(format!(
+        "correctness: native dispatch, IR evaluator and 16 sequential native filters choose the \
+         reference's handler on all {} packets; mix: {}, (none) {none}",
+        hot.len() + stream.len(),
+        shares.join(", ")
+    ));
+    // Sharing header tests across clauses, before (each clause optimized alone, one after
+    // another) and after (dispatch on header fields): IR size, tests run per packet.
+    let unshared = weir::pfmatch::Dispatch::compile_with(&program, 0)?;
+    let unshared_native =
+        weir_jit::filter::compile_results(unshared.filter(), &unshared.result_slots())
+            .map_err(|e| e.to_string())?;
+    let unshared_handler = |p: &[u8], w: u32| {
+        let mut r = [0u32; 16];
+        let hit = unshared_native.run(p, w, &mut r);
+        unshared.outcome(hit, &r[..unshared.result_slots().len()]).handler
+    };
+    for p in hot.iter().chain(&stream) {
+        if unshared_handler(p, p.len() as u32) != native.handler(p, p.len() as u32) {
+            return Err(format!("the unshared dispatch differs on {p:02x?}"));
+        }
+    }
+    let sample = &stream[..stream.len().min(20_000)];
+    log.line(format!(
+        "sharing header tests across clauses: IR nodes {} before, {} after; tests run per \
+         packet (IR evaluator, {} packets) {:.1} before, {:.1} after",
+        opt::node_count(&unshared.filter().pred),
+        opt::node_count(&native.compiled().filter().pred),
+        sample.len(),
+        mean_tests(&unshared, sample),
+        mean_tests(native.compiled(), sample)
+    ));
+
+    let hot_plan = Plan {
+        rounds: args.rounds,
+        round_target: Duration::from_millis(20),
+        warm_up: Duration::from_millis(50),
+        single_pass: false,
+        budget: Duration::from_secs(10),
+    };
+    let stream_plan = Plan { single_pass: true, ..hot_plan };
+    let time = |f: &dyn Fn(&[u8], u32) -> bool| -> Result<(Samples, Samples), String> {
+        let count = |set: &[Vec<u8>]| set.iter().filter(|p| f(p, p.len() as u32)).count();
+        let (eh, es) = (count(&hot), count(&stream));
+        let h = time_passes(&hot_plan, hot.len(), eh, || count(&hot))?;
+        let s = time_passes(&stream_plan, stream.len(), es, || count(&stream))?;
+        Ok((h, s))
+    };
+    let mut rows = Vec::new();
+    let (h, s) = time(&|p, w| native.handler(p, w).is_some())?;
+    rows.push(Row { name: "dispatch, native".into(), hot: h, stream: s });
+    let (h, s) = time(&|p, w| unshared_handler(p, w).is_some())?;
+    rows.push(Row {
+        name: "dispatch, native, clauses unshared (before)".into(),
+        hot: h,
+        stream: s,
+    });
+    let (h, s) = time(&|p, w| first_accepting(&seq, p, w).is_some())?;
+    rows.push(Row { name: "16 filters in turn, native".into(), hot: h, stream: s });
+    let (h, s) = time(&|p, w| evaluator.handler(p, w).is_some())?;
+    rows.push(Row { name: "dispatch, IR evaluator".into(), hot: h, stream: s });
+    let mut single_rows = Vec::new();
+    for ((text, _), f) in clause_tests.iter().zip(&singles) {
+        let (h, s) = time(&|p, w| f.matches(p, w))?;
+        single_rows.push(Row { name: format!("clause alone: {text}"), hot: h, stream: s });
+    }
+    log.line(format!(
+        "ns/packet, median of up to {} rounds (spread = IQR/median); hot: 4,096 packets repeated; \
+         stream: one pass over {} packets",
+        args.rounds,
+        stream.len()
+    ));
+    log.line(format!("{:<58} {:>9} {:>7} {:>9} {:>7}", "", "hot", "spread", "stream", "spread"));
+    let show = |log: &mut Log, r: &Row| {
+        log.line(format!(
+            "{:<58} {:>9.2} {:>6.0}% {:>9.2} {:>6.0}%",
+            r.name,
+            r.hot.median(),
+            r.hot.spread_percent(),
+            r.stream.median(),
+            r.stream.spread_percent()
+        ));
+    };
+    for r in rows.iter().chain(&single_rows) {
+        show(&mut log, r);
+    }
+    let slowest = |pick: fn(&Row) -> f64| {
+        single_rows
+            .iter()
+            .max_by(|a, b| pick(a).total_cmp(&pick(b)))
+            .map(|r| (r.name.clone(), pick(r)))
+    };
+    for (label, pick) in [
+        ("hot", (|r: &Row| r.hot.median()) as fn(&Row) -> f64),
+        ("stream", |r: &Row| r.stream.median()),
+    ] {
+        let d = pick(&rows[0]);
+        let s = pick(&rows[2]);
+        let e = pick(&rows[3]);
+        let (slow_name, slow) = slowest(pick).unwrap_or_default();
+        log.line(format!(
+            "{label}: 16 sequential / dispatch = {:.2}x (goal >= 4); dispatch / slowest clause \
+             alone = {:.2}x (goal <= 1.5; slowest: {}); IR evaluator / dispatch = {:.1}x",
+            s / d,
+            d / slow,
+            slow_name.trim_start_matches("clause alone: "),
+            e / d
+        ));
+    }
+    if args.e2e_packets > 0 {
+        e2e(args, &program, &clause_tests, &native, &mut log)?;
+    }
+    if args.record {
+        let notes = vec![
+            format!("profile: {}", record::profile()),
+            "the machine was shared with other builds and tests while this ran: figures are \
+             medians, compare ratios taken in the same run"
+                .into(),
+            "dispatch rows count packets via weir::Dispatch::handler (the native code computes \
+             the handler and its arguments into result slots; only the Vec of arguments is not \
+             built)"
+                .into(),
+            format!("program:\n#   {}", PROGRAM.trim_end().replace('\n', "\n#   ")),
+        ];
+        let path = record::write("pfmatch", command, &notes, &log.lines)?;
+        println!("recorded in {}", path.display());
+    }
+    Ok(true)
+}
+
+/// Whole processes over a generated capture: `weir match --count` against 16 tcpdump
+/// (and 16 `weir filter`) processes with first-match filters; counts checked.
+fn e2e(
+    args: &MatchArgs,
+    program: &Program,
+    clause_tests: &[(String, Filter)],
+    native: &Dispatch,
+    log: &mut Log,
+) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("weir-bench-match-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let cap = dir.join("match.pcap");
+    let prog = dir.join("match.txt");
+    std::fs::write(&prog, PROGRAM).map_err(|e| e.to_string())?;
+    let mut expected = vec![0u64; program.handlers.len()];
+    let packets: Vec<weir_testkit::Packet> = traffic::stream(traffic::SEED ^ 0xe2e)
+        .take(args.e2e_packets)
+        .enumerate()
+        .map(|(i, data)| {
+            if let Some(h) = native.handler(&data, data.len() as u32) {
+                expected[h] += 1;
+            }
+            weir_testkit::Packet {
+                wire_len: data.len() as u32,
+                data,
+                ts_sec: 1_700_000_000 + (i / 1_000_000) as u32,
+                ts_usec: (i % 1_000_000) as u32,
+                description: String::new(),
+            }
+        })
+        .collect();
+    weir_testkit::write_pcap(&cap, weir_testkit::LINKTYPE_ETHERNET, &packets)
+        .map_err(|e| e.to_string())?;
+    drop(packets);
+    let size = std::fs::metadata(&cap).map(|m| m.len()).unwrap_or(0);
+    let weir = args.weir.clone().unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/weir")
+    });
+    // Warm the page cache: every process reads the same cached file.
+    let _ = std::fs::read(&cap);
+    let first_match: Vec<String> = clause_tests
+        .iter()
+        .enumerate()
+        .map(|(i, (t, _))| {
+            let earlier: Vec<String> =
+                clause_tests[..i].iter().map(|(e, _)| format!("({e})")).collect();
+            if earlier.is_empty() {
+                format!("({t})")
+            } else {
+                format!("({t}) and not ({})", earlier.join(" or "))
+            }
+        })
+        .collect();
+    let runs = 3;
+    let mut times: Vec<(String, Vec<f64>)> = Vec::new();
+    // weir match --count.
+    let mut weir_match = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let out = Command::new(&weir)
+            .arg("match")
+            .arg(&prog)
+            .arg("-r")
+            .arg(&cap)
+            .arg("--count")
+            .output()
+            .map_err(|e| format!("{}: {e}", weir.display()))?;
+        weir_match.push(t.elapsed().as_secs_f64());
+        if !out.status.success() {
+            return Err(format!("weir match: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        for (name, n) in program.handlers.iter().zip(&expected) {
+            if !text.lines().any(|l| l == format!("{name} {n}")) {
+                return Err(format!("weir match --count: {name} is not {n}:\n{text}"));
+            }
+        }
+    }
+    times.push(("weir match --count (one process)".into(), weir_match));
+    // 16 processes each, of tcpdump and of weir filter.
+    let tools: [(&str, CommandFor); 2] = [
+        (
+            "16 x tcpdump -r F --count 'first-match filter'",
+            Box::new(|f: &str| {
+                let mut c = Command::new("tcpdump");
+                c.arg("-r").arg(&cap).arg("--count").arg(f);
+                c
+            }),
+        ),
+        (
+            "16 x weir filter -r F --count 'first-match filter'",
+            Box::new(|f: &str| {
+                let mut c = Command::new(&weir);
+                c.arg("filter").arg("-r").arg(&cap).arg("--count").arg(f);
+                c
+            }),
+        ),
+    ];
+    for (label, make) in &tools {
+        let mut samples = Vec::new();
+        let mut available = true;
+        for _ in 0..runs {
+            let t = Instant::now();
+            for (f, want) in first_match.iter().zip(&expected) {
+                let out = match make(f).output() {
+                    Ok(o) => o,
+                    Err(e) => {
+                        log.line(format!("{label}: SKIPPED: {e}"));
+                        available = false;
+                        break;
+                    }
+                };
+                let text = String::from_utf8_lossy(&out.stdout);
+                let n: Option<u64> = text.split_whitespace().next().and_then(|w| w.parse().ok());
+                if !out.status.success() || n != Some(*want) {
+                    return Err(format!(
+                        "{label}: `{f}` counted {n:?}, the dispatch {want}: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
+                }
+            }
+            if !available {
+                break;
+            }
+            samples.push(t.elapsed().as_secs_f64());
+        }
+        if available {
+            times.push((label.to_string(), samples));
+        }
+    }
+    log.line(format!(
+        "end to end: {} packets, {:.0} MB capture (page-cached), counts per handler checked; \
+         wall seconds, median of {runs}",
+        args.e2e_packets,
+        size as f64 / 1e6
+    ));
+    let base = Samples(times[0].1.clone()).median();
+    for (label, t) in &times {
+        let m = Samples(t.clone()).median();
+        log.line(format!("  {label:<52} {m:>7.2} s  {:>6.1}x", m / base));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

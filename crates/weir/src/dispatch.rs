@@ -1,0 +1,278 @@
+//! pfmatch dispatch, prepared on an engine, and the handler-table API.
+//!
+//! [`Dispatch`] is a match program compiled ([`weir_pfmatch::Dispatch`]: one filter IR
+//! predicate) and prepared on the engine [`choose`] picks for [`Subject::Dispatch`]:
+//! native code (weir-jit's filter compiler, returning the handler index and arguments) or
+//! the IR's evaluator. Both give [`Program::reference`]'s outcome on every packet.
+//!
+//! [`Handlers`] is a table of closures by handler name; [`Dispatch::bind`] checks it
+//! against the program's handlers (a handler the table lacks, or a name the program never
+//! uses, is an error then, not when a packet first reaches it) and gives a [`Router`] that
+//! calls the chosen handler with the packet and its arguments.
+//!
+//! ```
+//! use weir::{Dispatch, Handlers, LinkType};
+//! let src = "match {\n  tcp => web(tcp[2:2])\n  otherwise => rest\n}\n";
+//! let dispatch = Dispatch::compile(src, LinkType::Ethernet).unwrap();
+//! let table = Handlers::new()
+//!     .on("web", |_packet: &[u8], args: &[u32]| format!("tcp to port {}", args[0]))
+//!     .on("rest", |packet: &[u8], _: &[u32]| format!("{} other bytes", packet.len()));
+//! let mut router = dispatch.bind(table).unwrap();
+//! assert_eq!(router.run(&[0u8; 20], 20).as_deref(), Some("20 other bytes"));
+//! // A table without `rest` is refused when it is bound.
+//! let partial = Handlers::new().on("web", |_: &[u8], _: &[u32]| String::new());
+//! let dispatch = Dispatch::compile(src, LinkType::Ethernet).unwrap();
+//! let refused = dispatch.bind(partial).err().expect("refused");
+//! assert_eq!(refused.to_string(), "the table has no handler for rest");
+//! ```
+
+use std::fmt;
+
+use weir_filter::SCRATCH_SLOTS;
+use weir_pflang::names::NameDb;
+use weir_pflang::LinkType;
+use weir_pfmatch::{MatchError, Outcome, Program, Warning};
+
+use crate::engine::{choose, Choice, ChoiceError, Engine, Subject};
+
+/// Why a match program did not become a [`Dispatch`] or a [`Router`].
+#[derive(Debug)]
+pub enum DispatchError {
+    /// The program text (a line and a caret: [`MatchError::render`]).
+    Parse(MatchError),
+    /// Lowering (too few free scratch slots) or no engine could take it.
+    Compile(String),
+    /// [`Dispatch::bind`]: handlers the program names and the table lacks, and names in
+    /// the table the program never uses.
+    Handlers { missing: Vec<String>, unknown: Vec<String> },
+}
+
+impl fmt::Display for DispatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DispatchError::Parse(e) => write!(f, "{}", e.render()),
+            DispatchError::Compile(e) => f.write_str(e),
+            DispatchError::Handlers { missing, unknown } => {
+                let mut parts = Vec::new();
+                if !missing.is_empty() {
+                    parts.push(format!("the table has no handler for {}", missing.join(", ")));
+                }
+                if !unknown.is_empty() {
+                    parts.push(format!("the program has no handler named {}", unknown.join(", ")));
+                }
+                f.write_str(&parts.join("; "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for DispatchError {}
+
+enum Runner {
+    Native(Box<weir_jit::filter::NativeResults>),
+    Reference,
+}
+
+/// A match program compiled and prepared on an engine (see the module documentation).
+pub struct Dispatch {
+    program: Program,
+    compiled: weir_pfmatch::Dispatch,
+    runner: Runner,
+    choice: Choice,
+}
+
+impl Dispatch {
+    /// Parses and compiles a match program for a link type (names from the system's files,
+    /// as [`crate::compile_filter`]), on the fastest engine that takes it.
+    pub fn compile(source: &str, linktype: LinkType) -> Result<Dispatch, DispatchError> {
+        let program = weir_pfmatch::parse_with(
+            source,
+            &weir_pflang::Options::new(linktype),
+            &NameDb::system(),
+        )
+        .map_err(DispatchError::Parse)?;
+        Dispatch::prepare(program, None).map_err(|e| DispatchError::Compile(e.to_string()))
+    }
+
+    /// Compiles a parsed program on the forced engine, or on the best one that takes it.
+    pub fn prepare(program: Program, forced: Option<Engine>) -> Result<Dispatch, ChoiceError> {
+        let compiled = weir_pfmatch::Dispatch::compile(&program)
+            .map_err(|message| ChoiceError { message, reasons: Vec::new() })?;
+        let (runner, choice) = choose(Subject::Dispatch, forced, |engine| match engine {
+            Engine::Native => {
+                let slots = compiled.result_slots();
+                weir_jit::filter::compile_results(compiled.filter(), &slots)
+                    .map(|n| Runner::Native(Box::new(n)))
+                    .map_err(|e| e.to_string())
+            }
+            Engine::Reference => Ok(Runner::Reference),
+            other => Err(format!("`{other}` does not run pfmatch dispatch")),
+        })?;
+        Ok(Dispatch { program, compiled, runner, choice })
+    }
+
+    /// The handler and arguments for one packet (`wire_len`: its length on the wire).
+    #[inline]
+    pub fn run(&self, packet: &[u8], wire_len: u32) -> Outcome {
+        match &self.runner {
+            Runner::Native(native) => {
+                let mut results = [0u32; SCRATCH_SLOTS as usize];
+                let hit = native.run(packet, wire_len, &mut results);
+                self.compiled.outcome(hit, &results[..native.slots().len()])
+            }
+            Runner::Reference => self.compiled.run(packet, wire_len),
+        }
+    }
+
+    /// The handler index only (no allocation): what counting needs.
+    #[inline]
+    pub fn handler(&self, packet: &[u8], wire_len: u32) -> Option<usize> {
+        match &self.runner {
+            Runner::Native(native) => {
+                let mut results = [0u32; SCRATCH_SLOTS as usize];
+                let hit = native.run(packet, wire_len, &mut results);
+                let h = results[0].checked_sub(1).filter(|_| hit)? as usize;
+                (h < self.program.handlers.len()).then_some(h)
+            }
+            Runner::Reference => self.compiled.run(packet, wire_len).handler,
+        }
+    }
+
+    /// Handler names; [`Outcome::handler`] indexes this.
+    pub fn handlers(&self) -> &[String] {
+        &self.program.handlers
+    }
+
+    /// Unreachable clauses and the like, found when parsing.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.program.warnings
+    }
+
+    /// The engine and why (`--explain`).
+    pub fn choice(&self) -> &Choice {
+        &self.choice
+    }
+
+    /// The compiled decision structure (`--explain`).
+    pub fn compiled(&self) -> &weir_pfmatch::Dispatch {
+        &self.compiled
+    }
+
+    /// Checks `table` against the program's handlers and gives the router that calls them.
+    pub fn bind<'a, R>(self, table: Handlers<'a, R>) -> Result<Router<'a, R>, DispatchError> {
+        let mut entries: Vec<Option<HandlerFn<'a, R>>> =
+            self.program.handlers.iter().map(|_| None).collect();
+        let mut unknown = Vec::new();
+        for (name, f) in table.entries {
+            match self.program.handlers.iter().position(|h| *h == name) {
+                Some(i) => entries[i] = Some(f),
+                None => unknown.push(name),
+            }
+        }
+        let missing: Vec<String> = self
+            .program
+            .handlers
+            .iter()
+            .zip(&entries)
+            .filter(|(_, f)| f.is_none())
+            .map(|(name, _)| name.clone())
+            .collect();
+        if !missing.is_empty() || !unknown.is_empty() {
+            return Err(DispatchError::Handlers { missing, unknown });
+        }
+        Ok(Router { dispatch: self, handlers: entries.into_iter().flatten().collect() })
+    }
+}
+
+type HandlerFn<'a, R> = Box<dyn FnMut(&[u8], &[u32]) -> R + 'a>;
+
+/// A table of handlers by name: closures taking the packet and the handler's arguments.
+pub struct Handlers<'a, R> {
+    entries: Vec<(String, HandlerFn<'a, R>)>,
+}
+
+impl<R> Default for Handlers<'_, R> {
+    fn default() -> Self {
+        Handlers { entries: Vec::new() }
+    }
+}
+
+impl<'a, R> Handlers<'a, R> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the handler called `name`.
+    pub fn on(mut self, name: &str, f: impl FnMut(&[u8], &[u32]) -> R + 'a) -> Self {
+        self.entries.retain(|(n, _)| n != name);
+        self.entries.push((name.to_string(), Box::new(f)));
+        self
+    }
+}
+
+/// A [`Dispatch`] bound to a complete handler table.
+pub struct Router<'a, R> {
+    dispatch: Dispatch,
+    /// Indexed as [`Dispatch::handlers`].
+    handlers: Vec<HandlerFn<'a, R>>,
+}
+
+impl<R> Router<'_, R> {
+    /// Dispatches one packet: the chosen handler's result, or `None` when no clause matched.
+    pub fn run(&mut self, packet: &[u8], wire_len: u32) -> Option<R> {
+        let Outcome { handler, args } = self.dispatch.run(packet, wire_len);
+        let f = self.handlers.get_mut(handler?)?;
+        Some(f(packet, &args))
+    }
+
+    pub fn dispatch(&self) -> &Dispatch {
+        &self.dispatch
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "match {\n  tcp => web(tcp[2:2], &tcp[0])\n  arp => resolve\n}\n";
+
+    /// A name the program lacks is refused at bind, as is a missing one; a bound router
+    /// calls the chosen closure with the packet's arguments, and nothing when no clause
+    /// matches; native code and the evaluator agree.
+    #[test]
+    fn handler_tables_are_checked_at_bind_and_called_by_name() {
+        let dispatch = Dispatch::compile(SRC, LinkType::Ethernet).unwrap();
+        assert_eq!(dispatch.choice().engine, Engine::Native);
+        let table = Handlers::new()
+            .on("web", |_: &[u8], _: &[u32]| 0u32)
+            .on("resolve", |_: &[u8], _: &[u32]| 0)
+            .on("wbe", |_: &[u8], _: &[u32]| 0);
+        let e = dispatch.bind(table).err().expect("refused");
+        assert_eq!(e.to_string(), "the program has no handler named wbe");
+
+        let mut frame = vec![0u8; 60];
+        frame[12..14].copy_from_slice(&[0x08, 0x00]);
+        frame[14] = 0x45;
+        frame[23] = 6;
+        frame[36..38].copy_from_slice(&8080u16.to_be_bytes());
+        for engine in [Engine::Native, Engine::Reference] {
+            let program = weir_pfmatch::parse(SRC, LinkType::Ethernet, &NameDb::builtin()).unwrap();
+            let dispatch = Dispatch::prepare(program, Some(engine)).unwrap();
+            let mut seen = Vec::new();
+            let mut router = dispatch
+                .bind(
+                    Handlers::new()
+                        .on("web", |_: &[u8], a: &[u32]| a.to_vec())
+                        .on("resolve", |_: &[u8], _: &[u32]| vec![7]),
+                )
+                .unwrap();
+            seen.push(router.run(&frame, 60));
+            frame[12..14].copy_from_slice(&[0x08, 0x06]);
+            seen.push(router.run(&frame, 60));
+            frame[12..14].copy_from_slice(&[0x86, 0xdd]);
+            seen.push(router.run(&frame, 60));
+            frame[12..14].copy_from_slice(&[0x08, 0x00]);
+            assert_eq!(seen, [Some(vec![8080, 34]), Some(vec![7]), None], "{engine}");
+        }
+    }
+}
