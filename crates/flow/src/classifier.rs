@@ -6,7 +6,8 @@
 //!   {1, 2, 4, 8, 14} (const generics; [`Classifier::width`]). Extraction parses only
 //!   the layers the masks read ([`Need`]).
 //! - **Early stop and ranking.** Each subtable knows the best (priority, order) it holds.
-//!   Subtables are visited ranked by hits ([`Classifier::rerank`]); the minimum of the
+//!   Subtables are visited in order of their best priority, then of hits
+//!   ([`Classifier::rerank`]); the minimum of the
 //!   best ranks of the subtables still to visit is kept beside the order, so the lookup
 //!   stops as soon as none of them can beat what was found. A packet that matched in the
 //!   first subtable of a rule set whose subtables hold one priority each stops there.
@@ -704,7 +705,13 @@ impl<const W: usize> Tables<W> {
     fn reranked(&self) -> Tables<W> {
         let mut t = self.clone();
         for (_, c) in &mut t.chains {
-            c.subtables.sort_by_key(|s| std::cmp::Reverse(s.hits.get()));
+            // Best priority first, hits among equals. Hits alone (OVS's order: its megaflows
+            // do not overlap) put a one-priority subtable that many packets match before
+            // better-priority ones that every such packet must still visit, so no lookup
+            // stopped early: with 16 masks of one priority each and matches spread evenly,
+            // a packet visits 14.4 subtables on average in a random order, 8.5 in priority
+            // order. Rules of one priority (OVS's case) are ordered by hits as before.
+            c.subtables.sort_by_key(|s| (s.best.0, std::cmp::Reverse(s.hits.get())));
             c.refresh();
         }
         t
@@ -982,7 +989,8 @@ impl Classifier {
         removed
     }
 
-    /// Order each chain's subtables by hits so far (most first) and publish.
+    /// Order each chain's subtables by their best priority, then by hits so far (most
+    /// first), and publish.
     pub fn rerank(&self) {
         let _w = match self.writer.lock() {
             Ok(g) => g,
