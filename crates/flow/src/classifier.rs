@@ -6,7 +6,8 @@
 //!   {1, 2, 4, 8, 14} (const generics; [`Classifier::width`]). Extraction parses only
 //!   the layers the masks read ([`Need`]).
 //! - **Early stop and ranking.** Each subtable knows the best (priority, order) it holds.
-//!   Subtables are visited ranked by hits ([`Classifier::rerank`]); the minimum of the
+//!   Subtables are visited in order of their best priority, then of hits
+//!   ([`Classifier::rerank`]); the minimum of the
 //!   best ranks of the subtables still to visit is kept beside the order, so the lookup
 //!   stops as soon as none of them can beat what was found. A packet that matched in the
 //!   first subtable of a rule set whose subtables hold one priority each stops there.
@@ -184,17 +185,38 @@ struct Segment<const W: usize> {
 struct Slot<const W: usize> {
     hash: u32,
     key: [u64; W],
-    /// Rules with this masked key, best rank first (`None`: empty slot). Shared, so that
-    /// copying a segment copies pointers.
-    rules: Option<Arc<[Arc<Installed>]>>,
+    /// Rules with this masked key, best rank first. Shared, so that copying a segment
+    /// copies pointers.
+    rules: SlotRules,
+}
+
+/// A slot's rules: most masked keys have one rule, held without a list of its own (a
+/// list was a 32-byte allocation a rule and one more dependent load a match).
+#[derive(Clone)]
+enum SlotRules {
+    Empty,
+    One(Arc<Installed>),
+    Many(Arc<Vec<Arc<Installed>>>),
 }
 
 impl<const W: usize> Slot<W> {
     fn empty() -> Slot<W> {
-        Slot { hash: 0, key: [0; W], rules: None }
+        Slot { hash: 0, key: [0; W], rules: SlotRules::Empty }
     }
+    #[inline]
     fn rules(&self) -> &[Arc<Installed>] {
-        self.rules.as_deref().unwrap_or(&[])
+        match &self.rules {
+            SlotRules::Empty => &[],
+            SlotRules::One(r) => std::slice::from_ref(r),
+            SlotRules::Many(v) => v,
+        }
+    }
+    fn set_rules(&mut self, mut v: Vec<Arc<Installed>>) {
+        self.rules = match v.len() {
+            0 => SlotRules::Empty,
+            1 => SlotRules::One(v.remove(0)),
+            _ => SlotRules::Many(Arc::new(v)),
+        };
     }
 }
 
@@ -270,7 +292,7 @@ impl<const W: usize> Segment<W> {
         loop {
             let s = &mut self.slots[i];
             if s.hash == 0 {
-                *s = Slot { hash, key, rules: Some(Arc::from(vec![rule])) };
+                *s = Slot { hash, key, rules: SlotRules::One(rule) };
                 self.len += 1;
                 self.mark(hash);
                 return;
@@ -279,7 +301,7 @@ impl<const W: usize> Segment<W> {
                 let mut v: Vec<Arc<Installed>> = s.rules().to_vec();
                 let at = v.partition_point(|r| r.rank() < rule.rank());
                 v.insert(at, rule);
-                s.rules = Some(Arc::from(v));
+                s.set_rules(v);
                 return;
             }
             i = (i + 1) & mask;
@@ -304,7 +326,7 @@ impl<const W: usize> Segment<W> {
         let mut v: Vec<Arc<Installed>> = s.rules().to_vec();
         v.remove(at);
         if !v.is_empty() {
-            s.rules = Some(Arc::from(v));
+            s.set_rules(v);
             return true;
         }
         // Backward-shift deletion keeps every probe sequence unbroken.
@@ -683,7 +705,13 @@ impl<const W: usize> Tables<W> {
     fn reranked(&self) -> Tables<W> {
         let mut t = self.clone();
         for (_, c) in &mut t.chains {
-            c.subtables.sort_by_key(|s| std::cmp::Reverse(s.hits.get()));
+            // Best priority first, hits among equals. Hits alone (OVS's order: its megaflows
+            // do not overlap) put a one-priority subtable that many packets match before
+            // better-priority ones that every such packet must still visit, so no lookup
+            // stopped early: with 16 masks of one priority each and matches spread evenly,
+            // a packet visits 14.4 subtables on average in a random order, 8.5 in priority
+            // order. Rules of one priority (OVS's case) are ordered by hits as before.
+            c.subtables.sort_by_key(|s| (s.best.0, std::cmp::Reverse(s.hits.get())));
             c.refresh();
         }
         t
@@ -700,7 +728,10 @@ impl<const W: usize> Tables<W> {
                 g.slots.len() * std::mem::size_of::<Slot<W>>()
                     + g.slots
                         .iter()
-                        .map(|sl| sl.rules().len() * 8 + if sl.rules.is_some() { 16 } else { 0 })
+                        .map(|sl| match &sl.rules {
+                            SlotRules::Many(v) => 16 + v.len() * 8,
+                            _ => 0,
+                        })
                         .sum::<usize>()
             })
             .sum();
@@ -958,7 +989,8 @@ impl Classifier {
         removed
     }
 
-    /// Order each chain's subtables by hits so far (most first) and publish.
+    /// Order each chain's subtables by their best priority, then by hits so far (most
+    /// first), and publish.
     pub fn rerank(&self) {
         let _w = match self.writer.lock() {
             Ok(g) => g,

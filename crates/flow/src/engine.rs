@@ -34,6 +34,12 @@ pub const COUNTER_SHARDS: usize = 4;
 /// threads owns a shard and adds with a plain load and store (no other thread writes it,
 /// so nothing is lost); later threads share the last shard with atomic adds. A read sums
 /// the shards.
+///
+/// The shards stay in the rule, side by side: two workers counting hits of one rule share
+/// its line. Tried and dropped: each shard a table of its own indexed by a cell number the
+/// rule holds (no line two workers write, 64 bytes less a rule) cost a second cache miss
+/// a packet once the rules are out of cache: 1M rules, one mask, 73 to 113 ns/packet in
+/// weir-bench flow, while the old layout already scaled 2.0x on 2 workers at 1k rules.
 #[derive(Debug, Default)]
 pub struct Counters {
     shards: [Shard; COUNTER_SHARDS + 1],
@@ -122,23 +128,32 @@ impl Counters {
 }
 
 /// A rule as a classifier holds it.
+///
+/// `repr(C)`, what a matched packet reads first: rank, verdict and line in the first 24
+/// bytes, the counters right after (with the `Arc`'s two counts, two cache lines), the
+/// rest (the parsed rule, kept for printing, the slow path and rebuilds) after them.
+/// Rust's own order had put the priority and the order 112 bytes apart, each load a miss
+/// of its own in `perf` of a 1k-rule lookup (1k rules, one mask: 34.0 to 32.8 ns/packet).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Installed {
-    pub rule: Rule,
     pub prio: u32,
+    /// The verdict when the actions are one `pass` or `drop` (the common case, decided
+    /// without walking the actions).
+    pub simple: Option<Verdict>,
     /// Order among rules of equal priority (file order, then insertion order).
     pub seq: u64,
+    /// `rule.line`, beside the rank (every matched packet reports it).
+    pub line: usize,
+    pub counters: Counters,
+    /// Whether an action may change the packet's bytes.
+    pub modifies: bool,
     /// The port ranges (the mask and masked key live in the classifier's tables; a
     /// rule keeps no copy of them, which would be 224 bytes a rule).
     pub ranges: Ranges,
     /// Each mirred target's index in the classifier's device list, in action order.
     pub devs: Vec<u16>,
-    pub counters: Counters,
-    /// Whether an action may change the packet's bytes.
-    pub modifies: bool,
-    /// The verdict when the actions are one `pass` or `drop` (the common case, decided
-    /// without walking the actions).
-    pub simple: Option<Verdict>,
+    pub rule: Rule,
 }
 
 impl Installed {
@@ -162,6 +177,7 @@ impl Installed {
             _ => None,
         };
         Installed {
+            line: rule.line,
             rule,
             prio,
             seq,
@@ -260,12 +276,7 @@ pub fn process_into<'r>(
         Some(rule) => match rule.simple {
             Some(verdict) => {
                 rule.counters.hit(u64::from(w.wire_len), w.now);
-                out.push(Outcome {
-                    line: Some(rule.rule.line),
-                    verdict,
-                    mark: w.mark,
-                    modified: false,
-                });
+                out.push(Outcome { line: Some(rule.line), verdict, mark: w.mark, modified: false });
             }
             None => out.push(process_slow(w, key, need, Some(first), lookup)),
         },
@@ -297,7 +308,7 @@ fn process_slow<'r>(
             return Outcome { line, verdict: Verdict::Pass, mark: w.mark, modified };
         };
         rule.counters.hit(u64::from(w.wire_len), w.now);
-        line = Some(rule.rule.line);
+        line = Some(rule.line);
         if let Some(v) = rule.simple {
             return Outcome { line, verdict: v, mark: w.mark, modified };
         }
