@@ -159,15 +159,49 @@ fn load(args: &RuntimeArgs, log: &mut Log) -> Result<bool, String> {
         let o = Object::open(&bytes).ok();
         std::hint::black_box(o.and_then(|o| o.load(0, Some(Engine::Interp), 0).ok()).is_some());
     });
+    // The default engine (none forced): a program this long runs on the interpreter at
+    // once while its native code compiles on a thread (`weir::BACKGROUND_JIT_SLOTS`).
+    // Each round waits for that code after its clock stops, so that no compile of an
+    // earlier round runs during a later one.
+    let mut tiered = object.load(0, None, 0)?;
+    for frame in traffic::frames(traffic::SEED, 64) {
+        let (a, b) = (tiered.run(&frame), interp.run(&frame));
+        if a != b {
+            return Err(format!("big.o: default engine {a:?} but interpreter {b:?}"));
+        }
+    }
+    if !tiered.wait_for_native() {
+        return Err("big.o: the background JIT compile did not arrive".into());
+    }
+    for frame in traffic::frames(traffic::SEED ^ 1, 64) {
+        let (a, b) = (tiered.run(&frame), interp.run(&frame));
+        if a != b {
+            return Err(format!("big.o: JIT (after the switch) {a:?} but interpreter {b:?}"));
+        }
+    }
+    let (mut usable, mut native) = (Vec::new(), Vec::new());
+    for _ in 0..args.rounds.min(5) {
+        let start = std::time::Instant::now();
+        let mut loaded = Object::open(&bytes).and_then(|o| o.load(0, None, 0))?;
+        usable.push(start.elapsed().as_nanos() as f64);
+        loaded.wait_for_native();
+        native.push(start.elapsed().as_nanos() as f64);
+    }
+    let (usable, native) = (Samples(usable), Samples(native));
     let ms = |s: &Samples| s.median() / 1e6;
     log.line(format!("load big.o ({slots} slots, {} bytes):", bytes.len()));
     log.line(format!("  parse (weir-elf)            {:8.3} ms", ms(&parse)));
     log.line(format!("  open + load, interpreter    {:8.3} ms", ms(&open_interp)));
-    let met = ms(&open_jit) < 10.0;
+    log.line(format!("  open + load, JIT (forced)   {:8.3} ms", ms(&open_jit)));
+    let met = ms(&usable) < 10.0;
     log.line(format!(
-        "  open + load, JIT            {:8.3} ms   goal < 10 ms: {}",
-        ms(&open_jit),
+        "  open + load, default engine {:8.3} ms   goal < 10 ms: {}",
+        ms(&usable),
         verdict(met)
+    ));
+    log.line(format!(
+        "    (running on the interpreter; the JIT's code arrives after {:.3} ms)",
+        ms(&native)
     ));
     Ok(met)
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use weir_maps::{Map, MapType, OwnedValue, ValueLoc, ValueRef};
-use weir_program::abi::RunEnv;
+use weir_program::abi::{RunEnv, ValueSpan};
 use weir_program::exec::guest::{MAPS_BASE, REGION_WINDOW};
 use weir_program::TrapCode;
 
@@ -483,6 +483,36 @@ unsafe impl RunEnv for Env {
             return None;
         }
         NonNull::new(value.as_ptr().wrapping_add(offset))
+    }
+
+    fn value_span(&mut self, addr: u64) -> Option<ValueSpan> {
+        if addr >= self.dynamic_base {
+            let slot = self.dynamic.get(self.dynamic_at(addr)?)?;
+            if addr - slot.addr >= slot.len {
+                return None;
+            }
+            let host = NonNull::new(slot.ptr as *mut u8)?;
+            return Some(ValueSpan {
+                addr: slot.addr,
+                host,
+                len: slot.len,
+                writable: slot.writable,
+            });
+        }
+        // A whole array's value: the one `addr` falls in (its pitch's gap holds none).
+        let at = self.arrays.partition_point(|r| r.base <= addr).checked_sub(1)?;
+        let region = self.arrays.get(at)?;
+        let offset = addr.checked_sub(region.base)?;
+        let within = offset & ((1u64 << region.shift) - 1);
+        if addr >= region.end || within >= region.value_len {
+            return None;
+        }
+        let index = u32::try_from(offset >> region.shift).ok()?;
+        let map = self.maps.get(region.map)?;
+        let value = map.value_at(map.array_loc(index, self.cpu)?)?;
+        let host = NonNull::new(value.as_ptr())?;
+        let (len, writable) = (region.value_len, region.writable);
+        Some(ValueSpan { addr: addr - within, host, len, writable })
     }
 
     fn update(

@@ -12,7 +12,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 
 use weir_isa::ebpf::{Insn, Op};
-use weir_program::abi::Bindings;
+use weir_program::abi::{Bindings, RunEnv};
 use weir_program::exec::{fill_packet_fields, Input, Prepared, RunOutcome};
 use weir_program::{Program, Trap, TrapCode, Verified};
 
@@ -20,10 +20,10 @@ use crate::cfg::Cfg;
 use crate::code_memory::NativeCode;
 use crate::codegen::facts::{Checks, Needs, Plan};
 use crate::codegen::{self, StackShape};
-use crate::guest::{CTX, MEM, PACKET, STACK, STACK_BASE, WINDOWS};
+use crate::guest::{CTX, MEM, PACKET, STACK, STACK_BASE};
 use crate::state::{
-    self, RegionEntry, RunState, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, HELPER_FAILED,
-    HELPER_PANICKED, HELPER_STOPPED, HELPER_UNBOUND,
+    RunState, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, HELPER_FAILED, HELPER_PANICKED,
+    HELPER_STOPPED, HELPER_UNBOUND,
 };
 use crate::{CompileError, CompileErrorKind, Config};
 
@@ -62,7 +62,8 @@ impl std::fmt::Debug for JitProgram {
     }
 }
 
-/// Scratch space for runs: the stack of every frame and the saved call frames.
+/// Scratch space for runs: the stack of every frame, the saved call frames and the run
+/// state generated code works on.
 #[derive(Clone, Debug, Default)]
 pub struct Cache {
     stack: Vec<u8>,
@@ -70,6 +71,38 @@ pub struct Cache {
     /// Offset from which the stack may hold bytes a run wrote; all below is zero.
     dirty_from: usize,
     executed: u64,
+    state: KeptState,
+}
+
+/// The run state kept between runs, so that a run writes the few words of it that change
+/// (the input's region entries, the entry registers, the outcome) instead of building the
+/// kilobyte-long region table afresh. Entries of windows that hold no input (0, 5, 6, 7)
+/// stay empty from its creation on.
+#[derive(Default)]
+struct KeptState(Option<Box<RunState<'static>>>);
+
+impl Clone for KeptState {
+    /// A fresh one: the kept state points into its own cache's stack.
+    fn clone(&self) -> Self {
+        KeptState(None)
+    }
+}
+
+impl std::fmt::Debug for KeptState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "KeptState(..)" } else { "KeptState(None)" })
+    }
+}
+
+// SAFETY: between runs the kept state's pointers (bindings, the environment: `None`
+// then) are never dereferenced; every run sets all of them, on the thread running it,
+// before generated code or a helper reads them, and clears the environment afterwards.
+unsafe impl Send for KeptState {}
+
+impl KeptState {
+    fn get(&mut self) -> &mut RunState<'static> {
+        self.0.get_or_insert_with(|| Box::new(RunState::empty()))
+    }
 }
 
 impl Cache {
@@ -185,7 +218,8 @@ impl JitProgram {
     pub fn cache(&self) -> Cache {
         let stack = vec![0; self.stack_bytes()];
         let dirty_from = stack.len();
-        Cache { stack, frames: vec![0; self.frame_words()], dirty_from, executed: 0 }
+        let frames = vec![0; self.frame_words()];
+        Cache { stack, frames, dirty_from, executed: 0, state: KeptState::default() }
     }
 
     pub fn config(&self) -> &Config {
@@ -244,56 +278,48 @@ impl JitProgram {
         let ctx = ctx.unwrap_or_default();
         let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
         fill_packet_fields(self.bindings.context, ctx, packet_len, span)?;
-        let env = env.map(|env| -> &mut dyn weir_program::abi::RunEnv { env });
         let legacy_reads_packet = packet.is_some();
         let packet = packet.unwrap_or_default();
         let mem = mem.unwrap_or_default();
 
-        let region = |window: usize, bytes: &mut [u8], floor: u64, fast_stores: bool| {
-            let host = bytes.as_mut_ptr() as u64;
-            RegionEntry::new(window, host, bytes.len() as u64, floor, fast_stores)
-        };
         let floor = self.shape.frame_floor(0);
-        let stack_region = region(STACK, &mut cache.stack, floor, true);
-        let ctx_region = region(CTX, ctx, 0, false);
-        let packet_region = region(PACKET, packet, 0, true);
-        let mem_region = region(MEM, mem, 0, true);
-        let legacy = if legacy_reads_packet { &packet_region } else { &mem_region };
-        let (legacy_host, legacy_len) = (legacy.host, legacy.len);
-
-        // The table is filled in place: `RunState` is over a kilobyte, and building it
-        // elsewhere first costs a copy on every run.
-        let mut run = RunState {
-            regions: [RegionEntry::default(); WINDOWS],
-            stack_bias: (cache.stack.as_mut_ptr() as u64).wrapping_sub(STACK_BASE),
-            legacy_host,
-            legacy_len,
-            frames: cache.frames.as_mut_ptr() as u64,
-            call_targets: self.call_targets.as_ptr() as u64,
-            helper_fn: state::call_helper as *const () as u64,
-            store_fn: state::check_store as *const () as u64,
-            load_fn: state::check_load as *const () as u64,
-            key: self.key,
-            one: 1,
-            budget: self.budget(),
-            r1: 0,
-            r2,
-            exit_word: 0,
-            exit_value: 0,
-            remaining: 0,
-            max_depth: 0,
-            store_code: 0,
-            helper_status: 0,
-            helper_id: 0,
-            bindings: &self.bindings,
-            ctx_layout: self.bindings.context,
-            panic: None,
-            env,
-        };
-        run.regions[STACK] = stack_region;
-        run.regions[CTX] = ctx_region;
-        run.regions[PACKET] = packet_region;
-        run.regions[MEM] = mem_region;
+        let stack_host = cache.stack.as_mut_ptr() as u64;
+        let stack_len = cache.stack.len() as u64;
+        let frames = cache.frames.as_mut_ptr() as u64;
+        let run = cache.state.get();
+        let host = |bytes: &mut [u8]| bytes.as_mut_ptr() as u64;
+        let packet_view = (host(packet), packet.len() as u64);
+        let mem_view = (host(mem), mem.len() as u64);
+        run.regions[STACK].set(STACK, stack_host, stack_len, floor, true);
+        run.regions[CTX].set(CTX, host(ctx), ctx.len() as u64, 0, false);
+        run.regions[PACKET].set(PACKET, packet_view.0, packet_view.1, 0, true);
+        run.regions[MEM].set(MEM, mem_view.0, mem_view.1, 0, true);
+        run.value.clear();
+        // From the values, not read back from the entries just written (a wide load of
+        // two narrower stores stalls store forwarding: a tenth of a run's set-up here).
+        (run.legacy_host, run.legacy_len) =
+            if legacy_reads_packet { packet_view } else { mem_view };
+        run.stack_bias = stack_host.wrapping_sub(STACK_BASE);
+        run.frames = frames;
+        run.call_targets = self.call_targets.as_ptr() as u64;
+        run.key = self.key;
+        run.budget = self.budget();
+        run.r2 = r2;
+        run.exit_word = 0;
+        run.exit_value = 0;
+        run.remaining = 0;
+        run.max_depth = 0;
+        run.store_code = 0;
+        run.helper_status = 0;
+        run.helper_id = 0;
+        run.bindings = &self.bindings;
+        run.ctx_layout = self.bindings.context;
+        // SAFETY: only the lifetime changes. The environment is borrowed for this whole
+        // call, and the kept state lets go of it (`env = None` below) before this function
+        // returns or resumes a helper's panic; nothing reads it between runs.
+        run.env = env.map(|env| unsafe {
+            std::mem::transmute::<&mut dyn RunEnv, &'static mut dyn RunEnv>(env)
+        });
         // `r1` is its region's lowest address, taken from the entry itself: generated code
         // relies on that equality to check accesses through `r1` without a table lookup.
         run.r1 = run.regions.get(input_window).map_or(0, |entry| entry.lo_addr);
@@ -308,11 +334,15 @@ impl JitProgram {
         // admits only accesses inside its slice, the context's stores go through
         // `check_store`), `call_targets` (one byte per slot, read only below `insns.len()`)
         // and `bindings`; addresses in the map values window come from the environment's
-        // `RunEnv::host`, whose contract keeps them valid while the environment lives (it
-        // is borrowed for this whole call). Generated code checks every guest access against those entries
-        // before making it, writes only through them and to `run`, and returns normally:
-        // it never unwinds (helpers' panics are caught in `call_helper`).
-        let value = unsafe { entry(&mut run) };
+        // `RunEnv::host` and `RunEnv::value_span`, whose contract keeps them valid while
+        // generated code may use them (the value entry is emptied at each helper call and
+        // run). The entries of windows without an input are empty (never set). Generated
+        // code checks every guest access against those entries before making it, writes
+        // only through them and to `run`, and returns normally: it never unwinds
+        // (helpers' panics are caught in `call_helper`).
+        let value = unsafe { entry(&mut *run) };
+        run.env = None;
+        run.value.clear();
 
         let max_depth = run.max_depth.min(self.shape.frames.saturating_sub(1));
         cache.dirty_from = if self.writes_stack {
@@ -324,7 +354,7 @@ impl JitProgram {
             std::panic::resume_unwind(payload);
         }
         let budget = self.budget();
-        let outcome = self.outcome(&run, value);
+        let outcome = self.outcome(run, value);
         cache.executed = match outcome {
             Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
             _ => budget.wrapping_sub(run.remaining),

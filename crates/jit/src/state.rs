@@ -19,7 +19,9 @@ use std::any::Any;
 use std::mem::offset_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use weir_program::abi::{Bindings, ContextLayout, GuestMemory, HelperCtx, HelperOutcome, RunEnv};
+use weir_program::abi::{
+    Bindings, ContextLayout, GuestMemory, HelperCtx, HelperOutcome, RunEnv, ValueSpan,
+};
 use weir_program::TrapCode;
 
 use crate::guest::{CTX, MAPS, REGION_WINDOW, WINDOWS, WINDOW_SHIFT};
@@ -83,22 +85,49 @@ pub(crate) fn bound(span: u64, size: u64) -> u64 {
 }
 
 impl RegionEntry {
-    /// The entry of window `window` for a region at `host` of `len` bytes whose first
-    /// `floor` bytes are out of reach (only the stack has a floor).
-    pub(crate) fn new(window: usize, host: u64, len: u64, floor: u64, fast_stores: bool) -> Self {
+    /// Makes this the entry of window `window` for a region at `host` of `len` bytes whose
+    /// first `floor` bytes are out of reach (only the stack has a floor), writing its fields
+    /// in place (a run sets a handful of words, not the 128-byte entry).
+    pub(crate) fn set(&mut self, window: usize, host: u64, len: u64, floor: u64, fast: bool) {
         let window_base = (window as u64).wrapping_mul(REGION_WINDOW);
         let span = len.saturating_sub(floor);
-        let load_bound = [1, 2, 4, 8].map(|size| bound(span, size));
-        let store_bound = if fast_stores { load_bound } else { [0; 4] };
-        RegionEntry {
-            lo_addr: window_base.wrapping_add(floor),
-            base_lo: host.wrapping_add(floor),
-            load_bound,
-            store_bound,
-            host,
-            len,
-            _pad: [0; 4],
-        }
+        self.lo_addr = window_base.wrapping_add(floor);
+        self.base_lo = host.wrapping_add(floor);
+        // Both from the local: reading `load_bound` back right after storing it stalls
+        // store forwarding (measured: a third of a helper call's own time).
+        let bounds = [1, 2, 4, 8].map(|size| bound(span, size));
+        self.load_bound = bounds;
+        self.store_bound = if fast { bounds } else { [0; 4] };
+        self.host = host;
+        self.len = len;
+    }
+
+    /// The entry of a map value (see `RunState::value`): `len` bytes at guest address `addr`
+    /// are host memory from `host` on. `host` and `len` stay 0: the slow paths ask the
+    /// environment, never this entry, about the values window.
+    pub(crate) fn set_value(&mut self, span: &ValueSpan) {
+        self.lo_addr = span.addr;
+        self.base_lo = span.host.as_ptr() as u64;
+        let bounds = [1, 2, 4, 8].map(|size| bound(span.len, size));
+        self.load_bound = bounds;
+        self.store_bound = if span.writable { bounds } else { [0; 4] };
+        self.host = 0;
+        self.len = 0;
+    }
+
+    /// Admits nothing.
+    pub(crate) fn clear(&mut self) {
+        self.load_bound = [0; 4];
+        self.store_bound = [0; 4];
+    }
+
+    /// The entry of window `window` for a region at `host` of `len` bytes whose first
+    /// `floor` bytes are out of reach (only the stack has a floor).
+    #[cfg(test)]
+    pub(crate) fn new(window: usize, host: u64, len: u64, floor: u64, fast_stores: bool) -> Self {
+        let mut entry = RegionEntry::default();
+        entry.set(window, host, len, floor, fast_stores);
+        entry
     }
 }
 
@@ -107,6 +136,12 @@ impl RegionEntry {
 #[repr(C)]
 pub(crate) struct RunState<'e> {
     pub regions: [RegionEntry; WINDOWS],
+    /// The map value a program reached last (a one-entry cache of the values window,
+    /// whose table entry admits nothing): filled from [`RunEnv::value_span`] when a helper
+    /// returns a value's address (`bpf_map_lookup_elem`) and when a slow path resolves an
+    /// access to one, emptied at every helper call and run, so that value accesses after
+    /// a lookup are inline. Checked by generated code only after the table refused.
+    pub value: RegionEntry,
     /// Host stack address minus `STACK_BASE` (wrapping): `r10 + stack_bias` is a host address.
     pub stack_bias: u64,
     /// What legacy packet loads read: the packet if there is one, else `mem`.
@@ -159,6 +194,7 @@ pub(crate) mod offsets {
     }
 
     pub const REGIONS: i32 = field(offset_of!(RunState, regions));
+    pub const VALUE: i32 = field(offset_of!(RunState, value));
     pub const LO_ADDR: i32 = field(offset_of!(RegionEntry, lo_addr));
     pub const BASE_LO: i32 = field(offset_of!(RegionEntry, base_lo));
     pub const LOAD_BOUND: i32 = field(offset_of!(RegionEntry, load_bound));
@@ -190,6 +226,39 @@ pub(crate) mod offsets {
 }
 
 impl RunState<'_> {
+    /// A state with every region entry empty and the trampolines' addresses in place; a
+    /// run fills in the rest (`run::JitProgram::run_stats`).
+    pub(crate) fn empty() -> Self {
+        RunState {
+            regions: [RegionEntry::default(); WINDOWS],
+            value: RegionEntry::default(),
+            stack_bias: 0,
+            legacy_host: 0,
+            legacy_len: 0,
+            frames: 0,
+            call_targets: 0,
+            helper_fn: call_helper as *const () as u64,
+            store_fn: check_store as *const () as u64,
+            load_fn: check_load as *const () as u64,
+            key: 0,
+            one: 1,
+            budget: 0,
+            r1: 0,
+            r2: 0,
+            exit_word: 0,
+            exit_value: 0,
+            remaining: 0,
+            max_depth: 0,
+            store_code: 0,
+            helper_status: 0,
+            helper_id: 0,
+            bindings: std::ptr::null(),
+            ctx_layout: None,
+            panic: None,
+            env: None,
+        }
+    }
+
     /// Where a load of `size` bytes at `addr` reads on the host, or `OutOfBounds`: the
     /// interpreter's rules (the region's bytes, above the running frame's floor).
     fn load_target(&self, addr: u64, size: u64) -> Result<u64, TrapCode> {
@@ -276,7 +345,14 @@ fn env_host(state: &mut RunState<'_>, addr: u64, size: u64, write: bool) -> Resu
     }
     let env = state.env.as_mut().ok_or(TrapCode::OutOfBounds)?;
     match env.host(addr, size, write) {
-        Some(host) => Ok(host.as_ptr() as u64),
+        Some(host) => {
+            // The next accesses to this value skip the call (see `RunState::value`).
+            match env.value_span(addr) {
+                Some(span) => state.value.set_value(&span),
+                None => state.value.clear(),
+            }
+            Ok(host.as_ptr() as u64)
+        }
         // Refused: the environment's own check names the trap (read-only or out of bounds).
         None if write => {
             let mut probe = vec![0u8; usize::try_from(size).unwrap_or(0)];
@@ -359,6 +435,16 @@ pub(crate) extern "C" fn call_helper(
         };
         func(&mut HelperCtx::new(&mut *state, prog_type).with_env(lent), &args)
     }));
+    // The helper may have ended the value the cache held (a ring buffer sample submitted);
+    // a value's address it returns is most likely accessed next.
+    state.value.clear();
+    if let (Ok(HelperOutcome::Return(value)), Some(env)) = (&called, env.as_mut()) {
+        if *value >> WINDOW_SHIFT == MAPS as u64 {
+            if let Some(span) = env.value_span(*value) {
+                state.value.set_value(&span);
+            }
+        }
+    }
     state.env = env;
     match called {
         Ok(HelperOutcome::Return(value)) => {

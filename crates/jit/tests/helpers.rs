@@ -108,3 +108,137 @@ fn a_helper_sees_the_program_type() {
         assert_eq!(run("call 202\nexit", &[], Some(t)).0, Ok(u64::from(t.kernel_id())), "{t}");
     }
 }
+
+/// An environment with one 16-byte map value at `VALUE`, reachable only while open
+/// (`open`: helper 203, writable; 205, read-only; `close`: 204), as a ring buffer sample is
+/// until it is submitted. The JIT keeps the last value a helper returned at hand
+/// (`RunEnv::value_span`): closing it must end that as it ends the environment's answers.
+struct OneValue {
+    words: Box<[u64; 2]>,
+    open: bool,
+    writable: bool,
+}
+
+const VALUE: u64 = weir_program::exec::guest::MAPS_BASE + 64;
+
+impl OneValue {
+    fn offset(&self, addr: u64, len: usize) -> Option<usize> {
+        let offset = usize::try_from(addr.checked_sub(VALUE)?).ok()?;
+        (self.open && offset.checked_add(len)? <= 16).then_some(offset)
+    }
+}
+
+// SAFETY: `host` and `value_span` give addresses inside `words`, a boxed (8-byte aligned)
+// allocation that lives as long as the environment, only while the value is open; tests
+// touch it only between runs.
+unsafe impl weir_program::abi::RunEnv for OneValue {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
+        let offset = self.offset(addr, buf.len()).ok_or(TrapCode::OutOfBounds)?;
+        let bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        buf.copy_from_slice(&bytes[offset..offset + buf.len()]);
+        Ok(())
+    }
+
+    fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), TrapCode> {
+        let offset = self.offset(addr, bytes.len()).ok_or(TrapCode::OutOfBounds)?;
+        if !self.writable {
+            return Err(TrapCode::ReadOnly);
+        }
+        let mut all: Vec<u8> = self.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        all[offset..offset + bytes.len()].copy_from_slice(bytes);
+        for (word, chunk) in self.words.iter_mut().zip(all.chunks(8)) {
+            *word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        }
+        Ok(())
+    }
+
+    fn host(&mut self, addr: u64, len: u64, write: bool) -> Option<std::ptr::NonNull<u8>> {
+        let offset = self.offset(addr, usize::try_from(len).ok()?)?;
+        if write && !self.writable {
+            return None;
+        }
+        std::ptr::NonNull::new(self.words.as_mut_ptr().cast::<u8>().wrapping_add(offset))
+    }
+
+    fn value_span(&mut self, addr: u64) -> Option<weir_program::abi::ValueSpan> {
+        self.offset(addr, 1)?;
+        let host = std::ptr::NonNull::new(self.words.as_mut_ptr().cast::<u8>())?;
+        Some(weir_program::abi::ValueSpan { addr: VALUE, host, len: 16, writable: self.writable })
+    }
+
+    fn as_any(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+fn one_value<'a>(ctx: &'a mut HelperCtx<'_>) -> Option<&'a mut OneValue> {
+    ctx.env()?.as_any().downcast_mut::<OneValue>()
+}
+
+fn open_value(ctx: &mut HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
+    let Some(env) = one_value(ctx) else { return HelperOutcome::Fail };
+    (env.open, env.writable) = (true, true);
+    HelperOutcome::Return(VALUE)
+}
+
+fn open_read_only(ctx: &mut HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
+    let Some(env) = one_value(ctx) else { return HelperOutcome::Fail };
+    (env.open, env.writable) = (true, false);
+    HelperOutcome::Return(VALUE)
+}
+
+fn close_value(ctx: &mut HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
+    let Some(env) = one_value(ctx) else { return HelperOutcome::Fail };
+    env.open = false;
+    HelperOutcome::Return(0)
+}
+
+/// Runs `text` on both engines with a fresh `OneValue`; asserts they agree on the outcome
+/// and the value's words; returns both.
+fn run_with_value(text: &str) -> (Result<u64, Trap>, [u64; 2]) {
+    let insns = assemble(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let program = Verified::structural(Program::from_insns(insns)).unwrap();
+    let mut b = Bindings::new();
+    b.add_helper(Helper { id: 203, name: "open", func: open_value });
+    b.add_helper(Helper { id: 204, name: "close", func: close_value });
+    b.add_helper(Helper { id: 205, name: "open_read_only", func: open_read_only });
+    let mut seen = Vec::new();
+    for engine in [&INTERP as &dyn DynEngine, &JIT] {
+        let mut session = engine.load(&program, b.clone(), Limits::default()).unwrap();
+        let mut env = OneValue { words: Box::new([0; 2]), open: false, writable: true };
+        // Twice: the second run starts with whatever the first left at hand.
+        let mut outcome = session.run(Input::new().env(&mut env)).map(|o| o.r0);
+        env.open = false;
+        if outcome.is_ok() {
+            outcome = session.run(Input::new().env(&mut env)).map(|o| o.r0);
+        }
+        seen.push((outcome, *env.words));
+    }
+    assert_eq!(seen[1], seen[0], "jit, then interpreter: {text}");
+    seen[0]
+}
+
+#[test]
+fn a_map_value_kept_at_hand_ends_when_the_environment_ends_it() {
+    // Stores and loads after the helper returned it: both engines, same words.
+    let open = "call 203\nmov %r6, %r0\nstdw [%r6+8], 5\nldxdw %r0, [%r6+8]\nexit";
+    assert_eq!(run_with_value(open), (Ok(5), [0, 5]));
+    // An atomic add on it, twice (two runs).
+    let add = "call 203\nmov %r6, %r0\nmov %r1, 3\nlock add [%r6+0], %r1\nldxdw %r0, [%r6+0]\nexit";
+    assert_eq!(run_with_value(add), (Ok(6), [6, 0]));
+    // Closed by the next helper call: the access after it traps, nothing written.
+    let closed = "call 203\nmov %r6, %r0\nstdw [%r6+0], 1\ncall 204\nstdw [%r6+8], 7\nexit";
+    let (outcome, words) = run_with_value(closed);
+    assert_eq!(outcome.map_err(|t| (t.code, t.pc)), Err((TrapCode::OutOfBounds, 4)));
+    assert_eq!(words, [1, 0]);
+    let load = "call 203\nmov %r6, %r0\nldxdw %r0, [%r6+0]\ncall 204\nldxdw %r0, [%r6+8]\nexit";
+    assert_eq!(run_with_value(load).0.map_err(|t| t.code), Err(TrapCode::OutOfBounds));
+    // Past the value's end: out of bounds even while it is at hand.
+    let past = "call 203\nmov %r6, %r0\nldxdw %r0, [%r6+9]\nexit";
+    assert_eq!(run_with_value(past).0.map_err(|t| t.code), Err(TrapCode::OutOfBounds));
+    // Read-only: loads at hand, stores refused.
+    let ro = "call 205\nmov %r6, %r0\nldxdw %r0, [%r6+8]\nstdw [%r6+0], 1\nexit";
+    let (outcome, words) = run_with_value(ro);
+    assert_eq!(outcome.map_err(|t| t.code), Err(TrapCode::ReadOnly));
+    assert_eq!(words, [0, 0]);
+}

@@ -291,8 +291,29 @@ pub unsafe trait RunEnv {
         self.write(addr, new.get(..len).ok_or(TrapCode::OutOfBounds)?)?;
         Ok(old)
     }
+    /// The whole value holding `addr`, for native code that keeps it at hand (a one-entry
+    /// cache of the values window, refilled after each helper call): `None` when `addr`
+    /// lies in no value, or the environment does not say (the default: every access then
+    /// goes through [`RunEnv::host`]). The span's memory follows `host`'s rules and must
+    /// stay valid until the next helper call or the end of the run, whichever comes first;
+    /// engines drop the span at both.
+    fn value_span(&mut self, addr: u64) -> Option<ValueSpan> {
+        let _ = addr;
+        None
+    }
     /// The environment itself, for the helpers that made it.
     fn as_any(&mut self) -> &mut dyn Any;
+}
+
+/// One value of the map values window as [`RunEnv::value_span`] gives it: guest address
+/// `addr` and the `len` bytes after it are host memory from `host` on; `writable` when the
+/// program may store to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueSpan {
+    pub addr: u64,
+    pub host: NonNull<u8>,
+    pub len: u64,
+    pub writable: bool,
 }
 
 /// What a helper is called with besides its arguments: guest memory, the run's

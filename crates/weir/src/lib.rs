@@ -21,6 +21,7 @@ mod filter;
 pub mod listing;
 pub mod object;
 pub mod program;
+mod tiered;
 
 pub use classic::PreparedClassic;
 pub use dispatch::{Dispatch, DispatchError, Handlers, Router};
@@ -28,6 +29,7 @@ pub use engine::{choose, Choice, ChoiceError, Engine, Subject};
 pub use filter::{emit_ebpf, PreparedFilter};
 pub use object::{Loaded, Object, Verdict};
 pub use program::PreparedProgram;
+pub use tiered::BACKGROUND_JIT_SLOTS;
 pub use weir_filter::{emit, Filter};
 pub use weir_helpers::flow_hash;
 pub use weir_maps as maps;

@@ -14,6 +14,7 @@ use weir_program::{MapType, ProgType, Program, RelocTarget, Trap, Verified};
 
 pub use crate::engine::Engine;
 use crate::engine::{choose, Choice, Subject};
+use crate::tiered::{Tiered, BACKGROUND_JIT_SLOTS};
 pub use weir_program::exec::Limits;
 
 /// XDP: the kernel test run's headroom (`XDP_PACKET_HEADROOM`).
@@ -174,9 +175,11 @@ impl Object {
             let resolved =
                 resolve(&p.program, &env).map_err(|e| format!("program `{}`: {e}", p.name))?;
             check_helpers(&resolved).map_err(|e| format!("program `{}`: {e}", p.name))?;
-            let proof = match self.verify(index, false) {
-                Ok(proof) if proven => Some(proof),
-                Err(e) if proven && index == entry => {
+            // Verified only when the proof is used: on big.o (10,505 slots) the verifier
+            // takes longer than everything else loading does.
+            let proof = match proven.then(|| self.verify(index, false)) {
+                Some(Ok(proof)) => Some(proof),
+                Some(Err(e)) if index == entry => {
                     return Err(format!("program `{}`: verify: {e}", p.name))
                 }
                 _ => None,
@@ -189,15 +192,33 @@ impl Object {
             }
             .map_err(|e| format!("program `{}`: {e}", p.name))?;
             let bindings = weir_helpers::bindings(p.prog_type);
-            let (session, how) = choose(Subject::Program, engine, |e| {
+            let slots = verified.len();
+            let background = engine.is_none()
+                && slots > BACKGROUND_JIT_SLOTS
+                && slots <= weir_jit::DEFAULT_MAX_SLOTS;
+            let (session, mut how) = choose(Subject::Program, engine, |e| {
+                if background && e == Engine::Jit {
+                    let tiered = Tiered::start(&verified, &bindings, Limits::default())?;
+                    return Ok(Runner::Tiered(Box::new(tiered)));
+                }
                 let Some(runner) = e.program_engine() else {
                     return Err(format!("`{e}` runs filters only"));
                 };
                 runner
                     .load(&verified, bindings.clone(), Limits::default())
+                    .map(Runner::Session)
                     .map_err(|e| e.to_string())
             })
             .map_err(|e| format!("program `{}`: {e}", p.name))?;
+            if matches!(session, Runner::Tiered(_)) {
+                // Replaces the generic line `choose` wrote for the JIT.
+                how.reasons.pop();
+                how.reasons.push(format!(
+                    "jit: the program has {slots} slots (more than {BACKGROUND_JIT_SLOTS}): its \
+                     native code compiles on a background thread, and the interpreter runs \
+                     packets until it is ready (same results)"
+                ));
+            }
             if index == entry {
                 if how.engine == Engine::Jit {
                     checks = Some(weir_jit::checks(&verified, &bindings, &Limits::default()));
@@ -284,9 +305,25 @@ fn xdp_span(ctx: &[u8]) -> PacketSpan {
     PacketSpan { data: off(field(0)), end: off(field(4)), meta: off(field(8)) }
 }
 
+/// How a loaded program runs: one engine's session, or the interpreter until the JIT's
+/// code arrives (`tiered`).
+enum Runner {
+    Session(Box<dyn Session>),
+    Tiered(Box<Tiered>),
+}
+
+impl Runner {
+    fn session(&mut self) -> &mut dyn Session {
+        match self {
+            Runner::Session(session) => session.as_mut(),
+            Runner::Tiered(tiered) => tiered.as_mut(),
+        }
+    }
+}
+
 /// A loaded entry program with its environment.
 pub struct Loaded {
-    sessions: Vec<Option<Box<dyn Session>>>,
+    sessions: Vec<Option<Runner>>,
     entry: usize,
     prog_type: ProgType,
     env: Env,
@@ -310,6 +347,28 @@ impl Loaded {
     /// On the JIT, the entry program's run-time checks kept and dropped (`--explain`).
     pub fn checks(&self) -> Option<weir_jit::Checks> {
         self.checks
+    }
+
+    /// Blocks until the programs compiling in the background (longer than
+    /// [`BACKGROUND_JIT_SLOTS`]) have their native code; true when every loaded program now
+    /// runs on the engine [`Loaded::choice`] names. Results never depend on it: tests and
+    /// benchmarks call it to time or check the native code.
+    pub fn wait_for_native(&mut self) -> bool {
+        let mut all = true;
+        for runner in self.sessions.iter_mut().flatten() {
+            if let Runner::Tiered(tiered) = runner {
+                all &= tiered.wait();
+            }
+        }
+        all
+    }
+
+    /// Whether a program still runs on the interpreter while its native code compiles.
+    pub fn compiling(&self) -> bool {
+        self.sessions
+            .iter()
+            .flatten()
+            .any(|runner| matches!(runner, Runner::Tiered(t) if !t.is_native()))
     }
 
     pub fn prog_type(&self) -> ProgType {
@@ -348,11 +407,11 @@ impl Loaded {
         let mut current = self.entry;
         self.env.begin_run();
         loop {
-            let Some(Some(session)) = self.sessions.get_mut(current) else {
+            let Some(Some(runner)) = self.sessions.get_mut(current) else {
                 return Ok(0);
             };
             let input = Input::new().ctx(ctx).packet(buffer).span(span).env(&mut self.env);
-            let outcome = session.run(input);
+            let outcome = runner.session().run(input);
             self.env.end_run();
             let outcome = outcome?;
             let Some(next) = self.env.take_tail_call() else {
@@ -666,6 +725,31 @@ mod tests {
         let mut loaded = object.load(entry, Some(engine), 0).unwrap();
         let verdicts = frames().iter().map(|f| loaded.run(f).unwrap()).collect();
         (verdicts, object.maps_json())
+    }
+
+    #[test]
+    fn a_long_program_runs_at_once_and_switches_to_its_native_code() {
+        let object = open("big.o");
+        let slots = object.programs[0].program.len();
+        assert!(slots > BACKGROUND_JIT_SLOTS, "big.o has {slots} slots");
+        let mut interp = object.load(0, Some(Engine::Interp), 0).unwrap();
+        let mut tiered = object.load(0, None, 0).unwrap();
+        assert_eq!(tiered.choice().engine, Engine::Jit);
+        let why = tiered.choice().reasons.join("\n");
+        assert!(why.contains("background thread"), "{why}");
+        let frames = frames();
+        let (early, late) = frames.split_at(32);
+        for frame in early {
+            assert_eq!(tiered.run(frame), interp.run(frame));
+        }
+        assert!(tiered.wait_for_native());
+        assert!(!tiered.compiling());
+        for frame in late {
+            assert_eq!(tiered.run(frame), interp.run(frame));
+        }
+        // A short program compiles before the load returns.
+        let short = open("xdp_counter.o").load(0, None, 0).unwrap();
+        assert!(!short.compiling());
     }
 
     fn open(name: &str) -> Object {

@@ -256,6 +256,29 @@ impl Translator<'_, '_> {
         self.b.seal_block(slow);
 
         self.b.switch_to_block(slow);
+        // The map value the run reached last (`RunState::value`), checked as a table entry;
+        // its fields change at helper calls, so these are loads Cranelift keeps in order.
+        let value_at = |field: i32| offsets::VALUE.wrapping_add(field);
+        let flags = state_flags();
+        let state = self.state;
+        let v_lo = self.b.ins().load(types::I64, flags, state, value_at(offsets::LO_ADDR));
+        let v_bound_at = value_at(bounds).wrapping_add(8 * size_index(size) as i32);
+        let v_bound = self.b.ins().load(types::I64, flags, state, v_bound_at);
+        let v_rel = self.b.ins().isub(addr, v_lo);
+        let v_inside = self.b.ins().icmp(IntCC::UnsignedLessThan, v_rel, v_bound);
+        let v_hit = self.b.create_block();
+        let call_block = self.b.create_block();
+        self.b.set_cold_block(v_hit);
+        self.b.set_cold_block(call_block);
+        self.b.ins().brif(v_inside, v_hit, &[], call_block, &[]);
+        self.b.seal_block(v_hit);
+        self.b.seal_block(call_block);
+        self.b.switch_to_block(v_hit);
+        let v_base = self.b.ins().load(types::I64, flags, state, value_at(offsets::BASE_LO));
+        let v_host = self.b.ins().iadd(v_base, v_rel);
+        self.b.ins().jump(access_block, &[arg(v_host)]);
+
+        self.b.switch_to_block(call_block);
         let callee = self.load_state(match access {
             Access::Load => offsets::LOAD_FN,
             Access::Store => offsets::STORE_FN,
