@@ -17,6 +17,7 @@ mod classic;
 pub mod data;
 pub mod engine;
 mod filter;
+pub mod flow_xdp;
 pub mod listing;
 pub mod object;
 pub mod program;
