@@ -255,7 +255,16 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
     }
     let layout = Layout { subtables, chains, devices, capacity, need };
     let program = emit(&layout);
-    let table = layout.entries(set, 0, &[])?;
+    let mut table = layout.entries(set, 0, &[])?;
+    // Devices as weir's runtime sees them: device i of the rule file is ifindex i + 1
+    // (a kernel's loader skips these; `weir flow update` writes the real ifindexes).
+    for i in 0..layout.devices.len() as u32 {
+        table.entries.push((
+            DEVS_MAP.into(),
+            i.to_ne_bytes().to_vec(),
+            (i + 1).to_ne_bytes().to_vec(),
+        ));
+    }
     Ok(XdpDatapath { program, layout, entries: table.entries, slots: table.slots })
 }
 

@@ -130,6 +130,59 @@ impl PinnedMaps {
     }
 }
 
+/// The current table's entries as `(subtable, map key, counter slot)`.
+fn current_slots(
+    layout: &Layout,
+    maps: &PinnedMaps,
+    gen: usize,
+) -> Result<Vec<(usize, Vec<u8>, u32)>, String> {
+    let specs = layout.maps();
+    let mut keep = Vec::new();
+    for (s, map) in maps.tables[gen].iter().enumerate() {
+        let key_size = specs
+            .iter()
+            .find(|m| m.name == xdp::table_map_name(gen, s))
+            .map_or(8, |m| m.key_size as usize);
+        for (key, value) in PinnedMaps::dump(map, key_size, xdp::VALUE_SIZE as usize)? {
+            let slot = u32::from_ne_bytes([value[8], value[9], value[10], value[11]]);
+            keep.push((s, key, slot));
+        }
+    }
+    Ok(keep)
+}
+
+/// Per rule of `set` (the rules installed), in file order: (line, packets, bytes) from
+/// the counters of the datapath pinned under `dir`, summed over CPUs (a rule another
+/// shadows, or not in the table, counts 0).
+pub fn stats_pinned(
+    layout: &Layout,
+    set: &RuleSet,
+    dir: &Path,
+) -> Result<Vec<(usize, u64, u64)>, UpdateError> {
+    let maps = PinnedMaps::open(layout, dir).map_err(UpdateError::Kernel)?;
+    let gen = maps.generation().map_err(UpdateError::Kernel)? as usize;
+    let keep = current_slots(layout, &maps, gen).map_err(UpdateError::Kernel)?;
+    let table = layout.entries(set, gen, &keep)?;
+    let kept: std::collections::HashSet<u32> = keep.iter().map(|k| k.2).collect();
+    let mut out = Vec::new();
+    for (rule, slot) in set.rules.iter().zip(&table.slots) {
+        let (mut p, mut b) = (0u64, 0u64);
+        if let Some(slot) = slot.filter(|s| kept.contains(s)) {
+            let mut v = vec![0u8; maps.counters.value_len()];
+            maps.counters
+                .lookup(Some(&slot.to_ne_bytes()), &mut v)
+                .map_err(|e| UpdateError::Kernel(format!("{}: {e}", xdp::COUNTERS_MAP)))?;
+            // Each possible CPU's 16 bytes, one after the other.
+            for cpu in v.chunks_exact(xdp::COUNTER_SIZE as usize) {
+                p += u64::from_ne_bytes(cpu[0..8].try_into().unwrap_or_default());
+                b += u64::from_ne_bytes(cpu[8..16].try_into().unwrap_or_default());
+            }
+        }
+        out.push((rule.line, p, b));
+    }
+    Ok(out)
+}
+
 /// Installs `set` in the datapath pinned under `dir`: the table is written into the
 /// generation not in use, the devices' ifindexes into the devmap, then the program is
 /// switched to it with one write of `wf_config[0]`. Rules whose (subtable, key) were in
@@ -150,15 +203,7 @@ pub fn update_pinned(
             .find(|m| m.name == xdp::table_map_name(g, s))
             .map_or(8, |m| m.key_size as usize)
     };
-    let mut keep = Vec::new();
-    for (s, map) in maps.tables[gen].iter().enumerate() {
-        for (key, value) in PinnedMaps::dump(map, key_size(gen, s), xdp::VALUE_SIZE as usize)
-            .map_err(UpdateError::Kernel)?
-        {
-            let slot = u32::from_ne_bytes([value[8], value[9], value[10], value[11]]);
-            keep.push((s, key, slot));
-        }
-    }
+    let keep = current_slots(layout, &maps, gen).map_err(UpdateError::Kernel)?;
     let entries = layout.entries(set, next, &keep)?.entries;
     // Devices first: a redirect of the new table must find its device.
     for (i, dev) in layout.devices.iter().enumerate() {

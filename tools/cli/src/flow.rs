@@ -54,7 +54,19 @@ pub enum FlowCommand {
         object: PathBuf,
         /// The rule file to install.
         rules: PathBuf,
-        /// Where the maps are pinned (bpftool's default; `ip` pins under /sys/fs/bpf/xdp/globals).
+        /// Where the maps are pinned (bpftool's default; `ip link set … xdp obj` pins
+        /// them under /sys/fs/bpf/tc/globals).
+        #[arg(long, value_name = "DIR", default_value = "/sys/fs/bpf")]
+        pin_dir: PathBuf,
+    },
+    /// Print the counters of a compiled datapath running in the kernel, per rule of the
+    /// rule file installed: `line L packets P bytes B`, as `weir flow run --stats`.
+    Stats {
+        /// The object `weir flow compile` wrote.
+        object: PathBuf,
+        /// The rule file installed (`weir flow update`).
+        rules: PathBuf,
+        /// Where the maps are pinned.
         #[arg(long, value_name = "DIR", default_value = "/sys/fs/bpf")]
         pin_dir: PathBuf,
     },
@@ -92,7 +104,8 @@ pub fn run(command: FlowCommand) -> Result<ExitCode, String> {
         FlowCommand::Check { rules } => check(&rules),
         FlowCommand::Run(args) => run_rules(&args),
         FlowCommand::Compile { rules, output, capacity } => compile(&rules, &output, capacity),
-        FlowCommand::Update { object, rules, pin_dir } => update(&object, &rules, &pin_dir),
+        FlowCommand::Update { object, rules, pin_dir } => update(&object, &rules, &pin_dir, false),
+        FlowCommand::Stats { object, rules, pin_dir } => update(&object, &rules, &pin_dir, true),
     }
 }
 
@@ -411,7 +424,8 @@ fn compile(path: &Path, output: &Path, capacity: u32) -> Result<ExitCode, String
     Ok(ExitCode::SUCCESS)
 }
 
-fn update(object: &Path, path: &Path, pin_dir: &Path) -> Result<ExitCode, String> {
+/// `weir flow update`, or with `stats` `weir flow stats`.
+fn update(object: &Path, path: &Path, pin_dir: &Path, stats: bool) -> Result<ExitCode, String> {
     let set = match load(path) {
         Ok(s) => s,
         Err((m, code)) => {
@@ -422,6 +436,23 @@ fn update(object: &Path, path: &Path, pin_dir: &Path) -> Result<ExitCode, String
     let bytes = crate::input::read(object)?;
     let layout =
         weir::flow_xdp::layout(&bytes).map_err(|e| format!("{}: {e}", object.display()))?;
+    if stats {
+        return match weir::flow_xdp::stats_pinned(&layout, &set, pin_dir) {
+            Ok(rows) => {
+                let mut text = String::new();
+                for (line, packets, bytes) in rows {
+                    text += &format!("line {line} packets {packets} bytes {bytes}\n");
+                }
+                crate::out::text(&text)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(weir::flow_xdp::UpdateError::Rules(e)) => {
+                eprintln!("weir: {}: {e}", path.display());
+                Ok(ExitCode::from(1))
+            }
+            Err(weir::flow_xdp::UpdateError::Kernel(e)) => Err(e),
+        };
+    }
     match weir::flow_xdp::update_pinned(&layout, &set, pin_dir) {
         Ok(report) => {
             crate::out::text(&format!(
