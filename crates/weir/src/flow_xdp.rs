@@ -192,8 +192,16 @@ pub fn update_pinned(
     set: &RuleSet,
     dir: &Path,
 ) -> Result<UpdateReport, UpdateError> {
-    let k = UpdateError::Kernel;
-    let maps = PinnedMaps::open(layout, dir).map_err(k)?;
+    let maps = PinnedMaps::open(layout, dir).map_err(UpdateError::Kernel)?;
+    update_maps(layout, set, &maps)
+}
+
+/// [`update_pinned`] on maps already open (the datapath's, in [`Layout::maps`] order).
+pub fn update_maps(
+    layout: &Layout,
+    set: &RuleSet,
+    maps: &PinnedMaps,
+) -> Result<UpdateReport, UpdateError> {
     let gen = maps.generation().map_err(UpdateError::Kernel)? as usize;
     let next = 1 - gen;
     let specs = layout.maps();
@@ -203,7 +211,7 @@ pub fn update_pinned(
             .find(|m| m.name == xdp::table_map_name(g, s))
             .map_or(8, |m| m.key_size as usize)
     };
-    let keep = current_slots(layout, &maps, gen).map_err(UpdateError::Kernel)?;
+    let keep = current_slots(layout, maps, gen).map_err(UpdateError::Kernel)?;
     let entries = layout.entries(set, next, &keep)?.entries;
     // Devices first: a redirect of the new table must find its device.
     for (i, dev) in layout.devices.iter().enumerate() {

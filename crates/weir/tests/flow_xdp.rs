@@ -194,3 +194,65 @@ fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
         assert!(e.message.contains(&format!("\"{keyword}\"")), "{rule}: {e}");
     }
 }
+
+/// An update is atomic for the packets (root; SKIPPED otherwise): while one thread
+/// switches the kernel's tables between two rule sets, each of which decides a packet
+/// (A drops it through one mask, B redirects it through another), test runs of that
+/// packet never see neither rule (a pass: half an update) and see both outcomes.
+#[test]
+fn updates_never_show_a_half_applied_table() {
+    if let Err(reason) = weir_sys::kernel::available() {
+        println!("SKIPPED: updates_never_show_a_half_applied_table: {reason}");
+        return;
+    }
+    // Both masks in the program; each set has one of them decide the packet, and no rule
+    // of one set decides it in the other: written in place, rule by rule, a table would
+    // pass the packet between the delete of one rule and the insert of the other.
+    let both = "prio 1 protocol ip flower dst_ip 10.1.2.3/32 action drop\n\
+                prio 2 protocol ip flower ip_proto udp action mirred egress redirect dev lo\n";
+    let a = RuleSet::parse(
+        "prio 1 protocol ip flower dst_ip 10.1.2.3/32 action drop\n\
+         prio 3 protocol ip flower ip_proto tcp action mirred egress redirect dev lo\n",
+    )
+    .unwrap();
+    let b = RuleSet::parse(
+        "prio 1 protocol ip flower dst_ip 10.9.9.9/32 action drop\n\
+         prio 2 protocol ip flower ip_proto udp action mirred egress redirect dev lo\n",
+    )
+    .unwrap();
+    let dp = xdp::compile(&RuleSet::parse(both).unwrap(), XdpOptions::default()).unwrap();
+    let specs = dp.program.maps();
+    let kmaps = kernel_object::create_maps(specs.iter().map(|s| (s, None))).unwrap();
+    let prog = kernel_object::load(&dp.program, &kmaps).unwrap();
+    let n = dp.layout.subtables.len();
+    let mut it = kmaps.into_iter();
+    let (config, counters, devs) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+    let t0: Vec<_> = it.by_ref().take(n).collect();
+    let t1: Vec<_> = it.collect();
+    let maps = weir::flow_xdp::PinnedMaps { config, counters, devs, tables: [t0, t1] };
+    weir::flow_xdp::update_maps(&dp.layout, &a, &maps).unwrap();
+    // An IPv4/UDP frame to 10.1.2.3: A drops it (line 1), B redirects it (its line 2).
+    let mut frame = vec![0u8; 42];
+    frame[12] = 0x08;
+    frame[14] = 0x45;
+    frame[23] = 17;
+    frame[30..34].copy_from_slice(&[10, 1, 2, 3]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut seen = [0usize; 5];
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..300 {
+                let set = if i % 2 == 0 { &b } else { &a };
+                weir::flow_xdp::update_maps(&dp.layout, set, &maps).unwrap();
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let r = prog.test_run(&frame, 1).unwrap().retval as usize;
+            seen[r.min(4)] += 1;
+        }
+    });
+    assert_eq!(seen[2] + seen[0] + seen[3], 0, "a half-applied table was seen: {seen:?}");
+    assert!(seen[1] > 0 && seen[4] > 0, "both tables should have been seen: {seen:?}");
+    println!("test runs during 300 updates: {} drops (A), {} redirects (B)", seen[1], seen[4]);
+}
