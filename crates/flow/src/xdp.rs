@@ -1024,3 +1024,54 @@ fn search(g: &mut Gen<'_>, gen: usize) {
     g.b.alu_reg(Op::Mov64Reg, 8, 1);
     g.b.jump(dispatch);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(text: &str) -> RuleSet {
+        RuleSet::parse(text).unwrap()
+    }
+
+    #[test]
+    fn layout_text_round_trips() {
+        let s = set("prio 1 protocol ip flower ip_proto tcp dst_port 80 action goto chain 3\n\
+                     chain 3 prio 1 protocol all flower dst_mac 02:00:00:00:00:01 action mirred egress redirect dev d0\n");
+        let dp = compile(&s, XdpOptions { capacity: 64 }).unwrap();
+        assert_eq!(dp.layout.chains, vec![0, 3]);
+        assert_eq!(dp.layout.devices, vec!["d0".to_string()]);
+        assert_eq!(dp.layout.need, Need { l3: true, l4: true });
+        let back = Layout::from_text(&dp.layout.to_text()).unwrap();
+        assert_eq!(back, dp.layout);
+        assert!(Layout::from_text("weir-flow-xdp 1\nsubtable 0 zz\n").is_err());
+        assert!(Layout::from_text("something else\n").is_err());
+    }
+
+    /// The better of two rules with one (chain, mask, key) holds the entry; a rule whose
+    /// entry was there keeps its counter slot across an update, a new one takes a free
+    /// slot; a rule of a mask the program lacks is refused.
+    #[test]
+    fn entries_keep_the_best_rank_and_the_slots() {
+        let s = set("prio 5 protocol ip flower ip_proto udp action drop\n\
+                     prio 2 protocol ip flower ip_proto udp action pass\n\
+                     prio 3 protocol ip flower ip_proto tcp action drop\n");
+        let dp = compile(&s, XdpOptions::default()).unwrap();
+        assert_eq!(dp.slots, vec![None, Some(0), Some(1)]);
+        let udp = dp.entries.iter().find(|e| e.1[6] == 17).unwrap();
+        assert_eq!(u64::from_ne_bytes(udp.2[..8].try_into().unwrap()) >> 32, 2);
+        // An update: tcp keeps slot 1, icmp takes the free slot 0.
+        let keep: Vec<(usize, Vec<u8>, u32)> = dp
+            .entries
+            .iter()
+            .map(|(_, k, v)| (0, k.clone(), u32::from_ne_bytes(v[8..12].try_into().unwrap())))
+            .collect();
+        let next = set("prio 3 protocol ip flower ip_proto tcp action drop\n\
+                        prio 4 protocol ip flower ip_proto icmp action drop\n");
+        let t = dp.layout.entries(&next, 1, &keep).unwrap();
+        assert_eq!(t.slots, vec![Some(1), Some(0)]);
+        assert!(t.entries.iter().all(|e| e.0 == table_map_name(1, 0)));
+        let other_mask = set("prio 1 protocol ip flower ip_ttl 1 action drop\n");
+        let e = dp.layout.entries(&other_mask, 1, &keep).unwrap_err();
+        assert!(e.message.contains("compile again"), "{e}");
+    }
+}
