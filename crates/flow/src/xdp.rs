@@ -109,6 +109,9 @@ pub struct Layout {
     pub capacity: u32,
     /// What the parser reads.
     pub need: Need,
+    /// Every goto goes to a later chain of `chains` (and there are at most 17 chains, so
+    /// tc's restart limit cannot be reached): the program has no loop.
+    pub forward: bool,
 }
 
 /// One map entry to write: (map name, key, value).
@@ -215,9 +218,13 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
     let compiled = set.compile();
     let mut subtables: Vec<Subtable> = Vec::new();
     let mut chains: Vec<u32> = vec![0];
+    let mut edges: Vec<(u32, u32)> = Vec::new();
     let mut need = Need::default();
     for (rule, c) in set.rules.iter().zip(&compiled) {
         let a = rule_act(rule, &devices)?;
+        if let Act::Goto(n) = a {
+            edges.push((rule.chain, n));
+        }
         need = need.union(c.need);
         let st = Subtable { chain: rule.chain, mask: c.mask };
         if !subtables.contains(&st) {
@@ -253,7 +260,8 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
             ),
         });
     }
-    let layout = Layout { subtables, chains, devices, capacity, need };
+    let (chains, forward) = order_chains(chains, &edges);
+    let layout = Layout { subtables, chains, devices, capacity, need, forward };
     let program = emit(&layout);
     let mut table = layout.entries(set, 0, &[])?;
     // Devices as weir's runtime sees them: device i of the rule file is ifindex i + 1
@@ -266,6 +274,26 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
         ));
     }
     Ok(XdpDatapath { program, layout, entries: table.entries, slots: table.slots })
+}
+
+/// The chains in an order where every goto goes forward, chain 0 first, if there is one
+/// (and 17 chains or fewer): `(order, true)`; else `(chains, false)`.
+fn order_chains(chains: Vec<u32>, edges: &[(u32, u32)]) -> (Vec<u32>, bool) {
+    if chains.len() > MAX_RESTARTS as usize + 1 || edges.iter().any(|&(_, to)| to == 0) {
+        return (chains, false);
+    }
+    // Kahn's algorithm, taking chains in their first-mention order among the ready ones.
+    let mut order = Vec::new();
+    let mut left = chains.clone();
+    while !left.is_empty() {
+        let ready = left.iter().position(|&c| {
+            !edges.iter().any(|&(from, to)| to == c && from != c && left.contains(&from))
+                && !edges.contains(&(c, c))
+        });
+        let Some(i) = ready else { return (chains, false) };
+        order.push(left.remove(i));
+    }
+    (order, true)
 }
 
 impl Layout {
@@ -331,6 +359,14 @@ impl Layout {
                             ),
                         });
                     };
+                    let from = self.chains.iter().position(|&x| x == rule.chain).unwrap_or(0);
+                    if self.forward && ci <= from {
+                        return Err(RuleError {
+                            line: rule.line,
+                            column: 0,
+                            message: format!("goto chain {n} goes back from chain {}: the program was compiled without a loop; compile again", rule.chain),
+                        });
+                    }
                     (act::GOTO << 24) | ci as u32
                 }
             };
@@ -437,8 +473,8 @@ impl Layout {
     /// then `subtable CHAIN MASKHEX` lines.
     pub fn to_text(&self) -> String {
         let mut s = format!(
-            "weir-flow-xdp 1\ncapacity {}\nneed {} {}\nchains",
-            self.capacity, self.need.l3 as u8, self.need.l4 as u8
+            "weir-flow-xdp 1\ncapacity {}\nneed {} {}\nforward {}\nchains",
+            self.capacity, self.need.l3 as u8, self.need.l4 as u8, self.forward as u8
         );
         for c in &self.chains {
             s.push_str(&format!(" {c}"));
@@ -467,6 +503,7 @@ impl Layout {
             devices: Vec::new(),
             capacity: 0,
             need: Need::default(),
+            forward: false,
         };
         for (n, line) in lines.enumerate() {
             let bad = || format!("layout line {}: cannot read `{line}`", n + 2);
@@ -480,6 +517,7 @@ impl Layout {
                     let l4 = words.next() == Some("1");
                     layout.need = Need { l3, l4 };
                 }
+                Some("forward") => layout.forward = words.next() == Some("1"),
                 Some("chains") => {
                     for w in words {
                         layout.chains.push(w.parse().map_err(|_| bad())?);
@@ -926,58 +964,101 @@ fn extract(g: &mut Gen<'_>, done: weir_program::Label) {
 
 /// The search and the actions for table generation `gen`. Registers: r6 best rank, r7
 /// best slot (low half) and action (high half), r8 chain index, r9 restarts.
+///
+/// When every goto goes to a later chain ([`Layout::forward`]), each chain's code is
+/// followed by its own actions and a goto jumps forward to the chain's code: no loop,
+/// no restart counter, and verifiers walk each chain once. Otherwise one dispatch loop
+/// takes the chain index and counts restarts (tc's limit), which verifiers unroll.
 fn search(g: &mut Gen<'_>, gen: usize) {
     let layout = g.layout;
+    let n = layout.chains.len();
+    if layout.forward {
+        let labels: Vec<_> = (0..n).map(|_| g.b.new_label()).collect();
+        for (ci, &chain) in layout.chains.iter().enumerate() {
+            g.b.bind(labels[ci]);
+            probe_chain(g, gen, chain);
+            tail(g, &mut |g, pass| {
+                for (cj, l) in labels.iter().enumerate().skip(ci + 1) {
+                    g.b.jump_imm(Op::Jeq64Imm, 1, cj as i32, *l);
+                }
+                g.b.jump(pass);
+            });
+        }
+        return;
+    }
     g.b.alu_imm(Op::Mov64Imm, 8, 0);
     g.b.alu_imm(Op::Mov64Imm, 9, 0);
     let dispatch = g.b.here();
-    g.b.alu_imm(Op::Mov64Imm, 6, -1);
-    g.b.alu_imm(Op::Mov64Imm, 7, 0);
     let decide = g.b.new_label();
     let chain_labels: Vec<_> = layout.chains.iter().map(|_| g.b.new_label()).collect();
     for (ci, l) in chain_labels.iter().enumerate() {
         g.b.jump_imm(Op::Jeq64Imm, 8, ci as i32, *l);
     }
+    // (Not reached: the index is always a chain's; r6 says "no match" there.)
+    g.b.alu_imm(Op::Mov64Imm, 6, -1);
     g.b.jump(decide);
-    let n_sub = layout.subtables.len();
     for (ci, &chain) in layout.chains.iter().enumerate() {
         g.b.bind(chain_labels[ci]);
-        for (s, st) in layout.subtables.iter().enumerate() {
-            if st.chain != chain {
-                continue;
-            }
-            let words = st.words();
-            if words.is_empty() {
-                g.b.store_imm(Op::StDw, 10, LKEY, 0);
-            }
-            for (j, &w) in words.iter().enumerate() {
-                g.b.load(Op::LdxDw, 1, 10, KEY + (w * 8) as i16);
-                let m = st.mask.word(w);
-                if m != u64::MAX {
-                    g.b.lddw(2, m as i64);
-                    g.b.alu_reg(Op::And64Reg, 1, 2);
-                }
-                g.b.store_reg(Op::StxDw, 10, LKEY + (j * 8) as i16, 1);
-            }
-            g.map(1, 3 + gen * n_sub + s);
-            g.b.alu_reg(Op::Mov64Reg, 2, 10);
-            g.b.alu_imm(Op::Add64Imm, 2, i32::from(LKEY));
-            g.b.call_helper(HELPER_MAP_LOOKUP);
-            let next = g.b.new_label();
-            g.b.jump_imm(Op::Jeq64Imm, 0, 0, next);
-            g.b.load(Op::LdxDw, 1, 0, 0);
-            g.b.jump_reg(Op::Jge64Reg, 1, 6, next);
-            // The rank loaded again rather than copied: the copy would carry the bounds
-            // the comparison gave it, a different state after every probe for a verifier
-            // to explore (weir's took seconds on 16 subtables); a fresh load is just
-            // "any value" and the states after each probe merge.
-            g.b.load(Op::LdxDw, 6, 0, 0);
-            g.b.load(Op::LdxDw, 7, 0, 8);
-            g.b.bind(next);
-        }
+        probe_chain(g, gen, chain);
         g.b.jump(decide);
     }
     g.b.bind(decide);
+    tail(g, &mut |g, _pass| {
+        let drop = g.b.new_label();
+        g.b.alu_imm(Op::Add64Imm, 9, 1);
+        g.b.jump_imm(Op::Jgt64Imm, 9, MAX_RESTARTS, drop);
+        g.b.alu_reg(Op::Mov64Reg, 8, 1);
+        g.b.jump(dispatch);
+        g.b.bind(drop);
+        g.b.alu_imm(Op::Mov64Imm, 0, xdp_action::DROP as i32);
+        g.b.exit();
+    });
+}
+
+/// The probes of `chain`'s subtables: r6 and r7 the best hit (r6 = -1: none).
+fn probe_chain(g: &mut Gen<'_>, gen: usize, chain: u32) {
+    let layout = g.layout;
+    let n_sub = layout.subtables.len();
+    g.b.alu_imm(Op::Mov64Imm, 6, -1);
+    g.b.alu_imm(Op::Mov64Imm, 7, 0);
+    for (s, st) in layout.subtables.iter().enumerate() {
+        if st.chain != chain {
+            continue;
+        }
+        let words = st.words();
+        if words.is_empty() {
+            g.b.store_imm(Op::StDw, 10, LKEY, 0);
+        }
+        for (j, &w) in words.iter().enumerate() {
+            g.b.load(Op::LdxDw, 1, 10, KEY + (w * 8) as i16);
+            let m = st.mask.word(w);
+            if m != u64::MAX {
+                g.b.lddw(2, m as i64);
+                g.b.alu_reg(Op::And64Reg, 1, 2);
+            }
+            g.b.store_reg(Op::StxDw, 10, LKEY + (j * 8) as i16, 1);
+        }
+        g.map(1, 3 + gen * n_sub + s);
+        g.b.alu_reg(Op::Mov64Reg, 2, 10);
+        g.b.alu_imm(Op::Add64Imm, 2, i32::from(LKEY));
+        g.b.call_helper(HELPER_MAP_LOOKUP);
+        let next = g.b.new_label();
+        g.b.jump_imm(Op::Jeq64Imm, 0, 0, next);
+        g.b.load(Op::LdxDw, 1, 0, 0);
+        g.b.jump_reg(Op::Jge64Reg, 1, 6, next);
+        // The rank loaded again rather than copied: the copy would carry the bounds
+        // the comparison gave it, a different state after every probe for a verifier
+        // to explore (weir's took seconds on 16 subtables); a fresh load is just
+        // "any value" and the states after each probe merge.
+        g.b.load(Op::LdxDw, 6, 0, 0);
+        g.b.load(Op::LdxDw, 7, 0, 8);
+        g.b.bind(next);
+    }
+}
+
+/// After the probes: no hit passes; a hit is counted and its action applied; a goto
+/// (r1 = the chain index) is `goto`'s to emit (given the pass label).
+fn tail(g: &mut Gen<'_>, goto: &mut dyn FnMut(&mut Gen<'_>, weir_program::Label)) {
     let pass = g.b.new_label();
     g.b.jump_imm(Op::Jeq64Imm, 6, -1, pass);
     // Count: wf_counters[slot] += (1, length).
@@ -1002,10 +1083,10 @@ fn search(g: &mut Gen<'_>, gen: usize) {
     g.b.alu_reg(Op::Mov64Reg, 2, 1);
     g.b.alu_imm(Op::Rsh64Imm, 2, 24);
     g.b.alu_imm(Op::And64Imm, 1, 0x00ff_ffff);
-    let (drop, redirect, goto) = (g.b.new_label(), g.b.new_label(), g.b.new_label());
+    let (drop, redirect, goto_l) = (g.b.new_label(), g.b.new_label(), g.b.new_label());
     g.b.jump_imm(Op::Jeq64Imm, 2, act::DROP as i32, drop);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::REDIRECT as i32, redirect);
-    g.b.jump_imm(Op::Jeq64Imm, 2, act::GOTO as i32, goto);
+    g.b.jump_imm(Op::Jeq64Imm, 2, act::GOTO as i32, goto_l);
     g.b.bind(pass);
     g.b.alu_imm(Op::Mov64Imm, 0, xdp_action::PASS as i32);
     g.b.exit();
@@ -1018,11 +1099,8 @@ fn search(g: &mut Gen<'_>, gen: usize) {
     g.b.alu_imm(Op::Mov64Imm, 3, 0);
     g.b.call_helper(HELPER_REDIRECT_MAP);
     g.b.exit();
-    g.b.bind(goto);
-    g.b.alu_imm(Op::Add64Imm, 9, 1);
-    g.b.jump_imm(Op::Jgt64Imm, 9, MAX_RESTARTS, drop);
-    g.b.alu_reg(Op::Mov64Reg, 8, 1);
-    g.b.jump(dispatch);
+    g.b.bind(goto_l);
+    goto(g, pass);
 }
 
 #[cfg(test)]

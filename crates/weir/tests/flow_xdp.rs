@@ -95,6 +95,8 @@ fn xdp_datapath_agrees_with_the_reference() {
     let (mut sets, mut matched, mut kernel_sets) = (0usize, 0usize, 0usize);
     // Packets the reference passed, dropped and redirected.
     let mut seen = [0usize; 5];
+    // Sets with chains emitted with the goto loop and without (all gotos forward).
+    let mut modes = [0usize; 2];
     for round in 0..40u64 {
         let rules = 1 + gen.rng.below_usize(if round % 2 == 0 { 20 } else { 150 });
         let masks = 1 + gen.rng.below_usize(8);
@@ -106,6 +108,9 @@ fn xdp_datapath_agrees_with_the_reference() {
             Err(e) => panic!("{e}\n{set}"),
         };
         let bytes = weir::flow_xdp::object(&dp).unwrap();
+        if dp.layout.chains.len() > 1 {
+            modes[usize::from(dp.layout.forward)] += 1;
+        }
         let (want, want_counters) = reference(&set, &frames);
         matched += want_counters.iter().map(|c| c.0).sum::<u64>() as usize;
         for v in &want {
@@ -167,9 +172,12 @@ fn xdp_datapath_agrees_with_the_reference() {
     // The sets must decide packets every way, or agreeing would test little.
     assert!(matched > sets * 10, "only {matched} rule hits over {sets} sets");
     assert!(seen[1] > 100 && seen[2] > 100 && seen[4] > 20, "pass/drop/redirect: {seen:?}");
+    assert!(modes[0] > 0 && modes[1] > 0, "loop / forward sets: {modes:?}");
     println!(
-        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits",
-        frames.len()
+        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}",
+        frames.len(),
+        modes[0],
+        modes[1]
     );
 }
 
