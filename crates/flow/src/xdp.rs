@@ -13,8 +13,9 @@
 //! 4. count the winner in `wf_counters` (per-CPU array by rule slot: packets, bytes) and
 //!    apply its action: `XDP_PASS`, `XDP_DROP`, `XDP_REDIRECT` through the `wf_devs` devmap
 //!    (its index is the device's place in [`RuleSet::devices`]; an empty slot gives
-//!    `XDP_ABORTED`), or `goto chain N` (another search; the 17th restart drops, as
-//!    the kernel's `max_reclassify_loop`). No match passes.
+//!    `XDP_ABORTED`), or `goto chain N` (another search: a jump ahead when every goto of
+//!    the rule set goes to a later chain, else a dispatch loop where the 17th restart
+//!    drops, as the kernel's `max_reclassify_loop`). No match passes.
 //!
 //! Tables and updates: each subtable has two maps, one per generation, and `wf_config[0]`
 //! says which generation the program reads. An update writes the whole new table into the
