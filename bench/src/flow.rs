@@ -21,6 +21,11 @@
 //!   build used on the way); goal <= 256 MB for 1M.
 //! - **workers**: 2 threads on one shared classifier against 1, each thread's rate from
 //!   its median pass; goal >= 1.8x.
+//! - **xdp**: the XDP datapath `weir flow compile` emits (`weir::flow::xdp`), ns per packet
+//!   in the kernel (`BPF_PROG_TEST_RUN`, repeat 1,000 per frame, its own timing; root, else
+//!   said) and in weir's runtime on the JIT (`weir::Object`, proven, one packet per run),
+//!   beside the classifier, for 1 and 16 masks x 1,000 rules; and a rule insert through the
+//!   map-update syscall into the kernel's table maps.
 //! - **end to end**: `weir flow run` over a generated 1M-packet capture, medians of 3
 //!   runs, wall and CPU time.
 //!
@@ -56,6 +61,10 @@ pub struct FlowArgs {
     /// hot set each (for a profiler: `perf record -g weir-bench flow --case 1000:16`).
     #[arg(long, value_name = "RULES:MASKS")]
     pub case: Option<String>,
+    /// Only the XDP datapath's rows (recorded as <date>-flow-xdp.txt), with an end-to-end
+    /// row of `weir run FLOW.o` beside `weir flow run` over `--e2e-packets` packets.
+    #[arg(long)]
+    pub xdp: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -349,6 +358,23 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
         return one_case(spec, args.rounds);
     }
     let mut log = Log::default();
+    if args.xdp {
+        xdp_rows(args, &mut log)?;
+        if args.e2e_packets > 0 {
+            xdp_e2e(args, &mut log)?;
+        }
+        if args.record {
+            let notes = vec![
+                format!("profile: {}", record::profile()),
+                "rules: IPv4 TCP/UDP prefixes and ports, one priority per mask, action drop; 4,096 hot packets each matching a rule".into(),
+                "kernel = BPF_PROG_TEST_RUN duration (its own clock, repeat 1,000, a frame in 16 of the hot set); weir JIT = weir::Object::run per packet (proven program); classifier = Classifier::process_batch".into(),
+                "the machine was shared with other builds (2 CPUs): medians of --rounds".into(),
+            ];
+            let path = record::write("flow-xdp", command, &notes, &log.lines)?;
+            println!("recorded in {}", path.display());
+        }
+        return Ok(true);
+    }
     let counts: Vec<usize> =
         [10usize, 1_000, 100_000, 1_000_000].into_iter().filter(|&n| n <= args.max_rules).collect();
     // Memory first, before anything else has been allocated and freed (freed memory stays
@@ -448,6 +474,7 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
             two / one
         ));
     }
+    xdp_rows(args, &mut log)?;
     if args.e2e_packets > 0 {
         e2e(args, &mut log)?;
     }
@@ -512,6 +539,195 @@ fn e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
             wall * 1e9 / args.e2e_packets as f64,
         ));
     }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The XDP datapath: kernel test runs and weir's JIT against the classifier, and the
+/// syscall cost of a rule insert.
+fn xdp_rows(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
+    use weir::flow::xdp::{self, XdpOptions};
+    let kernel = weir_sys::kernel::available();
+    log.line("xdp datapath (weir flow compile), ns/packet: kernel test run, weir JIT (one run a packet), classifier (batches)");
+    if let Err(why) = &kernel {
+        log.line(format!("  kernel: not measured: {why}"));
+    }
+    for masks in [1usize, 16] {
+        let n = 1000;
+        let (set, specs) = rules(n, masks, 4242 + masks as u64)?;
+        let frames = packets(&specs, 4096, 17);
+        let dp = xdp::compile(&set, XdpOptions::default()).map_err(|e| e.to_string())?;
+        let bytes = weir::flow_xdp::object(&dp)?;
+        // Correctness first: every frame is dropped by the reference and by both runs.
+        let reference = Reference::new(&set);
+        let want: Vec<u64> = frames
+            .iter()
+            .map(|f| {
+                let mut d = f.clone();
+                let mut m = Vec::new();
+                let mut w = Work {
+                    data: &mut d,
+                    wire_len: f.len() as u32,
+                    indev: 0,
+                    now: 0,
+                    mark: 0,
+                    mirrored: &mut m,
+                };
+                match reference.process(&mut w).verdict {
+                    weir::flow::Verdict::Pass => 2,
+                    weir::flow::Verdict::Drop => 1,
+                    weir::flow::Verdict::Redirect(_) => 4,
+                }
+            })
+            .collect();
+        let obj = weir::Object::open(&bytes)?;
+        let entry = obj.entry(None, None)?;
+        let mut loaded = obj.load_with(entry, Some(weir::Engine::Jit), 0, true)?;
+        loaded.keep_packets(false);
+        for (i, f) in frames.iter().enumerate() {
+            let got = loaded.run(f).map_err(|t| format!("xdp jit trap {t:?}"))?.ret;
+            if got != want[i] {
+                return Err(format!("xdp jit: packet {i}: {got}, the reference {}", want[i]));
+            }
+        }
+        let mut jit = Vec::new();
+        for _ in 0..args.rounds {
+            let start = Instant::now();
+            for f in &frames {
+                let _ = loaded.run(f);
+            }
+            jit.push(start.elapsed().as_nanos() as f64 / frames.len() as f64);
+        }
+        let jit = median(jit);
+        let classifier = Classifier::new(&set);
+        let (cns, _) = time_classifier(&classifier, &frames, args.rounds);
+        let mut kns = f64::NAN;
+        let mut insert_us = f64::NAN;
+        if kernel.is_ok() {
+            use weir_testkit::kernel_object;
+            let specs = dp.program.maps();
+            let maps = kernel_object::create_maps(specs.iter().map(|s| (s, None)))?;
+            let mut times = Vec::new();
+            for (name, key, value) in dp.entries.iter().filter(|e| e.0 != xdp::DEVS_MAP) {
+                let i = specs.iter().position(|m| &m.name == name).ok_or("no map")?;
+                let start = Instant::now();
+                maps[i].update(Some(key), value, 0).map_err(|e| format!("{name}: {e}"))?;
+                times.push(start.elapsed().as_nanos() as f64 / 1000.0);
+            }
+            insert_us = median(times);
+            let prog = kernel_object::load(&dp.program, &maps)?;
+            let sample: Vec<&Vec<u8>> = frames.iter().step_by(16).collect();
+            for (i, f) in sample.iter().enumerate() {
+                let got = u64::from(prog.test_run(f, 1).map_err(|e| e.to_string())?.retval);
+                if got != want[i * 16] {
+                    return Err(format!(
+                        "xdp kernel: packet {}: {got}, the reference {}",
+                        i * 16,
+                        want[i * 16]
+                    ));
+                }
+            }
+            let mut rounds = Vec::new();
+            for _ in 0..args.rounds {
+                let mut sum = 0f64;
+                for f in &sample {
+                    sum +=
+                        f64::from(prog.test_run(f, 1000).map_err(|e| e.to_string())?.duration_ns);
+                }
+                rounds.push(sum / sample.len() as f64);
+            }
+            kns = median(rounds);
+        }
+        log.line(format!(
+            "  {n} rules, {masks:>2} masks: kernel {kns:.1}, weir JIT {jit:.1}, classifier {cns:.1}; kernel/JIT {:.2}x; insert {insert_us:.2} µs (median of {} BPF_MAP_UPDATE_ELEM)",
+            kns / jit,
+            dp.entries.len()
+        ));
+    }
+    Ok(())
+}
+
+/// End to end: `weir run FLOW.o -r CAP` (the emitted object on weir's runtime) beside
+/// `weir flow run RULES -r CAP` (the classifier), the same capture, verdict lines compared.
+fn xdp_e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("weir-bench-flow-xdp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (set, specs) = rules(1000, 16, 31)?;
+    let rules_path = dir.join("rules.txt");
+    std::fs::write(&rules_path, set.to_string()).map_err(|e| e.to_string())?;
+    let cap = dir.join("flow.pcap");
+    let frames = packets(&specs, args.e2e_packets, 3);
+    let pk: Vec<weir_testkit::Packet> = frames
+        .into_iter()
+        .enumerate()
+        .map(|(i, data)| weir_testkit::Packet {
+            wire_len: data.len() as u32,
+            data,
+            ts_sec: 1_700_000_000,
+            ts_usec: (i % 1_000_000) as u32,
+            description: String::new(),
+        })
+        .collect();
+    weir_testkit::write_pcap(&cap, weir_testkit::LINKTYPE_ETHERNET, &pk)
+        .map_err(|e| e.to_string())?;
+    let weir = args.weir.clone().unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/weir")
+    });
+    let obj = dir.join("flow.o");
+    let st = std::process::Command::new(&weir)
+        .args(["flow", "compile"])
+        .arg(&rules_path)
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .map_err(|e| format!("{}: {e}", weir.display()))?;
+    if !st.success() {
+        return Err("weir flow compile failed".into());
+    }
+    let run = |a: &[&std::ffi::OsStr]| -> Result<(f64, Vec<u8>), String> {
+        let start = Instant::now();
+        let o = std::process::Command::new(&weir).args(a).output().map_err(|e| e.to_string())?;
+        if !o.status.success() {
+            return Err(String::from_utf8_lossy(&o.stderr).into_owned());
+        }
+        Ok((start.elapsed().as_secs_f64(), o.stdout))
+    };
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let xdp_args =
+        [os("run"), obj.clone().into_os_string(), os("-r"), cap.clone().into_os_string()];
+    let flow_args = [
+        os("flow"),
+        os("run"),
+        rules_path.clone().into_os_string(),
+        os("-r"),
+        cap.clone().into_os_string(),
+    ];
+    // Verdicts first: every packet dropped by both.
+    let mut v = xdp_args.to_vec();
+    v.push(os("--verdicts"));
+    let refs: Vec<&std::ffi::OsStr> = v.iter().map(|s| s.as_os_str()).collect();
+    let (_, out) = run(&refs)?;
+    let drops = String::from_utf8_lossy(&out).lines().filter(|l| l.ends_with(" 1")).count();
+    if drops != args.e2e_packets {
+        return Err(format!("weir run flow.o dropped {drops} of {} packets", args.e2e_packets));
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..args.rounds.min(5) {
+        let refs: Vec<&std::ffi::OsStr> = xdp_args.iter().map(|s| s.as_os_str()).collect();
+        a.push(run(&refs)?.0);
+        let refs: Vec<&std::ffi::OsStr> = flow_args.iter().map(|s| s.as_os_str()).collect();
+        b.push(run(&refs)?.0);
+    }
+    let (a, b) = (median(a), median(b));
+    let n = args.e2e_packets as f64;
+    log.line(format!(
+        "end to end, {} packets, 1k rules, 16 masks: weir run flow.o {:.3} s ({:.0} ns/packet), weir flow run {:.3} s ({:.0} ns/packet)",
+        args.e2e_packets,
+        a,
+        a * 1e9 / n,
+        b,
+        b * 1e9 / n
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

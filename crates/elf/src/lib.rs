@@ -55,7 +55,9 @@
 //! ```
 
 mod btf;
+mod btf_encode;
 mod error;
+pub mod extra;
 mod link;
 mod parse;
 mod section;
@@ -96,6 +98,8 @@ pub struct ObjectSpec {
     /// The global variables of the global-data sections (what [`ObjectSpec::set_rodata`]
     /// looks up).
     pub variables: Vec<Variable>,
+    /// weir's notes (`.weir.note.NAME` sections, [`extra`]): (NAME, bytes).
+    pub notes: Vec<(String, Vec<u8>)>,
 }
 
 /// One program: a global function of a program section, linked with the functions it calls.
@@ -168,6 +172,8 @@ pub struct ObjectMap {
     /// The initial value of the single entry of a `.data`/`.rodata` map (`value_size`
     /// bytes); `None` for other maps and for `.bss` (all zeros).
     pub initial: Option<Vec<u8>>,
+    /// Initial entries (key, value) from weir's `.weir.entries` section ([`extra`]).
+    pub entries: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 /// A global variable in a global-data section.

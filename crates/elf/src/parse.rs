@@ -212,6 +212,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
             section: sec.name.to_owned(),
             pinning: Pinning::None,
             initial: (kind != DataKind::Bss).then(|| sec.data.to_vec()),
+            entries: Vec::new(),
         });
         data_map.insert(i, index);
         for &k in in_section(i) {
@@ -402,7 +403,37 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
             }
         }
     }
-    Ok(ObjectSpec { license, kernel_version, maps, programs, refused, variables })
+    // weir's own sections: initial entries by map name, notes.
+    let mut notes = Vec::new();
+    for sec in &secs {
+        if sec.name == crate::extra::ENTRIES_SECTION {
+            for (name, key, value) in crate::extra::decode_entries(sec.data)? {
+                let Some(m) = maps.iter_mut().find(|m| m.spec.name == name) else {
+                    return Err(malformed(
+                        sec.name,
+                        0,
+                        format!("entries for map `{name}`, which the object does not have"),
+                    ));
+                };
+                if key.len() != m.spec.key_size as usize
+                    || value.len() != m.spec.value_size as usize
+                {
+                    return Err(malformed(
+                        sec.name,
+                        0,
+                        format!(
+                            "an entry of map `{name}` is not {}+{} bytes",
+                            m.spec.key_size, m.spec.value_size
+                        ),
+                    ));
+                }
+                m.entries.push((key, value));
+            }
+        } else if let Some(name) = sec.name.strip_prefix(crate::extra::NOTE_PREFIX) {
+            notes.push((name.to_owned(), sec.data.to_vec()));
+        }
+    }
+    Ok(ObjectSpec { license, kernel_version, maps, programs, refused, variables, notes })
 }
 
 /// The string up to the first NUL (all of it when there is none), lossily decoded.
@@ -499,6 +530,7 @@ fn legacy_maps(
             section: sec.name.to_owned(),
             pinning: Pinning::None,
             initial: None,
+            entries: Vec::new(),
         });
     }
     Ok(())
@@ -653,6 +685,7 @@ fn btf_maps(
             section: sec.name.to_owned(),
             pinning,
             initial: None,
+            entries: Vec::new(),
         });
     }
     Ok(())

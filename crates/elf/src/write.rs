@@ -1,15 +1,17 @@
-//! Writing BPF objects: a self-contained program (no maps, no calls out of itself, what
-//! `weir compile --ebpf` emits) as the relocatable ELF object clang would make of it, so
-//! that `bpftool prog load`, libbpf and `tc filter add … bpf obj` load it and
-//! [`crate::ObjectSpec::parse`] reads it back.
+//! Writing BPF objects: a program with no calls out of itself (what `weir compile
+//! --ebpf` and `weir flow compile` emit) as the relocatable ELF object clang would make of
+//! it, so that `bpftool prog load`, libbpf, `ip link set … xdp obj` and `tc filter add …
+//! bpf obj` load it and [`crate::ObjectSpec::parse`] reads it back.
 //!
 //! The object is what libbpf 1.x needs and nothing more: a 64-bit little-endian `ET_REL`
 //! file for `EM_BPF`; the code in an executable section named as libbpf names the program
 //! type ([`section_name`]); a global `FUNC` symbol for the program at offset 0 of that
 //! section, sized to the code (libbpf finds programs by their symbols); a `license`
-//! section. No `.BTF`: libbpf only needs BTF for BTF-defined maps (`.maps`), global data
-//! and CO-RE, none of which such a program has (bpftool and tc load it without, tested in
-//! the CLI's kernel test).
+//! section. A program with maps gets them as BTF-defined maps: a `.maps` section with a
+//! global object symbol per map, the `.BTF` that describes them ([`crate::btf_encode`]),
+//! and an `R_BPF_64_64` relocation against the map's symbol for each `lddw` that names
+//! it. Without maps there is no `.BTF` (libbpf needs none). Initial map entries and
+//! notes go in weir's own sections ([`crate::extra`]), which libbpf skips.
 //!
 //! ```
 //! use weir_elf::{write, ObjectSpec};
@@ -27,9 +29,19 @@ use object::{
     Architecture, BinaryFormat, Endianness, SectionFlags, SectionKind, SymbolFlags, SymbolKind,
     SymbolScope,
 };
-use weir_program::{ProgType, Program};
+use weir_program::{ProgType, Program, RelocTarget};
 
+use crate::btf_encode::MapDecl;
 use crate::ElfError;
+
+/// `R_BPF_64_64`: the 64-bit immediate of `lddw`.
+const R_BPF_64_64: u32 = 1;
+
+fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
 
 /// The license written by default. The kernel only asks a program for a GPL-compatible
 /// license when it calls a GPL-only helper; a filter program calls none, so any string
@@ -49,6 +61,14 @@ pub struct ObjectOptions {
     pub section: Option<String>,
     /// The `license` section's string (written with its terminating NUL).
     pub license: String,
+    /// Pin every map by name (libbpf's `LIBBPF_PIN_BY_NAME`: under `/sys/fs/bpf` for
+    /// bpftool, reused when already pinned).
+    pub pin_maps: bool,
+    /// Initial map entries (`.weir.entries`; weir's runtime fills them, the kernel's
+    /// loaders do not).
+    pub entries: Vec<crate::extra::MapEntry>,
+    /// Notes (`.weir.note.NAME`), given back by the reader as [`crate::ObjectSpec::notes`].
+    pub notes: Vec<(String, Vec<u8>)>,
 }
 
 impl ObjectOptions {
@@ -58,6 +78,9 @@ impl ObjectOptions {
             function: function.to_owned(),
             section: None,
             license: DEFAULT_LICENSE.to_owned(),
+            pin_maps: false,
+            entries: Vec::new(),
+            notes: Vec::new(),
         }
     }
 }
@@ -73,28 +96,54 @@ pub fn section_name(prog_type: ProgType) -> &'static str {
     }
 }
 
-/// The object file for `program`, which must have a program type and no maps or
-/// relocations (the writer emits no map sections and no relocation records). Errors name
-/// what is refused.
+/// The object file for `program`, which must have a program type; its relocations may
+/// name maps (`lddw map_idx`), not addresses inside them (global data is not written).
+/// Errors name what is refused.
 pub fn write_program(program: &Program, options: &ObjectOptions) -> Result<Vec<u8>, ElfError> {
     let refuse = |what: String| ElfError::unsupported(None, None, what);
     let prog_type =
         program.prog_type().ok_or_else(|| refuse("writing a program without a type".into()))?;
-    if !program.maps().is_empty() || !program.relocations().is_empty() {
-        return Err(refuse(format!(
-            "writing a program with maps or relocations ({} maps, {} relocations)",
-            program.maps().len(),
-            program.relocations().len()
-        )));
+    for r in program.relocations() {
+        match r.target {
+            RelocTarget::Map { map } if map < program.maps().len() => {}
+            RelocTarget::Map { map } => {
+                return Err(refuse(format!(
+                    "slot {}: a relocation to map {map}, which the program does not have",
+                    r.slot
+                )))
+            }
+            RelocTarget::MapValue { .. } => {
+                return Err(refuse(format!(
+                    "slot {}: a relocation into a map's value (global data)",
+                    r.slot
+                )))
+            }
+        }
+        if !program.insns().get(r.slot).is_some_and(|i| i.op.is_lddw()) {
+            return Err(refuse(format!(
+                "slot {}: a relocation on an instruction that is not lddw",
+                r.slot
+            )));
+        }
+    }
+    for m in program.maps() {
+        if !valid_name(&m.name) {
+            return Err(refuse(format!(
+                "map name `{}` (letters, digits and `_`, not starting with a digit)",
+                m.name
+            )));
+        }
+    }
+    for (name, _, _) in &options.entries {
+        if !program.maps().iter().any(|m| &m.name == name) {
+            return Err(refuse(format!(
+                "initial entries for map `{name}`, which the program does not have"
+            )));
+        }
     }
     if program.is_empty() {
         return Err(refuse("writing an empty program".into()));
     }
-    let valid_name = |s: &str| {
-        !s.is_empty()
-            && !s.starts_with(|c: char| c.is_ascii_digit())
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
     if !valid_name(&options.function) {
         return Err(refuse(format!(
             "function name `{}` (letters, digits and `_`, not starting with a digit)",
@@ -113,14 +162,22 @@ pub fn write_program(program: &Program, options: &ObjectOptions) -> Result<Vec<u
     }
 
     let mut obj = Object::new(BinaryFormat::Elf, Architecture::Bpf, Endianness::Little);
-    let code = program.to_bytes();
+    // Map references are written as clang writes them: a plain `lddw` (imm 0) with a
+    // relocation against the map's symbol.
+    let mut insns = program.insns().to_vec();
+    for r in program.relocations() {
+        if let Some(insn) = insns.get_mut(r.slot) {
+            *insn = weir_isa::ebpf::Insn::new(weir_isa::ebpf::Op::Lddw, insn.dst, 0, 0, 0);
+        }
+    }
+    let code = weir_isa::ebpf::encode_bytes(&insns);
     let text = obj.add_section(Vec::new(), section.as_bytes().to_vec(), SectionKind::Text);
     // clang's flags for a program section: allocated and executable (SHF_ALLOC | SHF_EXECINSTR).
     obj.section_mut(text).flags = SectionFlags::Elf {
         sh_flags: u64::from(object::elf::SHF_ALLOC | object::elf::SHF_EXECINSTR),
     };
     let offset = obj.append_section_data(text, &code, 8);
-    obj.add_symbol(Symbol {
+    let function = obj.add_symbol(Symbol {
         name: options.function.as_bytes().to_vec(),
         value: offset,
         size: code.len() as u64,
@@ -139,6 +196,73 @@ pub fn write_program(program: &Program, options: &ObjectOptions) -> Result<Vec<u
     obj.append_section_data(license, &license_bytes, 1);
     // clang also gives `license` a data symbol (`_license`); neither libbpf nor the reader
     // needs one, so the object has none.
+    let _ = function;
+
+    if !program.maps().is_empty() {
+        let decls: Vec<MapDecl<'_>> = program
+            .maps()
+            .iter()
+            .map(|m| {
+                let mut fields = vec![
+                    ("type", m.map_type.kernel_id()),
+                    ("key_size", m.key_size),
+                    ("value_size", m.value_size),
+                    ("max_entries", m.max_entries),
+                ];
+                if m.flags != 0 {
+                    fields.push(("map_flags", m.flags));
+                }
+                if options.pin_maps {
+                    fields.push(("pinning", 1));
+                }
+                MapDecl { name: &m.name, fields }
+            })
+            .collect();
+        let encoded = crate::btf_encode::encode(&decls);
+        let maps = obj.add_section(Vec::new(), b".maps".to_vec(), SectionKind::Data);
+        obj.append_section_data(maps, &vec![0u8; encoded.maps_size as usize], 8);
+        let mut symbols = Vec::new();
+        for (m, (off, size)) in program.maps().iter().zip(&encoded.layout) {
+            symbols.push(obj.add_symbol(Symbol {
+                name: m.name.as_bytes().to_vec(),
+                value: *off,
+                size: *size,
+                kind: SymbolKind::Data,
+                scope: SymbolScope::Dynamic,
+                weak: false,
+                section: SymbolSection::Section(maps),
+                flags: SymbolFlags::None,
+            }));
+        }
+        let btf = obj.add_section(Vec::new(), b".BTF".to_vec(), SectionKind::Metadata);
+        obj.append_section_data(btf, &encoded.btf, 4);
+        for r in program.relocations() {
+            let RelocTarget::Map { map } = r.target else { continue };
+            obj.add_relocation(
+                text,
+                object::write::Relocation {
+                    offset: offset + r.slot as u64 * 8,
+                    symbol: symbols[map],
+                    addend: 0,
+                    flags: object::RelocationFlags::Elf { r_type: R_BPF_64_64 },
+                },
+            )
+            .map_err(|e| refuse(format!("the ELF writer: {e}")))?;
+        }
+    }
+    if !options.entries.is_empty() {
+        let sec = obj.add_section(
+            Vec::new(),
+            crate::extra::ENTRIES_SECTION.as_bytes().to_vec(),
+            SectionKind::Metadata,
+        );
+        obj.append_section_data(sec, &crate::extra::encode_entries(&options.entries), 8);
+    }
+    for (name, bytes) in &options.notes {
+        let full = format!("{}{name}", crate::extra::NOTE_PREFIX);
+        let sec = obj.add_section(Vec::new(), full.into_bytes(), SectionKind::Metadata);
+        obj.append_section_data(sec, bytes, 1);
+    }
 
     obj.write().map_err(|e| refuse(format!("the ELF writer: {e}")))
 }

@@ -30,6 +30,7 @@ pub mod engine;
 pub mod key;
 pub mod reference;
 pub mod rule;
+pub mod xdp;
 
 pub use classifier::{Classifier, FlowCache, RuleId, Version, BATCH};
 pub use engine::{Counters, Outcome, Verdict, Work};

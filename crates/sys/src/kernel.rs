@@ -51,6 +51,10 @@ pub enum Cmd {
     MapGetNextKey,
     /// `BPF_MAP_LOOKUP_AND_DELETE_ELEM`: pop, for queues and stacks.
     MapLookupAndDeleteElem,
+    /// `BPF_OBJ_PIN`: a map or program descriptor to a path in a BPF file system.
+    ObjPin,
+    /// `BPF_OBJ_GET`: a new descriptor for a pinned object.
+    ObjGet,
 }
 
 impl Cmd {
@@ -65,6 +69,8 @@ impl Cmd {
             Cmd::ProgLoad => 5,
             Cmd::ProgTestRun => 10,
             Cmd::MapLookupAndDeleteElem => 21,
+            Cmd::ObjPin => 6,
+            Cmd::ObjGet => 7,
         }
     }
 }
@@ -392,6 +398,34 @@ impl Kernel {
         Ok(KernelMap { fd, sys: Arc::clone(&self.sys), key_size: key_size as usize, value_len })
     }
 
+    /// Opens a pinned map (`BPF_OBJ_GET`); the caller says what the map is (its type,
+    /// key and value sizes), as the buffers of later calls are sized by it.
+    pub fn map_open_pinned(
+        &self,
+        path: &std::path::Path,
+        map_type: MapType,
+        key_size: u32,
+        value_size: u32,
+    ) -> io::Result<KernelMap> {
+        use std::os::unix::ffi::OsStrExt;
+        let cpath = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| einval())?;
+        let mut attr = [0u8; OBJ_ATTR_SIZE];
+        put_u64(&mut attr, 0, cpath.as_ptr() as u64);
+        // SAFETY: the attributes point at the NUL-terminated path, which outlives the call.
+        let rc = unsafe { self.sys.bpf(Cmd::ObjGet, &mut attr) }?;
+        let fd = i32::try_from(rc).map_err(|_| io::Error::other("descriptor out of range"))?;
+        // SAFETY: a successful BPF_OBJ_GET returns a new descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let percpu =
+            matches!(map_type, MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash);
+        let value_len = if percpu {
+            (value_size as usize).next_multiple_of(8) * possible_cpus()?
+        } else {
+            value_size as usize
+        };
+        Ok(KernelMap { fd, sys: Arc::clone(&self.sys), key_size: key_size as usize, value_len })
+    }
+
     fn loaded(&self, fd: OwnedFd, prog_type: ProgType) -> LoadedProgram {
         LoadedProgram { fd, prog_type, sys: Arc::clone(&self.sys) }
     }
@@ -567,7 +601,23 @@ impl std::os::fd::AsRawFd for KernelMap {
     }
 }
 
+/// The bytes of `union bpf_attr` sent for `BPF_OBJ_PIN`/`BPF_OBJ_GET`: pathname, bpf_fd,
+/// file_flags, path_fd.
+pub const OBJ_ATTR_SIZE: usize = 24;
+
 impl KernelMap {
+    /// Pins the map at `path` (`BPF_OBJ_PIN`; the path must be in a BPF file system).
+    pub fn pin(&self, path: &std::path::Path) -> io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let cpath = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| einval())?;
+        let fd = u32::try_from(self.fd.as_raw_fd()).map_err(|_| einval())?;
+        let mut attr = [0u8; OBJ_ATTR_SIZE];
+        put_u64(&mut attr, 0, cpath.as_ptr() as u64);
+        put_u32(&mut attr, 8, fd);
+        // SAFETY: the attributes point at the NUL-terminated path, which outlives the call.
+        unsafe { self.sys.bpf(Cmd::ObjPin, &mut attr) }.map(|_| ())
+    }
+
     /// The bytes a value takes in the syscall (per-CPU maps: every possible CPU's).
     pub fn value_len(&self) -> usize {
         self.value_len

@@ -18,6 +18,7 @@ pub mod data;
 pub mod dispatch;
 pub mod engine;
 mod filter;
+pub mod flow_xdp;
 pub mod listing;
 pub mod object;
 pub mod program;

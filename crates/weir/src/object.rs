@@ -89,6 +89,12 @@ impl Object {
                 map.update_all(&0u32.to_ne_bytes(), &value, 0)
                     .map_err(|e| format!("map `{}`: initial contents: {e}", m.spec.name))?;
             }
+            // Entries an emitter carried in the object (weir-elf's `.weir.entries`: the
+            // flow datapath's tables), which the kernel's loaders leave to `weir flow update`.
+            for (key, value) in &m.entries {
+                map.update_all(key, value, 0)
+                    .map_err(|e| format!("map `{}`: initial entry: {e}", m.spec.name))?;
+            }
             maps.push(Arc::new(map));
         }
         let mut programs = Vec::new();

@@ -2,6 +2,7 @@
 //! `cargo test --release -p weir --test integration MODULE::`.
 
 mod firewall;
+mod flow_xdp;
 mod hash_recalc;
 mod jit_facts;
 mod kernel;

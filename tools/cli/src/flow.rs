@@ -33,6 +33,43 @@ pub enum FlowCommand {
     },
     /// Run the rules over a capture file or an interface.
     Run(Box<FlowRunArgs>),
+    /// Compile the rules into an XDP object (program + BTF-defined maps, pinned by name)
+    /// for `ip link set dev D xdp obj FLOW.o sec xdp` or `bpftool prog load`; the tables
+    /// are in the object for `weir run` and go into a kernel's maps with `weir flow update`.
+    Compile {
+        /// The rule file.
+        rules: PathBuf,
+        /// The object to write.
+        #[arg(short = 'o', value_name = "FLOW.o")]
+        output: PathBuf,
+        /// Entries per table and counter slots (default: twice the rules, at least 1,024).
+        #[arg(long, default_value_t = 0)]
+        capacity: u32,
+    },
+    /// Write a rule file into the maps of a compiled datapath running in the kernel
+    /// (pinned by name under --pin-dir): the new table is written beside the one in use,
+    /// then switched to in one map write; `mirred` devices are resolved to ifindexes here.
+    Update {
+        /// The object `weir flow compile` wrote (its layout: subtables, chains, devices).
+        object: PathBuf,
+        /// The rule file to install.
+        rules: PathBuf,
+        /// Where the maps are pinned (bpftool's default; `ip link set … xdp obj` pins
+        /// them under /sys/fs/bpf/tc/globals).
+        #[arg(long, value_name = "DIR", default_value = "/sys/fs/bpf")]
+        pin_dir: PathBuf,
+    },
+    /// Print the counters of a compiled datapath running in the kernel, per rule of the
+    /// rule file installed: `line L packets P bytes B`, as `weir flow run --stats`.
+    Stats {
+        /// The object `weir flow compile` wrote.
+        object: PathBuf,
+        /// The rule file installed (`weir flow update`).
+        rules: PathBuf,
+        /// Where the maps are pinned.
+        #[arg(long, value_name = "DIR", default_value = "/sys/fs/bpf")]
+        pin_dir: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -66,6 +103,9 @@ pub fn run(command: FlowCommand) -> Result<ExitCode, String> {
     match command {
         FlowCommand::Check { rules } => check(&rules),
         FlowCommand::Run(args) => run_rules(&args),
+        FlowCommand::Compile { rules, output, capacity } => compile(&rules, &output, capacity),
+        FlowCommand::Update { object, rules, pin_dir } => update(&object, &rules, &pin_dir, false),
+        FlowCommand::Stats { object, rules, pin_dir } => update(&object, &rules, &pin_dir, true),
     }
 }
 
@@ -359,5 +399,75 @@ fn emit(writers: &mut [CaptureWriter], s: &Slot, o: &Outcome) -> Result<(), Stri
         Verdict::Pass => write(0, &s.data),
         Verdict::Redirect(d) => write(1 + usize::from(d), &s.data),
         Verdict::Drop => Ok(()),
+    }
+}
+
+fn compile(path: &Path, output: &Path, capacity: u32) -> Result<ExitCode, String> {
+    let set = match load(path) {
+        Ok(s) => s,
+        Err((m, code)) => {
+            eprintln!("weir: {m}");
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let options = weir::flow::xdp::XdpOptions { capacity };
+    let datapath = match weir::flow::xdp::compile(&set, options) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("weir: {}: {e}", path.display());
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let bytes =
+        weir::flow_xdp::object(&datapath).map_err(|e| format!("{}: {e}", output.display()))?;
+    std::fs::write(output, bytes).map_err(|e| format!("{}: {e}", output.display()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `weir flow update`, or with `stats` `weir flow stats`.
+fn update(object: &Path, path: &Path, pin_dir: &Path, stats: bool) -> Result<ExitCode, String> {
+    let set = match load(path) {
+        Ok(s) => s,
+        Err((m, code)) => {
+            eprintln!("weir: {m}");
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let bytes = crate::input::read(object)?;
+    let layout =
+        weir::flow_xdp::layout(&bytes).map_err(|e| format!("{}: {e}", object.display()))?;
+    if stats {
+        return match weir::flow_xdp::stats_pinned(&layout, &set, pin_dir) {
+            Ok(rows) => {
+                let mut text = String::new();
+                for (line, packets, bytes) in rows {
+                    text += &format!("line {line} packets {packets} bytes {bytes}\n");
+                }
+                crate::out::text(&text)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(weir::flow_xdp::UpdateError::Rules(e)) => {
+                eprintln!("weir: {}: {e}", path.display());
+                Ok(ExitCode::from(1))
+            }
+            Err(weir::flow_xdp::UpdateError::Kernel(e)) => Err(e),
+        };
+    }
+    match weir::flow_xdp::update_pinned(&layout, &set, pin_dir) {
+        Ok(report) => {
+            crate::out::text(&format!(
+                "generation {}: {} entries in {} tables, {:.1} us per entry\n",
+                report.generation,
+                report.entries,
+                layout.subtables.len(),
+                report.per_entry_ns as f64 / 1000.0
+            ))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(weir::flow_xdp::UpdateError::Rules(e)) => {
+            eprintln!("weir: {}: {e}", path.display());
+            Ok(ExitCode::from(1))
+        }
+        Err(weir::flow_xdp::UpdateError::Kernel(e)) => Err(e),
     }
 }

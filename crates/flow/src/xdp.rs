@@ -1,0 +1,1156 @@
+//! The flow datapath as an XDP program for the kernel (issue 14 item 4, xdp_flow's idea):
+//! a program generated here from the rule set's shape, with the rules themselves in maps.
+//!
+//! What the program does, per packet:
+//! 1. extract the flow key into the stack, as [`crate::key::extract`] does, but only the
+//!    layers the rule set reads (`Need`) and only the fields in the key words some rule's
+//!    mask covers;
+//! 2. read the active table generation from `wf_config` (see "Updates");
+//! 3. tuple space search of the current chain: one hash map per (chain, mask) subtable,
+//!    keyed by the masked key words that mask covers (xdp_flow's per-mask maps, narrowed to
+//!    the words used); each hit's value carries the rule's rank (priority, file order) and
+//!    the lowest rank wins;
+//! 4. count the winner in `wf_counters` (per-CPU array by rule slot: packets, bytes) and
+//!    apply its action: `XDP_PASS`, `XDP_DROP`, `XDP_REDIRECT` through the `wf_devs` devmap
+//!    (its index is the device's place in [`RuleSet::devices`]; an empty slot gives
+//!    `XDP_ABORTED`), or `goto chain N` (another search: a jump ahead when every goto of
+//!    the rule set goes to a later chain, else a dispatch loop where the 17th restart
+//!    drops, as the kernel's `max_reclassify_loop`). No match passes.
+//!
+//! Tables and updates: each subtable has two maps, one per generation, and `wf_config[0]`
+//! says which generation the program reads. An update writes the whole new table into the
+//! generation not in use, then flips `wf_config[0]` (one 4-byte array write, atomic for
+//! the packets): a packet sees the old table or the new one, never a mix. A rule keeps
+//! its counter slot across updates when its (subtable, masked key) was there before.
+//!
+//! Refused at compile time, naming the rule's line and keyword: what XDP cannot do or
+//! what the hash tables cannot hold: `indev` (an XDP program sees an ifindex, not the
+//! rule file's names), port ranges, `continue`, `mirred … mirror` and a redirect given a
+//! control (both need a copy of the packet), `vlan`, `pedit`, `csum`, `skbedit`.
+//!
+//! Known difference from the user-space extraction: IPv6 extension headers are followed
+//! up to [`IPV6_EXT_HEADERS`] deep (the kernel's verifier wants a bounded walk); a packet
+//! with more takes the next header's number as its protocol.
+
+use crate::key::{field, Field, Key, Need, BYTES, FLAG_FIRSTFRAG, FLAG_FRAG, WORDS};
+use crate::rule::{ActionKind, Control, Match, PortMatch, RuleError, RuleSet, ADDR_V4, ADDR_V6};
+use weir_isa::ebpf::Op;
+use weir_program::{
+    abi::xdp_action, MapSpec, MapType, ProgType, Program, ProgramBuilder, RelocTarget, Relocation,
+};
+
+/// IPv6 extension headers (hop-by-hop, routing, destination options) stepped over.
+pub const IPV6_EXT_HEADERS: usize = 8;
+
+/// Bytes of a table value: rank (u64), counter slot (u32), action (u32).
+pub const VALUE_SIZE: u32 = 16;
+/// Bytes of a counter: packets (u64), bytes (u64).
+pub const COUNTER_SIZE: u32 = 16;
+
+/// Map names (the kernel keeps 15 bytes; these are what bpftool shows and what pinning
+/// by name uses).
+pub const CONFIG_MAP: &str = "wf_config";
+pub const COUNTERS_MAP: &str = "wf_counters";
+pub const DEVS_MAP: &str = "wf_devs";
+
+/// The table map of subtable `s` in generation `g`.
+pub fn table_map_name(g: usize, s: usize) -> String {
+    format!("wf_t{g}_{s}")
+}
+
+/// Action kinds in a table value's action word (kind in the top byte, argument below).
+mod act {
+    pub const PASS: u32 = 0;
+    pub const DROP: u32 = 1;
+    pub const REDIRECT: u32 = 2;
+    pub const GOTO: u32 = 3;
+}
+
+/// The kernel's `max_reclassify_loop`, as [`crate::engine::MAX_RESTARTS`].
+const MAX_RESTARTS: i32 = crate::engine::MAX_RESTARTS as i32;
+
+/// One subtable: the rules of one chain with one mask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subtable {
+    pub chain: u32,
+    pub mask: Key,
+}
+
+impl Subtable {
+    /// The key words the mask covers (the map's key: those words of the masked key).
+    pub fn words(&self) -> Vec<usize> {
+        (0..WORDS).filter(|&w| self.mask.word(w) != 0).collect()
+    }
+    /// The map key of a packet key (or an already masked rule key).
+    pub fn map_key(&self, key: &Key) -> Vec<u8> {
+        let masked = key.and(&self.mask);
+        let mut out = Vec::new();
+        for w in self.words() {
+            out.extend_from_slice(&masked.0[w * 8..w * 8 + 8]);
+        }
+        if out.is_empty() {
+            // A rule matching everything: the kernel's hash maps need a key of 1 byte or
+            // more, so the empty key is one zero word.
+            out.extend_from_slice(&[0; 8]);
+        }
+        out
+    }
+}
+
+/// The program's shape: what it was generated for. Rules can change in the maps as long
+/// as their (chain, mask) pairs are among these subtables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub subtables: Vec<Subtable>,
+    /// Chains a rule lives in or jumps to, by index (a `goto` carries the index).
+    pub chains: Vec<u32>,
+    /// `mirred` devices: the devmap's indices.
+    pub devices: Vec<String>,
+    /// Entries each table map (and the counters) hold.
+    pub capacity: u32,
+    /// What the parser reads.
+    pub need: Need,
+    /// Every goto goes to a later chain of `chains` (and there are at most 17 chains, so
+    /// tc's restart limit cannot be reached): the program has no loop.
+    pub forward: bool,
+}
+
+/// One map entry to write: (map name, key, value).
+pub type Entry = (String, Vec<u8>, Vec<u8>);
+
+/// A compiled datapath: the program (with its map specs and relocations), its layout and
+/// the table of generation 0 for the rule set it was compiled from.
+#[derive(Debug, Clone)]
+pub struct XdpDatapath {
+    pub program: Program,
+    pub layout: Layout,
+    pub entries: Vec<Entry>,
+    /// Each rule's counter slot (file order); `None` for a rule another rule of better
+    /// rank shadows (same chain, mask and key: it can never win).
+    pub slots: Vec<Option<u32>>,
+}
+
+/// A rule set as table entries of one generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    pub entries: Vec<Entry>,
+    /// Each rule's counter slot, as [`XdpDatapath::slots`].
+    pub slots: Vec<Option<u32>>,
+}
+
+/// What a rule does once it won, as the table value says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Act {
+    Pass,
+    Drop,
+    Redirect(u16),
+    Goto(u32),
+}
+
+fn refuse(line: usize, keyword: &str, why: &str) -> RuleError {
+    RuleError {
+        line,
+        column: 0,
+        message: format!("\"{keyword}\" is not supported by the XDP datapath: {why}"),
+    }
+}
+
+/// The rule's outcome, or the refusal naming what XDP cannot do.
+fn rule_act(rule: &crate::rule::Rule, devices: &[String]) -> Result<Act, RuleError> {
+    let line = rule.line;
+    for m in &rule.matches {
+        match m {
+            Match::Indev(_) => {
+                return Err(refuse(line, "indev", "an XDP program sees an ifindex, not a name"))
+            }
+            Match::SrcPort(PortMatch::Range(..)) => {
+                return Err(refuse(line, "src_port", "port ranges do not fit a hash table"))
+            }
+            Match::DstPort(PortMatch::Range(..)) => {
+                return Err(refuse(line, "dst_port", "port ranges do not fit a hash table"))
+            }
+            _ => {}
+        }
+    }
+    for a in &rule.actions {
+        let control = a.effective_control();
+        match &a.kind {
+            ActionKind::Gact => {}
+            ActionKind::Mirred { redirect: true, dev } if a.control.is_none() => {
+                let i = devices.iter().position(|d| d == dev).unwrap_or(0);
+                return Ok(Act::Redirect(i as u16));
+            }
+            ActionKind::Mirred { .. } => {
+                return Err(refuse(line, "mirror", "XDP cannot send a copy and go on"))
+            }
+            ActionKind::VlanPop | ActionKind::VlanPush { .. } | ActionKind::VlanModify { .. } => {
+                return Err(refuse(line, "vlan", "not generated yet"))
+            }
+            ActionKind::Pedit(_) => return Err(refuse(line, "pedit", "not generated yet")),
+            ActionKind::Csum(_) => return Err(refuse(line, "csum", "not generated yet")),
+            ActionKind::SkbeditMark { .. } => {
+                return Err(refuse(line, "skbedit", "an XDP frame has no skb mark"))
+            }
+        }
+        match control {
+            Control::Pipe => continue,
+            Control::Ok => return Ok(Act::Pass),
+            Control::Drop => return Ok(Act::Drop),
+            Control::Goto(n) => return Ok(Act::Goto(n)),
+            Control::Reclassify => return Ok(Act::Goto(0)),
+            Control::Continue => {
+                return Err(refuse(line, "continue", "a table keeps the best rule of a key only"))
+            }
+        }
+    }
+    Ok(Act::Pass)
+}
+
+/// Options of [`compile`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct XdpOptions {
+    /// Entries per table map and counter slots (0: twice the rules, at least 1,024).
+    pub capacity: u32,
+}
+
+/// Compile `set` into an XDP datapath.
+pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleError> {
+    let devices = set.devices();
+    let compiled = set.compile();
+    let mut subtables: Vec<Subtable> = Vec::new();
+    let mut chains: Vec<u32> = vec![0];
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    let mut need = Need::default();
+    for (rule, c) in set.rules.iter().zip(&compiled) {
+        let a = rule_act(rule, &devices)?;
+        if let Act::Goto(n) = a {
+            edges.push((rule.chain, n));
+        }
+        need = need.union(c.need);
+        let st = Subtable { chain: rule.chain, mask: c.mask };
+        if !subtables.contains(&st) {
+            subtables.push(st);
+        }
+        for ch in [Some(rule.chain), if let Act::Goto(n) = a { Some(n) } else { None }]
+            .into_iter()
+            .flatten()
+        {
+            if !chains.contains(&ch) {
+                chains.push(ch);
+            }
+        }
+    }
+    let rules = set.rules.len() as u32;
+    let capacity =
+        if options.capacity == 0 { (rules.saturating_mul(2)).max(1024) } else { options.capacity };
+    if rules > capacity {
+        return Err(RuleError {
+            line: set.rules.get(capacity as usize).map_or(0, |r| r.line),
+            column: 0,
+            message: format!("{rules} rules do not fit a capacity of {capacity}"),
+        });
+    }
+    // Two maps per subtable plus three: the kernel takes 64 maps a program.
+    if subtables.len() > 30 {
+        return Err(RuleError {
+            line: 0,
+            column: 0,
+            message: format!(
+                "{} (chain, mask) subtables: the XDP datapath takes 30 (two maps each, 64 a program)",
+                subtables.len()
+            ),
+        });
+    }
+    let (chains, forward) = order_chains(chains, &edges);
+    let layout = Layout { subtables, chains, devices, capacity, need, forward };
+    let program = emit(&layout);
+    let mut table = layout.entries(set, 0, &[])?;
+    // Devices as weir's runtime sees them: device i of the rule file is ifindex i + 1
+    // (a kernel's loader skips these; `weir flow update` writes the real ifindexes).
+    for i in 0..layout.devices.len() as u32 {
+        table.entries.push((
+            DEVS_MAP.into(),
+            i.to_ne_bytes().to_vec(),
+            (i + 1).to_ne_bytes().to_vec(),
+        ));
+    }
+    Ok(XdpDatapath { program, layout, entries: table.entries, slots: table.slots })
+}
+
+/// The chains in an order where every goto goes forward, chain 0 first, if there is one
+/// (and 17 chains or fewer): `(order, true)`; else `(chains, false)`.
+fn order_chains(chains: Vec<u32>, edges: &[(u32, u32)]) -> (Vec<u32>, bool) {
+    if chains.len() > MAX_RESTARTS as usize + 1 || edges.iter().any(|&(_, to)| to == 0) {
+        return (chains, false);
+    }
+    // Kahn's algorithm, taking chains in their first-mention order among the ready ones.
+    let mut order = Vec::new();
+    let mut left = chains.clone();
+    while !left.is_empty() {
+        let ready = left.iter().position(|&c| {
+            !edges.iter().any(|&(from, to)| to == c && from != c && left.contains(&from))
+                && !edges.contains(&(c, c))
+        });
+        let Some(i) = ready else { return (chains, false) };
+        order.push(left.remove(i));
+    }
+    (order, true)
+}
+
+impl Layout {
+    /// The table entries of generation `g` for `set` (every rule's (chain, mask) must be a
+    /// subtable of this layout), with counter slots: a rule whose (subtable, key) is in
+    /// `keep` (`(subtable, map key, slot)`, what the tables held before) keeps that slot,
+    /// the others take the lowest free ones.
+    pub fn entries(
+        &self,
+        set: &RuleSet,
+        g: usize,
+        keep: &[(usize, Vec<u8>, u32)],
+    ) -> Result<Table, RuleError> {
+        let devices = &self.devices;
+        let compiled = set.compile();
+        if set.rules.len() as u64 > u64::from(self.capacity) {
+            return Err(RuleError {
+                line: 0,
+                column: 0,
+                message: format!(
+                    "{} rules do not fit the program's capacity of {}",
+                    set.rules.len(),
+                    self.capacity
+                ),
+            });
+        }
+        // (subtable, map key, rank, action, rule), the best rank kept.
+        let mut best: Vec<(usize, Vec<u8>, u64, u32, usize)> = Vec::new();
+        let mut index: std::collections::HashMap<(usize, Vec<u8>), usize> =
+            std::collections::HashMap::new();
+        for d in set.devices() {
+            if !devices.contains(&d) {
+                return Err(RuleError {
+                    line: 0,
+                    column: 0,
+                    message: format!(
+                        "device \"{d}\" is not among the program's devices; compile again"
+                    ),
+                });
+            }
+        }
+        for (i, (rule, c)) in set.rules.iter().zip(&compiled).enumerate() {
+            let a = rule_act(rule, devices)?;
+            let st = Subtable { chain: rule.chain, mask: c.mask };
+            let Some(s) = self.subtables.iter().position(|x| *x == st) else {
+                return Err(RuleError {
+                    line: rule.line,
+                    column: 0,
+                    message: "this rule's chain and mask are not among the program's subtables; compile again".into(),
+                });
+            };
+            let action = match a {
+                Act::Pass => act::PASS << 24,
+                Act::Drop => act::DROP << 24,
+                Act::Redirect(d) => (act::REDIRECT << 24) | u32::from(d),
+                Act::Goto(n) => {
+                    let Some(ci) = self.chains.iter().position(|&x| x == n) else {
+                        return Err(RuleError {
+                            line: rule.line,
+                            column: 0,
+                            message: format!(
+                                "chain {n} is not among the program's chains; compile again"
+                            ),
+                        });
+                    };
+                    let from = self.chains.iter().position(|&x| x == rule.chain).unwrap_or(0);
+                    if self.forward && ci <= from {
+                        return Err(RuleError {
+                            line: rule.line,
+                            column: 0,
+                            message: format!("goto chain {n} goes back from chain {}: the program was compiled without a loop; compile again", rule.chain),
+                        });
+                    }
+                    (act::GOTO << 24) | ci as u32
+                }
+            };
+            let rank = (u64::from(set.prios[i]) << 32) | i as u64;
+            let key = st.map_key(&c.key);
+            match index.get(&(s, key.clone())) {
+                Some(&j) if best[j].2 <= rank => {}
+                Some(&j) => {
+                    best[j].2 = rank;
+                    best[j].3 = action;
+                    best[j].4 = i;
+                }
+                None => {
+                    index.insert((s, key.clone()), best.len());
+                    best.push((s, key, rank, action, i));
+                }
+            }
+        }
+        // Counter slots.
+        let mut used = vec![false; self.capacity as usize];
+        let mut slots = vec![u32::MAX; best.len()];
+        for (j, (s, key, _, _, _)) in best.iter().enumerate() {
+            if let Some((_, _, slot)) = keep.iter().find(|(ks, kk, _)| ks == s && kk == key) {
+                if let Some(u) = used.get_mut(*slot as usize) {
+                    if !*u {
+                        *u = true;
+                        slots[j] = *slot;
+                    }
+                }
+            }
+        }
+        let mut next_free = 0usize;
+        for slot in slots.iter_mut().filter(|s| **s == u32::MAX) {
+            while used[next_free] {
+                next_free += 1;
+            }
+            used[next_free] = true;
+            *slot = next_free as u32;
+        }
+        let mut rule_slots = vec![None; set.rules.len()];
+        let entries = best
+            .into_iter()
+            .zip(slots)
+            .map(|((s, key, rank, action, rule), slot)| {
+                rule_slots[rule] = Some(slot);
+                let mut value = Vec::with_capacity(VALUE_SIZE as usize);
+                value.extend_from_slice(&rank.to_ne_bytes());
+                value.extend_from_slice(&slot.to_ne_bytes());
+                value.extend_from_slice(&action.to_ne_bytes());
+                (table_map_name(g, s), key, value)
+            })
+            .collect();
+        Ok(Table { entries, slots: rule_slots })
+    }
+
+    /// The maps, in the program's order: config, counters, devices, then the table maps
+    /// of generation 0 and of generation 1.
+    pub fn maps(&self) -> Vec<MapSpec> {
+        let mut maps = vec![
+            MapSpec {
+                name: CONFIG_MAP.into(),
+                map_type: MapType::Array,
+                key_size: 4,
+                value_size: 4,
+                max_entries: 1,
+                flags: 0,
+            },
+            MapSpec {
+                name: COUNTERS_MAP.into(),
+                map_type: MapType::PercpuArray,
+                key_size: 4,
+                value_size: COUNTER_SIZE,
+                max_entries: self.capacity,
+                flags: 0,
+            },
+            MapSpec {
+                name: DEVS_MAP.into(),
+                map_type: MapType::DevMap,
+                key_size: 4,
+                value_size: 4,
+                max_entries: (self.devices.len() as u32).max(1),
+                flags: 0,
+            },
+        ];
+        for g in 0..2 {
+            for (s, st) in self.subtables.iter().enumerate() {
+                maps.push(MapSpec {
+                    name: table_map_name(g, s),
+                    map_type: MapType::Hash,
+                    key_size: (st.words().len().max(1) * 8) as u32,
+                    value_size: VALUE_SIZE,
+                    max_entries: self.capacity,
+                    // BPF_F_NO_PREALLOC would save memory but costs an allocation per
+                    // insert; the tables are preallocated as xdp_flow's were.
+                    flags: 0,
+                });
+            }
+        }
+        maps
+    }
+
+    /// The layout as text (carried in the object so that `weir flow update` knows the
+    /// program's subtables): `capacity N`, `need L3 L4`, `chains ...`, `devices ...`,
+    /// then `subtable CHAIN MASKHEX` lines.
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "weir-flow-xdp 1\ncapacity {}\nneed {} {}\nforward {}\nchains",
+            self.capacity, self.need.l3 as u8, self.need.l4 as u8, self.forward as u8
+        );
+        for c in &self.chains {
+            s.push_str(&format!(" {c}"));
+        }
+        s.push_str("\ndevices");
+        for d in &self.devices {
+            s.push_str(&format!(" {d}"));
+        }
+        s.push('\n');
+        for st in &self.subtables {
+            let hex: String = st.mask.0.iter().map(|b| format!("{b:02x}")).collect();
+            s.push_str(&format!("subtable {} {hex}\n", st.chain));
+        }
+        s
+    }
+
+    /// [`Layout::to_text`] read back.
+    pub fn from_text(text: &str) -> Result<Layout, String> {
+        let mut lines = text.lines();
+        if lines.next() != Some("weir-flow-xdp 1") {
+            return Err("not a weir flow XDP layout (version 1)".into());
+        }
+        let mut layout = Layout {
+            subtables: Vec::new(),
+            chains: Vec::new(),
+            devices: Vec::new(),
+            capacity: 0,
+            need: Need::default(),
+            forward: false,
+        };
+        for (n, line) in lines.enumerate() {
+            let bad = || format!("layout line {}: cannot read `{line}`", n + 2);
+            let mut words = line.split(' ');
+            match words.next() {
+                Some("capacity") => {
+                    layout.capacity = words.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?
+                }
+                Some("need") => {
+                    let l3 = words.next() == Some("1");
+                    let l4 = words.next() == Some("1");
+                    layout.need = Need { l3, l4 };
+                }
+                Some("forward") => layout.forward = words.next() == Some("1"),
+                Some("chains") => {
+                    for w in words {
+                        layout.chains.push(w.parse().map_err(|_| bad())?);
+                    }
+                }
+                Some("devices") => layout.devices = words.map(str::to_owned).collect(),
+                Some("subtable") => {
+                    let chain = words.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?;
+                    let hex = words.next().ok_or_else(bad)?;
+                    if hex.len() != BYTES * 2 {
+                        return Err(bad());
+                    }
+                    let mut mask = Key::default();
+                    for (i, b) in mask.0.iter_mut().enumerate() {
+                        *b = u8::from_str_radix(&hex[i * 2..i * 2 + 2], 16).map_err(|_| bad())?;
+                    }
+                    layout.subtables.push(Subtable { chain, mask });
+                }
+                _ => return Err(bad()),
+            }
+        }
+        Ok(layout)
+    }
+}
+
+// ------------------------------------------------------------------ code generation
+
+/// Stack layout (offsets from r10).
+const KEY: i16 = -(BYTES as i16);
+const LKEY: i16 = KEY - BYTES as i16;
+const SCRATCH: i16 = LKEY - 8;
+const LEN: i16 = SCRATCH - 8;
+
+const HELPER_MAP_LOOKUP: i32 = 1;
+const HELPER_REDIRECT_MAP: i32 = 51;
+
+struct Gen<'a> {
+    b: ProgramBuilder,
+    layout: &'a Layout,
+    /// Key bytes some mask reads.
+    used: [bool; BYTES],
+    /// Map references: (slot, map index).
+    relocs: Vec<(usize, usize)>,
+}
+
+impl Gen<'_> {
+    fn want(&self, f: Field) -> bool {
+        // A field is written when it shares a word with a byte some mask reads: the
+        // words the lookups read must be whole.
+        let first = f.offset / 8;
+        let last = (f.offset + f.len - 1) / 8;
+        (first..=last).any(|w| self.used[w * 8..w * 8 + 8].iter().any(|&u| u))
+    }
+
+    fn map(&mut self, dst: u8, map: usize) {
+        let slot = self.b.lddw_map_idx(dst, map as i32);
+        self.relocs.push((slot, map));
+    }
+
+    /// `if ptr + n > data_end (r3) goto fail` (r0 scratch).
+    fn check(&mut self, ptr: u8, n: i32, fail: weir_program::Label) {
+        self.b.alu_reg(Op::Mov64Reg, 0, ptr);
+        self.b.alu_imm(Op::Add64Imm, 0, n);
+        self.b.jump_reg(Op::Jgt64Reg, 0, 3, fail);
+    }
+
+    /// Copy `len` (1, 2, 4, 6, 16) packet bytes at `ptr + off` into key field `f` as they are.
+    fn copy(&mut self, f: Field, ptr: u8, off: i16) {
+        if !self.want(f) {
+            return;
+        }
+        let at = KEY + f.offset as i16;
+        let mut done = 0usize;
+        while done < f.len {
+            let left = f.len - done;
+            let dst = f.offset + done;
+            // The widest aligned store that fits (the verifier wants aligned stack stores).
+            let (ld, st, n) = if left >= 4 && dst % 4 == 0 {
+                (Op::LdxW, Op::StxW, 4)
+            } else if left >= 2 && dst % 2 == 0 {
+                (Op::LdxH, Op::StxH, 2)
+            } else {
+                (Op::LdxB, Op::StxB, 1)
+            };
+            self.b.load(ld, 0, ptr, off + done as i16);
+            self.b.store_reg(st, 10, at + done as i16, 0);
+            done += n;
+        }
+    }
+
+    /// Store register `r` (host order, value in the low bits) into key field `f`
+    /// big-endian (1, 2 or 4 bytes). Clobbers `r`.
+    fn put(&mut self, f: Field, r: u8) {
+        if !self.want(f) {
+            return;
+        }
+        let at = KEY + f.offset as i16;
+        match f.len {
+            1 => self.b.store_reg(Op::StxB, 10, at, r),
+            2 => {
+                self.b.byte_swap(Op::Be16, r);
+                self.b.store_reg(Op::StxH, 10, at, r)
+            }
+            _ => {
+                self.b.byte_swap(Op::Be32, r);
+                self.b.store_reg(Op::StxW, 10, at, r)
+            }
+        };
+    }
+
+    fn put_imm(&mut self, f: Field, v: u32) {
+        if !self.want(f) {
+            return;
+        }
+        let at = KEY + f.offset as i16;
+        match f.len {
+            1 => self.b.store_imm(Op::StB, 10, at, v as i32),
+            2 => self.b.store_imm(Op::StH, 10, at, (v as u16).to_be() as i32),
+            _ => self.b.store_imm(Op::StW, 10, at, v.to_be() as i32),
+        };
+    }
+
+    /// `dst = be16(*(u16 *)(ptr + off))` in host order.
+    fn load16(&mut self, dst: u8, ptr: u8, off: i16) {
+        self.b.load(Op::LdxH, dst, ptr, off);
+        self.b.byte_swap(Op::Be16, dst);
+    }
+}
+
+fn emit(layout: &Layout) -> Program {
+    let mut used = [false; BYTES];
+    for st in &layout.subtables {
+        for (u, m) in used.iter_mut().zip(st.mask.0.iter()) {
+            *u |= *m != 0;
+        }
+    }
+    let mut g = Gen { b: ProgramBuilder::new(), layout, used, relocs: Vec::new() };
+    let parsed = g.b.new_label();
+    extract(&mut g, parsed);
+    g.b.bind(parsed);
+    // The generation: wf_config[0].
+    g.b.store_imm(Op::StW, 10, SCRATCH, 0);
+    g.map(1, 0);
+    g.b.alu_reg(Op::Mov64Reg, 2, 10);
+    g.b.alu_imm(Op::Add64Imm, 2, i32::from(SCRATCH));
+    g.b.call_helper(HELPER_MAP_LOOKUP);
+    let gen0 = g.b.new_label();
+    let gen1 = g.b.new_label();
+    g.b.jump_imm(Op::Jeq64Imm, 0, 0, gen0);
+    g.b.load(Op::LdxW, 0, 0, 0);
+    g.b.jump_imm(Op::Jne64Imm, 0, 0, gen1);
+    g.b.bind(gen0);
+    search(&mut g, 0);
+    g.b.bind(gen1);
+    search(&mut g, 1);
+    let mut program = g.b.link().expect("the generator binds every label it uses");
+    program = program.with_prog_type(ProgType::Xdp);
+    for m in layout.maps() {
+        program.add_map(m);
+    }
+    for (slot, map) in g.relocs {
+        program.add_relocation(Relocation { slot, target: RelocTarget::Map { map } });
+    }
+    program
+}
+
+/// The parser: r1 = ctx on entry. Leaves the key on the stack and the frame length at
+/// LEN, then jumps to `done`.
+fn extract(g: &mut Gen<'_>, done: weir_program::Label) {
+    let b = &mut g.b;
+    b.load(Op::LdxW, 2, 1, 0); // data
+    b.load(Op::LdxW, 3, 1, 4); // data_end
+    b.alu_reg(Op::Mov64Reg, 5, 3);
+    b.alu_reg(Op::Sub64Reg, 5, 2);
+    b.store_reg(Op::StxDw, 10, LEN, 5);
+    for w in 0..WORDS {
+        if g.used[w * 8..w * 8 + 8].iter().any(|&u| u) {
+            g.b.store_imm(Op::StDw, 10, KEY + (w * 8) as i16, 0);
+        }
+    }
+    if g.layout.subtables.is_empty() {
+        g.b.jump(done);
+        return;
+    }
+    g.check(2, 14, done);
+    g.copy(field::DST_MAC, 2, 0);
+    g.copy(field::SRC_MAC, 2, 6);
+    if !g.layout.need.l3 {
+        g.b.jump(done);
+        return;
+    }
+    g.load16(5, 2, 12);
+    // 802.3 lengths: Novell raw (0xffff after) or LLC.
+    let typed = g.b.new_label();
+    g.b.jump_imm(Op::Jge64Imm, 5, 0x0600, typed);
+    {
+        let llc = g.b.new_label();
+        g.check(2, 16, llc);
+        g.load16(0, 2, 14);
+        g.b.jump_imm(Op::Jne64Imm, 0, 0xffff, llc);
+        g.put_imm(field::ETH_TYPE, 1);
+        g.b.jump(done);
+        g.b.bind(llc);
+        g.put_imm(field::ETH_TYPE, 4);
+        g.b.jump(done);
+    }
+    g.b.bind(typed);
+    g.b.alu_reg(Op::Mov64Reg, 4, 2);
+    g.b.alu_imm(Op::Add64Imm, 4, 14);
+    let tags_done = g.b.new_label();
+    let short_tag = g.b.new_label();
+    for depth in 0..2 {
+        let is_tag = g.b.new_label();
+        g.b.jump_imm(Op::Jeq64Imm, 5, 0x8100, is_tag);
+        g.b.jump_imm(Op::Jne64Imm, 5, 0x88a8, tags_done);
+        g.b.bind(is_tag);
+        g.check(4, 4, short_tag);
+        let (id, prio, tpid) = if depth == 0 {
+            (field::VLAN_ID, field::VLAN_PRIO, field::VLAN_TPID)
+        } else {
+            (field::CVLAN_ID, field::CVLAN_PRIO, field::CVLAN_TPID)
+        };
+        g.load16(1, 4, 0);
+        g.b.alu_reg(Op::Mov64Reg, 0, 1);
+        g.b.alu_imm(Op::And64Imm, 0, 0x0fff);
+        g.put(id, 0);
+        g.b.alu_reg(Op::Mov64Reg, 0, 1);
+        g.b.alu_imm(Op::Rsh64Imm, 0, 13);
+        g.put(prio, 0);
+        g.b.alu_reg(Op::Mov64Reg, 0, 5);
+        g.put(tpid, 0);
+        g.load16(5, 4, 2);
+        g.b.alu_imm(Op::Add64Imm, 4, 4);
+    }
+    g.b.bind(tags_done);
+    g.b.alu_reg(Op::Mov64Reg, 0, 5);
+    g.put(field::ETH_TYPE, 0);
+    let (v4, v6, arp, mpls) = (g.b.new_label(), g.b.new_label(), g.b.new_label(), g.b.new_label());
+    g.b.jump_imm(Op::Jeq64Imm, 5, 0x0800, v4);
+    g.b.jump_imm(Op::Jeq64Imm, 5, 0x86dd, v6);
+    g.b.jump_imm(Op::Jeq64Imm, 5, 0x0806, arp);
+    g.b.jump_imm(Op::Jeq64Imm, 5, 0x8035, arp);
+    g.b.jump_imm(Op::Jeq64Imm, 5, 0x8847, mpls);
+    g.b.jump_imm(Op::Jeq64Imm, 5, 0x8848, mpls);
+    g.b.jump(done);
+    g.b.bind(short_tag);
+    g.b.alu_reg(Op::Mov64Reg, 0, 5);
+    g.put(field::ETH_TYPE, 0);
+    g.b.jump(done);
+
+    let transport = g.b.new_label();
+    // IPv4.
+    g.b.bind(v4);
+    g.check(4, 20, done);
+    g.b.load(Op::LdxB, 1, 4, 0);
+    g.b.alu_imm(Op::And64Imm, 1, 0x0f);
+    g.b.alu_imm(Op::Lsh64Imm, 1, 2);
+    g.b.jump_imm(Op::Jlt64Imm, 1, 20, done);
+    g.b.alu_reg(Op::Mov64Reg, 0, 4);
+    g.b.alu_reg(Op::Add64Reg, 0, 1);
+    g.b.jump_reg(Op::Jgt64Reg, 0, 3, done);
+    g.put_imm(field::FLAGS, u32::from(ADDR_V4));
+    g.copy(field::IP_PROTO, 4, 9);
+    g.copy(field::IPV4_SRC, 4, 12);
+    g.copy(field::IPV4_DST, 4, 16);
+    g.copy(field::IP_TOS, 4, 1);
+    g.copy(field::IP_TTL, 4, 8);
+    g.load16(0, 4, 6);
+    let frag = g.b.new_label();
+    g.b.jump_imm(Op::Jset64Imm, 0, 0x3fff, frag);
+    let whole = g.b.new_label();
+    g.b.jump(whole);
+    g.b.bind(frag);
+    {
+        let later = g.b.new_label();
+        g.b.jump_imm(Op::Jset64Imm, 0, 0x1fff, later);
+        g.put_imm(field::FLAGS, u32::from(ADDR_V4 | FLAG_FRAG | FLAG_FIRSTFRAG));
+        g.b.jump(done);
+        g.b.bind(later);
+        g.put_imm(field::FLAGS, u32::from(ADDR_V4 | FLAG_FRAG));
+        g.b.jump(done);
+    }
+    g.b.bind(whole);
+    if g.layout.need.l4 {
+        g.b.load(Op::LdxB, 5, 4, 9);
+        g.b.alu_reg(Op::Add64Reg, 4, 1);
+        g.b.jump(transport);
+    } else {
+        g.b.jump(done);
+    }
+
+    // IPv6.
+    g.b.bind(v6);
+    g.check(4, 40, done);
+    g.put_imm(field::FLAGS, u32::from(ADDR_V6));
+    g.copy(field::IPV6_SRC, 4, 8);
+    g.copy(field::IPV6_DST, 4, 24);
+    g.load16(0, 4, 0);
+    g.b.alu_imm(Op::Rsh64Imm, 0, 4);
+    g.b.alu_imm(Op::And64Imm, 0, 0xff);
+    g.put(field::IP_TOS, 0);
+    g.copy(field::IP_TTL, 4, 7);
+    g.b.load(Op::LdxB, 5, 4, 6);
+    g.b.alu_imm(Op::Add64Imm, 4, 40);
+    let set_proto = g.b.new_label();
+    let frag6 = g.b.new_label();
+    for _ in 0..IPV6_EXT_HEADERS {
+        let ext = g.b.new_label();
+        let next = g.b.new_label();
+        g.b.jump_imm(Op::Jeq64Imm, 5, 0, ext);
+        g.b.jump_imm(Op::Jeq64Imm, 5, 43, ext);
+        g.b.jump_imm(Op::Jeq64Imm, 5, 60, ext);
+        g.b.jump_imm(Op::Jeq64Imm, 5, 44, frag6);
+        g.b.jump(set_proto);
+        g.b.bind(ext);
+        // Cut short: the protocol is the header's own number.
+        let short = g.b.new_label();
+        g.check(4, 2, short);
+        g.b.load(Op::LdxB, 1, 4, 1);
+        g.b.load(Op::LdxB, 5, 4, 0);
+        g.b.alu_imm(Op::Add64Imm, 1, 1);
+        g.b.alu_imm(Op::Lsh64Imm, 1, 3);
+        g.b.alu_reg(Op::Add64Reg, 4, 1);
+        g.b.jump(next);
+        g.b.bind(short);
+        g.b.alu_reg(Op::Mov64Reg, 0, 5);
+        g.put(field::IP_PROTO, 0);
+        g.b.jump(done);
+        g.b.bind(next);
+    }
+    // Deeper than the walk goes: as if the next header were the transport.
+    g.b.jump_imm(Op::Jeq64Imm, 5, 44, frag6);
+    g.b.jump(set_proto);
+    g.b.bind(frag6);
+    {
+        g.b.alu_reg(Op::Mov64Reg, 0, 5);
+        g.put(field::IP_PROTO, 0);
+        g.check(4, 8, done);
+        g.load16(0, 4, 2);
+        let later = g.b.new_label();
+        g.b.jump_imm(Op::Jset64Imm, 0, 0xfff8, later);
+        g.put_imm(field::FLAGS, u32::from(ADDR_V6 | FLAG_FRAG | FLAG_FIRSTFRAG));
+        g.b.jump(done);
+        g.b.bind(later);
+        g.put_imm(field::FLAGS, u32::from(ADDR_V6 | FLAG_FRAG));
+        g.b.jump(done);
+    }
+    g.b.bind(set_proto);
+    g.b.alu_reg(Op::Mov64Reg, 0, 5);
+    g.put(field::IP_PROTO, 0);
+    if g.layout.need.l4 {
+        g.b.jump(transport);
+    } else {
+        g.b.jump(done);
+    }
+
+    // ARP and RARP: Ethernet/IPv4 requests and replies.
+    g.b.bind(arp);
+    g.check(4, 28, done);
+    g.load16(0, 4, 0);
+    g.b.jump_imm(Op::Jne64Imm, 0, 1, done);
+    g.load16(0, 4, 2);
+    g.b.jump_imm(Op::Jne64Imm, 0, 0x0800, done);
+    g.b.load(Op::LdxB, 0, 4, 4);
+    g.b.jump_imm(Op::Jne64Imm, 0, 6, done);
+    g.b.load(Op::LdxB, 0, 4, 5);
+    g.b.jump_imm(Op::Jne64Imm, 0, 4, done);
+    g.load16(0, 4, 6);
+    let op_ok = g.b.new_label();
+    g.b.jump_imm(Op::Jeq64Imm, 0, 1, op_ok);
+    g.b.jump_imm(Op::Jne64Imm, 0, 2, done);
+    g.b.bind(op_ok);
+    g.put(field::ARP_OP, 0);
+    g.copy(field::ARP_SHA, 4, 8);
+    g.copy(field::ARP_SIP, 4, 14);
+    g.copy(field::ARP_THA, 4, 18);
+    g.copy(field::ARP_TIP, 4, 24);
+    g.b.jump(done);
+
+    // MPLS: the first label stack entry.
+    g.b.bind(mpls);
+    g.check(4, 4, done);
+    g.b.load(Op::LdxW, 1, 4, 0);
+    g.b.byte_swap(Op::Be32, 1);
+    g.b.alu_reg(Op::Mov64Reg, 0, 1);
+    g.b.alu_imm(Op::Rsh64Imm, 0, 12);
+    g.put(field::MPLS_LABEL, 0);
+    g.b.alu_reg(Op::Mov64Reg, 0, 1);
+    g.b.alu_imm(Op::Rsh64Imm, 0, 9);
+    g.b.alu_imm(Op::And64Imm, 0, 7);
+    g.put(field::MPLS_TC, 0);
+    g.b.alu_reg(Op::Mov64Reg, 0, 1);
+    g.b.alu_imm(Op::Rsh64Imm, 0, 8);
+    g.b.alu_imm(Op::And64Imm, 0, 1);
+    g.put(field::MPLS_BOS, 0);
+    g.b.alu_reg(Op::Mov64Reg, 0, 1);
+    g.b.alu_imm(Op::And64Imm, 0, 0xff);
+    g.put(field::MPLS_TTL, 0);
+    g.b.jump(done);
+
+    // Transport: r4 = its header, r5 = the protocol (jumped to only when the rules read it).
+    if g.layout.need.l4 {
+        g.b.bind(transport);
+        let (ports, icmp) = (g.b.new_label(), g.b.new_label());
+        for p in [6, 17, 136, 132, 33, 50] {
+            g.b.jump_imm(Op::Jeq64Imm, 5, p, ports);
+        }
+        let ah = g.b.new_label();
+        g.b.jump_imm(Op::Jeq64Imm, 5, 51, ah);
+        g.b.jump_imm(Op::Jeq64Imm, 5, 1, icmp);
+        g.b.jump_imm(Op::Jeq64Imm, 5, 58, icmp);
+        g.b.jump(done);
+        g.b.bind(ah);
+        g.b.alu_reg(Op::Mov64Reg, 1, 4);
+        g.b.alu_imm(Op::Add64Imm, 1, 4);
+        let have_ports = g.b.new_label();
+        g.b.jump(have_ports);
+        g.b.bind(ports);
+        g.b.alu_reg(Op::Mov64Reg, 1, 4);
+        g.b.bind(have_ports);
+        let flags = g.b.new_label();
+        g.check(1, 4, flags);
+        g.copy(field::SRC_PORT, 1, 0);
+        g.copy(field::DST_PORT, 1, 2);
+        g.b.bind(flags);
+        if g.want(field::TCP_FLAGS) {
+            g.b.jump_imm(Op::Jne64Imm, 5, 6, done);
+            g.check(4, 20, done);
+            g.load16(0, 4, 12);
+            g.b.alu_reg(Op::Mov64Reg, 1, 0);
+            g.b.alu_imm(Op::Rsh64Imm, 1, 12);
+            g.b.jump_imm(Op::Jlt64Imm, 1, 5, done);
+            g.b.alu_imm(Op::And64Imm, 0, 0x0fff);
+            g.put(field::TCP_FLAGS, 0);
+        }
+        g.b.jump(done);
+        g.b.bind(icmp);
+        g.check(4, 2, done);
+        g.copy(field::ICMP_TYPE, 4, 0);
+        g.copy(field::ICMP_CODE, 4, 1);
+        g.b.jump(done);
+    }
+}
+
+/// The search and the actions for table generation `gen`. Registers: r6 best rank, r7
+/// best slot (low half) and action (high half), r8 chain index, r9 restarts.
+///
+/// When every goto goes to a later chain ([`Layout::forward`]), each chain's code is
+/// followed by its own actions and a goto jumps forward to the chain's code: no loop,
+/// no restart counter, and verifiers walk each chain once. Otherwise one dispatch loop
+/// takes the chain index and counts restarts (tc's limit), which verifiers unroll.
+fn search(g: &mut Gen<'_>, gen: usize) {
+    let layout = g.layout;
+    let n = layout.chains.len();
+    if layout.forward {
+        let labels: Vec<_> = (0..n).map(|_| g.b.new_label()).collect();
+        for (ci, &chain) in layout.chains.iter().enumerate() {
+            g.b.bind(labels[ci]);
+            probe_chain(g, gen, chain);
+            tail(g, &mut |g, pass| {
+                for (cj, l) in labels.iter().enumerate().skip(ci + 1) {
+                    g.b.jump_imm(Op::Jeq64Imm, 1, cj as i32, *l);
+                }
+                g.b.jump(pass);
+            });
+        }
+        return;
+    }
+    g.b.alu_imm(Op::Mov64Imm, 8, 0);
+    g.b.alu_imm(Op::Mov64Imm, 9, 0);
+    let dispatch = g.b.here();
+    let decide = g.b.new_label();
+    let chain_labels: Vec<_> = layout.chains.iter().map(|_| g.b.new_label()).collect();
+    for (ci, l) in chain_labels.iter().enumerate() {
+        g.b.jump_imm(Op::Jeq64Imm, 8, ci as i32, *l);
+    }
+    // (Not reached: the index is always a chain's; r6 says "no match" there.)
+    g.b.alu_imm(Op::Mov64Imm, 6, -1);
+    g.b.jump(decide);
+    for (ci, &chain) in layout.chains.iter().enumerate() {
+        g.b.bind(chain_labels[ci]);
+        probe_chain(g, gen, chain);
+        g.b.jump(decide);
+    }
+    g.b.bind(decide);
+    tail(g, &mut |g, _pass| {
+        let drop = g.b.new_label();
+        g.b.alu_imm(Op::Add64Imm, 9, 1);
+        g.b.jump_imm(Op::Jgt64Imm, 9, MAX_RESTARTS, drop);
+        g.b.alu_reg(Op::Mov64Reg, 8, 1);
+        g.b.jump(dispatch);
+        g.b.bind(drop);
+        g.b.alu_imm(Op::Mov64Imm, 0, xdp_action::DROP as i32);
+        g.b.exit();
+    });
+}
+
+/// The probes of `chain`'s subtables: r6 and r7 the best hit (r6 = -1: none).
+fn probe_chain(g: &mut Gen<'_>, gen: usize, chain: u32) {
+    let layout = g.layout;
+    let n_sub = layout.subtables.len();
+    g.b.alu_imm(Op::Mov64Imm, 6, -1);
+    g.b.alu_imm(Op::Mov64Imm, 7, 0);
+    for (s, st) in layout.subtables.iter().enumerate() {
+        if st.chain != chain {
+            continue;
+        }
+        let words = st.words();
+        if words.is_empty() {
+            g.b.store_imm(Op::StDw, 10, LKEY, 0);
+        }
+        for (j, &w) in words.iter().enumerate() {
+            g.b.load(Op::LdxDw, 1, 10, KEY + (w * 8) as i16);
+            let m = st.mask.word(w);
+            if m != u64::MAX {
+                g.b.lddw(2, m as i64);
+                g.b.alu_reg(Op::And64Reg, 1, 2);
+            }
+            g.b.store_reg(Op::StxDw, 10, LKEY + (j * 8) as i16, 1);
+        }
+        g.map(1, 3 + gen * n_sub + s);
+        g.b.alu_reg(Op::Mov64Reg, 2, 10);
+        g.b.alu_imm(Op::Add64Imm, 2, i32::from(LKEY));
+        g.b.call_helper(HELPER_MAP_LOOKUP);
+        let next = g.b.new_label();
+        g.b.jump_imm(Op::Jeq64Imm, 0, 0, next);
+        g.b.load(Op::LdxDw, 1, 0, 0);
+        g.b.jump_reg(Op::Jge64Reg, 1, 6, next);
+        // The rank loaded again rather than copied: the copy would carry the bounds
+        // the comparison gave it, a different state after every probe for a verifier
+        // to explore (weir's took seconds on 16 subtables); a fresh load is just
+        // "any value" and the states after each probe merge.
+        g.b.load(Op::LdxDw, 6, 0, 0);
+        g.b.load(Op::LdxDw, 7, 0, 8);
+        g.b.bind(next);
+    }
+}
+
+/// After the probes: no hit passes; a hit is counted and its action applied; a goto
+/// (r1 = the chain index) is `goto`'s to emit (given the pass label).
+fn tail(g: &mut Gen<'_>, goto: &mut dyn FnMut(&mut Gen<'_>, weir_program::Label)) {
+    let pass = g.b.new_label();
+    g.b.jump_imm(Op::Jeq64Imm, 6, -1, pass);
+    // Count: wf_counters[slot] += (1, length).
+    g.b.store_reg(Op::StxW, 10, SCRATCH, 7);
+    g.map(1, 1);
+    g.b.alu_reg(Op::Mov64Reg, 2, 10);
+    g.b.alu_imm(Op::Add64Imm, 2, i32::from(SCRATCH));
+    g.b.call_helper(HELPER_MAP_LOOKUP);
+    let counted = g.b.new_label();
+    g.b.jump_imm(Op::Jeq64Imm, 0, 0, counted);
+    g.b.load(Op::LdxDw, 1, 0, 0);
+    g.b.alu_imm(Op::Add64Imm, 1, 1);
+    g.b.store_reg(Op::StxDw, 0, 0, 1);
+    g.b.load(Op::LdxDw, 1, 0, 8);
+    g.b.load(Op::LdxDw, 2, 10, LEN);
+    g.b.alu_reg(Op::Add64Reg, 1, 2);
+    g.b.store_reg(Op::StxDw, 0, 8, 1);
+    g.b.bind(counted);
+    // The action.
+    g.b.alu_reg(Op::Mov64Reg, 1, 7);
+    g.b.alu_imm(Op::Rsh64Imm, 1, 32);
+    g.b.alu_reg(Op::Mov64Reg, 2, 1);
+    g.b.alu_imm(Op::Rsh64Imm, 2, 24);
+    g.b.alu_imm(Op::And64Imm, 1, 0x00ff_ffff);
+    let (drop, redirect, goto_l) = (g.b.new_label(), g.b.new_label(), g.b.new_label());
+    g.b.jump_imm(Op::Jeq64Imm, 2, act::DROP as i32, drop);
+    g.b.jump_imm(Op::Jeq64Imm, 2, act::REDIRECT as i32, redirect);
+    g.b.jump_imm(Op::Jeq64Imm, 2, act::GOTO as i32, goto_l);
+    g.b.bind(pass);
+    g.b.alu_imm(Op::Mov64Imm, 0, xdp_action::PASS as i32);
+    g.b.exit();
+    g.b.bind(drop);
+    g.b.alu_imm(Op::Mov64Imm, 0, xdp_action::DROP as i32);
+    g.b.exit();
+    g.b.bind(redirect);
+    g.b.alu_reg(Op::Mov64Reg, 2, 1);
+    g.map(1, 2);
+    g.b.alu_imm(Op::Mov64Imm, 3, 0);
+    g.b.call_helper(HELPER_REDIRECT_MAP);
+    g.b.exit();
+    g.b.bind(goto_l);
+    goto(g, pass);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(text: &str) -> RuleSet {
+        RuleSet::parse(text).unwrap()
+    }
+
+    #[test]
+    fn layout_text_round_trips() {
+        let s = set("prio 1 protocol ip flower ip_proto tcp dst_port 80 action goto chain 3\n\
+                     chain 3 prio 1 protocol all flower dst_mac 02:00:00:00:00:01 action mirred egress redirect dev d0\n");
+        let dp = compile(&s, XdpOptions { capacity: 64 }).unwrap();
+        assert_eq!(dp.layout.chains, vec![0, 3]);
+        assert_eq!(dp.layout.devices, vec!["d0".to_string()]);
+        assert_eq!(dp.layout.need, Need { l3: true, l4: true });
+        let back = Layout::from_text(&dp.layout.to_text()).unwrap();
+        assert_eq!(back, dp.layout);
+        assert!(Layout::from_text("weir-flow-xdp 1\nsubtable 0 zz\n").is_err());
+        assert!(Layout::from_text("something else\n").is_err());
+    }
+
+    /// The better of two rules with one (chain, mask, key) holds the entry; a rule whose
+    /// entry was there keeps its counter slot across an update, a new one takes a free
+    /// slot; a rule of a mask the program lacks is refused.
+    #[test]
+    fn entries_keep_the_best_rank_and_the_slots() {
+        let s = set("prio 5 protocol ip flower ip_proto udp action drop\n\
+                     prio 2 protocol ip flower ip_proto udp action pass\n\
+                     prio 3 protocol ip flower ip_proto tcp action drop\n");
+        let dp = compile(&s, XdpOptions::default()).unwrap();
+        assert_eq!(dp.slots, vec![None, Some(0), Some(1)]);
+        let udp = dp.entries.iter().find(|e| e.1[6] == 17).unwrap();
+        assert_eq!(u64::from_ne_bytes(udp.2[..8].try_into().unwrap()) >> 32, 2);
+        // An update: tcp keeps slot 1, icmp takes the free slot 0.
+        let keep: Vec<(usize, Vec<u8>, u32)> = dp
+            .entries
+            .iter()
+            .map(|(_, k, v)| (0, k.clone(), u32::from_ne_bytes(v[8..12].try_into().unwrap())))
+            .collect();
+        let next = set("prio 3 protocol ip flower ip_proto tcp action drop\n\
+                        prio 4 protocol ip flower ip_proto icmp action drop\n");
+        let t = dp.layout.entries(&next, 1, &keep).unwrap();
+        assert_eq!(t.slots, vec![Some(1), Some(0)]);
+        assert!(t.entries.iter().all(|e| e.0 == table_map_name(1, 0)));
+        let other_mask = set("prio 1 protocol ip flower ip_ttl 1 action drop\n");
+        let e = dp.layout.entries(&other_mask, 1, &keep).unwrap_err();
+        assert!(e.message.contains("compile again"), "{e}");
+    }
+}

@@ -1,0 +1,266 @@
+//! The flow datapath's XDP program (`weir_flow::xdp`, written by `weir::flow_xdp`) against
+//! the linear reference: random rule sets (those of weir-flow's generator the XDP
+//! datapath takes) × the corpus, the object run by weir's runtime on the interpreter and
+//! the JIT and, as root, in the kernel under `BPF_PROG_TEST_RUN`; verdicts per packet and
+//! every rule's counters (packets, bytes) at the end.
+
+#[allow(dead_code)]
+#[path = "../../flow/tests/gen.rs"]
+mod gen;
+
+use gen::{keys_of, Gen};
+use weir::flow::xdp::{self, XdpOptions};
+use weir::flow::{Reference, RuleSet, Verdict as FlowVerdict, Work};
+use weir::{Engine, Object};
+use weir_testkit::{corpus, kernel_object, SplitMix64};
+
+fn frames(seed: u64, n: usize) -> Vec<Vec<u8>> {
+    let mut rng = SplitMix64::new(seed ^ 0xf10f);
+    let mut out: Vec<Vec<u8>> = corpus(seed, n).into_iter().map(|p| p.data).collect();
+    for i in 0..n / 4 {
+        let cut = rng.below_usize(out[i].len() + 1);
+        let c = out[i][..cut].to_vec();
+        out.push(c);
+    }
+    out
+}
+
+/// The XDP action the reference's outcome stands for (a redirect finds its device).
+fn xdp_of(v: FlowVerdict) -> u64 {
+    match v {
+        FlowVerdict::Pass => 2,
+        FlowVerdict::Drop => 1,
+        FlowVerdict::Redirect(_) => 4,
+    }
+}
+
+/// Per packet the XDP action, and per rule (file order) (packets, bytes).
+fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> (Vec<u64>, Vec<(u64, u64)>) {
+    let r = Reference::new(set);
+    let verdicts = frames
+        .iter()
+        .map(|f| {
+            let mut data = f.clone();
+            let mut mirrored = Vec::new();
+            let mut w = Work {
+                data: &mut data,
+                wire_len: f.len() as u32,
+                indev: 0,
+                now: 0,
+                mark: 0,
+                mirrored: &mut mirrored,
+            };
+            xdp_of(r.process(&mut w).verdict)
+        })
+        .collect();
+    (verdicts, r.counters().into_iter().map(|(_, p, b, _)| (p, b)).collect())
+}
+
+/// The rules of `text` the XDP datapath takes, as one rule set.
+fn xdp_rules(text: &str) -> RuleSet {
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            RuleSet::parse(l).is_ok_and(|one| xdp::compile(&one, XdpOptions::default()).is_ok())
+        })
+        .collect();
+    RuleSet::parse(&kept.join("\n")).expect("kept rules parse together")
+}
+
+/// (packets, bytes) of each rule from a counters map's per-rule slots; `value` reads a
+/// slot's 16-byte counters summed over CPUs.
+fn counters_of(slots: &[Option<u32>], value: impl Fn(u32) -> (u64, u64)) -> Vec<(u64, u64)> {
+    slots.iter().map(|s| s.map_or((0, 0), &value)).collect()
+}
+
+fn sum_cpus(bytes: &[u8], stride: usize) -> (u64, u64) {
+    let word = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap());
+    (0..bytes.len() / stride)
+        .fold((0, 0), |(p, b), c| (p + word(c * stride), b + word(c * stride + 8)))
+}
+
+#[test]
+fn xdp_datapath_agrees_with_the_reference() {
+    let frames = frames(11, 300);
+    let long: Vec<Vec<u8>> = frames.iter().filter(|f| f.len() >= 14).cloned().collect();
+    let keys = keys_of(&frames);
+    let mut gen = Gen::new(0xfd9, &keys);
+    let kernel = match weir_sys::kernel::available() {
+        Ok(()) => true,
+        Err(reason) => {
+            println!("SKIPPED: xdp_datapath_agrees_with_the_reference (kernel part): {reason}");
+            false
+        }
+    };
+    let (mut sets, mut matched, mut kernel_sets) = (0usize, 0usize, 0usize);
+    // Packets the reference passed, dropped and redirected.
+    let mut seen = [0usize; 5];
+    // Sets with chains emitted with the goto loop and without (all gotos forward).
+    let mut modes = [0usize; 2];
+    for round in 0..40u64 {
+        let rules = 1 + gen.rng.below_usize(if round % 2 == 0 { 20 } else { 150 });
+        let masks = 1 + gen.rng.below_usize(8);
+        let chains = if round % 3 == 0 { 0 } else { 1 + gen.rng.below(2) as u32 };
+        let text = gen.rule_set(rules, masks, chains);
+        let set = xdp_rules(&text);
+        let dp = match xdp::compile(&set, XdpOptions::default()) {
+            Ok(dp) => dp,
+            Err(e) => panic!("{e}\n{set}"),
+        };
+        let bytes = weir::flow_xdp::object(&dp).unwrap();
+        if dp.layout.chains.len() > 1 {
+            modes[usize::from(dp.layout.forward)] += 1;
+        }
+        let (want, want_counters) = reference(&set, &frames);
+        matched += want_counters.iter().map(|c| c.0).sum::<u64>() as usize;
+        for v in &want {
+            seen[*v as usize] += 1;
+        }
+        for engine in [Engine::Interp, Engine::Jit] {
+            let obj = Object::open(&bytes).unwrap();
+            // Every device is "there" (weir's devmap takes any ifindex).
+            for i in 0..dp.layout.devices.len() as u32 {
+                obj.maps()[2].update_all(&i.to_ne_bytes(), &1u32.to_ne_bytes(), 0).unwrap();
+            }
+            let entry = obj.entry(None, None).unwrap();
+            let mut loaded = obj
+                .load_with(entry, Some(engine), 0, true)
+                .unwrap_or_else(|e| panic!("{engine:?}: {e}\n{set}"));
+            for (i, f) in frames.iter().enumerate() {
+                let got = loaded.run(f).unwrap_or_else(|t| panic!("{engine:?} trap {t:?}")).ret;
+                assert_eq!(
+                    got,
+                    want[i],
+                    "{engine:?}: packet {i} ({} bytes {:02x?})\nrules:\n{set}",
+                    f.len(),
+                    f
+                );
+            }
+            let counters = counters_of(&dp.slots, |slot| {
+                sum_cpus(&obj.maps()[1].lookup_all(&slot.to_ne_bytes()).unwrap(), 16)
+            });
+            assert_eq!(counters, want_counters, "{engine:?}: counters\nrules:\n{set}");
+        }
+        if kernel {
+            let (want, want_counters) = reference(&set, &long);
+            let specs = dp.program.maps();
+            let maps = kernel_object::create_maps(specs.iter().map(|s| (s, None))).unwrap();
+            for (name, key, value) in dp.entries.iter().filter(|e| e.0 != xdp::DEVS_MAP) {
+                let i = specs.iter().position(|m| &m.name == name).unwrap();
+                maps[i].update(Some(key), value, 0).unwrap();
+            }
+            for i in 0..dp.layout.devices.len() as u32 {
+                maps[2].update(Some(&i.to_ne_bytes()), &1u32.to_ne_bytes(), 0).unwrap();
+            }
+            let prog = kernel_object::load(&dp.program, &maps)
+                .unwrap_or_else(|e| panic!("{e}\nrules:\n{set}"));
+            for (i, f) in long.iter().enumerate() {
+                let got = u64::from(prog.test_run(f, 1).unwrap().retval);
+                assert_eq!(got, want[i], "kernel: packet {i} {f:02x?}\nrules:\n{set}");
+            }
+            let stride = 16;
+            let counters = counters_of(&dp.slots, |slot| {
+                let mut v = vec![0u8; maps[1].value_len()];
+                maps[1].lookup(Some(&slot.to_ne_bytes()), &mut v).unwrap();
+                sum_cpus(&v, stride)
+            });
+            assert_eq!(counters, want_counters, "kernel: counters\nrules:\n{set}");
+            kernel_sets += 1;
+        }
+        sets += 1;
+    }
+    // The sets must decide packets every way, or agreeing would test little.
+    assert!(matched > sets * 10, "only {matched} rule hits over {sets} sets");
+    assert!(seen[1] > 100 && seen[2] > 100 && seen[4] > 20, "pass/drop/redirect: {seen:?}");
+    assert!(modes[0] > 0 && modes[1] > 0, "loop / forward sets: {modes:?}");
+    println!(
+        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}",
+        frames.len(),
+        modes[0],
+        modes[1]
+    );
+}
+
+/// Rules the XDP datapath cannot run are refused with the line and the keyword.
+#[test]
+fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
+    for (rule, keyword) in [
+        ("protocol ip flower indev eth0 action drop", "indev"),
+        ("protocol ip flower ip_proto tcp dst_port 1-10 action drop", "dst_port"),
+        ("protocol ip flower ip_proto udp src_port 1-10 action drop", "src_port"),
+        ("protocol all flower action mirred egress mirror dev d0", "mirror"),
+        ("protocol all flower action vlan pop", "vlan"),
+        ("protocol ip flower action pedit ex munge ip ttl set 1", "pedit"),
+        ("protocol ip flower action csum ip", "csum"),
+        ("protocol all flower action skbedit mark 1", "skbedit"),
+        ("protocol all flower action continue", "continue"),
+    ] {
+        let text = format!("prio 1 protocol all flower action pass\n\nprio 2 {rule}\n");
+        let set = RuleSet::parse(&text).unwrap();
+        let e = xdp::compile(&set, XdpOptions::default()).unwrap_err();
+        assert_eq!(e.line, 3, "{rule}: {e}");
+        assert!(e.message.contains(&format!("\"{keyword}\"")), "{rule}: {e}");
+    }
+}
+
+/// An update is atomic for the packets (root; SKIPPED otherwise): while one thread
+/// switches the kernel's tables between two rule sets, each of which decides a packet
+/// (A drops it through one mask, B redirects it through another), test runs of that
+/// packet never see neither rule (a pass: half an update) and see both outcomes.
+#[test]
+fn updates_never_show_a_half_applied_table() {
+    if let Err(reason) = weir_sys::kernel::available() {
+        println!("SKIPPED: updates_never_show_a_half_applied_table: {reason}");
+        return;
+    }
+    // Both masks in the program; each set has one of them decide the packet, and no rule
+    // of one set decides it in the other: written in place, rule by rule, a table would
+    // pass the packet between the delete of one rule and the insert of the other.
+    let both = "prio 1 protocol ip flower dst_ip 10.1.2.3/32 action drop\n\
+                prio 2 protocol ip flower ip_proto udp action mirred egress redirect dev lo\n";
+    let a = RuleSet::parse(
+        "prio 1 protocol ip flower dst_ip 10.1.2.3/32 action drop\n\
+         prio 3 protocol ip flower ip_proto tcp action mirred egress redirect dev lo\n",
+    )
+    .unwrap();
+    let b = RuleSet::parse(
+        "prio 1 protocol ip flower dst_ip 10.9.9.9/32 action drop\n\
+         prio 2 protocol ip flower ip_proto udp action mirred egress redirect dev lo\n",
+    )
+    .unwrap();
+    let dp = xdp::compile(&RuleSet::parse(both).unwrap(), XdpOptions::default()).unwrap();
+    let specs = dp.program.maps();
+    let kmaps = kernel_object::create_maps(specs.iter().map(|s| (s, None))).unwrap();
+    let prog = kernel_object::load(&dp.program, &kmaps).unwrap();
+    let n = dp.layout.subtables.len();
+    let mut it = kmaps.into_iter();
+    let (config, counters, devs) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+    let t0: Vec<_> = it.by_ref().take(n).collect();
+    let t1: Vec<_> = it.collect();
+    let maps = weir::flow_xdp::PinnedMaps { config, counters, devs, tables: [t0, t1] };
+    weir::flow_xdp::update_maps(&dp.layout, &a, &maps).unwrap();
+    // An IPv4/UDP frame to 10.1.2.3: A drops it (line 1), B redirects it (its line 2).
+    let mut frame = vec![0u8; 42];
+    frame[12] = 0x08;
+    frame[14] = 0x45;
+    frame[23] = 17;
+    frame[30..34].copy_from_slice(&[10, 1, 2, 3]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut seen = [0usize; 5];
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..300 {
+                let set = if i % 2 == 0 { &b } else { &a };
+                weir::flow_xdp::update_maps(&dp.layout, set, &maps).unwrap();
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let r = prog.test_run(&frame, 1).unwrap().retval as usize;
+            seen[r.min(4)] += 1;
+        }
+    });
+    assert_eq!(seen[2] + seen[0] + seen[3], 0, "a half-applied table was seen: {seen:?}");
+    assert!(seen[1] > 0 && seen[4] > 0, "both tables should have been seen: {seen:?}");
+    println!("test runs during 300 updates: {} drops (A), {} redirects (B)", seen[1], seen[4]);
+}
