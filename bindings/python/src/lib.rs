@@ -30,9 +30,9 @@ use weir_runtime::source::{Packet, PacketSource};
 
 mod columns;
 
-create_exception!(_weir, FilterError, PyValueError, "A tcpdump expression weir cannot compile.");
+create_exception!(weir, FilterError, PyValueError, "A tcpdump expression weir cannot compile.");
 create_exception!(
-    _weir,
+    weir,
     CaptureError,
     PyValueError,
     "A capture file weir cannot read (damaged, truncated, or not a capture)."
