@@ -6,6 +6,7 @@ mod cli;
 mod compile_object;
 mod filter;
 mod flow;
+mod jobs;
 mod lines;
 mod links;
 mod live;
