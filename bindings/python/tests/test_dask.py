@@ -110,3 +110,16 @@ def test_bad_input_raises_before_any_task(client, captures, tmp_path):
     # Raised on a worker, pickled back to this process: the same class, the same message.
     with pytest.raises(weir.CaptureError, match="broken.pcap: record 58 at byte 4918"):
         weir.dask.count([str(captures[0]), str(broken)], "tcp")
+
+
+def test_a_changed_file_is_read_again(client, tmp_path):
+    # Results are never taken from a previous call: the file may have changed since.
+    path = tmp_path / "changing.pcap"
+    rng = random.Random(7)
+    packets = [make_packet(rng) for _ in range(800)]
+    write_pcap(path, packets)
+    before = weir.dask.count([str(path)], "ip")
+    rows_before = len(weir.dask.read_captures([str(path)], columns=["len"]).compute())
+    write_pcap(path, packets[:300])
+    assert weir.dask.count([str(path)], "ip") == weir.Filter("ip").count(path) < before
+    assert len(weir.dask.read_captures([str(path)], columns=["len"]).compute()) == 300 < rows_before

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from typing import Dict, List, Optional, Sequence, Union
 
 __all__ = ["read_captures", "count", "filter", "expand"]
@@ -137,7 +138,7 @@ def _count_one(url: str, expr: str, optimize: bool) -> int:
         return weir.Filter(expr, optimize=optimize).count(path)
 
 
-def _read_one(url: str, names: List[str], expr: Optional[str], optimize: bool):
+def _read_one(url: str, names: List[str], expr: Optional[str], optimize: bool, call: str = ""):
     import pandas as pd
 
     import weir
@@ -184,7 +185,9 @@ def count(paths: Paths, expr: str, optimize: bool = True) -> int:
     dask = _dask()
     _checked(expr, optimize)
     urls = expand(paths)
-    tasks = [dask.delayed(_count_one, pure=True)(u, expr, optimize) for u in urls]
+    # Not pure: a file's count is only as current as the file (the same arguments must not
+    # be answered from a result the scheduler still holds).
+    tasks = [dask.delayed(_count_one, pure=False)(u, expr, optimize) for u in urls]
     return int(sum(dask.compute(*tasks)))
 
 
@@ -253,4 +256,8 @@ def read_captures(
         meta=meta,
         enforce_metadata=False,
         label="weir-read",
+        # A fresh name per call (the partitions' names hash the arguments): the files may
+        # have changed since the last one, and a scheduler that still holds a partition
+        # under the same name would hand it back.
+        call=uuid.uuid4().hex,
     )
