@@ -5,7 +5,7 @@
     bench/python/dask_scaling.py [--files F] [--packets N] [--rounds R]
 
 F generated captures of N packets each (bench.py's generator, a different seed per file);
-for each cluster size, the median of R runs of
+for 1 worker, 2 worker processes, and 1 worker of 2 threads, the median of R runs of
   count:  weir.dask.count(files, "tcp port 443")
   read:   weir.dask.read_captures(files, filter="tcp", columns=10 columns)
           .groupby("ip_src").size().compute()   (the rows stay on the workers)
@@ -96,8 +96,10 @@ def main():
         )
         print(f"single process, no Dask: count {one:.3f} s")
         results = {}
-        for workers in (1, 2):
-            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        # (worker processes, threads per worker): weir releases the GIL, so threads of one
+        # worker run files in parallel too.
+        for workers, threads in ((1, 1), (2, 1), (1, 2)):
+            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=None)
             with distributed.Client(cluster):
                 # Warm the workers (imports, first compile) before timing.
                 weir.dask.count(files[:workers], EXPR)
@@ -116,15 +118,17 @@ def main():
 
                 spin_t, _ = timed(args.rounds, lambda: dask.compute(*[dask.delayed(spin, pure=False)(2_000_000) for _ in files]))
             cluster.close()
-            results[workers] = (count_t, read_t, whole_t, spin_t)
-            print(f"{workers} worker(s): count {count_t:.3f} s ({total / count_t / 1e6:.1f} M pkt/s), "
+            results[workers, threads] = (count_t, read_t, whole_t, spin_t)
+            print(f"{workers} worker(s) x {threads} thread(s): count {count_t:.3f} s ({total / count_t / 1e6:.1f} M pkt/s), "
                   f"read+groupby {read_t:.3f} s ({total / read_t / 1e6:.1f} M pkt/s), "
                   f"one {args.files}x file as one partition: count {whole_t:.3f} s; "
                   f"anchor, {args.files} pure-Python busy-loop tasks: {spin_t:.3f} s")
-        (c1, r1, w1, s1), (c2, r2, w2, s2) = results[1], results[2]
-        print(f"scaling 2 workers / 1: count {c1 / c2:.2f}x, read+groupby {r1 / r2:.2f}x, "
-              f"the single large file {w1 / w2:.2f}x (one partition: no parallelism); "
-              f"anchor (busy loop) {s1 / s2:.2f}x")
+        (c1, r1, w1, s1) = results[1, 1]
+        for key, name in (((2, 1), "2 workers"), ((1, 2), "1 worker x 2 threads")):
+            (c2, r2, w2, s2) = results[key]
+            print(f"scaling {name} / 1: count {c1 / c2:.2f}x, read+groupby {r1 / r2:.2f}x, "
+                  f"the single large file {w1 / w2:.2f}x (one partition: no parallelism); "
+                  f"anchor (busy loop, holds the GIL) {s1 / s2:.2f}x")
         print(f"results identical to single-process weir: count {want_count}, "
               f"{len(want_sizes)} source addresses with {int(want_sizes.sum())} tcp rows")
 
