@@ -123,3 +123,14 @@ def test_a_changed_file_is_read_again(client, tmp_path):
     write_pcap(path, packets[:300])
     assert weir.dask.count([str(path)], "ip") == weir.Filter("ip").count(path) < before
     assert len(weir.dask.read_captures([str(path)], columns=["len"]).compute()) == 300 < rows_before
+
+
+def test_filter_to_an_fsspec_url_writes_the_same_files(client, captures, tmp_path):
+    # local:// goes through fsspec (the path any remote store takes): written locally by
+    # the worker, then copied to the URL.
+    local = weir.dask.filter([str(p) for p in captures[:2]], "udp", str(tmp_path / "plain"))
+    remote = weir.dask.filter([f"local://{p}" for p in captures[:2]], "udp", f"local://{tmp_path}/remote")
+    assert sorted(local.values()) == sorted(remote.values())
+    for p in captures[:2]:
+        assert (tmp_path / "remote" / p.name).read_bytes() == (tmp_path / "plain" / p.name).read_bytes()
+    assert sorted(remote) == sorted(f"local://{tmp_path}/remote/{p.name}" for p in captures[:2])
