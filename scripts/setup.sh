@@ -34,11 +34,14 @@ fi
 # The Python package's build and test tools, in a virtual environment of its own
 # (target/python-venv: nothing installed into the system's Python). Without venv the
 # Python tests are skipped, with a SKIPPED line, rather than failing the run.
+# dask[dataframe] and distributed: weir.dask's tests run a LocalCluster (they say SKIPPED
+# without them); pandas comes with dask.dataframe.
 PYTHON_VENV=target/python-venv
-if [ ! -x "$PYTHON_VENV/bin/pytest" ]; then
+if [ ! -x "$PYTHON_VENV/bin/pytest" ] \
+  || ! "$PYTHON_VENV/bin/python" -c 'import dask.dataframe, distributed' >/dev/null 2>&1; then
   if python3 -m venv "$PYTHON_VENV" >/dev/null 2>&1; then
     "$PYTHON_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-      'maturin>=1.5,<2' pytest pyarrow numpy
+      'maturin>=1.5,<2' pytest pyarrow numpy 'dask[dataframe,distributed]'
   else
     rm -rf "$PYTHON_VENV"
     echo "SKIPPED: python: python3 -m venv is unavailable"

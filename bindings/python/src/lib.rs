@@ -30,9 +30,9 @@ use weir_runtime::source::{Packet, PacketSource};
 
 mod columns;
 
-create_exception!(_weir, FilterError, PyValueError, "A tcpdump expression weir cannot compile.");
+create_exception!(weir, FilterError, PyValueError, "A tcpdump expression weir cannot compile.");
 create_exception!(
-    _weir,
+    weir,
     CaptureError,
     PyValueError,
     "A capture file weir cannot read (damaged, truncated, or not a capture)."
@@ -380,6 +380,7 @@ impl PyFilter {
 #[pymodule]
 fn _weir(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFilter>()?;
+    m.add_class::<columns::Buffer>()?;
     m.add("FilterError", m.py().get_type::<FilterError>())?;
     m.add("CaptureError", m.py().get_type::<CaptureError>())?;
     m.add_function(wrap_pyfunction!(columns::read_columns, m)?)?;

@@ -95,9 +95,11 @@ def read(
     for name in names:
         rows, nulls, valid, values, offsets = built[name]
         kind = _arrow_type(name)
-        buffers = [pa.py_buffer(valid) if nulls else None]
+        # Rust's own vectors, not copies: each Buffer stays alive as the pyarrow buffer's base.
+        own = lambda b: pa.foreign_buffer(b.address, b.size, base=b)  # noqa: E731
+        buffers = [own(valid) if nulls else None]
         if offsets is not None:
-            buffers.append(pa.py_buffer(offsets))
-        buffers.append(pa.py_buffer(values))
+            buffers.append(own(offsets))
+        buffers.append(own(values))
         arrays.append(pa.Array.from_buffers(kind, rows, buffers, null_count=nulls))
     return pa.Table.from_arrays(arrays, names=names)

@@ -59,12 +59,31 @@ Without -r, weir captures live from -i IFACE (or the default interface, as tcpdu
 root or CAP_NET_RAW needed). The filter runs in the kernel as classic BPF when it fits, else
 as an eBPF socket filter, else in user space (--explain says which). -c or Ctrl-C ends the
 capture; -w then holds a complete pcap, and tcpdump's three statistics lines follow on
-standard error.")]
+standard error.
+
+Several captures (-r A -r B, or -r DIR): unlike tcpdump, which reads one -r, weir reads
+them all, --jobs files at a time. --count prints the total. Printed lines and -w output
+come out merged in timestamp order across the files, as mergecap merges them (ties: the
+earlier file first); -w then writes a pcap (microsecond timestamps, as tcpdump -w writes)
+and needs the inputs to share one link type. -c N keeps the first N of the merged order.
+A damaged file is processed up to its damage, the others whole, and weir exits with 1.")]
 pub struct FilterArgs {
     /// Capture file to read (pcap or pcapng); `-` reads standard input. Without -r (and
-    /// without -i), weir captures from the default interface, as tcpdump does.
-    #[arg(short = 'r', long = "read", value_name = "FILE", conflicts_with = "interface")]
-    read: Option<PathBuf>,
+    /// without -i), weir captures from the default interface, as tcpdump does. Unlike
+    /// tcpdump, -r may be given several times, or name a directory (its files, by name):
+    /// see --jobs.
+    #[arg(
+        short = 'r',
+        long = "read",
+        value_name = "FILE",
+        conflicts_with = "interface",
+        action = clap::ArgAction::Append
+    )]
+    read: Vec<PathBuf>,
+    /// With several captures (several -r, or a directory): process this many files at
+    /// once, on as many threads (default: every core).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
     /// List the interfaces weir can capture from, as tcpdump -D does, and exit.
     #[arg(short = 'D', long = "list-interfaces")]
     list_interfaces: bool,
@@ -322,9 +341,19 @@ pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
     if args.list_interfaces {
         return crate::live::list_interfaces();
     }
-    match args.read.clone() {
-        Some(read) => run_capture(args, read),
-        None => run_live(args),
+    if let Some(jobs) = args.jobs {
+        crate::jobs::check_jobs(jobs)?;
+    }
+    match args.read.as_slice() {
+        [] => run_live(args),
+        [read] if !read.is_dir() => {
+            let read = read.clone();
+            run_capture(args, read)
+        }
+        reads => {
+            let files = crate::jobs::inputs(reads)?;
+            run_many(args, files)
+        }
     }
 }
 
@@ -439,6 +468,199 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
         ));
     }
     Err(message)
+}
+
+/// What one file of several gave: its counts, and the damage that ended it early.
+struct FileDone {
+    matched: u64,
+    seen: u64,
+    damage: Option<weir_runtime::capture::CaptureError>,
+}
+
+/// One file of several: its packets through the filter, the selected ones written to
+/// `part` (a capture in the input's format) when given. At most `limit` are selected (the
+/// first N of the merged order are among the first N of each file).
+fn filter_one(
+    path: &Path,
+    expression: &Expression,
+    args: &FilterArgs,
+    explain: bool,
+    part: Option<&Path>,
+) -> Result<FileDone, String> {
+    let source = path.display().to_string();
+    let mut capture = CaptureReader::open(path).map_err(|e| format!("{source}: {e}"))?;
+    if part.is_none() {
+        capture = capture.without_blocks();
+    }
+    let mut matchers = Matchers {
+        expression,
+        names: NameDb::system(),
+        by_linktype: Vec::new(),
+        forced: args.linktype.as_deref().map(linktype_arg).transpose()?,
+        engine: args.engine,
+        explain,
+        optimize: !args.no_optimize,
+    };
+    let mut writer = match part {
+        Some(part) => Some(
+            CaptureWriter::like(part, &capture).map_err(|e| format!("{}: {e}", part.display()))?,
+        ),
+        None => None,
+    };
+    let mut done = FileDone { matched: 0, seen: 0, damage: None };
+    let write_failed = |e: std::io::Error| format!("{}: {e}", part.unwrap_or(path).display());
+    while let Some(packet) = capture.next_packet() {
+        let packet = match packet {
+            Ok(packet) => packet,
+            Err(e) => {
+                done.damage = Some(e);
+                break;
+            }
+        };
+        done.seen += 1;
+        let (_, matcher) = matchers
+            .get(packet.linktype)
+            .map_err(|e| format!("{source}: record {}: {e}", packet.index + 1))?;
+        let hit = matcher.matches(packet.data, packet.wire_len);
+        if let Some(writer) = writer.as_mut() {
+            let written = if hit { writer.write(&packet) } else { writer.skip(&packet) };
+            written.map_err(write_failed)?;
+        }
+        done.matched += u64::from(hit);
+        if hit && args.limit.is_some_and(|limit| done.matched >= limit) {
+            break;
+        }
+    }
+    if let Some(writer) = writer {
+        writer.finish().map_err(write_failed)?;
+    }
+    Ok(done)
+}
+
+/// Several captures (several -r, or a directory): each file on one of `--jobs` threads,
+/// counts summed, packets merged in timestamp order ([`crate::jobs`]).
+fn run_many(args: FilterArgs, files: Vec<PathBuf>) -> Result<ExitCode, String> {
+    if args.dump > 0 {
+        return Err("-d prints the program for one capture's link type: give one -r".into());
+    }
+    if let Some(write) = &args.write {
+        for read in &files {
+            crate::run::refuse_input_as_output(write, read, "-r ")?;
+        }
+    }
+    let expression = Expression::read(&args.expression, args.expression_file.as_deref())?;
+    let forced = args.linktype.as_deref().map(linktype_arg).transpose()?;
+    // Every header read and the expression compiled for each link type before any work
+    // or output: a missing file or a bad expression writes nothing.
+    let mut linktypes = Vec::with_capacity(files.len());
+    let mut snaplen = 0u32;
+    let mut check = Matchers {
+        expression: &expression,
+        names: NameDb::system(),
+        by_linktype: Vec::new(),
+        forced,
+        engine: args.engine,
+        explain: false,
+        optimize: !args.no_optimize,
+    };
+    for file in &files {
+        let capture = CaptureReader::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        check.get(capture.linktype())?;
+        linktypes.push(capture.linktype());
+        snaplen = snaplen.max(capture.snaplen());
+    }
+    let jobs = args.jobs.unwrap_or_else(crate::jobs::default_jobs);
+    let merging = args.write.is_some() || !args.count;
+    let out_linktype = linktypes.first().copied().unwrap_or(1);
+    if args.write.is_some() {
+        if let Some(other) = linktypes.iter().position(|&l| l != out_linktype) {
+            return Err(format!(
+                "{} has link type {out_linktype} and {} link type {}: -w merges into one pcap,                  which has one link type; filter them separately",
+                files[0].display(),
+                files[other].display(),
+                linktypes[other]
+            ));
+        }
+    }
+    let scratch =
+        if merging { Some(crate::jobs::Scratch::new(args.write.as_deref())?) } else { None };
+    let results = crate::jobs::each_file(
+        &files,
+        jobs,
+        |_| (),
+        |(), i, file| {
+            let part = scratch.as_ref().map(|s| s.part(i));
+            filter_one(file, &expression, &args, args.explain && i == 0, part.as_deref())
+        },
+    );
+    if results.len() != files.len() {
+        return Err("internal: a worker thread failed".into());
+    }
+    let mut failures = Vec::new();
+    let mut matched = 0u64;
+    for (file, result) in files.iter().zip(&results) {
+        match result {
+            Ok(done) => {
+                matched += done.matched;
+                if let Some(damage) = &done.damage {
+                    failures.push(format!(
+                        "{}: {damage}\nweir: stopped there: {} packets read before the damage, \
+                         {} matched",
+                        file.display(),
+                        done.seen,
+                        done.matched
+                    ));
+                }
+            }
+            Err(e) => failures.push(e.clone()),
+        }
+    }
+    // A file that could not be processed at all (an error, not damage) fails the command
+    // before anything is written.
+    if results.iter().any(Result::is_err) {
+        return Err(failures.join("\n"));
+    }
+    let total = match &scratch {
+        None => args.limit.map_or(matched, |limit| matched.min(limit)),
+        Some(scratch) => {
+            let parts: Vec<PathBuf> = (0..files.len()).map(|i| scratch.part(i)).collect();
+            let sink = match &args.write {
+                Some(path) => Sink::Capture(
+                    Box::new(
+                        CaptureWriter::pcap(path, out_linktype, snaplen.max(1))
+                            .map_err(|e| format!("{}: {e}", path.display()))?,
+                    ),
+                    path.clone(),
+                ),
+                None => Sink::for_args(&args),
+            };
+            let mut pump = Pump::new(sink, &args);
+            let mut emitted = 0u64;
+            let mut closed = false;
+            crate::jobs::merge(&parts, |packet| {
+                let print_as = forced.map_or(packet.linktype, LinkType::dlt);
+                if !emit(&mut pump.sink, packet, print_as, pump.line_buffered)? {
+                    closed = true;
+                    return Ok(false);
+                }
+                emitted += 1;
+                Ok(pump.limit.is_none_or(|limit| emitted < limit))
+            })?;
+            if closed {
+                return Ok(ExitCode::SUCCESS);
+            }
+            pump.finish(args.count, emitted)?;
+            emitted
+        }
+    };
+    if scratch.is_none() {
+        crate::out::line(&total.to_string())?;
+    }
+    if failures.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(failures.join("\n"))
+    }
 }
 
 /// Without -r: capture live (`-i`, or the default interface as tcpdump picks it), through
@@ -650,7 +872,7 @@ fn progress_bar(args: &FilterArgs, printing: bool) -> Option<ProgressBar> {
     if !stderr_is_terminal || (printing && std::io::stdout().is_terminal()) {
         return None;
     }
-    let metadata = std::fs::metadata(args.read.as_ref()?).ok()?;
+    let metadata = std::fs::metadata(args.read.first()?).ok()?;
     if !metadata.is_file() || metadata.len() < PROGRESS_MIN_BYTES {
         return None;
     }

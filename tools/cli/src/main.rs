@@ -20,6 +20,7 @@ mod filter;
 mod flow;
 mod hex;
 mod input;
+mod jobs;
 mod live;
 mod matching;
 mod objrun;

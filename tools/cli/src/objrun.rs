@@ -20,9 +20,15 @@ pub struct RunArgs {
     /// The entry program, by section name.
     #[arg(long, conflicts_with = "prog")]
     pub section: Option<String>,
-    /// Read packets from this capture file (`-` for standard input).
-    #[arg(short = 'r')]
-    pub read: Option<PathBuf>,
+    /// Read packets from this capture file (`-` for standard input). May be given several
+    /// times, or name a directory (its files, by name): the files are run --jobs at a
+    /// time, the summary counts summed and -w merged in timestamp order (as mergecap).
+    #[arg(short = 'r', action = clap::ArgAction::Append)]
+    pub read: Vec<PathBuf>,
+    /// With several captures: run this many files at once, one thread (one CPU, for per-CPU
+    /// maps) each (default: every core). Maps other than per-CPU ones are shared.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// Read packets from this interface (Ethernet) until SIGINT, SIGTERM or SIGHUP.
     #[arg(short = 'i', conflicts_with = "read")]
     pub interface: Option<String>,
@@ -90,7 +96,7 @@ fn passes(prog_type: ProgType, ret: u64) -> bool {
 type Source = (Box<dyn PacketSource>, String, Option<StopGuard>);
 
 fn open_source(args: &RunArgs) -> Result<Source, String> {
-    match (&args.read, &args.interface) {
+    match (args.read.first(), &args.interface) {
         (Some(path), _) => {
             let reader =
                 CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -217,9 +223,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     if args.cpus == 0 || args.cpus > MAX_CPUS {
         return Err(format!("weir run --cpus: 1 to {MAX_CPUS} workers"));
     }
+    // Several captures: a file per thread, each thread a CPU (crate::jobs).
+    let many = args.read.len() > 1 || args.read.first().is_some_and(|r| r.is_dir());
+    let files = if many { crate::jobs::inputs(&args.read)? } else { Vec::new() };
+    let jobs = crate::jobs::check_jobs(args.jobs.unwrap_or_else(crate::jobs::default_jobs))?
+        .min(files.len().max(1));
+    if many && args.cpus > 1 {
+        return Err("weir run: --cpus spreads one capture's packets, --jobs several captures; \
+                    give one of them"
+            .into());
+    }
+    if many && args.verdicts {
+        return Err(
+            "weir run --verdicts: one capture at a time (record numbers are per file)".into()
+        );
+    }
+    let cpus = if many { jobs.min(MAX_CPUS) } else { args.cpus };
     let bytes =
         std::fs::read(&args.object).map_err(|e| format!("{}: {e}", args.object.display()))?;
-    let object = Object::open_with_cpus(&bytes, args.cpus)
+    let object = Object::open_with_cpus(&bytes, cpus)
         .map_err(|e| format!("{}: {e}", args.object.display()))?;
     if let Some(maps_in) = &args.maps_in {
         let text =
@@ -237,6 +259,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         if args.explain {
             eprint!("{}", crate::verify::explain(&proof));
         }
+    }
+    if many {
+        return run_many(&args, &object, entry, &files, cpus);
     }
     // The packets: a capture file, or an interface until SIGINT, SIGTERM or SIGHUP.
     let (mut reader, source_name, _signals) = open_source(&args)?;
@@ -307,18 +332,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     }
     let Sink { mut out, counts, kept_bytes, prog_type, .. } = sink;
     if !args.verdicts {
-        if prog_type == ProgType::SocketFilter {
-            let dropped = counts.get(&0).copied().unwrap_or(0);
-            let accepted: u64 = counts.values().sum::<u64>() - dropped;
-            writeln!(out, "accepted {accepted}").map_err(|e| e.to_string())?;
-            writeln!(out, "dropped {dropped}").map_err(|e| e.to_string())?;
-            writeln!(out, "bytes kept {kept_bytes}").map_err(|e| e.to_string())?;
-        } else {
-            for (ret, n) in &counts {
-                writeln!(out, "{} {n}", verdict_name(prog_type, *ret))
-                    .map_err(|e| e.to_string())?;
-            }
-        }
+        summary(&mut out, prog_type, &counts, kept_bytes)?;
     }
     out.flush().map_err(|e| e.to_string())?;
     if let Some(w) = writer {
@@ -329,4 +343,162 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("{}: {e}", maps_out.display()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The summary lines: a count per verdict, or a socket filter's accepted, dropped, kept.
+fn summary(
+    out: &mut impl Write,
+    prog_type: ProgType,
+    counts: &BTreeMap<u64, u64>,
+    kept_bytes: u64,
+) -> Result<(), String> {
+    if prog_type == ProgType::SocketFilter {
+        let dropped = counts.get(&0).copied().unwrap_or(0);
+        let accepted: u64 = counts.values().sum::<u64>() - dropped;
+        writeln!(out, "accepted {accepted}").map_err(|e| e.to_string())?;
+        writeln!(out, "dropped {dropped}").map_err(|e| e.to_string())?;
+        writeln!(out, "bytes kept {kept_bytes}").map_err(|e| e.to_string())?;
+    } else {
+        for (ret, n) in counts {
+            writeln!(out, "{} {n}", verdict_name(prog_type, *ret)).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// What one capture of several gave: its verdict counts, the bytes a socket filter kept.
+type FileVerdicts = (BTreeMap<u64, u64>, u64);
+
+/// Several captures (several -r, or a directory): thread `t` loads the program as CPU `t`
+/// and runs it over one file after another; the summaries are summed and the passed
+/// packets (-w) merged in timestamp order ([`crate::jobs`]). A file that fails (damage, a
+/// trap) is reported after the others have run, and the exit status is 1.
+fn run_many(
+    args: &RunArgs,
+    object: &Object,
+    entry: usize,
+    files: &[PathBuf],
+    jobs: usize,
+) -> Result<ExitCode, String> {
+    if let Some(write) = &args.write {
+        for read in files {
+            crate::run::refuse_input_as_output(write, read, "-r ")?;
+        }
+    }
+    let (mut linktype, mut snaplen) = (None, 0u32);
+    for file in files {
+        let reader = CaptureReader::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        match linktype {
+            Some(first) if first != reader.linktype() && args.write.is_some() => {
+                return Err(format!(
+                    "{}: link type {} where the first capture has {first}: -w merges into one \
+                     pcap, which has one link type",
+                    file.display(),
+                    reader.linktype()
+                ))
+            }
+            _ => linktype = linktype.or(Some(reader.linktype())),
+        }
+        snaplen = snaplen.max(reader.snaplen());
+    }
+    let linktype = linktype.unwrap_or(1);
+    let prog_type = object.programs().get(entry).map(|p| p.prog_type).ok_or("no entry")?;
+    let scratch = match &args.write {
+        Some(write) => Some(crate::jobs::Scratch::new(Some(write))?),
+        None => None,
+    };
+    let results = crate::jobs::each_file(
+        files,
+        jobs,
+        |cpu| {
+            let loaded = object.load_with(entry, args.engine, cpu, !args.no_verify);
+            if let (Ok(loaded), true) = (&loaded, args.explain && cpu == 0) {
+                eprintln!("{}", explained(loaded));
+            }
+            loaded.map(|mut l| {
+                l.keep_packets(args.write.is_some());
+                l
+            })
+        },
+        |loaded, i, file| -> Result<FileVerdicts, String> {
+            let loaded = loaded.as_mut().map_err(|e| e.clone())?;
+            let source = file.display().to_string();
+            let mut reader = CaptureReader::open(file).map_err(|e| format!("{source}: {e}"))?;
+            let mut part = match &scratch {
+                Some(s) => Some(
+                    CaptureWriter::pcap(&s.part(i), reader.linktype(), snaplen.max(65535))
+                        .map_err(|e| e.to_string())?,
+                ),
+                None => None,
+            };
+            let mut sink = Sink {
+                out: std::io::sink(),
+                verdicts: false,
+                writer: part.as_mut(),
+                prog_type,
+                counts: BTreeMap::new(),
+                kept_bytes: 0,
+            };
+            while let Some(packet) = reader.next_packet() {
+                let packet = packet.map_err(|e| format!("{source}: {e}"))?;
+                let verdict = loaded.run(packet.data).map_err(|t| {
+                    format!("{source}: packet {}: the program trapped: {t}", packet.index)
+                })?;
+                let fresh = Packet {
+                    data: &verdict.packet,
+                    wire_len: verdict.packet.len() as u32,
+                    stored: None,
+                    ..packet
+                };
+                sink.record(&fresh, packet.data.len(), &verdict)?;
+            }
+            let (counts, kept) = (sink.counts, sink.kept_bytes);
+            if let Some(part) = part {
+                part.finish().map_err(|e| e.to_string())?;
+            }
+            Ok((counts, kept))
+        },
+    );
+    if results.len() != files.len() {
+        return Err("internal: a worker thread failed".into());
+    }
+    let mut counts = BTreeMap::new();
+    let mut kept_bytes = 0;
+    let mut failures = Vec::new();
+    // The files that ran to their end (a failed file's part was never completed).
+    let mut whole = Vec::new();
+    for (i, result) in results.into_iter().enumerate() {
+        match result {
+            Ok((file_counts, kept)) => {
+                whole.push(i);
+                for (ret, n) in file_counts {
+                    *counts.entry(ret).or_default() += n;
+                }
+                kept_bytes += kept;
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    if let (Some(scratch), Some(write)) = (&scratch, &args.write) {
+        let mut out = CaptureWriter::pcap(write, linktype, snaplen.max(65535))
+            .map_err(|e| format!("{}: {e}", write.display()))?;
+        let parts: Vec<PathBuf> = whole.iter().map(|&i| scratch.part(i)).collect();
+        crate::jobs::merge(&parts, |packet| {
+            out.write(packet).map_err(|e| format!("{}: {e}", write.display()))?;
+            Ok(true)
+        })?;
+        out.finish().map_err(|e| format!("{}: {e}", write.display()))?;
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    summary(&mut out, prog_type, &counts, kept_bytes)?;
+    out.flush().map_err(|e| e.to_string())?;
+    if let Some(maps_out) = &args.maps_out {
+        std::fs::write(maps_out, object.maps_json())
+            .map_err(|e| format!("{}: {e}", maps_out.display()))?;
+    }
+    if failures.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(failures.join("\n"))
+    }
 }

@@ -7,6 +7,7 @@ mod compile_object;
 mod filter;
 mod flow;
 mod flow_xdp;
+mod jobs;
 mod lines;
 mod links;
 mod live;
