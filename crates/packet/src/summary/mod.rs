@@ -39,8 +39,10 @@ type Step = Result<(), &'static str>;
 use crate::link::LinkType;
 use crate::{af, ethertype, ipproto, sll};
 
+mod fr;
 mod ip6ext;
 mod ipmore;
+mod juniper;
 mod links;
 mod llc;
 mod tunnel;

@@ -150,6 +150,8 @@ impl Printer {
                 self.push("compressed PPP data");
                 Ok(())
             }
+            // OSI: the NLPID first.
+            0x0023 => self.iso(payload.from(0, "isoclns"), length),
             _ => {
                 match ppp_name(proto) {
                     Some(name) => {
@@ -228,10 +230,8 @@ impl Printer {
                 self.push(" ");
                 self.ipv6(payload.from(0, "ip6"), length)
             }
-            None => {
-                self.hex_lines(payload, length);
-                Ok(())
-            }
+            // tcpdump's quiet mode shows nothing of a payload it cannot tell.
+            None => Ok(()),
         }
     }
 }
