@@ -318,7 +318,6 @@ const KNOWN_LINKS: &[(&str, usize)] = &[
     ("JUNIPER_ATM1", 2),
     ("JUNIPER_MONITOR", 1),
     ("JUNIPER_PPPOE", 7),
-    ("JUNIPER_PPPOE_ATM", 117),
     ("JUNIPER_ETHER", 7),
     ("JUNIPER_PPP", 1),
     ("JUNIPER_FRELAY", 1),
