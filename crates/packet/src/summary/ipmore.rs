@@ -60,21 +60,16 @@ impl Printer {
     }
 
     fn ah(&mut self, net: &Net, ah: Bytes<'_>, length: u32) -> Step {
+        // tcpdump prints each field as it reads it.
         let next = ah.u8(0)?;
-        ah.slice(0, 8)?;
+        self.push("AH");
         let words = usize::from(ah.u8(1)?);
-        let _ = write!(self.out, "AH(spi=0x{:08x}", ah.be32(4)?);
-        let _ = write!(self.out, ",seq=0x{:x}", ah.be32(8)?);
+        self.push("(");
+        let _ = write!(self.out, "spi=0x{:08x},", ah.be32(4)?);
+        let _ = write!(self.out, "seq=0x{:x},icv=0x", ah.be32(8)?);
         let total = 8 + words * 4;
-        if !ah.has(total) {
-            self.push("[truncated]):");
-            return Ok(());
-        }
-        if total > 12 {
-            self.push(",icv=0x");
-            for b in ah.slice(12, total - 12)? {
-                let _ = write!(self.out, "{b:02x}");
-            }
+        for at in 12..total {
+            let _ = write!(self.out, "{:02x}", ah.u8(at)?);
         }
         self.push("): ");
         let length = length.wrapping_sub(total as u32);

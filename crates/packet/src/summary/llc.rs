@@ -173,6 +173,9 @@ impl Printer {
     fn snap(&mut self, snap: Bytes<'_>, length: u32) -> Option<Step> {
         let oui = snap.slice(0, 3).ok()?;
         let kind = snap.be16(3).ok()?;
+        if oui == [0, 0, 0x0c] && kind == 0x2000 && length >= 5 {
+            return Some(self.cdp(snap.from(5, "cdp"), length - 5));
+        }
         if oui != [0, 0, 0] || length < 5 {
             return None;
         }
@@ -184,13 +187,14 @@ impl Printer {
             self.push(" (invalid)");
             return Ok(());
         }
+        // tcpdump reads the protocol ID and version before it prints anything.
+        stp.slice(0, 3)?;
         self.push("STP");
         if stp.be16(0)? != 0 {
             let _ = write!(self.out, "unknown STP version, length {length}");
             return Ok(());
         }
         let version = stp.u8(2)?;
-        let kind = stp.u8(3)?;
         let version_name = match version {
             0 => "802.1d",
             2 => "802.1w",
@@ -201,7 +205,9 @@ impl Printer {
                 return Ok(());
             }
         };
-        let _ = write!(self.out, " {version_name}, ");
+        let _ = write!(self.out, " {version_name}");
+        let kind = stp.u8(3)?;
+        self.push(", ");
         match kind {
             0x00 => self.push("Config"),
             0x02 => self.push("Rapid STP"),
@@ -232,10 +238,11 @@ impl Printer {
             let set: Vec<_> =
                 names.iter().filter(|(bit, _)| flags & bit != 0).map(|(_, name)| *name).collect();
             let set = if set.is_empty() { "none".to_string() } else { set.join(", ") };
+            let _ = write!(self.out, ", Flags [{set}]");
             let id = stp.slice(17, 8)?;
             let _ = write!(
                 self.out,
-                ", Flags [{set}], bridge-id {:02x}{:02x}.{}.{:04x}, length {length}",
+                ", bridge-id {:02x}{:02x}.{}.{:04x}, length {length}",
                 id[0],
                 id[1],
                 stp.mac(19, 6)?,

@@ -8,7 +8,8 @@
 //! when the capture ends inside a header, `truncated-ip - N bytes missing!`, bad header
 //! lengths. Beyond those, the files of this directory print tcpdump's quiet lines for
 //! PPPoE and PPP, MPLS, IPv6 extension headers, ESP, AH, GRE, PIM, IGMP, VRRP, OSPF, SCTP,
-//! 802.3 LLC/SNAP, spanning tree, IPX and the EtherTypes tcpdump only names
+//! 802.3 LLC/SNAP, spanning tree, IPX, LLDP, CDP, the loopback protocol and the EtherTypes
+//! tcpdump only names
 //! (tools/cli/tests/lines.rs counts what still differs). Protocols not decoded get a plain
 //! line of their own that names what they are (`ip-proto-N LEN`).
 //!
@@ -39,6 +40,7 @@ type Step = Result<(), &'static str>;
 use crate::link::LinkType;
 use crate::{af, ethertype, ipproto, sll};
 
+mod discovery;
 mod fr;
 mod ip6ext;
 mod ipmore;
@@ -249,8 +251,9 @@ impl Printer {
         let payload = frame.from(at, "ether");
         if ether_type <= ethertype::ETHERMTU {
             let (dst, src) = (frame.mac(0, 6)?, frame.mac(6, 6)?);
-            // The field is the frame's length: what lies past it is padding.
-            let length = u32::from(ether_type);
+            // The field is the frame's length (unless the frame is shorter): what lies past
+            // it is padding.
+            let length = u32::from(ether_type).min(length);
             let llc = payload.from(0, "llc").cut(length as usize);
             return self.llc(llc, length, (&src, &dst));
         }

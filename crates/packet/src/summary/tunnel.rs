@@ -20,6 +20,8 @@ impl Printer {
             ethertype::ARP | ethertype::REVARP => self.arp(payload.from(0, "arp"), length),
             ethertype::MPLS | ethertype::MPLS_MULTI => self.mpls(payload.from(0, "mpls"), length),
             ethertype::PPPOED | ethertype::PPPOES => self.pppoe(payload.from(0, "pppoe"), length),
+            0x88cc => self.lldp(payload.from(0, "lldp"), length),
+            0x9000 => self.loopback_ctp(payload.from(0, "loopback"), length),
             _ => return None,
         })
     }
