@@ -77,12 +77,12 @@ impl Printer {
             LinkType::SunAtm => self.sunatm(Bytes::new(data, "sunatm"), wire_len),
             LinkType::FrameRelay => self.frame_relay(Bytes::new(data, "fr"), wire_len),
             LinkType::Ieee80211 => self.ieee80211(Bytes::new(data, "802.11"), wire_len, false),
-            LinkType::Radiotap => self.radiotap(Bytes::new(data, "radiotap"), wire_len),
-            LinkType::Avs => self.avs(Bytes::new(data, "avs"), wire_len),
+            LinkType::Radiotap => self.radiotap(Bytes::new(data, "802.11_radio"), wire_len),
+            LinkType::Avs => self.avs(Bytes::new(data, "802.11_radio_avs"), wire_len),
             LinkType::Prism => {
                 let frame = Bytes::new(data, "prism");
                 if frame.be32(0)? & 0xffff_f000 == 0x8021_1000 {
-                    return self.avs(frame, wire_len);
+                    return self.avs(frame.from(0, "802.11_radio_avs"), wire_len);
                 }
                 if frame.len() < 144 || wire_len < 144 {
                     return Err("prism");
@@ -254,11 +254,20 @@ impl Printer {
                     11 => "Authentication",
                     12 => "DeAuthentication",
                     13 => "Action",
-                    _ => "Unhandled Management subtype",
+                    _ => "",
                 };
-                // The bodies (information elements) are not decoded here.
-                let _ = write!(self.out, "{name}");
-                Ok(())
+                frame.slice(0, 24)?;
+                if wire_len < 24 {
+                    return Err("802.11");
+                }
+                if name.is_empty() {
+                    let _ = write!(self.out, "Unhandled Management subtype({:x})", fc0 >> 4);
+                } else {
+                    self.push(name);
+                }
+                let src = frame.mac(10, 6)?;
+                let body = frame.from(24, "802.11");
+                self.wlan_mgmt(fc0 >> 4, fc1 & 0x40 != 0, &src, body, wire_len - 24)
             }
             1 => {
                 let mac = |at: usize| frame.mac(at, 6);
@@ -306,8 +315,9 @@ impl Printer {
                 }
                 let (da, sa) = match ds {
                     0 => (frame.mac(4, 6)?, frame.mac(10, 6)?),
-                    1 => (frame.mac(4, 6)?, frame.mac(16, 6)?),
-                    2 => (frame.mac(16, 6)?, frame.mac(10, 6)?),
+                    // To the DS: from addr2 to addr3; from the DS: from addr3 to addr1.
+                    1 => (frame.mac(16, 6)?, frame.mac(10, 6)?),
+                    2 => (frame.mac(4, 6)?, frame.mac(16, 6)?),
                     _ => (frame.mac(16, 6)?, frame.mac(24, 6)?),
                 };
                 self.llc(frame.from(header, "llc"), wire_len - header as u32, (&sa, &dst_of(&da)))
@@ -324,11 +334,11 @@ impl Printer {
     /// has one).
     fn radiotap(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
         if frame.len() < 8 {
-            return Err("radiotap");
+            return Err("802.11_radio");
         }
         let len = usize::from(u16::from_le_bytes([frame.u8(2)?, frame.u8(3)?]));
         if frame.len() < len || len < 8 {
-            return Err("radiotap");
+            return Err("802.11_radio");
         }
         let mut words = Vec::new();
         let mut at = 4;
@@ -409,9 +419,10 @@ impl Printer {
         let mut body = frame.from(len, "802.11");
         let mut length = wire_len.saturating_sub(len as u32);
         if flags & 0x10 != 0 {
-            // The frame ends in its FCS, which is not the frame's.
-            body = body.cut(body.len().saturating_sub(4));
+            // The frame ends in its FCS, which is not the frame's: the length loses it,
+            // the captured bytes only where they reach into it.
             length = length.saturating_sub(4);
+            body = body.cut(length as usize);
         }
         self.ieee80211(body, length, flags & 0x20 != 0)
     }
@@ -419,11 +430,11 @@ impl Printer {
     /// An AVS radio header: its big-endian length at 4.
     fn avs(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
         if frame.len() < 8 {
-            return Err("avs");
+            return Err(frame.proto);
         }
         let len = frame.be32(4)? as usize;
         if frame.len() < len || wire_len < len as u32 {
-            return Err("avs");
+            return Err(frame.proto);
         }
         self.ieee80211(frame.from(len, "802.11"), wire_len - len as u32, false)
     }

@@ -20,9 +20,9 @@
 //! radiotap, AVS, Prism and PPI headers), some a prefix of their own (switch tags, enc,
 //! radiotap fields, SunATM's LANE ID, pflog for packets it cannot decode, Juniper's
 //! header checks), and the link types tcpdump has no printer for `UNSUPPORTED` and a hex
-//! and ASCII dump. What tcpdump decodes there and this printer does not (802.11
-//! management bodies, ISO protocols, SNMP, AppleTalk above DDP, some Juniper PICs)
-//! still differs, counted per link type by the lines test.
+//! and ASCII dump. What tcpdump decodes there and this printer does not (ISO
+//! protocols, SNMP, AppleTalk above DDP) still differs, counted per link type by the lines
+//! test.
 //!
 //! Two deliberate differences: timestamps are UTC (tcpdump uses the local time zone; the
 //! two agree under `TZ=UTC`), and Linux cooked v2 shows the interface index, not a name
@@ -48,6 +48,7 @@ mod juniper;
 mod links;
 mod llc;
 mod tunnel;
+mod wlan_mgmt;
 
 /// The line for one packet (no trailing newline). `linktype` is the record's link type as
 /// the capture stores it (a LINKTYPE_ or DLT_ number, see [`LinkType::from_number`]).
