@@ -70,6 +70,9 @@ impl Printer {
 
     /// A routing header: its length and next header, or `None` when tcpdump stops at it.
     fn rt6(&mut self, rt: Bytes<'_>) -> Result<Option<(usize, u8)>, &'static str> {
+        // tcpdump reads the next header before it names the header (and runs out still in
+        // IPv6's).
+        rt.u8(0).map_err(|_| "ip6")?;
         self.push("RT6");
         let len = rt.u8(1)?;
         let _ = write!(self.out, " (len={len}");

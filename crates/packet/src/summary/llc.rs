@@ -65,7 +65,7 @@ impl Printer {
 
     fn llc_with(&mut self, llc: Bytes<'_>, length: u32, macs: Option<(&str, &str)>) -> Step {
         if llc.len() < 3 || length < 3 {
-            return Err("llc");
+            return self.llc_short(llc);
         }
         let (dsap_field, ssap_field) = (llc.u8(0)?, llc.u8(1)?);
         let mut control = u16::from(llc.u8(2)?);
@@ -74,7 +74,7 @@ impl Printer {
             3
         } else {
             if llc.len() < 4 || length < 4 {
-                return Err("llc");
+                return self.llc_short(llc);
             }
             control = u16::from_le_bytes([llc.u8(2)?, llc.u8(3)?]);
             4
@@ -89,6 +89,9 @@ impl Printer {
                 llcsap::IP => return self.ipv4(llc.from(header, "ip"), length - header as u32),
                 llcsap::IPX => return self.ipx(llc.from(header, "ipx"), length - header as u32),
                 llcsap::SNAP => {
+                    if llc.len() < 8 || length < 8 {
+                        return Err("snap");
+                    }
                     if let Some(step) = self.snap(llc.from(3, "snap"), length - 3) {
                         return step;
                     }
@@ -166,6 +169,13 @@ impl Printer {
                 flag_name(response | (control & 0x100), 0x100)
             );
         }
+        Ok(())
+    }
+
+    /// An LLC header cut short: the marker, then the bytes there are.
+    fn llc_short(&mut self, llc: Bytes<'_>) -> Step {
+        self.push(" [|llc]");
+        self.hex_ascii_lines(llc.data);
         Ok(())
     }
 

@@ -131,7 +131,7 @@ impl Printer {
             0xc021 | 0x8021 | 0x8023 | 0x8281 | 0x8057 | 0x80fd | 0xc02b => {
                 let name = ppp_name(proto).unwrap_or("");
                 let _ = write!(self.out, "{name}, ");
-                if length < 4 {
+                if length < 4 || payload.len() < 2 {
                     let _ = write!(self.out, "[|{name}]");
                     return Ok(());
                 }
