@@ -41,6 +41,28 @@ impl Printer {
                 self.push("no next header");
                 Ok(())
             }
+            // EGP: the version, AS and sequence once the whole 16-byte header is there.
+            8 => {
+                if length < 16 || payload.len() < 16 {
+                    return Some(Err("egp"));
+                }
+                let _ = write!(
+                    self.out,
+                    "EGPv{}, AS {}, seq {}, length {length}",
+                    payload.u8(0).ok()?,
+                    payload.be16(6).ok()?,
+                    payload.be16(8).ok()?
+                );
+                Ok(())
+            }
+            // IPComp: the compression parameter index (the payload is not decoded).
+            108 => match payload.from(0, "ipcomp").be16(2) {
+                Ok(cpi) => {
+                    let _ = write!(self.out, "IPComp(cpi=0x{cpi:04x})");
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
             _ => return None,
         })
     }

@@ -185,7 +185,8 @@ impl Printer {
         match frame.u8(0)? {
             0x0f | 0x8f => self.chdlc(frame.from(0, "chdlc"), wire_len),
             // tcpdump names the protocol, then prints the frame as PPP.
-            0xff if frame.len() >= 4 => {
+            0xff if frame.len() < 4 => Err("ppp_hdlc"),
+            0xff => {
                 let proto = frame.be16(2)?;
                 let _ = match super::tunnel::ppp_name(proto) {
                     Some(name) => write!(self.out, "{name}: "),
@@ -209,6 +210,29 @@ impl Printer {
             ethertype::IP => self.ipv4(payload.from(0, "ip"), length),
             ethertype::IPV6 => self.ipv6(payload.from(0, "ip6"), length),
             ethertype::MPLS | ethertype::MPLS_MULTI => self.mpls(payload.from(0, "mpls"), length),
+            // Cisco's serial line address resolution.
+            0x8035 => {
+                let _ = write!(self.out, "SLARP (length: {length}), ");
+                let slarp = payload.from(0, "slarp");
+                slarp.slice(0, 14)?;
+                let _ = match slarp.be32(0)? {
+                    0 => write!(self.out, "request"),
+                    1 => write!(self.out, "reply {}/{}", slarp.ipv4(4)?, slarp.ipv4(8)?),
+                    2 => write!(
+                        self.out,
+                        "keepalive: mineseen=0x{:08x}, yourseen=0x{:08x}, reliability=0x{:04x}",
+                        slarp.be32(4)?,
+                        slarp.be32(8)?,
+                        slarp.be16(12)?
+                    ),
+                    code => {
+                        let _ = write!(self.out, "0x{code:02x} unknown");
+                        self.hex_lines(slarp.from(4, "slarp"), length.saturating_sub(4));
+                        Ok(())
+                    }
+                };
+                Ok(())
+            }
             _ => {
                 let _ = write!(self.out, "unknown CHDLC protocol (0x{kind:04x})");
                 Ok(())

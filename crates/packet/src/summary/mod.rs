@@ -282,7 +282,8 @@ impl Printer {
     /// BSD loopback: a 4-byte address family, host byte order (NULL) or network (LOOP).
     fn loopback(&mut self, link: LinkType, data: &[u8], wire_len: u32) -> Step {
         let null = link == LinkType::Null;
-        let frame = Bytes::new(data, if null { "null" } else { "loop" });
+        // tcpdump's marker says `null` for both.
+        let frame = Bytes::new(data, "null");
         let raw = frame.slice(0, 4)?;
         let mut family = u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]);
         if null && family & 0xffff_0000 != 0 {
@@ -294,7 +295,7 @@ impl Printer {
             af::INET => self.ipv4(frame.from(4, "ip"), length),
             family if af::INET6_BSD.contains(&family) => self.ipv6(frame.from(4, "ip6"), length),
             // BSD's AF_ISO.
-            7 => self.iso(frame.from(4, "iso"), length),
+            7 => self.iso(frame.from(4, "isoclns"), length),
             other => {
                 let _ = write!(self.out, "Unknown AF {other}, length {wire_len}: ");
                 Ok(())
