@@ -139,11 +139,34 @@ impl Printer {
                 let (dst, src) = (frame.mac(2, 6)?, frame.mac(8, 6)?);
                 self.llc(frame.from(14, "llc"), wire_len - 14, (&src, &dst))
             }
-            LinkType::AtmRfc1483 | LinkType::AtmClip => {
-                if data.len() < 3 {
+            // Linux CLIP: 802.2 when the frame starts with SNAP's header for an
+            // EtherType (as far as it was captured), else IP.
+            LinkType::AtmClip => {
+                let n = data.len().min(6).min(wire_len as usize);
+                if n == 0 {
+                    return Err("cip");
+                }
+                if data[..n] == [0xaa, 0xaa, 0x03, 0, 0, 0][..n] {
+                    self.llc_cooked(Bytes::new(data, "llc"), wire_len)
+                } else {
+                    self.ipv4(Bytes::new(data, "ip"), wire_len)
+                }
+            }
+            // RFC 1483: Cisco's NLPID form, 802.2 for SNAP, ISO and IP, and anything else
+            // after the 20-byte 802.6 header Fore's driver put first.
+            LinkType::AtmRfc1483 => {
+                let frame = Bytes::new(data, "atm");
+                if frame.u8(0)? == 0x03 {
+                    return self.iso(frame.from(1, "isoclns"), wire_len.wrapping_sub(1));
+                }
+                let header = frame.slice(0, 3)?;
+                if matches!(header, [0xaa, 0xaa, 0x03] | [0xfe, 0xfe, 0x03] | [0x06, 0x06, 0x03]) {
+                    return self.llc_cooked(frame.from(0, "llc"), wire_len);
+                }
+                if frame.len() < 20 {
                     return Err("atm");
                 }
-                self.llc_cooked(Bytes::new(data, "llc"), wire_len)
+                self.llc_cooked(frame.from(20, "llc"), wire_len.wrapping_sub(20))
             }
             LinkType::IpOverFc => {
                 let frame = Bytes::new(data, "ipfc");
@@ -946,8 +969,10 @@ impl Printer {
                 return Ok(());
             }
             if kind == 9 {
+                // The payload runs to the end of the record (the TLV's own length is not
+                // what tcpdump goes by).
                 let payload = frame.from(at + 4, "nflog");
-                let length = u32::from(size) - 4;
+                let length = length - 4;
                 return match family {
                     2 => self.ipv4(payload.from(0, "ip"), length),
                     10 => self.ipv6(payload.from(0, "ip6"), length),
