@@ -259,8 +259,7 @@ fn the_generated_corpus_gives_tcpdumps_lines() {
 /// by link type name (every other one: none). Before the link-type printers
 /// (crates/packet/src/summary/links.rs) 72,340 of these 75,500 lines differed. What is
 /// left: ISO (CLNP, ES-IS, IS-IS on BSD loopback, ATM, token ring and behind the Juniper
-/// and FRF.16 headers); SNMP on SunATM's ILMI VCI; token ring's source routing (IEEE802);
-/// AppleTalk above DDP; MACsec inside the Juniper Ethernet PICs; a few damaged link
+/// and FRF.16 headers); SNMP on SunATM's ILMI VCI; AppleTalk above DDP; MACsec inside the Juniper Ethernet PICs; a few damaged link
 /// headers; which tcpdump decodes and this printer does not.
 const KNOWN_LINKS: &[(&str, usize)] = &[
     ("NULL", 1),
@@ -269,7 +268,6 @@ const KNOWN_LINKS: &[(&str, usize)] = &[
     ("ARCNET_LINUX", 1),
     ("IPOIB", 2),
     ("SUNATM", 25),
-    ("IEEE802", 35),
     ("IEEE802_15_4", 1),
     ("IEEE802_15_4_NOFCS", 1),
     ("LTALK", 4),

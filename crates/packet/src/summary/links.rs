@@ -136,8 +136,29 @@ impl Printer {
                 if frame.len() < 14 || wire_len < 14 {
                     return Err("token-ring");
                 }
-                let (dst, src) = (frame.mac(2, 6)?, frame.mac(8, 6)?);
-                self.llc(frame.from(14, "llc"), wire_len - 14, (&src, &dst))
+                let dst = frame.mac(2, 6)?;
+                let mut src = frame.mac(8, 6)?;
+                let mut header = 14usize;
+                // Source routed: the routing control field and the route's segments, then
+                // the largest frame the route carries; the source without the RII bit.
+                if frame.u8(8)? & 0x80 != 0 {
+                    let mut bytes = frame.slice(8, 6)?.to_vec();
+                    bytes[0] &= 0x7f;
+                    src = Bytes::new(&bytes, "token-ring").mac(0, 6)?;
+                    let rcf = frame.be16(14)?;
+                    let rif = usize::from((rcf & 0x1f00) >> 8);
+                    header += rif;
+                    frame.slice(0, header)?;
+                    let _ = write!(self.out, "rt = {rcf:x}");
+                    for seg in 0..rif.saturating_sub(2) / 2 {
+                        let _ = write!(self.out, ":{:x}", frame.be16(16 + 2 * seg)?);
+                    }
+                    const LARGEST: [&str; 8] =
+                        ["516", "1500", "2052", "4472", "8144", "11407", "17800", "??"];
+                    let _ = write!(self.out, " ({}) ", LARGEST[usize::from((rcf & 0x70) >> 4)]);
+                }
+                let length = wire_len.wrapping_sub(header as u32);
+                self.llc(frame.from(header, "llc"), length, (&src, &dst))
             }
             // Linux CLIP: 802.2 when the frame starts with SNAP's header for an
             // EtherType (as far as it was captured), else IP.
