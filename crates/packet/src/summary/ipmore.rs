@@ -30,8 +30,12 @@ impl Printer {
             ipproto::AH => self.ah(net, payload.from(0, "ah"), length),
             ipproto::GRE => self.gre(payload.from(0, "gre"), length),
             ipproto::PIM => self.pim(payload.from(0, "pim"), length),
-            ipproto::IGMP => {
+            ipproto::IGMP if net.v4 => {
                 self.push("igmp");
+                Ok(())
+            }
+            ipproto::IGMP => {
+                self.push("[IGMP requires IPv4] (invalid)");
                 Ok(())
             }
             ipproto::SCTP => self.sctp(net, payload.from(0, "sctp"), length),
