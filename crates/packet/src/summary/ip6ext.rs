@@ -19,14 +19,25 @@ impl Printer {
         let mut next = next;
         let mut at = 40usize;
         let mut left = length;
+        let mut found_hbh = false;
         loop {
             let advance = match next {
+                ipproto::HOPOPTS if found_hbh => {
+                    self.push("[The Hop-by-Hop Options header was already found] (invalid)");
+                    return Ok(());
+                }
                 ipproto::HOPOPTS | ipproto::DSTOPTS => {
-                    let proto = if next == ipproto::HOPOPTS { "hbhopt" } else { "dstopt" };
+                    let hbh = next == ipproto::HOPOPTS;
+                    found_hbh |= hbh;
+                    let proto = if hbh { "hbhopt" } else { "dstopt" };
                     let header = ip.from(at, proto);
                     let len = (usize::from(header.u8(1)?) + 1) * 8;
                     header.slice(0, len)?;
-                    self.push(if next == ipproto::HOPOPTS { "HBH " } else { "DSTOPT " });
+                    self.push(if hbh { "HBH " } else { "DSTOPT " });
+                    // tcpdump walks the options even when it does not show them.
+                    if !options_fit(header.slice(2, len - 2)?) {
+                        return Err(proto);
+                    }
                     next = header.u8(0)?;
                     len
                 }
@@ -70,6 +81,9 @@ impl Printer {
 
     /// A routing header: its length and next header, or `None` when tcpdump stops at it.
     fn rt6(&mut self, rt: Bytes<'_>) -> Result<Option<(usize, u8)>, &'static str> {
+        // tcpdump reads the next header before it names the header (and runs out still in
+        // IPv6's).
+        rt.u8(0).map_err(|_| "ip6")?;
         self.push("RT6");
         let len = rt.u8(1)?;
         let _ = write!(self.out, " (len={len}");
@@ -113,4 +127,25 @@ impl Printer {
         self.push(") ");
         Ok(Some(((usize::from(len) + 1) * 8, rt.u8(0)?)))
     }
+}
+
+/// Whether the options of a hop-by-hop or destination options header each fit in it (as
+/// tcpdump checks them: Pad1 alone, the others a type, a length and that many bytes).
+fn options_fit(options: &[u8]) -> bool {
+    let mut i = 0;
+    while i < options.len() {
+        let len = if options[i] == 0 {
+            1
+        } else {
+            match options.get(i + 1) {
+                Some(&n) => usize::from(n) + 2,
+                None => return false,
+            }
+        };
+        if i + len > options.len() {
+            return false;
+        }
+        i += len;
+    }
+    true
 }

@@ -30,8 +30,12 @@ impl Printer {
             ipproto::AH => self.ah(net, payload.from(0, "ah"), length),
             ipproto::GRE => self.gre(payload.from(0, "gre"), length),
             ipproto::PIM => self.pim(payload.from(0, "pim"), length),
-            ipproto::IGMP => {
+            ipproto::IGMP if net.v4 => {
                 self.push("igmp");
+                Ok(())
+            }
+            ipproto::IGMP => {
+                self.push("[IGMP requires IPv4] (invalid)");
                 Ok(())
             }
             ipproto::SCTP => self.sctp(net, payload.from(0, "sctp"), length),
@@ -41,6 +45,28 @@ impl Printer {
                 self.push("no next header");
                 Ok(())
             }
+            // EGP: the version, AS and sequence once the whole 16-byte header is there.
+            8 => {
+                if length < 16 || payload.len() < 16 {
+                    return Some(Err("egp"));
+                }
+                let _ = write!(
+                    self.out,
+                    "EGPv{}, AS {}, seq {}, length {length}",
+                    payload.u8(0).ok()?,
+                    payload.be16(6).ok()?,
+                    payload.be16(8).ok()?
+                );
+                Ok(())
+            }
+            // IPComp: the compression parameter index (the payload is not decoded).
+            108 => match payload.from(0, "ipcomp").be16(2) {
+                Ok(cpi) => {
+                    let _ = write!(self.out, "IPComp(cpi=0x{cpi:04x})");
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
             _ => return None,
         })
     }
@@ -60,21 +86,16 @@ impl Printer {
     }
 
     fn ah(&mut self, net: &Net, ah: Bytes<'_>, length: u32) -> Step {
+        // tcpdump prints each field as it reads it.
         let next = ah.u8(0)?;
-        ah.slice(0, 8)?;
+        self.push("AH");
         let words = usize::from(ah.u8(1)?);
-        let _ = write!(self.out, "AH(spi=0x{:08x}", ah.be32(4)?);
-        let _ = write!(self.out, ",seq=0x{:x}", ah.be32(8)?);
+        self.push("(");
+        let _ = write!(self.out, "spi=0x{:08x},", ah.be32(4)?);
+        let _ = write!(self.out, "seq=0x{:x},icv=0x", ah.be32(8)?);
         let total = 8 + words * 4;
-        if !ah.has(total) {
-            self.push("[truncated]):");
-            return Ok(());
-        }
-        if total > 12 {
-            self.push(",icv=0x");
-            for b in ah.slice(12, total - 12)? {
-                let _ = write!(self.out, "{b:02x}");
-            }
+        for at in 12..total {
+            let _ = write!(self.out, "{:02x}", ah.u8(at)?);
         }
         self.push("): ");
         let length = length.wrapping_sub(total as u32);

@@ -59,7 +59,11 @@ impl Printer {
             LinkType::Opaque(OpaqueLink::Pktap) => self.pktap(Bytes::new(data, "pktap"), wire_len),
             // tcpdump's quiet mode prints nothing of these.
             LinkType::PppBsdos => Ok(()),
-            LinkType::Mfr => self.mfr(Bytes::new(data, "mfr")),
+            LinkType::Mfr => {
+                let frame = Bytes::new(data, "mfr");
+                frame.slice(0, 2)?;
+                self.mfr(frame, wire_len)
+            }
             LinkType::Ieee802154 | LinkType::Ieee802154Nofcs => {
                 self.ieee802154(Bytes::new(data, "802.15.4"))
             }
@@ -73,12 +77,12 @@ impl Printer {
             LinkType::SunAtm => self.sunatm(Bytes::new(data, "sunatm"), wire_len),
             LinkType::FrameRelay => self.frame_relay(Bytes::new(data, "fr"), wire_len),
             LinkType::Ieee80211 => self.ieee80211(Bytes::new(data, "802.11"), wire_len, false),
-            LinkType::Radiotap => self.radiotap(Bytes::new(data, "radiotap"), wire_len),
-            LinkType::Avs => self.avs(Bytes::new(data, "avs"), wire_len),
+            LinkType::Radiotap => self.radiotap(Bytes::new(data, "802.11_radio"), wire_len),
+            LinkType::Avs => self.avs(Bytes::new(data, "802.11_radio_avs"), wire_len),
             LinkType::Prism => {
                 let frame = Bytes::new(data, "prism");
                 if frame.be32(0)? & 0xffff_f000 == 0x8021_1000 {
-                    return self.avs(frame, wire_len);
+                    return self.avs(frame.from(0, "802.11_radio_avs"), wire_len);
                 }
                 if frame.len() < 144 || wire_len < 144 {
                     return Err("prism");
@@ -132,14 +136,58 @@ impl Printer {
                 if frame.len() < 14 || wire_len < 14 {
                     return Err("token-ring");
                 }
-                let (dst, src) = (frame.mac(2, 6)?, frame.mac(8, 6)?);
-                self.llc(frame.from(14, "llc"), wire_len - 14, (&src, &dst))
+                let dst = frame.mac(2, 6)?;
+                let mut src = frame.mac(8, 6)?;
+                let mut header = 14usize;
+                // Source routed: the routing control field and the route's segments, then
+                // the largest frame the route carries; the source without the RII bit.
+                if frame.u8(8)? & 0x80 != 0 {
+                    let mut bytes = frame.slice(8, 6)?.to_vec();
+                    bytes[0] &= 0x7f;
+                    src = Bytes::new(&bytes, "token-ring").mac(0, 6)?;
+                    let rcf = frame.be16(14)?;
+                    let rif = usize::from((rcf & 0x1f00) >> 8);
+                    header += rif;
+                    frame.slice(0, header)?;
+                    let _ = write!(self.out, "rt = {rcf:x}");
+                    for seg in 0..rif.saturating_sub(2) / 2 {
+                        let _ = write!(self.out, ":{:x}", frame.be16(16 + 2 * seg)?);
+                    }
+                    const LARGEST: [&str; 8] =
+                        ["516", "1500", "2052", "4472", "8144", "11407", "17800", "??"];
+                    let _ = write!(self.out, " ({}) ", LARGEST[usize::from((rcf & 0x70) >> 4)]);
+                }
+                let length = wire_len.wrapping_sub(header as u32);
+                self.llc(frame.from(header, "llc"), length, (&src, &dst))
             }
-            LinkType::AtmRfc1483 | LinkType::AtmClip => {
-                if data.len() < 3 {
+            // Linux CLIP: 802.2 when the frame starts with SNAP's header for an
+            // EtherType (as far as it was captured), else IP.
+            LinkType::AtmClip => {
+                let n = data.len().min(6).min(wire_len as usize);
+                if n == 0 {
+                    return Err("cip");
+                }
+                if data[..n] == [0xaa, 0xaa, 0x03, 0, 0, 0][..n] {
+                    self.llc_cooked(Bytes::new(data, "llc"), wire_len)
+                } else {
+                    self.ipv4(Bytes::new(data, "ip"), wire_len)
+                }
+            }
+            // RFC 1483: Cisco's NLPID form, 802.2 for SNAP, ISO and IP, and anything else
+            // after the 20-byte 802.6 header Fore's driver put first.
+            LinkType::AtmRfc1483 => {
+                let frame = Bytes::new(data, "atm");
+                if frame.u8(0)? == 0x03 {
+                    return self.iso(frame.from(1, "isoclns"), wire_len.wrapping_sub(1));
+                }
+                let header = frame.slice(0, 3)?;
+                if matches!(header, [0xaa, 0xaa, 0x03] | [0xfe, 0xfe, 0x03] | [0x06, 0x06, 0x03]) {
+                    return self.llc_cooked(frame.from(0, "llc"), wire_len);
+                }
+                if frame.len() < 20 {
                     return Err("atm");
                 }
-                self.llc_cooked(Bytes::new(data, "llc"), wire_len)
+                self.llc_cooked(frame.from(20, "llc"), wire_len.wrapping_sub(20))
             }
             LinkType::IpOverFc => {
                 let frame = Bytes::new(data, "ipfc");
@@ -181,7 +229,8 @@ impl Printer {
         match frame.u8(0)? {
             0x0f | 0x8f => self.chdlc(frame.from(0, "chdlc"), wire_len),
             // tcpdump names the protocol, then prints the frame as PPP.
-            0xff if frame.len() >= 4 => {
+            0xff if frame.len() < 4 => Err("ppp_hdlc"),
+            0xff => {
                 let proto = frame.be16(2)?;
                 let _ = match super::tunnel::ppp_name(proto) {
                     Some(name) => write!(self.out, "{name}: "),
@@ -194,7 +243,7 @@ impl Printer {
     }
 
     /// Cisco HDLC: address, control, then an EtherType.
-    fn chdlc(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
+    pub(super) fn chdlc(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
         if frame.len() < 4 || wire_len < 4 {
             return Err("chdlc");
         }
@@ -205,6 +254,29 @@ impl Printer {
             ethertype::IP => self.ipv4(payload.from(0, "ip"), length),
             ethertype::IPV6 => self.ipv6(payload.from(0, "ip6"), length),
             ethertype::MPLS | ethertype::MPLS_MULTI => self.mpls(payload.from(0, "mpls"), length),
+            // Cisco's serial line address resolution.
+            0x8035 => {
+                let _ = write!(self.out, "SLARP (length: {length}), ");
+                let slarp = payload.from(0, "slarp");
+                slarp.slice(0, 14)?;
+                let _ = match slarp.be32(0)? {
+                    0 => write!(self.out, "request"),
+                    1 => write!(self.out, "reply {}/{}", slarp.ipv4(4)?, slarp.ipv4(8)?),
+                    2 => write!(
+                        self.out,
+                        "keepalive: mineseen=0x{:08x}, yourseen=0x{:08x}, reliability=0x{:04x}",
+                        slarp.be32(4)?,
+                        slarp.be32(8)?,
+                        slarp.be16(12)?
+                    ),
+                    code => {
+                        let _ = write!(self.out, "0x{code:02x} unknown");
+                        self.hex_lines(slarp.from(4, "slarp"), length.saturating_sub(4));
+                        Ok(())
+                    }
+                };
+                Ok(())
+            }
             _ => {
                 let _ = write!(self.out, "unknown CHDLC protocol (0x{kind:04x})");
                 Ok(())
@@ -250,11 +322,20 @@ impl Printer {
                     11 => "Authentication",
                     12 => "DeAuthentication",
                     13 => "Action",
-                    _ => "Unhandled Management subtype",
+                    _ => "",
                 };
-                // The bodies (information elements) are not decoded here.
-                let _ = write!(self.out, "{name}");
-                Ok(())
+                frame.slice(0, 24)?;
+                if wire_len < 24 {
+                    return Err("802.11");
+                }
+                if name.is_empty() {
+                    let _ = write!(self.out, "Unhandled Management subtype({:x})", fc0 >> 4);
+                } else {
+                    self.push(name);
+                }
+                let src = frame.mac(10, 6)?;
+                let body = frame.from(24, "802.11");
+                self.wlan_mgmt(fc0 >> 4, fc1 & 0x40 != 0, &src, body, wire_len - 24)
             }
             1 => {
                 let mac = |at: usize| frame.mac(at, 6);
@@ -302,8 +383,9 @@ impl Printer {
                 }
                 let (da, sa) = match ds {
                     0 => (frame.mac(4, 6)?, frame.mac(10, 6)?),
-                    1 => (frame.mac(4, 6)?, frame.mac(16, 6)?),
-                    2 => (frame.mac(16, 6)?, frame.mac(10, 6)?),
+                    // To the DS: from addr2 to addr3; from the DS: from addr3 to addr1.
+                    1 => (frame.mac(16, 6)?, frame.mac(10, 6)?),
+                    2 => (frame.mac(4, 6)?, frame.mac(16, 6)?),
                     _ => (frame.mac(16, 6)?, frame.mac(24, 6)?),
                 };
                 self.llc(frame.from(header, "llc"), wire_len - header as u32, (&sa, &dst_of(&da)))
@@ -320,11 +402,11 @@ impl Printer {
     /// has one).
     fn radiotap(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
         if frame.len() < 8 {
-            return Err("radiotap");
+            return Err("802.11_radio");
         }
         let len = usize::from(u16::from_le_bytes([frame.u8(2)?, frame.u8(3)?]));
         if frame.len() < len || len < 8 {
-            return Err("radiotap");
+            return Err("802.11_radio");
         }
         let mut words = Vec::new();
         let mut at = 4;
@@ -405,9 +487,10 @@ impl Printer {
         let mut body = frame.from(len, "802.11");
         let mut length = wire_len.saturating_sub(len as u32);
         if flags & 0x10 != 0 {
-            // The frame ends in its FCS, which is not the frame's.
-            body = body.cut(body.len().saturating_sub(4));
+            // The frame ends in its FCS, which is not the frame's: the length loses it,
+            // the captured bytes only where they reach into it.
             length = length.saturating_sub(4);
+            body = body.cut(length as usize);
         }
         self.ieee80211(body, length, flags & 0x20 != 0)
     }
@@ -415,11 +498,11 @@ impl Printer {
     /// An AVS radio header: its big-endian length at 4.
     fn avs(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
         if frame.len() < 8 {
-            return Err("avs");
+            return Err(frame.proto);
         }
         let len = frame.be32(4)? as usize;
         if frame.len() < len || wire_len < len as u32 {
-            return Err("avs");
+            return Err(frame.proto);
         }
         self.ieee80211(frame.from(len, "802.11"), wire_len - len as u32, false)
     }
@@ -552,155 +635,6 @@ impl Printer {
         Ok(())
     }
 
-    /// A Juniper capture header: the `MGC` magic and flags, the extension TLVs when the
-    /// flags say so, and when they say the layer-2 header was stripped, the packet as IPv4
-    /// or IPv6 by its first byte. After a layer-2 header only the Ethernet PICs are
-    /// decoded here (their frame follows, after PPPoE's cookie).
-    fn juniper(&mut self, link: LinkType, data: &[u8], wire_len: u32) -> Step {
-        let name = juniper_protocol(link);
-        let frame = Bytes::new(data, name);
-        frame.slice(0, 4)?;
-        if frame.slice(0, 3)? != b"MGC" {
-            self.push("no magic-number found!");
-            return Ok(());
-        }
-        let flags = frame.u8(3)?;
-        let mut header = 4usize;
-        if flags & 0x80 != 0 {
-            let ext = usize::from(frame.be16(4)?);
-            header = 6 + ext;
-            frame.slice(6, ext)?;
-            let (mut at, mut rest) = (6usize, ext);
-            while rest > 2 {
-                let (kind, len) = (frame.u8(at)?, usize::from(frame.u8(at + 1)?));
-                if kind == 0 || len == 0 {
-                    break;
-                }
-                if len + 2 > rest {
-                    let _ = write!(self.out, " [extension_length {rest} < {}] (invalid)", len + 2);
-                    return Ok(());
-                }
-                at += len + 2;
-                rest -= len + 2;
-            }
-        }
-        if flags & 0x02 != 0 {
-            let at = header + 4;
-            let first = frame.u8(at)?;
-            let length = wire_len.saturating_sub(at as u32);
-            if !matches!(first, 0x45..=0x4f | 0x60..=0x6f) {
-                self.push("no IP-hdr found!");
-                return Ok(());
-            }
-            return self.ip_guess(frame.from(at, name), length);
-        }
-        match link {
-            LinkType::JuniperEther | LinkType::JuniperPppoe => {
-                if link == LinkType::JuniperPppoe {
-                    let cookie = match frame.u8(header)? {
-                        0x54 => 2,
-                        0x47 => 8,
-                        _ => 0,
-                    };
-                    frame.slice(header, cookie + 2)?;
-                    header += cookie;
-                }
-                let rest = frame.from(header, name);
-                self.ethernet(rest.data, wire_len.saturating_sub(header as u32))
-            }
-            LinkType::JuniperAtm1
-            | LinkType::JuniperMonitor
-            | LinkType::JuniperServices
-            | LinkType::JuniperGgsn => {
-                // The PIC's cookie: its table length, 2 more for an LS cookie (0x54), 8 for
-                // an AS cookie (0x47); then the protocol word is read (and must be there).
-                let base = match link {
-                    LinkType::JuniperAtm1 => 4,
-                    _ => 8,
-                };
-                let cookie = match frame.u8(header)? {
-                    0x54 => base + 2,
-                    0x47 => 8,
-                    _ => base,
-                };
-                let cookie_bytes = frame.slice(header, cookie)?;
-                frame.slice(header + cookie, 2)?;
-                let at = header + cookie;
-                let body = frame.from(at, name);
-                let length = wire_len.saturating_sub(at as u32);
-                match link {
-                    LinkType::JuniperGgsn => match cookie_bytes[2] {
-                        2 => self.ipv4(body.from(0, "ip"), length),
-                        6 => self.ipv6(body.from(0, "ip6"), length),
-                        proto => {
-                            let _ = write!(self.out, "unknown GGSN proto ({proto})");
-                            Ok(())
-                        }
-                    },
-                    LinkType::JuniperAtm1 if cookie_bytes[0] == 0x80 => self.oam(body, length),
-                    _ => self.ip_guess(body, length),
-                }
-            }
-            LinkType::JuniperPpp => {
-                let length = wire_len.saturating_sub(header as u32);
-                self.ppp(frame.from(header, "ppp"), length)
-            }
-            LinkType::JuniperChdlc => {
-                let length = wire_len.saturating_sub(header as u32);
-                self.chdlc(frame.from(header, "chdlc"), length)
-            }
-            _ => {
-                let _ = write!(self.out, "link type {}, length {wire_len}", link.linktype());
-                Ok(())
-            }
-        }
-    }
-
-    /// Frame Relay (RFC 2427): the Q.922 address, the UI control byte, a pad byte before
-    /// the SNAP NLPID, the NLPID; IP and IPv6 print their lines, SNAP its EtherType (a
-    /// type not decoded with the Q.922 summary and the frame's bytes).
-    fn frame_relay(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
-        frame.slice(0, 4)?;
-        let (a, b) = (frame.u8(0)?, frame.u8(1)?);
-        let dlci = (u32::from(a & 0xfc) << 2) | u32::from(b >> 4);
-        let padded = frame.u8(3)? == 0;
-        if padded {
-            self.push("Pad! ");
-        }
-        let header = if padded { 5 } else { 4 };
-        let nlpid = frame.u8(header - 1)?;
-        let payload = frame.from(header, "fr");
-        let length = wire_len.saturating_sub(header as u32);
-        match nlpid {
-            0xcc => self.ipv4(payload.from(0, "ip"), length),
-            0x8e => self.ipv6(payload.from(0, "ip6"), length),
-            0x80 => {
-                let snap = payload.from(0, "snap");
-                snap.slice(0, 5)?;
-                let kind = snap.be16(3)?;
-                if snap.slice(0, 3)? == [0, 0, 0] {
-                    if let Some(step) =
-                        self.ether_payload(kind, snap.from(5, "snap"), length.saturating_sub(5))
-                    {
-                        return step;
-                    }
-                }
-                let name = super::llc::ethertype_label(kind).unwrap_or("Unknown");
-                let _ = write!(
-                    self.out,
-                    "SNAP, ethertype {name} (0x{kind:04x}), length {}: Q.922, DLCI {dlci}, length {wire_len}: ",
-                    length.saturating_sub(5)
-                );
-                Ok(())
-            }
-            _ => {
-                let _ = write!(self.out, "Q.922, DLCI {dlci}, length {wire_len}: ");
-                self.hex_ascii_lines(payload.data);
-                Ok(())
-            }
-        }
-    }
-
     /// SunATM: the pseudo-header (traffic type, VPI, VCI), then by the well-known VCIs on
     /// VPI 0 (signalling, ILMI, meta-signalling), else LANE (an LE header, then Ethernet,
     /// or an LE control frame) or 802.2 LLC.
@@ -719,7 +653,7 @@ impl Printer {
                     self.push("broadcast sig: ");
                     return Ok(());
                 }
-                3 | 4 => return self.oam(pdu, length),
+                3 | 4 => return self.oam(pdu, length, 1),
                 // Signalling: SSCOP unless it is Q.2931 (protocol 9, not decoded here).
                 5 if pdu.u8(0)? != 9 => {
                     let _ = write!(self.out, "SSCOP, proto {} ", pdu.u8(0)?);
@@ -745,27 +679,6 @@ impl Printer {
         }
         pdu.u8(0)?;
         self.llc_cooked(pdu.from(0, "llc"), length)
-    }
-
-    /// An FRF.16 fragment: its flags and sequence number, then (a first fragment that is
-    /// not a control frame) the Frame Relay header, else the bytes.
-    fn mfr(&mut self, frame: Bytes<'_>) -> Step {
-        frame.slice(0, 4)?;
-        let (first, second) = (frame.u8(0)?, frame.u8(1)?);
-        let seq = (u16::from(first & 0x1e) << 7) | u16::from(second);
-        let names: Vec<&str> = [(0x80, "Begin"), (0x40, "End"), (0x20, "Control")]
-            .iter()
-            .filter(|(bit, _)| first & bit != 0)
-            .map(|(_, name)| *name)
-            .collect();
-        let flags = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-        let _ = write!(self.out, "FRF.16 Frag, seq {seq}, Flags [{flags}]");
-        if first & 0xa0 == 0x80 {
-            // A first fragment: tcpdump goes on into the Frame Relay header (not shown here).
-            return Ok(());
-        }
-        self.hex_lines(frame, frame.len() as u32);
-        Ok(())
     }
 
     /// IEEE 802.15.4: a data frame with short addresses and PAN ID compression shows its
@@ -808,6 +721,8 @@ impl Printer {
                 let _ = write!(self.out, ", length: {length}");
                 Ok(())
             }
+            0xcf => self.ppp(pdu.from(1, "ppp"), length.saturating_sub(1)),
+            0x08 => self.q933(pdu.from(1, "q.933"), length.saturating_sub(1)),
             nlpid @ 0x81..=0x83 => {
                 let _ = write!(self.out, "OSI NLPID 0x{nlpid:02x}, length: {length}");
                 Ok(())
@@ -916,10 +831,12 @@ impl Printer {
         Ok(())
     }
 
-    /// An OAM cell: its header's VPI, VCI, payload type and CLP.
-    fn oam(&mut self, cell: Bytes<'_>, length: u32) -> Step {
-        // The cell header after the pseudo-header's HEC byte.
-        let header = cell.be32(1)?;
+    /// An OAM cell: its header's VPI, VCI, payload type and CLP; `hec` is 1 when a HEC
+    /// byte comes first.
+    pub(super) fn oam(&mut self, cell: Bytes<'_>, length: u32, hec: usize) -> Step {
+        let header = cell.be32(hec)?;
+        // tcpdump reads the cell type after the header.
+        cell.u8(4 + hec)?;
         let (vpi, vci) = ((header >> 20) & 0xff, (header >> 4) & 0xffff);
         let flow = match vci {
             3 => "OAM F4 (segment)",
@@ -945,12 +862,16 @@ impl Printer {
     }
 
     /// tcpdump's guess at a packet without a link header: IPv4 by a first byte of 0x45 to
-    /// 0x4f, IPv6 by 0x60 to 0x6f; anything else prints nothing.
-    fn ip_guess(&mut self, packet: Bytes<'_>, length: u32) -> Step {
+    /// 0x4f, IPv6 by 0x60 to 0x6f; anything else prints nothing (and is `false`).
+    pub(super) fn ip_guess(
+        &mut self,
+        packet: Bytes<'_>,
+        length: u32,
+    ) -> Result<bool, &'static str> {
         match packet.u8(0)? {
-            0x45..=0x4f => self.ipv4(packet.from(0, "ip"), length),
-            0x60..=0x6f => self.ipv6(packet.from(0, "ip6"), length),
-            _ => Ok(()),
+            0x45..=0x4f => self.ipv4(packet.from(0, "ip"), length).map(|()| true),
+            0x60..=0x6f => self.ipv6(packet.from(0, "ip6"), length).map(|()| true),
+            _ => Ok(false),
         }
     }
 
@@ -1069,8 +990,10 @@ impl Printer {
                 return Ok(());
             }
             if kind == 9 {
+                // The payload runs to the end of the record (the TLV's own length is not
+                // what tcpdump goes by).
                 let payload = frame.from(at + 4, "nflog");
-                let length = u32::from(size) - 4;
+                let length = length - 4;
                 return match family {
                     2 => self.ipv4(payload.from(0, "ip"), length),
                     10 => self.ipv6(payload.from(0, "ip6"), length),
@@ -1249,26 +1172,4 @@ fn brcm_tag(out: &mut String, tag: &[u8]) {
 /// An 802.11 destination as the LLC line shows it.
 fn dst_of(da: &str) -> String {
     da.to_string()
-}
-
-/// tcpdump's protocol name for a Juniper link type, as its truncation marker shows it.
-fn juniper_protocol(link: LinkType) -> &'static str {
-    match link {
-        LinkType::JuniperMlppp => "juniper_mlppp",
-        LinkType::JuniperMlfr => "juniper_mlfr",
-        LinkType::JuniperEs => "juniper_es",
-        LinkType::JuniperGgsn => "juniper_ggsn",
-        LinkType::JuniperMfr => "juniper_mfr",
-        LinkType::JuniperAtm2 => "juniper_atm2",
-        LinkType::JuniperServices => "juniper_services",
-        LinkType::JuniperAtm1 => "juniper_atm1",
-        LinkType::JuniperMonitor => "juniper_monitor",
-        LinkType::JuniperPppoe => "juniper_pppoe",
-        LinkType::JuniperPppoeAtm => "juniper_pppoe_atm",
-        LinkType::JuniperEther => "juniper_ether",
-        LinkType::JuniperPpp => "juniper_ppp",
-        LinkType::JuniperFrelay => "juniper_frelay",
-        LinkType::JuniperChdlc => "juniper_chdlc",
-        _ => "juniper",
-    }
 }

@@ -65,7 +65,7 @@ impl Printer {
 
     fn llc_with(&mut self, llc: Bytes<'_>, length: u32, macs: Option<(&str, &str)>) -> Step {
         if llc.len() < 3 || length < 3 {
-            return Err("llc");
+            return self.llc_short(llc);
         }
         let (dsap_field, ssap_field) = (llc.u8(0)?, llc.u8(1)?);
         let mut control = u16::from(llc.u8(2)?);
@@ -74,7 +74,7 @@ impl Printer {
             3
         } else {
             if llc.len() < 4 || length < 4 {
-                return Err("llc");
+                return self.llc_short(llc);
             }
             control = u16::from_le_bytes([llc.u8(2)?, llc.u8(3)?]);
             4
@@ -89,6 +89,9 @@ impl Printer {
                 llcsap::IP => return self.ipv4(llc.from(header, "ip"), length - header as u32),
                 llcsap::IPX => return self.ipx(llc.from(header, "ipx"), length - header as u32),
                 llcsap::SNAP => {
+                    if llc.len() < 8 || length < 8 {
+                        return Err("snap");
+                    }
                     if let Some(step) = self.snap(llc.from(3, "snap"), length - 3) {
                         return step;
                     }
@@ -169,10 +172,20 @@ impl Printer {
         Ok(())
     }
 
+    /// An LLC header cut short: the marker, then the bytes there are.
+    fn llc_short(&mut self, llc: Bytes<'_>) -> Step {
+        self.push(" [|llc]");
+        self.hex_ascii_lines(llc.data);
+        Ok(())
+    }
+
     /// A SNAP header: `None` when tcpdump would not decode what it carries.
     fn snap(&mut self, snap: Bytes<'_>, length: u32) -> Option<Step> {
         let oui = snap.slice(0, 3).ok()?;
         let kind = snap.be16(3).ok()?;
+        if oui == [0, 0, 0x0c] && kind == 0x2000 && length >= 5 {
+            return Some(self.cdp(snap.from(5, "cdp"), length - 5));
+        }
         if oui != [0, 0, 0] || length < 5 {
             return None;
         }
@@ -184,13 +197,14 @@ impl Printer {
             self.push(" (invalid)");
             return Ok(());
         }
+        // tcpdump reads the protocol ID and version before it prints anything.
+        stp.slice(0, 3)?;
         self.push("STP");
         if stp.be16(0)? != 0 {
             let _ = write!(self.out, "unknown STP version, length {length}");
             return Ok(());
         }
         let version = stp.u8(2)?;
-        let kind = stp.u8(3)?;
         let version_name = match version {
             0 => "802.1d",
             2 => "802.1w",
@@ -201,7 +215,9 @@ impl Printer {
                 return Ok(());
             }
         };
-        let _ = write!(self.out, " {version_name}, ");
+        let _ = write!(self.out, " {version_name}");
+        let kind = stp.u8(3)?;
+        self.push(", ");
         match kind {
             0x00 => self.push("Config"),
             0x02 => self.push("Rapid STP"),
@@ -232,10 +248,11 @@ impl Printer {
             let set: Vec<_> =
                 names.iter().filter(|(bit, _)| flags & bit != 0).map(|(_, name)| *name).collect();
             let set = if set.is_empty() { "none".to_string() } else { set.join(", ") };
+            let _ = write!(self.out, ", Flags [{set}]");
             let id = stp.slice(17, 8)?;
             let _ = write!(
                 self.out,
-                ", Flags [{set}], bridge-id {:02x}{:02x}.{}.{:04x}, length {length}",
+                ", bridge-id {:02x}{:02x}.{}.{:04x}, length {length}",
                 id[0],
                 id[1],
                 stp.mac(19, 6)?,

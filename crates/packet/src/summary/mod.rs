@@ -8,7 +8,8 @@
 //! when the capture ends inside a header, `truncated-ip - N bytes missing!`, bad header
 //! lengths. Beyond those, the files of this directory print tcpdump's quiet lines for
 //! PPPoE and PPP, MPLS, IPv6 extension headers, ESP, AH, GRE, PIM, IGMP, VRRP, OSPF, SCTP,
-//! 802.3 LLC/SNAP, spanning tree, IPX and the EtherTypes tcpdump only names
+//! 802.3 LLC/SNAP, spanning tree, IPX, LLDP, CDP, the loopback protocol, MACsec and the
+//! EtherTypes tcpdump only names
 //! (tools/cli/tests/lines.rs counts what still differs). Protocols not decoded get a plain
 //! line of their own that names what they are (`ip-proto-N LEN`).
 //!
@@ -19,9 +20,9 @@
 //! radiotap, AVS, Prism and PPI headers), some a prefix of their own (switch tags, enc,
 //! radiotap fields, SunATM's LANE ID, pflog for packets it cannot decode, Juniper's
 //! header checks), and the link types tcpdump has no printer for `UNSUPPORTED` and a hex
-//! and ASCII dump. What tcpdump decodes there and this printer does not (802.11
-//! management bodies, ISO protocols, SNMP, AppleTalk above DDP, some Juniper PICs)
-//! still differs, counted per link type by the lines test.
+//! and ASCII dump. What tcpdump decodes there and this printer does not (ISO
+//! protocols, SNMP, AppleTalk above DDP) still differs, counted per link type by the lines
+//! test.
 //!
 //! Two deliberate differences: timestamps are UTC (tcpdump uses the local time zone; the
 //! two agree under `TZ=UTC`), and Linux cooked v2 shows the interface index, not a name
@@ -39,11 +40,15 @@ type Step = Result<(), &'static str>;
 use crate::link::LinkType;
 use crate::{af, ethertype, ipproto, sll};
 
+mod discovery;
+mod fr;
 mod ip6ext;
 mod ipmore;
+mod juniper;
 mod links;
 mod llc;
 mod tunnel;
+mod wlan_mgmt;
 
 /// The line for one packet (no trailing newline). `linktype` is the record's link type as
 /// the capture stores it (a LINKTYPE_ or DLT_ number, see [`LinkType::from_number`]).
@@ -235,20 +240,90 @@ impl Printer {
         let mut ether_type = frame.be16(type_at)?;
         let mut at = header as usize;
         let mut length = wire_len - header;
-        // 802.1Q, 802.1ad and the older QinQ tags: tcpdump shows them only with -e.
-        while ethertype::VLAN_TAGS.contains(&ether_type) {
-            if !frame.has(at + 4) || length < 4 {
-                return Err("vlan");
+        let mut frame = frame;
+        loop {
+            // 802.1Q, 802.1ad and the older QinQ tags: tcpdump shows them only with -e.
+            while ethertype::VLAN_TAGS.contains(&ether_type) {
+                if !frame.has(at + 4) || length < 4 {
+                    return Err("vlan");
+                }
+                ether_type = frame.be16(at + 2)?;
+                at += 4;
+                length -= 4;
             }
-            ether_type = frame.be16(at + 2)?;
-            at += 4;
-            length -= 4;
+            // tcpdump decodes MACsec only as the frame's first type, not behind a tag.
+            if ether_type != 0x88e5 || at != header as usize {
+                break;
+            }
+            // MACsec: its SecTAG, then (not encrypted) the frame's own type, its data
+            // ending before the 16-byte ICV or at the short length.
+            let tag = frame.from(at, "macsec");
+            let tci = tag.u8(0).map_err(|_| "macsec")?;
+            let tag_len = if tci & 0x20 != 0 { 14 } else { 6 };
+            if tag.len() < 6 || length < 6 || tag.len() < tag_len || length < tag_len as u32 {
+                return Err("macsec");
+            }
+            let short = tag.u8(1)?;
+            if short & 0xc0 != 0 || tci & 0x80 != 0 {
+                self.push(" (invalid)");
+                return Ok(());
+            }
+            let short = u32::from(short & 0x3f);
+            at += tag_len;
+            length -= tag_len as u32;
+            if tci & 0x0c != 0 {
+                let (dst, src) = (frame.mac(0, 6)?, frame.mac(6, 6)?);
+                let _ = write!(
+                    self.out,
+                    "{src} > {dst} 802.1AE MACsec, an {}, pn {}, flags ",
+                    tci & 0x03,
+                    tag.be32(2)?
+                );
+                for (bit, name) in [(0x08, 'E'), (0x04, 'C'), (0x40, 'S'), (0x10, 'B'), (0x20, 'I')]
+                {
+                    if tci & bit != 0 {
+                        self.out.push(name);
+                    }
+                }
+                if short != 0 {
+                    let _ = write!(self.out, ", sl {short}");
+                }
+                if tci & 0x20 != 0 {
+                    let sci = tag.slice(6, 8)?;
+                    self.push(", sci ");
+                    for b in sci {
+                        let _ = write!(self.out, "{b:02x}");
+                    }
+                }
+                self.push(", ");
+                return Ok(());
+            }
+            let captured = frame.len().saturating_sub(at);
+            if length < 16 || captured < 16 {
+                return Err("macsec");
+            }
+            length -= 16;
+            frame = frame.cut(frame.len() - 16);
+            if short != 0 {
+                if short > length || short as usize > captured - 16 {
+                    return Err("macsec");
+                }
+                length = short;
+                frame = frame.cut(at + short as usize);
+            }
+            if !frame.has(at + 2) || length < 2 {
+                return Err("ether");
+            }
+            ether_type = frame.be16(at)?;
+            at += 2;
+            length -= 2;
         }
         let payload = frame.from(at, "ether");
         if ether_type <= ethertype::ETHERMTU {
             let (dst, src) = (frame.mac(0, 6)?, frame.mac(6, 6)?);
-            // The field is the frame's length: what lies past it is padding.
-            let length = u32::from(ether_type);
+            // The field is the frame's length (unless the frame is shorter): what lies past
+            // it is padding.
+            let length = u32::from(ether_type).min(length);
             let llc = payload.from(0, "llc").cut(length as usize);
             return self.llc(llc, length, (&src, &dst));
         }
@@ -276,7 +351,8 @@ impl Printer {
     /// BSD loopback: a 4-byte address family, host byte order (NULL) or network (LOOP).
     fn loopback(&mut self, link: LinkType, data: &[u8], wire_len: u32) -> Step {
         let null = link == LinkType::Null;
-        let frame = Bytes::new(data, if null { "null" } else { "loop" });
+        // tcpdump's marker says `null` for both.
+        let frame = Bytes::new(data, "null");
         let raw = frame.slice(0, 4)?;
         let mut family = u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]);
         if null && family & 0xffff_0000 != 0 {
@@ -288,7 +364,7 @@ impl Printer {
             af::INET => self.ipv4(frame.from(4, "ip"), length),
             family if af::INET6_BSD.contains(&family) => self.ipv6(frame.from(4, "ip6"), length),
             // BSD's AF_ISO.
-            7 => self.iso(frame.from(4, "iso"), length),
+            7 => self.iso(frame.from(4, "isoclns"), length),
             other => {
                 let _ = write!(self.out, "Unknown AF {other}, length {wire_len}: ");
                 Ok(())

@@ -20,6 +20,8 @@ impl Printer {
             ethertype::ARP | ethertype::REVARP => self.arp(payload.from(0, "arp"), length),
             ethertype::MPLS | ethertype::MPLS_MULTI => self.mpls(payload.from(0, "mpls"), length),
             ethertype::PPPOED | ethertype::PPPOES => self.pppoe(payload.from(0, "pppoe"), length),
+            0x88cc => self.lldp(payload.from(0, "lldp"), length),
+            0x9000 => self.loopback_ctp(payload.from(0, "loopback"), length),
             _ => return None,
         })
     }
@@ -129,7 +131,7 @@ impl Printer {
             0xc021 | 0x8021 | 0x8023 | 0x8281 | 0x8057 | 0x80fd | 0xc02b => {
                 let name = ppp_name(proto).unwrap_or("");
                 let _ = write!(self.out, "{name}, ");
-                if length < 4 {
+                if length < 4 || payload.len() < 2 {
                     let _ = write!(self.out, "[|{name}]");
                     return Ok(());
                 }
@@ -150,6 +152,8 @@ impl Printer {
                 self.push("compressed PPP data");
                 Ok(())
             }
+            // OSI: the NLPID first.
+            0x0023 => self.iso(payload.from(0, "isoclns"), length),
             _ => {
                 match ppp_name(proto) {
                     Some(name) => {
@@ -228,10 +232,8 @@ impl Printer {
                 self.push(" ");
                 self.ipv6(payload.from(0, "ip6"), length)
             }
-            None => {
-                self.hex_lines(payload, length);
-                Ok(())
-            }
+            // tcpdump's quiet mode shows nothing of a payload it cannot tell.
+            None => Ok(()),
         }
     }
 }
