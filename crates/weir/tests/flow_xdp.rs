@@ -245,19 +245,33 @@ fn updates_never_show_a_half_applied_table() {
     frame[14] = 0x45;
     frame[23] = 17;
     frame[30..34].copy_from_slice(&[10, 1, 2, 3]);
-    let stop = std::sync::atomic::AtomicBool::new(false);
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let stop = AtomicBool::new(false);
+    let runs = AtomicUsize::new(0);
     let mut seen = [0usize; 5];
     std::thread::scope(|s| {
         s.spawn(|| {
             for i in 0..300 {
                 let set = if i % 2 == 0 { &b } else { &a };
                 weir::flow_xdp::update_maps(&dp.layout, set, &maps).unwrap();
+                // Let at least one whole test run start and end under this table before
+                // the next flip: on a busy machine the flips could otherwise all happen
+                // while the test-run thread waits for a CPU (seen in CI: every run saw A).
+                // Bounded, so a dead test-run thread cannot hang the test.
+                let start = runs.load(Ordering::SeqCst);
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+                while runs.load(Ordering::SeqCst) < start + 2
+                    && std::time::Instant::now() < deadline
+                {
+                    std::thread::yield_now();
+                }
             }
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            stop.store(true, Ordering::SeqCst);
         });
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        while !stop.load(Ordering::SeqCst) {
             let r = prog.test_run(&frame, 1).unwrap().retval as usize;
             seen[r.min(4)] += 1;
+            runs.fetch_add(1, Ordering::SeqCst);
         }
     });
     assert_eq!(seen[2] + seen[0] + seen[3], 0, "a half-applied table was seen: {seen:?}");
