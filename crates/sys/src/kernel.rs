@@ -388,6 +388,18 @@ impl Kernel {
         let fd = i32::try_from(rc).map_err(|_| io::Error::other("descriptor out of range"))?;
         // SAFETY: a successful BPF_MAP_CREATE returns a new descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        self.kernel_map(fd, map_type, key_size, value_size)
+    }
+
+    /// A map descriptor with the buffer sizes its calls need (a per-CPU map's value is one
+    /// 8-byte-aligned copy per possible CPU, as the kernel copies it out).
+    fn kernel_map(
+        &self,
+        fd: OwnedFd,
+        map_type: MapType,
+        key_size: u32,
+        value_size: u32,
+    ) -> io::Result<KernelMap> {
         let percpu =
             matches!(map_type, MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash);
         let value_len = if percpu {
@@ -416,14 +428,7 @@ impl Kernel {
         let fd = i32::try_from(rc).map_err(|_| io::Error::other("descriptor out of range"))?;
         // SAFETY: a successful BPF_OBJ_GET returns a new descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let percpu =
-            matches!(map_type, MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash);
-        let value_len = if percpu {
-            (value_size as usize).next_multiple_of(8) * possible_cpus()?
-        } else {
-            value_size as usize
-        };
-        Ok(KernelMap { fd, sys: Arc::clone(&self.sys), key_size: key_size as usize, value_len })
+        self.kernel_map(fd, map_type, key_size, value_size)
     }
 
     fn loaded(&self, fd: OwnedFd, prog_type: ProgType) -> LoadedProgram {
