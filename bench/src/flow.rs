@@ -489,8 +489,15 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
     Ok(true)
 }
 
-fn e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("weir-bench-flow-{}", std::process::id()));
+/// The end-to-end rows' workload, written to a fresh directory under `tag`: 1,000 rules over
+/// 16 masks (`rules.txt`), `args.e2e_packets` frames that hit them (`flow.pcap`), and the
+/// weir binary to run.
+fn e2e_workload(
+    args: &FlowArgs,
+    tag: &str,
+) -> Result<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf, std::path::PathBuf), String>
+{
+    let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let (set, specs) = rules(1000, 16, 31)?;
     let rules_path = dir.join("rules.txt");
@@ -510,10 +517,14 @@ fn e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
         .collect();
     weir_testkit::write_pcap(&cap, weir_testkit::LINKTYPE_ETHERNET, &pk)
         .map_err(|e| e.to_string())?;
-    drop(pk);
     let weir = args.weir.clone().unwrap_or_else(|| {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/weir")
     });
+    Ok((dir, rules_path, cap, weir))
+}
+
+fn e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
+    let (dir, rules_path, cap, weir) = e2e_workload(args, "weir-bench-flow")?;
     // Median of 3 runs each, wall and CPU (user + system) time: on a shared machine the
     // wall time of a 2-worker run says more about the other processes than about weir.
     for workers in [1, 2] {
@@ -650,29 +661,7 @@ fn xdp_rows(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
 /// End to end: `weir run FLOW.o -r CAP` (the emitted object on weir's runtime) beside
 /// `weir flow run RULES -r CAP` (the classifier), the same capture, verdict lines compared.
 fn xdp_e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("weir-bench-flow-xdp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let (set, specs) = rules(1000, 16, 31)?;
-    let rules_path = dir.join("rules.txt");
-    std::fs::write(&rules_path, set.to_string()).map_err(|e| e.to_string())?;
-    let cap = dir.join("flow.pcap");
-    let frames = packets(&specs, args.e2e_packets, 3);
-    let pk: Vec<weir_testkit::Packet> = frames
-        .into_iter()
-        .enumerate()
-        .map(|(i, data)| weir_testkit::Packet {
-            wire_len: data.len() as u32,
-            data,
-            ts_sec: 1_700_000_000,
-            ts_usec: (i % 1_000_000) as u32,
-            description: String::new(),
-        })
-        .collect();
-    weir_testkit::write_pcap(&cap, weir_testkit::LINKTYPE_ETHERNET, &pk)
-        .map_err(|e| e.to_string())?;
-    let weir = args.weir.clone().unwrap_or_else(|| {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/weir")
-    });
+    let (dir, rules_path, cap, weir) = e2e_workload(args, "weir-bench-flow-xdp")?;
     let obj = dir.join("flow.o");
     let st = std::process::Command::new(&weir)
         .args(["flow", "compile"])
