@@ -140,6 +140,31 @@ struct Sink<'w, W: Write> {
 }
 
 impl<W: Write> Sink<'_, W> {
+    /// Runs the program on one packet and records its verdict with the packet as the
+    /// program left it. A trap is an error naming the packet (and its capture, `source`,
+    /// when there are several).
+    fn run(
+        &mut self,
+        loaded: &mut weir::Loaded,
+        packet: Packet<'_>,
+        source: Option<&str>,
+    ) -> Result<(), String> {
+        let verdict = loaded.run(packet.data).map_err(|t| {
+            let at = format!("packet {}: the program trapped: {t}", packet.index);
+            match source {
+                Some(s) => format!("{s}: {at}"),
+                None => at,
+            }
+        })?;
+        let fresh = Packet {
+            data: &verdict.packet,
+            wire_len: verdict.packet.len() as u32,
+            stored: None,
+            ..packet
+        };
+        self.record(&fresh, packet.data.len(), &verdict)
+    }
+
     /// One packet's verdict; `out_packet` is the packet as the program left it (with the
     /// record's metadata), `len` the captured length it came in with.
     fn record(
@@ -314,16 +339,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         sink.prog_type = loaded.prog_type();
         while let Some(packet) = reader.next_packet() {
             let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
-            let verdict = loaded
-                .run(packet.data)
-                .map_err(|t| format!("packet {}: the program trapped: {t}", packet.index))?;
-            let fresh = Packet {
-                data: &verdict.packet,
-                wire_len: verdict.packet.len() as u32,
-                stored: None,
-                ..packet
-            };
-            sink.record(&fresh, packet.data.len(), &verdict)?;
+            sink.run(&mut loaded, packet, None)?;
             // A live interface may keep us waiting: show what is printed so far.
             if reader.would_wait() {
                 sink.out.flush().map_err(|e| e.to_string())?;
@@ -441,16 +457,7 @@ fn run_many(
             };
             while let Some(packet) = reader.next_packet() {
                 let packet = packet.map_err(|e| format!("{source}: {e}"))?;
-                let verdict = loaded.run(packet.data).map_err(|t| {
-                    format!("{source}: packet {}: the program trapped: {t}", packet.index)
-                })?;
-                let fresh = Packet {
-                    data: &verdict.packet,
-                    wire_len: verdict.packet.len() as u32,
-                    stored: None,
-                    ..packet
-                };
-                sink.record(&fresh, packet.data.len(), &verdict)?;
+                sink.run(loaded, packet, Some(&source))?;
             }
             let (counts, kept) = (sink.counts, sink.kept_bytes);
             if let Some(part) = part {
