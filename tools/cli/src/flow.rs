@@ -459,6 +459,9 @@ fn pump(
             }
         }
         let mut cache = new_cache();
+        // The chunk being read; with workers its slots go out in the parts and come back
+        // to the pool.
+        let mut chunk: Vec<Slot> = Vec::new();
         let mut pool: Vec<Slot> = Vec::new();
         // Per chunk in flight: the worker of each of its packets, in read order.
         let mut inflight: std::collections::VecDeque<Vec<u16>> = Default::default();
@@ -487,11 +490,15 @@ fn pump(
             }
             // Read a chunk (less when the source would wait: a live interface's verdicts
             // should not wait for 8,192 packets).
-            let mut chunk: Vec<Slot> = Vec::with_capacity(CHUNK.min(pool.len().max(64)));
-            while chunk.len() < CHUNK {
+            let mut n = 0;
+            while n < CHUNK {
                 let Some(p) = source.next_packet() else { break };
                 let p = p.map_err(|e| format!("{source_name}: {e}"))?;
-                let mut s = pool.pop().unwrap_or_default();
+                if chunk.len() <= n {
+                    chunk.push(pool.pop().unwrap_or_default());
+                }
+                // Filled in place: one worker keeps its slots and their buffers.
+                let s = &mut chunk[n];
                 s.data.clear();
                 s.data.extend_from_slice(p.data);
                 s.wire_len = p.wire_len;
@@ -500,32 +507,26 @@ fn pump(
                 s.ts_nsec = p.ts_nsec;
                 s.index = p.index;
                 s.outcome = None;
-                chunk.push(s);
+                n += 1;
                 if source.would_wait() {
                     break;
                 }
             }
-            let n = chunk.len();
             // Rules added with `indev` may name the interface later (looked up after the
             // read, which may have waited for packets while a rule came).
             let indev = indev_name.as_deref().map_or(0, |n| classifier.indev_id(n));
             let waits = n == 0 || source.would_wait();
             if workers == 1 {
-                process_slots(
-                    classifier,
-                    Some(&mut cache).filter(|_| use_cache),
-                    &mut chunk,
-                    indev,
-                );
-                for s in chunk {
-                    out.packet(&s)?;
-                    pool.push(s);
+                let cache = Some(&mut cache).filter(|_| use_cache);
+                process_slots(classifier, cache, &mut chunk[..n], indev);
+                for s in &chunk[..n] {
+                    out.packet(s)?;
                 }
             } else if n > 0 {
                 let mut parts: Vec<Vec<Slot>> =
                     (0..workers).map(|_| Vec::with_capacity(n / workers + 16)).collect();
                 let mut owners = Vec::with_capacity(n);
-                for s in chunk {
+                for s in chunk.drain(..n) {
                     let w = weir::flow_hash(&s.data) as usize % workers;
                     owners.push(w as u16);
                     parts[w].push(s);
