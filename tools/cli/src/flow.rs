@@ -16,8 +16,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use weir::flow::control::{Row, Table};
 use weir::flow::{Classifier, FlowCache, Outcome, RuleSet, Verdict, Work, BATCH};
@@ -316,9 +315,25 @@ fn run_rules(args: &FlowRunArgs) -> Result<ExitCode, String> {
     let classifier = Classifier::new(&set);
     let table = Mutex::new(Table::new(&set));
     drop(set);
-    // Bound before the source is opened (reading a pipe's header waits for the writer):
-    // a client may connect, and add rules, from the start.
+    // Served before the source is opened (reading a pipe's header waits for the writer;
+    // an interface may see nothing for a while): a client may add rules from the start.
     let server = args.control.as_deref().map(crate::flowctl::Server::bind).transpose()?;
+    let classifier = Arc::new(classifier);
+    let table = Arc::new(table);
+    let serving = server.map(|s| s.serve(classifier.clone(), table.clone()));
+    let done = run_source(args, &classifier, &table, serving);
+    done?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Open the source and the outputs, pump the packets, stop the control socket's thread
+/// (`serving`) and print the counters.
+fn run_source(
+    args: &FlowRunArgs,
+    classifier: &Classifier,
+    table: &Mutex<Table>,
+    serving: Option<crate::flowctl::Serving>,
+) -> Result<(), String> {
     let (mut source, source_name, _guard) = open_source(args)?;
     let mut out = Output {
         writers: Vec::new(),
@@ -332,23 +347,15 @@ fn run_rules(args: &FlowRunArgs) -> Result<ExitCode, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     out.devices_changed(&classifier.devices(), args.read.as_deref())?;
-    let stop = AtomicBool::new(false);
-    let pumped = std::thread::scope(|scope| {
-        if let Some(server) = &server {
-            scope.spawn(|| server.serve(&stop, &classifier, &table));
-        }
-        let r = pump(args, &classifier, &mut *source, &source_name, &mut out);
-        stop.store(true, Ordering::Relaxed);
-        r
-    });
-    drop(server);
+    let pumped = pump(args, classifier, &mut *source, &source_name, &mut out);
+    drop(serving);
     pumped?;
     if args.stats {
         let table = match table.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        for row in table.rows(&classifier) {
+        for row in table.rows(classifier) {
             writeln!(out.text, "{row}").map_err(crate::out::error)?;
         }
     }
@@ -356,7 +363,7 @@ fn run_rules(args: &FlowRunArgs) -> Result<ExitCode, String> {
     for w in out.writers {
         w.finish().map_err(|e| e.to_string())?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Where processed packets go: the capture writers (pass.pcap, then one per device in the

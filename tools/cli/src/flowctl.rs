@@ -4,7 +4,7 @@
 //! A request is one line: `stats`, `add RULE` (tc's arguments after `tc filter add dev D
 //! ingress`) or `del SELECTOR` (`line N`, or tc's `[chain C] [prio P] [protocol X]
 //! [handle H]`). The answer is the output's lines, then `ok`, or `error MESSAGE`.
-//! Requests are served by a thread beside the packet loop, one at a time; the classifier
+//! Requests are answered by a thread beside the packet loop, one at a time; the classifier
 //! publishes each change without stopping the loop.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -12,7 +12,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir::flow::control::{Selector, Table};
@@ -27,9 +27,6 @@ const MAX_REQUEST: u64 = 64 * 1024;
 
 /// How long a client may take to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How often the serving thread looks at its stop flag while no client comes.
-const POLL: Duration = Duration::from_millis(10);
 
 /// A bound control socket; the file is removed when it is dropped.
 pub struct Server {
@@ -55,25 +52,56 @@ impl Server {
             std::fs::remove_file(path).map_err(|e| format!("{name}: {e}"))?;
         }
         let listener = UnixListener::bind(path).map_err(|e| format!("{name}: {e}"))?;
-        listener.set_nonblocking(true).map_err(|e| format!("{name}: {e}"))?;
         Ok(Server { path: path.to_path_buf(), listener })
     }
 
-    /// Answer requests on `classifier` and its `table` until `stop` is set.
-    pub fn serve(&self, stop: &AtomicBool, classifier: &Classifier, table: &Mutex<Table>) {
-        while !stop.load(Ordering::Relaxed) {
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    // A client that goes away mid-answer costs only its answer.
-                    let _ = answer(stream, classifier, table);
+    /// Answer requests on `classifier` and its `table` on a thread of their own, until
+    /// the [`Serving`] is dropped.
+    pub fn serve(self, classifier: Arc<Classifier>, table: Arc<Mutex<Table>>) -> Serving {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let path = self.path.clone();
+        // Detached, not scoped: if the socket file is taken away, nothing can wake its
+        // accept, and the process must still end.
+        let thread = std::thread::spawn(move || {
+            for stream in self.listener.incoming() {
+                if flag.load(Ordering::Relaxed) {
+                    break;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    eprintln!("weir: {}: {e}; control socket closed", self.path.display());
-                    return;
+                match stream {
+                    // A client that goes away mid-answer costs only its answer.
+                    Ok(stream) => drop(answer(stream, &classifier, &table)),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        eprintln!("weir: {}: {e}; control socket closed", self.path.display());
+                        break;
+                    }
                 }
             }
+            drop(self);
+        });
+        Serving { stop, path, thread: Some(thread) }
+    }
+}
+
+/// The thread answering on a control socket; dropped, it stops: woken by a connection
+/// of ours, it ends (after the request it is answering, if any) and removes the socket
+/// file.
+pub struct Serving {
+    stop: Arc<AtomicBool>,
+    path: PathBuf,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if UnixStream::connect(&self.path).is_ok() {
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        } else {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 }
