@@ -474,23 +474,34 @@ fn pump(
         let mut inflight: std::collections::VecDeque<Vec<u16>> = Default::default();
         let mut total: u64 = 0;
         let mut next_rerank: u64 = 1024;
-        let finish =
-            |owners: Vec<u16>, out: &mut Output<'_>, pool: &mut Vec<Slot>| -> Result<(), String> {
-                let mut parts = Vec::with_capacity(workers);
-                for r in &results {
-                    let part: Vec<Slot> =
-                        r.recv().map_err(|_| "a flow worker ended".to_string())?;
-                    parts.push(part.into_iter());
-                }
-                for w in owners {
-                    let Some(s) = parts[usize::from(w)].next() else {
-                        return Err("a flow worker returned fewer packets".into());
-                    };
-                    out.packet(&s)?;
-                    pool.push(s);
-                }
-                Ok(())
-            };
+        // Part vectors back from the workers, emptied, for the next chunks: a fresh one
+        // per part and chunk (half a megabyte) cost page faults on every chunk.
+        let mut spare: Vec<Vec<Slot>> = Vec::new();
+        let finish = |owners: Vec<u16>,
+                      out: &mut Output<'_>,
+                      pool: &mut Vec<Slot>,
+                      spare: &mut Vec<Vec<Slot>>|
+         -> Result<(), String> {
+            let mut parts = Vec::with_capacity(workers);
+            for r in &results {
+                parts.push(r.recv().map_err(|_| "a flow worker ended".to_string())?);
+            }
+            let mut next = vec![0usize; workers];
+            for w in owners {
+                let w = usize::from(w);
+                let Some(s) = parts[w].get_mut(next[w]).map(std::mem::take) else {
+                    return Err("a flow worker returned fewer packets".into());
+                };
+                next[w] += 1;
+                out.packet(&s)?;
+                pool.push(s);
+            }
+            for mut p in parts {
+                p.clear();
+                spare.push(p);
+            }
+            Ok(())
+        };
         loop {
             if out.devices.len() != classifier.devices().len() {
                 out.devices_changed(&classifier.devices(), args.read.as_deref())?;
@@ -531,7 +542,7 @@ fn pump(
                 }
             } else if n > 0 {
                 let mut parts: Vec<Vec<Slot>> =
-                    (0..workers).map(|_| Vec::with_capacity(n / workers + 16)).collect();
+                    (0..workers).map(|_| spare.pop().unwrap_or_default()).collect();
                 let mut owners = Vec::with_capacity(n);
                 for s in chunk.drain(..n) {
                     let w = weir::flow_hash(&s.data) as usize % workers;
@@ -545,7 +556,7 @@ fn pump(
             }
             while inflight.len() >= DEPTH || (waits && !inflight.is_empty()) {
                 let owners = inflight.pop_front().unwrap_or_default();
-                finish(owners, out, &mut pool)?;
+                finish(owners, out, &mut pool, &mut spare)?;
             }
             if waits {
                 out.text.flush().map_err(crate::out::error)?;
