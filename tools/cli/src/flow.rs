@@ -3,6 +3,10 @@
 //! ```text
 //! weir flow check rules.txt
 //! weir flow run rules.txt -r trace.pcap --out-dir out --stats --verdicts --workers 2
+//! weir flow run rules.txt -i eth0 --control /run/weir/flow.ctl    # and, while it runs:
+//! weir flow add --control /run/weir/flow.ctl prio 1 protocol ip flower action drop
+//! weir flow del --control /run/weir/flow.ctl prio 1
+//! weir flow stats --control /run/weir/flow.ctl
 //! ```
 //!
 //! With 32 subtables or more, each worker keeps an exact-match cache of 8,192 flows in
