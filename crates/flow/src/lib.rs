@@ -23,9 +23,11 @@
 //! Modules: [`rule`] (the language: parse, print, check, compile to a masked key),
 //! [`key`] (the flow key and its extraction, as the kernel's flow dissector fills it for
 //! flower), [`engine`] (actions, controls, chains, counters: shared by every classifier),
-//! [`reference`] (the linear oracle) and [`classifier`] (tuple space search).
+//! [`reference`] (the linear oracle), [`classifier`] (tuple space search) and [`control`]
+//! (a running classifier's rules as tc names them: add, del, stats rows).
 
 pub mod classifier;
+pub mod control;
 pub mod engine;
 pub mod key;
 pub mod reference;

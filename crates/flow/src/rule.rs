@@ -781,7 +781,7 @@ impl fmt::Display for RuleSet {
 
 /// A device name as tc's `check_ifname` takes it (and one weir can make a file of:
 /// `pass` is the file of passed packets).
-fn check_dev(dev: &str) -> Result<(), String> {
+pub(crate) fn check_dev(dev: &str) -> Result<(), String> {
     let ok = !dev.is_empty()
         && dev.len() < 16
         && dev != "."

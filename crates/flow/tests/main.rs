@@ -1,5 +1,6 @@
 //! weir-flow's integration tests, one binary.
 mod actions;
+mod control;
 mod diff;
 mod gen;
 mod kernel;

@@ -18,6 +18,7 @@ mod cbpf;
 mod compile;
 mod filter;
 mod flow;
+mod flowctl;
 mod hex;
 mod input;
 mod jobs;

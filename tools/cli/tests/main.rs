@@ -6,6 +6,7 @@ mod cli;
 mod compile_object;
 mod filter;
 mod flow;
+mod flow_control;
 mod flow_xdp;
 mod jobs;
 mod lines;
