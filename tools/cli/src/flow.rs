@@ -3,7 +3,7 @@
 //! ```text
 //! weir flow check rules.txt
 //! weir flow run rules.txt -r trace.pcap --out-dir out --stats --verdicts --workers 2
-//! weir flow run rules.txt -i eth0 --control /run/weir/flow.ctl    # and, while it runs:
+//! weir flow run rules.txt -i eth0 --control=/run/weir/flow.ctl    # and, while it runs:
 //! weir flow add --control /run/weir/flow.ctl prio 1 protocol ip flower action drop
 //! weir flow del --control /run/weir/flow.ctl prio 1
 //! weir flow stats --control /run/weir/flow.ctl
@@ -133,8 +133,10 @@ pub struct FlowRunArgs {
     #[arg(long, value_name = "NAME")]
     pub indev: Option<String>,
     /// Serve `weir flow stats|add|del --control PATH` on this Unix socket while packets
-    /// flow (without a value: /run/weir/flow.ctl; removed at the end).
-    #[arg(long, value_name = "PATH", num_args = 0..=1,
+    /// flow (`--control` alone: /run/weir/flow.ctl; another path as `--control=PATH`, so
+    /// that `--control rules.txt` never takes the rule file for the socket; removed at the
+    /// end).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true,
           default_missing_value = crate::flowctl::DEFAULT_SOCKET)]
     pub control: Option<PathBuf>,
 }

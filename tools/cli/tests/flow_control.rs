@@ -100,7 +100,7 @@ fn rules_change_while_a_capture_flows_through_a_pipe() {
     let sock = dir.join("flow.ctl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(["flow", "run", rules.to_str().unwrap(), "-r", "-", "--verdicts", "--stats"])
-        .args(["--workers", "2", "--control", sock.to_str().unwrap()])
+        .args(["--workers", "2", &format!("--control={}", sock.display())])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -208,7 +208,7 @@ fn rules_change_on_a_live_interface() {
         .command(env!("CARGO_BIN_EXE_weir"))
         .args(["flow", "run"])
         .arg(&rules)
-        .args(["-i", "vb", "--stats", "--control", sock.to_str().unwrap()])
+        .args(["-i", "vb", "--stats", &format!("--control={}", sock.display())])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
