@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{Bindings, RunEnv};
-use weir_program::exec::{fill_packet_fields, Input, Prepared, RunOutcome};
+use weir_program::exec::{Input, PacketFields, Prepared, RunOutcome};
 use weir_program::{Program, Trap, TrapCode, Verified};
 
 use crate::cfg::Cfg;
@@ -47,6 +47,9 @@ pub struct JitProgram {
     shape: StackShape,
     /// The blinding key (0 without blinding; generated code then never reads it).
     key: u64,
+    /// The context layout's packet fields, listed at compile time (a run writes them
+    /// without walking the layout).
+    packet_fields: PacketFields,
     /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
     /// call); when not, the stack stays zero and needs no clearing between runs.
     writes_stack: bool,
@@ -184,6 +187,7 @@ impl JitProgram {
             )
         });
         Ok(JitProgram {
+            packet_fields: PacketFields::of(bindings.context),
             writes_stack,
             code,
             checks: plan.checks,
@@ -277,7 +281,7 @@ impl JitProgram {
         let Input { ctx, packet, mem, span, env } = input;
         let ctx = ctx.unwrap_or_default();
         let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
-        fill_packet_fields(self.bindings.context, ctx, packet_len, span)?;
+        self.packet_fields.fill(ctx, packet_len, span)?;
         let legacy_reads_packet = packet.is_some();
         let packet = packet.unwrap_or_default();
         let mem = mem.unwrap_or_default();
@@ -291,9 +295,10 @@ impl JitProgram {
         let packet_view = (host(packet), packet.len() as u64);
         let mem_view = (host(mem), mem.len() as u64);
         run.regions[STACK].set(STACK, stack_host, stack_len, floor, true);
-        run.regions[CTX].set(CTX, host(ctx), ctx.len() as u64, 0, false);
-        run.regions[PACKET].set(PACKET, packet_view.0, packet_view.1, 0, true);
-        run.regions[MEM].set(MEM, mem_view.0, mem_view.1, 0, true);
+        // The same slices run after run (a runner's reused buffers): their entries stand.
+        run.regions[CTX].set_unless_same(CTX, host(ctx), ctx.len() as u64, false);
+        run.regions[PACKET].set_unless_same(PACKET, packet_view.0, packet_view.1, true);
+        run.regions[MEM].set_unless_same(MEM, mem_view.0, mem_view.1, true);
         run.value.clear();
         // From the values, not read back from the entries just written (a wide load of
         // two narrower stores stalls store forwarding: a tenth of a run's set-up here).
