@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use weir_maps::{Map, MapType, OwnedValue, ValueLoc, ValueRef};
-use weir_program::abi::{RunEnv, ValueSpan};
-use weir_program::exec::guest::{MAPS_BASE, REGION_WINDOW};
+use weir_program::abi::{GuestMemory, RunEnv, ValueSpan};
+use weir_program::exec::guest::{map_index, window, MAPS, MAPS_BASE, REGION_WINDOW};
 use weir_program::TrapCode;
 
 /// Bytes left free between two values, so that running off one value never lands in the
@@ -120,6 +120,10 @@ pub struct Env {
     /// The highest guest address `data_end` reached this packet through
     /// `bpf_xdp_adjust_tail` (0: never moved): see [`Env::packet_reach`].
     pub(crate) packet_reach: u64,
+    /// The lowest guest address `data_meta` reached this packet through
+    /// `bpf_xdp_adjust_head`/`bpf_xdp_adjust_meta` (`u64::MAX`: never moved): see
+    /// [`Env::packet_floor`].
+    pub(crate) packet_floor: u64,
     /// A successful `bpf_tail_call` of this run: the program index to run next.
     pub(crate) tail_call: Option<u32>,
     pub(crate) tail_calls: u32,
@@ -190,6 +194,7 @@ impl Env {
             origin: Instant::now(),
             packet: PacketBounds::default(),
             packet_reach: 0,
+            packet_floor: u64::MAX,
             tail_call: None,
             tail_calls: 0,
             redirect: None,
@@ -226,16 +231,19 @@ impl Env {
 
     /// Starts a packet: no values of an earlier run reachable, no tail call or redirect,
     /// the tail call count at 0.
+    #[inline]
     pub fn begin_packet(&mut self, packet: PacketBounds) {
         self.begin_run();
         self.packet = packet;
         self.packet_reach = 0;
+        self.packet_floor = u64::MAX;
         self.tail_calls = 0;
         self.redirect = None;
     }
 
     /// Starts one program's run (also of a tail-called program): lookups made by an
     /// earlier run are forgotten.
+    #[inline]
     pub fn begin_run(&mut self) {
         self.end_run();
         // Only what a run used is reset (most runs of an array-counting program use
@@ -253,10 +261,15 @@ impl Env {
     /// Ends one program's run (also a trapped one): the ring buffer records it reserved
     /// and neither submitted nor discarded are discarded (the kernel's verifier refuses a
     /// program that can exit, or tail-call, holding one).
+    #[inline]
     pub fn end_run(&mut self) {
-        if self.reserved.is_empty() {
-            return;
+        if !self.reserved.is_empty() {
+            self.discard_reserved();
         }
+    }
+
+    #[cold]
+    fn discard_reserved(&mut self) {
         for (_, map, pos) in self.reserved.drain(..) {
             if let Some(ring) = map.ring_buf() {
                 ring.finish_at(pos, true);
@@ -301,6 +314,14 @@ impl Env {
     /// written in its buffer.
     pub fn packet_reach(&self) -> u64 {
         self.packet_reach
+    }
+
+    /// The lowest guest address the packet's `data_meta` reached through
+    /// `bpf_xdp_adjust_head`/`bpf_xdp_adjust_meta` since `begin_packet` (`None` if it never
+    /// moved): with the final `data_meta`, the start of the bytes a program the kernel's
+    /// verifier accepts may have written in its buffer's headroom.
+    pub fn packet_floor(&self) -> Option<u64> {
+        (self.packet_floor != u64::MAX).then_some(self.packet_floor)
     }
 
     /// The program a successful `bpf_tail_call` asked for, taken.
@@ -541,6 +562,52 @@ unsafe impl RunEnv for Env {
             return Err(TrapCode::OutOfBounds);
         }
         Ok(old)
+    }
+
+    /// The lookup of `lookup_elem` for whole arrays and in-place (hash) values, with the
+    /// value's span, in one call. Cannot panic: no indexing, `unwrap` or division on this
+    /// path (nor in weir-maps' `lookup_loc`/`value_at`/`array_loc`, which use `get` and
+    /// wrapping arithmetic); every miss is a `None` or `(0, None)`.
+    fn map_lookup(
+        &mut self,
+        handle: u64,
+        key: u64,
+        memory: &dyn GuestMemory,
+    ) -> Option<(u64, Option<ValueSpan>)> {
+        let index = map_index(handle)?;
+        let map = self.maps.get(index)?;
+        let key_size = usize::try_from(map.spec().key_size).ok()?;
+        // Every key of the test corpus fits; a longer one takes the helper's path.
+        let mut buf = [0u8; 64];
+        let key_bytes = buf.get_mut(..key_size)?;
+        if window(key) == MAPS as u64 {
+            RunEnv::read(self, key, key_bytes).ok()?;
+        } else {
+            memory.read(key, key_bytes).ok()?;
+        }
+        if let Some(region) = self.array_of.get(index).copied().flatten() {
+            let region = self.arrays.get(region)?;
+            let i = u32::from_ne_bytes((&*key_bytes).try_into().ok()?);
+            if i >= region.entries {
+                return Some((0, None));
+            }
+            let addr = region.base + (u64::from(i) << region.shift);
+            let value = map.value_at(map.array_loc(i, self.cpu)?)?;
+            let host = NonNull::new(value.as_ptr())?;
+            let span = ValueSpan { addr, host, len: region.value_len, writable: region.writable };
+            return Some((addr, Some(span)));
+        }
+        if !map.values_in_place() {
+            return None;
+        }
+        let Some(loc) = map.lookup_loc(key_bytes, self.cpu) else {
+            return Some((0, None));
+        };
+        let value = map.value_at(loc)?;
+        let (host, len) = (NonNull::new(value.as_ptr())?, value.len() as u64);
+        let writable = self.writable.get(index).copied().unwrap_or(false);
+        let addr = self.place_at(host.as_ptr() as usize, len, Held::Loc(index, loc), writable)?;
+        Some((addr, Some(ValueSpan { addr, host, len, writable })))
     }
 
     fn as_any(&mut self) -> &mut dyn Any {

@@ -62,34 +62,50 @@ macro_rules! try_or_fail {
     };
 }
 
+/// A key or value read from guest memory: up to 64 bytes (every key and value of the
+/// test corpus) on the stack, longer ones on the heap.
+enum Bytes {
+    Small([u8; 64], usize),
+    Heap(Vec<u8>),
+}
+
+impl Bytes {
+    /// `len` bytes at `addr`, or `None` (unreadable: the helper fails, as the verifier
+    /// would have refused the program).
+    fn read(ctx: &HelperCtx<'_>, addr: u64, len: u32) -> Option<Bytes> {
+        let mut small = [0u8; 64];
+        match small.get_mut(..len as usize) {
+            Some(buf) => {
+                ctx.read(addr, buf).ok()?;
+                Some(Bytes::Small(small, len as usize))
+            }
+            None => read(ctx, addr, u64::from(len)).map(Bytes::Heap),
+        }
+    }
+
+    fn get(&self) -> &[u8] {
+        match self {
+            Bytes::Small(bytes, len) => bytes.get(..*len).unwrap_or_default(),
+            Bytes::Heap(bytes) => bytes,
+        }
+    }
+}
+
 fn map_lookup_elem(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     let (key_size, _) = try_or_fail!(map_sizes(ctx, a[0]));
-    // Keys up to 64 bytes (every key of the test corpus) are read onto the stack: no
-    // allocation per lookup.
-    let mut small = [0u8; 64];
-    let heap;
-    let key: &[u8] = match small.get_mut(..key_size as usize) {
-        Some(buf) => {
-            try_or_fail!(ctx.read(a[1], buf).ok());
-            buf
-        }
-        None => {
-            heap = try_or_fail!(read(ctx, a[1], u64::from(key_size)));
-            &heap
-        }
-    };
+    let key = try_or_fail!(Bytes::read(ctx, a[1], key_size));
     let env = try_or_fail!(env(ctx));
-    ok(env.lookup_elem(a[0], key).unwrap_or(0))
+    ok(env.lookup_elem(a[0], key.get()).unwrap_or(0))
 }
 
 fn map_update_elem(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     let (key_size, value_size) = try_or_fail!(map_sizes(ctx, a[0]));
-    let key = try_or_fail!(read(ctx, a[1], u64::from(key_size)));
-    let value = try_or_fail!(read(ctx, a[2], u64::from(value_size)));
+    let key = try_or_fail!(Bytes::read(ctx, a[1], key_size));
+    let value = try_or_fail!(Bytes::read(ctx, a[2], value_size));
     let env = try_or_fail!(env(ctx));
     let cpu = env.cpu();
     let (_, map) = try_or_fail!(env.map(a[0]));
-    match map.update(&key, &value, a[3], cpu) {
+    match map.update(key.get(), value.get(), a[3], cpu) {
         Ok(()) => ok(0),
         Err(e) => err(i64::from(e.errno())),
     }
@@ -97,10 +113,10 @@ fn map_update_elem(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
 
 fn map_delete_elem(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     let (key_size, _) = try_or_fail!(map_sizes(ctx, a[0]));
-    let key = try_or_fail!(read(ctx, a[1], u64::from(key_size)));
+    let key = try_or_fail!(Bytes::read(ctx, a[1], key_size));
     let env = try_or_fail!(env(ctx));
     let (_, map) = try_or_fail!(env.map(a[0]));
-    match map.delete(&key) {
+    match map.delete(key.get()) {
         Ok(()) => ok(0),
         Err(e) => err(i64::from(e.errno())),
     }
@@ -410,6 +426,8 @@ fn xdp_adjust_head(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     if !set_xdp_field(ctx, 0, new) || !set_xdp_field(ctx, 8, new_meta) {
         return HelperOutcome::Fail;
     }
+    let env = try_or_fail!(env(ctx));
+    env.packet_floor = env.packet_floor.min(new_meta);
     ok(0)
 }
 
@@ -430,6 +448,8 @@ fn xdp_adjust_meta(ctx: &mut HelperCtx<'_>, a: &[u64; 5]) -> HelperOutcome {
     if !set_xdp_field(ctx, 8, new) {
         return HelperOutcome::Fail;
     }
+    let env = try_or_fail!(env(ctx));
+    env.packet_floor = env.packet_floor.min(new);
     ok(0)
 }
 
@@ -558,6 +578,8 @@ pub fn bindings(prog_type: ProgType) -> Bindings {
     for &(id, name, func) in SUPPORTED {
         b.add_helper(Helper { id, name, func });
     }
+    // `Env::map_lookup` answers exactly as `map_lookup_elem` does (or declines).
+    b.lookup_through_env();
     b
 }
 

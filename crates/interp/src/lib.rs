@@ -21,8 +21,7 @@
 //!   dozens), which dominated filters of 5-10 instructions; and per load, a chain of
 //!   branches (window, stack or not, stack floor, region, range).
 //! - So: the packet fields are picked out of the layout once, at [`Interpreter::new`]
-//!   (the shared `fill_packet_fields` still handles spans and makes the traps) and written
-//!   at fixed widths; a run that wrote no stack zeroes none (no `memset` call); a load is
+//!   (weir-program's `PacketFields`, the JIT's too) and written at fixed widths; a run that wrote no stack zeroes none (no `memset` call); a load is
 //!   one compare for the host-backed windows, the stack floor compare on the stack only,
 //!   and the slice's own bounds check; legacy packet loads (most of a filter) are one step
 //!   variant per size, reading a fixed-size array from a window chosen once per run.
@@ -70,9 +69,9 @@ mod tests;
 
 use std::ops::Range;
 
-use weir_program::abi::{Bindings, ContextField, FieldKind};
+use weir_program::abi::Bindings;
 pub use weir_program::exec::guest;
-use weir_program::exec::{fill_packet_fields, Engine, PrepareError, Prepared, StackShape};
+use weir_program::exec::{Engine, PacketFields, PrepareError, Prepared, StackShape};
 pub use weir_program::exec::{Input, RunOutcome};
 use weir_program::{Program, Trap, Verified};
 
@@ -120,7 +119,7 @@ pub struct Interpreter {
     /// The context layout's packet fields (its other fields are skipped per run): a
     /// socket filter's `__sk_buff` has dozens of fields and three that hold packet
     /// addresses, and walking all of them was a measurable share of a short filter's run.
-    packet_fields: Vec<ContextField>,
+    packet_fields: PacketFields,
 }
 
 /// Scratch space for runs: the stack of every frame and the saved call frames. Make one
@@ -169,9 +168,7 @@ impl Interpreter {
     ) -> Interpreter {
         let code = step::translate(program, &bindings);
         let shape = StackShape::fit(&config);
-        let packet_fields = bindings.context.map_or_else(Vec::new, |layout| {
-            layout.fields.iter().filter(|f| f.kind != FieldKind::Plain).copied().collect()
-        });
+        let packet_fields = PacketFields::of(bindings.context);
         Interpreter { code, slots: program.len(), bindings, config, shape, packet_fields }
     }
 
@@ -257,12 +254,7 @@ impl Interpreter {
         let Input { ctx, packet, mem, span, env } = input;
         let ctx = ctx.unwrap_or_default();
         let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
-        // The common case (no span given, every field inside the context) writes the packet
-        // fields directly; anything else goes through the shared function, which also
-        // makes the exact trap.
-        if span.is_some() || !self.fill_packet_fields_fast(ctx, packet_len) {
-            fill_packet_fields(self.bindings.context, ctx, packet_len, span)?;
-        }
+        self.packet_fields.fill(ctx, packet_len, span)?;
 
         let Cache { stack, stack_written, frames, executed } = cache;
         let mem = mem.unwrap_or_default();
@@ -272,36 +264,6 @@ impl Interpreter {
         let result = self.execute(&mut memory, frames, r1, r2, executed, &mut observe);
         *stack_written = memory.stack_written();
         Ok(RunOutcome { r0: result?, executed: *executed })
-    }
-}
-
-impl Interpreter {
-    /// What [`fill_packet_fields`] writes without a span (data and meta at the packet's
-    /// base, end one past it), from the pre-filtered fields; `false` (having written
-    /// nothing that the shared function will not overwrite) if a field is outside `ctx`.
-    fn fill_packet_fields_fast(&self, ctx: &mut [u8], packet_len: usize) -> bool {
-        let end = guest::PACKET_BASE.saturating_add(packet_len as u64);
-        for field in &self.packet_fields {
-            let value = match field.kind {
-                FieldKind::PacketEnd => end,
-                FieldKind::PacketStart | FieldKind::MetaStart | FieldKind::Plain => {
-                    guest::PACKET_BASE
-                }
-            };
-            let size = (field.size as usize).min(8);
-            let start = field.offset as usize;
-            let Some(bytes) = start.checked_add(size).and_then(|e| ctx.get_mut(start..e)) else {
-                return false;
-            };
-            // Fixed-size copies for the usual widths (a copy of a run-time length is a
-            // `memcpy` call).
-            match size {
-                4 => bytes.copy_from_slice(&(value as u32).to_le_bytes()),
-                8 => bytes.copy_from_slice(&value.to_le_bytes()),
-                _ => bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default()),
-            }
-        }
-        true
     }
 }
 

@@ -59,6 +59,7 @@ mod code_memory;
 mod codegen;
 pub mod filter;
 mod run;
+mod stack_reach;
 mod state;
 
 use weir_program::abi::Bindings;

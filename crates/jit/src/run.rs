@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{Bindings, RunEnv};
-use weir_program::exec::{fill_packet_fields, Input, Prepared, RunOutcome};
-use weir_program::{Program, Trap, TrapCode, Verified};
+use weir_program::exec::{Input, PacketFields, Prepared, RunOutcome};
+use weir_program::{Assurance, Program, Trap, TrapCode, Verified};
 
 use crate::cfg::Cfg;
 use crate::code_memory::NativeCode;
@@ -47,6 +47,13 @@ pub struct JitProgram {
     shape: StackShape,
     /// The blinding key (0 without blinding; generated code then never reads it).
     key: u64,
+    /// The context layout's packet fields, listed at compile time (a run writes them
+    /// without walking the layout).
+    packet_fields: PacketFields,
+    /// How many bytes below frame 0's top any run can write (`stack_reach`; proven
+    /// programs without local calls): only those are zeroed after a run. `None`: the
+    /// frames down to the deepest one a run reached, whole.
+    stack_low: Option<u64>,
     /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
     /// call); when not, the stack stays zero and needs no clearing between runs.
     writes_stack: bool,
@@ -136,7 +143,16 @@ impl JitProgram {
     ) -> Result<JitProgram, CompileError> {
         let shape = StackShape::fit(&config.limits);
         let plan = Plan::new(program, &bindings, shape, config.limits.instruction_budget);
-        JitProgram::compile_with(program, bindings, config, plan)
+        // Only a proof rules out stack pointers made from scalars (see `stack_reach`).
+        let stack_low = match program.assurance() {
+            Assurance::Proven => {
+                crate::stack_reach::lowest_write(program.insns(), shape.stack_size)
+            }
+            _ => None,
+        };
+        let mut jit = JitProgram::compile_with(program, bindings, config, plan)?;
+        jit.stack_low = stack_low.map(i64::unsigned_abs);
+        Ok(jit)
     }
 
     /// Compiles `program` with every check kept.
@@ -184,6 +200,8 @@ impl JitProgram {
             )
         });
         Ok(JitProgram {
+            stack_low: None,
+            packet_fields: PacketFields::of(bindings.context),
             writes_stack,
             code,
             checks: plan.checks,
@@ -277,7 +295,7 @@ impl JitProgram {
         let Input { ctx, packet, mem, span, env } = input;
         let ctx = ctx.unwrap_or_default();
         let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
-        fill_packet_fields(self.bindings.context, ctx, packet_len, span)?;
+        self.packet_fields.fill(ctx, packet_len, span)?;
         let legacy_reads_packet = packet.is_some();
         let packet = packet.unwrap_or_default();
         let mem = mem.unwrap_or_default();
@@ -291,9 +309,10 @@ impl JitProgram {
         let packet_view = (host(packet), packet.len() as u64);
         let mem_view = (host(mem), mem.len() as u64);
         run.regions[STACK].set(STACK, stack_host, stack_len, floor, true);
-        run.regions[CTX].set(CTX, host(ctx), ctx.len() as u64, 0, false);
-        run.regions[PACKET].set(PACKET, packet_view.0, packet_view.1, 0, true);
-        run.regions[MEM].set(MEM, mem_view.0, mem_view.1, 0, true);
+        // The same slices run after run (a runner's reused buffers): their entries stand.
+        run.regions[CTX].set_unless_same(CTX, host(ctx), ctx.len() as u64, false);
+        run.regions[PACKET].set_unless_same(PACKET, packet_view.0, packet_view.1, true);
+        run.regions[MEM].set_unless_same(MEM, mem_view.0, mem_view.1, true);
         run.value.clear();
         // From the values, not read back from the entries just written (a wide load of
         // two narrower stores stalls store forwarding: a tenth of a run's set-up here).
@@ -345,10 +364,12 @@ impl JitProgram {
         run.value.clear();
 
         let max_depth = run.max_depth.min(self.shape.frames.saturating_sub(1));
-        cache.dirty_from = if self.writes_stack {
-            usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0)
-        } else {
-            cache.stack.len()
+        cache.dirty_from = match self.stack_low {
+            _ if !self.writes_stack => cache.stack.len(),
+            Some(low) if max_depth == 0 => {
+                cache.stack.len().saturating_sub(usize::try_from(low).unwrap_or(usize::MAX))
+            }
+            _ => usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0),
         };
         if let Some(payload) = run.panic.take() {
             std::panic::resume_unwind(payload);

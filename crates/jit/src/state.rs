@@ -20,7 +20,7 @@ use std::mem::offset_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use weir_program::abi::{
-    Bindings, ContextLayout, GuestMemory, HelperCtx, HelperOutcome, RunEnv, ValueSpan,
+    helper_id, Bindings, ContextLayout, GuestMemory, HelperCtx, HelperOutcome, RunEnv, ValueSpan,
 };
 use weir_program::TrapCode;
 
@@ -100,6 +100,17 @@ impl RegionEntry {
         self.store_bound = if fast { bounds } else { [0; 4] };
         self.host = host;
         self.len = len;
+    }
+
+    /// [`RegionEntry::set`] without a floor, skipped when the entry already describes this
+    /// region (the window, host address and length decide every field). Not for the stack's
+    /// entry, which generated code moves on calls.
+    #[inline]
+    pub(crate) fn set_unless_same(&mut self, window: usize, host: u64, len: u64, fast: bool) {
+        let window_base = (window as u64).wrapping_mul(REGION_WINDOW);
+        if self.host != host || self.len != len || self.lo_addr != window_base {
+            self.set(window, host, len, 0, fast);
+        }
     }
 
     /// The entry of a map value (see `RunState::value`): `len` bytes at guest address `addr`
@@ -398,6 +409,26 @@ pub(crate) extern "C" fn check_store(state: *mut RunState<'_>, addr: u64, size: 
     }
 }
 
+/// `bpf_map_lookup_elem(handle, key)` answered by the environment (`RunEnv::map_lookup`,
+/// which the bindings say is the bound helper's equal): one call reaching the map, no
+/// helper context and no downcast; the value's span kept at hand for the accesses that
+/// follow. `None` when the environment declines (the helper then runs). Not wrapped in
+/// `catch_unwind`: `RunEnv::map_lookup` must not panic, and if one did, the panic would
+/// stop at `call_helper`'s `extern "C"` boundary (an abort, never an unwind into
+/// generated code).
+fn lookup_through_env(state: &mut RunState<'_>, handle: u64, key: u64) -> Option<u64> {
+    let env = state.env.take()?;
+    let answer = env.map_lookup(handle, key, &*state);
+    state.env = Some(env);
+    let (value, span) = answer?;
+    match span {
+        Some(span) => state.value.set_value(&span),
+        None => state.value.clear(),
+    }
+    state.helper_status = HELPER_RETURNED;
+    Some(value)
+}
+
 /// Calls the helper bound to `id` with r1-r5: returns its r0 (or its stop value) and leaves
 /// how it ended in `helper_status`. Never unwinds into generated code: a panic is caught
 /// and handed back to Rust, which resumes it after generated code has returned.
@@ -420,6 +451,11 @@ pub(crate) extern "C" fn call_helper(
         (state, bindings)
     };
     state.helper_id = id;
+    if id == u64::from(helper_id::MAP_LOOKUP_ELEM) && bindings.env_map_lookup() {
+        if let Some(value) = lookup_through_env(state, a1, a2) {
+            return value;
+        }
+    }
     let Some(helper) = u32::try_from(id).ok().and_then(|id| bindings.helper(id)) else {
         state.helper_status = HELPER_UNBOUND;
         return 0;

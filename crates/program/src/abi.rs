@@ -301,6 +301,24 @@ pub unsafe trait RunEnv {
         let _ = addr;
         None
     }
+    /// `bpf_map_lookup_elem(handle, key)` answered by the environment itself, for engines
+    /// whose bindings say so ([`Bindings::env_map_lookup`]): one call, no helper context,
+    /// no downcast. The key is read at guest address `key` (from `memory`, or from the
+    /// environment's own values window). Gives r0 (the value's address, 0 when there is no
+    /// element) and the value's span (see [`RunEnv::value_span`]). `None`: the environment
+    /// does not answer this call (a map type it resolves no faster, an unreadable key); the
+    /// engine then calls the bound helper, which has the call's whole semantics. An answer
+    /// must be exactly the bound helper's. Implementations must not panic (engines call it
+    /// without `catch_unwind`).
+    fn map_lookup(
+        &mut self,
+        handle: u64,
+        key: u64,
+        memory: &dyn GuestMemory,
+    ) -> Option<(u64, Option<ValueSpan>)> {
+        let _ = (handle, key, memory);
+        None
+    }
     /// The environment itself, for the helpers that made it.
     fn as_any(&mut self) -> &mut dyn Any;
 }
@@ -403,6 +421,9 @@ pub struct Bindings {
     pub context: Option<&'static ContextLayout>,
     /// The program type helpers see ([`HelperCtx::prog_type`]).
     pub prog_type: Option<ProgType>,
+    /// Whether helper 1 (`bpf_map_lookup_elem`) is the environment's own
+    /// [`RunEnv::map_lookup`] (engines may call that instead of the helper function).
+    env_map_lookup: bool,
 }
 
 impl Bindings {
@@ -416,6 +437,7 @@ impl Bindings {
             helpers: Vec::new(),
             context: Some(prog_type.context_layout()),
             prog_type: Some(prog_type),
+            env_map_lookup: false,
         }
     }
 
@@ -428,8 +450,23 @@ impl Bindings {
 
     /// Adds or replaces the helper with this id.
     pub fn add_helper(&mut self, helper: Helper) {
+        if helper.id == helper_id::MAP_LOOKUP_ELEM {
+            self.env_map_lookup = false;
+        }
         self.helpers.retain(|h| h.id != helper.id);
         self.helpers.push(helper);
+    }
+
+    /// Declares that the helper bound to `bpf_map_lookup_elem` (added before) does exactly
+    /// what the run's environment's [`RunEnv::map_lookup`] does when it answers: set by the
+    /// crate that makes both (weir-helpers). Replacing helper 1 later clears it.
+    pub fn lookup_through_env(&mut self) {
+        self.env_map_lookup = self.helper(helper_id::MAP_LOOKUP_ELEM).is_some();
+    }
+
+    /// See [`Bindings::lookup_through_env`].
+    pub fn env_map_lookup(&self) -> bool {
+        self.env_map_lookup
     }
 
     pub fn helper(&self, id: u32) -> Option<&Helper> {

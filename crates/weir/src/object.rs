@@ -243,6 +243,7 @@ impl Object {
             checks,
             xdp_buffer: Vec::new(),
             xdp_dirty: 0,
+            xdp_head_dirty: XDP_HEADROOM,
             keep_packets: true,
         })
     }
@@ -340,6 +341,9 @@ pub struct Loaded {
     xdp_buffer: Vec<u8>,
     /// The end of the bytes past the headroom the last packet may have left non-zero.
     xdp_dirty: usize,
+    /// The start of the headroom bytes the last packet may have left non-zero (the
+    /// headroom's end when it never moved `data_meta` or `data` below it).
+    xdp_head_dirty: usize,
     /// Whether XDP verdicts carry the packet out (a copy per packet; see
     /// [`Loaded::keep_packets`]).
     keep_packets: bool,
@@ -410,8 +414,8 @@ impl Loaded {
         mut span: PacketSpan,
         respan: Option<fn(&[u8]) -> PacketSpan>,
     ) -> Result<u64, Trap> {
+        // `begin_packet`, just called, began the first run.
         let mut current = self.entry;
-        self.env.begin_run();
         loop {
             let Some(Some(runner)) = self.sessions.get_mut(current) else {
                 return Ok(0);
@@ -438,7 +442,9 @@ impl Loaded {
         // packet): the frame copied in, the rest zeroed as a fresh buffer would be.
         let mut buffer = std::mem::take(&mut self.xdp_buffer);
         buffer.resize(usable, 0);
-        buffer[..XDP_HEADROOM].fill(0);
+        // In the headroom, likewise, only what the last packet may have written: from the
+        // lowest `data_meta` it reached (adjust_head/adjust_meta) or left.
+        buffer[self.xdp_head_dirty.min(XDP_HEADROOM)..XDP_HEADROOM].fill(0);
         buffer[XDP_HEADROOM..XDP_HEADROOM + len].copy_from_slice(&frame[..len]);
         // Past the frame, only what the last packet may have left there: its frame, and
         // its data_end's furthest reach (a program the kernel's verifier accepts writes
@@ -457,6 +463,10 @@ impl Loaded {
         let last = xdp_span(&ctx);
         let reach = self.env.packet_reach().saturating_sub(base) as usize;
         self.xdp_dirty = (XDP_HEADROOM + len).max(last.end).max(reach).min(usable);
+        let floor = self.env.packet_floor().map_or(XDP_HEADROOM, |f| {
+            usize::try_from(f.saturating_sub(base)).unwrap_or(XDP_HEADROOM)
+        });
+        self.xdp_head_dirty = floor.min(last.meta).min(last.data);
         let packet = ret
             .as_ref()
             .ok()
@@ -905,6 +915,41 @@ mod xdp_buffer_tests {
         let program = b.link().unwrap().with_prog_type(ProgType::Xdp);
         weir_elf::write::write_program(&program, &weir_elf::write::ObjectOptions::new("leaky"))
             .unwrap()
+    }
+
+    /// An (unverified) XDP program that returns the byte 16 before `data`, then moves
+    /// `data` 16 bytes into the headroom, writes 0x77 there, and moves it back.
+    fn head_leaky_object() -> Vec<u8> {
+        let mut b = ProgramBuilder::new();
+        b.alu_reg(Op::Mov64Reg, 6, 1);
+        b.load(Op::LdxW, 2, 6, 0);
+        b.load(Op::LdxB, 7, 2, -16);
+        b.alu_reg(Op::Mov64Reg, 1, 6);
+        b.alu_imm(Op::Mov64Imm, 2, -16);
+        b.call_helper(44); // bpf_xdp_adjust_head
+        b.load(Op::LdxW, 2, 6, 0);
+        b.store_imm(Op::StB, 2, 0, 0x77);
+        b.alu_reg(Op::Mov64Reg, 1, 6);
+        b.alu_imm(Op::Mov64Imm, 2, 16);
+        b.call_helper(44);
+        b.alu_reg(Op::Mov64Reg, 0, 7);
+        b.exit();
+        let program = b.link().unwrap().with_prog_type(ProgType::Xdp);
+        weir_elf::write::write_program(&program, &weir_elf::write::ObjectOptions::new("leaky"))
+            .unwrap()
+    }
+
+    #[test]
+    fn bytes_a_packet_left_in_the_headroom_are_zero_for_the_next() {
+        let object = Object::open(&head_leaky_object()).unwrap();
+        for engine in [Engine::Interp, Engine::Jit] {
+            let mut loaded = object.load(0, Some(engine), 0).unwrap();
+            let frame = [0xeeu8; 60];
+            // Each packet reads where the one before wrote through its moved head.
+            for round in 0..3 {
+                assert_eq!(loaded.run(&frame).unwrap().ret, 0, "{engine} packet {round}");
+            }
+        }
     }
 
     #[test]

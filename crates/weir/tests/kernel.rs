@@ -58,8 +58,25 @@ const LPM_MAPS: &str = r#"{
   ]
 }"#;
 
-const CASES: [Case; 8] = [
+/// legacy_maps' `legacy_flows` with the key its program looks up for IPv4 frames
+/// (`skb->protocol`, big-endian in its field, as a u64): those return -1.
+const LEGACY_MAPS: &str = r#"{
+  "legacy_flows": [{"key": [8, 0, 0, 0, 0, 0, 0, 0], "value": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}]
+}"#;
+
+/// Every program of testdata/bpf's objects that the kernel's test run runs (each one's
+/// entry: `two_funcs.o`'s `xdp/devmap` program as a plain XDP program, which the kernel
+/// then runs too).
+const CASES: &[Case] = &[
     Case { file: "xdp_counter.o", entry: "xdp_count", tail: None, maps_in: None },
+    Case { file: "two_funcs.o", entry: "xdp_pass", tail: None, maps_in: None },
+    Case { file: "two_funcs.o", entry: "xdp_drop_short", tail: None, maps_in: None },
+    Case { file: "two_funcs.o", entry: "xdp_devmap_pass", tail: None, maps_in: None },
+    Case { file: "calls.o", entry: "xdp_calls", tail: None, maps_in: None },
+    Case { file: "calls.o", entry: "tc_calls", tail: None, maps_in: None },
+    Case { file: "legacy_maps.o", entry: "legacy_prog", tail: None, maps_in: None },
+    Case { file: "legacy_maps.o", entry: "legacy_prog", tail: None, maps_in: Some(LEGACY_MAPS) },
+    Case { file: "big.o", entry: "xdp_big", tail: None, maps_in: None },
     Case { file: "tc_knob.o", entry: "tc_filter", tail: None, maps_in: None },
     Case { file: "socket_filter.o", entry: "tcp_only", tail: None, maps_in: None },
     Case {
@@ -296,7 +313,7 @@ fn weir_objects_agree_with_the_kernel_test_run() {
     assert!(sets[0].1.len() >= 500);
     let mut diffs = Vec::new();
     let mut total = 0;
-    for case in &CASES {
+    for case in CASES {
         for (set, frames) in &sets {
             let tally = run_case(case, set, frames);
             let preloaded = if case.maps_in.is_some() { " (maps preloaded)" } else { "" };

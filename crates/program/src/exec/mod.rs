@@ -190,44 +190,91 @@ fn refuse_oversized(bytes: Option<&[u8]>, base: u64) -> Result<(), Trap> {
     }
 }
 
-/// Writes the packet's guest addresses into the context fields that hold them
-/// (`PacketStart`, `MetaStart`, `PacketEnd`: the span's data, meta and end; without a span
-/// the packet's base and one past its end), little-endian, as every engine does before a
-/// run. A span outside the packet is `OutOfBounds`.
+/// Writes the packet fields of a context (`data`, `data_end`, `data_meta` in `layout`)
+/// for a packet of `packet_len` bytes at [`guest::PACKET_BASE`]: `span` places them
+/// inside it (XDP headroom, a moved packet), else data and meta are its start and end
+/// its end. A span outside the packet or a field outside `ctx` traps. Engines that run
+/// often keep the [`PacketFields`] of their layout instead of walking it per run.
 pub fn fill_packet_fields(
     layout: Option<&ContextLayout>,
     ctx: &mut [u8],
     packet_len: usize,
     span: Option<PacketSpan>,
 ) -> Result<(), Trap> {
-    let Some(layout) = layout else {
-        return Ok(());
-    };
-    let span = span.unwrap_or(PacketSpan { meta: 0, data: 0, end: packet_len });
-    if !(span.meta <= span.data && span.data <= span.end && span.end <= packet_len) {
-        let size = u32::try_from(span.end).unwrap_or(u32::MAX);
-        return Err(Trap::memory(TrapCode::OutOfBounds, 0, guest::PACKET_BASE, size));
-    }
-    // Fits: the packet was checked against its window.
-    let at = |offset: usize| guest::PACKET_BASE.saturating_add(offset as u64);
-    for field in layout.fields {
-        let value = match field.kind {
-            FieldKind::PacketStart => at(span.data),
-            FieldKind::MetaStart => at(span.meta),
-            FieldKind::PacketEnd => at(span.end),
-            FieldKind::Plain => continue,
+    PacketFields::of(layout).fill(ctx, packet_len, span)
+}
+
+/// A context layout's packet fields, listed once (at load) so that a run writes the two
+/// or three words without walking the layout: what [`fill_packet_fields`] does.
+#[derive(Clone, Copy, Debug)]
+pub struct PacketFields {
+    /// Whether there is a layout at all (without one, nothing is written or checked).
+    layout: bool,
+    /// Offset, size (at most 8) and kind of each packet field, the first `count` used.
+    fields: [(u32, u32, FieldKind); 4],
+    count: usize,
+}
+
+impl PacketFields {
+    /// The packet fields of `layout` (at most four: every layout has three).
+    pub fn of(layout: Option<&ContextLayout>) -> PacketFields {
+        let mut out = PacketFields {
+            layout: layout.is_some(),
+            fields: [(0, 0, FieldKind::Plain); 4],
+            count: 0,
         };
-        let size = usize::try_from(field.size).unwrap_or(usize::MAX).min(8);
-        let bytes = usize::try_from(field.offset)
-            .ok()
-            .and_then(|start| ctx.get_mut(start..start.checked_add(size)?));
-        let Some(bytes) = bytes else {
-            let addr = guest::CTX_BASE.saturating_add(u64::from(field.offset));
-            return Err(Trap::memory(TrapCode::OutOfBounds, 0, addr, field.size));
-        };
-        bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default());
+        let packet =
+            layout.map_or(&[][..], |l| l.fields).iter().filter(|f| f.kind != FieldKind::Plain);
+        for (slot, field) in out.fields.iter_mut().zip(packet) {
+            *slot = (field.offset, field.size.min(8), field.kind);
+            out.count += 1;
+        }
+        out
     }
-    Ok(())
+
+    /// Writes the fields into `ctx` (see [`fill_packet_fields`]).
+    #[inline]
+    pub fn fill(
+        &self,
+        ctx: &mut [u8],
+        packet_len: usize,
+        span: Option<PacketSpan>,
+    ) -> Result<(), Trap> {
+        if !self.layout {
+            return Ok(());
+        }
+        let span = span.unwrap_or(PacketSpan { meta: 0, data: 0, end: packet_len });
+        if !(span.meta <= span.data && span.data <= span.end && span.end <= packet_len) {
+            let size = u32::try_from(span.end).unwrap_or(u32::MAX);
+            return Err(Trap::memory(TrapCode::OutOfBounds, 0, guest::PACKET_BASE, size));
+        }
+        // Fits: the packet was checked against its window.
+        let at = |offset: usize| guest::PACKET_BASE.saturating_add(offset as u64);
+        for &(offset, size, kind) in self.fields.get(..self.count).unwrap_or_default() {
+            let value = match kind {
+                FieldKind::PacketStart => at(span.data),
+                FieldKind::MetaStart => at(span.meta),
+                FieldKind::PacketEnd => at(span.end),
+                FieldKind::Plain => continue,
+            };
+            let size = size as usize;
+            let bytes = usize::try_from(offset)
+                .ok()
+                .and_then(|start| ctx.get_mut(start..start.checked_add(size)?));
+            let Some(bytes) = bytes else {
+                let addr = guest::CTX_BASE.saturating_add(u64::from(offset));
+                return Err(Trap::memory(TrapCode::OutOfBounds, 0, addr, size as u32));
+            };
+            // Fixed-size copies for the usual widths (a copy of a run-time length is a
+            // `memcpy` call).
+            match bytes.len() {
+                4 => bytes.copy_from_slice(&(value as u32).to_le_bytes()),
+                8 => bytes.copy_from_slice(&value.to_le_bytes()),
+                _ => bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default()),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A finished run: `r0` and how many instructions it took.
