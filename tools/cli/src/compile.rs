@@ -46,9 +46,10 @@ pub struct CompileArgs {
     match_program: Option<std::path::PathBuf>,
     /// The eBPF program type (with --ebpf): socket (`__sk_buff` context, legacy packet
     /// loads; also sched_cls and sched_act) or xdp (`xdp_md`, direct packet access with
-    /// bounds checks the Linux verifier accepts).
-    #[arg(long, default_value = "socket")]
-    target: ProgType,
+    /// bounds checks the Linux verifier accepts). Default: socket; with --match, xdp (the
+    /// only one it takes).
+    #[arg(long)]
+    target: Option<ProgType>,
     /// With --ebpf: write the program as a relocatable BPF ELF object here (`-`: standard
     /// output), as clang would build it (section `socket`, `xdp`, `tc` or `action`), for
     /// `bpftool prog load`, libbpf and `tc filter add ... bpf obj FILE sec tc`.
@@ -79,19 +80,19 @@ pub struct CompileArgs {
 }
 
 pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
-    let target_given = std::env::args().any(|a| a == "--target" || a.starts_with("--target="));
     if let Some(path) = &args.match_program {
-        if target_given && args.target != ProgType::Xdp {
+        if args.target.is_some_and(|t| t != ProgType::Xdp) {
             return Err("--match compiles to XDP only (--target xdp)".into());
         }
         return compile_match(&args, path);
     }
-    if !args.ebpf && (target_given || args.output.is_some()) {
+    if !args.ebpf && (args.target.is_some() || args.output.is_some()) {
         return Err(format!(
             "{} needs --ebpf (or --match)",
             if args.output.is_some() { "-o" } else { "--target" }
         ));
     }
+    let target = args.target.unwrap_or(ProgType::SocketFilter);
     let expression = Expression::read(&args.expression, args.expression_file.as_deref())?;
     let linktype = match &args.linktype {
         Some(name) => linktype_arg(name)?,
@@ -104,14 +105,14 @@ pub fn run(args: CompileArgs) -> Result<ExitCode, String> {
         .map_err(|e| expression.error(&e))?;
     let text = if args.ebpf {
         let program = if optimize {
-            weir::emit_ebpf(&filter, args.target)?
+            weir::emit_ebpf(&filter, target)?
         } else {
-            ebpf::emit(&filter, args.target).map_err(|e| format!("eBPF emitter: {e}"))?
+            ebpf::emit(&filter, target).map_err(|e| format!("eBPF emitter: {e}"))?
         };
         if let Some(path) = &args.output {
             let function = args.function.as_deref().unwrap_or("weir_filter");
             let options = weir::elf::write::ObjectOptions::new(function);
-            let program = program.with_prog_type(args.target);
+            let program = program.with_prog_type(target);
             let object = weir::elf::write::write_program(&program, &options)
                 .map_err(|e| format!("-o {}: {e}", path.display()))?;
             return crate::run::write_output(Some(path), &object);
