@@ -389,7 +389,9 @@ pub fn flow(data: &[u8]) {
 /// Any text either fails with an error on one of its lines that renders with a caret, or
 /// parses to a match program whose one compiled predicate dispatches every packet (made
 /// from the input as for `flow`) exactly as the clause-by-clause reference does, on the
-/// IR's evaluator and as native code.
+/// IR's evaluator and as native code; and its XDP object (`weir compile --match -o`) on
+/// weir's interpreter returns, for each whole frame, the action of the reference's handler
+/// and counts the packet in that handler's slot.
 pub fn pfmatch(data: &[u8]) {
     use weir::pfmatch::{parse, Dispatch};
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -405,8 +407,41 @@ pub fn pfmatch(data: &[u8]) {
     let Ok(dispatch) = Dispatch::compile(&program) else { return };
     let native = weir::Dispatch::prepare(program.clone(), Some(weir::Engine::Native))
         .unwrap_or_else(|e| panic!("the dispatch does not compile natively: {e}"));
+    let xdp = dispatch.xdp();
+    let object = xdp.as_ref().ok().map(|x| {
+        let bytes = weir::dispatch::xdp_object(&dispatch, "m").expect("the object writes");
+        let obj = weir::Object::open(&bytes).expect("the object reads back");
+        if let Some(devs) = x.program.maps().get(1) {
+            for i in 0..devs.max_entries {
+                obj.maps()[1].update_all(&i.to_ne_bytes(), &1u32.to_ne_bytes(), 0).unwrap();
+            }
+        }
+        let entry = obj.entry(None, None).expect("one program");
+        let loaded = obj
+            .load_with(entry, Some(weir::Engine::Interp), 0, false)
+            .unwrap_or_else(|e| panic!("the XDP dispatch does not load: {e}"));
+        (obj, loaded)
+    });
+    let count = |obj: &weir::Object, key: u32| -> u64 {
+        let v = obj.maps()[0].lookup_all(&key.to_ne_bytes()).unwrap_or_default();
+        v.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).sum()
+    };
+    let mut object = object;
     for (packet, wire_len) in packets_from(data) {
         let reference = program.reference(&packet, wire_len);
+        if let (Some((obj, loaded)), Ok(x)) = (object.as_mut(), xdp.as_ref()) {
+            if wire_len as usize == packet.len() && packet.len() <= 0xffff {
+                let key = x.count_key(reference.handler);
+                let before = count(obj, key);
+                let got = loaded.run(&packet).unwrap_or_else(|t| panic!("XDP trap {t:?}")).ret;
+                assert_eq!(
+                    got,
+                    u64::from(x.action_value(reference.handler)),
+                    "XDP dispatch and reference differ on {packet:02x?}"
+                );
+                assert_eq!(count(obj, key), before + 1, "XDP count on {packet:02x?}");
+            }
+        }
         assert_eq!(
             dispatch.run(&packet, wire_len),
             reference,

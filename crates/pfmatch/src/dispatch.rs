@@ -35,7 +35,7 @@ pub struct Outcome {
 #[derive(Debug, Clone)]
 pub struct Dispatch {
     filter: Filter,
-    handler_slot: u8,
+    pub(crate) handler_slot: u8,
     arg_slots: Vec<u8>,
     handlers: Vec<String>,
     arities: Vec<usize>,

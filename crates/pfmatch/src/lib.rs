@@ -8,7 +8,9 @@
 //! `Pred::Try` (its abort is its false), header tests shared across clauses, the handler
 //! and arguments stored to scratch slots, run by the IR's evaluator ([`Dispatch::run`]) or
 //! by any engine that reports [`Dispatch::result_slots`] ([`Dispatch::outcome`]; the
-//! facade's `weir::Dispatch` runs it as native code).
+//! facade's `weir::Dispatch` runs it as native code), or as an XDP program for the kernel
+//! ([`Dispatch::xdp`], module [`xdp`]: handler names that are XDP actions act, every
+//! handler is counted in a map).
 //!
 //! ```
 //! use weir_pfmatch::{parse, Dispatch};
@@ -42,6 +44,7 @@
 
 mod dispatch;
 mod syntax;
+pub mod xdp;
 
 pub use dispatch::{Dispatch, Outcome};
 pub use syntax::{parse, parse_with, MatchError, Warning};

@@ -1,15 +1,23 @@
 //! The consistency property: random match programs (clause tests from the pflang
 //! generator, nested matches, `otherwise`, arguments) over the testkit corpus. The compiled
-//! dispatch, on the IR evaluator and as native code (weir-jit's filter compiler), must choose the handler and arguments the reference does, and both must agree
+//! dispatch, on the IR evaluator, as native code (weir-jit's filter compiler) and as eBPF
+//! for XDP on weir's interpreter (the emitter's head of [`Dispatch::xdp`], whose Trys
+//! confine aborts; whole frames only, as XDP sees them), must choose the handler and
+//! arguments the reference does, and both must agree
 //! with an oracle built here from nothing but the pflang compiler run on texts:
 //! a clause matches when `TEST` accepts the packet and each argument `A` is computable
 //! (`A = 0 or A != 0` accepts), and the value `v` reported for `A` is one `A = v` accepts.
 
 use std::time::{Duration, Instant};
 
+use weir_interp::{Config, Interpreter};
+use weir_isa::ebpf::{Insn, Op};
 use weir_pflang::names::NameDb;
 use weir_pflang::{LinkType, Options};
 use weir_pfmatch::{parse, Dispatch, Outcome};
+use weir_program::abi::Bindings;
+use weir_program::exec::Input;
+use weir_program::{ProgType, Program};
 use weir_testkit::pflang_gen::Generator;
 use weir_testkit::{corpus, SplitMix64};
 
@@ -104,6 +112,52 @@ fn render(clauses: &[Clause], depth: usize, out: &mut String) {
     }
 }
 
+/// The dispatch's predicate as eBPF for XDP (the head [`Dispatch::xdp`] starts with), one
+/// program per result slot: each returns that slot's value when the predicate held, else
+/// 0; on weir's interpreter.
+fn ebpf_results(dispatch: &Dispatch) -> Result<Vec<Interpreter>, String> {
+    let head = weir_filter::emit::ebpf::emit_xdp_head(dispatch.filter())
+        .map_err(|e| format!("eBPF emitter: {e}"))?;
+    dispatch
+        .result_slots()
+        .into_iter()
+        .map(|slot| {
+            let mut insns = head.insns().to_vec();
+            let off = weir_filter::emit::ebpf::scratch_offset(slot);
+            insns.extend([
+                Insn::new(Op::Mov64Reg, 1, 0, 0, 0),
+                Insn::new(Op::Mov64Imm, 0, 0, 0, 0),
+                Insn::new(Op::Jeq64Imm, 1, 0, 1, 0),
+                Insn::new(Op::LdxW, 0, 10, off, 0),
+                Insn::new(Op::Exit, 0, 0, 0, 0),
+            ]);
+            let program = Program::from_insns(insns).with_prog_type(ProgType::Xdp);
+            weir_program::validate(&program).map_err(|e| format!("invalid eBPF: {e}"))?;
+            let mut bindings = Bindings::new();
+            bindings.context = Some(ProgType::Xdp.context_layout());
+            let v = weir_program::Verified::structural(program).map_err(|e| e.to_string())?;
+            Ok(Interpreter::new(&v, bindings, Config::default()))
+        })
+        .collect()
+}
+
+/// The outcome of the eBPF form on a whole frame.
+fn ebpf_outcome(dispatch: &Dispatch, engines: &[Interpreter], frame: &[u8]) -> Outcome {
+    let results: Vec<u32> = engines
+        .iter()
+        .map(|e| {
+            let mut packet = frame.to_vec();
+            let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+            let input = Input::new().ctx(&mut ctx).packet(&mut packet);
+            match e.run(&mut e.cache(), input) {
+                Ok(v) => v as u32,
+                Err(t) => panic!("eBPF trap {t:?}"),
+            }
+        })
+        .collect();
+    dispatch.outcome(results.first().is_some_and(|&h| h != 0), &results)
+}
+
 struct Oracle<'a> {
     options: &'a Options,
     names: &'a NameDb,
@@ -173,6 +227,7 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
     let packets = corpus(0x15, 40);
     let (mut matched, mut unmatched, mut with_args) = (0usize, 0usize, 0usize);
     let (mut lowering, mut native_compile) = (Duration::ZERO, Duration::ZERO);
+    let (mut ebpf_compile, mut ebpf_runs) = (Duration::ZERO, 0usize);
     for n in 0..programs {
         let model = g.clauses(0);
         let mut src = String::from("match {\n");
@@ -187,6 +242,9 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
         let native = weir_jit::filter::compile_results(dispatch.filter(), &dispatch.result_slots())
             .unwrap_or_else(|e| panic!("program {n} does not compile natively: {e}\n{src}"));
         native_compile += t.elapsed();
+        let t = Instant::now();
+        let ebpf = ebpf_results(&dispatch).unwrap_or_else(|e| panic!("program {n}: {e}\n{src}"));
+        ebpf_compile += t.elapsed();
         for (k, p) in packets.iter().enumerate() {
             let reference = program.reference(&p.data, p.wire_len);
             let compiled = dispatch.run(&p.data, p.wire_len);
@@ -196,6 +254,12 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
             let hit = native.run(&p.data, p.wire_len, &mut results);
             let native_outcome = dispatch.outcome(hit, &results);
             assert_eq!(native_outcome, reference, "native: program {n}, packet {k}:\n{src}");
+            // XDP sees whole frames, below 64 KiB.
+            if !p.is_truncated() && p.data.len() <= 0xffff {
+                let got = ebpf_outcome(&dispatch, &ebpf, &p.data);
+                assert_eq!(got, reference, "eBPF: program {n}, packet {k}:\n{src}");
+                ebpf_runs += 1;
+            }
             let expected = oracle.choose(&model, &p.data, p.wire_len);
             let Outcome { handler, args } = &reference;
             match (expected, handler) {
@@ -218,10 +282,11 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
     }
     let total = matched + unmatched;
     println!(
-        "{programs} programs x {} packets: {matched} dispatched ({with_args} with arguments), {unmatched} to no handler, {:?} (compiling: {lowering:?} to the IR, {native_compile:?} to native code)",
+        "{programs} programs x {} packets: {matched} dispatched ({with_args} with arguments), {unmatched} to no handler, {ebpf_runs} on eBPF, {:?} (compiling: {lowering:?} to the IR, {native_compile:?} to native code, {ebpf_compile:?} to eBPF)",
         packets.len(),
         start.elapsed()
     );
+    assert!(ebpf_runs * 2 > total, "only {ebpf_runs} of {total} runs were whole frames for eBPF");
     // The property checks little unless both outcomes are common.
     assert!(matched * 10 > total && unmatched * 20 > total, "{matched} matched of {total}");
     assert!(with_args * 20 > total, "{with_args} with arguments of {total}");

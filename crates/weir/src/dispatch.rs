@@ -184,6 +184,24 @@ impl Dispatch {
     }
 }
 
+/// The program's function name in an XDP object of a dispatch.
+pub const XDP_FUNCTION: &str = "weir_match";
+
+/// A dispatch as an XDP object (`weir compile --match FILE -o x.o`): weir-pfmatch's XDP
+/// program ([`weir_pfmatch::Dispatch::xdp`]: handler names that are XDP actions act,
+/// every handler counted in [`weir_pfmatch::xdp::COUNTS_MAP`]) written by weir-elf with
+/// BTF-defined maps pinned by name, so that `bpftool map dump pinned
+/// /sys/fs/bpf/pfm_counts` reads the counts and `bpftool map update` fills the devmap of
+/// `redirect:N`.
+pub fn xdp_object(dispatch: &weir_pfmatch::Dispatch, function: &str) -> Result<Vec<u8>, String> {
+    let xdp = dispatch.xdp()?;
+    let options = weir_elf::write::ObjectOptions {
+        pin_maps: true,
+        ..weir_elf::write::ObjectOptions::new(function)
+    };
+    weir_elf::write::write_program(&xdp.program, &options).map_err(|e| e.to_string())
+}
+
 type HandlerFn<'a, R> = Box<dyn FnMut(&[u8], &[u32]) -> R + 'a>;
 
 /// A table of handlers by name: closures taking the packet and the handler's arguments.

@@ -6,6 +6,7 @@ mod flow_xdp;
 mod hash_recalc;
 mod jit_facts;
 mod kernel;
+mod pfmatch_xdp;
 mod verifier_corpus;
 mod verify;
 mod verify_kernel;

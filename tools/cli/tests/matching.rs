@@ -107,3 +107,42 @@ fn a_bad_program_is_refused_with_a_caret() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/prog.txt"));
 }
+
+/// `weir compile --match`: the listing names the XDP type and the maps and reads back as a
+/// listing (the same instructions the object holds); `-o` writes an XDP object with the
+/// counters map; a handler `redirect:` without a slot is refused.
+#[test]
+fn compile_match_writes_a_listing_and_an_xdp_object() {
+    let dir = Scratch::new("match-compile");
+    let prog = dir.join("prog.txt");
+    std::fs::write(
+        &prog,
+        "match {\n  arp => pass\n  tcp => drop\n  udp => redirect:3\n  otherwise => count_me\n}\n",
+    )
+    .unwrap();
+    let prog = prog.display().to_string();
+    let out = weir(&["compile", "--match", &prog]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("#! type xdp\n"), "{text}");
+    assert!(text.contains("#! map pfm_counts percpu_array key=4 value=8 entries=5"), "{text}");
+    assert!(text.contains("#! map pfm_devs devmap key=4 value=4 entries=4"), "{text}");
+    let listing = weir::listing::parse(&text).unwrap();
+    let obj = dir.join("m.o");
+    let o = weir(&["compile", "--match", &prog, "-o", obj.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spec = weir::elf::ObjectSpec::parse(&std::fs::read(&obj).unwrap()).unwrap();
+    let p = &spec.programs[0];
+    assert_eq!(p.program.prog_type(), Some(weir::ProgType::Xdp));
+    assert_eq!(p.program.insns(), listing.program.insns());
+    let names: Vec<&str> = p.program.maps().iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["pfm_counts", "pfm_devs"]);
+
+    std::fs::write(dir.join("bad.txt"), "match {\n  tcp => redirect:\n}\n").unwrap();
+    let bad = weir(&["compile", "--match", dir.join("bad.txt").to_str().unwrap()]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("redirect:"));
+    // --match is XDP only.
+    let tc = weir(&["compile", "--match", &prog, "--target", "tc"]);
+    assert!(!tc.status.success());
+}

@@ -18,6 +18,12 @@
 //!   frame.len())`. The verifier bounds packet offsets by 65535, so frames are taken to be at
 //!   most 65535 bytes: a load ending past that rejects.
 //!
+//! A [`crate::Pred::Try`] (a pfmatch clause) is emitted for XDP only: there an abort is a
+//! jump to a label, which inside the Try is the Try's false; a legacy load of the socket
+//! form ends the whole program when it misses. [`emit_xdp_head`] gives the predicate
+//! without its exits, for a program that goes on after it (pfmatch's dispatch reads the
+//! handler from a scratch slot and acts on it).
+//!
 //! # Where eBPF and the IR differ, and what is emitted instead
 //!
 //! - Division or modulo by zero gives 0 (or the dividend) in eBPF and aborts in the IR: a
@@ -90,6 +96,32 @@ pub fn emit(filter: &Filter, prog_type: ProgType) -> Result<Program, EmitError> 
     layout::link(&e.flow)
 }
 
+/// The predicate of `filter` as the first part of a larger XDP program (pfmatch's
+/// dispatch, whose handler and arguments the filter leaves in scratch slots): the same code
+/// as [`emit`] for [`ProgType::Xdp`], but where that returns, this sets r0 to 1 (the
+/// predicate held) or 0 (it did not, or aborted) and goes on past its last instruction,
+/// where the caller appends the rest (the head alone does not end). There every scratch
+/// slot the filter reads or writes holds its value (each starts at 0, so a slot no path
+/// wrote reads 0, as in the IR) at [`scratch_offset`]; the registers and the rest of the
+/// stack are free.
+pub fn emit_xdp_head(filter: &Filter) -> Result<Program, EmitError> {
+    let (_, used) = scratch_usage(&filter.pred)?;
+    let mut e = Emitter::new(PacketAccess::Xdp);
+    e.prologue(used);
+    let accept = e.flow.label();
+    let reject = e.reject;
+    let end = e.flow.label();
+    e.pred(&filter.pred, accept, reject)?;
+    e.flow.bind(accept);
+    e.alu_imm(Op::Mov32Imm, R0, 1);
+    e.flow.goto(end);
+    e.flow.bind(reject);
+    e.alu_imm(Op::Mov32Imm, R0, 0);
+    e.flow.bind(end);
+    e.flow.simplify();
+    layout::link(&e.flow)
+}
+
 // -------------------------------------------------------------------------------------
 // Registers and the stack
 
@@ -118,7 +150,7 @@ fn value_registers(target: PacketAccess) -> &'static [u8] {
 }
 
 /// Scratch slot `s` is the 32-bit word at `r10 - 4 * (s + 1)`; spill slots lie below.
-fn scratch_offset(slot: u8) -> i16 {
+pub fn scratch_offset(slot: u8) -> i16 {
     -4 * (i16::from(slot) + 1)
 }
 
@@ -349,9 +381,28 @@ impl Emitter {
             Pred::And(parts) => return self.sequence(parts, true, t, f),
             Pred::Or(parts) => return self.sequence(parts, false, t, f),
             Pred::Chain(chain) => self.chain(chain, t, f)?,
-            Pred::Try(_) => return Err(EmitError::Unsupported("Pred::Try (a pfmatch clause)")),
+            Pred::Try(inner) => return self.try_pred(inner, t, f),
         }
         Ok((self.checked, self.checked))
+    }
+
+    /// A [`Pred::Try`]: its aborts go to `f` instead of the reject exit (XDP: every abort
+    /// is a jump to `self.reject`, so the Try swaps that label for its own false). The
+    /// socket form cannot: a legacy load that misses ends the whole program.
+    fn try_pred(&mut self, inner: &Pred, t: Label, f: Label) -> Result<(u32, u32), EmitError> {
+        if self.target == PacketAccess::SkBuff {
+            return Err(EmitError::Unsupported(
+                "Pred::Try (a pfmatch clause) in the socket form (its legacy loads end the \
+                 program on a miss): emit it for XDP",
+            ));
+        }
+        let entry = self.checked;
+        let outer = std::mem::replace(&mut self.reject, f);
+        let result = self.pred(inner, t, f);
+        self.reject = outer;
+        let (on_true, on_false) = result?;
+        // An abort leaves with what held before its failed check, at least `entry`.
+        Ok((on_true, on_false.min(entry)))
     }
 
     /// A [`Chain`] walk: a bounded loop the verifier explores hop by hop. The next-header
