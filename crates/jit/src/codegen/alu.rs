@@ -195,12 +195,21 @@ impl Translator<'_, '_> {
             } else {
                 let dst = self.get(insn.dst);
                 let a = self.narrow(dst, ty);
+                if insn.op == Op::Add64Reg {
+                    // Kept for the address of a direct access through `dst` (`memory`).
+                    self.pending_sum = Some((dst, b));
+                }
                 // A known operand, seen at the operation's width.
                 let known = known.map(|k| if wide { k } else { i64::from(k as i32) });
                 self.binary(op, ty, a, b, known)
             };
             let result = self.widen(result, ty);
-            return self.set(insn.dst, result);
+            let sum = self.pending_sum.take();
+            self.set(insn.dst, result)?;
+            if let Some(slot) = self.sums.get_mut(usize::from(insn.dst)) {
+                *slot = sum;
+            }
+            return Ok(());
         }
         let dst = self.get(insn.dst);
         let src = self.get(insn.src);

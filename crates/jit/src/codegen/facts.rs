@@ -97,6 +97,9 @@ pub(crate) struct Plan {
     /// No run can exhaust the instruction budget (the facts bound every run's length by
     /// less): blocks still count their instructions, but never test the budget.
     pub(crate) budget_free: bool,
+    /// With `budget_free`: the verifier's bound on any run's length
+    /// (`Facts::max_executed`), which `counted` relies on.
+    pub(crate) max_executed: u64,
     /// The guest window an access is translated with, unchecked; `None`: checked.
     direct: Vec<Option<usize>>,
     /// A division by a register whose zero test is dropped.
@@ -137,6 +140,7 @@ impl Plan {
         if let Some(facts) = facts {
             plan.budget_free = facts.max_executed > 0 && facts.max_executed <= budget;
             plan.checks.budget_dropped = plan.budget_free;
+            plan.max_executed = facts.max_executed;
             if plan.budget_free && plan.needs.is_none() {
                 plan.needs = Some(needs_of(facts));
             }
@@ -218,7 +222,7 @@ fn applies(facts: &Facts, bindings: &Bindings) -> bool {
 }
 
 /// The base register and size of a load or store.
-fn access_base(insn: &Insn) -> (u8, u8) {
+pub(crate) fn access_base(insn: &Insn) -> (u8, u8) {
     let size = insn.op.mem_size().map_or(8, |s| s.bytes() as u8);
     match insn.op.spec().map(|s| s.operands) {
         Some(Operands::Load) => (insn.src, size),
@@ -228,7 +232,7 @@ fn access_base(insn: &Insn) -> (u8, u8) {
 
 /// Whether `r10 + off` of `size` bytes lies inside the running frame (see
 /// `memory::Translator::in_own_frame`, the code generator's own test).
-fn in_own_frame(off: i16, size: u8, shape: StackShape) -> bool {
+pub(crate) fn in_own_frame(off: i16, size: u8, shape: StackShape) -> bool {
     let off = i64::from(off);
     let stack_size = i64::try_from(shape.stack_size).unwrap_or(i64::MAX);
     off >= stack_size.wrapping_neg() && off.saturating_add(i64::from(size)) <= 0
