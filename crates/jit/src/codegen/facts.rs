@@ -100,6 +100,12 @@ pub(crate) struct Plan {
     /// With `budget_free`: the verifier's bound on any run's length
     /// (`Facts::max_executed`), which `counted` relies on.
     pub(crate) max_executed: u64,
+    /// The code reads nothing of the run state but its entry registers, the budget, the
+    /// stack bias and the `base_lo` of the regions it accesses unchecked, and writes only
+    /// the outcome: budget-free, every access unchecked (proven, or a fixed frame offset),
+    /// no call of any kind and no legacy packet load. A run then sets only those words
+    /// (`JitProgram::run_lean`): no region table, no environment.
+    pub(crate) self_contained: bool,
     /// The guest window an access is translated with, unchecked; `None`: checked.
     direct: Vec<Option<usize>>,
     /// A division by a register whose zero test is dropped.
@@ -141,6 +147,7 @@ impl Plan {
             plan.budget_free = facts.max_executed > 0 && facts.max_executed <= budget;
             plan.checks.budget_dropped = plan.budget_free;
             plan.max_executed = facts.max_executed;
+            plan.self_contained = plan.budget_free && self_contained(program.insns(), &plan, shape);
             if plan.budget_free && plan.needs.is_none() {
                 plan.needs = Some(needs_of(facts));
             }
@@ -204,6 +211,25 @@ impl Plan {
         };
         plan
     }
+}
+
+/// Whether every instruction of `insns` leaves the run state alone under `plan` (see
+/// [`Plan::self_contained`]).
+fn self_contained(insns: &[Insn], plan: &Plan, shape: StackShape) -> bool {
+    insns.iter().enumerate().all(|(pc, insn)| match insn.op.spec().map(|s| s.operands) {
+        Some(Operands::Load | Operands::StoreImm | Operands::StoreReg) => {
+            let (base, size) = access_base(insn);
+            (base == 10 && in_own_frame(insn.off, size, shape)) || plan.direct(pc).is_some()
+        }
+        Some(
+            Operands::Abs
+            | Operands::Ind
+            | Operands::CallImm
+            | Operands::CallLocal
+            | Operands::CallReg,
+        ) => false,
+        _ => true,
+    })
 }
 
 /// What a run must offer for `facts` to describe it.
