@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
-FUZZ_TARGETS=(decode assemble interp jit_diff capture pflang cbpf elf flow pfmatch)
+FUZZ_TARGETS=(decode assemble interp jit_diff capture pflang cbpf elf flow pfmatch verify)
 
 # Step bookkeeping: the step running now, when it started, and the finished ones.
 current=""

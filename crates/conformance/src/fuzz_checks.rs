@@ -105,6 +105,140 @@ pub fn jit_diff(data: &[u8]) {
     }
 }
 
+/// Fuzz target `verify`: the verifier on any program, and what its proof promises.
+///
+/// The first byte picks the program type (bits 0-1: XDP, tc, socket filter, untyped) and
+/// whether the body runs behind a packet prologue (bit 2, XDP and tc: r6 = the context,
+/// r2 = data, r3 = data_end, and the body is skipped unless 32 bytes lie between them, so
+/// that packet accesses can be proven); the second byte is the length of the bytes that
+/// follow and fill the packet (typed) or the memory (untyped), the context being those
+/// bytes cycled; the rest is the body, raw eBPF.
+///
+/// The verifier must end (accept or refuse) without panicking, within its budget of
+/// processed instructions. A program it accepts must, on the interpreter, never trap on
+/// memory (soundness: `OutOfBounds`, `ReadOnly`) and run no longer than the proof's bound
+/// (`Facts::max_executed`); and the JIT given the proof (the checks its facts cover
+/// dropped) must agree with the interpreter on everything: result or trap, executed
+/// count, context, packet, memory and stack, twice on one cache.
+pub fn verify(data: &[u8]) {
+    let _accepted = verify_runs(data);
+}
+
+/// [`verify`], saying whether the verifier accepted the program (and the runs were made).
+pub fn verify_runs(data: &[u8]) -> bool {
+    use weir_isa::ebpf::{Insn, Op};
+    use weir_program::TrapCode;
+    let [kind, len, rest @ ..] = data else { return false };
+    let prog_type =
+        [Some(ProgType::Xdp), Some(ProgType::SchedCls), Some(ProgType::SocketFilter), None]
+            [usize::from(kind & 3)];
+    let bytes_len = usize::from(*len).min(rest.len());
+    let (bytes, code) = rest.split_at(bytes_len);
+    let Ok(body) = Program::from_bytes(code) else { return false };
+    let body = body.insns().to_vec();
+    let fields = match prog_type {
+        Some(ProgType::Xdp) => Some((0, 4)),
+        Some(ProgType::SchedCls) => Some((76, 80)),
+        _ => None,
+    };
+    let insns = match fields {
+        Some((data_off, end_off)) if kind & 4 != 0 => {
+            // Past the body: `mov r0, 0; exit`, where the prologue's test jumps.
+            let Ok(skip) = i16::try_from(body.len()) else { return false };
+            let mut v = vec![
+                Insn::new(Op::Mov64Reg, 6, 1, 0, 0),
+                Insn::new(Op::LdxW, 2, 1, data_off, 0),
+                Insn::new(Op::LdxW, 3, 1, end_off, 0),
+                Insn::new(Op::Mov64Reg, 4, 2, 0, 0),
+                Insn::new(Op::Add64Imm, 4, 0, 0, 32),
+                Insn::new(Op::Jgt64Reg, 4, 3, skip, 0),
+            ];
+            v.extend(body);
+            v.extend([Insn::new(Op::Mov64Imm, 0, 0, 0, 0), Insn::new(Op::Exit, 0, 0, 0, 0)]);
+            v
+        }
+        _ => body,
+    };
+    let mut program = Program::from_insns(insns);
+    if let Some(t) = prog_type {
+        program = program.with_prog_type(t);
+    }
+    let options = weir::VerifyOptions {
+        prog_type,
+        memory_len: Some(bytes.len() as u64),
+        // No helpers: the ones a typed program may call are the runtime's, with maps and
+        // clocks the two engines would not see alike.
+        helpers: Some(Vec::new()),
+        budget: 100_000,
+        ..weir::VerifyOptions::default()
+    };
+    let Ok(proof) = weir::verify(&program, &options) else { return false };
+    let bound = proof.facts().max_executed;
+    let Ok(proven) = proof.into_verified(program.clone()) else {
+        panic!("a proof does not fit its own program")
+    };
+    let Ok(checked) = Verified::structural(program) else {
+        panic!("the verifier accepted a structurally invalid program")
+    };
+    let bindings = prog_type.map_or_else(Bindings::conformance, Bindings::for_prog_type);
+    let ctx_len = prog_type.map_or(0, |t| t.context_layout().size as usize);
+    let ctx: Vec<u8> = bytes.iter().copied().cycle().take(ctx_len).collect();
+    let ctx = if ctx.len() < ctx_len { vec![0; ctx_len] } else { ctx };
+    // One run's buffers: (context, packet, memory).
+    type Buffers = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>);
+    let buffers = || -> Buffers {
+        match prog_type {
+            Some(_) => (Some(ctx.clone()), Some(bytes.to_vec()), None),
+            None => (None, None, Some(bytes.to_vec())),
+        }
+    };
+    let interp = Interpreter::new(&checked, bindings.clone(), Config::default());
+    let jit = match weir_jit::Jit::compile(&proven, bindings, weir_jit::Config::default()) {
+        Ok(jit) => jit,
+        Err(weir_jit::CompileError {
+            kind: weir_jit::CompileErrorKind::TooManySlots { .. },
+            ..
+        }) => return true,
+        Err(e) => panic!("the JIT refused a proven program: {e}"),
+    };
+    let mut interp_cache = interp.cache();
+    let mut jit_cache = jit.cache();
+    for run in 0..2 {
+        let (mut ictx, mut ipacket, mut imem) = buffers();
+        let input = Input {
+            ctx: ictx.as_deref_mut(),
+            packet: ipacket.as_deref_mut(),
+            mem: imem.as_deref_mut(),
+            ..Input::default()
+        };
+        let expected = interp.run_stats(&mut interp_cache, input);
+        match &expected {
+            Err(trap) => assert!(
+                !matches!(trap.code, TrapCode::OutOfBounds | TrapCode::ReadOnly),
+                "run {run}: the verifier accepted a program that traps on memory: {trap}"
+            ),
+            Ok(outcome) => assert!(
+                outcome.executed <= bound,
+                "run {run}: {} instructions executed, the proof bounds runs by {bound}",
+                outcome.executed
+            ),
+        }
+        let (mut jctx, mut jpacket, mut jmem) = buffers();
+        let input = Input {
+            ctx: jctx.as_deref_mut(),
+            packet: jpacket.as_deref_mut(),
+            mem: jmem.as_deref_mut(),
+            ..Input::default()
+        };
+        let got = jit.run_stats(&mut jit_cache, input);
+        assert_eq!(got, expected, "run {run}: outcome");
+        assert_eq!(jit_cache.executed(), interp_cache.executed(), "run {run}: executed");
+        assert_eq!((jctx, jpacket, jmem), (ictx, ipacket, imem), "run {run}: buffers");
+        assert!(jit_cache.stack() == interp_cache.stack(), "run {run}: stack");
+    }
+    true
+}
+
 /// Any byte string either is refused as a capture file, or reads (through small chunks and
 /// the default one alike, never panicking) as one whose packets (up to the first damaged
 /// one) copy through [`CaptureWriter`] to a file that reads back as the same packets and
@@ -348,6 +482,7 @@ pub const TARGETS: &[(&str, FuzzCheck)] = &[
     ("cbpf", cbpf),
     ("flow", flow),
     ("pfmatch", pfmatch),
+    ("verify", verify),
 ];
 
 /// Any text either fails with an error on one of its lines, or parses to flow rules that

@@ -30,6 +30,22 @@ fn saved_fuzz_inputs_still_pass() {
 }
 
 #[test]
+fn verify_seeds_are_accepted_and_refused_as_named() {
+    use weir_conformance::fuzz_checks::verify_runs;
+    let dir = regressions_dir().join("verify");
+    for (name, accepted) in [
+        ("seed-xdp-packet-load", true),
+        ("seed-untyped-loop", true),
+        ("seed-refused", false),
+        // 428,000 iterations: past the 100,000 instructions the check lets it process.
+        ("slow-loop-to-the-budget", false),
+    ] {
+        let data = std::fs::read(dir.join(name)).expect("the seed exists");
+        assert_eq!(verify_runs(&data), accepted, "{name}");
+    }
+}
+
+#[test]
 fn checks_accept_ordinary_inputs() {
     // A real program through each check: `mov32 r0, 42; exit`.
     let code = [0xb4, 0, 0, 0, 42, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];

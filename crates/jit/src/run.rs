@@ -57,6 +57,9 @@ pub struct JitProgram {
     /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
     /// call); when not, the stack stays zero and needs no clearing between runs.
     writes_stack: bool,
+    /// The code touches no run state but a few words (`Plan::self_contained`): runs take
+    /// [`JitProgram::run_lean`].
+    lean: bool,
 }
 
 impl std::fmt::Debug for JitProgram {
@@ -107,6 +110,7 @@ impl std::fmt::Debug for KeptState {
 unsafe impl Send for KeptState {}
 
 impl KeptState {
+    #[inline]
     fn get(&mut self) -> &mut RunState<'static> {
         self.0.get_or_insert_with(|| Box::new(RunState::empty()))
     }
@@ -203,6 +207,7 @@ impl JitProgram {
             stack_low: None,
             packet_fields: PacketFields::of(bindings.context),
             writes_stack,
+            lean: plan.self_contained,
             code,
             checks: plan.checks,
             needs: plan.needs,
@@ -267,7 +272,16 @@ impl JitProgram {
     }
 
     /// The conformance convention: `r1` = address of `mem` (0 if empty), `r2` = its length.
+    #[inline]
     pub fn run_mem(&self, cache: &mut Cache, mem: &mut [u8]) -> Result<u64, Trap> {
+        // Self-contained code on memory the proof covers: straight to the lean run, inlined
+        // here, so that the input is never built in memory and copied (a measurable share
+        // of a short run: store forwarding fails on its copy).
+        if let (true, Some(Needs::Memory(len))) = (self.lean, self.needs) {
+            if mem.len() as u64 >= len {
+                return self.run_lean(cache, Input::new().mem(mem)).map(|outcome| outcome.r0);
+            }
+        }
         self.run(cache, Input::new().mem(mem))
     }
 
@@ -284,6 +298,9 @@ impl JitProgram {
             if !needs.met_by(&input) {
                 // A run unlike the ones the proof assumed: the facts say nothing about it.
                 return self.checked_twin()?.run_stats(cache, input);
+            }
+            if self.lean {
+                return self.run_lean(cache, input);
             }
         }
         self.prepare(cache);
@@ -383,8 +400,76 @@ impl JitProgram {
         outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
     }
 
+    /// A run of self-contained code (`Plan::self_contained`, so `needs` is met): the same
+    /// preparation of the cache and the context as [`JitProgram::run_stats`], then only the
+    /// run-state words the code reads: the entry registers, the budget, the stack bias, the
+    /// host base of the context, packet and memory (the code adds its own guest offset),
+    /// and the outcome fields it may leave untouched. The region table keeps whatever the
+    /// last full run left: this code never reads it, and a full run sets it whole.
+    #[inline(always)]
+    fn run_lean(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
+        // A program that never writes the stack leaves a clean cache clean: no call.
+        let clean = cache.dirty_from == cache.stack.len()
+            && cache.stack.len() == self.stack_bytes()
+            && cache.frames.len() == self.frame_words();
+        if !clean {
+            self.prepare(cache);
+        }
+        cache.executed = 0;
+        input.check_sizes()?;
+        let (r1, r2) = input.entry_args();
+        let Input { ctx, packet, mem, span, .. } = input;
+        let ctx = ctx.unwrap_or_default();
+        if self.bindings.context.is_some() {
+            let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
+            fill_packet_fields(self.bindings.context, ctx, packet_len, span)?;
+        }
+        let packet = packet.unwrap_or_default();
+        let mem = mem.unwrap_or_default();
+        let stack_host = cache.stack.as_mut_ptr() as u64;
+        let run = cache.state.get();
+        run.regions[CTX].base_lo = ctx.as_mut_ptr() as u64;
+        run.regions[PACKET].base_lo = packet.as_mut_ptr() as u64;
+        run.regions[MEM].base_lo = mem.as_mut_ptr() as u64;
+        run.stack_bias = stack_host.wrapping_sub(STACK_BASE);
+        run.key = self.key;
+        let budget = self.budget();
+        run.budget = budget;
+        run.r1 = r1;
+        run.r2 = r2;
+        run.exit_word = 0;
+        run.exit_value = 0;
+        run.remaining = 0;
+        run.max_depth = 0;
+        run.helper_status = 0;
+        cache.dirty_from = 0;
+        let entry = self.code.entry();
+        // SAFETY: `entry` is this program's code (kept mapped by `self.code`) with the
+        // signature it was compiled for. It is self-contained (`Plan::self_contained`):
+        // it calls nothing, reads of `run` only the words set just above (and `one`, set
+        // when the state was made), and accesses guest memory only at fixed offsets inside
+        // the running frame (the stack of `cache`, sized by `prepare` for this shape) or
+        // where the verifier proved an access in bounds of the context, packet or memory
+        // borrowed for this call, whose sizes meet the proof's assumptions (`needs`,
+        // checked by the caller); it writes only those and the outcome fields, and
+        // returns normally.
+        let value = unsafe { entry(&mut *run) };
+        cache.dirty_from = if self.writes_stack {
+            usize::try_from(self.shape.frame_floor(0)).unwrap_or(0)
+        } else {
+            cache.stack.len()
+        };
+        let outcome = self.outcome(run, value);
+        cache.executed = match outcome {
+            Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
+            _ => budget.wrapping_sub(run.remaining),
+        };
+        outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+    }
+
     /// The instruction budget as generated code counts it: at most `i64::MAX`, so that
     /// its signed test `remaining - n < 0` is `remaining < n` (no run gets that far).
+    #[inline]
     fn budget(&self) -> u64 {
         self.config.limits.instruction_budget.min(i64::MAX as u64)
     }
@@ -405,6 +490,7 @@ impl JitProgram {
     }
 
     /// The run's result from what generated code left in `run`.
+    #[inline]
     fn outcome(&self, run: &RunState, value: u64) -> Result<u64, Trap> {
         let (code, size, pc) =
             (run.exit_word & 0x7f, (run.exit_word >> 7) & 0xf, run.exit_word >> 11);

@@ -328,6 +328,33 @@ fn loops_with_variable_offsets_agree_and_drop_their_checks() {
     assert!(proven >= 40, "{proven}");
 }
 
+/// Loops the JIT counts from their induction register alone (`codegen::counted`): steps
+/// up and down, powers of two and not, the register compared or another one; the executed
+/// count must be the interpreter's.
+#[test]
+fn counted_loops_count_exactly() {
+    let loops = [
+        // Down by 3 to 0, loading mem[r3].
+        "mov %r0, 0\nmov %r3, 120\nloop:\nmov %r4, %r1\nadd %r4, %r3\nldxb %r5, [%r4]\n\
+         add %r0, %r5\nadd %r3, -3\njsgt %r3, 0, loop\nexit",
+        // Up by 5, the loop ended by another register's count.
+        "mov %r0, 0\nmov %r3, 7\nmov %r7, 0\nloop:\nadd %r0, %r3\nadd %r3, 5\n\
+         add %r7, 1\nmov %r8, %r7\njlt %r8, 20, loop\nexit",
+        // Up by 16 on the stack, stores and loads.
+        "mov %r0, 0\nmov %r3, 0\nloop:\nmov %r4, %r10\nadd %r4, -128\nadd %r4, %r3\n\
+         stxdw [%r4], %r3\nldxdw %r5, [%r4]\nadd %r0, %r5\nadd %r3, 16\njlt %r3, 128, loop\nexit",
+    ];
+    for src in loops {
+        let program = Program::from_insns(assemble(src).unwrap_or_else(|e| panic!("{e}\n{src}")));
+        let world = World { mem: Some((0..128).map(|i| i as u8).collect()), ..World::default() };
+        match agree(&program, None, &world) {
+            Ok(Some(checks)) => assert!(checks.budget_dropped, "{src}: {checks:?}"),
+            Ok(None) => panic!("refused: {src}"),
+            Err(e) => panic!("{src}: {e}"),
+        }
+    }
+}
+
 // ---- XDP programs: packet (with variable offsets), context and stack ----
 
 /// A random piece of an XDP body. The prologue leaves r1 = the context, r2 = data,

@@ -195,12 +195,21 @@ impl Translator<'_, '_> {
             } else {
                 let dst = self.get(insn.dst);
                 let a = self.narrow(dst, ty);
+                if insn.op == Op::Add64Reg {
+                    // Kept for the address of a direct access through `dst` (`memory`).
+                    self.pending_sum = Some((dst, b));
+                }
                 // A known operand, seen at the operation's width.
                 let known = known.map(|k| if wide { k } else { i64::from(k as i32) });
                 self.binary(op, ty, a, b, known)
             };
             let result = self.widen(result, ty);
-            return self.set(insn.dst, result);
+            let sum = self.pending_sum.take();
+            self.set(insn.dst, result)?;
+            if let Some(slot) = self.sums.get_mut(usize::from(insn.dst)) {
+                *slot = sum;
+            }
+            return Ok(());
         }
         let dst = self.get(insn.dst);
         let src = self.get(insn.src);
@@ -232,12 +241,20 @@ impl Translator<'_, '_> {
                 self.widen(low, types::I32)
             }
             Op::Le64 => dst,
-            Op::Be16 | Op::Bswap16 | Op::Be32 | Op::Bswap32 => {
-                let ty =
-                    if matches!(insn.op, Op::Be16 | Op::Bswap16) { types::I16 } else { types::I32 };
-                let low = self.narrow(dst, ty);
+            Op::Be16 | Op::Bswap16 => {
+                // The low 32 bits swapped, then shifted down 16: the low two bytes swapped,
+                // zero-extended. Shorter than a 16-bit swap and its zero-extension (x86-64:
+                // `bswap r32; shr r32, 16`, 5 bytes for 8, and the 32-bit result needs no
+                // extension), which keeps a checksum loop within one 32-byte fetch window.
+                let low = self.narrow(dst, types::I32);
                 let swapped = self.b.ins().bswap(low);
-                self.b.ins().uextend(types::I64, swapped)
+                let shifted = self.b.ins().ushr_imm(swapped, 16);
+                self.widen(shifted, types::I32)
+            }
+            Op::Be32 | Op::Bswap32 => {
+                let low = self.narrow(dst, types::I32);
+                let swapped = self.b.ins().bswap(low);
+                self.widen(swapped, types::I32)
             }
             Op::Be64 | Op::Bswap64 => self.b.ins().bswap(dst),
             _ => return Err(self.error(crate::CompileErrorKind::BadTarget)),

@@ -97,6 +97,15 @@ pub(crate) struct Plan {
     /// No run can exhaust the instruction budget (the facts bound every run's length by
     /// less): blocks still count their instructions, but never test the budget.
     pub(crate) budget_free: bool,
+    /// With `budget_free`: the verifier's bound on any run's length
+    /// (`Facts::max_executed`), which `counted` relies on.
+    pub(crate) max_executed: u64,
+    /// The code reads nothing of the run state but its entry registers, the budget, the
+    /// stack bias and the `base_lo` of the regions it accesses unchecked, and writes only
+    /// the outcome: budget-free, every access unchecked (proven, or a fixed frame offset),
+    /// no call of any kind and no legacy packet load. A run then sets only those words
+    /// (`JitProgram::run_lean`): no region table, no environment.
+    pub(crate) self_contained: bool,
     /// The guest window an access is translated with, unchecked; `None`: checked.
     direct: Vec<Option<usize>>,
     /// A division by a register whose zero test is dropped.
@@ -137,6 +146,8 @@ impl Plan {
         if let Some(facts) = facts {
             plan.budget_free = facts.max_executed > 0 && facts.max_executed <= budget;
             plan.checks.budget_dropped = plan.budget_free;
+            plan.max_executed = facts.max_executed;
+            plan.self_contained = plan.budget_free && self_contained(program.insns(), &plan, shape);
             if plan.budget_free && plan.needs.is_none() {
                 plan.needs = Some(needs_of(facts));
             }
@@ -202,6 +213,25 @@ impl Plan {
     }
 }
 
+/// Whether every instruction of `insns` leaves the run state alone under `plan` (see
+/// [`Plan::self_contained`]).
+fn self_contained(insns: &[Insn], plan: &Plan, shape: StackShape) -> bool {
+    insns.iter().enumerate().all(|(pc, insn)| match insn.op.spec().map(|s| s.operands) {
+        Some(Operands::Load | Operands::StoreImm | Operands::StoreReg) => {
+            let (base, size) = access_base(insn);
+            (base == 10 && in_own_frame(insn.off, size, shape)) || plan.direct(pc).is_some()
+        }
+        Some(
+            Operands::Abs
+            | Operands::Ind
+            | Operands::CallImm
+            | Operands::CallLocal
+            | Operands::CallReg,
+        ) => false,
+        _ => true,
+    })
+}
+
 /// What a run must offer for `facts` to describe it.
 fn needs_of(facts: &Facts) -> Needs {
     match (facts.prog_type, facts.memory_len) {
@@ -218,7 +248,7 @@ fn applies(facts: &Facts, bindings: &Bindings) -> bool {
 }
 
 /// The base register and size of a load or store.
-fn access_base(insn: &Insn) -> (u8, u8) {
+pub(crate) fn access_base(insn: &Insn) -> (u8, u8) {
     let size = insn.op.mem_size().map_or(8, |s| s.bytes() as u8);
     match insn.op.spec().map(|s| s.operands) {
         Some(Operands::Load) => (insn.src, size),
@@ -228,7 +258,7 @@ fn access_base(insn: &Insn) -> (u8, u8) {
 
 /// Whether `r10 + off` of `size` bytes lies inside the running frame (see
 /// `memory::Translator::in_own_frame`, the code generator's own test).
-fn in_own_frame(off: i16, size: u8, shape: StackShape) -> bool {
+pub(crate) fn in_own_frame(off: i16, size: u8, shape: StackShape) -> bool {
     let off = i64::from(off);
     let stack_size = i64::try_from(shape.stack_size).unwrap_or(i64::MAX);
     off >= stack_size.wrapping_neg() && off.saturating_add(i64::from(size)) <= 0

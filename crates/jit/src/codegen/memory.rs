@@ -93,6 +93,11 @@ fn atomic(op: Op) -> Option<(Rmw, bool, bool)> {
     })
 }
 
+/// Whether `op` is an atomic read-modify-write (which may write `src` or r0).
+pub(super) fn is_atomic(op: Op) -> bool {
+    atomic(op).is_some()
+}
+
 /// The lowest address of a guessed region, or its access bound: known when compiling, or
 /// loaded from the run state once.
 #[derive(Clone, Copy, Debug)]
@@ -136,8 +141,17 @@ impl Translator<'_, '_> {
         if let Some(bias) =
             self.plan.direct(self.pc).and_then(|w| self.biases.get(w).copied().flatten())
         {
-            let reg = self.get(base);
-            let host = self.b.ins().iadd(reg, bias);
+            let sum = self.sums.get(usize::from(base)).copied().flatten();
+            let host = match sum {
+                Some((ptr, index)) => {
+                    let ptr = self.b.ins().iadd(ptr, bias);
+                    self.b.ins().iadd(ptr, index)
+                }
+                None => {
+                    let reg = self.get(base);
+                    self.b.ins().iadd(reg, bias)
+                }
+            };
             return (host, i32::from(off));
         }
         let Some(view) = self.guessed_view(base, size, access) else {

@@ -28,6 +28,7 @@
 //! a loaded value is opaque to it, so only `c ^ key` reaches the machine code.
 
 mod alu;
+mod counted;
 pub(crate) mod facts;
 mod memory;
 mod provenance;
@@ -85,6 +86,8 @@ pub(crate) fn exit_word(code: u64, size: u32, pc: usize) -> u64 {
 const REMAINING: u32 = 11;
 const DEPTH: u32 = 12;
 const MAX_DEPTH: u32 = 13;
+/// The counted register on entry to the counted loop being run (`counted`).
+const LOOP_BASE: u32 = 14;
 
 /// Run-state fields: always in bounds and aligned, never aliased by guest memory.
 fn state_flags() -> MemFlags {
@@ -147,10 +150,24 @@ struct Translator<'a, 'f> {
     /// The region-table entry of the region `r1` points at on entry, and `r1` on entry
     /// (see `memory`).
     input: (Value, Value),
+    /// Per register, the two values it is the sum of when the current basic block made
+    /// it with `add dst, src` and nothing wrote it since (then `pending_sum`, between the
+    /// operands and the `set`). A direct access through it adds the region's bias to the
+    /// first, so that `ptr + bias` is loop-invariant and hoisted when `ptr` is, and the
+    /// host's addressing mode takes the index: `[ptr_bias + index]`, not `lea` then load.
+    sums: [Option<(Value, Value)>; REG_COUNT as usize],
+    pending_sum: Option<(Value, Value)>,
     /// The region each register's pointers most likely point into.
     guesses: [provenance::Guess; REG_COUNT as usize],
-    /// One Cranelift block per basic block, same index.
+    /// One Cranelift block per basic block, same index. For a counted loop, the block
+    /// every jump into the loop goes to: it keeps the counted register, then enters.
     blocks: Vec<Block>,
+    /// Per basic block, whether it is a counted loop (`counted`).
+    counted: Vec<Option<counted::CountedLoop>>,
+    /// While translating a counted loop: the block its back edge goes to (the loop's own
+    /// head), the block it is left through (which charges its iterations), and the
+    /// block every other jump into it goes to.
+    counting: Option<(Block, Block, Block)>,
     /// Return-site dispatch (param: site number), when the program has calls.
     dispatch: Block,
     /// Continuation block of each return site.
@@ -185,7 +202,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let state = b.block_params(entry)[0];
-        for index in 0..=MAX_DEPTH {
+        for index in 0..=LOOP_BASE {
             b.declare_var(var(index), types::I64);
         }
         let load = |b: &mut FunctionBuilder<'f>, offset: i32| {
@@ -238,6 +255,15 @@ impl<'a, 'f> Translator<'a, 'f> {
         }
 
         let blocks: Vec<Block> = cfg.blocks.iter().map(|_| b.create_block()).collect();
+        // Blinding hides immediates; a loop's step would show in its exit's division.
+        let counted = cfg
+            .blocks
+            .iter()
+            .map(|block| {
+                let eligible = key.is_none() && !cfg.has_calls;
+                eligible.then(|| counted::find(insns, block, plan, shape)).flatten()
+            })
+            .collect();
         if let Some(&first) = blocks.first() {
             b.ins().jump(first, &[]);
         }
@@ -256,8 +282,12 @@ impl<'a, 'f> Translator<'a, 'f> {
             key_value,
             stack_bias,
             input: (input_entry, r1),
+            sums: [None; REG_COUNT as usize],
+            pending_sum: None,
             guesses: provenance::guess(insns, bindings),
             blocks,
+            counted,
+            counting: None,
             dispatch,
             return_sites: Vec::new(),
             leave: None,
@@ -299,6 +329,9 @@ impl<'a, 'f> Translator<'a, 'f> {
             return Err(self.error(CompileErrorKind::WritesFramePointer));
         }
         self.b.def_var(var(u32::from(r)), value);
+        if let Some(slot) = self.sums.get_mut(usize::from(r)) {
+            *slot = None;
+        }
         Ok(())
     }
 
@@ -372,6 +405,9 @@ impl<'a, 'f> Translator<'a, 'f> {
         let n = block.slots.len();
         self.pc = start;
         self.b.switch_to_block(head);
+        if let Some(counted) = self.counted.get(index).copied().flatten() {
+            return self.counted_loop(block, head, counted);
+        }
         // `remaining < n` as `remaining - n < 0`, signed (the budget is at most i64::MAX,
         // `crate::run`): a signed test of the charged value, which Cranelift cannot rewrite
         // into a test of the uncharged one (as it rewrites `(r - 6) <u 1` into `r == 6`),
@@ -408,6 +444,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         // The cold copy: up to the last effect, each effect behind a budget check.
         self.b.switch_to_block(cold);
         let last_effect = block.slots.iter().rposition(|&slot| self.kind_at(slot) == Kind::Effect);
+        self.sums = [None; REG_COUNT as usize];
         if let Some(last_effect) = last_effect {
             for (k, &slot) in block.slots.iter().enumerate().take(last_effect.saturating_add(1)) {
                 self.pc = slot;
@@ -422,6 +459,51 @@ impl<'a, 'f> Translator<'a, 'f> {
         Ok(())
     }
 
+    /// A counted loop (`counted`): `entry` keeps the counted register and enters the
+    /// loop's head, which charges nothing; the exit charges every iteration at once.
+    fn counted_loop(
+        &mut self,
+        block: &crate::cfg::BasicBlock,
+        entry: Block,
+        counted: counted::CountedLoop,
+    ) -> Result<(), CompileError> {
+        let n = block.slots.len();
+        let Some(&last) = block.slots.last() else {
+            return Ok(());
+        };
+        let base = self.get(counted.reg);
+        self.b.def_var(var(LOOP_BASE), base);
+        let head = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        self.counting = Some((head, exit, entry));
+        let body = self.block_body(block, n, last);
+        self.counting = None;
+        body?;
+        self.b.switch_to_block(exit);
+        let now = self.get(counted.reg);
+        let base = self.b.use_var(var(LOOP_BASE));
+        let moved = if counted.step > 0 {
+            self.b.ins().isub(now, base)
+        } else {
+            self.b.ins().isub(base, now)
+        };
+        let step = counted.step.unsigned_abs();
+        let iterations = if step.is_power_of_two() {
+            self.b.ins().ushr_imm(moved, i64::from(step.trailing_zeros()))
+        } else {
+            self.b.ins().udiv_imm(moved, step as i64)
+        };
+        let charge = self.b.ins().imul_imm(iterations, n as i64);
+        let remaining = self.b.use_var(var(REMAINING));
+        let remaining = self.b.ins().isub(remaining, charge);
+        self.b.def_var(var(REMAINING), remaining);
+        let next = self.block_for(self.next_slot(last))?;
+        self.b.ins().jump(next, &[]);
+        Ok(())
+    }
+
     /// The block's instructions, charged already, then the jump to the next block.
     fn block_body(
         &mut self,
@@ -429,6 +511,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         n: usize,
         last: usize,
     ) -> Result<(), CompileError> {
+        self.sums = [None; REG_COUNT as usize];
         for (k, &slot) in block.slots.iter().enumerate() {
             self.pc = slot;
             self.mode = Mode::Hot { n, k };
@@ -627,6 +710,11 @@ impl<'a, 'f> Translator<'a, 'f> {
             return Ok(());
         }
         let next = self.block_for(self.next_slot(self.pc))?;
+        let (target, next) = match self.counting {
+            // A counted loop's back edge, and its way out.
+            Some((head, exit, entry)) if target == entry => (head, exit),
+            _ => (target, next),
+        };
         let taken = self.condition(insn);
         if target == next {
             self.b.ins().jump(next, &[]);
