@@ -157,8 +157,7 @@ impl Hits {
 }
 
 struct Subtable<const W: usize> {
-    /// The full mask (for matching the subtable on insert) and the gathered one.
-    mask: Key,
+    /// The mask, gathered (the subtable's identity with the range flags).
     gmask: [u64; W],
     src_range: bool,
     dst_range: bool,
@@ -488,7 +487,6 @@ fn hash_words<const W: usize>(k: &[u64; W]) -> u32 {
 impl<const W: usize> Subtable<W> {
     fn new(c: &Compiled, words: &[usize; W], store: Store<W>) -> Subtable<W> {
         Subtable {
-            mask: c.mask,
             gmask: gather(&c.mask, words),
             src_range: c.src_range.is_some(),
             dst_range: c.dst_range.is_some(),
@@ -497,8 +495,13 @@ impl<const W: usize> Subtable<W> {
         }
     }
 
-    fn fits(&self, c: &Compiled) -> bool {
-        self.mask == c.mask
+    /// Whether a rule belongs here, given its gathered mask: for a rule whose mask
+    /// touches only the gathered words (every rule the tables take), equal gathered masks
+    /// are equal masks, compared in W words (the 112-byte masks' `memcmp`, once per
+    /// subtable, was most of an insert's search for its subtable).
+    #[inline]
+    fn fits(&self, gmask: &[u64; W], c: &Compiled) -> bool {
+        same(&self.gmask, gmask)
             && self.src_range == c.src_range.is_some()
             && self.dst_range == c.dst_range.is_some()
     }
@@ -506,7 +509,6 @@ impl<const W: usize> Subtable<W> {
     /// The same subtable with another best rank or store (a new version's).
     fn with(&self, best: (u32, u64), store: Arc<Store<W>>) -> Subtable<W> {
         Subtable {
-            mask: self.mask,
             gmask: self.gmask,
             src_range: self.src_range,
             dst_range: self.dst_range,
@@ -639,8 +641,9 @@ impl<const W: usize> Tables<W> {
         let words = self.words;
         let ch = self.chain_mut(r.rule.chain);
         let gk = gather(&c.key, &words);
+        let gm = gather(&c.mask, &words);
         let h = hash_words(&gk);
-        match ch.subtables.iter().position(|s| s.fits(c)) {
+        match ch.subtables.iter().position(|s| s.fits(&gm, c)) {
             Some(i) => {
                 let st = &ch.subtables[i];
                 let stored = st.store.try_insert(gk, h, &r);
@@ -673,7 +676,8 @@ impl<const W: usize> Tables<W> {
     /// its chain and subtable exist and the rule does not better the subtable's best.
     fn insert_shared(&self, r: &Arc<Installed>, c: &Compiled) -> bool {
         let Some(ch) = self.chain(r.rule.chain) else { return false };
-        let Some(st) = ch.subtables.iter().find(|s| s.fits(c)) else { return false };
+        let gm = gather(&c.mask, &self.words);
+        let Some(st) = ch.subtables.iter().find(|s| s.fits(&gm, c)) else { return false };
         if r.rank() < st.best {
             return false;
         }
@@ -686,7 +690,8 @@ impl<const W: usize> Tables<W> {
     /// or its store rebuilt).
     fn remove_shared(&self, r: &Installed, c: &Compiled) -> Option<Option<Tables<W>>> {
         let ch = self.chain(r.rule.chain)?;
-        let i = ch.subtables.iter().position(|s| s.fits(c))?;
+        let gm = gather(&c.mask, &self.words);
+        let i = ch.subtables.iter().position(|s| s.fits(&gm, c))?;
         let st = &ch.subtables[i];
         let gk = gather(&c.key, &self.words);
         let h = hash_words(&gk);
@@ -1007,18 +1012,16 @@ impl Classifier {
                 }
             }
         }
-        let indevs = w.indevs.clone();
-        let mut id = |name: &str| indevs.iter().position(|d| d == name).map_or(0, |i| i as u32 + 1);
-        let compiled = rule.compile(&mut id);
+        let compiled = w.compile(&rule);
         let seq = w.next_seq;
         w.next_seq += 1;
         let devs = device_indices(&rule.actions, &w.devices);
         let installed = Arc::new(Installed::new(rule, prio, seq, &compiled, devs));
         w.rules.insert(seq, installed.clone());
         let cur = self.snapshot();
-        let words = tables_words(&cur.tables);
-        let fits =
-            self.full_width || (0..WORDS).all(|i| compiled.mask.word(i) == 0 || words.contains(&i));
+        let fits = self.full_width
+            || dispatch!(&cur.tables, t => (0..WORDS)
+                .all(|i| compiled.mask.word(i) == 0 || t.words.contains(&i)));
         // Most inserts: in place in the current version's tables, no new version.
         if fits
             && !devices_changed
