@@ -44,7 +44,7 @@
 //!   cache keys its entries on the version and a count of in-place updates.
 
 use crate::engine::{self, device_indices, Installed, Outcome, Work};
-use crate::key::{extract, extract_into, Key, Need, WORDS};
+use crate::key::{extract, extract_into_zeroed, Key, Need, WORDS};
 use crate::rule::{Compiled, Rule, RuleError, RuleSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -1163,7 +1163,8 @@ impl Classifier {
         // Where extraction puts the headers' offsets (only the actions' path needs them).
         let mut offs = crate::key::Offsets::default();
         for i in 0..n {
-            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
+            // Fresh keys from the array above: zero already.
+            extract_into_zeroed(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         dispatch!(&v.tables, t => t.lookup_batch(&keys[..n], &mut first[..n]));
@@ -1203,7 +1204,8 @@ impl Classifier {
         // Only the words the rules read: the rest of every key is zero.
         let used = &v.words[..v.nwords];
         for i in 0..n {
-            extract_into(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
+            // Fresh keys from the array above: zero already.
+            extract_into_zeroed(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
             let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
             for (o, &w) in words[i].iter_mut().zip(used) {
                 *o = keys[i].word(w);
