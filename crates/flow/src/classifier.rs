@@ -135,7 +135,7 @@ struct ChainT<const W: usize> {
 /// A subtable's hit count, per counting thread (the counters' shards, see
 /// [`engine::Counters`]), each shard on a cache line of its own: the workers write it once
 /// a batch, and a shared count made each worker's write evict the line from the other's
-/// cache (on the line of the subtable's mask and segments, every read of those too). Only a
+/// cache (on the line of the table's slot and filter pointers, every read of those too). Only a
 /// ranking heuristic, so a load and a store even on the shared shard (an add lost to a
 /// race costs nothing).
 #[derive(Default)]
