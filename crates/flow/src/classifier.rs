@@ -609,7 +609,8 @@ impl<const W: usize> Tables<W> {
     ) -> Tables<W> {
         let mut t = Tables { words, chains: Vec::new() };
         for (r, c) in rules {
-            t.insert_in_place(r, &c);
+            // Not published yet: nothing reads the stores.
+            t.insert_in_place(r, &c, true);
         }
         for (_, c) in &mut t.chains {
             c.refresh();
@@ -636,8 +637,11 @@ impl<const W: usize> Tables<W> {
     /// Insert (the writer only): in place in the subtable's store when it has room and
     /// the rule does not better the subtable's best rank; otherwise the subtable changes
     /// (a new best, or a bigger store) and the caller must publish. Returns whether the
-    /// tables changed (a new version is needed).
-    fn insert_in_place(&mut self, r: Arc<Installed>, c: &Compiled) -> bool {
+    /// tables changed (a new version is needed). Without `share` the rule goes into a copy
+    /// of its subtable's store, never into one a published version reads: for a rule the
+    /// published version must not see before its own publication (its mirred device or
+    /// the layers it reads are not in that version yet).
+    fn insert_in_place(&mut self, r: Arc<Installed>, c: &Compiled, share: bool) -> bool {
         let words = self.words;
         let ch = self.chain_mut(r.rule.chain);
         let gk = gather(&c.key, &words);
@@ -646,7 +650,7 @@ impl<const W: usize> Tables<W> {
         match ch.subtables.iter().position(|s| s.fits(&gm, c)) {
             Some(i) => {
                 let st = &ch.subtables[i];
-                let stored = st.store.try_insert(gk, h, &r);
+                let stored = share && st.store.try_insert(gk, h, &r);
                 if stored && r.rank() >= st.best {
                     return false;
                 }
@@ -1022,13 +1026,12 @@ impl Classifier {
         let fits = self.full_width
             || dispatch!(&cur.tables, t => (0..WORDS)
                 .all(|i| compiled.mask.word(i) == 0 || t.words.contains(&i)));
+        // Whether the published version may see the rule before the new one is out (it
+        // knows the rule's devices, indevs and layers).
+        let share =
+            !devices_changed && !indevs_changed && cur.need.union(compiled.need) == cur.need;
         // Most inserts: in place in the current version's tables, no new version.
-        if fits
-            && !devices_changed
-            && !indevs_changed
-            && cur.need.union(compiled.need) == cur.need
-            && dispatch!(&cur.tables, x => x.insert_shared(&installed, &compiled))
-        {
+        if fits && share && dispatch!(&cur.tables, x => x.insert_shared(&installed, &compiled)) {
             // After the slot's store: a flow cache that sees the new count sees the rule.
             cur.edits.fetch_add(1, Ordering::Release);
             return Ok(RuleId(seq));
@@ -1036,7 +1039,7 @@ impl Classifier {
         let tables = if fits {
             let mut t = clone_tables(&cur.tables);
             dispatch!(&mut t, x => {
-                x.insert_in_place(installed.clone(), &compiled);
+                x.insert_in_place(installed.clone(), &compiled, share);
                 let ch = x.chain_mut(installed.rule.chain);
                 ch.refresh();
             });
