@@ -231,6 +231,19 @@ pub fn extract(p: &[u8], indev: u32, need: Need) -> (Key, Offsets) {
 #[inline]
 pub fn extract_into(p: &[u8], indev: u32, need: Need, key: &mut Key, off: &mut Offsets) {
     *key = Key::default();
+    extract_into_zeroed(p, indev, need, key, off);
+}
+
+/// [`extract_into`] into a key that is all zero already (a batch's fresh array of keys:
+/// zeroing each again was 6% of a one-mask batch in `perf`).
+#[inline]
+pub(crate) fn extract_into_zeroed(
+    p: &[u8],
+    indev: u32,
+    need: Need,
+    key: &mut Key,
+    off: &mut Offsets,
+) {
     *off = Offsets::default();
     let k = key;
     k.set_u32(field::INDEV, indev);

@@ -327,9 +327,9 @@ fn ipv4_from(src: [u8; 4]) -> Vec<u8> {
 }
 
 #[test]
-fn large_subtables_split_and_agree_after_updates() {
-    // 6,000 rules of one mask: the subtable splits into segments several times, while
-    // being built and while rules come and go one at a time.
+fn large_subtables_grow_and_agree_after_updates() {
+    // 6,000 rules of one mask: the subtable's store is rebuilt bigger several times, while
+    // being built and while rules come and go one at a time (in place between rebuilds).
     let mut text = String::new();
     for i in 0..6000u32 {
         text += &format!(
@@ -368,4 +368,68 @@ fn large_subtables_split_and_agree_after_updates() {
     assert!(matched > 4000, "{matched}");
     let (subtables, _) = classifier.stats();
     assert_eq!(subtables, 1);
+}
+
+/// Inserts and deletes made in place (no new version) reach a flow cache filled before
+/// them: a cached "no rule" and a cached rule both give way.
+#[test]
+fn flow_cache_sees_updates_made_in_place() {
+    let set = RuleSet::parse(
+        "prio 5 protocol ip flower src_ip 10.0.0.1 action drop\n\
+         prio 5 protocol ip flower src_ip 10.0.0.2 action drop\n",
+    )
+    .unwrap();
+    let classifier = Classifier::new(&set);
+    let mut cache = weir_flow::FlowCache::new(64);
+    let frames = vec![ipv4_from([10, 0, 0, 1]), ipv4_from([10, 0, 0, 3])];
+    let lines = |v: Vec<Seen>| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    assert_eq!(lines(run_cached(&classifier, &mut cache, &frames, &[0])), [Some(1), None]);
+    let v = classifier.snapshot();
+    // Same mask, a worse priority than the subtable's best: in place.
+    let r = weir_flow::rule::parse_rule("prio 6 protocol ip flower src_ip 10.0.0.3 action pass", 7)
+        .unwrap();
+    let id = classifier.insert(r).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&v, &classifier.snapshot()), "expected an in-place insert");
+    assert_eq!(lines(run_cached(&classifier, &mut cache, &frames, &[0])), [Some(1), Some(7)]);
+    assert!(classifier.delete(id));
+    assert!(std::sync::Arc::ptr_eq(&v, &classifier.snapshot()), "expected an in-place delete");
+    assert_eq!(lines(run_cached(&classifier, &mut cache, &frames, &[0])), [Some(1), None]);
+}
+
+/// One masked key with many rules of mixed priorities, inserted and deleted over and
+/// over: slot lists replaced in place, tombstones, and the rebuilds they force, against
+/// the reference after every step.
+#[test]
+fn churn_on_one_key_agrees_with_the_reference() {
+    let mut rng = SplitMix64::new(77);
+    let classifier = Classifier::new(&RuleSet::new());
+    let mut live: Vec<(weir_flow::RuleId, Rule)> = Vec::new();
+    let frames: Vec<Vec<u8>> = (0..8u8).map(|i| ipv4_from([10, 0, 0, i])).collect();
+    for step in 0..2000usize {
+        if live.len() < 12 && (live.is_empty() || rng.chance(55)) {
+            let host = (rng.u32() % 8) as u8;
+            let prio = 1 + rng.u32() % 5;
+            let action = if rng.chance(50) { "drop" } else { "pass" };
+            let text =
+                format!("prio {prio} protocol ip flower src_ip 10.0.0.{host} action {action}");
+            let r = weir_flow::rule::parse_rule(&text, step + 1).unwrap();
+            live.push((classifier.insert(r.clone()).unwrap(), r));
+        } else {
+            let (id, _) = live.swap_remove(rng.below_usize(live.len()));
+            assert!(classifier.delete(id));
+        }
+        if step % 10 != 0 {
+            continue;
+        }
+        let mut order: Vec<&(weir_flow::RuleId, Rule)> = live.iter().collect();
+        order.sort_by_key(|(id, _)| id.0);
+        let mut rebuilt = RuleSet::new();
+        for (_, r) in order {
+            rebuilt.push(r.clone()).unwrap();
+        }
+        let a = run_reference(&Reference::new(&rebuilt), &frames, &[0]);
+        let b = run_classifier(&classifier, &frames, &[0]);
+        let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line, s.0.verdict)).collect::<Vec<_>>();
+        assert_eq!(lines(&a), lines(&b), "step {step}");
+    }
 }
