@@ -23,7 +23,8 @@
 //!   `n` bytes anyway.
 //!
 //! [`optimize`] runs them to a fixed point (a few rounds at most; the round that confirms
-//! it skips the walks whose input a pass was already seen to leave unchanged). Every pass is linear in
+//! it stops after its first `simplify` when that returns the tree every other pass was
+//! already seen to leave unchanged). Every pass is linear in
 //! the size of the filter, up to a sort for set building and small constant factors
 //! (environments of facts are capped; long runs of tests on values already seen skip the
 //! fact machinery). A 10,000-host `host a or host b ...` filter (420,000 IR nodes) becomes
@@ -66,30 +67,38 @@ fn optimize_pred(mut p: Pred) -> Pred {
     let mut from_stable = false;
     for round in 0..MAX_ROUNDS {
         let (q, reads) = fold::simplify(p, true);
+        // The round before ended on a tree every later pass of a round is known to leave
+        // as it is: `decide` (seen, for these slots read), `insert_guards` (it added none
+        // there, or the tree is its own output, and a second placement finds every guard
+        // already in place: `insert_guards` is idempotent) and `simplify` (seen). If the
+        // factoring `simplify` that opens this round gives it back too, the rest of the
+        // round would return it unchanged: it is the fixed point, and the round ends
+        // here rather than walking the tree three more times to find that out.
+        if from_stable && stable.is_decided(&q, reads) {
+            p = q;
+            break;
+        }
         // The first walk's input is the largest tree and is rarely already stable: it is
         // not copied to be remembered.
-        let (q, mut unchanged) = stable.decide(q, reads, round > 0);
+        let (q, is_tree) = stable.decide(q, reads, round > 0);
         // Guards make loads safe, which lets `decide` merge and drop more, so a new guard
         // gets a second `decide` at once (without one, whatever a second `decide` would
         // find waits for the next round: a small filter reaches its fixed point with three
         // `decide` walks rather than four). A round that changes nothing is the fixed
         // point: optimizing the result again gives it back.
         let (q, added) = guard::insert_guards_reporting(q);
-        let q = if added {
-            unchanged = false;
-            stable.decide(q, reads, true).0
-        } else {
-            q
-        };
-        let (q, simplified_unchanged) = stable.simplify(q);
+        // (Without a new guard the tree is `decide`'s output, unchanged.)
+        let (q, is_tree) = if added { stable.decide(q, reads, true) } else { (q, is_tree) };
+        let (q, simplified_unchanged) = stable.simplify(q, is_tree);
         p = q;
-        // From the stable tree back to it, each pass seen to return its input (`decide`
-        // skipped because its input was the stable tree: so was the first simplify's
-        // output): the round changed nothing, as the fingerprint would find, unhashed.
-        if from_stable && unchanged && simplified_unchanged {
-            break;
-        }
         from_stable = simplified_unchanged;
+        // A round that starts from the stable tree ends at its first `simplify` when that
+        // changes nothing (above), and otherwise changes the tree: the fingerprint would
+        // not be compared with anything equal, and hashing a large tree costs a walk.
+        if from_stable {
+            seen = None;
+            continue;
+        }
         let now = Some(analysis::fingerprint(&p));
         if now == seen {
             break;
@@ -104,7 +113,9 @@ fn optimize_pred(mut p: Pred) -> Pred {
 /// functions: the same input gives the same output). In practice `decide` after new guards
 /// and every pass of the last round change nothing, and the repeated `decide` walk is
 /// about a third of a small filter's optimizing time. Trees are compared whole (`==`),
-/// never by hash, so a skip never changes the result.
+/// never by hash. A skip never changes the result, with one assumption, tested
+/// (crates/filter/tests/opt.rs, `inserting_guards_twice_changes_nothing`): `insert_guards`
+/// is idempotent, so the tree it returned is one it leaves as it is.
 #[derive(Default)]
 struct Stable {
     /// `decide(tree, reads) == tree` was seen.
@@ -114,14 +125,17 @@ struct Stable {
 }
 
 impl Stable {
-    /// `decide::decide(q, reads)`, and whether its result is known to be `q` itself (it
-    /// is skipped then: `q` is the remembered tree). `remember`: copy `q` to find out
-    /// whether `decide` leaves it unchanged (costs a copy of the tree).
+    /// Whether `decide(q, reads) == q` was seen.
+    fn is_decided(&self, q: &Pred, reads: u32) -> bool {
+        self.decided.as_ref().is_some_and(|(tree, r)| *r == reads && tree == q)
+    }
+
+    /// `decide::decide(q, reads)`, skipped when `q` is the remembered tree, and whether
+    /// the result is the remembered tree. `remember`: copy `q` to find out whether
+    /// `decide` leaves it unchanged (costs a copy of the tree).
     fn decide(&mut self, q: Pred, reads: u32, remember: bool) -> (Pred, bool) {
-        if let Some((tree, r)) = &self.decided {
-            if *r == reads && *tree == q {
-                return (q, true);
-            }
+        if self.is_decided(&q, reads) {
+            return (q, true);
         }
         if !remember {
             return (decide::decide(q, reads), false);
@@ -131,14 +145,15 @@ impl Stable {
         if p == before {
             self.decided = Some((before, reads));
             self.simplified = false;
+            return (p, true);
         }
         (p, false)
     }
 
     /// `fold::simplify(p, false)`, and whether the result is the stable tree, unchanged
     /// from `p` (skipped when `simplify` was already seen to leave that tree as it is).
-    fn simplify(&mut self, p: Pred) -> (Pred, bool) {
-        let is_tree = self.decided.as_ref().is_some_and(|(tree, _)| *tree == p);
+    /// `is_tree`: `p` is the remembered tree (as [`Stable::decide`] said).
+    fn simplify(&mut self, p: Pred, is_tree: bool) -> (Pred, bool) {
         if is_tree && self.simplified {
             return (p, true);
         }
