@@ -422,7 +422,7 @@ impl JitProgram {
         let ctx = ctx.unwrap_or_default();
         if self.bindings.context.is_some() {
             let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
-            fill_packet_fields(self.bindings.context, ctx, packet_len, span)?;
+            self.packet_fields.fill(ctx, packet_len, span)?;
         }
         let packet = packet.unwrap_or_default();
         let mem = mem.unwrap_or_default();
@@ -454,10 +454,14 @@ impl JitProgram {
         // checked by the caller); it writes only those and the outcome fields, and
         // returns normally.
         let value = unsafe { entry(&mut *run) };
-        cache.dirty_from = if self.writes_stack {
-            usize::try_from(self.shape.frame_floor(0)).unwrap_or(0)
-        } else {
-            cache.stack.len()
+        // Self-contained code makes no calls: only frame 0, and of it only what
+        // `stack_reach` found any run can write, as `run_stats` zeroes after a depth-0 run.
+        cache.dirty_from = match self.stack_low {
+            _ if !self.writes_stack => cache.stack.len(),
+            Some(low) => {
+                cache.stack.len().saturating_sub(usize::try_from(low).unwrap_or(usize::MAX))
+            }
+            None => usize::try_from(self.shape.frame_floor(0)).unwrap_or(0),
         };
         let outcome = self.outcome(run, value);
         cache.executed = match outcome {
