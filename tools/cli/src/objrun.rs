@@ -377,7 +377,7 @@ fn run_many(
     let linktype = linktype.unwrap_or(1);
     let prog_type = object.programs().get(entry).map(|p| p.prog_type).ok_or("no entry")?;
     let scratch = match &args.write {
-        Some(write) => Some(crate::jobs::Scratch::new(Some(write))?),
+        Some(write) => Some(crate::jobs::Scratch::new(Some(write), files.len())?),
         None => None,
     };
     let results = crate::jobs::each_file(
