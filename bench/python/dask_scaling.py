@@ -102,11 +102,12 @@ def noop(i):
     return i
 
 
-def breakdown(client, rounds, files):
+def breakdown(client, rounds, files, threads):
     """Where a weir.dask.count call's time goes, from Dask's task stream (medians over
     `rounds` calls, milliseconds): the call, the tasks' compute summed, from the call to
-    the first task starting, from the last task ending to the answer, and the gaps between
-    one worker's consecutive tasks (summed per worker, averaged over workers)."""
+    the first task starting, from the last task ending to the answer, and the time a
+    worker thread was idle between its worker's first task starting and last task ending
+    (per thread: the gaps between tasks)."""
     rows = []
     for _ in range(rounds):
         with distributed.get_task_stream(client) as stream:
@@ -122,8 +123,9 @@ def breakdown(client, rounds, files):
         workers = {w for w, _, _ in tasks}
         gaps = 0.0
         for w in workers:
-            mine = sorted((a, b) for ww, a, b in tasks if ww == w)
-            gaps += sum(mine[i + 1][0] - mine[i][1] for i in range(len(mine) - 1))
+            mine = [(a, b) for ww, a, b in tasks if ww == w]
+            span = max(b for _, b in mine) - min(a for a, _ in mine)
+            gaps += (span * threads - sum(b - a for a, b in mine)) / threads
         rows.append((
             t1 - t0,
             sum(b - a for _, a, b in tasks),
@@ -231,10 +233,10 @@ def main():
                       f"grouped ({weir.dask.TASKS_PER_THREAD} tasks per thread) {grouped[0]:.3f} s "
                       f"(CPU {grouped[1] * 1e3:.0f} ms): {per_file[0] / grouped[0]:.2f}x")
                 small_results[workers, threads] = (per_file[0], grouped[0])
-                call, busy, first, last, gaps = breakdown(distributed.get_client(), args.rounds, files)
+                call, busy, first, last, gaps = breakdown(distributed.get_client(), args.rounds, files, threads)
                 print(f"  {workers} worker(s) x {threads} thread(s), one count call: {call:.1f} ms; tasks' compute summed "
                       f"{busy:.1f} ms ({busy / (workers * threads):.1f} per thread); call -> first task {first:.1f} ms; "
-                      f"last task -> answer {last:.1f} ms; gaps between one worker's tasks {gaps:.1f} ms")
+                      f"last task -> answer {last:.1f} ms; a thread idle between its worker's first and last task {gaps:.1f} ms")
             cluster.close()
             # The machine without Dask, in the same minutes: as many independent processes
             # as this configuration has workers' threads.
