@@ -609,6 +609,32 @@ impl PyMap {
         Ok(self.keys_vec()?.iter().map(|k| PyBytes::new(py, k)).collect())
     }
 
+    /// Iterates over a snapshot of the keys, as a dict does.
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyIterator>> {
+        PyList::new(py, self.keys(py)?)?.try_iter()
+    }
+
+    /// The value at `key`, or `default` when the map has no such key.
+    #[pyo3(signature = (key, default = None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let raw = self.key(key)?;
+        match self.map.lookup_all(&raw) {
+            Ok(value) => Ok(Some(self.to_python(py, &value)?)),
+            Err(MapError::NoEntry) => Ok(default),
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+
+    /// The values, a snapshot (in the keys' order).
+    fn values<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        Ok(self.items(py)?.into_iter().map(|(_, v)| v).collect())
+    }
+
     /// `(key, value)` pairs, a snapshot; keys deleted meanwhile are left out.
     fn items<'py>(
         &self,

@@ -141,6 +141,9 @@ def test_maps_read_and_written_from_python(cli, generated, tmp_path):
         counts.update(6, 1, flags=1)
     counts.update(7, b"\x05" + b"\0" * 7, flags=1)
     assert set(counts.keys()) == {b"\x06\0\0\0", b"\x07\0\0\0"}
+    assert set(counts) == set(counts.keys()) and dict(counts) == dict(counts.items())
+    assert sorted(counts.values()) == sorted(v for _, v in counts.items())
+    assert counts.get(7) == b"\x05" + b"\0" * 7 and counts.get(8) is None and counts.get(8, b"") == b""
     del counts[7]
     with pytest.raises(KeyError):
         counts[7]
