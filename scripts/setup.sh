@@ -10,7 +10,10 @@ set -euo pipefail
 # chain with a counter per rule stands in for it, crates/flow/tests/kernel.rs).
 # python3-venv, python3-pip, python3-dev: the Python package's tests build its wheel in a
 # virtual environment (bindings/python/run-tests.sh).
-APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase iproute2 python3 nftables python3-venv python3-pip python3-dev)
+# wireshark-common: mergecap, the oracle of the merged output of `weir filter --jobs -w`
+# (tools/cli/tests/jobs.rs; without it that comparison prints SKIPPED). Its one debconf
+# question (setuid dumpcap) takes its default, no, under DEBIAN_FRONTEND=noninteractive.
+APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase iproute2 python3 nftables python3-venv python3-pip python3-dev wireshark-common)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

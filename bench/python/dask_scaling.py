@@ -10,10 +10,14 @@ for 1 worker, 2 worker processes, and 1 worker of 2 threads, the median of R run
   read:   weir.dask.read_captures(files, filter="tcp", columns=10 columns)
           .groupby("ip_src").size().compute()   (the rows stay on the workers)
 and one large capture (the F files end to end) as one file: one partition, no parallelism.
-The anchor in the same run: F pure-Python busy-loop tasks on the same cluster, the
-scaling the machine allows at that moment (on a machine shared with other work, a second
-worker process may get no more CPU). Results are compared with single-process weir
-before any time is reported.
+Anchors in the same run, for each number of workers:
+  - F pure-Python busy-loop tasks on the same cluster (Dask's overhead included);
+  - the machine without Dask: the same weir count work split over 1 or 2 independent
+    Python processes (started and imported first, then released at once; timed from the
+    release to the last answer), and the same for the busy loop: the scaling two processes
+    get on this machine at that moment, which a Dask cluster cannot beat;
+  - Dask's own cost per call: F no-op tasks through dask.compute.
+Results are compared with single-process weir before any time is reported.
 """
 
 import argparse
@@ -53,6 +57,85 @@ def spin(n):
     return x
 
 
+# An independent process of the anchor: imports, says it is ready, waits for the go line,
+# does its share, prints the answer.
+WORKER = """
+import sys, weir
+files = sys.argv[2:]
+print("ready", flush=True)
+sys.stdin.readline()
+if sys.argv[1] == "spin":
+    x = 0
+    for i in range(2_000_000 * len(files)):
+        x += i
+    print(len(files), flush=True)
+else:
+    f = weir.Filter(sys.argv[1])
+    print(sum(f.count(p) for p in files), flush=True)
+"""
+
+
+def processes(n, what, files):
+    """`what` (an expression to count, or "spin") over `files` split over `n` independent
+    processes: (seconds from the release to the last answer, the answers' sum)."""
+    import subprocess
+
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WORKER, what, *files[i::n]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for i in range(n)
+    ]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    start = time.perf_counter()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    total = sum(int(p.stdout.readline()) for p in procs)
+    elapsed = time.perf_counter() - start
+    for p in procs:
+        p.stdin.close()
+        p.wait()
+    return elapsed, total
+
+
+def noop(i):
+    return i
+
+
+def breakdown(client, rounds, files, threads):
+    """Where a weir.dask.count call's time goes, from Dask's task stream (medians over
+    `rounds` calls, milliseconds): the call, the tasks' compute summed, from the call to
+    the first task starting, from the last task ending to the answer, and the time a
+    worker thread was idle between its worker's first task starting and last task ending
+    (per thread: the gaps between tasks)."""
+    rows = []
+    for _ in range(rounds):
+        with distributed.get_task_stream(client) as stream:
+            t0 = time.time()
+            weir.dask.count(files, EXPR)
+            t1 = time.time()
+        tasks = [
+            (rec["worker"], s["start"], s["stop"])
+            for rec in stream.data
+            for s in rec["startstops"]
+            if s["action"] == "compute"
+        ]
+        workers = {w for w, _, _ in tasks}
+        gaps = 0.0
+        for w in workers:
+            mine = [(a, b) for ww, a, b in tasks if ww == w]
+            span = max(b for _, b in mine) - min(a for a, _ in mine)
+            gaps += (span * threads - sum(b - a for a, b in mine)) / threads
+        rows.append((
+            t1 - t0,
+            sum(b - a for _, a, b in tasks),
+            min(a for _, a, _ in tasks) - t0,
+            t1 - max(b for _, _, b in tasks),
+            gaps / len(workers),
+        ))
+    return [statistics.median(r[k] for r in rows) * 1e3 for k in range(5)]
+
+
 def concatenate(parts, dst):
     with open(dst, "wb") as out:
         for i, p in enumerate(parts):
@@ -65,6 +148,8 @@ def main():
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--packets", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--small-files", type=int, default=256)
+    parser.add_argument("--small-packets", type=int, default=5000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         files = []
@@ -72,6 +157,19 @@ def main():
             path = Path(tmp) / f"part-{i:02d}.pcap"
             generate(path, args.packets, seed=10 + i)
             files.append(str(path))
+        # An archive of many small files (rotated every few seconds): one task per file
+        # against weir.dask's grouping (TASKS_PER_THREAD tasks per worker thread).
+        small_dir = Path(tmp) / "small"
+        small_dir.mkdir()
+        generate(small_dir / "seed.pcap", args.small_packets, seed=99)
+        seed_bytes = (small_dir / "seed.pcap").read_bytes()
+        (small_dir / "seed.pcap").unlink()
+        small = []
+        for i in range(args.small_files):
+            path = small_dir / f"s-{i:04d}.pcap"
+            path.write_bytes(seed_bytes)
+            small.append(str(path))
+        want_small = weir.Filter(EXPR).count(small[0]) * len(small)
         whole = Path(tmp) / "whole" / "all.pcap"
         whole.parent.mkdir()
         concatenate(files, whole)
@@ -96,6 +194,7 @@ def main():
         )
         print(f"single process, no Dask: count {one:.3f} s")
         results = {}
+        small_results = {}
         # (worker processes, threads per worker): weir releases the GIL, so threads of one
         # worker run files in parallel too.
         for workers, threads in ((1, 1), (2, 1), (1, 2)):
@@ -117,18 +216,52 @@ def main():
                 import dask
 
                 spin_t, _ = timed(args.rounds, lambda: dask.compute(*[dask.delayed(spin, pure=False)(2_000_000) for _ in files]))
+                noop_t, _ = timed(args.rounds, lambda: dask.compute(*[dask.delayed(noop, pure=False)(i) for i in range(len(files))]))
+                def cpu_timed(fn):
+                    walls, cpus = [], []
+                    for _ in range(args.rounds):
+                        c, w = time.process_time(), time.perf_counter()
+                        assert fn() == want_small
+                        walls.append(time.perf_counter() - w)
+                        cpus.append(time.process_time() - c)
+                    return statistics.median(walls), statistics.median(cpus)
+
+                per_file = cpu_timed(lambda: weir.dask.count(small, EXPR, tasks=len(small)))
+                grouped = cpu_timed(lambda: weir.dask.count(small, EXPR))
+                print(f"  {workers} worker(s) x {threads} thread(s), {len(small)} files of {args.small_packets} packets: "
+                      f"a task per file {per_file[0]:.3f} s (client and scheduler CPU {per_file[1] * 1e3:.0f} ms), "
+                      f"grouped ({weir.dask.TASKS_PER_THREAD} tasks per thread) {grouped[0]:.3f} s "
+                      f"(CPU {grouped[1] * 1e3:.0f} ms): {per_file[0] / grouped[0]:.2f}x")
+                small_results[workers, threads] = (per_file[0], grouped[0])
+                call, busy, first, last, gaps = breakdown(distributed.get_client(), args.rounds, files, threads)
+                print(f"  {workers} worker(s) x {threads} thread(s), one count call: {call:.1f} ms; tasks' compute summed "
+                      f"{busy:.1f} ms ({busy / (workers * threads):.1f} per thread); call -> first task {first:.1f} ms; "
+                      f"last task -> answer {last:.1f} ms; a thread idle between its worker's first and last task {gaps:.1f} ms")
             cluster.close()
-            results[workers, threads] = (count_t, read_t, whole_t, spin_t)
+            # The machine without Dask, in the same minutes: as many independent processes
+            # as this configuration has workers' threads.
+            procs_n = workers * threads
+            proc_t = statistics.median([processes(procs_n, EXPR, files)[0] for _ in range(args.rounds)])
+            assert processes(procs_n, EXPR, files)[1] == want_count
+            pspin_t = statistics.median([processes(procs_n, "spin", files)[0] for _ in range(args.rounds)])
+            results[workers, threads] = (count_t, read_t, whole_t, spin_t, proc_t, pspin_t, noop_t)
             print(f"{workers} worker(s) x {threads} thread(s): count {count_t:.3f} s ({total / count_t / 1e6:.1f} M pkt/s), "
                   f"read+groupby {read_t:.3f} s ({total / read_t / 1e6:.1f} M pkt/s), "
                   f"one {args.files}x file as one partition: count {whole_t:.3f} s; "
-                  f"anchor, {args.files} pure-Python busy-loop tasks: {spin_t:.3f} s")
-        (c1, r1, w1, s1) = results[1, 1]
+                  f"anchor, {args.files} pure-Python busy-loop tasks: {spin_t:.3f} s; "
+                  f"{args.files} no-op tasks: {noop_t * 1e3:.1f} ms; "
+                  f"without Dask, {procs_n} independent process(es): weir count {proc_t:.3f} s, busy loop {pspin_t:.3f} s")
+        (c1, r1, w1, s1, p1, q1, _) = results[1, 1]
         for key, name in (((2, 1), "2 workers"), ((1, 2), "1 worker x 2 threads")):
-            (c2, r2, w2, s2) = results[key]
+            (c2, r2, w2, s2, p2, q2, _) = results[key]
             print(f"scaling {name} / 1: count {c1 / c2:.2f}x, read+groupby {r1 / r2:.2f}x, "
                   f"the single large file {w1 / w2:.2f}x (one partition: no parallelism); "
-                  f"anchor (busy loop, holds the GIL) {s1 / s2:.2f}x")
+                  f"anchors: busy-loop tasks on the cluster {s1 / s2:.2f}x, "
+                  f"2 independent processes / 1 without Dask: weir count {p1 / p2:.2f}x, busy loop {q1 / q2:.2f}x")
+        (a1, g1) = small_results[1, 1]
+        for key, name in (((2, 1), "2 workers"), ((1, 2), "1 worker x 2 threads")):
+            (a2, g2) = small_results[key]
+            print(f"scaling {name} / 1, {len(small)} small files: a task per file {a1 / a2:.2f}x, grouped {g1 / g2:.2f}x")
         print(f"results identical to single-process weir: count {want_count}, "
               f"{len(want_sizes)} source addresses with {int(want_sizes.sum())} tcp rows")
 

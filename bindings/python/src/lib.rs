@@ -13,7 +13,8 @@
 //!
 //! Messages are the command line's, word for word: a bad expression raises `FilterError`
 //! with the caret message, a damaged capture `CaptureError` with `FILE: record N at byte B:
-//! ...`, a file that cannot be opened `OSError`.
+//! ...`, a file that cannot be opened `OSError`, a BPF object weir cannot load or run
+//! `ProgramError` (`src/program.rs`: `weir.Program`, as `weir run`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -29,6 +30,7 @@ use weir_runtime::capture::{CaptureReader, CaptureWriter};
 use weir_runtime::source::{Packet, PacketSource};
 
 mod columns;
+mod program;
 
 create_exception!(weir, FilterError, PyValueError, "A tcpdump expression weir cannot compile.");
 create_exception!(
@@ -383,6 +385,9 @@ fn _weir(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<columns::Buffer>()?;
     m.add("FilterError", m.py().get_type::<FilterError>())?;
     m.add("CaptureError", m.py().get_type::<CaptureError>())?;
+    m.add_class::<program::PyProgram>()?;
+    m.add_class::<program::PyMap>()?;
+    m.add("ProgramError", m.py().get_type::<program::ProgramError>())?;
     m.add_function(wrap_pyfunction!(columns::read_columns, m)?)?;
     m.add("COLUMNS", columns::NAMES.to_vec())?;
     Ok(())

@@ -1,6 +1,7 @@
 """weir.dask on a distributed.LocalCluster of 2 worker processes, checked against
 single-process weir and against tcpdump."""
 
+import os
 import random
 import subprocess
 
@@ -134,3 +135,31 @@ def test_filter_to_an_fsspec_url_writes_the_same_files(client, captures, tmp_pat
     for p in captures[:2]:
         assert (tmp_path / "remote" / p.name).read_bytes() == (tmp_path / "plain" / p.name).read_bytes()
     assert sorted(remote) == sorted(f"local://{tmp_path}/remote/{p.name}" for p in captures[:2])
+
+
+def test_files_grouped_into_fewer_tasks_give_the_same_answers(client, captures, tmp_path):
+    from weir.dask import _groups
+
+    urls = [str(p) for p in captures]
+    # Every file in exactly one group, as many groups as asked (at most one per file), the
+    # bytes spread: no group holds more than the smallest one plus the largest file.
+    for tasks in (1, 2, 3, len(urls), len(urls) + 5):
+        groups = _groups(urls, tasks)
+        assert len(groups) == min(tasks, len(urls))
+        assert sorted(u for g in groups for u in g) == sorted(urls)
+        loads = [sum(os.path.getsize(u) for u in g) for g in groups]
+        assert max(loads) - min(loads) <= max(os.path.getsize(u) for u in urls)
+    expr = "tcp port 443 or icmp6"
+    single = sum(weir.Filter(expr).count(p) for p in captures)
+    for tasks in (None, 1, 2, len(urls)):
+        assert weir.dask.count(urls, expr, tasks=tasks) == single, tasks
+        out = tmp_path / f"out-{tasks}"
+        written = weir.dask.filter(urls, expr, str(out), tasks=tasks)
+        assert list(written) == [str(out / p.name) for p in captures]
+        for p in captures:
+            alone = tmp_path / "alone.pcap"
+            assert written[str(out / p.name)] == weir.Filter(expr).filter(p, alone)
+            assert (out / p.name).read_bytes() == alone.read_bytes()
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="tasks: a positive number"):
+            weir.dask.count(urls, expr, tasks=bad)

@@ -354,7 +354,10 @@ impl Map {
         }
     }
 
-    fn is_percpu(&self) -> bool {
+    /// Whether the map keeps a value per worker (`percpu_array`, `percpu_hash`,
+    /// `lru_percpu_hash`): [`lookup_all`](Self::lookup_all) gives them all, each rounded
+    /// up to 8 bytes.
+    pub fn is_percpu(&self) -> bool {
         matches!(
             self.spec.map_type,
             MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash

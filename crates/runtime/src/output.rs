@@ -47,6 +47,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use weir_sys::cleanup;
 
+/// Keeps a path registered with [`remove_on_signal`].
+pub use weir_sys::cleanup::Guard as SignalGuard;
+
+/// Registers `path` (a file; or a directory, removed once the registered files in it are)
+/// for removal if SIGINT, SIGTERM or SIGHUP ends the process before the guard is dropped:
+/// the temporary files' mechanism, for a caller's own scratch files (`weir filter --jobs`'
+/// parts). The guard never removes anything itself.
+pub fn remove_on_signal(path: &Path) -> io::Result<SignalGuard> {
+    cleanup::register(path)
+}
+
 /// How many symbolic links are followed before giving up (Linux's MAXSYMLINKS).
 const MAX_LINKS: usize = 40;
 

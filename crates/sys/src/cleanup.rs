@@ -11,6 +11,11 @@
 //! handler (as tcpdump's does). When the last guard goes, the previous dispositions come
 //! back.
 //!
+//! A registered directory is removed too, after the files: the handler unlinks every
+//! registered path, then `rmdir`s each (which removes only an empty directory, so register
+//! the files in it as well; it then does both once more, for a file a thread renamed into
+//! place meanwhile).
+//!
 //! A signal whose disposition is not the default (ignored, as `nohup` leaves SIGHUP and
 //! a non-interactive shell leaves SIGINT for background jobs, or handled by someone else) is
 //! left alone: it did not end the process before, and it does not now.
@@ -45,8 +50,9 @@ use std::sync::{Arc, Mutex};
 /// The signals whose default action would leave a temporary file behind.
 pub const SIGNALS: [c_int; 3] = [libc::SIGHUP, libc::SIGINT, libc::SIGTERM];
 
-/// How many temporary files can be registered at once.
-pub const CAPACITY: usize = 64;
+/// How many temporary files can be registered at once (`weir filter --jobs` registers a
+/// part per input file).
+pub const CAPACITY: usize = 4096;
 
 /// The registered paths: null, or a pointer from `CString::into_raw`. The handler only
 /// loads them.
@@ -240,8 +246,9 @@ fn restore(state: &mut State) {
     }
 }
 
-/// The handler: unlink every registered path, then end the process by the signal.
-/// Only async-signal-safe calls (atomics, unlink, sigaction, raise), no allocation, no lock.
+/// The handler: unlink every registered path (and rmdir the directories), then end the
+/// process by the signal. Only async-signal-safe calls (atomics, unlink, rmdir, sigaction,
+/// raise), no allocation, no lock.
 extern "C" fn on_signal(signal: c_int) {
     STOPPING.fetch_add(1, Ordering::SeqCst);
     let stop = STOP.load(Ordering::SeqCst);
@@ -256,13 +263,20 @@ extern "C" fn on_signal(signal: c_int) {
     }
     STOPPING.fetch_sub(1, Ordering::SeqCst);
     HANDLING.fetch_add(1, Ordering::SeqCst);
-    for slot in &PATHS {
-        let path = slot.load(Ordering::SeqCst);
-        if !path.is_null() {
-            // SAFETY: a non-null slot holds a NUL-terminated string from
-            // `CString::into_raw` that is not freed while a handler may read it (HANDLING).
-            unsafe {
-                libc::unlink(path);
+    // Files first, then the directories they were in (rmdir removes only empty ones and
+    // fails harmlessly on files); twice, for a file renamed into a directory meanwhile.
+    for _ in 0..2 {
+        for remove in [libc::unlink, libc::rmdir] {
+            for slot in &PATHS {
+                let path = slot.load(Ordering::SeqCst);
+                if !path.is_null() {
+                    // SAFETY: a non-null slot holds a NUL-terminated string from
+                    // `CString::into_raw` that is not freed while a handler may read it
+                    // (HANDLING).
+                    unsafe {
+                        remove(path);
+                    }
+                }
             }
         }
     }
@@ -324,7 +338,7 @@ mod tests {
         let guards: Vec<Guard> =
             (0..CAPACITY).map(|i| register(Path::new(&format!("/tmp/t{i}"))).unwrap()).collect();
         let err = register(Path::new("/tmp/one-too-many")).unwrap_err();
-        assert!(err.to_string().contains("more than 64"), "{err}");
+        assert!(err.to_string().contains(&format!("more than {CAPACITY} ")), "{err}");
         drop(guards);
         let nul = std::ffi::OsStr::from_bytes(b"/tmp/a\0b");
         assert_eq!(register(Path::new(nul)).unwrap_err().kind(), io::ErrorKind::InvalidInput);

@@ -301,6 +301,39 @@ pub struct Verdict {
     pub packet: Vec<u8>,
 }
 
+/// The name of a return value, as `weir run`'s summary and the Python package print it
+/// (`XDP_PASS`, `TC_ACT_SHOT`, ...; a number where the program type has no name for it).
+pub fn verdict_name(prog_type: ProgType, ret: u64) -> String {
+    let names: &[&str] = match prog_type {
+        ProgType::Xdp => &["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"],
+        ProgType::SchedCls | ProgType::SchedAct => &[
+            "TC_ACT_OK",
+            "TC_ACT_RECLASSIFY",
+            "TC_ACT_SHOT",
+            "TC_ACT_PIPE",
+            "TC_ACT_STOLEN",
+            "TC_ACT_QUEUED",
+            "TC_ACT_REPEAT",
+            "TC_ACT_REDIRECT",
+        ],
+        ProgType::SocketFilter => &[],
+    };
+    if matches!(prog_type, ProgType::SchedCls | ProgType::SchedAct) && ret as i32 == -1 {
+        return "TC_ACT_UNSPEC".into();
+    }
+    names.get(ret as usize).map_or_else(|| format!("{}", ret as i64), |n| n.to_string())
+}
+
+/// Whether a return value lets the packet through (XDP_PASS and XDP_TX; tc: TC_ACT_OK; a
+/// socket filter: any length but 0): the packets `weir run -w` writes.
+pub fn passes(prog_type: ProgType, ret: u64) -> bool {
+    match prog_type {
+        ProgType::Xdp => ret == 2 || ret == 3,
+        ProgType::SchedCls | ProgType::SchedAct => ret == 0,
+        ProgType::SocketFilter => ret != 0,
+    }
+}
+
 /// Where an XDP program left its packet: `xdp_md`'s data, data_end and data_meta, as
 /// offsets into the buffer.
 fn xdp_span(ctx: &[u8]) -> PacketSpan {
@@ -352,6 +385,21 @@ pub struct Loaded {
 impl Loaded {
     pub fn choice(&self) -> &Choice {
         &self.choice
+    }
+
+    /// The engine choice and why, then (on the JIT) the run-time checks it kept and dropped:
+    /// what `weir run --explain` prints after the verifier's line.
+    pub fn explain(&self) -> String {
+        let mut text = self.choice.to_string();
+        match self.checks {
+            Some(checks) => text.push_str(&format!("jit: {}", checks.summary())),
+            None => text.push_str(&format!(
+                "{}: every memory access and division checked at run time (only the JIT uses \
+                 the verifier's facts)",
+                self.choice.engine
+            )),
+        }
+        text
     }
 
     /// On the JIT, the entry program's run-time checks kept and dropped (`--explain`).
@@ -741,6 +789,20 @@ mod tests {
         let mut loaded = object.load(entry, Some(engine), 0).unwrap();
         let verdicts = frames().iter().map(|f| loaded.run(f).unwrap()).collect();
         (verdicts, object.maps_json())
+    }
+
+    #[test]
+    fn a_loaded_program_moves_to_another_thread() {
+        // The Python package keeps a `Loaded` in its object and runs captures with the GIL
+        // released, on whichever thread calls: `Loaded` must be `Send`.
+        let object = std::sync::Arc::new(open("xdp_counter.o"));
+        let mut loaded = object.load(0, Some(Engine::Jit), 0).unwrap();
+        let frames = frames();
+        let here = loaded.run(&frames[0]).unwrap();
+        let there = std::thread::spawn(move || loaded.run(&frames[0]).unwrap()).join().unwrap();
+        assert_eq!(here, there);
+        assert_eq!(verdict_name(ProgType::Xdp, here.ret), "XDP_PASS");
+        assert!(passes(ProgType::Xdp, here.ret));
     }
 
     #[test]

@@ -582,8 +582,11 @@ fn run_many(args: FilterArgs, files: Vec<PathBuf>) -> Result<ExitCode, String> {
             ));
         }
     }
-    let scratch =
-        if merging { Some(crate::jobs::Scratch::new(args.write.as_deref())?) } else { None };
+    let scratch = if merging {
+        Some(crate::jobs::Scratch::new(args.write.as_deref(), files.len())?)
+    } else {
+        None
+    };
     let results = crate::jobs::each_file(
         &files,
         jobs,

@@ -12,7 +12,9 @@
 //!   record order); mergecap 4.0 orders ties by its queue and may put a later file's
 //!   packet first. The parts take disk space up to the size of the selection; they live
 //!   in a scratch directory beside the `-w` file (same filesystem as the result) or in the
-//!   system's temporary directory, removed on the way out.
+//!   system's temporary directory, removed on the way out: by `Drop` on errors and panics,
+//!   by the signal handler (`weir_runtime::output::remove_on_signal`) when SIGINT, SIGTERM or SIGHUP ends the
+//!   process (the directory and every part are registered with it, up to its `CAPACITY`).
 //!
 //! A directory given to `-r` stands for its regular files, sorted by name (not recursive).
 
@@ -109,15 +111,19 @@ pub fn each_file<S, T: Send>(
     results.into_iter().map(|(_, t)| t).collect()
 }
 
-/// A directory for the per-file parts, removed (with what is in it) when dropped.
+/// A directory for the per-file parts, removed (with what is in it) when dropped, or by
+/// the signal handler when a signal ends the process.
 pub struct Scratch {
     dir: PathBuf,
+    /// The directory's and the parts' registrations with the signal handler (dropped
+    /// after `Drop::drop` has removed them).
+    _signals: Vec<weir_runtime::output::SignalGuard>,
 }
 
 impl Scratch {
-    /// A new directory in `near`'s directory (for `-w FILE`), else in the system's
-    /// temporary directory.
-    pub fn new(near: Option<&Path>) -> Result<Scratch, String> {
+    /// A new directory for `parts` parts in `near`'s directory (for `-w FILE`), else in the
+    /// system's temporary directory.
+    pub fn new(near: Option<&Path>, parts: usize) -> Result<Scratch, String> {
         let base = near
             .filter(|p| p.as_os_str() != "-")
             .and_then(|p| p.parent())
@@ -128,13 +134,26 @@ impl Scratch {
             .map_or(0, |d| d.as_nanos());
         let dir = base.join(format!(".weir-parts-{}-{stamp}", std::process::id()));
         std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        Ok(Scratch { dir })
+        // Registered before any part exists; past the handler's capacity (thousands of
+        // inputs) the remaining parts go unregistered: a signal then leaves them behind.
+        let mut signals = Vec::with_capacity(parts + 1);
+        for path in std::iter::once(dir.clone()).chain((0..parts).map(|i| part_in(&dir, i))) {
+            match weir_runtime::output::remove_on_signal(&path) {
+                Ok(guard) => signals.push(guard),
+                Err(_) => break,
+            }
+        }
+        Ok(Scratch { dir, _signals: signals })
     }
 
     /// Where file `i`'s selected packets go.
     pub fn part(&self, i: usize) -> PathBuf {
-        self.dir.join(format!("{i}.part"))
+        part_in(&self.dir, i)
     }
+}
+
+fn part_in(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("{i}.part"))
 }
 
 impl Drop for Scratch {

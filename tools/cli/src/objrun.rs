@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use weir::object::{passes, verdict_name};
 use weir::{Engine, Object, ProgType, Verdict};
 use weir_runtime::capture::{CaptureReader, CaptureWriter};
 use weir_runtime::live::{LiveOptions, LiveSource, StopGuard};
@@ -59,36 +60,6 @@ pub struct RunArgs {
     /// time either way).
     #[arg(long)]
     pub no_verify: bool,
-}
-
-/// The name of a return value for the summary.
-fn verdict_name(prog_type: ProgType, ret: u64) -> String {
-    let names: &[&str] = match prog_type {
-        ProgType::Xdp => &["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"],
-        ProgType::SchedCls | ProgType::SchedAct => &[
-            "TC_ACT_OK",
-            "TC_ACT_RECLASSIFY",
-            "TC_ACT_SHOT",
-            "TC_ACT_PIPE",
-            "TC_ACT_STOLEN",
-            "TC_ACT_QUEUED",
-            "TC_ACT_REPEAT",
-            "TC_ACT_REDIRECT",
-        ],
-        ProgType::SocketFilter => &[],
-    };
-    if matches!(prog_type, ProgType::SchedCls | ProgType::SchedAct) && ret as i32 == -1 {
-        return "TC_ACT_UNSPEC".into();
-    }
-    names.get(ret as usize).map_or_else(|| format!("{}", ret as i64), |n| n.to_string())
-}
-
-fn passes(prog_type: ProgType, ret: u64) -> bool {
-    match prog_type {
-        ProgType::Xdp => ret == 2 || ret == 3,
-        ProgType::SchedCls | ProgType::SchedAct => ret == 0,
-        ProgType::SocketFilter => ret != 0,
-    }
 }
 
 /// The packet source `-r` or `-i` names, what errors call it, and (live) the guard that
@@ -230,20 +201,6 @@ impl Meta {
     }
 }
 
-/// The engine choice and, on the JIT, the run-time checks it kept and dropped.
-pub fn explained(loaded: &weir::Loaded) -> String {
-    let mut text = loaded.choice().to_string();
-    match loaded.checks() {
-        Some(checks) => text.push_str(&format!("jit: {}", checks.summary())),
-        None => text.push_str(&format!(
-            "{}: every memory access and division checked at run time (only the JIT uses the \
-             verifier's facts)",
-            loaded.choice().engine
-        )),
-    }
-    text
-}
-
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     if args.cpus == 0 || args.cpus > MAX_CPUS {
         return Err(format!("weir run --cpus: 1 to {MAX_CPUS} workers"));
@@ -334,7 +291,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         let mut loaded = object.load_with(entry, args.engine, 0, !args.no_verify)?;
         loaded.keep_packets(args.write.is_some());
         if args.explain {
-            eprintln!("{}", explained(&loaded));
+            eprintln!("{}", loaded.explain());
         }
         sink.prog_type = loaded.prog_type();
         while let Some(packet) = reader.next_packet() {
@@ -420,7 +377,7 @@ fn run_many(
     let linktype = linktype.unwrap_or(1);
     let prog_type = object.programs().get(entry).map(|p| p.prog_type).ok_or("no entry")?;
     let scratch = match &args.write {
-        Some(write) => Some(crate::jobs::Scratch::new(Some(write))?),
+        Some(write) => Some(crate::jobs::Scratch::new(Some(write), files.len())?),
         None => None,
     };
     let results = crate::jobs::each_file(
@@ -429,7 +386,7 @@ fn run_many(
         |cpu| {
             let loaded = object.load_with(entry, args.engine, cpu, !args.no_verify);
             if let (Ok(loaded), true) = (&loaded, args.explain && cpu == 0) {
-                eprintln!("{}", explained(loaded));
+                eprintln!("{}", loaded.explain());
             }
             loaded.map(|mut l| {
                 l.keep_packets(args.write.is_some());

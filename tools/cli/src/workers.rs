@@ -84,7 +84,7 @@ pub fn run<M>(
                 let mut program = match object.load_with(entry, engine, cpu, proven) {
                     Ok(mut p) => {
                         p.keep_packets(keep_packets);
-                        let choice = crate::objrun::explained(&p);
+                        let choice = p.explain();
                         let _ = hello_tx.send(Ok(Ready { choice }));
                         p
                     }

@@ -367,3 +367,78 @@ fn run_sums_verdicts_shares_maps_and_merges_passed_packets() {
     let out = weir(&["run", &counter, "-r", a, "-r", b, "--cpus", "2"]);
     assert!(text(&out.stderr).contains("--jobs"), "{}", text(&out.stderr));
 }
+
+/// The parts directories (`.weir-parts-*`) in `dir`.
+fn parts_dirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(".weir-parts-"))
+        .collect()
+}
+
+#[test]
+fn a_signal_removes_the_parts_directory() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    let dir = scratch("signal");
+    let files = captures(&dir.0);
+    // The second input is a FIFO that gives a pcap header and then nothing: its worker
+    // waits for packets while the first file's part is complete beside the output.
+    let fifo = dir.0.join("in").join("fifo");
+    let c_fifo = std::ffi::CString::new(path(&fifo)).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path; no other memory is involved.
+    assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
+    let header = std::fs::read(&files[0]).unwrap()[..24].to_vec();
+    let counter = object("xdp_counter.o");
+    let commands: [Vec<&str>; 2] = [
+        vec!["filter", "--jobs", "2", "tcp"],
+        vec!["run", counter.as_str(), "--jobs", "2", "--no-verify"],
+    ];
+    for args in commands {
+        let out = dir.0.join("out.pcap");
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let fifo_path = fifo.clone();
+        let header = header.clone();
+        // Opening a FIFO for writing waits for a reader: weir's checks, then its worker.
+        let writer = std::thread::spawn(move || {
+            let mut w = std::fs::OpenOptions::new().write(true).open(&fifo_path).unwrap();
+            std::io::Write::write_all(&mut w, &header).unwrap();
+            let _ = held.recv();
+        });
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(&args)
+            .args(["-r", path(&files[0]), "-r", path(&fifo), "-w", path(&out)])
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let part = loop {
+            let found =
+                parts_dirs(&dir.0).into_iter().map(|d| d.join("0.part")).find(|p| p.exists());
+            if let Some(part) = found {
+                break part;
+            }
+            assert!(Instant::now() < deadline, "{args:?}: no complete part appeared");
+            assert!(child.try_wait().unwrap().is_none(), "{args:?}: weir ended early");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(part.metadata().unwrap().len() > 24, "{args:?}: an empty part");
+        // SAFETY: kill has no memory preconditions; the child is ours and not yet waited for.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{args:?}: weir did not end on SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        drop(release);
+        writer.join().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{args:?}: {status:?}");
+        assert_eq!(parts_dirs(&dir.0), Vec::<PathBuf>::new(), "{args:?}: parts left behind");
+        assert!(!out.exists(), "{args:?}: a partial output");
+    }
+}

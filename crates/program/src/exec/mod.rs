@@ -339,8 +339,9 @@ pub trait DynEngine {
     ) -> Result<Box<dyn Session>, PrepareError>;
 }
 
-/// A prepared program with its cache, behind `dyn`.
-pub trait Session {
+/// A prepared program with its cache, behind `dyn`. `Send`: a loaded program may move to
+/// another thread between runs (the Python package runs captures without the GIL).
+pub trait Session: Send {
     fn run(&mut self, input: Input<'_>) -> Result<RunOutcome, Trap>;
     fn stack(&self) -> &[u8];
     fn stack_top(&self) -> u64;
@@ -351,7 +352,10 @@ struct Bound<P: Prepared> {
     cache: P::Cache,
 }
 
-impl<P: Prepared> Session for Bound<P> {
+impl<P: Prepared + Send> Session for Bound<P>
+where
+    P::Cache: Send,
+{
     fn run(&mut self, input: Input<'_>) -> Result<RunOutcome, Trap> {
         self.prepared.run(&mut self.cache, input)
     }
@@ -368,7 +372,8 @@ impl<P: Prepared> Session for Bound<P> {
 impl<E> DynEngine for E
 where
     E: Engine,
-    E::Prepared: 'static,
+    E::Prepared: 'static + Send,
+    <E::Prepared as Prepared>::Cache: Send,
 {
     fn name(&self) -> &'static str {
         Engine::name(self)
