@@ -828,6 +828,20 @@ impl<const W: usize> Tables<W> {
 }
 
 impl Version {
+    /// The next version of the same shape with other tables (a rerank, a rebuilt table).
+    fn with_tables(&self, tables: AnyTables) -> Version {
+        Version {
+            id: next_version_id(),
+            edits: self.edits.clone(),
+            words: self.words,
+            nwords: self.nwords,
+            tables,
+            need: self.need,
+            devices: self.devices.clone(),
+            indevs: self.indevs.clone(),
+        }
+    }
+
     /// Lookup in one chain after a rank (the slow path: goto, continue).
     pub fn lookup(&self, chain: u32, key: &Key, after: Option<(u32, u64)>) -> Option<&Installed> {
         dispatch!(&self.tables, t => t.lookup(chain, key, after))
@@ -1087,16 +1101,7 @@ impl Classifier {
                 true
             }
             Some(Some(tables)) => {
-                self.publish(Version {
-                    id: next_version_id(),
-                    edits: cur.edits.clone(),
-                    words: cur.words,
-                    nwords: cur.nwords,
-                    tables,
-                    need: cur.need,
-                    devices: cur.devices.clone(),
-                    indevs: cur.indevs.clone(),
-                });
+                self.publish(cur.with_tables(tables));
                 true
             }
         }
@@ -1117,16 +1122,7 @@ impl Classifier {
             AnyTables::W8(t) => AnyTables::W8(t.reranked()),
             AnyTables::W14(t) => AnyTables::W14(t.reranked()),
         };
-        self.publish(Version {
-            id: next_version_id(),
-            edits: cur.edits.clone(),
-            words: cur.words,
-            nwords: cur.nwords,
-            tables,
-            need: cur.need,
-            devices: cur.devices.clone(),
-            indevs: cur.indevs.clone(),
-        });
+        self.publish(cur.with_tables(tables));
     }
 
     /// Mirred devices (index = `Verdict::Redirect` and mirror numbers).
