@@ -36,7 +36,8 @@ use crate::key::{field, Field, Key, Need, BYTES, FLAG_FIRSTFRAG, FLAG_FRAG, WORD
 use crate::rule::{ActionKind, Control, Match, PortMatch, RuleError, RuleSet, ADDR_V4, ADDR_V6};
 use weir_isa::ebpf::Op;
 use weir_program::{
-    abi::xdp_action, MapSpec, MapType, ProgType, Program, ProgramBuilder, RelocTarget, Relocation,
+    abi::{helper_id, xdp_action},
+    MapSpec, MapType, ProgType, Program, ProgramBuilder, RelocTarget, Relocation,
 };
 
 /// IPv6 extension headers (hop-by-hop, routing, destination options) stepped over.
@@ -552,8 +553,9 @@ const LKEY: i16 = KEY - BYTES as i16;
 const SCRATCH: i16 = LKEY - 8;
 const LEN: i16 = SCRATCH - 8;
 
-const HELPER_MAP_LOOKUP: i32 = 1;
-const HELPER_REDIRECT_MAP: i32 = 51;
+// Helper ids as `call` immediates (the ids have one home: weir-program's `helper_id`).
+const HELPER_MAP_LOOKUP: i32 = helper_id::MAP_LOOKUP_ELEM as i32;
+const HELPER_REDIRECT_MAP: i32 = helper_id::REDIRECT_MAP as i32;
 
 struct Gen<'a> {
     b: ProgramBuilder,

@@ -15,7 +15,7 @@
 
 use weir_filter::emit::ebpf::{emit_xdp_head, scratch_offset};
 use weir_isa::ebpf::Op;
-use weir_program::abi::xdp_action;
+use weir_program::abi::{helper_id, xdp_action};
 use weir_program::{MapSpec, MapType, ProgType, Program, ProgramBuilder, RelocTarget, Relocation};
 
 use crate::Dispatch;
@@ -26,8 +26,9 @@ pub const COUNTS_MAP: &str = "pfm_counts";
 /// The devmap `redirect:N` handlers send through.
 pub const DEVS_MAP: &str = "pfm_devs";
 
-const HELPER_MAP_LOOKUP: i32 = 1;
-const HELPER_REDIRECT_MAP: i32 = 51;
+// Helper ids as `call` immediates (the ids have one home: weir-program's `helper_id`).
+const HELPER_MAP_LOOKUP: i32 = helper_id::MAP_LOOKUP_ELEM as i32;
+const HELPER_REDIRECT_MAP: i32 = helper_id::REDIRECT_MAP as i32;
 
 /// What a handler does to the packet in the XDP program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
