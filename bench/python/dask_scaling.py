@@ -62,6 +62,8 @@ def spin(n):
 WORKER = """
 import sys, weir
 files = sys.argv[2:]
+if sys.argv[1] == "read":
+    import pandas as pd
 print("ready", flush=True)
 sys.stdin.readline()
 if sys.argv[1] == "spin":
@@ -69,6 +71,14 @@ if sys.argv[1] == "spin":
     for i in range(2_000_000 * len(files)):
         x += i
     print(len(files), flush=True)
+elif sys.argv[1] == "read":
+    # What a read_captures partition does (weir.dask._read_one) and its groupby, per file.
+    cols = ["COLUMNS"]
+    rows = 0
+    for p in files:
+        df = weir.read(p, filter="tcp", columns=cols).to_pandas(types_mapper=pd.ArrowDtype)
+        rows += int(df.groupby("ip_src").size().sum())
+    print(rows, flush=True)
 else:
     f = weir.Filter(sys.argv[1])
     print(sum(f.count(p) for p in files), flush=True)
@@ -76,12 +86,12 @@ else:
 
 
 def processes(n, what, files):
-    """`what` (an expression to count, or "spin") over `files` split over `n` independent
+    """`what` (an expression to count, "read" or "spin") over `files` split over `n` independent
     processes: (seconds from the release to the last answer, the answers' sum)."""
     import subprocess
 
     procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, what, *files[i::n]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, "-c", WORKER.replace('"COLUMNS"', ", ".join(map(repr, COLUMNS))), what, *files[i::n]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for i in range(n)
     ]
     for p in procs:
@@ -200,10 +210,38 @@ def main():
         for workers, threads in ((1, 1), (2, 1), (1, 2)):
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=None)
             with distributed.Client(cluster):
-                # Warm the workers (imports, first compile) before timing.
+                # Warm the workers (imports: weir, pandas; first compile) before timing.
                 weir.dask.count(files[:workers], EXPR)
+                weir.dask.read_captures(files[:workers], filter="tcp", columns=COLUMNS).groupby("ip_src").size().compute()
                 count_t, got = timed(args.rounds, lambda: weir.dask.count(files, EXPR))
                 assert got == want_count, (got, want_count)
+                import dask
+
+                # A/B in the same minutes: the same groups through dask.delayed and
+                # dask.compute, the path weir.dask.count took before it used Client.map.
+                def delayed_count():
+                    groups = weir.dask._groups(files, None)
+                    work = [dask.delayed(weir.dask._count_many, pure=False)(g, EXPR, True) for g in groups]
+                    return sum(dask.compute(*work))
+
+                delayed_t, got = timed(args.rounds, delayed_count)
+                assert got == want_count, (got, want_count)
+
+                def client_cpu(fn):
+                    # The client's and the scheduler's CPU (LocalCluster runs the scheduler
+                    # in this process) during one call: what the workers' cores lose.
+                    cpus = []
+                    for _ in range(args.rounds):
+                        c = time.process_time()
+                        fn()
+                        cpus.append(time.process_time() - c)
+                    return statistics.median(cpus) * 1e3
+
+                count_cpu = client_cpu(lambda: weir.dask.count(files, EXPR))
+                delayed_cpu = client_cpu(delayed_count)
+                print(f"  {workers} worker(s) x {threads} thread(s), {args.files} files: count through Client.map "
+                      f"{count_t:.3f} s (client and scheduler CPU {count_cpu:.0f} ms), the same groups through "
+                      f"dask.delayed + dask.compute {delayed_t:.3f} s (CPU {delayed_cpu:.0f} ms)")
 
                 def read():
                     df = weir.dask.read_captures(files, filter="tcp", columns=COLUMNS)
@@ -211,12 +249,14 @@ def main():
 
                 read_t, sizes = timed(args.rounds, read)
                 assert list(sizes.items()) == list(want_sizes.items())
+                read_cpu = client_cpu(read)
                 whole_t, got = timed(args.rounds, lambda: weir.dask.count([str(whole)], EXPR))
                 assert got == want_count
-                import dask
 
                 spin_t, _ = timed(args.rounds, lambda: dask.compute(*[dask.delayed(spin, pure=False)(2_000_000) for _ in files]))
                 noop_t, _ = timed(args.rounds, lambda: dask.compute(*[dask.delayed(noop, pure=False)(i) for i in range(len(files))]))
+                client = distributed.get_client()
+                noop_map_t, _ = timed(args.rounds, lambda: client.gather(client.map(noop, range(len(files)), pure=False)))
                 def cpu_timed(fn):
                     walls, cpus = [], []
                     for _ in range(args.rounds):
@@ -244,20 +284,25 @@ def main():
             proc_t = statistics.median([processes(procs_n, EXPR, files)[0] for _ in range(args.rounds)])
             assert processes(procs_n, EXPR, files)[1] == want_count
             pspin_t = statistics.median([processes(procs_n, "spin", files)[0] for _ in range(args.rounds)])
-            results[workers, threads] = (count_t, read_t, whole_t, spin_t, proc_t, pspin_t, noop_t)
+            pread_t = statistics.median([processes(procs_n, "read", files)[0] for _ in range(args.rounds)])
+            assert processes(procs_n, "read", files)[1] == int(want_sizes.sum())
+            results[workers, threads] = (count_t, read_t, whole_t, spin_t, proc_t, pspin_t, noop_t, delayed_t, pread_t)
             print(f"{workers} worker(s) x {threads} thread(s): count {count_t:.3f} s ({total / count_t / 1e6:.1f} M pkt/s), "
                   f"read+groupby {read_t:.3f} s ({total / read_t / 1e6:.1f} M pkt/s), "
                   f"one {args.files}x file as one partition: count {whole_t:.3f} s; "
                   f"anchor, {args.files} pure-Python busy-loop tasks: {spin_t:.3f} s; "
-                  f"{args.files} no-op tasks: {noop_t * 1e3:.1f} ms; "
-                  f"without Dask, {procs_n} independent process(es): weir count {proc_t:.3f} s, busy loop {pspin_t:.3f} s")
-        (c1, r1, w1, s1, p1, q1, _) = results[1, 1]
+                  f"{args.files} no-op tasks: {noop_t * 1e3:.1f} ms through dask.compute, {noop_map_t * 1e3:.1f} ms through Client.map; "
+                  f"without Dask, {procs_n} independent process(es): weir count {proc_t:.3f} s, busy loop {pspin_t:.3f} s, "
+                  f"read+groupby {pread_t:.3f} s; client and scheduler CPU per read+groupby {read_cpu:.0f} ms")
+        (c1, r1, w1, s1, p1, q1, n1, d1, pr1) = results[1, 1]
         for key, name in (((2, 1), "2 workers"), ((1, 2), "1 worker x 2 threads")):
-            (c2, r2, w2, s2, p2, q2, _) = results[key]
-            print(f"scaling {name} / 1: count {c1 / c2:.2f}x, read+groupby {r1 / r2:.2f}x, "
+            (c2, r2, w2, s2, p2, q2, n2, d2, pr2) = results[key]
+            print(f"scaling {name} / 1: count {c1 / c2:.2f}x (through dask.delayed as before: {d1 / d2:.2f}x), "
+                  f"read+groupby {r1 / r2:.2f}x, "
                   f"the single large file {w1 / w2:.2f}x (one partition: no parallelism); "
                   f"anchors: busy-loop tasks on the cluster {s1 / s2:.2f}x, "
-                  f"2 independent processes / 1 without Dask: weir count {p1 / p2:.2f}x, busy loop {q1 / q2:.2f}x")
+                  f"2 independent processes / 1 without Dask: weir count {p1 / p2:.2f}x, busy loop {q1 / q2:.2f}x, "
+                  f"read+groupby {pr1 / pr2:.2f}x")
         (a1, g1) = small_results[1, 1]
         for key, name in (((2, 1), "2 workers"), ((1, 2), "1 worker x 2 threads")):
             (a2, g2) = small_results[key]

@@ -142,14 +142,44 @@ class _Local:
 TASKS_PER_THREAD = 4
 
 
-def _threads() -> int:
-    """Worker threads of the active ``distributed`` client, else this machine's cores."""
+def _client():
+    """The ``distributed`` client ``dask.compute`` would use (the default client, unless the
+    ``scheduler`` setting names another scheduler), else None."""
+    import dask
+
+    if dask.config.get("scheduler", None) not in (None, "dask.distributed", "distributed"):
+        return None
     try:
         from distributed import default_client
 
-        return max(1, sum(default_client().nthreads().values()))
+        return default_client()
     except (ImportError, ValueError):
-        return os.cpu_count() or 1
+        return None
+
+
+def _threads(client) -> int:
+    """Worker threads of ``client``'s cluster, else this machine's cores."""
+    if client is not None:
+        return max(1, sum(client.nthreads().values()))
+    return os.cpu_count() or 1
+
+
+def _run(fn, groups: list, *args) -> list:
+    """``fn(group, *args)`` for each group as one task each, the results in order.
+
+    With a ``distributed`` client the tasks go through ``Client.map`` (one graph message,
+    one gather): ``dask.compute`` over ``dask.delayed`` calls builds, converts and optimizes
+    a task graph on the client first, which cost 30-100 ms of the client's CPU per call for
+    a handful of tasks (measured in bench/records/2026-11-29-python-dask-2.txt), on the cores
+    the workers count on. Dask's own schedulers (no client) still get ``dask.compute``."""
+    client = _client()
+    if client is None:
+        dask = _dask()
+        return list(dask.compute(*[dask.delayed(fn, pure=False)(g, *args) for g in groups]))
+    # Not pure: a file's result is only as current as the file (the same arguments must not
+    # be answered from a result the scheduler still holds).
+    futures = client.map(fn, groups, *[[a] * len(groups) for a in args], pure=False)
+    return client.gather(futures)
 
 
 def _groups(urls: List[str], tasks: Optional[int]) -> List[List[str]]:
@@ -157,7 +187,7 @@ def _groups(urls: List[str], tasks: Optional[int]) -> List[List[str]]:
     ``TASKS_PER_THREAD`` per worker thread), the largest files first, each to the group with
     the fewest bytes so far (local files by size; other URLs counted alike)."""
     if tasks is None:
-        tasks = TASKS_PER_THREAD * _threads()
+        tasks = TASKS_PER_THREAD * _threads(_client())
     elif isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
         raise ValueError(f"tasks: a positive number of tasks is needed, not {tasks!r}")
     tasks = min(tasks, len(urls))
@@ -232,13 +262,10 @@ def count(paths: Paths, expr: str, optimize: bool = True, tasks: Optional[int] =
     ``weir filter --count -r FILE EXPR`` over the files. One Dask task per file, or per
     group of files when there are more than ``TASKS_PER_THREAD`` per worker thread
     (``tasks`` sets the number of tasks)."""
-    dask = _dask()
+    _dask()
     _checked(expr, optimize)
     urls = expand(paths)
-    # Not pure: a file's count is only as current as the file (the same arguments must not
-    # be answered from a result the scheduler still holds).
-    work = [dask.delayed(_count_many, pure=False)(g, expr, optimize) for g in _groups(urls, tasks)]
-    return int(sum(dask.compute(*work)))
+    return int(sum(_run(_count_many, _groups(urls, tasks), expr, optimize)))
 
 
 def filter(
@@ -249,7 +276,7 @@ def filter(
     input's format (as ``weir filter -r IN -w OUT``). Returns ``{output: packets written}``.
     Two inputs with the same file name are refused (their outputs would collide). Tasks
     as :func:`count`'s."""
-    dask = _dask()
+    _dask()
     _checked(expr, optimize)
     urls = expand(paths)
     out_dir = os.fspath(out_dir)
@@ -268,8 +295,7 @@ def filter(
         fs, _, (root,) = fsspec.get_fs_token_paths(out_dir)
         fs.makedirs(root, exist_ok=True)
     groups = _groups(urls, tasks)
-    work = [dask.delayed(_filter_many, pure=False)([[u, outputs[u]] for u in g], expr, optimize) for g in groups]
-    done = dask.compute(*work)
+    done = _run(_filter_many, [[[u, outputs[u]] for u in g] for g in groups], expr, optimize)
     written = {outputs[u]: int(n) for g, ns in zip(groups, done) for u, n in zip(g, ns)}
     return {outputs[u]: written[outputs[u]] for u in urls}
 

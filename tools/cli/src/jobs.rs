@@ -121,13 +121,18 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// A new directory for `parts` parts in `near`'s directory (for `-w FILE`), else in the
+    /// A new directory for `parts` parts in `near`'s directory (for `-w FILE`; a bare
+    /// relative name such as `-w out.pcap` is in the current directory), else in the
     /// system's temporary directory.
     pub fn new(near: Option<&Path>, parts: usize) -> Result<Scratch, String> {
         let base = near
             .filter(|p| p.as_os_str() != "-")
             .and_then(|p| p.parent())
-            .filter(|p| !p.as_os_str().is_empty() && p.is_dir())
+            // `Path::new("out.pcap").parent()` is `Some("")`: the current directory, where
+            // the output goes, not a reason to fall back to /tmp (another filesystem,
+            // perhaps a small tmpfs, and a copy instead of a rename's neighbourhood).
+            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            .filter(|p| p.is_dir())
             .map_or_else(std::env::temp_dir, Path::to_path_buf);
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -442,3 +442,41 @@ fn a_signal_removes_the_parts_directory() {
         assert!(!out.exists(), "{args:?}: a partial output");
     }
 }
+
+/// `-w out.pcap` (a bare relative name) puts the parts in the current directory, beside
+/// the output, not in the temporary directory: with TMPDIR naming a directory that does not
+/// exist, the run only succeeds if the parts go beside the output.
+#[test]
+fn relative_output_keeps_its_parts_beside_it() {
+    let dir = scratch("relative");
+    let files = captures(&dir.0);
+    let counter = object("xdp_counter.o");
+    let commands: [Vec<&str>; 2] = [
+        vec!["filter", "--jobs", "2", "tcp"],
+        vec!["run", counter.as_str(), "--jobs", "2", "--no-verify"],
+    ];
+    for (n, args) in commands.iter().enumerate() {
+        let absolute = dir.0.join(format!("absolute{n}.pcap"));
+        let out = weir(
+            &[
+                args.as_slice(),
+                &["-r", path(&files[0]), "-r", path(&files[1]), "-w", path(&absolute)],
+            ]
+            .concat(),
+        );
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let relative = format!("relative{n}.pcap");
+        let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(args)
+            .args(["-r", path(&files[0]), "-r", path(&files[1]), "-w", &relative])
+            .current_dir(&dir.0)
+            .env("TMPDIR", dir.0.join("no-such-tmp"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?} -w {relative}: {}", text(&out.stderr));
+        let ours = records(&dir.0.join(&relative));
+        assert!(ours.len() > 100, "{args:?}: {} packets written", ours.len());
+        assert!(ours == records(&absolute), "{args:?}: -w {relative} differs from -w ABSOLUTE");
+        assert_eq!(parts_dirs(&dir.0), Vec::<PathBuf>::new(), "{args:?}: parts left behind");
+    }
+}
