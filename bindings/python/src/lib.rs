@@ -221,7 +221,7 @@ impl PyFilter {
 impl PyFilter {
     #[new]
     #[pyo3(signature = (expr, linktype = "EN10MB", optimize = true))]
-    fn new(expr: &str, linktype: &str, optimize: bool) -> PyResult<PyFilter> {
+    fn new(py: Python<'_>, expr: &str, linktype: &str, optimize: bool) -> PyResult<PyFilter> {
         let link = LinkType::from_name(linktype)
             .filter(|&link| weir::pflang::compiles_for(link))
             .ok_or_else(|| {
@@ -230,8 +230,13 @@ impl PyFilter {
                 linktype_names()
             ))
         })?;
-        let filter = compile(expr, link, optimize, &NameDb::system())?;
-        let prepared = prepare(&filter)?;
+        // Compiling (and preparing the JIT's code) without the GIL: a long expression, or
+        // a Dask worker's other threads compiling theirs, need not wait on each other.
+        let (filter, prepared) = py.detach(|| -> Result<_, Failure> {
+            let filter = compile(expr, link, optimize, &NameDb::system())?;
+            let prepared = prepare(&filter)?;
+            Ok((filter, prepared))
+        })?;
         Ok(PyFilter {
             expr: expr.to_owned(),
             linktype: link,

@@ -143,18 +143,21 @@ TASKS_PER_THREAD = 4
 
 
 def _client():
-    """The ``distributed`` client ``dask.compute`` would use (the default client, unless the
-    ``scheduler`` setting names another scheduler), else None."""
+    """The ``distributed`` client ``dask.compute`` would use (``distributed.get_client``: the
+    one of ``Client.as_current``, a worker's, else the latest; unless the ``scheduler``
+    setting names another scheduler), else None. An asynchronous client is left to
+    ``dask.compute``, which says what to do instead."""
     import dask
 
     if dask.config.get("scheduler", None) not in (None, "dask.distributed", "distributed"):
         return None
     try:
-        from distributed import default_client
+        from distributed import get_client
 
-        return default_client()
+        client = get_client()
     except (ImportError, ValueError):
         return None
+    return None if getattr(client, "asynchronous", False) else client
 
 
 def _threads(client) -> int:
@@ -169,9 +172,9 @@ def _run(fn, groups: list, *args) -> list:
 
     With a ``distributed`` client the tasks go through ``Client.map`` (one graph message,
     one gather): ``dask.compute`` over ``dask.delayed`` calls builds, converts and optimizes
-    a task graph on the client first, which cost 30-100 ms of the client's CPU per call for
-    a handful of tasks (measured in bench/records/2026-11-29-python-dask-2.txt), on the cores
-    the workers count on. Dask's own schedulers (no client) still get ``dask.compute``."""
+    a task graph on the client first, CPU taken from the cores the workers count on when the
+    client shares their machine (bench/records/2026-11-29-python-dask-2.txt). Dask's own
+    schedulers (no client) still get ``dask.compute``."""
     client = _client()
     if client is None:
         dask = _dask()
