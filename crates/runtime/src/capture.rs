@@ -615,6 +615,12 @@ impl<R: Read> CaptureReader<R> {
         let bytes = self.window.bytes();
         let need = match &self.kind {
             Kind::Pcap { order, record_header, lengths, .. } => {
+                // Room for the largest record the link type allows: no need to look (the
+                // usual case, asked after every packet).
+                let largest = record_header.saturating_add(max_snaplen(self.linktype) as usize);
+                if bytes.len() >= largest {
+                    return false;
+                }
                 if bytes.len() < *record_header {
                     *record_header
                 } else {
