@@ -480,6 +480,8 @@ pub struct CaptureReader<R = Input> {
     done: bool,
     /// [`relay`](CaptureReader::relay)'s chunk size ([`DEFAULT_CHUNK`]; tests use small ones).
     relay_chunk: usize,
+    /// Tests: relay (or not) whatever [`relay_pays`] says.
+    relay_forced: Option<bool>,
 }
 
 impl CaptureReader<Input> {
@@ -505,8 +507,7 @@ impl CaptureReader<Input> {
     /// chunks is read by two threads taking turns ([`relay`]: each copies its own chunks
     /// and runs `turn` on them in file order, so `turn` may run on either thread, never on
     /// both at once); anything else (standard input, pcapng, a small file, one CPU) by this
-    /// thread alone. The environment variable `WEIR_READ_THREADS=1` keeps every file on
-    /// one thread.
+    /// thread alone; so is every file when the CPUs are busy ([`relay_pays`]).
     pub fn relay<T: Send>(
         &mut self,
         state: &mut T,
@@ -525,8 +526,7 @@ impl CaptureReader<Input> {
     fn relay_file(&self) -> Option<(File, u64)> {
         let Input::File(file) = &self.window.input else { return None };
         let from = self.window.read_so_far();
-        let one_thread = std::env::var("WEIR_READ_THREADS").is_ok_and(|v| v.trim() == "1")
-            || std::thread::available_parallelism().map_or(true, |n| n.get() < 2);
+        let one_thread = !self.relay_forced.unwrap_or_else(relay_pays);
         let big = file.metadata().is_ok_and(|m| {
             m.is_file() && m.len().saturating_sub(from) >= 2 * self.relay_chunk as u64
         });
@@ -541,6 +541,29 @@ impl CaptureReader<Input> {
         }
         Some((file.try_clone().ok()?, from))
     }
+}
+
+/// Whether two threads taking turns ([`CaptureReader::relay`]) will be faster than one: at
+/// least two CPUs, and a one-minute load average below their number. On a busy machine each
+/// turn waits for the other thread to be scheduled: measured at load 15 on 2 CPUs, the
+/// relay took 0.80-0.89 s where one thread took 0.56 s (bench/records/2026-11-29-e2e.txt).
+/// The environment variable `WEIR_READ_THREADS` decides instead: 1 one thread, 2 the relay.
+pub fn relay_pays() -> bool {
+    match std::env::var("WEIR_READ_THREADS").ok().as_deref().map(str::trim) {
+        Some("1") => return false,
+        Some("2") => return true,
+        _ => {}
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        return false;
+    }
+    // Linux's /proc/loadavg: "0.52 0.58 0.59 1/189 12345"; unreadable means not busy.
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()))
+        .unwrap_or(0.0);
+    load < cpus as f64
 }
 
 impl<R: Read> CaptureReader<R> {
@@ -571,6 +594,7 @@ impl<R: Read> CaptureReader<R> {
             clear_pending: false,
             done: false,
             relay_chunk: DEFAULT_CHUNK,
+            relay_forced: None,
         };
         reader.read_header()?;
         Ok(reader)

@@ -369,6 +369,7 @@ fn the_relay_reads_what_one_thread_reads() {
         for chunk in [4096, 65_536 + 13, 300_000, DEFAULT_CHUNK] {
             let mut reader = CaptureReader::open(&path).unwrap();
             reader.relay_chunk = chunk;
+            reader.relay_forced = Some(true);
             assert!(reader.relay_file().is_some(), "{name} chunk {chunk}: not relayed");
             let mut got = (Vec::new(), None);
             reader.relay(
