@@ -359,3 +359,28 @@ fn dash_d_lists_the_labs_interfaces() {
         "{text}"
     );
 }
+
+/// tcpdump's habit (issue 9, item 8): without `-r` or `-i`, `weir filter` captures on the
+/// interface tcpdump picks by default.
+#[test]
+fn without_r_or_i_weir_captures_where_tcpdump_does() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = VethLab::new("live-default", &["python3", "tcpdump"]) else { return };
+    let weir = env!("CARGO_BIN_EXE_weir");
+    let (weir_child, weir_err, weir_head) =
+        start_keeping_stderr(&lab, weir, &["filter", "-c", "5", "udp port 53"]);
+    let (tcpdump_child, tcpdump_err, tcpdump_head) =
+        start_keeping_stderr(&lab, "tcpdump", &["-nn", "-c", "5", "udp port 53"]);
+    let interface = |head: &str| {
+        head.lines()
+            .find_map(|l| l.split_once("listening on ").map(|(_, rest)| rest.to_string()))
+            .and_then(|rest| rest.split(',').next().map(str::to_string))
+    };
+    let (w, t) = (interface(&weir_head), interface(&tcpdump_head));
+    lab.send(30);
+    let (weir_status, weir_rest) = interrupt_and_collect(weir_child, weir_err, 5);
+    let _ = interrupt_and_collect(tcpdump_child, tcpdump_err, 5);
+    assert!(w.is_some() && w == t, "weir: {weir_head} tcpdump: {tcpdump_head}");
+    assert!(weir_status.success(), "{weir_rest}");
+    assert_eq!(statistics(&weir_rest).map(|s| s.0), Some(5), "{weir_rest}");
+}
