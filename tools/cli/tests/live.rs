@@ -384,3 +384,32 @@ fn without_r_or_i_weir_captures_where_tcpdump_does() {
     assert!(weir_status.success(), "{weir_rest}");
     assert_eq!(statistics(&weir_rest).map(|s| s.0), Some(5), "{weir_rest}");
 }
+
+/// `-Q in|out` as tcpdump: on the sending end (`va`) the frames are outgoing, so `-Q out`
+/// captures them and `-Q in` nothing; weir's counts (its statistics lines) equal tcpdump's.
+#[test]
+fn direction_flag_keeps_what_tcpdump_keeps() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = VethLab::new("live-direction", &["python3", "tcpdump"]) else { return };
+    let weir = env!("CARGO_BIN_EXE_weir");
+    for (direction, want) in [("out", 10u64), ("in", 0)] {
+        let (weir_child, weir_err, _) = start_keeping_stderr(
+            &lab,
+            weir,
+            &["filter", "-i", "va", "-Q", direction, "-p", "-c", "10", "udp"],
+        );
+        let (tcpdump_child, tcpdump_err, _) = start_keeping_stderr(
+            &lab,
+            "tcpdump",
+            &["-i", "va", "-Q", direction, "-p", "-nn", "-c", "10", "udp"],
+        );
+        lab.send(20);
+        let (weir_status, weir_rest) = interrupt_and_collect(weir_child, weir_err, 2);
+        let (_, tcpdump_rest) = interrupt_and_collect(tcpdump_child, tcpdump_err, 2);
+        assert!(weir_status.success(), "-Q {direction}: {weir_rest}");
+        let weir_captured = statistics(&weir_rest).map(|s| s.0);
+        let tcpdump_captured = statistics(&tcpdump_rest).map(|s| s.0);
+        assert_eq!(weir_captured, Some(want), "-Q {direction}: {weir_rest}");
+        assert_eq!(weir_captured, tcpdump_captured, "-Q {direction}: {tcpdump_rest}");
+    }
+}
