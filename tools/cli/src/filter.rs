@@ -33,7 +33,7 @@ use weir::Filter;
 use weir::FilterOptions;
 use weir::NameDb;
 use weir::{Engine, PreparedFilter};
-use weir_runtime::capture::{CaptureReader, CaptureWriter};
+use weir_runtime::capture::{CaptureReader, CaptureWriter, Turn};
 use weir_runtime::source::{Packet, PacketSource};
 
 use weir::packet::summary;
@@ -329,7 +329,9 @@ impl<'e> Matchers<'e> {
 
 /// Where matching packets go.
 enum Sink {
-    Lines(std::io::BufWriter<std::io::StdoutLock<'static>>),
+    /// Not the locked handle: the packet loop may move between threads
+    /// ([`CaptureReader::relay`]); the buffer locks standard output once per flush.
+    Lines(std::io::BufWriter<std::io::Stdout>),
     Capture(Box<CaptureWriter>, PathBuf),
     Nothing,
 }
@@ -433,16 +435,32 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
         None => Sink::for_args(&args),
     };
     let progress = progress_bar(&args, matches!(sink, Sink::Lines(_)));
-    let mut pump = Pump::new(sink, &args);
-    let pumped = pump.run(&mut capture, progress.as_ref(), |packet| {
-        let (linktype, matcher) = matchers
-            .get(packet.linktype)
-            .map_err(|e| format!("{source}: record {}: {e}", packet.index + 1))?;
-        if !matcher.matches(packet.data, packet.wire_len) {
-            return Ok(None);
+    // The packet loop in turns, on whichever thread read the chunk (CaptureReader::relay).
+    let mut state = (Pump::new(sink, &args), matchers, Pumped::default(), None);
+    let progress_ref = progress.as_ref();
+    capture.relay(&mut state, |capture, (pump, matchers, pumped, failed)| {
+        let mut select = |packet: &Packet<'_>| {
+            let (linktype, matcher) = matchers
+                .get(packet.linktype)
+                .map_err(|e| format!("{source}: record {}: {e}", packet.index + 1))?;
+            if !matcher.matches(packet.data, packet.wire_len) {
+                return Ok(None);
+            }
+            Ok(Some(if forced.is_some() { linktype.dlt() } else { packet.linktype }))
+        };
+        match pump.turn(capture, progress_ref, &mut select, pumped) {
+            Ok(true) => Turn::More,
+            Ok(false) => Turn::Stop,
+            Err(e) => {
+                *failed = Some(e);
+                Turn::Stop
+            }
         }
-        Ok(Some(if forced.is_some() { linktype.dlt() } else { packet.linktype }))
-    })?;
+    });
+    let (pump, _, pumped, failed) = state;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
@@ -712,6 +730,7 @@ fn run_live(args: FilterArgs) -> Result<ExitCode, String> {
 }
 
 /// What a run of the packet loop saw.
+#[derive(Default)]
 struct Pumped {
     matched: u64,
     seen: u64,
@@ -746,28 +765,28 @@ impl Pump {
         progress: Option<&ProgressBar>,
         mut select: impl FnMut(&Packet<'_>) -> Result<Option<u32>, String>,
     ) -> Result<Pumped, String> {
-        let mut pumped = Pumped { matched: 0, seen: 0, damage: None, output_closed: false };
+        let mut pumped = Pumped::default();
+        while self.turn(source, progress, &mut select, &mut pumped)? {}
+        Ok(pumped)
+    }
+
+    /// Packets until the source would wait for more input (true: go on) or ends, `-c` is
+    /// reached or standard output closes (false). At least one packet is read, waiting if
+    /// need be.
+    fn turn<S: PacketSource>(
+        &mut self,
+        source: &mut S,
+        progress: Option<&ProgressBar>,
+        select: &mut impl FnMut(&Packet<'_>) -> Result<Option<u32>, String>,
+        pumped: &mut Pumped,
+    ) -> Result<bool, String> {
         loop {
-            // About to wait for more input (a pipe, a FIFO, a quiet interface): what is
-            // printed so far goes out now, so a reader of the lines sees each packet while
-            // the capture still streams.
-            if source.would_wait() {
-                if let Sink::Lines(out) = &mut self.sink {
-                    match out.flush() {
-                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                            pumped.output_closed = true;
-                            return Ok(pumped);
-                        }
-                        other => other.map_err(crate::out::error)?,
-                    }
-                }
-            }
-            let Some(packet) = source.next_packet() else { break };
+            let Some(packet) = source.next_packet() else { return Ok(false) };
             let packet = match packet {
                 Ok(packet) => packet,
                 Err(e) => {
                     pumped.damage = Some(e);
-                    break;
+                    return Ok(false);
                 }
             };
             pumped.seen += 1;
@@ -776,22 +795,39 @@ impl Pump {
                     bar.set_position(packet.offset);
                 }
             }
-            let Some(print_as) = select(&packet)? else {
-                if let Sink::Capture(writer, path) = &mut self.sink {
-                    writer.skip(&packet).map_err(|e| write_error(path, e))?;
+            match select(&packet)? {
+                None => {
+                    if let Sink::Capture(writer, path) = &mut self.sink {
+                        writer.skip(&packet).map_err(|e| write_error(path, e))?;
+                    }
                 }
-                continue;
-            };
-            pumped.matched += 1;
-            if !emit(&mut self.sink, &packet, print_as, self.line_buffered)? {
-                pumped.output_closed = true;
-                return Ok(pumped);
+                Some(print_as) => {
+                    pumped.matched += 1;
+                    if !emit(&mut self.sink, &packet, print_as, self.line_buffered)? {
+                        pumped.output_closed = true;
+                        return Ok(false);
+                    }
+                    if self.limit.is_some_and(|limit| pumped.matched >= limit) {
+                        return Ok(false);
+                    }
+                }
             }
-            if self.limit.is_some_and(|limit| pumped.matched >= limit) {
-                break;
+            // About to wait for more input (a pipe, a FIFO, a quiet interface): what is
+            // printed so far goes out now, so a reader of the lines sees each packet while
+            // the capture still streams.
+            if source.would_wait() {
+                if let Sink::Lines(out) = &mut self.sink {
+                    match out.flush() {
+                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                            pumped.output_closed = true;
+                            return Ok(false);
+                        }
+                        other => other.map_err(crate::out::error)?,
+                    }
+                }
+                return Ok(true);
             }
         }
-        Ok(pumped)
     }
 
     /// Completes the output: lines flushed, a capture finished (renamed into place; its
@@ -821,7 +857,7 @@ impl Sink {
         if args.count {
             Sink::Nothing
         } else {
-            Sink::Lines(std::io::BufWriter::new(std::io::stdout().lock()))
+            Sink::Lines(std::io::BufWriter::new(std::io::stdout()))
         }
     }
 }

@@ -1055,3 +1055,72 @@ fn a_file_that_is_no_capture_fails_at_once() {
     let err = text(&missing.stderr);
     assert!(err.contains("No such file or directory") && !err.contains("at byte"), "{err}");
 }
+
+/// A pcap file big enough to be relayed (two threads taking turns, weir-runtime's
+/// `capture/relay.rs`) gives what one thread gives: the lines, `-c`, `--count`, the `-w`
+/// file, and on a cut file the damage message, the kept output and the exit status.
+#[test]
+fn two_threads_and_one_give_the_same_results() {
+    let dir = scratch("relay");
+    let mut packets = Vec::new();
+    let mut size = 24;
+    // About 5 MiB: more than the first 1 MiB read and two 1 MiB chunks.
+    for (i, p) in weir_testkit::filter_gen::packets(0x5e1a, 90_000).into_iter().enumerate() {
+        size += 16 + p.data.len();
+        let i = i as u32;
+        packets.push(Packet {
+            data: p.data,
+            wire_len: p.wire_len,
+            ts_sec: 1_700_000_000 + i,
+            ts_usec: i % 1_000_000,
+            description: String::new(),
+        });
+        if size > 5 << 20 {
+            break;
+        }
+    }
+    assert!(size > 5 << 20, "the generated file is too small: {size} bytes");
+    let whole = dir.join("whole.pcap");
+    weir_testkit::write_pcap(&whole, 1, &packets).unwrap();
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() - 1_000_003]).unwrap();
+    let expr = "ether[0] & 1 = 0";
+    let run = |threads: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .env("WEIR_READ_THREADS", threads)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for input in [&whole, &cut] {
+        let input = input.to_str().unwrap();
+        for args in [
+            vec!["filter", "-r", input, expr],
+            vec!["filter", "-r", input, "-c", "7", expr],
+            vec!["filter", "-r", input, "--count", expr],
+        ] {
+            let (one, two) = (run("1", &args), run("2", &args));
+            assert_eq!(one.status.code(), two.status.code(), "{args:?}");
+            assert_eq!(one.stdout, two.stdout, "{args:?}");
+            assert_eq!(one.stderr, two.stderr, "{args:?}");
+            assert!(!one.stdout.is_empty(), "{args:?}");
+        }
+        let outs: Vec<(Output, Vec<u8>)> = ["1", "2"]
+            .iter()
+            .map(|threads| {
+                let out = dir.join(format!("out-{threads}.pcap"));
+                let done =
+                    run(threads, &["filter", "-r", input, "-w", out.to_str().unwrap(), expr]);
+                (done, std::fs::read(&out).unwrap())
+            })
+            .collect();
+        assert_eq!(outs[0].0.status.code(), outs[1].0.status.code(), "{input}");
+        assert!(outs[0].1 == outs[1].1, "{input}: the -w files differ");
+        assert!(outs[0].1.len() > 1 << 20, "{input}");
+        if input.ends_with("cut.pcap") {
+            let err = String::from_utf8_lossy(&outs[1].0.stderr);
+            assert!(err.contains("the file ends inside the record"), "{err}");
+        }
+    }
+}

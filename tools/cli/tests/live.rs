@@ -200,3 +200,216 @@ fn run_on_an_interface_until_stopped() {
     let count = o.maps()[0].lookup_all(&17u32.to_ne_bytes()).unwrap();
     assert_eq!(u64::from_ne_bytes(count[..8].try_into().unwrap()), 20);
 }
+
+/// Sends `n` frames on `va` as fast as python can (no pause), all to UDP port 53.
+const BURST: &str = r#"
+import socket, struct, sys
+n = int(sys.argv[1])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("va", 0))
+for i in range(n):
+    udp = struct.pack('!HHHH', 1000 + i % 50000, 53, 12, 0) + b'abcd'
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), i % 65536, 0, 64, 17, 0,
+                     bytes([10, 9, 0, 1]), bytes([10, 9, 0, 2]))
+    s.send(bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0]) + ip + udp)
+"#;
+
+/// A capture started in the lab with its standard error kept: returns the child and the
+/// lines before and including "listening on".
+fn start_keeping_stderr(
+    lab: &VethLab,
+    program: &str,
+    args: &[&str],
+) -> (Child, std::io::BufReader<std::process::ChildStderr>, String) {
+    use std::io::BufRead;
+    let mut child = lab
+        .command(program)
+        .args(args)
+        // The counts come from the statistics lines; a full pipe would stall the capture.
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("listening on") {
+        let before = seen.len();
+        stderr.read_line(&mut seen).unwrap();
+        assert!(seen.len() > before, "{program} ended before listening: {seen}");
+    }
+    (child, stderr, seen)
+}
+
+/// Ends a capture as a user does (SIGINT) unless it ended by itself within `secs`, and
+/// returns everything it wrote to standard error.
+fn interrupt_and_collect(
+    mut child: Child,
+    mut stderr: std::io::BufReader<std::process::ChildStderr>,
+    secs: u64,
+) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if child.try_wait().unwrap().is_none() {
+        // `ip netns exec` passes the signal on to the capture it runs.
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    }
+    let status = wait_within(&mut child, 10);
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    (status, rest)
+}
+
+fn wait_within(child: &mut Child, secs: u64) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the capture did not end within {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// "N packets captured" and its two companions, as numbers.
+fn statistics(stderr: &str) -> Option<(u64, u64, u64)> {
+    let find = |what: &str| {
+        stderr.lines().find_map(|line| {
+            let (n, rest) = line.split_once(' ')?;
+            (rest == format!("packets {what}") || rest == format!("packet {what}"))
+                .then(|| n.parse().ok())
+                .flatten()
+        })
+    };
+    Some((find("captured")?, find("received by filter")?, find("dropped by kernel")?))
+}
+
+/// Issue 9's live goal: a burst tcpdump takes without loss, weir takes without loss too,
+/// with the filter in the kernel (classic BPF) and in user space (`--engine`); both end with
+/// tcpdump's three statistics lines, whose counts agree with what was printed.
+#[test]
+fn a_burst_tcpdump_loses_nothing_of_weir_loses_nothing_of() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = VethLab::new("live-burst", &["python3", "tcpdump"]) else { return };
+    let weir = env!("CARGO_BIN_EXE_weir");
+    const N: usize = 3000;
+    let count = N.to_string();
+    for engine in [None, Some("native")] {
+        let mut args = vec!["filter", "-i", "vb", "-c", &count, "--explain"];
+        if let Some(engine) = engine {
+            args.extend(["--engine", engine]);
+        }
+        args.push("udp port 53");
+        let (weir_child, weir_err, weir_head) = start_keeping_stderr(&lab, weir, &args);
+        let (tcpdump_child, tcpdump_err, _) = start_keeping_stderr(
+            &lab,
+            "tcpdump",
+            &["-i", "vb", "-nn", "-q", "-c", &count, "udp port 53"],
+        );
+        let sent = lab.command("python3").args(["-c", BURST, &count]).output().unwrap();
+        assert!(sent.status.success(), "sender: {}", String::from_utf8_lossy(&sent.stderr));
+        let (tcpdump_status, tcpdump_rest) = interrupt_and_collect(tcpdump_child, tcpdump_err, 5);
+        let (weir_status, weir_rest) = interrupt_and_collect(weir_child, weir_err, 5);
+        assert!(weir_status.success(), "weir: {weir_head}{weir_rest}");
+        let label = engine.unwrap_or("kernel");
+        let want_place = if engine.is_some() { "in user space" } else { "kernel" };
+        assert!(weir_head.contains(want_place), "{label}: --explain said: {weir_head}");
+        let (w_captured, w_received, w_dropped) =
+            statistics(&weir_rest).unwrap_or_else(|| panic!("{label}: weir's lines: {weir_rest}"));
+        assert!(tcpdump_status.success() || tcpdump_status.code().is_none(), "{tcpdump_rest}");
+        let Some((t_captured, _, t_dropped)) = statistics(&tcpdump_rest) else {
+            panic!("{label}: tcpdump's lines: {tcpdump_rest}");
+        };
+        if t_captured as usize == N && t_dropped == 0 {
+            assert_eq!((w_captured, w_dropped), (N as u64, 0), "{label}: {weir_rest}");
+        } else {
+            println!(
+                "note: live-burst {label}: tcpdump captured {t_captured} of {N} (dropped \
+                 {t_dropped}); weir {w_captured}"
+            );
+            assert!(w_captured >= t_captured.min(N as u64) / 2, "{label}: {weir_rest}");
+        }
+        assert!(w_received >= w_captured, "{label}: {weir_rest}");
+    }
+}
+
+/// `weir filter -D` lists the interfaces as tcpdump -D does: the lab's veth is there.
+#[test]
+fn dash_d_lists_the_labs_interfaces() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = VethLab::new("live-list", &[]) else { return };
+    let out = lab.command(env!("CARGO_BIN_EXE_weir")).args(["filter", "-D"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "1.vb [Up, Running, Connected]"-like lines, numbered from 1.
+    assert!(
+        text.lines().any(|l| l.split_once('.').is_some_and(|(_, rest)| rest.starts_with("vb"))),
+        "{text}"
+    );
+    assert!(
+        text.lines().all(|l| l.split_once('.').is_some_and(|(n, _)| n.parse::<u32>().is_ok())),
+        "{text}"
+    );
+}
+
+/// tcpdump's habit (issue 9, item 8): without `-r` or `-i`, `weir filter` captures on the
+/// interface tcpdump picks by default.
+#[test]
+fn without_r_or_i_weir_captures_where_tcpdump_does() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = VethLab::new("live-default", &["python3", "tcpdump"]) else { return };
+    let weir = env!("CARGO_BIN_EXE_weir");
+    let (weir_child, weir_err, weir_head) =
+        start_keeping_stderr(&lab, weir, &["filter", "-c", "5", "udp port 53"]);
+    let (tcpdump_child, tcpdump_err, tcpdump_head) =
+        start_keeping_stderr(&lab, "tcpdump", &["-nn", "-c", "5", "udp port 53"]);
+    let interface = |head: &str| {
+        head.lines()
+            .find_map(|l| l.split_once("listening on ").map(|(_, rest)| rest.to_string()))
+            .and_then(|rest| rest.split(',').next().map(str::to_string))
+    };
+    let (w, t) = (interface(&weir_head), interface(&tcpdump_head));
+    lab.send(30);
+    let (weir_status, weir_rest) = interrupt_and_collect(weir_child, weir_err, 5);
+    let _ = interrupt_and_collect(tcpdump_child, tcpdump_err, 5);
+    assert!(w.is_some() && w == t, "weir: {weir_head} tcpdump: {tcpdump_head}");
+    assert!(weir_status.success(), "{weir_rest}");
+    assert_eq!(statistics(&weir_rest).map(|s| s.0), Some(5), "{weir_rest}");
+}
+
+/// `-Q in|out` as tcpdump: on the sending end (`va`) the frames are outgoing, so `-Q out`
+/// captures them and `-Q in` nothing; weir's counts (its statistics lines) equal tcpdump's.
+#[test]
+fn direction_flag_keeps_what_tcpdump_keeps() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = VethLab::new("live-direction", &["python3", "tcpdump"]) else { return };
+    let weir = env!("CARGO_BIN_EXE_weir");
+    for (direction, want) in [("out", 10u64), ("in", 0)] {
+        let (weir_child, weir_err, _) = start_keeping_stderr(
+            &lab,
+            weir,
+            &["filter", "-i", "va", "-Q", direction, "-p", "-c", "10", "udp"],
+        );
+        let (tcpdump_child, tcpdump_err, _) = start_keeping_stderr(
+            &lab,
+            "tcpdump",
+            &["-i", "va", "-Q", direction, "-p", "-nn", "-c", "10", "udp"],
+        );
+        lab.send(20);
+        let (weir_status, weir_rest) = interrupt_and_collect(weir_child, weir_err, 2);
+        let (_, tcpdump_rest) = interrupt_and_collect(tcpdump_child, tcpdump_err, 2);
+        assert!(weir_status.success(), "-Q {direction}: {weir_rest}");
+        let weir_captured = statistics(&weir_rest).map(|s| s.0);
+        let tcpdump_captured = statistics(&tcpdump_rest).map(|s| s.0);
+        assert_eq!(weir_captured, Some(want), "-Q {direction}: {weir_rest}");
+        assert_eq!(weir_captured, tcpdump_captured, "-Q {direction}: {tcpdump_rest}");
+    }
+}

@@ -334,3 +334,74 @@ fn the_committed_sample_reads_whole() {
     assert_eq!(got.len(), weir_testkit::SAMPLE_COUNT);
     assert_eq!(reader.linktype(), LINKTYPE_ETHERNET);
 }
+
+/// The relay (two threads taking turns, `relay.rs`) yields what one thread reading the
+/// file yields: every packet, offset and record, and the same damage at the same place;
+/// with chunks far smaller than the records, records across many chunks and a record
+/// longer than the headroom (D-Bus, link type 231, allows 128 MiB).
+#[test]
+fn the_relay_reads_what_one_thread_reads() {
+    let dir = std::env::temp_dir().join(format!("weir-relay-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rng = SplitMix64::new(77);
+    let mut records = random_records(&mut rng, 3000, 2000);
+    // Past the first 1 MiB read, so the relay has them.
+    let big = |n: usize| Rec::new((0..n).map(|j| (j * 13) as u8).collect()).wire(n as u32);
+    records.insert(1500, big(200_000));
+    records.insert(2500, big(HEADROOM + 5000));
+    records.insert(2600, big(700_000));
+    let whole = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 231, 16, &records);
+    assert!(whole.len() > DEFAULT_CHUNK + 2 * 4096);
+    // Whole, cut inside a record header, cut inside a record's data.
+    let cut_header = whole.len() - 5;
+    let last_len = records.last().map_or(0, |r| r.data.len());
+    let cut_data = whole.len() - last_len / 2 - 1;
+    for (name, bytes) in [
+        ("whole", &whole[..]),
+        ("cut-header", &whole[..cut_header]),
+        ("cut-data", &whole[..cut_data]),
+    ] {
+        let path = dir.join(format!("{name}.pcap"));
+        std::fs::write(&path, bytes).unwrap();
+        let (expected, expected_err) = read_all(&mut CaptureReader::open(&path).unwrap());
+        assert!(expected.len() >= 3000, "{name}");
+        assert_eq!(expected_err.is_some(), name != "whole", "{name}");
+        for chunk in [4096, 65_536 + 13, 300_000, DEFAULT_CHUNK] {
+            let mut reader = CaptureReader::open(&path).unwrap();
+            reader.relay_chunk = chunk;
+            reader.relay_forced = Some(true);
+            assert!(reader.relay_file().is_some(), "{name} chunk {chunk}: not relayed");
+            let mut got = (Vec::new(), None);
+            reader.relay(
+                &mut got,
+                |reader, (out, err): &mut (Vec<Owned>, Option<CaptureError>)| loop {
+                    match reader.next_packet() {
+                        None => return Turn::Stop,
+                        Some(Err(e)) => {
+                            *err = Some(e);
+                            return Turn::Stop;
+                        }
+                        Some(Ok(p)) => out.push(Owned {
+                            index: p.index,
+                            data: p.data.to_vec(),
+                            wire_len: p.wire_len,
+                            ts: (p.ts_sec, p.ts_nsec),
+                            linktype: p.linktype,
+                            interface: p.interface,
+                            offset: p.offset,
+                            record: p.stored.unwrap().record.to_vec(),
+                            blocks_before: Vec::new(),
+                        }),
+                    }
+                    if reader.would_wait() {
+                        return Turn::More;
+                    }
+                },
+            );
+            assert_eq!(got.0.len(), expected.len(), "{name} chunk {chunk}");
+            assert!(got.0 == expected, "{name} chunk {chunk}: packets differ");
+            assert_eq!(got.1, expected_err, "{name} chunk {chunk}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
