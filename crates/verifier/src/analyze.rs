@@ -521,9 +521,15 @@ impl<'p> Verifier<'p> {
                 if spec.mnemonic.starts_with("lock") {
                     self.atomic(st, pc, insn, ptr, size, spec.mnemonic)?;
                 } else {
+                    // A narrow store keeps what is known of the low bytes; a copy that
+                    // lost high bits is no longer linked to the register (the kernel
+                    // breaks the relation on a narrowing spill too).
                     let stored = if value.is_scalar() && size < 8 {
-                        let v = value.var.as_const().map(|c| truncate(c, size));
-                        Reg::scalar(v.map_or_else(|| sized_unknown(size).var, Scalar::constant))
+                        if value.var.umax <= truncate(u64::MAX, size) {
+                            value
+                        } else {
+                            Reg::scalar(value.var.truncated(size as u32))
+                        }
                     } else {
                         value
                     };
@@ -742,8 +748,20 @@ impl<'p> Verifier<'p> {
                     }
                     _ => false,
                 };
+                // A left shift that may move a set bit past the top keeps only the known
+                // bits in the kernel (`__scalar64_min_max_lsh`: "we know nothing" of the
+                // bounds). Emitters rely on that loss: the protochain walk widens its offset
+                // with `add 2^17; lsh 47; rsh 47` so that the states at its loop head prune.
+                let drops_bits = op == AluOp::Lsh
+                    && src.var.as_const().is_some_and(|k| {
+                        let umax =
+                            if bits == 32 { u64::from(dst.var.u32max) } else { dst.var.umax };
+                        k < bits && umax > 1u64 << (bits - 1 - k)
+                    });
                 let value = if opaque {
                     Scalar::unknown()
+                } else if drops_bits {
+                    Scalar::alu(op, width, &Scalar::from_tnum(dst.var.var), &src.var)
                 } else {
                     Scalar::alu(op, width, &dst.var, &src.var)
                 };
@@ -1395,6 +1413,20 @@ impl<'p> Verifier<'p> {
                     return Ok(Reg::unknown());
                 }
             }
+            // The kernel (privileged) keeps a scalar stored narrow at an aligned offset as
+            // a spill of that size; the slot's other bytes keep what they were.
+            if lo == hi && size < 8 && lo % 8 == 0 && !unprivileged {
+                if let Some(reg) =
+                    value.filter(|v| v.is_scalar() && matches!(acc, Access::Store { .. }))
+                {
+                    let slot = frame.slot_mut(slot_of(lo));
+                    let mut bytes = slot.bytes().unwrap_or([Byte::Misc; 8]);
+                    let byte = if reg.var.as_const() == Some(0) { Byte::Zero } else { Byte::Misc };
+                    bytes[..size as usize].fill(byte);
+                    *slot = Slot::Part { reg, size: size as u8, bytes };
+                    return Ok(Reg::unknown());
+                }
+            }
             if acc == Access::Atomic && unprivileged {
                 check_initialized(frame, lo, size, pc, regno)?;
             }
@@ -1433,7 +1465,7 @@ impl<'p> Verifier<'p> {
             // A helper may read spilled registers, pointers included (privileged); so may
             // a read at a variable offset, which yields an unknown scalar.
             for b in lo..end {
-                if let Slot::Bytes(bytes) = frame.slot(slot_of(b)) {
+                if let Some(bytes) = frame.slot(slot_of(b)).bytes() {
                     if unprivileged && bytes[index_of(b)] == Byte::Invalid {
                         return uninit(b);
                     }
@@ -1456,6 +1488,15 @@ impl<'p> Verifier<'p> {
                     return Ok(Reg::scalar(r.var.truncated(size as u32)));
                 }
                 return Ok(sized_unknown(size));
+            }
+            // A fill from a narrow spill's offset at its size or less.
+            if let Slot::Part { reg, size: n, .. } = frame.slot(slot_of(lo)) {
+                if index_of(lo) == 0 && size == u64::from(n) {
+                    return Ok(reg);
+                }
+                if index_of(lo) == 0 && size < u64::from(n) {
+                    return Ok(Reg::scalar(reg.var.truncated(size as u32)));
+                }
             }
         }
         let mut all_zero = true;

@@ -59,6 +59,7 @@ fn const_key(st: &State, key: &Reg) -> Option<u64> {
         Slot::Spill(r) if r.is_scalar() => {
             r.var.as_const().map(|c| (c >> (index * 8)) & 0xffff_ffff)
         }
+        Slot::Part { reg, size: 4, .. } if index == 0 => reg.var.as_const(),
         _ => None,
     }
 }
