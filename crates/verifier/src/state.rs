@@ -230,6 +230,9 @@ pub struct Frame {
     pub callsite: usize,
     /// The first slot of the function this frame runs.
     pub func: usize,
+    /// A callback's frame (`bpf_loop`): its exit checks r0 in [0, 1] and returns to the
+    /// `call` itself, which may run the callback again.
+    pub callback: bool,
 }
 
 impl Frame {
