@@ -172,6 +172,13 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
             .map_err(|e| format!("{name}: {e}"))?;
         let proven_jit = Jit::compile(&proven, Bindings::new(), weir_jit::Config::default())
             .map_err(|e| format!("{name}: {e}"))?;
+        // WEIR_BENCH_DUMP=DIR writes the proven program's machine code to DIR/NAME.bin
+        // (`objdump -D -b binary -mi386:x86-64`), to read beside a C compiler's.
+        if let Some(dir) = std::env::var_os("WEIR_BENCH_DUMP") {
+            let path = std::path::Path::new(&dir).join(format!("{name}.bin"));
+            std::fs::write(&path, proven_jit.machine_code())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
         let mut proven_cache = proven_jit.cache();
         let proven_r0 = proven_jit.run_mem(&mut proven_cache, &mut weir_mem);
         let native_r0 = native(name, &pkt);

@@ -71,6 +71,8 @@ pub enum ValueKind {
     ReleaseAllocMem,
     /// A static function of the program (`ARG_PTR_TO_FUNC`, a callback).
     Func,
+    /// A pointer into the stack, or null (`ARG_PTR_TO_STACK_OR_NULL`: a callback's context).
+    PtrToStackOrNull,
     /// Result: nothing usable (`RET_VOID`).
     Void,
     /// Result: a pointer to a map value, or null (`RET_PTR_TO_MAP_VALUE_OR_NULL`).
@@ -213,6 +215,7 @@ pub static KERNEL_HELPERS: &[HelperSig] = {
         sig(133, "bpf_ringbuf_discard", &[ReleaseAllocMem, Scalar], Void),
         sig(134, "bpf_ringbuf_query", &[MapPtr, Scalar], Scalar),
         sig(160, "bpf_ktime_get_coarse_ns", &[], Scalar),
+        sig(181, "bpf_loop", &[Scalar, Func, PtrToStackOrNull, Scalar], Scalar),
     ]
 };
 

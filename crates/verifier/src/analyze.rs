@@ -27,6 +27,9 @@ const MAX_PACKET_OFF: u64 = 0xffff;
 const MAX_VAR_OFF: i64 = 1 << 29;
 /// Branches pending at once (the kernel's `BPF_COMPLEXITY_LIMIT_JMP_SEQ`).
 const MAX_PENDING: usize = 8192;
+/// `bpf_loop`: the one helper that runs a callback.
+pub(crate) const CALLBACK_HELPER: i64 = 181;
+
 /// Instructions kept in a rejection's trace.
 const TRACE_LEN: usize = 12;
 
@@ -36,6 +39,8 @@ pub(crate) type Result<T> = std::result::Result<T, Rejection>;
 /// it: 0 means every continuation from it was proven safe, so a state it covers may stop.
 struct Node {
     state: State,
+    /// The slot it was stored at.
+    pc: usize,
     /// [`live_hash`] of `state`: equal states hash equal, so the infinite-loop check
     /// compares numbers first.
     hash: u64,
@@ -139,6 +144,12 @@ pub(crate) struct Verifier<'p> {
     /// Show states in the trace from this processed-instruction count on (a second walk
     /// after a rejection: only the last steps are formatted).
     trace_from: Option<u64>,
+    /// A callback's first state, made by the `bpf_loop` call just checked: the walk
+    /// explores it as a branch while the caller goes on after the call.
+    pub(crate) callback: Option<(usize, State)>,
+    /// Whether any path called a callback: the callback may run any number of times, so
+    /// the processed count bounds no run (`Facts::max_executed`).
+    pub(crate) calls_back: bool,
 }
 
 fn err<T>(pc: usize, rule: Rule, message: impl Into<String>) -> Result<T> {
@@ -192,6 +203,8 @@ impl<'p> Verifier<'p> {
             states: if opts.record_states { vec![Vec::new(); n] } else { Vec::new() },
             start: Instant::now(),
             trace_from: None,
+            callback: None,
+            calls_back: false,
         })
     }
 
@@ -220,7 +233,13 @@ impl<'p> Verifier<'p> {
             }
         }
         State {
-            frames: vec![Frame { regs, stack: Vec::new(), callsite: usize::MAX, func: 0 }],
+            frames: vec![Frame {
+                regs,
+                stack: Vec::new(),
+                callsite: usize::MAX,
+                func: 0,
+                callback: false,
+            }],
             refs: Vec::new(),
         }
     }
@@ -320,7 +339,7 @@ impl<'p> Verifier<'p> {
             prog_type: self.prog_type,
             memory_len: if self.prog_type.is_none() { self.opts.memory_len } else { None },
             stack_size: STACK_SIZE as u64,
-            max_executed: self.stats.insns_processed,
+            max_executed: if self.calls_back { u64::MAX } else { self.stats.insns_processed },
         };
         Ok(Proof {
             stats: self.stats,
@@ -356,7 +375,12 @@ impl<'p> Verifier<'p> {
                 if i + 1 == n {
                     table.get(pc).copied().unwrap_or(u16::MAX)
                 } else {
-                    let ret = state.frames[i + 1].callsite + 1;
+                    let callee = &state.frames[i + 1];
+                    if callee.callback {
+                        // A callback returns to the `call`, which reads r1-r4 again.
+                        return table.get(callee.callsite).copied().unwrap_or(u16::MAX);
+                    }
+                    let ret = callee.callsite + 1;
                     table.get(ret).copied().unwrap_or(u16::MAX) & !0b11_1111
                 }
             })
@@ -373,6 +397,15 @@ impl<'p> Verifier<'p> {
         let hash = live_hash(&path.state, &live);
         for &idx in &self.explored[pc] {
             let node = &self.nodes[idx];
+            if node.branches > 0 && self.calls_back_at(pc) {
+                // A `bpf_loop` call reached again from its callback: as the kernel does for
+                // callback call sites, a state still being explored that covers this one
+                // ends the path (the loop has converged), and none is an infinite loop.
+                if state_subsumes(&node.state, &path.state, &live, &precise) {
+                    return Ok(true);
+                }
+                continue;
+            }
             if node.branches > 0 {
                 if node.hash == hash
                     && state_equal(&node.state, &path.state, &live)
@@ -394,6 +427,7 @@ impl<'p> Verifier<'p> {
             let idx = self.nodes.len();
             self.nodes.push(Node {
                 state: path.state.clone(),
+                pc,
                 hash,
                 parent: path.parent,
                 branches: 1,
@@ -403,6 +437,40 @@ impl<'p> Verifier<'p> {
             self.stats.states += 1;
         }
         Ok(false)
+    }
+
+    /// Whether the slot is a helper call that runs a callback (`bpf_loop`).
+    fn calls_back_at(&self, pc: usize) -> bool {
+        self.insns.get(pc).is_some_and(|i| i.op == Op::Call && i.imm == CALLBACK_HELPER)
+    }
+
+    /// After a callback returns: the scalars it changed in its callers' stack since the
+    /// last time the path stood at the call become unknown, so that the states at the call
+    /// converge (the kernel's `widen_imprecise_scalars`; the kernel keeps those it found
+    /// precise, weir has no per-slot precision and keeps only the unchanged ones).
+    fn widen_callback_caller(&self, path: &mut Path, pc: usize) {
+        let mut parent = path.parent;
+        let previous = loop {
+            let Some(p) = parent else { return };
+            let node = &self.nodes[p];
+            if node.pc == pc && node.state.frames.len() == path.state.frames.len() {
+                break &node.state;
+            }
+            parent = node.parent;
+        };
+        for (frame, old) in path.state.frames.iter_mut().zip(&previous.frames) {
+            for (i, slot) in frame.stack.iter_mut().enumerate() {
+                let before = old.slot(i);
+                if *slot == before {
+                    continue;
+                }
+                match slot {
+                    Slot::Spill(r) if r.is_scalar() => *r = Reg::unknown(),
+                    Slot::Part { reg, size, .. } => *reg = sized_unknown(u64::from(*size)),
+                    _ => {}
+                }
+            }
+        }
     }
 
     fn is_ancestor(&self, idx: usize, mut parent: Option<usize>) -> bool {
@@ -477,6 +545,10 @@ impl<'p> Verifier<'p> {
             Operands::CallImm => match insn.op {
                 Op::Call => {
                     self.call_helper(st, pc, insn.imm)?;
+                    if let Some((target, state)) = self.callback.take() {
+                        self.calls_back = true;
+                        self.branch(path, work, target, state, pc)?;
+                    }
                     Ok(Step::Next(pc + 1))
                 }
                 _ => err(
@@ -489,7 +561,14 @@ impl<'p> Verifier<'p> {
             Operands::CallReg => {
                 err(pc, Rule::Unsupported, "BPF_CALLX is not supported (unknown opcode 8d)")
             }
-            Operands::Nothing => self.exit(st, pc),
+            Operands::Nothing => {
+                let callback = st.frames.len() > 1 && st.top().callback;
+                let step = self.exit(st, pc)?;
+                if let (true, Step::Next(callsite)) = (callback, &step) {
+                    self.widen_callback_caller(path, *callsite);
+                }
+                Ok(step)
+            }
             Operands::Load => {
                 let ptr = self.read_reg(st, insn.src, pc)?;
                 let size = insn.op.mem_size().map_or(8, |s| s.bytes() as u64);
@@ -521,9 +600,15 @@ impl<'p> Verifier<'p> {
                 if spec.mnemonic.starts_with("lock") {
                     self.atomic(st, pc, insn, ptr, size, spec.mnemonic)?;
                 } else {
+                    // A narrow store keeps what is known of the low bytes; a copy that
+                    // lost high bits is no longer linked to the register (the kernel
+                    // breaks the relation on a narrowing spill too).
                     let stored = if value.is_scalar() && size < 8 {
-                        let v = value.var.as_const().map(|c| truncate(c, size));
-                        Reg::scalar(v.map_or_else(|| sized_unknown(size).var, Scalar::constant))
+                        if value.var.umax <= truncate(u64::MAX, size) {
+                            value
+                        } else {
+                            Reg::scalar(value.var.truncated(size as u32))
+                        }
                     } else {
                         value
                     };
@@ -594,6 +679,9 @@ impl<'p> Verifier<'p> {
                 Reg { off: i64::from(off), ..Reg::pointer(Kind::MapValue, index) }
             }
             Op::LddwFunc => {
+                if !self.opts.func_info {
+                    return err(pc, Rule::Callback, "missing btf func_info");
+                }
                 let target = function_target(pc, insn).unwrap_or(-1);
                 Reg::pointer(Kind::Func, u32::try_from(target).unwrap_or(u32::MAX))
             }
@@ -742,8 +830,20 @@ impl<'p> Verifier<'p> {
                     }
                     _ => false,
                 };
+                // A left shift that may move a set bit past the top keeps only the known
+                // bits in the kernel (`__scalar64_min_max_lsh`: "we know nothing" of the
+                // bounds). Emitters rely on that loss: the protochain walk widens its offset
+                // with `add 2^17; lsh 47; rsh 47` so that the states at its loop head prune.
+                let drops_bits = op == AluOp::Lsh
+                    && src.var.as_const().is_some_and(|k| {
+                        let umax =
+                            if bits == 32 { u64::from(dst.var.u32max) } else { dst.var.umax };
+                        k < bits && umax > 1u64 << (bits - 1 - k)
+                    });
                 let value = if opaque {
                     Scalar::unknown()
+                } else if drops_bits {
+                    Scalar::alu(op, width, &Scalar::from_tnum(dst.var.var), &src.var)
                 } else {
                     Scalar::alu(op, width, &dst.var, &src.var)
                 };
@@ -1395,6 +1495,20 @@ impl<'p> Verifier<'p> {
                     return Ok(Reg::unknown());
                 }
             }
+            // The kernel (privileged) keeps a scalar stored narrow at an aligned offset as
+            // a spill of that size; the slot's other bytes keep what they were.
+            if lo == hi && size < 8 && lo % 8 == 0 && !unprivileged {
+                if let Some(reg) =
+                    value.filter(|v| v.is_scalar() && matches!(acc, Access::Store { .. }))
+                {
+                    let slot = frame.slot_mut(slot_of(lo));
+                    let mut bytes = slot.bytes().unwrap_or([Byte::Misc; 8]);
+                    let byte = if reg.var.as_const() == Some(0) { Byte::Zero } else { Byte::Misc };
+                    bytes[..size as usize].fill(byte);
+                    *slot = Slot::Part { reg, size: size as u8, bytes };
+                    return Ok(Reg::unknown());
+                }
+            }
             if acc == Access::Atomic && unprivileged {
                 check_initialized(frame, lo, size, pc, regno)?;
             }
@@ -1433,7 +1547,7 @@ impl<'p> Verifier<'p> {
             // A helper may read spilled registers, pointers included (privileged); so may
             // a read at a variable offset, which yields an unknown scalar.
             for b in lo..end {
-                if let Slot::Bytes(bytes) = frame.slot(slot_of(b)) {
+                if let Some(bytes) = frame.slot(slot_of(b)).bytes() {
                     if unprivileged && bytes[index_of(b)] == Byte::Invalid {
                         return uninit(b);
                     }
@@ -1456,6 +1570,15 @@ impl<'p> Verifier<'p> {
                     return Ok(Reg::scalar(r.var.truncated(size as u32)));
                 }
                 return Ok(sized_unknown(size));
+            }
+            // A fill from a narrow spill's offset at its size or less.
+            if let Slot::Part { reg, size: n, .. } = frame.slot(slot_of(lo)) {
+                if index_of(lo) == 0 && size == u64::from(n) {
+                    return Ok(reg);
+                }
+                if index_of(lo) == 0 && size < u64::from(n) {
+                    return Ok(Reg::scalar(reg.var.truncated(size as u32)));
+                }
             }
         }
         let mut all_zero = true;
@@ -1495,12 +1618,44 @@ impl<'p> Verifier<'p> {
         let mut regs = [Reg::NOT_INIT; 11];
         regs[1..=5].copy_from_slice(&caller.regs[1..=5]);
         regs[10] = Reg::pointer(Kind::Stack, st.frames.len() as u32);
-        st.frames.push(Frame { regs, stack: Vec::new(), callsite: pc, func: target });
+        st.frames.push(Frame {
+            regs,
+            stack: Vec::new(),
+            callsite: pc,
+            func: target,
+            callback: false,
+        });
         Ok(Step::Next(target))
     }
 
     fn exit(&mut self, st: &mut State, pc: usize) -> Result<Step> {
         let r0 = self.read_reg(st, 0, pc)?;
+        if st.frames.len() > 1 && st.top().callback {
+            // The kernel's `callback_ret_range` for bpf_loop: 0 (go on) or 1 (stop).
+            if !r0.is_scalar() {
+                return err(pc, Rule::Callback, "At callback return R0 not a scalar value");
+            }
+            if r0.var.umax > 1 {
+                return err(
+                    pc,
+                    Rule::Callback,
+                    format!(
+                        "At callback return the register R0 has {} should have been in [0, 1]",
+                        r0.var
+                    ),
+                );
+            }
+            let callee = st.frames.pop().expect("more than one frame");
+            let depth = st.frames.len() as u32;
+            st.for_each_reg(|r| {
+                if r.kind == Kind::Stack && r.aux >= depth {
+                    *r = Reg::unknown();
+                }
+            });
+            // Back to the `call`: its arguments are still in place, and it may run the
+            // callback again (the walk stops when a state stored there covers this one).
+            return Ok(Step::Next(callee.callsite));
+        }
         if st.frames.len() > 1 {
             let callee = st.frames.pop().expect("more than one frame");
             if r0.kind == Kind::Stack && r0.aux as usize >= st.frames.len() {

@@ -76,6 +76,10 @@ pub fn prune_points(insns: &[Insn]) -> Vec<bool> {
         if matches!(insn.op, Op::CallLocal | Op::Call) {
             points[pc + 1] = true;
         }
+        // A callback returns to its `bpf_loop` call: the loop's head.
+        if insn.op == Op::Call && insn.imm == crate::analyze::CALLBACK_HELPER {
+            points[pc] = true;
+        }
     }
     points.truncate(insns.len());
     points

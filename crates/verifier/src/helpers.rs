@@ -7,7 +7,7 @@ use weir_program::abi::{kernel_helper, HelperSig, ValueKind};
 use weir_program::MapType;
 
 use crate::analyze::{sized_unknown, Access, Result, Verifier};
-use crate::state::{Byte, Kind, Reg, Slot, State};
+use crate::state::{Byte, Frame, Kind, Reg, Slot, State};
 use crate::{Rejection, Rule};
 
 /// Largest size a helper's memory argument may have (the kernel's `BPF_MAX_VAR_SIZ`).
@@ -59,11 +59,44 @@ fn const_key(st: &State, key: &Reg) -> Option<u64> {
         Slot::Spill(r) if r.is_scalar() => {
             r.var.as_const().map(|c| (c >> (index * 8)) & 0xffff_ffff)
         }
+        Slot::Part { reg, size: 4, .. } if index == 0 => reg.var.as_const(),
         _ => None,
     }
 }
 
 impl Verifier<'_> {
+    /// The state a callback starts in (the kernel's `set_loop_callback_state`): a new
+    /// frame over the caller's state at the call, r1 the loop index, r2 the caller's r3
+    /// (the context the program passed), r3-r5 unset.
+    fn callback_entry(&self, st: &State, pc: usize, target: usize) -> Result<State> {
+        if target >= self.insns.len() {
+            return err(pc, Rule::Structure, "callback out of range");
+        }
+        if st.frames.len() >= crate::analyze::MAX_FRAMES {
+            return err(
+                pc,
+                Rule::CallDepth,
+                format!("the call stack of {} frames is too deep", st.frames.len() + 1),
+            );
+        }
+        if st.frames.iter().any(|f| f.func == target) {
+            return err(pc, Rule::CallDepth, format!("recursive call from insn {pc} to {target}"));
+        }
+        let mut state = st.clone();
+        let mut regs = [Reg::NOT_INIT; 11];
+        regs[1] = Reg::unknown();
+        regs[2] = *st.reg(3);
+        regs[10] = Reg::pointer(Kind::Stack, st.frames.len() as u32);
+        state.frames.push(Frame {
+            regs,
+            stack: Vec::new(),
+            callsite: pc,
+            func: target,
+            callback: true,
+        });
+        Ok(state)
+    }
+
     fn sig(&self, pc: usize, id: i64) -> Result<&'static HelperSig> {
         let Some(sig) = u32::try_from(id).ok().and_then(kernel_helper) else {
             return err(pc, Rule::UnknownHelper, format!("invalid func unknown#{id}"));
@@ -127,6 +160,7 @@ impl Verifier<'_> {
         let mut map: Option<usize> = None;
         let mut alloc_size: u64 = 0;
         let mut release: Option<u32> = None;
+        let mut callback: Option<usize> = None;
         let mut key: Option<u64> = None;
         for (i, kind) in sig.args.iter().enumerate() {
             let regno = i as u8 + 1;
@@ -256,14 +290,30 @@ impl Verifier<'_> {
                     release = Some(reg.ref_id);
                 }
                 ValueKind::Func => {
-                    return err(
-                        pc,
-                        Rule::Unsupported,
-                        format!("{}: callbacks are not supported", sig.name),
-                    );
+                    if reg.kind != Kind::Func || !reg.at_base() {
+                        return err(
+                            pc,
+                            Rule::HelperArgument,
+                            format!("R{regno} type={} expected=func", reg.kind.name()),
+                        );
+                    }
+                    callback = Some(reg.aux as usize);
+                }
+                ValueKind::PtrToStackOrNull => {
+                    let null = reg.is_scalar() && reg.var.as_const() == Some(0);
+                    if reg.kind != Kind::Stack && !null {
+                        return err(
+                            pc,
+                            Rule::HelperArgument,
+                            format!("R{regno} type={} expected=fp", reg.kind.name()),
+                        );
+                    }
                 }
                 ValueKind::Void | ValueKind::PtrToMapValueOrNull | ValueKind::AllocMemOrNull => {}
             }
+        }
+        if let Some(target) = callback {
+            self.callback = Some((target, self.callback_entry(st, pc, target)?));
         }
         if let Some(m) = map.and_then(|m| self.maps.get(m)) {
             if !map_compatible(sig.id, m.map_type) {

@@ -98,6 +98,10 @@ pub struct Options {
     /// keep: reading stack never written and variable stack offsets are refused. Default:
     /// privileged (weir loads as root, and tests against the kernel as root).
     pub unprivileged: bool,
+    /// The program comes with BTF `func_info` (a clang-built object's `.BTF.ext`): the
+    /// kernel lets a program take a function's address (`lddw func`, a callback for
+    /// `bpf_loop`) only then ("missing btf func_info"). A bare listing has none.
+    pub func_info: bool,
 }
 
 impl Default for Options {
@@ -110,6 +114,7 @@ impl Default for Options {
             memory_len: None,
             record_states: false,
             unprivileged: false,
+            func_info: false,
         }
     }
 }
@@ -167,6 +172,8 @@ pub enum Rule {
     LegacyPacketAccess,
     /// An instruction the verifier (or weir) does not support (kfunc, callx, BTF ids).
     Unsupported,
+    /// A callback (`bpf_loop`): its address needs BTF func_info, it returns 0 or 1.
+    Callback,
 }
 
 impl Rule {
@@ -197,6 +204,7 @@ impl Rule {
             Rule::StackDepth => "stack-depth",
             Rule::LegacyPacketAccess => "legacy-packet-access",
             Rule::Unsupported => "unsupported",
+            Rule::Callback => "callback",
         }
     }
 }

@@ -192,6 +192,16 @@ pub enum Slot {
     /// A whole register stored with an aligned 8-byte store: its type survives the round
     /// trip through memory.
     Spill(Reg),
+    /// A scalar stored with an aligned 1-, 2- or 4-byte store (the kernel's narrow spill):
+    /// the register (its value truncated to `size` bytes) fills back from the same
+    /// offset at `size` bytes or fewer, so a loop counter kept in a 32-bit stack word
+    /// stays exact, as the kernel's bounded-loop exploration needs. `bytes` is the whole
+    /// slot as bytes, the spilled ones `Zero` if the value is 0, else `Misc`.
+    Part {
+        reg: Reg,
+        size: u8,
+        bytes: [Byte; 8],
+    },
 }
 
 impl Slot {
@@ -205,6 +215,7 @@ impl Slot {
                 Some([if r.var.as_const() == Some(0) { Byte::Zero } else { Byte::Misc }; 8])
             }
             Slot::Spill(_) => None,
+            Slot::Part { bytes, .. } => Some(*bytes),
         }
     }
 }
@@ -219,6 +230,9 @@ pub struct Frame {
     pub callsite: usize,
     /// The first slot of the function this frame runs.
     pub func: usize,
+    /// A callback's frame (`bpf_loop`): its exit checks r0 in [0, 1] and returns to the
+    /// `call` itself, which may run the callback again.
+    pub callback: bool,
 }
 
 impl Frame {
@@ -268,7 +282,7 @@ impl State {
                 f(r);
             }
             for slot in &mut frame.stack {
-                if let Slot::Spill(r) = slot {
+                if let Slot::Spill(r) | Slot::Part { reg: r, .. } = slot {
                     f(r);
                 }
             }
@@ -292,23 +306,28 @@ impl fmt::Display for State {
                 match slot {
                     Slot::Spill(r) => write!(f, " fp{off}={r}")?,
                     Slot::Bytes(b) if b.iter().all(|b| *b == Byte::Invalid) => {}
-                    Slot::Bytes(b) => {
-                        let text: String = b
-                            .iter()
-                            .rev()
-                            .map(|b| match b {
-                                Byte::Invalid => '?',
-                                Byte::Misc => 'm',
-                                Byte::Zero => '0',
-                            })
-                            .collect();
-                        write!(f, " fp{off}={text}")?;
+                    Slot::Bytes(b) => write!(f, " fp{off}={}", byte_text(b))?,
+                    Slot::Part { reg, size, bytes } => {
+                        write!(f, " fp{off}={}:u{}={reg}", byte_text(bytes), size * 8)?
                     }
                 }
             }
         }
         Ok(())
     }
+}
+
+/// A slot's bytes as the kernel's log shows them, highest address first.
+fn byte_text(bytes: &[Byte; 8]) -> String {
+    bytes
+        .iter()
+        .rev()
+        .map(|b| match b {
+            Byte::Invalid => '?',
+            Byte::Misc => 'm',
+            Byte::Zero => '0',
+        })
+        .collect()
 }
 
 /// A partial map between the ids of an explored state and the current one: a pruned
@@ -374,6 +393,12 @@ fn slot_subsumes(old: &Slot, cur: &Slot, ids: &mut IdMap) -> bool {
     match (old, cur) {
         (Slot::Bytes(o), _) if o.iter().all(|b| *b == Byte::Invalid) => true,
         (Slot::Spill(o), Slot::Spill(c)) => reg_subsumes(o, c, ids),
+        (Slot::Part { reg: o, size: n, bytes: ob }, Slot::Part { reg: c, size: m, bytes: cb }) => {
+            n == m && reg_subsumes(o, c, ids) && bytes_subsume(ob, cb)
+        }
+        // A narrow fill of `old` gives a tracked value that other contents do not match
+        // (not subsumed: explored again, which costs time only).
+        (Slot::Part { .. }, _) | (Slot::Spill(_), Slot::Part { .. }) => false,
         (Slot::Spill(o), Slot::Bytes(c)) => {
             // A fill of misc bytes gives an unknown scalar: covered by an unknown spill.
             o.is_scalar()
@@ -383,13 +408,17 @@ fn slot_subsumes(old: &Slot, cur: &Slot, ids: &mut IdMap) -> bool {
         }
         (Slot::Bytes(o), c) => {
             let Some(c) = c.bytes() else { return false };
-            o.iter().zip(c.iter()).all(|(o, c)| match o {
-                Byte::Invalid => true,
-                Byte::Misc => *c != Byte::Invalid,
-                Byte::Zero => *c == Byte::Zero,
-            })
+            bytes_subsume(o, &c)
         }
     }
+}
+
+fn bytes_subsume(old: &[Byte; 8], cur: &[Byte; 8]) -> bool {
+    old.iter().zip(cur.iter()).all(|(o, c)| match o {
+        Byte::Invalid => true,
+        Byte::Misc => *c != Byte::Invalid,
+        Byte::Zero => *c == Byte::Zero,
+    })
 }
 
 /// `old` ⊒ `cur` at the same instruction, looking only at the registers live there
@@ -406,15 +435,18 @@ pub fn state_subsumes(old: &State, cur: &State, live: &[u16], precise: &[u16]) -
         }
         let mask = live.get(f).copied().unwrap_or(u16::MAX);
         let exact = precise.get(f).copied().unwrap_or(u16::MAX);
+        // Stack first, deepest slot first: a loop's counter kept in the frame's last word
+        // (the protochain walk's) is what tells apart most states stored at a loop head,
+        // so a miss is found after one slot instead of after every register.
+        for i in (0..o.stack.len()).rev() {
+            if !slot_subsumes(&o.stack[i], &c.slot(i), &mut ids) {
+                return false;
+            }
+        }
         for r in 0..11 {
             if mask & (1 << r) != 0
                 && !reg_subsumes_as(&o.regs[r], &c.regs[r], &mut ids, exact & (1 << r) != 0)
             {
-                return false;
-            }
-        }
-        for i in 0..o.stack.len() {
-            if !slot_subsumes(&o.stack[i], &c.slot(i), &mut ids) {
                 return false;
             }
         }

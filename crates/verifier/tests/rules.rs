@@ -628,3 +628,48 @@ fn a_proof_is_bound_to_its_program() {
     let changed = Program::from_insns(insns).with_prog_type(ProgType::Xdp);
     assert_eq!(proof.into_verified(changed).unwrap_err().index, 2);
 }
+
+/// `bpf_loop(10, cb, &counter, 0)` with `cb` counting in the caller's stack through its
+/// context; `cb_body` is the callback (after the `cb:` label).
+fn bpf_loop(ctx: &str, cb_body: &str) -> Program {
+    let src = format!(
+        "stw [%r10-8], 0\nmov %r1, 10\nlddw %r2, func(cb)\n{ctx}\nmov %r4, 0\ncall 181\n\
+         ldxw %r0, [%r10-8]\nexit\ncb:\n{cb_body}"
+    );
+    program(&src, XDP)
+}
+
+fn with_func_info() -> Options {
+    Options { func_info: true, ..Options::default() }
+}
+
+#[test]
+fn bpf_loop_callbacks_are_checked_as_a_loop() {
+    let counting = "ldxw %r3, [%r2+0]\nadd32 %r3, 1\nstxw [%r2+0], %r3\nmov %r0, 0\nexit";
+    let good = bpf_loop("mov %r3, %r10\nadd %r3, -8", counting);
+    match verify(&good, &with_func_info()) {
+        // The callback may run any number of times: no bound on a run's length.
+        Ok(proof) => assert_eq!(proof.facts().max_executed, u64::MAX, "{}", proof.summary()),
+        Err(e) => panic!("refused: {e}\n{}", e.trace.join("\n")),
+    }
+    // A null context is allowed, and the callback may stop the loop with 1.
+    let null_ctx = bpf_loop("mov %r3, 0", "mov %r0, 1\nexit");
+    assert!(verify(&null_ctx, &with_func_info()).is_ok());
+    // Without BTF func_info the kernel refuses to take a function's address.
+    refuse(&good, Rule::Callback, "missing btf func_info");
+    // The callback returns 0 or 1.
+    let two = bpf_loop("mov %r3, 0", "mov %r0, 2\nexit");
+    refuse_with(&two, &with_func_info(), Rule::Callback, "should have been in [0, 1]");
+    let unknown = bpf_loop("mov %r3, 0", "call 7\nexit");
+    refuse_with(&unknown, &with_func_info(), Rule::Callback, "should have been in [0, 1]");
+    // The callback's context is the caller's stack or null, nothing else.
+    let ctx_arg = bpf_loop("mov %r3, %r1", "mov %r0, 0\nexit");
+    refuse_with(&ctx_arg, &with_func_info(), Rule::HelperArgument, "expected=fp");
+    // Its second argument must be a function.
+    let scalar = program("mov %r1, 1\nmov %r2, 0\nmov %r3, 0\nmov %r4, 0\ncall 181\nexit", XDP);
+    refuse_with(&scalar, &with_func_info(), Rule::HelperArgument, "expected=func");
+    // The callback's accesses are checked in its own frame: past the caller's counter.
+    let past = "ldxw %r3, [%r2+8]\nmov %r0, 0\nexit";
+    let bad = bpf_loop("mov %r3, %r10\nadd %r3, -8", past);
+    refuse_with(&bad, &with_func_info(), Rule::OutOfBounds, "stack");
+}
