@@ -72,7 +72,8 @@ impl Dispatch {
         let pred = if share == 0 {
             opt::optimize_owned(Filter::new(pred)).pred
         } else {
-            opt::optimize_owned(Filter::new(split(&mut Vec::new(), &pred, share))).pred
+            let shared = opt::optimize_owned(Filter::new(split(&mut Vec::new(), &pred, share)));
+            factor(shared.pred)
         };
         Ok(Dispatch {
             filter: Filter::new(pred),
@@ -196,6 +197,67 @@ fn split(prefix: &mut Vec<Pred>, d: &Pred, depth: u32) -> Pred {
     alternatives.push(branch(prefix, vec![fits.clone(), others], depth - 1));
     alternatives.push(branch(prefix, vec![Pred::not(fits)], 0));
     Pred::Or(alternatives)
+}
+
+/// Consecutive clauses that begin with the same test share one evaluation of it:
+/// `try(a and b) or try(a and c)` becomes `try(a) and (try(b) or try(c))`, in every `or`
+/// of `p` (and again inside the new `or`, for a second shared test). What the header
+/// split leaves repeated in a branch's copy of the clauses is mostly such a prefix: the
+/// IPv4 clauses of one protocol that test ports all begin with the fragment test, which
+/// then runs once instead of once per clause (and the port loads after it sit on one path,
+/// where the native code's value numbering shares them).
+///
+/// Exact when `a` neither reads nor writes scratch slots: then `a` gives the same answer
+/// (true, false or abort) each time it is evaluated on one packet, so when it does not
+/// hold every clause of the group fails at it, as the `and` does once, and dispatch goes
+/// on after the group; when it holds, the clauses' remainders run in their order, the
+/// first that holds ending the dispatch as that clause would have.
+fn factor(p: Pred) -> Pred {
+    match p {
+        Pred::Or(parts) => {
+            let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
+            let mut parts = parts.into_iter().map(factor).peekable();
+            while let Some(first) = parts.next() {
+                let Some(head) = shared_head(&first).cloned() else {
+                    out.push(first);
+                    continue;
+                };
+                let mut group = vec![first];
+                while let Some(next) = parts.next_if(|q| shared_head(q) == Some(&head)) {
+                    group.push(next);
+                }
+                if group.len() < 2 {
+                    out.extend(group);
+                    continue;
+                }
+                let rests = group.into_iter().map(|q| match q {
+                    Pred::Try(inner) => match *inner {
+                        Pred::And(mut ps) => {
+                            ps.remove(0);
+                            Pred::Try(Box::new(Pred::and(ps)))
+                        }
+                        other => Pred::Try(Box::new(other)),
+                    },
+                    other => other,
+                });
+                let rest = factor(Pred::Or(rests.collect()));
+                out.push(Pred::And(vec![Pred::Try(Box::new(head)), rest]));
+            }
+            Pred::Or(out)
+        }
+        Pred::And(parts) => Pred::And(parts.into_iter().map(factor).collect()),
+        Pred::Not(q) => Pred::Not(Box::new(factor(*q))),
+        Pred::Try(q) => Pred::Try(Box::new(factor(*q))),
+        other => other,
+    }
+}
+
+/// The first test of a clause `try(a and ...)` (at least two parts) when it can be shared
+/// with the next clauses ([`factor`]): it touches no scratch slot.
+fn shared_head(p: &Pred) -> Option<&Pred> {
+    let Pred::Try(inner) = p else { return None };
+    let Pred::And(parts) = inner.as_ref() else { return None };
+    parts.first().filter(|a| parts.len() >= 2 && pred_slots(a) == 0)
 }
 
 /// The packet field (constant offset, size) that the most clauses (Trys) of `p` compare
