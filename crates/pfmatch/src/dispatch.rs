@@ -435,3 +435,63 @@ impl fmt::Display for Dispatch {
         writeln!(f, "{:#}", self.filter.pred)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{factor, Pred};
+    use weir_filter::{Evaluator, Expr, Size};
+
+    fn byte_is(at: u32, v: u32) -> Pred {
+        Pred::eq(Expr::load_at(at, Size::Byte), v)
+    }
+
+    fn clause(parts: Vec<Pred>, handler: u32) -> Pred {
+        let store = Pred::Store { slot: 15, value: Expr::Const(handler) };
+        Pred::Try(Box::new(Pred::And(parts.into_iter().chain([store]).collect())))
+    }
+
+    /// The handler slot after a run, or None when the predicate did not hold.
+    fn run(p: &Pred, packet: &[u8]) -> Option<u32> {
+        let mut e = Evaluator::new(packet, packet.len() as u32);
+        match e.pred(p) {
+            Ok(true) => e.expr(&Expr::Scratch(15)).ok(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn clauses_with_a_common_first_test_share_it_and_choose_the_same_handler() {
+        // Byte 0 == 1 opens the first two clauses (and, behind a scratch read, the fourth:
+        // that one is not shared); byte 5 == 0 is shared by the second pair, inside. Byte
+        // 9 reads past short packets, so some clauses abort.
+        let a = byte_is(0, 1);
+        let reads_scratch = Pred::eq(Expr::Scratch(3), 0);
+        let d = Pred::Or(vec![
+            clause(vec![a.clone(), byte_is(1, 2)], 1),
+            clause(vec![a.clone(), byte_is(5, 0), byte_is(9, 3)], 2),
+            clause(vec![a.clone(), byte_is(5, 0), byte_is(2, 4)], 3),
+            clause(vec![reads_scratch.clone(), byte_is(3, 1)], 4),
+            clause(vec![reads_scratch, byte_is(4, 1)], 5),
+            clause(vec![byte_is(1, 1)], 6),
+        ]);
+        let f = factor(d.clone());
+        let Pred::Or(parts) = &f else { panic!("{f:#}") };
+        // The three clauses of `a` became one part; the scratch-reading pair stayed apart.
+        assert_eq!(parts.len(), 4, "{f:#}");
+        let Pred::And(first) = &parts[0] else { panic!("{f:#}") };
+        assert_eq!(first[0], Pred::Try(Box::new(a)), "{f:#}");
+        let Pred::Or(inner) = &first[1] else { panic!("{f:#}") };
+        assert_eq!(inner.len(), 2, "byte 5 is shared inside: {f:#}");
+        // Same choice on every packet of up to 10 bytes over a small alphabet.
+        let mut checked = 0;
+        for len in 0..=10usize {
+            for seed in 0..400u32 {
+                let packet: Vec<u8> =
+                    (0..len).map(|i| ((seed >> (i % 8)) as u8 ^ i as u8) % 5).collect();
+                assert_eq!(run(&f, &packet), run(&d, &packet), "{packet:?}");
+                checked += usize::from(run(&d, &packet).is_some());
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+}
