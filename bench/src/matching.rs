@@ -68,6 +68,56 @@ pub struct MatchArgs {
     /// Write bench/records/<date>-pfmatch.txt.
     #[arg(long)]
     pub record: bool,
+    /// For a profiler (`perf stat`): only run one row's hot loop, PASSES times over the hot
+    /// packets, and print nothing else: `dispatch` or a clause's position (1-16). Run it
+    /// with 0 passes too, and subtract: what is left is the loop's own count.
+    #[arg(long, value_name = "ROW:PASSES")]
+    pub only: Option<String>,
+}
+
+/// The row's machine code to /tmp/weir-match-ROW.bin, its address on standard output
+/// (`objdump -D -b binary -m i386:x86-64 --adjust-vma=ADDRESS`, beside `perf script`).
+fn dump(row: &str, code: &[u8]) -> Result<(), String> {
+    let path = std::env::temp_dir().join(format!("weir-match-{row}.bin"));
+    std::fs::write(&path, code).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("{row}: {} code bytes at {:p} in {}", code.len(), code.as_ptr(), path.display());
+    Ok(())
+}
+
+/// `--only ROW:PASSES`: one row's hot loop alone (see [`MatchArgs::only`]).
+fn only(spec: &str, program: &Program) -> Result<bool, String> {
+    let (row, passes) = spec.split_once(':').ok_or("--only wants ROW:PASSES")?;
+    let passes: usize = passes.parse().map_err(|e| format!("--only passes: {e}"))?;
+    let hot: Vec<Vec<u8>> = traffic::frames(traffic::SEED, 4096);
+    let mut hits = 0usize;
+    let started = Instant::now();
+    if row == "dispatch" {
+        let d = weir::pfmatch::Dispatch::compile(program)?;
+        let native = weir_jit::filter::compile_results(d.filter(), &d.result_slots())
+            .map_err(|e| e.to_string())?;
+        dump(row, native.machine_code())?;
+        let mut r = [0u32; 16];
+        for _ in 0..passes {
+            hits += hot.iter().filter(|p| native.run(p, p.len() as u32, &mut r)).count();
+        }
+    } else {
+        let i: usize = row.parse().map_err(|e| format!("--only row: {e}"))?;
+        let (_, f) = tests(program)?
+            .into_iter()
+            .nth(i.wrapping_sub(1))
+            .ok_or(format!("--only: no clause {i}"))?;
+        let f = weir_jit::filter::compile(&opt::optimize(&f)).map_err(|e| e.to_string())?;
+        dump(row, f.machine_code())?;
+        for _ in 0..passes {
+            hits += hot.iter().filter(|p| f.matches(p, p.len() as u32)).count();
+        }
+    }
+    let n = (passes * hot.len()).max(1);
+    println!(
+        "{row}: {passes} passes, {hits} hits, {:.2} ns/packet",
+        started.elapsed().as_nanos() as f64 / n as f64
+    );
+    Ok(true)
 }
 
 /// The clause tests, in order (the program has no nesting and no `otherwise`).
@@ -159,6 +209,9 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
     let mut log = Log::default();
     let program = parse(PROGRAM, LinkType::Ethernet, &NameDb::builtin())
         .map_err(|e| format!("the benchmark program: {e}"))?;
+    if let Some(spec) = &args.only {
+        return only(spec, &program);
+    }
     let native = Dispatch::prepare(program.clone(), Some(Engine::Native)).map_err(|e| e.message)?;
     let evaluator =
         Dispatch::prepare(program.clone(), Some(Engine::Reference)).map_err(|e| e.message)?;

@@ -72,7 +72,8 @@ impl Dispatch {
         let pred = if share == 0 {
             opt::optimize_owned(Filter::new(pred)).pred
         } else {
-            opt::optimize_owned(Filter::new(split(&mut Vec::new(), &pred, share))).pred
+            let shared = opt::optimize_owned(Filter::new(split(&mut Vec::new(), &pred, share)));
+            factor(shared.pred)
         };
         Ok(Dispatch {
             filter: Filter::new(pred),
@@ -196,6 +197,67 @@ fn split(prefix: &mut Vec<Pred>, d: &Pred, depth: u32) -> Pred {
     alternatives.push(branch(prefix, vec![fits.clone(), others], depth - 1));
     alternatives.push(branch(prefix, vec![Pred::not(fits)], 0));
     Pred::Or(alternatives)
+}
+
+/// Consecutive clauses that begin with the same test share one evaluation of it:
+/// `try(a and b) or try(a and c)` becomes `try(a) and (try(b) or try(c))`, in every `or`
+/// of `p` (and again inside the new `or`, for a second shared test). What the header
+/// split leaves repeated in a branch's copy of the clauses is mostly such a prefix: the
+/// IPv4 clauses of one protocol that test ports all begin with the fragment test, which
+/// then runs once instead of once per clause (and the port loads after it sit on one path,
+/// where the native code's value numbering shares them).
+///
+/// Exact when `a` neither reads nor writes scratch slots: then `a` gives the same answer
+/// (true, false or abort) each time it is evaluated on one packet, so when it does not
+/// hold every clause of the group fails at it, as the `and` does once, and dispatch goes
+/// on after the group; when it holds, the clauses' remainders run in their order, the
+/// first that holds ending the dispatch as that clause would have.
+fn factor(p: Pred) -> Pred {
+    match p {
+        Pred::Or(parts) => {
+            let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
+            let mut parts = parts.into_iter().map(factor).peekable();
+            while let Some(first) = parts.next() {
+                let Some(head) = shared_head(&first).cloned() else {
+                    out.push(first);
+                    continue;
+                };
+                let mut group = vec![first];
+                while let Some(next) = parts.next_if(|q| shared_head(q) == Some(&head)) {
+                    group.push(next);
+                }
+                if group.len() < 2 {
+                    out.extend(group);
+                    continue;
+                }
+                let rests = group.into_iter().map(|q| match q {
+                    Pred::Try(inner) => match *inner {
+                        Pred::And(mut ps) => {
+                            ps.remove(0);
+                            Pred::Try(Box::new(Pred::and(ps)))
+                        }
+                        other => Pred::Try(Box::new(other)),
+                    },
+                    other => other,
+                });
+                let rest = factor(Pred::Or(rests.collect()));
+                out.push(Pred::And(vec![Pred::Try(Box::new(head)), rest]));
+            }
+            Pred::Or(out)
+        }
+        Pred::And(parts) => Pred::And(parts.into_iter().map(factor).collect()),
+        Pred::Not(q) => Pred::Not(Box::new(factor(*q))),
+        Pred::Try(q) => Pred::Try(Box::new(factor(*q))),
+        other => other,
+    }
+}
+
+/// The first test of a clause `try(a and ...)` (at least two parts) when it can be shared
+/// with the next clauses ([`factor`]): it touches no scratch slot.
+fn shared_head(p: &Pred) -> Option<&Pred> {
+    let Pred::Try(inner) = p else { return None };
+    let Pred::And(parts) = inner.as_ref() else { return None };
+    parts.first().filter(|a| parts.len() >= 2 && pred_slots(a) == 0)
 }
 
 /// The packet field (constant offset, size) that the most clauses (Trys) of `p` compare
@@ -371,5 +433,65 @@ impl fmt::Display for Dispatch {
             writeln!(f, "  {} = {name}({})", h + 1, slots.join(", "))?;
         }
         writeln!(f, "{:#}", self.filter.pred)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{factor, Pred};
+    use weir_filter::{Evaluator, Expr, Size};
+
+    fn byte_is(at: u32, v: u32) -> Pred {
+        Pred::eq(Expr::load_at(at, Size::Byte), v)
+    }
+
+    fn clause(parts: Vec<Pred>, handler: u32) -> Pred {
+        let store = Pred::Store { slot: 15, value: Expr::Const(handler) };
+        Pred::Try(Box::new(Pred::And(parts.into_iter().chain([store]).collect())))
+    }
+
+    /// The handler slot after a run, or None when the predicate did not hold.
+    fn run(p: &Pred, packet: &[u8]) -> Option<u32> {
+        let mut e = Evaluator::new(packet, packet.len() as u32);
+        match e.pred(p) {
+            Ok(true) => e.expr(&Expr::Scratch(15)).ok(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn clauses_with_a_common_first_test_share_it_and_choose_the_same_handler() {
+        // Byte 0 == 1 opens the first two clauses (and, behind a scratch read, the fourth:
+        // that one is not shared); byte 5 == 0 is shared by the second pair, inside. Byte
+        // 9 reads past short packets, so some clauses abort.
+        let a = byte_is(0, 1);
+        let reads_scratch = Pred::eq(Expr::Scratch(3), 0);
+        let d = Pred::Or(vec![
+            clause(vec![a.clone(), byte_is(1, 2)], 1),
+            clause(vec![a.clone(), byte_is(5, 0), byte_is(9, 3)], 2),
+            clause(vec![a.clone(), byte_is(5, 0), byte_is(2, 4)], 3),
+            clause(vec![reads_scratch.clone(), byte_is(3, 1)], 4),
+            clause(vec![reads_scratch, byte_is(4, 1)], 5),
+            clause(vec![byte_is(1, 1)], 6),
+        ]);
+        let f = factor(d.clone());
+        let Pred::Or(parts) = &f else { panic!("{f:#}") };
+        // The three clauses of `a` became one part; the scratch-reading pair stayed apart.
+        assert_eq!(parts.len(), 4, "{f:#}");
+        let Pred::And(first) = &parts[0] else { panic!("{f:#}") };
+        assert_eq!(first[0], Pred::Try(Box::new(a)), "{f:#}");
+        let Pred::Or(inner) = &first[1] else { panic!("{f:#}") };
+        assert_eq!(inner.len(), 2, "byte 5 is shared inside: {f:#}");
+        // Same choice on every packet of up to 10 bytes over a small alphabet.
+        let mut checked = 0;
+        for len in 0..=10usize {
+            for seed in 0..400u32 {
+                let packet: Vec<u8> =
+                    (0..len).map(|i| ((seed >> (i % 8)) as u8 ^ i as u8) % 5).collect();
+                assert_eq!(run(&f, &packet), run(&d, &packet), "{packet:?}");
+                checked += usize::from(run(&d, &packet).is_some());
+            }
+        }
+        assert!(checked > 100, "{checked}");
     }
 }

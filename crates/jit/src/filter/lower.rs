@@ -93,6 +93,8 @@ pub(super) fn lower(
         accept,
         reject,
         returns_verdict: out.is_none(),
+        out,
+        accepts: Vec::new(),
         proven: 0,
         entry_proven: SecondaryMap::new(),
         entered: SecondaryMap::new(),
@@ -103,14 +105,20 @@ pub(super) fn lower(
         Root::Pred(p) => l.pred(p, accept, reject, 0)?,
         Root::Junction(parts, all) => l.sequence(parts, accept, reject, 0, all)?,
     }
+    // With results, each edge into `accept` has a block of its own (`Lowering::accepts`)
+    // that writes the slots' values on that path and returns: see `accept_edge`. Every
+    // edge into them is emitted by now, so they are sealed before their variables are read.
+    for block in std::mem::take(&mut l.accepts) {
+        l.b.seal_block(block);
+        l.b.switch_to_block(block);
+        l.write_results(results);
+        let v = l.b.ins().iconst(types::I8, 1);
+        l.b.ins().return_(&[v]);
+    }
     for (block, verdict) in [(accept, 1), (reject, 0), (abort, abort_value)] {
         l.switch_to(block);
-        if let (Some(out), true) = (out, block == accept) {
-            for (i, &slot) in results.iter().enumerate() {
-                let v = l.b.use_var(scratch_var(slot));
-                let at = i32::try_from(4 * i).unwrap_or(i32::MAX);
-                l.b.ins().store(MemFlags::trusted(), v, out, at);
-            }
+        if block == accept {
+            l.write_results(results);
         }
         // Only 0, 1 and `abort_value` are ever returned (here and in `branch`): a whole
         // filter's caller reads the byte as a bool.
@@ -149,6 +157,10 @@ pub(super) struct Lowering<'a, 'f> {
     accept: Block,
     reject: Block,
     returns_verdict: bool,
+    /// Where the result slots go, when the function reports them.
+    out: Option<Value>,
+    /// The blocks that write the results and return 1, one per edge into `accept`.
+    accepts: Vec<Block>,
     /// Captured bytes proven present on the path being emitted.
     proven: u64,
     /// The smallest `proven` over the edges into each block emitted so far.
@@ -160,6 +172,31 @@ pub(super) struct Lowering<'a, 'f> {
 }
 
 impl Lowering<'_, '_> {
+    /// The block an edge to `target` goes to. When the function reports results, an edge
+    /// into `accept` gets a block of its own that writes the slots and returns, instead of
+    /// all of them meeting in `accept`: there each slot would be a block parameter that
+    /// every path into it must fill (the slots' variables live, in registers or spilled,
+    /// across the whole function), while on one path they are mostly constants or values
+    /// just computed. Those blocks hold no loads, so their bound needs no tracking.
+    fn accept_edge(&mut self, target: Block) -> Block {
+        if target != self.accept || self.out.is_none() {
+            return target;
+        }
+        let block = self.b.create_block();
+        self.accepts.push(block);
+        block
+    }
+
+    /// Writes the reported slots' values on the current path (see [`lower`]).
+    fn write_results(&mut self, results: &[u8]) {
+        let Some(out) = self.out else { return };
+        for (i, &slot) in results.iter().enumerate() {
+            let v = self.b.use_var(scratch_var(slot));
+            let at = i32::try_from(4 * i).unwrap_or(i32::MAX);
+            self.b.ins().store(MemFlags::trusted(), v, out, at);
+        }
+    }
+
     fn record(&mut self, target: Block) {
         if target == self.root_abort {
             return;
@@ -172,6 +209,7 @@ impl Lowering<'_, '_> {
     }
 
     pub(super) fn jump(&mut self, target: Block) {
+        let target = self.accept_edge(target);
         self.record(target);
         self.b.ins().jump(target, &[]);
     }
@@ -192,6 +230,7 @@ impl Lowering<'_, '_> {
             self.b.ins().return_(&[inverse]);
             return;
         }
+        let (t, f) = (self.accept_edge(t), self.accept_edge(f));
         self.record(t);
         self.record(f);
         self.b.ins().brif(cond, t, &[], f, &[]);
