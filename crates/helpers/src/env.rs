@@ -592,8 +592,8 @@ unsafe impl RunEnv for Env {
                 return Some((0, None));
             }
             let addr = region.base + (u64::from(i) << region.shift);
-            let value = map.value_at(map.array_loc(i, self.cpu)?)?;
-            let host = NonNull::new(value.as_ptr())?;
+            let (ptr, _) = map.value_ptr(map.array_loc(i, self.cpu)?)?;
+            let host = NonNull::new(ptr)?;
             let span = ValueSpan { addr, host, len: region.value_len, writable: region.writable };
             return Some((addr, Some(span)));
         }
@@ -603,8 +603,10 @@ unsafe impl RunEnv for Env {
         let Some(loc) = map.lookup_loc(key_bytes, self.cpu) else {
             return Some((0, None));
         };
-        let value = map.value_at(loc)?;
-        let (host, len) = (NonNull::new(value.as_ptr())?, value.len() as u64);
+        // The address alone: no `ValueRef` (an enum with a reference-counted variant,
+        // built and dropped per lookup) on this path.
+        let (ptr, len) = map.value_ptr(loc)?;
+        let (host, len) = (NonNull::new(ptr)?, len as u64);
         let writable = self.writable.get(index).copied().unwrap_or(false);
         let addr = self.place_at(host.as_ptr() as usize, len, Held::Loc(index, loc), writable)?;
         Some((addr, Some(ValueSpan { addr, host, len, writable })))

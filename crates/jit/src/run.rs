@@ -325,12 +325,12 @@ impl JitProgram {
         let host = |bytes: &mut [u8]| bytes.as_mut_ptr() as u64;
         let packet_view = (host(packet), packet.len() as u64);
         let mem_view = (host(mem), mem.len() as u64);
-        run.regions[STACK].set(STACK, stack_host, stack_len, floor, true);
+        run.regions[STACK].set_stack_unless_same(STACK, stack_host, stack_len, floor);
         // The same slices run after run (a runner's reused buffers): their entries stand.
         run.regions[CTX].set_unless_same(CTX, host(ctx), ctx.len() as u64, false);
         run.regions[PACKET].set_unless_same(PACKET, packet_view.0, packet_view.1, true);
         run.regions[MEM].set_unless_same(MEM, mem_view.0, mem_view.1, true);
-        run.value.clear();
+        // `run.value` admits nothing here: it starts so and every run ends emptying it.
         // From the values, not read back from the entries just written (a wide load of
         // two narrower stores stalls store forwarding: a tenth of a run's set-up here).
         (run.legacy_host, run.legacy_len) =

@@ -113,6 +113,23 @@ impl RegionEntry {
         }
     }
 
+    /// [`RegionEntry::set`] for the stack, skipped when the entry already admits from
+    /// `floor`: generated code moves the stack's entry on a call and back on the return
+    /// (`set_stack_floor`, every field a function of `lo_addr` as here), so after a run
+    /// that returned it stands; one that trapped inside a call left it moved, and it is
+    /// set again.
+    #[inline]
+    pub(crate) fn set_stack_unless_same(&mut self, window: usize, host: u64, len: u64, floor: u64) {
+        let lo_addr = (window as u64).wrapping_mul(REGION_WINDOW).wrapping_add(floor);
+        if self.host != host
+            || self.len != len
+            || self.lo_addr != lo_addr
+            || self.base_lo != host.wrapping_add(floor)
+        {
+            self.set(window, host, len, floor, true);
+        }
+    }
+
     /// The entry of a map value (see `RunState::value`): `len` bytes at guest address `addr`
     /// are host memory from `host` on. `host` and `len` stay 0: the slow paths ask the
     /// environment, never this entry, about the values window.

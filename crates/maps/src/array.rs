@@ -77,6 +77,18 @@ impl Array {
         Some(ValueRef::in_map(words, self.value_size))
     }
 
+    /// The words of the value whose first word is `start` (from `lookup_start`).
+    #[inline]
+    pub(crate) fn value_words(&self, start: usize) -> Option<&[AtomicU64]> {
+        self.words.get(start..start.checked_add(self.stride)?)
+    }
+
+    /// The bytes of one value.
+    #[inline]
+    pub(crate) fn value_size(&self) -> usize {
+        self.value_size
+    }
+
     /// Words per value (the value rounded up to 8 bytes).
     pub(crate) fn stride(&self) -> usize {
         self.stride

@@ -499,6 +499,18 @@ impl HashMap {
         Some((idx, self.value_offset(cpu)))
     }
 
+    /// The words of the value at word `at` of element `idx` (from `lookup_loc`).
+    #[inline]
+    pub(crate) fn value_words_at(&self, idx: u32, at: usize) -> Option<&[AtomicU64]> {
+        self.pool.elem(idx)?.get(at..at + self.stride)
+    }
+
+    /// The bytes of one value.
+    #[inline]
+    pub(crate) fn value_size(&self) -> usize {
+        self.value_size
+    }
+
     /// The value at word `at` of element `idx` (from `lookup_loc`).
     #[inline]
     pub(crate) fn value_at(&self, idx: u32, at: usize) -> Option<ValueRef<'_>> {

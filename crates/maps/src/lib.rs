@@ -411,6 +411,21 @@ impl Map {
         }
     }
 
+    /// The value at `loc` as the host address of its first byte and its length: what
+    /// [`Map::value_at`] gives, without building a [`ValueRef`] (a run environment that
+    /// hands the address to native code needs nothing else). The bytes are the map's
+    /// atomic words: valid while the map lives, accessed as `ValueRef` accesses them.
+    #[inline]
+    pub fn value_ptr(&self, loc: ValueLoc) -> Option<(*mut u8, usize)> {
+        let word = usize::try_from(loc.word).ok()?;
+        let (words, len) = match &self.kind {
+            Kind::Array(a) | Kind::PercpuArray(a) => (a.value_words(word)?, a.value_size()),
+            Kind::Hash(h) => (h.value_words_at(loc.elem, word)?, h.value_size()),
+            _ => return None,
+        };
+        Some((words.first()?.as_ptr().cast(), len))
+    }
+
     /// An array's value `index` on `cpu` as a location, without a key (`None` past
     /// `max_entries` or for other types): for a caller that lays the array's values out
     /// itself.

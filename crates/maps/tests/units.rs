@@ -39,6 +39,26 @@ fn an_array_value_is_written_in_place_and_seen_by_other_threads() {
 }
 
 #[test]
+fn a_value_pointer_is_the_value_in_place() {
+    // `value_ptr` (what a JIT's environment hands out) names the bytes `value_at` does,
+    // with the value's length, for arrays, per-CPU arrays and hashes alike.
+    for (map_type, cpu) in [(MapType::Array, 0), (MapType::PercpuArray, 1), (MapType::Hash, 1)] {
+        let map = Map::create(&spec(map_type, 4, 12, 4, 0), 2).unwrap();
+        if map_type == MapType::Hash {
+            map.update(&k(3), &[7; 12], BPF_ANY, cpu).unwrap();
+        }
+        let loc = map.lookup_loc(&k(3), cpu).unwrap();
+        let (ptr, len) = map.value_ptr(loc).unwrap();
+        let value = map.value_at(loc).unwrap();
+        assert_eq!((ptr, len), (value.as_ptr(), 12), "{map_type:?}");
+        let other = map.lookup_loc(&k(2), cpu).map(|loc| map.value_ptr(loc).unwrap().0);
+        assert_ne!(other, Some(ptr), "{map_type:?}");
+    }
+    let queue = Map::create(&spec(MapType::Queue, 0, 8, 4, 0), 1).unwrap();
+    assert!(queue.lookup_loc(&[], 0).is_none());
+}
+
+#[test]
 fn a_hash_value_outlives_its_deletion_for_the_holder() {
     let map = Map::create(&spec(MapType::Hash, 4, 4, 4, 0), 1).unwrap();
     map.update(&k(9), &[1, 2, 3, 4], BPF_ANY, 0).unwrap();

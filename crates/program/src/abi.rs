@@ -29,6 +29,8 @@ pub mod helper_id {
     pub const SKB_LOAD_BYTES: u32 = 26;
     pub const CSUM_DIFF: u32 = 28;
     pub const XDP_ADJUST_HEAD: u32 = 44;
+    pub const XDP_ADJUST_META: u32 = 54;
+    pub const XDP_ADJUST_TAIL: u32 = 65;
     pub const REDIRECT_MAP: u32 = 51;
     /// The conformance suites' "unwind" helper: returns its argument and stops the program
     /// when that argument is 0. It shares id 5 with `ktime_get_ns`; which one a run gets is

@@ -22,6 +22,9 @@ pub const XDP_HEADROOM: usize = 256;
 /// XDP: the test run's frame (a page) and the tailroom it keeps for `skb_shared_info`.
 pub const XDP_FRAME: usize = 4096;
 pub const XDP_TAILROOM: usize = 320;
+/// The bytes of `xdp_md` and of `__sk_buff` as the runner lays them out.
+const XDP_CTX: usize = 24;
+const SKB_CTX: usize = 192;
 
 /// One program of an object.
 #[derive(Clone, Debug)]
@@ -173,6 +176,9 @@ impl Object {
         let mut sessions = Vec::new();
         let mut choice = None;
         let mut checks = None;
+        // Whether every program a packet can reach is proven and none moves the packet's
+        // span: then no run reads or writes the XDP buffer outside `[data, data_end)`.
+        let mut packet_in_span = true;
         for (index, p) in self.programs.iter().enumerate() {
             if p.prog_type != entry_type {
                 sessions.push(None);
@@ -190,6 +196,7 @@ impl Object {
                 }
                 _ => None,
             };
+            packet_in_span &= proof.is_some() && !moves_span(&resolved);
             let verified = match proof {
                 // The proof is of the program before map references were resolved, which
                 // `into_verified` admits.
@@ -242,8 +249,12 @@ impl Object {
             choice,
             checks,
             xdp_buffer: Vec::new(),
+            xdp_ctx: [0; XDP_CTX],
+            skb_buffer: Vec::new(),
+            skb_ctx: [0; SKB_CTX],
             xdp_dirty: 0,
             xdp_head_dirty: XDP_HEADROOM,
+            packet_in_span,
             keep_packets: true,
         })
     }
@@ -275,6 +286,16 @@ fn resolve(program: &Program, env: &Env) -> Result<Program, String> {
     Ok(out)
 }
 
+/// Whether a program calls a helper that moves an XDP packet's `data_meta`, `data` or
+/// `data_end` (after which it may reach bytes past the frame it was given).
+fn moves_span(program: &Program) -> bool {
+    use weir_program::abi::helper_id::{XDP_ADJUST_HEAD, XDP_ADJUST_META, XDP_ADJUST_TAIL};
+    program.insns().iter().any(|i| {
+        i.op == Op::Call
+            && matches!(i.imm as u32, XDP_ADJUST_HEAD | XDP_ADJUST_META | XDP_ADJUST_TAIL)
+    })
+}
+
 /// Refuses, naming them, helpers weir does not run.
 fn check_helpers(program: &Program) -> Result<(), String> {
     let called = program.insns().iter().filter(|i| i.op == Op::Call).map(|i| i.imm as u32);
@@ -299,6 +320,15 @@ pub struct Verdict {
     pub ret: u64,
     /// The packet as the program left it (XDP: `[data, data_end)`).
     pub packet: Vec<u8>,
+}
+
+/// What one packet gave, the packet lent from the runner's buffer ([`Loaded::run_view`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerdictView<'a> {
+    /// The last program's return value (after tail calls).
+    pub ret: u64,
+    /// The packet as the program left it (XDP: `[data, data_end)`).
+    pub packet: &'a [u8],
 }
 
 /// The name of a return value, as `weir run`'s summary and the Python package print it
@@ -372,11 +402,20 @@ pub struct Loaded {
     checks: Option<weir_jit::Checks>,
     /// The XDP buffer, kept between packets.
     xdp_buffer: Vec<u8>,
+    /// `xdp_md`, kept between packets (a fixed address for the engine's region entry).
+    xdp_ctx: [u8; XDP_CTX],
+    /// The packet and `__sk_buff` of tc and socket filter programs, kept likewise.
+    skb_buffer: Vec<u8>,
+    skb_ctx: [u8; SKB_CTX],
     /// The end of the bytes past the headroom the last packet may have left non-zero.
     xdp_dirty: usize,
     /// The start of the headroom bytes the last packet may have left non-zero (the
     /// headroom's end when it never moved `data_meta` or `data` below it).
     xdp_head_dirty: usize,
+    /// Every program is proven and none calls a helper that moves the packet's span
+    /// (`moves_span`): the XDP buffer's bytes outside the frame are never read, so they
+    /// are not re-zeroed between packets.
+    packet_in_span: bool,
     /// Whether XDP verdicts carry the packet out (a copy per packet; see
     /// [`Loaded::keep_packets`]).
     keep_packets: bool,
@@ -444,98 +483,84 @@ impl Loaded {
         self.keep_packets = keep;
     }
 
-    /// Runs the entry over one Ethernet frame (tail calls followed).
+    /// Runs the entry over one Ethernet frame (tail calls followed). The packet comes back
+    /// as an owned copy (XDP: only with [`Loaded::keep_packets`]); [`Loaded::run_view`]
+    /// lends it instead.
     pub fn run(&mut self, frame: &[u8]) -> Result<Verdict, Trap> {
+        let keep = self.keep_packets || self.prog_type != ProgType::Xdp;
+        let view = self.run_view(frame)?;
+        Ok(Verdict { ret: view.ret, packet: if keep { view.packet.to_vec() } else { Vec::new() } })
+    }
+
+    /// Runs the entry over one Ethernet frame (tail calls followed) and lends the packet as
+    /// the program left it, in the runner's own buffer (XDP: `[data, data_end)`): no copy
+    /// out and no allocation per packet. The buffer is reused by the next run.
+    pub fn run_view(&mut self, frame: &[u8]) -> Result<VerdictView<'_>, Trap> {
         match self.prog_type {
             ProgType::Xdp => self.run_xdp(frame),
             _ => self.run_skb(frame),
         }
     }
 
-    /// Runs the entry and the tail calls it makes, each on the same context and buffer.
-    /// XDP programs may have moved the packet (adjust_head/tail/meta): the next program's
-    /// span is read back from `xdp_md` (`respan`); other types keep theirs.
-    fn chain(
-        &mut self,
-        ctx: &mut [u8],
-        buffer: &mut [u8],
-        mut span: PacketSpan,
-        respan: Option<fn(&[u8]) -> PacketSpan>,
-    ) -> Result<u64, Trap> {
-        // `begin_packet`, just called, began the first run.
-        let mut current = self.entry;
-        loop {
-            let Some(Some(runner)) = self.sessions.get_mut(current) else {
-                return Ok(0);
-            };
-            let input = Input::new().ctx(ctx).packet(buffer).span(span).env(&mut self.env);
-            let outcome = runner.session().run(input);
-            self.env.end_run();
-            let outcome = outcome?;
-            let Some(next) = self.env.take_tail_call() else {
-                return Ok(outcome.r0);
-            };
-            current = next as usize;
-            self.env.begin_run();
-            if let Some(respan) = respan {
-                span = respan(ctx);
-            }
-        }
-    }
-
-    fn run_xdp(&mut self, frame: &[u8]) -> Result<Verdict, Trap> {
+    fn run_xdp(&mut self, frame: &[u8]) -> Result<VerdictView<'_>, Trap> {
         let usable = XDP_FRAME - XDP_TAILROOM;
         let len = frame.len().min(usable - XDP_HEADROOM);
         // One buffer for every packet (no allocation, no freeing of a page-sized block per
         // packet): the frame copied in, the rest zeroed as a fresh buffer would be.
-        let mut buffer = std::mem::take(&mut self.xdp_buffer);
-        buffer.resize(usable, 0);
-        // In the headroom, likewise, only what the last packet may have written: from the
-        // lowest `data_meta` it reached (adjust_head/adjust_meta) or left.
-        buffer[self.xdp_head_dirty.min(XDP_HEADROOM)..XDP_HEADROOM].fill(0);
+        let buffer = &mut self.xdp_buffer;
+        if buffer.len() != usable {
+            buffer.resize(usable, 0);
+        }
         buffer[XDP_HEADROOM..XDP_HEADROOM + len].copy_from_slice(&frame[..len]);
-        // Past the frame, only what the last packet may have left there: its frame, and
-        // its data_end's furthest reach (a program the kernel's verifier accepts writes
-        // nowhere else; the rest of the page is still zero). Zeroing the whole page per
-        // packet cost a fifth of a small program's run.
-        let dirty = self.xdp_dirty.clamp(XDP_HEADROOM + len, usable);
-        buffer[XDP_HEADROOM + len..dirty].fill(0);
-        let mut ctx = [0u8; 24];
+        if !self.packet_in_span {
+            // In the headroom, likewise, only what the last packet may have written: from
+            // the lowest `data_meta` it reached (adjust_head/adjust_meta) or left.
+            buffer[self.xdp_head_dirty.min(XDP_HEADROOM)..XDP_HEADROOM].fill(0);
+            // Past the frame, only what the last packet may have left there: its frame,
+            // and its data_end's furthest reach (a program the kernel's verifier accepts
+            // writes nowhere else; the rest of the page is still zero). Zeroing the whole
+            // page per packet cost a fifth of a small program's run.
+            let dirty = self.xdp_dirty.clamp(XDP_HEADROOM + len, usable);
+            buffer[XDP_HEADROOM + len..dirty].fill(0);
+        }
+        // The context lives in `self` too: the same slice run after run, so the engine's
+        // region entry for it stands (`set_unless_same`). Every field is rewritten.
+        let ctx = &mut self.xdp_ctx;
+        *ctx = [0; XDP_CTX];
         // ingress_ifindex 1 (the test run's loopback), rx_queue_index 0.
         ctx[12..16].copy_from_slice(&1u32.to_le_bytes());
         let base = guest::PACKET_BASE;
         let bounds = PacketBounds { hard_start: base, hard_end: base + usable as u64 };
         self.env.begin_packet(bounds);
         let span = PacketSpan { meta: XDP_HEADROOM, data: XDP_HEADROOM, end: XDP_HEADROOM + len };
-        let ret = self.chain(&mut ctx, &mut buffer, span, Some(xdp_span));
-        let last = xdp_span(&ctx);
+        let ret =
+            chain(&mut self.sessions, &mut self.env, self.entry, ctx, buffer, span, Some(xdp_span));
+        let last = xdp_span(ctx);
         let reach = self.env.packet_reach().saturating_sub(base) as usize;
         self.xdp_dirty = (XDP_HEADROOM + len).max(last.end).max(reach).min(usable);
         let floor = self.env.packet_floor().map_or(XDP_HEADROOM, |f| {
             usize::try_from(f.saturating_sub(base)).unwrap_or(XDP_HEADROOM)
         });
         self.xdp_head_dirty = floor.min(last.meta).min(last.data);
-        let packet = ret
-            .as_ref()
-            .ok()
-            .filter(|_| self.keep_packets)
-            .map(|_| buffer.get(last.data..last.end).unwrap_or_default().to_vec());
-        self.xdp_buffer = buffer;
-        Ok(Verdict { ret: ret?, packet: packet.unwrap_or_default() })
+        let packet = self.xdp_buffer.get(last.data..last.end).unwrap_or_default();
+        Ok(VerdictView { ret: ret?, packet })
     }
 
-    fn run_skb(&mut self, frame: &[u8]) -> Result<Verdict, Trap> {
+    fn run_skb(&mut self, frame: &[u8]) -> Result<VerdictView<'_>, Trap> {
         // A socket filter sees the frame without its Ethernet header (as the kernel's test
-        // run gives it); tc programs the whole frame.
+        // run gives it); tc programs the whole frame. One buffer for every packet.
         let socket = self.prog_type == ProgType::SocketFilter;
-        let mut buffer =
-            if socket { frame.get(14..).unwrap_or_default().to_vec() } else { frame.to_vec() };
-        let mut ctx = vec![0u8; 192];
-        let put =
-            |ctx: &mut Vec<u8>, o: usize, v: u32| ctx[o..o + 4].copy_from_slice(&v.to_le_bytes());
-        put(&mut ctx, 0, buffer.len() as u32);
+        let buffer = &mut self.skb_buffer;
+        buffer.clear();
+        buffer.extend_from_slice(if socket { frame.get(14..).unwrap_or_default() } else { frame });
+        let ctx = &mut self.skb_ctx;
+        *ctx = [0; SKB_CTX];
+        let put = |ctx: &mut [u8; SKB_CTX], o: usize, v: u32| {
+            ctx[o..o + 4].copy_from_slice(&v.to_le_bytes())
+        };
+        put(ctx, 0, buffer.len() as u32);
         // skb->protocol is big-endian in its 32-bit field.
-        put(&mut ctx, 16, u32::from(eth_type_trans(frame).to_be()));
+        put(ctx, 16, u32::from(eth_type_trans(frame).to_be()));
         // pkt_type as eth_type_trans gives it on the test run's loopback device, whose
         // address and broadcast address are all zeros: a multicast destination (also
         // ff:ff:ff:ff:ff:ff) is PACKET_MULTICAST, 00:00:00:00:00:00 PACKET_HOST, any other
@@ -545,15 +570,48 @@ impl Loaded {
             Some(_) if frame.get(..6) == Some(&[0; 6][..]) => 0,
             _ => 3,
         };
-        put(&mut ctx, 4, pkt_type);
+        put(ctx, 4, pkt_type);
         // ifindex: the loopback's; ingress_ifindex (skb_iif) stays 0 without a ctx_in, as
         // do the other fields weir leaves zero (mark, priority, hash, vlan_*, tc_index,
         // tc_classid, napi_id, tstamp, wire_len, gso_*, hwtstamp).
-        put(&mut ctx, 40, 1);
+        put(ctx, 40, 1);
         self.env.begin_packet(PacketBounds::default());
         let span = PacketSpan { meta: 0, data: 0, end: buffer.len() };
-        let ret = self.chain(&mut ctx, &mut buffer, span, None)?;
-        Ok(Verdict { ret, packet: buffer })
+        let ret = chain(&mut self.sessions, &mut self.env, self.entry, ctx, buffer, span, None)?;
+        Ok(VerdictView { ret, packet: &self.skb_buffer })
+    }
+}
+
+/// Runs the entry and the tail calls it makes, each on the same context and buffer.
+/// XDP programs may have moved the packet (adjust_head/tail/meta): the next program's
+/// span is read back from `xdp_md` (`respan`); other types keep theirs. `begin_packet`,
+/// just called, began the first run.
+fn chain(
+    sessions: &mut [Option<Runner>],
+    env: &mut Env,
+    entry: usize,
+    ctx: &mut [u8],
+    buffer: &mut [u8],
+    mut span: PacketSpan,
+    respan: Option<fn(&[u8]) -> PacketSpan>,
+) -> Result<u64, Trap> {
+    let mut current = entry;
+    loop {
+        let Some(Some(runner)) = sessions.get_mut(current) else {
+            return Ok(0);
+        };
+        let input = Input::new().ctx(ctx).packet(buffer).span(span).env(env);
+        let outcome = runner.session().run(input);
+        env.end_run();
+        let outcome = outcome?;
+        let Some(next) = env.take_tail_call() else {
+            return Ok(outcome.r0);
+        };
+        current = next as usize;
+        env.begin_run();
+        if let Some(respan) = respan {
+            span = respan(ctx);
+        }
     }
 }
 
@@ -803,6 +861,45 @@ mod tests {
         assert_eq!(here, there);
         assert_eq!(verdict_name(ProgType::Xdp, here.ret), "XDP_PASS");
         assert!(passes(ProgType::Xdp, here.ret));
+    }
+
+    #[test]
+    fn a_lent_packet_is_the_copied_one_and_a_proven_run_skips_no_visible_zeroing() {
+        // xdp_counter proven (as `weir run` loads it) re-zeroes nothing around the frame
+        // (`packet_in_span`); its verdicts and packets must still be the interpreter's,
+        // which re-zeroes, over frames that shrink and grow.
+        let object = open("xdp_counter.o");
+        let mut proven = object.load_with(0, Some(Engine::Jit), 0, true).unwrap();
+        assert!(proven.packet_in_span);
+        let mut interp = open("xdp_counter.o").load(0, Some(Engine::Interp), 0).unwrap();
+        assert!(!interp.packet_in_span);
+        let mut frames = frames();
+        frames.reverse();
+        frames.extend(self::frames());
+        for frame in &frames {
+            let copied = interp.run(frame).unwrap();
+            let lent = proven.run_view(frame).unwrap();
+            assert_eq!((lent.ret, lent.packet), (copied.ret, &copied.packet[..]));
+            assert_eq!(lent.packet, &frame[..]);
+        }
+        // Without `keep_packets` only the copy goes; the lent packet stays.
+        proven.keep_packets(false);
+        assert!(proven.run(&frames[0]).unwrap().packet.is_empty());
+        assert_eq!(proven.run_view(&frames[0]).unwrap().packet, &frames[0][..]);
+    }
+
+    #[test]
+    fn helpers_that_move_the_packet_keep_the_buffer_zeroed() {
+        let program = |text: &str| {
+            Program::from_insns(weir_isa::asm::assemble(text).unwrap())
+                .with_prog_type(ProgType::Xdp)
+        };
+        assert!(!moves_span(&program("mov r0, 2\nexit")));
+        for id in [44, 54, 65] {
+            let text = format!("mov r2, -4\ncall {id}\nmov r0, 2\nexit");
+            assert!(moves_span(&program(&text)), "helper {id}");
+        }
+        assert!(!moves_span(&program("call 1\nmov r0, 2\nexit")));
     }
 
     #[test]

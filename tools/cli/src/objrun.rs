@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use weir::object::{passes, verdict_name};
-use weir::{Engine, Object, ProgType, Verdict};
+use weir::{Engine, Object, ProgType};
 use weir_runtime::capture::{CaptureReader, CaptureWriter};
 use weir_runtime::live::{LiveOptions, LiveSource, StopGuard};
 use weir_runtime::source::{Packet, PacketSource};
@@ -120,7 +120,8 @@ impl<W: Write> Sink<'_, W> {
         packet: Packet<'_>,
         source: Option<&str>,
     ) -> Result<(), String> {
-        let verdict = loaded.run(packet.data).map_err(|t| {
+        // The packet is lent from the runner's buffer: no copy or allocation per packet.
+        let verdict = loaded.run_view(packet.data).map_err(|t| {
             let at = format!("packet {}: the program trapped: {t}", packet.index);
             match source {
                 Some(s) => format!("{s}: {at}"),
@@ -128,32 +129,26 @@ impl<W: Write> Sink<'_, W> {
             }
         })?;
         let fresh = Packet {
-            data: &verdict.packet,
+            data: verdict.packet,
             wire_len: verdict.packet.len() as u32,
             stored: None,
             ..packet
         };
-        self.record(&fresh, packet.data.len(), &verdict)
+        self.record(&fresh, packet.data.len(), verdict.ret)
     }
 
     /// One packet's verdict; `out_packet` is the packet as the program left it (with the
     /// record's metadata), `len` the captured length it came in with.
-    fn record(
-        &mut self,
-        out_packet: &Packet<'_>,
-        len: usize,
-        verdict: &Verdict,
-    ) -> Result<(), String> {
-        *self.counts.entry(verdict.ret).or_default() += 1;
+    fn record(&mut self, out_packet: &Packet<'_>, len: usize, ret: u64) -> Result<(), String> {
+        *self.counts.entry(ret).or_default() += 1;
         if self.prog_type == ProgType::SocketFilter {
-            self.kept_bytes += verdict.ret.min(len.saturating_sub(14) as u64);
+            self.kept_bytes += ret.min(len.saturating_sub(14) as u64);
         }
         if self.verdicts {
-            writeln!(self.out, "{} {}", out_packet.index, verdict.ret as i64)
-                .map_err(|e| e.to_string())?;
+            writeln!(self.out, "{} {}", out_packet.index, ret as i64).map_err(|e| e.to_string())?;
         }
         if let Some(w) = &mut self.writer {
-            if passes(self.prog_type, verdict.ret) {
+            if passes(self.prog_type, ret) {
                 w.write(out_packet).map_err(|e| e.to_string())?;
             }
         }
@@ -285,11 +280,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             proven: !args.no_verify,
         };
         crate::workers::run(&object, &plan, next, loaded, |m, v| {
-            sink.record(&m.packet(&v.packet), m.len, &v)
+            sink.record(&m.packet(&v.packet), m.len, v.ret)
         })?;
     } else {
         let mut loaded = object.load_with(entry, args.engine, 0, !args.no_verify)?;
-        loaded.keep_packets(args.write.is_some());
         if args.explain {
             eprintln!("{}", loaded.explain());
         }
@@ -388,10 +382,7 @@ fn run_many(
             if let (Ok(loaded), true) = (&loaded, args.explain && cpu == 0) {
                 eprintln!("{}", loaded.explain());
             }
-            loaded.map(|mut l| {
-                l.keep_packets(args.write.is_some());
-                l
-            })
+            loaded
         },
         |loaded, i, file| -> Result<FileVerdicts, String> {
             let loaded = loaded.as_mut().map_err(|e| e.clone())?;
