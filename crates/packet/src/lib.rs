@@ -15,8 +15,9 @@
 //!
 //! Adding a link type is a row here (a [`LinkType`] variant, its [`LinkInfo`] in
 //! [`LinkType::info`], and its place in [`LinkType::ALL`]) and its lowering in `weir-pflang`
-//! (the exhaustive matches in `lower/link.rs` and its entry in `weir_pflang::LINK_TYPES`,
-//! the list of link types filters compile for); nothing else.
+//! (the exhaustive matches in `lower/link.rs`, which do not build until it has one);
+//! nothing else: `weir_pflang::LINK_TYPES` is [`LinkType::ALL`], and the line printer and
+//! the test kit's re-framing fall back for types they do not frame.
 //!
 //! ```
 //! use weir_packet::{ethertype, ipproto, LinkType};
