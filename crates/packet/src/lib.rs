@@ -10,6 +10,8 @@
 //!   field ([`LinkField`]).
 //! - [`ethertype`], [`ipproto`], [`llcsap`], [`ppp`]: protocol numbers as named constants,
 //!   with names for printing.
+//! - [`filter_names`]: the filter language's named constants (`icmp-echo`, `tcp-syn` ...).
+//! - [`pflog`]: OpenBSD's pflog header, pf's reason and action codes.
 //! - [`sll`], [`af`]: the fields of Linux cooked and BSD loopback headers.
 //! - [`summary`]: one line per packet, as `tcpdump -q -n` prints it.
 //!
@@ -43,9 +45,11 @@
 
 pub mod af;
 pub mod ethertype;
+pub mod filter_names;
 pub mod ipproto;
 pub mod link;
 pub mod llcsap;
+pub mod pflog;
 pub mod ppp;
 pub mod sll;
 pub mod summary;
