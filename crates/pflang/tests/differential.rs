@@ -58,6 +58,7 @@ use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::pflang_gen::{self, Generator, Node};
 use weir_testkit::Packet;
 
+use crate::generalize;
 use documented::Features;
 
 /// The seed every run checks.
@@ -446,33 +447,6 @@ impl Oracle<'_> {
         }
         out
     }
-}
-
-/// A message with its quoted parts (names, numbers as written) blanked, so that failures
-/// that differ only in them fall in one class.
-fn generalize(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut quote: Option<char> = None;
-    for c in message.chars() {
-        match quote {
-            Some(q) if c == q => {
-                out.push('_');
-                out.push(c);
-                quote = None;
-            }
-            Some(_) => {}
-            None => {
-                out.push(c);
-                if matches!(c, '\'' | '"' | '`') {
-                    quote = Some(c);
-                }
-            }
-        }
-    }
-    if quote.is_some() {
-        out.push('_');
-    }
-    out
 }
 
 fn run_weir(f: &Filter, p: &Packet) -> bool {
