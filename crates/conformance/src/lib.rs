@@ -123,25 +123,5 @@ pub fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/conformance")
 }
 
-/// Reads and parses every `*.data` file of `dir`, sorted by name. Any unreadable or
-/// malformed file is an error naming it.
-pub fn load_corpus(dir: &Path) -> Result<Vec<Case>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut paths = Vec::new();
-    for entry in entries {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-        if path.extension().is_some_and(|x| x == "data") {
-            paths.push(path);
-        }
-    }
-    paths.sort();
-    let mut cases = Vec::with_capacity(paths.len());
-    for path in paths {
-        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let case = parse_case(&name, &text).map_err(|e| format!("{}: {e}", path.display()))?;
-        cases.push(case);
-    }
-    Ok(cases)
-}
+/// Every case of a corpus directory, in file name order (weir-program's `data::read_dir`).
+pub use weir_program::data::read_dir as load_corpus;

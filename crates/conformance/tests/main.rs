@@ -3,6 +3,7 @@
 //! `cargo test --release -p weir-conformance --test integration MODULE::`.
 
 mod corpus;
+mod extension;
 mod fuzz_regressions;
 mod kernel_oracle;
 mod parse_errors;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use object::read::elf::ElfFile64;
 use object::{LittleEndian, Object, ObjectSection};
 use weir_elf::{ElfErrorKind, ObjectSpec};
+use weir_testkit::SplitMix64;
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/bpf")
@@ -128,44 +129,27 @@ fn huge_counts_and_truncated_sections() {
     }
 }
 
-/// SplitMix64, the test's own PRNG (reproducible runs).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// One mutation: truncation, byte flips, or an interesting value written over 1, 2, 4 or
 /// 8 bytes (sizes, offsets, counts, indices).
-fn mutate(rng: &mut Rng, data: &mut Vec<u8>) {
+fn mutate(rng: &mut SplitMix64, data: &mut Vec<u8>) {
     const INTERESTING: [u64; 10] =
         [0, 1, 7, 8, 0x7f, 0xff, 0xffff, 0x7fff_ffff, 0xffff_ffff, u64::MAX];
-    match rng.below(4) {
-        0 => data.truncate(rng.below(data.len())),
+    match rng.below_usize(4) {
+        0 => data.truncate(rng.below_usize(data.len())),
         1 => {
-            for _ in 0..1 + rng.below(8) {
-                let at = rng.below(data.len());
-                data[at] ^= 1 << rng.below(8);
+            for _ in 0..1 + rng.below_usize(8) {
+                let at = rng.below_usize(data.len());
+                data[at] ^= 1 << rng.below_usize(8);
             }
         }
         _ => {
-            let width = [1, 2, 4, 8][rng.below(4)];
+            let width = [1, 2, 4, 8][rng.below_usize(4)];
             // A file truncated below the width has nothing to overwrite.
             if data.len() < width {
                 return;
             }
-            let at = rng.below(data.len().saturating_sub(width));
-            let value = INTERESTING[rng.below(INTERESTING.len())].to_le_bytes();
+            let at = rng.below_usize(data.len().saturating_sub(width));
+            let value = INTERESTING[rng.below_usize(INTERESTING.len())].to_le_bytes();
             data[at..at + width].copy_from_slice(&value[..width]);
         }
     }
@@ -180,11 +164,11 @@ fn ten_thousand_mutations_never_panic() {
         .collect();
     paths.sort();
     let originals: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    let mut rng = Rng(0x5eed_e1f0);
+    let mut rng = SplitMix64::new(0x5eed_e1f0);
     let (mut ok, mut err) = (0, 0);
     for i in 0..10_000 {
         let mut data = originals[i % originals.len()].clone();
-        for _ in 0..1 + rng.below(3) {
+        for _ in 0..1 + rng.below_usize(3) {
             mutate(&mut rng, &mut data);
         }
         match ObjectSpec::parse(&data) {

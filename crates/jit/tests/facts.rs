@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
 use weir_isa::asm::assemble;
-use weir_isa::ebpf::{decode, Insn, Op, Operands, RawInsn};
+use weir_isa::ebpf::{Insn, Op, Operands};
 use weir_jit::{Checks, Jit};
 use weir_program::abi::{self, Bindings};
 use weir_program::exec::Input;
@@ -449,51 +449,9 @@ fn random_xdp_programs_agree_with_the_interpreter() {
 
 // ---- the conformance corpus ----
 
-/// The `.data` files' programs and memory (a minimal reader of the suite's sections:
-/// `-- asm` or `-- raw`, and `-- mem`).
-fn conformance_cases() -> Vec<(String, Program, Vec<u8>)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/conformance");
-    let mut paths: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    paths.sort();
-    let mut out = Vec::new();
-    for path in paths.into_iter().filter(|p| p.extension().is_some_and(|e| e == "data")) {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let (mut section, mut asm, mut raw, mut mem) = ("", String::new(), Vec::new(), Vec::new());
-        for line in text.lines() {
-            if let Some(name) = line.strip_prefix("-- ") {
-                section = name.trim();
-                continue;
-            }
-            match section {
-                "asm" => {
-                    asm.push_str(line);
-                    asm.push('\n');
-                }
-                "raw" => raw.extend(
-                    line.split_whitespace()
-                        .filter_map(|w| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok()),
-                ),
-                "mem" => mem
-                    .extend(line.split_whitespace().filter_map(|b| u8::from_str_radix(b, 16).ok())),
-                _ => {}
-            }
-        }
-        let insns = if raw.is_empty() {
-            weir_isa::asm::assemble_suite(&asm).ok().map(|(i, _)| i)
-        } else {
-            decode(&raw.iter().map(|w| RawInsn::from_u64(*w)).collect::<Vec<_>>()).ok()
-        };
-        if let Some(insns) = insns {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            out.push((name, Program::from_insns(insns), mem));
-        }
-    }
-    out
-}
-
 #[test]
 fn the_conformance_corpus_agrees_with_the_interpreter() {
-    let cases = conformance_cases();
+    let cases = weir_testkit::conformance_programs();
     assert!(cases.len() > 400, "{} cases", cases.len());
     let mut rng = weir_testkit::SplitMix64::new(5);
     let mut tally = Tally::default();

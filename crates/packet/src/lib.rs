@@ -10,13 +10,16 @@
 //!   field ([`LinkField`]).
 //! - [`ethertype`], [`ipproto`], [`llcsap`], [`ppp`]: protocol numbers as named constants,
 //!   with names for printing.
+//! - [`filter_names`]: the filter language's named constants (`icmp-echo`, `tcp-syn` ...).
+//! - [`pflog`]: OpenBSD's pflog header, pf's reason and action codes.
 //! - [`sll`], [`af`]: the fields of Linux cooked and BSD loopback headers.
 //! - [`summary`]: one line per packet, as `tcpdump -q -n` prints it.
 //!
 //! Adding a link type is a row here (a [`LinkType`] variant, its [`LinkInfo`] in
 //! [`LinkType::info`], and its place in [`LinkType::ALL`]) and its lowering in `weir-pflang`
-//! (the exhaustive matches in `lower/link.rs` and its entry in `weir_pflang::LINK_TYPES`,
-//! the list of link types filters compile for); nothing else.
+//! (the exhaustive matches in `lower/link.rs`, which do not build until it has one);
+//! nothing else: `weir_pflang::LINK_TYPES` is [`LinkType::ALL`], and the line printer and
+//! the test kit's re-framing fall back for types they do not frame.
 //!
 //! ```
 //! use weir_packet::{ethertype, ipproto, LinkType};
@@ -42,9 +45,11 @@
 
 pub mod af;
 pub mod ethertype;
+pub mod filter_names;
 pub mod ipproto;
 pub mod link;
 pub mod llcsap;
+pub mod pflog;
 pub mod ppp;
 pub mod sll;
 pub mod summary;

@@ -246,6 +246,44 @@ pub struct LinkInfo {
     pub type_offset: Option<u32>,
 }
 
+/// The pattern that matches every Juniper capture format (the `MGC` magic first): the one
+/// list of them, for `match` arms that must stay exhaustive (a guard such as
+/// [`LinkType::is_juniper`] would not be counted by the compiler).
+///
+/// ```
+/// use weir_packet::{juniper_links, LinkType};
+///
+/// assert!(matches!(LinkType::JuniperEther, juniper_links!()));
+/// assert!(!matches!(LinkType::JuniperPicPeer, juniper_links!()));
+/// ```
+#[macro_export]
+macro_rules! juniper_links {
+    () => {
+        $crate::LinkType::JuniperMlppp
+            | $crate::LinkType::JuniperMlfr
+            | $crate::LinkType::JuniperEs
+            | $crate::LinkType::JuniperGgsn
+            | $crate::LinkType::JuniperMfr
+            | $crate::LinkType::JuniperAtm2
+            | $crate::LinkType::JuniperServices
+            | $crate::LinkType::JuniperAtm1
+            | $crate::LinkType::JuniperMonitor
+            | $crate::LinkType::JuniperPppoe
+            | $crate::LinkType::JuniperPppoeAtm
+            | $crate::LinkType::JuniperEther
+            | $crate::LinkType::JuniperPpp
+            | $crate::LinkType::JuniperFrelay
+            | $crate::LinkType::JuniperChdlc
+            | $crate::LinkType::JuniperVp
+            | $crate::LinkType::JuniperVs
+            | $crate::LinkType::JuniperIsm
+            | $crate::LinkType::JuniperSt
+            | $crate::LinkType::JuniperSrxE2e
+            | $crate::LinkType::JuniperFibreChannel
+            | $crate::LinkType::JuniperAtmCemic
+    };
+}
+
 impl LinkType {
     /// Every link type, in DLT order.
     pub const ALL: [LinkType; 152] = [
@@ -1279,31 +1317,7 @@ impl LinkType {
 
     /// Whether the link is one of Juniper's capture formats (the `MGC` magic first).
     pub const fn is_juniper(self) -> bool {
-        matches!(
-            self,
-            LinkType::JuniperMlppp
-                | LinkType::JuniperMlfr
-                | LinkType::JuniperEs
-                | LinkType::JuniperGgsn
-                | LinkType::JuniperMfr
-                | LinkType::JuniperAtm2
-                | LinkType::JuniperServices
-                | LinkType::JuniperAtm1
-                | LinkType::JuniperMonitor
-                | LinkType::JuniperPppoe
-                | LinkType::JuniperPppoeAtm
-                | LinkType::JuniperEther
-                | LinkType::JuniperPpp
-                | LinkType::JuniperFrelay
-                | LinkType::JuniperChdlc
-                | LinkType::JuniperVp
-                | LinkType::JuniperVs
-                | LinkType::JuniperIsm
-                | LinkType::JuniperSt
-                | LinkType::JuniperSrxE2e
-                | LinkType::JuniperFibreChannel
-                | LinkType::JuniperAtmCemic
-        )
+        matches!(self, crate::juniper_links!())
     }
 
     /// Whether the link is ARCnet (BSD's or Linux's header).

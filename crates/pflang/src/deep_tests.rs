@@ -252,13 +252,8 @@ fn issue_18_three_thousand_pairs() {
 /// and aborts (a load past the packet rejects it, even under `not`).
 #[test]
 fn linear_chains_mean_the_tree() {
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let mut rng = weir_testkit::SplitMix64::new(0x9e37_79b9_7f4a_7c15);
+    let mut next = move |n: u64| rng.below(n);
     let names = NameDb::builtin();
     let options = Options::new(LinkType::Ethernet);
     for _ in 0..200 {

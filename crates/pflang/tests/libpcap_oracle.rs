@@ -5,6 +5,9 @@
 
 use weir_pflang::LinkType;
 use weir_sys::libpcap;
+use weir_testkit::SplitMix64;
+
+use crate::{testdata_list as list, SOUP};
 
 /// libpcap's verdict (unoptimized): `Ok(())` or its error text. The oracle compiles for a
 /// capture file, as `tcpdump -r` does, and so refuses `inbound`, `outbound` and `ifindex` on
@@ -20,15 +23,6 @@ fn libpcap_compile(expr: &str) -> Result<(), String> {
 fn mentions_direction(expr: &str) -> bool {
     expr.split(|c: char| !c.is_ascii_alphanumeric())
         .any(|w| matches!(w, "inbound" | "outbound" | "ifindex"))
-}
-
-fn list(name: &str) -> Vec<String> {
-    let path = format!("{}/../../testdata/pflang/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 #[test]
@@ -96,79 +90,10 @@ fn semantic_rejects_are_not_libpcap_syntax_errors() {
     }
 }
 
-/// Words for random token soups that mostly resolve (names that exist, valid numbers), so
-/// libpcap's verdict is about syntax more often than about names.
-const SOUP: &[&str] = &[
-    "host",
-    "net",
-    "port",
-    "portrange",
-    "src",
-    "dst",
-    "and",
-    "or",
-    "not",
-    "!",
-    "(",
-    ")",
-    "(",
-    ")",
-    "tcp",
-    "udp",
-    "ip",
-    "ip6",
-    "ether",
-    "[",
-    "]",
-    ":",
-    "1",
-    "2",
-    "4",
-    "80",
-    "10.0.0.1",
-    "::1",
-    "aa:bb:cc:dd:ee:ff",
-    "localhost",
-    "len",
-    "+",
-    "-",
-    "*",
-    "/",
-    "%",
-    "&",
-    "|",
-    "^",
-    ">",
-    "<",
-    "=",
-    "!=",
-    "vlan",
-    "proto",
-    "broadcast",
-    "less",
-    "10.0.0.0",
-    "mask",
-    "255.0.0.0",
-    "llc",
-    "1-1024",
-    "tcp-syn",
-    "\\tcp",
-    "gateway",
-    "protochain",
-    "multicast",
-    "mpls",
-    "pppoes",
-];
-
 #[test]
 fn random_token_soups_agree_with_libpcap_on_syntax() {
-    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = SplitMix64::new(0x2545_f491_4f6c_dd1d);
+    let mut next = move || rng.next_u64();
     let (mut accepted, mut syntax, mut other) = (0, 0, 0);
     let mut failures = Vec::new();
     for _ in 0..20_000 {

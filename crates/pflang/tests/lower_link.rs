@@ -36,7 +36,7 @@ use weir_pflang::{LinkType, Options};
 use weir_sys::libpcap::{self, BpfInsn};
 use weir_testkit::{corpus, edge_cases, link_edge_cases, relink, Packet};
 
-use crate::compile;
+use crate::{compile, testdata_list as list};
 
 /// Seed and size of the generated part of the packets (not the committed sample).
 const SEED: u64 = 0x11_4c_1a_4b;
@@ -96,15 +96,6 @@ fn reads_unset_scratch(plain: &Filter, p: &Packet) -> bool {
     let mut evaluator = Evaluator::new(&p.data, p.wire_len);
     let _ = evaluator.pred(&plain.pred);
     evaluator.reads_unset_scratch()
-}
-
-fn list(name: &str) -> Vec<String> {
-    let path = format!("{}/../../testdata/pflang/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 /// Every link type under test, with its packets.

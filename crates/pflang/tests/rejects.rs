@@ -21,17 +21,17 @@ use weir_pflang::{CompileError, LinkType, Options};
 use weir_sys::libpcap;
 use weir_testkit::pflang_gen::{self, near_miss, Generator, Node};
 
+use crate::generalize;
+
 const NEAR_MISS_SEED: u64 = 0x0a7e_1155;
 const NEAR_MISSES: usize = 6_000;
 const SHOW_LIMIT: usize = 25;
 
+/// A list's expressions (semantic-rejects.txt keeps libpcap's message after a TAB and '#').
 fn list(name: &str) -> Vec<String> {
-    let path = format!("{}/../../testdata/pflang/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        // semantic-rejects.txt keeps libpcap's message after a TAB and '#'.
-        .map(|l| l.split("\t#").next().unwrap_or(l).to_string())
+    crate::testdata_list(name)
+        .into_iter()
+        .map(|l| l.split("\t#").next().unwrap_or(&l).to_string())
         .collect()
 }
 
@@ -138,33 +138,6 @@ impl Disagreement {
             Disagreement::BadError(_) => "badly placed error".to_string(),
         }
     }
-}
-
-/// A message with its quoted parts (names, numbers as written) blanked, so that failures
-/// that differ only in them fall in one class.
-fn generalize(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut quote: Option<char> = None;
-    for c in message.chars() {
-        match quote {
-            Some(q) if c == q => {
-                out.push('_');
-                out.push(c);
-                quote = None;
-            }
-            Some(_) => {}
-            None => {
-                out.push(c);
-                if matches!(c, '\'' | '"' | '`') {
-                    quote = Some(c);
-                }
-            }
-        }
-    }
-    if quote.is_some() {
-        out.push('_');
-    }
-    out
 }
 
 /// libpcap's refusal of a direction or interface test where the capture file has no such

@@ -4,7 +4,9 @@
 //! other: the [`abi`] (helper ids and signatures, the helper calling context, context
 //! layouts, bindings), the [`ProgType`], the [`Trap`] codes, the [`Verified`] stage that
 //! engines accept, and [`exec`], the one engine contract (input, outcome, limits, guest
-//! address map, the `Engine` trait).
+//! address map, the `Engine` trait). [`data`] reads the `.data` case format of the eBPF
+//! conformance suites (a program, its memory and the expected result), for `weir exec`, the
+//! conformance runner and the engines' own tests.
 //!
 //! ```
 //! use weir_isa::ebpf::Op;
@@ -22,6 +24,7 @@
 
 pub mod abi;
 mod builder;
+pub mod data;
 pub mod exec;
 mod prog_type;
 mod program;

@@ -76,3 +76,32 @@ pub fn sample_capture_path() -> std::path::PathBuf {
     let root = crate_dir.ancestors().nth(2).unwrap_or(crate_dir);
     root.join("testdata/captures/sample.pcap")
 }
+
+/// weir's conformance corpus (testdata/conformance) as programs, for engine tests that
+/// judge the programs themselves (the verifier's soundness test, the JIT's facts test):
+/// every `.data` case (read by the one parser, `weir_program::data`) whose program
+/// assembles or decodes, by name, with its input memory. Programs are not validated:
+/// the callers prove or refuse them.
+pub fn conformance_programs() -> Vec<(String, weir_program::Program, Vec<u8>)> {
+    use weir_program::data::{read_dir, Source};
+    let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = crate_dir.ancestors().nth(2).unwrap_or(crate_dir).join("testdata/conformance");
+    let cases = read_dir(&dir).unwrap_or_else(|e| panic!("the conformance corpus: {e}"));
+    let mut out = Vec::new();
+    for case in cases {
+        let insns = match &case.source {
+            Source::Asm(asm) => {
+                weir_isa::asm::assemble_suite(asm.as_str()).ok().map(|(insns, _)| insns)
+            }
+            Source::Raw(words) => {
+                let slots: Vec<_> =
+                    words.iter().map(|w| weir_isa::ebpf::RawInsn::from_u64(*w)).collect();
+                weir_isa::ebpf::decode(&slots).ok()
+            }
+        };
+        if let Some(insns) = insns {
+            out.push((case.name, weir_program::Program::from_insns(insns), case.mem));
+        }
+    }
+    out
+}

@@ -61,105 +61,17 @@ use weir_packet::{ethertype, LinkType, OpaqueLink};
 
 use crate::Packet;
 
-/// The link types [`reframe`] produces: [`NAMED_LINK_TYPES`], then every [`OpaqueLink`].
-pub const LINK_TYPES: [LinkType; NAMED_LINK_TYPES.len() + OpaqueLink::ALL.len()] = {
-    let mut all = [LinkType::Ethernet; NAMED_LINK_TYPES.len() + OpaqueLink::ALL.len()];
-    let mut i = 0;
-    while i < NAMED_LINK_TYPES.len() {
-        all[i] = NAMED_LINK_TYPES[i];
-        i += 1;
-    }
-    let mut j = 0;
-    while j < OpaqueLink::ALL.len() {
-        all[i + j] = LinkType::Opaque(OpaqueLink::ALL[j]);
-        j += 1;
-    }
-    all
-};
-
-/// The link types [`reframe`] frames with knowledge of their headers.
-pub const NAMED_LINK_TYPES: [LinkType; 75] = [
-    LinkType::Radiotap,
-    LinkType::Ieee80211,
-    LinkType::Avs,
-    LinkType::Prism,
-    LinkType::Ppp,
-    LinkType::PppSerial,
-    LinkType::CHdlc,
-    LinkType::Slip,
-    LinkType::Ppi,
-    LinkType::FrameRelay,
-    LinkType::ArcnetBsd,
-    LinkType::ArcnetLinux,
-    LinkType::IpOverIb,
-    LinkType::Nflog,
-    LinkType::SunAtm,
-    LinkType::Fddi,
-    LinkType::TokenRing,
-    LinkType::Pflog,
-    LinkType::Ipnet,
-    LinkType::DsaTagBrcm,
-    LinkType::DsaTagBrcmPrepend,
-    LinkType::DsaTagDsa,
-    LinkType::DsaTagEdsa,
-    LinkType::LinuxLapd,
-    LinkType::Docsis,
-    LinkType::LinuxIrda,
-    LinkType::Pfsync,
-    LinkType::Ieee802154Linux,
-    LinkType::Ieee802154,
-    LinkType::Ieee802154NonaskPhy,
-    LinkType::Ieee802154Nofcs,
-    LinkType::Ieee802154Tap,
-    LinkType::Mtp2,
-    LinkType::Mtp2WithPhdr,
-    LinkType::Mtp3,
-    LinkType::AtmRfc1483,
-    LinkType::IpOverFc,
-    LinkType::Ltalk,
-    LinkType::Enc,
-    LinkType::BacnetMsTp,
-    LinkType::NetAnalyzer,
-    LinkType::NetAnalyzerTransparent,
-    LinkType::JuniperMlppp,
-    LinkType::JuniperMlfr,
-    LinkType::JuniperEs,
-    LinkType::JuniperGgsn,
-    LinkType::JuniperMfr,
-    LinkType::JuniperAtm2,
-    LinkType::JuniperServices,
-    LinkType::JuniperAtm1,
-    LinkType::JuniperMonitor,
-    LinkType::JuniperPppoe,
-    LinkType::JuniperPppoeAtm,
-    LinkType::JuniperEther,
-    LinkType::JuniperPpp,
-    LinkType::JuniperFrelay,
-    LinkType::JuniperChdlc,
-    LinkType::JuniperVp,
-    LinkType::JuniperVs,
-    LinkType::JuniperIsm,
-    LinkType::JuniperSt,
-    LinkType::JuniperSrxE2e,
-    LinkType::JuniperFibreChannel,
-    LinkType::JuniperAtmCemic,
-    LinkType::JuniperPicPeer,
-    LinkType::Erf,
-    LinkType::Mfr,
-    LinkType::Ax25Kiss,
-    LinkType::SlipBsdos,
-    LinkType::PppBsdos,
-    LinkType::AtmClip,
-    LinkType::PppEther,
-    LinkType::SymantecFirewall,
-    LinkType::AppleIpOverIeee1394,
-    LinkType::PppPppd,
-];
+/// The link types [`reframe`] produces: every one weir-packet knows
+/// ([`LinkType::ALL`]) but the ones [`relink`](crate::relink) frames itself
+/// ([`relink::LINK_TYPES`](crate::relink::LINK_TYPES)).
+pub fn link_types() -> impl Iterator<Item = LinkType> {
+    LinkType::ALL.into_iter().filter(|link| !crate::relink::LINK_TYPES.contains(link))
+}
 
 const ETHERNET_HEADER: usize = 14;
 
 /// `packet` (an Ethernet frame) in `link`'s framing, or `None` when `link` is not one of
-/// [`LINK_TYPES`].
+/// [`link_types`].
 pub fn reframe(packet: &Packet, link: LinkType) -> Option<Packet> {
     let data = &packet.data;
     let byte = |i: usize| data.get(i).copied().unwrap_or(0);

@@ -14,7 +14,7 @@ use weir_packet::{af, ethertype, sll, LinkType};
 
 use crate::Packet;
 
-/// The link types [`relink`] produces: every one filters compile for.
+/// The link types [`relink`] frames itself (the rest it hands to [`reframe`](crate::reframe)).
 pub const LINK_TYPES: [LinkType; 8] = [
     LinkType::Ethernet,
     LinkType::LinuxSll,

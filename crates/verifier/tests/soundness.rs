@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use weir_interp::{guest, Config, Input, Interpreter};
-use weir_isa::ebpf::{decode, Insn, Op, RawInsn};
+use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::Bindings;
 use weir_program::{Program, TrapCode, Verified};
 use weir_testkit::ebpf_gen::EbpfGen;
@@ -181,52 +181,9 @@ fn random_programs_stay_inside_their_proof() {
     assert!(accepted.get() >= 300, "only {} of 3000 random programs accepted", accepted.get());
 }
 
-/// The conformance corpus's programs: sections of a `.data` file (a minimal reader: the
-/// facade's parser is out of this crate's reach).
-fn conformance_cases() -> Vec<(String, Program, Vec<u8>)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/conformance");
-    let mut out = Vec::new();
-    let mut paths: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
-    paths.sort();
-    for path in paths.into_iter().filter(|p| p.extension().is_some_and(|e| e == "data")) {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let mut section = "";
-        let (mut asm, mut raw, mut mem) = (String::new(), Vec::new(), Vec::new());
-        for line in text.lines() {
-            if let Some(name) = line.strip_prefix("-- ") {
-                section = name.trim();
-                continue;
-            }
-            match section {
-                "asm" => {
-                    asm.push_str(line);
-                    asm.push('\n');
-                }
-                "raw" => raw.extend(
-                    line.split_whitespace()
-                        .filter_map(|w| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok()),
-                ),
-                "mem" => mem
-                    .extend(line.split_whitespace().filter_map(|b| u8::from_str_radix(b, 16).ok())),
-                _ => {}
-            }
-        }
-        let insns = if !raw.is_empty() {
-            decode(&raw.iter().map(|w| RawInsn::from_u64(*w)).collect::<Vec<_>>()).ok()
-        } else {
-            weir_isa::asm::assemble_suite(&asm).ok().map(|(i, _)| i)
-        };
-        if let Some(insns) = insns {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            out.push((name, Program::from_insns(insns), mem));
-        }
-    }
-    out
-}
-
 #[test]
 fn the_conformance_corpus_stays_inside_its_proofs() {
-    let cases = conformance_cases();
+    let cases = weir_testkit::conformance_programs();
     assert!(cases.len() > 400, "{} cases", cases.len());
     let mut rng = weir_testkit::SplitMix64::new(7);
     let mut accepted = 0;

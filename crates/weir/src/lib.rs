@@ -14,7 +14,8 @@
 //! ```
 
 mod classic;
-pub mod data;
+/// The `.data` case format (weir-program's `data`, where the engines' tests reach it too).
+pub use weir_program::data;
 pub mod dispatch;
 pub mod engine;
 mod filter;

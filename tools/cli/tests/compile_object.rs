@@ -8,7 +8,7 @@
 //! object on a veth pair in a network namespace of its own.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use weir::elf::ObjectSpec;
@@ -16,9 +16,7 @@ use weir::{Engine, Object, ProgType};
 use weir_sys::kernel;
 use weir_testkit::Scratch;
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
+use crate::common::weir;
 
 /// Writes `expr`'s object for `target` and returns its bytes.
 fn compile_object(dir: &Scratch, expr: &str, target: &str, tag: usize) -> Vec<u8> {

@@ -14,6 +14,8 @@ use weir_runtime::capture::CaptureReader;
 use weir_runtime::source::PacketSource;
 use weir_testkit::Packet;
 
+use crate::common::{have_tcpdump, path, sample, text, weir, weir_stdin};
+
 /// The packets whose tcpdump line weir reproduces exactly: IPv4 carrying TCP, UDP or ICMP;
 /// IPv6 whose first header is TCP, UDP or an ICMPv6 message weir decodes; ARP and RARP on
 /// Ethernet-like hardware with the operations that have a one-line form. (pflang's `and`
@@ -27,30 +29,6 @@ const HANDLED: &str = "(ip and (tcp or udp or icmp)) \
     or ((arp or rarp) and not (arp[0:2] = 15 or arp[0:2] = 19) \
         and (arp[6:2] = 1 or arp[6:2] = 2 or arp[6:2] = 3 or arp[6:2] = 4 \
             or arp[6:2] = 8 or arp[6:2] = 9))";
-
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
-
-fn weir_stdin(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("weir runs");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn sample() -> String {
-    weir_testkit::sample_capture_path().display().to_string()
-}
 
 /// A fresh directory for one test, removed when the test passes (kept for a look when it
 /// fails).
@@ -82,21 +60,6 @@ fn scratch(test: &str) -> Scratch {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     Scratch(dir)
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// True when tcpdump can be run; otherwise says the test is skipped.
-fn have_tcpdump(test: &str) -> bool {
-    match Command::new("tcpdump").arg("--version").output() {
-        Ok(out) if out.status.success() => true,
-        _ => {
-            println!("SKIPPED: {test}: tcpdump is not installed");
-            false
-        }
-    }
 }
 
 fn tcpdump(args: &[&str]) -> Output {

@@ -1,11 +1,9 @@
 //! `weir flow`: checks, runs, output files, workers, bad input.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use weir_testkit::{read_pcap, write_pcap, Scratch, LINKTYPE_ETHERNET};
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
+use crate::common::weir;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

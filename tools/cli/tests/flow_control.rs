@@ -8,13 +8,11 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use weir_testkit::Scratch;
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
+use crate::common::weir;
 
 /// An IPv4/UDP frame of 46 bytes to `port`.
 fn frame(i: u16, port: u16) -> Vec<u8> {

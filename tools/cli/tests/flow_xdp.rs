@@ -4,12 +4,10 @@
 //! takes its tables from `weir flow update` and counts what arrives as `weir flow run
 //! --stats` counts the same frames.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use weir_testkit::{write_pcap, Scratch, LINKTYPE_ETHERNET};
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
+use crate::common::weir;
 
 fn ok(o: &Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

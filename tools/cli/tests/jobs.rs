@@ -3,23 +3,13 @@
 //! selections merged in timestamp order (and mergecap's merge when it is installed).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use weir_runtime::capture::CaptureReader;
 use weir_runtime::source::PacketSource;
 use weir_testkit::{corpus, write_pcap, Packet};
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use crate::common::{have, path, text, weir};
 
 struct Scratch(PathBuf);
 
@@ -68,16 +58,6 @@ fn records(file: &Path) -> Vec<Record> {
         out.push((r.ts_sec, r.ts_nsec / 1000, r.data.to_vec(), r.wire_len));
     }
     out
-}
-
-fn have(tool: &str, test: &str) -> bool {
-    match Command::new(tool).arg("--version").output() {
-        Ok(out) if out.status.success() => true,
-        _ => {
-            println!("SKIPPED: {test}: {tool} is not installed");
-            false
-        }
-    }
 }
 
 /// Stable merge by timestamp: the earlier file first on ties, as mergecap does.

@@ -14,24 +14,7 @@ use std::process::{Command, Output};
 use weir::packet::LinkType;
 use weir_testkit::{Packet, Scratch};
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// True when tcpdump can be run; otherwise says the test is skipped.
-fn have_tcpdump(test: &str) -> bool {
-    match Command::new("tcpdump").arg("--version").output() {
-        Ok(out) if out.status.success() => true,
-        _ => {
-            println!("SKIPPED: {test}: tcpdump is not installed");
-            false
-        }
-    }
-}
+use crate::common::{have_tcpdump, path, text};
 
 fn run(command: &mut Command, what: &str) -> Output {
     let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));

@@ -13,19 +13,7 @@ use std::process::Command;
 use weir::packet::LinkType;
 use weir_testkit::{Packet, Scratch};
 
-fn have_tcpdump(test: &str) -> bool {
-    match Command::new("tcpdump").arg("--version").output() {
-        Ok(out) if out.status.success() => true,
-        _ => {
-            println!("SKIPPED: {test}: tcpdump is not installed");
-            false
-        }
-    }
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("scratch paths are UTF-8")
-}
+use crate::common::{have_tcpdump, path};
 
 /// Everyday expressions, for every link type.
 const EVERYDAY: [&str; 10] = [

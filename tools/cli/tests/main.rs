@@ -2,6 +2,9 @@
 //! whole dependency tree once per file). Each module is one test file; run one with
 //! `cargo test --release -p weir-cli --test integration MODULE::`.
 
+/// Helpers the test files share.
+mod common;
+
 mod cli;
 mod compile_object;
 mod filter;

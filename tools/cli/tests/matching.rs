@@ -1,14 +1,11 @@
 //! `weir match`: per-packet lines, counts and per-handler captures agree with the
 //! library's reference dispatch; a bad program is refused with a caret.
 
-use std::process::{Command, Output};
 use weir::pfmatch::parse;
 use weir::{LinkType, NameDb};
 use weir_testkit::{read_pcap, write_pcap, Scratch, LINKTYPE_ETHERNET};
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
+use crate::common::weir;
 
 const PROGRAM: &str = "# dispatch\n\
 match {\n\

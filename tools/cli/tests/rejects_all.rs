@@ -3,19 +3,9 @@
 //! tcpdump's message and exit status 1; with `-O` they accept them (and match nothing), as
 //! `tcpdump -O` does. tcpdump itself is asked too when it is installed.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn sample() -> String {
-    weir_testkit::sample_capture_path().display().to_string()
-}
+use crate::common::{sample, text, weir};
 
 const MESSAGE: &str = "expression rejects all packets";
 

@@ -4,25 +4,11 @@
 //! the kernel in crates/weir/tests/kernel.rs.)
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use weir_testkit::Scratch;
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
-
-fn repo(path: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path).display().to_string()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn sample() -> String {
-    repo("testdata/captures/sample.pcap")
-}
+use crate::common::{repo, sample, text, weir};
 
 fn object(name: &str) -> String {
     repo(&format!("testdata/bpf/{name}"))

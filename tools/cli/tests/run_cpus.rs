@@ -3,18 +3,11 @@
 //! every packet once; the flow hash puts work on more than one worker.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use weir::Object;
 use weir_testkit::Scratch;
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
-
-fn repo(path: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path).display().to_string()
-}
+use crate::common::{repo, weir};
 
 struct Run {
     verdicts: String,

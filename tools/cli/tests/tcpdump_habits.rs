@@ -2,19 +2,9 @@
 //! weir always does (`-n`, `-nn`, `-q`), the ones it implements (`-d`, `-O`, `-l`), and the
 //! rest refused by name rather than with clap's tip about `--`.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn sample() -> String {
-    weir_testkit::sample_capture_path().display().to_string()
-}
+use crate::common::{sample, text, weir};
 
 #[test]
 fn numeric_and_quiet_flags_change_nothing() {

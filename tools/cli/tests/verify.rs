@@ -1,15 +1,8 @@
 //! `weir verify`, and the check `weir exec` and `weir run` make before running.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
-fn weir(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weir")).args(args).output().expect("weir runs")
-}
-
-fn repo(path: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path).display().to_string()
-}
+use crate::common::{repo, text, weir};
 
 fn scratch(name: &str, contents: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("weir-verify-test-{}", std::process::id()));
@@ -17,10 +10,6 @@ fn scratch(name: &str, contents: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, contents).unwrap();
     path
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[test]

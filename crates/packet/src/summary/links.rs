@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 use super::{Bytes, Printer, Step};
-use crate::ethertype;
 use crate::link::{LinkType, OpaqueLink};
+use crate::{ethertype, pflog};
 
 impl Printer {
     /// A capture of `link` that [`Printer::link`] does not frame itself.
@@ -557,34 +557,35 @@ impl Printer {
 
     /// OpenBSD pflog: rule, reason, action, direction and interface, then the packet.
     fn pflog(&mut self, frame: Bytes<'_>, wire_len: u32) -> Step {
-        let header = usize::from(frame.u8(0)?).next_multiple_of(4);
-        if frame.len() < header.max(61) || wire_len < header as u32 {
+        let header = usize::from(frame.u8(pflog::LENGTH)?).next_multiple_of(4);
+        if frame.len() < header.max(pflog::DIR + 1) || wire_len < header as u32 {
             return Err("pflog");
         }
         let text = |at: usize| -> Result<String, &'static str> {
-            let b = frame.slice(at, 16)?;
-            let end = b.iter().position(|&c| c == 0).unwrap_or(16);
+            let b = frame.slice(at, pflog::NAME_LEN)?;
+            let end = b.iter().position(|&c| c == 0).unwrap_or(pflog::NAME_LEN);
             Ok(String::from_utf8_lossy(&b[..end]).into_owned())
         };
         let (payload, length) = (frame.from(header, "pflog"), wire_len - header as u32);
         // The header is shown (without -e) only before a packet tcpdump cannot decode.
-        match u32::from(frame.u8(1)?) {
+        match u32::from(frame.u8(pflog::AF)?) {
             2 => return self.ipv4(payload.from(0, "ip"), length),
             f if crate::af::INET6_BSD.contains(&f) => {
                 return self.ipv6(payload.from(0, "ip6"), length)
             }
             _ => {}
         }
-        let (rule, subrule) = (frame.be32(36)?, frame.be32(40)?);
-        let ruleset = text(20)?;
+        let (rule, subrule) = (frame.be32(pflog::RULENR)?, frame.be32(pflog::SUBRULENR)?);
+        let ruleset = text(pflog::RULESET)?;
         let _ = if subrule == u32::MAX {
             write!(self.out, "rule {rule}/")
         } else {
             write!(self.out, "rule {rule}.{ruleset}.{subrule}/")
         };
-        // tcpdump 4.99's tables, as they are: no name for reason 3, "3(short)" for 4, and
-        // no action 3.
-        let reason = frame.u8(3)?;
+        // tcpdump 4.99's tables, as they are (its output, not pf's names: those are
+        // `pflog::REASONS` and `pflog::ACTIONS`): no name for reason 3, "3(short)" for 4,
+        // "block" for action 1, and no action 3.
+        let reason = frame.u8(pflog::REASON)?;
         let reason_name = match reason {
             0 => Some("0(match)"),
             1 => Some("1(bad-offset)"),
@@ -619,19 +620,19 @@ impl Printer {
             "nordr",
             "synproxy-drop",
         ];
-        let action = frame.u8(2)?;
+        let action = frame.u8(pflog::ACTION)?;
         let _ = match ACTIONS.get(usize::from(action)).filter(|name| !name.is_empty()) {
             Some(name) => write!(self.out, "{name} "),
             None => write!(self.out, "unkn({action}) "),
         };
-        let dir = frame.u8(60)?;
+        let dir = frame.u8(pflog::DIR)?;
         let _ = match dir {
-            0 => write!(self.out, "in/out"),
-            1 => write!(self.out, "in"),
-            2 => write!(self.out, "out"),
+            pflog::DIR_INOUT => write!(self.out, "in/out"),
+            pflog::DIR_IN => write!(self.out, "in"),
+            pflog::DIR_OUT => write!(self.out, "out"),
             other => write!(self.out, "unkn({other})"),
         };
-        let _ = write!(self.out, " on {}: ", text(4)?);
+        let _ = write!(self.out, " on {}: ", text(pflog::IFNAME)?);
         Ok(())
     }
 

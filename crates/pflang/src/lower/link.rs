@@ -20,110 +20,11 @@ use crate::ast::Span;
 
 pub use weir_packet::{LinkType, OpaqueLink};
 
-/// The capture link types pflang compiles filters for, in the order messages list them:
-/// the ones with protocol knowledge first ([`NAMED_LINK_TYPES`]), then every
-/// [`OpaqueLink`], on which only `link[]`-style tests compile.
-pub const LINK_TYPES: [LinkType; NAMED_LINK_TYPES.len() + OpaqueLink::ALL.len()] = {
-    let mut all = [LinkType::Ethernet; NAMED_LINK_TYPES.len() + OpaqueLink::ALL.len()];
-    let mut i = 0;
-    while i < NAMED_LINK_TYPES.len() {
-        all[i] = NAMED_LINK_TYPES[i];
-        i += 1;
-    }
-    let mut j = 0;
-    while j < OpaqueLink::ALL.len() {
-        all[i + j] = LinkType::Opaque(OpaqueLink::ALL[j]);
-        j += 1;
-    }
-    all
-};
-
-/// The link types pflang compiles filters for that weir knows more of than a name.
-pub const NAMED_LINK_TYPES: [LinkType; 83] = [
-    LinkType::Ethernet,
-    LinkType::LinuxSll,
-    LinkType::LinuxSll2,
-    LinkType::Raw,
-    LinkType::Ipv4,
-    LinkType::Ipv6,
-    LinkType::Null,
-    LinkType::Loop,
-    LinkType::Radiotap,
-    LinkType::Ieee80211,
-    LinkType::Prism,
-    LinkType::Avs,
-    LinkType::Ppi,
-    LinkType::Ppp,
-    LinkType::PppSerial,
-    LinkType::CHdlc,
-    LinkType::Slip,
-    LinkType::FrameRelay,
-    LinkType::ArcnetBsd,
-    LinkType::ArcnetLinux,
-    LinkType::IpOverIb,
-    LinkType::Nflog,
-    LinkType::SunAtm,
-    LinkType::Fddi,
-    LinkType::TokenRing,
-    LinkType::Pflog,
-    LinkType::Ipnet,
-    LinkType::DsaTagBrcm,
-    LinkType::DsaTagBrcmPrepend,
-    LinkType::DsaTagDsa,
-    LinkType::DsaTagEdsa,
-    LinkType::LinuxLapd,
-    LinkType::Docsis,
-    LinkType::LinuxIrda,
-    LinkType::Pfsync,
-    LinkType::Ieee802154Linux,
-    LinkType::Ieee802154,
-    LinkType::Ieee802154NonaskPhy,
-    LinkType::Ieee802154Nofcs,
-    LinkType::Ieee802154Tap,
-    LinkType::Mtp2,
-    LinkType::Mtp2WithPhdr,
-    LinkType::Mtp3,
-    LinkType::AtmRfc1483,
-    LinkType::IpOverFc,
-    LinkType::Ltalk,
-    LinkType::Enc,
-    LinkType::BacnetMsTp,
-    LinkType::NetAnalyzer,
-    LinkType::NetAnalyzerTransparent,
-    LinkType::JuniperMlppp,
-    LinkType::JuniperMlfr,
-    LinkType::JuniperEs,
-    LinkType::JuniperGgsn,
-    LinkType::JuniperMfr,
-    LinkType::JuniperAtm2,
-    LinkType::JuniperServices,
-    LinkType::JuniperAtm1,
-    LinkType::JuniperMonitor,
-    LinkType::JuniperPppoe,
-    LinkType::JuniperPppoeAtm,
-    LinkType::JuniperEther,
-    LinkType::JuniperPpp,
-    LinkType::JuniperFrelay,
-    LinkType::JuniperChdlc,
-    LinkType::JuniperVp,
-    LinkType::JuniperVs,
-    LinkType::JuniperIsm,
-    LinkType::JuniperSt,
-    LinkType::JuniperSrxE2e,
-    LinkType::JuniperFibreChannel,
-    LinkType::JuniperAtmCemic,
-    LinkType::JuniperPicPeer,
-    LinkType::Erf,
-    LinkType::Mfr,
-    LinkType::Ax25Kiss,
-    LinkType::SlipBsdos,
-    LinkType::PppBsdos,
-    LinkType::AtmClip,
-    LinkType::PppEther,
-    LinkType::SymantecFirewall,
-    LinkType::AppleIpOverIeee1394,
-    LinkType::PppPppd,
-];
+/// The capture link types pflang compiles filters for: every one weir-packet knows
+/// ([`LinkType::ALL`], in DLT order), since the lowering's matches below are exhaustive
+/// (a new link type does not build until it has its lowering). On the
+/// [`OpaqueLink`]s, known by name and number only, only `link[]`-style tests compile.
+pub const LINK_TYPES: [LinkType; LinkType::ALL.len()] = LinkType::ALL;
 
 /// For link types libpcap 1.10 compiles no protocol test for (only `link[]`, `len`,
 /// `byte` and the like), the name its message gives them ("... link-layer type filtering
@@ -317,28 +218,7 @@ pub(crate) fn geometry(link: LinkType) -> Geometry {
         }
         // Juniper: where libpcap 1.10 puts the payload and the network layer (-1 where it
         // leaves them unset, read wrapping as libpcap's loads do).
-        LinkType::JuniperMlppp
-        | LinkType::JuniperMlfr
-        | LinkType::JuniperEs
-        | LinkType::JuniperGgsn
-        | LinkType::JuniperMfr
-        | LinkType::JuniperAtm2
-        | LinkType::JuniperServices
-        | LinkType::JuniperAtm1
-        | LinkType::JuniperMonitor
-        | LinkType::JuniperPppoe
-        | LinkType::JuniperPppoeAtm
-        | LinkType::JuniperEther
-        | LinkType::JuniperPpp
-        | LinkType::JuniperFrelay
-        | LinkType::JuniperChdlc
-        | LinkType::JuniperVp
-        | LinkType::JuniperVs
-        | LinkType::JuniperIsm
-        | LinkType::JuniperSt
-        | LinkType::JuniperSrxE2e
-        | LinkType::JuniperFibreChannel
-        | LinkType::JuniperAtmCemic => {
+        weir_packet::juniper_links!() => {
             let (pl, nl, nosnap) = juniper_offsets(link);
             plain(link.type_offset(), pl as u32, nl as u32, nosnap as u32)
         }
@@ -465,28 +345,7 @@ impl Lowerer<'_> {
             | LinkType::IpOverFc => self.llc_link_proto(proto),
             // Juniper: every protocol is the capture header's `MGC` magic, as libpcap 1.10
             // compiles it.
-            LinkType::JuniperMlppp
-            | LinkType::JuniperMlfr
-            | LinkType::JuniperEs
-            | LinkType::JuniperGgsn
-            | LinkType::JuniperMfr
-            | LinkType::JuniperAtm2
-            | LinkType::JuniperServices
-            | LinkType::JuniperAtm1
-            | LinkType::JuniperMonitor
-            | LinkType::JuniperPppoe
-            | LinkType::JuniperPppoeAtm
-            | LinkType::JuniperEther
-            | LinkType::JuniperPpp
-            | LinkType::JuniperFrelay
-            | LinkType::JuniperChdlc
-            | LinkType::JuniperVp
-            | LinkType::JuniperVs
-            | LinkType::JuniperIsm
-            | LinkType::JuniperSt
-            | LinkType::JuniperSrxE2e
-            | LinkType::JuniperFibreChannel
-            | LinkType::JuniperAtmCemic => {
+            weir_packet::juniper_links!() => {
                 self.cmp_field(Layer::LinkHdr, 0, Size::Word, 0xffff_ff00, JUNIPER_MAGIC)
             }
             // LocalTalk carries AppleTalk, nothing libpcap tests for.

@@ -11,7 +11,7 @@
 //! reports the same thing in both.
 
 use weir_filter::{CmpOp, Expr, Pred, Size};
-use weir_packet::sll;
+use weir_packet::{pflog, sll};
 
 use super::{CompileError, Layer, LinkType, Lowerer};
 use crate::ast::Span;
@@ -24,19 +24,19 @@ const LINUX_SLL_OUTGOING: u32 = sll::OUTGOING as u32;
 /// first byte) rounded up to 4 bytes, computed in front of the filter when it is read.
 pub(crate) const PFLOG_SLOT: u8 = 0;
 
-/// Where the pflog header keeps its fields (OpenBSD's struct pfloghdr).
-const PFLOG_ACTION: u32 = 2;
-const PFLOG_REASON: u32 = 3;
-const PFLOG_IFNAME: u32 = 4;
-const PFLOG_RULESET: u32 = 20;
-const PFLOG_RULENR: u32 = 36;
-const PFLOG_SUBRULENR: u32 = 40;
-const PFLOG_DIR: u32 = 60;
+/// Where the pflog header keeps its fields (weir-packet's `pflog`, as offsets).
+const PFLOG_ACTION: u32 = pflog::ACTION as u32;
+const PFLOG_REASON: u32 = pflog::REASON as u32;
+const PFLOG_IFNAME: u32 = pflog::IFNAME as u32;
+const PFLOG_RULESET: u32 = pflog::RULESET as u32;
+const PFLOG_RULENR: u32 = pflog::RULENR as u32;
+const PFLOG_SUBRULENR: u32 = pflog::SUBRULENR as u32;
+const PFLOG_DIR: u32 = pflog::DIR as u32;
 /// Interface and ruleset names are 16-byte fields with their terminating NUL.
-const PFLOG_NAME_MAX: usize = 15;
+const PFLOG_NAME_MAX: usize = pflog::NAME_LEN - 1;
 /// pf's directions.
-const PF_IN: u32 = 1;
-const PF_OUT: u32 = 2;
+const PF_IN: u32 = pflog::DIR_IN as u32;
+const PF_OUT: u32 = pflog::DIR_OUT as u32;
 /// Juniper's direction flag, in the flags byte after the magic.
 const JUNIPER_FLAG_IN: u32 = 0x01;
 /// ipnet's direction field (a half-word at 2).
@@ -51,63 +51,6 @@ const MTP2_LI_HSL: u32 = 4;
 const MTP3_SIO: u32 = 3;
 const MTP3_LABEL: u32 = 4;
 const MTP3_SLS: u32 = 7;
-
-/// pflog reasons libpcap knows by name (their index is the reason code).
-const PF_REASONS: [&str; 15] = [
-    "match",
-    "bad-offset",
-    "fragment",
-    "short",
-    "normalize",
-    "memory",
-    "bad-timestamp",
-    "congestion",
-    "ip-option",
-    "proto-cksum",
-    "state-mismatch",
-    "state-insert",
-    "state-limit",
-    "src-limit",
-    "synproxy",
-];
-
-/// pflog actions libpcap knows by name, with their codes.
-const PF_ACTION_CODES: [(&str, u32); 13] = [
-    ("pass", 0),
-    ("accept", 0),
-    ("drop", 1),
-    ("block", 1),
-    ("scrub", 2),
-    ("noscrub", 3),
-    ("nat", 4),
-    ("nonat", 5),
-    ("binat", 6),
-    ("nobinat", 7),
-    ("rdr", 8),
-    ("nordr", 9),
-    ("synproxy-drop", 10),
-];
-
-/// pflog actions libpcap knows by name.
-const PF_ACTIONS: [&str; 13] = [
-    "pass",
-    "accept",
-    "drop",
-    "block",
-    "scrub",
-    "noscrub",
-    "nat",
-    "nonat",
-    "binat",
-    "nobinat",
-    "rdr",
-    "nordr",
-    "synproxy-drop",
-];
-
-fn known(names: &[&str], name: &str) -> bool {
-    names.iter().any(|n| n.eq_ignore_ascii_case(name))
-}
 
 fn error(span: Span, message: impl Into<String>) -> CompileError {
     CompileError::new(span, message)
@@ -193,13 +136,13 @@ impl Lowerer<'_> {
             PfTest::Subrulenum(_) => "srnr",
             PfTest::Reason(NameOrNum::Num(_)) => "reason",
             PfTest::Reason(NameOrNum::Name(name)) => {
-                if !known(&PF_REASONS, name) {
+                if pflog::reason_code(name).is_none() {
                     return Err(error(span, format!("unknown PF reason \"{name}\"")));
                 }
                 "reason"
             }
             PfTest::Action(name) => {
-                if !known(&PF_ACTIONS, name) {
+                if pflog::action_code(name).is_none() {
                     return Err(error(span, format!("unknown PF action \"{name}\"")));
                 }
                 "action"
@@ -233,15 +176,12 @@ impl Lowerer<'_> {
             PfTest::Subrulenum(n) => word(self, PFLOG_SUBRULENR, *n),
             PfTest::Reason(NameOrNum::Num(n)) => byte(self, PFLOG_REASON, *n),
             PfTest::Reason(NameOrNum::Name(name)) => {
-                let code = PF_REASONS.iter().position(|r| r.eq_ignore_ascii_case(name));
-                byte(self, PFLOG_REASON, code.unwrap_or(0) as u32)
+                let code = pflog::reason_code(name).unwrap_or(0);
+                byte(self, PFLOG_REASON, u32::from(code))
             }
             PfTest::Action(name) => {
-                let code = PF_ACTION_CODES
-                    .iter()
-                    .find(|(a, _)| a.eq_ignore_ascii_case(name))
-                    .map_or(0, |&(_, c)| c);
-                byte(self, PFLOG_ACTION, code)
+                let code = pflog::action_code(name).unwrap_or(0);
+                byte(self, PFLOG_ACTION, u32::from(code))
             }
         })
     }

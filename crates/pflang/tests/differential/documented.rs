@@ -204,28 +204,7 @@ fn network_starts(link: LinkType, data: &[u8]) -> Vec<usize> {
         | LinkType::Ax25Kiss
         | LinkType::Opaque(_) => vec![],
         // Handled above.
-        LinkType::JuniperMlppp
-        | LinkType::JuniperMlfr
-        | LinkType::JuniperEs
-        | LinkType::JuniperGgsn
-        | LinkType::JuniperMfr
-        | LinkType::JuniperAtm2
-        | LinkType::JuniperServices
-        | LinkType::JuniperAtm1
-        | LinkType::JuniperMonitor
-        | LinkType::JuniperPppoe
-        | LinkType::JuniperPppoeAtm
-        | LinkType::JuniperEther
-        | LinkType::JuniperPpp
-        | LinkType::JuniperFrelay
-        | LinkType::JuniperChdlc
-        | LinkType::JuniperVp
-        | LinkType::JuniperVs
-        | LinkType::JuniperIsm
-        | LinkType::JuniperSt
-        | LinkType::JuniperSrxE2e
-        | LinkType::JuniperFibreChannel
-        | LinkType::JuniperAtmCemic => vec![],
+        weir_packet::juniper_links!() => vec![],
         // Juniper: where libpcap puts the network layer (the unset offsets read before the
         // packet), and behind the Ethernet PICs' frame.
         link if link.is_juniper() => (0..data.len().min(64)).collect(),

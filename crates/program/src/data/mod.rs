@@ -36,9 +36,10 @@
 mod parse;
 
 use std::fmt;
+use std::path::Path;
 
+use crate::{Program, Verified};
 use weir_isa::ebpf::{decode, RawInsn};
-use weir_program::{Program, Verified};
 
 pub use parse::{parse_case, ParseError, ParseErrorKind};
 
@@ -107,4 +108,28 @@ pub fn load_program_noting(case: &Case) -> Result<(Verified, Vec<String>), Strin
     let program =
         Verified::structural(Program::from_insns(insns)).map_err(|e| format!("validation: {e}"))?;
     Ok((program, notes))
+}
+
+/// Every `.data` case of a directory, in file name order (a case is named by its file
+/// name without `.data`); the first file that cannot be read or parsed is the error, with
+/// its path.
+pub fn read_dir(dir: &Path) -> Result<Vec<Case>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut paths = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.extension().is_some_and(|x| x == "data") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    let mut cases = Vec::with_capacity(paths.len());
+    for path in paths {
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let case = parse_case(&name, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+        cases.push(case);
+    }
+    Ok(cases)
 }
