@@ -61,6 +61,9 @@ pub struct FlowArgs {
     /// hot set each (for a profiler: `perf record -g weir-bench flow --case 1000:16`).
     #[arg(long, value_name = "RULES:MASKS")]
     pub case: Option<String>,
+    /// Only the memory row (1M rules, 16 masks, or --max-rules), with where the bytes go.
+    #[arg(long)]
+    pub memory: bool,
     /// Only the XDP datapath's rows (recorded as <date>-flow-xdp.txt), with an end-to-end
     /// row of `weir run FLOW.o` beside `weir flow run` over `--e2e-packets` packets.
     #[arg(long)]
@@ -258,8 +261,8 @@ fn agree(c: &Classifier, r: &Reference, frames: &[Vec<u8>]) -> Result<(), String
     let v = c.snapshot();
     for (i, f) in frames.iter().enumerate().step_by(frames.len().div_ceil(200).max(1)) {
         let key = weir::flow::key::extract(f, 0, weir::flow::key::Need::ALL).0;
-        let a = v.lookup(0, &key, None).map(|x| x.rule.line);
-        let b = r.lookup(0, &key, None).map(|x| x.rule.line);
+        let a = v.lookup(0, &key, None).map(|x| x.line());
+        let b = r.lookup(0, &key, None).map(|x| x.line());
         if a != b {
             return Err(format!("packet {i}: classifier rule {a:?}, reference {b:?}"));
         }
@@ -321,6 +324,9 @@ fn workers(c: &Classifier, specs: &[Spec], reps: usize) -> (f64, f64) {
         frames.len() as f64 / median(per_pass)
     };
     let one = rate(&a);
+    // As in `weir flow run --workers 2`, where the reading thread counts nothing: the two
+    // workers own a counter shard each (this thread's goes back).
+    weir::flow::engine::release_shard();
     let two = std::thread::scope(|s| {
         let t: Vec<_> = [&a, &b].into_iter().map(|f| s.spawn(move || rate(f))).collect();
         t.into_iter().map(|h| h.join().unwrap_or(0.0)).sum::<f64>()
@@ -388,12 +394,24 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
         let after = rss_bytes();
         drop(set);
         let per = (after.saturating_sub(before)) as f64 / n as f64;
+        let f = c.footprint();
         log.line(format!(
             "memory: {n} rules, 16 masks: {:.0} MB resident growth, {per:.0} bytes per rule (subtables' tables {} MB)",
             after.saturating_sub(before) as f64 / 1e6,
-            c.stats().1 / 1_000_000
+            f.table_bytes / 1_000_000
+        ));
+        log.line(format!(
+            "  per rule: installed rule {} B (+ allocator), tables {:.0} B, the rest (allocator, the writer's map) {:.0} B; {} action lists, {} masks shared",
+            f.rule_bytes,
+            f.table_bytes as f64 / n as f64,
+            per - f.rule_bytes as f64 - f.table_bytes as f64 / n as f64,
+            f.action_lists,
+            f.masks
         ));
         drop(c);
+    }
+    if args.memory {
+        return Ok(true);
     }
     log.line(
         "lookups, hot (4,096 packets), one core: ns/packet (Mpps); ranked: after Classifier::rerank on those passes' hits; linear reference ns/packet",

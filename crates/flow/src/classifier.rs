@@ -43,7 +43,7 @@
 //!   touches a word no rule touched before rebuilds the table at the new width. A flow
 //!   cache keys its entries on the version and a count of in-place updates.
 
-use crate::engine::{self, device_indices, Installed, Outcome, Work};
+use crate::engine::{self, Installed, Interner, Outcome, Work};
 use crate::key::{extract, extract_into_zeroed, Key, Need, WORDS};
 use crate::rule::{Compiled, Rule, RuleError, RuleSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -51,6 +51,19 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// Packets per batch.
 pub const BATCH: usize = 32;
+
+/// What [`Classifier::footprint`] counts.
+#[derive(Debug, Clone, Copy)]
+pub struct Footprint {
+    pub rules: usize,
+    /// One installed rule's bytes (its `Arc`'s counts included, the allocator's not).
+    pub rule_bytes: usize,
+    /// Distinct action lists and masks the rules share.
+    pub action_lists: usize,
+    pub masks: usize,
+    /// The subtables' tables: slots, filters, entry chunks.
+    pub table_bytes: usize,
+}
 
 /// A handle to an installed rule (for `delete`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,8 +82,10 @@ struct Writer {
     next_seq: u64,
     devices: Vec<String>,
     indevs: Vec<String>,
-    /// Every installed rule, by seq (the source of a rebuild).
+    /// Every installed rule, by seq.
     rules: std::collections::BTreeMap<u64, Arc<Installed>>,
+    /// The rules' shared action lists and numbered masks.
+    interner: Interner,
 }
 
 impl Writer {
@@ -357,9 +372,31 @@ impl<const W: usize> Store<W> {
         true
     }
 
+    /// The slot holding the rule `seq` whose key hashes to `hash`, and its entry (a
+    /// delete's search: rules keep their key's hash, not the key).
+    fn find_rule(&self, hash: u32, seq: u64) -> Option<(usize, &Entry<W>)> {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let v = self.slots[i].load(Ordering::Acquire);
+            if v == EMPTY {
+                return None;
+            }
+            if (v >> 32) as u32 == hash {
+                if let Some(e) = self.entry((v as u32 as usize).wrapping_sub(1)) {
+                    if e.rules.as_slice().iter().any(|r| r.seq == seq) {
+                        return Some((i, e));
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     /// Remove a rule in place (the writer only).
-    fn remove(&self, key: &[u64; W], hash: u32, seq: u64) -> Removed {
-        let Some((i, e)) = self.find(key, hash) else { return Removed::NotHere };
+    fn remove(&self, hash: u32, seq: u64) -> Removed {
+        let Some((i, e)) = self.find_rule(hash, seq) else { return Removed::NotHere };
+        let key = &e.key;
         let list = e.rules.as_slice();
         let Some(at) = list.iter().position(|r| r.seq == seq) else { return Removed::NotHere };
         if list.len() == 1 {
@@ -471,28 +508,41 @@ impl SlotRules {
     }
 }
 
+/// Constants (the hex digits of pi) the words are xored with before a multiply.
+const SALT: [u64; 4] =
+    [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
+
+/// The 128-bit product of two words folded to 64 bits.
+#[inline]
+fn mum(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// A masked key's hash: words taken in pairs, each pair one 128-bit multiply, the pairs'
+/// products xored (independent multiplies the CPU runs side by side: a lookup hashes a
+/// key once per subtable it visits). The chained multiply per word before it (a
+/// 4-deep chain of dependent multiplies and shifts) was slower at every width.
 #[inline]
 fn hash_words<const W: usize>(k: &[u64; W]) -> u32 {
     let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-    for &w in k {
-        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 32;
+    let mut i = 0;
+    while i + 1 < W {
+        h ^= mum(k[i] ^ SALT[i % 4], k[i + 1] ^ SALT[(i + 1) % 4]);
+        i += 2;
     }
-    let h = (h ^ (h >> 29)) as u32;
+    if W % 2 == 1 {
+        h ^= mum(k[W - 1] ^ SALT[(W - 1) % 4], SALT[W % 4] ^ 0x9e37_79b9_7f4a_7c15);
+    }
+    let h = (h ^ (h >> 32)) as u32;
     // Never 0 (an empty slot); the top bit, not the bottom one, so that every slot can be
     // a home (slots are picked by the low bits).
     h | 0x8000_0000
 }
 
 impl<const W: usize> Subtable<W> {
-    fn new(c: &Compiled, words: &[usize; W], store: Store<W>) -> Subtable<W> {
-        Subtable {
-            gmask: gather(&c.mask, words),
-            src_range: c.src_range.is_some(),
-            dst_range: c.dst_range.is_some(),
-            best: store.best(),
-            store: Arc::new(store),
-        }
+    fn new(gmask: [u64; W], (src_range, dst_range): (bool, bool), store: Store<W>) -> Subtable<W> {
+        Subtable { gmask, src_range, dst_range, best: store.best(), store: Arc::new(store) }
     }
 
     /// Whether a rule belongs here, given its gathered mask: for a rule whose mask
@@ -500,10 +550,8 @@ impl<const W: usize> Subtable<W> {
     /// are equal masks, compared in W words (the 112-byte masks' `memcmp`, once per
     /// subtable, was most of an insert's search for its subtable).
     #[inline]
-    fn fits(&self, gmask: &[u64; W], c: &Compiled) -> bool {
-        same(&self.gmask, gmask)
-            && self.src_range == c.src_range.is_some()
-            && self.dst_range == c.dst_range.is_some()
+    fn fits(&self, gmask: &[u64; W], (src_range, dst_range): (bool, bool)) -> bool {
+        same(&self.gmask, gmask) && self.src_range == src_range && self.dst_range == dst_range
     }
 
     /// The same subtable with another best rank or store (a new version's).
@@ -540,6 +588,15 @@ fn gather<const W: usize>(key: &Key, words: &[usize; W]) -> [u64; W] {
         *o = key.word(w);
     }
     out
+}
+
+/// A key from gathered words (the rest zero).
+fn scatter<const W: usize>(g: &[u64; W], words: &[usize; W]) -> Key {
+    let mut k = Key::default();
+    for (v, &w) in g.iter().zip(words.iter()) {
+        k.0[w * 8..w * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+    }
+    k
 }
 
 #[inline]
@@ -592,7 +649,7 @@ impl<const W: usize> ChainT<W> {
                 if after.is_some_and(|a| r.rank() <= a) {
                     continue;
                 }
-                if (!st.src_range && !st.dst_range) || r.ranges.hold(key) {
+                if (!st.src_range && !st.dst_range) || r.ranges_hold(key) {
                     cand = Some(r);
                     break;
                 }
@@ -605,12 +662,12 @@ impl<const W: usize> ChainT<W> {
 impl<const W: usize> Tables<W> {
     fn build(
         words: [usize; W],
-        rules: impl Iterator<Item = (Arc<Installed>, Compiled)>,
+        rules: impl Iterator<Item = (Arc<Installed>, Key, Key)>,
     ) -> Tables<W> {
         let mut t = Tables { words, chains: Vec::new() };
-        for (r, c) in rules {
+        for (r, key, mask) in rules {
             // Not published yet: nothing reads the stores.
-            t.insert_in_place(r, &c, true);
+            t.insert_in_place(r, &key, &mask, true);
         }
         for (_, c) in &mut t.chains {
             c.refresh();
@@ -641,13 +698,15 @@ impl<const W: usize> Tables<W> {
     /// of its subtable's store, never into one a published version reads: for a rule the
     /// published version must not see before its own publication (its mirred device or
     /// the layers it reads are not in that version yet).
-    fn insert_in_place(&mut self, r: Arc<Installed>, c: &Compiled, share: bool) -> bool {
+    fn insert_in_place(&mut self, r: Arc<Installed>, key: &Key, mask: &Key, share: bool) -> bool {
         let words = self.words;
-        let ch = self.chain_mut(r.rule.chain);
-        let gk = gather(&c.key, &words);
-        let gm = gather(&c.mask, &words);
+        let ch = self.chain_mut(r.chain);
+        let gk = gather(key, &words);
+        let gm = gather(mask, &words);
         let h = hash_words(&gk);
-        match ch.subtables.iter().position(|s| s.fits(&gm, c)) {
+        // The writer's record of where the rule is (a delete's search).
+        r.hash.store(h, Ordering::Relaxed);
+        match ch.subtables.iter().position(|s| s.fits(&gm, r.range_flags())) {
             Some(i) => {
                 let st = &ch.subtables[i];
                 let stored = share && st.store.try_insert(gk, h, &r);
@@ -669,8 +728,9 @@ impl<const W: usize> Tables<W> {
             }
             None => {
                 let store = Store::new(1);
-                store.put(gk, SlotRules::One(r.clone()));
-                ch.subtables.push(Arc::new(Subtable::new(c, &words, store)));
+                let flags = r.range_flags();
+                store.put(gk, SlotRules::One(r));
+                ch.subtables.push(Arc::new(Subtable::new(gm, flags, store)));
             }
         }
         true
@@ -679,34 +739,37 @@ impl<const W: usize> Tables<W> {
     /// The insert the current version can take without a new one (the common case):
     /// its chain and subtable exist and the rule does not better the subtable's best.
     fn insert_shared(&self, r: &Arc<Installed>, c: &Compiled) -> bool {
-        let Some(ch) = self.chain(r.rule.chain) else { return false };
+        let Some(ch) = self.chain(r.chain) else { return false };
         let gm = gather(&c.mask, &self.words);
-        let Some(st) = ch.subtables.iter().find(|s| s.fits(&gm, c)) else { return false };
+        let Some(st) = ch.subtables.iter().find(|s| s.fits(&gm, r.range_flags())) else {
+            return false;
+        };
         if r.rank() < st.best {
             return false;
         }
         let gk = gather(&c.key, &self.words);
-        st.store.try_insert(gk, hash_words(&gk), r)
+        let h = hash_words(&gk);
+        r.hash.store(h, Ordering::Relaxed);
+        st.store.try_insert(gk, h, r)
     }
 
     /// Remove a rule in place. `None`: not here; `Some(false)`: done, no new version
     /// needed; `Some(true)`: done in `next`, the version to publish (a subtable emptied,
     /// or its store rebuilt).
-    fn remove_shared(&self, r: &Installed, c: &Compiled) -> Option<Option<Tables<W>>> {
-        let ch = self.chain(r.rule.chain)?;
-        let gm = gather(&c.mask, &self.words);
-        let i = ch.subtables.iter().position(|s| s.fits(&gm, c))?;
+    fn remove_shared(&self, r: &Installed, mask: &Key) -> Option<Option<Tables<W>>> {
+        let ch = self.chain(r.chain)?;
+        let gm = gather(mask, &self.words);
+        let i = ch.subtables.iter().position(|s| s.fits(&gm, r.range_flags()))?;
         let st = &ch.subtables[i];
-        let gk = gather(&c.key, &self.words);
-        let h = hash_words(&gk);
-        let replace = match st.store.remove(&gk, h, r.seq) {
+        let h = r.hash.load(Ordering::Relaxed);
+        let replace = match st.store.remove(h, r.seq) {
             Removed::NotHere => return None,
             Removed::Done if st.store.rule_count() > 0 => return Some(None),
             Removed::Done => None,
             Removed::NoRoom => {
                 let s = st.store.rebuilt(0);
                 // The rebuilt store still holds the rule (its entry was not replaced).
-                if !matches!(s.remove(&gk, h, r.seq), Removed::Done) {
+                if !matches!(s.remove(h, r.seq), Removed::Done) {
                     return None;
                 }
                 let best = s.best();
@@ -714,7 +777,7 @@ impl<const W: usize> Tables<W> {
             }
         };
         let mut t = self.clone();
-        let (_, ch) = t.chains.iter_mut().find(|(n, _)| *n == r.rule.chain)?;
+        let (_, ch) = t.chains.iter_mut().find(|(n, _)| *n == r.chain)?;
         if let Some(new) = replace {
             ch.subtables[i] = new;
         }
@@ -790,7 +853,7 @@ impl<const W: usize> Tables<W> {
                     if r.rank() >= bound[i] {
                         break;
                     }
-                    if (!st.src_range && !st.dst_range) || r.ranges.hold(&keys[i]) {
+                    if (!st.src_range && !st.dst_range) || r.ranges_hold(&keys[i]) {
                         out[i] = Some(r);
                         bound[i] = r.rank();
                         hits += 1;
@@ -802,6 +865,17 @@ impl<const W: usize> Tables<W> {
                 store.hits.add(hits);
             }
         }
+    }
+
+    /// Every rule in the tables with its masked key (the gathered words put back in
+    /// place: the words not gathered are zero in every rule's key), one at a time.
+    fn rules_with_keys(&self) -> impl Iterator<Item = (Arc<Installed>, Key)> + '_ {
+        self.chains.iter().flat_map(|(_, c)| c.subtables.iter()).flat_map(move |st| {
+            st.store.live_entries().flat_map(move |e| {
+                let key = scatter(&e.key, &self.words);
+                e.rules.as_slice().iter().map(move |r| (r.clone(), key))
+            })
+        })
     }
 
     fn reranked(&self) -> Tables<W> {
@@ -880,7 +954,7 @@ fn width_for(masks: &[Key], full: bool) -> Vec<usize> {
 /// a rule at the peak of a build).
 fn build_tables(
     words: &[usize],
-    rules: impl Iterator<Item = (Arc<Installed>, Compiled)>,
+    rules: impl Iterator<Item = (Arc<Installed>, Key, Key)>,
 ) -> AnyTables {
     fn arr<const W: usize>(words: &[usize]) -> [usize; W] {
         let mut a = [words.first().copied().unwrap_or(0); W];
@@ -931,12 +1005,12 @@ impl Classifier {
         let words = width_for(&[union], full_width);
         // Pass 2: install, compiling again rule by rule.
         let mut rules = std::collections::BTreeMap::new();
+        let mut interner = Interner::default();
         let all = set.rules.iter().enumerate().map(|(i, r)| {
             let c = r.compile(&mut id);
-            let devs = device_indices(&r.actions, &devices);
-            let installed = Arc::new(Installed::new(r.clone(), set.prios[i], i as u64, &c, devs));
+            let installed = Arc::new(interner.install(r, set.prios[i], i as u64, &c, &devices));
             rules.insert(i as u64, installed.clone());
-            (installed, c)
+            (installed, c.key, c.mask)
         });
         let tables = build_tables(&words, all);
         let version = Version {
@@ -951,7 +1025,13 @@ impl Classifier {
         };
         Classifier {
             current: RwLock::new(Arc::new(version)),
-            writer: Mutex::new(Writer { next_seq: set.rules.len() as u64, devices, indevs, rules }),
+            writer: Mutex::new(Writer {
+                next_seq: set.rules.len() as u64,
+                devices,
+                indevs,
+                rules,
+                interner,
+            }),
             full_width,
         }
     }
@@ -982,6 +1062,22 @@ impl Classifier {
         dispatch!(&self.snapshot().tables, t => t.stats())
     }
 
+    /// Where the memory goes: rules, the bytes of one installed rule with its `Arc`'s
+    /// counts, the shared action lists and masks, and the subtables' tables in bytes.
+    pub fn footprint(&self) -> Footprint {
+        let w = match self.writer.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        Footprint {
+            rules: w.rules.len(),
+            rule_bytes: std::mem::size_of::<Installed>() + 16,
+            action_lists: w.interner.action_lists(),
+            masks: w.interner.masks(),
+            table_bytes: self.stats().1,
+        }
+    }
+
     /// Add a rule while lookups go on. Its priority: as written, or as the kernel picks
     /// it among the installed rules of its chain. Devices of new `mirred` targets and new
     /// `indev` names join the lists (ids are kept).
@@ -998,7 +1094,7 @@ impl Classifier {
             Some(p) => p,
             None => {
                 let lowest =
-                    w.rules.values().filter(|r| r.rule.chain == rule.chain).map(|r| r.prio).min();
+                    w.rules.values().filter(|r| r.chain == rule.chain).map(|r| r.prio).min();
                 match lowest {
                     None => crate::rule::AUTO_PRIO_FIRST,
                     Some(p) if p > 1 => p - 1,
@@ -1033,8 +1129,7 @@ impl Classifier {
         let compiled = w.compile(&rule);
         let seq = w.next_seq;
         w.next_seq += 1;
-        let devs = device_indices(&rule.actions, &w.devices);
-        let installed = Arc::new(Installed::new(rule, prio, seq, &compiled, devs));
+        let installed = Arc::new(w.interner.install(&rule, prio, seq, &compiled, &w.devices));
         w.rules.insert(seq, installed.clone());
         let cur = self.snapshot();
         let fits = self.full_width
@@ -1053,15 +1148,28 @@ impl Classifier {
         let tables = if fits {
             let mut t = clone_tables(&cur.tables);
             dispatch!(&mut t, x => {
-                x.insert_in_place(installed.clone(), &compiled, share);
-                let ch = x.chain_mut(installed.rule.chain);
+                x.insert_in_place(installed.clone(), &compiled.key, &compiled.mask, share);
+                let ch = x.chain_mut(installed.chain);
                 ch.refresh();
             });
             t
         } else {
-            let masks: Vec<Key> = w.rules.values().map(|r| w.compile(&r.rule).mask).collect();
+            // A new width: every rule again, its key from the tables (rules keep none).
+            let mut ids: Vec<u32> = w.rules.values().map(|r| r.mask).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let masks: Vec<Key> = ids.iter().map(|&i| *w.interner.mask(i)).collect();
             let words = width_for(&masks, false);
-            build_tables(&words, w.rules.values().map(|r| (r.clone(), w.compile(&r.rule))))
+            let interner = &w.interner;
+            let new = std::iter::once((installed.clone(), compiled.key));
+            let with_mask = |(r, k): (Arc<Installed>, Key)| {
+                let m = *interner.mask(r.mask);
+                (r, k, m)
+            };
+            dispatch!(&cur.tables, x => build_tables(
+                &words,
+                x.rules_with_keys().chain(new).map(with_mask),
+            ))
         };
         let devices =
             if devices_changed { Arc::new(w.devices.clone()) } else { cur.devices.clone() };
@@ -1085,14 +1193,14 @@ impl Classifier {
             Err(p) => p.into_inner(),
         };
         let Some(r) = w.rules.remove(&id.0) else { return false };
-        let c = w.compile(&r.rule);
+        let m = w.interner.mask(r.mask);
         let cur = self.snapshot();
         let next = match &cur.tables {
-            AnyTables::W1(x) => x.remove_shared(&r, &c).map(|o| o.map(AnyTables::W1)),
-            AnyTables::W2(x) => x.remove_shared(&r, &c).map(|o| o.map(AnyTables::W2)),
-            AnyTables::W4(x) => x.remove_shared(&r, &c).map(|o| o.map(AnyTables::W4)),
-            AnyTables::W8(x) => x.remove_shared(&r, &c).map(|o| o.map(AnyTables::W8)),
-            AnyTables::W14(x) => x.remove_shared(&r, &c).map(|o| o.map(AnyTables::W14)),
+            AnyTables::W1(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W1)),
+            AnyTables::W2(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W2)),
+            AnyTables::W4(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W4)),
+            AnyTables::W8(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W8)),
+            AnyTables::W14(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W14)),
         };
         match next {
             None => false,
@@ -1145,14 +1253,14 @@ impl Classifier {
             .values()
             .map(|r| {
                 let (p, b, t) = r.counters.read();
-                (r.rule.line, p, b, t)
+                (r.line(), p, b, t)
             })
             .collect()
     }
 
     /// The rule a key matches first in chain 0 (no actions run, no counters).
     pub fn classify(&self, key: &Key) -> Option<usize> {
-        self.snapshot().lookup(0, key, None).map(|r| r.rule.line)
+        self.snapshot().lookup(0, key, None).map(|r| r.line())
     }
 
     /// Classify and act on a batch of up to [`BATCH`] packets.

@@ -7,13 +7,18 @@
 //! ([`RuleId`]); a [`Table`] starts from that and records the ids `insert` returns.
 
 use crate::classifier::{Classifier, RuleId};
-use crate::rule::{ActionKind, Rule, RuleSet, AUTO_PRIO_FIRST};
+use crate::rule::{ActionKind, RuleSet, AUTO_PRIO_FIRST};
 use std::collections::BTreeMap;
 
-/// One installed rule.
+/// One installed rule: what tc's checks and the stats rows read of it (the rule's text is
+/// not kept: at 1M rules it was ~450 bytes a rule beside the classifier's).
 #[derive(Debug, Clone)]
 pub struct Entry {
-    pub rule: Rule,
+    /// The line it was read from (or added as).
+    pub line: usize,
+    pub chain: u32,
+    /// Its EtherType (tc's filters of one priority share one protocol).
+    pub protocol: u16,
     /// The priority in effect (as written, or as the kernel picked it).
     pub prio: u32,
     /// As written, or as the kernel gives one: the lowest free handle from 1 among the
@@ -128,7 +133,10 @@ impl Table {
         let mut t = Table::default();
         for (i, (r, &prio)) in set.rules.iter().zip(&set.prios).enumerate() {
             let handle = r.handle.unwrap_or_else(|| t.free_handle(r.chain, prio));
-            t.entries.insert(i as u64, Entry { rule: r.clone(), prio, handle });
+            t.entries.insert(
+                i as u64,
+                Entry { line: r.line, chain: r.chain, protocol: r.protocol, prio, handle },
+            );
         }
         t.next_line = set.rules.iter().map(|r| r.line).max().unwrap_or(0) + 1;
         t
@@ -142,7 +150,7 @@ impl Table {
         let mut used: Vec<u32> = self
             .entries
             .values()
-            .filter(|e| e.rule.chain == chain && e.prio == prio)
+            .filter(|e| e.chain == chain && e.prio == prio)
             .map(|e| e.handle)
             .collect();
         used.sort_unstable();
@@ -177,7 +185,7 @@ impl Table {
             }
         }
         let chain = rule.chain;
-        let in_chain = || self.entries.values().filter(move |e| e.rule.chain == chain);
+        let in_chain = || self.entries.values().filter(move |e| e.chain == chain);
         let prio = match rule.prio {
             Some(p) => p,
             None => match in_chain().map(|e| e.prio).min() {
@@ -190,7 +198,7 @@ impl Table {
         };
         // One protocol per (chain, priority): tc's filter of that priority is one
         // classifier instance, created with the first rule's protocol.
-        if in_chain().any(|e| e.prio == prio && e.rule.protocol != rule.protocol) {
+        if in_chain().any(|e| e.prio == prio && e.protocol != rule.protocol) {
             return Err("Error: Filter with specified priority/protocol not found.".into());
         }
         let handle = match rule.handle {
@@ -203,12 +211,12 @@ impl Table {
             None => self.free_handle(chain, prio),
         };
         rule.line = self.next_line;
+        let (line, protocol) = (rule.line, rule.protocol);
         // The priority as decided here, so the classifier's own pick cannot differ.
-        let mut installed = rule.clone();
-        installed.prio = Some(prio);
-        let id = classifier.insert(installed).map_err(|e| e.message)?;
+        rule.prio = Some(prio);
+        let id = classifier.insert(rule).map_err(|e| e.message)?;
         self.next_line += 1;
-        let entry = Entry { rule, prio, handle };
+        let entry = Entry { line, chain, protocol, prio, handle };
         self.entries.insert(id.0, entry.clone());
         Ok(entry)
     }
@@ -218,19 +226,15 @@ impl Table {
     pub fn delete(&mut self, classifier: &Classifier, sel: &Selector) -> Result<usize, String> {
         let ids: Vec<u64> = match *sel {
             Selector::Line(n) => {
-                let ids: Vec<u64> = self
-                    .entries
-                    .iter()
-                    .filter(|(_, e)| e.rule.line == n)
-                    .map(|(&i, _)| i)
-                    .collect();
+                let ids: Vec<u64> =
+                    self.entries.iter().filter(|(_, e)| e.line == n).map(|(&i, _)| i).collect();
                 if ids.is_empty() {
                     return Err(format!("no rule from line {n}"));
                 }
                 ids
             }
             Selector::Tc { chain, prio, protocol, handle } => {
-                let in_chain = self.entries.iter().filter(|(_, e)| e.rule.chain == chain);
+                let in_chain = self.entries.iter().filter(|(_, e)| e.chain == chain);
                 match (prio, handle) {
                     (None, None) => in_chain.map(|(&i, _)| i).collect(),
                     (None, Some(h)) => {
@@ -250,8 +254,7 @@ impl Table {
                         let at: Vec<(u64, &Entry)> =
                             in_chain.filter(|(_, e)| e.prio == p).map(|(&i, e)| (i, e)).collect();
                         if at.is_empty()
-                            || protocol
-                                .is_some_and(|x| at.iter().any(|(_, e)| e.rule.protocol != x))
+                            || protocol.is_some_and(|x| at.iter().any(|(_, e)| e.protocol != x))
                         {
                             return Err(
                                 "Error: Filter with specified priority/protocol not found.".into(),
@@ -292,12 +295,12 @@ impl Table {
                 // The classifier lists its rules by id as this table does; a line that
                 // disagrees (never expected) counts nothing rather than another's counts.
                 let (p, b, t) = match counters.get(i) {
-                    Some(&(line, p, b, t)) if line == e.rule.line => (p, b, t),
+                    Some(&(line, p, b, t)) if line == e.line => (p, b, t),
                     _ => (0, 0, 0),
                 };
                 Row {
-                    line: e.rule.line,
-                    chain: e.rule.chain,
+                    line: e.line,
+                    chain: e.chain,
                     prio: e.prio,
                     handle: e.handle,
                     packets: p,

@@ -11,9 +11,10 @@
 //! says `pipe`. `mirred egress redirect` sends the packet to the device and ends it there;
 //! `mirror` sends a copy as it is at that point and goes on.
 
-use crate::key::{extract, Key, Need, Offsets};
+use crate::key::{extract, field, Key, Need, Offsets};
 use crate::rule::{csum, Action, ActionKind, Compiled, Control, Munge, PeditHeader, Ranges, Rule};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The kernel's `max_reclassify_loop`.
 pub const MAX_RESTARTS: u32 = 16;
@@ -22,8 +23,12 @@ pub const MAX_RESTARTS: u32 = 16;
 pub const LAST_USED_GRAIN: u64 = 1_000_000;
 
 /// Counter shards a rule has, one per worker thread that owns one (the first threads to
-/// count); threads beyond them share one more shard through atomic adds.
-pub const COUNTER_SHARDS: usize = 4;
+/// count); threads beyond them share one more shard through atomic adds. Two: a rule's
+/// bytes are what 1M rules in 256 MB allows (issue 14), and `weir flow run` gives this
+/// 2-CPU machine's 2 workers one each (its reading thread does not count); a process
+/// whose own thread counted before it starts workers gives its shard back first
+/// ([`release_shard`]).
+pub const COUNTER_SHARDS: usize = 2;
 
 /// A rule's counters: packets, bytes (the frames' wire lengths) and the time stamp of the
 /// last packet (nanoseconds, the packets' own clock, to [`LAST_USED_GRAIN`]). Always on.
@@ -56,45 +61,72 @@ struct Shard {
 static FREE_SHARDS: std::sync::Mutex<[bool; COUNTER_SHARDS]> =
     std::sync::Mutex::new([true; COUNTER_SHARDS]);
 
-/// A thread's shard; given back when the thread ends so that a later thread can own it.
-struct ShardClaim(usize);
+/// A thread's shard before it counted (or after it gave its shard back).
+const UNCLAIMED: usize = usize::MAX;
 
-impl ShardClaim {
-    fn claim() -> ShardClaim {
-        let mut free = match FREE_SHARDS.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        match free.iter().position(|f| *f) {
-            Some(i) => {
-                free[i] = false;
-                ShardClaim(i)
-            }
-            None => ShardClaim(COUNTER_SHARDS),
-        }
+fn free_shards() -> std::sync::MutexGuard<'static, [bool; COUNTER_SHARDS]> {
+    match FREE_SHARDS.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
     }
 }
 
-impl Drop for ShardClaim {
-    fn drop(&mut self) {
-        if self.0 < COUNTER_SHARDS {
-            let mut free = match FREE_SHARDS.lock() {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
-            free[self.0] = true;
+fn claim_shard() -> usize {
+    let mut free = free_shards();
+    match free.iter().position(|f| *f) {
+        Some(i) => {
+            free[i] = false;
+            i
         }
+        None => COUNTER_SHARDS,
+    }
+}
+
+fn give_back(i: usize) {
+    if i < COUNTER_SHARDS {
+        free_shards()[i] = true;
+    }
+}
+
+/// Gives the thread's shard back when the thread ends, so that a later thread can own it.
+struct ShardGuard;
+
+impl Drop for ShardGuard {
+    fn drop(&mut self) {
+        // `SHARD` has no destructor: readable while this one runs.
+        let _ = SHARD.try_with(|s| give_back(s.replace(COUNTER_SHARDS)));
     }
 }
 
 thread_local! {
-    static SHARD: ShardClaim = ShardClaim::claim();
+    static SHARD: std::cell::Cell<usize> = const { std::cell::Cell::new(UNCLAIMED) };
+    static GUARD: ShardGuard = const { ShardGuard };
 }
 
 /// This thread's shard (the shared one while the thread is being torn down).
 #[inline]
 pub(crate) fn my_shard() -> usize {
-    SHARD.try_with(|s| s.0).unwrap_or(COUNTER_SHARDS)
+    match SHARD.try_with(|s| s.get()) {
+        Ok(UNCLAIMED) => {
+            let i = claim_shard();
+            let _ = SHARD.try_with(|s| s.set(i));
+            // Registers the guard's destructor.
+            if GUARD.try_with(|_| ()).is_err() {
+                give_back(i);
+                return COUNTER_SHARDS;
+            }
+            i
+        }
+        Ok(i) => i,
+        Err(_) => COUNTER_SHARDS,
+    }
+}
+
+/// Gives this thread's counter shard back (its counts stay in the rules): for a thread
+/// that counted and now leaves the counting to workers it starts (a benchmark's main
+/// thread). Counting again later claims a shard again.
+pub fn release_shard() {
+    let _ = SHARD.try_with(|s| give_back(s.replace(UNCLAIMED)));
 }
 
 impl Counters {
@@ -127,38 +159,25 @@ impl Counters {
     }
 }
 
-/// A rule as a classifier holds it.
-///
-/// `repr(C)`, what a matched packet reads first: rank, verdict and line in the first 24
-/// bytes, the counters right after (with the `Arc`'s two counts, two cache lines), the
-/// rest (the parsed rule, kept for printing, the slow path and rebuilds) after them.
-/// Rust's own order had put the priority and the order 112 bytes apart, each load a miss
-/// of its own in `perf` of a 1k-rule lookup (1k rules, one mask: 34.0 to 32.8 ns/packet).
+/// A rule's action list as the classifiers run it: the actions, their mirred targets as
+/// device indices, and what the list decides without running it. Shared by every rule
+/// with an equal list ([`Interner`]): most rule sets repeat a few lists (`drop`, a
+/// redirect to a port), and a list of its own was ~60 bytes a rule.
 #[derive(Debug)]
-#[repr(C)]
-pub struct Installed {
-    pub prio: u32,
+pub struct Actions {
+    pub list: Vec<Action>,
+    /// Each mirred target's index in the classifier's device list, in action order.
+    pub devs: Vec<u16>,
+    /// Whether an action may change the packet's bytes.
+    pub modifies: bool,
     /// The verdict when the actions are one `pass` or `drop` (the common case, decided
     /// without walking the actions).
     pub simple: Option<Verdict>,
-    /// Order among rules of equal priority (file order, then insertion order).
-    pub seq: u64,
-    /// `rule.line`, beside the rank (every matched packet reports it).
-    pub line: usize,
-    pub counters: Counters,
-    /// Whether an action may change the packet's bytes.
-    pub modifies: bool,
-    /// The port ranges (the mask and masked key live in the classifier's tables; a
-    /// rule keeps no copy of them, which would be 224 bytes a rule).
-    pub ranges: Ranges,
-    /// Each mirred target's index in the classifier's device list, in action order.
-    pub devs: Vec<u16>,
-    pub rule: Rule,
 }
 
-impl Installed {
-    pub fn new(rule: Rule, prio: u32, seq: u64, compiled: &Compiled, devs: Vec<u16>) -> Installed {
-        let modifies = rule.actions.iter().any(|a| {
+impl Actions {
+    pub fn new(list: Vec<Action>, devs: Vec<u16>) -> Actions {
+        let modifies = list.iter().any(|a| {
             matches!(
                 a.kind,
                 ActionKind::VlanPop
@@ -168,7 +187,7 @@ impl Installed {
                     | ActionKind::Csum(_)
             )
         });
-        let simple = match rule.actions.as_slice() {
+        let simple = match list.as_slice() {
             [Action { kind: ActionKind::Gact, control: Some(Control::Ok) }] => Some(Verdict::Pass),
             [Action { kind: ActionKind::Gact, control: Some(Control::Drop) }] => {
                 Some(Verdict::Drop)
@@ -176,16 +195,174 @@ impl Installed {
             [] => Some(Verdict::Pass),
             _ => None,
         };
+        Actions { list, devs, modifies, simple }
+    }
+}
+
+/// Shares equal action lists and equal masks between the rules of one classifier (the
+/// writer's, under its lock). Devices are only ever appended to a classifier's list, so
+/// a list's device indices never change once interned. Masks are numbered: a rule keeps
+/// its mask's number (4 bytes), not the 112-byte mask.
+#[derive(Default)]
+pub struct Interner {
+    actions: std::collections::HashMap<Vec<Action>, Arc<Actions>>,
+    /// The list interned last: rule sets repeat one list, and an equal slice is cheaper
+    /// to compare than to hash.
+    last: Option<Arc<Actions>>,
+    masks: Vec<Key>,
+    mask_ids: std::collections::HashMap<Key, u32, KeyHasher>,
+}
+
+/// A hasher for whole keys: their 14 words mixed, no SipHash rounds over 112 bytes (an
+/// insert interns its rule's mask).
+#[derive(Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // 16 bytes at a time, each pair of words one 128-bit multiply, the products
+        // xored: independent multiplies, not a chain of 14 (an insert's mask lookup).
+        let mut h = self.0 ^ 0x9e37_79b9_7f4a_7c15;
+        for c in bytes.chunks(16) {
+            let mut w = [0u8; 16];
+            w[..c.len()].copy_from_slice(c);
+            let a = u64::from_ne_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            let b = u64::from_ne_bytes([w[8], w[9], w[10], w[11], w[12], w[13], w[14], w[15]]);
+            let p = u128::from(a ^ 0x243f_6a88_85a3_08d3) * u128::from(b ^ 0x1319_8a2e_0370_7344);
+            h = h.rotate_left(23) ^ (p as u64) ^ ((p >> 64) as u64);
+        }
+        self.0 = h ^ (h >> 29);
+    }
+}
+
+impl std::hash::BuildHasher for KeyHasher {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher(0)
+    }
+}
+
+impl Interner {
+    /// The shared list equal to `list` (its mirred targets as indices into `devices`).
+    pub fn actions(&mut self, list: &[Action], devices: &[String]) -> Arc<Actions> {
+        if let Some(l) = &self.last {
+            if l.list == list {
+                return l.clone();
+            }
+        }
+        let a = match self.actions.get(list) {
+            Some(a) => a.clone(),
+            None => {
+                let a = Arc::new(Actions::new(list.to_vec(), device_indices(list, devices)));
+                self.actions.insert(list.to_vec(), a.clone());
+                a
+            }
+        };
+        self.last = Some(a.clone());
+        a
+    }
+
+    /// The number of `mask` (the same for equal masks).
+    pub fn mask_id(&mut self, mask: &Key) -> u32 {
+        if let Some(&i) = self.mask_ids.get(mask) {
+            return i;
+        }
+        let i = self.masks.len() as u32;
+        self.masks.push(*mask);
+        self.mask_ids.insert(*mask, i);
+        i
+    }
+
+    /// Distinct action lists interned.
+    pub fn action_lists(&self) -> usize {
+        self.actions.len()
+    }
+
+    /// Distinct masks numbered.
+    pub fn masks(&self) -> usize {
+        self.masks.len()
+    }
+
+    /// The mask of a number [`Interner::mask_id`] gave.
+    pub fn mask(&self, id: u32) -> &Key {
+        &self.masks[id as usize]
+    }
+
+    /// A rule installed with shared parts.
+    pub fn install(
+        &mut self,
+        rule: &Rule,
+        prio: u32,
+        seq: u64,
+        compiled: &Compiled,
+        devices: &[String],
+    ) -> Installed {
+        let actions = self.actions(&rule.actions, devices);
+        let mask = self.mask_id(&compiled.mask);
+        Installed::new(rule, prio, seq, compiled, actions, mask)
+    }
+}
+
+/// A port range kept in 4 bytes; `NO_RANGE` (low above high, which no rule has) is none.
+type PortRange = (u16, u16);
+const NO_RANGE: PortRange = (1, 0);
+
+/// A rule as a classifier holds it: what lookups, counters, stats rows and deletes need,
+/// nothing more (issue 14: 1M rules in 256 MB). The rule's text is not kept: its masked
+/// key lives in the classifier's tables, its mask is a number ([`Interner::mask`]), its
+/// actions a shared list; a stats row needs the line, chain and priority.
+///
+/// `repr(C)`, what a matched packet reads first: rank, verdict and line in the first 24
+/// bytes, the counters right after.
+/// Rust's own order had put the priority and the order 112 bytes apart, each load a miss
+/// of its own in `perf` of a 1k-rule lookup (1k rules, one mask: 34.0 to 32.8 ns/packet).
+#[derive(Debug)]
+#[repr(C)]
+pub struct Installed {
+    pub prio: u32,
+    /// `actions.simple`, beside the rank (most matched packets read nothing else).
+    pub simple: Option<Verdict>,
+    /// `rule.line` (every matched packet reports it).
+    pub line: u32,
+    pub chain: u32,
+    /// Order among rules of equal priority (file order, then insertion order).
+    pub seq: u64,
+    pub counters: Counters,
+    /// The hash of the rule's masked key as the classifier's tables hash it now (the
+    /// writer's: a delete finds the rule's slot by it; rewritten when the tables' width
+    /// changes).
+    pub(crate) hash: AtomicU32,
+    /// The rule's mask, numbered by the classifier's [`Interner`].
+    pub mask: u32,
+    src_range: PortRange,
+    dst_range: PortRange,
+    pub actions: Arc<Actions>,
+}
+
+impl Installed {
+    pub fn new(
+        rule: &Rule,
+        prio: u32,
+        seq: u64,
+        compiled: &Compiled,
+        actions: Arc<Actions>,
+        mask: u32,
+    ) -> Installed {
         Installed {
-            line: rule.line,
-            rule,
             prio,
+            simple: actions.simple,
+            line: rule.line as u32,
+            chain: rule.chain,
             seq,
-            ranges: compiled.ranges(),
-            devs,
             counters: Counters::default(),
-            modifies,
-            simple,
+            hash: AtomicU32::new(0),
+            mask,
+            src_range: compiled.src_range.unwrap_or(NO_RANGE),
+            dst_range: compiled.dst_range.unwrap_or(NO_RANGE),
+            actions,
         }
     }
 
@@ -193,6 +370,36 @@ impl Installed {
     #[inline]
     pub fn rank(&self) -> (u32, u64) {
         (self.prio, self.seq)
+    }
+
+    /// The line as the outcomes give it.
+    #[inline]
+    pub fn line(&self) -> usize {
+        self.line as usize
+    }
+
+    /// The port ranges checked apart from the mask.
+    pub fn ranges(&self) -> Ranges {
+        let r = |x: PortRange| (x != NO_RANGE).then_some(x);
+        Ranges { src: r(self.src_range), dst: r(self.dst_range) }
+    }
+
+    /// Whether the key's ports are in the rule's ranges (true without ranges).
+    #[inline]
+    pub fn ranges_hold(&self, key: &Key) -> bool {
+        let ok = |(lo, hi): PortRange, fl| {
+            (lo, hi) == NO_RANGE || {
+                let v = key.get_u16(fl);
+                lo <= v && v <= hi
+            }
+        };
+        ok(self.src_range, field::SRC_PORT) && ok(self.dst_range, field::DST_PORT)
+    }
+
+    /// Whether each port has a range (a subtable's identity with the mask).
+    #[inline]
+    pub fn range_flags(&self) -> (bool, bool) {
+        (self.src_range != NO_RANGE, self.dst_range != NO_RANGE)
     }
 }
 
@@ -276,7 +483,12 @@ pub fn process_into<'r>(
         Some(rule) => match rule.simple {
             Some(verdict) => {
                 rule.counters.hit(u64::from(w.wire_len), w.now);
-                out.push(Outcome { line: Some(rule.line), verdict, mark: w.mark, modified: false });
+                out.push(Outcome {
+                    line: Some(rule.line()),
+                    verdict,
+                    mark: w.mark,
+                    modified: false,
+                });
             }
             None => out.push(process_slow(w, key, need, Some(first), lookup)),
         },
@@ -308,11 +520,11 @@ fn process_slow<'r>(
             return Outcome { line, verdict: Verdict::Pass, mark: w.mark, modified };
         };
         rule.counters.hit(u64::from(w.wire_len), w.now);
-        line = Some(rule.line);
+        line = Some(rule.line());
         if let Some(v) = rule.simple {
             return Outcome { line, verdict: v, mark: w.mark, modified };
         }
-        let before = if rule.modifies { Some(w.data.clone()) } else { None };
+        let before = if rule.actions.modifies { Some(w.data.clone()) } else { None };
         let step = run_actions(rule, w);
         if let Some(b) = before {
             if b != *w.data {
@@ -339,11 +551,11 @@ fn process_slow<'r>(
 fn run_actions(rule: &Installed, w: &mut Work<'_>) -> Step {
     let mut dev_i = 0;
     let mut last = Control::Pipe;
-    for a in &rule.rule.actions {
+    for a in &rule.actions.list {
         match &a.kind {
             ActionKind::Gact => {}
             ActionKind::Mirred { redirect, .. } => {
-                let dev = rule.devs.get(dev_i).copied().unwrap_or(0);
+                let dev = rule.actions.devs.get(dev_i).copied().unwrap_or(0);
                 dev_i += 1;
                 if *redirect && a.control.is_none() {
                     // tc's default for a redirect is `stolen`: the packet is the device's.

@@ -2,7 +2,7 @@
 //! file order), the first that matches wins. Slow and obviously right; the oracle the
 //! tuple-space classifier is tested against.
 
-use crate::engine::{self, device_indices, Installed, Outcome, Work};
+use crate::engine::{self, Installed, Interner, Outcome, Work};
 use crate::key::{extract, Key, Need};
 use crate::rule::{Compiled, RuleSet};
 
@@ -17,17 +17,15 @@ impl Reference {
     pub fn new(set: &RuleSet) -> Reference {
         let devices = set.devices();
         let compiled = set.compile();
+        let mut interner = Interner::default();
         let mut rules: Vec<(Installed, Compiled)> = set
             .rules
             .iter()
             .zip(compiled)
             .enumerate()
-            .map(|(i, (r, c))| {
-                let devs = device_indices(&r.actions, &devices);
-                (Installed::new(r.clone(), set.prios[i], i as u64, &c, devs), c)
-            })
+            .map(|(i, (r, c))| (interner.install(r, set.prios[i], i as u64, &c, &devices), c))
             .collect();
-        rules.sort_by_key(|(r, _)| (r.rule.chain, r.prio, r.seq));
+        rules.sort_by_key(|(r, _)| (r.chain, r.prio, r.seq));
         Reference { rules, devices, indevs: set.indevs() }
     }
 
@@ -43,9 +41,7 @@ impl Reference {
     pub fn lookup(&self, chain: u32, key: &Key, after: Option<(u32, u64)>) -> Option<&Installed> {
         self.rules
             .iter()
-            .find(|(r, c)| {
-                r.rule.chain == chain && after.is_none_or(|a| r.rank() > a) && c.matches(key)
-            })
+            .find(|(r, c)| r.chain == chain && after.is_none_or(|a| r.rank() > a) && c.matches(key))
             .map(|(r, _)| r)
     }
 
@@ -62,7 +58,7 @@ impl Reference {
             .iter()
             .map(|(r, _)| {
                 let (p, b, t) = r.counters.read();
-                (r.seq, r.rule.line, p, b, t)
+                (r.seq, r.line(), p, b, t)
             })
             .collect();
         v.sort();

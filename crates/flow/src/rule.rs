@@ -99,7 +99,7 @@ pub enum Match {
 }
 
 /// What happens after an action (tc's `CONTROL`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Control {
     /// `pass`/`ok`: stop, accept.
     Ok,
@@ -116,7 +116,7 @@ pub enum Control {
 }
 
 /// One `pedit ex munge` clause.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Munge {
     pub field: PeditField,
     pub add: bool,
@@ -125,7 +125,7 @@ pub struct Munge {
 }
 
 /// The header fields `pedit ex munge` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PeditField {
     EthDst,
     EthSrc,
@@ -234,7 +234,7 @@ pub mod csum {
 }
 
 /// One action, without its control.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ActionKind {
     /// gact: the control is the whole action.
     Gact,
@@ -262,7 +262,7 @@ pub enum ActionKind {
 }
 
 /// An action and its control as written (`None`: the action's default).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Action {
     pub kind: ActionKind,
     pub control: Option<Control>,

@@ -83,10 +83,10 @@ fn adds_and_deletes_take_effect_and_rows_follow_their_rules() {
     assert_eq!(run(&c, 80), (Verdict::Pass, Some(6)));
     // No prio: one below the chain's lowest (2), as the kernel picks it; the next line.
     let e = t.add(&c, "protocol ip flower ip_proto udp dst_port 80 action drop").unwrap();
-    assert_eq!((e.rule.line, e.prio, e.handle), (7, 1, 1));
+    assert_eq!((e.line, e.prio, e.handle), (7, 1, 1));
     assert_eq!(run(&c, 80), (Verdict::Drop, Some(7)));
     let e = t.add(&c, "prio 2 protocol ip flower ip_proto udp dst_port 81 action drop").unwrap();
-    assert_eq!((e.rule.line, e.handle), (8, 4), "handles 1, 2, 3, 7 are taken in prio 2");
+    assert_eq!((e.line, e.handle), (8, 4), "handles 1, 2, 3, 7 are taken in prio 2");
     // The whole of prio 2 (five rules) goes; their counters with them.
     assert_eq!(run(&c, 55), (Verdict::Drop, Some(3)));
     assert_eq!(t.delete(&c, &Selector::parse(&["pref", "2"]).unwrap()), Ok(5));

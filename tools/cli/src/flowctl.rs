@@ -147,7 +147,7 @@ pub fn execute(
             let e = table.add(classifier, rest)?;
             Ok(format!(
                 "added line {} prio {} chain {} handle 0x{:x}\n",
-                e.rule.line, e.prio, e.rule.chain, e.handle
+                e.line, e.prio, e.chain, e.handle
             ))
         }
         "del" => {
