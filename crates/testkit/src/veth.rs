@@ -28,8 +28,10 @@ impl VethLab {
                 return None;
             }
         }
-        // Namespace names are limited in length; the pid keeps concurrent runs apart.
-        let ns: String = format!("weir-{test}-{}", std::process::id()).chars().take(40).collect();
+        // Namespace names are kept short; the pid keeps concurrent runs apart, so it comes
+        // before the test's name, which is what a cut drops (a long name cut after it once
+        // put two runs in one namespace, where each saw the other's frames and waited).
+        let ns: String = format!("weir-{}-{test}", std::process::id()).chars().take(40).collect();
         let lab = VethLab { ns };
         let steps: [&[&str]; 6] = [
             &["netns", "add", &lab.ns],
