@@ -41,22 +41,8 @@ impl Live for VethLab {
 
     /// Starts a capture and waits until it says it is listening (its first stderr line).
     fn capture(&self, program: &str, args: &[&str]) -> Child {
-        let mut child = self
-            .command(program)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
         use std::io::BufRead;
-        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-        // tcpdump may say first that verbose output is suppressed.
-        let mut seen = String::new();
-        while !seen.contains("listening on") {
-            let before = seen.len();
-            stderr.read_line(&mut seen).unwrap();
-            assert!(seen.len() > before, "{program} ended before listening: {seen}");
-        }
+        let (child, mut stderr, _) = start_listening(self, program, args, Stdio::piped());
         std::thread::spawn(move || {
             let mut rest = String::new();
             while stderr.read_line(&mut rest).unwrap_or(0) > 0 {}
@@ -221,15 +207,22 @@ fn start_keeping_stderr(
     program: &str,
     args: &[&str],
 ) -> (Child, std::io::BufReader<std::process::ChildStderr>, String) {
+    // The counts come from the statistics lines; a full pipe would stall the capture.
+    start_listening(lab, program, args, Stdio::null())
+}
+
+/// Starts `program args` in the lab and waits until it says it is listening: returns the
+/// child, its standard error, and the lines read so far (tcpdump may say first that verbose
+/// output is suppressed).
+fn start_listening(
+    lab: &VethLab,
+    program: &str,
+    args: &[&str],
+    stdout: Stdio,
+) -> (Child, std::io::BufReader<std::process::ChildStderr>, String) {
     use std::io::BufRead;
-    let mut child = lab
-        .command(program)
-        .args(args)
-        // The counts come from the statistics lines; a full pipe would stall the capture.
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        lab.command(program).args(args).stdout(stdout).stderr(Stdio::piped()).spawn().unwrap();
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
     while !seen.contains("listening on") {
