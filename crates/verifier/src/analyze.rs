@@ -152,6 +152,23 @@ pub(crate) struct Verifier<'p> {
     pub(crate) calls_back: bool,
 }
 
+/// A call from `pc` to the function at `target` (a local call, or a helper's callback)
+/// opens a frame: refused beyond [`MAX_FRAMES`] and when `target` is already on the stack
+/// (the kernel refuses recursion).
+pub(crate) fn room_for_frame(st: &State, pc: usize, target: usize) -> Result<()> {
+    if st.frames.len() >= MAX_FRAMES {
+        return err(
+            pc,
+            Rule::CallDepth,
+            format!("the call stack of {} frames is too deep", st.frames.len() + 1),
+        );
+    }
+    if st.frames.iter().any(|f| f.func == target) {
+        return err(pc, Rule::CallDepth, format!("recursive call from insn {pc} to {target}"));
+    }
+    Ok(())
+}
+
 fn err<T>(pc: usize, rule: Rule, message: impl Into<String>) -> Result<T> {
     Err(Rejection::new(pc, rule, message))
 }
@@ -1604,16 +1621,7 @@ impl<'p> Verifier<'p> {
             .and_then(|t| usize::try_from(t).ok())
             .filter(|&t| t < self.insns.len())
             .map_or_else(|| err(pc, Rule::Structure, "call out of range"), Ok)?;
-        if st.frames.len() >= MAX_FRAMES {
-            return err(
-                pc,
-                Rule::CallDepth,
-                format!("the call stack of {} frames is too deep", st.frames.len() + 1),
-            );
-        }
-        if st.frames.iter().any(|f| f.func == target) {
-            return err(pc, Rule::CallDepth, format!("recursive call from insn {pc} to {target}"));
-        }
+        room_for_frame(st, pc, target)?;
         let caller = st.top();
         let mut regs = [Reg::NOT_INIT; 11];
         regs[1..=5].copy_from_slice(&caller.regs[1..=5]);

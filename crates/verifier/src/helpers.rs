@@ -72,16 +72,7 @@ impl Verifier<'_> {
         if target >= self.insns.len() {
             return err(pc, Rule::Structure, "callback out of range");
         }
-        if st.frames.len() >= crate::analyze::MAX_FRAMES {
-            return err(
-                pc,
-                Rule::CallDepth,
-                format!("the call stack of {} frames is too deep", st.frames.len() + 1),
-            );
-        }
-        if st.frames.iter().any(|f| f.func == target) {
-            return err(pc, Rule::CallDepth, format!("recursive call from insn {pc} to {target}"));
-        }
+        crate::analyze::room_for_frame(st, pc, target)?;
         let mut state = st.clone();
         let mut regs = [Reg::NOT_INIT; 11];
         regs[1] = Reg::unknown();
