@@ -135,14 +135,15 @@ impl PyProgram {
                 ),
                 None => None,
             };
-            loaded.keep_packets(writer.is_some());
             let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
             let mut kept_bytes = 0u64;
             let mut each = verdicts.then(Vec::new);
             let ran = (|| -> Result<(), Fault> {
                 while let Some(packet) = reader.next_packet() {
                     let packet = packet.map_err(|e| Failure::Capture(format!("{source}: {e}")))?;
-                    let verdict = loaded.run(packet.data).map_err(|t| {
+                    // Lent, not copied: the packet as the program left it is only read
+                    // (by the writer) before the next run reuses the buffer.
+                    let verdict = loaded.run_view(packet.data).map_err(|t| {
                         Fault::Program(format!("packet {}: the program trapped: {t}", packet.index))
                     })?;
                     *counts.entry(verdict.ret).or_default() += 1;
@@ -155,7 +156,7 @@ impl PyProgram {
                     if let Some(w) = &mut writer {
                         if passes(prog_type, verdict.ret) {
                             let out = Packet {
-                                data: &verdict.packet,
+                                data: verdict.packet,
                                 wire_len: verdict.packet.len() as u32,
                                 stored: None,
                                 ..packet
@@ -166,8 +167,6 @@ impl PyProgram {
                 }
                 Ok(())
             })();
-            // Keep single-packet runs' packets whatever this run did.
-            loaded.keep_packets(true);
             if let Some(w) = writer {
                 let name = write.map(|p| p.display().to_string()).unwrap_or_default();
                 let finished = w.finish().map_err(|e| Failure::Os(e, name));
@@ -315,12 +314,18 @@ impl PyProgram {
         packet: &[u8],
         cpu: usize,
     ) -> PyResult<(i64, Bound<'py, PyBytes>)> {
-        let verdict = py.detach(|| {
+        // The lent packet is copied once here, inside the worker's lock: the bytes object
+        // needs the GIL, which is not taken while the lock is held (a thread holding the GIL
+        // may be waiting for the lock).
+        let (ret, frame) = py.detach(|| {
             self.with_worker(cpu, |loaded| {
-                loaded.run(packet).map_err(|t| Fault::Program(format!("the program trapped: {t}")))
+                let view = loaded
+                    .run_view(packet)
+                    .map_err(|t| Fault::Program(format!("the program trapped: {t}")))?;
+                Ok((view.ret, view.packet.to_vec()))
             })
         })?;
-        Ok((verdict.ret as i64, PyBytes::new(py, &verdict.packet)))
+        Ok((ret as i64, PyBytes::new(py, &frame)))
     }
 
     /// `weir run -r path [-w write]`: `(summary, verdicts)`, the summary as a list of
