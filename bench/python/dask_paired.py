@@ -1,26 +1,37 @@
 #!/usr/bin/env python3
 """weir.dask, 2 workers against 1, measured in pairs for a machine others share.
 
-    bench/python/dask_paired.py [--files F] [--packets N] [--rounds R]
+    bench/python/dask_paired.py [--files F] [--packets N] [--repeat K] [--rounds R] [--work count,read,spin]
 
 dask_scaling.py runs its 1-worker cluster, then its 2-worker cluster, minutes apart: when
 other jobs come and go on the machine, the ratio measures them. Here both clusters live at
-once (the idle one's worker waits on a socket), and each round times, back to back, the
-same work on the 1-worker cluster and on the 2-worker cluster, and the same work in 1 and
-in 2 independent Python processes without Dask (dask_scaling.py's anchor: the scaling the
-machine gives two processes at that moment). A round's ratio is taken within the round;
-the report gives the median of the rounds' ratios. The work:
+once (the idle one's worker waits on a socket), and each round times, back to back (which
+goes first alternates from round to round), the same work on the 1-worker cluster and on
+the 2-worker cluster, and the same work in 1 and in 2 independent Python processes without
+Dask (the scaling two processes get on this machine at that moment). A round's ratio is
+taken within the round; the report gives the median of the rounds' ratios. The work, over
+F generated captures of N packets, the list repeated K times (a K times longer job over the
+same page-cached files, so Dask's fixed cost per call weighs less):
   count:  weir.dask.count(files, "tcp port 443")
   read:   weir.dask.read_captures(files, filter="tcp", columns=10 columns)
           .groupby("ip_src").size().compute()
-  spin:   F pure-Python busy-loop tasks (Dask's and the machine's scaling without weir).
-The client's and scheduler's CPU per call (LocalCluster runs the scheduler in this process)
-is reported for each cluster: on 2 cores, with 2 busy workers, it is time the workers lose.
+  spin:   pure-Python busy-loop tasks, 2,000,000 iterations a file (Dask's and the
+          machine's scaling without weir).
+The machine's anchors, as 1 and 2 plain processes only: `pagecache` reads the files with
+read(2) into a 1 MiB buffer as weir's reader does (the copy out of the page cache without
+the parsing), `memcpy` copies as many bytes RAM to RAM. CPU seconds are reported beside the
+wall times: the workers' (or processes') CPU summed, for 2 against 1 (above 1.0: the work
+itself grew, from contention for memory or caches; near 1.0 with a wall ratio below 2: time
+lost waiting for a core), and the client's and scheduler's CPU per call (LocalCluster runs
+the scheduler and the nannies in this process, on the workers' cores). The idle clusters'
+own CPU (heartbeats, monitors) is measured once before the rounds.
 Results are compared with single-process weir before any time is reported.
 """
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +46,7 @@ from dask_scaling import EXPR, processes, spin  # noqa: E402
 
 import dask  # noqa: E402
 import distributed  # noqa: E402
+import psutil  # noqa: E402  (a dependency of distributed)
 
 
 def wall_cpu(fn):
@@ -43,34 +55,87 @@ def wall_cpu(fn):
     return time.perf_counter() - w, time.process_time() - c, result
 
 
+def workers_cpu(client):
+    """CPU seconds the cluster's worker processes have used so far, summed."""
+    return sum(client.run(time.process_time).values())
+
+
+def idle_cpu(seconds=5.0):
+    """Each process of this process tree (the clusters: this one holds the schedulers and
+    nannies, the others are workers): its CPU over `seconds` of idling, as % of a core."""
+    procs = [psutil.Process()] + psutil.Process().children(recursive=True)
+    before = {}
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            before[p] = t.user + t.system
+        except psutil.Error:
+            pass
+    time.sleep(seconds)
+    out = []
+    for p, b in before.items():
+        try:
+            t = p.cpu_times()
+            out.append((p.pid == os.getpid(), 100 * (t.user + t.system - b) / seconds))
+        except psutil.Error:
+            pass
+    return out
+
+
+def loadavg():
+    return os.getloadavg()[0]
+
+
+def ratio_line(label, one, two):
+    """`one` and `two`: per-round wall seconds for 1 and 2; the median of the rounds' ratios."""
+    ratios = [a / b for a, b in zip(one, two)]
+    return (f"{label} {statistics.median(one):.3f}/{statistics.median(two):.3f} s, "
+            f"{statistics.median(ratios):.2f}x (rounds: {', '.join(f'{x:.2f}' for x in ratios)})")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=16)
     parser.add_argument("--packets", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--work", default="count,read,spin", help="which of count, read, spin (the memory "
+                        "anchors always run)")
     args = parser.parse_args()
+    chosen = args.work.split(",")
+    if not chosen or any(w not in ("count", "read", "spin") for w in chosen):
+        parser.error(f"--work {args.work}: a comma-separated list of count, read, spin is needed")
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent).stdout.strip()
+    except OSError:
+        commit = "?"
+    print(f"# {' '.join(['bench/python/dask_paired.py'] + sys.argv[1:])}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; tree {commit}; {os.cpu_count()} CPUs; "
+          f"load average {loadavg():.2f} at the start; dask {dask.__version__}, distributed {distributed.__version__}")
     with tempfile.TemporaryDirectory() as tmp:
-        files = []
+        generated = []
         for i in range(args.files):
             path = Path(tmp) / f"part-{i:02d}.pcap"
             generate(path, args.packets, seed=10 + i)
-            files.append(str(path))
-        for f in files:
+            generated.append(str(path))
+        for f in generated:
             Path(f).read_bytes()
-        total = args.files * args.packets
-        want_count = sum(weir.Filter(EXPR).count(f) for f in files)
+        files = generated * args.repeat
+        want_count = sum(weir.Filter(EXPR).count(f) for f in generated) * args.repeat
         import pyarrow as pa
 
         want_sizes = (
-            pa.concat_tables([weir.read(f, filter="tcp", columns=COLUMNS) for f in files])
+            pa.concat_tables([weir.read(f, filter="tcp", columns=COLUMNS) for f in generated])
             .to_pandas()
             .groupby("ip_src")
             .size()
             .sort_index()
+            * args.repeat
         )
-        print(f"{args.files} captures of {args.packets} packets ({total} in all, "
-              f"{sum(Path(f).stat().st_size for f in files) / 1e6:.0f} MB); {args.rounds} rounds, "
-              f"each timing 1 and 2 workers (and 1 and 2 processes) back to back")
+        size = sum(Path(f).stat().st_size for f in files)
+        print(f"{args.files} captures of {args.packets} packets, the list {args.repeat} time(s): {len(files)} files, "
+              f"{len(files) * args.packets} packets, {size / 1e6:.0f} MB read per job; {args.rounds} rounds")
         clusters = {
             n: distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
             for n in (1, 2)
@@ -87,74 +152,73 @@ def main():
         def spins():
             return dask.compute(*[dask.delayed(spin, pure=False)(2_000_000) for _ in files])
 
-        work = {"count": count, "read": read, "spin": spins}
+        def check(what, result):
+            if what == "count":
+                assert result == want_count, (result, want_count)
+            elif what == "read":
+                assert list(result.items()) == list(want_sizes.items())
+
+        work = {w: {"count": count, "read": read, "spin": spins}[w] for w in chosen}
         for n, client in clients.items():
             with client.as_current():
                 # Warm the workers (imports: weir, pandas; first compile), and check.
-                assert count() == want_count
-                assert list(read().items()) == list(want_sizes.items())
-                spins()
-        rows = {(what, n): [] for what in work for n in (1, 2)}
-        procs = {(what, n): [] for what in ("count", "read", "spin") for n in (1, 2)}
+                for what, fn in work.items():
+                    check(what, fn())
+        # After the warm-up every pool a task uses exists: weir's Rust adds no thread on this
+        # path (a capture is read with next_packet on the task's own thread, never relayed).
+        threads = [t for c in clients.values() for t in c.run(lambda: len(os.listdir("/proc/self/task"))).values()]
+        print(f"threads per worker process after the warm-up: {', '.join(map(str, threads))}")
+        idle = idle_cpu()
+        here = sum(p for me, p in idle if me)
+        workers = [p for me, p in idle if not me]
+        print(f"idle clusters' own CPU over 5 s: this process (client, 2 schedulers, 3 nannies) {here:.1f}% of a core, "
+              f"the other processes (3 workers, multiprocessing's resource tracker) {', '.join(f'{p:.1f}' for p in workers)}%")
+        # (what, n) -> per round: Dask wall, client CPU, workers' CPU; processes wall, CPU.
+        dask_rows = {(what, n): [] for what in work for n in (1, 2)}
+        proc_rows = {(what, n): [] for what in list(work) + ["pagecache", "memcpy"] for n in (1, 2)}
         for r in range(args.rounds):
+            order = (1, 2) if r % 2 == 0 else (2, 1)
+            load = loadavg()
             for what, fn in work.items():
-                for n in (1, 2):
+                for n in order:
                     with clients[n].as_current():
+                        before = workers_cpu(clients[n])
                         wall, cpu, result = wall_cpu(fn)
-                    if what == "count":
-                        assert result == want_count
-                    elif what == "read":
-                        assert list(result.items()) == list(want_sizes.items())
-                    rows[what, n].append((wall, cpu))
-                for n in (1, 2):
-                    elapsed, answer = processes(n, EXPR if what == "count" else what, files)
+                        wcpu = workers_cpu(clients[n]) - before
+                    check(what, result)
+                    dask_rows[what, n].append((wall, cpu, wcpu))
+            for what in list(work) + ["pagecache", "memcpy"]:
+                for n in order:
+                    elapsed, answer, pcpu = processes(n, EXPR if what == "count" else what, files)
                     if what == "count":
                         assert answer == want_count
                     elif what == "read":
                         assert answer == int(want_sizes.sum())
-                    procs[what, n].append(elapsed)
-            print(f"round {r + 1}: " + "; ".join(
-                f"{what} {rows[what, 1][-1][0]:.3f}/{rows[what, 2][-1][0]:.3f} s "
-                f"(processes {procs[what, 1][-1]:.3f}/{procs[what, 2][-1]:.3f} s)"
-                for what in work))
+                    elif what in ("pagecache", "memcpy"):
+                        assert answer == size
+                    proc_rows[what, n].append((elapsed, pcpu))
+            print(f"round {r + 1} (load {load:.1f}, {order[0]} first): " + "; ".join(
+                [f"{what} {dask_rows[what, 1][-1][0]:.3f}/{dask_rows[what, 2][-1][0]:.3f} s "
+                 f"(processes {proc_rows[what, 1][-1][0]:.3f}/{proc_rows[what, 2][-1][0]:.3f} s)" for what in work]
+                + [f"{what} processes {proc_rows[what, 1][-1][0]:.3f}/{proc_rows[what, 2][-1][0]:.3f} s"
+                   for what in ("pagecache", "memcpy")]))
+        print("2 against 1, walls as 1/2 medians, ratio = median of the rounds' ratios; CPU = seconds summed "
+              "over the workers or processes, 2 against 1:")
         for what in work:
-            ratios = [a[0] / b[0] for a, b in zip(rows[what, 1], rows[what, 2])]
-            pratios = [a / b for a, b in zip(procs[what, 1], procs[what, 2])]
-            med = {n: statistics.median(w for w, _ in rows[what, n]) for n in (1, 2)}
-            cpu = {n: statistics.median(c for _, c in rows[what, n]) * 1e3 for n in (1, 2)}
-            print(f"{what}: 1 worker {med[1]:.3f} s, 2 workers {med[2]:.3f} s (medians; client and scheduler CPU "
-                  f"{cpu[1]:.0f} / {cpu[2]:.0f} ms per call); 2 workers / 1, median of the rounds' ratios "
-                  f"{statistics.median(ratios):.2f}x (rounds: {', '.join(f'{x:.2f}' for x in ratios)}); "
-                  f"without Dask, 2 processes / 1: {statistics.median(pratios):.2f}x "
-                  f"(rounds: {', '.join(f'{x:.2f}' for x in pratios)})")
-        # The client's and scheduler's CPU per call, Client.map (weir.dask now) against the
-        # same groups through dask.delayed + dask.compute (weir.dask before), interleaved call
-        # by call on the 2-worker cluster: CPU time, which other jobs on the machine disturb
-        # far less than wall time. Tiny captures, so the call is all overhead.
-        tiny = [str(Path(tmp) / f"tiny-{i}.pcap") for i in range(args.files)]
-        for i, t in enumerate(tiny):
-            generate(Path(t), 100, seed=50 + i)
-        want_tiny = sum(weir.Filter(EXPR).count(t) for t in tiny)
-
-        def delayed_count():
-            groups = weir.dask._groups(tiny, None)
-            work = [dask.delayed(weir.dask._count_many, pure=False)(g, EXPR, True) for g in groups]
-            return sum(dask.compute(*work))
-
-        cpu = {"Client.map": [], "dask.delayed": []}
-        wall = {"Client.map": [], "dask.delayed": []}
-        with clients[2].as_current():
-            tasks = len(weir.dask._groups(tiny, None))
-            for _ in range(3 * args.rounds + 1):
-                for name, fn in (("Client.map", lambda: weir.dask.count(tiny, EXPR)), ("dask.delayed", delayed_count)):
-                    w, c, got = wall_cpu(fn)
-                    assert got == want_tiny
-                    cpu[name].append(c)
-                    wall[name].append(w)
-        print(f"one count call of {tasks} tasks over {args.files} captures of 100 packets, 2 workers, "
-              f"{3 * args.rounds + 1} calls each, interleaved: " + "; ".join(
-                  f"{name} client and scheduler CPU {statistics.median(cpu[name]) * 1e3:.1f} ms, "
-                  f"wall {statistics.median(wall[name]) * 1e3:.1f} ms" for name in cpu))
+            d1, d2 = dask_rows[what, 1], dask_rows[what, 2]
+            p1, p2 = proc_rows[what, 1], proc_rows[what, 2]
+            med = statistics.median
+            print(f"{what}: " + ratio_line("Dask", [x[0] for x in d1], [x[0] for x in d2])
+                  + f"; workers' CPU {med(x[2] for x in d1):.3f}/{med(x[2] for x in d2):.3f} s; "
+                  f"client and scheduler CPU {med(x[1] for x in d1) * 1e3:.0f}/{med(x[1] for x in d2) * 1e3:.0f} ms "
+                  f"per call; " + ratio_line("without Dask", [x[0] for x in p1], [x[0] for x in p2])
+                  + f"; processes' CPU {med(x[1] for x in p1):.3f}/{med(x[1] for x in p2):.3f} s")
+        for what in ("pagecache", "memcpy"):
+            p1, p2 = proc_rows[what, 1], proc_rows[what, 2]
+            med = statistics.median
+            print(f"{what} ({size / 1e6:.0f} MB): " + ratio_line("processes", [x[0] for x in p1], [x[0] for x in p2])
+                  + f"; processes' CPU {med(x[1] for x in p1):.3f}/{med(x[1] for x in p2):.3f} s "
+                  f"({size / 1e9 / med(x[1] for x in p1):.1f} GB/s of CPU for 1)")
         for c in clients.values():
             c.close()
         for c in clusters.values():

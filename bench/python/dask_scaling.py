@@ -59,18 +59,50 @@ def spin(n):
 
 # An independent process of the anchor: imports, says it is ready, waits for the go line,
 # does its share, prints the answer.
+# Besides the answer it prints its own CPU seconds for the share, so a caller can tell work
+# that grew (contention: memory bandwidth, caches) from work that waited (scheduling).
+# "pagecache" and "memcpy" are the machine's memory anchors without weir: the files read
+# with read(2) into one 1 MiB buffer, as weir's reader reads them (the copy out of the page
+# cache, no parsing), and as many bytes copied RAM to RAM by numpy (64 MiB blocks, beyond
+# the caches).
 WORKER = """
-import sys, weir
+import sys, time, weir
 files = sys.argv[2:]
 if sys.argv[1] == "read":
     import pandas as pd
+if sys.argv[1] == "memcpy":
+    import os, numpy as np
+    src = np.ones(64 << 20, dtype=np.uint8)
+    dst = np.ones(64 << 20, dtype=np.uint8)  # touched: no page faults in the timed copies
+    total = sum(os.path.getsize(p) for p in files)
 print("ready", flush=True)
 sys.stdin.readline()
+cpu = time.process_time()
 if sys.argv[1] == "spin":
-    x = 0
-    for i in range(2_000_000 * len(files)):
-        x += i
-    print(len(files), flush=True)
+    def spin(n):  # a function, as the Dask task is: locals, not module globals
+        x = 0
+        for i in range(n):
+            x += i
+        return x
+    for _ in files:
+        spin(2_000_000)
+    answer = len(files)
+elif sys.argv[1] == "pagecache":
+    buf = bytearray(1 << 20)
+    answer = 0
+    for p in files:
+        with open(p, "rb", buffering=0) as f:
+            while True:
+                n = f.readinto(buf)
+                if not n:
+                    break
+                answer += n
+elif sys.argv[1] == "memcpy":
+    answer = 0
+    while answer < total:
+        k = min(len(dst), total - answer)
+        np.copyto(dst[:k], src[:k])
+        answer += k
 elif sys.argv[1] == "read":
     # What a read_captures partition does (weir.dask._read_one) and its groupby, per file.
     cols = ["COLUMNS"]
@@ -78,16 +110,18 @@ elif sys.argv[1] == "read":
     for p in files:
         df = weir.read(p, filter="tcp", columns=cols).to_pandas(types_mapper=pd.ArrowDtype)
         rows += int(df.groupby("ip_src").size().sum())
-    print(rows, flush=True)
+    answer = rows
 else:
     f = weir.Filter(sys.argv[1])
-    print(sum(f.count(p) for p in files), flush=True)
+    answer = sum(f.count(p) for p in files)
+print(answer, time.process_time() - cpu, flush=True)
 """
 
 
 def processes(n, what, files):
-    """`what` (an expression to count, "read" or "spin") over `files` split over `n` independent
-    processes: (seconds from the release to the last answer, the answers' sum)."""
+    """`what` (an expression to count, "read", "spin", "pagecache" or "memcpy") over `files`
+    split over `n` independent processes: (seconds from the release to the last answer, the
+    answers' sum, the processes' CPU seconds summed)."""
     import subprocess
 
     procs = [
@@ -100,12 +134,12 @@ def processes(n, what, files):
     for p in procs:
         p.stdin.write("go\n")
         p.stdin.flush()
-    total = sum(int(p.stdout.readline()) for p in procs)
+    answers = [p.stdout.readline().split() for p in procs]
     elapsed = time.perf_counter() - start
     for p in procs:
         p.stdin.close()
         p.wait()
-    return elapsed, total
+    return elapsed, sum(int(a) for a, _ in answers), sum(float(c) for _, c in answers)
 
 
 def noop(i):
