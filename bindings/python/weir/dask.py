@@ -226,7 +226,11 @@ def _read_one(url: str, names: List[str], expr: Optional[str], optimize: bool, c
 
     with _Local(url) as path:
         table = weir.read(path, filter=expr, columns=names, optimize=optimize)
-    return table.to_pandas(types_mapper=pd.ArrowDtype)
+    # One thread: the worker's threads are the parallelism, and Arrow's pool (a thread per
+    # core in every worker process) would wake threads on cores another worker is using for
+    # a conversion that takes well under a millisecond on one (0.16 ms against 0.26 ms of
+    # CPU with the pool for 300,000 rows of 10 columns).
+    return table.to_pandas(types_mapper=pd.ArrowDtype, use_threads=False)
 
 
 def _filter_one(url: str, expr: str, optimize: bool, out_url: str) -> int:
