@@ -2,6 +2,7 @@
 """weir.dask, 2 workers against 1, measured in pairs for a machine others share.
 
     bench/python/dask_paired.py [--files F] [--packets N] [--repeat K] [--rounds R] [--work count,read,spin]
+                                [--files-per-partition P]
 
 dask_scaling.py runs its 1-worker cluster, then its 2-worker cluster, minutes apart: when
 other jobs come and go on the machine, the ratio measures them. Here both clusters live at
@@ -99,6 +100,7 @@ def main():
     parser.add_argument("--packets", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--files-per-partition", type=int, default=1, help="read_captures' files_per_partition")
     parser.add_argument("--work", default="count,read,spin", help="which of count, read, spin (the memory "
                         "anchors always run)")
     args = parser.parse_args()
@@ -146,7 +148,8 @@ def main():
             return weir.dask.count(files, EXPR)
 
         def read():
-            df = weir.dask.read_captures(files, filter="tcp", columns=COLUMNS)
+            df = weir.dask.read_captures(files, filter="tcp", columns=COLUMNS,
+                                         files_per_partition=args.files_per_partition)
             return df.groupby("ip_src").size().compute().sort_index()
 
         def spins():

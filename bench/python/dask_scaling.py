@@ -104,7 +104,7 @@ elif sys.argv[1] == "memcpy":
         np.copyto(dst[:k], src[:k])
         answer += k
 elif sys.argv[1] == "read":
-    # What a read_captures partition does (weir.dask._read_one) and its groupby, per file.
+    # What a read_captures partition does (weir.dask._read_part, one file a partition) and its groupby.
     cols = ["COLUMNS"]
     rows = 0
     for p in files:

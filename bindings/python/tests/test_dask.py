@@ -88,6 +88,25 @@ def test_read_captures_equals_weir_read(client, captures):
     assert isinstance(got["src_port"].dtype, pd.ArrowDtype)
 
 
+def test_several_files_per_partition_give_the_same_rows(client, captures):
+    import pyarrow as pa
+
+    columns = ["ts", "len", "ip_src", "src_port"]
+    urls = [str(p) for p in captures]
+    want = pa.concat_tables([weir.read(p, filter="tcp", columns=columns) for p in captures])
+    for k in (2, 3, len(urls), len(urls) + 1):
+        df = weir.dask.read_captures(urls, filter="tcp", columns=columns, files_per_partition=k)
+        assert df.npartitions == -(-len(urls) // k), k
+        got = df.compute()
+        # Rows in the files' order, as with one partition per file.
+        assert pa.Table.from_pandas(got.reset_index(drop=True), preserve_index=False).cast(want.schema).equals(want), k
+        sizes = df.groupby("ip_src").size().compute().sort_index()
+        assert list(sizes.items()) == list(want.to_pandas().groupby("ip_src").size().sort_index().items()), k
+    for bad in (0, -2, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="files_per_partition: a positive number"):
+            weir.dask.read_captures(urls, files_per_partition=bad)
+
+
 def test_fsspec_urls_are_copied_to_workers(client, captures):
     urls = [f"local://{p}" for p in captures[:2]]
     assert weir.dask.expand(urls) == urls

@@ -11,11 +11,13 @@ The work runs wherever Dask runs tasks (the active ``distributed.Client``, else 
 default scheduler); each task is one capture through weir's Rust code with the GIL
 released, so threads and processes both scale.
 
-Partitioning: **one partition per capture file** (``read_captures``; ``count`` and
-``filter``, which have no partitions, run a group of files per task once there are more
-than ``TASKS_PER_THREAD`` files per worker thread: each task costs the scheduler about as
-much as counting a few megabytes, so an archive of many small files would otherwise be
-mostly scheduling). A pcap has no sync marks: a record
+Partitioning: **one partition per capture file** (``read_captures``, or ``files_per_partition``
+consecutive files per partition: Dask handles each partition at a cost of tens of
+milliseconds of the workers' CPU, bench/records/2026-11-29-python-dask-4.txt, which small
+files repay badly; ``count`` and ``filter``, which have no partitions, run a group of files
+per task once there are more than ``TASKS_PER_THREAD`` files per worker thread: each task
+costs the scheduler about as much as counting a few megabytes, so an archive of many small
+files would otherwise be mostly scheduling). A pcap has no sync marks: a record
 header is 16 bytes any payload can imitate, so cutting a file at byte offsets needs a
 resynchronizing scan that guesses where records start (plausible lengths and timestamps
 chained over several records), and a wrong guess silently changes the answer. Archives are
@@ -219,13 +221,19 @@ def _count_one(url: str, expr: str, optimize: bool) -> int:
         return weir.Filter(expr, optimize=optimize).count(path)
 
 
-def _read_one(url: str, names: List[str], expr: Optional[str], optimize: bool, call: str = ""):
+def _read_part(urls: List[str], names: List[str], expr: Optional[str], optimize: bool, call: str = ""):
+    """One partition: the rows of ``urls`` in order (their tables' buffers chunked together,
+    not copied)."""
     import pandas as pd
+    import pyarrow as pa
 
     import weir
 
-    with _Local(url) as path:
-        table = weir.read(path, filter=expr, columns=names, optimize=optimize)
+    tables = []
+    for url in urls:
+        with _Local(url) as path:
+            tables.append(weir.read(path, filter=expr, columns=names, optimize=optimize))
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
     # One thread: the worker's threads are the parallelism, and Arrow's pool (a thread per
     # core in every worker process) would wake threads on cores another worker is using for
     # a conversion that takes well under a millisecond on one (0.16 ms against 0.26 ms of
@@ -312,11 +320,13 @@ def read_captures(
     filter: Optional[str] = None,
     columns: Optional[Sequence[str]] = None,
     optimize: bool = True,
+    files_per_partition: int = 1,
 ):
     """A ``dask.dataframe`` with one row per packet (those matching ``filter``) of every
-    capture ``paths`` names, one partition per file in the order of :func:`expand`, with
-    the ``columns`` of :func:`weir.read` (all when None) as pandas Arrow-backed dtypes
-    (integers stay integers where a field is null)."""
+    capture ``paths`` names, in the order of :func:`expand`, one partition per
+    ``files_per_partition`` consecutive files (default: one per file), with the ``columns``
+    of :func:`weir.read` (all when None) as pandas Arrow-backed dtypes (integers stay
+    integers where a field is null)."""
     _dask()
     import dask.dataframe as dd
     import pandas as pd
@@ -330,14 +340,17 @@ def read_captures(
     unknown = [n for n in names if n not in weir.COLUMNS]
     if unknown:
         raise ValueError(f"unknown column {unknown[0]!r} (known: {', '.join(weir.COLUMNS)})")
+    if isinstance(files_per_partition, bool) or not isinstance(files_per_partition, int) or files_per_partition < 1:
+        raise ValueError(f"files_per_partition: a positive number of files is needed, not {files_per_partition!r}")
     if filter is not None:
         _checked(filter, optimize)
     urls = expand(paths)
+    parts = [urls[i : i + files_per_partition] for i in range(0, len(urls), files_per_partition)]
     schema = pa.schema([(n, weir._arrow_type(n)) for n in names])
     meta = schema.empty_table().to_pandas(types_mapper=pd.ArrowDtype)
     return dd.from_map(
-        _read_one,
-        urls,
+        _read_part,
+        parts,
         names=names,
         expr=filter,
         optimize=optimize,
