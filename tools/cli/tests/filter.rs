@@ -1069,6 +1069,19 @@ fn two_threads_and_one_give_the_same_results() {
             assert_eq!(one.stderr, two.stderr, "{args:?}");
             assert!(!one.stdout.is_empty(), "{args:?}");
         }
+        // `--count` (records straight from the read buffer to the filter) counts the lines
+        // printed through packet views, and stops at -c's number.
+        let lines = run("1", &["filter", "-r", input, expr]).stdout;
+        // (A packet tcpdump cannot decode gets hex-dump lines, which start with a tab.)
+        let lines =
+            String::from_utf8_lossy(&lines).lines().filter(|l| !l.starts_with('\t')).count();
+        assert!(lines > 1000, "{input}: {lines} lines");
+        for threads in ["1", "2"] {
+            let count = run(threads, &["filter", "-r", input, "--count", expr]);
+            assert_eq!(String::from_utf8_lossy(&count.stdout), format!("{lines}\n"), "{input}");
+            let limited = run(threads, &["filter", "-r", input, "-c", "1001", "--count", expr]);
+            assert_eq!(String::from_utf8_lossy(&limited.stdout), "1001\n", "{input}");
+        }
         let outs: Vec<(Output, Vec<u8>)> = ["1", "2"]
             .iter()
             .map(|threads| {
