@@ -435,13 +435,17 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
         None => Sink::for_args(&args),
     };
     let progress = progress_bar(&args, matches!(sink, Sink::Lines(_)));
-    let counting = matches!(sink, Sink::Nothing);
     // The packet loop in turns, on whichever thread read the chunk (CaptureReader::relay).
     let mut state = (Pump::new(sink, &args), matchers, Pumped::default(), None);
+    let fast = match &state.0.sink {
+        Sink::Nothing => true,
+        Sink::Capture(writer, _) => writer.takes_pcap_runs(),
+        Sink::Lines(_) => false,
+    };
     let progress_ref = progress.as_ref();
     capture.relay(&mut state, |capture, (pump, matchers, pumped, failed)| {
-        if counting {
-            return match count_turn(capture, matchers, pump.limit, progress_ref, pumped) {
+        if fast {
+            return match fast_turn(capture, matchers, pump, progress_ref, pumped) {
                 Ok(turn) => turn,
                 Err(e) => {
                     *failed = Some(format!("{source}: {e}"));
@@ -498,22 +502,25 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
     Err(message)
 }
 
-/// `--count` without `-w`: [`Pump::turn`] for a sink that keeps nothing. The complete
-/// records buffered go straight from the read buffer to the filter
-/// ([`CaptureReader::visit_buffered`]: no packet view, no timestamp, no sink); the one packet
-/// each round that needs more (a record across chunks, damage, the end, a pcapng block) goes
-/// through `next_packet` as in `Pump::turn`. Why: per record, building the view and the
-/// sink's branches cost more than the filter call (the benchmark's `--count` runs).
-fn count_turn(
+/// [`Pump::turn`] for `--count` (a sink that keeps nothing) and for `-w` copying a pcap
+/// through (without `-U`): the complete records buffered go straight from the read buffer
+/// to the filter ([`CaptureReader::visit_buffered`], [`CaptureReader::copy_buffered`]: no
+/// packet view, no timestamp, no per-record sink branch; `-w` gets the kept records in runs,
+/// one write per run of consecutive ones); the one packet each round that needs more (a
+/// record across chunks, damage, the end, a pcapng block) goes through `next_packet` as in
+/// `Pump::turn`. Why: per record, building the view and the sink's branches cost more than
+/// the filter call (bench/records/2026-11-29-e2e-5.txt).
+fn fast_turn(
     capture: &mut CaptureReader,
     matchers: &mut Matchers<'_>,
-    limit: Option<u64>,
+    pump: &mut Pump,
     progress: Option<&ProgressBar>,
     pumped: &mut Pumped,
 ) -> Result<Turn, String> {
     // The file's one link type (pcap; a pcapng packet goes through the slow path, which
     // picks its interface's filter).
     let linktype = capture.linktype();
+    let limit = pump.limit;
     let reached = |matched: u64| limit.is_some_and(|limit| matched >= limit);
     loop {
         // One packet the slow way: it reads (or joins the next chunk) when it must.
@@ -529,7 +536,12 @@ fn count_turn(
         let (_, matcher) = matchers
             .get(packet.linktype)
             .map_err(|e| format!("record {}: {e}", packet.index + 1))?;
-        if matcher.matches(packet.data, packet.wire_len) {
+        let hit = matcher.matches(packet.data, packet.wire_len);
+        if let Sink::Capture(writer, path) = &mut pump.sink {
+            let written = if hit { writer.write(&packet) } else { writer.skip(&packet) };
+            written.map_err(|e| write_error(path, e))?;
+        }
+        if hit {
             pumped.matched += 1;
             if reached(pumped.matched) {
                 return Ok(Turn::Stop);
@@ -537,13 +549,29 @@ fn count_turn(
         }
         // Then every complete record buffered after it, the fast way.
         let (_, matcher) = matchers.get(linktype)?;
-        let mut matched = pumped.matched;
-        pumped.seen += capture.visit_buffered(|data, wire_len| {
-            matched += u64::from(matcher.matches(data, wire_len));
-            !reached(matched)
-        });
-        pumped.matched = matched;
-        if reached(matched) {
+        match &mut pump.sink {
+            Sink::Capture(writer, path) => {
+                let left = limit.map_or(u64::MAX, |limit| limit.saturating_sub(pumped.matched));
+                let (seen, kept) = capture
+                    .copy_buffered(
+                        |data, wire_len| matcher.matches(data, wire_len),
+                        left,
+                        |run, count| writer.write_pcap_records(run, count),
+                    )
+                    .map_err(|e| write_error(path, e))?;
+                pumped.seen += seen;
+                pumped.matched += kept;
+            }
+            _ => {
+                let mut matched = pumped.matched;
+                pumped.seen += capture.visit_buffered(|data, wire_len| {
+                    matched += u64::from(matcher.matches(data, wire_len));
+                    !reached(matched)
+                });
+                pumped.matched = matched;
+            }
+        }
+        if reached(pumped.matched) {
             return Ok(Turn::Stop);
         }
         if capture.would_wait() {

@@ -1093,6 +1093,34 @@ fn two_threads_and_one_give_the_same_results() {
             .collect();
         assert_eq!(outs[0].0.status.code(), outs[1].0.status.code(), "{input}");
         assert!(outs[0].1 == outs[1].1, "{input}: the -w files differ");
+        // -U (a flush after each packet) writes each packet through its view; without it
+        // the kept records go out in runs straight from the read buffer: the same file, and
+        // -c N keeps N there too.
+        for threads in ["1", "2"] {
+            for limit in [None, Some("2345")] {
+                let files: Vec<Vec<u8>> = [true, false]
+                    .iter()
+                    .map(|&each| {
+                        let out = dir.join(format!("out-{threads}-{each}.pcap"));
+                        let mut args = vec!["filter", "-r", input, "-w", out.to_str().unwrap()];
+                        if each {
+                            args.push("-U");
+                        }
+                        if let Some(limit) = limit {
+                            args.extend(["-c", limit]);
+                        }
+                        args.push(expr);
+                        run(threads, &args);
+                        std::fs::read(&out).unwrap()
+                    })
+                    .collect();
+                assert!(files[0] == files[1], "{input} {threads} {limit:?}: -U and runs differ");
+                assert!(files[0].len() > 24, "{input}");
+                if limit.is_none() {
+                    assert!(files[0] == outs[0].1, "{input}: the runs differ from before");
+                }
+            }
+        }
         assert!(outs[0].1.len() > 1 << 20, "{input}");
         if input.ends_with("cut.pcap") {
             let err = String::from_utf8_lossy(&outs[1].0.stderr);

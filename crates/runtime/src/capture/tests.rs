@@ -499,3 +499,88 @@ fn visit_buffered_sees_what_next_packet_sees() {
         }
     }
 }
+
+/// A copy-through's loop: [`CaptureReader::copy_buffered`] for the complete records
+/// buffered, `next_packet` for the rest; the bytes a writer would get, and the damage.
+fn copy_all<R: Read>(
+    reader: &mut CaptureReader<R>,
+    keep: impl Fn(&[u8], u32) -> bool,
+    max_kept: u64,
+) -> (Vec<u8>, u64, Option<CaptureError>) {
+    let (mut out, mut kept) = (Vec::new(), 0u64);
+    loop {
+        match reader.next_packet() {
+            None => return (out, kept, None),
+            Some(Err(e)) => return (out, kept, Some(e)),
+            Some(Ok(p)) => {
+                if keep(p.data, p.wire_len) {
+                    out.extend_from_slice(p.stored.unwrap().record);
+                    kept += 1;
+                }
+            }
+        }
+        if kept >= max_kept {
+            return (out, kept, None);
+        }
+        let mut runs = 0u64;
+        let (_, got) = reader
+            .copy_buffered(&keep, max_kept - kept, |run, count| {
+                assert!(count > 0 && !run.is_empty());
+                runs += count;
+                out.extend_from_slice(run);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(runs, got);
+        kept += got;
+        if kept >= max_kept {
+            return (out, kept, None);
+        }
+    }
+}
+
+/// The copy fast path writes what a writer copying each kept packet's stored record writes,
+/// across chunk boundaries, stopping at `max_kept`, with damage reported as before.
+#[test]
+fn copy_buffered_copies_what_next_packet_copies() {
+    let mut rng = SplitMix64::new(41);
+    let records = random_records(&mut rng, 500, 300);
+    let mut cut = pcap_file(true, MAGIC_MICRO, 2, 4, 0, 1, 16, &records);
+    cut.truncate(cut.len() - 11);
+    let files = [
+        ("little", pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records)),
+        ("snaplen 100", pcap_file(false, MAGIC_NANO, 2, 4, 100, 1, 16, &records)),
+        ("cut big-endian", cut),
+    ];
+    // Runs of kept records of every length, and records dropped between them.
+    let keep = |data: &[u8], wire: u32| data.len() % 7 != 3 && !wire.is_multiple_of(5);
+    for (name, bytes) in &files {
+        let (all, err) = read_bytes(bytes, 1 << 20);
+        let expected: Vec<u8> = all
+            .iter()
+            .filter(|p| keep(&p.data, p.wire_len))
+            .flat_map(|p| p.record.iter().copied())
+            .collect();
+        let n = all.iter().filter(|p| keep(&p.data, p.wire_len)).count() as u64;
+        assert!(n > 200 && n < all.len() as u64, "{name}: {n}");
+        for chunk in [1, 13, 100, 4096, 1 << 20] {
+            let mut reader =
+                CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk).unwrap();
+            let (got, kept, got_err) = copy_all(&mut reader, keep, u64::MAX);
+            assert_eq!(kept, n, "{name} chunk {chunk}");
+            assert!(got == expected, "{name} chunk {chunk}: bytes differ");
+            assert_eq!(got_err, err, "{name} chunk {chunk}");
+            // A limit: the first 150 kept, and the reader goes on after the 150th.
+            let mut reader =
+                CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk).unwrap();
+            let (got, kept, _) = copy_all(&mut reader, keep, 150);
+            assert_eq!(kept, 150, "{name} chunk {chunk}");
+            let kept_150: Vec<&Owned> =
+                all.iter().filter(|p| keep(&p.data, p.wire_len)).take(150).collect();
+            let prefix: Vec<u8> = kept_150.iter().flat_map(|p| p.record.iter().copied()).collect();
+            assert!(got == prefix, "{name} chunk {chunk}: limited bytes differ");
+            let last = kept_150.last().unwrap().index;
+            assert_eq!(reader.next_packet().unwrap().unwrap().index, last + 1, "{name}");
+        }
+    }
+}

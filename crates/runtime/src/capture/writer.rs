@@ -188,6 +188,24 @@ impl CaptureWriter {
         }
     }
 
+    /// Whether [`write_pcap_records`](Self::write_pcap_records) applies: a pcap copied
+    /// through, not flushed after each packet (`-U` wants each packet on its own).
+    pub fn takes_pcap_runs(&self) -> bool {
+        self.mode == Mode::CopyPcap && !self.flush_each
+    }
+
+    /// Copies `count` consecutive pcap records, as stored (headers and data), in one write:
+    /// what [`write`](Self::write) of each would write, for a reader's run of kept records
+    /// ([`CaptureReader::copy_buffered`]). Only when [`takes_pcap_runs`](Self::takes_pcap_runs).
+    pub fn write_pcap_records(&mut self, records: &[u8], count: u64) -> io::Result<()> {
+        if !self.takes_pcap_runs() {
+            return Err(invalid("internal: pcap runs written to a writer that takes none".into()));
+        }
+        self.sink.write_all(records)?;
+        self.written = self.written.saturating_add(count);
+        Ok(())
+    }
+
     /// How many packets have been written.
     pub fn written(&self) -> u64 {
         self.written
