@@ -1148,56 +1148,44 @@ impl<R: Read> CaptureReader<R> {
 
     /// [`visit_buffered`](Self::visit_buffered) for a copy-through writer of a pcap file:
     /// `keep(data, wire_len)` chooses, at most `max_kept` records are kept (then it stops),
-    /// and the kept records as stored (header and data) go to `out` in runs, each run one
-    /// slice of consecutive kept records with their number. Returns (records visited,
+    /// and the kept records as stored (header and data) go to `out` once, as runs (each one
+    /// slice of consecutive kept records) with their number. Returns (records visited,
     /// records kept), or `out`'s error. Why runs: most records of a broad filter are kept,
-    /// and one copy of a run costs less than one per record.
+    /// and a writer can hand the runs to one `writev(2)`, straight from this buffer.
     pub fn copy_buffered(
         &mut self,
         mut keep: impl FnMut(&[u8], u32) -> bool,
         max_kept: u64,
-        mut out: impl FnMut(&[u8], u64) -> io::Result<()>,
+        out: impl FnOnce(&mut [io::IoSlice<'_>], u64) -> io::Result<()>,
     ) -> io::Result<(u64, u64)> {
         if max_kept == 0 {
             return Ok((0, 0));
         }
-        let bytes = self.window.bytes();
         let Some(walked) = self.pcap_walk() else { return Ok((0, 0)) };
-        let (mut kept, mut failed) = (0u64, None);
-        // The run being gathered: (start, end, records).
-        let mut run = (0usize, 0usize, 0u64);
-        let mut flush = |run: &mut (usize, usize, u64)| -> io::Result<()> {
-            if run.2 > 0 {
-                out(bytes.get(run.0..run.1).unwrap_or_default(), run.2)?;
-            }
-            *run = (0, 0, 0);
-            Ok(())
-        };
+        let bytes = self.window.bytes();
+        let mut kept = 0u64;
+        // The runs as (start, end) in `bytes`.
+        let mut runs: Vec<(usize, usize)> = Vec::new();
         let (at, visited) = walked.walk(bytes, |record, data, wire_len| {
-            if keep(data, wire_len) {
-                if run.2 > 0 && run.1 == record.0 {
-                    run.1 = record.1;
-                    run.2 += 1;
-                } else {
-                    if let Err(e) = flush(&mut run) {
-                        failed = Some(e);
-                        return false;
-                    }
-                    run = (record.0, record.1, 1);
-                }
-                kept += 1;
-                kept < max_kept
-            } else {
-                true
+            if !keep(data, wire_len) {
+                return true;
             }
+            match runs.last_mut() {
+                Some(run) if run.1 == record.0 => run.1 = record.1,
+                _ => runs.push(record),
+            }
+            kept += 1;
+            kept < max_kept
         });
-        let flushed = match failed {
-            Some(e) => Err(e),
-            None => flush(&mut run),
-        };
+        let mut slices: Vec<io::IoSlice<'_>> = runs
+            .iter()
+            .map(|&(a, b)| io::IoSlice::new(bytes.get(a..b).unwrap_or_default()))
+            .collect();
+        let written = if kept > 0 { out(&mut slices, kept) } else { Ok(()) };
+        drop(slices);
         self.window.consume(at);
         self.index = self.index.saturating_add(visited);
-        flushed.map(|()| (visited, kept))
+        written.map(|()| (visited, kept))
     }
 
     /// The walk both fast paths share: `each((start, end) of the record in the window's

@@ -445,10 +445,10 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
     let progress_ref = progress.as_ref();
     capture.relay(&mut state, |capture, (pump, matchers, pumped, failed)| {
         if fast {
-            return match fast_turn(capture, matchers, pump, progress_ref, pumped) {
+            return match fast_turn(capture, &source, matchers, pump, progress_ref, pumped) {
                 Ok(turn) => turn,
                 Err(e) => {
-                    *failed = Some(format!("{source}: {e}"));
+                    *failed = Some(e);
                     Turn::Stop
                 }
             };
@@ -512,6 +512,7 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
 /// the filter call (bench/records/2026-11-29-e2e-5.txt).
 fn fast_turn(
     capture: &mut CaptureReader,
+    source: &str,
     matchers: &mut Matchers<'_>,
     pump: &mut Pump,
     progress: Option<&ProgressBar>,
@@ -535,7 +536,7 @@ fn fast_turn(
         pumped.seen += 1;
         let (_, matcher) = matchers
             .get(packet.linktype)
-            .map_err(|e| format!("record {}: {e}", packet.index + 1))?;
+            .map_err(|e| format!("{source}: record {}: {e}", packet.index + 1))?;
         let hit = matcher.matches(packet.data, packet.wire_len);
         if let Sink::Capture(writer, path) = &mut pump.sink {
             let written = if hit { writer.write(&packet) } else { writer.skip(&packet) };
@@ -548,7 +549,7 @@ fn fast_turn(
             }
         }
         // Then every complete record buffered after it, the fast way.
-        let (_, matcher) = matchers.get(linktype)?;
+        let (_, matcher) = matchers.get(linktype).map_err(|e| format!("{source}: {e}"))?;
         match &mut pump.sink {
             Sink::Capture(writer, path) => {
                 let left = limit.map_or(u64::MAX, |limit| limit.saturating_sub(pumped.matched));
@@ -556,7 +557,7 @@ fn fast_turn(
                     .copy_buffered(
                         |data, wire_len| matcher.matches(data, wire_len),
                         left,
-                        |run, count| writer.write_pcap_records(run, count),
+                        |runs, count| writer.write_pcap_runs(runs, count),
                     )
                     .map_err(|e| write_error(path, e))?;
                 pumped.seen += seen;

@@ -1120,6 +1120,15 @@ fn two_threads_and_one_give_the_same_results() {
                     assert!(files[0] == outs[0].1, "{input}: the runs differ from before");
                 }
             }
+            // A failed write of the runs is the output's error, named by the output alone.
+            if Path::new("/dev/full").exists() {
+                let full = run(threads, &["filter", "-r", input, "-w", "/dev/full", expr]);
+                assert_eq!(full.status.code(), Some(1), "{input}");
+                let err = String::from_utf8_lossy(&full.stderr);
+                assert!(err.starts_with("weir: /dev/full: No space left on device"), "{err}");
+            } else {
+                println!("SKIPPED: /dev/full write error: no /dev/full here");
+            }
         }
         assert!(outs[0].1.len() > 1 << 20, "{input}");
         if input.ends_with("cut.pcap") {

@@ -524,10 +524,13 @@ fn copy_all<R: Read>(
         }
         let mut runs = 0u64;
         let (_, got) = reader
-            .copy_buffered(&keep, max_kept - kept, |run, count| {
-                assert!(count > 0 && !run.is_empty());
+            .copy_buffered(&keep, max_kept - kept, |slices, count| {
+                assert!(count > 0 && !slices.is_empty());
                 runs += count;
-                out.extend_from_slice(run);
+                for run in slices.iter() {
+                    assert!(!run.is_empty());
+                    out.extend_from_slice(run);
+                }
                 Ok(())
             })
             .unwrap();
