@@ -452,6 +452,55 @@ struct Found {
     offset: u64,
 }
 
+/// The fast paths' walk over complete pcap records ([`CaptureReader::visit_buffered`]).
+#[derive(Clone, Copy)]
+struct PcapWalk {
+    big: bool,
+    record_header: usize,
+    /// libpcap's refusal above the link type's maximum is `next_packet`'s to report.
+    max: usize,
+    snap: usize,
+}
+
+impl PcapWalk {
+    /// Calls `each` on the complete records at the start of `bytes` (see
+    /// [`CaptureReader::walk_buffered`]); returns the bytes and records walked.
+    #[inline]
+    fn walk(
+        self,
+        bytes: &[u8],
+        mut each: impl FnMut((usize, usize), &[u8], u32) -> bool,
+    ) -> (usize, u64) {
+        let (mut at, mut visited) = (0usize, 0u64);
+        while let Some(header) = bytes.get(at..at.wrapping_add(self.record_header)) {
+            let field = |i: usize| {
+                let v = header.get(i..i + 4).and_then(|b| <[u8; 4]>::try_from(b).ok());
+                let v = u32::from_le_bytes(v.unwrap_or_default());
+                if self.big {
+                    v.swap_bytes()
+                } else {
+                    v
+                }
+            };
+            let (caplen, wire_len) = (field(8) as usize, field(12));
+            let data_at = at + self.record_header;
+            let end = data_at.saturating_add(caplen);
+            if caplen > self.max || end > bytes.len() {
+                break;
+            }
+            // A captured length above the snapshot length is cut to it, as libpcap does.
+            let data = bytes.get(data_at..data_at + caplen.min(self.snap)).unwrap_or_default();
+            let record = (at, end);
+            at = end;
+            visited += 1;
+            if !each(record, data, wire_len) {
+                break;
+            }
+        }
+        (at, visited)
+    }
+}
+
 /// A capture file or stream, read packet by packet (a [`PacketSource`]).
 ///
 /// Where weir reads further than libpcap: a pcapng file whose interfaces have different
@@ -1080,6 +1129,90 @@ impl<R: Read> CaptureReader<R> {
             interface: 0,
             offset: at,
         }))
+    }
+
+    /// The pcap fast path for a consumer that needs only each packet's bytes and wire length
+    /// (a count): calls `visit(data, wire_len)` on the complete records already buffered, in
+    /// order, with no [`Packet`] built, no timestamp converted and no read; it stops after a
+    /// record for which `visit` returns false. Returns how many records it visited (they
+    /// count as read: [`next_packet`](PacketSource::next_packet) goes on after them).
+    ///
+    /// Why: a packet view carries fields a count never looks at, and building it costs more
+    /// than the filter call on the benchmark's captures. What this leaves to `next_packet`
+    /// (which reads, joins, checks and reports it as usual): a record cut by the end of the
+    /// buffer, a record whose captured length libpcap refuses, the end of the capture, every
+    /// pcapng block, and pcap files whose length fields may be swapped (versions before 2.4).
+    pub fn visit_buffered(&mut self, mut visit: impl FnMut(&[u8], u32) -> bool) -> u64 {
+        self.walk_buffered(|_, data, wire_len| visit(data, wire_len))
+    }
+
+    /// [`visit_buffered`](Self::visit_buffered) for a copy-through writer of a pcap file:
+    /// `keep(data, wire_len)` chooses, at most `max_kept` records are kept (then it stops),
+    /// and the kept records as stored (header and data) go to `out` once, as runs (each one
+    /// slice of consecutive kept records) with their number. Returns (records visited,
+    /// records kept), or `out`'s error. Why runs: most records of a broad filter are kept,
+    /// and a writer can hand the runs to one `writev(2)`, straight from this buffer.
+    pub fn copy_buffered(
+        &mut self,
+        mut keep: impl FnMut(&[u8], u32) -> bool,
+        max_kept: u64,
+        out: impl FnOnce(&mut [io::IoSlice<'_>], u64) -> io::Result<()>,
+    ) -> io::Result<(u64, u64)> {
+        if max_kept == 0 {
+            return Ok((0, 0));
+        }
+        let Some(walked) = self.pcap_walk() else { return Ok((0, 0)) };
+        let bytes = self.window.bytes();
+        let mut kept = 0u64;
+        // The runs as (start, end) in `bytes`.
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let (at, visited) = walked.walk(bytes, |record, data, wire_len| {
+            if !keep(data, wire_len) {
+                return true;
+            }
+            match runs.last_mut() {
+                Some(run) if run.1 == record.0 => run.1 = record.1,
+                _ => runs.push(record),
+            }
+            kept += 1;
+            kept < max_kept
+        });
+        let mut slices: Vec<io::IoSlice<'_>> = runs
+            .iter()
+            .map(|&(a, b)| io::IoSlice::new(bytes.get(a..b).unwrap_or_default()))
+            .collect();
+        let written = if kept > 0 { out(&mut slices, kept) } else { Ok(()) };
+        drop(slices);
+        self.window.consume(at);
+        self.index = self.index.saturating_add(visited);
+        written.map(|()| (visited, kept))
+    }
+
+    /// The walk both fast paths share: `each((start, end) of the record in the window's
+    /// bytes, data, wire_len)`, stopping after a record for which it returns false.
+    fn walk_buffered(&mut self, each: impl FnMut((usize, usize), &[u8], u32) -> bool) -> u64 {
+        let Some(walk) = self.pcap_walk() else { return 0 };
+        let (at, visited) = walk.walk(self.window.bytes(), each);
+        self.window.consume(at);
+        self.index = self.index.saturating_add(visited);
+        visited
+    }
+
+    /// The fast paths' parameters, when they apply: a pcap file with lengths in their usual
+    /// fields, not ended.
+    fn pcap_walk(&self) -> Option<PcapWalk> {
+        let Kind::Pcap { order, record_header, lengths: Lengths::Normal, .. } = self.kind else {
+            return None;
+        };
+        if self.done {
+            return None;
+        }
+        Some(PcapWalk {
+            big: order == Order::Big,
+            record_header,
+            max: max_snaplen(self.linktype) as usize,
+            snap: self.snaplen as usize,
+        })
     }
 
     fn next_pcapng(&mut self) -> Result<Option<Found>, CaptureError> {

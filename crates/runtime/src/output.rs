@@ -315,6 +315,17 @@ impl Write for OutputFile {
         }
     }
 
+    /// One `writev(2)` for a writer's runs of records ([`crate::capture::CaptureWriter`]).
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match &mut self.target {
+            Some(Target::Stdout(out)) => out.write_vectored(bufs),
+            Some(Target::Direct(file)) | Some(Target::Temporary { file, .. }) => {
+                file.write_vectored(bufs)
+            }
+            None => Err(io::Error::other("the output is already finished")),
+        }
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.target {
             Some(Target::Stdout(out)) => out.flush(),

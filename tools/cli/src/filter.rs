@@ -437,8 +437,22 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
     let progress = progress_bar(&args, matches!(sink, Sink::Lines(_)));
     // The packet loop in turns, on whichever thread read the chunk (CaptureReader::relay).
     let mut state = (Pump::new(sink, &args), matchers, Pumped::default(), None);
+    let fast = match &state.0.sink {
+        Sink::Nothing => true,
+        Sink::Capture(writer, _) => writer.takes_pcap_runs(),
+        Sink::Lines(_) => false,
+    };
     let progress_ref = progress.as_ref();
     capture.relay(&mut state, |capture, (pump, matchers, pumped, failed)| {
+        if fast {
+            return match fast_turn(capture, &source, matchers, pump, progress_ref, pumped) {
+                Ok(turn) => turn,
+                Err(e) => {
+                    *failed = Some(e);
+                    Turn::Stop
+                }
+            };
+        }
         let mut select = |packet: &Packet<'_>| {
             let (linktype, matcher) = matchers
                 .get(packet.linktype)
@@ -486,6 +500,88 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
         ));
     }
     Err(message)
+}
+
+/// [`Pump::turn`] for `--count` (a sink that keeps nothing) and for `-w` copying a pcap
+/// through (without `-U`): the complete records buffered go straight from the read buffer
+/// to the filter ([`CaptureReader::visit_buffered`], [`CaptureReader::copy_buffered`]: no
+/// packet view, no timestamp, no per-record sink branch; `-w` gets the kept records in runs,
+/// one write per run of consecutive ones); the one packet each round that needs more (a
+/// record across chunks, damage, the end, a pcapng block) goes through `next_packet` as in
+/// `Pump::turn`. Why: per record, building the view and the sink's branches cost more than
+/// the filter call (bench/records/2026-11-29-e2e-5.txt).
+fn fast_turn(
+    capture: &mut CaptureReader,
+    source: &str,
+    matchers: &mut Matchers<'_>,
+    pump: &mut Pump,
+    progress: Option<&ProgressBar>,
+    pumped: &mut Pumped,
+) -> Result<Turn, String> {
+    // The file's one link type (pcap; a pcapng packet goes through the slow path, which
+    // picks its interface's filter).
+    let linktype = capture.linktype();
+    let limit = pump.limit;
+    let reached = |matched: u64| limit.is_some_and(|limit| matched >= limit);
+    loop {
+        // One packet the slow way: it reads (or joins the next chunk) when it must.
+        let Some(packet) = capture.next_packet() else { return Ok(Turn::Stop) };
+        let packet = match packet {
+            Ok(packet) => packet,
+            Err(e) => {
+                pumped.damage = Some(e);
+                return Ok(Turn::Stop);
+            }
+        };
+        pumped.seen += 1;
+        let (_, matcher) = matchers
+            .get(packet.linktype)
+            .map_err(|e| format!("{source}: record {}: {e}", packet.index + 1))?;
+        let hit = matcher.matches(packet.data, packet.wire_len);
+        if let Sink::Capture(writer, path) = &mut pump.sink {
+            let written = if hit { writer.write(&packet) } else { writer.skip(&packet) };
+            written.map_err(|e| write_error(path, e))?;
+        }
+        if hit {
+            pumped.matched += 1;
+            if reached(pumped.matched) {
+                return Ok(Turn::Stop);
+            }
+        }
+        // Then every complete record buffered after it, the fast way.
+        let (_, matcher) = matchers.get(linktype).map_err(|e| format!("{source}: {e}"))?;
+        match &mut pump.sink {
+            Sink::Capture(writer, path) => {
+                let left = limit.map_or(u64::MAX, |limit| limit.saturating_sub(pumped.matched));
+                let (seen, kept) = capture
+                    .copy_buffered(
+                        |data, wire_len| matcher.matches(data, wire_len),
+                        left,
+                        |runs, count| writer.write_pcap_runs(runs, count),
+                    )
+                    .map_err(|e| write_error(path, e))?;
+                pumped.seen += seen;
+                pumped.matched += kept;
+            }
+            _ => {
+                let mut matched = pumped.matched;
+                pumped.seen += capture.visit_buffered(|data, wire_len| {
+                    matched += u64::from(matcher.matches(data, wire_len));
+                    !reached(matched)
+                });
+                pumped.matched = matched;
+            }
+        }
+        if reached(pumped.matched) {
+            return Ok(Turn::Stop);
+        }
+        if capture.would_wait() {
+            if let Some(bar) = progress {
+                bar.set_position(capture.position());
+            }
+            return Ok(Turn::More);
+        }
+    }
 }
 
 /// What one file of several gave: its counts, and the damage that ended it early.

@@ -1069,6 +1069,19 @@ fn two_threads_and_one_give_the_same_results() {
             assert_eq!(one.stderr, two.stderr, "{args:?}");
             assert!(!one.stdout.is_empty(), "{args:?}");
         }
+        // `--count` (records straight from the read buffer to the filter) counts the lines
+        // printed through packet views, and stops at -c's number.
+        let lines = run("1", &["filter", "-r", input, expr]).stdout;
+        // (A packet tcpdump cannot decode gets hex-dump lines, which start with a tab.)
+        let lines =
+            String::from_utf8_lossy(&lines).lines().filter(|l| !l.starts_with('\t')).count();
+        assert!(lines > 1000, "{input}: {lines} lines");
+        for threads in ["1", "2"] {
+            let count = run(threads, &["filter", "-r", input, "--count", expr]);
+            assert_eq!(String::from_utf8_lossy(&count.stdout), format!("{lines}\n"), "{input}");
+            let limited = run(threads, &["filter", "-r", input, "-c", "1001", "--count", expr]);
+            assert_eq!(String::from_utf8_lossy(&limited.stdout), "1001\n", "{input}");
+        }
         let outs: Vec<(Output, Vec<u8>)> = ["1", "2"]
             .iter()
             .map(|threads| {
@@ -1080,6 +1093,43 @@ fn two_threads_and_one_give_the_same_results() {
             .collect();
         assert_eq!(outs[0].0.status.code(), outs[1].0.status.code(), "{input}");
         assert!(outs[0].1 == outs[1].1, "{input}: the -w files differ");
+        // -U (a flush after each packet) writes each packet through its view; without it
+        // the kept records go out in runs straight from the read buffer: the same file, and
+        // -c N keeps N there too.
+        for threads in ["1", "2"] {
+            for limit in [None, Some("2345")] {
+                let files: Vec<Vec<u8>> = [true, false]
+                    .iter()
+                    .map(|&each| {
+                        let out = dir.join(format!("out-{threads}-{each}.pcap"));
+                        let mut args = vec!["filter", "-r", input, "-w", out.to_str().unwrap()];
+                        if each {
+                            args.push("-U");
+                        }
+                        if let Some(limit) = limit {
+                            args.extend(["-c", limit]);
+                        }
+                        args.push(expr);
+                        run(threads, &args);
+                        std::fs::read(&out).unwrap()
+                    })
+                    .collect();
+                assert!(files[0] == files[1], "{input} {threads} {limit:?}: -U and runs differ");
+                assert!(files[0].len() > 24, "{input}");
+                if limit.is_none() {
+                    assert!(files[0] == outs[0].1, "{input}: the runs differ from before");
+                }
+            }
+            // A failed write of the runs is the output's error, named by the output alone.
+            if Path::new("/dev/full").exists() {
+                let full = run(threads, &["filter", "-r", input, "-w", "/dev/full", expr]);
+                assert_eq!(full.status.code(), Some(1), "{input}");
+                let err = String::from_utf8_lossy(&full.stderr);
+                assert!(err.starts_with("weir: /dev/full: No space left on device"), "{err}");
+            } else {
+                println!("SKIPPED: /dev/full write error: no /dev/full here");
+            }
+        }
         assert!(outs[0].1.len() > 1 << 20, "{input}");
         if input.ends_with("cut.pcap") {
             let err = String::from_utf8_lossy(&outs[1].0.stderr);

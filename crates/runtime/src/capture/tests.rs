@@ -405,3 +405,185 @@ fn the_relay_reads_what_one_thread_reads() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Packets as (data, wire length).
+type Seen = Vec<(Vec<u8>, u32)>;
+
+/// A count's loop: [`CaptureReader::visit_buffered`] for the complete records buffered,
+/// `next_packet` for the rest (joins, damage, the end). Returns each packet's (data, wire
+/// length) in order, the damage, and how many `visit_buffered` saw (so a test can tell the
+/// fast path ran).
+fn visit_all<R: Read>(
+    reader: &mut CaptureReader<R>,
+    stop_after: Option<usize>,
+) -> (Seen, Option<CaptureError>, usize) {
+    let mut out: Seen = Vec::new();
+    let mut fast = 0;
+    let full = |out: &Seen| stop_after.is_some_and(|n| out.len() >= n);
+    loop {
+        match reader.next_packet() {
+            None => return (out, None, fast),
+            Some(Err(e)) => return (out, Some(e), fast),
+            Some(Ok(p)) => out.push((p.data.to_vec(), p.wire_len)),
+        }
+        if full(&out) {
+            return (out, None, fast);
+        }
+        let before = out.len();
+        reader.visit_buffered(|data, wire| {
+            out.push((data.to_vec(), wire));
+            !full(&out)
+        });
+        fast += out.len() - before;
+        if full(&out) {
+            return (out, None, fast);
+        }
+    }
+}
+
+/// The fast path sees what `next_packet` sees: the same bytes (cut to the snapshot length)
+/// and wire lengths, in both byte orders and with the modified pcap's 24-byte headers,
+/// across every chunk boundary; it stops where `visit` says, and leaves damage and swapped
+/// length fields to `next_packet`, which reports them as before.
+#[test]
+fn visit_buffered_sees_what_next_packet_sees() {
+    let mut rng = SplitMix64::new(31);
+    let records = random_records(&mut rng, 400, 300);
+    let mut damaged = records.clone();
+    // Refused by libpcap (more than 256 KiB for Ethernet): claimed, not present.
+    let mut absurd = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records);
+    absurd.extend(1u32.to_le_bytes());
+    absurd.extend(0u32.to_le_bytes());
+    absurd.extend(300_000u32.to_le_bytes());
+    absurd.extend(300_000u32.to_le_bytes());
+    absurd.extend([0u8; 64]);
+    damaged.truncate(250);
+    let files = [
+        ("little", pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records)),
+        ("big", pcap_file(true, MAGIC_NANO, 2, 4, 0, 1, 16, &records)),
+        ("snaplen 100", pcap_file(false, MAGIC_MICRO, 2, 4, 100, 1, 16, &records)),
+        ("modified", pcap_file(false, MAGIC_KUZNETSOV, 2, 4, 0, 1, 24, &records)),
+        ("swapped 2.3", pcap_file(false, MAGIC_MICRO, 2, 3, 0, 1, 16, &records)),
+        ("cut", {
+            let mut f = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &damaged);
+            f.truncate(f.len() - 7);
+            f
+        }),
+        ("absurd", absurd),
+    ];
+    for (name, bytes) in &files {
+        let (expected, expected_err) = read_bytes(bytes, 1 << 20);
+        let expected: Seen = expected.into_iter().map(|p| (p.data, p.wire_len)).collect();
+        assert!(expected.len() >= 249, "{name}");
+        assert_eq!(expected_err.is_some(), ["cut", "absurd"].contains(name), "{name}");
+        for chunk in [1, 7, 16, 17, 100, 333, 4096, 1 << 20] {
+            let mut reader = CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk)
+                .unwrap()
+                .without_blocks();
+            let (got, err, fast) = visit_all(&mut reader, None);
+            assert!(got == expected, "{name} chunk {chunk}: packets differ");
+            assert_eq!(err, expected_err, "{name} chunk {chunk}");
+            if *name == "swapped 2.3" {
+                assert_eq!(fast, 0, "{name}: swapped lengths are next_packet's");
+            } else if chunk >= 4096 {
+                assert!(fast > got.len() / 2, "{name} chunk {chunk}: fast path unused ({fast})");
+            }
+            // Stopping midway: the next packet is the one after the last visited.
+            let mut reader =
+                CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk).unwrap();
+            let (first, _, _) = visit_all(&mut reader, Some(123));
+            assert!(first[..] == expected[..123], "{name} chunk {chunk}: stop");
+            let next = reader.next_packet().unwrap().unwrap();
+            assert_eq!(next.index, 123, "{name} chunk {chunk}");
+            assert_eq!(next.data, &expected[123].0[..], "{name} chunk {chunk}");
+        }
+    }
+}
+
+/// A copy-through's loop: [`CaptureReader::copy_buffered`] for the complete records
+/// buffered, `next_packet` for the rest; the bytes a writer would get, and the damage.
+fn copy_all<R: Read>(
+    reader: &mut CaptureReader<R>,
+    keep: impl Fn(&[u8], u32) -> bool,
+    max_kept: u64,
+) -> (Vec<u8>, u64, Option<CaptureError>) {
+    let (mut out, mut kept) = (Vec::new(), 0u64);
+    loop {
+        match reader.next_packet() {
+            None => return (out, kept, None),
+            Some(Err(e)) => return (out, kept, Some(e)),
+            Some(Ok(p)) => {
+                if keep(p.data, p.wire_len) {
+                    out.extend_from_slice(p.stored.unwrap().record);
+                    kept += 1;
+                }
+            }
+        }
+        if kept >= max_kept {
+            return (out, kept, None);
+        }
+        let mut runs = 0u64;
+        let (_, got) = reader
+            .copy_buffered(&keep, max_kept - kept, |slices, count| {
+                assert!(count > 0 && !slices.is_empty());
+                runs += count;
+                for run in slices.iter() {
+                    assert!(!run.is_empty());
+                    out.extend_from_slice(run);
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(runs, got);
+        kept += got;
+        if kept >= max_kept {
+            return (out, kept, None);
+        }
+    }
+}
+
+/// The copy fast path writes what a writer copying each kept packet's stored record writes,
+/// across chunk boundaries, stopping at `max_kept`, with damage reported as before.
+#[test]
+fn copy_buffered_copies_what_next_packet_copies() {
+    let mut rng = SplitMix64::new(41);
+    let records = random_records(&mut rng, 500, 300);
+    let mut cut = pcap_file(true, MAGIC_MICRO, 2, 4, 0, 1, 16, &records);
+    cut.truncate(cut.len() - 11);
+    let files = [
+        ("little", pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records)),
+        ("snaplen 100", pcap_file(false, MAGIC_NANO, 2, 4, 100, 1, 16, &records)),
+        ("cut big-endian", cut),
+    ];
+    // Runs of kept records of every length, and records dropped between them.
+    let keep = |data: &[u8], wire: u32| data.len() % 7 != 3 && !wire.is_multiple_of(5);
+    for (name, bytes) in &files {
+        let (all, err) = read_bytes(bytes, 1 << 20);
+        let expected: Vec<u8> = all
+            .iter()
+            .filter(|p| keep(&p.data, p.wire_len))
+            .flat_map(|p| p.record.iter().copied())
+            .collect();
+        let n = all.iter().filter(|p| keep(&p.data, p.wire_len)).count() as u64;
+        assert!(n > 200 && n < all.len() as u64, "{name}: {n}");
+        for chunk in [1, 13, 100, 4096, 1 << 20] {
+            let mut reader =
+                CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk).unwrap();
+            let (got, kept, got_err) = copy_all(&mut reader, keep, u64::MAX);
+            assert_eq!(kept, n, "{name} chunk {chunk}");
+            assert!(got == expected, "{name} chunk {chunk}: bytes differ");
+            assert_eq!(got_err, err, "{name} chunk {chunk}");
+            // A limit: the first 150 kept, and the reader goes on after the 150th.
+            let mut reader =
+                CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk).unwrap();
+            let (got, kept, _) = copy_all(&mut reader, keep, 150);
+            assert_eq!(kept, 150, "{name} chunk {chunk}");
+            let kept_150: Vec<&Owned> =
+                all.iter().filter(|p| keep(&p.data, p.wire_len)).take(150).collect();
+            let prefix: Vec<u8> = kept_150.iter().flat_map(|p| p.record.iter().copied()).collect();
+            assert!(got == prefix, "{name} chunk {chunk}: limited bytes differ");
+            let last = kept_150.last().unwrap().index;
+            assert_eq!(reader.next_packet().unwrap().unwrap().index, last + 1, "{name}");
+        }
+    }
+}
