@@ -196,7 +196,9 @@ fn xdp_dispatch_agrees_with_the_reference() {
     // Every action must be taken, or agreeing would test little.
     assert!(seen[1] >= 10 && seen[3] >= 10 && seen[4] >= 100, "{seen:?}");
     assert!(none * 10 > total, "{none} to no handler of {total}");
-    assert!(too_large * 10 <= programs, "{too_large} programs too large for the kernel");
+    // Each walk costs the kernel's verifier about 6,000 instructions since its offset is
+    // widened by a division (48,000 before, when one program in 40 passed the million).
+    assert_eq!(too_large, 0, "programs too large for the kernel");
 }
 
 /// A bad `redirect:N` is refused when the XDP program is made, naming the handler.
