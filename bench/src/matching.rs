@@ -69,7 +69,8 @@ pub struct MatchArgs {
     #[arg(long)]
     pub record: bool,
     /// For a profiler (`perf stat`): only run one row's hot loop, PASSES times over the hot
-    /// packets, and print nothing else: `dispatch` or a clause's position (1-16). Run it
+    /// packets, and print nothing else: `dispatch`, `sequential` (the 16 clause filters in
+    /// turn until one accepts) or a clause's position (1-16). Run it
     /// with 0 passes too, and subtract: what is left is the loop's own count.
     #[arg(long, value_name = "ROW:PASSES")]
     pub only: Option<String>,
@@ -99,6 +100,15 @@ fn only(spec: &str, program: &Program) -> Result<bool, String> {
         let mut r = [0u32; 16];
         for _ in 0..passes {
             hits += hot.iter().filter(|p| native.run(p, p.len() as u32, &mut r)).count();
+        }
+    } else if row == "sequential" {
+        // The 16 clause filters run in turn until one accepts, as the table's row.
+        let filters = sequential(program)?;
+        for _ in 0..passes {
+            for p in &hot {
+                let len = p.len() as u32;
+                hits += usize::from(filters.iter().any(|f| f.matches(p, len)));
+            }
         }
     } else {
         let i: usize = row.parse().map_err(|e| format!("--only row: {e}"))?;

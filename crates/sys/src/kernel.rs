@@ -177,21 +177,34 @@ mod run_field {
     pub const DURATION: usize = 36;
 }
 
+/// `N` of the verifier's `processed N insns` line.
+fn processed_insns(log: &str) -> Option<u64> {
+    log.lines()
+        .find_map(|l| l.trim().strip_prefix("processed "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// The verifier's log levels: the instructions explored (on a refusal, where it stopped),
+/// or only the statistics (`processed N insns ...`).
+const LOG_VERBOSE: u32 = 1;
+const LOG_STATS: u32 = 4;
+
 /// `BPF_PROG_LOAD` attributes: `insn_cnt` instructions at `insns`, a GPL license, and the
-/// verifier log buffer when `log` is given.
+/// verifier log buffer when `log` is given (at that level).
 fn prog_load_attr(
     prog_type: ProgType,
     code: &[u8],
     insn_cnt: u32,
-    log: Option<&mut [u8]>,
+    log: Option<(&mut [u8], u32)>,
 ) -> [u8; PROG_LOAD_ATTR_SIZE] {
     let mut attr = [0u8; PROG_LOAD_ATTR_SIZE];
     put_u32(&mut attr, load_field::PROG_TYPE, prog_type.kernel_id());
     put_u32(&mut attr, load_field::INSN_CNT, insn_cnt);
     put_u64(&mut attr, load_field::INSNS, code.as_ptr() as u64);
     put_u64(&mut attr, load_field::LICENSE, LICENSE.as_ptr() as u64);
-    if let Some(buf) = log {
-        put_u32(&mut attr, load_field::LOG_LEVEL, 1);
+    if let Some((buf, level)) = log {
+        put_u32(&mut attr, load_field::LOG_LEVEL, level);
         put_u32(&mut attr, load_field::LOG_SIZE, u32::try_from(buf.len()).unwrap_or(u32::MAX));
         put_u64(&mut attr, load_field::LOG_BUF, buf.as_mut_ptr() as u64);
     }
@@ -349,7 +362,7 @@ impl Kernel {
         let mut size = FIRST_LOG;
         loop {
             let mut log = vec![0u8; size];
-            match self.load_once(prog_type, code, insn_cnt, Some(&mut log)) {
+            match self.load_once(prog_type, code, insn_cnt, Some((&mut log, LOG_VERBOSE))) {
                 // Accepted the second time (a transient failure): keep it.
                 Ok(fd) => return Ok(self.loaded(fd, prog_type)),
                 Err(e) if e.raw_os_error() == Some(libc::ENOSPC) && size < MAX_LOG => {
@@ -364,6 +377,27 @@ impl Kernel {
                     });
                 }
             }
+        }
+    }
+
+    /// [`Kernel::load`], and the verifier's count of instructions processed (what its
+    /// limit of a million bounds), from its statistics log; `None` when the log has no
+    /// such line.
+    pub fn load_counted(
+        &self,
+        prog_type: ProgType,
+        code: &[u8],
+    ) -> Result<(LoadedProgram, Option<u64>), LoadError> {
+        let insn_cnt = u32::try_from(code.len() / 8).unwrap_or(u32::MAX);
+        let mut log = vec![0u8; 4096];
+        match self.load_once(prog_type, code, insn_cnt, Some((&mut log, LOG_STATS))) {
+            Ok(fd) => {
+                let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+                let text = String::from_utf8_lossy(log.get(..end).unwrap_or_default());
+                Ok((self.loaded(fd, prog_type), processed_insns(&text)))
+            }
+            // The refusal again, with its reason.
+            Err(_) => self.load(prog_type, code).map(|p| (p, None)),
         }
     }
 
@@ -440,7 +474,7 @@ impl Kernel {
         prog_type: ProgType,
         code: &[u8],
         insn_cnt: u32,
-        log: Option<&mut [u8]>,
+        log: Option<(&mut [u8], u32)>,
     ) -> io::Result<OwnedFd> {
         let mut attr = prog_load_attr(prog_type, code, insn_cnt, log);
         // The verifier gives up with EAGAIN, and no message, when a signal is pending for
@@ -844,6 +878,14 @@ impl BpfSys for FakeBpf {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_processed_count_is_read_from_the_statistics_line() {
+        let log = "verification time 1303 usec\nstack depth 64+8\nprocessed 48454 insns (limit \
+                   1000000) max_states_per_insn 29 total_states 1307 peak_states 1307\n";
+        assert_eq!(super::processed_insns(log), Some(48454));
+        assert_eq!(super::processed_insns("stack depth 8\n"), None);
+    }
+
     use super::*;
 
     /// `r0 = __sk_buff.len` (offset 0); exit.

@@ -196,7 +196,9 @@ fn xdp_dispatch_agrees_with_the_reference() {
     // Every action must be taken, or agreeing would test little.
     assert!(seen[1] >= 10 && seen[3] >= 10 && seen[4] >= 100, "{seen:?}");
     assert!(none * 10 > total, "{none} to no handler of {total}");
-    assert!(too_large * 10 <= programs, "{too_large} programs too large for the kernel");
+    // Each walk costs the kernel's verifier about 6,000 instructions since its offset is
+    // widened by a division (48,000 before, when one program in 40 passed the million).
+    assert_eq!(too_large, 0, "programs too large for the kernel");
 }
 
 /// A bad `redirect:N` is refused when the XDP program is made, naming the handler.
@@ -206,4 +208,88 @@ fn xdp_refuses_a_bad_redirect_slot() {
     let program = parse(src, LinkType::Ethernet, &NameDb::builtin()).unwrap();
     let e = Dispatch::compile(&program).unwrap().xdp().unwrap_err();
     assert!(e.contains("redirect:x") && e.contains("devmap slot"), "{e}");
+}
+
+/// An IPv6 frame whose payload, after `hops` extension headers (hop-by-hop, then
+/// destination options), is protocol `proto` with a few bytes of its own.
+fn ipv6_frame(hops: usize, proto: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 12];
+    f.extend([0x86, 0xdd]);
+    let mut payload = Vec::new();
+    let nexts: Vec<u8> = (0..hops).map(|i| if i == 0 { 0 } else { 60 }).collect();
+    for i in 0..hops {
+        let next = nexts.get(i + 1).copied().unwrap_or(proto);
+        payload.extend([next, 0, 0, 0, 0, 0, 0, 0]);
+    }
+    payload.extend([0x12, 0x34, 0x00, 0x50, 0, 0, 0, 0]);
+    let first = nexts.first().copied().unwrap_or(proto);
+    f.extend([0x60, 0, 0, 0]);
+    f.extend((payload.len() as u16).to_be_bytes());
+    f.extend([first, 64]);
+    f.extend([0u8; 32]);
+    f.extend(payload);
+    f
+}
+
+/// Two `protochain` clauses on one path, and a third walk that the header dispatch copies
+/// into each EtherType branch, load in the kernel and answer as the reference does. The
+/// Linux verifier's work is the sum over the walk copies, about 6,000 instructions each
+/// (bench/records/2026-11-29-pfmatch-3.txt: 48,000 before the walk's offset was widened
+/// by a division, when this program took 568,000); about 86,000 here.
+#[test]
+fn protochain_clauses_load_in_the_kernel_and_agree() {
+    if let Err(reason) = weir_sys::kernel::available() {
+        println!("SKIPPED: protochain_clauses_load_in_the_kernel_and_agree: {reason}");
+        return;
+    }
+    let src = "match {
+      ip6 protochain 6 => tx
+      ip6 protochain 17 => drop
+      ip host 10.0.0.1 => other
+      tcp port 80 => web(tcp[13])
+      protochain 58 => redirect:0
+      udp => drop
+      otherwise => pass
+    }\n";
+    let program = parse(src, LinkType::Ethernet, &NameDb::builtin()).unwrap();
+    let dispatch = Dispatch::compile(&program).unwrap();
+    let xdp = dispatch.xdp().unwrap();
+    let mut frames: Vec<Vec<u8>> = corpus(0x51, 40)
+        .into_iter()
+        .filter(|p| !p.is_truncated() && p.data.len() >= 14 && p.data.len() <= 0xffff)
+        .map(|p| p.data)
+        .collect();
+    for hops in 0..4 {
+        for proto in [6u8, 17, 58, 47] {
+            frames.push(ipv6_frame(hops, proto));
+        }
+    }
+    // Cut short inside the extension headers: the walk aborts, that clause fails.
+    let long = ipv6_frame(3, 17);
+    frames.push(long[..70].to_vec());
+    let want = reference(&program, &frames);
+    let chosen = |name: &str| {
+        let h = program.handlers.iter().position(|n| n == name);
+        want.iter().filter(|w| **w == h).count()
+    };
+    assert!(chosen("tx") >= 4 && chosen("drop") >= 4 && chosen("redirect:0") >= 4, "{want:?}");
+
+    let specs = xdp.program.maps();
+    let maps = kernel_object::create_maps(specs.iter().map(|s| (s, None))).unwrap();
+    if let Some(d) = specs.iter().find(|m| m.name == weir::pfmatch::xdp::DEVS_MAP) {
+        for i in 0..d.max_entries {
+            maps[1].update(Some(&i.to_ne_bytes()), &1u32.to_ne_bytes(), 0).unwrap();
+        }
+    }
+    let code = kernel_object::bind(&xdp.program, &maps).unwrap();
+    let (prog, processed) = weir_sys::kernel::Kernel::new()
+        .load_counted(weir::ProgType::Xdp, &code)
+        .unwrap_or_else(|e| panic!("the kernel refused it: {}", e.reason()));
+    let processed = processed.expect("the verifier's statistics");
+    println!("{} insns: the verifier processed {processed} insns", xdp.program.len());
+    assert!(processed < 200_000, "{processed} insns processed");
+    for (i, f) in frames.iter().enumerate() {
+        let got = prog.test_run(f, 1).unwrap().retval;
+        assert_eq!(got, xdp.action_value(want[i]), "packet {i} ({:?}): {f:02x?}", want[i]);
+    }
 }
