@@ -18,6 +18,7 @@
 mod arith;
 mod atm;
 mod encap;
+pub mod fuse;
 mod link;
 mod misc;
 mod net;
@@ -310,6 +311,22 @@ impl<'a> Lowerer<'a> {
         match &e.kind {
             ExprKind::Chain { first, rest } if crate::depth::runs(rest) > LINEAR_RUNS => {
                 self.linear_chain(first, rest, e.span)
+            }
+            ExprKind::Chain { first, rest }
+                if rest.len() + 1 >= fuse::MIN_TERMS
+                    && rest.iter().all(|(op, _)| *op == rest[0].0) =>
+            {
+                // A long list joined by one operator: its runs of like terms become set
+                // lookups (`fuse`).
+                let mut terms = Vec::with_capacity(rest.len() + 1);
+                terms.push(self.expr(first)?);
+                for (_, next) in rest {
+                    terms.push(self.expr(next)?);
+                }
+                Ok(match rest[0].0 {
+                    BoolOp::Or => fuse::or_terms(terms),
+                    BoolOp::And => fuse::and_terms(terms),
+                })
             }
             ExprKind::Chain { first, rest } => {
                 // Equal precedence, left associative: ((e0 op1 e1) op2 e2) ...
