@@ -150,95 +150,99 @@ fn lookups(shape: &Shape<'_>, rest: &[u32]) -> Pred {
     super::junction(branches.collect(), false)
 }
 
-/// The runs of at least [`MIN_TERMS`] consecutive terms of one shape: (first term, end,
-/// the lookups standing for the rest).
-fn runs(terms: &[Pred]) -> Vec<(usize, usize, Pred)> {
-    let mut runs = Vec::new();
-    if terms.len() < MIN_TERMS {
-        return runs;
-    }
-    let mut i = 0;
-    while i < terms.len() {
-        let Some(head) = shape(&terms[i]) else {
-            i += 1;
-            continue;
+/// Fuses the terms of an `or` as they are lowered, left to right: a term of the same shape
+/// as the run's first leaves only its hole behind once the run is long enough, so a long
+/// list never holds its lowered terms all at once (100,000 hosts: 4 million nodes).
+#[derive(Default)]
+pub struct Fuser {
+    out: Vec<Pred>,
+    /// The current run's first term.
+    head: Option<Pred>,
+    /// The run's later terms, kept while the run is shorter than [`MIN_TERMS`].
+    held: Vec<Pred>,
+    /// The holes of the run's later terms.
+    holes: Vec<u32>,
+    fused: bool,
+}
+
+impl Fuser {
+    /// The next term of the `or`.
+    pub fn push(&mut self, term: Pred) {
+        let hole = match (&self.head, shape(&term)) {
+            (Some(head), Some(s)) => shape(head).filter(|h| h.same_as(&s)).map(|_| s.hole),
+            _ => None,
         };
-        let mut holes = Vec::new();
-        let mut j = i + 1;
-        while let Some(s) = terms.get(j).and_then(shape) {
-            if !head.same_as(&s) {
-                break;
+        if let Some(hole) = hole {
+            self.holes.push(hole);
+            if self.holes.len() + 1 >= MIN_TERMS {
+                self.held.clear();
+            } else {
+                self.held.push(term);
             }
-            holes.push(s.hole);
-            j += 1;
+            return;
         }
-        if j - i >= MIN_TERMS {
-            runs.push((i, j, lookups(&head, &holes)));
-        }
-        i = j;
-    }
-    runs
-}
-
-/// The terms with each run replaced by its first term and its lookups.
-fn apply(terms: Vec<Pred>, runs: Vec<(usize, usize, Pred)>) -> Vec<Pred> {
-    let mut out = Vec::with_capacity(terms.len());
-    let mut runs = runs.into_iter().peekable();
-    for (k, term) in terms.into_iter().enumerate() {
-        match runs.peek_mut() {
-            Some((start, _, tail)) if *start == k => {
-                out.push(term);
-                out.push(std::mem::replace(tail, Pred::Const(false)));
-            }
-            Some((start, end, _)) if *start < k && k < *end => {
-                if k + 1 == *end {
-                    runs.next();
-                }
-            }
-            _ => out.push(term),
-        }
-    }
-    out
-}
-
-/// The disjunction of the terms of an `or`, in order, with every run of at least
-/// [`MIN_TERMS`] consecutive terms of one shape fused.
-pub fn or_terms(terms: Vec<Pred>) -> Pred {
-    let runs = runs(&terms);
-    if runs.is_empty() {
-        return super::junction(terms, false);
-    }
-    super::junction(apply(terms, runs), false)
-}
-
-/// The conjunction of the terms of an `and`, with every run of at least [`MIN_TERMS`]
-/// consecutive `not t` terms whose `t`s fuse rewritten as `not (t1 or ...)` (the same
-/// thing: an `and` stops at the first `not t` that is false, an `or` at the first `t`
-/// that is true, and an abort under `not` is an abort) and fused as [`or_terms`] does.
-pub fn and_terms(terms: Vec<Pred>) -> Pred {
-    if terms.len() < MIN_TERMS {
-        return super::junction(terms, true);
-    }
-    let mut out = Vec::with_capacity(terms.len());
-    let mut run: Vec<Pred> = Vec::new();
-    let flush = |run: &mut Vec<Pred>, out: &mut Vec<Pred>| {
-        let inner = std::mem::take(run);
-        let runs = runs(&inner);
-        if runs.is_empty() {
-            out.extend(inner.into_iter().map(Pred::not));
+        self.flush();
+        if shape(&term).is_some() {
+            self.head = Some(term);
         } else {
-            out.push(Pred::not(super::junction(apply(inner, runs), false)));
+            self.out.push(term);
         }
-    };
-    for term in terms {
+    }
+
+    fn flush(&mut self) {
+        let Some(head) = self.head.take() else { return };
+        let holes = std::mem::take(&mut self.holes);
+        if holes.len() + 1 >= MIN_TERMS {
+            let tail = shape(&head).map(|s| lookups(&s, &holes));
+            self.out.push(head);
+            self.out.extend(tail);
+            self.fused = true;
+        } else {
+            self.out.push(head);
+            self.out.append(&mut self.held);
+        }
+    }
+
+    /// The terms, runs fused, in order; and whether any run was.
+    pub fn finish(mut self) -> (Vec<Pred>, bool) {
+        self.flush();
+        (self.out, self.fused)
+    }
+}
+
+/// Fuses the terms of an `and` as they are lowered: every run of at least [`MIN_TERMS`]
+/// consecutive `not t` terms whose `t`s fuse becomes `not (t1 or ...)` (the same thing:
+/// an `and` stops at the first `not t` that is false, an `or` at the first `t` that is
+/// true, and an abort under `not` is an abort), fused as [`Fuser`] does.
+#[derive(Default)]
+pub struct AndFuser {
+    out: Vec<Pred>,
+    run: Fuser,
+}
+
+impl AndFuser {
+    pub fn push(&mut self, term: Pred) {
         match term {
-            Pred::Not(inner) => run.push(*inner),
+            Pred::Not(inner) => self.run.push(*inner),
             term => {
-                flush(&mut run, &mut out);
-                out.push(term);
+                self.flush();
+                self.out.push(term);
             }
         }
     }
-    flush(&mut run, &mut out);
-    super::junction(out, true)
+
+    fn flush(&mut self) {
+        let (inner, fused) = std::mem::take(&mut self.run).finish();
+        if fused {
+            self.out.push(Pred::not(super::junction(inner, false)));
+        } else {
+            self.out.extend(inner.into_iter().map(Pred::not));
+        }
+    }
+
+    /// The conjunction.
+    pub fn finish(mut self) -> Pred {
+        self.flush();
+        super::junction(self.out, true)
+    }
 }

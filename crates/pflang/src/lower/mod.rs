@@ -318,15 +318,20 @@ impl<'a> Lowerer<'a> {
             {
                 // A long list joined by one operator: its runs of like terms become set
                 // lookups (`fuse`).
-                let mut terms = Vec::with_capacity(rest.len() + 1);
-                terms.push(self.expr(first)?);
-                for (_, next) in rest {
-                    terms.push(self.expr(next)?);
+                let terms = std::iter::once(&**first).chain(rest.iter().map(|(_, e)| e));
+                if rest[0].0 == BoolOp::Or {
+                    let mut fuser = fuse::Fuser::default();
+                    for term in terms {
+                        fuser.push(self.expr(term)?);
+                    }
+                    Ok(junction(fuser.finish().0, false))
+                } else {
+                    let mut fuser = fuse::AndFuser::default();
+                    for term in terms {
+                        fuser.push(self.expr(term)?);
+                    }
+                    Ok(fuser.finish())
                 }
-                Ok(match rest[0].0 {
-                    BoolOp::Or => fuse::or_terms(terms),
-                    BoolOp::And => fuse::and_terms(terms),
-                })
             }
             ExprKind::Chain { first, rest } => {
                 // Equal precedence, left associative: ((e0 op1 e1) op2 e2) ...
