@@ -130,6 +130,7 @@ const SOUP: &[&str] = &[
 ];
 
 mod differential;
+mod fuse;
 mod kernel;
 mod libpcap_oracle;
 mod lower_link;

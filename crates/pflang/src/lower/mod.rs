@@ -18,6 +18,7 @@
 mod arith;
 mod atm;
 mod encap;
+pub mod fuse;
 mod link;
 mod misc;
 mod net;
@@ -310,6 +311,27 @@ impl<'a> Lowerer<'a> {
         match &e.kind {
             ExprKind::Chain { first, rest } if crate::depth::runs(rest) > LINEAR_RUNS => {
                 self.linear_chain(first, rest, e.span)
+            }
+            ExprKind::Chain { first, rest }
+                if rest.len() + 1 >= fuse::MIN_TERMS
+                    && rest.iter().all(|(op, _)| *op == rest[0].0) =>
+            {
+                // A long list joined by one operator: its runs of like terms become set
+                // lookups (`fuse`).
+                let terms = std::iter::once(&**first).chain(rest.iter().map(|(_, e)| e));
+                if rest[0].0 == BoolOp::Or {
+                    let mut fuser = fuse::Fuser::default();
+                    for term in terms {
+                        fuser.push(self.expr(term)?);
+                    }
+                    Ok(junction(fuser.finish().0, false))
+                } else {
+                    let mut fuser = fuse::AndFuser::default();
+                    for term in terms {
+                        fuser.push(self.expr(term)?);
+                    }
+                    Ok(fuser.finish())
+                }
             }
             ExprKind::Chain { first, rest } => {
                 // Equal precedence, left associative: ((e0 op1 e1) op2 e2) ...

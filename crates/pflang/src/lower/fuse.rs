@@ -1,0 +1,248 @@
+//! Long lists as sets, at lowering: `host a or host b or ...` (likewise `port`, `net` with
+//! one prefix length, `ether host`, and `not host a and not host b and ...`) lowered to
+//! the first term followed by one set lookup per field, rather than to thousands of copies
+//! of the same protocol tests. Without this every later pass (the rejects-all check, the
+//! optimizer's rounds) walks a tree of ~40 nodes per term before `decide` merges the
+//! comparisons into the same sets; with it the tree is the first term's size plus one
+//! `Pred::In` per field, whatever the length of the list.
+//!
+//! Which terms fuse: consecutive terms of one `or` whose lowered trees have the same
+//! *shape*, differing only in one constant `c` (the "hole"). A shape is
+//!
+//! ```text
+//! branch                                    (a single branch)
+//! or(branch, branch, ...)                   (one per protocol: ip, arp, rarp)
+//! branch = and(g1, ..., gm, H)  or  H       (guards g: any tests, the same in every term)
+//! H      = L1 == c  or  or(L1 == c, ..., Lk == c)   (the fields, the same in every term)
+//! ```
+//!
+//! with no `Store` or `Try` anywhere. The run `t1 or t2 or ... or tn` becomes
+//!
+//! ```text
+//! or(t1, or_branch(and(g1, ..., gm, or(L1 in S, ..., Lk in S))))     S = {c2, ..., cn}
+//! ```
+//!
+//! Exact (same verdict and same aborts on every packet, cut or not): `t1` is evaluated
+//! first in both. When it is true or aborts, so does the list. When it is false, every
+//! branch whose guards held had all its fields loaded and compared (an `or` of field
+//! tests stops only on a match), and nothing in the terms writes state, so `t2 .. tn`
+//! evaluate the same guards and load the same fields again: none of them can abort, and
+//! the list is true exactly when some field of a branch whose guards hold is one of
+//! `c2 .. cn`, which is what the set lookups say (evaluating the same guards and fields,
+//! which cannot abort either). The tests (crates/pflang/tests/fuse.rs) compare the fused
+//! and the term-by-term lowering on random lists and random, cut packets.
+
+use weir_filter::{CmpOp, Expr, Pred, ValueSet};
+
+/// Fewer terms than this are lowered term by term: everyday filters (`port 80 or port
+/// 443`) keep the tree the optimizer and the emitters are tuned on, and a short list
+/// gains nothing from a set.
+pub const MIN_TERMS: usize = 8;
+
+/// One branch of a shape: its guards and the fields compared with the hole.
+struct Branch<'a> {
+    guards: &'a [Pred],
+    fields: Vec<&'a Expr>,
+}
+
+/// A term's shape and its hole's value.
+struct Shape<'a> {
+    branches: Vec<Branch<'a>>,
+    hole: u32,
+}
+
+impl Shape<'_> {
+    /// Same guards and fields (the hole may differ).
+    fn same_as(&self, other: &Shape<'_>) -> bool {
+        self.branches.len() == other.branches.len()
+            && self.branches.iter().zip(&other.branches).all(|(a, b)| {
+                a.guards == b.guards
+                    && a.fields.len() == b.fields.len()
+                    && a.fields.iter().zip(&b.fields).all(|(x, y)| x == y)
+            })
+    }
+}
+
+/// `L == c` with a non-constant `L`: the field and `c`.
+fn hole_test(p: &Pred) -> Option<(&Expr, u32)> {
+    match p {
+        Pred::Cmp { op: CmpOp::Eq, lhs, rhs: Expr::Const(c) } if !matches!(lhs, Expr::Const(_)) => {
+            Some((lhs, *c))
+        }
+        _ => None,
+    }
+}
+
+/// `H`: the fields and the one constant they are compared with.
+fn hole_or(p: &Pred) -> Option<(Vec<&Expr>, u32)> {
+    match p {
+        Pred::Or(items) if !items.is_empty() => {
+            let mut fields = Vec::with_capacity(items.len());
+            let mut hole = None;
+            for item in items {
+                let (field, c) = hole_test(item)?;
+                if hole.is_some_and(|h| h != c) {
+                    return None;
+                }
+                hole = Some(c);
+                fields.push(field);
+            }
+            Some((fields, hole?))
+        }
+        p => hole_test(p).map(|(field, c)| (vec![field], c)),
+    }
+}
+
+/// Whether `p` writes state or confines aborts (the argument above needs neither).
+fn stateful(p: &Pred) -> bool {
+    match p {
+        Pred::Store { .. } | Pred::Try(_) => true,
+        Pred::And(parts) | Pred::Or(parts) => parts.iter().any(stateful),
+        Pred::Not(inner) => stateful(inner),
+        _ => false,
+    }
+}
+
+fn branch(p: &Pred) -> Option<(Branch<'_>, u32)> {
+    if let Some((fields, hole)) = hole_or(p) {
+        return Some((Branch { guards: &[], fields }, hole));
+    }
+    match p {
+        Pred::And(parts) if parts.len() >= 2 => {
+            let (last, guards) = parts.split_last()?;
+            let (fields, hole) = hole_or(last)?;
+            if guards.iter().any(stateful) {
+                return None;
+            }
+            Some((Branch { guards, fields }, hole))
+        }
+        _ => None,
+    }
+}
+
+fn shape(p: &Pred) -> Option<Shape<'_>> {
+    if let Some((b, hole)) = branch(p) {
+        return Some(Shape { branches: vec![b], hole });
+    }
+    let Pred::Or(items) = p else { return None };
+    let mut branches = Vec::with_capacity(items.len());
+    let mut hole = None;
+    for item in items {
+        let (b, c) = branch(item)?;
+        if hole.is_some_and(|h| h != c) {
+            return None;
+        }
+        hole = Some(c);
+        branches.push(b);
+    }
+    Some(Shape { branches, hole: hole? })
+}
+
+/// The set lookups standing for the terms after the first of a run of one shape (see the
+/// module documentation); `rest` holds their holes.
+fn lookups(shape: &Shape<'_>, rest: &[u32]) -> Pred {
+    let set = ValueSet::from_values(rest.iter().copied());
+    let branches = shape.branches.iter().map(|b| {
+        let fields = b.fields.iter().map(|&f| Pred::In { value: f.clone(), set: set.clone() });
+        let any = super::junction(fields.collect(), false);
+        super::junction(b.guards.iter().cloned().chain([any]).collect(), true)
+    });
+    super::junction(branches.collect(), false)
+}
+
+/// Fuses the terms of an `or` as they are lowered, left to right: a term of the same shape
+/// as the run's first leaves only its hole behind once the run is long enough, so a long
+/// list never holds its lowered terms all at once (100,000 hosts: 4 million nodes).
+#[derive(Default)]
+pub struct Fuser {
+    out: Vec<Pred>,
+    /// The current run's first term.
+    head: Option<Pred>,
+    /// The run's later terms, kept while the run is shorter than [`MIN_TERMS`].
+    held: Vec<Pred>,
+    /// The holes of the run's later terms.
+    holes: Vec<u32>,
+    fused: bool,
+}
+
+impl Fuser {
+    /// The next term of the `or`.
+    pub fn push(&mut self, term: Pred) {
+        let hole = match (&self.head, shape(&term)) {
+            (Some(head), Some(s)) => shape(head).filter(|h| h.same_as(&s)).map(|_| s.hole),
+            _ => None,
+        };
+        if let Some(hole) = hole {
+            self.holes.push(hole);
+            if self.holes.len() + 1 >= MIN_TERMS {
+                self.held.clear();
+            } else {
+                self.held.push(term);
+            }
+            return;
+        }
+        self.flush();
+        if shape(&term).is_some() {
+            self.head = Some(term);
+        } else {
+            self.out.push(term);
+        }
+    }
+
+    fn flush(&mut self) {
+        let Some(head) = self.head.take() else { return };
+        let holes = std::mem::take(&mut self.holes);
+        if holes.len() + 1 >= MIN_TERMS {
+            let tail = shape(&head).map(|s| lookups(&s, &holes));
+            self.out.push(head);
+            self.out.extend(tail);
+            self.fused = true;
+        } else {
+            self.out.push(head);
+            self.out.append(&mut self.held);
+        }
+    }
+
+    /// The terms, runs fused, in order; and whether any run was.
+    pub fn finish(mut self) -> (Vec<Pred>, bool) {
+        self.flush();
+        (self.out, self.fused)
+    }
+}
+
+/// Fuses the terms of an `and` as they are lowered: every run of at least [`MIN_TERMS`]
+/// consecutive `not t` terms whose `t`s fuse becomes `not (t1 or ...)` (the same thing:
+/// an `and` stops at the first `not t` that is false, an `or` at the first `t` that is
+/// true, and an abort under `not` is an abort), fused as [`Fuser`] does.
+#[derive(Default)]
+pub struct AndFuser {
+    out: Vec<Pred>,
+    run: Fuser,
+}
+
+impl AndFuser {
+    pub fn push(&mut self, term: Pred) {
+        match term {
+            Pred::Not(inner) => self.run.push(*inner),
+            term => {
+                self.flush();
+                self.out.push(term);
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        let (inner, fused) = std::mem::take(&mut self.run).finish();
+        if fused {
+            self.out.push(Pred::not(super::junction(inner, false)));
+        } else {
+            self.out.extend(inner.into_iter().map(Pred::not));
+        }
+    }
+
+    /// The conjunction.
+    pub fn finish(mut self) -> Pred {
+        self.flush();
+        super::junction(self.out, true)
+    }
+}
