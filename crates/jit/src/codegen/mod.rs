@@ -475,7 +475,12 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.def_var(var(LOOP_BASE), base);
         let head = self.b.create_block();
         let exit = self.b.create_block();
-        self.b.ins().jump(head, &[]);
+        match counted.unroll {
+            Some(unroll) => self.unrolled_groups(block, counted.reg, unroll, head, exit)?,
+            None => {
+                self.b.ins().jump(head, &[]);
+            }
+        }
         self.b.switch_to_block(head);
         self.counting = Some((head, exit, entry));
         let body = self.block_body(block, n, last);
@@ -502,6 +507,78 @@ impl<'a, 'f> Translator<'a, 'f> {
         let next = self.block_for(self.next_slot(last))?;
         self.b.ins().jump(next, &[]);
         Ok(())
+    }
+
+    /// The groups of an unrolled counted loop (`counted`, "Unrolling"), from the loop's
+    /// entry: while the guard holds, `factor` copies of the body and no test between them;
+    /// then `head`, the loop one iteration at a time, for what is left. After the last group
+    /// the loop's own test decides between `head` and `exit` (on entry the first iteration
+    /// runs whatever the test would say, as the loop's own body does).
+    fn unrolled_groups(
+        &mut self,
+        block: &crate::cfg::BasicBlock,
+        reg: u8,
+        unroll: counted::Unroll,
+        head: Block,
+        exit: Block,
+    ) -> Result<(), CompileError> {
+        let n = block.slots.len();
+        let Some((&last, body)) = block.slots.split_last() else {
+            return Ok(());
+        };
+        let group = self.b.create_block();
+        let rest = self.b.create_block();
+        let guard = self.unroll_guard(reg, unroll);
+        self.b.ins().brif(guard, group, &[], head, &[]);
+        self.b.switch_to_block(group);
+        self.sums = [None; REG_COUNT as usize];
+        for _ in 0..unroll.factor {
+            for (k, &slot) in body.iter().enumerate() {
+                self.pc = slot;
+                self.mode = Mode::Hot { n, k };
+                self.instruction(slot)?;
+            }
+        }
+        let guard = self.unroll_guard(reg, unroll);
+        self.b.ins().brif(guard, group, &[], rest, &[]);
+        self.b.switch_to_block(rest);
+        self.pc = last;
+        let Some(&jump) = self.insns.get(last) else {
+            return Err(self.error(CompileErrorKind::BadTarget));
+        };
+        let taken = self.condition(&jump);
+        self.b.ins().brif(taken, head, &[], exit, &[]);
+        Ok(())
+    }
+
+    /// Whether `factor` more iterations of an unrolled loop run with no test between them:
+    /// `r cc bound - span`, false if that subtraction wraps.
+    fn unroll_guard(&mut self, reg: u8, unroll: counted::Unroll) -> Value {
+        let r = self.get(reg);
+        match unroll.bound {
+            counted::Bound::Const(limit) => {
+                // `counted` refused the loop if this wraps.
+                self.b.ins().icmp_imm(unroll.cc, r, limit.wrapping_sub(unroll.span))
+            }
+            counted::Bound::Reg(src) => {
+                let limit = self.get(src);
+                let lowered = self.b.ins().iadd_imm(limit, unroll.span.wrapping_neg());
+                let holds = self.b.ins().icmp(unroll.cc, r, lowered);
+                // No wrap: the lowered limit moved by `span` in the comparison's domain.
+                let (cc, edge) = match (counted::is_signed(unroll.cc), unroll.span >= 0) {
+                    (false, true) => (IntCC::UnsignedGreaterThanOrEqual, unroll.span),
+                    (false, false) => (IntCC::UnsignedLessThanOrEqual, unroll.span.wrapping_sub(1)),
+                    (true, true) => {
+                        (IntCC::SignedGreaterThanOrEqual, i64::MIN.wrapping_add(unroll.span))
+                    }
+                    (true, false) => {
+                        (IntCC::SignedLessThanOrEqual, i64::MAX.wrapping_add(unroll.span))
+                    }
+                };
+                let fits = self.b.ins().icmp_imm(cc, limit, edge);
+                self.b.ins().band(holds, fits)
+            }
+        }
     }
 
     /// The block's instructions, charged already, then the jump to the next block.
