@@ -467,7 +467,13 @@ impl<'p> Verifier<'p> {
                 continue;
             }
             if node.branches > 0 {
-                if node.hash == hash
+                // Inside a `bpf_loop` callback an equal state may be the next call's: the
+                // kernel tells them apart by `callback_unroll_depth`, which weir does not
+                // keep, so it reports no infinite loop there (the call site's convergence
+                // test above, and the budget, still end the walk).
+                let in_callback = path.state.frames.iter().any(|f| f.callback);
+                if !in_callback
+                    && node.hash == hash
                     && state_equal(&node.state, &path.state, &live)
                     && self.is_ancestor(idx, path.parent)
                 {

@@ -1,8 +1,9 @@
 //! `bpf_loop` (helper 181) against the kernel: hand-written XDP programs whose callback
 //! counts into the caller's stack and stops at a chosen index, loaded into the kernel with
 //! the least BTF its verifier wants for a callback (`weir_elf::func_btf`, `func_info`
-//! through `bpf()`), run with `BPF_PROG_TEST_RUN`, and run on weir's interpreter and JIT:
-//! the return values must agree (the kernel's is 32 bits). Covers the count, a stop,
+//! through `bpf()`), run with `BPF_PROG_TEST_RUN`, and run on weir's interpreter and JIT,
+//! checked structurally and as proven by weir's verifier (which must accept what the
+//! kernel accepts): the return values must agree (the kernel's is 32 bits). Covers the count, a stop,
 //! `flags` (-EINVAL), too many iterations (-E2BIG) and a callback that loops.
 //!
 //! As root only; elsewhere the test prints `SKIPPED:` and returns.
@@ -50,19 +51,35 @@ fn function_starts(program: &Program) -> Vec<u32> {
     starts
 }
 
-fn weir_runs(program: &Program, packet: &[u8]) -> Vec<u64> {
+/// r0 on the interpreter and the JIT, for the program checked structurally and as proven by
+/// weir's verifier (told of the functions' BTF, as the kernel was).
+fn weir_runs(program: &Program, packet: &[u8]) -> Vec<(String, u64)> {
     static INTERP: weir_interp::Interp = weir_interp::Interp;
     static JIT: weir_jit::Jit = weir_jit::Jit;
-    let verified = Verified::structural(program.clone()).expect("valid");
+    let structural = Verified::structural(program.clone()).expect("valid");
+    let options = weir::VerifyOptions {
+        prog_type: Some(ProgType::Xdp),
+        func_info: true,
+        ..weir::VerifyOptions::default()
+    };
+    let proven = weir::verify(program, &options)
+        .unwrap_or_else(|e| panic!("weir's verifier refuses it: {e}"))
+        .into_verified(program.clone())
+        .expect("the proof's own program");
     let mut results = Vec::new();
-    for engine in [&INTERP as &dyn DynEngine, &JIT] {
+    for (how, verified, engine) in [
+        ("structural", &structural, &INTERP as &dyn DynEngine),
+        ("structural", &structural, &JIT),
+        ("proven", &proven, &INTERP),
+        ("proven", &proven, &JIT),
+    ] {
         let bindings = Bindings::for_prog_type(ProgType::Xdp);
-        let mut session = engine.load(&verified, bindings, Limits::default()).expect("loads");
+        let mut session = engine.load(verified, bindings, Limits::default()).expect("loads");
         let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
         let mut packet = packet.to_vec();
         let input = Input::new().ctx(&mut ctx).packet(&mut packet);
         let outcome = session.run(input).unwrap_or_else(|t| panic!("{}: {t:?}", engine.name()));
-        results.push(outcome.r0);
+        results.push((format!("{} {how}", engine.name()), outcome.r0));
     }
     results
 }
@@ -107,7 +124,7 @@ fn bpf_loop_agrees_with_the_kernel_test_run() {
             )
             .unwrap_or_else(|e| panic!("the kernel refuses it: {e:?}\n{text}"));
         let run = loaded.test_run(&packet, 1).expect("test run");
-        for (engine, r0) in ["interp", "jit"].into_iter().zip(weir_runs(&program, &packet)) {
+        for (engine, r0) in weir_runs(&program, &packet) {
             assert_eq!(
                 r0 as u32, run.retval,
                 "{engine}: bpf_loop({count}, stop {stop}, flags {flags}, nested {nested})"
