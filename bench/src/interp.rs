@@ -9,7 +9,11 @@
 //! 1,508-byte buffer, `weir_jit::Checks` says what was dropped) against rbpf's JIT, which
 //! checks nothing, and against the same algorithm written in Rust and compiled by rustc
 //! (`native`: what an ahead-of-time compiler makes of it, bounds checks elided by
-//! iterators; the loop over the buffer may be vectorized).
+//! iterators; the loop over the buffer may be vectorized), and against the same programs
+//! in C (bench/programs/compute.c) built by clang with and without unrolling and
+//! vectorising (`C_FLAGS`), run in their own process on the same buffer, their results
+//! checked too. The `rolled` column is the proven program compiled with
+//! `weir_jit::Config::unroll` off: what unrolling counted loops gains, in the same run.
 //!
 //! Each interpreter row also gives the instructions one run executes (the interpreter's own
 //! counter, `Cache::executed`) and weir's nanoseconds per executed instruction. A second
@@ -104,6 +108,62 @@ fn time_median(rounds: usize, inner: usize, mut call: impl FnMut() -> u64) -> f6
     samples[samples.len() / 2]
 }
 
+/// The C anchor's two builds: clang's `-O2`, and `-O2` without unrolling or vectorising
+/// (the loop as written, which is what weir's JIT emits without unrolling).
+const C_FLAGS: [&[&str]; 2] =
+    [&["-O2"], &["-O2", "-fno-unroll-loops", "-fno-vectorize", "-fno-slp-vectorize"]];
+
+/// One C build's rows: program name -> (result, median ns per run).
+type CBuild = std::collections::HashMap<String, (u64, f64)>;
+
+/// bench/programs/compute.c (the four programs in C, see its header) built with each of
+/// [`C_FLAGS`] and run on `pkt`, one [`CBuild`] per flag set.
+/// `Err` says why there is no anchor (no clang, a failed build or run).
+fn c_anchor(pkt: &[u8], rounds: usize) -> Result<Vec<CBuild>, String> {
+    let dir = std::env::temp_dir().join(format!("weir-bench-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let source = dir.join("compute.c");
+    let buffer = dir.join("buffer.bin");
+    std::fs::write(&source, include_str!("../programs/compute.c"))
+        .and_then(|()| std::fs::write(&buffer, pkt))
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut builds = Vec::new();
+    for (k, flags) in C_FLAGS.iter().enumerate() {
+        let exe = dir.join(format!("compute-{k}"));
+        let built = std::process::Command::new("clang")
+            .args(*flags)
+            .arg("-o")
+            .arg(&exe)
+            .arg(&source)
+            .status()
+            .map_err(|e| format!("clang: {e}"))?;
+        if !built.success() {
+            return Err(format!("clang {} failed: {built}", flags.join(" ")));
+        }
+        let out = std::process::Command::new(&exe)
+            .arg(&buffer)
+            .arg(rounds.to_string())
+            .output()
+            .map_err(|e| format!("{}: {e}", exe.display()))?;
+        if !out.status.success() {
+            return Err(format!("{}: {}", exe.display(), String::from_utf8_lossy(&out.stderr)));
+        }
+        let mut rows = std::collections::HashMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let [name, result, ns] = fields[..] else {
+                return Err(format!("the C anchor printed {line:?}"));
+            };
+            let result = result.parse().map_err(|e| format!("{line:?}: {e}"))?;
+            let ns = ns.parse().map_err(|e| format!("{line:?}: {e}"))?;
+            rows.insert(name.to_string(), (result, ns));
+        }
+        builds.push(rows);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(builds)
+}
+
 /// Runs the suite; `Ok(false)` when the two interpreters disagree on a program.
 pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
     if rounds == 0 {
@@ -126,6 +186,11 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
     ));
     let mut agreed = true;
     let mut jit_rows = Vec::new();
+    // The C anchor runs first, on the same buffer, in its own process.
+    let c_builds = c_anchor(&pkt, rounds).unwrap_or_else(|e| {
+        eprintln!("no C anchor: {e}");
+        Vec::new()
+    });
     for (name, source) in PROGRAMS {
         let insns = weir_isa::asm::assemble(source).map_err(|e| format!("{name}: {e}"))?;
         let program = Program::from_insns(insns);
@@ -172,6 +237,11 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
             .map_err(|e| format!("{name}: {e}"))?;
         let proven_jit = Jit::compile(&proven, Bindings::new(), weir_jit::Config::default())
             .map_err(|e| format!("{name}: {e}"))?;
+        // The same proof, counted loops not unrolled: what unrolling gains, in this run.
+        let rolled_config = weir_jit::Config { unroll: false, ..weir_jit::Config::default() };
+        let rolled_jit = Jit::compile(&proven, Bindings::new(), rolled_config)
+            .map_err(|e| format!("{name}: {e}"))?;
+        let mut rolled_cache = rolled_jit.cache();
         // WEIR_BENCH_DUMP=DIR writes the proven program's machine code to DIR/NAME.bin
         // (`objdump -D -b binary -mi386:x86-64`), to read beside a C compiler's.
         if let Some(dir) = std::env::var_os("WEIR_BENCH_DUMP") {
@@ -181,8 +251,16 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         }
         let mut proven_cache = proven_jit.cache();
         let proven_r0 = proven_jit.run_mem(&mut proven_cache, &mut weir_mem);
+        let rolled_r0 = rolled_jit.run_mem(&mut rolled_cache, &mut weir_mem);
         let native_r0 = native(name, &pkt);
-        if proven_r0 != weir_r0 || Ok(native_r0) != weir_r0 {
+        let c_results: Vec<u64> =
+            c_builds.iter().filter_map(|b| b.get(*name).map(|&(r, _)| r)).collect();
+        if c_results.iter().any(|&r| Ok(r) != weir_r0) {
+            eprintln!("{name}: the C anchor's results {c_results:?} differ from {weir_r0:?}");
+            agreed = false;
+            continue;
+        }
+        if proven_r0 != weir_r0 || rolled_r0 != weir_r0 || Ok(native_r0) != weir_r0 {
             eprintln!(
                 "{name}: results differ: weir-interp {weir_r0:?}, jit (proven) {proven_r0:?}, \
                  native {native_r0:#x}"
@@ -200,8 +278,22 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         let proven_ns = time_median(rounds, inner, || {
             proven_jit.run_mem(&mut proven_cache, &mut weir_mem).unwrap_or(0)
         });
+        let rolled_ns = time_median(rounds, inner, || {
+            rolled_jit.run_mem(&mut rolled_cache, &mut weir_mem).unwrap_or(0)
+        });
         let native_ns =
             time_median(rounds, inner, || native(name, std::hint::black_box(&weir_mem)));
+        let c_ns: Vec<Option<f64>> =
+            c_builds.iter().map(|b| b.get(*name).map(|&(_, ns)| ns)).collect();
+        let c_col = |k: usize| {
+            c_ns.get(k).copied().flatten().map_or("n/a".to_string(), |ns| format!("{ns:.0}"))
+        };
+        let c_ratio = |k: usize| {
+            c_ns.get(k)
+                .copied()
+                .flatten()
+                .map_or("-".to_string(), |ns| format!("{:.2}x", proven_ns / ns))
+        };
         let (rbpf_jit_ns, jit_ratio, proven_ratio) = if rbpf_jit {
             let ns = time_median(rounds, inner, || rbpf_jit_run(&vm, &mut rbpf_mem).unwrap_or(0));
             (format!("{ns:.0}"), format!("{:.2}x", ns / jit_ns), format!("{:.2}x", ns / proven_ns))
@@ -210,9 +302,15 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         };
         let checks = proven_jit.checks();
         jit_rows.push(format!(
-            "{name:<15} {jit_ns:>9.0} {proven_ns:>10.0} {rbpf_jit_ns:>9} {native_ns:>8.0}  \
-             {proven_ratio:>10} {:>10.2}x {:>9.2}x   {}/{} kept, {} dropped",
+            "{name:<15} {jit_ns:>9.0} {rolled_ns:>9.0} {proven_ns:>10.0} {rbpf_jit_ns:>9} \
+             {native_ns:>8.0} {:>6} {:>8}  {proven_ratio:>10} {:>10.2}x {:>7} {:>9} {:>8.2}x \
+             {:>9.2}x   {}/{} kept, {} dropped",
+            c_col(0),
+            c_col(1),
             proven_ns / native_ns,
+            c_ratio(0),
+            c_ratio(1),
+            rolled_ns / proven_ns,
             jit_ns / proven_ns,
             checks.accesses_kept,
             checks.accesses_kept + checks.accesses_dropped + checks.frame_accesses,
@@ -227,15 +325,21 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
     }
     log.line(String::new());
     log.line(format!(
-        "{:<15} {:>9} {:>10} {:>9} {:>8}  {:>10} {:>11} {:>10}   {}   (ns per run, median of \
-         {rounds} rounds)",
+        "{:<15} {:>9} {:>9} {:>10} {:>9} {:>8} {:>6} {:>8}  {:>10} {:>11} {:>7} {:>9} {:>9} \
+         {:>10}   {}   (ns per run, median of {rounds} rounds)",
         "program",
         "weir-jit",
+        "rolled",
         "jit-proven",
         "rbpf-jit",
         "native",
+        "C-O2",
+        "C-rolled",
         "rbpf/proven",
         "proven/native",
+        "prov/C",
+        "prov/C-rol",
+        "rolled/prov",
         "old/new",
         "memory checks (proven)"
     ));
@@ -249,6 +353,11 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
             "ratio = rbpf time / weir time (interpreters, then JITs)".to_string(),
             "second table: weir-jit keeps every check (old), jit-proven drops what the verifier's \
              facts cover (new); rbpf/proven >= 1 and proven/native <= 1.2 are issue 12's goals"
+                .to_string(),
+            "rolled: jit-proven with counted loops not unrolled (weir_jit::Config::unroll off); \
+             native: the programs in Rust (rustc); C-O2 and C-rolled: bench/programs/compute.c \
+             (stack-copy's stores kept, see its header) built by clang -O2, and -O2 \
+             -fno-unroll-loops -fno-vectorize -fno-slp-vectorize; prov/C is issue 12's goal"
                 .to_string(),
         ];
         let path = record::write("interp", command, &notes, &log.lines)?;

@@ -11,7 +11,9 @@
 //! pointer to each, an anonymous struct per map, a `VAR` per map (global, allocated) and
 //! the `.maps` `DATASEC` listing them. The kinds' numbers are the reader's.
 
-use crate::btf::{KIND_ARRAY, KIND_DATASEC, KIND_INT, KIND_PTR, KIND_STRUCT, KIND_VAR};
+use crate::btf::{
+    KIND_ARRAY, KIND_DATASEC, KIND_FUNC, KIND_FUNC_PROTO, KIND_INT, KIND_PTR, KIND_STRUCT, KIND_VAR,
+};
 
 const MAGIC: u16 = 0xeb9f;
 const HEADER_LEN: u32 = 24;
@@ -112,14 +114,46 @@ pub(crate) fn encode(maps: &[MapDecl<'_>]) -> Encoded {
         w.word(off as u32);
         w.word(size as u32);
     }
-    let mut btf = Vec::new();
-    btf.extend_from_slice(&MAGIC.to_le_bytes());
-    btf.push(1); // version
-    btf.push(0); // flags
-    for v in [HEADER_LEN, 0, w.types.len() as u32, w.types.len() as u32, w.strings.len() as u32] {
-        btf.extend_from_slice(&v.to_le_bytes());
+    Encoded { btf: w.finish(), layout, maps_size: offset }
+}
+
+impl Writer {
+    /// The whole blob: header, types, strings.
+    fn finish(self) -> Vec<u8> {
+        let mut btf = Vec::new();
+        btf.extend_from_slice(&MAGIC.to_le_bytes());
+        btf.push(1); // version
+        btf.push(0); // flags
+        let (types, strings) = (self.types.len() as u32, self.strings.len() as u32);
+        for v in [HEADER_LEN, 0, types, types, strings] {
+            btf.extend_from_slice(&v.to_le_bytes());
+        }
+        btf.extend_from_slice(&self.types);
+        btf.extend_from_slice(&self.strings);
+        btf
     }
-    btf.extend_from_slice(&w.types);
-    btf.extend_from_slice(&w.strings);
-    Encoded { btf, layout, maps_size: offset }
+}
+
+/// The least BTF the kernel wants for a program of several functions (`bpf_loop`'s
+/// callbacks, local calls) loaded through `bpf()`: one `FUNC` per name, static, each of
+/// prototype `int (void)` (static functions' arguments are not checked against BTF). The
+/// function `names[i]` has type id `i + 3` (after `int` and the prototype), which is what
+/// `func_info`'s records name.
+pub fn func_btf(names: &[&str]) -> Vec<u8> {
+    let mut w = Writer { types: Vec::new(), strings: vec![0], next_id: 1 };
+    let int_name = w.string("int");
+    let int = w.header(int_name, KIND_INT, 0, 4);
+    w.word(INT_SIGNED_32);
+    let proto = w.header(0, KIND_FUNC_PROTO, 0, int);
+    for name in names {
+        let name = w.string(name);
+        // vlen 0: BTF_FUNC_STATIC.
+        w.header(name, KIND_FUNC, 0, proto);
+    }
+    w.finish()
+}
+
+/// The type id [`func_btf`] gives its `index`th function.
+pub fn func_btf_id(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(u32::MAX).saturating_add(3)
 }

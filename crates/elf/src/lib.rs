@@ -63,6 +63,7 @@ mod parse;
 mod section;
 pub mod write;
 
+pub use btf_encode::{func_btf, func_btf_id};
 pub use error::{ElfError, ElfErrorKind};
 pub use section::prog_type_of_section;
 

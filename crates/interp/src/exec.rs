@@ -9,7 +9,7 @@
 //! The budget counts dispatched steps, including the one that traps; when it is spent, the
 //! next step traps with [`TrapCode::InstructionBudget`] instead of running.
 
-use weir_program::abi::{HelperCtx, HelperOutcome, RunEnv};
+use weir_program::abi::{bpf_loop, HelperCtx, HelperOutcome, RunEnv};
 use weir_program::{Trap, TrapCode};
 
 use crate::guest;
@@ -26,6 +26,19 @@ use weir_program::exec::alu::{
 pub(crate) struct Frame {
     return_pc: usize,
     saved: [u64; 5],
+    /// Set when this frame runs a `bpf_loop` callback: its exit calls it again or returns
+    /// from the helper.
+    looping: Option<Looping>,
+}
+
+/// A `bpf_loop` in progress (`abi::bpf_loop`): the callback's slot, the index of the call
+/// running, the iteration count and the context argument.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Looping {
+    callback: usize,
+    index: u64,
+    count: u64,
+    ctx: u64,
 }
 
 /// Index of register `r` in the 16-entry register array; the mask lets the compiler drop
@@ -179,16 +192,31 @@ impl Interpreter {
                 }};
             }
             macro_rules! call_local {
-                ($target:expr) => {{
+                ($target:expr) => {
+                    call_local!($target, pc, [reg!(6), reg!(7), reg!(8), reg!(9), reg!(10)], None)
+                };
+                ($target:expr, $return_pc:expr, $saved:expr, $looping:expr) => {{
                     // `frames` holds the callers; the running frame is one more.
                     if frames.len().saturating_add(1) >= self.frames() {
                         break 'run Err(Trap::new(TrapCode::CallDepth, here));
                     }
-                    let saved = [reg!(6), reg!(7), reg!(8), reg!(9), reg!(10)];
-                    frames.push(Frame { return_pc: pc, saved });
+                    frames.push(Frame { return_pc: $return_pc, saved: $saved, looping: $looping });
                     reg!(10) = self.frame_top(frames.len());
                     memory.set_stack_floor(self.frame_floor(frames.len()));
                     pc = $target;
+                }};
+            }
+            // The callback's call number `index` of a `bpf_loop`: r1 the index, r2 the
+            // context, r3-r5 zero, in a frame of its own that returns to `return_pc`.
+            macro_rules! call_back {
+                ($looping:expr, $return_pc:expr, $saved:expr) => {{
+                    let looping: Looping = $looping;
+                    reg!(1) = looping.index;
+                    reg!(2) = looping.ctx;
+                    reg!(3) = 0;
+                    reg!(4) = 0;
+                    reg!(5) = 0;
+                    call_local!(looping.callback, $return_pc, $saved, Some(looping));
                 }};
             }
 
@@ -418,6 +446,20 @@ impl Interpreter {
 
                 Step::CallHelper { id, func } => call_helper!(id, func),
                 Step::CallLocal { target } => call_local!(target),
+                Step::Loop => match bpf_loop::count(reg!(1), reg!(4)) {
+                    Err(result) => reg!(0) = result,
+                    Ok(count) => {
+                        let func = reg!(2);
+                        let Some(callback) =
+                            guest::func_slot(func).filter(|&s| self.is_call_target(s))
+                        else {
+                            break 'run Err(Trap::memory(TrapCode::BadCallTarget, here, func, 0));
+                        };
+                        let looping = Looping { callback, index: 0, count, ctx: reg!(3) };
+                        let saved = [reg!(6), reg!(7), reg!(8), reg!(9), reg!(10)];
+                        call_back!(looping, pc, saved);
+                    }
+                },
                 Step::CallReg { dst } => {
                     let value = reg!(dst);
                     if let Some(slot) = guest::func_slot(value).filter(|&s| self.is_call_target(s))
@@ -441,6 +483,15 @@ impl Interpreter {
                         regs[10] = r10;
                         memory.set_stack_floor(self.frame_floor(frames.len()));
                         pc = frame.return_pc;
+                        if let Some(looping) = frame.looping {
+                            let calls = looping.index.saturating_add(1);
+                            if regs[0] != 0 || calls == looping.count {
+                                regs[0] = calls;
+                            } else {
+                                let next = Looping { index: calls, ..looping };
+                                call_back!(next, frame.return_pc, frame.saved);
+                            }
+                        }
                     }
                     None => break 'run Ok(regs[0]),
                 },

@@ -16,7 +16,7 @@
 //! operation does not use are ignored and 32-bit immediates are truncated to 32 bits.
 
 use weir_isa::ebpf::{Insn, Op, Operands, REG_COUNT};
-use weir_program::abi::{Bindings, HelperFn};
+use weir_program::abi::{helper_id, Bindings, HelperFn};
 use weir_program::{Program, TrapCode};
 
 use crate::guest;
@@ -59,168 +59,645 @@ impl AtomicOp {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Step {
     // 64-bit ALU; immediates sign-extended to 64 bits.
-    Add64Imm { dst: u8, imm: u64 },
-    Add64Reg { dst: u8, src: u8 },
-    Sub64Imm { dst: u8, imm: u64 },
-    Sub64Reg { dst: u8, src: u8 },
-    Mul64Imm { dst: u8, imm: u64 },
-    Mul64Reg { dst: u8, src: u8 },
-    Div64Imm { dst: u8, imm: u64 },
-    Div64Reg { dst: u8, src: u8 },
-    Sdiv64Imm { dst: u8, imm: u64 },
-    Sdiv64Reg { dst: u8, src: u8 },
-    Mod64Imm { dst: u8, imm: u64 },
-    Mod64Reg { dst: u8, src: u8 },
-    Smod64Imm { dst: u8, imm: u64 },
-    Smod64Reg { dst: u8, src: u8 },
-    Or64Imm { dst: u8, imm: u64 },
-    Or64Reg { dst: u8, src: u8 },
-    And64Imm { dst: u8, imm: u64 },
-    And64Reg { dst: u8, src: u8 },
-    Xor64Imm { dst: u8, imm: u64 },
-    Xor64Reg { dst: u8, src: u8 },
-    Lsh64Imm { dst: u8, imm: u64 },
-    Lsh64Reg { dst: u8, src: u8 },
-    Rsh64Imm { dst: u8, imm: u64 },
-    Rsh64Reg { dst: u8, src: u8 },
-    Arsh64Imm { dst: u8, imm: u64 },
-    Arsh64Reg { dst: u8, src: u8 },
-    Neg64 { dst: u8 },
-    Mov64Reg { dst: u8, src: u8 },
-    MovSx8To64 { dst: u8, src: u8 },
-    MovSx16To64 { dst: u8, src: u8 },
-    MovSx32To64 { dst: u8, src: u8 },
+    Add64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Add64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Sub64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Sub64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Mul64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Mul64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Div64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Div64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Sdiv64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Sdiv64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Mod64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Mod64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Smod64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Smod64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Or64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Or64Reg {
+        dst: u8,
+        src: u8,
+    },
+    And64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    And64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Xor64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Xor64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Lsh64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Lsh64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Rsh64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Rsh64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Arsh64Imm {
+        dst: u8,
+        imm: u64,
+    },
+    Arsh64Reg {
+        dst: u8,
+        src: u8,
+    },
+    Neg64 {
+        dst: u8,
+    },
+    Mov64Reg {
+        dst: u8,
+        src: u8,
+    },
+    MovSx8To64 {
+        dst: u8,
+        src: u8,
+    },
+    MovSx16To64 {
+        dst: u8,
+        src: u8,
+    },
+    MovSx32To64 {
+        dst: u8,
+        src: u8,
+    },
     // `mov`/`mov32` with an immediate: the value is final.
-    Set { dst: u8, imm: u64 },
+    Set {
+        dst: u8,
+        imm: u64,
+    },
 
     // 32-bit ALU; immediates used as u32, results zero-extended.
-    Add32Imm { dst: u8, imm: u32 },
-    Add32Reg { dst: u8, src: u8 },
-    Sub32Imm { dst: u8, imm: u32 },
-    Sub32Reg { dst: u8, src: u8 },
-    Mul32Imm { dst: u8, imm: u32 },
-    Mul32Reg { dst: u8, src: u8 },
-    Div32Imm { dst: u8, imm: u32 },
-    Div32Reg { dst: u8, src: u8 },
-    Sdiv32Imm { dst: u8, imm: u32 },
-    Sdiv32Reg { dst: u8, src: u8 },
-    Mod32Imm { dst: u8, imm: u32 },
-    Mod32Reg { dst: u8, src: u8 },
-    Smod32Imm { dst: u8, imm: u32 },
-    Smod32Reg { dst: u8, src: u8 },
-    Or32Imm { dst: u8, imm: u32 },
-    Or32Reg { dst: u8, src: u8 },
-    And32Imm { dst: u8, imm: u32 },
-    And32Reg { dst: u8, src: u8 },
-    Xor32Imm { dst: u8, imm: u32 },
-    Xor32Reg { dst: u8, src: u8 },
-    Lsh32Imm { dst: u8, imm: u32 },
-    Lsh32Reg { dst: u8, src: u8 },
-    Rsh32Imm { dst: u8, imm: u32 },
-    Rsh32Reg { dst: u8, src: u8 },
-    Arsh32Imm { dst: u8, imm: u32 },
-    Arsh32Reg { dst: u8, src: u8 },
-    Neg32 { dst: u8 },
-    Mov32Reg { dst: u8, src: u8 },
-    MovSx8To32 { dst: u8, src: u8 },
-    MovSx16To32 { dst: u8, src: u8 },
+    Add32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Add32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Sub32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Sub32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Mul32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Mul32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Div32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Div32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Sdiv32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Sdiv32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Mod32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Mod32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Smod32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Smod32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Or32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Or32Reg {
+        dst: u8,
+        src: u8,
+    },
+    And32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    And32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Xor32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Xor32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Lsh32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Lsh32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Rsh32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Rsh32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Arsh32Imm {
+        dst: u8,
+        imm: u32,
+    },
+    Arsh32Reg {
+        dst: u8,
+        src: u8,
+    },
+    Neg32 {
+        dst: u8,
+    },
+    Mov32Reg {
+        dst: u8,
+        src: u8,
+    },
+    MovSx8To32 {
+        dst: u8,
+        src: u8,
+    },
+    MovSx16To32 {
+        dst: u8,
+        src: u8,
+    },
 
     // Byte order on a little-endian guest: `le` truncates, `be` and `bswap` swap.
-    Trunc16 { dst: u8 },
-    Trunc32 { dst: u8 },
-    Swap16 { dst: u8 },
-    Swap32 { dst: u8 },
-    Swap64 { dst: u8 },
+    Trunc16 {
+        dst: u8,
+    },
+    Trunc32 {
+        dst: u8,
+    },
+    Swap16 {
+        dst: u8,
+    },
+    Swap32 {
+        dst: u8,
+    },
+    Swap64 {
+        dst: u8,
+    },
     // `le64`: nothing to do, but it still counts as an executed instruction.
     Nop,
 
     // Jumps. 64-bit compares sign-extend `imm`; 32-bit compares use the low halves.
-    Ja { target: usize },
-    Jeq64Imm { dst: u8, imm: i32, target: usize },
-    Jeq64Reg { dst: u8, src: u8, target: usize },
-    Jgt64Imm { dst: u8, imm: i32, target: usize },
-    Jgt64Reg { dst: u8, src: u8, target: usize },
-    Jge64Imm { dst: u8, imm: i32, target: usize },
-    Jge64Reg { dst: u8, src: u8, target: usize },
-    Jset64Imm { dst: u8, imm: i32, target: usize },
-    Jset64Reg { dst: u8, src: u8, target: usize },
-    Jne64Imm { dst: u8, imm: i32, target: usize },
-    Jne64Reg { dst: u8, src: u8, target: usize },
-    Jsgt64Imm { dst: u8, imm: i32, target: usize },
-    Jsgt64Reg { dst: u8, src: u8, target: usize },
-    Jsge64Imm { dst: u8, imm: i32, target: usize },
-    Jsge64Reg { dst: u8, src: u8, target: usize },
-    Jlt64Imm { dst: u8, imm: i32, target: usize },
-    Jlt64Reg { dst: u8, src: u8, target: usize },
-    Jle64Imm { dst: u8, imm: i32, target: usize },
-    Jle64Reg { dst: u8, src: u8, target: usize },
-    Jslt64Imm { dst: u8, imm: i32, target: usize },
-    Jslt64Reg { dst: u8, src: u8, target: usize },
-    Jsle64Imm { dst: u8, imm: i32, target: usize },
-    Jsle64Reg { dst: u8, src: u8, target: usize },
-    Jeq32Imm { dst: u8, imm: u32, target: usize },
-    Jeq32Reg { dst: u8, src: u8, target: usize },
-    Jgt32Imm { dst: u8, imm: u32, target: usize },
-    Jgt32Reg { dst: u8, src: u8, target: usize },
-    Jge32Imm { dst: u8, imm: u32, target: usize },
-    Jge32Reg { dst: u8, src: u8, target: usize },
-    Jset32Imm { dst: u8, imm: u32, target: usize },
-    Jset32Reg { dst: u8, src: u8, target: usize },
-    Jne32Imm { dst: u8, imm: u32, target: usize },
-    Jne32Reg { dst: u8, src: u8, target: usize },
-    Jsgt32Imm { dst: u8, imm: u32, target: usize },
-    Jsgt32Reg { dst: u8, src: u8, target: usize },
-    Jsge32Imm { dst: u8, imm: u32, target: usize },
-    Jsge32Reg { dst: u8, src: u8, target: usize },
-    Jlt32Imm { dst: u8, imm: u32, target: usize },
-    Jlt32Reg { dst: u8, src: u8, target: usize },
-    Jle32Imm { dst: u8, imm: u32, target: usize },
-    Jle32Reg { dst: u8, src: u8, target: usize },
-    Jslt32Imm { dst: u8, imm: u32, target: usize },
-    Jslt32Reg { dst: u8, src: u8, target: usize },
-    Jsle32Imm { dst: u8, imm: u32, target: usize },
-    Jsle32Reg { dst: u8, src: u8, target: usize },
+    Ja {
+        target: usize,
+    },
+    Jeq64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jeq64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jgt64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jgt64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jge64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jge64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jset64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jset64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jne64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jne64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jsgt64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jsgt64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jsge64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jsge64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jlt64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jlt64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jle64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jle64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jslt64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jslt64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jsle64Imm {
+        dst: u8,
+        imm: i32,
+        target: usize,
+    },
+    Jsle64Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jeq32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jeq32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jgt32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jgt32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jge32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jge32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jset32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jset32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jne32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jne32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jsgt32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jsgt32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jsge32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jsge32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jlt32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jlt32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jle32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jle32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jslt32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jslt32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
+    Jsle32Imm {
+        dst: u8,
+        imm: u32,
+        target: usize,
+    },
+    Jsle32Reg {
+        dst: u8,
+        src: u8,
+        target: usize,
+    },
 
     // Calls.
-    CallHelper { id: u32, func: HelperFn },
-    CallLocal { target: usize },
-    CallReg { dst: u8 },
+    CallHelper {
+        id: u32,
+        func: HelperFn,
+    },
+    /// `bpf_loop` (helper 181, unbound): the engine runs the callback (`abi::bpf_loop`).
+    Loop,
+    CallLocal {
+        target: usize,
+    },
+    CallReg {
+        dst: u8,
+    },
     Exit,
 
     // Memory: address is `reg + off`.
-    LdxB { dst: u8, src: u8, off: i16 },
-    LdxH { dst: u8, src: u8, off: i16 },
-    LdxW { dst: u8, src: u8, off: i16 },
-    LdxDw { dst: u8, src: u8, off: i16 },
-    LdxBSx { dst: u8, src: u8, off: i16 },
-    LdxHSx { dst: u8, src: u8, off: i16 },
-    LdxWSx { dst: u8, src: u8, off: i16 },
-    StB { dst: u8, off: i16, imm: u64 },
-    StH { dst: u8, off: i16, imm: u64 },
-    StW { dst: u8, off: i16, imm: u64 },
-    StDw { dst: u8, off: i16, imm: u64 },
-    StxB { dst: u8, src: u8, off: i16 },
-    StxH { dst: u8, src: u8, off: i16 },
-    StxW { dst: u8, src: u8, off: i16 },
-    StxDw { dst: u8, src: u8, off: i16 },
-    Atomic64 { op: AtomicOp, fetch: bool, dst: u8, src: u8, off: i16 },
-    Atomic32 { op: AtomicOp, fetch: bool, dst: u8, src: u8, off: i16 },
+    LdxB {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    LdxH {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    LdxW {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    LdxDw {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    LdxBSx {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    LdxHSx {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    LdxWSx {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    StB {
+        dst: u8,
+        off: i16,
+        imm: u64,
+    },
+    StH {
+        dst: u8,
+        off: i16,
+        imm: u64,
+    },
+    StW {
+        dst: u8,
+        off: i16,
+        imm: u64,
+    },
+    StDw {
+        dst: u8,
+        off: i16,
+        imm: u64,
+    },
+    StxB {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    StxH {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    StxW {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    StxDw {
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    Atomic64 {
+        op: AtomicOp,
+        fetch: bool,
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
+    Atomic32 {
+        op: AtomicOp,
+        fetch: bool,
+        dst: u8,
+        src: u8,
+        off: i16,
+    },
     // Both slots of `lddw` (plain or `func`): sets `dst` and skips the filler slot.
-    Lddw { dst: u8, imm: u64 },
+    Lddw {
+        dst: u8,
+        imm: u64,
+    },
     // Legacy packet loads (big-endian, 1, 2 or 4 bytes at `imm` or `src + imm`): one
     // variant per size, so the load is a fixed-size read (filters are mostly these).
-    LdAbsB { imm: i32 },
-    LdAbsH { imm: i32 },
-    LdAbsW { imm: i32 },
-    LdIndB { src: u8, imm: i32 },
-    LdIndH { src: u8, imm: i32 },
-    LdIndW { src: u8, imm: i32 },
+    LdAbsB {
+        imm: i32,
+    },
+    LdAbsH {
+        imm: i32,
+    },
+    LdAbsW {
+        imm: i32,
+    },
+    LdIndB {
+        src: u8,
+        imm: i32,
+    },
+    LdIndH {
+        src: u8,
+        imm: i32,
+    },
+    LdIndW {
+        src: u8,
+        imm: i32,
+    },
 
     // Traps decided at translation.
     // Trap here with this code; `addr` is the helper id for helper traps.
-    Fail { code: TrapCode, addr: u32 },
+    Fail {
+        code: TrapCode,
+        addr: u32,
+    },
     // Trap naming another instruction (the jump that led here, or the last slot).
-    FailAt { code: TrapCode, pc: usize },
+    FailAt {
+        code: TrapCode,
+        pc: usize,
+    },
     // The second slot of `lddw`, reached without its `lddw`: control came here by falling
     // through from the slot before, which the trap names.
     Filler,
@@ -434,6 +911,7 @@ impl Translator<'_> {
 
             Call => match self.bindings.helper(immu32) {
                 Some(helper) => Step::CallHelper { id: immu32, func: helper.func },
+                None if immu32 == helper_id::LOOP => Step::Loop,
                 None => Step::Fail { code: TrapCode::UnknownHelper, addr: immu32 },
             },
             CallLocal => match resolve(self.insns, self.pc, i64::from(imm32)) {

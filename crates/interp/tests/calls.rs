@@ -257,3 +257,73 @@ fn empty_programs_are_refused() {
     let empty = weir_program::Program::from_insns(Vec::new());
     assert!(weir_program::Verified::structural(empty).is_err());
 }
+
+/// `bpf_loop(count, cb, &counter, flags)` (helper 181, run by the engine): the callback
+/// adds `index + 1` to a counter in the caller's frame and stops (returns 1) at index
+/// `stop`; clobbers r6-r9, which the caller keeps. r0 = result * 10^6 + counter, or the
+/// result alone when it is an error.
+fn bpf_loop_program(count: i64, stop: i64, flags: i64) -> Vec<Insn> {
+    let src = format!(
+        "stdw [%r10-8], 0\nmov %r6, 77\nlddw %r1, {count}\nlddw %r2, func(cb)\nmov %r3, %r10\n\
+         add %r3, -8\nmov %r4, {flags}\ncall 181\njsgt %r0, -1, ok\nexit\nok:\n\
+         jne %r6, 77, bad\nmul %r0, 1000000\nldxdw %r1, [%r10-8]\nadd %r0, %r1\nexit\n\
+         bad:\nmov %r0, -1\nexit\n\
+         cb:\nmov %r6, %r1\nadd %r6, 1\nldxdw %r7, [%r2]\nadd %r7, %r6\nstxdw [%r2], %r7\n\
+         mov %r0, 0\njne %r1, {stop}, go\nmov %r0, 1\ngo:\nexit"
+    );
+    let slots = weir_isa::asm::assemble(&src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    // The helpers here add each `lddw`'s second slot themselves.
+    slots.into_iter().filter(|i| i.op != Op::LddwHigh).collect()
+}
+
+/// What `bpf_loop_program` returns, from the kernel's definition (`abi::bpf_loop`).
+fn bpf_loop_expected(count: u64, stop: u64, flags: u64) -> u64 {
+    let count = count & 0xffff_ffff;
+    if flags != 0 {
+        return (-22i64) as u64;
+    }
+    if count > 8 * 1024 * 1024 {
+        return (-7i64) as u64;
+    }
+    let calls = count.min(stop.saturating_add(1));
+    let counter: u64 = (1..=calls).sum();
+    calls * 1_000_000 + counter
+}
+
+#[test]
+fn bpf_loop_calls_back_until_the_count_or_a_stop() {
+    let cases: [(i64, i64, i64); 9] = [
+        (0, 99, 0),
+        (1, 99, 0),
+        (10, 99, 0),
+        (10, 3, 0),
+        (10, 0, 0),
+        (10, 9, 0),
+        // Only r1's low 32 bits count: 2^32 + 5 is 5.
+        (0x1_0000_0005, 99, 0),
+        (10, 99, 1),
+        (8 * 1024 * 1024 + 1, 99, 0),
+    ];
+    for (count, stop, flags) in cases {
+        let expected = bpf_loop_expected(count as u64, stop as u64, flags as u64);
+        let got = run_input(&bpf_loop_program(count, stop, flags), Bindings::new(), Input::new());
+        assert_eq!(got, Ok(expected), "bpf_loop({count}, stop at {stop}, flags {flags})");
+    }
+}
+
+#[test]
+fn bpf_loop_callbacks_take_a_frame_and_need_a_function() {
+    // The callback's frame counts against the depth: with one frame, no room for it.
+    let config = Config { max_call_depth: 1, ..Config::default() };
+    let program = bpf_loop_program(3, 99, 0);
+    let i = interp_with(&program, Bindings::new(), config);
+    let got = i.run(&mut i.cache(), Input::new());
+    assert_eq!(got.map_err(|t| t.code), Err(TrapCode::CallDepth));
+    let config = Config { max_call_depth: 2, ..Config::default() };
+    let i = interp_with(&program, Bindings::new(), config);
+    assert_eq!(i.run(&mut i.cache(), Input::new()), Ok(bpf_loop_expected(3, 99, 0)));
+    // r2 not a function address: a bad call target at the call.
+    let not_func = [mov(1, 2), mov(2, 0x1234), mov(3, 0), mov(4, 0), call(181), exit()];
+    let got = run_input(&not_func, Bindings::new(), Input::new());
+    assert_eq!(got, Err(Trap::memory(TrapCode::BadCallTarget, 4, 0x1234, 0)));
+}

@@ -6,7 +6,8 @@
 //! slot 0, at every jump and call target, and after every instruction that ends a block
 //! ([`Kind::End`]). When the program has a `call %reg`, every instruction starts a block:
 //! such a call may enter any instruction (exactly the interpreter's rule), and each entry
-//! point needs its own block.
+//! point needs its own block; so does a `bpf_loop` the engine runs (its callback is a
+//! function address in a register too).
 //!
 //! Targets are resolved as the interpreter resolves them (32-bit `imm` for `ja32` and local
 //! calls, `off` for other jumps). Validation guarantees they name instructions; a target
@@ -53,6 +54,13 @@ pub(crate) fn kind(insn: &Insn, bindings: &Bindings) -> Kind {
         Operands::DstImm | Operands::DstSrc | Operands::Dst | Operands::DstImm64 => Kind::Pure,
         Operands::Pseudo(_) => Kind::Pure,
     }
+}
+
+/// Whether `insn` is a `bpf_loop` the engine runs itself (helper 181, unbound), which calls
+/// back into the program as a local call.
+pub(crate) fn runs_callbacks(insn: &Insn, bindings: &Bindings) -> bool {
+    let id = insn.imm as i32 as u32;
+    insn.op == Op::Call && id == weir_program::abi::helper_id::LOOP && bindings.helper(id).is_none()
 }
 
 /// The slot `delta` slots after the one following `pc`, if it starts an instruction.
@@ -102,7 +110,8 @@ pub(crate) struct Cfg {
 impl Cfg {
     pub(crate) fn build(insns: &[Insn], bindings: &Bindings) -> Result<Cfg, CompileError> {
         let len = insns.len();
-        let has_callx = insns.iter().any(|i| i.op == Op::CallReg);
+        // `bpf_loop`'s callback is a run-time function address, like `call %reg`'s.
+        let has_callx = insns.iter().any(|i| i.op == Op::CallReg || runs_callbacks(i, bindings));
         let has_calls = has_callx || insns.iter().any(|i| i.op == Op::CallLocal);
         let mut leader = vec![has_callx; len];
         if let Some(first) = leader.first_mut() {

@@ -103,6 +103,9 @@ pub struct Config {
     pub blinding: bool,
     /// Programs longer than this many slots are refused ([`CompileErrorKind::TooManySlots`]).
     pub max_slots: usize,
+    /// Unroll the counted loops of proven programs (`codegen::counted`); on by default, off
+    /// to measure what it gains.
+    pub unroll: bool,
 }
 
 impl Default for Config {
@@ -114,7 +117,7 @@ impl Default for Config {
 impl Config {
     /// The configuration with these limits and no blinding.
     pub fn with_limits(limits: Limits) -> Config {
-        Config { limits, blinding: false, max_slots: DEFAULT_MAX_SLOTS }
+        Config { limits, blinding: false, max_slots: DEFAULT_MAX_SLOTS, unroll: true }
     }
 }
 

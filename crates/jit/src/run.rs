@@ -146,7 +146,8 @@ impl JitProgram {
         config: Config,
     ) -> Result<JitProgram, CompileError> {
         let shape = StackShape::fit(&config.limits);
-        let plan = Plan::new(program, &bindings, shape, config.limits.instruction_budget);
+        let mut plan = Plan::new(program, &bindings, shape, config.limits.instruction_budget);
+        plan.unroll = config.unroll;
         // Only a proof rules out stack pointers made from scalars (see `stack_reach`).
         let stack_low = match program.assurance() {
             Assurance::Proven => {

@@ -111,6 +111,10 @@ pub(crate) fn lowest_write(insns: &[Insn], frame: u64) -> Option<i64> {
                 *s.get_mut(usize::from(insn.dst))? = Value::NotStack;
             }
             Operands::Abs | Operands::Ind => *s.get_mut(0)? = Value::NotStack,
+            // `bpf_loop`: its callbacks run in frames below.
+            Operands::CallImm if insn.imm == i64::from(weir_program::abi::helper_id::LOOP) => {
+                return None
+            }
             Operands::CallImm => {
                 // A helper writes upward from a pointer argument (inside the frame, or
                 // it traps).

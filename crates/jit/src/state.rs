@@ -42,8 +42,12 @@ pub(crate) const HELPER_UNBOUND: u64 = 3;
 /// The helper panicked; the payload waits in `RunState::panic` to be resumed by Rust.
 pub(crate) const HELPER_PANICKED: u64 = 4;
 
-/// Saved registers per call frame: r6-r9, r10 and the return-site number.
-pub(crate) const FRAME_WORDS: usize = 6;
+/// Words per call frame: r6-r9, r10 and the return-site number ([`SAVED_WORDS`]), then,
+/// for a `bpf_loop` callback's frame, the callback's slot, the index of the call running,
+/// the iteration count and the context argument (`codegen`'s `bpf_loop`).
+pub(crate) const FRAME_WORDS: usize = 10;
+/// The words every frame saves (see [`FRAME_WORDS`]).
+pub(crate) const SAVED_WORDS: usize = 6;
 
 /// One address window's region, as generated code checks it (see the module docs).
 #[repr(C)]

@@ -355,6 +355,85 @@ fn counted_loops_count_exactly() {
     }
 }
 
+/// Unrolled counted loops (`codegen::counted`, "Unrolling"): every closing condition the
+/// JIT unrolls, steps up and down, trip counts below, at and around the unroll factor (the
+/// groups, the remainder, a loop too short for a group), bounds as immediates and as a
+/// register; result, memory and executed count must be the interpreter's, with unrolling on
+/// and off.
+#[test]
+fn unrolled_loops_agree_for_every_trip_count() {
+    // (start, step, condition, bound): the loop runs body-then-test from `start`.
+    let shapes: [(i64, i64, &str, i64); 8] = [
+        (0, 1, "jlt", 0),
+        (0, 1, "jle", 0),
+        (0, 2, "jslt", 0),
+        (-9, 1, "jsle", 0),
+        (0, -1, "jsgt", 0),
+        (0, -1, "jsge", 0),
+        (0, -3, "jgt", 0),
+        (0, -1, "jge", 0),
+    ];
+    let mut runs = 0;
+    for (start, step, cond, _) in shapes {
+        for trips in [1i64, 2, 7, 8, 9, 15, 16, 17, 23, 40] {
+            // The bound that makes the loop run `trips` times from `start`.
+            let last = start + step * trips;
+            let bound = match cond {
+                "jlt" | "jslt" => last,
+                "jle" | "jsle" => last - 1,
+                "jgt" | "jsgt" => last,
+                _ => last + 1,
+            };
+            let bound = if step < 0 && !cond.starts_with("js") {
+                // Unsigned and counting down: start high so no value wraps below 0.
+                bound + 1000
+            } else {
+                bound
+            };
+            let start = if step < 0 && !cond.starts_with("js") { start + 1000 } else { start };
+            for in_register in [false, true] {
+                let close = if in_register {
+                    format!("lddw %r2, {bound}\nloop:\n{{body}}{cond} %r3, %r2, loop")
+                } else {
+                    format!("loop:\n{{body}}{cond} %r3, {bound}, loop")
+                };
+                // The body reads mem[r3 & 63] (proven in bounds) and stores to the stack.
+                let body = "mov %r4, %r3\nand %r4, 63\nadd %r4, %r1\nldxb %r5, [%r4]\n\
+                            add %r0, %r5\nmul %r0, 3\nstxdw [%r10-8], %r0\nadd %r3, STEP\n"
+                    .replace("STEP", &step.to_string());
+                let src = format!(
+                    "mov %r0, 0\nlddw %r3, {start}\n{}\nldxdw %r6, [%r10-8]\nadd %r0, %r6\nexit",
+                    close.replace("{body}", &body)
+                );
+                let program =
+                    Program::from_insns(assemble(&src).unwrap_or_else(|e| panic!("{e}\n{src}")));
+                let world = World {
+                    mem: Some((0..64).map(|i| (i * 7) as u8).collect()),
+                    ..World::default()
+                };
+                let Some(verified) = prove(&program, None, &world) else {
+                    panic!("refused: {src}")
+                };
+                let expected = interp_run(&program, None, &world);
+                assert!(expected.0.is_ok(), "{src}: {:?}", expected.0);
+                for unroll in [true, false] {
+                    let config = weir_jit::Config { unroll, ..weir_jit::Config::default() };
+                    let engine = Jit::compile(&verified, bindings(None), config).expect("compiles");
+                    assert!(engine.checks().budget_dropped, "{src}");
+                    let mut cache = engine.cache();
+                    let mut w = world.clone();
+                    let input = Input { mem: w.mem.as_deref_mut(), ..Default::default() };
+                    let got = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
+                    assert_eq!(got, expected.0, "unroll {unroll}, {trips} trips:\n{src}");
+                    assert_eq!(cache.stack(), &expected.4[..], "unroll {unroll}:\n{src}");
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(runs, 8 * 10 * 2 * 2);
+}
+
 // ---- XDP programs: packet (with variable offsets), context and stack ----
 
 /// A random piece of an XDP body. The prologue leaves r1 = the context, r2 = data,

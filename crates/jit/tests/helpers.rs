@@ -242,3 +242,59 @@ fn a_map_value_kept_at_hand_ends_when_the_environment_ends_it() {
     assert_eq!(outcome.map_err(|t| t.code), Err(TrapCode::ReadOnly));
     assert_eq!(words, [0, 0]);
 }
+
+/// `bpf_loop(count, cb, &counter, flags)`, helper 181, which each engine runs itself: the
+/// callback adds `index + 1` to a counter in the caller's frame, clobbers r6-r9 (the caller's
+/// come back) and stops at index `stop`; with `nested`, each call also runs an inner
+/// `bpf_loop(3, inner, &counter)` adding 100 per call. r0 = result * 10^6 + counter, or the
+/// error. Both engines, twice each on one session: same result, executed count and memory.
+fn bpf_loop_run(count: i64, stop: i64, flags: i64, nested: bool) -> Result<u64, Trap> {
+    let inner = if nested {
+        "mov %r8, %r2\nmov %r1, 3\nlddw %r2, func(inner)\nmov %r3, %r8\nmov %r4, 0\ncall 181\n\
+         ldxdw %r7, [%r8]\nadd %r7, %r6\nstxdw [%r8], %r7\n"
+    } else {
+        "ldxdw %r7, [%r2]\nadd %r7, %r6\nstxdw [%r2], %r7\n"
+    };
+    let text = format!(
+        "stdw [%r10-8], 0\nmov %r6, 77\nlddw %r1, {count}\nlddw %r2, func(cb)\nmov %r3, %r10\n\
+         add %r3, -8\nmov %r4, {flags}\ncall 181\njsgt %r0, -1, ok\nexit\nok:\n\
+         jne %r6, 77, bad\nmul %r0, 1000000\nldxdw %r1, [%r10-8]\nadd %r0, %r1\nexit\n\
+         bad:\nmov %r0, -1\nexit\n\
+         cb:\nmov %r9, %r1\nmov %r6, %r1\nadd %r6, 1\n{inner}\
+         mov %r0, 0\njne %r9, {stop}, go\nmov %r0, 1\ngo:\nexit\n\
+         inner:\nldxdw %r3, [%r2]\nadd %r3, 100\nstxdw [%r2], %r3\nmov %r0, 0\nexit"
+    );
+    let insns = assemble(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let program = Verified::structural(Program::from_insns(insns)).unwrap();
+    let mut seen = Vec::new();
+    for engine in [&INTERP as &dyn DynEngine, &JIT] {
+        let mut session = engine.load(&program, Bindings::new(), Limits::default()).unwrap();
+        for _ in 0..2 {
+            let outcome = session.run(Input::new()).map(|o| (o.r0, o.executed));
+            seen.push((engine.name(), outcome));
+        }
+    }
+    for (name, outcome) in &seen[1..] {
+        assert_eq!(outcome, &seen[0].1, "{name}:\n{text}");
+    }
+    seen[0].1.map(|(r0, _)| r0)
+}
+
+#[test]
+fn bpf_loop_runs_its_callback_alike_on_every_engine() {
+    let einval = (-22i64) as u64;
+    let e2big = (-7i64) as u64;
+    let counted =
+        |calls: u64, per_call: u64| calls * 1_000_000 + (1..=calls).sum::<u64>() + calls * per_call;
+    assert_eq!(bpf_loop_run(0, 99, 0, false), Ok(0));
+    assert_eq!(bpf_loop_run(1, 99, 0, false), Ok(counted(1, 0)));
+    assert_eq!(bpf_loop_run(10, 99, 0, false), Ok(counted(10, 0)));
+    assert_eq!(bpf_loop_run(10, 3, 0, false), Ok(counted(4, 0)));
+    assert_eq!(bpf_loop_run(10, 0, 0, false), Ok(counted(1, 0)));
+    assert_eq!(bpf_loop_run(0x1_0000_0005, 99, 0, false), Ok(counted(5, 0)));
+    assert_eq!(bpf_loop_run(10, 99, 2, false), Ok(einval));
+    assert_eq!(bpf_loop_run(8 * 1024 * 1024 + 1, 99, 0, false), Ok(e2big));
+    // A callback that loops itself: 3 inner calls of 100 each per outer call.
+    assert_eq!(bpf_loop_run(6, 99, 0, true), Ok(counted(6, 300)));
+    assert_eq!(bpf_loop_run(6, 2, 0, true), Ok(counted(3, 300)));
+}

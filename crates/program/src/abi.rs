@@ -36,6 +36,35 @@ pub mod helper_id {
     /// when that argument is 0. It shares id 5 with `ktime_get_ns`; which one a run gets is
     /// the caller's choice of [`super::Bindings`].
     pub const CONFORMANCE_UNWIND: u32 = 5;
+    /// `bpf_loop`: run by the engines themselves, not by [`super::Bindings`], since it calls
+    /// back into the program ([`super::bpf_loop`]).
+    pub const LOOP: u32 = 181;
+}
+
+/// `bpf_loop(nr_loops, callback, ctx, flags)` as the kernel runs it (kernel/bpf/bpf_iter.c):
+/// `flags` other than 0 is `-EINVAL`, more than [`bpf_loop::MAX_LOOPS`] iterations
+/// `-E2BIG`; otherwise `callback(i, ctx, 0, 0, 0)` for `i` in `0..nr_loops` (32 bits), and
+/// a non-zero return stops after `i + 1` calls; the result is the number of calls. The
+/// engines run the callback (a function address, `lddw func`) as a local call each time;
+/// this module holds what they share.
+pub mod bpf_loop {
+    /// `BPF_MAX_LOOPS`.
+    pub const MAX_LOOPS: u64 = 8 * 1024 * 1024;
+    /// `-EINVAL` and `-E2BIG` as r0 holds them.
+    pub const EINVAL: u64 = (-22i64) as u64;
+    pub const E2BIG: u64 = (-7i64) as u64;
+
+    /// The iteration count from r1 and r4, or the result when no callback runs at all (an
+    /// error, or 0 iterations).
+    pub fn count(r1: u64, r4: u64) -> Result<u64, u64> {
+        let count = r1 & 0xffff_ffff;
+        match () {
+            _ if r4 != 0 => Err(EINVAL),
+            _ if count > MAX_LOOPS => Err(E2BIG),
+            _ if count == 0 => Err(0),
+            _ => Ok(count),
+        }
+    }
 }
 
 /// The kind of value a helper argument or result is: the kernel's `enum bpf_arg_type` and

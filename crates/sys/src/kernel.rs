@@ -55,6 +55,8 @@ pub enum Cmd {
     ObjPin,
     /// `BPF_OBJ_GET`: a new descriptor for a pinned object.
     ObjGet,
+    /// `BPF_BTF_LOAD`: returns a new BTF descriptor.
+    BtfLoad,
 }
 
 impl Cmd {
@@ -71,6 +73,7 @@ impl Cmd {
             Cmd::MapLookupAndDeleteElem => 21,
             Cmd::ObjPin => 6,
             Cmd::ObjGet => 7,
+            Cmd::BtfLoad => 18,
         }
     }
 }
@@ -154,6 +157,22 @@ fn get_u64(attr: &[u8], at: usize) -> u64 {
     attr.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_ne_bytes)
 }
 
+/// The bytes of `union bpf_attr` sent for `BPF_PROG_LOAD` with functions' BTF: up to
+/// `func_info_cnt` and the (zero) `line_info_rec_size` after it.
+pub const PROG_LOAD_FUNCS_ATTR_SIZE: usize = 96;
+/// The bytes of `union bpf_attr` sent for `BPF_BTF_LOAD`: up to `btf_log_level` and its
+/// padding.
+pub const BTF_LOAD_ATTR_SIZE: usize = 32;
+
+/// A program's functions as the kernel's verifier wants them for local calls and
+/// `bpf_loop` callbacks: a BTF blob (`weir_elf::func_btf` writes the least one) and per
+/// function its first instruction and its `FUNC` type id (`struct bpf_func_info`).
+#[derive(Clone, Copy, Debug)]
+pub struct FuncInfo<'a> {
+    pub btf: &'a [u8],
+    pub funcs: &'a [(u32, u32)],
+}
+
 /// Field offsets of `union bpf_attr` for `BPF_PROG_LOAD`.
 mod load_field {
     pub const PROG_TYPE: usize = 0;
@@ -163,6 +182,10 @@ mod load_field {
     pub const LOG_LEVEL: usize = 24;
     pub const LOG_SIZE: usize = 28;
     pub const LOG_BUF: usize = 32;
+    pub const PROG_BTF_FD: usize = 72;
+    pub const FUNC_INFO_REC_SIZE: usize = 76;
+    pub const FUNC_INFO: usize = 80;
+    pub const FUNC_INFO_CNT: usize = 88;
 }
 
 /// Field offsets of `union bpf_attr` for `BPF_PROG_TEST_RUN` (the `test` member).
@@ -350,19 +373,52 @@ impl Kernel {
     /// faster; when the kernel refuses, loads again with the verifier's log (1 MiB, then
     /// the maximum if that was too small) so that the error carries the reason.
     pub fn load(&self, prog_type: ProgType, code: &[u8]) -> Result<LoadedProgram, LoadError> {
+        self.load_funcs(prog_type, code, None)
+    }
+
+    /// [`Kernel::load`] with the program's functions described in BTF (`BPF_BTF_LOAD`
+    /// first), as the verifier requires of a program with `bpf_loop` callbacks.
+    pub fn load_with_funcs(
+        &self,
+        prog_type: ProgType,
+        code: &[u8],
+        funcs: FuncInfo<'_>,
+    ) -> Result<LoadedProgram, LoadError> {
+        let btf_size =
+            u32::try_from(funcs.btf.len()).map_err(|_| LoadError::plain("BTF too large"))?;
+        let mut attr = [0u8; BTF_LOAD_ATTR_SIZE];
+        put_u64(&mut attr, 0, funcs.btf.as_ptr() as u64);
+        put_u32(&mut attr, 16, btf_size);
+        // SAFETY: the attributes point at `btf_size` readable bytes of `funcs.btf`, which
+        // outlive the call; no log buffer.
+        let rc = unsafe { self.sys.bpf(Cmd::BtfLoad, &mut attr) }
+            .map_err(|e| LoadError { error: e, log: "BPF_BTF_LOAD refused the BTF".into() })?;
+        let fd = i32::try_from(rc).map_err(|_| LoadError::plain("descriptor out of range"))?;
+        // SAFETY: a successful BPF_BTF_LOAD returns a new descriptor that nothing else owns.
+        let btf = unsafe { OwnedFd::from_raw_fd(fd) };
+        let btf_fd = u32::try_from(btf.as_raw_fd()).unwrap_or(0);
+        self.load_funcs(prog_type, code, Some((btf_fd, funcs.funcs)))
+    }
+
+    fn load_funcs(
+        &self,
+        prog_type: ProgType,
+        code: &[u8],
+        funcs: Option<(u32, &[(u32, u32)])>,
+    ) -> Result<LoadedProgram, LoadError> {
         if code.is_empty() || !code.chunks_exact(8).remainder().is_empty() {
             return Err(LoadError::plain("the code is not a whole number of 8-byte instructions"));
         }
         let insn_cnt =
             u32::try_from(code.len() / 8).map_err(|_| LoadError::plain("too many instructions"))?;
-        let first = match self.load_once(prog_type, code, insn_cnt, None) {
+        let first = match self.load_once(prog_type, code, insn_cnt, None, funcs) {
             Ok(fd) => return Ok(self.loaded(fd, prog_type)),
             Err(first) => first,
         };
         let mut size = FIRST_LOG;
         loop {
             let mut log = vec![0u8; size];
-            match self.load_once(prog_type, code, insn_cnt, Some((&mut log, LOG_VERBOSE))) {
+            match self.load_once(prog_type, code, insn_cnt, Some((&mut log, LOG_VERBOSE)), funcs) {
                 // Accepted the second time (a transient failure): keep it.
                 Ok(fd) => return Ok(self.loaded(fd, prog_type)),
                 Err(e) if e.raw_os_error() == Some(libc::ENOSPC) && size < MAX_LOG => {
@@ -390,7 +446,7 @@ impl Kernel {
     ) -> Result<(LoadedProgram, Option<u64>), LoadError> {
         let insn_cnt = u32::try_from(code.len() / 8).unwrap_or(u32::MAX);
         let mut log = vec![0u8; 4096];
-        match self.load_once(prog_type, code, insn_cnt, Some((&mut log, LOG_STATS))) {
+        match self.load_once(prog_type, code, insn_cnt, Some((&mut log, LOG_STATS)), None) {
             Ok(fd) => {
                 let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
                 let text = String::from_utf8_lossy(log.get(..end).unwrap_or_default());
@@ -475,16 +531,32 @@ impl Kernel {
         code: &[u8],
         insn_cnt: u32,
         log: Option<(&mut [u8], u32)>,
+        funcs: Option<(u32, &[(u32, u32)])>,
     ) -> io::Result<OwnedFd> {
-        let mut attr = prog_load_attr(prog_type, code, insn_cnt, log);
+        let base = prog_load_attr(prog_type, code, insn_cnt, log);
+        let records: Vec<u8> = funcs
+            .map(|(_, f)| f.iter().flat_map(|&(at, id)| [at, id]).flat_map(u32::to_ne_bytes))
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut attr = base.to_vec();
+        if let Some((btf_fd, f)) = funcs {
+            attr.resize(PROG_LOAD_FUNCS_ATTR_SIZE, 0);
+            let count = u32::try_from(f.len()).map_err(|_| einval())?;
+            put_u32(&mut attr, load_field::PROG_BTF_FD, btf_fd);
+            put_u32(&mut attr, load_field::FUNC_INFO_REC_SIZE, 8);
+            put_u64(&mut attr, load_field::FUNC_INFO, records.as_ptr() as u64);
+            put_u32(&mut attr, load_field::FUNC_INFO_CNT, count);
+        }
         // The verifier gives up with EAGAIN, and no message, when a signal is pending for
         // the loading thread (a busy test process gets them); libbpf tries again up to 5
         // times, and so does this.
         let mut attempts = 5;
         let rc = loop {
             // SAFETY: the attributes point at `insn_cnt * 8` readable bytes of `code`, at
-            // the static NUL-terminated license and, when logging, at the caller's writable
-            // log buffer of `log_size` bytes; all of them outlive the call.
+            // the static NUL-terminated license, when logging at the caller's writable log
+            // buffer of `log_size` bytes, and with functions at `records` (8 bytes per
+            // record counted); all of them outlive the call.
             match unsafe { self.sys.bpf(Cmd::ProgLoad, &mut attr) } {
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && attempts > 1 => attempts -= 1,
                 other => break other?,
@@ -741,8 +813,8 @@ pub fn jit_setting() -> Option<u32> {
 /// What a [`FakeBpf`] answers to its next call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FakeReply {
-    /// Success: a new descriptor for `BPF_PROG_LOAD` (an open `/dev/null`, so that closing
-    /// it closes nothing else), 0 for other commands.
+    /// Success: a new descriptor for `BPF_PROG_LOAD`, `BPF_MAP_CREATE` and `BPF_BTF_LOAD`
+    /// (an open `/dev/null`, so that closing it closes nothing else), 0 for other commands.
     Ok,
     /// Success of `BPF_PROG_TEST_RUN`: the return value and duration written back.
     Run { retval: u32, duration_ns: u32 },
@@ -849,7 +921,7 @@ impl BpfSys for FakeBpf {
         let reply = self.replies.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         match reply {
             None => Err(io::Error::from_raw_os_error(libc::ENOSYS)),
-            Some(FakeReply::Ok) if matches!(cmd, Cmd::ProgLoad | Cmd::MapCreate) => {
+            Some(FakeReply::Ok) if matches!(cmd, Cmd::ProgLoad | Cmd::MapCreate | Cmd::BtfLoad) => {
                 Ok(i64::from(File::open("/dev/null")?.into_raw_fd()))
             }
             Some(FakeReply::Ok) => Ok(0),
@@ -922,6 +994,26 @@ mod tests {
             [ProgType::SocketFilter, ProgType::SchedCls, ProgType::Xdp].map(ProgType::kernel_id),
             [1, 3, 6]
         );
+    }
+
+    #[test]
+    fn a_load_with_functions_sends_the_btf_then_the_func_info() {
+        let (fake, kernel) = fake([FakeReply::Ok, FakeReply::Ok]);
+        let btf = [1u8, 2, 3];
+        let funcs = [(0, 3), (5, 4)];
+        let info = FuncInfo { btf: &btf, funcs: &funcs };
+        kernel.load_with_funcs(ProgType::Xdp, &RETURN_ZERO, info).unwrap();
+        let calls = fake.calls();
+        let cmds: Vec<Cmd> = calls.iter().map(|c| c.cmd).collect();
+        assert_eq!(cmds, [Cmd::BtfLoad, Cmd::ProgLoad]);
+        assert_eq!(Cmd::BtfLoad.raw(), 18);
+        assert_eq!(calls[0].u32_at(16), 3);
+        let load = &calls[1];
+        assert_eq!(load.attr.len(), PROG_LOAD_FUNCS_ATTR_SIZE);
+        assert_ne!(load.u32_at(load_field::PROG_BTF_FD), 0);
+        assert_eq!(load.u32_at(load_field::FUNC_INFO_REC_SIZE), 8);
+        assert_eq!(load.u32_at(load_field::FUNC_INFO_CNT), 2);
+        assert_ne!(load.u64_at(load_field::FUNC_INFO), 0);
     }
 
     #[test]

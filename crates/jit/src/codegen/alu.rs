@@ -103,7 +103,7 @@ fn binary(op: Op) -> Option<(BinOp, bool, bool)> {
 
 /// The comparison of a conditional jump: (condition, 64-bit?, immediate form?); `None` as
 /// the condition means `jset` (any common bit).
-fn comparison(op: Op) -> Option<(Option<IntCC>, bool, bool)> {
+pub(super) fn comparison(op: Op) -> Option<(Option<IntCC>, bool, bool)> {
     use IntCC::*;
     use Op::*;
     let (cc, wide, imm) = match op {

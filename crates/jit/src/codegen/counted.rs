@@ -18,9 +18,28 @@
 //! / imm`. That division is exact, not just modulo 2^64, when `k * |imm| < 2^64`: `k` is at
 //! most the verifier's bound on a run's length (`Facts::max_executed`, the bound that made
 //! the plan budget-free), so [`find`] asks for `max_executed * |imm|` to fit in 64 bits.
+//!
+//! **Unrolling.** A counted loop whose closing jump compares `r` itself with a bound `L`
+//! that the body does not change (an immediate, or a register the body never writes), in
+//! the direction `r` moves (`<`, `<=` with a positive step; `>`, `>=` with a negative one;
+//! signed or unsigned, 64-bit), runs [`Unroll::factor`] iterations at a time: `k` copies of
+//! the body with no test between them, then one test. Before a group the code tests the
+//! *guard* `r cc L - (k - 1) * step`, computed without wrapping (for a register `L`, the
+//! subtraction's overflow is tested at run time and fails the guard). The guard implies
+//! that the jump would be taken after each of the group's first `k - 1` iterations (`r +
+//! j * step` for `j < k` lies between `r` and `L - step`, with no wrap), so the `k` bodies
+//! run exactly as the loop would run them; it also implies the loop's own condition, so a
+//! group may follow a group. When the guard fails, the loop goes on one iteration at a time
+//! (the remainder, at most `k - 1` iterations then, or all of them if the loop was short),
+//! each with its own test. Nothing in the body can leave the run (see above), and its
+//! accesses are the ones the facts proved in bounds at the same slots, so the copies need
+//! no check either; the executed count is still charged on the way out from `r`.
 
+use cranelift_codegen::ir::condcodes::IntCC;
 use weir_isa::ebpf::{Insn, Op, Operands};
 use weir_program::exec::StackShape;
+
+use super::alu::comparison;
 
 use super::facts::{access_base, in_own_frame, Plan};
 use crate::cfg::{target_of, BasicBlock};
@@ -30,6 +49,111 @@ use crate::cfg::{target_of, BasicBlock};
 pub(crate) struct CountedLoop {
     pub(crate) reg: u8,
     pub(crate) step: i64,
+    /// How the loop is unrolled, when it is (see the module docs).
+    pub(crate) unroll: Option<Unroll>,
+}
+
+/// A counted loop run `factor` iterations at a time while `r cc bound - (factor - 1) *
+/// step` holds without wrapping (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Unroll {
+    pub(crate) factor: usize,
+    /// The closing jump's condition (64-bit, in the direction the register moves).
+    pub(crate) cc: IntCC,
+    pub(crate) bound: Bound,
+    /// `(factor - 1) * step`, which fits in an `i64`.
+    pub(crate) span: i64,
+}
+
+/// The closing jump's second operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// An immediate: the guard's limit `imm - span` is known and does not wrap.
+    Const(i64),
+    /// A register the body never writes: the guard tests the wrap at run time.
+    Reg(u8),
+}
+
+/// Body lengths (instructions, the closing jump excluded) unrolled by 8, then by 4; a
+/// longer body is not unrolled (its loop overhead is a small share already, and the copies
+/// would only grow the code).
+const UNROLL_8: usize = 8;
+const UNROLL_4: usize = 24;
+
+/// Whether `limit - span` wraps in the comparison's domain (signed or unsigned).
+pub(crate) fn limit_wraps(cc: IntCC, limit: i64, span: i64) -> bool {
+    if is_signed(cc) {
+        limit.checked_sub(span).is_none()
+    } else if span >= 0 {
+        (limit as u64) < span as u64
+    } else {
+        (limit as u64).checked_add(span.unsigned_abs()).is_none()
+    }
+}
+
+pub(crate) fn is_signed(cc: IntCC) -> bool {
+    matches!(
+        cc,
+        IntCC::SignedLessThan
+            | IntCC::SignedLessThanOrEqual
+            | IntCC::SignedGreaterThan
+            | IntCC::SignedGreaterThanOrEqual
+    )
+}
+
+/// How the counted loop `body` (its closing jump `jump` excluded), counting `reg` by
+/// `step`, is unrolled, if it can be (see the module docs).
+fn unroll(body: &[&Insn], jump: &Insn, reg: u8, step: i64) -> Option<Unroll> {
+    let factor = match body.len() {
+        0 => return None,
+        n if n <= UNROLL_8 => 8,
+        n if n <= UNROLL_4 => 4,
+        _ => return None,
+    };
+    let (Some(cc), true, imm) = comparison(jump.op)? else {
+        return None;
+    };
+    let towards = match cc {
+        IntCC::UnsignedLessThan
+        | IntCC::UnsignedLessThanOrEqual
+        | IntCC::SignedLessThan
+        | IntCC::SignedLessThanOrEqual => step > 0,
+        IntCC::UnsignedGreaterThan
+        | IntCC::UnsignedGreaterThanOrEqual
+        | IntCC::SignedGreaterThan
+        | IntCC::SignedGreaterThanOrEqual => step < 0,
+        _ => false,
+    };
+    if !towards || jump.dst != reg {
+        return None;
+    }
+    let span = step.checked_mul(factor as i64 - 1)?;
+    let bound = if imm {
+        let limit = i64::from(jump.imm as i32);
+        if limit_wraps(cc, limit, span) {
+            return None;
+        }
+        Bound::Const(limit)
+    } else {
+        let src = jump.src;
+        let written = body.iter().any(|insn| writes(insn, src));
+        if src == reg || written {
+            return None;
+        }
+        Bound::Reg(src)
+    };
+    Some(Unroll { factor, cc, bound, span })
+}
+
+/// Whether `insn` may write register `r`.
+fn writes(insn: &Insn, r: u8) -> bool {
+    match insn.op.spec().map(|s| s.operands) {
+        Some(Operands::StoreImm | Operands::StoreReg) => {
+            // Atomics: the fetch forms write `src`, compare-exchange writes r0.
+            super::memory::is_atomic(insn.op) && (insn.src == r || r == 0)
+        }
+        _ => insn.dst == r,
+    }
 }
 
 /// Whether `block` is a counted loop (see the module docs) under `plan`.
@@ -66,22 +190,18 @@ pub(crate) fn find(
             _ => return None,
         }
     }
-    let writes = |insn: &Insn, r: u8| match insn.op.spec().map(|s| s.operands) {
-        Some(Operands::StoreImm | Operands::StoreReg) => {
-            // Atomics: the fetch forms write `src`, compare-exchange writes r0.
-            super::memory::is_atomic(insn.op) && (insn.src == r || r == 0)
-        }
-        _ => insn.dst == r,
-    };
-    body.iter().filter_map(|&pc| insns.get(pc)).find_map(|insn| {
+    let body: Vec<&Insn> = body.iter().filter_map(|&pc| insns.get(pc)).collect();
+    body.iter().find_map(|insn| {
         let r = insn.dst;
         let step = insn.imm;
         let candidate = insn.op == Op::Add64Imm && step != 0 && r < 10;
-        let alone =
-            body.iter().filter_map(|&pc| insns.get(pc)).filter(|other| writes(other, r)).count()
-                == 1;
+        let alone = body.iter().filter(|other| writes(other, r)).count() == 1;
         let exact = plan.max_executed.checked_mul(step.unsigned_abs()).is_some();
-        (candidate && alone && exact).then_some(CountedLoop { reg: r, step })
+        (candidate && alone && exact).then(|| CountedLoop {
+            reg: r,
+            step,
+            unroll: plan.unroll.then(|| unroll(&body, jump, r, step)).flatten(),
+        })
     })
 }
 
@@ -95,6 +215,7 @@ mod tests {
         let mut plan = Plan::checked(insns, StackShape::fit(&Default::default()));
         plan.budget_free = true;
         plan.max_executed = max_executed;
+        plan.unroll = true;
         plan
     }
 
@@ -118,10 +239,64 @@ mod tests {
         v
     }
 
+    fn counted(reg: u8, step: i64, unroll: Option<Unroll>) -> Option<CountedLoop> {
+        Some(CountedLoop { reg, step, unroll })
+    }
+
     #[test]
     fn a_simple_loop_counts_by_its_induction_register() {
-        assert_eq!(first_loop(&looping(1, None), 10_000), Some(CountedLoop { reg: 3, step: 1 }));
-        assert_eq!(first_loop(&looping(-8, None), 10_000), Some(CountedLoop { reg: 3, step: -8 }));
+        let by_8 =
+            Unroll { factor: 8, cc: IntCC::UnsignedLessThan, bound: Bound::Const(100), span: 7 };
+        assert_eq!(first_loop(&looping(1, None), 10_000), counted(3, 1, Some(by_8)));
+        // Counted, but stepping away from its bound: not unrolled.
+        assert_eq!(first_loop(&looping(-8, None), 10_000), counted(3, -8, None));
+    }
+
+    /// The loop of `looping(step, None)` closed by `jump` instead.
+    fn closed_by(step: i64, jump: Insn) -> Option<Unroll> {
+        let mut insns = looping(step, None);
+        let at = insns.len() - 2;
+        insns[at] = Insn { off: insns[at].off, ..jump };
+        first_loop(&insns, 10_000).and_then(|c| c.unroll)
+    }
+
+    #[test]
+    fn loops_unroll_only_towards_a_bound_the_body_keeps() {
+        let unroll = |cc, bound, span| Some(Unroll { factor: 8, cc, bound, span });
+        use IntCC::*;
+        // Down by 2 to a signed bound: the guard is r > -10 + 14.
+        assert_eq!(
+            closed_by(-2, Insn::new(Op::Jsgt64Imm, 3, 0, 0, -10)),
+            unroll(SignedGreaterThan, Bound::Const(-10), -14)
+        );
+        // Up to a register bound the body does not write.
+        assert_eq!(
+            closed_by(4, Insn::new(Op::Jle64Reg, 3, 2, 0, 0)),
+            unroll(UnsignedLessThanOrEqual, Bound::Reg(2), 28)
+        );
+        // A bound the body writes (r0, the sum), a bound of another register, `!=`, a
+        // 32-bit compare: not unrolled.
+        assert_eq!(closed_by(1, Insn::new(Op::Jlt64Reg, 3, 0, 0, 0)), None);
+        assert_eq!(closed_by(1, Insn::new(Op::Jlt64Imm, 4, 0, 0, 100)), None);
+        assert_eq!(closed_by(1, Insn::new(Op::Jne64Imm, 3, 0, 0, 100)), None);
+        assert_eq!(closed_by(1, Insn::new(Op::Jlt32Imm, 3, 0, 0, 100)), None);
+        // `r < 5` stepping by 1: the guard's limit 5 - 7 would wrap below 0.
+        assert_eq!(closed_by(1, Insn::new(Op::Jlt64Imm, 3, 0, 0, 5)), None);
+        // Unsigned and stepping down to a bound near the top: -3 + 7 * 1 wraps.
+        assert_eq!(closed_by(-1, Insn::new(Op::Jgt64Imm, 3, 0, 0, -3)), None);
+    }
+
+    #[test]
+    fn the_guards_limit_wraps_as_the_comparison_sees_it() {
+        use IntCC::*;
+        assert!(!limit_wraps(UnsignedLessThan, 7, 7));
+        assert!(limit_wraps(UnsignedLessThan, 6, 7));
+        assert!(!limit_wraps(SignedLessThan, 6, 7));
+        assert!(limit_wraps(SignedLessThan, i64::MIN + 6, 7));
+        assert!(!limit_wraps(UnsignedGreaterThan, -8, -7));
+        assert!(limit_wraps(UnsignedGreaterThan, -7, -7));
+        assert!(!limit_wraps(SignedGreaterThan, -1, -7));
+        assert!(limit_wraps(SignedGreaterThan, i64::MAX - 6, -7));
     }
 
     #[test]
@@ -134,7 +309,7 @@ mod tests {
         assert_eq!(first_loop(&checked, 10_000), None);
         // A frame access needs no check.
         let frame = looping(1, Some(Insn::new(Op::LdxDw, 5, 10, -8, 0)));
-        assert_eq!(first_loop(&frame, 10_000), Some(CountedLoop { reg: 3, step: 1 }));
+        assert_eq!(first_loop(&frame, 10_000).map(|c| (c.reg, c.step)), Some((3, 1)));
         // k * |step| might wrap.
         assert_eq!(first_loop(&looping(1 << 20, None), u64::MAX >> 10), None);
         // A 32-bit add wraps at 2^32.

@@ -100,6 +100,8 @@ pub(crate) struct Plan {
     /// With `budget_free`: the verifier's bound on any run's length
     /// (`Facts::max_executed`), which `counted` relies on.
     pub(crate) max_executed: u64,
+    /// Counted loops may be unrolled (`Config::unroll`).
+    pub(crate) unroll: bool,
     /// The code reads nothing of the run state but its entry registers, the budget, the
     /// stack bias and the `base_lo` of the regions it accesses unchecked, and writes only
     /// the outcome: budget-free, every access unchecked (proven, or a fixed frame offset),

@@ -45,7 +45,7 @@ use weir_program::TrapCode;
 use crate::cfg::{kind, target_of, Cfg, Kind};
 use crate::code_memory::Abi;
 use crate::guest::{func_addr, REGION_WINDOW, STACK, WINDOWS, WINDOW_SHIFT};
-use crate::state::{offsets, ENTRY_SHIFT, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS};
+use crate::state::{offsets, ENTRY_SHIFT, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, SAVED_WORDS};
 use crate::{CompileError, CompileErrorKind};
 pub(crate) use weir_program::exec::StackShape;
 
@@ -475,7 +475,12 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.def_var(var(LOOP_BASE), base);
         let head = self.b.create_block();
         let exit = self.b.create_block();
-        self.b.ins().jump(head, &[]);
+        match counted.unroll {
+            Some(unroll) => self.unrolled_groups(block, counted.reg, unroll, head, exit)?,
+            None => {
+                self.b.ins().jump(head, &[]);
+            }
+        }
         self.b.switch_to_block(head);
         self.counting = Some((head, exit, entry));
         let body = self.block_body(block, n, last);
@@ -502,6 +507,78 @@ impl<'a, 'f> Translator<'a, 'f> {
         let next = self.block_for(self.next_slot(last))?;
         self.b.ins().jump(next, &[]);
         Ok(())
+    }
+
+    /// The groups of an unrolled counted loop (`counted`, "Unrolling"), from the loop's
+    /// entry: while the guard holds, `factor` copies of the body and no test between them;
+    /// then `head`, the loop one iteration at a time, for what is left. After the last group
+    /// the loop's own test decides between `head` and `exit` (on entry the first iteration
+    /// runs whatever the test would say, as the loop's own body does).
+    fn unrolled_groups(
+        &mut self,
+        block: &crate::cfg::BasicBlock,
+        reg: u8,
+        unroll: counted::Unroll,
+        head: Block,
+        exit: Block,
+    ) -> Result<(), CompileError> {
+        let n = block.slots.len();
+        let Some((&last, body)) = block.slots.split_last() else {
+            return Ok(());
+        };
+        let group = self.b.create_block();
+        let rest = self.b.create_block();
+        let guard = self.unroll_guard(reg, unroll);
+        self.b.ins().brif(guard, group, &[], head, &[]);
+        self.b.switch_to_block(group);
+        self.sums = [None; REG_COUNT as usize];
+        for _ in 0..unroll.factor {
+            for (k, &slot) in body.iter().enumerate() {
+                self.pc = slot;
+                self.mode = Mode::Hot { n, k };
+                self.instruction(slot)?;
+            }
+        }
+        let guard = self.unroll_guard(reg, unroll);
+        self.b.ins().brif(guard, group, &[], rest, &[]);
+        self.b.switch_to_block(rest);
+        self.pc = last;
+        let Some(&jump) = self.insns.get(last) else {
+            return Err(self.error(CompileErrorKind::BadTarget));
+        };
+        let taken = self.condition(&jump);
+        self.b.ins().brif(taken, head, &[], exit, &[]);
+        Ok(())
+    }
+
+    /// Whether `factor` more iterations of an unrolled loop run with no test between them:
+    /// `r cc bound - span`, false if that subtraction wraps.
+    fn unroll_guard(&mut self, reg: u8, unroll: counted::Unroll) -> Value {
+        let r = self.get(reg);
+        match unroll.bound {
+            counted::Bound::Const(limit) => {
+                // `counted` refused the loop if this wraps.
+                self.b.ins().icmp_imm(unroll.cc, r, limit.wrapping_sub(unroll.span))
+            }
+            counted::Bound::Reg(src) => {
+                let limit = self.get(src);
+                let lowered = self.b.ins().iadd_imm(limit, unroll.span.wrapping_neg());
+                let holds = self.b.ins().icmp(unroll.cc, r, lowered);
+                // No wrap: the lowered limit moved by `span` in the comparison's domain.
+                let (cc, edge) = match (counted::is_signed(unroll.cc), unroll.span >= 0) {
+                    (false, true) => (IntCC::UnsignedGreaterThanOrEqual, unroll.span),
+                    (false, false) => (IntCC::UnsignedLessThanOrEqual, unroll.span.wrapping_sub(1)),
+                    (true, true) => {
+                        (IntCC::SignedGreaterThanOrEqual, i64::MIN.wrapping_add(unroll.span))
+                    }
+                    (true, false) => {
+                        (IntCC::SignedLessThanOrEqual, i64::MAX.wrapping_add(unroll.span))
+                    }
+                };
+                let fits = self.b.ins().icmp_imm(cc, limit, edge);
+                self.b.ins().band(holds, fits)
+            }
+        }
     }
 
     /// The block's instructions, charged already, then the jump to the next block.
@@ -756,7 +833,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         let depth = self.b.ins().iadd_imm(depth, -1);
         self.b.def_var(var(DEPTH), depth);
         let frame = self.frame_address(depth);
-        let mut saved = [frame; FRAME_WORDS];
+        let mut saved = [frame; SAVED_WORDS];
         for (word, value) in saved.iter_mut().enumerate() {
             *value = self.b.ins().load(types::I64, state_flags(), frame, (word * 8) as i32);
         }
@@ -779,9 +856,14 @@ impl<'a, 'f> Translator<'a, 'f> {
     /// A new return site continuing at the instruction after the call being translated.
     fn return_site(&mut self) -> Result<i64, CompileError> {
         let continuation = self.block_for(self.next_slot(self.pc))?;
+        Ok(self.return_site_to(continuation))
+    }
+
+    /// A new return site continuing at `continuation`.
+    fn return_site_to(&mut self, continuation: Block) -> i64 {
         let site = self.return_sites.len() as i64;
         self.return_sites.push(continuation);
-        Ok(site)
+        site
     }
 
     /// The call half of a local call: depth check, save r6-r10 and the site, new frame.
@@ -846,6 +928,19 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.switch_to_block(enter);
         let site = self.return_site()?;
         self.push_frame(site);
+        self.enter_slot(slot, value)?;
+
+        self.b.switch_to_block(helper);
+        self.call_helper(value)?;
+        let next = self.block_for(self.next_slot(self.pc))?;
+        self.b.ins().jump(next, &[]);
+        Ok(())
+    }
+
+    /// Jumps to the instruction at `slot` (a run-time value, known to name an instruction
+    /// that may be entered); `value`, the function address it came from, is the trap's
+    /// address if it does not.
+    fn enter_slot(&mut self, slot: Value, value: Value) -> Result<(), CompileError> {
         let nowhere = self.b.create_block();
         let mut switch = Switch::new();
         for (slot, insn) in self.insns.iter().enumerate() {
@@ -857,18 +952,119 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.switch_to_block(nowhere);
         self.b.set_cold_block(nowhere);
         self.leave_with(u64::from(TrapCode::BadCallTarget.code()), value, 0);
-
-        self.b.switch_to_block(helper);
-        self.call_helper(value)?;
-        let next = self.block_for(self.next_slot(self.pc))?;
-        self.b.ins().jump(next, &[]);
         Ok(())
+    }
+
+    /// `bpf_loop` (`abi::bpf_loop`), unbound helper 181: the callback runs as a local call
+    /// per index, in a frame whose words after the saved registers keep the loop's state
+    /// (`state::FRAME_WORDS`), so that a callback may itself loop. Its exit returns through
+    /// the return-site dispatch to a block that calls it again or gives the helper's result.
+    fn bpf_loop(&mut self) -> Result<(), CompileError> {
+        use weir_program::abi::bpf_loop::{E2BIG, EINVAL, MAX_LOOPS};
+        let next = self.block_for(self.next_slot(self.pc))?;
+        let [r1, func, ctx, flags] = [1, 2, 3, 4].map(|r| self.get(r));
+        let count = self.b.ins().band_imm(r1, 0xffff_ffff);
+        let flagged = self.b.ins().icmp_imm(IntCC::NotEqual, flags, 0);
+        let big = self.b.ins().icmp_imm(IntCC::UnsignedGreaterThan, count, MAX_LOOPS as i64);
+        let empty = self.b.ins().icmp_imm(IntCC::Equal, count, 0);
+        let einval = self.iconst(EINVAL as i64);
+        let e2big = self.iconst(E2BIG as i64);
+        let zero = self.iconst(0);
+        let refused = self.b.ins().select(big, e2big, zero);
+        let refused = self.b.ins().select(flagged, einval, refused);
+        let no_call = self.b.ins().bor(flagged, big);
+        let no_call = self.b.ins().bor(no_call, empty);
+        let done = self.b.create_block();
+        let start = self.b.create_block();
+        self.b.ins().brif(no_call, done, &[], start, &[]);
+        self.b.switch_to_block(done);
+        self.set(0, refused)?;
+        self.b.ins().jump(next, &[]);
+
+        // The callback: a function address naming an instruction that may be entered.
+        self.b.switch_to_block(start);
+        let func_base = crate::guest::FUNC_BASE as i64;
+        let offset = self.b.ins().iadd_imm(func, func_base.wrapping_neg());
+        let above = self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, func, func_base);
+        let low_bits = self.b.ins().band_imm(offset, 7);
+        let aligned = self.b.ins().icmp_imm(IntCC::Equal, low_bits, 0);
+        let slot = self.b.ins().ushr_imm(offset, 3);
+        let inside = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, slot, self.insns.len() as i64);
+        let ok = self.b.ins().band(above, aligned);
+        let ok = self.b.ins().band(ok, inside);
+        let lookup = self.b.create_block();
+        let bad = self.b.create_block();
+        self.b.set_cold_block(bad);
+        self.b.ins().brif(ok, lookup, &[], bad, &[]);
+        self.b.switch_to_block(bad);
+        self.leave_with(u64::from(TrapCode::BadCallTarget.code()), func, 0);
+        self.b.switch_to_block(lookup);
+        let targets = self.load_state(offsets::CALL_TARGETS);
+        let entry = self.b.ins().iadd(targets, slot);
+        let enterable = self.b.ins().uload8(types::I64, state_flags().with_readonly(), entry, 0);
+        let first = self.b.create_block();
+        let bad = self.b.create_block();
+        self.b.set_cold_block(bad);
+        self.b.ins().brif(enterable, first, &[], bad, &[]);
+        self.b.switch_to_block(bad);
+        self.leave_with(u64::from(TrapCode::BadCallTarget.code()), func, 0);
+
+        self.b.switch_to_block(first);
+        let back = self.b.create_block();
+        let site = self.return_site_to(back);
+        let zero = self.iconst(0);
+        self.call_back(site, [slot, zero, count, ctx], func)?;
+
+        // Back from a call: the frame just left (at `depth`) still holds the loop's state.
+        self.b.switch_to_block(back);
+        let depth = self.b.use_var(var(DEPTH));
+        let frame = self.frame_address(depth);
+        let [slot, index, count, ctx] = [0, 1, 2, 3].map(|k| {
+            let offset = ((SAVED_WORDS + k) * 8) as i32;
+            self.b.ins().load(types::I64, state_flags(), frame, offset)
+        });
+        let calls = self.b.ins().iadd_imm(index, 1);
+        let r0 = self.get(0);
+        let stopped = self.b.ins().icmp_imm(IntCC::NotEqual, r0, 0);
+        let all = self.b.ins().icmp(IntCC::Equal, calls, count);
+        let finished = self.b.ins().bor(stopped, all);
+        let finish = self.b.create_block();
+        let again = self.b.create_block();
+        self.b.ins().brif(finished, finish, &[], again, &[]);
+        self.b.switch_to_block(finish);
+        self.set(0, calls)?;
+        self.b.ins().jump(next, &[]);
+        self.b.switch_to_block(again);
+        let func = self.b.ins().ishl_imm(slot, 3);
+        let func = self.b.ins().iadd_imm(func, func_base);
+        self.call_back(site, [slot, calls, count, ctx], func)
+    }
+
+    /// One call of a `bpf_loop` callback: a frame returning to `site` that keeps `state`
+    /// (slot, index, count, context), r1 the index, r2 the context, r3-r5 zero.
+    fn call_back(&mut self, site: i64, state: [Value; 4], func: Value) -> Result<(), CompileError> {
+        let depth = self.b.use_var(var(DEPTH));
+        self.push_frame(site);
+        let frame = self.frame_address(depth);
+        for (k, value) in state.into_iter().enumerate() {
+            let offset = ((SAVED_WORDS + k) * 8) as i32;
+            self.b.ins().store(state_flags(), value, frame, offset);
+        }
+        let [slot, index, _, ctx] = state;
+        let zero = self.iconst(0);
+        for (r, value) in [(1, index), (2, ctx), (3, zero), (4, zero), (5, zero)] {
+            self.set(r, value)?;
+        }
+        self.enter_slot(slot, func)
     }
 
     fn call(&mut self, insn: &Insn) -> Result<(), CompileError> {
         let id = insn.imm as i32 as u32;
         let bound = insn.op == Op::Call && self.bindings.helper(id).is_some();
         if !bound {
+            if insn.op == Op::Call && id == weir_program::abi::helper_id::LOOP {
+                return self.bpf_loop();
+            }
             if insn.op == Op::Call {
                 let id = self.imm(i64::from(id));
                 self.leave_with(u64::from(TrapCode::UnknownHelper.code()), id, 0);

@@ -1,0 +1,111 @@
+/* The four compute programs of `weir-bench interp` (the .s files beside this one) in C: the anchor a
+ * C compiler sets for weir's proven JIT. weir-bench builds this file with clang at the
+ * flags it names in its table, runs it on the bench's own buffer (read from argv[1]) and
+ * checks each result against its own before using a time.
+ *
+ * Like with like: each call gets the buffer through an empty asm, so the compiler cannot
+ * hoist the work out of the timing loop; stack-copy's buffer is passed to an empty asm
+ * after each round, so its stores happen, as weir's must (the guest stack is memory a run
+ * leaves behind, which an eBPF engine cannot drop). Without that barrier clang deletes the
+ * copy and sums the source with SSE2, which measures nothing weir could do.
+ *
+ * usage: compute BUFFER_FILE ROUNDS  ->  one line per program: NAME RESULT NS_MEDIAN */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LEN 1500
+#define INNER 200
+
+__attribute__((noinline)) static uint64_t byte_sum(const uint8_t *p) {
+    uint64_t sum = 0;
+    for (int i = 0; i < LEN; i++) sum += p[i];
+    return sum;
+}
+
+__attribute__((noinline)) static uint64_t inet_checksum(const uint8_t *p) {
+    uint64_t sum = 0;
+    for (int i = 0; i < LEN; i += 2) sum += (uint64_t)((p[i] << 8) | p[i + 1]);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return sum ^ 0xffff;
+}
+
+__attribute__((noinline)) static uint64_t fnv1a_hash(const uint8_t *p) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < LEN; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+__attribute__((noinline)) static uint64_t stack_copy(const uint8_t *p) {
+    uint64_t buf[32];
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 32; i++) memcpy(&buf[i], p + 8 * i, 8);
+        __asm__ volatile("" : : "r"(buf) : "memory");
+    }
+    uint64_t sum = 0;
+    for (int i = 0; i < 32; i++) sum += buf[i];
+    return sum;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s BUFFER_FILE ROUNDS\n", argv[0]);
+        return 2;
+    }
+    static uint8_t buf[LEN + 64];
+    FILE *f = fopen(argv[1], "rb");
+    if (!f || fread(buf, 1, LEN + 8, f) < LEN + 8) {
+        fprintf(stderr, "%s: cannot read %d bytes\n", argv[1], LEN + 8);
+        return 2;
+    }
+    fclose(f);
+    int rounds = atoi(argv[2]);
+    if (rounds < 1 || rounds > 100000) {
+        fprintf(stderr, "ROUNDS must be 1..100000\n");
+        return 2;
+    }
+    struct { const char *name; uint64_t (*fn)(const uint8_t *); } programs[] = {
+        {"byte-sum", byte_sum},
+        {"inet-checksum", inet_checksum},
+        {"fnv1a-hash", fnv1a_hash},
+        {"stack-copy", stack_copy},
+    };
+    double *samples = calloc((size_t)rounds, sizeof(double));
+    if (!samples) return 2;
+    volatile uint64_t sink = 0;
+    for (size_t k = 0; k < sizeof programs / sizeof programs[0]; k++) {
+        const uint8_t *p = buf;
+        uint64_t result = programs[k].fn(p);
+        for (int w = 0; w < INNER; w++) {
+            __asm__ volatile("" : "+r"(p));
+            sink += programs[k].fn(p);
+        }
+        for (int r = 0; r < rounds; r++) {
+            double start = now_ns();
+            for (int i = 0; i < INNER; i++) {
+                __asm__ volatile("" : "+r"(p));
+                sink += programs[k].fn(p);
+            }
+            samples[r] = (now_ns() - start) / INNER;
+        }
+        qsort(samples, (size_t)rounds, sizeof(double), cmp);
+        printf("%s %llu %.1f\n", programs[k].name, (unsigned long long)result, samples[rounds / 2]);
+    }
+    free(samples);
+    (void)sink;
+    return 0;
+}
