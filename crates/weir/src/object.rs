@@ -682,9 +682,15 @@ impl XdpMarks {
         }
         // Every field rewritten: ingress_ifindex 1 (the test run's loopback), the rest 0
         // (the packet fields the engine fills).
-        ctx.fill(0);
-        if let Some(ifindex) = ctx.get_mut(12..16) {
-            ifindex.copy_from_slice(&1u32.to_le_bytes());
+        let mut fresh = [0u8; XDP_CTX];
+        fresh[12..16].copy_from_slice(&1u32.to_le_bytes());
+        // A fixed-size copy (the slice's length is the runner's `XDP_CTX`): no memset call.
+        match <&mut [u8; XDP_CTX]>::try_from(&mut *ctx) {
+            Ok(ctx) => *ctx = fresh,
+            Err(_) => ctx
+                .iter_mut()
+                .zip(fresh.iter().chain(std::iter::repeat(&0)))
+                .for_each(|(c, f)| *c = *f),
         }
         let base = guest::PACKET_BASE;
         env.begin_packet(PacketBounds { hard_start: base, hard_end: base + usable as u64 });
