@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{Bindings, RunEnv};
-use weir_program::exec::{Input, PacketFields, Prepared, RunOutcome};
+use weir_program::exec::{run_each, Batch, Input, PacketFields, Prepared, RunOutcome};
 use weir_program::{Assurance, Program, Trap, TrapCode, Verified};
 
 use crate::cfg::Cfg;
@@ -307,9 +307,7 @@ impl JitProgram {
         self.prepare(cache);
         cache.executed = 0;
         input.check_sizes()?;
-        // The window of the region `r1` points at (0, which holds nothing, without one).
         let (r1_addr, r2) = input.entry_args();
-        let input_window = crate::guest::window(r1_addr) as usize;
         let Input { ctx, packet, mem, span, env } = input;
         let ctx = ctx.unwrap_or_default();
         let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
@@ -317,7 +315,75 @@ impl JitProgram {
         let legacy_reads_packet = packet.is_some();
         let packet = packet.unwrap_or_default();
         let mem = mem.unwrap_or_default();
+        self.set_up(cache, ctx, packet, mem, legacy_reads_packet, r1_addr, r2);
+        self.fire(cache, env)
+    }
 
+    /// A batch ([`Batch`]): the run state set up once (as [`JitProgram::run_stats`] does
+    /// per run), then per packet only the packet fields, the stack's zeroing, the
+    /// environment's binding and the outcome words. Lean code and runs unlike the ones the
+    /// proof assumed take the separate runs.
+    pub fn run_batch(&self, cache: &mut Cache, input: Input<'_>, batch: &mut dyn Batch) {
+        if self.lean
+            || self.needs.is_some_and(|needs| !needs.met_by(&input))
+            || input.check_sizes().is_err()
+        {
+            return run_each(|input| self.run_stats(cache, input), input, batch);
+        }
+        let (r1_addr, r2) = input.entry_args();
+        let Input { ctx, packet, mem, .. } = input;
+        let ctx = ctx.unwrap_or_default();
+        let legacy_reads_packet = packet.is_some();
+        let packet = packet.unwrap_or_default();
+        let mem = mem.unwrap_or_default();
+        self.prepare(cache);
+        self.set_up(cache, ctx, packet, mem, legacy_reads_packet, r1_addr, r2);
+        let host = |bytes: &mut [u8]| bytes.as_mut_ptr() as u64;
+        loop {
+            let Some(span) = batch.next(ctx, packet) else {
+                return;
+            };
+            let outcome = match self.packet_fields.fill(ctx, packet.len(), Some(span)) {
+                Ok(()) => {
+                    self.prepare(cache);
+                    cache.executed = 0;
+                    let stack_host = cache.stack.as_mut_ptr() as u64;
+                    let stack_len = cache.stack.len() as u64;
+                    let run = cache.state.get();
+                    // The same slices as at the batch's start (a run that trapped inside a
+                    // call left the stack's entry moved): compared, not rewritten.
+                    let floor = self.shape.frame_floor(0);
+                    run.regions[STACK].set_stack_unless_same(STACK, stack_host, stack_len, floor);
+                    run.regions[CTX].set_unless_same(CTX, host(ctx), ctx.len() as u64, false);
+                    let packet_len = packet.len() as u64;
+                    run.regions[PACKET].set_unless_same(PACKET, host(packet), packet_len, true);
+                    self.fire(cache, batch.env())
+                }
+                Err(trap) => Err(trap),
+            };
+            if !batch.done(outcome, ctx, packet) {
+                return;
+            }
+        }
+    }
+
+    /// The run state's words that stay the same from run to run over the same slices: the
+    /// region entries of the stack, context, packet and memory, the legacy loads' view,
+    /// the stack bias, frames, call targets, blinding key, budget and entry registers.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn set_up(
+        &self,
+        cache: &mut Cache,
+        ctx: &mut [u8],
+        packet: &mut [u8],
+        mem: &mut [u8],
+        legacy_reads_packet: bool,
+        r1_addr: u64,
+        r2: u64,
+    ) {
+        // The window of the region `r1` points at (0, which holds nothing, without one).
+        let input_window = crate::guest::window(r1_addr) as usize;
         let floor = self.shape.frame_floor(0);
         let stack_host = cache.stack.as_mut_ptr() as u64;
         let stack_len = cache.stack.len() as u64;
@@ -342,6 +408,19 @@ impl JitProgram {
         run.key = self.key;
         run.budget = self.budget();
         run.r2 = r2;
+        run.bindings = &self.bindings;
+        run.ctx_layout = self.bindings.context;
+        // `r1` is its region's lowest address, taken from the entry itself: generated code
+        // relies on that equality to check accesses through `r1` without a table lookup.
+        run.r1 = run.regions.get(input_window).map_or(0, |entry| entry.lo_addr);
+    }
+
+    /// One run over the state [`JitProgram::set_up`] left (the stack zeroed by `prepare`):
+    /// the outcome words reset, the environment bound for the call, the code entered, and
+    /// what it left read back.
+    #[inline]
+    fn fire(&self, cache: &mut Cache, env: Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap> {
+        let run = cache.state.get();
         run.exit_word = 0;
         run.exit_value = 0;
         run.remaining = 0;
@@ -349,17 +428,12 @@ impl JitProgram {
         run.store_code = 0;
         run.helper_status = 0;
         run.helper_id = 0;
-        run.bindings = &self.bindings;
-        run.ctx_layout = self.bindings.context;
         // SAFETY: only the lifetime changes. The environment is borrowed for this whole
         // call, and the kept state lets go of it (`env = None` below) before this function
         // returns or resumes a helper's panic; nothing reads it between runs.
         run.env = env.map(|env| unsafe {
             std::mem::transmute::<&mut dyn RunEnv, &'static mut dyn RunEnv>(env)
         });
-        // `r1` is its region's lowest address, taken from the entry itself: generated code
-        // relies on that equality to check accesses through `r1` without a table lookup.
-        run.r1 = run.regions.get(input_window).map_or(0, |entry| entry.lo_addr);
         // Until the run reports how deep it went, assume it may have written everything.
         cache.dirty_from = 0;
         let entry = self.code.entry();
@@ -367,16 +441,17 @@ impl JitProgram {
         // is borrowed) with the signature it was compiled for. Every host address in `run`
         // points into memory borrowed for this whole call and not otherwise used during it:
         // the stack and frame area of `cache` (sized by `cache()`/`prepare` for this
-        // program's stack shape and frame count), the input slices (each region entry
-        // admits only accesses inside its slice, the context's stores go through
-        // `check_store`), `call_targets` (one byte per slot, read only below `insns.len()`)
-        // and `bindings`; addresses in the map values window come from the environment's
-        // `RunEnv::host` and `RunEnv::value_span`, whose contract keeps them valid while
-        // generated code may use them (the value entry is emptied at each helper call and
-        // run). The entries of windows without an input are empty (never set). Generated
-        // code checks every guest access against those entries before making it, writes
-        // only through them and to `run`, and returns normally: it never unwinds
-        // (helpers' panics are caught in `call_helper`).
+        // program's stack shape and frame count), the input slices `set_up` (or a batch's
+        // per-packet comparison) entered, borrowed by the caller across this call (each
+        // region entry admits only accesses inside its slice, the context's stores go
+        // through `check_store`), `call_targets` (one byte per slot, read only below
+        // `insns.len()`) and `bindings`; addresses in the map values window come from the
+        // environment's `RunEnv::host` and `RunEnv::value_span`, whose contract keeps them
+        // valid while generated code may use them (the value entry is emptied at each
+        // helper call and run). The entries of windows without an input are empty (never
+        // set). Generated code checks every guest access against those entries before
+        // making it, writes only through them and to `run`, and returns normally: it never
+        // unwinds (helpers' panics are caught in `call_helper`).
         let value = unsafe { entry(&mut *run) };
         run.env = None;
         run.value.clear();
@@ -545,6 +620,10 @@ impl Prepared for JitProgram {
 
     fn run(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
         self.run_stats(cache, input)
+    }
+
+    fn run_batch(&self, cache: &mut Cache, input: Input<'_>, batch: &mut dyn Batch) {
+        JitProgram::run_batch(self, cache, input, batch)
     }
 
     fn stack<'c>(&self, cache: &'c Cache) -> &'c [u8] {

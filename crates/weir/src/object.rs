@@ -9,7 +9,8 @@ use weir_elf::ObjectSpec;
 use weir_helpers::{Env, PacketBounds};
 use weir_isa::ebpf::{Insn, Op};
 use weir_maps::Map;
-use weir_program::exec::{guest, Input, PacketSpan, Session};
+use weir_program::abi::RunEnv;
+use weir_program::exec::{guest, Batch, Input, PacketSpan, RunOutcome, Session};
 use weir_program::{MapType, ProgType, Program, RelocTarget, Trap, Verified};
 
 pub use crate::engine::Engine;
@@ -503,47 +504,100 @@ impl Loaded {
     }
 
     fn run_xdp(&mut self, frame: &[u8]) -> Result<VerdictView<'_>, Trap> {
-        let usable = XDP_FRAME - XDP_TAILROOM;
-        let len = frame.len().min(usable - XDP_HEADROOM);
-        // One buffer for every packet (no allocation, no freeing of a page-sized block per
-        // packet): the frame copied in, the rest zeroed as a fresh buffer would be.
-        let buffer = &mut self.xdp_buffer;
-        if buffer.len() != usable {
-            buffer.resize(usable, 0);
-        }
-        buffer[XDP_HEADROOM..XDP_HEADROOM + len].copy_from_slice(&frame[..len]);
-        if !self.packet_in_span {
-            // In the headroom, likewise, only what the last packet may have written: from
-            // the lowest `data_meta` it reached (adjust_head/adjust_meta) or left.
-            buffer[self.xdp_head_dirty.min(XDP_HEADROOM)..XDP_HEADROOM].fill(0);
-            // Past the frame, only what the last packet may have left there: its frame,
-            // and its data_end's furthest reach (a program the kernel's verifier accepts
-            // writes nowhere else; the rest of the page is still zero). Zeroing the whole
-            // page per packet cost a fifth of a small program's run.
-            let dirty = self.xdp_dirty.clamp(XDP_HEADROOM + len, usable);
-            buffer[XDP_HEADROOM + len..dirty].fill(0);
-        }
-        // The context lives in `self` too: the same slice run after run, so the engine's
-        // region entry for it stands (`set_unless_same`). Every field is rewritten.
-        let ctx = &mut self.xdp_ctx;
-        *ctx = [0; XDP_CTX];
-        // ingress_ifindex 1 (the test run's loopback), rx_queue_index 0.
-        ctx[12..16].copy_from_slice(&1u32.to_le_bytes());
-        let base = guest::PACKET_BASE;
-        let bounds = PacketBounds { hard_start: base, hard_end: base + usable as u64 };
-        self.env.begin_packet(bounds);
-        let span = PacketSpan { meta: XDP_HEADROOM, data: XDP_HEADROOM, end: XDP_HEADROOM + len };
-        let ret =
-            chain(&mut self.sessions, &mut self.env, self.entry, ctx, buffer, span, Some(xdp_span));
-        let last = xdp_span(ctx);
-        let reach = self.env.packet_reach().saturating_sub(base) as usize;
-        self.xdp_dirty = (XDP_HEADROOM + len).max(last.end).max(reach).min(usable);
-        let floor = self.env.packet_floor().map_or(XDP_HEADROOM, |f| {
-            usize::try_from(f.saturating_sub(base)).unwrap_or(XDP_HEADROOM)
-        });
-        self.xdp_head_dirty = floor.min(last.meta).min(last.data);
+        self.xdp_buffer.resize(XDP_FRAME - XDP_TAILROOM, 0);
+        let mut marks = self.xdp_marks();
+        let span = marks.begin(&mut self.xdp_buffer, &mut self.xdp_ctx, &mut self.env, frame);
+        let ret = chain(
+            &mut self.sessions,
+            &mut self.env,
+            self.entry,
+            &mut self.xdp_ctx,
+            &mut self.xdp_buffer,
+            span,
+            Some(xdp_span),
+        );
+        let last = marks.end(&self.xdp_ctx, &self.env);
+        self.keep_marks(marks);
         let packet = self.xdp_buffer.get(last.data..last.end).unwrap_or_default();
         Ok(VerdictView { ret: ret?, packet })
+    }
+
+    fn xdp_marks(&self) -> XdpMarks {
+        XdpMarks {
+            dirty: self.xdp_dirty,
+            head_dirty: self.xdp_head_dirty,
+            in_span: self.packet_in_span,
+            frame_end: XDP_HEADROOM,
+        }
+    }
+
+    fn keep_marks(&mut self, marks: XdpMarks) {
+        (self.xdp_dirty, self.xdp_head_dirty) = (marks.dirty, marks.head_dirty);
+    }
+
+    /// Runs the entry over many frames, one batch: `next` hands the next frame to the
+    /// function it is given (and returns `Ok(true)`), or returns `Ok(false)` at the end;
+    /// `each` takes each packet's verdict (as [`Loaded::run_view`] gives it) in order. An
+    /// error of either ends the batch and is returned. The results are exactly those of
+    /// [`Loaded::run_view`] packet by packet; on XDP, the engine sets its run state up once
+    /// per batch, not per packet (as the kernel's test run loops `repeat` runs inside one
+    /// call), and the frame is copied straight from `next`'s view into the buffer.
+    pub fn run_batch<E>(
+        &mut self,
+        mut next: impl FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E>,
+        mut each: impl FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.prog_type != ProgType::Xdp {
+            loop {
+                let mut result = Ok(());
+                let more = next(&mut |frame: &[u8]| result = each(self.run_view(frame)))?;
+                result?;
+                if !more {
+                    return Ok(());
+                }
+            }
+        }
+        self.xdp_buffer.resize(XDP_FRAME - XDP_TAILROOM, 0);
+        loop {
+            let marks = self.xdp_marks();
+            let mut batch = XdpBatch {
+                env: &mut self.env,
+                next: &mut next,
+                each: &mut each,
+                marks,
+                error: None,
+                tail: None,
+            };
+            let Some(Some(runner)) = self.sessions.get_mut(self.entry) else {
+                return Ok(());
+            };
+            let input = Input::new().ctx(&mut self.xdp_ctx).packet(&mut self.xdp_buffer);
+            runner.session().run_batch(input, &mut batch);
+            let XdpBatch { mut marks, error, tail, .. } = batch;
+            self.keep_marks(marks);
+            if let Some(e) = error {
+                return Err(e);
+            }
+            let Some(tail) = tail else {
+                return Ok(());
+            };
+            // The packet's tail calls, as `chain` follows them; then a new batch.
+            self.env.begin_run();
+            let span = xdp_span(&self.xdp_ctx);
+            let ret = chain(
+                &mut self.sessions,
+                &mut self.env,
+                tail,
+                &mut self.xdp_ctx,
+                &mut self.xdp_buffer,
+                span,
+                Some(xdp_span),
+            );
+            let last = marks.end(&self.xdp_ctx, &self.env);
+            self.keep_marks(marks);
+            let packet = self.xdp_buffer.get(last.data..last.end).unwrap_or_default();
+            each(ret.map(|ret| VerdictView { ret, packet }))?;
+        }
     }
 
     fn run_skb(&mut self, frame: &[u8]) -> Result<VerdictView<'_>, Trap> {
@@ -579,6 +633,143 @@ impl Loaded {
         let span = PacketSpan { meta: 0, data: 0, end: buffer.len() };
         let ret = chain(&mut self.sessions, &mut self.env, self.entry, ctx, buffer, span, None)?;
         Ok(VerdictView { ret, packet: &self.skb_buffer })
+    }
+}
+
+/// What the XDP buffer's last packet may have left non-zero, and where the current frame
+/// ends (see `Loaded::xdp_dirty`).
+#[derive(Clone, Copy, Debug)]
+struct XdpMarks {
+    dirty: usize,
+    head_dirty: usize,
+    in_span: bool,
+    frame_end: usize,
+}
+
+impl XdpMarks {
+    /// Copies `frame` into `buffer` (a usable page: headroom, frame, tailroom), zeroes what
+    /// the last packet may have left around it (unless no run can reach there), rewrites
+    /// the context and begins the packet in `env`: the frame's span.
+    fn begin(
+        &mut self,
+        buffer: &mut [u8],
+        ctx: &mut [u8],
+        env: &mut Env,
+        frame: &[u8],
+    ) -> PacketSpan {
+        let usable = buffer.len();
+        let len = frame.len().min(usable.saturating_sub(XDP_HEADROOM));
+        let end = XDP_HEADROOM + len;
+        // One buffer for every packet (no allocation, no freeing of a page-sized block per
+        // packet): the frame copied in, the rest zeroed as a fresh buffer would be.
+        if let (Some(to), Some(from)) = (buffer.get_mut(XDP_HEADROOM..end), frame.get(..len)) {
+            to.copy_from_slice(from);
+        }
+        if !self.in_span {
+            // In the headroom, likewise, only what the last packet may have written: from
+            // the lowest `data_meta` it reached (adjust_head/adjust_meta) or left.
+            if let Some(head) = buffer.get_mut(self.head_dirty.min(XDP_HEADROOM)..XDP_HEADROOM) {
+                head.fill(0);
+            }
+            // Past the frame, only what the last packet may have left there: its frame,
+            // and its data_end's furthest reach (a program the kernel's verifier accepts
+            // writes nowhere else; the rest of the page is still zero). Zeroing the whole
+            // page per packet cost a fifth of a small program's run.
+            let dirty = self.dirty.clamp(end, usable);
+            if let Some(tail) = buffer.get_mut(end..dirty) {
+                tail.fill(0);
+            }
+        }
+        // Every field rewritten: ingress_ifindex 1 (the test run's loopback), the rest 0
+        // (the packet fields the engine fills).
+        let mut fresh = [0u8; XDP_CTX];
+        fresh[12..16].copy_from_slice(&1u32.to_le_bytes());
+        // A fixed-size copy (the slice's length is the runner's `XDP_CTX`): no memset call.
+        match <&mut [u8; XDP_CTX]>::try_from(&mut *ctx) {
+            Ok(ctx) => *ctx = fresh,
+            Err(_) => ctx
+                .iter_mut()
+                .zip(fresh.iter().chain(std::iter::repeat(&0)))
+                .for_each(|(c, f)| *c = *f),
+        }
+        let base = guest::PACKET_BASE;
+        env.begin_packet(PacketBounds { hard_start: base, hard_end: base + usable as u64 });
+        self.frame_end = end;
+        PacketSpan { meta: XDP_HEADROOM, data: XDP_HEADROOM, end }
+    }
+
+    /// After the packet's runs: the marks moved to what they may have reached, and where
+    /// the packet now lies.
+    fn end(&mut self, ctx: &[u8], env: &Env) -> PacketSpan {
+        let usable = XDP_FRAME - XDP_TAILROOM;
+        let base = guest::PACKET_BASE;
+        let last = xdp_span(ctx);
+        let reach = env.packet_reach().saturating_sub(base) as usize;
+        self.dirty = self.frame_end.max(last.end).max(reach).min(usable);
+        let floor = env.packet_floor().map_or(XDP_HEADROOM, |f| {
+            usize::try_from(f.saturating_sub(base)).unwrap_or(XDP_HEADROOM)
+        });
+        self.head_dirty = floor.min(last.meta).min(last.data);
+        last
+    }
+}
+
+/// [`Loaded::run_batch`] on XDP: the frames from `next` through the engine's batch, each
+/// verdict to `each`; a tail call ends the batch for the loader to follow.
+struct XdpBatch<'c, N, F, E> {
+    env: &'c mut Env,
+    next: &'c mut N,
+    each: &'c mut F,
+    marks: XdpMarks,
+    error: Option<E>,
+    /// The program the last packet tail-called (its verdict not yet given).
+    tail: Option<usize>,
+}
+
+impl<N, F, E> Batch for XdpBatch<'_, N, F, E>
+where
+    N: FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E>,
+    F: FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
+{
+    fn next(&mut self, ctx: &mut [u8], packet: &mut [u8]) -> Option<PacketSpan> {
+        let mut span = None;
+        let (marks, env) = (&mut self.marks, &mut *self.env);
+        match (self.next)(&mut |frame: &[u8]| span = Some(marks.begin(packet, ctx, env, frame))) {
+            Ok(true) => span,
+            Ok(false) => None,
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
+    }
+
+    fn env(&mut self) -> Option<&mut dyn RunEnv> {
+        Some(&mut *self.env)
+    }
+
+    fn done(
+        &mut self,
+        outcome: Result<RunOutcome, Trap>,
+        ctx: &mut [u8],
+        packet: &mut [u8],
+    ) -> bool {
+        self.env.end_run();
+        if outcome.is_ok() {
+            if let Some(next) = self.env.take_tail_call() {
+                self.tail = Some(next as usize);
+                return false;
+            }
+        }
+        let last = self.marks.end(ctx, self.env);
+        let packet = packet.get(last.data..last.end).unwrap_or_default();
+        match (self.each)(outcome.map(|o| VerdictView { ret: o.r0, packet })) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
     }
 }
 
@@ -888,6 +1079,103 @@ mod tests {
         assert_eq!(proven.run_view(&frames[0]).unwrap().packet, &frames[0][..]);
     }
 
+    /// Every frame through `run_batch`: the verdicts and packets in order.
+    fn batch_all(loaded: &mut Loaded, frames: &[Vec<u8>]) -> Vec<Result<Verdict, Trap>> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        loaded
+            .run_batch::<()>(
+                |put| {
+                    let Some(frame) = frames.get(at) else { return Ok(false) };
+                    at += 1;
+                    put(frame);
+                    Ok(true)
+                },
+                |v| {
+                    out.push(v.map(|v| Verdict { ret: v.ret, packet: v.packet.to_vec() }));
+                    Ok(())
+                },
+            )
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_batch_gives_what_runs_packet_by_packet_give() {
+        // Tail calls (the batch stops for the loader to follow them), packets that grow
+        // and shrink (adjust_head/tail), a proven program, a tc program (no XDP batch),
+        // on both engines: verdicts, packets and maps as `run` gives them.
+        let mut frames = frames();
+        frames.reverse();
+        frames.extend(self::frames());
+        let jump = r#"{"jump_table": [{"key": [0, 0, 0, 0], "value": "xdp_target"}]}"#;
+        let bytes = |name: &str| {
+            std::fs::read(format!("{}/../../testdata/bpf/{name}", env!("CARGO_MANIFEST_DIR")))
+                .unwrap()
+        };
+        let leaky = super::xdp_buffer_tests::leaky_object();
+        let head_leaky = super::xdp_buffer_tests::head_leaky_object();
+        for (name, prog, maps) in [
+            (bytes("xdp_counter.o"), None, None),
+            (bytes("tail_call.o"), Some("xdp_dispatch"), Some(jump)),
+            (bytes("tail_call.o"), Some("xdp_dispatch"), None),
+            (leaky, None, None),
+            (head_leaky, None, None),
+            (bytes("tc_fields.o"), None, None),
+            (bytes("ringbuf.o"), None, None),
+        ] {
+            let open = |bytes: &[u8]| Object::open(bytes).unwrap();
+            for (engine, proven) in
+                [(Engine::Interp, false), (Engine::Jit, false), (Engine::Jit, true)]
+            {
+                let (one, many) = (open(&name), open(&name));
+                for object in [&one, &many] {
+                    if let Some(json) = maps {
+                        object.load_maps_json(json).unwrap();
+                    }
+                }
+                let entry = one.entry(prog, None).unwrap();
+                let Ok(mut single) = one.load_with(entry, Some(engine), 0, proven) else {
+                    continue; // the verifier refuses it: nothing to prove
+                };
+                let mut batched = many.load_with(entry, Some(engine), 0, proven).unwrap();
+                let expected: Vec<_> = frames.iter().map(|f| single.run(f)).collect();
+                let got = batch_all(&mut batched, &frames);
+                let name = one.programs()[entry].name.clone();
+                let what = format!("{name} {engine} proven {proven}");
+                assert!(got == expected, "{what}: the batch's verdicts differ");
+                assert!(many.maps_json() == one.maps_json(), "{what}: the maps differ");
+                // Then the other way round on the same two: a batch after single runs and
+                // single runs after a batch (the buffer's marks carry over).
+                let again = batch_all(&mut single, &frames);
+                let expected: Vec<_> = frames.iter().map(|f| batched.run(f)).collect();
+                assert!(again == expected, "{what}: the second round's verdicts differ");
+                assert!(many.maps_json() == one.maps_json(), "{what}: the maps differ later");
+            }
+        }
+        // An error of `next` or `each` ends the batch and comes back.
+        let object = open("xdp_counter.o");
+        let mut loaded = object.load(0, Some(Engine::Jit), 0).unwrap();
+        let mut seen = 0;
+        let result = loaded.run_batch(
+            |put| {
+                put(&frames[0]);
+                Ok(true)
+            },
+            |_| {
+                seen += 1;
+                if seen == 3 {
+                    Err("stop")
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert_eq!((result, seen), (Err("stop"), 3));
+        let result = loaded.run_batch(|_| Err::<bool, _>("source"), |_| Ok(()));
+        assert_eq!(result, Err("source"));
+    }
+
     #[test]
     fn helpers_that_move_the_packet_keep_the_buffer_zeroed() {
         let program = |text: &str| {
@@ -1056,7 +1344,7 @@ mod xdp_buffer_tests {
 
     /// An (unverified) XDP program that returns the byte 8 past `data_end`, then grows the
     /// tail by 16, writes 0x77 there, and shrinks it back.
-    fn leaky_object() -> Vec<u8> {
+    pub(super) fn leaky_object() -> Vec<u8> {
         let mut b = ProgramBuilder::new();
         b.alu_reg(Op::Mov64Reg, 6, 1);
         b.load(Op::LdxW, 2, 6, 4);
@@ -1078,7 +1366,7 @@ mod xdp_buffer_tests {
 
     /// An (unverified) XDP program that returns the byte 16 before `data`, then moves
     /// `data` 16 bytes into the headroom, writes 0x77 there, and moves it back.
-    fn head_leaky_object() -> Vec<u8> {
+    pub(super) fn head_leaky_object() -> Vec<u8> {
         let mut b = ProgramBuilder::new();
         b.alu_reg(Op::Mov64Reg, 6, 1);
         b.load(Op::LdxW, 2, 6, 0);

@@ -13,7 +13,7 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 
 use weir_jit::{Cache, Config, Jit, JitProgram};
 use weir_program::abi::Bindings;
-use weir_program::exec::{Input, Limits, RunOutcome, Session};
+use weir_program::exec::{Batch, Input, Limits, RunOutcome, Session};
 use weir_program::{Trap, Verified};
 
 /// Programs longer than this many slots, when no engine is forced, start on the
@@ -83,8 +83,9 @@ impl Tiered {
     }
 }
 
-impl Session for Tiered {
-    fn run(&mut self, input: Input<'_>) -> Result<RunOutcome, Trap> {
+impl Tiered {
+    /// Takes the native code if it has arrived (between two runs or batches).
+    fn poll(&mut self) {
         if self.native.is_none() {
             if let Some(rx) = &self.pending {
                 match rx.try_recv() {
@@ -98,9 +99,25 @@ impl Session for Tiered {
                 }
             }
         }
+    }
+}
+
+impl Session for Tiered {
+    fn run(&mut self, input: Input<'_>) -> Result<RunOutcome, Trap> {
+        self.poll();
         match &mut self.native {
             Some(jit) => jit.program.run_stats(&mut jit.cache, input),
             None => self.interp.run(input),
+        }
+    }
+
+    /// On the native code, its batch; before it arrives, a run per packet, each looking
+    /// for it (a batch may be a whole capture).
+    fn run_batch(&mut self, input: Input<'_>, batch: &mut dyn Batch) {
+        self.poll();
+        match &mut self.native {
+            Some(jit) => jit.program.run_batch(&mut jit.cache, input, batch),
+            None => weir_program::exec::run_each(|input| self.run(input), input, batch),
         }
     }
 

@@ -157,6 +157,7 @@ impl<W: Write> Sink<'_, W> {
 }
 
 /// A record's metadata, carried beside its bytes to a worker and back.
+#[derive(Clone, Copy)]
 struct Meta {
     index: u64,
     len: usize,
@@ -288,14 +289,32 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             eprintln!("{}", loaded.explain());
         }
         sink.prog_type = loaded.prog_type();
-        while let Some(packet) = reader.next_packet() {
-            let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
-            sink.run(&mut loaded, packet, None)?;
-            // A live interface may keep us waiting: show what is printed so far.
-            if reader.would_wait() {
-                sink.out.flush().map_err(|e| e.to_string())?;
-            }
-        }
+        // One batch over the whole source (the engine's run state set up once): each
+        // frame copied from the reader's view into the runner's buffer, each verdict
+        // lent back with the record's metadata kept beside it.
+        let meta = std::cell::Cell::new(None);
+        let waits = std::cell::Cell::new(false);
+        loaded.run_batch::<String>(
+            |put| {
+                let Some(packet) = reader.next_packet() else { return Ok(false) };
+                let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
+                meta.set(Some(Meta::of(&packet)));
+                put(packet.data);
+                waits.set(reader.would_wait());
+                Ok(true)
+            },
+            |verdict| {
+                let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
+                let verdict =
+                    verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
+                sink.record(&m.packet(verdict.packet), m.len, verdict.ret)?;
+                // A live interface may keep us waiting: show what is printed so far.
+                if waits.get() {
+                    sink.out.flush().map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            },
+        )?;
     }
     let Sink { mut out, counts, kept_bytes, prog_type, .. } = sink;
     if !args.verdicts {

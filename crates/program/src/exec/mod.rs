@@ -321,11 +321,69 @@ pub trait Prepared {
     fn cache(&self) -> Self::Cache;
     /// Runs once. Every run starts from a zeroed stack, whatever the last one left.
     fn run(&self, cache: &mut Self::Cache, input: Input<'_>) -> Result<RunOutcome, Trap>;
+    /// Runs over a batch of packets ([`Batch`]): by default, one [`Prepared::run`] each.
+    fn run_batch(&self, cache: &mut Self::Cache, input: Input<'_>, batch: &mut dyn Batch) {
+        run_each(|input| self.run(cache, input), input, batch);
+    }
     /// The stack after the last run in `cache`, all frames, lowest address first: frame 0
     /// is the last `stack_size` bytes.
     fn stack<'c>(&self, cache: &'c Self::Cache) -> &'c [u8];
     /// `r10` at entry.
     fn stack_top(&self) -> u64;
+}
+
+/// The per-packet side of a batch ([`Prepared::run_batch`], [`Session::run_batch`]): one
+/// program over many packets in the same context and packet buffers, what stays the same
+/// between packets (the run state, the region entries) set up once per batch, as the
+/// kernel's `BPF_PROG_TEST_RUN` loops `repeat` runs inside one call. The batch owns the
+/// runs' environment (the input's is not used), so that it reaches its own between runs
+/// without a downcast.
+pub trait Batch {
+    /// Readies the next packet in `packet` (and what else changes per packet in `ctx` and
+    /// the environment) and returns where it lies, or `None` to end the batch.
+    fn next(&mut self, ctx: &mut [u8], packet: &mut [u8]) -> Option<PacketSpan>;
+    /// The environment of the packet's run.
+    fn env(&mut self) -> Option<&mut dyn RunEnv>;
+    /// Takes what the packet's run gave; `false` ends the batch after it.
+    fn done(
+        &mut self,
+        outcome: Result<RunOutcome, Trap>,
+        ctx: &mut [u8],
+        packet: &mut [u8],
+    ) -> bool;
+}
+
+/// The batch as separate runs: what an engine without a batch path of its own does.
+pub fn run_each(
+    mut run: impl FnMut(Input<'_>) -> Result<RunOutcome, Trap>,
+    input: Input<'_>,
+    batch: &mut dyn Batch,
+) {
+    let Input { mut ctx, mut packet, mut mem, .. } = input;
+    loop {
+        let Some(span) = batch.next(
+            ctx.as_deref_mut().unwrap_or_default(),
+            packet.as_deref_mut().unwrap_or_default(),
+        ) else {
+            return;
+        };
+        let input = Input {
+            ctx: ctx.as_deref_mut(),
+            packet: packet.as_deref_mut(),
+            mem: mem.as_deref_mut(),
+            span: Some(span),
+            env: batch.env(),
+        };
+        let outcome = run(input);
+        let more = batch.done(
+            outcome,
+            ctx.as_deref_mut().unwrap_or_default(),
+            packet.as_deref_mut().unwrap_or_default(),
+        );
+        if !more {
+            return;
+        }
+    }
 }
 
 /// An [`Engine`] behind `dyn`: what tables of engines hold.
@@ -343,6 +401,10 @@ pub trait DynEngine {
 /// another thread between runs (the Python package runs captures without the GIL).
 pub trait Session: Send {
     fn run(&mut self, input: Input<'_>) -> Result<RunOutcome, Trap>;
+    /// Runs over a batch of packets ([`Batch`]): by default, one [`Session::run`] each.
+    fn run_batch(&mut self, input: Input<'_>, batch: &mut dyn Batch) {
+        run_each(|input| self.run(input), input, batch);
+    }
     fn stack(&self) -> &[u8];
     fn stack_top(&self) -> u64;
 }
@@ -358,6 +420,10 @@ where
 {
     fn run(&mut self, input: Input<'_>) -> Result<RunOutcome, Trap> {
         self.prepared.run(&mut self.cache, input)
+    }
+
+    fn run_batch(&mut self, input: Input<'_>, batch: &mut dyn Batch) {
+        self.prepared.run_batch(&mut self.cache, input, batch)
     }
 
     fn stack(&self) -> &[u8] {
