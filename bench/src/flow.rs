@@ -61,6 +61,11 @@ pub struct FlowArgs {
     /// hot set each (for a profiler: `perf record -g weir-bench flow --case 1000:16`).
     #[arg(long, value_name = "RULES:MASKS")]
     pub case: Option<String>,
+    /// Only the update latencies into a classifier of RULES rules over 16 masks: `--rounds`
+    /// rounds of 1,000 inserts then their deletes, each round's median (for a profiler:
+    /// `perf record weir-bench flow --updates 1000 --rounds 200`).
+    #[arg(long, value_name = "RULES")]
+    pub updates: Option<usize>,
     /// Only the memory row (1M rules, 16 masks, or --max-rules), with where the bytes go.
     #[arg(long)]
     pub memory: bool,
@@ -339,6 +344,11 @@ fn workers(c: &Classifier, specs: &[Spec], reps: usize) -> (f64, f64) {
 fn updates(n: usize) -> Result<(f64, f64), String> {
     let (set, _) = rules(n, 16, 5)?;
     let c = Classifier::new(&set);
+    updates_into(&c)
+}
+
+/// 1,000 inserts into `c`, then their deletes: the medians in µs.
+fn updates_into(c: &Classifier) -> Result<(f64, f64), String> {
     let (extra, _) = rules(1000, 16, 6)?;
     let mut ins = Vec::new();
     let mut ids = Vec::new();
@@ -362,6 +372,29 @@ fn updates(n: usize) -> Result<(f64, f64), String> {
 pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
     if let Some(spec) = &args.case {
         return one_case(spec, args.rounds);
+    }
+    if let Some(n) = args.updates {
+        let (set, _) = rules(n.max(16), 16, 5)?;
+        let c = Classifier::new(&set);
+        drop(set);
+        let (mut ins, mut del) = (Vec::new(), Vec::new());
+        for _ in 0..args.rounds {
+            let (i, d) = updates_into(&c)?;
+            ins.push(i);
+            del.push(d);
+        }
+        println!(
+            "{} rules, 16 masks: insert {:.3} µs, delete {:.3} µs (median of {} rounds of 1,000: insert {:.3}-{:.3}, delete {:.3}-{:.3})",
+            n.max(16),
+            median(ins.clone()),
+            median(del.clone()),
+            args.rounds,
+            ins.iter().copied().fold(f64::INFINITY, f64::min),
+            ins.iter().copied().fold(0.0, f64::max),
+            del.iter().copied().fold(f64::INFINITY, f64::min),
+            del.iter().copied().fold(0.0, f64::max),
+        );
+        return Ok(true);
     }
     let mut log = Log::default();
     if args.xdp {
