@@ -12,7 +12,9 @@
 //!   `ranked`: the same after `Classifier::rerank` on the hits of those passes (what
 //!   `weir flow run` does after its first packets).
 //!   `+cache`: the same with `process_batch_cached`, an exact-match cache of 8,192 flows
-//!   in front (the 4,096 hot flows fit: warm passes hit it).
+//!   in front (the 4,096 hot flows fit: warm passes hit it, ~94%).
+//!   `stream`: 131,072 packets each of its own flow, one pass over them (frames out of the
+//!   CPU caches; a cache only misses), ranked, without and with the cache.
 //! - **width**: the same at the full 14-word key against the width the rules need.
 //! - **updates**: insert and delete latency (one rule at a time, each seen by lookups
 //!   when the call returns) into tables of 1k, 100k and 1M rules; goal <= 0.2 µs.
@@ -61,6 +63,11 @@ pub struct FlowArgs {
     /// hot set each (for a profiler: `perf record -g weir-bench flow --case 1000:16`).
     #[arg(long, value_name = "RULES:MASKS")]
     pub case: Option<String>,
+    /// Only the update latencies into a classifier of RULES rules over 16 masks: `--rounds`
+    /// rounds of 1,000 inserts then their deletes, each round's median (for a profiler:
+    /// `perf record weir-bench flow --updates 1000 --rounds 200`).
+    #[arg(long, value_name = "RULES")]
+    pub updates: Option<usize>,
     /// Only the memory row (1M rules, 16 masks, or --max-rules), with where the bytes go.
     #[arg(long)]
     pub memory: bool,
@@ -238,6 +245,28 @@ fn time_cached(c: &Classifier, frames: &[Vec<u8>], rounds: usize) -> f64 {
     median(samples)
 }
 
+/// Packets in a streaming pass: each a flow of its own, 16x the cache's 8,192 entries, and
+/// their frames (~26 MB with the copies the pass writes to) out of the CPU's caches.
+const STREAM: usize = 131_072;
+
+/// Streaming traffic: ns/packet over `STREAM` packets, each a new flow, without and with
+/// the exact-match cache (which then only misses: its cost, not its gain), median of
+/// `rounds` passes.
+fn time_stream(c: &Classifier, specs: &[Spec], rounds: usize) -> (f64, f64) {
+    let frames = packets(specs, STREAM, 1234);
+    let mut bufs: Vec<Vec<u8>> = frames.to_vec();
+    let mut plain = Vec::new();
+    let mut cached = Vec::new();
+    let mut cache = FlowCache::new(8192);
+    for _ in 0..rounds {
+        let (_, t) = pass(c, &frames, &mut bufs);
+        plain.push(t.as_nanos() as f64 / frames.len() as f64);
+        let (_, t) = pass_with(c, &frames, &mut bufs, Some(&mut cache));
+        cached.push(t.as_nanos() as f64 / frames.len() as f64);
+    }
+    (median(plain), median(cached))
+}
+
 fn time_reference(r: &Reference, frames: &[Vec<u8>]) -> f64 {
     let start = Instant::now();
     let mut mirrored = Vec::new();
@@ -294,6 +323,17 @@ fn one_case(spec: &str, rounds: usize) -> Result<bool, String> {
     c.rerank();
     let (ns, matched) = time_classifier(&c, &frames, rounds);
     println!("{n} rules, {masks} masks: {ns:.1} ns/packet, {matched} of {} matched", frames.len());
+    let cached = time_cached(&c, &frames, rounds);
+    let mut cache = FlowCache::new(8192);
+    for _ in 0..2 {
+        pass_with(&c, &frames, &mut frames.clone(), Some(&mut cache));
+    }
+    let (h, m) = cache.hits_misses();
+    println!("  hot, two passes through a fresh cache: {h} hits, {m} misses");
+    let (stream, stream_cached) = time_stream(&c, &specs, rounds.div_ceil(3));
+    println!(
+        "  hot +cache {cached:.1} ns/packet; streaming ({STREAM} flows, each once) {stream:.1}, +cache {stream_cached:.1} ns/packet"
+    );
     let (ins, del) = updates(n.max(16))?;
     println!("updates: insert {ins:.2} µs, delete {del:.2} µs (median of 1,000)");
     let (one, two) = workers(&c, &specs, rounds.div_ceil(4));
@@ -339,6 +379,11 @@ fn workers(c: &Classifier, specs: &[Spec], reps: usize) -> (f64, f64) {
 fn updates(n: usize) -> Result<(f64, f64), String> {
     let (set, _) = rules(n, 16, 5)?;
     let c = Classifier::new(&set);
+    updates_into(&c)
+}
+
+/// 1,000 inserts into `c`, then their deletes: the medians in µs.
+fn updates_into(c: &Classifier) -> Result<(f64, f64), String> {
     let (extra, _) = rules(1000, 16, 6)?;
     let mut ins = Vec::new();
     let mut ids = Vec::new();
@@ -362,6 +407,29 @@ fn updates(n: usize) -> Result<(f64, f64), String> {
 pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
     if let Some(spec) = &args.case {
         return one_case(spec, args.rounds);
+    }
+    if let Some(n) = args.updates {
+        let (set, _) = rules(n.max(16), 16, 5)?;
+        let c = Classifier::new(&set);
+        drop(set);
+        let (mut ins, mut del) = (Vec::new(), Vec::new());
+        for _ in 0..args.rounds {
+            let (i, d) = updates_into(&c)?;
+            ins.push(i);
+            del.push(d);
+        }
+        println!(
+            "{} rules, 16 masks: insert {:.3} µs, delete {:.3} µs (median of {} rounds of 1,000: insert {:.3}-{:.3}, delete {:.3}-{:.3})",
+            n.max(16),
+            median(ins.clone()),
+            median(del.clone()),
+            args.rounds,
+            ins.iter().copied().fold(f64::INFINITY, f64::min),
+            ins.iter().copied().fold(0.0, f64::max),
+            del.iter().copied().fold(f64::INFINITY, f64::min),
+            del.iter().copied().fold(0.0, f64::max),
+        );
+        return Ok(true);
     }
     let mut log = Log::default();
     if args.xdp {
@@ -414,15 +482,17 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
         return Ok(true);
     }
     log.line(
-        "lookups, hot (4,096 packets), one core: ns/packet (Mpps); ranked: after Classifier::rerank on those passes' hits; linear reference ns/packet",
+        "lookups, hot (4,096 packets), one core: ns/packet (Mpps); ranked: after Classifier::rerank on those passes' hits; linear reference ns/packet; stream: 131,072 packets, each a flow of its own, ranked, without and with the cache",
     );
     log.line(format!(
-        "{:>9} {:>6} {:>6} {:>14} {:>8} {:>10} {:>14} {:>10} {:>8}",
+        "{:>9} {:>6} {:>6} {:>14} {:>8} {:>10} {:>8} {:>8} {:>14} {:>10} {:>8}",
         "rules",
         "masks",
         "width",
         "classifier",
         "ranked",
+        "+cache",
+        "stream",
         "+cache",
         "reference",
         "subtables",
@@ -441,6 +511,7 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
             c.rerank();
             let (ns_ranked, _) = time_classifier(&c, &frames, args.rounds);
             let cached = time_cached(&c, &frames, args.rounds);
+            let (stream, stream_cached) = time_stream(&c, &specs, args.rounds.div_ceil(3));
             // The reference is linear in the rules: fewer packets where it is slow.
             let sample = match n {
                 0..=1000 => 4096,
@@ -449,12 +520,14 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
             };
             let rns = time_reference(&reference, &frames[..sample]);
             log.line(format!(
-                "{n:>9} {masks:>6} {:>6} {:>8.1} ({:>4.1}) {:>8.1} {:>10.1} {:>14.0} {:>10} {:>8}",
+                "{n:>9} {masks:>6} {:>6} {:>8.1} ({:>4.1}) {:>8.1} {:>10.1} {:>8.1} {:>8.1} {:>14.0} {:>10} {:>8}",
                 c.width(),
                 ns,
                 1000.0 / ns,
                 ns_ranked,
                 cached,
+                stream,
+                stream_cached,
                 rns,
                 c.stats().0,
                 matched
