@@ -905,15 +905,7 @@ impl<'a, 'f> Translator<'a, 'f> {
     /// any other value is tried as a helper id; anything else is a bad call target.
     fn call_reg(&mut self, insn: &Insn) -> Result<(), CompileError> {
         let value = self.get(insn.dst);
-        let func_base = crate::guest::FUNC_BASE as i64;
-        let offset = self.b.ins().iadd_imm(value, func_base.wrapping_neg());
-        let above = self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, value, func_base);
-        let low_bits = self.b.ins().band_imm(offset, 7);
-        let aligned = self.b.ins().icmp_imm(IntCC::Equal, low_bits, 0);
-        let slot = self.b.ins().ushr_imm(offset, 3);
-        let inside = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, slot, self.insns.len() as i64);
-        let ok = self.b.ins().band(above, aligned);
-        let ok = self.b.ins().band(ok, inside);
+        let (ok, slot) = self.function_slot(value);
         let lookup = self.b.create_block();
         let helper = self.b.create_block();
         self.b.ins().brif(ok, lookup, &[], helper, &[]);
@@ -935,6 +927,21 @@ impl<'a, 'f> Translator<'a, 'f> {
         let next = self.block_for(self.next_slot(self.pc))?;
         self.b.ins().jump(next, &[]);
         Ok(())
+    }
+
+    /// Decodes a function address (`FUNC_BASE + 8 * slot`, as `ld_imm64 src=BPF_PSEUDO_FUNC`
+    /// gives it): whether it names an instruction slot of this program (at or above the
+    /// base, 8-byte aligned, inside), and that slot. `call %reg` and `bpf_loop` both take one.
+    fn function_slot(&mut self, value: Value) -> (Value, Value) {
+        let func_base = crate::guest::FUNC_BASE as i64;
+        let offset = self.b.ins().iadd_imm(value, func_base.wrapping_neg());
+        let above = self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, value, func_base);
+        let low_bits = self.b.ins().band_imm(offset, 7);
+        let aligned = self.b.ins().icmp_imm(IntCC::Equal, low_bits, 0);
+        let slot = self.b.ins().ushr_imm(offset, 3);
+        let inside = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, slot, self.insns.len() as i64);
+        let ok = self.b.ins().band(above, aligned);
+        (self.b.ins().band(ok, inside), slot)
     }
 
     /// Jumps to the instruction at `slot` (a run-time value, known to name an instruction
@@ -983,15 +990,7 @@ impl<'a, 'f> Translator<'a, 'f> {
 
         // The callback: a function address naming an instruction that may be entered.
         self.b.switch_to_block(start);
-        let func_base = crate::guest::FUNC_BASE as i64;
-        let offset = self.b.ins().iadd_imm(func, func_base.wrapping_neg());
-        let above = self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, func, func_base);
-        let low_bits = self.b.ins().band_imm(offset, 7);
-        let aligned = self.b.ins().icmp_imm(IntCC::Equal, low_bits, 0);
-        let slot = self.b.ins().ushr_imm(offset, 3);
-        let inside = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, slot, self.insns.len() as i64);
-        let ok = self.b.ins().band(above, aligned);
-        let ok = self.b.ins().band(ok, inside);
+        let (ok, slot) = self.function_slot(func);
         let lookup = self.b.create_block();
         let bad = self.b.create_block();
         self.b.set_cold_block(bad);
@@ -1036,7 +1035,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.ins().jump(next, &[]);
         self.b.switch_to_block(again);
         let func = self.b.ins().ishl_imm(slot, 3);
-        let func = self.b.ins().iadd_imm(func, func_base);
+        let func = self.b.ins().iadd_imm(func, crate::guest::FUNC_BASE as i64);
         self.call_back(site, [slot, calls, count, ctx], func)
     }
 
