@@ -309,6 +309,13 @@ impl<const W: usize> Store<W> {
     /// The slot holding `key` and its entry.
     #[inline]
     fn find(&self, key: &[u64; W], hash: u32) -> Option<(usize, &Entry<W>)> {
+        self.probe(hash, |e| same(&e.key, key))
+    }
+
+    /// The first slot on `hash`'s probe sequence whose entry `wanted` accepts (among the
+    /// entries whose key hashes to `hash`), and that entry.
+    #[inline]
+    fn probe(&self, hash: u32, wanted: impl Fn(&Entry<W>) -> bool) -> Option<(usize, &Entry<W>)> {
         let mask = self.slots.len() - 1;
         let mut i = hash as usize & mask;
         // At most half the slots are in use: the loop meets an empty one.
@@ -319,7 +326,7 @@ impl<const W: usize> Store<W> {
             }
             if (v >> 32) as u32 == hash {
                 if let Some(e) = self.entry((v as u32 as usize).wrapping_sub(1)) {
-                    if same(&e.key, key) {
+                    if wanted(e) {
                         return Some((i, e));
                     }
                 }
@@ -392,22 +399,7 @@ impl<const W: usize> Store<W> {
     /// The slot holding the rule `seq` whose key hashes to `hash`, and its entry (a
     /// delete's search: rules keep their key's hash, not the key).
     fn find_rule(&self, hash: u32, seq: u64) -> Option<(usize, &Entry<W>)> {
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let v = self.slots[i].load(Ordering::Acquire);
-            if v == EMPTY {
-                return None;
-            }
-            if (v >> 32) as u32 == hash {
-                if let Some(e) = self.entry((v as u32 as usize).wrapping_sub(1)) {
-                    if e.rules.as_slice().iter().any(|r| r.seq == seq) {
-                        return Some((i, e));
-                    }
-                }
-            }
-            i = (i + 1) & mask;
-        }
+        self.probe(hash, |e| e.rules.as_slice().iter().any(|r| r.seq == seq))
     }
 
     /// Remove a rule in place (the writer only).
