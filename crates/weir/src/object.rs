@@ -507,10 +507,22 @@ impl Loaded {
         self.xdp_buffer.resize(XDP_FRAME - XDP_TAILROOM, 0);
         let mut marks = self.xdp_marks();
         let span = marks.begin(&mut self.xdp_buffer, &mut self.xdp_ctx, &mut self.env, frame);
+        let (ret, packet) = self.chain_xdp(self.entry, span, marks);
+        Ok(VerdictView { ret: ret?, packet })
+    }
+
+    /// Runs `entry` and the tail calls it makes over the XDP buffer from `span`, then keeps
+    /// what the run left dirty (`marks`): the verdict and the packet as the program left it.
+    fn chain_xdp(
+        &mut self,
+        entry: usize,
+        span: PacketSpan,
+        mut marks: XdpMarks,
+    ) -> (Result<u64, Trap>, &[u8]) {
         let ret = chain(
             &mut self.sessions,
             &mut self.env,
-            self.entry,
+            entry,
             &mut self.xdp_ctx,
             &mut self.xdp_buffer,
             span,
@@ -518,8 +530,7 @@ impl Loaded {
         );
         let last = marks.end(&self.xdp_ctx, &self.env);
         self.keep_marks(marks);
-        let packet = self.xdp_buffer.get(last.data..last.end).unwrap_or_default();
-        Ok(VerdictView { ret: ret?, packet })
+        (ret, self.xdp_buffer.get(last.data..last.end).unwrap_or_default())
     }
 
     fn xdp_marks(&self) -> XdpMarks {
@@ -573,7 +584,7 @@ impl Loaded {
             };
             let input = Input::new().ctx(&mut self.xdp_ctx).packet(&mut self.xdp_buffer);
             runner.session().run_batch(input, &mut batch);
-            let XdpBatch { mut marks, error, tail, .. } = batch;
+            let XdpBatch { marks, error, tail, .. } = batch;
             self.keep_marks(marks);
             if let Some(e) = error {
                 return Err(e);
@@ -584,18 +595,7 @@ impl Loaded {
             // The packet's tail calls, as `chain` follows them; then a new batch.
             self.env.begin_run();
             let span = xdp_span(&self.xdp_ctx);
-            let ret = chain(
-                &mut self.sessions,
-                &mut self.env,
-                tail,
-                &mut self.xdp_ctx,
-                &mut self.xdp_buffer,
-                span,
-                Some(xdp_span),
-            );
-            let last = marks.end(&self.xdp_ctx, &self.env);
-            self.keep_marks(marks);
-            let packet = self.xdp_buffer.get(last.data..last.end).unwrap_or_default();
+            let (ret, packet) = self.chain_xdp(tail, span, marks);
             each(ret.map(|ret| VerdictView { ret, packet }))?;
         }
     }
