@@ -433,3 +433,54 @@ fn churn_on_one_key_agrees_with_the_reference() {
         assert_eq!(lines(&a), lines(&b), "step {step}");
     }
 }
+
+/// Most rules deleted (the writer's rule list compacts its holes once they are half of
+/// it): what is left classifies and counts as a reference of the survivors, in order, and
+/// every deleted id stays deleted across the compactions.
+#[test]
+fn deleting_most_rules_keeps_the_rest_in_order() {
+    let frames = frames(23, 200);
+    let keys = keys_of(&frames);
+    let mut gen = Gen::new(0xc0a1, &keys);
+    let text = gen.rule_set(300, 6, 2);
+    let set = RuleSet::parse(&text).unwrap();
+    let classifier = Classifier::new(&RuleSet::new());
+    let mut ids = Vec::new();
+    for (r, &p) in set.rules.iter().zip(&set.prios) {
+        let r = Rule { prio: Some(p), ..r.clone() };
+        ids.push((classifier.insert(r.clone()).unwrap(), r));
+    }
+    // Three in four go, in an order that leaves holes everywhere before the first
+    // compaction; then every deleted id is refused.
+    let mut kept = Vec::new();
+    let mut gone = Vec::new();
+    for (i, (id, r)) in ids.into_iter().enumerate() {
+        if i % 4 == 1 {
+            kept.push(r);
+        } else {
+            assert!(classifier.delete(id));
+            gone.push(id);
+        }
+    }
+    for id in gone {
+        assert!(!classifier.delete(id), "a deleted rule came back");
+    }
+    let mut rebuilt = RuleSet::new();
+    for r in &kept {
+        rebuilt.push(r.clone()).unwrap();
+    }
+    let reference = Reference::new(&rebuilt);
+    assert_eq!(classifier.counters().len(), kept.len());
+    let indevs = [0, classifier.indev_id("in0"), classifier.indev_id("in1")];
+    let ref_indevs = [0, reference.indev_id("in0"), reference.indev_id("in1")];
+    let a: Vec<_> =
+        run_reference(&reference, &frames, &ref_indevs).into_iter().map(|s| s.0.line).collect();
+    let b: Vec<_> =
+        run_classifier(&classifier, &frames, &indevs).into_iter().map(|s| s.0.line).collect();
+    assert_eq!(a, b);
+    assert!(
+        a.iter().any(|l| l.is_some()),
+        "no packet matched a surviving rule: the check is empty"
+    );
+    assert_eq!(reference.counters(), classifier.counters());
+}
