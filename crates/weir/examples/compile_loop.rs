@@ -2,7 +2,7 @@
 //! filter compile against `pcap_compile`): `cargo run --release -p weir --example
 //! compile_loop -- 'port 22' [SECONDS]` prints microseconds per compile, median and minimum
 //! of short rounds, and each phase alone (parse, lower, the libpcap rejects-all check,
-//! optimize).
+//! optimize). A third argument names one phase to run alone for SECONDS (for `perf`).
 
 use std::time::Instant;
 
@@ -36,7 +36,8 @@ fn main() {
         eprintln!("{expr}: {e}");
         std::process::exit(1);
     }
-    let (median, min) = rounds(seconds, || {
+    let only = args.get(2).cloned();
+    let (median, min) = rounds(if only.is_some() { 0.0 } else { seconds }, || {
         std::hint::black_box(weir::compile_filter_with(&expr, &options, &names).ok());
     });
     println!("{expr}: whole {median:.1} us (min {min:.1})");
@@ -69,7 +70,10 @@ fn main() {
         ),
     ];
     for (name, f) in phases {
-        let (median, min) = rounds(seconds / 4.0, f);
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        let (median, min) = rounds(if only.is_some() { seconds } else { seconds / 4.0 }, f);
         println!("  {name:<12} {median:>7.1} us (min {min:.1})");
     }
 }
