@@ -100,8 +100,8 @@ impl Interpreter {
         let mut regs = [0u64; 16];
         regs[1] = r1;
         regs[2] = r2;
-        regs[10] = self.frame_top(0);
-        memory.set_stack_floor(self.frame_floor(0));
+        regs[10] = self.entry_top;
+        memory.set_stack_floor(self.entry_floor);
         let budget = self.config.instruction_budget;
         let mut remaining = budget;
         let mut pc: usize = 0;

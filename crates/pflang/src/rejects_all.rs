@@ -35,7 +35,7 @@
 use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred};
 
@@ -76,7 +76,7 @@ pub fn rejects_all(filter: &Filter) -> bool {
         return false;
     }
     let distance = graph.distances_to(accept);
-    let mut walk = Walk { graph: &graph, distance, steps: 0, seen: HashSet::new() };
+    let mut walk = Walk { graph: &graph, distance, steps: 0, seen: HashSet::default() };
     // libpcap's second pass folds constant arithmetic and decides the tests at the root.
     let mut node = root;
     let mut state = State::default();
@@ -129,19 +129,45 @@ impl<'a> Graph<'a> {
     /// give ([`UNREACHABLE`] when no edge path leads there): a breadth-first walk back from
     /// `accept`, linear in the graph.
     fn distances_to(&self, accept: NodeId) -> Vec<u32> {
-        let mut into: Vec<Vec<NodeId>> = vec![Vec::new(); self.nodes.len()];
-        for (from, node) in self.nodes.iter().enumerate() {
-            let targets = match node {
-                Node::Test { t, f, .. } => [Some(*t), Some(*f)],
-                Node::Store { next, .. } => [Some(*next), None],
-                Node::Accept | Node::Reject => [None, None],
-            };
-            for to in targets.into_iter().flatten() {
-                if let Some(list) = into.get_mut(to) {
-                    list.push(from);
+        // The predecessors of every node in one array (each node's run found by an offset),
+        // not a vector per node: the graph is built and walked for every compile, and a
+        // small filter's per-node allocations were a measurable share of the check.
+        let targets = |node: &Node<'_>| match node {
+            Node::Test { t, f, .. } => [Some(*t), Some(*f)],
+            Node::Store { next, .. } => [Some(*next), None],
+            Node::Accept | Node::Reject => [None, None],
+        };
+        let n = self.nodes.len();
+        let mut start = vec![0usize; n + 1];
+        for node in &self.nodes {
+            for to in targets(node).into_iter().flatten() {
+                if let Some(count) = start.get_mut(to + 1) {
+                    *count += 1;
                 }
             }
         }
+        for i in 0..n {
+            let before = start.get(i).copied().unwrap_or(0);
+            if let Some(count) = start.get_mut(i + 1) {
+                *count += before;
+            }
+        }
+        let mut fill = start.clone();
+        let mut from_list = vec![0; start.get(n).copied().unwrap_or(0)];
+        for (from, node) in self.nodes.iter().enumerate() {
+            for to in targets(node).into_iter().flatten() {
+                if let Some(at) = fill.get_mut(to) {
+                    if let Some(slot) = from_list.get_mut(*at) {
+                        *slot = from;
+                    }
+                    *at += 1;
+                }
+            }
+        }
+        let into = |node: NodeId| -> &[NodeId] {
+            let (lo, hi) = (start.get(node).copied(), start.get(node + 1).copied());
+            lo.zip(hi).and_then(|(lo, hi)| from_list.get(lo..hi)).unwrap_or_default()
+        };
         let mut distance = vec![UNREACHABLE; self.nodes.len()];
         let mut queue = std::collections::VecDeque::new();
         if let Some(d) = distance.get_mut(accept) {
@@ -150,7 +176,7 @@ impl<'a> Graph<'a> {
         }
         while let Some(node) = queue.pop_front() {
             let next = distance.get(node).map_or(UNREACHABLE, |d| d.saturating_add(1));
-            for &from in into.get(node).map_or(&[][..], Vec::as_slice) {
+            for &from in into(node) {
                 if let Some(d) = distance.get_mut(from) {
                     if *d == UNREACHABLE {
                         *d = next;
@@ -351,7 +377,29 @@ struct Walk<'g, 'a> {
     steps: usize,
     /// Hashes of the (node, state) pairs explored in this walk (64 bits for at most
     /// [`BUDGET`] pairs: a collision, which would prune a path, has odds below 2^-34).
-    seen: HashSet<u64>,
+    seen: HashSet<u64, BuildHasherDefault<Rehash>>,
+}
+
+/// The hasher of [`Walk::seen`], whose keys are already 64-bit SipHash values: hashing them
+/// again with SipHash was a share of the check's time for nothing. It keeps the key (a
+/// `u64` key is hashed by one `write_u64`); any other input is folded in, for completeness.
+#[derive(Default)]
+struct Rehash(u64);
+
+impl Hasher for Rehash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
 }
 
 impl Walk<'_, '_> {

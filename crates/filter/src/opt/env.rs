@@ -107,7 +107,7 @@ pub(crate) fn scratch_mask(e: &Expr) -> u32 {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Env {
     /// No packet reaches this point (the facts contradict each other).
     pub unreachable: bool,
@@ -117,6 +117,17 @@ pub(crate) struct Env {
     scratch_zero: u32,
     /// Sorted by atom id.
     facts: Vec<(AtomId, Domain)>,
+}
+
+/// A copy keeps room for two more facts: a copied `Env` is usually the start of a path that
+/// learns one (a compare's outcome), and a copy sized to the facts it holds grew (a
+/// `realloc`) on that first insert, about 3% of a small filter's optimizing (issue 13).
+impl Clone for Env {
+    fn clone(&self) -> Env {
+        let mut facts = Vec::with_capacity(self.facts.len().saturating_add(2).min(FACT_CAP));
+        facts.extend_from_slice(&self.facts);
+        Env { facts, ..*self }
+    }
 }
 
 impl Env {

@@ -173,7 +173,14 @@ impl<'a> Input<'a> {
 
     /// Refuses, before anything runs, a region longer than its window (it could not be
     /// addressed whole).
+    #[inline]
     pub fn check_sizes(&self) -> Result<(), Trap> {
+        // One compare for the usual case (every region far below its window); the
+        // region-by-region checks name the one that is too long.
+        let len = |r: &Option<&mut [u8]>| r.as_deref().map_or(0, <[u8]>::len);
+        if (len(&self.ctx) | len(&self.packet) | len(&self.mem)) as u64 <= guest::REGION_WINDOW {
+            return Ok(());
+        }
         refuse_oversized(self.ctx.as_deref(), guest::CTX_BASE)?;
         refuse_oversized(self.packet.as_deref(), guest::PACKET_BASE)?;
         refuse_oversized(self.mem.as_deref(), guest::MEM_BASE)
@@ -206,13 +213,25 @@ pub fn fill_packet_fields(
 
 /// A context layout's packet fields, listed once (at load) so that a run writes the two
 /// or three words without walking the layout: what [`fill_packet_fields`] does.
+///
+/// Laid out for the run (issue 13: a short filter's whole run is a few hundred machine
+/// instructions, and the field-by-field writes, each matching its kind and its width and
+/// checking its range, were about 120 of them): each field holds the index of the value it
+/// takes, the 4-byte fields (every layout's) are one list, and the end of the furthest
+/// field is known, so a context long enough for all of them (every caller's) is checked
+/// once.
 #[derive(Clone, Copy, Debug)]
 pub struct PacketFields {
     /// Whether there is a layout at all (without one, nothing is written or checked).
     layout: bool,
-    /// Offset, size (at most 8) and kind of each packet field, the first `count` used.
-    fields: [(u32, u32, FieldKind); 4],
+    /// Offset, size (at most 8) and value (an index into `[data, meta, end, 0]`) of each
+    /// packet field in layout order, the first `count` used.
+    fields: [(usize, usize, usize); 4],
     count: usize,
+    /// Whether every packet field is 4 bytes wide (the fast path of [`PacketFields::fill`]).
+    all_words: bool,
+    /// One past the last byte any packet field covers.
+    end: usize,
 }
 
 impl PacketFields {
@@ -220,14 +239,26 @@ impl PacketFields {
     pub fn of(layout: Option<&ContextLayout>) -> PacketFields {
         let mut out = PacketFields {
             layout: layout.is_some(),
-            fields: [(0, 0, FieldKind::Plain); 4],
+            fields: [(0, 0, 3); 4],
             count: 0,
+            all_words: true,
+            end: 0,
         };
         let packet =
             layout.map_or(&[][..], |l| l.fields).iter().filter(|f| f.kind != FieldKind::Plain);
         for (slot, field) in out.fields.iter_mut().zip(packet) {
-            *slot = (field.offset, field.size.min(8), field.kind);
+            let value = match field.kind {
+                FieldKind::PacketStart => 0,
+                FieldKind::MetaStart => 1,
+                FieldKind::PacketEnd => 2,
+                FieldKind::Plain => 3,
+            };
+            // Fits: layouts are static tables of small offsets.
+            let (offset, size) = (field.offset as usize, field.size.min(8) as usize);
+            *slot = (offset, size, value);
             out.count += 1;
+            out.all_words &= size == 4;
+            out.end = out.end.max(offset.saturating_add(size));
         }
         out
     }
@@ -248,32 +279,44 @@ impl PacketFields {
             let size = u32::try_from(span.end).unwrap_or(u32::MAX);
             return Err(Trap::memory(TrapCode::OutOfBounds, 0, guest::PACKET_BASE, size));
         }
+        if ctx.len() < self.end {
+            return self.short_context(ctx.len());
+        }
         // Fits: the packet was checked against its window.
-        let at = |offset: usize| guest::PACKET_BASE.saturating_add(offset as u64);
-        for &(offset, size, kind) in self.fields.get(..self.count).unwrap_or_default() {
-            let value = match kind {
-                FieldKind::PacketStart => at(span.data),
-                FieldKind::MetaStart => at(span.meta),
-                FieldKind::PacketEnd => at(span.end),
-                FieldKind::Plain => continue,
-            };
-            let size = size as usize;
-            let bytes = usize::try_from(offset)
-                .ok()
-                .and_then(|start| ctx.get_mut(start..start.checked_add(size)?));
-            let Some(bytes) = bytes else {
-                let addr = guest::CTX_BASE.saturating_add(u64::from(offset));
-                return Err(Trap::memory(TrapCode::OutOfBounds, 0, addr, size as u32));
-            };
-            // Fixed-size copies for the usual widths (a copy of a run-time length is a
-            // `memcpy` call).
-            match bytes.len() {
-                4 => bytes.copy_from_slice(&(value as u32).to_le_bytes()),
-                8 => bytes.copy_from_slice(&value.to_le_bytes()),
-                _ => bytes.copy_from_slice(value.to_le_bytes().get(..size).unwrap_or_default()),
+        let at = |offset: usize| guest::PACKET_BASE.wrapping_add(offset as u64);
+        let values = [at(span.data), at(span.meta), at(span.end), 0];
+        let fields = self.fields.get(..self.count).unwrap_or_default();
+        if self.all_words {
+            for &(offset, _, which) in fields {
+                let value = values[which & 3] as u32;
+                if let Some(bytes) = ctx.get_mut(offset..).and_then(|b| b.first_chunk_mut::<4>()) {
+                    *bytes = value.to_le_bytes();
+                }
+            }
+            return Ok(());
+        }
+        for &(offset, size, which) in fields {
+            let value = values[which & 3].to_le_bytes();
+            let bytes = ctx.get_mut(offset..offset.saturating_add(size));
+            if let (Some(bytes), Some(value)) = (bytes, value.get(..size)) {
+                bytes.copy_from_slice(value);
             }
         }
         Ok(())
+    }
+
+    /// The trap for a context shorter than the packet fields: the first field (in layout
+    /// order) that does not fit, as the field-by-field writes always reported it.
+    #[cold]
+    fn short_context(&self, len: usize) -> Result<(), Trap> {
+        let fields = self.fields.get(..self.count).unwrap_or_default();
+        match fields.iter().find(|&&(offset, size, _)| offset.saturating_add(size) > len) {
+            Some(&(offset, size, _)) => {
+                let addr = guest::CTX_BASE.saturating_add(offset as u64);
+                Err(Trap::memory(TrapCode::OutOfBounds, 0, addr, size as u32))
+            }
+            None => Ok(()),
+        }
     }
 }
 
@@ -454,5 +497,92 @@ where
         let prepared = self.prepare(program, bindings, limits)?;
         let cache = prepared.cache();
         Ok(Box::new(Bound { prepared, cache }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::ContextField;
+
+    fn word(ctx: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(ctx[at..at + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn packet_fields_take_the_span_values() {
+        let layout = crate::ProgType::SocketFilter.context_layout();
+        let data = layout.field("data").unwrap().offset as usize;
+        let end = layout.field("data_end").unwrap().offset as usize;
+        let mut ctx = vec![0xaa; layout.size as usize];
+        let fields = PacketFields::of(Some(layout));
+        fields.fill(&mut ctx, 60, None).unwrap();
+        assert_eq!(word(&ctx, data), guest::PACKET_BASE as u32);
+        assert_eq!(word(&ctx, end), (guest::PACKET_BASE + 60) as u32);
+        // The plain field before them is left alone.
+        assert_eq!(word(&ctx, data - 4), 0xaaaa_aaaa);
+        let span = PacketSpan { meta: 2, data: 4, end: 50 };
+        fields.fill(&mut ctx, 60, Some(span)).unwrap();
+        assert_eq!(word(&ctx, data), (guest::PACKET_BASE + 4) as u32);
+        assert_eq!(word(&ctx, end), (guest::PACKET_BASE + 50) as u32);
+        let bad = PacketSpan { meta: 0, data: 0, end: 61 };
+        assert!(fields.fill(&mut ctx, 60, Some(bad)).is_err());
+    }
+
+    #[test]
+    fn a_short_context_traps_at_the_first_field_that_does_not_fit() {
+        let layout = crate::ProgType::SocketFilter.context_layout();
+        let data = layout.field("data").unwrap().offset;
+        let end = layout.field("data_end").unwrap().offset;
+        let fields = PacketFields::of(Some(layout));
+        let mut ctx = vec![0u8; end as usize + 2];
+        let trap = fields.fill(&mut ctx, 60, None).unwrap_err();
+        assert_eq!(
+            (trap.code, trap.addr, trap.size),
+            (TrapCode::OutOfBounds, guest::CTX_BASE + u64::from(end), 4)
+        );
+        let mut ctx = vec![0u8; data as usize];
+        let trap = fields.fill(&mut ctx, 60, None).unwrap_err();
+        assert_eq!(trap.addr, guest::CTX_BASE + u64::from(data));
+        // Without a layout nothing is written or checked.
+        assert!(PacketFields::of(None).fill(&mut [], 60, None).is_ok());
+    }
+
+    #[test]
+    fn wide_and_narrow_fields_take_their_width() {
+        static LAYOUT: ContextLayout = ContextLayout {
+            name: "test",
+            size: 24,
+            fields: &[
+                ContextField {
+                    name: "data",
+                    offset: 0,
+                    size: 8,
+                    kind: FieldKind::PacketStart,
+                    writable: false,
+                },
+                ContextField {
+                    name: "end",
+                    offset: 8,
+                    size: 2,
+                    kind: FieldKind::PacketEnd,
+                    writable: false,
+                },
+                ContextField {
+                    name: "meta",
+                    offset: 16,
+                    size: 4,
+                    kind: FieldKind::MetaStart,
+                    writable: false,
+                },
+            ],
+        };
+        let mut ctx = [0xffu8; 24];
+        PacketFields::of(Some(&LAYOUT)).fill(&mut ctx, 0x1234, None).unwrap();
+        assert_eq!(u64::from_le_bytes(ctx[..8].try_into().unwrap()), guest::PACKET_BASE);
+        let end = (guest::PACKET_BASE + 0x1234).to_le_bytes();
+        assert_eq!(ctx[8..10], end[..2]);
+        assert_eq!(ctx[10..16], [0xff; 6]);
+        assert_eq!(word(&ctx, 16), guest::PACKET_BASE as u32);
     }
 }
