@@ -84,6 +84,7 @@ impl StackShape {
 
     /// Offset in the stack region of the lowest byte frame `depth` may touch (frames of
     /// calls not, or no longer, made lie below it).
+    #[inline]
     pub fn frame_floor(&self, depth: u64) -> u64 {
         self.frames.wrapping_sub(depth).wrapping_sub(1).wrapping_mul(self.stack_size)
     }
@@ -163,6 +164,7 @@ impl<'a> Input<'a> {
     }
 
     /// `r1` and `r2` at entry.
+    #[inline]
     pub fn entry_args(&self) -> (u64, u64) {
         match (&self.ctx, &self.mem) {
             (Some(ctx), _) => (guest::CTX_BASE, ctx.len() as u64),
@@ -173,6 +175,7 @@ impl<'a> Input<'a> {
 
     /// Refuses, before anything runs, a region longer than its window (it could not be
     /// addressed whole).
+    #[inline]
     pub fn check_sizes(&self) -> Result<(), Trap> {
         refuse_oversized(self.ctx.as_deref(), guest::CTX_BASE)?;
         refuse_oversized(self.packet.as_deref(), guest::PACKET_BASE)?;
@@ -210,23 +213,28 @@ pub fn fill_packet_fields(
 pub struct PacketFields {
     /// Whether there is a layout at all (without one, nothing is written or checked).
     layout: bool,
-    /// Offset, size (at most 8) and kind of each packet field, the first `count` used.
-    fields: [(u32, u32, FieldKind); 4],
+    /// Offset, size (at most 8) and value of each packet field, the first `count` used:
+    /// the value as an index into `[data, data_meta, data_end]` (a load, where a match on
+    /// the field's kind was an indirect jump per field and run).
+    fields: [(u32, u32, u8); 4],
     count: usize,
 }
 
 impl PacketFields {
     /// The packet fields of `layout` (at most four: every layout has three).
     pub fn of(layout: Option<&ContextLayout>) -> PacketFields {
-        let mut out = PacketFields {
-            layout: layout.is_some(),
-            fields: [(0, 0, FieldKind::Plain); 4],
-            count: 0,
-        };
-        let packet =
-            layout.map_or(&[][..], |l| l.fields).iter().filter(|f| f.kind != FieldKind::Plain);
+        let mut out = PacketFields { layout: layout.is_some(), fields: [(0, 0, 0); 4], count: 0 };
+        let packet = layout.map_or(&[][..], |l| l.fields).iter().filter_map(|f| {
+            let value = match f.kind {
+                FieldKind::PacketStart => 0,
+                FieldKind::MetaStart => 1,
+                FieldKind::PacketEnd => 2,
+                FieldKind::Plain => return None,
+            };
+            Some((f.offset, f.size.min(8), value))
+        });
         for (slot, field) in out.fields.iter_mut().zip(packet) {
-            *slot = (field.offset, field.size.min(8), field.kind);
+            *slot = field;
             out.count += 1;
         }
         out
@@ -250,13 +258,9 @@ impl PacketFields {
         }
         // Fits: the packet was checked against its window.
         let at = |offset: usize| guest::PACKET_BASE.saturating_add(offset as u64);
-        for &(offset, size, kind) in self.fields.get(..self.count).unwrap_or_default() {
-            let value = match kind {
-                FieldKind::PacketStart => at(span.data),
-                FieldKind::MetaStart => at(span.meta),
-                FieldKind::PacketEnd => at(span.end),
-                FieldKind::Plain => continue,
-            };
+        let values = [at(span.data), at(span.meta), at(span.end)];
+        for &(offset, size, which) in self.fields.get(..self.count).unwrap_or_default() {
+            let value = values.get(usize::from(which)).copied().unwrap_or_default();
             let size = size as usize;
             let bytes = usize::try_from(offset)
                 .ok()
