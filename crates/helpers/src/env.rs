@@ -737,6 +737,34 @@ mod tests {
     }
 
     #[test]
+    fn per_cpu_hash_values_by_element_are_this_workers_copy() {
+        let hash = map("per_flow", MapType::PercpuHash, 8, 4);
+        // Both CPUs' copies: 1 on CPU 0, 2 on CPU 1.
+        let mut both = 1u64.to_ne_bytes().to_vec();
+        both.extend_from_slice(&2u64.to_ne_bytes());
+        hash.update_all(&5u32.to_ne_bytes(), &both, 0).unwrap();
+        let handle = weir_program::exec::guest::map_handle(0).unwrap();
+        let mut env1 = Env::new(vec![hash.clone()], 1);
+        let mut env0 = Env::new(vec![hash.clone()], 0);
+        let a1 = env1.lookup_elem(handle, &5u32.to_ne_bytes()).unwrap();
+        let a0 = env0.lookup_elem(handle, &5u32.to_ne_bytes()).unwrap();
+        // The same element, so the same address in each worker's window.
+        assert_eq!(a0, a1);
+        let mut got = [0u8; 8];
+        env1.read(a1, &mut got).unwrap();
+        assert_eq!(u64::from_ne_bytes(got), 2);
+        env0.read(a0, &mut got).unwrap();
+        assert_eq!(u64::from_ne_bytes(got), 1);
+        // A write through worker 1's window lands in CPU 1's copy only.
+        env1.write(a1, &9u64.to_ne_bytes()).unwrap();
+        assert_eq!(hash.lookup(&5u32.to_ne_bytes(), 1).unwrap().load(0, 8), Some(9));
+        assert_eq!(hash.lookup(&5u32.to_ne_bytes(), 0).unwrap().load(0, 8), Some(1));
+        let span = env1.value_span(a1).unwrap();
+        assert_eq!((span.addr, span.len), (a1, 8));
+        assert_eq!(env1.read(a1 + 8, &mut got), Err(TrapCode::OutOfBounds));
+    }
+
+    #[test]
     fn reservations_left_at_the_end_of_a_run_are_discarded() {
         let map = ring();
         let mut env = Env::new(vec![Arc::clone(&map)], 0);
