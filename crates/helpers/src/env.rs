@@ -42,6 +42,10 @@ struct Slot {
 /// (a power-of-two pitch at least `GAP` bytes wider than the value, so that running off
 /// one value traps), so a lookup is arithmetic and an access finds its value in O(1), as
 /// the kernel's JIT inlines `array_map_gen_lookup`. Global data maps are one-entry arrays.
+/// A hash map (not a devmap hash) is laid out the same way by element (`hash`): element
+/// `e`'s value at `base + (e << shift)`, so a lookup's address is arithmetic on the
+/// element the map found (no per-run placement), stable as the element's memory is
+/// (`Map::elem_loc`).
 #[derive(Debug)]
 struct ArrayRegion {
     base: u64,
@@ -51,6 +55,19 @@ struct ArrayRegion {
     value_len: u64,
     map: usize,
     writable: bool,
+    hash: bool,
+}
+
+impl ArrayRegion {
+    /// Value `index`'s location on `cpu`: an array's index or a hash's element.
+    #[inline]
+    fn loc(&self, map: &Map, index: u32, cpu: usize) -> Option<ValueLoc> {
+        if self.hash {
+            map.elem_loc(index, cpu)
+        } else {
+            map.array_loc(index, cpu)
+        }
+    }
 }
 
 /// Values a run may place before `place` indexes them by host address.
@@ -151,25 +168,32 @@ impl Env {
             writable.push(!name.starts_with(".rodata"));
             let global = name.starts_with('.') && spec.max_entries == 1;
             let array = matches!(spec.map_type, MapType::Array | MapType::PercpuArray);
-            let region = map.array_pitch().filter(|_| array).and_then(|pitch| {
+            let hash = map.hash_elems();
+            let laid_out = match (map.array_pitch().filter(|_| array), hash) {
+                (Some(pitch), _) => Some((pitch, u64::from(spec.max_entries))),
+                (None, Some((elems, pitch))) => Some((pitch, elems as u64)),
+                (None, None) => None,
+            };
+            let region = laid_out.and_then(|(pitch, entries)| {
                 let pitch = (pitch as u64).checked_add(GAP)?.next_power_of_two();
                 let shift = pitch.trailing_zeros();
-                let span = u64::from(spec.max_entries).checked_shl(shift)?;
+                let span = entries.checked_shl(shift)?;
                 let end = next.checked_add(span)?;
                 (end <= MAPS_BASE + ARRAY_SHARE).then_some(ArrayRegion {
                     base: next,
                     end,
                     shift,
-                    entries: spec.max_entries,
+                    entries: u32::try_from(entries).ok()?,
                     value_len: u64::from(spec.value_size),
                     map: index,
                     writable: !name.starts_with(".rodata"),
+                    hash: hash.is_some(),
                 })
             });
             match region {
                 Some(region) => {
                     next = region.end;
-                    static_addr.push(global.then_some(region.base));
+                    static_addr.push((global && !region.hash).then_some(region.base));
                     array_of.push(Some(arrays.len()));
                     arrays.push(region);
                 }
@@ -312,6 +336,7 @@ impl Env {
     /// `bpf_xdp_adjust_tail` since `begin_packet` (0 if it never moved): with the final
     /// `data_end`, the end of the bytes a program the kernel's verifier accepts may have
     /// written in its buffer.
+    #[inline]
     pub fn packet_reach(&self) -> u64 {
         self.packet_reach
     }
@@ -320,11 +345,13 @@ impl Env {
     /// `bpf_xdp_adjust_head`/`bpf_xdp_adjust_meta` since `begin_packet` (`None` if it never
     /// moved): with the final `data_meta`, the start of the bytes a program the kernel's
     /// verifier accepts may have written in its buffer's headroom.
+    #[inline]
     pub fn packet_floor(&self) -> Option<u64> {
         (self.packet_floor != u64::MAX).then_some(self.packet_floor)
     }
 
     /// The program a successful `bpf_tail_call` asked for, taken.
+    #[inline]
     pub fn take_tail_call(&mut self) -> Option<u32> {
         self.tail_call.take()
     }
@@ -365,6 +392,10 @@ impl Env {
         let index = weir_program::exec::guest::map_index(handle)?;
         if let Some(region) = self.array_of.get(index).copied().flatten() {
             let region = self.arrays.get(region)?;
+            if region.hash {
+                let loc = self.maps.get(index)?.lookup_loc(key, self.cpu)?;
+                return Some(region.base + (u64::from(loc.elem()) << region.shift));
+            }
             let i = u32::from_ne_bytes(key.try_into().ok()?);
             return (i < region.entries).then(|| region.base + (u64::from(i) << region.shift));
         }
@@ -447,7 +478,7 @@ impl Env {
                 return None;
             }
             let map = self.maps.get(region.map)?;
-            let value = map.value_at(map.array_loc(index, self.cpu)?)?;
+            let value = map.value_at(region.loc(map, index, self.cpu)?)?;
             return Some((value, within as usize, region.writable));
         }
         let slot = self.dynamic.get(self.dynamic_at(addr)?)?;
@@ -530,7 +561,7 @@ unsafe impl RunEnv for Env {
         }
         let index = u32::try_from(offset >> region.shift).ok()?;
         let map = self.maps.get(region.map)?;
-        let value = map.value_at(map.array_loc(index, self.cpu)?)?;
+        let value = map.value_at(region.loc(map, index, self.cpu)?)?;
         let host = NonNull::new(value.as_ptr())?;
         let (len, writable) = (region.value_len, region.writable);
         Some(ValueSpan { addr: addr - within, host, len, writable })
@@ -587,12 +618,20 @@ unsafe impl RunEnv for Env {
         }
         if let Some(region) = self.array_of.get(index).copied().flatten() {
             let region = self.arrays.get(region)?;
-            let i = u32::from_ne_bytes((&*key_bytes).try_into().ok()?);
-            if i >= region.entries {
-                return Some((0, None));
-            }
-            let addr = region.base + (u64::from(i) << region.shift);
-            let (ptr, _) = map.value_ptr(map.array_loc(i, self.cpu)?)?;
+            let (addr, loc) = if region.hash {
+                // The element the map found gives the address: no placement.
+                let Some(loc) = map.lookup_loc(key_bytes, self.cpu) else {
+                    return Some((0, None));
+                };
+                (region.base + (u64::from(loc.elem()) << region.shift), loc)
+            } else {
+                let i = u32::from_ne_bytes((&*key_bytes).try_into().ok()?);
+                if i >= region.entries {
+                    return Some((0, None));
+                }
+                (region.base + (u64::from(i) << region.shift), map.array_loc(i, self.cpu)?)
+            };
+            let (ptr, _) = map.value_ptr(loc)?;
             let host = NonNull::new(ptr)?;
             let span = ValueSpan { addr, host, len: region.value_len, writable: region.writable };
             return Some((addr, Some(span)));
@@ -641,13 +680,13 @@ mod tests {
     }
 
     #[test]
-    fn array_values_are_laid_out_whole_and_hash_values_placed_once_per_run() {
+    fn array_and_hash_values_are_laid_out_whole() {
         let array = map("counts", MapType::Array, 12, 4);
         let percpu = map("per", MapType::PercpuArray, 8, 2);
         let hash = map("flows", MapType::Hash, 8, 8);
         let rodata = map(".rodata", MapType::Array, 8, 1);
         hash.update(&7u32.to_ne_bytes(), &[3; 8], 0, 0).unwrap();
-        let mut env = Env::new(vec![array.clone(), percpu.clone(), hash, rodata], 1);
+        let mut env = Env::new(vec![array.clone(), percpu.clone(), hash.clone(), rodata], 1);
         let handle = |i: usize| weir_program::exec::guest::map_handle(i).unwrap();
         env.begin_run();
         let a0 = env.lookup_elem(handle(0), &0u32.to_ne_bytes()).unwrap();
@@ -667,22 +706,62 @@ mod tests {
         env.write(p1, &5u64.to_ne_bytes()).unwrap();
         assert_eq!(percpu.lookup(&1u32.to_ne_bytes(), 1).unwrap().load(0, 8), Some(5));
         assert_eq!(percpu.lookup(&1u32.to_ne_bytes(), 0).unwrap().load(0, 8), Some(0));
-        // A hash value: one address per run, its bytes reachable, nothing past them.
+        // A hash value: its element's address, its bytes reachable, nothing past them, and
+        // no element that was never handed out.
         let h = env.lookup_elem(handle(2), &7u32.to_ne_bytes()).unwrap();
         assert_eq!(env.lookup_elem(handle(2), &7u32.to_ne_bytes()), Some(h));
+        assert!(env.lookup_elem(handle(2), &8u32.to_ne_bytes()).is_none());
         let mut got = [0u8; 8];
         env.read(h, &mut got).unwrap();
         assert_eq!(got, [3; 8]);
         assert!(env.host(h, 8, true).is_some());
         assert!(env.host(h + 1, 8, false).is_none());
+        let span = env.value_span(h + 3).unwrap();
+        assert_eq!((span.addr, span.len, span.writable), (h, 8, true));
+        // Element 0 holds key 7; the next insert takes element 1, one pitch further.
+        let pitch = 1u64 << (8u64 + GAP).next_power_of_two().trailing_zeros();
+        hash.update(&8u32.to_ne_bytes(), &[4; 8], 0, 0).unwrap();
+        let h8 = env.lookup_elem(handle(2), &8u32.to_ne_bytes()).unwrap();
+        assert_eq!(h8, h + pitch);
+        env.read(h8, &mut got).unwrap();
+        assert_eq!(got, [4; 8]);
         // Global read-only data: at its static address, not writable.
         let r = env.static_addr(3).unwrap();
         assert_eq!(env.write(r, &[1]), Err(TrapCode::ReadOnly));
         assert!(env.host(r, 8, true).is_none() && env.host(r, 8, false).is_some());
-        // The next run forgets the hash value's address; arrays keep theirs.
+        // The next run finds the same addresses: hash values are laid out by element, as
+        // arrays by index (the element's memory is the map's while it lives).
         env.begin_run();
-        assert_eq!(env.read(h, &mut got), Err(TrapCode::OutOfBounds));
+        assert_eq!(env.lookup_elem(handle(2), &7u32.to_ne_bytes()), Some(h));
         assert_eq!(env.lookup_elem(handle(0), &3u32.to_ne_bytes()), Some(a3));
+    }
+
+    #[test]
+    fn per_cpu_hash_values_by_element_are_this_workers_copy() {
+        let hash = map("per_flow", MapType::PercpuHash, 8, 4);
+        // Both CPUs' copies: 1 on CPU 0, 2 on CPU 1.
+        let mut both = 1u64.to_ne_bytes().to_vec();
+        both.extend_from_slice(&2u64.to_ne_bytes());
+        hash.update_all(&5u32.to_ne_bytes(), &both, 0).unwrap();
+        let handle = weir_program::exec::guest::map_handle(0).unwrap();
+        let mut env1 = Env::new(vec![hash.clone()], 1);
+        let mut env0 = Env::new(vec![hash.clone()], 0);
+        let a1 = env1.lookup_elem(handle, &5u32.to_ne_bytes()).unwrap();
+        let a0 = env0.lookup_elem(handle, &5u32.to_ne_bytes()).unwrap();
+        // The same element, so the same address in each worker's window.
+        assert_eq!(a0, a1);
+        let mut got = [0u8; 8];
+        env1.read(a1, &mut got).unwrap();
+        assert_eq!(u64::from_ne_bytes(got), 2);
+        env0.read(a0, &mut got).unwrap();
+        assert_eq!(u64::from_ne_bytes(got), 1);
+        // A write through worker 1's window lands in CPU 1's copy only.
+        env1.write(a1, &9u64.to_ne_bytes()).unwrap();
+        assert_eq!(hash.lookup(&5u32.to_ne_bytes(), 1).unwrap().load(0, 8), Some(9));
+        assert_eq!(hash.lookup(&5u32.to_ne_bytes(), 0).unwrap().load(0, 8), Some(1));
+        let span = env1.value_span(a1).unwrap();
+        assert_eq!((span.addr, span.len), (a1, 8));
+        assert_eq!(env1.read(a1 + 8, &mut got), Err(TrapCode::OutOfBounds));
     }
 
     #[test]

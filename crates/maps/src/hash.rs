@@ -499,6 +499,29 @@ impl HashMap {
         Some((idx, self.value_offset(cpu)))
     }
 
+    /// Element `idx`'s value on `cpu` as (element, word offset in it), as `lookup_loc`
+    /// gives it: `None` for an element not allocated yet or a CPU the map has not. What an
+    /// environment that gives each element's value a fixed address translates back with.
+    #[inline]
+    pub(crate) fn elem_loc(&self, idx: u32, cpu: usize) -> Option<(u32, usize)> {
+        if cpu >= self.cpus {
+            return None;
+        }
+        self.pool.elem(idx)?;
+        Some((idx, self.value_offset(cpu)))
+    }
+
+    /// How many elements the pool may hand out (element indexes are below it).
+    pub(crate) fn elem_capacity(&self) -> usize {
+        self.pool.capacity
+    }
+
+    /// The bytes between the starts of two CPUs' copies of a value (`value_size` rounded
+    /// up to 8).
+    pub(crate) fn value_pitch(&self) -> usize {
+        self.stride * 8
+    }
+
     /// The words of the value at word `at` of element `idx` (from `lookup_loc`).
     #[inline]
     pub(crate) fn value_words_at(&self, idx: u32, at: usize) -> Option<&[AtomicU64]> {

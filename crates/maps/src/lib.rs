@@ -104,6 +104,15 @@ pub struct ValueLoc {
     /// The value's first word: in the element (hashes) or in the array's storage.
     word: u64,
 }
+
+impl ValueLoc {
+    /// The hash element holding the value (0 for arrays): below [`Map::hash_elems`]'s
+    /// count, and [`Map::elem_loc`] gives the location back from it.
+    #[inline]
+    pub fn elem(&self) -> u32 {
+        self.elem
+    }
+}
 pub use weir_program::{MapSpec, MapType};
 
 use array::{Array, SlotArray, SlotKind};
@@ -330,6 +339,7 @@ impl Map {
     }
 
     /// The spec the map was made from.
+    #[inline]
     pub fn spec(&self) -> &MapSpec {
         &self.spec
     }
@@ -357,6 +367,7 @@ impl Map {
     /// Whether the map keeps a value per worker (`percpu_array`, `percpu_hash`,
     /// `lru_percpu_hash`): [`lookup_all`](Self::lookup_all) gives them all, each rounded
     /// up to 8 bytes.
+    #[inline]
     pub fn is_percpu(&self) -> bool {
         matches!(
             self.spec.map_type,
@@ -434,6 +445,37 @@ impl Map {
             Kind::Array(a) | Kind::PercpuArray(a) => a
                 .lookup_start(&index.to_ne_bytes(), cpu)
                 .map(|w| ValueLoc { elem: 0, word: w as u64 }),
+            _ => None,
+        }
+    }
+
+    /// A hash map's values by element: `(elements, pitch)`, element indexes below
+    /// `elements` (what [`Map::lookup_loc`]'s locations hold, see [`ValueLoc::elem`]), one
+    /// value per element and CPU, `pitch` bytes (`value_size` rounded up to 8) apart at
+    /// most; `None` for other types (devmap hashes included: their values are not a
+    /// program's to write). For an environment that gives every element's value a fixed
+    /// address, as arrays get one ([`Map::elem_loc`] translates back).
+    pub fn hash_elems(&self) -> Option<(usize, usize)> {
+        match &self.kind {
+            Kind::Hash(h) if self.spec.map_type != MapType::DevMapHash => {
+                Some((h.elem_capacity(), h.value_pitch()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Element `elem`'s value on `cpu` (a shared hash's one value whatever the CPU), as
+    /// [`Map::lookup_loc`] locates it: `None` for an element whose memory is not
+    /// allocated yet (a big map's pool grows by chunks) or for other types. An element
+    /// never filled, or deleted since, is still this map's memory (zeroed, or reused by a
+    /// later insert), as with [`Map::lookup_loc`].
+    #[inline]
+    pub fn elem_loc(&self, elem: u32, cpu: usize) -> Option<ValueLoc> {
+        match &self.kind {
+            Kind::Hash(h) => {
+                let cpu = if self.is_percpu() { cpu } else { 0 };
+                h.elem_loc(elem, cpu).map(|(e, w)| ValueLoc { elem: e, word: w as u64 })
+            }
             _ => None,
         }
     }

@@ -500,10 +500,12 @@ impl Bindings {
     }
 
     /// See [`Bindings::lookup_through_env`].
+    #[inline]
     pub fn env_map_lookup(&self) -> bool {
         self.env_map_lookup
     }
 
+    #[inline]
     pub fn helper(&self, id: u32) -> Option<&Helper> {
         self.helpers.iter().find(|h| h.id == id)
     }

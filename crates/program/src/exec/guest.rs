@@ -43,12 +43,14 @@ pub const MAPS_BASE: u64 = 0x5000_0000;
 pub const MAP_HANDLE_BASE: u64 = 0x7000_0000;
 
 /// The handle of map `index`, or `None` past the window.
+#[inline]
 pub fn map_handle(index: usize) -> Option<u64> {
     let index = u64::try_from(index).ok().filter(|&i| i < REGION_WINDOW)?;
     Some(MAP_HANDLE_BASE + index)
 }
 
 /// The map index a handle names, if it is one.
+#[inline]
 pub fn map_index(handle: u64) -> Option<usize> {
     let index = handle.checked_sub(MAP_HANDLE_BASE).filter(|&i| i < REGION_WINDOW)?;
     usize::try_from(index).ok()
@@ -74,6 +76,7 @@ pub const MAPS: usize = 5;
 pub const WINDOWS: usize = 8;
 
 /// The window an address falls in (its region's index, if it has one).
+#[inline]
 pub const fn window(addr: u64) -> u64 {
     addr >> WINDOW_SHIFT
 }

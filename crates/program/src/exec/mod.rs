@@ -84,6 +84,7 @@ impl StackShape {
 
     /// Offset in the stack region of the lowest byte frame `depth` may touch (frames of
     /// calls not, or no longer, made lie below it).
+    #[inline]
     pub fn frame_floor(&self, depth: u64) -> u64 {
         self.frames.wrapping_sub(depth).wrapping_sub(1).wrapping_mul(self.stack_size)
     }
@@ -163,6 +164,7 @@ impl<'a> Input<'a> {
     }
 
     /// `r1` and `r2` at entry.
+    #[inline]
     pub fn entry_args(&self) -> (u64, u64) {
         match (&self.ctx, &self.mem) {
             (Some(ctx), _) => (guest::CTX_BASE, ctx.len() as u64),
