@@ -116,6 +116,7 @@ pub(super) fn lower(
         entry_proven: SecondaryMap::new(),
         proven_at: Vec::new(),
         entry_proven_at: SecondaryMap::new(),
+        reach: Reach::default(),
         entered: SecondaryMap::new(),
         broken: false,
         tables,
@@ -203,6 +204,11 @@ pub(super) struct Lowering<'a, 'f> {
     /// The bases proven on every edge into each block emitted so far, each with the
     /// smallest end over those edges.
     entry_proven_at: SecondaryMap<Block, Option<Vec<(Expr, u64)>>>,
+    /// In a hot half, how far the innermost [`Pred::Try`] being emitted reads: a bounds
+    /// check there checks that far at once (a packet it fails goes to the whole function,
+    /// which answers as if nothing had been checked), so a clause's or a header branch's
+    /// loads cost one check per base (the IPv4 addresses' two, the ports' two, one each).
+    reach: Reach,
     /// Blocks already switched to; an edge into one of them would make its bound stale.
     entered: SecondaryMap<Block, bool>,
     broken: bool,
@@ -328,6 +334,10 @@ impl Lowering<'_, '_> {
         if end <= self.proven {
             return;
         }
+        let end = match self.bail {
+            Some(_) if self.reach.constant <= HOT_REACH => end.max(self.reach.constant),
+            _ => end,
+        };
         let short = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, self.caplen, end as i64);
         self.short_if(short);
         self.proven = end;
@@ -380,8 +390,19 @@ impl Lowering<'_, '_> {
             // evaluator keeps them.
             Pred::Try(inner) => {
                 let outer = std::mem::replace(&mut self.abort, f);
+                let scope = match self.bail {
+                    Some(_) => {
+                        let mut reach = Reach::default();
+                        reach.pred(inner, 0);
+                        Some(std::mem::replace(&mut self.reach, reach))
+                    }
+                    None => None,
+                };
                 let lowered = self.pred(inner, t, f, depth);
                 self.abort = outer;
+                if let Some(scope) = scope {
+                    self.reach = scope;
+                }
                 lowered?;
             }
         }
@@ -598,7 +619,11 @@ impl Lowering<'_, '_> {
             None => self.need(u64::from(displacement).wrapping_add(bytes)),
             Some(base_expr) => {
                 // base + displacement + size: at most 2^32 + 2^32 + 4, no wrap in 64 bits.
-                let reach = u64::from(displacement) + bytes;
+                let mut reach = u64::from(displacement) + bytes;
+                if self.bail.is_some() {
+                    let scope = self.reach.at.iter().find(|(b, _)| b == base_expr);
+                    reach = reach.max(scope.map_or(0, |s| s.1).min(HOT_REACH));
+                }
                 let base = self.expr(base_expr, depth)?;
                 let base = self.b.ins().uextend(types::I64, base);
                 let known = self.proven_at.iter().find(|(b, _)| b == base_expr).map(|p| p.1);
@@ -721,6 +746,67 @@ impl Lowering<'_, '_> {
         })
     }
 }
+
+/// How far the loads of a predicate reach: the largest end at a constant offset, and per
+/// variable base that reads no scratch slot (at most [`MAX_PROVEN_AT`]) the largest
+/// displacement + size (see [`Lowering::reach`]). Chain walks are left out: a hot half
+/// does not lower them.
+#[derive(Default)]
+struct Reach {
+    constant: u64,
+    at: Vec<(Expr, u64)>,
+}
+
+impl Reach {
+    fn pred(&mut self, p: &Pred, depth: u32) {
+        let Ok(depth) = deeper(depth) else { return };
+        match p {
+            Pred::Const(_) | Pred::Guard(_) | Pred::Chain(_) => {}
+            Pred::Cmp { lhs, rhs, .. } => {
+                self.expr(lhs, depth);
+                self.expr(rhs, depth);
+            }
+            Pred::In { value, .. } | Pred::Store { value, .. } => self.expr(value, depth),
+            Pred::Not(q) | Pred::Try(q) => self.pred(q, depth),
+            Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|q| self.pred(q, depth)),
+        }
+    }
+
+    fn expr(&mut self, e: &Expr, depth: u32) {
+        let Ok(depth) = deeper(depth) else { return };
+        match e {
+            Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => {}
+            Expr::Load { offset, size } => {
+                let end = |d: u32| u64::from(d) + u64::from(size.bytes());
+                match split_offset(offset) {
+                    (None, d) => self.constant = self.constant.max(end(d)),
+                    (Some(base), d) if !reads_scratch(base) => {
+                        match self.at.iter().position(|(b, _)| b == base) {
+                            Some(i) => self.at[i].1 = self.at[i].1.max(end(d)),
+                            None if self.at.len() < MAX_PROVEN_AT => {
+                                self.at.push((base.clone(), end(d)));
+                            }
+                            None => {}
+                        }
+                    }
+                    (Some(_), _) => {}
+                }
+                self.expr(offset, depth);
+            }
+            Expr::Neg(inner) => self.expr(inner, depth),
+            Expr::Binary { lhs, rhs, .. } => {
+                self.expr(lhs, depth);
+                self.expr(rhs, depth);
+            }
+        }
+    }
+}
+
+/// The farthest a hot half's bounds check reaches past what the load it guards needs
+/// ([`Lowering::reach`]): 64 bytes, a minimum Ethernet frame, from the packet's start or
+/// a variable base. A scope reading farther checks as the whole function does, so that a
+/// far load (`ip[1000]`) does not send every packet to the whole function.
+const HOT_REACH: u64 = 64;
 
 /// How many variable load bases a path remembers as checked (a few header lengths; the
 /// bound keeps merging the sets at every block cheap on long filters).
