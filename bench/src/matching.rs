@@ -96,7 +96,9 @@ fn only(spec: &str, program: &Program) -> Result<bool, String> {
         let d = weir::pfmatch::Dispatch::compile(program)?;
         let native = weir_jit::filter::compile_results(d.filter(), &d.result_slots())
             .map_err(|e| e.to_string())?;
+        // The hot function every run calls, and the whole one it leaves packets to.
         dump(row, native.machine_code())?;
+        dump("dispatch-whole", native.whole_machine_code())?;
         let mut r = [0u32; 16];
         for _ in 0..passes {
             hits += hot.iter().filter(|p| native.run(p, p.len() as u32, &mut r)).count();

@@ -272,7 +272,21 @@ impl Domain {
             if lo > hi {
                 return Domain::EMPTY;
             }
-            Domain { lo, hi, ..self }.normalize()
+            let mut d = Domain { lo, hi, ..self }.normalize();
+            // A set that leaves out a few values between its ranges (the optimizer merges a
+            // dispatch's `k != 1 and k != 6 and k != 17` into `k in {0, 2-5, 7-16, 18-..}`):
+            // those values are excluded, so `k == 6` is then decided.
+            let gap = |w: &[(u32, u32)]| match w {
+                [(_, a), (b, _)] => u64::from(*a) + 1..u64::from(*b),
+                _ => 0..0,
+            };
+            let gaps: u64 = ranges.windows(2).map(|w| gap(w).count() as u64).sum();
+            if gaps <= NE_CAP as u64 {
+                for v in ranges.windows(2).flat_map(gap) {
+                    d = d.exclude(v as u32);
+                }
+            }
+            d
         } else {
             let mut d = self;
             for _ in 0..4 {
@@ -293,9 +307,14 @@ impl Domain {
                     },
                 }
             }
-            if let [(a, b)] = ranges {
-                if a == b {
-                    d = d.exclude(*a);
+            // A few members left out one by one (a dispatch's branch for the other values
+            // of a header field: `ip[9] not in {1, 6, 17}` then decides `ip[9] == 6`).
+            let members: u64 = ranges.iter().map(|&(a, b)| u64::from(b - a) + 1).sum();
+            if members <= NE_CAP as u64 {
+                for &(a, b) in ranges {
+                    for v in a..=b {
+                        d = d.exclude(v);
+                    }
                 }
             }
             d
@@ -523,6 +542,27 @@ mod tests {
         assert_eq!(Domain::range(4, 9).decide_in(&set), Some(false));
         assert_eq!(Domain::range(0, 9).refine_in(&set, true), Domain::range(1, 3));
         assert_eq!(Domain::range(1, 9).refine_in(&set, false), Domain::range(4, 9));
+    }
+
+    /// A dispatch's branch for a header field's other values: whether the fact is
+    /// `k not in {1, 6, 17}` or the complement set the optimizer merges `k != ..` into, the
+    /// left-out values are excluded (and only they: the domain stays sound).
+    #[test]
+    fn sets_leaving_out_a_few_values_exclude_them() {
+        let byte = Domain::of_size(Size::Byte);
+        let few = ValueSet::from_values([1, 6, 17]);
+        let complement = ValueSet::from_ranges([(0, 0), (2, 5), (7, 16), (18, u32::MAX)]);
+        for d in [byte.refine_in(&few, false), byte.refine_in(&complement, true)] {
+            for v in 0..=255u32 {
+                assert_eq!(d.contains(v), ![1, 6, 17].contains(&v), "{v}");
+            }
+            assert_eq!(compare(CmpOp::Eq, d, Domain::exact(6)), Some(false));
+            assert_eq!(compare(CmpOp::Eq, d, Domain::exact(7)), None);
+        }
+        // More left-out values than the domain remembers: only the bounds narrow.
+        let many = ValueSet::from_values([3, 5, 7, 9, 11, 13, 15]);
+        let d = byte.refine_in(&many, false);
+        assert!(d.contains(5) && d.contains(4) && !d.is_empty());
     }
 
     #[test]

@@ -87,9 +87,10 @@ impl Piece {
 }
 
 /// A filter that reports scratch slots: `(packet, captured length, wire length, results)
-/// -> match?`, writing on a match as many 32-bit words at `results` as it reports slots
-/// (at most [`SCRATCH_SLOTS`]).
-type ResultsFn = unsafe extern "C" fn(*const u8, usize, u32, *mut u32) -> bool;
+/// -> 0 | 1 | 2` (no match, match, or for a hot half: left to the whole function, see
+/// `super::lower::BAIL`), writing on a match (1 only) as many 32-bit words at `results` as
+/// it reports slots (at most [`SCRATCH_SLOTS`]).
+type ResultsFn = unsafe extern "C" fn(*const u8, usize, u32, *mut u32) -> u8;
 
 /// Executable code for a filter that reports scratch slots (see `super::compile_results`).
 pub(super) struct ResultsCode {
@@ -109,22 +110,23 @@ impl ResultsCode {
         let memory = CodeMemory::compile(isa, signature, build, CompileError::Backend)?;
         // SAFETY: `start` is the function just finalized, compiled with `entry_signature`
         // plus a 64-bit pointer parameter in the host's default (C) calling convention,
-        // exactly `ResultsFn`; its 8-bit result is 0 or 1 as for `Code` (the lowering never
-        // returns a compare's result directly when it reports results, only the constants).
+        // exactly `ResultsFn` (any byte is a valid `u8`; the lowering returns only the
+        // constants 0, 1 and `BAIL` when it reports results, never a compare's result).
         // `memory` keeps it mapped read-execute for as long as this value lives.
         let entry = unsafe { std::mem::transmute::<*const u8, ResultsFn>(memory.start()) };
         Ok(ResultsCode { memory, entry })
     }
 
-    /// Runs the code on one packet: true when it matches (and then `results` holds the
-    /// reported slots).
+    /// Runs the code on one packet: 1 when it matches (and then `results` holds the
+    /// reported slots), 0 when not, `BAIL` when a hot half leaves it to the whole function
+    /// (`results` untouched).
     #[inline]
     pub(super) fn call(
         &self,
         packet: &[u8],
         wire_len: u32,
         results: &mut [u32; SCRATCH_SLOTS as usize],
-    ) -> bool {
+    ) -> u8 {
         // SAFETY: as for `Code::call` for the packet and tables; besides its stack frame,
         // the code writes only `results[..n]` for the n <= SCRATCH_SLOTS slots it reports
         // (`super::compile_results` refuses more), inside the exclusively borrowed array.

@@ -14,7 +14,11 @@
 //! edges into it. A load whose end is already proven needs no check. Blocks are entered
 //! only after every edge into them was emitted (the predicate tree is lowered in order),
 //! and the lowering refuses to compile if that ever fails to hold, rather than trust a
-//! stale bound. Within a predicate every expression is evaluated (there is no
+//! stale bound. Loads at a variable offset (`base + k`, a transport header's fields behind
+//! the IPv4 header length) are tracked the same way per base expression (`proven_at`): a
+//! check of `base + end <= captured length` covers the later loads of that base that end
+//! no further on the path, so a dispatch's clauses that read the same ports check them
+//! once. Within a predicate every expression is evaluated (there is no
 //! short-circuit inside an expression, and an abort rejects the packet whichever load
 //! causes it), so all of its loads at constant offsets are covered by one check up front.
 
@@ -53,12 +57,19 @@ pub(super) enum Root<'p> {
 /// `results.len()` 32-bit words, and when `root` holds it writes there the final values of
 /// those scratch slots, in that order (pfmatch's handler index and arguments); on false or
 /// abort it writes nothing.
+///
+/// `hot` (with results only) lowers the hot half of a split function (see
+/// `super::compile_results`): every bounds check that fails, and every [`Chain`] walk,
+/// returns [`BAIL`] (having written nothing) instead of going on, so the code for short
+/// packets and for protocol chains is not in the function at all; the caller then runs
+/// the whole predicate's function, which answers from the start.
 pub(super) fn lower(
     func: &mut Function,
     root: Root<'_>,
     abort_value: i64,
     tables: &mut SetTables,
     results: &[u8],
+    hot: bool,
 ) -> Result<(), CompileError> {
     let mut context = FunctionBuilderContext::new();
     let mut b = FunctionBuilder::new(func, &mut context);
@@ -82,6 +93,11 @@ pub(super) fn lower(
     let reject = b.create_block();
     let abort = b.create_block();
     b.set_cold_block(abort);
+    let bail = (hot && !results.is_empty()).then(|| {
+        let block = b.create_block();
+        b.set_cold_block(block);
+        block
+    });
 
     let mut l = Lowering {
         b,
@@ -90,6 +106,7 @@ pub(super) fn lower(
         wire_len,
         abort,
         root_abort: abort,
+        bail,
         accept,
         reject,
         returns_verdict: out.is_none(),
@@ -97,6 +114,9 @@ pub(super) fn lower(
         accepts: Vec::new(),
         proven: 0,
         entry_proven: SecondaryMap::new(),
+        proven_at: Vec::new(),
+        entry_proven_at: SecondaryMap::new(),
+        reach: Reach::default(),
         entered: SecondaryMap::new(),
         broken: false,
         tables,
@@ -113,6 +133,11 @@ pub(super) fn lower(
         l.b.switch_to_block(block);
         l.write_results(results);
         let v = l.b.ins().iconst(types::I8, 1);
+        l.b.ins().return_(&[v]);
+    }
+    if let Some(block) = bail {
+        l.b.switch_to_block(block);
+        let v = l.b.ins().iconst(types::I8, BAIL);
         l.b.ins().return_(&[v]);
     }
     for (block, verdict) in [(accept, 1), (reject, 0), (abort, abort_value)] {
@@ -133,6 +158,10 @@ pub(super) fn lower(
     Ok(())
 }
 
+/// What the hot half of a split results function returns when it leaves the packet to the
+/// whole function (see [`lower`]'s `hot`): neither 0 nor 1.
+pub(super) const BAIL: i64 = 2;
+
 fn scratch_var(slot: u8) -> Variable {
     Variable::from_u32(u32::from(slot))
 }
@@ -152,6 +181,9 @@ pub(super) struct Lowering<'a, 'f> {
     abort: Block,
     /// Returns `abort_value`; cold.
     root_abort: Block,
+    /// In the hot half of a split function, returns [`BAIL`]: where failed bounds checks
+    /// and protocol chains go (cold).
+    bail: Option<Block>,
     /// Return 1 and 0: a test that decides the verdict returns its result instead of
     /// branching to them ([`Lowering::branch`]), unless results are written on accept.
     accept: Block,
@@ -165,6 +197,18 @@ pub(super) struct Lowering<'a, 'f> {
     proven: u64,
     /// The smallest `proven` over the edges into each block emitted so far.
     entry_proven: SecondaryMap<Block, Option<u64>>,
+    /// Variable offsets checked on the path being emitted: `(base, end)` when
+    /// `base + end <= captured length` was checked (at most [`MAX_PROVEN_AT`] bases; bases
+    /// that read no scratch slot, so every evaluation on one packet gives one value).
+    proven_at: Vec<(Expr, u64)>,
+    /// The bases proven on every edge into each block emitted so far, each with the
+    /// smallest end over those edges.
+    entry_proven_at: SecondaryMap<Block, Option<Vec<(Expr, u64)>>>,
+    /// In a hot half, how far the innermost [`Pred::Try`] being emitted reads: a bounds
+    /// check there checks that far at once (a packet it fails goes to the whole function,
+    /// which answers as if nothing had been checked), so a clause's or a header branch's
+    /// loads cost one check per base (the IPv4 addresses' two, the ports' two, one each).
+    reach: Reach,
     /// Blocks already switched to; an edge into one of them would make its bound stale.
     entered: SecondaryMap<Block, bool>,
     broken: bool,
@@ -198,7 +242,7 @@ impl Lowering<'_, '_> {
     }
 
     fn record(&mut self, target: Block) {
-        if target == self.root_abort {
+        if target == self.root_abort || Some(target) == self.bail {
             return;
         }
         if self.entered[target] {
@@ -206,6 +250,18 @@ impl Lowering<'_, '_> {
         }
         let slot = &mut self.entry_proven[target];
         *slot = Some(slot.map_or(self.proven, |p| p.min(self.proven)));
+        let here = &self.proven_at;
+        let slot = &mut self.entry_proven_at[target];
+        *slot = Some(match slot.take() {
+            None => here.clone(),
+            Some(before) => before
+                .into_iter()
+                .filter_map(|(base, end)| {
+                    let now = here.iter().find(|(b, _)| *b == base)?.1;
+                    Some((base, end.min(now)))
+                })
+                .collect(),
+        });
     }
 
     pub(super) fn jump(&mut self, target: Block) {
@@ -242,6 +298,8 @@ impl Lowering<'_, '_> {
         self.entered[block] = true;
         self.b.switch_to_block(block);
         self.proven = self.entry_proven[block].unwrap_or(u64::MAX);
+        // A block nothing reaches: proving nothing is as sound as anything.
+        self.proven_at = self.entry_proven_at[block].take().unwrap_or_default();
     }
 
     pub(super) fn new_block(&mut self) -> Block {
@@ -262,14 +320,26 @@ impl Lowering<'_, '_> {
         self.switch_to(cont);
     }
 
+    /// A bounds check failed when `cond` is nonzero: abort, or in a hot half leave the
+    /// packet to the whole function; else goes on.
+    fn short_if(&mut self, cond: Value) {
+        let cont = self.new_block();
+        self.branch(cond, self.bail.unwrap_or(self.abort), cont);
+        self.switch_to(cont);
+    }
+
     /// Ensures `end` bytes are captured on the path from here on (one compare, unless the
     /// path already proved it).
     fn need(&mut self, end: u64) {
         if end <= self.proven {
             return;
         }
+        let end = match self.bail {
+            Some(_) if self.reach.constant <= HOT_REACH => end.max(self.reach.constant),
+            _ => end,
+        };
         let short = self.b.ins().icmp_imm(IntCC::UnsignedLessThan, self.caplen, end as i64);
-        self.abort_if(short);
+        self.short_if(short);
         self.proven = end;
     }
 
@@ -320,8 +390,19 @@ impl Lowering<'_, '_> {
             // evaluator keeps them.
             Pred::Try(inner) => {
                 let outer = std::mem::replace(&mut self.abort, f);
+                let scope = match self.bail {
+                    Some(_) => {
+                        let mut reach = Reach::default();
+                        reach.pred(inner, 0);
+                        Some(std::mem::replace(&mut self.reach, reach))
+                    }
+                    None => None,
+                };
                 let lowered = self.pred(inner, t, f, depth);
                 self.abort = outer;
+                if let Some(scope) = scope {
+                    self.reach = scope;
+                }
                 lowered?;
             }
         }
@@ -332,6 +413,13 @@ impl Lowering<'_, '_> {
     /// hop count as block parameters. The jumps back to the head are the one kind of edge
     /// into an entered block: sound for `proven`, which the loop body only raises.
     fn walk(&mut self, chain: &Chain, t: Block, f: Block, depth: u32) -> Result<(), CompileError> {
+        if let Some(bail) = self.bail {
+            // A loop and its three variables: the register pressure the hot half avoids.
+            self.b.ins().jump(bail, &[]);
+            let dead = self.new_block();
+            self.switch_to(dead);
+            return Ok(());
+        }
         self.need_loads(&[&chain.next, &chain.offset]);
         let a0 = self.expr(&chain.next, depth)?;
         let x0 = self.expr(&chain.offset, depth)?;
@@ -529,15 +617,30 @@ impl Lowering<'_, '_> {
         let mut address = self.packet;
         match base {
             None => self.need(u64::from(displacement).wrapping_add(bytes)),
-            Some(base) => {
-                let base = self.expr(base, depth)?;
-                let base = self.b.ins().uextend(types::I64, base);
+            Some(base_expr) => {
                 // base + displacement + size: at most 2^32 + 2^32 + 4, no wrap in 64 bits.
-                let end =
-                    self.b.ins().iadd_imm(base, u64::from(displacement) as i64 + bytes as i64);
-                let short = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, self.caplen);
-                self.abort_if(short);
-                self.proven = self.proven.max(u64::from(displacement).wrapping_add(bytes));
+                let mut reach = u64::from(displacement) + bytes;
+                if self.bail.is_some() {
+                    let scope = self.reach.at.iter().find(|(b, _)| b == base_expr);
+                    reach = reach.max(scope.map_or(0, |s| s.1).min(HOT_REACH));
+                }
+                let base = self.expr(base_expr, depth)?;
+                let base = self.b.ins().uextend(types::I64, base);
+                let known = self.proven_at.iter().find(|(b, _)| b == base_expr).map(|p| p.1);
+                if known.is_none_or(|end| end < reach) {
+                    let end = self.b.ins().iadd_imm(base, reach as i64);
+                    let short = self.b.ins().icmp(IntCC::UnsignedGreaterThan, end, self.caplen);
+                    self.short_if(short);
+                    self.proven = self.proven.max(reach);
+                    if !reads_scratch(base_expr) {
+                        let at = &mut self.proven_at;
+                        match at.iter().position(|(b, _)| b == base_expr) {
+                            Some(i) => at[i].1 = reach,
+                            None if at.len() < MAX_PROVEN_AT => at.push((base_expr.clone(), reach)),
+                            None => {}
+                        }
+                    }
+                }
                 address = self.b.ins().iadd(address, base);
             }
         }
@@ -641,6 +744,82 @@ impl Lowering<'_, '_> {
                 self.b.ins().select(in_range, shifted, zero)
             }
         })
+    }
+}
+
+/// How far the loads of a predicate reach: the largest end at a constant offset, and per
+/// variable base that reads no scratch slot (at most [`MAX_PROVEN_AT`]) the largest
+/// displacement + size (see [`Lowering::reach`]). Chain walks are left out: a hot half
+/// does not lower them.
+#[derive(Default)]
+struct Reach {
+    constant: u64,
+    at: Vec<(Expr, u64)>,
+}
+
+impl Reach {
+    fn pred(&mut self, p: &Pred, depth: u32) {
+        let Ok(depth) = deeper(depth) else { return };
+        match p {
+            Pred::Const(_) | Pred::Guard(_) | Pred::Chain(_) => {}
+            Pred::Cmp { lhs, rhs, .. } => {
+                self.expr(lhs, depth);
+                self.expr(rhs, depth);
+            }
+            Pred::In { value, .. } | Pred::Store { value, .. } => self.expr(value, depth),
+            Pred::Not(q) | Pred::Try(q) => self.pred(q, depth),
+            Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|q| self.pred(q, depth)),
+        }
+    }
+
+    fn expr(&mut self, e: &Expr, depth: u32) {
+        let Ok(depth) = deeper(depth) else { return };
+        match e {
+            Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => {}
+            Expr::Load { offset, size } => {
+                let end = |d: u32| u64::from(d) + u64::from(size.bytes());
+                match split_offset(offset) {
+                    (None, d) => self.constant = self.constant.max(end(d)),
+                    (Some(base), d) if !reads_scratch(base) => {
+                        match self.at.iter().position(|(b, _)| b == base) {
+                            Some(i) => self.at[i].1 = self.at[i].1.max(end(d)),
+                            None if self.at.len() < MAX_PROVEN_AT => {
+                                self.at.push((base.clone(), end(d)));
+                            }
+                            None => {}
+                        }
+                    }
+                    (Some(_), _) => {}
+                }
+                self.expr(offset, depth);
+            }
+            Expr::Neg(inner) => self.expr(inner, depth),
+            Expr::Binary { lhs, rhs, .. } => {
+                self.expr(lhs, depth);
+                self.expr(rhs, depth);
+            }
+        }
+    }
+}
+
+/// The farthest a hot half's bounds check reaches past what the load it guards needs
+/// ([`Lowering::reach`]): 64 bytes, a minimum Ethernet frame, from the packet's start or
+/// a variable base. A scope reading farther checks as the whole function does, so that a
+/// far load (`ip[1000]`) does not send every packet to the whole function.
+const HOT_REACH: u64 = 64;
+
+/// How many variable load bases a path remembers as checked (a few header lengths; the
+/// bound keeps merging the sets at every block cheap on long filters).
+const MAX_PROVEN_AT: usize = 8;
+
+/// Whether `e` reads a scratch slot (then two evaluations on one packet may differ).
+fn reads_scratch(e: &Expr) -> bool {
+    match e {
+        Expr::Scratch(_) => true,
+        Expr::Const(_) | Expr::WireLen => false,
+        Expr::Load { offset, .. } => reads_scratch(offset),
+        Expr::Neg(inner) => reads_scratch(inner),
+        Expr::Binary { lhs, rhs, .. } => reads_scratch(lhs) || reads_scratch(rhs),
     }
 }
 

@@ -159,13 +159,13 @@ fn compile_split(
     let Some((head, parts)) = split(&filter.pred, limit) else {
         let isa = isa_for(node_count(&filter.pred))?;
         let root = Root::Pred(&filter.pred);
-        let code = Code::compile(isa, |func| lower::lower(func, root, 0, &mut tables, &[]))?;
+        let code = Code::compile(isa, |func| lower::lower(func, root, 0, &mut tables, &[], false))?;
         return Ok(NativeFilter { body: Body::One(code), tables, accept: filter.accept });
     };
     let piece = |parts: &[Pred], all: bool, tables: &mut SetTables| {
         let nodes = parts.iter().map(node_count).sum();
         let root = Root::Junction(parts, all);
-        Piece::compile(isa_for(nodes)?, |func| lower::lower(func, root, 2, tables, &[]))
+        Piece::compile(isa_for(nodes)?, |func| lower::lower(func, root, 2, tables, &[], false))
     };
     let head = if head.is_empty() { None } else { Some(piece(head, true, &mut tables)?) };
     let mut pieces = Vec::new();
@@ -183,10 +183,21 @@ fn compile_split(
 }
 
 /// A filter whose scratch slots are results (pfmatch's dispatch: a [`Pred::Try`] per
-/// clause, the handler index and arguments stored to slots), compiled to one native
-/// function that reports, on a match, the final values of the chosen slots.
+/// clause, the handler index and arguments stored to slots), compiled to native code that
+/// reports, on a match, the final values of the chosen slots.
+///
+/// Two functions of the same signature, which write the same results: `hot`, the whole
+/// predicate except that a failed bounds check or a protocol chain walk returns at once
+/// with "not mine" (`lower::BAIL`), and `whole`, the predicate as it is, which the call then
+/// runs from the start. The hot function thus holds no code for short packets (the clauses'
+/// copies behind a failed length test, which pfmatch's header split builds for every
+/// level) nor for chain loops: its register pressure is the common path's, and on a
+/// 16-clause dispatch it needs no callee-saved register, so it has no prologue or epilogue
+/// at all (bench/records/2026-11-29-pfmatch-5.txt). A packet the hot function leaves pays
+/// for both; every answer is the whole function's, so the split cannot change one.
 pub struct NativeResults {
-    code: ResultsCode,
+    hot: ResultsCode,
+    whole: ResultsCode,
     /// The range tables the code searches; the code holds their addresses.
     _tables: SetTables,
     slots: Vec<u8>,
@@ -195,7 +206,8 @@ pub struct NativeResults {
 impl std::fmt::Debug for NativeResults {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NativeResults")
-            .field("code_bytes", &self.code.bytes().len())
+            .field("hot_code_bytes", &self.hot.bytes().len())
+            .field("whole_code_bytes", &self.whole.bytes().len())
             .field("slots", &self.slots)
             .finish()
     }
@@ -203,21 +215,27 @@ impl std::fmt::Debug for NativeResults {
 
 /// Compiles `filter` to one native function that, when the filter matches, also returns
 /// the final values of scratch slots `slots` (at most [`SCRATCH_SLOTS`], each below it),
-/// as the reference evaluator leaves them. Never split over functions (the slots'
-/// values would have to pass between them).
+/// as the reference evaluator leaves them. Never split over functions by size (the slots'
+/// values would have to pass between them); compiled twice, hot and whole (see
+/// [`NativeResults`]).
 pub fn compile_results(filter: &Filter, slots: &[u8]) -> Result<NativeResults, CompileError> {
     if slots.len() > usize::from(SCRATCH_SLOTS) || slots.iter().any(|&s| s >= SCRATCH_SLOTS) {
         return Err(CompileError::Internal("result slots out of range"));
     }
     let mut tables = SetTables::new();
-    let isa = if node_count(&filter.pred) <= OPTIMIZE_MAX_NODES {
-        code::host_isa()?
-    } else {
-        code::host_isa_unoptimized()?
+    let isa = || {
+        if node_count(&filter.pred) <= OPTIMIZE_MAX_NODES {
+            code::host_isa()
+        } else {
+            code::host_isa_unoptimized()
+        }
     };
     let root = Root::Pred(&filter.pred);
-    let code = ResultsCode::compile(isa, |func| lower::lower(func, root, 0, &mut tables, slots))?;
-    Ok(NativeResults { code, _tables: tables, slots: slots.to_vec() })
+    let mut half = |hot: bool| {
+        ResultsCode::compile(isa()?, |func| lower::lower(func, root, 0, &mut tables, slots, hot))
+    };
+    let (hot, whole) = (half(true)?, half(false)?);
+    Ok(NativeResults { hot, whole, _tables: tables, slots: slots.to_vec() })
 }
 
 impl NativeResults {
@@ -230,7 +248,11 @@ impl NativeResults {
         wire_len: u32,
         results: &mut [u32; SCRATCH_SLOTS as usize],
     ) -> bool {
-        self.code.call(packet, wire_len, results)
+        match self.hot.call(packet, wire_len, results) {
+            0 => false,
+            1 => true,
+            _ => self.whole.call(packet, wire_len, results) == 1,
+        }
     }
 
     /// The slots reported, in order.
@@ -238,9 +260,16 @@ impl NativeResults {
         &self.slots
     }
 
-    /// The generated machine code, as mapped for execution.
+    /// The generated machine code of the hot function, as mapped for execution (the
+    /// function every run calls first).
     pub fn machine_code(&self) -> &[u8] {
-        self.code.bytes()
+        self.hot.bytes()
+    }
+
+    /// The machine code of the whole predicate's function (run when the hot one leaves a
+    /// packet to it).
+    pub fn whole_machine_code(&self) -> &[u8] {
+        self.whole.bytes()
     }
 }
 
@@ -404,5 +433,60 @@ mod deep_tests {
             .expect("spawn")
             .join()
             .expect("the compiler panicked");
+    }
+}
+
+#[cfg(test)]
+mod results_tests {
+    use super::{compile_results, lower::BAIL};
+    use weir_filter::{BinOp, Chain, Evaluator, Expr, Filter, Pred, Size, SCRATCH_SLOTS};
+    use weir_testkit::SplitMix64;
+
+    /// A clause: `test` (in a Try) then the handler `h` stored to slot 15.
+    fn clause(test: Pred, h: u32) -> Pred {
+        Pred::Try(Box::new(Pred::and([test, Pred::Store { slot: 15, value: Expr::Const(h) }])))
+    }
+
+    /// The split results code gives the evaluator's answer and slots on every packet, and
+    /// the hot half both answers and leaves packets to the whole function (short ones, and
+    /// those that reach the chain walk), so both paths are exercised.
+    #[test]
+    fn the_hot_half_answers_or_leaves_the_packet_to_the_whole_function() {
+        // A header length from byte 0, and fields behind it, read by two clauses (the
+        // second's check is covered by the first's on the path).
+        let hlen =
+            Expr::binary(BinOp::Shl, Expr::load_at(0, Size::Byte).and_mask(3), Expr::Const(2));
+        let at = |k: u32| Expr::load(hlen.clone().plus(k), Size::Half);
+        let walk = Pred::Chain(Box::new(Chain {
+            target: 6,
+            ipv6: true,
+            base: 4,
+            next: Expr::load_at(1, Size::Byte),
+            offset: Expr::Const(2),
+        }));
+        let filter = Filter::new(Pred::or([
+            clause(Pred::eq(at(8), 7), 1),
+            clause(Pred::and([Pred::eq(at(6), 1), Pred::eq(at(8), 2)]), 2),
+            clause(Pred::and([Pred::eq(Expr::load_at(2, Size::Byte), 3), walk]), 3),
+            clause(Pred::eq(Expr::load_at(20, Size::Byte), 1), 4),
+        ]));
+        let native = compile_results(&filter, &[15]).unwrap();
+        let mut rng = SplitMix64::new(15);
+        let (mut answered, mut left) = (0, 0);
+        for _ in 0..20_000 {
+            let len = rng.below_usize(40);
+            let packet: Vec<u8> = (0..len).map(|_| rng.below(4) as u8).collect();
+            let mut e = Evaluator::new(&packet, 64);
+            let want = (e.pred(&filter.pred) == Ok(true)).then(|| e.expr(&Expr::Scratch(15)));
+            let mut r = [0u32; SCRATCH_SLOTS as usize];
+            let got = native.run(&packet, 64, &mut r).then_some(Ok(r[0]));
+            assert_eq!(got, want, "{packet:02x?}");
+            let mut scratch = [0u32; SCRATCH_SLOTS as usize];
+            match i64::from(native.hot.call(&packet, 64, &mut scratch)) {
+                BAIL => left += 1,
+                _ => answered += 1,
+            }
+        }
+        assert!(answered > 1_000 && left > 1_000, "{answered} answered, {left} left");
     }
 }
