@@ -441,3 +441,59 @@ fn put(data: &mut [u8], at: usize, value: u32) -> Result<(), ElfError> {
     slot.copy_from_slice(&value.to_le_bytes());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `.BTF.ext` with a func_info area of `records` (section name offset, then each
+    /// record's two words), `rec_size` bytes each.
+    fn ext(rec_size: u32, sec_name_off: u32, records: &[(u32, u32)]) -> Vec<u8> {
+        let mut area = rec_size.to_le_bytes().to_vec();
+        area.extend(sec_name_off.to_le_bytes());
+        area.extend((records.len() as u32).to_le_bytes());
+        for &(insn_off, type_id) in records {
+            area.extend(insn_off.to_le_bytes());
+            area.extend(type_id.to_le_bytes());
+            area.resize(area.len() + rec_size as usize - 8, 0);
+        }
+        let mut out = vec![0x9f, 0xeb, 1, 0];
+        out.extend(32u32.to_le_bytes());
+        for word in [0, area.len() as u32, 0, 0, 0, 0] {
+            out.extend(word.to_le_bytes());
+        }
+        out.extend(area);
+        out
+    }
+
+    #[test]
+    fn func_info_names_each_functions_start_and_type() {
+        // Strings "\0int\0main\0cb\0"; types 1 int, 2 proto, 3 FUNC main, 4 FUNC cb.
+        let data = crate::func_btf(&["main", "cb"]);
+        let btf = Btf::parse(&data).unwrap();
+        let records = func_infos(&ext(8, 5, &[(0, 3), (0x58, 4)]), Some(&btf)).unwrap();
+        let want = |insn_off, type_id| FuncRecord { section: "main".into(), insn_off, type_id };
+        assert_eq!(records, [want(0, 3), want(0x58, 4)]);
+        // A larger record size (a newer clang's) is stepped over.
+        assert_eq!(func_infos(&ext(12, 5, &[(8, 4)]), Some(&btf)).unwrap(), [want(8, 4)]);
+        // Without BTF nothing is named: no records.
+        assert!(func_infos(&ext(8, 5, &[(0, 3)]), None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_func_info_is_an_error_naming_the_record() {
+        let data = crate::func_btf(&["main", "cb"]);
+        let btf = Btf::parse(&data).unwrap();
+        let message = |ext: Vec<u8>| func_infos(&ext, Some(&btf)).unwrap_err().to_string();
+        // Type 2 is the prototype, not a FUNC; type 9 does not exist.
+        assert!(message(ext(8, 5, &[(0, 2)])).contains("type 2 is no FUNC"));
+        assert!(message(ext(8, 5, &[(0, 9)])).contains("type 9 is no FUNC"));
+        // Half an instruction in.
+        assert!(message(ext(8, 5, &[(4, 3)])).contains("not an instruction"));
+        // A record size below the two words, and a count past the area's end.
+        assert!(message(ext(4, 5, &[])).contains("below 8"));
+        let mut long = ext(8, 5, &[(0, 3)]);
+        long[32 + 8] = 5;
+        assert!(message(long).contains("run past"));
+    }
+}
