@@ -26,13 +26,15 @@
 //! only when `|d - (m - j) * W| < W`, that is when `0 < d < factor * W`. The group tests
 //! that at run time (one compare: `d - 1 >= factor * W - 1`, unsigned) and runs the plain
 //! copies when it fails, so a copy into itself shifted up (which smears, and must) keeps
-//! the eBPF byte order; a copy down, onto itself or disjoint takes the wide moves. The last
+//! the eBPF byte order; a copy down, onto itself or disjoint takes the wide moves. A body
+//! short enough to be unrolled by 8 is unrolled by [`COPY_FACTOR`] instead (`widened`). The last
 //! iteration's `v` (left in the register after the loop) is read before any store.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlags, Type, Value};
 use weir_isa::ebpf::{Insn, Op, REG_COUNT};
 
+use super::counted::{Bound, Unroll};
 use super::facts::Plan;
 use super::Translator;
 use crate::CompileError;
@@ -203,6 +205,26 @@ fn shape(insns: &[Insn], body: &[usize], reg: u8, step: i64) -> Option<Copy> {
         return None;
     }
     Some(Copy { load, store, width: w, value, from, to, windows: (0, 0) })
+}
+
+/// Iterations per group of a copy loop: its groups move 16 bytes an instruction with no
+/// per-iteration work left but the counter, so longer groups spread the guard further.
+const COPY_FACTOR: usize = 16;
+
+/// `unroll` with [`COPY_FACTOR`] iterations a group, for a body short enough to be unrolled
+/// by 8 (the plain copies, kept for overlaps, stay under 16 * 8 instructions) and a guard
+/// whose limit does not wrap; else as it was.
+pub(crate) fn widened(unroll: Unroll, step: i64) -> Unroll {
+    if unroll.factor != 8 {
+        return unroll;
+    }
+    let Some(span) = step.checked_mul(COPY_FACTOR as i64 - 1) else { return unroll };
+    if let Bound::Const(limit) = unroll.bound {
+        if super::counted::limit_wraps(unroll.cc, limit, span) {
+            return unroll;
+        }
+    }
+    Unroll { factor: COPY_FACTOR, span, ..unroll }
 }
 
 /// Guest memory as `memory` accesses it: proven in bounds, little-endian, maybe unaligned.

@@ -277,6 +277,17 @@ impl<'a, 'f> Translator<'a, 'f> {
                 let (_, body) = block.slots.split_last()?;
                 copy::find(insns, body, found.reg, found.step, plan)
             })
+            .collect::<Vec<_>>();
+        let counted = counted
+            .into_iter()
+            .zip(&copies)
+            .map(|(found, copy)| match (found, copy) {
+                (Some(c), Some(_)) => Some(counted::CountedLoop {
+                    unroll: c.unroll.map(|u| copy::widened(u, c.step)),
+                    ..c
+                }),
+                (found, _) => found,
+            })
             .collect();
         if let Some(&first) = blocks.first() {
             b.ins().jump(first, &[]);
