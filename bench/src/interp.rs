@@ -13,7 +13,9 @@
 //! in C (bench/programs/compute.c) built by clang with and without unrolling and
 //! vectorising (`C_FLAGS`), run in their own process on the same buffer, their results
 //! checked too. The `rolled` column is the proven program compiled with
-//! `weir_jit::Config::unroll` off: what unrolling counted loops gains, in the same run.
+//! `weir_jit::Config::unroll` off: what unrolling counted loops gains, in the same run;
+//! `narrow` with `weir_jit::Config::wide_copy` off: what moving copy loops 16 bytes at a
+//! time gains (stack-copy).
 //!
 //! Each interpreter row also gives the instructions one run executes (the interpreter's own
 //! counter, `Cache::executed`) and weir's nanoseconds per executed instruction. A second
