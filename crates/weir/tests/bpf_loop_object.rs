@@ -14,7 +14,7 @@ use std::process::Command;
 use weir_program::abi::Bindings;
 use weir_program::exec::{DynEngine, Input, Limits};
 use weir_program::{ProgType, Verified};
-use weir_sys::kernel::{self, FuncInfo, Kernel};
+use weir_sys::kernel::{self, Kernel};
 
 const SOURCE: &str = r#"
 #include <linux/bpf.h>
@@ -164,9 +164,11 @@ fn a_clang_built_bpf_loop_object_runs_as_the_kernel_runs_it() {
     let mut compared = 0;
     for (entry, p) in spec.programs.iter().enumerate() {
         let funcs: Vec<(u32, u32)> = p.functions.iter().map(|f| (f.slot, f.type_id)).collect();
-        let loaded = kernel.as_ref().map(|k| {
-            k.load_with_funcs(ProgType::Xdp, &p.program.to_bytes(), FuncInfo { btf, funcs: &funcs })
-                .unwrap_or_else(|e| panic!("{}: the kernel refuses it: {e:?}", p.name))
+        // Through the kernel-oracle path for objects (maps bound, none here), with the
+        // object's BTF and func_info.
+        let loaded = kernel.as_ref().map(|_| {
+            weir_testkit::kernel_object::load_with_funcs(&p.program, &[], btf, &funcs)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.name))
         });
         for len in [14usize, 40, 64, 100] {
             let packet: Vec<u8> = (0..len).map(|k| k as u8).collect();
