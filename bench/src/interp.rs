@@ -13,7 +13,9 @@
 //! in C (bench/programs/compute.c) built by clang with and without unrolling and
 //! vectorising (`C_FLAGS`), run in their own process on the same buffer, their results
 //! checked too. The `rolled` column is the proven program compiled with
-//! `weir_jit::Config::unroll` off: what unrolling counted loops gains, in the same run.
+//! `weir_jit::Config::unroll` off: what unrolling counted loops gains, in the same run;
+//! `narrow` with `weir_jit::Config::wide_copy` off: what moving copy loops 16 bytes at a
+//! time gains (stack-copy).
 //!
 //! Each interpreter row also gives the instructions one run executes (the interpreter's own
 //! counter, `Cache::executed`) and weir's nanoseconds per executed instruction. A second
@@ -242,6 +244,12 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         let rolled_jit = Jit::compile(&proven, Bindings::new(), rolled_config)
             .map_err(|e| format!("{name}: {e}"))?;
         let mut rolled_cache = rolled_jit.cache();
+        // The same proof, unrolled but copy loops moved as written (8 bytes a pair): what
+        // the wide moves of `codegen::copy` gain, in this run.
+        let narrow_config = weir_jit::Config { wide_copy: false, ..weir_jit::Config::default() };
+        let narrow_jit = Jit::compile(&proven, Bindings::new(), narrow_config)
+            .map_err(|e| format!("{name}: {e}"))?;
+        let mut narrow_cache = narrow_jit.cache();
         // WEIR_BENCH_DUMP=DIR writes the proven program's machine code to DIR/NAME.bin
         // (`objdump -D -b binary -mi386:x86-64`), to read beside a C compiler's.
         if let Some(dir) = std::env::var_os("WEIR_BENCH_DUMP") {
@@ -252,6 +260,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         let mut proven_cache = proven_jit.cache();
         let proven_r0 = proven_jit.run_mem(&mut proven_cache, &mut weir_mem);
         let rolled_r0 = rolled_jit.run_mem(&mut rolled_cache, &mut weir_mem);
+        let narrow_r0 = narrow_jit.run_mem(&mut narrow_cache, &mut weir_mem);
         let native_r0 = native(name, &pkt);
         let c_results: Vec<u64> =
             c_builds.iter().filter_map(|b| b.get(*name).map(|&(r, _)| r)).collect();
@@ -260,7 +269,11 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
             agreed = false;
             continue;
         }
-        if proven_r0 != weir_r0 || rolled_r0 != weir_r0 || Ok(native_r0) != weir_r0 {
+        if proven_r0 != weir_r0
+            || rolled_r0 != weir_r0
+            || narrow_r0 != weir_r0
+            || Ok(native_r0) != weir_r0
+        {
             eprintln!(
                 "{name}: results differ: weir-interp {weir_r0:?}, jit (proven) {proven_r0:?}, \
                  native {native_r0:#x}"
@@ -280,6 +293,9 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         });
         let rolled_ns = time_median(rounds, inner, || {
             rolled_jit.run_mem(&mut rolled_cache, &mut weir_mem).unwrap_or(0)
+        });
+        let narrow_ns = time_median(rounds, inner, || {
+            narrow_jit.run_mem(&mut narrow_cache, &mut weir_mem).unwrap_or(0)
         });
         let native_ns =
             time_median(rounds, inner, || native(name, std::hint::black_box(&weir_mem)));
@@ -302,15 +318,16 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         };
         let checks = proven_jit.checks();
         jit_rows.push(format!(
-            "{name:<15} {jit_ns:>9.0} {rolled_ns:>9.0} {proven_ns:>10.0} {rbpf_jit_ns:>9} \
-             {native_ns:>8.0} {:>6} {:>8}  {proven_ratio:>10} {:>10.2}x {:>7} {:>9} {:>8.2}x \
-             {:>9.2}x   {}/{} kept, {} dropped",
+            "{name:<15} {jit_ns:>9.0} {rolled_ns:>9.0} {narrow_ns:>9.0} {proven_ns:>10.0} \
+             {rbpf_jit_ns:>9} {native_ns:>8.0} {:>6} {:>8}  {proven_ratio:>10} {:>10.2}x {:>7} \
+             {:>9} {:>8.2}x {:>8.2}x {:>9.2}x   {}/{} kept, {} dropped",
             c_col(0),
             c_col(1),
             proven_ns / native_ns,
             c_ratio(0),
             c_ratio(1),
             rolled_ns / proven_ns,
+            narrow_ns / proven_ns,
             jit_ns / proven_ns,
             checks.accesses_kept,
             checks.accesses_kept + checks.accesses_dropped + checks.frame_accesses,
@@ -325,11 +342,12 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
     }
     log.line(String::new());
     log.line(format!(
-        "{:<15} {:>9} {:>9} {:>10} {:>9} {:>8} {:>6} {:>8}  {:>10} {:>11} {:>7} {:>9} {:>9} \
-         {:>10}   {}   (ns per run, median of {rounds} rounds)",
+        "{:<15} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8} {:>6} {:>8}  {:>10} {:>11} {:>7} {:>9} \
+         {:>9} {:>9} {:>10}   {}   (ns per run, median of {rounds} rounds)",
         "program",
         "weir-jit",
         "rolled",
+        "narrow",
         "jit-proven",
         "rbpf-jit",
         "native",
@@ -340,6 +358,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         "prov/C",
         "prov/C-rol",
         "rolled/prov",
+        "narrow/prov",
         "old/new",
         "memory checks (proven)"
     ));
@@ -355,6 +374,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
              facts cover (new); rbpf/proven >= 1 and proven/native <= 1.2 are issue 12's goals"
                 .to_string(),
             "rolled: jit-proven with counted loops not unrolled (weir_jit::Config::unroll off); \
+             narrow: unrolled, copy loops not moved wide (weir_jit::Config::wide_copy off); \
              native: the programs in Rust (rustc); C-O2 and C-rolled: bench/programs/compute.c \
              (stack-copy's stores kept, see its header) built by clang -O2, and -O2 \
              -fno-unroll-loops -fno-vectorize -fno-slp-vectorize; prov/C is issue 12's goal"

@@ -288,35 +288,55 @@ fn ext_err(at: usize, what: impl Into<String>) -> ElfError {
     ElfError::malformed(Some(".BTF.ext"), Some(at as u64), what.into())
 }
 
-/// The CO-RE relocation records of a `.BTF.ext` section (section names come from `btf`'s
-/// string area). Function and line info are not read.
-pub(crate) fn core_relos(ext: &[u8], btf: Option<&Btf<'_>>) -> Result<Vec<CoreRelo>, ElfError> {
+/// A `func_info` record of `.BTF.ext`: the code section, the byte offset of a function's
+/// first instruction in it, and the function's `FUNC` type id in `.BTF`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FuncRecord {
+    pub section: String,
+    pub insn_off: u32,
+    pub type_id: u32,
+}
+
+/// The header fields `(off, len)` at `at` of a `.BTF.ext` area, when the header has them.
+const FUNC_INFO_AT: usize = 8;
+const CORE_RELO_AT: usize = 24;
+
+/// The records of one `.BTF.ext` area (`func_info`, `line_info` or CO-RE relocations, whose
+/// `(off, len)` header fields are at `field_at`), each as its section's name and its bytes
+/// (at least `min_size` of them): the layout the three areas share, a record size, then
+/// per section its name's offset in `btf`'s strings, a count and the records.
+fn ext_records<'e>(
+    ext: &'e [u8],
+    btf: Option<&Btf<'_>>,
+    field_at: usize,
+    min_size: usize,
+    what: &str,
+) -> Result<Vec<(String, &'e [u8])>, ElfError> {
     let magic = u16_at(ext, 0).ok_or_else(|| ext_err(0, "truncated .BTF.ext header"))?;
     if magic != MAGIC {
         return Err(ext_err(0, format!("bad .BTF.ext magic {magic:#06x}")));
     }
     let hdr_len = u32_at(ext, 4).ok_or_else(|| ext_err(4, "truncated .BTF.ext header"))? as usize;
-    // The CO-RE fields (core_relo_off, core_relo_len) are at 24 and 28 when the header has
-    // them (32 bytes or more).
-    if hdr_len < 32 {
+    // An older header may end before this area's fields: then the object has none.
+    if hdr_len < field_at.saturating_add(8) {
         return Ok(Vec::new());
     }
     let field = |at: usize| u32_at(ext, at).ok_or_else(|| ext_err(at, "truncated header"));
-    let (off, len) = (field(24)? as usize, field(28)? as usize);
+    let (off, len) = (field(field_at)? as usize, field(field_at + 4)? as usize);
     if len == 0 {
         return Ok(Vec::new());
     }
-    let start = hdr_len.checked_add(off).ok_or_else(|| ext_err(24, "offset overflows"))?;
-    let end = start.checked_add(len).ok_or_else(|| ext_err(24, "length overflows"))?;
+    let start = hdr_len.checked_add(off).ok_or_else(|| ext_err(field_at, "offset overflows"))?;
+    let end = start.checked_add(len).ok_or_else(|| ext_err(field_at, "length overflows"))?;
     let area = ext
         .get(start..end)
-        .ok_or_else(|| ext_err(24, "CO-RE relocation area runs past the section end"))?;
+        .ok_or_else(|| ext_err(field_at, format!("{what} area runs past the section end")))?;
     let Some(btf) = btf else {
-        return Err(ext_err(start, "CO-RE relocations without a .BTF section"));
+        return Err(ext_err(start, format!("{what} without a .BTF section")));
     };
-    let rec_size = u32_at(area, 0).ok_or_else(|| ext_err(start, "truncated CO-RE area"))? as usize;
-    if rec_size < 16 {
-        return Err(ext_err(start, format!("CO-RE record size {rec_size} is below 16")));
+    let rec_size = u32_at(area, 0).ok_or_else(|| ext_err(start, "truncated area"))? as usize;
+    if rec_size < min_size {
+        return Err(ext_err(start, format!("{what} record size {rec_size} is below {min_size}")));
     }
     let mut out = Vec::new();
     let mut at = 4usize;
@@ -330,14 +350,150 @@ pub(crate) fn core_relos(ext: &[u8], btf: Option<&Btf<'_>>) -> Result<Vec<CoreRe
             .checked_mul(rec_size)
             .and_then(|n| n.checked_add(at.saturating_add(8)))
             .filter(|&e| e <= area.len())
-            .ok_or_else(|| ext_err(abs, format!("{num} CO-RE records run past the area end")))?;
+            .ok_or_else(|| ext_err(abs, format!("{num} {what} records run past the area end")))?;
         let mut rec = at.saturating_add(8);
         while rec < records {
-            let insn_off = u32_at(area, rec).ok_or_else(|| ext_err(abs, "truncated record"))?;
-            out.push(CoreRelo { section: section.clone(), insn_off });
+            let bytes = area.get(rec..rec.saturating_add(rec_size)).unwrap_or_default();
+            out.push((section.clone(), bytes));
             rec = rec.saturating_add(rec_size);
         }
         at = records;
     }
     Ok(out)
+}
+
+/// The CO-RE relocation records of a `.BTF.ext` section (section names come from `btf`'s
+/// string area).
+pub(crate) fn core_relos(ext: &[u8], btf: Option<&Btf<'_>>) -> Result<Vec<CoreRelo>, ElfError> {
+    let records = ext_records(ext, btf, CORE_RELO_AT, 16, "CO-RE relocation")?;
+    Ok(records
+        .into_iter()
+        .map(|(section, rec)| CoreRelo { section, insn_off: u32_at(rec, 0).unwrap_or(0) })
+        .collect())
+}
+
+/// The `func_info` records of a `.BTF.ext` section: where each function starts and its
+/// `FUNC` type, which must be a `FUNC` of `btf`. What libbpf hands the kernel with a
+/// program that has subprograms, and what the kernel's verifier wants before a program may
+/// take a function's address (`bpf_loop`'s callback).
+pub(crate) fn func_infos(ext: &[u8], btf: Option<&Btf<'_>>) -> Result<Vec<FuncRecord>, ElfError> {
+    // Without BTF the records name nothing: the programs load as bare code.
+    if btf.is_none() {
+        return Ok(Vec::new());
+    }
+    let records = ext_records(ext, btf, FUNC_INFO_AT, 8, "func_info")?;
+    let mut out = Vec::with_capacity(records.len());
+    for (section, rec) in records {
+        let (insn_off, type_id) = (u32_at(rec, 0).unwrap_or(0), u32_at(rec, 4).unwrap_or(0));
+        let is_func = btf.map(|b| b.get(type_id).map(|t| t.kind == KIND_FUNC));
+        if !matches!(is_func, Some(Ok(true))) {
+            return Err(ext_err(
+                0,
+                format!("func_info of `{section}`+{insn_off:#x}: type {type_id} is no FUNC"),
+            ));
+        }
+        if insn_off % 8 != 0 {
+            return Err(ext_err(
+                0,
+                format!("func_info of `{section}`: offset {insn_off:#x} is not an instruction's"),
+            ));
+        }
+        out.push(FuncRecord { section, insn_off, type_id });
+    }
+    Ok(out)
+}
+
+impl Btf<'_> {
+    /// `.BTF` as the kernel takes it (`BPF_BTF_LOAD`): `data` with each `DATASEC` of size 0
+    /// given its section's size and its variables their symbols' offsets, as libbpf's
+    /// `btf_fixup_datasec` does (clang leaves them to the loader: it does not know the
+    /// final layout, and the kernel refuses a `DATASEC` of size 0).
+    pub fn for_kernel(
+        &self,
+        data: &[u8],
+        section_size: impl Fn(&str) -> Option<u32>,
+        symbol_offset: impl Fn(&str, &str) -> Option<u32>,
+    ) -> Result<Vec<u8>, ElfError> {
+        let mut out = data.to_vec();
+        for ty in self.types.iter().skip(1) {
+            if ty.kind != KIND_DATASEC || ty.size_or_type != 0 {
+                continue;
+            }
+            let name = self.name(ty)?;
+            let Some(size) = section_size(name) else { continue };
+            put(&mut out, ty.at + 8, size)?;
+            for k in 0..usize::from(ty.vlen) {
+                let var = self.extra_word(ty, 3 * k)?;
+                let var_name = self.name(self.get(var)?)?;
+                if let Some(offset) = symbol_offset(name, var_name) {
+                    put(&mut out, self.type_base + ty.extra + 12 * k + 4, offset)?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn put(data: &mut [u8], at: usize, value: u32) -> Result<(), ElfError> {
+    let slot = data
+        .get_mut(at..at.saturating_add(4))
+        .ok_or_else(|| err(at, "record runs past the section end"))?;
+    slot.copy_from_slice(&value.to_le_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `.BTF.ext` with a func_info area of `records` (section name offset, then each
+    /// record's two words), `rec_size` bytes each.
+    fn ext(rec_size: u32, sec_name_off: u32, records: &[(u32, u32)]) -> Vec<u8> {
+        let mut area = rec_size.to_le_bytes().to_vec();
+        area.extend(sec_name_off.to_le_bytes());
+        area.extend((records.len() as u32).to_le_bytes());
+        for &(insn_off, type_id) in records {
+            area.extend(insn_off.to_le_bytes());
+            area.extend(type_id.to_le_bytes());
+            area.resize(area.len() + rec_size as usize - 8, 0);
+        }
+        let mut out = vec![0x9f, 0xeb, 1, 0];
+        out.extend(32u32.to_le_bytes());
+        for word in [0, area.len() as u32, 0, 0, 0, 0] {
+            out.extend(word.to_le_bytes());
+        }
+        out.extend(area);
+        out
+    }
+
+    #[test]
+    fn func_info_names_each_functions_start_and_type() {
+        // Strings "\0int\0main\0cb\0"; types 1 int, 2 proto, 3 FUNC main, 4 FUNC cb.
+        let data = crate::func_btf(&["main", "cb"]);
+        let btf = Btf::parse(&data).unwrap();
+        let records = func_infos(&ext(8, 5, &[(0, 3), (0x58, 4)]), Some(&btf)).unwrap();
+        let want = |insn_off, type_id| FuncRecord { section: "main".into(), insn_off, type_id };
+        assert_eq!(records, [want(0, 3), want(0x58, 4)]);
+        // A larger record size (a newer clang's) is stepped over.
+        assert_eq!(func_infos(&ext(12, 5, &[(8, 4)]), Some(&btf)).unwrap(), [want(8, 4)]);
+        // Without BTF nothing is named: no records.
+        assert!(func_infos(&ext(8, 5, &[(0, 3)]), None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_func_info_is_an_error_naming_the_record() {
+        let data = crate::func_btf(&["main", "cb"]);
+        let btf = Btf::parse(&data).unwrap();
+        let message = |ext: Vec<u8>| func_infos(&ext, Some(&btf)).unwrap_err().to_string();
+        // Type 2 is the prototype, not a FUNC; type 9 does not exist.
+        assert!(message(ext(8, 5, &[(0, 2)])).contains("type 2 is no FUNC"));
+        assert!(message(ext(8, 5, &[(0, 9)])).contains("type 9 is no FUNC"));
+        // Half an instruction in.
+        assert!(message(ext(8, 5, &[(4, 3)])).contains("not an instruction"));
+        // A record size below the two words, and a count past the area's end.
+        assert!(message(ext(4, 5, &[])).contains("below 8"));
+        let mut long = ext(8, 5, &[(0, 3)]);
+        long[32 + 8] = 5;
+        assert!(message(long).contains("run past"));
+    }
 }

@@ -36,11 +36,17 @@
 //!   spec has no object name. Their flags are libbpf's (`BPF_F_MMAPABLE`, and
 //!   `BPF_F_RDONLY_PROG` for `.rodata`), and `.data`/`.rodata` carry their initial
 //!   contents; [`ObjectSpec::set_rodata`] sets a `const volatile` knob by name.
+//! - **Callbacks**: `lddw` of a function (`bpf_loop`'s callback; an `R_BPF_64_64` against
+//!   a code section, the function's offset in the immediate) becomes `lddw func` (`src =
+//!   4`) to where the function is linked. `.BTF.ext` func_info becomes
+//!   [`ProgramSpec::functions`] (each linked function's first slot and `FUNC` type), and
+//!   `.BTF` [`ObjectSpec::btf`] as the kernel takes it: what a `bpf()` load sends with the
+//!   program, as libbpf does, and what tells weir's verifier that the program may take a
+//!   function's address. Line info is not read.
 //!
 //! Refused, with the section and offset: CO-RE relocations (only for the programs that
 //! have them), kfunc calls, `.ksyms` and `.kconfig` externs and other undefined symbols
-//! (static linking), map-in-map (`values`, `__array`), callbacks (`lddw` of a function),
-//! unknown relocation types, big-endian objects. A malformed or hostile file gives an
+//! (static linking), map-in-map (`values`, `__array`), unknown relocation types, big-endian objects. A malformed or hostile file gives an
 //! [`ElfError`], never a panic; memory is bounded by the input's size and
 //! [`MAX_PROGRAM_SLOTS`]/[`MAX_TOTAL_SLOTS`].
 //!
@@ -101,6 +107,23 @@ pub struct ObjectSpec {
     pub variables: Vec<Variable>,
     /// weir's notes (`.weir.note.NAME` sections, [`extra`]): (NAME, bytes).
     pub notes: Vec<(String, Vec<u8>)>,
+    /// The object's `.BTF` as the kernel takes it (`DATASEC` sizes and variable offsets
+    /// filled in, as libbpf does), to load with programs that have
+    /// [`ProgramSpec::functions`]; `None` without `.BTF`.
+    pub btf: Option<Vec<u8>>,
+}
+
+/// One function of a linked program as `.BTF.ext` func_info describes it: what the kernel
+/// wants with a program of several functions (`bpf_func_info`, with the object's
+/// [`ObjectSpec::btf`]) and what lets a verifier take a function's address (`bpf_loop`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncInfo {
+    /// The function's first slot in [`ProgramSpec::program`].
+    pub slot: u32,
+    /// Its `FUNC` type id in the object's BTF.
+    pub type_id: u32,
+    /// Its symbol's name.
+    pub name: String,
 }
 
 /// One program: a global function of a program section, linked with the functions it calls.
@@ -120,6 +143,9 @@ pub struct ProgramSpec {
     pub main_slots: usize,
     /// The object's license (copied so that a program can be loaded on its own).
     pub license: Option<String>,
+    /// Every function of the linked program, by first slot, from `.BTF.ext` func_info;
+    /// empty when the object has none for one of them (a bare object, `weir compile`'s).
+    pub functions: Vec<FuncInfo>,
 }
 
 /// A program the object has but weir refuses, and why.

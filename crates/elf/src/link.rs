@@ -48,6 +48,16 @@ pub(crate) struct Linker<'s, 'a> {
     funcs: HashMap<usize, Vec<Function<'a>>>,
     pub kconfig: Vec<&'a str>,
     pub ksyms: Vec<&'a str>,
+    /// `.BTF.ext` func_info: per code section, a function's byte offset -> its `FUNC` type.
+    pub func_info: HashMap<String, HashMap<u32, u32>>,
+}
+
+/// A program linked from an object: the program, the slots of its main function, and its
+/// functions' BTF (`func_info`, in slot order) when the object has `.BTF.ext` func_info.
+pub(crate) struct Linked {
+    pub program: Program,
+    pub main_slots: usize,
+    pub functions: Vec<crate::FuncInfo>,
 }
 
 fn unsupported(section: &str, offset: u64, what: String) -> ElfError {
@@ -123,6 +133,7 @@ impl<'s, 'a> Linker<'s, 'a> {
             funcs,
             kconfig: Vec::new(),
             ksyms: Vec::new(),
+            func_info: HashMap::new(),
         })
     }
 
@@ -157,7 +168,7 @@ impl<'s, 'a> Linker<'s, 'a> {
         &self,
         main: &Function<'a>,
         prog_type: Option<ProgType>,
-    ) -> Result<(Program, usize), ElfError> {
+    ) -> Result<Linked, ElfError> {
         let mut out: Vec<Insn> = Vec::new();
         let mut relocations: Vec<Relocation> = Vec::new();
         // (section, start) of each placed function -> where it starts in `out`.
@@ -185,7 +196,8 @@ impl<'s, 'a> Linker<'s, 'a> {
                 }
                 let call_target = match record {
                     Some(rec) => match self.relocated(sec, offset, insn, rec)? {
-                        Resolved::Call { section, slot } => Some((section, slot)),
+                        Resolved::Call { section, slot } => Some((section, slot, Op::CallLocal)),
+                        Resolved::Func { section, slot } => Some((section, slot, Op::LddwFunc)),
                         Resolved::Map(target) => {
                             out[at] = lddw_for(insn.dst, target);
                             relocations.push(Relocation { slot: at, target });
@@ -201,7 +213,7 @@ impl<'s, 'a> Linker<'s, 'a> {
                                 .ok_or_else(|| {
                                     malformed(sec.name, offset, "call target out of range")
                                 })?;
-                            Some((f.section, target))
+                            Some((f.section, target, Op::CallLocal))
                         }
                         Op::CallKfunc => {
                             return Err(unsupported(sec.name, offset, "kfunc call".into()));
@@ -226,7 +238,7 @@ impl<'s, 'a> Linker<'s, 'a> {
                         _ => None,
                     },
                 };
-                if let Some((tsec, tslot)) = call_target {
+                if let Some((tsec, tslot, op)) = call_target {
                     let callee = self.function_at(tsec, tslot).cloned().ok_or_else(|| {
                         malformed(
                             sec.name,
@@ -246,11 +258,35 @@ impl<'s, 'a> Linker<'s, 'a> {
                     if i32::try_from(imm).is_err() {
                         return Err(unsupported(sec.name, offset, "call too far".into()));
                     }
-                    out[at] = Insn::new(Op::CallLocal, 0, 1, 0, imm);
+                    out[at] = match op {
+                        // `lddw func` (src 4): the callback's slot relative to the next.
+                        Op::LddwFunc => Insn::new(Op::LddwFunc, insn.dst, 4, 0, imm),
+                        _ => Insn::new(Op::CallLocal, 0, 1, 0, imm),
+                    };
                 }
             }
         }
         let main_slots = main.len;
+        let mut functions: Vec<crate::FuncInfo> = Vec::new();
+        for (&(section, start), &base) in &placed {
+            let name = self.secs.get(section).map_or("", |s| s.name);
+            let type_id = self
+                .func_info
+                .get(name)
+                .and_then(|by_off| by_off.get(&((start as u32).wrapping_mul(8))));
+            if let (Some(&type_id), Some(f)) = (type_id, self.function_at(section, start)) {
+                functions.push(crate::FuncInfo {
+                    slot: base as u32,
+                    type_id,
+                    name: f.name.to_owned(),
+                });
+            }
+        }
+        functions.sort_by_key(|f| f.slot);
+        // The kernel wants func_info for every function or none.
+        if functions.len() != placed.len() {
+            functions.clear();
+        }
         let mut program = Program::from_insns(out);
         if let Some(prog_type) = prog_type {
             program = program.with_prog_type(prog_type);
@@ -262,7 +298,7 @@ impl<'s, 'a> Linker<'s, 'a> {
         for r in relocations {
             program.add_relocation(r);
         }
-        Ok((program, main_slots))
+        Ok(Linked { program, main_slots, functions })
     }
 
     /// Appends `f` to the program; returns where it starts.
@@ -392,11 +428,22 @@ impl<'s, 'a> Linker<'s, 'a> {
                     };
                 }
                 if tsec.is_code() {
-                    return Err(unsupported(
-                        sec.name,
-                        offset,
-                        format!("lddw of function `{}` (callback)", sym.name),
-                    ));
+                    // A callback's address (`bpf_loop`): the symbol (a function, or the
+                    // section with the function's byte offset in the immediate, as clang
+                    // writes it for a static function) plus the addend, as libbpf reads it.
+                    let addend = i64::from(insn.imm as i32);
+                    let at = i64::try_from(sym.value).ok().and_then(|v| v.checked_add(addend));
+                    let slot = at
+                        .filter(|&a| a >= 0 && a % 8 == 0)
+                        .and_then(|a| usize::try_from(a / 8).ok())
+                        .ok_or_else(|| {
+                            malformed(
+                                sec.name,
+                                offset,
+                                format!("lddw of `{}`{addend:+}: no instruction", sym.name),
+                            )
+                        })?;
+                    return Ok(Resolved::Func { section: target, slot });
                 }
                 if tsec.name == ".maps" || tsec.name == "maps" {
                     return Err(malformed(
@@ -417,7 +464,15 @@ impl<'s, 'a> Linker<'s, 'a> {
 }
 
 enum Resolved {
-    Call { section: usize, slot: usize },
+    Call {
+        section: usize,
+        slot: usize,
+    },
+    /// A function's address (`lddw` src 4 once linked).
+    Func {
+        section: usize,
+        slot: usize,
+    },
     Map(RelocTarget),
 }
 

@@ -10,7 +10,7 @@ use weir_program::{MapSpec, MapType};
 
 use crate::btf::{self, Btf, CoreRelo};
 use crate::error::{ElfError, ElfErrorKind};
-use crate::link::Linker;
+use crate::link::{Linked, Linker};
 use crate::section::{prog_type_of_section, SUPPORTED};
 use crate::{
     DataKind, MapOrigin, ObjectMap, ObjectSpec, Pinning, ProgramSpec, RefusedProgram, Variable,
@@ -317,9 +317,28 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
         }
     }
 
-    let core: Vec<CoreRelo> = match find(".BTF.ext") {
-        Some(i) => btf::core_relos(secs[i].data, btf.as_ref().and_then(|b| b.as_ref().ok()))?,
-        None => Vec::new(),
+    let btf_ok = btf.as_ref().and_then(|b| b.as_ref().ok());
+    let (core, func_records): (Vec<CoreRelo>, Vec<btf::FuncRecord>) = match find(".BTF.ext") {
+        Some(i) => (btf::core_relos(secs[i].data, btf_ok)?, btf::func_infos(secs[i].data, btf_ok)?),
+        None => (Vec::new(), Vec::new()),
+    };
+    // The BTF a kernel load sends: DATASECs sized from their sections, variables placed at
+    // their symbols (libbpf's fixup).
+    let kernel_btf = match (find(".BTF"), btf_ok) {
+        (Some(i), Some(b)) => {
+            let size_of =
+                |name: &str| find(name).and_then(|k| u32::try_from(secs.get(k)?.size).ok());
+            let offset_of = |section: &str, var: &str| {
+                let k = find(section)?;
+                in_section(k)
+                    .iter()
+                    .filter_map(|&s| syms.get(s))
+                    .find(|s| s.name == var)
+                    .and_then(|s| u32::try_from(s.value).ok())
+            };
+            b.for_kernel(secs[i].data, size_of, offset_of).ok()
+        }
+        _ => None,
     };
     let (kconfig, ksyms) = match &btf {
         Some(Ok(b)) => (b.datasec_var_names(".kconfig")?, b.datasec_var_names(".ksyms")?),
@@ -330,6 +349,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
     let mut linker = Linker::new(&secs, &syms, &relocs, &map_at, &data_map, &core, &specs)?;
     linker.kconfig = kconfig;
     linker.ksyms = ksyms;
+    for record in func_records {
+        linker.func_info.entry(record.section).or_default().insert(record.insn_off, record.type_id);
+    }
 
     let mut programs = Vec::new();
     let mut refused = Vec::new();
@@ -355,7 +377,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
                 continue;
             };
             match linker.link(&func, Some(prog_type)) {
-                Ok((program, main_slots)) => {
+                Ok(Linked { program, main_slots, functions }) => {
                     total = total.saturating_add(program.len());
                     if total > MAX_TOTAL_SLOTS {
                         return Err(ElfError::unsupported(
@@ -373,6 +395,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
                         program,
                         main_slots,
                         license: license.clone(),
+                        functions,
                     });
                 }
                 Err(e) if matches!(e.kind, ElfErrorKind::Malformed(_)) => return Err(e),
@@ -391,7 +414,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
         if let Some(i) = secs.iter().position(|sec| sec.is_code() && sec.name == ".text") {
             for func in linker.functions(i).iter().filter(|f| f.global).cloned().collect::<Vec<_>>()
             {
-                let (program, main_slots) = linker.link(&func, None)?;
+                let Linked { program, main_slots, functions } = linker.link(&func, None)?;
                 programs.push(ProgramSpec {
                     name: func.name.to_owned(),
                     section: ".text".to_owned(),
@@ -399,6 +422,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
                     program,
                     main_slots,
                     license: license.clone(),
+                    functions,
                 });
             }
         }
@@ -433,7 +457,16 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ObjectSpec, ElfError> {
             notes.push((name.to_owned(), sec.data.to_vec()));
         }
     }
-    Ok(ObjectSpec { license, kernel_version, maps, programs, refused, variables, notes })
+    Ok(ObjectSpec {
+        license,
+        kernel_version,
+        maps,
+        programs,
+        refused,
+        variables,
+        notes,
+        btf: kernel_btf,
+    })
 }
 
 /// The string up to the first NUL (all of it when there is none), lossily decoded.

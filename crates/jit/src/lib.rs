@@ -106,6 +106,9 @@ pub struct Config {
     /// Unroll the counted loops of proven programs (`codegen::counted`); on by default, off
     /// to measure what it gains.
     pub unroll: bool,
+    /// Move an unrolled copy loop's groups with 16-byte loads and stores
+    /// (`codegen::copy`); on by default, off to measure what it gains.
+    pub wide_copy: bool,
 }
 
 impl Default for Config {
@@ -117,7 +120,13 @@ impl Default for Config {
 impl Config {
     /// The configuration with these limits and no blinding.
     pub fn with_limits(limits: Limits) -> Config {
-        Config { limits, blinding: false, max_slots: DEFAULT_MAX_SLOTS, unroll: true }
+        Config {
+            limits,
+            blinding: false,
+            max_slots: DEFAULT_MAX_SLOTS,
+            unroll: true,
+            wide_copy: true,
+        }
     }
 }
 

@@ -148,6 +148,7 @@ impl JitProgram {
         let shape = StackShape::fit(&config.limits);
         let mut plan = Plan::new(program, &bindings, shape, config.limits.instruction_budget);
         plan.unroll = config.unroll;
+        plan.wide_copy = config.wide_copy;
         // Only a proof rules out stack pointers made from scalars (see `stack_reach`).
         let stack_low = match program.assurance() {
             Assurance::Proven => {

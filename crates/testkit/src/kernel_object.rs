@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 
 use weir_isa::ebpf::{encode_bytes, Insn, Op};
 use weir_program::{MapSpec, Program, RelocTarget};
-use weir_sys::kernel::{Kernel, KernelMap, LoadedProgram};
+use weir_sys::kernel::{FuncInfo, Kernel, KernelMap, LoadedProgram};
 
 /// Creates one kernel map per spec, in order; a map with initial contents (`.data`,
 /// `.rodata`) gets them at key 0.
@@ -56,6 +56,22 @@ pub fn load(program: &Program, maps: &[KernelMap]) -> Result<LoadedProgram, Stri
     let prog_type = program.prog_type().ok_or("the program has no type")?;
     Kernel::new()
         .load(prog_type, &bind(program, maps)?)
+        .map_err(|e| format!("the kernel refused it: {}", e.reason()))
+}
+
+/// [`load`] with the program's functions described in BTF: `btf` (an object's `.BTF` as
+/// the kernel takes it, `weir_elf::ObjectSpec::btf`) and per function its first slot and
+/// `FUNC` type id (`ProgramSpec::functions`), sent as libbpf sends them (`BPF_BTF_LOAD`,
+/// then `prog_btf_fd` and `func_info`): what a program with `bpf_loop` callbacks needs.
+pub fn load_with_funcs(
+    program: &Program,
+    maps: &[KernelMap],
+    btf: &[u8],
+    funcs: &[(u32, u32)],
+) -> Result<LoadedProgram, String> {
+    let prog_type = program.prog_type().ok_or("the program has no type")?;
+    Kernel::new()
+        .load_with_funcs(prog_type, &bind(program, maps)?, FuncInfo { btf, funcs })
         .map_err(|e| format!("the kernel refused it: {}", e.reason()))
 }
 

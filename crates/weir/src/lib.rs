@@ -120,7 +120,13 @@ pub fn verify(program: &Program, options: &VerifyOptions) -> Result<Proof, Rejec
 }
 
 /// The helper ids a program of `prog_type` runs with in `weir run` (every helper weir
-/// runs, for the verifier's `Options::helpers`).
+/// runs, for the verifier's `Options::helpers`): the bound ones, and `bpf_loop`, which both
+/// engines run themselves.
 pub fn runtime_helpers(prog_type: ProgType) -> Vec<u32> {
-    weir_helpers::bindings(prog_type).helpers().iter().map(|h| h.id).collect()
+    let mut ids: Vec<u32> =
+        weir_helpers::bindings(prog_type).helpers().iter().map(|h| h.id).collect();
+    if !ids.contains(&weir_program::abi::helper_id::LOOP) {
+        ids.push(weir_program::abi::helper_id::LOOP);
+    }
+    ids
 }

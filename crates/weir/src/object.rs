@@ -34,6 +34,9 @@ pub struct ObjectProgram {
     pub section: String,
     pub prog_type: ProgType,
     program: Program,
+    /// The object described its functions in BTF (`.BTF.ext` func_info), as the kernel
+    /// wants before a program takes a function's address (`bpf_loop`).
+    func_info: bool,
 }
 
 /// An ELF object ready to load: its programs and its live maps.
@@ -68,6 +71,7 @@ impl Object {
             prog_type: Some(p.prog_type),
             helpers: Some(crate::runtime_helpers(p.prog_type)),
             log,
+            func_info: p.func_info,
             ..weir_verifier::Options::default()
         };
         weir_verifier::verify(&p.program, &options)
@@ -114,6 +118,7 @@ impl Object {
                 section: p.section.clone(),
                 prog_type,
                 program: p.program.clone(),
+                func_info: !p.functions.is_empty(),
             });
         }
         if programs.is_empty() {

@@ -2,6 +2,7 @@
 //! `cargo test --release -p weir --test integration MODULE::`.
 
 mod bpf_loop_kernel;
+mod bpf_loop_object;
 mod firewall;
 mod flow_xdp;
 mod hash_recalc;

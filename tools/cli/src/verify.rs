@@ -81,7 +81,12 @@ fn load(args: &VerifyArgs) -> Result<(Program, Options), String> {
             .filter(|p| args.prog.as_deref().is_none_or(|n| p.name == n))
             .collect();
         let program = match found.as_slice() {
-            [one] => one.program.clone(),
+            [one] => {
+                // Functions described in BTF (`.BTF.ext` func_info): callbacks allowed, as
+                // the kernel allows them with the func_info libbpf sends.
+                options.func_info = !one.functions.is_empty();
+                one.program.clone()
+            }
             _ => {
                 let names: Vec<_> = spec.programs.iter().map(|p| p.name.as_str()).collect();
                 return Err(format!(

@@ -110,3 +110,39 @@ fn listings_bring_their_type_and_maps() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("misaligned stack access"), "{}", text(&out.stderr));
 }
+
+/// A clang-built object whose program passes a callback to `bpf_loop`: the object's
+/// `.BTF.ext` func_info tells the verifier the program may take the function's address, as
+/// the kernel's func_info does (without it the kernel refuses: "missing btf func_info").
+#[test]
+fn a_clang_built_bpf_loop_object_is_accepted_with_its_func_info() {
+    let test = "a_clang_built_bpf_loop_object_is_accepted_with_its_func_info";
+    if !crate::common::have("clang", test) {
+        return;
+    }
+    let c = scratch(
+        "loop.c",
+        "#include <linux/bpf.h>\n#include <bpf/bpf_helpers.h>\n\
+         static long cb(__u32 i, void *data) { *(__u64 *)data += i; return i == 5; }\n\
+         SEC(\"xdp\") int looping(struct xdp_md *ctx) {\n\
+           __u64 sum = 0; long n = bpf_loop(9, cb, &sum, 0); return (int)(sum * 10 + n); }\n\
+         char LICENSE[] SEC(\"license\") = \"GPL\";\n",
+    );
+    let o = c.with_extension("o");
+    let mut clang = std::process::Command::new("clang");
+    clang.args(["-target", "bpf", "-g", "-O2", "-c"]);
+    for triplet in ["x86_64-linux-gnu", "aarch64-linux-gnu"] {
+        let include = PathBuf::from("/usr/include").join(triplet);
+        if include.is_dir() {
+            clang.arg(format!("-I{}", include.display()));
+        }
+    }
+    let built = clang.arg(&c).arg("-o").arg(&o).output().unwrap();
+    if !built.status.success() {
+        println!("SKIPPED: {test}: clang cannot build BPF: {}", text(&built.stderr));
+        return;
+    }
+    let out = weir(&["verify", o.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("accepted as xdp"), "{}", text(&out.stdout));
+}

@@ -146,7 +146,7 @@ fn unroll(body: &[&Insn], jump: &Insn, reg: u8, step: i64) -> Option<Unroll> {
 }
 
 /// Whether `insn` may write register `r`.
-fn writes(insn: &Insn, r: u8) -> bool {
+pub(crate) fn writes(insn: &Insn, r: u8) -> bool {
     match insn.op.spec().map(|s| s.operands) {
         Some(Operands::StoreImm | Operands::StoreReg) => {
             // Atomics: the fetch forms write `src`, compare-exchange writes r0.

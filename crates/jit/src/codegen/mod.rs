@@ -28,6 +28,7 @@
 //! a loaded value is opaque to it, so only `c ^ key` reaches the machine code.
 
 mod alu;
+mod copy;
 mod counted;
 pub(crate) mod facts;
 mod memory;
@@ -164,6 +165,8 @@ struct Translator<'a, 'f> {
     blocks: Vec<Block>,
     /// Per basic block, whether it is a counted loop (`counted`).
     counted: Vec<Option<counted::CountedLoop>>,
+    /// Per basic block, the copy idiom its unrolled groups move wide (`copy`).
+    copies: Vec<Option<copy::Copy>>,
     /// While translating a counted loop: the block its back edge goes to (the loop's own
     /// head), the block it is left through (which charges its iterations), and the
     /// block every other jump into it goes to.
@@ -263,6 +266,28 @@ impl<'a, 'f> Translator<'a, 'f> {
                 let eligible = key.is_none() && !cfg.has_calls;
                 eligible.then(|| counted::find(insns, block, plan, shape)).flatten()
             })
+            .collect::<Vec<_>>();
+        let copies = cfg
+            .blocks
+            .iter()
+            .zip(&counted)
+            .map(|(block, found)| {
+                let found: counted::CountedLoop = (*found)?;
+                found.unroll.filter(|_| plan.wide_copy)?;
+                let (_, body) = block.slots.split_last()?;
+                copy::find(insns, body, found.reg, found.step, plan)
+            })
+            .collect::<Vec<_>>();
+        let counted = counted
+            .into_iter()
+            .zip(&copies)
+            .map(|(found, copy)| match (found, copy) {
+                (Some(c), Some(_)) => Some(counted::CountedLoop {
+                    unroll: c.unroll.map(|u| copy::widened(u, c.step)),
+                    ..c
+                }),
+                (found, _) => found,
+            })
             .collect();
         if let Some(&first) = blocks.first() {
             b.ins().jump(first, &[]);
@@ -287,6 +312,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             guesses: provenance::guess(insns, bindings),
             blocks,
             counted,
+            copies,
             counting: None,
             dispatch,
             return_sites: Vec::new(),
@@ -406,7 +432,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.pc = start;
         self.b.switch_to_block(head);
         if let Some(counted) = self.counted.get(index).copied().flatten() {
-            return self.counted_loop(block, head, counted);
+            return self.counted_loop(index, block, head, counted);
         }
         // `remaining < n` as `remaining - n < 0`, signed (the budget is at most i64::MAX,
         // `crate::run`): a signed test of the charged value, which Cranelift cannot rewrite
@@ -463,6 +489,7 @@ impl<'a, 'f> Translator<'a, 'f> {
     /// loop's head, which charges nothing; the exit charges every iteration at once.
     fn counted_loop(
         &mut self,
+        index: usize,
         block: &crate::cfg::BasicBlock,
         entry: Block,
         counted: counted::CountedLoop,
@@ -475,8 +502,9 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.def_var(var(LOOP_BASE), base);
         let head = self.b.create_block();
         let exit = self.b.create_block();
+        let copy = self.copies.get(index).copied().flatten();
         match counted.unroll {
-            Some(unroll) => self.unrolled_groups(block, counted.reg, unroll, head, exit)?,
+            Some(unroll) => self.unrolled_groups(block, counted.reg, unroll, copy, head, exit)?,
             None => {
                 self.b.ins().jump(head, &[]);
             }
@@ -519,6 +547,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         block: &crate::cfg::BasicBlock,
         reg: u8,
         unroll: counted::Unroll,
+        copy: Option<copy::Copy>,
         head: Block,
         exit: Block,
     ) -> Result<(), CompileError> {
@@ -532,12 +561,22 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.ins().brif(guard, group, &[], head, &[]);
         self.b.switch_to_block(group);
         self.sums = [None; REG_COUNT as usize];
-        for _ in 0..unroll.factor {
-            for (k, &slot) in body.iter().enumerate() {
-                self.pc = slot;
-                self.mode = Mode::Hot { n, k };
-                self.instruction(slot)?;
+        let plain = |t: &mut Self| -> Result<(), CompileError> {
+            for _ in 0..unroll.factor {
+                for (k, &slot) in body.iter().enumerate() {
+                    t.pc = slot;
+                    t.mode = Mode::Hot { n, k };
+                    t.instruction(slot)?;
+                }
             }
+            Ok(())
+        };
+        let wide = match copy {
+            Some(copy) => self.wide_copy_group(copy, reg, unroll.factor, body, plain)?,
+            None => false,
+        };
+        if !wide {
+            plain(self)?;
         }
         let guard = self.unroll_guard(reg, unroll);
         self.b.ins().brif(guard, group, &[], rest, &[]);
