@@ -157,11 +157,20 @@ fn same_hole(seen: &mut Option<u32>, c: u32) -> Option<()> {
     }
 }
 
+/// How deeply branches of a pair test may nest (`port P`: network protocol, transport
+/// protocol, the ports): deeper terms are not pairs, and the parse, which recurses, never
+/// follows a deep generated tree (it runs inside the lowering's own recursion).
+const MAX_NESTING: u32 = 6;
+
 /// `or(items)` (or one item): each `F == c` or a nested branch.
 fn test_tail<'a>(
     p: &'a Pred,
     hole: &mut Option<u32>,
+    depth: u32,
 ) -> Option<(Vec<&'a Expr>, Vec<TestBranch<'a>>)> {
+    if depth > MAX_NESTING {
+        return None;
+    }
     let items = match p {
         Pred::Or(items) if !items.is_empty() => items.as_slice(),
         p => std::slice::from_ref(p),
@@ -172,24 +181,24 @@ fn test_tail<'a>(
             same_hole(hole, c)?;
             fields.push(field);
         } else {
-            inner.push(test_branch(item, hole)?);
+            inner.push(test_branch(item, hole, depth + 1)?);
         }
     }
     Some((fields, inner))
 }
 
-fn test_branch<'a>(p: &'a Pred, hole: &mut Option<u32>) -> Option<TestBranch<'a>> {
+fn test_branch<'a>(p: &'a Pred, hole: &mut Option<u32>, depth: u32) -> Option<TestBranch<'a>> {
     match p {
         Pred::And(parts) if parts.len() >= 2 => {
             let (last, guards) = parts.split_last()?;
             if guards.iter().any(stateful) {
                 return None;
             }
-            let (fields, inner) = test_tail(last, hole)?;
+            let (fields, inner) = test_tail(last, hole, depth)?;
             Some(TestBranch { guards, fields, inner })
         }
         p => {
-            let (fields, inner) = test_tail(p, hole)?;
+            let (fields, inner) = test_tail(p, hole, depth)?;
             Some(TestBranch { guards: &[], fields, inner })
         }
     }
@@ -200,14 +209,14 @@ fn slice_test(parts: &[Pred]) -> Option<(Vec<TestBranch<'_>>, u32)> {
     let mut hole = None;
     let branches = match parts {
         [Pred::Or(items)] => {
-            items.iter().map(|item| test_branch(item, &mut hole)).collect::<Option<Vec<_>>>()?
+            items.iter().map(|item| test_branch(item, &mut hole, 0)).collect::<Option<Vec<_>>>()?
         }
-        [one] => vec![test_branch(one, &mut hole)?],
+        [one] => vec![test_branch(one, &mut hole, 0)?],
         [guards @ .., last] => {
             if guards.iter().any(stateful) {
                 return None;
             }
-            let (fields, inner) = test_tail(last, &mut hole)?;
+            let (fields, inner) = test_tail(last, &mut hole, 0)?;
             vec![TestBranch { guards, fields, inner }]
         }
         [] => return None,
