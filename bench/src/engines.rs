@@ -492,6 +492,10 @@ fn pred_touches(p: &Pred, out: &mut Vec<Touch>) {
             expr_touches(&c.next, out);
             expr_touches(&c.offset, out);
         }
+        Pred::Pairs(pairs) => pairs.parts().for_each(|(guards, fields)| {
+            guards.iter().for_each(|g| pred_touches(g, out));
+            fields.iter().for_each(|f| expr_touches(f, out));
+        }),
     }
 }
 

@@ -187,7 +187,7 @@ fn tests_run(p: &Pred, e: &mut Evaluator<'_>, n: &mut u64) -> Result<bool, Abort
         Pred::Not(q) => !tests_run(q, e, n)?,
         Pred::Try(q) => tests_run(q, e, n).unwrap_or(false),
         Pred::Const(_) | Pred::Store { .. } => e.pred(p)?,
-        Pred::Cmp { .. } | Pred::In { .. } | Pred::Guard(_) | Pred::Chain(_) => {
+        Pred::Cmp { .. } | Pred::In { .. } | Pred::Guard(_) | Pred::Chain(_) | Pred::Pairs(_) => {
             *n += 1;
             e.pred(p)?
         }

@@ -186,6 +186,14 @@ fn write_leaf(p: &Pred, f: &mut Formatter<'_>) -> fmt::Result {
         Pred::Store { slot, value } => write!(f, "M[{slot}] := {value}"),
         Pred::Guard(n) => write!(f, "guard({n})"),
         Pred::Try(q) => write!(f, "try({q})"),
+        Pred::Pairs(p) => {
+            let (a, b) = (p.first.with(0), p.second.with(0));
+            write!(
+                f,
+                "pairs({} pairs of ({a}) and ({b}), 0 standing for each value)",
+                p.table.pairs().len()
+            )
+        }
         Pred::Chain(c) => write!(
             f,
             "chain{}({}, from {}: {}, at {})",

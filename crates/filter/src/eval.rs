@@ -106,6 +106,7 @@ impl<'a> Evaluator<'a> {
             }
             Pred::Chain(chain) => self.chain(chain)?,
             Pred::Try(inner) => self.pred(inner).unwrap_or(false),
+            Pred::Pairs(pairs) => pairs.eval(self)?,
         })
     }
 

@@ -202,6 +202,10 @@ pub enum Pred {
     /// abort inside it to its false exit; the classic BPF and eBPF emitters refuse it for
     /// now.
     Try(Box<Pred>),
+    /// A long list of same-shaped conjunctions (`host A and port P`, ...) as one table
+    /// probe, meaning exactly its ordered expansion ([`crate::pairs`]); written by pflang's
+    /// lowering (`fuse`), opaque to the optimizer (it may abort, writes no slot).
+    Pairs(Box<crate::pairs::Pairs>),
 }
 
 /// How many hops one [`Pred::Chain`] walk may make; the hop past them aborts the filter.

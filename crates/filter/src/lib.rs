@@ -18,6 +18,7 @@ pub mod emit;
 pub mod eval;
 pub mod ir;
 pub mod opt;
+pub mod pairs;
 
 mod display;
 
@@ -26,6 +27,7 @@ pub use ir::{
     BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, Size, ValueSet,
     CHAIN_HOP_BUDGET, DEFAULT_ACCEPT, SCRATCH_SLOTS,
 };
+pub use pairs::{PairBranch, PairTable, PairTest, Pairs};
 
 #[cfg(test)]
 mod deep_tests;

@@ -318,6 +318,14 @@ fn the_depth_bound_bounds_the_corpus() {
             Pred::And(ps) | Pred::Or(ps) => ps.iter().map(pred_depth).max().unwrap_or(0),
             Pred::Not(q) | Pred::Try(q) => pred_depth(q),
             Pred::Chain(c) => expr_depth(&c.next).max(expr_depth(&c.offset)),
+            Pred::Pairs(p) => p
+                .parts()
+                .map(|(guards, fields)| {
+                    let g = guards.iter().map(pred_depth).max().unwrap_or(0);
+                    g.max(fields.iter().map(expr_depth).max().unwrap_or(0)) + 2
+                })
+                .max()
+                .unwrap_or(0),
         }
     }
     fn expr_depth(e: &weir_filter::Expr) -> usize {

@@ -244,6 +244,9 @@ impl<'a> Graph<'a> {
             Pred::Chain(_) => return None,
             // Never in lowered code (pfmatch's clauses); not libpcap's to judge.
             Pred::Try(_) => return None,
+            // A long pair list (`fuse`): the table stands for thousands of terms; not
+            // analysed, as a list too big for the budget would not be.
+            Pred::Pairs(_) => return None,
         })
     }
 }

@@ -87,6 +87,9 @@ fn reads_scratch(p: &Pred) -> bool {
         Pred::And(parts) | Pred::Or(parts) => parts.iter().any(reads_scratch),
         Pred::Not(inner) | Pred::Try(inner) => reads_scratch(inner),
         Pred::Chain(c) => expr(&c.next) || expr(&c.offset),
+        Pred::Pairs(pairs) => pairs
+            .parts()
+            .any(|(guards, fields)| guards.iter().any(reads_scratch) || fields.iter().any(expr)),
     }
 }
 

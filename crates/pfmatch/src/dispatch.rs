@@ -419,6 +419,10 @@ fn pred_slots(p: &Pred) -> u32 {
         Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | pred_slots(q)),
         Pred::Not(q) | Pred::Try(q) => pred_slots(q),
         Pred::Chain(c) => expr_slots(&c.next) | expr_slots(&c.offset),
+        Pred::Pairs(p) => p.parts().fold(0, |m, (guards, fields)| {
+            guards.iter().fold(m, |m, g| m | pred_slots(g))
+                | fields.iter().fold(0, |m, f| m | expr_slots(f))
+        }),
     }
 }
 

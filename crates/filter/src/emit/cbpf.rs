@@ -216,6 +216,8 @@ impl Emitter {
             // Classic BPF ends the program on an out-of-bounds load: an abort cannot be
             // caught there.
             Pred::Try(_) => return Err(EmitError::Unsupported("Pred::Try (a pfmatch clause)")),
+            // No tables in classic BPF: the ordered expansion, which the node means.
+            Pred::Pairs(pairs) => self.pred(&pairs.expand(), t, f)?,
         }
         Ok(())
     }

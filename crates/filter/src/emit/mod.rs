@@ -158,6 +158,10 @@ pub(crate) fn scratch_usage(root: &crate::Pred) -> Result<(u16, u16), EmitError>
                 expr(&c.next, read)?;
                 expr(&c.offset, read)
             }
+            Pred::Pairs(p) => p.parts().try_for_each(|(guards, fields)| {
+                guards.iter().try_for_each(|g| pred(g, read, written))?;
+                fields.iter().try_for_each(|f| expr(f, read))
+            }),
         }
     }
     let (mut read, mut written) = (0u16, 0u16);

@@ -10,7 +10,7 @@ use crate::ir::{BinOp, Expr, Pred, SCRATCH_SLOTS};
 pub fn has_store(p: &Pred) -> bool {
     match p {
         Pred::Store { .. } => true,
-        Pred::Chain(_) => false,
+        Pred::Chain(_) | Pred::Pairs(_) => false,
         Pred::And(ps) | Pred::Or(ps) => ps.iter().any(has_store),
         Pred::Not(q) | Pred::Try(q) => has_store(q),
         Pred::Const(_) | Pred::Cmp { .. } | Pred::In { .. } | Pred::Guard(_) => false,
@@ -44,7 +44,7 @@ pub(crate) fn pred_can_abort(p: &Pred) -> bool {
         Pred::Not(q) => pred_can_abort(q),
         Pred::Store { slot, value } => *slot >= SCRATCH_SLOTS || expr_can_abort(value),
         Pred::Guard(n) => *n > 0,
-        Pred::Chain(_) => true,
+        Pred::Chain(_) | Pred::Pairs(_) => true,
         // An abort inside is its false.
         Pred::Try(_) => false,
     }
@@ -64,6 +64,10 @@ pub(crate) fn slots_read(p: &Pred) -> u32 {
         Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | slots_read(q)),
         Pred::Not(q) | Pred::Try(q) => slots_read(q),
         Pred::Chain(c) => scratch_mask(&c.next) | scratch_mask(&c.offset),
+        Pred::Pairs(p) => p.parts().fold(0, |m, (guards, fields)| {
+            guards.iter().fold(m, |m, g| m | slots_read(g))
+                | fields.iter().fold(0, |m, f| m | scratch_mask(f))
+        }),
     }
 }
 
@@ -76,6 +80,16 @@ pub fn node_count(p: &Pred) -> usize {
         Pred::And(ps) | Pred::Or(ps) => 1 + ps.iter().map(node_count).sum::<usize>(),
         Pred::Not(q) | Pred::Try(q) => 1 + node_count(q),
         Pred::Chain(c) => 1 + expr_nodes(&c.next) + expr_nodes(&c.offset),
+        // The tests once (their code is emitted once), not the table.
+        Pred::Pairs(p) => {
+            1 + p
+                .parts()
+                .map(|(guards, fields)| {
+                    guards.iter().map(node_count).sum::<usize>()
+                        + fields.iter().map(expr_nodes).sum::<usize>()
+                })
+                .sum::<usize>()
+        }
     }
 }
 

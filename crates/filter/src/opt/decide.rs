@@ -123,6 +123,7 @@ fn try_stores(p: &Pred) -> u32 {
         | Pred::In { .. }
         | Pred::Guard(_)
         | Pred::Chain(_)
+        | Pred::Pairs(_)
         | Pred::Store { .. } => 0,
     }
 }
@@ -247,6 +248,15 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
         }
         Pred::And(parts) => junction(facts, parts, env, mode, want, true),
         Pred::Or(parts) => junction(facts, parts, env, mode, want, false),
+        // Opaque, as a walk: either answer or an abort, nothing learned (its tests are
+        // lowering's, over packet loads only, written once: nothing to substitute).
+        p @ Pred::Pairs(_) => Walked {
+            pred: p,
+            on_true: want.on_true.then(|| env.clone()),
+            on_false: want.on_false.then(|| env.clone()),
+            can_be_true: true,
+            can_be_false: true,
+        },
         Pred::Chain(mut c) => {
             // Its operands are ordinary values; the walk itself is opaque: either answer
             // or an abort, nothing learned (it writes no slot, so nothing is forgotten).
@@ -493,6 +503,11 @@ fn stores_mask(p: &Pred) -> u32 {
         Pred::Store { slot, .. } => 1u32.checked_shl(u32::from(*slot)).unwrap_or(0),
         Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | stores_mask(q)),
         Pred::Not(q) | Pred::Try(q) => stores_mask(q),
-        Pred::Const(_) | Pred::Cmp { .. } | Pred::In { .. } | Pred::Guard(_) | Pred::Chain(_) => 0,
+        Pred::Const(_)
+        | Pred::Cmp { .. }
+        | Pred::In { .. }
+        | Pred::Guard(_)
+        | Pred::Chain(_)
+        | Pred::Pairs(_) => 0,
     }
 }

@@ -332,7 +332,7 @@ impl Facts {
             }
             Pred::Guard(n) => u64::from(*n) > env.caplen_min,
             // Its loads are at offsets only the packet knows, and its hops may run out.
-            Pred::Chain(_) => true,
+            Pred::Chain(_) | Pred::Pairs(_) => true,
             Pred::Try(_) => false,
         }
     }

@@ -219,9 +219,11 @@ pub(crate) fn negate(p: Pred) -> Pred {
         Pred::And(ps) => junction(ps.into_iter().map(negate).collect(), false),
         Pred::Or(ps) => junction(ps.into_iter().map(negate).collect(), true),
         Pred::Not(q) => *q,
-        p @ (Pred::Store { .. } | Pred::Guard(_) | Pred::Chain(_) | Pred::Try(_)) => {
-            Pred::Not(Box::new(p))
-        }
+        p @ (Pred::Store { .. }
+        | Pred::Guard(_)
+        | Pred::Chain(_)
+        | Pred::Try(_)
+        | Pred::Pairs(_)) => Pred::Not(Box::new(p)),
     }
 }
 
@@ -360,6 +362,11 @@ pub(crate) fn pred(p: Pred, factoring: bool, reads: &mut u32) -> Pred {
             c.offset = expr(c.offset);
             *reads |= scratch_mask(&c.next) | scratch_mask(&c.offset);
             Pred::Chain(c)
+        }
+        // Opaque (see `crate::pairs`); lowering writes its tests over packet loads only.
+        Pred::Pairs(p) => {
+            *reads |= super::analysis::slots_read(&Pred::Pairs(p.clone()));
+            Pred::Pairs(p)
         }
     }
 }

@@ -72,7 +72,9 @@ impl NeedTree {
             // Ends true or false on any packet, however short (an abort inside is its
             // false): it needs nothing, so no guard is hoisted on its account, and what it
             // loads is not taken as known after it.
-            Pred::Try(_) => leaf(Need { on_true: 0, on_false: 0 }),
+            // A pair list may answer having loaded only its first test's first guard's
+            // field: taken as needing nothing, as a Try.
+            Pred::Try(_) | Pred::Pairs(_) => leaf(Need { on_true: 0, on_false: 0 }),
             // The walk's first value and offset are loaded whatever it answers; what it
             // loads after them depends on the packet.
             Pred::Chain(c) => {
@@ -169,7 +171,7 @@ fn pays_off(parts: &[Pred], known: u64, n: u64) -> bool {
                     self.expr(&c.offset);
                 }
                 // Its loads keep their own checks: a guard outside does not replace them.
-                Pred::Const(_) | Pred::Guard(_) | Pred::Try(_) => {}
+                Pred::Const(_) | Pred::Guard(_) | Pred::Try(_) | Pred::Pairs(_) => {}
             }
         }
     }

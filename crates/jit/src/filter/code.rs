@@ -181,3 +181,55 @@ impl Code {
         self.memory.bytes()
     }
 }
+
+/// Fields per test of a [`weir_filter::Pred::Pairs`] whose loaded values the native code
+/// records (one mask bit each); its values area holds twice as many words, the first
+/// test's then the second's. A test with more fields is compiled as its expansion.
+pub(super) const PAIR_FIELDS: usize = 16;
+
+/// What the code of a [`weir_filter::Pred::Pairs`] calls once it has walked both tests
+/// (`super::pairs`): the values it loaded are at `values` (word `i` for bit `i` of
+/// `first_mask`, word `PAIR_FIELDS + i` for bit `i` of `second_mask`), `aborted` has bit 0
+/// set when the first test's walk aborted and bit 1 when the second's did. Returns 0
+/// (false), 1 (true) or 2 (the list aborts): [`weir_filter::PairTable::decide`]. It never
+/// panics (a panic could not unwind out of an `extern "C"` function: it would abort).
+pub(super) extern "C" fn decide_pairs(
+    table: *const weir_filter::PairTable,
+    values: *const u32,
+    first_mask: u32,
+    second_mask: u32,
+    aborted: u32,
+) -> u32 {
+    // SAFETY: the generated code passes the address of a `PairTable` whose `Arc` the
+    // `NativeFilter` (or `NativeResults`) running it keeps in its tables, so it is alive
+    // and, being shared, never written.
+    let table = unsafe { &*table };
+    // The recorded values, packed in field order.
+    let read = |mask: u32, base: usize, out: &mut [u32; PAIR_FIELDS]| -> usize {
+        let mut n = 0;
+        for i in (0..PAIR_FIELDS).filter(|i| mask & (1 << i) != 0) {
+            if let Some(slot) = out.get_mut(n) {
+                // SAFETY: `values` is the code's own stack area of `2 * PAIR_FIELDS`
+                // words, live for the call; the code sets bit `i` of a mask only after
+                // storing word `base + i`, so this reads an initialized word in bounds.
+                *slot = unsafe { values.add(base + i).read() };
+                n += 1;
+            }
+        }
+        n
+    };
+    let (mut first, mut second) = ([0u32; PAIR_FIELDS], [0u32; PAIR_FIELDS]);
+    let nf = read(first_mask, 0, &mut first);
+    let ns = read(second_mask, PAIR_FIELDS, &mut second);
+    let verdict = table.decide(
+        first.get(..nf).unwrap_or(&[]),
+        aborted & 1 != 0,
+        second.get(..ns).unwrap_or(&[]),
+        aborted & 2 != 0,
+    );
+    match verdict {
+        Ok(false) => 0,
+        Ok(true) => 1,
+        Err(_) => 2,
+    }
+}

@@ -120,6 +120,7 @@ pub(super) fn lower(
         entered: SecondaryMap::new(),
         broken: false,
         tables,
+        next_var: u32::from(SCRATCH_SLOTS),
     };
     match root {
         Root::Pred(p) => l.pred(p, accept, reject, 0)?,
@@ -178,7 +179,7 @@ pub(super) struct Lowering<'a, 'f> {
     caplen: Value,
     wire_len: Value,
     /// Where an abort goes: `root_abort`, or inside a [`Pred::Try`] its false target.
-    abort: Block,
+    pub(super) abort: Block,
     /// Returns `abort_value`; cold.
     root_abort: Block,
     /// In the hot half of a split function, returns [`BAIL`]: where failed bounds checks
@@ -213,6 +214,8 @@ pub(super) struct Lowering<'a, 'f> {
     entered: SecondaryMap<Block, bool>,
     broken: bool,
     pub(super) tables: &'a mut SetTables,
+    /// The next free Cranelift variable (the scratch slots take the first ones).
+    next_var: u32,
 }
 
 impl Lowering<'_, '_> {
@@ -306,6 +309,14 @@ impl Lowering<'_, '_> {
         self.b.create_block()
     }
 
+    /// A new 32-bit variable.
+    pub(super) fn fresh_var(&mut self) -> Variable {
+        let var = Variable::from_u32(self.next_var);
+        self.next_var += 1;
+        self.b.declare_var(var, types::I32);
+        var
+    }
+
     /// Aborts here; emitting goes on in a block nothing reaches.
     fn abort_here(&mut self) {
         self.jump(self.abort);
@@ -314,7 +325,7 @@ impl Lowering<'_, '_> {
     }
 
     /// Aborts when `cond` is nonzero, else goes on.
-    fn abort_if(&mut self, cond: Value) {
+    pub(super) fn abort_if(&mut self, cond: Value) {
         let cont = self.new_block();
         self.branch(cond, self.abort, cont);
         self.switch_to(cont);
@@ -344,13 +355,19 @@ impl Lowering<'_, '_> {
     }
 
     /// Checks up front the loads at constant offsets that evaluating all of `exprs` makes.
-    fn need_loads(&mut self, exprs: &[&Expr]) {
+    pub(super) fn need_loads(&mut self, exprs: &[&Expr]) {
         if let Some(end) = exprs.iter().filter_map(|e| constant_load_end(e)).max() {
             self.need(end);
         }
     }
 
-    fn pred(&mut self, p: &Pred, t: Block, f: Block, depth: u32) -> Result<(), CompileError> {
+    pub(super) fn pred(
+        &mut self,
+        p: &Pred,
+        t: Block,
+        f: Block,
+        depth: u32,
+    ) -> Result<(), CompileError> {
         let depth = deeper(depth)?;
         match p {
             Pred::Const(holds) => self.jump(if *holds { t } else { f }),
@@ -383,6 +400,7 @@ impl Lowering<'_, '_> {
             Pred::And(parts) => self.sequence(parts, t, f, depth, true)?,
             Pred::Or(parts) => self.sequence(parts, t, f, depth, false)?,
             Pred::Chain(chain) => self.walk(chain, t, f, depth)?,
+            Pred::Pairs(pairs) => self.pairs(pairs, t, f, depth)?,
             // An abort inside is the Try's false: the inner part's aborts branch to `f`,
             // each edge recording the length proven where it leaves (less than the path
             // inside may prove later), so `f`'s bound is the smallest over them all. The
@@ -490,7 +508,7 @@ impl Lowering<'_, '_> {
 
     /// `and` (`all`) or `or`: each part but the last decides the whole on one outcome
     /// and falls through to the next part on the other.
-    fn sequence(
+    pub(super) fn sequence(
         &mut self,
         parts: &[Pred],
         t: Block,
@@ -554,7 +572,7 @@ impl Lowering<'_, '_> {
         })
     }
 
-    fn expr(&mut self, e: &Expr, depth: u32) -> Result<Value, CompileError> {
+    pub(super) fn expr(&mut self, e: &Expr, depth: u32) -> Result<Value, CompileError> {
         let depth = deeper(depth)?;
         Ok(match e {
             Expr::Const(k) => self.b.ins().iconst(types::I32, i64::from(*k)),

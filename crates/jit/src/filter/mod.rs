@@ -29,6 +29,7 @@
 
 mod code;
 mod lower;
+mod pairs;
 mod set;
 
 use weir_filter::opt::{has_store, node_count};

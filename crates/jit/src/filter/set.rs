@@ -16,8 +16,23 @@ use super::CompileError;
 /// Sets of at most this many ranges compile to compare chains.
 pub(super) const CHAIN_MAX: usize = 8;
 
-/// The range tables of one filter's large sets, each `[lo, hi]` sorted by `lo`.
-pub(super) type SetTables = Vec<Box<[[u32; 2]]>>;
+/// The tables one filter's code holds the addresses of: its large sets' range tables,
+/// each `[lo, hi]` sorted by `lo`, and its pair lists' tables (`super::pairs`).
+#[derive(Default)]
+pub(super) struct SetTables {
+    pub(super) ranges: Vec<Box<[[u32; 2]]>>,
+    pub(super) pairs: Vec<std::sync::Arc<weir_filter::PairTable>>,
+}
+
+impl SetTables {
+    pub(super) fn new() -> SetTables {
+        SetTables::default()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.ranges.len() + self.pairs.len()
+    }
+}
 
 /// Table loads: always in bounds and aligned (the search never leaves its table, whose
 /// pairs are 4-byte aligned), and the table never changes, so they may move freely.
@@ -88,7 +103,7 @@ impl Lowering<'_, '_> {
         }
         let table: Box<[[u32; 2]]> = ranges.iter().map(|&(lo, hi)| [lo, hi]).collect();
         let base = self.b.ins().iconst(types::I64, table.as_ptr() as i64);
-        self.tables.push(table);
+        self.tables.ranges.push(table);
 
         // Invariant: the answer's index lies in `offset/8 .. offset/8 + len`; each step
         // halves `len` and moves `offset` past the probed pair when its `lo <= v`.

@@ -32,7 +32,7 @@
 //! which cannot abort either). The tests (crates/pflang/tests/fuse.rs) compare the fused
 //! and the term-by-term lowering on random lists and random, cut packets.
 
-use weir_filter::{CmpOp, Expr, Pred, ValueSet};
+use weir_filter::{CmpOp, Expr, PairBranch, PairTest, Pairs, Pred, ValueSet};
 
 /// Fewer terms than this are lowered term by term: everyday filters (`port 80 or port
 /// 443`) keep the tree the optimizer and the emitters are tuned on, and a short list
@@ -138,6 +138,171 @@ fn shape(p: &Pred) -> Option<Shape<'_>> {
     Some(Shape { branches, hole: hole? })
 }
 
+/// A branch of a pair test as parsed from a term (borrowed; [`PairBranch`] owned):
+/// `and(guards..., or(F == c ..., nested branches ...))`.
+struct TestBranch<'a> {
+    guards: &'a [Pred],
+    fields: Vec<&'a Expr>,
+    inner: Vec<TestBranch<'a>>,
+}
+
+/// Agrees the hole `c` with the one seen so far.
+fn same_hole(seen: &mut Option<u32>, c: u32) -> Option<()> {
+    match *seen {
+        Some(h) if h != c => None,
+        _ => {
+            *seen = Some(c);
+            Some(())
+        }
+    }
+}
+
+/// How deeply branches of a pair test may nest (`port P`: network protocol, transport
+/// protocol, the ports): deeper terms are not pairs, and the parse, which recurses, never
+/// follows a deep generated tree (it runs inside the lowering's own recursion).
+const MAX_NESTING: u32 = 6;
+
+/// `or(items)` (or one item): each `F == c` or a nested branch.
+fn test_tail<'a>(
+    p: &'a Pred,
+    hole: &mut Option<u32>,
+    depth: u32,
+) -> Option<(Vec<&'a Expr>, Vec<TestBranch<'a>>)> {
+    if depth > MAX_NESTING {
+        return None;
+    }
+    let items = match p {
+        Pred::Or(items) if !items.is_empty() => items.as_slice(),
+        p => std::slice::from_ref(p),
+    };
+    let (mut fields, mut inner) = (Vec::new(), Vec::new());
+    for item in items {
+        if let Some((field, c)) = hole_test(item) {
+            same_hole(hole, c)?;
+            fields.push(field);
+        } else {
+            inner.push(test_branch(item, hole, depth + 1)?);
+        }
+    }
+    Some((fields, inner))
+}
+
+fn test_branch<'a>(p: &'a Pred, hole: &mut Option<u32>, depth: u32) -> Option<TestBranch<'a>> {
+    match p {
+        Pred::And(parts) if parts.len() >= 2 => {
+            let (last, guards) = parts.split_last()?;
+            if guards.iter().any(stateful) {
+                return None;
+            }
+            let (fields, inner) = test_tail(last, hole, depth)?;
+            Some(TestBranch { guards, fields, inner })
+        }
+        p => {
+            let (fields, inner) = test_tail(p, hole, depth)?;
+            Some(TestBranch { guards: &[], fields, inner })
+        }
+    }
+}
+
+/// `and(parts...)` as a pair test with a hole: its branches and the hole's value.
+fn slice_test(parts: &[Pred]) -> Option<(Vec<TestBranch<'_>>, u32)> {
+    let mut hole = None;
+    let branches = match parts {
+        [Pred::Or(items)] => {
+            items.iter().map(|item| test_branch(item, &mut hole, 0)).collect::<Option<Vec<_>>>()?
+        }
+        [one] => vec![test_branch(one, &mut hole, 0)?],
+        [guards @ .., last] => {
+            if guards.iter().any(stateful) {
+                return None;
+            }
+            let (fields, inner) = test_tail(last, &mut hole, 0)?;
+            vec![TestBranch { guards, fields, inner }]
+        }
+        [] => return None,
+    };
+    Some((branches, hole?))
+}
+
+fn owned(branches: &[TestBranch<'_>]) -> Vec<PairBranch> {
+    branches
+        .iter()
+        .map(|b| PairBranch {
+            guards: b.guards.to_vec(),
+            fields: b.fields.iter().map(|&f| f.clone()).collect(),
+            inner: owned(&b.inner),
+        })
+        .collect()
+}
+
+/// Whether `branches` are `test`'s (the hole may differ).
+fn same_test(branches: &[TestBranch<'_>], test: &[PairBranch]) -> bool {
+    branches.len() == test.len()
+        && branches.iter().zip(test).all(|(a, b)| {
+            a.guards == b.guards.as_slice()
+                && a.fields.len() == b.fields.len()
+                && a.fields.iter().zip(&b.fields).all(|(&x, y)| x == y)
+                && same_test(&a.inner, &b.inner)
+        })
+}
+
+/// A run of pair terms `H(a) and Q(b)` (`host A and port P`: two holes, so not a set):
+/// fused into one [`Pred::Pairs`] once at least [`MIN_TERMS`] long. A term is `and(parts)`
+/// split at `split` into the two tests; any split whose halves are shapes is exact (the
+/// node means the ordered expansion of the very terms), so the first that parses is used,
+/// and later terms must split the same way into the same tests.
+struct PairRun {
+    first: PairTest,
+    second: PairTest,
+    split: usize,
+    /// The terms, while the run is shorter than [`MIN_TERMS`].
+    held: Vec<Pred>,
+    pairs: Vec<(u32, u32)>,
+}
+
+impl PairRun {
+    fn start(term: Pred) -> Result<PairRun, Pred> {
+        let Pred::And(parts) = &term else { return Err(term) };
+        let found = (1..parts.len()).find_map(|k| {
+            let (h, a) = slice_test(parts.get(..k)?)?;
+            let (q, b) = slice_test(parts.get(k..)?)?;
+            let test = |branches: &[TestBranch<'_>]| PairTest { branches: owned(branches) };
+            Some((k, test(&h), test(&q), (a, b)))
+        });
+        let Some((split, first, second, pair)) = found else { return Err(term) };
+        Ok(PairRun { first, second, split, held: vec![term], pairs: vec![pair] })
+    }
+
+    /// The term's pair, when it is one of this run's.
+    fn pair(&self, term: &Pred) -> Option<(u32, u32)> {
+        let Pred::And(parts) = term else { return None };
+        let (h, a) = slice_test(parts.get(..self.split)?)?;
+        let (q, b) = slice_test(parts.get(self.split..)?)?;
+        let same = same_test(&h, &self.first.branches) && same_test(&q, &self.second.branches);
+        same.then_some((a, b))
+    }
+
+    fn push(&mut self, term: Pred, pair: (u32, u32)) {
+        self.pairs.push(pair);
+        if self.pairs.len() >= MIN_TERMS {
+            self.held.clear();
+        } else {
+            self.held.push(term);
+        }
+    }
+
+    /// Appends the run to `out`; true when it was fused.
+    fn finish(self, out: &mut Vec<Pred>) -> bool {
+        if self.pairs.len() >= MIN_TERMS {
+            out.push(Pred::Pairs(Box::new(Pairs::new(self.first, self.second, self.pairs))));
+            true
+        } else {
+            out.extend(self.held);
+            false
+        }
+    }
+}
+
 /// The set lookups standing for the terms after the first of a run of one shape (see the
 /// module documentation); `rest` holds their holes.
 fn lookups(shape: &Shape<'_>, rest: &[u32]) -> Pred {
@@ -162,12 +327,21 @@ pub struct Fuser {
     held: Vec<Pred>,
     /// The holes of the run's later terms.
     holes: Vec<u32>,
+    /// The current run of pair terms, if any (never at once with `head`).
+    pairs: Option<PairRun>,
     fused: bool,
 }
 
 impl Fuser {
     /// The next term of the `or`.
     pub fn push(&mut self, term: Pred) {
+        if let Some(run) = &mut self.pairs {
+            if let Some(pair) = run.pair(&term) {
+                run.push(term, pair);
+                return;
+            }
+            self.flush_pairs();
+        }
         let hole = match (&self.head, shape(&term)) {
             (Some(head), Some(s)) => shape(head).filter(|h| h.same_as(&s)).map(|_| s.hole),
             _ => None,
@@ -185,7 +359,16 @@ impl Fuser {
         if shape(&term).is_some() {
             self.head = Some(term);
         } else {
-            self.out.push(term);
+            match PairRun::start(term) {
+                Ok(run) => self.pairs = Some(run),
+                Err(term) => self.out.push(term),
+            }
+        }
+    }
+
+    fn flush_pairs(&mut self) {
+        if let Some(run) = self.pairs.take() {
+            self.fused |= run.finish(&mut self.out);
         }
     }
 
@@ -206,6 +389,7 @@ impl Fuser {
     /// The terms, runs fused, in order; and whether any run was.
     pub fn finish(mut self) -> (Vec<Pred>, bool) {
         self.flush();
+        self.flush_pairs();
         (self.out, self.fused)
     }
 }

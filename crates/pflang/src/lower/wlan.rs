@@ -168,6 +168,9 @@ pub(crate) fn reads_slot(p: &Pred, slot: u8) -> bool {
         Pred::Not(p) | Pred::Try(p) => reads_slot(p, slot),
         Pred::Store { value, .. } => expr_reads(value, slot),
         Pred::Chain(chain) => expr_reads(&chain.next, slot) || expr_reads(&chain.offset, slot),
+        Pred::Pairs(pairs) => pairs.parts().any(|(guards, fields)| {
+            guards.iter().any(|g| reads_slot(g, slot)) || fields.iter().any(|f| expr_reads(f, slot))
+        }),
     }
 }
 

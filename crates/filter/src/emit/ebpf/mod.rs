@@ -382,6 +382,9 @@ impl Emitter {
             Pred::Or(parts) => return self.sequence(parts, false, t, f),
             Pred::Chain(chain) => self.chain(chain, t, f)?,
             Pred::Try(inner) => return self.try_pred(inner, t, f),
+            // The ordered expansion, which the node means (a hash map would need the
+            // program to carry one: not done).
+            Pred::Pairs(pairs) => return self.pred(&pairs.expand(), t, f),
         }
         Ok((self.checked, self.checked))
     }

@@ -1,0 +1,222 @@
+//! Pair lists (`host A and port P or ...`, and the firewall's `not (not (..) and not (..)
+//! ...)`) lowered to one `Pred::Pairs` (`lower::fuse`) against the same lists lowered term
+//! by term: random lists drawn from small pools (repeated hosts, repeated ports, hosts in
+//! several pairs; `src`/`dst`/`ip` hosts, `tcp`/`udp`/`src`/`dst` ports, nets), random
+//! packets built to hit them (IPv4 with options and fragments, IPv6, ARP, RARP, other
+//! EtherTypes; TCP, UDP, SCTP and other protocols), each cut at every length. The verdict
+//! must be the term-by-term filter's on the reference evaluator (the node, before and after
+//! the optimizer), the native code (`weir_jit::filter`, which calls out to the node's
+//! probe) and the classic BPF emitted from it (the node's expansion).
+
+use weir_cbpf::CbpfFilter;
+use weir_filter::emit::cbpf;
+use weir_filter::opt::optimize;
+use weir_filter::{Filter, Pred};
+use weir_pflang::lower::fuse::MIN_TERMS;
+use weir_pflang::names::NameDb;
+use weir_pflang::{LinkType, Options};
+use weir_testkit::SplitMix64;
+
+const SEED: u64 = 0x9a17_0013;
+const LISTS: usize = 90;
+const PACKETS_PER_LIST: usize = 16;
+
+struct Pool {
+    hosts: Vec<[u8; 4]>,
+    ports: Vec<u16>,
+}
+
+impl Pool {
+    fn new(rng: &mut SplitMix64) -> Pool {
+        // Few values: lists repeat hosts and ports, and packets hit them.
+        let hosts = (0..rng.range_usize(2, 12)).map(|_| [10, 0, rng.u8() % 2, rng.u8()]).collect();
+        let ports = (0..rng.range_usize(2, 12)).map(|_| rng.range(1, 300) as u16).collect();
+        Pool { hosts, ports }
+    }
+}
+
+fn ip(a: [u8; 4]) -> String {
+    format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
+}
+
+/// One pair term of kind `kind`.
+fn term(kind: usize, rng: &mut SplitMix64, pool: &Pool) -> String {
+    let h = pool.hosts[rng.below_usize(pool.hosts.len())];
+    let host = ip(h);
+    let port = pool.ports[rng.below_usize(pool.ports.len())];
+    match kind {
+        0 => format!("host {host} and port {port}"),
+        1 => format!("src host {host} and tcp port {port}"),
+        2 => format!("dst host {host} and udp dst port {port}"),
+        3 => format!("ip host {host} and port {port}"),
+        4 => format!("host {host} and src port {port}"),
+        5 => format!("net {}.{}.{}.0/24 and dst port {port}", h[0], h[1], h[2]),
+        6 => format!("port {port} and host {host}"),
+        // Not a pair: breaks runs.
+        _ => format!("host {host}"),
+    }
+}
+
+/// A random list: one kind, sometimes interrupted; or-joined, or `not`s and-joined.
+fn list(rng: &mut SplitMix64, pool: &Pool) -> (Vec<String>, bool) {
+    let n = rng.range_usize(MIN_TERMS, 4 * MIN_TERMS);
+    let kind = rng.below_usize(7);
+    let mixed = rng.chance(20);
+    let terms = (0..n)
+        .map(|_| {
+            let k = if mixed && rng.chance(10) { rng.below_usize(8) } else { kind };
+            term(k, rng, pool)
+        })
+        .collect();
+    (terms, rng.chance(50))
+}
+
+/// A packet meant to meet the pool.
+fn packet(rng: &mut SplitMix64, pool: &Pool) -> Vec<u8> {
+    let len = rng.range_usize(44, 100);
+    let mut p = rng.bytes(len);
+    let host = |rng: &mut SplitMix64| {
+        if rng.chance(75) {
+            pool.hosts[rng.below_usize(pool.hosts.len())]
+        } else {
+            rng.u32().to_be_bytes()
+        }
+    };
+    let port = |rng: &mut SplitMix64| {
+        if rng.chance(75) {
+            pool.ports[rng.below_usize(pool.ports.len())]
+        } else {
+            rng.u16()
+        }
+    };
+    let ethertype: u16 = match rng.below(12) {
+        0 => 0x0806,
+        1 => 0x8035,
+        2 | 3 => 0x86dd,
+        4 => rng.u16(),
+        _ => 0x0800,
+    };
+    p[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    let proto = rng.one_of(&[6, 17, 132, 1, 6, 17, 47]);
+    let transport = match ethertype {
+        0x0800 => {
+            let ihl = if rng.chance(70) { 5 } else { rng.below(16) as u8 };
+            p[14] = 0x40 | ihl;
+            // Fragments: offset and more-fragments bits, sometimes.
+            p[20] = if rng.chance(75) { 0 } else { rng.u8() };
+            p[21] = if rng.chance(75) { 0 } else { rng.u8() };
+            p[23] = proto;
+            let (src, dst) = (host(rng), host(rng));
+            p[26..30].copy_from_slice(&src);
+            p[30..34].copy_from_slice(&dst);
+            Some(14 + 4 * usize::from(ihl))
+        }
+        0x86dd => {
+            p[14] = 0x60;
+            p[20] = proto;
+            Some(54)
+        }
+        0x0806 | 0x8035 => {
+            p[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+            let (spa, tpa) = (host(rng), host(rng));
+            p[28..32].copy_from_slice(&spa);
+            p[38..42].copy_from_slice(&tpa);
+            None
+        }
+        _ => None,
+    };
+    if let Some(th) = transport {
+        for at in [th, th + 2] {
+            if at + 2 <= p.len() {
+                let v = port(rng);
+                p[at..at + 2].copy_from_slice(&v.to_be_bytes());
+            }
+        }
+    }
+    p
+}
+
+fn lowered(expr: &str, names: &NameDb) -> Filter {
+    let options = Options::new(LinkType::Ethernet);
+    weir_pflang::compile(expr, &options, names).unwrap_or_else(|e| panic!("{expr}: {e}"))
+}
+
+/// The start of a long expression, for messages.
+fn short(expr: &str) -> String {
+    expr.chars().take(300).collect()
+}
+
+fn has_pairs(p: &Pred) -> bool {
+    match p {
+        Pred::Pairs(_) => true,
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().any(has_pairs),
+        Pred::Not(q) | Pred::Try(q) => has_pairs(q),
+        _ => false,
+    }
+}
+
+#[test]
+fn pair_lists_match_their_terms_on_cut_packets() {
+    let names = NameDb::builtin();
+    let mut rng = SplitMix64::new(SEED);
+    let (mut fused, mut cuts, mut natives) = (0usize, 0usize, 0usize);
+    for _ in 0..LISTS {
+        let pool = Pool::new(&mut rng);
+        let (terms, negated) = list(&mut rng, &pool);
+        let joined = if negated {
+            let and = terms.iter().map(|t| format!("not ({t})")).collect::<Vec<_>>().join(" and ");
+            format!("not ({and})")
+        } else {
+            terms.iter().map(|t| format!("({t})")).collect::<Vec<_>>().join(" or ")
+        };
+        let node = lowered(&joined, &names);
+        fused += usize::from(has_pairs(&node.pred));
+        let parts = terms.iter().map(|t| lowered(t, &names).pred);
+        let expanded = if negated {
+            Filter::new(Pred::not(Pred::And(parts.map(Pred::not).collect())))
+        } else {
+            Filter::new(Pred::Or(parts.collect()))
+        };
+        let optimized = optimize(&node);
+        let classic = cbpf::emit(&optimized).ok().and_then(|prog| CbpfFilter::new(&prog).ok());
+        assert!(classic.is_some(), "`{joined}` did not compile to classic BPF");
+        let native = weir_jit::filter::compile(&optimized).ok();
+        natives += usize::from(native.is_some());
+        for _ in 0..PACKETS_PER_LIST {
+            let pkt = packet(&mut rng, &pool);
+            let wire = pkt.len() as u32;
+            for cut in 0..=pkt.len() {
+                let bytes = &pkt[..cut];
+                let want = expanded.run(bytes, wire);
+                let at = || format!("`{}` on {pkt:02x?} cut at {cut}", short(&joined));
+                assert_eq!(node.run(bytes, wire), want, "node: {}", at());
+                assert_eq!(optimized.run(bytes, wire), want, "optimized: {}", at());
+                if let Some(classic) = &classic {
+                    assert_eq!(classic.run(bytes, wire), want, "classic: {}", at());
+                }
+                if let Some(native) = &native {
+                    assert_eq!(native.run(bytes, wire), want, "native: {}", at());
+                }
+                cuts += 1;
+            }
+        }
+    }
+    eprintln!("pairs: {LISTS} lists ({fused} with a pair node), {cuts} cut packets");
+    // The generator must exercise the node, and the native code must compile it.
+    assert!(fused >= LISTS / 2, "only {fused} of {LISTS} lists fused");
+    assert_eq!(natives, LISTS, "some lists did not compile to native code");
+}
+
+/// The firewall list lowers to one node whatever its length: a tree of one term's size.
+#[test]
+fn a_long_pair_list_lowers_to_one_node() {
+    let names = NameDb::builtin();
+    let terms: Vec<String> = (0..5_000u32)
+        .map(|i| format!("not (host 10.{}.{}.1 and port {})", i / 250, i % 250, 1 + i))
+        .collect();
+    let f = lowered(&format!("not ({})", terms.join(" and ")), &names);
+    let one = weir_filter::opt::node_count(&lowered("host 10.0.0.1 and port 1", &names).pred);
+    let n = weir_filter::opt::node_count(&f.pred);
+    assert!(has_pairs(&f.pred), "5,000 pairs: no pair node");
+    assert!(n < 3 * one, "{n} nodes for 5,000 pairs (one pair: {one})");
+}
