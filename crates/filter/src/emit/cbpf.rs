@@ -44,7 +44,13 @@ pub use super::tighten::tighten;
 /// A classic program for `filter`: `ret #accept` when it matches, `ret #0` when it does not
 /// or when it aborts. The laid-out program goes through [`tighten`] (libpcap's flow-graph
 /// passes: jump threading, redundant and dead loads, shared tails).
+///
+/// A filter with [`Pred::Pairs`] nodes is emitted from
+/// [`crate::pairs::expanded_optimized`] (its expansion optimized in place).
 pub fn emit(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
+    if let Some(expanded) = crate::pairs::expanded_optimized(filter) {
+        return emit_unoptimized(&expanded).map(|p| tighten(&p));
+    }
     emit_unoptimized(filter).map(|p| tighten(&p))
 }
 

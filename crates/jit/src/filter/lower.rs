@@ -787,6 +787,11 @@ impl Reach {
             Pred::In { value, .. } | Pred::Store { value, .. } => self.expr(value, depth),
             Pred::Not(q) | Pred::Try(q) => self.pred(q, depth),
             Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|q| self.pred(q, depth)),
+            // A pair table's two walks load their fields under their guards.
+            Pred::Pairs(pairs) => pairs.parts().for_each(|(guards, fields)| {
+                guards.iter().for_each(|g| self.pred(g, depth));
+                fields.iter().for_each(|f| self.expr(f, depth));
+            }),
         }
     }
 
