@@ -96,9 +96,7 @@ impl Interpreter {
         executed: &mut u64,
         observe: &mut F,
     ) -> Result<u64, Trap> {
-        // Sliced to `mask + 1` steps so that the compiler sees `pc & mask` is in bounds.
-        let mask = self.mask;
-        let code: &[Step] = self.code.get(..=mask).unwrap_or_default();
+        let code: &[Step] = &self.code;
         let mut regs = [0u64; 16];
         regs[1] = r1;
         regs[2] = r2;
@@ -109,7 +107,7 @@ impl Interpreter {
         let mut pc: usize = 0;
 
         let outcome = 'run: loop {
-            let Some(&step) = code.get(pc & mask) else {
+            let Some(&step) = code.get(pc) else {
                 // Unreachable by construction (every target is a step); kept as a trap.
                 break 'run Err(Trap::new(TrapCode::BadJump, pc));
             };

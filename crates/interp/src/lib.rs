@@ -117,8 +117,6 @@ impl Engine for Interp {
 pub struct Interpreter {
     /// One step per slot, then the run-off-the-end sentinel and jump detours.
     code: Vec<Step>,
-    /// `code.len() - 1`: the code is padded to a power of two ([`step::padded_mask`]).
-    mask: usize,
     /// Number of program slots (the steps that are instructions).
     slots: usize,
     bindings: Bindings,
@@ -186,7 +184,6 @@ impl Interpreter {
         // Fits: the shape was fitted into the stack window.
         let (stack_bytes, entry_floor) = (shape.bytes() as usize, shape.frame_floor(0) as usize);
         Interpreter {
-            mask: step::padded_mask(&code),
             code,
             slots: program.len(),
             bindings,

@@ -726,8 +726,7 @@ fn resolve(insns: &[Insn], pc: usize, delta: i64) -> Option<usize> {
 }
 
 /// Translates a whole program. The result holds one step per slot, then the
-/// run-off-the-end sentinel, then the detours of conditional jumps with bad targets, then
-/// padding up to a power of two (see [`padded_mask`]).
+/// run-off-the-end sentinel, then the detours of conditional jumps with bad targets.
 pub(crate) fn translate(program: &Program, bindings: &Bindings) -> Vec<Step> {
     let insns = program.insns();
     let len = insns.len();
@@ -739,24 +738,7 @@ pub(crate) fn translate(program: &Program, bindings: &Bindings) -> Vec<Step> {
     }
     code.push(Step::FailAt { code: TrapCode::BadJump, pc: len.saturating_sub(1) });
     code.extend(detours);
-    // Padding: no jump reaches it (every target is a step); should control ever get there
-    // it traps as running off the code does, naming the step it reached.
-    let padded = code.len().checked_next_power_of_two().unwrap_or(code.len());
-    for pc in code.len()..padded {
-        code.push(Step::FailAt { code: TrapCode::BadJump, pc });
-    }
     code
-}
-
-/// The index mask of translated code (its length, a power of two, less one): the run loop
-/// fetches step `pc & mask` from the code sliced to `mask + 1` steps, which the compiler
-/// sees is in bounds, so a step's fetch is an `and` rather than a compare and a branch.
-pub(crate) fn padded_mask(code: &[Step]) -> usize {
-    if code.len().is_power_of_two() {
-        code.len().wrapping_sub(1)
-    } else {
-        0
-    }
 }
 
 struct Translator<'a> {
@@ -1035,10 +1017,7 @@ mod tests {
             Insn::new(Op::Exit, 0, 0, 0, 0),
         ];
         let code = translate(&Program::from_insns(insns), &Bindings::new());
-        assert_eq!(code.len(), 8, "3 + 1 + 2 steps, padded to a power of two");
-        assert_eq!(padded_mask(&code), 7);
-        assert!(matches!(code[6], Step::FailAt { code: TrapCode::BadJump, pc: 6 }));
-        assert!(matches!(code[7], Step::FailAt { code: TrapCode::BadJump, pc: 7 }));
+        assert_eq!(code.len(), 3 + 1 + 2);
         assert!(matches!(code[0], Step::Jeq64Imm { target: 4, .. }));
         assert!(matches!(code[1], Step::Jeq64Imm { target: 5, .. }));
         assert!(matches!(code[3], Step::FailAt { code: TrapCode::BadJump, pc: 2 }));
