@@ -26,7 +26,10 @@
 //!   and the slice's own bounds check; legacy packet loads (most of a filter) are one step
 //!   variant per size, reading a fixed-size array from a window chosen once per run.
 //! - Tried and dropped: the loop as an out-of-line function (filters 6% slower), a
-//!   per-window floor array in place of the stack test (no difference measured).
+//!   per-window floor array in place of the stack test (no difference measured), the code
+//!   padded to a power of two and fetched at `pc & mask` (pc then stays in a register:
+//!   short filters about 1 ns faster, but two long compare chains 25-38% slower and the
+//!   filters overall 3% slower; bench/records/2026-11-29-interp-3.txt).
 //! - Result (one machine, two helpers' builds beside it): filters from 3.8 to 2.8 ns per
 //!   instruction over all of them; the shortest (5-6 instructions) stay near 3.5-4 ns, the
 //!   run's fixed cost (about 12 ns: the input checks, the packet fields, the register file)
