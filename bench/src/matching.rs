@@ -94,8 +94,12 @@ fn only(spec: &str, program: &Program) -> Result<bool, String> {
     let started = Instant::now();
     if row == "dispatch" {
         let d = weir::pfmatch::Dispatch::compile(program)?;
-        let native = weir_jit::filter::compile_results(d.filter(), &d.result_slots())
-            .map_err(|e| e.to_string())?;
+        let native = weir_jit::filter::compile_results_read(
+            d.filter(),
+            &d.result_slots(),
+            &d.result_reads(),
+        )
+        .map_err(|e| e.to_string())?;
         // The hot function every run calls, and the whole one it leaves packets to.
         dump(row, native.machine_code())?;
         dump("dispatch-whole", native.whole_machine_code())?;
@@ -275,9 +279,12 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
     // Sharing header tests across clauses, before (each clause optimized alone, one after
     // another) and after (dispatch on header fields): IR size, tests run per packet.
     let unshared = weir::pfmatch::Dispatch::compile_with(&program, 0)?;
-    let unshared_native =
-        weir_jit::filter::compile_results(unshared.filter(), &unshared.result_slots())
-            .map_err(|e| e.to_string())?;
+    let unshared_native = weir_jit::filter::compile_results_read(
+        unshared.filter(),
+        &unshared.result_slots(),
+        &unshared.result_reads(),
+    )
+    .map_err(|e| e.to_string())?;
     let unshared_handler = |p: &[u8], w: u32| {
         let mut r = [0u32; 16];
         let hit = unshared_native.run(p, w, &mut r);

@@ -109,6 +109,16 @@ impl Dispatch {
         std::iter::once(self.handler_slot).chain(self.arg_slots.iter().copied()).collect()
     }
 
+    /// How many argument slots [`Dispatch::outcome`] reads after the handler slot, by the
+    /// handler slot's value (index + 1; 0, no handler: none): the `reads` of
+    /// `weir_jit::filter::compile_results_read`, so native code writes only the chosen
+    /// handler's own arguments.
+    pub fn result_reads(&self) -> Vec<u8> {
+        std::iter::once(0)
+            .chain(self.arities.iter().map(|&a| u8::try_from(a).unwrap_or(u8::MAX)))
+            .collect()
+    }
+
     /// The outcome from an engine's run of [`Dispatch::filter`]: whether the predicate
     /// held, and the values of [`Dispatch::result_slots`] then (in that order; missing
     /// values read as 0). How native code reports a dispatch.

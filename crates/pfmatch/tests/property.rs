@@ -239,8 +239,12 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
         let dispatch = Dispatch::compile(&program).unwrap();
         lowering += t.elapsed();
         let t = Instant::now();
-        let native = weir_jit::filter::compile_results(dispatch.filter(), &dispatch.result_slots())
-            .unwrap_or_else(|e| panic!("program {n} does not compile natively: {e}\n{src}"));
+        let native = weir_jit::filter::compile_results_read(
+            dispatch.filter(),
+            &dispatch.result_slots(),
+            &dispatch.result_reads(),
+        )
+        .unwrap_or_else(|e| panic!("program {n} does not compile natively: {e}\n{src}"));
         native_compile += t.elapsed();
         let t = Instant::now();
         let ebpf = ebpf_results(&dispatch).unwrap_or_else(|e| panic!("program {n}: {e}\n{src}"));

@@ -101,9 +101,13 @@ impl Dispatch {
         let (runner, choice) = choose(Subject::Dispatch, forced, |engine| match engine {
             Engine::Native => {
                 let slots = compiled.result_slots();
-                weir_jit::filter::compile_results(compiled.filter(), &slots)
-                    .map(|n| Runner::Native(Box::new(n)))
-                    .map_err(|e| e.to_string())
+                weir_jit::filter::compile_results_read(
+                    compiled.filter(),
+                    &slots,
+                    &compiled.result_reads(),
+                )
+                .map(|n| Runner::Native(Box::new(n)))
+                .map_err(|e| e.to_string())
             }
             Engine::Reference => Ok(Runner::Reference),
             other => Err(format!("`{other}` does not run pfmatch dispatch")),

@@ -24,7 +24,9 @@
 
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, Block, Function, InstBuilder, MemFlags, Value};
+use cranelift_codegen::ir::{
+    types, Block, Function, InstBuilder, InstructionData, MemFlags, Opcode, Value,
+};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weir_filter::{
     BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Pred, Size, CHAIN_HOP_BUDGET, SCRATCH_SLOTS,
@@ -56,7 +58,9 @@ pub(super) enum Root<'p> {
 /// With `results` not empty the function takes a fourth parameter, a pointer to
 /// `results.len()` 32-bit words, and when `root` holds it writes there the final values of
 /// those scratch slots, in that order (pfmatch's handler index and arguments); on false or
-/// abort it writes nothing.
+/// abort it writes nothing. `reads` narrows that (see `super::compile_results_read`): on a
+/// path where the first slot's final value is a constant `v` with `reads[v]` given, only
+/// the first `1 + reads[v]` slots are written.
 ///
 /// `hot` (with results only) lowers the hot half of a split function (see
 /// `super::compile_results`): every bounds check that fails, and every [`Chain`] walk,
@@ -69,6 +73,7 @@ pub(super) fn lower(
     abort_value: i64,
     tables: &mut SetTables,
     results: &[u8],
+    reads: &[u8],
     hot: bool,
 ) -> Result<(), CompileError> {
     let mut context = FunctionBuilderContext::new();
@@ -132,7 +137,7 @@ pub(super) fn lower(
     for block in std::mem::take(&mut l.accepts) {
         l.b.seal_block(block);
         l.b.switch_to_block(block);
-        l.write_results(results);
+        l.write_results(results, reads);
         let v = l.b.ins().iconst(types::I8, 1);
         l.b.ins().return_(&[v]);
     }
@@ -144,7 +149,7 @@ pub(super) fn lower(
     for (block, verdict) in [(accept, 1), (reject, 0), (abort, abort_value)] {
         l.switch_to(block);
         if block == accept {
-            l.write_results(results);
+            l.write_results(results, reads);
         }
         // Only 0, 1 and `abort_value` are ever returned (here and in `branch`): a whole
         // filter's caller reads the byte as a bool.
@@ -234,10 +239,27 @@ impl Lowering<'_, '_> {
         block
     }
 
-    /// Writes the reported slots' values on the current path (see [`lower`]).
-    fn write_results(&mut self, results: &[u8]) {
+    /// Writes the reported slots' values on the current path (see [`lower`]): all of them,
+    /// or, when the first slot is a constant here that `reads` covers, the ones the caller
+    /// reads for it (pfmatch's handler and that handler's own arguments: the other
+    /// argument slots' stores were a third of a dispatch's result writes).
+    fn write_results(&mut self, results: &[u8], reads: &[u8]) {
         let Some(out) = self.out else { return };
-        for (i, &slot) in results.iter().enumerate() {
+        let mut count = results.len();
+        if let Some(&first) = results.first() {
+            let v = self.b.use_var(scratch_var(first));
+            let dfg = &self.b.func.dfg;
+            if let Some(inst) = dfg.value_def(v).inst() {
+                if let InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } = dfg.insts[inst] {
+                    // The slot is 32 bits wide: its constant's low 32 bits are its value.
+                    let value = imm.bits() as u32 as usize;
+                    if let Some(&n) = reads.get(value) {
+                        count = count.min(1 + usize::from(n));
+                    }
+                }
+            }
+        }
+        for (i, &slot) in results.iter().enumerate().take(count) {
             let v = self.b.use_var(scratch_var(slot));
             let at = i32::try_from(4 * i).unwrap_or(i32::MAX);
             self.b.ins().store(MemFlags::trusted(), v, out, at);

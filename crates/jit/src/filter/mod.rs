@@ -160,13 +160,14 @@ fn compile_split(
     let Some((head, parts)) = split(&filter.pred, limit) else {
         let isa = isa_for(node_count(&filter.pred))?;
         let root = Root::Pred(&filter.pred);
-        let code = Code::compile(isa, |func| lower::lower(func, root, 0, &mut tables, &[], false))?;
+        let code =
+            Code::compile(isa, |func| lower::lower(func, root, 0, &mut tables, &[], &[], false))?;
         return Ok(NativeFilter { body: Body::One(code), tables, accept: filter.accept });
     };
     let piece = |parts: &[Pred], all: bool, tables: &mut SetTables| {
         let nodes = parts.iter().map(node_count).sum();
         let root = Root::Junction(parts, all);
-        Piece::compile(isa_for(nodes)?, |func| lower::lower(func, root, 2, tables, &[], false))
+        Piece::compile(isa_for(nodes)?, |func| lower::lower(func, root, 2, tables, &[], &[], false))
     };
     let head = if head.is_empty() { None } else { Some(piece(head, true, &mut tables)?) };
     let mut pieces = Vec::new();
@@ -220,6 +221,19 @@ impl std::fmt::Debug for NativeResults {
 /// values would have to pass between them); compiled twice, hot and whole (see
 /// [`NativeResults`]).
 pub fn compile_results(filter: &Filter, slots: &[u8]) -> Result<NativeResults, CompileError> {
+    compile_results_read(filter, slots, &[])
+}
+
+/// [`compile_results`] for a caller that reads fewer slots by the first one's value: after
+/// a match where the first slot holds `v` and `reads[v]` is given, only `results[0]` to
+/// `results[reads[v]]` are written (the rest are left as they were); for a value `reads`
+/// does not cover, all of them. pfmatch's dispatch: the handler slot, then only that
+/// handler's arguments (`weir_pfmatch::Dispatch::result_reads`).
+pub fn compile_results_read(
+    filter: &Filter,
+    slots: &[u8],
+    reads: &[u8],
+) -> Result<NativeResults, CompileError> {
     if slots.len() > usize::from(SCRATCH_SLOTS) || slots.iter().any(|&s| s >= SCRATCH_SLOTS) {
         return Err(CompileError::Internal("result slots out of range"));
     }
@@ -233,7 +247,9 @@ pub fn compile_results(filter: &Filter, slots: &[u8]) -> Result<NativeResults, C
     };
     let root = Root::Pred(&filter.pred);
     let mut half = |hot: bool| {
-        ResultsCode::compile(isa()?, |func| lower::lower(func, root, 0, &mut tables, slots, hot))
+        ResultsCode::compile(isa()?, |func| {
+            lower::lower(func, root, 0, &mut tables, slots, reads, hot)
+        })
     };
     let (hot, whole) = (half(true)?, half(false)?);
     Ok(NativeResults { hot, whole, _tables: tables, slots: slots.to_vec() })
@@ -241,7 +257,8 @@ pub fn compile_results(filter: &Filter, slots: &[u8]) -> Result<NativeResults, C
 
 impl NativeResults {
     /// Runs on one packet: true when the filter matches, and then `results[i]` holds the
-    /// value of scratch slot `slots[i]`; on no match `results` is left as it was.
+    /// value of scratch slot `slots[i]` (those the compile's `reads` says are read: see
+    /// [`compile_results_read`]); on no match `results` is left as it was.
     #[inline]
     pub fn run(
         &self,
@@ -439,7 +456,7 @@ mod deep_tests {
 
 #[cfg(test)]
 mod results_tests {
-    use super::{compile_results, lower::BAIL};
+    use super::{compile_results, compile_results_read, lower::BAIL};
     use weir_filter::{BinOp, Chain, Evaluator, Expr, Filter, Pred, Size, SCRATCH_SLOTS};
     use weir_testkit::SplitMix64;
 
@@ -489,5 +506,43 @@ mod results_tests {
             }
         }
         assert!(answered > 1_000 && left > 1_000, "{answered} answered, {left} left");
+    }
+
+    /// With `reads`, a path whose first slot is a constant writes only the slots read for
+    /// it; a value `reads` does not cover, or a first slot that is not a constant on the
+    /// path, writes them all.
+    #[test]
+    fn reads_narrow_the_slots_written_by_the_first_slots_value() {
+        let store = |slot, value| Pred::Store { slot, value };
+        let byte0 = Expr::load_at(0, Size::Byte);
+        let filter = Filter::new(Pred::or([
+            // Handler 1 (no argument read), handler 2 (one), handler 3 (not in `reads`).
+            Pred::and([
+                Pred::eq(byte0.clone(), 1),
+                store(14, Expr::Const(7)),
+                store(15, Expr::Const(1)),
+            ]),
+            Pred::and([
+                Pred::eq(byte0.clone(), 2),
+                store(14, Expr::Const(8)),
+                store(15, Expr::Const(2)),
+            ]),
+            Pred::and([
+                Pred::eq(byte0.clone(), 3),
+                store(14, Expr::Const(9)),
+                store(15, Expr::Const(3)),
+            ]),
+            // The handler slot computed from the packet: not a constant, all written.
+            Pred::and([Pred::eq(byte0.clone(), 4), store(14, Expr::Const(5)), store(15, byte0)]),
+        ]));
+        let native = compile_results_read(&filter, &[15, 14], &[0, 0, 1]).unwrap();
+        for (first, want) in [(1, [1, 0xee]), (2, [2, 8]), (3, [3, 9]), (4, [4, 5])] {
+            let mut r = [0xee; SCRATCH_SLOTS as usize];
+            assert!(native.run(&[first, 0, 0, 0], 64, &mut r));
+            assert_eq!(r[..2], want, "first byte {first}");
+        }
+        let mut r = [0xee; SCRATCH_SLOTS as usize];
+        assert!(!native.run(&[5, 0, 0, 0], 64, &mut r));
+        assert_eq!(r, [0xee; SCRATCH_SLOTS as usize]);
     }
 }
