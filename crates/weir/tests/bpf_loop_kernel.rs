@@ -54,8 +54,6 @@ fn function_starts(program: &Program) -> Vec<u32> {
 /// r0 on the interpreter and the JIT, for the program checked structurally and as proven by
 /// weir's verifier (told of the functions' BTF, as the kernel was).
 fn weir_runs(program: &Program, packet: &[u8]) -> Vec<(String, u64)> {
-    static INTERP: weir_interp::Interp = weir_interp::Interp;
-    static JIT: weir_jit::Jit = weir_jit::Jit;
     let structural = Verified::structural(program.clone()).expect("valid");
     let options = weir::VerifyOptions {
         prog_type: Some(ProgType::Xdp),
@@ -66,12 +64,24 @@ fn weir_runs(program: &Program, packet: &[u8]) -> Vec<(String, u64)> {
         .unwrap_or_else(|e| panic!("weir's verifier refuses it: {e}"))
         .into_verified(program.clone())
         .expect("the proof's own program");
+    xdp_runs(&structural, &proven, packet)
+}
+
+/// r0 of an XDP program over `packet` on the interpreter and the JIT, checked structurally
+/// and as proven (shared with the clang-built objects' test, `bpf_loop_object`).
+pub(crate) fn xdp_runs(
+    structural: &Verified,
+    proven: &Verified,
+    packet: &[u8],
+) -> Vec<(String, u64)> {
+    static INTERP: weir_interp::Interp = weir_interp::Interp;
+    static JIT: weir_jit::Jit = weir_jit::Jit;
     let mut results = Vec::new();
     for (how, verified, engine) in [
-        ("structural", &structural, &INTERP as &dyn DynEngine),
-        ("structural", &structural, &JIT),
-        ("proven", &proven, &INTERP),
-        ("proven", &proven, &JIT),
+        ("structural", structural, &INTERP as &dyn DynEngine),
+        ("structural", structural, &JIT),
+        ("proven", proven, &INTERP),
+        ("proven", proven, &JIT),
     ] {
         let bindings = Bindings::for_prog_type(ProgType::Xdp);
         let mut session = engine.load(verified, bindings, Limits::default()).expect("loads");

@@ -11,9 +11,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use weir_program::abi::Bindings;
-use weir_program::exec::{DynEngine, Input, Limits};
-use weir_program::{ProgType, Verified};
+use weir_program::Verified;
 use weir_sys::kernel::{self, Kernel};
 
 const SOURCE: &str = r#"
@@ -98,8 +96,6 @@ fn build() -> Result<Vec<u8>, String> {
 
 /// r0 of program `entry` on each engine, checked structurally and as proven.
 fn weir_runs(object: &weir::Object, entry: usize, packet: &[u8]) -> Vec<(String, u64)> {
-    static INTERP: weir_interp::Interp = weir_interp::Interp;
-    static JIT: weir_jit::Jit = weir_jit::Jit;
     let program = object.programs()[entry].program().clone();
     let structural = Verified::structural(program.clone()).expect("valid");
     let proven = object
@@ -107,22 +103,7 @@ fn weir_runs(object: &weir::Object, entry: usize, packet: &[u8]) -> Vec<(String,
         .unwrap_or_else(|e| panic!("weir's verifier refuses it: {e}"))
         .into_verified(program)
         .expect("the proof's own program");
-    let mut results = Vec::new();
-    for (how, verified, engine) in [
-        ("structural", &structural, &INTERP as &dyn DynEngine),
-        ("structural", &structural, &JIT),
-        ("proven", &proven, &INTERP),
-        ("proven", &proven, &JIT),
-    ] {
-        let bindings = Bindings::for_prog_type(ProgType::Xdp);
-        let mut session = engine.load(verified, bindings, Limits::default()).expect("loads");
-        let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
-        let mut packet = packet.to_vec();
-        let input = Input::new().ctx(&mut ctx).packet(&mut packet);
-        let outcome = session.run(input).unwrap_or_else(|t| panic!("{}: {t:?}", engine.name()));
-        results.push((format!("{} {how}", engine.name()), outcome.r0));
-    }
-    results
+    crate::bpf_loop_kernel::xdp_runs(&structural, &proven, packet)
 }
 
 #[test]
