@@ -13,9 +13,9 @@
 //! optimized for speed; the host ISA is built once per process); sets become a binary
 //! search over a table ([`set`]), so large host lists compile as fast as small ones, and a
 //! firewall's `host A and port P` list, fused by the lowering into one `Pred::Pairs`, is
-//! code the size of one term plus a call to its table probe (module `pairs`). Other long lists of
-//! distinct alternatives are split over several functions ([`SPLIT_NODES`]), so that
-//! compile time and memory grow with the list.
+//! code the size of one term plus a call to its table probe (module `pairs`). Other long
+//! lists of distinct alternatives are split over several functions ([`SPLIT_NODES`]), so
+//! that compile time and memory grow with the list.
 //!
 //! ```
 //! use weir_filter::{Expr, Filter, Pred, Size};
