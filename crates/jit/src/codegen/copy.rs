@@ -82,18 +82,16 @@ impl Affine {
     }
 }
 
+/// The width of a plain (not sign-extending) register load or a register store, and
+/// whether it is the load; the width is the instruction table's (`Op::mem_size`).
 fn width(op: Op) -> Option<(u8, bool)> {
-    Some(match op {
-        Op::LdxB => (1, true),
-        Op::LdxH => (2, true),
-        Op::LdxW => (4, true),
-        Op::LdxDw => (8, true),
-        Op::StxB => (1, false),
-        Op::StxH => (2, false),
-        Op::StxW => (4, false),
-        Op::StxDw => (8, false),
+    let is_load = match op {
+        Op::LdxB | Op::LdxH | Op::LdxW | Op::LdxDw => true,
+        Op::StxB | Op::StxH | Op::StxW | Op::StxDw => false,
         _ => return None,
-    })
+    };
+    // Fits: an access is at most 8 bytes.
+    Some((op.mem_size()?.bytes() as u8, is_load))
 }
 
 /// Whether `insn` reads register `r` (ALU forms and the two accesses this module admits).
