@@ -747,6 +747,24 @@ fn inserting_guards_twice_changes_nothing() {
     assert!(guarded > case_count() / 10, "guards placed on only {guarded} inputs");
 }
 
+/// The shortcuts of `optimize`'s fixed-point loop (a round that starts from a tree every
+/// pass was seen to leave unchanged ends early) never change its result: the same filters
+/// optimized with every pass run in every round give the same tree.
+#[test]
+fn the_fixed_point_shortcuts_change_no_result() {
+    let mut changed = 0u64;
+    for i in 0..case_count() / 5 {
+        let seed = 0x5c1f_0000_0000 + i;
+        let f = Gen::new(seed).filter();
+        let fast = opt::optimize(&f);
+        let full = opt::optimize_without_shortcuts(&f);
+        assert_eq!(fast, full, "seed {seed:#x}\n  input: {f}");
+        changed += u64::from(fast != f);
+    }
+    // The comparison says little unless the optimizer did something.
+    assert!(changed > case_count() / 20, "only {changed} filters changed");
+}
+
 #[test]
 fn optimizing_twice_changes_nothing() {
     let shapes = [

@@ -136,6 +136,7 @@ mod libpcap_oracle;
 mod lower_link;
 mod lower_net;
 mod native;
+mod opt_shortcuts;
 mod pairs;
 mod parse;
 mod rejects;

@@ -165,6 +165,27 @@ impl Stable {
     }
 }
 
+/// [`optimize`] without the shortcuts of its fixed-point loop: every round runs every pass
+/// (no [`Stable`] skips), and the loop ends when a round gives back the tree it started from
+/// (compared whole). The same passes in the same order, so the result must be [`optimize`]'s:
+/// the tests compare the two to check that the skips never change a result. Not for use.
+#[doc(hidden)]
+pub fn optimize_without_shortcuts(f: &Filter) -> Filter {
+    let mut p = f.pred.clone();
+    for _ in 0..MAX_ROUNDS {
+        let before = p.clone();
+        let (q, reads) = fold::simplify(p, true);
+        let q = decide::decide(q, reads);
+        let (q, added) = guard::insert_guards_reporting(q);
+        let q = if added { decide::decide(q, reads) } else { q };
+        p = fold::simplify(q, false).0;
+        if p == before {
+            break;
+        }
+    }
+    Filter { pred: p, accept: f.accept }
+}
+
 /// Constant folding and local simplification (see the module documentation).
 pub fn simplify(f: &Filter) -> Filter {
     Filter { pred: fold::simplify(f.pred.clone(), false).0, accept: f.accept }
