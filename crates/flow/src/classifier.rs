@@ -926,13 +926,17 @@ impl<const W: usize> Tables<W> {
         for (si, st) in ch.subtables.iter().enumerate() {
             // Stop when no packet can improve in this subtable or a later one.
             let remaining = ch.suffix_best[si];
-            let mut k = 0;
-            for a in 0..na {
-                let i = act[a];
-                act[k] = i;
-                k += usize::from(remaining < bound[usize::from(i)]);
+            // Before the first subtable no packet has a bound: every one still looks
+            // (a chain's best is a real rule's rank, below the no-bound rank).
+            if si > 0 || remaining >= (u32::MAX, u64::MAX) {
+                let mut k = 0;
+                for a in 0..na {
+                    let i = act[a];
+                    act[k] = i;
+                    k += usize::from(remaining < bound[usize::from(i)]);
+                }
+                na = k;
             }
-            na = k;
             if na == 0 {
                 break;
             }
