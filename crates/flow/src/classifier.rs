@@ -221,8 +221,8 @@ struct Line(AtomicU64);
 
 impl Hits {
     #[inline]
-    fn add(&self, n: u64) {
-        let l = &self.0[engine::my_shard()].0;
+    fn add(&self, shard: usize, n: u64) {
+        let l = &self.0[shard.min(engine::COUNTER_SHARDS)].0;
         l.store(l.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
     }
     fn get(&self) -> u64 {
@@ -901,6 +901,7 @@ impl<const W: usize> Tables<W> {
         keys: &[Key],
         pick: &[u8],
         out: &mut [Option<&'a Arc<Installed>>],
+        shard: usize,
     ) {
         let n = pick.len().min(BATCH);
         for o in out.iter_mut().take(n) {
@@ -925,13 +926,17 @@ impl<const W: usize> Tables<W> {
         for (si, st) in ch.subtables.iter().enumerate() {
             // Stop when no packet can improve in this subtable or a later one.
             let remaining = ch.suffix_best[si];
-            let mut k = 0;
-            for a in 0..na {
-                let i = act[a];
-                act[k] = i;
-                k += usize::from(remaining < bound[usize::from(i)]);
+            // Before the first subtable no packet has a bound: every one still looks
+            // (a chain's best is a real rule's rank, below the no-bound rank).
+            if si > 0 || remaining >= (u32::MAX, u64::MAX) {
+                let mut k = 0;
+                for a in 0..na {
+                    let i = act[a];
+                    act[k] = i;
+                    k += usize::from(remaining < bound[usize::from(i)]);
+                }
+                na = k;
             }
-            na = k;
             if na == 0 {
                 break;
             }
@@ -980,7 +985,7 @@ impl<const W: usize> Tables<W> {
                 }
             }
             if hits > 0 {
-                store.hits.add(hits);
+                store.hits.add(shard, hits);
             }
         }
     }
@@ -1406,6 +1411,7 @@ impl Classifier {
     /// Classify and act on a batch of up to [`BATCH`] packets.
     pub fn process_batch(&self, v: &Version, works: &mut [Work<'_>], out: &mut Vec<Outcome>) {
         let n = works.len().min(BATCH);
+        let shard = engine::my_shard();
         let mut keys = [Key::default(); BATCH];
         // Where extraction puts the headers' offsets (only the actions' path needs them).
         let mut offs = crate::key::Offsets::default();
@@ -1414,7 +1420,7 @@ impl Classifier {
             extract_into_zeroed(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
-        dispatch!(&v.tables, t => t.lookup_batch(&keys, &ALL[..n], &mut first[..n]));
+        dispatch!(&v.tables, t => t.lookup_batch(&keys, &ALL[..n], &mut first[..n], shard));
         for i in 0..n {
             let f = first[i].map(|a| &**a);
             engine::process_into(
@@ -1423,6 +1429,7 @@ impl Classifier {
                 v.need,
                 f,
                 &mut |c, k, a| v.lookup(c, k, a),
+                shard,
                 out,
             );
         }
@@ -1438,6 +1445,7 @@ impl Classifier {
         out: &mut Vec<Outcome>,
     ) {
         let n = works.len().min(BATCH);
+        let shard = engine::my_shard();
         let edits = v.edits.load(Ordering::Acquire);
         if cache.version != v.id || cache.edits != edits || cache.stride != v.nwords {
             cache.clear(v.id, edits, v.nwords);
@@ -1478,7 +1486,7 @@ impl Classifier {
         }
         let insert_all = cache.note(n - m, m);
         let mut found: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
-        dispatch!(&v.tables, t => t.lookup_batch(&keys, &miss_at[..m], &mut found[..m]));
+        dispatch!(&v.tables, t => t.lookup_batch(&keys, &miss_at[..m], &mut found[..m], shard));
         {
             let mut first: [Option<&Installed>; BATCH] = [None; BATCH];
             for j in 0..m {
@@ -1494,6 +1502,7 @@ impl Classifier {
                     v.need,
                     first[i],
                     &mut |c, k, a| v.lookup(c, k, a),
+                    shard,
                     out,
                 );
             }

@@ -132,8 +132,13 @@ pub fn release_shard() {
 impl Counters {
     #[inline]
     pub fn hit(&self, bytes: u64, now: u64) {
-        let i = my_shard();
-        let s = &self.shards[i];
+        self.hit_on(my_shard(), bytes, now);
+    }
+    /// [`Counters::hit`] on shard `i`, this thread's ([`my_shard`], looked up once a batch
+    /// by the batch paths: a thread-local access a packet was measurable at one mask).
+    #[inline]
+    pub(crate) fn hit_on(&self, i: usize, bytes: u64, now: u64) {
+        let s = &self.shards[i.min(COUNTER_SHARDS)];
         if i < COUNTER_SHARDS {
             // This thread is the shard's only writer: a load and a store lose nothing.
             s.packets.store(s.packets.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -467,13 +472,16 @@ pub fn process<'r>(
 /// `out` (an outcome returned by a call, or merged from several paths, went through the
 /// stack, and the wide copy out of it waited on the narrow field stores: measured 4 ns a
 /// packet in weir-bench flow).
+///
+/// `shard` is this thread's counter shard ([`my_shard`], once a batch).
 #[inline]
-pub fn process_into<'r>(
+pub(crate) fn process_into<'r>(
     w: &mut Work<'_>,
     key: &Key,
     need: Need,
     first: Option<&'r Installed>,
     lookup: &mut Lookup<'_, 'r>,
+    shard: usize,
     out: &mut Vec<Outcome>,
 ) {
     match first {
@@ -482,7 +490,7 @@ pub fn process_into<'r>(
         }
         Some(rule) => match rule.simple {
             Some(verdict) => {
-                rule.counters.hit(u64::from(w.wire_len), w.now);
+                rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
                 out.push(Outcome {
                     line: Some(rule.line()),
                     verdict,
