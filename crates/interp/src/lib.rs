@@ -44,6 +44,19 @@
 //!   zeroing, no allocation. One compare for the input sizes, precomputed packet-field
 //!   writes and frame 0's stack values kept here took it from 321 to 278 and a two-
 //!   instruction run from 17.8 to 15.9 ns (about 1 ns on the shortest filters).
+//! - Then (bench/records/2026-11-29-interp-5.txt; machine instructions counted by single-
+//!   stepping one run in gdb, the VM has no hardware counters): the input taken apart once
+//!   (one compare for its sizes, `r1`/`r2` and the legacy loads' source from the same
+//!   fields) and the three 4-byte packet fields every layout has written straight-line, the
+//!   span checked only when there is one: a two-instruction run 288 -> 275, `ip` 445 -> 425.
+//! - The dispatch (same record): the loop copied each step out of the code (`Some(&step)`),
+//!   and the compiler split the copy into a dozen loads and shifts ahead of the jump, with
+//!   `pc` and the code's base and length spilled to the stack: about 37 machine
+//!   instructions a step. Matching on the borrowed step lets each arm load only its own
+//!   fields; the loop head is 14 instructions with `pc`, the code's base and length and the
+//!   budget in registers: a two-instruction run 275 -> 246, `ip` 425 -> 342, `port 22`
+//!   (examples/per_run.rs) 41 -> 27 ns. (A `repr(u8)` step layout, each field at one
+//!   offset, had not changed the copy's split: tried and dropped.)
 //!
 //! ```
 //! use weir_isa::ebpf::{Insn, Op};
@@ -275,28 +288,49 @@ impl Interpreter {
         cache.frames.clear();
         cache.executed = 0;
 
-        input.check_sizes()?;
-        let (r1, r2) = input.entry_args();
         // Read the environment's data pointer first and the whole fat pointer only if it is
         // there: callers build `Input` just before the call, and `None` is one 8-byte store
         // of its data pointer, so the 16-byte load a plain move compiles to could not be
         // forwarded from the store buffer and waited for the store to commit. perf put about
         // 40% of a two-instruction program's run on that load (examples/per_run.rs).
         let env = if input.env.is_some() { lend_env(&mut input.env) } else { None };
+        // The input taken apart once: its lengths checked by one compare, `r1`/`r2` and the
+        // legacy loads' source decided from the same fields (issue 13: `check_sizes`,
+        // `entry_args` and the regions each unpacked the three options again).
         let Input { ctx, packet, mem, span, env: _ } = input;
-        let ctx = ctx.unwrap_or_default();
-        let packet_len = packet.as_deref().map_or(0, <[u8]>::len);
-        self.packet_fields.fill(ctx, packet_len, span)?;
+        let has_ctx = ctx.is_some();
+        let has_packet = packet.is_some();
+        let (ctx, packet, mem) =
+            (ctx.unwrap_or_default(), packet.unwrap_or_default(), mem.unwrap_or_default());
+        if (ctx.len() | packet.len() | mem.len()) as u64 > guest::REGION_WINDOW {
+            return Err(oversized(ctx, packet, mem));
+        }
+        let (r1, r2) = if has_ctx {
+            (guest::CTX_BASE, ctx.len() as u64)
+        } else if !mem.is_empty() {
+            (guest::MEM_BASE, mem.len() as u64)
+        } else {
+            (0, 0)
+        };
+        self.packet_fields.fill(ctx, packet.len(), span)?;
 
         let Cache { stack, stack_written, frames, executed } = cache;
-        let mem = mem.unwrap_or_default();
         // Shortened to the run's borrows (the object's lifetime bound with them).
         let env = env.map(|env| -> &mut dyn weir_program::abi::RunEnv { env });
-        let mut memory = Memory::new(stack, ctx, packet, mem, self.bindings.context, env);
+        let mut memory =
+            Memory::new(stack, ctx, packet, has_packet, mem, self.bindings.context, env);
         let result = self.execute(&mut memory, frames, r1, r2, executed, &mut observe);
         *stack_written = memory.stack_written();
         Ok(RunOutcome { r0: result?, executed: *executed })
     }
+}
+
+/// The trap for a region longer than its window (the caller checked that one is).
+#[cold]
+#[inline(never)]
+fn oversized(ctx: &mut [u8], packet: &mut [u8], mem: &mut [u8]) -> Trap {
+    let input = Input::new().ctx(ctx).packet(packet).mem(mem);
+    input.check_sizes().err().unwrap_or(Trap::new(weir_program::TrapCode::OutOfBounds, 0))
 }
 
 /// Takes the run's environment out of its `Input` (see [`Interpreter::run_observed`]): kept

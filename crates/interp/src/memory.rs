@@ -53,13 +53,13 @@ impl<'a> Memory<'a> {
     pub(crate) fn new(
         stack: &'a mut [u8],
         ctx: &'a mut [u8],
-        packet: Option<&'a mut [u8]>,
+        packet: &'a mut [u8],
+        has_packet: bool,
         mem: &'a mut [u8],
         ctx_layout: Option<&'static ContextLayout>,
         env: Option<&'a mut dyn RunEnv>,
     ) -> Self {
-        let legacy_source = if packet.is_some() { PACKET } else { MEM };
-        let packet = packet.unwrap_or_default();
+        let legacy_source = if has_packet { PACKET } else { MEM };
         let regions = [Default::default(), stack, ctx, packet, mem];
         Memory { regions, ctx_layout, legacy_source, stack_written: 0..0, stack_floor: 0, env }
     }
