@@ -75,6 +75,12 @@ impl SmallKey {
             let (lo, hi) = b.split_at(8);
             return Some(SmallKey { w0: key_word(lo), w1: key_word(hi) });
         }
+        SmallKey::of_other(key)
+    }
+
+    /// The other sizes up to 16 bytes, out of line (copies of a run-time length).
+    #[inline(never)]
+    fn of_other(key: &[u8]) -> Option<SmallKey> {
         if key.len() > 16 {
             return None;
         }
@@ -490,9 +496,16 @@ impl HashMap {
     /// of at most 16 bytes walk the chain comparing words (`find_small`).
     #[inline]
     fn find_shared(&self, key: &[u8]) -> Option<(u32, &[AtomicU64])> {
-        if let Some(k) = SmallKey::of(key) {
-            return self.find_shared_small(k);
+        match SmallKey::of(key) {
+            Some(k) => self.find_shared_small(k),
+            None => self.find_shared_long(key),
         }
+    }
+
+    /// `find_shared` for a key longer than 16 bytes, out of line: the small keys' path
+    /// stays short (no registers saved for this one's loop).
+    #[inline(never)]
+    fn find_shared_long(&self, key: &[u8]) -> Option<(u32, &[AtomicU64])> {
         let hash = hash_key(self.seed, key);
         let b = self.bucket_of(hash);
         let stripe = self.stripe(b)?;
@@ -529,6 +542,18 @@ impl HashMap {
             }
             std::hint::spin_loop();
         }
+        self.find_small_locked(stripe, b, k)
+    }
+
+    /// `find_small` under the stripe's lock: the slow way out of `find_shared_small`.
+    #[cold]
+    #[inline(never)]
+    fn find_small_locked(
+        &self,
+        stripe: &Stripe,
+        b: usize,
+        k: SmallKey,
+    ) -> Option<(u32, &[AtomicU64])> {
         let _guard = lock(&stripe.lock);
         self.find_small(b, k)
     }
