@@ -618,20 +618,21 @@ unsafe impl RunEnv for Env {
         }
         if let Some(region) = self.array_of.get(index).copied().flatten() {
             let region = self.arrays.get(region)?;
-            let (addr, loc) = if region.hash {
-                // The element the map found gives the address: no placement.
-                let Some(loc) = map.lookup_loc(key_bytes, self.cpu) else {
-                    return Some((0, None));
-                };
-                (region.base + (u64::from(loc.elem()) << region.shift), loc)
+            // One step in the map: the element (or index) gives the guest address, its
+            // words the host one.
+            let Some((loc, ptr)) = map.lookup_ptr(key_bytes, self.cpu) else {
+                return Some((0, None));
+            };
+            let slot = if region.hash {
+                u64::from(loc.elem())
             } else {
                 let i = u32::from_ne_bytes((&*key_bytes).try_into().ok()?);
                 if i >= region.entries {
                     return Some((0, None));
                 }
-                (region.base + (u64::from(i) << region.shift), map.array_loc(i, self.cpu)?)
+                u64::from(i)
             };
-            let (ptr, _) = map.value_ptr(loc)?;
+            let addr = region.base + (slot << region.shift);
             let host = NonNull::new(ptr)?;
             let span = ValueSpan { addr, host, len: region.value_len, writable: region.writable };
             return Some((addr, Some(span)));

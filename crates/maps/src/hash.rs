@@ -39,21 +39,65 @@ fn finish(h: u64) -> u64 {
     h ^ (h >> 29)
 }
 
-/// weir's hash of a key (a multiply-xorshift over 8-byte words, seeded per map as the
-/// kernel seeds `jhash` with `hashrnd`; `BPF_F_ZERO_SEED` makes it 0).
+/// weir's hash of a key (seeded per map as the kernel seeds `jhash` with `hashrnd`;
+/// `BPF_F_ZERO_SEED` makes the seed 0): keys of at most 16 bytes (a u32 index or
+/// address, a u64, an IPv6 address) through `hash_small` over their words, longer ones
+/// through `hash_general`.
 #[inline]
 pub(crate) fn hash_key(seed: u64, key: &[u8]) -> u64 {
-    let h = seed ^ (key.len() as u64).wrapping_mul(K2);
-    // The common key sizes (a u32 index or address, a u64) without the general loop's
-    // variable-length copy (a memcpy call): the same values as `hash_general`.
-    if let Ok(b) = <[u8; 4]>::try_from(key) {
-        return finish((h ^ u64::from(u32::from_le_bytes(b))).wrapping_mul(K1));
+    match SmallKey::of(key) {
+        Some(k) => hash_small(seed, k),
+        None => hash_general(seed, key),
     }
-    if let Ok(b) = <[u8; 8]>::try_from(key) {
-        let h = (h ^ u64::from_le_bytes(b)).wrapping_mul(K1);
-        return finish(h ^ (h >> 29));
+}
+
+/// A key of at most 16 bytes as an element stores it: two words, zero-padded. Such keys
+/// are hashed and compared as integers (`HashMap::find_small`): no byte loop, no
+/// variable-length copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SmallKey {
+    w0: u64,
+    w1: u64,
+}
+
+impl SmallKey {
+    /// The common sizes at a fixed size (a run-time length is a `memcpy` call), the rest
+    /// up to 16 bytes word by word; `None` for longer keys.
+    #[inline]
+    fn of(key: &[u8]) -> Option<SmallKey> {
+        if let Ok(b) = <[u8; 4]>::try_from(key) {
+            return Some(SmallKey { w0: u64::from(u32::from_ne_bytes(b)), w1: 0 });
+        }
+        if let Ok(b) = <[u8; 8]>::try_from(key) {
+            return Some(SmallKey { w0: u64::from_ne_bytes(b), w1: 0 });
+        }
+        if let Ok(b) = <[u8; 16]>::try_from(key) {
+            let (lo, hi) = b.split_at(8);
+            return Some(SmallKey { w0: key_word(lo), w1: key_word(hi) });
+        }
+        SmallKey::of_other(key)
     }
-    hash_general(seed, key)
+
+    /// The other sizes up to 16 bytes, out of line (copies of a run-time length).
+    #[inline(never)]
+    fn of_other(key: &[u8]) -> Option<SmallKey> {
+        if key.len() > 16 {
+            return None;
+        }
+        let (lo, hi) = key.split_at(key.len().min(8));
+        Some(SmallKey { w0: key_word(lo), w1: key_word(hi) })
+    }
+}
+
+/// The hash of a small key: a multiply per word and the multiply-xorshift finish (the
+/// low bits, which pick the bucket, depend on every bit of the key).
+#[inline]
+fn hash_small(seed: u64, k: SmallKey) -> u64 {
+    let mut h = (seed ^ k.w0).wrapping_mul(K1);
+    if k.w1 != 0 {
+        h = (h ^ (h >> 29) ^ k.w1).wrapping_mul(K1);
+    }
+    finish(h)
 }
 
 /// weir's hash of any key: 8-byte words, the last one zero-padded.
@@ -446,11 +490,22 @@ impl HashMap {
         self.count.load(Ordering::Relaxed)
     }
 
-    /// The element holding `key`, found without a lock: the stripe's sequence number read
-    /// before and after the walk must agree (and be even), else the walk is retried; after
-    /// `OPTIMISTIC_TRIES` the stripe's lock is taken.
+    /// The element holding `key` (its index and words), found without a lock: the
+    /// stripe's sequence number read before and after the walk must agree (and be even),
+    /// else the walk is retried; after `OPTIMISTIC_TRIES` the stripe's lock is taken. Keys
+    /// of at most 16 bytes walk the chain comparing words (`find_small`).
     #[inline]
-    fn find_shared(&self, key: &[u8]) -> Option<u32> {
+    fn find_shared(&self, key: &[u8]) -> Option<(u32, &[AtomicU64])> {
+        match SmallKey::of(key) {
+            Some(k) => self.find_shared_small(k),
+            None => self.find_shared_long(key),
+        }
+    }
+
+    /// `find_shared` for a key longer than 16 bytes, out of line: the small keys' path
+    /// stays short (no registers saved for this one's loop).
+    #[inline(never)]
+    fn find_shared_long(&self, key: &[u8]) -> Option<(u32, &[AtomicU64])> {
         let hash = hash_key(self.seed, key);
         let b = self.bucket_of(hash);
         let stripe = self.stripe(b)?;
@@ -460,13 +515,69 @@ impl HashMap {
                 let found = self.find(b, hash, key);
                 fence(Acquire);
                 if stripe.seq.load(Relaxed) == before {
-                    return found.map(|(_, idx)| idx);
+                    let idx = found?.1;
+                    return Some((idx, self.pool.elem(idx)?));
                 }
             }
             std::hint::spin_loop();
         }
         let _guard = lock(&stripe.lock);
-        self.find(b, hash, key).map(|(_, idx)| idx)
+        let idx = self.find(b, hash, key)?.1;
+        Some((idx, self.pool.elem(idx)?))
+    }
+
+    /// `find_shared` for a key of at most 16 bytes.
+    #[inline]
+    fn find_shared_small(&self, k: SmallKey) -> Option<(u32, &[AtomicU64])> {
+        let b = self.bucket_of(hash_small(self.seed, k));
+        let stripe = self.stripe(b)?;
+        for _ in 0..OPTIMISTIC_TRIES {
+            let before = stripe.seq.load(Acquire);
+            if before & 1 == 0 {
+                let found = self.find_small(b, k);
+                fence(Acquire);
+                if stripe.seq.load(Relaxed) == before {
+                    return found;
+                }
+            }
+            std::hint::spin_loop();
+        }
+        self.find_small_locked(stripe, b, k)
+    }
+
+    /// `find_small` under the stripe's lock: the slow way out of `find_shared_small`.
+    #[cold]
+    #[inline(never)]
+    fn find_small_locked(
+        &self,
+        stripe: &Stripe,
+        b: usize,
+        k: SmallKey,
+    ) -> Option<(u32, &[AtomicU64])> {
+        let _guard = lock(&stripe.lock);
+        self.find_small(b, k)
+    }
+
+    /// The element holding the small key `k` in bucket `b`: its key words compared as
+    /// integers (the stored hash is not read: the key words decide). Bounded and checked
+    /// as `find` is, for lock-free readers.
+    #[inline]
+    fn find_small(&self, b: usize, k: SmallKey) -> Option<(u32, &[AtomicU64])> {
+        let mut idx = self.heads.get(b)?.load(Relaxed);
+        let two = self.key_words > 1;
+        for _ in 0..=self.pool.capacity {
+            if idx == NIL {
+                return None;
+            }
+            let e = self.pool.elem(idx)?;
+            if e.get(HEADER)?.load(Relaxed) == k.w0
+                && (!two || e.get(HEADER + 1)?.load(Relaxed) == k.w1)
+            {
+                return Some((idx, e));
+            }
+            idx = next_of(e.get(H_LINK)?.load(Relaxed));
+        }
+        None
     }
 
     /// Where CPU `cpu`'s copy of element `idx`'s value starts, in words from the element.
@@ -479,24 +590,37 @@ impl HashMap {
     /// array lookup there costs no call and no saved registers.
     #[inline(never)]
     pub(crate) fn lookup(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
-        self.lookup_loc(key, cpu).and_then(|(idx, at)| self.value_at(idx, at))
+        let (_, _, words) = self.lookup_words(key, cpu)?;
+        Some(ValueRef::in_map(words, self.value_size))
     }
 
     /// A lookup's value as (element, word offset in it): what `value_at` takes back.
     #[inline]
     pub(crate) fn lookup_loc(&self, key: &[u8], cpu: usize) -> Option<(u32, usize)> {
+        self.lookup_words(key, cpu).map(|(idx, at, _)| (idx, at))
+    }
+
+    /// A lookup's value as (element, word offset in it) and its words: the location and
+    /// what `value_words_at` gives for it, from one walk.
+    #[inline]
+    pub(crate) fn lookup_words(
+        &self,
+        key: &[u8],
+        cpu: usize,
+    ) -> Option<(u32, usize, &[AtomicU64])> {
         if key.len() != self.key_size || cpu >= self.cpus {
             return None;
         }
-        let idx = self.find_shared(key)?;
+        let (idx, e) = self.find_shared(key)?;
         if self.kind.lru {
-            if let Some(r) = self.pool.elem(idx).and_then(|e| e.get(H_REF)) {
+            if let Some(r) = e.get(H_REF) {
                 if r.load(Relaxed) == 0 {
                     r.store(1, Relaxed);
                 }
             }
         }
-        Some((idx, self.value_offset(cpu)))
+        let at = self.value_offset(cpu);
+        Some((idx, at, e.get(at..at + self.stride)?))
     }
 
     /// Element `idx`'s value on `cpu` as (element, word offset in it), as `lookup_loc`
@@ -829,17 +953,72 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fast_paths_hash_as_the_general_loop() {
+    fn small_keys_hash_by_their_words() {
+        // Every key of up to 16 bytes takes the small path, whose words are the element's
+        // zero-padded key words; a key differing in any byte differs in its words.
         let mut x = 0x1234_5678_9abc_def0u64;
-        for _ in 0..10_000 {
+        for _ in 0..5_000 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let bytes = x.to_le_bytes();
-            for seed in [0, x.rotate_left(17)] {
-                for len in [4, 8] {
-                    let key = &bytes[..len];
-                    assert_eq!(hash_key(seed, key), hash_general(seed, key));
-                }
+            let mut bytes = [0u8; 17];
+            bytes[..8].copy_from_slice(&x.to_le_bytes());
+            bytes[8..16].copy_from_slice(&x.rotate_left(29).to_le_bytes());
+            for len in 1..=16 {
+                let key = &bytes[..len];
+                let k = SmallKey::of(key).unwrap();
+                let words: Vec<u64> = key.chunks(8).map(key_word).collect();
+                assert_eq!(k.w0, words[0]);
+                assert_eq!(k.w1, words.get(1).copied().unwrap_or(0));
+                assert_eq!(hash_key(x, key), hash_small(x, k));
             }
+            assert!(SmallKey::of(&bytes).is_none());
+        }
+    }
+
+    #[test]
+    fn small_key_hash_spreads_over_buckets() {
+        // 256 keys that differ in one byte only, whichever byte of either word, must
+        // spread over 256 buckets (a plain multiplicative hash's low bits ignore the
+        // key's high bytes: all in one bucket). A random function fills about 162.
+        for len in [4usize, 8, 16] {
+            for byte in 0..len {
+                let mut seen = std::collections::HashSet::new();
+                for i in 0..256usize {
+                    let mut key = [0x11u8; 16];
+                    key[byte] = i as u8;
+                    seen.insert(hash_key(0x5eed, &key[..len]) & 255);
+                }
+                assert!(seen.len() > 128, "len {len} byte {byte}: {} buckets of 256", seen.len());
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_of_every_small_key_size() {
+        for key_size in [1u32, 3, 4, 7, 8, 12, 16, 20] {
+            let kind = HashKind { percpu: false, lru: false, devmap: false };
+            let m = HashMap::new(kind, key_size, 8, 64, 1, 0x77).unwrap();
+            let key = |i: u64| -> Vec<u8> {
+                (0..key_size as u64)
+                    .map(|b| (i.wrapping_mul(31).wrapping_add(b * 7)) as u8)
+                    .collect()
+            };
+            for i in 0..40u64 {
+                m.update(&key(i), Src::Cpu(&i.to_ne_bytes(), 0), 0).unwrap();
+            }
+            for i in 0..40u64 {
+                let (_, _, words) = m.lookup_words(&key(i), 0).unwrap();
+                assert_eq!(words[0].load(Relaxed), i, "key size {key_size}, key {i}");
+            }
+            // A key one byte off anywhere is not found (unless it is another key).
+            let mut k = key(5);
+            for b in 0..k.len() {
+                k[b] ^= 0x80;
+                let found = m.lookup_words(&k, 0).map(|(_, _, w)| w[0].load(Relaxed));
+                let other = (0..40u64).find(|&j| key(j) == k);
+                assert_eq!(found, other, "key size {key_size}, byte {b}");
+                k[b] ^= 0x80;
+            }
+            assert!(m.lookup_words(&key(0)[..key_size as usize - 1], 0).is_none());
         }
     }
 }
