@@ -31,7 +31,8 @@
 //!
 //! Refused at compile time, naming the rule's line and keyword: what XDP cannot do or
 //! what the hash tables cannot hold: `indev` (an XDP program sees an ifindex, not the
-//! rule file's names), port ranges, `continue`, `mirred … mirror` and a redirect given a
+//! rule file's names), a port range of more than [`MAX_RANGE_ENTRIES`] ports (a range
+//! is exact entries, see [`expand`]), `continue`, `mirred … mirror` and a redirect given a
 //! control (both need a copy of the packet), `pedit`, `csum`, `skbedit`, and a `goto` or
 //! `reclassify` after an edit (the program parses the packet once, before the search).
 //!
@@ -40,9 +41,7 @@
 //! with more takes the next header's number as its protocol.
 
 use crate::key::{field, Field, Key, Need, BYTES, FLAG_FIRSTFRAG, FLAG_FRAG, WORDS};
-use crate::rule::{
-    Action, ActionKind, Control, Match, PortMatch, RuleError, RuleSet, ADDR_V4, ADDR_V6,
-};
+use crate::rule::{Action, ActionKind, Control, Match, RuleError, RuleSet, ADDR_V4, ADDR_V6};
 use weir_isa::ebpf::Op;
 use weir_program::{
     abi::{helper_id, xdp_action},
@@ -180,19 +179,8 @@ fn rule_act(
     devices: &[String],
 ) -> Result<(Act, Vec<ActionKind>), RuleError> {
     let line = rule.line;
-    for m in &rule.matches {
-        match m {
-            Match::Indev(_) => {
-                return Err(refuse(line, "indev", "an XDP program sees an ifindex, not a name"))
-            }
-            Match::SrcPort(PortMatch::Range(..)) => {
-                return Err(refuse(line, "src_port", "port ranges do not fit a hash table"))
-            }
-            Match::DstPort(PortMatch::Range(..)) => {
-                return Err(refuse(line, "dst_port", "port ranges do not fit a hash table"))
-            }
-            _ => {}
-        }
+    if rule.matches.iter().any(|m| matches!(m, Match::Indev(_))) {
+        return Err(refuse(line, "indev", "an XDP program sees an ifindex, not a name"));
     }
     let mut edits = Vec::new();
     for a in &rule.actions {
@@ -240,6 +228,62 @@ fn rule_act(
     Ok((Act::Pass, edits))
 }
 
+/// Exact entries a rule's port ranges may expand to (ports, or port pairs when both
+/// ports have a range).
+pub const MAX_RANGE_ENTRIES: usize = 4096;
+
+/// A rule's subtable mask and its map keys. A port range becomes one exact entry per
+/// port (per pair with both), the port's bytes added to the mask: the tables stay hash
+/// tables probed once a subtable, a range's entries are written with the rest of the
+/// generation (atomic as any update), and they count into the rule's one counter slot.
+/// Chosen over a range check after the probe (a subtable keyed without the port, its
+/// candidates' ranges walked in rank order) because a hash entry holds one rule: rules
+/// differing only in their ranges would need a list per entry, and the walk a loop the
+/// verifier must bound. The price is entries: [`MAX_RANGE_ENTRIES`] a rule at most.
+fn expand(
+    rule: &crate::rule::Rule,
+    c: &crate::rule::Compiled,
+) -> Result<(Key, Vec<Key>), RuleError> {
+    let ports = |r: Option<(u16, u16)>| -> Vec<Option<u16>> {
+        match r {
+            None => vec![None],
+            Some((lo, hi)) => (lo..=hi).map(Some).collect(),
+        }
+    };
+    let span =
+        |r: Option<(u16, u16)>| r.map_or(1, |(lo, hi)| usize::from(hi.saturating_sub(lo)) + 1);
+    let n = span(c.src_range) * span(c.dst_range);
+    if n > MAX_RANGE_ENTRIES {
+        let keyword = if span(c.dst_range) > span(c.src_range) { "dst_port" } else { "src_port" };
+        return Err(refuse(
+            rule.line,
+            keyword,
+            &format!("a range of {n} ports (pairs) would be {n} exact entries, {MAX_RANGE_ENTRIES} a rule at most"),
+        ));
+    }
+    let mut mask = c.mask;
+    if c.src_range.is_some() {
+        mask.set_u16(field::SRC_PORT, 0xffff);
+    }
+    if c.dst_range.is_some() {
+        mask.set_u16(field::DST_PORT, 0xffff);
+    }
+    let mut keys = Vec::with_capacity(n);
+    for sp in ports(c.src_range) {
+        for dp in ports(c.dst_range) {
+            let mut k = c.key;
+            if let Some(p) = sp {
+                k.set_u16(field::SRC_PORT, p);
+            }
+            if let Some(p) = dp {
+                k.set_u16(field::DST_PORT, p);
+            }
+            keys.push(k);
+        }
+    }
+    Ok((mask, keys))
+}
+
 /// Options of [`compile`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct XdpOptions {
@@ -256,6 +300,7 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
     let mut edges: Vec<(u32, u32)> = Vec::new();
     let mut need = Need::default();
     let mut edits: Vec<Vec<ActionKind>> = Vec::new();
+    let mut entry_count = 0usize;
     for (rule, c) in set.rules.iter().zip(&compiled) {
         let (a, e) = rule_act(rule, &devices)?;
         if !e.is_empty() && !edits.contains(&e) {
@@ -274,7 +319,9 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
             edges.push((rule.chain, n));
         }
         need = need.union(c.need);
-        let st = Subtable { chain: rule.chain, mask: c.mask };
+        let (mask, keys) = expand(rule, c)?;
+        entry_count += keys.len();
+        let st = Subtable { chain: rule.chain, mask };
         if !subtables.contains(&st) {
             subtables.push(st);
         }
@@ -288,8 +335,9 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
         }
     }
     let rules = set.rules.len() as u32;
+    let most = u32::try_from(entry_count).unwrap_or(u32::MAX).max(rules);
     let capacity =
-        if options.capacity == 0 { (rules.saturating_mul(2)).max(1024) } else { options.capacity };
+        if options.capacity == 0 { most.saturating_mul(2).max(1024) } else { options.capacity };
     if rules > capacity {
         return Err(RuleError {
             line: set.rules.get(capacity as usize).map_or(0, |r| r.line),
@@ -406,7 +454,8 @@ impl Layout {
                     }),
                 }
             };
-            let st = Subtable { chain: rule.chain, mask: c.mask };
+            let (mask, keys) = expand(rule, c)?;
+            let st = Subtable { chain: rule.chain, mask };
             let Some(s) = self.subtables.iter().position(|x| *x == st) else {
                 return Err(RuleError {
                     line: rule.line,
@@ -440,47 +489,78 @@ impl Layout {
                 }
             } | edit;
             let rank = (u64::from(set.prios[i]) << 32) | i as u64;
-            let key = st.map_key(&c.key);
-            match index.get(&(s, key.clone())) {
-                Some(&j) if best[j].2 <= rank => {}
-                Some(&j) => {
-                    best[j].2 = rank;
-                    best[j].3 = action;
-                    best[j].4 = i;
-                }
-                None => {
-                    index.insert((s, key.clone()), best.len());
-                    best.push((s, key, rank, action, i));
+            for k in &keys {
+                let key = st.map_key(k);
+                match index.get(&(s, key.clone())) {
+                    Some(&j) if best[j].2 <= rank => {}
+                    Some(&j) => {
+                        best[j].2 = rank;
+                        best[j].3 = action;
+                        best[j].4 = i;
+                    }
+                    None => {
+                        index.insert((s, key.clone()), best.len());
+                        best.push((s, key, rank, action, i));
+                    }
                 }
             }
         }
-        // Counter slots.
+        let mut per_table = vec![0u32; self.subtables.len()];
+        for e in &best {
+            per_table[e.0] += 1;
+            if per_table[e.0] > self.capacity {
+                return Err(RuleError {
+                    line: set.rules[e.4].line,
+                    column: 0,
+                    message: format!(
+                        "subtable {} takes more than the program's capacity of {} entries (port ranges count a port each)",
+                        e.0, self.capacity
+                    ),
+                });
+            }
+        }
+        // Counter slots, one a rule (every entry of a rule's port range counts into its
+        // rule's): a rule one of whose entries was there keeps that entry's slot, the
+        // others take the lowest free ones.
+        let kept: std::collections::HashMap<(usize, &[u8]), u32> =
+            keep.iter().map(|(s, k, slot)| ((*s, k.as_slice()), *slot)).collect();
         let mut used = vec![false; self.capacity as usize];
-        let mut slots = vec![u32::MAX; best.len()];
-        for (j, (s, key, _, _, _)) in best.iter().enumerate() {
-            if let Some((_, _, slot)) = keep.iter().find(|(ks, kk, _)| ks == s && kk == key) {
-                if let Some(u) = used.get_mut(*slot as usize) {
+        let mut rule_slots: Vec<Option<u32>> = vec![None; set.rules.len()];
+        for (s, key, _, _, r) in &best {
+            if rule_slots[*r].is_some() {
+                continue;
+            }
+            if let Some(&slot) = kept.get(&(*s, key.as_slice())) {
+                if let Some(u) = used.get_mut(slot as usize) {
                     if !*u {
                         *u = true;
-                        slots[j] = *slot;
+                        rule_slots[*r] = Some(slot);
                     }
                 }
             }
         }
         let mut next_free = 0usize;
-        for slot in slots.iter_mut().filter(|s| **s == u32::MAX) {
-            while used[next_free] {
+        for (_, _, _, _, r) in &best {
+            if rule_slots[*r].is_some() {
+                continue;
+            }
+            while used.get(next_free) == Some(&true) {
                 next_free += 1;
             }
+            if next_free >= used.len() {
+                return Err(RuleError {
+                    line: set.rules[*r].line,
+                    column: 0,
+                    message: format!("no counter slot left of {}", self.capacity),
+                });
+            }
             used[next_free] = true;
-            *slot = next_free as u32;
+            rule_slots[*r] = Some(next_free as u32);
         }
-        let mut rule_slots = vec![None; set.rules.len()];
         let entries = best
             .into_iter()
-            .zip(slots)
-            .map(|((s, key, rank, action, rule), slot)| {
-                rule_slots[rule] = Some(slot);
+            .map(|(s, key, rank, action, rule)| {
+                let slot = rule_slots[rule].unwrap_or(0);
                 let mut value = Vec::with_capacity(VALUE_SIZE as usize);
                 value.extend_from_slice(&rank.to_ne_bytes());
                 value.extend_from_slice(&slot.to_ne_bytes());
@@ -1170,9 +1250,21 @@ fn tail(g: &mut Gen<'_>, goto: &mut dyn FnMut(&mut Gen<'_>, weir_program::Label)
     g.b.alu_reg(Op::Add64Reg, 1, 2);
     g.b.store_reg(Op::StxDw, 0, 8, 1);
     g.b.bind(counted);
-    // The edits (r7 survives the helper calls).
+    // r1 = the argument, r2 = the kind, from the action word (high half of r7).
+    let decode = |g: &mut Gen<'_>| {
+        g.b.alu_reg(Op::Mov64Reg, 1, 7);
+        g.b.alu_imm(Op::Rsh64Imm, 1, 32);
+        g.b.alu_reg(Op::Mov64Reg, 2, 1);
+        g.b.alu_imm(Op::Rsh64Imm, 2, 24);
+        g.b.alu_imm(Op::And64Imm, 1, 0xffff);
+    };
+    let (drop, redirect, goto_l) = (g.b.new_label(), g.b.new_label(), g.b.new_label());
+    // The edits (r7 survives the helper calls). An edited packet ends here: `rule_act`
+    // refuses a goto after an edit, and the code says so to verifiers, which would
+    // otherwise take every edit list into every restart of the goto loop (a minute and
+    // more of weir's verifier for one rule set).
     if !g.layout.edits.is_empty() {
-        let acted = g.b.new_label();
+        let plain = g.b.new_label();
         g.b.alu_reg(Op::Mov64Reg, 1, 7);
         g.b.alu_imm(Op::Rsh64Imm, 1, 48);
         g.b.alu_imm(Op::And64Imm, 1, 0xff);
@@ -1180,23 +1272,24 @@ fn tail(g: &mut Gen<'_>, goto: &mut dyn FnMut(&mut Gen<'_>, weir_program::Label)
         for (i, l) in labels.iter().enumerate() {
             g.b.jump_imm(Op::Jeq64Imm, 1, i as i32 + 1, *l);
         }
-        g.b.jump(acted);
+        g.b.jump(plain);
+        let edited = g.b.new_label();
         for (i, l) in labels.iter().enumerate() {
             g.b.bind(*l);
             for kind in &g.layout.edits[i] {
                 edit(g, kind);
             }
-            g.b.jump(acted);
+            g.b.jump(edited);
         }
-        g.b.bind(acted);
+        g.b.bind(edited);
+        decode(g);
+        g.b.jump_imm(Op::Jeq64Imm, 2, act::DROP as i32, drop);
+        g.b.jump_imm(Op::Jeq64Imm, 2, act::REDIRECT as i32, redirect);
+        g.b.jump(pass);
+        g.b.bind(plain);
     }
     // The action.
-    g.b.alu_reg(Op::Mov64Reg, 1, 7);
-    g.b.alu_imm(Op::Rsh64Imm, 1, 32);
-    g.b.alu_reg(Op::Mov64Reg, 2, 1);
-    g.b.alu_imm(Op::Rsh64Imm, 2, 24);
-    g.b.alu_imm(Op::And64Imm, 1, 0xffff);
-    let (drop, redirect, goto_l) = (g.b.new_label(), g.b.new_label(), g.b.new_label());
+    decode(g);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::DROP as i32, drop);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::REDIRECT as i32, redirect);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::GOTO as i32, goto_l);

@@ -103,6 +103,8 @@ fn xdp_datapath_agrees_with_the_reference() {
     let mut modes = [0usize; 2];
     // Packets whose bytes the reference's actions changed, and sets with edit lists.
     let (mut edited, mut edit_sets) = (0usize, 0usize);
+    // Rules with a port range (exact entries, one a port).
+    let (mut ranged, mut range_hits) = (0usize, 0usize);
     for round in 0..40u64 {
         let rules = 1 + gen.rng.below_usize(if round % 2 == 0 { 20 } else { 150 });
         let masks = 1 + gen.rng.below_usize(8);
@@ -110,6 +112,10 @@ fn xdp_datapath_agrees_with_the_reference() {
         let mut text = gen.rule_set(rules, masks, chains);
         // A last rule of chain 0 that edits what no other rule took (the generator's
         // edits need a tagged packet or a match; these meet most packets).
+        // Wide port ranges (exact entries, hundreds a rule) most TCP/UDP
+        // packets of the corpus meet.
+        text += "prio 59990 protocol ip flower ip_proto tcp dst_port 1-200 action drop\n\
+                 prio 59991 protocol ipv6 flower ip_proto udp src_port 1-300 action pass\n";
         let id = gen.rng.below(4096);
         text += &match round % 4 {
             0 => format!("prio 60000 protocol all flower action vlan push id {id} priority {} protocol 802.1ad pipe action pass\n", gen.rng.below(8)),
@@ -133,6 +139,12 @@ fn xdp_datapath_agrees_with_the_reference() {
             edited += usize::from(*out != frames[i]);
         }
         edit_sets += usize::from(!dp.layout.edits.is_empty());
+        for (c, hits) in set.compile().iter().zip(&want_counters) {
+            if c.src_range.is_some() || c.dst_range.is_some() {
+                ranged += 1;
+                range_hits += hits.0 as usize;
+            }
+        }
         for engine in [Engine::Interp, Engine::Jit] {
             let obj = Object::open(&bytes).unwrap();
             // Every device is "there" (weir's devmap takes any ifindex).
@@ -195,12 +207,13 @@ fn xdp_datapath_agrees_with_the_reference() {
     assert!(matched > sets * 10, "only {matched} rule hits over {sets} sets");
     assert!(seen[1] > 100 && seen[2] > 100 && seen[4] > 20, "pass/drop/redirect: {seen:?}");
     assert!(modes[0] > 0 && modes[1] > 0, "loop / forward sets: {modes:?}");
+    assert!(ranged > 20 && range_hits > 20, "{ranged} rules with port ranges, {range_hits} hits");
     assert!(
         edit_sets > 20 && edited > 1000,
         "{edit_sets} sets with edits, {edited} packets edited"
     );
     println!(
-        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited",
+        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits)",
         frames.len(),
         modes[0],
         modes[1]
@@ -212,8 +225,8 @@ fn xdp_datapath_agrees_with_the_reference() {
 fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
     for (rule, keyword) in [
         ("protocol ip flower indev eth0 action drop", "indev"),
-        ("protocol ip flower ip_proto tcp dst_port 1-10 action drop", "dst_port"),
-        ("protocol ip flower ip_proto udp src_port 1-10 action drop", "src_port"),
+        ("protocol ip flower ip_proto tcp dst_port 1-65535 action drop", "dst_port"),
+        ("protocol ip flower ip_proto udp src_port 1-100 dst_port 1-100 action drop", "src_port"),
         ("protocol all flower action mirred egress mirror dev d0", "mirror"),
         ("protocol all flower action vlan pop pipe action goto chain 1", "goto"),
         ("protocol all flower action vlan push id 5 pipe action reclassify", "reclassify"),
