@@ -1443,6 +1443,23 @@ mod tests {
         assert!(Layout::from_text("something else\n").is_err());
     }
 
+    /// A port range is one exact entry a port, all counting into the rule's one slot; a
+    /// better exact rule of the same mask takes its port's entry.
+    #[test]
+    fn port_ranges_are_exact_entries_of_one_slot() {
+        let s = set("prio 1 protocol ip flower ip_proto tcp dst_port 11 action drop\n\
+                     prio 2 protocol ip flower ip_proto tcp dst_port 10-13 action pass\n");
+        let dp = compile(&s, XdpOptions::default()).unwrap();
+        assert_eq!(dp.layout.subtables.len(), 1);
+        let slots: Vec<u32> =
+            dp.entries.iter().map(|e| u32::from_ne_bytes(e.2[8..12].try_into().unwrap())).collect();
+        assert_eq!(dp.slots, vec![Some(0), Some(1)]);
+        assert_eq!(slots, vec![0, 1, 1, 1], "port 11 is rule 1's, 10, 12, 13 rule 2's");
+        let wide = set("prio 1 protocol ip flower ip_proto tcp src_port 1-5000 action drop\n");
+        let e = compile(&wide, XdpOptions::default()).unwrap_err();
+        assert!(e.message.contains("\"src_port\"") && e.message.contains("5000"), "{e}");
+    }
+
     /// The better of two rules with one (chain, mask, key) holds the entry; a rule whose
     /// entry was there keeps its counter slot across an update, a new one takes a free
     /// slot; a rule of a mask the program lacks is refused.
