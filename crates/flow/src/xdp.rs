@@ -23,17 +23,25 @@
 //! the packets): a packet sees the old table or the new one, never a mix. A rule keeps
 //! its counter slot across updates when its (subtable, masked key) was there before.
 //!
+//! Packet edits: `vlan pop`, `push` and `modify` before the verdict are generated as code,
+//! one block per distinct list of edits in the rule set ([`Layout::edits`]); the table
+//! value's action word names the list. Pop and push move the packet's start with
+//! `bpf_xdp_adjust_head` and the MAC addresses with it; the bytes come out as the
+//! user-space action engine leaves them (the differential test compares them).
+//!
 //! Refused at compile time, naming the rule's line and keyword: what XDP cannot do or
 //! what the hash tables cannot hold: `indev` (an XDP program sees an ifindex, not the
-//! rule file's names), port ranges, `continue`, `mirred … mirror` and a redirect given a
-//! control (both need a copy of the packet), `vlan`, `pedit`, `csum`, `skbedit`.
+//! rule file's names), a port range of more than [`MAX_RANGE_ENTRIES`] ports (a range
+//! is exact entries, see [`expand`]), `continue`, `mirred … mirror` and a redirect given a
+//! control (both need a copy of the packet), `pedit`, `csum`, `skbedit`, and a `goto` or
+//! `reclassify` after an edit (the program parses the packet once, before the search).
 //!
 //! Known difference from the user-space extraction: IPv6 extension headers are followed
 //! up to [`IPV6_EXT_HEADERS`] deep (the kernel's verifier wants a bounded walk); a packet
 //! with more takes the next header's number as its protocol.
 
 use crate::key::{field, Field, Key, Need, BYTES, FLAG_FIRSTFRAG, FLAG_FRAG, WORDS};
-use crate::rule::{ActionKind, Control, Match, PortMatch, RuleError, RuleSet, ADDR_V4, ADDR_V6};
+use crate::rule::{Action, ActionKind, Control, Match, RuleError, RuleSet, ADDR_V4, ADDR_V6};
 use weir_isa::ebpf::Op;
 use weir_program::{
     abi::{helper_id, xdp_action},
@@ -59,13 +67,17 @@ pub fn table_map_name(g: usize, s: usize) -> String {
     format!("wf_t{g}_{s}")
 }
 
-/// Action kinds in a table value's action word (kind in the top byte, argument below).
+/// Action kinds in a table value's action word: kind in the top byte, the edit list
+/// (index + 1, 0: none) in the next, the argument (device or chain index) in the low 16 bits.
 mod act {
     pub const PASS: u32 = 0;
     pub const DROP: u32 = 1;
     pub const REDIRECT: u32 = 2;
     pub const GOTO: u32 = 3;
 }
+
+/// Edit lists a program can carry (one byte of the action word, 0 being none).
+pub const MAX_EDIT_LISTS: usize = 255;
 
 /// The kernel's `max_reclassify_loop`, as [`crate::engine::MAX_RESTARTS`].
 const MAX_RESTARTS: i32 = crate::engine::MAX_RESTARTS as i32;
@@ -114,6 +126,10 @@ pub struct Layout {
     /// Every goto goes to a later chain of `chains` (and there are at most 17 chains, so
     /// tc's restart limit cannot be reached): the program has no loop.
     pub forward: bool,
+    /// The distinct lists of packet edits rules make before their verdict (`vlan pop`,
+    /// `push`, `modify`), each generated as code; a table value names one by its index + 1
+    /// (0: none). A rule set with another list needs the program compiled again.
+    pub edits: Vec<Vec<ActionKind>>,
 }
 
 /// One map entry to write: (map name, key, value).
@@ -156,36 +172,30 @@ fn refuse(line: usize, keyword: &str, why: &str) -> RuleError {
     }
 }
 
-/// The rule's outcome, or the refusal naming what XDP cannot do.
-fn rule_act(rule: &crate::rule::Rule, devices: &[String]) -> Result<Act, RuleError> {
+/// The rule's outcome and the packet edits it makes first (its `vlan` actions, in order),
+/// or the refusal naming what XDP cannot do.
+fn rule_act(
+    rule: &crate::rule::Rule,
+    devices: &[String],
+) -> Result<(Act, Vec<ActionKind>), RuleError> {
     let line = rule.line;
-    for m in &rule.matches {
-        match m {
-            Match::Indev(_) => {
-                return Err(refuse(line, "indev", "an XDP program sees an ifindex, not a name"))
-            }
-            Match::SrcPort(PortMatch::Range(..)) => {
-                return Err(refuse(line, "src_port", "port ranges do not fit a hash table"))
-            }
-            Match::DstPort(PortMatch::Range(..)) => {
-                return Err(refuse(line, "dst_port", "port ranges do not fit a hash table"))
-            }
-            _ => {}
-        }
+    if rule.matches.iter().any(|m| matches!(m, Match::Indev(_))) {
+        return Err(refuse(line, "indev", "an XDP program sees an ifindex, not a name"));
     }
+    let mut edits = Vec::new();
     for a in &rule.actions {
         let control = a.effective_control();
         match &a.kind {
             ActionKind::Gact => {}
             ActionKind::Mirred { redirect: true, dev } if a.control.is_none() => {
                 let i = devices.iter().position(|d| d == dev).unwrap_or(0);
-                return Ok(Act::Redirect(i as u16));
+                return Ok((Act::Redirect(i as u16), edits));
             }
             ActionKind::Mirred { .. } => {
                 return Err(refuse(line, "mirror", "XDP cannot send a copy and go on"))
             }
             ActionKind::VlanPop | ActionKind::VlanPush { .. } | ActionKind::VlanModify { .. } => {
-                return Err(refuse(line, "vlan", "not generated yet"))
+                edits.push(a.kind.clone())
             }
             ActionKind::Pedit(_) => return Err(refuse(line, "pedit", "not generated yet")),
             ActionKind::Csum(_) => return Err(refuse(line, "csum", "not generated yet")),
@@ -193,18 +203,85 @@ fn rule_act(rule: &crate::rule::Rule, devices: &[String]) -> Result<Act, RuleErr
                 return Err(refuse(line, "skbedit", "an XDP frame has no skb mark"))
             }
         }
+        // A restart after an edit classifies the edited packet: the program parses once,
+        // before the search, so it would search with the old packet's key.
+        let restart = |keyword: &str| {
+            refuse(
+                line,
+                keyword,
+                "after a packet edit the packet would have to be parsed again; not generated yet",
+            )
+        };
         match control {
             Control::Pipe => continue,
-            Control::Ok => return Ok(Act::Pass),
-            Control::Drop => return Ok(Act::Drop),
-            Control::Goto(n) => return Ok(Act::Goto(n)),
-            Control::Reclassify => return Ok(Act::Goto(0)),
+            Control::Ok => return Ok((Act::Pass, edits)),
+            Control::Drop => return Ok((Act::Drop, edits)),
+            Control::Goto(_) if !edits.is_empty() => return Err(restart("goto")),
+            Control::Reclassify if !edits.is_empty() => return Err(restart("reclassify")),
+            Control::Goto(n) => return Ok((Act::Goto(n), edits)),
+            Control::Reclassify => return Ok((Act::Goto(0), edits)),
             Control::Continue => {
                 return Err(refuse(line, "continue", "a table keeps the best rule of a key only"))
             }
         }
     }
-    Ok(Act::Pass)
+    Ok((Act::Pass, edits))
+}
+
+/// Exact entries a rule's port ranges may expand to (ports, or port pairs when both
+/// ports have a range).
+pub const MAX_RANGE_ENTRIES: usize = 4096;
+
+/// A rule's subtable mask and its map keys. A port range becomes one exact entry per
+/// port (per pair with both), the port's bytes added to the mask: the tables stay hash
+/// tables probed once a subtable, a range's entries are written with the rest of the
+/// generation (atomic as any update), and they count into the rule's one counter slot.
+/// Chosen over a range check after the probe (a subtable keyed without the port, its
+/// candidates' ranges walked in rank order) because a hash entry holds one rule: rules
+/// differing only in their ranges would need a list per entry, and the walk a loop the
+/// verifier must bound. The price is entries: [`MAX_RANGE_ENTRIES`] a rule at most.
+fn expand(
+    rule: &crate::rule::Rule,
+    c: &crate::rule::Compiled,
+) -> Result<(Key, Vec<Key>), RuleError> {
+    let ports = |r: Option<(u16, u16)>| -> Vec<Option<u16>> {
+        match r {
+            None => vec![None],
+            Some((lo, hi)) => (lo..=hi).map(Some).collect(),
+        }
+    };
+    let span =
+        |r: Option<(u16, u16)>| r.map_or(1, |(lo, hi)| usize::from(hi.saturating_sub(lo)) + 1);
+    let n = span(c.src_range) * span(c.dst_range);
+    if n > MAX_RANGE_ENTRIES {
+        let keyword = if span(c.dst_range) > span(c.src_range) { "dst_port" } else { "src_port" };
+        return Err(refuse(
+            rule.line,
+            keyword,
+            &format!("a range of {n} ports (pairs) would be {n} exact entries, {MAX_RANGE_ENTRIES} a rule at most"),
+        ));
+    }
+    let mut mask = c.mask;
+    if c.src_range.is_some() {
+        mask.set_u16(field::SRC_PORT, 0xffff);
+    }
+    if c.dst_range.is_some() {
+        mask.set_u16(field::DST_PORT, 0xffff);
+    }
+    let mut keys = Vec::with_capacity(n);
+    for sp in ports(c.src_range) {
+        for dp in ports(c.dst_range) {
+            let mut k = c.key;
+            if let Some(p) = sp {
+                k.set_u16(field::SRC_PORT, p);
+            }
+            if let Some(p) = dp {
+                k.set_u16(field::DST_PORT, p);
+            }
+            keys.push(k);
+        }
+    }
+    Ok((mask, keys))
 }
 
 /// Options of [`compile`].
@@ -222,13 +299,29 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
     let mut chains: Vec<u32> = vec![0];
     let mut edges: Vec<(u32, u32)> = Vec::new();
     let mut need = Need::default();
+    let mut edits: Vec<Vec<ActionKind>> = Vec::new();
+    let mut entry_count = 0usize;
     for (rule, c) in set.rules.iter().zip(&compiled) {
-        let a = rule_act(rule, &devices)?;
+        let (a, e) = rule_act(rule, &devices)?;
+        if !e.is_empty() && !edits.contains(&e) {
+            if edits.len() == MAX_EDIT_LISTS {
+                return Err(RuleError {
+                    line: rule.line,
+                    column: 0,
+                    message: format!(
+                        "more than {MAX_EDIT_LISTS} distinct lists of packet edits: the XDP datapath's action word has room for {MAX_EDIT_LISTS}"
+                    ),
+                });
+            }
+            edits.push(e);
+        }
         if let Act::Goto(n) = a {
             edges.push((rule.chain, n));
         }
         need = need.union(c.need);
-        let st = Subtable { chain: rule.chain, mask: c.mask };
+        let (mask, keys) = expand(rule, c)?;
+        entry_count += keys.len();
+        let st = Subtable { chain: rule.chain, mask };
         if !subtables.contains(&st) {
             subtables.push(st);
         }
@@ -242,8 +335,9 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
         }
     }
     let rules = set.rules.len() as u32;
+    let most = u32::try_from(entry_count).unwrap_or(u32::MAX).max(rules);
     let capacity =
-        if options.capacity == 0 { (rules.saturating_mul(2)).max(1024) } else { options.capacity };
+        if options.capacity == 0 { most.saturating_mul(2).max(1024) } else { options.capacity };
     if rules > capacity {
         return Err(RuleError {
             line: set.rules.get(capacity as usize).map_or(0, |r| r.line),
@@ -263,7 +357,14 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
         });
     }
     let (chains, forward) = order_chains(chains, &edges);
-    let layout = Layout { subtables, chains, devices, capacity, need, forward };
+    if chains.len() > 0xffff {
+        return Err(RuleError {
+            line: 0,
+            column: 0,
+            message: format!("{} chains: the XDP datapath takes 65,535", chains.len()),
+        });
+    }
+    let layout = Layout { subtables, chains, devices, capacity, need, forward, edits };
     let program = emit(&layout);
     let mut table = layout.entries(set, 0, &[])?;
     // Devices as weir's runtime sees them: device i of the rule file is ifindex i + 1
@@ -338,8 +439,23 @@ impl Layout {
             }
         }
         for (i, (rule, c)) in set.rules.iter().zip(&compiled).enumerate() {
-            let a = rule_act(rule, devices)?;
-            let st = Subtable { chain: rule.chain, mask: c.mask };
+            let (a, e) = rule_act(rule, devices)?;
+            let edit = if e.is_empty() {
+                0
+            } else {
+                match self.edits.iter().position(|x| *x == e) {
+                    Some(i) => (i as u32 + 1) << 16,
+                    None => return Err(RuleError {
+                        line: rule.line,
+                        column: 0,
+                        message:
+                            "this rule's packet edits are not among the program's; compile again"
+                                .into(),
+                    }),
+                }
+            };
+            let (mask, keys) = expand(rule, c)?;
+            let st = Subtable { chain: rule.chain, mask };
             let Some(s) = self.subtables.iter().position(|x| *x == st) else {
                 return Err(RuleError {
                     line: rule.line,
@@ -371,49 +487,80 @@ impl Layout {
                     }
                     (act::GOTO << 24) | ci as u32
                 }
-            };
+            } | edit;
             let rank = (u64::from(set.prios[i]) << 32) | i as u64;
-            let key = st.map_key(&c.key);
-            match index.get(&(s, key.clone())) {
-                Some(&j) if best[j].2 <= rank => {}
-                Some(&j) => {
-                    best[j].2 = rank;
-                    best[j].3 = action;
-                    best[j].4 = i;
-                }
-                None => {
-                    index.insert((s, key.clone()), best.len());
-                    best.push((s, key, rank, action, i));
+            for k in &keys {
+                let key = st.map_key(k);
+                match index.get(&(s, key.clone())) {
+                    Some(&j) if best[j].2 <= rank => {}
+                    Some(&j) => {
+                        best[j].2 = rank;
+                        best[j].3 = action;
+                        best[j].4 = i;
+                    }
+                    None => {
+                        index.insert((s, key.clone()), best.len());
+                        best.push((s, key, rank, action, i));
+                    }
                 }
             }
         }
-        // Counter slots.
+        let mut per_table = vec![0u32; self.subtables.len()];
+        for e in &best {
+            per_table[e.0] += 1;
+            if per_table[e.0] > self.capacity {
+                return Err(RuleError {
+                    line: set.rules[e.4].line,
+                    column: 0,
+                    message: format!(
+                        "subtable {} takes more than the program's capacity of {} entries (port ranges count a port each)",
+                        e.0, self.capacity
+                    ),
+                });
+            }
+        }
+        // Counter slots, one a rule (every entry of a rule's port range counts into its
+        // rule's): a rule one of whose entries was there keeps that entry's slot, the
+        // others take the lowest free ones.
+        let kept: std::collections::HashMap<(usize, &[u8]), u32> =
+            keep.iter().map(|(s, k, slot)| ((*s, k.as_slice()), *slot)).collect();
         let mut used = vec![false; self.capacity as usize];
-        let mut slots = vec![u32::MAX; best.len()];
-        for (j, (s, key, _, _, _)) in best.iter().enumerate() {
-            if let Some((_, _, slot)) = keep.iter().find(|(ks, kk, _)| ks == s && kk == key) {
-                if let Some(u) = used.get_mut(*slot as usize) {
+        let mut rule_slots: Vec<Option<u32>> = vec![None; set.rules.len()];
+        for (s, key, _, _, r) in &best {
+            if rule_slots[*r].is_some() {
+                continue;
+            }
+            if let Some(&slot) = kept.get(&(*s, key.as_slice())) {
+                if let Some(u) = used.get_mut(slot as usize) {
                     if !*u {
                         *u = true;
-                        slots[j] = *slot;
+                        rule_slots[*r] = Some(slot);
                     }
                 }
             }
         }
         let mut next_free = 0usize;
-        for slot in slots.iter_mut().filter(|s| **s == u32::MAX) {
-            while used[next_free] {
+        for (_, _, _, _, r) in &best {
+            if rule_slots[*r].is_some() {
+                continue;
+            }
+            while used.get(next_free) == Some(&true) {
                 next_free += 1;
             }
+            if next_free >= used.len() {
+                return Err(RuleError {
+                    line: set.rules[*r].line,
+                    column: 0,
+                    message: format!("no counter slot left of {}", self.capacity),
+                });
+            }
             used[next_free] = true;
-            *slot = next_free as u32;
+            rule_slots[*r] = Some(next_free as u32);
         }
-        let mut rule_slots = vec![None; set.rules.len()];
         let entries = best
             .into_iter()
-            .zip(slots)
-            .map(|((s, key, rank, action, rule), slot)| {
-                rule_slots[rule] = Some(slot);
+            .map(|(s, key, rank, action, rule)| {
+                let slot = rule_slots[rule].unwrap_or(0);
                 let mut value = Vec::with_capacity(VALUE_SIZE as usize);
                 value.extend_from_slice(&rank.to_ne_bytes());
                 value.extend_from_slice(&slot.to_ne_bytes());
@@ -475,7 +622,7 @@ impl Layout {
     /// then `subtable CHAIN MASKHEX` lines.
     pub fn to_text(&self) -> String {
         let mut s = format!(
-            "weir-flow-xdp 1\ncapacity {}\nneed {} {}\nforward {}\nchains",
+            "weir-flow-xdp 2\ncapacity {}\nneed {} {}\nforward {}\nchains",
             self.capacity, self.need.l3 as u8, self.need.l4 as u8, self.forward as u8
         );
         for c in &self.chains {
@@ -490,14 +637,21 @@ impl Layout {
             let hex: String = st.mask.0.iter().map(|b| format!("{b:02x}")).collect();
             s.push_str(&format!("subtable {} {hex}\n", st.chain));
         }
+        for e in &self.edits {
+            let text: Vec<String> = e
+                .iter()
+                .map(|k| Action { kind: k.clone(), control: Some(Control::Pipe) }.to_string())
+                .collect();
+            s.push_str(&format!("edit {}\n", text.join(" action ")));
+        }
         s
     }
 
     /// [`Layout::to_text`] read back.
     pub fn from_text(text: &str) -> Result<Layout, String> {
         let mut lines = text.lines();
-        if lines.next() != Some("weir-flow-xdp 1") {
-            return Err("not a weir flow XDP layout (version 1)".into());
+        if !matches!(lines.next(), Some("weir-flow-xdp 1" | "weir-flow-xdp 2")) {
+            return Err("not a weir flow XDP layout (version 1 or 2)".into());
         }
         let mut layout = Layout {
             subtables: Vec::new(),
@@ -506,6 +660,7 @@ impl Layout {
             capacity: 0,
             need: Need::default(),
             forward: false,
+            edits: Vec::new(),
         };
         for (n, line) in lines.enumerate() {
             let bad = || format!("layout line {}: cannot read `{line}`", n + 2);
@@ -538,6 +693,13 @@ impl Layout {
                     }
                     layout.subtables.push(Subtable { chain, mask });
                 }
+                Some("edit") => {
+                    let text = line.strip_prefix("edit ").ok_or_else(bad)?;
+                    let set = RuleSet::parse(&format!("protocol all flower action {text}"))
+                        .map_err(|e| format!("{}: {e}", bad()))?;
+                    let edits = set.rules.first().ok_or_else(bad)?.actions.iter();
+                    layout.edits.push(edits.map(|a| a.kind.clone()).collect());
+                }
                 _ => return Err(bad()),
             }
         }
@@ -552,10 +714,15 @@ const KEY: i16 = -(BYTES as i16);
 const LKEY: i16 = KEY - BYTES as i16;
 const SCRATCH: i16 = LKEY - 8;
 const LEN: i16 = SCRATCH - 8;
+/// The context pointer, kept for the edits (helpers and reloads of the packet pointers).
+const CTX: i16 = LEN - 8;
+/// The 12 bytes of MAC addresses while an edit moves the packet's start.
+const MACS: i16 = CTX - 16;
 
 // Helper ids as `call` immediates (the ids have one home: weir-program's `helper_id`).
 const HELPER_MAP_LOOKUP: i32 = helper_id::MAP_LOOKUP_ELEM as i32;
 const HELPER_REDIRECT_MAP: i32 = helper_id::REDIRECT_MAP as i32;
+const HELPER_ADJUST_HEAD: i32 = helper_id::XDP_ADJUST_HEAD as i32;
 
 struct Gen<'a> {
     b: ProgramBuilder,
@@ -659,6 +826,9 @@ fn emit(layout: &Layout) -> Program {
     }
     let mut g = Gen { b: ProgramBuilder::new(), layout, used, relocs: Vec::new() };
     let parsed = g.b.new_label();
+    if !layout.edits.is_empty() {
+        g.b.store_reg(Op::StxDw, 10, CTX, 1);
+    }
     extract(&mut g, parsed);
     g.b.bind(parsed);
     // The generation: wf_config[0].
@@ -1080,13 +1250,46 @@ fn tail(g: &mut Gen<'_>, goto: &mut dyn FnMut(&mut Gen<'_>, weir_program::Label)
     g.b.alu_reg(Op::Add64Reg, 1, 2);
     g.b.store_reg(Op::StxDw, 0, 8, 1);
     g.b.bind(counted);
-    // The action.
-    g.b.alu_reg(Op::Mov64Reg, 1, 7);
-    g.b.alu_imm(Op::Rsh64Imm, 1, 32);
-    g.b.alu_reg(Op::Mov64Reg, 2, 1);
-    g.b.alu_imm(Op::Rsh64Imm, 2, 24);
-    g.b.alu_imm(Op::And64Imm, 1, 0x00ff_ffff);
+    // r1 = the argument, r2 = the kind, from the action word (high half of r7).
+    let decode = |g: &mut Gen<'_>| {
+        g.b.alu_reg(Op::Mov64Reg, 1, 7);
+        g.b.alu_imm(Op::Rsh64Imm, 1, 32);
+        g.b.alu_reg(Op::Mov64Reg, 2, 1);
+        g.b.alu_imm(Op::Rsh64Imm, 2, 24);
+        g.b.alu_imm(Op::And64Imm, 1, 0xffff);
+    };
     let (drop, redirect, goto_l) = (g.b.new_label(), g.b.new_label(), g.b.new_label());
+    // The edits (r7 survives the helper calls). An edited packet ends here: `rule_act`
+    // refuses a goto after an edit, and the code says so to verifiers, which would
+    // otherwise take every edit list into every restart of the goto loop (a minute and
+    // more of weir's verifier for one rule set).
+    if !g.layout.edits.is_empty() {
+        let plain = g.b.new_label();
+        g.b.alu_reg(Op::Mov64Reg, 1, 7);
+        g.b.alu_imm(Op::Rsh64Imm, 1, 48);
+        g.b.alu_imm(Op::And64Imm, 1, 0xff);
+        let labels: Vec<_> = g.layout.edits.iter().map(|_| g.b.new_label()).collect();
+        for (i, l) in labels.iter().enumerate() {
+            g.b.jump_imm(Op::Jeq64Imm, 1, i as i32 + 1, *l);
+        }
+        g.b.jump(plain);
+        let edited = g.b.new_label();
+        for (i, l) in labels.iter().enumerate() {
+            g.b.bind(*l);
+            for kind in &g.layout.edits[i] {
+                edit(g, kind);
+            }
+            g.b.jump(edited);
+        }
+        g.b.bind(edited);
+        decode(g);
+        g.b.jump_imm(Op::Jeq64Imm, 2, act::DROP as i32, drop);
+        g.b.jump_imm(Op::Jeq64Imm, 2, act::REDIRECT as i32, redirect);
+        g.b.jump(pass);
+        g.b.bind(plain);
+    }
+    // The action.
+    decode(g);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::DROP as i32, drop);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::REDIRECT as i32, redirect);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::GOTO as i32, goto_l);
@@ -1104,6 +1307,98 @@ fn tail(g: &mut Gen<'_>, goto: &mut dyn FnMut(&mut Gen<'_>, weir_program::Label)
     g.b.exit();
     g.b.bind(goto_l);
     goto(g, pass);
+}
+
+/// r1 = ctx, r2 = data, r3 = data_end, as the context says now (after a helper moved the
+/// packet's start, the old pointers are gone).
+fn reload(g: &mut Gen<'_>) {
+    g.b.load(Op::LdxDw, 1, 10, CTX);
+    g.b.load(Op::LdxW, 2, 1, 0);
+    g.b.load(Op::LdxW, 3, 1, 4);
+}
+
+/// The MAC addresses (r2 + 0..12) to MACS and back (r4 scratch).
+fn save_macs(g: &mut Gen<'_>) {
+    g.b.load(Op::LdxDw, 4, 2, 0);
+    g.b.store_reg(Op::StxDw, 10, MACS, 4);
+    g.b.load(Op::LdxW, 4, 2, 8);
+    g.b.store_reg(Op::StxW, 10, MACS + 8, 4);
+}
+
+fn restore_macs(g: &mut Gen<'_>) {
+    g.b.load(Op::LdxDw, 4, 10, MACS);
+    g.b.store_reg(Op::StxDw, 2, 0, 4);
+    g.b.load(Op::LdxW, 4, 10, MACS + 8);
+    g.b.store_reg(Op::StxW, 2, 8, 4);
+}
+
+/// `bpf_xdp_adjust_head(ctx, delta)`; a failure goes to `fail`.
+fn adjust_head(g: &mut Gen<'_>, delta: i32, fail: weir_program::Label) {
+    g.b.load(Op::LdxDw, 1, 10, CTX);
+    g.b.alu_imm(Op::Mov64Imm, 2, delta);
+    g.b.call_helper(HELPER_ADJUST_HEAD);
+    g.b.jump_imm(Op::Jne64Imm, 0, 0, fail);
+}
+
+/// `if the packet has no VLAN tag at 12 goto fail` (r0 scratch; r2/r3 the packet, 16
+/// bytes or more checked).
+fn tagged_or(g: &mut Gen<'_>, fail: weir_program::Label) {
+    let ok = g.b.new_label();
+    g.load16(0, 2, 12);
+    g.b.jump_imm(Op::Jeq64Imm, 0, 0x8100, ok);
+    g.b.jump_imm(Op::Jne64Imm, 0, 0x88a8, fail);
+    g.b.bind(ok);
+}
+
+/// One packet edit, as the user-space action engine (`crate::engine`) makes it to the
+/// bytes: `vlan pop` takes the outer tag out (a tagged frame of 18 bytes or more), `push`
+/// puts a tag in at 12 (a frame of 12 bytes or more), `modify` rewrites the outer tag's
+/// TPID and TCI. A frame the edit does not apply to is left alone. Clobbers r0-r5.
+fn edit(g: &mut Gen<'_>, kind: &ActionKind) {
+    let skip = g.b.new_label();
+    reload(g);
+    match *kind {
+        ActionKind::VlanPop => {
+            g.check(2, 18, skip);
+            tagged_or(g, skip);
+            save_macs(g);
+            adjust_head(g, 4, skip);
+            reload(g);
+            g.check(2, 12, skip);
+            restore_macs(g);
+        }
+        ActionKind::VlanPush { id, prio, tpid } => {
+            let tci = (u16::from(prio.unwrap_or(0)) << 13) | id;
+            g.check(2, 12, skip);
+            save_macs(g);
+            adjust_head(g, -4, skip);
+            reload(g);
+            g.check(2, 16, skip);
+            restore_macs(g);
+            let [a, b] = tpid.to_be_bytes();
+            let [c, d] = tci.to_be_bytes();
+            g.b.alu_imm(Op::Mov64Imm, 4, i32::from_ne_bytes([a, b, c, d]));
+            g.b.store_reg(Op::StxW, 2, 12, 4);
+        }
+        ActionKind::VlanModify { id, prio, tpid } => {
+            g.check(2, 16, skip);
+            tagged_or(g, skip);
+            g.load16(4, 2, 14);
+            g.b.alu_imm(Op::And64Imm, 4, 0xf000);
+            g.b.alu_imm(Op::Or64Imm, 4, i32::from(id));
+            if let Some(p) = prio {
+                g.b.alu_imm(Op::And64Imm, 4, 0x1fff);
+                g.b.alu_imm(Op::Or64Imm, 4, i32::from(p) << 13);
+            }
+            g.b.byte_swap(Op::Be16, 4);
+            g.b.store_reg(Op::StxH, 2, 14, 4);
+            g.b.alu_imm(Op::Mov64Imm, 4, i32::from(u16::from_ne_bytes(tpid.to_be_bytes())));
+            g.b.store_reg(Op::StxH, 2, 12, 4);
+        }
+        // `rule_act` lets through only the edits above.
+        _ => {}
+    }
+    g.b.bind(skip);
 }
 
 #[cfg(test)]
@@ -1125,7 +1420,44 @@ mod tests {
         let back = Layout::from_text(&dp.layout.to_text()).unwrap();
         assert_eq!(back, dp.layout);
         assert!(Layout::from_text("weir-flow-xdp 1\nsubtable 0 zz\n").is_err());
+        // Edit lists: one per distinct list, shared by equal ones, read back as written.
+        let s = set("prio 1 protocol all flower action vlan push id 7 priority 3 protocol 802.1ad pipe action vlan modify id 9 pipe action drop\n\
+                     prio 2 protocol ip flower action vlan pop pipe action mirred egress redirect dev d1\n\
+                     prio 3 protocol ip flower ip_ttl 3 action vlan pop pipe action drop\n");
+        let dp = compile(&s, XdpOptions { capacity: 64 }).unwrap();
+        assert_eq!(dp.layout.edits.len(), 2, "{:?}", dp.layout.edits);
+        assert!(matches!(
+            dp.layout.edits[0][0],
+            ActionKind::VlanPush { id: 7, prio: Some(3), tpid: 0x88a8 }
+        ));
+        let back = Layout::from_text(&dp.layout.to_text()).unwrap();
+        assert_eq!(back, dp.layout);
+        // The action words name the list: (index + 1) in the second byte.
+        let lists: Vec<u32> = dp
+            .entries
+            .iter()
+            .filter(|e| e.0.starts_with("wf_t"))
+            .map(|e| (u32::from_ne_bytes(e.2[12..16].try_into().unwrap()) >> 16) & 0xff)
+            .collect();
+        assert_eq!(lists, vec![1, 2, 2]);
         assert!(Layout::from_text("something else\n").is_err());
+    }
+
+    /// A port range is one exact entry a port, all counting into the rule's one slot; a
+    /// better exact rule of the same mask takes its port's entry.
+    #[test]
+    fn port_ranges_are_exact_entries_of_one_slot() {
+        let s = set("prio 1 protocol ip flower ip_proto tcp dst_port 11 action drop\n\
+                     prio 2 protocol ip flower ip_proto tcp dst_port 10-13 action pass\n");
+        let dp = compile(&s, XdpOptions::default()).unwrap();
+        assert_eq!(dp.layout.subtables.len(), 1);
+        let slots: Vec<u32> =
+            dp.entries.iter().map(|e| u32::from_ne_bytes(e.2[8..12].try_into().unwrap())).collect();
+        assert_eq!(dp.slots, vec![Some(0), Some(1)]);
+        assert_eq!(slots, vec![0, 1, 1, 1], "port 11 is rule 1's, 10, 12, 13 rule 2's");
+        let wide = set("prio 1 protocol ip flower ip_proto tcp src_port 1-5000 action drop\n");
+        let e = compile(&wide, XdpOptions::default()).unwrap_err();
+        assert!(e.message.contains("\"src_port\"") && e.message.contains("5000"), "{e}");
     }
 
     /// The better of two rules with one (chain, mask, key) holds the entry; a rule whose

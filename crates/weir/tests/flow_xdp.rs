@@ -34,8 +34,11 @@ fn xdp_of(v: FlowVerdict) -> u64 {
     }
 }
 
-/// Per packet the XDP action, and per rule (file order) (packets, bytes).
-fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> (Vec<u64>, Vec<(u64, u64)>) {
+/// Per packet the XDP action and the bytes the actions left, and per rule (file order)
+/// (packets, bytes).
+type Expected = (Vec<(u64, Vec<u8>)>, Vec<(u64, u64)>);
+
+fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> Expected {
     let r = Reference::new(set);
     let verdicts = frames
         .iter()
@@ -50,7 +53,8 @@ fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> (Vec<u64>, Vec<(u64, u64)>) {
                 mark: 0,
                 mirrored: &mut mirrored,
             };
-            xdp_of(r.process(&mut w).verdict)
+            let v = xdp_of(r.process(&mut w).verdict);
+            (v, data)
         })
         .collect();
     (verdicts, r.counters().into_iter().map(|(_, p, b, _)| (p, b)).collect())
@@ -97,11 +101,28 @@ fn xdp_datapath_agrees_with_the_reference() {
     let mut seen = [0usize; 5];
     // Sets with chains emitted with the goto loop and without (all gotos forward).
     let mut modes = [0usize; 2];
+    // Packets whose bytes the reference's actions changed, and sets with edit lists.
+    let (mut edited, mut edit_sets) = (0usize, 0usize);
+    // Rules with a port range (exact entries, one a port).
+    let (mut ranged, mut range_hits) = (0usize, 0usize);
     for round in 0..40u64 {
         let rules = 1 + gen.rng.below_usize(if round % 2 == 0 { 20 } else { 150 });
         let masks = 1 + gen.rng.below_usize(8);
         let chains = if round % 3 == 0 { 0 } else { 1 + gen.rng.below(2) as u32 };
-        let text = gen.rule_set(rules, masks, chains);
+        let mut text = gen.rule_set(rules, masks, chains);
+        // A last rule of chain 0 that edits what no other rule took (the generator's
+        // edits need a tagged packet or a match; these meet most packets).
+        // Wide port ranges (exact entries, hundreds a rule) most TCP/UDP
+        // packets of the corpus meet.
+        text += "prio 59990 protocol ip flower ip_proto tcp dst_port 1-200 action drop\n\
+                 prio 59991 protocol ipv6 flower ip_proto udp src_port 1-300 action pass\n";
+        let id = gen.rng.below(4096);
+        text += &match round % 4 {
+            0 => format!("prio 60000 protocol all flower action vlan push id {id} priority {} protocol 802.1ad pipe action pass\n", gen.rng.below(8)),
+            1 => "prio 60000 protocol all flower action vlan pop pipe action vlan pop pipe action pass\n".to_string(),
+            2 => format!("prio 60000 protocol all flower action vlan push id {id} pipe action vlan modify id 5 priority 6 pipe action mirred egress redirect dev d0\n"),
+            _ => String::new(),
+        };
         let set = xdp_rules(&text);
         let dp = match xdp::compile(&set, XdpOptions::default()) {
             Ok(dp) => dp,
@@ -113,8 +134,16 @@ fn xdp_datapath_agrees_with_the_reference() {
         }
         let (want, want_counters) = reference(&set, &frames);
         matched += want_counters.iter().map(|c| c.0).sum::<u64>() as usize;
-        for v in &want {
+        for (i, (v, out)) in want.iter().enumerate() {
             seen[*v as usize] += 1;
+            edited += usize::from(*out != frames[i]);
+        }
+        edit_sets += usize::from(!dp.layout.edits.is_empty());
+        for (c, hits) in set.compile().iter().zip(&want_counters) {
+            if c.src_range.is_some() || c.dst_range.is_some() {
+                ranged += 1;
+                range_hits += hits.0 as usize;
+            }
         }
         for engine in [Engine::Interp, Engine::Jit] {
             let obj = Object::open(&bytes).unwrap();
@@ -126,11 +155,12 @@ fn xdp_datapath_agrees_with_the_reference() {
             let mut loaded = obj
                 .load_with(entry, Some(engine), 0, true)
                 .unwrap_or_else(|e| panic!("{engine:?}: {e}\n{set}"));
+            loaded.keep_packets(true);
             for (i, f) in frames.iter().enumerate() {
-                let got = loaded.run(f).unwrap_or_else(|t| panic!("{engine:?} trap {t:?}")).ret;
+                let got = loaded.run(f).unwrap_or_else(|t| panic!("{engine:?} trap {t:?}"));
                 assert_eq!(
-                    got,
-                    want[i],
+                    (got.ret, &got.packet),
+                    (want[i].0, &want[i].1),
                     "{engine:?}: packet {i} ({} bytes {:02x?})\nrules:\n{set}",
                     f.len(),
                     f
@@ -155,8 +185,12 @@ fn xdp_datapath_agrees_with_the_reference() {
             let prog = kernel_object::load(&dp.program, &maps)
                 .unwrap_or_else(|e| panic!("{e}\nrules:\n{set}"));
             for (i, f) in long.iter().enumerate() {
-                let got = u64::from(prog.test_run(f, 1).unwrap().retval);
-                assert_eq!(got, want[i], "kernel: packet {i} {f:02x?}\nrules:\n{set}");
+                let (run, out) = prog.test_run_out(f, f.len() + 64).unwrap();
+                assert_eq!(
+                    (u64::from(run.retval), &out),
+                    (want[i].0, &want[i].1),
+                    "kernel: packet {i} {f:02x?}\nrules:\n{set}"
+                );
             }
             let stride = 16;
             let counters = counters_of(&dp.slots, |slot| {
@@ -173,8 +207,13 @@ fn xdp_datapath_agrees_with_the_reference() {
     assert!(matched > sets * 10, "only {matched} rule hits over {sets} sets");
     assert!(seen[1] > 100 && seen[2] > 100 && seen[4] > 20, "pass/drop/redirect: {seen:?}");
     assert!(modes[0] > 0 && modes[1] > 0, "loop / forward sets: {modes:?}");
+    assert!(ranged > 20 && range_hits > 20, "{ranged} rules with port ranges, {range_hits} hits");
+    assert!(
+        edit_sets > 20 && edited > 1000,
+        "{edit_sets} sets with edits, {edited} packets edited"
+    );
     println!(
-        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}",
+        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits)",
         frames.len(),
         modes[0],
         modes[1]
@@ -186,10 +225,11 @@ fn xdp_datapath_agrees_with_the_reference() {
 fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
     for (rule, keyword) in [
         ("protocol ip flower indev eth0 action drop", "indev"),
-        ("protocol ip flower ip_proto tcp dst_port 1-10 action drop", "dst_port"),
-        ("protocol ip flower ip_proto udp src_port 1-10 action drop", "src_port"),
+        ("protocol ip flower ip_proto tcp dst_port 1-65535 action drop", "dst_port"),
+        ("protocol ip flower ip_proto udp src_port 1-100 dst_port 1-100 action drop", "src_port"),
         ("protocol all flower action mirred egress mirror dev d0", "mirror"),
-        ("protocol all flower action vlan pop", "vlan"),
+        ("protocol all flower action vlan pop pipe action goto chain 1", "goto"),
+        ("protocol all flower action vlan push id 5 pipe action reclassify", "reclassify"),
         ("protocol ip flower action pedit ex munge ip ttl set 1", "pedit"),
         ("protocol ip flower action csum ip", "csum"),
         ("protocol all flower action skbedit mark 1", "skbedit"),
