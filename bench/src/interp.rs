@@ -15,7 +15,7 @@
 //! checked too. The `rolled` column is the proven program compiled with
 //! `weir_jit::Config::unroll` off: what unrolling counted loops gains, in the same run;
 //! `narrow` with `weir_jit::Config::wide_copy` off: what moving copy loops 16 bytes at a
-//! time gains (stack-copy).
+//! time and adding sum loops two words a lane gain (stack-copy).
 //!
 //! Each interpreter row also gives the instructions one run executes (the interpreter's own
 //! counter, `Cache::executed`) and weir's nanoseconds per executed instruction. A second
@@ -374,7 +374,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
              facts cover (new); rbpf/proven >= 1 and proven/native <= 1.2 are issue 12's goals"
                 .to_string(),
             "rolled: jit-proven with counted loops not unrolled (weir_jit::Config::unroll off); \
-             narrow: unrolled, copy loops not moved wide (weir_jit::Config::wide_copy off); \
+             narrow: unrolled, copy and sum loops not run wide (weir_jit::Config::wide_copy off); \
              native: the programs in Rust (rustc); C-O2 and C-rolled: bench/programs/compute.c \
              (stack-copy's stores kept, see its header) built by clang -O2, and -O2 \
              -fno-unroll-loops -fno-vectorize -fno-slp-vectorize; prov/C is issue 12's goal"

@@ -106,8 +106,9 @@ pub struct Config {
     /// Unroll the counted loops of proven programs (`codegen::counted`); on by default, off
     /// to measure what it gains.
     pub unroll: bool,
-    /// Move an unrolled copy loop's groups with 16-byte loads and stores
-    /// (`codegen::copy`); on by default, off to measure what it gains.
+    /// Run the idioms of unrolled loops wide: a copy loop's groups moved with 16-byte
+    /// loads and stores (`codegen::copy`), a sum loop's added two words a lane
+    /// (`codegen::reduce`); on by default, off to measure what they gain.
     pub wide_copy: bool,
 }
 

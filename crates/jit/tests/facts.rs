@@ -804,3 +804,73 @@ fn copy_loops_moved_wide_agree_with_the_interpreter() {
     // Every copy loop here is the idiom.
     assert_eq!(widened * 2, runs);
 }
+
+// ---- sum loops added wide (`codegen::reduce`) ----
+
+/// r0 = a start value plus `n` 8-byte words from `from` (`"stack+S"`: r10 - 256 + S, after
+/// the 256 stack bytes are filled with a pattern of large words, so the adds wrap;
+/// `"mem+S"`: r1 + S), then mixed with the last word the loop left in r5.
+fn sum_program(from: &str, n: i64) -> Program {
+    let (base, off) = from.split_once('+').expect("PLACE+OFFSET");
+    let off: i64 = off.parse().expect("offset");
+    let at = match base {
+        "stack" => format!("mov %r6, %r10\nadd %r6, {}\nadd %r6, %r3", off - 256),
+        _ => format!("mov %r6, %r1\nadd %r6, {off}\nadd %r6, %r3"),
+    };
+    let src = format!(
+        "mov %r3, 0\nfill:\nmov %r4, %r10\nadd %r4, -256\nadd %r4, %r3\nmov %r5, %r3\n\
+         mul %r5, 0x1e3779b1\nlsh %r5, 29\nxor %r5, 0x5a5a\nstxdw [%r4], %r5\nadd %r3, 8\n\
+         jlt %r3, 256, fill\nmov %r3, 0\nlddw %r0, 0xfedcba9876543210\nmov %r5, 0\n\
+         sum:\n{at}\nldxdw %r5, [%r6]\nadd %r0, %r5\nadd %r3, 8\njlt %r3, {}, sum\n\
+         mov %r7, %r5\nlsh %r7, 1\nxor %r0, %r7\nexit",
+        n * 8
+    );
+    Program::from_insns(assemble(&src).unwrap_or_else(|e| panic!("{e}\n{src}")))
+}
+
+/// Sum loops over the stack and over memory (aligned and not), trip counts around the
+/// unroll factor: r0 (the wrapped sum and the last word), the executed count, the final
+/// stack and memory are the interpreter's with the wide adds on and off; and the idiom is
+/// recognised (the machine code differs with them off).
+#[test]
+fn sum_loops_added_wide_agree_with_the_interpreter() {
+    let mut rng = weir_testkit::SplitMix64::new(13);
+    let mem: Vec<u8> = (0..256).map(|_| rng.next_u64() as u8).collect();
+    let world = World { mem: Some(mem), ..World::default() };
+    let (mut runs, mut widened) = (0, 0);
+    for n in [1i64, 2, 7, 8, 9, 15, 16, 17, 24, 31] {
+        for from in ["stack+0", "stack+8", "stack+64", "mem+0", "mem+3", "mem+8"] {
+            let off: i64 = from.split_once('+').and_then(|(_, o)| o.parse().ok()).unwrap_or(0);
+            if off + 8 * n > 256 {
+                continue;
+            }
+            let program = sum_program(from, n);
+            let Some(verified) = prove(&program, None, &world) else {
+                panic!("refused: {from}, {n} words")
+            };
+            let expected = interp_run(&program, None, &world);
+            assert!(expected.0.is_ok(), "{from}: {:?}", expected.0);
+            let mut code = Vec::new();
+            for wide in [true, false] {
+                let config = weir_jit::Config { wide_copy: wide, ..weir_jit::Config::default() };
+                let engine = Jit::compile(&verified, bindings(None), config).expect("compiles");
+                let mut cache = engine.cache();
+                let mut w = world.clone();
+                let input = Input { mem: w.mem.as_deref_mut(), ..Default::default() };
+                let got = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
+                let what = format!("{from}, {n} words, wide {wide}");
+                assert_eq!(got, expected.0, "{what}");
+                assert_eq!(cache.stack(), &expected.4[..], "{what}");
+                assert_eq!(w.mem, expected.3, "{what}");
+                code.push(engine.machine_code().to_vec());
+                runs += 1;
+            }
+            // Every sum loop here is the idiom once unrolled; below 7 words the unrolled
+            // guard's limit `8 * n - 56` would wrap, and the loop runs as written.
+            assert_eq!(code[0] != code[1], n >= 7, "{from}, {n} words");
+            widened += usize::from(code[0] != code[1]);
+        }
+    }
+    assert!(runs >= 2 * 10 * 5, "{runs}");
+    assert!(widened >= 40, "{widened}");
+}

@@ -157,6 +157,22 @@ fn shape(insns: &[Insn], body: &[usize], reg: u8, step: i64) -> Option<Copy> {
             return None;
         }
     }
+    let from = address(insns, body, reg, load)?;
+    let to = address(insns, body, reg, store)?;
+    let stride = i64::from(w);
+    let contiguous = |a: Affine| a.counter.checked_mul(step) == Some(stride);
+    if !contiguous(from) || !contiguous(to) {
+        return None;
+    }
+    Some(Copy { load, store, width: w, value, from, to, windows: (0, 0) })
+}
+
+/// The address of the access at slot `access` (a load, a store or an atomic of `body`)
+/// as an affine form of the iteration's registers (see the module docs), if the body's
+/// `mov`/`add`/`sub` make it one; `reg` the counted register.
+pub(crate) fn address(insns: &[Insn], body: &[usize], reg: u8, access: usize) -> Option<Affine> {
+    use weir_isa::ebpf::Operands;
+    let at = |pc: usize| insns.get(pc);
     let written =
         |r: u8| body.iter().any(|&pc| at(pc).is_some_and(|i| super::counted::writes(i, r)));
     let mut regs: [Option<Affine>; REG_COUNT as usize] = [None; REG_COUNT as usize];
@@ -170,21 +186,23 @@ fn shape(insns: &[Insn], body: &[usize], reg: u8, step: i64) -> Option<Copy> {
             None
         };
     }
-    let (mut from, mut to) = (None, None);
     for &pc in body {
         let insn = at(pc)?;
         let src = regs.get(usize::from(insn.src)).copied().flatten();
         let dst = regs.get(usize::from(insn.dst)).copied().flatten();
         let imm = i64::from(insn.imm as i32);
+        let operands = insn.op.spec().map(|s| s.operands)?;
+        let base = match operands {
+            Operands::Load => Some(src),
+            Operands::StoreImm | Operands::StoreReg => Some(dst),
+            _ => None,
+        };
+        if pc == access {
+            let off = i64::from(insn.off);
+            return base?.map(|a| Affine { k: a.k.wrapping_add(off), ..a });
+        }
         let next = match insn.op {
-            _ if pc == load => {
-                from = src.map(|a| Affine { k: a.k.wrapping_add(i64::from(insn.off)), ..a });
-                None
-            }
-            _ if pc == store => {
-                to = dst.map(|a| Affine { k: a.k.wrapping_add(i64::from(insn.off)), ..a });
-                continue;
-            }
+            _ if base.is_some() => None,
             Op::Mov64Imm => Some(Affine::constant(imm)),
             Op::Mov64Reg => src,
             Op::Add64Imm => dst.map(|a| Affine { k: a.k.wrapping_add(imm), ..a }),
@@ -192,17 +210,20 @@ fn shape(insns: &[Insn], body: &[usize], reg: u8, step: i64) -> Option<Copy> {
             Op::Add64Reg => dst.zip(src).and_then(|(a, b)| a.plus(b)),
             _ => None,
         };
-        if let Some(slot) = regs.get_mut(usize::from(insn.dst)) {
-            *slot = next;
+        // Whatever the instruction writes loses its form unless tracked just above
+        // (a load's destination, an atomic's fetched register).
+        for (r, slot) in regs.iter_mut().enumerate() {
+            if super::counted::writes(insn, r as u8) {
+                *slot = None;
+            }
+        }
+        if base.is_none() {
+            if let Some(slot) = regs.get_mut(usize::from(insn.dst)) {
+                *slot = next;
+            }
         }
     }
-    let (from, to) = (from?, to?);
-    let stride = i64::from(w);
-    let contiguous = |a: Affine| a.counter.checked_mul(step) == Some(stride);
-    if !contiguous(from) || !contiguous(to) {
-        return None;
-    }
-    Some(Copy { load, store, width: w, value, from, to, windows: (0, 0) })
+    None
 }
 
 /// Iterations per group of a copy loop: its groups move 16 bytes an instruction with no
@@ -226,7 +247,7 @@ pub(crate) fn widened(unroll: Unroll, step: i64) -> Unroll {
 }
 
 /// Guest memory as `memory` accesses it: proven in bounds, little-endian, maybe unaligned.
-fn flags() -> MemFlags {
+pub(super) fn flags() -> MemFlags {
     MemFlags::new()
         .with_notrap()
         .with_endianness(Endianness::Little)
@@ -254,7 +275,12 @@ fn chunks(total: u32) -> Vec<(Type, u32)> {
 impl Translator<'_, '_> {
     /// The host address of `a` at the current iteration's start, in `window`, as the
     /// part the loop keeps (bias, `inv`, `k`) and the counted part.
-    fn affine_host(&mut self, a: Affine, reg: u8, window: usize) -> Option<(Value, Value)> {
+    pub(super) fn affine_host(
+        &mut self,
+        a: Affine,
+        reg: u8,
+        window: usize,
+    ) -> Option<(Value, Value)> {
         let bias = self.biases.get(window).copied().flatten()?;
         let mut fixed = self.b.ins().iadd_imm(bias, a.k);
         if let Some(inv) = a.inv {

@@ -102,7 +102,8 @@ pub(crate) struct Plan {
     pub(crate) max_executed: u64,
     /// Counted loops may be unrolled (`Config::unroll`).
     pub(crate) unroll: bool,
-    /// Unrolled copy loops move wide (`Config::wide_copy`, `codegen::copy`).
+    /// Unrolled copy and sum loops run wide (`Config::wide_copy`, `codegen::copy`,
+    /// `codegen::reduce`).
     pub(crate) wide_copy: bool,
     /// The code reads nothing of the run state but its entry registers, the budget, the
     /// stack bias and the `base_lo` of the regions it accesses unchecked, and writes only

@@ -33,6 +33,7 @@ mod counted;
 pub(crate) mod facts;
 mod memory;
 mod provenance;
+mod reduce;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -49,6 +50,13 @@ use crate::guest::{func_addr, REGION_WINDOW, STACK, WINDOWS, WINDOW_SHIFT};
 use crate::state::{offsets, ENTRY_SHIFT, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, SAVED_WORDS};
 use crate::{CompileError, CompileErrorKind};
 pub(crate) use weir_program::exec::StackShape;
+
+/// An unrolled counted loop's body that runs wide: a copy (`copy`) or a sum (`reduce`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Idiom {
+    Copy(copy::Copy),
+    Sum(reduce::Sum),
+}
 
 /// Where the instruction being translated stands in its block. `Hot`: the block's whole
 /// charge was already taken from the budget; `Cold`: nothing was taken (see module docs).
@@ -165,8 +173,8 @@ struct Translator<'a, 'f> {
     blocks: Vec<Block>,
     /// Per basic block, whether it is a counted loop (`counted`).
     counted: Vec<Option<counted::CountedLoop>>,
-    /// Per basic block, the copy idiom its unrolled groups move wide (`copy`).
-    copies: Vec<Option<copy::Copy>>,
+    /// Per basic block, the idiom its unrolled groups run wide (`copy`, `reduce`).
+    idioms: Vec<Option<Idiom>>,
     /// While translating a counted loop: the block its back edge goes to (the loop's own
     /// head), the block it is left through (which charges its iterations), and the
     /// block every other jump into it goes to.
@@ -267,7 +275,7 @@ impl<'a, 'f> Translator<'a, 'f> {
                 eligible.then(|| counted::find(insns, block, plan, shape)).flatten()
             })
             .collect::<Vec<_>>();
-        let copies = cfg
+        let idioms = cfg
             .blocks
             .iter()
             .zip(&counted)
@@ -275,14 +283,16 @@ impl<'a, 'f> Translator<'a, 'f> {
                 let found: counted::CountedLoop = (*found)?;
                 found.unroll.filter(|_| plan.wide_copy)?;
                 let (_, body) = block.slots.split_last()?;
-                copy::find(insns, body, found.reg, found.step, plan)
+                copy::find(insns, body, found.reg, found.step, plan).map(Idiom::Copy).or_else(
+                    || reduce::find(insns, body, found.reg, found.step, plan).map(Idiom::Sum),
+                )
             })
             .collect::<Vec<_>>();
         let counted = counted
             .into_iter()
-            .zip(&copies)
-            .map(|(found, copy)| match (found, copy) {
-                (Some(c), Some(_)) => Some(counted::CountedLoop {
+            .zip(&idioms)
+            .map(|(found, idiom)| match (found, idiom) {
+                (Some(c), Some(Idiom::Copy(_))) => Some(counted::CountedLoop {
                     unroll: c.unroll.map(|u| copy::widened(u, c.step)),
                     ..c
                 }),
@@ -312,7 +322,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             guesses: provenance::guess(insns, bindings),
             blocks,
             counted,
-            copies,
+            idioms,
             counting: None,
             dispatch,
             return_sites: Vec::new(),
@@ -502,9 +512,9 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.def_var(var(LOOP_BASE), base);
         let head = self.b.create_block();
         let exit = self.b.create_block();
-        let copy = self.copies.get(index).copied().flatten();
+        let idiom = self.idioms.get(index).copied().flatten();
         match counted.unroll {
-            Some(unroll) => self.unrolled_groups(block, counted.reg, unroll, copy, head, exit)?,
+            Some(unroll) => self.unrolled_groups(block, counted.reg, unroll, idiom, head, exit)?,
             None => {
                 self.b.ins().jump(head, &[]);
             }
@@ -547,7 +557,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         block: &crate::cfg::BasicBlock,
         reg: u8,
         unroll: counted::Unroll,
-        copy: Option<copy::Copy>,
+        idiom: Option<Idiom>,
         head: Block,
         exit: Block,
     ) -> Result<(), CompileError> {
@@ -571,8 +581,11 @@ impl<'a, 'f> Translator<'a, 'f> {
             }
             Ok(())
         };
-        let wide = match copy {
-            Some(copy) => self.wide_copy_group(copy, reg, unroll.factor, body, plain)?,
+        let wide = match idiom {
+            Some(Idiom::Copy(copy)) => {
+                self.wide_copy_group(copy, reg, unroll.factor, body, plain)?
+            }
+            Some(Idiom::Sum(sum)) => self.wide_sum_group(sum, reg, unroll.factor, body)?,
             None => false,
         };
         if !wide {
