@@ -542,7 +542,11 @@ impl Lowering<'_, '_> {
             self.jump(if all { t } else { f });
             return Ok(());
         };
-        for part in init {
+        if !all && self.bail.is_some() {
+            return self.alternatives(parts, t, f, depth);
+        }
+        let widen = if all { self.guarded_reach(parts) } else { None };
+        for (i, part) in init.iter().enumerate() {
             let next = self.new_block();
             if all {
                 self.pred(part, next, f, depth)?;
@@ -550,11 +554,69 @@ impl Lowering<'_, '_> {
                 self.pred(part, t, next, depth)?;
             }
             self.switch_to(next);
+            if i == 1 {
+                if let Some(end) = widen {
+                    self.need(end);
+                }
+            }
         }
         self.pred(last, t, f, depth)
     }
 
-    fn compare(
+    /// An `or` in a hot half: as [`Lowering::sequence`], but a run of clauses keyed on
+    /// the same fields is decided by one lookup per field (`super::lookup`).
+    fn alternatives(
+        &mut self,
+        parts: &[Pred],
+        t: Block,
+        f: Block,
+        depth: u32,
+    ) -> Result<(), CompileError> {
+        let mut i = 0;
+        while i < parts.len() {
+            let rest = &parts[i..];
+            let n = super::lookup::run_length(rest).max(1);
+            let next = if i + n == parts.len() { f } else { self.new_block() };
+            if n > 1 {
+                self.keyed_run(&rest[..n], t, next, depth)?;
+            } else {
+                self.pred(&rest[0], t, next, depth)?;
+            }
+            if next != f {
+                self.switch_to(next);
+            }
+            i += n;
+        }
+        if parts.is_empty() {
+            self.jump(f);
+        }
+        Ok(())
+    }
+
+    /// In a hot half, an `and` that opens with a length guard and a test (`try(guard(n))
+    /// and k == v and ...`, as pfmatch's header dispatch builds each branch) checks, right
+    /// after that test, as far as its remaining parts load at constant offsets (up to
+    /// [`HOT_REACH`]): the IPv4 branch's check then covers the protocol byte and the
+    /// addresses its clauses read, one compare instead of one per Try. After the test, not
+    /// before it, so that packets of other branches (a 42-byte ARP frame beside an IPv6
+    /// branch reading 58 bytes) are not left to the whole function. Sound because a failed
+    /// check in a hot half only leaves the packet to the whole function; the cost is that
+    /// a packet too short for the branch's headers (truncated) goes there at once.
+    fn guarded_reach(&self, parts: &[Pred]) -> Option<u64> {
+        let leads = match parts.first()? {
+            Pred::Guard(_) => true,
+            Pred::Try(inner) => matches!(inner.as_ref(), Pred::Guard(_)),
+            _ => false,
+        };
+        if self.bail.is_none() || !leads || parts.len() < 3 {
+            return None;
+        }
+        let mut reach = Reach::default();
+        parts.iter().skip(2).for_each(|q| reach.pred(q, 0));
+        (reach.constant <= HOT_REACH).then_some(reach.constant)
+    }
+
+    pub(super) fn compare(
         &mut self,
         op: CmpOp,
         lhs: &Expr,

@@ -30,6 +30,7 @@
 //! ```
 
 mod code;
+mod lookup;
 mod lower;
 mod pairs;
 mod set;
