@@ -542,9 +542,6 @@ impl Lowering<'_, '_> {
             self.jump(if all { t } else { f });
             return Ok(());
         };
-        if !all && self.bail.is_some() {
-            return self.alternatives(parts, t, f, depth);
-        }
         let widen = if all { self.guarded_reach(parts) } else { None };
         for (i, part) in init.iter().enumerate() {
             let next = self.new_block();
@@ -561,36 +558,6 @@ impl Lowering<'_, '_> {
             }
         }
         self.pred(last, t, f, depth)
-    }
-
-    /// An `or` in a hot half: as [`Lowering::sequence`], but a run of clauses keyed on
-    /// the same fields is decided by one lookup per field (`super::lookup`).
-    fn alternatives(
-        &mut self,
-        parts: &[Pred],
-        t: Block,
-        f: Block,
-        depth: u32,
-    ) -> Result<(), CompileError> {
-        let mut i = 0;
-        while i < parts.len() {
-            let rest = &parts[i..];
-            let n = super::lookup::run_length(rest).max(1);
-            let next = if i + n == parts.len() { f } else { self.new_block() };
-            if n > 1 {
-                self.keyed_run(&rest[..n], t, next, depth)?;
-            } else {
-                self.pred(&rest[0], t, next, depth)?;
-            }
-            if next != f {
-                self.switch_to(next);
-            }
-            i += n;
-        }
-        if parts.is_empty() {
-            self.jump(f);
-        }
-        Ok(())
     }
 
     /// In a hot half, an `and` that opens with a length guard and a test (`try(guard(n))
@@ -616,7 +583,7 @@ impl Lowering<'_, '_> {
         (reach.constant <= HOT_REACH).then_some(reach.constant)
     }
 
-    pub(super) fn compare(
+    fn compare(
         &mut self,
         op: CmpOp,
         lhs: &Expr,

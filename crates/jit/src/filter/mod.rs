@@ -30,7 +30,6 @@
 //! ```
 
 mod code;
-mod lookup;
 mod lower;
 mod pairs;
 mod set;
