@@ -542,8 +542,7 @@ impl Lowering<'_, '_> {
             self.jump(if all { t } else { f });
             return Ok(());
         };
-        let widen = if all { self.guarded_reach(parts) } else { None };
-        for (i, part) in init.iter().enumerate() {
+        for part in init {
             let next = self.new_block();
             if all {
                 self.pred(part, next, f, depth)?;
@@ -551,36 +550,8 @@ impl Lowering<'_, '_> {
                 self.pred(part, t, next, depth)?;
             }
             self.switch_to(next);
-            if i == 1 {
-                if let Some(end) = widen {
-                    self.need(end);
-                }
-            }
         }
         self.pred(last, t, f, depth)
-    }
-
-    /// In a hot half, an `and` that opens with a length guard and a test (`try(guard(n))
-    /// and k == v and ...`, as pfmatch's header dispatch builds each branch) checks, right
-    /// after that test, as far as its remaining parts load at constant offsets (up to
-    /// [`HOT_REACH`]): the IPv4 branch's check then covers the protocol byte and the
-    /// addresses its clauses read, one compare instead of one per Try. After the test, not
-    /// before it, so that packets of other branches (a 42-byte ARP frame beside an IPv6
-    /// branch reading 58 bytes) are not left to the whole function. Sound because a failed
-    /// check in a hot half only leaves the packet to the whole function; the cost is that
-    /// a packet too short for the branch's headers (truncated) goes there at once.
-    fn guarded_reach(&self, parts: &[Pred]) -> Option<u64> {
-        let leads = match parts.first()? {
-            Pred::Guard(_) => true,
-            Pred::Try(inner) => matches!(inner.as_ref(), Pred::Guard(_)),
-            _ => false,
-        };
-        if self.bail.is_none() || !leads || parts.len() < 3 {
-            return None;
-        }
-        let mut reach = Reach::default();
-        parts.iter().skip(2).for_each(|q| reach.pred(q, 0));
-        (reach.constant <= HOT_REACH).then_some(reach.constant)
     }
 
     fn compare(
