@@ -420,7 +420,10 @@ impl Lowering<'_, '_> {
             }
             Pred::Not(inner) => self.pred(inner, f, t, depth)?,
             Pred::And(parts) => self.sequence(parts, t, f, depth, true)?,
-            Pred::Or(parts) => self.sequence(parts, t, f, depth, false)?,
+            Pred::Or(parts) => match adjacent_halves(parts).filter(|_| self.bail.is_some()) {
+                Some((offset, k)) => self.either_half(offset, k, t, f, depth)?,
+                None => self.sequence(parts, t, f, depth, false)?,
+            },
             Pred::Chain(chain) => self.walk(chain, t, f, depth)?,
             Pred::Pairs(pairs) => self.pairs(pairs, t, f, depth)?,
             // An abort inside is the Try's false: the inner part's aborts branch to `f`,
@@ -552,6 +555,35 @@ impl Lowering<'_, '_> {
             self.switch_to(next);
         }
         self.pred(last, t, f, depth)
+    }
+
+    /// `pkt[o:2] == k or pkt[o+2:2] == k` (a port clause's source or destination) in a
+    /// hot half: one 4-byte load and one branch instead of two. With `x` the word xor
+    /// `k` in both halves, a half is zero exactly when that half equalled `k`, and
+    /// `(x - 0x0001_0001) & !x & 0x8000_8000` is nonzero exactly when some half is zero
+    /// (a borrow marks a half above a zero one only when a zero half exists). The second
+    /// half is loaded even when the first matched, so only in a hot half, where a failed
+    /// bounds check leaves the packet to the whole function.
+    fn either_half(
+        &mut self,
+        offset: &Expr,
+        k: u32,
+        t: Block,
+        f: Block,
+        depth: u32,
+    ) -> Result<(), CompileError> {
+        let word = self.load_raw(offset, Size::Word, depth)?;
+        // The loads are raw (the packet's byte order): compare with `k`'s bytes so.
+        let half = u32::from((k as u16).swap_bytes());
+        // 32-bit immediates, sign-extended as Cranelift keeps them for I32.
+        let both = i64::from((half | half << 16) as i32);
+        let x = self.b.ins().bxor_imm(word, both);
+        let below = self.b.ins().iadd_imm(x, -0x0001_0001);
+        let zeroes = self.b.ins().band_not(below, x);
+        let marks = self.b.ins().band_imm(zeroes, i64::from(0x8000_8000_u32 as i32));
+        let hit = self.b.ins().icmp_imm(IntCC::NotEqual, marks, 0);
+        self.branch(hit, t, f);
+        Ok(())
     }
 
     fn compare(
@@ -906,6 +938,43 @@ fn max_value(e: &Expr) -> u32 {
 /// wraps (the IR's offset arithmetic wraps, address arithmetic must not), so that the
 /// displacement folds into the load instruction: `(4*(p[14]&15) + 14) + 2` is
 /// `(4*(p[14]&15), 16)`. A constant offset has no base.
+/// `pkt[o:2] == k or pkt[o+2:2] == k` (either order of the halves' compares is the same
+/// test): the first half's offset and `k`, when `k` fits 16 bits and the offset can abort
+/// only on bounds (no division, no scratch slot).
+fn adjacent_halves(parts: &[Pred]) -> Option<(&Expr, u32)> {
+    fn plain(e: &Expr) -> bool {
+        match e {
+            Expr::Const(_) | Expr::WireLen => true,
+            Expr::Scratch(_) | Expr::Neg(_) => false,
+            Expr::Load { offset, .. } => plain(offset),
+            Expr::Binary { op, lhs, rhs } => {
+                !matches!(op, BinOp::Div | BinOp::Mod) && plain(lhs) && plain(rhs)
+            }
+        }
+    }
+    fn half(p: &Pred) -> Option<(&Expr, u32)> {
+        match p {
+            Pred::Cmp {
+                op: CmpOp::Eq,
+                lhs: Expr::Load { offset, size: Size::Half },
+                rhs: Expr::Const(k),
+            } if *k <= 0xffff && plain(offset) => Some((offset.as_ref(), *k)),
+            _ => None,
+        }
+    }
+    let [a, b] = parts else { return None };
+    let ((oa, ka), (ob, kb)) = (half(a)?, half(b)?);
+    let ((base_a, da), (base_b, db)) = (split_offset(oa), split_offset(ob));
+    if ka != kb || base_a != base_b {
+        return None;
+    }
+    match db.checked_sub(da) {
+        Some(2) => Some((oa, ka)),
+        _ if da.checked_sub(db) == Some(2) => Some((ob, ka)),
+        _ => None,
+    }
+}
+
 fn split_offset(offset: &Expr) -> (Option<&Expr>, u32) {
     let mut base = offset;
     let mut displacement = 0u32;

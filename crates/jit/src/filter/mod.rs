@@ -510,6 +510,45 @@ mod results_tests {
         assert!(answered > 1_000 && left > 1_000, "{answered} answered, {left} left");
     }
 
+    /// A hot half's `pkt[o:2] == k or pkt[o+2:2] == k` (one word load, a zero-half test)
+    /// answers as the two compares do, at a constant offset and behind a header length,
+    /// in either order of the halves, for constants whose halves borrow into each other
+    /// (0, 1, 0x100, 0xffff, 0x8000) and packets made of their bytes and their neighbours'.
+    #[test]
+    fn either_port_half_is_the_two_compares() {
+        let hlen =
+            Expr::binary(BinOp::Shl, Expr::load_at(0, Size::Byte).and_mask(3), Expr::Const(2));
+        let at = |k: u32| Expr::load(hlen.clone().plus(k), Size::Half);
+        let mut rng = SplitMix64::new(0x15);
+        let mut hits = 0;
+        for k in [0u32, 1, 0x100, 0x1bb, 0x8000, 0x8001, 0xffff, 0x7fff] {
+            let bytes = [0u8, 1, 0xff, 0x80, 0x7f, 0xbb, 0x01, 0xfe];
+            let filter = Filter::new(Pred::or([
+                clause(Pred::or([Pred::eq(at(4), k), Pred::eq(at(6), k)]), 1),
+                clause(
+                    Pred::or([
+                        Pred::eq(Expr::load_at(3, Size::Half), k),
+                        Pred::eq(Expr::load_at(1, Size::Half), k),
+                    ]),
+                    2,
+                ),
+                clause(Pred::Const(true), 3),
+            ]));
+            let native = compile_results(&filter, &[15]).unwrap();
+            for _ in 0..4_000 {
+                let len = 8 + rng.below_usize(16);
+                let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(8)]).collect();
+                let mut e = Evaluator::new(&packet, 64);
+                let want = (e.pred(&filter.pred) == Ok(true)).then(|| e.expr(&Expr::Scratch(15)));
+                let mut r = [0u32; SCRATCH_SLOTS as usize];
+                let got = native.run(&packet, 64, &mut r).then_some(Ok(r[0]));
+                assert_eq!(got, want, "k {k:#x}: {packet:02x?}");
+                hits += usize::from(matches!(want, Some(Ok(1 | 2))));
+            }
+        }
+        assert!(hits > 1_000, "{hits}");
+    }
+
     /// With `reads`, a path whose first slot is a constant writes only the slots read for
     /// it; a value `reads` does not cover, or a first slot that is not a constant on the
     /// path, writes them all.
