@@ -76,64 +76,12 @@ impl std::fmt::Debug for JitProgram {
 /// state generated code works on.
 #[derive(Clone, Debug, Default)]
 pub struct Cache {
-    stack: Stack,
+    stack: Vec<u8>,
     frames: Vec<u64>,
     /// Offset from which the stack may hold bytes a run wrote; all below is zero.
     dirty_from: usize,
     executed: u64,
     state: KeptState,
-}
-
-/// The bytes of every frame's stack, placed in an over-allocated buffer so that their end,
-/// frame 0's top (`r10` at entry), is 64-byte aligned on the host. With frames a multiple of
-/// 64 bytes (the usual 512), every frame's top is then aligned, and an access at an eBPF
-/// offset from `r10` that is a multiple of 16 or 32 is one of that alignment on the host: the copy idiom's
-/// 16-byte moves never split a cache line, nor would 32-byte ones (at 16 mod 32, as a plain
-/// `Vec<u8>` of this size may lie, every other 32-byte store would).
-#[derive(Debug, Default)]
-struct Stack {
-    buf: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl Stack {
-    const ALIGN: usize = 64;
-
-    fn zeroed(len: usize) -> Stack {
-        // Never grown or shrunk afterwards, so the buffer, and its alignment, stay put.
-        let buf = vec![0; len.saturating_add(Self::ALIGN - 1)];
-        let end = (buf.as_ptr() as usize).wrapping_add(len);
-        let start = (Self::ALIGN - end % Self::ALIGN) % Self::ALIGN;
-        Stack { buf, start, len }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.buf[self.start..self.start + self.len]
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.buf[self.start..self.start + self.len]
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    /// The stack's lowest byte on the host, for generated code (no slicing on a run's path).
-    #[inline]
-    fn host(&mut self) -> *mut u8 {
-        self.buf.as_mut_ptr().wrapping_add(self.start)
-    }
-}
-
-impl Clone for Stack {
-    /// A new buffer has its own address, so its own offset: the bytes are copied over.
-    fn clone(&self) -> Self {
-        let mut stack = Stack::zeroed(self.len);
-        stack.bytes_mut().copy_from_slice(self.bytes());
-        stack
-    }
 }
 
 /// The run state kept between runs, so that a run writes the few words of it that change
@@ -172,7 +120,7 @@ impl Cache {
     /// The stack after the last run, all frames, lowest address first: frame 0 (the entry
     /// function) is the last `stack_size` bytes, as in the interpreter.
     pub fn stack(&self) -> &[u8] {
-        self.stack.bytes()
+        &self.stack
     }
 
     /// Instructions the last run executed, the one that trapped included (after a budget
@@ -293,7 +241,7 @@ impl JitProgram {
 
     /// A fresh cache sized for this program.
     pub fn cache(&self) -> Cache {
-        let stack = Stack::zeroed(self.stack_bytes());
+        let stack = vec![0; self.stack_bytes()];
         let dirty_from = stack.len();
         let frames = vec![0; self.frame_words()];
         Cache { stack, frames, dirty_from, executed: 0, state: KeptState::default() }
@@ -400,7 +348,7 @@ impl JitProgram {
                 Ok(()) => {
                     self.prepare(cache);
                     cache.executed = 0;
-                    let stack_host = cache.stack.host() as u64;
+                    let stack_host = cache.stack.as_mut_ptr() as u64;
                     let stack_len = cache.stack.len() as u64;
                     let run = cache.state.get();
                     // The same slices as at the batch's start (a run that trapped inside a
@@ -438,7 +386,7 @@ impl JitProgram {
         // The window of the region `r1` points at (0, which holds nothing, without one).
         let input_window = crate::guest::window(r1_addr) as usize;
         let floor = self.shape.frame_floor(0);
-        let stack_host = cache.stack.host() as u64;
+        let stack_host = cache.stack.as_mut_ptr() as u64;
         let stack_len = cache.stack.len() as u64;
         let frames = cache.frames.as_mut_ptr() as u64;
         let run = cache.state.get();
@@ -555,7 +503,7 @@ impl JitProgram {
         }
         let packet = packet.unwrap_or_default();
         let mem = mem.unwrap_or_default();
-        let stack_host = cache.stack.host() as u64;
+        let stack_host = cache.stack.as_mut_ptr() as u64;
         let run = cache.state.get();
         run.regions[CTX].base_lo = ctx.as_mut_ptr() as u64;
         run.regions[PACKET].base_lo = packet.as_mut_ptr() as u64;
@@ -611,8 +559,8 @@ impl JitProgram {
     fn prepare(&self, cache: &mut Cache) {
         let bytes = self.stack_bytes();
         if cache.stack.len() != bytes {
-            cache.stack = Stack::zeroed(bytes);
-        } else if let Some(dirty) = cache.stack.bytes_mut().get_mut(cache.dirty_from..) {
+            cache.stack = vec![0; bytes];
+        } else if let Some(dirty) = cache.stack.get_mut(cache.dirty_from..) {
             dirty.fill(0);
         }
         cache.dirty_from = cache.stack.len();
@@ -685,28 +633,5 @@ impl Prepared for JitProgram {
 
     fn stack_top(&self) -> u64 {
         JitProgram::stack_top(self)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Stack;
-
-    #[test]
-    fn the_stack_ends_64_byte_aligned_and_its_clone_too() {
-        for len in [0, 1, 100, 512, 1024, 4096, 512 * 9] {
-            let mut stack = Stack::zeroed(len);
-            assert_eq!(stack.len(), len);
-            assert_eq!(stack.bytes().len(), len);
-            assert_eq!((stack.bytes().as_ptr() as usize + len) % Stack::ALIGN, 0, "len {len}");
-            assert_eq!(stack.host().cast_const(), stack.bytes().as_ptr());
-            assert!(stack.bytes().iter().all(|&b| b == 0));
-            if let Some(b) = stack.bytes_mut().first_mut() {
-                *b = 7;
-            }
-            let twin = stack.clone();
-            assert_eq!(twin.bytes(), stack.bytes());
-            assert_eq!((twin.bytes().as_ptr() as usize + len) % Stack::ALIGN, 0, "clone {len}");
-        }
     }
 }
