@@ -62,8 +62,9 @@ pub struct RuntimeArgs {
     /// weir's rows only (no kernel test runs): for profiling weir's side alone.
     #[arg(long)]
     pub weir_only: bool,
-    /// In the per-packet part, time only the batch row (`rounds` rounds after the checks):
-    /// a loop of weir's path alone, for `perf`. Implies --weir-only.
+    /// In the per-packet part, time only the batch rows, xdp_counter's and the empty
+    /// program's (`rounds` rounds each after the checks): weir's path alone, for `perf`.
+    /// Implies --weir-only.
     #[arg(long)]
     pub batch_only: bool,
     /// Write bench/records/<date>-runtime.txt.
@@ -435,10 +436,6 @@ fn per_packet(
         return Err("xdp_counter did not pass every packet on weir's JIT (batch)".into());
     }
     let batch_ns = time(&mut proven, pass_batch)?;
-    if args.batch_only {
-        log.line(format!("xdp_counter per packet, one batch (proven JIT): {batch_ns:6.1} ns"));
-        return Ok(true);
-    }
     // weir's own "empty program" row, the like of the kernel's: `r0 = XDP_PASS` over the
     // same frames in one batch (frame copy, context, run set-up and verdict, no program
     // work): what a packet costs weir before the program's own code.
@@ -449,6 +446,11 @@ fn per_packet(
         return Err("the empty XDP program did not pass every packet on weir's JIT".into());
     }
     let empty_ns = time(&mut empty, pass_batch)?;
+    if args.batch_only {
+        log.line(format!("xdp_counter per packet, one batch (proven JIT): {batch_ns:6.1} ns"));
+        log.line(format!("empty program (r0 = XDP_PASS), one batch:       {empty_ns:6.1} ns"));
+        return Ok(true);
+    }
     let proven_ns = time(&mut proven, pass_view)?;
     let proven_copy_ns = time(&mut proven, pass_copy)?;
     let weir_ns = batch_ns;

@@ -325,11 +325,12 @@ impl JitProgram {
     /// environment's binding and the outcome words. Lean code and runs unlike the ones the
     /// proof assumed take the separate runs.
     pub fn run_batch(&self, cache: &mut Cache, input: Input<'_>, batch: &mut dyn Batch) {
-        if self.lean
-            || self.needs.is_some_and(|needs| !needs.met_by(&input))
-            || input.check_sizes().is_err()
-        {
+        let unmet = self.needs.is_some_and(|needs| !needs.met_by(&input));
+        if unmet || input.check_sizes().is_err() {
             return run_each(|input| self.run_stats(cache, input), input, batch);
+        }
+        if self.lean {
+            return self.run_batch_lean(cache, input, batch);
         }
         let (r1_addr, r2) = input.entry_args();
         let Input { ctx, packet, mem, .. } = input;
@@ -363,6 +364,33 @@ impl JitProgram {
                 Err(trap) => Err(trap),
             };
             if !batch.done(outcome, ctx, packet) {
+                return;
+            }
+        }
+    }
+
+    /// A batch of self-contained code: [`JitProgram::run_lean`] per packet, straight from
+    /// the batch's loop. The proof's assumptions (`needs`, met by the input, as the caller
+    /// checked) hold for every packet: they are about the sizes of the context and memory,
+    /// which a batch does not change. No environment: the code calls nothing.
+    fn run_batch_lean(&self, cache: &mut Cache, input: Input<'_>, batch: &mut dyn Batch) {
+        // Each input kept as given (present or not: `r1` and `needs` depend on it).
+        let Input { mut ctx, mut packet, mut mem, .. } = input;
+        loop {
+            let (c, p) = (ctx.as_deref_mut().unwrap_or_default(), packet.as_deref_mut());
+            let Some(span) = batch.next(c, p.unwrap_or_default()) else {
+                return;
+            };
+            let input = Input {
+                ctx: ctx.as_deref_mut(),
+                packet: packet.as_deref_mut(),
+                mem: mem.as_deref_mut(),
+                span: Some(span),
+                env: None,
+            };
+            let outcome = self.run_lean(cache, input);
+            let (c, p) = (ctx.as_deref_mut().unwrap_or_default(), packet.as_deref_mut());
+            if !batch.done(outcome, c, p.unwrap_or_default()) {
                 return;
             }
         }

@@ -511,7 +511,8 @@ impl Loaded {
     fn run_xdp(&mut self, frame: &[u8]) -> Result<VerdictView<'_>, Trap> {
         self.xdp_buffer.resize(XDP_FRAME - XDP_TAILROOM, 0);
         let mut marks = self.xdp_marks();
-        let span = marks.begin(&mut self.xdp_buffer, &mut self.xdp_ctx, &mut self.env, frame);
+        xdp_ctx_fixed(&mut self.xdp_ctx);
+        let span = marks.begin(&mut self.xdp_buffer, &mut self.env, frame);
         let (ret, packet) = self.chain_xdp(self.entry, span, marks);
         Ok(VerdictView { ret: ret?, packet })
     }
@@ -574,6 +575,9 @@ impl Loaded {
             }
         }
         self.xdp_buffer.resize(XDP_FRAME - XDP_TAILROOM, 0);
+        // Hoisted out of the per-packet step: the context's fields that are the same for
+        // every packet (a tail-called program cannot change them either).
+        xdp_ctx_fixed(&mut self.xdp_ctx);
         loop {
             let marks = self.xdp_marks();
             let mut batch = XdpBatch {
@@ -641,6 +645,14 @@ impl Loaded {
     }
 }
 
+/// Writes the `xdp_md` fields that do not depend on the packet: ingress_ifindex 1 (the
+/// test run's loopback), rx_queue_index and egress_ifindex 0. The packet fields (the first
+/// three words) are the engine's to write per run.
+fn xdp_ctx_fixed(ctx: &mut [u8; XDP_CTX]) {
+    ctx[12..16].copy_from_slice(&1u32.to_le_bytes());
+    ctx[16..XDP_CTX].fill(0);
+}
+
 /// What the XDP buffer's last packet may have left non-zero, and where the current frame
 /// ends (see `Loaded::xdp_dirty`).
 #[derive(Clone, Copy, Debug)]
@@ -653,15 +665,11 @@ struct XdpMarks {
 
 impl XdpMarks {
     /// Copies `frame` into `buffer` (a usable page: headroom, frame, tailroom), zeroes what
-    /// the last packet may have left around it (unless no run can reach there), rewrites
-    /// the context and begins the packet in `env`: the frame's span.
-    fn begin(
-        &mut self,
-        buffer: &mut [u8],
-        ctx: &mut [u8],
-        env: &mut Env,
-        frame: &[u8],
-    ) -> PacketSpan {
+    /// the last packet may have left around it (unless no run can reach there) and begins
+    /// the packet in `env`: the frame's span, from which the engine writes the context's
+    /// packet fields.
+    #[inline]
+    fn begin(&mut self, buffer: &mut [u8], env: &mut Env, frame: &[u8]) -> PacketSpan {
         let usable = buffer.len();
         let len = frame.len().min(usable.saturating_sub(XDP_HEADROOM));
         let end = XDP_HEADROOM + len;
@@ -685,18 +693,11 @@ impl XdpMarks {
                 tail.fill(0);
             }
         }
-        // Every field rewritten: ingress_ifindex 1 (the test run's loopback), the rest 0
-        // (the packet fields the engine fills).
-        let mut fresh = [0u8; XDP_CTX];
-        fresh[12..16].copy_from_slice(&1u32.to_le_bytes());
-        // A fixed-size copy (the slice's length is the runner's `XDP_CTX`): no memset call.
-        match <&mut [u8; XDP_CTX]>::try_from(&mut *ctx) {
-            Ok(ctx) => *ctx = fresh,
-            Err(_) => ctx
-                .iter_mut()
-                .zip(fresh.iter().chain(std::iter::repeat(&0)))
-                .for_each(|(c, f)| *c = *f),
-        }
+        // The context: the packet fields (data, data_end, data_meta) are the engine's to
+        // write, once, from the span returned here (`PacketFields::fill`); the others are
+        // the same for every packet and no program can write them (no `xdp_md` field is
+        // writable, as in the kernel), so they are written by `xdp_ctx_fixed` once per
+        // batch or single run, not here per packet.
         let base = guest::PACKET_BASE;
         env.begin_packet(PacketBounds { hard_start: base, hard_end: base + usable as u64 });
         self.frame_end = end;
@@ -736,10 +737,10 @@ where
     N: FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E>,
     F: FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
 {
-    fn next(&mut self, ctx: &mut [u8], packet: &mut [u8]) -> Option<PacketSpan> {
+    fn next(&mut self, _ctx: &mut [u8], packet: &mut [u8]) -> Option<PacketSpan> {
         let mut span = None;
         let (marks, env) = (&mut self.marks, &mut *self.env);
-        match (self.next)(&mut |frame: &[u8]| span = Some(marks.begin(packet, ctx, env, frame))) {
+        match (self.next)(&mut |frame: &[u8]| span = Some(marks.begin(packet, env, frame))) {
             Ok(true) => span,
             Ok(false) => None,
             Err(e) => {

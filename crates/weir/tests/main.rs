@@ -1,6 +1,7 @@
 //! The crate's integration tests as one binary; run one with
 //! `cargo test --release -p weir --test integration MODULE::`.
 
+mod batch;
 mod bpf_loop_kernel;
 mod bpf_loop_object;
 mod firewall;
