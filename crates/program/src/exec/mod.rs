@@ -234,7 +234,7 @@ pub struct PacketFields {
     all_words: bool,
     /// One past the last byte any packet field covers.
     end: usize,
-    /// Every layout's shape, three 4-byte fields: their offsets and value indices, written
+    /// Every layout's shape, two or three 4-byte fields: their offsets and value indices, written
     /// by straight-line code (issue 13: the general loop, a branch per field on its kind and
     /// width, was about 60 machine instructions of a short filter's ~290 per run).
     words: Option<[(usize, usize); 3]>,
@@ -267,9 +267,13 @@ impl PacketFields {
             out.all_words &= size == 4;
             out.end = out.end.max(offset.saturating_add(size));
         }
-        if out.all_words && out.count == 3 {
+        // Two fields (a socket filter's `__sk_buff`: data and data_end, no meta) take the
+        // same straight-line path with the first field written twice, the same value both
+        // times (issue 13: they went through the loop, a count compare per field).
+        if out.all_words && (out.count == 2 || out.count == 3) {
             let [(a, _, va), (b, _, vb), (c, _, vc), _] = out.fields;
-            out.words = Some([(a, va), (b, vb), (c, vc)]);
+            let third = if out.count == 3 { (c, vc) } else { (a, va) };
+            out.words = Some([(a, va), (b, vb), third]);
         }
         out
     }
@@ -555,10 +559,14 @@ mod tests {
         assert!(fields.fill(&mut ctx, 60, Some(bad)).is_err());
     }
 
-    /// The straight-line three-word path writes what the field-by-field rule says, for
+    /// The straight-line word path writes what the field-by-field rule says, for
     /// every layout weir has, with and without a span.
     #[test]
     fn every_layout_gets_its_packet_fields_by_kind() {
+        // The socket filter's two fields (no meta) take the straight-line path too.
+        let socket = PacketFields::of(Some(crate::ProgType::SocketFilter.context_layout()));
+        assert_eq!(socket.count, 2);
+        assert!(socket.words.is_some(), "socket filter: not on the straight-line path");
         for prog_type in crate::ProgType::ALL {
             let layout = prog_type.context_layout();
             let fields = PacketFields::of(Some(layout));
