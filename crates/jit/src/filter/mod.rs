@@ -268,11 +268,27 @@ impl NativeResults {
         wire_len: u32,
         results: &mut [u32; SCRATCH_SLOTS as usize],
     ) -> bool {
-        match self.hot.call(packet, wire_len, results) {
-            0 => false,
-            1 => true,
-            _ => self.whole.call(packet, wire_len, results) == 1,
+        // 0 or 1 is the answer as it is: no branch on it here (a `match` on 0 and 1 was a
+        // branch on match or not, which the single filter's call does not pay; traffic
+        // that mixes both mispredicts it). `BAIL` is rare: the whole function, out of line.
+        let verdict = self.hot.call(packet, wire_len, results);
+        if verdict <= 1 {
+            verdict != 0
+        } else {
+            self.run_whole(packet, wire_len, results)
         }
+    }
+
+    /// The whole predicate's function, for a packet the hot one left (see [`Self::run`]).
+    #[cold]
+    #[inline(never)]
+    fn run_whole(
+        &self,
+        packet: &[u8],
+        wire_len: u32,
+        results: &mut [u32; SCRATCH_SLOTS as usize],
+    ) -> bool {
+        self.whole.call(packet, wire_len, results) == 1
     }
 
     /// The slots reported, in order.
@@ -508,6 +524,41 @@ mod results_tests {
             }
         }
         assert!(answered > 1_000 && left > 1_000, "{answered} answered, {left} left");
+    }
+
+    /// A hot half's entry check: a packet shorter than the predicate's farthest load at a
+    /// constant offset (or guard, up to 60 bytes) goes to the whole function before any
+    /// test, and a packet that long never does (no load at a variable offset here), so no
+    /// check on its path is left; every answer is still the evaluator's.
+    #[test]
+    fn the_hot_half_checks_the_constant_reach_once_at_entry() {
+        let byte = |k: u32| Expr::load_at(k, Size::Byte);
+        let filter = Filter::new(Pred::or([
+            clause(Pred::and([Pred::eq(byte(12), 1), Pred::eq(byte(23), 3)]), 1),
+            clause(Pred::and([Pred::eq(byte(12), 1), Pred::Guard(30), Pred::eq(byte(33), 2)]), 2),
+            clause(Pred::eq(Expr::load_at(40, Size::Half), 3), 3),
+            clause(Pred::eq(byte(0), 0), 4),
+        ]));
+        let reach = 42;
+        let native = compile_results(&filter, &[15]).unwrap();
+        let mut rng = SplitMix64::new(0x60);
+        let mut hits = [0usize; 5];
+        for _ in 0..20_000 {
+            let len = rng.below_usize(70);
+            let packet: Vec<u8> = (0..len).map(|_| rng.below(4) as u8).collect();
+            let mut scratch = [0u32; SCRATCH_SLOTS as usize];
+            let hot = native.hot.call(&packet, 64, &mut scratch);
+            assert_eq!(i64::from(hot) == BAIL, len < reach, "{packet:02x?}");
+            let mut e = Evaluator::new(&packet, 64);
+            let want = (e.pred(&filter.pred) == Ok(true)).then(|| e.expr(&Expr::Scratch(15)));
+            let mut r = [0u32; SCRATCH_SLOTS as usize];
+            let got = native.run(&packet, 64, &mut r).then_some(Ok(r[0]));
+            assert_eq!(got, want, "{packet:02x?}");
+            if let Some(Ok(h)) = want {
+                hits[h as usize] += 1;
+            }
+        }
+        assert!(hits[1..].iter().all(|&n| n > 50), "{hits:?}");
     }
 
     /// A hot half's `pkt[o:2] == k or pkt[o+2:2] == k` (one word load, a zero-half test)
