@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{Bindings, RunEnv};
+use weir_program::exec::guest::{PACKET_BASE, REGION_WINDOW};
 use weir_program::exec::{run_each, Batch, Input, PacketFields, Prepared, RunOutcome};
 use weir_program::{Assurance, Program, Trap, TrapCode, Verified};
 
@@ -60,6 +61,11 @@ pub struct JitProgram {
     /// The code touches no run state but a few words (`Plan::self_contained`): runs take
     /// [`JitProgram::run_lean`].
     lean: bool,
+    /// The code cannot write the packet region without a check: no store or atomic into
+    /// it is unchecked (`Plan::direct`), and no legacy load reads through a view of it.
+    /// Its batches may run over frames lent read-only ([`Batch::lend`]): every checked
+    /// store, and every helper's write, into a read-only region is refused.
+    lendable: bool,
 }
 
 impl std::fmt::Debug for JitProgram {
@@ -205,7 +211,16 @@ impl JitProgram {
                 )
             )
         });
+        let lendable = insns.iter().enumerate().all(|(pc, insn)| {
+            use weir_isa::ebpf::Operands;
+            match insn.op.spec().map(|s| s.operands) {
+                Some(Operands::StoreImm | Operands::StoreReg) => plan.direct(pc) != Some(PACKET),
+                Some(Operands::Abs | Operands::Ind) => false,
+                _ => true,
+            }
+        });
         Ok(JitProgram {
+            lendable,
             stack_low: None,
             packet_fields: PacketFields::of(bindings.context),
             writes_stack,
@@ -329,8 +344,13 @@ impl JitProgram {
         if unmet || input.check_sizes().is_err() {
             return run_each(|input| self.run_stats(cache, input), input, batch);
         }
+        if self.lendable && batch.lends() && input.ctx.is_some() {
+            return self.run_batch_lent(cache, input, batch);
+        }
         if self.lean {
-            return self.run_batch_lean(cache, input, batch);
+            // Its needs are about the context's and memory's sizes, which a batch does not
+            // change: `run_lean` per packet, straight.
+            return run_each(|input| self.run_lean(cache, input), input, batch);
         }
         let (r1_addr, r2) = input.entry_args();
         let Input { ctx, packet, mem, .. } = input;
@@ -369,31 +389,63 @@ impl JitProgram {
         }
     }
 
-    /// A batch of self-contained code: [`JitProgram::run_lean`] per packet, straight from
-    /// the batch's loop. The proof's assumptions (`needs`, met by the input, as the caller
-    /// checked) hold for every packet: they are about the sizes of the context and memory,
-    /// which a batch does not change. No environment: the code calls nothing.
-    fn run_batch_lean(&self, cache: &mut Cache, input: Input<'_>, batch: &mut dyn Batch) {
-        // Each input kept as given (present or not: `r1` and `needs` depend on it).
-        let Input { mut ctx, mut packet, mut mem, .. } = input;
-        loop {
-            let (c, p) = (ctx.as_deref_mut().unwrap_or_default(), packet.as_deref_mut());
-            let Some(span) = batch.next(c, p.unwrap_or_default()) else {
-                return;
-            };
-            let input = Input {
-                ctx: ctx.as_deref_mut(),
-                packet: packet.as_deref_mut(),
-                mem: mem.as_deref_mut(),
-                span: Some(span),
-                env: None,
-            };
-            let outcome = self.run_lean(cache, input);
-            let (c, p) = (ctx.as_deref_mut().unwrap_or_default(), packet.as_deref_mut());
-            if !batch.done(outcome, c, p.unwrap_or_default()) {
-                return;
-            }
+    /// A batch over frames lent in place ([`Batch::lend`]; the code is `lendable`): the
+    /// run state set up once over the input (as [`JitProgram::run_batch`] does), then per
+    /// packet the packet region's entry made the frame, read-only, the context's packet
+    /// fields written for it, and the run: no copy of the frame. Self-contained code
+    /// takes [`JitProgram::run_lean`]'s few words instead.
+    fn run_batch_lent(&self, cache: &mut Cache, input: Input<'_>, batch: &mut dyn Batch) {
+        let (r1_addr, r2) = input.entry_args();
+        let Input { ctx, packet, mem, .. } = input;
+        let ctx = ctx.unwrap_or_default();
+        let packet = packet.unwrap_or_default();
+        let mem = mem.unwrap_or_default();
+        self.prepare(cache);
+        self.set_up(cache, ctx, packet, mem, false, r1_addr, r2);
+        let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
+            self.run_lent(cache, ctx, frame, env)
+        };
+        while batch.lend(ctx, &mut run) {}
+        // The entry no longer describes borrowed memory: emptied, so that the next run
+        // over any packet sets it afresh.
+        cache.state.get().regions[PACKET].set(PACKET, 0, 0, 0, false);
+    }
+
+    /// One run of [`JitProgram::run_batch_lent`]: `frame` is the whole packet region,
+    /// read-only.
+    #[inline]
+    fn run_lent(
+        &self,
+        cache: &mut Cache,
+        ctx: &mut [u8],
+        frame: &[u8],
+        env: Option<&mut dyn RunEnv>,
+    ) -> Result<RunOutcome, Trap> {
+        let len = frame.len() as u64;
+        if len > REGION_WINDOW {
+            let size = u32::try_from(len).unwrap_or(u32::MAX);
+            return Err(Trap::memory(TrapCode::OutOfBounds, 0, PACKET_BASE, size));
         }
+        self.packet_fields.fill(ctx, frame.len(), None)?;
+        let host = frame.as_ptr() as u64;
+        if self.lean {
+            let (ctx_host, r2) = (ctx.as_mut_ptr() as u64, ctx.len() as u64);
+            // The memory's entry as `set_up` left it: the lean code reads its `base_lo`.
+            let mem_host = cache.state.get().regions[MEM].base_lo;
+            let r1 = weir_program::exec::guest::CTX_BASE;
+            return self.lean_fire(cache, ctx_host, host, mem_host, r1, r2);
+        }
+        self.prepare(cache);
+        cache.executed = 0;
+        let stack_host = cache.stack.as_mut_ptr() as u64;
+        let stack_len = cache.stack.len() as u64;
+        let run = cache.state.get();
+        let floor = self.shape.frame_floor(0);
+        run.regions[STACK].set_stack_unless_same(STACK, stack_host, stack_len, floor);
+        let ctx_host = ctx.as_mut_ptr() as u64;
+        run.regions[CTX].set_unless_same(CTX, ctx_host, ctx.len() as u64, false);
+        run.regions[PACKET].set_read_only(PACKET, host, len);
+        self.fire(cache, env)
     }
 
     /// The run state's words that stay the same from run to run over the same slices: the
@@ -473,7 +525,10 @@ impl JitProgram {
         // program's stack shape and frame count), the input slices `set_up` (or a batch's
         // per-packet comparison) entered, borrowed by the caller across this call (each
         // region entry admits only accesses inside its slice, the context's stores go
-        // through `check_store`), `call_targets` (one byte per slot, read only below
+        // through `check_store`), or a frame lent read-only for this call (`run_lent`: its
+        // entry admits loads only, the slow path refuses stores into it, and the code is
+        // `lendable`: no unchecked store reaches the packet window), `call_targets` (one
+        // byte per slot, read only below
         // `insns.len()`) and `bindings`; addresses in the map values window come from the
         // environment's `RunEnv::host` and `RunEnv::value_span`, whose contract keeps them
         // valid while generated code may use them (the value entry is emptied at each
@@ -513,13 +568,6 @@ impl JitProgram {
     /// last full run left: this code never reads it, and a full run sets it whole.
     #[inline(always)]
     fn run_lean(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
-        // A program that never writes the stack leaves a clean cache clean: no call.
-        let clean = cache.dirty_from == cache.stack.len()
-            && cache.stack.len() == self.stack_bytes()
-            && cache.frames.len() == self.frame_words();
-        if !clean {
-            self.prepare(cache);
-        }
         cache.executed = 0;
         input.check_sizes()?;
         let (r1, r2) = input.entry_args();
@@ -531,11 +579,36 @@ impl JitProgram {
         }
         let packet = packet.unwrap_or_default();
         let mem = mem.unwrap_or_default();
+        let (ctx, packet) = (ctx.as_mut_ptr() as u64, packet.as_mut_ptr() as u64);
+        self.lean_fire(cache, ctx, packet, mem.as_mut_ptr() as u64, r1, r2)
+    }
+
+    /// [`JitProgram::run_lean`] once its input is taken apart: the host bases of the
+    /// context, packet and memory (each a slice borrowed by the caller for the call, or
+    /// lent read-only when the code is `lendable`), the entry registers.
+    #[inline(always)]
+    fn lean_fire(
+        &self,
+        cache: &mut Cache,
+        ctx: u64,
+        packet: u64,
+        mem: u64,
+        r1: u64,
+        r2: u64,
+    ) -> Result<RunOutcome, Trap> {
+        // A program that never writes the stack leaves a clean cache clean: no call.
+        let clean = cache.dirty_from == cache.stack.len()
+            && cache.stack.len() == self.stack_bytes()
+            && cache.frames.len() == self.frame_words();
+        if !clean {
+            self.prepare(cache);
+        }
+        cache.executed = 0;
         let stack_host = cache.stack.as_mut_ptr() as u64;
         let run = cache.state.get();
-        run.regions[CTX].base_lo = ctx.as_mut_ptr() as u64;
-        run.regions[PACKET].base_lo = packet.as_mut_ptr() as u64;
-        run.regions[MEM].base_lo = mem.as_mut_ptr() as u64;
+        run.regions[CTX].base_lo = ctx;
+        run.regions[PACKET].base_lo = packet;
+        run.regions[MEM].base_lo = mem;
         run.stack_bias = stack_host.wrapping_sub(STACK_BASE);
         run.key = self.key;
         let budget = self.budget();
@@ -557,7 +630,8 @@ impl JitProgram {
         // where the verifier proved an access in bounds of the context, packet or memory
         // borrowed for this call, whose sizes meet the proof's assumptions (`needs`,
         // checked by the caller); it writes only those and the outcome fields, and
-        // returns normally.
+        // returns normally. A packet lent read-only (`run_lent`) is only ever read: the
+        // code is then `lendable`, no store of it reaches the packet window.
         let value = unsafe { entry(&mut *run) };
         // Self-contained code makes no calls: only frame 0, and of it only what
         // `stack_reach` found any run can write, as `run_stats` zeroes after a depth-0 run.

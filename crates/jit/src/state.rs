@@ -65,8 +65,12 @@ pub(crate) struct RegionEntry {
     /// Host address of the window's first byte and the region's length: the slow path's view.
     pub host: u64,
     pub len: u64,
+    /// Non-zero: the region is lent read-only (a batch's frame in place, `set_read_only`);
+    /// its `store_bound` admits nothing and the slow path refuses every store. Generated
+    /// code never reads it.
+    pub read_only: u64,
     /// Pads the entry to 128 bytes, so an entry's offset is the window number shifted by 7.
-    pub _pad: [u64; 4],
+    pub _pad: [u64; 3],
 }
 
 /// log2 of `size_of::<RegionEntry>()`.
@@ -104,6 +108,21 @@ impl RegionEntry {
         self.store_bound = if fast { bounds } else { [0; 4] };
         self.host = host;
         self.len = len;
+        self.read_only = 0;
+    }
+
+    /// The entry of window `window` for `len` bytes at `host` that no store may reach: a
+    /// frame lent in place by a batch (`Batch::lend`). Stores take the slow path
+    /// (`store_bound` admits nothing), which refuses them (`RunState::store_target`).
+    #[inline]
+    pub(crate) fn set_read_only(&mut self, window: usize, host: u64, len: u64) {
+        self.lo_addr = (window as u64).wrapping_mul(REGION_WINDOW);
+        self.base_lo = host;
+        self.load_bound = [1, 2, 4, 8].map(|size| bound(len, size));
+        self.store_bound = [0; 4];
+        self.host = host;
+        self.len = len;
+        self.read_only = 1;
     }
 
     /// [`RegionEntry::set`] without a floor, skipped when the entry already describes this
@@ -112,7 +131,11 @@ impl RegionEntry {
     #[inline]
     pub(crate) fn set_unless_same(&mut self, window: usize, host: u64, len: u64, fast: bool) {
         let window_base = (window as u64).wrapping_mul(REGION_WINDOW);
-        if self.host != host || self.len != len || self.lo_addr != window_base {
+        if self.host != host
+            || self.len != len
+            || self.lo_addr != window_base
+            || self.read_only != 0
+        {
             self.set(window, host, len, 0, fast);
         }
     }
@@ -310,6 +333,11 @@ impl RunState<'_> {
     /// interpreter's rules exactly (out of bounds first, then the context's writable fields).
     fn store_target(&self, addr: u64, size: u64) -> Result<u64, TrapCode> {
         let host = self.load_target(addr, size)?;
+        // `load_target` admitted the window, so it indexes an entry.
+        let window = (addr >> WINDOW_SHIFT) as usize;
+        if self.regions.get(window).is_some_and(|entry| entry.read_only != 0) {
+            return Err(TrapCode::ReadOnly);
+        }
         let offset = addr & (REGION_WINDOW - 1);
         if addr >> WINDOW_SHIFT == CTX as u64 && !self.ctx_writable(offset, offset + size) {
             return Err(TrapCode::ReadOnly);

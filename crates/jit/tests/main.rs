@@ -6,4 +6,5 @@ mod differential;
 mod facts;
 mod filter;
 mod helpers;
+mod lent;
 mod semantics;

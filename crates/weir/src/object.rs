@@ -10,7 +10,7 @@ use weir_helpers::{Env, PacketBounds};
 use weir_isa::ebpf::{Insn, Op};
 use weir_maps::Map;
 use weir_program::abi::RunEnv;
-use weir_program::exec::{guest, Batch, Input, PacketSpan, RunOutcome, Session};
+use weir_program::exec::{guest, Batch, Input, LentRun, PacketSpan, RunOutcome, Session};
 use weir_program::{MapType, ProgType, Program, RelocTarget, Trap, Verified};
 
 pub use crate::engine::Engine;
@@ -185,6 +185,9 @@ impl Object {
         // Whether every program a packet can reach is proven and none moves the packet's
         // span: then no run reads or writes the XDP buffer outside `[data, data_end)`.
         let mut packet_in_span = true;
+        // Whether every such program also leaves the packet's bytes alone and makes no
+        // tail call: then a batch runs over the source's frames in place (`Batch::lend`).
+        let mut lends = true;
         for (index, p) in self.programs.iter().enumerate() {
             if p.prog_type != entry_type {
                 sessions.push(None);
@@ -203,6 +206,7 @@ impl Object {
                 _ => None,
             };
             packet_in_span &= proof.is_some() && !moves_span(&resolved);
+            lends &= proof.as_ref().is_some_and(|proof| leaves_packet(&resolved, proof.facts()));
             let verified = match proof {
                 // The proof is of the program before map references were resolved, which
                 // `into_verified` admits.
@@ -261,6 +265,7 @@ impl Object {
             xdp_dirty: 0,
             xdp_head_dirty: XDP_HEADROOM,
             packet_in_span,
+            lends,
             keep_packets: true,
         })
     }
@@ -299,6 +304,57 @@ fn moves_span(program: &Program) -> bool {
     program.insns().iter().any(|i| {
         i.op == Op::Call
             && matches!(i.imm as u32, XDP_ADJUST_HEAD | XDP_ADJUST_META | XDP_ADJUST_TAIL)
+    })
+}
+
+/// Whether a proven program leaves its packet's bytes and bounds alone: every store or
+/// atomic it can reach is proven to land in one region that is not the packet, and it
+/// calls only helpers that neither write packet bytes nor move the packet's bounds nor
+/// tail-call (helper calls by number; `call %reg` may be any). Its packet can then be the
+/// source's own frame, read-only, for a whole batch (`Batch::lend`). The JIT refuses a
+/// store into a lent frame (memory safety); this keeps the results those of a copy: every
+/// helper listed reads guest memory at most (a key, a value, a format, `csum_diff`'s
+/// buffers).
+fn leaves_packet(program: &Program, facts: &weir_program::Facts) -> bool {
+    use weir_isa::ebpf::Operands;
+    use weir_program::Region;
+    let stores_elsewhere = program.insns().iter().enumerate().all(|(pc, insn)| {
+        let fact = facts.get(pc);
+        match insn.op.spec().map(|s| s.operands) {
+            Some(Operands::StoreImm | Operands::StoreReg) if fact.reached => {
+                fact.access_in_bounds == Some(true)
+                    && fact.region.is_some_and(|r| r != Region::Packet)
+            }
+            _ => true,
+        }
+    });
+    stores_elsewhere && calls_leave_packet(program)
+}
+
+/// The helper side of [`leaves_packet`].
+fn calls_leave_packet(program: &Program) -> bool {
+    use weir_program::abi::helper_id::*;
+    const KTIME_GET_BOOT_NS: u32 = 125;
+    const KTIME_GET_COARSE_NS: u32 = 160;
+    const REDIRECT: u32 = 23;
+    program.insns().iter().all(|i| match i.op {
+        Op::Call => matches!(
+            i.imm as u32,
+            MAP_LOOKUP_ELEM
+                | MAP_UPDATE_ELEM
+                | MAP_DELETE_ELEM
+                | KTIME_GET_NS
+                | TRACE_PRINTK
+                | GET_PRANDOM_U32
+                | GET_SMP_PROCESSOR_ID
+                | CSUM_DIFF
+                | REDIRECT
+                | REDIRECT_MAP
+                | KTIME_GET_BOOT_NS
+                | KTIME_GET_COARSE_NS
+        ),
+        Op::CallReg => false,
+        _ => true,
     })
 }
 
@@ -422,6 +478,10 @@ pub struct Loaded {
     /// (`moves_span`): the XDP buffer's bytes outside the frame are never read, so they
     /// are not re-zeroed between packets.
     packet_in_span: bool,
+    /// Every program is proven and leaves the packet alone (`leaves_packet`): an XDP batch
+    /// may run over the source's frames in place, no copy (when the engine can:
+    /// `Batch::lend`).
+    lends: bool,
     /// Whether XDP verdicts carry the packet out (a copy per packet; see
     /// [`Loaded::keep_packets`]).
     keep_packets: bool,
@@ -476,6 +536,15 @@ impl Loaded {
 
     pub fn prog_type(&self) -> ProgType {
         self.prog_type
+    }
+
+    /// Whether an XDP batch ([`Loaded::run_batch`]) may run over the source's frames in
+    /// place, no copy: every program is proven and leaves the packet alone (no packet
+    /// store, no helper that writes or moves it, no tail call). The engine decides too:
+    /// the JIT lends when its code for the program has no unchecked packet store; the
+    /// interpreter always copies.
+    pub fn lends(&self) -> bool {
+        self.lends
     }
 
     pub fn env_mut(&mut self) -> &mut Env {
@@ -587,6 +656,7 @@ impl Loaded {
                 marks,
                 error: None,
                 tail: None,
+                lends: self.lends,
             };
             let Some(Some(runner)) = self.sessions.get_mut(self.entry) else {
                 return Ok(());
@@ -730,6 +800,8 @@ struct XdpBatch<'c, N, F, E> {
     error: Option<E>,
     /// The program the last packet tail-called (its verdict not yet given).
     tail: Option<usize>,
+    /// `Loaded::lends`: frames may run in place.
+    lends: bool,
 }
 
 impl<N, F, E> Batch for XdpBatch<'_, N, F, E>
@@ -752,6 +824,40 @@ where
 
     fn env(&mut self) -> Option<&mut dyn RunEnv> {
         Some(&mut *self.env)
+    }
+
+    fn lends(&self) -> bool {
+        self.lends
+    }
+
+    /// The frame as the copy would hold it (cut to the page's usable part), in place: the
+    /// packet's bounds are the frame's (no headroom: nothing moves them, `leaves_packet`),
+    /// and the packet left is the frame itself. The XDP buffer is not touched, so its marks
+    /// stay as they are.
+    fn lend(&mut self, ctx: &mut [u8], run: &mut LentRun<'_>) -> bool {
+        const USABLE: usize = XDP_FRAME - XDP_TAILROOM - XDP_HEADROOM;
+        let (env, each) = (&mut *self.env, &mut *self.each);
+        let mut given = None;
+        let fed = (self.next)(&mut |frame: &[u8]| {
+            let frame = frame.get(..USABLE).unwrap_or(frame);
+            let base = guest::PACKET_BASE;
+            env.begin_packet(PacketBounds {
+                hard_start: base,
+                hard_end: base + frame.len() as u64,
+            });
+            let outcome = run(ctx, frame, Some(&mut *env));
+            env.end_run();
+            // No tail call to follow: `leaves_packet` admits no program that makes one.
+            given = Some(each(outcome.map(|o| VerdictView { ret: o.r0, packet: frame })));
+        });
+        match (fed, given) {
+            (Ok(true), Some(Ok(()))) => true,
+            (Ok(_), Some(Err(e))) | (Err(e), _) => {
+                self.error = Some(e);
+                false
+            }
+            (Ok(_), _) => false,
+        }
     }
 
     fn done(

@@ -39,6 +39,29 @@ fn reader_object() -> Vec<u8> {
         .expect("writes")
 }
 
+/// XDP_TX after writing 0xff over the frame's first byte and its byte 13 plus one over
+/// its second; XDP_PASS for a frame under 14 bytes.
+fn writer_object() -> Vec<u8> {
+    let mut b = ProgramBuilder::new();
+    let short = b.new_label();
+    b.alu_imm(Op::Mov64Imm, 0, 2);
+    b.load(Op::LdxW, 2, 1, 0);
+    b.load(Op::LdxW, 3, 1, 4);
+    b.alu_reg(Op::Mov64Reg, 4, 2);
+    b.alu_imm(Op::Add64Imm, 4, 14);
+    b.jump_reg(Op::Jgt64Reg, 4, 3, short);
+    b.store_imm(Op::StB, 2, 0, 0xff);
+    b.load(Op::LdxB, 5, 2, 13);
+    b.alu_imm(Op::Add64Imm, 5, 1);
+    b.store_reg(Op::StxB, 2, 1, 5);
+    b.alu_imm(Op::Mov64Imm, 0, 3);
+    b.bind(short);
+    b.exit();
+    let program = b.link().expect("links").with_prog_type(ProgType::Xdp);
+    weir::elf::write::write_program(&program, &weir::elf::write::ObjectOptions::new("writer"))
+        .expect("writes")
+}
+
 fn frames() -> Vec<Vec<u8>> {
     // Lengths from none to past a page's usable part, contents varied.
     [0usize, 1, 13, 14, 15, 60, 64, 1500, 9, 3000, 14, 200, 4000, 17, 0, 61]
@@ -96,6 +119,9 @@ fn batch_matches_packet_by_packet() {
             for proven in [false, true] {
                 let mut single = object.load_with(0, Some(engine), 0, proven).expect("loads");
                 let mut batch = object.load_with(0, Some(engine), 0, proven).expect("loads");
+                // Proven, both read the packet only: their batches run over the frames in
+                // place (on the JIT), and must still give what the copies give.
+                assert_eq!(batch.lends(), proven, "{name} {engine:?}");
                 let want = one_by_one(&mut single, &frames);
                 // Twice: the second batch starts from what the first left.
                 for round in 0..2 {
@@ -112,4 +138,29 @@ fn batch_matches_packet_by_packet() {
             }
         }
     }
+}
+
+/// A program that writes the packet never runs in place: its batch copies each frame, and
+/// gives the interpreter's verdicts and written packets, packet by packet and batched.
+#[test]
+fn a_program_that_writes_the_packet_takes_the_copy() {
+    let frames = frames();
+    let object = Object::open(&writer_object()).expect("opens");
+    let mut reference = object.load_with(0, Some(Engine::Interp), 0, false).expect("loads");
+    let want = one_by_one(&mut reference, &frames);
+    // It did write: the long frames come back changed, with XDP_TX.
+    let written = want.iter().zip(&frames).filter(|(w, f)| w.0 == Ok(3) && w.1 != **f).count();
+    assert_eq!(written, frames.iter().filter(|f| f.len() >= 14).count());
+    for engine in [Engine::Jit, Engine::Interp] {
+        for proven in [false, true] {
+            let mut batch = object.load_with(0, Some(engine), 0, proven).expect("loads");
+            assert!(!batch.lends(), "{engine:?} proven {proven}: a writer must not be lent");
+            for round in 0..2 {
+                let got = batched(&mut batch, &frames);
+                assert_eq!(got, want, "{engine:?} proven {proven} round {round}");
+            }
+        }
+    }
+    // The frames handed in are the caller's, untouched.
+    assert_eq!(frames, self::frames());
 }

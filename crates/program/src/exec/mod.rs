@@ -424,7 +424,30 @@ pub trait Batch {
         ctx: &mut [u8],
         packet: &mut [u8],
     ) -> bool;
+    /// Whether the batch can lend its frames in place ([`Batch::lend`]): it says so only
+    /// when it knows the program writes no packet byte and moves no packet bound (the
+    /// engine must agree: see [`Batch::lend`]). By default, no.
+    fn lends(&self) -> bool {
+        false
+    }
+    /// Runs the next packet over the source's own bytes, read-only, instead of a copy in
+    /// the batch's packet buffer: the batch hands `run` the context and the frame (the
+    /// packet region is then exactly the frame: `data` at its first byte), then takes the
+    /// outcome as [`Batch::done`] does, the frame being the packet as left. `false` ends
+    /// the batch (after this packet, or with none). An engine calls it only when
+    /// [`Batch::lends`] says so and its code for the program cannot write the packet
+    /// region without a check that refuses it (a store into a lent frame must fault, never
+    /// land). By default: none, the batch ends.
+    fn lend(&mut self, ctx: &mut [u8], run: &mut LentRun<'_>) -> bool {
+        let _ = (ctx, run);
+        false
+    }
 }
+
+/// One run of [`Batch::lend`]: the context, the frame lent read-only (the whole packet
+/// region) and the environment; the engine writes the context's packet fields.
+pub type LentRun<'r> =
+    dyn FnMut(&mut [u8], &[u8], Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap> + 'r;
 
 /// The batch as separate runs: what an engine without a batch path of its own does.
 pub fn run_each(

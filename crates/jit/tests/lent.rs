@@ -1,0 +1,195 @@
+//! A batch over frames lent in place (`Batch::lend`): the packet region is the source's
+//! own frame, read-only. A program that only reads its packet gives what the interpreter
+//! gives over a copy; a store into a lent frame, by the program (a checked store) or by a
+//! helper, is refused and leaves the frame as it was; code with an unchecked packet store
+//! is never lent (its batch copies).
+
+use weir_isa::asm::assemble;
+use weir_jit::Jit;
+use weir_program::abi::{Bindings, Helper, HelperCtx, HelperOutcome};
+use weir_program::exec::{Batch, Input, LentRun, PacketSpan, RunOutcome};
+use weir_program::{ProgType, Program, Trap, TrapCode, Verified};
+
+/// `fill(addr, len, byte)`: writes `len` copies of `byte` at `addr`; returns 0, or the
+/// trap code's number when the program may not write there.
+fn fill(ctx: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
+    let Ok(len) = usize::try_from(args[1]) else { return HelperOutcome::Fail };
+    let bytes = vec![args[2] as u8; len.min(4096)];
+    match ctx.write(args[0], &bytes) {
+        Ok(()) => HelperOutcome::Return(0),
+        Err(code) => HelperOutcome::Return(u64::from(code.code())),
+    }
+}
+
+fn bindings() -> Bindings {
+    let mut b = Bindings::for_prog_type(ProgType::Xdp);
+    b.add_helper(Helper { id: 201, name: "fill", func: fill });
+    b
+}
+
+/// XDP_DROP under 14 bytes, else bytes 12 + 13.
+const READER: &str = "ldxw %r2, [%r1+0]\nldxw %r3, [%r1+4]\nmov %r4, %r2\nadd %r4, 14
+jgt %r4, %r3, +4\nldxb %r0, [%r2+12]\nldxb %r5, [%r2+13]\nadd %r0, %r5\nexit
+mov %r0, 1\nexit";
+/// 0xff over the first byte and XDP_TX; XDP_PASS for an empty frame.
+const WRITER: &str = "mov %r0, 2\nldxw %r2, [%r1+0]\nldxw %r3, [%r1+4]\nmov %r4, %r2
+add %r4, 1\njgt %r4, %r3, +2\nstb [%r2+0], 0xff\nmov %r0, 3\nexit";
+/// `fill(data, 1, 0xee)`'s answer; XDP_PASS for an empty frame.
+const HELPER_WRITER: &str = "mov %r0, 2\nldxw %r2, [%r1+0]\nldxw %r3, [%r1+4]\nmov %r4, %r2
+add %r4, 1\njgt %r4, %r3, +4\nmov %r1, %r2\nmov %r2, 1\nmov %r3, 0xee\ncall 201\nexit";
+
+fn frames() -> Vec<Vec<u8>> {
+    [0usize, 1, 13, 14, 60, 1500]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (0..n).map(|j| (i * 29 + j * 5) as u8).collect())
+        .collect()
+}
+
+type Seen = Vec<(Result<u64, Trap>, Vec<u8>)>;
+
+/// Frames from a list, lent when the engine asks (`lent` counts them), else copied into the
+/// batch's packet buffer (whole: the span is the frame).
+struct Frames {
+    frames: Vec<Vec<u8>>,
+    at: usize,
+    len: usize,
+    lent: usize,
+    seen: Seen,
+}
+
+impl Frames {
+    fn new() -> Self {
+        Frames { frames: frames(), at: 0, len: 0, lent: 0, seen: Vec::new() }
+    }
+}
+
+impl Batch for Frames {
+    fn next(&mut self, _ctx: &mut [u8], packet: &mut [u8]) -> Option<PacketSpan> {
+        let frame = self.frames.get(self.at)?;
+        self.at += 1;
+        self.len = frame.len();
+        packet.get_mut(..frame.len())?.copy_from_slice(frame);
+        Some(PacketSpan { meta: 0, data: 0, end: frame.len() })
+    }
+
+    fn env(&mut self) -> Option<&mut dyn weir_program::abi::RunEnv> {
+        None
+    }
+
+    fn done(&mut self, outcome: Result<RunOutcome, Trap>, _: &mut [u8], packet: &mut [u8]) -> bool {
+        self.seen.push((outcome.map(|o| o.r0), packet[..self.len].to_vec()));
+        true
+    }
+
+    fn lends(&self) -> bool {
+        true
+    }
+
+    fn lend(&mut self, ctx: &mut [u8], run: &mut LentRun<'_>) -> bool {
+        let Some(frame) = self.frames.get(self.at) else { return false };
+        self.at += 1;
+        self.lent += 1;
+        let outcome = run(ctx, frame, None);
+        self.seen.push((outcome.map(|o| o.r0), frame.clone()));
+        true
+    }
+}
+
+fn program(text: &str) -> Program {
+    Program::from_insns(assemble(text).unwrap_or_else(|e| panic!("{e}\n{text}")))
+        .with_prog_type(ProgType::Xdp)
+}
+
+fn proven(program: &Program) -> Verified {
+    let options = weir_verifier::Options {
+        prog_type: Some(ProgType::Xdp),
+        helpers: Some(Vec::new()),
+        ..weir_verifier::Options::default()
+    };
+    let proof = weir_verifier::verify(program, &options).expect("the verifier accepts it");
+    proof.into_verified(program.clone()).expect("the proof's own program")
+}
+
+/// The JIT's batch (twice on one cache) and how many frames it ran in place.
+fn jit_batch(verified: &Verified) -> (Seen, usize) {
+    let jit = Jit::compile(verified, bindings(), weir_jit::Config::default()).expect("compiles");
+    let mut cache = jit.cache();
+    let (mut seen, mut lent) = (Vec::new(), 0);
+    for _ in 0..2 {
+        let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+        let mut packet = vec![0u8; 4096];
+        let mut batch = Frames::new();
+        jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
+        seen.extend(batch.seen);
+        lent += batch.lent;
+    }
+    (seen, lent)
+}
+
+/// The interpreter over a copy of each frame (twice, as `jit_batch`).
+fn interp(verified: &Verified) -> Seen {
+    let engine =
+        weir_interp::Interpreter::new(verified, bindings(), weir_interp::Config::default());
+    let mut cache = engine.cache();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        for frame in frames() {
+            let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+            let mut packet = frame.clone();
+            let r0 = engine.run(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet));
+            seen.push((r0, packet));
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_reading_program_runs_in_place_with_the_copys_results() {
+    let reader = program(READER);
+    for verified in [Verified::structural(reader.clone()).unwrap(), proven(&reader)] {
+        let (seen, lent) = jit_batch(&verified);
+        assert_eq!(lent, 2 * frames().len(), "{:?}: not lent", verified.assurance());
+        assert_eq!(seen, interp(&verified), "{:?}", verified.assurance());
+        // Both ways out taken: short frames and read bytes.
+        assert!(
+            seen.iter().any(|s| s.0 == Ok(1))
+                && seen.iter().any(|s| s.0.as_ref().is_ok_and(|&r| r > 3))
+        );
+    }
+}
+
+#[test]
+fn a_store_into_a_lent_frame_is_refused() {
+    // Unproven: the store is checked, so the code may be lent, and the check refuses it.
+    let writer = Verified::structural(program(WRITER)).unwrap();
+    let (seen, lent) = jit_batch(&writer);
+    assert_eq!(lent, 2 * frames().len());
+    for ((outcome, packet), frame) in seen.iter().zip(frames().iter().cycle()) {
+        assert_eq!(packet, frame, "the lent frame changed");
+        match frame.len() {
+            0 => assert_eq!(*outcome, Ok(2)),
+            _ => assert_eq!(outcome.as_ref().map_err(|t| t.code), Err(TrapCode::ReadOnly)),
+        }
+    }
+    // A helper's write is refused the same way (it sees the trap code as its answer).
+    let helper = Verified::structural(program(HELPER_WRITER)).unwrap();
+    let (seen, lent) = jit_batch(&helper);
+    assert_eq!(lent, 2 * frames().len());
+    for ((outcome, packet), frame) in seen.iter().zip(frames().iter().cycle()) {
+        assert_eq!(packet, frame, "the lent frame changed");
+        let want = if frame.is_empty() { 2 } else { u64::from(TrapCode::ReadOnly.code()) };
+        assert_eq!(*outcome, Ok(want));
+    }
+}
+
+#[test]
+fn unchecked_packet_stores_take_the_copy() {
+    // Proven, the store is unchecked: the batch copies each frame, and the program's writes
+    // are the interpreter's.
+    let writer = proven(&program(WRITER));
+    let (seen, lent) = jit_batch(&writer);
+    assert_eq!(lent, 0, "a program with an unchecked packet store was lent");
+    assert_eq!(seen, interp(&writer));
+    assert!(seen.iter().any(|(r0, p)| *r0 == Ok(3) && p.first() == Some(&0xff)));
+}
