@@ -13,6 +13,8 @@
 //! Scratch slots change only through `Pred::Store`, which forgets every fact that reads the
 //! slot. Environments are small (capped), so copying one per branch keeps the pass linear.
 
+use std::rc::Rc;
+
 use super::analysis::FastMap;
 
 use super::domain::{self, Domain};
@@ -107,7 +109,7 @@ pub(crate) fn scratch_mask(e: &Expr) -> u32 {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Env {
     /// No packet reaches this point (the facts contradict each other).
     pub unreachable: bool,
@@ -116,24 +118,57 @@ pub(crate) struct Env {
     /// Slots still holding their initial 0 (no Store has run on this path).
     scratch_zero: u32,
     /// Sorted by atom id.
-    facts: Vec<(AtomId, Domain)>,
+    facts: FactList,
 }
 
-/// A copy keeps room for two more facts: a copied `Env` is usually the start of a path that
-/// learns one (a compare's outcome), and a copy sized to the facts it holds grew (a
-/// `realloc`) on that first insert, about 3% of a small filter's optimizing (issue 13).
-impl Clone for Env {
-    fn clone(&self) -> Env {
-        let mut facts = Vec::with_capacity(self.facts.len().saturating_add(2).min(FACT_CAP));
-        facts.extend_from_slice(&self.facts);
-        Env { facts, ..*self }
+/// The facts of an [`Env`], shared by its copies until one of them changes them (copy on
+/// write). Most copies are only read: the facts on entry to each part of a junction, the
+/// base of a run, a compare's exits before the one fact it learns; copying the list for
+/// each was, with the allocation and free it costs, about a tenth of a small filter's
+/// `decide` (issue 13).
+#[derive(Debug, Clone, Default)]
+struct FactList(Option<Rc<Vec<(AtomId, Domain)>>>);
+
+impl FactList {
+    fn as_slice(&self) -> &[(AtomId, Domain)] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
+    /// The list, to change it: copied first when another environment shares it. A copy
+    /// keeps room for two more facts: a copied list usually gets one (a compare's outcome)
+    /// at once, and a copy sized to the facts it held grew (a `realloc`) on that insert.
+    fn make_mut(&mut self) -> &mut Vec<(AtomId, Domain)> {
+        let rc = self.0.get_or_insert_with(Default::default);
+        if Rc::get_mut(rc).is_none() {
+            let mut copy = Vec::with_capacity(rc.len().saturating_add(2).min(FACT_CAP));
+            copy.extend_from_slice(rc);
+            *rc = Rc::new(copy);
+        }
+        // Not shared any more: no copy here.
+        Rc::make_mut(rc)
+    }
+
+    /// Drops the facts `drop` says to (copying a shared list only when one goes).
+    fn remove_if(&mut self, drop: impl Fn(AtomId) -> bool) {
+        if self.as_slice().iter().any(|&(id, _)| drop(id)) {
+            self.make_mut().retain(|&(id, _)| !drop(id));
+        }
     }
 }
 
 impl Env {
     /// The facts at the start of a filter: nothing but zeroed scratch memory.
     pub fn start() -> Env {
-        Env { unreachable: false, caplen_min: 0, scratch_zero: u32::MAX, facts: Vec::new() }
+        Env {
+            unreachable: false,
+            caplen_min: 0,
+            scratch_zero: u32::MAX,
+            facts: FactList::default(),
+        }
     }
 
     pub fn unreachable() -> Env {
@@ -141,10 +176,11 @@ impl Env {
     }
 
     fn get(&self, id: AtomId) -> Option<Domain> {
-        self.facts
+        let facts = self.facts.as_slice();
+        facts
             .binary_search_by_key(&id, |&(a, _)| a)
             .ok()
-            .and_then(|i| self.facts.get(i))
+            .and_then(|i| facts.get(i))
             .map(|&(_, d)| d)
     }
 
@@ -153,13 +189,15 @@ impl Env {
             self.unreachable = true;
             return;
         }
-        match self.facts.binary_search_by_key(&id, |&(a, _)| a) {
+        match self.facts.as_slice().binary_search_by_key(&id, |&(a, _)| a) {
             Ok(i) => {
-                if let Some(slot) = self.facts.get_mut(i) {
+                if let Some(slot) = self.facts.make_mut().get_mut(i) {
                     slot.1 = d;
                 }
             }
-            Err(i) if self.facts.len() < FACT_CAP => self.facts.insert(i, (id, d)),
+            Err(i) if self.facts.as_slice().len() < FACT_CAP => {
+                self.facts.make_mut().insert(i, (id, d));
+            }
             Err(_) => {}
         }
     }
@@ -174,18 +212,21 @@ impl Env {
             return;
         }
         let mut j = 0;
-        self.facts.retain_mut(|(a, da)| {
-            while other.facts.get(j).is_some_and(|&(b, _)| b < *a) {
-                j += 1;
-            }
-            match other.facts.get(j) {
-                Some(&(b, db)) if b == *a => {
-                    *da = da.join(db);
-                    true
+        let theirs = other.facts.as_slice();
+        if !self.facts.is_empty() {
+            self.facts.make_mut().retain_mut(|(a, da)| {
+                while theirs.get(j).is_some_and(|&(b, _)| b < *a) {
+                    j += 1;
                 }
-                _ => false,
-            }
-        });
+                match theirs.get(j) {
+                    Some(&(b, db)) if b == *a => {
+                        *da = da.join(db);
+                        true
+                    }
+                    _ => false,
+                }
+            });
+        }
         self.caplen_min = self.caplen_min.min(other.caplen_min);
         self.scratch_zero &= other.scratch_zero;
     }
@@ -259,7 +300,7 @@ impl Facts {
     fn overlapping_bits(&self, env: &Env, k: u32, n: u32) -> Domain {
         let (start, end) = (u64::from(k), u64::from(k) + u64::from(n));
         let (mut zeros, mut ones) = (0u32, 0u32);
-        for &(id, d) in &env.facts {
+        for &(id, d) in env.facts.as_slice() {
             let Some((s2, e2)) = self.atoms.info(id).and_then(|i| i.const_load) else { continue };
             if e2 <= start || end <= s2 || (d.zeros | d.ones) == 0 {
                 continue;
@@ -532,7 +573,7 @@ impl Facts {
     /// nothing is known of them, or of any expression reading them.
     pub fn forget_slots(&self, env: &mut Env, mask: u32) {
         let atoms = &self.atoms;
-        env.facts.retain(|&(id, _)| atoms.info(id).is_none_or(|i| i.scratch & mask == 0));
+        env.facts.remove_if(|id| atoms.info(id).is_some_and(|i| i.scratch & mask != 0));
         env.scratch_zero &= !mask;
     }
 
@@ -542,7 +583,7 @@ impl Facts {
         let d = self.domain(env, value);
         let Some(bit) = 1u32.checked_shl(u32::from(slot)) else { return };
         let atoms = &self.atoms;
-        env.facts.retain(|&(id, _)| atoms.info(id).is_none_or(|i| i.scratch & bit == 0));
+        env.facts.remove_if(|id| atoms.info(id).is_some_and(|i| i.scratch & bit != 0));
         env.scratch_zero &= !bit;
         if slot < SCRATCH_SLOTS {
             let id = self.atoms.intern(&Expr::Scratch(slot));
@@ -553,27 +594,138 @@ impl Facts {
     /// `e` with every sub-expression whose value is known (and whose evaluation cannot
     /// abort) replaced by that value, then folded.
     pub fn substitute(&self, env: &Env, e: Expr) -> Expr {
-        if matches!(e, Expr::Const(_)) {
-            return e;
-        }
-        if let Some(v) = self.domain(env, &e).as_const() {
-            if !self.expr_can_abort(env, &e) {
-                return Expr::Const(v);
+        self.substituted(env, e).0
+    }
+
+    /// [`Facts::substitute`], with what [`Facts::domain`] and [`Facts::expr_can_abort`] say
+    /// of the expression as given. One walk bottom-up: asking both at every level of the
+    /// expression (as a top-down rewrite must) costs its size times its depth, and each
+    /// domain a `normalize` (issue 13: about a sixth of `decide` on a small filter). The
+    /// answers are the same: both queries are structural, from the parts' answers and the
+    /// fact (if any) about the node itself, looked up once.
+    fn substituted(&self, env: &Env, e: Expr) -> (Expr, Domain, bool) {
+        // The fact about the node as given (before its parts are rewritten).
+        let fact = if env.facts.is_empty() || matches!(e, Expr::Const(_)) {
+            None
+        } else {
+            self.atoms.lookup(&e).and_then(|id| env.get(id))
+        };
+        let with_fact = |structural: Domain| match fact {
+            Some(d) => structural.meet(d),
+            None => structural,
+        };
+        let (e, d, aborts) = match e {
+            Expr::Const(c) => return (e, Domain::exact(c), false),
+            Expr::WireLen => (e, with_fact(Domain::FULL), false),
+            Expr::Scratch(k) => {
+                let initial =
+                    u32::from(k) < u32::from(SCRATCH_SLOTS) && env.scratch_zero & (1u32 << k) != 0;
+                let d = if initial { Domain::exact(0) } else { with_fact(Domain::FULL) };
+                (e, d, k >= SCRATCH_SLOTS)
             }
-        }
-        match e {
             Expr::Load { mut offset, size } => {
-                if !matches!(*offset, Expr::Const(_)) {
+                let mut structural = Domain::of_size(size);
+                let aborts = if let Expr::Const(k) = *offset {
+                    structural = structural.meet(self.overlapping_bits(env, k, size.bytes()));
+                    u64::from(k) + u64::from(size.bytes()) > env.caplen_min
+                } else {
                     let inner = std::mem::replace(&mut *offset, Expr::Const(0));
-                    *offset = self.substitute(env, inner);
+                    let (inner, d_offset, offset_aborts) = self.substituted(env, inner);
+                    *offset = inner;
+                    // (evaluated before on this path: it cannot abort now)
+                    fact.is_none()
+                        && (offset_aborts
+                            || u64::from(d_offset.hi) + u64::from(size.bytes()) > env.caplen_min)
+                };
+                (Expr::Load { offset, size }, with_fact(structural), aborts)
+            }
+            Expr::Binary { op, mut lhs, mut rhs } => {
+                // Rewritten in their boxes (`fold::binary_boxed` keeps them when it can).
+                let (l, d_lhs, lhs_aborts) =
+                    self.substituted(env, std::mem::replace(&mut *lhs, Expr::Const(0)));
+                let (r, d_rhs, rhs_aborts) =
+                    self.substituted(env, std::mem::replace(&mut *rhs, Expr::Const(0)));
+                (*lhs, *rhs) = (l, r);
+                let d = with_fact(domain::binary(op, d_lhs, d_rhs));
+                let aborts = fact.is_none()
+                    && (lhs_aborts
+                        || rhs_aborts
+                        || (matches!(op, BinOp::Div | BinOp::Mod) && d_rhs.may_be_zero()));
+                if let Some(v) = d.as_const().filter(|_| !aborts) {
+                    return (Expr::Const(v), d, aborts);
                 }
-                Expr::Load { offset, size }
+                (super::fold::binary_boxed(op, lhs, rhs), d, aborts)
             }
-            Expr::Binary { op, lhs, rhs } => {
-                super::fold::binary(op, self.substitute(env, *lhs), self.substitute(env, *rhs))
+            Expr::Neg(mut x) => {
+                let (y, d_x, aborts) =
+                    self.substituted(env, std::mem::replace(&mut *x, Expr::Const(0)));
+                let d = with_fact(domain::neg(d_x));
+                if let Some(v) = d.as_const().filter(|_| !aborts) {
+                    return (Expr::Const(v), d, aborts);
+                }
+                *x = y;
+                (super::fold::expr(Expr::Neg(x)), d, aborts)
             }
-            Expr::Neg(x) => super::fold::expr(Expr::Neg(Box::new(self.substitute(env, *x)))),
-            other => other,
+        };
+        match d.as_const() {
+            Some(v) if !aborts => (Expr::Const(v), d, aborts),
+            _ => (e, d, aborts),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Size;
+
+    /// The bottom-up walk of [`Facts::substituted`] answers what the queries it stands in for
+    /// answer, on expressions with facts about themselves and their parts, and gives the
+    /// value of an expression it knows.
+    #[test]
+    fn substituting_answers_as_the_queries_do() {
+        let mut facts = Facts::new(u32::MAX);
+        let ihl = Expr::load_at(14, Size::Byte).and_mask(0xf);
+        let offset = Expr::binary(BinOp::Shl, ihl.clone(), Expr::Const(2)).plus(14);
+        let port = Expr::load(offset.clone(), Size::Half);
+        let mut env = Env::start();
+        env.note_guard(20);
+        // Learned on the path: the header length is 5 words, the slot holds 7, the
+        // variable-offset load was evaluated.
+        let learned = facts.learn_cmp(&env, CmpOp::Eq, &ihl, &Expr::Const(5), true, false);
+        let mut known = learned.on_true.unwrap_or_else(Env::unreachable);
+        facts.learn_store(&mut known, 3, &Expr::Const(7));
+        let mut evaluated = env.clone();
+        facts.learn_evaluated(&mut evaluated, &port);
+        let exprs = [
+            Expr::Const(9),
+            Expr::WireLen,
+            Expr::Scratch(3),
+            Expr::Scratch(4),
+            Expr::Scratch(SCRATCH_SLOTS),
+            ihl.clone(),
+            offset.clone(),
+            port.clone(),
+            Expr::load(Expr::Scratch(3), Size::Word),
+            Expr::binary(BinOp::Div, Expr::Const(100), Expr::Scratch(3)),
+            Expr::binary(BinOp::Mod, port.clone(), ihl.clone()),
+            Expr::Neg(Box::new(offset.clone())),
+            Expr::Neg(Box::new(Expr::Scratch(3))),
+            Expr::load_at(30, Size::Word),
+        ];
+        let mut constants = 0;
+        for env in [&Env::start(), &env, &known, &evaluated] {
+            for e in &exprs {
+                let (got, d, aborts) = facts.substituted(env, e.clone());
+                assert_eq!(d, facts.domain(env, e), "{e:?}");
+                assert_eq!(aborts, facts.expr_can_abort(env, e), "{e:?}");
+                if let (Some(v), false) = (d.as_const(), aborts) {
+                    assert_eq!(got, Expr::Const(v), "{e:?}");
+                    constants += usize::from(!matches!(e, Expr::Const(_)));
+                }
+            }
+        }
+        // The facts decided some (the header length, the slot, the offset from them).
+        assert!(constants >= 4, "{constants}");
     }
 }
