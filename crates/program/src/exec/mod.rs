@@ -213,6 +213,10 @@ pub fn fill_packet_fields(
     PacketFields::of(layout).fill(ctx, packet_len, span)
 }
 
+/// A packet field of [`PacketFields::fill_whole`]: its offset in the context and the mask
+/// of the packet's length its value adds to the packet's base.
+type WholeWord = (usize, u32);
+
 /// A context layout's packet fields, listed once (at load) so that a run writes the two
 /// or three words without walking the layout: what [`fill_packet_fields`] does.
 ///
@@ -241,7 +245,9 @@ pub struct PacketFields {
     /// The same words for a run over the whole packet (no span): each field's offset and
     /// a mask, the value being `PACKET_BASE + (packet length & mask)` (`!0` for the end,
     /// `0` for data and meta), so the lean entry computes it without a table (issue 13).
-    whole: Option<[(usize, u32); 3]>,
+    /// The third word only for a layout that has one (a socket filter's has two: writing
+    /// the first again, as `words` does, cost a checked store per run).
+    whole: Option<([WholeWord; 2], Option<WholeWord>)>,
 }
 
 impl PacketFields {
@@ -280,7 +286,8 @@ impl PacketFields {
             let third = if out.count == 3 { (c, vc) } else { (a, va) };
             out.words = Some([(a, va), (b, vb), third]);
             let mask = |which: usize| if which == 2 { u32::MAX } else { 0 };
-            out.whole = Some([(a, mask(va)), (b, mask(vb)), (third.0, mask(third.1))]);
+            let third = (out.count == 3).then_some((c, mask(vc)));
+            out.whole = Some(([(a, mask(va)), (b, mask(vb))], third));
         }
         out
     }
@@ -299,16 +306,20 @@ impl PacketFields {
     /// table and no layout walk.
     #[inline(always)]
     pub fn fill_whole(&self, ctx: &mut [u8], packet_len: usize) -> bool {
-        let Some(whole) = &self.whole else {
+        let Some((words, third)) = &self.whole else {
             return false;
         };
         // Fits: the caller checked the packet against its window (below 4 GiB).
         let len = packet_len as u32;
         let base = guest::PACKET_BASE as u32;
-        for &(offset, mask) in whole {
+        let mut write = |&(offset, mask): &(usize, u32)| {
             if let Some(bytes) = ctx.get_mut(offset..).and_then(|b| b.first_chunk_mut::<4>()) {
                 *bytes = base.wrapping_add(len & mask).to_le_bytes();
             }
+        };
+        words.iter().for_each(&mut write);
+        if let Some(third) = third {
+            write(third);
         }
         true
     }
