@@ -38,3 +38,42 @@ fn filler() -> Insn {
 fn exit() -> Insn {
     i(Op::Exit, 0, 0, 0, 0)
 }
+
+/// A socket filter over a context and a packet alone takes the lean entry: its packet
+/// fields hold the packet's bounds, `r1`/`r2` the context, and a run that wrote the stack
+/// leaves nothing for the next one to read.
+#[test]
+fn the_lean_entry_fills_the_packet_fields_and_resets_the_stack() {
+    use weir_program::{exec::Input, ProgType};
+    let layout = ProgType::SocketFilter.context_layout();
+    let data = layout.field("data").unwrap().offset as i16;
+    let end = layout.field("data_end").unwrap().offset as i16;
+    // r0 = old stack word + (data_end - data) + r2; then the stack word is set to 1000.
+    let program = vec![
+        i(Op::LdxDw, 0, 10, -8, 0),
+        i(Op::LdxW, 3, 1, end, 0),
+        i(Op::LdxW, 4, 1, data, 0),
+        i(Op::Sub64Reg, 3, 4, 0, 0),
+        i(Op::Add64Reg, 0, 3, 0, 0),
+        i(Op::Add64Reg, 0, 2, 0, 0),
+        i(Op::StDw, 10, 0, -8, 1000),
+        exit(),
+    ];
+    let bindings = Bindings::for_prog_type(ProgType::SocketFilter);
+    let interp =
+        Interpreter::new_unvalidated(&Program::from_insns(program), bindings, Config::default());
+    let mut cache = interp.cache();
+    let mut ctx = vec![0u8; layout.size as usize];
+    for len in [60usize, 1514, 0, 60] {
+        let mut packet = vec![0u8; len];
+        let outcome = interp.run_stats(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet));
+        assert_eq!(outcome.map(|o| (o.r0, o.executed)), Ok((len as u64 + ctx.len() as u64, 8)));
+        let at = |offset: i16| u32::from_le_bytes(ctx[offset as usize..][..4].try_into().unwrap());
+        assert_eq!(at(data), crate::guest::PACKET_BASE as u32);
+        assert_eq!(at(end), (crate::guest::PACKET_BASE + len as u64) as u32);
+    }
+    // A context too short for the packet fields: the general path's trap, naming the field.
+    let mut short = vec![0u8; end as usize];
+    let trap = interp.run_stats(&mut cache, Input::new().ctx(&mut short).packet(&mut [0; 60]));
+    assert_eq!(trap.map_err(|t| t.addr), Err(crate::guest::CTX_BASE + end as u64));
+}

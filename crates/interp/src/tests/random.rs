@@ -135,6 +135,47 @@ proptest! {
     }
 
     #[test]
+    fn the_lean_entry_runs_as_the_general_path(
+        slots in slots(),
+        world in world(),
+        other in world(),
+        short in any::<bool>(),
+    ) {
+        // The lean entry's input: a context and a packet alone (a layout's context cut short
+        // now and then: the lean entry hands it to the general path, which names the trap).
+        let mut ctx = world.ctx.clone().unwrap_or_default();
+        if short {
+            ctx.truncate(ctx.len() / 3);
+        }
+        let world = World { ctx: Some(ctx), packet: world.packet.or(Some(vec![])), mem: None, ..world };
+        let interp = interpreter(&slots, world.layout);
+        let general = {
+            let mut w = world.clone();
+            let mut cache = interp.cache();
+            let input =
+                Input { ctx: w.ctx.as_deref_mut(), packet: w.packet.as_deref_mut(), ..Default::default() };
+            let outcome = interp.run_observed(&mut cache, input, |_, _| {});
+            (outcome, w, cache.stack().to_vec())
+        };
+        // A cache another world's run left dirty (stack written, frames pushed): the lean
+        // entry must start from the same zeroed state the general one does.
+        let mut cache = interp.cache();
+        let _ = observe(&interp, &mut cache, &other);
+        let mut w = world.clone();
+        let (ctx, packet) = (w.ctx.as_deref_mut().unwrap_or_default(), w.packet.as_deref_mut().unwrap_or_default());
+        let lean = interp.run_lean(&mut cache, ctx, packet);
+        prop_assert_eq!(&lean, &general.0);
+        prop_assert_eq!(&w.ctx, &general.1.ctx);
+        prop_assert_eq!(&w.packet, &general.1.packet);
+        prop_assert_eq!(cache.stack(), &general.2[..]);
+        // And `run_stats` takes it for this input: the same again.
+        let again = observe(&interp, &mut cache, &world);
+        prop_assert_eq!(&again.0, &general.0);
+        prop_assert_eq!(&again.1.ctx, &general.1.ctx);
+        prop_assert_eq!(&again.2, &general.2);
+    }
+
+    #[test]
     fn random_bytecode_never_panics(bytes in prop::collection::vec(any::<u8>(), 8..256), mem in prop::collection::vec(any::<u8>(), 0..32)) {
         let whole = bytes.len() / 8 * 8;
         if let Ok(program) = Program::from_bytes(&bytes[..whole]) {

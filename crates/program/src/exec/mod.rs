@@ -213,6 +213,10 @@ pub fn fill_packet_fields(
     PacketFields::of(layout).fill(ctx, packet_len, span)
 }
 
+/// A packet field of [`PacketFields::fill_whole`]: its offset in the context and the mask
+/// of the packet's length its value adds to the packet's base.
+type WholeWord = (usize, u32);
+
 /// A context layout's packet fields, listed once (at load) so that a run writes the two
 /// or three words without walking the layout: what [`fill_packet_fields`] does.
 ///
@@ -238,6 +242,12 @@ pub struct PacketFields {
     /// by straight-line code (issue 13: the general loop, a branch per field on its kind and
     /// width, was about 60 machine instructions of a short filter's ~290 per run).
     words: Option<[(usize, usize); 3]>,
+    /// The same words for a run over the whole packet (no span): each field's offset and
+    /// a mask, the value being `PACKET_BASE + (packet length & mask)` (`!0` for the end,
+    /// `0` for data and meta), so the lean entry computes it without a table (issue 13).
+    /// The third word only for a layout that has one (a socket filter's has two: writing
+    /// the first again, as `words` does, cost a checked store per run).
+    whole: Option<([WholeWord; 2], Option<WholeWord>)>,
 }
 
 impl PacketFields {
@@ -250,6 +260,7 @@ impl PacketFields {
             all_words: true,
             end: 0,
             words: None,
+            whole: None,
         };
         let packet =
             layout.map_or(&[][..], |l| l.fields).iter().filter(|f| f.kind != FieldKind::Plain);
@@ -274,8 +285,43 @@ impl PacketFields {
             let [(a, _, va), (b, _, vb), (c, _, vc), _] = out.fields;
             let third = if out.count == 3 { (c, vc) } else { (a, va) };
             out.words = Some([(a, va), (b, vb), third]);
+            let mask = |which: usize| if which == 2 { u32::MAX } else { 0 };
+            let third = (out.count == 3).then_some((c, mask(vc)));
+            out.whole = Some(([(a, mask(va)), (b, mask(vb))], third));
         }
         out
+    }
+
+    /// One past the last context byte a packet field covers: a context at least this long
+    /// takes every field's write.
+    pub fn context_end(&self) -> usize {
+        self.end
+    }
+
+    /// [`PacketFields::fill`] for the usual run, the whole packet (no span) under a layout
+    /// of two or three 4-byte fields (every layout's shape), into a context at least
+    /// [`PacketFields::context_end`] bytes long and a packet that fits its window: `false`
+    /// (nothing written) when the layout is not of that shape, and the caller takes `fill`.
+    /// Issue 13: a socket filter's run writes its two fields with no span test, no value
+    /// table and no layout walk.
+    #[inline(always)]
+    pub fn fill_whole(&self, ctx: &mut [u8], packet_len: usize) -> bool {
+        let Some((words, third)) = &self.whole else {
+            return false;
+        };
+        // Fits: the caller checked the packet against its window (below 4 GiB).
+        let len = packet_len as u32;
+        let base = guest::PACKET_BASE as u32;
+        let mut write = |&(offset, mask): &(usize, u32)| {
+            if let Some(bytes) = ctx.get_mut(offset..).and_then(|b| b.first_chunk_mut::<4>()) {
+                *bytes = base.wrapping_add(len & mask).to_le_bytes();
+            }
+        };
+        words.iter().for_each(&mut write);
+        if let Some(third) = third {
+            write(third);
+        }
+        true
     }
 
     /// Writes the fields into `ctx` (see [`fill_packet_fields`]).
@@ -617,6 +663,28 @@ mod tests {
     }
 
     #[test]
+    fn fill_whole_writes_what_fill_writes_without_a_span() {
+        // Every layout has the shape the lean path takes; its bytes are `fill`'s, byte for
+        // byte, for packets of several lengths (the end field's mask must take them all).
+        for prog_type in crate::ProgType::ALL {
+            let layout = prog_type.context_layout();
+            let fields = PacketFields::of(Some(layout));
+            assert!(fields.context_end() <= layout.size as usize, "{prog_type:?}");
+            for len in [0usize, 1, 60, 1514, 65_535, 0x0fff_ffff] {
+                let (mut by_fill, mut by_whole) =
+                    (vec![0x5au8; layout.size as usize], vec![0x5au8; layout.size as usize]);
+                fields.fill(&mut by_fill, len, None).unwrap();
+                assert!(fields.fill_whole(&mut by_whole, len), "{prog_type:?}: not taken");
+                assert_eq!(by_fill, by_whole, "{prog_type:?} len {len}");
+            }
+        }
+        // No layout, or a field that is not 4 bytes: not taken, nothing written.
+        let mut ctx = [0x5au8; 8];
+        assert!(!PacketFields::of(None).fill_whole(&mut ctx, 60));
+        assert_eq!(ctx, [0x5a; 8]);
+    }
+
+    #[test]
     fn a_short_context_traps_at_the_first_field_that_does_not_fit() {
         let layout = crate::ProgType::SocketFilter.context_layout();
         let data = layout.field("data").unwrap().offset;
@@ -671,5 +739,9 @@ mod tests {
         assert_eq!(ctx[8..10], end[..2]);
         assert_eq!(ctx[10..16], [0xff; 6]);
         assert_eq!(word(&ctx, 16), guest::PACKET_BASE as u32);
+        // Not the lean path's shape: `fill_whole` declines and writes nothing.
+        let mut untouched = [0xffu8; 24];
+        assert!(!PacketFields::of(Some(&LAYOUT)).fill_whole(&mut untouched, 0x1234));
+        assert_eq!(untouched, [0xff; 24]);
     }
 }
