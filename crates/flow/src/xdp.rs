@@ -1159,6 +1159,7 @@ fn search(g: &mut Gen<'_>, gen: usize) {
         }
         return;
     }
+    let key_words = layout.subtables.iter().map(|st| st.words().len().max(1)).max().unwrap_or(1);
     g.b.alu_imm(Op::Mov64Imm, 8, 0);
     g.b.alu_imm(Op::Mov64Imm, 9, 0);
     let dispatch = g.b.here();
@@ -1181,6 +1182,14 @@ fn search(g: &mut Gen<'_>, gen: usize) {
         g.b.alu_imm(Op::Add64Imm, 9, 1);
         g.b.jump_imm(Op::Jgt64Imm, 9, MAX_RESTARTS, drop);
         g.b.alu_reg(Op::Mov64Reg, 8, 1);
+        // The lookup key's words cleared before the restart: what the last probe left
+        // there differs from chain to chain, and verifiers that compare the stack slot by
+        // slot (weir's) would otherwise keep one state per leftover at the loop head and
+        // again after every probe of the next round (221,000 instructions and 50,000
+        // states on one 16-subtable set; the kernel drops dead slots by itself).
+        for j in 0..key_words {
+            g.b.store_imm(Op::StDw, 10, LKEY + (j * 8) as i16, 0);
+        }
         g.b.jump(dispatch);
         g.b.bind(drop);
         g.b.alu_imm(Op::Mov64Imm, 0, xdp_action::DROP as i32);
