@@ -29,9 +29,12 @@
 //! `bpf_xdp_adjust_head` and the MAC addresses with it; the bytes come out as the
 //! user-space action engine leaves them (the differential test compares them).
 //!
+//! `indev NAME` is resolved to the device's ifindex when the table is written (at compile
+//! and at each update, as tc resolves it when the rule is added: `Cannot find device
+//! "NAME"` otherwise) and matched against `xdp_md.ingress_ifindex`.
+//!
 //! Refused at compile time, naming the rule's line and keyword: what XDP cannot do or
-//! what the hash tables cannot hold: `indev` (an XDP program sees an ifindex, not the
-//! rule file's names), a port range of more than [`MAX_RANGE_ENTRIES`] ports (a range
+//! what the hash tables cannot hold: a port range of more than [`MAX_RANGE_ENTRIES`] ports (a range
 //! is exact entries, see [`expand`]), `continue`, `mirred … mirror` and a redirect given a
 //! control (both need a copy of the packet), `pedit`, `csum`, `skbedit`, and a `goto` or
 //! `reclassify` after an edit (the program parses the packet once, before the search).
@@ -41,7 +44,7 @@
 //! with more takes the next header's number as its protocol.
 
 use crate::key::{field, Field, Key, Need, BYTES, FLAG_FIRSTFRAG, FLAG_FRAG, WORDS};
-use crate::rule::{Action, ActionKind, Control, Match, RuleError, RuleSet, ADDR_V4, ADDR_V6};
+use crate::rule::{Action, ActionKind, Control, RuleError, RuleSet, ADDR_V4, ADDR_V6};
 use weir_isa::ebpf::Op;
 use weir_program::{
     abi::{helper_id, xdp_action},
@@ -179,9 +182,6 @@ fn rule_act(
     devices: &[String],
 ) -> Result<(Act, Vec<ActionKind>), RuleError> {
     let line = rule.line;
-    if rule.matches.iter().any(|m| matches!(m, Match::Indev(_))) {
-        return Err(refuse(line, "indev", "an XDP program sees an ifindex, not a name"));
-    }
     let mut edits = Vec::new();
     for a in &rule.actions {
         let control = a.effective_control();
@@ -291,10 +291,58 @@ pub struct XdpOptions {
     pub capacity: u32,
 }
 
-/// Compile `set` into an XDP datapath.
+/// The ifindex of the network device `name` on this machine (`/sys/class/net`), as tc
+/// resolves `indev` when it adds a rule.
+pub fn system_ifindex(name: &str) -> Option<u32> {
+    // A name with a path separator or a dot entry is no device (and must not walk /sys).
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return None;
+    }
+    std::fs::read_to_string(format!("/sys/class/net/{name}/ifindex")).ok()?.trim().parse().ok()
+}
+
+/// Every rule of `set` compiled with its `indev` names as `ifindex` resolves them (tc's
+/// words for a name it does not know, with the rule's line).
+fn compile_rules(
+    set: &RuleSet,
+    ifindex: &dyn Fn(&str) -> Option<u32>,
+) -> Result<Vec<crate::rule::Compiled>, RuleError> {
+    set.rules
+        .iter()
+        .map(|rule| {
+            let mut missing = None;
+            let c = rule.compile(&mut |name| {
+                ifindex(name).unwrap_or_else(|| {
+                    missing.get_or_insert_with(|| name.to_string());
+                    0
+                })
+            });
+            match missing {
+                Some(name) => Err(RuleError {
+                    line: rule.line,
+                    column: 0,
+                    message: format!("Cannot find device \"{name}\""),
+                }),
+                None => Ok(c),
+            }
+        })
+        .collect()
+}
+
+/// Compile `set` into an XDP datapath, `indev` names resolved on this machine
+/// ([`system_ifindex`]).
 pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleError> {
+    compile_with(set, options, &system_ifindex)
+}
+
+/// [`compile`] with `indev` names resolved by `ifindex`.
+pub fn compile_with(
+    set: &RuleSet,
+    options: XdpOptions,
+    ifindex: &dyn Fn(&str) -> Option<u32>,
+) -> Result<XdpDatapath, RuleError> {
     let devices = set.devices();
-    let compiled = set.compile();
+    let compiled = compile_rules(set, ifindex)?;
     let mut subtables: Vec<Subtable> = Vec::new();
     let mut chains: Vec<u32> = vec![0];
     let mut edges: Vec<(u32, u32)> = Vec::new();
@@ -366,7 +414,7 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
     }
     let layout = Layout { subtables, chains, devices, capacity, need, forward, edits };
     let program = emit(&layout);
-    let mut table = layout.entries(set, 0, &[])?;
+    let mut table = layout.entries(set, 0, &[], ifindex)?;
     // Devices as weir's runtime sees them: device i of the rule file is ifindex i + 1
     // (a kernel's loader skips these; `weir flow update` writes the real ifindexes).
     for i in 0..layout.devices.len() as u32 {
@@ -403,15 +451,17 @@ impl Layout {
     /// The table entries of generation `g` for `set` (every rule's (chain, mask) must be a
     /// subtable of this layout), with counter slots: a rule whose (subtable, key) is in
     /// `keep` (`(subtable, map key, slot)`, what the tables held before) keeps that slot,
-    /// the others take the lowest free ones.
+    /// the others take the lowest free ones. `indev` names are resolved by `ifindex`
+    /// ([`system_ifindex`] for a program running here).
     pub fn entries(
         &self,
         set: &RuleSet,
         g: usize,
         keep: &[(usize, Vec<u8>, u32)],
+        ifindex: &dyn Fn(&str) -> Option<u32>,
     ) -> Result<Table, RuleError> {
         let devices = &self.devices;
-        let compiled = set.compile();
+        let compiled = compile_rules(set, ifindex)?;
         if set.rules.len() as u64 > u64::from(self.capacity) {
             return Err(RuleError {
                 line: 0,
@@ -870,6 +920,12 @@ fn extract(g: &mut Gen<'_>, done: weir_program::Label) {
         if g.used[w * 8..w * 8 + 8].iter().any(|&u| u) {
             g.b.store_imm(Op::StDw, 10, KEY + (w * 8) as i16, 0);
         }
+    }
+    if g.want(field::INDEV) {
+        // xdp_md.ingress_ifindex, big-endian as the rules' keys hold it (any frame, even
+        // one too short for Ethernet, as the user-space extraction).
+        g.b.load(Op::LdxW, 0, 1, 12);
+        g.put(field::INDEV, 0);
     }
     if g.layout.subtables.is_empty() {
         g.b.jump(done);
@@ -1489,11 +1545,11 @@ mod tests {
             .collect();
         let next = set("prio 3 protocol ip flower ip_proto tcp action drop\n\
                         prio 4 protocol ip flower ip_proto icmp action drop\n");
-        let t = dp.layout.entries(&next, 1, &keep).unwrap();
+        let t = dp.layout.entries(&next, 1, &keep, &system_ifindex).unwrap();
         assert_eq!(t.slots, vec![Some(1), Some(0)]);
         assert!(t.entries.iter().all(|e| e.0 == table_map_name(1, 0)));
         let other_mask = set("prio 1 protocol ip flower ip_ttl 1 action drop\n");
-        let e = dp.layout.entries(&other_mask, 1, &keep).unwrap_err();
+        let e = dp.layout.entries(&other_mask, 1, &keep, &system_ifindex).unwrap_err();
         assert!(e.message.contains("compile again"), "{e}");
     }
 }

@@ -40,6 +40,8 @@ type Expected = (Vec<(u64, Vec<u8>)>, Vec<(u64, u64)>);
 
 fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> Expected {
     let r = Reference::new(set);
+    // Packets come in on `lo` (the reference numbers `indev` names as the set lists them).
+    let lo = set.indevs().iter().position(|d| d == "lo").map_or(0, |i| i as u32 + 1);
     let verdicts = frames
         .iter()
         .map(|f| {
@@ -48,7 +50,7 @@ fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> Expected {
             let mut w = Work {
                 data: &mut data,
                 wire_len: f.len() as u32,
-                indev: 0,
+                indev: lo,
                 now: 0,
                 mark: 0,
                 mirrored: &mut mirrored,
@@ -60,14 +62,25 @@ fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> Expected {
     (verdicts, r.counters().into_iter().map(|(_, p, b, _)| (p, b)).collect())
 }
 
+/// The devices of the test's `indev` rules: `lo` is the interface weir's runtime and the
+/// kernel's test run both give the program (`ingress_ifindex` 1), `wfx9` one packets
+/// never come in on.
+fn test_ifindex(name: &str) -> Option<u32> {
+    match name {
+        "lo" => Some(1),
+        "wfx9" => Some(9),
+        _ => None,
+    }
+}
+
+fn compile(set: &RuleSet) -> Result<xdp::XdpDatapath, weir::flow::RuleError> {
+    xdp::compile_with(set, XdpOptions::default(), &test_ifindex)
+}
+
 /// The rules of `text` the XDP datapath takes, as one rule set.
 fn xdp_rules(text: &str) -> RuleSet {
-    let kept: Vec<&str> = text
-        .lines()
-        .filter(|l| {
-            RuleSet::parse(l).is_ok_and(|one| xdp::compile(&one, XdpOptions::default()).is_ok())
-        })
-        .collect();
+    let kept: Vec<&str> =
+        text.lines().filter(|l| RuleSet::parse(l).is_ok_and(|one| compile(&one).is_ok())).collect();
     RuleSet::parse(&kept.join("\n")).expect("kept rules parse together")
 }
 
@@ -105,6 +118,8 @@ fn xdp_datapath_agrees_with_the_reference() {
     let (mut edited, mut edit_sets) = (0usize, 0usize);
     // Rules with a port range (exact entries, one a port).
     let (mut ranged, mut range_hits) = (0usize, 0usize);
+    // Rules with `indev`, and their hits (only `lo` ones can hit).
+    let (mut indev_rules, mut indev_hits) = (0usize, 0usize);
     for round in 0..40u64 {
         let rules = 1 + gen.rng.below_usize(if round % 2 == 0 { 20 } else { 150 });
         let masks = 1 + gen.rng.below_usize(8);
@@ -123,8 +138,16 @@ fn xdp_datapath_agrees_with_the_reference() {
             2 => format!("prio 60000 protocol all flower action vlan push id {id} pipe action vlan modify id 5 priority 6 pipe action mirred egress redirect dev d0\n"),
             _ => String::new(),
         };
+        // indev: rules on the device packets come in on and on one they do not.
+        if round % 2 == 1 {
+            text = format!(
+                "prio 3 protocol ip flower indev wfx9 action drop\n\
+                 prio 4 protocol ipv6 flower indev lo ip_proto icmpv6 action drop\n{text}\
+                 prio 59992 protocol all flower indev lo dst_mac 33:33:00:00:00:00/ff:ff:00:00:00:00 action mirred egress redirect dev d1\n"
+            );
+        }
         let set = xdp_rules(&text);
-        let dp = match xdp::compile(&set, XdpOptions::default()) {
+        let dp = match compile(&set) {
             Ok(dp) => dp,
             Err(e) => panic!("{e}\n{set}"),
         };
@@ -139,6 +162,12 @@ fn xdp_datapath_agrees_with_the_reference() {
             edited += usize::from(*out != frames[i]);
         }
         edit_sets += usize::from(!dp.layout.edits.is_empty());
+        for (rule, hits) in set.rules.iter().zip(&want_counters) {
+            if rule.matches.iter().any(|m| matches!(m, weir::flow::Match::Indev(_))) {
+                indev_rules += 1;
+                indev_hits += hits.0 as usize;
+            }
+        }
         for (c, hits) in set.compile().iter().zip(&want_counters) {
             if c.src_range.is_some() || c.dst_range.is_some() {
                 ranged += 1;
@@ -208,12 +237,13 @@ fn xdp_datapath_agrees_with_the_reference() {
     assert!(seen[1] > 100 && seen[2] > 100 && seen[4] > 20, "pass/drop/redirect: {seen:?}");
     assert!(modes[0] > 0 && modes[1] > 0, "loop / forward sets: {modes:?}");
     assert!(ranged > 20 && range_hits > 20, "{ranged} rules with port ranges, {range_hits} hits");
+    assert!(indev_rules >= 40 && indev_hits > 20, "{indev_rules} indev rules, {indev_hits} hits");
     assert!(
         edit_sets > 20 && edited > 1000,
         "{edit_sets} sets with edits, {edited} packets edited"
     );
     println!(
-        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits)",
+        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits); {indev_rules} indev rules ({indev_hits} hits)",
         frames.len(),
         modes[0],
         modes[1]
@@ -224,7 +254,7 @@ fn xdp_datapath_agrees_with_the_reference() {
 #[test]
 fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
     for (rule, keyword) in [
-        ("protocol ip flower indev eth0 action drop", "indev"),
+        ("protocol ip flower indev wfxnosuchdev action drop", "wfxnosuchdev"),
         ("protocol ip flower ip_proto tcp dst_port 1-65535 action drop", "dst_port"),
         ("protocol ip flower ip_proto udp src_port 1-100 dst_port 1-100 action drop", "src_port"),
         ("protocol all flower action mirred egress mirror dev d0", "mirror"),
@@ -237,7 +267,7 @@ fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
     ] {
         let text = format!("prio 1 protocol all flower action pass\n\nprio 2 {rule}\n");
         let set = RuleSet::parse(&text).unwrap();
-        let e = xdp::compile(&set, XdpOptions::default()).unwrap_err();
+        let e = compile(&set).unwrap_err();
         assert_eq!(e.line, 3, "{rule}: {e}");
         assert!(e.message.contains(&format!("\"{keyword}\"")), "{rule}: {e}");
     }
