@@ -25,7 +25,8 @@
 //!
 //! Packet edits: `vlan pop`, `push` and `modify` before the verdict are generated as code,
 //! one block per distinct list of edits in the rule set ([`Layout::edits`]); the table
-//! value's action word names the list. Pop and push move the packet's start with
+//! value's action word names the list. `pedit ex munge eth dst|src|type set|add` is such
+//! an edit too (fixed offsets: set writes the bytes, add adds per 32-bit header word). Pop and push move the packet's start with
 //! `bpf_xdp_adjust_head` and the MAC addresses with it; the bytes come out as the
 //! user-space action engine leaves them (the differential test compares them).
 //!
@@ -36,7 +37,8 @@
 //! Refused at compile time, naming the rule's line and keyword: what XDP cannot do or
 //! what the hash tables cannot hold: a port range of more than [`MAX_RANGE_ENTRIES`] ports (a range
 //! is exact entries, see [`expand`]), `continue`, `mirred … mirror` and a redirect given a
-//! control (both need a copy of the packet), `pedit`, `csum`, `skbedit`, and a `goto` or
+//! control (both need a copy of the packet), `pedit` of a field outside Ethernet (its
+//! header's place moves with tags and options), `csum`, `skbedit`, and a `goto` or
 //! `reclassify` after an edit (the program parses the packet once, before the search).
 //!
 //! Known difference from the user-space extraction: IPv6 extension headers are followed
@@ -44,7 +46,9 @@
 //! with more takes the next header's number as its protocol.
 
 use crate::key::{field, Field, Key, Need, BYTES, FLAG_FIRSTFRAG, FLAG_FRAG, WORDS};
-use crate::rule::{Action, ActionKind, Control, RuleError, RuleSet, ADDR_V4, ADDR_V6};
+use crate::rule::{
+    Action, ActionKind, Control, Munge, PeditHeader, RuleError, RuleSet, ADDR_V4, ADDR_V6,
+};
 use weir_isa::ebpf::Op;
 use weir_program::{
     abi::{helper_id, xdp_action},
@@ -197,7 +201,27 @@ fn rule_act(
             ActionKind::VlanPop | ActionKind::VlanPush { .. } | ActionKind::VlanModify { .. } => {
                 edits.push(a.kind.clone())
             }
-            ActionKind::Pedit(_) => return Err(refuse(line, "pedit", "not generated yet")),
+            ActionKind::Pedit(munges) => {
+                // Ethernet fields sit at fixed offsets; the others' headers move with the
+                // VLAN tags and IP options an earlier edit or the packet has, which the
+                // program would have to parse again after each edit.
+                if let Some(m) = munges.iter().find(|m| m.field.layout().0 != PeditHeader::Eth) {
+                    let (hdr, name, ..) = m.field.layout();
+                    let hdr = match hdr {
+                        PeditHeader::Eth => "eth",
+                        PeditHeader::Ip => "ip",
+                        PeditHeader::Ip6 => "ip6",
+                        PeditHeader::Tcp => "tcp",
+                        PeditHeader::Udp => "udp",
+                    };
+                    return Err(refuse(
+                        line,
+                        "pedit",
+                        &format!("munge {hdr} {name}: only eth fields are generated yet"),
+                    ));
+                }
+                edits.push(a.kind.clone())
+            }
             ActionKind::Csum(_) => return Err(refuse(line, "csum", "not generated yet")),
             ActionKind::SkbeditMark { .. } => {
                 return Err(refuse(line, "skbedit", "an XDP frame has no skb mark"))
@@ -1460,10 +1484,54 @@ fn edit(g: &mut Gen<'_>, kind: &ActionKind) {
             g.b.alu_imm(Op::Mov64Imm, 4, i32::from(u16::from_ne_bytes(tpid.to_be_bytes())));
             g.b.store_reg(Op::StxH, 2, 12, 4);
         }
+        ActionKind::Pedit(ref munges) => {
+            for m in munges {
+                munge_eth(g, m);
+            }
+        }
         // `rule_act` lets through only the edits above.
         _ => {}
     }
     g.b.bind(skip);
+}
+
+/// One `pedit ex munge eth …` as the action engine's `pedit` makes it: a field past the
+/// frame's end is left alone; `set` writes the value's bytes; `add` adds per 32-bit word
+/// of the header (a carry stays inside the field's bytes of that word). Ethernet fields
+/// are whole bytes, so pieces are 2 or 4 bytes at even offsets. r2/r3 the packet; r4, r5
+/// scratch.
+fn munge_eth(g: &mut Gen<'_>, m: &Munge) {
+    let (_, _, off, len, _) = m.field.layout();
+    let next = g.b.new_label();
+    g.check(2, (off + len) as i32, next);
+    let value = &m.value[..len];
+    let mut i = 0;
+    while i < len {
+        let j = (((off + i) / 4 + 1) * 4 - off).min(len);
+        let at = (off + i) as i16;
+        let piece = &value[i..j];
+        if !m.add {
+            for (k, &b) in piece.iter().enumerate() {
+                g.b.store_imm(Op::StB, 2, at + k as i16, i32::from(b));
+            }
+        } else {
+            let add = piece.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+            let (load, swap, store) = match piece.len() {
+                2 => (Op::LdxH, Op::Be16, Op::StxH),
+                4 => (Op::LdxW, Op::Be32, Op::StxW),
+                n => unreachable!("an Ethernet field piece of {n} bytes"),
+            };
+            g.b.load(load, 4, 2, at);
+            g.b.byte_swap(swap, 4);
+            g.b.lddw(5, add as i64);
+            g.b.alu_reg(Op::Add64Reg, 4, 5);
+            // The word's byte order back; `be` keeps only the piece's low bytes.
+            g.b.byte_swap(swap, 4);
+            g.b.store_reg(store, 2, at, 4);
+        }
+        i = j;
+    }
+    g.b.bind(next);
 }
 
 #[cfg(test)]

@@ -120,6 +120,8 @@ fn xdp_datapath_agrees_with_the_reference() {
     let (mut ranged, mut range_hits) = (0usize, 0usize);
     // Rules with `indev`, and their hits (only `lo` ones can hit).
     let (mut indev_rules, mut indev_hits) = (0usize, 0usize);
+    // Rules with `pedit` (Ethernet fields), and their hits.
+    let (mut pedit_rules, mut pedit_hits) = (0usize, 0usize);
     for round in 0..40u64 {
         let rules = 1 + gen.rng.below_usize(if round % 2 == 0 { 20 } else { 150 });
         let masks = 1 + gen.rng.below_usize(8);
@@ -136,7 +138,10 @@ fn xdp_datapath_agrees_with_the_reference() {
             0 => format!("prio 60000 protocol all flower action vlan push id {id} priority {} protocol 802.1ad pipe action pass\n", gen.rng.below(8)),
             1 => "prio 60000 protocol all flower action vlan pop pipe action vlan pop pipe action pass\n".to_string(),
             2 => format!("prio 60000 protocol all flower action vlan push id {id} pipe action vlan modify id 5 priority 6 pipe action mirred egress redirect dev d0\n"),
-            _ => String::new(),
+            // pedit on Ethernet fields: set, and add with carries inside a word (the
+            // source's low bytes + 0x01ff, its top half + 0x0001) across frames of any
+            // length (a field past the end is left alone).
+            _ => format!("prio 60000 protocol all flower action pedit ex munge eth dst set 02:00:5e:00:53:{:02x} munge eth src add 00:01:00:00:01:ff munge eth type add 0x0101 pipe action pass\n", id % 256),
         };
         // indev: rules on the device packets come in on and on one they do not.
         if round % 2 == 1 {
@@ -163,6 +168,11 @@ fn xdp_datapath_agrees_with_the_reference() {
         }
         edit_sets += usize::from(!dp.layout.edits.is_empty());
         for (rule, hits) in set.rules.iter().zip(&want_counters) {
+            if rule.actions.iter().any(|a| matches!(a.kind, weir::flow::rule::ActionKind::Pedit(_)))
+            {
+                pedit_rules += 1;
+                pedit_hits += hits.0 as usize;
+            }
             if rule.matches.iter().any(|m| matches!(m, weir::flow::Match::Indev(_))) {
                 indev_rules += 1;
                 indev_hits += hits.0 as usize;
@@ -237,13 +247,14 @@ fn xdp_datapath_agrees_with_the_reference() {
     assert!(seen[1] > 100 && seen[2] > 100 && seen[4] > 20, "pass/drop/redirect: {seen:?}");
     assert!(modes[0] > 0 && modes[1] > 0, "loop / forward sets: {modes:?}");
     assert!(ranged > 20 && range_hits > 20, "{ranged} rules with port ranges, {range_hits} hits");
+    assert!(pedit_rules >= 10 && pedit_hits > 500, "{pedit_rules} pedit rules, {pedit_hits} hits");
     assert!(indev_rules >= 40 && indev_hits > 20, "{indev_rules} indev rules, {indev_hits} hits");
     assert!(
         edit_sets > 20 && edited > 1000,
         "{edit_sets} sets with edits, {edited} packets edited"
     );
     println!(
-        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits); {indev_rules} indev rules ({indev_hits} hits)",
+        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits); {indev_rules} indev rules ({indev_hits} hits); {pedit_rules} pedit rules ({pedit_hits} hits)",
         frames.len(),
         modes[0],
         modes[1]
