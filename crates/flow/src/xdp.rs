@@ -25,20 +25,23 @@
 //!
 //! Packet edits: `vlan pop`, `push` and `modify` before the verdict are generated as code,
 //! one block per distinct list of edits in the rule set ([`Layout::edits`]); the table
-//! value's action word names the list. `pedit ex munge eth dst|src|type set|add` is such
-//! an edit too (fixed offsets: set writes the bytes, add adds per 32-bit header word). Pop and push move the packet's start with
-//! `bpf_xdp_adjust_head` and the MAC addresses with it; the bytes come out as the
-//! user-space action engine leaves them (the differential test compares them).
+//! value's action word names the list. Pop and push move the packet's start with
+//! `bpf_xdp_adjust_head` and the MAC addresses with it. `pedit ex munge … set|add` of a
+//! whole-byte eth, ip or ip6 field is such an edit too: the network header is found
+//! again for each munge (after Ethernet and up to two tags), `add` adds per 32-bit
+//! header word ([`munge`]). The bytes come out as the user-space action engine leaves
+//! them (the differential test compares them).
 //!
 //! `indev NAME` is resolved to the device's ifindex when the table is written (at compile
 //! and at each update, as tc resolves it when the rule is added: `Cannot find device
 //! "NAME"` otherwise) and matched against `xdp_md.ingress_ifindex`.
 //!
 //! Refused at compile time, naming the rule's line and keyword: what XDP cannot do or
-//! what the hash tables cannot hold: a port range of more than [`MAX_RANGE_ENTRIES`] ports (a range
-//! is exact entries, see [`expand`]), `continue`, `mirred … mirror` and a redirect given a
-//! control (both need a copy of the packet), `pedit` of a field outside Ethernet (its
-//! header's place moves with tags and options), `csum`, `skbedit`, and a `goto` or
+//! what the hash tables cannot hold: a port range of more than [`MAX_RANGE_ENTRIES`]
+//! ports (a range is exact entries, see [`expand`]), `continue`, `mirred … mirror` and a
+//! redirect given a control (both need a copy of the packet), `pedit` of tcp/udp fields
+//! (the transport header's place) and of IPv6's bit fields, `csum` (act_csum recomputes
+//! whole checksums, a loop over the segment), `skbedit`, and a `goto` or
 //! `reclassify` after an edit (the program parses the packet once, before the search).
 //!
 //! Known difference from the user-space extraction: IPv6 extension headers are followed
@@ -202,10 +205,16 @@ fn rule_act(
                 edits.push(a.kind.clone())
             }
             ActionKind::Pedit(munges) => {
-                // Ethernet fields sit at fixed offsets; the others' headers move with the
-                // VLAN tags and IP options an earlier edit or the packet has, which the
-                // program would have to parse again after each edit.
-                if let Some(m) = munges.iter().find(|m| m.field.layout().0 != PeditHeader::Eth) {
+                // Ethernet and network-header fields are found again for each munge (after
+                // Ethernet and its tags); the transport header's place also depends on
+                // IP options, extension headers and fragments, not generated yet, nor
+                // IPv6's bit fields (traffic class, flow label).
+                let generated = |m: &&Munge| {
+                    let (hdr, _, _, _, bits) = m.field.layout();
+                    matches!(hdr, PeditHeader::Eth | PeditHeader::Ip | PeditHeader::Ip6)
+                        && bits.is_none()
+                };
+                if let Some(m) = munges.iter().find(|m| !generated(m)) {
                     let (hdr, name, ..) = m.field.layout();
                     let hdr = match hdr {
                         PeditHeader::Eth => "eth",
@@ -217,7 +226,7 @@ fn rule_act(
                     return Err(refuse(
                         line,
                         "pedit",
-                        &format!("munge {hdr} {name}: only eth fields are generated yet"),
+                        &format!("munge {hdr} {name}: only whole-byte eth, ip and ip6 fields are generated yet"),
                     ));
                 }
                 edits.push(a.kind.clone())
@@ -1486,7 +1495,7 @@ fn edit(g: &mut Gen<'_>, kind: &ActionKind) {
         }
         ActionKind::Pedit(ref munges) => {
             for m in munges {
-                munge_eth(g, m);
+                munge(g, m);
             }
         }
         // `rule_act` lets through only the edits above.
@@ -1495,15 +1504,36 @@ fn edit(g: &mut Gen<'_>, kind: &ActionKind) {
     g.b.bind(skip);
 }
 
-/// One `pedit ex munge eth …` as the action engine's `pedit` makes it: a field past the
-/// frame's end is left alone; `set` writes the value's bytes; `add` adds per 32-bit word
-/// of the header (a carry stays inside the field's bytes of that word). Ethernet fields
-/// are whole bytes, so pieces are 2 or 4 bytes at even offsets. r2/r3 the packet; r4, r5
-/// scratch.
-fn munge_eth(g: &mut Gen<'_>, m: &Munge) {
-    let (_, _, off, len, _) = m.field.layout();
+/// One `pedit ex munge` of a whole-byte eth, ip or ip6 field as the action engine's
+/// `pedit` makes it: the network header found again for each munge (an earlier edit may
+/// have moved it), after Ethernet and up to two VLAN tags whatever the EtherType, none in
+/// an 802.3 frame or a frame cut inside a tag; a field past the frame's end is left
+/// alone; `set` writes the value's bytes; `add` adds per 32-bit word of the header (a
+/// carry stays inside the field's bytes of that word). Clobbers r0-r5.
+fn munge(g: &mut Gen<'_>, m: &Munge) {
+    let (hdr, _, off, len, _) = m.field.layout();
     let next = g.b.new_label();
-    g.check(2, (off + len) as i32, next);
+    reload(g);
+    // r4: the header's start.
+    g.b.alu_reg(Op::Mov64Reg, 4, 2);
+    if hdr != PeditHeader::Eth {
+        g.check(2, 14, next);
+        g.load16(5, 2, 12);
+        g.b.jump_imm(Op::Jlt64Imm, 5, 0x0600, next);
+        g.b.alu_imm(Op::Add64Imm, 4, 14);
+        let untagged = g.b.new_label();
+        for _ in 0..2 {
+            let tagged = g.b.new_label();
+            g.b.jump_imm(Op::Jeq64Imm, 5, 0x8100, tagged);
+            g.b.jump_imm(Op::Jne64Imm, 5, 0x88a8, untagged);
+            g.b.bind(tagged);
+            g.check(4, 4, next);
+            g.load16(5, 4, 2);
+            g.b.alu_imm(Op::Add64Imm, 4, 4);
+        }
+        g.b.bind(untagged);
+    }
+    g.check(4, (off + len) as i32, next);
     let value = &m.value[..len];
     let mut i = 0;
     while i < len {
@@ -1512,22 +1542,29 @@ fn munge_eth(g: &mut Gen<'_>, m: &Munge) {
         let piece = &value[i..j];
         if !m.add {
             for (k, &b) in piece.iter().enumerate() {
-                g.b.store_imm(Op::StB, 2, at + k as i16, i32::from(b));
+                g.b.store_imm(Op::StB, 4, at + k as i16, i32::from(b));
             }
         } else {
             let add = piece.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+            // Every whole-byte field is 1, 2, 4, 6 or 16 bytes at an offset of its size
+            // or, for the MACs, of 2: pieces of 1, 2 or 4 bytes (a 1-byte store keeps the
+            // sum's low byte).
             let (load, swap, store) = match piece.len() {
-                2 => (Op::LdxH, Op::Be16, Op::StxH),
-                4 => (Op::LdxW, Op::Be32, Op::StxW),
-                n => unreachable!("an Ethernet field piece of {n} bytes"),
+                1 => (Op::LdxB, None, Op::StxB),
+                2 => (Op::LdxH, Some(Op::Be16), Op::StxH),
+                _ => (Op::LdxW, Some(Op::Be32), Op::StxW),
             };
-            g.b.load(load, 4, 2, at);
-            g.b.byte_swap(swap, 4);
+            g.b.load(load, 0, 4, at);
+            if let Some(swap) = swap {
+                g.b.byte_swap(swap, 0);
+            }
             g.b.lddw(5, add as i64);
-            g.b.alu_reg(Op::Add64Reg, 4, 5);
+            g.b.alu_reg(Op::Add64Reg, 0, 5);
             // The word's byte order back; `be` keeps only the piece's low bytes.
-            g.b.byte_swap(swap, 4);
-            g.b.store_reg(store, 2, at, 4);
+            if let Some(swap) = swap {
+                g.b.byte_swap(swap, 0);
+            }
+            g.b.store_reg(store, 4, at, 0);
         }
         i = j;
     }

@@ -143,6 +143,13 @@ fn xdp_datapath_agrees_with_the_reference() {
             // length (a field past the end is left alone).
             _ => format!("prio 60000 protocol all flower action pedit ex munge eth dst set 02:00:5e:00:53:{:02x} munge eth src add 00:01:00:00:01:ff munge eth type add 0x0101 pipe action pass\n", id % 256),
         };
+        // pedit on network-header fields (the header after the tags, found again after
+        // each munge), with and without VLAN edits before them.
+        text += &match round % 3 {
+            0 => "prio 59993 protocol ip flower ip_proto udp action pedit ex munge ip ttl add 0xff munge ip dst set 192.0.2.7 munge ip tos add 3 pipe action drop\n".to_string(),
+            1 => "prio 59993 protocol ipv6 flower action vlan push id 7 pipe action pedit ex munge ip6 hoplimit set 9 munge ip6 src add ::1:ffff munge ip6 payload_len add 1 pipe action pass\n".to_string(),
+            _ => "prio 59993 protocol all flower action pedit ex munge eth type set 0x8100 munge ip ttl set 1 munge ip protocol add 1 pipe action pass\n".to_string(),
+        };
         // indev: rules on the device packets come in on and on one they do not.
         if round % 2 == 1 {
             text = format!(
@@ -271,7 +278,8 @@ fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
         ("protocol all flower action mirred egress mirror dev d0", "mirror"),
         ("protocol all flower action vlan pop pipe action goto chain 1", "goto"),
         ("protocol all flower action vlan push id 5 pipe action reclassify", "reclassify"),
-        ("protocol ip flower action pedit ex munge ip ttl set 1", "pedit"),
+        ("protocol ip flower action pedit ex munge tcp dport set 1", "pedit"),
+        ("protocol ipv6 flower action pedit ex munge ip6 flow_lbl set 1", "pedit"),
         ("protocol ip flower action csum ip", "csum"),
         ("protocol all flower action skbedit mark 1", "skbedit"),
         ("protocol all flower action continue", "continue"),
