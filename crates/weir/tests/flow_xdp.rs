@@ -122,6 +122,8 @@ fn xdp_datapath_agrees_with_the_reference() {
     let (mut indev_rules, mut indev_hits) = (0usize, 0usize);
     // Rules with `pedit` (Ethernet fields), and their hits.
     let (mut pedit_rules, mut pedit_hits) = (0usize, 0usize);
+    // Rules with `csum iph` (after IPv4 edits), and their hits.
+    let (mut csum_rules, mut csum_hits) = (0usize, 0usize);
     for round in 0..40u64 {
         let rules = 1 + gen.rng.below_usize(if round % 2 == 0 { 20 } else { 150 });
         let masks = 1 + gen.rng.below_usize(8);
@@ -146,9 +148,9 @@ fn xdp_datapath_agrees_with_the_reference() {
         // pedit on network-header fields (the header after the tags, found again after
         // each munge), with and without VLAN edits before them.
         text += &match round % 3 {
-            0 => "prio 59993 protocol ip flower ip_proto udp action pedit ex munge ip ttl add 0xff munge ip dst set 192.0.2.7 munge ip tos add 3 pipe action drop\n".to_string(),
+            0 => "prio 59993 protocol ip flower ip_proto udp action pedit ex munge ip ttl add 0xff munge ip dst set 192.0.2.7 munge ip tos add 3 pipe action csum iph pipe action drop\n".to_string(),
             1 => "prio 59993 protocol ipv6 flower action vlan push id 7 pipe action pedit ex munge ip6 hoplimit set 9 munge ip6 src add ::1:ffff munge ip6 payload_len add 1 pipe action pass\n".to_string(),
-            _ => "prio 59993 protocol all flower action pedit ex munge eth type set 0x8100 munge ip ttl set 1 munge ip protocol add 1 pipe action pass\n".to_string(),
+            _ => "prio 59993 protocol all flower action pedit ex munge eth type set 0x8100 munge ip ttl set 1 munge ip protocol add 1 pipe action csum ip4h\n".to_string(),
         };
         // indev: rules on the device packets come in on and on one they do not.
         if round % 2 == 1 {
@@ -179,6 +181,11 @@ fn xdp_datapath_agrees_with_the_reference() {
             {
                 pedit_rules += 1;
                 pedit_hits += hits.0 as usize;
+            }
+            if rule.actions.iter().any(|a| matches!(a.kind, weir::flow::rule::ActionKind::Csum(_)))
+            {
+                csum_rules += 1;
+                csum_hits += hits.0 as usize;
             }
             if rule.matches.iter().any(|m| matches!(m, weir::flow::Match::Indev(_))) {
                 indev_rules += 1;
@@ -255,13 +262,14 @@ fn xdp_datapath_agrees_with_the_reference() {
     assert!(modes[0] > 0 && modes[1] > 0, "loop / forward sets: {modes:?}");
     assert!(ranged > 20 && range_hits > 20, "{ranged} rules with port ranges, {range_hits} hits");
     assert!(pedit_rules >= 10 && pedit_hits > 500, "{pedit_rules} pedit rules, {pedit_hits} hits");
+    assert!(csum_rules >= 20 && csum_hits > 100, "{csum_rules} csum rules, {csum_hits} hits");
     assert!(indev_rules >= 40 && indev_hits > 20, "{indev_rules} indev rules, {indev_hits} hits");
     assert!(
         edit_sets > 20 && edited > 1000,
         "{edit_sets} sets with edits, {edited} packets edited"
     );
     println!(
-        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits); {indev_rules} indev rules ({indev_hits} hits); {pedit_rules} pedit rules ({pedit_hits} hits)",
+        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits); {indev_rules} indev rules ({indev_hits} hits); {pedit_rules} pedit rules ({pedit_hits} hits); {csum_rules} csum rules ({csum_hits} hits)",
         frames.len(),
         modes[0],
         modes[1]
@@ -280,7 +288,7 @@ fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
         ("protocol all flower action vlan push id 5 pipe action reclassify", "reclassify"),
         ("protocol ip flower action pedit ex munge tcp dport set 1", "pedit"),
         ("protocol ipv6 flower action pedit ex munge ip6 flow_lbl set 1", "pedit"),
-        ("protocol ip flower action csum ip", "csum"),
+        ("protocol ip flower action csum iph and tcp", "csum"),
         ("protocol all flower action skbedit mark 1", "skbedit"),
         ("protocol all flower action continue", "continue"),
     ] {
