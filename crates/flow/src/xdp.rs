@@ -26,14 +26,23 @@
 //! Packet edits: `vlan pop`, `push` and `modify` before the verdict are generated as code,
 //! one block per distinct list of edits in the rule set ([`Layout::edits`]); the table
 //! value's action word names the list. Pop and push move the packet's start with
-//! `bpf_xdp_adjust_head` and the MAC addresses with it; the bytes come out as the
-//! user-space action engine leaves them (the differential test compares them).
+//! `bpf_xdp_adjust_head` and the MAC addresses with it. `pedit ex munge … set|add` of a
+//! whole-byte eth, ip or ip6 field is such an edit too: the network header is found
+//! again for each munge (after Ethernet and up to two tags), `add` adds per 32-bit
+//! header word ([`munge`]). The bytes come out as the user-space action engine leaves
+//! them (the differential test compares them).
+//!
+//! `indev NAME` is resolved to the device's ifindex when the table is written (at compile
+//! and at each update, as tc resolves it when the rule is added: `Cannot find device
+//! "NAME"` otherwise) and matched against `xdp_md.ingress_ifindex`.
 //!
 //! Refused at compile time, naming the rule's line and keyword: what XDP cannot do or
-//! what the hash tables cannot hold: `indev` (an XDP program sees an ifindex, not the
-//! rule file's names), a port range of more than [`MAX_RANGE_ENTRIES`] ports (a range
-//! is exact entries, see [`expand`]), `continue`, `mirred … mirror` and a redirect given a
-//! control (both need a copy of the packet), `pedit`, `csum`, `skbedit`, and a `goto` or
+//! what the hash tables cannot hold: a port range of more than [`MAX_RANGE_ENTRIES`]
+//! ports (a range is exact entries, see [`expand`]), `continue`, `mirred … mirror` and a
+//! redirect given a control (both need a copy of the packet), `pedit` of tcp/udp fields
+//! (the transport header's place) and of IPv6's bit fields, `csum` of TCP, UDP or ICMP
+//! (act_csum recomputes whole checksums: a loop over the segment; `csum iph` is
+//! generated), `skbedit`, and a `goto` or
 //! `reclassify` after an edit (the program parses the packet once, before the search).
 //!
 //! Known difference from the user-space extraction: IPv6 extension headers are followed
@@ -41,7 +50,9 @@
 //! with more takes the next header's number as its protocol.
 
 use crate::key::{field, Field, Key, Need, BYTES, FLAG_FIRSTFRAG, FLAG_FRAG, WORDS};
-use crate::rule::{Action, ActionKind, Control, Match, RuleError, RuleSet, ADDR_V4, ADDR_V6};
+use crate::rule::{
+    csum, Action, ActionKind, Control, Munge, PeditHeader, RuleError, RuleSet, ADDR_V4, ADDR_V6,
+};
 use weir_isa::ebpf::Op;
 use weir_program::{
     abi::{helper_id, xdp_action},
@@ -179,9 +190,6 @@ fn rule_act(
     devices: &[String],
 ) -> Result<(Act, Vec<ActionKind>), RuleError> {
     let line = rule.line;
-    if rule.matches.iter().any(|m| matches!(m, Match::Indev(_))) {
-        return Err(refuse(line, "indev", "an XDP program sees an ifindex, not a name"));
-    }
     let mut edits = Vec::new();
     for a in &rule.actions {
         let control = a.effective_control();
@@ -197,8 +205,43 @@ fn rule_act(
             ActionKind::VlanPop | ActionKind::VlanPush { .. } | ActionKind::VlanModify { .. } => {
                 edits.push(a.kind.clone())
             }
-            ActionKind::Pedit(_) => return Err(refuse(line, "pedit", "not generated yet")),
-            ActionKind::Csum(_) => return Err(refuse(line, "csum", "not generated yet")),
+            ActionKind::Pedit(munges) => {
+                // Ethernet and network-header fields are found again for each munge (after
+                // Ethernet and its tags); the transport header's place also depends on
+                // IP options, extension headers and fragments, not generated yet, nor
+                // IPv6's bit fields (traffic class, flow label).
+                let generated = |m: &&Munge| {
+                    let (hdr, _, _, _, bits) = m.field.layout();
+                    matches!(hdr, PeditHeader::Eth | PeditHeader::Ip | PeditHeader::Ip6)
+                        && bits.is_none()
+                };
+                if let Some(m) = munges.iter().find(|m| !generated(m)) {
+                    let (hdr, name, ..) = m.field.layout();
+                    let hdr = match hdr {
+                        PeditHeader::Eth => "eth",
+                        PeditHeader::Ip => "ip",
+                        PeditHeader::Ip6 => "ip6",
+                        PeditHeader::Tcp => "tcp",
+                        PeditHeader::Udp => "udp",
+                    };
+                    return Err(refuse(
+                        line,
+                        "pedit",
+                        &format!("munge {hdr} {name}: only whole-byte eth, ip and ip6 fields are generated yet"),
+                    ));
+                }
+                edits.push(a.kind.clone())
+            }
+            ActionKind::Csum(targets) if *targets & !csum::IPV4_HEADER == 0 => {
+                edits.push(a.kind.clone())
+            }
+            ActionKind::Csum(_) => {
+                return Err(refuse(
+                    line,
+                    "csum",
+                    "only the IPv4 header's (iph) is generated yet: act_csum recomputes a TCP, UDP or ICMP checksum over the whole segment",
+                ))
+            }
             ActionKind::SkbeditMark { .. } => {
                 return Err(refuse(line, "skbedit", "an XDP frame has no skb mark"))
             }
@@ -291,10 +334,58 @@ pub struct XdpOptions {
     pub capacity: u32,
 }
 
-/// Compile `set` into an XDP datapath.
+/// The ifindex of the network device `name` on this machine (`/sys/class/net`), as tc
+/// resolves `indev` when it adds a rule.
+pub fn system_ifindex(name: &str) -> Option<u32> {
+    // A name with a path separator or a dot entry is no device (and must not walk /sys).
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return None;
+    }
+    std::fs::read_to_string(format!("/sys/class/net/{name}/ifindex")).ok()?.trim().parse().ok()
+}
+
+/// Every rule of `set` compiled with its `indev` names as `ifindex` resolves them (tc's
+/// words for a name it does not know, with the rule's line).
+fn compile_rules(
+    set: &RuleSet,
+    ifindex: &dyn Fn(&str) -> Option<u32>,
+) -> Result<Vec<crate::rule::Compiled>, RuleError> {
+    set.rules
+        .iter()
+        .map(|rule| {
+            let mut missing = None;
+            let c = rule.compile(&mut |name| {
+                ifindex(name).unwrap_or_else(|| {
+                    missing.get_or_insert_with(|| name.to_string());
+                    0
+                })
+            });
+            match missing {
+                Some(name) => Err(RuleError {
+                    line: rule.line,
+                    column: 0,
+                    message: format!("Cannot find device \"{name}\""),
+                }),
+                None => Ok(c),
+            }
+        })
+        .collect()
+}
+
+/// Compile `set` into an XDP datapath, `indev` names resolved on this machine
+/// ([`system_ifindex`]).
 pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleError> {
+    compile_with(set, options, &system_ifindex)
+}
+
+/// [`compile`] with `indev` names resolved by `ifindex`.
+pub fn compile_with(
+    set: &RuleSet,
+    options: XdpOptions,
+    ifindex: &dyn Fn(&str) -> Option<u32>,
+) -> Result<XdpDatapath, RuleError> {
     let devices = set.devices();
-    let compiled = set.compile();
+    let compiled = compile_rules(set, ifindex)?;
     let mut subtables: Vec<Subtable> = Vec::new();
     let mut chains: Vec<u32> = vec![0];
     let mut edges: Vec<(u32, u32)> = Vec::new();
@@ -366,7 +457,7 @@ pub fn compile(set: &RuleSet, options: XdpOptions) -> Result<XdpDatapath, RuleEr
     }
     let layout = Layout { subtables, chains, devices, capacity, need, forward, edits };
     let program = emit(&layout);
-    let mut table = layout.entries(set, 0, &[])?;
+    let mut table = layout.entries(set, 0, &[], ifindex)?;
     // Devices as weir's runtime sees them: device i of the rule file is ifindex i + 1
     // (a kernel's loader skips these; `weir flow update` writes the real ifindexes).
     for i in 0..layout.devices.len() as u32 {
@@ -403,15 +494,17 @@ impl Layout {
     /// The table entries of generation `g` for `set` (every rule's (chain, mask) must be a
     /// subtable of this layout), with counter slots: a rule whose (subtable, key) is in
     /// `keep` (`(subtable, map key, slot)`, what the tables held before) keeps that slot,
-    /// the others take the lowest free ones.
+    /// the others take the lowest free ones. `indev` names are resolved by `ifindex`
+    /// ([`system_ifindex`] for a program running here).
     pub fn entries(
         &self,
         set: &RuleSet,
         g: usize,
         keep: &[(usize, Vec<u8>, u32)],
+        ifindex: &dyn Fn(&str) -> Option<u32>,
     ) -> Result<Table, RuleError> {
         let devices = &self.devices;
-        let compiled = set.compile();
+        let compiled = compile_rules(set, ifindex)?;
         if set.rules.len() as u64 > u64::from(self.capacity) {
             return Err(RuleError {
                 line: 0,
@@ -871,6 +964,12 @@ fn extract(g: &mut Gen<'_>, done: weir_program::Label) {
             g.b.store_imm(Op::StDw, 10, KEY + (w * 8) as i16, 0);
         }
     }
+    if g.want(field::INDEV) {
+        // xdp_md.ingress_ifindex, big-endian as the rules' keys hold it (any frame, even
+        // one too short for Ethernet, as the user-space extraction).
+        g.b.load(Op::LdxW, 0, 1, 12);
+        g.put(field::INDEV, 0);
+    }
     if g.layout.subtables.is_empty() {
         g.b.jump(done);
         return;
@@ -1159,6 +1258,7 @@ fn search(g: &mut Gen<'_>, gen: usize) {
         }
         return;
     }
+    let key_words = layout.subtables.iter().map(|st| st.words().len().max(1)).max().unwrap_or(1);
     g.b.alu_imm(Op::Mov64Imm, 8, 0);
     g.b.alu_imm(Op::Mov64Imm, 9, 0);
     let dispatch = g.b.here();
@@ -1181,6 +1281,14 @@ fn search(g: &mut Gen<'_>, gen: usize) {
         g.b.alu_imm(Op::Add64Imm, 9, 1);
         g.b.jump_imm(Op::Jgt64Imm, 9, MAX_RESTARTS, drop);
         g.b.alu_reg(Op::Mov64Reg, 8, 1);
+        // The lookup key's words cleared before the restart: what the last probe left
+        // there differs from chain to chain, and verifiers that compare the stack slot by
+        // slot (weir's) would otherwise keep one state per leftover at the loop head and
+        // again after every probe of the next round (221,000 instructions and 50,000
+        // states on one 16-subtable set; the kernel drops dead slots by itself).
+        for j in 0..key_words {
+            g.b.store_imm(Op::StDw, 10, LKEY + (j * 8) as i16, 0);
+        }
         g.b.jump(dispatch);
         g.b.bind(drop);
         g.b.alu_imm(Op::Mov64Imm, 0, xdp_action::DROP as i32);
@@ -1395,10 +1503,142 @@ fn edit(g: &mut Gen<'_>, kind: &ActionKind) {
             g.b.alu_imm(Op::Mov64Imm, 4, i32::from(u16::from_ne_bytes(tpid.to_be_bytes())));
             g.b.store_reg(Op::StxH, 2, 12, 4);
         }
+        ActionKind::Pedit(ref munges) => {
+            for m in munges {
+                munge(g, m);
+            }
+        }
+        // `rule_act` lets through only `csum iph`.
+        ActionKind::Csum(_) => csum_ipv4_header(g),
         // `rule_act` lets through only the edits above.
         _ => {}
     }
     g.b.bind(skip);
+}
+
+/// r4 = the network header's start as the action engine finds it (after Ethernet and up
+/// to two VLAN tags whatever the EtherType; none in an 802.3 frame or a frame cut inside
+/// a tag: `none`), r5 = the EtherType after the tags. r2/r3 the packet.
+fn network_header(g: &mut Gen<'_>, none: weir_program::Label) {
+    g.b.alu_reg(Op::Mov64Reg, 4, 2);
+    g.check(2, 14, none);
+    g.load16(5, 2, 12);
+    g.b.jump_imm(Op::Jlt64Imm, 5, 0x0600, none);
+    g.b.alu_imm(Op::Add64Imm, 4, 14);
+    let untagged = g.b.new_label();
+    for _ in 0..2 {
+        let tagged = g.b.new_label();
+        g.b.jump_imm(Op::Jeq64Imm, 5, 0x8100, tagged);
+        g.b.jump_imm(Op::Jne64Imm, 5, 0x88a8, untagged);
+        g.b.bind(tagged);
+        g.check(4, 4, none);
+        g.load16(5, 4, 2);
+        g.b.alu_imm(Op::Add64Imm, 4, 4);
+    }
+    g.b.bind(untagged);
+}
+
+/// `csum iph` as act_csum (and the action engine's `fix_checksums`) makes it: the IPv4
+/// header's checksum recomputed whole (not updated from the old one, so a packet that
+/// came with a wrong checksum leaves with a right one), for an IPv4 packet whose header
+/// (IHL of 5 or more) fits in the frame. The header's 20 fixed bytes are summed in
+/// line, then up to 40 bytes of options one half-word each behind a test of the IHL.
+/// Clobbers r0-r5.
+fn csum_ipv4_header(g: &mut Gen<'_>) {
+    let skip = g.b.new_label();
+    reload(g);
+    network_header(g, skip);
+    g.b.jump_imm(Op::Jne64Imm, 5, 0x0800, skip);
+    g.check(4, 20, skip);
+    // r1 = the header's length in bytes.
+    g.b.load(Op::LdxB, 1, 4, 0);
+    g.b.alu_imm(Op::And64Imm, 1, 0x0f);
+    g.b.alu_imm(Op::Lsh64Imm, 1, 2);
+    g.b.jump_imm(Op::Jlt64Imm, 1, 20, skip);
+    g.b.alu_reg(Op::Mov64Reg, 0, 4);
+    g.b.alu_reg(Op::Add64Reg, 0, 1);
+    g.b.jump_reg(Op::Jgt64Reg, 0, 3, skip);
+    g.b.store_imm(Op::StH, 4, 10, 0);
+    // r5 = the sum of the header's half-words (no overflow in 64 bits).
+    g.b.alu_imm(Op::Mov64Imm, 5, 0);
+    for k in (0..20).step_by(2) {
+        g.load16(0, 4, k);
+        g.b.alu_reg(Op::Add64Reg, 5, 0);
+    }
+    let fold = g.b.new_label();
+    for k in (20..60).step_by(2) {
+        g.b.jump_imm(Op::Jle64Imm, 1, i32::from(k), fold);
+        // Known from the IHL test above; said again for verifiers, which do not carry a
+        // bound learnt through a pointer of variable offset back to r4.
+        g.check(4, i32::from(k) + 2, skip);
+        g.load16(0, 4, k);
+        g.b.alu_reg(Op::Add64Reg, 5, 0);
+    }
+    g.b.bind(fold);
+    for _ in 0..2 {
+        g.b.alu_reg(Op::Mov64Reg, 0, 5);
+        g.b.alu_imm(Op::Rsh64Imm, 0, 16);
+        g.b.alu_imm(Op::And64Imm, 5, 0xffff);
+        g.b.alu_reg(Op::Add64Reg, 5, 0);
+    }
+    g.b.alu_imm(Op::Xor64Imm, 5, 0xffff);
+    g.b.byte_swap(Op::Be16, 5);
+    g.b.store_reg(Op::StxH, 4, 10, 5);
+    g.b.bind(skip);
+}
+
+/// One `pedit ex munge` of a whole-byte eth, ip or ip6 field as the action engine's
+/// `pedit` makes it: the network header found again for each munge (an earlier edit may
+/// have moved it), after Ethernet and up to two VLAN tags whatever the EtherType, none in
+/// an 802.3 frame or a frame cut inside a tag; a field past the frame's end is left
+/// alone; `set` writes the value's bytes; `add` adds per 32-bit word of the header (a
+/// carry stays inside the field's bytes of that word). Clobbers r0-r5.
+fn munge(g: &mut Gen<'_>, m: &Munge) {
+    let (hdr, _, off, len, _) = m.field.layout();
+    let next = g.b.new_label();
+    reload(g);
+    // r4: the header's start.
+    g.b.alu_reg(Op::Mov64Reg, 4, 2);
+    if hdr != PeditHeader::Eth {
+        network_header(g, next);
+    }
+    g.check(4, (off + len) as i32, next);
+
+    let value = &m.value[..len];
+    let mut i = 0;
+    while i < len {
+        let j = (((off + i) / 4 + 1) * 4 - off).min(len);
+        let at = (off + i) as i16;
+        let piece = &value[i..j];
+        if !m.add {
+            for (k, &b) in piece.iter().enumerate() {
+                g.b.store_imm(Op::StB, 4, at + k as i16, i32::from(b));
+            }
+        } else {
+            let add = piece.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+            // Every whole-byte field is 1, 2, 4, 6 or 16 bytes at an offset of its size
+            // or, for the MACs, of 2: pieces of 1, 2 or 4 bytes (a 1-byte store keeps the
+            // sum's low byte).
+            let (load, swap, store) = match piece.len() {
+                1 => (Op::LdxB, None, Op::StxB),
+                2 => (Op::LdxH, Some(Op::Be16), Op::StxH),
+                _ => (Op::LdxW, Some(Op::Be32), Op::StxW),
+            };
+            g.b.load(load, 0, 4, at);
+            if let Some(swap) = swap {
+                g.b.byte_swap(swap, 0);
+            }
+            g.b.lddw(5, add as i64);
+            g.b.alu_reg(Op::Add64Reg, 0, 5);
+            // The word's byte order back; `be` keeps only the piece's low bytes.
+            if let Some(swap) = swap {
+                g.b.byte_swap(swap, 0);
+            }
+            g.b.store_reg(store, 4, at, 0);
+        }
+        i = j;
+    }
+    g.b.bind(next);
 }
 
 #[cfg(test)]
@@ -1480,11 +1720,11 @@ mod tests {
             .collect();
         let next = set("prio 3 protocol ip flower ip_proto tcp action drop\n\
                         prio 4 protocol ip flower ip_proto icmp action drop\n");
-        let t = dp.layout.entries(&next, 1, &keep).unwrap();
+        let t = dp.layout.entries(&next, 1, &keep, &system_ifindex).unwrap();
         assert_eq!(t.slots, vec![Some(1), Some(0)]);
         assert!(t.entries.iter().all(|e| e.0 == table_map_name(1, 0)));
         let other_mask = set("prio 1 protocol ip flower ip_ttl 1 action drop\n");
-        let e = dp.layout.entries(&other_mask, 1, &keep).unwrap_err();
+        let e = dp.layout.entries(&other_mask, 1, &keep, &system_ifindex).unwrap_err();
         assert!(e.message.contains("compile again"), "{e}");
     }
 }

@@ -162,7 +162,7 @@ pub fn stats_pinned(
     let maps = PinnedMaps::open(layout, dir).map_err(UpdateError::Kernel)?;
     let gen = maps.generation().map_err(UpdateError::Kernel)? as usize;
     let keep = current_slots(layout, &maps, gen).map_err(UpdateError::Kernel)?;
-    let table = layout.entries(set, gen, &keep)?;
+    let table = layout.entries(set, gen, &keep, &xdp::system_ifindex)?;
     let kept: std::collections::HashSet<u32> = keep.iter().map(|k| k.2).collect();
     let mut out = Vec::new();
     for (rule, slot) in set.rules.iter().zip(&table.slots) {
@@ -212,7 +212,7 @@ pub fn update_maps(
             .map_or(8, |m| m.key_size as usize)
     };
     let keep = current_slots(layout, maps, gen).map_err(UpdateError::Kernel)?;
-    let entries = layout.entries(set, next, &keep)?.entries;
+    let entries = layout.entries(set, next, &keep, &xdp::system_ifindex)?.entries;
     // Devices first: a redirect of the new table must find its device.
     for (i, dev) in layout.devices.iter().enumerate() {
         let path = format!("/sys/class/net/{dev}/ifindex");

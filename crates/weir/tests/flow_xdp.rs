@@ -40,6 +40,8 @@ type Expected = (Vec<(u64, Vec<u8>)>, Vec<(u64, u64)>);
 
 fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> Expected {
     let r = Reference::new(set);
+    // Packets come in on `lo` (the reference numbers `indev` names as the set lists them).
+    let lo = set.indevs().iter().position(|d| d == "lo").map_or(0, |i| i as u32 + 1);
     let verdicts = frames
         .iter()
         .map(|f| {
@@ -48,7 +50,7 @@ fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> Expected {
             let mut w = Work {
                 data: &mut data,
                 wire_len: f.len() as u32,
-                indev: 0,
+                indev: lo,
                 now: 0,
                 mark: 0,
                 mirrored: &mut mirrored,
@@ -60,14 +62,25 @@ fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> Expected {
     (verdicts, r.counters().into_iter().map(|(_, p, b, _)| (p, b)).collect())
 }
 
+/// The devices of the test's `indev` rules: `lo` is the interface weir's runtime and the
+/// kernel's test run both give the program (`ingress_ifindex` 1), `wfx9` one packets
+/// never come in on.
+fn test_ifindex(name: &str) -> Option<u32> {
+    match name {
+        "lo" => Some(1),
+        "wfx9" => Some(9),
+        _ => None,
+    }
+}
+
+fn compile(set: &RuleSet) -> Result<xdp::XdpDatapath, weir::flow::RuleError> {
+    xdp::compile_with(set, XdpOptions::default(), &test_ifindex)
+}
+
 /// The rules of `text` the XDP datapath takes, as one rule set.
 fn xdp_rules(text: &str) -> RuleSet {
-    let kept: Vec<&str> = text
-        .lines()
-        .filter(|l| {
-            RuleSet::parse(l).is_ok_and(|one| xdp::compile(&one, XdpOptions::default()).is_ok())
-        })
-        .collect();
+    let kept: Vec<&str> =
+        text.lines().filter(|l| RuleSet::parse(l).is_ok_and(|one| compile(&one).is_ok())).collect();
     RuleSet::parse(&kept.join("\n")).expect("kept rules parse together")
 }
 
@@ -105,6 +118,12 @@ fn xdp_datapath_agrees_with_the_reference() {
     let (mut edited, mut edit_sets) = (0usize, 0usize);
     // Rules with a port range (exact entries, one a port).
     let (mut ranged, mut range_hits) = (0usize, 0usize);
+    // Rules with `indev`, and their hits (only `lo` ones can hit).
+    let (mut indev_rules, mut indev_hits) = (0usize, 0usize);
+    // Rules with `pedit` (Ethernet fields), and their hits.
+    let (mut pedit_rules, mut pedit_hits) = (0usize, 0usize);
+    // Rules with `csum iph` (after IPv4 edits), and their hits.
+    let (mut csum_rules, mut csum_hits) = (0usize, 0usize);
     for round in 0..40u64 {
         let rules = 1 + gen.rng.below_usize(if round % 2 == 0 { 20 } else { 150 });
         let masks = 1 + gen.rng.below_usize(8);
@@ -121,10 +140,28 @@ fn xdp_datapath_agrees_with_the_reference() {
             0 => format!("prio 60000 protocol all flower action vlan push id {id} priority {} protocol 802.1ad pipe action pass\n", gen.rng.below(8)),
             1 => "prio 60000 protocol all flower action vlan pop pipe action vlan pop pipe action pass\n".to_string(),
             2 => format!("prio 60000 protocol all flower action vlan push id {id} pipe action vlan modify id 5 priority 6 pipe action mirred egress redirect dev d0\n"),
-            _ => String::new(),
+            // pedit on Ethernet fields: set, and add with carries inside a word (the
+            // source's low bytes + 0x01ff, its top half + 0x0001) across frames of any
+            // length (a field past the end is left alone).
+            _ => format!("prio 60000 protocol all flower action pedit ex munge eth dst set 02:00:5e:00:53:{:02x} munge eth src add 00:01:00:00:01:ff munge eth type add 0x0101 pipe action pass\n", id % 256),
         };
+        // pedit on network-header fields (the header after the tags, found again after
+        // each munge), with and without VLAN edits before them.
+        text += &match round % 3 {
+            0 => "prio 59993 protocol ip flower ip_proto udp action pedit ex munge ip ttl add 0xff munge ip dst set 192.0.2.7 munge ip tos add 3 pipe action csum iph pipe action drop\n".to_string(),
+            1 => "prio 59993 protocol ipv6 flower action vlan push id 7 pipe action pedit ex munge ip6 hoplimit set 9 munge ip6 src add ::1:ffff munge ip6 payload_len add 1 pipe action pass\n".to_string(),
+            _ => "prio 59993 protocol all flower action pedit ex munge eth type set 0x8100 munge ip ttl set 1 munge ip protocol add 1 pipe action csum ip4h\n".to_string(),
+        };
+        // indev: rules on the device packets come in on and on one they do not.
+        if round % 2 == 1 {
+            text = format!(
+                "prio 3 protocol ip flower indev wfx9 action drop\n\
+                 prio 4 protocol ipv6 flower indev lo ip_proto icmpv6 action drop\n{text}\
+                 prio 59992 protocol all flower indev lo dst_mac 33:33:00:00:00:00/ff:ff:00:00:00:00 action mirred egress redirect dev d1\n"
+            );
+        }
         let set = xdp_rules(&text);
-        let dp = match xdp::compile(&set, XdpOptions::default()) {
+        let dp = match compile(&set) {
             Ok(dp) => dp,
             Err(e) => panic!("{e}\n{set}"),
         };
@@ -139,6 +176,22 @@ fn xdp_datapath_agrees_with_the_reference() {
             edited += usize::from(*out != frames[i]);
         }
         edit_sets += usize::from(!dp.layout.edits.is_empty());
+        for (rule, hits) in set.rules.iter().zip(&want_counters) {
+            if rule.actions.iter().any(|a| matches!(a.kind, weir::flow::rule::ActionKind::Pedit(_)))
+            {
+                pedit_rules += 1;
+                pedit_hits += hits.0 as usize;
+            }
+            if rule.actions.iter().any(|a| matches!(a.kind, weir::flow::rule::ActionKind::Csum(_)))
+            {
+                csum_rules += 1;
+                csum_hits += hits.0 as usize;
+            }
+            if rule.matches.iter().any(|m| matches!(m, weir::flow::Match::Indev(_))) {
+                indev_rules += 1;
+                indev_hits += hits.0 as usize;
+            }
+        }
         for (c, hits) in set.compile().iter().zip(&want_counters) {
             if c.src_range.is_some() || c.dst_range.is_some() {
                 ranged += 1;
@@ -208,12 +261,15 @@ fn xdp_datapath_agrees_with_the_reference() {
     assert!(seen[1] > 100 && seen[2] > 100 && seen[4] > 20, "pass/drop/redirect: {seen:?}");
     assert!(modes[0] > 0 && modes[1] > 0, "loop / forward sets: {modes:?}");
     assert!(ranged > 20 && range_hits > 20, "{ranged} rules with port ranges, {range_hits} hits");
+    assert!(pedit_rules >= 10 && pedit_hits > 500, "{pedit_rules} pedit rules, {pedit_hits} hits");
+    assert!(csum_rules >= 20 && csum_hits > 100, "{csum_rules} csum rules, {csum_hits} hits");
+    assert!(indev_rules >= 40 && indev_hits > 20, "{indev_rules} indev rules, {indev_hits} hits");
     assert!(
         edit_sets > 20 && edited > 1000,
         "{edit_sets} sets with edits, {edited} packets edited"
     );
     println!(
-        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits)",
+        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits); {indev_rules} indev rules ({indev_hits} hits); {pedit_rules} pedit rules ({pedit_hits} hits); {csum_rules} csum rules ({csum_hits} hits)",
         frames.len(),
         modes[0],
         modes[1]
@@ -224,20 +280,21 @@ fn xdp_datapath_agrees_with_the_reference() {
 #[test]
 fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
     for (rule, keyword) in [
-        ("protocol ip flower indev eth0 action drop", "indev"),
+        ("protocol ip flower indev wfxnosuchdev action drop", "wfxnosuchdev"),
         ("protocol ip flower ip_proto tcp dst_port 1-65535 action drop", "dst_port"),
         ("protocol ip flower ip_proto udp src_port 1-100 dst_port 1-100 action drop", "src_port"),
         ("protocol all flower action mirred egress mirror dev d0", "mirror"),
         ("protocol all flower action vlan pop pipe action goto chain 1", "goto"),
         ("protocol all flower action vlan push id 5 pipe action reclassify", "reclassify"),
-        ("protocol ip flower action pedit ex munge ip ttl set 1", "pedit"),
-        ("protocol ip flower action csum ip", "csum"),
+        ("protocol ip flower action pedit ex munge tcp dport set 1", "pedit"),
+        ("protocol ipv6 flower action pedit ex munge ip6 flow_lbl set 1", "pedit"),
+        ("protocol ip flower action csum iph and tcp", "csum"),
         ("protocol all flower action skbedit mark 1", "skbedit"),
         ("protocol all flower action continue", "continue"),
     ] {
         let text = format!("prio 1 protocol all flower action pass\n\nprio 2 {rule}\n");
         let set = RuleSet::parse(&text).unwrap();
-        let e = xdp::compile(&set, XdpOptions::default()).unwrap_err();
+        let e = compile(&set).unwrap_err();
         assert_eq!(e.line, 3, "{rule}: {e}");
         assert!(e.message.contains(&format!("\"{keyword}\"")), "{rule}: {e}");
     }
