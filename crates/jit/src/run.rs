@@ -172,7 +172,7 @@ impl JitProgram {
         jit.stack_low = stack_low.map(i64::unsigned_abs);
         // Lean code traps never (it is budget-free and checks nothing), so every run ends
         // at an exit, where the fact speaks of the stack it leaves.
-        if lean && jit.stack_low.is_some() {
+        if lean {
             jit.observed_depth = observed_depth;
         }
         Ok(jit)
@@ -536,13 +536,13 @@ impl JitProgram {
         let dirty = cache.dirty_from;
         // Where bytes an earlier run wrote may still lie after this run's zeroing.
         let mut left_from = len;
-        match (sized, self.observed_depth, self.stack_low) {
-            (true, Some(observed), Some(low)) => {
+        match (sized, self.observed_depth) {
+            (true, Some(observed)) => {
                 // The slots every run writes before reading them and before its exit may
                 // keep the last run's bytes: zeroed are only the slots a run may observe
                 // and, when an earlier run wrote deeper than this program ever does,
                 // everything from there (the stack after the run shows it).
-                let reach_from = len.saturating_sub(usize::try_from(low).unwrap_or(usize::MAX));
+                let reach_from = self.lean_written_from(len);
                 let from = if dirty < reach_from {
                     dirty
                 } else {
@@ -598,22 +598,26 @@ impl JitProgram {
         // checked by the caller); it writes only those and the outcome fields, and
         // returns normally.
         let value = unsafe { entry(&mut *run) };
-        // Self-contained code makes no calls: only frame 0, and of it only what
-        // `stack_reach` found any run can write, as `run_stats` zeroes after a depth-0 run.
-        let written_from = match self.stack_low {
-            _ if !self.writes_stack => cache.stack.len(),
-            Some(low) => {
-                cache.stack.len().saturating_sub(usize::try_from(low).unwrap_or(usize::MAX))
-            }
-            None => usize::try_from(self.shape.frame_floor(0)).unwrap_or(0),
-        };
-        cache.dirty_from = written_from.min(left_from);
+        // Bytes this run may have written, and any an earlier one left that were kept.
+        cache.dirty_from = self.lean_written_from(cache.stack.len()).min(left_from);
         let outcome = self.outcome(run, value);
         cache.executed = match outcome {
             Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
             _ => budget.wrapping_sub(run.remaining),
         };
         outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+    }
+
+    /// Where in a stack of `len` bytes a run of lean code may write from: frame 0 only, and
+    /// of it only what `stack_reach` found any run can write (the whole frame without an
+    /// answer), as `run_stats` zeroes after a depth-0 run.
+    #[inline]
+    fn lean_written_from(&self, len: usize) -> usize {
+        match self.stack_low {
+            _ if !self.writes_stack => len,
+            Some(low) => len.saturating_sub(usize::try_from(low).unwrap_or(usize::MAX)),
+            None => usize::try_from(self.shape.frame_floor(0)).unwrap_or(0),
+        }
     }
 
     /// The instruction budget as generated code counts it: at most `i64::MAX`, so that
