@@ -171,8 +171,9 @@ impl JitProgram {
         let mut jit = JitProgram::compile_with(program, bindings, config, plan)?;
         jit.stack_low = stack_low.map(i64::unsigned_abs);
         // Lean code traps never (it is budget-free and checks nothing), so every run ends
-        // at an exit, where the fact speaks of the stack it leaves.
-        if lean {
+        // at an exit, where the fact speaks of the stack it leaves. Code that never writes
+        // the stack keeps it clean without the fact.
+        if lean && jit.writes_stack {
             jit.observed_depth = observed_depth;
         }
         Ok(jit)
