@@ -55,6 +55,11 @@ pub struct JitProgram {
     /// programs without local calls): only those are zeroed after a run. `None`: the
     /// frames down to the deepest one a run reached, whole.
     stack_low: Option<u64>,
+    /// For lean code under a proof that says which of frame 0's slots a run may observe
+    /// before writing them (`Facts::stack_observed`): how many bytes below frame 0's top
+    /// reach down to the deepest such slot (0: none). `run_lean` then zeroes only those
+    /// (and what an earlier run left outside `stack_low`), not all a run wrote.
+    observed_depth: Option<usize>,
     /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
     /// call); when not, the stack stays zero and needs no clearing between runs.
     writes_stack: bool,
@@ -162,8 +167,21 @@ impl JitProgram {
             }
             _ => None,
         };
+        let observed = program.facts().and_then(|facts| facts.stack_observed.as_deref());
+        // The deepest slot a run may observe (bit i: slot i, bytes fp-8(i+1) .. fp-8i).
+        let observed_depth = observed.map(|bits| {
+            let deepest = bits.iter().enumerate().rev().find(|(_, &word)| word != 0);
+            deepest.map_or(0, |(i, &word)| (i * 64 + 64 - word.leading_zeros() as usize) * 8)
+        });
+        let lean = plan.self_contained;
         let mut jit = JitProgram::compile_with(program, bindings, config, plan)?;
         jit.stack_low = stack_low.map(i64::unsigned_abs);
+        // Lean code traps never (it is budget-free and checks nothing), so every run ends
+        // at an exit, where the fact speaks of the stack it leaves. Code that never writes
+        // the stack keeps it clean without the fact.
+        if lean && jit.writes_stack {
+            jit.observed_depth = observed_depth;
+        }
         Ok(jit)
     }
 
@@ -222,6 +240,7 @@ impl JitProgram {
         Ok(JitProgram {
             lendable,
             stack_low: None,
+            observed_depth: None,
             packet_fields: PacketFields::of(bindings.context),
             writes_stack,
             lean: plan.self_contained,
@@ -596,12 +615,33 @@ impl JitProgram {
         r1: u64,
         r2: u64,
     ) -> Result<RunOutcome, Trap> {
-        // A program that never writes the stack leaves a clean cache clean: no call.
-        let clean = cache.dirty_from == cache.stack.len()
-            && cache.stack.len() == self.stack_bytes()
-            && cache.frames.len() == self.frame_words();
-        if !clean {
-            self.prepare(cache);
+        let len = cache.stack.len();
+        let sized = len == self.stack_bytes() && cache.frames.len() == self.frame_words();
+        let dirty = cache.dirty_from;
+        // Where bytes an earlier run wrote may still lie after this run's zeroing.
+        let mut left_from = len;
+        match (sized, self.observed_depth) {
+            (true, Some(observed)) => {
+                // The slots every run writes before reading them and before its exit may
+                // keep the last run's bytes: zeroed are only the slots a run may observe
+                // and, when an earlier run wrote deeper than this program ever does,
+                // everything from there (the stack after the run shows it).
+                let reach_from = self.lean_written_from(len);
+                let from = if dirty < reach_from {
+                    dirty
+                } else {
+                    dirty.max(len.saturating_sub(observed))
+                };
+                if from < len {
+                    cache.stack[from..].fill(0);
+                }
+                if from > dirty {
+                    left_from = dirty;
+                }
+            }
+            // A program that never writes the stack leaves a clean cache clean: no call.
+            _ if sized && dirty == len => {}
+            _ => self.prepare(cache),
         }
         cache.executed = 0;
         let stack_host = cache.stack.as_mut_ptr() as u64;
@@ -633,21 +673,26 @@ impl JitProgram {
         // returns normally. A packet lent read-only (`run_lent`) is only ever read: the
         // code is then `lendable`, no store of it reaches the packet window.
         let value = unsafe { entry(&mut *run) };
-        // Self-contained code makes no calls: only frame 0, and of it only what
-        // `stack_reach` found any run can write, as `run_stats` zeroes after a depth-0 run.
-        cache.dirty_from = match self.stack_low {
-            _ if !self.writes_stack => cache.stack.len(),
-            Some(low) => {
-                cache.stack.len().saturating_sub(usize::try_from(low).unwrap_or(usize::MAX))
-            }
-            None => usize::try_from(self.shape.frame_floor(0)).unwrap_or(0),
-        };
+        // Bytes this run may have written, and any an earlier one left that were kept.
+        cache.dirty_from = self.lean_written_from(cache.stack.len()).min(left_from);
         let outcome = self.outcome(run, value);
         cache.executed = match outcome {
             Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
             _ => budget.wrapping_sub(run.remaining),
         };
         outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+    }
+
+    /// Where in a stack of `len` bytes a run of lean code may write from: frame 0 only, and
+    /// of it only what `stack_reach` found any run can write (the whole frame without an
+    /// answer), as `run_stats` zeroes after a depth-0 run.
+    #[inline]
+    fn lean_written_from(&self, len: usize) -> usize {
+        match self.stack_low {
+            _ if !self.writes_stack => len,
+            Some(low) => len.saturating_sub(usize::try_from(low).unwrap_or(usize::MAX)),
+            None => usize::try_from(self.shape.frame_floor(0)).unwrap_or(0),
+        }
     }
 
     /// The instruction budget as generated code counts it: at most `i64::MAX`, so that

@@ -874,3 +874,122 @@ fn sum_loops_added_wide_agree_with_the_interpreter() {
     assert!(runs >= 2 * 10 * 5, "{runs}");
     assert!(widened >= 40, "{widened}");
 }
+
+// ---- runs that start from the last run's stack (`Facts::stack_observed`) ----
+
+/// Runs `program` (proven for memories of `mems[0]`'s length) on one JIT cache over each
+/// memory in turn, every run compared with a fresh interpreter run: r0, executed count,
+/// memory and the whole final stack. Lean code zeroes only the stack slots the proof says
+/// a run may observe, so a slot left wrong from the last run shows here. `Ok(None)`:
+/// refused; else whether the proof listed the observed slots.
+fn agree_run_after_run(program: &Program, mems: &[Vec<u8>]) -> Result<Option<bool>, String> {
+    let first = World { mem: mems.first().cloned(), ..World::default() };
+    let Some(verified) = prove(program, None, &first) else { return Ok(None) };
+    let engine = Jit::compile(&verified, bindings(None), weir_jit::Config::default())
+        .map_err(|e| e.to_string())?;
+    let mut cache = engine.cache();
+    for (n, mem) in mems.iter().enumerate() {
+        let world = World { mem: Some(mem.clone()), ..World::default() };
+        let expected = interp_run(program, None, &world);
+        let mut got_mem = mem.clone();
+        let input = Input { mem: Some(&mut got_mem), ..Default::default() };
+        let outcome = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
+        if outcome != expected.0 || Some(&got_mem) != expected.3.as_ref() {
+            return Err(format!("run {n}: jit {outcome:?}, interpreter {:?}", expected.0));
+        }
+        if cache.stack() != expected.4.as_slice() {
+            let at = cache.stack().iter().zip(&expected.4).position(|(a, b)| a != b);
+            return Err(format!(
+                "run {n}: final stack differs at byte {at:?} of {}\n{}",
+                expected.4.len(),
+                weir_isa::asm::listing(program.insns())
+            ));
+        }
+    }
+    Ok(Some(verified.facts().is_some_and(|f| f.stack_observed.is_some())))
+}
+
+#[test]
+fn runs_on_one_cache_agree_whatever_the_last_run_left_on_the_stack() {
+    // No helper calls: a program with one gets no list (`Facts::stack_observed`).
+    let body = EbpfGen {
+        stray_lddw_high: false,
+        helper_ids: vec![5],
+        helper_weight: 0,
+        zero_unused: true,
+        len: 1..24,
+        lddw_filler: 1.0,
+        end_with_exit: true,
+    }
+    .slots();
+    let strategy = (body, 8usize..72, prop::collection::vec(any::<u8>(), 4 * 72));
+    let listed = std::cell::Cell::new(0u32);
+    runner(3000)
+        .run(&strategy, |(body, len, bytes)| {
+            let mems: Vec<Vec<u8>> = bytes.chunks(72).map(|c| c[..len].to_vec()).collect();
+            // The preamble's registers, not its stack words: the body's stores and loads,
+            // some behind branches on the memory, are all the stack sees.
+            let mut insns: Vec<Insn> =
+                preamble().into_iter().filter(|i| i.op != Op::StDw).collect();
+            insns.extend(tame(body, len as i16));
+            let program = Program::from_insns(insns);
+            if agree_run_after_run(&program, &mems).map_err(TestCaseError::fail)? == Some(true) {
+                listed.set(listed.get() + 1);
+            }
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("run after run: {} proofs listed the observed slots", listed.get());
+    assert!(listed.get() >= 200, "only {} proofs listed the observed slots", listed.get());
+}
+
+/// Programs whose stack use depends on the input: a slot written on one path only, then
+/// read (observed: it must read 0 when unwritten), or left as the exit finds it; a write
+/// at a variable offset; and the benchmark's copy, which writes every byte it reads.
+#[test]
+fn stack_written_on_some_paths_only_reads_as_the_interpreter_says() {
+    let programs = [
+        // Slot -8 written when mem[0] is odd, then read: observed.
+        "ldxb %r2, [%r1]\nand %r2, 1\njeq %r2, 0, +1\nstxdw [%r10-8], %r1\nldxdw %r0, [%r10-8]\nexit",
+        // Slot -16 written when mem[0] is odd, never read: the final stack shows it.
+        "mov %r0, 0\nldxb %r2, [%r1]\nand %r2, 1\njeq %r2, 0, +1\nstdw [%r10-16], 7\nstdw [%r10-8], 1\nexit",
+        // A write at a variable offset (mem[0] & 8), then a read of both words.
+        "ldxb %r2, [%r1]\nand %r2, 8\nmov %r3, %r10\nadd %r3, -16\nadd %r3, %r2\nstdw [%r3], 5\nldxdw %r0, [%r10-16]\nldxdw %r4, [%r10-8]\nadd %r0, %r4\nexit",
+        // Every byte written before it is read: nothing observed.
+        "mov %r3, 0\ncopy:\nmov %r4, %r1\nadd %r4, %r3\nldxdw %r5, [%r4]\nmov %r6, %r10\nadd %r6, -64\nadd %r6, %r3\nstxdw [%r6], %r5\nadd %r3, 8\njlt %r3, 64, copy\nldxdw %r0, [%r10-64]\nexit",
+    ];
+    let mems: Vec<Vec<u8>> = [1u8, 0, 9, 8, 0, 1]
+        .iter()
+        .map(|&b| (0..64).map(|i| b.wrapping_add(i)).collect())
+        .collect();
+    for source in programs {
+        let program = Program::from_insns(assemble(source).expect("assembles"));
+        let listed = agree_run_after_run(&program, &mems).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(listed, Some(true), "proven with the observed slots listed:\n{source}");
+    }
+    // The facts themselves: the first three observe their slots, the copy none.
+    let observed = |source: &str| {
+        let program = Program::from_insns(assemble(source).expect("assembles"));
+        let world = World { mem: Some(vec![0; 64]), ..World::default() };
+        let verified = prove(&program, None, &world).expect("proven");
+        verified.facts().and_then(|f| f.stack_observed.clone()).expect("listed")[0]
+    };
+    assert_eq!(observed(programs[0]), 1 << 0);
+    assert_eq!(observed(programs[1]), 1 << 1);
+    assert_eq!(observed(programs[2]), 0b11);
+    assert_eq!(observed(programs[3]), 0);
+}
+
+/// The benchmark's stack-copy writes every stack byte it reads, on every path, before its
+/// exit: its runs need no zeroing at all.
+#[test]
+fn the_benchmark_stack_copy_observes_no_stack_slot() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/programs/stack-copy.s");
+    let source = std::fs::read_to_string(path).expect("bench/programs/stack-copy.s");
+    let program = Program::from_insns(assemble(&source).expect("assembles"));
+    let world = World { mem: Some(vec![0; 1508]), ..World::default() };
+    let verified = prove(&program, None, &world).expect("proven");
+    assert_eq!(verified.facts().and_then(|f| f.stack_observed.clone()), Some(vec![0]));
+    let mems: Vec<Vec<u8>> = (0..3u8).map(|k| (0..1508).map(|i| (i as u8) ^ k).collect()).collect();
+    assert_eq!(agree_run_after_run(&program, &mems), Ok(Some(true)));
+}

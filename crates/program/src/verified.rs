@@ -102,6 +102,16 @@ pub struct Facts {
     /// a finished exploration covers it, so no run visits an explored step twice). An
     /// instruction budget at least this large cannot run out. 0: unknown.
     pub max_executed: u64,
+    /// Frame 0's 8-byte slots (bit `i` of word `i / 64`: bytes `fp-8(i+1) .. fp-8i`)
+    /// whose content at a run's start the run may observe: read before any write on some
+    /// path, hit by a write that may miss them (a variable offset, an atomic), or written
+    /// on some path and left unwritten at some exit (the stack after the run shows them).
+    /// Every other slot a run writes before it reads it and before it exits, on every
+    /// path, so an engine may start a run from the last run's stack, zeroing only these
+    /// slots (and what the last run wrote outside the slots this program writes), and still
+    /// give the zeroed-stack results: r0 and the final stack. `None`: not computed (the
+    /// program calls a helper or a function).
+    pub stack_observed: Option<Vec<u64>>,
 }
 
 impl Facts {

@@ -16,6 +16,7 @@ use crate::{Facts, Options, Proof, Rejection, Rule, Stats};
 
 /// Stack bytes per frame, and for all frames of a call chain together.
 pub const STACK_SIZE: i64 = 512;
+const STACK_SLOTS: usize = STACK_SIZE as usize / 8;
 /// Call frames at most (the kernel's `MAX_CALL_FRAMES`).
 pub const MAX_FRAMES: usize = 8;
 /// States kept per instruction for pruning; past this, paths are explored without
@@ -178,6 +179,13 @@ pub(crate) struct Verifier<'p> {
     /// Slots whose accesses reached different regions on different paths (their fact then
     /// names none).
     mixed_regions: Vec<bool>,
+    /// Frame 0's slots (by index, `Frame::stack`'s) some path writes, and those whose
+    /// content at entry some run may observe (`Facts::stack_observed`): read while
+    /// unwritten, hit by a write that may miss them (a variable offset, an atomic), or
+    /// left unwritten at an exit.
+    stack_written: [bool; STACK_SLOTS],
+    stack_observed: [bool; STACK_SLOTS],
+    stack_unwritten_at_exit: [bool; STACK_SLOTS],
     explored: Vec<Vec<usize>>,
     nodes: Vec<Node>,
     stats: Stats,
@@ -256,6 +264,9 @@ impl<'p> Verifier<'p> {
             next_id: 0,
             facts: vec![InsnFact::default(); n],
             mixed_regions: vec![false; n],
+            stack_written: [false; STACK_SLOTS],
+            stack_observed: [false; STACK_SLOTS],
+            stack_unwritten_at_exit: [false; STACK_SLOTS],
             explored: vec![Vec::new(); n],
             nodes: Vec::new(),
             stats: Stats::default(),
@@ -400,6 +411,7 @@ impl<'p> Verifier<'p> {
             memory_len: if self.prog_type.is_none() { self.opts.memory_len } else { None },
             stack_size: STACK_SIZE as u64,
             max_executed: if self.calls_back { u64::MAX } else { self.stats.insns_processed },
+            stack_observed: self.stack_observed(),
         };
         Ok(Proof {
             stats: self.stats,
@@ -1544,6 +1556,24 @@ impl<'p> Verifier<'p> {
         let slot_of = |b: i64| ((-b - 1) / 8) as usize;
         let index_of = |b: i64| (b + 8 * (((-b - 1) / 8) + 1)) as usize;
         let end = hi + size_i;
+        if frame_index == 0 {
+            // What a run may observe of the stack it starts with (`Facts::stack_observed`).
+            // A read of an unwritten byte observes it; so may a write that can miss it (a
+            // variable offset: "each keeps what it had") and an atomic (it reads first).
+            let exact_write = acc.writes() && lo == hi && acc != Access::Atomic;
+            for b in lo..end {
+                let slot = slot_of(b);
+                let Some(marks) = self.stack_written.get_mut(slot) else { continue };
+                *marks |= acc.writes();
+                let unwritten = frame
+                    .slot(slot)
+                    .bytes()
+                    .is_some_and(|bytes| bytes[index_of(b)] == Byte::Invalid);
+                if unwritten && !exact_write {
+                    self.stack_observed[slot] = true;
+                }
+            }
+        }
         if acc.writes() {
             let value = match acc {
                 Access::Store { value, .. } => value,
@@ -1742,7 +1772,39 @@ impl<'p> Verifier<'p> {
                 format!("Unreleased reference id={id} alloc_insn={at}"),
             );
         }
+        if let Some(frame) = st.frames.first() {
+            for (slot, mark) in self.stack_unwritten_at_exit.iter_mut().enumerate() {
+                // A spilled pointer (`bytes` is `None`) is written.
+                *mark |= frame.slot(slot).bytes().is_some_and(|b| b.contains(&Byte::Invalid));
+            }
+        }
         Ok(Step::End)
+    }
+}
+
+impl Verifier<'_> {
+    /// `Facts::stack_observed`: the slots read while unwritten or hit by a write that may
+    /// miss them, and the slots some path writes and some exit leaves unwritten. `None`
+    /// when the program calls anything (helpers write stack memory they are given; other
+    /// frames are not tracked here).
+    fn stack_observed(&self) -> Option<Vec<u64>> {
+        let calls = self.insns.iter().any(|i| {
+            matches!(
+                i.op.spec().map(|s| s.operands),
+                Some(Operands::CallImm | Operands::CallLocal | Operands::CallReg)
+            )
+        });
+        if calls {
+            return None;
+        }
+        let mut bits = vec![0u64; STACK_SLOTS.div_ceil(64)];
+        for slot in 0..STACK_SLOTS {
+            let left = self.stack_unwritten_at_exit[slot] && self.stack_written[slot];
+            if self.stack_observed[slot] || left {
+                bits[slot / 64] |= 1 << (slot % 64);
+            }
+        }
+        Some(bits)
     }
 }
 
