@@ -473,11 +473,13 @@ pub fn process<'r>(
 /// stack, and the wide copy out of it waited on the narrow field stores: measured 4 ns a
 /// packet in weir-bench flow).
 ///
-/// `shard` is this thread's counter shard ([`my_shard`], once a batch).
+/// `shard` is this thread's counter shard ([`my_shard`], once a batch). `key` is the
+/// packet's key when the caller has it; without it, the actions' path extracts it (the
+/// plain batch path keeps only the words its tables read).
 #[inline]
 pub(crate) fn process_into<'r>(
     w: &mut Work<'_>,
-    key: &Key,
+    key: Option<&Key>,
     need: Need,
     first: Option<&'r Installed>,
     lookup: &mut Lookup<'_, 'r>,
@@ -498,7 +500,13 @@ pub(crate) fn process_into<'r>(
                     modified: false,
                 });
             }
-            None => out.push(process_slow(w, key, need, Some(first), lookup)),
+            None => out.push(match key {
+                Some(key) => process_slow(w, key, need, Some(first), lookup),
+                None => {
+                    let key = extract(w.data, w.indev, need).0;
+                    process_slow(w, &key, need, Some(first), lookup)
+                }
+            }),
         },
     }
 }
