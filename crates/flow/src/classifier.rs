@@ -934,7 +934,8 @@ impl<const W: usize> Tables<W> {
         }
         for (i, w) in works.iter_mut().enumerate().take(n) {
             let f = first[i].map(|a| &**a);
-            engine::process_into(w, None, need, f, lookup, shard, out);
+            let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
+            engine::process_into(w, key, need, f, lookup, shard, out);
         }
     }
 
@@ -1537,7 +1538,7 @@ impl Classifier {
             for i in 0..n {
                 engine::process_into(
                     &mut works[i],
-                    Some(&keys[i]),
+                    |_: &Work<'_>| keys[i],
                     v.need,
                     first[i],
                     &mut |c, k, a| v.lookup(c, k, a),
