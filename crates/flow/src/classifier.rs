@@ -49,7 +49,7 @@
 //!   cache keys its entries on the version and a count of in-place updates.
 
 use crate::engine::{self, Installed, Interner, Outcome, Work};
-use crate::key::{extract, extract_into_zeroed, Key, Need, WORDS};
+use crate::key::{extract, extract_into_zeroed, ipv4_plain_words, Key, Need, WORDS};
 use crate::rule::{Compiled, Rule, RuleError, RuleSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -893,26 +893,85 @@ impl<const W: usize> Tables<W> {
         ch.lookup(key, &gather(key, &self.words), after)
     }
 
-    /// The first lookup (chain 0) of up to [`BATCH`] keys, `keys[pick[j]]` into `out[j]`,
-    /// subtable by subtable (a flow cache's misses are picked out of the batch's keys, not
-    /// copied).
-    fn lookup_batch<'a>(
+    /// The words these tables read of a frame's key: for the common frame straight from
+    /// its headers (`key::ipv4_plain_words`: no full key zeroed, written and gathered),
+    /// for any other frame from its full key.
+    #[inline]
+    fn extract_words(&self, p: &[u8], indev: u32, need: Need) -> [u64; W] {
+        match ipv4_plain_words(p, indev, need) {
+            Some(pw) => {
+                let mut g = [0u64; W];
+                for (o, &w) in g.iter_mut().zip(self.words.iter()) {
+                    *o = pw.word(w);
+                }
+                g
+            }
+            None => gather(&extract(p, indev, need).0, &self.words),
+        }
+    }
+
+    /// [`Classifier::process_batch`] at this width: the words the tables read extracted
+    /// for the batch, the first lookup, then each packet's actions (a full key built only
+    /// for a packet whose rule runs actions, or a range check).
+    fn process_batch<'r>(
+        &'r self,
+        need: Need,
+        works: &mut [Work<'_>],
+        shard: usize,
+        lookup: &mut engine::Lookup<'_, 'r>,
+        out: &mut Vec<Outcome>,
+    ) {
+        let n = works.len().min(BATCH);
+        let mut g = [[0u64; W]; BATCH];
+        for (gi, w) in g.iter_mut().zip(works.iter()).take(n) {
+            *gi = self.extract_words(w.data, w.indev, need);
+        }
+        let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
+        {
+            let works = &*works;
+            let full = |i: usize| extract(works[i].data, works[i].indev, need).0;
+            self.lookup_batch(&g, n, &full, &mut first[..n], shard);
+        }
+        for (i, w) in works.iter_mut().enumerate().take(n) {
+            let f = first[i].map(|a| &**a);
+            let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
+            engine::process_into(w, key, need, f, lookup, shard, out);
+        }
+    }
+
+    /// The first lookup (chain 0) of `keys[pick[j]]` into `out[j]` (a flow cache's misses
+    /// picked out of the batch's keys, not copied).
+    fn lookup_picked<'a>(
         &'a self,
         keys: &[Key],
         pick: &[u8],
         out: &mut [Option<&'a Arc<Installed>>],
         shard: usize,
     ) {
-        let n = pick.len().min(BATCH);
+        let mut g = [[0u64; W]; BATCH];
+        for (gj, &i) in g.iter_mut().zip(pick) {
+            *gj = gather(&keys[usize::from(i)], &self.words);
+        }
+        let full = |j: usize| keys[usize::from(pick[j])];
+        self.lookup_batch(&g, pick.len(), &full, out, shard);
+    }
+
+    /// The first lookup (chain 0) of up to [`BATCH`] packets, the words the tables read
+    /// `g[..n]`, into `out[..n]`, subtable by subtable; `full(i)` is packet i's whole key
+    /// (read only by a port-range check).
+    fn lookup_batch<'a>(
+        &'a self,
+        g: &[[u64; W]; BATCH],
+        n: usize,
+        full: &dyn Fn(usize) -> Key,
+        out: &mut [Option<&'a Arc<Installed>>],
+        shard: usize,
+    ) {
+        let n = n.min(BATCH).min(out.len());
         for o in out.iter_mut().take(n) {
             *o = None;
         }
         let Some(ch) = self.chain(0) else { return };
-        let key = |i: usize| &keys[usize::from(pick[i])];
-        let mut g = [[0u64; W]; BATCH];
-        for (i, gi) in g.iter_mut().enumerate().take(n) {
-            *gi = gather(key(i), &self.words);
-        }
         let mut bound = [(u32::MAX, u64::MAX); BATCH];
         let mut hs = [0u32; BATCH];
         let mut live = [0u8; BATCH];
@@ -976,7 +1035,7 @@ impl<const W: usize> Tables<W> {
                     if r.rank() >= bound[i] {
                         break;
                     }
-                    if (!st.src_range && !st.dst_range) || r.ranges_hold(key(i)) {
+                    if (!st.src_range && !st.dst_range) || r.ranges_hold(&full(i)) {
                         out[i] = Some(r);
                         bound[i] = r.rank();
                         hits += 1;
@@ -1412,27 +1471,8 @@ impl Classifier {
     pub fn process_batch(&self, v: &Version, works: &mut [Work<'_>], out: &mut Vec<Outcome>) {
         let n = works.len().min(BATCH);
         let shard = engine::my_shard();
-        let mut keys = [Key::default(); BATCH];
-        // Where extraction puts the headers' offsets (only the actions' path needs them).
-        let mut offs = crate::key::Offsets::default();
-        for i in 0..n {
-            // Fresh keys from the array above: zero already.
-            extract_into_zeroed(works[i].data, works[i].indev, v.need, &mut keys[i], &mut offs);
-        }
-        let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
-        dispatch!(&v.tables, t => t.lookup_batch(&keys, &ALL[..n], &mut first[..n], shard));
-        for i in 0..n {
-            let f = first[i].map(|a| &**a);
-            engine::process_into(
-                &mut works[i],
-                &keys[i],
-                v.need,
-                f,
-                &mut |c, k, a| v.lookup(c, k, a),
-                shard,
-                out,
-            );
-        }
+        let lookup = &mut |c, k: &Key, a| v.lookup(c, k, a);
+        dispatch!(&v.tables, t => t.process_batch(v.need, &mut works[..n], shard, lookup, out));
     }
 
     /// [`Classifier::process_batch`] with an exact-match cache in front: a packet whose
@@ -1486,7 +1526,7 @@ impl Classifier {
         }
         let insert_all = cache.note(n - m, m);
         let mut found: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
-        dispatch!(&v.tables, t => t.lookup_batch(&keys, &miss_at[..m], &mut found[..m], shard));
+        dispatch!(&v.tables, t => t.lookup_picked(&keys, &miss_at[..m], &mut found[..m], shard));
         {
             let mut first: [Option<&Installed>; BATCH] = [None; BATCH];
             for j in 0..m {
@@ -1498,7 +1538,7 @@ impl Classifier {
             for i in 0..n {
                 engine::process_into(
                     &mut works[i],
-                    &keys[i],
+                    |_: &Work<'_>| keys[i],
                     v.need,
                     first[i],
                     &mut |c, k, a| v.lookup(c, k, a),
