@@ -358,29 +358,15 @@ pub(crate) fn ipv4_plain_words(p: &[u8], indev: u32, need: Need) -> Option<Plain
     let mut w10 = 0;
     if need.l4 {
         const AT: usize = 34;
-        match proto {
-            ipproto::TCP
-            | ipproto::UDP
-            | ipproto::UDPLITE
-            | ipproto::SCTP
-            | ipproto::DCCP
-            | ipproto::ESP
-            | ipproto::AH => {
-                let at_ports = if proto == ipproto::AH { AT + 4 } else { AT };
-                if p.len() >= at_ports + 4 {
-                    w9 |= le_at::<4>(p, at_ports);
-                }
-                if proto == ipproto::TCP {
-                    if let Some(word) = be16(p, AT + 12) {
-                        if usize::from(word >> 12) >= 5 && p.len() >= AT + 20 {
-                            let flags = u16::from_le_bytes((word & 0x0fff).to_be_bytes());
-                            w9 |= u64::from(flags) << 32;
-                        }
-                    }
-                }
+        if let Some(at_ports) = ports_offset(proto, AT) {
+            if p.len() >= at_ports + 4 {
+                w9 |= le_at::<4>(p, at_ports);
             }
-            ipproto::ICMP | ipproto::ICMPV6 if p.len() >= AT + 2 => w10 = le_at::<2>(p, AT),
-            _ => {}
+            if let Some(flags) = tcp_flags(p, proto, AT) {
+                w9 |= u64::from(u16::from_le_bytes(flags.to_be_bytes())) << 32;
+            }
+        } else if matches!(proto, ipproto::ICMP | ipproto::ICMPV6) && p.len() >= AT + 2 {
+            w10 = le_at::<2>(p, AT);
         }
     }
     Some(PlainWords { w0: ne(w0), w1: ne(w1), w2: ne(w2), w4: ne(w4), w9: ne(w9), w10: ne(w10) })
@@ -528,36 +514,47 @@ fn ipv6(p: &[u8], at: usize, k: &mut Key, off: &mut Offsets, need: Need) {
 }
 
 fn transport(p: &[u8], at: usize, proto: u8, k: &mut Key) {
+    if let Some(at_ports) = ports_offset(proto, at) {
+        if let (Some(s), Some(d)) = (be16(p, at_ports), be16(p, at_ports + 2)) {
+            k.set_u16(field::SRC_PORT, s);
+            k.set_u16(field::DST_PORT, d);
+        }
+        if let Some(flags) = tcp_flags(p, proto, at) {
+            k.set_u16(field::TCP_FLAGS, flags);
+        }
+    } else if matches!(proto, ipproto::ICMP | ipproto::ICMPV6) {
+        if let (Some(&t), Some(&c)) = (p.get(at), p.get(at + 1)) {
+            k.set_u8(field::ICMP_TYPE, t);
+            k.set_u8(field::ICMP_CODE, c);
+        }
+    }
+}
+
+/// Where a transport header at `at` keeps its two 16-bit ports, for the protocols that have
+/// them (the kernel's proto_ports_offset: AH's "ports" are 4 bytes in, the others' at 0).
+#[inline]
+fn ports_offset(proto: u8, at: usize) -> Option<usize> {
     match proto {
         ipproto::TCP
         | ipproto::UDP
         | ipproto::UDPLITE
         | ipproto::SCTP
         | ipproto::DCCP
-        | ipproto::ESP
-        | ipproto::AH => {
-            // proto_ports_offset: AH's "ports" are 4 bytes in, the others' at 0.
-            let at_ports = if proto == ipproto::AH { at + 4 } else { at };
-            if let (Some(s), Some(d)) = (be16(p, at_ports), be16(p, at_ports + 2)) {
-                k.set_u16(field::SRC_PORT, s);
-                k.set_u16(field::DST_PORT, d);
-            }
-            if proto == ipproto::TCP {
-                if let Some(word) = be16(p, at + 12) {
-                    if usize::from(word >> 12) >= 5 && p.len() >= at + 20 {
-                        k.set_u16(field::TCP_FLAGS, word & 0x0fff);
-                    }
-                }
-            }
-        }
-        ipproto::ICMP | ipproto::ICMPV6 => {
-            if let (Some(&t), Some(&c)) = (p.get(at), p.get(at + 1)) {
-                k.set_u8(field::ICMP_TYPE, t);
-                k.set_u8(field::ICMP_CODE, c);
-            }
-        }
-        _ => {}
+        | ipproto::ESP => Some(at),
+        ipproto::AH => Some(at + 4),
+        _ => None,
     }
+}
+
+/// A TCP header's 12 flag bits, when the header at `at` is whole (data offset >= 5 words
+/// and 20 bytes captured).
+#[inline]
+fn tcp_flags(p: &[u8], proto: u8, at: usize) -> Option<u16> {
+    if proto != ipproto::TCP {
+        return None;
+    }
+    let word = be16(p, at + 12)?;
+    (usize::from(word >> 12) >= 5 && p.len() >= at + 20).then_some(word & 0x0fff)
 }
 
 fn arp(p: &[u8], at: usize, k: &mut Key) {
