@@ -3,8 +3,9 @@
 //! IR's evaluator, against the 16 clause filters run one after another as native code
 //! until one accepts (what a program with 16 separate filters does), and against each
 //! clause's filter alone (the goal: dispatch within 1.5x of the slowest). Hot (4,096
-//! packets repeated) and streaming (one pass over 400,000 packets, more than the caches
-//! hold). End to end: `weir match --count` against what a user would otherwise run: 16
+//! packets repeated), streaming (one pass over 400,000 packets, more than the caches
+//! hold) and shuffled (as many draws from the hot packets in a random order: cached, but no
+//! order for the branch predictor to learn). End to end: `weir match --count` against what a user would otherwise run: 16
 //! `tcpdump -r F --count` processes whose filters give the same first-match counts
 //! (clause i as `(T_i) and not (T_1 or ... or T_i-1)`), and the same 16 filters as
 //! `weir filter --count`.
@@ -278,6 +279,7 @@ struct Row {
     name: String,
     hot: Samples,
     stream: Samples,
+    shuffled: Samples,
 }
 
 pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
@@ -373,46 +375,56 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
         budget: Duration::from_secs(10),
     };
     let stream_plan = Plan { single_pass: true, ..hot_plan };
-    let time = |f: &dyn Fn(&[u8], u32) -> bool| -> Result<(Samples, Samples), String> {
+    // The hot packets again, as many draws as the stream in a seeded random order: every
+    // byte cached, as in the hot column, but no repeating order for the branch predictor to
+    // learn, as in the stream (2026-11-29-pfmatch-11.txt: the hot column's 4,096 packets in one
+    // order let it learn most of the dispatch's branches).
+    let mut rng = weir_testkit::SplitMix64::new(traffic::SEED ^ 0x5f);
+    let shuffled: Vec<&[u8]> =
+        (0..stream.len()).map(|_| hot[rng.below(hot.len() as u64) as usize].as_slice()).collect();
+    let time = |name: String, f: &dyn Fn(&[u8], u32) -> bool| -> Result<Row, String> {
         let count = |set: &[Vec<u8>]| set.iter().filter(|p| f(p, p.len() as u32)).count();
-        let (eh, es) = (count(&hot), count(&stream));
-        let h = time_passes(&hot_plan, hot.len(), eh, || count(&hot))?;
-        let s = time_passes(&stream_plan, stream.len(), es, || count(&stream))?;
-        Ok((h, s))
+        let count_shuffled = || shuffled.iter().filter(|p| f(p, p.len() as u32)).count();
+        let (eh, es, eu) = (count(&hot), count(&stream), count_shuffled());
+        let hot = time_passes(&hot_plan, hot.len(), eh, || count(&hot))?;
+        let stream = time_passes(&stream_plan, stream.len(), es, || count(&stream))?;
+        let shuffled = time_passes(&stream_plan, shuffled.len(), eu, count_shuffled)?;
+        Ok(Row { name, hot, stream, shuffled })
     };
-    let mut rows = Vec::new();
-    let (h, s) = time(&|p, w| native.handler(p, w).is_some())?;
-    rows.push(Row { name: "dispatch, native".into(), hot: h, stream: s });
-    let (h, s) = time(&|p, w| unshared_handler(p, w).is_some())?;
-    rows.push(Row {
-        name: "dispatch, native, clauses unshared (before)".into(),
-        hot: h,
-        stream: s,
-    });
-    let (h, s) = time(&|p, w| first_accepting(&seq, p, w).is_some())?;
-    rows.push(Row { name: "16 filters in turn, native".into(), hot: h, stream: s });
-    let (h, s) = time(&|p, w| evaluator.handler(p, w).is_some())?;
-    rows.push(Row { name: "dispatch, IR evaluator".into(), hot: h, stream: s });
+    let rows = [
+        time("dispatch, native".into(), &|p, w| native.handler(p, w).is_some())?,
+        time("dispatch, native, clauses unshared (before)".into(), &|p, w| {
+            unshared_handler(p, w).is_some()
+        })?,
+        time("16 filters in turn, native".into(), &|p, w| first_accepting(&seq, p, w).is_some())?,
+        time("dispatch, IR evaluator".into(), &|p, w| evaluator.handler(p, w).is_some())?,
+    ];
     let mut single_rows = Vec::new();
     for ((text, _), f) in clause_tests.iter().zip(&singles) {
-        let (h, s) = time(&|p, w| f.matches(p, w))?;
-        single_rows.push(Row { name: format!("clause alone: {text}"), hot: h, stream: s });
+        single_rows.push(time(format!("clause alone: {text}"), &|p, w| f.matches(p, w))?);
     }
     log.line(format!(
         "ns/packet, median of up to {} rounds (spread = IQR/median); hot: 4,096 packets repeated; \
-         stream: one pass over {} packets",
+         stream: one pass over {} packets; shuffled: {} draws from the hot packets in a random \
+         order (cached, no order to learn)",
         args.rounds,
-        stream.len()
+        stream.len(),
+        shuffled.len()
     ));
-    log.line(format!("{:<58} {:>9} {:>7} {:>9} {:>7}", "", "hot", "spread", "stream", "spread"));
+    log.line(format!(
+        "{:<58} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7}",
+        "", "hot", "spread", "stream", "spread", "shuffled", "spread"
+    ));
     let show = |log: &mut Log, r: &Row| {
         log.line(format!(
-            "{:<58} {:>9.2} {:>6.0}% {:>9.2} {:>6.0}%",
+            "{:<58} {:>9.2} {:>6.0}% {:>9.2} {:>6.0}% {:>9.2} {:>6.0}%",
             r.name,
             r.hot.median(),
             r.hot.spread_percent(),
             r.stream.median(),
-            r.stream.spread_percent()
+            r.stream.spread_percent(),
+            r.shuffled.median(),
+            r.shuffled.spread_percent()
         ));
     };
     for r in rows.iter().chain(&single_rows) {
@@ -427,6 +439,7 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
     for (label, pick) in [
         ("hot", (|r: &Row| r.hot.median()) as fn(&Row) -> f64),
         ("stream", |r: &Row| r.stream.median()),
+        ("shuffled", |r: &Row| r.shuffled.median()),
     ] {
         let d = pick(&rows[0]);
         let s = pick(&rows[2]);
