@@ -3,8 +3,9 @@
 //! IR's evaluator, against the 16 clause filters run one after another as native code
 //! until one accepts (what a program with 16 separate filters does), and against each
 //! clause's filter alone (the goal: dispatch within 1.5x of the slowest). Hot (4,096
-//! packets repeated) and streaming (one pass over 400,000 packets, more than the caches
-//! hold). End to end: `weir match --count` against what a user would otherwise run: 16
+//! packets repeated), streaming (one pass over 400,000 packets, more than the caches
+//! hold) and shuffled (as many draws from the hot packets in a random order: cached, but no
+//! order for the branch predictor to learn). End to end: `weir match --count` against what a user would otherwise run: 16
 //! `tcpdump -r F --count` processes whose filters give the same first-match counts
 //! (clause i as `(T_i) and not (T_1 or ... or T_i-1)`), and the same 16 filters as
 //! `weir filter --count`.
@@ -74,6 +75,17 @@ pub struct MatchArgs {
     /// with 0 passes too, and subtract: what is left is the loop's own count.
     #[arg(long, value_name = "ROW:PASSES")]
     pub only: Option<String>,
+    /// The packets `--only` runs over: `hot` (the 4,096 hot packets in one order, repeated),
+    /// `stream` (the table's stream packets, `--stream-packets` of them, in order: memory
+    /// misses and fresh branch outcomes), `shuffled` (`--stream-packets` draws from the hot
+    /// packets in a random order: cached, but no order for the branch predictor to learn) or
+    /// `cycled` (`--stream-packets` separately allocated copies of the hot packets in their
+    /// order: memory misses, with the hot order's repeating branch outcomes) or `aligned` (the
+    /// stream's packets in one buffer, each on a 64-byte boundary) or `straddled` (that buffer
+    /// with each packet 48 bytes into a line). Separates a packet's memory
+    /// misses from its mispredicted branches (no hardware counters here).
+    #[arg(long, default_value = "hot", value_name = "TRAFFIC")]
+    pub only_traffic: String,
 }
 
 /// The row's machine code to /tmp/weir-match-ROW.bin, its address on standard output
@@ -86,12 +98,54 @@ fn dump(row: &str, code: &[u8]) -> Result<(), String> {
 }
 
 /// `--only ROW:PASSES`: one row's hot loop alone (see [`MatchArgs::only`]).
-fn only(spec: &str, program: &Program) -> Result<bool, String> {
+fn only(spec: &str, program: &Program, args: &MatchArgs) -> Result<bool, String> {
     let (row, passes) = spec.split_once(':').ok_or("--only wants ROW:PASSES")?;
     let passes: usize = passes.parse().map_err(|e| format!("--only passes: {e}"))?;
-    let hot: Vec<Vec<u8>> = traffic::frames(traffic::SEED, 4096);
+    let n = args.stream_packets.max(1);
+    let frames: Vec<Vec<u8>> = match args.only_traffic.as_str() {
+        "hot" | "shuffled" => traffic::frames(traffic::SEED, 4096),
+        "stream" | "aligned" | "straddled" => traffic::frames(traffic::SEED ^ 0x15, n),
+        "cycled" => {
+            let hot = traffic::frames(traffic::SEED, 4096);
+            (0..n).map(|i| hot[i % hot.len()].clone()).collect()
+        }
+        other => return Err(format!("--only-traffic: no traffic `{other}`")),
+    };
+    // `aligned`: the stream's packets one after another in one buffer, each starting on a
+    // 64-byte line (as in a ring of frames), so that the first 64 bytes, every offset the
+    // program reads, are one cache line; the heap's frames start 16-byte aligned and so
+    // spread those bytes over two lines for most packets.
+    let mut arena = Vec::new();
+    let mut spans = Vec::new();
+    // `straddled`: the same buffer with every packet starting 48 bytes into a line, so that
+    // the program's bytes are always on two lines (the same memory otherwise).
+    if let Some(skew) = match args.only_traffic.as_str() {
+        "aligned" => Some(0),
+        "straddled" => Some(48),
+        _ => None,
+    } {
+        let size = frames.iter().map(|f| (f.len() + skew).next_multiple_of(64)).sum::<usize>();
+        arena = vec![0u8; size + 64];
+        let mut at = arena.as_ptr().align_offset(64);
+        for f in &frames {
+            arena[at + skew..at + skew + f.len()].copy_from_slice(f);
+            spans.push(at + skew..at + skew + f.len());
+            at += (f.len() + skew).next_multiple_of(64);
+        }
+    }
+    // Every row and traffic runs over one list of packet slices, so they differ only in
+    // which bytes the slices point at and in what order.
+    let hot: Vec<&[u8]> = match args.only_traffic.as_str() {
+        "shuffled" => {
+            let mut rng = weir_testkit::SplitMix64::new(traffic::SEED ^ 0x5f);
+            (0..n).map(|_| frames[rng.below(frames.len() as u64) as usize].as_slice()).collect()
+        }
+        "aligned" | "straddled" => spans.iter().map(|s| &arena[s.clone()]).collect(),
+        _ => frames.iter().map(Vec::as_slice).collect(),
+    };
     let mut hits = 0usize;
-    let started = Instant::now();
+    // Set after each row's compile, just before its loop: the figure is the loop's.
+    let started;
     if row == "dispatch" {
         let d = weir::pfmatch::Dispatch::compile(program)?;
         let native = weir_jit::filter::compile_results_read(
@@ -104,17 +158,16 @@ fn only(spec: &str, program: &Program) -> Result<bool, String> {
         dump(row, native.machine_code())?;
         dump("dispatch-whole", native.whole_machine_code())?;
         let mut r = [0u32; 16];
+        started = Instant::now();
         for _ in 0..passes {
-            hits += hot.iter().filter(|p| native.run(p, p.len() as u32, &mut r)).count();
+            hits += pass(&hot, |p| native.run(p, p.len() as u32, &mut r));
         }
     } else if row == "sequential" {
         // The 16 clause filters run in turn until one accepts, as the table's row.
         let filters = sequential(program)?;
+        started = Instant::now();
         for _ in 0..passes {
-            for p in &hot {
-                let len = p.len() as u32;
-                hits += usize::from(filters.iter().any(|f| f.matches(p, len)));
-            }
+            hits += pass(&hot, |p| filters.iter().any(|f| f.matches(p, p.len() as u32)));
         }
     } else {
         let i: usize = row.parse().map_err(|e| format!("--only row: {e}"))?;
@@ -124,8 +177,9 @@ fn only(spec: &str, program: &Program) -> Result<bool, String> {
             .ok_or(format!("--only: no clause {i}"))?;
         let f = weir_jit::filter::compile(&opt::optimize(&f)).map_err(|e| e.to_string())?;
         dump(row, f.machine_code())?;
+        started = Instant::now();
         for _ in 0..passes {
-            hits += hot.iter().filter(|p| f.matches(p, p.len() as u32)).count();
+            hits += pass(&hot, |p| f.matches(p, p.len() as u32));
         }
     }
     let n = (passes * hot.len()).max(1);
@@ -134,6 +188,12 @@ fn only(spec: &str, program: &Program) -> Result<bool, String> {
         started.elapsed().as_nanos() as f64 / n as f64
     );
     Ok(true)
+}
+
+/// One pass of `--only`'s loop: `run` on every packet, the matches counted (one loop for
+/// every row, so rows differ only in what they call).
+fn pass(packets: &[&[u8]], mut run: impl FnMut(&[u8]) -> bool) -> usize {
+    packets.iter().filter(|p| run(p)).count()
 }
 
 /// The clause tests, in order (the program has no nesting and no `otherwise`).
@@ -219,6 +279,7 @@ struct Row {
     name: String,
     hot: Samples,
     stream: Samples,
+    shuffled: Samples,
 }
 
 pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
@@ -226,7 +287,7 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
     let program = parse(PROGRAM, LinkType::Ethernet, &NameDb::builtin())
         .map_err(|e| format!("the benchmark program: {e}"))?;
     if let Some(spec) = &args.only {
-        return only(spec, &program);
+        return only(spec, &program, args);
     }
     let native = Dispatch::prepare(program.clone(), Some(Engine::Native)).map_err(|e| e.message)?;
     let evaluator =
@@ -314,46 +375,56 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
         budget: Duration::from_secs(10),
     };
     let stream_plan = Plan { single_pass: true, ..hot_plan };
-    let time = |f: &dyn Fn(&[u8], u32) -> bool| -> Result<(Samples, Samples), String> {
+    // The hot packets again, as many draws as the stream in a seeded random order: every
+    // byte cached, as in the hot column, but no repeating order for the branch predictor to
+    // learn, as in the stream (2026-11-29-pfmatch-11.txt: the hot column's 4,096 packets in one
+    // order let it learn most of the dispatch's branches).
+    let mut rng = weir_testkit::SplitMix64::new(traffic::SEED ^ 0x5f);
+    let shuffled: Vec<&[u8]> =
+        (0..stream.len()).map(|_| hot[rng.below(hot.len() as u64) as usize].as_slice()).collect();
+    let time = |name: String, f: &dyn Fn(&[u8], u32) -> bool| -> Result<Row, String> {
         let count = |set: &[Vec<u8>]| set.iter().filter(|p| f(p, p.len() as u32)).count();
-        let (eh, es) = (count(&hot), count(&stream));
-        let h = time_passes(&hot_plan, hot.len(), eh, || count(&hot))?;
-        let s = time_passes(&stream_plan, stream.len(), es, || count(&stream))?;
-        Ok((h, s))
+        let count_shuffled = || shuffled.iter().filter(|p| f(p, p.len() as u32)).count();
+        let (eh, es, eu) = (count(&hot), count(&stream), count_shuffled());
+        let hot = time_passes(&hot_plan, hot.len(), eh, || count(&hot))?;
+        let stream = time_passes(&stream_plan, stream.len(), es, || count(&stream))?;
+        let shuffled = time_passes(&stream_plan, shuffled.len(), eu, count_shuffled)?;
+        Ok(Row { name, hot, stream, shuffled })
     };
-    let mut rows = Vec::new();
-    let (h, s) = time(&|p, w| native.handler(p, w).is_some())?;
-    rows.push(Row { name: "dispatch, native".into(), hot: h, stream: s });
-    let (h, s) = time(&|p, w| unshared_handler(p, w).is_some())?;
-    rows.push(Row {
-        name: "dispatch, native, clauses unshared (before)".into(),
-        hot: h,
-        stream: s,
-    });
-    let (h, s) = time(&|p, w| first_accepting(&seq, p, w).is_some())?;
-    rows.push(Row { name: "16 filters in turn, native".into(), hot: h, stream: s });
-    let (h, s) = time(&|p, w| evaluator.handler(p, w).is_some())?;
-    rows.push(Row { name: "dispatch, IR evaluator".into(), hot: h, stream: s });
+    let rows = [
+        time("dispatch, native".into(), &|p, w| native.handler(p, w).is_some())?,
+        time("dispatch, native, clauses unshared (before)".into(), &|p, w| {
+            unshared_handler(p, w).is_some()
+        })?,
+        time("16 filters in turn, native".into(), &|p, w| first_accepting(&seq, p, w).is_some())?,
+        time("dispatch, IR evaluator".into(), &|p, w| evaluator.handler(p, w).is_some())?,
+    ];
     let mut single_rows = Vec::new();
     for ((text, _), f) in clause_tests.iter().zip(&singles) {
-        let (h, s) = time(&|p, w| f.matches(p, w))?;
-        single_rows.push(Row { name: format!("clause alone: {text}"), hot: h, stream: s });
+        single_rows.push(time(format!("clause alone: {text}"), &|p, w| f.matches(p, w))?);
     }
     log.line(format!(
         "ns/packet, median of up to {} rounds (spread = IQR/median); hot: 4,096 packets repeated; \
-         stream: one pass over {} packets",
+         stream: one pass over {} packets; shuffled: {} draws from the hot packets in a random \
+         order (cached, no order to learn)",
         args.rounds,
-        stream.len()
+        stream.len(),
+        shuffled.len()
     ));
-    log.line(format!("{:<58} {:>9} {:>7} {:>9} {:>7}", "", "hot", "spread", "stream", "spread"));
+    log.line(format!(
+        "{:<58} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7}",
+        "", "hot", "spread", "stream", "spread", "shuffled", "spread"
+    ));
     let show = |log: &mut Log, r: &Row| {
         log.line(format!(
-            "{:<58} {:>9.2} {:>6.0}% {:>9.2} {:>6.0}%",
+            "{:<58} {:>9.2} {:>6.0}% {:>9.2} {:>6.0}% {:>9.2} {:>6.0}%",
             r.name,
             r.hot.median(),
             r.hot.spread_percent(),
             r.stream.median(),
-            r.stream.spread_percent()
+            r.stream.spread_percent(),
+            r.shuffled.median(),
+            r.shuffled.spread_percent()
         ));
     };
     for r in rows.iter().chain(&single_rows) {
@@ -368,6 +439,7 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
     for (label, pick) in [
         ("hot", (|r: &Row| r.hot.median()) as fn(&Row) -> f64),
         ("stream", |r: &Row| r.stream.median()),
+        ("shuffled", |r: &Row| r.shuffled.median()),
     ] {
         let d = pick(&rows[0]);
         let s = pick(&rows[2]);
