@@ -360,15 +360,19 @@ pub fn run(args: FilterArgs) -> Result<ExitCode, String> {
 }
 
 /// `-d`, `-dd`, `-ddd`: the classic BPF program tcpdump would print for the same options.
+/// `snapshot` is the source's snapshot length (a capture's as libpcap adjusts it, an
+/// interface's `-s`): pcap_compile accepts with it, so the `ret` of a listing shows it.
 fn dump_program(
     args: &FilterArgs,
     expression: &Expression,
     linktype: LinkType,
+    snapshot: u32,
 ) -> Result<ExitCode, String> {
     let mut options = options(linktype);
     options.optimize = !args.no_optimize;
-    let filter = weir::compile_filter_with(&expression.text, &options, &NameDb::system())
+    let mut filter = weir::compile_filter_with(&expression.text, &options, &NameDb::system())
         .map_err(|e| expression.error(&e))?;
+    filter.accept = snapshot;
     let insns = if options.optimize {
         weir::emit::cbpf::emit(&filter)
     } else {
@@ -398,7 +402,7 @@ fn run_capture(args: FilterArgs, read: PathBuf) -> Result<ExitCode, String> {
             Some(linktype) => linktype,
             None => supported(capture.linktype()).ok_or_else(|| unsupported(capture.linktype()))?,
         };
-        return dump_program(&args, &expression, linktype);
+        return dump_program(&args, &expression, linktype, capture.snaplen());
     }
     if args.write.is_none() {
         capture = capture.without_blocks();
@@ -795,7 +799,8 @@ fn run_live(args: FilterArgs) -> Result<ExitCode, String> {
     };
     let mut live = crate::live::Live::open(&args.live, &mut compile, args.engine, args.explain)?;
     if args.dump > 0 {
-        return dump_program(&args, &expression, forced.unwrap_or(live.linktype));
+        let snapshot = live.source.snaplen();
+        return dump_program(&args, &expression, forced.unwrap_or(live.linktype), snapshot);
     }
     let sink = match &args.write {
         Some(path) => Sink::Capture(

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::common::{sample, text, weir};
+use crate::common::{have_tcpdump, sample, text, weir};
 
 #[test]
 fn numeric_and_quiet_flags_change_nothing() {
@@ -144,4 +144,42 @@ fn line_buffered_lines_reach_a_pipe_before_the_input_ends() {
     input.extend_from_slice(&record);
     let got = output_while_input_open(&["filter", "-l", "-r", "-"], &input, 1);
     assert_eq!(got.len(), 1, "-l: the first line should arrive while the input is open");
+}
+
+/// The `ret` of a `-d` listing is the capture's snapshot length as libpcap adjusts it
+/// (`pcap_compile` accepts with `pcap_snapshot`): the header's when it is 1..=262144, the
+/// link type's maximum (262144 for Ethernet) when it is 0 or above INT_MAX; tcpdump's lines
+/// when it runs. (Between the two, libpcap 1.10.3 keeps the header's value where weir's reader
+/// takes the link type's maximum: not compared here.)
+#[test]
+fn dump_accepts_with_the_captures_snapshot_length() {
+    let bytes = std::fs::read(sample()).unwrap();
+    let dir = std::env::temp_dir().join(format!("weir-dump-snaplen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tcpdump = have_tcpdump("dump_accepts_with_the_captures_snapshot_length (tcpdump's side)");
+    for (snaplen, want) in [(65_535u32, 65_535u32), (96, 96), (0, 262_144), (1 << 31, 262_144)] {
+        let mut capture = bytes.clone();
+        capture[16..20].copy_from_slice(&snaplen.to_le_bytes());
+        let file = dir.join(format!("snaplen-{snaplen}.pcap"));
+        std::fs::write(&file, &capture).unwrap();
+        let file = file.display().to_string();
+        for dump in ["-d", "-dd", "-ddd"] {
+            let out = weir(&["filter", dump, "-r", &file, "tcp port 80"]);
+            assert!(out.status.success(), "{snaplen} {dump}: {}", text(&out.stderr));
+            let listing = text(&out.stdout);
+            let accept = match dump {
+                "-d" => format!("ret      #{want}"),
+                "-dd" => format!("{{ 0x6, 0, 0, 0x{want:08x} }},"),
+                _ => format!("6 0 0 {want}"),
+            };
+            assert!(listing.contains(&accept), "{snaplen} {dump}: no `{accept}` in\n{listing}");
+            if tcpdump && dump == "-d" {
+                let theirs =
+                    Command::new("tcpdump").args(["-r", &file, "-d", "tcp port 80"]).output();
+                let theirs = text(&theirs.unwrap().stdout);
+                assert_eq!(listing, theirs, "{snaplen}: weir's listing against tcpdump's");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
