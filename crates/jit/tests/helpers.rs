@@ -19,8 +19,8 @@ fn sum(ctx: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
 }
 
 /// `fill(addr, len, byte)`: writes `len` copies of `byte` at `addr`; returns 0, or the
-/// trap code's number when the program may not write there.
-fn fill(ctx: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
+/// trap code's number when the program may not write there. (Also `lent.rs`'s helper.)
+pub(crate) fn fill(ctx: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
     let Ok(len) = usize::try_from(args[1]) else { return HelperOutcome::Fail };
     let bytes = vec![args[2] as u8; len.min(4096)];
     match ctx.write(args[0], &bytes) {

@@ -6,20 +6,11 @@
 
 use weir_isa::asm::assemble;
 use weir_jit::Jit;
-use weir_program::abi::{Bindings, Helper, HelperCtx, HelperOutcome};
+use weir_program::abi::{Bindings, Helper};
 use weir_program::exec::{Batch, Input, LentRun, PacketSpan, RunOutcome};
 use weir_program::{ProgType, Program, Trap, TrapCode, Verified};
 
-/// `fill(addr, len, byte)`: writes `len` copies of `byte` at `addr`; returns 0, or the
-/// trap code's number when the program may not write there.
-fn fill(ctx: &mut HelperCtx<'_>, args: &[u64; 5]) -> HelperOutcome {
-    let Ok(len) = usize::try_from(args[1]) else { return HelperOutcome::Fail };
-    let bytes = vec![args[2] as u8; len.min(4096)];
-    match ctx.write(args[0], &bytes) {
-        Ok(()) => HelperOutcome::Return(0),
-        Err(code) => HelperOutcome::Return(u64::from(code.code())),
-    }
-}
+use crate::helpers::fill;
 
 fn bindings() -> Bindings {
     let mut b = Bindings::for_prog_type(ProgType::Xdp);
