@@ -12,10 +12,12 @@
 //!
 //! The formats are read as libpcap 1.10 reads them (`sf-pcap.c`, `sf-pcapng.c`): the
 //! link-type field masked with `LT_LINKTYPE` (the FCS bits above it are kept apart,
-//! [`CaptureReader::linktype_ext`]), version checks, snapshot lengths of 0 or too large
-//! replaced by the link type's maximum, a captured length above the snapshot length cut to
-//! it, a captured length above the link type's maximum refused at that record, versions
-//! 2.0-2.3 whose length fields are swapped, pcapng block-length checks, interface
+//! [`CaptureReader::linktype_ext`]), version checks, snapshot lengths of 0 or above INT_MAX
+//! replaced by the link type's maximum (one between that maximum and INT_MAX is kept, as
+//! libpcap 1.10.3 keeps it), a pcap captured length above the snapshot length cut to it, a
+//! pcap captured length above the link type's maximum refused at that record, a pcapng
+//! captured length above the snapshot length refused (whatever the link type's maximum),
+//! versions 2.0-2.3 whose length fields are swapped, pcapng block-length checks, interface
 //! description options checked and packet-block options not, unknown blocks skipped. Where
 //! weir reads further than libpcap it says so in [`CaptureReader`]'s documentation.
 //!
@@ -88,13 +90,28 @@ pub fn max_snaplen(linktype: u32) -> u32 {
     }
 }
 
-/// libpcap's `pcap_adjust_snapshot`: 0 or more than the maximum means the maximum.
+/// libpcap's largest snapshot length (`INT_MAX`: `pcap_t`'s `snapshot` is an `int`).
+const INT_MAX: u32 = i32::MAX as u32;
+
+/// libpcap 1.10's `pcap_adjust_snapshot`: 0 or more than `INT_MAX` means the link type's
+/// maximum; anything else is kept, even above that maximum (libpcap 1.10.3 keeps a pcap
+/// header's or first interface's 300,000, and `pcap_compile` accepts with it: `ret #300000`).
 fn adjust_snapshot(linktype: u32, snaplen: u32) -> u32 {
-    let max = max_snaplen(linktype);
-    if snaplen == 0 || snaplen > max {
-        max
+    if snaplen == 0 || snaplen > INT_MAX {
+        max_snaplen(linktype)
     } else {
         snaplen
+    }
+}
+
+/// libpcap's refusal of a captured length: pcap's when it is above the link type's maximum
+/// (naming the snapshot length when it is above that too), pcapng's when it is above the
+/// snapshot length.
+fn invalid_caplen(caplen: u32, snapshot: u32, max: u32) -> String {
+    if caplen > snapshot {
+        format!("invalid packet capture length {caplen}, bigger than snaplen of {snapshot}")
+    } else {
+        format!("invalid packet capture length {caplen}, bigger than maximum of {max}")
     }
 }
 
@@ -452,6 +469,13 @@ struct Found {
     offset: u64,
 }
 
+/// A piece of [`CaptureReader::copy_buffered`]'s output: a run of stored records, or a cut
+/// record (its new header at (start, length) in the cut headers, its data in the buffer).
+enum Piece {
+    Stored((usize, usize)),
+    Cut(usize, usize, (usize, usize)),
+}
+
 /// The fast paths' walk over complete pcap records ([`CaptureReader::visit_buffered`]).
 #[derive(Clone, Copy)]
 struct PcapWalk {
@@ -793,9 +817,10 @@ impl<R: Read> CaptureReader<R> {
         let linktype = field & LT_LINKTYPE_MASK;
         let mut snapshot = adjust_snapshot(linktype, snaplen);
         let record_header = if magic == MAGIC_KUZNETSOV {
-            // Captures in "cooked" mode got a fake Ethernet header on top of the snapshot.
+            // Captures in "cooked" mode got a fake Ethernet header on top of the snapshot
+            // (libpcap 1.10.3 stops at INT_MAX).
             if linktype == LINKTYPE_ETHERNET {
-                snapshot = snapshot.saturating_add(14);
+                snapshot = snapshot.saturating_add(14).min(INT_MAX);
             }
             24
         } else {
@@ -931,7 +956,7 @@ impl<R: Read> CaptureReader<R> {
         } else if !length.is_multiple_of(4) {
             format!("block length {length} is not a multiple of 4")
         } else if length > max_block {
-            format!("block length {length} is more than libpcap's maximum of {max_block}")
+            format!("pcapng block size {length} > maximum {max_block}")
         } else {
             return Ok(());
         };
@@ -1094,14 +1119,7 @@ impl<R: Read> CaptureReader<R> {
         }
         let max = max_snaplen(self.linktype);
         if caplen > max {
-            return Err(self.record_error(
-                at,
-                format!(
-                    "captured length {caplen} is more than libpcap's maximum of {max} for link \
-                     type {}",
-                    self.linktype
-                ),
-            ));
+            return Err(self.record_error(at, invalid_caplen(caplen, self.snaplen, max)));
         }
         // The record holds `caplen` bytes (libpcap reads them all, then keeps at most the
         // snapshot length).
@@ -1148,10 +1166,13 @@ impl<R: Read> CaptureReader<R> {
 
     /// [`visit_buffered`](Self::visit_buffered) for a copy-through writer of a pcap file:
     /// `keep(data, wire_len)` chooses, at most `max_kept` records are kept (then it stops),
-    /// and the kept records as stored (header and data) go to `out` once, as runs (each one
-    /// slice of consecutive kept records) with their number. Returns (records visited,
-    /// records kept), or `out`'s error. Why runs: most records of a broad filter are kept,
-    /// and a writer can hand the runs to one `writev(2)`, straight from this buffer.
+    /// and the kept records go to `out` once, as slices with their number: each run of
+    /// consecutive kept records as stored (header and data) in one slice, and a record
+    /// whose captured length is above the snapshot length as `tcpdump -w` writes it, cut:
+    /// its stored header with the cut captured length (made here), then its first snapshot
+    /// length bytes. Returns (records visited, records kept), or `out`'s error. Why runs:
+    /// most records of a broad filter are kept, and a writer can hand the runs to one
+    /// `writev(2)`, straight from this buffer; a cut record only breaks a run.
     pub fn copy_buffered(
         &mut self,
         mut keep: impl FnMut(&[u8], u32) -> bool,
@@ -1164,23 +1185,47 @@ impl<R: Read> CaptureReader<R> {
         let Some(walked) = self.pcap_walk() else { return Ok((0, 0)) };
         let bytes = self.window.bytes();
         let mut kept = 0u64;
-        // The runs as (start, end) in `bytes`.
-        let mut runs: Vec<(usize, usize)> = Vec::new();
+        // The pieces as (start, end) in `bytes`, or a cut record's header (start in `cut`)
+        // then its data in `bytes`.
+        let mut runs: Vec<Piece> = Vec::new();
+        let mut cut: Vec<u8> = Vec::new();
+        let record_header = walked.record_header;
         let (at, visited) = walked.walk(bytes, |record, data, wire_len| {
             if !keep(data, wire_len) {
                 return true;
             }
-            match runs.last_mut() {
-                Some(run) if run.1 == record.0 => run.1 = record.1,
-                _ => runs.push(record),
+            let data_at = record.0 + record_header;
+            if data_at + data.len() < record.1 {
+                let stored = bytes.get(record.0..data_at).unwrap_or_default();
+                let caplen = u32::try_from(data.len()).unwrap_or(u32::MAX);
+                let mut header = stored.to_vec();
+                let field = if walked.big { caplen.to_be_bytes() } else { caplen.to_le_bytes() };
+                if let Some(slot) = header.get_mut(8..12) {
+                    slot.copy_from_slice(&field);
+                }
+                runs.push(Piece::Cut(cut.len(), header.len(), (data_at, data_at + data.len())));
+                cut.extend_from_slice(&header);
+            } else {
+                match runs.last_mut() {
+                    Some(Piece::Stored(run)) if run.1 == record.0 => run.1 = record.1,
+                    _ => runs.push(Piece::Stored(record)),
+                }
             }
             kept += 1;
             kept < max_kept
         });
-        let mut slices: Vec<io::IoSlice<'_>> = runs
-            .iter()
-            .map(|&(a, b)| io::IoSlice::new(bytes.get(a..b).unwrap_or_default()))
-            .collect();
+        let slice = |(a, b): (usize, usize)| io::IoSlice::new(bytes.get(a..b).unwrap_or_default());
+        let mut slices: Vec<io::IoSlice<'_>> = Vec::with_capacity(runs.len());
+        for piece in &runs {
+            match *piece {
+                Piece::Stored(run) => slices.push(slice(run)),
+                Piece::Cut(header, len, data) => {
+                    slices
+                        .push(io::IoSlice::new(cut.get(header..header + len).unwrap_or_default()));
+                    slices.push(slice(data));
+                }
+            }
+        }
         let written = if kept > 0 { out(&mut slices, kept) } else { Ok(()) };
         drop(slices);
         self.window.consume(at);
@@ -1317,14 +1362,13 @@ impl<R: Read> CaptureReader<R> {
                     ),
                 });
             };
+            // libpcap checks pcapng's captured length against the snapshot length only: a
+            // record above the link type's maximum is read when the snapshot allows it.
             if caplen > iface.snaplen {
                 return Err(CaptureError {
                     record: index,
                     offset: Some(at),
-                    message: format!(
-                        "captured length {caplen} is more than the snapshot length {}",
-                        iface.snaplen
-                    ),
+                    message: invalid_caplen(caplen, iface.snaplen, iface.snaplen),
                 });
             }
             let data_end = data_at.saturating_add(caplen as usize);

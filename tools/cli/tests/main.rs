@@ -22,5 +22,6 @@ mod plugin;
 mod rejects_all;
 mod run;
 mod run_cpus;
+mod snaplen_copy;
 mod tcpdump_habits;
 mod verify;

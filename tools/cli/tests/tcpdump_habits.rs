@@ -146,39 +146,147 @@ fn line_buffered_lines_reach_a_pipe_before_the_input_ends() {
     assert_eq!(got.len(), 1, "-l: the first line should arrive while the input is open");
 }
 
-/// The `ret` of a `-d` listing is the capture's snapshot length as libpcap adjusts it
-/// (`pcap_compile` accepts with `pcap_snapshot`): the header's when it is 1..=262144, the
-/// link type's maximum (262144 for Ethernet) when it is 0 or above INT_MAX; tcpdump's lines
-/// when it runs. (Between the two, libpcap 1.10.3 keeps the header's value where weir's reader
-/// takes the link type's maximum: not compared here.)
+/// The `ret` of a `-d` listing is the capture's snapshot length as libpcap 1.10.3 adjusts it
+/// (`pcap_compile` accepts with `pcap_snapshot`): the header's (a pcap header's, a pcapng
+/// first interface's) when it is 1..=INT_MAX, even above the link type's maximum; the link
+/// type's maximum (262144 for Ethernet) when it is 0 or above INT_MAX; the modified pcap
+/// format adds 14 on Ethernet, up to INT_MAX. tcpdump's lines when it runs.
 #[test]
 fn dump_accepts_with_the_captures_snapshot_length() {
     let bytes = std::fs::read(sample()).unwrap();
     let dir = std::env::temp_dir().join(format!("weir-dump-snaplen-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let tcpdump = have_tcpdump("dump_accepts_with_the_captures_snapshot_length (tcpdump's side)");
-    for (snaplen, want) in [(65_535u32, 65_535u32), (96, 96), (0, 262_144), (1 << 31, 262_144)] {
+    let int_max = i32::MAX as u32;
+    let mut files: Vec<(String, Vec<u8>, u32)> = Vec::new();
+    for (snaplen, want) in [
+        (65_535u32, 65_535u32),
+        (96, 96),
+        (0, 262_144),
+        (262_144, 262_144),
+        (262_145, 262_145),
+        (300_000, 300_000),
+        (int_max, int_max),
+        (1 << 31, 262_144),
+        (u32::MAX, 262_144),
+    ] {
         let mut capture = bytes.clone();
         capture[16..20].copy_from_slice(&snaplen.to_le_bytes());
-        let file = dir.join(format!("snaplen-{snaplen}.pcap"));
+        files.push((format!("snaplen-{snaplen}.pcap"), capture, want));
+        files.push((format!("snaplen-{snaplen}.pcapng"), pcapng_with_snaplen(snaplen), want));
+    }
+    for (snaplen, want) in [(0, 262_158), (int_max - 14, int_max), (int_max - 13, int_max)] {
+        let mut capture = bytes[..24].to_vec();
+        capture[..4].copy_from_slice(&0xA1B2_CD34u32.to_le_bytes());
+        capture[16..20].copy_from_slice(&snaplen.to_le_bytes());
+        files.push((format!("modified-{snaplen}.pcap"), capture, want));
+    }
+    for (name, capture, want) in files {
+        let file = dir.join(&name);
         std::fs::write(&file, &capture).unwrap();
         let file = file.display().to_string();
         for dump in ["-d", "-dd", "-ddd"] {
             let out = weir(&["filter", dump, "-r", &file, "tcp port 80"]);
-            assert!(out.status.success(), "{snaplen} {dump}: {}", text(&out.stderr));
+            assert!(out.status.success(), "{name} {dump}: {}", text(&out.stderr));
             let listing = text(&out.stdout);
             let accept = match dump {
                 "-d" => format!("ret      #{want}"),
                 "-dd" => format!("{{ 0x6, 0, 0, 0x{want:08x} }},"),
                 _ => format!("6 0 0 {want}"),
             };
-            assert!(listing.contains(&accept), "{snaplen} {dump}: no `{accept}` in\n{listing}");
-            if tcpdump && dump == "-d" {
+            assert!(listing.contains(&accept), "{name} {dump}: no `{accept}` in\n{listing}");
+            if tcpdump {
                 let theirs =
-                    Command::new("tcpdump").args(["-r", &file, "-d", "tcp port 80"]).output();
+                    Command::new("tcpdump").args(["-r", &file, dump, "tcp port 80"]).output();
                 let theirs = text(&theirs.unwrap().stdout);
-                assert_eq!(listing, theirs, "{snaplen}: weir's listing against tcpdump's");
+                assert_eq!(listing, theirs, "{name} {dump}: weir's listing against tcpdump's");
             }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A pcapng file: a section header, an Ethernet interface of this snapshot length, no packets.
+fn pcapng_with_snaplen(snaplen: u32) -> Vec<u8> {
+    let block = |kind: u32, body: &[u8]| {
+        let len = (12 + body.len() as u32).to_le_bytes();
+        [&kind.to_le_bytes()[..], &len, body, &len].concat()
+    };
+    let shb = [&0x1A2B_3C4Du32.to_le_bytes()[..], &[1, 0, 0, 0], &[0xff; 8]].concat();
+    let idb = [&[1u8, 0, 0, 0][..], &snaplen.to_le_bytes()].concat();
+    [block(0x0A0D_0D0A, &shb), block(1, &idb)].concat()
+}
+
+/// A record libpcap refuses ends the reading where tcpdump's does, with libpcap's words
+/// after weir's place (record and byte); one above 262,144 bytes that the snapshot length
+/// allows is read from pcapng (not from pcap).
+#[test]
+fn long_records_end_the_reading_with_libpcaps_words() {
+    let dir = std::env::temp_dir().join(format!("weir-long-records-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tcpdump = have_tcpdump("long_records_end_the_reading_with_libpcaps_words (tcpdump's side)");
+    let packet = |len: usize| -> Vec<u8> { (0..len).map(|i| (i % 251) as u8).collect() };
+    let pcap = |snaplen: u32, caplen: u32| {
+        let mut out = [&0xA1B2_C3D4u32.to_le_bytes()[..], &[2, 0, 4, 0], &[0; 8]].concat();
+        out.extend(snaplen.to_le_bytes());
+        out.extend(1u32.to_le_bytes());
+        for len in [100, caplen, 100] {
+            out.extend([&[0; 8][..], &len.to_le_bytes(), &len.to_le_bytes()].concat());
+            out.extend(packet(len as usize));
+        }
+        out
+    };
+    let pcapng = |snaplen: u32, caplen: u32| {
+        let mut out = pcapng_with_snaplen(snaplen);
+        for len in [100, caplen, 100] {
+            let mut body = [&[0; 12][..], &len.to_le_bytes(), &len.to_le_bytes()].concat();
+            body.extend(packet(len as usize));
+            body.resize(body.len().next_multiple_of(4), 0);
+            let total = (12 + body.len() as u32).to_le_bytes();
+            out.extend([&6u32.to_le_bytes()[..], &total, &body, &total].concat());
+        }
+        out
+    };
+    // (file, bytes, packets read, the refusal's place and words)
+    let cases = [
+        ("a.pcap", pcap(300_000, 280_000), 1, Some("record 2 at byte 140: invalid packet capture length 280000, bigger than maximum of 262144")),
+        ("b.pcap", pcap(65_535, 280_000), 1, Some("record 2 at byte 140: invalid packet capture length 280000, bigger than snaplen of 65535")),
+        ("c.pcap", pcap(1000, 2000), 3, None),
+        ("a.pcapng", pcapng(300_000, 280_000), 3, None),
+        ("b.pcapng", pcapng(1000, 2000), 1, Some("record 2 at byte 180: invalid packet capture length 2000, bigger than snaplen of 1000")),
+    ];
+    for (name, bytes, read, refused) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, &bytes).unwrap();
+        let file = file.display().to_string();
+        let out = weir(&["filter", "--count", "-r", &file, ""]);
+        let stderr = text(&out.stderr);
+        assert_eq!(text(&out.stdout).trim(), read.to_string(), "{name}: packets read: {stderr}");
+        match refused {
+            Some(words) => {
+                assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+                let first = stderr.lines().next().unwrap_or_default();
+                assert_eq!(first, format!("weir: {file}: {words}"), "{name}");
+            }
+            None => assert!(out.status.success() && stderr.is_empty(), "{name}: {stderr}"),
+        }
+        if tcpdump {
+            let theirs = Command::new("tcpdump").args(["-n", "-r", &file]).output().unwrap();
+            let (lines, stderr) = (
+                text(&theirs.stdout)
+                    .lines()
+                    .filter(|l| !l.starts_with(char::is_whitespace))
+                    .count(),
+                text(&theirs.stderr),
+            );
+            assert_eq!(lines, read, "{name}: the packets tcpdump prints");
+            let words =
+                refused.map(|w| format!("tcpdump: pcap_loop: {}", w.split_once(": ").unwrap().1));
+            assert_eq!(
+                stderr.lines().find(|l| l.starts_with("tcpdump: ")).map(str::to_string),
+                words,
+                "{name}: tcpdump's words"
+            );
         }
     }
     std::fs::remove_dir_all(&dir).ok();

@@ -8,6 +8,8 @@ use weir_testkit::SplitMix64;
 
 pub(crate) mod build;
 mod odd;
+mod snaplen;
+mod snaplen_cases;
 
 use build::{pcap_file, Ng, Rec};
 
@@ -299,7 +301,8 @@ fn errors_name_record_and_byte() {
     absurd[24 + 66 + 8..24 + 66 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
     let (got, err) = read_bytes(&absurd, 1 << 20);
     assert_eq!(got.len(), 1);
-    assert!(err.unwrap().to_string().contains("more than libpcap's maximum of 262144"));
+    let err = err.unwrap().to_string();
+    assert!(err.ends_with("bigger than snaplen of 262144"), "{err}");
     // Header problems: no record, byte 0.
     let e = CaptureReader::new(Cursor::new(vec![1, 2])).err().unwrap();
     assert_eq!(e.to_string(), "at byte 0: file too short for a capture header (2 bytes)");
@@ -500,6 +503,17 @@ fn visit_buffered_sees_what_next_packet_sees() {
     }
 }
 
+/// A pcap record as a copy-through writes it (16-byte headers): as stored, or cut to the
+/// snapshot length with its cut captured length.
+fn as_written(record: &[u8], data: &[u8], wire_len: u32, big: bool) -> Vec<u8> {
+    if record.len() - 16 == data.len() {
+        return record.to_vec();
+    }
+    let mut out = writer::pcap_record_header(record, data.len() as u32, wire_len, big).to_vec();
+    out.extend_from_slice(data);
+    out
+}
+
 /// A copy-through's loop: [`CaptureReader::copy_buffered`] for the complete records
 /// buffered, `next_packet` for the rest; the bytes a writer would get, and the damage.
 fn copy_all<R: Read>(
@@ -508,13 +522,14 @@ fn copy_all<R: Read>(
     max_kept: u64,
 ) -> (Vec<u8>, u64, Option<CaptureError>) {
     let (mut out, mut kept) = (Vec::new(), 0u64);
+    let big = reader.header().first() == Some(&0xA1);
     loop {
         match reader.next_packet() {
             None => return (out, kept, None),
             Some(Err(e)) => return (out, kept, Some(e)),
             Some(Ok(p)) => {
                 if keep(p.data, p.wire_len) {
-                    out.extend_from_slice(p.stored.unwrap().record);
+                    out.extend(as_written(p.stored.unwrap().record, p.data, p.wire_len, big));
                     kept += 1;
                 }
             }
@@ -559,11 +574,13 @@ fn copy_buffered_copies_what_next_packet_copies() {
     let keep = |data: &[u8], wire: u32| data.len() % 7 != 3 && !wire.is_multiple_of(5);
     for (name, bytes) in &files {
         let (all, err) = read_bytes(bytes, 1 << 20);
-        let expected: Vec<u8> = all
-            .iter()
-            .filter(|p| keep(&p.data, p.wire_len))
-            .flat_map(|p| p.record.iter().copied())
-            .collect();
+        let big = bytes[0] == 0xA1;
+        let written = |p: &Owned| as_written(&p.record, &p.data, p.wire_len, big);
+        let expected: Vec<u8> =
+            all.iter().filter(|p| keep(&p.data, p.wire_len)).flat_map(written).collect();
+        // The snapshot length of 100 cuts records, each written with its cut length.
+        let cut = all.iter().filter(|p| p.record.len() - 16 > p.data.len()).count();
+        assert_eq!(cut > 0, *name == "snaplen 100", "{name}: {cut} records cut");
         let n = all.iter().filter(|p| keep(&p.data, p.wire_len)).count() as u64;
         assert!(n > 200 && n < all.len() as u64, "{name}: {n}");
         for chunk in [1, 13, 100, 4096, 1 << 20] {
@@ -580,7 +597,7 @@ fn copy_buffered_copies_what_next_packet_copies() {
             assert_eq!(kept, 150, "{name} chunk {chunk}");
             let kept_150: Vec<&Owned> =
                 all.iter().filter(|p| keep(&p.data, p.wire_len)).take(150).collect();
-            let prefix: Vec<u8> = kept_150.iter().flat_map(|p| p.record.iter().copied()).collect();
+            let prefix: Vec<u8> = kept_150.iter().flat_map(|p| written(p)).collect();
             assert!(got == prefix, "{name} chunk {chunk}: limited bytes differ");
             let last = kept_150.last().unwrap().index;
             assert_eq!(reader.next_packet().unwrap().unwrap().index, last + 1, "{name}");

@@ -5,14 +5,23 @@
 //! Two kinds of output:
 //!
 //! - **Copy-through** ([`CaptureWriter::like`]): the input's own format, byte order, link type
-//!   (extension bits included), snapshot length and timestamp resolution. Each kept packet's
-//!   record is copied as stored ([`Packet::stored`]), so timestamps, lengths and pcapng
-//!   options come out bit for bit. For pcapng the descriptive blocks (section headers,
-//!   interface descriptions, name resolution, custom and unknown blocks) are copied in their
-//!   places, each section header with its section length set to -1 ("unknown": the selection
-//!   is shorter); interface statistics (which counted the input's packets) are not. Packets
-//!   left out are passed to [`skip`](CaptureWriter::skip), which keeps their descriptive
-//!   blocks for the next kept packet; blocks after the last kept packet are not written.
+//!   (extension bits included) and timestamp resolution. Each kept packet's record is copied
+//!   as stored ([`Packet::stored`]), so timestamps, lengths and pcapng options come out bit
+//!   for bit. Where libpcap reads a pcap file otherwise than stored, the copy is what
+//!   `tcpdump -r IN -w OUT` writes: the header's snapshot length as libpcap adjusts it (0
+//!   and above INT_MAX the link type's maximum, the modified format's +14), a record whose
+//!   captured length is above the snapshot length cut to it (its stored header with the cut
+//!   length, the wire length kept), and the modified ("Kuznetsov") format and versions
+//!   before 2.4 written as 2.4 with 16-byte record headers and microsecond magic (their
+//!   timestamps as stored). Kept where tcpdump differs: the byte order (tcpdump writes its
+//!   host's), nanosecond timestamps (tcpdump writes microseconds unless `--nano`), the time
+//!   zone and accuracy fields (tcpdump writes 0). For pcapng the descriptive blocks
+//!   (section headers, interface descriptions, name resolution, custom and unknown blocks)
+//!   are copied in their places, each section header with its section length set to -1
+//!   ("unknown": the selection is shorter); interface statistics (which counted the input's
+//!   packets) are not. Packets left out are passed to [`skip`](CaptureWriter::skip), which
+//!   keeps their descriptive blocks for the next kept packet; blocks after the last kept
+//!   packet are not written.
 //! - **Fresh pcap** ([`CaptureWriter::pcap`]): written from the packets' fields as `tcpdump -w`
 //!   writes: microsecond magic in host byte order, version 2.4, the given link type and
 //!   snapshot length. Live capture writes through it.
@@ -38,7 +47,14 @@ pub const HELD_MAX: usize = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
-    CopyPcap,
+    /// `big`: the file's byte order. `rewrite`: every record's header is written from the
+    /// packet (the modified format's 24-byte headers and the swapped length fields of
+    /// versions before 2.4 become 2.4's 16 bytes, as libpcap writes them); otherwise only a
+    /// record cut to the snapshot length is (its stored header with the cut length).
+    CopyPcap {
+        big: bool,
+        rewrite: bool,
+    },
     /// `big`: the section's byte order.
     CopyPcapNg {
         big: bool,
@@ -65,13 +81,20 @@ impl CaptureWriter {
     /// capture only after [`finish`](Self::finish).
     pub fn like<R: Read>(dest: &Path, reader: &CaptureReader<R>) -> io::Result<CaptureWriter> {
         let header = reader.header();
-        let mode = match reader.format() {
-            Format::Pcap => Mode::CopyPcap,
-            Format::PcapNg => Mode::CopyPcapNg { big: header.get(8) == Some(&0x1A) },
-        };
-        let mut writer = CaptureWriter::start(dest, mode)?;
-        writer.copy_blocks(header)?;
-        Ok(writer)
+        match reader.format() {
+            Format::Pcap => {
+                let (pcap_header, big, rewrite) = pcap_header_as_written(header, reader.snaplen());
+                let mut writer = CaptureWriter::start(dest, Mode::CopyPcap { big, rewrite })?;
+                writer.sink.write_all(&pcap_header)?;
+                Ok(writer)
+            }
+            Format::PcapNg => {
+                let mode = Mode::CopyPcapNg { big: header.get(8) == Some(&0x1A) };
+                let mut writer = CaptureWriter::start(dest, mode)?;
+                writer.copy_blocks(header)?;
+                Ok(writer)
+            }
+        }
     }
 
     /// Starts a fresh pcap file as `tcpdump -w` writes one: microsecond timestamps, host
@@ -126,7 +149,7 @@ impl CaptureWriter {
                 self.sink.write_all(&header)?;
                 self.sink.write_all(packet.data)?;
             }
-            Mode::CopyPcap | Mode::CopyPcapNg { .. } => {
+            Mode::CopyPcap { .. } | Mode::CopyPcapNg { .. } => {
                 let Some(stored) = packet.stored else {
                     return Err(invalid(format!(
                         "packet {} has no stored record to copy (a live packet needs \
@@ -141,7 +164,19 @@ impl CaptureWriter {
                     self.held.clear();
                 }
                 self.copy_blocks(stored.blocks_before)?;
-                self.sink.write_all(stored.record)?;
+                match self.mode {
+                    Mode::CopyPcap { big, rewrite }
+                        if rewrite
+                            || stored.record.len().saturating_sub(16) != packet.data.len() =>
+                    {
+                        let caplen = u32::try_from(packet.data.len()).unwrap_or(u32::MAX);
+                        let header =
+                            pcap_record_header(stored.record, caplen, packet.wire_len, big);
+                        self.sink.write_all(&header)?;
+                        self.sink.write_all(packet.data)?;
+                    }
+                    _ => self.sink.write_all(stored.record)?,
+                }
             }
         }
         self.written = self.written.saturating_add(1);
@@ -191,10 +226,10 @@ impl CaptureWriter {
     /// Whether [`write_pcap_runs`](Self::write_pcap_runs) applies: a pcap copied
     /// through, not flushed after each packet (`-U` wants each packet on its own).
     pub fn takes_pcap_runs(&self) -> bool {
-        self.mode == Mode::CopyPcap && !self.flush_each
+        matches!(self.mode, Mode::CopyPcap { rewrite: false, .. }) && !self.flush_each
     }
 
-    /// Copies `count` pcap records, as stored (headers and data), given as runs of
+    /// Copies `count` pcap records, as [`write`](Self::write) writes them, given as runs of
     /// consecutive records: what [`write`](Self::write) of each would write, for a reader's
     /// kept records ([`CaptureReader::copy_buffered`]). Only when
     /// [`takes_pcap_runs`](Self::takes_pcap_runs). What is buffered goes out first, then the
@@ -230,6 +265,54 @@ impl CaptureWriter {
         self.sink.into_inner().map_err(|e| e.into_error())?.finish()?;
         Ok(self.written)
     }
+}
+
+/// The pcap file header a copy-through writes for a stored one (`stored`, 24 bytes) whose
+/// snapshot length the reader adjusted to `snapshot`, and the file's byte order (`big`) and
+/// whether every record header must be rewritten. As `tcpdump -w` writes it: the adjusted
+/// snapshot length (libpcap's `pcap_snapshot`: 0 and above INT_MAX read as the link type's
+/// maximum, the modified format's +14), version 2.4 and, for the modified ("Kuznetsov")
+/// magic, the microsecond one with 16-byte record headers. Kept as stored: the byte order,
+/// the timestamp resolution (nanoseconds stay), the time zone and accuracy fields and the
+/// link type with its extension bits. A header that needs none of this is the stored one.
+fn pcap_header_as_written(stored: &[u8], snapshot: u32) -> (Vec<u8>, bool, bool) {
+    let word = |at: usize| -> [u8; 4] {
+        stored.get(at..at + 4).and_then(|s| s.try_into().ok()).unwrap_or_default()
+    };
+    let magics = [super::MAGIC_MICRO, super::MAGIC_NANO, super::MAGIC_KUZNETSOV];
+    let big = !magics.contains(&u32::from_le_bytes(word(0)));
+    let put = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+    let magic = if big { u32::from_be_bytes(word(0)) } else { u32::from_le_bytes(word(0)) };
+    let version = word(4);
+    let version_2_4 = if big { [0, 2, 0, 4] } else { [2, 0, 4, 0] };
+    let rewrite = magic == super::MAGIC_KUZNETSOV || version != version_2_4;
+    let mut out = stored.get(..24).unwrap_or_default().to_vec();
+    out.resize(24, 0);
+    if magic == super::MAGIC_KUZNETSOV {
+        out[..4].copy_from_slice(&put(super::MAGIC_MICRO));
+    }
+    out[4..8].copy_from_slice(&version_2_4);
+    out[16..20].copy_from_slice(&put(snapshot));
+    (out, big, rewrite)
+}
+
+/// A 16-byte pcap record header as libpcap writes it: the stored record's timestamp words
+/// (`stored`'s first 8 bytes, in the file's byte order), then `caplen` and `wire` (in the
+/// byte order `big` says). For a record cut to the snapshot length and for the record
+/// headers of the modified format and of old versions.
+pub(super) fn pcap_record_header(stored: &[u8], caplen: u32, wire: u32, big: bool) -> [u8; 16] {
+    let mut header = [0u8; 16];
+    if let (Some(ts), Some(slot)) = (stored.get(..8), header.get_mut(..8)) {
+        slot.copy_from_slice(ts);
+    }
+    let (caplen, wire) = if big {
+        (caplen.to_be_bytes(), wire.to_be_bytes())
+    } else {
+        (caplen.to_le_bytes(), wire.to_le_bytes())
+    };
+    header[8..12].copy_from_slice(&caplen);
+    header[12..16].copy_from_slice(&wire);
+    header
 }
 
 /// Passes pcapng blocks on in pieces, each section header's section length replaced by -1.
