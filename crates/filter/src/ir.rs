@@ -344,6 +344,38 @@ impl Filter {
     }
 }
 
+impl Expr {
+    /// Whether evaluating this reads the wire length (`len`): an engine whose `len` is
+    /// another length (XDP's is the captured one) cannot run it.
+    pub fn reads_wire_len(&self) -> bool {
+        match self {
+            Expr::WireLen => true,
+            Expr::Const(_) | Expr::Scratch(_) => false,
+            Expr::Load { offset, .. } => offset.reads_wire_len(),
+            Expr::Binary { lhs, rhs, .. } => lhs.reads_wire_len() || rhs.reads_wire_len(),
+            Expr::Neg(x) => x.reads_wire_len(),
+        }
+    }
+}
+
+impl Pred {
+    /// Whether any expression of this predicate reads the wire length
+    /// ([`Expr::reads_wire_len`]), a pair node's tests included.
+    pub fn reads_wire_len(&self) -> bool {
+        match self {
+            Pred::Const(_) | Pred::Guard(_) => false,
+            Pred::Cmp { lhs, rhs, .. } => lhs.reads_wire_len() || rhs.reads_wire_len(),
+            Pred::In { value, .. } | Pred::Store { value, .. } => value.reads_wire_len(),
+            Pred::And(ps) | Pred::Or(ps) => ps.iter().any(Pred::reads_wire_len),
+            Pred::Not(q) | Pred::Try(q) => q.reads_wire_len(),
+            Pred::Chain(c) => c.next.reads_wire_len() || c.offset.reads_wire_len(),
+            Pred::Pairs(pairs) => pairs.parts().any(|(guards, fields)| {
+                guards.iter().any(Pred::reads_wire_len) || fields.iter().any(Expr::reads_wire_len)
+            }),
+        }
+    }
+}
+
 // Small constructors: lowering code reads like the packet tests it builds.
 impl Expr {
     pub fn load(offset: Expr, size: Size) -> Expr {

@@ -155,6 +155,17 @@ fn has_pairs(p: &Pred) -> bool {
     }
 }
 
+/// The list as one expression: `(t1) or (t2) ...`, or the firewall form
+/// `not (not (t1) and not (t2) ...)`.
+fn joined(terms: &[String], negated: bool) -> String {
+    if negated {
+        let and = terms.iter().map(|t| format!("not ({t})")).collect::<Vec<_>>().join(" and ");
+        format!("not ({and})")
+    } else {
+        terms.iter().map(|t| format!("({t})")).collect::<Vec<_>>().join(" or ")
+    }
+}
+
 #[test]
 fn pair_lists_match_their_terms_on_cut_packets() {
     let names = NameDb::builtin();
@@ -163,12 +174,7 @@ fn pair_lists_match_their_terms_on_cut_packets() {
     for _ in 0..LISTS {
         let pool = Pool::new(&mut rng);
         let (terms, negated) = list(&mut rng, &pool);
-        let joined = if negated {
-            let and = terms.iter().map(|t| format!("not ({t})")).collect::<Vec<_>>().join(" and ");
-            format!("not ({and})")
-        } else {
-            terms.iter().map(|t| format!("({t})")).collect::<Vec<_>>().join(" or ")
-        };
+        let joined = joined(&terms, negated);
         let node = lowered(&joined, &names);
         fused += usize::from(has_pairs(&node.pred));
         let parts = terms.iter().map(|t| lowered(t, &names).pred);
@@ -219,4 +225,92 @@ fn a_long_pair_list_lowers_to_one_node() {
     let n = weir_filter::opt::node_count(&f.pred);
     assert!(has_pairs(&f.pred), "5,000 pairs: no pair node");
     assert!(n < 3 * one, "{n} nodes for 5,000 pairs (one pair: {one})");
+}
+
+/// The XDP form, which emits a pair node's two walks once and then a few compares a pair
+/// (`weir_filter`'s `emit/ebpf/pairs.rs`), against the term-by-term filter on whole frames
+/// cut at every length (XDP sees the frame as it is: its `len` is the cut length), on
+/// weir's interpreter and JIT, and in the kernel's `BPF_PROG_TEST_RUN` where the kernel
+/// can be asked (frames of 14 bytes and more: the kernel refuses shorter ones).
+#[test]
+fn pair_lists_in_xdp_match_their_terms_on_cut_packets() {
+    use weir_program::abi::{xdp_action, Bindings};
+    use weir_program::exec::{Engine, Input, Limits};
+    use weir_program::{ProgType, Verified};
+
+    let names = NameDb::builtin();
+    let mut rng = SplitMix64::new(SEED ^ 0x0d9);
+    let kernel = match weir_sys::kernel::available() {
+        Ok(()) => true,
+        Err(reason) => {
+            println!("SKIPPED: pair_lists_in_xdp (kernel part): {reason}");
+            false
+        }
+    };
+    let (mut shared, mut cuts, mut in_kernel) = (0usize, 0usize, 0usize);
+    for _ in 0..LISTS / 2 {
+        let pool = Pool::new(&mut rng);
+        let (terms, negated) = list(&mut rng, &pool);
+        let joined = joined(&terms, negated);
+        let node = optimize(&lowered(&joined, &names));
+        let parts = terms.iter().map(|t| lowered(t, &names).pred);
+        let expanded = if negated {
+            Filter::new(Pred::not(Pred::And(parts.map(Pred::not).collect())))
+        } else {
+            Filter::new(Pred::Or(parts.collect()))
+        };
+        let program = weir_filter::emit::ebpf::emit(&node, ProgType::Xdp)
+            .unwrap_or_else(|e| panic!("`{}`: {e}", short(&joined)));
+        // The shared form is shorter than the expansion's: count the lists it served.
+        let plain = weir_filter::emit::ebpf::emit(
+            &Filter::new(weir_filter::pairs::expand_pairs(node.pred.clone())),
+            ProgType::Xdp,
+        )
+        .unwrap_or_else(|e| panic!("`{}`: {e}", short(&joined)));
+        shared += usize::from(has_pairs(&node.pred) && program.insns().len() < plain.insns().len());
+        let mut bindings = Bindings::new();
+        bindings.context = Some(ProgType::Xdp.context_layout());
+        let verified = Verified::structural(program.clone()).expect("a valid program");
+        let interp = weir_interp::Interp
+            .prepare(&verified, bindings.clone(), Limits::default())
+            .expect("the interpreter takes it");
+        let jit = weir_jit::Jit
+            .prepare(&verified, bindings, Limits::default())
+            .expect("the JIT takes it");
+        let loaded = kernel.then(|| {
+            weir_sys::kernel::load(weir_sys::kernel::ProgType::Xdp, &program.to_bytes())
+                .unwrap_or_else(|e| panic!("`{}`: the kernel refuses it: {e:?}", short(&joined)))
+        });
+        let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+        for _ in 0..PACKETS_PER_LIST / 2 {
+            let pkt = packet(&mut rng, &pool);
+            for cut in 0..=pkt.len() {
+                let bytes = &pkt[..cut];
+                let want = if expanded.run(bytes, cut as u32) != 0 {
+                    u64::from(xdp_action::PASS)
+                } else {
+                    u64::from(xdp_action::DROP)
+                };
+                let at = || format!("`{}` on {pkt:02x?} cut at {cut}", short(&joined));
+                let mut frame = bytes.to_vec();
+                let input = Input::new().ctx(&mut ctx).packet(&mut frame);
+                let got = interp.run(&mut interp.cache(), input);
+                assert_eq!(got, Ok(want), "interp: {}", at());
+                let mut frame = bytes.to_vec();
+                let input = Input::new().ctx(&mut ctx).packet(&mut frame);
+                let got = jit.run(&mut jit.cache(), input);
+                assert_eq!(got, Ok(want), "jit: {}", at());
+                if let Some(loaded) = loaded.as_ref().filter(|_| cut >= 14) {
+                    let run = loaded.test_run(bytes, 1).expect("a test run");
+                    assert_eq!(u64::from(run.retval), want, "kernel: {}", at());
+                    in_kernel += 1;
+                }
+                cuts += 1;
+            }
+        }
+    }
+    eprintln!(
+        "pairs (XDP): {shared} lists in the shared form, {cuts} cuts, {in_kernel} in the kernel"
+    );
+    assert!(shared >= LISTS / 5, "only {shared} lists took the shared form");
 }

@@ -20,8 +20,9 @@
 //! such a run may abort; it stays first, and later tests on the same value merge into it
 //! (the merged test aborts exactly when the first one did).
 
+use super::analysis::has_store;
 use super::domain::Domain;
-use super::env::{Env, Facts, Learned};
+use super::env::{Atoms, Env, Facts, Learned};
 use super::fold;
 use super::sets::{merge_runs, set_key};
 use crate::ir::{CmpOp, Expr, Pred, ValueSet};
@@ -106,10 +107,18 @@ impl Walked {
 /// Runs the pass on a whole filter; `reads` are the scratch slots some expression reads
 /// (a store to any other slot is dead).
 pub(crate) fn decide(p: Pred, reads: u32) -> Pred {
+    decide_sharing(p, reads, &mut Atoms::default())
+}
+
+/// [`decide`] with the atoms of the compile's earlier walks (see [`Facts::with_atoms`]);
+/// the ones this walk interns are added.
+pub(crate) fn decide_sharing(p: Pred, reads: u32, atoms: &mut Atoms) -> Pred {
     // A Try's stores are results read after the run (pfmatch's handler and arguments):
     // never dead, though nothing in the filter reads them.
-    let mut facts = Facts::new(reads | try_stores(&p));
-    walk(&mut facts, p, &Env::start(), Mode::FalseIsAbort, Want::NONE).pred
+    let mut facts = Facts::with_atoms(reads | try_stores(&p), std::mem::take(atoms));
+    let p = walk(&mut facts, p, &Env::start(), Mode::FalseIsAbort, Want::NONE).pred;
+    *atoms = facts.into_atoms();
+    p
 }
 
 /// The slots stores inside any [`Pred::Try`] of `p` write.
@@ -455,8 +464,22 @@ impl Parts {
                 self.run_start.pop();
             }
         }
-        self.prefix_free = self.prefix_free && facts.is_free(entry, &q);
-        let joins_run = !self.run_base.unreachable && facts.is_free(&self.run_base, &q);
+        // `is_free` at the entry and at the run's base: one walk of the part when the two
+        // are copies of one environment (a run's second part starts where its base was
+        // taken), as they often are.
+        let store = has_store(&q);
+        let mut aborts_at_entry = None;
+        if self.prefix_free {
+            let aborts = facts.pred_can_abort(entry, &q);
+            aborts_at_entry = Some(aborts);
+            self.prefix_free = !store && !aborts;
+        }
+        let joins_run = !self.run_base.unreachable
+            && !store
+            && !match aborts_at_entry {
+                Some(aborts) if self.run_base.is_copy_of(entry) => aborts,
+                _ => facts.pred_can_abort(&self.run_base, &q),
+            };
         if !joins_run {
             self.run_base = after.unwrap_or(entry).clone();
             self.run_keys.clear();

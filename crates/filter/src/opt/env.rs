@@ -30,18 +30,24 @@ struct AtomInfo {
     scratch: u32,
     /// `[start, end)` when the atom is a load at a constant offset.
     const_load: Option<(u64, u64)>,
+    /// The atom interned before it with the same [`shallow_key`] (the chain of candidates
+    /// for a key, newest first).
+    same_key: Option<AtomId>,
 }
 
-/// Interned atoms, shared by every environment of one pass.
+/// Interned atoms, shared by every environment of one compile.
+///
+/// Found by their [`shallow_key`] and then compared whole (`==`) with the few atoms of that
+/// key: most expressions the pass asks about are not atoms, and a key built from the top of
+/// the tree says so without walking it; for those that are, comparing with the one or two
+/// candidates costs less than hashing the whole tree (as a map keyed by the expression did:
+/// hashing was ~4% of a small filter's optimizing, issue 13).
 #[derive(Default)]
 pub(crate) struct Atoms {
-    ids: FastMap<Expr, AtomId>,
+    exprs: Vec<Expr>,
     info: Vec<AtomInfo>,
-    /// The [`shallow_key`]s of the atoms: most expressions the pass asks about are not
-    /// atoms, and comparing a key built from the top of the tree says so without hashing
-    /// the whole tree (which, asked at every level of an expression, costs its size times
-    /// its depth).
-    shallow: FastMap<u64, ()>,
+    /// The newest atom of each shallow key.
+    by_key: FastMap<u64, AtomId>,
 }
 
 /// A key from the top two levels of `e` (kind, operator, width, constant operands): equal
@@ -68,10 +74,17 @@ fn shallow_key(e: &Expr) -> u64 {
 
 impl Atoms {
     fn lookup(&self, e: &Expr) -> Option<AtomId> {
-        if self.ids.is_empty() || !self.shallow.contains_key(&shallow_key(e)) {
+        if self.by_key.is_empty() {
             return None;
         }
-        self.ids.get(e).copied()
+        let mut next = self.by_key.get(&shallow_key(e)).copied();
+        while let Some(id) = next {
+            if self.exprs.get(id as usize).is_some_and(|atom| atom == e) {
+                return Some(id);
+            }
+            next = self.info(id).and_then(|i| i.same_key);
+        }
+        None
     }
 
     fn intern(&mut self, e: &Expr) -> AtomId {
@@ -86,9 +99,9 @@ impl Atoms {
             },
             _ => None,
         };
-        self.info.push(AtomInfo { scratch: scratch_mask(e), const_load });
-        self.ids.insert(e.clone(), id);
-        self.shallow.insert(shallow_key(e), ());
+        let same_key = self.by_key.insert(shallow_key(e), id);
+        self.info.push(AtomInfo { scratch: scratch_mask(e), const_load, same_key });
+        self.exprs.push(e.clone());
         id
     }
 
@@ -150,6 +163,15 @@ impl FactList {
         }
         // Not shared any more: no copy here.
         Rc::make_mut(rc)
+    }
+
+    /// Whether both are the same list, shared (false when unsure).
+    fn is_shared_with(&self, other: &FactList) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Rc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 
     /// Drops the facts `drop` says to (copying a shared list only when one goes).
@@ -231,6 +253,15 @@ impl Env {
         self.scratch_zero &= other.scratch_zero;
     }
 
+    /// Whether `other` is a copy of this environment, facts shared (every query then gives
+    /// the same answer on both; false when unsure).
+    pub fn is_copy_of(&self, other: &Env) -> bool {
+        self.unreachable == other.unreachable
+            && self.caplen_min == other.caplen_min
+            && self.scratch_zero == other.scratch_zero
+            && self.facts.is_shared_with(&other.facts)
+    }
+
     pub fn note_guard(&mut self, n: u32) {
         self.caplen_min = self.caplen_min.max(u64::from(n));
     }
@@ -252,8 +283,24 @@ pub(crate) struct Facts {
 }
 
 impl Facts {
+    #[cfg(test)]
     pub fn new(live_slots: u32) -> Facts {
-        Facts { atoms: Atoms::default(), live_slots }
+        Facts::with_atoms(live_slots, Atoms::default())
+    }
+
+    /// Facts over atoms interned by an earlier walk of the same compile (an atom's id and
+    /// what is known of it are its expression's alone, and which id an atom gets decides
+    /// nothing: facts are looked up, joined and capped by atom, whatever the order). The
+    /// second `decide` of a compile then finds its atoms interned (issue 13: interning,
+    /// a hash and a copy of the expression into the table, was ~5% of a small filter's
+    /// optimizing).
+    pub fn with_atoms(live_slots: u32, atoms: Atoms) -> Facts {
+        Facts { atoms, live_slots }
+    }
+
+    /// The atoms, for the next walk of the same compile ([`Facts::with_atoms`]).
+    pub fn into_atoms(self) -> Atoms {
+        self.atoms
     }
 
     /// A store to this slot has no effect anyone can see (beyond evaluating its value).

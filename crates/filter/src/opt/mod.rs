@@ -122,6 +122,8 @@ struct Stable {
     decided: Option<(Pred, u32)>,
     /// `fold::simplify(tree, false) == tree` was seen too (for the same tree).
     simplified: bool,
+    /// The atoms the compile's `decide` walks interned, shared by all of them.
+    atoms: env::Atoms,
 }
 
 impl Stable {
@@ -138,10 +140,10 @@ impl Stable {
             return (q, true);
         }
         if !remember {
-            return (decide::decide(q, reads), false);
+            return (decide::decide_sharing(q, reads, &mut self.atoms), false);
         }
         let before = q.clone();
-        let p = decide::decide(q, reads);
+        let p = decide::decide_sharing(q, reads, &mut self.atoms);
         if p == before {
             self.decided = Some((before, reads));
             self.simplified = false;
@@ -189,6 +191,13 @@ pub fn optimize_without_shortcuts(f: &Filter) -> Filter {
 /// Constant folding and local simplification (see the module documentation).
 pub fn simplify(f: &Filter) -> Filter {
     Filter { pred: fold::simplify(f.pred.clone(), false).0, accept: f.accept }
+}
+
+/// [`simplify`] with factoring in the same walk, as the first pass of each of [`optimize`]'s
+/// rounds runs it (for timing the rounds pass by pass: crates/weir/examples/compile_loop.rs).
+#[doc(hidden)]
+pub fn simplify_factoring(f: &Filter) -> Filter {
+    Filter { pred: fold::simplify(f.pred.clone(), true).0, accept: f.accept }
 }
 
 /// Common-prefix factoring of `or`s (and, dually, `and`s).

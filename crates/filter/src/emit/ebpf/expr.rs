@@ -71,7 +71,7 @@ fn shape(e: &Expr) -> Shape<'_> {
 }
 
 /// Registers needed to evaluate `e` without spilling.
-fn need(e: &Expr) -> usize {
+pub(super) fn need(e: &Expr) -> usize {
     match shape(e) {
         Shape::Leaf => 1,
         Shape::Chain(inner) => need(inner),

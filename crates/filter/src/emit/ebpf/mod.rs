@@ -47,6 +47,7 @@
 
 mod expr;
 mod layout;
+mod pairs;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{xdp_action, XDP};
@@ -382,9 +383,13 @@ impl Emitter {
             Pred::Or(parts) => return self.sequence(parts, false, t, f),
             Pred::Chain(chain) => self.chain(chain, t, f)?,
             Pred::Try(inner) => return self.try_pred(inner, t, f),
-            // The ordered expansion, which the node means (a hash map would need the
-            // program to carry one: not done).
-            Pred::Pairs(pairs) => return self.pred(&pairs.expand(), t, f),
+            // XDP: the two walks once, then compares on registers (`pairs.rs`); else
+            // the ordered expansion, which the node means.
+            Pred::Pairs(pairs) => {
+                if !self.pairs_shared(pairs, t, f)? {
+                    return self.pred(&pairs.expand(), t, f);
+                }
+            }
         }
         Ok((self.checked, self.checked))
     }
