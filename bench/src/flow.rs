@@ -215,6 +215,54 @@ fn pass_with(
     (matched, start.elapsed())
 }
 
+/// Issue 14's accounting: ns/packet of `Classifier::floor` at each stage (the words, the
+/// hash, one subtable's probe, the rule's line; frame after frame, no batch), and of the
+/// bench's own loop around `process_batch` with no call in it (the works built, the
+/// outcomes counted), medians of `rounds` passes.
+fn time_floor(c: &Classifier, frames: &[Vec<u8>], rounds: usize) -> ([f64; 4], f64) {
+    let v = c.snapshot();
+    let mut stages = [0f64; 4];
+    for (stage, out) in stages.iter_mut().enumerate() {
+        let mut samples = Vec::new();
+        for _ in 0..rounds {
+            let start = Instant::now();
+            std::hint::black_box(Classifier::floor(&v, std::hint::black_box(frames), stage as u8));
+            samples.push(start.elapsed().as_nanos() as f64 / frames.len() as f64);
+        }
+        *out = median(samples);
+    }
+    let mut bufs: Vec<Vec<u8>> = frames.to_vec();
+    let mut mirrored: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); BATCH];
+    let mut outcomes: Vec<weir::flow::Outcome> = Vec::with_capacity(BATCH);
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let mut matched = 0u64;
+        for (chunk, bchunk) in frames.chunks(BATCH).zip(bufs.chunks_mut(BATCH)) {
+            outcomes.clear();
+            let works: Vec<Work<'_>> = bchunk
+                .iter_mut()
+                .zip(chunk)
+                .zip(mirrored.iter_mut())
+                .map(|((b, f), m)| Work {
+                    data: b,
+                    wire_len: f.len() as u32,
+                    indev: 0,
+                    now: 0,
+                    mark: 0,
+                    mirrored: m,
+                })
+                .collect();
+            std::hint::black_box(&works);
+            std::hint::black_box(&mut outcomes);
+            matched += outcomes.iter().filter(|o| o.line.is_some()).count() as u64;
+        }
+        std::hint::black_box(matched);
+        samples.push(start.elapsed().as_nanos() as f64 / frames.len() as f64);
+    }
+    (stages, median(samples))
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
@@ -323,6 +371,10 @@ fn one_case(spec: &str, rounds: usize) -> Result<bool, String> {
     c.rerank();
     let (ns, matched) = time_classifier(&c, &frames, rounds);
     println!("{n} rules, {masks} masks: {ns:.1} ns/packet, {matched} of {} matched", frames.len());
+    let ([words, hash, probe, line], around) = time_floor(&c, &frames, rounds);
+    println!(
+        "  floor, one subtable, frame after frame (Classifier::floor): words {words:.1}, +hash {hash:.1}, +probe {probe:.1}, +rule's line {line:.1} ns/packet; the bench's loop alone {around:.1}"
+    );
     let cached = time_cached(&c, &frames, rounds);
     let mut cache = FlowCache::new(8192);
     for _ in 0..2 {

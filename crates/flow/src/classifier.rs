@@ -204,6 +204,12 @@ struct Tables<const W: usize> {
 struct ChainT<const W: usize> {
     subtables: Vec<Arc<Subtable<W>>>,
     suffix_best: Vec<(u32, u64)>,
+    /// The word pairs of `hash_words` whose mask differs between subtables (bit p: pair
+    /// p), and the mask of the others (the first subtable's): a lookup hashes the others
+    /// once a packet and only these once a subtable visit (issue 14: the 16 masks of
+    /// weir-bench flow differ only in the addresses' pair).
+    vary: u32,
+    common: [u64; W],
 }
 
 /// A subtable's hit count, per counting thread (the counters' shards, see
@@ -608,15 +614,32 @@ fn mum(a: u64, b: u64) -> u64 {
 /// 4-deep chain of dependent multiplies and shifts) was slower at every width.
 #[inline]
 fn hash_words<const W: usize>(k: &[u64; W]) -> u32 {
-    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut i = 0;
-    while i + 1 < W {
-        h ^= mum(k[i] ^ SALT[i % 4], k[i + 1] ^ SALT[(i + 1) % 4]);
-        i += 2;
+    let mut h = HASH_SEED;
+    for p in 0..W.div_ceil(2) {
+        h ^= pair_term(k, p);
     }
-    if W % 2 == 1 {
-        h ^= mum(k[W - 1] ^ SALT[(W - 1) % 4], SALT[W % 4] ^ 0x9e37_79b9_7f4a_7c15);
+    hash_finish(h)
+}
+
+/// What `hash_words` starts from.
+const HASH_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Word pair `p`'s term of `hash_words` (words 2p and 2p + 1; the last word alone when W
+/// is odd): it reads those two words only, so the terms of the pairs that every subtable
+/// of a chain masks alike are computed once a packet (`ChainT::vary`).
+#[inline(always)]
+fn pair_term<const W: usize>(k: &[u64; W], p: usize) -> u64 {
+    let i = 2 * p;
+    if i + 1 < W {
+        mum(k[i] ^ SALT[i % 4], k[i + 1] ^ SALT[(i + 1) % 4])
+    } else {
+        mum(k[W - 1] ^ SALT[(W - 1) % 4], SALT[W % 4] ^ 0x9e37_79b9_7f4a_7c15)
     }
+}
+
+/// The hash from its terms xored.
+#[inline(always)]
+fn hash_finish(h: u64) -> u32 {
     let h = (h ^ (h >> 32)) as u32;
     // Never 0 (an empty slot); the top bit, not the bottom one, so that every slot can be
     // a home (slots are picked by the low bits).
@@ -720,6 +743,16 @@ impl<const W: usize> ChainT<W> {
             best = best.min(self.subtables[i].best);
             self.suffix_best[i] = best;
         }
+        self.common = self.subtables.first().map_or([0; W], |s| s.gmask);
+        self.vary = 0;
+        for p in 0..W.div_ceil(2) {
+            let words = 2 * p..(2 * p + 2).min(W);
+            let alike =
+                self.subtables.iter().all(|s| s.gmask[words.clone()] == self.common[words.clone()]);
+            if !alike {
+                self.vary |= 1 << p;
+            }
+        }
     }
 
     /// The best rule in this chain matching `g` (the gathered full key), ranked after
@@ -786,8 +819,13 @@ impl<const W: usize> Tables<W> {
         let at = match self.chains.binary_search_by_key(&chain, |(c, _)| *c) {
             Ok(i) => i,
             Err(i) => {
-                self.chains
-                    .insert(i, (chain, ChainT { subtables: Vec::new(), suffix_best: Vec::new() }));
+                let empty = ChainT {
+                    subtables: Vec::new(),
+                    suffix_best: Vec::new(),
+                    vary: 0,
+                    common: [0; W],
+                };
+                self.chains.insert(i, (chain, empty));
                 i
             }
         };
@@ -896,13 +934,17 @@ impl<const W: usize> Tables<W> {
     /// The words these tables read of a frame's key: for the common frame straight from
     /// its headers (`key::ipv4_plain_words`: no full key zeroed, written and gathered),
     /// for any other frame from its full key.
-    #[inline]
-    fn extract_words(&self, p: &[u8], indev: u32, need: Need) -> [u64; W] {
+    /// `plain` is the caller's scratch array, zero but for the words `PlainWords::put`
+    /// writes. Inlined into the batch loop: called, its words came back through memory and
+    /// the load after the call was half of `process_batch`'s samples (issue 14).
+    #[inline(always)]
+    fn extract_words(&self, p: &[u8], indev: u32, need: Need, plain: &mut [u64; 16]) -> [u64; W] {
         match ipv4_plain_words(p, indev, need) {
             Some(pw) => {
+                pw.put(plain);
                 let mut g = [0u64; W];
                 for (o, &w) in g.iter_mut().zip(self.words.iter()) {
-                    *o = pw.word(w);
+                    *o = plain[w & 15];
                 }
                 g
             }
@@ -923,8 +965,9 @@ impl<const W: usize> Tables<W> {
     ) {
         let n = works.len().min(BATCH);
         let mut g = [[0u64; W]; BATCH];
+        let mut plain = [0u64; 16];
         for (gi, w) in g.iter_mut().zip(works.iter()).take(n) {
-            *gi = self.extract_words(w.data, w.indev, need);
+            *gi = self.extract_words(w.data, w.indev, need, &mut plain);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         {
@@ -972,6 +1015,12 @@ impl<const W: usize> Tables<W> {
             *o = None;
         }
         let Some(ch) = self.chain(0) else { return };
+        if let [st] = &ch.subtables[..] {
+            if !st.src_range && !st.dst_range {
+                Self::lookup_one(st, g, n, out, shard);
+                return;
+            }
+        }
         let mut bound = [(u32::MAX, u64::MAX); BATCH];
         let mut hs = [0u32; BATCH];
         let mut live = [0u8; BATCH];
@@ -982,6 +1031,17 @@ impl<const W: usize> Tables<W> {
         // average, the batch all 16).
         let mut act = ALL;
         let mut na = n;
+        // The pairs every subtable masks alike, hashed once a packet.
+        let vary = ch.vary;
+        let mut base = [HASH_SEED; BATCH];
+        for (b, k) in base.iter_mut().zip(g.iter()).take(n) {
+            let mk = and(k, &ch.common);
+            for p in 0..W.div_ceil(2) {
+                if vary >> p & 1 == 0 {
+                    *b ^= pair_term(&mk, p);
+                }
+            }
+        }
         for (si, st) in ch.subtables.iter().enumerate() {
             // Stop when no packet can improve in this subtable or a later one.
             let remaining = ch.suffix_best[si];
@@ -1012,7 +1072,14 @@ impl<const W: usize> Tables<W> {
             let mut nl = 0;
             for &i in &act[..na] {
                 let i = usize::from(i);
-                let h = hash_words(&and(&g[i], &st.gmask));
+                let mk = and(&g[i], &st.gmask);
+                let mut h = base[i];
+                for p in 0..W.div_ceil(2) {
+                    if vary >> p & 1 != 0 {
+                        h ^= pair_term(&mk, p);
+                    }
+                }
+                let h = hash_finish(h);
                 let maybe = single || store.filter_test(h, fmask, fwords);
                 let pass = maybe & (st.best < bound[i]);
                 hs[nl] = h;
@@ -1046,6 +1113,65 @@ impl<const W: usize> Tables<W> {
             if hits > 0 {
                 store.hits.add(shard, hits);
             }
+        }
+    }
+
+    /// The floor of a one-subtable lookup, stage by stage (`Classifier::floor`).
+    fn floor<const STAGE: u8>(&self, need: Need, frames: &[Vec<u8>]) -> u64 {
+        let Some(st) = self.chain(0).and_then(|c| c.subtables.first()) else { return 0 };
+        let mut acc = 0u64;
+        let mut plain = [0u64; 16];
+        for f in frames {
+            let g = self.extract_words(f, 0, need, &mut plain);
+            if STAGE == 0 {
+                acc ^= g[0] ^ g[W - 1];
+                continue;
+            }
+            let mk = and(&g, &st.gmask);
+            let h = hash_words(&mk);
+            if STAGE == 1 {
+                acc ^= u64::from(h);
+                continue;
+            }
+            let Some(e) = st.find(&mk, h) else { continue };
+            acc += match STAGE {
+                2 => 1,
+                _ => e.rules.as_slice().first().map_or(0, |r| u64::from(r.line)),
+            };
+        }
+        acc
+    }
+
+    /// [`Tables::lookup_batch`] for a chain of one subtable without port ranges (a rule
+    /// set of one mask): nothing was found before it, so the first rule of a matching
+    /// entry is the answer, with no ranks compared, no list of packets still looking and
+    /// no filter (issue 14: the one-mask row's fixed cost).
+    #[inline]
+    fn lookup_one<'a>(
+        st: &'a Subtable<W>,
+        g: &[[u64; W]; BATCH],
+        n: usize,
+        out: &mut [Option<&'a Arc<Installed>>],
+        shard: usize,
+    ) {
+        let store = &*st.store;
+        let mut hs = [0u32; BATCH];
+        for (h, k) in hs.iter_mut().zip(g.iter()).take(n) {
+            *h = hash_words(&and(k, &st.gmask));
+        }
+        // The home slots touched first, as in `lookup_batch`.
+        let mut touch = 0u64;
+        for &h in hs.iter().take(n) {
+            touch ^= store.touch(h);
+        }
+        std::hint::black_box(touch);
+        let mut hits = 0u64;
+        for ((o, k), &h) in out.iter_mut().zip(g.iter()).zip(hs.iter()).take(n) {
+            *o = st.find(&and(k, &st.gmask), h).and_then(|e| e.rules.as_slice().first());
+            hits += u64::from(o.is_some());
+        }
+        if hits > 0 {
+            store.hits.add(shard, hits);
         }
     }
 
@@ -1553,6 +1679,21 @@ impl Classifier {
             if insert_all || (hash[i] >> 40) & 15 == 0 {
                 cache.put(hash[i], &keys[i], used, found[j]);
             }
+        }
+    }
+
+    /// Issue 14's floor: what a one-subtable lookup cannot do without, per frame, up to
+    /// `stage` (0: the words the tables read, from the common frame; 1: and the masked
+    /// key's hash; 2: and the probe of chain 0's first subtable; 3: and the matched rule's
+    /// line), one frame after the other: no batch, ranks, counters or outcomes. For
+    /// weir-bench flow's accounting of the per-packet cost (a sum, to keep the work).
+    #[doc(hidden)]
+    pub fn floor(v: &Version, frames: &[Vec<u8>], stage: u8) -> u64 {
+        match stage {
+            0 => dispatch!(&v.tables, t => t.floor::<0>(v.need, frames)),
+            1 => dispatch!(&v.tables, t => t.floor::<1>(v.need, frames)),
+            2 => dispatch!(&v.tables, t => t.floor::<2>(v.need, frames)),
+            _ => dispatch!(&v.tables, t => t.floor::<3>(v.need, frames)),
         }
     }
 

@@ -725,7 +725,8 @@ fn ones_sum(bytes: &[u8], mut sum: u32) -> u32 {
 /// `csum`: recompute the checksums the targets name, as act_csum does: the IPv4 header's;
 /// TCP, UDP and ICMP (ICMPv6 in IPv6) over their IP pseudo-header, for packets that are
 /// not fragments and whose IP length fits in the captured bytes. A UDP-over-IPv4 checksum
-/// of 0 (none) stays 0; a computed 0 is written 0xffff.
+/// of 0 (none) stays 0; a computed UDP checksum of 0 is written 0xffff (act_csum's
+/// CSUM_MANGLED_0, for UDP only).
 fn fix_checksums(data: &mut [u8], targets: u8) {
     let (key, offs) = extract(data, 0, Need::ALL);
     let Some(net) = offs.network else { return };
@@ -785,7 +786,10 @@ fn fix_checksums(data: &mut [u8], targets: u8) {
     }
     sum = ones_sum(&data[tr..end], sum);
     let mut c = !(sum as u16);
-    if c == 0 && proto != weir_packet::ipproto::ICMP {
+    // act_csum writes CSUM_MANGLED_0 for UDP only (tcf_csum_ipv4_udp, _ipv6_udp); a TCP or
+    // ICMPv6 checksum that sums to 0 is written 0, as tcp_v4_check and csum_ipv6_magic
+    // give it.
+    if c == 0 && proto == weir_packet::ipproto::UDP {
         c = 0xffff;
     }
     data[tr + check_at..tr + check_at + 2].copy_from_slice(&c.to_be_bytes());

@@ -25,12 +25,18 @@
 //!
 //! Packet edits: `vlan pop`, `push` and `modify` before the verdict are generated as code,
 //! one block per distinct list of edits in the rule set ([`Layout::edits`]); the table
-//! value's action word names the list. Pop and push move the packet's start with
-//! `bpf_xdp_adjust_head` and the MAC addresses with it. `pedit ex munge … set|add` of a
-//! whole-byte eth, ip or ip6 field is such an edit too: the network header is found
-//! again for each munge (after Ethernet and up to two tags), `add` adds per 32-bit
-//! header word ([`munge`]). The bytes come out as the user-space action engine leaves
-//! them (the differential test compares them).
+//! value's action word names the list; the lists are one block of code every chain's and
+//! generation's tail jumps to ([`edits_block`]). Pop and push move the packet's start with
+//! `bpf_xdp_adjust_head` and the MAC addresses with it. `pedit ex munge … set|add` is
+//! such an edit too, for every field weir parses: the header is found again for each munge
+//! (eth at the start; ip/ip6 after Ethernet and up to two tags; tcp/udp at the transport
+//! header as the action engine finds it, [`transport_header`]), `add` adds per 32-bit
+//! header word ([`munge`]), IPv6's traffic class and flow label are a masked write of the
+//! header's first word. `csum` recomputes whole checksums as act_csum does: the IPv4
+//! header's in line, TCP/UDP/ICMP/ICMPv6 over the pseudo-header and the whole segment by
+//! `bpf_csum_diff` 64 bytes a round and a half-word loop for the rest
+//! ([`csum_transport`], segments up to [`MAX_CSUM_SEGMENT`] bytes). The bytes come out as
+//! the user-space action engine leaves them (the differential test compares them).
 //!
 //! `indev NAME` is resolved to the device's ifindex when the table is written (at compile
 //! and at each update, as tc resolves it when the rule is added: `Cannot find device
@@ -39,10 +45,7 @@
 //! Refused at compile time, naming the rule's line and keyword: what XDP cannot do or
 //! what the hash tables cannot hold: a port range of more than [`MAX_RANGE_ENTRIES`]
 //! ports (a range is exact entries, see [`expand`]), `continue`, `mirred … mirror` and a
-//! redirect given a control (both need a copy of the packet), `pedit` of tcp/udp fields
-//! (the transport header's place) and of IPv6's bit fields, `csum` of TCP, UDP or ICMP
-//! (act_csum recomputes whole checksums: a loop over the segment; `csum iph` is
-//! generated), `skbedit`, and a `goto` or
+//! redirect given a control (both need a copy of the packet), `skbedit`, and a `goto` or
 //! `reclassify` after an edit (the program parses the packet once, before the search).
 //!
 //! Known difference from the user-space extraction: IPv6 extension headers are followed
@@ -205,43 +208,9 @@ fn rule_act(
             ActionKind::VlanPop | ActionKind::VlanPush { .. } | ActionKind::VlanModify { .. } => {
                 edits.push(a.kind.clone())
             }
-            ActionKind::Pedit(munges) => {
-                // Ethernet and network-header fields are found again for each munge (after
-                // Ethernet and its tags); the transport header's place also depends on
-                // IP options, extension headers and fragments, not generated yet, nor
-                // IPv6's bit fields (traffic class, flow label).
-                let generated = |m: &&Munge| {
-                    let (hdr, _, _, _, bits) = m.field.layout();
-                    matches!(hdr, PeditHeader::Eth | PeditHeader::Ip | PeditHeader::Ip6)
-                        && bits.is_none()
-                };
-                if let Some(m) = munges.iter().find(|m| !generated(m)) {
-                    let (hdr, name, ..) = m.field.layout();
-                    let hdr = match hdr {
-                        PeditHeader::Eth => "eth",
-                        PeditHeader::Ip => "ip",
-                        PeditHeader::Ip6 => "ip6",
-                        PeditHeader::Tcp => "tcp",
-                        PeditHeader::Udp => "udp",
-                    };
-                    return Err(refuse(
-                        line,
-                        "pedit",
-                        &format!("munge {hdr} {name}: only whole-byte eth, ip and ip6 fields are generated yet"),
-                    ));
-                }
-                edits.push(a.kind.clone())
-            }
-            ActionKind::Csum(targets) if *targets & !csum::IPV4_HEADER == 0 => {
-                edits.push(a.kind.clone())
-            }
-            ActionKind::Csum(_) => {
-                return Err(refuse(
-                    line,
-                    "csum",
-                    "only the IPv4 header's (iph) is generated yet: act_csum recomputes a TCP, UDP or ICMP checksum over the whole segment",
-                ))
-            }
+            // Every pedit field and csum target weir parses is generated: the headers
+            // found again for each edit as the action engine finds them.
+            ActionKind::Pedit(_) | ActionKind::Csum(_) => edits.push(a.kind.clone()),
             ActionKind::SkbeditMark { .. } => {
                 return Err(refuse(line, "skbedit", "an XDP frame has no skb mark"))
             }
@@ -816,6 +785,7 @@ const MACS: i16 = CTX - 16;
 const HELPER_MAP_LOOKUP: i32 = helper_id::MAP_LOOKUP_ELEM as i32;
 const HELPER_REDIRECT_MAP: i32 = helper_id::REDIRECT_MAP as i32;
 const HELPER_ADJUST_HEAD: i32 = helper_id::XDP_ADJUST_HEAD as i32;
+const HELPER_CSUM_DIFF: i32 = helper_id::CSUM_DIFF as i32;
 
 struct Gen<'a> {
     b: ProgramBuilder,
@@ -824,6 +794,9 @@ struct Gen<'a> {
     used: [bool; BYTES],
     /// Map references: (slot, map index).
     relocs: Vec<(usize, usize)>,
+    /// The packet edits' one block ([`edits_block`]), which every chain's and every
+    /// generation's tail jumps to.
+    edits: weir_program::Label,
 }
 
 impl Gen<'_> {
@@ -917,7 +890,9 @@ fn emit(layout: &Layout) -> Program {
             *u |= *m != 0;
         }
     }
-    let mut g = Gen { b: ProgramBuilder::new(), layout, used, relocs: Vec::new() };
+    let mut b = ProgramBuilder::new();
+    let edits = b.new_label();
+    let mut g = Gen { b, layout, used, relocs: Vec::new(), edits };
     let parsed = g.b.new_label();
     if !layout.edits.is_empty() {
         g.b.store_reg(Op::StxDw, 10, CTX, 1);
@@ -939,6 +914,9 @@ fn emit(layout: &Layout) -> Program {
     search(&mut g, 0);
     g.b.bind(gen1);
     search(&mut g, 1);
+    if !layout.edits.is_empty() {
+        edits_block(&mut g);
+    }
     let mut program = g.b.link().expect("the generator binds every label it uses");
     program = program.with_prog_type(ProgType::Xdp);
     for m in layout.maps() {
@@ -1359,48 +1337,42 @@ fn tail(g: &mut Gen<'_>, goto: &mut dyn FnMut(&mut Gen<'_>, weir_program::Label)
     g.b.store_reg(Op::StxDw, 0, 8, 1);
     g.b.bind(counted);
     // r1 = the argument, r2 = the kind, from the action word (high half of r7).
-    let decode = |g: &mut Gen<'_>| {
-        g.b.alu_reg(Op::Mov64Reg, 1, 7);
-        g.b.alu_imm(Op::Rsh64Imm, 1, 32);
-        g.b.alu_reg(Op::Mov64Reg, 2, 1);
-        g.b.alu_imm(Op::Rsh64Imm, 2, 24);
-        g.b.alu_imm(Op::And64Imm, 1, 0xffff);
-    };
     let (drop, redirect, goto_l) = (g.b.new_label(), g.b.new_label(), g.b.new_label());
-    // The edits (r7 survives the helper calls). An edited packet ends here: `rule_act`
-    // refuses a goto after an edit, and the code says so to verifiers, which would
-    // otherwise take every edit list into every restart of the goto loop (a minute and
-    // more of weir's verifier for one rule set).
+    // A rule with edits: the edits' block. An edited packet ends there: `rule_act`
+    // refuses a goto after an edit.
     if !g.layout.edits.is_empty() {
-        let plain = g.b.new_label();
         g.b.alu_reg(Op::Mov64Reg, 1, 7);
         g.b.alu_imm(Op::Rsh64Imm, 1, 48);
         g.b.alu_imm(Op::And64Imm, 1, 0xff);
-        let labels: Vec<_> = g.layout.edits.iter().map(|_| g.b.new_label()).collect();
-        for (i, l) in labels.iter().enumerate() {
-            g.b.jump_imm(Op::Jeq64Imm, 1, i as i32 + 1, *l);
-        }
-        g.b.jump(plain);
-        let edited = g.b.new_label();
-        for (i, l) in labels.iter().enumerate() {
-            g.b.bind(*l);
-            for kind in &g.layout.edits[i] {
-                edit(g, kind);
-            }
-            g.b.jump(edited);
-        }
-        g.b.bind(edited);
-        decode(g);
-        g.b.jump_imm(Op::Jeq64Imm, 2, act::DROP as i32, drop);
-        g.b.jump_imm(Op::Jeq64Imm, 2, act::REDIRECT as i32, redirect);
-        g.b.jump(pass);
-        g.b.bind(plain);
+        g.b.jump_imm(Op::Jne64Imm, 1, 0, g.edits);
     }
     // The action.
-    decode(g);
+    decode_action(g);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::DROP as i32, drop);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::REDIRECT as i32, redirect);
     g.b.jump_imm(Op::Jeq64Imm, 2, act::GOTO as i32, goto_l);
+    verdict_exits(g, pass, drop, redirect);
+    g.b.bind(goto_l);
+    goto(g, pass);
+}
+
+/// The action word in r7 taken apart: r1 = the argument, r2 = the kind.
+fn decode_action(g: &mut Gen<'_>) {
+    g.b.alu_reg(Op::Mov64Reg, 1, 7);
+    g.b.alu_imm(Op::Rsh64Imm, 1, 32);
+    g.b.alu_reg(Op::Mov64Reg, 2, 1);
+    g.b.alu_imm(Op::Rsh64Imm, 2, 24);
+    g.b.alu_imm(Op::And64Imm, 1, 0xffff);
+}
+
+/// The three verdicts' exits, bound at `pass`, `drop` and `redirect` (r1 = the redirect's
+/// device slot): one shape for the lookup's tail and the edits' block.
+fn verdict_exits(
+    g: &mut Gen<'_>,
+    pass: weir_program::Label,
+    drop: weir_program::Label,
+    redirect: weir_program::Label,
+) {
     g.b.bind(pass);
     g.b.alu_imm(Op::Mov64Imm, 0, xdp_action::PASS as i32);
     g.b.exit();
@@ -1413,8 +1385,46 @@ fn tail(g: &mut Gen<'_>, goto: &mut dyn FnMut(&mut Gen<'_>, weir_program::Label)
     g.b.alu_imm(Op::Mov64Imm, 3, 0);
     g.b.call_helper(HELPER_REDIRECT_MAP);
     g.b.exit();
-    g.b.bind(goto_l);
-    goto(g, pass);
+}
+
+/// The packet edits, one block for the whole program (r7 = the winning rule's action
+/// word, counted already): the edit list the word names, then its verdict (pass, drop or
+/// redirect). Every chain's and generation's tail jumps here, so that the edits' code
+/// (a checksum's loop among it) is there once, and verifiers walk it once: the stack is
+/// zeroed first (the key is not read again), so the states that come in from the
+/// different searches are one. (Each tail had its own copy, and a rule set of 3 chains
+/// and 6 edit lists with checksums took weir's verifier past a million instructions.)
+fn edits_block(g: &mut Gen<'_>) {
+    g.b.bind(g.edits);
+    let mut at = -8i16;
+    while at >= CSUM_ACT {
+        if at != CTX {
+            g.b.store_imm(Op::StDw, 10, at, 0);
+        }
+        at -= 8;
+    }
+    let (pass, drop, redirect) = (g.b.new_label(), g.b.new_label(), g.b.new_label());
+    g.b.alu_reg(Op::Mov64Reg, 1, 7);
+    g.b.alu_imm(Op::Rsh64Imm, 1, 48);
+    g.b.alu_imm(Op::And64Imm, 1, 0xff);
+    let labels: Vec<_> = g.layout.edits.iter().map(|_| g.b.new_label()).collect();
+    for (i, l) in labels.iter().enumerate() {
+        g.b.jump_imm(Op::Jeq64Imm, 1, i as i32 + 1, *l);
+    }
+    g.b.jump(pass);
+    let edited = g.b.new_label();
+    for (i, l) in labels.iter().enumerate() {
+        g.b.bind(*l);
+        for kind in &g.layout.edits[i] {
+            edit(g, kind);
+        }
+        g.b.jump(edited);
+    }
+    g.b.bind(edited);
+    decode_action(g);
+    g.b.jump_imm(Op::Jeq64Imm, 2, act::DROP as i32, drop);
+    g.b.jump_imm(Op::Jeq64Imm, 2, act::REDIRECT as i32, redirect);
+    verdict_exits(g, pass, drop, redirect);
 }
 
 /// r1 = ctx, r2 = data, r3 = data_end, as the context says now (after a helper moved the
@@ -1508,8 +1518,14 @@ fn edit(g: &mut Gen<'_>, kind: &ActionKind) {
                 munge(g, m);
             }
         }
-        // `rule_act` lets through only `csum iph`.
-        ActionKind::Csum(_) => csum_ipv4_header(g),
+        ActionKind::Csum(targets) => {
+            if targets & csum::IPV4_HEADER != 0 {
+                csum_ipv4_header(g);
+            }
+            if targets & !csum::IPV4_HEADER != 0 {
+                csum_transport(g, targets);
+            }
+        }
         // `rule_act` lets through only the edits above.
         _ => {}
     }
@@ -1538,6 +1554,20 @@ fn network_header(g: &mut Gen<'_>, none: weir_program::Label) {
     g.b.bind(untagged);
 }
 
+/// The IPv4 header at r4 (r3 = data_end): its length in bytes (IHL * 4) into `dst`, or a
+/// jump to `fail` when its fixed 20 bytes, its IHL (under 5) or its options do not fit the
+/// frame. Clobbers r0.
+fn ipv4_header_len(g: &mut Gen<'_>, dst: u8, fail: weir_program::Label) {
+    g.check(4, 20, fail);
+    g.b.load(Op::LdxB, dst, 4, 0);
+    g.b.alu_imm(Op::And64Imm, dst, 0x0f);
+    g.b.alu_imm(Op::Lsh64Imm, dst, 2);
+    g.b.jump_imm(Op::Jlt64Imm, dst, 20, fail);
+    g.b.alu_reg(Op::Mov64Reg, 0, 4);
+    g.b.alu_reg(Op::Add64Reg, 0, dst);
+    g.b.jump_reg(Op::Jgt64Reg, 0, 3, fail);
+}
+
 /// `csum iph` as act_csum (and the action engine's `fix_checksums`) makes it: the IPv4
 /// header's checksum recomputed whole (not updated from the old one, so a packet that
 /// came with a wrong checksum leaves with a right one), for an IPv4 packet whose header
@@ -1549,15 +1579,8 @@ fn csum_ipv4_header(g: &mut Gen<'_>) {
     reload(g);
     network_header(g, skip);
     g.b.jump_imm(Op::Jne64Imm, 5, 0x0800, skip);
-    g.check(4, 20, skip);
     // r1 = the header's length in bytes.
-    g.b.load(Op::LdxB, 1, 4, 0);
-    g.b.alu_imm(Op::And64Imm, 1, 0x0f);
-    g.b.alu_imm(Op::Lsh64Imm, 1, 2);
-    g.b.jump_imm(Op::Jlt64Imm, 1, 20, skip);
-    g.b.alu_reg(Op::Mov64Reg, 0, 4);
-    g.b.alu_reg(Op::Add64Reg, 0, 1);
-    g.b.jump_reg(Op::Jgt64Reg, 0, 3, skip);
+    ipv4_header_len(g, 1, skip);
     g.b.store_imm(Op::StH, 4, 10, 0);
     // r5 = the sum of the header's half-words (no overflow in 64 bits).
     g.b.alu_imm(Op::Mov64Imm, 5, 0);
@@ -1587,23 +1610,68 @@ fn csum_ipv4_header(g: &mut Gen<'_>) {
     g.b.bind(skip);
 }
 
-/// One `pedit ex munge` of a whole-byte eth, ip or ip6 field as the action engine's
-/// `pedit` makes it: the network header found again for each munge (an earlier edit may
-/// have moved it), after Ethernet and up to two VLAN tags whatever the EtherType, none in
-/// an 802.3 frame or a frame cut inside a tag; a field past the frame's end is left
-/// alone; `set` writes the value's bytes; `add` adds per 32-bit word of the header (a
-/// carry stays inside the field's bytes of that word). Clobbers r0-r5.
+/// One `pedit ex munge` as the action engine's `pedit` makes it: the header found again
+/// for each munge (an earlier edit may have moved it). Ethernet fields are at the frame's
+/// start; ip and ip6 fields after Ethernet and up to two VLAN tags whatever the EtherType
+/// (none in an 802.3 frame or a frame cut inside a tag); tcp and udp fields at the
+/// transport header as [`transport_header`] finds it, whatever the protocol (the kernel's
+/// pedit does not look at it either). A field past the frame's end is left alone; `set`
+/// writes the value's bytes; `add` adds per 32-bit word of the header (a carry stays
+/// inside the field's bytes of that word). IPv6's traffic class and flow label, not whole
+/// bytes, are a masked read-modify-write of the header's first word, as tc's pedit keys
+/// (a mask and a value over a 32-bit word) make them. Clobbers r0-r6, r8.
 fn munge(g: &mut Gen<'_>, m: &Munge) {
-    let (hdr, _, off, len, _) = m.field.layout();
+    let (hdr, _, _, _, _) = m.field.layout();
     let next = g.b.new_label();
     reload(g);
-    // r4: the header's start.
-    g.b.alu_reg(Op::Mov64Reg, 4, 2);
-    if hdr != PeditHeader::Eth {
-        network_header(g, next);
+    match hdr {
+        PeditHeader::Eth => {
+            g.b.alu_reg(Op::Mov64Reg, 4, 2);
+            munge_at(g, m, next);
+        }
+        PeditHeader::Ip | PeditHeader::Ip6 => {
+            network_header(g, next);
+            munge_at(g, m, next);
+        }
+        PeditHeader::Tcp | PeditHeader::Udp => {
+            transport_header(g, next, &mut |g, _| {
+                munge_at(g, m, next);
+                g.b.jump(next);
+            });
+        }
     }
-    g.check(4, (off + len) as i32, next);
+    g.b.bind(next);
+}
 
+/// The bytes of munge `m` written at r4 + the field's offset (r3 = data_end); a field
+/// past the end goes to `next`. Clobbers r0, r5.
+fn munge_at(g: &mut Gen<'_>, m: &Munge, next: weir_program::Label) {
+    let (_, _, off, len, bits) = m.field.layout();
+    g.check(4, (off + len) as i32, next);
+    if let Some((shift, width)) = bits {
+        // The field's bits of the big-endian word at `off`, the others kept.
+        let fmask = ((1u64 << width) - 1) as u32;
+        let v = u32::from_be_bytes([m.value[0], m.value[1], m.value[2], m.value[3]]) & fmask;
+        let at = off as i16;
+        g.b.load(Op::LdxW, 0, 4, at);
+        g.b.byte_swap(Op::Be32, 0);
+        if m.add {
+            g.b.alu_reg(Op::Mov64Reg, 5, 0);
+            g.b.alu_imm(Op::Rsh64Imm, 5, shift as i32);
+            g.b.alu_imm(Op::Add64Imm, 5, v as i32);
+            g.b.lddw(1, i64::from(fmask));
+            g.b.alu_reg(Op::And64Reg, 5, 1);
+            g.b.alu_imm(Op::Lsh64Imm, 5, shift as i32);
+        } else {
+            g.b.lddw(5, i64::from(v << shift));
+        }
+        g.b.lddw(1, i64::from(!(fmask << shift)));
+        g.b.alu_reg(Op::And64Reg, 0, 1);
+        g.b.alu_reg(Op::Or64Reg, 0, 5);
+        g.b.byte_swap(Op::Be32, 0);
+        g.b.store_reg(Op::StxW, 4, at, 0);
+        return;
+    }
     let value = &m.value[..len];
     let mut i = 0;
     while i < len {
@@ -1638,7 +1706,283 @@ fn munge(g: &mut Gen<'_>, m: &Munge) {
         }
         i = j;
     }
-    g.b.bind(next);
+}
+
+/// The transport header where the action engine finds it (`crate::key::extract`'s
+/// `Offsets::transport`): after an IPv4 header of IHL 5 or more that fits in the frame
+/// and is not a fragment (MF or an offset), or after the IPv6 header and the hop-by-hop,
+/// routing and destination-options headers (up to [`IPV6_EXT_HEADERS`], as the parser;
+/// none at a fragment header or an extension header cut short). `found(g, version)` is
+/// emitted once per IP version, with r4 = the transport header, r5 = the protocol, r6 =
+/// the network header, r8 = the transport header's offset from it (a scalar), r2/r3 the
+/// packet; it ends with a jump. No transport header: `none`. Clobbers r0, r1, r4-r6, r8.
+fn transport_header(
+    g: &mut Gen<'_>,
+    none: weir_program::Label,
+    found: &mut dyn FnMut(&mut Gen<'_>, u8),
+) {
+    network_header(g, none);
+    g.b.alu_reg(Op::Mov64Reg, 6, 4);
+    let v6 = g.b.new_label();
+    g.b.jump_imm(Op::Jeq64Imm, 5, 0x86dd, v6);
+    g.b.jump_imm(Op::Jne64Imm, 5, 0x0800, none);
+    ipv4_header_len(g, 8, none);
+    g.load16(0, 4, 6);
+    g.b.jump_imm(Op::Jset64Imm, 0, 0x3fff, none);
+    g.b.load(Op::LdxB, 5, 4, 9);
+    g.b.alu_reg(Op::Add64Reg, 4, 8);
+    found(g, 4);
+
+    g.b.bind(v6);
+    g.check(4, 40, none);
+    g.b.load(Op::LdxB, 5, 4, 6);
+    g.b.alu_imm(Op::Mov64Imm, 8, 40);
+    g.b.alu_imm(Op::Add64Imm, 4, 40);
+    let at = g.b.new_label();
+    for _ in 0..IPV6_EXT_HEADERS {
+        let ext = g.b.new_label();
+        g.b.jump_imm(Op::Jeq64Imm, 5, 0, ext);
+        g.b.jump_imm(Op::Jeq64Imm, 5, 43, ext);
+        g.b.jump_imm(Op::Jeq64Imm, 5, 60, ext);
+        g.b.jump_imm(Op::Jeq64Imm, 5, 44, none);
+        g.b.jump(at);
+        g.b.bind(ext);
+        g.check(4, 2, none);
+        g.b.load(Op::LdxB, 1, 4, 1);
+        g.b.load(Op::LdxB, 5, 4, 0);
+        g.b.alu_imm(Op::Add64Imm, 1, 1);
+        g.b.alu_imm(Op::Lsh64Imm, 1, 3);
+        g.b.alu_reg(Op::Add64Reg, 4, 1);
+        g.b.alu_reg(Op::Add64Reg, 8, 1);
+    }
+    // Deeper than the walk goes: as if the next header were the transport (the parser's
+    // known difference).
+    g.b.jump_imm(Op::Jeq64Imm, 5, 44, none);
+    g.b.bind(at);
+    found(g, 6);
+}
+
+/// The longest TCP, UDP or ICMP segment `csum` sums: a frame in one XDP buffer (a page,
+/// less the headroom) is shorter. A longer one aborts the program (`XDP_ABORTED`), never
+/// a packet sent with a checksum left wrong.
+pub const MAX_CSUM_SEGMENT: i32 = 4096;
+
+/// Stack slots of [`csum_transport`]: the UDP flag, the checksum's offset in the frame,
+/// the action word while r7 counts rounds.
+const CSUM_UDP: i16 = MACS - 8;
+const CSUM_AT: i16 = CSUM_UDP - 8;
+const CSUM_ACT: i16 = CSUM_AT - 8;
+
+/// `csum tcp|udp|icmp` as act_csum recomputes them (and the action engine's
+/// `fix_checksums`): for a packet that is not a fragment, whose transport header
+/// [`transport_header`] finds and whose IP length fits in the frame, the checksum of a
+/// TCP, UDP, ICMP (IPv4) or ICMPv6 (IPv6) segment the targets name, summed whole over the
+/// IP pseudo-header (not for ICMP over IPv4) and the segment; a UDP-over-IPv4 checksum of
+/// 0 (none) stays 0; a UDP checksum that sums to 0 is written 0xffff (CSUM_MANGLED_0).
+///
+/// The segment, up to [`MAX_CSUM_SEGMENT`] bytes, is summed by `bpf_csum_diff` 64 bytes a
+/// round, then a half-word a round for the rest: bounded loops, which verifiers unroll
+/// (64 and 32 rounds), the rounds' count in r7 (the action word waits on the stack).
+/// Every path (IP version, extension headers, protocol) enters the first loop with its
+/// positions as plain numbers, not packet pointers of different offsets, and the length
+/// as the distance between two pointers (an unknown number), and the second loop the
+/// same way whichever round the first one ended: a verifier walks each loop once, and the
+/// other paths meet a state it has seen. A half-word loop over the whole segment (2,048
+/// rounds) took weir's verifier past a million instructions on one rule set. Clobbers
+/// r0-r6, r8, r9.
+fn csum_transport(g: &mut Gen<'_>, targets: u8) {
+    let skip = g.b.new_label();
+    let done = g.b.new_label();
+    let sum = g.b.new_label();
+    let too_long = g.b.new_label();
+    reload(g);
+    transport_header(g, skip, &mut |g, version| {
+        // r0 = the segment's length: the IP length less the transport header's offset,
+        // when the IP length fits in the frame and reaches the transport header.
+        if version == 4 {
+            g.load16(0, 6, 2);
+        } else {
+            g.load16(0, 6, 4);
+            g.b.alu_imm(Op::Add64Imm, 0, 40);
+        }
+        g.b.alu_reg(Op::Mov64Reg, 1, 6);
+        g.b.alu_reg(Op::Add64Reg, 1, 0);
+        g.b.jump_reg(Op::Jgt64Reg, 1, 3, skip);
+        g.b.jump_reg(Op::Jlt64Reg, 0, 8, skip);
+        g.b.alu_reg(Op::Sub64Reg, 0, 8);
+        g.b.jump_imm(Op::Jgt64Imm, 0, MAX_CSUM_SEGMENT, too_long);
+        // r8 = the segment's length from here on (r0 is `check`'s).
+        g.b.alu_reg(Op::Mov64Reg, 8, 0);
+        let icmp = if version == 4 { 1 } else { 58 };
+        for (proto, check_at, bit) in
+            [(6, 16, csum::TCP), (17, 6, csum::UDP), (icmp, 2, csum::ICMP)]
+        {
+            if targets & bit == 0 {
+                continue;
+            }
+            let other = g.b.new_label();
+            g.b.jump_imm(Op::Jne64Imm, 5, proto, other);
+            g.b.jump_imm(Op::Jlt64Imm, 8, check_at + 2, skip);
+            g.check(4, check_at + 2, skip);
+            if proto == 17 && version == 4 {
+                g.b.load(Op::LdxH, 1, 4, 6);
+                g.b.jump_imm(Op::Jeq64Imm, 1, 0, skip);
+            }
+            // r9 = the pseudo-header's sum (the addresses' half-words, the protocol, the
+            // length; none for ICMP over IPv4), r1 = the checksum's offset from the
+            // segment, the UDP flag (1: UDP) on the stack.
+            g.b.alu_imm(Op::Mov64Imm, 9, 0);
+            if !(version == 4 && proto == 1) {
+                let (from, to) = if version == 4 { (12, 20) } else { (8, 40) };
+                for k in (from..to).step_by(2) {
+                    g.load16(1, 6, k);
+                    g.b.alu_reg(Op::Add64Reg, 9, 1);
+                }
+                g.b.alu_imm(Op::Add64Imm, 9, proto);
+                g.b.alu_reg(Op::Add64Reg, 9, 8);
+            }
+            g.b.alu_imm(Op::Mov64Imm, 1, i32::from(proto == 17));
+            g.b.store_reg(Op::StxDw, 10, CSUM_UDP, 1);
+            g.b.store_imm(Op::StH, 4, check_at as i16, 0);
+            g.b.alu_imm(Op::Mov64Imm, 1, check_at);
+            g.b.jump(sum);
+            g.b.bind(other);
+        }
+        g.b.jump(skip);
+    });
+
+    // r8 = the segment's length, r1 = the checksum's offset in it (the field zeroed), r4 =
+    // the segment, r9 = the pseudo-header's sum, the UDP flag on the stack. Every path
+    // comes here with its own packet pointers, constants and stack; from here on they are
+    // made one state for verifiers: numbers as distances between two packet pointers
+    // (unknown to them), the stack the edits leave behind zeroed (the key is not read
+    // again: an edited packet ends at its rule), the packet pointers loaded again. The
+    // sums are kept in the machine's order (`bpf_csum_diff` sums native 32-bit words; one's
+    // complement sums in either byte order are each other's byte swap, RFC 1071).
+    let launder = |g: &mut Gen<'_>, r: u8| {
+        g.b.alu_reg(Op::Mov64Reg, 0, 2);
+        g.b.alu_reg(Op::Add64Reg, 0, r);
+        g.b.alu_reg(Op::Mov64Reg, r, 0);
+        g.b.alu_reg(Op::Sub64Reg, r, 2);
+    };
+    g.b.bind(sum);
+    // The checksum's offset in the frame, on the stack.
+    g.b.alu_reg(Op::Mov64Reg, 6, 4);
+    g.b.alu_reg(Op::Add64Reg, 6, 1);
+    g.b.alu_reg(Op::Sub64Reg, 6, 2);
+    g.b.jump_imm(Op::Jgt64Imm, 6, 0x3fff + 16, skip);
+    g.b.store_reg(Op::StxDw, 10, CSUM_AT, 6);
+    // r6 = the segment's offset, r8 = its length, r9 = the pseudo-header's sum folded and
+    // in the machine's order.
+    g.b.alu_reg(Op::Mov64Reg, 6, 4);
+    g.b.alu_reg(Op::Sub64Reg, 6, 2);
+    g.b.jump_imm(Op::Jgt64Imm, 6, 0x3fff, skip);
+    g.b.alu_reg(Op::Add64Reg, 8, 4);
+    g.b.alu_reg(Op::Sub64Reg, 8, 4);
+    fold16(g, 9);
+    launder(g, 9);
+    g.b.byte_swap(Op::Be16, 9);
+    g.b.load(Op::LdxDw, 1, 10, CSUM_UDP);
+    launder(g, 1);
+    g.b.store_reg(Op::StxDw, 10, CSUM_UDP, 1);
+    // The action word (r7) kept aside: r7 counts the loop's rounds.
+    g.b.store_reg(Op::StxDw, 10, CSUM_ACT, 7);
+    let mut at = -8i16;
+    while at >= MACS {
+        if at != CTX {
+            g.b.store_imm(Op::StDw, 10, at, 0);
+        }
+        at -= 8;
+    }
+    reload(g);
+    g.b.alu_reg(Op::Add64Reg, 6, 2);
+    // 64 bytes a round by `bpf_csum_diff` (r6 the next, r8 the bytes left; r7's bound is
+    // what verifiers see end the loop).
+    const CHUNK: i32 = 64;
+    let rest = g.b.new_label();
+    g.b.alu_imm(Op::Mov64Imm, 7, 0);
+    let head = g.b.here();
+    g.b.jump_imm(Op::Jlt64Imm, 8, CHUNK, rest);
+    g.b.jump_imm(Op::Jge64Imm, 7, MAX_CSUM_SEGMENT / CHUNK, too_long);
+    g.b.load(Op::LdxDw, 1, 10, CTX);
+    g.b.load(Op::LdxW, 3, 1, 4);
+    // (Known from the IP length's test; said again for verifiers.)
+    g.check(6, CHUNK, skip);
+    g.b.alu_imm(Op::Mov64Imm, 1, 0);
+    g.b.alu_imm(Op::Mov64Imm, 2, 0);
+    g.b.alu_reg(Op::Mov64Reg, 3, 6);
+    g.b.alu_imm(Op::Mov64Imm, 4, CHUNK);
+    g.b.alu_reg(Op::Mov64Reg, 5, 9);
+    g.b.call_helper(HELPER_CSUM_DIFF);
+    g.b.alu_reg(Op::Mov64Reg, 9, 0);
+    g.b.alu_imm(Op::Add64Imm, 6, CHUNK);
+    g.b.alu_imm(Op::Sub64Imm, 8, CHUNK);
+    g.b.alu_imm(Op::Add64Imm, 7, 1);
+    g.b.jump(head);
+    // The rest, under 64 bytes, a half-word a round (r4 the next, r5 the bytes left),
+    // from numbers again: one state for verifiers whichever round the first loop ended.
+    g.b.bind(rest);
+    reload(g);
+    g.b.alu_reg(Op::Mov64Reg, 4, 6);
+    g.b.alu_reg(Op::Sub64Reg, 4, 2);
+    g.b.jump_imm(Op::Jgt64Imm, 4, 0x3fff + MAX_CSUM_SEGMENT, skip);
+    g.b.alu_reg(Op::Mov64Reg, 5, 6);
+    g.b.alu_reg(Op::Add64Reg, 5, 8);
+    g.b.alu_reg(Op::Sub64Reg, 5, 6);
+    g.b.jump_imm(Op::Jge64Imm, 5, CHUNK, too_long);
+    g.b.alu_reg(Op::Add64Reg, 4, 2);
+    let head = g.b.here();
+    let odd = g.b.new_label();
+    let fold = g.b.new_label();
+    g.b.jump_imm(Op::Jlt64Imm, 5, 2, odd);
+    g.check(4, 2, odd);
+    g.b.load(Op::LdxH, 1, 4, 0);
+    g.b.alu_reg(Op::Add64Reg, 9, 1);
+    g.b.alu_imm(Op::Add64Imm, 4, 2);
+    g.b.alu_imm(Op::Sub64Imm, 5, 2);
+    g.b.jump(head);
+    g.b.bind(odd);
+    g.b.jump_imm(Op::Jeq64Imm, 5, 0, fold);
+    g.check(4, 1, fold);
+    // The last byte is the high byte of a half-word padded with zero.
+    g.b.load(Op::LdxB, 1, 4, 0);
+    g.b.alu_imm(Op::Lsh64Imm, 1, 8);
+    g.b.byte_swap(Op::Be16, 1);
+    g.b.alu_reg(Op::Add64Reg, 9, 1);
+    g.b.bind(fold);
+    fold16(g, 9);
+    g.b.alu_imm(Op::Xor64Imm, 9, 0xffff);
+    // 0 becomes 0xffff for UDP, without a branch on the protocol: r0 = 1 when the
+    // checksum is 0 and the UDP flag is 1, negated to all ones.
+    g.b.alu_reg(Op::Mov64Reg, 0, 9);
+    g.b.alu_imm(Op::Sub64Imm, 0, 1);
+    g.b.alu_imm(Op::Rsh64Imm, 0, 63);
+    g.b.load(Op::LdxDw, 1, 10, CSUM_UDP);
+    g.b.alu_reg(Op::And64Reg, 0, 1);
+    g.b.neg64(0);
+    g.b.alu_imm(Op::And64Imm, 0, 0xffff);
+    g.b.alu_reg(Op::Or64Reg, 9, 0);
+    g.b.load(Op::LdxDw, 1, 10, CSUM_AT);
+    g.b.alu_reg(Op::Add64Reg, 1, 2);
+    g.check(1, 2, done);
+    g.b.store_reg(Op::StxH, 1, 0, 9);
+    g.b.jump(done);
+    g.b.bind(too_long);
+    g.b.alu_imm(Op::Mov64Imm, 0, xdp_action::ABORTED as i32);
+    g.b.exit();
+    g.b.bind(done);
+    g.b.load(Op::LdxDw, 7, 10, CSUM_ACT);
+    g.b.bind(skip);
+}
+
+/// `r` (a sum below 2^33) folded to 16 bits, one's complement (three end-around carries).
+fn fold16(g: &mut Gen<'_>, r: u8) {
+    for _ in 0..3 {
+        g.b.alu_reg(Op::Mov64Reg, 0, r);
+        g.b.alu_imm(Op::Rsh64Imm, 0, 16);
+        g.b.alu_imm(Op::And64Imm, r, 0xffff);
+        g.b.alu_reg(Op::Add64Reg, r, 0);
+    }
 }
 
 #[cfg(test)]

@@ -124,6 +124,8 @@ fn xdp_datapath_agrees_with_the_reference() {
     let (mut pedit_rules, mut pedit_hits) = (0usize, 0usize);
     // Rules with `csum iph` (after IPv4 edits), and their hits.
     let (mut csum_rules, mut csum_hits) = (0usize, 0usize);
+    // Rules with pedit of tcp/udp fields or IPv6 bit fields, with csum tcp/udp/icmp.
+    let (mut l4_rules, mut l4_hits, mut l4csum_rules, mut l4csum_hits) = (0, 0, 0, 0);
     for round in 0..40u64 {
         let rules = 1 + gen.rng.below_usize(if round % 2 == 0 { 20 } else { 150 });
         let masks = 1 + gen.rng.below_usize(8);
@@ -151,6 +153,17 @@ fn xdp_datapath_agrees_with_the_reference() {
             0 => "prio 59993 protocol ip flower ip_proto udp action pedit ex munge ip ttl add 0xff munge ip dst set 192.0.2.7 munge ip tos add 3 pipe action csum iph pipe action drop\n".to_string(),
             1 => "prio 59993 protocol ipv6 flower action vlan push id 7 pipe action pedit ex munge ip6 hoplimit set 9 munge ip6 src add ::1:ffff munge ip6 payload_len add 1 pipe action pass\n".to_string(),
             _ => "prio 59993 protocol all flower action pedit ex munge eth type set 0x8100 munge ip ttl set 1 munge ip protocol add 1 pipe action csum ip4h\n".to_string(),
+        };
+        // pedit of transport fields (at the transport header as the engine finds it,
+        // whatever the protocol) and of IPv6's bit fields, and the transport checksums
+        // recomputed over the whole segment: before the wide ranges, so that they meet
+        // most TCP, UDP and ICMP packets of their IP version.
+        text += match round % 4 {
+            0 => "prio 59985 protocol ip flower ip_proto tcp action pedit ex munge tcp dport set 8080 munge tcp flags add 0x11 munge tcp sport add 0x0101 pipe action csum iph and tcp pipe action pass\n",
+            1 => "prio 59985 protocol ipv6 flower action pedit ex munge udp sport set 53 munge ip6 traffic_class add 0x81 munge ip6 flow_lbl set 0xabcde pipe action csum udp and tcp and icmp pipe action drop\n",
+            2 => "prio 59985 protocol ipv6 flower action pedit ex munge ip6 flow_lbl add 0xfffff munge ip6 traffic_class set 0x3c munge tcp dport add 0xffff pipe action csum icmp and udp and tcp pipe action mirred egress redirect dev d0\n",
+            _ => "prio 59985 protocol ip flower ip_proto udp action pedit ex munge udp dport set 7 munge udp sport add 0xff01 pipe action csum udp pipe action pass\n\
+                  prio 59986 protocol ip flower action pedit ex munge ip ttl set 3 pipe action csum ip4h and icmp and tcp pipe action pass\n",
         };
         // indev: rules on the device packets come in on and on one they do not.
         if round % 2 == 1 {
@@ -186,6 +199,33 @@ fn xdp_datapath_agrees_with_the_reference() {
             {
                 csum_rules += 1;
                 csum_hits += hits.0 as usize;
+            }
+            use weir::flow::rule::{csum, ActionKind, PeditField as F};
+            if rule.actions.iter().any(|a| match &a.kind {
+                ActionKind::Pedit(ms) => ms.iter().any(|m| {
+                    matches!(
+                        m.field,
+                        F::TcpSport
+                            | F::TcpDport
+                            | F::TcpFlags
+                            | F::UdpSport
+                            | F::UdpDport
+                            | F::Ip6TrafficClass
+                            | F::Ip6FlowLbl
+                    )
+                }),
+                _ => false,
+            }) {
+                l4_rules += 1;
+                l4_hits += hits.0 as usize;
+            }
+            if rule
+                .actions
+                .iter()
+                .any(|a| matches!(a.kind, ActionKind::Csum(t) if t & !csum::IPV4_HEADER != 0))
+            {
+                l4csum_rules += 1;
+                l4csum_hits += hits.0 as usize;
             }
             if rule.matches.iter().any(|m| matches!(m, weir::flow::Match::Indev(_))) {
                 indev_rules += 1;
@@ -263,13 +303,21 @@ fn xdp_datapath_agrees_with_the_reference() {
     assert!(ranged > 20 && range_hits > 20, "{ranged} rules with port ranges, {range_hits} hits");
     assert!(pedit_rules >= 10 && pedit_hits > 500, "{pedit_rules} pedit rules, {pedit_hits} hits");
     assert!(csum_rules >= 20 && csum_hits > 100, "{csum_rules} csum rules, {csum_hits} hits");
+    assert!(
+        l4_rules >= 30 && l4_hits > 500,
+        "{l4_rules} tcp/udp/ip6-bits pedit rules, {l4_hits} hits"
+    );
+    assert!(
+        l4csum_rules >= 30 && l4csum_hits > 500,
+        "{l4csum_rules} csum tcp/udp/icmp rules, {l4csum_hits} hits"
+    );
     assert!(indev_rules >= 40 && indev_hits > 20, "{indev_rules} indev rules, {indev_hits} hits");
     assert!(
         edit_sets > 20 && edited > 1000,
         "{edit_sets} sets with edits, {edited} packets edited"
     );
     println!(
-        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits); {indev_rules} indev rules ({indev_hits} hits); {pedit_rules} pedit rules ({pedit_hits} hits); {csum_rules} csum rules ({csum_hits} hits)",
+        "{sets} rule sets x {} packets on interp and JIT ({kernel_sets} in the kernel): {matched} rule hits; chains with a loop {}, forward only {}; {edit_sets} sets with packet edits, {edited} packets edited; {ranged} rules with port ranges ({range_hits} hits); {indev_rules} indev rules ({indev_hits} hits); {pedit_rules} pedit rules ({pedit_hits} hits); {csum_rules} csum rules ({csum_hits} hits); {l4_rules} tcp/udp/ip6-bits pedit rules ({l4_hits} hits); {l4csum_rules} csum tcp/udp/icmp rules ({l4csum_hits} hits)",
         frames.len(),
         modes[0],
         modes[1]
@@ -286,9 +334,6 @@ fn xdp_refuses_what_it_cannot_do_by_line_and_keyword() {
         ("protocol all flower action mirred egress mirror dev d0", "mirror"),
         ("protocol all flower action vlan pop pipe action goto chain 1", "goto"),
         ("protocol all flower action vlan push id 5 pipe action reclassify", "reclassify"),
-        ("protocol ip flower action pedit ex munge tcp dport set 1", "pedit"),
-        ("protocol ipv6 flower action pedit ex munge ip6 flow_lbl set 1", "pedit"),
-        ("protocol ip flower action csum iph and tcp", "csum"),
         ("protocol all flower action skbedit mark 1", "skbedit"),
         ("protocol all flower action continue", "continue"),
     ] {

@@ -61,14 +61,14 @@ fn compile_refuses_by_line_and_keyword() {
     let rules = dir.join("rules.txt");
     std::fs::write(
         &rules,
-        "prio 1 protocol all flower action pass\nprio 2 protocol ip flower action pedit ex munge tcp dport set 1\n",
+        "prio 1 protocol all flower action pass\nprio 2 protocol ip flower action skbedit mark 1\n",
     )
     .unwrap();
     let obj = dir.join("flow.o");
     let o = weir(&["flow", "compile", rules.to_str().unwrap(), "-o", obj.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("line 2") && err.contains("\"pedit\""), "{err}");
+    assert!(err.contains("line 2") && err.contains("\"skbedit\""), "{err}");
     assert!(!obj.exists());
     // An indev this machine does not have: tc's words when it adds the rule.
     std::fs::write(
