@@ -421,6 +421,10 @@ impl JitProgram {
         let mem = mem.unwrap_or_default();
         self.prepare(cache);
         self.set_up(cache, ctx, packet, mem, false, r1_addr, r2);
+        // The packet entry's words that are the same for every lent frame (its window,
+        // no store admitted, read-only), written once: per frame `run_lent` writes only
+        // the frame's address, length and load bounds (`RegionEntry::lend_frame`).
+        cache.state.get().regions[PACKET].set_read_only(PACKET, 0, 0);
         let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
             self.run_lent(cache, ctx, frame, env)
         };
@@ -445,7 +449,13 @@ impl JitProgram {
             let size = u32::try_from(len).unwrap_or(u32::MAX);
             return Err(Trap::memory(TrapCode::OutOfBounds, 0, PACKET_BASE, size));
         }
-        self.packet_fields.fill(ctx, frame.len(), None)?;
+        // The whole frame, no span: the straight-line writes of `fill_whole` when the
+        // context takes every field (issue 11: `fill`'s general path per packet).
+        if ctx.len() < self.packet_fields.context_end()
+            || !self.packet_fields.fill_whole(ctx, frame.len())
+        {
+            self.packet_fields.fill(ctx, frame.len(), None)?;
+        }
         let host = frame.as_ptr() as u64;
         if self.lean {
             let (ctx_host, r2) = (ctx.as_mut_ptr() as u64, ctx.len() as u64);
@@ -463,7 +473,7 @@ impl JitProgram {
         run.regions[STACK].set_stack_unless_same(STACK, stack_host, stack_len, floor);
         let ctx_host = ctx.as_mut_ptr() as u64;
         run.regions[CTX].set_unless_same(CTX, ctx_host, ctx.len() as u64, false);
-        run.regions[PACKET].set_read_only(PACKET, host, len);
+        run.regions[PACKET].lend_frame(PACKET, host, len);
         self.fire(cache, env)
     }
 
@@ -582,8 +592,8 @@ impl JitProgram {
     /// A run of self-contained code (`Plan::self_contained`, so `needs` is met): the same
     /// preparation of the cache and the context as [`JitProgram::run_stats`], then only the
     /// run-state words the code reads: the entry registers, the budget, the stack bias, the
-    /// host base of the context, packet and memory (the code adds its own guest offset),
-    /// and the outcome fields it may leave untouched. The region table keeps whatever the
+    /// host base of the context, packet and memory (the code adds its own guest offset);
+    /// of the outcome fields none (see `lean_fire`). The region table keeps whatever the
     /// last full run left: this code never reads it, and a full run sets it whole.
     #[inline(always)]
     fn run_lean(&self, cache: &mut Cache, input: Input<'_>) -> Result<RunOutcome, Trap> {
@@ -655,11 +665,10 @@ impl JitProgram {
         run.budget = budget;
         run.r1 = r1;
         run.r2 = r2;
-        run.exit_word = 0;
-        run.exit_value = 0;
-        run.remaining = 0;
-        run.max_depth = 0;
-        run.helper_status = 0;
+        // Not reset: the exit word, exit value and budget left, which every way out of the
+        // code stores (`codegen`, the exit blocks), and the deepest frame and helper
+        // status, which self-contained code (no calls) never sets and `outcome` reads only
+        // for a helper's exit, which it never takes; a full run (`fire`) resets them all.
         cache.dirty_from = 0;
         let entry = self.code.entry();
         // SAFETY: `entry` is this program's code (kept mapped by `self.code`) with the

@@ -125,6 +125,22 @@ impl RegionEntry {
         self.read_only = 1;
     }
 
+    /// [`RegionEntry::set_read_only`] for the next frame of a lending batch: only the
+    /// words that depend on the frame (its host address and length, the load bounds) when
+    /// the entry is already a read-only one of `window` (issue 11: the whole entry per
+    /// packet was 13 stores). Every writer that admits stores (`set`, `set_value`) also
+    /// clears `read_only`, so `read_only == 1` still means `store_bound` admits nothing.
+    #[inline]
+    pub(crate) fn lend_frame(&mut self, window: usize, host: u64, len: u64) {
+        if self.read_only != 1 || self.lo_addr != (window as u64).wrapping_mul(REGION_WINDOW) {
+            return self.set_read_only(window, host, len);
+        }
+        self.base_lo = host;
+        self.load_bound = [1, 2, 4, 8].map(|size| bound(len, size));
+        self.host = host;
+        self.len = len;
+    }
+
     /// [`RegionEntry::set`] without a floor, skipped when the entry already describes this
     /// region (the window, host address and length decide every field). Not for the stack's
     /// entry, which generated code moves on calls.
@@ -168,6 +184,8 @@ impl RegionEntry {
         self.store_bound = if span.writable { bounds } else { [0; 4] };
         self.host = 0;
         self.len = 0;
+        // Admits stores, so not a lent entry any more: `lend_frame` trusts this flag.
+        self.read_only = 0;
     }
 
     /// Admits nothing.

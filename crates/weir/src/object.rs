@@ -834,29 +834,35 @@ where
     /// packet's bounds are the frame's (no headroom: nothing moves them, `leaves_packet`),
     /// and the packet left is the frame itself. The XDP buffer is not touched, so its marks
     /// stay as they are.
+    ///
+    /// Every frame of the source in one call (issue 11: one call of this through `dyn
+    /// Batch` per batch, not per packet; the source's callback, the run and the verdict's
+    /// `each` in one loop here).
     fn lend(&mut self, ctx: &mut [u8], run: &mut LentRun<'_>) -> bool {
         const USABLE: usize = XDP_FRAME - XDP_TAILROOM - XDP_HEADROOM;
-        let (env, each) = (&mut *self.env, &mut *self.each);
-        let mut given = None;
-        let fed = (self.next)(&mut |frame: &[u8]| {
-            let frame = frame.get(..USABLE).unwrap_or(frame);
-            let base = guest::PACKET_BASE;
-            env.begin_packet(PacketBounds {
-                hard_start: base,
-                hard_end: base + frame.len() as u64,
+        let (env, each, next) = (&mut *self.env, &mut *self.each, &mut *self.next);
+        loop {
+            let mut given = None;
+            let fed = next(&mut |frame: &[u8]| {
+                let frame = frame.get(..USABLE).unwrap_or(frame);
+                let base = guest::PACKET_BASE;
+                env.begin_packet(PacketBounds {
+                    hard_start: base,
+                    hard_end: base + frame.len() as u64,
+                });
+                let outcome = run(ctx, frame, Some(&mut *env));
+                env.end_run();
+                // No tail call to follow: `leaves_packet` admits no program that makes one.
+                given = Some(each(outcome.map(|o| VerdictView { ret: o.r0, packet: frame })));
             });
-            let outcome = run(ctx, frame, Some(&mut *env));
-            env.end_run();
-            // No tail call to follow: `leaves_packet` admits no program that makes one.
-            given = Some(each(outcome.map(|o| VerdictView { ret: o.r0, packet: frame })));
-        });
-        match (fed, given) {
-            (Ok(true), Some(Ok(()))) => true,
-            (Ok(_), Some(Err(e))) | (Err(e), _) => {
-                self.error = Some(e);
-                false
+            match (fed, given) {
+                (Ok(true), Some(Ok(()))) => {}
+                (Ok(_), Some(Err(e))) | (Err(e), _) => {
+                    self.error = Some(e);
+                    return false;
+                }
+                (Ok(_), _) => return false,
             }
-            (Ok(_), _) => false,
         }
     }
 

@@ -476,11 +476,12 @@ pub trait Batch {
     fn lends(&self) -> bool {
         false
     }
-    /// Runs the next packet over the source's own bytes, read-only, instead of a copy in
-    /// the batch's packet buffer: the batch hands `run` the context and the frame (the
-    /// packet region is then exactly the frame: `data` at its first byte), then takes the
-    /// outcome as [`Batch::done`] does, the frame being the packet as left. `false` ends
-    /// the batch (after this packet, or with none). An engine calls it only when
+    /// Runs the next packet, or several, over the source's own bytes, read-only, instead
+    /// of a copy in the batch's packet buffer: for each, the batch hands `run` the context
+    /// and the frame (the packet region is then exactly the frame: `data` at its first
+    /// byte), then takes the outcome as [`Batch::done`] does, the frame being the packet as
+    /// left. A batch may run all its packets in one call (a call through `dyn Batch` per
+    /// batch, not per packet). `false` ends the batch (after these packets, or with none). An engine calls it only when
     /// [`Batch::lends`] says so and its code for the program cannot write the packet
     /// region without a check that refuses it (a store into a lent frame must fault, never
     /// land). By default: none, the batch ends.
