@@ -97,6 +97,9 @@ const DEPTH: u32 = 12;
 const MAX_DEPTH: u32 = 13;
 /// The counted register on entry to the counted loop being run (`counted`).
 const LOOP_BASE: u32 = 14;
+/// The lane-wise partial sums of a wide sum loop's groups (`reduce`): an `I64X2` carried
+/// from group to group, added into the accumulator once the groups are done.
+const SUM_LANES: u32 = 15;
 
 /// Run-state fields: always in bounds and aligned, never aliased by guest memory.
 fn state_flags() -> MemFlags {
@@ -216,6 +219,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         for index in 0..=LOOP_BASE {
             b.declare_var(var(index), types::I64);
         }
+        b.declare_var(var(SUM_LANES), types::I64X2);
         let load = |b: &mut FunctionBuilder<'f>, offset: i32| {
             b.ins().load(types::I64, constant_flags(), state, offset)
         };
@@ -567,6 +571,9 @@ impl<'a, 'f> Translator<'a, 'f> {
         };
         let group = self.b.create_block();
         let rest = self.b.create_block();
+        if let Some(Idiom::Sum(_)) = idiom {
+            self.start_sum_lanes();
+        }
         let guard = self.unroll_guard(reg, unroll);
         self.b.ins().brif(guard, group, &[], head, &[]);
         self.b.switch_to_block(group);
@@ -594,6 +601,9 @@ impl<'a, 'f> Translator<'a, 'f> {
         let guard = self.unroll_guard(reg, unroll);
         self.b.ins().brif(guard, group, &[], rest, &[]);
         self.b.switch_to_block(rest);
+        if let (true, Some(Idiom::Sum(sum))) = (wide, idiom) {
+            self.finish_sum_lanes(sum)?;
+        }
         self.pc = last;
         let Some(&jump) = self.insns.get(last) else {
             return Err(self.error(CompileErrorKind::BadTarget));

@@ -1,6 +1,7 @@
 //! The sum idiom: an unrolled counted loop whose body adds consecutive 8-byte words of
-//! memory into one register, each group of `factor` adds lowered to 16-byte vector loads,
-//! lane-wise 64-bit adds and one horizontal add.
+//! memory into one register, each group of `factor` adds lowered to 16-byte vector loads
+//! and lane-wise 64-bit adds into a vector of two partial sums carried across the groups;
+//! one horizontal add after the last group puts them into the register.
 //!
 //! `weir-bench interp`'s stack-copy ends summing its 32 stack words
 //! (`ldxdw r5, [r10 - 256 + i]; add r0, r5; i += 8`): unrolled, that is 8 scalar loads
@@ -24,7 +25,7 @@ use weir_isa::ebpf::{Insn, Op, Operands};
 
 use super::copy::{address, Affine};
 use super::facts::Plan;
-use super::Translator;
+use super::{var, Translator, SUM_LANES};
 use crate::CompileError;
 
 /// A recognised sum body (see the module docs).
@@ -128,11 +129,13 @@ impl Translator<'_, '_> {
         };
         let from = self.b.ins().iadd(fixed, counted);
         let flags = super::copy::flags();
-        let last_off = ((factor - 1) * 8) as i32;
-        let last = self.b.ins().load(types::I64, flags, from, last_off);
         let mut pairs: Vec<Value> = (0..factor / 2)
             .map(|k| self.b.ins().load(types::I64X2, flags, from, (k * 16) as i32))
             .collect();
+        // The last word (`v` after the group): the last pair's upper lane, pure, so gone
+        // when nothing reads `v`.
+        let Some(&last_pair) = pairs.last() else { return Ok(false) };
+        let last = self.b.ins().extractlane(last_pair, 1);
         // A balanced tree: independent adds, as a compiler's reduction does.
         while pairs.len() > 1 {
             let mut next = Vec::with_capacity(pairs.len().div_ceil(2));
@@ -145,12 +148,10 @@ impl Translator<'_, '_> {
             }
             pairs = next;
         }
-        let Some(&lanes) = pairs.first() else { return Ok(false) };
-        let low = self.b.ins().extractlane(lanes, 0);
-        let high = self.b.ins().extractlane(lanes, 1);
-        let group = self.b.ins().iadd(low, high);
-        let acc = self.get(sum.acc);
-        let acc = self.b.ins().iadd(acc, group);
+        let Some(&group) = pairs.first() else { return Ok(false) };
+        let lanes = self.b.use_var(var(SUM_LANES));
+        let lanes = self.b.ins().iadd(lanes, group);
+        self.b.def_var(var(SUM_LANES), lanes);
         self.sums = [None; weir_isa::ebpf::REG_COUNT as usize];
         let mode = self.mode;
         for _ in 0..factor {
@@ -165,9 +166,31 @@ impl Translator<'_, '_> {
         }
         self.mode = mode;
         self.set(sum.value, last)?;
-        self.set(sum.acc, acc)?;
         self.sums = [None; weir_isa::ebpf::REG_COUNT as usize];
         Ok(true)
+    }
+
+    /// Before a wide sum loop's first group: no lane sums yet.
+    pub(super) fn start_sum_lanes(&mut self) {
+        let zero = self.iconst(0);
+        let lanes = self.b.ins().splat(types::I64X2, zero);
+        self.b.def_var(var(SUM_LANES), lanes);
+    }
+
+    /// After a wide sum loop's last group: its two lanes added into the accumulator, which
+    /// the groups left alone. Nothing between the groups reads the accumulator (the body
+    /// touches it only by its one `add`, and no way out leaves from a group), so it holds
+    /// the loop's sum from here on, in every bit (wrapping addition).
+    pub(super) fn finish_sum_lanes(&mut self, sum: Sum) -> Result<(), CompileError> {
+        let lanes = self.b.use_var(var(SUM_LANES));
+        let low = self.b.ins().extractlane(lanes, 0);
+        let high = self.b.ins().extractlane(lanes, 1);
+        let groups = self.b.ins().iadd(low, high);
+        let acc = self.get(sum.acc);
+        let acc = self.b.ins().iadd(acc, groups);
+        self.set(sum.acc, acc)?;
+        self.sums = [None; weir_isa::ebpf::REG_COUNT as usize];
+        Ok(())
     }
 }
 
