@@ -70,7 +70,8 @@ pub struct MatchArgs {
     #[arg(long)]
     pub record: bool,
     /// For a profiler (`perf stat`): only run one row's hot loop, PASSES times over the hot
-    /// packets, and print nothing else: `dispatch`, `sequential` (the 16 clause filters in
+    /// packets, and print nothing else: `dispatch`, `dispatch-batch` (the dispatch through
+    /// its batch call, which prefetches ahead), `sequential` (the 16 clause filters in
     /// turn until one accepts) or a clause's position (1-16). Run it
     /// with 0 passes too, and subtract: what is left is the loop's own count.
     #[arg(long, value_name = "ROW:PASSES")]
@@ -86,6 +87,11 @@ pub struct MatchArgs {
     /// misses from its mispredicted branches (no hardware counters here).
     #[arg(long, default_value = "hot", value_name = "TRAFFIC")]
     pub only_traffic: String,
+    /// With `--only`: every row's loop prefetches the packet [`weir_jit::filter::PREFETCH_AHEAD`]
+    /// places on, as the dispatch's batch call does (`dispatch-batch`), so that rows compare
+    /// like for like.
+    #[arg(long)]
+    pub prefetch: bool,
 }
 
 /// The row's machine code to /tmp/weir-match-ROW.bin, its address on standard output
@@ -147,27 +153,30 @@ fn only(spec: &str, program: &Program, args: &MatchArgs) -> Result<bool, String>
     // Set after each row's compile, just before its loop: the figure is the loop's.
     let started;
     if row == "dispatch" {
-        let d = weir::pfmatch::Dispatch::compile(program)?;
-        let native = weir_jit::filter::compile_results_read(
-            d.filter(),
-            &d.result_slots(),
-            &d.result_reads(),
-        )
-        .map_err(|e| e.to_string())?;
+        let native = native_dispatch(program)?;
         // The hot function every run calls, and the whole one it leaves packets to.
         dump(row, native.machine_code())?;
         dump("dispatch-whole", native.whole_machine_code())?;
         let mut r = [0u32; 16];
         started = Instant::now();
         for _ in 0..passes {
-            hits += pass(&hot, |p| native.run(p, p.len() as u32, &mut r));
+            hits += pass(&hot, args.prefetch, |p| native.run(p, p.len() as u32, &mut r));
+        }
+    } else if row == "dispatch-batch" {
+        // The same dispatch through its batch call, which prefetches packets ahead.
+        let native = native_dispatch(program)?;
+        let batch: Vec<(&[u8], u32)> = hot.iter().map(|p| (*p, p.len() as u32)).collect();
+        started = Instant::now();
+        for _ in 0..passes {
+            native.run_each(&batch, |_, matched, _| hits += usize::from(matched));
         }
     } else if row == "sequential" {
         // The 16 clause filters run in turn until one accepts, as the table's row.
         let filters = sequential(program)?;
         started = Instant::now();
         for _ in 0..passes {
-            hits += pass(&hot, |p| filters.iter().any(|f| f.matches(p, p.len() as u32)));
+            hits +=
+                pass(&hot, args.prefetch, |p| filters.iter().any(|f| f.matches(p, p.len() as u32)));
         }
     } else {
         let i: usize = row.parse().map_err(|e| format!("--only row: {e}"))?;
@@ -179,7 +188,7 @@ fn only(spec: &str, program: &Program, args: &MatchArgs) -> Result<bool, String>
         dump(row, f.machine_code())?;
         started = Instant::now();
         for _ in 0..passes {
-            hits += pass(&hot, |p| f.matches(p, p.len() as u32));
+            hits += pass(&hot, args.prefetch, |p| f.matches(p, p.len() as u32));
         }
     }
     let n = (passes * hot.len()).max(1);
@@ -190,10 +199,30 @@ fn only(spec: &str, program: &Program, args: &MatchArgs) -> Result<bool, String>
     Ok(true)
 }
 
+/// The program's dispatch as the native code `weir match` runs (handler and argument slots
+/// written for the chosen handler only).
+fn native_dispatch(program: &Program) -> Result<weir_jit::filter::NativeResults, String> {
+    let d = weir::pfmatch::Dispatch::compile(program)?;
+    weir_jit::filter::compile_results_read(d.filter(), &d.result_slots(), &d.result_reads())
+        .map_err(|e| e.to_string())
+}
+
 /// One pass of `--only`'s loop: `run` on every packet, the matches counted (one loop for
 /// every row, so rows differ only in what they call).
-fn pass(packets: &[&[u8]], mut run: impl FnMut(&[u8]) -> bool) -> usize {
-    packets.iter().filter(|p| run(p)).count()
+/// With `prefetch`, first the packet `PREFETCH_AHEAD` on, as `run_each` does.
+fn pass(packets: &[&[u8]], prefetch: bool, mut run: impl FnMut(&[u8]) -> bool) -> usize {
+    if !prefetch {
+        return packets.iter().filter(|p| run(p)).count();
+    }
+    let ahead = weir_jit::filter::PREFETCH_AHEAD;
+    let mut hits = 0;
+    for (i, p) in packets.iter().enumerate() {
+        if let Some(next) = packets.get(i + ahead) {
+            weir_jit::filter::prefetch(next);
+        }
+        hits += usize::from(run(p));
+    }
+    hits
 }
 
 /// The clause tests, in order (the program has no nesting and no `otherwise`).
