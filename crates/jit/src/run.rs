@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{Bindings, RunEnv};
-use weir_program::exec::guest::{PACKET_BASE, REGION_WINDOW};
+use weir_program::exec::guest::{MEM_BASE, PACKET_BASE, REGION_WINDOW};
 use weir_program::exec::{run_each, Batch, Input, PacketFields, Prepared, RunOutcome};
 use weir_program::{Assurance, Program, Trap, TrapCode, Verified};
 
@@ -71,6 +71,25 @@ pub struct JitProgram {
     /// Its batches may run over frames lent read-only ([`Batch::lend`]): every checked
     /// store, and every helper's write, into a read-only region is refused.
     lendable: bool,
+    /// What [`JitProgram::lean_fire`] would otherwise work out on every run, from fields
+    /// that stay fixed once compiled (see [`LeanSizes`]).
+    sizes: LeanSizes,
+}
+
+/// The sizes a lean run tests and sets, computed once at compile time: a lean run of a
+/// short program (bench/records/2026-11-29-jit-8.txt, stack-copy) spent a fifth of its
+/// time outside the generated code, partly on these overflow-checked multiplications.
+#[derive(Clone, Copy, Debug, Default)]
+struct LeanSizes {
+    /// `stack_bytes()` and `frame_words()`: the cache's sizes for this program.
+    stack_bytes: usize,
+    frame_words: usize,
+    /// `lean_written_from(stack_bytes)`: where in a sized stack a lean run may write from.
+    written_from: usize,
+    /// `stack_bytes - observed_depth` (saturating): the observed slots' lowest byte.
+    observed_from: Option<usize>,
+    /// `budget()`.
+    budget: u64,
 }
 
 impl std::fmt::Debug for JitProgram {
@@ -182,6 +201,7 @@ impl JitProgram {
         if lean && jit.writes_stack {
             jit.observed_depth = observed_depth;
         }
+        jit.sizes = jit.lean_sizes();
         Ok(jit)
     }
 
@@ -237,7 +257,8 @@ impl JitProgram {
                 _ => true,
             }
         });
-        Ok(JitProgram {
+        let mut jit = JitProgram {
+            sizes: LeanSizes::default(),
             lendable,
             stack_low: None,
             observed_depth: None,
@@ -254,7 +275,21 @@ impl JitProgram {
             config,
             shape,
             key,
-        })
+        };
+        jit.sizes = jit.lean_sizes();
+        Ok(jit)
+    }
+
+    /// [`LeanSizes`] from the fields as they stand (to be set again when one changes).
+    fn lean_sizes(&self) -> LeanSizes {
+        let stack_bytes = self.stack_bytes();
+        LeanSizes {
+            stack_bytes,
+            frame_words: self.frame_words(),
+            written_from: self.lean_written_from(stack_bytes),
+            observed_from: self.observed_depth.map(|depth| stack_bytes.saturating_sub(depth)),
+            budget: self.budget(),
+        }
     }
 
     /// How many checks the compiled code kept and dropped.
@@ -313,6 +348,29 @@ impl JitProgram {
         // Self-contained code on memory the proof covers: straight to the lean run, inlined
         // here, so that the input is never built in memory and copied (a measurable share
         // of a short run: store forwarding fails on its copy).
+        // Without a context there are no packet fields to write, and a memory no longer
+        // than its window passes `Input::check_sizes`: what is left of `run_lean` is its
+        // entry registers (`Input::entry_args` for memory alone) and `lean_fire`.
+        if let (true, Some(Needs::Memory(len)), None) =
+            (self.lean, self.needs, &self.bindings.context)
+        {
+            let n = mem.len() as u64;
+            if n >= len && n <= REGION_WINDOW {
+                let (r1, r2) = if n == 0 { (0, 0) } else { (MEM_BASE, n) };
+                // An absent context and packet: the empty slices `run_lean` would take.
+                let none = std::ptr::NonNull::<u8>::dangling().as_ptr() as u64;
+                let mem = mem.as_mut_ptr() as u64;
+                return self.lean_fire(cache, none, none, mem, r1, r2).map(|outcome| outcome.r0);
+            }
+        }
+        self.run_mem_full(cache, mem)
+    }
+
+    /// [`JitProgram::run_mem`] for code that is not lean or memory the proof does not
+    /// cover: kept out of line, so that the lean path's frame stays small.
+    #[cold]
+    #[inline(never)]
+    fn run_mem_full(&self, cache: &mut Cache, mem: &mut [u8]) -> Result<u64, Trap> {
         if let (true, Some(Needs::Memory(len))) = (self.lean, self.needs) {
             if mem.len() as u64 >= len {
                 return self.run_lean(cache, Input::new().mem(mem)).map(|outcome| outcome.r0);
@@ -625,23 +683,20 @@ impl JitProgram {
         r1: u64,
         r2: u64,
     ) -> Result<RunOutcome, Trap> {
+        let sizes = &self.sizes;
         let len = cache.stack.len();
-        let sized = len == self.stack_bytes() && cache.frames.len() == self.frame_words();
+        let sized = len == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
         let dirty = cache.dirty_from;
         // Where bytes an earlier run wrote may still lie after this run's zeroing.
         let mut left_from = len;
-        match (sized, self.observed_depth) {
-            (true, Some(observed)) => {
+        match (sized, sizes.observed_from) {
+            (true, Some(observed_from)) => {
                 // The slots every run writes before reading them and before its exit may
                 // keep the last run's bytes: zeroed are only the slots a run may observe
                 // and, when an earlier run wrote deeper than this program ever does,
                 // everything from there (the stack after the run shows it).
-                let reach_from = self.lean_written_from(len);
-                let from = if dirty < reach_from {
-                    dirty
-                } else {
-                    dirty.max(len.saturating_sub(observed))
-                };
+                let reach_from = sizes.written_from;
+                let from = if dirty < reach_from { dirty } else { dirty.max(observed_from) };
                 if from < len {
                     cache.stack[from..].fill(0);
                 }
@@ -661,7 +716,7 @@ impl JitProgram {
         run.regions[MEM].base_lo = mem;
         run.stack_bias = stack_host.wrapping_sub(STACK_BASE);
         run.key = self.key;
-        let budget = self.budget();
+        let budget = sizes.budget;
         run.budget = budget;
         run.r1 = r1;
         run.r2 = r2;
@@ -683,7 +738,8 @@ impl JitProgram {
         // code is then `lendable`, no store of it reaches the packet window.
         let value = unsafe { entry(&mut *run) };
         // Bytes this run may have written, and any an earlier one left that were kept.
-        cache.dirty_from = self.lean_written_from(cache.stack.len()).min(left_from);
+        // Sized by now (`prepare` sizes what was not): `written_from` is for its length.
+        cache.dirty_from = sizes.written_from.min(left_from);
         let outcome = self.outcome(run, value);
         cache.executed = match outcome {
             Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,

@@ -881,29 +881,43 @@ fn sum_loops_added_wide_agree_with_the_interpreter() {
 /// memory in turn, every run compared with a fresh interpreter run: r0, executed count,
 /// memory and the whole final stack. Lean code zeroes only the stack slots the proof says
 /// a run may observe, so a slot left wrong from the last run shows here. `Ok(None)`:
-/// refused; else whether the proof listed the observed slots.
+/// refused; else whether the proof listed the observed slots. The same runs go through
+/// `run_mem` too, on a cache of their own (its lean path does not build an `Input`).
 fn agree_run_after_run(program: &Program, mems: &[Vec<u8>]) -> Result<Option<bool>, String> {
     let first = World { mem: mems.first().cloned(), ..World::default() };
     let Some(verified) = prove(program, None, &first) else { return Ok(None) };
     let engine = Jit::compile(&verified, bindings(None), weir_jit::Config::default())
         .map_err(|e| e.to_string())?;
     let mut cache = engine.cache();
+    let mut mem_cache = engine.cache();
     for (n, mem) in mems.iter().enumerate() {
         let world = World { mem: Some(mem.clone()), ..World::default() };
         let expected = interp_run(program, None, &world);
         let mut got_mem = mem.clone();
         let input = Input { mem: Some(&mut got_mem), ..Default::default() };
         let outcome = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
-        if outcome != expected.0 || Some(&got_mem) != expected.3.as_ref() {
-            return Err(format!("run {n}: jit {outcome:?}, interpreter {:?}", expected.0));
+        let mut mem_mem = mem.clone();
+        let mem_outcome = engine.run_mem(&mut mem_cache, &mut mem_mem);
+        let mem_outcome = mem_outcome.map(|r0| (r0, mem_cache.executed()));
+        for (how, outcome, got_mem) in
+            [("run_stats", outcome, &got_mem), ("run_mem", mem_outcome, &mem_mem)]
+        {
+            if outcome != expected.0 || Some(got_mem) != expected.3.as_ref() {
+                return Err(format!(
+                    "run {n}: jit ({how}) {outcome:?}, interpreter {:?}",
+                    expected.0
+                ));
+            }
         }
-        if cache.stack() != expected.4.as_slice() {
-            let at = cache.stack().iter().zip(&expected.4).position(|(a, b)| a != b);
-            return Err(format!(
-                "run {n}: final stack differs at byte {at:?} of {}\n{}",
-                expected.4.len(),
-                weir_isa::asm::listing(program.insns())
-            ));
+        for (how, stack) in [("run_stats", cache.stack()), ("run_mem", mem_cache.stack())] {
+            if stack != expected.4.as_slice() {
+                let at = stack.iter().zip(&expected.4).position(|(a, b)| a != b);
+                return Err(format!(
+                    "run {n} ({how}): final stack differs at byte {at:?} of {}\n{}",
+                    expected.4.len(),
+                    weir_isa::asm::listing(program.insns())
+                ));
+            }
         }
     }
     Ok(Some(verified.facts().is_some_and(|f| f.stack_observed.is_some())))
