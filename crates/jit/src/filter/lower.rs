@@ -33,7 +33,6 @@ use weir_filter::{
 };
 
 use super::set::SetTables;
-use super::switch;
 use super::CompileError;
 
 /// How deeply predicates and expressions may nest: the lowering recurses, and this keeps
@@ -270,7 +269,7 @@ impl Lowering<'_, '_> {
         }
     }
 
-    pub(super) fn record(&mut self, target: Block) {
+    fn record(&mut self, target: Block) {
         if target == self.root_abort || Some(target) == self.bail {
             return;
         }
@@ -443,12 +442,9 @@ impl Lowering<'_, '_> {
             }
             Pred::Not(inner) => self.pred(inner, f, t, depth)?,
             Pred::And(parts) => self.sequence(parts, t, f, depth, true)?,
-            Pred::Or(parts) => match switch::split(parts).filter(switch::enabled) {
-                Some(split) => self.switch(&split, t, f, depth)?,
-                None => match adjacent_halves(parts).filter(|_| self.bail.is_some()) {
-                    Some((offset, k)) => self.either_half(offset, k, t, f, depth)?,
-                    None => self.sequence(parts, t, f, depth, false)?,
-                },
+            Pred::Or(parts) => match adjacent_halves(parts).filter(|_| self.bail.is_some()) {
+                Some((offset, k)) => self.either_half(offset, k, t, f, depth)?,
+                None => self.sequence(parts, t, f, depth, false)?,
             },
             Pred::Chain(chain) => self.walk(chain, t, f, depth)?,
             Pred::Pairs(pairs) => self.pairs(pairs, t, f, depth)?,

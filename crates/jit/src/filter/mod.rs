@@ -33,7 +33,6 @@ mod code;
 mod lower;
 mod pairs;
 mod set;
-mod switch;
 
 use weir_filter::opt::{has_store, node_count};
 use weir_filter::{Filter, Pred, SCRATCH_SLOTS};
