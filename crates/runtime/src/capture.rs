@@ -490,10 +490,10 @@ impl PcapWalk {
     /// Calls `each` on the complete records at the start of `bytes` (see
     /// [`CaptureReader::walk_buffered`]); returns the bytes and records walked.
     #[inline]
-    fn walk(
+    fn walk<'b>(
         self,
-        bytes: &[u8],
-        mut each: impl FnMut((usize, usize), &[u8], u32) -> bool,
+        bytes: &'b [u8],
+        mut each: impl FnMut((usize, usize), &'b [u8], u32) -> bool,
     ) -> (usize, u64) {
         let (mut at, mut visited) = (0usize, 0u64);
         while let Some(header) = bytes.get(at..at.wrapping_add(self.record_header)) {
@@ -1162,6 +1162,29 @@ impl<R: Read> CaptureReader<R> {
     /// pcapng block, and pcap files whose length fields may be swapped (versions before 2.4).
     pub fn visit_buffered(&mut self, mut visit: impl FnMut(&[u8], u32) -> bool) -> u64 {
         self.walk_buffered(|_, data, wire_len| visit(data, wire_len))
+    }
+
+    /// [`visit_buffered`](Self::visit_buffered) for a consumer that wants the complete
+    /// records buffered as one slice of `(data, wire_len)`, in order (all of them: it cannot
+    /// stop early), called once (with an empty slice when none is buffered). Why: a loop that
+    /// knows the packets ahead can ask the CPU to fetch them before it gets to them
+    /// (`weir match --count` through `weir::Dispatch::handler_each`), which a visitor of one
+    /// record at a time cannot. Returns how many records it visited.
+    pub fn visit_buffered_batch(&mut self, visit: impl FnOnce(&[(&[u8], u32)])) -> u64 {
+        let Some(walk) = self.pcap_walk() else {
+            visit(&[]);
+            return 0;
+        };
+        let mut batch: Vec<(&[u8], u32)> = Vec::new();
+        let (at, visited) = walk.walk(self.window.bytes(), |_, data, wire_len| {
+            batch.push((data, wire_len));
+            true
+        });
+        visit(&batch);
+        drop(batch);
+        self.window.consume(at);
+        self.index = self.index.saturating_add(visited);
+        visited
     }
 
     /// [`visit_buffered`](Self::visit_buffered) for a copy-through writer of a pcap file:

@@ -112,11 +112,15 @@ pub fn run(args: &MatchArgs) -> Result<ExitCode, String> {
     while let Some(p) = reader.next_packet() {
         let p = p.map_err(|e| format!("{}: {e}", display(&args.read)))?;
         if only_counts {
-            // Counting needs the handler only: no argument vector per packet.
-            match dispatch.handler(p.data, p.wire_len) {
+            // Counting needs the handler only: no argument vector per packet. The packet
+            // read the slow way, then every complete record buffered after it as one batch
+            // (`handler_each` prefetches the packets ahead: bench/records/2026-11-29-pfmatch-14.txt).
+            let mut count = |h: Option<usize>| match h {
                 Some(h) => counts[h] += 1,
                 None => unmatched += 1,
-            }
+            };
+            count(dispatch.handler(p.data, p.wire_len));
+            reader.visit_buffered_batch(|batch| dispatch.handler_each(batch, |_, h| count(h)));
             continue;
         }
         let outcome = dispatch.run(p.data, p.wire_len);

@@ -415,10 +415,12 @@ type Seen = Vec<(Vec<u8>, u32)>;
 /// A count's loop: [`CaptureReader::visit_buffered`] for the complete records buffered,
 /// `next_packet` for the rest (joins, damage, the end). Returns each packet's (data, wire
 /// length) in order, the damage, and how many `visit_buffered` saw (so a test can tell the
-/// fast path ran).
+/// fast path ran). With `batch`, [`CaptureReader::visit_buffered_batch`] instead (which
+/// cannot stop early: `stop_after` must be `None`).
 fn visit_all<R: Read>(
     reader: &mut CaptureReader<R>,
     stop_after: Option<usize>,
+    batch: bool,
 ) -> (Seen, Option<CaptureError>, usize) {
     let mut out: Seen = Vec::new();
     let mut fast = 0;
@@ -433,10 +435,17 @@ fn visit_all<R: Read>(
             return (out, None, fast);
         }
         let before = out.len();
-        reader.visit_buffered(|data, wire| {
-            out.push((data.to_vec(), wire));
-            !full(&out)
-        });
+        if batch {
+            let visited = reader.visit_buffered_batch(|packets| {
+                out.extend(packets.iter().map(|&(data, wire)| (data.to_vec(), wire)));
+            });
+            assert_eq!(visited as usize, out.len() - before, "visited count");
+        } else {
+            reader.visit_buffered(|data, wire| {
+                out.push((data.to_vec(), wire));
+                !full(&out)
+            });
+        }
         fast += out.len() - before;
         if full(&out) {
             return (out, None, fast);
@@ -480,21 +489,24 @@ fn visit_buffered_sees_what_next_packet_sees() {
         assert!(expected.len() >= 249, "{name}");
         assert_eq!(expected_err.is_some(), ["cut", "absurd"].contains(name), "{name}");
         for chunk in [1, 7, 16, 17, 100, 333, 4096, 1 << 20] {
-            let mut reader = CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk)
-                .unwrap()
-                .without_blocks();
-            let (got, err, fast) = visit_all(&mut reader, None);
-            assert!(got == expected, "{name} chunk {chunk}: packets differ");
-            assert_eq!(err, expected_err, "{name} chunk {chunk}");
-            if *name == "swapped 2.3" {
-                assert_eq!(fast, 0, "{name}: swapped lengths are next_packet's");
-            } else if chunk >= 4096 {
-                assert!(fast > got.len() / 2, "{name} chunk {chunk}: fast path unused ({fast})");
+            for batch in [false, true] {
+                let mut reader = CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk)
+                    .unwrap()
+                    .without_blocks();
+                let (got, err, fast) = visit_all(&mut reader, None, batch);
+                let how = if batch { "batch" } else { "one by one" };
+                assert!(got == expected, "{name} chunk {chunk} {how}: packets differ");
+                assert_eq!(err, expected_err, "{name} chunk {chunk} {how}");
+                if *name == "swapped 2.3" {
+                    assert_eq!(fast, 0, "{name}: swapped lengths are next_packet's");
+                } else if chunk >= 4096 {
+                    assert!(fast > got.len() / 2, "{name} chunk {chunk} {how}: fast path unused");
+                }
             }
             // Stopping midway: the next packet is the one after the last visited.
             let mut reader =
                 CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk).unwrap();
-            let (first, _, _) = visit_all(&mut reader, Some(123));
+            let (first, _, _) = visit_all(&mut reader, Some(123), false);
             assert!(first[..] == expected[..123], "{name} chunk {chunk}: stop");
             let next = reader.next_packet().unwrap().unwrap();
             assert_eq!(next.index, 123, "{name} chunk {chunk}");
