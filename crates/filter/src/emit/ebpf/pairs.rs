@@ -177,7 +177,7 @@ impl Emitter {
             (self.flow.label(), self.flow.label(), self.flow.label());
         let exits = [hit_exit, abort_exit, false_exit];
         let scan = Scan { pairs: table.pairs(), held1: &held1, held2: &held2, flags, exits };
-        if table.pairs().len() * (held1.len() + 1) <= LINEAR_BRANCHES {
+        if !self.for_kernel || table.pairs().len() * (held1.len() + 1) <= LINEAR_BRANCHES {
             self.scan(scan, false);
         } else {
             let (prefix, trees) = (self.flow.label(), self.flow.label());
