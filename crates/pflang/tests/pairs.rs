@@ -59,7 +59,12 @@ fn term(kind: usize, rng: &mut SplitMix64, pool: &Pool) -> String {
 
 /// A random list: one kind, sometimes interrupted; or-joined, or `not`s and-joined.
 fn list(rng: &mut SplitMix64, pool: &Pool) -> (Vec<String>, bool) {
-    let n = rng.range_usize(MIN_TERMS, 4 * MIN_TERMS);
+    list_of(rng, pool, (MIN_TERMS, 4 * MIN_TERMS))
+}
+
+/// [`list`] with a number of terms in `lo..hi`.
+fn list_of(rng: &mut SplitMix64, pool: &Pool, (lo, hi): (usize, usize)) -> (Vec<String>, bool) {
+    let n = rng.range_usize(lo, hi);
     let kind = rng.below_usize(7);
     let mixed = rng.chance(20);
     let terms = (0..n)
@@ -234,12 +239,33 @@ fn a_long_pair_list_lowers_to_one_node() {
 /// can be asked (frames of 14 bytes and more: the kernel refuses shorter ones).
 #[test]
 fn pair_lists_in_xdp_match_their_terms_on_cut_packets() {
+    let (shared, cuts, in_kernel) = xdp_lists(SEED ^ 0x0d9, LISTS / 2, (MIN_TERMS, 4 * MIN_TERMS));
+    eprintln!(
+        "pairs (XDP): {shared} lists in the shared form, {cuts} cuts, {in_kernel} in the kernel"
+    );
+    assert!(shared >= LISTS / 5, "only {shared} lists took the shared form");
+}
+
+/// The same with lists long enough (1,400 terms and more, times the first walk's registers
+/// plus one over 4,096) that the XDP form searches trees instead of scanning in line.
+#[test]
+fn long_pair_lists_in_xdp_take_the_search_trees() {
+    let (shared, cuts, in_kernel) = xdp_lists(SEED ^ 0x7ee, 6, (1_400, 1_800));
+    eprintln!(
+        "pairs (XDP, trees): {shared} lists in the shared form, {cuts} cuts, {in_kernel} in the kernel"
+    );
+    assert!(shared >= 3, "only {shared} long lists took the shared form");
+}
+
+/// Random lists of `terms` terms in the XDP form on weir's interpreter, JIT and the kernel
+/// against the term-by-term filter: (lists in the shared form, cuts, cuts in the kernel).
+fn xdp_lists(seed: u64, lists: usize, terms: (usize, usize)) -> (usize, usize, usize) {
     use weir_program::abi::{xdp_action, Bindings};
     use weir_program::exec::{Engine, Input, Limits};
     use weir_program::{ProgType, Verified};
 
     let names = NameDb::builtin();
-    let mut rng = SplitMix64::new(SEED ^ 0x0d9);
+    let mut rng = SplitMix64::new(seed);
     let kernel = match weir_sys::kernel::available() {
         Ok(()) => true,
         Err(reason) => {
@@ -248,9 +274,9 @@ fn pair_lists_in_xdp_match_their_terms_on_cut_packets() {
         }
     };
     let (mut shared, mut cuts, mut in_kernel) = (0usize, 0usize, 0usize);
-    for _ in 0..LISTS / 2 {
+    for _ in 0..lists {
         let pool = Pool::new(&mut rng);
-        let (terms, negated) = list(&mut rng, &pool);
+        let (terms, negated) = list_of(&mut rng, &pool, terms);
         let joined = joined(&terms, negated);
         let node = optimize(&lowered(&joined, &names));
         let parts = terms.iter().map(|t| lowered(t, &names).pred);
@@ -309,8 +335,5 @@ fn pair_lists_in_xdp_match_their_terms_on_cut_packets() {
             }
         }
     }
-    eprintln!(
-        "pairs (XDP): {shared} lists in the shared form, {cuts} cuts, {in_kernel} in the kernel"
-    );
-    assert!(shared >= LISTS / 5, "only {shared} lists took the shared form");
+    (shared, cuts, in_kernel)
 }

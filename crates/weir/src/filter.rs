@@ -231,13 +231,13 @@ fn prepare(filter: &Filter, engine: Engine) -> Result<Runner, String> {
         }
         Engine::Jit if xdp_form(filter) => Runner::Jit(Box::new(SocketFilterRun::prepare_xdp(
             &weir_jit::Jit,
-            emit_ebpf(filter, ProgType::Xdp)?,
+            emit_engine_xdp(filter)?,
             "emitted program",
         )?)),
         Engine::Interp if xdp_form(filter) => {
             Runner::Interp(Box::new(SocketFilterRun::prepare_xdp(
                 &weir_interp::Interp,
-                emit_ebpf(filter, ProgType::Xdp)?,
+                emit_engine_xdp(filter)?,
                 "emitted program",
             )?))
         }
@@ -300,10 +300,29 @@ fn emit_socket_filter(filter: &Filter) -> Result<Program, String> {
 /// expansion optimized in place (`weir_filter::pairs::expanded_optimized`; the expansion
 /// unoptimized is three times longer).
 pub fn emit_ebpf(filter: &Filter, prog_type: ProgType) -> Result<Program, String> {
+    emit_ebpf_for(filter, prog_type, true)
+}
+
+/// The XDP form for weir's own eBPF engines ([`emit_ebpf`], but a long pair list keeps
+/// its in-line scan: `ebpf::emit_for_weir`).
+fn emit_engine_xdp(filter: &Filter) -> Result<Program, String> {
+    emit_ebpf_for(filter, ProgType::Xdp, false)
+}
+
+fn emit_ebpf_for(
+    filter: &Filter,
+    prog_type: ProgType,
+    for_kernel: bool,
+) -> Result<Program, String> {
     if prog_type.packet_access() == weir_program::PacketAccess::Xdp
         && weir_filter::pairs::contains_pairs(&filter.pred)
     {
-        return ebpf::emit(filter, prog_type).map_err(|e| format!("eBPF emission: {e}"));
+        let program = if for_kernel {
+            ebpf::emit(filter, prog_type)
+        } else {
+            ebpf::emit_for_weir(filter, prog_type)
+        };
+        return program.map_err(|e| format!("eBPF emission: {e}"));
     }
     let expanded = weir_filter::pairs::expanded_optimized(filter);
     let filter = expanded.as_ref().unwrap_or(filter);
@@ -443,5 +462,38 @@ mod tests {
             }
             assert!(accepted > 0, "{expr}: no cut accepted");
         }
+    }
+
+    /// A pair list past the kernel's in-line limit: `weir compile --ebpf` takes the search
+    /// trees (the kernel's verifier refuses the in-line scan), weir's own engines keep the
+    /// in-line scan, fewer slots, and both give the IR's verdicts on cut packets.
+    #[test]
+    fn long_pair_lists_keep_the_in_line_scan_on_weirs_engines() {
+        let terms: Vec<String> = (0..1_500)
+            .map(|i| format!("not (host 10.{}.{}.1 and port {})", i / 256, i % 256, 1 + i))
+            .collect();
+        let filter =
+            compile_filter(&format!("not ({})", terms.join(" and ")), LinkType::Ethernet).unwrap();
+        let kernel = emit_ebpf(&filter, ProgType::Xdp).unwrap().insns().len();
+        let engines = emit_engine_xdp(&filter).unwrap().insns().len();
+        assert!(engines * 2 < kernel, "engines {engines} slots, kernel {kernel}");
+        // A frame from 10.2.15.1:528 (pair 527) to 10.9.9.9:80, cut at every length.
+        let mut frame = [0u8; 60];
+        frame[12..14].copy_from_slice(&[0x08, 0x00]);
+        frame[14] = 0x45;
+        frame[23] = 6;
+        frame[26..30].copy_from_slice(&[10, 2, 15, 1]);
+        frame[30..34].copy_from_slice(&[10, 9, 9, 9]);
+        frame[34..36].copy_from_slice(&528u16.to_be_bytes());
+        frame[36..38].copy_from_slice(&80u16.to_be_bytes());
+        let mut run = PreparedFilter::new(&filter, Some(Engine::Interp)).unwrap();
+        let mut accepted = 0;
+        for cut in 0..=frame.len() {
+            let (data, wire) = (&frame[..cut], frame.len() as u32);
+            let want = filter.matches(data, wire);
+            assert_eq!(run.matches(data, wire), want, "cut at {cut}");
+            accepted += usize::from(want);
+        }
+        assert!(accepted > 0, "no cut accepted");
     }
 }

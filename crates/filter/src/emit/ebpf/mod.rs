@@ -83,8 +83,24 @@ pub fn reject_value(prog_type: ProgType) -> u32 {
 /// documentation: socket filters and tc programs take the `__sk_buff` form, XDP the
 /// `xdp_md` form).
 pub fn emit(filter: &Filter, prog_type: ProgType) -> Result<Program, EmitError> {
+    emit_program(filter, prog_type, true)
+}
+
+/// [`emit`] for weir's own engines only, not for the kernel: the same program but where a
+/// long pair list's scan stays in line (no search trees: the kernel's verifier would
+/// refuse it past about 2,700 pairs, weir's engines run it in a third of the slots).
+pub fn emit_for_weir(filter: &Filter, prog_type: ProgType) -> Result<Program, EmitError> {
+    emit_program(filter, prog_type, false)
+}
+
+fn emit_program(
+    filter: &Filter,
+    prog_type: ProgType,
+    for_kernel: bool,
+) -> Result<Program, EmitError> {
     let (read, _) = scratch_usage(&filter.pred)?;
     let mut e = Emitter::new(prog_type.packet_access());
+    e.for_kernel = for_kernel;
     e.prologue(read);
     let accept = e.flow.label();
     let reject = e.reject;
@@ -281,6 +297,10 @@ pub(super) struct Emitter {
     spills: u16,
     /// Packet bytes from offset 0 known to be present here (XDP).
     checked: u32,
+    /// The program must load in the kernel, whose verifier refuses a path of more than
+    /// 8,192 pending branches: long pair lists take the search trees (`pairs.rs`). weir's
+    /// own engines have no such limit and run the in-line scan, a third of the slots.
+    for_kernel: bool,
 }
 
 impl Emitter {
@@ -294,6 +314,7 @@ impl Emitter {
             free: value_registers(target).to_vec(),
             spills: 0,
             checked: 0,
+            for_kernel: true,
         }
     }
 

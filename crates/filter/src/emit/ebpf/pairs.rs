@@ -3,13 +3,17 @@
 //! abort recorded in a flag, then the pairs scanned in list order with a few compares on
 //! those registers each (no reload, no protocol test repeated per pair).
 //!
-//! **The scan is [`crate::pairs::PairTable::decide`] in one pass.** For each pair in list
-//! order: its first value not among the first walk's values: an abort when that walk
-//! aborted, else the next pair; among them: true when its second value is among the
-//! second walk's values, else an abort when that walk aborted, else the next pair; after the
-//! last pair, false. With neither walk aborted that is "any pair matches"; with only the
-//! second aborted, the first pair whose first value was loaded decides; with the first
-//! aborted, the ordered scan of `decide` itself.
+//! **The scan is [`crate::pairs::PairTable::decide`], by search trees.** With the first
+//! walk complete, a binary search per first-walk register (on a copy of it) over the list's
+//! distinct first values finds the value's leaf, which notes whether any of its pairs has
+//! its second value among the second walk's registers (neither walk aborted: any such pair
+//! matches) and ranks the value by its first pair in list order (the second walk aborted:
+//! the first pair whose first value was loaded decides, so the smallest rank's pair). With
+//! the first walk aborted, `decide`'s ordered scan, in line: it reaches only the pairs before
+//! the first value the registers cannot all hold, a few. So a packet costs a few compares
+//! per register and level, and the kernel's verifier, which walks every branch, follows a
+//! path of log depth with all the leaves' paths joining in one state (a linear scan left a
+//! pending branch per pair, and the verifier gives up past 8,192).
 //!
 //! **Registers.** A walk's fields get value registers by where they sit in the walk's
 //! branches: sibling branches that exclude each other (guards `e == c` on the same `e` with
@@ -20,6 +24,8 @@
 //! whole program, so a walk's abort cannot be recorded and the scan could not go on), the
 //! node is emitted as its ordered expansion.
 
+use std::collections::HashMap;
+
 use weir_isa::ebpf::Op;
 
 use super::expr::need;
@@ -28,16 +34,41 @@ use crate::emit::EmitError;
 use crate::ir::{CmpOp, Expr, Pred};
 use crate::pairs::{PairBranch, Pairs};
 
+/// What a scan works on: the pairs, the walks' value registers and flags, and the exits
+/// (true, abort, false).
+#[derive(Clone, Copy)]
+struct Scan<'a> {
+    pairs: &'a [(u32, u32)],
+    held1: &'a [u8],
+    held2: &'a [u8],
+    flags: u8,
+    exits: [Label; 3],
+}
+
+/// A distinct first value of the list, for the search trees.
+struct Key {
+    value: u32,
+    /// Its first pair's index, and that pair's second value.
+    index: u32,
+    second: u32,
+    /// The second values of its later pairs, but `second`.
+    others: Vec<u32>,
+}
+
 /// The flag bits of the walks' aborts.
 const FIRST_ABORTED: i32 = 1;
 const SECOND_ABORTED: i32 = 2;
 /// The scan's outcomes, in the same register at the node's end.
 const MATCHED: i32 = 4;
 const ABORTED: i32 = 8;
-
-/// Pairs per chunk of the scan: at most 8 slots a pair, so that every test reaches its
-/// chunk's exits with a 16-bit offset.
-const CHUNK: usize = 2_048;
+/// Up to this many pairs times (first-walk registers + 1), the scan is in line: the kernel's
+/// verifier keeps a pending branch for about each first-walk register and pair of it on a
+/// path, and refuses a path with more than 8,192 (`BPF_COMPLEXITY_LIMIT_JMP_SEQ`); this
+/// leaves half for the rest. Longer lists take the search trees (module documentation),
+/// which cost about three times the slots.
+const LINEAR_BRANCHES: usize = 4_096;
+/// The trees' smallest rank when no loaded first value is in the list (ranks are below).
+const NO_RANK: i32 = -1;
 
 /// The value register of each field of a walk, in walk order, and how many registers: a
 /// branch's fields start past the registers of every earlier sibling it does not exclude.
@@ -119,8 +150,8 @@ impl Emitter {
             .flat_map(|(g, e)| g.iter().map(pred_need).chain(e.iter().map(need)))
             .max()
             .unwrap_or(1);
-        // One register for the flags.
-        if n1 == 0 || n2 == 0 || n1 + n2 + 1 + work > self.free.len() {
+        // One register for the flags; the trees take two more once the walks are done.
+        if n1 == 0 || n2 == 0 || n1 + n2 + 1 + work.max(2) > self.free.len() {
             return Ok(false);
         }
         let flags = self.allocate()?;
@@ -142,45 +173,29 @@ impl Emitter {
         self.walk(&pairs.first.branches, &regs1, flags, FIRST_ABORTED, entry)?;
         self.walk(&pairs.second.branches, &regs2, flags, SECOND_ABORTED, entry)?;
         self.checked = entry;
-        // A conditional jump reaches 32,767 slots: the pairs' tests jump to an exit of
-        // their chunk, which records the verdict and goes on to the node's end (threading
-        // leaves them alone: they are not bare `goto`s).
-        let verdict = self.flow.label();
-        for chunk in table.pairs().chunks(CHUNK) {
-            let (hit_exit, abort_exit) = (self.flow.label(), self.flow.label());
-            for &(a, b) in chunk {
-                let (hit, next) = (self.flow.label(), self.flow.label());
-                for &r in &held1 {
-                    let go_on = self.flow.label();
-                    self.flow.cond(Jump::value(Rel::Eq, r, Operand::Imm(a as i32)), hit, go_on);
-                    self.flow.bind(go_on);
-                }
-                let bit = Operand::Imm(FIRST_ABORTED);
-                self.flow.cond(Jump::value(Rel::Set, flags, bit), abort_exit, next);
-                self.flow.bind(hit);
-                for &r in &held2 {
-                    let go_on = self.flow.label();
-                    self.flow.cond(
-                        Jump::value(Rel::Eq, r, Operand::Imm(b as i32)),
-                        hit_exit,
-                        go_on,
-                    );
-                    self.flow.bind(go_on);
-                }
-                let bit = Operand::Imm(SECOND_ABORTED);
-                self.flow.cond(Jump::value(Rel::Set, flags, bit), abort_exit, next);
-                self.flow.bind(next);
-            }
-            let after = self.flow.label();
-            self.flow.goto(after);
-            self.flow.bind(hit_exit);
-            self.alu_imm(Op::Mov32Imm, flags, MATCHED);
-            self.flow.goto(verdict);
-            self.flow.bind(abort_exit);
-            self.alu_imm(Op::Mov32Imm, flags, ABORTED);
-            self.flow.goto(verdict);
-            self.flow.bind(after);
+        let (hit_exit, abort_exit, false_exit) =
+            (self.flow.label(), self.flow.label(), self.flow.label());
+        let exits = [hit_exit, abort_exit, false_exit];
+        let scan = Scan { pairs: table.pairs(), held1: &held1, held2: &held2, flags, exits };
+        if !self.for_kernel || table.pairs().len() * (held1.len() + 1) <= LINEAR_BRANCHES {
+            self.scan(scan, false);
+        } else {
+            let (prefix, trees) = (self.flow.label(), self.flow.label());
+            let bit = Operand::Imm(FIRST_ABORTED);
+            self.flow.cond(Jump::value(Rel::Set, flags, bit), prefix, trees);
+            self.flow.bind(trees);
+            self.search_trees(scan)?;
+            self.flow.bind(prefix);
+            self.scan(scan, true);
         }
+        let verdict = self.flow.label();
+        self.flow.bind(hit_exit);
+        self.alu_imm(Op::Mov32Imm, flags, MATCHED);
+        self.flow.goto(verdict);
+        self.flow.bind(abort_exit);
+        self.alu_imm(Op::Mov32Imm, flags, ABORTED);
+        self.flow.goto(verdict);
+        self.flow.bind(false_exit);
         // No pair: false.
         self.alu_imm(Op::Mov32Imm, flags, 0);
         self.flow.bind(verdict);
@@ -193,6 +208,183 @@ impl Emitter {
         }
         self.release(flags);
         Ok(true)
+    }
+
+    /// The scan of a packet whose first walk did not abort, by search trees (module
+    /// documentation) over the list's distinct first values, one per first-walk register.
+    /// Neither walk aborted: the leaf of a value tests its pairs' second values (one
+    /// loaded: true). The second aborted: the leaf turns the register into the index of
+    /// the value's first pair, the smallest index is kept, and a last tree on it tests that
+    /// pair's second value (loaded: true, else an abort; no index: false).
+    fn search_trees(&mut self, scan: Scan<'_>) -> Result<(), EmitError> {
+        let Scan { pairs, held1, held2, flags, exits: [hit_exit, abort_exit, false_exit] } = scan;
+        let mut keys: Vec<Key> = Vec::new();
+        let mut at: HashMap<u32, usize> = HashMap::new();
+        for (i, &(a, b)) in pairs.iter().enumerate() {
+            match at.get(&a) {
+                Some(&k) => {
+                    let key = &mut keys[k];
+                    if b != key.second && !key.others.contains(&b) {
+                        key.others.push(b);
+                    }
+                }
+                None => {
+                    at.insert(a, keys.len());
+                    keys.push(Key { value: a, index: i as u32, second: b, others: Vec::new() });
+                }
+            }
+        }
+        let mut firsts: Vec<Key> = keys
+            .iter()
+            .map(|k| Key { value: k.index, index: k.index, second: k.second, others: Vec::new() })
+            .collect();
+        keys.sort_unstable_by_key(|k| k.value);
+        let (ranked, any) = (self.flow.label(), self.flow.label());
+        let bit = Operand::Imm(SECOND_ABORTED);
+        self.flow.cond(Jump::value(Rel::Set, flags, bit), ranked, any);
+        // Neither walk aborted: a pair with both values loaded matches. The search narrows
+        // the register itself, which is not read after its tree; a hit ends the scan, so
+        // only paths that leave the node see the second walk's registers narrowed.
+        self.flow.bind(any);
+        for &r in held1 {
+            let miss = self.flow.label();
+            self.search(r, &keys, miss, &mut |e, key| {
+                for b in std::iter::once(key.second).chain(key.others.iter().copied()) {
+                    for &w in held2 {
+                        let go_on = e.flow.label();
+                        let jump = Jump::value(Rel::Eq, w, Operand::Imm(b as i32));
+                        e.flow.cond(jump, hit_exit, go_on);
+                        e.flow.bind(go_on);
+                    }
+                }
+                e.flow.goto(miss);
+            });
+            self.flow.bind(miss);
+        }
+        self.flow.goto(false_exit);
+        // The second walk aborted: the smallest first-pair index among the loaded first
+        // values, then that pair's second value decides.
+        self.flow.bind(ranked);
+        let (copy, best) = (self.allocate()?, self.allocate()?);
+        self.alu_imm(Op::Mov32Imm, best, NO_RANK);
+        for &r in held1 {
+            let (miss, update) = (self.flow.label(), self.flow.label());
+            self.unlinked_copy(copy, r);
+            self.search(copy, &keys, miss, &mut |e, key| {
+                // In the register itself, not in the copy the search narrowed to `a`:
+                // the index stays unknown to the verifier, and the leaves' paths equal.
+                let rank = key.index.wrapping_sub(key.value);
+                e.alu_imm(Op::Add32Imm, r, rank as i32);
+                e.flow.goto(update);
+            });
+            self.flow.bind(update);
+            let lower = self.flow.label();
+            self.flow.cond(Jump::value(Rel::Ge, r, Operand::Reg(best)), miss, lower);
+            self.flow.bind(lower);
+            self.alu_reg(Op::Mov32Reg, best, r);
+            self.flow.goto(miss);
+            self.flow.bind(miss);
+        }
+        let some = self.flow.label();
+        self.flow.cond(Jump::value(Rel::Eq, best, Operand::Imm(NO_RANK)), false_exit, some);
+        self.flow.bind(some);
+        self.unlinked_copy(copy, best);
+        firsts.sort_unstable_by_key(|k| k.value);
+        self.search(copy, &firsts, abort_exit, &mut |e, key| {
+            for &w in held2 {
+                let go_on = e.flow.label();
+                let jump = Jump::value(Rel::Eq, w, Operand::Imm(key.second as i32));
+                e.flow.cond(jump, hit_exit, go_on);
+                e.flow.bind(go_on);
+            }
+            e.flow.goto(abort_exit);
+        });
+        self.release(best);
+        self.release(copy);
+        Ok(())
+    }
+
+    /// `copy = r`, as a register the verifier does not narrow with `r`: a `mov` links the
+    /// two, and so does an `add` of a constant (the verifier narrows linked registers
+    /// together); `xor32 0` ends the link. So a search narrows the copy only, and `r`
+    /// stays as the verifier knew it, the same at every leaf, where the paths join.
+    fn unlinked_copy(&mut self, copy: u8, r: u8) {
+        self.alu_reg(Op::Mov32Reg, copy, r);
+        self.alu_imm(Op::Xor32Imm, copy, 0);
+    }
+
+    /// A binary search of `copy` among the keys' values: the leaf of the value it holds,
+    /// or `miss`. Each leaf ends in a jump.
+    fn search(
+        &mut self,
+        copy: u8,
+        keys: &[Key],
+        miss: Label,
+        leaf: &mut dyn FnMut(&mut Emitter, &Key),
+    ) {
+        match keys {
+            [] => self.flow.goto(miss),
+            [key] => {
+                let found = self.flow.label();
+                let value = Operand::Imm(key.value as i32);
+                self.flow.cond(Jump::value(Rel::Ne, copy, value), miss, found);
+                self.flow.bind(found);
+                leaf(self, key);
+            }
+            _ => {
+                let mid = keys.len() / 2;
+                let (low, high) = (self.flow.label(), self.flow.label());
+                let value = Operand::Imm(keys[mid].value as i32);
+                self.flow.cond(Jump::value(Rel::Ge, copy, value), high, low);
+                self.flow.bind(low);
+                self.search(copy, &keys[..mid], miss, leaf);
+                self.flow.bind(high);
+                self.search(copy, &keys[mid..], miss, leaf);
+            }
+        }
+    }
+
+    /// [`crate::pairs::PairTable::decide`] in list order, in line. When the first walk is
+    /// known to have aborted, it loaded at most one value a register, so the scan reaches
+    /// only the pairs before the first value the registers cannot all hold; that pair
+    /// aborts.
+    fn scan(&mut self, scan: Scan<'_>, first_aborted: bool) {
+        let Scan { pairs, held1, held2, flags, exits: [hit_exit, abort_exit, false_exit] } = scan;
+        let mut seen: Vec<u32> = Vec::with_capacity(held1.len());
+        let mut end = pairs.len();
+        for (k, &(a, _)) in pairs.iter().enumerate() {
+            if first_aborted && !seen.contains(&a) {
+                if seen.len() == held1.len() {
+                    end = k;
+                    break;
+                }
+                seen.push(a);
+            }
+        }
+        for &(a, b) in &pairs[..end] {
+            let (found, next) = (self.flow.label(), self.flow.label());
+            for &r in held1 {
+                let go_on = self.flow.label();
+                self.flow.cond(Jump::value(Rel::Eq, r, Operand::Imm(a as i32)), found, go_on);
+                self.flow.bind(go_on);
+            }
+            if first_aborted {
+                self.flow.goto(abort_exit);
+            } else {
+                let bit = Operand::Imm(FIRST_ABORTED);
+                self.flow.cond(Jump::value(Rel::Set, flags, bit), abort_exit, next);
+            }
+            self.flow.bind(found);
+            for &r in held2 {
+                let go_on = self.flow.label();
+                self.flow.cond(Jump::value(Rel::Eq, r, Operand::Imm(b as i32)), hit_exit, go_on);
+                self.flow.bind(go_on);
+            }
+            let bit = Operand::Imm(SECOND_ABORTED);
+            self.flow.cond(Jump::value(Rel::Set, flags, bit), abort_exit, next);
+            self.flow.bind(next);
+        }
+        self.flow.goto(if end < pairs.len() { abort_exit } else { false_exit });
     }
 
     /// One walk: each branch's guards (false: the next branch), its fields into their
