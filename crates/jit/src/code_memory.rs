@@ -162,11 +162,6 @@ impl Abi {
         self.signature(7)
     }
 
-    /// `state::map_lookup_direct`: `fn(state, handle, key_addr, key, key_size) -> u64`.
-    pub(crate) fn map_lookup(&self) -> Signature {
-        self.signature(5)
-    }
-
     /// `state::check_store`: `fn(state, addr, size) -> u64`.
     pub(crate) fn store_check(&self) -> Signature {
         self.signature(3)

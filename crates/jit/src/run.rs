@@ -211,10 +211,9 @@ impl JitProgram {
         let shape = StackShape::fit(&config.limits);
         let key = if config.blinding { random_key() } else { 0 };
         let optimize = insns.len() <= crate::OPTIMIZE_MAX_SLOTS;
-        let key_sizes: Vec<u32> = program.maps().iter().map(|m| m.key_size).collect();
         let code = NativeCode::compile(optimize, |func, abi| {
             let key = config.blinding.then_some(key);
-            codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key, &plan, &key_sizes)
+            codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key, &plan)
         })?;
         let call_targets = insns.iter().map(|i| u8::from(i.op != Op::LddwHigh)).collect();
         let writes_stack = insns.iter().any(|i| {

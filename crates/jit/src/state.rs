@@ -229,8 +229,6 @@ pub(crate) struct RunState<'e> {
     pub store_fn: u64,
     /// Host address of [`check_load`].
     pub load_fn: u64,
-    /// Host address of [`map_lookup_direct`].
-    pub map_lookup_fn: u64,
     /// The constant-blinding key (see `codegen::Translator::imm`).
     pub key: u64,
     /// Always 1: a value Cranelift cannot see is 1 (see `codegen::Translator::basic_block`).
@@ -282,7 +280,6 @@ pub(crate) mod offsets {
     pub const HELPER_FN: i32 = field(offset_of!(RunState, helper_fn));
     pub const STORE_FN: i32 = field(offset_of!(RunState, store_fn));
     pub const LOAD_FN: i32 = field(offset_of!(RunState, load_fn));
-    pub const MAP_LOOKUP_FN: i32 = field(offset_of!(RunState, map_lookup_fn));
     pub const KEY: i32 = field(offset_of!(RunState, key));
     pub const ONE: i32 = field(offset_of!(RunState, one));
     pub const BUDGET: i32 = field(offset_of!(RunState, budget));
@@ -316,7 +313,6 @@ impl RunState<'_> {
             helper_fn: call_helper as *const () as u64,
             store_fn: check_store as *const () as u64,
             load_fn: check_load as *const () as u64,
-            map_lookup_fn: map_lookup_direct as *const () as u64,
             key: 0,
             one: 1,
             budget: 0,
@@ -498,12 +494,9 @@ pub(crate) extern "C" fn check_store(state: *mut RunState<'_>, addr: u64, size: 
 /// `catch_unwind`: `RunEnv::map_lookup` must not panic, and if one did, the panic would
 /// stop at `call_helper`'s `extern "C"` boundary (an abort, never an unwind into
 /// generated code).
-fn lookup_through_env(
-    state: &mut RunState<'_>,
-    ask: impl FnOnce(&mut dyn RunEnv, &RunState<'_>) -> Option<(u64, Option<ValueSpan>)>,
-) -> Option<u64> {
+fn lookup_through_env(state: &mut RunState<'_>, handle: u64, key: u64) -> Option<u64> {
     let env = state.env.take()?;
-    let answer = ask(&mut *env, &*state);
+    let answer = env.map_lookup(handle, key, &*state);
     state.env = Some(env);
     let (value, span) = answer?;
     match span {
@@ -512,67 +505,6 @@ fn lookup_through_env(
     }
     state.helper_status = HELPER_RETURNED;
     Some(value)
-}
-
-/// The key of a direct lookup (`map_lookup_direct`) as guest memory: generated code read
-/// its `len` bytes at `addr` with the program's checks; the environment reads them here
-/// instead of through the region table. Nothing else is readable, nothing writable.
-struct KeyWord {
-    addr: u64,
-    bytes: [u8; 8],
-    len: usize,
-}
-
-impl GuestMemory for KeyWord {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
-        let key = self.bytes.get(..self.len).filter(|key| key.len() == buf.len());
-        match key {
-            Some(key) if addr == self.addr => {
-                buf.copy_from_slice(key);
-                Ok(())
-            }
-            _ => Err(TrapCode::OutOfBounds),
-        }
-    }
-
-    fn write(&mut self, _: u64, _: &[u8]) -> Result<(), TrapCode> {
-        Err(TrapCode::ReadOnly)
-    }
-
-    fn write_context(&mut self, _: usize, _: &[u8]) -> Result<(), TrapCode> {
-        Err(TrapCode::OutOfBounds)
-    }
-}
-
-/// `bpf_map_lookup_elem(handle, key_addr)` of a map the program names by a constant, whose
-/// key (`key_size` bytes, at most 8) generated code has read from guest memory with the
-/// program's checks and passes in `key` (little-endian, as eBPF memory is): no helper
-/// dispatch and no key read through the region table (issue 11: what the kernel's
-/// verifier does by resolving a constant map at load time). When the environment
-/// declines, the bound helper answers, exactly as a `call 1` would (`call_helper`),
-/// reading the key at `key_addr` itself.
-pub(crate) extern "C" fn map_lookup_direct(
-    state: *mut RunState<'_>,
-    handle: u64,
-    key_addr: u64,
-    key: u64,
-    key_size: u64,
-) -> u64 {
-    let id = u64::from(helper_id::MAP_LOOKUP_ELEM);
-    {
-        // SAFETY: as in `check_store`: the pointer comes from a live, otherwise unused
-        // `&mut RunState`; this reference ends before `call_helper` makes its own.
-        let state = unsafe { &mut *state };
-        state.helper_id = id;
-        let len = usize::try_from(key_size).unwrap_or(usize::MAX);
-        let memory = KeyWord { addr: key_addr, bytes: key.to_le_bytes(), len };
-        if let Some(value) =
-            lookup_through_env(state, |env, _| env.map_lookup(handle, key_addr, &memory))
-        {
-            return value;
-        }
-    }
-    call_helper(state, id, handle, key_addr, 0, 0, 0)
 }
 
 /// Calls the helper bound to `id` with r1-r5: returns its r0 (or its stop value) and leaves
@@ -598,8 +530,7 @@ pub(crate) extern "C" fn call_helper(
     };
     state.helper_id = id;
     if id == u64::from(helper_id::MAP_LOOKUP_ELEM) && bindings.env_map_lookup() {
-        if let Some(value) = lookup_through_env(state, |env, memory| env.map_lookup(a1, a2, memory))
-        {
+        if let Some(value) = lookup_through_env(state, a1, a2) {
             return value;
         }
     }

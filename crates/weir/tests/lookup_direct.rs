@@ -1,7 +1,8 @@
-//! `bpf_map_lookup_elem` of a constant map on the JIT (issue 11): the key loaded by
-//! generated code and handed to the environment in a register, or, where that load's check
-//! fails, the helper called as written. Whichever way a call goes, the JIT gives what the
-//! interpreter gives: verdicts, traps and the maps left behind.
+//! `bpf_map_lookup_elem` with its key in different places (the stack, the packet, 8-byte
+//! keys, keys the helper cannot read): the JIT gives what the interpreter gives, verdicts,
+//! traps and the maps left behind. Written for a direct lookup path on the JIT (issue 11,
+//! bench/records/2026-11-29-runtime-13.txt: measured, no gain, not kept); it covers the
+//! environment's lookup and the helper's failures alike.
 
 use weir::isa::ebpf::Op;
 use weir::{Engine, Object};

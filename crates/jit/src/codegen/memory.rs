@@ -236,49 +236,6 @@ impl Translator<'_, '_> {
         }
     }
 
-    /// For a key a helper would read at `base` (`size` bytes): its host address, and
-    /// unless it lies in the running frame by construction (`r10 + off`, as `host_address`
-    /// takes it), whether it lies inside the region `base`'s pointers most likely point
-    /// into (the access's fast check, with no trap: the caller branches). `None` without
-    /// a guess.
-    pub(super) fn key_view(&mut self, base: u8, size: u8) -> Option<(Option<Value>, Value)> {
-        if let Some(off) = self.frame_offset(base) {
-            if let Ok(off) = i16::try_from(off) {
-                if self.in_own_frame(off, size) {
-                    let r10 = self.get(10);
-                    let top = self.b.ins().iadd(r10, self.stack_bias);
-                    return Some((None, self.b.ins().iadd_imm(top, i64::from(off))));
-                }
-            }
-        }
-        let view = self.guessed_view(base, size, Access::Load)?;
-        let addr = self.get(base);
-        let rel = match view.lo {
-            Lo::Known(lo) => self.b.ins().iadd_imm(addr, lo.wrapping_neg()),
-            Lo::Loaded(lo) => self.b.ins().isub(addr, lo),
-        };
-        let inside = match view.bound {
-            Bound::Known(bound) => {
-                self.b.ins().icmp_imm(IntCC::UnsignedLessThan, rel, bound as i64)
-            }
-            Bound::Loaded(bound) => self.b.ins().icmp(IntCC::UnsignedLessThan, rel, bound),
-        };
-        let host = self.b.ins().iadd(addr, view.bias);
-        Some((Some(inside), host))
-    }
-
-    /// The `size`-byte (1, 2, 4 or 8) little-endian word at `host`, zero-extended.
-    pub(super) fn load_key(&mut self, host: Value, size: u8) -> Value {
-        let flags = guest_flags();
-        let ins = self.b.ins();
-        match size {
-            1 => ins.uload8(types::I64, flags, host, 0),
-            2 => ins.uload16(types::I64, flags, host, 0),
-            4 => ins.uload32(flags, host, 0),
-            _ => ins.load(types::I64, flags, host, 0),
-        }
-    }
-
     /// The host address of `size` bytes at `base + off` found through the region table.
     fn table_address(&mut self, base: u8, off: i16, size: u8, access: Access) -> (Value, i32) {
         let reg = self.get(base);

@@ -37,12 +37,11 @@ mod reduce;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AliasRegion, Block, BlockArg, Function, InstBuilder, InstructionData, MemFlags, Opcode,
-    SigRef, Value,
+    types, AliasRegion, Block, BlockArg, Function, InstBuilder, MemFlags, SigRef, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
 use weir_isa::ebpf::{Insn, Op, REG_COUNT};
-use weir_program::abi::{helper_id, Bindings};
+use weir_program::abi::Bindings;
 use weir_program::TrapCode;
 
 use crate::cfg::{kind, target_of, Cfg, Kind};
@@ -134,11 +133,10 @@ pub(crate) fn translate(
     shape: StackShape,
     key: Option<u64>,
     plan: &facts::Plan,
-    key_sizes: &[u32],
 ) -> Result<(), CompileError> {
     let mut context = FunctionBuilderContext::new();
     let builder = FunctionBuilder::new(func, &mut context);
-    Translator::new(builder, abi, insns, bindings, cfg, shape, key, plan, key_sizes).translate()
+    Translator::new(builder, abi, insns, bindings, cfg, shape, key, plan).translate()
 }
 
 struct Translator<'a, 'f> {
@@ -171,9 +169,6 @@ struct Translator<'a, 'f> {
     /// host's addressing mode takes the index: `[ptr_bias + index]`, not `lea` then load.
     sums: [Option<(Value, Value)>; REG_COUNT as usize],
     pending_sum: Option<(Value, Value)>,
-    /// Per register, the value it was given as `r10 + offset`, that offset and the
-    /// Cranelift block it was given in (`frame_offset`).
-    frame_ptrs: [Option<(Value, i64, Block)>; REG_COUNT as usize],
     /// The region each register's pointers most likely point into.
     guesses: [provenance::Guess; REG_COUNT as usize],
     /// One Cranelift block per basic block, same index. For a counted loop, the block
@@ -198,9 +193,6 @@ struct Translator<'a, 'f> {
     full_leaves: Vec<Block>,
     helper_sig: SigRef,
     store_sig: SigRef,
-    lookup_sig: SigRef,
-    /// Per map of the program (by index), its key size: what a direct lookup reads.
-    key_sizes: &'a [u32],
     /// The instruction being translated, and where it stands in its block.
     pc: usize,
     mode: Mode,
@@ -217,11 +209,9 @@ impl<'a, 'f> Translator<'a, 'f> {
         shape: StackShape,
         key: Option<u64>,
         plan: &'a facts::Plan,
-        key_sizes: &'a [u32],
     ) -> Self {
         let helper_sig = b.import_signature(abi.helper());
         let store_sig = b.import_signature(abi.store_check());
-        let lookup_sig = b.import_signature(abi.map_lookup());
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -333,7 +323,6 @@ impl<'a, 'f> Translator<'a, 'f> {
             input: (input_entry, r1),
             sums: [None; REG_COUNT as usize],
             pending_sum: None,
-            frame_ptrs: [None; REG_COUNT as usize],
             guesses: provenance::guess(insns, bindings),
             blocks,
             counted,
@@ -345,8 +334,6 @@ impl<'a, 'f> Translator<'a, 'f> {
             full_leaves: Vec::new(),
             helper_sig,
             store_sig,
-            lookup_sig,
-            key_sizes,
             pc: 0,
             mode: Mode::Hot { n: 1, k: 0 },
         }
@@ -825,35 +812,6 @@ impl<'a, 'f> Translator<'a, 'f> {
         let Some(&insn) = self.insns.get(slot) else {
             return Err(self.error(CompileErrorKind::BadTarget));
         };
-        // `dst = r10` and `dst += k` after it: a pointer into the running frame.
-        let frame_offset = match insn.op {
-            Op::Mov64Reg if insn.src == 10 => Some(0),
-            Op::Add64Imm => {
-                self.frame_offset(insn.dst).and_then(|o| o.checked_add(insn.imm as i32 as i64))
-            }
-            _ => None,
-        };
-        self.translate_insn(insn)?;
-        if let (Some(offset), Some(block)) = (frame_offset, self.b.current_block()) {
-            let value = self.get(insn.dst);
-            if let Some(slot) = self.frame_ptrs.get_mut(usize::from(insn.dst)) {
-                *slot = Some((value, offset, block));
-            }
-        }
-        Ok(())
-    }
-
-    /// `r10 + offset` when register `r` holds it for sure: set from `r10` in this very
-    /// Cranelift block (no call can have moved the frame since) and not written after.
-    pub(super) fn frame_offset(&mut self, r: u8) -> Option<i64> {
-        let (value, offset, block) = self.frame_ptrs.get(usize::from(r)).copied().flatten()?;
-        if self.b.current_block() != Some(block) || self.get(r) != value {
-            return None;
-        }
-        Some(offset)
-    }
-
-    fn translate_insn(&mut self, insn: Insn) -> Result<(), CompileError> {
         if insn.dst >= REG_COUNT || insn.src >= REG_COUNT {
             return Err(self.error(CompileErrorKind::BadRegister(insn.dst.max(insn.src))));
         }
@@ -1176,95 +1134,13 @@ impl<'a, 'f> Translator<'a, 'f> {
             }
             return Ok(());
         }
-        if id == helper_id::MAP_LOOKUP_ELEM && self.bindings.env_map_lookup() {
-            if let Some((handle, size)) = self.constant_map_key() {
-                return self.map_lookup_direct(handle, size);
-            }
-        }
         let id = self.imm(i64::from(id));
         self.call_helper(id)
-    }
-
-    /// For a `bpf_map_lookup_elem` call: the map handle in r1 when it is a constant of
-    /// this block (`lddw map`, unblinded) naming a map of the program, and that map's key
-    /// size when a direct lookup can load the key in one access (1, 2, 4 or 8 bytes).
-    fn constant_map_key(&mut self) -> Option<(i64, u8)> {
-        let r1 = self.get(1);
-        let inst = self.b.func.dfg.value_def(r1).inst()?;
-        let handle = match self.b.func.dfg.insts[inst] {
-            InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => imm.bits(),
-            _ => return None,
-        };
-        let index = crate::guest::map_index(handle as u64)?;
-        let size = *self.key_sizes.get(index)?;
-        let size = u8::try_from(size).ok().filter(|s| matches!(s, 1 | 2 | 4 | 8))?;
-        Some((handle, size))
-    }
-
-    /// `bpf_map_lookup_elem` of a constant map (issue 11; the kernel's verifier resolves
-    /// such a call at load time): the key loaded here from `r2` when a check against the
-    /// region `r2` most likely points into passes, then one call to
-    /// `state::map_lookup_direct` with the key in a register, which asks the environment
-    /// for that map's lookup alone. Any other key address takes the helper call as
-    /// written (`call_helper`), so a bad key fails the helper, as it would have, rather
-    /// than trapping here.
-    fn map_lookup_direct(&mut self, handle: i64, size: u8) -> Result<(), CompileError> {
-        let Some((inside, host)) = self.key_view(2, size) else {
-            let id = self.imm(i64::from(helper_id::MAP_LOOKUP_ELEM));
-            return self.call_helper(id);
-        };
-        let Some(inside) = inside else {
-            // In the running frame by construction: no check, no way to the helper.
-            let found = self.lookup_call(host, handle, size)?;
-            return self.helper_result(found);
-        };
-        let direct = self.b.create_block();
-        let generic = self.b.create_block();
-        let join = self.b.create_block();
-        let result = self.b.append_block_param(join, types::I64);
-        self.b.set_cold_block(generic);
-        self.b.ins().brif(inside, direct, &[], generic, &[]);
-        self.b.seal_block(direct);
-        self.b.seal_block(generic);
-
-        self.b.switch_to_block(direct);
-        let found = self.lookup_call(host, handle, size)?;
-        self.b.ins().jump(join, &[arg(found)]);
-
-        self.b.switch_to_block(generic);
-        let id = self.imm(i64::from(helper_id::MAP_LOOKUP_ELEM));
-        let value = self.helper_call_value(id)?;
-        self.b.ins().jump(join, &[arg(value)]);
-        self.b.seal_block(join);
-
-        self.b.switch_to_block(join);
-        self.helper_result(result)
-    }
-
-    /// The key at `host` loaded, and `state::map_lookup_direct` called with it: its result.
-    fn lookup_call(&mut self, host: Value, handle: i64, size: u8) -> Result<Value, CompileError> {
-        let key = self.load_key(host, size);
-        let key_addr = self.get(2);
-        let handle_value = self.imm(handle);
-        let size_value = self.iconst(i64::from(size));
-        let callee = self.load_state(offsets::MAP_LOOKUP_FN);
-        let args = [self.state, handle_value, key_addr, key, size_value];
-        let call = self.b.ins().call_indirect(self.lookup_sig, callee, &args);
-        match self.b.inst_results(call).first() {
-            Some(&found) => Ok(found),
-            None => Err(self.error(CompileErrorKind::Backend("lookup call has no result".into()))),
-        }
     }
 
     /// Calls the helper `id` with r1-r5 through the trampoline; r0 gets its result unless
     /// it stopped, failed, panicked or was not bound, which leave the run.
     fn call_helper(&mut self, id: Value) -> Result<(), CompileError> {
-        let result = self.helper_call_value(id)?;
-        self.helper_result(result)
-    }
-
-    /// The trampoline's call itself: its result, how it ended not yet looked at.
-    fn helper_call_value(&mut self, id: Value) -> Result<Value, CompileError> {
         let mut args = vec![self.state, id];
         args.extend([1, 2, 3, 4, 5].map(|r| self.get(r)));
         let callee = self.load_state(offsets::HELPER_FN);
@@ -1272,12 +1148,6 @@ impl<'a, 'f> Translator<'a, 'f> {
         let Some(&result) = self.b.inst_results(call).first() else {
             return Err(self.error(CompileErrorKind::Backend("helper call has no result".into())));
         };
-        Ok(result)
-    }
-
-    /// After a helper's call: leaves the run unless it returned (`helper_status`), else
-    /// r0 = `result`.
-    fn helper_result(&mut self, result: Value) -> Result<(), CompileError> {
         let status = self.load_status(offsets::HELPER_STATUS);
         self.trap_if(status, EXIT_HELPER, result, 0);
         self.set(0, result)
