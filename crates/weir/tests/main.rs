@@ -9,6 +9,7 @@ mod flow_xdp;
 mod hash_recalc;
 mod jit_facts;
 mod kernel;
+mod lookup_direct;
 mod pfmatch_xdp;
 mod verifier_corpus;
 mod verify;
