@@ -428,17 +428,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn pair_lists_run_in_the_xdp_form_on_the_ebpf_engines() {
-        // A TCP/IPv4 frame from 10.0.3.1:1003 (term 3's pair) to 10.9.9.9:80.
+    /// A 60-byte TCP/IPv4 Ethernet frame from `src`:`sport` to 10.9.9.9:80.
+    fn tcp4_frame_to_port_80(src: [u8; 4], sport: u16) -> [u8; 60] {
         let mut frame = [0u8; 60];
         frame[12..14].copy_from_slice(&[0x08, 0x00]);
         frame[14] = 0x45;
         frame[23] = 6;
-        frame[26..30].copy_from_slice(&[10, 0, 3, 1]);
+        frame[26..30].copy_from_slice(&src);
         frame[30..34].copy_from_slice(&[10, 9, 9, 9]);
-        frame[34..36].copy_from_slice(&1003u16.to_be_bytes());
+        frame[34..36].copy_from_slice(&sport.to_be_bytes());
         frame[36..38].copy_from_slice(&80u16.to_be_bytes());
+        frame
+    }
+
+    #[test]
+    fn pair_lists_run_in_the_xdp_form_on_the_ebpf_engines() {
+        // From 10.0.3.1:1003, term 3's pair.
+        let frame = tcp4_frame_to_port_80([10, 0, 3, 1], 1003);
         let terms: Vec<String> =
             (0..40).map(|i| format!("not (host 10.0.{i}.1 and port {})", 1000 + i)).collect();
         let list = format!("not ({})", terms.join(" and "));
@@ -477,15 +483,8 @@ mod tests {
         let kernel = emit_ebpf(&filter, ProgType::Xdp).unwrap().insns().len();
         let engines = emit_engine_xdp(&filter).unwrap().insns().len();
         assert!(engines * 2 < kernel, "engines {engines} slots, kernel {kernel}");
-        // A frame from 10.2.15.1:528 (pair 527) to 10.9.9.9:80, cut at every length.
-        let mut frame = [0u8; 60];
-        frame[12..14].copy_from_slice(&[0x08, 0x00]);
-        frame[14] = 0x45;
-        frame[23] = 6;
-        frame[26..30].copy_from_slice(&[10, 2, 15, 1]);
-        frame[30..34].copy_from_slice(&[10, 9, 9, 9]);
-        frame[34..36].copy_from_slice(&528u16.to_be_bytes());
-        frame[36..38].copy_from_slice(&80u16.to_be_bytes());
+        // From 10.2.15.1:528 (pair 527), cut at every length.
+        let frame = tcp4_frame_to_port_80([10, 2, 15, 1], 528);
         let mut run = PreparedFilter::new(&filter, Some(Engine::Interp)).unwrap();
         let mut accepted = 0;
         for cut in 0..=frame.len() {
