@@ -13,7 +13,12 @@ set -euo pipefail
 # wireshark-common: mergecap, the oracle of the merged output of `weir filter --jobs -w`
 # (tools/cli/tests/jobs.rs; without it that comparison prints SKIPPED). Its one debconf
 # question (setuid dumpcap) takes its default, no, under DEBIAN_FRONTEND=noninteractive.
-APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase iproute2 python3 nftables python3-venv python3-pip python3-dev wireshark-common)
+# clang and libbpf-dev: crates/elf/tests/objects.rs rebuilds testdata/bpf's objects from
+# their C sources (scripts/build-bpf-objects.sh, <bpf/bpf_helpers.h>) and checks the committed
+# ones are current; bpftool: the kernel-loader oracle of `weir compile -o` and `weir flow
+# compile` (tools/cli/tests/compile_object.rs, flow_xdp.rs). Without them those checks say
+# SKIPPED (or, with clang but not libbpf-dev, the rebuild fails).
+APT_PACKAGES=(ca-certificates libpcap-dev tcpdump netbase iproute2 python3 nftables python3-venv python3-pip python3-dev wireshark-common clang libbpf-dev bpftool)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
