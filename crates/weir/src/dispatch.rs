@@ -135,11 +135,18 @@ impl Dispatch {
             Runner::Native(native) => {
                 let mut results = [0u32; SCRATCH_SLOTS as usize];
                 let hit = native.run(packet, wire_len, &mut results);
-                let h = results[0].checked_sub(1).filter(|_| hit)? as usize;
-                (h < self.program.handlers.len()).then_some(h)
+                self.native_handler(hit, &results)
             }
             Runner::Reference => self.compiled.run(packet, wire_len).handler,
         }
+    }
+
+    /// The handler the native code chose: its first result slot holds the handler's index
+    /// plus one when `hit`.
+    #[inline]
+    fn native_handler(&self, hit: bool, results: &[u32; SCRATCH_SLOTS as usize]) -> Option<usize> {
+        let h = results[0].checked_sub(1).filter(|_| hit)? as usize;
+        (h < self.program.handlers.len()).then_some(h)
     }
 
     /// [`Self::handler`] on each `(packet, wire length)` of `packets` in order, `each` told
@@ -153,11 +160,9 @@ impl Dispatch {
         packets: &[(&[u8], u32)],
         mut each: impl FnMut(usize, Option<usize>),
     ) {
-        let handlers = self.program.handlers.len();
         match &self.runner {
             Runner::Native(native) => native.run_each(packets, |i, hit, results| {
-                let h = results[0].checked_sub(1).filter(|_| hit).map(|h| h as usize);
-                each(i, h.filter(|&h| h < handlers));
+                each(i, self.native_handler(hit, results));
             }),
             Runner::Reference => {
                 for (i, &(packet, wire_len)) in packets.iter().enumerate() {
