@@ -876,6 +876,18 @@ impl Gen<'_> {
         };
     }
 
+    /// The flags of a fragment, then `done`: r0 holds the fragment field, and `later` bits
+    /// set in it mark a fragment after the first (the IPv4 offset, the IPv6 offset).
+    fn fragment_flags(&mut self, address: u8, later_bits: i32, done: weir_program::Label) {
+        let later = self.b.new_label();
+        self.b.jump_imm(Op::Jset64Imm, 0, later_bits, later);
+        self.put_imm(field::FLAGS, u32::from(address | FLAG_FRAG | FLAG_FIRSTFRAG));
+        self.b.jump(done);
+        self.b.bind(later);
+        self.put_imm(field::FLAGS, u32::from(address | FLAG_FRAG));
+        self.b.jump(done);
+    }
+
     /// `dst = be16(*(u16 *)(ptr + off))` in host order.
     fn load16(&mut self, dst: u8, ptr: u8, off: i16) {
         self.b.load(Op::LdxH, dst, ptr, off);
@@ -1041,15 +1053,7 @@ fn extract(g: &mut Gen<'_>, done: weir_program::Label) {
     let whole = g.b.new_label();
     g.b.jump(whole);
     g.b.bind(frag);
-    {
-        let later = g.b.new_label();
-        g.b.jump_imm(Op::Jset64Imm, 0, 0x1fff, later);
-        g.put_imm(field::FLAGS, u32::from(ADDR_V4 | FLAG_FRAG | FLAG_FIRSTFRAG));
-        g.b.jump(done);
-        g.b.bind(later);
-        g.put_imm(field::FLAGS, u32::from(ADDR_V4 | FLAG_FRAG));
-        g.b.jump(done);
-    }
+    g.fragment_flags(ADDR_V4, 0x1fff, done);
     g.b.bind(whole);
     if g.layout.need.l4 {
         g.b.load(Op::LdxB, 5, 4, 9);
@@ -1107,13 +1111,7 @@ fn extract(g: &mut Gen<'_>, done: weir_program::Label) {
         g.put(field::IP_PROTO, 0);
         g.check(4, 8, done);
         g.load16(0, 4, 2);
-        let later = g.b.new_label();
-        g.b.jump_imm(Op::Jset64Imm, 0, 0xfff8, later);
-        g.put_imm(field::FLAGS, u32::from(ADDR_V6 | FLAG_FRAG | FLAG_FIRSTFRAG));
-        g.b.jump(done);
-        g.b.bind(later);
-        g.put_imm(field::FLAGS, u32::from(ADDR_V6 | FLAG_FRAG));
-        g.b.jump(done);
+        g.fragment_flags(ADDR_V6, 0xfff8, done);
     }
     g.b.bind(set_proto);
     g.b.alu_reg(Op::Mov64Reg, 0, 5);
