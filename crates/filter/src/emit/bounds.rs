@@ -1,6 +1,7 @@
 //! What the emitters know about an expression without running it: an upper bound of its
 //! value, whether it can abort, and how a load offset splits into a variable base and a
-//! constant displacement (the `[x + k]` addressing both instruction sets have).
+//! constant displacement (the `[x + k]` addressing both instruction sets have). The JIT's filter
+//! lowering (weir-jit) uses the same split and load ends.
 //!
 //! The bounds decide when a check can be left out: a shift amount known to be below 32
 //! needs no ">= 32 gives 0" test, and a load offset known to be small needs no test that it
@@ -9,7 +10,7 @@
 use crate::ir::{BinOp, Expr, Size};
 
 /// An upper bound of `e`'s value on every packet (`u32::MAX` when nothing better is known).
-pub(crate) fn max_value(e: &Expr) -> u32 {
+pub fn max_value(e: &Expr) -> u32 {
     match e {
         Expr::Const(k) => *k,
         Expr::WireLen | Expr::Scratch(_) | Expr::Neg(_) => u32::MAX,
@@ -68,7 +69,7 @@ pub(crate) fn can_abort(e: &Expr) -> bool {
 /// IR's offset arithmetic wraps, indexed addressing does not), folding nested `+ k`s:
 /// `(b + 14) + 2` is `(b, 16)` when `b` cannot reach `u32::MAX - 15`. An offset with no
 /// constant part is `(offset, 0)`.
-pub(crate) fn split_offset(offset: &Expr) -> (&Expr, u32) {
+pub fn split_offset(offset: &Expr) -> (&Expr, u32) {
     let mut base = offset;
     let mut displacement = 0u32;
     while let Expr::Binary { op: BinOp::Add, lhs, rhs } = base {
@@ -89,7 +90,7 @@ pub(crate) fn split_offset(offset: &Expr) -> (&Expr, u32) {
 /// The largest end (offset + size) of the loads at a constant offset in `e`, if it has any.
 /// Every load of an expression is evaluated (or the expression aborts first), so a packet
 /// shorter than this makes `e` abort.
-pub(crate) fn constant_load_end(e: &Expr) -> Option<u64> {
+pub fn constant_load_end(e: &Expr) -> Option<u64> {
     match e {
         Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => None,
         Expr::Load { offset, size } => {

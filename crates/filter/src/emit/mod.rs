@@ -41,7 +41,7 @@ use weir_program::LinkError;
 pub mod cbpf;
 pub mod ebpf;
 
-mod bounds;
+pub mod bounds;
 mod flow;
 mod set;
 mod tighten;

@@ -28,6 +28,7 @@ use cranelift_codegen::ir::{
     types, Block, Function, InstBuilder, InstructionData, MemFlags, Opcode, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use weir_filter::emit::bounds;
 use weir_filter::{
     BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Pred, Size, CHAIN_HOP_BUDGET, SCRATCH_SLOTS,
 };
@@ -400,7 +401,7 @@ impl Lowering<'_, '_> {
 
     /// Checks up front the loads at constant offsets that evaluating all of `exprs` makes.
     pub(super) fn need_loads(&mut self, exprs: &[&Expr]) {
-        if let Some(end) = exprs.iter().filter_map(|e| constant_load_end(e)).max() {
+        if let Some(end) = exprs.iter().filter_map(|e| bounds::constant_load_end(e)).max() {
             self.need(end);
         }
     }
@@ -938,37 +939,6 @@ fn deeper(depth: u32) -> Result<u32, CompileError> {
     Ok(depth.wrapping_add(1))
 }
 
-/// An upper bound of `e`'s value on every packet, precise enough for load offsets (masks,
-/// shifts and sums of header fields); `u32::MAX` when nothing better is known.
-fn max_value(e: &Expr) -> u32 {
-    match e {
-        Expr::Const(k) => *k,
-        Expr::Load { size: Size::Byte, .. } => 0xff,
-        Expr::Load { size: Size::Half, .. } => 0xffff,
-        Expr::Binary { op, lhs, rhs } => {
-            let (a, b) = (max_value(lhs), max_value(rhs));
-            match (op, rhs.as_ref()) {
-                (BinOp::Add, _) => a.saturating_add(b),
-                (BinOp::Mul, _) => a.saturating_mul(b),
-                (BinOp::Div, _) => a,
-                (BinOp::Mod, _) => a.min(b.saturating_sub(1)),
-                (BinOp::And, _) => a.min(b),
-                (BinOp::Shl, Expr::Const(k)) if *k < 32 => {
-                    u32::try_from(u64::from(a) << k).unwrap_or(u32::MAX)
-                }
-                (BinOp::Shr, Expr::Const(k)) => a.checked_shr(*k).unwrap_or(0),
-                (BinOp::Shr, _) => a,
-                _ => u32::MAX,
-            }
-        }
-        _ => u32::MAX,
-    }
-}
-
-/// Splits a load offset into a variable base and a constant displacement whose sum never
-/// wraps (the IR's offset arithmetic wraps, address arithmetic must not), so that the
-/// displacement folds into the load instruction: `(4*(p[14]&15) + 14) + 2` is
-/// `(4*(p[14]&15), 16)`. A constant offset has no base.
 /// `pkt[o:2] == k or pkt[o+2:2] == k` (either order of the halves' compares is the same
 /// test): the first half's offset and `k`, when `k` fits 16 bits and the offset can abort
 /// only on bounds (no division, no scratch slot).
@@ -1006,51 +976,19 @@ fn adjacent_halves(parts: &[Pred]) -> Option<(&Expr, u32)> {
     }
 }
 
+/// Splits a load offset into a variable base and a constant displacement whose sum never
+/// wraps (the IR's offset arithmetic wraps, address arithmetic must not), so that the
+/// displacement folds into the load instruction: `(4*(p[14]&15) + 14) + 2` is
+/// `(4*(p[14]&15), 16)`. A constant offset has no base. The split is weir-filter's (the
+/// emitters' own, `bounds::split_offset`), which keeps a constant offset as its base.
 fn split_offset(offset: &Expr) -> (Option<&Expr>, u32) {
-    let mut base = offset;
-    let mut displacement = 0u32;
-    loop {
-        match base {
-            Expr::Const(k) => {
-                if let Some(total) = displacement.checked_add(*k) {
-                    return (None, total);
-                }
-                return (Some(base), displacement);
-            }
-            Expr::Binary { op: BinOp::Add, lhs, rhs } => {
-                let (inner, k) = match (lhs.as_ref(), rhs.as_ref()) {
-                    (inner, Expr::Const(k)) | (Expr::Const(k), inner) => (inner, *k),
-                    _ => return (Some(base), displacement),
-                };
-                let Some(total) = displacement.checked_add(k) else {
-                    return (Some(base), displacement);
-                };
-                if max_value(inner).checked_add(total).is_none() {
-                    return (Some(base), displacement);
-                }
-                base = inner;
-                displacement = total;
-            }
-            _ => return (Some(base), displacement),
-        }
-    }
-}
-
-/// The largest end (offset + size) of the loads at constant offsets in `e`: every load of
-/// an expression is evaluated unless the expression aborts first, so a packet shorter than
-/// this makes `e` abort.
-fn constant_load_end(e: &Expr) -> Option<u64> {
-    match e {
-        Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => None,
-        Expr::Load { offset, size } => {
-            let own = match offset.as_ref() {
-                Expr::Const(k) => Some(u64::from(*k).wrapping_add(u64::from(size.bytes()))),
-                _ => None,
-            };
-            own.max(constant_load_end(offset))
-        }
-        Expr::Neg(inner) => constant_load_end(inner),
-        Expr::Binary { lhs, rhs, .. } => constant_load_end(lhs).max(constant_load_end(rhs)),
+    let (base, displacement) = bounds::split_offset(offset);
+    match base {
+        Expr::Const(k) => match displacement.checked_add(*k) {
+            Some(total) => (None, total),
+            None => (Some(base), displacement),
+        },
+        _ => (Some(base), displacement),
     }
 }
 
@@ -1071,14 +1009,5 @@ mod tests {
         assert_eq!(split_offset(&word), (Some(&word), 0));
         let wraps = Expr::binary(BinOp::Add, Expr::Const(u32::MAX), Expr::Const(2));
         assert_eq!(split_offset(&wraps), (Some(&wraps), 0));
-        assert_eq!(max_value(&hlen(14)), 60);
-    }
-
-    #[test]
-    fn constant_loads_are_found_inside_offsets() {
-        let e = Expr::load(hlen(14).plus(20), Size::Half);
-        assert_eq!(constant_load_end(&e), Some(15));
-        assert_eq!(constant_load_end(&Expr::load_at(u32::MAX, Size::Word)), Some((1 << 32) + 3));
-        assert_eq!(constant_load_end(&Expr::WireLen), None);
     }
 }
