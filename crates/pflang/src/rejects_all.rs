@@ -34,9 +34,10 @@
 
 use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
+use weir_filter::opt::FastHasher;
 use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred};
 
 use crate::Lowered;
@@ -76,19 +77,26 @@ pub fn rejects_all(filter: &Filter) -> bool {
         return false;
     }
     let distance = graph.distances_to(accept);
-    let mut walk = Walk { graph: &graph, distance, steps: 0, seen: HashSet::default() };
+    let mut walk = Walk {
+        graph: &graph,
+        distance,
+        steps: 0,
+        seen: HashSet::default(),
+        values: Values::with_capacity(graph.nodes.len()),
+        tests: vec![None; graph.nodes.len()],
+    };
     // libpcap's second pass folds constant arithmetic and decides the tests at the root.
     let mut node = root;
     let mut state = State::default();
     loop {
         match graph.nodes.get(node) {
             Some(Node::Store { slot, value, next }) => {
-                let v = state.resolve(value);
-                state.store(*slot, v);
+                let v = walk.values.resolve(&state, value);
+                state.store(*slot, walk.values.number(v));
                 node = *next;
             }
             Some(Node::Test { lhs, op, rhs, t, f }) => {
-                let (l, r) = (state.resolve(lhs), state.resolve(rhs));
+                let (l, r) = (walk.values.resolve(&state, lhs), walk.values.resolve(&state, rhs));
                 match walk.can_accept(node, &state) {
                     Some(false) => return true,
                     None => return false,
@@ -251,26 +259,78 @@ impl<'a> Graph<'a> {
     }
 }
 
-/// A jump as libpcap's optimizer sees it: the value in A, the jump code and its operand.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct Test {
-    value: Expr,
-    code: Code,
-    operand: Expr,
+/// A value number: expressions equal as trees get the same number ([`Values`]).
+type ValueId = usize;
+
+/// Value numbering (libpcap's optimizer numbers values too): each distinct expression the
+/// check meets gets one number, so that the facts of a path are a few numbers, copied,
+/// compared and hashed without walking (or allocating) expression trees. Copying and
+/// hashing the trees of every path state was most of the check's time (issue 13).
+struct Values<'g> {
+    exprs: Vec<Cow<'g, Expr>>,
+    /// Per number: the constant when the expression is one.
+    constant: Vec<Option<u32>>,
+    ids: HashMap<Cow<'g, Expr>, ValueId, BuildHasherDefault<FastHasher>>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum Code {
-    Jeq,
-    Jgt,
-    Jge,
-    Jset,
-}
+impl<'g> Values<'g> {
+    /// Room for about `n` values (a test node's two operands are often a value met
+    /// before and a constant): growing the tables was a share of a small filter's check.
+    fn with_capacity(n: usize) -> Values<'g> {
+        Values {
+            exprs: Vec::with_capacity(n),
+            constant: Vec::with_capacity(n),
+            ids: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+        }
+    }
 
-impl Test {
+    fn number(&mut self, e: Cow<'g, Expr>) -> ValueId {
+        if let Some(&id) = self.ids.get(&*e) {
+            return id;
+        }
+        let id = self.exprs.len();
+        self.constant.push(match *e {
+            Expr::Const(c) => Some(c),
+            _ => None,
+        });
+        self.exprs.push(e.clone());
+        self.ids.insert(e, id);
+        id
+    }
+
+    fn constant(&self, id: ValueId) -> Option<u32> {
+        self.constant.get(id).copied().flatten()
+    }
+
+    /// `e` with every scratch slot read replaced by what `state`'s path stored there
+    /// (`e` itself, borrowed, when the path stored nothing).
+    fn resolve<'e>(&self, state: &State, e: &'e Expr) -> Cow<'e, Expr> {
+        if state.scratch.is_empty() {
+            return Cow::Borrowed(e);
+        }
+        Cow::Owned(self.substituted(state, e))
+    }
+
+    fn substituted(&self, state: &State, e: &Expr) -> Expr {
+        match e {
+            Expr::Scratch(slot) => state
+                .scratch
+                .iter()
+                .find(|(s, _)| s == slot)
+                .and_then(|&(_, id)| self.exprs.get(id))
+                .map_or_else(|| e.clone(), |v| v.as_ref().clone()),
+            Expr::Const(_) | Expr::WireLen => e.clone(),
+            Expr::Load { offset, size } => Expr::load(self.substituted(state, offset), *size),
+            Expr::Binary { op, lhs, rhs } => {
+                Expr::binary(*op, self.substituted(state, lhs), self.substituted(state, rhs))
+            }
+            Expr::Neg(inner) => Expr::Neg(Box::new(self.substituted(state, inner))),
+        }
+    }
+
     /// The canonical jump for `lhs op rhs` (already resolved) and whether its exits are
     /// swapped.
-    fn canonical(lhs: Expr, op: CmpOp, rhs: Expr) -> (Test, bool) {
+    fn canonical(&mut self, lhs: Cow<'g, Expr>, op: CmpOp, rhs: Cow<'g, Expr>) -> (Test, bool) {
         let (code, negated) = match op {
             CmpOp::Eq => (Code::Jeq, false),
             CmpOp::Ne => (Code::Jeq, true),
@@ -281,61 +341,74 @@ impl Test {
             CmpOp::Set => (Code::Jset, false),
         };
         if code == Code::Jeq {
-            if let (Expr::Binary { op, lhs: a, rhs: b }, Expr::Const(k)) = (&lhs, &rhs) {
+            if let (Expr::Binary { op, rhs: b, .. }, Expr::Const(k)) = (&*lhs, &*rhs) {
+                let k = *k;
                 match (op, &**b) {
                     // sub #x; jeq #y  ->  jeq #(x + y)
                     (BinOp::Sub, Expr::Const(x)) => {
-                        let operand = Expr::Const(x.wrapping_add(*k));
-                        return (Test { value: (**a).clone(), code, operand }, negated);
+                        let operand = self.number(Cow::Owned(Expr::Const(x.wrapping_add(k))));
+                        let value = self.number(binary_lhs(lhs));
+                        return (Test { value, code, operand }, negated);
                     }
                     // and #m; jeq #0  ->  jset #m, exits swapped
-                    (BinOp::And, Expr::Const(_)) if *k == 0 => {
-                        let test =
-                            Test { value: (**a).clone(), code: Code::Jset, operand: (**b).clone() };
-                        return (test, !negated);
+                    (BinOp::And, Expr::Const(m)) if k == 0 => {
+                        let operand = self.number(Cow::Owned(Expr::Const(*m)));
+                        let value = self.number(binary_lhs(lhs));
+                        return (Test { value, code: Code::Jset, operand }, !negated);
                     }
                     _ => {}
                 }
             }
         }
-        (Test { value: lhs, code, operand: rhs }, negated)
+        let (value, operand) = (self.number(lhs), self.number(rhs));
+        (Test { value, code, operand }, negated)
     }
 }
 
-/// What is known along one path: outcomes of canonical tests, and what each scratch slot
-/// holds.
+/// The left operand of a binary expression (the expression itself otherwise).
+fn binary_lhs(e: Cow<'_, Expr>) -> Cow<'_, Expr> {
+    match e {
+        Cow::Borrowed(Expr::Binary { lhs, .. }) => Cow::Borrowed(lhs),
+        Cow::Owned(Expr::Binary { lhs, .. }) => Cow::Owned(*lhs),
+        other => other,
+    }
+}
+
+/// A jump as libpcap's optimizer sees it: the value in A, the jump code and its operand
+/// (value numbers).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Test {
+    value: ValueId,
+    code: Code,
+    operand: ValueId,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Code {
+    Jeq,
+    Jgt,
+    Jge,
+    Jset,
+}
+
+/// What is known along one path: outcomes of canonical tests, and the value each scratch
+/// slot holds.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 struct State {
     facts: Vec<(Test, bool)>,
-    scratch: Vec<(u8, Expr)>,
+    scratch: Vec<(u8, ValueId)>,
 }
 
 impl State {
-    fn store(&mut self, slot: u8, value: Expr) {
+    fn store(&mut self, slot: u8, value: ValueId) {
         self.scratch.retain(|(s, _)| *s != slot);
         self.scratch.push((slot, value));
     }
 
-    /// `e` with every scratch slot read replaced by what this path stored there.
-    fn resolve(&self, e: &Expr) -> Expr {
-        match e {
-            Expr::Scratch(slot) => self
-                .scratch
-                .iter()
-                .find(|(s, _)| s == slot)
-                .map_or_else(|| e.clone(), |(_, v)| v.clone()),
-            Expr::Const(_) | Expr::WireLen => e.clone(),
-            Expr::Load { offset, size } => Expr::load(self.resolve(offset), *size),
-            Expr::Binary { op, lhs, rhs } => {
-                Expr::binary(*op, self.resolve(lhs), self.resolve(rhs))
-            }
-            Expr::Neg(inner) => Expr::Neg(Box::new(self.resolve(inner))),
-        }
-    }
-
     /// The outcome of `test` libpcap's first pass knows here, if any.
-    fn decide(&self, test: &Test) -> Option<bool> {
-        if let (Expr::Const(a), Expr::Const(b)) = (&test.value, &test.operand) {
+    fn decide(&self, test: &Test, values: &Values<'_>) -> Option<bool> {
+        let operand = values.constant(test.operand);
+        if let (Some(a), Some(b)) = (values.constant(test.value), operand) {
             return Some(match test.code {
                 Code::Jeq => a == b,
                 Code::Jgt => a > b,
@@ -344,9 +417,9 @@ impl State {
             });
         }
         if test.code == Code::Jset {
-            match test.operand {
-                Expr::Const(0) => return Some(false),
-                Expr::Const(u32::MAX) => return Some(true),
+            match operand {
+                Some(0) => return Some(false),
+                Some(u32::MAX) => return Some(true),
                 _ => {}
             }
         }
@@ -359,7 +432,8 @@ impl State {
             }
             if *outcome
                 && test.code == Code::Jeq
-                && matches!((&known.operand, &test.operand), (Expr::Const(_), Expr::Const(_)))
+                && values.constant(known.operand).is_some()
+                && operand.is_some()
             {
                 return Some(false);
             }
@@ -381,6 +455,10 @@ struct Walk<'g, 'a> {
     /// Hashes of the (node, state) pairs explored in this walk (64 bits for at most
     /// [`BUDGET`] pairs: a collision, which would prune a path, has odds below 2^-34).
     seen: HashSet<u64, BuildHasherDefault<Rehash>>,
+    values: Values<'g>,
+    /// Per test node, its canonical jump on a path that stored nothing (then it is the
+    /// same on every such path), once computed.
+    tests: Vec<Option<(Test, bool)>>,
 }
 
 /// The hasher of [`Walk::seen`], whose keys are already 64-bit SipHash values: hashing them
@@ -405,7 +483,7 @@ impl Hasher for Rehash {
     }
 }
 
-impl Walk<'_, '_> {
+impl<'g> Walk<'g, '_> {
     /// Whether some path from `node` with `state` reaches the accepting exit (`None` past
     /// the budget).
     fn can_accept(&mut self, node: NodeId, state: &State) -> Option<bool> {
@@ -424,26 +502,26 @@ impl Walk<'_, '_> {
             if !self.seen.insert(h.finish()) {
                 continue;
             }
-            match self.graph.nodes.get(node) {
+            let graph = self.graph;
+            match graph.nodes.get(node) {
                 Some(Node::Accept) => return Some(true),
                 Some(Node::Reject) | None => {}
                 Some(Node::Store { slot, value, next }) => {
                     if self.reaches(*next) {
-                        let v = state.resolve(value);
-                        state.store(*slot, v);
+                        let v = self.values.resolve(&state, value);
+                        state.store(*slot, self.values.number(v));
                         stack.push((*next, state));
                     }
                 }
                 Some(Node::Test { lhs, op, rhs, t, f }) => {
-                    let (test, negated) =
-                        Test::canonical(state.resolve(lhs), *op, state.resolve(rhs));
+                    let (test, negated) = self.test(node, lhs, *op, rhs, &state);
                     let (on_true, on_false) = if negated { (*f, *t) } else { (*t, *f) };
-                    let next = match state.decide(&test) {
+                    let next = match state.decide(&test, &self.values) {
                         Some(true) => [Some((on_true, state)), None],
                         Some(false) => [Some((on_false, state)), None],
                         None => {
                             let mut taken = state.clone();
-                            taken.facts.push((test.clone(), true));
+                            taken.facts.push((test, true));
                             state.facts.push((test, false));
                             // Popped last-in first: the nearer successor goes on top.
                             if self.distance_of(on_true) <= self.distance_of(on_false) {
@@ -465,7 +543,28 @@ impl Walk<'_, '_> {
     }
 }
 
-impl Walk<'_, '_> {
+impl<'g> Walk<'g, '_> {
+    /// The canonical jump of test node `node` (`lhs op rhs`) on `state`'s path.
+    fn test(
+        &mut self,
+        node: NodeId,
+        lhs: &'g Expr,
+        op: CmpOp,
+        rhs: &'g Expr,
+        state: &State,
+    ) -> (Test, bool) {
+        let fixed = state.scratch.is_empty();
+        if let Some(&Some(test)) = self.tests.get(node).filter(|_| fixed) {
+            return test;
+        }
+        let (l, r) = (self.values.resolve(state, lhs), self.values.resolve(state, rhs));
+        let test = self.values.canonical(l, op, r);
+        if let Some(slot) = self.tests.get_mut(node).filter(|_| fixed) {
+            *slot = Some(test);
+        }
+        test
+    }
+
     fn distance_of(&self, node: NodeId) -> u32 {
         self.distance.get(node).copied().unwrap_or(UNREACHABLE)
     }

@@ -102,11 +102,12 @@ fn expr_nodes(e: &Expr) -> usize {
     }
 }
 
-/// A fast hasher for the optimizer's tables keyed by IR nodes and constants. Not resistant
-/// to crafted collisions; the keys come from the filter being compiled, so the worst a
-/// crafted filter can do is slow down its own compilation.
+/// A fast hasher for tables keyed by IR nodes and constants (the optimizer's, and the
+/// rejects-all check's value numbers in weir-pflang). Not resistant to crafted collisions;
+/// the keys come from the filter being compiled, so the worst a crafted filter can do is
+/// slow down its own compilation.
 #[derive(Default, Clone, Copy)]
-pub(crate) struct FastHasher(u64);
+pub struct FastHasher(u64);
 
 impl FastHasher {
     fn mix(&mut self, v: u64) {

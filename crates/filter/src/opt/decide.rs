@@ -420,8 +420,11 @@ struct Parts {
     run_base: Env,
     /// No part so far can abort or write scratch (each checked at its own entry).
     prefix_free: bool,
-    /// The values the set tests of the current run test (a few; compared directly).
-    run_keys: Vec<Expr>,
+    /// The set tests of the current run, as indexes into `out` (a few, each a distinct
+    /// tested value, compared directly): indexes rather than copies of the values, which
+    /// cost an allocation per test (issue 13). `out` only loses its last part, and only a
+    /// guard, which is no set test, so the indexes stay valid.
+    run_keys: Vec<usize>,
 }
 
 /// How many distinct tested values a run remembers for [`Parts::try_merge_later`].
@@ -444,7 +447,7 @@ impl Parts {
     /// Its own facts are not learned, which only leaves the path knowing less.
     fn try_merge_later(&mut self, facts: &Facts, part: Pred) -> Result<(), Pred> {
         let mergeable = !self.run_base.unreachable
-            && set_key(&part).is_some_and(|key| self.run_keys.iter().any(|k| k == key))
+            && set_key(&part).is_some_and(|key| self.run_has_key(key))
             && facts.is_free(&self.run_base, &part);
         if !mergeable {
             return Err(part);
@@ -485,8 +488,8 @@ impl Parts {
             self.run_keys.clear();
         }
         if let Some(key) = set_key(&q) {
-            if self.run_keys.len() < RUN_KEYS && !self.run_keys.contains(key) {
-                self.run_keys.push(key.clone());
+            if self.run_keys.len() < RUN_KEYS && !self.run_has_key(key) {
+                self.run_keys.push(self.out.len());
             }
         }
         self.run_start.push(!joins_run);
@@ -502,6 +505,11 @@ impl Parts {
             let base = if j + 1 == n { after } else { None };
             self.push(facts, q, entry, base);
         }
+    }
+
+    /// Whether the current run remembers a set test on `key`.
+    fn run_has_key(&self, key: &Expr) -> bool {
+        self.run_keys.iter().any(|&i| self.out.get(i).and_then(set_key) == Some(key))
     }
 
     fn finish(self, absorbed: bool, mode: Mode) -> Pred {

@@ -40,7 +40,7 @@ mod fold;
 mod guard;
 mod sets;
 
-pub use analysis::{has_store, node_count};
+pub use analysis::{has_store, node_count, FastHasher};
 
 use crate::ir::{Filter, Pred};
 

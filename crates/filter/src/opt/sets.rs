@@ -134,6 +134,28 @@ impl<'a> KeyIndex<'a> {
     }
 }
 
+/// Junctions up to this long are first checked pairwise for anything to merge.
+const SHORT_JUNCTION: usize = 16;
+
+/// Whether two set tests of one run of `items` test the same expression (then
+/// [`merge_runs`] merges them), compared pairwise: most junctions are short and merge
+/// nothing, and finding that out with the grouping tables cost four allocations per
+/// junction (a share of `decide`'s time, issue 13).
+fn short_run_merges(items: &[Pred], run_start: &[bool]) -> bool {
+    let mut run = 0;
+    for (i, item) in items.iter().enumerate() {
+        if run_start.get(i).copied().unwrap_or(true) {
+            run = i;
+        }
+        let Some(key) = set_key(item) else { continue };
+        let earlier = items.get(run..i).unwrap_or_default();
+        if earlier.iter().any(|p| set_key(p) == Some(key)) {
+            return true;
+        }
+    }
+    false
+}
+
 /// Merges, inside each run of `items`, the set tests on the same expression.
 ///
 /// `run_start[i]` says item `i` begins a new run. Within a run every item but the first may
@@ -142,6 +164,9 @@ impl<'a> KeyIndex<'a> {
 /// exactly when theirs would, and it runs first anyway). A merged group takes the place of
 /// its first member. `conjunction` selects intersection (`and`) rather than union (`or`).
 pub(crate) fn merge_runs(items: Vec<Pred>, run_start: &[bool], conjunction: bool) -> Vec<Pred> {
+    if items.len() <= SHORT_JUNCTION && !short_run_merges(&items, run_start) {
+        return items;
+    }
     // group[i] = index of the group item i belongs to (if it is a set test).
     let mut group: Vec<Option<usize>> = vec![None; items.len()];
     let mut members: Vec<usize> = Vec::new(); // per group: member count
