@@ -805,6 +805,56 @@ fn copy_loops_moved_wide_agree_with_the_interpreter() {
     assert_eq!(widened * 2, runs);
 }
 
+/// Copy loops long enough to move their whole range by one host call (`codegen::copy`,
+/// "Bulk": at least 512 bytes) in untyped memory, whose accesses need no alignment: the
+/// destination up and down by every byte count that matters (1, under a word, a word, a
+/// group, inside the range, the range less one, the range, past it) and onto the source,
+/// every width, trip counts a multiple of the group and not, and one range short of the
+/// call: r0 (the last item), the executed count and the memory are the interpreter's.
+#[test]
+fn copy_loops_moved_whole_agree_with_the_interpreter() {
+    let mut rng = weir_testkit::SplitMix64::new(29);
+    let mem: Vec<u8> = (0..4096).map(|_| rng.next_u64() as u8).collect();
+    let world = World { mem: Some(mem), ..World::default() };
+    let mut runs = 0;
+    for width in [1i64, 2, 4, 8] {
+        for bytes in [200i64, 512, 520, 704] {
+            let n = bytes / width + i64::from(width == 1 && bytes == 520);
+            let len = n * width;
+            let mut deltas = vec![0i64];
+            for up in [1, 2, 3, width - 1, width, width + 1, 15, 16, 17, 64, 100, len / 2] {
+                deltas.extend([up, -up]);
+            }
+            for near in [len - width, len - 1, len, len + 1, len + width] {
+                deltas.extend([near, -near]);
+            }
+            deltas.sort_unstable();
+            deltas.dedup();
+            for delta in deltas {
+                let (from, to) = ("mem+900".to_string(), format!("mem+{}", 900 + delta));
+                let program = copy_program(&from, &to, width, n);
+                let what = format!("{from} -> {to}, {width} x {n}");
+                let Some(verified) = prove(&program, None, &world) else {
+                    panic!("refused: {what}")
+                };
+                let expected = interp_run(&program, None, &world);
+                assert!(expected.0.is_ok(), "{what}: {:?}", expected.0);
+                let engine =
+                    Jit::compile(&verified, bindings(None), weir_jit::Config::default()).unwrap();
+                let mut cache = engine.cache();
+                let mut w = world.clone();
+                let input = Input { mem: w.mem.as_deref_mut(), ..Default::default() };
+                let got = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
+                assert_eq!(got, expected.0, "{what}");
+                assert_eq!(w.mem, expected.3, "{what}");
+                assert_eq!(cache.stack(), &expected.4[..], "{what}");
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs >= 4 * 4 * 25, "{runs}");
+}
+
 // ---- sum loops added wide (`codegen::reduce`) ----
 
 /// r0 = a start value plus `n` 8-byte words from `from` (`"stack+S"`: r10 - 256 + S, after
