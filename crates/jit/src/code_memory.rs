@@ -166,11 +166,6 @@ impl Abi {
     pub(crate) fn store_check(&self) -> Signature {
         self.signature(3)
     }
-
-    /// `state::move_bytes`: `fn(to, from, len) -> u64`.
-    pub(crate) fn move_bytes(&self) -> Signature {
-        self.signature(3)
-    }
 }
 
 /// Executable code for one eBPF program.

@@ -487,20 +487,6 @@ pub(crate) extern "C" fn check_store(state: *mut RunState<'_>, addr: u64, size: 
     }
 }
 
-/// A copy loop's whole range at once (`codegen::copy`, "Bulk"): `len` bytes from `from` to
-/// `to`, as `memmove` moves them (the ranges may overlap). Returns 0.
-pub(crate) extern "C" fn move_bytes(to: u64, from: u64, len: u64) -> u64 {
-    // SAFETY: generated code calls this only with the host ranges of a copy loop whose
-    // every iteration runs (the trip count is the loop's own, computed from its bound) and
-    // whose load and store the verifier's facts prove in bounds at every iteration
-    // (`Plan::direct`): so `[from, from + len)` lies in a slice of the run readable and
-    // `[to, to + len)` in one writable, `host = guest + bias` over each, for as long as
-    // generated code runs, and generated code waits for this call. `ptr::copy` allows the
-    // two to overlap.
-    unsafe { std::ptr::copy(from as *const u8, to as *mut u8, len as usize) };
-    0
-}
-
 /// `bpf_map_lookup_elem(handle, key)` answered by the environment (`RunEnv::map_lookup`,
 /// which the bindings say is the bound helper's equal): one call reaching the map, no
 /// helper context and no downcast; the value's span kept at hand for the accesses that

@@ -805,14 +805,16 @@ fn copy_loops_moved_wide_agree_with_the_interpreter() {
     assert_eq!(widened * 2, runs);
 }
 
-/// Copy loops long enough to move their whole range by one host call (`codegen::copy`,
-/// "Bulk": at least 512 bytes) in untyped memory, whose accesses need no alignment: the
-/// destination up and down by every byte count that matters (1, under a word, a word, a
-/// group, inside the range, the range less one, the range, past it) and onto the source,
-/// every width, trip counts a multiple of the group and not, and one range short of the
-/// call: r0 (the last item), the executed count and the memory are the interpreter's.
+/// Long copy loops (200 to 704 bytes: many groups, then the remainder) in untyped memory,
+/// whose accesses need no alignment, so the destination moves by bytes, not whole items:
+/// up and down by every count that matters to the groups' overlap test (1, under a word,
+/// a word, a group, inside the range, the range less one, the range, past it) and onto
+/// the source, every width, trip counts a multiple of the group and not: r0 (the last
+/// item), the executed count, the memory and the stack are the interpreter's. (Written for
+/// a whole-range host call tried and reverted, bench/records/2026-11-29-jit-9.txt; it
+/// covers the groups as well.)
 #[test]
-fn copy_loops_moved_whole_agree_with_the_interpreter() {
+fn long_copy_loops_agree_with_the_interpreter_at_every_byte_overlap() {
     let mut rng = weir_testkit::SplitMix64::new(29);
     let mem: Vec<u8> = (0..4096).map(|_| rng.next_u64() as u8).collect();
     let world = World { mem: Some(mem), ..World::default() };

@@ -29,33 +29,9 @@
 //! the eBPF byte order; a copy down, onto itself or disjoint takes the wide moves. A body
 //! short enough to be unrolled by 8 is unrolled by [`COPY_FACTOR`] instead (`widened`). The last
 //! iteration's `v` (left in the register after the loop) is read before any store.
-//!
-//! **Bulk.** x86-64 stores stay 16 bytes wide here (Cranelift lowers no 256-bit vector),
-//! where the host's `memmove` stores 32 (bench/records/2026-11-29-jit-8.txt). So when the
-//! loop's whole trip count is known at its entry, the loop moves its whole range by one call
-//! to `state::move_bytes` (`ptr::copy`, the host's `memmove`). That needs: a constant bound
-//! (`bulk`), the guard holding at entry (so `r0` lies short of the bound and the loop runs
-//! at least a group), and no wrap of the counter before the loop ends: the bound at least
-//! a step (`<`, `>`: a step less one) short of the comparison domain's end, so the counter
-//! moves monotonically to its first value past the bound. Then the iterations are the
-//! first `k >= 1` with `r0 + k * step` past the bound: `k = (L - r0 - 1) / |step| + 1` for
-//! a strict test (`L - r0 >= 1`: no wrap), `(L - r0) / |step| + 1` for `<=` (both
-//! mirrored going down), and the range `[a_0, a_0 + k * W)` of each access. Every one of
-//! those `k` iterations runs in the loop as written, each access proven in bounds, so the
-//! ranges lie in their windows, as for a group. The byte order is the group's argument
-//! with the whole range for the group: `memmove` gives what the forward loop gives unless
-//! `0 < d < k * W` (a copy up into itself by less than the range, which smears and stays
-//! on the groups); the same unsigned compare tests it, `d - 1 >= k * W - 1`, and ranges
-//! under [`BULK_MIN`] bytes stay on the groups too. The registers the loop leaves: the
-//! counter `r0 + k * step`, `v` the last word (read before the call: a copy down by less
-//! than a word overwrites it), and every other register the body writes as its last
-//! iteration leaves it, which is the body run once from the counter `r0 + (k - 1) * step`
-//! when no register but the counter carries from one iteration to the next (`replayable`:
-//! each written before it is read); a body with such a register keeps the groups. The
-//! exit charges `k` iterations from the counter, as after the loop.
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, Block, Endianness, InstBuilder, MemFlags, Type, Value};
+use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlags, Type, Value};
 use weir_isa::ebpf::{Insn, Op, REG_COUNT};
 
 use super::counted::{Bound, Unroll};
@@ -78,9 +54,6 @@ pub(crate) struct Copy {
     pub(crate) to: Affine,
     /// Host windows of the load and the store (`Plan::direct`).
     pub(crate) windows: (usize, usize),
-    /// Whether no register but the counter carries a value from one iteration to the next
-    /// (see "Bulk").
-    pub(crate) replayable: bool,
 }
 
 /// `inv + counter * r + k` (see the module docs); `inv` a register the body keeps.
@@ -191,73 +164,7 @@ fn shape(insns: &[Insn], body: &[usize], reg: u8, step: i64) -> Option<Copy> {
     if !contiguous(from) || !contiguous(to) {
         return None;
     }
-    let replayable = replayable(insns, body, reg);
-    Some(Copy { load, store, width: w, value, from, to, windows: (0, 0), replayable })
-}
-
-/// Whether every register the body writes, the counter `reg` aside, is written in each
-/// iteration before anything reads it: then only the counter carries from one iteration
-/// to the next, and the registers the loop leaves are the body's last iteration run alone
-/// (see "Bulk").
-fn replayable(insns: &[Insn], body: &[usize], reg: u8) -> bool {
-    let written =
-        |r: u8| body.iter().any(|&pc| insns.get(pc).is_some_and(|i| super::counted::writes(i, r)));
-    let mut fresh = [false; REG_COUNT as usize];
-    for &pc in body {
-        let Some(insn) = insns.get(pc) else { return false };
-        for (r, &ready) in (0..REG_COUNT).zip(&fresh) {
-            if r != reg && !ready && reads(insn, r) && written(r) {
-                return false;
-            }
-        }
-        for (r, ready) in (0..REG_COUNT).zip(fresh.iter_mut()) {
-            *ready |= super::counted::writes(insn, r);
-        }
-    }
-    true
-}
-
-/// A copy loop whose whole range is known at its entry (see "Bulk"): its closing test
-/// stops it strictly (`<`, `>`) or not, and its constant bound lies a step short of the
-/// comparison domain's end, so that the counter cannot wrap before the loop ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Bulk {
-    strict: bool,
-    limit: i64,
-}
-
-/// The [`Bulk`] plan of `copy`, unrolled as `unroll`, counting by `step` (towards the
-/// bound, as `counted` unrolls only such loops), if it has one.
-pub(crate) fn bulk(copy: &Copy, unroll: Unroll, step: i64) -> Option<Bulk> {
-    let Bound::Const(limit) = unroll.bound else { return None };
-    if !copy.replayable {
-        return None;
-    }
-    let strict = matches!(
-        unroll.cc,
-        IntCC::UnsignedLessThan
-            | IntCC::SignedLessThan
-            | IntCC::UnsignedGreaterThan
-            | IntCC::SignedGreaterThan
-    );
-    // The counter's value after the last iteration lies within `slack` past the bound.
-    let slack = step.unsigned_abs().checked_sub(u64::from(strict))?;
-    let room = match (super::counted::is_signed(unroll.cc), step > 0) {
-        (false, true) => (limit as u64).checked_add(slack).is_some(),
-        (false, false) => (limit as u64).checked_sub(slack).is_some(),
-        (true, true) => i64::try_from(slack).ok().and_then(|s| limit.checked_add(s)).is_some(),
-        (true, false) => i64::try_from(slack).ok().and_then(|s| limit.checked_sub(s)).is_some(),
-    };
-    // Counting up to an unsigned bound from `r0 >= 0`, the range is at most the one from 0:
-    // when that is under `BULK_MIN`, the call is never taken, and is left out (code that
-    // calls out keeps fewer values in registers around the call, and the groups pay).
-    if !super::counted::is_signed(unroll.cc) && step > 0 {
-        let most = (limit as u64).saturating_sub(u64::from(strict)) / step.unsigned_abs() + 1;
-        if most.saturating_mul(u64::from(copy.width)) < BULK_MIN as u64 {
-            return None;
-        }
-    }
-    room.then_some(Bulk { strict, limit })
+    Some(Copy { load, store, width: w, value, from, to, windows: (0, 0) })
 }
 
 /// The address of the access at slot `access` (a load, a store or an atomic of `body`)
@@ -318,14 +225,6 @@ pub(crate) fn address(insns: &[Insn], body: &[usize], reg: u8, access: usize) ->
     }
     None
 }
-
-/// The fewest bytes a copy moves by one host call (see "Bulk"). Measured (jit_loop, a
-/// memory-to-memory copy run six times a run, 5,000,000 runs, eight alternating pairs on
-/// the loaded machine, bench/records/2026-11-29-jit-9.txt): the call loses at 256 bytes
-/// (median 0.215 s against the groups' 0.19) and wins at 512 (0.245 s against 0.29) and
-/// 704 (0.36 against 0.60): the registers it spills cost about what the 32-byte stores
-/// save on a 256-byte copy.
-const BULK_MIN: i64 = 512;
 
 /// Iterations per group of a copy loop: its groups move 16 bytes an instruction with no
 /// per-iteration work left but the counter, so longer groups spread the guard further.
@@ -391,96 +290,6 @@ impl Translator<'_, '_> {
         let r = self.get(reg);
         let counted = self.b.ins().imul_imm(r, a.counter);
         Some((fixed, counted))
-    }
-
-    /// The whole copy loop in one host call, from the loop's entry where the unroll guard
-    /// held (see "Bulk"): when the trip count's range is at least [`BULK_MIN`] bytes and the
-    /// ranges allow it, `move_bytes` over it, the registers set as the last iteration leaves
-    /// them, then `exit`; else `otherwise` (the groups).
-    #[allow(clippy::too_many_arguments)] // the loop's parts, as `wide_copy_group` takes them
-    pub(super) fn bulk_copy(
-        &mut self,
-        copy: Copy,
-        bulk: Bulk,
-        reg: u8,
-        step: i64,
-        body: &[usize],
-        exit: Block,
-        otherwise: Block,
-    ) -> Result<(), CompileError> {
-        let (Some((from_fixed, from_counted)), Some((to_fixed, to_counted))) = (
-            self.affine_host(copy.from, reg, copy.windows.0),
-            self.affine_host(copy.to, reg, copy.windows.1),
-        ) else {
-            self.b.ins().jump(otherwise, &[]);
-            return Ok(());
-        };
-        let start = self.get(reg);
-        // The iterations: the first `k >= 1` with `r0 + k * step` past the bound (the
-        // guard held, so `r0` is short of it; `bulk` saw no wrap on the way).
-        let limit = self.iconst(bulk.limit);
-        let mut distance = if step > 0 {
-            self.b.ins().isub(limit, start)
-        } else {
-            self.b.ins().isub(start, limit)
-        };
-        if bulk.strict {
-            distance = self.b.ins().iadd_imm(distance, -1);
-        }
-        let size = step.unsigned_abs();
-        let whole = if size.is_power_of_two() {
-            self.b.ins().ushr_imm(distance, i64::from(size.trailing_zeros()))
-        } else {
-            self.b.ins().udiv_imm(distance, size as i64)
-        };
-        let before_last = whole;
-        let iterations = self.b.ins().iadd_imm(whole, 1);
-        let bytes = self.b.ins().imul_imm(iterations, i64::from(copy.width));
-        // Forward word by word agrees with `memmove` unless the store lands less than the
-        // whole range above the load (as in a group, with the range for the group).
-        let d = self.b.ins().isub(to_fixed, from_fixed);
-        let d1 = self.b.ins().iadd_imm(d, -1);
-        let bytes1 = self.b.ins().iadd_imm(bytes, -1);
-        let apart = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, d1, bytes1);
-        let large = self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, bytes, BULK_MIN);
-        let go = self.b.ins().band(apart, large);
-        let moving = self.b.create_block();
-        self.b.ins().brif(go, moving, &[], otherwise, &[]);
-
-        self.b.switch_to_block(moving);
-        let from = self.b.ins().iadd(from_fixed, from_counted);
-        let to = self.b.ins().iadd(to_fixed, to_counted);
-        // The last iteration's `v`, read before the move (a copy down by less than a word
-        // overwrites it).
-        let end = self.b.ins().iadd(from, bytes);
-        let last_off = -i32::from(copy.width);
-        let last = match copy.width {
-            1 => self.b.ins().uload8(types::I64, flags(), end, last_off),
-            2 => self.b.ins().uload16(types::I64, flags(), end, last_off),
-            4 => self.b.ins().uload32(flags(), end, last_off),
-            _ => self.b.ins().load(types::I64, flags(), end, last_off),
-        };
-        let callee = self.iconst(crate::state::move_bytes as *const () as usize as i64);
-        self.b.ins().call_indirect(self.move_sig, callee, &[to, from, bytes]);
-        // The last iteration alone, from its counter `r0 + (k - 1) * step`.
-        let back = self.b.ins().imul_imm(before_last, step);
-        let counter = self.b.ins().iadd(start, back);
-        self.set(reg, counter)?;
-        self.sums = [None; REG_COUNT as usize];
-        let mode = self.mode;
-        for (k, &slot) in body.iter().enumerate() {
-            if slot == copy.load || slot == copy.store {
-                continue;
-            }
-            self.pc = slot;
-            self.mode = super::Mode::Hot { n: body.len() + 1, k };
-            self.instruction(slot)?;
-        }
-        self.mode = mode;
-        self.sums = [None; REG_COUNT as usize];
-        self.set(copy.value, last)?;
-        self.b.ins().jump(exit, &[]);
-        Ok(())
     }
 
     /// One group of an unrolled copy loop: when the ranges allow it (see the module docs),
@@ -584,16 +393,7 @@ mod tests {
         );
         let from = Affine { inv: Some(1), counter: 1, k: 0 };
         let to = Affine { inv: Some(10), counter: 1, k: -256 };
-        let expected = Copy {
-            load: 2,
-            store: 6,
-            width: 8,
-            value: 5,
-            from,
-            to,
-            windows: (0, 0),
-            replayable: true,
-        };
+        let expected = Copy { load: 2, store: 6, width: 8, value: 5, from, to, windows: (0, 0) };
         assert_eq!(copy, Some(expected));
         // The step taken first, offsets in the accesses: still affine.
         let copy = shape_of(
@@ -631,26 +431,6 @@ mod tests {
         for src in refused {
             assert_eq!(shape_of(src), None, "{src}");
         }
-    }
-
-    #[test]
-    fn only_bodies_whose_registers_restart_each_iteration_replay() {
-        let replays = |src: &str| shape_of(src).expect("the idiom").replayable;
-        // Every register but the counter written before it is read: replayable.
-        assert!(replays(
-            "mov %r4, %r1\nadd %r4, %r3\nldxdw %r5, [%r4]\nmov %r6, %r10\nadd %r6, -256\n\
-             add %r6, %r3\nstxdw [%r6], %r5\nadd %r3, 8"
-        ));
-        // A count of iterations (r7) and an address stepped on from the last iteration's
-        // (r6 read before written): each carries from one iteration to the next.
-        assert!(!replays(
-            "mov %r4, %r1\nadd %r4, %r3\nldxdw %r5, [%r4]\nmov %r6, %r10\nadd %r6, -256\n\
-             add %r6, %r3\nstxdw [%r6], %r5\nadd %r7, 1\nadd %r3, 8"
-        ));
-        assert!(!replays(
-            "add %r6, %r3\nmov %r4, %r1\nadd %r4, %r3\nldxdw %r5, [%r4]\nmov %r6, %r10\n\
-             add %r6, -256\nadd %r6, %r3\nstxdw [%r6], %r5\nadd %r3, 8"
-        ));
     }
 
     #[test]

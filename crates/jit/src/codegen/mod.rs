@@ -193,7 +193,6 @@ struct Translator<'a, 'f> {
     full_leaves: Vec<Block>,
     helper_sig: SigRef,
     store_sig: SigRef,
-    move_sig: SigRef,
     /// The instruction being translated, and where it stands in its block.
     pc: usize,
     mode: Mode,
@@ -213,7 +212,6 @@ impl<'a, 'f> Translator<'a, 'f> {
     ) -> Self {
         let helper_sig = b.import_signature(abi.helper());
         let store_sig = b.import_signature(abi.store_check());
-        let move_sig = b.import_signature(abi.move_bytes());
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -336,7 +334,6 @@ impl<'a, 'f> Translator<'a, 'f> {
             full_leaves: Vec::new(),
             helper_sig,
             store_sig,
-            move_sig,
             pc: 0,
             mode: Mode::Hot { n: 1, k: 0 },
         }
@@ -521,9 +518,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         let exit = self.b.create_block();
         let idiom = self.idioms.get(index).copied().flatten();
         match counted.unroll {
-            Some(unroll) => {
-                self.unrolled_groups(block, counted.reg, counted.step, unroll, idiom, head, exit)?
-            }
+            Some(unroll) => self.unrolled_groups(block, counted.reg, unroll, idiom, head, exit)?,
             None => {
                 self.b.ins().jump(head, &[]);
             }
@@ -560,14 +555,11 @@ impl<'a, 'f> Translator<'a, 'f> {
     /// entry: while the guard holds, `factor` copies of the body and no test between them;
     /// then `head`, the loop one iteration at a time, for what is left. After the last group
     /// the loop's own test decides between `head` and `exit` (on entry the first iteration
-    /// runs whatever the test would say, as the loop's own body does). A copy whose whole
-    /// range is known there moves it at once instead, when it can (`copy`, "Bulk").
-    #[allow(clippy::too_many_arguments)] // the loop's parts and its two ways on
+    /// runs whatever the test would say, as the loop's own body does).
     fn unrolled_groups(
         &mut self,
         block: &crate::cfg::BasicBlock,
         reg: u8,
-        step: i64,
         unroll: counted::Unroll,
         idiom: Option<Idiom>,
         head: Block,
@@ -583,21 +575,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             self.start_sum_lanes();
         }
         let guard = self.unroll_guard(reg, unroll);
-        let bulk = match idiom {
-            Some(Idiom::Copy(copy)) => copy::bulk(&copy, unroll, step).map(|b| (copy, b)),
-            _ => None,
-        };
-        match bulk {
-            Some((copy, plan)) => {
-                let whole = self.b.create_block();
-                self.b.ins().brif(guard, whole, &[], head, &[]);
-                self.b.switch_to_block(whole);
-                self.bulk_copy(copy, plan, reg, step, body, exit, group)?;
-            }
-            None => {
-                self.b.ins().brif(guard, group, &[], head, &[]);
-            }
-        }
+        self.b.ins().brif(guard, group, &[], head, &[]);
         self.b.switch_to_block(group);
         self.sums = [None; REG_COUNT as usize];
         let plain = |t: &mut Self| -> Result<(), CompileError> {
