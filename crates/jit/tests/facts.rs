@@ -759,11 +759,11 @@ fn copy_loops_moved_wide_agree_with_the_interpreter() {
     let world = World { mem: Some(mem), ..World::default() };
     let (mut runs, mut widened) = (0, 0);
     for width in [1i64, 2, 4, 8] {
-        for n in [7i64, 8, 9, 16, 17, 20, 31] {
+        for n in [7i64, 8, 9, 16, 17, 20, 31, 32] {
             let len = width * n;
             let mut pairs: Vec<(String, String)> = Vec::new();
             // The stack wants aligned accesses: offsets in whole items.
-            for items in [-17i64, -9, -4, -3, -1, 0, 1, 2, 3, 4, 5, 8, 15, 16, n, n + 1] {
+            for items in [-17i64, -9, -4, -3, -1, 0, 1, 2, 3, 4, 5, 8, 15, 16, n - 1, n, n + 1] {
                 let delta = items * width;
                 let (src, dst) = if delta >= 0 { (64, 64 + delta) } else { (64 - delta, 64) };
                 if dst + len <= 256 && src + len <= 256 {
