@@ -759,11 +759,11 @@ fn copy_loops_moved_wide_agree_with_the_interpreter() {
     let world = World { mem: Some(mem), ..World::default() };
     let (mut runs, mut widened) = (0, 0);
     for width in [1i64, 2, 4, 8] {
-        for n in [7i64, 8, 9, 16, 17, 20, 31] {
+        for n in [7i64, 8, 9, 16, 17, 20, 31, 32] {
             let len = width * n;
             let mut pairs: Vec<(String, String)> = Vec::new();
             // The stack wants aligned accesses: offsets in whole items.
-            for items in [-17i64, -9, -4, -3, -1, 0, 1, 2, 3, 4, 5, 8, 15, 16, n, n + 1] {
+            for items in [-17i64, -9, -4, -3, -1, 0, 1, 2, 3, 4, 5, 8, 15, 16, n - 1, n, n + 1] {
                 let delta = items * width;
                 let (src, dst) = if delta >= 0 { (64, 64 + delta) } else { (64 - delta, 64) };
                 if dst + len <= 256 && src + len <= 256 {
@@ -803,6 +803,58 @@ fn copy_loops_moved_wide_agree_with_the_interpreter() {
     assert!(runs >= 2 * 4 * 7 * 10, "{runs}");
     // Every copy loop here is the idiom.
     assert_eq!(widened * 2, runs);
+}
+
+/// Long copy loops (200 to 704 bytes: many groups, then the remainder) in untyped memory,
+/// whose accesses need no alignment, so the destination moves by bytes, not whole items:
+/// up and down by every count that matters to the groups' overlap test (1, under a word,
+/// a word, a group, inside the range, the range less one, the range, past it) and onto
+/// the source, every width, trip counts a multiple of the group and not: r0 (the last
+/// item), the executed count, the memory and the stack are the interpreter's. (Written for
+/// a whole-range host call tried and reverted, bench/records/2026-11-29-jit-9.txt; it
+/// covers the groups as well.)
+#[test]
+fn long_copy_loops_agree_with_the_interpreter_at_every_byte_overlap() {
+    let mut rng = weir_testkit::SplitMix64::new(29);
+    let mem: Vec<u8> = (0..4096).map(|_| rng.next_u64() as u8).collect();
+    let world = World { mem: Some(mem), ..World::default() };
+    let mut runs = 0;
+    for width in [1i64, 2, 4, 8] {
+        for bytes in [200i64, 512, 520, 704] {
+            let n = bytes / width + i64::from(width == 1 && bytes == 520);
+            let len = n * width;
+            let mut deltas = vec![0i64];
+            for up in [1, 2, 3, width - 1, width, width + 1, 15, 16, 17, 64, 100, len / 2] {
+                deltas.extend([up, -up]);
+            }
+            for near in [len - width, len - 1, len, len + 1, len + width] {
+                deltas.extend([near, -near]);
+            }
+            deltas.sort_unstable();
+            deltas.dedup();
+            for delta in deltas {
+                let (from, to) = ("mem+900".to_string(), format!("mem+{}", 900 + delta));
+                let program = copy_program(&from, &to, width, n);
+                let what = format!("{from} -> {to}, {width} x {n}");
+                let Some(verified) = prove(&program, None, &world) else {
+                    panic!("refused: {what}")
+                };
+                let expected = interp_run(&program, None, &world);
+                assert!(expected.0.is_ok(), "{what}: {:?}", expected.0);
+                let engine =
+                    Jit::compile(&verified, bindings(None), weir_jit::Config::default()).unwrap();
+                let mut cache = engine.cache();
+                let mut w = world.clone();
+                let input = Input { mem: w.mem.as_deref_mut(), ..Default::default() };
+                let got = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
+                assert_eq!(got, expected.0, "{what}");
+                assert_eq!(w.mem, expected.3, "{what}");
+                assert_eq!(cache.stack(), &expected.4[..], "{what}");
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs >= 4 * 4 * 25, "{runs}");
 }
 
 // ---- sum loops added wide (`codegen::reduce`) ----
