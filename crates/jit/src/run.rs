@@ -334,10 +334,12 @@ impl JitProgram {
         self.code.bytes()
     }
 
+    #[inline]
     fn stack_bytes(&self) -> usize {
         usize::try_from(self.shape.bytes()).unwrap_or(usize::MAX)
     }
 
+    #[inline]
     fn frame_words(&self) -> usize {
         usize::try_from(self.shape.frames).unwrap_or(usize::MAX).saturating_mul(FRAME_WORDS)
     }
@@ -768,7 +770,23 @@ impl JitProgram {
     }
 
     /// Resizes `cache` for this program if needed and zeroes what the last run wrote.
+    /// Inlined into the per-packet loops (issue 11: a call per packet in the lent batch's
+    /// profile); the resizing, once per cache, out of line.
+    #[inline]
     fn prepare(&self, cache: &mut Cache) {
+        if cache.stack.len() != self.stack_bytes() || cache.frames.len() != self.frame_words() {
+            return self.resize(cache);
+        }
+        if let Some(dirty) = cache.stack.get_mut(cache.dirty_from..) {
+            dirty.fill(0);
+        }
+        cache.dirty_from = cache.stack.len();
+    }
+
+    /// [`JitProgram::prepare`] for a cache not sized for this program.
+    #[cold]
+    #[inline(never)]
+    fn resize(&self, cache: &mut Cache) {
         let bytes = self.stack_bytes();
         if cache.stack.len() != bytes {
             cache.stack = vec![0; bytes];
