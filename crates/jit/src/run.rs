@@ -700,7 +700,7 @@ impl JitProgram {
                 let reach_from = sizes.written_from;
                 let from = if dirty < reach_from { dirty } else { dirty.max(observed_from) };
                 if from < len {
-                    cache.stack[from..].fill(0);
+                    zero(&mut cache.stack[from..]);
                 }
                 if from > dirty {
                     left_from = dirty;
@@ -778,7 +778,7 @@ impl JitProgram {
             return self.resize(cache);
         }
         if let Some(dirty) = cache.stack.get_mut(cache.dirty_from..) {
-            dirty.fill(0);
+            zero(dirty);
         }
         cache.dirty_from = cache.stack.len();
     }
@@ -842,6 +842,26 @@ impl JitProgram {
     }
 }
 
+/// Zeroes `bytes`. What a run leaves dirty is mostly a few stack slots (xdp_counter: 16
+/// bytes), which `fill` zeroes through a `memset` call per packet (issue 11: 2% of the lent
+/// batch's profile): up to 32 bytes as two fixed-size stores that may overlap, no call.
+#[inline]
+fn zero(bytes: &mut [u8]) {
+    fn ends<const N: usize>(bytes: &mut [u8]) {
+        if let Some(head) = bytes.first_chunk_mut::<N>() {
+            *head = [0; N];
+        }
+        if let Some(tail) = bytes.last_chunk_mut::<N>() {
+            *tail = [0; N];
+        }
+    }
+    match bytes.len() {
+        16..=32 => ends::<16>(bytes),
+        8..=15 => ends::<8>(bytes),
+        _ => bytes.fill(0),
+    }
+}
+
 impl Prepared for JitProgram {
     type Cache = Cache;
 
@@ -863,5 +883,24 @@ impl Prepared for JitProgram {
 
     fn stack_top(&self) -> u64 {
         JitProgram::stack_top(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::zero;
+
+    /// Every length up to past the fixed-size cases: the slice's bytes zeroed, none
+    /// around it touched.
+    #[test]
+    fn zero_clears_exactly_its_slice() {
+        for len in 0..48 {
+            let mut buf = [0xffu8; 64];
+            zero(&mut buf[3..3 + len]);
+            for (i, &b) in buf.iter().enumerate() {
+                let inside = (3..3 + len).contains(&i);
+                assert_eq!(b, if inside { 0 } else { 0xff }, "len {len}, byte {i}");
+            }
+        }
     }
 }
