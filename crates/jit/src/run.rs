@@ -588,7 +588,7 @@ impl JitProgram {
     /// One run over the state [`JitProgram::set_up`] left (the stack zeroed by `prepare`):
     /// the outcome words reset, the environment bound for the call, the code entered, and
     /// what it left read back.
-    #[inline]
+    #[inline(always)]
     fn fire(&self, cache: &mut Cache, env: Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap> {
         let run = cache.state.get();
         run.exit_word = 0;
