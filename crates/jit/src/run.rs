@@ -506,15 +506,15 @@ impl JitProgram {
     ) -> Result<RunOutcome, Trap> {
         let len = frame.len() as u64;
         if len > REGION_WINDOW {
-            let size = u32::try_from(len).unwrap_or(u32::MAX);
-            return Err(Trap::memory(TrapCode::OutOfBounds, 0, PACKET_BASE, size));
+            return Err(frame_too_long(len));
         }
         // The whole frame, no span: the straight-line writes of `fill_whole` when the
-        // context takes every field (issue 11: `fill`'s general path per packet).
+        // context takes every field (issue 11: `fill`'s general path per packet), the
+        // general path out of line (so that the per-packet closure stays small).
         if ctx.len() < self.packet_fields.context_end()
             || !self.packet_fields.fill_whole(ctx, frame.len())
         {
-            self.packet_fields.fill(ctx, frame.len(), None)?;
+            self.fill_general(ctx, frame.len())?;
         }
         let host = frame.as_ptr() as u64;
         if self.lean {
@@ -535,6 +535,13 @@ impl JitProgram {
         run.regions[CTX].set_unless_same(CTX, ctx_host, ctx.len() as u64, false);
         run.regions[PACKET].lend_frame(PACKET, host, len);
         self.fire(cache, env)
+    }
+
+    /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` did not take.
+    #[cold]
+    #[inline(never)]
+    fn fill_general(&self, ctx: &mut [u8], len: usize) -> Result<(), Trap> {
+        self.packet_fields.fill(ctx, len, None)
     }
 
     /// The run state's words that stay the same from run to run over the same slices: the
@@ -840,6 +847,14 @@ impl JitProgram {
         }
         pc
     }
+}
+
+/// The trap of a lent frame longer than the packet window.
+#[cold]
+#[inline(never)]
+fn frame_too_long(len: u64) -> Trap {
+    let size = u32::try_from(len).unwrap_or(u32::MAX);
+    Trap::memory(TrapCode::OutOfBounds, 0, PACKET_BASE, size)
 }
 
 /// Zeroes `bytes`. What a run leaves dirty is mostly a few stack slots (xdp_counter: 16
