@@ -46,7 +46,7 @@ struct Slot {
 /// `e`'s value at `base + (e << shift)`, so a lookup's address is arithmetic on the
 /// element the map found (no per-run placement), stable as the element's memory is
 /// (`Map::elem_loc`).
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct ArrayRegion {
     base: u64,
     end: u64,
@@ -68,6 +68,19 @@ impl ArrayRegion {
             map.array_loc(index, cpu)
         }
     }
+}
+
+/// A map's `bpf_map_lookup_elem` resolved once, when the environment is made (its maps
+/// never change), as the kernel's `map_gen_lookup` resolves a map's lookup at load: the
+/// key size, the layout of its values in the window (a copy of its `ArrayRegion`) and
+/// whether programs may write them, so that a lookup reads one entry by map index instead
+/// of the spec, the layout table and the writable table in turn.
+#[derive(Clone, Copy, Debug)]
+struct Lookup {
+    key_size: usize,
+    laid_out: Option<ArrayRegion>,
+    in_place: bool,
+    writable: bool,
 }
 
 /// Values a run may place before `place` indexes them by host address.
@@ -115,12 +128,12 @@ pub enum Redirect {
 #[derive(Debug)]
 pub struct Env {
     maps: Vec<Arc<Map>>,
-    /// Whether programs may write each map's values (`.rodata*` maps are read-only).
-    writable: Vec<bool>,
     cpu: usize,
-    /// Array maps laid out whole, by address; and by map index.
+    /// Maps laid out whole, by address.
     arrays: Vec<ArrayRegion>,
-    array_of: Vec<Option<usize>>,
+    /// Each map's lookup, by map index (whether programs may write its values: `.rodata*`
+    /// maps are read-only).
+    lookups: Vec<Lookup>,
     /// Global data addresses by map index.
     static_addr: Vec<Option<u64>>,
     /// This run's other values, by address (addresses only grow within a run).
@@ -158,14 +171,13 @@ impl Env {
     /// the like, with one element) get their fixed address now; `.rodata` is read-only.
     pub fn new(maps: Vec<Arc<Map>>, cpu: usize) -> Env {
         let mut arrays = Vec::new();
-        let mut array_of = Vec::with_capacity(maps.len());
+        let mut lookups = Vec::with_capacity(maps.len());
         let mut static_addr = Vec::with_capacity(maps.len());
-        let mut writable = Vec::with_capacity(maps.len());
         let mut next = MAPS_BASE;
         for (index, map) in maps.iter().enumerate() {
             let spec = map.spec();
             let name = spec.name.as_str();
-            writable.push(!name.starts_with(".rodata"));
+            let writable = !name.starts_with(".rodata");
             let global = name.starts_with('.') && spec.max_entries == 1;
             let array = matches!(spec.map_type, MapType::Array | MapType::PercpuArray);
             let hash = map.hash_elems();
@@ -186,29 +198,30 @@ impl Env {
                     entries: u32::try_from(entries).ok()?,
                     value_len: u64::from(spec.value_size),
                     map: index,
-                    writable: !name.starts_with(".rodata"),
+                    writable,
                     hash: hash.is_some(),
                 })
+            });
+            lookups.push(Lookup {
+                key_size: usize::try_from(spec.key_size).unwrap_or(usize::MAX),
+                laid_out: region,
+                in_place: map.values_in_place(),
+                writable,
             });
             match region {
                 Some(region) => {
                     next = region.end;
                     static_addr.push((global && !region.hash).then_some(region.base));
-                    array_of.push(Some(arrays.len()));
                     arrays.push(region);
                 }
-                None => {
-                    static_addr.push(None);
-                    array_of.push(None);
-                }
+                None => static_addr.push(None),
             }
         }
         Env {
             maps,
-            writable,
             cpu,
             arrays,
-            array_of,
+            lookups,
             static_addr,
             dynamic: Vec::new(),
             placed: HashMap::default(),
@@ -271,15 +284,22 @@ impl Env {
     pub fn begin_run(&mut self) {
         self.end_run();
         // Only what a run used is reset (most runs of an array-counting program use
-        // nothing here).
+        // nothing here), out of line: the usual begin is a few stores, inlined into the
+        // runner's per-packet loop (issue 11: a call per packet in the profile).
         if !self.dynamic.is_empty() {
-            self.dynamic.clear();
-            if !self.placed.is_empty() {
-                self.placed.clear();
-            }
+            self.forget_values();
         }
         self.next = self.dynamic_base;
         self.tail_call = None;
+    }
+
+    /// The values an earlier run placed, forgotten (see [`Env::begin_run`]).
+    #[inline(never)]
+    fn forget_values(&mut self) {
+        self.dynamic.clear();
+        if !self.placed.is_empty() {
+            self.placed.clear();
+        }
     }
 
     /// Ends one program's run (also a trapped one): the ring buffer records it reserved
@@ -390,8 +410,8 @@ impl Env {
     #[inline]
     pub(crate) fn lookup_elem(&mut self, handle: u64, key: &[u8]) -> Option<u64> {
         let index = weir_program::exec::guest::map_index(handle)?;
-        if let Some(region) = self.array_of.get(index).copied().flatten() {
-            let region = self.arrays.get(region)?;
+        let lookup = *self.lookups.get(index)?;
+        if let Some(region) = lookup.laid_out {
             if region.hash {
                 let loc = self.maps.get(index)?.lookup_loc(key, self.cpu)?;
                 return Some(region.base + (u64::from(loc.elem()) << region.shift));
@@ -400,8 +420,8 @@ impl Env {
             return (i < region.entries).then(|| region.base + (u64::from(i) << region.shift));
         }
         let map = self.maps.get(index)?;
-        let writable = self.writable.get(index).copied().unwrap_or(false);
-        if map.values_in_place() {
+        let writable = lookup.writable;
+        if lookup.in_place {
             let loc = map.lookup_loc(key, self.cpu)?;
             let value = map.value_at(loc)?;
             let (ptr, len) = (value.as_ptr() as usize, value.len() as u64);
@@ -606,18 +626,18 @@ unsafe impl RunEnv for Env {
         memory: &dyn GuestMemory,
     ) -> Option<(u64, Option<ValueSpan>)> {
         let index = map_index(handle)?;
-        let map = self.maps.get(index)?;
-        let key_size = usize::try_from(map.spec().key_size).ok()?;
+        // The map's lookup as resolved when the environment was made: one entry, no spec,
+        // layout table or writable table read per call.
+        let (lookup, map) = (*self.lookups.get(index)?, self.maps.get(index)?);
         // Every key of the test corpus fits; a longer one takes the helper's path.
         let mut buf = [0u8; 64];
-        let key_bytes = buf.get_mut(..key_size)?;
+        let key_bytes = buf.get_mut(..lookup.key_size)?;
         if window(key) == MAPS as u64 {
             RunEnv::read(self, key, key_bytes).ok()?;
         } else {
             memory.read(key, key_bytes).ok()?;
         }
-        if let Some(region) = self.array_of.get(index).copied().flatten() {
-            let region = self.arrays.get(region)?;
+        if let Some(region) = lookup.laid_out {
             // One step in the map: the element (or index) gives the guest address, its
             // words the host one.
             let Some((loc, ptr)) = map.lookup_ptr(key_bytes, self.cpu) else {
@@ -637,9 +657,10 @@ unsafe impl RunEnv for Env {
             let span = ValueSpan { addr, host, len: region.value_len, writable: region.writable };
             return Some((addr, Some(span)));
         }
-        if !map.values_in_place() {
+        if !lookup.in_place {
             return None;
         }
+        let writable = lookup.writable;
         let Some(loc) = map.lookup_loc(key_bytes, self.cpu) else {
             return Some((0, None));
         };
@@ -647,7 +668,6 @@ unsafe impl RunEnv for Env {
         // built and dropped per lookup) on this path.
         let (ptr, len) = map.value_ptr(loc)?;
         let (host, len) = (NonNull::new(ptr)?, len as u64);
-        let writable = self.writable.get(index).copied().unwrap_or(false);
         let addr = self.place_at(host.as_ptr() as usize, len, Held::Loc(index, loc), writable)?;
         Some((addr, Some(ValueSpan { addr, host, len, writable })))
     }
@@ -678,6 +698,68 @@ mod tests {
         let spec =
             MapSpec { name: name.into(), map_type, key_size: 4, value_size, max_entries, flags: 0 };
         Arc::new(Map::create(&spec, 2).unwrap())
+    }
+
+    /// A guest memory of one stack word, for `map_lookup`'s key reads.
+    struct Stack(u64, [u8; 8]);
+
+    impl GuestMemory for Stack {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
+            let at = addr.checked_sub(self.0).ok_or(TrapCode::OutOfBounds)? as usize;
+            let from = self.1.get(at..at + buf.len()).ok_or(TrapCode::OutOfBounds)?;
+            buf.copy_from_slice(from);
+            Ok(())
+        }
+
+        fn write(&mut self, _: u64, _: &[u8]) -> Result<(), TrapCode> {
+            Err(TrapCode::ReadOnly)
+        }
+
+        fn write_context(&mut self, _: usize, _: &[u8]) -> Result<(), TrapCode> {
+            Err(TrapCode::ReadOnly)
+        }
+    }
+
+    /// `RunEnv::map_lookup` through the lookups resolved at `Env::new`: the addresses
+    /// `lookup_elem` gives, each value's span with its map's length and writability, keys
+    /// of each map's own size (a shorter memory fails the read), misses as `(0, None)`.
+    #[test]
+    fn map_lookup_answers_from_the_resolved_lookups() {
+        let array = map("counts", MapType::Array, 12, 4);
+        let hash = map("flows", MapType::Hash, 8, 8);
+        let spec = MapSpec {
+            name: "wide".into(),
+            map_type: MapType::Hash,
+            key_size: 8,
+            value_size: 4,
+            max_entries: 4,
+            flags: 0,
+        };
+        let wide = Arc::new(Map::create(&spec, 2).unwrap());
+        let rodata = map(".rodata", MapType::Array, 8, 1);
+        hash.update(&7u32.to_ne_bytes(), &[3; 8], 0, 0).unwrap();
+        wide.update(&9u64.to_ne_bytes(), &[5; 4], 0, 0).unwrap();
+        let maps = vec![array, hash, rodata, wide];
+        let mut env = Env::new(maps, 1);
+        let handle = |i: usize| weir_program::exec::guest::map_handle(i).unwrap();
+        let base = weir_program::exec::guest::STACK_BASE;
+        let key = |k: u64| Stack(base, k.to_ne_bytes());
+        env.begin_run();
+        let cases = [(0, 3, 12, true), (1, 7, 8, true), (2, 0, 8, false), (3, 9, 4, true)];
+        for (map, k, len, writable) in cases {
+            let (addr, span) = env.map_lookup(handle(map), base, &key(k)).unwrap();
+            let span = span.unwrap();
+            assert_eq!((span.addr, span.len, span.writable), (addr, len, writable), "map {map}");
+            let key_size = if map == 3 { 8 } else { 4 };
+            let want = env.lookup_elem(handle(map), &k.to_ne_bytes()[..key_size]);
+            assert_eq!(Some(addr), want, "map {map}");
+        }
+        // Misses: past the array, a key not in the hash.
+        assert_eq!(env.map_lookup(handle(0), base, &key(4)), Some((0, None)));
+        assert_eq!(env.map_lookup(handle(1), base, &key(8)), Some((0, None)));
+        // An 8-byte key read from 4 bytes before the memory's end: the read fails.
+        assert_eq!(env.map_lookup(handle(3), base + 4, &key(9)), None);
+        assert_eq!(env.map_lookup(handle(4), base, &key(0)), None);
     }
 
     #[test]

@@ -602,7 +602,7 @@ impl HashMap {
 
     /// A lookup's value as (element, word offset in it) and its words: the location and
     /// what `value_words_at` gives for it, from one walk.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lookup_words(
         &self,
         key: &[u8],

@@ -445,7 +445,7 @@ impl Map {
     /// the map's type, one walk of a hash chain): the location and the value's host
     /// address. What a run environment's `bpf_map_lookup_elem` needs; `None` as
     /// `lookup_loc` gives it.
-    #[inline]
+    #[inline(always)]
     pub fn lookup_ptr(&self, key: &[u8], cpu: usize) -> Option<(ValueLoc, *mut u8)> {
         let (loc, words) = match &self.kind {
             Kind::Array(a) | Kind::PercpuArray(a) => {

@@ -72,11 +72,13 @@ impl StackShape {
     }
 
     /// Bytes of the whole stack (it fits the window, so this does not overflow).
+    #[inline]
     pub fn bytes(&self) -> u64 {
         self.stack_size.saturating_mul(self.frames)
     }
 
     /// `r10` of frame `depth`: one past the frame's highest byte.
+    #[inline]
     pub fn frame_top(&self, depth: u64) -> u64 {
         guest::STACK_BASE
             .wrapping_add(self.frames.wrapping_sub(depth).wrapping_mul(self.stack_size))
@@ -294,6 +296,7 @@ impl PacketFields {
 
     /// One past the last context byte a packet field covers: a context at least this long
     /// takes every field's write.
+    #[inline]
     pub fn context_end(&self) -> usize {
         self.end
     }
