@@ -105,9 +105,18 @@ pub struct Log {
 }
 
 impl Log {
+    /// A reader that went away (`weir-bench ... | head -1`) ends the run quietly with the
+    /// shell's SIGPIPE status, 141, and no record, as tcpdump ends; `println!` panicked.
     pub fn line(&mut self, line: impl Into<String>) {
+        use std::io::Write;
         let line = line.into();
-        println!("{line}");
+        if let Err(e) = writeln!(std::io::stdout().lock(), "{line}") {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(141);
+            }
+            eprintln!("weir-bench: standard output: {e}");
+            std::process::exit(1);
+        }
         self.lines.push(line);
     }
 }
