@@ -633,12 +633,12 @@ impl JitProgram {
         run.store_code = 0;
         run.helper_status = 0;
         run.helper_id = 0;
-        // SAFETY: only the lifetime changes. The environment is borrowed for this whole
-        // call, and the kept state lets go of it (`env = None` below) before this function
-        // returns or resumes a helper's panic; nothing reads it between runs.
         // The batch's direct lookups only for the environment they came from.
         let env_addr = env.as_deref().map_or(0, env_address);
         run.direct_on = run.direct_env != 0 && env_addr == run.direct_env;
+        // SAFETY: only the lifetime changes. The environment is borrowed for this whole
+        // call, and the kept state lets go of it (`env = None` below) before this function
+        // returns or resumes a helper's panic; nothing reads it between runs.
         run.env = env.map(|env| unsafe {
             std::mem::transmute::<&mut dyn RunEnv, &'static mut dyn RunEnv>(env)
         });
@@ -657,9 +657,10 @@ impl JitProgram {
         // `lendable`: no unchecked store reaches the packet window), `call_targets` (one
         // byte per slot, read only below
         // `insns.len()`) and `bindings`; addresses in the map values window come from the
-        // environment's `RunEnv::host` and `RunEnv::value_span`, whose contract keeps them
-        // valid while generated code may use them (the value entry is emptied at each
-        // helper call and run). The entries of windows without an input are empty (never
+        // environment's `RunEnv::host` and `RunEnv::value_span`, or a `DirectLookup`'s
+        // `find` (`map_lookup_fast`, whose map the batch's table holds), whose contracts
+        // keep them valid while generated code may use them (the value entry is emptied at
+        // each helper call and run). The entries of windows without an input are empty (never
         // set). Generated code checks every guest access against those entries before
         // making it, writes only through them and to `run`, and returns normally: it never
         // unwinds (helpers' panics are caught in `call_helper`).

@@ -1,5 +1,6 @@
 //! The run state: the one block of memory generated code and Rust share during a run, and
-//! the two Rust functions generated code calls (helper calls and slow-path store checks).
+//! the Rust functions generated code calls (helper calls, `bpf_map_lookup_elem`'s direct
+//! path and slow-path access checks).
 //!
 //! Generated code receives a `*mut RunState` as its only argument and reaches everything
 //! through it at fixed offsets ([`offsets`]): the region table it checks every access
