@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use weir_maps::{Map, MapType, OwnedValue, ValueLoc, ValueRef};
-use weir_program::abi::{GuestMemory, RunEnv, ValueSpan};
+use weir_program::abi::{DirectLookup, FoundElem, GuestMemory, RunEnv, ValueSpan};
 use weir_program::exec::guest::{map_index, window, MAPS, MAPS_BASE, REGION_WINDOW};
 use weir_program::TrapCode;
 
@@ -134,6 +134,9 @@ pub struct Env {
     /// Each map's lookup, by map index (whether programs may write its values: `.rodata*`
     /// maps are read-only).
     lookups: Vec<Lookup>,
+    /// The hash maps' lookups as plain functions for native code (`RunEnv::direct_lookups`),
+    /// by map index: those laid out by element with keys of at most 16 bytes.
+    direct: Vec<Option<DirectLookup>>,
     /// Global data addresses by map index.
     static_addr: Vec<Option<u64>>,
     /// This run's other values, by address (addresses only grow within a run).
@@ -172,6 +175,7 @@ impl Env {
     pub fn new(maps: Vec<Arc<Map>>, cpu: usize) -> Env {
         let mut arrays = Vec::new();
         let mut lookups = Vec::with_capacity(maps.len());
+        let mut direct = Vec::with_capacity(maps.len());
         let mut static_addr = Vec::with_capacity(maps.len());
         let mut next = MAPS_BASE;
         for (index, map) in maps.iter().enumerate() {
@@ -208,6 +212,17 @@ impl Env {
                 in_place: map.values_in_place(),
                 writable,
             });
+            direct.push(region.filter(|r| r.hash && spec.key_size <= 16).map(|r| DirectLookup {
+                find: find_hash_elem,
+                map: Arc::as_ptr(map).cast(),
+                cpu: cpu as u64,
+                keep: Arc::clone(map) as Arc<dyn Any + Send + Sync>,
+                key_size: spec.key_size,
+                base: r.base,
+                shift: r.shift,
+                value_len: r.value_len,
+                writable: r.writable,
+            }));
             match region {
                 Some(region) => {
                     next = region.end;
@@ -222,6 +237,7 @@ impl Env {
             cpu,
             arrays,
             lookups,
+            direct,
             static_addr,
             dynamic: Vec::new(),
             placed: HashMap::default(),
@@ -672,8 +688,32 @@ unsafe impl RunEnv for Env {
         Some((addr, Some(ValueSpan { addr, host, len, writable })))
     }
 
+    fn direct_lookups(&self, out: &mut Vec<Option<DirectLookup>>) {
+        out.clear();
+        out.extend(self.direct.iter().cloned());
+    }
+
     fn as_any(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+/// A hash map's `find` for [`DirectLookup`]: [`Map::lookup_key_words`], the element and
+/// the value's host address (null: no element), the same answer `RunEnv::map_lookup`
+/// gives through `Map::lookup_ptr` (the element's value at `base + (elem << shift)`).
+///
+/// # Safety
+///
+/// `map` is `Arc::as_ptr` of the `Arc<Map>` the `DirectLookup`'s `keep` holds, alive for
+/// the call.
+unsafe extern "C" fn find_hash_elem(map: *const (), cpu: u64, w0: u64, w1: u64) -> FoundElem {
+    // SAFETY: see the function's contract: a live `Map`, only read through `&` (its
+    // lookups are lock-free and thread-safe).
+    let map = unsafe { &*map.cast::<Map>() };
+    let cpu = usize::try_from(cpu).unwrap_or(usize::MAX);
+    match map.lookup_key_words(w0, w1, cpu) {
+        Some((elem, host)) => FoundElem { elem: u64::from(elem), host },
+        None => FoundElem { elem: 0, host: std::ptr::null_mut() },
     }
 }
 
@@ -700,10 +740,10 @@ mod tests {
         Arc::new(Map::create(&spec, 2).unwrap())
     }
 
-    /// A guest memory of one stack word, for `map_lookup`'s key reads.
-    struct Stack(u64, [u8; 8]);
+    /// A guest memory of `N` stack bytes, for `map_lookup`'s key reads.
+    struct Stack<const N: usize>(u64, [u8; N]);
 
-    impl GuestMemory for Stack {
+    impl<const N: usize> GuestMemory for Stack<N> {
         fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), TrapCode> {
             let at = addr.checked_sub(self.0).ok_or(TrapCode::OutOfBounds)? as usize;
             let from = self.1.get(at..at + buf.len()).ok_or(TrapCode::OutOfBounds)?;
@@ -760,6 +800,88 @@ mod tests {
         // An 8-byte key read from 4 bytes before the memory's end: the read fails.
         assert_eq!(env.map_lookup(handle(3), base + 4, &key(9)), None);
         assert_eq!(env.map_lookup(handle(4), base, &key(0)), None);
+    }
+
+    /// `RunEnv::direct_lookups`: a function for each hash map with a key of at most 16
+    /// bytes (of every size, per-CPU and LRU too), none for arrays or longer keys; each
+    /// gives `map_lookup`'s address and span for a key found, a null host for one missing,
+    /// and sees updates made after the table was taken.
+    #[test]
+    fn direct_lookups_answer_as_map_lookup_does() {
+        let spec = |name: &str, map_type, key_size| MapSpec {
+            name: name.into(),
+            map_type,
+            key_size,
+            value_size: 12,
+            max_entries: 8,
+            flags: 0,
+        };
+        let specs = [
+            spec("k1", MapType::Hash, 1),
+            spec("k2", MapType::Hash, 2),
+            spec("k4", MapType::PercpuHash, 4),
+            spec("k8", MapType::LruHash, 8),
+            spec("k12", MapType::Hash, 12),
+            spec("k16", MapType::Hash, 16),
+            spec("k17", MapType::Hash, 17),
+            spec("arr", MapType::Array, 4),
+        ];
+        let maps: Vec<Arc<Map>> =
+            specs.iter().map(|s| Arc::new(Map::create(s, 2).unwrap())).collect();
+        // A key per map whose last byte (in the second word for 12 and 16 bytes) tells it
+        // from its neighbour `k ^ 1`.
+        let key = |size: u32, k: u8| {
+            let mut key: Vec<u8> = (0..size as u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+            if let Some(last) = key.last_mut() {
+                *last = k;
+            }
+            key
+        };
+        for (map, spec) in maps.iter().zip(&specs).take(7) {
+            map.update(&key(spec.key_size, 6), &[9; 12], 0, 1).unwrap();
+        }
+        let mut env = Env::new(maps.clone(), 1);
+        let mut direct = vec![None];
+        env.direct_lookups(&mut direct);
+        assert_eq!(direct.len(), specs.len());
+        let handle = |i: usize| weir_program::exec::guest::map_handle(i).unwrap();
+        env.begin_run();
+        for (i, spec) in specs.iter().enumerate() {
+            let Some(d) = &direct[i] else {
+                assert!(spec.key_size > 16 || spec.map_type == MapType::Array, "{}", spec.name);
+                continue;
+            };
+            assert!(spec.key_size <= 16 && spec.map_type != MapType::Array, "{}", spec.name);
+            assert_eq!((d.key_size, d.value_len, d.writable), (spec.key_size, 12, true));
+            let words = |k: u8| {
+                let mut w = [0u8; 16];
+                w[..spec.key_size as usize].copy_from_slice(&key(spec.key_size, k));
+                let (lo, hi) = w.split_at(8);
+                (
+                    u64::from_ne_bytes(lo.try_into().unwrap()),
+                    u64::from_ne_bytes(hi.try_into().unwrap()),
+                )
+            };
+            // SAFETY: the function's own map and cpu, its `keep` held by `direct`.
+            let find = |k: u8| {
+                let (w0, w1) = words(k);
+                unsafe { (d.find)(d.map, d.cpu, w0, w1) }
+            };
+            let base = weir_program::exec::guest::STACK_BASE;
+            let mut stack = [0u8; 16];
+            stack[..spec.key_size as usize].copy_from_slice(&key(spec.key_size, 6));
+            let memory = Stack(base, stack);
+            let (addr, span) = env.map_lookup(handle(i), base, &memory).unwrap();
+            let span = span.unwrap();
+            let found = find(6);
+            assert_eq!(d.base + (found.elem << d.shift), addr, "{}", spec.name);
+            assert_eq!(found.host, span.host.as_ptr(), "{}", spec.name);
+            // The neighbour key is missing; inserted afterwards, it is found.
+            assert!(find(7).host.is_null(), "{}", spec.name);
+            maps[i].update(&key(spec.key_size, 7), &[4; 12], 0, 1).unwrap();
+            let added = find(7);
+            assert!(!added.host.is_null() && added.elem != found.elem, "{}", spec.name);
+        }
     }
 
     #[test]

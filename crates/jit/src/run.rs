@@ -439,10 +439,11 @@ impl JitProgram {
         let mem = mem.unwrap_or_default();
         self.prepare(cache);
         self.set_up(cache, ctx, packet, mem, legacy_reads_packet, r1_addr, r2);
+        self.take_direct(cache, batch);
         let host = |bytes: &mut [u8]| bytes.as_mut_ptr() as u64;
         loop {
             let Some(span) = batch.next(ctx, packet) else {
-                return;
+                return self.drop_direct(cache);
             };
             let outcome = match self.packet_fields.fill(ctx, packet.len(), Some(span)) {
                 Ok(()) => {
@@ -463,9 +464,32 @@ impl JitProgram {
                 Err(trap) => Err(trap),
             };
             if !batch.done(outcome, ctx, packet) {
-                return;
+                return self.drop_direct(cache);
             }
         }
+    }
+
+    /// The batch environment's direct lookups (`RunEnv::direct_lookups`), taken once for
+    /// the batch when the code calls `bpf_map_lookup_elem` through `map_lookup_fast`; after
+    /// `set_up`, which forgets the last batch's.
+    fn take_direct(&self, cache: &mut Cache, batch: &mut dyn Batch) {
+        if !self.bindings.env_map_lookup() {
+            return;
+        }
+        let run = cache.state.get();
+        if let Some(env) = batch.env() {
+            env.direct_lookups(&mut run.direct);
+            if run.direct.iter().any(Option::is_some) {
+                run.direct_env = env_address(env);
+            }
+        }
+    }
+
+    /// Lets go of the batch's direct lookups (and the maps they hold).
+    fn drop_direct(&self, cache: &mut Cache) {
+        let run = cache.state.get();
+        run.direct.clear();
+        run.direct_env = 0;
     }
 
     /// A batch over frames lent in place ([`Batch::lend`]; the code is `lendable`): the
@@ -485,10 +509,12 @@ impl JitProgram {
         // no store admitted, read-only), written once: per frame `run_lent` writes only
         // the frame's address, length and load bounds (`RegionEntry::lend_frame`).
         cache.state.get().regions[PACKET].set_read_only(PACKET, 0, 0);
+        self.take_direct(cache, batch);
         let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
             self.run_lent(cache, ctx, frame, env)
         };
         while batch.lend(ctx, &mut run) {}
+        self.drop_direct(cache);
         // The entry no longer describes borrowed memory: emptied, so that the next run
         // over any packet sets it afresh.
         cache.state.get().regions[PACKET].set(PACKET, 0, 0, 0, false);
@@ -587,6 +613,8 @@ impl JitProgram {
         run.r2 = r2;
         run.bindings = &self.bindings;
         run.ctx_layout = self.bindings.context;
+        // Only a batch takes the environment's direct lookups (`take_direct`), after this.
+        run.direct_env = 0;
         // `r1` is its region's lowest address, taken from the entry itself: generated code
         // relies on that equality to check accesses through `r1` without a table lookup.
         run.r1 = run.regions.get(input_window).map_or(0, |entry| entry.lo_addr);
@@ -605,6 +633,9 @@ impl JitProgram {
         run.store_code = 0;
         run.helper_status = 0;
         run.helper_id = 0;
+        // The batch's direct lookups only for the environment they came from.
+        let env_addr = env.as_deref().map_or(0, env_address);
+        run.direct_on = run.direct_env != 0 && env_addr == run.direct_env;
         // SAFETY: only the lifetime changes. The environment is borrowed for this whole
         // call, and the kept state lets go of it (`env = None` below) before this function
         // returns or resumes a helper's panic; nothing reads it between runs.
@@ -626,9 +657,10 @@ impl JitProgram {
         // `lendable`: no unchecked store reaches the packet window), `call_targets` (one
         // byte per slot, read only below
         // `insns.len()`) and `bindings`; addresses in the map values window come from the
-        // environment's `RunEnv::host` and `RunEnv::value_span`, whose contract keeps them
-        // valid while generated code may use them (the value entry is emptied at each
-        // helper call and run). The entries of windows without an input are empty (never
+        // environment's `RunEnv::host` and `RunEnv::value_span`, or a `DirectLookup`'s
+        // `find` (`map_lookup_fast`, whose map the batch's table holds), whose contracts
+        // keep them valid while generated code may use them (the value entry is emptied at
+        // each helper call and run). The entries of windows without an input are empty (never
         // set). Generated code checks every guest access against those entries before
         // making it, writes only through them and to `run`, and returns normally: it never
         // unwinds (helpers' panics are caught in `call_helper`).
@@ -847,6 +879,13 @@ impl JitProgram {
         }
         pc
     }
+}
+
+/// An environment's address, which tells a batch's environment from another while both
+/// live (`RunState::direct_env`).
+#[inline]
+fn env_address(env: &dyn RunEnv) -> usize {
+    (env as *const dyn RunEnv).cast::<()>() as usize
 }
 
 /// The trap of a lent frame longer than the packet window.

@@ -1,5 +1,6 @@
 //! The run state: the one block of memory generated code and Rust share during a run, and
-//! the two Rust functions generated code calls (helper calls and slow-path store checks).
+//! the Rust functions generated code calls (helper calls, `bpf_map_lookup_elem`'s direct
+//! path and slow-path access checks).
 //!
 //! Generated code receives a `*mut RunState` as its only argument and reaches everything
 //! through it at fixed offsets ([`offsets`]): the region table it checks every access
@@ -20,7 +21,8 @@ use std::mem::offset_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use weir_program::abi::{
-    helper_id, Bindings, ContextLayout, GuestMemory, HelperCtx, HelperOutcome, RunEnv, ValueSpan,
+    helper_id, Bindings, ContextLayout, DirectLookup, GuestMemory, HelperCtx, HelperOutcome,
+    RunEnv, ValueSpan,
 };
 use weir_program::TrapCode;
 
@@ -229,6 +231,9 @@ pub(crate) struct RunState<'e> {
     pub store_fn: u64,
     /// Host address of [`check_load`].
     pub load_fn: u64,
+    /// Host address of [`map_lookup_fast`], which generated code calls for
+    /// `bpf_map_lookup_elem` when the bindings let the environment answer it.
+    pub lookup_fn: u64,
     /// The constant-blinding key (see `codegen::Translator::imm`).
     pub key: u64,
     /// Always 1: a value Cranelift cannot see is 1 (see `codegen::Translator::basic_block`).
@@ -255,6 +260,13 @@ pub(crate) struct RunState<'e> {
     pub panic: Option<Box<dyn Any + Send>>,
     /// The run's environment (the map values window); lent to helpers during their call.
     pub env: Option<&'e mut dyn RunEnv>,
+    /// The environment's [`DirectLookup`]s by map index, taken once per batch
+    /// (`run::JitProgram::run_batch`); `direct_env` is the address of the environment they
+    /// came from (0: none), and a run uses them (`direct_on`) only when its environment is
+    /// that one. Each holds its map (`keep`), so a stale table is never dangling.
+    pub direct: Vec<Option<DirectLookup>>,
+    pub direct_env: usize,
+    pub direct_on: bool,
 }
 
 /// Byte offsets of the fields generated code touches.
@@ -280,6 +292,7 @@ pub(crate) mod offsets {
     pub const HELPER_FN: i32 = field(offset_of!(RunState, helper_fn));
     pub const STORE_FN: i32 = field(offset_of!(RunState, store_fn));
     pub const LOAD_FN: i32 = field(offset_of!(RunState, load_fn));
+    pub const LOOKUP_FN: i32 = field(offset_of!(RunState, lookup_fn));
     pub const KEY: i32 = field(offset_of!(RunState, key));
     pub const ONE: i32 = field(offset_of!(RunState, one));
     pub const BUDGET: i32 = field(offset_of!(RunState, budget));
@@ -313,6 +326,7 @@ impl RunState<'_> {
             helper_fn: call_helper as *const () as u64,
             store_fn: check_store as *const () as u64,
             load_fn: check_load as *const () as u64,
+            lookup_fn: map_lookup_fast as *const () as u64,
             key: 0,
             one: 1,
             budget: 0,
@@ -329,7 +343,61 @@ impl RunState<'_> {
             ctx_layout: None,
             panic: None,
             env: None,
+            direct: Vec::new(),
+            direct_env: 0,
+            direct_on: false,
         }
+    }
+
+    /// `bpf_map_lookup_elem(handle, key)` through the map's [`DirectLookup`], when this run
+    /// may use the batch's table and the map has one: the key's words read straight from
+    /// its region (`None` when the key is not readable there, e.g. in the values window:
+    /// the environment's path then reads it), the map probed with no environment in
+    /// between, the value's span kept at hand as `lookup_through_env` keeps it. The same
+    /// answer as [`RunEnv::map_lookup`]'s (`DirectLookup`'s contract).
+    #[inline(always)]
+    fn lookup_direct(&mut self, handle: u64, key: u64) -> Option<u64> {
+        if !self.direct_on {
+            return None;
+        }
+        let direct = self.direct.get(weir_program::exec::guest::map_index(handle)?)?.as_ref()?;
+        let (w0, w1) = self.key_words(key, direct.key_size)?;
+        // SAFETY: `find` with the map and cpu its `DirectLookup` gives, whose `keep` this
+        // table holds for the call.
+        let found = unsafe { (direct.find)(direct.map, direct.cpu, w0, w1) };
+        self.helper_id = u64::from(helper_id::MAP_LOOKUP_ELEM);
+        self.helper_status = HELPER_RETURNED;
+        let Some(host) = std::ptr::NonNull::new(found.host) else {
+            self.value.clear();
+            return Some(0);
+        };
+        let addr = direct.base.wrapping_add(found.elem.wrapping_shl(direct.shift));
+        let (len, writable) = (direct.value_len, direct.writable);
+        self.value.set_value(&ValueSpan { addr, host, len, writable });
+        Some(addr)
+    }
+
+    /// A map key of `size` bytes (at most 16) at guest address `key`, as the two
+    /// zero-padded native-order words an element stores (`DirectLookup`); `None` unless the
+    /// region table admits it (`load_target`: the values window's entry admits nothing).
+    #[inline(always)]
+    fn key_words(&self, key: u64, size: u32) -> Option<(u64, u64)> {
+        let host = self.load_target(key, u64::from(size)).ok()? as *const u8;
+        let mut bytes = [0u8; 16];
+        let size = usize::try_from(size).ok().filter(|&size| size <= 16)?;
+        // SAFETY: `load_target` admitted `size` bytes at `host` (as in `read`: a region's
+        // slice the run borrows, untouched while generated code waits in this call); the
+        // common sizes as fixed-size reads, the rest (at most 16 bytes) copied into the
+        // local buffer.
+        unsafe {
+            match size {
+                4 => return Some((u64::from(std::ptr::read_unaligned(host.cast::<u32>())), 0)),
+                8 => return Some((std::ptr::read_unaligned(host.cast::<u64>()), 0)),
+                _ => std::ptr::copy_nonoverlapping(host, bytes.as_mut_ptr(), size),
+            }
+        }
+        let (lo, hi) = bytes.split_at(8);
+        Some((u64::from_ne_bytes(lo.try_into().ok()?), u64::from_ne_bytes(hi.try_into().ok()?)))
     }
 
     /// Where a load of `size` bytes at `addr` reads on the host, or `OutOfBounds`: the
@@ -505,6 +573,30 @@ fn lookup_through_env(state: &mut RunState<'_>, handle: u64, key: u64) -> Option
     }
     state.helper_status = HELPER_RETURNED;
     Some(value)
+}
+
+/// `bpf_map_lookup_elem` (`id` 1, bound so that the environment answers it,
+/// `Bindings::env_map_lookup`): through the map's [`DirectLookup`] when the run has one
+/// (`RunState::lookup_direct`), else [`call_helper`]. Called by generated code as
+/// `call_helper` is, with the same arguments; cannot panic on the direct path (no
+/// indexing, `unwrap` or division there, nor in the maps' lock-free lookup).
+#[allow(clippy::too_many_arguments)] // the C ABI call generated code makes: id and r1-r5
+pub(crate) extern "C" fn map_lookup_fast(
+    state: *mut RunState<'_>,
+    id: u64,
+    a1: u64,
+    a2: u64,
+    a3: u64,
+    a4: u64,
+    a5: u64,
+) -> u64 {
+    // SAFETY: as in `check_store`: the pointer comes from a live, otherwise unused
+    // `&mut RunState`; this borrow ends before `call_helper` takes its own.
+    let run = unsafe { &mut *state };
+    if let Some(value) = run.lookup_direct(a1, a2) {
+        return value;
+    }
+    call_helper(state, id, a1, a2, a3, a4, a5)
 }
 
 /// Calls the helper bound to `id` with r1-r5: returns its r0 (or its stop value) and leaves

@@ -612,6 +612,14 @@ impl HashMap {
             return None;
         }
         let (idx, e) = self.find_shared(key)?;
+        let (at, words) = self.found_value(e, cpu)?;
+        Some((idx, at, words))
+    }
+
+    /// The value on `cpu` of element `e`, which a lookup found: its word offset and words,
+    /// the LRU reference bit set (the kernel's `bpf_lru_node_set_ref`).
+    #[inline(always)]
+    fn found_value<'e>(&self, e: &'e [AtomicU64], cpu: usize) -> Option<(usize, &'e [AtomicU64])> {
         if self.kind.lru {
             if let Some(r) = e.get(H_REF) {
                 if r.load(Relaxed) == 0 {
@@ -620,7 +628,23 @@ impl HashMap {
             }
         }
         let at = self.value_offset(cpu);
-        Some((idx, at, e.get(at..at + self.stride)?))
+        Some((at, e.get(at..at + self.stride)?))
+    }
+
+    /// `lookup_words` of a key of at most 16 bytes as its two element words (see
+    /// `Map::lookup_key_words`): the element and its value's words.
+    #[inline(always)]
+    pub(crate) fn lookup_key_words(
+        &self,
+        w0: u64,
+        w1: u64,
+        cpu: usize,
+    ) -> Option<(u32, &[AtomicU64])> {
+        if self.key_size > 16 || cpu >= self.cpus {
+            return None;
+        }
+        let (idx, e) = self.find_shared_small(SmallKey { w0, w1 })?;
+        Some((idx, self.found_value(e, cpu)?.1))
     }
 
     /// Element `idx`'s value on `cpu` as (element, word offset in it), as `lookup_loc`

@@ -462,6 +462,22 @@ impl Map {
         Some((loc, words.first()?.as_ptr().cast()))
     }
 
+    /// [`Map::lookup_ptr`] of a hash map (not a devmap hash) for a key of at most 16 bytes
+    /// given as the two words an element stores it in (its first 8 bytes and the rest,
+    /// each zero-padded, native byte order): the element and the value's host address,
+    /// with no key slice, length dispatch or type match beyond the hash's. For a run
+    /// environment that hands native code one map's lookup (the kernel's
+    /// `map_gen_lookup`); the caller keeps the key's size (`key_size <= 16`).
+    #[inline(always)]
+    pub fn lookup_key_words(&self, w0: u64, w1: u64, cpu: usize) -> Option<(u32, *mut u8)> {
+        let Kind::Hash(h) = &self.kind else {
+            return None;
+        };
+        let cpu = if self.is_percpu() { cpu } else { 0 };
+        let (elem, words) = h.lookup_key_words(w0, w1, cpu)?;
+        Some((elem, words.first()?.as_ptr().cast()))
+    }
+
     /// An array's value `index` on `cpu` as a location, without a key (`None` past
     /// `max_entries` or for other types): for a caller that lays the array's values out
     /// itself.

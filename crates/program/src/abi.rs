@@ -354,8 +354,71 @@ pub unsafe trait RunEnv {
         let _ = (handle, key, memory);
         None
     }
+    /// The maps whose `bpf_map_lookup_elem` native code may answer through a plain
+    /// function ([`DirectLookup`]), by map index (`None`: through
+    /// [`RunEnv::map_lookup`] or the helper), written into `out` (emptied first). An
+    /// engine asks once per batch, not per run: an environment's answer must not change
+    /// while it lives. The default: none.
+    fn direct_lookups(&self, out: &mut Vec<Option<DirectLookup>>) {
+        out.clear();
+    }
     /// The environment itself, for the helpers that made it.
     fn as_any(&mut self) -> &mut dyn Any;
+}
+
+/// A map's element as a [`DirectLookup`]'s `find` gives it: its index and the host
+/// address of the value's first byte (null: no element).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FoundElem {
+    pub elem: u64,
+    pub host: *mut u8,
+}
+
+/// One map's `bpf_map_lookup_elem` resolved for native code, as the kernel's JIT inlines a
+/// map's `map_gen_lookup`: `find(map, cpu, w0, w1)` probes the map for a key of `key_size`
+/// (at most 16) bytes given as the two words an element stores (the key's first 8 bytes
+/// and the rest, each zero-padded, native byte order), with no environment in between;
+/// element `e`'s value lies at guest address `base + (e << shift)`, `value_len` bytes,
+/// writable by the program when `writable`. The answer must be exactly
+/// [`RunEnv::map_lookup`]'s (and the bound helper's) for the same key: the same address
+/// and value span.
+#[derive(Clone)]
+pub struct DirectLookup {
+    /// # Safety
+    ///
+    /// Called with `map` and `cpu` as given here, while `keep` lives. The host address it
+    /// returns follows [`RunEnv::host`]'s rules for `value_len` bytes, and stays valid while
+    /// `keep` lives.
+    pub find: unsafe extern "C" fn(map: *const (), cpu: u64, w0: u64, w1: u64) -> FoundElem,
+    pub map: *const (),
+    pub cpu: u64,
+    /// Owns what `map` points at.
+    pub keep: std::sync::Arc<dyn Any + Send + Sync>,
+    pub key_size: u32,
+    pub base: u64,
+    pub shift: u32,
+    pub value_len: u64,
+    pub writable: bool,
+}
+
+// SAFETY: `map` points into `keep`'s data, which is `Send + Sync`, and `find` only reads it
+// through shared references (the maps are thread-safe), so a copy may move to another
+// thread with its `keep`.
+unsafe impl Send for DirectLookup {}
+// SAFETY: as for `Send`: nothing is reached through `&DirectLookup` but `keep`'s shared data.
+unsafe impl Sync for DirectLookup {}
+
+impl std::fmt::Debug for DirectLookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectLookup")
+            .field("key_size", &self.key_size)
+            .field("base", &self.base)
+            .field("shift", &self.shift)
+            .field("value_len", &self.value_len)
+            .field("writable", &self.writable)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One value of the map values window as [`RunEnv::value_span`] gives it: guest address

@@ -85,7 +85,24 @@ fn one_by_one(loaded: &mut weir::Loaded, frames: &[Vec<u8>]) -> Outcomes {
 }
 
 fn batched(loaded: &mut weir::Loaded, frames: &[Vec<u8>]) -> Outcomes {
-    let (mut out, mut fed) = (Vec::new(), 0);
+    let mut out = Vec::new();
+    run_batch(loaded, frames, |v| {
+        out.push(match v {
+            Ok(v) => (Ok(v.ret), v.packet.to_vec()),
+            Err(t) => (Err(t.to_string()), Vec::new()),
+        })
+    });
+    out
+}
+
+/// The frames as one batch (`Loaded::run_batch`, as `weir run` runs them), each verdict
+/// handed to `each` in order.
+pub(crate) fn run_batch(
+    loaded: &mut weir::Loaded,
+    frames: &[Vec<u8>],
+    mut each: impl FnMut(Result<weir::VerdictView<'_>, weir_program::Trap>),
+) {
+    let mut fed = 0;
     loaded
         .run_batch::<String>(
             |put| {
@@ -95,15 +112,11 @@ fn batched(loaded: &mut weir::Loaded, frames: &[Vec<u8>]) -> Outcomes {
                 Ok(true)
             },
             |v| {
-                out.push(match v {
-                    Ok(v) => (Ok(v.ret), v.packet.to_vec()),
-                    Err(t) => (Err(t.to_string()), Vec::new()),
-                });
+                each(v);
                 Ok(())
             },
         )
         .expect("no error from next or each");
-    out
 }
 
 #[test]

@@ -1134,16 +1134,31 @@ impl<'a, 'f> Translator<'a, 'f> {
             }
             return Ok(());
         }
+        // `bpf_map_lookup_elem` answered by the environment: its own trampoline, which
+        // takes a map's direct lookup when the run has one (the kernel's `map_gen_lookup`).
+        let trampoline = if id == weir_program::abi::helper_id::MAP_LOOKUP_ELEM
+            && self.bindings.env_map_lookup()
+        {
+            offsets::LOOKUP_FN
+        } else {
+            offsets::HELPER_FN
+        };
         let id = self.imm(i64::from(id));
-        self.call_helper(id)
+        self.call_trampoline(id, trampoline)
     }
 
     /// Calls the helper `id` with r1-r5 through the trampoline; r0 gets its result unless
     /// it stopped, failed, panicked or was not bound, which leave the run.
     fn call_helper(&mut self, id: Value) -> Result<(), CompileError> {
+        self.call_trampoline(id, offsets::HELPER_FN)
+    }
+
+    /// [`Self::call_helper`] through the trampoline whose address the run state keeps at
+    /// `trampoline` (one of `call_helper`'s signature).
+    fn call_trampoline(&mut self, id: Value, trampoline: i32) -> Result<(), CompileError> {
         let mut args = vec![self.state, id];
         args.extend([1, 2, 3, 4, 5].map(|r| self.get(r)));
-        let callee = self.load_state(offsets::HELPER_FN);
+        let callee = self.load_state(trampoline);
         let call = self.b.ins().call_indirect(self.helper_sig, callee, &args);
         let Some(&result) = self.b.inst_results(call).first() else {
             return Err(self.error(CompileErrorKind::Backend("helper call has no result".into())));
