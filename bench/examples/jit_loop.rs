@@ -3,6 +3,7 @@
 //! cycles per run of the generated code, without the benchmark's other engines).
 //!
 //! usage: jit_loop PROGRAM RUNS [narrow|rolled]   (PROGRAM: a file name under bench/programs)
+//! (JIT_LOOP_DUMP=FILE also writes the generated machine code to FILE.)
 
 use weir_program::abi::Bindings;
 
@@ -35,6 +36,11 @@ fn main() -> Result<(), String> {
     }
     let jit =
         weir_jit::Jit::compile(&proven, Bindings::new(), config).map_err(|e| e.to_string())?;
+    // JIT_LOOP_DUMP=FILE: the generated machine code written to FILE, to read with
+    // `objdump -D -b binary -m i386:x86-64 FILE` beside the profile.
+    if let Some(file) = std::env::var_os("JIT_LOOP_DUMP") {
+        std::fs::write(&file, jit.machine_code()).map_err(|e| format!("JIT_LOOP_DUMP: {e}"))?;
+    }
     let mut cache = jit.cache();
     // JIT_LOOP_SHIFT=N: the buffer N bytes further into a larger allocation (the distance
     // between the buffer and the stack modulo 4 KiB, for aliasing effects).

@@ -74,6 +74,10 @@ pub struct JitProgram {
     /// What [`JitProgram::lean_fire`] would otherwise work out on every run, from fields
     /// that stay fixed once compiled (see [`LeanSizes`]).
     sizes: LeanSizes,
+    /// The shortest memory `run_mem` runs straight through `lean_fire`: the proof's
+    /// memory length when the code is lean, needs memory alone and has no context
+    /// (`lean_mem_from`); `u64::MAX` otherwise, so one compare decides.
+    lean_mem_from: u64,
 }
 
 /// The sizes a lean run tests and sets, computed once at compile time: a lean run of a
@@ -142,7 +146,18 @@ unsafe impl Send for KeptState {}
 impl KeptState {
     #[inline]
     fn get(&mut self) -> &mut RunState<'static> {
-        self.0.get_or_insert_with(|| Box::new(RunState::empty()))
+        match self.0 {
+            Some(ref mut run) => run,
+            None => self.make(),
+        }
+    }
+
+    /// The first run's state, built out of line: built inline, its kilobyte of table
+    /// took a frame that size in every caller (`run_mem`, which is inlined into loops).
+    #[cold]
+    #[inline(never)]
+    fn make(&mut self) -> &mut RunState<'static> {
+        self.0.insert(Box::new(RunState::empty()))
     }
 }
 
@@ -259,6 +274,7 @@ impl JitProgram {
         });
         let mut jit = JitProgram {
             sizes: LeanSizes::default(),
+            lean_mem_from: u64::MAX,
             lendable,
             stack_low: None,
             observed_depth: None,
@@ -277,7 +293,17 @@ impl JitProgram {
             key,
         };
         jit.sizes = jit.lean_sizes();
+        jit.lean_mem_from = jit.lean_mem_from();
         Ok(jit)
+    }
+
+    /// The shortest memory [`JitProgram::run_mem`] sends straight to `lean_fire`
+    /// (`u64::MAX`: none).
+    fn lean_mem_from(&self) -> u64 {
+        match (self.lean, self.needs, &self.bindings.context) {
+            (true, Some(Needs::Memory(len)), None) => len,
+            _ => u64::MAX,
+        }
     }
 
     /// [`LeanSizes`] from the fields as they stand (to be set again when one changes).
@@ -345,7 +371,7 @@ impl JitProgram {
     }
 
     /// The conformance convention: `r1` = address of `mem` (0 if empty), `r2` = its length.
-    #[inline]
+    #[inline(always)]
     pub fn run_mem(&self, cache: &mut Cache, mem: &mut [u8]) -> Result<u64, Trap> {
         // Self-contained code on memory the proof covers: straight to the lean run, inlined
         // here, so that the input is never built in memory and copied (a measurable share
@@ -353,17 +379,17 @@ impl JitProgram {
         // Without a context there are no packet fields to write, and a memory no longer
         // than its window passes `Input::check_sizes`: what is left of `run_lean` is its
         // entry registers (`Input::entry_args` for memory alone) and `lean_fire`.
-        if let (true, Some(Needs::Memory(len)), None) =
-            (self.lean, self.needs, &self.bindings.context)
-        {
-            let n = mem.len() as u64;
-            if n >= len && n <= REGION_WINDOW {
-                let (r1, r2) = if n == 0 { (0, 0) } else { (MEM_BASE, n) };
-                // An absent context and packet: the empty slices `run_lean` would take.
-                let none = std::ptr::NonNull::<u8>::dangling().as_ptr() as u64;
-                let mem = mem.as_mut_ptr() as u64;
-                return self.lean_fire(cache, none, none, mem, r1, r2).map(|outcome| outcome.r0);
-            }
+        // This path is inlined into the caller (its loop over runs; `#[inline]` alone was
+        // declined), the rest out of line: a call level, its six saved registers and the
+        // result written through memory were a share of a short run's time outside the
+        // generated code (bench/records/2026-11-30-jit-10.txt).
+        let n = mem.len() as u64;
+        if n >= self.lean_mem_from && n <= REGION_WINDOW {
+            let (r1, r2) = if n == 0 { (0, 0) } else { (MEM_BASE, n) };
+            // An absent context and packet: the empty slices `run_lean` would take.
+            let none = std::ptr::NonNull::<u8>::dangling().as_ptr() as u64;
+            let mem = mem.as_mut_ptr() as u64;
+            return self.lean_fire(cache, none, none, mem, r1, r2).map(|outcome| outcome.r0);
         }
         self.run_mem_full(cache, mem)
     }
@@ -840,8 +866,20 @@ impl JitProgram {
     }
 
     /// The run's result from what generated code left in `run`.
-    #[inline]
+    #[inline(always)]
     fn outcome(&self, run: &RunState, value: u64) -> Result<u64, Trap> {
+        // A normal exit, the lean run's only one, tested inline; the traps' and helpers'
+        // decoding stays out of the callers' loops.
+        if run.exit_word & 0x7f == 0 {
+            return Ok(value);
+        }
+        self.outcome_other(run, value)
+    }
+
+    /// [`JitProgram::outcome`] of an exit that is not a plain return.
+    #[cold]
+    #[inline(never)]
+    fn outcome_other(&self, run: &RunState, value: u64) -> Result<u64, Trap> {
         let (code, size, pc) =
             (run.exit_word & 0x7f, (run.exit_word >> 7) & 0xf, run.exit_word >> 11);
         let pc = usize::try_from(pc).unwrap_or(usize::MAX);

@@ -662,6 +662,37 @@ fn runs_unlike_the_proofs_assumptions_take_the_checked_code() {
     assert_eq!(got[0].0.as_ref().map(|o| o.0), Ok(0x0909_0909));
 }
 
+/// `run_mem`'s inlined lean path (lean code over memory alone) takes only memory at least
+/// as long as the proof assumed: a shorter one and an empty one run the checked way, and
+/// every run gives the interpreter's result or trap and executed count, on one cache run
+/// after run.
+#[test]
+fn run_mem_takes_the_lean_path_only_for_memory_the_proof_covers() {
+    let program = byte_sum();
+    let world = World { mem: Some(vec![1; 64]), ..World::default() };
+    let verified = prove(&program, None, &world).unwrap();
+    let interp = weir_interp::Interpreter::new(
+        &Verified::check(&program).unwrap(),
+        Bindings::conformance(),
+        weir_interp::Config::default(),
+    );
+    let jit =
+        Jit::compile(&verified, Bindings::conformance(), weir_jit::Config::default()).unwrap();
+    let mut cache = jit.cache();
+    let mut interp_cache = interp.cache();
+    let mut traps = 0;
+    for len in [64usize, 10, 65, 0, 63, 64, 200, 1] {
+        let mut mem: Vec<u8> = (0..len).map(|i| i as u8 ^ 0x5a).collect();
+        let mut expected_mem = mem.clone();
+        let expected = interp.run_mem(&mut interp_cache, &mut expected_mem);
+        let got = jit.run_mem(&mut cache, &mut mem);
+        assert_eq!(got, expected, "{len} bytes");
+        assert_eq!(cache.executed(), interp_cache.executed(), "{len} bytes");
+        traps += usize::from(got.is_err());
+    }
+    assert_eq!(traps, 4, "the runs on fewer than 64 bytes trap");
+}
+
 /// A budget smaller than the proof's bound on a run's length keeps the budget tests, and
 /// the budget runs out exactly where the interpreter's does; the executed count is exact
 /// either way.
