@@ -158,3 +158,117 @@ pub(crate) fn fingerprint(p: &Pred) -> (u64, usize) {
     p.hash(&mut h);
     (h.finish(), node_count(p))
 }
+
+/// A tree's exact content as bytes: what its `Hash` implementation writes, recorded rather
+/// than hashed. `Hash` implementations write prefix-free sequences (the trait's contract,
+/// which the derived ones of the IR keep, and `PairTable`'s, writing its pairs), and the
+/// IR's agree with its `==`; so two trees record the same bytes exactly when they are
+/// equal. A copy to compare with later at the cost of one buffer, not an allocation per
+/// node as `clone` costs (issue 13: for a small filter the copy was a tenth of a walk).
+pub(crate) struct Shape(Vec<u8>);
+
+impl Shape {
+    /// The bytes of `p`, or `None` when they run over `cap` (a large tree).
+    pub(crate) fn of(p: &Pred, cap: usize) -> Option<Shape> {
+        use std::hash::Hash;
+        let mut r = Recorder { bytes: Vec::with_capacity(cap.min(1024)), cap, over: false };
+        p.hash(&mut r);
+        (!r.over).then_some(Shape(r.bytes))
+    }
+
+    /// Whether `p` is the tree recorded (compared as it is written: no second copy).
+    pub(crate) fn matches(&self, p: &Pred) -> bool {
+        use std::hash::Hash;
+        let mut c = Comparer { expected: &self.0, same: true };
+        p.hash(&mut c);
+        c.same && c.expected.is_empty()
+    }
+}
+
+/// Records what is written, up to `cap` bytes.
+struct Recorder {
+    bytes: Vec<u8>,
+    cap: usize,
+    over: bool,
+}
+
+impl std::hash::Hasher for Recorder {
+    fn write(&mut self, bytes: &[u8]) {
+        if self.over || self.bytes.len() + bytes.len() > self.cap {
+            self.over = true;
+            return;
+        }
+        self.bytes.extend_from_slice(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        0 // (a recording, not a hash)
+    }
+}
+
+/// Checks what is written against a recording, consuming it.
+struct Comparer<'a> {
+    expected: &'a [u8],
+    same: bool,
+}
+
+impl std::hash::Hasher for Comparer<'_> {
+    fn write(&mut self, bytes: &[u8]) {
+        match self.expected.strip_prefix(bytes) {
+            Some(rest) if self.same => self.expected = rest,
+            _ => self.same = false,
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        0 // (a comparison, not a hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shape;
+    use crate::ir::{CmpOp, Expr, Pred, Size, ValueSet};
+
+    fn test(offset: u32, k: u32) -> Pred {
+        Pred::eq(Expr::load_at(offset, Size::Half), k)
+    }
+
+    #[test]
+    fn a_shape_matches_its_tree_and_no_other() {
+        let set = |vs: &[u32]| Pred::In {
+            value: Expr::load_at(23, Size::Byte),
+            set: ValueSet::from_values(vs.iter().copied()),
+        };
+        let p = Pred::And(vec![test(12, 0x800), set(&[6, 17]), Pred::Or(vec![test(34, 22)])]);
+        let shape = Shape::of(&p, 1 << 16).expect("small");
+        assert!(shape.matches(&p.clone()));
+        let others = [
+            Pred::And(vec![test(12, 0x800), set(&[6, 17]), test(34, 22)]),
+            Pred::Or(vec![test(12, 0x800), set(&[6, 17]), Pred::Or(vec![test(34, 22)])]),
+            Pred::And(vec![test(12, 0x800), set(&[6, 18]), Pred::Or(vec![test(34, 22)])]),
+            Pred::And(vec![test(12, 0x800), set(&[6, 17])]),
+            Pred::And(vec![
+                test(12, 0x800),
+                set(&[6, 17]),
+                Pred::Or(vec![test(34, 22)]),
+                Pred::Const(true),
+            ]),
+            Pred::And(vec![
+                Pred::cmp(CmpOp::Ne, Expr::load_at(12, Size::Half), Expr::Const(0x800)),
+                set(&[6, 17]),
+                Pred::Or(vec![test(34, 22)]),
+            ]),
+            Pred::And(vec![
+                Pred::eq(Expr::load_at(12, Size::Word), 0x800),
+                set(&[6, 17]),
+                Pred::Or(vec![test(34, 22)]),
+            ]),
+        ];
+        for q in others {
+            assert!(!shape.matches(&q), "{q}");
+        }
+        // Past its cap a tree is not recorded.
+        assert!(Shape::of(&p, 8).is_none());
+    }
+}

@@ -47,10 +47,10 @@ use crate::ir::{Filter, Pred};
 /// Rounds of all passes; in practice two or three reach the fixed point.
 const MAX_ROUNDS: usize = 6;
 
-/// Trees up to this many nodes are copied before the first `decide` walk, to find out
-/// whether it leaves them unchanged (see [`optimize_pred`]); a larger one (a long host list)
-/// nearly always changes there, and copying it would cost more than the walk it may save.
-const SMALL_TREE: usize = 512;
+/// Trees whose [`analysis::Shape`] takes up to this many bytes (a few hundred nodes) are
+/// recorded before the first `decide` walk, to find out whether it leaves them unchanged
+/// (see [`optimize_pred`]); a larger one (a long host list) nearly always changes there.
+const SMALL_SHAPE: usize = 16 * 1024;
 
 /// Optimizes a filter (all passes, to a fixed point). The result accepts exactly the packets
 /// `f` accepts.
@@ -83,10 +83,11 @@ fn optimize_pred(mut p: Pred) -> Pred {
             p = q;
             break;
         }
-        // The first walk's input is the largest tree: copied to be remembered only when
-        // small (most small filters people write come out of the first walk unchanged).
-        let remember = round > 0 || analysis::node_count(&q) <= SMALL_TREE;
-        let (q, is_tree, certified) = stable.decide(q, reads, remember);
+        // The first walk's input is the largest tree and is rarely already stable: it is
+        // not copied to be remembered, only recorded when small, to find out whether the
+        // walk left it unchanged (most small filters people write come out so).
+        let (q, is_tree, certified) =
+            if round > 0 { stable.decide(q, reads, true) } else { stable.decide_first(q, reads) };
         // Guards make loads safe, which lets `decide` merge and drop more, so a new guard
         // gets a second `decide` at once (without one, whatever a second `decide` would
         // find waits for the next round: a small filter reaches its fixed point with three
@@ -168,6 +169,16 @@ impl Stable {
             return (p, true, clear);
         }
         (p, false, false)
+    }
+
+    /// `decide::decide(q, reads)` for the first walk of a compile (nothing remembered yet),
+    /// and whether it certified that guards added to its result would not change a second
+    /// walk's answer (as [`Stable::decide`] says; `q` recorded, not copied, when small).
+    fn decide_first(&mut self, q: Pred, reads: u32) -> (Pred, bool, bool) {
+        let shape = analysis::Shape::of(&q, SMALL_SHAPE);
+        let (p, clear) = decide::decide_certifying(q, reads, &mut self.atoms);
+        let certified = clear && shape.is_some_and(|s| s.matches(&p));
+        (p, false, certified)
     }
 
     /// Remembers `q` as a tree `decide` leaves unchanged (known without walking it: the
