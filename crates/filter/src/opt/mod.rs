@@ -47,10 +47,10 @@ use crate::ir::{Filter, Pred};
 /// Rounds of all passes; in practice two or three reach the fixed point.
 const MAX_ROUNDS: usize = 6;
 
-/// Trees whose [`analysis::Shape`] takes up to this many bytes (a few hundred nodes) are
+/// Trees whose [`analysis::Shape`] takes up to this many numbers (a few hundred nodes) are
 /// recorded before the first `decide` walk, to find out whether it leaves them unchanged
 /// (see [`optimize_pred`]); a larger one (a long host list) nearly always changes there.
-const SMALL_SHAPE: usize = 16 * 1024;
+const SMALL_SHAPE: usize = 2048;
 
 /// Optimizes a filter (all passes, to a fixed point). The result accepts exactly the packets
 /// `f` accepts.
