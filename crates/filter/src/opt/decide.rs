@@ -564,7 +564,10 @@ impl Parts {
         }
         // Kept because of an abort that a guard could rule out, or runs ended by one where
         // a longer run could merge tests on one value.
-        if (absorbed && self.abort_prefix) || (self.abort_break && repeats_a_key(&self.out)) {
+        // (Once one is noted the answer is known: the pairs are not looked at.)
+        if !facts.made_abort_choice()
+            && ((absorbed && self.abort_prefix) || (self.abort_break && repeats_a_key(&self.out)))
+        {
             facts.note_abort_choice();
         }
         let count = self.out.len();
