@@ -248,15 +248,56 @@ pub fn decide(f: &Filter) -> Filter {
     Filter { pred: decide::decide(f.pred.clone(), reads), accept: f.accept }
 }
 
-/// [`decide`], and whether the walk certified that a second walk after new guards would
-/// give the guarded tree back (when it also left its input unchanged): the certificate
-/// [`optimize`] skips that walk on. For the tests that check and count it. Not for use.
+/// How often [`optimize`] can skip a round's second `decide` walk on a set of filters, as
+/// the round's first walk sees each (after the factoring `simplify`), and a check that where
+/// it can, walking the guarded tree again gives it back. For the tests that check and count
+/// it (crates/filter/tests/opt.rs, crates/pflang/tests/opt_shortcuts.rs). Not for use.
 #[doc(hidden)]
-pub fn decide_certifying(f: &Filter) -> (Filter, bool) {
-    let reads = analysis::slots_read(&f.pred);
-    let (pred, clear) =
-        decide::decide_certifying(f.pred.clone(), reads, &mut env::Atoms::default());
-    (Filter { pred, accept: f.accept }, clear)
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SkipTally {
+    /// The first walk left its input unchanged.
+    pub unchanged: u64,
+    /// Its report was clear: no choice a guard could turn.
+    pub clear: u64,
+    /// Both.
+    pub certified: u64,
+    /// Both, and guards were added: the second walk is skipped.
+    pub skipped: u64,
+}
+
+impl SkipTally {
+    /// Counts `f`; an error (the trees) when the walk skipped would change the guarded tree.
+    pub fn add(&mut self, f: &Filter) -> Result<(), String> {
+        let (s, reads) = fold::simplify(f.pred.clone(), true);
+        let (t, clear) = decide::decide_certifying(s.clone(), reads, &mut env::Atoms::default());
+        self.unchanged += u64::from(t == s);
+        self.clear += u64::from(clear);
+        if t != s || !clear {
+            return Ok(());
+        }
+        self.certified += 1;
+        let (g, added) = guard::insert_guards_reporting(t);
+        if !added {
+            return Ok(());
+        }
+        self.skipped += 1;
+        let again = decide::decide(g.clone(), reads);
+        if again != g {
+            return Err(format!("guarded {g}\n  walked again {again}"));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for SkipTally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "first walk unchanged {}, report clear {}, both {}, of which guards added \
+             (second walk skipped) {}",
+            self.unchanged, self.clear, self.certified, self.skipped
+        )
+    }
 }
 
 /// Hoisted length guards.
