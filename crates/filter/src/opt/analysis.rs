@@ -182,9 +182,9 @@ impl Shape {
     }
 }
 
-/// Where [`shape_pred`] puts its numbers; `false` stops the walk.
+/// Where [`shape_pred`] puts its numbers (a node's own at once); `false` stops the walk.
 trait ShapeSink {
-    fn put(&mut self, n: u32) -> bool;
+    fn put(&mut self, ns: &[u32]) -> bool;
 }
 
 /// Records, up to `cap` numbers.
@@ -194,8 +194,8 @@ struct Recorder {
 }
 
 impl ShapeSink for Recorder {
-    fn put(&mut self, n: u32) -> bool {
-        self.out.push(n);
+    fn put(&mut self, ns: &[u32]) -> bool {
+        self.out.extend_from_slice(ns);
         self.out.len() <= self.cap
     }
 }
@@ -206,60 +206,61 @@ struct Checker<'a> {
 }
 
 impl ShapeSink for Checker<'_> {
-    fn put(&mut self, n: u32) -> bool {
-        match self.rest.split_first() {
-            Some((&m, rest)) if m == n => {
+    fn put(&mut self, ns: &[u32]) -> bool {
+        match self.rest.strip_prefix(ns) {
+            Some(rest) => {
                 self.rest = rest;
                 true
             }
-            _ => false,
+            None => false,
         }
     }
 }
 
-fn shape_len(len: usize, sink: &mut impl ShapeSink) -> bool {
-    u32::try_from(len).is_ok_and(|n| sink.put(n))
+fn shape_len(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
 }
 
 fn shape_pred(p: &Pred, sink: &mut impl ShapeSink) -> bool {
     match p {
-        Pred::Const(b) => sink.put(0) && sink.put(u32::from(*b)),
+        Pred::Const(b) => sink.put(&[0, u32::from(*b)]),
         Pred::Cmp { op, lhs, rhs } => {
-            sink.put(1) && sink.put(*op as u32) && shape_expr(lhs, sink) && shape_expr(rhs, sink)
+            sink.put(&[1, *op as u32]) && shape_expr(lhs, sink) && shape_expr(rhs, sink)
         }
         Pred::In { value, set } => {
-            sink.put(2)
+            let ranges = set.ranges();
+            sink.put(&[2, shape_len(ranges.len())])
+                && ranges.iter().all(|&(lo, hi)| sink.put(&[lo, hi]))
                 && shape_expr(value, sink)
-                && shape_len(set.ranges().len(), sink)
-                && set.ranges().iter().all(|&(lo, hi)| sink.put(lo) && sink.put(hi))
         }
-        Pred::Not(q) => sink.put(3) && shape_pred(q, sink),
+        Pred::Not(q) => sink.put(&[3]) && shape_pred(q, sink),
         Pred::And(ps) | Pred::Or(ps) => {
-            sink.put(if matches!(p, Pred::And(_)) { 4 } else { 5 })
-                && shape_len(ps.len(), sink)
-                && ps.iter().all(|q| shape_pred(q, sink))
+            let kind = if matches!(p, Pred::And(_)) { 4 } else { 5 };
+            sink.put(&[kind, shape_len(ps.len())]) && ps.iter().all(|q| shape_pred(q, sink))
         }
-        Pred::Guard(n) => sink.put(6) && sink.put(*n),
-        Pred::Store { slot, value } => {
-            sink.put(7) && sink.put(u32::from(*slot)) && shape_expr(value, sink)
-        }
-        Pred::Try(q) => sink.put(8) && shape_pred(q, sink),
+        Pred::Guard(n) => sink.put(&[6, *n]),
+        Pred::Store { slot, value } => sink.put(&[7, u32::from(*slot)]) && shape_expr(value, sink),
+        Pred::Try(q) => sink.put(&[8]) && shape_pred(q, sink),
         Pred::Chain(_) | Pred::Pairs(_) => false,
     }
 }
 
 fn shape_expr(e: &Expr, sink: &mut impl ShapeSink) -> bool {
     match e {
-        Expr::Const(c) => sink.put(16) && sink.put(*c),
-        Expr::WireLen => sink.put(17),
-        Expr::Scratch(k) => sink.put(18) && sink.put(u32::from(*k)),
+        Expr::Const(c) => sink.put(&[16, *c]),
+        Expr::WireLen => sink.put(&[17]),
+        Expr::Scratch(k) => sink.put(&[18, u32::from(*k)]),
         Expr::Load { offset, size } => {
-            sink.put(19) && sink.put(size.bytes()) && shape_expr(offset, sink)
+            // (the most common node: its constant offset in the same put)
+            if let Expr::Const(k) = **offset {
+                return sink.put(&[19, size.bytes(), 16, k]);
+            }
+            sink.put(&[19, size.bytes()]) && shape_expr(offset, sink)
         }
         Expr::Binary { op, lhs, rhs } => {
-            sink.put(20) && sink.put(*op as u32) && shape_expr(lhs, sink) && shape_expr(rhs, sink)
+            sink.put(&[20, *op as u32]) && shape_expr(lhs, sink) && shape_expr(rhs, sink)
         }
-        Expr::Neg(x) => sink.put(21) && shape_expr(x, sink),
+        Expr::Neg(x) => sink.put(&[21]) && shape_expr(x, sink),
     }
 }
 
