@@ -107,16 +107,11 @@ impl Walked {
 /// Runs the pass on a whole filter; `reads` are the scratch slots some expression reads
 /// (a store to any other slot is dead).
 pub(crate) fn decide(p: Pred, reads: u32) -> Pred {
-    decide_sharing(p, reads, &mut Atoms::default())
+    decide_certifying(p, reads, &mut Atoms::default()).0
 }
 
-/// [`decide`] with the atoms of the compile's earlier walks (see [`Facts::with_atoms`]);
-/// the ones this walk interns are added.
-pub(crate) fn decide_sharing(p: Pred, reads: u32, atoms: &mut Atoms) -> Pred {
-    decide_certifying(p, reads, atoms).0
-}
-
-/// [`decide_sharing`], and whether the walk made no choice that a guard could turn: no
+/// [`decide`] with the atoms of the compile's earlier walks (see [`Facts::with_atoms`]; the
+/// ones this walk interns are added), and whether the walk made no choice that a guard could turn: no
 /// choice went the way it did because a load (or a guard) might fail where a longer
 /// captured length known on the path would have made it safe, in a place where the other
 /// way would have changed the output. The choices are: a decided test kept for its possible

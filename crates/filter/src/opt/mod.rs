@@ -87,7 +87,7 @@ fn optimize_pred(mut p: Pred) -> Pred {
         // not copied to be remembered, only recorded when small, to find out whether the
         // walk left it unchanged (most small filters people write come out so).
         let (q, is_tree, certified) =
-            if round > 0 { stable.decide(q, reads, true) } else { stable.decide_first(q, reads) };
+            if round > 0 { stable.decide(q, reads) } else { stable.decide_first(q, reads) };
         // Guards make loads safe, which lets `decide` merge and drop more, so a new guard
         // gets a second `decide` at once (without one, whatever a second `decide` would
         // find waits for the next round: a small filter reaches its fixed point with three
@@ -101,7 +101,7 @@ fn optimize_pred(mut p: Pred) -> Pred {
         let (q, is_tree) = match (added, certified) {
             (true, true) => (stable.remember_decided(q, reads), true),
             (true, false) => {
-                let (q, is_tree, _) = stable.decide(q, reads, true);
+                let (q, is_tree, _) = stable.decide(q, reads);
                 (q, is_tree)
             }
             (false, _) => (q, is_tree),
@@ -152,14 +152,11 @@ impl Stable {
     /// `decide::decide(q, reads)`, skipped when `q` is the remembered tree; whether the
     /// result is the remembered tree; and whether the walk certified that guards added to
     /// it would not change a second walk's answer (it left `q` unchanged and made no
-    /// choice a guard could turn: [`decide::decide_certifying`]). `remember`: copy `q` to
-    /// find out whether `decide` leaves it unchanged (costs a copy of the tree).
-    fn decide(&mut self, q: Pred, reads: u32, remember: bool) -> (Pred, bool, bool) {
+    /// choice a guard could turn: [`decide::decide_certifying`]). `q` is copied to find out
+    /// whether `decide` leaves it unchanged.
+    fn decide(&mut self, q: Pred, reads: u32) -> (Pred, bool, bool) {
         if self.is_decided(&q, reads) {
             return (q, true, false);
-        }
-        if !remember {
-            return (decide::decide_sharing(q, reads, &mut self.atoms), false, false);
         }
         let before = q.clone();
         let (p, clear) = decide::decide_certifying(q, reads, &mut self.atoms);
