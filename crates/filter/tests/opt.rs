@@ -818,3 +818,24 @@ fn ten_thousand_hosts() {
     assert_same("optimize", 0, &f, &o, &packets);
     assert!(o.matches(&ipv4_packet(34, 6, addr(500), 7), 34));
 }
+
+/// The certificate `optimize` skips the second `decide` of a round on: a walk that left its
+/// input unchanged and reports no choice a guard could turn gives the guarded tree back
+/// when walked again (as the round's second walk would). Checked on random filters as a
+/// round sees them (after the factoring `simplify`); the counts say how often the skip can
+/// fire (bench/records/2026-11-30-compile-11.txt).
+#[test]
+fn a_certified_decide_gives_the_guarded_tree_back() {
+    let mut tally = opt::SkipTally::default();
+    let cases = case_count();
+    for i in 0..cases {
+        let seed = 0x5c1f_0000_0000 + i;
+        let f = Gen::new(seed).filter();
+        if let Err(e) = tally.add(&f) {
+            panic!("seed {seed:#x}\n  input: {f}\n  {e}");
+        }
+    }
+    println!("{cases} random filters: {tally}");
+    // The check says little unless the skip fires.
+    assert!(tally.skipped > cases / 200, "the skip fired on only {} filters", tally.skipped);
+}

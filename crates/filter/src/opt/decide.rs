@@ -107,18 +107,35 @@ impl Walked {
 /// Runs the pass on a whole filter; `reads` are the scratch slots some expression reads
 /// (a store to any other slot is dead).
 pub(crate) fn decide(p: Pred, reads: u32) -> Pred {
-    decide_sharing(p, reads, &mut Atoms::default())
+    decide_certifying(p, reads, &mut Atoms::default()).0
 }
 
-/// [`decide`] with the atoms of the compile's earlier walks (see [`Facts::with_atoms`]);
-/// the ones this walk interns are added.
-pub(crate) fn decide_sharing(p: Pred, reads: u32, atoms: &mut Atoms) -> Pred {
+/// [`decide`] with the atoms of the compile's earlier walks (see [`Facts::with_atoms`]; the
+/// ones this walk interns are added), and whether the walk made no choice that a guard could turn: no
+/// choice went the way it did because a load (or a guard) might fail where a longer
+/// captured length known on the path would have made it safe, in a place where the other
+/// way would have changed the output. The choices are: a decided test kept for its possible
+/// abort ([`test`]); a guard kept because the length known is shorter; a dead store kept for
+/// its value's possible abort; a known value not substituted because evaluating it may
+/// abort ([`Facts::substitute`]); an absorbed junction kept because an earlier part may
+/// abort; and a run of a junction ended by a part that may abort, in a junction where two
+/// parts test one value (only then could a longer run merge more).
+///
+/// What it is for: when the walk also left its input as it was (`decide(p) == p`), and
+/// `insert_guards` then adds guards, a second walk over the guarded tree differs from this
+/// one only where the guards' longer known length turns an abort answer, and none of those
+/// answers changed anything here: the second walk would give the guarded tree back (the
+/// optimizer skips it; crates/filter/tests/opt.rs and crates/pflang/tests/opt_shortcuts.rs
+/// compare with every walk run). A clear answer says nothing about a walk that changed
+/// its input (a second walk over the output could merge or drop more).
+pub(crate) fn decide_certifying(p: Pred, reads: u32, atoms: &mut Atoms) -> (Pred, bool) {
     // A Try's stores are results read after the run (pfmatch's handler and arguments):
     // never dead, though nothing in the filter reads them.
     let mut facts = Facts::with_atoms(reads | try_stores(&p), std::mem::take(atoms));
     let p = walk(&mut facts, p, &Env::start(), Mode::FalseIsAbort, Want::NONE).pred;
+    let clear = !facts.made_abort_choice();
     *atoms = facts.into_atoms();
-    p
+    (p, clear)
 }
 
 /// The slots stores inside any [`Pred::Try`] of `p` write.
@@ -165,7 +182,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             };
             let learned = facts.learn_cmp(env, op, &lhs, &rhs, want.on_true, want.on_false);
             let aborts = facts.expr_can_abort(env, &lhs) || facts.expr_can_abort(env, &rhs);
-            test(Pred::Cmp { op, lhs, rhs }, learned, aborts, mode)
+            test(facts, Pred::Cmp { op, lhs, rhs }, learned, aborts, mode)
         }
         Pred::In { value, set } => {
             let value = facts.substitute(env, value);
@@ -183,7 +200,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             }
             let learned = facts.learn_in(env, &value, &set, want.on_true, want.on_false);
             let aborts = facts.expr_can_abort(env, &value);
-            test(Pred::In { value, set }, learned, aborts, mode)
+            test(facts, Pred::In { value, set }, learned, aborts, mode)
         }
         Pred::Not(q) => walk(facts, *q, env, mode.negated(), want.negated()).negated(),
         Pred::Guard(n) => {
@@ -195,6 +212,8 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             let pred = if u64::from(n) <= env.caplen_min || mode.absorbs(true) {
                 Pred::Const(true)
             } else {
+                // (a longer length known here, from a guard placed above, would drop it)
+                facts.note_abort_choice();
                 Pred::Guard(n)
             };
             let on_false = want.on_false.then(Env::unreachable);
@@ -202,8 +221,11 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
         }
         Pred::Store { slot, value } => {
             let value = facts.substitute(env, value);
-            if facts.is_dead_store(slot) && !facts.expr_can_abort(env, &value) {
-                return constant(true, env, want);
+            if facts.is_dead_store(slot) {
+                if !facts.expr_can_abort(env, &value) {
+                    return constant(true, env, want);
+                }
+                facts.note_abort_choice();
             }
             // Later tests read the slot: its facts are needed whoever asks.
             let mut on_true = env.clone();
@@ -314,7 +336,7 @@ fn constant(b: bool, env: &Env, want: Want) -> Walked {
 
 /// A leaf test: a constant when only one exit is possible and dropping the test loses no
 /// abort that matters in `mode`.
-fn test(pred: Pred, learned: Learned, aborts: bool, mode: Mode) -> Walked {
+fn test(facts: &Facts, pred: Pred, learned: Learned, aborts: bool, mode: Mode) -> Walked {
     let decided = match (learned.can_be_true, learned.can_be_false) {
         (false, true) => Some(false),
         (true, false) => Some(true),
@@ -322,7 +344,11 @@ fn test(pred: Pred, learned: Learned, aborts: bool, mode: Mode) -> Walked {
     };
     let pred = match decided {
         Some(v) if !aborts || mode.absorbs(v) => Pred::Const(v),
-        _ => pred,
+        Some(_) => {
+            facts.note_abort_choice();
+            pred
+        }
+        None => pred,
     };
     Walked {
         pred,
@@ -402,7 +428,7 @@ fn junction(
         }
         go_on = next;
     }
-    let pred = acc.finish(absorbed, mode);
+    let pred = acc.finish(facts, absorbed, mode);
     let go_on = if want_go_on { go_on.or_else(|| Some(Env::unreachable())) } else { None };
     let (on_true, on_false) = if conjunction { (go_on, stop) } else { (stop, go_on) };
     let (can_be_true, can_be_false) =
@@ -425,6 +451,10 @@ struct Parts {
     /// cost an allocation per test (issue 13). `out` only loses its last part, and only a
     /// guard, which is no set test, so the indexes stay valid.
     run_keys: Vec<usize>,
+    /// A run ended at a part only because that part may abort there.
+    abort_break: bool,
+    /// `prefix_free` went false only because a part may abort.
+    abort_prefix: bool,
 }
 
 /// How many distinct tested values a run remembers for [`Parts::try_merge_later`].
@@ -439,6 +469,8 @@ impl Parts {
             run_base: Env::unreachable(),
             prefix_free: true,
             run_keys: Vec::new(),
+            abort_break: false,
+            abort_prefix: false,
         }
     }
 
@@ -446,10 +478,15 @@ impl Parts {
     /// walking it: long `or` chains of equalities (10,000 hosts) then cost little per term.
     /// Its own facts are not learned, which only leaves the path knowing less.
     fn try_merge_later(&mut self, facts: &Facts, part: Pred) -> Result<(), Pred> {
-        let mergeable = !self.run_base.unreachable
-            && set_key(&part).is_some_and(|key| self.run_has_key(key))
-            && facts.is_free(&self.run_base, &part);
+        let mergeable =
+            !self.run_base.unreachable && set_key(&part).is_some_and(|key| self.run_has_key(key));
         if !mergeable {
+            return Err(part);
+        }
+        if !facts.is_free(&self.run_base, &part) {
+            // (It may abort, and a guard could let it merge here. Not a choice for the
+            // certificate of `decide_certifying`: walked and pushed, it merges into the
+            // run anyway, changing the tree, or ends the run, which is reported there.)
             return Err(part);
         }
         self.run_start.push(false);
@@ -476,6 +513,7 @@ impl Parts {
             let aborts = facts.pred_can_abort(entry, &q);
             aborts_at_entry = Some(aborts);
             self.prefix_free = !store && !aborts;
+            self.abort_prefix |= !store && aborts;
         }
         let joins_run = !self.run_base.unreachable
             && !store
@@ -483,6 +521,8 @@ impl Parts {
                 Some(aborts) if self.run_base.is_copy_of(entry) => aborts,
                 _ => facts.pred_can_abort(&self.run_base, &q),
             };
+        // (the run's base reachable and no store: the part's possible abort ended it)
+        self.abort_break |= !joins_run && !self.run_base.unreachable && !store;
         if !joins_run {
             self.run_base = after.unwrap_or(entry).clone();
             self.run_keys.clear();
@@ -512,10 +552,18 @@ impl Parts {
         self.run_keys.iter().any(|&i| self.out.get(i).and_then(set_key) == Some(key))
     }
 
-    fn finish(self, absorbed: bool, mode: Mode) -> Pred {
+    fn finish(self, facts: &Facts, absorbed: bool, mode: Mode) -> Pred {
         let conjunction = self.conjunction;
         if absorbed && (self.out.len() == 1 || self.prefix_free || mode.absorbs(!conjunction)) {
             return Pred::Const(!conjunction);
+        }
+        // Kept because of an abort that a guard could rule out, or runs ended by one where
+        // a longer run could merge tests on one value.
+        // (Once one is noted the answer is known: the pairs are not looked at.)
+        if !facts.made_abort_choice()
+            && ((absorbed && self.abort_prefix) || (self.abort_break && repeats_a_key(&self.out)))
+        {
+            facts.note_abort_choice();
         }
         let count = self.out.len();
         let merged = merge_runs(self.out, &self.run_start, conjunction);
@@ -526,6 +574,17 @@ impl Parts {
             fold::finish(merged, conjunction)
         }
     }
+}
+
+/// Whether two of `parts` are set tests on one value (pairwise, so only for short
+/// junctions; a long one is taken to repeat).
+fn repeats_a_key(parts: &[Pred]) -> bool {
+    if parts.len() > 32 {
+        return true; // (not worth the pairs: such a filter is not small)
+    }
+    parts.iter().enumerate().any(|(i, p)| {
+        set_key(p).is_some_and(|k| parts.iter().skip(i + 1).any(|q| set_key(q) == Some(k)))
+    })
 }
 
 /// The scratch slots `p` may write (bit per slot).

@@ -13,6 +13,7 @@
 //! Scratch slots change only through `Pred::Store`, which forgets every fact that reads the
 //! slot. Environments are small (capped), so copying one per branch keeps the pass linear.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use super::analysis::FastMap;
@@ -280,6 +281,11 @@ pub(crate) struct Facts {
     atoms: Atoms,
     /// Scratch slots some expression of the filter reads.
     live_slots: u32,
+    /// A choice of the walk went the way it did because something may abort (the captured
+    /// length known there was too short), and would have gone the other way had it been
+    /// known safe: a guard placed later could change this walk's answer (see
+    /// [`super::decide::decide_certifying`]). A `Cell`: set from the `&self` queries.
+    abort_choice: Cell<bool>,
 }
 
 impl Facts {
@@ -295,7 +301,18 @@ impl Facts {
     /// a hash and a copy of the expression into the table, was ~5% of a small filter's
     /// optimizing).
     pub fn with_atoms(live_slots: u32, atoms: Atoms) -> Facts {
-        Facts { atoms, live_slots }
+        Facts { atoms, live_slots, abort_choice: Cell::new(false) }
+    }
+
+    /// Records a choice made on a "may abort" answer that a longer known captured length
+    /// would have turned ([`Facts::abort_choice`]).
+    pub fn note_abort_choice(&self) {
+        self.abort_choice.set(true);
+    }
+
+    /// Whether the walk made such a choice.
+    pub fn made_abort_choice(&self) -> bool {
+        self.abort_choice.get()
     }
 
     /// The atoms, for the next walk of the same compile ([`Facts::with_atoms`]).
@@ -716,7 +733,12 @@ impl Facts {
         };
         match d.as_const() {
             Some(v) if !aborts => (Expr::Const(v), d, aborts),
-            _ => (e, d, aborts),
+            Some(_) => {
+                // Known, but kept for its possible abort: a guard would let it go.
+                self.note_abort_choice();
+                (e, d, aborts)
+            }
+            None => (e, d, aborts),
         }
     }
 }
