@@ -244,6 +244,17 @@ fn maps_written_by_maps_out_preload_the_next_run() {
     std::fs::write(third, &shot).unwrap();
     assert_ne!(shot, one);
     assert_eq!(run_ok(&[&object, "-r", &sample, "--maps-in", third]), "TC_ACT_SHOT 200\n");
+    // Verdicts past the common few: 8 (TC_ACT_TRAP, no name) and -1 (TC_ACT_UNSPEC).
+    let head = &knob[..knob.len() - "\"0x00\"".len()];
+    let verdict =
+        |bytes: [&str; 4]| format!("{head}{}", bytes.map(|b| format!("\"{b}\"")).join(","));
+    let zero = verdict(["0x00"; 4]);
+    assert!(one.contains(&zero), "{one}");
+    let trap = verdict(["0x08", "0x00", "0x00", "0x00"]);
+    for (value, says) in [(trap, "8 200\n"), (verdict(["0xff"; 4]), "TC_ACT_UNSPEC 200\n")] {
+        std::fs::write(third, one.replace(&zero, &value)).unwrap();
+        assert_eq!(run_ok(&[&object, "-r", &sample, "--maps-in", third]), says);
+    }
 }
 
 #[test]
