@@ -290,3 +290,85 @@ fn malformed_maps_in_is_one_line_naming_the_map_and_entry() {
         assert!(err.starts_with("weir: ") && err.contains(says), "{json}: {err}");
     }
 }
+
+/// A pcap file big enough to be relayed (two threads taking turns, each running the
+/// program over the chunk it read: weir-runtime's `capture/relay.rs`) gives what one thread
+/// gives: the summary, `--verdicts`, the `-w` file, the maps, and on a cut file the damage
+/// message and exit status.
+#[test]
+fn two_reading_threads_and_one_give_the_same_run() {
+    let dir = Scratch::new("run-test-relay");
+    let mut packets = Vec::new();
+    let mut size = 24;
+    // About 5 MiB: more than the first 1 MiB read and two 1 MiB chunks.
+    for (i, p) in weir_testkit::filter_gen::packets(0x7e1a, 90_000).into_iter().enumerate() {
+        size += 16 + p.data.len();
+        let i = i as u32;
+        packets.push(weir_testkit::Packet {
+            data: p.data,
+            wire_len: p.wire_len,
+            ts_sec: 1_700_000_000 + i,
+            ts_usec: i % 1_000_000,
+            description: String::new(),
+        });
+        if size > 5 << 20 {
+            break;
+        }
+    }
+    assert!(size > 5 << 20, "the generated file is too small: {size} bytes");
+    let whole = dir.join("whole.pcap");
+    weir_testkit::write_pcap(&whole, 1, &packets).unwrap();
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() - 1_000_003]).unwrap();
+    let run = |threads: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .env("WEIR_READ_THREADS", threads)
+            .arg("run")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for input in [&whole, &cut] {
+        let input = input.to_str().unwrap();
+        for name in ["xdp_counter.o", "tc_knob.o"] {
+            let object = object(name);
+            let verdicts = run("1", &[&object, "-r", input, "--verdicts"]);
+            let lines = text(&verdicts.stdout).lines().count();
+            if input.ends_with("whole.pcap") {
+                assert_eq!(lines, packets.len(), "{name}: a verdict for every packet");
+            } else {
+                assert!(lines > 10_000, "{name} {input}: {lines} verdicts");
+            }
+            let mut seen = Vec::new();
+            for threads in ["1", "2"] {
+                let out = dir.join(&format!("out-{threads}.pcap"));
+                let maps = dir.join(&format!("maps-{threads}.json"));
+                let (out_s, maps_s) = (out.to_str().unwrap(), maps.to_str().unwrap());
+                let summary =
+                    run(threads, &[&object, "-r", input, "-w", out_s, "--maps-out", maps_s]);
+                let each = run(threads, &[&object, "-r", input, "--verdicts"]);
+                let written = std::fs::read(&out).unwrap_or_default();
+                let maps = std::fs::read(&maps).unwrap_or_default();
+                seen.push((
+                    summary.status.code(),
+                    summary.stdout,
+                    summary.stderr,
+                    each.stdout,
+                    each.stderr,
+                    written,
+                    maps,
+                ));
+            }
+            assert!(seen[0] == seen[1], "{name} {input}: one reading thread and two differ");
+            assert_eq!(seen[0].3, verdicts.stdout, "{name} {input}");
+            let (code, _, stderr, ..) = &seen[0];
+            if input.ends_with("cut.pcap") {
+                assert_eq!(*code, Some(1), "{name}: {}", text(stderr));
+                assert!(text(stderr).contains("the file ends inside"), "{}", text(stderr));
+            } else {
+                assert_eq!(*code, Some(0), "{name}: {}", text(stderr));
+            }
+        }
+    }
+}
