@@ -106,6 +106,14 @@ impl std::fmt::Debug for JitProgram {
     }
 }
 
+/// What a lean lent batch set up once ([`JitProgram::lean_steady`]): the context it was
+/// set up over, and whether its words still stand.
+struct LeanSteady {
+    ctx_host: u64,
+    ctx_len: usize,
+    armed: bool,
+}
+
 /// Scratch space for runs: the stack of every frame, the saved call frames and the run
 /// state generated code works on.
 #[derive(Clone, Debug, Default)]
@@ -536,19 +544,43 @@ impl JitProgram {
         // the frame's address, length and load bounds (`RegionEntry::lend_frame`).
         cache.state.get().regions[PACKET].set_read_only(PACKET, 0, 0);
         self.take_direct(cache, batch);
-        let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
-            self.run_lent(cache, ctx, frame, env)
-        };
-        while batch.lend(ctx, &mut run) {}
+        if let Some(mut steady) = self.lean_steady(cache, ctx) {
+            // Self-contained code that never writes the stack: the words of the run state
+            // that stay the same from frame to frame written once here, per frame only the
+            // frame's base and the context's packet fields (`run_lent_steady`).
+            let mut run = |ctx: &mut [u8], frame: &[u8], _: Option<&mut dyn RunEnv>| {
+                self.run_lent_steady(cache, &mut steady, ctx, frame)
+            };
+            while batch.lend(ctx, &mut run) {}
+        } else {
+            let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
+                self.run_lent(cache, ctx, frame, env)
+            };
+            while batch.lend(ctx, &mut run) {}
+        }
         self.drop_direct(cache);
         // The entry no longer describes borrowed memory: emptied, so that the next run
         // over any packet sets it afresh.
         cache.state.get().regions[PACKET].set(PACKET, 0, 0, 0, false);
     }
 
+    /// [`JitProgram::run_lent`] out of line, for the lean steady path's way out: so that
+    /// `run_lent` stays inlined into the general lent closure, its one other caller (a call
+    /// level there cost xdp_counter's batch ~8 %, bench/records/2026-11-30-runtime-16.txt).
+    #[cold]
+    #[inline(never)]
+    fn run_lent_cold(
+        &self,
+        cache: &mut Cache,
+        ctx: &mut [u8],
+        frame: &[u8],
+    ) -> Result<RunOutcome, Trap> {
+        self.run_lent(cache, ctx, frame, None)
+    }
+
     /// One run of [`JitProgram::run_batch_lent`]: `frame` is the whole packet region,
     /// read-only.
-    #[inline]
+    #[inline(always)]
     fn run_lent(
         &self,
         cache: &mut Cache,
@@ -587,6 +619,76 @@ impl JitProgram {
         run.regions[CTX].set_unless_same(CTX, ctx_host, ctx.len() as u64, false);
         run.regions[PACKET].lend_frame(PACKET, host, len);
         self.fire(cache, env)
+    }
+
+    /// The lean lent batch's once-per-batch part ([`LeanSteady`]), or `None` when the
+    /// code is not lean, may write the stack, or the cache is not (yet) sized for it: then
+    /// every frame takes `run_lent`. Writes the run-state words that `lean_fire` writes
+    /// per run and that stay the same over `ctx` (all but the packet's base).
+    fn lean_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<LeanSteady> {
+        let sizes = &self.sizes;
+        let len = cache.stack.len();
+        let sized = len == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
+        // Code that never writes the stack leaves a clean stack clean (`lean_fire`'s
+        // `dirty == len` arm): no zeroing, and `dirty_from` stays as it is, run after run.
+        if !self.lean || self.writes_stack || !sized || cache.dirty_from != len {
+            return None;
+        }
+        if ctx.len() < self.packet_fields.context_end() {
+            return None;
+        }
+        let (ctx_host, ctx_len) = (ctx.as_mut_ptr() as u64, ctx.len());
+        let stack_host = cache.stack.as_mut_ptr() as u64;
+        let run = cache.state.get();
+        run.regions[CTX].base_lo = ctx_host;
+        // `regions[MEM].base_lo` stays as `set_up` left it (`run_lent` reads it back).
+        run.stack_bias = stack_host.wrapping_sub(STACK_BASE);
+        run.key = self.key;
+        run.budget = sizes.budget;
+        run.r1 = weir_program::exec::guest::CTX_BASE;
+        run.r2 = ctx_len as u64;
+        Some(LeanSteady { ctx_host, ctx_len, armed: true })
+    }
+
+    /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's packet
+    /// fields, the packet's base, the code, the outcome. A frame over another context
+    /// (a batch may hand any slice) takes `run_lent`, which rewrites the words the steady
+    /// path relies on, so it is disarmed for the rest of the batch.
+    #[inline]
+    fn run_lent_steady(
+        &self,
+        cache: &mut Cache,
+        steady: &mut LeanSteady,
+        ctx: &mut [u8],
+        frame: &[u8],
+    ) -> Result<RunOutcome, Trap> {
+        let same_ctx = ctx.as_ptr() as u64 == steady.ctx_host && ctx.len() == steady.ctx_len;
+        let len = frame.len() as u64;
+        if !steady.armed || !same_ctx || len > REGION_WINDOW {
+            steady.armed = false;
+            return self.run_lent_cold(cache, ctx, frame);
+        }
+        // `lean_steady` checked the context's length against the layout's end.
+        if !self.packet_fields.fill_whole(ctx, frame.len()) {
+            self.fill_general(ctx, frame.len())?;
+        }
+        let run = cache.state.get();
+        run.regions[PACKET].base_lo = frame.as_ptr() as u64;
+        let entry = self.code.entry();
+        // SAFETY: as in `lean_fire`, whose words `lean_steady` wrote for this context (the
+        // same slice, compared above, borrowed by the caller for this call) and this cache
+        // (sized, its stack clean: the code never writes it, `writes_stack` is false); the
+        // packet's base is the frame, lent read-only for this call: the code is `lendable`,
+        // no store of it reaches the packet window. The code writes only the outcome
+        // fields of `run` and the context, and returns normally.
+        let value = unsafe { entry(&mut *run) };
+        let budget = self.sizes.budget;
+        let outcome = self.outcome(run, value);
+        cache.executed = match outcome {
+            Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
+            _ => budget.wrapping_sub(run.remaining),
+        };
+        outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
     }
 
     /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` did not take.

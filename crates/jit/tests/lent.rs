@@ -47,11 +47,13 @@ struct Frames {
     len: usize,
     lent: usize,
     seen: Seen,
+    /// A context of its own, handed to every other lent run instead of the engine's.
+    own_ctx: Option<Vec<u8>>,
 }
 
 impl Frames {
     fn new() -> Self {
-        Frames { frames: frames(), at: 0, len: 0, lent: 0, seen: Vec::new() }
+        Frames { frames: frames(), at: 0, len: 0, lent: 0, seen: Vec::new(), own_ctx: None }
     }
 }
 
@@ -81,6 +83,10 @@ impl Batch for Frames {
         let Some(frame) = self.frames.get(self.at) else { return false };
         self.at += 1;
         self.lent += 1;
+        let ctx = match &mut self.own_ctx {
+            Some(own) if self.at % 2 == 0 => own.as_mut_slice(),
+            _ => ctx,
+        };
         let outcome = run(ctx, frame, None);
         self.seen.push((outcome.map(|o| o.r0), frame.clone()));
         true
@@ -104,6 +110,11 @@ fn proven(program: &Program) -> Verified {
 
 /// The JIT's batch (twice on one cache) and how many frames it ran in place.
 fn jit_batch(verified: &Verified) -> (Seen, usize) {
+    jit_batch_with(verified, false)
+}
+
+/// [`jit_batch`], every other frame over a context of the batch's own when `own_ctx`.
+fn jit_batch_with(verified: &Verified, own_ctx: bool) -> (Seen, usize) {
     let jit = Jit::compile(verified, bindings(), weir_jit::Config::default()).expect("compiles");
     let mut cache = jit.cache();
     let (mut seen, mut lent) = (Vec::new(), 0);
@@ -111,6 +122,9 @@ fn jit_batch(verified: &Verified) -> (Seen, usize) {
         let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
         let mut packet = vec![0u8; 4096];
         let mut batch = Frames::new();
+        if own_ctx {
+            batch.own_ctx = Some(vec![0u8; ctx.len()]);
+        }
         jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
         seen.extend(batch.seen);
         lent += batch.lent;
@@ -183,4 +197,24 @@ fn unchecked_packet_stores_take_the_copy() {
     assert_eq!(lent, 0, "a program with an unchecked packet store was lent");
     assert_eq!(seen, interp(&writer));
     assert!(seen.iter().any(|(r0, p)| *r0 == Ok(3) && p.first() == Some(&0xff)));
+}
+
+/// The lean lent batch (self-contained code that never writes the stack: its run-state
+/// words written once per batch) gives the copy's results over any context a batch hands
+/// it, and so does lean code that writes the stack (every frame its own set-up).
+#[test]
+fn lean_lent_runs_give_the_copys_results_over_any_context() {
+    // Reads of the context's packet fields through a stack slot: lean, writes the stack.
+    let stacked = "ldxw %r2, [%r1+0]\nldxw %r3, [%r1+4]\nstxdw [%r10-8], %r3\nldxdw %r3, [%r10-8]
+mov %r4, %r2\nadd %r4, 14\njgt %r4, %r3, +4\nldxb %r0, [%r2+12]\nldxb %r5, [%r2+13]
+add %r0, %r5\nexit\nmov %r0, 1\nexit";
+    for text in [READER, stacked] {
+        let verified = proven(&program(text));
+        let want = interp(&verified);
+        for own_ctx in [false, true] {
+            let (seen, lent) = jit_batch_with(&verified, own_ctx);
+            assert_eq!(lent, 2 * frames().len(), "{text}: not lent");
+            assert_eq!(seen, want, "{text}, a context of the batch's own: {own_ctx}");
+        }
+    }
 }
