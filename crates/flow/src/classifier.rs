@@ -51,7 +51,7 @@
 use crate::engine::{self, Installed, Interner, Outcome, Work};
 use crate::key::{extract, extract_into_zeroed, ipv4_plain_words, Key, Need, WORDS};
 use crate::rule::{Compiled, Rule, RuleError, RuleSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// Packets per batch.
@@ -210,6 +210,99 @@ struct ChainT<const W: usize> {
     /// weir-bench flow differ only in the addresses' pair).
     vary: u32,
     common: [u64; W],
+    /// The chain's prefilters (at most 64) and, per subtable, the bits of those it needs
+    /// (`needs[i]` bit f: subtable i's mask has `pre[f]`'s mask at its half-word).
+    pre: Vec<Arc<PreFilter>>,
+    needs: Vec<u64>,
+}
+
+/// A chain's Bloom filter over one half-word of the gathered key under one mask of it, as
+/// OVS skips subtables with its prefix tries (issue 14): every live entry of every subtable
+/// whose mask has `mask` at half-word `half` has its masked half's bit set, so a packet whose
+/// bit is clear matches no such subtable, and the lookup skips them without hashing the
+/// packet's key for each. A chain's prefilters are on the half-words whose mask differs
+/// between its subtables (weir-bench flow's 16 masks: the source and the destination address
+/// under /32, /24, /16 and /8); a packet visits every subtable of better priority than its
+/// match (8.5 of 16 there), and most of them hold no rule with the packet's prefixes.
+/// Shared by the versions that keep it; the writer sets an entry's bit before the entry's
+/// slot is stored; deletes leave bits set (false positives only) until it is rebuilt.
+struct PreFilter {
+    /// Gathered word * 2, + 1 for its high 32 bits.
+    half: u8,
+    mask: u32,
+    /// 64 - log2 of the bits.
+    shift: u32,
+    bits: Box<[AtomicU64]>,
+    /// Values added (the writer's): `ChainT::refresh` rebuilds a filter once it is twice as
+    /// full as it was sized for.
+    added: AtomicUsize,
+}
+
+impl PreFilter {
+    /// Bits a value, at the size: ~6% false positives with one hash.
+    const BITS_PER_VALUE: usize = 16;
+
+    fn new(half: u8, mask: u32, values: usize) -> PreFilter {
+        let n = (values.max(1) * Self::BITS_PER_VALUE).next_power_of_two().clamp(1 << 11, 1 << 24);
+        PreFilter {
+            half,
+            mask,
+            shift: 64 - n.trailing_zeros(),
+            bits: (0..n / 64).map(|_| AtomicU64::new(0)).collect(),
+            added: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether it is twice as full as it was sized for (the writer's).
+    fn overfull(&self) -> bool {
+        self.added.load(Ordering::Relaxed) * Self::BITS_PER_VALUE > self.bits.len() * 64 * 2
+    }
+
+    #[inline(always)]
+    fn bit<const W: usize>(&self, k: &[u64; W]) -> usize {
+        let w = k.get(usize::from(self.half / 2)).copied().unwrap_or(0);
+        Self::bit_of(w >> (32 * u32::from(self.half & 1)), self.mask, self.shift)
+    }
+
+    /// The bit of a half-word `v` (in the low 32 bits) under `mask`, in a filter of
+    /// 2^(64 - `shift`) bits.
+    #[inline(always)]
+    fn bit_of(v: u64, mask: u32, shift: u32) -> usize {
+        let v = v as u32 & mask;
+        ((u64::from(v) ^ u64::from(mask) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift)
+            as usize
+    }
+
+    /// `test` for a batch's keys `g[..present.len()]`, each answer as bit `f` of its
+    /// `present`: the filter's shape read once, not once a packet, and no branch on a
+    /// packet (issue 14: packet after packet, the 8 filters' shapes and a scatter loop of
+    /// data-dependent length were a quarter of a 16-mask lookup in perf).
+    #[inline(always)]
+    fn test_batch<const W: usize>(&self, g: &[[u64; W]], f: usize, present: &mut [u64]) {
+        let (word, odd) = (usize::from(self.half / 2), 32 * u32::from(self.half & 1));
+        let (mask, shift, bits) = (self.mask, self.shift, &self.bits[..]);
+        for (p, k) in present.iter_mut().zip(g) {
+            let b = Self::bit_of(k.get(word).copied().unwrap_or(0) >> odd, mask, shift);
+            let hit =
+                bits.get(b / 64).is_some_and(|w| w.load(Ordering::Relaxed) >> (b % 64) & 1 != 0);
+            *p |= u64::from(hit) << f;
+        }
+    }
+
+    /// Add a key's half (the writer only).
+    fn add<const W: usize>(&self, k: &[u64; W]) {
+        let b = self.bit(k);
+        if let Some(w) = self.bits.get(b / 64) {
+            set_bits(w, 1 << (b % 64));
+        }
+        add(&self.added, 1);
+    }
+}
+
+/// Half-word `h` of gathered words `k` (see `PreFilter::half`).
+#[inline]
+fn half_of<const W: usize>(k: &[u64; W], h: usize) -> u32 {
+    (k[h / 2] >> (32 * (h & 1))) as u32
 }
 
 /// A subtable's hit count, per counting thread (the counters' shards, see
@@ -288,6 +381,11 @@ struct Store<const W: usize> {
     used: AtomicUsize,
     live: AtomicUsize,
     rules: AtomicUsize,
+    /// Holds entries written in place whose bits its chain's prefilters may lack: a
+    /// lookup visits it whatever they say, until `ChainT::refresh_pre` sets the bits (an
+    /// in-place insert writes no prefilter: their two words were 15-25% of an insert at
+    /// 100k rules, bench/records/2026-11-30-flow-speed-13.txt).
+    unfiltered: AtomicBool,
 }
 
 /// A chunk of entry cells, allocated when its first entry is written.
@@ -318,6 +416,7 @@ impl<const W: usize> Store<W> {
             used: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
             rules: AtomicUsize::new(0),
+            unfiltered: AtomicBool::new(false),
         }
     }
 
@@ -525,6 +624,8 @@ impl<const W: usize> Store<W> {
         for e in self.live_entries() {
             s.put(e.key, e.rules.clone());
         }
+        // The same entries: the prefilters lack the same bits.
+        s.unfiltered.store(self.unfiltered.load(Ordering::Relaxed), Ordering::Relaxed);
         s
     }
 
@@ -753,6 +854,88 @@ impl<const W: usize> ChainT<W> {
                 self.vary |= 1 << p;
             }
         }
+        self.refresh_pre();
+    }
+
+    /// The prefilters for the subtables as they are now: kept where a (half-word, mask)
+    /// stays (the writer keeps them filled), made and filled from the subtables' entries
+    /// where it is new or its filter overfull.
+    fn refresh_pre(&mut self) {
+        let old = std::mem::take(&mut self.pre);
+        self.needs = vec![0; self.subtables.len()];
+        let Some(first) = self.subtables.first() else { return };
+        for h in 0..2 * W {
+            let m0 = half_of(&first.gmask, h);
+            if self.subtables.iter().all(|s| half_of(&s.gmask, h) == m0) {
+                // Alike in every subtable: a filter here would skip all or none.
+                continue;
+            }
+            for si in 0..self.subtables.len() {
+                let m = half_of(&self.subtables[si].gmask, h);
+                if m == 0 {
+                    continue;
+                }
+                let same = |f: &Arc<PreFilter>| usize::from(f.half) == h && f.mask == m;
+                let f = match self.pre.iter().position(same) {
+                    Some(f) => f,
+                    None if self.pre.len() < 64 => {
+                        let f = match old.iter().find(|f| same(f) && !f.overfull()) {
+                            Some(f) => f.clone(),
+                            None => self.filled(h, m),
+                        };
+                        self.pre.push(f);
+                        self.pre.len() - 1
+                    }
+                    None => continue,
+                };
+                self.needs[si] |= 1 << f;
+            }
+        }
+        // The bits of the entries written in place, set in these prefilters and in the
+        // ones they replace (the published version's, which lookups may still use), then
+        // the stores' marks cleared: a lookup reads the marks before the prefilters.
+        for st in &self.subtables {
+            if !st.store.unfiltered.load(Ordering::Relaxed) {
+                continue;
+            }
+            for e in st.store.live_entries() {
+                let k = and(&e.key, &st.gmask);
+                for f in self
+                    .pre
+                    .iter()
+                    .chain(old.iter().filter(|o| !self.pre.iter().any(|p| Arc::ptr_eq(o, p))))
+                {
+                    if half_of(&st.gmask, usize::from(f.half)) == f.mask {
+                        f.add(&k);
+                    }
+                }
+            }
+            st.store.unfiltered.store(false, Ordering::Release);
+        }
+    }
+
+    /// A new prefilter for half-word `h` under `m`, holding every entry of the subtables with
+    /// that mask there.
+    fn filled(&self, h: usize, m: u32) -> Arc<PreFilter> {
+        let mine = || self.subtables.iter().filter(move |s| half_of(&s.gmask, h) == m);
+        let values = mine().map(|s| s.store.live.load(Ordering::Relaxed)).sum();
+        let f = PreFilter::new(h as u8, m, values);
+        for s in mine() {
+            for e in s.store.live_entries() {
+                f.add(&and(&e.key, &s.gmask));
+            }
+        }
+        Arc::new(f)
+    }
+
+    /// Set a new entry's bits in the prefilters on its mask (the writer, before the entry's
+    /// slot is stored: a lookup that finds the slot finds the bits).
+    fn note_pre(&self, gk: &[u64; W], gm: &[u64; W]) {
+        for f in &self.pre {
+            if half_of(gm, usize::from(f.half)) == f.mask {
+                f.add(&and(gk, gm));
+            }
+        }
     }
 
     /// The best rule in this chain matching `g` (the gathered full key), ranked after
@@ -824,6 +1007,8 @@ impl<const W: usize> Tables<W> {
                     suffix_best: Vec::new(),
                     vary: 0,
                     common: [0; W],
+                    pre: Vec::new(),
+                    needs: Vec::new(),
                 };
                 self.chains.insert(i, (chain, empty));
                 i
@@ -847,6 +1032,8 @@ impl<const W: usize> Tables<W> {
         let h = hash_words(&gk);
         // The writer's record of where the rule is (a delete's search).
         r.hash.store(h, Ordering::Relaxed);
+        // Before the store below (which may be a published one).
+        ch.note_pre(&gk, &gm);
         match ch.subtables.iter().position(|s| s.fits(&gm, r.range_flags())) {
             Some(i) => {
                 let st = &ch.subtables[i];
@@ -891,6 +1078,10 @@ impl<const W: usize> Tables<W> {
         let gk = gather(&c.key, &self.words);
         let h = hash_words(&gk);
         r.hash.store(h, Ordering::Relaxed);
+        // Before the slot's store: a lookup that finds the slot visits the subtable.
+        if !ch.pre.is_empty() && !st.store.unfiltered.load(Ordering::Relaxed) {
+            st.store.unfiltered.store(true, Ordering::Release);
+        }
         st.store.try_insert(gk, h, r)
     }
 
@@ -1042,35 +1233,90 @@ impl<const W: usize> Tables<W> {
                 }
             }
         }
-        for (si, st) in ch.subtables.iter().enumerate() {
-            // Stop when no packet can improve in this subtable or a later one.
-            let remaining = ch.suffix_best[si];
-            // Before the first subtable no packet has a bound: every one still looks
-            // (a chain's best is a real rule's rank, below the no-bound rank).
-            if si > 0 || remaining >= (u32::MAX, u64::MAX) {
-                let mut k = 0;
-                for a in 0..na {
-                    let i = act[a];
-                    act[k] = i;
-                    k += usize::from(remaining < bound[usize::from(i)]);
+        // The prefilters' answers, a bit a filter a packet (none in a chain whose
+        // subtables' masks differ nowhere).
+        // With prefilters (and at most 64 subtables): each packet's subtables, those whose
+        // prefilters all let it in, as a bit per packet in `of[si]`, so a subtable costs only
+        // the packets it may hold (a list of still-looking packets walked per subtable was
+        // most of a 16-mask lookup once the prefilters skipped the hashing).
+        let pre = &ch.pre[..];
+        let by_pre = !pre.is_empty() && ch.subtables.len() <= 64;
+        let mut of = [0u32; 64];
+        if by_pre {
+            // The subtables written in place since their prefilters were filled, read
+            // before the prefilters (Acquire: a mark seen cleared, its bits are seen).
+            let mut open = 0u64;
+            for (si, st) in ch.subtables.iter().enumerate() {
+                open |= u64::from(st.store.unfiltered.load(Ordering::Acquire)) << si;
+            }
+            // Filter by filter over the batch, then subtable by subtable over it: each
+            // loop's trip count is fixed by the batch, not by a packet's answers.
+            let mut present = [0u64; BATCH];
+            for (f, pf) in pre.iter().enumerate() {
+                pf.test_batch(&g[..n], f, &mut present[..n]);
+            }
+            for (o, &need) in of.iter_mut().zip(&ch.needs) {
+                let mut m = 0u32;
+                for (i, &p) in present.iter().enumerate().take(n) {
+                    m |= u32::from(need & !p == 0) << i;
                 }
-                na = k;
+                *o = m;
             }
-            if na == 0 {
-                break;
+            let all = ((1u64 << n) - 1) as u32;
+            for (si, o) in of.iter_mut().enumerate().take(ch.subtables.len()) {
+                if open >> si & 1 != 0 {
+                    *o = all;
+                }
             }
-            // One pass: each packet's masked key hashed and tested against the filter,
-            // without a branch on either (which packets still look and which pass the
-            // filter is data: branches on them mispredicted a visit in ~8); the masked
-            // keys are not kept (the probes and-mask again: 4 ands beat 32-byte copies).
-            // A packet with a match better than this subtable's best hashes for nothing.
-            // A chain of one subtable skips the filter: there the packets that are not
-            // misses of the whole rule set all hit, and the filter is a load and a test
-            // each that answers "maybe".
+        }
+        for (si, st) in ch.subtables.iter().enumerate() {
+            // Two passes: the packets this subtable may improve (its best ranks above
+            // their match), listed; then each one's masked key hashed and tested against
+            // the subtable's filter. Neither branches on a packet (which packets still
+            // look and which pass a filter is data: branches on them mispredicted a visit
+            // in ~8); the masked keys are not kept (the probes and-mask again: 4 ands beat
+            // 32-byte copies). A chain of one subtable skips the filter: there the packets
+            // that are not misses of the whole rule set all hit, and the filter is a load
+            // and a test each that answers "maybe".
+            let mut here = [0u8; BATCH];
+            let mut nh = 0;
+            if by_pre {
+                let mut m = of[si];
+                while m != 0 {
+                    let i = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    here[nh] = i as u8;
+                    nh += usize::from(st.best < bound[i]);
+                }
+            } else {
+                // Stop when no packet can improve in this subtable or a later one.
+                let remaining = ch.suffix_best[si];
+                // Before the first subtable no packet has a bound: every one still looks
+                // (a chain's best is a real rule's rank, below the no-bound rank).
+                if si > 0 || remaining >= (u32::MAX, u64::MAX) {
+                    let mut k = 0;
+                    for a in 0..na {
+                        let i = act[a];
+                        act[k] = i;
+                        k += usize::from(remaining < bound[usize::from(i)]);
+                    }
+                    na = k;
+                }
+                if na == 0 {
+                    break;
+                }
+                for &i in &act[..na] {
+                    here[nh] = i;
+                    nh += usize::from(st.best < bound[usize::from(i)]);
+                }
+            }
+            if nh == 0 {
+                continue;
+            }
             let store = &*st.store;
             let (fmask, fwords) = store.filter_shape();
             let mut nl = 0;
-            for &i in &act[..na] {
+            for &i in &here[..nh] {
                 let i = usize::from(i);
                 let mk = and(&g[i], &st.gmask);
                 let mut h = base[i];
@@ -1080,8 +1326,7 @@ impl<const W: usize> Tables<W> {
                     }
                 }
                 let h = hash_finish(h);
-                let maybe = single || store.filter_test(h, fmask, fwords);
-                let pass = maybe & (st.best < bound[i]);
+                let pass = single || store.filter_test(h, fmask, fwords);
                 hs[nl] = h;
                 live[nl] = i as u8;
                 nl += usize::from(pass);

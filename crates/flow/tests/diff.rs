@@ -484,3 +484,117 @@ fn deleting_most_rules_keeps_the_rest_in_order() {
     );
     assert_eq!(reference.counters(), classifier.counters());
 }
+
+fn ipv4_pair(src: u32, dst: u32) -> Vec<u8> {
+    let mut f = ipv4_from(src.to_be_bytes());
+    f[30..34].copy_from_slice(&dst.to_be_bytes());
+    f
+}
+
+/// The chain's prefilters (a Bloom filter per address half and prefix length, which lets a
+/// lookup skip subtables holding none of a packet's prefixes): 16 masks of source and
+/// destination prefixes, one priority each, rules inserted one at a time (most in place,
+/// some growing a store: a new version, its prefilters kept or rebuilt bigger) and deleted,
+/// checked against the reference after every burst on packets that hit each rule's
+/// prefixes, packets that hit a better one's source but not its destination, and misses.
+#[test]
+fn prefilters_skip_only_subtables_that_cannot_match() {
+    let lens = [32u32, 24, 16, 8];
+    let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
+    let mut rng = SplitMix64::new(0x9f11);
+    let classifier = Classifier::new(&RuleSet::new());
+    let mut live: Vec<(weir_flow::RuleId, Rule, [u32; 4])> = Vec::new();
+    let mut checked = 0;
+    for step in 0..1500usize {
+        if live.len() < 40 || rng.chance(80) {
+            let m = rng.below_usize(16);
+            let (sl, dl) = (lens[m % 4], lens[m / 4]);
+            let (src, dst) = (prefix(rng.u32(), sl), prefix(rng.u32(), dl));
+            let text = format!(
+                "prio {} protocol ip flower src_ip {}/{sl} dst_ip {}/{dl} action drop",
+                m + 1,
+                std::net::Ipv4Addr::from(src),
+                std::net::Ipv4Addr::from(dst)
+            );
+            let r = weir_flow::rule::parse_rule(&text, step + 1).unwrap();
+            live.push((classifier.insert(r.clone()).unwrap(), r, [src, sl, dst, dl]));
+        } else {
+            let (id, ..) = live.swap_remove(rng.below_usize(live.len()));
+            assert!(classifier.delete(id));
+        }
+        if step % 50 != 49 {
+            continue;
+        }
+        let mut frames = Vec::new();
+        for (_, _, [src, sl, dst, dl]) in &live {
+            let host = |a: u32, len: u32, rng: &mut SplitMix64| {
+                a | (rng.u32() & !(u32::MAX << (32 - len)))
+            };
+            frames.push(ipv4_pair(host(*src, *sl, &mut rng), host(*dst, *dl, &mut rng)));
+            frames.push(ipv4_pair(*src, rng.u32()));
+            frames.push(ipv4_pair(rng.u32(), *dst));
+        }
+        frames.push(ipv4_pair(rng.u32(), rng.u32()));
+        let mut order: Vec<&(weir_flow::RuleId, Rule, [u32; 4])> = live.iter().collect();
+        order.sort_by_key(|(id, ..)| id.0);
+        let mut rebuilt = RuleSet::new();
+        for (_, r, ..) in order {
+            rebuilt.push(r.clone()).unwrap();
+        }
+        let a = run_reference(&Reference::new(&rebuilt), &frames, &[0]);
+        let b = run_classifier(&classifier, &frames, &[0]);
+        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+        assert_eq!(lines(&a), lines(&b), "step {step}");
+        checked += a.iter().filter(|s| s.0.line.is_some()).count();
+    }
+    let (subtables, _) = classifier.stats();
+    assert_eq!(subtables, 16);
+    assert!(checked > 10_000, "{checked} matches checked");
+}
+
+/// An in-place insert sets no prefilter bit: it marks its subtable, which lookups then visit
+/// whatever the prefilters say, until a new version's refresh sets the bits and clears the
+/// mark. The packet only the new rule matches sits last in a full batch and first in the
+/// next, before and after a republish (`rerank`), against the reference.
+#[test]
+fn in_place_insert_is_seen_before_and_after_the_prefilters_learn_it() {
+    let lens = [32u32, 24, 16, 8];
+    let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
+    let mut rng = SplitMix64::new(0x5116);
+    let mut set = RuleSet::new();
+    // 16 masks, 4 rules each, a priority a mask: every subtable exists and has room.
+    for i in 0..64usize {
+        let m = i % 16;
+        let (sl, dl) = (lens[m % 4], lens[m / 4]);
+        let text = format!(
+            "prio {} protocol ip flower src_ip {}/{sl} dst_ip {}/{dl} action drop",
+            m + 1,
+            std::net::Ipv4Addr::from(prefix(rng.u32(), sl)),
+            std::net::Ipv4Addr::from(prefix(rng.u32(), dl))
+        );
+        set.push(weir_flow::rule::parse_rule(&text, i + 1).unwrap()).unwrap();
+    }
+    let classifier = Classifier::new(&set);
+    // Mask 5 (/24, /24), its priority, after its rules: the first insert may publish a
+    // version (a store grown), the second is in place (asserted: no new version).
+    for (line, dst) in [(99, "10.200.4.0/24"), (100, "10.200.3.0/24")] {
+        let text = format!("prio 6 protocol ip flower src_ip 10.1.2.0/24 dst_ip {dst} action drop");
+        let r = weir_flow::rule::parse_rule(&text, line).unwrap();
+        let before = classifier.snapshot();
+        classifier.insert(r.clone()).unwrap();
+        let same = std::sync::Arc::ptr_eq(&before, &classifier.snapshot());
+        assert!(line == 99 || same, "a new version");
+        set.push(r).unwrap();
+    }
+    let mut frames: Vec<Vec<u8>> =
+        (0..2 * BATCH).map(|_| ipv4_pair(rng.u32(), rng.u32())).collect();
+    let hit = ipv4_pair(u32::from_be_bytes([10, 1, 2, 7]), u32::from_be_bytes([10, 200, 3, 9]));
+    frames[BATCH - 1] = hit.clone();
+    frames[BATCH] = hit;
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
+    assert_eq!((want[BATCH - 1], want[BATCH]), (Some(100), Some(100)));
+    assert_eq!(lines(&run_classifier(&classifier, &frames, &[0])), want, "marked");
+    classifier.rerank();
+    assert_eq!(lines(&run_classifier(&classifier, &frames, &[0])), want, "refreshed");
+}
