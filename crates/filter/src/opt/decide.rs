@@ -138,6 +138,55 @@ pub(crate) fn decide_certifying(p: Pred, reads: u32, atoms: &mut Atoms) -> (Pred
     (p, clear)
 }
 
+/// Whether the walk is all but sure to change `p`, told without walking it: an `and` in
+/// which an `or` whose branches all lead with an equality (or set) test on one value comes
+/// after a part that pins that value the same way (`ip and ((ip and tcp) or (ip6 and ...))`,
+/// as pflang lowers `tcp[...]`; `host A and udp`): the earlier part's facts decide a
+/// branch's leading test, and the branch goes or shrinks. The optimizer then does not
+/// record `p` to find out whether the walk left it unchanged (issue 13: recording cost the
+/// filters whose walk changes them about 2,000 instructions). Only the top few levels are
+/// looked at, and a junction of more than [`LEAD_PARTS`] parts answers yes (such a tree is
+/// not small, and is not recorded anyway). A wrong yes loses the skip of a round's second
+/// walk; it changes no result (bench/records/2026-11-30-compile-12.txt: on the bench's
+/// real filters none is lost).
+pub(crate) fn likely_changes(p: &Pred) -> bool {
+    likely_changes_within(p, 4)
+}
+
+/// Junctions longer than this are taken to change (see [`likely_changes`]).
+const LEAD_PARTS: usize = 32;
+
+fn likely_changes_within(p: &Pred, depth: u32) -> bool {
+    let Some(depth) = depth.checked_sub(1) else { return false };
+    match p {
+        Pred::And(ps) | Pred::Or(ps) if ps.len() > LEAD_PARTS => true,
+        Pred::And(ps) => {
+            ps.iter().enumerate().any(|(i, q)| {
+                matches!(q, Pred::Or(_))
+                    && pinned_key(q)
+                        .is_some_and(|k| ps[..i].iter().any(|e| pinned_key(e) == Some(k)))
+            }) || ps.iter().any(|q| likely_changes_within(q, depth))
+        }
+        Pred::Or(ps) => ps.iter().any(|q| likely_changes_within(q, depth)),
+        Pred::Not(q) | Pred::Try(q) => likely_changes_within(q, depth),
+        _ => false,
+    }
+}
+
+/// The value that `p` being true pins to a few values by the first test it evaluates (an
+/// equality or set test; in an `or`, every branch's, on one value).
+fn pinned_key(p: &Pred) -> Option<&Expr> {
+    match p {
+        Pred::Cmp { op: CmpOp::Eq, .. } | Pred::In { .. } => set_key(p),
+        Pred::And(ps) => ps.first().and_then(pinned_key),
+        Pred::Or(ps) => {
+            let k = ps.first().and_then(pinned_key)?;
+            ps.iter().skip(1).all(|q| pinned_key(q) == Some(k)).then_some(k)
+        }
+        _ => None,
+    }
+}
+
 /// The slots stores inside any [`Pred::Try`] of `p` write.
 fn try_stores(p: &Pred) -> u32 {
     match p {
@@ -599,5 +648,52 @@ fn stores_mask(p: &Pred) -> u32 {
         | Pred::Guard(_)
         | Pred::Chain(_)
         | Pred::Pairs(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::likely_changes;
+    use crate::ir::{CmpOp, Expr, Pred, Size};
+
+    fn test(offset: u32, size: Size, k: u32) -> Pred {
+        Pred::eq(Expr::load_at(offset, size), k)
+    }
+
+    #[test]
+    fn the_pre_test_tells_an_or_led_by_a_value_an_earlier_part_pinned() {
+        let ip = || test(12, Size::Half, 0x800);
+        let ip6 = || test(12, Size::Half, 0x86dd);
+        // `tcp[13] & 2 != 0` as lowered: ip and ((ip and tcp) or (ip6 and ...)) and ...
+        let tcp = Pred::Or(vec![
+            Pred::And(vec![ip(), test(23, Size::Byte, 6)]),
+            Pred::And(vec![ip6(), test(20, Size::Byte, 6)]),
+        ]);
+        assert!(likely_changes(&Pred::And(vec![ip(), tcp.clone(), test(20, Size::Half, 0)])));
+        // under an `or` and a `not` too
+        let nested = Pred::Not(Box::new(Pred::And(vec![ip(), tcp.clone()])));
+        assert!(likely_changes(&Pred::Or(vec![test(30, Size::Word, 1), nested])));
+        // `port 22`'s shape: an `or` whose branches lead with one value (an `or` learns
+        // nothing for its next branch that decides it), each an `and` of distinct values
+        let branch = |proto: Pred| {
+            Pred::And(vec![
+                proto,
+                test(23, Size::Byte, 6),
+                Pred::Or(vec![test(34, Size::Half, 22), test(36, Size::Half, 22)]),
+            ])
+        };
+        assert!(!likely_changes(&Pred::Or(vec![branch(ip6()), branch(ip())])));
+        assert!(!likely_changes(&tcp));
+        // a later plain test on the value, or an `or` not led by equalities on it: the
+        // facts of `ip or ip6` decide neither (`tcp port 22 and ip[...]`, `tcp and not
+        // port 22`)
+        let ip_or_ip6 = Pred::Or(vec![branch(ip6()), branch(ip())]);
+        assert!(!likely_changes(&Pred::And(vec![ip_or_ip6.clone(), ip()])));
+        let not_ip6 = Pred::cmp(CmpOp::Ne, Expr::load_at(12, Size::Half), Expr::Const(0x86dd));
+        let later = Pred::Or(vec![not_ip6, test(20, Size::Byte, 6)]);
+        assert!(!likely_changes(&Pred::And(vec![ip_or_ip6, later])));
+        // a long junction is taken to change
+        let long = Pred::Or((0..40).map(|i| test(26, Size::Word, i)).collect());
+        assert!(likely_changes(&long));
     }
 }

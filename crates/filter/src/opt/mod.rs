@@ -129,14 +129,14 @@ fn optimize_pred(mut p: Pred) -> Pred {
 /// [`optimize_pred`] skips the walks whose result is already known (the passes are pure
 /// functions: the same input gives the same output). In practice `decide` after new guards
 /// and every pass of the last round change nothing, and the repeated `decide` walk is
-/// about a third of a small filter's optimizing time. Trees are compared whole (`==`),
-/// never by hash. A skip never changes the result, with one assumption, tested
+/// about a third of a small filter's optimizing time. Trees are compared whole, never by
+/// hash: by their [`analysis::Shape`] when small (see [`Memo`]). A skip never changes the result, with one assumption, tested
 /// (crates/filter/tests/opt.rs, `inserting_guards_twice_changes_nothing`): `insert_guards`
 /// is idempotent, so the tree it returned is one it leaves as it is.
 #[derive(Default)]
 struct Stable {
     /// `decide(tree, reads) == tree` was seen.
-    decided: Option<(Pred, u32)>,
+    decided: Option<(Memo, u32)>,
     /// `fold::simplify(tree, false) == tree` was seen too (for the same tree).
     simplified: bool,
     /// The atoms the compile's `decide` walks interned, shared by all of them.
@@ -146,21 +146,21 @@ struct Stable {
 impl Stable {
     /// Whether `decide(q, reads) == q` was seen.
     fn is_decided(&self, q: &Pred, reads: u32) -> bool {
-        self.decided.as_ref().is_some_and(|(tree, r)| *r == reads && tree == q)
+        self.decided.as_ref().is_some_and(|(tree, r)| *r == reads && tree.matches(q))
     }
 
     /// `decide::decide(q, reads)`, skipped when `q` is the remembered tree; whether the
     /// result is the remembered tree; and whether the walk certified that guards added to
     /// it would not change a second walk's answer (it left `q` unchanged and made no
-    /// choice a guard could turn: [`decide::decide_certifying`]). `q` is copied to find out
-    /// whether `decide` leaves it unchanged.
+    /// choice a guard could turn: [`decide::decide_certifying`]). `q` is remembered (see
+    /// [`Memo`]) to find out whether `decide` leaves it unchanged.
     fn decide(&mut self, q: Pred, reads: u32) -> (Pred, bool, bool) {
         if self.is_decided(&q, reads) {
             return (q, true, false);
         }
-        let before = q.clone();
+        let before = Memo::of(&q);
         let (p, clear) = decide::decide_certifying(q, reads, &mut self.atoms);
-        if p == before {
+        if before.matches(&p) {
             self.decided = Some((before, reads));
             self.simplified = false;
             return (p, true, clear);
@@ -170,9 +170,11 @@ impl Stable {
 
     /// `decide::decide(q, reads)` for the first walk of a compile (nothing remembered yet),
     /// and whether it certified that guards added to its result would not change a second
-    /// walk's answer (as [`Stable::decide`] says; `q` recorded, not copied, when small).
+    /// walk's answer (as [`Stable::decide`] says; `q` recorded, not copied, when small and
+    /// not of a kind the walk nearly always changes: [`decide::likely_changes`]).
     fn decide_first(&mut self, q: Pred, reads: u32) -> (Pred, bool, bool) {
-        let shape = analysis::Shape::of(&q, SMALL_SHAPE);
+        let shape =
+            if decide::likely_changes(&q) { None } else { analysis::Shape::of(&q, SMALL_SHAPE) };
         let (p, clear) = decide::decide_certifying(q, reads, &mut self.atoms);
         let certified = clear && shape.is_some_and(|s| s.matches(&p));
         (p, false, certified)
@@ -181,7 +183,7 @@ impl Stable {
     /// Remembers `q` as a tree `decide` leaves unchanged (known without walking it: the
     /// certificate of [`Stable::decide`]), and gives it back.
     fn remember_decided(&mut self, q: Pred, reads: u32) -> Pred {
-        self.decided = Some((q.clone(), reads));
+        self.decided = Some((Memo::of(&q), reads));
         self.simplified = false;
         q
     }
@@ -195,9 +197,35 @@ impl Stable {
         }
         let q = fold::simplify(p, false).0;
         if is_tree {
-            self.simplified = self.decided.as_ref().is_some_and(|(tree, _)| *tree == q);
+            self.simplified = self.decided.as_ref().is_some_and(|(tree, _)| tree.matches(&q));
         }
         (q, is_tree && self.simplified)
+    }
+}
+
+/// A tree [`Stable`] remembers, to be compared with later ones: its [`analysis::Shape`]
+/// when small (one buffer of numbers: copying the nodes cost an allocation each, about a
+/// microsecond for a small filter's tree, issue 13), a copy otherwise. Either compares
+/// exactly: the shape is a prefix code of every field.
+enum Memo {
+    Shape(analysis::Shape),
+    Tree(Pred),
+}
+
+impl Memo {
+    fn of(p: &Pred) -> Memo {
+        match analysis::Shape::of(p, SMALL_SHAPE) {
+            Some(shape) => Memo::Shape(shape),
+            None => Memo::Tree(p.clone()),
+        }
+    }
+
+    /// Whether `p` is the tree remembered.
+    fn matches(&self, p: &Pred) -> bool {
+        match self {
+            Memo::Shape(shape) => shape.matches(p),
+            Memo::Tree(tree) => tree == p,
+        }
     }
 }
 
@@ -260,12 +288,16 @@ pub struct SkipTally {
     pub certified: u64,
     /// Both, and guards were added: the second walk is skipped.
     pub skipped: u64,
+    /// Both, though the optimizer took the tree for one the walk changes and did not record
+    /// it ([`decide::likely_changes`]): a skip lost (counted with `skipped` too).
+    pub missed: u64,
 }
 
 impl SkipTally {
     /// Counts `f`; an error (the trees) when the walk skipped would change the guarded tree.
     pub fn add(&mut self, f: &Filter) -> Result<(), String> {
         let (s, reads) = fold::simplify(f.pred.clone(), true);
+        let predicted_change = decide::likely_changes(&s);
         let (t, clear) = decide::decide_certifying(s.clone(), reads, &mut env::Atoms::default());
         self.unchanged += u64::from(t == s);
         self.clear += u64::from(clear);
@@ -278,6 +310,7 @@ impl SkipTally {
             return Ok(());
         }
         self.skipped += 1;
+        self.missed += u64::from(predicted_change);
         let again = decide::decide(g.clone(), reads);
         if again != g {
             return Err(format!("guarded {g}\n  walked again {again}"));
@@ -291,8 +324,8 @@ impl std::fmt::Display for SkipTally {
         write!(
             f,
             "first walk unchanged {}, report clear {}, both {}, of which guards added \
-             (second walk skipped) {}",
-            self.unchanged, self.clear, self.certified, self.skipped
+             (second walk skipped) {}, of those lost to the pre-test {}",
+            self.unchanged, self.clear, self.certified, self.skipped, self.missed
         )
     }
 }
