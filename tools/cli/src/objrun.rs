@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use weir::object::{passes, verdict_name};
 use weir::{Engine, Object, ProgType};
-use weir_runtime::capture::{CaptureReader, CaptureWriter, Turn};
+use weir_runtime::capture::{CaptureReader, CaptureWriter};
 use weir_runtime::live::{LiveOptions, LiveSource, StopGuard};
 use weir_runtime::source::{Packet, PacketSource};
 
@@ -64,30 +64,14 @@ pub struct RunArgs {
 
 /// The packet source `-r` or `-i` names, what errors call it, and (live) the guard that
 /// turns SIGINT, SIGTERM and SIGHUP into the end of the stream.
-type Source = (Packets, String, Option<StopGuard>);
-
-/// Where packets come from: a capture (which [`CaptureReader::relay`] may read with two
-/// threads taking turns), or a live interface.
-enum Packets {
-    Capture(Box<CaptureReader>),
-    Live(Box<dyn PacketSource>),
-}
-
-impl Packets {
-    fn source(&mut self) -> &mut dyn PacketSource {
-        match self {
-            Packets::Capture(reader) => reader.as_mut(),
-            Packets::Live(source) => source.as_mut(),
-        }
-    }
-}
+type Source = (Box<dyn PacketSource>, String, Option<StopGuard>);
 
 fn open_source(args: &RunArgs) -> Result<Source, String> {
     match (args.read.first(), &args.interface) {
         (Some(path), _) => {
             let reader =
                 CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            Ok((Packets::Capture(Box::new(reader)), path.display().to_string(), None))
+            Ok((Box::new(reader), path.display().to_string(), None))
         }
         (None, Some(interface)) => {
             let mut live = LiveSource::open(&LiveOptions::new(interface))
@@ -107,7 +91,7 @@ fn open_source(args: &RunArgs) -> Result<Source, String> {
                 "weir: listening on {interface}, link-type EN10MB, snapshot length {} bytes",
                 live.snaplen()
             );
-            Ok((Packets::Live(Box::new(live)), interface.clone(), Some(guard)))
+            Ok((Box::new(live), interface.clone(), Some(guard)))
         }
         (None, None) => Err("weir run needs -r CAPTURE or -i INTERFACE".into()),
     }
@@ -287,8 +271,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         return run_many(&args, &object, entry, &files, cpus);
     }
     // The packets: a capture file, or an interface until SIGINT, SIGTERM or SIGHUP.
-    let (mut packets, source_name, _signals) = open_source(&args)?;
-    let reader = packets.source();
+    let (mut reader, source_name, _signals) = open_source(&args)?;
     let mut writer = match &args.write {
         Some(out) => Some(
             CaptureWriter::pcap(out, reader.linktype(), reader.snaplen().max(65535))
@@ -296,9 +279,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         ),
         None => None,
     };
+    let stdout = std::io::stdout();
     let mut sink = Sink {
-        // Not the locked handle: the sink moves between the relay's two threads.
-        out: std::io::BufWriter::new(std::io::stdout()),
+        out: std::io::BufWriter::new(stdout.lock()),
         verdicts: args.verdicts,
         writer: writer.as_mut(),
         prog_type: ProgType::Xdp,
@@ -335,32 +318,32 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             eprintln!("{}", loaded.explain());
         }
         sink.prog_type = loaded.prog_type();
-        match &mut packets {
-            // A pcap file on an idle machine is read by two threads taking turns, each
-            // running the program over the chunk it copied (CaptureReader::relay: the copy
-            // out of the page cache was a quarter of a whole run over a million packets,
-            // perf 2026-11-30); a turn is one batch, ended where the next record needs
-            // the next chunk.
-            Packets::Capture(capture) => {
-                let mut state = (&mut loaded, &mut sink, None);
-                capture.relay(&mut state, |capture, (loaded, sink, failed)| {
-                    match run_packets(loaded, capture, sink, &source_name, true) {
-                        Ok(true) => Turn::More,
-                        Ok(false) => Turn::Stop,
-                        Err(e) => {
-                            *failed = Some(e);
-                            Turn::Stop
-                        }
-                    }
-                });
-                if let (_, _, Some(e)) = state {
-                    return Err(e);
+        // One batch over the whole source (the engine's run state set up once): each
+        // frame copied from the reader's view into the runner's buffer, each verdict
+        // lent back with the record's metadata kept beside it.
+        let meta = std::cell::Cell::new(None);
+        let waits = std::cell::Cell::new(false);
+        loaded.run_batch::<String>(
+            |put| {
+                let Some(packet) = reader.next_packet() else { return Ok(false) };
+                let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
+                meta.set(Some(Meta::of(&packet)));
+                put(packet.data);
+                waits.set(reader.would_wait());
+                Ok(true)
+            },
+            |verdict| {
+                let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
+                let verdict =
+                    verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
+                sink.record(&m.packet(verdict.packet), m.len, verdict.ret)?;
+                // A live interface may keep us waiting: show what is printed so far.
+                if waits.get() {
+                    sink.out.flush().map_err(|e| e.to_string())?;
                 }
-            }
-            Packets::Live(source) => {
-                run_packets(&mut loaded, source.as_mut(), &mut sink, &source_name, false)?;
-            }
-        }
+                Ok(())
+            },
+        )?;
     }
     let Sink { mut out, counts, kept_bytes, prog_type, .. } = sink;
     if !args.verdicts {
@@ -375,51 +358,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("{}: {e}", maps_out.display()))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Runs the program over `reader`'s packets as one batch (the engine's run state set up
-/// once): each frame copied from the reader's view into the runner's buffer, each verdict
-/// lent back with the record's metadata kept beside it. With `turn`, the batch ends where
-/// the next packet would wait for input (at least one packet read), and `Ok(true)` says
-/// the source has more; else it runs to the source's end (`Ok(false)`).
-fn run_packets<W: Write>(
-    loaded: &mut weir::Loaded,
-    reader: &mut dyn PacketSource,
-    sink: &mut Sink<'_, W>,
-    source_name: &str,
-    turn: bool,
-) -> Result<bool, String> {
-    let meta = std::cell::Cell::new(None);
-    let waits = std::cell::Cell::new(false);
-    let ended = std::cell::Cell::new(false);
-    loaded.run_batch::<String>(
-        |put| {
-            if turn && waits.get() {
-                return Ok(false);
-            }
-            let Some(packet) = reader.next_packet() else {
-                ended.set(true);
-                return Ok(false);
-            };
-            let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
-            meta.set(Some(Meta::of(&packet)));
-            put(packet.data);
-            waits.set(reader.would_wait());
-            Ok(true)
-        },
-        |verdict| {
-            let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
-            let verdict =
-                verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
-            sink.record(&m.packet(verdict.packet), m.len, verdict.ret)?;
-            // A live interface may keep us waiting: show what is printed so far.
-            if waits.get() {
-                sink.out.flush().map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        },
-    )?;
-    Ok(!ended.get())
 }
 
 /// The summary lines: a count per verdict, or a socket filter's accepted, dropped, kept.
