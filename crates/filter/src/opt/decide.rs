@@ -161,16 +161,25 @@ fn likely_changes_within(p: &Pred, depth: u32) -> bool {
     match p {
         Pred::And(ps) | Pred::Or(ps) if ps.len() > LEAD_PARTS => true,
         Pred::And(ps) => {
-            ps.iter().enumerate().any(|(i, q)| {
-                matches!(q, Pred::Or(_))
-                    && pinned_key(q)
-                        .is_some_and(|k| ps[..i].iter().any(|e| pinned_key(e) == Some(k)))
-            }) || ps.iter().any(|q| likely_changes_within(q, depth))
+            ps.iter().enumerate().any(|(i, q)| pinned_before(q, &ps[..i]))
+                || ps.iter().any(|q| likely_changes_within(q, depth))
         }
         Pred::Or(ps) => ps.iter().any(|q| likely_changes_within(q, depth)),
         Pred::Not(q) | Pred::Try(q) => likely_changes_within(q, depth),
         _ => false,
     }
+}
+
+/// Whether `q` is an `or` whose branches all lead with an equality (or set) test on one
+/// value that a part of `before` pins (see [`pinned_key`]). The first branch's value is
+/// compared with `before`'s before the other branches' with it: most `or`s (`port 22`'s
+/// `src port or dst port`) lead with a value no earlier part pins, and their other
+/// branches are then not looked at.
+fn pinned_before(q: &Pred, before: &[Pred]) -> bool {
+    let Pred::Or(branches) = q else { return false };
+    let Some(k) = branches.first().and_then(pinned_key) else { return false };
+    before.iter().any(|e| pinned_key(e) == Some(k))
+        && branches[1..].iter().all(|b| pinned_key(b) == Some(k))
 }
 
 /// The value that `p` being true pins to a few values by the first test it evaluates (an
@@ -692,6 +701,13 @@ mod tests {
         let not_ip6 = Pred::cmp(CmpOp::Ne, Expr::load_at(12, Size::Half), Expr::Const(0x86dd));
         let later = Pred::Or(vec![not_ip6, test(20, Size::Byte, 6)]);
         assert!(!likely_changes(&Pred::And(vec![ip_or_ip6, later])));
+        // an `or` whose first branch leads with the pinned value but whose next does not:
+        // the earlier part decides one branch only, and the `or` stays
+        let mixed =
+            Pred::Or(vec![Pred::And(vec![ip(), test(23, Size::Byte, 6)]), test(20, Size::Byte, 6)]);
+        assert!(!likely_changes(&Pred::And(vec![ip(), mixed])));
+        // an `or` pinned on one value after a part that pins another
+        assert!(!likely_changes(&Pred::And(vec![test(30, Size::Word, 1), tcp.clone()])));
         // a long junction is taken to change
         let long = Pred::Or((0..40).map(|i| test(26, Size::Word, i)).collect());
         assert!(likely_changes(&long));
