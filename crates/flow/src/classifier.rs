@@ -3,7 +3,9 @@
 //!
 //! - **Key width.** Only the 64-bit words of the flow key that some rule's mask touches
 //!   are kept (gathered into `[u64; W]`), and the lookup code is monomorphized for W in
-//!   {1, 2, 4, 8, 14} (const generics; [`Classifier::width`]). Extraction parses only
+//!   {1, 2, 4, 8, 14} (const generics; [`Classifier::width`]). Two words whose touched
+//!   bytes are disjoint share one gathered word when that lowers the width (`plan`:
+//!   protocol, addresses and destination port, 3 words, are 2). Extraction parses only
 //!   the layers the masks read ([`Need`]).
 //! - **Early stop and ranking.** Each subtable knows the best (priority, order) it holds.
 //!   Subtables are visited in order of their best priority, then of hits
@@ -45,7 +47,8 @@
 //!   subtable or chain, a rule better than its subtable's best rank, a store out of slots
 //!   or entries (rebuilt at twice the size: amortized; replaced entries and tombstones
 //!   are dropped then), an emptied subtable, new devices or layers. A rule whose mask
-//!   touches a word no rule touched before rebuilds the table at the new width. A flow
+//!   touches a word no rule touched before (or a new byte of a packed word) rebuilds the
+//!   table at the new width. A flow
 //!   cache keys its entries on the version and a count of in-place updates.
 
 use crate::engine::{self, Installed, Interner, Outcome, Work};
