@@ -3,7 +3,9 @@
 //!
 //! - **Key width.** Only the 64-bit words of the flow key that some rule's mask touches
 //!   are kept (gathered into `[u64; W]`), and the lookup code is monomorphized for W in
-//!   {1, 2, 4, 8, 14} (const generics; [`Classifier::width`]). Extraction parses only
+//!   {1, 2, 4, 8, 14} (const generics; [`Classifier::width`]). Two words whose touched
+//!   bytes are disjoint share one gathered word when that lowers the width (`plan`:
+//!   protocol, addresses and destination port, 3 words, are 2). Extraction parses only
 //!   the layers the masks read ([`Need`]).
 //! - **Early stop and ranking.** Each subtable knows the best (priority, order) it holds.
 //!   Subtables are visited in order of their best priority, then of hits
@@ -45,7 +47,8 @@
 //!   subtable or chain, a rule better than its subtable's best rank, a store out of slots
 //!   or entries (rebuilt at twice the size: amortized; replaced entries and tombstones
 //!   are dropped then), an emptied subtable, new devices or layers. A rule whose mask
-//!   touches a word no rule touched before rebuilds the table at the new width. A flow
+//!   touches a word no rule touched before (or a new byte of a packed word) rebuilds the
+//!   table at the new width. A flow
 //!   cache keys its entries on the version and a count of in-place updates.
 
 use crate::engine::{self, Installed, Interner, Outcome, Work};
@@ -194,9 +197,8 @@ macro_rules! dispatch {
 
 #[derive(Clone)]
 struct Tables<const W: usize> {
-    /// The key words gathered, in order; unused trailing positions repeat word 0 and are
-    /// masked out.
-    words: [usize; W],
+    /// Where each gathered word comes from (unused trailing lanes read nothing: zero).
+    lanes: [Lane; W],
     chains: Vec<(u32, ChainT<W>)>,
 }
 
@@ -808,20 +810,70 @@ fn same<const W: usize>(a: &[u64; W], b: &[u64; W]) -> bool {
     diff == 0
 }
 
+/// One gathered word: key word `a` under `ma`, or'ed with key word `b` under `mb`. A word
+/// alone is `ma` all ones, `mb` zero; two words are packed into one when the bytes the rule
+/// set's masks touch in them are disjoint (`ma`, `mb`: those bytes), so that a rule set of
+/// few fields hashes and compares fewer words (issue 14: protocol, addresses and destination
+/// port are key words 0, 4 and 9, three words in a width of 4; packed, 2). A rule whose mask
+/// reaches outside its words' lanes rebuilds the tables with a new plan (`Lane::covers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Lane {
+    a: usize,
+    ma: u64,
+    b: usize,
+    mb: u64,
+}
+
+impl Lane {
+    const NONE: Lane = Lane { a: 0, ma: 0, b: 0, mb: 0 };
+
+    fn alone(w: usize) -> Lane {
+        Lane { a: w, ma: !0, b: w, mb: 0 }
+    }
+
+    /// The lane's value from the key's words (`word(i)`: key word i).
+    #[inline(always)]
+    fn take(&self, word: impl Fn(usize) -> u64) -> u64 {
+        word(self.a) & self.ma | word(self.b) & self.mb
+    }
+}
+
+/// Whether every word a mask touches is gathered, whole (within its lane's bytes).
+fn covers(lanes: &[Lane], mask: &Key) -> bool {
+    (0..WORDS).all(|i| {
+        let m = mask.word(i);
+        let mut left = m;
+        for l in lanes {
+            if l.a == i {
+                left &= !l.ma;
+            }
+            if l.b == i {
+                left &= !l.mb;
+            }
+        }
+        left == 0
+    })
+}
+
 #[inline]
-fn gather<const W: usize>(key: &Key, words: &[usize; W]) -> [u64; W] {
+fn gather<const W: usize>(key: &Key, lanes: &[Lane; W]) -> [u64; W] {
     let mut out = [0u64; W];
-    for (o, &w) in out.iter_mut().zip(words.iter()) {
-        *o = key.word(w);
+    for (o, l) in out.iter_mut().zip(lanes.iter()) {
+        *o = l.take(|i| key.word(i));
     }
     out
 }
 
 /// A key from gathered words (the rest zero).
-fn scatter<const W: usize>(g: &[u64; W], words: &[usize; W]) -> Key {
+fn scatter<const W: usize>(g: &[u64; W], lanes: &[Lane; W]) -> Key {
     let mut k = Key::default();
-    for (v, &w) in g.iter().zip(words.iter()) {
-        k.0[w * 8..w * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+    for (v, l) in g.iter().zip(lanes.iter()) {
+        for (w, m) in [(l.a, l.ma), (l.b, l.mb)] {
+            if m != 0 {
+                let old = k.word(w);
+                k.0[w * 8..w * 8 + 8].copy_from_slice(&(old | v & m).to_ne_bytes());
+            }
+        }
     }
     k
 }
@@ -980,10 +1032,10 @@ impl<const W: usize> ChainT<W> {
 
 impl<const W: usize> Tables<W> {
     fn build(
-        words: [usize; W],
+        lanes: [Lane; W],
         rules: impl Iterator<Item = (Arc<Installed>, Key, Key)>,
     ) -> Tables<W> {
-        let mut t = Tables { words, chains: Vec::new() };
+        let mut t = Tables { lanes, chains: Vec::new() };
         for (r, key, mask) in rules {
             // Not published yet: nothing reads the stores.
             t.insert_in_place(r, &key, &mask, true);
@@ -1025,10 +1077,10 @@ impl<const W: usize> Tables<W> {
     /// published version must not see before its own publication (its mirred device or
     /// the layers it reads are not in that version yet).
     fn insert_in_place(&mut self, r: Arc<Installed>, key: &Key, mask: &Key, share: bool) -> bool {
-        let words = self.words;
+        let lanes = self.lanes;
         let ch = self.chain_mut(r.chain);
-        let gk = gather(key, &words);
-        let gm = gather(mask, &words);
+        let gk = gather(key, &lanes);
+        let gm = gather(mask, &lanes);
         let h = hash_words(&gk);
         // The writer's record of where the rule is (a delete's search).
         r.hash.store(h, Ordering::Relaxed);
@@ -1068,14 +1120,14 @@ impl<const W: usize> Tables<W> {
     /// its chain and subtable exist and the rule does not better the subtable's best.
     fn insert_shared(&self, r: Arc<Installed>, c: &Compiled) -> Result<(), Arc<Installed>> {
         let Some(ch) = self.chain(r.chain) else { return Err(r) };
-        let gm = gather(&c.mask, &self.words);
+        let gm = gather(&c.mask, &self.lanes);
         let Some(st) = ch.subtables.iter().find(|s| s.fits(&gm, r.range_flags())) else {
             return Err(r);
         };
         if r.rank() < st.best {
             return Err(r);
         }
-        let gk = gather(&c.key, &self.words);
+        let gk = gather(&c.key, &self.lanes);
         let h = hash_words(&gk);
         r.hash.store(h, Ordering::Relaxed);
         // Before the slot's store: a lookup that finds the slot visits the subtable.
@@ -1090,7 +1142,7 @@ impl<const W: usize> Tables<W> {
     /// or its store rebuilt).
     fn remove_shared(&self, r: &Installed, mask: &Key) -> Option<Option<Tables<W>>> {
         let ch = self.chain(r.chain)?;
-        let gm = gather(mask, &self.words);
+        let gm = gather(mask, &self.lanes);
         let i = ch.subtables.iter().position(|s| s.fits(&gm, r.range_flags()))?;
         let st = &ch.subtables[i];
         let h = r.hash.load(Ordering::Relaxed);
@@ -1119,7 +1171,7 @@ impl<const W: usize> Tables<W> {
 
     fn lookup(&self, chain: u32, key: &Key, after: Option<(u32, u64)>) -> Option<&Installed> {
         let ch = self.chain(chain)?;
-        ch.lookup(key, &gather(key, &self.words), after)
+        ch.lookup(key, &gather(key, &self.lanes), after)
     }
 
     /// The words these tables read of a frame's key: for the common frame straight from
@@ -1134,12 +1186,12 @@ impl<const W: usize> Tables<W> {
             Some(pw) => {
                 pw.put(plain);
                 let mut g = [0u64; W];
-                for (o, &w) in g.iter_mut().zip(self.words.iter()) {
-                    *o = plain[w & 15];
+                for (o, l) in g.iter_mut().zip(self.lanes.iter()) {
+                    *o = l.take(|i| plain[i & 15]);
                 }
                 g
             }
-            None => gather(&extract(p, indev, need).0, &self.words),
+            None => gather(&extract(p, indev, need).0, &self.lanes),
         }
     }
 
@@ -1184,7 +1236,7 @@ impl<const W: usize> Tables<W> {
     ) {
         let mut g = [[0u64; W]; BATCH];
         for (gj, &i) in g.iter_mut().zip(pick) {
-            *gj = gather(&keys[usize::from(i)], &self.words);
+            *gj = gather(&keys[usize::from(i)], &self.lanes);
         }
         let full = |j: usize| keys[usize::from(pick[j])];
         self.lookup_batch(&g, pick.len(), &full, out, shard);
@@ -1425,7 +1477,7 @@ impl<const W: usize> Tables<W> {
     fn rules_with_keys(&self) -> impl Iterator<Item = (Arc<Installed>, Key)> + '_ {
         self.chains.iter().flat_map(|(_, c)| c.subtables.iter()).flat_map(move |st| {
             st.store.live_entries().flat_map(move |e| {
-                let key = scatter(&e.key, &self.words);
+                let key = scatter(&e.key, &self.lanes);
                 e.rules.as_slice().iter().map(move |r| (r.clone(), key))
             })
         })
@@ -1502,38 +1554,93 @@ fn next_version_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The words a set of masks touches, as a width the lookups are compiled for.
-fn width_for(masks: &[Key], full: bool) -> Vec<usize> {
-    if full {
-        return (0..WORDS).collect();
+/// The width class the lookups are compiled for that holds `n` gathered words.
+fn width_class(n: usize) -> usize {
+    match n {
+        0..=1 => 1,
+        2 => 2,
+        3..=4 => 4,
+        5..=8 => 8,
+        _ => WORDS,
     }
-    (0..WORDS).filter(|&w| masks.iter().any(|m| m.word(w) != 0)).collect()
+}
+
+/// The lanes for a set of masks: the words they touch, each alone, or packed two to a lane
+/// where the bytes they touch are disjoint, when that makes the width class smaller (a
+/// packed lane costs two loads and ands a packet more, and a rule touching a new byte of
+/// its words rebuilds the tables).
+fn plan(masks: &[Key], full: bool) -> Vec<Lane> {
+    if full {
+        return (0..WORDS).map(Lane::alone).collect();
+    }
+    let words: Vec<usize> = (0..WORDS).filter(|&w| masks.iter().any(|m| m.word(w) != 0)).collect();
+    // Per word, its touched bytes as a mask of whole bytes.
+    let bytes = |w: usize| {
+        let mut b = [0u8; 8];
+        for m in masks {
+            for (o, &x) in b.iter_mut().zip(m.word(w).to_ne_bytes().iter()) {
+                *o |= if x != 0 { 0xff } else { 0 };
+            }
+        }
+        u64::from_ne_bytes(b)
+    };
+    let touched: Vec<u64> = words.iter().map(|&w| bytes(w)).collect();
+    let mut taken = vec![false; words.len()];
+    let mut packed = Vec::new();
+    for i in 0..words.len() {
+        if taken[i] {
+            continue;
+        }
+        taken[i] = true;
+        let mate = (i + 1..words.len()).find(|&j| !taken[j] && touched[i] & touched[j] == 0);
+        packed.push(match mate {
+            Some(j) => {
+                taken[j] = true;
+                Lane { a: words[i], ma: touched[i], b: words[j], mb: touched[j] }
+            }
+            None => Lane::alone(words[i]),
+        });
+    }
+    if width_class(packed.len()) < width_class(words.len()) {
+        packed
+    } else {
+        words.into_iter().map(Lane::alone).collect()
+    }
 }
 
 /// Tables for `rules`, compiled one at a time (no list of every compiled rule: 238 bytes
 /// a rule at the peak of a build).
 fn build_tables(
-    words: &[usize],
+    lanes: &[Lane],
     rules: impl Iterator<Item = (Arc<Installed>, Key, Key)>,
 ) -> AnyTables {
-    fn arr<const W: usize>(words: &[usize]) -> [usize; W] {
-        let mut a = [words.first().copied().unwrap_or(0); W];
-        for (o, &w) in a.iter_mut().zip(words) {
-            *o = w;
+    fn arr<const W: usize>(lanes: &[Lane]) -> [Lane; W] {
+        let mut a = [Lane::NONE; W];
+        for (o, &l) in a.iter_mut().zip(lanes) {
+            *o = l;
         }
         a
     }
-    match words.len() {
-        0..=1 => AnyTables::W1(Tables::build(arr(words), rules)),
-        2 => AnyTables::W2(Tables::build(arr(words), rules)),
-        3..=4 => AnyTables::W4(Tables::build(arr(words), rules)),
-        5..=8 => AnyTables::W8(Tables::build(arr(words), rules)),
-        _ => AnyTables::W14(Tables::build(arr(words), rules)),
+    match width_class(lanes.len()) {
+        1 => AnyTables::W1(Tables::build(arr(lanes), rules)),
+        2 => AnyTables::W2(Tables::build(arr(lanes), rules)),
+        4 => AnyTables::W4(Tables::build(arr(lanes), rules)),
+        8 => AnyTables::W8(Tables::build(arr(lanes), rules)),
+        _ => AnyTables::W14(Tables::build(arr(lanes), rules)),
     }
 }
 
+/// The key words the tables read, each once.
 fn tables_words(t: &AnyTables) -> Vec<usize> {
-    dispatch!(t, x => x.words.to_vec())
+    let mut v = Vec::new();
+    dispatch!(t, x => for l in &x.lanes {
+        for (w, m) in [(l.a, l.ma), (l.b, l.mb)] {
+            if m != 0 && !v.contains(&w) {
+                v.push(w);
+            }
+        }
+    });
+    v
 }
 
 impl Classifier {
@@ -1562,7 +1669,7 @@ impl Classifier {
             }
             need = need.union(c.need);
         }
-        let words = width_for(&[union], full_width);
+        let lanes = plan(&[union], full_width);
         // Pass 2: install, compiling again rule by rule.
         let mut rules = Installs::default();
         let mut interner = Interner::default();
@@ -1572,7 +1679,7 @@ impl Classifier {
             rules.push(i as u64, installed.clone());
             (installed, c.key, c.mask)
         });
-        let tables = build_tables(&words, all);
+        let tables = build_tables(&lanes, all);
         let version = Version {
             id: next_version_id(),
             edits: Arc::new(AtomicU64::new(0)),
@@ -1618,7 +1725,7 @@ impl Classifier {
 
     /// Words of the key the lookups gather.
     pub fn width(&self) -> usize {
-        dispatch!(&self.snapshot().tables, t => t.words.len())
+        dispatch!(&self.snapshot().tables, t => t.lanes.len())
     }
 
     /// Subtables and the bytes of their slot arrays.
@@ -1696,9 +1803,7 @@ impl Classifier {
         let installed = Arc::new(w.interner.install(&rule, prio, seq, &compiled, &w.devices));
         w.rules.push(seq, installed.clone());
         let cur = &*w.current;
-        let fits = self.full_width
-            || dispatch!(&cur.tables, t => (0..WORDS)
-                .all(|i| compiled.mask.word(i) == 0 || t.words.contains(&i)));
+        let fits = self.full_width || dispatch!(&cur.tables, t => covers(&t.lanes, &compiled.mask));
         // Whether the published version may see the rule before the new one is out (it
         // knows the rule's devices, indevs and layers).
         let share =
@@ -1731,7 +1836,7 @@ impl Classifier {
             ids.sort_unstable();
             ids.dedup();
             let masks: Vec<Key> = ids.iter().map(|&i| *w.interner.mask(i)).collect();
-            let words = width_for(&masks, false);
+            let lanes = plan(&masks, false);
             let interner = &w.interner;
             let new = std::iter::once((installed.clone(), compiled.key));
             let with_mask = |(r, k): (Arc<Installed>, Key)| {
@@ -1739,7 +1844,7 @@ impl Classifier {
                 (r, k, m)
             };
             dispatch!(&cur.tables, x => build_tables(
-                &words,
+                &lanes,
                 x.rules_with_keys().chain(new).map(with_mask),
             ))
         };

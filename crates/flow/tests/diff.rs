@@ -598,3 +598,147 @@ fn in_place_insert_is_seen_before_and_after_the_prefilters_learn_it() {
     classifier.rerank();
     assert_eq!(lines(&run_classifier(&classifier, &frames, &[0])), want, "refreshed");
 }
+
+/// A UDP frame (untagged IPv4, 20-byte header: the batch path's common frame).
+fn udp(src: u32, dst: u32, sport: u16, dport: u16, tos: u8) -> Vec<u8> {
+    let mut f = ipv4_pair(src, dst);
+    f.resize(42, 0);
+    f[15] = tos;
+    f[16..18].copy_from_slice(&28u16.to_be_bytes());
+    f[22] = 64;
+    f[23] = 17;
+    f[34..36].copy_from_slice(&sport.to_be_bytes());
+    f[36..38].copy_from_slice(&dport.to_be_bytes());
+    f[38..40].copy_from_slice(&8u16.to_be_bytes());
+    f
+}
+
+/// Packed lanes: the bench's fields (protocol, addresses, destination port: key words 0, 4
+/// and 9) are gathered in 2 words, word 0's and word 9's touched bytes sharing one. A rule
+/// with a new byte in a packed word (src_port) must not go into the tables as they are (its
+/// port bytes would be lost): the tables are rebuilt on a new plan; one whose bytes collide
+/// with the other word's (ip_tos, beside ip_proto) unpacks them (width 4). Checked against
+/// the reference after each insert, over frames that hit at the batches' ends and starts,
+/// the last batch short; then while packets flow, rules that change the plan go in below
+/// the rules the packets match, and no verdict changes.
+#[test]
+fn packed_lanes_follow_the_rules_fields() {
+    let mut rng = SplitMix64::new(0x9ac4);
+    let mut set = RuleSet::new();
+    let mut specs = Vec::new();
+    for i in 0..200usize {
+        let (src, dst) = (rng.u32() & 0xffff_ff00, rng.u32());
+        let port = 1 + (rng.u32() % 60000) as u16;
+        let text = format!(
+            "prio 10 protocol ip flower ip_proto udp src_ip {}/24 dst_ip {} dst_port {port} action drop",
+            std::net::Ipv4Addr::from(src),
+            std::net::Ipv4Addr::from(dst)
+        );
+        set.push(weir_flow::rule::parse_rule(&text, i + 1).unwrap()).unwrap();
+        specs.push((src, dst, port));
+    }
+    let classifier = Classifier::new(&set);
+    assert_eq!(classifier.width(), 2, "the bench's fields packed");
+    let frames_for = |rng: &mut SplitMix64, specs: &[(u32, u32, u16)], sport: u16| {
+        let mut out = Vec::new();
+        for &(src, dst, port) in specs {
+            let s = src | (rng.u32() & 0xff);
+            let sp = if rng.chance(50) { sport } else { rng.u16() };
+            let tos = if rng.chance(50) { 0x10 } else { 0 };
+            out.push(udp(s, dst, sp, port, tos));
+            // The other word's bytes in a packed lane must not leak: another port, another
+            // protocol, the same addresses.
+            out.push(udp(s, dst, sp, port ^ 0x0100, tos));
+            let mut other = udp(s, dst, sp, port, tos);
+            other[23] = 6;
+            out.push(other);
+        }
+        out.truncate(out.len() / BATCH * BATCH - 3);
+        out
+    };
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let sport = 4242u16;
+    let steps = [
+        // A new byte of word 9 (src_port), disjoint from word 0's: packed still, rebuilt.
+        (format!("prio 5 protocol ip flower ip_proto udp src_port {sport} action pass"), 2),
+        // ip_tos is byte 6 of word 9, where word 0 has ip_proto: unpacked.
+        ("prio 3 protocol ip flower ip_proto udp ip_tos 0x10 action pass".to_string(), 4),
+    ];
+    let mut matched = [0usize; 3];
+    for (n, (text, width)) in steps.iter().enumerate() {
+        let frames = frames_for(&mut rng, &specs, sport);
+        let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
+        assert_eq!(lines(&run_classifier(&classifier, &frames, &[0])), want, "before step {n}");
+        let r = weir_flow::rule::parse_rule(text, 1000 + n).unwrap();
+        classifier.insert(r.clone()).unwrap();
+        set.push(r).unwrap();
+        assert_eq!(classifier.width(), *width, "step {n}");
+        let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
+        assert_eq!(lines(&run_classifier(&classifier, &frames, &[0])), want, "after step {n}");
+        for l in want.iter().flatten() {
+            matched[usize::from(*l >= 1000) + usize::from(*l == 1001)] += 1;
+        }
+    }
+    assert!(matched.iter().all(|&m| m > 50), "matches by kind {matched:?}: the check is empty");
+
+    // While packets flow: a classifier packed again, rules no frame here matches (source
+    // 198.18/16) that move the plan (src_port: packed, rebuilt; tcp_flags: bytes 4-5 of word 9, beside
+    // eth_type: unpacked), and deleted again.
+    let base: RuleSet = {
+        let mut s = RuleSet::new();
+        for r in set.rules.iter().take(200) {
+            s.push(r.clone()).unwrap();
+        }
+        s
+    };
+    let classifier = Classifier::new(&base);
+    assert_eq!(classifier.width(), 2);
+    let frames = frames_for(&mut rng, &specs, sport);
+    let before = run_classifier(&classifier, &frames, &[0]);
+    assert!(before.iter().filter(|s| s.0.line.is_some()).count() > 100);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Stops the lookups however this thread ends (a panic here ends the test).
+            struct Done<'a>(&'a AtomicBool);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+            let _done = Done(&stop);
+            let mut ids = Vec::new();
+            for i in 0..600u32 {
+                let text = match i % 3 {
+                    0 => format!(
+                        "prio 50 protocol ip flower ip_proto udp src_ip 198.18.0.0/16 src_port {} action pass",
+                        1 + i
+                    ),
+                    1 => format!(
+                        "prio 60 protocol ip flower ip_proto tcp src_ip 198.18.0.0/16 tcp_flags {:#x} action pass",
+                        i % 64
+                    ),
+                    _ => format!(
+                        "prio 70 protocol ip flower ip_proto udp src_ip 198.18.0.0/16 dst_port {} action pass",
+                        1 + i
+                    ),
+                };
+                let rule = weir_flow::rule::parse_rule(&text, 2000 + i as usize).unwrap();
+                ids.push(classifier.insert(rule).unwrap());
+                if i % 5 == 4 {
+                    assert!(classifier.delete(ids.swap_remove(0)));
+                }
+            }
+        });
+        let mut rounds = 0;
+        while !stop.load(Ordering::Relaxed) || rounds == 0 {
+            let now = run_classifier(&classifier, &frames, &[0]);
+            for (i, (x, y)) in before.iter().zip(&now).enumerate() {
+                assert_eq!(x.0.line, y.0.line, "packet {i}, pass {rounds}");
+            }
+            rounds += 1;
+        }
+        println!("{rounds} passes over the packets while 600 rules went in");
+    });
+    assert_eq!(classifier.width(), 4);
+}
