@@ -40,6 +40,20 @@ impl Scratch {
     }
 }
 
+/// A scratch directory reads as its path (`&dir` wherever a `&Path` is asked for).
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         if !std::thread::panicking() {

@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 
 use weir_runtime::capture::CaptureReader;
 use weir_runtime::source::PacketSource;
-use weir_testkit::Packet;
+use weir_testkit::{Packet, Scratch};
 
 use crate::common::{have_tcpdump, path, sample, text, weir, weir_stdin};
 
@@ -30,36 +30,9 @@ const HANDLED: &str = "(ip and (tcp or udp or icmp)) \
         and (arp[6:2] = 1 or arp[6:2] = 2 or arp[6:2] = 3 or arp[6:2] = 4 \
             or arp[6:2] = 8 or arp[6:2] = 9))";
 
-/// A fresh directory for one test, removed when the test passes (kept for a look when it
-/// fails).
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
+/// A fresh directory for one test (testkit's [`Scratch`], named after this file and the test).
 fn scratch(test: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("weir-filter-test-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    Scratch::new(&format!("filter-test-{test}"))
 }
 
 fn tcpdump(args: &[&str]) -> Output {
@@ -125,7 +98,7 @@ fn count_equals_what_tcpdump_keeps() {
     }
     let dir = scratch("count");
     for (i, expr) in EXPRESSIONS.iter().enumerate() {
-        let kept = dir.join(format!("kept{i}.pcap"));
+        let kept = dir.join(&format!("kept{i}.pcap"));
         tcpdump_keep(&sample(), expr, &kept);
         let expected = records(&kept).len();
         let out = weir(&["filter", "-r", &sample(), "--count", expr]);
@@ -146,8 +119,8 @@ fn written_packets_equal_what_tcpdump_keeps() {
     let dir = scratch("write");
     let original = std::fs::read(sample()).unwrap();
     for (i, expr) in EXPRESSIONS.iter().enumerate() {
-        let kept = dir.join(format!("kept{i}.pcap"));
-        let ours = dir.join(format!("ours{i}.pcap"));
+        let kept = dir.join(&format!("kept{i}.pcap"));
+        let ours = dir.join(&format!("ours{i}.pcap"));
         tcpdump_keep(&sample(), expr, &kept);
         let out = weir(&["filter", "-r", &sample(), "-w", path(&ours), expr]);
         assert!(out.status.success(), "{expr}: {}", text(&out.stderr));
@@ -373,7 +346,7 @@ fn lines_match_tcpdump_on_a_generated_corpus_and_other_link_types() {
     for (linktype, min_lines) in
         [(113, 500), (101, 400), (0, 400), (108, 400), (228, 200), (229, 100)]
     {
-        let file = dir.join(format!("corpus-{linktype}.pcap"));
+        let file = dir.join(&format!("corpus-{linktype}.pcap"));
         weir_testkit::write_pcap(&file, linktype, &reframe(&packets, linktype)).unwrap();
         compare_handled(&file, &dir, min_lines, &format!("corpus-linktype-{linktype}"));
     }
@@ -703,7 +676,7 @@ fn damaged_captures_report_the_place_and_keep_what_came_before() {
         let lines = weir(&["filter", "-r", path(&file)]);
         assert_eq!(text(&lines.stdout).lines().count(), complete);
         // -w keeps the good prefix as a complete capture and says so.
-        let kept = dir.join(format!("kept{cut}.pcap"));
+        let kept = dir.join(&format!("kept{cut}.pcap"));
         let written = weir(&["filter", "-r", path(&file), "-w", path(&kept), "ip"]);
         assert_eq!(written.status.code(), Some(1));
         let err = text(&written.stderr);
@@ -716,7 +689,7 @@ fn damaged_captures_report_the_place_and_keep_what_came_before() {
         let expected = weir(&["filter", "-r", path(&file), "--count", "ip"]);
         assert_eq!(text(&expected.stdout), format!("{}\n", prefix.len()));
         if have_tcpdump("damaged captures (tcpdump cross-check)") {
-            let theirs = dir.join(format!("theirs{cut}.pcap"));
+            let theirs = dir.join(&format!("theirs{cut}.pcap"));
             let _ = Command::new("tcpdump")
                 .args(["-r", path(&file), "-w", path(&theirs), "ip"])
                 .output();
@@ -754,7 +727,7 @@ fn wrong_magic_and_absurd_lengths_are_errors_with_a_place() {
         let mut damaged = bytes.clone();
         // The captured length of record 6.
         damaged[sixth + 8..sixth + 12].copy_from_slice(&absurd.to_le_bytes());
-        let file = dir.join(format!("absurd{absurd}.pcap"));
+        let file = dir.join(&format!("absurd{absurd}.pcap"));
         std::fs::write(&file, &damaged).unwrap();
         let out = weir(&["filter", "-r", path(&file), "--count"]);
         let err = text(&out.stderr);
@@ -1085,7 +1058,7 @@ fn two_threads_and_one_give_the_same_results() {
         let outs: Vec<(Output, Vec<u8>)> = ["1", "2"]
             .iter()
             .map(|threads| {
-                let out = dir.join(format!("out-{threads}.pcap"));
+                let out = dir.join(&format!("out-{threads}.pcap"));
                 let done =
                     run(threads, &["filter", "-r", input, "-w", out.to_str().unwrap(), expr]);
                 (done, std::fs::read(&out).unwrap())
@@ -1101,7 +1074,7 @@ fn two_threads_and_one_give_the_same_results() {
                 let files: Vec<Vec<u8>> = [true, false]
                     .iter()
                     .map(|&each| {
-                        let out = dir.join(format!("out-{threads}-{each}.pcap"));
+                        let out = dir.join(&format!("out-{threads}-{each}.pcap"));
                         let mut args = vec!["filter", "-r", input, "-w", out.to_str().unwrap()];
                         if each {
                             args.push("-U");

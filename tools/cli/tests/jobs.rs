@@ -7,25 +7,15 @@ use std::process::Command;
 
 use weir_runtime::capture::CaptureReader;
 use weir_runtime::source::PacketSource;
-use weir_testkit::{corpus, write_pcap, Packet};
+use weir_testkit::{corpus, write_pcap, Packet, Scratch};
 
 use crate::common::{have, path, text, weir};
 
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
+/// A fresh directory for one test (testkit's [`Scratch`]) with an empty `in/` for the inputs.
 fn scratch(test: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("weir-jobs-test-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new(&format!("jobs-test-{test}"));
     std::fs::create_dir_all(dir.join("in")).unwrap();
-    Scratch(dir)
+    dir
 }
 
 /// Three captures whose timestamps interleave (file `f`'s packet `i` at
@@ -76,7 +66,7 @@ const FILTERS: &[&str] = &["tcp", "udp and not port 53", "ip6 or vlan", "tcp[13]
 #[test]
 fn counts_are_the_sum_of_single_file_runs_and_of_tcpdump() {
     let dir = scratch("counts");
-    let files = captures(&dir.0);
+    let files = captures(dir.path());
     let tcpdump = have("tcpdump", "counts_are_the_sum_of_single_file_runs_and_of_tcpdump");
     for expr in FILTERS {
         let mut single = 0u64;
@@ -86,7 +76,7 @@ fn counts_are_the_sum_of_single_file_runs_and_of_tcpdump() {
             assert!(out.status.success(), "{}", text(&out.stderr));
             single += text(&out.stdout).trim().parse::<u64>().unwrap();
             if tcpdump {
-                let kept = dir.0.join("tcpdump.pcap");
+                let kept = dir.join("tcpdump.pcap");
                 let out = Command::new("tcpdump")
                     .args(["-r", path(file), "-w", path(&kept), expr])
                     .output()
@@ -106,7 +96,7 @@ fn counts_are_the_sum_of_single_file_runs_and_of_tcpdump() {
             assert_eq!(text(&out.stdout).trim(), single.to_string(), "{expr} --jobs {jobs}");
         }
         // A directory stands for its files.
-        let out = weir(&["filter", "--count", "-r", path(&dir.0.join("in")), expr]);
+        let out = weir(&["filter", "--count", "-r", path(&dir.join("in")), expr]);
         assert_eq!(text(&out.stdout).trim(), single.to_string(), "{expr} (directory)");
     }
 }
@@ -118,24 +108,16 @@ fn written_output_is_tcpdump_selections_merged_in_timestamp_order() {
         return;
     }
     let dir = scratch("merge");
-    let files = captures(&dir.0);
+    let files = captures(dir.path());
     let expr = "tcp or (udp and port 53)";
-    let out_file = dir.0.join("out.pcap");
-    let out = weir(&[
-        "filter",
-        "--jobs",
-        "2",
-        "-r",
-        path(&dir.0.join("in")),
-        "-w",
-        path(&out_file),
-        expr,
-    ]);
+    let out_file = dir.join("out.pcap");
+    let out =
+        weir(&["filter", "--jobs", "2", "-r", path(&dir.join("in")), "-w", path(&out_file), expr]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let mut selections = Vec::new();
     let mut kept_files = Vec::new();
     for (f, file) in files.iter().enumerate() {
-        let kept = dir.0.join(format!("tcpdump{f}.pcap"));
+        let kept = dir.join(&format!("tcpdump{f}.pcap"));
         let out = Command::new("tcpdump")
             .args(["-r", path(file), "-w", path(&kept), expr])
             .output()
@@ -153,7 +135,7 @@ fn written_output_is_tcpdump_selections_merged_in_timestamp_order() {
     assert!(ours.windows(2).any(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1)));
 
     if have("mergecap", test) {
-        let theirs = dir.0.join("mergecap.pcap");
+        let theirs = dir.join("mergecap.pcap");
         let mut args = vec!["-F", "pcap", "-w", path(&theirs)];
         args.extend(kept_files.iter().map(|p| path(p)));
         let out = Command::new("mergecap").args(&args).output().unwrap();
@@ -192,16 +174,16 @@ fn written_output_is_tcpdump_selections_merged_in_timestamp_order() {
     singles.sort_by(|a, b| (&a.2[..15], a.0, a.1).cmp(&(&b.2[..15], b.0, b.1)));
     let want: Vec<&str> = singles.iter().map(|s| s.2.as_str()).collect();
     assert_eq!(printed.lines().collect::<Vec<_>>(), want);
-    let first = weir(&["filter", "-c", "7", "-r", path(&dir.0.join("in")), expr]);
+    let first = weir(&["filter", "-c", "7", "-r", path(&dir.join("in")), expr]);
     assert_eq!(text(&first.stdout).lines().collect::<Vec<_>>(), want[..7].to_vec());
 }
 
 #[test]
 fn bad_inputs_are_refused_before_any_output() {
     let dir = scratch("bad");
-    let files = captures(&dir.0);
-    let out_file = dir.0.join("out.pcap");
-    let missing = dir.0.join("missing.pcap");
+    let files = captures(dir.path());
+    let out_file = dir.join("out.pcap");
+    let missing = dir.join("missing.pcap");
     let out = weir(&[
         "filter",
         "-r",
@@ -246,10 +228,10 @@ fn bad_inputs_are_refused_before_any_output() {
     assert_eq!(records(&files[1]).len(), 850, "the input was not overwritten");
 
     // A damaged file: the others are processed, the damage named, exit status 1.
-    let damaged = dir.0.join("in").join("part9.pcap");
+    let damaged = dir.join("in").join("part9.pcap");
     let bytes = std::fs::read(&files[0]).unwrap();
     std::fs::write(&damaged, &bytes[..bytes.len() / 2 + 7]).unwrap();
-    let out = weir(&["filter", "--count", "-r", path(&dir.0.join("in")), "ip"]);
+    let out = weir(&["filter", "--count", "-r", path(&dir.join("in")), "ip"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("part9.pcap: record") && stderr.contains("stopped there"), "{stderr}");
@@ -265,10 +247,10 @@ fn bad_inputs_are_refused_before_any_output() {
     let total: u64 = text(&out.stdout).trim().parse().unwrap();
     assert!(total > whole && total < whole + 700, "{total} vs {whole}");
     // No scratch directory left behind beside the output.
-    let out = weir(&["filter", "-r", path(&dir.0.join("in")), "-w", path(&out_file), "ip"]);
+    let out = weir(&["filter", "-r", path(&dir.join("in")), "-w", path(&out_file), "ip"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out_file.exists());
-    let leftovers: Vec<_> = std::fs::read_dir(&dir.0)
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
         .filter(|e| e.file_name().to_string_lossy().starts_with(".weir-parts"))
@@ -287,14 +269,14 @@ fn object(name: &str) -> String {
 #[test]
 fn run_sums_verdicts_shares_maps_and_merges_passed_packets() {
     let dir = scratch("run");
-    let files = captures(&dir.0);
+    let files = captures(dir.path());
     let counter = object("xdp_counter.o");
     let (a, b) = (path(&files[0]), path(&files[1]));
     // The maps after the two files one after the other (the second run starting from the
     // first's maps) are the maps after both at once: the counting map is shared.
-    let m1 = dir.0.join("m1.json");
-    let m2 = dir.0.join("m2.json");
-    let both = dir.0.join("both.json");
+    let m1 = dir.join("m1.json");
+    let m2 = dir.join("m2.json");
+    let both = dir.join("both.json");
     // xdp_counter.o inserts a missing key with `BPF_NOEXIST` and does not retry, so two
     // threads meeting a new protocol at once lose a count, as two of the kernel's CPUs
     // would (seen in CI): every key starts at 0, and only the atomic adds are compared.
@@ -306,13 +288,13 @@ fn run_sums_verdicts_shares_maps_and_merges_passed_packets() {
             )
         })
         .collect();
-    let seed = dir.0.join("seed.json");
+    let seed = dir.join("seed.json");
     std::fs::write(&seed, format!(r#"{{"proto_count":[{}]}}"#, zeros.join(","))).unwrap();
     let one = weir(&["run", &counter, "-r", a, "--maps-in", path(&seed), "--maps-out", path(&m1)]);
     assert!(one.status.success(), "{}", text(&one.stderr));
     let two = weir(&["run", &counter, "-r", b, "--maps-in", path(&m1), "--maps-out", path(&m2)]);
     assert!(two.status.success(), "{}", text(&two.stderr));
-    let out_file = dir.0.join("passed.pcap");
+    let out_file = dir.join("passed.pcap");
     let many = weir(&[
         "run",
         &counter,
@@ -335,7 +317,7 @@ fn run_sums_verdicts_shares_maps_and_merges_passed_packets() {
     // Passed packets: each file's own -w output, merged in timestamp order.
     let mut singles = Vec::new();
     for (f, file) in [a, b].iter().enumerate() {
-        let single = dir.0.join(format!("single{f}.pcap"));
+        let single = dir.join(&format!("single{f}.pcap"));
         let out = weir(&["run", &counter, "-r", file, "-w", path(&single)]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         singles.push(records(&single));
@@ -362,10 +344,10 @@ fn a_signal_removes_the_parts_directory() {
     use std::os::unix::process::ExitStatusExt;
     use std::time::{Duration, Instant};
     let dir = scratch("signal");
-    let files = captures(&dir.0);
+    let files = captures(dir.path());
     // The second input is a FIFO that gives a pcap header and then nothing: its worker
     // waits for packets while the first file's part is complete beside the output.
-    let fifo = dir.0.join("in").join("fifo");
+    let fifo = dir.join("in").join("fifo");
     let c_fifo = std::ffi::CString::new(path(&fifo)).unwrap();
     // SAFETY: mkfifo reads a NUL-terminated path; no other memory is involved.
     assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
@@ -376,7 +358,7 @@ fn a_signal_removes_the_parts_directory() {
         vec!["run", counter.as_str(), "--jobs", "2", "--no-verify"],
     ];
     for args in commands {
-        let out = dir.0.join("out.pcap");
+        let out = dir.join("out.pcap");
         let (release, held) = std::sync::mpsc::channel::<()>();
         let fifo_path = fifo.clone();
         let header = header.clone();
@@ -394,7 +376,7 @@ fn a_signal_removes_the_parts_directory() {
         let deadline = Instant::now() + Duration::from_secs(20);
         let part = loop {
             let found =
-                parts_dirs(&dir.0).into_iter().map(|d| d.join("0.part")).find(|p| p.exists());
+                parts_dirs(dir.path()).into_iter().map(|d| d.join("0.part")).find(|p| p.exists());
             if let Some(part) = found {
                 break part;
             }
@@ -418,7 +400,7 @@ fn a_signal_removes_the_parts_directory() {
         drop(release);
         writer.join().unwrap();
         assert_eq!(status.signal(), Some(libc::SIGTERM), "{args:?}: {status:?}");
-        assert_eq!(parts_dirs(&dir.0), Vec::<PathBuf>::new(), "{args:?}: parts left behind");
+        assert_eq!(parts_dirs(dir.path()), Vec::<PathBuf>::new(), "{args:?}: parts left behind");
         assert!(!out.exists(), "{args:?}: a partial output");
     }
 }
@@ -429,14 +411,14 @@ fn a_signal_removes_the_parts_directory() {
 #[test]
 fn relative_output_keeps_its_parts_beside_it() {
     let dir = scratch("relative");
-    let files = captures(&dir.0);
+    let files = captures(dir.path());
     let counter = object("xdp_counter.o");
     let commands: [Vec<&str>; 2] = [
         vec!["filter", "--jobs", "2", "tcp"],
         vec!["run", counter.as_str(), "--jobs", "2", "--no-verify"],
     ];
     for (n, args) in commands.iter().enumerate() {
-        let absolute = dir.0.join(format!("absolute{n}.pcap"));
+        let absolute = dir.join(&format!("absolute{n}.pcap"));
         let out = weir(
             &[
                 args.as_slice(),
@@ -449,14 +431,14 @@ fn relative_output_keeps_its_parts_beside_it() {
         let out = Command::new(env!("CARGO_BIN_EXE_weir"))
             .args(args)
             .args(["-r", path(&files[0]), "-r", path(&files[1]), "-w", &relative])
-            .current_dir(&dir.0)
-            .env("TMPDIR", dir.0.join("no-such-tmp"))
+            .current_dir(dir.path())
+            .env("TMPDIR", dir.join("no-such-tmp"))
             .output()
             .unwrap();
         assert!(out.status.success(), "{args:?} -w {relative}: {}", text(&out.stderr));
-        let ours = records(&dir.0.join(&relative));
+        let ours = records(&dir.join(&relative));
         assert!(ours.len() > 100, "{args:?}: {} packets written", ours.len());
         assert!(ours == records(&absolute), "{args:?}: -w {relative} differs from -w ABSOLUTE");
-        assert_eq!(parts_dirs(&dir.0), Vec::<PathBuf>::new(), "{args:?}: parts left behind");
+        assert_eq!(parts_dirs(dir.path()), Vec::<PathBuf>::new(), "{args:?}: parts left behind");
     }
 }
