@@ -276,26 +276,21 @@ fn one_mask_batches_agree_with_the_reference() {
         if set.push(r.clone()).is_err() {
             continue;
         }
+        // Each packet's outcome as `want` has it (rules: the set printed on failure).
+        let agree = |want: &[Seen], step: &str, rules: &dyn std::fmt::Display| {
+            let b = run(&classifier);
+            assert_eq!(want.len(), b.len(), "round {round}, {step}: outcomes");
+            for (i, (x, y)) in want.iter().zip(&b).enumerate() {
+                let f = &frames[i];
+                assert_eq!(x.0, y.0, "round {round}, {step}, packet {i} {f:02x?}\nrules:\n{rules}");
+            }
+        };
         let id = classifier.insert(r).unwrap();
         let with = run_reference(&Reference::new(&set), &frames, &indevs);
-        let b = run(&classifier);
-        for (i, (x, y)) in with.iter().zip(&b).enumerate() {
-            assert_eq!(
-                x.0, y.0,
-                "round {round}, inserted, packet {i} {:02x?}\nrules:\n{set}",
-                frames[i]
-            );
-        }
+        agree(&with, "inserted", &set);
         extra_hits += with.iter().filter(|s| s.0.line == Some(10_000)).count();
         assert!(classifier.delete(id));
-        let b = run(&classifier);
-        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-            assert_eq!(
-                x.0, y.0,
-                "round {round}, deleted, packet {i} {:02x?}\nrules:\n{text}",
-                frames[i]
-            );
-        }
+        agree(&a, "deleted", &text);
     }
     // Both one-subtable kinds were met, and rules matched a good share of the packets.
     assert!(one > 30 && ranged > 0, "one subtable: {one} plain, {ranged} with ranges");
