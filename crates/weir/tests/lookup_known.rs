@@ -15,8 +15,8 @@ const MAPS: [(u32, u32); 3] = [(4, 4096), (8, 64), (2, 64)];
 /// 0: map 0, key `k` at r10-4; 1: map 1, key `k | k << 40` at r10-8; 2: map 2, key `k`
 /// at r10-2; 3: map 0, key `k` at r10-4, deleted first and then looked up (NULL: r0 = 9,
 /// unless the delete found nothing: r0 = 10 when the lookup then finds it, which it must
-/// not); 4: as 1, r2 made in two adds; 5: map 0, the key the frame's first 4 bytes (r2
-/// set to the stack first, then to the frame). For cases 0-2, 4 and 5: a value found is incremented and read back (r0 = the new value,
+/// not); 4: as 1, the key at r10-16, r2 made in two adds; 5: map 0, the key the frame's
+/// bytes 8..12 (r2 set to the stack first, then into the frame). For cases 0-2, 4 and 5: a value found is incremented and read back (r0 = the new value,
 /// with `leak` (not for the verifier) the value's guest address in r0's upper half: both
 /// engines must give the same), a
 /// missing key is added with the value 1 (r0 = 7).
@@ -27,7 +27,7 @@ fn object(leak: bool) -> Vec<u8> {
     b.load(Op::LdxW, 2, 1, 0);
     b.load(Op::LdxW, 3, 1, 4);
     b.alu_reg(Op::Mov64Reg, 4, 2);
-    b.alu_imm(Op::Add64Imm, 4, 8);
+    b.alu_imm(Op::Add64Imm, 4, 16);
     b.jump_reg(Op::Jgt64Reg, 4, 3, short);
     b.alu_reg(Op::Mov64Reg, 6, 2);
     b.load(Op::LdxB, 7, 6, 0);
@@ -43,7 +43,7 @@ fn object(leak: bool) -> Vec<u8> {
         (0, 0, -4, Op::StxW, Key::Stack),
         (1, 1, -8, Op::StxDw, Key::Stack),
         (2, 2, -2, Op::StxH, Key::Stack),
-        (4, 1, -8, Op::StxDw, Key::TwoAdds),
+        (4, 1, -16, Op::StxDw, Key::TwoAdds),
         (5, 0, -4, Op::StxW, Key::Packet),
     ];
     for &(case, map, off, store, key) in &shapes {
@@ -133,7 +133,8 @@ enum Key {
     Stack,
     /// The same offset in two adds.
     TwoAdds,
-    /// `r2 = r10; r2 += off`, then `r2 = r6`: the frame's first 4 bytes are the key.
+    /// `r2 = r10; r2 += off`, then `r2 = r6 + 12; r2 += -4`: the frame's bytes 8..12 are
+    /// the key (an address a copy of r10 would make in the frame).
     Packet,
 }
 
@@ -150,7 +151,10 @@ fn key_address(b: &mut ProgramBuilder, key: Key, off: i16) {
         }
         Key::Packet => {
             b.alu_imm(Op::Add64Imm, 2, off);
-            b.alu_reg(Op::Mov64Reg, 2, 6);
+            b.alu_reg(Op::Mov64Reg, 9, 6);
+            b.alu_imm(Op::Add64Imm, 9, 12);
+            b.alu_reg(Op::Mov64Reg, 2, 9);
+            b.alu_imm(Op::Add64Imm, 2, -4);
         }
     }
 }
@@ -159,6 +163,7 @@ fn frame(case: u8, key: u16) -> Vec<u8> {
     let mut f = vec![0u8; 16];
     f[0] = case;
     f[1..3].copy_from_slice(&key.to_ne_bytes());
+    f[8..12].copy_from_slice(&[key as u8 ^ 0x5a, 1, 2, 3]);
     f
 }
 
