@@ -15,7 +15,7 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AliasRegion, InstBuilder, MemFlags, SigRef, Value};
-use weir_isa::ebpf::{Insn, Op};
+use weir_isa::ebpf::{Insn, Op, Operands};
 
 use super::memory::is_atomic;
 use super::{arg, state_flags, Translator};
@@ -50,9 +50,9 @@ pub(super) fn known(insns: &[Insn], start: usize, pc: usize) -> Option<Known> {
         if op == Op::LddwHigh {
             continue;
         }
-        let store = matches!(op.mem_size(), Some(_)) && !op.writes_dst() && !is_atomic(op);
-        let store = store && !matches!(op.spec().map(|s| s.operands), Some(o) if is_legacy(o));
-        if store {
+        // Plain stores write no register (atomics and legacy loads do: below).
+        let legacy = matches!(op.spec().map(|s| s.operands), Some(Operands::Abs | Operands::Ind));
+        if op.mem_size().is_some() && !op.writes_dst() && !is_atomic(op) && !legacy {
             continue;
         }
         if !op.writes_dst() {
@@ -80,10 +80,6 @@ pub(super) fn known(insns: &[Insn], start: usize, pc: usize) -> Option<Known> {
         }
         _ => None,
     }
-}
-
-fn is_legacy(operands: weir_isa::ebpf::Operands) -> bool {
-    matches!(operands, weir_isa::ebpf::Operands::Abs | weir_isa::ebpf::Operands::Ind)
 }
 
 /// The key's bytes on the stack: ordered with the program's own stack stores (guest memory
