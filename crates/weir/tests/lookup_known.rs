@@ -6,6 +6,8 @@
 
 use weir::isa::ebpf::Op;
 use weir::{Engine, Object};
+
+use crate::lookup_direct::verdict;
 use weir_program::{MapSpec, MapType, ProgType, ProgramBuilder, RelocTarget, Relocation};
 
 /// Map 0: 4-byte keys; map 1: 8-byte keys; map 2: 2-byte keys (the trampoline's way).
@@ -24,12 +26,7 @@ fn object(leak: bool) -> Vec<u8> {
     let mut b = ProgramBuilder::new();
     let short = b.new_label();
     let mut relocs = Vec::new();
-    b.load(Op::LdxW, 2, 1, 0);
-    b.load(Op::LdxW, 3, 1, 4);
-    b.alu_reg(Op::Mov64Reg, 4, 2);
-    b.alu_imm(Op::Add64Imm, 4, 16);
-    b.jump_reg(Op::Jgt64Reg, 4, 3, short);
-    b.alu_reg(Op::Mov64Reg, 6, 2);
+    crate::lookup_direct::frame_in_r6(&mut b, 16, short);
     b.load(Op::LdxB, 7, 6, 0);
     b.load(Op::LdxH, 8, 6, 1);
     b.store_imm(Op::StDw, 10, -24, 1);
@@ -191,13 +188,6 @@ fn frames(round: u16) -> Vec<Vec<u8>> {
         out.push(frame(1, key));
     }
     out
-}
-
-fn verdict(outcome: Result<u64, String>) -> String {
-    match outcome {
-        Ok(ret) => format!("{ret}"),
-        Err(t) => format!("trap {t}"),
-    }
 }
 
 /// Three rounds on `engine` (the JIT: each round one batch), the maps changed from
