@@ -162,6 +162,20 @@ impl Abi {
         self.signature(7)
     }
 
+    /// A map's `DirectLookup::find`: `fn(map, cpu, w0, w1) -> FoundElem`, the element and
+    /// the value's host address in the two return registers. `None` where the C calling
+    /// convention returns a two-word struct otherwise (through memory: Windows, s390x).
+    pub(crate) fn direct_find(&self) -> Option<Signature> {
+        let two_registers = cfg!(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))
+            && matches!(self.call_conv, CallConv::SystemV | CallConv::AppleAarch64);
+        if !two_registers {
+            return None;
+        }
+        let mut sig = self.signature(4);
+        sig.returns.push(AbiParam::new(types::I64));
+        Some(sig)
+    }
+
     /// `state::check_store`: `fn(state, addr, size) -> u64`.
     pub(crate) fn store_check(&self) -> Signature {
         self.signature(3)

@@ -23,7 +23,7 @@ use crate::codegen::facts::{Checks, Needs, Plan};
 use crate::codegen::{self, StackShape};
 use crate::guest::{CTX, MEM, PACKET, STACK, STACK_BASE};
 use crate::state::{
-    RunState, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, HELPER_FAILED, HELPER_PANICKED,
+    DirectSlot, RunState, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, HELPER_FAILED, HELPER_PANICKED,
     HELPER_STOPPED, HELPER_UNBOUND,
 };
 use crate::{CompileError, CompileErrorKind, Config};
@@ -513,6 +513,8 @@ impl JitProgram {
         let run = cache.state.get();
         if let Some(env) = batch.env() {
             env.direct_lookups(&mut run.direct);
+            run.slot_table.clear();
+            run.slot_table.extend(run.direct.iter().map(|d| DirectSlot::of(d.as_ref())));
             if run.direct.iter().any(Option::is_some) {
                 run.direct_env = env_address(env);
             }
@@ -523,6 +525,7 @@ impl JitProgram {
     fn drop_direct(&self, cache: &mut Cache) {
         let run = cache.state.get();
         run.direct.clear();
+        run.slot_table.clear();
         run.direct_env = 0;
     }
 
@@ -764,6 +767,9 @@ impl JitProgram {
         // The batch's direct lookups only for the environment they came from.
         let env_addr = env.as_deref().map_or(0, env_address);
         run.direct_on = run.direct_env != 0 && env_addr == run.direct_env;
+        // Generated code's view of the same table: none unless `direct_on`.
+        run.slots = run.slot_table.as_ptr() as u64;
+        run.slot_count = if run.direct_on { run.slot_table.len() as u64 } else { 0 };
         // SAFETY: only the lifetime changes. The environment is borrowed for this whole
         // call, and the kept state lets go of it (`env = None` below) before this function
         // returns or resumes a helper's panic; nothing reads it between runs.
@@ -786,7 +792,9 @@ impl JitProgram {
         // byte per slot, read only below
         // `insns.len()`) and `bindings`; addresses in the map values window come from the
         // environment's `RunEnv::host` and `RunEnv::value_span`, or a `DirectLookup`'s
-        // `find` (`map_lookup_fast`, whose map the batch's table holds), whose contracts
+        // `find` (`map_lookup_fast`, whose map the batch's table holds, or generated code
+        // through `slots`: `slot_table`, built with that table and cleared with it, and
+        // `slot_count` 0 unless `direct_on`, so no slot outlives its map), whose contracts
         // keep them valid while generated code may use them (the value entry is emptied at
         // each helper call and run). The entries of windows without an input are empty (never
         // set). Generated code checks every guest access against those entries before

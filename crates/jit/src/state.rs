@@ -254,6 +254,11 @@ pub(crate) struct RunState<'e> {
     /// Set by [`call_helper`]: how the helper ended and its id.
     pub helper_status: u64,
     pub helper_id: u64,
+    /// Host address of the batch's [`DirectSlot`]s and how many there are (0 when this
+    /// run may not use them: `direct_on` false), read by generated code that calls a
+    /// map's `find` itself (`codegen`'s `direct_lookup`). Set before each run.
+    pub slots: u64,
+    pub slot_count: u64,
     // Rust only from here.
     pub bindings: *const Bindings,
     pub ctx_layout: Option<&'static ContextLayout>,
@@ -267,6 +272,48 @@ pub(crate) struct RunState<'e> {
     pub direct: Vec<Option<DirectLookup>>,
     pub direct_env: usize,
     pub direct_on: bool,
+    /// `direct` as generated code reads it (by map index), built with it once per batch.
+    pub slot_table: Vec<DirectSlot>,
+}
+
+/// One map's [`DirectLookup`] laid out for generated code, which calls `find` itself for a
+/// `bpf_map_lookup_elem` whose map and key it knows when compiling (a key of 4 or 8 bytes
+/// on the running frame): the kernel's `map_gen_lookup`, with the walk left to the map.
+/// `key_size` 0: no direct lookup for this map (the trampoline then answers). The bounds
+/// are the value entry's for the map's `value_len` ([`RegionEntry::set_value`]'s), worked
+/// out once per batch so that a found value costs its entry's stores only.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DirectSlot {
+    pub find: u64,
+    pub map: u64,
+    pub cpu: u64,
+    pub key_size: u64,
+    pub base: u64,
+    pub shift: u64,
+    pub load_bound: [u64; 4],
+    pub store_bound: [u64; 4],
+}
+
+impl DirectSlot {
+    /// The slot of `direct` (the empty slot for `None` or a key of another size: those
+    /// maps' lookups stay with the trampoline, which reads any key size).
+    pub(crate) fn of(direct: Option<&DirectLookup>) -> DirectSlot {
+        let Some(d) = direct.filter(|d| matches!(d.key_size, 4 | 8)) else {
+            return DirectSlot::default();
+        };
+        let bounds = [1, 2, 4, 8].map(|size| bound(d.value_len, size));
+        DirectSlot {
+            find: d.find as usize as u64,
+            map: d.map as u64,
+            cpu: d.cpu,
+            key_size: u64::from(d.key_size),
+            base: d.base,
+            shift: u64::from(d.shift),
+            load_bound: bounds,
+            store_bound: if d.writable { bounds } else { [0; 4] },
+        }
+    }
 }
 
 /// Byte offsets of the fields generated code touches.
@@ -304,6 +351,23 @@ pub(crate) mod offsets {
     pub const MAX_DEPTH: i32 = field(offset_of!(RunState, max_depth));
     pub const STORE_CODE: i32 = field(offset_of!(RunState, store_code));
     pub const HELPER_STATUS: i32 = field(offset_of!(RunState, helper_status));
+    pub const SLOTS: i32 = field(offset_of!(RunState, slots));
+    pub const SLOT_COUNT: i32 = field(offset_of!(RunState, slot_count));
+
+    /// A [`super::DirectSlot`]'s fields, from the slot's address.
+    pub mod slot {
+        use super::super::DirectSlot;
+        use super::{field, offset_of};
+
+        pub const FIND: i32 = field(offset_of!(DirectSlot, find));
+        pub const MAP: i32 = field(offset_of!(DirectSlot, map));
+        pub const CPU: i32 = field(offset_of!(DirectSlot, cpu));
+        pub const KEY_SIZE: i32 = field(offset_of!(DirectSlot, key_size));
+        pub const BASE: i32 = field(offset_of!(DirectSlot, base));
+        pub const SHIFT: i32 = field(offset_of!(DirectSlot, shift));
+        pub const LOAD_BOUND: i32 = field(offset_of!(DirectSlot, load_bound));
+        pub const STORE_BOUND: i32 = field(offset_of!(DirectSlot, store_bound));
+    }
 
     /// Offset of region `window`'s entry.
     pub const fn region(window: usize) -> i32 {
@@ -339,6 +403,8 @@ impl RunState<'_> {
             store_code: 0,
             helper_status: 0,
             helper_id: 0,
+            slots: 0,
+            slot_count: 0,
             bindings: std::ptr::null(),
             ctx_layout: None,
             panic: None,
@@ -346,6 +412,7 @@ impl RunState<'_> {
             direct: Vec::new(),
             direct_env: 0,
             direct_on: false,
+            slot_table: Vec::new(),
         }
     }
 

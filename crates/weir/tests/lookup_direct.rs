@@ -102,7 +102,7 @@ fn object(unreadable: bool) -> Vec<u8> {
 }
 
 /// r6 = the frame's start (`xdp_md.data`), jumping to `short` unless it holds `len` bytes.
-fn frame_in_r6(b: &mut ProgramBuilder, len: i32, short: weir_program::Label) {
+pub(crate) fn frame_in_r6(b: &mut ProgramBuilder, len: i32, short: weir_program::Label) {
     b.load(Op::LdxW, 2, 1, 0);
     b.load(Op::LdxW, 3, 1, 4);
     b.alu_reg(Op::Mov64Reg, 4, 2);
@@ -137,7 +137,7 @@ fn outcomes(engine: Engine, proven: bool, frames: &[Vec<u8>]) -> (Vec<String>, S
     (verdicts, object.maps_json())
 }
 
-fn verdict(outcome: Result<u64, String>) -> String {
+pub(crate) fn verdict(outcome: Result<u64, String>) -> String {
     match outcome {
         Ok(ret) => format!("{ret}"),
         Err(t) => format!("trap {t}"),

@@ -10,6 +10,7 @@ mod hash_recalc;
 mod jit_facts;
 mod kernel;
 mod lookup_direct;
+mod lookup_known;
 mod pfmatch_xdp;
 mod verifier_corpus;
 mod verify;

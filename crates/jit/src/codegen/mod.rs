@@ -31,6 +31,7 @@ mod alu;
 mod copy;
 mod counted;
 pub(crate) mod facts;
+mod lookup;
 mod memory;
 mod provenance;
 mod reduce;
@@ -193,6 +194,11 @@ struct Translator<'a, 'f> {
     full_leaves: Vec<Block>,
     helper_sig: SigRef,
     store_sig: SigRef,
+    /// A map's `DirectLookup::find`, where the host returns its two words in registers
+    /// (`direct_lookup`).
+    find_sig: Option<SigRef>,
+    /// The first slot of the basic block being translated.
+    block_start: usize,
     /// The instruction being translated, and where it stands in its block.
     pc: usize,
     mode: Mode,
@@ -212,6 +218,7 @@ impl<'a, 'f> Translator<'a, 'f> {
     ) -> Self {
         let helper_sig = b.import_signature(abi.helper());
         let store_sig = b.import_signature(abi.store_check());
+        let find_sig = abi.direct_find().map(|sig| b.import_signature(sig));
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -334,6 +341,8 @@ impl<'a, 'f> Translator<'a, 'f> {
             full_leaves: Vec::new(),
             helper_sig,
             store_sig,
+            find_sig,
+            block_start: 0,
             pc: 0,
             mode: Mode::Hot { n: 1, k: 0 },
         }
@@ -444,6 +453,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         let start = block.start();
         let n = block.slots.len();
         self.pc = start;
+        self.block_start = start;
         self.b.switch_to_block(head);
         if let Some(counted) = self.counted.get(index).copied().flatten() {
             return self.counted_loop(index, block, head, counted);
@@ -1135,16 +1145,18 @@ impl<'a, 'f> Translator<'a, 'f> {
             return Ok(());
         }
         // `bpf_map_lookup_elem` answered by the environment: its own trampoline, which
-        // takes a map's direct lookup when the run has one (the kernel's `map_gen_lookup`).
-        let trampoline = if id == weir_program::abi::helper_id::MAP_LOOKUP_ELEM
-            && self.bindings.env_map_lookup()
-        {
-            offsets::LOOKUP_FN
-        } else {
-            offsets::HELPER_FN
-        };
+        // takes a map's direct lookup when the run has one (the kernel's `map_gen_lookup`),
+        // or, for a map and key known here, the map's probe called from generated code.
+        let env_lookup =
+            id == weir_program::abi::helper_id::MAP_LOOKUP_ELEM && self.bindings.env_map_lookup();
         let id = self.imm(i64::from(id));
-        self.call_trampoline(id, trampoline)
+        if !env_lookup {
+            return self.call_trampoline(id, offsets::HELPER_FN);
+        }
+        match (self.find_sig, lookup::known(self.insns, self.block_start, self.pc)) {
+            (Some(find_sig), Some(known)) => self.direct_lookup(id, find_sig, known),
+            _ => self.call_trampoline(id, offsets::LOOKUP_FN),
+        }
     }
 
     /// Calls the helper `id` with r1-r5 through the trampoline; r0 gets its result unless
