@@ -22,7 +22,7 @@
 
 use super::analysis::has_store;
 use super::domain::Domain;
-use super::env::{Atoms, Env, Facts, Learned};
+use super::env::{Atoms, Changes, Env, Facts, Learned};
 use super::fold;
 use super::sets::{merge_runs, set_key};
 use crate::ir::{CmpOp, Expr, Pred, ValueSet};
@@ -265,11 +265,13 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
     match p {
         Pred::Const(b) => constant(b, env, want),
         Pred::Cmp { op, lhs, rhs } => {
+            let before = facts.changes();
             let lhs = facts.substitute(env, lhs);
             let rhs = facts.substitute(env, rhs);
             // Substitution only replaces what cannot abort, so folding stays exact.
             let (op, lhs, rhs) = match fold::cmp(op, lhs, rhs) {
                 Pred::Cmp { op, lhs, rhs } => (op, lhs, rhs),
+                Pred::Const(b) => return decided_leaf(facts, before, b, env, want),
                 other => return refolded(facts, other, env, mode, want),
             };
             let learned = facts.learn_cmp(env, op, &lhs, &rhs, want.on_true, want.on_false);
@@ -277,9 +279,11 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             test(facts, Pred::Cmp { op, lhs, rhs }, learned, aborts, mode)
         }
         Pred::In { value, set } => {
+            let before = facts.changes();
             let value = facts.substitute(env, value);
             let (value, set) = match fold::member(value, set) {
                 Pred::In { value, set } => (value, set),
+                Pred::Const(b) => return decided_leaf(facts, before, b, env, want),
                 // a constant, or a simple set read back as a comparison
                 other => return refolded(facts, other, env, mode, want),
             };
@@ -397,6 +401,15 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             }
         }
     }
+}
+
+/// A test whose known values (substituted: they cannot abort) fold it to the constant `b`:
+/// decided by the facts as [`test`] decides one, without a possible abort, so whatever the
+/// substitution changed inside it goes with it (its junction's drop is the change the
+/// certificate of [`decide_certifying`] looks at). `before`: the changes before it.
+fn decided_leaf(facts: &Facts, before: Changes, b: bool, env: &Env, want: Want) -> Walked {
+    facts.set_changes(before);
+    constant(b, env, want)
 }
 
 /// A leaf that folding turned into a constant or another node: walked as that node, a

@@ -361,6 +361,11 @@ impl Facts {
         self.changes.get()
     }
 
+    /// Takes back the changes noted since `before` (see `decide::decided_leaf`).
+    pub fn set_changes(&self, before: Changes) {
+        self.changes.set(before);
+    }
+
     /// The atoms, for the next walk of the same compile ([`Facts::with_atoms`]).
     pub fn into_atoms(self) -> Atoms {
         self.atoms
