@@ -310,6 +310,64 @@ impl Gen {
         }
     }
 
+    /// `pin and (key == a and X or key == b and Y ...)`: an `or` whose branches lead with a
+    /// test on a value an earlier part pins (pflang's `host A and udp`, `tcp[...]`): the facts
+    /// decide some branches' first tests and the walk drops those branches, the shape the
+    /// certificate of a walk that only drops decided parts is for
+    /// (bench/records/2026-11-30-compile-14.txt).
+    fn dispatch(&mut self) -> Filter {
+        self.budget = 2 + self.rng.below(8) as usize;
+        let key = self.atom();
+        let n = 2 + self.rng.below(3);
+        let values: Vec<u32> = (0..n).map(|_| self.constant_for(&key)).collect();
+        let pin = if self.rng.percent(50) {
+            let v = self.rng.pick(&values);
+            self.key_test(&key, v)
+        } else {
+            let branches = (0..2).map(|_| self.branch(&key, &values)).collect();
+            Pred::Or(branches)
+        };
+        let mut parts = Vec::new();
+        if self.rng.percent(30) {
+            parts.push(self.pred(2));
+        }
+        parts.push(pin);
+        if self.rng.percent(30) {
+            parts.push(self.pred(2));
+        }
+        let branches = (0..2 + self.rng.below(3)).map(|_| self.branch(&key, &values)).collect();
+        parts.push(Pred::Or(branches));
+        if self.rng.percent(40) {
+            parts.push(self.pred(2));
+        }
+        let pred = match self.rng.below(10) {
+            0 => Pred::Not(Box::new(Pred::And(parts))),
+            1 => Pred::Or(vec![self.pred(2), Pred::And(parts)]),
+            _ => Pred::And(parts),
+        };
+        Filter { pred, accept: weir_filter::DEFAULT_ACCEPT }
+    }
+
+    /// A test on `key`, mostly an equality with `v` ([`Gen::dispatch`]).
+    fn key_test(&mut self, key: &Expr, v: u32) -> Pred {
+        if self.rng.percent(15) {
+            let set = self.set(key);
+            return Pred::In { value: key.clone(), set };
+        }
+        let op = self.rng.pick(&[CmpOp::Eq, CmpOp::Eq, CmpOp::Eq, CmpOp::Ne, CmpOp::Ge, CmpOp::Le]);
+        Pred::cmp(op, key.clone(), Expr::Const(v))
+    }
+
+    /// A branch led by a test on `key`, then a few random parts ([`Gen::dispatch`]).
+    fn branch(&mut self, key: &Expr, values: &[u32]) -> Pred {
+        let v = self.rng.pick(values);
+        let mut parts = vec![self.key_test(key, v)];
+        for _ in 0..self.rng.below(3) {
+            parts.push(self.pred(1));
+        }
+        Pred::And(parts)
+    }
+
     fn filter(&mut self) -> Filter {
         self.budget = 3 + self.rng.below(14) as usize;
         let depth = 2 + self.rng.below(4) as u32;
@@ -838,4 +896,30 @@ fn a_certified_decide_gives_the_guarded_tree_back() {
     println!("{cases} random filters: {tally}");
     // The check says little unless the skip fires.
     assert!(tally.skipped > cases / 200, "the skip fired on only {} filters", tally.skipped);
+}
+
+/// The certificate of a walk whose only changes are parts dropped as decided without a
+/// possible abort (`host A and udp`'s `ip6` branch): where it lets `optimize` skip the
+/// second walk, walking the guarded tree again gives it back, and `optimize` gives what
+/// every pass run in every round gives. Checked on random filters of the shape it is for
+/// ([`Gen::dispatch`]).
+#[test]
+fn a_walk_that_only_drops_decided_parts_certifies_its_output() {
+    let mut tally = opt::SkipTally::default();
+    let cases = case_count();
+    for i in 0..cases {
+        let seed = 0xd20b_0000_0000 + i;
+        let f = Gen::new(seed).dispatch();
+        if let Err(e) = tally.add(&f) {
+            panic!("seed {seed:#x}\n  input: {f}\n  {e}");
+        }
+        if i % 4 == 0 {
+            let fast = opt::optimize(&f);
+            let full = opt::optimize_without_shortcuts(&f);
+            assert_eq!(fast, full, "seed {seed:#x}\n  input: {f}");
+        }
+    }
+    println!("{cases} random dispatch filters: {tally}");
+    // The check says little unless the certificate fires.
+    assert!(tally.dropped > cases / 200, "only {} walks certified by their drops", tally.dropped);
 }

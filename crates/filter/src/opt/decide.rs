@@ -22,7 +22,7 @@
 
 use super::analysis::has_store;
 use super::domain::Domain;
-use super::env::{Atoms, Env, Facts, Learned};
+use super::env::{Atoms, Changes, Env, Facts, Learned};
 use super::fold;
 use super::sets::{merge_runs, set_key};
 use crate::ir::{CmpOp, Expr, Pred, ValueSet};
@@ -126,16 +126,48 @@ pub(crate) fn decide(p: Pred, reads: u32) -> Pred {
 /// one only where the guards' longer known length turns an abort answer, and none of those
 /// answers changed anything here: the second walk would give the guarded tree back (the
 /// optimizer skips it; crates/filter/tests/opt.rs and crates/pflang/tests/opt_shortcuts.rs
-/// compare with every walk run). A clear answer says nothing about a walk that changed
-/// its input (a second walk over the output could merge or drop more).
-pub(crate) fn decide_certifying(p: Pred, reads: u32, atoms: &mut Atoms) -> (Pred, bool) {
+/// compare with every walk run). A clear answer alone says nothing about a walk that
+/// changed its input (a second walk over the output could merge or drop more).
+///
+/// It also says whether the walk's only changes were parts dropped as decided without a
+/// possible abort ([`Report::drops_only`]: `host A and udp`, whose `ip6` branch the facts of
+/// `host A` rule out, bench/records/2026-11-30-compile-14.txt). Such a walk, clear too,
+/// certifies its output as a walk that changed nothing would: a walk of the output sees at
+/// every part left the facts this one saw (each drop is checked to leave the facts after it
+/// as they were before it), and what differs for a part left is its mode (a drop can leave it
+/// last or alone in its junction, or splice it into the outer one) and the facts asked of
+/// its exits (fewer, never more). Every choice the mode turns is a change or an abort choice
+/// here (a decided test that may abort, an always aborting node, a guard, an absorbed
+/// junction that kept parts before its constant), and so is a merge or a run that splicing
+/// (with its weaker bases) could have turned: none of them was made.
+pub(crate) fn decide_certifying(p: Pred, reads: u32, atoms: &mut Atoms) -> (Pred, Report) {
     // A Try's stores are results read after the run (pfmatch's handler and arguments):
     // never dead, though nothing in the filter reads them.
     let mut facts = Facts::with_atoms(reads | try_stores(&p), std::mem::take(atoms));
     let p = walk(&mut facts, p, &Env::start(), Mode::FalseIsAbort, Want::NONE).pred;
-    let clear = !facts.made_abort_choice();
+    let changes = facts.changes();
+    let report =
+        Report { clear: !facts.made_abort_choice(), drops_only: changes.dropped && !changes.other };
     *atoms = facts.into_atoms();
-    (p, clear)
+    (p, report)
+}
+
+/// What [`decide_certifying`] certifies about its walk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Report {
+    /// No choice a guard could turn was made.
+    pub clear: bool,
+    /// The walk changed its input, and only by dropping parts decided without a possible
+    /// abort (see [`decide_certifying`]).
+    pub drops_only: bool,
+}
+
+impl Report {
+    /// Whether a second walk over the output, with guards added, would give it back, for a
+    /// walk whose output is `unchanged` from its input or not.
+    pub fn certifies(self, unchanged: bool) -> bool {
+        self.clear && (unchanged || self.drops_only)
+    }
 }
 
 /// Whether the walk is all but sure to change `p`, told without walking it: an `and` in
@@ -217,6 +249,9 @@ fn walk(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> Walked
     // Neither exit possible: the node always aborts (say, a load beyond 2^32 bytes), and
     // where abort is interchangeable with an outcome, that outcome is simpler.
     if !w.can_be_true && !w.can_be_false && !matches!(w.pred, Pred::Const(_)) {
+        // (kept or not, it depends on the mode, which a part's may change when a drop
+        // leaves it last or alone in its junction: see `decide_certifying`)
+        facts.note_change();
         if mode.absorbs(false) {
             w.pred = Pred::Const(false);
         } else if mode.absorbs(true) {
@@ -230,29 +265,32 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
     match p {
         Pred::Const(b) => constant(b, env, want),
         Pred::Cmp { op, lhs, rhs } => {
+            let before = facts.changes();
             let lhs = facts.substitute(env, lhs);
             let rhs = facts.substitute(env, rhs);
             // Substitution only replaces what cannot abort, so folding stays exact.
             let (op, lhs, rhs) = match fold::cmp(op, lhs, rhs) {
                 Pred::Cmp { op, lhs, rhs } => (op, lhs, rhs),
-                Pred::Const(b) => return constant(b, env, want),
-                other => return walk(facts, other, env, mode, want),
+                Pred::Const(b) => return decided_leaf(facts, before, b, env, want),
+                other => return refolded(facts, other, env, mode, want),
             };
             let learned = facts.learn_cmp(env, op, &lhs, &rhs, want.on_true, want.on_false);
             let aborts = facts.expr_can_abort(env, &lhs) || facts.expr_can_abort(env, &rhs);
             test(facts, Pred::Cmp { op, lhs, rhs }, learned, aborts, mode)
         }
         Pred::In { value, set } => {
+            let before = facts.changes();
             let value = facts.substitute(env, value);
             let (value, set) = match fold::member(value, set) {
                 Pred::In { value, set } => (value, set),
-                Pred::Const(b) => return constant(b, env, want),
-                // a simple set reads back as a comparison
-                other => return walk(facts, other, env, mode, want),
+                Pred::Const(b) => return decided_leaf(facts, before, b, env, want),
+                // a constant, or a simple set read back as a comparison
+                other => return refolded(facts, other, env, mode, want),
             };
             // Within the values possible here, the set may be a one-sided range:
             // `ip[9] in {10-0xff}` is `ip[9] >= 10`.
             if let Some(cmp) = one_sided(&set, facts.domain(env, &value)) {
+                facts.note_change();
                 let (op, c) = cmp;
                 return walk(facts, Pred::cmp(op, value, Expr::Const(c)), env, mode, want);
             }
@@ -268,6 +306,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                 e
             });
             let pred = if u64::from(n) <= env.caplen_min || mode.absorbs(true) {
+                facts.note_change();
                 Pred::Const(true)
             } else {
                 // (a longer length known here, from a guard placed above, would drop it)
@@ -281,6 +320,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             let value = facts.substitute(env, value);
             if facts.is_dead_store(slot) {
                 if !facts.expr_can_abort(env, &value) {
+                    facts.note_change();
                     return constant(true, env, want);
                 }
                 facts.note_abort_choice();
@@ -314,6 +354,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             };
             let on_false = want.on_false.then(after);
             if let Pred::Const(b) = inner.pred {
+                facts.note_change();
                 let on_true = if b { inner.on_true.filter(|_| want.on_true) } else { None };
                 return Walked {
                     pred: Pred::Const(b),
@@ -362,6 +403,22 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
     }
 }
 
+/// A test whose known values (substituted: they cannot abort) fold it to the constant `b`:
+/// decided by the facts as [`test`] decides one, without a possible abort, so whatever the
+/// substitution changed inside it goes with it (its junction's drop is the change the
+/// certificate of [`decide_certifying`] looks at). `before`: the changes before it.
+fn decided_leaf(facts: &Facts, before: Changes, b: bool, env: &Env, want: Want) -> Walked {
+    facts.set_changes(before);
+    constant(b, env, want)
+}
+
+/// A leaf that folding turned into a constant or another node: walked as that node, a
+/// change of the walk's input (see [`decide_certifying`]).
+fn refolded(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> Walked {
+    facts.note_change();
+    walk(facts, p, env, mode, want)
+}
+
 /// `value >= a` or `value <= b` when that is what `value in set` means for the values in
 /// `d` (the set clipped to `d`'s interval is one range touching one of its ends).
 fn one_sided(set: &ValueSet, d: Domain) -> Option<(CmpOp, u32)> {
@@ -401,7 +458,13 @@ fn test(facts: &Facts, pred: Pred, learned: Learned, aborts: bool, mode: Mode) -
         _ => None,
     };
     let pred = match decided {
-        Some(v) if !aborts || mode.absorbs(v) => Pred::Const(v),
+        // (decided without a possible abort: a drop the certificate of a changed walk
+        // allows, see `decide_certifying`; the mode's leave is another change)
+        Some(v) if !aborts => Pred::Const(v),
+        Some(v) if mode.absorbs(v) => {
+            facts.note_change();
+            Pred::Const(v)
+        }
         Some(_) => {
             facts.note_abort_choice();
             pred
@@ -440,10 +503,12 @@ fn junction(
     for (i, part) in parts.into_iter().enumerate() {
         let Some(entry) = go_on.take() else { break };
         if entry.unreachable || !can_go_on {
+            facts.note_change();
             break; // no packet gets here: the rest never runs
         }
         let part = match acc.try_merge_later(facts, part) {
             Ok(()) => {
+                facts.note_change();
                 // Its exits are not known separately: the facts before it stand in.
                 can_stop = true;
                 if let Some(stop) = stop.as_mut() {
@@ -473,7 +538,19 @@ fn junction(
             stop.join_with(exit);
         }
         match w.pred {
-            Pred::Const(b) if b == conjunction => {}
+            Pred::Const(b) if b == conjunction => {
+                // Dropped. The certificate of a changed walk takes this for a part that was
+                // never there when a walk without it would go on as this one does: the
+                // part cannot stop the junction, and the facts after it are the facts
+                // before it.
+                let stays = exit.as_ref().is_none_or(|e| e.unreachable)
+                    && next.as_ref().is_none_or(|e| e.same_as(&entry));
+                if stays && !part_can_stop {
+                    facts.note_drop();
+                } else {
+                    facts.note_change();
+                }
+            }
             Pred::Const(b) => {
                 acc.push(facts, Pred::Const(b), &entry, next.as_ref());
                 absorbed = true;
@@ -513,6 +590,8 @@ struct Parts {
     abort_break: bool,
     /// `prefix_free` went false only because a part may abort.
     abort_prefix: bool,
+    /// Parts of a nested junction were spliced in (with the weaker bases `splice` says).
+    spliced: bool,
 }
 
 /// How many distinct tested values a run remembers for [`Parts::try_merge_later`].
@@ -529,6 +608,7 @@ impl Parts {
             run_keys: Vec::new(),
             abort_break: false,
             abort_prefix: false,
+            spliced: false,
         }
     }
 
@@ -558,6 +638,7 @@ impl Parts {
         // `guard(n) and guard(m)` with n <= m: the second check implies the first.
         if let (Pred::Guard(m), Some(Pred::Guard(n))) = (&q, self.out.last()) {
             if self.conjunction && n <= m {
+                facts.note_change();
                 self.out.pop();
                 self.run_start.pop();
             }
@@ -598,6 +679,7 @@ impl Parts {
     /// them are not known separately: a part that starts a run uses the facts before the
     /// whole block, which hold there too (only the last part's exit is known exactly).
     fn splice(&mut self, facts: &Facts, inner: Vec<Pred>, entry: &Env, after: Option<&Env>) {
+        self.spliced = true;
         let n = inner.len();
         for (j, q) in inner.into_iter().enumerate() {
             let base = if j + 1 == n { after } else { None };
@@ -613,7 +695,20 @@ impl Parts {
     fn finish(self, facts: &Facts, absorbed: bool, mode: Mode) -> Pred {
         let conjunction = self.conjunction;
         if absorbed && (self.out.len() == 1 || self.prefix_free || mode.absorbs(!conjunction)) {
+            // Alone (every part before it dropped), the absorbing part decides the junction
+            // in any mode; otherwise the answer rests on the parts before it, and on the mode.
+            if self.out.len() != 1 {
+                facts.note_change();
+            }
             return Pred::Const(!conjunction);
+        }
+        if absorbed {
+            facts.note_change(); // (kept, for the parts before it: the mode decided that)
+        }
+        // A walk of the output would push the spliced parts with their own, stronger bases:
+        // longer runs could merge what this walk's did not, unless no value repeats.
+        if self.spliced && repeats_a_key(&self.out) {
+            facts.note_change();
         }
         // Kept because of an abort that a guard could rule out, or runs ended by one where
         // a longer run could merge tests on one value.
@@ -626,6 +721,7 @@ impl Parts {
         let count = self.out.len();
         let merged = merge_runs(self.out, &self.run_start, conjunction);
         if merged.len() < count {
+            facts.note_change();
             // merging can produce constants or nested junctions: tidy locally
             fold::junction(merged, conjunction)
         } else {

@@ -263,6 +263,17 @@ impl Env {
             && self.facts.is_shared_with(&other.facts)
     }
 
+    /// Whether both hold the same facts, entry for entry (every query then gives the same
+    /// answer on both).
+    pub fn same_as(&self, other: &Env) -> bool {
+        self.is_copy_of(other) || {
+            self.unreachable == other.unreachable
+                && self.caplen_min == other.caplen_min
+                && self.scratch_zero == other.scratch_zero
+                && self.facts.as_slice() == other.facts.as_slice()
+        }
+    }
+
     pub fn note_guard(&mut self, n: u32) {
         self.caplen_min = self.caplen_min.max(u64::from(n));
     }
@@ -286,6 +297,21 @@ pub(crate) struct Facts {
     /// known safe: a guard placed later could change this walk's answer (see
     /// [`super::decide::decide_certifying`]). A `Cell`: set from the `&self` queries.
     abort_choice: Cell<bool>,
+    /// What the walk changed in its input, for the certificate of a changed walk (see
+    /// [`super::decide::decide_certifying`]).
+    changes: Cell<Changes>,
+}
+
+/// What a `decide` walk changed in its input, sorted as its certificate asks: parts the
+/// facts decided without a possible abort (a test that cannot fail, decided, so its
+/// junction drops it as the neutral constant, or collapses when it is the first part left
+/// and the absorbing one), against every other change.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Changes {
+    /// A part decided so was dropped (the facts after it are the facts before it).
+    pub dropped: bool,
+    /// Anything else was changed, or a drop did not meet those conditions.
+    pub other: bool,
 }
 
 impl Facts {
@@ -301,7 +327,12 @@ impl Facts {
     /// a hash and a copy of the expression into the table, was ~5% of a small filter's
     /// optimizing).
     pub fn with_atoms(live_slots: u32, atoms: Atoms) -> Facts {
-        Facts { atoms, live_slots, abort_choice: Cell::new(false) }
+        Facts {
+            atoms,
+            live_slots,
+            abort_choice: Cell::new(false),
+            changes: Cell::new(Changes::default()),
+        }
     }
 
     /// Records a choice made on a "may abort" answer that a longer known captured length
@@ -313,6 +344,26 @@ impl Facts {
     /// Whether the walk made such a choice.
     pub fn made_abort_choice(&self) -> bool {
         self.abort_choice.get()
+    }
+
+    /// Records a change of the walk's input other than a certified drop ([`Changes`]).
+    pub fn note_change(&self) {
+        self.changes.set(Changes { other: true, ..self.changes.get() });
+    }
+
+    /// Records a dropped part decided without a possible abort ([`Changes`]).
+    pub fn note_drop(&self) {
+        self.changes.set(Changes { dropped: true, ..self.changes.get() });
+    }
+
+    /// What the walk changed so far.
+    pub fn changes(&self) -> Changes {
+        self.changes.get()
+    }
+
+    /// Takes back the changes noted since `before` (see `decide::decided_leaf`).
+    pub fn set_changes(&self, before: Changes) {
+        self.changes.set(before);
     }
 
     /// The atoms, for the next walk of the same compile ([`Facts::with_atoms`]).
@@ -716,6 +767,7 @@ impl Facts {
                         || rhs_aborts
                         || (matches!(op, BinOp::Div | BinOp::Mod) && d_rhs.may_be_zero()));
                 if let Some(v) = d.as_const().filter(|_| !aborts) {
+                    self.note_change();
                     return (Expr::Const(v), d, aborts);
                 }
                 (super::fold::binary_boxed(op, lhs, rhs), d, aborts)
@@ -725,6 +777,7 @@ impl Facts {
                     self.substituted(env, std::mem::replace(&mut *x, Expr::Const(0)));
                 let d = with_fact(domain::neg(d_x));
                 if let Some(v) = d.as_const().filter(|_| !aborts) {
+                    self.note_change();
                     return (Expr::Const(v), d, aborts);
                 }
                 *x = y;
@@ -732,7 +785,10 @@ impl Facts {
             }
         };
         match d.as_const() {
-            Some(v) if !aborts => (Expr::Const(v), d, aborts),
+            Some(v) if !aborts => {
+                self.note_change();
+                (Expr::Const(v), d, aborts)
+            }
             Some(_) => {
                 // Known, but kept for its possible abort: a guard would let it go.
                 self.note_abort_choice();

@@ -151,21 +151,22 @@ impl Stable {
 
     /// `decide::decide(q, reads)`, skipped when `q` is the remembered tree; whether the
     /// result is the remembered tree; and whether the walk certified that guards added to
-    /// it would not change a second walk's answer (it left `q` unchanged and made no
-    /// choice a guard could turn: [`decide::decide_certifying`]). `q` is remembered (see
+    /// it would not change a second walk's answer (it left `q` unchanged, or only dropped
+    /// parts decided without a possible abort, and made no choice a guard could turn:
+    /// [`decide::decide_certifying`]). `q` is remembered (see
     /// [`Memo`]) to find out whether `decide` leaves it unchanged.
     fn decide(&mut self, q: Pred, reads: u32) -> (Pred, bool, bool) {
         if self.is_decided(&q, reads) {
             return (q, true, false);
         }
         let before = Memo::of(&q);
-        let (p, clear) = decide::decide_certifying(q, reads, &mut self.atoms);
+        let (p, report) = decide::decide_certifying(q, reads, &mut self.atoms);
         if before.matches(&p) {
             self.decided = Some((before, reads));
             self.simplified = false;
-            return (p, true, clear);
+            return (p, true, report.clear);
         }
-        (p, false, false)
+        (p, false, report.certifies(false))
     }
 
     /// `decide::decide(q, reads)` for the first walk of a compile (nothing remembered yet),
@@ -175,8 +176,9 @@ impl Stable {
     fn decide_first(&mut self, q: Pred, reads: u32) -> (Pred, bool, bool) {
         let shape =
             if decide::likely_changes(&q) { None } else { analysis::Shape::of(&q, SMALL_SHAPE) };
-        let (p, clear) = decide::decide_certifying(q, reads, &mut self.atoms);
-        let certified = clear && shape.is_some_and(|s| s.matches(&p));
+        let (p, report) = decide::decide_certifying(q, reads, &mut self.atoms);
+        // (a walk that only dropped parts certifies without the comparison)
+        let certified = report.clear && (report.drops_only || shape.is_some_and(|s| s.matches(&p)));
         (p, false, certified)
     }
 
@@ -284,12 +286,15 @@ pub struct SkipTally {
     pub unchanged: u64,
     /// Its report was clear: no choice a guard could turn.
     pub clear: u64,
-    /// Both.
+    /// Both, or the report clear and the walk's only changes parts dropped as decided
+    /// without a possible abort ([`decide::Report::drops_only`]).
     pub certified: u64,
+    /// Of those, the walks that dropped parts.
+    pub dropped: u64,
     /// Both, and guards were added: the second walk is skipped.
     pub skipped: u64,
-    /// Both, though the optimizer took the tree for one the walk changes and did not record
-    /// it ([`decide::likely_changes`]): a skip lost (counted with `skipped` too).
+    /// Unchanged, though the optimizer took the tree for one the walk changes and did not
+    /// record it ([`decide::likely_changes`]): a skip lost (counted with `skipped` too).
     pub missed: u64,
 }
 
@@ -298,19 +303,21 @@ impl SkipTally {
     pub fn add(&mut self, f: &Filter) -> Result<(), String> {
         let (s, reads) = fold::simplify(f.pred.clone(), true);
         let predicted_change = decide::likely_changes(&s);
-        let (t, clear) = decide::decide_certifying(s.clone(), reads, &mut env::Atoms::default());
-        self.unchanged += u64::from(t == s);
-        self.clear += u64::from(clear);
-        if t != s || !clear {
+        let (t, report) = decide::decide_certifying(s.clone(), reads, &mut env::Atoms::default());
+        let unchanged = t == s;
+        self.unchanged += u64::from(unchanged);
+        self.clear += u64::from(report.clear);
+        if !report.certifies(unchanged) {
             return Ok(());
         }
         self.certified += 1;
+        self.dropped += u64::from(!unchanged);
         let (g, added) = guard::insert_guards_reporting(t);
         if !added {
             return Ok(());
         }
         self.skipped += 1;
-        self.missed += u64::from(predicted_change);
+        self.missed += u64::from(predicted_change && unchanged);
         let again = decide::decide(g.clone(), reads);
         if again != g {
             return Err(format!("guarded {g}\n  walked again {again}"));
@@ -323,9 +330,10 @@ impl std::fmt::Display for SkipTally {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "first walk unchanged {}, report clear {}, both {}, of which guards added \
-             (second walk skipped) {}, of those lost to the pre-test {}",
-            self.unchanged, self.clear, self.certified, self.skipped, self.missed
+            "first walk unchanged {}, report clear {}, certified {} (of which only dropping \
+             decided parts {}), of which guards added (second walk skipped) {}, of those lost \
+             to the pre-test {}",
+            self.unchanged, self.clear, self.certified, self.dropped, self.skipped, self.missed
         )
     }
 }
