@@ -242,16 +242,18 @@ mod tests {
                 p.iter().filter(|q| q[0] % 2 == 0).count()
             }
         };
-        let (mut a, mut b, mut c) = (row(0), row(1), row(2));
-        let out = time_interleaved(
-            2,
-            Duration::ZERO,
-            &packets,
-            3,
-            &[5, 5, 5],
-            &mut [&mut a, &mut b, &mut c],
-        )
-        .unwrap();
+        let run = |rounds: usize, expected: &[usize]| {
+            let (mut a, mut b, mut c) = (row(0), row(1), row(2));
+            time_interleaved(
+                rounds,
+                Duration::ZERO,
+                &packets,
+                3,
+                expected,
+                &mut [&mut a, &mut b, &mut c],
+            )
+        };
+        let out = run(2, &[5, 5, 5]).unwrap();
         assert_eq!(out.len(), 2);
         assert!(out.iter().all(|r| r.len() == 3));
         for (r, s) in seen.iter().enumerate() {
@@ -263,15 +265,7 @@ mod tests {
             // 4 chunks, 3 rows: rows start at chunks 0, 1 (4/3) and 2 (8/3).
             assert_eq!(s[0], [0, 3, 6][r], "row {r} starts at its own chunk");
         }
-        let (mut a, mut b, mut c) = (row(0), row(1), row(2));
-        let bad = time_interleaved(
-            1,
-            Duration::ZERO,
-            &packets,
-            3,
-            &[5, 5, 4],
-            &mut [&mut a, &mut b, &mut c],
-        );
+        let bad = run(1, &[5, 5, 4]);
         assert!(bad.unwrap_err().contains("unstable"));
     }
 
