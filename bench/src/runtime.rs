@@ -25,7 +25,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use weir::maps::{Map, BPF_ANY};
 use weir::{Engine, Object};
@@ -35,7 +35,7 @@ use weir_testkit::kernel_object;
 use weir_testkit::Packet;
 
 use crate::record::{self, Log};
-use crate::timing::Samples;
+use crate::timing::{thread_cpu, Samples};
 use crate::traffic;
 
 #[derive(Debug, clap::Args)]
@@ -274,18 +274,6 @@ fn lookups(args: &RuntimeArgs, log: &mut Log) -> Result<bool, String> {
         verdict(a <= 2.0)
     ));
     Ok(h <= 20.0 && a <= 2.0)
-}
-
-/// This thread's CPU time (user + system) so far.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a live timespec that clock_gettime fills; the clock id is a constant
-    // Linux defines.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
-    if !ok {
-        return Duration::ZERO;
-    }
-    Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), u32::try_from(ts.tv_nsec).unwrap_or(0))
 }
 
 /// Frames both sides take: at least an Ethernet header, linear in the XDP test run.

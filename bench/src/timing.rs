@@ -21,6 +21,11 @@ impl Samples {
         (quantile(&self.0, 0.75) - quantile(&self.0, 0.25)) / m * 100.0
     }
 
+    /// The first and third quartiles.
+    pub fn quartiles(&self) -> (f64, f64) {
+        (quantile(&self.0, 0.25), quantile(&self.0, 0.75))
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }
@@ -103,6 +108,89 @@ pub fn time_passes(
     Ok(Samples(samples))
 }
 
+/// This thread's CPU time (user + system) so far.
+pub fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a live timespec that clock_gettime fills; the clock id is a constant
+    // Linux defines.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    if !ok {
+        return Duration::ZERO;
+    }
+    Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), u32::try_from(ts.tv_nsec).unwrap_or(0))
+}
+
+/// One row of [`time_interleaved`]: a pass over a slice of packets, returning its matches.
+pub type ChunkRow<'a> = &'a mut dyn FnMut(&[&[u8]]) -> usize;
+
+/// Rows (each a pass over a slice of packets, returning its matches) timed side by side,
+/// for ratios between them on a loaded machine: the packets are cut into `chunk`-packet
+/// chunks and the rows take turns chunk by chunk (their order reversed every other turn),
+/// so a burst of load lands on all rows alike instead of on whichever row's round it hit,
+/// and each turn is timed by the thread's CPU time (time the thread spends preempted, which
+/// on a loaded machine is most of the noise, is not counted).
+/// Row `r` starts `r / rows` of the way into the packets, so that on a set larger than the
+/// caches no row finds a chunk another row has just read (each chunk is read again only
+/// after a whole set's worth of reads, as in a plain pass). A round covers the set once
+/// per row, or as many times as fill `round_target` (of CPU time) when one cover is shorter. Every
+/// round of every row must match `expected[r]` packets. Returns, per round, each row's
+/// ns per packet.
+pub fn time_interleaved(
+    rounds: usize,
+    round_target: Duration,
+    packets: &[&[u8]],
+    chunk: usize,
+    expected: &[usize],
+    rows: &mut [ChunkRow<'_>],
+) -> Result<Vec<Vec<f64>>, String> {
+    // What reading the clock twice costs by itself (a system call), taken off every chunk's
+    // time so that it does not shrink the ratios towards 1.
+    let mut calls: Vec<f64> = (0..201)
+        .map(|_| {
+            let t = thread_cpu();
+            (thread_cpu() - t).as_nanos() as f64
+        })
+        .collect();
+    calls.sort_by(f64::total_cmp);
+    let clock = calls[calls.len() / 2] as u128;
+    let chunks: Vec<&[&[u8]]> = packets.chunks(chunk.max(1)).collect();
+    let n = chunks.len().max(1);
+    let k = rows.len().max(1);
+    let mut cover = |repeat: usize, ns: &mut [u128], hits: &mut [usize]| {
+        for step in 0..n * repeat {
+            for turn in 0..k {
+                let r = if step % 2 == 0 { turn } else { k - 1 - turn };
+                let Some(c) = chunks.get((step + r * n / k) % n) else { continue };
+                let t = thread_cpu();
+                hits[r] += std::hint::black_box(rows[r](c));
+                ns[r] += (thread_cpu() - t).as_nanos().saturating_sub(clock);
+            }
+        }
+    };
+    // Warm-up: one cover, which also tells how many covers fill a round.
+    let (mut ns, mut hits) = (vec![0u128; k], vec![0usize; k]);
+    cover(1, &mut ns, &mut hits);
+    let once: u128 = ns.iter().sum::<u128>().max(1);
+    let repeat = (round_target.as_nanos() / once).clamp(1, 1 << 16) as usize;
+    let mut out = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let (mut ns, mut hits) = (vec![0u128; k], vec![0usize; k]);
+        cover(repeat, &mut ns, &mut hits);
+        for (r, (&h, &e)) in hits.iter().zip(expected).enumerate() {
+            if h != e * repeat {
+                return Err(format!(
+                    "row {r} matched {h} packets in {repeat} covers, not {} x {repeat}: the \
+                     verdicts are unstable",
+                    e
+                ));
+            }
+        }
+        let per = (repeat * packets.len()).max(1) as f64;
+        out.push(ns.iter().map(|&t| t as f64 / per).collect());
+    }
+    Ok(out)
+}
+
 /// Times `op` (one call) for up to `rounds` samples within `budget`; each sample repeats
 /// the call enough to last ~200 µs. Returns per-call nanoseconds, and the first result.
 pub fn time_calls<T>(rounds: usize, budget: Duration, mut op: impl FnMut() -> T) -> (Samples, T) {
@@ -137,6 +225,48 @@ mod tests {
         assert_eq!(s.spread_percent(), (4.0 - 2.0) / 3.0 * 100.0);
         assert_eq!(Samples(vec![1.0, 2.0]).median(), 1.5);
         assert!(Samples(vec![]).median().is_nan());
+    }
+
+    #[test]
+    fn interleaved_rows_each_cover_every_packet_once_a_round() {
+        // 10 packets in chunks of 3 (4 chunks, the last short), three rows, each recording
+        // the packets it is given: every row sees each packet once per cover (a warm-up
+        // cover, then two rounds of one), starting its own share of the way in.
+        let data: Vec<[u8; 1]> = (0..10u8).map(|i| [i]).collect();
+        let packets: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+        let seen: Vec<std::cell::RefCell<Vec<u8>>> = (0..3).map(|_| Default::default()).collect();
+        let row = |r: usize| {
+            let seen = &seen[r];
+            move |p: &[&[u8]]| {
+                seen.borrow_mut().extend(p.iter().map(|q| q[0]));
+                p.iter().filter(|q| q[0] % 2 == 0).count()
+            }
+        };
+        let run = |rounds: usize, expected: &[usize]| {
+            let (mut a, mut b, mut c) = (row(0), row(1), row(2));
+            time_interleaved(
+                rounds,
+                Duration::ZERO,
+                &packets,
+                3,
+                expected,
+                &mut [&mut a, &mut b, &mut c],
+            )
+        };
+        let out = run(2, &[5, 5, 5]).unwrap();
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|r| r.len() == 3));
+        for (r, s) in seen.iter().enumerate() {
+            let s = s.borrow();
+            let mut sorted = s.clone();
+            sorted.sort_unstable();
+            let want: Vec<u8> = (0..10u8).flat_map(|i| [i; 3]).collect();
+            assert_eq!(sorted, want, "row {r}");
+            // 4 chunks, 3 rows: rows start at chunks 0, 1 (4/3) and 2 (8/3).
+            assert_eq!(s[0], [0, 3, 6][r], "row {r} starts at its own chunk");
+        }
+        let bad = run(1, &[5, 5, 4]);
+        assert!(bad.unwrap_err().contains("unstable"));
     }
 
     #[test]
