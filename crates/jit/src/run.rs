@@ -515,6 +515,9 @@ impl JitProgram {
             env.direct_lookups(&mut run.direct);
             run.slot_table.clear();
             run.slot_table.extend(run.direct.iter().map(|d| DirectSlot::of(d.as_ref())));
+            // Once per batch: the table stays put until `drop_direct` (`fire` gates it by
+            // `slot_count`, 0 unless `direct_on`, which needs `direct_env`).
+            run.slots = run.slot_table.as_ptr() as u64;
             if run.direct.iter().any(Option::is_some) {
                 run.direct_env = env_address(env);
             }
@@ -746,6 +749,8 @@ impl JitProgram {
         run.ctx_layout = self.bindings.context;
         // Only a batch takes the environment's direct lookups (`take_direct`), after this.
         run.direct_env = 0;
+        // Code without calls never writes it (`fire`), and another program's run may have.
+        run.max_depth = 0;
         // `r1` is its region's lowest address, taken from the entry itself: generated code
         // relies on that equality to check accesses through `r1` without a table lookup.
         run.r1 = run.regions.get(input_window).map_or(0, |entry| entry.lo_addr);
@@ -757,18 +762,20 @@ impl JitProgram {
     #[inline(always)]
     fn fire(&self, cache: &mut Cache, env: Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap> {
         let run = cache.state.get();
-        run.exit_word = 0;
-        run.exit_value = 0;
-        run.remaining = 0;
-        run.max_depth = 0;
-        run.store_code = 0;
+        // Not reset per run (in a batch, per frame): the exit word, exit value and budget
+        // left, and the deepest frame when the code has calls, which every way out of the
+        // code stores (`codegen`, the exit blocks; code without calls never writes
+        // `max_depth`, which `set_up` zeroes once), and `store_code`, which the slow load
+        // and store paths write before they answer 0, the only answer after which
+        // generated code reads it. The helper's id and status are reset: the trampolines'
+        // status is read after every helper call.
         run.helper_status = 0;
         run.helper_id = 0;
-        // The batch's direct lookups only for the environment they came from.
+        // The batch's direct lookups only for the environment they came from. Generated
+        // code's view of the same table (`slots`, written with the table in `take_direct`):
+        // none unless `direct_on`.
         let env_addr = env.as_deref().map_or(0, env_address);
         run.direct_on = run.direct_env != 0 && env_addr == run.direct_env;
-        // Generated code's view of the same table: none unless `direct_on`.
-        run.slots = run.slot_table.as_ptr() as u64;
         run.slot_count = if run.direct_on { run.slot_table.len() as u64 } else { 0 };
         // SAFETY: only the lifetime changes. The environment is borrowed for this whole
         // call, and the kept state lets go of it (`env = None` below) before this function
@@ -805,12 +812,12 @@ impl JitProgram {
         run.value.clear();
 
         let max_depth = run.max_depth.min(self.shape.frames.saturating_sub(1));
-        cache.dirty_from = match self.stack_low {
-            _ if !self.writes_stack => cache.stack.len(),
-            Some(low) if max_depth == 0 => {
-                cache.stack.len().saturating_sub(usize::try_from(low).unwrap_or(usize::MAX))
-            }
-            _ => usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0),
+        // Every caller `prepare`d the cache for this program, so a depth-0 run's answer is
+        // the one worked out at compile time for this stack's length (`lean_written_from`).
+        cache.dirty_from = if max_depth == 0 || !self.writes_stack {
+            self.sizes.written_from
+        } else {
+            usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0)
         };
         if let Some(payload) = run.panic.take() {
             std::panic::resume_unwind(payload);

@@ -218,3 +218,24 @@ add %r0, %r5\nexit\nmov %r0, 1\nexit";
         }
     }
 }
+
+/// A run's outcome words (exit word, value, budget left) are not reset before each run of
+/// a batch: every way out of the code writes them. A trap's words must not outlive its
+/// frame: trapping and plain frames alternate in one non-lean lent batch.
+#[test]
+fn a_traps_outcome_does_not_outlive_its_frame_in_a_batch() {
+    let writer = Verified::structural(program(WRITER)).unwrap();
+    let jit = Jit::compile(&writer, bindings(), weir_jit::Config::default()).expect("compiles");
+    let mut cache = jit.cache();
+    let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+    let mut packet = vec![0u8; 64];
+    let lens = [0usize, 1, 0, 3, 0, 0, 2];
+    let frames = lens.iter().map(|&n| vec![7u8; n]).collect();
+    let mut batch = Frames { frames, ..Frames::new() };
+    jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
+    assert_eq!(batch.lent, lens.len());
+    let got: Vec<_> = batch.seen.iter().map(|(r, _)| r.as_ref().map_err(|t| t.code)).collect();
+    let want: Vec<_> =
+        lens.iter().map(|&n| if n == 0 { Ok(&2) } else { Err(TrapCode::ReadOnly) }).collect();
+    assert_eq!(got, want);
+}
