@@ -293,6 +293,8 @@ pub struct SkipTally {
     pub dropped: u64,
     /// Both, and guards were added: the second walk is skipped.
     pub skipped: u64,
+    /// Certified by drops, no guard added, and the output walked again to check it.
+    pub walked_again: u64,
     /// Unchanged, though the optimizer took the tree for one the walk changes and did not
     /// record it ([`decide::likely_changes`]): a skip lost (counted with `skipped` too).
     pub missed: u64,
@@ -314,6 +316,16 @@ impl SkipTally {
         self.dropped += u64::from(!unchanged);
         let (g, added) = guard::insert_guards_reporting(t);
         if !added {
+            // No guard: the certificate still says a walk of the output gives it back (the
+            // guards' part of the argument aside), and a walk that dropped parts makes that
+            // a check of its own (a walk that changed nothing gives its input back anyway).
+            if !unchanged {
+                self.walked_again += 1;
+                let again = decide::decide(g.clone(), reads);
+                if again != g {
+                    return Err(format!("certified {g}\n  walked again {again}"));
+                }
+            }
             return Ok(());
         }
         self.skipped += 1;
@@ -332,8 +344,14 @@ impl std::fmt::Display for SkipTally {
             f,
             "first walk unchanged {}, report clear {}, certified {} (of which only dropping \
              decided parts {}), of which guards added (second walk skipped) {}, of those lost \
-             to the pre-test {}",
-            self.unchanged, self.clear, self.certified, self.dropped, self.skipped, self.missed
+             to the pre-test {}; certified by drops without a guard, walked again {}",
+            self.unchanged,
+            self.clear,
+            self.certified,
+            self.dropped,
+            self.skipped,
+            self.missed,
+            self.walked_again
         )
     }
 }
