@@ -115,12 +115,17 @@ impl Atoms {
 /// which is never cleared wrongly: such slots abort anyway).
 pub(crate) fn scratch_mask(e: &Expr) -> u32 {
     match e {
-        Expr::Scratch(k) => 1u32.checked_shl(u32::from(*k)).unwrap_or(1 << 31),
+        Expr::Scratch(k) => scratch_bit(*k),
         Expr::Const(_) | Expr::WireLen => 0,
         Expr::Load { offset, .. } => scratch_mask(offset),
         Expr::Binary { lhs, rhs, .. } => scratch_mask(lhs) | scratch_mask(rhs),
         Expr::Neg(x) => scratch_mask(x),
     }
+}
+
+/// The bit of slot `k` in a [`scratch_mask`].
+pub(crate) fn scratch_bit(k: u8) -> u32 {
+    1u32.checked_shl(u32::from(k)).unwrap_or(1 << 31)
 }
 
 #[derive(Debug, Clone)]

@@ -81,6 +81,36 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
     fold::junction(parts, conjunction)
 }
 
+/// Junctions longer than this are not checked by [`keeps`] (it compares parts pairwise).
+const KEEPS_PARTS: usize = 16;
+
+/// Whether [`junction`] surely gives `parts` (plain: nothing for `fold::junction` to flatten
+/// or drop, at least two) back as they are: no two parts lead with the same discriminator
+/// (nothing to regroup, nothing grouped to merge), no two neighbours lead with the same test
+/// (nothing for [`merge_adjacent`]), and in an `or` no two neighbours differ only in their
+/// first test's values (nothing for [`merge_tails`]). Stores are ignored: they only stop
+/// merges, so counting a part that stores makes the answer more cautious, never wrong.
+pub(crate) fn keeps(parts: &[Pred], conjunction: bool) -> bool {
+    if parts.len() > KEEPS_PARTS {
+        return false;
+    }
+    // (pairwise without a buffer: most junctions have two to four parts)
+    let distinct_keys = parts.iter().enumerate().all(|(i, p)| {
+        discriminator(p, conjunction)
+            .is_none_or(|k| parts.iter().take(i).all(|q| discriminator(q, conjunction) != Some(k)))
+    });
+    let neighbours_differ = parts.windows(2).all(|w| match w {
+        [a, b] => {
+            head(a, conjunction) != head(b, conjunction)
+                && (conjunction
+                    || !matches!((keyed_head(a), keyed_head(b)),
+                        (Some((l1, r1)), Some((l2, r2))) if l1 == l2 && r1 == r2))
+        }
+        _ => true,
+    });
+    distinct_keys && neighbours_differ
+}
+
 /// The value an `or` part's first test asks about and the rest of the part, when the part
 /// is an `and` whose first test is `L == k` or `L in S`.
 fn keyed_head(part: &Pred) -> Option<(&Expr, &[Pred])> {

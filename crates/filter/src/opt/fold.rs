@@ -9,8 +9,8 @@
 
 use super::analysis::{expr_can_abort, is_pure_total};
 use super::domain;
-use super::env::scratch_mask;
-use super::sets::{complement, set_test};
+use super::env::{scratch_bit, scratch_mask};
+use super::sets::{as_comparison, complement, set_test};
 use crate::eval;
 use crate::ir::{BinOp, CmpOp, Expr, Pred, Size, ValueSet};
 
@@ -282,13 +282,7 @@ pub(crate) fn negate(p: Pred) -> Pred {
 /// when nothing before it can abort or write scratch.
 pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
     // Nothing to flatten or drop (the common case): keep the vector as it is.
-    let plain = parts.iter().all(|p| match p {
-        Pred::Const(_) => false,
-        Pred::And(_) => !conjunction,
-        Pred::Or(_) => conjunction,
-        _ => true,
-    });
-    if plain {
+    if is_plain(&parts, conjunction) {
         return finish(parts, conjunction);
     }
     let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
@@ -333,6 +327,17 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
         }
     }
     finish(out, conjunction)
+}
+
+/// Whether [`junction`] has nothing to flatten or drop in `parts` (no constant, no part of
+/// the same kind).
+fn is_plain(parts: &[Pred], conjunction: bool) -> bool {
+    parts.iter().all(|p| match p {
+        Pred::Const(_) => false,
+        Pred::And(_) => !conjunction,
+        Pred::Or(_) => conjunction,
+        _ => true,
+    })
 }
 
 /// Appends one part; true when it is the absorbing constant (nothing after it runs).
@@ -418,6 +423,74 @@ pub(crate) fn pred(p: Pred, factoring: bool, reads: &mut u32) -> Pred {
             *reads |= super::analysis::slots_read(&Pred::Pairs(p.clone()));
             Pred::Pairs(p)
         }
+    }
+}
+
+/// `Some(reads)` when [`simplify`] surely gives `p` back as it is, with the scratch slots it
+/// reads; `None` when it may change it (or the check is unsure: Try, Chain and Pairs nodes,
+/// arithmetic [`keeps_shape`] does not vouch for, large junctions when factoring). A walk
+/// that reads the tree without rebuilding it: the optimizer asks it of a tree every other
+/// pass was certified to leave as it is, to learn that the tree is the fixed point without
+/// simplifying it and comparing (issue 13). Each case follows the rule of [`pred`] that
+/// gives its node back; anything else answers `None`.
+pub(crate) fn unchanged(p: &Pred, factoring: bool) -> Option<u32> {
+    let mut reads = 0;
+    unchanged_pred(p, factoring, &mut reads).then_some(reads)
+}
+
+fn unchanged_pred(p: &Pred, factoring: bool, reads: &mut u32) -> bool {
+    match p {
+        Pred::Const(_) => true,
+        Pred::Guard(n) => *n != 0,
+        Pred::Cmp { op, lhs, rhs } => {
+            unchanged_expr(lhs, reads)
+                && unchanged_expr(rhs, reads)
+                && !matches!(lhs, Expr::Const(_))
+                && (expr_can_abort(lhs)
+                    || expr_can_abort(rhs)
+                    || domain::compare(*op, domain::of_expr(lhs), domain::of_expr(rhs)).is_none())
+        }
+        Pred::In { value, set } => {
+            unchanged_expr(value, reads)
+                && !matches!(value, Expr::Const(_))
+                && (expr_can_abort(value) || domain::of_expr(value).decide_in(set).is_none())
+                && as_comparison(set).is_none()
+        }
+        // `negate` keeps a `not` only around these.
+        Pred::Not(q) => {
+            let stays = match &**q {
+                Pred::Cmp { op, .. } => domain::negate(*op).is_none(),
+                Pred::Store { .. } | Pred::Guard(_) => true,
+                _ => false,
+            };
+            stays && unchanged_pred(q, factoring, reads)
+        }
+        Pred::And(ps) | Pred::Or(ps) => {
+            let conjunction = matches!(p, Pred::And(_));
+            ps.len() >= 2
+                && is_plain(ps, conjunction)
+                && (!factoring || super::factor::keeps(ps, conjunction))
+                && ps.iter().all(|q| unchanged_pred(q, factoring, reads))
+        }
+        Pred::Store { value, .. } => unchanged_expr(value, reads),
+        Pred::Try(_) | Pred::Chain(_) | Pred::Pairs(_) => false,
+    }
+}
+
+/// Whether [`expr`] surely gives `e` back as it is; the slots it reads are added to `reads`
+/// (its [`scratch_mask`], in the same walk) when it does.
+fn unchanged_expr(e: &Expr, reads: &mut u32) -> bool {
+    match e {
+        Expr::Const(_) | Expr::WireLen => true,
+        Expr::Scratch(k) => {
+            *reads |= scratch_bit(*k);
+            true
+        }
+        Expr::Load { offset, .. } => unchanged_expr(offset, reads),
+        Expr::Binary { op, lhs, rhs } => {
+            unchanged_expr(lhs, reads) && unchanged_expr(rhs, reads) && keeps_shape(*op, lhs, rhs)
+        }
+        Expr::Neg(x) => !matches!(**x, Expr::Const(_) | Expr::Neg(_)) && unchanged_expr(x, reads),
     }
 }
 

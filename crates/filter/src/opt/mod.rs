@@ -24,7 +24,8 @@
 //!
 //! [`optimize`] runs them to a fixed point (a few rounds at most; the round that confirms
 //! it stops after its first `simplify` when that returns the tree every other pass was
-//! already seen to leave unchanged). Every pass is linear in
+//! already seen to leave unchanged, or before it when a read-only check vouches that both
+//! `simplify`s give back a tree a certified `decide` walk produced). Every pass is linear in
 //! the size of the filter, up to a sort for set building and small constant factors
 //! (environments of facts are capped; long runs of tests on values already seen skip the
 //! fact machinery). A 10,000-host `host a or host b ...` filter (420,000 IR nodes) becomes
@@ -71,6 +72,13 @@ fn optimize_pred(mut p: Pred) -> Pred {
     // The round starts from the stable tree (the last round ended on it, unchanged).
     let mut from_stable = false;
     for round in 0..MAX_ROUNDS {
+        // A round that starts from a tree held since a certified walk (see
+        // [`Stable::remember_decided`]) ends at once when the factoring `simplify` surely
+        // gives it back, for the slots the walk was certified for: the fixed point, known
+        // without simplifying it or comparing.
+        if from_stable && stable.ends_at_held(&p) {
+            break;
+        }
         let (q, reads) = fold::simplify(p, true);
         // The round before ended on a tree every later pass of a round is known to leave
         // as it is: `decide` (seen, for these slots read), `insert_guards` (it added none
@@ -149,6 +157,32 @@ impl Stable {
         self.decided.as_ref().is_some_and(|(tree, r)| *r == reads && tree.matches(q))
     }
 
+    /// Whether the remembered tree is [`Memo::Held`].
+    fn holds(&self) -> bool {
+        matches!(self.decided, Some((Memo::Held(_), _)))
+    }
+
+    /// Records `p`, the tree held (see [`Memo::Held`]), before a pass may change it.
+    fn record_held(&mut self, p: &Pred) {
+        if let Some((memo @ Memo::Held(_), _)) = &mut self.decided {
+            *memo = Memo::of(p);
+        }
+    }
+
+    /// At the start of a round from the stable tree `p`, the tree held: whether the factoring
+    /// `simplify` was found to give it back with the slots it was decided for (the round
+    /// would give it back: it is the fixed point). Otherwise `p` is recorded (the round's
+    /// passes will run on it).
+    fn ends_at_held(&mut self, p: &Pred) -> bool {
+        match self.decided {
+            Some((Memo::Held(Some(factoring_reads)), reads)) if factoring_reads == reads => true,
+            _ => {
+                self.record_held(p);
+                false
+            }
+        }
+    }
+
     /// `decide::decide(q, reads)`, skipped when `q` is the remembered tree; whether the
     /// result is the remembered tree; and whether the walk certified that guards added to
     /// it would not change a second walk's answer (it left `q` unchanged, or only dropped
@@ -183,9 +217,13 @@ impl Stable {
     }
 
     /// Remembers `q` as a tree `decide` leaves unchanged (known without walking it: the
-    /// certificate of [`Stable::decide`]), and gives it back.
+    /// certificate of [`Stable::decide`]), and gives it back. Held, not recorded: the loop
+    /// passes it straight to [`Stable::simplify`], and when that and the next round's
+    /// factoring `simplify` surely give it back ([`fold::unchanged`]) it is the fixed point,
+    /// with no recording compared (issue 13: the three walks were a tenth of `host A and
+    /// udp`'s optimizing).
     fn remember_decided(&mut self, q: Pred, reads: u32) -> Pred {
-        self.decided = Some((Memo::of(&q), reads));
+        self.decided = Some((Memo::Held(None), reads));
         self.simplified = false;
         q
     }
@@ -196,6 +234,19 @@ impl Stable {
     fn simplify(&mut self, p: Pred, is_tree: bool) -> (Pred, bool) {
         if is_tree && self.simplified {
             return (p, true);
+        }
+        if is_tree && self.holds() {
+            // One walk answers for this `simplify` and for the factoring one that opens the
+            // next round (factoring only adds conditions), else one for this alone.
+            let factoring = fold::unchanged(&p, true);
+            if factoring.is_some() || fold::unchanged(&p, false).is_some() {
+                if let Some((memo, _)) = &mut self.decided {
+                    *memo = Memo::Held(factoring);
+                }
+                self.simplified = true;
+                return (p, true);
+            }
+            self.record_held(&p);
         }
         let q = fold::simplify(p, false).0;
         if is_tree {
@@ -210,6 +261,12 @@ impl Stable {
 /// microsecond for a small filter's tree, issue 13), a copy otherwise. Either compares
 /// exactly: the shape is a prefix code of every field.
 enum Memo {
+    /// Not recorded: the tree the loop holds now, from [`Stable::remember_decided`] until a
+    /// pass may change it ([`Stable::record_held`] records it before). Matches nothing: only
+    /// [`Stable::simplify`] and [`Stable::ends_at_held`], given the tree held, answer for it.
+    /// With the slots the factoring `simplify` reads when it was found to give the tree back
+    /// ([`fold::unchanged`]).
+    Held(Option<u32>),
     Shape(analysis::Shape),
     Tree(Pred),
 }
@@ -225,6 +282,7 @@ impl Memo {
     /// Whether `p` is the tree remembered.
     fn matches(&self, p: &Pred) -> bool {
         match self {
+            Memo::Held(_) => false,
             Memo::Shape(shape) => shape.matches(p),
             Memo::Tree(tree) => tree == p,
         }
@@ -250,6 +308,27 @@ pub fn optimize_without_shortcuts(f: &Filter) -> Filter {
         }
     }
     Filter { pred: p, accept: f.accept }
+}
+
+/// Checks [`fold::unchanged`] on `f`, without factoring and with: whether it vouched that
+/// `simplify` gives `f` back, and an error where it vouched wrongly (`simplify` changes the
+/// tree, or reads other slots). For the tests (crates/filter/tests/opt.rs). Not for use.
+#[doc(hidden)]
+pub fn check_unchanged(f: &Filter) -> Result<[bool; 2], String> {
+    let mut vouched = [false; 2];
+    for (factoring, v) in [false, true].into_iter().zip(&mut vouched) {
+        let Some(reads) = fold::unchanged(&f.pred, factoring) else { continue };
+        *v = true;
+        let (q, r) = fold::simplify(f.pred.clone(), factoring);
+        if q != f.pred || r != reads {
+            return Err(format!(
+                "vouched for (factoring {factoring}, reads {reads:#x}) {}\n  simplified \
+                 (reads {r:#x}) {q}",
+                f.pred
+            ));
+        }
+    }
+    Ok(vouched)
 }
 
 /// Constant folding and local simplification (see the module documentation).

@@ -93,13 +93,20 @@ fn push_set_ranges(p: &Pred, complemented: bool, out: &mut Vec<(u32, u32)>) {
 /// but one value, or a range open at one end; `Pred::In` otherwise. Empty and full sets are
 /// kept as `In` (the caller folds them when `value` cannot abort).
 pub(crate) fn set_test(value: Expr, set: ValueSet) -> Pred {
-    let cmp = |op, c| Pred::cmp(op, value.clone(), Expr::Const(c));
+    match as_comparison(&set) {
+        Some((op, c)) => Pred::cmp(op, value, Expr::Const(c)),
+        None => Pred::In { value, set },
+    }
+}
+
+/// The comparison `value op c` that [`set_test`] writes for `value in set`, if any.
+pub(crate) fn as_comparison(set: &ValueSet) -> Option<(CmpOp, u32)> {
     match *set.ranges() {
-        [(a, b)] if a == b => cmp(CmpOp::Eq, a),
-        [(0, a), (b, u32::MAX)] if a.checked_add(2) == Some(b) => cmp(CmpOp::Ne, a + 1),
-        [(a, u32::MAX)] if a > 0 => cmp(CmpOp::Ge, a),
-        [(0, b)] if b < u32::MAX => cmp(CmpOp::Le, b),
-        _ => Pred::In { value, set },
+        [(a, b)] if a == b => Some((CmpOp::Eq, a)),
+        [(0, a), (b, u32::MAX)] if a.checked_add(2) == Some(b) => Some((CmpOp::Ne, a + 1)),
+        [(a, u32::MAX)] if a > 0 => Some((CmpOp::Ge, a)),
+        [(0, b)] if b < u32::MAX => Some((CmpOp::Le, b)),
+        _ => None,
     }
 }
 
