@@ -437,6 +437,7 @@ fn unrolled_loops_agree_for_every_trip_count() {
 /// Unrolled loops entered at a constant (`codegen::counted`, "Known trip counts": the
 /// entry's guard decided, a whole-loop group straight to the exit, the exit's charge a
 /// constant): starts below, at and past the bound, trip counts around the unroll factor,
+/// bounds a whole number of steps away and not,
 /// signed and unsigned, and a loop also jumped into with another start (taken at run time
 /// here: mem is 64 bytes); result, stack and executed count must be the interpreter's, with
 /// unrolling on and off.
@@ -446,8 +447,12 @@ fn loops_entered_at_a_constant_agree_for_every_trip_count() {
     for cond in ["jlt", "jslt"] {
         for step in [1i64, 3, 8] {
             for start in [0i64, 5, 16] {
-                for trips in [1i64, 2, 7, 8, 9, 16, 17, 32, 40] {
-                    let bound = start + step * trips;
+                for (trips, slack) in [1i64, 2, 7, 8, 9, 16, 17, 32, 40]
+                    .into_iter()
+                    .flat_map(|t| [(t, 0), (t, step - 1)])
+                {
+                    // `slack` short of a whole step: the same trip count, rounded up.
+                    let bound = start + step * trips - slack;
                     for (enter, what) in [
                         (format!("mov %r3, {start}"), "falls in"),
                         (format!("mov %r3, {bound}"), "at the bound"),
@@ -492,7 +497,7 @@ fn loops_entered_at_a_constant_agree_for_every_trip_count() {
             }
         }
     }
-    assert_eq!(runs, 2 * 3 * 3 * 9 * 4 * 2);
+    assert_eq!(runs, 2 * 3 * 3 * 9 * 2 * 4 * 2);
 }
 
 // ---- XDP programs: packet (with variable offsets), context and stack ----
