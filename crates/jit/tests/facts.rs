@@ -355,6 +355,29 @@ fn counted_loops_count_exactly() {
     }
 }
 
+/// `src` proven for 64 bytes of memory and run there by the interpreter and by the JIT
+/// with unrolling on and off: r0, the executed count and the stack must agree (`what`
+/// names the case in a failure). Returns the JIT runs made.
+fn agree_unrolled_on_and_off(src: &str, what: &str) -> usize {
+    let program = Program::from_insns(assemble(src).unwrap_or_else(|e| panic!("{e}\n{src}")));
+    let world = World { mem: Some((0..64).map(|i| (i * 7) as u8).collect()), ..World::default() };
+    let Some(verified) = prove(&program, None, &world) else { panic!("refused: {src}") };
+    let expected = interp_run(&program, None, &world);
+    assert!(expected.0.is_ok(), "{src}: {:?}", expected.0);
+    for unroll in [true, false] {
+        let config = weir_jit::Config { unroll, ..weir_jit::Config::default() };
+        let engine = Jit::compile(&verified, bindings(None), config).expect("compiles");
+        assert!(engine.checks().budget_dropped, "{src}");
+        let mut cache = engine.cache();
+        let mut w = world.clone();
+        let input = Input { mem: w.mem.as_deref_mut(), ..Default::default() };
+        let got = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
+        assert_eq!(got, expected.0, "unroll {unroll}, {what}:\n{src}");
+        assert_eq!(cache.stack(), &expected.4[..], "unroll {unroll}, {what}:\n{src}");
+    }
+    2
+}
+
 /// Unrolled counted loops (`codegen::counted`, "Unrolling"): every closing condition the
 /// JIT unrolls, steps up and down, trip counts below, at and around the unroll factor (the
 /// groups, the remainder, a loop too short for a group), bounds as immediates and as a
@@ -405,29 +428,7 @@ fn unrolled_loops_agree_for_every_trip_count() {
                     "mov %r0, 0\nlddw %r3, {start}\n{}\nldxdw %r6, [%r10-8]\nadd %r0, %r6\nexit",
                     close.replace("{body}", &body)
                 );
-                let program =
-                    Program::from_insns(assemble(&src).unwrap_or_else(|e| panic!("{e}\n{src}")));
-                let world = World {
-                    mem: Some((0..64).map(|i| (i * 7) as u8).collect()),
-                    ..World::default()
-                };
-                let Some(verified) = prove(&program, None, &world) else {
-                    panic!("refused: {src}")
-                };
-                let expected = interp_run(&program, None, &world);
-                assert!(expected.0.is_ok(), "{src}: {:?}", expected.0);
-                for unroll in [true, false] {
-                    let config = weir_jit::Config { unroll, ..weir_jit::Config::default() };
-                    let engine = Jit::compile(&verified, bindings(None), config).expect("compiles");
-                    assert!(engine.checks().budget_dropped, "{src}");
-                    let mut cache = engine.cache();
-                    let mut w = world.clone();
-                    let input = Input { mem: w.mem.as_deref_mut(), ..Default::default() };
-                    let got = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
-                    assert_eq!(got, expected.0, "unroll {unroll}, {trips} trips:\n{src}");
-                    assert_eq!(cache.stack(), &expected.4[..], "unroll {unroll}:\n{src}");
-                    runs += 1;
-                }
+                runs += agree_unrolled_on_and_off(&src, &format!("{trips} trips"));
             }
         }
     }
@@ -465,33 +466,7 @@ fn loops_entered_at_a_constant_agree_for_every_trip_count() {
                              stxdw [%r10-8], %r0\nadd %r3, {step}\n{cond} %r3, {bound}, loop\n\
                              ldxdw %r6, [%r10-8]\nadd %r0, %r6\nexit"
                         );
-                        let program = Program::from_insns(
-                            assemble(&src).unwrap_or_else(|e| panic!("{e}\n{src}")),
-                        );
-                        let world = World {
-                            mem: Some((0..64).map(|i| (i * 7) as u8).collect()),
-                            ..World::default()
-                        };
-                        let Some(verified) = prove(&program, None, &world) else {
-                            panic!("refused: {src}")
-                        };
-                        let expected = interp_run(&program, None, &world);
-                        assert!(expected.0.is_ok(), "{src}: {:?}", expected.0);
-                        for unroll in [true, false] {
-                            let config = weir_jit::Config { unroll, ..weir_jit::Config::default() };
-                            let engine =
-                                Jit::compile(&verified, bindings(None), config).expect("compiles");
-                            assert!(engine.checks().budget_dropped, "{src}");
-                            let mut cache = engine.cache();
-                            let mut w = world.clone();
-                            let input = Input { mem: w.mem.as_deref_mut(), ..Default::default() };
-                            let got =
-                                engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
-                            let why = format!("{what}, unroll {unroll}, {trips} trips:\n{src}");
-                            assert_eq!(got, expected.0, "{why}");
-                            assert_eq!(cache.stack(), &expected.4[..], "{why}");
-                            runs += 1;
-                        }
+                        runs += agree_unrolled_on_and_off(&src, &format!("{what}, {trips} trips"));
                     }
                 }
             }
