@@ -355,6 +355,29 @@ fn counted_loops_count_exactly() {
     }
 }
 
+/// `src` proven for 64 bytes of memory and run there by the interpreter and by the JIT
+/// with unrolling on and off: r0, the executed count and the stack must agree (`what`
+/// names the case in a failure). Returns the JIT runs made.
+fn agree_unrolled_on_and_off(src: &str, what: &str) -> usize {
+    let program = Program::from_insns(assemble(src).unwrap_or_else(|e| panic!("{e}\n{src}")));
+    let world = World { mem: Some((0..64).map(|i| (i * 7) as u8).collect()), ..World::default() };
+    let Some(verified) = prove(&program, None, &world) else { panic!("refused: {src}") };
+    let expected = interp_run(&program, None, &world);
+    assert!(expected.0.is_ok(), "{src}: {:?}", expected.0);
+    for unroll in [true, false] {
+        let config = weir_jit::Config { unroll, ..weir_jit::Config::default() };
+        let engine = Jit::compile(&verified, bindings(None), config).expect("compiles");
+        assert!(engine.checks().budget_dropped, "{src}");
+        let mut cache = engine.cache();
+        let mut w = world.clone();
+        let input = Input { mem: w.mem.as_deref_mut(), ..Default::default() };
+        let got = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
+        assert_eq!(got, expected.0, "unroll {unroll}, {what}:\n{src}");
+        assert_eq!(cache.stack(), &expected.4[..], "unroll {unroll}, {what}:\n{src}");
+    }
+    2
+}
+
 /// Unrolled counted loops (`codegen::counted`, "Unrolling"): every closing condition the
 /// JIT unrolls, steps up and down, trip counts below, at and around the unroll factor (the
 /// groups, the remainder, a loop too short for a group), bounds as immediates and as a
@@ -405,33 +428,51 @@ fn unrolled_loops_agree_for_every_trip_count() {
                     "mov %r0, 0\nlddw %r3, {start}\n{}\nldxdw %r6, [%r10-8]\nadd %r0, %r6\nexit",
                     close.replace("{body}", &body)
                 );
-                let program =
-                    Program::from_insns(assemble(&src).unwrap_or_else(|e| panic!("{e}\n{src}")));
-                let world = World {
-                    mem: Some((0..64).map(|i| (i * 7) as u8).collect()),
-                    ..World::default()
-                };
-                let Some(verified) = prove(&program, None, &world) else {
-                    panic!("refused: {src}")
-                };
-                let expected = interp_run(&program, None, &world);
-                assert!(expected.0.is_ok(), "{src}: {:?}", expected.0);
-                for unroll in [true, false] {
-                    let config = weir_jit::Config { unroll, ..weir_jit::Config::default() };
-                    let engine = Jit::compile(&verified, bindings(None), config).expect("compiles");
-                    assert!(engine.checks().budget_dropped, "{src}");
-                    let mut cache = engine.cache();
-                    let mut w = world.clone();
-                    let input = Input { mem: w.mem.as_deref_mut(), ..Default::default() };
-                    let got = engine.run_stats(&mut cache, input).map(|o| (o.r0, o.executed));
-                    assert_eq!(got, expected.0, "unroll {unroll}, {trips} trips:\n{src}");
-                    assert_eq!(cache.stack(), &expected.4[..], "unroll {unroll}:\n{src}");
-                    runs += 1;
-                }
+                runs += agree_unrolled_on_and_off(&src, &format!("{trips} trips"));
             }
         }
     }
     assert_eq!(runs, 8 * 10 * 2 * 2);
+}
+
+/// Unrolled loops entered at a constant (`codegen::counted`, "Known trip counts": the
+/// entry's guard decided, a whole-loop group straight to the exit, the exit's charge a
+/// constant): starts below, at and past the bound, trip counts around the unroll factor,
+/// bounds a whole number of steps away and not,
+/// signed and unsigned, and a loop also jumped into with another start (taken at run time
+/// here: mem is 64 bytes); result, stack and executed count must be the interpreter's, with
+/// unrolling on and off.
+#[test]
+fn loops_entered_at_a_constant_agree_for_every_trip_count() {
+    let mut runs = 0;
+    for cond in ["jlt", "jslt"] {
+        for step in [1i64, 3, 8] {
+            for start in [0i64, 5, 16] {
+                for (trips, slack) in [1i64, 2, 7, 8, 9, 16, 17, 32, 40]
+                    .into_iter()
+                    .flat_map(|t| [(t, 0), (t, step - 1)])
+                {
+                    // `slack` short of a whole step: the same trip count, rounded up.
+                    let bound = start + step * trips - slack;
+                    for (enter, what) in [
+                        (format!("mov %r3, {start}"), "falls in"),
+                        (format!("mov %r3, {bound}"), "at the bound"),
+                        (format!("mov %r3, {}", bound + 5), "past the bound"),
+                        (format!("mov %r3, 1\njgt %r2, 10, loop\nmov %r3, {start}"), "jumped in"),
+                    ] {
+                        let src = format!(
+                            "mov %r0, 0\n{enter}\nloop:\nmov %r4, %r3\nand %r4, 63\n\
+                             add %r4, %r1\nldxb %r5, [%r4]\nadd %r0, %r5\nmul %r0, 3\n\
+                             stxdw [%r10-8], %r0\nadd %r3, {step}\n{cond} %r3, {bound}, loop\n\
+                             ldxdw %r6, [%r10-8]\nadd %r0, %r6\nexit"
+                        );
+                        runs += agree_unrolled_on_and_off(&src, &format!("{what}, {trips} trips"));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(runs, 2 * 3 * 3 * 9 * 2 * 4 * 2);
 }
 
 // ---- XDP programs: packet (with variable offsets), context and stack ----
@@ -827,13 +868,18 @@ fn copy_loops_moved_wide_agree_with_the_interpreter() {
                     code.push(engine.machine_code().to_vec());
                     runs += 1;
                 }
+                // Every copy loop here is the idiom; one that runs fewer iterations than a
+                // group (4 from memory, 16 from the stack: from 0, every run) has no group
+                // to widen.
+                if n >= 16 {
+                    assert!(code[0] != code[1], "{from} -> {to}, {width} x {n}");
+                }
                 widened += usize::from(code[0] != code[1]);
             }
         }
     }
     assert!(runs >= 2 * 4 * 7 * 10, "{runs}");
-    // Every copy loop here is the idiom.
-    assert_eq!(widened * 2, runs);
+    assert!(widened * 2 >= runs / 2, "{widened} of {runs}");
 }
 
 /// Long copy loops (200 to 704 bytes: many groups, then the remainder) in untyped memory,
@@ -949,8 +995,9 @@ fn sum_loops_added_wide_agree_with_the_interpreter() {
                 runs += 1;
             }
             // Every sum loop here is the idiom once unrolled; below 7 words the unrolled
-            // guard's limit `8 * n - 56` would wrap, and the loop runs as written.
-            assert_eq!(code[0] != code[1], n >= 7, "{from}, {n} words");
+            // guard's limit `8 * n - 56` would wrap, and the loop runs as written; at 7
+            // (from 0, every run) it never fills a group of 8, and has none.
+            assert_eq!(code[0] != code[1], n >= 8, "{from}, {n} words");
             widened += usize::from(code[0] != code[1]);
         }
     }

@@ -26,7 +26,10 @@
 //! only when `|d - (m - j) * W| < W`, that is when `0 < d < factor * W`. The group tests
 //! that at run time (one compare: `d - 1 >= factor * W - 1`, unsigned) and runs the plain
 //! copies when it fails, so a copy into itself shifted up (which smears, and must) keeps
-//! the eBPF byte order; a copy down, onto itself or disjoint takes the wide moves. A body
+//! the eBPF byte order; a copy down, onto itself or disjoint takes the wide moves. Between
+//! the stack and any other window the test is decided at compile time ([`apart_always`]):
+//! the stack is the cache's own buffer, which no run's input can point into, so the group
+//! is the wide moves alone (no test, no plain copies beside them). A body
 //! short enough to be unrolled by 8 is unrolled by [`COPY_FACTOR`] (or [`COPY_FACTOR_LONG`])
 //! instead (`widened`). The last iteration's `v` (left in the register after the loop) is
 //! read before any store.
@@ -38,6 +41,7 @@ use weir_isa::ebpf::{Insn, Op, REG_COUNT};
 use super::counted::{Bound, Unroll};
 use super::facts::Plan;
 use super::Translator;
+use crate::guest::STACK;
 use crate::CompileError;
 
 /// A recognised copy body (see the module docs).
@@ -227,6 +231,16 @@ pub(crate) fn address(insns: &[Insn], body: &[usize], reg: u8, access: usize) ->
     None
 }
 
+/// Whether a copy between host windows `windows` (load, store) can never overlap, so that
+/// its groups need no overlap test: exactly one of them is the stack. The stack window is
+/// the cache's own buffer (`Cache::stack`), and every run borrows the cache mutably while
+/// its context, packet, memory or lent frame are the caller's slices, so no other window's
+/// host range meets it. Two accesses in one window, or in two caller windows (which a
+/// caller may lay out anywhere), keep the test.
+pub(crate) fn apart_always(windows: (usize, usize)) -> bool {
+    (windows.0 == STACK) != (windows.1 == STACK)
+}
+
 /// Iterations per group of a copy loop: its groups move 16 bytes an instruction with no
 /// per-iteration work left but the counter, so longer groups spread the guard further.
 const COPY_FACTOR: usize = 16;
@@ -331,18 +345,24 @@ impl Translator<'_, '_> {
         };
         let from = self.b.ins().iadd(from_fixed, from_counted);
         let to = self.b.ins().iadd(to_fixed, to_counted);
-        // Both step by `W` an iteration (`c * step = W` for each), so `c` is the same and
-        // `d` is the kept parts' difference: loop-invariant, computed once before the loop.
-        let d = self.b.ins().isub(to_fixed, from_fixed);
         let total = u32::from(copy.width) * factor as u32;
-        let d1 = self.b.ins().iadd_imm(d, -1);
-        let apart =
-            self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, d1, i64::from(total) - 1);
         let wide = self.b.create_block();
-        let narrow = self.b.create_block();
         let join = self.b.create_block();
-        self.b.set_cold_block(narrow);
-        self.b.ins().brif(apart, wide, &[], narrow, &[]);
+        let narrow = if apart_always(copy.windows) {
+            self.b.ins().jump(wide, &[]);
+            None
+        } else {
+            // Both step by `W` an iteration (`c * step = W` for each), so `c` is the same
+            // and `d` is the kept parts' difference: loop-invariant.
+            let d = self.b.ins().isub(to_fixed, from_fixed);
+            let d1 = self.b.ins().iadd_imm(d, -1);
+            let apart =
+                self.b.ins().icmp_imm(IntCC::UnsignedGreaterThanOrEqual, d1, i64::from(total) - 1);
+            let narrow = self.b.create_block();
+            self.b.set_cold_block(narrow);
+            self.b.ins().brif(apart, wide, &[], narrow, &[]);
+            Some(narrow)
+        };
 
         self.b.switch_to_block(wide);
         let moves = chunks(total);
@@ -382,10 +402,12 @@ impl Translator<'_, '_> {
         self.set(copy.value, last)?;
         self.b.ins().jump(join, &[]);
 
-        self.b.switch_to_block(narrow);
-        self.sums = [None; REG_COUNT as usize];
-        plain(self)?;
-        self.b.ins().jump(join, &[]);
+        if let Some(narrow) = narrow {
+            self.b.switch_to_block(narrow);
+            self.sums = [None; REG_COUNT as usize];
+            plain(self)?;
+            self.b.ins().jump(join, &[]);
+        }
         self.b.switch_to_block(join);
         self.sums = [None; REG_COUNT as usize];
         Ok(true)
@@ -466,6 +488,21 @@ mod tests {
         assert_eq!(factor(UnsignedLessThan, Bound::Const(257), 8), 16);
         assert_eq!(factor(UnsignedLessThanOrEqual, Bound::Const(256), 8), 16);
         assert_eq!(factor(UnsignedLessThan, Bound::Reg(2), 8), 16);
+    }
+
+    #[test]
+    fn only_copies_between_the_stack_and_another_window_skip_the_overlap_test() {
+        use crate::guest::{CTX, MEM, PACKET};
+        for other in [MEM, PACKET, CTX] {
+            assert!(apart_always((other, STACK)), "{other} -> stack");
+            assert!(apart_always((STACK, other)), "stack -> {other}");
+        }
+        // One window, or two the caller lays out: the test stays.
+        for same in [STACK, MEM, PACKET, CTX] {
+            assert!(!apart_always((same, same)), "{same}");
+        }
+        assert!(!apart_always((MEM, PACKET)));
+        assert!(!apart_always((PACKET, CTX)));
     }
 
     #[test]

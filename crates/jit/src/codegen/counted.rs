@@ -34,6 +34,16 @@
 //! each with its own test. Nothing in the body can leave the run (see above), and its
 //! accesses are the ones the facts proved in bounds at the same slots, so the copies need
 //! no check either; the executed count is still charged on the way out from `r`.
+//!
+//! **Known trip counts.** When the only way into the loop (its back edge aside) is falling
+//! out of the block just before it, and that block sets `r` by `mov r, imm` with nothing
+//! after it that may write `r` (no call: a helper clobbers r1-r5), the loop starts from
+//! that constant `r0`. Counting up (`step > 0`) to a constant `<` bound `L` with `0 <= r0 <
+//! L` (so no value reaches 2^31 + 2^31: no wrap, signed or unsigned), it runs [`trips`]
+//! `k = ceil((L - r0) / step)` iterations, every run: the entry's guard is decided (`k >=
+//! factor`), one group that is the whole loop goes straight to the exit, and the exit
+//! charges the constant `n * k`. (Cranelift folds none of this: `r0` reaches the loop's
+//! entry as a block parameter, and a branch on a constant stays a branch.)
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use weir_isa::ebpf::{Insn, Op, Operands};
@@ -42,7 +52,7 @@ use weir_program::exec::StackShape;
 use super::alu::comparison;
 
 use super::facts::{access_base, in_own_frame, Plan};
-use crate::cfg::{target_of, BasicBlock};
+use crate::cfg::{target_of, BasicBlock, Cfg};
 
 /// The register a counted loop's iterations are read from, and what each adds to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,6 +215,65 @@ pub(crate) fn find(
     })
 }
 
+/// How many iterations the counted loop `counted` (block `index` of `cfg`) runs, when
+/// every run enters it with the same constant and it counts up to a constant `<` bound
+/// (see the module docs).
+pub(crate) fn trips(insns: &[Insn], cfg: &Cfg, index: usize, counted: CountedLoop) -> Option<u64> {
+    let unroll = counted.unroll?;
+    let Bound::Const(limit) = unroll.bound else { return None };
+    let below = matches!(unroll.cc, IntCC::UnsignedLessThan | IntCC::SignedLessThan);
+    let r0 = entry_value(insns, cfg, index, counted.reg)?;
+    if !below || counted.step <= 0 || r0 < 0 || r0 >= limit {
+        return None;
+    }
+    // `limit` and `step` are sign-extended 32-bit immediates: no overflow here.
+    let k = (limit - r0 + counted.step - 1) / counted.step;
+    u64::try_from(k).ok()
+}
+
+/// The constant register `reg` holds on every entry into block `index` but through its
+/// own closing jump, if the block before sets it by `mov reg, imm` and falls into it, and
+/// nothing else jumps into it (see the module docs).
+fn entry_value(insns: &[Insn], cfg: &Cfg, index: usize, reg: u8) -> Option<i64> {
+    let block = cfg.blocks.get(index)?;
+    let (start, &last) = (block.start(), block.slots.last()?);
+    let jumped_into = (0..insns.len()).any(|pc| {
+        pc != last
+            && insns.get(pc).is_some_and(|i| i.op != Op::LddwHigh)
+            && matches!(target_of(insns, pc), Some(Ok(target)) if target == start)
+    });
+    let before = cfg.blocks.get(index.checked_sub(1)?)?;
+    let &before_last = before.slots.last()?;
+    let falls_in = insns.get(before_last).is_some_and(|i| i.slots() + before_last == start);
+    if jumped_into || !falls_in {
+        return None;
+    }
+    for &pc in before.slots.iter().rev() {
+        let insn = insns.get(pc)?;
+        let operands = insn.op.spec().map(|s| s.operands)?;
+        let goes_on = match operands {
+            // Only the last instruction may jump, and only conditionally (a taken jump
+            // elsewhere leaves the loop unentered; not taken, it falls in).
+            Operands::DstImmOff | Operands::DstSrcOff => pc == before_last,
+            Operands::DstImm
+            | Operands::DstSrc
+            | Operands::Dst
+            | Operands::DstImm64
+            | Operands::Load
+            | Operands::StoreImm
+            | Operands::StoreReg => true,
+            _ => false,
+        };
+        if insn.op == Op::Mov64Imm && insn.dst == reg && goes_on {
+            return Some(i64::from(insn.imm as i32));
+        }
+        if !goes_on || writes(insn, reg) {
+            return None;
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +366,52 @@ mod tests {
         assert!(limit_wraps(UnsignedGreaterThan, -7, -7));
         assert!(!limit_wraps(SignedGreaterThan, -1, -7));
         assert!(limit_wraps(SignedGreaterThan, i64::MAX - 6, -7));
+    }
+
+    /// `trips` of the first counted loop of `src`.
+    fn trips_of(src: &str) -> Option<u64> {
+        let insns = weir_isa::asm::assemble(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let cfg = Cfg::build(&insns, &Bindings::new()).unwrap();
+        let shape = StackShape::fit(&Default::default());
+        let plan = plan(&insns, 10_000);
+        let (index, found) = cfg
+            .blocks
+            .iter()
+            .enumerate()
+            .find_map(|(i, b)| Some((i, find(&insns, b, &plan, shape)?)))?;
+        trips(&insns, &cfg, index, found)
+    }
+
+    #[test]
+    fn a_loop_entered_at_one_constant_runs_a_known_number_of_times() {
+        let looping = |start: &str, step: i64, close: &str| {
+            format!("mov %r0, 0\n{start}\nloop:\nadd %r0, %r3\nadd %r3, {step}\n{close}\nexit")
+        };
+        let known = |start, step, close| trips_of(&looping(start, step, close));
+        // From 0, 5 and 99 up to 100: ceil((100 - r0) / step), signed or unsigned.
+        assert_eq!(known("mov %r3, 0", 1, "jlt %r3, 100, loop"), Some(100));
+        assert_eq!(known("mov %r3, 0", 8, "jlt %r3, 100, loop"), Some(13));
+        assert_eq!(known("mov %r3, 5", 8, "jslt %r3, 100, loop"), Some(12));
+        assert_eq!(known("mov %r3, 99", 3, "jlt %r3, 100, loop"), Some(1));
+        // The mov before a store and a conditional jump that falls into the loop.
+        let before = "mov %r3, 0\nstxdw [%r10-8], %r0\njeq %r0, 1, +3";
+        assert_eq!(known(before, 4, "jlt %r3, 100, loop"), Some(25));
+        // At or past the bound (one iteration, then out: not the formula's), below 0, a
+        // `<=` bound, a register bound: unknown.
+        assert_eq!(known("mov %r3, 100", 1, "jlt %r3, 100, loop"), None);
+        assert_eq!(known("mov %r3, -1", 1, "jslt %r3, 100, loop"), None);
+        assert_eq!(known("mov %r3, 0", 1, "jle %r3, 100, loop"), None);
+        assert_eq!(known("mov %r3, 0\nmov %r2, 100", 1, "jlt %r3, %r2, loop"), None);
+        // Written again after the mov, set by a 32-bit mov, or clobbered by a helper call.
+        assert_eq!(known("mov %r3, 0\nadd %r3, 4", 1, "jlt %r3, 100, loop"), None);
+        assert_eq!(known("mov32 %r3, 0", 1, "jlt %r3, 100, loop"), None);
+        assert_eq!(known("mov %r3, 0\ncall 1", 1, "jlt %r3, 100, loop"), None);
+        // Another way in, with another value (r3 = 50 when the jump is taken).
+        let two_ways = "mov %r3, 50\njgt %r2, 10, loop\nmov %r3, 0";
+        assert_eq!(known(two_ways, 1, "jlt %r3, 100, loop"), None);
+        // Reached only by a jump over the block before (which does not fall in).
+        let jumped = "mov %r3, 0\nja loop\nmov %r3, 50";
+        assert_eq!(known(jumped, 1, "jlt %r3, 100, loop"), None);
     }
 
     #[test]

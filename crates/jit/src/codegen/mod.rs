@@ -177,6 +177,9 @@ struct Translator<'a, 'f> {
     blocks: Vec<Block>,
     /// Per basic block, whether it is a counted loop (`counted`).
     counted: Vec<Option<counted::CountedLoop>>,
+    /// Per basic block that is a counted loop, its iterations when every run makes the
+    /// same number (`counted::trips`).
+    trips: Vec<Option<u64>>,
     /// Per basic block, the idiom its unrolled groups run wide (`copy`, `reduce`).
     idioms: Vec<Option<Idiom>>,
     /// While translating a counted loop: the block its back edge goes to (the loop's own
@@ -309,6 +312,11 @@ impl<'a, 'f> Translator<'a, 'f> {
                 }),
                 (found, _) => found,
             })
+            .collect::<Vec<_>>();
+        let trips = counted
+            .iter()
+            .enumerate()
+            .map(|(index, found)| counted::trips(insns, cfg, index, (*found)?))
             .collect();
         if let Some(&first) = blocks.first() {
             b.ins().jump(first, &[]);
@@ -333,6 +341,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             guesses: provenance::guess(insns, bindings),
             blocks,
             counted,
+            trips,
             idioms,
             counting: None,
             dispatch,
@@ -527,8 +536,11 @@ impl<'a, 'f> Translator<'a, 'f> {
         let head = self.b.create_block();
         let exit = self.b.create_block();
         let idiom = self.idioms.get(index).copied().flatten();
+        let trips = self.trips.get(index).copied().flatten();
         match counted.unroll {
-            Some(unroll) => self.unrolled_groups(block, counted.reg, unroll, idiom, head, exit)?,
+            Some(unroll) => {
+                self.unrolled_groups(block, counted.reg, unroll, idiom, trips, head, exit)?
+            }
             None => {
                 self.b.ins().jump(head, &[]);
             }
@@ -539,22 +551,29 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.counting = None;
         body?;
         self.b.switch_to_block(exit);
-        let now = self.get(counted.reg);
-        let base = self.b.use_var(var(LOOP_BASE));
-        let moved = if counted.step > 0 {
-            self.b.ins().isub(now, base)
-        } else {
-            self.b.ins().isub(base, now)
-        };
-        let step = counted.step.unsigned_abs();
-        let iterations = if step.is_power_of_two() {
-            self.b.ins().ushr_imm(moved, i64::from(step.trailing_zeros()))
-        } else {
-            self.b.ins().udiv_imm(moved, step as i64)
-        };
-        let charge = self.b.ins().imul_imm(iterations, n as i64);
         let remaining = self.b.use_var(var(REMAINING));
-        let remaining = self.b.ins().isub(remaining, charge);
+        let known = trips.and_then(|k| k.checked_mul(n as u64)).and_then(|c| i64::try_from(c).ok());
+        let remaining = match known {
+            // Every run makes `k` iterations: the charge is a constant.
+            Some(charge) => self.b.ins().iadd_imm(remaining, charge.wrapping_neg()),
+            None => {
+                let now = self.get(counted.reg);
+                let base = self.b.use_var(var(LOOP_BASE));
+                let moved = if counted.step > 0 {
+                    self.b.ins().isub(now, base)
+                } else {
+                    self.b.ins().isub(base, now)
+                };
+                let step = counted.step.unsigned_abs();
+                let iterations = if step.is_power_of_two() {
+                    self.b.ins().ushr_imm(moved, i64::from(step.trailing_zeros()))
+                } else {
+                    self.b.ins().udiv_imm(moved, step as i64)
+                };
+                let charge = self.b.ins().imul_imm(iterations, n as i64);
+                self.b.ins().isub(remaining, charge)
+            }
+        };
         self.b.def_var(var(REMAINING), remaining);
         let next = self.block_for(self.next_slot(last))?;
         self.b.ins().jump(next, &[]);
@@ -566,12 +585,14 @@ impl<'a, 'f> Translator<'a, 'f> {
     /// then `head`, the loop one iteration at a time, for what is left. After the last group
     /// the loop's own test decides between `head` and `exit` (on entry the first iteration
     /// runs whatever the test would say, as the loop's own body does).
+    #[allow(clippy::too_many_arguments)] // the loop's parts, as `counted_loop` found them
     fn unrolled_groups(
         &mut self,
         block: &crate::cfg::BasicBlock,
         reg: u8,
         unroll: counted::Unroll,
         idiom: Option<Idiom>,
+        trips: Option<u64>,
         head: Block,
         exit: Block,
     ) -> Result<(), CompileError> {
@@ -584,8 +605,16 @@ impl<'a, 'f> Translator<'a, 'f> {
         if let Some(Idiom::Sum(_)) = idiom {
             self.start_sum_lanes();
         }
-        let guard = self.unroll_guard(reg, unroll);
-        self.b.ins().brif(guard, group, &[], head, &[]);
+        let factor = unroll.factor as u64;
+        match trips {
+            // The guard decided: it holds on entry exactly when a whole group is left.
+            Some(k) if k >= factor => self.b.ins().jump(group, &[]),
+            Some(_) => self.b.ins().jump(head, &[]),
+            None => {
+                let guard = self.unroll_guard(reg, unroll);
+                self.b.ins().brif(guard, group, &[], head, &[])
+            }
+        };
         self.b.switch_to_block(group);
         self.sums = [None; REG_COUNT as usize];
         let plain = |t: &mut Self| -> Result<(), CompileError> {
@@ -608,11 +637,21 @@ impl<'a, 'f> Translator<'a, 'f> {
         if !wide {
             plain(self)?;
         }
-        let guard = self.unroll_guard(reg, unroll);
-        self.b.ins().brif(guard, group, &[], rest, &[]);
+        // One group that is the whole loop: neither the guard nor the loop's test can hold.
+        let whole = trips == Some(factor);
+        if whole {
+            self.b.ins().jump(rest, &[]);
+        } else {
+            let guard = self.unroll_guard(reg, unroll);
+            self.b.ins().brif(guard, group, &[], rest, &[]);
+        }
         self.b.switch_to_block(rest);
         if let (true, Some(Idiom::Sum(sum))) = (wide, idiom) {
             self.finish_sum_lanes(sum)?;
+        }
+        if whole {
+            self.b.ins().jump(exit, &[]);
+            return Ok(());
         }
         self.pc = last;
         let Some(&jump) = self.insns.get(last) else {
