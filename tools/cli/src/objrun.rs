@@ -85,8 +85,8 @@ impl Packets {
 fn open_source(args: &RunArgs) -> Result<Source, String> {
     match (args.read.first(), &args.interface) {
         (Some(path), _) => {
-            let reader =
-                CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let reader = CaptureReader::open_with_chunk_size(path, READ_CHUNK)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
             Ok((Packets::Capture(reader), path.display().to_string(), None))
         }
         (None, Some(interface)) => {
@@ -112,6 +112,13 @@ fn open_source(args: &RunArgs) -> Result<Source, String> {
         (None, None) => Err("weir run needs -r CAPTURE or -i INTERFACE".into()),
     }
 }
+
+/// `weir run`'s read size for a capture file. Why not the reader's 1 MiB: between reads
+/// every packet goes through the program, and a smaller chunk stays in the CPU's cache from
+/// the read to the packet's run; measured over the bench's 1M-packet capture (task-clock of
+/// the whole process, alternating in the same run): 128 KiB 0.87-0.93 of 1 MiB's, 64 and
+/// 256 KiB between (bench/records/2026-11-30-runtime-19.txt).
+const READ_CHUNK: usize = 128 << 10;
 
 /// Most workers `--cpus` takes.
 const MAX_CPUS: usize = 256;

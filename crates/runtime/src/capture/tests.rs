@@ -114,6 +114,24 @@ fn random_records(rng: &mut SplitMix64, count: usize, max_len: usize) -> Vec<Rec
         .collect()
 }
 
+/// A file opened with a read size of its own reads in that size (a record larger than it
+/// grows the buffer) and gives what `open` gives.
+#[test]
+fn open_with_chunk_size_reads_in_that_size() {
+    let dir = weir_testkit::Scratch::new("runtime-chunk");
+    let mut rng = SplitMix64::new(5);
+    let mut records = random_records(&mut rng, 300, 600);
+    records.insert(200, Rec::new(vec![7; 5000]));
+    let path = dir.join("chunked.pcap");
+    std::fs::write(&path, pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records)).unwrap();
+    let (expected, err) = read_all(&mut CaptureReader::open(&path).unwrap());
+    assert_eq!((expected.len(), err), (301, None));
+    let mut reader = CaptureReader::open_with_chunk_size(&path, 1000).unwrap();
+    assert_eq!(reader.window.buf.len(), 1000);
+    assert_eq!(read_all(&mut reader), (expected, None));
+    assert_eq!(reader.window.buf.len(), 5016, "grown for the 5,000-byte record");
+}
+
 #[test]
 fn pcap_streams_across_every_chunk_boundary() {
     let mut rng = SplitMix64::new(9);
