@@ -437,6 +437,14 @@ fn per_packet(
     if args.batch_only {
         log.line(format!("xdp_counter per packet, one batch (proven JIT): {batch_ns:6.1} ns"));
         log.line(format!("empty program (r0 = XDP_PASS), one batch:       {empty_ns:6.1} ns"));
+        // Said, not left out silently: the kernel's rows (a test run of `repeat` runs per
+        // frame, two programs, every round) take far longer than weir's, which an A/B loop
+        // of many short runs cannot afford; `--only per-packet` without this flag prints
+        // them.
+        log.line(
+            "kernel: not run (--batch-only times weir's batch rows alone; without it, \
+             --only per-packet prints the kernel comparison)",
+        );
         return Ok(true);
     }
     let proven_ns = time(&mut proven, pass_view)?;

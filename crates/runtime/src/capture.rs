@@ -496,32 +496,96 @@ impl PcapWalk {
         mut each: impl FnMut((usize, usize), &'b [u8], u32) -> bool,
     ) -> (usize, u64) {
         let (mut at, mut visited) = (0usize, 0u64);
-        while let Some(header) = bytes.get(at..at.wrapping_add(self.record_header)) {
-            let field = |i: usize| {
-                let v = header.get(i..i + 4).and_then(|b| <[u8; 4]>::try_from(b).ok());
-                let v = u32::from_le_bytes(v.unwrap_or_default());
-                if self.big {
-                    v.swap_bytes()
-                } else {
-                    v
-                }
-            };
-            let (caplen, wire_len) = (field(8) as usize, field(12));
-            let data_at = at + self.record_header;
-            let end = data_at.saturating_add(caplen);
-            if caplen > self.max || end > bytes.len() {
-                break;
-            }
-            // A captured length above the snapshot length is cut to it, as libpcap does.
-            let data = bytes.get(data_at..data_at + caplen.min(self.snap)).unwrap_or_default();
-            let record = (at, end);
-            at = end;
+        while let Some((record, data, wire_len)) = self.record(bytes, at) {
+            at = record.1;
             visited += 1;
             if !each(record, data, wire_len) {
                 break;
             }
         }
         (at, visited)
+    }
+
+    /// The complete record at `at` in `bytes`: its (start, end) there, its data and its
+    /// wire length; `None` where the walk stops (the record is cut by the end of `bytes`, or
+    /// its captured length is one libpcap refuses).
+    #[inline]
+    fn record(self, bytes: &[u8], at: usize) -> Option<((usize, usize), &[u8], u32)> {
+        let header = bytes.get(at..at.wrapping_add(self.record_header))?;
+        let (caplen, wire_len) = (self.field(header, 8) as usize, self.field(header, 12));
+        let data_at = at + self.record_header;
+        let end = data_at.saturating_add(caplen);
+        if caplen > self.max || end > bytes.len() {
+            return None;
+        }
+        // A captured length above the snapshot length is cut to it, as libpcap does.
+        let data = bytes.get(data_at..data_at + caplen.min(self.snap)).unwrap_or_default();
+        Some(((at, end), data, wire_len))
+    }
+
+    /// The record header's 32-bit field at `i`, in the file's byte order.
+    #[inline]
+    fn field(self, header: &[u8], i: usize) -> u32 {
+        let v = header.get(i..i + 4).and_then(|b| <[u8; 4]>::try_from(b).ok());
+        let v = u32::from_le_bytes(v.unwrap_or_default());
+        if self.big {
+            v.swap_bytes()
+        } else {
+            v
+        }
+    }
+}
+
+/// The complete pcap records already buffered, as whole packet views in order
+/// ([`CaptureReader::buffered`]): each record's header is read when the next packet is asked
+/// for, with no read of the input and no `Packet` built ahead. The packets yielded count as
+/// read when this is dropped: [`next_packet`](PacketSource::next_packet) goes on after the
+/// last one.
+pub struct Buffered<'r> {
+    walk: PcapWalk,
+    nano: bool,
+    linktype: u32,
+    bytes: &'r [u8],
+    /// The file offset of `bytes[0]`.
+    base: u64,
+    /// Where the next record starts in `bytes`.
+    at: usize,
+    index: u64,
+    /// The window's start and the reader's record count, moved on at the drop.
+    start: &'r mut usize,
+    read: &'r mut u64,
+}
+
+impl<'r> Iterator for Buffered<'r> {
+    type Item = Packet<'r>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Packet<'r>> {
+        let ((at, end), data, wire_len) = self.walk.record(self.bytes, self.at)?;
+        let header = self.bytes.get(at..end).unwrap_or_default();
+        let (ts_sec, ts_frac) = (self.walk.field(header, 0), self.walk.field(header, 4));
+        let index = self.index;
+        self.at = end;
+        self.index = index.saturating_add(1);
+        Some(Packet {
+            index,
+            data,
+            wire_len,
+            ts_sec: u64::from(ts_sec),
+            ts_nsec: if self.nano { ts_frac } else { ts_frac.saturating_mul(1000) },
+            linktype: self.linktype,
+            interface: 0,
+            offset: self.base.saturating_add(at as u64),
+            // A pcap file has no descriptive blocks between records.
+            stored: Some(Stored { record: header, blocks_before: &[] }),
+        })
+    }
+}
+
+impl Drop for Buffered<'_> {
+    fn drop(&mut self) {
+        *self.start = self.start.saturating_add(self.at);
+        *self.read = self.index;
     }
 }
 
@@ -561,6 +625,17 @@ impl CaptureReader<Input> {
     /// Opens a capture file, or standard input when the path is `-`, and reads its header
     /// (for pcapng, up to the first interface description).
     pub fn open(path: &Path) -> Result<CaptureReader<Input>, CaptureError> {
+        CaptureReader::open_with_chunk_size(path, DEFAULT_CHUNK)
+    }
+
+    /// [`open`](Self::open) with `chunk`-byte reads: a consumer that does much work per
+    /// packet between reads may find a smaller chunk, which stays in the CPU's cache from the
+    /// read to the packet's use, cheaper than the [`DEFAULT_CHUNK`] a bare walk prefers
+    /// (`weir run`, bench/records/2026-11-30-runtime-19.txt).
+    pub fn open_with_chunk_size(
+        path: &Path,
+        chunk: usize,
+    ) -> Result<CaptureReader<Input>, CaptureError> {
         let input = if path.as_os_str() == "-" {
             Input::Stdin(io::stdin())
         } else {
@@ -570,7 +645,7 @@ impl CaptureReader<Input> {
                 message: e.to_string(),
             })?)
         };
-        CaptureReader::new(input)
+        CaptureReader::with_chunk_size(input, chunk)
     }
 
     /// Reads packets by calling `turn` until it says [`Turn::Stop`] (or the capture ends):
@@ -1254,6 +1329,38 @@ impl<R: Read> CaptureReader<R> {
         self.window.consume(at);
         self.index = self.index.saturating_add(visited);
         written.map(|()| (visited, kept))
+    }
+
+    /// The complete pcap records buffered, as whole [`Packet`] views (index, timestamps,
+    /// offset, stored record: what [`next_packet`](PacketSource::next_packet) would give for
+    /// each), in order, for a consumer that keeps each packet's metadata (`weir run`: `-w`,
+    /// `--verdicts`) and feeds them to an engine as one batch. `None` where
+    /// [`visit_buffered`](Self::visit_buffered) would visit nothing whatever is buffered
+    /// (pcapng, pcap files whose length fields may be swapped, the end or damage reached):
+    /// then `next_packet` alone reads. Otherwise it yields what is buffered (maybe nothing);
+    /// the record after the last it yields (a read needed, damage, the end) is `next_packet`'s.
+    ///
+    /// Why: `next_packet` also checks for a read and builds its answer through the general
+    /// path for every record; a run of complete records needs neither.
+    pub fn buffered(&mut self) -> Option<Buffered<'_>> {
+        let walk = self.pcap_walk()?;
+        let nano = matches!(self.kind, Kind::Pcap { nano: true, .. });
+        let linktype = self.linktype;
+        let index = self.index;
+        let Window { buf, start, end, base, .. } = &mut self.window;
+        let bytes = buf.get(*start..*end).unwrap_or_default();
+        let base = base.saturating_add(*start as u64);
+        Some(Buffered {
+            walk,
+            nano,
+            linktype,
+            bytes,
+            base,
+            at: 0,
+            index,
+            start,
+            read: &mut self.index,
+        })
     }
 
     /// The walk both fast paths share: `each((start, end) of the record in the window's

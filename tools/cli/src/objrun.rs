@@ -64,14 +64,30 @@ pub struct RunArgs {
 
 /// The packet source `-r` or `-i` names, what errors call it, and (live) the guard that
 /// turns SIGINT, SIGTERM and SIGHUP into the end of the stream.
-type Source = (Box<dyn PacketSource>, String, Option<StopGuard>);
+type Source = (Packets, String, Option<StopGuard>);
+
+/// What `-r` or `-i` opened: a capture file (run by buffered records where the reader can
+/// hand them over so, [`run_capture`]) or an interface.
+enum Packets {
+    Capture(CaptureReader),
+    Live(LiveSource),
+}
+
+impl Packets {
+    fn source(&mut self) -> &mut dyn PacketSource {
+        match self {
+            Packets::Capture(capture) => capture,
+            Packets::Live(live) => live,
+        }
+    }
+}
 
 fn open_source(args: &RunArgs) -> Result<Source, String> {
     match (args.read.first(), &args.interface) {
         (Some(path), _) => {
-            let reader =
-                CaptureReader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            Ok((Box::new(reader), path.display().to_string(), None))
+            let reader = CaptureReader::open_with_chunk_size(path, READ_CHUNK)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((Packets::Capture(reader), path.display().to_string(), None))
         }
         (None, Some(interface)) => {
             let mut live = LiveSource::open(&LiveOptions::new(interface))
@@ -91,11 +107,18 @@ fn open_source(args: &RunArgs) -> Result<Source, String> {
                 "weir: listening on {interface}, link-type EN10MB, snapshot length {} bytes",
                 live.snaplen()
             );
-            Ok((Box::new(live), interface.clone(), Some(guard)))
+            Ok((Packets::Live(live), interface.clone(), Some(guard)))
         }
         (None, None) => Err("weir run needs -r CAPTURE or -i INTERFACE".into()),
     }
 }
+
+/// `weir run`'s read size for a capture file. Why not the reader's 1 MiB: between reads
+/// every packet goes through the program, and a smaller chunk stays in the CPU's cache from
+/// the read to the packet's run; measured over the bench's 1M-packet capture (task-clock of
+/// the whole process, alternating in the same run): 128 KiB 0.87-0.93 of 1 MiB's, 64 and
+/// 256 KiB between (bench/records/2026-11-30-runtime-19.txt).
+const READ_CHUNK: usize = 128 << 10;
 
 /// Most workers `--cpus` takes.
 const MAX_CPUS: usize = 256;
@@ -271,7 +294,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         return run_many(&args, &object, entry, &files, cpus);
     }
     // The packets: a capture file, or an interface until SIGINT, SIGTERM or SIGHUP.
-    let (mut reader, source_name, _signals) = open_source(&args)?;
+    let (mut packets, source_name, _signals) = open_source(&args)?;
+    let reader = packets.source();
     let mut writer = match &args.write {
         Some(out) => Some(
             CaptureWriter::pcap(out, reader.linktype(), reader.snaplen().max(65535))
@@ -318,32 +342,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             eprintln!("{}", loaded.explain());
         }
         sink.prog_type = loaded.prog_type();
-        // One batch over the whole source (the engine's run state set up once): each
-        // frame copied from the reader's view into the runner's buffer, each verdict
-        // lent back with the record's metadata kept beside it.
-        let meta = std::cell::Cell::new(None);
-        let waits = std::cell::Cell::new(false);
-        loaded.run_batch::<String>(
-            |put| {
-                let Some(packet) = reader.next_packet() else { return Ok(false) };
-                let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
-                meta.set(Some(Meta::of(&packet)));
-                put(packet.data);
-                waits.set(reader.would_wait());
-                Ok(true)
-            },
-            |verdict| {
-                let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
-                let verdict =
-                    verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
-                sink.record(&m.packet(verdict.packet), m.len, verdict.ret)?;
-                // A live interface may keep us waiting: show what is printed so far.
-                if waits.get() {
-                    sink.out.flush().map_err(|e| e.to_string())?;
-                }
-                Ok(())
-            },
-        )?;
+        match &mut packets {
+            Packets::Capture(capture) => {
+                run_capture(&mut loaded, &mut sink, capture, &source_name)?
+            }
+            Packets::Live(live) => {
+                run_stream(&mut loaded, &mut sink, live, &source_name, false)?;
+            }
+        }
     }
     let Sink { mut out, counts, kept_bytes, prog_type, .. } = sink;
     if !args.verdicts {
@@ -358,6 +364,97 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("{}: {e}", maps_out.display()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the program over a capture file: the complete records buffered as one batch each
+/// (`CaptureReader::buffered`: each packet's view made as the batch asks for it, no read
+/// and no check for one per record), then the record that needs a read (one across two
+/// chunks, damage, the end) as `next_packet` gives it; a capture the reader cannot hand over
+/// so (pcapng, swapped length fields) packet by packet in one batch. The verdicts, output
+/// and errors are those of one batch over `next_packet`'s packets.
+///
+/// Why: building every packet through `next_packet`, with its check for a read after each,
+/// cost more than the program's run on the bench's capture (issue 11,
+/// bench/records/2026-11-30-runtime-19.txt).
+fn run_capture<W: Write>(
+    loaded: &mut weir::Loaded,
+    sink: &mut Sink<'_, W>,
+    capture: &mut CaptureReader,
+    source_name: &str,
+) -> Result<(), String> {
+    loop {
+        let Some(mut run) = capture.buffered() else {
+            return run_stream(loaded, sink, capture, source_name, false).map(|_| ());
+        };
+        let never = std::cell::Cell::new(false);
+        feed(loaded, sink, &never, |give| Ok(run.next().map(|packet| give(&packet)).is_some()))?;
+        drop(run);
+        // The next record needs a read, which may wait (a pipe): show what is printed so far.
+        if capture.would_wait() {
+            sink.out.flush().map_err(|e| e.to_string())?;
+        }
+        if !run_stream(loaded, sink, capture, source_name, true)? {
+            return Ok(());
+        }
+    }
+}
+
+/// Runs the program over `reader`'s packets (`one`: over the next packet only), one batch:
+/// the engine's run state set up once, each frame lent or copied into the runner's buffer
+/// from the reader's view, each verdict lent back with the record's metadata kept beside
+/// it. Returns whether a packet came (false: the source ended).
+fn run_stream<W: Write>(
+    loaded: &mut weir::Loaded,
+    sink: &mut Sink<'_, W>,
+    reader: &mut dyn PacketSource,
+    source_name: &str,
+    one: bool,
+) -> Result<bool, String> {
+    let waits = std::cell::Cell::new(false);
+    let mut came = false;
+    feed(loaded, sink, &waits, |give| {
+        if one && came {
+            return Ok(false);
+        }
+        let Some(packet) = reader.next_packet() else { return Ok(false) };
+        let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
+        came = true;
+        give(&packet);
+        waits.set(reader.would_wait());
+        Ok(true)
+    })?;
+    Ok(came)
+}
+
+/// Runs the program over the packets `next` gives (it hands each to the function it is
+/// given and returns true, or returns false at the end), one batch, each verdict recorded
+/// with its packet's metadata; standard output flushed after a verdict while `waits`.
+fn feed<W: Write>(
+    loaded: &mut weir::Loaded,
+    sink: &mut Sink<'_, W>,
+    waits: &std::cell::Cell<bool>,
+    mut next: impl FnMut(&mut dyn FnMut(&Packet<'_>)) -> Result<bool, String>,
+) -> Result<(), String> {
+    let meta = std::cell::Cell::new(None);
+    loaded.run_batch::<String>(
+        |put| {
+            next(&mut |packet: &Packet<'_>| {
+                meta.set(Some(Meta::of(packet)));
+                put(packet.data);
+            })
+        },
+        |verdict| {
+            let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
+            let verdict =
+                verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
+            sink.record(&m.packet(verdict.packet), m.len, verdict.ret)?;
+            // A live interface may keep us waiting: show what is printed so far.
+            if waits.get() {
+                sink.out.flush().map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// The summary lines: a count per verdict, or a socket filter's accepted, dropped, kept.

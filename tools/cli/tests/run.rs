@@ -290,3 +290,80 @@ fn malformed_maps_in_is_one_line_naming_the_map_and_entry() {
         assert!(err.starts_with("weir: ") && err.contains(says), "{json}: {err}");
     }
 }
+
+/// A pcap file goes through the program by runs of the records its reader has buffered
+/// (`CaptureReader::buffered`), the record that straddles two reads (and the end) taken one
+/// by one; the same packets handed over one by one give the same verdicts, `-w` bytes and
+/// maps, over a capture of several read chunks, and so does a copy of it cut inside a record
+/// (the packets before the cut, then the same error). One by one: the same file marked
+/// version 2.3, whose length fields may be swapped (libpcap swaps them when the captured
+/// length is the larger, which no packet here has), which the reader gives only through
+/// `next_packet`.
+#[test]
+fn buffered_runs_give_what_packets_one_by_one_give() {
+    let dir = Scratch::new("run-buffered");
+    let packets: Vec<_> =
+        weir_testkit::corpus(0x5eed, 40_000).into_iter().filter(|p| p.data.len() >= 14).collect();
+    let runs = dir.join("runs.pcap");
+    weir_testkit::write_pcap(&runs, 1, &packets).unwrap();
+    let mut bytes = std::fs::read(&runs).unwrap();
+    assert!(bytes.len() > 3 << 20, "{} bytes: fewer than 3 read chunks", bytes.len());
+    // A cut 5 bytes into the last record's data.
+    let last = packets.last().unwrap().data.len();
+    let cut = bytes.len() - last + 5;
+    let files = [
+        ("whole", bytes.clone()),
+        ("cut", bytes[..cut].to_vec()),
+        ("whole 2.3", {
+            bytes[6..8].copy_from_slice(&3u16.to_le_bytes());
+            bytes.clone()
+        }),
+        ("cut 2.3", bytes[..cut].to_vec()),
+    ];
+    for program in ["big.o", "ringbuf.o", "xdp_counter.o"] {
+        let mut outputs = Vec::new();
+        for (name, bytes) in &files {
+            let (input, w, m) = (dir.join(name), dir.join("w.pcap"), dir.join("m.json"));
+            std::fs::write(&input, bytes).unwrap();
+            let _ = std::fs::remove_file(&w);
+            let (input, w_s, m_s) =
+                (input.to_str().unwrap(), w.to_str().unwrap(), m.to_str().unwrap());
+            let out = weir(&[
+                "run",
+                &object(program),
+                "-r",
+                input,
+                "--verdicts",
+                "-w",
+                w_s,
+                "--maps-out",
+                m_s,
+            ]);
+            let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+            let written = std::fs::read(&w).unwrap_or_default();
+            let maps = std::fs::read_to_string(&m).unwrap_or_default();
+            let _ = std::fs::remove_file(&m);
+            if name.starts_with("whole") {
+                assert!(out.status.success(), "{program} {name}: {stderr}");
+                assert_eq!(stdout.lines().count(), packets.len(), "{program} {name}");
+            } else {
+                assert_eq!(out.status.code(), Some(1), "{program} {name}");
+                assert!(stderr.contains("the file ends inside the record"), "{stderr}");
+                assert_eq!(stdout.lines().count(), packets.len() - 1, "{program} {name}");
+            }
+            // Errors name the input file: compare the rest.
+            let stderr = stderr.replace(input, "INPUT");
+            outputs.push((stdout, stderr, out.status.code(), written, maps));
+        }
+        for (i, j) in [(0, 2), (1, 3)] {
+            assert!(
+                outputs[i] == outputs[j],
+                "{program}: {} and {} differ: {:?} / {:?}",
+                files[i].0,
+                files[j].0,
+                (&outputs[i].1, outputs[i].0.len(), outputs[i].3.len(), &outputs[i].4),
+                (&outputs[j].1, outputs[j].0.len(), outputs[j].3.len(), &outputs[j].4),
+            );
+        }
+    }
+}

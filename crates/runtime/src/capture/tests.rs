@@ -33,24 +33,28 @@ pub(crate) fn read_all<R: Read>(
     let mut out = Vec::new();
     while let Some(p) = reader.next_packet() {
         match p {
-            Ok(p) => {
-                let stored = p.stored.unwrap();
-                out.push(Owned {
-                    index: p.index,
-                    data: p.data.to_vec(),
-                    wire_len: p.wire_len,
-                    ts: (p.ts_sec, p.ts_nsec),
-                    linktype: p.linktype,
-                    interface: p.interface,
-                    offset: p.offset,
-                    record: stored.record.to_vec(),
-                    blocks_before: stored.blocks_before.to_vec(),
-                })
-            }
+            Ok(p) => out.push(Owned::of(&p)),
             Err(e) => return (out, Some(e)),
         }
     }
     (out, None)
+}
+
+impl Owned {
+    pub(crate) fn of(p: &Packet<'_>) -> Owned {
+        let stored = p.stored.unwrap();
+        Owned {
+            index: p.index,
+            data: p.data.to_vec(),
+            wire_len: p.wire_len,
+            ts: (p.ts_sec, p.ts_nsec),
+            linktype: p.linktype,
+            interface: p.interface,
+            offset: p.offset,
+            record: stored.record.to_vec(),
+            blocks_before: stored.blocks_before.to_vec(),
+        }
+    }
 }
 
 pub(crate) fn read_bytes(bytes: &[u8], chunk: usize) -> (Vec<Owned>, Option<CaptureError>) {
@@ -108,6 +112,24 @@ fn random_records(rng: &mut SplitMix64, count: usize, max_len: usize) -> Vec<Rec
                 .ts(1_700_000_000 + i as u32, i as u32)
         })
         .collect()
+}
+
+/// A file opened with a read size of its own reads in that size (a record larger than it
+/// grows the buffer) and gives what `open` gives.
+#[test]
+fn open_with_chunk_size_reads_in_that_size() {
+    let dir = weir_testkit::Scratch::new("runtime-chunk");
+    let mut rng = SplitMix64::new(5);
+    let mut records = random_records(&mut rng, 300, 600);
+    records.insert(200, Rec::new(vec![7; 5000]));
+    let path = dir.join("chunked.pcap");
+    std::fs::write(&path, pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records)).unwrap();
+    let (expected, err) = read_all(&mut CaptureReader::open(&path).unwrap());
+    assert_eq!((expected.len(), err), (301, None));
+    let mut reader = CaptureReader::open_with_chunk_size(&path, 1000).unwrap();
+    assert_eq!(reader.window.buf.len(), 1000);
+    assert_eq!(read_all(&mut reader), (expected, None));
+    assert_eq!(reader.window.buf.len(), 5016, "grown for the 5,000-byte record");
 }
 
 #[test]
@@ -384,17 +406,7 @@ fn the_relay_reads_what_one_thread_reads() {
                             *err = Some(e);
                             return Turn::Stop;
                         }
-                        Some(Ok(p)) => out.push(Owned {
-                            index: p.index,
-                            data: p.data.to_vec(),
-                            wire_len: p.wire_len,
-                            ts: (p.ts_sec, p.ts_nsec),
-                            linktype: p.linktype,
-                            interface: p.interface,
-                            offset: p.offset,
-                            record: p.stored.unwrap().record.to_vec(),
-                            blocks_before: Vec::new(),
-                        }),
+                        Some(Ok(p)) => out.push(Owned::of(&p)),
                     }
                     if reader.would_wait() {
                         return Turn::More;
@@ -453,6 +465,35 @@ fn visit_all<R: Read>(
     }
 }
 
+/// The pcap files the fast paths are checked on, made of `records`: both byte orders,
+/// nanoseconds, a snapshot length below most records, the modified format's 24-byte
+/// headers, swapped length fields (2.3), and two damaged ones: cut inside record 250 and
+/// with a record libpcap refuses after the last.
+fn fast_path_files(records: &[Rec]) -> Vec<(&'static str, Vec<u8>)> {
+    let mut damaged = records.to_vec();
+    // Refused by libpcap (more than 256 KiB for Ethernet): claimed, not present.
+    let mut absurd = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, records);
+    absurd.extend(1u32.to_le_bytes());
+    absurd.extend(0u32.to_le_bytes());
+    absurd.extend(300_000u32.to_le_bytes());
+    absurd.extend(300_000u32.to_le_bytes());
+    absurd.extend([0u8; 64]);
+    damaged.truncate(250);
+    vec![
+        ("little", pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, records)),
+        ("big", pcap_file(true, MAGIC_NANO, 2, 4, 0, 1, 16, records)),
+        ("snaplen 100", pcap_file(false, MAGIC_MICRO, 2, 4, 100, 1, 16, records)),
+        ("modified", pcap_file(false, MAGIC_KUZNETSOV, 2, 4, 0, 1, 24, records)),
+        ("swapped 2.3", pcap_file(false, MAGIC_MICRO, 2, 3, 0, 1, 16, records)),
+        ("cut", {
+            let mut f = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &damaged);
+            f.truncate(f.len() - 7);
+            f
+        }),
+        ("absurd", absurd),
+    ]
+}
+
 /// The fast path sees what `next_packet` sees: the same bytes (cut to the snapshot length)
 /// and wire lengths, in both byte orders and with the modified pcap's 24-byte headers,
 /// across every chunk boundary; it stops where `visit` says, and leaves damage and swapped
@@ -461,29 +502,7 @@ fn visit_all<R: Read>(
 fn visit_buffered_sees_what_next_packet_sees() {
     let mut rng = SplitMix64::new(31);
     let records = random_records(&mut rng, 400, 300);
-    let mut damaged = records.clone();
-    // Refused by libpcap (more than 256 KiB for Ethernet): claimed, not present.
-    let mut absurd = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records);
-    absurd.extend(1u32.to_le_bytes());
-    absurd.extend(0u32.to_le_bytes());
-    absurd.extend(300_000u32.to_le_bytes());
-    absurd.extend(300_000u32.to_le_bytes());
-    absurd.extend([0u8; 64]);
-    damaged.truncate(250);
-    let files = [
-        ("little", pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &records)),
-        ("big", pcap_file(true, MAGIC_NANO, 2, 4, 0, 1, 16, &records)),
-        ("snaplen 100", pcap_file(false, MAGIC_MICRO, 2, 4, 100, 1, 16, &records)),
-        ("modified", pcap_file(false, MAGIC_KUZNETSOV, 2, 4, 0, 1, 24, &records)),
-        ("swapped 2.3", pcap_file(false, MAGIC_MICRO, 2, 3, 0, 1, 16, &records)),
-        ("cut", {
-            let mut f = pcap_file(false, MAGIC_MICRO, 2, 4, 0, 1, 16, &damaged);
-            f.truncate(f.len() - 7);
-            f
-        }),
-        ("absurd", absurd),
-    ];
-    for (name, bytes) in &files {
+    for (name, bytes) in &fast_path_files(&records) {
         let (expected, expected_err) = read_bytes(bytes, 1 << 20);
         let expected: Seen = expected.into_iter().map(|p| (p.data, p.wire_len)).collect();
         assert!(expected.len() >= 249, "{name}");
@@ -511,6 +530,82 @@ fn visit_buffered_sees_what_next_packet_sees() {
             let next = reader.next_packet().unwrap().unwrap();
             assert_eq!(next.index, 123, "{name} chunk {chunk}");
             assert_eq!(next.data, &expected[123].0[..], "{name} chunk {chunk}");
+        }
+    }
+}
+
+/// `weir run`'s loop: [`CaptureReader::buffered`]'s packets, then one from `next_packet`
+/// (joins, damage, the end), or `next_packet` alone where `buffered` is `None`; with
+/// `stop_after`, the run is dropped after that many packets. Returns the packets, the
+/// damage and how many came from `buffered`.
+fn buffered_all<R: Read>(
+    reader: &mut CaptureReader<R>,
+    stop_after: Option<usize>,
+) -> (Vec<Owned>, Option<CaptureError>, usize) {
+    let (mut out, mut fast) = (Vec::new(), 0);
+    loop {
+        if let Some(run) = reader.buffered() {
+            for p in run {
+                out.push(Owned::of(&p));
+                fast += 1;
+                if stop_after.is_some_and(|n| out.len() >= n) {
+                    return (out, None, fast);
+                }
+            }
+        }
+        match reader.next_packet() {
+            None => return (out, None, fast),
+            Some(Err(e)) => return (out, Some(e), fast),
+            Some(Ok(p)) => out.push(Owned::of(&p)),
+        }
+        if stop_after.is_some_and(|n| out.len() >= n) {
+            return (out, None, fast);
+        }
+    }
+}
+
+/// [`CaptureReader::buffered`] gives what `next_packet` gives, field for field (index,
+/// bytes cut to the snapshot length, wire length, timestamps in micro- and nanoseconds,
+/// offset, the stored record), in both byte orders and with the modified pcap's 24-byte
+/// headers, across every chunk boundary; it leaves damage, swapped length fields and pcapng
+/// to `next_packet`, which reports them as before; a run dropped midway counts only the
+/// packets it yielded as read.
+#[test]
+fn buffered_gives_what_next_packet_gives() {
+    let mut rng = SplitMix64::new(47);
+    let mut records = random_records(&mut rng, 400, 300);
+    // Microsecond fractions whose nanoseconds do not fit 32 bits (saturated, as next_packet
+    // saturates them).
+    records[3] = records[3].clone().ts(7, 4_300_000);
+    let mut ng = Ng::new(false);
+    ng.shb().idb(1, 0, &[]);
+    for r in &records {
+        ng.epb(0, r, &[]);
+    }
+    let mut files = fast_path_files(&records);
+    files.push(("pcapng", ng.bytes));
+    for (name, bytes) in &files {
+        let (expected, expected_err) = read_bytes(bytes, 1 << 20);
+        assert!(expected.len() >= 249, "{name}");
+        assert_eq!(expected_err.is_some(), ["cut", "absurd"].contains(name), "{name}");
+        for chunk in [1, 7, 16, 17, 100, 333, 4096, 1 << 20] {
+            let mut reader =
+                CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk).unwrap();
+            let (got, err, fast) = buffered_all(&mut reader, None);
+            assert!(got == expected, "{name} chunk {chunk}: packets differ");
+            assert_eq!(err, expected_err, "{name} chunk {chunk}");
+            if ["swapped 2.3", "pcapng"].contains(name) {
+                assert_eq!(fast, 0, "{name}: next_packet's alone");
+            } else if chunk >= 4096 {
+                assert!(fast > got.len() / 2, "{name} chunk {chunk}: buffered unused");
+            }
+            // Dropped midway: the next packet is the one after the last yielded.
+            let mut reader =
+                CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk).unwrap();
+            let (first, _, _) = buffered_all(&mut reader, Some(123));
+            assert!(first[..] == expected[..123], "{name} chunk {chunk}: stop");
+            let next = Owned::of(&reader.next_packet().unwrap().unwrap());
+            assert_eq!(next, expected[123], "{name} chunk {chunk}");
         }
     }
 }
