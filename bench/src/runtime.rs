@@ -117,25 +117,52 @@ pub fn run(args: &RuntimeArgs, command: &str) -> Result<bool, String> {
         jit.map_or("unknown".into(), |j| j.to_string())
     ));
     let mut all_met = true;
+    // Parts left out (--only) and goals whose comparison was not run (--weir-only,
+    // --batch-only, no kernel) are named, so a partial run never reads as all goals met.
+    let mut not_judged: Vec<&str> = Vec::new();
     let part = |name: &str| args.only.is_empty() || args.only.iter().any(|p| p == name);
+    let mut judge = |name: &'static str, met: Option<bool>| match met {
+        Some(met) => all_met &= met,
+        None => not_judged.push(name),
+    };
     if part("load") {
-        all_met &= load(args, &mut log)?;
+        judge("load", Some(load(args, &mut log)?));
+    } else {
+        judge("load", None);
     }
     if part("lookups") {
-        all_met &= lookups(args, &mut log)?;
+        judge("lookups", Some(lookups(args, &mut log)?));
+    } else {
+        judge("lookups", None);
     }
     if part("per-packet") {
-        all_met &= per_packet(args, &available, &mut log)?;
+        judge("per-packet", per_packet(args, &available, &mut log)?);
+    } else {
+        judge("per-packet", None);
     }
     if part("e2e") {
-        all_met &= end_to_end(args, &available, &mut log, &mut notes)?;
+        judge("e2e", end_to_end(args, &available, &mut log, &mut notes)?);
+    } else {
+        judge("e2e", None);
     }
-    log.line(format!("all goals met: {all_met}"));
+    log.line(goals_line(all_met, &not_judged));
     if args.record {
         let path = record::write("runtime", command, &notes, &log.lines)?;
         println!("recorded in {}", path.display());
     }
     Ok(true)
+}
+
+/// The run's closing line: every goal judged, or which parts' goals were not.
+fn goals_line(all_met: bool, not_judged: &[&str]) -> String {
+    if not_judged.is_empty() {
+        format!("all goals met: {all_met}")
+    } else {
+        format!(
+            "goals met among those judged: {all_met}; not judged: {} (all goals met: unknown)",
+            not_judged.join(", ")
+        )
+    }
 }
 
 /// (d) Loading big.o.
@@ -338,7 +365,7 @@ fn per_packet(
     args: &RuntimeArgs,
     available: &Result<(), String>,
     log: &mut Log,
-) -> Result<bool, String> {
+) -> Result<Option<bool>, String> {
     let bytes = object_bytes("xdp_counter.o")?;
     let frames = bench_frames(1000);
     let object = Object::open(&bytes)?;
@@ -445,7 +472,7 @@ fn per_packet(
             "kernel: not run (--batch-only times weir's batch rows alone; without it, \
              --only per-packet prints the kernel comparison)",
         );
-        return Ok(true);
+        return Ok(None);
     }
     let proven_ns = time(&mut proven, pass_view)?;
     let proven_copy_ns = time(&mut proven, pass_copy)?;
@@ -464,11 +491,11 @@ fn per_packet(
     log.line(format!("  ... packet copied out (Loaded::run)            {copy_ns:8.1} ns"));
     if let Err(reason) = available {
         log.line(format!("  kernel: SKIPPED ({reason})"));
-        return Ok(true);
+        return Ok(None);
     }
     if args.weir_only {
         log.line("  kernel: not run (--weir-only)");
-        return Ok(true);
+        return Ok(None);
     }
     // The kernel: same counts after one pass each (weir ran 1 + rounds passes: compare
     // after its first, kept above).
@@ -519,7 +546,7 @@ fn per_packet(
         "  (like with like, both net of an empty program: weir {weir_net:.1} ns / kernel {net:.1} ns = {:.2}x; not the goal's ratio)",
         weir_net / net.max(1e-9)
     ));
-    Ok(met)
+    Ok(Some(met))
 }
 
 /// An XDP object whose program returns `XDP_PASS` and does nothing else (as the kernel's
@@ -540,7 +567,7 @@ fn end_to_end(
     available: &Result<(), String>,
     log: &mut Log,
     notes: &mut Vec<String>,
-) -> Result<bool, String> {
+) -> Result<Option<bool>, String> {
     let weir_bin = match &args.weir {
         Some(p) => p.clone(),
         None => root().join("target/release/weir"),
@@ -630,11 +657,11 @@ fn end_to_end(
     }
     if let Err(reason) = available {
         log.line(format!("  kernel driver: SKIPPED ({reason})"));
-        return Ok(true);
+        return Ok(None);
     }
     if args.weir_only {
         log.line("  kernel driver: not run (--weir-only)");
-        return Ok(true);
+        return Ok(None);
     }
     let bytes = object_bytes("xdp_counter.o")?;
     let mut kernel_walls = Vec::new();
@@ -683,5 +710,19 @@ fn end_to_end(
         verdict(met)
     ));
     let _ = std::fs::remove_file(&maps_out);
-    Ok(met)
+    Ok(Some(met))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::goals_line;
+
+    #[test]
+    fn a_partial_run_never_reads_as_all_goals_met() {
+        assert_eq!(goals_line(true, &[]), "all goals met: true");
+        assert_eq!(goals_line(false, &[]), "all goals met: false");
+        let partial = goals_line(true, &["lookups", "e2e"]);
+        assert!(!partial.contains("all goals met: true"), "{partial}");
+        assert!(partial.contains("not judged: lookups, e2e"), "{partial}");
+    }
 }
