@@ -176,6 +176,15 @@ fn workers_keep_read_order_across_chunks() {
     }
 }
 
+/// A scratch directory with [`RULES`] in it, and the rule file's path.
+fn rules_in(name: &str) -> (Scratch, String) {
+    let dir = Scratch::new(name);
+    let rules = dir.join("rules.txt");
+    std::fs::write(&rules, RULES).unwrap();
+    let rules = rules.display().to_string();
+    (dir, rules)
+}
+
 /// `packets` of the corpus, 3 µs apart from 10.0004 s on (so that a rule's last packet
 /// and its first packet past a millisecond are apart), as a capture in `dir`.
 fn spaced_capture(dir: &Scratch, name: &str, packets: usize) -> std::path::PathBuf {
@@ -196,10 +205,8 @@ fn spaced_capture(dir: &Scratch, name: &str, packets: usize) -> std::path::PathB
 /// packet's time to the millisecond below, whichever thread counted it.
 #[test]
 fn workers_agree_with_one_at_any_size() {
-    let dir = Scratch::new("flow-workers-sizes");
-    let rules = dir.join("rules.txt");
-    std::fs::write(&rules, RULES).unwrap();
-    let rules = rules.to_str().unwrap();
+    let (dir, rules) = rules_in("flow-workers-sizes");
+    let rules = rules.as_str();
     for packets in [1usize, 3, 1025, 6000] {
         let cap = spaced_capture(&dir, &format!("in-{packets}.pcap"), packets);
         let cap = cap.to_str().unwrap();
@@ -257,10 +264,8 @@ fn workers_agree_with_one_at_any_size() {
 /// reader may wait, so each piece is written before the next read) the same.
 #[test]
 fn workers_stop_at_a_cut_capture_as_one_does() {
-    let dir = Scratch::new("flow-workers-cut");
-    let rules = dir.join("rules.txt");
-    std::fs::write(&rules, RULES).unwrap();
-    let rules = rules.to_str().unwrap();
+    let (dir, rules) = rules_in("flow-workers-cut");
+    let rules = rules.as_str();
     let whole = spaced_capture(&dir, "whole.pcap", 5000);
     let bytes = std::fs::read(&whole).unwrap();
     // Inside a record: the last one's header is 16 bytes, its frame at least 14.
