@@ -9,8 +9,8 @@
 //! weir flow stats --control /run/weir/flow.ctl
 //! ```
 //!
-//! With 32 subtables or more, each worker keeps an exact-match cache of 8,192 flows in
-//! front of the classifier.
+//! With 32 subtables or more, each classifying thread keeps an exact-match cache of 8,192
+//! flows in front of the classifier.
 //!
 //! Output files in `--out-dir`: `pass.pcap` (packets no rule dropped or redirected,
 //! after the actions' changes) and `DEV.pcap` for every device a `mirred` action names
