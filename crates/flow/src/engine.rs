@@ -19,13 +19,13 @@ use std::sync::Arc;
 /// The kernel's `max_reclassify_loop`.
 pub const MAX_RESTARTS: u32 = 16;
 
-/// How far `last_used` may lag the last packet's time stamp (1 ms).
+/// The unit `last_used` is kept in: the last packet's time stamp cut to it (1 ms).
 pub const LAST_USED_GRAIN: u64 = 1_000_000;
 
 /// Counter shards a rule has, one per worker thread that owns one (the first threads to
 /// count); threads beyond them share one more shard through atomic adds. Two: a rule's
-/// bytes are what 1M rules in 256 MB allows (issue 14), and `weir flow run` gives this
-/// 2-CPU machine's 2 workers one each (its reading thread does not count); a process
+/// bytes are what 1M rules in 256 MB allows (issue 14), and `weir flow run --workers 2`
+/// gives its 2 classifying threads (the reading thread one of them) one each; a process
 /// whose own thread counted before it starts workers gives its shard back first
 /// ([`release_shard`]).
 pub const COUNTER_SHARDS: usize = 2;
@@ -148,9 +148,14 @@ impl Counters {
             s.bytes.fetch_add(bytes, Ordering::Relaxed);
         }
         // Last used to the millisecond (tc keeps it in jiffies): a plain load on most
-        // packets instead of a locked read-modify-write.
-        if now >= self.last_used.load(Ordering::Relaxed).saturating_add(LAST_USED_GRAIN) {
-            self.last_used.fetch_max(now, Ordering::Relaxed);
+        // packets instead of a locked read-modify-write. The stamp is cut to the grain
+        // first, so the value kept is the latest packet's, cut, whatever order threads
+        // count in (kept unrounded, it was the first stamp past the grain, which
+        // depended on the order: `weir flow run --stats` printed another `used` with
+        // another --workers).
+        let grained = now - now % LAST_USED_GRAIN;
+        if grained > self.last_used.load(Ordering::Relaxed) {
+            self.last_used.fetch_max(grained, Ordering::Relaxed);
         }
     }
     /// (packets, bytes, last used): the shards summed.

@@ -9,8 +9,8 @@
 //! weir flow stats --control /run/weir/flow.ctl
 //! ```
 //!
-//! With 32 subtables or more, each worker keeps an exact-match cache of 8,192 flows in
-//! front of the classifier.
+//! With 32 subtables or more, each classifying thread keeps an exact-match cache of 8,192
+//! flows in front of the classifier.
 //!
 //! Output files in `--out-dir`: `pass.pcap` (packets no rule dropped or redirected,
 //! after the actions' changes) and `DEV.pcap` for every device a `mirred` action names
@@ -126,7 +126,8 @@ pub struct FlowRunArgs {
     /// Print `<index> <rule line or -> <final action>` per packet.
     #[arg(long)]
     pub verdicts: bool,
-    /// Worker threads; packets are spread by a symmetric flow hash.
+    /// Classifying threads, the reading thread among them; each takes runs of packets
+    /// in turn, and the output is in read order as with one.
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
     /// The interface name `indev` matches see (default: none; with -i, that interface).
@@ -255,8 +256,6 @@ struct Slot {
     outcome: Option<Outcome>,
 }
 
-/// Packets read at a time (split among workers by flow hash).
-const CHUNK: usize = 8192;
 const MAX_WORKERS: usize = 256;
 
 /// Flows each worker's exact-match cache holds.
@@ -427,18 +426,108 @@ impl Output<'_> {
     }
 }
 
-/// Chunks a worker may have queued or finished and not yet taken: the reader fills the
-/// next chunk while the workers classify the last.
-const DEPTH: usize = 2;
+/// Pieces each classifying thread may have queued or finished and not yet written: the
+/// reader reads the next while the others classify.
+const AHEAD: usize = 2;
 
-/// The packet loop. One worker classifies on the reading thread. More are threads that
-/// live for the whole run, each fed by a bounded channel: the reader copies a chunk of
-/// packets, deals them out by a symmetric flow hash (a flow's packets stay on one worker,
-/// in order), and while the workers classify it reads the next. Each chunk's packets are
-/// then written in the order they were read (each worker returns its share in order, and
-/// the reader kept which worker had each packet), so the output is the same for any
-/// --workers. A source that would wait (a live interface, a pipe) has its chunks finished
-/// and written before the reader waits.
+/// Packets read at a time: one piece, the unit a thread takes. Small enough that the
+/// reading thread, between its reads, takes the pieces the others have not reached (the
+/// threads even out by themselves, whatever reading costs against classifying), large
+/// enough that a hand-off (a lock, a wake-up, a channel) costs little against ~1,000
+/// packets' work.
+const PIECE: usize = 1024;
+
+/// A run of packets in read order, handed to whichever classifying thread is free. Its
+/// slots (and their buffers) come back with it and are filled again in place.
+struct Piece {
+    /// Its number in read order.
+    seq: u64,
+    /// Slots in use (the vector keeps more from earlier pieces).
+    n: usize,
+    slots: Vec<Slot>,
+    indev: u32,
+}
+
+/// The pieces no thread has taken yet, oldest first, and whether the reader has ended
+/// (the workers then leave).
+#[derive(Default)]
+struct Queue {
+    state: Mutex<(std::collections::VecDeque<Piece>, bool)>,
+    ready: std::sync::Condvar,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (std::collections::VecDeque<Piece>, bool)> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    fn push(&self, piece: Piece) {
+        self.lock().0.push_back(piece);
+        self.ready.notify_one();
+    }
+    /// The next piece, if one is queued (the reading thread: it never waits here).
+    fn try_pop(&self) -> Option<Piece> {
+        self.lock().0.pop_front()
+    }
+    /// The next piece, waiting for one; `None` once the reader has ended.
+    fn pop(&self) -> Option<Piece> {
+        let mut state = self.lock();
+        loop {
+            if state.1 {
+                return None;
+            }
+            if let Some(p) = state.0.pop_front() {
+                return Some(p);
+            }
+            state = self.ready.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+    fn close(&self) {
+        self.lock().1 = true;
+        self.ready.notify_all();
+    }
+}
+
+/// Closes the queue however the reader leaves (an error included), so that the workers
+/// end and the scope can join them.
+struct Closing<'q>(&'q Queue);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// Set when a worker's thread unwinds, so that the reader stops waiting for its piece.
+struct Ended<'f>(&'f std::sync::atomic::AtomicBool);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// A regular file never makes its reader wait: its pieces need not be written before the
+/// next read (a capture reader says it would wait whenever its buffer runs out, which
+/// for a file emptied the pipeline every megabyte).
+fn regular_file(args: &FlowRunArgs) -> bool {
+    args.read
+        .as_deref()
+        .is_some_and(|p| p != Path::new("-") && std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+}
+
+/// The packet loop: `--workers N` is N classifying threads, the reading thread and N - 1
+/// workers living for the whole run. The reader copies a piece of packets and queues it;
+/// once N pieces a thread are out, it takes the oldest ones no worker has reached and
+/// classifies them itself (else waits for the oldest to come back), writes the oldest,
+/// and reads on. With one thread it classifies each piece it reads. Pieces are written in
+/// the order they were read, each in its own order, so the output is the same for any
+/// --workers: nothing in a packet's classification depends on the packets before it
+/// (each thread's exact-match cache gives what the classifier gives; counters are sums
+/// and a maximum). A source that would wait (a live interface, a pipe) has its pieces
+/// finished and written before the reader waits. A read error ends the run after the
+/// packets read before it are written, as with one thread.
 fn pump(
     args: &FlowRunArgs,
     classifier: &Classifier,
@@ -449,80 +538,60 @@ fn pump(
     let use_cache = classifier.stats().0 >= CACHE_FROM_SUBTABLES;
     let new_cache = || FlowCache::new(if use_cache { CACHE_FLOWS } else { 64 });
     let indev_name = args.indev.clone().or_else(|| args.interface.clone());
-    let workers = args.workers;
+    let threads = args.workers;
+    let limit = if threads == 1 { 1 } else { AHEAD * threads };
+    let regular = regular_file(args);
+    let queue = Queue::default();
+    let ended = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let mut jobs = Vec::new();
-        let mut results = Vec::new();
-        if workers > 1 {
-            for _ in 0..workers {
-                let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<(Vec<Slot>, u32)>(DEPTH);
-                let (res_tx, res_rx) = std::sync::mpsc::sync_channel::<Vec<Slot>>(DEPTH);
-                jobs.push(job_tx);
-                results.push(res_rx);
-                scope.spawn(move || {
-                    let mut cache = new_cache();
-                    for (mut slots, indev) in job_rx {
-                        let cache = Some(&mut cache).filter(|_| use_cache);
-                        process_slots(classifier, cache, &mut slots, indev);
-                        if res_tx.send(slots).is_err() {
-                            break;
-                        }
+        let _closing = Closing(&queue);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<Piece>();
+        for _ in 1..threads {
+            let done_tx = done_tx.clone();
+            let (queue, ended) = (&queue, &ended);
+            scope.spawn(move || {
+                let _ended = Ended(ended);
+                let mut cache = new_cache();
+                while let Some(mut p) = queue.pop() {
+                    let cache = Some(&mut cache).filter(|_| use_cache);
+                    process_slots(classifier, cache, &mut p.slots[..p.n], p.indev);
+                    if done_tx.send(p).is_err() {
+                        break;
                     }
-                });
-            }
+                }
+            });
         }
+        drop(done_tx);
         let mut cache = new_cache();
-        // The chunk being read; with workers its slots go out in the parts and come back
-        // to the pool.
-        let mut chunk: Vec<Slot> = Vec::new();
-        let mut pool: Vec<Slot> = Vec::new();
-        // Per chunk in flight: the worker of each of its packets, in read order.
-        let mut inflight: std::collections::VecDeque<Vec<u16>> = Default::default();
+        // Pieces out, oldest first (`None`: not back yet); `first` the oldest's number.
+        let mut inflight: std::collections::VecDeque<Option<Piece>> = Default::default();
+        let (mut first, mut seq) = (0u64, 0u64);
         let mut total: u64 = 0;
         let mut next_rerank: u64 = 1024;
-        // Part vectors back from the workers, emptied, for the next chunks: a fresh one
-        // per part and chunk (half a megabyte) cost page faults on every chunk.
+        // Written pieces' slot vectors, their buffers kept, for the next reads.
         let mut spare: Vec<Vec<Slot>> = Vec::new();
-        let finish = |owners: Vec<u16>,
-                      out: &mut Output<'_>,
-                      pool: &mut Vec<Slot>,
-                      spare: &mut Vec<Vec<Slot>>|
-         -> Result<(), String> {
-            let mut parts = Vec::with_capacity(workers);
-            for r in &results {
-                parts.push(r.recv().map_err(|_| "a flow worker ended".to_string())?);
-            }
-            let mut next = vec![0usize; workers];
-            for w in owners {
-                let w = usize::from(w);
-                let Some(s) = parts[w].get_mut(next[w]).map(std::mem::take) else {
-                    return Err("a flow worker returned fewer packets".into());
-                };
-                next[w] += 1;
-                out.packet(&s)?;
-                pool.push(s);
-            }
-            for mut p in parts {
-                p.clear();
-                spare.push(p);
-            }
-            Ok(())
-        };
         loop {
             if out.devices.len() != classifier.devices().len() {
                 out.devices_changed(&classifier.devices(), args.read.as_deref())?;
             }
-            // Read a chunk (less when the source would wait: a live interface's verdicts
-            // should not wait for 8,192 packets).
+            // Read a piece (less when the source would wait: a live interface's verdicts
+            // should not wait for a full piece).
+            let mut slots = spare.pop().unwrap_or_default();
             let mut n = 0;
-            while n < CHUNK {
-                let Some(p) = source.next_packet() else { break };
-                let p = p.map_err(|e| format!("{source_name}: {e}"))?;
-                if chunk.len() <= n {
-                    chunk.push(pool.pop().unwrap_or_default());
+            let mut failed = None;
+            while n < PIECE {
+                let p = match source.next_packet() {
+                    None => break,
+                    Some(Ok(p)) => p,
+                    Some(Err(e)) => {
+                        failed = Some(format!("{source_name}: {e}"));
+                        break;
+                    }
+                };
+                if slots.len() <= n {
+                    slots.push(Slot::default());
                 }
-                // Filled in place: one worker keeps its slots and their buffers.
-                let s = &mut chunk[n];
+                let s = &mut slots[n];
                 s.data.clear();
                 s.data.extend_from_slice(p.data);
                 s.wire_len = p.wire_len;
@@ -532,40 +601,58 @@ fn pump(
                 s.index = p.index;
                 s.outcome = None;
                 n += 1;
-                if source.would_wait() {
+                if !regular && source.would_wait() {
                     break;
                 }
             }
             // Rules added with `indev` may name the interface later (looked up after the
             // read, which may have waited for packets while a rule came).
             let indev = indev_name.as_deref().map_or(0, |n| classifier.indev_id(n));
-            let waits = n == 0 || source.would_wait();
-            if workers == 1 {
-                let cache = Some(&mut cache).filter(|_| use_cache);
-                process_slots(classifier, cache, &mut chunk[..n], indev);
-                for s in &chunk[..n] {
+            let waits = n == 0 || failed.is_some() || (!regular && source.would_wait());
+            if n > 0 {
+                queue.push(Piece { seq, n, slots, indev });
+                inflight.push_back(None);
+                seq += 1;
+            } else {
+                spare.push(slots);
+            }
+            while inflight.len() >= limit || (waits && !inflight.is_empty()) {
+                // Finish the oldest piece: classify what no worker has taken (oldest
+                // first), else wait for a worker's.
+                while matches!(inflight.front(), Some(None)) {
+                    let p = match queue.try_pop() {
+                        Some(mut p) => {
+                            let cache = Some(&mut cache).filter(|_| use_cache);
+                            process_slots(classifier, cache, &mut p.slots[..p.n], p.indev);
+                            p
+                        }
+                        None => loop {
+                            match done_rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                                Ok(p) => break p,
+                                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                                    if !ended.load(std::sync::atomic::Ordering::Relaxed) => {}
+                                Err(_) => return Err("a flow worker ended".to_string()),
+                            }
+                        },
+                    };
+                    let at = p.seq.checked_sub(first).and_then(|i| inflight.get_mut(i as usize));
+                    match at {
+                        Some(at) => *at = Some(p),
+                        None => return Err("a flow worker returned an unknown piece".into()),
+                    }
+                }
+                let Some(Some(p)) = inflight.pop_front() else { break };
+                first += 1;
+                for s in &p.slots[..p.n] {
                     out.packet(s)?;
                 }
-            } else if n > 0 {
-                let mut parts: Vec<Vec<Slot>> =
-                    (0..workers).map(|_| spare.pop().unwrap_or_default()).collect();
-                let mut owners = Vec::with_capacity(n);
-                for s in chunk.drain(..n) {
-                    let w = weir::flow_hash(&s.data) as usize % workers;
-                    owners.push(w as u16);
-                    parts[w].push(s);
-                }
-                for (tx, part) in jobs.iter().zip(parts) {
-                    tx.send((part, indev)).map_err(|_| "a flow worker ended".to_string())?;
-                }
-                inflight.push_back(owners);
-            }
-            while inflight.len() >= DEPTH || (waits && !inflight.is_empty()) {
-                let owners = inflight.pop_front().unwrap_or_default();
-                finish(owners, out, &mut pool, &mut spare)?;
+                spare.push(p.slots);
             }
             if waits {
                 out.text.flush().map_err(crate::out::error)?;
+            }
+            if let Some(e) = failed {
+                return Err(e);
             }
             if n == 0 {
                 break;
@@ -577,7 +664,6 @@ fn pump(
                 next_rerank = next_rerank.saturating_mul(8);
             }
         }
-        drop(jobs);
         Ok(())
     })
 }

@@ -175,3 +175,145 @@ fn workers_keep_read_order_across_chunks() {
         assert_eq!(stdout(&o), text, "--workers {workers}");
     }
 }
+
+/// A scratch directory with [`RULES`] in it, and the rule file's path.
+fn rules_in(name: &str) -> (Scratch, String) {
+    let dir = Scratch::new(name);
+    let rules = dir.join("rules.txt");
+    std::fs::write(&rules, RULES).unwrap();
+    let rules = rules.display().to_string();
+    (dir, rules)
+}
+
+/// `packets` of the corpus, 3 µs apart from 10.0004 s on (so that a rule's last packet
+/// and its first packet past a millisecond are apart), as a capture in `dir`.
+fn spaced_capture(dir: &Scratch, name: &str, packets: usize) -> std::path::PathBuf {
+    let mut pk = weir_testkit::corpus(29, packets);
+    for (i, p) in pk.iter_mut().enumerate() {
+        let us = 400 + 3 * i as u32;
+        p.ts_sec = 10 + us / 1_000_000;
+        p.ts_usec = us % 1_000_000;
+    }
+    let cap = dir.join(name);
+    write_pcap(&cap, LINKTYPE_ETHERNET, &pk).unwrap();
+    cap
+}
+
+/// `--workers N` is N threads taking pieces of 1,024 packets: with fewer packets than
+/// threads, one packet, a piece and one more, the verdicts, counters (`used` included)
+/// and output files are byte for byte those of one thread; `used` is each rule's last
+/// packet's time to the millisecond below, whichever thread counted it.
+#[test]
+fn workers_agree_with_one_at_any_size() {
+    let (dir, rules) = rules_in("flow-workers-sizes");
+    let rules = rules.as_str();
+    for packets in [1usize, 3, 1025, 6000] {
+        let cap = spaced_capture(&dir, &format!("in-{packets}.pcap"), packets);
+        let cap = cap.to_str().unwrap();
+        let run = |workers: &str| {
+            let out_dir = dir.join(&format!("out-{packets}-{workers}"));
+            let o = weir(&[
+                "flow",
+                "run",
+                rules,
+                "-r",
+                cap,
+                "--verdicts",
+                "--stats",
+                "--workers",
+                workers,
+                "--out-dir",
+                out_dir.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let files: Vec<Vec<u8>> = ["pass", "tcp0", "vl"]
+                .iter()
+                .map(|f| std::fs::read(out_dir.join(format!("{f}.pcap"))).unwrap())
+                .collect();
+            (stdout(&o), files)
+        };
+        let (text, files) = run("1");
+        let verdicts: Vec<Vec<&str>> = text
+            .lines()
+            .filter(|l| !l.starts_with("line "))
+            .map(|l| l.split(' ').collect())
+            .collect();
+        assert_eq!(verdicts.len(), packets);
+        // Every rule here ends its packets, so a rule's last packet is its last verdict
+        // line's; 3 µs apart from 10.000400 s: packet i at 10.000400 + 3i µs.
+        for row in text.lines().filter_map(|l| l.strip_prefix("line ")) {
+            let f: Vec<&str> = row.split(' ').collect();
+            let last = verdicts.iter().rposition(|v| v[1] == f[0]);
+            let want = last.map_or("-".to_string(), |i| {
+                let us = 400 + 3 * i as u64;
+                format!("{}.{:03}", 10 + us / 1_000_000, us % 1_000_000 / 1000)
+            });
+            assert_eq!(f[6], want, "used of line {} with {packets} packets: {row}", f[0]);
+        }
+        for workers in ["2", "3", "8"] {
+            let (t, fs) = run(workers);
+            assert_eq!(t, text, "{packets} packets, --workers {workers}");
+            assert!(fs == files, "{packets} packets, --workers {workers}: output files differ");
+        }
+    }
+}
+
+/// A capture cut short inside a record: with any --workers, the packets before the cut
+/// are classified and printed in order, then the same error and exit code as with one
+/// thread, and no counters (the run is not presented as complete). From a pipe (whose
+/// reader may wait, so each piece is written before the next read) the same.
+#[test]
+fn workers_stop_at_a_cut_capture_as_one_does() {
+    let (dir, rules) = rules_in("flow-workers-cut");
+    let rules = rules.as_str();
+    let whole = spaced_capture(&dir, "whole.pcap", 5000);
+    let bytes = std::fs::read(&whole).unwrap();
+    // Inside a record: the last one's header is 16 bytes, its frame at least 14.
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() - 5]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let run = |workers: &str, input: &str, stdin: Option<&[u8]>| {
+        let args =
+            ["flow", "run", rules, "-r", input, "--verdicts", "--stats", "--workers", workers];
+        let Some(bytes) = stdin else { return weir(&args) };
+        // Fed from a thread: the verdicts fill the output pipe before the input is in.
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("weir runs");
+        let mut input = child.stdin.take().unwrap();
+        let bytes = bytes.to_vec();
+        let feed = std::thread::spawn(move || std::io::Write::write_all(&mut input, &bytes));
+        let o = child.wait_with_output().unwrap();
+        feed.join().unwrap().unwrap();
+        o
+    };
+    let one = run("1", cut, None);
+    assert_eq!(one.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&one.stderr).into_owned();
+    assert!(
+        err.contains("record 5000 at byte") && err.contains("the file ends inside the record"),
+        "{err}"
+    );
+    let text = stdout(&one);
+    assert!(!text.lines().any(|l| l.starts_with("line ")), "counters printed: {text}");
+    let indices: Vec<u64> =
+        text.lines().map(|l| l.split(' ').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(indices, (0..4999).collect::<Vec<u64>>());
+    let short = &bytes[..bytes.len() - 5];
+    for workers in ["2", "3", "5"] {
+        for (o, how) in
+            [(run(workers, cut, None), "file"), (run(workers, "-", Some(short)), "pipe")]
+        {
+            assert_eq!(o.status.code(), Some(1), "{how}, --workers {workers}");
+            // The same words, the input named as given (`-` for the pipe).
+            let e =
+                String::from_utf8_lossy(&o.stderr).replace("weir: -: ", &format!("weir: {cut}: "));
+            assert_eq!(e, err, "{how}, --workers {workers}");
+            assert_eq!(stdout(&o), text, "{how}, --workers {workers}");
+        }
+    }
+}
