@@ -186,16 +186,32 @@ impl<W: Write> Sink<'_, W> {
             stored: None,
             ..packet
         };
-        self.record(&fresh, packet.data.len(), verdict.ret)
+        self.record(packet.data.len(), verdict.ret, || fresh)
     }
 
-    /// One packet's verdict; `out_packet` is the packet as the program left it (with the
-    /// record's metadata), `len` the captured length it came in with.
-    fn record(&mut self, out_packet: &Packet<'_>, len: usize, ret: u64) -> Result<(), String> {
+    /// One packet's verdict; `out_packet` builds the packet as the program left it (with
+    /// the record's metadata), `len` is the captured length it came in with. The packet is
+    /// built only for `--verdicts` or `-w`: a count alone needs none (issue 11,
+    /// bench/records/2026-11-30-runtime-20.txt).
+    #[inline(always)]
+    fn record<'a>(
+        &mut self,
+        len: usize,
+        ret: u64,
+        out_packet: impl FnOnce() -> Packet<'a>,
+    ) -> Result<(), String> {
         self.counts.add(ret, 1);
         if self.prog_type == ProgType::SocketFilter {
             self.kept_bytes += ret.min(len.saturating_sub(14) as u64);
         }
+        if self.verdicts || self.writer.is_some() {
+            self.write_out(&out_packet(), ret)?;
+        }
+        Ok(())
+    }
+
+    /// `--verdicts`' line and `-w`'s packet for one verdict.
+    fn write_out(&mut self, out_packet: &Packet<'_>, ret: u64) -> Result<(), String> {
         if self.verdicts {
             writeln!(self.out, "{} {}", out_packet.index, ret as i64).map_err(|e| e.to_string())?;
         }
@@ -334,7 +350,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             proven: !args.no_verify,
         };
         crate::workers::run(&object, &plan, next, loaded, |m, v| {
-            sink.record(&m.packet(&v.packet), m.len, v.ret)
+            sink.record(m.len, v.ret, || m.packet(&v.packet))
         })?;
     } else {
         let mut loaded = object.load_with(entry, args.engine, 0, !args.no_verify)?;
@@ -387,7 +403,9 @@ fn run_capture<W: Write>(
             return run_stream(loaded, sink, capture, source_name, false).map(|_| ());
         };
         let never = std::cell::Cell::new(false);
-        feed(loaded, sink, &never, |give| Ok(run.next().map(|packet| give(&packet)).is_some()))?;
+        feed(loaded, sink, &never, |give| {
+            Ok(run.next().map(|packet| give.packet(&packet)).is_some())
+        })?;
         drop(run);
         // The next record needs a read, which may wait (a pipe): show what is printed so far.
         if capture.would_wait() {
@@ -419,35 +437,47 @@ fn run_stream<W: Write>(
         let Some(packet) = reader.next_packet() else { return Ok(false) };
         let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
         came = true;
-        give(&packet);
+        give.packet(&packet);
         waits.set(reader.would_wait());
         Ok(true)
     })?;
     Ok(came)
 }
 
-/// Runs the program over the packets `next` gives (it hands each to the function it is
+/// What `feed`'s source hands each packet to: the record's metadata kept for its verdict,
+/// the bytes put into the batch. A named type, not a `dyn FnMut` (as it was), so that the
+/// source's loop calls it directly: one indirect call less per frame on weir run's hot
+/// path (issue 11, bench/records/2026-11-30-runtime-20.txt).
+struct Give<'g> {
+    meta: &'g std::cell::Cell<Option<Meta>>,
+    put: &'g mut dyn FnMut(&[u8]),
+}
+
+impl Give<'_> {
+    #[inline(always)]
+    fn packet(&mut self, packet: &Packet<'_>) {
+        self.meta.set(Some(Meta::of(packet)));
+        (self.put)(packet.data);
+    }
+}
+
+/// Runs the program over the packets `next` gives (it hands each to the [`Give`] it is
 /// given and returns true, or returns false at the end), one batch, each verdict recorded
 /// with its packet's metadata; standard output flushed after a verdict while `waits`.
 fn feed<W: Write>(
     loaded: &mut weir::Loaded,
     sink: &mut Sink<'_, W>,
     waits: &std::cell::Cell<bool>,
-    mut next: impl FnMut(&mut dyn FnMut(&Packet<'_>)) -> Result<bool, String>,
+    mut next: impl FnMut(&mut Give<'_>) -> Result<bool, String>,
 ) -> Result<(), String> {
     let meta = std::cell::Cell::new(None);
     loaded.run_batch::<String>(
-        |put| {
-            next(&mut |packet: &Packet<'_>| {
-                meta.set(Some(Meta::of(packet)));
-                put(packet.data);
-            })
-        },
+        |put| next(&mut Give { meta: &meta, put }),
         |verdict| {
             let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
             let verdict =
                 verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
-            sink.record(&m.packet(verdict.packet), m.len, verdict.ret)?;
+            sink.record(m.len, verdict.ret, || m.packet(verdict.packet))?;
             // A live interface may keep us waiting: show what is printed so far.
             if waits.get() {
                 sink.out.flush().map_err(|e| e.to_string())?;
