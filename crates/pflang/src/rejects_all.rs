@@ -33,9 +33,8 @@
 //! reject all" (the filter is kept: it means the same either way).
 
 use std::borrow::Cow;
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::BuildHasherDefault;
 
 use weir_filter::opt::FastHasher;
 use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred};
@@ -52,11 +51,16 @@ pub fn libpcap_rejects_all(lowered: &Lowered) -> bool {
 /// Path steps explored before giving up (and keeping the filter).
 const BUDGET: usize = 50_000;
 
+/// The nodes a graph has room for from the start ([`rejects_all`]).
+const GRAPH_ROOM: usize = 32;
+
 /// Whether libpcap's optimizer would reduce `filter` (weir's unoptimized lowering of an
 /// expression) to "reject every packet", so that `pcap_compile` refuses it with
 /// "expression rejects all packets".
 pub fn rejects_all(filter: &Filter) -> bool {
-    let mut graph = Graph::default();
+    // Room for an everyday filter's graph (`host 10.0.0.1 and udp` is 20 nodes, `port 22` 25):
+    // growing the node table from empty, a copy at each doubling, was a share of the check.
+    let mut graph = Graph { nodes: Vec::with_capacity(GRAPH_ROOM) };
     let accept = graph.push(Node::Accept);
     let reject = graph.push(Node::Reject);
     let Some(root) = graph.build(&filter.pred, accept, reject, 0) else {
@@ -81,7 +85,11 @@ pub fn rejects_all(filter: &Filter) -> bool {
         graph: &graph,
         distance,
         steps: 0,
-        seen: HashSet::default(),
+        // Room for a small filter's walk from the start: growing these tables step by
+        // step was a share of the check's time (issue 13).
+        seen: HashSet::with_capacity_and_hasher(graph.nodes.len(), BuildHasherDefault::default()),
+        paths: Paths::with_capacity(graph.nodes.len()),
+        stack: Vec::with_capacity(graph.nodes.len()),
         values: Values::with_capacity(graph.nodes.len()),
         tests: vec![None; graph.nodes.len()],
     };
@@ -124,7 +132,6 @@ enum Node<'a> {
     Store { slot: u8, value: &'a Expr, next: NodeId },
 }
 
-#[derive(Default)]
 struct Graph<'a> {
     nodes: Vec<Node<'a>>,
 }
@@ -391,11 +398,10 @@ enum Code {
     Jset,
 }
 
-/// What is known along one path: outcomes of canonical tests, and the value each scratch
-/// slot holds.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+/// The value each scratch slot holds on the path to a node of the root's chain (the
+/// prologue's stores: no other store is walked, see [`rejects_all`]).
+#[derive(Clone, Default)]
 struct State {
-    facts: Vec<(Test, bool)>,
     scratch: Vec<(u8, ValueId)>,
 }
 
@@ -404,9 +410,52 @@ impl State {
         self.scratch.retain(|(s, _)| *s != slot);
         self.scratch.push((slot, value));
     }
+}
 
-    /// The outcome of `test` libpcap's first pass knows here, if any.
-    fn decide(&self, test: &Test, values: &Values<'_>) -> Option<bool> {
+/// The outcomes of canonical tests a path learnt, in the order it learnt them, named by
+/// one number: [`Paths::EMPTY`] or an entry of [`Paths`].
+type FactsId = u32;
+
+/// Every fact list the walks meet, interned: a list is the list it extends plus one
+/// outcome, and the same extension of the same list is given the same number, so two
+/// paths know the same facts in the same order exactly when their numbers are equal. The
+/// visited set then holds (node, number) pairs, compared exactly, and a path's facts are
+/// neither copied per branch nor hashed whole per step (a `Vec` per state, cloned at each
+/// undecided test and SipHashed at each step, was most of the walk's time: issue 13).
+struct Paths {
+    /// Per number: the list it extends and the outcome it adds.
+    entries: Vec<(FactsId, Test, bool)>,
+    ids: HashMap<(FactsId, Test, bool), FactsId, BuildHasherDefault<FastHasher>>,
+}
+
+impl Paths {
+    /// The list of no facts.
+    const EMPTY: FactsId = FactsId::MAX;
+
+    fn with_capacity(n: usize) -> Paths {
+        Paths {
+            entries: Vec::with_capacity(n),
+            ids: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+        }
+    }
+
+    /// The number of `facts` extended by `test`'s `outcome` (`None` past `u32` entries).
+    fn extend(&mut self, facts: FactsId, test: Test, outcome: bool) -> Option<FactsId> {
+        if let Some(&id) = self.ids.get(&(facts, test, outcome)) {
+            return Some(id);
+        }
+        let id = FactsId::try_from(self.entries.len()).ok().filter(|&id| id != Self::EMPTY)?;
+        self.entries.push((facts, test, outcome));
+        self.ids.insert((facts, test, outcome), id);
+        Some(id)
+    }
+
+    /// The outcome of `test` libpcap's first pass knows on a path that learnt `facts`, if
+    /// any. The facts are visited newest first; the order does not matter, as no two facts
+    /// of one path answer a test differently: a fact is only learnt by a test nothing on
+    /// its path decided, and every way two facts could disagree on a later test would
+    /// have decided the later fact's own test.
+    fn decide(&self, facts: FactsId, test: &Test, values: &Values<'_>) -> Option<bool> {
         let operand = values.constant(test.operand);
         if let (Some(a), Some(b)) = (values.constant(test.value), operand) {
             return Some(match test.code {
@@ -423,14 +472,16 @@ impl State {
                 _ => {}
             }
         }
-        for (known, outcome) in &self.facts {
+        let mut at = facts;
+        while let Some(&(before, known, outcome)) = self.entries.get(at as usize) {
+            at = before;
             if known.value != test.value || known.code != test.code {
                 continue;
             }
             if known.operand == test.operand {
-                return Some(*outcome);
+                return Some(outcome);
             }
-            if *outcome
+            if outcome
                 && test.code == Code::Jeq
                 && values.constant(known.operand).is_some()
                 && operand.is_some()
@@ -452,35 +503,15 @@ struct Walk<'g, 'a> {
     /// outcome).
     distance: Vec<u32>,
     steps: usize,
-    /// Hashes of the (node, state) pairs explored in this walk (64 bits for at most
-    /// [`BUDGET`] pairs: a collision, which would prune a path, has odds below 2^-34).
-    seen: HashSet<u64, BuildHasherDefault<Rehash>>,
+    /// The (node, facts) pairs explored in this walk.
+    seen: HashSet<(NodeId, FactsId), BuildHasherDefault<FastHasher>>,
+    paths: Paths,
+    /// The walk's pending (node, facts) pairs (kept from walk to walk for its room).
+    stack: Vec<(NodeId, FactsId)>,
     values: Values<'g>,
     /// Per test node, its canonical jump on a path that stored nothing (then it is the
     /// same on every such path), once computed.
     tests: Vec<Option<(Test, bool)>>,
-}
-
-/// The hasher of [`Walk::seen`], whose keys are already 64-bit SipHash values: hashing them
-/// again with SipHash was a share of the check's time for nothing. It keeps the key (a
-/// `u64` key is hashed by one `write_u64`); any other input is folded in, for completeness.
-#[derive(Default)]
-struct Rehash(u64);
-
-impl Hasher for Rehash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 ^= v;
-    }
 }
 
 impl<'g> Walk<'g, '_> {
@@ -491,49 +522,52 @@ impl<'g> Walk<'g, '_> {
         if !self.reaches(node) {
             return Some(false);
         }
-        let mut stack = vec![(node, state.clone())];
-        while let Some((node, mut state)) = stack.pop() {
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push((node, Paths::EMPTY));
+        let found = self.search(&mut stack, state);
+        self.stack = stack;
+        found
+    }
+
+    /// [`Walk::can_accept`]'s depth-first search from the pairs on `stack`, every path
+    /// holding `state`'s scratch values.
+    fn search(&mut self, stack: &mut Vec<(NodeId, FactsId)>, state: &State) -> Option<bool> {
+        while let Some((node, facts)) = stack.pop() {
             self.steps += 1;
             if self.steps > BUDGET {
                 return None;
             }
-            let mut h = DefaultHasher::new();
-            (node, &state).hash(&mut h);
-            if !self.seen.insert(h.finish()) {
+            if !self.seen.insert((node, facts)) {
                 continue;
             }
             let graph = self.graph;
             match graph.nodes.get(node) {
                 Some(Node::Accept) => return Some(true),
                 Some(Node::Reject) | None => {}
-                Some(Node::Store { slot, value, next }) => {
-                    if self.reaches(*next) {
-                        let v = self.values.resolve(&state, value);
-                        state.store(*slot, self.values.number(v));
-                        stack.push((*next, state));
-                    }
-                }
+                // Only the root can be a store that is walked (the prologue), and no edge
+                // leads back to the root.
+                Some(Node::Store { .. }) => return None,
                 Some(Node::Test { lhs, op, rhs, t, f }) => {
-                    let (test, negated) = self.test(node, lhs, *op, rhs, &state);
+                    let (test, negated) = self.test(node, lhs, *op, rhs, state);
                     let (on_true, on_false) = if negated { (*f, *t) } else { (*t, *f) };
-                    let next = match state.decide(&test, &self.values) {
-                        Some(true) => [Some((on_true, state)), None],
-                        Some(false) => [Some((on_false, state)), None],
+                    let next = match self.paths.decide(facts, &test, &self.values) {
+                        Some(true) => [Some((on_true, facts)), None],
+                        Some(false) => [Some((on_false, facts)), None],
                         None => {
-                            let mut taken = state.clone();
-                            taken.facts.push((test, true));
-                            state.facts.push((test, false));
+                            let taken = (on_true, self.paths.extend(facts, test, true)?);
+                            let not_taken = (on_false, self.paths.extend(facts, test, false)?);
                             // Popped last-in first: the nearer successor goes on top.
                             if self.distance_of(on_true) <= self.distance_of(on_false) {
-                                [Some((on_false, state)), Some((on_true, taken))]
+                                [Some(not_taken), Some(taken)]
                             } else {
-                                [Some((on_true, taken)), Some((on_false, state))]
+                                [Some(taken), Some(not_taken)]
                             }
                         }
                     };
-                    for (to, st) in next.into_iter().flatten() {
+                    for (to, facts) in next.into_iter().flatten() {
                         if self.reaches(to) {
-                            stack.push((to, st));
+                            stack.push((to, facts));
                         }
                     }
                 }
