@@ -14,9 +14,10 @@
 //! vectorising (`C_FLAGS`), run in their own process on the same buffer, their results
 //! checked too; the proven row and the C rows are timed in turn, sample by sample
 //! (`time_paired`), and prov/C is the median of the per-round ratios. The `rolled`
-//! column is the proven program compiled with `weir_jit::Config::unroll` off: what unrolling counted loops gains, in the same run;
-//! `narrow` with `weir_jit::Config::wide_copy` off: what moving copy loops 16 bytes at a
-//! time and adding sum loops two words a lane gain (stack-copy).
+//! column is the proven program compiled with `weir_jit::Config::unroll` off: what
+//! unrolling counted loops gains, in the same run; `narrow` with
+//! `weir_jit::Config::wide_copy` off: what moving copy loops 16 bytes at a time and adding
+//! sum loops two words a lane gain (stack-copy).
 //!
 //! Each interpreter row also gives the instructions one run executes (the interpreter's own
 //! counter, `Cache::executed`) and weir's nanoseconds per executed instruction. A second
