@@ -59,11 +59,6 @@ enum Idiom {
     Sum(reduce::Sum),
 }
 
-/// At most this many groups of an unrolled loop with a known trip count are emitted one
-/// after another instead of as a loop (`unrolled_groups`): stack-copy's sum is 4 groups
-/// of 8; past a few the code grows for a loop test that costs a compare and a branch.
-const STRAIGHT_GROUPS: u64 = 4;
-
 /// Where the instruction being translated stands in its block. `Hot`: the block's whole
 /// charge was already taken from the budget; `Cold`: nothing was taken (see module docs).
 #[derive(Clone, Copy, Debug)]
@@ -621,40 +616,29 @@ impl<'a, 'f> Translator<'a, 'f> {
             }
         };
         self.b.switch_to_block(group);
-        // A known trip count that is a few whole groups: those groups one after another,
-        // no loop and no test between them (clang's shape for a short counted loop).
-        let groups = match trips {
-            Some(k) if k >= factor && k % factor == 0 && k / factor <= STRAIGHT_GROUPS => {
-                k / factor
+        self.sums = [None; REG_COUNT as usize];
+        let plain = |t: &mut Self| -> Result<(), CompileError> {
+            for _ in 0..unroll.factor {
+                for (k, &slot) in body.iter().enumerate() {
+                    t.pc = slot;
+                    t.mode = Mode::Hot { n, k };
+                    t.instruction(slot)?;
+                }
             }
-            _ => 1,
+            Ok(())
         };
-        let mut wide = false;
-        for _ in 0..groups {
-            self.sums = [None; REG_COUNT as usize];
-            let plain = |t: &mut Self| -> Result<(), CompileError> {
-                for _ in 0..unroll.factor {
-                    for (k, &slot) in body.iter().enumerate() {
-                        t.pc = slot;
-                        t.mode = Mode::Hot { n, k };
-                        t.instruction(slot)?;
-                    }
-                }
-                Ok(())
-            };
-            wide = match idiom {
-                Some(Idiom::Copy(copy)) => {
-                    self.wide_copy_group(copy, reg, unroll.factor, body, plain)?
-                }
-                Some(Idiom::Sum(sum)) => self.wide_sum_group(sum, reg, unroll.factor, body)?,
-                None => false,
-            };
-            if !wide {
-                plain(self)?;
+        let wide = match idiom {
+            Some(Idiom::Copy(copy)) => {
+                self.wide_copy_group(copy, reg, unroll.factor, body, plain)?
             }
+            Some(Idiom::Sum(sum)) => self.wide_sum_group(sum, reg, unroll.factor, body)?,
+            None => false,
+        };
+        if !wide {
+            plain(self)?;
         }
-        // Groups that are the whole loop: neither the guard nor the loop's test can hold.
-        let whole = trips == Some(groups * factor);
+        // One group that is the whole loop: neither the guard nor the loop's test can hold.
+        let whole = trips == Some(factor);
         if whole {
             self.b.ins().jump(rest, &[]);
         } else {
