@@ -9,7 +9,12 @@
  * leaves behind, which an eBPF engine cannot drop). Without that barrier clang deletes the
  * copy and sums the source with SSE2, which measures nothing weir could do.
  *
- * usage: compute BUFFER_FILE ROUNDS  ->  one line per program: NAME RESULT NS_MEDIAN */
+ * usage: compute BUFFER_FILE ROUNDS  ->  one line per program: NAME RESULT NS_MEDIAN
+ *        compute BUFFER_FILE serve   ->  one line per program: NAME RESULT; then, for each
+ *            program NAME read from stdin (one a line), INNER untimed calls and INNER timed
+ *            ones, and one line back: the timed calls' NS per call. weir-bench times its
+ *            own row between two such samples, so both rows are sampled at the same
+ *            moments of a shared, noisy machine, each sample after the other side ran. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +78,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     fclose(f);
-    int rounds = atoi(argv[2]);
+    int serve = strcmp(argv[2], "serve") == 0;
+    int rounds = serve ? 1 : atoi(argv[2]);
     if (rounds < 1 || rounds > 100000) {
         fprintf(stderr, "ROUNDS must be 1..100000\n");
         return 2;
@@ -84,10 +90,39 @@ int main(int argc, char **argv) {
         {"fnv1a-hash", fnv1a_hash},
         {"stack-copy", stack_copy},
     };
+    size_t count = sizeof programs / sizeof programs[0];
+    volatile uint64_t sink = 0;
+    if (serve) {
+        for (size_t k = 0; k < count; k++)
+            printf("%s %llu\n", programs[k].name, (unsigned long long)programs[k].fn(buf));
+        fflush(stdout);
+        char line[64];
+        while (fgets(line, sizeof line, stdin)) {
+            line[strcspn(line, "\n")] = 0;
+            size_t k = 0;
+            while (k < count && strcmp(programs[k].name, line) != 0) k++;
+            if (k == count) {
+                fprintf(stderr, "no program %s\n", line);
+                return 2;
+            }
+            const uint8_t *p = buf;
+            for (int w = 0; w < INNER; w++) {
+                __asm__ volatile("" : "+r"(p));
+                sink += programs[k].fn(p);
+            }
+            double start = now_ns();
+            for (int i = 0; i < INNER; i++) {
+                __asm__ volatile("" : "+r"(p));
+                sink += programs[k].fn(p);
+            }
+            printf("%.1f\n", (now_ns() - start) / INNER);
+            fflush(stdout);
+        }
+        return 0;
+    }
     double *samples = calloc((size_t)rounds, sizeof(double));
     if (!samples) return 2;
-    volatile uint64_t sink = 0;
-    for (size_t k = 0; k < sizeof programs / sizeof programs[0]; k++) {
+    for (size_t k = 0; k < count; k++) {
         const uint8_t *p = buf;
         uint64_t result = programs[k].fn(p);
         for (int w = 0; w < INNER; w++) {

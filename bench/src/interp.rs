@@ -12,10 +12,12 @@
 //! iterators; the loop over the buffer may be vectorized), and against the same programs
 //! in C (bench/programs/compute.c) built by clang with and without unrolling and
 //! vectorising (`C_FLAGS`), run in their own process on the same buffer, their results
-//! checked too. The `rolled` column is the proven program compiled with
-//! `weir_jit::Config::unroll` off: what unrolling counted loops gains, in the same run;
-//! `narrow` with `weir_jit::Config::wide_copy` off: what moving copy loops 16 bytes at a
-//! time and adding sum loops two words a lane gain (stack-copy).
+//! checked too; the proven row and the C rows are timed in turn, sample by sample
+//! (`time_paired`), and prov/C is the median of the per-round ratios. The `rolled`
+//! column is the proven program compiled with `weir_jit::Config::unroll` off: what
+//! unrolling counted loops gains, in the same run; `narrow` with
+//! `weir_jit::Config::wide_copy` off: what moving copy loops 16 bytes at a time and adding
+//! sum loops two words a lane gain (stack-copy).
 //!
 //! Each interpreter row also gives the instructions one run executes (the interpreter's own
 //! counter, `Cache::executed`) and weir's nanoseconds per executed instruction. A second
@@ -115,13 +117,42 @@ fn time_median(rounds: usize, inner: usize, mut call: impl FnMut() -> u64) -> f6
 const C_FLAGS: [&[&str]; 2] =
     [&["-O2"], &["-O2", "-fno-unroll-loops", "-fno-vectorize", "-fno-slp-vectorize"]];
 
-/// One C build's rows: program name -> (result, median ns per run).
-type CBuild = std::collections::HashMap<String, (u64, f64)>;
+/// One C build in its own process (`compute BUFFER serve`): its results per program, and
+/// its pipes, through which the bench asks it for one timed sample at a time.
+struct CServer {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+    results: std::collections::HashMap<String, u64>,
+}
+
+impl CServer {
+    /// One sample of `name`: the C process runs it 200 times untimed, then 200 times timed,
+    /// and answers ns per call.
+    fn sample(&mut self, name: &str) -> Result<f64, String> {
+        use std::io::{BufRead, Write};
+        writeln!(self.input, "{name}")
+            .and_then(|()| self.input.flush())
+            .map_err(|e| format!("the C anchor: {e}"))?;
+        let mut line = String::new();
+        self.output.read_line(&mut line).map_err(|e| format!("the C anchor: {e}"))?;
+        line.trim().parse().map_err(|e| format!("the C anchor answered {line:?}: {e}"))
+    }
+}
+
+impl Drop for CServer {
+    fn drop(&mut self) {
+        // Its stdin closes with `self`; kill in case it is stuck, then reap it.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
 
 /// bench/programs/compute.c (the four programs in C, see its header) built with each of
-/// [`C_FLAGS`] and run on `pkt`, one [`CBuild`] per flag set.
-/// `Err` says why there is no anchor (no clang, a failed build or run).
-fn c_anchor(pkt: &[u8], rounds: usize) -> Result<Vec<CBuild>, String> {
+/// [`C_FLAGS`] and started on `pkt`, one [`CServer`] per flag set.
+/// `Err` says why there is no anchor (no clang, a failed build or start).
+fn c_anchor(pkt: &[u8]) -> Result<Vec<CServer>, String> {
+    use std::io::BufRead;
     let dir = std::env::temp_dir().join(format!("weir-bench-c-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let source = dir.join("compute.c");
@@ -129,7 +160,7 @@ fn c_anchor(pkt: &[u8], rounds: usize) -> Result<Vec<CBuild>, String> {
     std::fs::write(&source, include_str!("../programs/compute.c"))
         .and_then(|()| std::fs::write(&buffer, pkt))
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut builds = Vec::new();
+    let mut servers = Vec::new();
     for (k, flags) in C_FLAGS.iter().enumerate() {
         let exe = dir.join(format!("compute-{k}"));
         let built = std::process::Command::new("clang")
@@ -142,28 +173,85 @@ fn c_anchor(pkt: &[u8], rounds: usize) -> Result<Vec<CBuild>, String> {
         if !built.success() {
             return Err(format!("clang {} failed: {built}", flags.join(" ")));
         }
-        let out = std::process::Command::new(&exe)
+        let mut child = std::process::Command::new(&exe)
             .arg(&buffer)
-            .arg(rounds.to_string())
-            .output()
+            .arg("serve")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
             .map_err(|e| format!("{}: {e}", exe.display()))?;
-        if !out.status.success() {
-            return Err(format!("{}: {}", exe.display(), String::from_utf8_lossy(&out.stderr)));
-        }
-        let mut rows = std::collections::HashMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(format!("{}: no pipes", exe.display()));
+        };
+        let mut server = CServer {
+            child,
+            input,
+            output: std::io::BufReader::new(output),
+            results: std::collections::HashMap::new(),
+        };
+        // Its first lines: each program's result, before any time is asked for.
+        for _ in PROGRAMS {
+            let mut line = String::new();
+            server.output.read_line(&mut line).map_err(|e| format!("{}: {e}", exe.display()))?;
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let [name, result, ns] = fields[..] else {
+            let [name, result] = fields[..] else {
                 return Err(format!("the C anchor printed {line:?}"));
             };
             let result = result.parse().map_err(|e| format!("{line:?}: {e}"))?;
-            let ns = ns.parse().map_err(|e| format!("{line:?}: {e}"))?;
-            rows.insert(name.to_string(), (result, ns));
+            server.results.insert(name.to_string(), result);
         }
-        builds.push(rows);
+        servers.push(server);
     }
+    // The executables stay open in their processes; their directory can go.
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(builds)
+    Ok(servers)
+}
+
+/// `rounds` samples of the proven JIT's row (`call`) and of each C build's (`c`), taken in
+/// turn: per round, each C build's sample then weir's, each of 200 untimed calls and 200
+/// timed, so that both sides meet the same moments of a shared machine and each sample
+/// follows the other side's. Returns weir's median, each C build's median, and per C build
+/// the median over rounds of weir's sample over that build's sample of the same round.
+fn time_paired(
+    rounds: usize,
+    name: &str,
+    c: &mut [CServer],
+    mut call: impl FnMut() -> u64,
+) -> Result<(f64, Vec<f64>, Vec<f64>), String> {
+    const INNER: usize = 200;
+    let mut sink = 0u64;
+    let mut weir = Vec::with_capacity(rounds);
+    let mut theirs = vec![Vec::with_capacity(rounds); c.len()];
+    let mut ratios = vec![Vec::with_capacity(rounds); c.len()];
+    for _ in 0..rounds {
+        let mut round = Vec::with_capacity(c.len());
+        for server in c.iter_mut() {
+            round.push(server.sample(name)?);
+        }
+        for _ in 0..INNER {
+            sink = sink.wrapping_add(call());
+        }
+        let start = Instant::now();
+        for _ in 0..INNER {
+            sink = sink.wrapping_add(call());
+        }
+        let ns = start.elapsed().as_nanos() as f64 / INNER as f64;
+        weir.push(ns);
+        for (k, c_ns) in round.into_iter().enumerate() {
+            theirs[k].push(c_ns);
+            ratios[k].push(ns / c_ns);
+        }
+    }
+    std::hint::black_box(sink);
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    Ok((
+        median(weir),
+        theirs.into_iter().map(median).collect(),
+        ratios.into_iter().map(median).collect(),
+    ))
 }
 
 /// Runs the suite; `Ok(false)` when the two interpreters disagree on a program.
@@ -189,7 +277,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
     let mut agreed = true;
     let mut jit_rows = Vec::new();
     // The C anchor runs first, on the same buffer, in its own process.
-    let c_builds = c_anchor(&pkt, rounds).unwrap_or_else(|e| {
+    let mut c_builds = c_anchor(&pkt).unwrap_or_else(|e| {
         eprintln!("no C anchor: {e}");
         Vec::new()
     });
@@ -263,7 +351,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         let narrow_r0 = narrow_jit.run_mem(&mut narrow_cache, &mut weir_mem);
         let native_r0 = native(name, &pkt);
         let c_results: Vec<u64> =
-            c_builds.iter().filter_map(|b| b.get(*name).map(|&(r, _)| r)).collect();
+            c_builds.iter().filter_map(|b| b.results.get(*name).copied()).collect();
         if c_results.iter().any(|&r| Ok(r) != weir_r0) {
             eprintln!("{name}: the C anchor's results {c_results:?} differ from {weir_r0:?}");
             agreed = false;
@@ -288,9 +376,12 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         let rbpf_ns = time_median(rounds, inner, || vm.execute_program(&mut rbpf_mem).unwrap_or(0));
         let jit_ns =
             time_median(rounds, inner, || jit.run_mem(&mut jit_cache, &mut weir_mem).unwrap_or(0));
-        let proven_ns = time_median(rounds, inner, || {
+        // The goal's row, sampled in turn with the C builds' (see `time_paired`).
+        let c_named = c_builds.iter().all(|b| b.results.contains_key(*name));
+        let c_servers: &mut [CServer] = if c_named { &mut c_builds } else { &mut [] };
+        let (proven_ns, c_ns, c_ratios) = time_paired(rounds, name, c_servers, || {
             proven_jit.run_mem(&mut proven_cache, &mut weir_mem).unwrap_or(0)
-        });
+        })?;
         let rolled_ns = time_median(rounds, inner, || {
             rolled_jit.run_mem(&mut rolled_cache, &mut weir_mem).unwrap_or(0)
         });
@@ -299,17 +390,8 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         });
         let native_ns =
             time_median(rounds, inner, || native(name, std::hint::black_box(&weir_mem)));
-        let c_ns: Vec<Option<f64>> =
-            c_builds.iter().map(|b| b.get(*name).map(|&(_, ns)| ns)).collect();
-        let c_col = |k: usize| {
-            c_ns.get(k).copied().flatten().map_or("n/a".to_string(), |ns| format!("{ns:.0}"))
-        };
-        let c_ratio = |k: usize| {
-            c_ns.get(k)
-                .copied()
-                .flatten()
-                .map_or("-".to_string(), |ns| format!("{:.2}x", proven_ns / ns))
-        };
+        let c_col = |k: usize| c_ns.get(k).map_or("n/a".to_string(), |ns| format!("{ns:.0}"));
+        let c_ratio = |k: usize| c_ratios.get(k).map_or("-".to_string(), |r| format!("{r:.2}x"));
         let (rbpf_jit_ns, jit_ratio, proven_ratio) = if rbpf_jit {
             let ns = time_median(rounds, inner, || rbpf_jit_run(&vm, &mut rbpf_mem).unwrap_or(0));
             (format!("{ns:.0}"), format!("{:.2}x", ns / jit_ns), format!("{:.2}x", ns / proven_ns))
@@ -377,7 +459,9 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
              narrow: unrolled, copy and sum loops not run wide (weir_jit::Config::wide_copy off); \
              native: the programs in Rust (rustc); C-O2 and C-rolled: bench/programs/compute.c \
              (stack-copy's stores kept, see its header) built by clang -O2, and -O2 \
-             -fno-unroll-loops -fno-vectorize -fno-slp-vectorize; prov/C is issue 12's goal"
+             -fno-unroll-loops -fno-vectorize -fno-slp-vectorize; prov/C is issue 12's goal: \
+             jit-proven and C are sampled in turn (a C sample, then weir's, each 200 calls \
+             after 200 untimed), prov/C the median of the rounds' own ratios"
                 .to_string(),
         ];
         let path = record::write("interp", command, &notes, &log.lines)?;
