@@ -275,20 +275,25 @@ impl PreFilter {
             as usize
     }
 
-    /// `test` for a batch's keys `g[..present.len()]`, each answer as bit `f` of its
-    /// `present`: the filter's shape read once, not once a packet, and no branch on a
-    /// packet (issue 14: packet after packet, the 8 filters' shapes and a scatter loop of
-    /// data-dependent length were a quarter of a 16-mask lookup in perf).
+    /// `test` for a batch's keys `g` (at most 32), packet `i`'s answer as bit `i`: the
+    /// filter's shape read once, not once a packet, and no branch on a packet (issue 14:
+    /// packet after packet, the 8 filters' shapes and a scatter loop of data-dependent
+    /// length were a quarter of a 16-mask lookup in perf). A packet's bits per filter, not
+    /// a filter's bits per packet: a subtable's packets are then the AND of its filters'
+    /// words (a compare a packet a subtable was ~15% of a 16-mask lookup_batch in perf,
+    /// bench/records/2026-11-30-flow-speed-17.txt).
     #[inline(always)]
-    fn test_batch<const W: usize>(&self, g: &[[u64; W]], f: usize, present: &mut [u64]) {
+    fn test_batch<const W: usize>(&self, g: &[[u64; W]]) -> u32 {
         let (word, odd) = (usize::from(self.half / 2), 32 * u32::from(self.half & 1));
         let (mask, shift, bits) = (self.mask, self.shift, &self.bits[..]);
-        for (p, k) in present.iter_mut().zip(g) {
+        let mut present = 0u32;
+        for (i, k) in g.iter().enumerate().take(BATCH) {
             let b = Self::bit_of(k.get(word).copied().unwrap_or(0) >> odd, mask, shift);
             let hit =
                 bits.get(b / 64).is_some_and(|w| w.load(Ordering::Relaxed) >> (b % 64) & 1 != 0);
-            *p |= u64::from(hit) << f;
+            present |= u32::from(hit) << i;
         }
+        present
     }
 
     /// Add a key's half (the writer only).
@@ -1355,18 +1360,20 @@ impl<const W: usize> Tables<W> {
             }
             // Filter by filter over the batch, then subtable by subtable over it: each
             // loop's trip count is fixed by the batch, not by a packet's answers.
-            let mut present = [0u64; BATCH];
-            for (f, pf) in pre.iter().enumerate() {
-                pf.test_batch(&g[..n], f, &mut present[..n]);
+            let mut present = [0u32; 64];
+            for (p, pf) in present.iter_mut().zip(pre) {
+                *p = pf.test_batch(&g[..n]);
             }
+            let all = ((1u64 << n) - 1) as u32;
             for (o, &need) in of.iter_mut().zip(&ch.needs) {
-                let mut m = 0u32;
-                for (i, &p) in present.iter().enumerate().take(n) {
-                    m |= u32::from(need & !p == 0) << i;
+                let mut m = all;
+                let mut fs = need;
+                while fs != 0 {
+                    m &= present[fs.trailing_zeros() as usize];
+                    fs &= fs - 1;
                 }
                 *o = m;
             }
-            let all = ((1u64 << n) - 1) as u32;
             for (si, o) in of.iter_mut().enumerate().take(ch.subtables.len()) {
                 if open >> si & 1 != 0 {
                     *o = all;
