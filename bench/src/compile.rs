@@ -11,6 +11,7 @@
 //! predicted from the previous size first and skipped, with the reason printed, when the
 //! prediction exceeds the time budget.
 
+use crate::record::say;
 use std::time::{Duration, Instant};
 
 use weir_pflang::names::NameDb;
@@ -188,7 +189,7 @@ pub fn run(args: &CompileArgs, command: &str) -> Result<bool, String> {
     firewall(args, &names, &mut log, &mut notes)?;
     if args.record {
         let path = record::write("compile", command, &notes, &log.lines)?;
-        println!("recorded {}", path.display());
+        say!("recorded {}", path.display());
     }
     Ok(true)
 }

@@ -12,6 +12,7 @@
 //! while its size is right; it is read once before the first run so that every program
 //! finds it in the page cache.
 
+use crate::record::say;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -123,7 +124,7 @@ pub fn run(args: &E2eArgs, command: &str) -> Result<bool, String> {
     let capture = prepare(&size, &mut notes)?;
     notes.push(format!("load average before the runs: {}", load_average()));
     for note in &notes {
-        println!("# {note}");
+        say!("# {note}");
     }
 
     // The counts must agree before anything is timed.
@@ -216,7 +217,7 @@ pub fn run(args: &E2eArgs, command: &str) -> Result<bool, String> {
     if args.record {
         notes.push(format!("load average after the runs: {}", load_average()));
         let path = record::write("e2e", command, &notes, &log.lines)?;
-        println!("record: {}", path.display());
+        say!("record: {}", path.display());
     }
     Ok(true)
 }

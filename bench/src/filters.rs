@@ -10,6 +10,7 @@
 //! weir cannot compile yet is reported as skipped for weir's engines, and libpcap's side is
 //! still measured.
 
+use crate::record::say;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -107,7 +108,7 @@ struct Figures {
 pub fn run(args: &FiltersArgs, command: &str) -> Result<bool, String> {
     if args.engines.iter().any(|e| e == "list") {
         for e in engines::ENGINES.iter() {
-            println!("{:<17} {}", e.name, e.about);
+            say!("{:<17} {}", e.name, e.about);
         }
         return Ok(true);
     }
@@ -314,7 +315,7 @@ pub fn run(args: &FiltersArgs, command: &str) -> Result<bool, String> {
     }
     if args.record {
         match record::write("filters", command, &notes[1..], &log.lines) {
-            Ok(path) => println!("recorded {}", path.display()),
+            Ok(path) => say!("recorded {}", path.display()),
             Err(e) => return Err(e),
         }
     }

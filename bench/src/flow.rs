@@ -34,6 +34,7 @@
 //! Every configuration's verdicts are checked against the reference (on a sample of the
 //! packets) before it is timed.
 
+use crate::record::say;
 use std::time::{Duration, Instant};
 
 use weir::flow::rule::{IpPrefix, PortMatch};
@@ -370,9 +371,9 @@ fn one_case(spec: &str, rounds: usize) -> Result<bool, String> {
     pass(&c, &frames, &mut frames.clone());
     c.rerank();
     let (ns, matched) = time_classifier(&c, &frames, rounds);
-    println!("{n} rules, {masks} masks: {ns:.1} ns/packet, {matched} of {} matched", frames.len());
+    say!("{n} rules, {masks} masks: {ns:.1} ns/packet, {matched} of {} matched", frames.len());
     let ([words, hash, probe, line], around) = time_floor(&c, &frames, rounds);
-    println!(
+    say!(
         "  floor, one subtable, frame after frame (Classifier::floor): words {words:.1}, +hash {hash:.1}, +probe {probe:.1}, +rule's line {line:.1} ns/packet; the bench's loop alone {around:.1}"
     );
     let cached = time_cached(&c, &frames, rounds);
@@ -381,15 +382,15 @@ fn one_case(spec: &str, rounds: usize) -> Result<bool, String> {
         pass_with(&c, &frames, &mut frames.clone(), Some(&mut cache));
     }
     let (h, m) = cache.hits_misses();
-    println!("  hot, two passes through a fresh cache: {h} hits, {m} misses");
+    say!("  hot, two passes through a fresh cache: {h} hits, {m} misses");
     let (stream, stream_cached) = time_stream(&c, &specs, rounds.div_ceil(3));
-    println!(
+    say!(
         "  hot +cache {cached:.1} ns/packet; streaming ({STREAM} flows, each once) {stream:.1}, +cache {stream_cached:.1} ns/packet"
     );
     let (ins, del) = updates(n.max(16))?;
-    println!("updates: insert {ins:.2} µs, delete {del:.2} µs (median of 1,000)");
+    say!("updates: insert {ins:.2} µs, delete {del:.2} µs (median of 1,000)");
     let (one, two) = workers(&c, &specs, rounds.div_ceil(4));
-    println!(
+    say!(
         "workers: 1 thread {:.1} Mpps, 2 threads {:.1} Mpps ({:.2}x)",
         one / 1e6,
         two / 1e6,
@@ -473,7 +474,7 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
             del.push(d);
             slowest.push(s);
         }
-        println!(
+        say!(
             "{} rules, 16 masks: insert {:.3} µs, delete {:.3} µs (median of {} rounds of 1,000: insert {:.3}-{:.3}, delete {:.3}-{:.3})",
             n.max(16),
             median(ins.clone()),
@@ -489,8 +490,8 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
         let list = |v: &[f64], p: usize| {
             v.iter().map(|x| format!("{x:.p$}")).collect::<Vec<_>>().join(" ")
         };
-        println!("  rounds' insert medians, µs: {}", list(&ins, 3));
-        println!("  rounds' slowest insert, µs: {}", list(&slowest, 1));
+        say!("  rounds' insert medians, µs: {}", list(&ins, 3));
+        say!("  rounds' slowest insert, µs: {}", list(&slowest, 1));
         return Ok(true);
     }
     let mut log = Log::default();
@@ -507,7 +508,7 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
                 "the machine was shared with other builds (2 CPUs): medians of --rounds".into(),
             ];
             let path = record::write("flow-xdp", command, &notes, &log.lines)?;
-            println!("recorded in {}", path.display());
+            say!("recorded in {}", path.display());
         }
         return Ok(true);
     }
@@ -637,7 +638,7 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
             "classifier = Classifier::process_batch (extraction, lookup, drop action, counters); hot = 4,096 packets repeated".into(),
         ];
         let path = record::write("flow", command, &notes, &log.lines)?;
-        println!("recorded in {}", path.display());
+        say!("recorded in {}", path.display());
     }
     Ok(true)
 }

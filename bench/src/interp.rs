@@ -25,6 +25,7 @@
 //! for every filter of bench/filters.txt, run by weir's interpreter over the hot workload's
 //! 256 generated frames, set up as `weir-bench filters` sets up its `interp` engine.
 
+use crate::record::say;
 use std::time::Instant;
 
 use weir_interp::{Config, Interpreter};
@@ -465,7 +466,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
                 .to_string(),
         ];
         let path = record::write("interp", command, &notes, &log.lines)?;
-        println!("recorded {}", path.display());
+        say!("recorded {}", path.display());
     }
     Ok(agreed)
 }

@@ -14,6 +14,7 @@
 //! in order) on every packet before anything is timed, and the end-to-end counts against
 //! the dispatch's.
 
+use crate::record::say;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -104,7 +105,7 @@ pub struct MatchArgs {
 fn dump(row: &str, code: &[u8]) -> Result<(), String> {
     let path = std::env::temp_dir().join(format!("weir-match-{row}.bin"));
     std::fs::write(&path, code).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("{row}: {} code bytes at {:p} in {}", code.len(), code.as_ptr(), path.display());
+    say!("{row}: {} code bytes at {:p} in {}", code.len(), code.as_ptr(), path.display());
     Ok(())
 }
 
@@ -200,7 +201,7 @@ fn only(spec: &str, program: &Program, args: &MatchArgs) -> Result<bool, String>
         }
     }
     let n = (passes * hot.len()).max(1);
-    println!(
+    say!(
         "{row}: {passes} passes, {hits} hits, {:.2} ns/packet",
         started.elapsed().as_nanos() as f64 / n as f64
     );
@@ -568,7 +569,7 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
             format!("program:\n#   {}", PROGRAM.trim_end().replace('\n', "\n#   ")),
         ];
         let path = record::write("pfmatch", command, &notes, &log.lines)?;
-        println!("recorded in {}", path.display());
+        say!("recorded in {}", path.display());
     }
     Ok(true)
 }

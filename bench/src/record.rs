@@ -108,18 +108,32 @@ impl Log {
     /// A reader that went away (`weir-bench ... | head -1`) ends the run quietly with the
     /// shell's SIGPIPE status, 141, and no record, as tcpdump ends; `println!` panicked.
     pub fn line(&mut self, line: impl Into<String>) {
-        use std::io::Write;
         let line = line.into();
-        if let Err(e) = writeln!(std::io::stdout().lock(), "{line}") {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(141);
-            }
-            eprintln!("weir-bench: standard output: {e}");
-            std::process::exit(1);
-        }
+        print_line(&line);
         self.lines.push(line);
     }
 }
+
+/// Prints a line to standard output; a reader that went away ends the run quietly with
+/// status 141 (`Log::line` and `say!`, every part's plain output, print through it).
+pub fn print_line(line: &str) {
+    use std::io::Write;
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("weir-bench: standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `println!` that ends quietly on a closed pipe (`weir-bench flow | head`), see `print_line`.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::record::print_line(&format!($($arg)*))
+    };
+}
+pub(crate) use say;
 
 #[cfg(test)]
 mod tests {

@@ -23,6 +23,7 @@
 //!
 //! The kernel rows need root and bpf(); without them they say SKIPPED with the reason.
 
+use crate::record::say;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -148,7 +149,7 @@ pub fn run(args: &RuntimeArgs, command: &str) -> Result<bool, String> {
     log.line(goals_line(all_met, &not_judged));
     if args.record {
         let path = record::write("runtime", command, &notes, &log.lines)?;
-        println!("recorded in {}", path.display());
+        say!("recorded in {}", path.display());
     }
     Ok(true)
 }
