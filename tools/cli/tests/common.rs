@@ -19,8 +19,20 @@ pub fn weir_stdin(args: &[&str], stdin: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("weir runs");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
+    // Fed from a thread: a command that writes while it reads (verdicts, packets) fills
+    // its output pipe long before a large input is in, and writing all of stdin first
+    // would wait on it for ever.
+    let mut input = child.stdin.take().unwrap();
+    let bytes = stdin.to_vec();
+    let feed = std::thread::spawn(move || match input.write_all(&bytes) {
+        // A command may stop reading early (an error, a count reached): what it did
+        // with the input is in its output, which the test reads.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        done => done,
+    });
+    let out = child.wait_with_output().unwrap();
+    feed.join().expect("the feeding thread ends").expect("stdin is written");
+    out
 }
 
 /// Output bytes as text (lossy: a test compares it, never trusts it).

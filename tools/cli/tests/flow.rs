@@ -3,7 +3,7 @@
 use std::process::Output;
 use weir_testkit::{read_pcap, write_pcap, Scratch, LINKTYPE_ETHERNET};
 
-use crate::common::weir;
+use crate::common::{weir, weir_stdin};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -276,20 +276,7 @@ fn workers_stop_at_a_cut_capture_as_one_does() {
         let args =
             ["flow", "run", rules, "-r", input, "--verdicts", "--stats", "--workers", workers];
         let Some(bytes) = stdin else { return weir(&args) };
-        // Fed from a thread: the verdicts fill the output pipe before the input is in.
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("weir runs");
-        let mut input = child.stdin.take().unwrap();
-        let bytes = bytes.to_vec();
-        let feed = std::thread::spawn(move || std::io::Write::write_all(&mut input, &bytes));
-        let o = child.wait_with_output().unwrap();
-        feed.join().unwrap().unwrap();
-        o
+        weir_stdin(&args, bytes)
     };
     let one = run("1", cut, None);
     assert_eq!(one.status.code(), Some(1));
