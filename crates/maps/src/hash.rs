@@ -334,6 +334,21 @@ impl Stripe {
         relink();
         self.seq.store(s.wrapping_add(2), Release);
     }
+
+    /// The readers' side of `publish`: `walk`'s answer when no writer relinked one of
+    /// this stripe's chains while it ran (the sequence number even before, and the same
+    /// after), else `None`: try again, or take the lock. `walk` only loads words, each
+    /// step bounded and checked, so an answer thrown away did no harm.
+    #[inline(always)]
+    fn try_read<T>(&self, walk: impl FnOnce() -> T) -> Option<T> {
+        let before = self.seq.load(Acquire);
+        if before & 1 != 0 {
+            return None;
+        }
+        let found = walk();
+        fence(Acquire);
+        (self.seq.load(Relaxed) == before).then_some(found)
+    }
 }
 
 /// How the hash map's values and eviction behave.
@@ -541,13 +556,8 @@ impl HashMap {
         let b = self.bucket_of(hash);
         let stripe = self.stripe(b)?;
         for _ in 0..OPTIMISTIC_TRIES {
-            let before = stripe.seq.load(Acquire);
-            if before & 1 == 0 {
-                let found = self.find(b, hash, key);
-                fence(Acquire);
-                if stripe.seq.load(Relaxed) == before {
-                    return Some(found?.1);
-                }
+            if let Some(found) = stripe.try_read(|| self.find(b, hash, key)) {
+                return Some(found?.1);
             }
             std::hint::spin_loop();
         }
@@ -562,15 +572,10 @@ impl HashMap {
     fn find_shared_small(&self, k: SmallKey) -> Option<u32> {
         let b = self.bucket_of(hash_small(self.seed, k));
         let stripe = self.stripe(b)?;
-        let before = stripe.seq.load(Acquire);
-        if before & 1 == 0 {
-            let found = self.find_small(b, k);
-            fence(Acquire);
-            if stripe.seq.load(Relaxed) == before {
-                return found;
-            }
+        match stripe.try_read(|| self.find_small(b, k)) {
+            Some(found) => found,
+            None => self.find_small_retry(stripe, b, k),
         }
-        self.find_small_retry(stripe, b, k)
     }
 
     /// `find_shared_small`'s tries after the first (`OPTIMISTIC_TRIES` in all), then the
@@ -580,13 +585,8 @@ impl HashMap {
     fn find_small_retry(&self, stripe: &Stripe, b: usize, k: SmallKey) -> Option<u32> {
         for _ in 1..OPTIMISTIC_TRIES {
             std::hint::spin_loop();
-            let before = stripe.seq.load(Acquire);
-            if before & 1 == 0 {
-                let found = self.find_small(b, k);
-                fence(Acquire);
-                if stripe.seq.load(Relaxed) == before {
-                    return found;
-                }
+            if let Some(found) = stripe.try_read(|| self.find_small(b, k)) {
+                return found;
             }
         }
         let _guard = lock(&stripe.lock);
@@ -1054,6 +1054,23 @@ mod tests {
                 assert!(seen.len() > 128, "len {len} byte {byte}: {} buckets of 256", seen.len());
             }
         }
+    }
+
+    #[test]
+    fn a_read_that_a_writer_crossed_is_thrown_away() {
+        let stripe = Stripe::default();
+        assert_eq!(stripe.try_read(|| 7), Some(7));
+        // A writer relinked a chain while the walk ran: its answer is not kept.
+        let crossed = stripe.try_read(|| {
+            let _guard = lock(&stripe.lock);
+            stripe.publish(|| {});
+            7
+        });
+        assert_eq!(crossed, None);
+        assert_eq!(stripe.try_read(|| 8), Some(8));
+        // A writer in the middle of a relink (the sequence odd): no answer either.
+        stripe.seq.fetch_add(1, Relaxed);
+        assert_eq!(stripe.try_read(|| 9), None);
     }
 
     #[test]
