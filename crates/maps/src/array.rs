@@ -50,13 +50,12 @@ impl Array {
     /// A shared (not per-CPU) array's lookup: the index check and the slice, nothing else
     /// (the hot path of every array-counting program).
     #[inline]
-    pub(crate) fn lookup_shared(&self, key: &[u8]) -> Option<ValueRef<'_>> {
+    pub(crate) fn lookup_shared(&self, key: &[u8]) -> Option<&[AtomicU64]> {
         let index = u32::from_ne_bytes(key.try_into().ok()?);
         // A shared array holds exactly `max_entries` values: the slice's own bound check
         // is the index check (one compare, not two).
         let start = index as usize * self.stride;
-        let words = self.words.get(start..start + self.stride)?;
-        Some(ValueRef::in_map(words, self.value_size))
+        self.words.get(start..start + self.stride)
     }
 
     /// The first word of the value `key` names on `cpu` (a shared array has one copy).
@@ -94,10 +93,10 @@ impl Array {
         self.stride
     }
 
+    /// A per-CPU array's lookup on `cpu`: the value's words.
     #[inline]
-    pub(crate) fn lookup(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
-        let index = index_of(key).ok()?;
-        self.slot(index, cpu).map(|w| ValueRef::in_map(w, self.value_size))
+    pub(crate) fn lookup_words(&self, key: &[u8], cpu: usize) -> Option<&[AtomicU64]> {
+        self.slot(index_of(key).ok()?, cpu)
     }
 
     /// `array_map_update_elem`: flags first, then the index (E2BIG), then `BPF_NOEXIST`

@@ -75,17 +75,19 @@ impl SmallKey {
             let (lo, hi) = b.split_at(8);
             return Some(SmallKey { w0: key_word(lo), w1: key_word(hi) });
         }
-        SmallKey::of_other(key)
-    }
-
-    /// The other sizes up to 16 bytes, out of line (copies of a run-time length).
-    #[inline(never)]
-    fn of_other(key: &[u8]) -> Option<SmallKey> {
         if key.len() > 16 {
             return None;
         }
+        Some(SmallKey::of_other(key))
+    }
+
+    /// The other sizes up to 16 bytes, out of line (copies of a run-time length). Not an
+    /// `Option`: two words come back in registers, where an `Option` came through the
+    /// stack, and every size's path with it.
+    #[inline(never)]
+    fn of_other(key: &[u8]) -> SmallKey {
         let (lo, hi) = key.split_at(key.len().min(8));
-        Some(SmallKey { w0: key_word(lo), w1: key_word(hi) })
+        SmallKey { w0: key_word(lo), w1: key_word(hi) }
     }
 }
 
@@ -138,6 +140,10 @@ const H_HASH: usize = 0;
 const H_LINK: usize = 1;
 const H_REF: usize = 2;
 const HEADER: usize = 3;
+/// The words a chain walk reads of an element: the header and two key words. Every
+/// element has them (at least one key word and one value word follow the header); with
+/// a one-word key the fifth is the value's, and a walk does not read it.
+const HEAD: usize = HEADER + 2;
 /// Elements allocated with the map (all of a small map's): found with one compare.
 const EAGER: usize = 1024;
 /// Elements in the pool's first chunk past the eager ones; chunk `k` holds
@@ -252,9 +258,34 @@ impl Pool {
         self.elem_past_eager(idx)
     }
 
+    /// Element `idx`'s first `HEAD` words (its header and first two key words): what a
+    /// chain walk reads, with one bounds check (`elem` checks the whole element). An
+    /// index past the eager elements starts at or past the eager words' end, so their
+    /// `get` fails and the chunks are looked at.
+    #[inline(always)]
+    fn head(&self, idx: u32) -> Option<&[AtomicU64; HEAD]> {
+        let start = idx as usize * self.elem_words;
+        match self.eager.get(start..start + HEAD).and_then(|e| e.try_into().ok()) {
+            Some(h) => Some(h),
+            None => self.elem_past_eager(idx as usize)?.first_chunk(),
+        }
+    }
+
+    /// Words `at..at + n` of element `idx` (which must lie within an element: `None`
+    /// otherwise only where they pass the end of the pool's words).
+    #[inline(always)]
+    fn words(&self, idx: u32, at: usize, n: usize) -> Option<&[AtomicU64]> {
+        let idx = idx as usize;
+        if idx < self.eager_len {
+            let start = idx * self.elem_words + at;
+            return self.eager.get(start..start + n);
+        }
+        self.elem_past_eager(idx)?.get(at..at + n)
+    }
+
     #[inline(never)]
     fn elem_past_eager(&self, idx: usize) -> Option<&[AtomicU64]> {
-        let (k, at) = Self::chunk_of(idx - self.eager_len);
+        let (k, at) = Self::chunk_of(idx.checked_sub(self.eager_len)?);
         let chunk = self.chunks.get(k)?.get()?;
         let start = at * self.elem_words;
         chunk.get(start..start + self.elem_words)
@@ -302,6 +333,21 @@ impl Stripe {
         fence(Release);
         relink();
         self.seq.store(s.wrapping_add(2), Release);
+    }
+
+    /// The readers' side of `publish`: `walk`'s answer when no writer relinked one of
+    /// this stripe's chains while it ran (the sequence number even before, and the same
+    /// after), else `None`: try again, or take the lock. `walk` only loads words, each
+    /// step bounded and checked, so an answer thrown away did no harm.
+    #[inline(always)]
+    fn try_read<T>(&self, walk: impl FnOnce() -> T) -> Option<T> {
+        let before = self.seq.load(Acquire);
+        if before & 1 != 0 {
+            return None;
+        }
+        let found = walk();
+        fence(Acquire);
+        (self.seq.load(Relaxed) == before).then_some(found)
     }
 }
 
@@ -495,7 +541,7 @@ impl HashMap {
     /// else the walk is retried; after `OPTIMISTIC_TRIES` the stripe's lock is taken. Keys
     /// of at most 16 bytes walk the chain comparing words (`find_small`).
     #[inline]
-    fn find_shared(&self, key: &[u8]) -> Option<(u32, &[AtomicU64])> {
+    fn find_shared(&self, key: &[u8]) -> Option<u32> {
         match SmallKey::of(key) {
             Some(k) => self.find_shared_small(k),
             None => self.find_shared_long(key),
@@ -505,77 +551,68 @@ impl HashMap {
     /// `find_shared` for a key longer than 16 bytes, out of line: the small keys' path
     /// stays short (no registers saved for this one's loop).
     #[inline(never)]
-    fn find_shared_long(&self, key: &[u8]) -> Option<(u32, &[AtomicU64])> {
+    fn find_shared_long(&self, key: &[u8]) -> Option<u32> {
         let hash = hash_key(self.seed, key);
         let b = self.bucket_of(hash);
         let stripe = self.stripe(b)?;
         for _ in 0..OPTIMISTIC_TRIES {
-            let before = stripe.seq.load(Acquire);
-            if before & 1 == 0 {
-                let found = self.find(b, hash, key);
-                fence(Acquire);
-                if stripe.seq.load(Relaxed) == before {
-                    let idx = found?.1;
-                    return Some((idx, self.pool.elem(idx)?));
-                }
+            if let Some(found) = stripe.try_read(|| self.find(b, hash, key)) {
+                return Some(found?.1);
             }
             std::hint::spin_loop();
         }
         let _guard = lock(&stripe.lock);
-        let idx = self.find(b, hash, key)?.1;
-        Some((idx, self.pool.elem(idx)?))
+        Some(self.find(b, hash, key)?.1)
     }
 
-    /// `find_shared` for a key of at most 16 bytes.
-    #[inline]
-    fn find_shared_small(&self, k: SmallKey) -> Option<(u32, &[AtomicU64])> {
+    /// `find_shared` for a key of at most 16 bytes: the first try inline, the retries (a
+    /// writer was relinking one of the stripe's chains) out of line, so that the path no
+    /// writer crossed keeps no trip count and fewer registers.
+    #[inline(always)]
+    fn find_shared_small(&self, k: SmallKey) -> Option<u32> {
         let b = self.bucket_of(hash_small(self.seed, k));
         let stripe = self.stripe(b)?;
-        for _ in 0..OPTIMISTIC_TRIES {
-            let before = stripe.seq.load(Acquire);
-            if before & 1 == 0 {
-                let found = self.find_small(b, k);
-                fence(Acquire);
-                if stripe.seq.load(Relaxed) == before {
-                    return found;
-                }
-            }
-            std::hint::spin_loop();
+        match stripe.try_read(|| self.find_small(b, k)) {
+            Some(found) => found,
+            None => self.find_small_retry(stripe, b, k),
         }
-        self.find_small_locked(stripe, b, k)
     }
 
-    /// `find_small` under the stripe's lock: the slow way out of `find_shared_small`.
+    /// `find_shared_small`'s tries after the first (`OPTIMISTIC_TRIES` in all), then the
+    /// stripe's lock: the slow way out.
     #[cold]
     #[inline(never)]
-    fn find_small_locked(
-        &self,
-        stripe: &Stripe,
-        b: usize,
-        k: SmallKey,
-    ) -> Option<(u32, &[AtomicU64])> {
+    fn find_small_retry(&self, stripe: &Stripe, b: usize, k: SmallKey) -> Option<u32> {
+        for _ in 1..OPTIMISTIC_TRIES {
+            std::hint::spin_loop();
+            if let Some(found) = stripe.try_read(|| self.find_small(b, k)) {
+                return found;
+            }
+        }
         let _guard = lock(&stripe.lock);
         self.find_small(b, k)
     }
 
     /// The element holding the small key `k` in bucket `b`: its key words compared as
     /// integers (the stored hash is not read: the key words decide). Bounded and checked
-    /// as `find` is, for lock-free readers.
-    #[inline]
-    fn find_small(&self, b: usize, k: SmallKey) -> Option<(u32, &[AtomicU64])> {
+    /// as `find` is, for lock-free readers: at most `capacity + 1` elements, each read
+    /// through `Pool::head` (one bounds check for the words a step reads, where a whole
+    /// element's slice and a check per word cost a third of a lookup).
+    #[inline(always)]
+    fn find_small(&self, b: usize, k: SmallKey) -> Option<u32> {
         let mut idx = self.heads.get(b)?.load(Relaxed);
         let two = self.key_words > 1;
-        for _ in 0..=self.pool.capacity {
-            if idx == NIL {
+        let mut steps_left = self.pool.capacity;
+        while idx != NIL {
+            let [_, link, _, w0, w1] = self.pool.head(idx)?;
+            if w0.load(Relaxed) == k.w0 && (!two || w1.load(Relaxed) == k.w1) {
+                return Some(idx);
+            }
+            if steps_left == 0 {
                 return None;
             }
-            let e = self.pool.elem(idx)?;
-            if e.get(HEADER)?.load(Relaxed) == k.w0
-                && (!two || e.get(HEADER + 1)?.load(Relaxed) == k.w1)
-            {
-                return Some((idx, e));
-            }
-            idx = next_of(e.get(H_LINK)?.load(Relaxed));
+            steps_left -= 1;
+            idx = next_of(link.load(Relaxed));
         }
         None
     }
@@ -586,12 +623,14 @@ impl HashMap {
         HEADER + self.key_words + cpu * self.stride
     }
 
-    /// Not inlined: `Map::lookup` stays small enough to inline into its callers, so an
-    /// array lookup there costs no call and no saved registers.
+    /// A program's lookup: the value's words on `cpu` (`Map::lookup` makes the
+    /// `ValueRef`; two words come back in registers). Not inlined: `Map::lookup` stays
+    /// small enough to inline into its callers, so an array lookup there costs no call
+    /// and no saved registers.
     #[inline(never)]
-    pub(crate) fn lookup(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
+    pub(crate) fn lookup(&self, key: &[u8], cpu: usize) -> Option<&[AtomicU64]> {
         let (_, _, words) = self.lookup_words(key, cpu)?;
-        Some(ValueRef::in_map(words, self.value_size))
+        Some(words)
     }
 
     /// A lookup's value as (element, word offset in it): what `value_at` takes back.
@@ -611,24 +650,25 @@ impl HashMap {
         if key.len() != self.key_size || cpu >= self.cpus {
             return None;
         }
-        let (idx, e) = self.find_shared(key)?;
-        let (at, words) = self.found_value(e, cpu)?;
+        let idx = self.find_shared(key)?;
+        let (at, words) = self.found_value(idx, cpu)?;
         Some((idx, at, words))
     }
 
-    /// The value on `cpu` of element `e`, which a lookup found: its word offset and words,
-    /// the LRU reference bit set (the kernel's `bpf_lru_node_set_ref`).
+    /// The value on `cpu` (below `self.cpus`) of element `idx`, which a lookup found: its
+    /// word offset and words, the LRU reference bit set (the kernel's
+    /// `bpf_lru_node_set_ref`). The value's words straight from the pool (`Pool::words`),
+    /// not through the whole element's slice.
     #[inline(always)]
-    fn found_value<'e>(&self, e: &'e [AtomicU64], cpu: usize) -> Option<(usize, &'e [AtomicU64])> {
+    fn found_value(&self, idx: u32, cpu: usize) -> Option<(usize, &[AtomicU64])> {
         if self.kind.lru {
-            if let Some(r) = e.get(H_REF) {
-                if r.load(Relaxed) == 0 {
-                    r.store(1, Relaxed);
-                }
+            let [_, _, r, ..] = self.pool.head(idx)?;
+            if r.load(Relaxed) == 0 {
+                r.store(1, Relaxed);
             }
         }
         let at = self.value_offset(cpu);
-        Some((at, e.get(at..at + self.stride)?))
+        Some((at, self.pool.words(idx, at, self.stride)?))
     }
 
     /// `lookup_words` of a key of at most 16 bytes as its two element words (see
@@ -643,8 +683,8 @@ impl HashMap {
         if self.key_size > 16 || cpu >= self.cpus {
             return None;
         }
-        let (idx, e) = self.find_shared_small(SmallKey { w0, w1 })?;
-        Some((idx, self.found_value(e, cpu)?.1))
+        let idx = self.find_shared_small(SmallKey { w0, w1 })?;
+        Some((idx, self.found_value(idx, cpu)?.1))
     }
 
     /// Element `idx`'s value on `cpu` as (element, word offset in it), as `lookup_loc`
@@ -1012,6 +1052,51 @@ mod tests {
                     seen.insert(hash_key(0x5eed, &key[..len]) & 255);
                 }
                 assert!(seen.len() > 128, "len {len} byte {byte}: {} buckets of 256", seen.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_that_a_writer_crossed_is_thrown_away() {
+        let stripe = Stripe::default();
+        assert_eq!(stripe.try_read(|| 7), Some(7));
+        // A writer relinked a chain while the walk ran: its answer is not kept.
+        let crossed = stripe.try_read(|| {
+            let _guard = lock(&stripe.lock);
+            stripe.publish(|| {});
+            7
+        });
+        assert_eq!(crossed, None);
+        assert_eq!(stripe.try_read(|| 8), Some(8));
+        // A writer in the middle of a relink (the sequence odd): no answer either.
+        stripe.seq.fetch_add(1, Relaxed);
+        assert_eq!(stripe.try_read(|| 9), None);
+    }
+
+    #[test]
+    fn a_lookup_crossing_a_writer_retries_then_takes_the_lock() {
+        // Every stripe's sequence number odd, as while a writer relinks a chain: the
+        // first, inline try and every retry see it, so each lookup ends under the
+        // stripe's lock (free here) and must still give the key's own value, small keys
+        // and long ones alike.
+        for key_size in [4u32, 16, 24] {
+            let kind = HashKind { percpu: false, lru: false, devmap: false };
+            let m = HashMap::new(kind, key_size, 8, 64, 1, 0x77).unwrap();
+            let key =
+                |i: u64| -> Vec<u8> { (0..u64::from(key_size)).map(|b| (i + b) as u8).collect() };
+            for i in 0..40u64 {
+                m.update(&key(i), Src::Cpu(&i.to_ne_bytes(), 0), 0).unwrap();
+            }
+            for s in m.stripes.iter() {
+                s.seq.fetch_add(1, Relaxed);
+            }
+            for i in 0..40u64 {
+                let (_, _, words) = m.lookup_words(&key(i), 0).unwrap();
+                assert_eq!(words[0].load(Relaxed), i, "key size {key_size}, key {i}");
+            }
+            assert!(m.lookup_words(&key(200), 0).is_none());
+            for s in m.stripes.iter() {
+                s.seq.fetch_add(1, Relaxed);
             }
         }
     }

@@ -543,13 +543,17 @@ impl Map {
     /// arrays, queues, stacks, ring buffers).
     #[inline]
     pub fn lookup(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
-        match &self.kind {
+        // Every arm gives the value's words (two registers, where a `ValueRef` is five
+        // words returned through memory), and the `ValueRef` is built once, here: inlined
+        // into the caller it is known to borrow the map, so dropping it costs nothing.
+        let words = match &self.kind {
             Kind::Array(a) => a.lookup_shared(key),
-            Kind::PercpuArray(a) => a.lookup(key, cpu),
+            Kind::PercpuArray(a) => a.lookup_words(key, cpu),
             // A shared (not per-CPU) hash has one value, whichever worker asks.
             Kind::Hash(h) => h.lookup(key, if self.is_percpu() { cpu } else { 0 }),
-            _ => self.lookup_other(key),
-        }
+            _ => return self.lookup_other(key),
+        }?;
+        Some(ValueRef::in_map(words, self.spec.value_size as usize))
     }
 
     /// The rare lookups, out of line (see [`Map::lookup`]).
