@@ -114,6 +114,22 @@ struct LentSteady {
     armed: bool,
 }
 
+impl LentSteady {
+    /// Whether a frame takes the steady path: still armed, over the context it was set up
+    /// over (a batch may hand any slice), no longer than the packet window. Any other
+    /// frame disarms it: the rest of the batch takes `run_lent`, which rewrites the words
+    /// the steady path relies on.
+    #[inline(always)]
+    fn admits(&mut self, ctx: &[u8], frame: &[u8]) -> bool {
+        let same_ctx = ctx.as_ptr() as u64 == self.ctx_host && ctx.len() == self.ctx_len;
+        if self.armed && same_ctx && frame.len() as u64 <= REGION_WINDOW {
+            return true;
+        }
+        self.armed = false;
+        false
+    }
+}
+
 /// Scratch space for runs: the stack of every frame, the saved call frames and the run
 /// state generated code works on.
 #[derive(Clone, Debug, Default)]
@@ -666,9 +682,8 @@ impl JitProgram {
     }
 
     /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's packet
-    /// fields, the packet's base, the code, the outcome. A frame over another context
-    /// (a batch may hand any slice) takes `run_lent`, which rewrites the words the steady
-    /// path relies on, so it is disarmed for the rest of the batch.
+    /// fields, the packet's base, the code, the outcome (a frame `LentSteady::admits` not
+    /// takes `run_lent`).
     #[inline]
     fn run_lent_steady(
         &self,
@@ -677,16 +692,11 @@ impl JitProgram {
         ctx: &mut [u8],
         frame: &[u8],
     ) -> Result<RunOutcome, Trap> {
-        let same_ctx = ctx.as_ptr() as u64 == steady.ctx_host && ctx.len() == steady.ctx_len;
-        let len = frame.len() as u64;
-        if !steady.armed || !same_ctx || len > REGION_WINDOW {
-            steady.armed = false;
+        if !steady.admits(ctx, frame) {
             return self.run_lent_cold(cache, ctx, frame, None);
         }
         // `lean_steady` checked the context's length against the layout's end.
-        if !self.packet_fields.fill_whole(ctx, frame.len()) {
-            self.fill_general(ctx, frame.len())?;
-        }
+        self.fill_steady(ctx, frame.len())?;
         let run = cache.state.get();
         run.regions[PACKET].base_lo = frame.as_ptr() as u64;
         let entry = self.code.entry();
@@ -735,16 +745,11 @@ impl JitProgram {
         frame: &[u8],
         env: Option<&mut dyn RunEnv>,
     ) -> Result<RunOutcome, Trap> {
-        let same_ctx = ctx.as_ptr() as u64 == steady.ctx_host && ctx.len() == steady.ctx_len;
-        let len = frame.len() as u64;
-        if !steady.armed || !same_ctx || len > REGION_WINDOW {
-            steady.armed = false;
+        if !steady.admits(ctx, frame) {
             return self.run_lent_cold(cache, ctx, frame, env);
         }
         // `full_steady` checked the context's length against the layout's end.
-        if !self.packet_fields.fill_whole(ctx, frame.len()) {
-            self.fill_general(ctx, frame.len())?;
-        }
+        self.fill_steady(ctx, frame.len())?;
         // `prepare` without its size check (sized at the batch's start): what the last
         // run wrote, zeroed.
         if let Some(dirty) = cache.stack.get_mut(cache.dirty_from..) {
@@ -753,12 +758,22 @@ impl JitProgram {
         cache.dirty_from = cache.stack.len();
         cache.executed = 0;
         let run = cache.state.get();
-        run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, len);
+        run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
         let outcome = self.fire(cache, env);
         if cache.state.get().exit_word & 0x7f != 0 {
             steady.armed = false;
         }
         outcome
+    }
+
+    /// The context's packet fields for a frame of a steady lent batch (whose context the
+    /// batch's set-up checked against the layout's end).
+    #[inline(always)]
+    fn fill_steady(&self, ctx: &mut [u8], len: usize) -> Result<(), Trap> {
+        if !self.packet_fields.fill_whole(ctx, len) {
+            self.fill_general(ctx, len)?;
+        }
+        Ok(())
     }
 
     /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` did not take.
