@@ -106,12 +106,28 @@ impl std::fmt::Debug for JitProgram {
     }
 }
 
-/// What a lean lent batch set up once ([`JitProgram::lean_steady`]): the context it was
-/// set up over, and whether its words still stand.
-struct LeanSteady {
+/// What a lent batch set up once ([`JitProgram::lean_steady`], [`JitProgram::full_steady`]):
+/// the context it was set up over, and whether its words still stand.
+struct LentSteady {
     ctx_host: u64,
     ctx_len: usize,
     armed: bool,
+}
+
+impl LentSteady {
+    /// Whether a frame takes the steady path: still armed, over the context it was set up
+    /// over (a batch may hand any slice), no longer than the packet window. Any other
+    /// frame disarms it: the rest of the batch takes `run_lent`, which rewrites the words
+    /// the steady path relies on.
+    #[inline(always)]
+    fn admits(&mut self, ctx: &[u8], frame: &[u8]) -> bool {
+        let same_ctx = ctx.as_ptr() as u64 == self.ctx_host && ctx.len() == self.ctx_len;
+        if self.armed && same_ctx && frame.len() as u64 <= REGION_WINDOW {
+            return true;
+        }
+        self.armed = false;
+        false
+    }
 }
 
 /// Scratch space for runs: the stack of every frame, the saved call frames and the run
@@ -558,6 +574,14 @@ impl JitProgram {
                 self.run_lent_steady(cache, &mut steady, ctx, frame)
             };
             while batch.lend(ctx, &mut run) {}
+        } else if let Some(mut steady) = self.full_steady(cache, ctx) {
+            // Code that is not lean: the entries of the stack and the context (and the
+            // cache's size) that `set_up` and `prepare` left, checked once here instead of
+            // per frame (`run_lent_full_steady`; issue 11: xdp_counter's per-frame set-up).
+            let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
+                self.run_lent_full_steady(cache, &mut steady, ctx, frame, env)
+            };
+            while batch.lend(ctx, &mut run) {}
         } else {
             let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
                 self.run_lent(cache, ctx, frame, env)
@@ -580,8 +604,9 @@ impl JitProgram {
         cache: &mut Cache,
         ctx: &mut [u8],
         frame: &[u8],
+        env: Option<&mut dyn RunEnv>,
     ) -> Result<RunOutcome, Trap> {
-        self.run_lent(cache, ctx, frame, None)
+        self.run_lent(cache, ctx, frame, env)
     }
 
     /// One run of [`JitProgram::run_batch_lent`]: `frame` is the whole packet region,
@@ -627,11 +652,11 @@ impl JitProgram {
         self.fire(cache, env)
     }
 
-    /// The lean lent batch's once-per-batch part ([`LeanSteady`]), or `None` when the
+    /// The lean lent batch's once-per-batch part ([`LentSteady`]), or `None` when the
     /// code is not lean, may write the stack, or the cache is not (yet) sized for it: then
     /// every frame takes `run_lent`. Writes the run-state words that `lean_fire` writes
     /// per run and that stay the same over `ctx` (all but the packet's base).
-    fn lean_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<LeanSteady> {
+    fn lean_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<LentSteady> {
         let sizes = &self.sizes;
         let len = cache.stack.len();
         let sized = len == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
@@ -653,31 +678,25 @@ impl JitProgram {
         run.budget = sizes.budget;
         run.r1 = weir_program::exec::guest::CTX_BASE;
         run.r2 = ctx_len as u64;
-        Some(LeanSteady { ctx_host, ctx_len, armed: true })
+        Some(LentSteady { ctx_host, ctx_len, armed: true })
     }
 
     /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's packet
-    /// fields, the packet's base, the code, the outcome. A frame over another context
-    /// (a batch may hand any slice) takes `run_lent`, which rewrites the words the steady
-    /// path relies on, so it is disarmed for the rest of the batch.
+    /// fields, the packet's base, the code, the outcome (a frame `LentSteady::admits` not
+    /// takes `run_lent`).
     #[inline]
     fn run_lent_steady(
         &self,
         cache: &mut Cache,
-        steady: &mut LeanSteady,
+        steady: &mut LentSteady,
         ctx: &mut [u8],
         frame: &[u8],
     ) -> Result<RunOutcome, Trap> {
-        let same_ctx = ctx.as_ptr() as u64 == steady.ctx_host && ctx.len() == steady.ctx_len;
-        let len = frame.len() as u64;
-        if !steady.armed || !same_ctx || len > REGION_WINDOW {
-            steady.armed = false;
-            return self.run_lent_cold(cache, ctx, frame);
+        if !steady.admits(ctx, frame) {
+            return self.run_lent_cold(cache, ctx, frame, None);
         }
         // `lean_steady` checked the context's length against the layout's end.
-        if !self.packet_fields.fill_whole(ctx, frame.len()) {
-            self.fill_general(ctx, frame.len())?;
-        }
+        self.fill_steady(ctx, frame.len())?;
         let run = cache.state.get();
         run.regions[PACKET].base_lo = frame.as_ptr() as u64;
         let entry = self.code.entry();
@@ -695,6 +714,66 @@ impl JitProgram {
             _ => budget.wrapping_sub(run.remaining),
         };
         outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+    }
+
+    /// The once-per-batch part of a lent batch of code that is not lean, or `None` (lean
+    /// code, a cache not sized for the program, a context shorter than the layout): then
+    /// every frame takes `run_lent`. `prepare` sized the cache and `set_up` wrote the
+    /// entries of the stack and of `ctx` just before; nothing in a batch resizes the cache.
+    fn full_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<LentSteady> {
+        let sizes = &self.sizes;
+        let sized =
+            cache.stack.len() == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
+        if self.lean || !sized || ctx.len() < self.packet_fields.context_end() {
+            return None;
+        }
+        Some(LentSteady { ctx_host: ctx.as_mut_ptr() as u64, ctx_len: ctx.len(), armed: true })
+    }
+
+    /// One frame of a lent batch of code that is not lean ([`JitProgram::full_steady`]):
+    /// `run_lent`'s full run without its checks of the cache's size and of the stack's and
+    /// context's entries, which stand from frame to frame while every run returns plainly.
+    /// A run that exits otherwise (a trap, perhaps inside a call: the stack's entry left
+    /// moved) or a frame over another context disarms it: the rest of the batch takes
+    /// `run_lent`, which checks them all again.
+    #[inline]
+    fn run_lent_full_steady(
+        &self,
+        cache: &mut Cache,
+        steady: &mut LentSteady,
+        ctx: &mut [u8],
+        frame: &[u8],
+        env: Option<&mut dyn RunEnv>,
+    ) -> Result<RunOutcome, Trap> {
+        if !steady.admits(ctx, frame) {
+            return self.run_lent_cold(cache, ctx, frame, env);
+        }
+        // `full_steady` checked the context's length against the layout's end.
+        self.fill_steady(ctx, frame.len())?;
+        // `prepare` without its size check (sized at the batch's start): what the last
+        // run wrote, zeroed.
+        if let Some(dirty) = cache.stack.get_mut(cache.dirty_from..) {
+            zero(dirty);
+        }
+        cache.dirty_from = cache.stack.len();
+        cache.executed = 0;
+        let run = cache.state.get();
+        run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
+        let outcome = self.fire(cache, env);
+        if cache.state.get().exit_word & 0x7f != 0 {
+            steady.armed = false;
+        }
+        outcome
+    }
+
+    /// The context's packet fields for a frame of a steady lent batch (whose context the
+    /// batch's set-up checked against the layout's end).
+    #[inline(always)]
+    fn fill_steady(&self, ctx: &mut [u8], len: usize) -> Result<(), Trap> {
+        if !self.packet_fields.fill_whole(ctx, len) {
+            self.fill_general(ctx, len)?;
+        }
+        Ok(())
     }
 
     /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` did not take.

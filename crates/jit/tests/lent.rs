@@ -239,3 +239,57 @@ fn a_traps_outcome_does_not_outlive_its_frame_in_a_batch() {
         lens.iter().map(|&n| if n == 0 { Ok(&2) } else { Err(TrapCode::ReadOnly) }).collect();
     assert_eq!(got, want);
 }
+
+/// The lent batch of code that is not lean (here: a local call) checks the cache's size and
+/// the stack's and context's entries once per batch, not per frame: each frame still finds
+/// a clean stack, and a trap inside a call (the stack's entry left moved to the callee's
+/// frame) does not let the next frame reach below its own frame. Over the batch's context
+/// and over one of its own every other frame.
+#[test]
+fn full_lent_runs_keep_a_clean_stack_and_its_bounds_after_a_trap_in_a_call() {
+    // r0 = the frame's length + 1 (written to [r10-8]) plus what that slot held before
+    // this frame wrote it (0 on a clean stack; never 0 after a frame that got there). A 13-byte frame stores into the lent frame inside the call (refused);
+    // a 14-byte frame reads below its own frame (out of bounds).
+    let text = "
+        ldxw %r2, [%r1+0]
+        ldxw %r3, [%r1+4]
+        mov %r6, %r3
+        sub %r6, %r2
+        jne %r6, 14, +1
+        ldxdw %r0, [%r10-520]
+        ldxdw %r7, [%r10-8]
+        mov %r8, %r6
+        add %r8, 1
+        stxdw [%r10-8], %r8
+        mov %r1, %r2
+        mov %r2, %r6
+        call local f
+        ldxdw %r0, [%r10-8]
+        add %r0, %r7
+        exit
+    f:
+        stdw [%r10-8], 5
+        jne %r2, 13, +1
+        stb [%r1+0], 0xff
+        mov %r0, 0
+        exit";
+    let verified = Verified::structural(program(text)).unwrap();
+    let want: Vec<_> = frames()
+        .iter()
+        .map(|f| match f.len() {
+            13 => Err(TrapCode::ReadOnly),
+            14 => Err(TrapCode::OutOfBounds),
+            n => Ok(n as u64 + 1),
+        })
+        .collect();
+    for own_ctx in [false, true] {
+        let (seen, lent) = jit_batch_with(&verified, own_ctx);
+        assert_eq!(lent, 2 * frames().len());
+        let got: Vec<_> = seen.iter().map(|(r, _)| r.map_err(|t| t.code)).collect();
+        let want: Vec<_> = want.iter().chain(&want).copied().collect();
+        assert_eq!(got, want, "a context of the batch's own: {own_ctx}");
+        for ((_, packet), frame) in seen.iter().zip(frames().iter().cycle()) {
+            assert_eq!(packet, frame, "the lent frame changed");
+        }
+    }
+}
