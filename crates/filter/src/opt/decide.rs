@@ -817,6 +817,19 @@ mod tests {
     }
 
     #[test]
+    fn a_part_after_a_run_ends_is_walked_not_taken_for_a_merge() {
+        // `x == 0x800 or y == 5 or x == 0x800`: `y` may abort where `x` is known to be
+        // loaded, so it ends the run `x` began, and the run's set tests are forgotten
+        // (`Parts::run_keys`): the third part, on `x` again, is walked rather than taken
+        // unwalked to merge into that run, and on its path `x != 0x800` is known: it is
+        // decided false and goes.
+        let x = test(12, Size::Half, 0x800);
+        let y = test(100, Size::Byte, 5);
+        let p = Pred::or([x.clone(), y.clone(), x.clone()]);
+        assert_eq!(super::decide(p, 0), Pred::or([x, y]));
+    }
+
+    #[test]
     fn the_pre_test_tells_an_or_led_by_a_value_an_earlier_part_pinned() {
         let ip = || test(12, Size::Half, 0x800);
         let ip6 = || test(12, Size::Half, 0x86dd);
