@@ -586,7 +586,7 @@ struct Parts {
     /// cost an allocation per test (issue 13). `out` only loses its last part, and only a
     /// guard, which is no set test, so the indexes stay valid. In place, the first
     /// `run_key_count`: a `Vec` cost an allocation and a free per junction that had a set
-    /// test (about 8 per walk of `host A and udp`, 2.5% of its optimizing, issue 13).
+    /// test (about 8 per walk of `host A and udp`, issue 13).
     run_keys: [usize; RUN_KEYS],
     run_key_count: usize,
     /// A run ended at a part only because that part may abort there.
