@@ -576,7 +576,7 @@ struct Parts {
     conjunction: bool,
     out: Vec<Pred>,
     /// Per part: does it begin a new run of parts that may be reordered?
-    run_start: Vec<bool>,
+    run_start: RunStarts,
     /// Facts after the current run's first part let evaluation go on.
     run_base: Env,
     /// No part so far can abort or write scratch (each checked at its own entry).
@@ -584,8 +584,11 @@ struct Parts {
     /// The set tests of the current run, as indexes into `out` (a few, each a distinct
     /// tested value, compared directly): indexes rather than copies of the values, which
     /// cost an allocation per test (issue 13). `out` only loses its last part, and only a
-    /// guard, which is no set test, so the indexes stay valid.
-    run_keys: Vec<usize>,
+    /// guard, which is no set test, so the indexes stay valid. In place, the first
+    /// `run_key_count`: a `Vec` cost an allocation and a free per junction that had a set
+    /// test (about 8 per walk of `host A and udp`, issue 13).
+    run_keys: [usize; RUN_KEYS],
+    run_key_count: usize,
     /// A run ended at a part only because that part may abort there.
     abort_break: bool,
     /// `prefix_free` went false only because a part may abort.
@@ -602,10 +605,11 @@ impl Parts {
         Parts {
             conjunction,
             out: Vec::with_capacity(capacity),
-            run_start: Vec::with_capacity(capacity),
+            run_start: RunStarts::default(),
             run_base: Env::unreachable(),
             prefix_free: true,
-            run_keys: Vec::new(),
+            run_keys: [0; RUN_KEYS],
+            run_key_count: 0,
             abort_break: false,
             abort_prefix: false,
             spliced: false,
@@ -664,11 +668,14 @@ impl Parts {
         self.abort_break |= !joins_run && !self.run_base.unreachable && !store;
         if !joins_run {
             self.run_base = after.unwrap_or(entry).clone();
-            self.run_keys.clear();
+            self.run_key_count = 0;
         }
         if let Some(key) = set_key(&q) {
-            if self.run_keys.len() < RUN_KEYS && !self.run_has_key(key) {
-                self.run_keys.push(self.out.len());
+            if self.run_key_count < RUN_KEYS && !self.run_has_key(key) {
+                if let Some(slot) = self.run_keys.get_mut(self.run_key_count) {
+                    *slot = self.out.len();
+                    self.run_key_count += 1;
+                }
             }
         }
         self.run_start.push(!joins_run);
@@ -689,7 +696,8 @@ impl Parts {
 
     /// Whether the current run remembers a set test on `key`.
     fn run_has_key(&self, key: &Expr) -> bool {
-        self.run_keys.iter().any(|&i| self.out.get(i).and_then(set_key) == Some(key))
+        let keys = self.run_keys.get(..self.run_key_count).unwrap_or(&[]);
+        keys.iter().any(|&i| self.out.get(i).and_then(set_key) == Some(key))
     }
 
     fn finish(self, facts: &Facts, absorbed: bool, mode: Mode) -> Pred {
@@ -719,13 +727,56 @@ impl Parts {
             facts.note_abort_choice();
         }
         let count = self.out.len();
-        let merged = merge_runs(self.out, &self.run_start, conjunction);
+        let merged = merge_runs(self.out, self.run_start.as_slice(), conjunction);
         if merged.len() < count {
             facts.note_change();
             // merging can produce constants or nested junctions: tidy locally
             fold::junction(merged, conjunction)
         } else {
             fold::finish(merged, conjunction)
+        }
+    }
+}
+
+/// Which parts of a junction begin a run ([`Parts::run_start`]): in place for the first
+/// [`RunStarts::FEW`] parts, in a list past that. A list per junction cost an allocation
+/// and a free for each junction walked (about 9 per walk of `host A and udp`, issue 13).
+#[derive(Default)]
+struct RunStarts {
+    few: [bool; RunStarts::FEW],
+    /// How many of `few` are in use (`many` empty), or `FEW` (`many` holds them all).
+    len: usize,
+    many: Vec<bool>,
+}
+
+impl RunStarts {
+    const FEW: usize = 32;
+
+    fn push(&mut self, start: bool) {
+        if self.many.is_empty() {
+            if let Some(slot) = self.few.get_mut(self.len) {
+                *slot = start;
+                self.len += 1;
+                return;
+            }
+            self.many.extend_from_slice(&self.few);
+        }
+        self.many.push(start);
+    }
+
+    fn pop(&mut self) {
+        if self.many.is_empty() {
+            self.len = self.len.saturating_sub(1);
+        } else {
+            self.many.pop();
+        }
+    }
+
+    fn as_slice(&self) -> &[bool] {
+        if self.many.is_empty() {
+            self.few.get(..self.len).unwrap_or(&[])
+        } else {
+            &self.many
         }
     }
 }
@@ -763,6 +814,19 @@ mod tests {
 
     fn test(offset: u32, size: Size, k: u32) -> Pred {
         Pred::eq(Expr::load_at(offset, size), k)
+    }
+
+    #[test]
+    fn a_part_after_a_run_ends_is_walked_not_taken_for_a_merge() {
+        // `x == 0x800 or y == 5 or x == 0x800`: `y` may abort where `x` is known to be
+        // loaded, so it ends the run `x` began, and the run's set tests are forgotten
+        // (`Parts::run_keys`): the third part, on `x` again, is walked rather than taken
+        // unwalked to merge into that run, and on its path `x != 0x800` is known: it is
+        // decided false and goes.
+        let x = test(12, Size::Half, 0x800);
+        let y = test(100, Size::Byte, 5);
+        let p = Pred::or([x.clone(), y.clone(), x.clone()]);
+        assert_eq!(super::decide(p, 0), Pred::or([x, y]));
     }
 
     #[test]

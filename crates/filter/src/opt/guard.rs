@@ -246,15 +246,18 @@ fn place_or(
 ) -> Pred {
     let needs = part_needs(&parts, needs);
     let last = parts.len().saturating_sub(1);
-    let mut out = Vec::with_capacity(parts.len());
-    for (i, (part, tree)) in parts.into_iter().zip(needs).enumerate() {
+    // Each part replaced where it stands: the `or` keeps its list (a new one cost an
+    // allocation and a free per junction, issue 13).
+    let mut parts = parts;
+    for (i, (slot, tree)) in parts.iter_mut().zip(needs).enumerate() {
         let part_mode = if i == last { mode } else { mode.inner(false) };
         let n = tree.need;
-        out.push(place(part, tree, part_mode, known, added));
+        let part = std::mem::replace(slot, Pred::Const(true));
+        *slot = place(part, tree, part_mode, known, added);
         // Later parts run only after this one was false.
         known = known.max(n.on_false.min(NEVER - 1));
     }
-    Pred::Or(out)
+    Pred::Or(parts)
 }
 
 fn place_and(
@@ -265,12 +268,13 @@ fn place_and(
     added: &mut bool,
 ) -> Pred {
     let trees = part_needs(&parts, needs);
-    let needs: Vec<Need> = trees.iter().map(|t| t.need).collect();
     // What each suffix `parts[i..]` needs.
     let count = parts.len();
     let mut suffix_need = vec![Need { on_true: 0, on_false: NEVER }; count + 1];
     for i in (0..count).rev() {
-        let (Some(n), Some(&after)) = (needs.get(i), suffix_need.get(i + 1)) else { continue };
+        let (Some(n), Some(&after)) = (trees.get(i).map(|t| t.need), suffix_need.get(i + 1)) else {
+            continue;
+        };
         let combined = Need {
             on_true: n.on_true.max(after.on_true),
             on_false: n.on_false.min(n.on_true.max(after.on_false)),
@@ -280,33 +284,38 @@ fn place_and(
         }
     }
     let last = count.saturating_sub(1);
+    // Each part replaced where it stands, a guard inserted before it: the `and` keeps its
+    // list (a new one cost an allocation and a free per junction, issue 13). `at` is where
+    // part `i` stands now (after the guards inserted before it); the parts from there on
+    // are the ones not placed yet.
     let mut parts = parts;
     let mut trees = trees.into_iter();
-    let mut out = Vec::with_capacity(count + 1);
+    let mut at = 0;
     for i in 0..count {
         // A suffix of an `and` ends the way the whole `and` does: it has the same mode.
         let suffix = suffix_need.get(i).map_or(0, |s| s.for_mode(mode));
-        let rest = parts.get(i..).unwrap_or(&[]);
+        let rest = parts.get(at..).unwrap_or(&[]);
         let existing = matches!(rest.first(), Some(Pred::Guard(g)) if u64::from(*g) >= suffix.min(u64::from(u32::MAX)));
         if !existing {
             if let Some(g) = guard_for(rest, suffix, known) {
                 *added = true;
-                out.push(Pred::Guard(g));
+                parts.insert(at, Pred::Guard(g));
+                at += 1;
                 known = u64::from(g);
             }
         }
-        let (Some(part), Some(tree)) =
-            (parts.get_mut(i).map(|p| std::mem::replace(p, Pred::Const(true))), trees.next())
-        else {
+        let (Some(slot), Some(tree)) = (parts.get_mut(at), trees.next()) else {
             break;
         };
+        let part = std::mem::replace(slot, Pred::Const(true));
         let part_mode = if i == last { mode } else { mode.inner(true) };
-        let pass = needs.get(i).map_or(0, |n| n.on_true);
-        out.push(place(part, tree, part_mode, known, added));
+        let pass = tree.need.on_true;
+        *slot = place(part, tree, part_mode, known, added);
+        at += 1;
         // Later parts run only after this one was true.
         if pass != NEVER {
             known = known.max(pass);
         }
     }
-    Pred::And(out)
+    Pred::And(parts)
 }

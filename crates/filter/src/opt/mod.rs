@@ -53,6 +53,9 @@ const MAX_ROUNDS: usize = 6;
 /// (see [`optimize_pred`]); a larger one (a long host list) nearly always changes there.
 const SMALL_SHAPE: usize = 2048;
 
+/// Atoms a compile's tables have room for from the start (see [`env::Atoms::with_room`]).
+const ATOM_ROOM: usize = 16;
+
 /// Optimizes a filter (all passes, to a fixed point). The result accepts exactly the packets
 /// `f` accepts.
 pub fn optimize(f: &Filter) -> Filter {
@@ -68,7 +71,7 @@ fn optimize_pred(mut p: Pred) -> Pred {
     // No fingerprint of the input: hashing a huge unoptimized filter costs more than the
     // extra round on its (small) optimized form.
     let mut seen = None;
-    let mut stable = Stable::default();
+    let mut stable = Stable { atoms: env::Atoms::with_room(ATOM_ROOM), ..Stable::default() };
     // The round starts from the stable tree (the last round ended on it, unchanged).
     let mut from_stable = false;
     for round in 0..MAX_ROUNDS {
