@@ -208,51 +208,66 @@ fn c_anchor(pkt: &[u8]) -> Result<Vec<CServer>, String> {
     Ok(servers)
 }
 
-/// `rounds` samples of the proven JIT's row (`call`) and of each C build's (`c`), taken in
-/// turn: per round, each C build's sample then weir's, each of 200 untimed calls and 200
-/// timed, so that both sides meet the same moments of a shared machine and each sample
-/// follows the other side's. Returns weir's median, each C build's median, and per C build
-/// the median over rounds of weir's sample over that build's sample of the same round.
+/// One sample of a row: 200 untimed calls, then nanoseconds per call over 200 timed.
+#[inline(always)]
+fn sample(mut call: impl FnMut() -> u64) -> f64 {
+    const INNER: usize = 200;
+    let mut sink = 0u64;
+    for _ in 0..INNER {
+        sink = sink.wrapping_add(call());
+    }
+    let start = Instant::now();
+    for _ in 0..INNER {
+        sink = sink.wrapping_add(call());
+    }
+    let ns = start.elapsed().as_nanos() as f64 / INNER as f64;
+    std::hint::black_box(sink);
+    ns
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The median over rounds of `a`'s sample over `b`'s sample of the same round.
+fn median_ratio(a: &[f64], b: &[f64]) -> f64 {
+    median(a.iter().zip(b).map(|(a, b)| a / b).collect())
+}
+
+/// What [`time_paired`] measured: each row's samples by round, each C build's median, and
+/// per C build the median over rounds of row 0's sample over that build's of the round.
+struct Paired {
+    rows: Vec<Vec<f64>>,
+    c_ns: Vec<f64>,
+    c_ratios: Vec<f64>,
+}
+
+/// `rounds` samples of each of weir's `rows` (`sample_row(k)`: one [`sample`] of row k,
+/// row 0 the proven JIT's) and of each C build's (`c`), taken in turn: per round, each C
+/// build's sample then each row's, all of one shape, so that every row meets the same
+/// moments of a shared machine as the others and the ratios between rows compare samples
+/// of one round (a row timed as one burst of its own lands in whatever mode the machine is
+/// in then: bench/records/2026-11-30-jit-12.txt).
 fn time_paired(
     rounds: usize,
     name: &str,
     c: &mut [CServer],
-    mut call: impl FnMut() -> u64,
-) -> Result<(f64, Vec<f64>, Vec<f64>), String> {
-    const INNER: usize = 200;
-    let mut sink = 0u64;
-    let mut weir = Vec::with_capacity(rounds);
+    rows: usize,
+    mut sample_row: impl FnMut(usize) -> f64,
+) -> Result<Paired, String> {
+    let mut weir = vec![Vec::with_capacity(rounds); rows];
     let mut theirs = vec![Vec::with_capacity(rounds); c.len()];
-    let mut ratios = vec![Vec::with_capacity(rounds); c.len()];
     for _ in 0..rounds {
-        let mut round = Vec::with_capacity(c.len());
-        for server in c.iter_mut() {
-            round.push(server.sample(name)?);
+        for (server, samples) in c.iter_mut().zip(&mut theirs) {
+            samples.push(server.sample(name)?);
         }
-        for _ in 0..INNER {
-            sink = sink.wrapping_add(call());
-        }
-        let start = Instant::now();
-        for _ in 0..INNER {
-            sink = sink.wrapping_add(call());
-        }
-        let ns = start.elapsed().as_nanos() as f64 / INNER as f64;
-        weir.push(ns);
-        for (k, c_ns) in round.into_iter().enumerate() {
-            theirs[k].push(c_ns);
-            ratios[k].push(ns / c_ns);
+        for (k, samples) in weir.iter_mut().enumerate() {
+            samples.push(sample_row(k));
         }
     }
-    std::hint::black_box(sink);
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    Ok((
-        median(weir),
-        theirs.into_iter().map(median).collect(),
-        ratios.into_iter().map(median).collect(),
-    ))
+    let c_ratios = theirs.iter().map(|c_ns| median_ratio(&weir[0], c_ns)).collect();
+    Ok(Paired { rows: weir, c_ns: theirs.into_iter().map(median).collect(), c_ratios })
 }
 
 /// Runs the suite; `Ok(false)` when the two interpreters disagree on a program.
@@ -375,22 +390,24 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         let weir_ns =
             time_median(rounds, inner, || interp.run_mem(&mut cache, &mut weir_mem).unwrap_or(0));
         let rbpf_ns = time_median(rounds, inner, || vm.execute_program(&mut rbpf_mem).unwrap_or(0));
-        let jit_ns =
-            time_median(rounds, inner, || jit.run_mem(&mut jit_cache, &mut weir_mem).unwrap_or(0));
-        // The goal's row, sampled in turn with the C builds' (see `time_paired`).
+        // The goal's row and the rows compared with it, sampled in turn with the C builds'
+        // (see `time_paired`): proven, checked (old), rolled, narrow, native.
         let c_named = c_builds.iter().all(|b| b.results.contains_key(*name));
         let c_servers: &mut [CServer] = if c_named { &mut c_builds } else { &mut [] };
-        let (proven_ns, c_ns, c_ratios) = time_paired(rounds, name, c_servers, || {
-            proven_jit.run_mem(&mut proven_cache, &mut weir_mem).unwrap_or(0)
+        let paired = time_paired(rounds, name, c_servers, 5, |row| match row {
+            0 => sample(|| proven_jit.run_mem(&mut proven_cache, &mut weir_mem).unwrap_or(0)),
+            1 => sample(|| jit.run_mem(&mut jit_cache, &mut weir_mem).unwrap_or(0)),
+            2 => sample(|| rolled_jit.run_mem(&mut rolled_cache, &mut weir_mem).unwrap_or(0)),
+            3 => sample(|| narrow_jit.run_mem(&mut narrow_cache, &mut weir_mem).unwrap_or(0)),
+            _ => sample(|| native(name, std::hint::black_box(&weir_mem))),
         })?;
-        let rolled_ns = time_median(rounds, inner, || {
-            rolled_jit.run_mem(&mut rolled_cache, &mut weir_mem).unwrap_or(0)
-        });
-        let narrow_ns = time_median(rounds, inner, || {
-            narrow_jit.run_mem(&mut narrow_cache, &mut weir_mem).unwrap_or(0)
-        });
-        let native_ns =
-            time_median(rounds, inner, || native(name, std::hint::black_box(&weir_mem)));
+        let Paired { rows, c_ns, c_ratios } = paired;
+        let Ok([proven, old, rolled, narrow, native_samples]) = <[Vec<f64>; 5]>::try_from(rows)
+        else {
+            return Err(format!("{name}: time_paired gave other than five rows"));
+        };
+        let [proven_ns, jit_ns, rolled_ns, narrow_ns, native_ns] =
+            [&proven, &old, &rolled, &narrow, &native_samples].map(|v| median(v.clone()));
         let c_col = |k: usize| c_ns.get(k).map_or("n/a".to_string(), |ns| format!("{ns:.0}"));
         let c_ratio = |k: usize| c_ratios.get(k).map_or("-".to_string(), |r| format!("{r:.2}x"));
         let (rbpf_jit_ns, jit_ratio, proven_ratio) = if rbpf_jit {
@@ -406,12 +423,12 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
              {:>9} {:>8.2}x {:>8.2}x {:>9.2}x   {}/{} kept, {} dropped",
             c_col(0),
             c_col(1),
-            proven_ns / native_ns,
+            median_ratio(&proven, &native_samples),
             c_ratio(0),
             c_ratio(1),
-            rolled_ns / proven_ns,
-            narrow_ns / proven_ns,
-            jit_ns / proven_ns,
+            median_ratio(&rolled, &proven),
+            median_ratio(&narrow, &proven),
+            median_ratio(&old, &proven),
             checks.accesses_kept,
             checks.accesses_kept + checks.accesses_dropped + checks.frame_accesses,
             checks.accesses_dropped,
@@ -462,7 +479,10 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
              (stack-copy's stores kept, see its header) built by clang -O2, and -O2 \
              -fno-unroll-loops -fno-vectorize -fno-slp-vectorize; prov/C is issue 12's goal: \
              jit-proven and C are sampled in turn (a C sample, then weir's, each 200 calls \
-             after 200 untimed), prov/C the median of the rounds' own ratios"
+             after 200 untimed), prov/C the median of the rounds' own ratios; weir-jit (in both \
+             tables), rolled, narrow and native are sampled in the same rounds, after \
+             jit-proven, and proven/native, rolled/prov, narrow/prov and old/new are medians \
+             of the rounds' own ratios too (rbpf's rows are timed on their own)"
                 .to_string(),
         ];
         let path = record::write("interp", command, &notes, &log.lines)?;
@@ -613,4 +633,20 @@ fn rbpf_jit_run(vm: &rbpf::EbpfVmRaw<'_>, mem: &mut [u8]) -> Result<u64, std::io
 #[cfg(not(all(target_arch = "x86_64", unix)))]
 fn rbpf_jit_run(_: &rbpf::EbpfVmRaw<'_>, _: &mut [u8]) -> Result<u64, std::io::Error> {
     Err(std::io::Error::other("rbpf has no JIT on this host"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median_ratio;
+
+    /// The rounds' own ratios, not the ratio of the medians: rows that move together
+    /// (slow with slow) give their steady ratio whatever mode each round met.
+    #[test]
+    fn ratios_between_rows_are_taken_round_by_round() {
+        // Round 3 met a slow a and a fast b; a's median is a slow sample, b's a fast one.
+        let a = [20.0, 22.0, 60.0, 62.0, 64.0];
+        let b = [10.0, 10.0, 10.0, 31.0, 32.0];
+        assert_eq!(median_ratio(&a, &b), 2.0);
+        assert_eq!(super::median(a.to_vec()) / super::median(b.to_vec()), 6.0);
+    }
 }

@@ -131,9 +131,11 @@ impl Drop for CodeMemory {
     }
 }
 
-/// The signature of a compiled program: the run state in, `r0` (or a helper's stop value)
-/// out; everything else is left in the run state.
-pub(crate) type EntryFn = unsafe extern "C" fn(*mut RunState) -> u64;
+/// The signature of a compiled program: the run state and the entry registers `r1` and
+/// `r2` in (in registers: a lean run stored them in the state just before the code loaded
+/// them back, a store-forwarding wait at the head of every run), `r0` (or a helper's stop
+/// value) out; everything else is left in the run state.
+pub(crate) type EntryFn = unsafe extern "C" fn(*mut RunState, u64, u64) -> u64;
 
 fn backend(message: String) -> CompileError {
     CompileError::new(0, CompileErrorKind::Backend(message))
@@ -152,9 +154,9 @@ impl Abi {
         sig
     }
 
-    /// The compiled program: `fn(state) -> u64`.
+    /// The compiled program: `fn(state, r1, r2) -> u64`.
     pub(crate) fn entry(&self) -> Signature {
-        self.signature(1)
+        self.signature(3)
     }
 
     /// `state::call_helper`: `fn(state, id, r1, r2, r3, r4, r5) -> u64`.

@@ -94,6 +94,10 @@ struct LeanSizes {
     observed_from: Option<usize>,
     /// `budget()`.
     budget: u64,
+    /// What a lean run zeroes when the stack is clean below `written_from`: the observed
+    /// slots' lowest byte, or without that list all a run may write (`written_from`;
+    /// the stack's length for code that never writes it: nothing).
+    steady_from: usize,
 }
 
 impl std::fmt::Debug for JitProgram {
@@ -333,12 +337,15 @@ impl JitProgram {
     /// [`LeanSizes`] from the fields as they stand (to be set again when one changes).
     fn lean_sizes(&self) -> LeanSizes {
         let stack_bytes = self.stack_bytes();
+        let written_from = self.lean_written_from(stack_bytes);
+        let observed_from = self.observed_depth.map(|depth| stack_bytes.saturating_sub(depth));
         LeanSizes {
             stack_bytes,
             frame_words: self.frame_words(),
-            written_from: self.lean_written_from(stack_bytes),
-            observed_from: self.observed_depth.map(|depth| stack_bytes.saturating_sub(depth)),
+            written_from,
+            observed_from,
             budget: self.budget(),
+            steady_from: observed_from.map_or(written_from, |from| from.max(written_from)),
         }
     }
 
@@ -706,7 +713,8 @@ impl JitProgram {
         // packet's base is the frame, lent read-only for this call: the code is `lendable`,
         // no store of it reaches the packet window. The code writes only the outcome
         // fields of `run` and the context, and returns normally.
-        let value = unsafe { entry(&mut *run) };
+        let (r1, r2) = (run.r1, run.r2);
+        let value = unsafe { entry(&mut *run, r1, r2) };
         let budget = self.sizes.budget;
         let outcome = self.outcome(run, value);
         cache.executed = match outcome {
@@ -886,7 +894,8 @@ impl JitProgram {
         // set). Generated code checks every guest access against those entries before
         // making it, writes only through them and to `run`, and returns normally: it never
         // unwinds (helpers' panics are caught in `call_helper`).
-        let value = unsafe { entry(&mut *run) };
+        let (r1, r2) = (run.r1, run.r2);
+        let value = unsafe { entry(&mut *run, r1, r2) };
         run.env = None;
         run.value.clear();
 
@@ -950,6 +959,69 @@ impl JitProgram {
         let len = cache.stack.len();
         let sized = len == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
         let dirty = cache.dirty_from;
+        if sized && dirty >= sizes.written_from {
+            // The steady case (the last run on this cache was this program's, or left it
+            // cleaner): all below `written_from` is zero before the run and stays so (the
+            // run writes nothing there), and what `lean_fire_unsteady` would zero is then
+            // `steady_from..`, one slice worked out when compiling, after which it would
+            // leave `dirty_from` at `written_from`: the same, without its tests.
+            if let Some(observed) = cache.stack.get_mut(sizes.steady_from..) {
+                if !observed.is_empty() {
+                    zero(observed);
+                }
+            }
+            cache.dirty_from = sizes.written_from;
+        } else {
+            self.lean_fire_unsteady(cache);
+        }
+        let stack_host = cache.stack.as_mut_ptr() as u64;
+        let run = cache.state.get();
+        run.regions[CTX].base_lo = ctx;
+        run.regions[PACKET].base_lo = packet;
+        run.regions[MEM].base_lo = mem;
+        run.stack_bias = stack_host.wrapping_sub(STACK_BASE);
+        run.key = self.key;
+        let budget = sizes.budget;
+        run.budget = budget;
+        // Not reset: the exit word, exit value and budget left, which every way out of the
+        // code stores (`codegen`, the exit blocks), and the deepest frame and helper
+        // status, which self-contained code (no calls) never sets and `outcome` reads only
+        // for a helper's exit, which it never takes; a full run (`fire`) resets them all.
+        // Nor `cache.executed` and `cache.dirty_from` for the call's time (as `fire`
+        // does): this code calls nothing, so it returns normally (an `extern "C"` function
+        // does not unwind) and reaches nothing of `cache` but `run` and the stack; both are
+        // final before the call, `executed` set after it.
+        let entry = self.code.entry();
+        // SAFETY: `entry` is this program's code (kept mapped by `self.code`) with the
+        // signature it was compiled for. It is self-contained (`Plan::self_contained`):
+        // it calls nothing, reads of `run` only the words set just above (and `one`, set
+        // when the state was made; `r1` and `r2` are its arguments), and accesses guest memory only at fixed offsets inside
+        // the running frame (the stack of `cache`, sized by `prepare` for this shape) or
+        // where the verifier proved an access in bounds of the context, packet or memory
+        // borrowed for this call, whose sizes meet the proof's assumptions (`needs`,
+        // checked by the caller); it writes only those and the outcome fields, and
+        // returns normally. A packet lent read-only (`run_lent`) is only ever read: the
+        // code is then `lendable`, no store of it reaches the packet window.
+        let value = unsafe { entry(&mut *run, r1, r2) };
+        let outcome = self.outcome(run, value);
+        cache.executed = match outcome {
+            Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
+            _ => budget.wrapping_sub(run.remaining),
+        };
+        outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+    }
+
+    /// [`JitProgram::lean_fire`]'s zeroing before a run on a cache not sized for this
+    /// program, or dirty below where its runs write (another program's run, or a full run
+    /// that went deeper): out of line, so that the steady case stays short in the callers'
+    /// loops. Leaves `dirty_from` as it stands after the run.
+    #[cold]
+    #[inline(never)]
+    fn lean_fire_unsteady(&self, cache: &mut Cache) {
+        let sizes = &self.sizes;
+        let len = cache.stack.len();
+        let sized = len == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
+        let dirty = cache.dirty_from;
         // Where bytes an earlier run wrote may still lie after this run's zeroing.
         let mut left_from = len;
         match (sized, sizes.observed_from) {
@@ -967,48 +1039,13 @@ impl JitProgram {
                     left_from = dirty;
                 }
             }
-            // A program that never writes the stack leaves a clean cache clean: no call.
+            // A program that never writes the stack leaves a clean cache clean.
             _ if sized && dirty == len => {}
             _ => self.prepare(cache),
         }
-        cache.executed = 0;
-        let stack_host = cache.stack.as_mut_ptr() as u64;
-        let run = cache.state.get();
-        run.regions[CTX].base_lo = ctx;
-        run.regions[PACKET].base_lo = packet;
-        run.regions[MEM].base_lo = mem;
-        run.stack_bias = stack_host.wrapping_sub(STACK_BASE);
-        run.key = self.key;
-        let budget = sizes.budget;
-        run.budget = budget;
-        run.r1 = r1;
-        run.r2 = r2;
-        // Not reset: the exit word, exit value and budget left, which every way out of the
-        // code stores (`codegen`, the exit blocks), and the deepest frame and helper
-        // status, which self-contained code (no calls) never sets and `outcome` reads only
-        // for a helper's exit, which it never takes; a full run (`fire`) resets them all.
-        cache.dirty_from = 0;
-        let entry = self.code.entry();
-        // SAFETY: `entry` is this program's code (kept mapped by `self.code`) with the
-        // signature it was compiled for. It is self-contained (`Plan::self_contained`):
-        // it calls nothing, reads of `run` only the words set just above (and `one`, set
-        // when the state was made), and accesses guest memory only at fixed offsets inside
-        // the running frame (the stack of `cache`, sized by `prepare` for this shape) or
-        // where the verifier proved an access in bounds of the context, packet or memory
-        // borrowed for this call, whose sizes meet the proof's assumptions (`needs`,
-        // checked by the caller); it writes only those and the outcome fields, and
-        // returns normally. A packet lent read-only (`run_lent`) is only ever read: the
-        // code is then `lendable`, no store of it reaches the packet window.
-        let value = unsafe { entry(&mut *run) };
-        // Bytes this run may have written, and any an earlier one left that were kept.
-        // Sized by now (`prepare` sizes what was not): `written_from` is for its length.
+        // Bytes this run may write, and any an earlier one left that were kept. Sized by
+        // now (`prepare` sizes what was not): `written_from` is for its length.
         cache.dirty_from = sizes.written_from.min(left_from);
-        let outcome = self.outcome(run, value);
-        cache.executed = match outcome {
-            Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
-            _ => budget.wrapping_sub(run.remaining),
-        };
-        outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
     }
 
     /// Where in a stack of `len` bytes a run of lean code may write from: frame 0 only, and

@@ -239,6 +239,8 @@ pub(crate) struct RunState<'e> {
     /// Always 1: a value Cranelift cannot see is 1 (see `codegen::Translator::basic_block`).
     pub one: u64,
     pub budget: u64,
+    /// The entry registers of a full run (`fire` passes them to the code, which takes
+    /// them as arguments, not from here; a lean run passes its own).
     pub r1: u64,
     pub r2: u64,
     /// The outcome: `exit_word` packs the code (0: returned `exit_value`; a trap code,
@@ -343,8 +345,6 @@ pub(crate) mod offsets {
     pub const KEY: i32 = field(offset_of!(RunState, key));
     pub const ONE: i32 = field(offset_of!(RunState, one));
     pub const BUDGET: i32 = field(offset_of!(RunState, budget));
-    pub const R1: i32 = field(offset_of!(RunState, r1));
-    pub const R2: i32 = field(offset_of!(RunState, r2));
     pub const EXIT_WORD: i32 = field(offset_of!(RunState, exit_word));
     pub const EXIT_VALUE: i32 = field(offset_of!(RunState, exit_value));
     pub const REMAINING: i32 = field(offset_of!(RunState, remaining));

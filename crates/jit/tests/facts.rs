@@ -1124,6 +1124,43 @@ fn stack_written_on_some_paths_only_reads_as_the_interpreter_says() {
     assert_eq!(observed(programs[3]), 0);
 }
 
+/// Two proven programs of one stack shape taking turns on one cache, through `run_mem`'s
+/// lean path: the one that writes deeper leaves bytes below where the other ever writes,
+/// so the other's next run must not take the steady case (`lean_fire`: a clean stack
+/// below its own reach, only its observed slots zeroed). Every run's r0, executed count
+/// and final stack agree with a fresh interpreter run.
+#[test]
+fn lean_programs_taking_turns_on_one_cache_each_start_from_a_clean_stack() {
+    let sources = [
+        // Writes slots -64 and -8, observes none.
+        "stdw [%r10-64], 7\nstdw [%r10-8], 9\nmov %r0, 0\nexit",
+        // Slot -8 written when mem[0] is odd, then read: observed; writes nothing deeper.
+        "ldxb %r2, [%r1]\nand %r2, 1\njeq %r2, 0, +1\nstxdw [%r10-8], %r1\nldxdw %r0, [%r10-8]\nexit",
+    ];
+    let mem = vec![0u8; 16];
+    let world = World { mem: Some(mem.clone()), ..World::default() };
+    let engines: Vec<(Program, weir_jit::JitProgram)> = sources
+        .iter()
+        .map(|source| {
+            let program = Program::from_insns(assemble(source).expect("assembles"));
+            let verified = prove(&program, None, &world).expect("proven");
+            let jit = Jit::compile(&verified, bindings(None), weir_jit::Config::default())
+                .expect("compiles");
+            assert!(jit.checks().budget_dropped, "lean code:\n{source}");
+            (program, jit)
+        })
+        .collect();
+    let mut cache = engines[0].1.cache();
+    for (n, which) in [0usize, 1, 1, 0, 0, 1, 0, 1].into_iter().enumerate() {
+        let (program, jit) = &engines[which];
+        let expected = interp_run(program, None, &world);
+        let mut got_mem = mem.clone();
+        let got = jit.run_mem(&mut cache, &mut got_mem).map(|r0| (r0, cache.executed()));
+        assert_eq!(got, expected.0, "run {n} (program {which})");
+        assert_eq!(cache.stack(), expected.4.as_slice(), "run {n} (program {which}): stack");
+    }
+}
+
 /// The benchmark's stack-copy writes every stack byte it reads, on every path, before its
 /// exit: its runs need no zeroing at all.
 #[test]

@@ -239,13 +239,13 @@ impl<'a, 'f> Translator<'a, 'f> {
         for r in 0..u32::from(REG_COUNT) {
             b.def_var(var(r), zero);
         }
-        let r1 = load(&mut b, offsets::R1);
+        let r1 = b.block_params(entry)[1];
         b.def_var(var(1), r1);
         // Entry (r1 >> 28) mod WINDOWS of the table, as `memory` finds any address's entry.
         let shifted = b.ins().ushr_imm(r1, i64::from(WINDOW_SHIFT) - ENTRY_SHIFT);
         let entry_offset = b.ins().band_imm(shifted, ((WINDOWS as i64) - 1) << ENTRY_SHIFT);
         let input_entry = b.ins().iadd(state, entry_offset);
-        let r2 = load(&mut b, offsets::R2);
+        let r2 = b.block_params(entry)[2];
         b.def_var(var(2), r2);
         let r10 = b.ins().iconst(types::I64, shape.frame_top(0) as i64);
         b.def_var(var(10), r10);
