@@ -264,11 +264,17 @@ impl Pool {
     /// `get` fails and the chunks are looked at.
     #[inline(always)]
     fn head(&self, idx: u32) -> Option<&[AtomicU64; HEAD]> {
-        let start = idx as usize * self.elem_words;
-        match self.eager.get(start..start + HEAD).and_then(|e| e.try_into().ok()) {
+        match self.eager_head(idx) {
             Some(h) => Some(h),
             None => self.elem_past_eager(idx as usize)?.first_chunk(),
         }
+    }
+
+    /// `head` among the eager elements only (`None` past them): no call.
+    #[inline(always)]
+    fn eager_head(&self, idx: u32) -> Option<&[AtomicU64; HEAD]> {
+        let start = idx as usize * self.elem_words;
+        self.eager.get(start..start + HEAD).and_then(|e| e.try_into().ok())
     }
 
     /// Words `at..at + n` of element `idx` (which must lie within an element: `None`
@@ -277,10 +283,16 @@ impl Pool {
     fn words(&self, idx: u32, at: usize, n: usize) -> Option<&[AtomicU64]> {
         let idx = idx as usize;
         if idx < self.eager_len {
-            let start = idx * self.elem_words + at;
-            return self.eager.get(start..start + n);
+            return self.eager_words(idx, at, n);
         }
         self.elem_past_eager(idx)?.get(at..at + n)
+    }
+
+    /// `words` of an eager element (`idx` below `eager_len`).
+    #[inline(always)]
+    fn eager_words(&self, idx: usize, at: usize, n: usize) -> Option<&[AtomicU64]> {
+        let start = idx * self.elem_words + at;
+        self.eager.get(start..start + n)
     }
 
     #[inline(never)]
@@ -543,7 +555,7 @@ impl HashMap {
     #[inline]
     fn find_shared(&self, key: &[u8]) -> Option<u32> {
         match SmallKey::of(key) {
-            Some(k) => self.find_shared_small(k),
+            Some(k) => self.find_shared_small(k, self.key_words > 1),
             None => self.find_shared_long(key),
         }
     }
@@ -567,14 +579,20 @@ impl HashMap {
 
     /// `find_shared` for a key of at most 16 bytes: the first try inline, the retries (a
     /// writer was relinking one of the stripe's chains) out of line, so that the path no
-    /// writer crossed keeps no trip count and fewer registers.
+    /// writer crossed keeps no trip count and fewer registers. `two`: the map's keys have a
+    /// second word to compare (`key_words > 1`; a constant `false` on the one-word path).
     #[inline(always)]
-    fn find_shared_small(&self, k: SmallKey) -> Option<u32> {
+    fn find_shared_small(&self, k: SmallKey, two: bool) -> Option<u32> {
         let b = self.bucket_of(hash_small(self.seed, k));
         let stripe = self.stripe(b)?;
-        match stripe.try_read(|| self.find_small(b, k)) {
+        // The walk inlined here whatever the callers' count (with several, the closure
+        // stayed a call of its own, taking its captures through the stack).
+        match stripe.try_read(
+            #[inline(always)]
+            || self.find_small(b, k, two),
+        ) {
             Some(found) => found,
-            None => self.find_small_retry(stripe, b, k),
+            None => self.find_small_retry(stripe, b, k, two),
         }
     }
 
@@ -582,15 +600,15 @@ impl HashMap {
     /// stripe's lock: the slow way out.
     #[cold]
     #[inline(never)]
-    fn find_small_retry(&self, stripe: &Stripe, b: usize, k: SmallKey) -> Option<u32> {
+    fn find_small_retry(&self, stripe: &Stripe, b: usize, k: SmallKey, two: bool) -> Option<u32> {
         for _ in 1..OPTIMISTIC_TRIES {
             std::hint::spin_loop();
-            if let Some(found) = stripe.try_read(|| self.find_small(b, k)) {
+            if let Some(found) = stripe.try_read(|| self.find_small(b, k, two)) {
                 return found;
             }
         }
         let _guard = lock(&stripe.lock);
-        self.find_small(b, k)
+        self.find_small(b, k, two)
     }
 
     /// The element holding the small key `k` in bucket `b`: its key words compared as
@@ -599,22 +617,38 @@ impl HashMap {
     /// through `Pool::head` (one bounds check for the words a step reads, where a whole
     /// element's slice and a check per word cost a third of a lookup).
     #[inline(always)]
-    fn find_small(&self, b: usize, k: SmallKey) -> Option<u32> {
-        let mut idx = self.heads.get(b)?.load(Relaxed);
-        let two = self.key_words > 1;
+    fn find_small(&self, b: usize, k: SmallKey, two: bool) -> Option<u32> {
+        self.walk_small(b, k, two, false).flatten()
+    }
+
+    /// `find_small`'s walk; with `eager_only`, among the eager elements only and so
+    /// without a call: `None` (no answer) when the chain leads past them.
+    #[inline(always)]
+    fn walk_small(
+        &self,
+        b: usize,
+        k: SmallKey,
+        two: bool,
+        eager_only: bool,
+    ) -> Option<Option<u32>> {
+        let Some(head) = self.heads.get(b) else { return Some(None) };
+        let mut idx = head.load(Relaxed);
         let mut steps_left = self.pool.capacity;
         while idx != NIL {
-            let [_, link, _, w0, w1] = self.pool.head(idx)?;
+            let h = if eager_only { self.pool.eager_head(idx) } else { self.pool.head(idx) };
+            let Some([_, link, _, w0, w1]) = h else {
+                return if eager_only { None } else { Some(None) };
+            };
             if w0.load(Relaxed) == k.w0 && (!two || w1.load(Relaxed) == k.w1) {
-                return Some(idx);
+                return Some(Some(idx));
             }
             if steps_left == 0 {
-                return None;
+                return Some(None);
             }
             steps_left -= 1;
             idx = next_of(link.load(Relaxed));
         }
-        None
+        Some(None)
     }
 
     /// Where CPU `cpu`'s copy of element `idx`'s value starts, in words from the element.
@@ -627,8 +661,44 @@ impl HashMap {
     /// `ValueRef`; two words come back in registers). Not inlined: `Map::lookup` stays
     /// small enough to inline into its callers, so an array lookup there costs no call
     /// and no saved registers.
+    ///
+    /// A key of one word (4 or 8 bytes: an index, an IPv4 address, a u64, the common
+    /// keys) has a path of its own here: one word hashed and compared, and no other
+    /// size's path in this function and no call on the way (only the eager elements, no
+    /// LRU bit, one try of the seqlock read), so that its entry saves no registers: each
+    /// other case, a writer crossing the walk among them, goes on out of line
+    /// (`lookup_any`, from the start).
     #[inline(never)]
     pub(crate) fn lookup(&self, key: &[u8], cpu: usize) -> Option<&[AtomicU64]> {
+        let w0 = if let Ok(b) = <[u8; 4]>::try_from(key) {
+            u64::from(u32::from_ne_bytes(b))
+        } else if let Ok(b) = <[u8; 8]>::try_from(key) {
+            u64::from_ne_bytes(b)
+        } else {
+            return self.lookup_any(key, cpu);
+        };
+        if key.len() != self.key_size || cpu >= self.cpus || self.kind.lru {
+            return self.lookup_any(key, cpu);
+        }
+        // A key of at most 8 bytes is one element word: no second word to compare.
+        let k = SmallKey { w0, w1: 0 };
+        let b = self.bucket_of(hash_small(self.seed, k));
+        let stripe = self.stripe(b)?;
+        match stripe.try_read(
+            #[inline(always)]
+            || self.walk_small(b, k, false, true),
+        ) {
+            Some(Some(None)) => None,
+            Some(Some(Some(idx))) if (idx as usize) < self.pool.eager_len => {
+                self.pool.eager_words(idx as usize, self.value_offset(cpu), self.stride)
+            }
+            _ => self.lookup_any(key, cpu),
+        }
+    }
+
+    /// `lookup` of a key of any other size.
+    #[inline(never)]
+    fn lookup_any(&self, key: &[u8], cpu: usize) -> Option<&[AtomicU64]> {
         let (_, _, words) = self.lookup_words(key, cpu)?;
         Some(words)
     }
@@ -683,7 +753,7 @@ impl HashMap {
         if self.key_size > 16 || cpu >= self.cpus {
             return None;
         }
-        let idx = self.find_shared_small(SmallKey { w0, w1 })?;
+        let idx = self.find_shared_small(SmallKey { w0, w1 }, self.key_words > 1)?;
         Some((idx, self.found_value(idx, cpu)?.1))
     }
 
@@ -1128,6 +1198,43 @@ mod tests {
                 k[b] ^= 0x80;
             }
             assert!(m.lookup_words(&key(0)[..key_size as usize - 1], 0).is_none());
+        }
+    }
+
+    #[test]
+    fn the_one_word_keys_path_answers_as_the_general_one() {
+        // `lookup`'s own path for 4- and 8-byte keys: each answer the same words as
+        // `lookup_words` gives, for elements among the eager ones and past them (the
+        // second half: 1,500 elements, 1,024 eager), misses, a CPU the map has not, a
+        // writer crossing (every stripe odd), and an LRU map (whose reference bit is set).
+        for (key_size, lru) in [(4u32, false), (8, false), (4, true)] {
+            let kind = HashKind { percpu: false, lru, devmap: false };
+            let m = HashMap::new(kind, key_size, 8, 1500, 1, 0x77).unwrap();
+            let key = |i: u64| -> Vec<u8> { i.to_ne_bytes()[..key_size as usize].to_vec() };
+            for i in 0..1500u64 {
+                m.update(&key(i * 3), Src::Cpu(&i.to_ne_bytes(), 0), 0).unwrap();
+            }
+            for odd in [false, true] {
+                for i in 0..1500u64 {
+                    let what = format!("key size {key_size}, lru {lru}, odd {odd}, key {i}");
+                    let words = m.lookup(&key(i * 3), 0).expect(&what);
+                    assert_eq!(words[0].load(Relaxed), i, "{what}");
+                    let (idx, _, general) = m.lookup_words(&key(i * 3), 0).unwrap();
+                    assert_eq!(words.as_ptr(), general.as_ptr(), "{what}");
+                    if lru {
+                        let r = m.pool.elem(idx).unwrap()[H_REF].swap(0, Relaxed);
+                        assert_eq!(r, 1, "{what}: reference bit");
+                        m.lookup(&key(i * 3), 0).unwrap();
+                        assert_eq!(m.pool.elem(idx).unwrap()[H_REF].load(Relaxed), 1, "{what}");
+                    }
+                    assert!(m.lookup(&key(i * 3 + 1), 0).is_none(), "{what}: a miss");
+                    assert!(m.lookup(&key(i * 3), 1).is_none(), "{what}: CPU 1");
+                }
+                for s in m.stripes.iter() {
+                    s.seq.fetch_add(1, Relaxed);
+                }
+            }
+            assert!(m.lookup(&[0; 5], 0).is_none());
         }
     }
 }
