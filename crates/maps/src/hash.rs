@@ -677,22 +677,39 @@ impl HashMap {
         } else {
             return self.lookup_any(key, cpu);
         };
-        if key.len() != self.key_size || cpu >= self.cpus || self.kind.lru {
+        if key.len() != self.key_size {
             return self.lookup_any(key, cpu);
+        }
+        match self.lookup_one_word(w0, cpu) {
+            Some(found) => found.map(|(_, words)| words),
+            None => self.lookup_any(key, cpu),
+        }
+    }
+
+    /// The one-word keys' path of `lookup` and `lookup_key_words` (the key of the map's
+    /// size, one element word `w0`): the element and the value's words on `cpu`, walking
+    /// the eager elements only with one seqlock try, no call and no LRU bit; `None` (no
+    /// answer: take the general path) for an LRU map, a CPU the map has not, a chain that
+    /// leads past the eager elements or a writer crossing the walk.
+    #[inline(always)]
+    fn lookup_one_word(&self, w0: u64, cpu: usize) -> Option<Option<(u32, &[AtomicU64])>> {
+        if cpu >= self.cpus || self.kind.lru {
+            return None;
         }
         // A key of at most 8 bytes is one element word: no second word to compare.
         let k = SmallKey { w0, w1: 0 };
         let b = self.bucket_of(hash_small(self.seed, k));
-        let stripe = self.stripe(b)?;
+        let Some(stripe) = self.stripe(b) else { return Some(None) };
         match stripe.try_read(
             #[inline(always)]
             || self.walk_small(b, k, false, true),
         ) {
-            Some(Some(None)) => None,
+            Some(Some(None)) => Some(None),
             Some(Some(Some(idx))) if (idx as usize) < self.pool.eager_len => {
-                self.pool.eager_words(idx as usize, self.value_offset(cpu), self.stride)
+                let at = self.value_offset(cpu);
+                Some(self.pool.eager_words(idx as usize, at, self.stride).map(|w| (idx, w)))
             }
-            _ => self.lookup_any(key, cpu),
+            _ => None,
         }
     }
 
@@ -742,7 +759,10 @@ impl HashMap {
     }
 
     /// `lookup_words` of a key of at most 16 bytes as its two element words (see
-    /// `Map::lookup_key_words`): the element and its value's words.
+    /// `Map::lookup_key_words`): the element and its value's words. A one-word key (a
+    /// map's of 4 or 8 bytes) takes `lookup`'s path (`lookup_one_word`), every other case
+    /// goes on out of line (`lookup_key_words_any`), so that the program's common lookup
+    /// saves no registers for the others.
     #[inline(always)]
     pub(crate) fn lookup_key_words(
         &self,
@@ -750,6 +770,17 @@ impl HashMap {
         w1: u64,
         cpu: usize,
     ) -> Option<(u32, &[AtomicU64])> {
+        if self.key_words == 1 && w1 == 0 {
+            if let Some(found) = self.lookup_one_word(w0, cpu) {
+                return found;
+            }
+        }
+        self.lookup_key_words_any(w0, w1, cpu)
+    }
+
+    /// `lookup_key_words`'s general path: every key of at most 16 bytes, every map.
+    #[inline(never)]
+    fn lookup_key_words_any(&self, w0: u64, w1: u64, cpu: usize) -> Option<(u32, &[AtomicU64])> {
         if self.key_size > 16 || cpu >= self.cpus {
             return None;
         }
@@ -1203,8 +1234,8 @@ mod tests {
 
     #[test]
     fn the_one_word_keys_path_answers_as_the_general_one() {
-        // `lookup`'s own path for 4- and 8-byte keys: each answer the same words as
-        // `lookup_words` gives, for elements among the eager ones and past them (the
+        // `lookup`'s own path for 4- and 8-byte keys, and `lookup_key_words` (the
+        // program's) on it: each answer the same element and words as `lookup_words` gives, for elements among the eager ones and past them (the
         // second half: 1,500 elements, 1,024 eager), misses, a CPU the map has not, a
         // writer crossing (every stripe odd), and an LRU map (whose reference bit is set).
         for (key_size, lru) in [(4u32, false), (8, false), (4, true)] {
@@ -1221,6 +1252,23 @@ mod tests {
                     assert_eq!(words[0].load(Relaxed), i, "{what}");
                     let (idx, _, general) = m.lookup_words(&key(i * 3), 0).unwrap();
                     assert_eq!(words.as_ptr(), general.as_ptr(), "{what}");
+                    // The program's entry: the key as its element word.
+                    let w0 =
+                        u64::from_ne_bytes(key(i * 3).try_into().unwrap_or_else(|k: Vec<u8>| {
+                            let mut w = [0u8; 8];
+                            w[..k.len()].copy_from_slice(&k);
+                            w
+                        }));
+                    let (elem, kw) = m.lookup_key_words(w0, 0, 0).expect(&what);
+                    assert_eq!((elem, kw.as_ptr()), (idx, general.as_ptr()), "{what}: key words");
+                    assert!(m.lookup_key_words(w0 + 1, 0, 0).is_none(), "{what}: words, a miss");
+                    assert!(m.lookup_key_words(w0, 0, 1).is_none(), "{what}: words, CPU 1");
+                    if lru {
+                        m.pool.elem(idx).unwrap()[H_REF].store(0, Relaxed);
+                        m.lookup_key_words(w0, 0, 0).unwrap();
+                        let r = m.pool.elem(idx).unwrap()[H_REF].load(Relaxed);
+                        assert_eq!(r, 1, "{what}: reference bit, key words");
+                    }
                     if lru {
                         let r = m.pool.elem(idx).unwrap()[H_REF].swap(0, Relaxed);
                         assert_eq!(r, 1, "{what}: reference bit");
