@@ -315,12 +315,16 @@ fn flush(group: &mut Vec<Pred>, out: &mut Vec<Pred>, conjunction: bool) {
         out.append(group);
         return;
     }
-    let mut parts = std::mem::take(group).into_iter();
-    let Some(first) = parts.next() else { return };
-    let (mut node, first_rest) = split_head(first, conjunction);
-    let rests: Vec<Pred> = std::iter::once(first_rest)
-        .chain(parts.map(|p| fold::finish(rest(p, conjunction), !conjunction)))
-        .collect();
+    // Each part is replaced by its rest in the group's own list (taken anyway), not a new one.
+    let mut rests = std::mem::take(group);
+    let Some((first, others)) = rests.split_first_mut() else { return };
+    let (mut node, first_rest) =
+        split_head(std::mem::replace(first, Pred::Const(false)), conjunction);
+    *first = first_rest;
+    for p in others {
+        let part = std::mem::replace(p, Pred::Const(false));
+        *p = fold::finish(rest(part, conjunction), !conjunction);
+    }
     // The rests may share prefixes of their own (each rest is smaller than its part, and
     // empty rests fold to constants first, so this recursion ends).
     let inner = match fold::junction(rests, conjunction) {
