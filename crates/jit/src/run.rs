@@ -662,7 +662,9 @@ impl JitProgram {
     /// The lean lent batch's once-per-batch part ([`LentSteady`]), or `None` when the
     /// code is not lean, may write the stack, or the cache is not (yet) sized for it: then
     /// every frame takes `run_lent`. Writes the run-state words that `lean_fire` writes
-    /// per run and that stay the same over `ctx` (all but the packet's base).
+    /// per run and that stay the same over `ctx` (all but the packet's base), and the
+    /// entry registers `r1`/`r2`, which `lean_fire` passes straight to the code and
+    /// `run_lent_steady` reads back from here.
     fn lean_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<LentSteady> {
         let sizes = &self.sizes;
         let len = cache.stack.len();
