@@ -760,12 +760,8 @@ impl JitProgram {
         }
         // `full_steady` checked the context's length against the layout's end.
         self.fill_steady(ctx, frame.len())?;
-        // `prepare` without its size check (sized at the batch's start): what the last
-        // run wrote, zeroed.
-        if let Some(dirty) = cache.stack.get_mut(cache.dirty_from..) {
-            zero(dirty);
-        }
-        cache.dirty_from = cache.stack.len();
+        // `prepare` without its size check (sized at the batch's start).
+        Self::zero_written(cache);
         cache.executed = 0;
         let run = cache.state.get();
         run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
@@ -1077,6 +1073,13 @@ impl JitProgram {
         if cache.stack.len() != self.stack_bytes() || cache.frames.len() != self.frame_words() {
             return self.resize(cache);
         }
+        Self::zero_written(cache);
+    }
+
+    /// Zeroes what the last run wrote of a sized cache's stack (from `dirty_from`): all
+    /// of it clean again.
+    #[inline(always)]
+    fn zero_written(cache: &mut Cache) {
         if let Some(dirty) = cache.stack.get_mut(cache.dirty_from..) {
             zero(dirty);
         }
