@@ -116,6 +116,9 @@ struct LentSteady {
     ctx_host: u64,
     ctx_len: usize,
     armed: bool,
+    /// Code that is not lean: the environment (`env_address`) the run state's direct-lookup
+    /// words stand for (`JitProgram::bind_direct`), `None` before the batch's first frame.
+    env: Option<usize>,
 }
 
 impl LentSteady {
@@ -687,7 +690,7 @@ impl JitProgram {
         run.budget = sizes.budget;
         run.r1 = weir_program::exec::guest::CTX_BASE;
         run.r2 = ctx_len as u64;
-        Some(LentSteady { ctx_host, ctx_len, armed: true })
+        Some(LentSteady { ctx_host, ctx_len, armed: true, env: None })
     }
 
     /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's packet
@@ -727,9 +730,12 @@ impl JitProgram {
     }
 
     /// The once-per-batch part of a lent batch of code that is not lean, or `None` (lean
-    /// code, a cache not sized for the program, a context shorter than the layout): then
-    /// every frame takes `run_lent`. `prepare` sized the cache and `set_up` wrote the
-    /// entries of the stack and of `ctx` just before; nothing in a batch resizes the cache.
+    /// code, a cache not sized for the program, a context shorter than the layout or of
+    /// another shape than `fill_whole` takes): then every frame takes `run_lent`. `prepare`
+    /// sized the cache and `set_up` wrote the entries of the stack and of `ctx` just
+    /// before; nothing in a batch resizes the cache. Writes the context's packet fields
+    /// that are the same for every lent frame (data, data_meta), so that a frame writes
+    /// only its `data_end` (`run_lent_full_steady`).
     fn full_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<LentSteady> {
         let sizes = &self.sizes;
         let sized =
@@ -737,7 +743,11 @@ impl JitProgram {
         if self.lean || !sized || ctx.len() < self.packet_fields.context_end() {
             return None;
         }
-        Some(LentSteady { ctx_host: ctx.as_mut_ptr() as u64, ctx_len: ctx.len(), armed: true })
+        if !self.packet_fields.fill_whole(ctx, 0) {
+            return None;
+        }
+        let (ctx_host, ctx_len) = (ctx.as_mut_ptr() as u64, ctx.len());
+        Some(LentSteady { ctx_host, ctx_len, armed: true, env: None })
     }
 
     /// One frame of a lent batch of code that is not lean ([`JitProgram::full_steady`]):
@@ -745,7 +755,12 @@ impl JitProgram {
     /// context's entries, which stand from frame to frame while every run returns plainly.
     /// A run that exits otherwise (a trap, perhaps inside a call: the stack's entry left
     /// moved) or a frame over another context disarms it: the rest of the batch takes
-    /// `run_lent`, which checks them all again.
+    /// `run_lent`, which checks them all again. Of the context's packet fields only
+    /// `data_end` is written (the others stand as `full_steady` wrote them: nothing but the
+    /// engine writes them, and a lent batch's program moves no packet bound, `Batch::lends`),
+    /// and the direct-lookup words only when the frame's environment is not the last one's
+    /// (issue 11: both per frame were ~30 of xdp_counter's ~500 instructions a frame,
+    /// bench/records/2026-11-30-runtime-23.txt).
     #[inline]
     fn run_lent_full_steady(
         &self,
@@ -758,22 +773,30 @@ impl JitProgram {
         if !steady.admits(ctx, frame) {
             return self.run_lent_cold(cache, ctx, frame, env);
         }
-        // `full_steady` checked the context's length against the layout's end.
-        self.fill_steady(ctx, frame.len())?;
+        // `full_steady` checked the context's length against the layout's end and wrote
+        // the fields every whole frame shares.
+        if !self.packet_fields.fill_whole_end(ctx, frame.len()) {
+            self.fill_general(ctx, frame.len())?;
+        }
         // `prepare` without its size check (sized at the batch's start).
         Self::zero_written(cache);
         cache.executed = 0;
         let run = cache.state.get();
         run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
-        let outcome = self.fire(cache, env);
+        let env_addr = env.as_deref().map_or(0, env_address);
+        if steady.env != Some(env_addr) {
+            Self::bind_direct(run, env_addr);
+            steady.env = Some(env_addr);
+        }
+        let outcome = self.fire_bound(cache, env);
         if cache.state.get().exit_word & 0x7f != 0 {
             steady.armed = false;
         }
         outcome
     }
 
-    /// The context's packet fields for a frame of a steady lent batch (whose context the
-    /// batch's set-up checked against the layout's end).
+    /// The context's packet fields for a frame of a lean steady lent batch (whose context
+    /// the batch's set-up checked against the layout's end).
     #[inline(always)]
     fn fill_steady(&self, ctx: &mut [u8], len: usize) -> Result<(), Trap> {
         if !self.packet_fields.fill_whole(ctx, len) {
@@ -782,7 +805,8 @@ impl JitProgram {
         Ok(())
     }
 
-    /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` did not take.
+    /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` (or
+    /// `fill_whole_end`) did not take.
     #[cold]
     #[inline(never)]
     fn fill_general(&self, ctx: &mut [u8], len: usize) -> Result<(), Trap> {
@@ -846,6 +870,26 @@ impl JitProgram {
     /// what it left read back.
     #[inline(always)]
     fn fire(&self, cache: &mut Cache, env: Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap> {
+        Self::bind_direct(cache.state.get(), env.as_deref().map_or(0, env_address));
+        self.fire_bound(cache, env)
+    }
+
+    /// The batch's direct lookups only for the environment they came from (its address
+    /// `env_addr`; 0: none). Generated code's view of the same table (`slots`, written
+    /// with the table in `take_direct`): none unless `direct_on`.
+    #[inline(always)]
+    fn bind_direct(run: &mut RunState<'static>, env_addr: usize) {
+        run.direct_on = run.direct_env != 0 && env_addr == run.direct_env;
+        run.slot_count = if run.direct_on { run.slot_table.len() as u64 } else { 0 };
+    }
+
+    /// [`JitProgram::fire`] once `bind_direct` has run for `env`.
+    #[inline(always)]
+    fn fire_bound(
+        &self,
+        cache: &mut Cache,
+        env: Option<&mut dyn RunEnv>,
+    ) -> Result<RunOutcome, Trap> {
         let run = cache.state.get();
         // Not reset per run (in a batch, per frame): the exit word, exit value and budget
         // left, and the deepest frame when the code has calls, which every way out of the
@@ -856,12 +900,6 @@ impl JitProgram {
         // status is read after every helper call.
         run.helper_status = 0;
         run.helper_id = 0;
-        // The batch's direct lookups only for the environment they came from. Generated
-        // code's view of the same table (`slots`, written with the table in `take_direct`):
-        // none unless `direct_on`.
-        let env_addr = env.as_deref().map_or(0, env_address);
-        run.direct_on = run.direct_env != 0 && env_addr == run.direct_env;
-        run.slot_count = if run.direct_on { run.slot_table.len() as u64 } else { 0 };
         // SAFETY: only the lifetime changes. The environment is borrowed for this whole
         // call, and the kept state lets go of it (`env = None` below) before this function
         // returns or resumes a helper's panic; nothing reads it between runs.

@@ -6,7 +6,7 @@
 
 use weir_isa::asm::assemble;
 use weir_jit::Jit;
-use weir_program::abi::{Bindings, Helper};
+use weir_program::abi::{Bindings, DirectLookup, Helper, HelperOutcome, RunEnv};
 use weir_program::exec::{Batch, Input, LentRun, PacketSpan, RunOutcome};
 use weir_program::{ProgType, Program, Trap, TrapCode, Verified};
 
@@ -291,5 +291,135 @@ fn full_lent_runs_keep_a_clean_stack_and_its_bounds_after_a_trap_in_a_call() {
         for ((_, packet), frame) in seen.iter().zip(frames().iter().cycle()) {
             assert_eq!(packet, frame, "the lent frame changed");
         }
+    }
+}
+
+/// An environment whose map 0 a `DirectLookup` answers (`direct`: every key found) or
+/// that answers no lookup itself (the bound helper then: never found).
+struct Lookups {
+    direct: bool,
+    value: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The `DirectLookup`'s probe: element 0, its value the environment's word.
+extern "C" fn found(map: *const (), _: u64, _: u64, _: u64) -> weir_program::abi::FoundElem {
+    weir_program::abi::FoundElem { elem: 0, host: map.cast_mut().cast() }
+}
+
+/// Helper 1 as bound beside the environment: no element.
+fn not_found(_: &mut weir_program::abi::HelperCtx<'_>, _: &[u64; 5]) -> HelperOutcome {
+    HelperOutcome::Return(0)
+}
+
+// SAFETY: the only host address handed out is the direct lookup's, the environment's
+// 8-byte atomic word, kept alive by the lookup's `keep`; no access to the values window
+// is answered (the program below makes none).
+unsafe impl RunEnv for Lookups {
+    fn read(&self, _: u64, _: &mut [u8]) -> Result<(), TrapCode> {
+        Err(TrapCode::OutOfBounds)
+    }
+
+    fn write(&mut self, _: u64, _: &[u8]) -> Result<(), TrapCode> {
+        Err(TrapCode::OutOfBounds)
+    }
+
+    fn host(&mut self, _: u64, _: u64, _: bool) -> Option<std::ptr::NonNull<u8>> {
+        None
+    }
+
+    fn direct_lookups(&self, out: &mut Vec<Option<DirectLookup>>) {
+        out.clear();
+        if self.direct {
+            out.push(Some(DirectLookup {
+                find: found,
+                map: std::sync::Arc::as_ptr(&self.value).cast(),
+                cpu: 0,
+                keep: self.value.clone(),
+                key_size: 4,
+                base: weir_program::exec::guest::MAPS_BASE,
+                shift: 4,
+                value_len: 8,
+                writable: false,
+            }));
+        }
+    }
+
+    fn as_any(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// Lent frames, each run in the environment its pattern names: `a` (the batch's, whose
+/// direct lookups the engine takes at the batch's start), `b` (another, with none) or no
+/// environment.
+struct Envs {
+    a: Lookups,
+    b: Lookups,
+    pattern: Vec<Option<bool>>,
+    at: usize,
+    seen: Vec<Result<u64, Trap>>,
+}
+
+impl Batch for Envs {
+    fn next(&mut self, _: &mut [u8], _: &mut [u8]) -> Option<PacketSpan> {
+        None
+    }
+
+    fn env(&mut self) -> Option<&mut dyn RunEnv> {
+        Some(&mut self.a)
+    }
+
+    fn done(&mut self, _: Result<RunOutcome, Trap>, _: &mut [u8], _: &mut [u8]) -> bool {
+        false
+    }
+
+    fn lends(&self) -> bool {
+        true
+    }
+
+    fn lend(&mut self, ctx: &mut [u8], run: &mut LentRun<'_>) -> bool {
+        while let Some(&which) = self.pattern.get(self.at) {
+            self.at += 1;
+            let env: Option<&mut dyn RunEnv> = match which {
+                Some(true) => Some(&mut self.a),
+                Some(false) => Some(&mut self.b),
+                None => None,
+            };
+            self.seen.push(run(ctx, &[1, 2, 3], env).map(|o| o.r0));
+        }
+        false
+    }
+}
+
+/// The lent batch of code that is not lean binds the batch's direct lookups (taken from
+/// its environment at the start) only to frames run in that environment, also when the
+/// environment changes from frame to frame: a frame in another environment, or none, must
+/// not find its lookup through the batch's table (XDP_TX where the direct lookup answers,
+/// XDP_PASS where the helper does).
+#[test]
+fn a_lent_frame_in_another_environment_does_not_use_the_batchs_direct_lookups() {
+    let text = "stw [%r10-4], 7\nlddw %r1, 0x70000000\nmov %r2, %r10\nadd %r2, -4\ncall 1
+jeq %r0, 0, +2\nmov %r0, 3\nexit\nmov %r0, 2\nexit";
+    let mut b = bindings();
+    b.add_helper(Helper { id: 1, name: "map_lookup_elem", func: not_found });
+    b.lookup_through_env();
+    let verified = Verified::structural(program(text)).unwrap();
+    let jit = Jit::compile(&verified, b, weir_jit::Config::default()).expect("compiles");
+    let mut cache = jit.cache();
+    let (a, b, none) = (Some(true), Some(false), None);
+    for pattern in [vec![a, b, b, a, none, a, a, b], vec![b, a, a, none, b, a]] {
+        let value = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut batch = Envs {
+            a: Lookups { direct: true, value: value.clone() },
+            b: Lookups { direct: false, value },
+            pattern: pattern.clone(),
+            at: 0,
+            seen: Vec::new(),
+        };
+        let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+        let mut packet = vec![0u8; 64];
+        jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
+        let want: Vec<_> = pattern.iter().map(|&w| Ok(if w == a { 3 } else { 2 })).collect();
+        assert_eq!(batch.seen, want, "{pattern:?}");
     }
 }

@@ -250,6 +250,10 @@ pub struct PacketFields {
     /// The third word only for a layout that has one (a socket filter's has two: writing
     /// the first again, as `words` does, cost a checked store per run).
     whole: Option<([WholeWord; 2], Option<WholeWord>)>,
+    /// Of `whole`'s words, the offset of the one whose value depends on the packet's length
+    /// (`data_end`; data and meta are `PACKET_BASE` for every whole packet), when exactly
+    /// one does: [`PacketFields::fill_whole_end`].
+    whole_end: Option<usize>,
 }
 
 impl PacketFields {
@@ -263,6 +267,7 @@ impl PacketFields {
             end: 0,
             words: None,
             whole: None,
+            whole_end: None,
         };
         let packet =
             layout.map_or(&[][..], |l| l.fields).iter().filter(|f| f.kind != FieldKind::Plain);
@@ -290,6 +295,12 @@ impl PacketFields {
             let mask = |which: usize| if which == 2 { u32::MAX } else { 0 };
             let third = (out.count == 3).then_some((c, mask(vc)));
             out.whole = Some(([(a, mask(va)), (b, mask(vb))], third));
+            let words = [(a, va), (b, vb), (c, vc)];
+            let mut ends = words.iter().take(out.count).filter(|&&(_, which)| which == 2);
+            out.whole_end = match (ends.next(), ends.next()) {
+                (Some(&(offset, _)), None) => Some(offset),
+                _ => None,
+            };
         }
         out
     }
@@ -323,6 +334,25 @@ impl PacketFields {
         words.iter().for_each(&mut write);
         if let Some(third) = third {
             write(third);
+        }
+        true
+    }
+
+    /// [`PacketFields::fill_whole`] into a context that holds its words for another whole
+    /// packet already (a lent batch's frames over one context, whose packet fields only the
+    /// engine writes and no program or lent run's helper moves): only the word that
+    /// depends on the packet's length, `data_end`; the others are `PACKET_BASE` for every
+    /// whole packet. `false` (nothing written) when `fill_whole` would decline or the
+    /// layout has no single such word: the caller then writes them all.
+    #[inline(always)]
+    pub fn fill_whole_end(&self, ctx: &mut [u8], packet_len: usize) -> bool {
+        let Some(offset) = self.whole_end else {
+            return false;
+        };
+        // Fits: the caller checked the packet against its window (below 4 GiB).
+        let end = (guest::PACKET_BASE as u32).wrapping_add(packet_len as u32);
+        if let Some(bytes) = ctx.get_mut(offset..).and_then(|b| b.first_chunk_mut::<4>()) {
+            *bytes = end.to_le_bytes();
         }
         true
     }
@@ -685,7 +715,27 @@ mod tests {
         // No layout, or a field that is not 4 bytes: not taken, nothing written.
         let mut ctx = [0x5au8; 8];
         assert!(!PacketFields::of(None).fill_whole(&mut ctx, 60));
+        assert!(!PacketFields::of(None).fill_whole_end(&mut ctx, 60));
         assert_eq!(ctx, [0x5a; 8]);
+    }
+
+    /// After `fill_whole` for one length, `fill_whole_end` for another leaves the context
+    /// as `fill` for that length would: every layout, every pair of lengths.
+    #[test]
+    fn fill_whole_end_after_fill_whole_writes_what_fill_writes() {
+        let lens = [0usize, 1, 60, 1514, 65_535, 0x0fff_ffff];
+        for prog_type in crate::ProgType::ALL {
+            let layout = prog_type.context_layout();
+            let fields = PacketFields::of(Some(layout));
+            for (first, len) in lens.iter().flat_map(|&a| lens.iter().map(move |&b| (a, b))) {
+                let (mut by_fill, mut by_end) =
+                    (vec![0x5au8; layout.size as usize], vec![0x5au8; layout.size as usize]);
+                fields.fill(&mut by_fill, len, None).unwrap();
+                assert!(fields.fill_whole(&mut by_end, first), "{prog_type:?}");
+                assert!(fields.fill_whole_end(&mut by_end, len), "{prog_type:?}: not taken");
+                assert_eq!(by_fill, by_end, "{prog_type:?} len {first} then {len}");
+            }
+        }
     }
 
     #[test]
@@ -746,6 +796,7 @@ mod tests {
         // Not the lean path's shape: `fill_whole` declines and writes nothing.
         let mut untouched = [0xffu8; 24];
         assert!(!PacketFields::of(Some(&LAYOUT)).fill_whole(&mut untouched, 0x1234));
+        assert!(!PacketFields::of(Some(&LAYOUT)).fill_whole_end(&mut untouched, 0x1234));
         assert_eq!(untouched, [0xff; 24]);
     }
 }
