@@ -52,7 +52,9 @@
 //!   cache keys its entries on the version and a count of in-place updates.
 
 use crate::engine::{self, Installed, Interner, Outcome, Work};
-use crate::key::{extract, extract_into_zeroed, ipv4_plain_words, Key, Need, WORDS};
+use crate::key::{
+    extract, extract_into_zeroed, ipv4_plain_words, Key, Need, PlainRead, TUPLE_WORDS, WORDS,
+};
 use crate::rule::{Compiled, Rule, RuleError, RuleSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -199,6 +201,15 @@ macro_rules! dispatch {
 struct Tables<const W: usize> {
     /// Where each gathered word comes from (unused trailing lanes read nothing: zero).
     lanes: [Lane; W],
+    /// Per lane, its masks of key words 0, 4 and 9 (`key::TUPLE_WORDS`), when the lanes
+    /// read those words only and of the common frame's optional fields the ports only (IPv4
+    /// 5-tuple rules): the batch paths then extract only those words
+    /// (`ipv4_plain_words::<PORTS>`) and take each lane as three ANDs of them. From the
+    /// lanes (`tuple_masks`), so a rule reading another field, which needs another plan
+    /// (`covers`), gets the full extraction with the new tables. Boxed: read once a batch,
+    /// and none at the widths over 4 (every lane a word or two of its own: 5 lanes or
+    /// more read more than 3 words), whose tables it would make 40% bigger.
+    tuple: Option<Box<[[u64; 3]; W]>>,
     chains: Vec<(u32, ChainT<W>)>,
 }
 
@@ -1040,7 +1051,7 @@ impl<const W: usize> Tables<W> {
         lanes: [Lane; W],
         rules: impl Iterator<Item = (Arc<Installed>, Key, Key)>,
     ) -> Tables<W> {
-        let mut t = Tables { lanes, chains: Vec::new() };
+        let mut t = Tables { lanes, tuple: tuple_masks(&lanes), chains: Vec::new() };
         for (r, key, mask) in rules {
             // Not published yet: nothing reads the stores.
             t.insert_in_place(r, &key, &mask, true);
@@ -1185,9 +1196,30 @@ impl<const W: usize> Tables<W> {
     /// `plain` is the caller's scratch array, zero but for the words `PlainWords::put`
     /// writes. Inlined into the batch loop: called, its words came back through memory and
     /// the load after the call was half of `process_batch`'s samples (issue 14).
+    /// `TUPLE`: the tables' `tuple` masks are `tm` (else `tm` is not read).
     #[inline(always)]
-    fn extract_words(&self, p: &[u8], indev: u32, need: Need, plain: &mut [u64; 16]) -> [u64; W] {
-        match ipv4_plain_words(p, indev, need) {
+    fn extract_words<const TUPLE: bool>(
+        &self,
+        p: &[u8],
+        indev: u32,
+        need: Need,
+        plain: &mut [u64; 16],
+        tm: &[[u64; 3]; W],
+    ) -> [u64; W] {
+        if TUPLE {
+            return match ipv4_plain_words::<{ PlainRead::PORTS }>(p, indev, need) {
+                Some(pw) => {
+                    let [a, b, c] = pw.tuple();
+                    let mut g = [0u64; W];
+                    for (o, m) in g.iter_mut().zip(tm) {
+                        *o = a & m[0] | b & m[1] | c & m[2];
+                    }
+                    g
+                }
+                None => gather(&extract(p, indev, need).0, &self.lanes),
+            };
+        }
+        match ipv4_plain_words::<{ PlainRead::ALL }>(p, indev, need) {
             Some(pw) => {
                 pw.put(plain);
                 let mut g = [0u64; W];
@@ -1211,15 +1243,32 @@ impl<const W: usize> Tables<W> {
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
+        match &self.tuple {
+            Some(tm) => self.process_batch_in::<true>(tm, need, works, shard, lookup, out),
+            None => self.process_batch_in::<false>(&[[0; 3]; W], need, works, shard, lookup, out),
+        }
+    }
+
+    /// [`Tables::process_batch`] with extraction's flavour chosen (`extract_words`).
+    #[inline(always)]
+    fn process_batch_in<'r, const TUPLE: bool>(
+        &'r self,
+        tm: &[[u64; 3]; W],
+        need: Need,
+        works: &mut [Work<'_>],
+        shard: usize,
+        lookup: &mut engine::Lookup<'_, 'r>,
+        out: &mut Vec<Outcome>,
+    ) {
         let n = works.len().min(BATCH);
         if let Some(st) = self.one_subtable() {
-            self.process_one(st, need, &mut works[..n], shard, lookup, out);
+            self.process_one::<TUPLE>(tm, st, need, &mut works[..n], shard, lookup, out);
             return;
         }
         let mut g = [[0u64; W]; BATCH];
         let mut plain = [0u64; 16];
         for (gi, w) in g.iter_mut().zip(works.iter()).take(n) {
-            *gi = self.extract_words(w.data, w.indev, need, &mut plain);
+            *gi = self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, tm);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         {
@@ -1250,8 +1299,10 @@ impl<const W: usize> Tables<W> {
     /// 14: the one-mask row's time beyond the lookup was the batch's passes between them,
     /// each storing what the next loaded).
     #[inline]
-    fn process_one<'r>(
+    #[allow(clippy::too_many_arguments)]
+    fn process_one<'r, const TUPLE: bool>(
         &'r self,
+        tm: &[[u64; 3]; W],
         st: &'r Subtable<W>,
         need: Need,
         works: &mut [Work<'_>],
@@ -1265,7 +1316,8 @@ impl<const W: usize> Tables<W> {
         let mut plain = [0u64; 16];
         let mut touch = 0u64;
         for ((gi, h), w) in g.iter_mut().zip(hs.iter_mut()).zip(works.iter()) {
-            *gi = and(&self.extract_words(w.data, w.indev, need, &mut plain), &st.gmask);
+            let words = self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, tm);
+            *gi = and(&words, &st.gmask);
             *h = hash_words(gi);
             touch ^= store.touch(*h);
         }
@@ -1474,11 +1526,23 @@ impl<const W: usize> Tables<W> {
 
     /// The floor of a one-subtable lookup, stage by stage (`Classifier::floor`).
     fn floor<const STAGE: u8>(&self, need: Need, frames: &[Vec<u8>]) -> u64 {
+        match &self.tuple {
+            Some(tm) => self.floor_in::<STAGE, true>(tm, need, frames),
+            None => self.floor_in::<STAGE, false>(&[[0; 3]; W], need, frames),
+        }
+    }
+
+    fn floor_in<const STAGE: u8, const TUPLE: bool>(
+        &self,
+        tm: &[[u64; 3]; W],
+        need: Need,
+        frames: &[Vec<u8>],
+    ) -> u64 {
         let Some(st) = self.chain(0).and_then(|c| c.subtables.first()) else { return 0 };
         let mut acc = 0u64;
         let mut plain = [0u64; 16];
         for f in frames {
-            let g = self.extract_words(f, 0, need, &mut plain);
+            let g = self.extract_words::<TUPLE>(f, 0, need, &mut plain, tm);
             if STAGE == 0 {
                 acc ^= g[0] ^ g[W - 1];
                 continue;
@@ -1665,6 +1729,23 @@ fn plan(masks: &[Key], full: bool) -> Vec<Lane> {
     } else {
         words.into_iter().map(Lane::alone).collect()
     }
+}
+
+/// `Tables::tuple` for `lanes`: per lane, its masks of key words 0, 4 and 9, when the
+/// lanes read no other word and of those words' optional fields the ports only.
+fn tuple_masks<const W: usize>(lanes: &[Lane; W]) -> Option<Box<[[u64; 3]; W]>> {
+    if !PlainRead::of(&scatter(&[!0; W], lanes)).within(PlainRead::PORTS) {
+        return None;
+    }
+    let mut out = [[0u64; 3]; W];
+    for (o, l) in out.iter_mut().zip(lanes) {
+        for (w, m) in [(l.a, l.ma), (l.b, l.mb)] {
+            if m != 0 {
+                o[TUPLE_WORDS.iter().position(|&t| t == w)?] |= m;
+            }
+        }
+    }
+    Some(Box::new(out))
 }
 
 /// Tables for `rules`, compiled one at a time (no list of every compiled rule: 238 bytes

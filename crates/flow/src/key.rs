@@ -312,7 +312,17 @@ impl PlainWords {
         a[9] = self.w9;
         a[10] = self.w10;
     }
+
+    /// Key words 0, 4 and 9 ([`TUPLE_WORDS`]): the only ones of this frame that a reader
+    /// of IPv4 5-tuple fields (`PlainRead::PORTS` at most) needs.
+    #[inline(always)]
+    pub(crate) fn tuple(&self) -> [u64; 3] {
+        [self.w0, self.w4, self.w9]
+    }
 }
+
+/// The key words [`PlainWords::tuple`] gives, in its order.
+pub(crate) const TUPLE_WORDS: [usize; 3] = [0, 4, 9];
 
 /// A key word from its bytes' value read little-endian (`Key::word` reads native
 /// order): built with shifts in registers, not bytes on the stack (a wide load of narrow
@@ -330,10 +340,59 @@ fn le_at<const N: usize>(p: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b)
 }
 
+/// Which of the common frame's optional fields [`ipv4_plain_words`] computes, as bits
+/// (a const parameter: each flavour compiled without the others' code): those under a
+/// caller's mask of the key. A batch path's tables gather a few bytes of a few words (the
+/// bench's 5-tuple rules read the protocol, the addresses and a port), and the MAC words,
+/// TCP flags, TOS, TTL and ICMP words computed besides were most of the one-mask row's
+/// extraction (issue 14). Word 0 and the addresses are always computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlainRead(pub(crate) u8);
+
+impl PlainRead {
+    /// Key word 1 (DST_MAC, SRC_MAC's first two bytes).
+    pub(crate) const W1: u8 = 1;
+    /// Key word 2 (SRC_MAC's last four bytes; the absent VLAN's fields).
+    pub(crate) const W2: u8 = 2;
+    pub(crate) const PORTS: u8 = 4;
+    pub(crate) const FLAGS: u8 = 8;
+    pub(crate) const TOS_TTL: u8 = 16;
+    /// Key word 10 (of this frame: ICMP type and code only).
+    pub(crate) const ICMP: u8 = 32;
+    pub(crate) const ALL: u8 = 63;
+
+    /// What a reader of the key's bytes under `mask` (nonzero bytes: read) needs.
+    pub(crate) fn of(mask: &Key) -> PlainRead {
+        let any = |fl: Field| mask.get(fl).iter().any(|&b| b != 0);
+        let bit = |on: bool, b: u8| if on { b } else { 0 };
+        PlainRead(
+            bit(mask.word(1) != 0, Self::W1)
+                | bit(mask.word(2) != 0, Self::W2)
+                | bit(any(field::SRC_PORT) || any(field::DST_PORT), Self::PORTS)
+                | bit(any(field::TCP_FLAGS), Self::FLAGS)
+                | bit(any(field::IP_TOS) || any(field::IP_TTL), Self::TOS_TTL)
+                | bit(mask.word(10) != 0, Self::ICMP),
+        )
+    }
+
+    /// Whether `READ`'s fields hold every field this reads.
+    pub(crate) fn within(self, read: u8) -> bool {
+        self.0 & !read == 0
+    }
+}
+
+/// The common frame's [`PlainWords`] (`None` for any other frame): the bytes of the
+/// fields `READ` names (bits of [`PlainRead`]) are the key's, of the other optional
+/// fields zero instead.
 // Inlined into the batch loop: returned through memory, its six words were a call and
 // a round trip through the stack a packet.
 #[inline(always)]
-pub(crate) fn ipv4_plain_words(p: &[u8], indev: u32, need: Need) -> Option<PlainWords> {
+pub(crate) fn ipv4_plain_words<const READ: u8>(
+    p: &[u8],
+    indev: u32,
+    need: Need,
+) -> Option<PlainWords> {
+    let read = |b: u8| READ & b != 0;
     if !need.l3 {
         return None;
     }
@@ -349,23 +408,29 @@ pub(crate) fn ipv4_plain_words(p: &[u8], indev: u32, need: Need) -> Option<Plain
         | u64::from(crate::rule::ADDR_V4) << 56;
     // Key bytes 8..16: DST_MAC and the first two bytes of SRC_MAC, as on the wire; 16..24:
     // the rest of SRC_MAC, then the (absent) VLAN's fields; 32..40: IPV4_SRC, IPV4_DST.
-    let w1 = le_at::<8>(h, 0);
-    let w2 = le_at::<4>(h, 8);
+    let w1 = if read(PlainRead::W1) { le_at::<8>(h, 0) } else { 0 };
+    let w2 = if read(PlainRead::W2) { le_at::<4>(h, 8) } else { 0 };
     let w4 = le_at::<8>(h, 26);
     // Key bytes 72..80: SRC_PORT, DST_PORT, TCP_FLAGS (as `transport` fills them), IP_TOS,
     // IP_TTL; 80..88: ICMP_TYPE and ICMP_CODE, the rest zero for this frame.
-    let mut w9 = u64::from(h[15]) << 48 | u64::from(h[22]) << 56;
+    let mut w9 =
+        if read(PlainRead::TOS_TTL) { u64::from(h[15]) << 48 | u64::from(h[22]) << 56 } else { 0 };
     let mut w10 = 0;
-    if need.l4 {
+    if need.l4 && read(PlainRead::PORTS | PlainRead::FLAGS | PlainRead::ICMP) {
         const AT: usize = 34;
         if let Some(at_ports) = ports_offset(proto, AT) {
-            if p.len() >= at_ports + 4 {
+            if read(PlainRead::PORTS) && p.len() >= at_ports + 4 {
                 w9 |= le_at::<4>(p, at_ports);
             }
-            if let Some(flags) = tcp_flags(p, proto, AT) {
-                w9 |= u64::from(u16::from_le_bytes(flags.to_be_bytes())) << 32;
+            if read(PlainRead::FLAGS) {
+                if let Some(flags) = tcp_flags(p, proto, AT) {
+                    w9 |= u64::from(u16::from_le_bytes(flags.to_be_bytes())) << 32;
+                }
             }
-        } else if matches!(proto, ipproto::ICMP | ipproto::ICMPV6) && p.len() >= AT + 2 {
+        } else if read(PlainRead::ICMP)
+            && matches!(proto, ipproto::ICMP | ipproto::ICMPV6)
+            && p.len() >= AT + 2
+        {
             w10 = le_at::<2>(p, AT);
         }
     }
@@ -591,6 +656,22 @@ mod tests {
             z ^ (z >> 31)
         };
         let (mut taken, mut declined) = (0, 0);
+        // Masks of one byte of the common frame's optional fields each (the MAC addresses,
+        // key bytes 8..20; ports, TCP flags, TOS, TTL, ICMP type and code, 72..82), and of
+        // them all.
+        let mut masks: Vec<Key> = (8..20)
+            .chain(72..82)
+            .map(|b| {
+                let mut m = Key::default();
+                m.0[b] = 0xff;
+                m
+            })
+            .collect();
+        let mut all = Key::default();
+        for m in &masks {
+            all = Key(std::array::from_fn(|b| all.0[b] | m.0[b]));
+        }
+        masks.push(all);
         for n in 0..20_000 {
             let len = (next() % 80) as usize;
             let mut f: Vec<u8> = (0..len).map(|_| next() as u8).collect();
@@ -626,7 +707,7 @@ mod tests {
                 }
                 // The words the batch path reads: every word as the general path's key
                 // has it, on exactly the frames the shortcut takes.
-                let words = ipv4_plain_words(&f, indev, need);
+                let words = ipv4_plain_words::<{ PlainRead::ALL }>(&f, indev, need);
                 assert_eq!(words.is_some(), took, "frame {f:02x?}, {need:?}");
                 if let Some(w) = words {
                     // As the batch path gathers them: from an array `put` writes into,
@@ -637,10 +718,33 @@ mod tests {
                         assert_eq!(x, k2.word(i), "word {i}, frame {f:02x?}, {need:?}");
                     }
                 }
+                // Reading some fields only, in each flavour the batch path compiles that
+                // holds them: those fields' bytes as the key has them.
+                let mask = masks[n % masks.len()];
+                let read = PlainRead::of(&mask);
+                // Every optional field asks for its flavour's code; all of them, for all.
+                assert_ne!(read.0, 0, "{mask:?}");
+                assert!(n % masks.len() + 1 < masks.len() || read.0 == PlainRead::ALL);
+                check::<{ PlainRead::ALL }>(&f, indev, need, &mask, &k2);
+                if read.within(PlainRead::PORTS) {
+                    check::<{ PlainRead::PORTS }>(&f, indev, need, &mask, &k2);
+                }
             }
         }
         // Both sides of the shortcut were exercised.
         assert!(taken > 5_000 && declined > 5_000, "taken {taken}, declined {declined}");
+    }
+
+    /// `ipv4_plain_words::<READ>`'s words under `mask` are `key`'s, when it takes the frame.
+    fn check<const READ: u8>(f: &[u8], indev: u32, need: Need, mask: &Key, key: &Key) {
+        if let Some(w) = ipv4_plain_words::<READ>(f, indev, need) {
+            let mut a = [0u64; 16];
+            w.put(&mut a);
+            for (i, &x) in a.iter().enumerate().take(WORDS) {
+                let m = mask.word(i);
+                assert_eq!(x & m, key.word(i) & m, "word {i}, READ {READ}, frame {f:02x?}");
+            }
+        }
     }
 
     #[test]

@@ -834,3 +834,85 @@ fn packed_lanes_follow_the_rules_fields() {
     });
     assert_eq!(classifier.width(), 4);
 }
+
+/// A frame of the batch path's common kind (untagged IPv4, 20-byte header) of protocol
+/// `proto` (TCP: a whole 20-byte header with `flags`; ICMP: type `flags`, code 0) with the
+/// given TOS, TTL and destination MAC's last byte.
+fn plain_frame(spec: (u32, u32, u16), proto: u8, flags: u8, tos: u8, ttl: u8, mac: u8) -> Vec<u8> {
+    let (src, dst, dport) = spec;
+    let mut f = udp(src, dst, 1000 + u16::from(flags), dport, tos);
+    f[5] = mac;
+    f[22] = ttl;
+    f[23] = proto;
+    if proto == 6 {
+        f.resize(54, 0);
+        f[16..18].copy_from_slice(&40u16.to_be_bytes());
+        f[46] = 0x50;
+        f[47] = flags;
+    } else if proto == 1 {
+        f[34] = flags;
+        f[35] = 0;
+    }
+    f
+}
+
+/// The batch paths extract only the key words and fields the tables' lanes read (IPv4
+/// 5-tuple rules: protocol, addresses, ports). A rule inserted later that reads another
+/// field of the common frame (TCP flags, TOS, TTL, a MAC address, ICMP type) must get that
+/// field extracted: checked against the reference, before and after each insert, on frames
+/// that differ in that field only; one mask (the one-subtable path, before the insert) and
+/// four.
+#[test]
+fn inserted_fields_are_extracted_on_the_batch_path() {
+    let extras = [
+        "prio 5 protocol ip flower ip_proto tcp tcp_flags 0x2/0x2 action pass",
+        "prio 5 protocol ip flower ip_tos 0x10 action pass",
+        "prio 5 protocol ip flower ip_ttl 7 action pass",
+        "prio 5 protocol ip flower dst_mac 00:00:00:00:00:07 action pass",
+        "prio 5 protocol ip flower ip_proto icmp type 8 action pass",
+    ];
+    for masks in [1u32, 4] {
+        let mut rng = SplitMix64::new(0x7e57 + u64::from(masks));
+        let mut base = RuleSet::new();
+        let mut frames = Vec::new();
+        for i in 0..120u32 {
+            let (src, dst) = (rng.u32() & 0xffff_ff00, rng.u32());
+            let port = 1 + (rng.u32() % 60000) as u16;
+            let proto = if i % 2 == 0 { "tcp" } else { "udp" };
+            let text = format!(
+                "prio 10 protocol ip flower ip_proto {proto} src_ip {}/{} dst_ip {} dst_port {port} action drop",
+                std::net::Ipv4Addr::from(src),
+                32 - 8 * (i % masks),
+                std::net::Ipv4Addr::from(dst)
+            );
+            base.push(weir_flow::rule::parse_rule(&text, i as usize + 1).unwrap()).unwrap();
+            let spec = (src, dst, port);
+            let proto = if i % 2 == 0 { 6 } else { 17 };
+            for (flags, tos, ttl, mac) in [(0x02, 0, 64, 1), (0x10, 0x10, 7, 7), (0x12, 0, 7, 1)] {
+                frames.push(plain_frame(spec, proto, flags, tos, ttl, mac));
+            }
+            if i % 4 == 0 {
+                for icmp_type in [8, 0] {
+                    frames.push(plain_frame(spec, 1, icmp_type, 0, 64, 1));
+                }
+            }
+        }
+        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+        for (n, text) in extras.iter().enumerate() {
+            let classifier = Classifier::new(&base);
+            let mut set = base.clone();
+            let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
+            assert_eq!(lines(&run_classifier(&classifier, &frames, &[0])), want, "{masks} masks");
+            let r = weir_flow::rule::parse_rule(text, 1000).unwrap();
+            classifier.insert(r.clone()).unwrap();
+            set.push(r).unwrap();
+            let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
+            let got = lines(&run_classifier(&classifier, &frames, &[0]));
+            assert_eq!(got, want, "{masks} masks, after `{text}`");
+            // Both the new rule and the old ones decided some frames, and not all of them.
+            let new = want.iter().filter(|l| **l == Some(1000)).count();
+            let old = want.iter().filter(|l| l.is_some_and(|l| l < 1000)).count();
+            assert!(new >= 30 && new < frames.len() && old >= 30, "step {n}: {new} new, {old} old");
+        }
+    }
+}
