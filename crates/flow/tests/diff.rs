@@ -834,3 +834,59 @@ fn packed_lanes_follow_the_rules_fields() {
     });
     assert_eq!(classifier.width(), 4);
 }
+
+/// An insert skips the rebuild when the published lanes gather every byte its mask touches
+/// (the writer's `cover`). A plan that packs a word gathers fewer of its bytes than the
+/// plan before, where it stood alone: protocol and addresses (key words 0 and 4, alone:
+/// their bytes overlap) are packed once a destination port (word 9) joins, word 0 with word
+/// 9, so `indev` (bytes 0-3 of word 0, beside the protocol) is no longer gathered and must
+/// rebuild the tables; taken in place by the old plan's cover, the rule would lose its
+/// device and match every packet. Checked against the reference after each insert, the
+/// frames arriving on the rule's device and on none in turn.
+#[test]
+fn inserts_check_their_mask_against_the_published_plan() {
+    let mut rng = SplitMix64::new(0x51f7);
+    let mut set = RuleSet::new();
+    let mut specs = Vec::new();
+    for i in 0..64usize {
+        let (src, dst) = (rng.u32() & 0xffff_ff00, rng.u32());
+        let text = format!(
+            "prio 10 protocol ip flower ip_proto udp src_ip {}/24 dst_ip {} action drop",
+            std::net::Ipv4Addr::from(src),
+            std::net::Ipv4Addr::from(dst)
+        );
+        set.push(weir_flow::rule::parse_rule(&text, i + 1).unwrap()).unwrap();
+        specs.push((src, dst));
+    }
+    let classifier = Classifier::new(&set);
+    assert_eq!(classifier.width(), 2, "words 0 and 4, each alone");
+    let mut frames = Vec::new();
+    for &(src, dst) in &specs {
+        let s = src | (rng.u32() & 0xff);
+        frames.push(udp(s, dst, rng.u16(), 53, 0));
+        frames.push(udp(s, dst, rng.u16(), 1 + rng.u16() % 1000, 0));
+    }
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let steps = [
+        ("prio 5 protocol ip flower ip_proto udp dst_port 53 action pass", 2),
+        // Its bytes meet word 9's port bytes: unpacked (width 4), as it must be rebuilt.
+        ("prio 1 protocol ip flower indev weir-s20 action drop", 4),
+    ];
+    for (n, (text, width)) in steps.iter().enumerate() {
+        let r = weir_flow::rule::parse_rule(text, 1000 + n).unwrap();
+        classifier.insert(r.clone()).unwrap();
+        set.push(r).unwrap();
+        // Every third frame on the rule's device (id 1), the others on none.
+        let want = lines(&run_reference(&Reference::new(&set), &frames, &[0, 0, 1]));
+        assert_eq!(
+            lines(&run_classifier(&classifier, &frames, &[0, 0, 1])),
+            want,
+            "after step {n}"
+        );
+        assert!(want.contains(&Some(1000)), "step {n}: the port rule matches nothing");
+        assert!(want.iter().filter(|l| l.is_some_and(|l| l <= 64)).count() > 32);
+        let on_device = (0..frames.len()).filter(|i| i % 3 == 2).count();
+        assert_eq!(want.iter().filter(|l| **l == Some(1001)).count(), n * on_device);
+        assert_eq!(classifier.width(), *width, "step {n}");
+    }
+}
