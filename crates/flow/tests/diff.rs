@@ -705,6 +705,26 @@ fn udp(src: u32, dst: u32, sport: u16, dport: u16, tos: u8) -> Vec<u8> {
     f
 }
 
+/// `n` rules `prio 10 ... ip_proto udp src_ip S/24 dst_ip D [dst_port P] action drop`,
+/// lines 1 to `n`, and their (S, D, P) (P 0 without ports).
+fn udp_rules(rng: &mut SplitMix64, n: usize, ports: bool) -> (RuleSet, Vec<(u32, u32, u16)>) {
+    let mut set = RuleSet::new();
+    let mut specs = Vec::new();
+    for i in 0..n {
+        let (src, dst) = (rng.u32() & 0xffff_ff00, rng.u32());
+        let port = if ports { 1 + (rng.u32() % 60000) as u16 } else { 0 };
+        let text = format!(
+            "prio 10 protocol ip flower ip_proto udp src_ip {}/24 dst_ip {}{} action drop",
+            std::net::Ipv4Addr::from(src),
+            std::net::Ipv4Addr::from(dst),
+            if ports { format!(" dst_port {port}") } else { String::new() }
+        );
+        set.push(weir_flow::rule::parse_rule(&text, i + 1).unwrap()).unwrap();
+        specs.push((src, dst, port));
+    }
+    (set, specs)
+}
+
 /// Packed lanes: the bench's fields (protocol, addresses, destination port: key words 0, 4
 /// and 9) are gathered in 2 words, word 0's and word 9's touched bytes sharing one. A rule
 /// with a new byte in a packed word (src_port) must not go into the tables as they are (its
@@ -716,19 +736,7 @@ fn udp(src: u32, dst: u32, sport: u16, dport: u16, tos: u8) -> Vec<u8> {
 #[test]
 fn packed_lanes_follow_the_rules_fields() {
     let mut rng = SplitMix64::new(0x9ac4);
-    let mut set = RuleSet::new();
-    let mut specs = Vec::new();
-    for i in 0..200usize {
-        let (src, dst) = (rng.u32() & 0xffff_ff00, rng.u32());
-        let port = 1 + (rng.u32() % 60000) as u16;
-        let text = format!(
-            "prio 10 protocol ip flower ip_proto udp src_ip {}/24 dst_ip {} dst_port {port} action drop",
-            std::net::Ipv4Addr::from(src),
-            std::net::Ipv4Addr::from(dst)
-        );
-        set.push(weir_flow::rule::parse_rule(&text, i + 1).unwrap()).unwrap();
-        specs.push((src, dst, port));
-    }
+    let (mut set, specs) = udp_rules(&mut rng, 200, true);
     let classifier = Classifier::new(&set);
     assert_eq!(classifier.width(), 2, "the bench's fields packed");
     let frames_for = |rng: &mut SplitMix64, specs: &[(u32, u32, u16)], sport: u16| {
@@ -914,5 +922,50 @@ fn inserted_fields_are_extracted_on_the_batch_path() {
             let old = want.iter().filter(|l| l.is_some_and(|l| l < 1000)).count();
             assert!(new >= 30 && new < frames.len() && old >= 30, "step {n}: {new} new, {old} old");
         }
+    }
+}
+
+/// An insert skips the rebuild when the published lanes gather every byte its mask touches
+/// (the writer's `cover`). A plan that packs a word gathers fewer of its bytes than the
+/// plan before, where it stood alone: protocol and addresses (key words 0 and 4, alone:
+/// their bytes overlap) are packed once a destination port (word 9) joins, word 0 with word
+/// 9, so `indev` (bytes 0-3 of word 0, beside the protocol) is no longer gathered and must
+/// rebuild the tables; taken in place by the old plan's cover, the rule would lose its
+/// device and match every packet. Checked against the reference after each insert, one
+/// frame in three arriving on the rule's device.
+#[test]
+fn inserts_check_their_mask_against_the_published_plan() {
+    let mut rng = SplitMix64::new(0x51f7);
+    let (mut set, specs) = udp_rules(&mut rng, 64, false);
+    let classifier = Classifier::new(&set);
+    assert_eq!(classifier.width(), 2, "words 0 and 4, each alone");
+    let mut frames = Vec::new();
+    for &(src, dst, _) in &specs {
+        let s = src | (rng.u32() & 0xff);
+        frames.push(udp(s, dst, rng.u16(), 53, 0));
+        frames.push(udp(s, dst, rng.u16(), 1 + rng.u16() % 1000, 0));
+    }
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let steps = [
+        ("prio 5 protocol ip flower ip_proto udp dst_port 53 action pass", 2),
+        // Its bytes meet word 9's port bytes: unpacked (width 4), as it must be rebuilt.
+        ("prio 1 protocol ip flower indev weir-s20 action drop", 4),
+    ];
+    for (n, (text, width)) in steps.iter().enumerate() {
+        let r = weir_flow::rule::parse_rule(text, 1000 + n).unwrap();
+        classifier.insert(r.clone()).unwrap();
+        set.push(r).unwrap();
+        // Every third frame on the rule's device (id 1), the others on none.
+        let want = lines(&run_reference(&Reference::new(&set), &frames, &[0, 0, 1]));
+        assert_eq!(
+            lines(&run_classifier(&classifier, &frames, &[0, 0, 1])),
+            want,
+            "after step {n}"
+        );
+        assert!(want.contains(&Some(1000)), "step {n}: the port rule matches nothing");
+        assert!(want.iter().filter(|l| l.is_some_and(|l| l <= 64)).count() > 32);
+        let on_device = (0..frames.len()).filter(|i| i % 3 == 2).count();
+        assert_eq!(want.iter().filter(|l| **l == Some(1001)).count(), n * on_device);
+        assert_eq!(classifier.width(), *width, "step {n}");
     }
 }
