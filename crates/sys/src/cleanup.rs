@@ -18,7 +18,10 @@
 //!
 //! A signal whose disposition is not the default (ignored, as `nohup` leaves SIGHUP and
 //! a non-interactive shell leaves SIGINT for background jobs, or handled by someone else) is
-//! left alone: it did not end the process before, and it does not now.
+//! left alone: it did not end the process before, and it does not now. The one exception is
+//! a stop flag's SIGINT and SIGTERM (below): tcpdump sets its own handler for those two
+//! whatever the process inherited (and keeps an ignored SIGHUP ignored, for `nohup`), so a
+//! capture started in the background by a script still ends on `kill -INT`.
 //!
 //! A live capture is ended by Ctrl-C on purpose and must then finish cleanly (close its
 //! output, print its statistics), as tcpdump does. [`stop_on_signal`] hands the handler a
@@ -74,9 +77,17 @@ struct State {
     registered: usize,
     /// The signals whose handler is ours, with the action they had before.
     installed: Vec<(c_int, libc::sigaction)>,
+    /// SIGINT or SIGTERM taken over from an ignored disposition while a stop flag is
+    /// registered (see the module's documentation), with that action, put back when the
+    /// flag's guard goes.
+    forced: Vec<(c_int, libc::sigaction)>,
 }
 
-static STATE: Mutex<State> = Mutex::new(State { registered: 0, installed: Vec::new() });
+static STATE: Mutex<State> =
+    Mutex::new(State { registered: 0, installed: Vec::new(), forced: Vec::new() });
+
+/// The signals a stop flag takes over even when they are ignored, as tcpdump does.
+const STOP_SIGNALS: [c_int; 2] = [libc::SIGINT, libc::SIGTERM];
 
 fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -165,11 +176,28 @@ pub fn stop_on_signal(flag: Arc<AtomicBool>) -> io::Result<StopGuard> {
     if state.registered == 1 {
         install(&mut state);
     }
+    for signal in STOP_SIGNALS {
+        match current(signal) {
+            Some(old) if old.sa_sigaction == libc::SIG_IGN => {}
+            _ => continue,
+        }
+        if let Some(previous) = take_over(signal) {
+            state.forced.push((signal, previous));
+        }
+    }
     Ok(StopGuard { _private: () })
 }
 
 impl Drop for StopGuard {
     fn drop(&mut self) {
+        // The signals that were ignored go back to ignored first: once the flag is gone
+        // the handler would end the process on them.
+        for (signal, previous) in state().forced.drain(..) {
+            // SAFETY: `previous` is the action the kernel reported for this signal.
+            unsafe {
+                libc::sigaction(signal, &previous, ptr::null_mut());
+            }
+        }
         let raw = STOP.swap(ptr::null_mut(), Ordering::SeqCst);
         {
             let mut state = state();
@@ -195,7 +223,8 @@ impl Drop for StopGuard {
 /// Whether this module's handler is installed for `signal` now (for tests and
 /// diagnostics).
 pub fn handler_installed(signal: c_int) -> bool {
-    state().installed.iter().any(|&(s, _)| s == signal)
+    let state = state();
+    state.installed.iter().chain(&state.forced).any(|&(s, _)| s == signal)
 }
 
 /// The disposition a signal has now.
@@ -214,26 +243,32 @@ fn install(state: &mut State) {
             Some(old) if old.sa_sigaction == libc::SIG_DFL => {}
             _ => continue,
         }
-        // SAFETY: all-zero is a valid sigaction (no flags, empty mask) before it is filled.
-        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-        action.sa_sigaction = on_signal as extern "C" fn(c_int) as libc::sighandler_t;
-        // SAFETY: `action.sa_mask` is a valid sigset_t to initialise and extend.
-        unsafe {
-            libc::sigemptyset(&mut action.sa_mask);
-            // The three signals wait for each other: one handler runs at a time.
-            for other in SIGNALS {
-                libc::sigaddset(&mut action.sa_mask, other);
-            }
-        }
-        // SAFETY: all-zero is a valid sigaction to receive the previous one.
-        let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: `action` is fully initialised and its handler is an `extern "C"
-        // fn(c_int)` that only does async-signal-safe things; `previous` is writable.
-        let rc = unsafe { libc::sigaction(signal, &action, &mut previous) };
-        if rc == 0 {
+        if let Some(previous) = take_over(signal) {
             state.installed.push((signal, previous));
         }
     }
+}
+
+/// Makes [`on_signal`] the handler of `signal`; the action it had, or `None` when the
+/// kernel refused.
+fn take_over(signal: c_int) -> Option<libc::sigaction> {
+    // SAFETY: all-zero is a valid sigaction (no flags, empty mask) before it is filled.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = on_signal as extern "C" fn(c_int) as libc::sighandler_t;
+    // SAFETY: `action.sa_mask` is a valid sigset_t to initialise and extend.
+    unsafe {
+        libc::sigemptyset(&mut action.sa_mask);
+        // The three signals wait for each other: one handler runs at a time.
+        for other in SIGNALS {
+            libc::sigaddset(&mut action.sa_mask, other);
+        }
+    }
+    // SAFETY: all-zero is a valid sigaction to receive the previous one.
+    let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: `action` is fully initialised and its handler is an `extern "C"
+    // fn(c_int)` that only does async-signal-safe things; `previous` is writable.
+    let rc = unsafe { libc::sigaction(signal, &action, &mut previous) };
+    (rc == 0).then_some(previous)
 }
 
 /// Puts back the actions the signals had before [`install`].
@@ -358,6 +393,36 @@ mod tests {
         drop(guard);
         assert_eq!(Arc::strong_count(&flag), 1, "the handler's reference is released");
         assert!(!handler_installed(libc::SIGINT));
+    }
+
+    #[test]
+    fn a_stop_flag_takes_over_an_ignored_sigint_and_sigterm_but_not_sighup() {
+        let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let ignore = |signal: c_int| {
+            // SAFETY: SIG_IGN needs no handler; the old action is not wanted.
+            assert_ne!(unsafe { libc::signal(signal, libc::SIG_IGN) }, libc::SIG_ERR);
+        };
+        for signal in SIGNALS {
+            ignore(signal);
+        }
+        let flag = Arc::new(AtomicBool::new(false));
+        let guard = stop_on_signal(Arc::clone(&flag)).unwrap();
+        assert!(handler_installed(libc::SIGINT) && handler_installed(libc::SIGTERM));
+        assert!(!handler_installed(libc::SIGHUP), "nohup's SIGHUP stays ignored");
+        // SAFETY: raise has no memory preconditions; SIGHUP is ignored.
+        assert_eq!(unsafe { libc::raise(libc::SIGHUP) }, 0);
+        assert!(!flag.load(Ordering::SeqCst), "an ignored SIGHUP does not stop");
+        // SAFETY: as above; the handler only sets the flag.
+        assert_eq!(unsafe { libc::raise(libc::SIGTERM) }, 0);
+        assert!(flag.load(Ordering::SeqCst), "an inherited-ignored SIGTERM stops");
+        drop(guard);
+        for signal in SIGNALS {
+            assert!(!handler_installed(signal), "signal {signal}");
+            let now = current(signal).unwrap();
+            assert_eq!(now.sa_sigaction, libc::SIG_IGN, "signal {signal} ignored again");
+            // SAFETY: back to the default the other tests expect.
+            assert_ne!(unsafe { libc::signal(signal, libc::SIG_DFL) }, libc::SIG_ERR);
+        }
     }
 
     /// Not a test on its own: the body of the child process the signal tests start (this
