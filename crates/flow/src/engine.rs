@@ -48,7 +48,8 @@ pub const COUNTER_SHARDS: usize = 2;
 #[derive(Debug, Default)]
 pub struct Counters {
     shards: [Shard; COUNTER_SHARDS + 1],
-    pub last_used: AtomicU64,
+    /// Always a multiple of [`LAST_USED_GRAIN`] ([`Counters::hit_on`] relies on it).
+    last_used: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -153,9 +154,12 @@ impl Counters {
         // count in (kept unrounded, it was the first stamp past the grain, which
         // depended on the order: `weir flow run --stats` printed another `used` with
         // another --workers).
-        let grained = now - now % LAST_USED_GRAIN;
-        if grained > self.last_used.load(Ordering::Relaxed) {
-            self.last_used.fetch_max(grained, Ordering::Relaxed);
+        // The kept stamp is a multiple of the grain (only cut stamps are stored), so the
+        // packet's stamp, cut, is past it exactly when the stamp is a grain or more past
+        // it: the cut (a division) is made only when the stamp moves, not a packet.
+        let last = self.last_used.load(Ordering::Relaxed);
+        if now >= last.saturating_add(LAST_USED_GRAIN) {
+            self.last_used.fetch_max(now - now % LAST_USED_GRAIN, Ordering::Relaxed);
         }
     }
     /// (packets, bytes, last used): the shards summed.
@@ -840,5 +844,33 @@ mod tests {
         assert_eq!(b, 2 * 20_000 * (1..=threads).sum::<u64>());
         // To the grain: the last stamp is within a millisecond of the last packet's.
         assert!(last + LAST_USED_GRAIN > 1_000_000_000 + 19_999, "last used {last}");
+    }
+
+    /// The last-used stamp without a division a packet: it still advances to each later
+    /// packet's stamp cut to the grain (at the grain's first nanosecond, too), and neither
+    /// an earlier packet nor one within the same grain moves it.
+    #[test]
+    fn last_used_follows_the_latest_stamp_cut() {
+        let g = LAST_USED_GRAIN;
+        let c = Counters::default();
+        let last = |c: &Counters| c.read().2;
+        c.hit_on(0, 1, g - 1);
+        assert_eq!(last(&c), 0);
+        c.hit_on(0, 1, g);
+        assert_eq!(last(&c), g);
+        c.hit_on(0, 1, 2 * g - 1);
+        assert_eq!(last(&c), g);
+        c.hit_on(COUNTER_SHARDS, 1, 5 * g + 7);
+        assert_eq!(last(&c), 5 * g);
+        c.hit_on(0, 1, 3 * g);
+        assert_eq!(last(&c), 5 * g);
+        c.hit_on(1, 1, 6 * g);
+        assert_eq!(last(&c), 6 * g);
+        // The largest stamp: the cut stays the largest multiple of the grain.
+        c.hit_on(0, 1, u64::MAX);
+        assert_eq!(last(&c), u64::MAX - u64::MAX % g);
+        c.hit_on(0, 1, u64::MAX);
+        assert_eq!(last(&c), u64::MAX - u64::MAX % g);
+        assert_eq!(c.read().0, 8);
     }
 }
