@@ -48,8 +48,7 @@ pub const COUNTER_SHARDS: usize = 2;
 #[derive(Debug, Default)]
 pub struct Counters {
     shards: [Shard; COUNTER_SHARDS + 1],
-    /// Always a multiple of [`LAST_USED_GRAIN`] ([`Counters::hit_on`] relies on it).
-    last_used: AtomicU64,
+    pub last_used: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -154,12 +153,9 @@ impl Counters {
         // count in (kept unrounded, it was the first stamp past the grain, which
         // depended on the order: `weir flow run --stats` printed another `used` with
         // another --workers).
-        // The kept stamp is a multiple of the grain (only cut stamps are stored), so the
-        // packet's stamp, cut, is past it exactly when the stamp is a grain or more past
-        // it: the cut (a division) is made only when the stamp moves, not a packet.
-        let last = self.last_used.load(Ordering::Relaxed);
-        if now >= last.saturating_add(LAST_USED_GRAIN) {
-            self.last_used.fetch_max(now - now % LAST_USED_GRAIN, Ordering::Relaxed);
+        let grained = now - now % LAST_USED_GRAIN;
+        if grained > self.last_used.load(Ordering::Relaxed) {
+            self.last_used.fetch_max(grained, Ordering::Relaxed);
         }
     }
     /// (packets, bytes, last used): the shards summed.
@@ -846,9 +842,9 @@ mod tests {
         assert!(last + LAST_USED_GRAIN > 1_000_000_000 + 19_999, "last used {last}");
     }
 
-    /// The last-used stamp without a division a packet: it still advances to each later
-    /// packet's stamp cut to the grain (at the grain's first nanosecond, too), and neither
-    /// an earlier packet nor one within the same grain moves it.
+    /// The last-used stamp advances to each later packet's stamp cut to the grain (at the
+    /// grain's first nanosecond, too), and neither an earlier packet nor one within the
+    /// same grain moves it (a guard for any shortcut taken on this per-packet path).
     #[test]
     fn last_used_follows_the_latest_stamp_cut() {
         let g = LAST_USED_GRAIN;
