@@ -841,4 +841,32 @@ mod tests {
         // To the grain: the last stamp is within a millisecond of the last packet's.
         assert!(last + LAST_USED_GRAIN > 1_000_000_000 + 19_999, "last used {last}");
     }
+
+    /// The last-used stamp advances to each later packet's stamp cut to the grain (at the
+    /// grain's first nanosecond, too), and neither an earlier packet nor one within the
+    /// same grain moves it (a guard for any shortcut taken on this per-packet path).
+    #[test]
+    fn last_used_follows_the_latest_stamp_cut() {
+        let g = LAST_USED_GRAIN;
+        let c = Counters::default();
+        let last = |c: &Counters| c.read().2;
+        c.hit_on(0, 1, g - 1);
+        assert_eq!(last(&c), 0);
+        c.hit_on(0, 1, g);
+        assert_eq!(last(&c), g);
+        c.hit_on(0, 1, 2 * g - 1);
+        assert_eq!(last(&c), g);
+        c.hit_on(COUNTER_SHARDS, 1, 5 * g + 7);
+        assert_eq!(last(&c), 5 * g);
+        c.hit_on(0, 1, 3 * g);
+        assert_eq!(last(&c), 5 * g);
+        c.hit_on(1, 1, 6 * g);
+        assert_eq!(last(&c), 6 * g);
+        // The largest stamp: the cut stays the largest multiple of the grain.
+        c.hit_on(0, 1, u64::MAX);
+        assert_eq!(last(&c), u64::MAX - u64::MAX % g);
+        c.hit_on(0, 1, u64::MAX);
+        assert_eq!(last(&c), u64::MAX - u64::MAX % g);
+        assert_eq!(c.read().0, 8);
+    }
 }
