@@ -19,7 +19,7 @@ use std::rc::Rc;
 use super::analysis::FastMap;
 
 use super::domain::{self, Domain};
-use crate::ir::{BinOp, CmpOp, Expr, Pred, ValueSet, SCRATCH_SLOTS};
+use crate::ir::{BinOp, CmpOp, Expr, Pred, Size, ValueSet, SCRATCH_SLOTS};
 
 pub(crate) type AtomId = u32;
 
@@ -292,6 +292,30 @@ impl Env {
 
     pub fn note_guard(&mut self, n: u32) {
         self.caplen_min = self.caplen_min.max(u64::from(n));
+    }
+}
+
+/// What a load at a constant offset can be at one point ([`Facts::substitute_known`]): the
+/// answer [`Facts::domain`] gives there, for the load only (a load at a constant offset is
+/// the whole expression, so its offset and width name it; substituting leaves it as it is,
+/// or replaces it by its value).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KnownLoad {
+    offset: u32,
+    size: Size,
+    domain: Domain,
+}
+
+impl KnownLoad {
+    /// What `e` can be at the point this was found, when `e` is this load.
+    pub fn domain_of(&self, e: &Expr) -> Option<Domain> {
+        match e {
+            Expr::Load { offset, size } if *size == self.size => match **offset {
+                Expr::Const(k) if k == self.offset => Some(self.domain),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 }
 
@@ -586,12 +610,16 @@ impl Facts {
     }
 
     /// What `lhs op rhs` can come out as here, and the facts on the exits asked for.
+    /// `known`: what substituting an operand found ([`Facts::substitute_known`]), used when
+    /// the tested value is that load.
+    #[allow(clippy::too_many_arguments)] // the test, what is known of it, the exits wanted
     pub fn learn_cmp(
         &mut self,
         env: &Env,
         op: CmpOp,
         lhs: &Expr,
         rhs: &Expr,
+        known: Option<KnownLoad>,
         want_true: bool,
         want_false: bool,
     ) -> Learned {
@@ -616,7 +644,7 @@ impl Facts {
             }
         };
         // One domain for both exits.
-        let d = self.domain(env, atom);
+        let d = known.and_then(|k| k.domain_of(atom)).unwrap_or_else(|| self.domain(env, atom));
         let (d_true, d_false) = (d.refine(op, c, true), d.refine(op, c, false));
         let mut learned = Learned {
             on_true: None,
@@ -658,16 +686,17 @@ impl Facts {
         learned
     }
 
-    /// What `value in set` can come out as here, and the facts on the exits asked for.
+    /// What `value in set` can come out as here, and the facts on the exits asked for; `d`
+    /// is what `value` can be here ([`Facts::domain`]: the caller asked it already).
     pub fn learn_in(
         &mut self,
         env: &Env,
         value: &Expr,
+        d: Domain,
         set: &ValueSet,
         want_true: bool,
         want_false: bool,
     ) -> Learned {
-        let d = self.domain(env, value);
         let (d_true, d_false) = (d.refine_in(set, true), d.refine_in(set, false));
         let mut learned = Learned {
             on_true: None,
@@ -726,6 +755,23 @@ impl Facts {
     /// abort) replaced by that value, then folded.
     pub fn substitute(&self, env: &Env, e: Expr) -> Expr {
         self.substituted(env, e).0
+    }
+
+    /// [`Facts::substitute`], and when `e` is a load at a constant offset, what it can be
+    /// here: the test of it asks the same question next ([`Facts::learn_cmp`], `In`'s
+    /// range check), and answering it again (the facts scanned for overlapping loads, the
+    /// atom looked up, two meets) was about a tenth of `decide` on `host A and udp` (issue
+    /// 13, bench/records/2026-11-30-compile-20.txt).
+    pub fn substitute_known(&self, env: &Env, e: Expr) -> (Expr, Option<KnownLoad>) {
+        let load = match &e {
+            Expr::Load { offset, size } => match **offset {
+                Expr::Const(k) => Some((k, *size)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let (e, domain, _) = self.substituted(env, e);
+        (e, load.map(|(offset, size)| KnownLoad { offset, size, domain }))
     }
 
     /// [`Facts::substitute`], with what [`Facts::domain`] and [`Facts::expr_can_abort`] say
@@ -818,7 +864,6 @@ impl Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::Size;
 
     /// The bottom-up walk of [`Facts::substituted`] answers what the queries it stands in for
     /// answer, on expressions with facts about themselves and their parts, and gives the
@@ -833,7 +878,7 @@ mod tests {
         env.note_guard(20);
         // Learned on the path: the header length is 5 words, the slot holds 7, the
         // variable-offset load was evaluated.
-        let learned = facts.learn_cmp(&env, CmpOp::Eq, &ihl, &Expr::Const(5), true, false);
+        let learned = facts.learn_cmp(&env, CmpOp::Eq, &ihl, &Expr::Const(5), None, true, false);
         let mut known = learned.on_true.unwrap_or_else(Env::unreachable);
         facts.learn_store(&mut known, 3, &Expr::Const(7));
         let mut evaluated = env.clone();
@@ -868,5 +913,62 @@ mod tests {
         }
         // The facts decided some (the header length, the slot, the offset from them).
         assert!(constants >= 4, "{constants}");
+    }
+
+    /// What substituting a load at a constant offset keeps is what `domain` answers for that
+    /// load and no other, and a test given it learns what a test that asks again learns:
+    /// the same outcomes, the same facts on both exits.
+    #[test]
+    fn a_known_load_answers_as_asking_again() {
+        let mut facts = Facts::new(u32::MAX);
+        let ethertype = Expr::load_at(12, Size::Half);
+        let loads = [
+            ethertype.clone(),
+            Expr::load_at(12, Size::Byte),
+            Expr::load_at(13, Size::Byte),
+            Expr::load_at(12, Size::Word),
+            Expr::load_at(23, Size::Byte),
+            Expr::load_at(26, Size::Word),
+        ];
+        // Paths that know the ethertype (equal, not equal), its first byte, a guard.
+        let mut guarded = Env::start();
+        guarded.note_guard(34);
+        let mut envs = vec![Env::start(), guarded.clone()];
+        for (atom, c) in [(&ethertype, 0x800), (&loads[1], 0x86)] {
+            let learned =
+                facts.learn_cmp(&guarded, CmpOp::Eq, atom, &Expr::Const(c), None, true, true);
+            envs.extend(learned.on_true);
+            envs.extend(learned.on_false);
+        }
+        let mut decided = 0;
+        for env in &envs {
+            for (i, e) in loads.iter().enumerate() {
+                let (_, known) = facts.substitute_known(env, e.clone());
+                let known = known.expect("a load at a constant offset");
+                assert_eq!(known.domain_of(e), Some(facts.domain(env, e)), "{e:?}");
+                for (j, other) in loads.iter().enumerate() {
+                    if j != i {
+                        assert_eq!(known.domain_of(other), None, "{e:?} {other:?}");
+                    }
+                }
+                assert!(known.domain_of(&Expr::Const(0x800)).is_none());
+                for (op, c) in [(CmpOp::Eq, 0x800), (CmpOp::Ne, 0x86dd), (CmpOp::Gt, 0x85)] {
+                    let c = Expr::Const(c);
+                    let asked = facts.learn_cmp(env, op, e, &c, None, true, true);
+                    let given = facts.learn_cmp(env, op, e, &c, Some(known), true, true);
+                    assert_eq!(asked.can_be_true, given.can_be_true, "{e:?} {op:?}");
+                    assert_eq!(asked.can_be_false, given.can_be_false, "{e:?} {op:?}");
+                    decided += usize::from(asked.can_be_true != asked.can_be_false);
+                    for (a, g) in
+                        [(&asked.on_true, &given.on_true), (&asked.on_false, &given.on_false)]
+                    {
+                        let (Some(a), Some(g)) = (a, g) else { panic!("both exits asked") };
+                        assert!(a.same_as(g), "{e:?} {op:?}: {a:?} vs {g:?}");
+                    }
+                }
+            }
+        }
+        // The paths' facts decided some of the tests (the known ethertype, its bytes).
+        assert!(decided >= 6, "{decided}");
     }
 }
