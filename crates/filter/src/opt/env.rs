@@ -19,7 +19,7 @@ use std::rc::Rc;
 use super::analysis::FastMap;
 
 use super::domain::{self, Domain};
-use crate::ir::{BinOp, CmpOp, Expr, Pred, Size, ValueSet, SCRATCH_SLOTS};
+use crate::ir::{BinOp, CmpOp, Expr, Pred, ValueSet, SCRATCH_SLOTS};
 
 pub(crate) type AtomId = u32;
 
@@ -45,7 +45,10 @@ struct AtomInfo {
 /// hashing was ~4% of a small filter's optimizing, issue 13).
 #[derive(Default)]
 pub(crate) struct Atoms {
-    exprs: Vec<Expr>,
+    /// Each atom's expression, to compare with; `None` for a load at a constant offset, which
+    /// its bytes ([`load_span`], kept in its [`AtomInfo`]) name: no copy of the tree to make
+    /// and free (most atoms of a small filter are such loads, issue 13).
+    exprs: Vec<Option<Expr>>,
     info: Vec<AtomInfo>,
     /// The newest atom of each shallow key.
     by_key: FastMap<u64, AtomId>,
@@ -89,12 +92,19 @@ impl Atoms {
         if self.by_key.is_empty() {
             return None;
         }
+        let span = load_span(e);
         let mut next = self.by_key.get(&shallow_key(e)).copied();
         while let Some(id) = next {
-            if self.exprs.get(id as usize).is_some_and(|atom| atom == e) {
+            let info = self.info(id)?;
+            let same = match self.exprs.get(id as usize) {
+                Some(Some(atom)) => atom == e,
+                Some(None) => span.is_some() && info.const_load == span,
+                None => false,
+            };
+            if same {
                 return Some(id);
             }
-            next = self.info(id).and_then(|i| i.same_key);
+            next = info.same_key;
         }
         None
     }
@@ -104,21 +114,27 @@ impl Atoms {
             return id;
         }
         let id = AtomId::try_from(self.info.len()).unwrap_or(AtomId::MAX);
-        let const_load = match e {
-            Expr::Load { offset, size } => match **offset {
-                Expr::Const(k) => Some((u64::from(k), u64::from(k) + u64::from(size.bytes()))),
-                _ => None,
-            },
-            _ => None,
-        };
+        let const_load = load_span(e);
         let same_key = self.by_key.insert(shallow_key(e), id);
         self.info.push(AtomInfo { scratch: scratch_mask(e), const_load, same_key });
-        self.exprs.push(e.clone());
+        self.exprs.push(if const_load.is_some() { None } else { Some(e.clone()) });
         id
     }
 
     fn info(&self, id: AtomId) -> Option<&AtomInfo> {
         self.info.get(id as usize)
+    }
+}
+
+/// The bytes `[start, end)` a load at a constant offset reads (they name it: the offset and
+/// the width), `None` for any other expression.
+fn load_span(e: &Expr) -> Option<(u64, u64)> {
+    match e {
+        Expr::Load { offset, size } => match **offset {
+            Expr::Const(k) => Some((u64::from(k), u64::from(k) + u64::from(size.bytes()))),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -301,21 +317,15 @@ impl Env {
 /// or replaces it by its value).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KnownLoad {
-    offset: u32,
-    size: Size,
+    /// The load's bytes ([`load_span`]).
+    span: (u64, u64),
     domain: Domain,
 }
 
 impl KnownLoad {
     /// What `e` can be at the point this was found, when `e` is this load.
     pub fn domain_of(&self, e: &Expr) -> Option<Domain> {
-        match e {
-            Expr::Load { offset, size } if *size == self.size => match **offset {
-                Expr::Const(k) if k == self.offset => Some(self.domain),
-                _ => None,
-            },
-            _ => None,
-        }
+        (load_span(e) == Some(self.span)).then_some(self.domain)
     }
 }
 
@@ -763,15 +773,9 @@ impl Facts {
     /// atom looked up, two meets) was about a tenth of `decide` on `host A and udp` (issue
     /// 13, bench/records/2026-11-30-compile-20.txt).
     pub fn substitute_known(&self, env: &Env, e: Expr) -> (Expr, Option<KnownLoad>) {
-        let load = match &e {
-            Expr::Load { offset, size } => match **offset {
-                Expr::Const(k) => Some((k, *size)),
-                _ => None,
-            },
-            _ => None,
-        };
+        let span = load_span(&e);
         let (e, domain, _) = self.substituted(env, e);
-        (e, load.map(|(offset, size)| KnownLoad { offset, size, domain }))
+        (e, span.map(|span| KnownLoad { span, domain }))
     }
 
     /// [`Facts::substitute`], with what [`Facts::domain`] and [`Facts::expr_can_abort`] say
@@ -864,6 +868,7 @@ impl Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Size;
 
     /// The bottom-up walk of [`Facts::substituted`] answers what the queries it stands in for
     /// answer, on expressions with facts about themselves and their parts, and gives the
@@ -913,6 +918,36 @@ mod tests {
         }
         // The facts decided some (the header length, the slot, the offset from them).
         assert!(constants >= 4, "{constants}");
+    }
+
+    /// Atoms are found again by equal expressions, loads at constant offsets by their bytes
+    /// (offset and width), and no expression finds another's atom.
+    #[test]
+    fn atoms_are_found_by_equal_expressions_only() {
+        let ihl = Expr::load_at(14, Size::Byte).and_mask(0xf);
+        let exprs = [
+            Expr::load_at(12, Size::Half),
+            Expr::load_at(12, Size::Byte),
+            Expr::load_at(13, Size::Byte),
+            Expr::load_at(12, Size::Word),
+            Expr::load_at(14, Size::Byte),
+            Expr::load(Expr::Scratch(3).plus(12), Size::Half),
+            Expr::load(ihl.clone(), Size::Half),
+            ihl,
+            Expr::Scratch(3),
+            Expr::WireLen,
+        ];
+        let mut atoms = Atoms::with_room(2);
+        let ids: Vec<AtomId> = exprs.iter().map(|e| atoms.intern(e)).collect();
+        for (i, e) in exprs.iter().enumerate() {
+            assert_eq!(atoms.lookup(&e.clone()), ids.get(i).copied(), "{e:?}");
+            assert_eq!(atoms.intern(e), ids[i], "{e:?}");
+            for (j, other) in exprs.iter().enumerate() {
+                assert_eq!(ids[i] == ids[j], i == j, "{e:?} {other:?}");
+            }
+        }
+        assert_eq!(atoms.lookup(&Expr::load_at(16, Size::Half)), None);
+        assert_eq!(atoms.lookup(&Expr::Const(12)), None);
     }
 
     /// What substituting a load at a constant offset keeps is what `domain` answers for that
