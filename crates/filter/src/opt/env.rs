@@ -553,6 +553,14 @@ impl Facts {
         match e {
             Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => {}
             Expr::Load { offset, size } => {
+                if let Expr::Const(k) = **offset {
+                    // Evaluated, it says only that the packet holds its bytes (the captured
+                    // length covers it: no atom); no query of the constant offset's domain
+                    // for that (issue 13).
+                    let end = u64::from(k) + u64::from(size.bytes());
+                    env.caplen_min = env.caplen_min.max(end);
+                    return;
+                }
                 self.learn_evaluated(env, offset);
                 let end = u64::from(self.domain(env, offset).lo) + u64::from(size.bytes());
                 env.caplen_min = env.caplen_min.max(end);
@@ -948,6 +956,32 @@ mod tests {
         }
         assert_eq!(atoms.lookup(&Expr::load_at(16, Size::Half)), None);
         assert_eq!(atoms.lookup(&Expr::Const(12)), None);
+    }
+
+    /// Evaluating a load at a constant offset tells that the packet holds its bytes, and
+    /// nothing else; a load at a variable offset is remembered as evaluated (its offset's
+    /// least value gives the length).
+    #[test]
+    fn an_evaluated_load_tells_the_captured_length() {
+        let mut facts = Facts::new(u32::MAX);
+        let mut env = Env::start();
+        env.note_guard(14);
+        for (e, len) in [
+            (Expr::load_at(12, Size::Half), 14),
+            (Expr::load_at(23, Size::Byte), 24),
+            (Expr::load_at(26, Size::Word), 30),
+            (Expr::load_at(2, Size::Word), 30),
+        ] {
+            let before = env.clone();
+            facts.learn_evaluated(&mut env, &e);
+            assert_eq!(env.caplen_min, len, "{e:?}");
+            assert!(env.facts.is_shared_with(&before.facts), "{e:?}: no fact learned");
+        }
+        let port = Expr::load(Expr::load_at(14, Size::Byte).and_mask(0xf).plus(14), Size::Half);
+        facts.learn_evaluated(&mut env, &port);
+        assert_eq!(env.caplen_min, 30);
+        assert!(facts.evaluated(&env, &port));
+        assert!(!facts.expr_can_abort(&env, &port));
     }
 
     /// What substituting a load at a constant offset keeps is what `domain` answers for that
