@@ -266,7 +266,8 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
         Pred::Const(b) => constant(b, env, want),
         Pred::Cmp { op, lhs, rhs } => {
             let before = facts.changes();
-            let lhs = facts.substitute(env, lhs);
+            // (pflang tests a load at a constant offset on the left, as a rule)
+            let (lhs, known) = facts.substitute_known(env, lhs);
             let rhs = facts.substitute(env, rhs);
             // Substitution only replaces what cannot abort, so folding stays exact.
             let (op, lhs, rhs) = match fold::cmp(op, lhs, rhs) {
@@ -274,27 +275,30 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                 Pred::Const(b) => return decided_leaf(facts, before, b, env, want),
                 other => return refolded(facts, other, env, mode, want),
             };
-            let learned = facts.learn_cmp(env, op, &lhs, &rhs, want.on_true, want.on_false);
+            let learned = facts.learn_cmp(env, op, &lhs, &rhs, known, want.on_true, want.on_false);
             let aborts = facts.expr_can_abort(env, &lhs) || facts.expr_can_abort(env, &rhs);
             test(facts, Pred::Cmp { op, lhs, rhs }, learned, aborts, mode)
         }
         Pred::In { value, set } => {
             let before = facts.changes();
-            let value = facts.substitute(env, value);
+            let (value, known) = facts.substitute_known(env, value);
             let (value, set) = match fold::member(value, set) {
                 Pred::In { value, set } => (value, set),
                 Pred::Const(b) => return decided_leaf(facts, before, b, env, want),
                 // a constant, or a simple set read back as a comparison
                 other => return refolded(facts, other, env, mode, want),
             };
+            let d = known
+                .and_then(|k| k.domain_of(&value))
+                .unwrap_or_else(|| facts.domain(env, &value));
             // Within the values possible here, the set may be a one-sided range:
             // `ip[9] in {10-0xff}` is `ip[9] >= 10`.
-            if let Some(cmp) = one_sided(&set, facts.domain(env, &value)) {
+            if let Some(cmp) = one_sided(&set, d) {
                 facts.note_change();
                 let (op, c) = cmp;
                 return walk(facts, Pred::cmp(op, value, Expr::Const(c)), env, mode, want);
             }
-            let learned = facts.learn_in(env, &value, &set, want.on_true, want.on_false);
+            let learned = facts.learn_in(env, &value, d, &set, want.on_true, want.on_false);
             let aborts = facts.expr_can_abort(env, &value);
             test(facts, Pred::In { value, set }, learned, aborts, mode)
         }

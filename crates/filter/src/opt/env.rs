@@ -45,7 +45,10 @@ struct AtomInfo {
 /// hashing was ~4% of a small filter's optimizing, issue 13).
 #[derive(Default)]
 pub(crate) struct Atoms {
-    exprs: Vec<Expr>,
+    /// Each atom's expression, to compare with; `None` for a load at a constant offset, which
+    /// its bytes ([`load_span`], kept in its [`AtomInfo`]) name: no copy of the tree to make
+    /// and free (most atoms of a small filter are such loads, issue 13).
+    exprs: Vec<Option<Expr>>,
     info: Vec<AtomInfo>,
     /// The newest atom of each shallow key.
     by_key: FastMap<u64, AtomId>,
@@ -89,12 +92,19 @@ impl Atoms {
         if self.by_key.is_empty() {
             return None;
         }
+        let span = load_span(e);
         let mut next = self.by_key.get(&shallow_key(e)).copied();
         while let Some(id) = next {
-            if self.exprs.get(id as usize).is_some_and(|atom| atom == e) {
+            let info = self.info(id)?;
+            let same = match self.exprs.get(id as usize) {
+                Some(Some(atom)) => atom == e,
+                Some(None) => span.is_some() && info.const_load == span,
+                None => false,
+            };
+            if same {
                 return Some(id);
             }
-            next = self.info(id).and_then(|i| i.same_key);
+            next = info.same_key;
         }
         None
     }
@@ -104,21 +114,27 @@ impl Atoms {
             return id;
         }
         let id = AtomId::try_from(self.info.len()).unwrap_or(AtomId::MAX);
-        let const_load = match e {
-            Expr::Load { offset, size } => match **offset {
-                Expr::Const(k) => Some((u64::from(k), u64::from(k) + u64::from(size.bytes()))),
-                _ => None,
-            },
-            _ => None,
-        };
+        let const_load = load_span(e);
         let same_key = self.by_key.insert(shallow_key(e), id);
         self.info.push(AtomInfo { scratch: scratch_mask(e), const_load, same_key });
-        self.exprs.push(e.clone());
+        self.exprs.push(if const_load.is_some() { None } else { Some(e.clone()) });
         id
     }
 
     fn info(&self, id: AtomId) -> Option<&AtomInfo> {
         self.info.get(id as usize)
+    }
+}
+
+/// The bytes `[start, end)` a load at a constant offset reads (they name it: the offset and
+/// the width), `None` for any other expression.
+fn load_span(e: &Expr) -> Option<(u64, u64)> {
+    match e {
+        Expr::Load { offset, size } => match **offset {
+            Expr::Const(k) => Some((u64::from(k), u64::from(k) + u64::from(size.bytes()))),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -292,6 +308,24 @@ impl Env {
 
     pub fn note_guard(&mut self, n: u32) {
         self.caplen_min = self.caplen_min.max(u64::from(n));
+    }
+}
+
+/// What a load at a constant offset can be at one point ([`Facts::substitute_known`]): the
+/// answer [`Facts::domain`] gives there, for the load only (a load at a constant offset is
+/// the whole expression, so its offset and width name it; substituting leaves it as it is,
+/// or replaces it by its value).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KnownLoad {
+    /// The load's bytes ([`load_span`]).
+    span: (u64, u64),
+    domain: Domain,
+}
+
+impl KnownLoad {
+    /// What `e` can be at the point this was found, when `e` is this load.
+    pub fn domain_of(&self, e: &Expr) -> Option<Domain> {
+        (load_span(e) == Some(self.span)).then_some(self.domain)
     }
 }
 
@@ -519,6 +553,14 @@ impl Facts {
         match e {
             Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => {}
             Expr::Load { offset, size } => {
+                if let Expr::Const(k) = **offset {
+                    // Evaluated, it says only that the packet holds its bytes (the captured
+                    // length covers it: no atom); no query of the constant offset's domain
+                    // for that (issue 13).
+                    let end = u64::from(k) + u64::from(size.bytes());
+                    env.caplen_min = env.caplen_min.max(end);
+                    return;
+                }
                 self.learn_evaluated(env, offset);
                 let end = u64::from(self.domain(env, offset).lo) + u64::from(size.bytes());
                 env.caplen_min = env.caplen_min.max(end);
@@ -586,12 +628,16 @@ impl Facts {
     }
 
     /// What `lhs op rhs` can come out as here, and the facts on the exits asked for.
+    /// `known`: what substituting an operand found ([`Facts::substitute_known`]), used when
+    /// the tested value is that load.
+    #[allow(clippy::too_many_arguments)] // the test, what is known of it, the exits wanted
     pub fn learn_cmp(
         &mut self,
         env: &Env,
         op: CmpOp,
         lhs: &Expr,
         rhs: &Expr,
+        known: Option<KnownLoad>,
         want_true: bool,
         want_false: bool,
     ) -> Learned {
@@ -616,7 +662,7 @@ impl Facts {
             }
         };
         // One domain for both exits.
-        let d = self.domain(env, atom);
+        let d = known.and_then(|k| k.domain_of(atom)).unwrap_or_else(|| self.domain(env, atom));
         let (d_true, d_false) = (d.refine(op, c, true), d.refine(op, c, false));
         let mut learned = Learned {
             on_true: None,
@@ -658,16 +704,17 @@ impl Facts {
         learned
     }
 
-    /// What `value in set` can come out as here, and the facts on the exits asked for.
+    /// What `value in set` can come out as here, and the facts on the exits asked for; `d`
+    /// is what `value` can be here ([`Facts::domain`]: the caller asked it already).
     pub fn learn_in(
         &mut self,
         env: &Env,
         value: &Expr,
+        d: Domain,
         set: &ValueSet,
         want_true: bool,
         want_false: bool,
     ) -> Learned {
-        let d = self.domain(env, value);
         let (d_true, d_false) = (d.refine_in(set, true), d.refine_in(set, false));
         let mut learned = Learned {
             on_true: None,
@@ -726,6 +773,17 @@ impl Facts {
     /// abort) replaced by that value, then folded.
     pub fn substitute(&self, env: &Env, e: Expr) -> Expr {
         self.substituted(env, e).0
+    }
+
+    /// [`Facts::substitute`], and when `e` is a load at a constant offset, what it can be
+    /// here: the test of it asks the same question next ([`Facts::learn_cmp`], `In`'s
+    /// range check), and answering it again (the facts scanned for overlapping loads, the
+    /// atom looked up, two meets) was about a tenth of `decide` on `host A and udp` (issue
+    /// 13, bench/records/2026-11-30-compile-20.txt).
+    pub fn substitute_known(&self, env: &Env, e: Expr) -> (Expr, Option<KnownLoad>) {
+        let span = load_span(&e);
+        let (e, domain, _) = self.substituted(env, e);
+        (e, span.map(|span| KnownLoad { span, domain }))
     }
 
     /// [`Facts::substitute`], with what [`Facts::domain`] and [`Facts::expr_can_abort`] say
@@ -833,7 +891,7 @@ mod tests {
         env.note_guard(20);
         // Learned on the path: the header length is 5 words, the slot holds 7, the
         // variable-offset load was evaluated.
-        let learned = facts.learn_cmp(&env, CmpOp::Eq, &ihl, &Expr::Const(5), true, false);
+        let learned = facts.learn_cmp(&env, CmpOp::Eq, &ihl, &Expr::Const(5), None, true, false);
         let mut known = learned.on_true.unwrap_or_else(Env::unreachable);
         facts.learn_store(&mut known, 3, &Expr::Const(7));
         let mut evaluated = env.clone();
@@ -868,5 +926,118 @@ mod tests {
         }
         // The facts decided some (the header length, the slot, the offset from them).
         assert!(constants >= 4, "{constants}");
+    }
+
+    /// Atoms are found again by equal expressions, loads at constant offsets by their bytes
+    /// (offset and width), and no expression finds another's atom.
+    #[test]
+    fn atoms_are_found_by_equal_expressions_only() {
+        let ihl = Expr::load_at(14, Size::Byte).and_mask(0xf);
+        let exprs = [
+            Expr::load_at(12, Size::Half),
+            Expr::load_at(12, Size::Byte),
+            Expr::load_at(13, Size::Byte),
+            Expr::load_at(12, Size::Word),
+            Expr::load_at(14, Size::Byte),
+            Expr::load(Expr::Scratch(3).plus(12), Size::Half),
+            Expr::load(ihl.clone(), Size::Half),
+            ihl,
+            Expr::Scratch(3),
+            Expr::WireLen,
+        ];
+        let mut atoms = Atoms::with_room(2);
+        let ids: Vec<AtomId> = exprs.iter().map(|e| atoms.intern(e)).collect();
+        for (i, e) in exprs.iter().enumerate() {
+            assert_eq!(atoms.lookup(&e.clone()), ids.get(i).copied(), "{e:?}");
+            assert_eq!(atoms.intern(e), ids[i], "{e:?}");
+            for (j, other) in exprs.iter().enumerate() {
+                assert_eq!(ids[i] == ids[j], i == j, "{e:?} {other:?}");
+            }
+        }
+        assert_eq!(atoms.lookup(&Expr::load_at(16, Size::Half)), None);
+        assert_eq!(atoms.lookup(&Expr::Const(12)), None);
+    }
+
+    /// Evaluating a load at a constant offset tells that the packet holds its bytes, and
+    /// nothing else; a load at a variable offset is remembered as evaluated (its offset's
+    /// least value gives the length).
+    #[test]
+    fn an_evaluated_load_tells_the_captured_length() {
+        let mut facts = Facts::new(u32::MAX);
+        let mut env = Env::start();
+        env.note_guard(14);
+        for (e, len) in [
+            (Expr::load_at(12, Size::Half), 14),
+            (Expr::load_at(23, Size::Byte), 24),
+            (Expr::load_at(26, Size::Word), 30),
+            (Expr::load_at(2, Size::Word), 30),
+        ] {
+            let before = env.clone();
+            facts.learn_evaluated(&mut env, &e);
+            assert_eq!(env.caplen_min, len, "{e:?}");
+            assert!(env.facts.is_shared_with(&before.facts), "{e:?}: no fact learned");
+        }
+        let port = Expr::load(Expr::load_at(14, Size::Byte).and_mask(0xf).plus(14), Size::Half);
+        facts.learn_evaluated(&mut env, &port);
+        assert_eq!(env.caplen_min, 30);
+        assert!(facts.evaluated(&env, &port));
+        assert!(!facts.expr_can_abort(&env, &port));
+    }
+
+    /// What substituting a load at a constant offset keeps is what `domain` answers for that
+    /// load and no other, and a test given it learns what a test that asks again learns:
+    /// the same outcomes, the same facts on both exits.
+    #[test]
+    fn a_known_load_answers_as_asking_again() {
+        let mut facts = Facts::new(u32::MAX);
+        let ethertype = Expr::load_at(12, Size::Half);
+        let loads = [
+            ethertype.clone(),
+            Expr::load_at(12, Size::Byte),
+            Expr::load_at(13, Size::Byte),
+            Expr::load_at(12, Size::Word),
+            Expr::load_at(23, Size::Byte),
+            Expr::load_at(26, Size::Word),
+        ];
+        // Paths that know the ethertype (equal, not equal), its first byte, a guard.
+        let mut guarded = Env::start();
+        guarded.note_guard(34);
+        let mut envs = vec![Env::start(), guarded.clone()];
+        for (atom, c) in [(&ethertype, 0x800), (&loads[1], 0x86)] {
+            let learned =
+                facts.learn_cmp(&guarded, CmpOp::Eq, atom, &Expr::Const(c), None, true, true);
+            envs.extend(learned.on_true);
+            envs.extend(learned.on_false);
+        }
+        let mut decided = 0;
+        for env in &envs {
+            for (i, e) in loads.iter().enumerate() {
+                let (_, known) = facts.substitute_known(env, e.clone());
+                let known = known.expect("a load at a constant offset");
+                assert_eq!(known.domain_of(e), Some(facts.domain(env, e)), "{e:?}");
+                for (j, other) in loads.iter().enumerate() {
+                    if j != i {
+                        assert_eq!(known.domain_of(other), None, "{e:?} {other:?}");
+                    }
+                }
+                assert!(known.domain_of(&Expr::Const(0x800)).is_none());
+                for (op, c) in [(CmpOp::Eq, 0x800), (CmpOp::Ne, 0x86dd), (CmpOp::Gt, 0x85)] {
+                    let c = Expr::Const(c);
+                    let asked = facts.learn_cmp(env, op, e, &c, None, true, true);
+                    let given = facts.learn_cmp(env, op, e, &c, Some(known), true, true);
+                    assert_eq!(asked.can_be_true, given.can_be_true, "{e:?} {op:?}");
+                    assert_eq!(asked.can_be_false, given.can_be_false, "{e:?} {op:?}");
+                    decided += usize::from(asked.can_be_true != asked.can_be_false);
+                    for (a, g) in
+                        [(&asked.on_true, &given.on_true), (&asked.on_false, &given.on_false)]
+                    {
+                        let (Some(a), Some(g)) = (a, g) else { panic!("both exits asked") };
+                        assert!(a.same_as(g), "{e:?} {op:?}: {a:?} vs {g:?}");
+                    }
+                }
+            }
+        }
+        // The paths' facts decided some of the tests (the known ethertype, its bytes).
+        assert!(decided >= 6, "{decided}");
     }
 }
