@@ -294,6 +294,38 @@ fn full_lent_runs_keep_a_clean_stack_and_its_bounds_after_a_trap_in_a_call() {
     }
 }
 
+/// A run that went into a call leaves the callee's frame to be zeroed before the next run
+/// (`fire_bound` reports the depth, capped by the program's deepest frame): a callee that
+/// reads its slot before writing it finds 0 on every lent frame of the batch, never the
+/// last frame's value.
+#[test]
+fn full_lent_runs_zero_the_frame_a_call_wrote() {
+    // r0 = the callee's [r10-8] as found (0 on a clean stack) plus the frame's length + 1,
+    // which the callee then leaves in that slot.
+    let text = "
+        ldxw %r2, [%r1+0]
+        ldxw %r3, [%r1+4]
+        mov %r1, %r3
+        sub %r1, %r2
+        add %r1, 1
+        call local f
+        exit
+    f:
+        ldxdw %r0, [%r10-8]
+        stxdw [%r10-8], %r1
+        add %r0, %r1
+        exit";
+    let verified = Verified::structural(program(text)).unwrap();
+    let want: Vec<_> = frames().iter().map(|f| Ok(f.len() as u64 + 1)).collect();
+    for own_ctx in [false, true] {
+        let (seen, lent) = jit_batch_with(&verified, own_ctx);
+        assert_eq!(lent, 2 * frames().len());
+        let got: Vec<_> = seen.iter().map(|(r, _)| r.map_err(|t| t.code)).collect();
+        let want: Vec<_> = want.iter().chain(&want).copied().collect();
+        assert_eq!(got, want, "a context of the batch's own: {own_ctx}");
+    }
+}
+
 /// An environment whose map 0 a `DirectLookup` answers (`direct`: every key found) or
 /// that answers no lookup itself (the bound helper then: never found).
 struct Lookups {
