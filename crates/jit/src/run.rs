@@ -94,6 +94,10 @@ struct LeanSizes {
     observed_from: Option<usize>,
     /// `budget()`.
     budget: u64,
+    /// The deepest frame whose stack a full run may have written (`fire_bound` caps the
+    /// reported `max_depth` with it): `shape.frames - 1`, or 0 for code that never writes
+    /// the stack, whose runs leave it clean at any depth.
+    deepest: u64,
     /// What a lean run zeroes when the stack is clean below `written_from`: the observed
     /// slots' lowest byte, or without that list all a run may write (`written_from`;
     /// the stack's length for code that never writes it: nothing).
@@ -348,6 +352,7 @@ impl JitProgram {
             written_from,
             observed_from,
             budget: self.budget(),
+            deepest: if self.writes_stack { self.shape.frames.saturating_sub(1) } else { 0 },
             steady_from: observed_from.map_or(written_from, |from| from.max(written_from)),
         }
     }
@@ -935,18 +940,24 @@ impl JitProgram {
         run.env = None;
         run.value.clear();
 
-        let max_depth = run.max_depth.min(self.shape.frames.saturating_sub(1));
+        // The outcome's words from what was worked out at compile time (`LeanSizes`), not
+        // recomputed per run (issue 11: per lent frame, bench/records/2026-11-30-runtime-24.txt).
+        let max_depth = run.max_depth.min(self.sizes.deepest);
         // Every caller `prepare`d the cache for this program, so a depth-0 run's answer is
-        // the one worked out at compile time for this stack's length (`lean_written_from`).
-        cache.dirty_from = if max_depth == 0 || !self.writes_stack {
+        // the one worked out at compile time for this stack's length (`lean_written_from`);
+        // so is that of code that never writes the stack (`deepest` 0).
+        cache.dirty_from = if max_depth == 0 {
             self.sizes.written_from
         } else {
             usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0)
         };
-        if let Some(payload) = run.panic.take() {
-            std::panic::resume_unwind(payload);
+        // Tested before taken: a run whose helpers did not panic writes nothing here.
+        if run.panic.is_some() {
+            if let Some(payload) = run.panic.take() {
+                std::panic::resume_unwind(payload);
+            }
         }
-        let budget = self.budget();
+        let budget = self.sizes.budget;
         let outcome = self.outcome(run, value);
         cache.executed = match outcome {
             Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,

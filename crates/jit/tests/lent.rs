@@ -282,16 +282,45 @@ fn full_lent_runs_keep_a_clean_stack_and_its_bounds_after_a_trap_in_a_call() {
             n => Ok(n as u64 + 1),
         })
         .collect();
+    assert_full_lent(&verified, &want);
+}
+
+/// Both lent batches of `jit_batch_with` (over the batch's context, and over one of its own
+/// every other frame) lend every frame, leave it unchanged and give `want` per frame.
+fn assert_full_lent(verified: &Verified, want: &[Result<u64, TrapCode>]) {
     for own_ctx in [false, true] {
-        let (seen, lent) = jit_batch_with(&verified, own_ctx);
+        let (seen, lent) = jit_batch_with(verified, own_ctx);
         assert_eq!(lent, 2 * frames().len());
         let got: Vec<_> = seen.iter().map(|(r, _)| r.map_err(|t| t.code)).collect();
-        let want: Vec<_> = want.iter().chain(&want).copied().collect();
+        let want: Vec<_> = want.iter().chain(want).copied().collect();
         assert_eq!(got, want, "a context of the batch's own: {own_ctx}");
         for ((_, packet), frame) in seen.iter().zip(frames().iter().cycle()) {
             assert_eq!(packet, frame, "the lent frame changed");
         }
     }
+}
+
+/// A run that went into a call leaves the callee's frame to be zeroed before the next run
+/// (`fire_bound` reports the depth, capped by the program's deepest frame): a callee that
+/// reads its slot before writing it finds 0 on every lent frame of the batch, never the
+/// last frame's value.
+#[test]
+fn full_lent_runs_zero_the_frame_a_call_wrote() {
+    // r0 = the callee's [r10-8] as found (0 on a clean stack) plus the frame's data_end,
+    // which the callee then leaves in that slot.
+    let text = "
+        ldxw %r1, [%r1+4]
+        call local f
+        exit
+    f:
+        ldxdw %r0, [%r10-8]
+        stxdw [%r10-8], %r1
+        add %r0, %r1
+        exit";
+    let verified = Verified::structural(program(text)).unwrap();
+    let data_end = |f: &Vec<u8>| weir_program::exec::guest::PACKET_BASE + f.len() as u64;
+    let want: Vec<_> = frames().iter().map(|f| Ok(data_end(f))).collect();
+    assert_full_lent(&verified, &want);
 }
 
 /// An environment whose map 0 a `DirectLookup` answers (`direct`: every key found) or
