@@ -878,6 +878,86 @@ mod tests {
     use super::*;
     use crate::ir::Size;
 
+    /// The fact lists' copy on write: setting, adding, joining and dropping facts give what a
+    /// plain sorted map gives, on lists shared with other environments (which keep theirs)
+    /// and on lists of their own, up to the cap.
+    #[test]
+    fn fact_lists_change_as_a_map_does() {
+        use std::collections::BTreeMap;
+        type Model = BTreeMap<AtomId, Domain>;
+        let listed = |env: &Env| env.facts.as_slice().to_vec();
+        let modelled = |m: &Model| m.iter().map(|(&a, &d)| (a, d)).collect::<Vec<_>>();
+        let mut seed = 0x2545_f491_u64;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let mut envs = vec![(Env::start(), Model::new())];
+        for _ in 0..20_000 {
+            let k = usize::try_from(next(envs.len() as u64)).unwrap_or(0);
+            // Half the steps change a copy (its list shared), half the environment itself
+            // (its list its own unless a copy made before shares it).
+            let own = next(2) == 0;
+            let (mut env, mut model) = if own {
+                std::mem::replace(&mut envs[k], (Env::start(), Model::new()))
+            } else {
+                envs[k].clone()
+            };
+            let id = u32::try_from(next(64)).unwrap_or(0);
+            let lo = u32::try_from(next(8)).unwrap_or(0);
+            let d = Domain::range(lo, lo + u32::try_from(next(4)).unwrap_or(0));
+            // Mostly sets, so that lists reach the cap.
+            match next(16) {
+                0..=12 => {
+                    env.set(id, d);
+                    if model.contains_key(&id) || model.len() < FACT_CAP {
+                        model.insert(id, d);
+                    }
+                }
+                13 | 14 => {
+                    let j = usize::try_from(next(envs.len() as u64)).unwrap_or(0);
+                    let (other, theirs) = &envs[j];
+                    env.join_with(other);
+                    model = model
+                        .iter()
+                        .filter_map(|(a, &da)| theirs.get(a).map(|&db| (*a, da.join(db))))
+                        .collect();
+                }
+                _ => {
+                    let m = u32::try_from(next(7)).unwrap_or(0) + 2;
+                    env.facts.remove_if(|a| a % m == 0);
+                    model.retain(|a, _| a % m != 0);
+                }
+            }
+            assert_eq!(listed(&env), modelled(&model));
+            for (other, theirs) in &envs {
+                assert_eq!(listed(other), modelled(theirs), "a shared list changed");
+            }
+            if own || next(2) == 0 {
+                envs[k] = (env, model);
+            } else if envs.len() < 64 {
+                envs.push((env, model));
+            } else {
+                envs[k] = (env, model);
+            }
+        }
+        // At the cap: a new atom is dropped, a known one still changes (on a shared list).
+        let mut full = Env::start();
+        let cap = u32::try_from(FACT_CAP).unwrap_or(0);
+        for id in 0..cap + 3 {
+            full.set(id, Domain::exact(id));
+        }
+        let copy = full.clone();
+        full.set(cap + 4, Domain::exact(1));
+        full.set(5, Domain::exact(9));
+        let want: Vec<_> =
+            (0..cap).map(|id| (id, Domain::exact(if id == 5 { 9 } else { id }))).collect();
+        assert_eq!(listed(&full), want);
+        assert_eq!(copy.get(5), Some(Domain::exact(5)));
+    }
+
     /// The bottom-up walk of [`Facts::substituted`] answers what the queries it stands in for
     /// answer, on expressions with facts about themselves and their parts, and gives the
     /// value of an expression it knows.
