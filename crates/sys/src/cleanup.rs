@@ -192,12 +192,7 @@ impl Drop for StopGuard {
     fn drop(&mut self) {
         // The signals that were ignored go back to ignored first: once the flag is gone
         // the handler would end the process on them.
-        for (signal, previous) in state().forced.drain(..) {
-            // SAFETY: `previous` is the action the kernel reported for this signal.
-            unsafe {
-                libc::sigaction(signal, &previous, ptr::null_mut());
-            }
-        }
+        put_back(&mut state().forced);
         let raw = STOP.swap(ptr::null_mut(), Ordering::SeqCst);
         {
             let mut state = state();
@@ -273,7 +268,12 @@ fn take_over(signal: c_int) -> Option<libc::sigaction> {
 
 /// Puts back the actions the signals had before [`install`].
 fn restore(state: &mut State) {
-    for (signal, previous) in state.installed.drain(..) {
+    put_back(&mut state.installed);
+}
+
+/// Gives each signal of `actions` back the action kept with it, and empties the list.
+fn put_back(actions: &mut Vec<(c_int, libc::sigaction)>) {
+    for (signal, previous) in actions.drain(..) {
         // SAFETY: `previous` is the action the kernel reported for this signal.
         unsafe {
             libc::sigaction(signal, &previous, ptr::null_mut());
