@@ -176,15 +176,7 @@ pub fn stop_on_signal(flag: Arc<AtomicBool>) -> io::Result<StopGuard> {
     if state.registered == 1 {
         install(&mut state);
     }
-    for signal in STOP_SIGNALS {
-        match current(signal) {
-            Some(old) if old.sa_sigaction == libc::SIG_IGN => {}
-            _ => continue,
-        }
-        if let Some(previous) = take_over(signal) {
-            state.forced.push((signal, previous));
-        }
-    }
+    take_over_each(&STOP_SIGNALS, libc::SIG_IGN, &mut state.forced);
     Ok(StopGuard { _private: () })
 }
 
@@ -233,13 +225,23 @@ fn current(signal: c_int) -> Option<libc::sigaction> {
 
 /// Installs the handler for each signal that has the default action.
 fn install(state: &mut State) {
-    for signal in SIGNALS {
+    take_over_each(&SIGNALS, libc::SIG_DFL, &mut state.installed);
+}
+
+/// [`take_over`] each of `signals` whose action is now `disposition`, keeping in `taken`
+/// each one taken with the action it had.
+fn take_over_each(
+    signals: &[c_int],
+    disposition: libc::sighandler_t,
+    taken: &mut Vec<(c_int, libc::sigaction)>,
+) {
+    for &signal in signals {
         match current(signal) {
-            Some(old) if old.sa_sigaction == libc::SIG_DFL => {}
+            Some(old) if old.sa_sigaction == disposition => {}
             _ => continue,
         }
         if let Some(previous) = take_over(signal) {
-            state.installed.push((signal, previous));
+            taken.push((signal, previous));
         }
     }
 }
