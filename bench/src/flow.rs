@@ -29,7 +29,9 @@
 //!   beside the classifier, for 1 and 16 masks x 1,000 rules; and a rule insert through the
 //!   map-update syscall into the kernel's table maps.
 //! - **end to end**: `weir flow run` over a generated 1M-packet capture, medians of 3
-//!   runs, wall and CPU time.
+//!   runs, wall and CPU time; with `--xdp`, `weir run` of the emitted object and `weir flow
+//!   run` over the same capture beside the kernel's way of doing it (the object's maps
+//!   filled and its program loaded, then `BPF_PROG_TEST_RUN` packet by packet; root).
 //!
 //! Every configuration's verdicts are checked against the reference (on a sample of the
 //! packets) before it is timed.
@@ -646,11 +648,17 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
 /// The end-to-end rows' workload, written to a fresh directory under `tag`: 1,000 rules over
 /// 16 masks (`rules.txt`), `args.e2e_packets` frames that hit them (`flow.pcap`), and the
 /// weir binary to run.
-fn e2e_workload(
-    args: &FlowArgs,
-    tag: &str,
-) -> Result<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf, std::path::PathBuf), String>
-{
+struct E2eWorkload {
+    dir: std::path::PathBuf,
+    rules_path: std::path::PathBuf,
+    cap: std::path::PathBuf,
+    weir: std::path::PathBuf,
+    /// The rule set and the capture's frames, for the in-process kernel row.
+    set: RuleSet,
+    frames: Vec<Vec<u8>>,
+}
+
+fn e2e_workload(args: &FlowArgs, tag: &str) -> Result<E2eWorkload, String> {
     let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let (set, specs) = rules(1000, 16, 31)?;
@@ -659,11 +667,11 @@ fn e2e_workload(
     let cap = dir.join("flow.pcap");
     let frames = packets(&specs, args.e2e_packets, 3);
     let pk: Vec<weir_testkit::Packet> = frames
-        .into_iter()
+        .iter()
         .enumerate()
         .map(|(i, data)| weir_testkit::Packet {
             wire_len: data.len() as u32,
-            data,
+            data: data.clone(),
             ts_sec: 1_700_000_000 + (i / 1_000_000) as u32,
             ts_usec: (i % 1_000_000) as u32,
             description: String::new(),
@@ -674,11 +682,11 @@ fn e2e_workload(
     let weir = args.weir.clone().unwrap_or_else(|| {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/weir")
     });
-    Ok((dir, rules_path, cap, weir))
+    Ok(E2eWorkload { dir, rules_path, cap, weir, set, frames })
 }
 
 fn e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
-    let (dir, rules_path, cap, weir) = e2e_workload(args, "weir-bench-flow")?;
+    let E2eWorkload { dir, rules_path, cap, weir, .. } = e2e_workload(args, "weir-bench-flow")?;
     // Median of 3 runs each, wall and CPU (user + system) time: on a shared machine the
     // wall time of a 2-worker run says more about the other processes than about weir.
     for workers in [1, 2] {
@@ -812,10 +820,40 @@ fn xdp_rows(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
     Ok(())
 }
 
+/// The kernel's end-to-end figure for the XDP datapath: what a user without weir runs to
+/// put a capture through the program, its maps created and filled and the program loaded
+/// (each run), then every frame through `BPF_PROG_TEST_RUN` once; every verdict must be the
+/// drop the rules give. Median wall seconds of `rounds` runs.
+fn kernel_e2e(set: &RuleSet, frames: &[Vec<u8>], rounds: usize) -> Result<f64, String> {
+    use weir::flow::xdp::{self, XdpOptions};
+    use weir_testkit::kernel_object;
+    let mut walls = Vec::new();
+    for _ in 0..rounds.max(1) {
+        let start = Instant::now();
+        let dp = xdp::compile(set, XdpOptions::default()).map_err(|e| e.to_string())?;
+        let specs = dp.program.maps();
+        let maps = kernel_object::create_maps(specs.iter().map(|s| (s, None)))?;
+        for (name, key, value) in dp.entries.iter().filter(|e| e.0 != xdp::DEVS_MAP) {
+            let i = specs.iter().position(|m| &m.name == name).ok_or("no map")?;
+            maps[i].update(Some(key), value, 0).map_err(|e| format!("{name}: {e}"))?;
+        }
+        let prog = kernel_object::load(&dp.program, &maps)?;
+        for (i, f) in frames.iter().enumerate() {
+            let got = prog.test_run(f, 1).map_err(|e| format!("test run: {e}"))?.retval;
+            if got != 1 {
+                return Err(format!("kernel: packet {i}: verdict {got}, the rules drop it"));
+            }
+        }
+        walls.push(start.elapsed().as_secs_f64());
+    }
+    Ok(median(walls))
+}
+
 /// End to end: `weir run FLOW.o -r CAP` (the emitted object on weir's runtime) beside
 /// `weir flow run RULES -r CAP` (the classifier), the same capture, verdict lines compared.
 fn xdp_e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
-    let (dir, rules_path, cap, weir) = e2e_workload(args, "weir-bench-flow-xdp")?;
+    let E2eWorkload { dir, rules_path, cap, weir, set, frames } =
+        e2e_workload(args, "weir-bench-flow-xdp")?;
     let obj = dir.join("flow.o");
     let st = std::process::Command::new(&weir)
         .args(["flow", "compile"])
@@ -871,6 +909,18 @@ fn xdp_e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
         b,
         b * 1e9 / n
     ));
+    match weir_sys::kernel::available() {
+        Err(why) => log.line(format!("  kernel, packet by packet: SKIPPED ({why})")),
+        Ok(()) => {
+            let k = kernel_e2e(&set, &frames, args.rounds.min(3))?;
+            log.line(format!(
+                "  kernel: the same program and table entries loaded, BPF_PROG_TEST_RUN packet by packet (in process, load included) {k:.3} s ({:.0} ns/packet); weir flow run {:.2}x, weir run flow.o {:.2}x faster",
+                k * 1e9 / n,
+                k / b,
+                k / a
+            ));
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
