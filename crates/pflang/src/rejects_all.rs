@@ -33,6 +33,7 @@
 //! reject all" (the filter is kept: it means the same either way).
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
@@ -249,17 +250,22 @@ impl<'g> Values<'g> {
     }
 
     fn number(&mut self, e: Cow<'g, Expr>) -> ValueId {
-        if let Some(&id) = self.ids.get(&*e) {
-            return id;
-        }
+        // One hash and probe per value, found or new (a lookup then an insert hashed a new
+        // value's tree twice: most values a check meets are new).
         let id = self.exprs.len();
-        self.constant.push(match *e {
-            Expr::Const(c) => Some(c),
-            _ => None,
-        });
-        self.exprs.push(e.clone());
-        self.ids.insert(e, id);
-        id
+        match self.ids.entry(e) {
+            Entry::Occupied(known) => *known.get(),
+            Entry::Vacant(new) => {
+                let e = new.key().clone();
+                new.insert(id);
+                self.constant.push(match *e {
+                    Expr::Const(c) => Some(c),
+                    _ => None,
+                });
+                self.exprs.push(e);
+                id
+            }
+        }
     }
 
     fn constant(&self, id: ValueId) -> Option<u32> {
@@ -398,13 +404,17 @@ impl Paths {
 
     /// The number of `facts` extended by `test`'s `outcome` (`None` past `u32` entries).
     fn extend(&mut self, facts: FactsId, test: Test, outcome: bool) -> Option<FactsId> {
-        if let Some(&id) = self.ids.get(&(facts, test, outcome)) {
-            return Some(id);
+        // (one hash and probe, found or new, as in `Values::number`)
+        match self.ids.entry((facts, test, outcome)) {
+            Entry::Occupied(known) => Some(*known.get()),
+            Entry::Vacant(new) => {
+                let id =
+                    FactsId::try_from(self.entries.len()).ok().filter(|&id| id != Self::EMPTY)?;
+                new.insert(id);
+                self.entries.push((facts, test, outcome));
+                Some(id)
+            }
         }
-        let id = FactsId::try_from(self.entries.len()).ok().filter(|&id| id != Self::EMPTY)?;
-        self.entries.push((facts, test, outcome));
-        self.ids.insert((facts, test, outcome), id);
-        Some(id)
     }
 
     /// The outcome of `test` libpcap's first pass knows on a path that learnt `facts`, if
