@@ -233,8 +233,6 @@ type ValueId = usize;
 /// hashing the trees of every path state was most of the check's time (issue 13).
 struct Values<'g> {
     exprs: Vec<Cow<'g, Expr>>,
-    /// Per number: the constant when the expression is one.
-    constant: Vec<Option<u32>>,
     ids: HashMap<Cow<'g, Expr>, ValueId, BuildHasherDefault<FastHasher>>,
 }
 
@@ -244,7 +242,6 @@ impl<'g> Values<'g> {
     fn with_capacity(n: usize) -> Values<'g> {
         Values {
             exprs: Vec::with_capacity(n),
-            constant: Vec::with_capacity(n),
             ids: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
         }
     }
@@ -258,18 +255,19 @@ impl<'g> Values<'g> {
             Entry::Vacant(new) => {
                 let e = new.key().clone();
                 new.insert(id);
-                self.constant.push(match *e {
-                    Expr::Const(c) => Some(c),
-                    _ => None,
-                });
                 self.exprs.push(e);
                 id
             }
         }
     }
 
+    /// The constant value `id` numbers, if it is one (read from the expression: a table of
+    /// them beside it was one more allocation per check, issue 13).
     fn constant(&self, id: ValueId) -> Option<u32> {
-        self.constant.get(id).copied().flatten()
+        match self.exprs.get(id).map(AsRef::as_ref) {
+            Some(Expr::Const(c)) => Some(*c),
+            _ => None,
+        }
     }
 
     /// `e` with every scratch slot read replaced by what `state`'s path stored there
