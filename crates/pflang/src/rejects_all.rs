@@ -33,6 +33,7 @@
 //! reject all" (the filter is kept: it means the same either way).
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
@@ -60,7 +61,8 @@ const GRAPH_ROOM: usize = 32;
 pub fn rejects_all(filter: &Filter) -> bool {
     // Room for an everyday filter's graph (`host 10.0.0.1 and udp` is 20 nodes, `port 22` 25):
     // growing the node table from empty, a copy at each doubling, was a share of the check.
-    let mut graph = Graph { nodes: Vec::with_capacity(GRAPH_ROOM) };
+    let mut graph =
+        Graph { nodes: Vec::with_capacity(GRAPH_ROOM), distance: Vec::with_capacity(GRAPH_ROOM) };
     let accept = graph.push(Node::Accept);
     let reject = graph.push(Node::Reject);
     let Some(root) = graph.build(&filter.pred, accept, reject, 0) else {
@@ -80,10 +82,8 @@ pub fn rejects_all(filter: &Filter) -> bool {
     {
         return false;
     }
-    let distance = graph.distances_to(accept);
     let mut walk = Walk {
         graph: &graph,
-        distance,
         steps: 0,
         // Room for a small filter's walk from the start: growing these tables step by
         // step was a share of the check's time (issue 13).
@@ -134,77 +134,35 @@ enum Node<'a> {
 
 struct Graph<'a> {
     nodes: Vec<Node<'a>>,
+    /// Per node, its fewest steps to the accepting exit over the graph's edges, whatever
+    /// the tests give ([`UNREACHABLE`] when no edge path leads there; see [`Graph::push`]).
+    distance: Vec<u32>,
 }
 
 /// The distance of a node nothing connects to the accepting exit.
 const UNREACHABLE: u32 = u32::MAX;
 
 impl<'a> Graph<'a> {
-    /// Each node's fewest steps to `accept` over the graph's edges, whatever the tests
-    /// give ([`UNREACHABLE`] when no edge path leads there): a breadth-first walk back from
-    /// `accept`, linear in the graph.
-    fn distances_to(&self, accept: NodeId) -> Vec<u32> {
-        // The predecessors of every node in one array (each node's run found by an offset),
-        // not a vector per node: the graph is built and walked for every compile, and a
-        // small filter's per-node allocations were a measurable share of the check.
-        let targets = |node: &Node<'_>| match node {
-            Node::Test { t, f, .. } => [Some(*t), Some(*f)],
-            Node::Store { next, .. } => [Some(*next), None],
-            Node::Accept | Node::Reject => [None, None],
-        };
-        let n = self.nodes.len();
-        let mut start = vec![0usize; n + 1];
-        for node in &self.nodes {
-            for to in targets(node).into_iter().flatten() {
-                if let Some(count) = start.get_mut(to + 1) {
-                    *count += 1;
-                }
-            }
-        }
-        for i in 0..n {
-            let before = start.get(i).copied().unwrap_or(0);
-            if let Some(count) = start.get_mut(i + 1) {
-                *count += before;
-            }
-        }
-        let mut fill = start.clone();
-        let mut from_list = vec![0; start.get(n).copied().unwrap_or(0)];
-        for (from, node) in self.nodes.iter().enumerate() {
-            for to in targets(node).into_iter().flatten() {
-                if let Some(at) = fill.get_mut(to) {
-                    if let Some(slot) = from_list.get_mut(*at) {
-                        *slot = from;
-                    }
-                    *at += 1;
-                }
-            }
-        }
-        let into = |node: NodeId| -> &[NodeId] {
-            let (lo, hi) = (start.get(node).copied(), start.get(node + 1).copied());
-            lo.zip(hi).and_then(|(lo, hi)| from_list.get(lo..hi)).unwrap_or_default()
-        };
-        let mut distance = vec![UNREACHABLE; self.nodes.len()];
-        let mut queue = std::collections::VecDeque::new();
-        if let Some(d) = distance.get_mut(accept) {
-            *d = 0;
-            queue.push_back(accept);
-        }
-        while let Some(node) = queue.pop_front() {
-            let next = distance.get(node).map_or(UNREACHABLE, |d| d.saturating_add(1));
-            for &from in into(node) {
-                if let Some(d) = distance.get_mut(from) {
-                    if *d == UNREACHABLE {
-                        *d = next;
-                        queue.push_back(from);
-                    }
-                }
-            }
-        }
-        distance
-    }
-
+    /// Adds `node`, with its distance to the accepting exit. The graph is built from its
+    /// exits backwards: every edge leads to a node pushed before (a test's exits, a
+    /// store's next, are built first), so the fewest steps from `node` are one more than
+    /// its nearer target's, known already: the same distances as a breadth-first walk
+    /// back from the exit, without the walk (its predecessor lists and queue were a
+    /// fifth of a small filter's check, issue 13). A target not pushed yet (none is, by
+    /// construction) is taken as reaching the exit: that only explores more.
     fn push(&mut self, node: Node<'a>) -> NodeId {
+        let target = |to: NodeId| match self.distance.get(to) {
+            Some(d) => d.saturating_add(1),
+            None => 1,
+        };
+        let distance = match &node {
+            Node::Accept => 0,
+            Node::Reject => UNREACHABLE,
+            Node::Test { t, f, .. } => target(*t).min(target(*f)),
+            Node::Store { next, .. } => target(*next),
+        };
         self.nodes.push(node);
+        self.distance.push(distance);
         self.nodes.len() - 1
     }
 
@@ -275,8 +233,6 @@ type ValueId = usize;
 /// hashing the trees of every path state was most of the check's time (issue 13).
 struct Values<'g> {
     exprs: Vec<Cow<'g, Expr>>,
-    /// Per number: the constant when the expression is one.
-    constant: Vec<Option<u32>>,
     ids: HashMap<Cow<'g, Expr>, ValueId, BuildHasherDefault<FastHasher>>,
 }
 
@@ -286,27 +242,32 @@ impl<'g> Values<'g> {
     fn with_capacity(n: usize) -> Values<'g> {
         Values {
             exprs: Vec::with_capacity(n),
-            constant: Vec::with_capacity(n),
             ids: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
         }
     }
 
     fn number(&mut self, e: Cow<'g, Expr>) -> ValueId {
-        if let Some(&id) = self.ids.get(&*e) {
-            return id;
-        }
+        // One hash and probe per value, found or new (a lookup then an insert hashed a new
+        // value's tree twice: most values a check meets are new).
         let id = self.exprs.len();
-        self.constant.push(match *e {
-            Expr::Const(c) => Some(c),
-            _ => None,
-        });
-        self.exprs.push(e.clone());
-        self.ids.insert(e, id);
-        id
+        match self.ids.entry(e) {
+            Entry::Occupied(known) => *known.get(),
+            Entry::Vacant(new) => {
+                let e = new.key().clone();
+                new.insert(id);
+                self.exprs.push(e);
+                id
+            }
+        }
     }
 
+    /// The constant value `id` numbers, if it is one (read from the expression: a table of
+    /// them beside it was one more allocation per check, issue 13).
     fn constant(&self, id: ValueId) -> Option<u32> {
-        self.constant.get(id).copied().flatten()
+        match self.exprs.get(id).map(AsRef::as_ref) {
+            Some(Expr::Const(c)) => Some(*c),
+            _ => None,
+        }
     }
 
     /// `e` with every scratch slot read replaced by what `state`'s path stored there
@@ -441,13 +402,17 @@ impl Paths {
 
     /// The number of `facts` extended by `test`'s `outcome` (`None` past `u32` entries).
     fn extend(&mut self, facts: FactsId, test: Test, outcome: bool) -> Option<FactsId> {
-        if let Some(&id) = self.ids.get(&(facts, test, outcome)) {
-            return Some(id);
+        // (one hash and probe, found or new, as in `Values::number`)
+        match self.ids.entry((facts, test, outcome)) {
+            Entry::Occupied(known) => Some(*known.get()),
+            Entry::Vacant(new) => {
+                let id =
+                    FactsId::try_from(self.entries.len()).ok().filter(|&id| id != Self::EMPTY)?;
+                new.insert(id);
+                self.entries.push((facts, test, outcome));
+                Some(id)
+            }
         }
-        let id = FactsId::try_from(self.entries.len()).ok().filter(|&id| id != Self::EMPTY)?;
-        self.entries.push((facts, test, outcome));
-        self.ids.insert((facts, test, outcome), id);
-        Some(id)
     }
 
     /// The outcome of `test` libpcap's first pass knows on a path that learnt `facts`, if
@@ -493,15 +458,14 @@ impl Paths {
     }
 }
 
+/// The walk reads the graph's distances to the accepting exit ([`Graph::distance`]):
+/// successors that cannot reach it are not explored (whatever the facts, they cannot
+/// accept), and of two successors the nearer is explored first, so an accepting path, when
+/// there is one, is usually the first path tried (a long list of alternatives, each of which
+/// can accept, is otherwise explored to its end along every branch before the first
+/// alternative's other outcome).
 struct Walk<'g, 'a> {
     graph: &'g Graph<'a>,
-    /// [`Graph::distances_to`] the accepting exit: successors that cannot reach it are not
-    /// explored (whatever the facts, they cannot accept), and of two successors the nearer
-    /// is explored first, so an accepting path, when there is one, is usually the first
-    /// path tried (a long list of alternatives, each of which can accept, is otherwise
-    /// explored to its end along every branch before the first alternative's other
-    /// outcome).
-    distance: Vec<u32>,
     steps: usize,
     /// The (node, facts) pairs explored in this walk.
     seen: HashSet<(NodeId, FactsId), BuildHasherDefault<FastHasher>>,
@@ -600,7 +564,7 @@ impl<'g> Walk<'g, '_> {
     }
 
     fn distance_of(&self, node: NodeId) -> u32 {
-        self.distance.get(node).copied().unwrap_or(UNREACHABLE)
+        self.graph.distance.get(node).copied().unwrap_or(UNREACHABLE)
     }
 
     fn reaches(&self, node: NodeId) -> bool {
@@ -657,5 +621,83 @@ fn compare(op: CmpOp, a: u32, b: u32) -> bool {
         CmpOp::Lt => a < b,
         CmpOp::Le => a <= b,
         CmpOp::Set => a & b != 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::NameDb;
+    use crate::{lower, parse, LinkType, Options};
+    use weir_testkit::filter_gen::FilterGen;
+
+    /// Each node's fewest steps to `accept`, by relaxing every edge until nothing changes:
+    /// slow, and right whatever order the nodes were pushed in.
+    fn relaxed(graph: &Graph<'_>, accept: NodeId) -> Vec<u32> {
+        let mut distance = vec![UNREACHABLE; graph.nodes.len()];
+        distance[accept] = 0;
+        loop {
+            let mut changed = false;
+            for (i, node) in graph.nodes.iter().enumerate() {
+                let targets = match node {
+                    Node::Test { t, f, .. } => vec![*t, *f],
+                    Node::Store { next, .. } => vec![*next],
+                    Node::Accept | Node::Reject => vec![],
+                };
+                for to in targets {
+                    let through = distance[to].saturating_add(1);
+                    if through < distance[i] {
+                        distance[i] = through;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return distance;
+            }
+        }
+    }
+
+    /// The distances set as nodes are pushed ([`Graph::push`]) against [`relaxed`], on
+    /// random filter IR and on lowered expressions; the graphs must show nodes far from the
+    /// exit and nodes cut off from it, or the check proved little.
+    #[test]
+    fn pushed_distances_are_the_fewest_steps_to_accept() {
+        let check = |pred: &Pred, far: &mut usize, cut_off: &mut usize| -> bool {
+            let mut graph = Graph { nodes: Vec::new(), distance: Vec::new() };
+            let accept = graph.push(Node::Accept);
+            let reject = graph.push(Node::Reject);
+            if graph.build(pred, accept, reject, 0).is_none() {
+                return false;
+            }
+            assert_eq!(graph.distance, relaxed(&graph, accept), "{pred}");
+            *far += graph.distance.iter().filter(|&&d| d > 2 && d != UNREACHABLE).count();
+            *cut_off += graph.distance.iter().skip(2).filter(|&&d| d == UNREACHABLE).count();
+            true
+        };
+        let (mut far, mut cut_off, mut graphs) = (0, 0, 0);
+        let mut gen = FilterGen::new(0x22_d15);
+        for _ in 0..4_000 {
+            graphs += usize::from(check(&gen.filter().pred, &mut far, &mut cut_off));
+        }
+        let names = NameDb::builtin();
+        for expr in [
+            "host 10.0.0.1 and udp",
+            "port 22",
+            "tcp[tcpflags] & tcp-syn != 0",
+            "not (tcp or udp) and ip",
+            "portrange 100-200 or icmp",
+            "ip and not ip",
+            "vlan and (host 10.0.0.1 or port 53)",
+        ] {
+            let ast = parse(expr).expect(expr);
+            let filter =
+                lower(ast.as_ref(), &Options::new(LinkType::Ethernet), &names).expect(expr);
+            graphs += usize::from(check(&filter.pred, &mut far, &mut cut_off));
+        }
+        println!(
+            "{graphs} graphs, {far} nodes more than two steps from the exit, {cut_off} cut off"
+        );
+        assert!(graphs > 2_000 && far > 1_000 && cut_off > 100, "{graphs} {far} {cut_off}");
     }
 }

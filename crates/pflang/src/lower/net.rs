@@ -420,7 +420,10 @@ impl Lowerer<'_> {
         match q.proto {
             None => {
                 let ip = Qualifiers { proto: Some(Proto::Ip), ..q };
-                let mut tests = vec![self.host_v4(addr, mask, ip, site)?];
+                // Room for the three tests at once (a list of one grew to four: a second
+                // allocation for every `host`, issue 13).
+                let mut tests = Vec::with_capacity(3);
+                tests.push(self.host_v4(addr, mask, ip, site)?);
                 if self.mpls_depth == 0 {
                     for p in [Proto::Arp, Proto::Rarp] {
                         tests.push(self.host_v4(
