@@ -1150,18 +1150,23 @@ impl JitProgram {
     fn settle(&self, cache: &mut Cache, exit: Exit) -> Result<RunOutcome, Trap> {
         // A plain return, the lean run's only one, from the two return registers, tested
         // inline; the traps' and helpers' decoding stays out of the callers' loops.
-        if let Some(remaining) = exit.plain_remaining() {
-            cache.executed = self.sizes.budget.wrapping_sub(remaining);
-            return Ok(RunOutcome { r0: exit.value, executed: cache.executed });
-        }
-        self.settle_other(cache, exit.value)
+        // Only `r0` is merged with the other exits' (a register): merging whole outcomes
+        // put the plain one through a stack slot, stored and loaded back every run.
+        let r0 = match exit.plain_remaining() {
+            Some(remaining) => {
+                cache.executed = self.sizes.budget.wrapping_sub(remaining);
+                exit.value
+            }
+            None => self.settle_other(cache, exit.value)?,
+        };
+        Ok(RunOutcome { r0, executed: cache.executed })
     }
 
     /// [`JitProgram::settle`] of an exit that is not a plain return: what it was, and the
-    /// budget left, are in the run state.
+    /// budget left, are in the run state. Sets `cache.executed`.
     #[cold]
     #[inline(never)]
-    fn settle_other(&self, cache: &mut Cache, value: u64) -> Result<RunOutcome, Trap> {
+    fn settle_other(&self, cache: &mut Cache, value: u64) -> Result<u64, Trap> {
         let run = cache.state.get();
         let outcome = self.outcome_other(run, value);
         let budget = self.sizes.budget;
@@ -1169,7 +1174,7 @@ impl JitProgram {
             Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
             _ => budget.wrapping_sub(run.remaining),
         };
-        outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+        outcome
     }
 
     /// The result of an exit that is not a plain return, from the run state's words.
