@@ -178,23 +178,24 @@ impl Abi {
         sig
     }
 
-    /// Whether the C calling convention returns a two-word `#[repr(C)]` struct in the two
-    /// return registers, as Cranelift returns two values (else through memory: Windows,
-    /// s390x).
-    fn two_registers(&self) -> bool {
-        cfg!(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))
-            && matches!(self.call_conv, CallConv::SystemV | CallConv::AppleAarch64)
+    /// `params` words in, a two-word `#[repr(C)]` struct out in the two return registers,
+    /// as Cranelift returns two values; `None` where the C calling convention returns such
+    /// a struct otherwise (through memory: Windows, s390x).
+    fn two_words_out(&self, params: usize) -> Option<Signature> {
+        let two_registers = cfg!(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))
+            && matches!(self.call_conv, CallConv::SystemV | CallConv::AppleAarch64);
+        if !two_registers {
+            return None;
+        }
+        let mut sig = self.signature(params);
+        sig.returns.push(AbiParam::new(types::I64));
+        Some(sig)
     }
 
     /// The compiled program: `fn(state, r1, r2) -> Exit`, or `None` on a host that returns
     /// [`Exit`] through memory.
     pub(crate) fn entry(&self) -> Option<Signature> {
-        if !self.two_registers() {
-            return None;
-        }
-        let mut sig = self.signature(3);
-        sig.returns.push(AbiParam::new(types::I64));
-        Some(sig)
+        self.two_words_out(3)
     }
 
     /// `state::call_helper`: `fn(state, id, r1, r2, r3, r4, r5) -> u64`.
@@ -203,15 +204,9 @@ impl Abi {
     }
 
     /// A map's `DirectLookup::find`: `fn(map, cpu, w0, w1) -> FoundElem`, the element and
-    /// the value's host address in the two return registers. `None` where the C calling
-    /// convention returns a two-word struct otherwise (through memory: Windows, s390x).
+    /// the value's host address in the two return registers (`None`: see `two_words_out`).
     pub(crate) fn direct_find(&self) -> Option<Signature> {
-        if !self.two_registers() {
-            return None;
-        }
-        let mut sig = self.signature(4);
-        sig.returns.push(AbiParam::new(types::I64));
-        Some(sig)
+        self.two_words_out(4)
     }
 
     /// `state::check_store`: `fn(state, addr, size) -> u64`.
@@ -245,7 +240,7 @@ impl NativeCode {
         // SAFETY: `start` is the function just finalized, compiled with the signature
         // `Abi::entry` in the host's default (C) calling convention: a pointer and two
         // 64-bit parameters, two 64-bit results in the two return registers, which is how
-        // that convention returns `Exit` (`#[repr(C)]`, two `u64`: `Abi::two_registers`),
+        // that convention returns `Exit` (`#[repr(C)]`, two `u64`: `Abi::two_words_out`),
         // exactly `EntryFn`. `memory` keeps it mapped read-execute for as long as this
         // value, which owns both, lives.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryFn>(memory.start()) };
