@@ -133,9 +133,33 @@ impl Drop for CodeMemory {
 
 /// The signature of a compiled program: the run state and the entry registers `r1` and
 /// `r2` in (in registers: a lean run stored them in the state just before the code loaded
-/// them back, a store-forwarding wait at the head of every run), `r0` (or a helper's stop
-/// value) out; everything else is left in the run state.
-pub(crate) type EntryFn = unsafe extern "C" fn(*mut RunState, u64, u64) -> u64;
+/// them back, a store-forwarding wait at the head of every run), the [`Exit`] out in the
+/// two return registers.
+pub(crate) type EntryFn = unsafe extern "C" fn(*mut RunState, u64, u64) -> Exit;
+
+/// How generated code leaves, in the two return registers. A plain `exit` gives `r0` and
+/// the budget left (at most `i64::MAX`, so bit 63 clear) and stores nothing: the caller
+/// read both back from the run state just after the code stored them, a store-forwarding
+/// wait at the end of every run (bench/records/2026-11-30-jit-14.txt). Every other way
+/// out (a trap, a helper's stop, the budget) stores its exit word, value and budget left
+/// in the run state as before and gives its value and [`Exit::OTHER`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Exit {
+    pub value: u64,
+    pub word: u64,
+}
+
+impl Exit {
+    /// `word` of an exit that is not a plain return: the run state says what it was.
+    pub(crate) const OTHER: u64 = 1 << 63;
+
+    /// The budget left after a plain return, `None` for any other exit.
+    #[inline(always)]
+    pub(crate) fn plain_remaining(self) -> Option<u64> {
+        (self.word & Exit::OTHER == 0).then_some(self.word)
+    }
+}
 
 fn backend(message: String) -> CompileError {
     CompileError::new(0, CompileErrorKind::Backend(message))
@@ -154,9 +178,24 @@ impl Abi {
         sig
     }
 
-    /// The compiled program: `fn(state, r1, r2) -> u64`.
-    pub(crate) fn entry(&self) -> Signature {
-        self.signature(3)
+    /// `params` words in, a two-word `#[repr(C)]` struct out in the two return registers,
+    /// as Cranelift returns two values; `None` where the C calling convention returns such
+    /// a struct otherwise (through memory: Windows, s390x).
+    fn two_words_out(&self, params: usize) -> Option<Signature> {
+        let two_registers = cfg!(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))
+            && matches!(self.call_conv, CallConv::SystemV | CallConv::AppleAarch64);
+        if !two_registers {
+            return None;
+        }
+        let mut sig = self.signature(params);
+        sig.returns.push(AbiParam::new(types::I64));
+        Some(sig)
+    }
+
+    /// The compiled program: `fn(state, r1, r2) -> Exit`, or `None` on a host that returns
+    /// [`Exit`] through memory.
+    pub(crate) fn entry(&self) -> Option<Signature> {
+        self.two_words_out(3)
     }
 
     /// `state::call_helper`: `fn(state, id, r1, r2, r3, r4, r5) -> u64`.
@@ -165,17 +204,9 @@ impl Abi {
     }
 
     /// A map's `DirectLookup::find`: `fn(map, cpu, w0, w1) -> FoundElem`, the element and
-    /// the value's host address in the two return registers. `None` where the C calling
-    /// convention returns a two-word struct otherwise (through memory: Windows, s390x).
+    /// the value's host address in the two return registers (`None`: see `two_words_out`).
     pub(crate) fn direct_find(&self) -> Option<Signature> {
-        let two_registers = cfg!(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))
-            && matches!(self.call_conv, CallConv::SystemV | CallConv::AppleAarch64);
-        if !two_registers {
-            return None;
-        }
-        let mut sig = self.signature(4);
-        sig.returns.push(AbiParam::new(types::I64));
-        Some(sig)
+        self.two_words_out(4)
     }
 
     /// `state::check_store`: `fn(state, addr, size) -> u64`.
@@ -201,11 +232,17 @@ impl NativeCode {
         let isa = if optimize { host_isa() } else { host_isa_unoptimized() };
         let isa = isa.map_err(|reason| CompileError::new(0, CompileErrorKind::Host(reason)))?;
         let abi = Abi { call_conv: isa.default_call_conv() };
-        let memory = CodeMemory::compile(isa, abi.entry(), |f| build(f, &abi), backend)?;
+        let signature = abi.entry().ok_or_else(|| {
+            let reason = "the host's C calling convention returns two words through memory";
+            CompileError::new(0, CompileErrorKind::Host(reason.into()))
+        })?;
+        let memory = CodeMemory::compile(isa, signature, |f| build(f, &abi), backend)?;
         // SAFETY: `start` is the function just finalized, compiled with the signature
-        // `Abi::entry` in the host's default (C) calling convention: one pointer parameter,
-        // one 64-bit result, exactly `EntryFn`. `memory` keeps it mapped read-execute for as
-        // long as this value, which owns both, lives.
+        // `Abi::entry` in the host's default (C) calling convention: a pointer and two
+        // 64-bit parameters, two 64-bit results in the two return registers, which is how
+        // that convention returns `Exit` (`#[repr(C)]`, two `u64`: `Abi::two_words_out`),
+        // exactly `EntryFn`. `memory` keeps it mapped read-execute for as long as this
+        // value, which owns both, lives.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryFn>(memory.start()) };
         Ok(NativeCode { memory, entry })
     }

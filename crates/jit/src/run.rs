@@ -18,7 +18,7 @@ use weir_program::exec::{run_each, Batch, Input, PacketFields, Prepared, RunOutc
 use weir_program::{Assurance, Program, Trap, TrapCode, Verified};
 
 use crate::cfg::Cfg;
-use crate::code_memory::NativeCode;
+use crate::code_memory::{Exit, NativeCode};
 use crate::codegen::facts::{Checks, Needs, Plan};
 use crate::codegen::{self, StackShape};
 use crate::guest::{CTX, MEM, PACKET, STACK, STACK_BASE};
@@ -724,14 +724,8 @@ impl JitProgram {
         // no store of it reaches the packet window. The code writes only the outcome
         // fields of `run` and the context, and returns normally.
         let (r1, r2) = (run.r1, run.r2);
-        let value = unsafe { entry(&mut *run, r1, r2) };
-        let budget = self.sizes.budget;
-        let outcome = self.outcome(run, value);
-        cache.executed = match outcome {
-            Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
-            _ => budget.wrapping_sub(run.remaining),
-        };
-        outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+        let exit = unsafe { entry(&mut *run, r1, r2) };
+        self.settle(cache, exit)
     }
 
     /// The once-per-batch part of a lent batch of code that is not lean, or `None` (lean
@@ -793,11 +787,11 @@ impl JitProgram {
             Self::bind_direct(run, env_addr);
             steady.env = Some(env_addr);
         }
-        let outcome = self.fire_bound(cache, env);
-        if cache.state.get().exit_word & 0x7f != 0 {
+        let exit = self.fire_exit(cache, env);
+        if exit.plain_remaining().is_none() {
             steady.armed = false;
         }
-        outcome
+        self.settle(cache, exit)
     }
 
     /// The context's packet fields for a frame of a lean steady lent batch (whose context
@@ -895,10 +889,18 @@ impl JitProgram {
         cache: &mut Cache,
         env: Option<&mut dyn RunEnv>,
     ) -> Result<RunOutcome, Trap> {
+        let exit = self.fire_exit(cache, env);
+        self.settle(cache, exit)
+    }
+
+    /// [`JitProgram::fire_bound`] up to the code's [`Exit`], before it is settled.
+    #[inline(always)]
+    fn fire_exit(&self, cache: &mut Cache, env: Option<&mut dyn RunEnv>) -> Exit {
         let run = cache.state.get();
         // Not reset per run (in a batch, per frame): the exit word, exit value and budget
-        // left, and the deepest frame when the code has calls, which every way out of the
-        // code stores (`codegen`, the exit blocks; code without calls never writes
+        // left, which every way out of the code but a plain return stores (`codegen`, the
+        // exit blocks) and only after such a way out are read (`Exit`), the deepest frame
+        // when the code has calls, which every way out stores (code without calls never writes
         // `max_depth`, which `set_up` zeroes once), and `store_code`, which the slow load
         // and store paths write before they answer 0, the only answer after which
         // generated code reads it. The helper's id and status are reset: the trampolines'
@@ -936,7 +938,7 @@ impl JitProgram {
         // making it, writes only through them and to `run`, and returns normally: it never
         // unwinds (helpers' panics are caught in `call_helper`).
         let (r1, r2) = (run.r1, run.r2);
-        let value = unsafe { entry(&mut *run, r1, r2) };
+        let exit = unsafe { entry(&mut *run, r1, r2) };
         run.env = None;
         run.value.clear();
 
@@ -957,13 +959,7 @@ impl JitProgram {
                 std::panic::resume_unwind(payload);
             }
         }
-        let budget = self.sizes.budget;
-        let outcome = self.outcome(run, value);
-        cache.executed = match outcome {
-            Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
-            _ => budget.wrapping_sub(run.remaining),
-        };
-        outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+        exit
     }
 
     /// A run of self-contained code (`Plan::self_contained`, so `needs` is met): the same
@@ -1031,8 +1027,9 @@ impl JitProgram {
         let budget = sizes.budget;
         run.budget = budget;
         // Not reset: the exit word, exit value and budget left, which every way out of the
-        // code stores (`codegen`, the exit blocks), and the deepest frame and helper
-        // status, which self-contained code (no calls) never sets and `outcome` reads only
+        // code but a plain return stores (`codegen`, the exit blocks) and only after such a
+        // way out are read (`Exit`), and the deepest frame and helper
+        // status, which self-contained code (no calls) never sets and `outcome_other` reads only
         // for a helper's exit, which it never takes; a full run (`fire`) resets them all.
         // Nor `cache.executed` and `cache.dirty_from` for the call's time (as `fire`
         // does): this code calls nothing, so it returns normally (an `extern "C"` function
@@ -1049,13 +1046,8 @@ impl JitProgram {
         // checked by the caller); it writes only those and the outcome fields, and
         // returns normally. A packet lent read-only (`run_lent`) is only ever read: the
         // code is then `lendable`, no store of it reaches the packet window.
-        let value = unsafe { entry(&mut *run, r1, r2) };
-        let outcome = self.outcome(run, value);
-        cache.executed = match outcome {
-            Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
-            _ => budget.wrapping_sub(run.remaining),
-        };
-        outcome.map(|r0| RunOutcome { r0, executed: cache.executed })
+        let exit = unsafe { entry(&mut *run, r1, r2) };
+        self.settle(cache, exit)
     }
 
     /// [`JitProgram::lean_fire`]'s zeroing before a run on a cache not sized for this
@@ -1152,20 +1144,40 @@ impl JitProgram {
         }
     }
 
-    /// The run's result from what generated code left in `run`.
+    /// The run's result from the code's [`Exit`] (and, for any but a plain return, the run
+    /// state's outcome words); sets `cache.executed`.
     #[inline(always)]
-    fn outcome(&self, run: &RunState, value: u64) -> Result<u64, Trap> {
-        // A normal exit, the lean run's only one, tested inline; the traps' and helpers'
-        // decoding stays out of the callers' loops.
-        if run.exit_word & 0x7f == 0 {
-            return Ok(value);
-        }
-        self.outcome_other(run, value)
+    fn settle(&self, cache: &mut Cache, exit: Exit) -> Result<RunOutcome, Trap> {
+        // A plain return, the lean run's only one, from the two return registers, tested
+        // inline; the traps' and helpers' decoding stays out of the callers' loops.
+        // Only `r0` is merged with the other exits' (a register): merging whole outcomes
+        // put the plain one through a stack slot, stored and loaded back every run.
+        let r0 = match exit.plain_remaining() {
+            Some(remaining) => {
+                cache.executed = self.sizes.budget.wrapping_sub(remaining);
+                exit.value
+            }
+            None => self.settle_other(cache, exit.value)?,
+        };
+        Ok(RunOutcome { r0, executed: cache.executed })
     }
 
-    /// [`JitProgram::outcome`] of an exit that is not a plain return.
+    /// [`JitProgram::settle`] of an exit that is not a plain return: what it was, and the
+    /// budget left, are in the run state. Sets `cache.executed`.
     #[cold]
     #[inline(never)]
+    fn settle_other(&self, cache: &mut Cache, value: u64) -> Result<u64, Trap> {
+        let run = cache.state.get();
+        let outcome = self.outcome_other(run, value);
+        let budget = self.sizes.budget;
+        cache.executed = match outcome {
+            Err(Trap { code: TrapCode::InstructionBudget, .. }) => budget,
+            _ => budget.wrapping_sub(run.remaining),
+        };
+        outcome
+    }
+
+    /// The result of an exit that is not a plain return, from the run state's words.
     fn outcome_other(&self, run: &RunState, value: u64) -> Result<u64, Trap> {
         let (code, size, pc) =
             (run.exit_word & 0x7f, (run.exit_word >> 7) & 0xf, run.exit_word >> 11);

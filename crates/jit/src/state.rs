@@ -243,7 +243,8 @@ pub(crate) struct RunState<'e> {
     /// them as arguments, not from here; a lean run passes its own).
     pub r1: u64,
     pub r2: u64,
-    /// The outcome: `exit_word` packs the code (0: returned `exit_value`; a trap code,
+    /// The outcome of any exit but a plain return (which gives `r0` and the budget left in
+    /// registers, `code_memory::Exit`): `exit_word` packs the code (a trap code,
     /// [`EXIT_BUDGET`] or [`EXIT_HELPER`]), the access size and the pc (see
     /// `codegen::exit_word`); `exit_value` is the result or the trap's address; then the
     /// budget left and the deepest frame reached.

@@ -187,6 +187,59 @@ fn the_budget_counts_a_trap_and_an_exit_exactly() {
     assert_eq!(both("mov %r0, 3\nexit", &[], 1).unwrap_err().pc, 1);
 }
 
+/// A plain exit gives `r0` and the budget left in registers and stores no outcome words
+/// (`code_memory::Exit`); a trap, a helper's stop and the budget still leave theirs in the
+/// run state. One cache takes each kind of ending in turn, so every plain run follows
+/// outcome words an earlier run left behind: each run's outcome and executed count must
+/// still be the interpreter's.
+#[test]
+fn plain_exits_after_traps_stops_and_budgets_on_one_cache_are_plain() {
+    // mem[0] picks the ending (0 plain, 1 out of bounds, 2 a helper's stop), mem[1] the
+    // number of turns of a loop before it (the budget of 100 stops it past ~24).
+    let text = "
+        ldxb %r3, [%r1+0]
+        ldxb %r4, [%r1+1]
+        mov %r0, 0
+    turn:
+        jeq %r4, 0, done
+        add %r0, 3
+        sub %r4, 1
+        ja turn
+    done:
+        jeq %r3, 1, oob
+        jeq %r3, 2, stop
+        exit
+    oob:
+        ldxb %r0, [%r1+100]
+        exit
+    stop:
+        mov %r1, %r0
+        add %r1, 1
+        call 5
+        mov %r0, 9
+        exit";
+    let program = program(text);
+    let limits = weir_interp::Config { instruction_budget: 100, ..weir_interp::Config::default() };
+    let interp = weir_interp::Interpreter::new(&program, bindings(), limits);
+    let jit = Jit::compile(&program, bindings(), Config::with_limits(limits)).expect("compiles");
+    let (mut interp_cache, mut jit_cache) = (interp.cache(), jit.cache());
+    let inputs: [[u8; 2]; 10] =
+        [[0, 2], [1, 1], [0, 0], [2, 3], [0, 5], [0, 200], [0, 1], [1, 0], [2, 0], [0, 7]];
+    let mut plain = 0;
+    for input in inputs {
+        let (mut a, mut b) = (input.to_vec(), input.to_vec());
+        let expected = interp.run_mem(&mut interp_cache, &mut a);
+        let got = jit.run_mem(&mut jit_cache, &mut b);
+        assert_eq!(got, expected, "outcome of {input:?}");
+        assert_eq!(jit_cache.executed(), interp_cache.executed(), "executed of {input:?}");
+        if input[0] == 0 && input[1] < 20 {
+            assert_eq!(got, Ok(3 * u64::from(input[1])), "{input:?}");
+            plain += 1;
+        }
+    }
+    assert_eq!(plain, 5);
+}
+
 #[test]
 fn helpers_stop_fail_and_go_unbound() {
     assert_eq!(both("mov %r1, 0\ncall 5\nmov %r0, 9\nexit", &[], 100), Ok(0));

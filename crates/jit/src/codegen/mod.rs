@@ -18,9 +18,11 @@
 //! Every exit from the function passes the number of instructions of its block that were
 //! charged but did not run, so `remaining`, and thus the executed count, is exact.
 //!
-//! **Exits.** Every way out (exit, trap, helper stop, failed legacy load, budget) stores
-//! its code, pc, the budget left (adjusted as above) and for traps the address and size in
-//! the run state, and returns; `crate::run` turns that into the result.
+//! **Exits.** A plain `exit` from frame 0 returns `r0` and the budget left (adjusted as
+//! above) in the two return registers (`code_memory::Exit`). Every other way out (trap,
+//! helper stop, failed legacy load, budget) stores its code, pc, the budget left and for
+//! traps the address and size in the run state, and returns its value and `Exit::OTHER`;
+//! `crate::run` turns that into the result.
 //!
 //! **Blinding.** With a key, every immediate `c` is emitted as `(c ^ key) ^ k`, where `k`
 //! is the key *loaded from the run state* at function entry. Cranelift's constant folding
@@ -46,7 +48,7 @@ use weir_program::abi::Bindings;
 use weir_program::TrapCode;
 
 use crate::cfg::{kind, target_of, Cfg, Kind};
-use crate::code_memory::Abi;
+use crate::code_memory::{Abi, Exit};
 use crate::guest::{func_addr, REGION_WINDOW, STACK, WINDOWS, WINDOW_SHIFT};
 use crate::state::{offsets, ENTRY_SHIFT, EXIT_BUDGET, EXIT_HELPER, FRAME_WORDS, SAVED_WORDS};
 use crate::{CompileError, CompileErrorKind};
@@ -781,7 +783,7 @@ impl<'a, 'f> Translator<'a, 'f> {
 
     /// Emits the exit block shared by the last few basic blocks: it stores the exit word,
     /// the value, the budget left and the deepest frame in the run state, and returns the
-    /// value. Exit blocks are shared by a bounded group of basic blocks only: one exit block
+    /// value and [`Exit::OTHER`] (a plain exit returns without one: `leave_plain`). Exit blocks are shared by a bounded group of basic blocks only: one exit block
     /// for the whole function would merge thousands of predecessors spread along one long
     /// dominator chain, which makes Cranelift's dominator and register allocation passes
     /// quadratic in the program's length; one per exit site would bloat the code.
@@ -809,11 +811,27 @@ impl<'a, 'f> Translator<'a, 'f> {
         ] {
             self.b.ins().store(state_flags(), field, self.state, offset);
         }
+        self.store_max_depth();
+        let other = self.iconst(Exit::OTHER as i64);
+        self.b.ins().return_(&[value, other]);
+    }
+
+    /// Leaves with a plain return of `r0` from frame 0: `r0` and the budget left in the two
+    /// return registers ([`Exit`]), stored nowhere (the caller would read them straight
+    /// back), and no exit block: a return here is shorter than the jump to one.
+    fn leave_plain(&mut self, r0: Value) {
+        let remaining = self.b.use_var(var(REMAINING));
+        let remaining = self.b.ins().iadd_imm(remaining, self.mode.adjustment());
+        self.store_max_depth();
+        self.b.ins().return_(&[r0, remaining]);
+    }
+
+    /// The deepest frame reached, which every way out of code with calls stores.
+    fn store_max_depth(&mut self) {
         if self.cfg.has_calls {
             let max_depth = self.b.use_var(var(MAX_DEPTH));
             self.b.ins().store(state_flags(), max_depth, self.state, offsets::MAX_DEPTH);
         }
-        self.b.ins().return_(&[value]);
     }
 
     /// Leaves with a trap that has no address.
@@ -928,7 +946,7 @@ impl<'a, 'f> Translator<'a, 'f> {
     fn exit(&mut self) -> Result<(), CompileError> {
         let r0 = self.get(0);
         if !self.cfg.has_calls {
-            self.leave_with(0, r0, 0);
+            self.leave_plain(r0);
             return Ok(());
         }
         let depth = self.b.use_var(var(DEPTH));
@@ -938,7 +956,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         self.b.seal_block(top);
         self.b.seal_block(pop);
         self.b.switch_to_block(top);
-        self.leave_with(0, r0, 0);
+        self.leave_plain(r0);
 
         self.b.switch_to_block(pop);
         let depth = self.b.ins().iadd_imm(depth, -1);
