@@ -655,18 +655,7 @@ impl HashMap {
         eager_only: bool,
     ) -> Option<Option<u32>> {
         let Some(head) = self.heads.get(b) else { return Some(None) };
-        self.walk_from(head.load(Relaxed), k, two, eager_only)
-    }
-
-    /// `walk_small` from element `idx` of a chain on (`NIL`: its end).
-    #[inline(always)]
-    fn walk_from(
-        &self,
-        mut idx: u32,
-        k: SmallKey,
-        two: bool,
-        eager_only: bool,
-    ) -> Option<Option<u32>> {
+        let mut idx = head.load(Relaxed);
         let mut steps_left = self.pool.capacity;
         while idx != NIL {
             let h = if eager_only { self.pool.eager_head(idx) } else { self.pool.head(idx) };
@@ -824,14 +813,11 @@ impl HashMap {
                     None => return self.lookup_key_words_any(w0, 0, cpu),
                 }
             }
-            Some([_, link, ..]) => {
-                let next = next_of(link.load(Relaxed));
-                return self.lookup_one_word_on(stripe, before, next, w0, cpu);
-            }
-            // An empty bucket (`NIL` is past every element), or a chain that starts past
-            // the eager elements.
+            // A chain that goes on, or one that starts past the eager elements.
+            Some(_) => return self.lookup_one_word_on(stripe, before, b, w0, cpu),
+            // An empty bucket (`NIL` is past every element).
             None if idx == NIL => NO_ELEM,
-            None => return self.lookup_one_word_on(stripe, before, idx, w0, cpu),
+            None => return self.lookup_one_word_on(stripe, before, b, w0, cpu),
         };
         if stripe.read_end(before) {
             return found;
@@ -839,19 +825,21 @@ impl HashMap {
         self.lookup_key_words_any(w0, 0, cpu)
     }
 
-    /// `lookup_key_words`'s one-word walk past the chain's first element, from `idx` (the
-    /// stripe's read begun with `before`): the eager elements only; the general path
-    /// (`lookup_key_words_any`) when the chain leads past them or a writer crossed.
+    /// `lookup_key_words`'s one-word walk of bucket `b`'s chain when its first element is
+    /// not the answer (the stripe's read begun with `before`): the eager elements only,
+    /// from the chain's start (`walk_small`, whose loop `lookup` shares; one step more than
+    /// needed); the general path (`lookup_key_words_any`) when the chain leads past them
+    /// or a writer crossed.
     #[inline(never)]
     fn lookup_one_word_on(
         &self,
         stripe: &Stripe,
         before: u64,
-        idx: u32,
+        b: usize,
         w0: u64,
         cpu: usize,
     ) -> FoundElem {
-        let walked = self.walk_from(idx, SmallKey { w0, w1: 0 }, false, true);
+        let walked = self.walk_small(b, SmallKey { w0, w1: 0 }, false, true);
         if stripe.read_end(before) {
             match walked {
                 Some(Some(idx)) => {
