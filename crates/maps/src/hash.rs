@@ -789,8 +789,9 @@ impl HashMap {
     /// element of the bucket's chain, an eager one, or an empty bucket) is found here with
     /// no loop and no call; a chain that goes on continues out of line
     /// (`lookup_one_word_on`), and every other case (longer keys, an LRU map, a CPU the
-    /// map has not, a writer crossing) takes the general path (`lookup_key_words_any`),
-    /// each a tail call.
+    /// map has not, a writer crossing) takes the general path (`lookup_key_words_any`).
+    /// (Those calls are not compiled as tail calls: the answer goes through a shared
+    /// return block, bench/records/2026-11-30-runtime-25.txt.)
     #[inline(always)]
     pub(crate) fn lookup_key_words(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
         let cpu = if self.kind.percpu { cpu } else { 0 };
