@@ -710,11 +710,7 @@ unsafe extern "C" fn find_hash_elem(map: *const (), cpu: u64, w0: u64, w1: u64) 
     // SAFETY: see the function's contract: a live `Map`, only read through `&` (its
     // lookups are lock-free and thread-safe).
     let map = unsafe { &*map.cast::<Map>() };
-    let cpu = usize::try_from(cpu).unwrap_or(usize::MAX);
-    match map.lookup_key_words(w0, w1, cpu) {
-        Some((elem, host)) => FoundElem { elem: u64::from(elem), host },
-        None => FoundElem { elem: 0, host: std::ptr::null_mut() },
-    }
+    map.lookup_key_words(w0, w1, usize::try_from(cpu).unwrap_or(usize::MAX))
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ use std::sync::atomic::Ordering::{self, Acquire, Relaxed, Release};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::{Mutex, OnceLock};
 
+use weir_program::abi::FoundElem;
+
 use crate::value::{load_bytes, store_bytes, words_for, zeroed_words, ValueRef};
 use crate::{check_update_flags, MapError, BPF_EXIST, BPF_NOEXIST};
 
@@ -132,6 +134,15 @@ pub(crate) fn random_seed() -> u64 {
 
 /// No element: the end of a chain.
 const NIL: u32 = u32::MAX;
+/// `lookup_key_words`'s answer for a key the map has not.
+pub(crate) const NO_ELEM: FoundElem = FoundElem { elem: 0, host: std::ptr::null_mut() };
+
+/// `lookup_key_words`'s answer for element `idx`, its value's words `value` (at least
+/// one: `value_size` > 0): the value's first byte is their start.
+#[inline(always)]
+fn found_elem(idx: u32, value: &[AtomicU64]) -> FoundElem {
+    FoundElem { elem: u64::from(idx), host: value.as_ptr().cast_mut().cast() }
+}
 /// An element's words: a header (the hash; the link: the next element of the chain in the
 /// low 32 bits and the element's generation above them, bumped when it is freed so that
 /// a stale LRU queue entry is recognized; the LRU reference bit), the key, zero-padded to
@@ -353,13 +364,25 @@ impl Stripe {
     /// step bounded and checked, so an answer thrown away did no harm.
     #[inline(always)]
     fn try_read<T>(&self, walk: impl FnOnce() -> T) -> Option<T> {
-        let before = self.seq.load(Acquire);
-        if before & 1 != 0 {
-            return None;
-        }
+        let before = self.read_begin()?;
         let found = walk();
+        self.read_end(before).then_some(found)
+    }
+
+    /// `try_read`'s first half, for a walk that goes on in another function: the
+    /// sequence number to give `read_end`, `None` while a writer relinks.
+    #[inline(always)]
+    fn read_begin(&self) -> Option<u64> {
+        let before = self.seq.load(Acquire);
+        (before & 1 == 0).then_some(before)
+    }
+
+    /// `try_read`'s second half: whether no writer relinked since `read_begin` gave
+    /// `before` (what was read in between may be kept).
+    #[inline(always)]
+    fn read_end(&self, before: u64) -> bool {
         fence(Acquire);
-        (self.seq.load(Relaxed) == before).then_some(found)
+        self.seq.load(Relaxed) == before
     }
 }
 
@@ -759,33 +782,101 @@ impl HashMap {
     }
 
     /// `lookup_words` of a key of at most 16 bytes as its two element words (see
-    /// `Map::lookup_key_words`): the element and its value's words. A one-word key (a
-    /// map's of 4 or 8 bytes) takes `lookup`'s path (`lookup_one_word`), every other case
-    /// goes on out of line (`lookup_key_words_any`), so that the program's common lookup
-    /// saves no registers for the others.
+    /// `Map::lookup_key_words`), on worker `cpu` (any `cpu` reads the one value of a map
+    /// that is not per-CPU): the element and its value's first byte, as native code takes
+    /// it (`FoundElem`, in two registers; a null `host`: no element). What native code
+    /// calls for a program's lookup, so the one-word keys' common answer (the first
+    /// element of the bucket's chain, an eager one, or an empty bucket) is found here with
+    /// no loop and no call; a chain that goes on continues out of line
+    /// (`lookup_one_word_on`), and every other case (longer keys, an LRU map, a CPU the
+    /// map has not, a writer crossing) takes the general path (`lookup_key_words_any`).
+    /// (Those calls are not compiled as tail calls: the answer goes through a shared
+    /// return block, bench/records/2026-11-30-runtime-25.txt.)
     #[inline(always)]
-    pub(crate) fn lookup_key_words(
-        &self,
-        w0: u64,
-        w1: u64,
-        cpu: usize,
-    ) -> Option<(u32, &[AtomicU64])> {
-        if self.key_words == 1 && w1 == 0 {
-            if let Some(found) = self.lookup_one_word(w0, cpu) {
-                return found;
-            }
+    pub(crate) fn lookup_key_words(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
+        let cpu = if self.kind.percpu { cpu } else { 0 };
+        if self.key_words != 1 || w1 != 0 || cpu >= self.cpus || self.kind.lru {
+            return self.lookup_key_words_any(w0, w1, cpu);
         }
-        self.lookup_key_words_any(w0, w1, cpu)
+        let b = self.bucket_of(hash_small(self.seed, SmallKey { w0, w1: 0 }));
+        // From here on `w1` is 0: passed as such, so that it need not be kept.
+        let (Some(stripe), Some(head)) = (self.stripe(b), self.heads.get(b)) else {
+            return self.lookup_key_words_any(w0, 0, cpu);
+        };
+        let Some(before) = stripe.read_begin() else {
+            return self.lookup_key_words_any(w0, 0, cpu);
+        };
+        let idx = head.load(Relaxed);
+        let found = match self.pool.eager_head(idx) {
+            Some([_, _, _, kw0, _]) if kw0.load(Relaxed) == w0 => {
+                match self.one_word_value(idx, cpu) {
+                    Some(found) => found,
+                    None => return self.lookup_key_words_any(w0, 0, cpu),
+                }
+            }
+            // A chain that goes on, or one that starts past the eager elements.
+            Some(_) => return self.lookup_one_word_on(stripe, before, b, w0, cpu),
+            // An empty bucket (`NIL` is past every element).
+            None if idx == NIL => NO_ELEM,
+            None => return self.lookup_one_word_on(stripe, before, b, w0, cpu),
+        };
+        if stripe.read_end(before) {
+            return found;
+        }
+        self.lookup_key_words_any(w0, 0, cpu)
     }
 
-    /// `lookup_key_words`'s general path: every key of at most 16 bytes, every map.
+    /// `lookup_key_words`'s one-word walk of bucket `b`'s chain when its first element is
+    /// not the answer (the stripe's read begun with `before`): the eager elements only,
+    /// from the chain's start (`walk_small`, whose loop `lookup` shares; one step more than
+    /// needed); the general path (`lookup_key_words_any`) when the chain leads past them
+    /// or a writer crossed.
     #[inline(never)]
-    fn lookup_key_words_any(&self, w0: u64, w1: u64, cpu: usize) -> Option<(u32, &[AtomicU64])> {
-        if self.key_size > 16 || cpu >= self.cpus {
-            return None;
+    fn lookup_one_word_on(
+        &self,
+        stripe: &Stripe,
+        before: u64,
+        b: usize,
+        w0: u64,
+        cpu: usize,
+    ) -> FoundElem {
+        let walked = self.walk_small(b, SmallKey { w0, w1: 0 }, false, true);
+        if stripe.read_end(before) {
+            match walked {
+                Some(Some(idx)) => {
+                    if let Some(found) = self.one_word_value(idx, cpu) {
+                        return found;
+                    }
+                }
+                Some(None) => return NO_ELEM,
+                None => {}
+            }
         }
-        let idx = self.find_shared_small(SmallKey { w0, w1 }, self.key_words > 1)?;
-        Some((idx, self.found_value(idx, cpu)?.1))
+        self.lookup_key_words_any(w0, 0, cpu)
+    }
+
+    /// Eager element `idx`'s value on `cpu` (below `self.cpus`) as `lookup_key_words`
+    /// gives it (`None` past the eager elements), in a map of one-word keys: its offset
+    /// `value_offset` with `key_words` the constant 1 (the field is not read again after
+    /// the stripe's read began).
+    #[inline(always)]
+    fn one_word_value(&self, idx: u32, cpu: usize) -> Option<FoundElem> {
+        let at = HEADER + 1 + cpu * self.stride;
+        let words = self.pool.eager_words(idx as usize, at, self.stride)?;
+        Some(found_elem(idx, words))
+    }
+
+    /// `lookup_key_words`'s general path: every key of at most 16 bytes, every map, `cpu`
+    /// as `lookup_key_words` made it.
+    #[inline(never)]
+    fn lookup_key_words_any(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
+        if self.key_size > 16 || cpu >= self.cpus {
+            return NO_ELEM;
+        }
+        let found = self
+            .find_shared_small(SmallKey { w0, w1 }, self.key_words > 1)
+            .and_then(|idx| Some((idx, self.found_value(idx, cpu)?.1)));
+        found.map_or(NO_ELEM, |(idx, words)| found_elem(idx, words))
     }
 
     /// Element `idx`'s value on `cpu` as (element, word offset in it), as `lookup_loc`
@@ -1232,6 +1323,17 @@ mod tests {
         }
     }
 
+    /// `lookup_key_words`'s answer as the element and its value's first word (`None`: no
+    /// element, then with element 0 as native code expects).
+    fn key_words(m: &HashMap, w0: u64, w1: u64, cpu: usize) -> Option<(u32, *const AtomicU64)> {
+        let found = m.lookup_key_words(w0, w1, cpu);
+        if found.host.is_null() {
+            assert_eq!(found.elem, 0, "a miss's element");
+            return None;
+        }
+        Some((u32::try_from(found.elem).unwrap(), found.host.cast_const().cast()))
+    }
+
     #[test]
     fn the_one_word_keys_path_answers_as_the_general_one() {
         // `lookup`'s own path for 4- and 8-byte keys, and `lookup_key_words` (the
@@ -1259,13 +1361,14 @@ mod tests {
                             w[..k.len()].copy_from_slice(&k);
                             w
                         }));
-                    let (elem, kw) = m.lookup_key_words(w0, 0, 0).expect(&what);
-                    assert_eq!((elem, kw.as_ptr()), (idx, general.as_ptr()), "{what}: key words");
-                    assert!(m.lookup_key_words(w0 + 1, 0, 0).is_none(), "{what}: words, a miss");
-                    assert!(m.lookup_key_words(w0, 0, 1).is_none(), "{what}: words, CPU 1");
+                    let found = key_words(&m, w0, 0, 0);
+                    assert_eq!(found, Some((idx, general.as_ptr())), "{what}: key words");
+                    assert_eq!(key_words(&m, w0 + 1, 0, 0), None, "{what}: words, a miss");
+                    // Not per-CPU: any worker reads the one value.
+                    assert_eq!(key_words(&m, w0, 0, 1), found, "{what}: words, CPU 1");
                     if lru {
                         m.pool.elem(idx).unwrap()[H_REF].store(0, Relaxed);
-                        m.lookup_key_words(w0, 0, 0).unwrap();
+                        key_words(&m, w0, 0, 0).unwrap();
                         let r = m.pool.elem(idx).unwrap()[H_REF].load(Relaxed);
                         assert_eq!(r, 1, "{what}: reference bit, key words");
                     }
@@ -1283,6 +1386,120 @@ mod tests {
                 }
             }
             assert!(m.lookup(&[0; 5], 0).is_none());
+        }
+    }
+
+    /// `lookup_key_words` (the program's lookup through `find_hash_elem`), its first-element
+    /// path and the walk on (`lookup_one_word_on`), against `lookup_words` (the general
+    /// walk) and the values written: 12 keys in 16 buckets, four of them in one (a
+    /// key found second, third, ...); a miss in a bucket whose chain has elements; deleted
+    /// keys (before and after others in their chains) missing and the rest still found; a
+    /// writer crossing (every stripe odd); per-CPU values, a CPU the map has not; LRU; keys
+    /// of 4 and 8 bytes (the one-word path) and 12 and 16 (two words, the general one).
+    #[test]
+    fn the_programs_lookup_walks_chains_as_the_general_one() {
+        let kinds = [
+            (4u32, HashKind { percpu: false, lru: false, devmap: false }),
+            (8, HashKind { percpu: false, lru: false, devmap: false }),
+            (4, HashKind { percpu: true, lru: false, devmap: false }),
+            (8, HashKind { percpu: false, lru: true, devmap: false }),
+            (12, HashKind { percpu: false, lru: false, devmap: false }),
+            (16, HashKind { percpu: true, lru: false, devmap: false }),
+        ];
+        for (key_size, kind) in kinds {
+            let m = HashMap::new(kind, key_size, 8, 12, 2, 0x1234_5678).unwrap();
+            // Keys in both words (the second word's for 12 and 16 bytes).
+            let key_of = |i: u64| -> Vec<u8> {
+                let mut k = vec![0u8; key_size as usize];
+                k[..4].copy_from_slice(&(i as u32 * 7 + 1).to_ne_bytes());
+                if key_size > 8 {
+                    k[8..12].copy_from_slice(&(i as u32 ^ 0x55).to_ne_bytes());
+                }
+                k
+            };
+            let words = |k: &[u8]| {
+                let mut w = [0u8; 16];
+                w[..k.len()].copy_from_slice(k);
+                let (lo, hi) = w.split_at(8);
+                (
+                    u64::from_ne_bytes(lo.try_into().unwrap()),
+                    u64::from_ne_bytes(hi.try_into().unwrap()),
+                )
+            };
+            // Four keys of one bucket (a chain of four at least), eight of any.
+            let bucket = |k: &[u8]| {
+                let (w0, w1) = words(k);
+                m.bucket_of(hash_small(m.seed, SmallKey { w0, w1 }))
+            };
+            let target = bucket(&key_of(0));
+            let same = (0..).filter(|&i| bucket(&key_of(i)) == target).take(4);
+            let other = (0..).filter(|&i| bucket(&key_of(i)) != target).take(8);
+            let keys: Vec<u64> = same.chain(other).collect();
+            let key = |j: u64| key_of(keys[j as usize]);
+            for i in 0..12u64 {
+                for cpu in 0..m.cpus {
+                    let v = (i * 10 + cpu as u64).to_ne_bytes();
+                    m.update(&key(i), Src::Cpu(&v, cpu), 0).unwrap();
+                }
+            }
+            let mut deleted = [false; 12];
+            let mut deepest = 0;
+            for round in 0..3 {
+                for odd in [false, true] {
+                    for i in 0..12u64 {
+                        let what = format!(
+                            "key size {key_size}, {kind:?}, round {round}, odd {odd}, key {i}"
+                        );
+                        let (w0, w1) = words(&key(i));
+                        for cpu in 0..3 {
+                            let got = key_words(&m, w0, w1, cpu);
+                            let read = if kind.percpu { cpu } else { 0 };
+                            let general =
+                                m.lookup_words(&key(i), read).map(|(e, _, w)| (e, w.as_ptr()));
+                            assert_eq!(got, general, "{what}, cpu {cpu}");
+                            if deleted[i as usize] || read >= m.cpus {
+                                assert_eq!(got, None, "{what}, cpu {cpu}");
+                                continue;
+                            }
+                            let (elem, first) = got.expect(&what);
+                            // The value's first word as the pool gives it, and what it holds.
+                            let at = m.value_offset(read);
+                            let w = m.value_words_at(elem, at).unwrap();
+                            assert_eq!(w.as_ptr(), first, "{what}, cpu {cpu}");
+                            assert_eq!(
+                                w[0].load(Relaxed),
+                                i * 10 + read as u64,
+                                "{what}, cpu {cpu}"
+                            );
+                            let b = m.bucket_of(hash_small(m.seed, SmallKey { w0, w1 }));
+                            let mut at_chain = 0;
+                            let mut p = m.position(b, elem).unwrap();
+                            while p != NIL {
+                                at_chain += 1;
+                                p = m.position(b, p).unwrap();
+                            }
+                            deepest = deepest.max(at_chain);
+                        }
+                        // Keys not in the map (the first in the chains' bucket).
+                        let absent = (0..)
+                            .find(|&j| bucket(&key_of(j)) == target && !keys.contains(&j))
+                            .unwrap();
+                        let (m0, m1) = words(&key_of(absent));
+                        assert_eq!(key_words(&m, m0, m1, 0), None, "{what}: a miss");
+                        assert_eq!(key_words(&m, w0 ^ 1 << 40, w1, 0), None, "{what}: a miss");
+                    }
+                    for s in m.stripes.iter() {
+                        s.seq.fetch_add(1, Relaxed);
+                    }
+                }
+                // Delete a third of the keys each round: chains lose their heads, middles
+                // and tails.
+                for i in (round as u64..12).step_by(3) {
+                    m.delete(&key(i)).unwrap();
+                    deleted[i as usize] = true;
+                }
+            }
+            assert!(deepest >= 3, "key size {key_size}: no key found fourth in its chain");
         }
     }
 }

@@ -113,6 +113,7 @@ impl ValueLoc {
         self.elem
     }
 }
+use weir_program::abi::FoundElem;
 pub use weir_program::{MapSpec, MapType};
 
 use array::{Array, SlotArray, SlotKind};
@@ -464,18 +465,17 @@ impl Map {
 
     /// [`Map::lookup_ptr`] of a hash map (not a devmap hash) for a key of at most 16 bytes
     /// given as the two words an element stores it in (its first 8 bytes and the rest,
-    /// each zero-padded, native byte order): the element and the value's host address,
-    /// with no key slice, length dispatch or type match beyond the hash's. For a run
+    /// each zero-padded, native byte order): the element and the value's host address
+    /// (a null `host`: no element), as native code takes them, with no key slice, length
+    /// dispatch or type match beyond the hash's. For a run
     /// environment that hands native code one map's lookup (the kernel's
     /// `map_gen_lookup`); the caller keeps the key's size (`key_size <= 16`).
     #[inline(always)]
-    pub fn lookup_key_words(&self, w0: u64, w1: u64, cpu: usize) -> Option<(u32, *mut u8)> {
+    pub fn lookup_key_words(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
         let Kind::Hash(h) = &self.kind else {
-            return None;
+            return hash::NO_ELEM;
         };
-        let cpu = if self.is_percpu() { cpu } else { 0 };
-        let (elem, words) = h.lookup_key_words(w0, w1, cpu)?;
-        Some((elem, words.first()?.as_ptr().cast()))
+        h.lookup_key_words(w0, w1, cpu)
     }
 
     /// An array's value `index` on `cpu` as a location, without a key (`None` past
