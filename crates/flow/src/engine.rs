@@ -310,8 +310,24 @@ impl Interner {
         compiled: &Compiled,
         devices: &[String],
     ) -> Installed {
-        let actions = self.actions(&rule.actions, devices);
         let mask = self.mask_id(&compiled.mask);
+        self.install_numbered(rule, prio, seq, compiled, devices, mask)
+    }
+
+    /// The same for a rule whose mask's number is known: `mask` must be what
+    /// [`Interner::mask_id`] gives `compiled.mask` (a classifier's insert takes it from the
+    /// subtable the rule goes to).
+    pub fn install_numbered(
+        &mut self,
+        rule: &Rule,
+        prio: u32,
+        seq: u64,
+        compiled: &Compiled,
+        devices: &[String],
+        mask: u32,
+    ) -> Installed {
+        debug_assert_eq!(self.mask_ids.get(&compiled.mask), Some(&mask));
+        let actions = self.actions(&rule.actions, devices);
         Installed::new(rule, prio, seq, compiled, actions, mask)
     }
 }
@@ -406,7 +422,8 @@ impl Installed {
         ok(self.src_range, field::SRC_PORT) && ok(self.dst_range, field::DST_PORT)
     }
 
-    /// Whether each port has a range (a subtable's identity with the mask).
+    /// Whether each port has a range (a subtable's identity with the mask): the same as
+    /// its [`Compiled::range_flags`].
     #[inline]
     pub fn range_flags(&self) -> (bool, bool) {
         (self.src_range != NO_RANGE, self.dst_range != NO_RANGE)
