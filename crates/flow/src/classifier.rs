@@ -139,7 +139,15 @@ impl Installs {
     }
 
     fn remove(&mut self, seq: u64) -> Option<Arc<Installed>> {
-        let i = self.v.binary_search_by_key(&seq, |e| e.0).ok()?;
+        // Seqs are distinct and ascending, so `seq` sits at most `seq - first` places in,
+        // exactly there until a compaction: tried first, the binary search over the places
+        // before it after (~110 instructions of a delete's ~500 over 100k rules).
+        let first = self.v.first()?.0;
+        let at = usize::try_from(seq.checked_sub(first)?).unwrap_or(usize::MAX);
+        let i = match self.v.get(at) {
+            Some(e) if e.0 == seq => at,
+            _ => self.v[..at.min(self.v.len())].binary_search_by_key(&seq, |e| e.0).ok()?,
+        };
         let r = self.v[i].1.take()?;
         self.live -= 1;
         if self.v.len() >= 64 && self.live * 2 < self.v.len() {
@@ -801,6 +809,14 @@ impl<const W: usize> Subtable<W> {
         same(&self.gmask, gmask) && self.src_range == src_range && self.dst_range == dst_range
     }
 
+    /// Whether a rule belongs here, given its mask's number: the same answer as `fits`
+    /// (a subtable's rules all have its mask), one compare a subtable and no gather (a
+    /// delete's search).
+    #[inline]
+    fn numbered(&self, mask: u32, (src_range, dst_range): (bool, bool)) -> bool {
+        self.mask == mask && self.src_range == src_range && self.dst_range == dst_range
+    }
+
     /// The same subtable with another best rank or store (a new version's).
     fn with(&self, best: (u32, u64), store: Arc<Store<W>>) -> Subtable<W> {
         Subtable {
@@ -1181,10 +1197,10 @@ impl<const W: usize> Tables<W> {
     /// Remove a rule in place. `None`: not here; `Some(false)`: done, no new version
     /// needed; `Some(true)`: done in `next`, the version to publish (a subtable emptied,
     /// or its store rebuilt).
-    fn remove_shared(&self, r: &Installed, mask: &Key) -> Option<Option<Tables<W>>> {
+    fn remove_shared(&self, r: &Installed) -> Option<Option<Tables<W>>> {
         let ch = self.chain(r.chain)?;
-        let gm = gather(mask, &self.lanes);
-        let i = ch.subtables.iter().position(|s| s.fits(&gm, r.range_flags()))?;
+        let flags = r.range_flags();
+        let i = ch.subtables.iter().position(|s| s.numbered(r.mask, flags))?;
         let st = &ch.subtables[i];
         let h = r.hash.load(Ordering::Relaxed);
         let replace = match st.store.remove(h, r.seq) {
@@ -2047,14 +2063,13 @@ impl Classifier {
         };
         let w = &mut *w;
         let Some(r) = w.rules.remove(id.0) else { return false };
-        let m = w.interner.mask(r.mask);
         let cur = &*w.current;
         let next = match &cur.tables {
-            AnyTables::W1(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W1)),
-            AnyTables::W2(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W2)),
-            AnyTables::W4(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W4)),
-            AnyTables::W8(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W8)),
-            AnyTables::W14(x) => x.remove_shared(&r, m).map(|o| o.map(AnyTables::W14)),
+            AnyTables::W1(x) => x.remove_shared(&r).map(|o| o.map(AnyTables::W1)),
+            AnyTables::W2(x) => x.remove_shared(&r).map(|o| o.map(AnyTables::W2)),
+            AnyTables::W4(x) => x.remove_shared(&r).map(|o| o.map(AnyTables::W4)),
+            AnyTables::W8(x) => x.remove_shared(&r).map(|o| o.map(AnyTables::W8)),
+            AnyTables::W14(x) => x.remove_shared(&r).map(|o| o.map(AnyTables::W14)),
         };
         match next {
             None => false,
