@@ -1856,7 +1856,9 @@ impl Classifier {
         let mut interner = Interner::default();
         let all = set.rules.iter().enumerate().map(|(i, r)| {
             let c = r.compile(&mut id);
-            let installed = Arc::new(interner.install(r, set.prios[i], i as u64, &c, &devices));
+            let mask = interner.mask_id(&c.mask);
+            let installed =
+                Arc::new(interner.install(r, set.prios[i], i as u64, &c, &devices, mask));
             rules.push(i as u64, installed.clone());
             (installed, c.key, c.mask)
         });
@@ -1993,7 +1995,7 @@ impl Classifier {
         // The rule installed and listed, its mask numbered by the interner unless given.
         let mut install = |mask: Option<u32>| {
             let mask = mask.unwrap_or_else(|| interner.mask_id(&compiled.mask));
-            let r = Arc::new(interner.install_numbered(&rule, prio, seq, &compiled, devices, mask));
+            let r = Arc::new(interner.install(&rule, prio, seq, &compiled, devices, mask));
             rules.push(seq, r.clone());
             r
         };

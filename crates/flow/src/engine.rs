@@ -301,23 +301,10 @@ impl Interner {
         &self.masks[id as usize]
     }
 
-    /// A rule installed with shared parts.
+    /// A rule installed with shared parts. `mask` must be what [`Interner::mask_id`] gives
+    /// `compiled.mask` (a classifier's insert takes it from the subtable the rule goes to,
+    /// without hashing the mask).
     pub fn install(
-        &mut self,
-        rule: &Rule,
-        prio: u32,
-        seq: u64,
-        compiled: &Compiled,
-        devices: &[String],
-    ) -> Installed {
-        let mask = self.mask_id(&compiled.mask);
-        self.install_numbered(rule, prio, seq, compiled, devices, mask)
-    }
-
-    /// The same for a rule whose mask's number is known: `mask` must be what
-    /// [`Interner::mask_id`] gives `compiled.mask` (a classifier's insert takes it from the
-    /// subtable the rule goes to).
-    pub fn install_numbered(
         &mut self,
         rule: &Rule,
         prio: u32,
