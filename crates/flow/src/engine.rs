@@ -301,7 +301,9 @@ impl Interner {
         &self.masks[id as usize]
     }
 
-    /// A rule installed with shared parts.
+    /// A rule installed with shared parts. `mask` must be what [`Interner::mask_id`] gives
+    /// `compiled.mask` (a classifier's insert takes it from the subtable the rule goes to,
+    /// without hashing the mask).
     pub fn install(
         &mut self,
         rule: &Rule,
@@ -309,9 +311,10 @@ impl Interner {
         seq: u64,
         compiled: &Compiled,
         devices: &[String],
+        mask: u32,
     ) -> Installed {
+        debug_assert_eq!(self.mask_ids.get(&compiled.mask), Some(&mask));
         let actions = self.actions(&rule.actions, devices);
-        let mask = self.mask_id(&compiled.mask);
         Installed::new(rule, prio, seq, compiled, actions, mask)
     }
 }
@@ -406,7 +409,8 @@ impl Installed {
         ok(self.src_range, field::SRC_PORT) && ok(self.dst_range, field::DST_PORT)
     }
 
-    /// Whether each port has a range (a subtable's identity with the mask).
+    /// Whether each port has a range (a subtable's identity with the mask): the same as
+    /// its [`Compiled::range_flags`].
     #[inline]
     pub fn range_flags(&self) -> (bool, bool) {
         (self.src_range != NO_RANGE, self.dst_range != NO_RANGE)

@@ -23,7 +23,10 @@ impl Reference {
             .iter()
             .zip(compiled)
             .enumerate()
-            .map(|(i, (r, c))| (interner.install(r, set.prios[i], i as u64, &c, &devices), c))
+            .map(|(i, (r, c))| {
+                let mask = interner.mask_id(&c.mask);
+                (interner.install(r, set.prios[i], i as u64, &c, &devices, mask), c)
+            })
             .collect();
         rules.sort_by_key(|(r, _)| (r.chain, r.prio, r.seq));
         Reference { rules, devices, indevs: set.indevs() }

@@ -623,6 +623,14 @@ pub struct Compiled {
     pub need: Need,
 }
 
+impl Compiled {
+    /// Whether each port has a range (with the mask, a subtable's identity).
+    #[inline]
+    pub fn range_flags(&self) -> (bool, bool) {
+        (self.src_range.is_some(), self.dst_range.is_some())
+    }
+}
+
 /// A rule's port ranges, checked apart from the mask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Ranges {

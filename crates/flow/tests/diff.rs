@@ -969,3 +969,97 @@ fn inserts_check_their_mask_against_the_published_plan() {
         assert_eq!(classifier.width(), *width, "step {n}");
     }
 }
+
+/// An in-place insert takes its mask's number from the subtable it goes to, not from the
+/// interner (flow-insert-3): rules of three masks (dst_ip /8, /16, /24), then every /16
+/// rule deleted (its subtable goes), then /16 rules again (the subtable comes back, now
+/// last: its place in the chain is not its mask's number) with /24 ones between. A rule
+/// given the wrong number is found by no delete (its mask's subtable is looked up by that
+/// number) and goes into the wrong subtable when the tables are rebuilt; so each delete
+/// must find its rule, and the lookups must agree with the reference after each step,
+/// the last after a `dst_port` rule rebuilds the tables.
+#[test]
+fn in_place_inserts_number_their_mask_as_the_interner_does() {
+    let rule = |text: String, line: usize| weir_flow::rule::parse_rule(&text, line).unwrap();
+    let of = |net: u32, len: u32, prio: u32, line: usize| {
+        let a = std::net::Ipv4Addr::from(net);
+        rule(
+            format!("prio {prio} protocol ip flower ip_proto udp dst_ip {a}/{len} action drop"),
+            line,
+        )
+    };
+    let net = |a: u32, b: u32, c: u32| 10 << 24 | a << 16 | b << 8 | c;
+    let mut live: Vec<(weir_flow::RuleId, Rule)> = Vec::new();
+    let mut set = RuleSet::new();
+    for i in 0..4 {
+        set.push(of(net(0, 0, 0) + (i << 24), 8, 7, live.len() + 1)).unwrap();
+        live.push((weir_flow::RuleId(live.len() as u64), set.rules.last().unwrap().clone()));
+    }
+    for a in 0..4 {
+        set.push(of(net(a, 0, 0), 16, 5, live.len() + 1)).unwrap();
+        live.push((weir_flow::RuleId(live.len() as u64), set.rules.last().unwrap().clone()));
+        set.push(of(net(a, a, 0), 24, 3, live.len() + 1)).unwrap();
+        live.push((weir_flow::RuleId(live.len() as u64), set.rules.last().unwrap().clone()));
+    }
+    let classifier = Classifier::new(&set);
+    let mut frames = Vec::new();
+    for a in 0..4u32 {
+        for b in 0..4u32 {
+            frames.push(udp(0x0101_0101, net(a, b, 7), 1000, 53, 0));
+            frames.push(udp(0x0101_0101, net(a, b, 7) + (1 << 24), 1000, 80, 0));
+        }
+    }
+    let check = |live: &[(weir_flow::RuleId, Rule)], step: &str| {
+        let mut set = RuleSet::new();
+        for (_, r) in live {
+            set.push(r.clone()).unwrap();
+        }
+        let want = run_reference(&Reference::new(&set), &frames, &[0]);
+        let got = run_classifier(&classifier, &frames, &[0]);
+        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+        assert_eq!(lines(&got), lines(&want), "{step}");
+        assert!(lines(&want).iter().filter(|l| l.is_some()).count() > frames.len() / 2, "{step}");
+    };
+    check(&live, "built");
+    let subtables = classifier.stats().0;
+    assert_eq!(subtables, 3);
+    // Every /16 rule out: its subtable goes.
+    for (id, r) in std::mem::take(&mut live) {
+        if r.line % 2 == 1 && r.line > 4 {
+            assert!(classifier.delete(id), "line {}", r.line);
+        } else {
+            live.push((id, r));
+        }
+    }
+    assert_eq!(classifier.stats().0, 2);
+    check(&live, "the /16 subtable gone");
+    // Back, after the others, a /24 rule between them (in place in its subtable).
+    let mut added = Vec::new();
+    for (n, a) in [2u32, 0, 3, 1].into_iter().enumerate() {
+        let line = 100 + 2 * n;
+        let r = of(net(a, 0, 0), 16, 5, line);
+        added.push((classifier.insert(r.clone()).unwrap(), r));
+        let r = of(net(a, (a + 1) % 4, 0), 24, 3, line + 1);
+        added.push((classifier.insert(r.clone()).unwrap(), r));
+    }
+    assert_eq!(classifier.stats().0, 3);
+    live.extend(added.iter().cloned());
+    check(&live, "the /16 rules back");
+    // Each added rule found by its delete, and put back.
+    for (id, r) in &added {
+        assert!(classifier.delete(*id), "line {}", r.line);
+        live.retain(|(i, _)| i != id);
+        check(&live, &format!("line {} deleted", r.line));
+        let again = classifier.insert(r.clone()).unwrap();
+        live.push((again, r.clone()));
+    }
+    check(&live, "put back");
+    // Rebuilt from the masks' numbers: a port rule needs another word.
+    let r = rule("prio 9 protocol ip flower ip_proto udp dst_port 80 action pass".into(), 200);
+    live.push((classifier.insert(r.clone()).unwrap(), r));
+    check(&live, "rebuilt");
+    for (id, r) in live.iter().rev() {
+        assert!(classifier.delete(*id), "line {}", r.line);
+    }
+    assert_eq!(classifier.stats().0, 0);
+}
