@@ -191,7 +191,7 @@ fn key_matches(words: &[AtomicU64], key: &[u8]) -> bool {
     let mut words = words.iter();
     for c in &mut chunks {
         let Ok(b) = <[u8; 8]>::try_from(c) else { return false };
-        if !words.next().is_some_and(|w| w.load(Relaxed) == u64::from_ne_bytes(b)) {
+        if words.next().is_none_or(|w| w.load(Relaxed) != u64::from_ne_bytes(b)) {
             return false;
         }
     }
