@@ -212,8 +212,10 @@ impl Env {
                 in_place: map.values_in_place(),
                 writable,
             });
-            direct.push(region.filter(|r| r.hash && spec.key_size <= 16).map(|r| DirectLookup {
-                find: find_hash_elem,
+            // Keys past 16 bytes get a `find` of their own: the key in place, by address.
+            let find = if spec.key_size <= 16 { find_hash_elem } else { find_hash_long };
+            direct.push(region.filter(|r| r.hash).map(|r| DirectLookup {
+                find,
                 map: Arc::as_ptr(map).cast(),
                 cpu: cpu as u64,
                 keep: Arc::clone(map) as Arc<dyn Any + Send + Sync>,
@@ -713,6 +715,30 @@ unsafe extern "C" fn find_hash_elem(map: *const (), cpu: u64, w0: u64, w1: u64) 
     map.lookup_key_words(w0, w1, usize::try_from(cpu).unwrap_or(usize::MAX))
 }
 
+/// [`find_hash_elem`] for a map whose keys are longer than 16 bytes, as [`DirectLookup`]
+/// takes such a key: `key` is the host address of its `len` bytes, read in place (a flow
+/// table's 56-byte key is not copied, nor read through guest memory). The answer is
+/// `RunEnv::map_lookup`'s, from the same `Map::lookup_ptr`; a `len` other than the map's
+/// key size finds nothing.
+///
+/// # Safety
+///
+/// As [`find_hash_elem`]'s, and `key` is readable for `len` bytes, unchanged during the
+/// call.
+unsafe extern "C" fn find_hash_long(map: *const (), cpu: u64, key: u64, len: u64) -> FoundElem {
+    // SAFETY: see the function's contract: a live `Map`, only read through `&`, and `len`
+    // readable bytes at `key` that nothing writes while this shared slice lives.
+    let (map, key) = unsafe {
+        let len = usize::try_from(len).unwrap_or(0);
+        (&*map.cast::<Map>(), std::slice::from_raw_parts(key as usize as *const u8, len))
+    };
+    let cpu = usize::try_from(cpu).unwrap_or(usize::MAX);
+    match map.lookup_ptr(key, cpu) {
+        Some((loc, host)) => FoundElem { elem: u64::from(loc.elem()), host },
+        None => FoundElem { elem: 0, host: std::ptr::null_mut() },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -798,8 +824,8 @@ mod tests {
         assert_eq!(env.map_lookup(handle(4), base, &key(0)), None);
     }
 
-    /// `RunEnv::direct_lookups`: a function for each hash map with a key of at most 16
-    /// bytes (of every size, per-CPU and LRU too), none for arrays or longer keys; each
+    /// `RunEnv::direct_lookups`: a function for each hash map (keys of every size up to
+    /// 16 bytes as words, longer ones in place; per-CPU and LRU too), none for arrays; each
     /// gives `map_lookup`'s address and span for a key found, a null host for one missing,
     /// and sees updates made after the table was taken.
     #[test]
@@ -820,12 +846,14 @@ mod tests {
             spec("k12", MapType::Hash, 12),
             spec("k16", MapType::Hash, 16),
             spec("k17", MapType::Hash, 17),
+            spec("k24", MapType::LruHash, 24),
+            spec("k56", MapType::PercpuHash, 56),
             spec("arr", MapType::Array, 4),
         ];
         let maps: Vec<Arc<Map>> =
             specs.iter().map(|s| Arc::new(Map::create(s, 2).unwrap())).collect();
-        // A key per map whose last byte (in the second word for 12 and 16 bytes) tells it
-        // from its neighbour `k ^ 1`.
+        // A key per map whose last byte (in the second word for 12 and 16 bytes, the last
+        // word of a long key) tells it from its neighbour `k ^ 1`.
         let key = |size: u32, k: u8| {
             let mut key: Vec<u8> = (0..size as u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
             if let Some(last) = key.last_mut() {
@@ -833,7 +861,7 @@ mod tests {
             }
             key
         };
-        for (map, spec) in maps.iter().zip(&specs).take(7) {
+        for (map, spec) in maps.iter().zip(&specs).take(specs.len() - 1) {
             map.update(&key(spec.key_size, 6), &[9; 12], 0, 1).unwrap();
         }
         let mut env = Env::new(maps.clone(), 1);
@@ -844,10 +872,10 @@ mod tests {
         env.begin_run();
         for (i, spec) in specs.iter().enumerate() {
             let Some(d) = &direct[i] else {
-                assert!(spec.key_size > 16 || spec.map_type == MapType::Array, "{}", spec.name);
+                assert!(spec.map_type == MapType::Array, "{}", spec.name);
                 continue;
             };
-            assert!(spec.key_size <= 16 && spec.map_type != MapType::Array, "{}", spec.name);
+            assert!(spec.map_type != MapType::Array, "{}", spec.name);
             assert_eq!((d.key_size, d.value_len, d.writable), (spec.key_size, 12, true));
             let words = |k: u8| {
                 let mut w = [0u8; 16];
@@ -858,13 +886,18 @@ mod tests {
                     u64::from_ne_bytes(hi.try_into().unwrap()),
                 )
             };
-            // SAFETY: the function's own map and cpu, its `keep` held by `direct`.
+            // SAFETY: the function's own map and cpu, its `keep` held by `direct`; a long
+            // key (past 16 bytes) by the address and size of `bytes`, alive for the call.
             let find = |k: u8| {
-                let (w0, w1) = words(k);
+                let bytes = key(spec.key_size, k);
+                let (w0, w1) = match spec.key_size {
+                    0..=16 => words(k),
+                    n => (bytes.as_ptr() as u64, u64::from(n)),
+                };
                 unsafe { (d.find)(d.map, d.cpu, w0, w1) }
             };
             let base = weir_program::exec::guest::STACK_BASE;
-            let mut stack = [0u8; 16];
+            let mut stack = [0u8; 64];
             stack[..spec.key_size as usize].copy_from_slice(&key(spec.key_size, 6));
             let memory = Stack(base, stack);
             let (addr, span) = env.map_lookup(handle(i), base, &memory).unwrap();

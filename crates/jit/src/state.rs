@@ -429,9 +429,16 @@ impl RunState<'_> {
             return None;
         }
         let direct = self.direct.get(weir_program::exec::guest::map_index(handle)?)?.as_ref()?;
-        let (w0, w1) = self.key_words(key, direct.key_size)?;
+        let (w0, w1) = if direct.key_size > 16 {
+            // A long key in place, by host address and size (`DirectLookup`'s contract):
+            // readable there (`load_target`) and unchanged, as in `key_words`.
+            let size = u64::from(direct.key_size);
+            (self.load_target(key, size).ok()?, size)
+        } else {
+            self.key_words(key, direct.key_size)?
+        };
         // SAFETY: `find` with the map and cpu its `DirectLookup` gives, whose `keep` this
-        // table holds for the call.
+        // table holds for the call; a long key's bytes admitted by `load_target` above.
         let found = unsafe { (direct.find)(direct.map, direct.cpu, w0, w1) };
         self.helper_id = u64::from(helper_id::MAP_LOOKUP_ELEM);
         self.helper_status = HELPER_RETURNED;

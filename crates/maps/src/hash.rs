@@ -189,13 +189,25 @@ fn key_word(chunk: &[u8]) -> u64 {
     u64::from_ne_bytes(w)
 }
 
-/// Whether the key words hold `key`.
+/// Whether the key words hold `key` (every word of it: a key words slice too short for
+/// the key holds none). Whole words as fixed-size loads, the zero-padded rest (if any)
+/// last: a run-time-length copy per word was a `memcpy` call each, for every key longer
+/// than 16 bytes (what a flow table's 24- to 64-byte keys compare).
 #[inline]
 fn key_matches(words: &[AtomicU64], key: &[u8]) -> bool {
     if let Ok(b) = <[u8; 4]>::try_from(key) {
         return words.first().is_some_and(|w| w.load(Relaxed) == key_word(&b));
     }
-    key.chunks(8).zip(words).all(|(c, w)| w.load(Relaxed) == key_word(c))
+    let mut chunks = key.chunks_exact(8);
+    let mut words = words.iter();
+    for c in &mut chunks {
+        let Ok(b) = <[u8; 8]>::try_from(c) else { return false };
+        if words.next().is_none_or(|w| w.load(Relaxed) != u64::from_ne_bytes(b)) {
+            return false;
+        }
+    }
+    let rest = chunks.remainder();
+    rest.is_empty() || words.next().is_some_and(|w| w.load(Relaxed) == key_word(rest))
 }
 
 /// The elements of a hash map: words that are never freed while the map lives, handed out
@@ -587,7 +599,8 @@ impl HashMap {
     /// stays short (no registers saved for this one's loop).
     #[inline(never)]
     fn find_shared_long(&self, key: &[u8]) -> Option<u32> {
-        let hash = hash_key(self.seed, key);
+        // `hash_key`'s answer for a key past 16 bytes, without its small-key tests again.
+        let hash = hash_general(self.seed, key);
         let b = self.bucket_of(hash);
         let stripe = self.stripe(b)?;
         for _ in 0..OPTIMISTIC_TRIES {
@@ -1500,6 +1513,77 @@ mod tests {
                 }
             }
             assert!(deepest >= 3, "key size {key_size}: no key found fourth in its chain");
+        }
+    }
+
+    #[test]
+    fn long_keys_compare_every_word_to_the_last_byte() {
+        // `key_matches` for keys past 16 bytes, whole words and a zero-padded rest: a key
+        // one bit off in its last byte (last word, or the rest) or its first does not
+        // match, nor do key words too few for the key.
+        for len in [17usize, 24, 31, 56, 64] {
+            let key: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(29) ^ 0xa5).collect();
+            let words: Vec<AtomicU64> =
+                key.chunks(8).map(|c| AtomicU64::new(key_word(c))).collect();
+            assert!(key_matches(&words, &key), "len {len}");
+            for at in [0, len - 1] {
+                let mut other = key.clone();
+                other[at] ^= 1;
+                assert!(!key_matches(&words, &other), "len {len}, byte {at}");
+            }
+            assert!(!key_matches(&words[..words.len() - 1], &key), "len {len}, short words");
+        }
+    }
+
+    #[test]
+    fn long_keys_in_one_chain_answer_as_the_kernel_would() {
+        // Keys of 56 bytes (a flow table's) and 20 (a zero-padded rest) that differ only
+        // in their last byte, two of them chained in one bucket (of 4), on every hash
+        // kind: each finds its own value, a missing neighbour finds nothing,
+        // and after a delete or an update the chain still answers for every key.
+        for key_size in [56u32, 20] {
+            for (percpu, lru) in [(false, false), (true, false), (false, true)] {
+                let kind = HashKind { percpu, lru, devmap: false };
+                let what = format!("key size {key_size}, percpu {percpu}, lru {lru}");
+                let m = HashMap::new(kind, key_size, 8, 4, 2, 0x77).unwrap();
+                // A per-CPU map's second CPU (its values start past the first's).
+                let cpu = usize::from(percpu);
+                assert_eq!(m.n_buckets(), 4, "{what}");
+                let key = |last: u8| -> Vec<u8> {
+                    let mut k: Vec<u8> = (0..key_size as u8).map(|i| i ^ 0x3c).collect();
+                    *k.last_mut().unwrap() = last;
+                    k
+                };
+                // Keys until two share a bucket: a chain of two long keys.
+                let mut lasts = Vec::new();
+                for last in 0..=255u8 {
+                    let b = m.bucket_of(hash_general(0x77, &key(last)));
+                    match lasts.first() {
+                        None => lasts.push(last),
+                        Some(&first) if m.bucket_of(hash_general(0x77, &key(first))) == b => {
+                            lasts.push(last);
+                            break;
+                        }
+                        Some(_) => {}
+                    }
+                }
+                let [a, b] = lasts[..] else { panic!("{what}: no two keys in one bucket") };
+                let value = |v: u64| v.to_ne_bytes();
+                let get =
+                    |last: u8| m.lookup_words(&key(last), cpu).map(|(_, _, w)| w[0].load(Relaxed));
+                m.update(&key(a), Src::Cpu(&value(10), cpu), 0).unwrap();
+                assert_eq!(get(b), None, "{what}: the neighbour before its insert");
+                m.update(&key(b), Src::Cpu(&value(11), cpu), 0).unwrap();
+                assert_eq!((get(a), get(b)), (Some(10), Some(11)), "{what}");
+                assert_eq!(get(a ^ b ^ 0xff), None, "{what}: a third key, missing");
+                let all = m.lookup_all(&key(b)).unwrap();
+                assert_eq!(all[8 * cpu..8 * cpu + 8], value(11), "{what}");
+                m.update(&key(a), Src::Cpu(&value(12), cpu), 0).unwrap();
+                assert_eq!((get(a), get(b)), (Some(12), Some(11)), "{what}: updated");
+                m.delete(&key(a)).unwrap();
+                assert_eq!((get(a), get(b)), (None, Some(11)), "{what}: deleted");
+                assert!(m.lookup_words(&key(b)[..key_size as usize - 1], cpu).is_none(), "{what}");
+            }
         }
     }
 }

@@ -378,7 +378,9 @@ pub struct FoundElem {
 /// One map's `bpf_map_lookup_elem` resolved for native code, as the kernel's JIT inlines a
 /// map's `map_gen_lookup`: `find(map, cpu, w0, w1)` probes the map for a key of `key_size`
 /// (at most 16) bytes given as the two words an element stores (the key's first 8 bytes
-/// and the rest, each zero-padded, native byte order), with no environment in between;
+/// and the rest, each zero-padded, native byte order), or for a longer key, given in
+/// place: `w0` the host address of its `key_size` bytes (readable and unchanged during
+/// the call), `w1` that size; with no environment in between;
 /// element `e`'s value lies at guest address `base + (e << shift)`, `value_len` bytes,
 /// writable by the program when `writable`. The answer must be exactly
 /// [`RunEnv::map_lookup`]'s (and the bound helper's) for the same key: the same address

@@ -181,8 +181,8 @@ fn batched_lookups_give_the_interpreters_results() {
     }
 }
 
-/// Hash maps of every key size the direct path takes (1 to 16 bytes), one it does not
-/// (20), per-CPU and LRU: map `i` for frames whose byte 0 is `i`; the key is the frame's
+/// Hash maps of every key size the direct path takes (1 to 16 bytes as words, 20 in
+/// place), per-CPU and LRU: map `i` for frames whose byte 0 is `i`; the key is the frame's
 /// bytes 8.. (copied to the stack whole, so the bytes past the key differ from frame to
 /// frame: a lookup reading past its key finds nothing). A value found is incremented and
 /// its 8 bytes at the frame's byte 1 read back (r0; `reach`: any offset, so past the
