@@ -624,8 +624,15 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
                 best = Some((len, rule));
             }
         };
-        for (kw, _) in keyword_index().candidates(KEYWORDS, s[0]) {
-            if s.starts_with(kw.as_bytes()) {
+        let b = s[0];
+        // The name here, the `Id` rule's match. Every keyword and named constant that starts
+        // with a letter or digit is spelled as a name (the tests check it), so one that
+        // matches is a prefix of this name and at most as long: a shorter one loses to the
+        // name, and only those of the name's length need comparing. Where no name starts
+        // (`&&`, `||`), all candidates are compared.
+        let word = if may_start(Rule::Id, b) { id_len(s) } else { 0 };
+        for (kw, _) in keyword_index().candidates(KEYWORDS, b) {
+            if (word == 0 || kw.len() == word) && s.starts_with(kw.as_bytes()) {
                 consider(kw.len(), Rule::Keyword);
             }
         }
@@ -647,7 +654,6 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
         // The address, number and name rules are tried only where they can start (`host`
         // is no number, Ethernet or IPv6 address): a rule skipped here would match nothing
         // at this byte, so the longest match and its rule are the same as trying them all.
-        let b = s[0];
         if may_start(Rule::Mac, b) {
             consider(mac_len(s), Rule::Mac);
         }
@@ -663,14 +669,12 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
         if may_start(Rule::BogusEther, b) {
             consider(bogus_ether_len(s), Rule::BogusEther);
         }
-        for (c, _) in constant_index().candidates(NAMED_CONSTANTS, s[0]) {
-            if s.starts_with(c.as_bytes()) {
+        for (c, _) in constant_index().candidates(NAMED_CONSTANTS, b) {
+            if (word == 0 || c.len() == word) && s.starts_with(c.as_bytes()) {
                 consider(c.len(), Rule::Constant);
             }
         }
-        if may_start(Rule::Id, b) {
-            consider(id_len(s), Rule::Id);
-        }
+        consider(word, Rule::Id);
         if may_start(Rule::EscapedId, b) {
             consider(escaped_id_len(s), Rule::EscapedId);
         }
@@ -843,6 +847,26 @@ mod tests {
         }
     }
 
+    /// Where a name starts, the scanner compares only the keywords and named constants as
+    /// long as the name, which is sound when each one starting with a letter or digit is
+    /// spelled as a name (is its own `Id` match).
+    #[test]
+    fn keywords_and_constants_are_spelled_as_names() {
+        let spellings =
+            KEYWORDS.iter().map(|(k, _)| *k).chain(NAMED_CONSTANTS.iter().map(|(c, _)| *c));
+        let (mut n, mut names) = (0, 0);
+        for k in spellings {
+            n += 1;
+            if may_start(Rule::Id, k.as_bytes()[0]) {
+                assert_eq!(id_len(k.as_bytes()), k.len(), "{k:?} is not spelled as a name");
+                names += 1;
+            }
+        }
+        assert_eq!(n, KEYWORDS.len() + NAMED_CONSTANTS.len());
+        assert!(names + 4 >= n, "{names} of {n}");
+        assert!(n > 100, "{n}");
+    }
+
     /// The scanner's output is the longest match with the earlier rule winning a tie: a few
     /// inputs where a gated rule and another compete, with their tokens and spans.
     #[test]
@@ -863,6 +887,15 @@ mod tests {
         assert_eq!(kinds("::1")[0], (Tok::Hid6(Ipv6Addr::LOCALHOST), 0, 3));
         assert_eq!(kinds("1-1024")[0], (Tok::Id("1-1024".into()), 0, 6));
         assert_eq!(kinds("\\and")[0], (Tok::Id("and".into()), 0, 4));
+        // A keyword or constant that is a prefix of a longer name loses to the name; one
+        // as long as the name wins.
+        assert_eq!(kinds("hosts")[0], (Tok::Id("hosts".into()), 0, 5));
+        assert_eq!(kinds("host-")[0], (Tok::Kw(Kw::Host), 0, 4));
+        assert_eq!(kinds("tcp-synx")[0], (Tok::Id("tcp-synx".into()), 0, 8));
+        assert_eq!(kinds("tcp-syn")[0], (Tok::Num(2), 0, 7));
+        assert_eq!(kinds("tcp-")[0], (Tok::Kw(Kw::Proto(Proto::Tcp)), 0, 3));
+        assert_eq!(kinds("ip&&udp")[1], (Tok::Kw(Kw::And), 2, 4));
+        assert_eq!(kinds("ip||udp")[1], (Tok::Kw(Kw::Or), 2, 4));
         assert_eq!(kinds("001122334455")[0], (Tok::Eid([0, 0x11, 0x22, 0x33, 0x44, 0x55]), 0, 12));
         let e = tokenize("ip and 1:2:").unwrap_err();
         assert_eq!((e.span.start, e.span.end), (7, 11), "{e:?}");
