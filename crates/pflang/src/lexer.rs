@@ -608,7 +608,9 @@ fn may_start(rule: Rule, b: u8) -> bool {
 /// Splits `expr` into tokens, ending with [`Tok::End`].
 pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
     let bytes = expr.as_bytes();
-    let mut out = Vec::new();
+    // Room for a token per four bytes and the end: everyday filters (`host 10.0.0.1 and
+    // udp`, five tokens) fit without growing the list from four to eight.
+    let mut out = Vec::with_capacity(expr.len() / 4 + 2);
     let mut pos = 0;
     while pos < bytes.len() {
         let s = &bytes[pos..];
