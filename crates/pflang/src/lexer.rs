@@ -737,8 +737,11 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
 mod tests {
     use super::*;
 
+    /// A rule's length function: its longest match at the start of the text, 0 for none.
+    type RuleLen = fn(&[u8]) -> usize;
+
     /// The rules `may_start` gates, with their length functions.
-    const GATED: &[(Rule, fn(&[u8]) -> usize)] = &[
+    const GATED: &[(Rule, RuleLen)] = &[
         (Rule::Mac, mac_len),
         (Rule::Num, num_len),
         (Rule::Hid, hid_len),
