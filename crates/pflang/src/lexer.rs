@@ -584,10 +584,33 @@ fn constant_index() -> &'static ByFirstByte {
     INDEX.get_or_init(|| ByFirstByte::new(NAMED_CONSTANTS))
 }
 
+/// Whether a match of one of the address, number and name rules can start with byte `b`
+/// (the tests check that each of them matches nothing at any other byte). The scanner
+/// tries at each position only the rules that can start there, instead of all of them.
+#[inline]
+fn may_start(rule: Rule, b: u8) -> bool {
+    match rule {
+        // Six hex groups, three of four hex digits, or twelve hex digits.
+        Rule::Mac | Rule::BogusEther => is_hex(b),
+        // A dotted address starts with a number, and a number with a decimal digit.
+        Rule::Num | Rule::Hid => b.is_ascii_digit(),
+        // A hex group, or `::`.
+        Rule::V6 => is_hex(b) || b == b':',
+        Rule::Id => b.is_ascii_alphanumeric(),
+        Rule::EscapedId => b == b'\\',
+        // The others are matched by their first byte already.
+        Rule::Keyword | Rule::Space | Rule::Punct1 | Rule::Punct2 | Rule::Aid | Rule::Constant => {
+            true
+        }
+    }
+}
+
 /// Splits `expr` into tokens, ending with [`Tok::End`].
 pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
     let bytes = expr.as_bytes();
-    let mut out = Vec::new();
+    // Room for a token per four bytes and the end: everyday filters (`host 10.0.0.1 and
+    // udp`, five tokens) fit without growing the list from four to eight.
+    let mut out = Vec::with_capacity(expr.len() / 4 + 2);
     let mut pos = 0;
     while pos < bytes.len() {
         let s = &bytes[pos..];
@@ -603,8 +626,15 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
                 best = Some((len, rule));
             }
         };
-        for (kw, _) in keyword_index().candidates(KEYWORDS, s[0]) {
-            if s.starts_with(kw.as_bytes()) {
+        let b = s[0];
+        // The name here, the `Id` rule's match. Every keyword and named constant that starts
+        // with a letter or digit is spelled as a name (the tests check it), so one that
+        // matches is a prefix of this name and at most as long: a shorter one loses to the
+        // name, and only those of the name's length need comparing. Where no name starts
+        // (`&&`, `||`), all candidates are compared.
+        let word = if may_start(Rule::Id, b) { id_len(s) } else { 0 };
+        for (kw, _) in keyword_index().candidates(KEYWORDS, b) {
+            if (word == 0 || kw.len() == word) && s.starts_with(kw.as_bytes()) {
                 consider(kw.len(), Rule::Keyword);
             }
         }
@@ -623,18 +653,33 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
                 consider(1 + n, Rule::Aid);
             }
         }
-        consider(mac_len(s), Rule::Mac);
-        consider(num_len(s), Rule::Num);
-        consider(hid_len(s), Rule::Hid);
-        consider(v6_len(s), Rule::V6);
-        consider(bogus_ether_len(s), Rule::BogusEther);
-        for (c, _) in constant_index().candidates(NAMED_CONSTANTS, s[0]) {
-            if s.starts_with(c.as_bytes()) {
+        // The address, number and name rules are tried only where they can start (`host`
+        // is no number, Ethernet or IPv6 address): a rule skipped here would match nothing
+        // at this byte, so the longest match and its rule are the same as trying them all.
+        if may_start(Rule::Mac, b) {
+            consider(mac_len(s), Rule::Mac);
+        }
+        if may_start(Rule::Num, b) {
+            consider(num_len(s), Rule::Num);
+        }
+        if may_start(Rule::Hid, b) {
+            consider(hid_len(s), Rule::Hid);
+        }
+        if may_start(Rule::V6, b) {
+            consider(v6_len(s), Rule::V6);
+        }
+        if may_start(Rule::BogusEther, b) {
+            consider(bogus_ether_len(s), Rule::BogusEther);
+        }
+        for (c, _) in constant_index().candidates(NAMED_CONSTANTS, b) {
+            if (word == 0 || c.len() == word) && s.starts_with(c.as_bytes()) {
                 consider(c.len(), Rule::Constant);
             }
         }
-        consider(id_len(s), Rule::Id);
-        consider(escaped_id_len(s), Rule::EscapedId);
+        consider(word, Rule::Id);
+        if may_start(Rule::EscapedId, b) {
+            consider(escaped_id_len(s), Rule::EscapedId);
+        }
 
         let Some((len, rule)) = best else {
             let ch_len = expr[pos..].chars().next().map_or(1, char::len_utf8);
@@ -686,4 +731,180 @@ pub fn tokenize(expr: &str) -> Result<Vec<Token>, ParseError> {
     }
     out.push(Token { tok: Tok::End, span: Span::new(bytes.len(), bytes.len()) });
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rule's length function: its longest match at the start of the text, 0 for none.
+    type RuleLen = fn(&[u8]) -> usize;
+
+    /// The rules `may_start` gates, with their length functions.
+    const GATED: &[(Rule, RuleLen)] = &[
+        (Rule::Mac, mac_len),
+        (Rule::Num, num_len),
+        (Rule::Hid, hid_len),
+        (Rule::V6, v6_len),
+        (Rule::BogusEther, bogus_ether_len),
+        (Rule::Id, id_len),
+        (Rule::EscapedId, escaped_id_len),
+    ];
+
+    /// Text that follows a first byte: pieces of every token shape (addresses, numbers,
+    /// names, IPv6 with and without `::` or a dotted tail, Ethernet in each spelling).
+    const TAILS: &[&str] = &[
+        "",
+        "0",
+        "1",
+        "a",
+        "f",
+        "z",
+        "x1f",
+        "X1f",
+        ".",
+        ":",
+        "::",
+        ":1",
+        "::1",
+        ":0:0:0:0:0:0:1",
+        ":2:3:4:5:6:7:8",
+        "1:2:3:4:5:6:7:8",
+        "::ffff:1.2.3.4",
+        ":ffff:1.2.3.4",
+        "0:0:0:0:0:0:1",
+        "e80::1",
+        "0::1",
+        ".0.0.1",
+        "0.0.0.1",
+        "0.0.0.1.5",
+        ".2",
+        "2.3",
+        "-1024",
+        "en-1",
+        "ost",
+        "nd",
+        "cp-syn",
+        "_x",
+        "-x",
+        "1:22:33:44:55:66",
+        ":22:33:44:55:66",
+        "-22-33-44-55-66",
+        ".22.33.44.55.66",
+        "a:",
+        "a::bb:",
+        ":bb:cc",
+        "122.3344.5566",
+        ".3344.5566",
+        "122334455",
+        "1122334455",
+        "11223344556",
+        "11223344556677",
+        "abcdef012",
+        "x",
+        "\\x",
+        "$1",
+        "!",
+        " ",
+    ];
+
+    #[test]
+    fn rules_skipped_at_a_byte_match_nothing_there() {
+        let mut checked = 0usize;
+        let mut skipped_bytes = 0usize;
+        for &(rule, len) in GATED {
+            for b in 0..=255u8 {
+                if may_start(rule, b) {
+                    continue;
+                }
+                skipped_bytes += 1;
+                for tail in TAILS {
+                    let mut text = vec![b];
+                    text.extend_from_slice(tail.as_bytes());
+                    assert_eq!(
+                        len(&text),
+                        0,
+                        "{rule:?} matches {:?} although may_start says it cannot start with {b:#04x}",
+                        String::from_utf8_lossy(&text)
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        // Every gated rule skips most bytes (at most 62 of 256 start one).
+        assert!(skipped_bytes >= GATED.len() * 194, "{skipped_bytes}");
+        assert_eq!(checked, skipped_bytes * TAILS.len());
+    }
+
+    /// Each gated rule does match at some byte it allows, after some tail: the tails above
+    /// reach each rule (a test whose tails matched nothing anywhere would prove nothing).
+    #[test]
+    fn every_gated_rule_matches_after_some_allowed_byte() {
+        for &(rule, len) in GATED {
+            let hit = (0..=255u8).filter(|&b| may_start(rule, b)).any(|b| {
+                TAILS.iter().any(|tail| {
+                    let mut text = vec![b];
+                    text.extend_from_slice(tail.as_bytes());
+                    len(&text) > 0
+                })
+            });
+            assert!(hit, "{rule:?} matched nothing");
+        }
+    }
+
+    /// Where a name starts, the scanner compares only the keywords and named constants as
+    /// long as the name, which is sound when each one starting with a letter or digit is
+    /// spelled as a name (is its own `Id` match).
+    #[test]
+    fn keywords_and_constants_are_spelled_as_names() {
+        let spellings =
+            KEYWORDS.iter().map(|(k, _)| *k).chain(NAMED_CONSTANTS.iter().map(|(c, _)| *c));
+        let (mut n, mut names) = (0, 0);
+        for k in spellings {
+            n += 1;
+            if may_start(Rule::Id, k.as_bytes()[0]) {
+                assert_eq!(id_len(k.as_bytes()), k.len(), "{k:?} is not spelled as a name");
+                names += 1;
+            }
+        }
+        assert_eq!(n, KEYWORDS.len() + NAMED_CONSTANTS.len());
+        assert!(names + 4 >= n, "{names} of {n}");
+        assert!(n > 100, "{n}");
+    }
+
+    /// The scanner's output is the longest match with the earlier rule winning a tie: a few
+    /// inputs where a gated rule and another compete, with their tokens and spans.
+    #[test]
+    fn gated_rules_still_win_where_they_should() {
+        let kinds = |e: &str| -> Vec<(Tok, usize, usize)> {
+            tokenize(e).unwrap().into_iter().map(|t| (t.tok, t.span.start, t.span.end)).collect()
+        };
+        assert_eq!(
+            kinds("host 10.0.0.1 and udp"),
+            vec![
+                (Tok::Kw(Kw::Host), 0, 4),
+                (Tok::Hid("10.0.0.1".into()), 5, 13),
+                (Tok::Kw(Kw::And), 14, 17),
+                (Tok::Kw(Kw::Proto(Proto::Udp)), 18, 21),
+                (Tok::End, 21, 21),
+            ]
+        );
+        assert_eq!(kinds("::1")[0], (Tok::Hid6(Ipv6Addr::LOCALHOST), 0, 3));
+        assert_eq!(kinds("1-1024")[0], (Tok::Id("1-1024".into()), 0, 6));
+        assert_eq!(kinds("\\and")[0], (Tok::Id("and".into()), 0, 4));
+        // A keyword or constant that is a prefix of a longer name loses to the name; one
+        // as long as the name wins.
+        assert_eq!(kinds("hosts")[0], (Tok::Id("hosts".into()), 0, 5));
+        assert_eq!(kinds("host-")[0], (Tok::Kw(Kw::Host), 0, 4));
+        assert_eq!(kinds("tcp-synx")[0], (Tok::Id("tcp-synx".into()), 0, 8));
+        assert_eq!(kinds("tcp-syn")[0], (Tok::Num(2), 0, 7));
+        assert_eq!(kinds("tcp-")[0], (Tok::Kw(Kw::Proto(Proto::Tcp)), 0, 3));
+        assert_eq!(kinds("ip&&udp")[1], (Tok::Kw(Kw::And), 2, 4));
+        assert_eq!(kinds("ip||udp")[1], (Tok::Kw(Kw::Or), 2, 4));
+        assert_eq!(kinds("001122334455")[0], (Tok::Eid([0, 0x11, 0x22, 0x33, 0x44, 0x55]), 0, 12));
+        let e = tokenize("ip and 1:2:").unwrap_err();
+        assert_eq!((e.span.start, e.span.end), (7, 11), "{e:?}");
+        let e = tokenize("ip and .").unwrap_err();
+        assert_eq!((e.span.start, e.span.end), (7, 8), "{e:?}");
+    }
 }
