@@ -540,24 +540,27 @@ impl<const W: usize> Store<W> {
 
     /// Write an entry; its slot value, or `None` when the store is full.
     fn push(&self, key: [u64; W], hash: u32, rules: SlotRules) -> Option<u64> {
-        let i = self.next.load(Ordering::Relaxed);
-        if i >= self.capacity() || i >= u32::MAX as usize - 1 {
-            return None;
-        }
+        let i = self.room()?;
+        Some(self.write(i, key, hash, rules))
+    }
+
+    /// Write an entry at `i`, the index `room` gave (its checks not made twice: an
+    /// insert asks `room` before its probe, flow-insert-4); its slot value.
+    fn write(&self, i: usize, key: [u64; W], hash: u32, rules: SlotRules) -> u64 {
         let size = 1usize << self.chunk_bits;
         let chunk = self.chunks[i >> self.chunk_bits]
             .get_or_init(|| (0..size).map(|_| OnceLock::new()).collect());
         // A fresh index: the cell is empty, this sets it.
         let _ = chunk[i & (size - 1)].set(Entry { key, rules });
         self.next.store(i + 1, Ordering::Relaxed);
-        Some((u64::from(hash) << 32) | (i as u64 + 1))
+        (u64::from(hash) << 32) | (i as u64 + 1)
     }
 
-    /// Whether `push` has room for one more entry.
+    /// The index of the next entry, or `None` when the store has no room for one.
     #[inline]
-    fn has_room(&self) -> bool {
+    fn room(&self) -> Option<usize> {
         let i = self.next.load(Ordering::Relaxed);
-        i < self.capacity() && i < u32::MAX as usize - 1
+        (i < self.capacity() && i < u32::MAX as usize - 1).then_some(i)
     }
 
     /// Add a rule in place (the writer only); the rule back when there is no room
@@ -569,9 +572,7 @@ impl<const W: usize> Store<W> {
         hash: u32,
         rule: Arc<Installed>,
     ) -> Result<(), Arc<Installed>> {
-        if !self.has_room() {
-            return Err(rule);
-        }
+        let Some(fresh) = self.room() else { return Err(rule) };
         let mask = self.slots.len() - 1;
         let mut i = hash as usize & mask;
         let mut free = None;
@@ -589,9 +590,7 @@ impl<const W: usize> Store<W> {
                         let mut list = e.rules.as_slice().to_vec();
                         let at = list.partition_point(|r| r.rank() < rule.rank());
                         list.insert(at, rule);
-                        let Some(nv) = self.push(key, hash, SlotRules::of(list)) else {
-                            unreachable!("has_room said there is room");
-                        };
+                        let nv = self.write(fresh, key, hash, SlotRules::of(list));
                         self.slots[i].store(nv, Ordering::Release);
                         add(&self.rules, 1);
                         return Ok(());
@@ -604,9 +603,7 @@ impl<const W: usize> Store<W> {
         if !reuse && (self.used.load(Ordering::Relaxed) + 1) << MAX_USED_SHIFT > self.slots.len() {
             return Err(rule);
         }
-        let Some(nv) = self.push(key, hash, SlotRules::One(rule)) else {
-            unreachable!("has_room said there is room");
-        };
+        let nv = self.write(fresh, key, hash, SlotRules::One(rule));
         let (w, m) = self.filter_bit(hash);
         set_bits(&self.filter[w], m);
         self.slots[free.unwrap_or(i)].store(nv, Ordering::Release);

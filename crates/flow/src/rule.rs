@@ -426,18 +426,21 @@ impl Rule {
                     ip_proto = *p;
                 }
                 Match::SrcIp(a) | Match::DstIp(a) => {
-                    let name = if matches!(m, Match::SrcIp(_)) { "src_ip" } else { "dst_ip" };
+                    // The names only on the way out: every insert runs this (flow-insert-4).
                     if !ip_family_ok(eth_type, a.addr.is_ipv4()) {
+                        let name = if matches!(m, Match::SrcIp(_)) { "src_ip" } else { "dst_ip" };
                         let known = matches!(eth_type, ethertype::IP | ethertype::IPV6);
                         let why = if known { "Illegal \"eth_type\" for ip address\n" } else { "" };
                         return Err((i, format!("{why}Illegal \"{name}\"")));
                     }
                 }
                 Match::SrcPort(p) | Match::DstPort(p) => {
-                    let name = if matches!(m, Match::SrcPort(_)) { "src_port" } else { "dst_port" };
+                    let name =
+                        || if matches!(m, Match::SrcPort(_)) { "src_port" } else { "dst_port" };
                     let l4 = matches!(ip_proto, ipproto::TCP | ipproto::UDP | ipproto::SCTP);
                     if let PortMatch::Range(lo, hi) = p {
                         if hi <= lo {
+                            let name = name();
                             return Err((
                                 i,
                                 format!("max value should be greater than min value\nIllegal \"{name}\""),
@@ -445,6 +448,7 @@ impl Rule {
                         }
                     }
                     if !l4 {
+                        let name = name();
                         return Err((i, format!("Illegal \"{name}\"")));
                     }
                 }
