@@ -283,7 +283,8 @@ impl JitProgram {
         let optimize = insns.len() <= crate::OPTIMIZE_MAX_SLOTS;
         let code = NativeCode::compile(optimize, |func, abi| {
             let key = config.blinding.then_some(key);
-            codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key, &plan)
+            let budget = JitProgram::budget_of(&config);
+            codegen::translate(func, abi, &insns, &bindings, &cfg, shape, key, budget, &plan)
         })?;
         let call_targets = insns.iter().map(|i| u8::from(i.op != Op::LddwHigh)).collect();
         let writes_stack = insns.iter().any(|i| {
@@ -692,7 +693,6 @@ impl JitProgram {
         // `regions[MEM].base_lo` stays as `set_up` left it (`run_lent` reads it back).
         run.stack_bias = stack_host.wrapping_sub(STACK_BASE);
         run.key = self.key;
-        run.budget = sizes.budget;
         run.r1 = weir_program::exec::guest::CTX_BASE;
         run.r2 = ctx_len as u64;
         Some(LentSteady { ctx_host, ctx_len, armed: true, env: None })
@@ -851,7 +851,6 @@ impl JitProgram {
         run.frames = frames;
         run.call_targets = self.call_targets.as_ptr() as u64;
         run.key = self.key;
-        run.budget = self.budget();
         run.r2 = r2;
         run.bindings = &self.bindings;
         run.ctx_layout = self.bindings.context;
@@ -964,7 +963,7 @@ impl JitProgram {
 
     /// A run of self-contained code (`Plan::self_contained`, so `needs` is met): the same
     /// preparation of the cache and the context as [`JitProgram::run_stats`], then only the
-    /// run-state words the code reads: the entry registers, the budget, the stack bias, the
+    /// run-state words the code reads: the entry registers, the stack bias, the
     /// host base of the context, packet and memory (the code adds its own guest offset);
     /// of the outcome fields none (see `lean_fire`). The region table keeps whatever the
     /// last full run left: this code never reads it, and a full run sets it whole.
@@ -1024,8 +1023,6 @@ impl JitProgram {
         run.regions[MEM].base_lo = mem;
         run.stack_bias = stack_host.wrapping_sub(STACK_BASE);
         run.key = self.key;
-        let budget = sizes.budget;
-        run.budget = budget;
         // Not reset: the exit word, exit value and budget left, which every way out of the
         // code but a plain return stores (`codegen`, the exit blocks) and only after such a
         // way out are read (`Exit`), and the deepest frame and helper
@@ -1101,9 +1098,16 @@ impl JitProgram {
 
     /// The instruction budget as generated code counts it: at most `i64::MAX`, so that
     /// its signed test `remaining - n < 0` is `remaining < n` (no run gets that far).
+    /// Compiled into the code as a constant (`codegen::translate`), so no run writes it.
     #[inline]
     fn budget(&self) -> u64 {
-        self.config.limits.instruction_budget.min(i64::MAX as u64)
+        Self::budget_of(&self.config)
+    }
+
+    /// [`JitProgram::budget`] of a program compiled with `config`.
+    #[inline]
+    fn budget_of(config: &Config) -> u64 {
+        config.limits.instruction_budget.min(i64::MAX as u64)
     }
 
     /// Resizes `cache` for this program if needed and zeroes what the last run wrote.

@@ -238,7 +238,6 @@ pub(crate) struct RunState<'e> {
     pub key: u64,
     /// Always 1: a value Cranelift cannot see is 1 (see `codegen::Translator::basic_block`).
     pub one: u64,
-    pub budget: u64,
     /// The entry registers of a full run (`fire` passes them to the code, which takes
     /// them as arguments, not from here; a lean run passes its own).
     pub r1: u64,
@@ -345,7 +344,6 @@ pub(crate) mod offsets {
     pub const LOOKUP_FN: i32 = field(offset_of!(RunState, lookup_fn));
     pub const KEY: i32 = field(offset_of!(RunState, key));
     pub const ONE: i32 = field(offset_of!(RunState, one));
-    pub const BUDGET: i32 = field(offset_of!(RunState, budget));
     pub const EXIT_WORD: i32 = field(offset_of!(RunState, exit_word));
     pub const EXIT_VALUE: i32 = field(offset_of!(RunState, exit_value));
     pub const REMAINING: i32 = field(offset_of!(RunState, remaining));
@@ -394,7 +392,6 @@ impl RunState<'_> {
             lookup_fn: map_lookup_fast as *const () as u64,
             key: 0,
             one: 1,
-            budget: 0,
             r1: 0,
             r2: 0,
             exit_word: 0,

@@ -734,32 +734,75 @@ fn run_mem_takes_the_lean_path_only_for_memory_the_proof_covers() {
     assert_eq!(traps, 4, "the runs on fewer than 64 bytes trap");
 }
 
+/// `byte_sum` proven for 64 bytes of memory, and the proof's bound on a run's length.
+fn proven_byte_sum() -> (Verified, u64) {
+    let world = World { mem: Some(vec![1; 64]), ..World::default() };
+    let verified = prove(&byte_sum(), None, &world).unwrap();
+    let bound = verified.facts().unwrap().max_executed;
+    (verified, bound)
+}
+
+/// `verified` compiled with an instruction budget of `budget`, and the interpreter with it.
+fn with_budget(
+    verified: &Verified,
+    budget: u64,
+) -> (weir_jit::JitProgram, weir_interp::Interpreter) {
+    let limits = weir_program::exec::Limits { instruction_budget: budget, ..Default::default() };
+    let config = weir_jit::Config::with_limits(limits);
+    let jit = Jit::compile(verified, Bindings::conformance(), config).unwrap();
+    let program = Program::from_insns(verified.insns().to_vec());
+    let interp = weir_interp::Interpreter::new(
+        &Verified::check(&program).unwrap(),
+        Bindings::conformance(),
+        limits,
+    );
+    (jit, interp)
+}
+
 /// A budget smaller than the proof's bound on a run's length keeps the budget tests, and
 /// the budget runs out exactly where the interpreter's does; the executed count is exact
 /// either way.
 #[test]
 fn the_budget_tests_go_only_when_no_run_can_exhaust_the_budget() {
-    let program = byte_sum();
-    let world = World { mem: Some(vec![1; 64]), ..World::default() };
-    let verified = prove(&program, None, &world).unwrap();
-    let bound = verified.facts().unwrap().max_executed;
+    let (verified, bound) = proven_byte_sum();
     for budget in [bound, bound - 1, 100, 7, 1] {
-        let limits =
-            weir_program::exec::Limits { instruction_budget: budget, ..Default::default() };
-        let jit =
-            Jit::compile(&verified, Bindings::conformance(), weir_jit::Config::with_limits(limits))
-                .unwrap();
+        let (jit, interp) = with_budget(&verified, budget);
         assert_eq!(jit.checks().budget_dropped, budget >= bound, "budget {budget}");
-        let interp = weir_interp::Interpreter::new(
-            &Verified::check(&program).unwrap(),
-            Bindings::conformance(),
-            limits,
-        );
         let (mut m1, mut m2) = (vec![1u8; 64], vec![1u8; 64]);
         let expected = interp.run_stats(&mut interp.cache(), Input::new().mem(&mut m1));
         let got = jit.run_stats(&mut jit.cache(), Input::new().mem(&mut m2));
         assert_eq!(got, expected, "budget {budget}");
     }
+}
+
+/// The budget is compiled into the code (no run writes it to the run state): programs
+/// compiled with different budgets, budget-free or not, taking turns on one cache, each
+/// count and run out as the interpreter does with its own budget, by the lean path
+/// (`run_mem`) and the full one (`run_stats`).
+#[test]
+fn programs_of_different_budgets_taking_turns_on_one_cache_count_by_their_own() {
+    let (verified, bound) = proven_byte_sum();
+    let budgets = [bound, u64::MAX, bound + 1000, bound - 1, 50];
+    let engines: Vec<_> = budgets
+        .iter()
+        .map(|&budget| {
+            let (jit, interp) = with_budget(&verified, budget);
+            (budget, jit, interp)
+        })
+        .collect();
+    let mut cache = engines[0].1.cache();
+    let mut traps = 0;
+    for (n, which) in [0usize, 1, 2, 3, 0, 4, 2, 1, 3, 0].into_iter().enumerate() {
+        let (budget, jit, interp) = &engines[which];
+        let (mut m1, mut m2, mut m3) = (vec![3u8; 64], vec![3u8; 64], vec![3u8; 64]);
+        let expected = interp.run_stats(&mut interp.cache(), Input::new().mem(&mut m1));
+        let got = jit.run_stats(&mut cache, Input::new().mem(&mut m2));
+        assert_eq!(got, expected, "run {n}, budget {budget}: run_stats");
+        let got = jit.run_mem(&mut cache, &mut m3).map(|r0| (r0, cache.executed()));
+        assert_eq!(got, expected.map(|o| (o.r0, o.executed)), "run {n}, budget {budget}: run_mem");
+        traps += usize::from(got.is_err());
+    }
+    assert_eq!(traps, 3, "the budgets below the bound run out");
 }
 
 /// Local calls: a callee writes and reads its caller's frame through a pointer argument at a

@@ -105,7 +105,7 @@ pub(crate) struct Plan {
     /// Unrolled copy and sum loops run wide (`Config::wide_copy`, `codegen::copy`,
     /// `codegen::reduce`).
     pub(crate) wide_copy: bool,
-    /// The code reads nothing of the run state but its entry registers, the budget, the
+    /// The code reads nothing of the run state but its entry registers, the
     /// stack bias and the `base_lo` of the regions it accesses unchecked, and writes only
     /// the outcome: budget-free, every access unchecked (proven, or a fixed frame offset),
     /// no call of any kind and no legacy packet load. A run then sets only those words

@@ -135,11 +135,12 @@ pub(crate) fn translate(
     cfg: &Cfg,
     shape: StackShape,
     key: Option<u64>,
+    budget: u64,
     plan: &facts::Plan,
 ) -> Result<(), CompileError> {
     let mut context = FunctionBuilderContext::new();
     let builder = FunctionBuilder::new(func, &mut context);
-    Translator::new(builder, abi, insns, bindings, cfg, shape, key, plan).translate()
+    Translator::new(builder, abi, insns, bindings, cfg, shape, key, budget, plan).translate()
 }
 
 struct Translator<'a, 'f> {
@@ -219,6 +220,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         cfg: &'a Cfg,
         shape: StackShape,
         key: Option<u64>,
+        budget: u64,
         plan: &'a facts::Plan,
     ) -> Self {
         let helper_sig = b.import_signature(abi.helper());
@@ -251,7 +253,8 @@ impl<'a, 'f> Translator<'a, 'f> {
         b.def_var(var(2), r2);
         let r10 = b.ins().iconst(types::I64, shape.frame_top(0) as i64);
         b.def_var(var(10), r10);
-        let budget = load(&mut b, offsets::BUDGET);
+        // A constant of the compile (`JitProgram::budget`): no run writes it, no run reads it.
+        let budget = b.ins().iconst(types::I64, budget as i64);
         b.def_var(var(REMAINING), budget);
         b.def_var(var(DEPTH), zero);
         b.def_var(var(MAX_DEPTH), zero);
