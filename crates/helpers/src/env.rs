@@ -735,7 +735,7 @@ unsafe extern "C" fn find_hash_long(map: *const (), cpu: u64, key: u64, len: u64
     let cpu = usize::try_from(cpu).unwrap_or(usize::MAX);
     match map.lookup_ptr(key, cpu) {
         Some((loc, host)) => FoundElem { elem: u64::from(loc.elem()), host },
-        None => FoundElem { elem: 0, host: std::ptr::null_mut() },
+        None => FoundElem::NONE,
     }
 }
 

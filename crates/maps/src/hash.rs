@@ -134,8 +134,6 @@ pub(crate) fn random_seed() -> u64 {
 
 /// No element: the end of a chain.
 const NIL: u32 = u32::MAX;
-/// `lookup_key_words`'s answer for a key the map has not.
-pub(crate) const NO_ELEM: FoundElem = FoundElem { elem: 0, host: std::ptr::null_mut() };
 
 /// `lookup_key_words`'s answer for element `idx`, its value's words `value` (at least
 /// one: `value_size` > 0): the value's first byte is their start.
@@ -830,7 +828,7 @@ impl HashMap {
             // A chain that goes on, or one that starts past the eager elements.
             Some(_) => return self.lookup_one_word_on(stripe, before, b, w0, cpu),
             // An empty bucket (`NIL` is past every element).
-            None if idx == NIL => NO_ELEM,
+            None if idx == NIL => FoundElem::NONE,
             None => return self.lookup_one_word_on(stripe, before, b, w0, cpu),
         };
         if stripe.read_end(before) {
@@ -861,7 +859,7 @@ impl HashMap {
                         return found;
                     }
                 }
-                Some(None) => return NO_ELEM,
+                Some(None) => return FoundElem::NONE,
                 None => {}
             }
         }
@@ -884,12 +882,12 @@ impl HashMap {
     #[inline(never)]
     fn lookup_key_words_any(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
         if self.key_size > 16 || cpu >= self.cpus {
-            return NO_ELEM;
+            return FoundElem::NONE;
         }
         let found = self
             .find_shared_small(SmallKey { w0, w1 }, self.key_words > 1)
             .and_then(|idx| Some((idx, self.found_value(idx, cpu)?.1)));
-        found.map_or(NO_ELEM, |(idx, words)| found_elem(idx, words))
+        found.map_or(FoundElem::NONE, |(idx, words)| found_elem(idx, words))
     }
 
     /// Element `idx`'s value on `cpu` as (element, word offset in it), as `lookup_loc`

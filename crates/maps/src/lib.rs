@@ -473,7 +473,7 @@ impl Map {
     #[inline(always)]
     pub fn lookup_key_words(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
         let Kind::Hash(h) = &self.kind else {
-            return hash::NO_ELEM;
+            return FoundElem::NONE;
         };
         h.lookup_key_words(w0, w1, cpu)
     }

@@ -375,6 +375,11 @@ pub struct FoundElem {
     pub host: *mut u8,
 }
 
+impl FoundElem {
+    /// No element: a null `host` (and element 0, which native code expects of a miss).
+    pub const NONE: FoundElem = FoundElem { elem: 0, host: std::ptr::null_mut() };
+}
+
 /// One map's `bpf_map_lookup_elem` resolved for native code, as the kernel's JIT inlines a
 /// map's `map_gen_lookup`: `find(map, cpu, w0, w1)` probes the map for a key of `key_size`
 /// (at most 16) bytes given as the two words an element stores (the key's first 8 bytes
