@@ -243,7 +243,7 @@ pub(crate) fn apart_always(windows: (usize, usize)) -> bool {
 
 /// Iterations per group of a copy loop: its groups move 16 bytes an instruction with no
 /// per-iteration work left but the counter, so longer groups spread the guard further.
-const COPY_FACTOR: usize = 16;
+pub(crate) const COPY_FACTOR: usize = 16;
 
 /// Iterations per group of a copy loop whose trip count from 0 is a multiple of it
 /// (`for (i = 0; i < 32 * m; i++)`, as the bench's stack-copy): the groups then leave no
@@ -253,11 +253,14 @@ const COPY_FACTOR: usize = 16;
 /// (bench/records/2026-11-29-jit-9.txt).
 const COPY_FACTOR_LONG: usize = 32;
 
-/// `unroll` with [`COPY_FACTOR`] iterations a group ([`COPY_FACTOR_LONG`] when a `<` bound
+/// `unroll` with `short` iterations a group ([`COPY_FACTOR_LONG`] when a `<` bound
 /// counted up to from 0 takes a multiple of that many), for a body short enough to be
 /// unrolled by 8 (the plain copies, kept for overlaps, stay under 32 * 8 instructions) and
-/// a guard whose limit does not wrap; else as it was.
-pub(crate) fn widened(unroll: Unroll, step: i64) -> Unroll {
+/// a guard whose limit does not wrap; else as it was. Copies take [`COPY_FACTOR`]; sums
+/// (`reduce`) 8, so only a loop of a multiple of 32 words gets longer groups: a loop whose
+/// trip count is known (`counted::trips`, as stack-copy's sum of its 32 stack words) is
+/// then one group, sixteen 16-byte loads added in one tree, with no loop left around it.
+pub(crate) fn widened(unroll: Unroll, step: i64, short: usize) -> Unroll {
     if unroll.factor != 8 {
         return unroll;
     }
@@ -269,7 +272,7 @@ pub(crate) fn widened(unroll: Unroll, step: i64) -> Unroll {
         }
         Bound::Reg(_) => false,
     };
-    let factor = if long { COPY_FACTOR_LONG } else { COPY_FACTOR };
+    let factor = if long { COPY_FACTOR_LONG } else { short };
     let Some(span) = step.checked_mul(factor as i64 - 1) else { return unroll };
     if let Bound::Const(limit) = unroll.bound {
         if super::counted::limit_wraps(unroll.cc, limit, span) {
@@ -477,7 +480,7 @@ mod tests {
     #[test]
     fn groups_are_long_when_the_trip_count_from_0_is_a_multiple_of_32() {
         let by_8 = |cc, bound, step: i64| Unroll { factor: 8, cc, bound, span: 7 * step };
-        let factor = |cc, bound, step| widened(by_8(cc, bound, step), step).factor;
+        let factor = |cc, bound, step| widened(by_8(cc, bound, step), step, COPY_FACTOR).factor;
         use IntCC::*;
         // The bench's stack-copy: 32 words, `r3 < 256` by 8.
         assert_eq!(factor(UnsignedLessThan, Bound::Const(256), 8), 32);
@@ -488,6 +491,16 @@ mod tests {
         assert_eq!(factor(UnsignedLessThan, Bound::Const(257), 8), 16);
         assert_eq!(factor(UnsignedLessThanOrEqual, Bound::Const(256), 8), 16);
         assert_eq!(factor(UnsignedLessThan, Bound::Reg(2), 8), 16);
+        // Sums (`reduce`) keep groups of 8 unless the long groups apply.
+        let sum = |cc, bound| widened(by_8(cc, bound, 8), 8, 8);
+        assert_eq!(sum(UnsignedLessThan, Bound::Const(256)).factor, 32);
+        assert_eq!(sum(UnsignedLessThan, Bound::Const(256)).span, 31 * 8);
+        assert_eq!(sum(UnsignedLessThan, Bound::Const(512)).factor, 32);
+        assert_eq!(
+            sum(UnsignedLessThan, Bound::Const(384)),
+            by_8(UnsignedLessThan, Bound::Const(384), 8)
+        );
+        assert_eq!(sum(UnsignedLessThan, Bound::Const(264)).factor, 8);
     }
 
     #[test]

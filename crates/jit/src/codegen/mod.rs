@@ -312,7 +312,11 @@ impl<'a, 'f> Translator<'a, 'f> {
             .zip(&idioms)
             .map(|(found, idiom)| match (found, idiom) {
                 (Some(c), Some(Idiom::Copy(_))) => Some(counted::CountedLoop {
-                    unroll: c.unroll.map(|u| copy::widened(u, c.step)),
+                    unroll: c.unroll.map(|u| copy::widened(u, c.step, copy::COPY_FACTOR)),
+                    ..c
+                }),
+                (Some(c), Some(Idiom::Sum(_))) => Some(counted::CountedLoop {
+                    unroll: c.unroll.map(|u| copy::widened(u, c.step, 8)),
                     ..c
                 }),
                 (found, _) => found,
@@ -607,10 +611,12 @@ impl<'a, 'f> Translator<'a, 'f> {
         };
         let group = self.b.create_block();
         let rest = self.b.create_block();
-        if let Some(Idiom::Sum(_)) = idiom {
+        let factor = unroll.factor as u64;
+        // One group that is the whole loop: neither the guard nor the loop's test can hold.
+        let whole = trips == Some(factor);
+        if let (Some(Idiom::Sum(_)), false) = (idiom, whole) {
             self.start_sum_lanes();
         }
-        let factor = unroll.factor as u64;
         match trips {
             // The guard decided: it holds on entry exactly when a whole group is left.
             Some(k) if k >= factor => self.b.ins().jump(group, &[]),
@@ -636,14 +642,12 @@ impl<'a, 'f> Translator<'a, 'f> {
             Some(Idiom::Copy(copy)) => {
                 self.wide_copy_group(copy, reg, unroll.factor, body, plain)?
             }
-            Some(Idiom::Sum(sum)) => self.wide_sum_group(sum, reg, unroll.factor, body)?,
+            Some(Idiom::Sum(sum)) => self.wide_sum_group(sum, reg, unroll.factor, body, whole)?,
             None => false,
         };
         if !wide {
             plain(self)?;
         }
-        // One group that is the whole loop: neither the guard nor the loop's test can hold.
-        let whole = trips == Some(factor);
         if whole {
             self.b.ins().jump(rest, &[]);
         } else {

@@ -113,13 +113,15 @@ impl Translator<'_, '_> {
     /// One group of an unrolled sum loop: `factor` words loaded 16 bytes at a time, added
     /// lane-wise, the two lanes added into the accumulator, and the body's other
     /// instructions as written. Returns false, emitting nothing, when the bias is not at
-    /// hand or `factor` is odd.
+    /// hand or `factor` is odd. A group that is the whole loop (`alone`) starts the lane
+    /// sums itself, with no zero vector added in (Cranelift keeps `x + splat(0)`).
     pub(super) fn wide_sum_group(
         &mut self,
         sum: Sum,
         reg: u8,
         factor: usize,
         body: &[usize],
+        alone: bool,
     ) -> Result<bool, CompileError> {
         if factor < 2 || factor % 2 != 0 {
             return Ok(false);
@@ -129,28 +131,39 @@ impl Translator<'_, '_> {
         };
         let from = self.b.ins().iadd(fixed, counted);
         let flags = super::copy::flags();
-        let mut pairs: Vec<Value> = (0..factor / 2)
-            .map(|k| self.b.ins().load(types::I64X2, flags, from, (k * 16) as i32))
-            .collect();
+        // A balanced tree: independent adds, as a compiler's reduction does, each made as
+        // soon as its two halves are (a binary counter of partial sums by height), so at
+        // most log2(factor / 2) + 1 vectors are live, not every pair of a long group:
+        // Cranelift does not reorder the loads among the adds.
+        let mut partial: Vec<(u32, Value)> = Vec::new();
+        let mut last_pair = None;
+        for k in 0..factor / 2 {
+            let pair = self.b.ins().load(types::I64X2, flags, from, (k * 16) as i32);
+            last_pair = Some(pair);
+            let mut top = (0, pair);
+            while let Some(&(height, below)) = partial.last() {
+                if height != top.0 {
+                    break;
+                }
+                partial.pop();
+                top = (height + 1, self.b.ins().iadd(below, top.1));
+            }
+            partial.push(top);
+        }
         // The last word (`v` after the group): the last pair's upper lane, pure, so gone
         // when nothing reads `v`.
-        let Some(&last_pair) = pairs.last() else { return Ok(false) };
+        let Some(last_pair) = last_pair else { return Ok(false) };
         let last = self.b.ins().extractlane(last_pair, 1);
-        // A balanced tree: independent adds, as a compiler's reduction does.
-        while pairs.len() > 1 {
-            let mut next = Vec::with_capacity(pairs.len().div_ceil(2));
-            for two in pairs.chunks(2) {
-                next.push(match *two {
-                    [a, b] => self.b.ins().iadd(a, b),
-                    [a] => a,
-                    _ => return Ok(false),
-                });
-            }
-            pairs = next;
+        let Some((_, mut group)) = partial.pop() else { return Ok(false) };
+        while let Some((_, below)) = partial.pop() {
+            group = self.b.ins().iadd(below, group);
         }
-        let Some(&group) = pairs.first() else { return Ok(false) };
-        let lanes = self.b.use_var(var(SUM_LANES));
-        let lanes = self.b.ins().iadd(lanes, group);
+        let lanes = if alone {
+            group
+        } else {
+            let lanes = self.b.use_var(var(SUM_LANES));
+            self.b.ins().iadd(lanes, group)
+        };
         self.b.def_var(var(SUM_LANES), lanes);
         self.sums = [None; weir_isa::ebpf::REG_COUNT as usize];
         let mode = self.mode;
