@@ -419,6 +419,9 @@ pub(crate) struct HashMap {
     max_entries: usize,
     key_size: usize,
     key_words: usize,
+    /// `key_words == 1` and not LRU: the maps whose program lookups `lookup_key_words`
+    /// answers inline (one flag tested per lookup instead of two fields).
+    one_word_inline: bool,
     value_size: usize,
     /// Words per CPU copy of the value.
     stride: usize,
@@ -474,6 +477,7 @@ impl HashMap {
             max_entries: max_entries as usize,
             key_size: key_size as usize,
             key_words,
+            one_word_inline: key_words == 1 && !kind.lru,
             value_size: value_size as usize,
             stride,
             cpus,
@@ -805,8 +809,17 @@ impl HashMap {
     /// return block, bench/records/2026-11-30-runtime-25.txt.)
     #[inline(always)]
     pub(crate) fn lookup_key_words(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
-        let cpu = if self.kind.percpu { cpu } else { 0 };
-        if self.key_words != 1 || w1 != 0 || cpu >= self.cpus || self.kind.lru {
+        // Only a per-CPU map's CPU is tested: any other reads its one value (CPU 0) from
+        // any worker, and `cpus` is 1 there.
+        let cpu = if self.kind.percpu {
+            if cpu >= self.cpus {
+                return self.lookup_key_words_any(w0, w1, cpu);
+            }
+            cpu
+        } else {
+            0
+        };
+        if !self.one_word_inline || w1 != 0 {
             return self.lookup_key_words_any(w0, w1, cpu);
         }
         let b = self.bucket_of(hash_small(self.seed, SmallKey { w0, w1: 0 }));
@@ -1462,7 +1475,8 @@ mod tests {
                             "key size {key_size}, {kind:?}, round {round}, odd {odd}, key {i}"
                         );
                         let (w0, w1) = words(&key(i));
-                        for cpu in 0..3 {
+                        // `usize::MAX`: what `find_hash_elem` makes of a CPU past `usize`.
+                        for cpu in [0, 1, 2, usize::MAX] {
                             let got = key_words(&m, w0, w1, cpu);
                             let read = if kind.percpu { cpu } else { 0 };
                             let general =
