@@ -787,7 +787,7 @@ impl JitProgram {
             Self::bind_direct(run, env_addr);
             steady.env = Some(env_addr);
         }
-        let exit = self.fire_exit(cache, env);
+        let exit = self.fire_exit(run, &mut cache.dirty_from, env);
         if exit.plain_remaining().is_none() {
             steady.armed = false;
         }
@@ -888,14 +888,21 @@ impl JitProgram {
         cache: &mut Cache,
         env: Option<&mut dyn RunEnv>,
     ) -> Result<RunOutcome, Trap> {
-        let exit = self.fire_exit(cache, env);
+        let exit = self.fire_exit(cache.state.get(), &mut cache.dirty_from, env);
         self.settle(cache, exit)
     }
 
-    /// [`JitProgram::fire_bound`] up to the code's [`Exit`], before it is settled.
+    /// [`JitProgram::fire_bound`] up to the code's [`Exit`], before it is settled: on the
+    /// cache's kept state `run` and its `dirty_from`, which the caller passes apart so that
+    /// one that has fetched the kept state already does not fetch it again (issue 11: a
+    /// load and a test per lent frame, bench/records/2026-11-30-runtime-26.txt).
     #[inline(always)]
-    fn fire_exit(&self, cache: &mut Cache, env: Option<&mut dyn RunEnv>) -> Exit {
-        let run = cache.state.get();
+    fn fire_exit(
+        &self,
+        run: &mut RunState<'static>,
+        dirty_from: &mut usize,
+        env: Option<&mut dyn RunEnv>,
+    ) -> Exit {
         // Not reset per run (in a batch, per frame): the exit word, exit value and budget
         // left, which every way out of the code but a plain return stores (`codegen`, the
         // exit blocks) and only after such a way out are read (`Exit`), the deepest frame
@@ -913,7 +920,7 @@ impl JitProgram {
             std::mem::transmute::<&mut dyn RunEnv, &'static mut dyn RunEnv>(env)
         });
         // Until the run reports how deep it went, assume it may have written everything.
-        cache.dirty_from = 0;
+        *dirty_from = 0;
         let entry = self.code.entry();
         // SAFETY: `entry` is this program's code (`NativeCode` keeps it mapped while `self`
         // is borrowed) with the signature it was compiled for. Every host address in `run`
@@ -943,11 +950,14 @@ impl JitProgram {
 
         // The outcome's words from what was worked out at compile time (`LeanSizes`), not
         // recomputed per run (issue 11: per lent frame, bench/records/2026-11-30-runtime-24.txt).
-        let max_depth = run.max_depth.min(self.sizes.deepest);
+        // `deepest` 0 (code without calls, or that never writes the stack): the depth is
+        // 0 whatever `max_depth` holds, so it is not read.
+        let deepest = self.sizes.deepest;
+        let max_depth = if deepest == 0 { 0 } else { run.max_depth.min(deepest) };
         // Every caller `prepare`d the cache for this program, so a depth-0 run's answer is
         // the one worked out at compile time for this stack's length (`lean_written_from`);
         // so is that of code that never writes the stack (`deepest` 0).
-        cache.dirty_from = if max_depth == 0 {
+        *dirty_from = if max_depth == 0 {
             self.sizes.written_from
         } else {
             usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0)
