@@ -63,6 +63,9 @@ pub struct JitProgram {
     /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
     /// call); when not, the stack stays zero and needs no clearing between runs.
     writes_stack: bool,
+    /// The code makes local calls or runs callbacks (`Cfg::has_calls`): only such code
+    /// goes below frame 0 and writes `RunState::max_depth` (`codegen`'s `store_max_depth`).
+    has_calls: bool,
     /// The code touches no run state but a few words (`Plan::self_contained`): runs take
     /// [`JitProgram::run_lean`].
     lean: bool,
@@ -96,7 +99,9 @@ struct LeanSizes {
     budget: u64,
     /// The deepest frame whose stack a full run may have written (`fire_bound` caps the
     /// reported `max_depth` with it): `shape.frames - 1`, or 0 for code that never writes
-    /// the stack, whose runs leave it clean at any depth.
+    /// the stack, whose runs leave it clean at any depth, and for code without calls,
+    /// which never leaves frame 0 (then `max_depth` is not read: xdp_counter's lent frame,
+    /// bench/records/2026-11-30-runtime-26.txt).
     deepest: u64,
     /// What a lean run zeroes when the stack is clean below `written_from`: the observed
     /// slots' lowest byte, or without that list all a run may write (`written_from`;
@@ -316,6 +321,7 @@ impl JitProgram {
             observed_depth: None,
             packet_fields: PacketFields::of(bindings.context),
             writes_stack,
+            has_calls: cfg.has_calls,
             lean: plan.self_contained,
             code,
             checks: plan.checks,
@@ -353,7 +359,11 @@ impl JitProgram {
             written_from,
             observed_from,
             budget: self.budget(),
-            deepest: if self.writes_stack { self.shape.frames.saturating_sub(1) } else { 0 },
+            deepest: if self.writes_stack && self.has_calls {
+                self.shape.frames.saturating_sub(1)
+            } else {
+                0
+            },
             steady_from: observed_from.map_or(written_from, |from| from.max(written_from)),
         }
     }
