@@ -63,6 +63,9 @@ pub struct JitProgram {
     /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
     /// call); when not, the stack stays zero and needs no clearing between runs.
     writes_stack: bool,
+    /// The code makes local calls or runs callbacks (`Cfg::has_calls`): only such code
+    /// goes below frame 0 and writes `RunState::max_depth` (`codegen`'s `store_max_depth`).
+    has_calls: bool,
     /// The code touches no run state but a few words (`Plan::self_contained`): runs take
     /// [`JitProgram::run_lean`].
     lean: bool,
@@ -96,7 +99,9 @@ struct LeanSizes {
     budget: u64,
     /// The deepest frame whose stack a full run may have written (`fire_bound` caps the
     /// reported `max_depth` with it): `shape.frames - 1`, or 0 for code that never writes
-    /// the stack, whose runs leave it clean at any depth.
+    /// the stack, whose runs leave it clean at any depth, and for code without calls,
+    /// which never leaves frame 0 (then `max_depth` is not read: xdp_counter's lent frame,
+    /// bench/records/2026-11-30-runtime-26.txt).
     deepest: u64,
     /// What a lean run zeroes when the stack is clean below `written_from`: the observed
     /// slots' lowest byte, or without that list all a run may write (`written_from`;
@@ -316,6 +321,7 @@ impl JitProgram {
             observed_depth: None,
             packet_fields: PacketFields::of(bindings.context),
             writes_stack,
+            has_calls: cfg.has_calls,
             lean: plan.self_contained,
             code,
             checks: plan.checks,
@@ -353,7 +359,11 @@ impl JitProgram {
             written_from,
             observed_from,
             budget: self.budget(),
-            deepest: if self.writes_stack { self.shape.frames.saturating_sub(1) } else { 0 },
+            deepest: if self.writes_stack && self.has_calls {
+                self.shape.frames.saturating_sub(1)
+            } else {
+                0
+            },
             steady_from: observed_from.map_or(written_from, |from| from.max(written_from)),
         }
     }
@@ -787,7 +797,7 @@ impl JitProgram {
             Self::bind_direct(run, env_addr);
             steady.env = Some(env_addr);
         }
-        let exit = self.fire_exit(cache, env);
+        let exit = self.fire_exit(run, &mut cache.dirty_from, env);
         if exit.plain_remaining().is_none() {
             steady.armed = false;
         }
@@ -888,14 +898,21 @@ impl JitProgram {
         cache: &mut Cache,
         env: Option<&mut dyn RunEnv>,
     ) -> Result<RunOutcome, Trap> {
-        let exit = self.fire_exit(cache, env);
+        let exit = self.fire_exit(cache.state.get(), &mut cache.dirty_from, env);
         self.settle(cache, exit)
     }
 
-    /// [`JitProgram::fire_bound`] up to the code's [`Exit`], before it is settled.
+    /// [`JitProgram::fire_bound`] up to the code's [`Exit`], before it is settled: on the
+    /// cache's kept state `run` and its `dirty_from`, which the caller passes apart so that
+    /// one that has fetched the kept state already does not fetch it again (issue 11: a
+    /// load and a test per lent frame, bench/records/2026-11-30-runtime-26.txt).
     #[inline(always)]
-    fn fire_exit(&self, cache: &mut Cache, env: Option<&mut dyn RunEnv>) -> Exit {
-        let run = cache.state.get();
+    fn fire_exit(
+        &self,
+        run: &mut RunState<'static>,
+        dirty_from: &mut usize,
+        env: Option<&mut dyn RunEnv>,
+    ) -> Exit {
         // Not reset per run (in a batch, per frame): the exit word, exit value and budget
         // left, which every way out of the code but a plain return stores (`codegen`, the
         // exit blocks) and only after such a way out are read (`Exit`), the deepest frame
@@ -913,7 +930,7 @@ impl JitProgram {
             std::mem::transmute::<&mut dyn RunEnv, &'static mut dyn RunEnv>(env)
         });
         // Until the run reports how deep it went, assume it may have written everything.
-        cache.dirty_from = 0;
+        *dirty_from = 0;
         let entry = self.code.entry();
         // SAFETY: `entry` is this program's code (`NativeCode` keeps it mapped while `self`
         // is borrowed) with the signature it was compiled for. Every host address in `run`
@@ -943,11 +960,14 @@ impl JitProgram {
 
         // The outcome's words from what was worked out at compile time (`LeanSizes`), not
         // recomputed per run (issue 11: per lent frame, bench/records/2026-11-30-runtime-24.txt).
-        let max_depth = run.max_depth.min(self.sizes.deepest);
+        // `deepest` 0 (code without calls, or that never writes the stack): the depth is
+        // 0 whatever `max_depth` holds, so it is not read.
+        let deepest = self.sizes.deepest;
+        let max_depth = if deepest == 0 { 0 } else { run.max_depth.min(deepest) };
         // Every caller `prepare`d the cache for this program, so a depth-0 run's answer is
         // the one worked out at compile time for this stack's length (`lean_written_from`);
         // so is that of code that never writes the stack (`deepest` 0).
-        cache.dirty_from = if max_depth == 0 {
+        *dirty_from = if max_depth == 0 {
             self.sizes.written_from
         } else {
             usize::try_from(self.shape.frame_floor(max_depth)).unwrap_or(0)

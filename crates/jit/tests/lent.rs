@@ -323,6 +323,38 @@ fn full_lent_runs_zero_the_frame_a_call_wrote() {
     assert_full_lent(&verified, &want);
 }
 
+/// The same through a `bpf_loop` callback, the other way below frame 0 (code with no local
+/// call, whose depth `fire_bound` must still read): the callback finds its slot zeroed on
+/// every lent frame, never the last frame's data_end.
+#[test]
+fn full_lent_runs_zero_the_frame_a_callback_wrote() {
+    // The caller passes data_end in its slot [r10-16]; the callback adds to it what it finds
+    // in its own [r10-8] (0 on a clean stack), then leaves data_end there; r0 = the sum.
+    let text = "
+        ldxw %r6, [%r1+4]
+        stxdw [%r10-16], %r6
+        mov %r1, 1
+        lddw %r2, func(cb)
+        mov %r3, %r10
+        add %r3, -16
+        mov %r4, 0
+        call 181
+        ldxdw %r0, [%r10-16]
+        exit
+    cb:
+        ldxdw %r3, [%r2]
+        ldxdw %r4, [%r10-8]
+        stxdw [%r10-8], %r3
+        add %r4, %r3
+        stxdw [%r2], %r4
+        mov %r0, 0
+        exit";
+    let verified = Verified::structural(program(text)).unwrap();
+    let data_end = |f: &Vec<u8>| weir_program::exec::guest::PACKET_BASE + f.len() as u64;
+    let want: Vec<_> = frames().iter().map(|f| Ok(data_end(f))).collect();
+    assert_full_lent(&verified, &want);
+}
+
 /// An environment whose map 0 a `DirectLookup` answers (`direct`: every key found) or
 /// that answers no lookup itself (the bound helper then: never found).
 struct Lookups {

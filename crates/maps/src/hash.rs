@@ -419,6 +419,9 @@ pub(crate) struct HashMap {
     max_entries: usize,
     key_size: usize,
     key_words: usize,
+    /// `key_words == 1` and not LRU: the maps whose program lookups `lookup_key_words`
+    /// answers inline (one flag tested per lookup instead of two fields).
+    one_word_inline: bool,
     value_size: usize,
     /// Words per CPU copy of the value.
     stride: usize,
@@ -474,6 +477,7 @@ impl HashMap {
             max_entries: max_entries as usize,
             key_size: key_size as usize,
             key_words,
+            one_word_inline: key_words == 1 && !kind.lru,
             value_size: value_size as usize,
             stride,
             cpus,
@@ -805,8 +809,17 @@ impl HashMap {
     /// return block, bench/records/2026-11-30-runtime-25.txt.)
     #[inline(always)]
     pub(crate) fn lookup_key_words(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
-        let cpu = if self.kind.percpu { cpu } else { 0 };
-        if self.key_words != 1 || w1 != 0 || cpu >= self.cpus || self.kind.lru {
+        // Only a per-CPU map's CPU is tested: any other reads its one value (CPU 0) from
+        // any worker, and `cpus` is 1 there.
+        let cpu = if self.kind.percpu {
+            if cpu >= self.cpus {
+                return self.lookup_key_words_any(w0, w1, cpu);
+            }
+            cpu
+        } else {
+            0
+        };
+        if !self.one_word_inline || w1 != 0 {
             return self.lookup_key_words_any(w0, w1, cpu);
         }
         let b = self.bucket_of(hash_small(self.seed, SmallKey { w0, w1: 0 }));
@@ -825,11 +838,15 @@ impl HashMap {
                     None => return self.lookup_key_words_any(w0, 0, cpu),
                 }
             }
-            // A chain that goes on, or one that starts past the eager elements.
-            Some(_) => return self.lookup_one_word_on(stripe, before, b, w0, cpu),
+            // A chain that goes on: from the first element's successor.
+            Some([_, link, ..]) => {
+                let next = next_of(link.load(Relaxed));
+                return self.lookup_one_word_on(stripe, before, next, w0, cpu);
+            }
             // An empty bucket (`NIL` is past every element).
             None if idx == NIL => FoundElem::NONE,
-            None => return self.lookup_one_word_on(stripe, before, b, w0, cpu),
+            // A chain that starts past the eager elements.
+            None => return self.lookup_key_words_any(w0, 0, cpu),
         };
         if stripe.read_end(before) {
             return found;
@@ -837,21 +854,23 @@ impl HashMap {
         self.lookup_key_words_any(w0, 0, cpu)
     }
 
-    /// `lookup_key_words`'s one-word walk of bucket `b`'s chain when its first element is
-    /// not the answer (the stripe's read begun with `before`): the eager elements only,
-    /// from the chain's start (`walk_small`, whose loop `lookup` shares; one step more than
-    /// needed); the general path (`lookup_key_words_any`) when the chain leads past them
-    /// or a writer crossed.
+    /// `lookup_key_words`'s one-word walk of a chain whose first element is not the
+    /// answer, from that element's successor `next` (the stripe's read begun with
+    /// `before`): the eager elements only; the general path (`lookup_key_words_any`) when
+    /// the chain leads past them or a writer crossed. Its own loop, not `walk_small` from
+    /// the head (which `lookup` shares, and which read the head and the first element
+    /// again: ~60 instructions a call where a key second in its chain now takes ~30,
+    /// bench/records/2026-11-30-runtime-26.txt).
     #[inline(never)]
     fn lookup_one_word_on(
         &self,
         stripe: &Stripe,
         before: u64,
-        b: usize,
+        next: u32,
         w0: u64,
         cpu: usize,
     ) -> FoundElem {
-        let walked = self.walk_small(b, SmallKey { w0, w1: 0 }, false, true);
+        let walked = self.walk_one_word_from(next, w0);
         if stripe.read_end(before) {
             match walked {
                 Some(Some(idx)) => {
@@ -864,6 +883,28 @@ impl HashMap {
             }
         }
         self.lookup_key_words_any(w0, 0, cpu)
+    }
+
+    /// `walk_small(b, {w0, 0}, false, true)` past a chain's first element, which did not
+    /// hold `w0`: from its successor `idx` on, at most `capacity` elements more (as many as
+    /// `walk_small` would look at after the first), the eager ones only; `None` (no answer)
+    /// when the chain leads past them. Bounded and checked as `walk_small` is, for
+    /// lock-free readers.
+    #[inline(always)]
+    fn walk_one_word_from(&self, mut idx: u32, w0: u64) -> Option<Option<u32>> {
+        let mut steps_left = self.pool.capacity;
+        while idx != NIL {
+            if steps_left == 0 {
+                return Some(None);
+            }
+            steps_left -= 1;
+            let [_, link, _, kw0, _] = self.pool.eager_head(idx)?;
+            if kw0.load(Relaxed) == w0 {
+                return Some(Some(idx));
+            }
+            idx = next_of(link.load(Relaxed));
+        }
+        Some(None)
     }
 
     /// Eager element `idx`'s value on `cpu` (below `self.cpus`) as `lookup_key_words`
@@ -1407,6 +1448,84 @@ mod tests {
     /// keys (before and after others in their chains) missing and the rest still found; a
     /// writer crossing (every stripe odd); per-CPU values, a CPU the map has not; LRU; keys
     /// of 4 and 8 bytes (the one-word path) and 12 and 16 (two words, the general one).
+    /// A chain whose links loop (as a lock-free reader may find it while writers relink
+    /// it; here made so by hand, with no writer to send the reader elsewhere) ends the
+    /// program's lookup (`lookup_key_words`, past the chain's first element on its own
+    /// walk): keys on the loop are found, one of that bucket not on it is not, and the
+    /// walk stops after a bounded number of steps instead of going round for ever.
+    #[test]
+    fn the_programs_lookup_ends_on_a_chain_that_loops() {
+        for key_size in [4u32, 8] {
+            let kind = HashKind { percpu: false, lru: false, devmap: false };
+            let m = HashMap::new(kind, key_size, 8, 16, 1, 0x9e37).unwrap();
+            let bucket = |w0: u64| m.bucket_of(hash_small(m.seed, SmallKey { w0, w1: 0 }));
+            let key = |w0: u64| w0.to_ne_bytes()[..key_size as usize].to_vec();
+            let target = bucket(1);
+            let mut same = (1..).filter(|&w| bucket(w) == target);
+            let keys: Vec<u64> = same.by_ref().take(3).collect();
+            let absent = same.next().unwrap();
+            for (i, &w0) in keys.iter().enumerate() {
+                m.update(&key(w0), Src::Cpu(&(i as u64).to_ne_bytes(), 0), 0).unwrap();
+            }
+            // The chain's last element linked back to the first's successor.
+            let first = m.heads[target].load(Relaxed);
+            let link = |idx: u32| &m.pool.elem(idx).unwrap()[H_LINK];
+            let second = next_of(link(first).load(Relaxed));
+            let last = next_of(link(second).load(Relaxed));
+            assert_eq!(next_of(link(last).load(Relaxed)), NIL, "a chain of three");
+            let old = link(last).load(Relaxed);
+            link(last).store(old & !u64::from(u32::MAX) | u64::from(second), Relaxed);
+            for (i, &w0) in keys.iter().enumerate() {
+                let what = format!("key size {key_size}: key {i} on the loop");
+                let (elem, first) = key_words(&m, w0, 0, 0).expect(&what);
+                let w = m.value_words_at(elem, m.value_offset(0)).unwrap();
+                assert_eq!((w.as_ptr(), w[0].load(Relaxed)), (first, i as u64), "{what}");
+            }
+            assert_eq!(key_words(&m, absent, 0, 0), None, "key size {key_size}: absent");
+        }
+    }
+
+    /// A chain whose first element is an eager one and whose second is past them (the
+    /// pool's later chunks): the program's lookup of the second's key, past the first on
+    /// its own walk of the eager elements, gives up there and takes the general path,
+    /// which finds it (not a miss).
+    #[test]
+    fn the_programs_lookup_goes_on_past_the_eager_elements() {
+        let kind = HashKind { percpu: false, lru: false, devmap: false };
+        let m = HashMap::new(kind, 4, 8, 4096, 1, 0x5eed).unwrap();
+        let key = |i: u64| (i as u32).to_ne_bytes();
+        let n = m.pool.eager_len as u64 + 200;
+        for i in 0..n {
+            m.update(&key(i), Src::Cpu(&i.to_ne_bytes(), 0), 0).unwrap();
+        }
+        let bucket = |i: u64| m.bucket_of(hash_small(m.seed, SmallKey { w0: i, w1: 0 }));
+        let (eager, past): (Vec<u64>, Vec<u64>) = (0..n)
+            .partition(|&i| (m.lookup_words(&key(i), 0).unwrap().0 as usize) < m.pool.eager_len);
+        // A bucket with an eager element and one past them, made the chain `eager -> past`.
+        let (e, p) = past
+            .iter()
+            .find_map(|&p| eager.iter().find(|&&e| bucket(e) == bucket(p)).map(|&e| (e, p)))
+            .expect("a bucket holding both");
+        let b = bucket(e);
+        let (ei, pi) =
+            (m.lookup_words(&key(e), 0).unwrap().0, m.lookup_words(&key(p), 0).unwrap().0);
+        let link = |idx: u32| &m.pool.elem(idx).unwrap()[H_LINK];
+        let relink = |idx: u32, to: u32| {
+            let old = link(idx).load(Relaxed);
+            link(idx).store(old & !u64::from(u32::MAX) | u64::from(to), Relaxed);
+        };
+        m.heads[b].store(ei, Relaxed);
+        relink(ei, pi);
+        relink(pi, NIL);
+        for (i, idx) in [(e, ei), (p, pi)] {
+            let (elem, first) = key_words(&m, i, 0, 0).expect("found");
+            let w = m.value_words_at(elem, m.value_offset(0)).unwrap();
+            assert_eq!((elem, w.as_ptr(), w[0].load(Relaxed)), (idx, first, i), "key {i}");
+        }
+        let absent = (n..).find(|&i| bucket(i) == b).unwrap();
+        assert_eq!(key_words(&m, absent, 0, 0), None, "absent");
+    }
+
     #[test]
     fn the_programs_lookup_walks_chains_as_the_general_one() {
         let kinds = [
@@ -1462,7 +1581,8 @@ mod tests {
                             "key size {key_size}, {kind:?}, round {round}, odd {odd}, key {i}"
                         );
                         let (w0, w1) = words(&key(i));
-                        for cpu in 0..3 {
+                        // `usize::MAX`: what `find_hash_elem` makes of a CPU past `usize`.
+                        for cpu in [0, 1, 2, usize::MAX] {
                             let got = key_words(&m, w0, w1, cpu);
                             let read = if kind.percpu { cpu } else { 0 };
                             let general =
