@@ -33,6 +33,9 @@
 //! with a backward jump (libpcap's `protochain` loop) is returned as it is.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use crate::opt::FastHasher;
 
 use weir_isa::cbpf::{CbpfInsn, CbpfOp, MEM_WORDS};
 
@@ -54,13 +57,17 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
     if !well_formed(&p) {
         return p;
     }
+    let mut cur = None;
     for _ in 0..MAX_ROUNDS {
         let before = p.clone();
-        thread(&mut p);
+        let an = current(&mut cur, &p);
+        thread(&mut p, an);
         p = compact(&p);
-        drop_redundant(&mut p);
+        let an = current(&mut cur, &p);
+        drop_redundant(&mut p, an);
         p = compact(&p);
-        drop_dead(&mut p);
+        let ends = load_ends(&p, current(&mut cur, &p));
+        drop_dead(&mut p, &ends);
         p = compact(&p);
         and_tests(&mut p);
         p = compact(&p);
@@ -75,6 +82,22 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
     } else {
         program.to_vec()
     }
+}
+
+/// The analysis of a program, kept while the passes leave the program as it is: the round
+/// that finds nothing more to do (every tightening ends with one) would otherwise analyze
+/// the same program three times.
+struct Current {
+    of: Vec<CbpfInsn>,
+    an: Analysis,
+}
+
+/// The analysis of `p`, computed again only when `p` is not the program last analyzed.
+fn current<'a>(cur: &'a mut Option<Current>, p: &[CbpfInsn]) -> &'a mut Analysis {
+    if cur.as_ref().is_some_and(|c| c.of != p) {
+        *cur = None;
+    }
+    &mut cur.get_or_insert_with(|| Current { of: p.to_vec(), an: analyze(p) }).an
 }
 
 /// Forward jumps that stay inside, a return at the end, memory cells in range.
@@ -138,13 +161,25 @@ enum Node {
     Entry(usize, usize),
 }
 
-#[derive(Default)]
 struct Values {
-    ids: HashMap<Node, Val>,
+    // Hashed with the IR's fast hasher: the pass numbers every load and operation of every
+    // round, and SipHash was a third of a small filter's emit.
+    ids: HashMap<Node, Val, BuildHasherDefault<FastHasher>>,
     nodes: Vec<Node>,
 }
 
 impl Values {
+    /// Numbers the program's entry values first: slot `s` on entry is value `s`, so
+    /// [`State::entry`] needs no lookups (each analysis starts from it, and drop_redundant
+    /// again).
+    fn new() -> Values {
+        let mut values = Values { ids: HashMap::default(), nodes: Vec::with_capacity(4 * SLOTS) };
+        for s in 0..SLOTS {
+            values.id(Node::Entry(0, s));
+        }
+        values
+    }
+
     fn id(&mut self, n: Node) -> Val {
         if let Some(&v) = self.ids.get(&n) {
             return v;
@@ -232,30 +267,71 @@ fn uses_x_operand(op: CbpfOp) -> bool {
 // ---------------------------------------------------------------------------------------
 // Facts
 
-/// What is known about one value on an edge.
-#[derive(Clone, PartialEq, Debug)]
+/// What is known about one value on an edge. Plain data (`Copy`): states are cloned on
+/// every conditional jump and joined at every join, and a heap-allocated list of ruled-out
+/// values made each of those an allocation.
+#[derive(Clone, Copy, PartialEq, Debug)]
 struct Fact {
     lo: u32,
     hi: u32,
-    ne: Vec<u32>,
+    ne: RuledOut,
     ones: u32,
     zeros: u32,
 }
 
+/// Values ruled out by failed `jeq` tests, in the order they were learnt, at most
+/// [`MAX_NE`]. Slots past `len` are always 0, so the derived equality compares the sets.
+#[derive(Clone, Copy, PartialEq, Debug, Default)]
+struct RuledOut {
+    len: u8,
+    v: [u32; MAX_NE],
+}
+
+impl RuledOut {
+    fn as_slice(&self) -> &[u32] {
+        &self.v[..usize::from(self.len)]
+    }
+
+    fn contains(&self, k: u32) -> bool {
+        self.as_slice().contains(&k)
+    }
+
+    /// Adds `k` when there is room and it is not there yet.
+    fn add(&mut self, k: u32) {
+        let len = usize::from(self.len);
+        if len < MAX_NE && !self.contains(k) {
+            self.v[len] = k;
+            self.len += 1;
+        }
+    }
+
+    /// The values both rule out, in `self`'s order.
+    fn common(&self, o: &RuledOut) -> RuledOut {
+        let mut out = RuledOut::default();
+        for &k in self.as_slice() {
+            if o.contains(k) {
+                out.v[usize::from(out.len)] = k;
+                out.len += 1;
+            }
+        }
+        out
+    }
+}
+
 impl Fact {
     fn any() -> Fact {
-        Fact { lo: 0, hi: u32::MAX, ne: Vec::new(), ones: 0, zeros: 0 }
+        Fact { lo: 0, hi: u32::MAX, ne: RuledOut::default(), ones: 0, zeros: 0 }
     }
 
     fn exactly(k: u32) -> Fact {
-        Fact { lo: k, hi: k, ne: Vec::new(), ones: k, zeros: !k }
+        Fact { lo: k, hi: k, ne: RuledOut::default(), ones: k, zeros: !k }
     }
 
     fn join(&self, o: &Fact) -> Fact {
         Fact {
             lo: self.lo.min(o.lo),
             hi: self.hi.max(o.hi),
-            ne: self.ne.iter().copied().filter(|v| o.ne.contains(v)).collect(),
+            ne: self.ne.common(&o.ne),
             ones: self.ones & o.ones,
             zeros: self.zeros & o.zeros,
         }
@@ -274,7 +350,7 @@ impl Fact {
             CbpfOp::JeqK | CbpfOp::JeqX => {
                 let impossible = k < self.lo
                     || k > self.hi
-                    || self.ne.contains(&k)
+                    || self.ne.contains(k)
                     || k & self.zeros != 0
                     || !k & self.ones != 0;
                 impossible.then_some(false)
@@ -319,8 +395,8 @@ impl Fact {
                     self.lo = k + 1;
                 } else if k == self.hi && k > self.lo {
                     self.hi = k - 1;
-                } else if self.ne.len() < MAX_NE && !self.ne.contains(&k) {
-                    self.ne.push(k);
+                } else {
+                    self.ne.add(k);
                 }
             }
             (CbpfOp::JgtK | CbpfOp::JgtX, true) => self.lo = self.lo.max(k.saturating_add(1)),
@@ -367,26 +443,43 @@ fn base_fact(values: &Values, v: Val) -> Fact {
     }
 }
 
+/// The facts tests established on an edge, by value, sorted by value number: a handful per
+/// edge, so a sorted list clones with one allocation and joins by one merge, where a hash
+/// map cost an allocation and a rehash per clone.
+#[derive(Clone, PartialEq, Debug, Default)]
+struct Facts(Vec<(Val, Fact)>);
+
+impl Facts {
+    fn get(&self, v: Val) -> Option<&Fact> {
+        let at = self.0.binary_search_by_key(&v, |&(w, _)| w).ok()?;
+        self.0.get(at).map(|(_, f)| f)
+    }
+
+    fn set(&mut self, v: Val, f: Fact) {
+        match self.0.binary_search_by_key(&v, |&(w, _)| w) {
+            Ok(at) => self.0[at].1 = f,
+            Err(at) => self.0.insert(at, (v, f)),
+        }
+    }
+}
+
 /// The machine state on an edge.
 #[derive(Clone, PartialEq, Debug)]
 struct State {
     slots: [Val; SLOTS],
-    facts: HashMap<Val, Fact>,
+    facts: Facts,
     /// The packet has at least this many captured bytes (a load that far succeeded).
     len_ok: u32,
 }
 
 impl State {
-    fn entry(values: &mut Values) -> State {
-        let mut slots = [0; SLOTS];
-        for (s, slot) in slots.iter_mut().enumerate() {
-            *slot = values.id(Node::Entry(0, s));
-        }
-        State { slots, facts: HashMap::new(), len_ok: 0 }
+    /// The state on entry: slot `s` holds `Entry(0, s)`, which [`Values::new`] numbered `s`.
+    fn entry() -> State {
+        State { slots: std::array::from_fn(|s| s as Val), facts: Facts::default(), len_ok: 0 }
     }
 
     fn fact(&self, values: &Values, v: Val) -> Fact {
-        self.facts.get(&v).cloned().unwrap_or_else(|| base_fact(values, v))
+        self.facts.get(v).copied().unwrap_or_else(|| base_fact(values, v))
     }
 
     fn join(&self, o: &State, at: usize, values: &mut Values) -> State {
@@ -396,12 +489,20 @@ impl State {
                 *slot = values.id(Node::Entry(at, s));
             }
         }
-        let mut facts = HashMap::new();
-        for (v, f) in &self.facts {
-            if let Some(g) = o.facts.get(v) {
-                let j = f.join(g);
-                if j != base_fact(values, *v) {
-                    facts.insert(*v, j);
+        let mut facts = Facts::default();
+        // Both lists are sorted by value: one merge finds the values both edges know of.
+        let (mut i, mut k) = (0, 0);
+        while let (Some(&(v, f)), Some(&(w, g))) = (self.facts.0.get(i), o.facts.0.get(k)) {
+            if v <= w {
+                i += 1;
+            }
+            if w <= v {
+                k += 1;
+            }
+            if v == w {
+                let j = f.join(&g);
+                if j != base_fact(values, v) {
+                    facts.0.push((v, j));
                 }
             }
         }
@@ -508,7 +609,7 @@ fn learn(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
     };
     let mut f = s.fact(values, a);
     f.learn(insn.op, k, outcome);
-    s.facts.insert(a, f);
+    s.facts.set(a, f);
 }
 
 /// The state on each edge: `out[i]` for a non-jump (or `ja`), `taken[i]`/`not_taken[i]`
@@ -519,9 +620,9 @@ struct Analysis {
 }
 
 fn analyze(p: &[CbpfInsn]) -> Analysis {
-    let mut values = Values::default();
+    let mut values = Values::new();
     let mut incoming: Vec<Option<State>> = vec![None; p.len()];
-    incoming[0] = Some(State::entry(&mut values));
+    incoming[0] = Some(State::entry());
     let mut edge: Vec<[Option<State>; 2]> = vec![[None, None]; p.len()];
     for i in 0..p.len() {
         let Some(s) = incoming[i].take() else { continue };
@@ -609,8 +710,7 @@ fn uses_defs(insn: &CbpfInsn) -> (u32, u32) {
 /// loads, and `[x + k]` where X is `4*([j]&0xf)` or a small constant (X is unsigned, so the
 /// load reaches at least `k + size`; a huge X could wrap into the kernel's negative
 /// offsets, so other X values do not count).
-fn load_ends(p: &[CbpfInsn]) -> Vec<u32> {
-    let an = analyze(p);
+fn load_ends(p: &[CbpfInsn], an: &Analysis) -> Vec<u32> {
     p.iter()
         .enumerate()
         .map(|(i, insn)| {
@@ -722,8 +822,7 @@ fn retarget(p: &mut [CbpfInsn], from: usize, n: usize, to: usize) -> bool {
 }
 
 /// Step 2: each jump edge whose target's first tests it decides moves past them.
-fn thread(p: &mut [CbpfInsn]) {
-    let mut an = analyze(p);
+fn thread(p: &mut [CbpfInsn], an: &mut Analysis) {
     let live = live_in(p);
     for from in 0..p.len() {
         let insn = p[from];
@@ -799,8 +898,7 @@ fn walk(
 }
 
 /// Step 3: loads of what the register already holds on every edge into them.
-fn drop_redundant(p: &mut [CbpfInsn]) {
-    let mut an = analyze(p);
+fn drop_redundant(p: &mut [CbpfInsn], an: &mut Analysis) {
     let mut incoming: Vec<Option<State>> = vec![None; p.len()];
     for i in 0..p.len() {
         for (n, s) in successors(p, i).into_iter().enumerate() {
@@ -812,7 +910,7 @@ fn drop_redundant(p: &mut [CbpfInsn]) {
         }
     }
     if let Some(first) = incoming.first_mut() {
-        *first = Some(State::entry(&mut an.values));
+        *first = Some(State::entry());
     }
     for i in 0..p.len() {
         let insn = p[i];
@@ -835,9 +933,8 @@ fn nop() -> CbpfInsn {
 }
 
 /// Step 4: code no accept depends on.
-fn drop_dead(p: &mut [CbpfInsn]) {
+fn drop_dead(p: &mut [CbpfInsn], ends: &[u32]) {
     let live = live_in(p);
-    let ends = load_ends(p);
     // `need` as in [`need`], recomputed as instructions go (a load that goes no longer
     // vouches for the ones before it).
     let mut need = vec![u32::MAX; p.len()];
@@ -889,7 +986,8 @@ fn drop_dead(p: &mut [CbpfInsn]) {
 fn merge_tails(p: &mut [CbpfInsn]) {
     // Class of each instruction: equal classes behave alike from there on.
     let mut class = vec![0usize; p.len()];
-    let mut ids: HashMap<(CbpfOp, u32, usize, usize), usize> = HashMap::new();
+    let mut ids: HashMap<(CbpfOp, u32, usize, usize), usize, BuildHasherDefault<FastHasher>> =
+        HashMap::with_capacity_and_hasher(p.len(), BuildHasherDefault::default());
     let mut members: Vec<Vec<usize>> = Vec::new();
     for i in (0..p.len()).rev() {
         let insn = p[i];
@@ -1038,6 +1136,79 @@ mod tests {
     }
     fn j(op: CbpfOp, k: u32, jt: u8, jf: u8) -> CbpfInsn {
         CbpfInsn::new(op, jt, jf, k)
+    }
+
+    #[test]
+    fn entry_values_are_numbered_by_slot() {
+        let mut values = Values::new();
+        let entry = State::entry();
+        for s in 0..SLOTS {
+            assert_eq!(values.id(Node::Entry(0, s)), entry.slots[s], "slot {s}");
+        }
+        // A new node after them gets a number of its own.
+        let k = values.konst(7);
+        assert!(!entry.slots.contains(&k));
+    }
+
+    /// The fact list against the hash map it replaced: lookups, updates and joins give the
+    /// same facts for random values and tests.
+    #[test]
+    fn fact_lists_join_as_maps_do() {
+        use std::collections::HashMap;
+        let mut values = Values::new();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % u64::from(n)) as u32
+        };
+        let ops = [JeqK, JgtK, JgeK, JsetK];
+        for _ in 0..300 {
+            let mut lists = [Facts::default(), Facts::default()];
+            let mut maps: [HashMap<Val, Fact>; 2] = [HashMap::new(), HashMap::new()];
+            for (list, map) in lists.iter_mut().zip(maps.iter_mut()) {
+                for _ in 0..next(12) {
+                    // Few distinct values, so the two lists share some.
+                    let v = values.id(Node::Pkt(next(10), 2));
+                    let mut f = map.get(&v).copied().unwrap_or_else(|| base_fact(&values, v));
+                    assert_eq!(list.get(v).copied(), map.get(&v).copied());
+                    f.learn(ops[next(4) as usize], next(0x1_0000), next(2) == 0);
+                    list.set(v, f);
+                    map.insert(v, f);
+                }
+                assert!(list.0.windows(2).all(|w| w[0].0 < w[1].0), "sorted, no repeats");
+                assert_eq!(list.0.len(), map.len());
+            }
+            let a = State { slots: State::entry().slots, facts: lists[0].clone(), len_ok: 0 };
+            let b = State { slots: State::entry().slots, facts: lists[1].clone(), len_ok: 0 };
+            let joined = a.join(&b, 1, &mut values);
+            let mut expected: Vec<(Val, Fact)> = maps[0]
+                .iter()
+                .filter_map(|(v, f)| {
+                    let j = f.join(maps[1].get(v)?);
+                    (j != base_fact(&values, *v)).then_some((*v, j))
+                })
+                .collect();
+            expected.sort_by_key(|&(v, _)| v);
+            assert_eq!(joined.facts.0, expected);
+        }
+    }
+
+    #[test]
+    fn ruled_out_values_keep_their_order_and_bound() {
+        let mut f = Fact::any();
+        for k in [5, 9, 5, 1, 2, 3, 4, 6, 7, 8, 10] {
+            f.learn(JeqK, k, false);
+        }
+        assert_eq!(f.ne.as_slice(), &[5, 9, 1, 2, 3, 4, 6, 7][..]);
+        let mut g = Fact::any();
+        for k in [7, 2, 11] {
+            g.learn(JeqK, k, false);
+        }
+        assert_eq!(f.join(&g).ne.as_slice(), &[2, 7][..]);
+        assert_eq!(f.decide(JeqK, 9), Some(false));
+        assert_eq!(f.decide(JeqK, 10), None);
     }
 
     #[test]
