@@ -312,18 +312,26 @@ pub fn llc_sap(name: &str) -> Option<u8> {
 /// Returns the value with the given parts in the high bytes and the number of parts
 /// (`10.1` is `10.1.0.0` with 2 parts, which lowering turns into a /16 network).
 pub fn ipv4_parts(text: &str) -> Option<(u32, u8)> {
-    let mut value: u32 = 0;
-    let mut count: u8 = 0;
-    for part in text.split('.') {
-        if count == 4 || part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+    // One pass over the bytes, a '.' closing each part (the last one too): splitting the
+    // text and parsing each part was most of a `host` primitive's own lowering (issue 13).
+    // `part` is the value of the part being read, `None` until it has a digit.
+    let (mut value, mut count, mut part) = (0u32, 0u8, None::<u32>);
+    for b in text.bytes().chain([b'.']) {
+        if b == b'.' {
+            if count == 4 {
+                return None;
+            }
+            value = (value << 8) | part.take()?;
+            count += 1;
+        } else if b.is_ascii_digit() {
+            let v = part.unwrap_or(0) * 10 + u32::from(b - b'0');
+            if v > 255 {
+                return None;
+            }
+            part = Some(v);
+        } else {
             return None;
         }
-        let v: u32 = part.parse().ok()?;
-        if v > 255 {
-            return None;
-        }
-        value = (value << 8) | v;
-        count += 1;
     }
     let shift = 8 * u32::from(4 - count);
     Some((value.checked_shl(shift).unwrap_or(0), count))
@@ -331,4 +339,77 @@ pub fn ipv4_parts(text: &str) -> Option<(u32, u8)> {
 
 fn lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reading of record, written plainly: split at '.', each part 1 or more ASCII
+    /// digits parsed as a number of at most 255, at most 4 parts.
+    fn ipv4_parts_by_splitting(text: &str) -> Option<(u32, u8)> {
+        let parts: Vec<&str> = text.split('.').collect();
+        if parts.len() > 4 {
+            return None;
+        }
+        let mut value = 0u32;
+        for part in &parts {
+            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let v: u32 = part.parse().ok()?;
+            if v > 255 {
+                return None;
+            }
+            value = (value << 8) | v;
+        }
+        let count = parts.len() as u8;
+        Some((value.checked_shl(8 * u32::from(4 - count)).unwrap_or(0), count))
+    }
+
+    /// [`ipv4_parts`] against [`ipv4_parts_by_splitting`] on every string of up to 6 bytes
+    /// over digits, '.', a letter and a sign, of up to 9 over digits and '.', and on long
+    /// and non-ASCII ones; both answers
+    /// must be seen (valid and refused ids), at every part count.
+    #[test]
+    fn ipv4_parts_reads_as_splitting_does() {
+        let mut texts: Vec<String> = vec![String::new()];
+        // Every byte class up to 6 bytes, then digits and dots up to 9 (four parts).
+        for (alphabet, longest) in [(&b"01259.x+"[..], 6), (&b"029."[..], 9)] {
+            let mut level = vec![String::new()];
+            for _ in 0..longest {
+                level = level
+                    .iter()
+                    .flat_map(|t| alphabet.iter().map(move |&b| format!("{t}{}", b as char)))
+                    .collect();
+                texts.extend(level.iter().cloned());
+            }
+        }
+        for t in [
+            "10.0.0.1",
+            "255.255.255.255",
+            "256.0.0.1",
+            "1.2.3.4.5",
+            "1.2.3.4.",
+            "0000000000001.2",
+            "99999999999",
+            "4294967296.1",
+            "10.1",
+            "10.0.0.٣",
+            "١.2",
+            "1. 2",
+            " 1.2",
+        ] {
+            texts.push(t.to_string());
+        }
+        let mut counts = [0usize; 5];
+        for t in &texts {
+            let got = ipv4_parts(t);
+            assert_eq!(got, ipv4_parts_by_splitting(t), "{t:?}");
+            counts[got.map_or(0, |(_, n)| usize::from(n))] += 1;
+        }
+        assert!(counts.iter().all(|&n| n > 10), "refused, then 1..=4 parts: {counts:?}");
+        assert_eq!(ipv4_parts("10.1.2.3"), Some((0x0a01_0203, 4)));
+        assert_eq!(ipv4_parts("10.1"), Some((0x0a01_0000, 2)));
+    }
 }

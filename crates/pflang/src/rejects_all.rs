@@ -34,8 +34,8 @@
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
-use std::hash::BuildHasherDefault;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash};
 
 use weir_filter::opt::FastHasher;
 use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred};
@@ -87,7 +87,7 @@ pub fn rejects_all(filter: &Filter) -> bool {
         steps: 0,
         // Room for a small filter's walk from the start: growing these tables step by
         // step was a share of the check's time (issue 13).
-        seen: HashSet::with_capacity_and_hasher(graph.nodes.len(), BuildHasherDefault::default()),
+        seen: Interner::with_capacity(graph.nodes.len()),
         paths: Paths::with_capacity(graph.nodes.len()),
         stack: Vec::with_capacity(graph.nodes.len()),
         values: Values::with_capacity(graph.nodes.len()),
@@ -224,6 +224,68 @@ impl<'a> Graph<'a> {
     }
 }
 
+/// Keys an [`Interner`] searches one by one before it builds a hash index of them.
+const LINEAR_KEYS: usize = 16;
+
+/// Distinct keys numbered in the order they were first met (key `i` is number `i`): the
+/// check's value numbers, fact lists and visited pairs. Up to [`LINEAR_KEYS`] keys a key is
+/// looked for by comparing it with each; past them a hash index is built and kept. An
+/// everyday filter's check meets a few keys per table, fewer than that: comparing them
+/// costs less than hashing the key, and the three hash tables a check allocated (then
+/// freed) were a share of its time (issue 13).
+struct Interner<K> {
+    keys: Vec<K>,
+    /// Each key's number, once there are more than [`LINEAR_KEYS`] keys.
+    index: Option<HashMap<K, usize, BuildHasherDefault<FastHasher>>>,
+}
+
+impl<K: Clone + Eq + Hash> Interner<K> {
+    fn with_capacity(n: usize) -> Interner<K> {
+        Interner { keys: Vec::with_capacity(n), index: None }
+    }
+
+    /// `key`'s number, and whether it is new (numbered now).
+    fn intern(&mut self, key: K) -> (usize, bool) {
+        let next = self.keys.len();
+        if let Some(index) = &mut self.index {
+            // One hash and probe per key, found or new.
+            return match index.entry(key) {
+                Entry::Occupied(known) => (*known.get(), false),
+                Entry::Vacant(new) => {
+                    self.keys.push(new.key().clone());
+                    new.insert(next);
+                    (next, true)
+                }
+            };
+        }
+        if let Some(known) = self.keys.iter().position(|k| *k == key) {
+            return (known, false);
+        }
+        self.keys.push(key);
+        if self.keys.len() > LINEAR_KEYS {
+            let mut index = HashMap::with_capacity_and_hasher(
+                2 * self.keys.len(),
+                BuildHasherDefault::default(),
+            );
+            index.extend(self.keys.iter().cloned().zip(0..));
+            self.index = Some(index);
+        }
+        (next, true)
+    }
+
+    fn get(&self, id: usize) -> Option<&K> {
+        self.keys.get(id)
+    }
+
+    /// Forgets every key (keeping the tables' room).
+    fn clear(&mut self) {
+        self.keys.clear();
+        if let Some(index) = &mut self.index {
+            index.clear();
+        }
+    }
+}
+
 /// A value number: expressions equal as trees get the same number ([`Values`]).
 type ValueId = usize;
 
@@ -232,33 +294,18 @@ type ValueId = usize;
 /// compared and hashed without walking (or allocating) expression trees. Copying and
 /// hashing the trees of every path state was most of the check's time (issue 13).
 struct Values<'g> {
-    exprs: Vec<Cow<'g, Expr>>,
-    ids: HashMap<Cow<'g, Expr>, ValueId, BuildHasherDefault<FastHasher>>,
+    exprs: Interner<Cow<'g, Expr>>,
 }
 
 impl<'g> Values<'g> {
     /// Room for about `n` values (a test node's two operands are often a value met
     /// before and a constant): growing the tables was a share of a small filter's check.
     fn with_capacity(n: usize) -> Values<'g> {
-        Values {
-            exprs: Vec::with_capacity(n),
-            ids: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
-        }
+        Values { exprs: Interner::with_capacity(n) }
     }
 
     fn number(&mut self, e: Cow<'g, Expr>) -> ValueId {
-        // One hash and probe per value, found or new (a lookup then an insert hashed a new
-        // value's tree twice: most values a check meets are new).
-        let id = self.exprs.len();
-        match self.ids.entry(e) {
-            Entry::Occupied(known) => *known.get(),
-            Entry::Vacant(new) => {
-                let e = new.key().clone();
-                new.insert(id);
-                self.exprs.push(e);
-                id
-            }
-        }
+        self.exprs.intern(e).0
     }
 
     /// The constant value `id` numbers, if it is one (read from the expression: a table of
@@ -385,8 +432,7 @@ type FactsId = u32;
 /// undecided test and SipHashed at each step, was most of the walk's time: issue 13).
 struct Paths {
     /// Per number: the list it extends and the outcome it adds.
-    entries: Vec<(FactsId, Test, bool)>,
-    ids: HashMap<(FactsId, Test, bool), FactsId, BuildHasherDefault<FastHasher>>,
+    entries: Interner<(FactsId, Test, bool)>,
 }
 
 impl Paths {
@@ -394,25 +440,13 @@ impl Paths {
     const EMPTY: FactsId = FactsId::MAX;
 
     fn with_capacity(n: usize) -> Paths {
-        Paths {
-            entries: Vec::with_capacity(n),
-            ids: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
-        }
+        Paths { entries: Interner::with_capacity(n) }
     }
 
     /// The number of `facts` extended by `test`'s `outcome` (`None` past `u32` entries).
     fn extend(&mut self, facts: FactsId, test: Test, outcome: bool) -> Option<FactsId> {
-        // (one hash and probe, found or new, as in `Values::number`)
-        match self.ids.entry((facts, test, outcome)) {
-            Entry::Occupied(known) => Some(*known.get()),
-            Entry::Vacant(new) => {
-                let id =
-                    FactsId::try_from(self.entries.len()).ok().filter(|&id| id != Self::EMPTY)?;
-                new.insert(id);
-                self.entries.push((facts, test, outcome));
-                Some(id)
-            }
-        }
+        let (id, _) = self.entries.intern((facts, test, outcome));
+        FactsId::try_from(id).ok().filter(|&id| id != Self::EMPTY)
     }
 
     /// The outcome of `test` libpcap's first pass knows on a path that learnt `facts`, if
@@ -468,7 +502,7 @@ struct Walk<'g, 'a> {
     graph: &'g Graph<'a>,
     steps: usize,
     /// The (node, facts) pairs explored in this walk.
-    seen: HashSet<(NodeId, FactsId), BuildHasherDefault<FastHasher>>,
+    seen: Interner<(NodeId, FactsId)>,
     paths: Paths,
     /// The walk's pending (node, facts) pairs (kept from walk to walk for its room).
     stack: Vec<(NodeId, FactsId)>,
@@ -502,7 +536,7 @@ impl<'g> Walk<'g, '_> {
             if self.steps > BUDGET {
                 return None;
             }
-            if !self.seen.insert((node, facts)) {
+            if !self.seen.intern((node, facts)).1 {
                 continue;
             }
             let graph = self.graph;
@@ -655,6 +689,46 @@ mod tests {
             if !changed {
                 return distance;
             }
+        }
+    }
+
+    /// An [`Interner`] numbers keys as a map from each key to the count of distinct keys
+    /// before its first occurrence would, below [`LINEAR_KEYS`] keys (compared one by one),
+    /// past them (hashed) and after a clear (hashed, from 0 again); every key meets
+    /// itself again in both modes.
+    #[test]
+    fn interner_numbers_keys_in_first_met_order_in_both_modes() {
+        // Repeats among the first keys (found by comparing), then every key, then a
+        // scrambled sequence of them (found by hashing).
+        let scrambled = (0..400u32).map(|i| i.wrapping_mul(2_654_435_761));
+        let keys: Vec<u32> = (0..8u32)
+            .cycle()
+            .take(24)
+            .chain(0..3 * LINEAR_KEYS as u32)
+            .chain(scrambled.map(|k| k % (3 * LINEAR_KEYS as u32)))
+            .collect();
+        let mut interner = Interner::with_capacity(4);
+        for round in 0..2 {
+            let mut reference: HashMap<u32, usize> = HashMap::new();
+            let (mut linear, mut hashed) = (0, 0);
+            for &k in &keys {
+                let expected_new = !reference.contains_key(&k);
+                let next = reference.len();
+                let expected = *reference.entry(k).or_insert(next);
+                let was_hashed = interner.index.is_some();
+                assert_eq!(interner.intern(k), (expected, expected_new), "round {round} key {k}");
+                assert_eq!(interner.get(expected), Some(&k));
+                if !expected_new {
+                    *if was_hashed { &mut hashed } else { &mut linear } += 1;
+                }
+            }
+            assert_eq!(interner.keys.len(), 3 * LINEAR_KEYS, "round {round}");
+            assert!(interner.index.is_some(), "round {round}: never hashed");
+            // The first round finds keys again by comparing them, then by hashing; the
+            // second is hashed throughout (the index survives the clear).
+            assert!(hashed > 100 && (round == 1 || linear > 0), "{round}: {linear} {hashed}");
+            interner.clear();
+            assert_eq!((interner.keys.len(), interner.get(0)), (0, None));
         }
     }
 

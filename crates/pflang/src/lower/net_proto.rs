@@ -15,7 +15,7 @@ use super::link::{
     LLCSAP_IPX, LLCSAP_ISONS, LLCSAP_NETBEUI,
 };
 use super::net::Site;
-use super::{CompileError, Layer, LinkType, Lowerer};
+use super::{junction, CompileError, Layer, LinkType, Lowerer};
 use crate::ast::{Dir, Proto, Span};
 use crate::names;
 
@@ -131,25 +131,24 @@ impl Lowerer<'_> {
             None => {
                 let v4 = self.proto_test(v, Some(Proto::Ip), None, span)?;
                 let v6 = self.proto_test(v, Some(Proto::Ip6), None, span)?;
-                Ok(Pred::or([v4, v6]))
+                // (`junction`: `Pred::or`'s tree, its list allocated once at its size.)
+                Ok(junction(vec![v4, v6], false))
             }
             Some(Proto::Link) => self.link_proto(v, span),
             Some(Proto::Ip) => {
                 let link = self.link_proto(ETHERTYPE_IP, span)?;
-                Ok(Pred::and([link, self.cmp_field(Layer::Net, 9, Size::Byte, u32::MAX, v)]))
+                let field = self.cmp_field(Layer::Net, 9, Size::Byte, u32::MAX, v);
+                Ok(junction(vec![link, field], true))
             }
             Some(Proto::Ip6) => {
                 // The next header, or the one after a fragment header.
                 let link = self.link_proto(ETHERTYPE_IPV6, span)?;
                 let next =
                     |s: &Self, k, value| s.cmp_field(Layer::Net, k, Size::Byte, u32::MAX, value);
-                Ok(Pred::and([
-                    link,
-                    Pred::or([
-                        next(self, 6, v),
-                        Pred::and([next(self, 6, IPPROTO_FRAGMENT), next(self, 40, v)]),
-                    ]),
-                ]))
+                let direct = next(self, 6, v);
+                let fragment = vec![next(self, 6, IPPROTO_FRAGMENT), next(self, 40, v)];
+                let either = junction(vec![direct, junction(fragment, true)], false);
+                Ok(junction(vec![link, either], true))
             }
             // Frame Relay's NLPID is the protocol itself: one test of control byte and NLPID.
             Some(Proto::Iso) if self.link == LinkType::FrameRelay => Ok(self.fr_nlpid_is(v)),
