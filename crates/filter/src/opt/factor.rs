@@ -72,8 +72,19 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
             let parts = if conjunction { parts } else { merge_tails(parts) };
             return fold::junction(parts, conjunction);
         }
+        // Nothing to regroup or merge (most `and`s of three or more parts, which have no
+        // discriminators): the grouping's six lists and `merge_tails`' one are not built
+        // (issue 13: about 300 instructions each with the free, several per small filter).
+        // [`keeps`] answers for [`junction`] itself, `fold::junction` aside, which it ends
+        // with anyway.
+        _ if keeps(&parts, conjunction) => return fold::junction(parts, conjunction),
         _ => {}
     }
+    regroup(parts, conjunction)
+}
+
+/// [`junction`] without its shortcuts: groups, merges neighbours and tails, and folds.
+fn regroup(parts: Vec<Pred>, conjunction: bool) -> Pred {
     let stores: Vec<bool> = parts.iter().map(has_store).collect();
     let (parts, stores, groups) = group_by_discriminator(parts, stores, conjunction);
     let parts = merge_adjacent(parts, &stores, &groups, conjunction);
@@ -148,17 +159,24 @@ fn first_ranges(part: &Pred) -> Vec<(u32, u32)> {
 /// both are false. Only neighbours with the same `L` have their tails compared, and each
 /// comparison stops at the first difference.
 fn merge_tails(parts: Vec<Pred>) -> Vec<Pred> {
+    // No neighbours merge (the usual case): the list is given back, not copied (a new list
+    // and the free of the old one, about 300 instructions, per `or` factored, issue 13).
+    if !parts.windows(2).any(|w| matches!(w, [prev, part] if tails_merge(prev, part))) {
+        return parts;
+    }
+    merge_all_tails(parts)
+}
+
+/// [`merge_tails`] without its shortcut: the parts are taken into a new list one by one.
+fn merge_all_tails(parts: Vec<Pred>) -> Vec<Pred> {
     let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
     for part in parts {
         let merged_head = match (out.last(), keyed_head(&part)) {
-            (Some(prev), Some((l2, rest2))) => match keyed_head(prev) {
-                Some((l1, rest1)) if l1 == l2 && rest1 == rest2 && !rest1.iter().any(has_store) => {
-                    let mut ranges = first_ranges(prev);
-                    ranges.extend(first_ranges(&part));
-                    Some(Pred::In { value: l1.clone(), set: ValueSet::from_ranges(ranges) })
-                }
-                _ => None,
-            },
+            (Some(prev), Some((l2, _))) if tails_merge(prev, &part) => {
+                let mut ranges = first_ranges(prev);
+                ranges.extend(first_ranges(&part));
+                Some(Pred::In { value: l2.clone(), set: ValueSet::from_ranges(ranges) })
+            }
             _ => None,
         };
         match (merged_head, out.last_mut()) {
@@ -171,6 +189,17 @@ fn merge_tails(parts: Vec<Pred>) -> Vec<Pred> {
         }
     }
     out
+}
+
+/// Whether [`merge_tails`] merges `part` into `prev`, the part before it (as merged so far):
+/// both keyed on one value ([`keyed_head`]), with equal rests that write no scratch.
+fn tails_merge(prev: &Pred, part: &Pred) -> bool {
+    match (keyed_head(prev), keyed_head(part)) {
+        (Some((l1, rest1)), Some((l2, rest2))) => {
+            l1 == l2 && rest1 == rest2 && !rest1.iter().any(has_store)
+        }
+        _ => false,
+    }
 }
 
 /// The order in which discriminator values first appeared in a stretch (usually a handful:
@@ -417,6 +446,56 @@ mod tests {
                 assert_eq!(got_rest, want_rest, "conjunction {conjunction}");
             }
         }
+    }
+
+    /// The shortcuts ([`keeps`] in [`junction`], and [`merge_tails`] giving its list back
+    /// when no neighbours merge) give what the whole regrouping gives, on every junction of
+    /// two to four parts drawn from tests that share heads, discriminators, keyed tails and
+    /// stores in every mix, as `and` and as `or`.
+    #[test]
+    fn shortcuts_give_what_regrouping_gives() {
+        let l = Expr::load_at(12, Size::Half);
+        let m = Expr::load_at(23, Size::Byte);
+        let x = |k| Pred::eq(Expr::load_at(30, Size::Word), k);
+        let ne = |e: &Expr, k| Pred::cmp(CmpOp::Ne, e.clone(), Expr::Const(k));
+        let store = Pred::Store { slot: 0, value: Expr::Const(1) };
+        let pool = [
+            Pred::And(vec![Pred::eq(l.clone(), 0x800), x(1)]),
+            Pred::And(vec![Pred::eq(l.clone(), 0x800), x(2)]),
+            Pred::And(vec![Pred::eq(l.clone(), 0x806), x(1)]),
+            Pred::And(vec![Pred::eq(m.clone(), 6), x(1)]),
+            Pred::And(vec![Pred::eq(m.clone(), 17), x(1)]),
+            Pred::And(vec![Pred::eq(l.clone(), 0x86dd), store.clone()]),
+            Pred::Or(vec![ne(&l, 0x800), x(3)]),
+            Pred::Or(vec![ne(&l, 0x806), x(3)]),
+            ne(&m, 6),
+            x(4),
+            store,
+        ];
+        let n = pool.len();
+        let (mut kept, mut regrouped, mut tails_kept) = (0, 0, 0);
+        for len in 2..=4u32 {
+            for code in 0..n.pow(len) {
+                let parts: Vec<Pred> =
+                    (0..len).filter_map(|j| pool.get(code / n.pow(j) % n).cloned()).collect();
+                for conjunction in [false, true] {
+                    let shortcut = keeps(&parts, conjunction);
+                    kept += usize::from(shortcut);
+                    regrouped += usize::from(!shortcut);
+                    assert_eq!(
+                        junction(parts.clone(), conjunction),
+                        regroup(parts.clone(), conjunction),
+                        "{parts:?} conjunction {conjunction}"
+                    );
+                }
+                let merges = merge_all_tails(parts.clone());
+                tails_kept += usize::from(merges == parts);
+                assert_eq!(merge_tails(parts.clone()), merges, "{parts:?}");
+            }
+        }
+        // both ways are taken (the comparison is not vacuous)
+        assert!(kept > 1000 && regrouped > 1000, "kept {kept}, regrouped {regrouped}");
+        assert!(tails_kept > 1000, "{tails_kept}");
     }
 
     #[test]
