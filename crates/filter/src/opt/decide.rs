@@ -497,14 +497,16 @@ fn junction(
     // one that ends the junction with that outcome.
     let (want_go_on, want_stop) =
         if conjunction { (want.on_true, want.on_false) } else { (want.on_false, want.on_true) };
-    let last = parts.len().saturating_sub(1);
+    let count = parts.len();
+    let last = count.saturating_sub(1);
     let mut go_on = Some(env.clone()); // facts when evaluation reaches the next part
     let mut stop = want_stop.then(Env::unreachable); // facts on the stopping exit, joined
     let mut can_stop = false;
     let mut can_go_on = true;
-    let mut acc = Parts::new(conjunction, parts.len());
+    let mut acc = Parts::new(conjunction, parts);
     let mut absorbed = false;
-    for (i, part) in parts.into_iter().enumerate() {
+    for i in 0..count {
+        let Some(part) = acc.next_part() else { break };
         let Some(entry) = go_on.take() else { break };
         if entry.unreachable || !can_go_on {
             facts.note_change();
@@ -578,7 +580,15 @@ fn junction(
 /// The rewritten parts of a junction, with what merging them into set tests needs to know.
 struct Parts {
     conjunction: bool,
-    out: Vec<Pred>,
+    /// The junction's parts, read front to back, with the rewritten parts written over the
+    /// ones read: the first `len` entries are the output, `list[next..]` the parts not read
+    /// yet, and between them placeholders of parts read. An output list of its own cost an
+    /// allocation and a free per junction walked (about 10 per walk of `host A and udp`,
+    /// issue 13). Only a splice makes the output outgrow what was read; its parts are then
+    /// inserted before the unread ones.
+    list: Vec<Pred>,
+    len: usize,
+    next: usize,
     /// Per part: does it begin a new run of parts that may be reordered?
     run_start: RunStarts,
     /// Facts after the current run's first part let evaluation go on.
@@ -605,10 +615,12 @@ struct Parts {
 const RUN_KEYS: usize = 8;
 
 impl Parts {
-    fn new(conjunction: bool, capacity: usize) -> Parts {
+    fn new(conjunction: bool, parts: Vec<Pred>) -> Parts {
         Parts {
             conjunction,
-            out: Vec::with_capacity(capacity),
+            list: parts,
+            len: 0,
+            next: 0,
             run_start: RunStarts::default(),
             run_base: Env::unreachable(),
             prefix_free: true,
@@ -617,6 +629,39 @@ impl Parts {
             abort_break: false,
             abort_prefix: false,
             spliced: false,
+        }
+    }
+
+    /// The next part given, not read before (a placeholder is left in its place).
+    fn next_part(&mut self) -> Option<Pred> {
+        let slot = self.list.get_mut(self.next)?;
+        self.next += 1;
+        Some(std::mem::replace(slot, Pred::Const(true)))
+    }
+
+    /// The rewritten parts so far.
+    fn out(&self) -> &[Pred] {
+        self.list.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Appends `q` to the output: over a placeholder, or before the unread parts.
+    fn put(&mut self, q: Pred) {
+        if self.len < self.next {
+            if let Some(slot) = self.list.get_mut(self.len) {
+                *slot = q;
+            }
+        } else {
+            self.list.insert(self.len, q);
+            self.next += 1;
+        }
+        self.len += 1;
+    }
+
+    /// Drops the last part of the output (leaving a placeholder).
+    fn pop(&mut self) {
+        self.len = self.len.saturating_sub(1);
+        if let Some(slot) = self.list.get_mut(self.len) {
+            *slot = Pred::Const(true);
         }
     }
 
@@ -636,7 +681,7 @@ impl Parts {
             return Err(part);
         }
         self.run_start.push(false);
-        self.out.push(part);
+        self.put(part);
         Ok(())
     }
 
@@ -644,10 +689,10 @@ impl Parts {
     /// evaluation go on (when known; the weaker `entry` stands in otherwise).
     fn push(&mut self, facts: &Facts, q: Pred, entry: &Env, after: Option<&Env>) {
         // `guard(n) and guard(m)` with n <= m: the second check implies the first.
-        if let (Pred::Guard(m), Some(Pred::Guard(n))) = (&q, self.out.last()) {
+        if let (Pred::Guard(m), Some(Pred::Guard(n))) = (&q, self.out().last()) {
             if self.conjunction && n <= m {
                 facts.note_change();
-                self.out.pop();
+                self.pop();
                 self.run_start.pop();
             }
         }
@@ -677,13 +722,13 @@ impl Parts {
         if let Some(key) = set_key(&q) {
             if self.run_key_count < RUN_KEYS && !self.run_has_key(key) {
                 if let Some(slot) = self.run_keys.get_mut(self.run_key_count) {
-                    *slot = self.out.len();
+                    *slot = self.len;
                     self.run_key_count += 1;
                 }
             }
         }
         self.run_start.push(!joins_run);
-        self.out.push(q);
+        self.put(q);
     }
 
     /// Appends the parts of a nested junction of the same kind. The facts after each of
@@ -701,15 +746,15 @@ impl Parts {
     /// Whether the current run remembers a set test on `key`.
     fn run_has_key(&self, key: &Expr) -> bool {
         let keys = self.run_keys.get(..self.run_key_count).unwrap_or(&[]);
-        keys.iter().any(|&i| self.out.get(i).and_then(set_key) == Some(key))
+        keys.iter().any(|&i| self.out().get(i).and_then(set_key) == Some(key))
     }
 
     fn finish(self, facts: &Facts, absorbed: bool, mode: Mode) -> Pred {
         let conjunction = self.conjunction;
-        if absorbed && (self.out.len() == 1 || self.prefix_free || mode.absorbs(!conjunction)) {
+        if absorbed && (self.len == 1 || self.prefix_free || mode.absorbs(!conjunction)) {
             // Alone (every part before it dropped), the absorbing part decides the junction
             // in any mode; otherwise the answer rests on the parts before it, and on the mode.
-            if self.out.len() != 1 {
+            if self.len != 1 {
                 facts.note_change();
             }
             return Pred::Const(!conjunction);
@@ -719,19 +764,22 @@ impl Parts {
         }
         // A walk of the output would push the spliced parts with their own, stronger bases:
         // longer runs could merge what this walk's did not, unless no value repeats.
-        if self.spliced && repeats_a_key(&self.out) {
+        if self.spliced && repeats_a_key(self.out()) {
             facts.note_change();
         }
         // Kept because of an abort that a guard could rule out, or runs ended by one where
         // a longer run could merge tests on one value.
         // (Once one is noted the answer is known: the pairs are not looked at.)
         if !facts.made_abort_choice()
-            && ((absorbed && self.abort_prefix) || (self.abort_break && repeats_a_key(&self.out)))
+            && ((absorbed && self.abort_prefix) || (self.abort_break && repeats_a_key(self.out())))
         {
             facts.note_abort_choice();
         }
-        let count = self.out.len();
-        let merged = merge_runs(self.out, self.run_start.as_slice(), conjunction);
+        let count = self.len;
+        // (the parts not read, when the walk stopped early, go with the placeholders)
+        let mut out = self.list;
+        out.truncate(count);
+        let merged = merge_runs(out, self.run_start.as_slice(), conjunction);
         if merged.len() < count {
             facts.note_change();
             // merging can produce constants or nested junctions: tidy locally
@@ -831,6 +879,36 @@ mod tests {
         let y = test(100, Size::Byte, 5);
         let p = Pred::or([x.clone(), y.clone(), x.clone()]);
         assert_eq!(super::decide(p, 0), Pred::or([x, y]));
+    }
+
+    #[test]
+    fn a_junction_writes_its_output_over_its_parts() {
+        // `Parts` writes the rewritten parts over the list it reads: a splice that outgrows
+        // what was read goes before the unread parts, a guard implied by the next one is
+        // taken back, and the parts after an absorbing one go (issue 13, compile-26).
+        let t = |i: u32| test(14 + i, Size::Byte, i);
+        let and = |ps: Vec<Pred>| Pred::And(ps);
+        let or = |ps: Vec<Pred>| Pred::Or(ps);
+        let spliced_first = and(vec![and(vec![t(0), t(1), t(2)]), t(3), t(4)]);
+        assert_eq!(super::decide(spliced_first, 0), and(vec![t(0), t(1), t(2), t(3), t(4)]));
+        let spliced_inside = and(vec![t(0), and(vec![t(1), t(2), t(3)]), t(4), t(5)]);
+        assert_eq!(super::decide(spliced_inside, 0), and((0..6).map(t).collect()));
+        let twice = or(vec![or(vec![t(0), t(1)]), t(2), or(vec![t(3), t(4), t(5)]), t(6)]);
+        assert_eq!(super::decide(twice, 0), or((0..7).map(t).collect()));
+        // guard(10) and guard(20): the second implies the first
+        let guards = and(vec![Pred::Guard(10), Pred::Guard(20), t(0), t(1)]);
+        assert_eq!(super::decide(guards, 0), and(vec![Pred::Guard(20), t(0), t(1)]));
+        // `x == 1 and y == 5 and x == 2 and ...`: the third is decided false, and the
+        // junction with it (the parts after it never read)
+        let x = |k: u32| test(20, Size::Half, k);
+        let absorbed = and(vec![x(1), t(5), x(2), t(6), t(7)]);
+        assert_eq!(super::decide(absorbed, 0), Pred::Const(false));
+        // a part after a nested `or` of the outer `and`'s kind is not: kept whole
+        let kept = and(vec![or(vec![t(0), t(1)]), and(vec![t(2), t(3)]), or(vec![t(4), t(5)])]);
+        assert_eq!(
+            super::decide(kept, 0),
+            and(vec![or(vec![t(0), t(1)]), t(2), t(3), or(vec![t(4), t(5)])])
+        );
     }
 
     #[test]
