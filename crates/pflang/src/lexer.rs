@@ -825,14 +825,14 @@ mod tests {
         let mut texts: Vec<String> = Vec::new();
         for len in 0..=16 {
             for bits in 0..1u32 << len {
-                texts.push((0..len).map(|i| if bits >> i & 1 == 1 { ':' } else { '0' }).collect());
+                texts
+                    .push((0..len).map(|i| if (bits >> i) & 1 == 1 { ':' } else { '0' }).collect());
             }
         }
         let groups = ["", "0", "1234", "g"];
         for n in 1..=9u32 {
             for pick in 0..4usize.pow(n) {
-                let head: Vec<&str> =
-                    (0..n).map(|i| groups[pick / 4usize.pow(i) % 4]).collect();
+                let head: Vec<&str> = (0..n).map(|i| groups[pick / 4usize.pow(i) % 4]).collect();
                 let head = head.join(":");
                 for tail in ["", ":1.2.3.4", "1.2.3.4", ":1.2.3"] {
                     texts.push(format!("{head}{tail}"));
