@@ -315,6 +315,10 @@ fn encapsulation_prefixes_shift_every_later_test_like_libpcap() {
         "mpls",
         "pppoed",
         "len > 60",
+        // After `geneve`, the inner-MAC check comes first (libpcap's gen_prevlinkhdr_check).
+        "ether host 00:11:22:33:44:55",
+        "ether broadcast",
+        "ether multicast",
     ];
     let names = NameDb::builtin();
     let links = link_types();

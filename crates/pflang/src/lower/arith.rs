@@ -25,7 +25,7 @@ use super::link::{
     ETHERTYPE_MOPDL, ETHERTYPE_MOPRC, ETHERTYPE_REVARP, ETHERTYPE_SCA,
 };
 use super::net_proto::IPPROTO_ICMPV6;
-use super::{CompileError, Layer, Lowerer, Offset};
+use super::{junction, CompileError, Layer, Lowerer, Offset};
 use crate::ast::{self, Arith, ArithKind, ByteOp, Proto, RelOp, Relation, Span};
 use crate::depth;
 
@@ -249,10 +249,12 @@ impl Lowerer<'_> {
     pub(crate) fn relation(&mut self, r: &Relation, _span: Span) -> Result<Pred, CompileError> {
         let lhs = self.operand(&r.lhs)?;
         let rhs = self.operand(&r.rhs)?;
-        let mut parts = lhs.checks;
+        // One list at its final size (`junction`: `Pred::and`'s tree, issue 13).
+        let mut parts = Vec::with_capacity(lhs.checks.len() + rhs.checks.len() + 1);
+        parts.extend(lhs.checks);
         parts.extend(rhs.checks);
         parts.push(Pred::cmp(cmp_op(r.op), lhs.value, rhs.value));
-        Ok(Pred::and(parts))
+        Ok(junction(parts, true))
     }
 
     fn operand(&mut self, a: &Arith) -> Result<Operand, CompileError> {

@@ -15,7 +15,7 @@ use super::link::{
     ETHERTYPE_MPLS, ETHERTYPE_PPPOED, ETHERTYPE_PPPOES, ETHERTYPE_TEB, PPP_MPLS_UCAST,
 };
 use super::net_proto::IPPROTO_UDP;
-use super::{CompileError, Layer, LinkType, Lowerer, Offset};
+use super::{junction, CompileError, Layer, LinkType, Lowerer, Offset};
 use crate::ast::{Encap, LlcKind, Span};
 
 const GENEVE_PORT: u32 = 6081;
@@ -76,15 +76,21 @@ impl Lowerer<'_> {
             let message = format!("no VLAN support for {}", self.link.description());
             return Err(CompileError::new(span, message));
         }
-        let tagged = Pred::or([
-            self.link_proto(ETHERTYPE_8021Q, span)?,
-            self.link_proto(ETHERTYPE_8021AD, span)?,
-            self.link_proto(ETHERTYPE_8021QINQ, span)?,
-        ]);
+        // (`junction`: `Pred::or`'s and `Pred::and`'s trees, each list allocated once.)
+        let tagged = junction(
+            vec![
+                self.link_proto(ETHERTYPE_8021Q, span)?,
+                self.link_proto(ETHERTYPE_8021AD, span)?,
+                self.link_proto(ETHERTYPE_8021QINQ, span)?,
+            ],
+            false,
+        );
         let pred = match id {
             None => tagged,
             Some(id) if id > 0x0fff => return Err(too_big(span, "VLAN tag", id, 0x0fff)),
-            Some(id) => Pred::and([tagged, self.cmp_field(Layer::Net, 0, Size::Half, 0x0fff, id)]),
+            Some(id) => {
+                junction(vec![tagged, self.cmp_field(Layer::Net, 0, Size::Half, 0x0fff, id)], true)
+            }
         };
         // Both the type field and the payload follow the tag.
         self.off_linkpl = self.off_linkpl.plus(4);
@@ -292,6 +298,15 @@ impl Lowerer<'_> {
         let (hdr, pl) = self.geneve_slots?;
         // libpcap compares the registers alone, ignoring `vlan`s since the tunnel.
         Some(Pred::cmp(CmpOp::Ne, Expr::Scratch(hdr), Expr::Scratch(pl)))
+    }
+
+    /// `test`, behind [`Self::inner_mac_check`]'s check when there is one: `Pred::and([check,
+    /// test])`'s tree, with no list at all for the usual case of no check (issue 13).
+    pub(crate) fn after_inner_mac_check(&self, test: Pred) -> Pred {
+        match self.inner_mac_check() {
+            Some(check) => junction(vec![check, test], true),
+            None => test,
+        }
     }
 
     /// UDP over IPv4 to `port` (libpcap's gen_port for a destination port): IPv4, protocol

@@ -518,11 +518,12 @@ impl Lowerer<'_> {
         let refuse = |d| site.qual(dir_not_valid(d, NOT_MAC));
         self.per_side(dir, refuse, |l, src| {
             let offset = if src { 8 } else { 24 };
-            let mut tests = vec![l.link_proto(ETHERTYPE_IPV6, site.whole)?];
+            let mut tests = Vec::with_capacity(5);
+            tests.push(l.link_proto(ETHERTYPE_IPV6, site.whole)?);
             for (k, (a, m)) in (offset..).step_by(4).zip(addr.iter().zip(mask)) {
                 tests.push(l.cmp_field(Layer::Net, k, Size::Word, m, *a));
             }
-            Ok(Pred::and(tests))
+            Ok(junction(tests, true))
         })
     }
 
@@ -565,14 +566,13 @@ impl Lowerer<'_> {
         if self.link.is_ieee80211() {
             return Ok(self.wlan_host(mac, dir));
         }
-        // Inside a tunnel, first: does the inner packet have a MAC header at all?
-        let check = self.inner_mac_check();
         let short = matches!(self.link, LinkType::Fddi | LinkType::TokenRing | LinkType::IpOverFc);
         let refuse = |d| site.qual(if short { dir_only_on_wlan(d) } else { dir_needs_wlan(d) });
         let (dst, src) = self.mac_offsets();
         let test = self
             .per_side(dir, refuse, |l, is_src| Ok(l.mac_at(if is_src { src } else { dst }, mac)))?;
-        Ok(Pred::and(check.into_iter().chain([test])))
+        // Inside a tunnel, first: does the inner packet have a MAC header at all?
+        Ok(self.after_inner_mac_check(test))
     }
 
     /// Whether the current link header has MAC addresses (Ethernet, FDDI, Token Ring,
@@ -611,10 +611,13 @@ impl Lowerer<'_> {
     fn mac_at(&self, offset: u32, mac: &[u8; 6]) -> Pred {
         let word = u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]]);
         let half = u32::from(u16::from_be_bytes([mac[0], mac[1]]));
-        Pred::and([
-            self.cmp_field(Layer::LinkHdr, offset + 2, Size::Word, u32::MAX, word),
-            self.cmp_field(Layer::LinkHdr, offset, Size::Half, u32::MAX, half),
-        ])
+        junction(
+            vec![
+                self.cmp_field(Layer::LinkHdr, offset + 2, Size::Word, u32::MAX, word),
+                self.cmp_field(Layer::LinkHdr, offset, Size::Half, u32::MAX, half),
+            ],
+            true,
+        )
     }
 
     /// ARCnet: the destination address byte is 0 (broadcast).
@@ -639,9 +642,8 @@ impl Lowerer<'_> {
                 if !self.has_mac_addresses() {
                     return Err(CompileError::new(span, "not a broadcast link"));
                 }
-                let check = self.inner_mac_check();
                 let test = self.mac_at(self.mac_offsets().0, &[0xff; 6]);
-                Ok(Pred::and(check.into_iter().chain([test])))
+                Ok(self.after_inner_mac_check(test))
             }
             Some(Proto::Ip) => {
                 // libpcap takes an all-ones netmask to mean "unknown" (PCAP_NETMASK_UNKNOWN).
@@ -680,22 +682,23 @@ impl Lowerer<'_> {
             None | Some(Proto::Link) if self.link.is_arcnet() => Ok(self.arcnet_dst_zero()),
             // Ethernet, FDDI, Token Ring, Fibre Channel: the destination's group bit.
             None | Some(Proto::Link) if self.has_mac_addresses() => {
-                let check = self.inner_mac_check();
                 let group_bit = Pred::cmp(
                     CmpOp::Set,
                     self.load(Layer::LinkHdr, self.mac_offsets().0, Size::Byte),
                     weir_filter::Expr::Const(1),
                 );
-                Ok(Pred::and(check.into_iter().chain([group_bit])))
+                Ok(self.after_inner_mac_check(group_bit))
             }
             Some(Proto::Ip) => {
                 let link = self.link_proto(ETHERTYPE_IP, span)?;
                 let first = self.load(Layer::Net, 16, Size::Byte);
-                Ok(Pred::and([link, Pred::cmp(CmpOp::Ge, first, weir_filter::Expr::Const(224))]))
+                let group = Pred::cmp(CmpOp::Ge, first, weir_filter::Expr::Const(224));
+                Ok(junction(vec![link, group], true))
             }
             Some(Proto::Ip6) => {
                 let link = self.link_proto(ETHERTYPE_IPV6, span)?;
-                Ok(Pred::and([link, self.cmp_field(Layer::Net, 24, Size::Byte, u32::MAX, 255)]))
+                let group = self.cmp_field(Layer::Net, 24, Size::Byte, u32::MAX, 255);
+                Ok(junction(vec![link, group], true))
             }
             _ => Err(CompileError::new(
                 span,
