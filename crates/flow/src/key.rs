@@ -693,12 +693,11 @@ mod tests {
                 masks.push(m);
             }
         }
-        let mut seed = 0x0fu64;
+        let mut rng = weir_testkit::SplitMix64::new(0x0f);
         for _ in 0..2000 {
             let mut m = Key::default();
             for _ in 0..3 {
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                m.0[(seed >> 33) as usize % BYTES] = (seed >> 17) as u8 | 1;
+                m.0[rng.below_usize(BYTES)] = rng.next_u64() as u8 | 1;
             }
             masks.push(m);
         }

@@ -1156,13 +1156,8 @@ mod tests {
     fn fact_lists_join_as_maps_do() {
         use std::collections::HashMap;
         let mut values = Values::new();
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u32| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % u64::from(n)) as u32
-        };
+        let mut rng = weir_testkit::SplitMix64::new(0x7167);
+        let mut next = move |n: u32| rng.below(u64::from(n)) as u32;
         let ops = [JeqK, JgtK, JgeK, JsetK];
         for _ in 0..300 {
             let mut lists = [Facts::default(), Facts::default()];
