@@ -14,7 +14,10 @@
  *            program NAME read from stdin (one a line), INNER untimed calls and INNER timed
  *            ones, and one line back: the timed calls' NS per call. weir-bench times its
  *            own row between two such samples, so both rows are sampled at the same
- *            moments of a shared, noisy machine, each sample after the other side ran. */
+ *            moments of a shared, noisy machine, each sample after the other side ran.
+ * built with -shared -fPIC, weir-bench loads it into its own process and calls
+ * weir_compute_calls (below) for its interleaved goal rows: the C row and weir's rows take
+ * turns on one thread, each turn timed by that thread's CPU time. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +58,33 @@ __attribute__((noinline)) static uint64_t stack_copy(const uint8_t *p) {
     return sum;
 }
 
+/* The programs in the order of `weir-bench interp`'s PROGRAMS table. */
+static const struct {
+    const char *name;
+    uint64_t (*fn)(const uint8_t *);
+} programs[] = {
+    {"byte-sum", byte_sum},
+    {"inet-checksum", inet_checksum},
+    {"fnv1a-hash", fnv1a_hash},
+    {"stack-copy", stack_copy},
+};
+#define COUNT (sizeof programs / sizeof programs[0])
+
+/* `calls` runs of program `k` on `p` (LEN + 8 readable bytes), each through the empty asm as
+ * in the timed loops below; returns how many gave `expect` (weir-bench checks every turn's
+ * count), or 0 for a `k` past the table. */
+__attribute__((visibility("default"))) uint64_t weir_compute_calls(uint32_t k, const uint8_t *p,
+                                                                   uint64_t calls, uint64_t expect) {
+    if (k >= COUNT) return 0;
+    uint64_t (*fn)(const uint8_t *) = programs[k].fn;
+    uint64_t hits = 0;
+    for (uint64_t i = 0; i < calls; i++) {
+        __asm__ volatile("" : "+r"(p));
+        hits += fn(p) == expect;
+    }
+    return hits;
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -84,13 +114,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ROUNDS must be 1..100000\n");
         return 2;
     }
-    struct { const char *name; uint64_t (*fn)(const uint8_t *); } programs[] = {
-        {"byte-sum", byte_sum},
-        {"inet-checksum", inet_checksum},
-        {"fnv1a-hash", fnv1a_hash},
-        {"stack-copy", stack_copy},
-    };
-    size_t count = sizeof programs / sizeof programs[0];
+    size_t count = COUNT;
     volatile uint64_t sink = 0;
     if (serve) {
         for (size_t k = 0; k < count; k++)

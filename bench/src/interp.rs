@@ -19,6 +19,16 @@
 //! `weir_jit::Config::wide_copy` off: what moving copy loops 16 bytes at a time and adding
 //! sum loops two words a lane gain (stack-copy).
 //!
+//! Issue 12's goal lines are read from rows that take turns on one thread
+//! (`timing::time_interleaved`, as `weir-bench match` reads issue 15's): per program,
+//! jit-proven, C -O2 (compute.c built as a shared object and loaded into this process,
+//! `CInProcess`), rbpf's JIT and weir's interpreter run turns of the same number of runs
+//! (about 20 µs of the fastest row), every run's result checked, each turn timed by the
+//! thread's CPU time; the goals (jit-proven / C-O2 <= 1.2, rbpf-jit / jit-proven >= 1) are
+//! medians of the per-round ratios, with quartiles. The table's own prov/C, with C in
+//! another process and wall-clock samples, moved with the C row's moments
+//! (bench/records/2026-11-30-idle-22.txt).
+//!
 //! Each interpreter row also gives the instructions one run executes (the interpreter's own
 //! counter, `Cache::executed`) and weir's nanoseconds per executed instruction. A second
 //! table does the same for the filter programs: weir's emitted eBPF (socket-filter target)
@@ -26,7 +36,8 @@
 //! 256 generated frames, set up as `weir-bench filters` sets up its `interp` engine.
 
 use crate::record::say;
-use std::time::Instant;
+use crate::timing::{per_round, time_interleaved, ChunkRow};
+use std::time::{Duration, Instant};
 
 use weir_interp::{Config, Interpreter};
 use weir_jit::Jit;
@@ -208,6 +219,126 @@ fn c_anchor(pkt: &[u8]) -> Result<Vec<CServer>, String> {
     Ok(servers)
 }
 
+/// bench/programs/compute.c built by clang at `C_FLAGS[0]` (-O2) as a shared object and
+/// loaded into this process: the C -O2 row of the interleaved goal rows, which must run on
+/// the thread whose CPU time [`time_interleaved`] reads, as weir's rows do. Its functions'
+/// code is the executable's (same flags; `-fPIC` changes nothing in them: they touch no
+/// global).
+struct CInProcess {
+    /// Kept open while `calls` may be called: the code lives in it.
+    _library: libloading::Library,
+    /// compute.c's `weir_compute_calls(program, buffer, calls, expect)`.
+    calls: unsafe extern "C" fn(u32, *const u8, u64, u64) -> u64,
+}
+
+impl CInProcess {
+    /// Builds and loads it; `Err` says why there is none (no clang, a failed build or load).
+    fn load() -> Result<CInProcess, String> {
+        let dir = std::env::temp_dir().join(format!("weir-bench-c-so-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let source = dir.join("compute.c");
+        let object = dir.join("compute.so");
+        std::fs::write(&source, include_str!("../programs/compute.c"))
+            .map_err(|e| format!("{}: {e}", source.display()))?;
+        let built = std::process::Command::new("clang")
+            .args(C_FLAGS[0])
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&object)
+            .arg(&source)
+            .status()
+            .map_err(|e| format!("clang: {e}"))?;
+        if !built.success() {
+            return Err(format!("clang {} -shared -fPIC failed: {built}", C_FLAGS[0].join(" ")));
+        }
+        // SAFETY: the library is compute.c, just built from the bench's own source: it has
+        // no initialisers or destructors, so loading it runs no code.
+        let library = unsafe { libloading::Library::new(&object) }
+            .map_err(|e| format!("{}: {e}", object.display()))?;
+        // SAFETY: the type is compute.c's prototype of `weir_compute_calls`
+        // (uint32_t, const uint8_t *, uint64_t, uint64_t) -> uint64_t, in the C ABI.
+        let calls = unsafe {
+            library.get::<unsafe extern "C" fn(u32, *const u8, u64, u64) -> u64>(
+                b"weir_compute_calls\0",
+            )
+        }
+        .map(|symbol| *symbol)
+        .map_err(|e| format!("{}: {e}", object.display()))?;
+        // The mapping stays in the process; the file can go.
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(CInProcess { _library: library, calls })
+    }
+
+    /// `calls` runs of program `k` (index in [`PROGRAMS`]) on `buffer`; how many gave
+    /// `expect`. 0 for a buffer shorter than the programs read, which the caller's count
+    /// check turns into an error.
+    fn run(&self, k: usize, buffer: &[u8], calls: usize, expect: u64) -> usize {
+        let (Ok(k), Ok(n)) = (u32::try_from(k), u64::try_from(calls)) else { return 0 };
+        if buffer.len() < PACKET_LEN {
+            return 0;
+        }
+        // SAFETY: `calls` points into `_library`, which lives as long as `self`; the
+        // programs read at most PACKET_LEN (compute.c's LEN) bytes from the pointer, which
+        // `buffer` has, and write only their own stack; a `k` past the table returns 0.
+        let hits = unsafe { (self.calls)(k, buffer.as_ptr(), n, expect) };
+        usize::try_from(hits).unwrap_or(0)
+    }
+}
+
+/// Each turn of an interleaved goal row lasts about this long on the fastest row, long
+/// against the clock pair's own cost (which is taken off each turn) and short against a
+/// round, so every row meets each moment of the machine.
+const GOAL_TURN_NS: f64 = 20_000.0;
+
+/// Turns per cover of the interleaved goal rows (each row's turns start at its own one).
+const GOAL_TURNS: usize = 8;
+
+/// The interleaved goal rows of one program: `rows` (`rows[0]` weir's proven JIT) take turns (`time_interleaved`) of `calls` runs each, every run's result checked,
+/// for `rounds` rounds of ~10 ms of CPU each; per-round ns of each row, in `rows`' order.
+fn interleaved_rows(
+    rounds: usize,
+    buffer: &[u8],
+    calls: usize,
+    rows: &mut [ChunkRow<'_>],
+) -> Result<Vec<Vec<f64>>, String> {
+    let packets = vec![buffer; calls * GOAL_TURNS];
+    let expected = vec![packets.len(); rows.len()];
+    time_interleaved(rounds, Duration::from_millis(10), &packets, calls, &expected, rows)
+}
+
+/// The goal line of one program from [`interleaved_rows`]' rounds: jit-proven / C-O2 and
+/// rbpf-jit / jit-proven as medians of per-round ratios with quartiles, against issue 12's
+/// goals (<= 1.2, >= 1), the interpreter's ratio for reference, and each row's median ns.
+fn goal_line(name: &str, calls: usize, labels: &[&str], per: &[Vec<f64>]) -> String {
+    let at = |label: &str| labels.iter().position(|l| *l == label);
+    let ratio = |num: usize, den: usize, goal: &str, met: &dyn Fn(f64) -> bool| {
+        let s = per_round(per, |r| r[num] / r[den]);
+        let (q1, q3) = s.quartiles();
+        let verdict = if met(s.median()) { "met" } else { "NOT met" };
+        format!("{:.2}x [{q1:.2}-{q3:.2}] ({goal}: {verdict})", s.median())
+    };
+    let prov = 0;
+    let c = at("C-O2")
+        .map_or("n/a (no C anchor)".to_string(), |k| ratio(prov, k, "goal <= 1.2", &|r| r <= 1.2));
+    let rbpf = at("rbpf-jit").map_or("n/a (rbpf has no JIT here)".to_string(), |k| {
+        ratio(k, prov, "goal >= 1", &|r| r >= 1.0)
+    });
+    let interp = at("weir-interp").map_or("n/a".to_string(), |k| {
+        format!("{:.0}x", per_round(per, |r| r[k] / r[prov]).median())
+    });
+    let ns: Vec<String> = labels
+        .iter()
+        .enumerate()
+        .map(|(k, l)| format!("{l} {:.1}", per_round(per, |r| r[k]).median()))
+        .collect();
+    format!(
+        "{name}, rows interleaved by {calls}-run turns (thread CPU time), median of {} per-round \
+         ratios [quartiles]: jit-proven / C-O2 = {c}; rbpf-jit / jit-proven = {rbpf}; \
+         weir-interp / jit-proven = {interp}; ns/run medians: {}",
+        per.len(),
+        ns.join(", ")
+    )
+}
+
 /// One sample of a row: 200 untimed calls, then nanoseconds per call over 200 timed.
 #[inline(always)]
 fn sample(mut call: impl FnMut() -> u64) -> f64 {
@@ -297,7 +428,12 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         eprintln!("no C anchor: {e}");
         Vec::new()
     });
-    for (name, source) in PROGRAMS {
+    // The C -O2 build again, in this process, for the interleaved goal rows.
+    let c_in_process = CInProcess::load()
+        .inspect_err(|e| eprintln!("no in-process C anchor (goal rows without C): {e}"))
+        .ok();
+    let mut goal_lines = Vec::new();
+    for (k, (name, source)) in PROGRAMS.iter().enumerate() {
         let insns = weir_isa::asm::assemble(source).map_err(|e| format!("{name}: {e}"))?;
         let program = Program::from_insns(insns);
         let bytes = program.to_bytes();
@@ -416,6 +552,45 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         } else {
             ("n/a".to_string(), "-".to_string(), "-".to_string())
         };
+        // Issue 12's goals again, from rows that take turns on this thread (the rows above
+        // are each timed by the wall clock, the C ones in another process, and on a shared
+        // machine prov/C moved with the C row's own moments: 2026-11-30-idle-22.txt).
+        let Ok(want) = weir_r0 else {
+            return Err(format!("{name}: no result to check the goal rows against"));
+        };
+        let fastest = c_ns.first().map_or(proven_ns, |&c| c.min(proven_ns)).max(1.0);
+        let calls = (GOAL_TURN_NS / fastest).clamp(8.0, 4096.0) as usize;
+        let mut interp_mem = pkt.clone();
+        let mut proven_row = |c: &[&[u8]]| {
+            c.iter()
+                .filter(|_| proven_jit.run_mem(&mut proven_cache, &mut weir_mem) == Ok(want))
+                .count()
+        };
+        let mut c_row = |c: &[&[u8]]| match (&c_in_process, c.first()) {
+            (Some(lib), Some(buffer)) => lib.run(k, buffer, c.len(), want),
+            _ => 0,
+        };
+        let mut rbpf_row = |c: &[&[u8]]| {
+            c.iter().filter(|_| rbpf_jit_run(&vm, &mut rbpf_mem).ok() == Some(want)).count()
+        };
+        let mut interp_row = |c: &[&[u8]]| {
+            c.iter().filter(|_| interp.run_mem(&mut cache, &mut interp_mem) == Ok(want)).count()
+        };
+        let (mut labels, mut rows): (Vec<&str>, Vec<ChunkRow<'_>>) =
+            (vec!["jit-proven"], vec![&mut proven_row]);
+        if c_in_process.is_some() && c_named {
+            labels.push("C-O2");
+            rows.push(&mut c_row);
+        }
+        if rbpf_jit {
+            labels.push("rbpf-jit");
+            rows.push(&mut rbpf_row);
+        }
+        labels.push("weir-interp");
+        rows.push(&mut interp_row);
+        let per = interleaved_rows(rounds, &pkt, calls, &mut rows)
+            .map_err(|e| format!("{name}: interleaved goal rows: {e}"))?;
+        goal_lines.push(goal_line(name, calls, &labels, &per));
         let checks = proven_jit.checks();
         jit_rows.push(format!(
             "{name:<15} {jit_ns:>9.0} {rolled_ns:>9.0} {narrow_ns:>9.0} {proven_ns:>10.0} \
@@ -465,6 +640,10 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
     for row in jit_rows {
         log.line(row);
     }
+    log.line(String::new());
+    for line in goal_lines {
+        log.line(line);
+    }
     filter_rows(rounds, &mut log)?;
     compile_rows(&mut log)?;
     if agreed && record {
@@ -483,6 +662,13 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
              tables), rolled, narrow and native are sampled in the same rounds, after \
              jit-proven, and proven/native, rolled/prov, narrow/prov and old/new are medians \
              of the rounds' own ratios too (rbpf's rows are timed on their own)"
+                .to_string(),
+            "goal lines (after the table, issue 12's reading): jit-proven, C-O2 (compute.c \
+             built -O2 -shared -fPIC and loaded into this process), rbpf-jit and weir-interp \
+             take turns of N runs (about 20 us of the fastest row) on one thread, order \
+             reversed every other turn, each turn timed by the thread's CPU time less the \
+             clock pair's cost (timing::time_interleaved), ~10 ms of CPU a round; every run's \
+             result checked; ratios are medians of the per-round ratios [quartiles]"
                 .to_string(),
         ];
         let path = record::write("interp", command, &notes, &log.lines)?;
@@ -637,7 +823,83 @@ fn rbpf_jit_run(_: &rbpf::EbpfVmRaw<'_>, _: &mut [u8]) -> Result<u64, std::io::E
 
 #[cfg(test)]
 mod tests {
-    use super::median_ratio;
+    use super::{
+        goal_line, interleaved_rows, median_ratio, native, packet, CInProcess, ChunkRow, PROGRAMS,
+    };
+
+    /// The C row of the goal rows runs compute.c's programs in this process: each gives
+    /// the result weir's Rust `native` gives on the bench's buffer, every call counted.
+    #[test]
+    fn the_in_process_c_build_gives_each_programs_result() {
+        let lib = match CInProcess::load() {
+            Ok(lib) => lib,
+            Err(e) => {
+                println!("SKIPPED: the_in_process_c_build_gives_each_programs_result: {e}");
+                return;
+            }
+        };
+        let pkt = packet();
+        for (k, (name, _)) in PROGRAMS.iter().enumerate() {
+            let want = native(name, &pkt);
+            assert_eq!(lib.run(k, &pkt, 7, want), 7, "{name}");
+            assert_eq!(lib.run(k, &pkt, 7, want ^ 1), 0, "{name}: a wrong expectation");
+            assert_eq!(lib.run(k, &pkt[..100], 7, want), 0, "{name}: a short buffer");
+        }
+        assert_eq!(lib.run(PROGRAMS.len(), &pkt, 7, 0), 0, "no such program");
+    }
+
+    /// Every run of every turn is checked: a row that gives another result once fails the
+    /// measurement instead of being timed.
+    #[test]
+    fn goal_rows_check_every_run() {
+        let pkt = packet();
+        let (mut runs, mut good) = (0usize, |c: &[&[u8]]| c.len());
+        let mut flaky = |c: &[&[u8]]| {
+            runs += c.len();
+            if runs > 20 {
+                c.len() - 1
+            } else {
+                c.len()
+            }
+        };
+        let mut rows: [ChunkRow<'_>; 2] = [&mut good, &mut flaky];
+        let err = interleaved_rows(2, &pkt, 4, &mut rows).unwrap_err();
+        assert!(err.contains("unstable"), "{err}");
+        let mut a = |c: &[&[u8]]| c.len();
+        let mut b = |c: &[&[u8]]| c.len();
+        let mut rows: [ChunkRow<'_>; 2] = [&mut a, &mut b];
+        let per = interleaved_rows(3, &pkt, 4, &mut rows).unwrap();
+        assert_eq!(per.len(), 3);
+        assert!(per.iter().all(|r| r.len() == 2));
+    }
+
+    /// The goal line reads the rounds' own ratios against issue 12's goals: jit-proven
+    /// twice C (NOT met) while both move 4x between rounds, rbpf 3x jit-proven (met).
+    #[test]
+    fn goal_lines_read_per_round_ratios_against_the_goals() {
+        let per = vec![
+            vec![20.0, 10.0, 60.0, 900.0],
+            vec![80.0, 40.0, 240.0, 900.0],
+            vec![22.0, 11.0, 66.0, 900.0],
+        ];
+        let line = goal_line("p", 8, &["jit-proven", "C-O2", "rbpf-jit", "weir-interp"], &per);
+        assert!(
+            line.contains("jit-proven / C-O2 = 2.00x [2.00-2.00] (goal <= 1.2: NOT met)"),
+            "{line}"
+        );
+        assert!(
+            line.contains("rbpf-jit / jit-proven = 3.00x [3.00-3.00] (goal >= 1: met)"),
+            "{line}"
+        );
+        assert!(line.contains("weir-interp / jit-proven = 41x"), "{line}");
+        assert!(line.contains("jit-proven 22.0, C-O2 11.0"), "{line}");
+        let fast: Vec<Vec<f64>> = per.iter().map(|r| vec![r[1] * 1.1, r[1], r[3]]).collect();
+        let line = goal_line("p", 8, &["jit-proven", "C-O2", "weir-interp"], &fast);
+        assert!(line.contains("C-O2 = 1.10x [1.10-1.10] (goal <= 1.2: met)"), "{line}");
+        assert!(line.contains("rbpf-jit / jit-proven = n/a"), "{line}");
+        let alone: Vec<Vec<f64>> = per.iter().map(|r| vec![r[0]]).collect();
+        assert!(goal_line("p", 8, &["jit-proven"], &alone).contains("C-O2 = n/a"));
+    }
 
     /// The rounds' own ratios, not the ratio of the medians: rows that move together
     /// (slow with slow) give their steady ratio whatever mode each round met.

@@ -191,6 +191,12 @@ pub fn time_interleaved(
     Ok(out)
 }
 
+/// One figure per round of [`time_interleaved`]'s output: `f` of that round's rows (a row's
+/// ns, or a ratio of two rows of the same round), to read as a median with quartiles.
+pub fn per_round(rounds: &[Vec<f64>], f: impl Fn(&[f64]) -> f64) -> Samples {
+    Samples(rounds.iter().map(|r| f(r)).collect())
+}
+
 /// Times `op` (one call) for up to `rounds` samples within `budget`; each sample repeats
 /// the call enough to last ~200 µs. Returns per-call nanoseconds, and the first result.
 pub fn time_calls<T>(rounds: usize, budget: Duration, mut op: impl FnMut() -> T) -> (Samples, T) {
@@ -267,6 +273,18 @@ mod tests {
         }
         let bad = run(1, &[5, 5, 4]);
         assert!(bad.unwrap_err().contains("unstable"));
+    }
+
+    #[test]
+    fn per_round_figures_pair_rows_of_the_same_round() {
+        // Row 0 is twice row 1 in every round while both move 4x between rounds: the
+        // per-round ratio is 2 with no spread, the ratio of the two medians is not.
+        let rounds = vec![vec![20.0, 10.0], vec![80.0, 40.0], vec![22.0, 11.0], vec![84.0, 42.0]];
+        let ratio = per_round(&rounds, |r| r[0] / r[1]);
+        assert_eq!(ratio.len(), 4);
+        assert_eq!(ratio.median(), 2.0);
+        assert_eq!(ratio.quartiles(), (2.0, 2.0));
+        assert_eq!(per_round(&rounds, |r| r[1]).median(), (11.0 + 40.0) / 2.0);
     }
 
     #[test]
