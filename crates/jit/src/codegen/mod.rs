@@ -175,6 +175,12 @@ struct Translator<'a, 'f> {
     pending_sum: Option<(Value, Value)>,
     /// The region each register's pointers most likely point into.
     guesses: [provenance::Guess; REG_COUNT as usize],
+    /// Which of the value entry's bound words (`memory::value_word`) this program's code
+    /// may read: those of its checked accesses, worked out before translating. A direct
+    /// lookup fills only these (`lookup`); the others are never read, so they may hold
+    /// anything. `value_reads` records what was read, checked against it at the end.
+    value_words: u8,
+    value_reads: u8,
     /// One Cranelift block per basic block, same index. For a counted loop, the block
     /// every jump into the loop goes to: it keeps the counted register, then enters.
     blocks: Vec<Block>,
@@ -331,7 +337,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             b.ins().jump(first, &[]);
         }
         let dispatch = b.create_block();
-        Translator {
+        let mut translator = Translator {
             b,
             insns,
             bindings,
@@ -348,6 +354,8 @@ impl<'a, 'f> Translator<'a, 'f> {
             sums: [None; REG_COUNT as usize],
             pending_sum: None,
             guesses: provenance::guess(insns, bindings),
+            value_words: 0,
+            value_reads: 0,
             blocks,
             counted,
             trips,
@@ -363,7 +371,23 @@ impl<'a, 'f> Translator<'a, 'f> {
             block_start: 0,
             pc: 0,
             mode: Mode::Hot { n: 1, k: 0 },
+        };
+        translator.value_words = translator.checked_value_words();
+        translator
+    }
+
+    /// The value entry's bound words the checked accesses of the program read (see
+    /// `value_words`).
+    fn checked_value_words(&self) -> u8 {
+        let mut words = 0;
+        for (pc, insn) in self.insns.iter().enumerate() {
+            if let Some((base, off, size, access)) = memory::checked_access(insn) {
+                if self.is_checked(pc, base, off, size) {
+                    words |= memory::value_word(access, size);
+                }
+            }
         }
+        words
     }
 
     fn translate(mut self) -> Result<(), CompileError> {
@@ -376,6 +400,13 @@ impl<'a, 'f> Translator<'a, 'f> {
         }
         self.emit_dispatch();
         self.close_exit_group();
+        // A direct lookup filled only `value_words`: code reading any other word would
+        // read another value's bound.
+        if self.value_reads & !self.value_words != 0 {
+            let (read, filled) = (self.value_reads, self.value_words);
+            let what = format!("value entry words read {read:#010b}, filled {filled:#010b}");
+            return Err(self.error(CompileErrorKind::Backend(what)));
+        }
         self.b.seal_all_blocks();
         self.b.finalize();
         Ok(())
