@@ -265,7 +265,11 @@ impl<'a, 'f> Translator<'a, 'f> {
         b.def_var(var(DEPTH), zero);
         b.def_var(var(MAX_DEPTH), zero);
         let mut charges: Vec<(usize, Value)> = Vec::new();
-        if plan.budget_free {
+        // Code in which no block runs twice (no back jump, no call) charges constants,
+        // which Cranelift folds along each path into one per path (issue 11: xdp_counter's
+        // `n * one` charges were 20 instructions a run); `n * one` keeps loops' counts
+        // from being folded across their exits (see `Self::basic_block`).
+        if plan.budget_free && (cfg.has_back_jumps || cfg.has_calls) {
             let one = load(&mut b, offsets::ONE);
             for block in &cfg.blocks {
                 let n = block.slots.len();
@@ -514,7 +518,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         let remaining = self.b.use_var(var(REMAINING));
         if self.plan.budget_free {
             // Counted, never tested: the facts bound the run below the budget. The charge
-            // is `n * one` (a run-state word that is always 1, opaque to Cranelift; a
+            // is `n * one` in code with loops (a run-state word that is always 1, opaque to Cranelift; a
             // multiplication, which Cranelift keeps where it is computed, once, in the
             // entry block, where an `or` would be recomputed at each use): with a constant, Cranelift folds a loop's charge
             // into the next block's (`(r - 6) - 1` into `r - 7`), which keeps the loop's
