@@ -105,6 +105,9 @@ pub(crate) struct Cfg {
     /// Whether any local call (direct or by register) exists: then `exit` may return to a
     /// caller, and frames must be tracked.
     pub has_calls: bool,
+    /// Whether some jump goes back (to its own slot or an earlier one): without one, and
+    /// without calls, no block runs twice in a run.
+    pub has_back_jumps: bool,
 }
 
 impl Cfg {
@@ -113,6 +116,7 @@ impl Cfg {
         // `bpf_loop`'s callback is a run-time function address, like `call %reg`'s.
         let has_callx = insns.iter().any(|i| i.op == Op::CallReg || runs_callbacks(i, bindings));
         let has_calls = has_callx || insns.iter().any(|i| i.op == Op::CallLocal);
+        let mut has_back_jumps = false;
         let mut leader = vec![has_callx; len];
         if let Some(first) = leader.first_mut() {
             *first = true;
@@ -122,7 +126,9 @@ impl Cfg {
                 continue;
             }
             if let Some(target) = target_of(insns, pc) {
-                if let Some(slot) = leader.get_mut(target?) {
+                let target = target?;
+                has_back_jumps |= target <= pc;
+                if let Some(slot) = leader.get_mut(target) {
                     *slot = true;
                 }
             }
@@ -150,7 +156,7 @@ impl Cfg {
                 block.slots.push(pc);
             }
         }
-        Ok(Cfg { blocks, block_at, has_calls })
+        Ok(Cfg { blocks, block_at, has_calls, has_back_jumps })
     }
 
     /// The block starting at `slot`, if one does.
@@ -179,6 +185,18 @@ mod tests {
         assert_eq!(cfg.block_at(3), Some(2));
         assert_eq!(cfg.block_at(1), None);
         assert!(!cfg.has_calls);
+        assert!(!cfg.has_back_jumps);
+    }
+
+    #[test]
+    fn a_jump_to_itself_or_before_is_a_back_jump() {
+        let mov = Insn::new(Op::Mov64Imm, 0, 0, 0, 1);
+        let exit = Insn::new(Op::Exit, 0, 0, 0, 0);
+        for (off, back) in [(-1, true), (-2, true), (0, false), (1, false)] {
+            let insns = vec![mov, Insn::new(Op::Jeq64Imm, 0, 0, off, 0), mov, exit];
+            let cfg = Cfg::build(&insns, &Bindings::new()).unwrap();
+            assert_eq!(cfg.has_back_jumps, back, "off {off}");
+        }
     }
 
     #[test]

@@ -360,6 +360,8 @@ fn full_lent_runs_zero_the_frame_a_callback_wrote() {
 struct Lookups {
     direct: bool,
     value: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Whether the direct lookup's value admits stores.
+    writable: bool,
 }
 
 /// The `DirectLookup`'s probe: element 0, its value the environment's word.
@@ -400,7 +402,7 @@ unsafe impl RunEnv for Lookups {
                 base: weir_program::exec::guest::MAPS_BASE,
                 shift: 4,
                 value_len: 8,
-                writable: false,
+                writable: self.writable,
             }));
         }
     }
@@ -471,8 +473,8 @@ jeq %r0, 0, +2\nmov %r0, 3\nexit\nmov %r0, 2\nexit";
     for pattern in [vec![a, b, b, a, none, a, a, b], vec![b, a, a, none, b, a]] {
         let value = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let mut batch = Envs {
-            a: Lookups { direct: true, value: value.clone() },
-            b: Lookups { direct: false, value },
+            a: Lookups { direct: true, value: value.clone(), writable: false },
+            b: Lookups { direct: false, value, writable: false },
             pattern: pattern.clone(),
             at: 0,
             seen: Vec::new(),
@@ -482,5 +484,77 @@ jeq %r0, 0, +2\nmov %r0, 3\nexit\nmov %r0, 2\nexit";
         jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
         let want: Vec<_> = pattern.iter().map(|&w| Ok(if w == a { 3 } else { 2 })).collect();
         assert_eq!(batch.seen, want, "{pattern:?}");
+    }
+}
+
+/// Lent frames of one environment, whose direct lookup finds `value`: each frame's r0 or
+/// trap.
+fn direct_runs(
+    text: &str,
+    value: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+    writable: bool,
+) -> Vec<Result<u64, Trap>> {
+    let mut b = bindings();
+    b.add_helper(Helper { id: 1, name: "map_lookup_elem", func: not_found });
+    b.lookup_through_env();
+    let verified = Verified::structural(program(text)).unwrap();
+    let jit = Jit::compile(&verified, b, weir_jit::Config::default()).expect("compiles");
+    let mut cache = jit.cache();
+    let mut batch = Envs {
+        a: Lookups { direct: true, value: value.clone(), writable },
+        b: Lookups { direct: false, value: value.clone(), writable },
+        pattern: vec![Some(true); 3],
+        at: 0,
+        seen: Vec::new(),
+    };
+    let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+    let mut packet = vec![0u8; 64];
+    jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
+    batch.seen
+}
+
+/// A value the direct lookup found, reached through the value entry that generated code
+/// fills itself with only the bound words the program's checked accesses read (issue 11):
+/// loads of 1, 2 and 4 bytes and an 8-byte atomic add; an access reaching one byte past
+/// the value or before it, and a store into a value that admits none (after a load of
+/// the same size it admits) trap as the environment's slow path says (it answers no host address here).
+#[test]
+fn a_direct_lookups_value_admits_exactly_its_bytes_for_each_access_size() {
+    use std::sync::atomic::Ordering;
+    let lookup = "stw [%r10-4], 7\nlddw %r1, 0x70000000\nmov %r2, %r10\nadd %r2, -4\ncall 1
+jne %r0, 0, +2\nmov %r0, 9\nexit\n";
+    let value = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0x0102_0304_0506_07fe));
+    // Three frames: the add makes the low byte 0xff, then 0x00 with a carry, then 0x01.
+    let sum = "mov %r1, 1\nlock add [%r0+0], %r1\nldxb %r1, [%r0+0]\nldxb %r2, [%r0+7]
+ldxh %r3, [%r0+6]\nldxw %r4, [%r0+4]\nmov %r0, %r1\nlsh %r2, 8\nadd %r0, %r2\nlsh %r3, 16
+add %r0, %r3\nlsh %r4, 32\nadd %r0, %r4\nexit";
+    let seen = direct_runs(&format!("{lookup}{sum}"), &value, true);
+    // byte 0, then byte 7 << 8, bytes 6-7 << 16 and bytes 4-7 << 32.
+    let want = [0x0102_0304_0102_01ff, 0x0102_0304_0102_0100, 0x0102_0304_0102_0101];
+    assert_eq!(seen, want.map(Ok));
+    assert_eq!(value.load(Ordering::Relaxed), 0x0102_0304_0506_0801);
+
+    let value_addr = weir_program::exec::guest::MAPS_BASE;
+    for (access, addr, size, writable) in [
+        ("ldxb %r0, [%r0+8]", value_addr + 8, 1, true),
+        ("ldxh %r0, [%r0+7]", value_addr + 7, 2, true),
+        ("ldxw %r0, [%r0+5]", value_addr + 5, 4, true),
+        ("ldxdw %r0, [%r0+1]", value_addr + 1, 8, true),
+        ("ldxdw %r0, [%r0-1]", value_addr - 1, 8, true),
+        // Loads of the same size admitted first: the store's own bound refuses it.
+        ("ldxb %r1, [%r0+0]\nstb [%r0+0], 1", value_addr, 1, false),
+        ("ldxdw %r1, [%r0+0]\nlock add [%r0+0], %r1", value_addr, 8, false),
+    ] {
+        let text = format!("{lookup}{access}\nmov %r0, 2\nexit");
+        let seen = direct_runs(&text, &value, writable);
+        assert_eq!(seen.len(), 3, "{access}");
+        for outcome in seen {
+            let trap = outcome.expect_err(access);
+            assert_eq!(
+                (trap.code, trap.addr, trap.size),
+                (TrapCode::OutOfBounds, addr, size),
+                "{access}"
+            );
+        }
     }
 }

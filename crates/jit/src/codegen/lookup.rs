@@ -9,7 +9,8 @@
 //! [`crate::state::DirectSlot`] (present only while the run may use the batch's direct
 //! lookups), loads the key as the element stores it (zero-extended, native order), calls
 //! the slot's `find` and, for a found element, fills the value entry as
-//! `RunState::lookup_direct` does. Anything else (no slot, another key size, a key too
+//! `RunState::lookup_direct` does (only the bound words the program's checked accesses
+//! read: `Translator::value_words`). Anything else (no slot, another key size, a key too
 //! close to the frame's top for its size) takes the trampoline, which has the call's whole
 //! semantics: the same answer either way (`DirectLookup`'s contract).
 
@@ -17,11 +18,11 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AliasRegion, InstBuilder, MemFlags, SigRef, Value};
 use weir_isa::ebpf::{Insn, Op, Operands};
 
-use super::memory::is_atomic;
+use super::memory::{is_atomic, value_word, Access};
 use super::{arg, state_flags, Translator};
 use crate::guest::map_index;
 use crate::state::offsets::{self, slot};
-use crate::state::DirectSlot;
+use crate::state::{size_index, DirectSlot};
 use crate::CompileError;
 
 /// A lookup whose map and key address the block itself set up.
@@ -180,13 +181,25 @@ impl Translator<'_, '_> {
         self.b.seal_block(found);
         self.b.seal_block(missing);
 
+        // The bound words this program's code reads (`Translator::value_words`): the only
+        // ones written below (issue 11: all eight were 16 instructions a found value).
+        let words: Vec<(i32, i32)> = [Access::Load, Access::Store]
+            .into_iter()
+            .flat_map(|access| [1u8, 2, 4, 8].map(|size| (access, size)))
+            .filter(|&(access, size)| self.value_words & value_word(access, size) != 0)
+            .map(|(access, size)| {
+                let k = 8 * size_index(size) as i32;
+                match access {
+                    Access::Load => (slot::LOAD_BOUND + k, offsets::LOAD_BOUND + k),
+                    Access::Store => (slot::STORE_BOUND + k, offsets::STORE_BOUND + k),
+                }
+            })
+            .collect();
+
         // No element: r0 = 0 and the value entry admits nothing (`RegionEntry::clear`).
         self.b.switch_to_block(missing);
-        for k in 0..4 {
-            for bounds in [offsets::LOAD_BOUND, offsets::STORE_BOUND] {
-                let at = value_at(bounds).wrapping_add(8 * k);
-                self.b.ins().store(state_flags(), zero, self.state, at);
-            }
+        for &(_, to) in &words {
+            self.b.ins().store(state_flags(), zero, self.state, value_at(to));
         }
         self.b.ins().jump(done, &[arg(zero)]);
 
@@ -199,13 +212,9 @@ impl Translator<'_, '_> {
         let addr = self.b.ins().iadd(base, offset);
         self.b.ins().store(state_flags(), addr, self.state, value_at(offsets::LO_ADDR));
         self.b.ins().store(state_flags(), host, self.state, value_at(offsets::BASE_LO));
-        for k in 0..4 {
-            for (from, to) in
-                [(slot::LOAD_BOUND, offsets::LOAD_BOUND), (slot::STORE_BOUND, offsets::STORE_BOUND)]
-            {
-                let bound = self.b.ins().load(types::I64, slot_flags(), slot, from + 8 * k);
-                self.b.ins().store(state_flags(), bound, self.state, value_at(to) + 8 * k);
-            }
+        for &(from, to) in &words {
+            let bound = self.b.ins().load(types::I64, slot_flags(), slot, from);
+            self.b.ins().store(state_flags(), bound, self.state, value_at(to));
         }
         self.b.ins().jump(done, &[arg(addr)]);
 

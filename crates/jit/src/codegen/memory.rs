@@ -31,7 +31,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AliasRegion, AtomicRmwOp, Endianness, InstBuilder, MemFlags, Type, Value,
 };
-use weir_isa::ebpf::{Insn, Op};
+use weir_isa::ebpf::{Insn, Op, Operands};
 
 use super::provenance::Guess;
 use super::{arg, constant_flags, state_flags, Translator};
@@ -49,9 +49,28 @@ fn guest_flags() -> MemFlags {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Access {
+pub(super) enum Access {
     Load,
     Store,
+}
+
+/// The base register, offset, size and kind of check of the guest access `insn` makes
+/// through [`Translator::host_address`]: loads, stores and atomics (checked as stores);
+/// `None` for anything else (legacy loads have their own check).
+pub(super) fn checked_access(insn: &Insn) -> Option<(u8, i16, u8, Access)> {
+    let size = u8::try_from(insn.op.mem_size()?.bytes()).ok()?;
+    match insn.op.spec()?.operands {
+        Operands::Load => Some((insn.src, insn.off, size, Access::Load)),
+        Operands::StoreImm | Operands::StoreReg => Some((insn.dst, insn.off, size, Access::Store)),
+        _ => None,
+    }
+}
+
+/// The bit of the value entry's bound word for `access` of `size` bytes in a
+/// [`Translator::value_words`] mask.
+pub(super) fn value_word(access: Access, size: u8) -> u8 {
+    let store = if access == Access::Store { 4 } else { 0 };
+    1 << (size_index(size) + store)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +141,16 @@ struct View {
 }
 
 impl Translator<'_, '_> {
+    /// Whether the access at `pc` through `base + off` of `size` bytes goes through a check
+    /// ([`Self::host_address`]): neither inside the running frame nor proven direct. Only
+    /// such accesses read the value entry's bounds.
+    pub(super) fn is_checked(&self, pc: usize, base: u8, off: i16, size: u8) -> bool {
+        let own_frame = base == 10 && self.in_own_frame(off, size);
+        let direct =
+            self.plan.direct(pc).and_then(|w| self.biases.get(w).copied().flatten()).is_some();
+        !own_frame && !direct
+    }
+
     /// Whether `r10 + off` of `size` bytes lies inside the running frame, whatever the depth.
     fn in_own_frame(&self, off: i16, size: u8) -> bool {
         let off = i64::from(off);
@@ -132,6 +161,10 @@ impl Translator<'_, '_> {
     /// The host address of `size` bytes at `base + off`, as (address, displacement), after
     /// the checks of the module docs; leaves with a trap when they fail.
     fn host_address(&mut self, base: u8, off: i16, size: u8, access: Access) -> (Value, i32) {
+        if self.is_checked(self.pc, base, off, size) {
+            // Both the value entry's view and the table path read this bound word.
+            self.value_reads |= value_word(access, size);
+        }
         if base == 10 && self.in_own_frame(off, size) {
             let r10 = self.get(10);
             let host = self.b.ins().iadd(r10, self.stack_bias);
@@ -231,6 +264,17 @@ impl Translator<'_, '_> {
                 let span = self.shape.bytes().saturating_sub(floor);
                 let bound = state::bound(span, u64::from(size));
                 Some(View { lo: Lo::Known(lo), bound: Bound::Known(bound), bias: self.stack_bias })
+            }
+            // The map value reached last (`RunState::value`): an address of the map values
+            // window, whose table entry admits nothing, so the table path would come to
+            // this entry anyway. Its fields change at helper calls: loads kept in order.
+            Guess::Value => {
+                let at = |field: i32| offsets::VALUE.wrapping_add(field);
+                let lo = self.load_status(at(offsets::LO_ADDR));
+                let bound = self.load_status(at(bound_at));
+                let base_lo = self.load_status(at(offsets::BASE_LO));
+                let bias = self.b.ins().isub(base_lo, lo);
+                Some(View { lo: Lo::Loaded(lo), bound: Bound::Loaded(bound), bias })
             }
             Guess::Stack | Guess::Scalar | Guess::Mixed => None,
         }

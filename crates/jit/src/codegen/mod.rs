@@ -175,6 +175,12 @@ struct Translator<'a, 'f> {
     pending_sum: Option<(Value, Value)>,
     /// The region each register's pointers most likely point into.
     guesses: [provenance::Guess; REG_COUNT as usize],
+    /// Which of the value entry's bound words (`memory::value_word`) this program's code
+    /// may read: those of its checked accesses, worked out before translating. A direct
+    /// lookup fills only these (`lookup`); the others are never read, so they may hold
+    /// anything. `value_reads` records what was read, checked against it at the end.
+    value_words: u8,
+    value_reads: u8,
     /// One Cranelift block per basic block, same index. For a counted loop, the block
     /// every jump into the loop goes to: it keeps the counted register, then enters.
     blocks: Vec<Block>,
@@ -259,7 +265,11 @@ impl<'a, 'f> Translator<'a, 'f> {
         b.def_var(var(DEPTH), zero);
         b.def_var(var(MAX_DEPTH), zero);
         let mut charges: Vec<(usize, Value)> = Vec::new();
-        if plan.budget_free {
+        // Code in which no block runs twice (no back jump, no call) charges constants,
+        // which Cranelift folds along each path into one per path (issue 11: xdp_counter's
+        // `n * one` charges were 20 instructions a run); `n * one` keeps loops' counts
+        // from being folded across their exits (see `Self::basic_block`).
+        if plan.budget_free && (cfg.has_back_jumps || cfg.has_calls) {
             let one = load(&mut b, offsets::ONE);
             for block in &cfg.blocks {
                 let n = block.slots.len();
@@ -331,7 +341,7 @@ impl<'a, 'f> Translator<'a, 'f> {
             b.ins().jump(first, &[]);
         }
         let dispatch = b.create_block();
-        Translator {
+        let mut translator = Translator {
             b,
             insns,
             bindings,
@@ -348,6 +358,8 @@ impl<'a, 'f> Translator<'a, 'f> {
             sums: [None; REG_COUNT as usize],
             pending_sum: None,
             guesses: provenance::guess(insns, bindings),
+            value_words: 0,
+            value_reads: 0,
             blocks,
             counted,
             trips,
@@ -363,7 +375,23 @@ impl<'a, 'f> Translator<'a, 'f> {
             block_start: 0,
             pc: 0,
             mode: Mode::Hot { n: 1, k: 0 },
+        };
+        translator.value_words = translator.checked_value_words();
+        translator
+    }
+
+    /// The value entry's bound words the checked accesses of the program read (see
+    /// `value_words`).
+    fn checked_value_words(&self) -> u8 {
+        let mut words = 0;
+        for (pc, insn) in self.insns.iter().enumerate() {
+            if let Some((base, off, size, access)) = memory::checked_access(insn) {
+                if self.is_checked(pc, base, off, size) {
+                    words |= memory::value_word(access, size);
+                }
+            }
         }
+        words
     }
 
     fn translate(mut self) -> Result<(), CompileError> {
@@ -376,6 +404,13 @@ impl<'a, 'f> Translator<'a, 'f> {
         }
         self.emit_dispatch();
         self.close_exit_group();
+        // A direct lookup filled only `value_words`: code reading any other word would
+        // read another value's bound.
+        if self.value_reads & !self.value_words != 0 {
+            let (read, filled) = (self.value_reads, self.value_words);
+            let what = format!("value entry words read {read:#010b}, filled {filled:#010b}");
+            return Err(self.error(CompileErrorKind::Backend(what)));
+        }
         self.b.seal_all_blocks();
         self.b.finalize();
         Ok(())
@@ -483,7 +518,7 @@ impl<'a, 'f> Translator<'a, 'f> {
         let remaining = self.b.use_var(var(REMAINING));
         if self.plan.budget_free {
             // Counted, never tested: the facts bound the run below the budget. The charge
-            // is `n * one` (a run-state word that is always 1, opaque to Cranelift; a
+            // is `n * one` in code with loops (a run-state word that is always 1, opaque to Cranelift; a
             // multiplication, which Cranelift keeps where it is computed, once, in the
             // entry block, where an `or` would be recomputed at each use): with a constant, Cranelift folds a loop's charge
             // into the next block's (`(r - 6) - 1` into `r - 7`), which keeps the loop's

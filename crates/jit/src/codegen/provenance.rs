@@ -10,7 +10,7 @@
 //! different regions gets no guess.
 
 use weir_isa::ebpf::{Insn, Op, REG_COUNT};
-use weir_program::abi::Bindings;
+use weir_program::abi::{helper_id, Bindings};
 
 /// Where a register's pointers point, as far as the program's text tells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +23,9 @@ pub(crate) enum Guess {
     Packet,
     /// The stack: `r10` and what is derived from it.
     Stack,
+    /// A map value: what `bpf_map_lookup_elem` returns (checked first against the value
+    /// entry, the value reached last, whose window's table entry admits nothing).
+    Value,
     /// Pointers into more than one region.
     Mixed,
 }
@@ -53,25 +56,28 @@ pub(crate) fn guess(insns: &[Insn], bindings: &Bindings) -> [Guess; REG_COUNT as
     for _ in 0..4 * usize::from(REG_COUNT) {
         let mut changed = false;
         for insn in insns {
-            let produced = match insn.op {
+            let (dst, produced) = match insn.op {
                 // A copy, or a pointer plus a number: the source's region flows in (dst
                 // keeps its own, since the guess joins over all assignments).
-                Op::Mov64Reg | Op::Add64Reg => at(&guesses, insn.src),
+                Op::Mov64Reg | Op::Add64Reg => (insn.dst, at(&guesses, insn.src)),
                 // A pointer loaded from the context: the packet's fields live there.
                 Op::LdxDw | Op::LdxW
                     if bindings.context.is_some()
                         && at(&guesses, insn.src) == Some(Guess::Input) =>
                 {
-                    Some(Guess::Packet)
+                    (insn.dst, Some(Guess::Packet))
                 }
-                _ => None,
+                // A map lookup's answer (or 0, a number) in r0.
+                Op::Call if insn.imm as i32 as u32 == helper_id::MAP_LOOKUP_ELEM => {
+                    (0, Some(Guess::Value))
+                }
+                _ => (insn.dst, None),
             };
-            let (Some(produced), Some(slot)) = (produced, guesses.get_mut(usize::from(insn.dst)))
-            else {
+            let (Some(produced), Some(slot)) = (produced, guesses.get_mut(usize::from(dst))) else {
                 continue;
             };
             let joined = slot.join(produced);
-            if joined != *slot && insn.dst != 10 {
+            if joined != *slot && dst != 10 {
                 *slot = joined;
                 changed = true;
             }
@@ -104,5 +110,25 @@ mod tests {
         assert_eq!(g[7], Guess::Mixed);
         assert_eq!(g[3], Guess::Scalar);
         assert_eq!(g[10], Guess::Stack);
+    }
+
+    #[test]
+    fn a_lookups_answer_is_a_map_value_and_other_helpers_give_numbers() {
+        let call = |id: i64| Insn::new(Op::Call, 0, 0, 0, id);
+        let insns = vec![
+            call(i64::from(helper_id::MAP_LOOKUP_ELEM)),
+            Insn::new(Op::Mov64Reg, 6, 0, 0, 0), // r6 = r0: a value
+            call(5),                             // r0 = a number (ktime)
+            Insn::new(Op::Mov64Reg, 7, 0, 0, 0), // r7 = r0: a value still (joined)
+            Insn::new(Op::Mov64Reg, 8, 10, 0, 0),
+            Insn::new(Op::Mov64Reg, 8, 6, 0, 0), // r8: the stack or a value
+            Insn::new(Op::Exit, 0, 0, 0, 0),
+        ];
+        let g = guess(&insns, &Bindings::new());
+        assert_eq!((g[0], g[6], g[7]), (Guess::Value, Guess::Value, Guess::Value));
+        assert_eq!(g[8], Guess::Mixed);
+        let no_lookup =
+            [call(5), Insn::new(Op::Mov64Reg, 6, 0, 0, 0), Insn::new(Op::Exit, 0, 0, 0, 0)];
+        assert_eq!(guess(&no_lookup, &Bindings::new())[6], Guess::Scalar);
     }
 }
