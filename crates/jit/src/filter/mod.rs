@@ -609,6 +609,77 @@ mod results_tests {
         assert!(hits[1..].iter().all(|&n| n > 50), "{hits:?}");
     }
 
+    /// How many `pmovmskb` instructions `code` holds: legacy (66 [REX] 0f d7) or VEX
+    /// encoded (c5 with pp = 66, or c4 with map 0f and pp = 66, then d7), as the host's
+    /// features make Cranelift emit it.
+    #[cfg(target_arch = "x86_64")]
+    fn pmovmskb_count(code: &[u8]) -> usize {
+        (0..code.len())
+            .filter(|&i| match code[i..] {
+                [0x66, 0x0f, 0xd7, ..] => true,
+                [0x66, rex, 0x0f, 0xd7, ..] => rex & 0xf0 == 0x40,
+                [0xc5, b, 0xd7, ..] => b & 3 == 1,
+                [0xc4, b1, b2, 0xd7, ..] => b1 & 0x1f == 1 && b2 & 3 == 1,
+                _ => false,
+            })
+            .count()
+    }
+
+    /// An `or` whose arms begin with either-half tests of one word against 2-4 different
+    /// ports (a dispatch's port rules) tests the word against them all at once in a hot
+    /// half: each arm answers as its two compares do, for ports whose bytes are each
+    /// other's swapped (0x16 and 0x1600) or shared, in arms that store and in one whose
+    /// port repeats; the set compare is computed once for the arms (one `pmovmskb` in
+    /// the hot code), and 5 ports fall back to each arm's own test.
+    #[test]
+    fn port_sets_answer_as_each_arms_compares() {
+        let hlen =
+            Expr::binary(BinOp::Shl, Expr::load_at(0, Size::Byte).and_mask(3), Expr::Const(2));
+        let at = |k: u32| Expr::load(hlen.clone().plus(k), Size::Half);
+        let port = |k: u32| Pred::or([Pred::eq(at(4), k), Pred::eq(at(6), k)]);
+        let all = [0x16u32, 0x1600, 0x1bb, 0xffff, 0];
+        let bytes = [0u8, 0x16, 0x01, 0xbb, 0xff, 0x50];
+        let mut rng = SplitMix64::new(0x16);
+        for n in 1..=all.len() {
+            let ports = &all[..n];
+            let mut arms: Vec<Pred> =
+                ports.iter().zip(1..).map(|(&k, h)| clause(port(k), h)).collect();
+            // A repeated port (the first arm's: unreachable there, so never chosen) and
+            // an arm on another word, then a default.
+            arms.push(clause(port(ports[0]), 7));
+            arms.push(clause(
+                Pred::or([
+                    Pred::eq(Expr::load_at(1, Size::Half), 0x1bb),
+                    Pred::eq(Expr::load_at(3, Size::Half), 0x1bb),
+                ]),
+                8,
+            ));
+            arms.push(clause(Pred::Const(true), 9));
+            let filter = Filter::new(Pred::or(arms));
+            let native = compile_results(&filter, &[15]).unwrap();
+            #[cfg(target_arch = "x86_64")]
+            {
+                let masks = pmovmskb_count(native.machine_code());
+                let want = usize::from((2..=4).contains(&n));
+                assert_eq!(masks, want, "{n} ports: set compares in the hot code");
+            }
+            let mut hits = vec![0usize; 10];
+            for _ in 0..6_000 {
+                let len = 8 + rng.below_usize(16);
+                let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(6)]).collect();
+                let mut e = Evaluator::new(&packet, 64);
+                let want = (e.pred(&filter.pred) == Ok(true)).then(|| e.expr(&Expr::Scratch(15)));
+                let mut r = [0u32; SCRATCH_SLOTS as usize];
+                let got = native.run(&packet, 64, &mut r).then_some(Ok(r[0]));
+                assert_eq!(got, want, "{n} ports: {packet:02x?}");
+                if let Some(Ok(h)) = want {
+                    hits[h as usize] += 1;
+                }
+            }
+            assert!(hits[1..=n].iter().all(|&h| h > 20), "{n} ports: {hits:?}");
+        }
+    }
+
     /// A hot half's `pkt[o:2] == k or pkt[o+2:2] == k` (one word load, a zero-half test)
     /// answers as the two compares do, at a constant offset and behind a header length,
     /// in either order of the halves, for constants whose halves borrow into each other
