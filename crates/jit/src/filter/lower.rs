@@ -25,8 +25,7 @@
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, Block, ConstantData, Endianness, Function, InstBuilder, InstructionData, MemFlags,
-    Opcode, Value,
+    types, Block, Function, InstBuilder, InstructionData, MemFlags, Opcode, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weir_filter::emit::bounds;
@@ -128,7 +127,6 @@ pub(super) fn lower(
         broken: false,
         tables,
         next_var: u32::from(SCRATCH_SLOTS),
-        port_sets: Vec::new(),
     };
     if let (Some(_), Root::Pred(p)) = (bail, root) {
         l.entry_check(p);
@@ -227,11 +225,6 @@ pub(super) struct Lowering<'a, 'f> {
     pub(super) tables: &'a mut SetTables,
     /// The next free Cranelift variable (the scratch slots take the first ones).
     next_var: u32,
-    /// In a hot half, for each `or` being emitted whose arms begin with either-half tests
-    /// of one word against different constants (a dispatch's port rules under one
-    /// protocol): the word's offset and those constants (at most [`SET_PORTS`]), so that
-    /// [`Lowering::either_half`] tests them all against the word at once.
-    port_sets: Vec<(Expr, Vec<u32>)>,
 }
 
 impl Lowering<'_, '_> {
@@ -575,24 +568,6 @@ impl Lowering<'_, '_> {
             self.jump(if all { t } else { f });
             return Ok(());
         };
-        let sets = self.port_sets.len();
-        if !all && self.bail.is_some() {
-            self.port_sets.extend(port_sets(parts));
-        }
-        let lowered = self.sequence_parts(last, init, t, f, depth, all);
-        self.port_sets.truncate(sets);
-        lowered
-    }
-
-    fn sequence_parts(
-        &mut self,
-        last: &Pred,
-        init: &[Pred],
-        t: Block,
-        f: Block,
-        depth: u32,
-        all: bool,
-    ) -> Result<(), CompileError> {
         for part in init {
             let next = self.new_block();
             if all {
@@ -621,21 +596,6 @@ impl Lowering<'_, '_> {
         depth: u32,
     ) -> Result<(), CompileError> {
         let word = self.load_raw(offset, Size::Word, depth)?;
-        let set = self.port_sets.iter().rev().find(|(o, _)| o == offset);
-        if let Some(j) = set.and_then(|(_, ks)| ks.iter().position(|&x| x == k)) {
-            let marks = self.port_set_marks(word, &set.map_or(Vec::new(), |s| s.1.clone()));
-            // A branch on the masked bits themselves (nonzero: taken) is one `test` of
-            // the marks against an immediate; a compare of them with 0 first was an
-            // `and` of a copy and a `test` more.
-            let mine = self.b.ins().band_imm(marks, 0xf << (4 * j));
-            let hit = if self.returns_verdict {
-                self.b.ins().icmp_imm(IntCC::NotEqual, mine, 0)
-            } else {
-                mine
-            };
-            self.branch(hit, t, f);
-            return Ok(());
-        }
         // The loads are raw (the packet's byte order): compare with `k`'s bytes so.
         let half = u32::from((k as u16).swap_bytes());
         // 32-bit immediates, sign-extended as Cranelift keeps them for I32.
@@ -647,31 +607,6 @@ impl Lowering<'_, '_> {
         let hit = self.b.ins().icmp_imm(IntCC::NotEqual, marks, 0);
         self.branch(hit, t, f);
         Ok(())
-    }
-
-    /// The word's two halves compared with each of `ports` at once (SSE2: the word in
-    /// every 32-bit lane, one 16-bit compare against a constant holding each port twice,
-    /// the lanes' top bits gathered): bits `4j..4j + 4` are nonzero exactly when either
-    /// half equals `ports[j]`. The same values for the same word and set, so Cranelift
-    /// computes them once for all the `or`'s arms (4 instructions where each arm's
-    /// [`Lowering::either_half`] alone is 5-6).
-    fn port_set_marks(&mut self, word: Value, ports: &[u32]) -> Value {
-        let mut bytes = [0u8; 16];
-        for (lane, pair) in bytes.chunks_exact_mut(4).enumerate() {
-            // Lanes past the set repeat its first port: no arm reads their bits.
-            let k = ports.get(lane).or(ports.first()).map_or(0, |&k| k as u16);
-            // The raw halves hold the port's bytes in packet order.
-            pair[..2].copy_from_slice(&k.to_be_bytes());
-            pair[2..].copy_from_slice(&k.to_be_bytes());
-        }
-        let little = MemFlags::new().with_endianness(Endianness::Little);
-        let lanes = self.b.ins().splat(types::I32X4, word);
-        let halves = self.b.ins().bitcast(types::I16X8, little, lanes);
-        let constant = self.b.func.dfg.constants.insert(ConstantData::from(&bytes[..]));
-        let wanted = self.b.ins().vconst(types::I16X8, constant);
-        let equal = self.b.ins().icmp(IntCC::Equal, halves, wanted);
-        let equal = self.b.ins().bitcast(types::I8X16, little, equal);
-        self.b.ins().vhigh_bits(types::I32, equal)
     }
 
     fn compare(
@@ -1039,34 +974,6 @@ fn adjacent_halves(parts: &[Pred]) -> Option<(&Expr, u32)> {
         _ if da.checked_sub(db) == Some(2) => Some((ob, ka)),
         _ => None,
     }
-}
-
-/// At most this many ports share one set compare (16-bit lanes of 128 bits, two each).
-const SET_PORTS: usize = 4;
-
-/// The port sets of an `or`'s arms (see `Lowering::port_sets`): for each word offset that
-/// at least two arms begin by testing in either half against different constants (at most
-/// [`SET_PORTS`]), the offset and the constants in arm order.
-fn port_sets(arms: &[Pred]) -> Vec<(Expr, Vec<u32>)> {
-    // The either-half test an arm starts with, through `try`s and `and`s' first parts.
-    fn leading(p: &Pred) -> Option<(&Expr, u32)> {
-        match p {
-            Pred::Try(inner) => leading(inner),
-            Pred::And(parts) => leading(parts.first()?),
-            Pred::Or(parts) => adjacent_halves(parts),
-            _ => None,
-        }
-    }
-    let mut sets: Vec<(Expr, Vec<u32>)> = Vec::new();
-    for (offset, k) in arms.iter().filter_map(leading) {
-        match sets.iter_mut().find(|(o, _)| o == offset) {
-            Some((_, ks)) if !ks.contains(&k) => ks.push(k),
-            Some(_) => {}
-            None => sets.push((offset.clone(), vec![k])),
-        }
-    }
-    sets.retain(|(_, ks)| (2..=SET_PORTS).contains(&ks.len()));
-    sets
 }
 
 /// Splits a load offset into a variable base and a constant displacement whose sum never
