@@ -112,6 +112,9 @@ fn dump(row: &str, code: &[u8]) -> Result<(), String> {
 /// A packet and its length on the wire, as the batch calls take them.
 type Packet<'a> = (&'a [u8], u32);
 
+/// A row of the goal measurement: a pass over packets, returning its matches.
+type Pass<'a> = &'a dyn Fn(&[Packet<'_>]) -> usize;
+
 /// Each packet with its length on the wire (all of it captured).
 fn with_wire_len<'a>(set: &[&'a [u8]]) -> Vec<Packet<'a>> {
     set.iter().map(|p| (*p, p.len() as u32)).collect()
@@ -439,7 +442,7 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
     let stream_refs: Vec<&[u8]> = stream.iter().map(Vec::as_slice).collect();
     let (hot_batch, stream_batch, shuffled_batch) =
         (with_wire_len(&hot_refs), with_wire_len(&stream_refs), with_wire_len(&shuffled));
-    let time = |name: String, count: &dyn Fn(&[Packet<'_>]) -> usize| -> Result<Row, String> {
+    let time = |name: String, count: Pass<'_>| -> Result<Row, String> {
         let (eh, es, eu) = (count(&hot_batch), count(&stream_batch), count(&shuffled_batch));
         let hot = time_passes(&hot_plan, hot.len(), eh, || count(&hot_batch))?;
         let stream = time_passes(&stream_plan, stream.len(), es, || count(&stream_batch))?;
@@ -546,9 +549,8 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
             .iter()
             .map(|f| move |b: &[Packet<'_>]| per_packet(b, |p, w| f.matches(p, w)))
             .collect();
-        let mut tests: Vec<&dyn Fn(&[Packet<'_>]) -> usize> =
-            vec![&dispatch_batch, &sequential_each];
-        tests.extend(clause_each.iter().map(|f| f as &dyn Fn(&[Packet<'_>]) -> usize));
+        let mut tests: Vec<Pass<'_>> = vec![&dispatch_batch, &sequential_each];
+        tests.extend(clause_each.iter().map(|f| f as Pass<'_>));
         let expected: Vec<usize> = tests.iter().map(|f| f(packets)).collect();
         let mut rows: Vec<_> = tests.iter().map(|f| move |x: &[Packet<'_>]| f(x)).collect();
         let mut refs: Vec<ChunkRow<'_, Packet<'_>>> =
