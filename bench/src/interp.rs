@@ -294,11 +294,11 @@ const GOAL_TURNS: usize = 8;
 
 /// The interleaved goal rows of one program: `rows` (`rows[0]` weir's proven JIT) take turns (`time_interleaved`) of `calls` runs each, every run's result checked,
 /// for `rounds` rounds of ~10 ms of CPU each; per-round ns of each row, in `rows`' order.
-fn interleaved_rows(
+fn interleaved_rows<'a>(
     rounds: usize,
-    buffer: &[u8],
+    buffer: &'a [u8],
     calls: usize,
-    rows: &mut [ChunkRow<'_>],
+    rows: &mut [ChunkRow<'a>],
 ) -> Result<Vec<Vec<f64>>, String> {
     let packets = vec![buffer; calls * GOAL_TURNS];
     let expected = vec![packets.len(); rows.len()];

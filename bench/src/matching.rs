@@ -109,8 +109,21 @@ fn dump(row: &str, code: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// A row's verdict on one packet (the interleaved goal measurement's rows).
-type Verdict<'a> = &'a dyn Fn(&[u8], u32) -> bool;
+/// A packet and its length on the wire, as the batch calls take them.
+type Packet<'a> = (&'a [u8], u32);
+
+/// A row of the goal measurement: a pass over packets, returning its matches.
+type Pass<'a> = &'a dyn Fn(&[Packet<'_>]) -> usize;
+
+/// Each packet with its length on the wire (all of it captured).
+fn with_wire_len<'a>(set: &[&'a [u8]]) -> Vec<Packet<'a>> {
+    set.iter().map(|p| (*p, p.len() as u32)).collect()
+}
+
+/// A pass of `verdict` over `batch`, packet by packet: the matches.
+fn per_packet(batch: &[Packet<'_>], verdict: impl Fn(&[u8], u32) -> bool) -> usize {
+    batch.iter().filter(|&&(p, w)| verdict(p, w)).count()
+}
 
 /// `--only ROW:PASSES`: one row's hot loop alone (see [`MatchArgs::only`]).
 fn only(spec: &str, program: &Program, args: &MatchArgs) -> Result<bool, String> {
@@ -420,26 +433,53 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
     let mut rng = weir_testkit::SplitMix64::new(traffic::SEED ^ 0x5f);
     let shuffled: Vec<&[u8]> =
         (0..stream.len()).map(|_| hot[rng.below(hot.len() as u64) as usize].as_slice()).collect();
-    let time = |name: String, f: &dyn Fn(&[u8], u32) -> bool| -> Result<Row, String> {
-        let count = |set: &[Vec<u8>]| set.iter().filter(|p| f(p, p.len() as u32)).count();
-        let count_shuffled = || shuffled.iter().filter(|p| f(p, p.len() as u32)).count();
-        let (eh, es, eu) = (count(&hot), count(&stream), count_shuffled());
-        let hot = time_passes(&hot_plan, hot.len(), eh, || count(&hot))?;
-        let stream = time_passes(&stream_plan, stream.len(), es, || count(&stream))?;
-        let shuffled = time_passes(&stream_plan, shuffled.len(), eu, count_shuffled)?;
+    // Every row is a pass over a list of (packet, wire length), the form of the batch call
+    // `weir match --count` makes (`weir::Dispatch::handler_each`, which prefetches ahead), so
+    // that the dispatch rows time the product's path; the filters' rows call
+    // `NativeFilter::matches` packet by packet, as a user's loop (or `weir filter --count`)
+    // does: `NativeFilter` has no batch call.
+    let hot_refs: Vec<&[u8]> = hot.iter().map(Vec::as_slice).collect();
+    let stream_refs: Vec<&[u8]> = stream.iter().map(Vec::as_slice).collect();
+    let (hot_batch, stream_batch, shuffled_batch) =
+        (with_wire_len(&hot_refs), with_wire_len(&stream_refs), with_wire_len(&shuffled));
+    let time = |name: String, count: Pass<'_>| -> Result<Row, String> {
+        let (eh, es, eu) = (count(&hot_batch), count(&stream_batch), count(&shuffled_batch));
+        let hot = time_passes(&hot_plan, hot.len(), eh, || count(&hot_batch))?;
+        let stream = time_passes(&stream_plan, stream.len(), es, || count(&stream_batch))?;
+        let shuffled = time_passes(&stream_plan, shuffled.len(), eu, || count(&shuffled_batch))?;
         Ok(Row { name, hot, stream, shuffled })
     };
+    let dispatch_batch = |b: &[Packet<'_>]| {
+        let mut n = 0;
+        native.handler_each(b, |_, h| n += usize::from(h.is_some()));
+        n
+    };
+    let unshared_slots = unshared.result_slots().len();
+    let unshared_batch = |b: &[Packet<'_>]| {
+        let mut n = 0;
+        unshared_native.run_each(b, |_, hit, r| {
+            n += usize::from(unshared.outcome(hit, &r[..unshared_slots]).handler.is_some())
+        });
+        n
+    };
+    let evaluator_batch = |b: &[Packet<'_>]| {
+        let mut n = 0;
+        evaluator.handler_each(b, |_, h| n += usize::from(h.is_some()));
+        n
+    };
+    let sequential_each =
+        |b: &[Packet<'_>]| per_packet(b, |p, w| first_accepting(&seq, p, w).is_some());
     let rows = [
-        time("dispatch, native".into(), &|p, w| native.handler(p, w).is_some())?,
-        time("dispatch, native, clauses unshared (before)".into(), &|p, w| {
-            unshared_handler(p, w).is_some()
-        })?,
-        time("16 filters in turn, native".into(), &|p, w| first_accepting(&seq, p, w).is_some())?,
-        time("dispatch, IR evaluator".into(), &|p, w| evaluator.handler(p, w).is_some())?,
+        time("dispatch, native (batch call)".into(), &dispatch_batch)?,
+        time("dispatch, native, clauses unshared (before)".into(), &unshared_batch)?,
+        time("16 filters in turn, native".into(), &sequential_each)?,
+        time("dispatch, IR evaluator".into(), &evaluator_batch)?,
     ];
     let mut single_rows = Vec::new();
     for ((text, _), f) in clause_tests.iter().zip(&singles) {
-        single_rows.push(time(format!("clause alone: {text}"), &|p, w| f.matches(p, w))?);
+        single_rows.push(time(format!("clause alone: {text}"), &|b| {
+            per_packet(b, |p, w| f.matches(p, w))
+        })?);
     }
     log.line(format!(
         "ns/packet, median of up to {} rounds (spread = IQR/median); hot: 4,096 packets repeated; \
@@ -504,20 +544,17 @@ pub fn run(args: &MatchArgs, command: &str) -> Result<bool, String> {
     // and 17 other rows' turns in between undo that (2026-11-30-pfmatch-15.txt: hot
     // dispatch 13-27 ns interleaved, 5.2 alone); the stream and the shuffled draws have no
     // order to learn.
-    let stream_refs: Vec<&[u8]> = stream.iter().map(Vec::as_slice).collect();
-    for (label, packets) in [("stream", &stream_refs), ("shuffled", &shuffled)] {
-        let count = |c: &[&[u8]], f: &dyn Fn(&[u8], u32) -> bool| {
-            c.iter().filter(|p| f(p, p.len() as u32)).count()
-        };
-        let d = |p: &[u8], w: u32| native.handler(p, w).is_some();
-        let s = |p: &[u8], w: u32| first_accepting(&seq, p, w).is_some();
-        let clause_fns: Vec<_> =
-            singles.iter().map(|f| move |p: &[u8], w: u32| f.matches(p, w)).collect();
-        let mut tests: Vec<Verdict<'_>> = vec![&d, &s];
-        tests.extend(clause_fns.iter().map(|f| f as Verdict<'_>));
-        let expected: Vec<usize> = tests.iter().map(|f| count(packets, *f)).collect();
-        let mut rows: Vec<_> = tests.iter().map(|f| move |x: &[&[u8]]| count(x, *f)).collect();
-        let mut refs: Vec<ChunkRow<'_>> = rows.iter_mut().map(|r| r as ChunkRow<'_>).collect();
+    for (label, packets) in [("stream", &stream_batch), ("shuffled", &shuffled_batch)] {
+        let clause_each: Vec<_> = singles
+            .iter()
+            .map(|f| move |b: &[Packet<'_>]| per_packet(b, |p, w| f.matches(p, w)))
+            .collect();
+        let mut tests: Vec<Pass<'_>> = vec![&dispatch_batch, &sequential_each];
+        tests.extend(clause_each.iter().map(|f| f as Pass<'_>));
+        let expected: Vec<usize> = tests.iter().map(|f| f(packets)).collect();
+        let mut rows: Vec<_> = tests.iter().map(|f| move |x: &[Packet<'_>]| f(x)).collect();
+        let mut refs: Vec<ChunkRow<'_, Packet<'_>>> =
+            rows.iter_mut().map(|r| r as ChunkRow<'_, Packet<'_>>).collect();
         let per_round = time_interleaved(
             args.paired_rounds,
             Duration::from_millis(20),

@@ -120,8 +120,9 @@ pub fn thread_cpu() -> Duration {
     Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), u32::try_from(ts.tv_nsec).unwrap_or(0))
 }
 
-/// One row of [`time_interleaved`]: a pass over a slice of packets, returning its matches.
-pub type ChunkRow<'a> = &'a mut dyn FnMut(&[&[u8]]) -> usize;
+/// One row of [`time_interleaved`]: a pass over a slice of packets (`T`: a packet, or a
+/// packet with its wire length for a batch call), returning its matches.
+pub type ChunkRow<'a, T = &'a [u8]> = &'a mut dyn FnMut(&[T]) -> usize;
 
 /// Rows (each a pass over a slice of packets, returning its matches) timed side by side,
 /// for ratios between them on a loaded machine: the packets are cut into `chunk`-packet
@@ -135,13 +136,13 @@ pub type ChunkRow<'a> = &'a mut dyn FnMut(&[&[u8]]) -> usize;
 /// per row, or as many times as fill `round_target` (of CPU time) when one cover is shorter. Every
 /// round of every row must match `expected[r]` packets. Returns, per round, each row's
 /// ns per packet.
-pub fn time_interleaved(
+pub fn time_interleaved<T>(
     rounds: usize,
     round_target: Duration,
-    packets: &[&[u8]],
+    packets: &[T],
     chunk: usize,
     expected: &[usize],
-    rows: &mut [ChunkRow<'_>],
+    rows: &mut [ChunkRow<'_, T>],
 ) -> Result<Vec<Vec<f64>>, String> {
     // What reading the clock twice costs by itself (a system call), taken off every chunk's
     // time so that it does not shrink the ratios towards 1.
@@ -153,7 +154,7 @@ pub fn time_interleaved(
         .collect();
     calls.sort_by(f64::total_cmp);
     let clock = calls[calls.len() / 2] as u128;
-    let chunks: Vec<&[&[u8]]> = packets.chunks(chunk.max(1)).collect();
+    let chunks: Vec<&[T]> = packets.chunks(chunk.max(1)).collect();
     let n = chunks.len().max(1);
     let k = rows.len().max(1);
     let mut cover = |repeat: usize, ns: &mut [u128], hits: &mut [usize]| {
