@@ -417,6 +417,8 @@ struct Store<const W: usize> {
     /// without the slots. Deletes leave bits set (false positives only) until a rebuild.
     filter: Box<[AtomicU64]>,
     chunk_bits: u32,
+    /// `(1 << chunk_bits) - 1`: an entry's cell in its chunk (not computed a lookup).
+    cell_mask: usize,
     chunks: Box<[OnceLock<Chunk<W>>]>,
     /// The ranking heuristic's hit count (shared by the versions sharing the store).
     hits: Hits,
@@ -455,6 +457,7 @@ impl<const W: usize> Store<W> {
             slots: (0..n).map(|_| AtomicU64::new(EMPTY)).collect(),
             filter: (0..(n / 8).max(1)).map(|_| AtomicU64::new(0)).collect(),
             chunk_bits,
+            cell_mask: (1 << chunk_bits) - 1,
             chunks: (0..chunks).map(|_| OnceLock::new()).collect(),
             hits: Hits::default(),
             next: AtomicUsize::new(0),
@@ -473,9 +476,9 @@ impl<const W: usize> Store<W> {
         self.rules.load(Ordering::Relaxed)
     }
 
-    #[inline]
+    #[inline(always)]
     fn entry(&self, i: usize) -> Option<&Entry<W>> {
-        self.chunks.get(i >> self.chunk_bits)?.get()?.get(i & ((1 << self.chunk_bits) - 1))?.get()
+        self.probe_view().entry(i)
     }
 
     #[inline]
@@ -505,16 +508,21 @@ impl<const W: usize> Store<W> {
         self.filter[w].load(Ordering::Relaxed) & m != 0
     }
 
-    /// The home slot's value (loaded ahead of the probes: see `lookup_batch`).
-    #[inline]
-    fn touch(&self, hash: u32) -> u64 {
-        self.slots[hash as usize & (self.slots.len() - 1)].load(Ordering::Relaxed)
+    /// The entry holding `key` (a lookup's probe; see [`Probe::find`]).
+    #[inline(always)]
+    fn find(&self, key: &[u64; W], hash: u32) -> Option<&Entry<W>> {
+        self.probe_view().find(key, hash)
     }
 
-    /// The slot holding `key` and its entry.
-    #[inline]
-    fn find(&self, key: &[u64; W], hash: u32) -> Option<(usize, &Entry<W>)> {
-        self.probe(hash, |e| same(&e.key, key))
+    /// The store's shape as lookups read it ([`Probe`]).
+    #[inline(always)]
+    fn probe_view(&self) -> Probe<'_, W> {
+        Probe {
+            slots: &self.slots,
+            chunks: &self.chunks,
+            chunk_bits: self.chunk_bits,
+            cell_mask: self.cell_mask,
+        }
     }
 
     /// The first slot on `hash`'s probe sequence whose entry `wanted` accepts (among the
@@ -718,6 +726,56 @@ impl<const W: usize> Store<W> {
     }
 }
 
+/// A store's shape as a lookup reads it, taken once per subtable visit: the slot and
+/// chunk arrays' addresses and lengths and the chunk geometry, copied out of the store so
+/// they stay in registers (the store holds atomics, so the compiler reloaded each of them
+/// after every slot's and cell's atomic load: ~8 instructions a probe, issue 14).
+#[derive(Clone, Copy)]
+struct Probe<'a, const W: usize> {
+    slots: &'a [AtomicU64],
+    chunks: &'a [OnceLock<Chunk<W>>],
+    chunk_bits: u32,
+    cell_mask: usize,
+}
+
+impl<'a, const W: usize> Probe<'a, W> {
+    #[inline(always)]
+    fn entry(self, i: usize) -> Option<&'a Entry<W>> {
+        self.chunks.get(i >> self.chunk_bits)?.get()?.get(i & self.cell_mask)?.get()
+    }
+
+    /// The home slot's value (loaded ahead of the probes: see `lookup_batch`).
+    #[inline(always)]
+    fn touch(self, hash: u32) -> u64 {
+        let mask = self.slots.len().wrapping_sub(1);
+        self.slots.get(hash as usize & mask).map_or(EMPTY, |s| s.load(Ordering::Relaxed))
+    }
+
+    /// The entry holding `key`: `Store::probe`'s walk with the store's shape in
+    /// registers, and no bounds check on a slot (the mask is the slots' length - 1).
+    #[inline(always)]
+    fn find(self, key: &[u64; W], hash: u32) -> Option<&'a Entry<W>> {
+        let slots = self.slots;
+        let mask = slots.len().wrapping_sub(1);
+        let mut i = hash as usize & mask;
+        // At most half the slots are in use: the loop meets an empty one.
+        loop {
+            let v = slots.get(i).map_or(EMPTY, |s| s.load(Ordering::Acquire));
+            if v == EMPTY {
+                return None;
+            }
+            if (v >> 32) as u32 == hash {
+                if let Some(e) = self.entry((v as u32 as usize).wrapping_sub(1)) {
+                    if same(&e.key, key) {
+                        return Some(e);
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
 /// A key's rules: most masked keys have one rule, held without a list of its own (a
 /// list was a 32-byte allocation a rule and one more dependent load a match).
 #[derive(Clone)]
@@ -831,9 +889,9 @@ impl<const W: usize> Subtable<W> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn find(&self, key: &[u64; W], hash: u32) -> Option<&Entry<W>> {
-        self.store.find(key, hash).map(|(_, e)| e)
+        self.store.find(key, hash)
     }
 }
 
@@ -1354,6 +1412,7 @@ impl<const W: usize> Tables<W> {
         out: &mut Vec<Outcome>,
     ) {
         let store = &*st.store;
+        let probe = store.probe_view();
         let mut g = [[0u64; W]; BATCH];
         let mut hs = [0u32; BATCH];
         let mut plain = [0u64; 16];
@@ -1362,12 +1421,12 @@ impl<const W: usize> Tables<W> {
             let words = self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, tm);
             *gi = and(&words, &st.gmask);
             *h = hash_words(gi);
-            touch ^= store.touch(*h);
+            touch ^= probe.touch(*h);
         }
         std::hint::black_box(touch);
         let mut hits = 0u64;
         for ((w, k), &h) in works.iter_mut().zip(g.iter()).zip(hs.iter()) {
-            let f = st.find(k, h).and_then(|e| e.rules.as_slice().first()).map(|a| &**a);
+            let f = probe.find(k, h).and_then(|e| e.rules.as_slice().first()).map(|a| &**a);
             hits += u64::from(f.is_some());
             let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
             engine::process_into(w, key, need, f, lookup, shard, out);
@@ -1540,15 +1599,16 @@ impl<const W: usize> Tables<W> {
             // Touch every remaining packet's home slot before probing any: independent
             // loads the CPU overlaps, so a large table's cache misses are paid once per
             // batch rather than once per packet (a prefetch without `unsafe`).
+            let probe = store.probe_view();
             let mut touch = 0u64;
             for &h in &hs[..nl] {
-                touch ^= store.touch(h);
+                touch ^= probe.touch(h);
             }
             std::hint::black_box(touch);
             let mut hits = 0u64;
             for j in 0..nl {
                 let i = usize::from(live[j]);
-                let Some(slot) = st.find(&and(&g[i], &st.gmask), hs[j]) else { continue };
+                let Some(slot) = probe.find(&and(&g[i], &st.gmask), hs[j]) else { continue };
                 for r in slot.rules.as_slice() {
                     if r.rank() >= bound[i] {
                         break;
@@ -1582,6 +1642,7 @@ impl<const W: usize> Tables<W> {
         frames: &[Vec<u8>],
     ) -> u64 {
         let Some(st) = self.chain(0).and_then(|c| c.subtables.first()) else { return 0 };
+        let probe = st.store.probe_view();
         let mut acc = 0u64;
         let mut plain = [0u64; 16];
         for f in frames {
@@ -1596,7 +1657,7 @@ impl<const W: usize> Tables<W> {
                 acc ^= u64::from(h);
                 continue;
             }
-            let Some(e) = st.find(&mk, h) else { continue };
+            let Some(e) = probe.find(&mk, h) else { continue };
             acc += match STAGE {
                 2 => 1,
                 _ => e.rules.as_slice().first().map_or(0, |r| u64::from(r.line)),
@@ -1618,6 +1679,7 @@ impl<const W: usize> Tables<W> {
         shard: usize,
     ) {
         let store = &*st.store;
+        let probe = store.probe_view();
         let mut hs = [0u32; BATCH];
         for (h, k) in hs.iter_mut().zip(g.iter()).take(n) {
             *h = hash_words(&and(k, &st.gmask));
@@ -1625,12 +1687,12 @@ impl<const W: usize> Tables<W> {
         // The home slots touched first, as in `lookup_batch`.
         let mut touch = 0u64;
         for &h in hs.iter().take(n) {
-            touch ^= store.touch(h);
+            touch ^= probe.touch(h);
         }
         std::hint::black_box(touch);
         let mut hits = 0u64;
         for ((o, k), &h) in out.iter_mut().zip(g.iter()).zip(hs.iter()).take(n) {
-            *o = st.find(&and(k, &st.gmask), h).and_then(|e| e.rules.as_slice().first());
+            *o = probe.find(&and(k, &st.gmask), h).and_then(|e| e.rules.as_slice().first());
             hits += u64::from(o.is_some());
         }
         if hits > 0 {
