@@ -416,9 +416,6 @@ struct Store<const W: usize> {
     /// slot index does not use): most probes of a subtable miss, and this answers them
     /// without the slots. Deletes leave bits set (false positives only) until a rebuild.
     filter: Box<[AtomicU64]>,
-    chunk_bits: u32,
-    /// `(1 << chunk_bits) - 1`: an entry's cell in its chunk (not computed a lookup).
-    cell_mask: usize,
     chunks: Box<[OnceLock<Chunk<W>>]>,
     /// The ranking heuristic's hit count (shared by the versions sharing the store).
     hits: Hits,
@@ -435,8 +432,21 @@ struct Store<const W: usize> {
     unfiltered: AtomicBool,
 }
 
-/// A chunk of entry cells, allocated when its first entry is written.
-type Chunk<const W: usize> = Box<[OnceLock<Entry<W>>]>;
+/// A chunk of entry cells, allocated when its first entry is written. A fixed size, so a
+/// lookup finds an entry's cell with a constant shift and mask and no bounds check within
+/// the chunk, through a thin pointer (a chunk of the store's own size, up to 1,024 cells,
+/// was a fat one: ~6 instructions a lookup more, issue 14). 64 cells (2.5 KB at width 2):
+/// a small store allocates little, and 1M keys need 16k chunks (a 16-byte cell each in
+/// the chunk table).
+type Chunk<const W: usize> = Box<[OnceLock<Entry<W>>; CHUNK]>;
+
+/// Entry cells a chunk.
+const CHUNK: usize = 64;
+
+/// A new chunk of empty cells.
+fn new_chunk<const W: usize>() -> Chunk<W> {
+    Box::new(std::array::from_fn(|_| OnceLock::new()))
+}
 
 /// What a delete did.
 enum Removed {
@@ -451,13 +461,10 @@ impl<const W: usize> Store<W> {
     fn new(keys: usize) -> Store<W> {
         let n = (keys.max(2) << (MAX_USED_SHIFT + 1)).next_power_of_two();
         let cap = n - n / 4;
-        let chunk_bits = cap.next_power_of_two().trailing_zeros().min(10);
-        let chunks = cap.div_ceil(1 << chunk_bits);
+        let chunks = cap.div_ceil(CHUNK);
         Store {
             slots: (0..n).map(|_| AtomicU64::new(EMPTY)).collect(),
             filter: (0..(n / 8).max(1)).map(|_| AtomicU64::new(0)).collect(),
-            chunk_bits,
-            cell_mask: (1 << chunk_bits) - 1,
             chunks: (0..chunks).map(|_| OnceLock::new()).collect(),
             hits: Hits::default(),
             next: AtomicUsize::new(0),
@@ -469,7 +476,7 @@ impl<const W: usize> Store<W> {
     }
 
     fn capacity(&self) -> usize {
-        self.chunks.len() << self.chunk_bits
+        self.chunks.len() * CHUNK
     }
 
     fn rule_count(&self) -> usize {
@@ -517,12 +524,7 @@ impl<const W: usize> Store<W> {
     /// The store's shape as lookups read it ([`Probe`]).
     #[inline(always)]
     fn probe_view(&self) -> Probe<'_, W> {
-        Probe {
-            slots: &self.slots,
-            chunks: &self.chunks,
-            chunk_bits: self.chunk_bits,
-            cell_mask: self.cell_mask,
-        }
+        Probe { slots: &self.slots, chunks: &self.chunks }
     }
 
     /// The first slot on `hash`'s probe sequence whose entry `wanted` accepts (among the
@@ -560,11 +562,9 @@ impl<const W: usize> Store<W> {
     /// insert's ~1,900 instructions (flow-insert-5; a plain `#[inline]` was not taken).
     #[inline(always)]
     fn write(&self, i: usize, key: [u64; W], hash: u32, rules: SlotRules) -> u64 {
-        let size = 1usize << self.chunk_bits;
-        let chunk = self.chunks[i >> self.chunk_bits]
-            .get_or_init(|| (0..size).map(|_| OnceLock::new()).collect());
+        let chunk = self.chunks[i / CHUNK].get_or_init(new_chunk);
         // A fresh index: the cell is empty, this sets it.
-        let _ = chunk[i & (size - 1)].set(Entry { key, rules });
+        let _ = chunk[i % CHUNK].set(Entry { key, rules });
         self.next.store(i + 1, Ordering::Relaxed);
         (u64::from(hash) << 32) | (i as u64 + 1)
     }
@@ -715,7 +715,7 @@ impl<const W: usize> Store<W> {
         let chunks = self.chunks.iter().filter(|c| c.get().is_some()).count();
         self.slots.len() * 8
             + self.filter.len() * 8
-            + (chunks << self.chunk_bits) * std::mem::size_of::<OnceLock<Entry<W>>>()
+            + chunks * CHUNK * std::mem::size_of::<OnceLock<Entry<W>>>()
             + self
                 .live_entries()
                 .map(|e| match &e.rules {
@@ -734,14 +734,12 @@ impl<const W: usize> Store<W> {
 struct Probe<'a, const W: usize> {
     slots: &'a [AtomicU64],
     chunks: &'a [OnceLock<Chunk<W>>],
-    chunk_bits: u32,
-    cell_mask: usize,
 }
 
 impl<'a, const W: usize> Probe<'a, W> {
     #[inline(always)]
     fn entry(self, i: usize) -> Option<&'a Entry<W>> {
-        self.chunks.get(i >> self.chunk_bits)?.get()?.get(i & self.cell_mask)?.get()
+        self.chunks.get(i / CHUNK)?.get()?[i % CHUNK].get()
     }
 
     /// The home slot's value (loaded ahead of the probes: see `lookup_batch`).
@@ -2491,5 +2489,89 @@ fn clone_tables(t: &AnyTables) -> AnyTables {
         AnyTables::W4(x) => AnyTables::W4(x.clone()),
         AnyTables::W8(x) => AnyTables::W8(x.clone()),
         AnyTables::W14(x) => AnyTables::W14(x.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Interner;
+    use crate::rule::Rule;
+
+    /// An installed rule known by its seq (what it matches is not read here).
+    fn rule(int: &mut Interner, seq: u64) -> Arc<Installed> {
+        let r = Rule::new(0x0800);
+        let c = r.compile(&mut |_| 0);
+        let m = int.mask_id(&c.mask);
+        Arc::new(int.install(&r, 1, seq, &c, &[], m))
+    }
+
+    /// The lookups' probe (`Probe::find`) against the tables' hard cases, with hashes the
+    /// test picks (a store takes the hash it is given): 40 distinct keys sharing one
+    /// signature and one home slot, the table's last, so their run wraps to slot 0 and a
+    /// probe passes signature matches whose key differs; 100 keys of their own hashes, so
+    /// entries span several chunks; deletes in the run (tombstones the probe must pass),
+    /// the deleted keys re-added (a tombstone's slot reused, a new entry) and a second rule
+    /// on a key (its entry replaced). Each answer is also the writer's walk's
+    /// (`Store::probe`).
+    #[test]
+    fn probe_finds_keys_past_shared_signatures_tombstones_and_the_end() {
+        let mut int = Interner::default();
+        let store = Store::<2>::new(200);
+        let last = store.slots.len() - 1;
+        let shared = 0x8000_0000 | last as u32;
+        let run: Vec<[u64; 2]> = (0..40u64).map(|i| [i, !i]).collect();
+        for (i, k) in run.iter().enumerate() {
+            assert!(store.try_insert(*k, shared, rule(&mut int, i as u64)).is_ok());
+        }
+        let own: Vec<([u64; 2], u32)> = (0..100u64)
+            .map(|i| {
+                let k = [1000 + i, 7];
+                (k, hash_words(&k))
+            })
+            .collect();
+        for (j, (k, h)) in own.iter().enumerate() {
+            assert!(store.try_insert(*k, *h, rule(&mut int, 100 + j as u64)).is_ok());
+        }
+        assert!(store.next.load(Ordering::Relaxed) > 2 * CHUNK, "entries span chunks");
+        let seqs = |e: Option<&Entry<2>>| {
+            e.map(|e| e.rules.as_slice().iter().map(|r| r.seq).collect::<Vec<_>>())
+        };
+        let check = |k: &[u64; 2], h: u32, want: Option<Vec<u64>>| {
+            let p = store.probe_view();
+            assert_eq!(seqs(p.find(k, h)), want, "key {k:?}");
+            let walked = store.probe(h, |e| same(&e.key, k)).map(|(_, e)| e);
+            assert_eq!(seqs(walked), want, "key {k:?}, the writer's walk");
+        };
+        // The run wrapped: its first key sits in the last slot, the others from slot 0 on.
+        assert_eq!(store.slots[last].load(Ordering::Relaxed) >> 32, u64::from(shared));
+        assert_eq!(store.slots[0].load(Ordering::Relaxed) >> 32, u64::from(shared));
+        for (i, k) in run.iter().enumerate() {
+            check(k, shared, Some(vec![i as u64]));
+        }
+        for (j, (k, h)) in own.iter().enumerate() {
+            check(k, *h, Some(vec![100 + j as u64]));
+        }
+        // Not there, with the run's signature: the probe walks the whole run and misses.
+        check(&[999, 999], shared, None);
+        for i in (0..40).step_by(3) {
+            assert!(matches!(store.remove(shared, i as u64), Removed::Done));
+        }
+        for (i, k) in run.iter().enumerate() {
+            check(k, shared, (i % 3 != 0).then(|| vec![i as u64]));
+        }
+        for i in (0..40).step_by(3) {
+            assert!(store.try_insert(run[i], shared, rule(&mut int, 200 + i as u64)).is_ok());
+        }
+        assert!(store.try_insert(run[5], shared, rule(&mut int, 300)).is_ok());
+        for (i, k) in run.iter().enumerate() {
+            let want = match i {
+                5 => vec![5, 300],
+                _ if i % 3 == 0 => vec![200 + i as u64],
+                _ => vec![i as u64],
+            };
+            check(k, shared, Some(want));
+        }
+        check(&[999, 999], shared, None);
     }
 }
