@@ -387,10 +387,23 @@ struct Subtable<const W: usize> {
 }
 
 /// A slot: `EMPTY`, `TOMB` (a deleted key; probes go on past it), or the key's hash
-/// (its signature: the top bit always set) in the high half and its entry's index + 1
-/// in the low half.
+/// (its signature: the top bit always set) in the low half and its entry's index + 1 in
+/// the high half (`slot_value`): a probe compares the signature with one 32-bit compare of
+/// the slot's value, no shift first (issue 14: 1.48 compares a packet at 1000:1).
 const EMPTY: u64 = 0;
 const TOMB: u64 = 1;
+
+/// A slot's value for entry `i` of a key that hashes to `hash`.
+#[inline(always)]
+fn slot_value(hash: u32, i: usize) -> u64 {
+    ((i as u64 + 1) << 32) | u64::from(hash)
+}
+
+/// The entry a live slot's value points to.
+#[inline(always)]
+fn slot_entry(v: u64) -> usize {
+    ((v >> 32) as usize).wrapping_sub(1)
+}
 
 /// Slots in use (live and tombstones) at most this fraction of the table (1/2): a miss
 /// probes ~2.5 slots, in one cache line of 8.
@@ -416,7 +429,6 @@ struct Store<const W: usize> {
     /// slot index does not use): most probes of a subtable miss, and this answers them
     /// without the slots. Deletes leave bits set (false positives only) until a rebuild.
     filter: Box<[AtomicU64]>,
-    chunk_bits: u32,
     chunks: Box<[OnceLock<Chunk<W>>]>,
     /// The ranking heuristic's hit count (shared by the versions sharing the store).
     hits: Hits,
@@ -433,8 +445,21 @@ struct Store<const W: usize> {
     unfiltered: AtomicBool,
 }
 
-/// A chunk of entry cells, allocated when its first entry is written.
-type Chunk<const W: usize> = Box<[OnceLock<Entry<W>>]>;
+/// A chunk of entry cells, allocated when its first entry is written. A fixed size, so a
+/// lookup finds an entry's cell with a constant shift and mask and no bounds check within
+/// the chunk, through a thin pointer (a chunk of the store's own size, up to 1,024 cells,
+/// was a fat one: ~6 instructions a lookup more, issue 14). 64 cells (2.5 KB at width 2):
+/// a small store allocates little, and 1M keys need 16k chunks (a 16-byte cell each in
+/// the chunk table).
+type Chunk<const W: usize> = Box<[OnceLock<Entry<W>>; CHUNK]>;
+
+/// Entry cells a chunk.
+const CHUNK: usize = 64;
+
+/// A new chunk of empty cells.
+fn new_chunk<const W: usize>() -> Chunk<W> {
+    Box::new(std::array::from_fn(|_| OnceLock::new()))
+}
 
 /// What a delete did.
 enum Removed {
@@ -449,12 +474,10 @@ impl<const W: usize> Store<W> {
     fn new(keys: usize) -> Store<W> {
         let n = (keys.max(2) << (MAX_USED_SHIFT + 1)).next_power_of_two();
         let cap = n - n / 4;
-        let chunk_bits = cap.next_power_of_two().trailing_zeros().min(10);
-        let chunks = cap.div_ceil(1 << chunk_bits);
+        let chunks = cap.div_ceil(CHUNK);
         Store {
             slots: (0..n).map(|_| AtomicU64::new(EMPTY)).collect(),
             filter: (0..(n / 8).max(1)).map(|_| AtomicU64::new(0)).collect(),
-            chunk_bits,
             chunks: (0..chunks).map(|_| OnceLock::new()).collect(),
             hits: Hits::default(),
             next: AtomicUsize::new(0),
@@ -466,16 +489,16 @@ impl<const W: usize> Store<W> {
     }
 
     fn capacity(&self) -> usize {
-        self.chunks.len() << self.chunk_bits
+        self.chunks.len() * CHUNK
     }
 
     fn rule_count(&self) -> usize {
         self.rules.load(Ordering::Relaxed)
     }
 
-    #[inline]
+    #[inline(always)]
     fn entry(&self, i: usize) -> Option<&Entry<W>> {
-        self.chunks.get(i >> self.chunk_bits)?.get()?.get(i & ((1 << self.chunk_bits) - 1))?.get()
+        self.probe_view().entry(i)
     }
 
     #[inline]
@@ -505,16 +528,16 @@ impl<const W: usize> Store<W> {
         self.filter[w].load(Ordering::Relaxed) & m != 0
     }
 
-    /// The home slot's value (loaded ahead of the probes: see `lookup_batch`).
-    #[inline]
-    fn touch(&self, hash: u32) -> u64 {
-        self.slots[hash as usize & (self.slots.len() - 1)].load(Ordering::Relaxed)
+    /// The entry holding `key` (a lookup's probe; see [`Probe::find`]).
+    #[inline(always)]
+    fn find(&self, key: &[u64; W], hash: u32) -> Option<&Entry<W>> {
+        self.probe_view().find(key, hash)
     }
 
-    /// The slot holding `key` and its entry.
-    #[inline]
-    fn find(&self, key: &[u64; W], hash: u32) -> Option<(usize, &Entry<W>)> {
-        self.probe(hash, |e| same(&e.key, key))
+    /// The store's shape as lookups read it ([`Probe`]).
+    #[inline(always)]
+    fn probe_view(&self) -> Probe<'_, W> {
+        Probe { slots: &self.slots, chunks: &self.chunks }
     }
 
     /// The first slot on `hash`'s probe sequence whose entry `wanted` accepts (among the
@@ -529,8 +552,8 @@ impl<const W: usize> Store<W> {
             if v == EMPTY {
                 return None;
             }
-            if (v >> 32) as u32 == hash {
-                if let Some(e) = self.entry((v as u32 as usize).wrapping_sub(1)) {
+            if v as u32 == hash {
+                if let Some(e) = self.entry(slot_entry(v)) {
                     if wanted(e) {
                         return Some((i, e));
                     }
@@ -552,13 +575,11 @@ impl<const W: usize> Store<W> {
     /// insert's ~1,900 instructions (flow-insert-5; a plain `#[inline]` was not taken).
     #[inline(always)]
     fn write(&self, i: usize, key: [u64; W], hash: u32, rules: SlotRules) -> u64 {
-        let size = 1usize << self.chunk_bits;
-        let chunk = self.chunks[i >> self.chunk_bits]
-            .get_or_init(|| (0..size).map(|_| OnceLock::new()).collect());
+        let chunk = self.chunks[i / CHUNK].get_or_init(new_chunk);
         // A fresh index: the cell is empty, this sets it.
-        let _ = chunk[i & (size - 1)].set(Entry { key, rules });
+        let _ = chunk[i % CHUNK].set(Entry { key, rules });
         self.next.store(i + 1, Ordering::Relaxed);
-        (u64::from(hash) << 32) | (i as u64 + 1)
+        slot_value(hash, i)
     }
 
     /// The index of the next entry, or `None` when the store has no room for one.
@@ -588,8 +609,8 @@ impl<const W: usize> Store<W> {
             }
             if v == TOMB {
                 free.get_or_insert(i);
-            } else if (v >> 32) as u32 == hash {
-                if let Some(e) = self.entry((v as u32 as usize).wrapping_sub(1)) {
+            } else if v as u32 == hash {
+                if let Some(e) = self.entry(slot_entry(v)) {
                     if same(&e.key, &key) {
                         // More rules for a known key: a new entry with the longer list.
                         let mut list = e.rules.as_slice().to_vec();
@@ -656,7 +677,7 @@ impl<const W: usize> Store<W> {
             if v == EMPTY || v == TOMB {
                 return None;
             }
-            self.entry((v as u32 as usize).wrapping_sub(1))
+            self.entry(slot_entry(v))
         })
     }
 
@@ -707,7 +728,7 @@ impl<const W: usize> Store<W> {
         let chunks = self.chunks.iter().filter(|c| c.get().is_some()).count();
         self.slots.len() * 8
             + self.filter.len() * 8
-            + (chunks << self.chunk_bits) * std::mem::size_of::<OnceLock<Entry<W>>>()
+            + chunks * CHUNK * std::mem::size_of::<OnceLock<Entry<W>>>()
             + self
                 .live_entries()
                 .map(|e| match &e.rules {
@@ -715,6 +736,54 @@ impl<const W: usize> Store<W> {
                     _ => 0,
                 })
                 .sum::<usize>()
+    }
+}
+
+/// A store's shape as a lookup reads it, taken once per subtable visit: the slot and
+/// chunk arrays' addresses and lengths and the chunk geometry, copied out of the store so
+/// they stay in registers (the store holds atomics, so the compiler reloaded each of them
+/// after every slot's and cell's atomic load: ~8 instructions a probe, issue 14).
+#[derive(Clone, Copy)]
+struct Probe<'a, const W: usize> {
+    slots: &'a [AtomicU64],
+    chunks: &'a [OnceLock<Chunk<W>>],
+}
+
+impl<'a, const W: usize> Probe<'a, W> {
+    #[inline(always)]
+    fn entry(self, i: usize) -> Option<&'a Entry<W>> {
+        self.chunks.get(i / CHUNK)?.get()?[i % CHUNK].get()
+    }
+
+    /// The home slot's value (loaded ahead of the probes: see `lookup_batch`).
+    #[inline(always)]
+    fn touch(self, hash: u32) -> u64 {
+        let mask = self.slots.len().wrapping_sub(1);
+        self.slots.get(hash as usize & mask).map_or(EMPTY, |s| s.load(Ordering::Relaxed))
+    }
+
+    /// The entry holding `key`: `Store::probe`'s walk with the store's shape in
+    /// registers, and no bounds check on a slot (the mask is the slots' length - 1).
+    #[inline(always)]
+    fn find(self, key: &[u64; W], hash: u32) -> Option<&'a Entry<W>> {
+        let slots = self.slots;
+        let mask = slots.len().wrapping_sub(1);
+        let mut i = hash as usize & mask;
+        // At most half the slots are in use: the loop meets an empty one.
+        loop {
+            let v = slots.get(i).map_or(EMPTY, |s| s.load(Ordering::Acquire));
+            if v == EMPTY {
+                return None;
+            }
+            if v as u32 == hash {
+                if let Some(e) = self.entry(slot_entry(v)) {
+                    if same(&e.key, key) {
+                        return Some(e);
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
     }
 }
 
@@ -831,9 +900,9 @@ impl<const W: usize> Subtable<W> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn find(&self, key: &[u64; W], hash: u32) -> Option<&Entry<W>> {
-        self.store.find(key, hash).map(|(_, e)| e)
+        self.store.find(key, hash)
     }
 }
 
@@ -1354,6 +1423,7 @@ impl<const W: usize> Tables<W> {
         out: &mut Vec<Outcome>,
     ) {
         let store = &*st.store;
+        let probe = store.probe_view();
         let mut g = [[0u64; W]; BATCH];
         let mut hs = [0u32; BATCH];
         let mut plain = [0u64; 16];
@@ -1362,12 +1432,12 @@ impl<const W: usize> Tables<W> {
             let words = self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, tm);
             *gi = and(&words, &st.gmask);
             *h = hash_words(gi);
-            touch ^= store.touch(*h);
+            touch ^= probe.touch(*h);
         }
         std::hint::black_box(touch);
         let mut hits = 0u64;
         for ((w, k), &h) in works.iter_mut().zip(g.iter()).zip(hs.iter()) {
-            let f = st.find(k, h).and_then(|e| e.rules.as_slice().first()).map(|a| &**a);
+            let f = probe.find(k, h).and_then(|e| e.rules.as_slice().first()).map(|a| &**a);
             hits += u64::from(f.is_some());
             let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
             engine::process_into(w, key, need, f, lookup, shard, out);
@@ -1540,15 +1610,16 @@ impl<const W: usize> Tables<W> {
             // Touch every remaining packet's home slot before probing any: independent
             // loads the CPU overlaps, so a large table's cache misses are paid once per
             // batch rather than once per packet (a prefetch without `unsafe`).
+            let probe = store.probe_view();
             let mut touch = 0u64;
             for &h in &hs[..nl] {
-                touch ^= store.touch(h);
+                touch ^= probe.touch(h);
             }
             std::hint::black_box(touch);
             let mut hits = 0u64;
             for j in 0..nl {
                 let i = usize::from(live[j]);
-                let Some(slot) = st.find(&and(&g[i], &st.gmask), hs[j]) else { continue };
+                let Some(slot) = probe.find(&and(&g[i], &st.gmask), hs[j]) else { continue };
                 for r in slot.rules.as_slice() {
                     if r.rank() >= bound[i] {
                         break;
@@ -1582,6 +1653,7 @@ impl<const W: usize> Tables<W> {
         frames: &[Vec<u8>],
     ) -> u64 {
         let Some(st) = self.chain(0).and_then(|c| c.subtables.first()) else { return 0 };
+        let probe = st.store.probe_view();
         let mut acc = 0u64;
         let mut plain = [0u64; 16];
         for f in frames {
@@ -1596,7 +1668,7 @@ impl<const W: usize> Tables<W> {
                 acc ^= u64::from(h);
                 continue;
             }
-            let Some(e) = st.find(&mk, h) else { continue };
+            let Some(e) = probe.find(&mk, h) else { continue };
             acc += match STAGE {
                 2 => 1,
                 _ => e.rules.as_slice().first().map_or(0, |r| u64::from(r.line)),
@@ -1618,6 +1690,7 @@ impl<const W: usize> Tables<W> {
         shard: usize,
     ) {
         let store = &*st.store;
+        let probe = store.probe_view();
         let mut hs = [0u32; BATCH];
         for (h, k) in hs.iter_mut().zip(g.iter()).take(n) {
             *h = hash_words(&and(k, &st.gmask));
@@ -1625,12 +1698,12 @@ impl<const W: usize> Tables<W> {
         // The home slots touched first, as in `lookup_batch`.
         let mut touch = 0u64;
         for &h in hs.iter().take(n) {
-            touch ^= store.touch(h);
+            touch ^= probe.touch(h);
         }
         std::hint::black_box(touch);
         let mut hits = 0u64;
         for ((o, k), &h) in out.iter_mut().zip(g.iter()).zip(hs.iter()).take(n) {
-            *o = st.find(&and(k, &st.gmask), h).and_then(|e| e.rules.as_slice().first());
+            *o = probe.find(&and(k, &st.gmask), h).and_then(|e| e.rules.as_slice().first());
             hits += u64::from(o.is_some());
         }
         if hits > 0 {
@@ -2429,5 +2502,89 @@ fn clone_tables(t: &AnyTables) -> AnyTables {
         AnyTables::W4(x) => AnyTables::W4(x.clone()),
         AnyTables::W8(x) => AnyTables::W8(x.clone()),
         AnyTables::W14(x) => AnyTables::W14(x.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Interner;
+    use crate::rule::Rule;
+
+    /// An installed rule known by its seq (what it matches is not read here).
+    fn rule(int: &mut Interner, seq: u64) -> Arc<Installed> {
+        let r = Rule::new(0x0800);
+        let c = r.compile(&mut |_| 0);
+        let m = int.mask_id(&c.mask);
+        Arc::new(int.install(&r, 1, seq, &c, &[], m))
+    }
+
+    /// The lookups' probe (`Probe::find`) against the tables' hard cases, with hashes the
+    /// test picks (a store takes the hash it is given): 40 distinct keys sharing one
+    /// signature and one home slot, the table's last, so their run wraps to slot 0 and a
+    /// probe passes signature matches whose key differs; 100 keys of their own hashes, so
+    /// entries span several chunks; deletes in the run (tombstones the probe must pass),
+    /// the deleted keys re-added (a tombstone's slot reused, a new entry) and a second rule
+    /// on a key (its entry replaced). Each answer is also the writer's walk's
+    /// (`Store::probe`).
+    #[test]
+    fn probe_finds_keys_past_shared_signatures_tombstones_and_the_end() {
+        let mut int = Interner::default();
+        let store = Store::<2>::new(200);
+        let last = store.slots.len() - 1;
+        let shared = 0x8000_0000 | last as u32;
+        let run: Vec<[u64; 2]> = (0..40u64).map(|i| [i, !i]).collect();
+        for (i, k) in run.iter().enumerate() {
+            assert!(store.try_insert(*k, shared, rule(&mut int, i as u64)).is_ok());
+        }
+        let own: Vec<([u64; 2], u32)> = (0..100u64)
+            .map(|i| {
+                let k = [1000 + i, 7];
+                (k, hash_words(&k))
+            })
+            .collect();
+        for (j, (k, h)) in own.iter().enumerate() {
+            assert!(store.try_insert(*k, *h, rule(&mut int, 100 + j as u64)).is_ok());
+        }
+        assert!(store.next.load(Ordering::Relaxed) > 2 * CHUNK, "entries span chunks");
+        let seqs = |e: Option<&Entry<2>>| {
+            e.map(|e| e.rules.as_slice().iter().map(|r| r.seq).collect::<Vec<_>>())
+        };
+        let check = |k: &[u64; 2], h: u32, want: Option<Vec<u64>>| {
+            let p = store.probe_view();
+            assert_eq!(seqs(p.find(k, h)), want, "key {k:?}");
+            let walked = store.probe(h, |e| same(&e.key, k)).map(|(_, e)| e);
+            assert_eq!(seqs(walked), want, "key {k:?}, the writer's walk");
+        };
+        // The run wrapped: its first key sits in the last slot, the others from slot 0 on.
+        assert_eq!(store.slots[last].load(Ordering::Relaxed) as u32, shared);
+        assert_eq!(store.slots[0].load(Ordering::Relaxed) as u32, shared);
+        for (i, k) in run.iter().enumerate() {
+            check(k, shared, Some(vec![i as u64]));
+        }
+        for (j, (k, h)) in own.iter().enumerate() {
+            check(k, *h, Some(vec![100 + j as u64]));
+        }
+        // Not there, with the run's signature: the probe walks the whole run and misses.
+        check(&[999, 999], shared, None);
+        for i in (0..40).step_by(3) {
+            assert!(matches!(store.remove(shared, i as u64), Removed::Done));
+        }
+        for (i, k) in run.iter().enumerate() {
+            check(k, shared, (i % 3 != 0).then(|| vec![i as u64]));
+        }
+        for i in (0..40).step_by(3) {
+            assert!(store.try_insert(run[i], shared, rule(&mut int, 200 + i as u64)).is_ok());
+        }
+        assert!(store.try_insert(run[5], shared, rule(&mut int, 300)).is_ok());
+        for (i, k) in run.iter().enumerate() {
+            let want = match i {
+                5 => vec![5, 300],
+                _ if i % 3 == 0 => vec![200 + i as u64],
+                _ => vec![i as u64],
+            };
+            check(k, shared, Some(want));
+        }
+        check(&[999, 999], shared, None);
     }
 }
