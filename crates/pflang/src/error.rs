@@ -30,6 +30,12 @@ impl ParseError {
     ///       ^
     /// ```
     pub fn render(&self, expr: &str) -> String {
+        self.render_as("error", expr)
+    }
+
+    /// [`ParseError::render`] with another word than `error` in front (`warning`: the same
+    /// position and caret for a message that does not refuse the input).
+    pub fn render_as(&self, kind: &str, expr: &str) -> String {
         let start = self.span.start.min(expr.len());
         let end = self.span.end.clamp(start, expr.len());
         // Control characters would shift the caret; show them as spaces.
@@ -37,7 +43,7 @@ impl ParseError {
         let col = expr.char_indices().take_while(|(i, _)| *i < start).count();
         let width = expr.char_indices().filter(|(i, _)| *i >= start && *i < end).count().max(1);
         format!(
-            "error at column {}: {}\n  {}\n  {}{}",
+            "{kind} at column {}: {}\n  {}\n  {}{}",
             col + 1,
             self.message,
             shown,

@@ -9,9 +9,9 @@
 //! across clauses by dispatching on the header fields the clauses test (`split`): under
 //! `ether[12:2] == 0x800` the IPv6 and ARP clauses' tests are decided false and go.
 
-use std::fmt;
-
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use weir_filter::{opt, CmpOp, Evaluator, Expr, Filter, Pred, Size, ValueSet, SCRATCH_SLOTS};
 
@@ -67,12 +67,18 @@ impl Dispatch {
                 free.len()
             ));
         };
-        let slots = Slots { handler: handler_slot, args: arg_slots };
+        let slots =
+            Slots { handler: handler_slot, args: arg_slots, tag: None, clauses: Cell::new(0) };
         let pred = lower_list(&program.clauses, &slots);
         let pred = if share == 0 {
             opt::optimize_owned(Filter::new(pred)).pred
         } else {
-            let shared = opt::optimize_owned(Filter::new(split(&mut Vec::new(), &pred, share)));
+            let shared = opt::optimize_owned(Filter::new(split(
+                &mut Vec::new(),
+                &pred,
+                share,
+                SPLIT_CLAUSES,
+            )));
             factor(shared.pred)
         };
         Ok(Dispatch {
@@ -170,7 +176,7 @@ const SPLIT_CLAUSES: usize = 3;
 /// each copy (the copies for other values lose those clauses). Exact: `try(guard(n))` and
 /// the tests of `k` after it never abort, exactly one alternative's prefix holds, and `d`
 /// is evaluated at most once; when it ends false, the remaining prefixes are false too.
-fn split(prefix: &mut Vec<Pred>, d: &Pred, depth: u32) -> Pred {
+fn split(prefix: &mut Vec<Pred>, d: &Pred, depth: u32, min_clauses: usize) -> Pred {
     let specialized = || {
         let parts = prefix.iter().cloned().chain(std::iter::once(d.clone()));
         opt::optimize_owned(Filter::new(Pred::and(parts))).pred
@@ -185,7 +191,9 @@ fn split(prefix: &mut Vec<Pred>, d: &Pred, depth: u32) -> Pred {
         return leaf(specialized());
     }
     let base = specialized();
-    let Some(((offset, size), values)) = choose_key(&base, prefix) else { return leaf(base) };
+    let Some(((offset, size), values)) = choose_key(&base, prefix, min_clauses) else {
+        return leaf(base);
+    };
     let k = Expr::load_at(offset, size);
     let fits = Pred::Try(Box::new(Pred::Guard(offset.saturating_add(size.bytes()))));
     let mut alternatives = Vec::new();
@@ -195,7 +203,7 @@ fn split(prefix: &mut Vec<Pred>, d: &Pred, depth: u32) -> Pred {
     let branch = |prefix: &mut Vec<Pred>, extra: Vec<Pred>, depth: u32| {
         let before = prefix.len();
         prefix.extend(extra.iter().cloned());
-        let inner = split(prefix, d, depth);
+        let inner = split(prefix, d, depth, min_clauses);
         prefix.truncate(before);
         Pred::and(extra.into_iter().chain(std::iter::once(inner)))
     };
@@ -273,7 +281,7 @@ fn shared_head(p: &Pred) -> Option<&Pred> {
 /// The packet field (constant offset, size) that the most clauses (Trys) of `p` compare
 /// with constants, at least [`SPLIT_CLAUSES`], and the values they compare it with (the most frequent
 /// [`SPLIT_VALUES`]); fields the prefix already tests are left out.
-fn choose_key(p: &Pred, prefix: &[Pred]) -> Option<((u32, Size), Vec<u32>)> {
+fn choose_key(p: &Pred, prefix: &[Pred], min_clauses: usize) -> Option<((u32, Size), Vec<u32>)> {
     let mut used = BTreeMap::new();
     for q in prefix {
         constants(q, &mut used);
@@ -294,7 +302,7 @@ fn choose_key(p: &Pred, prefix: &[Pred]) -> Option<((u32, Size), Vec<u32>)> {
     for_each_try(p, &mut visit);
     let (&key, _) = clauses
         .iter()
-        .filter(|(key, &n)| n >= SPLIT_CLAUSES && !used.contains_key(*key))
+        .filter(|(key, &n)| n >= min_clauses && !used.contains_key(*key))
         .max_by_key(|(&(offset, _), &n)| (n, std::cmp::Reverse(offset)))?;
     let mut vs: Vec<(u32, usize)> = values.remove(&key)?.into_iter().collect();
     vs.sort_by_key(|&(v, n)| (std::cmp::Reverse(n), v));
@@ -342,6 +350,56 @@ fn constants(p: &Pred, out: &mut BTreeMap<(u32, Size), Vec<u32>>) {
 struct Slots<'a> {
     handler: u8,
     args: &'a [u8],
+    /// For [`unreachable_clauses`] only: a slot each clause stores its number to once its
+    /// test has passed (read only where the dispatch then matches, as every result is).
+    tag: Option<u8>,
+    /// Clauses lowered so far (the next one's number), a clause before those nested in it.
+    clauses: Cell<u32>,
+}
+
+/// The clauses (numbered in source order, a clause before the clauses nested in it) that
+/// the optimizer proves dispatch never chooses: the dispatch lowered as [`Dispatch::compile`]
+/// lowers it, each clause also storing its number to a slot of its own once its test has
+/// passed, split on header fields and optimized; a clause whose store is gone from every
+/// path that ends in a match is one dispatch never ends at (the clauses before it take
+/// its packets, the tests around it exclude them, its test cannot pass, or its arguments
+/// cannot be computed where it does). Sound as far as the optimizer is (it removes a
+/// path only when it proves it dead or failing), not complete: a clause it cannot decide
+/// is not reported. Empty when no scratch slot is free for the numbers.
+pub fn unreachable_clauses(program: &Program) -> Vec<usize> {
+    let mut used = 0u32;
+    let mut arities = vec![0usize; program.handlers.len()];
+    survey(&program.clauses, &mut used, &mut arities);
+    let need = 2 + arities.iter().copied().max().unwrap_or(0);
+    let free: Vec<u8> =
+        (0..SCRATCH_SLOTS).rev().filter(|s| used & (1u32 << s) == 0).take(need).collect();
+    let [tag, handler, args @ ..] = free.as_slice() else { return Vec::new() };
+    if free.len() < need {
+        return Vec::new();
+    }
+    let slots = Slots { handler: *handler, args, tag: Some(*tag), clauses: Cell::new(0) };
+    let pred = lower_list(&program.clauses, &slots);
+    let total = slots.clauses.get() as usize;
+    // Split on any field one clause tests: a proof here may need the EtherType and the
+    // protocol known even when only two clauses test them.
+    let optimized = opt::optimize_owned(Filter::new(split(&mut Vec::new(), &pred, SHARE_DEPTH, 1)));
+    let mut reached = vec![false; total];
+    mark_stored(&optimized.pred, *tag, &mut reached);
+    (0..total).filter(|&k| !reached[k]).collect()
+}
+
+/// Marks the constants stored to `slot` anywhere in `p`.
+fn mark_stored(p: &Pred, slot: u8, seen: &mut [bool]) {
+    match p {
+        Pred::Store { slot: s, value: Expr::Const(k) } if *s == slot => {
+            if let Some(b) = seen.get_mut(*k as usize) {
+                *b = true;
+            }
+        }
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().for_each(|q| mark_stored(q, slot, seen)),
+        Pred::Not(q) | Pred::Try(q) => mark_stored(q, slot, seen),
+        _ => {}
+    }
 }
 
 /// The scratch slots the clauses use, and each handler's arity.
@@ -373,13 +431,29 @@ fn lower_clause(clause: &Clause, slots: &Slots<'_>) -> Pred {
         Test::Otherwise => Pred::Const(true),
         Test::Filter { filter, .. } => filter.pred.clone(),
     };
+    let number = slots.clauses.get();
+    slots.clauses.set(number.saturating_add(1));
+    let tagged = slots.tag.map(|slot| Pred::Store { slot, value: Expr::Const(number) });
     match &clause.body {
         Body::Nested(inner) => {
             let test = opt::optimize_owned(Filter::new(test)).pred;
             Pred::And(vec![
-                Pred::Try(Box::new(test)),
+                Pred::Try(Box::new(Pred::and(std::iter::once(test).chain(tagged)))),
                 Pred::Or(vec![lower_list(inner, slots), Pred::Const(true)]),
             ])
+        }
+        Body::Handler { args, .. } if tagged.is_some() => {
+            // The test alone, then its number, then the arguments' checks and the stores as
+            // [`Dispatch::compile`] has them: a clause whose arguments cannot be computed is
+            // still reached (its number stored) when its test can pass.
+            let mut body = vec![opt::optimize_owned(Filter::new(test)).pred];
+            body.extend(tagged);
+            for (a, &slot) in args.iter().zip(slots.args) {
+                body.extend(a.checks.iter().cloned());
+                body.push(Pred::Store { slot, value: a.value.clone() });
+            }
+            body.push(Pred::Store { slot: slots.handler, value: Expr::Const(1) });
+            Pred::Try(Box::new(Pred::And(body)))
         }
         Body::Handler { handler, args } => {
             // The test and every argument's checks first, optimized together (they share

@@ -35,13 +35,15 @@ impl fmt::Display for MatchError {
 
 impl std::error::Error for MatchError {}
 
-/// A warning (unreachable clause), rendered as an error is.
+/// A warning (an unreachable clause): where it is, as an error says it, but labelled a
+/// warning: `line N: warning at column C: message`, the line and a caret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning(pub MatchError);
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "warning: {}", self.0.render())
+        let w = &self.0;
+        write!(f, "line {}: {}", w.line, w.error.render_as("warning", &w.line_text))
     }
 }
 
@@ -60,6 +62,7 @@ pub fn parse_with(source: &str, options: &Options, names: &NameDb) -> Result<Pro
         names,
         handlers: Vec::new(),
         warnings: Vec::new(),
+        tests: Vec::new(),
     };
     p.skip_ws();
     if !p.eat_word("match") {
@@ -74,11 +77,75 @@ pub fn parse_with(source: &str, options: &Options, names: &NameDb) -> Result<Pro
     if p.pos < p.clean.len() {
         return Err(p.error(p.pos, p.clean.len(), "unexpected text after the closing `}`"));
     }
-    Ok(Program {
+    let mut program = Program {
         clauses,
-        handlers: p.handlers.into_iter().map(|(name, _)| name).collect(),
-        warnings: p.warnings,
-    })
+        handlers: std::mem::take(&mut p.handlers).into_iter().map(|(name, _)| name).collect(),
+        warnings: Vec::new(),
+    };
+    // Clauses the optimizer proves dispatch never chooses, beyond what the text shows.
+    for k in crate::dispatch::unreachable_clauses(&program) {
+        if let Some(&(start, len, false)) = p.tests.get(k) {
+            let why = why_unreachable(&program, k);
+            p.warnings.push(Warning(p.error(
+                start,
+                start + len,
+                format!("unreachable clause: {why}"),
+            )));
+        }
+    }
+    p.warnings.sort_by_key(|w| w.0.line);
+    program.warnings = p.warnings;
+    Ok(program)
+}
+
+/// Clauses in `c` and nested in it.
+fn clause_count(c: &Clause) -> usize {
+    match &c.body {
+        Body::Nested(inner) => 1 + inner.iter().map(clause_count).sum::<usize>(),
+        Body::Handler { .. } => 1,
+    }
+}
+
+/// Why clause `k` (numbered as [`crate::dispatch::unreachable_clauses`] numbers them) is
+/// never chosen: at the top level, that it cannot match even alone (its test, with its
+/// arguments computable), or the one clause before it that alone takes all its packets
+/// when there is one (each checked as a program of its own).
+fn why_unreachable(program: &Program, k: usize) -> String {
+    let mut number = 0;
+    let mut at = None;
+    for (i, c) in program.clauses.iter().enumerate() {
+        if number == k {
+            at = Some(i);
+        }
+        number += clause_count(c);
+    }
+    let Some(at) = at else {
+        return "the clauses before it and the tests around it leave it no packet".to_string();
+    };
+    let never = |before: Option<usize>| {
+        let clauses: Vec<Clause> =
+            before.iter().chain(Some(&at)).map(|&i| program.clauses[i].clone()).collect();
+        let pair = Program { clauses, handlers: program.handlers.clone(), warnings: Vec::new() };
+        let last = before.map_or(0, |j| clause_count(&program.clauses[j]));
+        crate::dispatch::unreachable_clauses(&pair).contains(&last)
+    };
+    if never(None) {
+        return match &program.clauses[at].body {
+            Body::Handler { args, .. } if !args.is_empty() => {
+                "no packet passes its test with its arguments computable".to_string()
+            }
+            _ => "no packet passes its test".to_string(),
+        };
+    }
+    match (0..at).find(|&j| never(Some(j))) {
+        Some(j) => {
+            format!(
+                "the clause on line {} catches every packet it matches first",
+                program.clauses[j].line
+            )
+        }
+        None => "the clauses before it catch every packet it matches first".to_string(),
+    }
 }
 
 /// `#` to the end of the line becomes spaces: offsets stay the source's.
@@ -110,6 +177,10 @@ struct Parser<'a> {
     /// Handler names and their argument counts.
     handlers: Vec<(String, usize)>,
     warnings: Vec<Warning>,
+    /// Each clause's test text (start, length) in the source, and whether a warning was
+    /// given for it already, in the order the tests are read (a clause before the clauses
+    /// nested in it): the order [`crate::dispatch::unreachable_clauses`] numbers them in.
+    tests: Vec<(usize, usize, bool)>,
 }
 
 impl Parser<'_> {
@@ -196,12 +267,14 @@ impl Parser<'_> {
                     .map_err(|e| self.moved(e, text_start, text.len()))?;
                 Test::Filter { text: text.to_string(), filter }
             };
+            let warnings = self.warnings.len();
             if let Some(first) = otherwise_line {
                 self.warn(text_start, text.len(), format!("unreachable clause: `otherwise` on line {first} catches every packet first"));
             } else if let Some((_, first)) = seen.iter().find(|(t, _)| t == text) {
                 let first = *first;
                 self.warn(text_start, text.len(), format!("unreachable clause: the same test on line {first} catches its packets first"));
             }
+            self.tests.push((text_start, text.len(), self.warnings.len() > warnings));
             if matches!(test, Test::Otherwise) {
                 otherwise_line = Some(line);
             }

@@ -112,6 +112,17 @@ fn render(clauses: &[Clause], depth: usize, out: &mut String) {
     }
 }
 
+/// Lines [`render`] writes for `clauses`.
+fn lines(clauses: &[Clause]) -> usize {
+    clauses
+        .iter()
+        .map(|c| match &c.body {
+            Body::Nested(inner) => 2 + lines(inner),
+            Body::Handler { .. } => 1,
+        })
+        .sum()
+}
+
 /// The dispatch's predicate as eBPF for XDP (the head [`Dispatch::xdp`] starts with), one
 /// program per result slot: each returns that slot's value when the predicate held, else
 /// 0; on weir's interpreter.
@@ -168,6 +179,42 @@ impl Oracle<'_> {
         match weir_pflang::compile(text, self.options, self.names) {
             Ok(f) => f.matches(pkt, wire),
             Err(e) => panic!("oracle filter {text:?} does not compile: {e}"),
+        }
+    }
+
+    /// The source lines (the program as [`render`] writes it, its clauses from `line`) of
+    /// the clauses dispatch chooses on this packet: the nested ones it enters and the one
+    /// whose handler it calls. None of them may be warned about.
+    fn chosen_lines(
+        &self,
+        clauses: &[Clause],
+        mut line: usize,
+        pkt: &[u8],
+        wire: u32,
+        out: &mut Vec<usize>,
+    ) {
+        for c in clauses {
+            let passes = c.test.as_ref().is_none_or(|t| self.accepts(t, pkt, wire));
+            match &c.body {
+                Body::Nested(inner) => {
+                    if passes {
+                        out.push(line);
+                        return self.chosen_lines(inner, line + 1, pkt, wire, out);
+                    }
+                    line += 2 + lines(inner);
+                }
+                Body::Handler { args, .. } => {
+                    if passes
+                        && args
+                            .iter()
+                            .all(|a| self.accepts(&format!("{a} = 0 or {a} != 0"), pkt, wire))
+                    {
+                        out.push(line);
+                        return;
+                    }
+                    line += 1;
+                }
+            }
         }
     }
 
@@ -228,6 +275,7 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
     let (mut matched, mut unmatched, mut with_args) = (0usize, 0usize, 0usize);
     let (mut lowering, mut native_compile) = (Duration::ZERO, Duration::ZERO);
     let (mut ebpf_compile, mut ebpf_runs) = (Duration::ZERO, 0usize);
+    let mut warnings = 0usize;
     for n in 0..programs {
         let model = g.clauses(0);
         let mut src = String::from("match {\n");
@@ -235,6 +283,8 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
         src.push_str("}\n");
         let program = parse(&src, LinkType::Ethernet, &names)
             .unwrap_or_else(|e| panic!("program {n} does not parse: {e}\n{src}"));
+        let warned: Vec<usize> = program.warnings.iter().map(|w| w.0.line).collect();
+        warnings += warned.len();
         let t = Instant::now();
         let dispatch = Dispatch::compile(&program).unwrap();
         lowering += t.elapsed();
@@ -264,6 +314,15 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
                 assert_eq!(got, reference, "eBPF: program {n}, packet {k}:\n{src}");
                 ebpf_runs += 1;
             }
+            // A clause warned about is never chosen.
+            let mut chosen = Vec::new();
+            oracle.chosen_lines(&model, 2, &p.data, p.wire_len, &mut chosen);
+            if let Some(l) = chosen.iter().find(|l| warned.contains(l)) {
+                panic!(
+                    "program {n}, packet {k}: line {l} warned unreachable, reached:\n{src}\n{:?}",
+                    program.warnings
+                );
+            }
             let expected = oracle.choose(&model, &p.data, p.wire_len);
             let Outcome { handler, args } = &reference;
             match (expected, handler) {
@@ -286,7 +345,7 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
     }
     let total = matched + unmatched;
     println!(
-        "{programs} programs x {} packets: {matched} dispatched ({with_args} with arguments), {unmatched} to no handler, {ebpf_runs} on eBPF, {:?} (compiling: {lowering:?} to the IR, {native_compile:?} to native code, {ebpf_compile:?} to eBPF)",
+        "{programs} programs x {} packets: {matched} dispatched ({with_args} with arguments), {unmatched} to no handler, {ebpf_runs} on eBPF, {warnings} clauses warned unreachable, {:?} (compiling: {lowering:?} to the IR, {native_compile:?} to native code, {ebpf_compile:?} to eBPF)",
         packets.len(),
         start.elapsed()
     );

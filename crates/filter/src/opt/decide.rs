@@ -264,6 +264,11 @@ fn walk(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> Walked
 fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> Walked {
     match p {
         Pred::Const(b) => constant(b, env, want),
+        // A test that loads past the bytes this path has (see `Env::caplen_below`): it
+        // aborts.
+        p @ (Pred::Cmp { .. } | Pred::In { .. }) if test_reads_past(&p, env.caplen_below) => {
+            aborts(p, want)
+        }
         Pred::Cmp { op, lhs, rhs } => {
             let before = facts.changes();
             // (pflang tests a load at a constant offset on the left, as a rule)
@@ -303,6 +308,8 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             test(facts, Pred::In { value, set }, learned, aborts, mode)
         }
         Pred::Not(q) => walk(facts, *q, env, mode.negated(), want.negated()).negated(),
+        // Fewer bytes than that on this path: it aborts.
+        Pred::Guard(n) if u64::from(n) >= env.caplen_below => aborts(Pred::Guard(n), want),
         Pred::Guard(n) => {
             let on_true = want.on_true.then(|| {
                 let mut e = env.clone();
@@ -349,11 +356,19 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             // learned holds after it; when false, it may have stopped anywhere: only the
             // facts from before it hold, less the slots it may have written.
             let written = stores_mask(&q);
+            // `try(guard(n))` false: fewer than n bytes.
+            let short = match *q {
+                Pred::Guard(n) => Some(n),
+                _ => None,
+            };
             let inner =
                 walk(facts, *q, env, Mode::FalseIsAbort, Want { on_true: true, on_false: false });
             let after = || {
                 let mut e = env.clone();
                 facts.forget_slots(&mut e, written);
+                if let Some(n) = short {
+                    e.note_short(n);
+                }
                 e
             };
             let on_false = want.on_false.then(after);
@@ -405,6 +420,41 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             }
         }
     }
+}
+
+/// A node that aborts on every packet reaching it: neither exit is taken (`walk` makes it
+/// the outcome an abort may stand for, where there is one).
+fn aborts(pred: Pred, want: Want) -> Walked {
+    Walked {
+        pred,
+        on_true: want.on_true.then(Env::unreachable),
+        on_false: want.on_false.then(Env::unreachable),
+        can_be_true: false,
+        can_be_false: false,
+    }
+}
+
+/// Whether test `p` loads at a constant offset at or past `below` bytes, on a path where
+/// fewer than `below` bytes were captured: every operand is evaluated (no operator skips
+/// one), so that load runs, and aborts.
+fn test_reads_past(p: &Pred, below: u64) -> bool {
+    fn past(e: &Expr, below: u64) -> bool {
+        match e {
+            Expr::Load { offset, size } => {
+                matches!(**offset, Expr::Const(k) if u64::from(k) + u64::from(size.bytes()) >= below)
+                    || past(offset, below)
+            }
+            Expr::Binary { lhs, rhs, .. } => past(lhs, below) || past(rhs, below),
+            Expr::Neg(x) => past(x, below),
+            Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => false,
+        }
+    }
+    below != u64::MAX
+        && match p {
+            Pred::Cmp { lhs, rhs, .. } => past(lhs, below) || past(rhs, below),
+            Pred::In { value, .. } => past(value, below),
+            _ => false,
+        }
 }
 
 /// A test whose known values (substituted: they cannot abort) fold it to the constant `b`:
@@ -866,6 +916,30 @@ mod tests {
 
     fn test(offset: u32, size: Size, k: u32) -> Pred {
         Pred::eq(Expr::load_at(offset, size), k)
+    }
+
+    /// Where `try(guard(n))` failed, fewer than n bytes were captured: a guard for n or more
+    /// and a test loading at or past byte n abort there (inside a Try, its false), a guard
+    /// or a load within the first n - 1 bytes does not (pfmatch's branch for the packets
+    /// too short for a header field).
+    #[test]
+    fn a_failed_guard_bounds_the_captured_length_after_it() {
+        let short = Pred::not(Pred::Try(Box::new(Pred::Guard(20))));
+        let store = Pred::Store { slot: 3, value: Expr::Const(1) };
+        let clause = |p: Pred| Pred::Try(Box::new(Pred::And(vec![p, store.clone()])));
+        let after_short = |p: Pred| super::decide(Pred::And(vec![short.clone(), clause(p)]), 0);
+        assert_eq!(after_short(Pred::Guard(20)), Pred::Const(false));
+        assert_eq!(after_short(Pred::Guard(64)), Pred::Const(false));
+        assert_eq!(after_short(test(18, Size::Half, 7)), Pred::Const(false));
+        assert_eq!(after_short(test(19, Size::Byte, 7)), Pred::Const(false));
+        // Within 19 bytes: still possible.
+        for p in [Pred::Guard(19), test(17, Size::Half, 7), test(18, Size::Byte, 7)] {
+            assert_ne!(after_short(p.clone()), Pred::Const(false), "{p:?}");
+        }
+        // After the guard held, nothing of the kind.
+        let long = Pred::Try(Box::new(Pred::Guard(20)));
+        let p = super::decide(Pred::And(vec![long, clause(Pred::Guard(64))]), 0);
+        assert_ne!(p, Pred::Const(false));
     }
 
     #[test]

@@ -272,6 +272,21 @@ impl Domain {
             if lo > hi {
                 return Domain::EMPTY;
             }
+            // With values ruled out, the bounds are the first and last members not ruled
+            // out (a dispatch's branch for the other values of a field, `k not in {1, 6}`,
+            // then decides `k in {1, 6}` false; the ranges between members do not).
+            let (lo, hi) = if self.ne_len == 0 {
+                (lo, hi)
+            } else {
+                let allowed = |v: &u32| !self.excluded().contains(v);
+                let within = ranges.get(i..j).unwrap_or(&[]);
+                let clip = |&(l, h): &(u32, u32)| (l.max(lo), h.min(hi));
+                let first = within.iter().map(clip).find_map(|(l, h)| (l..=h).find(allowed));
+                let last =
+                    within.iter().rev().map(clip).find_map(|(l, h)| (l..=h).rev().find(allowed));
+                let (Some(lo), Some(hi)) = (first, last) else { return Domain::EMPTY };
+                (lo, hi)
+            };
             let mut d = Domain { lo, hi, ..self }.normalize();
             // A set that leaves out a few values between its ranges (the optimizer merges a
             // dispatch's `k != 1 and k != 6 and k != 17` into `k in {0, 2-5, 7-16, 18-..}`):
@@ -522,6 +537,41 @@ pub(crate) fn of_expr(e: &Expr) -> Domain {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A set test on a value with values ruled out: the bounds skip the ruled-out members
+    /// (a dispatch's branch for a field's other values then decides a test of those
+    /// values false), and no value the domain and the set both hold is lost (brute force
+    /// over bytes: random sets, random values ruled out).
+    #[test]
+    fn ruled_out_members_narrow_a_set_test() {
+        let types = ValueSet::from_values([0x800, 0x86dd]);
+        let others = Domain::of_size(Size::Half).refine_in(&types, false);
+        assert!(others.refine_in(&types, true).is_empty());
+        let not_ip = Domain::of_size(Size::Half).exclude(0x800);
+        assert_eq!(not_ip.refine_in(&types, true).as_const(), Some(0x86dd));
+        let mut rng = weir_testkit::SplitMix64::new(0x13);
+        for _ in 0..3000 {
+            let mut d = Domain::of_size(Size::Byte)
+                .refine(CmpOp::Ge, rng.below(64) as u32, true)
+                .refine(CmpOp::Le, 192 + rng.below(64) as u32, true);
+            for _ in 0..rng.below(NE_CAP as u64 + 1) {
+                d = d.exclude(rng.below(256) as u32);
+            }
+            let ranges: Vec<(u32, u32)> = (0..1 + rng.below(4))
+                .map(|_| {
+                    let lo = rng.below(256) as u32;
+                    (lo, (lo + rng.below(8) as u32).min(255))
+                })
+                .collect();
+            let set = ValueSet::from_ranges(ranges);
+            let r = d.refine_in(&set, true);
+            for v in 0..=255 {
+                if d.contains(v) && set.contains(v) {
+                    assert!(r.contains(v), "{v} lost: {d:?} in {set:?} gave {r:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn refine_and_decide() {

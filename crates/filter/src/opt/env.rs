@@ -161,6 +161,11 @@ pub(crate) struct Env {
     pub unreachable: bool,
     /// Every packet reaching this point has at least this many captured bytes.
     pub caplen_min: u64,
+    /// Every packet reaching this point has fewer captured bytes than this (`u64::MAX`: no
+    /// bound): learned where `try(guard(n))` failed (pfmatch's split on a header field
+    /// sends the packets too short for it down a branch of their own), so a guard for as
+    /// many bytes or more there always aborts.
+    pub caplen_below: u64,
     /// Slots still holding their initial 0 (no Store has run on this path).
     scratch_zero: u32,
     /// Sorted by atom id.
@@ -221,6 +226,7 @@ impl Env {
         Env {
             unreachable: false,
             caplen_min: 0,
+            caplen_below: u64::MAX,
             scratch_zero: u32::MAX,
             facts: FactList::default(),
         }
@@ -283,6 +289,7 @@ impl Env {
             });
         }
         self.caplen_min = self.caplen_min.min(other.caplen_min);
+        self.caplen_below = self.caplen_below.max(other.caplen_below);
         self.scratch_zero &= other.scratch_zero;
     }
 
@@ -291,6 +298,7 @@ impl Env {
     pub fn is_copy_of(&self, other: &Env) -> bool {
         self.unreachable == other.unreachable
             && self.caplen_min == other.caplen_min
+            && self.caplen_below == other.caplen_below
             && self.scratch_zero == other.scratch_zero
             && self.facts.is_shared_with(&other.facts)
     }
@@ -301,6 +309,7 @@ impl Env {
         self.is_copy_of(other) || {
             self.unreachable == other.unreachable
                 && self.caplen_min == other.caplen_min
+                && self.caplen_below == other.caplen_below
                 && self.scratch_zero == other.scratch_zero
                 && self.facts.as_slice() == other.facts.as_slice()
         }
@@ -308,6 +317,13 @@ impl Env {
 
     pub fn note_guard(&mut self, n: u32) {
         self.caplen_min = self.caplen_min.max(u64::from(n));
+        self.unreachable |= self.caplen_min >= self.caplen_below;
+    }
+
+    /// Fewer than `n` bytes were captured (a `try(guard(n))` failed).
+    pub fn note_short(&mut self, n: u32) {
+        self.caplen_below = self.caplen_below.min(u64::from(n));
+        self.unreachable |= self.caplen_min >= self.caplen_below;
     }
 }
 
