@@ -384,8 +384,52 @@ pub fn unreachable_clauses(program: &Program) -> Vec<usize> {
     // protocol known even when only two clauses test them.
     let optimized = opt::optimize_owned(Filter::new(split(&mut Vec::new(), &pred, SHARE_DEPTH, 1)));
     let mut reached = vec![false; total];
-    mark_stored(&optimized.pred, *tag, &mut reached);
+    mark_stored(&cut_after_sure(optimized.pred), *tag, &mut reached);
     (0..total).filter(|&k| !reached[k]).collect()
+}
+
+/// `p` without the parts of an `or` after a part that surely ends true: dispatch never
+/// runs them (a clause without arguments whose test a header split decided true is
+/// `try(store and store)`; a nested match is `try(test) and (... or true)`). The optimizer
+/// keeps such dead parts (it removes parts after a constant, not after a store); for
+/// [`unreachable_clauses`] they would be paths that choose a clause, which they are not.
+fn cut_after_sure(p: Pred) -> Pred {
+    match p {
+        Pred::Or(ps) => {
+            let mut kept = Vec::with_capacity(ps.len());
+            for q in ps {
+                let q = cut_after_sure(q);
+                let sure = surely_true(&q);
+                kept.push(q);
+                if sure {
+                    break;
+                }
+            }
+            Pred::Or(kept)
+        }
+        Pred::And(ps) => Pred::And(ps.into_iter().map(cut_after_sure).collect()),
+        Pred::Try(q) => Pred::Try(Box::new(cut_after_sure(*q))),
+        Pred::Not(q) => Pred::Not(Box::new(cut_after_sure(*q))),
+        p => p,
+    }
+}
+
+/// Whether `p` ends true on every packet without aborting: `true`, stores of values that
+/// cannot abort, `and`s and Trys of those, and `or`s that reach one after parts that
+/// cannot abort.
+fn surely_true(p: &Pred) -> bool {
+    match p {
+        Pred::Const(b) => *b,
+        Pred::Guard(n) => *n == 0,
+        Pred::Store { .. } => !opt::pred_can_abort(p),
+        Pred::Try(q) => surely_true(q),
+        Pred::And(ps) => ps.iter().all(surely_true),
+        Pred::Or(ps) => ps
+            .iter()
+            .position(surely_true)
+            .is_some_and(|i| ps.iter().take(i).all(|q| !opt::pred_can_abort(q))),
+        _ => false,
+    }
 }
 
 /// Marks the constants stored to `slot` anywhere in `p`.
@@ -526,6 +570,42 @@ impl fmt::Display for Dispatch {
 
 #[cfg(test)]
 mod tests {
+    use super::{cut_after_sure, surely_true};
+
+    /// In an `or`, the parts after one that surely ends true go (that part stays, for its
+    /// stores); a part that may be false or may abort before it keeps what follows.
+    #[test]
+    fn an_or_is_cut_after_a_part_that_surely_holds() {
+        let store = |k| Pred::Store { slot: 2, value: Expr::Const(k) };
+        let load = Pred::eq(Expr::load_at(40, Size::Byte), 1);
+        let tried = |p: Pred| Pred::Try(Box::new(p));
+        let sure = tried(Pred::And(vec![store(1), store(2)]));
+        let later = tried(Pred::And(vec![load.clone(), store(3)]));
+        assert_eq!(
+            cut_after_sure(Pred::Or(vec![sure.clone(), later.clone()])),
+            Pred::Or(vec![sure.clone()])
+        );
+        // A nested match's list, `or(try(test and store), true)`, surely holds.
+        let nested = Pred::And(vec![store(4), Pred::Or(vec![later.clone(), Pred::Const(true)])]);
+        assert!(surely_true(&nested));
+        let cut = cut_after_sure(Pred::Or(vec![nested.clone(), later.clone()]));
+        assert_eq!(cut, Pred::Or(vec![nested]));
+        // Not sure: a store of a load, a test, a test that may abort before a sure part.
+        assert!(!surely_true(&Pred::Store { slot: 2, value: Expr::load_at(40, Size::Byte) }));
+        let loads = tried(Pred::Store { slot: 2, value: Expr::load_at(40, Size::Byte) });
+        assert!(surely_true(&Pred::Or(vec![loads, sure.clone()])));
+        assert!(!surely_true(&Pred::Or(vec![load.clone(), sure.clone()])));
+        for first in [later.clone(), load.clone()] {
+            let whole = Pred::Or(vec![first.clone(), later.clone(), sure.clone(), later.clone()]);
+            assert_eq!(cut_after_sure(whole), Pred::Or(vec![first, later.clone(), sure.clone()]));
+        }
+        // Inside a Try and an and too.
+        let inner =
+            Pred::And(vec![load.clone(), tried(Pred::Or(vec![sure.clone(), later.clone()]))]);
+        let cut = cut_after_sure(inner);
+        assert_eq!(cut, Pred::And(vec![load, tried(Pred::Or(vec![sure]))]));
+    }
+
     use super::{factor, Pred};
     use weir_filter::{Evaluator, Expr, Size};
 

@@ -19,7 +19,7 @@ pub fn has_store(p: &Pred) -> bool {
 
 /// Can evaluating `e` abort on some packet? (Any load can; so can a division whose divisor
 /// is not a nonzero constant, and a scratch slot that does not exist.)
-pub(crate) fn expr_can_abort(e: &Expr) -> bool {
+pub fn expr_can_abort(e: &Expr) -> bool {
     match e {
         Expr::Const(_) | Expr::WireLen => false,
         Expr::Scratch(k) => *k >= SCRATCH_SLOTS,
@@ -35,7 +35,7 @@ pub(crate) fn expr_can_abort(e: &Expr) -> bool {
 }
 
 /// Can evaluating `p` abort on some packet?
-pub(crate) fn pred_can_abort(p: &Pred) -> bool {
+pub fn pred_can_abort(p: &Pred) -> bool {
     match p {
         Pred::Const(_) => false,
         Pred::Cmp { lhs, rhs, .. } => expr_can_abort(lhs) || expr_can_abort(rhs),

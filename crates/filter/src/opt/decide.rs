@@ -266,7 +266,9 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
         Pred::Const(b) => constant(b, env, want),
         // A test that loads past the bytes this path has (see `Env::caplen_below`): it
         // aborts.
-        p @ (Pred::Cmp { .. } | Pred::In { .. }) if test_reads_past(&p, env.caplen_below) => {
+        p @ (Pred::Cmp { .. } | Pred::In { .. })
+            if env.caplen_below != u64::MAX && test_reads_past(&p, env.caplen_below) =>
+        {
             aborts(p, want)
         }
         Pred::Cmp { op, lhs, rhs } => {

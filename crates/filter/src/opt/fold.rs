@@ -279,8 +279,7 @@ pub(crate) fn negate(p: Pred) -> Pred {
 
 /// `and` (`conjunction`) or `or` of already simplified parts: flattened, neutral constants
 /// dropped, nothing kept after an absorbing constant, and the whole replaced by that constant
-/// when nothing before it can abort or write scratch. In an `or`, nothing is kept after a
-/// part that is [`surely_true`] either (it stays: it may store).
+/// when nothing before it can abort or write scratch.
 pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
     // Nothing to flatten or drop (the common case): keep the vector as it is.
     if is_plain(&parts, conjunction) {
@@ -288,9 +287,6 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
     }
     let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
     let mut absorbed = false;
-    // An `or` reached a part that ends it (kept, unlike an absorbing constant).
-    let ends = |out: &Vec<Pred>| !conjunction && out.last().is_some_and(surely_true);
-    let mut ended = false;
     for p in parts {
         let p = match p {
             Pred::And(inner) if conjunction => {
@@ -311,12 +307,8 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
                         absorbed = true;
                         break;
                     }
-                    if ends(&out) {
-                        ended = true;
-                        break;
-                    }
                 }
-                if absorbed || ended {
+                if absorbed {
                     break;
                 }
                 continue;
@@ -325,9 +317,6 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
         };
         if push_part(&mut out, p, conjunction) {
             absorbed = true;
-            break;
-        }
-        if ends(&out) {
             break;
         }
     }
@@ -341,35 +330,14 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
 }
 
 /// Whether [`junction`] has nothing to flatten or drop in `parts` (no constant, no part of
-/// the same kind, in an `or` no part before the last that is [`surely_true`]).
+/// the same kind).
 fn is_plain(parts: &[Pred], conjunction: bool) -> bool {
-    let last = parts.len().saturating_sub(1);
-    parts.iter().enumerate().all(|(i, p)| match p {
+    parts.iter().all(|p| match p {
         Pred::Const(_) => false,
-        Pred::And(_) if conjunction => false,
+        Pred::And(_) => !conjunction,
         Pred::Or(_) => conjunction,
-        _ => conjunction || i == last || !surely_true(p),
+        _ => true,
     })
-}
-
-/// Whether `p` ends true on every packet without aborting: `true`, stores of values that
-/// cannot abort, `and`s and Trys of those, and `or`s that reach one (pfmatch's clause of a handler without
-/// arguments after a test already decided true is `try(store)`). In an `or`, nothing after
-/// such a part runs.
-fn surely_true(p: &Pred) -> bool {
-    match p {
-        Pred::Const(b) => *b,
-        Pred::Guard(n) => *n == 0,
-        Pred::Store { value, .. } => !expr_can_abort(value),
-        Pred::Try(q) => surely_true(q),
-        Pred::And(ps) => ps.iter().all(surely_true),
-        // A part that surely holds, after parts that may be false but cannot abort.
-        Pred::Or(ps) => ps
-            .iter()
-            .position(surely_true)
-            .is_some_and(|i| ps.iter().take(i).all(|q| !super::analysis::pred_can_abort(q))),
-        _ => false,
-    }
 }
 
 /// Appends one part; true when it is the absorbing constant (nothing after it runs).
@@ -537,35 +505,6 @@ pub(crate) fn simplify(p: Pred, factoring: bool) -> (Pred, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// In an `or`, nothing after a part that surely ends true runs: such parts go (the part
-    /// stays, for its stores); a part that may abort before it, or one that may be false,
-    /// keeps what follows.
-    #[test]
-    fn nothing_after_a_part_that_surely_holds_is_kept_in_an_or() {
-        let store = |k| Pred::Store { slot: 2, value: Expr::Const(k) };
-        let load = Pred::eq(Expr::load_at(40, Size::Byte), 1);
-        let tried = |p: Pred| Pred::Try(Box::new(p));
-        let sure = tried(Pred::And(vec![store(1), store(2)]));
-        let later = tried(Pred::And(vec![load.clone(), store(3)]));
-        let or = |ps: Vec<Pred>| pred(Pred::Or(ps), false, &mut 0);
-        assert_eq!(or(vec![sure.clone(), later.clone()]), sure);
-        // `or(try(test and store), true)`: a nested match's list, surely true.
-        let nested = Pred::Or(vec![later.clone(), Pred::Const(true)]);
-        let whole = Pred::And(vec![store(4), nested]);
-        assert!(surely_true(&whole));
-        assert_eq!(or(vec![whole.clone(), later.clone()]), pred(whole, false, &mut 0));
-        // Not sure: a store of a load (may abort), a test first, a part that may abort
-        // before a sure one.
-        let loads = tried(Pred::Store { slot: 2, value: Expr::load_at(40, Size::Byte) });
-        assert!(!surely_true(&Pred::Store { slot: 2, value: Expr::load_at(40, Size::Byte) }));
-        assert!(surely_true(&Pred::Or(vec![loads.clone(), sure.clone()])));
-        assert!(!surely_true(&Pred::Or(vec![load.clone(), sure.clone()])));
-        for first in [later.clone(), load.clone()] {
-            let kept = or(vec![first.clone(), later.clone(), sure.clone(), later.clone()]);
-            assert_eq!(kept, Pred::Or(vec![first, later.clone(), sure.clone()]));
-        }
-    }
 
     /// Operands of every shape `keeps_shape` distinguishes, with constants at each of its
     /// bounds.

@@ -41,7 +41,7 @@ mod fold;
 mod guard;
 mod sets;
 
-pub use analysis::{has_store, node_count, FastHasher};
+pub use analysis::{expr_can_abort, has_store, node_count, pred_can_abort, FastHasher};
 
 use crate::ir::{Filter, Pred};
 
