@@ -57,22 +57,31 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
     if !well_formed(&p) {
         return p;
     }
-    let mut cur = None;
+    let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
+    let mut before = Vec::with_capacity(p.len());
     for _ in 0..MAX_ROUNDS {
-        let before = p.clone();
+        before.clear();
+        before.extend_from_slice(&p);
         let an = current(&mut cur, &p);
         thread(&mut p, an);
-        p = compact(&p);
+        compact(&mut p);
         let an = current(&mut cur, &p);
         drop_redundant(&mut p, an);
-        p = compact(&p);
-        let ends = load_ends(&p, current(&mut cur, &p));
+        compact(&mut p);
+        // Only indirect loads need the analysis (X's value); without them the program
+        // drop_redundant changed is not analyzed for nothing.
+        let ends =
+            if p.iter().any(|i| matches!(i.op, CbpfOp::LdIndW | CbpfOp::LdIndH | CbpfOp::LdIndB)) {
+                load_ends(&p, Some(current(&mut cur, &p)))
+            } else {
+                load_ends(&p, None)
+            };
         drop_dead(&mut p, &ends);
-        p = compact(&p);
+        compact(&mut p);
         and_tests(&mut p);
-        p = compact(&p);
+        compact(&mut p);
         merge_tails(&mut p);
-        p = compact(&p);
+        compact(&mut p);
         if p == before {
             break;
         }
@@ -90,14 +99,19 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
 struct Current {
     of: Vec<CbpfInsn>,
     an: Analysis,
+    /// False until the first analysis.
+    valid: bool,
 }
 
 /// The analysis of `p`, computed again only when `p` is not the program last analyzed.
-fn current<'a>(cur: &'a mut Option<Current>, p: &[CbpfInsn]) -> &'a mut Analysis {
-    if cur.as_ref().is_some_and(|c| c.of != p) {
-        *cur = None;
+fn current<'a>(cur: &'a mut Current, p: &[CbpfInsn]) -> &'a mut Analysis {
+    if !cur.valid || cur.of != p {
+        cur.of.clear();
+        cur.of.extend_from_slice(p);
+        cur.an.redo(p);
+        cur.valid = true;
     }
-    &mut cur.get_or_insert_with(|| Current { of: p.to_vec(), an: analyze(p) }).an
+    &mut cur.an
 }
 
 /// Forward jumps that stay inside, a return at the end, memory cells in range.
@@ -178,6 +192,15 @@ impl Values {
             values.id(Node::Entry(0, s));
         }
         values
+    }
+
+    /// Forgets every value but the entry slots, keeping the allocations.
+    fn reset(&mut self) {
+        self.ids.clear();
+        self.nodes.clear();
+        for s in 0..SLOTS {
+            self.id(Node::Entry(0, s));
+        }
     }
 
     fn id(&mut self, n: Node) -> Val {
@@ -612,54 +635,74 @@ fn learn(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
     s.facts.set(a, f);
 }
 
-/// The state on each edge: `out[i]` for a non-jump (or `ja`), `taken[i]`/`not_taken[i]`
-/// for a conditional jump; `None` where no run goes.
+/// The state on entry to each instruction (the join of the edges into it), `None` where no
+/// run goes. The edges out of an instruction follow from it ([`out_states`]), so they are
+/// not kept: each kept state is a clone of its fact list, and the in-states are what
+/// [`drop_redundant`] and [`load_ends`] read (drop_redundant joined the edges again).
 struct Analysis {
     values: Values,
-    edge: Vec<[Option<State>; 2]>,
+    input: Vec<Option<State>>,
 }
 
-fn analyze(p: &[CbpfInsn]) -> Analysis {
-    let mut values = Values::new();
-    let mut incoming: Vec<Option<State>> = vec![None; p.len()];
-    incoming[0] = Some(State::entry());
-    let mut edge: Vec<[Option<State>; 2]> = vec![[None, None]; p.len()];
-    for i in 0..p.len() {
-        let Some(s) = incoming[i].take() else { continue };
-        let insn = p[i];
-        let succ = successors(p, i);
-        let outs: [Option<State>; 2] = if insn.op.is_return() {
-            [None, None]
-        } else if insn.op == CbpfOp::Ja {
-            [Some(s), None]
-        } else if insn.op.is_conditional_jump() {
-            match decide(&insn, &s, &values) {
-                Some(true) => [Some(s), None],
-                Some(false) => [None, Some(s)],
-                None => {
-                    let mut t = s.clone();
-                    let mut f = s;
-                    learn(&insn, &mut t, &values, true);
-                    learn(&insn, &mut f, &values, false);
-                    [Some(t), Some(f)]
-                }
-            }
-        } else {
-            let mut s = s;
-            step(&insn, i, &mut s, &mut values);
-            [Some(s), None]
-        };
-        for (n, out) in outs.iter().enumerate() {
-            let (Some(out), Some(to)) = (out, succ[n]) else { continue };
-            let merged = match incoming[to].take() {
-                None => out.clone(),
-                Some(prev) => prev.join(out, to, &mut values),
-            };
-            incoming[to] = Some(merged);
-        }
-        edge[i] = outs;
+impl Analysis {
+    fn new() -> Analysis {
+        Analysis { values: Values::new(), input: Vec::new() }
     }
-    Analysis { values, edge }
+
+    /// Analyzes `p` in place of what this held, in its buffers (a tightening analyzes
+    /// several programs; each starts from fresh value numbers, as a new analysis would).
+    fn redo(&mut self, p: &[CbpfInsn]) {
+        self.values.reset();
+        self.input.clear();
+        self.input.resize(p.len(), None);
+        if let Some(first) = self.input.first_mut() {
+            *first = Some(State::entry());
+        }
+        let values = &mut self.values;
+        for i in 0..p.len() {
+            let Some(s) = self.input[i].as_ref() else { continue };
+            let insn = p[i];
+            let outs = if insn.op.is_jump() || insn.op.is_return() {
+                out_states(&insn, s, values)
+            } else {
+                let mut s = s.clone();
+                step(&insn, i, &mut s, values);
+                [Some(s), None]
+            };
+            let succ = successors(p, i);
+            for (n, out) in outs.into_iter().enumerate() {
+                let (Some(out), Some(to)) = (out, succ[n]) else { continue };
+                let merged = match self.input[to].take() {
+                    None => out,
+                    Some(prev) => prev.join(&out, to, values),
+                };
+                self.input[to] = Some(merged);
+            }
+        }
+    }
+}
+
+/// The states on the edges out of a jump or return `insn` entered in state `s`: `[taken,
+/// not taken]` for a conditional jump (`None` for an outcome `s` rules out), `[target,
+/// None]` for `ja`.
+fn out_states(insn: &CbpfInsn, s: &State, values: &Values) -> [Option<State>; 2] {
+    if insn.op.is_return() {
+        [None, None]
+    } else if insn.op == CbpfOp::Ja {
+        [Some(s.clone()), None]
+    } else {
+        match decide(insn, s, values) {
+            Some(true) => [Some(s.clone()), None],
+            Some(false) => [None, Some(s.clone())],
+            None => {
+                let mut t = s.clone();
+                let mut f = s.clone();
+                learn(insn, &mut t, values, true);
+                learn(insn, &mut f, values, false);
+                [Some(t), Some(f)]
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -710,7 +753,9 @@ fn uses_defs(insn: &CbpfInsn) -> (u32, u32) {
 /// loads, and `[x + k]` where X is `4*([j]&0xf)` or a small constant (X is unsigned, so the
 /// load reaches at least `k + size`; a huge X could wrap into the kernel's negative
 /// offsets, so other X values do not count).
-fn load_ends(p: &[CbpfInsn], an: &Analysis) -> Vec<u32> {
+///
+/// `an` (the analysis of `p`) may be `None` only when `p` has no indirect loads.
+fn load_ends(p: &[CbpfInsn], an: Option<&Analysis>) -> Vec<u32> {
     p.iter()
         .enumerate()
         .map(|(i, insn)| {
@@ -723,7 +768,9 @@ fn load_ends(p: &[CbpfInsn], an: &Analysis) -> Vec<u32> {
                 CbpfOp::LdIndB => 1,
                 _ => return 0,
             };
-            let Some(s) = an.edge[i][0].as_ref() else { return 0 };
+            let an = an.expect("indirect loads need the analysis");
+            // X on entry is X after: the load sets only A.
+            let Some(s) = an.input[i].as_ref() else { return 0 };
             let x = match an.values.node(s.slots[X]) {
                 Node::Msh(_) => 0,
                 Node::Const(c) if c <= 0xffff => c,
@@ -829,8 +876,10 @@ fn thread(p: &mut [CbpfInsn], an: &mut Analysis) {
         if !insn.op.is_jump() {
             continue;
         }
-        for n in 0..2 {
-            let (Some(state), Some(to)) = (an.edge[from][n].clone(), successors(p, from)[n]) else {
+        let Some(input) = an.input[from].as_ref() else { continue };
+        let outs = out_states(&insn, input, &an.values);
+        for (n, state) in outs.into_iter().enumerate() {
+            let (Some(state), Some(to)) = (state, successors(p, from)[n]) else {
                 continue;
             };
             if let Some(end) = walk(p, to, state, &live, &mut an.values) {
@@ -841,12 +890,13 @@ fn thread(p: &mut [CbpfInsn], an: &mut Analysis) {
         }
     }
     // A conditional jump whose outcome is known on every run is a `ja`.
-    for (i, e) in an.edge.iter().enumerate() {
+    for (i, input) in an.input.iter().enumerate() {
         if p[i].op.is_conditional_jump() {
-            let target = match e {
-                [Some(_), None] => i + 1 + usize::from(p[i].jt),
-                [None, Some(_)] => i + 1 + usize::from(p[i].jf),
-                _ => continue,
+            let Some(input) = input else { continue };
+            let target = match decide(&p[i], input, &an.values) {
+                Some(true) => i + 1 + usize::from(p[i].jt),
+                Some(false) => i + 1 + usize::from(p[i].jf),
+                None => continue,
             };
             p[i] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - i - 1) as u32);
         }
@@ -863,12 +913,11 @@ fn walk(
     live: &[u32],
     values: &mut Values,
 ) -> Option<usize> {
-    let start = s.clone();
+    let start = s.slots;
     let mut s = s;
     let mut best = None;
     for _ in 0..p.len() {
-        let changed =
-            (0..SLOTS).filter(|&k| s.slots[k] != start.slots[k]).fold(0, |m, k| m | bit(k));
+        let changed = (0..SLOTS).filter(|&k| s.slots[k] != start[k]).fold(0, |m, k| m | bit(k));
         if changed & live[at] == 0 {
             best = Some(at);
         }
@@ -899,25 +948,12 @@ fn walk(
 
 /// Step 3: loads of what the register already holds on every edge into them.
 fn drop_redundant(p: &mut [CbpfInsn], an: &mut Analysis) {
-    let mut incoming: Vec<Option<State>> = vec![None; p.len()];
-    for i in 0..p.len() {
-        for (n, s) in successors(p, i).into_iter().enumerate() {
-            let (Some(to), Some(out)) = (s, an.edge[i][n].as_ref()) else { continue };
-            incoming[to] = Some(match incoming[to].take() {
-                None => out.clone(),
-                Some(prev) => prev.join(out, to, &mut an.values),
-            });
-        }
-    }
-    if let Some(first) = incoming.first_mut() {
-        *first = Some(State::entry());
-    }
     for i in 0..p.len() {
         let insn = p[i];
         if insn.op.is_jump() || insn.op.is_return() {
             continue;
         }
-        let Some(s) = incoming[i].as_ref() else { continue };
+        let Some(s) = an.input[i].as_ref() else { continue };
         let e = effect(&insn, s, &mut an.values);
         if let Some((slot, v)) = e.set {
             if s.slots[slot] == v {
@@ -1062,8 +1098,55 @@ fn merge_tails(p: &mut [CbpfInsn]) {
 /// Copies [`merge_tails`] tries to replace by a `ja` per round (each try walks the program).
 const MAX_FAR_MERGES: usize = 1024;
 
-/// Removes unreachable instructions and `ja +0`, and `ja` to a return becomes the return.
-fn compact(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
+/// Removes unreachable instructions and `ja +0`, and `ja` to a return becomes the return;
+/// a program with none of what it rewrites is left as it is, uncopied (most calls: a pass
+/// that found nothing).
+fn compact(p: &mut Vec<CbpfInsn>) {
+    if !is_compact(p) {
+        *p = compacted(p);
+    }
+}
+
+/// True when [`compacted`] would return `p` unchanged: no jump lands on a `ja`, no `ja`
+/// lands on a return, no conditional jump has its two edges meet, no `ja +0`, and every
+/// instruction is reachable. (Not the same as `compacted(p) == p` failing: a jump to a `ja` it cannot
+/// skip is left, but the whole rewrite runs to find that out.)
+fn is_compact(p: &[CbpfInsn]) -> bool {
+    let mut reach = vec![false; p.len()];
+    if let Some(first) = reach.first_mut() {
+        *first = true;
+    }
+    for (i, insn) in p.iter().enumerate() {
+        if !reach[i] {
+            return false;
+        }
+        if insn.op.is_return() {
+            continue;
+        }
+        if insn.op == CbpfOp::Ja && insn.k == 0 {
+            return false;
+        }
+        if insn.op.is_conditional_jump() && insn.jt == insn.jf {
+            return false;
+        }
+        let succ = successors(p, i);
+        if insn.op == CbpfOp::Ja && succ[0].is_none() {
+            return false;
+        }
+        for to in succ.into_iter().flatten() {
+            let Some(&target) = p.get(to) else { return false };
+            let lands_on_ja = insn.op.is_jump() && target.op == CbpfOp::Ja;
+            if lands_on_ja || (insn.op == CbpfOp::Ja && target.op.is_return()) {
+                return false;
+            }
+            reach[to] = true;
+        }
+    }
+    true
+}
+
+/// [`compact`]'s rewrite, on a copy.
+fn compacted(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
     let mut q = p.to_vec();
     // A jump straight to a `ja` goes where the `ja` goes (when it reaches).
     for i in 0..q.len() {
