@@ -187,23 +187,25 @@ impl Values {
     /// [`State::entry`] needs no lookups (each analysis starts from it, and drop_redundant
     /// again).
     fn new() -> Values {
-        let mut values = Values { ids: HashMap::default(), nodes: Vec::with_capacity(4 * SLOTS) };
-        for s in 0..SLOTS {
-            values.id(Node::Entry(0, s));
-        }
-        values
+        let mut nodes = Vec::with_capacity(4 * SLOTS);
+        nodes.extend((0..SLOTS).map(|s| Node::Entry(0, s)));
+        Values { ids: HashMap::default(), nodes }
     }
 
     /// Forgets every value but the entry slots, keeping the allocations.
     fn reset(&mut self) {
         self.ids.clear();
-        self.nodes.clear();
-        for s in 0..SLOTS {
-            self.id(Node::Entry(0, s));
-        }
+        self.nodes.truncate(SLOTS);
     }
 
     fn id(&mut self, n: Node) -> Val {
+        // The entry slots are numbered by position and not hashed: each analysis starts
+        // with them.
+        if let Node::Entry(0, s) = n {
+            if s < SLOTS {
+                return s as Val;
+            }
+        }
         if let Some(&v) = self.ids.get(&n) {
             return v;
         }
@@ -469,8 +471,21 @@ fn base_fact(values: &Values, v: Val) -> Fact {
 /// The facts tests established on an edge, by value, sorted by value number: a handful per
 /// edge, so a sorted list clones with one allocation and joins by one merge, where a hash
 /// map cost an allocation and a rehash per clone.
-#[derive(Clone, PartialEq, Debug, Default)]
+#[derive(PartialEq, Debug, Default)]
 struct Facts(Vec<(Val, Fact)>);
+
+impl Clone for Facts {
+    /// With room for one more fact: most clones are of a jump's state, and the test learns
+    /// a fact on each edge (exact capacity made that a reallocation).
+    fn clone(&self) -> Facts {
+        if self.0.is_empty() {
+            return Facts::default();
+        }
+        let mut v = Vec::with_capacity(self.0.len() + 1);
+        v.extend_from_slice(&self.0);
+        Facts(v)
+    }
+}
 
 impl Facts {
     fn get(&self, v: Val) -> Option<&Fact> {
@@ -635,18 +650,20 @@ fn learn(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
     s.facts.set(a, f);
 }
 
-/// The state on entry to each instruction (the join of the edges into it), `None` where no
-/// run goes. The edges out of an instruction follow from it ([`out_states`]), so they are
-/// not kept: each kept state is a clone of its fact list, and the in-states are what
-/// [`drop_redundant`] and [`load_ends`] read (drop_redundant joined the edges again).
+/// What runs bring to each instruction, `None` where no run goes: the slots on entry (what
+/// [`drop_redundant`] and [`load_ends`] read), and for a jump the whole state on entry (the
+/// join of the edges into it). The edges out of a jump follow from its state
+/// ([`out_states`]) and are not kept; the state along a run of non-jumps is moved from one
+/// to the next, not cloned (a clone copies the fact list).
 struct Analysis {
     values: Values,
+    slots: Vec<Option<[Val; SLOTS]>>,
     input: Vec<Option<State>>,
 }
 
 impl Analysis {
     fn new() -> Analysis {
-        Analysis { values: Values::new(), input: Vec::new() }
+        Analysis { values: Values::new(), slots: Vec::new(), input: Vec::new() }
     }
 
     /// Analyzes `p` in place of what this held, in its buffers (a tightening analyzes
@@ -655,17 +672,21 @@ impl Analysis {
         self.values.reset();
         self.input.clear();
         self.input.resize(p.len(), None);
+        self.slots.clear();
+        self.slots.resize(p.len(), None);
         if let Some(first) = self.input.first_mut() {
             *first = Some(State::entry());
         }
         let values = &mut self.values;
         for i in 0..p.len() {
-            let Some(s) = self.input[i].as_ref() else { continue };
+            let Some(mut s) = self.input[i].take() else { continue };
+            self.slots[i] = Some(s.slots);
             let insn = p[i];
             let outs = if insn.op.is_jump() || insn.op.is_return() {
-                out_states(&insn, s, values)
+                let outs = out_states(&insn, &s, values);
+                self.input[i] = Some(s);
+                outs
             } else {
-                let mut s = s.clone();
                 step(&insn, i, &mut s, values);
                 [Some(s), None]
             };
@@ -770,8 +791,8 @@ fn load_ends(p: &[CbpfInsn], an: Option<&Analysis>) -> Vec<u32> {
             };
             let an = an.expect("indirect loads need the analysis");
             // X on entry is X after: the load sets only A.
-            let Some(s) = an.input[i].as_ref() else { return 0 };
-            let x = match an.values.node(s.slots[X]) {
+            let Some(slots) = an.slots[i] else { return 0 };
+            let x = match an.values.node(slots[X]) {
                 Node::Msh(_) => 0,
                 Node::Const(c) if c <= 0xffff => c,
                 _ => return 0,
@@ -948,16 +969,18 @@ fn walk(
 
 /// Step 3: loads of what the register already holds on every edge into them.
 fn drop_redundant(p: &mut [CbpfInsn], an: &mut Analysis) {
-    for i in 0..p.len() {
-        let insn = p[i];
+    for (insn, slots) in p.iter_mut().zip(&an.slots) {
         if insn.op.is_jump() || insn.op.is_return() {
             continue;
         }
-        let Some(s) = an.input[i].as_ref() else { continue };
-        let e = effect(&insn, s, &mut an.values);
+        let Some(slots) = *slots else { continue };
+        // What a load sets depends on the slots alone (facts only decide whether it may
+        // abort).
+        let s = State { slots, facts: Facts::default(), len_ok: 0 };
+        let e = effect(insn, &s, &mut an.values);
         if let Some((slot, v)) = e.set {
             if s.slots[slot] == v {
-                p[i] = nop();
+                *insn = nop();
             }
         }
     }
@@ -1219,6 +1242,136 @@ mod tests {
     }
     fn j(op: CbpfOp, k: u32, jt: u8, jf: u8) -> CbpfInsn {
         CbpfInsn::new(op, jt, jf, k)
+    }
+
+    /// A random well-formed program: loads, stores, ALU operations, forward jumps (some to
+    /// `ja`s, some with both edges to one place, some past unreachable code), returns.
+    fn random_program(rng: &mut weir_testkit::SplitMix64) -> Vec<CbpfInsn> {
+        let len = 2 + rng.below_usize(28);
+        let mut p = Vec::with_capacity(len);
+        for i in 0..len - 1 {
+            let left = len - i - 2;
+            let reach = |rng: &mut weir_testkit::SplitMix64| rng.below_usize(left.min(255) + 1);
+            let insn = match rng.below(14) {
+                0 => s(LdAbsH, [12, 14, 20, 23][rng.below_usize(4)]),
+                1 => s(LdAbsB, [9, 23, 14][rng.below_usize(3)]),
+                2 => s(LdAbsW, 26),
+                3 => s(LdxMsh, 14),
+                4 => s(LdIndH, [14, 16][rng.below_usize(2)]),
+                5 => s(LdImm, rng.below(4) as u32),
+                6 => s(Tax, 0),
+                7 => s(St, rng.below(2) as u32),
+                8 => s(LdMem, rng.below(2) as u32),
+                9 => s(AndK, 0x1fff),
+                10 => s(Ja, reach(rng) as u32),
+                11 => s(RetK, rng.below(2) as u32),
+                _ => {
+                    let op = [JeqK, JgtK, JsetK, JeqX][rng.below_usize(4)];
+                    let k = [0, 6, 17, 0x800, 0x806][rng.below_usize(5)];
+                    let (jt, jf) = (reach(rng) as u8, reach(rng) as u8);
+                    j(op, k, jt, jf)
+                }
+            };
+            p.push(insn);
+        }
+        p.push(s(RetK, 1));
+        p
+    }
+
+    /// The analysis as it was when it kept every edge's state (its loop as it was), giving
+    /// the in-states that drop_redundant joined from those edges: what the in-state form
+    /// must agree with.
+    fn edge_analysis(p: &[CbpfInsn]) -> (Values, Vec<Option<State>>) {
+        let mut values = Values::new();
+        let mut incoming: Vec<Option<State>> = vec![None; p.len()];
+        incoming[0] = Some(State::entry());
+        let mut seen = incoming.clone();
+        for i in 0..p.len() {
+            let Some(s) = incoming[i].take() else { continue };
+            seen[i] = Some(s.clone());
+            let insn = p[i];
+            let outs: [Option<State>; 2] = if insn.op.is_return() {
+                [None, None]
+            } else if insn.op == Ja {
+                [Some(s), None]
+            } else if insn.op.is_conditional_jump() {
+                match decide(&insn, &s, &values) {
+                    Some(true) => [Some(s), None],
+                    Some(false) => [None, Some(s)],
+                    None => {
+                        let mut t = s.clone();
+                        let mut f = s;
+                        learn(&insn, &mut t, &values, true);
+                        learn(&insn, &mut f, &values, false);
+                        [Some(t), Some(f)]
+                    }
+                }
+            } else {
+                let mut s = s;
+                step(&insn, i, &mut s, &mut values);
+                [Some(s), None]
+            };
+            for (n, out) in outs.iter().enumerate() {
+                let (Some(out), Some(to)) = (out, successors(p, i)[n]) else { continue };
+                incoming[to] = Some(match incoming[to].take() {
+                    None => out.clone(),
+                    Some(prev) => prev.join(out, to, &mut values),
+                });
+            }
+        }
+        (values, seen)
+    }
+
+    #[test]
+    fn the_analysis_keeps_what_the_edges_said() {
+        let mut rng = weir_testkit::SplitMix64::new(0xed6e);
+        let mut an = Analysis::new();
+        let mut jumps_seen = 0;
+        for _ in 0..2000 {
+            let p = random_program(&mut rng);
+            // The same buffers for every program, as within a tightening.
+            an.redo(&p);
+            let (values, want) = edge_analysis(&p);
+            assert_eq!(an.values.nodes, values.nodes, "{p:?}");
+            for i in 0..p.len() {
+                assert_eq!(an.slots[i], want[i].as_ref().map(|s| s.slots), "slots at {i}: {p:?}");
+                if p[i].op.is_jump() {
+                    assert_eq!(an.input[i], want[i], "state at {i}: {p:?}");
+                    jumps_seen += usize::from(want[i].is_some());
+                }
+            }
+        }
+        assert!(jumps_seen > 1000, "{jumps_seen}");
+    }
+
+    #[test]
+    fn compact_skips_only_programs_it_would_leave_unchanged() {
+        let mut rng = weir_testkit::SplitMix64::new(0xc0c0);
+        let (mut skipped, mut rewritten) = (0, 0);
+        for _ in 0..3000 {
+            let p = random_program(&mut rng);
+            for q in [compacted(&p), p] {
+                let mut r = q.clone();
+                compact(&mut r);
+                assert_eq!(r, compacted(&q), "{q:?}");
+                if is_compact(&q) {
+                    skipped += 1;
+                } else {
+                    rewritten += 1;
+                }
+            }
+        }
+        assert!(skipped > 500 && rewritten > 500, "{skipped} {rewritten}");
+    }
+
+    #[test]
+    fn tightening_random_programs_keeps_them_well_formed_and_no_longer() {
+        let mut rng = weir_testkit::SplitMix64::new(0x7167);
+        for _ in 0..2000 {
+            let p = random_program(&mut rng);
+            let q = tighten(&p);
+            assert!(q.len() <= p.len() && well_formed(&q), "{p:?} -> {q:?}");
+        }
     }
 
     #[test]
