@@ -57,22 +57,33 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
     if !well_formed(&p) {
         return p;
     }
-    let mut cur = None;
+    let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
+    let mut before = Vec::with_capacity(p.len());
     for _ in 0..MAX_ROUNDS {
-        let before = p.clone();
+        before.clear();
+        before.extend_from_slice(&p);
         let an = current(&mut cur, &p);
         thread(&mut p, an);
-        p = compact(&p);
-        let an = current(&mut cur, &p);
-        drop_redundant(&mut p, an);
-        p = compact(&p);
-        let ends = load_ends(&p, current(&mut cur, &p));
+        compact(&mut p);
+        if may_repeat_a_value(&p) {
+            let an = current(&mut cur, &p);
+            drop_redundant(&mut p, an);
+        }
+        compact(&mut p);
+        // Only indirect loads need the analysis (X's value); without them the program
+        // drop_redundant changed is not analyzed for nothing.
+        let ends =
+            if p.iter().any(|i| matches!(i.op, CbpfOp::LdIndW | CbpfOp::LdIndH | CbpfOp::LdIndB)) {
+                load_ends(&p, Some(current(&mut cur, &p)))
+            } else {
+                load_ends(&p, None)
+            };
         drop_dead(&mut p, &ends);
-        p = compact(&p);
+        compact(&mut p);
         and_tests(&mut p);
-        p = compact(&p);
+        compact(&mut p);
         merge_tails(&mut p);
-        p = compact(&p);
+        compact(&mut p);
         if p == before {
             break;
         }
@@ -90,14 +101,19 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
 struct Current {
     of: Vec<CbpfInsn>,
     an: Analysis,
+    /// False until the first analysis.
+    valid: bool,
 }
 
 /// The analysis of `p`, computed again only when `p` is not the program last analyzed.
-fn current<'a>(cur: &'a mut Option<Current>, p: &[CbpfInsn]) -> &'a mut Analysis {
-    if cur.as_ref().is_some_and(|c| c.of != p) {
-        *cur = None;
+fn current<'a>(cur: &'a mut Current, p: &[CbpfInsn]) -> &'a mut Analysis {
+    if !cur.valid || cur.of != p {
+        cur.of.clear();
+        cur.of.extend_from_slice(p);
+        cur.an.redo(p);
+        cur.valid = true;
     }
-    &mut cur.get_or_insert_with(|| Current { of: p.to_vec(), an: analyze(p) }).an
+    &mut cur.an
 }
 
 /// Forward jumps that stay inside, a return at the end, memory cells in range.
@@ -173,14 +189,25 @@ impl Values {
     /// [`State::entry`] needs no lookups (each analysis starts from it, and drop_redundant
     /// again).
     fn new() -> Values {
-        let mut values = Values { ids: HashMap::default(), nodes: Vec::with_capacity(4 * SLOTS) };
-        for s in 0..SLOTS {
-            values.id(Node::Entry(0, s));
-        }
-        values
+        let mut nodes = Vec::with_capacity(4 * SLOTS);
+        nodes.extend((0..SLOTS).map(|s| Node::Entry(0, s)));
+        Values { ids: HashMap::default(), nodes }
+    }
+
+    /// Forgets every value but the entry slots, keeping the allocations.
+    fn reset(&mut self) {
+        self.ids.clear();
+        self.nodes.truncate(SLOTS);
     }
 
     fn id(&mut self, n: Node) -> Val {
+        // The entry slots are numbered by position and not hashed: each analysis starts
+        // with them.
+        if let Node::Entry(0, s) = n {
+            if s < SLOTS {
+                return s as Val;
+            }
+        }
         if let Some(&v) = self.ids.get(&n) {
             return v;
         }
@@ -446,8 +473,21 @@ fn base_fact(values: &Values, v: Val) -> Fact {
 /// The facts tests established on an edge, by value, sorted by value number: a handful per
 /// edge, so a sorted list clones with one allocation and joins by one merge, where a hash
 /// map cost an allocation and a rehash per clone.
-#[derive(Clone, PartialEq, Debug, Default)]
+#[derive(PartialEq, Debug, Default)]
 struct Facts(Vec<(Val, Fact)>);
+
+impl Clone for Facts {
+    /// With room for one more fact: most clones are of a jump's state, and the test learns
+    /// a fact on each edge (exact capacity made that a reallocation).
+    fn clone(&self) -> Facts {
+        if self.0.is_empty() {
+            return Facts::default();
+        }
+        let mut v = Vec::with_capacity(self.0.len() + 1);
+        v.extend_from_slice(&self.0);
+        Facts(v)
+    }
+}
 
 impl Facts {
     fn get(&self, v: Val) -> Option<&Fact> {
@@ -612,54 +652,80 @@ fn learn(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
     s.facts.set(a, f);
 }
 
-/// The state on each edge: `out[i]` for a non-jump (or `ja`), `taken[i]`/`not_taken[i]`
-/// for a conditional jump; `None` where no run goes.
+/// What runs bring to each instruction, `None` where no run goes: the slots on entry (what
+/// [`drop_redundant`] and [`load_ends`] read), and for a jump the whole state on entry (the
+/// join of the edges into it). The edges out of a jump follow from its state
+/// ([`out_states`]) and are not kept; the state along a run of non-jumps is moved from one
+/// to the next, not cloned (a clone copies the fact list).
 struct Analysis {
     values: Values,
-    edge: Vec<[Option<State>; 2]>,
+    slots: Vec<Option<[Val; SLOTS]>>,
+    input: Vec<Option<State>>,
 }
 
-fn analyze(p: &[CbpfInsn]) -> Analysis {
-    let mut values = Values::new();
-    let mut incoming: Vec<Option<State>> = vec![None; p.len()];
-    incoming[0] = Some(State::entry());
-    let mut edge: Vec<[Option<State>; 2]> = vec![[None, None]; p.len()];
-    for i in 0..p.len() {
-        let Some(s) = incoming[i].take() else { continue };
-        let insn = p[i];
-        let succ = successors(p, i);
-        let outs: [Option<State>; 2] = if insn.op.is_return() {
-            [None, None]
-        } else if insn.op == CbpfOp::Ja {
-            [Some(s), None]
-        } else if insn.op.is_conditional_jump() {
-            match decide(&insn, &s, &values) {
-                Some(true) => [Some(s), None],
-                Some(false) => [None, Some(s)],
-                None => {
-                    let mut t = s.clone();
-                    let mut f = s;
-                    learn(&insn, &mut t, &values, true);
-                    learn(&insn, &mut f, &values, false);
-                    [Some(t), Some(f)]
-                }
-            }
-        } else {
-            let mut s = s;
-            step(&insn, i, &mut s, &mut values);
-            [Some(s), None]
-        };
-        for (n, out) in outs.iter().enumerate() {
-            let (Some(out), Some(to)) = (out, succ[n]) else { continue };
-            let merged = match incoming[to].take() {
-                None => out.clone(),
-                Some(prev) => prev.join(out, to, &mut values),
-            };
-            incoming[to] = Some(merged);
-        }
-        edge[i] = outs;
+impl Analysis {
+    fn new() -> Analysis {
+        Analysis { values: Values::new(), slots: Vec::new(), input: Vec::new() }
     }
-    Analysis { values, edge }
+
+    /// Analyzes `p` in place of what this held, in its buffers (a tightening analyzes
+    /// several programs; each starts from fresh value numbers, as a new analysis would).
+    fn redo(&mut self, p: &[CbpfInsn]) {
+        self.values.reset();
+        self.input.clear();
+        self.input.resize(p.len(), None);
+        self.slots.clear();
+        self.slots.resize(p.len(), None);
+        if let Some(first) = self.input.first_mut() {
+            *first = Some(State::entry());
+        }
+        let values = &mut self.values;
+        for i in 0..p.len() {
+            let Some(mut s) = self.input[i].take() else { continue };
+            self.slots[i] = Some(s.slots);
+            let insn = p[i];
+            let outs = if insn.op.is_jump() || insn.op.is_return() {
+                let outs = out_states(&insn, &s, values);
+                self.input[i] = Some(s);
+                outs
+            } else {
+                step(&insn, i, &mut s, values);
+                [Some(s), None]
+            };
+            let succ = successors(p, i);
+            for (n, out) in outs.into_iter().enumerate() {
+                let (Some(out), Some(to)) = (out, succ[n]) else { continue };
+                let merged = match self.input[to].take() {
+                    None => out,
+                    Some(prev) => prev.join(&out, to, values),
+                };
+                self.input[to] = Some(merged);
+            }
+        }
+    }
+}
+
+/// The states on the edges out of a jump or return `insn` entered in state `s`: `[taken,
+/// not taken]` for a conditional jump (`None` for an outcome `s` rules out), `[target,
+/// None]` for `ja`.
+fn out_states(insn: &CbpfInsn, s: &State, values: &Values) -> [Option<State>; 2] {
+    if insn.op.is_return() {
+        [None, None]
+    } else if insn.op == CbpfOp::Ja {
+        [Some(s.clone()), None]
+    } else {
+        match decide(insn, s, values) {
+            Some(true) => [Some(s.clone()), None],
+            Some(false) => [None, Some(s.clone())],
+            None => {
+                let mut t = s.clone();
+                let mut f = s.clone();
+                learn(insn, &mut t, values, true);
+                learn(insn, &mut f, values, false);
+                [Some(t), Some(f)]
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -710,7 +776,9 @@ fn uses_defs(insn: &CbpfInsn) -> (u32, u32) {
 /// loads, and `[x + k]` where X is `4*([j]&0xf)` or a small constant (X is unsigned, so the
 /// load reaches at least `k + size`; a huge X could wrap into the kernel's negative
 /// offsets, so other X values do not count).
-fn load_ends(p: &[CbpfInsn], an: &Analysis) -> Vec<u32> {
+///
+/// `an` (the analysis of `p`) may be `None` only when `p` has no indirect loads.
+fn load_ends(p: &[CbpfInsn], an: Option<&Analysis>) -> Vec<u32> {
     p.iter()
         .enumerate()
         .map(|(i, insn)| {
@@ -723,8 +791,10 @@ fn load_ends(p: &[CbpfInsn], an: &Analysis) -> Vec<u32> {
                 CbpfOp::LdIndB => 1,
                 _ => return 0,
             };
-            let Some(s) = an.edge[i][0].as_ref() else { return 0 };
-            let x = match an.values.node(s.slots[X]) {
+            let an = an.expect("indirect loads need the analysis");
+            // X on entry is X after: the load sets only A.
+            let Some(slots) = an.slots[i] else { return 0 };
+            let x = match an.values.node(slots[X]) {
                 Node::Msh(_) => 0,
                 Node::Const(c) if c <= 0xffff => c,
                 _ => return 0,
@@ -829,8 +899,10 @@ fn thread(p: &mut [CbpfInsn], an: &mut Analysis) {
         if !insn.op.is_jump() {
             continue;
         }
-        for n in 0..2 {
-            let (Some(state), Some(to)) = (an.edge[from][n].clone(), successors(p, from)[n]) else {
+        let Some(input) = an.input[from].as_ref() else { continue };
+        let outs = out_states(&insn, input, &an.values);
+        for (n, state) in outs.into_iter().enumerate() {
+            let (Some(state), Some(to)) = (state, successors(p, from)[n]) else {
                 continue;
             };
             if let Some(end) = walk(p, to, state, &live, &mut an.values) {
@@ -841,12 +913,13 @@ fn thread(p: &mut [CbpfInsn], an: &mut Analysis) {
         }
     }
     // A conditional jump whose outcome is known on every run is a `ja`.
-    for (i, e) in an.edge.iter().enumerate() {
+    for (i, input) in an.input.iter().enumerate() {
         if p[i].op.is_conditional_jump() {
-            let target = match e {
-                [Some(_), None] => i + 1 + usize::from(p[i].jt),
-                [None, Some(_)] => i + 1 + usize::from(p[i].jf),
-                _ => continue,
+            let Some(input) = input else { continue };
+            let target = match decide(&p[i], input, &an.values) {
+                Some(true) => i + 1 + usize::from(p[i].jt),
+                Some(false) => i + 1 + usize::from(p[i].jf),
+                None => continue,
             };
             p[i] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - i - 1) as u32);
         }
@@ -863,12 +936,11 @@ fn walk(
     live: &[u32],
     values: &mut Values,
 ) -> Option<usize> {
-    let start = s.clone();
+    let start = s.slots;
     let mut s = s;
     let mut best = None;
     for _ in 0..p.len() {
-        let changed =
-            (0..SLOTS).filter(|&k| s.slots[k] != start.slots[k]).fold(0, |m, k| m | bit(k));
+        let changed = (0..SLOTS).filter(|&k| s.slots[k] != start[k]).fold(0, |m, k| m | bit(k));
         if changed & live[at] == 0 {
             best = Some(at);
         }
@@ -899,32 +971,43 @@ fn walk(
 
 /// Step 3: loads of what the register already holds on every edge into them.
 fn drop_redundant(p: &mut [CbpfInsn], an: &mut Analysis) {
-    let mut incoming: Vec<Option<State>> = vec![None; p.len()];
-    for i in 0..p.len() {
-        for (n, s) in successors(p, i).into_iter().enumerate() {
-            let (Some(to), Some(out)) = (s, an.edge[i][n].as_ref()) else { continue };
-            incoming[to] = Some(match incoming[to].take() {
-                None => out.clone(),
-                Some(prev) => prev.join(out, to, &mut an.values),
-            });
-        }
-    }
-    if let Some(first) = incoming.first_mut() {
-        *first = Some(State::entry());
-    }
-    for i in 0..p.len() {
-        let insn = p[i];
+    for (insn, slots) in p.iter_mut().zip(&an.slots) {
         if insn.op.is_jump() || insn.op.is_return() {
             continue;
         }
-        let Some(s) = incoming[i].as_ref() else { continue };
-        let e = effect(&insn, s, &mut an.values);
+        let Some(slots) = *slots else { continue };
+        // What a load sets depends on the slots alone (facts only decide whether it may
+        // abort).
+        let s = State { slots, facts: Facts::default(), len_ok: 0 };
+        let e = effect(insn, &s, &mut an.values);
         if let Some((slot, v)) = e.set {
             if s.slots[slot] == v {
-                p[i] = nop();
+                *insn = nop();
             }
         }
     }
+}
+
+/// False when no instruction can set a slot to what it already holds, so
+/// [`drop_redundant`] would find nothing and the program need not be analyzed for it: every
+/// non-jump is a packet load (absolute, indirect, `4*([k]&0xf)`) and none repeats an
+/// earlier one's operation and offset. A packet value is numbered only by a load of that
+/// form, jumps go forward, and such loads set nothing else, so a slot holds it only after
+/// an earlier copy of the load.
+fn may_repeat_a_value(p: &[CbpfInsn]) -> bool {
+    use CbpfOp::*;
+    let mut loads = Vec::with_capacity(p.len());
+    for insn in p {
+        match insn.op {
+            LdAbsW | LdAbsH | LdAbsB | LdIndW | LdIndH | LdIndB | LdxMsh => {
+                loads.push((insn.op, insn.k));
+            }
+            op if op.is_jump() || op.is_return() => {}
+            _ => return true,
+        }
+    }
+    loads.sort_unstable();
+    loads.windows(2).any(|w| w[0] == w[1])
 }
 
 /// A placeholder [`compact`] removes: `ja +0`.
@@ -1062,8 +1145,55 @@ fn merge_tails(p: &mut [CbpfInsn]) {
 /// Copies [`merge_tails`] tries to replace by a `ja` per round (each try walks the program).
 const MAX_FAR_MERGES: usize = 1024;
 
-/// Removes unreachable instructions and `ja +0`, and `ja` to a return becomes the return.
-fn compact(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
+/// Removes unreachable instructions and `ja +0`, and `ja` to a return becomes the return;
+/// a program with none of what it rewrites is left as it is, uncopied (most calls: a pass
+/// that found nothing).
+fn compact(p: &mut Vec<CbpfInsn>) {
+    if !is_compact(p) {
+        *p = compacted(p);
+    }
+}
+
+/// True when [`compacted`] would return `p` unchanged: no jump lands on a `ja`, no `ja`
+/// lands on a return, no conditional jump has its two edges meet, no `ja +0`, and every
+/// instruction is reachable. (Not the same as `compacted(p) == p` failing: a jump to a `ja` it cannot
+/// skip is left, but the whole rewrite runs to find that out.)
+fn is_compact(p: &[CbpfInsn]) -> bool {
+    let mut reach = vec![false; p.len()];
+    if let Some(first) = reach.first_mut() {
+        *first = true;
+    }
+    for (i, insn) in p.iter().enumerate() {
+        if !reach[i] {
+            return false;
+        }
+        if insn.op.is_return() {
+            continue;
+        }
+        if insn.op == CbpfOp::Ja && insn.k == 0 {
+            return false;
+        }
+        if insn.op.is_conditional_jump() && insn.jt == insn.jf {
+            return false;
+        }
+        let succ = successors(p, i);
+        if insn.op == CbpfOp::Ja && succ[0].is_none() {
+            return false;
+        }
+        for to in succ.into_iter().flatten() {
+            let Some(&target) = p.get(to) else { return false };
+            let lands_on_ja = insn.op.is_jump() && target.op == CbpfOp::Ja;
+            if lands_on_ja || (insn.op == CbpfOp::Ja && target.op.is_return()) {
+                return false;
+            }
+            reach[to] = true;
+        }
+    }
+    true
+}
+
+/// [`compact`]'s rewrite, on a copy.
+fn compacted(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
     let mut q = p.to_vec();
     // A jump straight to a `ja` goes where the `ja` goes (when it reaches).
     for i in 0..q.len() {
@@ -1136,6 +1266,161 @@ mod tests {
     }
     fn j(op: CbpfOp, k: u32, jt: u8, jf: u8) -> CbpfInsn {
         CbpfInsn::new(op, jt, jf, k)
+    }
+
+    /// A random well-formed program: loads, stores, ALU operations, forward jumps (some to
+    /// `ja`s, some with both edges to one place, some past unreachable code), returns.
+    fn random_program(rng: &mut weir_testkit::SplitMix64) -> Vec<CbpfInsn> {
+        let len = 2 + rng.below_usize(28);
+        let mut p = Vec::with_capacity(len);
+        for i in 0..len - 1 {
+            let left = len - i - 2;
+            let reach = |rng: &mut weir_testkit::SplitMix64| rng.below_usize(left.min(255) + 1);
+            let insn = match rng.below(14) {
+                0 => s(LdAbsH, [12, 14, 20, 23][rng.below_usize(4)]),
+                1 => s(LdAbsB, [9, 23, 14][rng.below_usize(3)]),
+                2 => s(LdAbsW, 26),
+                3 => s(LdxMsh, 14),
+                4 => s(LdIndH, [14, 16][rng.below_usize(2)]),
+                5 => s(LdImm, rng.below(4) as u32),
+                6 => s(Tax, 0),
+                7 => s(St, rng.below(2) as u32),
+                8 => s(LdMem, rng.below(2) as u32),
+                9 => s(AndK, 0x1fff),
+                10 => s(Ja, reach(rng) as u32),
+                11 => s(RetK, rng.below(2) as u32),
+                _ => {
+                    let op = [JeqK, JgtK, JsetK, JeqX][rng.below_usize(4)];
+                    let k = [0, 6, 17, 0x800, 0x806][rng.below_usize(5)];
+                    let (jt, jf) = (reach(rng) as u8, reach(rng) as u8);
+                    j(op, k, jt, jf)
+                }
+            };
+            p.push(insn);
+        }
+        p.push(s(RetK, 1));
+        p
+    }
+
+    /// The analysis as it was when it kept every edge's state (its loop as it was), giving
+    /// the in-states that drop_redundant joined from those edges: what the in-state form
+    /// must agree with.
+    fn edge_analysis(p: &[CbpfInsn]) -> (Values, Vec<Option<State>>) {
+        let mut values = Values::new();
+        let mut incoming: Vec<Option<State>> = vec![None; p.len()];
+        incoming[0] = Some(State::entry());
+        let mut seen = incoming.clone();
+        for i in 0..p.len() {
+            let Some(s) = incoming[i].take() else { continue };
+            seen[i] = Some(s.clone());
+            let insn = p[i];
+            let outs: [Option<State>; 2] = if insn.op.is_return() {
+                [None, None]
+            } else if insn.op == Ja {
+                [Some(s), None]
+            } else if insn.op.is_conditional_jump() {
+                match decide(&insn, &s, &values) {
+                    Some(true) => [Some(s), None],
+                    Some(false) => [None, Some(s)],
+                    None => {
+                        let mut t = s.clone();
+                        let mut f = s;
+                        learn(&insn, &mut t, &values, true);
+                        learn(&insn, &mut f, &values, false);
+                        [Some(t), Some(f)]
+                    }
+                }
+            } else {
+                let mut s = s;
+                step(&insn, i, &mut s, &mut values);
+                [Some(s), None]
+            };
+            for (n, out) in outs.iter().enumerate() {
+                let (Some(out), Some(to)) = (out, successors(p, i)[n]) else { continue };
+                incoming[to] = Some(match incoming[to].take() {
+                    None => out.clone(),
+                    Some(prev) => prev.join(out, to, &mut values),
+                });
+            }
+        }
+        (values, seen)
+    }
+
+    #[test]
+    fn the_analysis_keeps_what_the_edges_said() {
+        let mut rng = weir_testkit::SplitMix64::new(0xed6e);
+        let mut an = Analysis::new();
+        let mut jumps_seen = 0;
+        for _ in 0..2000 {
+            let p = random_program(&mut rng);
+            // The same buffers for every program, as within a tightening.
+            an.redo(&p);
+            let (values, want) = edge_analysis(&p);
+            assert_eq!(an.values.nodes, values.nodes, "{p:?}");
+            for i in 0..p.len() {
+                assert_eq!(an.slots[i], want[i].as_ref().map(|s| s.slots), "slots at {i}: {p:?}");
+                if p[i].op.is_jump() {
+                    assert_eq!(an.input[i], want[i], "state at {i}: {p:?}");
+                    jumps_seen += usize::from(want[i].is_some());
+                }
+            }
+        }
+        assert!(jumps_seen > 1000, "{jumps_seen}");
+    }
+
+    #[test]
+    fn compact_skips_only_programs_it_would_leave_unchanged() {
+        let mut rng = weir_testkit::SplitMix64::new(0xc0c0);
+        let (mut skipped, mut rewritten) = (0, 0);
+        for _ in 0..3000 {
+            let p = random_program(&mut rng);
+            for q in [compacted(&p), p] {
+                let mut r = q.clone();
+                compact(&mut r);
+                assert_eq!(r, compacted(&q), "{q:?}");
+                if is_compact(&q) {
+                    skipped += 1;
+                } else {
+                    rewritten += 1;
+                }
+            }
+        }
+        assert!(skipped > 500 && rewritten > 500, "{skipped} {rewritten}");
+    }
+
+    #[test]
+    fn tightening_random_programs_keeps_them_well_formed_and_no_longer() {
+        let mut rng = weir_testkit::SplitMix64::new(0x7167);
+        for _ in 0..2000 {
+            let p = random_program(&mut rng);
+            let q = tighten(&p);
+            assert!(q.len() <= p.len() && well_formed(&q), "{p:?} -> {q:?}");
+        }
+    }
+
+    /// Where the cheap test says drop_redundant finds nothing, it finds nothing.
+    #[test]
+    fn programs_without_a_repeated_value_keep_their_loads() {
+        let mut rng = weir_testkit::SplitMix64::new(0x4e9e);
+        let (mut clear, mut repeats) = (0, 0);
+        for _ in 0..5000 {
+            let p = random_program(&mut rng);
+            if may_repeat_a_value(&p) {
+                repeats += 1;
+                continue;
+            }
+            clear += 1;
+            let mut an = Analysis::new();
+            an.redo(&p);
+            let mut q = p.clone();
+            drop_redundant(&mut q, &mut an);
+            assert_eq!(q, p);
+        }
+        assert!(clear > 100 && repeats > 1000, "{clear} {repeats}");
+        // A repeated load, or a register copy, may be redundant.
+        assert!(may_repeat_a_value(&[s(LdAbsH, 12), s(LdAbsH, 12), s(RetA, 0)]));
+        assert!(may_repeat_a_value(&[s(LdAbsH, 12), s(Tax, 0), s(RetA, 0)]));
+        assert!(!may_repeat_a_value(&[s(LdAbsH, 12), s(LdAbsB, 12), s(RetA, 0)]));
     }
 
     #[test]
