@@ -133,9 +133,15 @@ fn format_row(slots: usize, row: &Row) -> String {
 
 /// The kernel's answer for `p`, as a row of its own.
 fn kernel_row(kernel: &weir_sys::kernel::Kernel, p: &Program) -> String {
-    let answer = match kernel.load_counted(ProgType::Xdp, &p.to_bytes()) {
-        Ok((_, Some(processed))) => format!("accepted, {processed} insns processed"),
-        Ok((_, None)) => "accepted".to_string(),
+    let answer = match kernel.load_with_stats(ProgType::Xdp, &p.to_bytes()) {
+        Ok((_, stats)) => {
+            let known = |n: Option<u64>| n.map_or("?".to_string(), |n| n.to_string());
+            format!(
+                "accepted, {} insns processed, verification time {} us",
+                known(stats.processed),
+                known(stats.verification_us)
+            )
+        }
         Err(e) => format!("refused: {}", e.reason()),
     };
     format!("{:>8} kernel: {answer}", "")
@@ -255,7 +261,8 @@ mod tests {
         assert!(parse(&["--runs"]).unwrap_err().contains("needs a count"));
     }
 
-    /// The kernel gives the same answers: 4k proven, 64k refused as too complex.
+    /// The kernel gives the same answers: 4k proven after as many instructions processed
+    /// (its statistics read from its log), 64k refused as too complex.
     #[test]
     fn the_kernel_agrees() {
         let kernel = weir_sys::kernel::Kernel::new();
@@ -264,7 +271,8 @@ mod tests {
             return;
         }
         let small = kernel_row(&kernel, &program(4_000));
-        assert!(small.contains("kernel: accepted"), "{small}");
+        assert!(small.contains("kernel: accepted, 4321 insns processed"), "{small}");
+        assert!(small.contains("verification time") && !small.contains('?'), "{small}");
         let big = kernel_row(&kernel, &program(64_000));
         assert!(big.contains("kernel: refused") && big.contains("jumps is too complex"), "{big}");
     }
