@@ -108,17 +108,7 @@ pub fn time_passes(
     Ok(Samples(samples))
 }
 
-/// This thread's CPU time (user + system) so far.
-pub fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a live timespec that clock_gettime fills; the clock id is a constant
-    // Linux defines.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
-    if !ok {
-        return Duration::ZERO;
-    }
-    Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), u32::try_from(ts.tv_nsec).unwrap_or(0))
-}
+pub use weir_sys::clock::thread_cpu;
 
 /// One row of [`time_interleaved`]: a pass over a slice of packets (`T`: a packet, or a
 /// packet with its wire length for a batch call), returning its matches.

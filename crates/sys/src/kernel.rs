@@ -200,12 +200,27 @@ mod run_field {
     pub const DURATION: usize = 36;
 }
 
-/// `N` of the verifier's `processed N insns` line.
-fn processed_insns(log: &str) -> Option<u64> {
-    log.lines()
-        .find_map(|l| l.trim().strip_prefix("processed "))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
+/// The verifier's statistics for a program it accepted, read from its log (`LOG_STATS`);
+/// `None` for a line the log lacks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadStats {
+    /// `N` of `processed N insns`: what its limit of a million bounds.
+    pub processed: Option<u64>,
+    /// `N` of `verification time N usec`: the kernel verifier's own time, in microseconds.
+    pub verification_us: Option<u64>,
+}
+
+impl LoadStats {
+    fn from_log(log: &str) -> LoadStats {
+        // The first word after `prefix` on the first line that starts with it, as a number.
+        let after = |prefix: &str| {
+            log.lines()
+                .find_map(|l| l.trim().strip_prefix(prefix))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+        };
+        LoadStats { processed: after("processed "), verification_us: after("verification time ") }
+    }
 }
 
 /// The verifier's log levels: the instructions explored (on a refusal, where it stopped),
@@ -444,16 +459,26 @@ impl Kernel {
         prog_type: ProgType,
         code: &[u8],
     ) -> Result<(LoadedProgram, Option<u64>), LoadError> {
+        self.load_with_stats(prog_type, code).map(|(p, stats)| (p, stats.processed))
+    }
+
+    /// [`Kernel::load`], and the verifier's statistics ([`LoadStats`]: processed count and
+    /// its own time) from its log; a refusal is loaded again for its reason.
+    pub fn load_with_stats(
+        &self,
+        prog_type: ProgType,
+        code: &[u8],
+    ) -> Result<(LoadedProgram, LoadStats), LoadError> {
         let insn_cnt = u32::try_from(code.len() / 8).unwrap_or(u32::MAX);
         let mut log = vec![0u8; 4096];
         match self.load_once(prog_type, code, insn_cnt, Some((&mut log, LOG_STATS)), None) {
             Ok(fd) => {
                 let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
                 let text = String::from_utf8_lossy(log.get(..end).unwrap_or_default());
-                Ok((self.loaded(fd, prog_type), processed_insns(&text)))
+                Ok((self.loaded(fd, prog_type), LoadStats::from_log(&text)))
             }
             // The refusal again, with its reason.
-            Err(_) => self.load(prog_type, code).map(|p| (p, None)),
+            Err(_) => self.load(prog_type, code).map(|p| (p, LoadStats::default())),
         }
     }
 
@@ -951,11 +976,14 @@ impl BpfSys for FakeBpf {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn the_processed_count_is_read_from_the_statistics_line() {
+    fn the_processed_count_and_time_are_read_from_the_statistics_lines() {
         let log = "verification time 1303 usec\nstack depth 64+8\nprocessed 48454 insns (limit \
                    1000000) max_states_per_insn 29 total_states 1307 peak_states 1307\n";
-        assert_eq!(super::processed_insns(log), Some(48454));
-        assert_eq!(super::processed_insns("stack depth 8\n"), None);
+        let stats = super::LoadStats::from_log(log);
+        assert_eq!(stats.processed, Some(48454));
+        assert_eq!(stats.verification_us, Some(1303));
+        let none = super::LoadStats::from_log("stack depth 8\n");
+        assert_eq!((none.processed, none.verification_us), (None, None));
     }
 
     use super::*;

@@ -16,6 +16,7 @@
 //! - [`cleanup`]: temporary files registered for removal when SIGINT, SIGTERM or SIGHUP
 //!   ends the process (the one signal handler in weir; a live capture gives it a stop flag
 //!   instead), and [`user`]: who the process runs as. The runtime's output files use both.
+//! - [`clock`]: the thread's CPU time, for timings on a loaded machine.
 //! - [`packet_socket`]: live capture (`AF_PACKET`, a `TPACKET_V3` ring, kernel filters,
 //!   statistics, the interface list).
 //!
@@ -47,6 +48,7 @@
 //! ```
 
 pub mod cleanup;
+pub mod clock;
 pub mod kernel;
 pub mod libpcap;
 pub mod netns;
