@@ -463,11 +463,7 @@ impl Batch for Envs {
 fn a_lent_frame_in_another_environment_does_not_use_the_batchs_direct_lookups() {
     let text = "stw [%r10-4], 7\nlddw %r1, 0x70000000\nmov %r2, %r10\nadd %r2, -4\ncall 1
 jeq %r0, 0, +2\nmov %r0, 3\nexit\nmov %r0, 2\nexit";
-    let mut b = bindings();
-    b.add_helper(Helper { id: 1, name: "map_lookup_elem", func: not_found });
-    b.lookup_through_env();
-    let verified = Verified::structural(program(text)).unwrap();
-    let jit = Jit::compile(&verified, b, weir_jit::Config::default()).expect("compiles");
+    let jit = looking_up_through_env(text);
     let mut cache = jit.cache();
     let (a, b, none) = (Some(true), Some(false), None);
     for pattern in [vec![a, b, b, a, none, a, a, b], vec![b, a, a, none, b, a]] {
@@ -487,6 +483,16 @@ jeq %r0, 0, +2\nmov %r0, 3\nexit\nmov %r0, 2\nexit";
     }
 }
 
+/// `text` compiled with map_lookup_elem answered through the environment (its own helper
+/// finds nothing), as the lent-batch tests run it.
+fn looking_up_through_env(text: &str) -> weir_jit::JitProgram {
+    let mut b = bindings();
+    b.add_helper(Helper { id: 1, name: "map_lookup_elem", func: not_found });
+    b.lookup_through_env();
+    let verified = Verified::structural(program(text)).unwrap();
+    Jit::compile(&verified, b, weir_jit::Config::default()).expect("compiles")
+}
+
 /// Lent frames of one environment, whose direct lookup finds `value`: each frame's r0 or
 /// trap.
 fn direct_runs(
@@ -494,11 +500,7 @@ fn direct_runs(
     value: &std::sync::Arc<std::sync::atomic::AtomicU64>,
     writable: bool,
 ) -> Vec<Result<u64, Trap>> {
-    let mut b = bindings();
-    b.add_helper(Helper { id: 1, name: "map_lookup_elem", func: not_found });
-    b.lookup_through_env();
-    let verified = Verified::structural(program(text)).unwrap();
-    let jit = Jit::compile(&verified, b, weir_jit::Config::default()).expect("compiles");
+    let jit = looking_up_through_env(text);
     let mut cache = jit.cache();
     let mut batch = Envs {
         a: Lookups { direct: true, value: value.clone(), writable },

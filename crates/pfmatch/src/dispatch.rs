@@ -52,12 +52,7 @@ impl Dispatch {
     /// [`Dispatch::compile`] with `share` levels of dispatch on header fields (0: the
     /// clauses one after another, each optimized alone; benchmarks compare the two).
     pub fn compile_with(program: &Program, share: u32) -> Result<Dispatch, String> {
-        let mut used = 0u32;
-        let mut arities = vec![0usize; program.handlers.len()];
-        survey(&program.clauses, &mut used, &mut arities);
-        let need = 1 + arities.iter().copied().max().unwrap_or(0);
-        let free: Vec<u8> =
-            (0..SCRATCH_SLOTS).rev().filter(|s| used & (1u32 << s) == 0).take(need).collect();
+        let (free, need, arities) = free_slots(program, 1);
         let Some((&handler_slot, arg_slots)) = free.split_first().filter(|_| free.len() == need)
         else {
             return Err(format!(
@@ -367,12 +362,7 @@ struct Slots<'a> {
 /// path only when it proves it dead or failing), not complete: a clause it cannot decide
 /// is not reported. Empty when no scratch slot is free for the numbers.
 pub fn unreachable_clauses(program: &Program) -> Vec<usize> {
-    let mut used = 0u32;
-    let mut arities = vec![0usize; program.handlers.len()];
-    survey(&program.clauses, &mut used, &mut arities);
-    let need = 2 + arities.iter().copied().max().unwrap_or(0);
-    let free: Vec<u8> =
-        (0..SCRATCH_SLOTS).rev().filter(|s| used & (1u32 << s) == 0).take(need).collect();
+    let (free, need, _) = free_slots(program, 2);
     let [tag, handler, args @ ..] = free.as_slice() else { return Vec::new() };
     if free.len() < need {
         return Vec::new();
@@ -444,6 +434,18 @@ fn mark_stored(p: &Pred, slot: u8, seen: &mut [bool]) {
         Pred::Not(q) | Pred::Try(q) => mark_stored(q, slot, seen),
         _ => {}
     }
+}
+
+/// The scratch slots the clauses leave free for `results` single values and the longest
+/// argument list (the highest first, as many as that needs, fewer when the clauses leave
+/// fewer), how many that is, and each handler's arity.
+fn free_slots(program: &Program, results: usize) -> (Vec<u8>, usize, Vec<usize>) {
+    let mut used = 0u32;
+    let mut arities = vec![0usize; program.handlers.len()];
+    survey(&program.clauses, &mut used, &mut arities);
+    let need = results + arities.iter().copied().max().unwrap_or(0);
+    let free = (0..SCRATCH_SLOTS).rev().filter(|s| used & (1u32 << s) == 0).take(need).collect();
+    (free, need, arities)
 }
 
 /// The scratch slots the clauses use, and each handler's arity.
