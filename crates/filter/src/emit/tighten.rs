@@ -791,7 +791,9 @@ fn load_ends(p: &[CbpfInsn], an: Option<&Analysis>) -> Vec<u32> {
                 CbpfOp::LdIndB => 1,
                 _ => return 0,
             };
-            let an = an.expect("indirect loads need the analysis");
+            // (the caller passes the analysis whenever the program has indirect loads;
+            // without it, the cautious answer: no sure end)
+            let Some(an) = an else { return 0 };
             // X on entry is X after: the load sets only A.
             let Some(slots) = an.slots[i] else { return 0 };
             let x = match an.values.node(slots[X]) {
