@@ -436,8 +436,9 @@ fn aborts(pred: Pred, want: Want) -> Walked {
     }
 }
 
-/// Whether test `p` loads at a constant offset at or past `below` bytes, on a path where
-/// fewer than `below` bytes were captured: every operand is evaluated (no operator skips
+/// Whether test `p` loads at a constant offset at or past `below` bytes (its caller asks
+/// only where a bound is known: `below` is not `u64::MAX`), on a path where fewer than
+/// `below` bytes were captured: every operand is evaluated (no operator skips
 /// one), so that load runs, and aborts.
 fn test_reads_past(p: &Pred, below: u64) -> bool {
     fn past(e: &Expr, below: u64) -> bool {
@@ -451,12 +452,11 @@ fn test_reads_past(p: &Pred, below: u64) -> bool {
             Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => false,
         }
     }
-    below != u64::MAX
-        && match p {
-            Pred::Cmp { lhs, rhs, .. } => past(lhs, below) || past(rhs, below),
-            Pred::In { value, .. } => past(value, below),
-            _ => false,
-        }
+    match p {
+        Pred::Cmp { lhs, rhs, .. } => past(lhs, below) || past(rhs, below),
+        Pred::In { value, .. } => past(value, below),
+        _ => false,
+    }
 }
 
 /// A test whose known values (substituted: they cannot abort) fold it to the constant `b`:
