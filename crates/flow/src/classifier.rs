@@ -309,23 +309,30 @@ impl PreFilter {
             as usize
     }
 
-    /// `test` for a batch's keys `g` (at most 32), packet `i`'s answer as bit `i`: the
+    /// Whether each of a batch's half-words `v` (at most 32: the answers of packets past
+    /// 32 would be shifted out; the filter's half of each
+    /// packet's key: `halves_of`) may be in the filter, packet `i`'s answer as bit `i`: the
     /// filter's shape read once, not once a packet, and no branch on a packet (issue 14:
     /// packet after packet, the 8 filters' shapes and a scatter loop of data-dependent
     /// length were a quarter of a 16-mask lookup in perf). A packet's bits per filter, not
     /// a filter's bits per packet: a subtable's packets are then the AND of its filters'
     /// words (a compare a packet a subtable was ~15% of a 16-mask lookup_batch in perf,
-    /// bench/records/2026-11-30-flow-speed-17.txt).
+    /// bench/records/2026-11-30-flow-speed-17.txt). The half-words come in as one array a
+    /// half for all the filters on it, and the answers are shifted in from the last packet
+    /// down: no half-word picked out of the key and no variable shift to place a bit, per
+    /// filter and packet (28 instructions a packet and filter were 230 of a 16-mask
+    /// packet's 607 in callgrind, bench/records/2026-12-01-flow-speed-21.txt).
     #[inline(always)]
-    fn test_batch<const W: usize>(&self, g: &[[u64; W]]) -> u32 {
-        let (word, odd) = (usize::from(self.half / 2), 32 * u32::from(self.half & 1));
+    fn test_halves(&self, v: &[u32]) -> u32 {
         let (mask, shift, bits) = (self.mask, self.shift, &self.bits[..]);
+        // A power of two (`new`): every bit index is in range, the mask only spares the
+        // compiler a bounds check a packet.
+        let Some(words) = bits.len().checked_sub(1) else { return 0 };
         let mut present = 0u32;
-        for (i, k) in g.iter().enumerate().take(BATCH) {
-            let b = Self::bit_of(k.get(word).copied().unwrap_or(0) >> odd, mask, shift);
-            let hit =
-                bits.get(b / 64).is_some_and(|w| w.load(Ordering::Relaxed) >> (b % 64) & 1 != 0);
-            present |= u32::from(hit) << i;
+        for &x in v.iter().rev() {
+            let b = Self::bit_of(u64::from(x), mask, shift);
+            let w = bits.get((b / 64) & words).map_or(0, |w| w.load(Ordering::Relaxed));
+            present = present << 1 | (w >> (b % 64)) as u32 & 1;
         }
         present
     }
@@ -344,6 +351,16 @@ impl PreFilter {
 #[inline]
 fn half_of<const W: usize>(k: &[u64; W], h: usize) -> u32 {
     (k[h / 2] >> (32 * (h & 1))) as u32
+}
+
+/// Half-word `h` (see `PreFilter::half`) of each of a batch's gathered keys `g`, into
+/// `out` (read by `PreFilter::test_halves`; the rest of `out` is left as it was).
+#[inline(always)]
+fn halves_of<const W: usize>(g: &[[u64; W]], h: u8, out: &mut [u32; BATCH]) {
+    let (word, odd) = (usize::from(h / 2), 32 * u32::from(h & 1));
+    for (o, k) in out.iter_mut().zip(g) {
+        *o = (k.get(word).copied().unwrap_or(0) >> odd) as u32;
+    }
 }
 
 /// A subtable's hit count, per counting thread (the counters' shards, see
@@ -1526,8 +1543,16 @@ impl<const W: usize> Tables<W> {
             // Filter by filter over the batch, then subtable by subtable over it: each
             // loop's trip count is fixed by the batch, not by a packet's answers.
             let mut present = [0u32; 64];
+            // The filters of a half-word are next to each other (`refresh_pre`): the
+            // batch's half-words taken out once for them all.
+            let mut vals = [0u32; BATCH];
+            let mut half = None;
             for (p, pf) in present.iter_mut().zip(pre) {
-                *p = pf.test_batch(&g[..n]);
+                if half != Some(pf.half) {
+                    halves_of(&g[..n], pf.half, &mut vals);
+                    half = Some(pf.half);
+                }
+                *p = pf.test_halves(&vals[..n]);
             }
             let all = ((1u64 << n) - 1) as u32;
             for (o, &need) in of.iter_mut().zip(&ch.needs) {
@@ -2586,5 +2611,54 @@ mod tests {
             check(k, shared, Some(want));
         }
         check(&[999, 999], shared, None);
+    }
+}
+
+#[cfg(test)]
+mod prefilter_tests {
+    use super::*;
+
+    /// A filter's bit for a key, read the writer's way (`PreFilter::bit`, one key at a time).
+    fn has<const W: usize>(f: &PreFilter, k: &[u64; W]) -> bool {
+        let b = f.bit(k);
+        f.bits[b / 64].load(Ordering::Relaxed) >> (b % 64) & 1 != 0
+    }
+
+    /// The batch test (`halves_of`, then `PreFilter::test_halves`) answers, packet by packet
+    /// and in packet order, what the writer's one-key bit says: on each of the four
+    /// half-words of a width-2 key (the high halves read by a shift), under a /24 and a /32
+    /// mask, for batches of 1, 7, 31 and 32 keys of which every third was added (a filter
+    /// small enough that some of the others read as present too: they must agree as well).
+    #[test]
+    fn batch_test_is_the_writers_bit_per_packet() {
+        let keys: Vec<[u64; 2]> = (0..32u64)
+            .map(|i| {
+                let x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x0123_4567_89ab_cdef;
+                [x, x.rotate_left(23) ^ i]
+            })
+            .collect();
+        for half in 0..4u8 {
+            for mask in [0xffff_ff00u32, 0xffff_ffff] {
+                let f = PreFilter::new(half, mask, 8);
+                for k in keys.iter().step_by(3) {
+                    f.add(k);
+                }
+                let mut vals = [0u32; BATCH];
+                for n in [1, 7, 31, 32] {
+                    halves_of(&keys[..n], half, &mut vals);
+                    let got = f.test_halves(&vals[..n]);
+                    let mut want = 0u32;
+                    for (i, k) in keys[..n].iter().enumerate() {
+                        want |= u32::from(has(&f, k)) << i;
+                    }
+                    assert_eq!(got, want, "half {half} mask {mask:#x} n {n}");
+                    assert_ne!(want, 0);
+                    if n == 32 {
+                        // Added keys are present; not every key is (the answers differ).
+                        assert_ne!(want, u32::MAX, "half {half} mask {mask:#x}");
+                    }
+                }
+            }
+        }
     }
 }
