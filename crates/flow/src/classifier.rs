@@ -62,17 +62,6 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 /// Packets per batch.
 pub const BATCH: usize = 32;
 
-/// A whole batch's keys, in order (`lookup_batch`'s pick).
-const ALL: [u8; BATCH] = {
-    let mut a = [0u8; BATCH];
-    let mut i = 0;
-    while i < BATCH {
-        a[i] = i as u8;
-        i += 1;
-    }
-    a
-};
-
 /// What [`Classifier::footprint`] counts.
 #[derive(Debug, Clone, Copy)]
 pub struct Footprint {
@@ -1507,12 +1496,14 @@ impl<const W: usize> Tables<W> {
         let mut hs = [0u32; BATCH];
         let mut live = [0u8; BATCH];
         let single = ch.subtables.len() == 1;
-        // The packets still looking: one whose match no later subtable can beat leaves
-        // the list (without a branch), so a subtable costs only the packets that can
+        // The packets still looking, a bit each: one whose match no later subtable can
+        // beat leaves (without a branch), so a subtable costs only the packets that can
         // still improve (16 masks of one priority each: a packet visits 8.5 subtables on
-        // average, the batch all 16).
-        let mut act = ALL;
-        let mut na = n;
+        // average, the batch all 16). `found`: the packets with a match, the only ones
+        // whose bound a subtable's best rank is compared with.
+        let all = ((1u64 << n) - 1) as u32;
+        let mut looking = all;
+        let mut found = 0u32;
         // The pairs every subtable masks alike, hashed once a packet.
         let vary = ch.vary;
         let mut base = [HASH_SEED; BATCH];
@@ -1554,7 +1545,6 @@ impl<const W: usize> Tables<W> {
                 }
                 *p = pf.test_halves(&vals[..n]);
             }
-            let all = ((1u64 << n) - 1) as u32;
             for (o, &need) in of.iter_mut().zip(&ch.needs) {
                 let mut m = all;
                 let mut fs = need;
@@ -1571,54 +1561,36 @@ impl<const W: usize> Tables<W> {
             }
         }
         for (si, st) in ch.subtables.iter().enumerate() {
-            // Two passes: the packets this subtable may improve (its best ranks above
-            // their match), listed; then each one's masked key hashed and tested against
-            // the subtable's filter. Neither branches on a packet (which packets still
-            // look and which pass a filter is data: branches on them mispredicted a visit
-            // in ~8); the masked keys are not kept (the probes and-mask again: 4 ands beat
-            // 32-byte copies). A chain of one subtable skips the filter: there the packets
-            // that are not misses of the whole rule set all hit, and the filter is a load
-            // and a test each that answers "maybe".
-            let mut here = [0u8; BATCH];
-            let mut nh = 0;
-            if by_pre {
-                let mut m = of[si];
-                while m != 0 {
-                    let i = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    here[nh] = i as u8;
-                    nh += usize::from(st.best < bound[i]);
-                }
-            } else {
-                // Stop when no packet can improve in this subtable or a later one.
-                let remaining = ch.suffix_best[si];
-                // Before the first subtable no packet has a bound: every one still looks
-                // (a chain's best is a real rule's rank, below the no-bound rank).
-                if si > 0 || remaining >= (u32::MAX, u64::MAX) {
-                    let mut k = 0;
-                    for a in 0..na {
-                        let i = act[a];
-                        act[k] = i;
-                        k += usize::from(remaining < bound[usize::from(i)]);
-                    }
-                    na = k;
-                }
-                if na == 0 {
-                    break;
-                }
-                for &i in &act[..na] {
-                    here[nh] = i;
-                    nh += usize::from(st.best < bound[usize::from(i)]);
-                }
+            // Two passes: the packets this subtable may improve (still looking, let in by
+            // its prefilters, and its best rank above their match), a bitmask; then each
+            // one's masked key hashed and tested against the subtable's filter. Neither
+            // branches on a packet (which packets still look and which pass a filter is
+            // data: branches on them mispredicted a visit in ~8); the masked keys are not
+            // kept (the probes and-mask again: 4 ands beat 32-byte copies). A chain of one
+            // subtable skips the filter: there the packets that are not misses of the whole
+            // rule set all hit, and the filter is a load and a test each that answers
+            // "maybe". A bitmask, not a list of packets compacted after each subtable and
+            // one built from it: a packet listed cost ~19 instructions (46 of a 16-mask
+            // packet's 527 in callgrind, bench/records/2026-12-01-flow-speed-21.txt).
+            if looking == 0 {
+                break;
             }
-            if nh == 0 {
+            let mut here = looking & if by_pre { of[si] } else { all };
+            let mut m = here & found;
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                here &= !(u32::from(st.best >= bound[i]) << i);
+            }
+            if here == 0 {
                 continue;
             }
             let store = &*st.store;
             let (fmask, fwords) = store.filter_shape();
             let mut nl = 0;
-            for &i in &here[..nh] {
-                let i = usize::from(i);
+            while here != 0 {
+                let i = here.trailing_zeros() as usize;
+                here &= here - 1;
                 let mk = and(&g[i], &st.gmask);
                 let mut h = base[i];
                 for p in 0..W.div_ceil(2) {
@@ -1641,6 +1613,7 @@ impl<const W: usize> Tables<W> {
                 touch ^= probe.touch(h);
             }
             std::hint::black_box(touch);
+            let later = ch.suffix_best.get(si + 1).copied().unwrap_or((u32::MAX, u64::MAX));
             let mut hits = 0u64;
             for j in 0..nl {
                 let i = usize::from(live[j]);
@@ -1652,6 +1625,9 @@ impl<const W: usize> Tables<W> {
                     if (!st.src_range && !st.dst_range) || r.ranges_hold(&full(i)) {
                         out[i] = Some(r);
                         bound[i] = r.rank();
+                        found |= 1 << i;
+                        // Done when no later subtable can beat it.
+                        looking &= !(u32::from(later >= r.rank()) << i);
                         hits += 1;
                         break;
                     }

@@ -1063,3 +1063,57 @@ fn in_place_inserts_number_their_mask_as_the_interner_does() {
     }
     assert_eq!(classifier.stats().0, 0);
 }
+
+/// A packet whose match a later subtable's rules can beat stays in the batch for it, one
+/// whose match none can beat leaves it (the batch's bitmask of packets still looking, and
+/// the rank test of the packets with a match): subtable A holds priorities 1 (source
+/// 10.0.0.0/8) and 9 (11.0.0.0/8), subtable B priority 5, visited after A (its best rank is
+/// worse); a packet from 11/8 that B also matches must end on B's rule, one from 10/8 on A's.
+/// With prefilters (B on the destination /32, another mask) and without (B on the source
+/// /8 as A, with a destination port range: masks alike, no prefilter), each packet kind at
+/// every position of full batches and in batches of 1, 5 and 31, against the reference.
+#[test]
+fn a_match_a_later_subtable_beats_keeps_its_packet_looking() {
+    let b_rules = [
+        "prio 5 protocol ip flower dst_ip 20.0.0.1/32 action drop",
+        "prio 5 protocol ip flower ip_proto udp src_ip 11.0.0.0/8 dst_port 1-60000 action drop",
+    ];
+    for b_rule in b_rules {
+        let text = format!(
+            "prio 1 protocol ip flower ip_proto udp src_ip 10.0.0.0/8 action drop\n\
+             prio 9 protocol ip flower ip_proto udp src_ip 11.0.0.0/8 action drop\n{b_rule}\n"
+        );
+        let set = RuleSet::parse(&text).unwrap();
+        let classifier = Classifier::new(&set);
+        assert_eq!(classifier.stats().0, 2, "{b_rule}");
+        let dst = u32::from_be_bytes([20, 0, 0, 1]);
+        let kinds = [
+            udp(u32::from_be_bytes([11, 1, 2, 3]), dst, 7, 80, 0), // A's 9, then B's 5
+            udp(u32::from_be_bytes([10, 1, 2, 3]), dst, 7, 80, 0), // A's 1: done after A
+            udp(u32::from_be_bytes([11, 1, 2, 3]), 9, 7, 65000, 0), // A's 9 only
+            udp(u32::from_be_bytes([12, 1, 2, 3]), 9, 7, 80, 0),   // no rule
+        ];
+        let mut frames = Vec::new();
+        for at in 0..BATCH {
+            for (k, f) in kinds.iter().enumerate() {
+                let mut batch: Vec<Vec<u8>> =
+                    (0..BATCH).map(|j| kinds[(j + k + 1) % kinds.len()].clone()).collect();
+                batch[at] = f.clone();
+                frames.extend(batch);
+            }
+        }
+        let want = run_reference(&Reference::new(&set), &frames, &[0]);
+        let line = |s: &Seen| s.0.line;
+        // The first kind ends on B's rule (line 3) in both sets.
+        assert_eq!(want[BATCH - 1].0.line, Some(3), "{b_rule}");
+        for sizes in [&[BATCH][..], &[1, 5, 31]] {
+            let v = classifier.snapshot();
+            let got = run_sized(&frames, &[0], sizes, |works, outcomes| {
+                classifier.process_batch(&v, works, outcomes)
+            });
+            for (i, (x, y)) in want.iter().zip(&got).enumerate() {
+                assert_eq!(line(x), line(y), "{b_rule}: packet {i}, batches of {sizes:?}");
+            }
+        }
+    }
+}
