@@ -1590,11 +1590,16 @@ impl<const W: usize> Tables<W> {
             }
             let store = &*st.store;
             let (fmask, fwords) = store.filter_shape();
+            // The subtable's mask and range flags in registers: read through `st`, they
+            // were loaded again after every atomic load of the probes (~6 instructions a
+            // probe, issue 14).
+            let gmask = st.gmask;
+            let ranged = st.src_range || st.dst_range;
             let mut nl = 0;
             while here != 0 {
                 let i = here.trailing_zeros() as usize;
                 here &= here - 1;
-                let mk = and(&g[i], &st.gmask);
+                let mk = and(&g[i], &gmask);
                 let mut h = base[i];
                 for p in 0..W.div_ceil(2) {
                     if vary >> p & 1 != 0 {
@@ -1620,12 +1625,12 @@ impl<const W: usize> Tables<W> {
             let mut hits = 0u64;
             for j in 0..nl {
                 let i = usize::from(live[j]);
-                let Some(slot) = probe.find(&and(&g[i], &st.gmask), hs[j]) else { continue };
+                let Some(slot) = probe.find(&and(&g[i], &gmask), hs[j]) else { continue };
                 for r in slot.rules.as_slice() {
                     if r.rank() >= bound[i] {
                         break;
                     }
-                    if (!st.src_range && !st.dst_range) || r.ranges_hold(&full(i)) {
+                    if !ranged || r.ranges_hold(&full(i)) {
                         out[i] = Some(r);
                         bound[i] = r.rank();
                         found |= 1 << i;
