@@ -17,7 +17,7 @@
 //!   the masked keys and hashes of every packet still looking are computed first, then the
 //!   table is probed for all of them, so the hash work and the probes' cache misses of
 //!   different packets overlap. Only the packets that can still improve are hashed (a
-//!   list compacted after each subtable), and the hash and filter pass has no branch on
+//!   bitmask of the batch), and the hash and filter pass has no branch on
 //!   the filter (which packets pass is data): weir-bench flow, 1k rules, 16 masks, hot,
 //!   ~128 -> ~88 ns/packet.
 //! - **Tables.** A subtable's table (`Store`) is an array of `AtomicU64` slots, each the
