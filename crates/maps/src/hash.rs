@@ -291,14 +291,6 @@ impl Pool {
         }
     }
 
-    /// Eager element `idx`'s words, all of them, with one bounds check (`None` past the
-    /// eager elements, `NIL` among them): no call.
-    #[inline(always)]
-    fn eager_elem(&self, idx: u32) -> Option<&[AtomicU64]> {
-        let start = idx as usize * self.elem_words;
-        self.eager.get(start..start + self.elem_words)
-    }
-
     /// `head` among the eager elements only (`None` past them): no call.
     #[inline(always)]
     fn eager_head(&self, idx: u32) -> Option<&[AtomicU64; HEAD]> {
@@ -432,8 +424,8 @@ pub(crate) struct HashMap {
     /// fields).
     one_word_inline: bool,
     /// `one_word_inline` and not per-CPU: the maps whose program lookups
-    /// `lookup_key_words` answers inline, an element's value being the rest of its words
-    /// after the header and the key (one CPU's copy), found with one bounds check.
+    /// `lookup_key_words` answers inline, an element's value starting right after the
+    /// header and the key (one CPU's copy): inside the words a chain walk reads (`HEAD`).
     one_word_shared: bool,
     value_size: usize,
     /// Words per CPU copy of the value.
@@ -816,8 +808,8 @@ impl HashMap {
     /// it (`FoundElem`, in two registers; a null `host`: no element). What native code
     /// calls for a program's lookup, so the common answer for a one-word key of a map that
     /// is neither per-CPU nor LRU (the first element of the bucket's chain, an eager one,
-    /// or an empty bucket) is found here with no loop and no call: the element's words
-    /// taken whole with one bounds check, its value the words after the header and the key
+    /// or an empty bucket) is found here with no loop and no call: the element's first
+    /// words (`Pool::eager_head`, one bounds check), the value's first word among them
     /// (issue 11: the value's offset `cpu * stride`, for a CPU that is 0 here, and the
     /// value's own range check were ~15 of this path's ~70 instructions,
     /// bench/records/2026-12-01-runtime-29.txt). A chain that goes on continues out of
@@ -839,22 +831,21 @@ impl HashMap {
             return self.lookup_key_words_any(w0, 0, 0);
         };
         let idx = head.load(Relaxed);
-        let found = match self.pool.eager_elem(idx) {
-            // One key word, one copy of the value: the value is the element's rest
-            // (`elem_words` is `HEADER + 1 + stride`, and `stride` at least 1).
-            Some([_, link, _, kw0, value @ ..]) => {
-                if kw0.load(Relaxed) != w0 {
-                    // A chain that goes on: from the first element's successor.
-                    let next = next_of(link.load(Relaxed));
-                    return self.lookup_one_word_on(stripe, before, next, w0, 0);
-                }
-                found_elem(idx, value)
+        let found = match self.pool.eager_head(idx) {
+            // One key word and one copy of the value: the head's fifth word is the
+            // value's first (`HEAD`), which is all `FoundElem` gives.
+            Some([_, _, _, kw0, value]) if kw0.load(Relaxed) == w0 => {
+                found_elem(idx, std::slice::from_ref(value))
+            }
+            // A chain that goes on: from the first element's successor.
+            Some([_, link, ..]) => {
+                let next = next_of(link.load(Relaxed));
+                return self.lookup_one_word_on(stripe, before, next, w0, 0);
             }
             // An empty bucket (`NIL` is past every element).
             None if idx == NIL => FoundElem::NONE,
-            // A chain that starts past the eager elements (or an element too short to
-            // hold a key and a value, which this map never makes).
-            _ => return self.lookup_key_words_any(w0, 0, 0),
+            // A chain that starts past the eager elements.
+            None => return self.lookup_key_words_any(w0, 0, 0),
         };
         if stripe.read_end(before) {
             return found;
