@@ -120,7 +120,7 @@ impl RegionEntry {
     pub(crate) fn set_read_only(&mut self, window: usize, host: u64, len: u64) {
         self.lo_addr = (window as u64).wrapping_mul(REGION_WINDOW);
         self.base_lo = host;
-        self.load_bound = [1, 2, 4, 8].map(|size| bound(len, size));
+        self.load_bound = Self::bounds_of(len);
         self.store_bound = [0; 4];
         self.host = host;
         self.len = len;
@@ -138,9 +138,22 @@ impl RegionEntry {
             return self.set_read_only(window, host, len);
         }
         self.base_lo = host;
-        self.load_bound = [1, 2, 4, 8].map(|size| bound(len, size));
+        self.load_bound = Self::bounds_of(len);
         self.host = host;
         self.len = len;
+    }
+
+    /// `bound(len, size)` for the sizes 1, 2, 4 and 8, as the bound arrays hold them: for
+    /// a region of at least 8 bytes (every Ethernet frame) three subtractions, none of
+    /// them saturating (issue 11: the four bounds with a saturation each were 11 of a
+    /// lent frame's instructions, bench/records/2026-12-01-runtime-29.txt).
+    #[inline(always)]
+    fn bounds_of(len: u64) -> [u64; 4] {
+        if len >= 8 {
+            [len, len - 1, len - 3, len - 7]
+        } else {
+            [1, 2, 4, 8].map(|size| bound(len, size))
+        }
     }
 
     /// [`RegionEntry::set`] without a floor, skipped when the entry already describes this
@@ -755,6 +768,25 @@ mod tests {
         assert_eq!(bound(3, 4), 0);
         assert_eq!(bound(4, 4), 1);
         assert_eq!(bound(512, 8), 505);
+    }
+
+    /// A lent frame's load bounds, by `lend_frame` after a frame of another length and by
+    /// `set_read_only` afresh, are `bound(len, size)` for every size: lengths around the
+    /// sizes (0 to 20), a full-size frame and the window's largest.
+    #[test]
+    fn lent_frames_bounds_are_each_sizes_bound() {
+        let lens = (0..=20).chain([1514, REGION_WINDOW - 1, REGION_WINDOW]);
+        for (before, len) in lens.clone().flat_map(|a| lens.clone().map(move |b| (a, b))) {
+            let want = [1, 2, 4, 8].map(|size| bound(len, size));
+            let mut lent = RegionEntry::default();
+            lent.set_read_only(2, 0x1000, before);
+            lent.lend_frame(2, 0x2000, len);
+            assert_eq!(lent.load_bound, want, "len {len} after {before}");
+            assert_eq!((lent.store_bound, lent.base_lo, lent.len), ([0; 4], 0x2000, len));
+            let mut fresh = RegionEntry::default();
+            fresh.set_read_only(2, 0x2000, len);
+            assert_eq!(fresh.load_bound, want, "len {len}");
+        }
     }
 
     #[test]

@@ -420,8 +420,13 @@ pub(crate) struct HashMap {
     key_size: usize,
     key_words: usize,
     /// `key_words == 1` and not LRU: the maps whose program lookups `lookup_key_words`
-    /// answers inline (one flag tested per lookup instead of two fields).
+    /// answers without the general path's walk (one flag tested per lookup instead of two
+    /// fields).
     one_word_inline: bool,
+    /// `one_word_inline` and not per-CPU: the maps whose program lookups
+    /// `lookup_key_words` answers inline, an element's value starting right after the
+    /// header and the key (one CPU's copy): inside the words a chain walk reads (`HEAD`).
+    one_word_shared: bool,
     value_size: usize,
     /// Words per CPU copy of the value.
     stride: usize,
@@ -478,6 +483,7 @@ impl HashMap {
             key_size: key_size as usize,
             key_words,
             one_word_inline: key_words == 1 && !kind.lru,
+            one_word_shared: key_words == 1 && !kind.lru && !kind.percpu,
             value_size: value_size as usize,
             stride,
             cpus,
@@ -800,15 +806,59 @@ impl HashMap {
     /// `Map::lookup_key_words`), on worker `cpu` (any `cpu` reads the one value of a map
     /// that is not per-CPU): the element and its value's first byte, as native code takes
     /// it (`FoundElem`, in two registers; a null `host`: no element). What native code
-    /// calls for a program's lookup, so the one-word keys' common answer (the first
-    /// element of the bucket's chain, an eager one, or an empty bucket) is found here with
-    /// no loop and no call; a chain that goes on continues out of line
-    /// (`lookup_one_word_on`), and every other case (longer keys, an LRU map, a CPU the
-    /// map has not, a writer crossing) takes the general path (`lookup_key_words_any`).
-    /// (Those calls are not compiled as tail calls: the answer goes through a shared
-    /// return block, bench/records/2026-11-30-runtime-25.txt.)
+    /// calls for a program's lookup, so the common answer for a one-word key of a map that
+    /// is neither per-CPU nor LRU (the first element of the bucket's chain, an eager one,
+    /// or an empty bucket) is found here with no loop and no call: the element's first
+    /// words (`Pool::eager_head`, one bounds check), the value's first word among them
+    /// (issue 11: the value's offset `cpu * stride`, for a CPU that is 0 here, and the
+    /// value's own range check were ~15 of this path's ~70 instructions,
+    /// bench/records/2026-12-01-runtime-29.txt). A chain that goes on continues out of
+    /// line (`lookup_one_word_on`); per-CPU maps take `lookup_key_words_other`, every
+    /// other case (longer keys, an LRU map, a writer crossing) the general path
+    /// (`lookup_key_words_any`). (Those calls are not compiled as tail calls: the answer
+    /// goes through a shared return block, bench/records/2026-11-30-runtime-25.txt.)
     #[inline(always)]
     pub(crate) fn lookup_key_words(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
+        if !self.one_word_shared || w1 != 0 {
+            return self.lookup_key_words_other(w0, w1, cpu);
+        }
+        // Not per-CPU: any worker reads the one value, CPU 0's (`cpus` is 1).
+        let b = self.bucket_of(hash_small(self.seed, SmallKey { w0, w1: 0 }));
+        let (Some(stripe), Some(head)) = (self.stripe(b), self.heads.get(b)) else {
+            return self.lookup_key_words_any(w0, 0, 0);
+        };
+        let Some(before) = stripe.read_begin() else {
+            return self.lookup_key_words_any(w0, 0, 0);
+        };
+        let idx = head.load(Relaxed);
+        let found = match self.pool.eager_head(idx) {
+            // One key word and one copy of the value: the head's fifth word is the
+            // value's first (`HEAD`), which is all `FoundElem` gives.
+            Some([_, _, _, kw0, value]) if kw0.load(Relaxed) == w0 => {
+                found_elem(idx, std::slice::from_ref(value))
+            }
+            // A chain that goes on: from the first element's successor.
+            Some([_, link, ..]) => {
+                let next = next_of(link.load(Relaxed));
+                return self.lookup_one_word_on(stripe, before, next, w0, 0);
+            }
+            // An empty bucket (`NIL` is past every element).
+            None if idx == NIL => FoundElem::NONE,
+            // A chain that starts past the eager elements.
+            None => return self.lookup_key_words_any(w0, 0, 0),
+        };
+        if stripe.read_end(before) {
+            return found;
+        }
+        self.lookup_key_words_any(w0, 0, 0)
+    }
+
+    /// `lookup_key_words` of a map that is per-CPU, LRU or of keys longer than a word, or
+    /// of a key with a second word: a per-CPU map's one-word keys as `lookup_key_words`
+    /// takes a shared map's (the first element, an eager one, with no loop), on `cpu`'s
+    /// copy of the value; every other case the general path (`lookup_key_words_any`).
+    #[inline(never)]
+    fn lookup_key_words_other(&self, w0: u64, w1: u64, cpu: usize) -> FoundElem {
         // Only a per-CPU map's CPU is tested: any other reads its one value (CPU 0) from
         // any worker, and `cpus` is 1 there.
         let cpu = if self.kind.percpu {
@@ -1524,6 +1574,46 @@ mod tests {
         }
         let absent = (n..).find(|&i| bucket(i) == b).unwrap();
         assert_eq!(key_words(&m, absent, 0, 0), None, "absent");
+    }
+
+    /// The program's lookup on maps that are neither per-CPU nor LRU (`lookup_key_words`'s
+    /// inline path: an element's value as its words after the header and the one key
+    /// word) against the general walk, for values of 1 to 64 bytes (one to eight words
+    /// after the key): the same element and value address for every key present, first
+    /// in its chain or further on (64 keys in 64 buckets), the value's words those
+    /// written, misses as misses; then with every stripe odd (a writer crossing).
+    #[test]
+    fn the_programs_lookup_finds_every_value_size_where_the_general_one_does() {
+        for (key_size, value_size) in [(4u32, 1u32), (4, 8), (8, 12), (4, 24), (8, 64)] {
+            let kind = HashKind { percpu: false, lru: false, devmap: false };
+            let m = HashMap::new(kind, key_size, value_size, 64, 2, 0xa5a5).unwrap();
+            let w0_of = |i: u64| if key_size == 8 { i.wrapping_mul(0x1_0000_0001) } else { i };
+            let key = |i: u64| w0_of(i).to_ne_bytes()[..key_size as usize].to_vec();
+            let value =
+                |i: u64| (0..value_size as u64).map(|b| (i * 31 + b) as u8).collect::<Vec<u8>>();
+            for i in (0..64u64).map(|i| i * 5) {
+                m.update(&key(i), Src::Cpu(&value(i), 0), 0).unwrap();
+            }
+            for odd in [false, true] {
+                for i in 0..320u64 {
+                    let what = format!("key {key_size}, value {value_size}, odd {odd}, key {i}");
+                    let general = m.lookup_words(&key(i), 0).map(|(idx, at, words)| {
+                        assert_eq!(at, m.value_offset(0), "{what}");
+                        let mut bytes = vec![0u8; value_size as usize];
+                        load_bytes(words, 0, &mut bytes);
+                        assert_eq!(bytes, value(i), "{what}: the value written");
+                        (idx, words.as_ptr())
+                    });
+                    assert_eq!(general.is_some(), i % 5 == 0, "{what}");
+                    assert_eq!(key_words(&m, w0_of(i), 0, 0), general, "{what}");
+                    // Any worker reads the one value.
+                    assert_eq!(key_words(&m, w0_of(i), 0, 1), general, "{what}: CPU 1");
+                }
+                for s in m.stripes.iter() {
+                    s.seq.fetch_add(1, Relaxed);
+                }
+            }
+        }
     }
 
     #[test]

@@ -263,6 +263,17 @@ fn hash_lookups_without_locks_see_whole_elements_under_concurrent_writes() {
                             }
                             None => assert!(i < 1000, "key {i} stays in the map"),
                         }
+                        // The program's lookup (`find_hash_elem`'s, the key as its element
+                        // word): the element's value where its answer points, for every
+                        // key that stays, whatever the writers do to other chains.
+                        let elem = map.lookup_key_words(i, 0, r);
+                        if i >= 1000 {
+                            let loc = map.elem_loc(elem.elem as u32, 0).expect("an element");
+                            let (at, _) = map.value_ptr(loc).unwrap();
+                            assert_eq!(at, elem.host, "key {i}: its value's address");
+                            let v = map.value_at(loc).unwrap();
+                            assert_eq!(v.load(0, 8), Some(i * 1_000_003), "key {i}: words");
+                        }
                     }
                     found
                 })
