@@ -355,6 +355,41 @@ mod tests {
         }
     }
 
+    /// The native code's handler index is the evaluator's, singly and in batches (where the
+    /// results of an earlier packet that matched are still in the buffer when one misses):
+    /// over matches, misses (UDP, ICMP, IPv6, other EtherTypes) and frames cut short.
+    #[test]
+    fn native_handlers_are_the_evaluators() {
+        let prepare = |engine| {
+            let program = weir_pfmatch::parse(SRC, LinkType::Ethernet, &NameDb::builtin());
+            Dispatch::prepare(program.unwrap(), Some(engine)).unwrap()
+        };
+        let (native, reference) = (prepare(Engine::Native), prepare(Engine::Reference));
+        let mut rng = weir_testkit::SplitMix64::new(17);
+        let mut frames: Vec<(Vec<u8>, u32)> = Vec::new();
+        for _ in 0..600 {
+            let mut frame = vec![0u8; 60];
+            let types: [[u8; 2]; 4] = [[0x08, 0x00], [0x08, 0x06], [0x86, 0xdd], [0x88, 0x47]];
+            frame[12..14].copy_from_slice(&types[rng.below(4) as usize]);
+            frame[14] = 0x45;
+            frame[23] = [6, 17, 1][rng.below(3) as usize];
+            let len = if rng.chance(10) { rng.below(60) as usize } else { 60 };
+            frame.truncate(len);
+            frames.push((frame, 60));
+        }
+        let want: Vec<Option<usize>> =
+            frames.iter().map(|(f, w)| reference.run(f, *w).handler).collect();
+        let single: Vec<Option<usize>> =
+            frames.iter().map(|(f, w)| native.handler(f, *w)).collect();
+        assert_eq!(single, want);
+        let batch: Vec<(&[u8], u32)> = frames.iter().map(|(f, w)| (&f[..], *w)).collect();
+        let mut each = Vec::new();
+        native.handler_each(&batch, |_, h| each.push(h));
+        assert_eq!(each, want);
+        let misses = want.iter().filter(|h| h.is_none()).count();
+        assert!(misses > 100 && misses < 500, "{misses} misses of 600");
+    }
+
     /// The batch calls answer as the single ones do, packet for packet, on both engines:
     /// handlers, arguments and routed results, over frames of every protocol the program
     /// splits on, cut anywhere (short frames go to the native code's whole function), in

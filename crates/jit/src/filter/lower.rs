@@ -61,7 +61,8 @@ pub(super) enum Root<'p> {
 /// those scratch slots, in that order (pfmatch's handler index and arguments); on false or
 /// abort it writes nothing. `reads` narrows that (see `super::compile_results_read`): on a
 /// path where the first slot's final value is a constant `v` with `reads[v]` given, only
-/// the first `1 + reads[v]` slots are written.
+/// the first `1 + reads[v]` slots are written; where it is one of several constants chosen
+/// by data ([`Lowering::choose`]), the first `1 + max reads[v]` over them.
 ///
 /// `hot` (with results only) lowers the hot half of a split function (see
 /// `super::compile_results`): every bounds check that fails, and every [`Chain`] walk,
@@ -168,6 +169,28 @@ pub(super) fn lower(
     Ok(())
 }
 
+/// Pushes to `out` the constants `v` can be: true when `v` is a constant or a `select`
+/// (nested) of constants, false when it may be anything else.
+fn constants(dfg: &cranelift_codegen::ir::DataFlowGraph, v: Value, out: &mut Vec<u32>) -> bool {
+    let Some(inst) = dfg.value_def(v).inst() else { return false };
+    match dfg.insts[inst] {
+        // The slot is 32 bits wide: its constant's low 32 bits are its value.
+        InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => {
+            out.push(imm.bits() as u32);
+            true
+        }
+        InstructionData::Ternary { opcode: Opcode::Select, args } => {
+            constants(dfg, args[1], out) && constants(dfg, args[2], out)
+        }
+        _ => false,
+    }
+}
+
+/// The most arms one [`Lowering::choose`] takes (a longer run is split), and the bits that
+/// flag arm 0 in its flags word (arm `i`: shifted by `i`; see [`Lowering::test_flag`]).
+const MAX_ARMS: usize = 16;
+const ARM_FLAGS: u32 = 0x0001_0001;
+
 /// What the hot half of a split results function returns when it leaves the packet to the
 /// whole function (see [`lower`]'s `hot`): neither 0 nor 1.
 pub(super) const BAIL: i64 = 2;
@@ -252,14 +275,14 @@ impl Lowering<'_, '_> {
         let mut count = results.len();
         if let Some(&first) = results.first() {
             let v = self.b.use_var(scratch_var(first));
-            let dfg = &self.b.func.dfg;
-            if let Some(inst) = dfg.value_def(v).inst() {
-                if let InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } = dfg.insts[inst] {
-                    // The slot is 32 bits wide: its constant's low 32 bits are its value.
-                    let value = imm.bits() as u32 as usize;
-                    if let Some(&n) = reads.get(value) {
-                        count = count.min(1 + usize::from(n));
-                    }
+            let mut candidates = Vec::new();
+            if constants(&self.b.func.dfg, v, &mut candidates) {
+                // The caller reads, for the value the first slot holds, at most what it
+                // reads for any candidate ([`Lowering::choose`]'s selects of handlers).
+                let each: Option<Vec<u8>> =
+                    candidates.iter().map(|&c| reads.get(c as usize).copied()).collect();
+                if let Some(n) = each.and_then(|each| each.into_iter().max()) {
+                    count = count.min(1 + usize::from(n));
                 }
             }
         }
@@ -445,6 +468,9 @@ impl Lowering<'_, '_> {
             Pred::And(parts) => self.sequence(parts, t, f, depth, true)?,
             Pred::Or(parts) => match adjacent_halves(parts).filter(|_| self.bail.is_some()) {
                 Some((offset, k)) => self.either_half(offset, k, t, f, depth)?,
+                None if self.bail.is_some() && self.out.is_some() => {
+                    self.or_choosing(parts, t, f, depth)?
+                }
                 None => self.sequence(parts, t, f, depth, false)?,
             },
             Pred::Chain(chain) => self.walk(chain, t, f, depth)?,
@@ -580,6 +606,151 @@ impl Lowering<'_, '_> {
         self.pred(last, t, f, depth)
     }
 
+    /// `or` in a hot half that reports results: each run of two or more parts that are
+    /// [`choice_arm`]s (pfmatch's port clauses under one protocol) becomes one decision by
+    /// data ([`Lowering::choose`]); the other parts branch as [`Lowering::sequence`] does.
+    fn or_choosing(
+        &mut self,
+        parts: &[Pred],
+        t: Block,
+        f: Block,
+        depth: u32,
+    ) -> Result<(), CompileError> {
+        let mut pieces: Vec<Result<Vec<Arm<'_>>, &Pred>> = Vec::new();
+        for part in parts {
+            match (choice_arm(part), pieces.last_mut()) {
+                (Some(arm), Some(Ok(run))) if run.len() < MAX_ARMS => run.push(arm),
+                (Some(arm), _) => pieces.push(Ok(vec![arm])),
+                (None, _) => pieces.push(Err(part)),
+            }
+        }
+        let last = pieces.len().saturating_sub(1);
+        for (i, piece) in pieces.iter().enumerate() {
+            let next = if i == last { f } else { self.new_block() };
+            match piece {
+                Ok(run) if run.len() >= 2 => self.choose(run, t, next, depth)?,
+                Ok(run) => self.pred(run[0].whole, t, next, depth)?,
+                Err(part) => self.pred(part, t, next, depth)?,
+            }
+            if i != last {
+                self.switch_to(next);
+            }
+        }
+        if pieces.is_empty() {
+            self.jump(f);
+        }
+        Ok(())
+    }
+
+    /// `try(test1 and stores1) or try(test2 and stores2) or ...` ([`choice_arm`]s) with one
+    /// branch, on "some test held", instead of one per arm: every test is computed, then
+    /// where one held every arm's stored values, and each stored slot takes the first
+    /// holding arm's value by `select` (an arm that does not store a slot keeps its value as
+    /// it was). A dispatch's
+    /// port clauses otherwise branch once per port, and traffic spread over the ports
+    /// mispredicts those branches (bench/records/2026-12-01-pfmatch-16.txt, section 2).
+    /// Exact: no test or value can abort, and a failed bounds check leaves the packet to
+    /// the whole function (hot halves only), so the slots end as the arms in turn leave
+    /// them; the first slot is then no constant on the path, so [`Lowering::write_results`]
+    /// writes what any of the candidate values' readers read.
+    fn choose(
+        &mut self,
+        arms: &[Arm<'_>],
+        t: Block,
+        f: Block,
+        depth: u32,
+    ) -> Result<(), CompileError> {
+        // The bounds checks reach as far as any arm's loads (each arm is a Try).
+        let mut reach = Reach::default();
+        arms.iter().for_each(|arm| reach.pred(arm.whole, 0));
+        let scope = std::mem::replace(&mut self.reach, reach);
+        // One word of flags, arm i's bits `ARM_FLAGS << i`: one value live across the
+        // tests whatever their number (a value per arm spilled callee-saved registers).
+        let mut any: Option<Value> = None;
+        for (i, arm) in arms.iter().enumerate() {
+            let flag = self.test_flag(arm.test, i, depth)?;
+            any = Some(match any {
+                Some(a) => self.b.ins().bor(a, flag),
+                None => flag,
+            });
+        }
+        let any = any.ok_or(CompileError::Internal("a choice of no arms"))?;
+        let mut written: Vec<u8> = arms.iter().flat_map(|a| a.stores.iter().map(|s| s.0)).collect();
+        written.sort_unstable();
+        written.dedup();
+        let before: Vec<Value> = written.iter().map(|&s| self.b.use_var(scratch_var(s))).collect();
+        let matched = self.new_block();
+        // With results `branch` is a `brif`, which takes any nonzero word as true.
+        self.branch(any, matched, f);
+        self.switch_to(matched);
+        // The stored values only where some arm held (fewer values live across the tests):
+        // each arm's final value per slot it stores (a later store of an arm overrides);
+        // equal expressions share one value, so equal values need no select.
+        let mut computed: Vec<(&Expr, Value)> = Vec::new();
+        let mut stored: Vec<Vec<(u8, Value)>> = Vec::with_capacity(arms.len());
+        for arm in arms {
+            let mut slots: Vec<(u8, Value)> = Vec::new();
+            for &(slot, e) in &arm.stores {
+                let v = match computed.iter().find(|(c, _)| *c == e) {
+                    Some(&(_, v)) => v,
+                    None => {
+                        self.need_loads(&[e]);
+                        let v = self.expr(e, depth)?;
+                        computed.push((e, v));
+                        v
+                    }
+                };
+                match slots.iter_mut().find(|(s, _)| *s == slot) {
+                    Some(entry) => entry.1 = v,
+                    None => slots.push((slot, v)),
+                }
+            }
+            stored.push(slots);
+        }
+        for (&slot, &old) in written.iter().zip(&before) {
+            let value_of = |arm: &Vec<(u8, Value)>| {
+                arm.iter().find(|(s, _)| *s == slot).map_or(old, |&(_, v)| v)
+            };
+            // Some arm held: the last arm's value is the one when no earlier arm held.
+            let mut v = stored.last().map_or(old, value_of);
+            for (i, arm) in stored.iter().enumerate().rev().skip(1) {
+                let here = value_of(arm);
+                if here != v {
+                    let held = self.b.ins().band_imm(any, i64::from(ARM_FLAGS << i));
+                    v = self.b.ins().select(held, here, v);
+                }
+            }
+            self.b.def_var(scratch_var(slot), v);
+        }
+        self.jump(t);
+        self.reach = scope;
+        Ok(())
+    }
+
+    /// Arm `i`'s test (of at most [`MAX_ARMS`]) as flags: a 32-bit value that is, where
+    /// the test holds, nonzero and within `ARM_FLAGS << i`, else 0 (no branch).
+    fn test_flag(&mut self, test: &Pred, i: usize, depth: u32) -> Result<Value, CompileError> {
+        let i = i64::try_from(i).ok().filter(|&i| i < MAX_ARMS as i64);
+        let i = i.ok_or(CompileError::Internal("too many arms in one choice"))?;
+        match test {
+            Pred::Cmp { op, lhs, rhs } => {
+                self.need_loads(&[lhs, rhs]);
+                let holds = self.compare(*op, lhs, rhs, depth)?;
+                let bit = self.b.ins().uextend(types::I32, holds);
+                Ok(self.b.ins().ishl_imm(bit, i))
+            }
+            Pred::Or(parts) => match adjacent_halves(parts) {
+                Some((offset, k)) => {
+                    // The marks are bits 15 and 31: moved to bits i and 16 + i.
+                    let marks = self.either_half_marks(offset, k, depth)?;
+                    Ok(self.b.ins().ushr_imm(marks, 15 - i))
+                }
+                None => Err(CompileError::Internal("a choice's test is not two halves")),
+            },
+            _ => Err(CompileError::Internal("a choice's test is not a comparison")),
+        }
+    }
+
     /// `pkt[o:2] == k or pkt[o+2:2] == k` (a port clause's source or destination) in a
     /// hot half: one 4-byte load and one branch instead of two. With `x` the word xor
     /// `k` in both halves, a half is zero exactly when that half equalled `k`, and
@@ -595,6 +766,19 @@ impl Lowering<'_, '_> {
         f: Block,
         depth: u32,
     ) -> Result<(), CompileError> {
+        let marks = self.either_half_marks(offset, k, depth)?;
+        let hit = self.b.ins().icmp_imm(IntCC::NotEqual, marks, 0);
+        self.branch(hit, t, f);
+        Ok(())
+    }
+
+    /// [`Lowering::either_half`]'s test as a 32-bit value, nonzero when it holds.
+    fn either_half_marks(
+        &mut self,
+        offset: &Expr,
+        k: u32,
+        depth: u32,
+    ) -> Result<Value, CompileError> {
         let word = self.load_raw(offset, Size::Word, depth)?;
         // The loads are raw (the packet's byte order): compare with `k`'s bytes so.
         let half = u32::from((k as u16).swap_bytes());
@@ -603,10 +787,7 @@ impl Lowering<'_, '_> {
         let x = self.b.ins().bxor_imm(word, both);
         let below = self.b.ins().iadd_imm(x, -0x0001_0001);
         let zeroes = self.b.ins().band_not(below, x);
-        let marks = self.b.ins().band_imm(zeroes, i64::from(0x8000_8000_u32 as i32));
-        let hit = self.b.ins().icmp_imm(IntCC::NotEqual, marks, 0);
-        self.branch(hit, t, f);
-        Ok(())
+        Ok(self.b.ins().band_imm(zeroes, i64::from(0x8000_8000_u32 as i32)))
     }
 
     fn compare(
@@ -939,20 +1120,58 @@ fn deeper(depth: u32) -> Result<u32, CompileError> {
     Ok(depth.wrapping_add(1))
 }
 
+/// Whether evaluating `e` can abort only on bounds (no division, no scratch slot): in a hot
+/// half, where a failed bounds check leaves the packet to the whole function, it can then
+/// be evaluated on any path without changing an answer.
+fn plain(e: &Expr) -> bool {
+    match e {
+        Expr::Const(_) | Expr::WireLen => true,
+        Expr::Scratch(_) | Expr::Neg(_) => false,
+        Expr::Load { offset, .. } => plain(offset),
+        Expr::Binary { op, lhs, rhs } => {
+            !matches!(op, BinOp::Div | BinOp::Mod) && plain(lhs) && plain(rhs)
+        }
+    }
+}
+
+/// One arm of a [`Lowering::choose`]: `try(test and slot := value ...)`, where the test is
+/// a comparison or a port's either-half test and the values are stores to existing slots,
+/// all [`plain`].
+pub(super) struct Arm<'p> {
+    /// The whole `try`, for its reach.
+    whole: &'p Pred,
+    test: &'p Pred,
+    stores: Vec<(u8, &'p Expr)>,
+}
+
+fn choice_arm(p: &Pred) -> Option<Arm<'_>> {
+    let Pred::Try(inner) = p else { return None };
+    let Pred::And(parts) = inner.as_ref() else { return None };
+    let (test, rest) = parts.split_first()?;
+    let testable = match test {
+        Pred::Cmp { lhs, rhs, .. } => plain(lhs) && plain(rhs),
+        Pred::Or(halves) => adjacent_halves(halves).is_some(),
+        _ => false,
+    };
+    if !testable || rest.is_empty() {
+        return None;
+    }
+    let stores = rest
+        .iter()
+        .map(|q| match q {
+            Pred::Store { slot, value } if *slot < SCRATCH_SLOTS && plain(value) => {
+                Some((*slot, value))
+            }
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Arm { whole: p, test, stores })
+}
+
 /// `pkt[o:2] == k or pkt[o+2:2] == k` (either order of the halves' compares is the same
 /// test): the first half's offset and `k`, when `k` fits 16 bits and the offset can abort
 /// only on bounds (no division, no scratch slot).
 fn adjacent_halves(parts: &[Pred]) -> Option<(&Expr, u32)> {
-    fn plain(e: &Expr) -> bool {
-        match e {
-            Expr::Const(_) | Expr::WireLen => true,
-            Expr::Scratch(_) | Expr::Neg(_) => false,
-            Expr::Load { offset, .. } => plain(offset),
-            Expr::Binary { op, lhs, rhs } => {
-                !matches!(op, BinOp::Div | BinOp::Mod) && plain(lhs) && plain(rhs)
-            }
-        }
-    }
     fn half(p: &Pred) -> Option<(&Expr, u32)> {
         match p {
             Pred::Cmp {

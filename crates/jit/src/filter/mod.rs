@@ -227,10 +227,12 @@ pub fn compile_results(filter: &Filter, slots: &[u8]) -> Result<NativeResults, C
 }
 
 /// [`compile_results`] for a caller that reads fewer slots by the first one's value: after
-/// a match where the first slot holds `v` and `reads[v]` is given, only `results[0]` to
-/// `results[reads[v]]` are written (the rest are left as they were); for a value `reads`
-/// does not cover, all of them. pfmatch's dispatch: the handler slot, then only that
-/// handler's arguments (`weir_pfmatch::Dispatch::result_reads`).
+/// a match where the first slot holds `v` and `reads[v]` is given, `results[0]` to
+/// `results[reads[v]]` hold their slots' final values, and each later one is either left
+/// as it was or holds its slot's final value too (a path that picks the first slot's value
+/// among constants by data, without a branch per constant, writes what any of them reads);
+/// for a value `reads` does not cover, all of them are written. pfmatch's dispatch: the
+/// handler slot, then that handler's arguments (`weir_pfmatch::Dispatch::result_reads`).
 pub fn compile_results_read(
     filter: &Filter,
     slots: &[u8],
@@ -523,7 +525,9 @@ mod deep_tests {
 #[cfg(test)]
 mod results_tests {
     use super::{compile_results, compile_results_read, lower::BAIL};
-    use weir_filter::{BinOp, Chain, Evaluator, Expr, Filter, Pred, Size, SCRATCH_SLOTS};
+    use weir_filter::{
+        BinOp, Chain, CmpOp, Evaluator, Expr, Filter, Pred, Size, ValueSet, SCRATCH_SLOTS,
+    };
     use weir_testkit::SplitMix64;
 
     /// A clause: `test` (in a Try) then the handler `h` stored to slot 15.
@@ -646,6 +650,99 @@ mod results_tests {
             }
         }
         assert!(hits > 1_000, "{hits}");
+    }
+
+    /// Runs of clauses `try(test and stores)` (a port's either-half test, comparisons) are
+    /// each one decision by data in the hot half (`lower::Lowering::choose`): on packets
+    /// made of the tests' bytes, the handler and every argument the handler reads are the
+    /// evaluator's, each slot past those is left as it was or holds its final value (the
+    /// `reads` contract), a slot an arm does not store keeps its earlier value, an arm's
+    /// later store to a slot wins, and a clause that is no arm (a set test) splits the runs.
+    /// The hot code holds conditional moves (the selects) only with the runs.
+    #[test]
+    fn chosen_clauses_answer_as_the_clauses_in_turn() {
+        let hlen =
+            Expr::binary(BinOp::Shl, Expr::load_at(0, Size::Byte).and_mask(3), Expr::Const(2));
+        let at = |k: u32| Expr::load(hlen.clone().plus(k), Size::Half);
+        let either = |k: u32| Pred::or([Pred::eq(at(4), k), Pred::eq(at(6), k)]);
+        let store = |slot, value| Pred::Store { slot, value };
+        let arm = |parts: Vec<Pred>| Pred::Try(Box::new(Pred::And(parts)));
+        let k = Expr::Const;
+        let arms = |arm: &dyn Fn(Vec<Pred>) -> Pred| {
+            Filter::new(Pred::and([
+                // M13's value before the arms: the arms that do not store it keep it.
+                store(13, Expr::load_at(1, Size::Byte)),
+                Pred::or([
+                    arm(vec![either(0x16), store(14, hlen.clone().plus(4)), store(15, k(3))]),
+                    arm(vec![
+                        either(0x50),
+                        store(14, hlen.clone().plus(4)),
+                        store(13, at(6)),
+                        store(15, k(4)),
+                    ]),
+                    arm(vec![
+                        Pred::cmp(CmpOp::Gt, Expr::load_at(2, Size::Byte), k(0xf0)),
+                        store(13, k(1)),
+                        store(15, k(5)),
+                        store(13, at(4)),
+                    ]),
+                    clause(
+                        Pred::In {
+                            value: Expr::load_at(3, Size::Byte),
+                            set: ValueSet::from_values([1, 2]),
+                        },
+                        6,
+                    ),
+                    arm(vec![Pred::eq(Expr::load_at(1, Size::Half), 0x0201), store(15, k(7))]),
+                    arm(vec![
+                        Pred::eq(Expr::load_at(3, Size::Byte), 0x80),
+                        store(14, Expr::WireLen),
+                        store(15, k(8)),
+                    ]),
+                    clause(Pred::Const(true), 9),
+                ]),
+            ]))
+        };
+        // Handler h's arguments read: reads[h] slots after the handler slot.
+        let reads: [u8; 10] = [0, 0, 0, 1, 2, 2, 0, 0, 1, 0];
+        let slots = [15, 14, 13];
+        let filter = arms(&arm);
+        let native = compile_results_read(&filter, &slots, &reads).unwrap();
+        let bytes = [0u8, 1, 2, 0x16, 0x50, 0x80, 0xf1, 0xff];
+        let mut rng = SplitMix64::new(0x17);
+        let mut hits = [0usize; 10];
+        for _ in 0..20_000 {
+            let len = 2 + rng.below_usize(18);
+            let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(8)]).collect();
+            let mut e = Evaluator::new(&packet, 64);
+            assert_eq!(e.pred(&filter.pred), Ok(true), "{packet:02x?}");
+            let want: Vec<u32> =
+                slots.iter().map(|&s| e.expr(&Expr::Scratch(s)).unwrap()).collect();
+            let mut r = [0xee; SCRATCH_SLOTS as usize];
+            assert!(native.run(&packet, 64, &mut r), "{packet:02x?}");
+            let h = want[0] as usize;
+            assert_eq!(r[0], want[0], "{packet:02x?}");
+            for i in 1..slots.len() {
+                if i <= usize::from(reads[h]) {
+                    assert_eq!(r[i], want[i], "slot {i}: {packet:02x?}");
+                } else {
+                    assert!(r[i] == 0xee || r[i] == want[i], "slot {i}: {packet:02x?}: {r:x?}");
+                }
+            }
+            hits[h] += 1;
+        }
+        assert!([3, 4, 5, 6, 7, 8, 9].iter().all(|&h| hits[h] > 30), "{hits:?}");
+        // The same clauses with each test behind a `not not`: no arms, no selects.
+        let unchosen = arms(&|mut parts: Vec<Pred>| {
+            parts[0] = Pred::not(Pred::not(parts[0].clone()));
+            arm(parts)
+        });
+        let plain = compile_results_read(&unchosen, &slots, &reads).unwrap();
+        let cmovs = |code: &[u8]| {
+            code.windows(2).filter(|w| w[0] == 0x0f && (0x40..=0x4f).contains(&w[1])).count()
+        };
+        assert!(cmovs(native.machine_code()) >= 3, "{}", cmovs(native.machine_code()));
+        assert_eq!(cmovs(plain.machine_code()), 0);
     }
 
     /// The batch call (which prefetches ahead) answers for each packet, in order, as a
