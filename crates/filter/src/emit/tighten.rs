@@ -101,7 +101,10 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
 /// a few hundred instructions, and a fresh vector per pass per round cost as much again.
 #[derive(Default)]
 struct Scratch {
-    live: Vec<u32>,
+    live: Live,
+    /// The last program [`is_compact`] found compact: [`compact`] on it again has nothing
+    /// to check (a pass that changed nothing leaves it so).
+    known_compact: Vec<CbpfInsn>,
     ends: Vec<u32>,
     need: Vec<u32>,
     reach: Vec<bool>,
@@ -494,37 +497,122 @@ fn base_fact(values: &Values, v: Val) -> Fact {
     }
 }
 
-/// The facts tests established on an edge, by value, sorted by value number: a handful per
-/// edge, so a sorted list copies in one go and joins by one merge. The analysis keeps one
-/// state per instruction across a tightening and copies into it with `clone_from`, so after
-/// the first program a copy reuses the list's allocation.
-#[derive(PartialEq, Debug, Default)]
-struct Facts(Vec<(Val, Fact)>);
+/// The facts tests established on an edge, by value, sorted by value number. A handful per
+/// edge, so up to [`INLINE_FACTS`] live in the state itself and a copy ([`Facts::clone_from`])
+/// moves only the ones there are: the analysis copies a state on every edge, and a heap list
+/// made each state's first copy an allocation. More facts than that go to the heap, in the
+/// same order.
+// The inline variant is large on purpose: boxing it would be the allocation it avoids.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum Facts {
+    Inline { len: u8, items: [(Val, Fact); INLINE_FACTS] },
+    Heap(Vec<(Val, Fact)>),
+}
+
+/// Facts a state holds without a heap allocation (a long chain of tests on one path may
+/// know more; those states spill).
+const INLINE_FACTS: usize = 6;
+
+impl Default for Facts {
+    fn default() -> Facts {
+        Facts::Inline { len: 0, items: [(0, Fact::any()); INLINE_FACTS] }
+    }
+}
+
+impl PartialEq for Facts {
+    /// The same facts, however they are stored.
+    fn eq(&self, o: &Facts) -> bool {
+        self.as_slice() == o.as_slice()
+    }
+}
 
 impl Clone for Facts {
     fn clone(&self) -> Facts {
-        Facts(self.0.clone())
+        let mut copy = Facts::default();
+        copy.clone_from(self);
+        copy
     }
 
+    /// Copies the facts there are, into the room `self` has (inline, or its heap list's).
     fn clone_from(&mut self, o: &Facts) {
-        self.0.clone_from(&o.0);
+        let from = o.as_slice();
+        match self {
+            Facts::Inline { len, items } if from.len() <= INLINE_FACTS => {
+                items[..from.len()].copy_from_slice(from);
+                *len = from.len() as u8;
+            }
+            Facts::Heap(list) => {
+                list.clear();
+                list.extend_from_slice(from);
+            }
+            Facts::Inline { .. } => *self = Facts::Heap(from.to_vec()),
+        }
     }
 }
 
 impl Facts {
     fn as_slice(&self) -> &[(Val, Fact)] {
-        &self.0
+        match self {
+            Facts::Inline { len, items } => &items[..usize::from(*len)],
+            Facts::Heap(list) => list,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [(Val, Fact)] {
+        match self {
+            Facts::Inline { len, items } => &mut items[..usize::from(*len)],
+            Facts::Heap(list) => list,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.truncate(0);
+    }
+
+    fn truncate(&mut self, n: usize) {
+        match self {
+            Facts::Inline { len, .. } => *len = (*len).min(n as u8),
+            Facts::Heap(list) => list.truncate(n),
+        }
     }
 
     fn get(&self, v: Val) -> Option<&Fact> {
-        let at = self.0.binary_search_by_key(&v, |&(w, _)| w).ok()?;
-        self.0.get(at).map(|(_, f)| f)
+        let list = self.as_slice();
+        let at = list.binary_search_by_key(&v, |&(w, _)| w).ok()?;
+        list.get(at).map(|(_, f)| f)
     }
 
     fn set(&mut self, v: Val, f: Fact) {
-        match self.0.binary_search_by_key(&v, |&(w, _)| w) {
-            Ok(at) => self.0[at].1 = f,
-            Err(at) => self.0.insert(at, (v, f)),
+        match self.as_slice().binary_search_by_key(&v, |&(w, _)| w) {
+            Ok(at) => self.as_mut_slice()[at].1 = f,
+            Err(at) => self.insert(at, (v, f)),
+        }
+    }
+
+    /// Adds a fact after the others (the caller keeps the order).
+    #[cfg(test)]
+    fn push(&mut self, item: (Val, Fact)) {
+        let at = self.as_slice().len();
+        self.insert(at, item);
+    }
+
+    fn insert(&mut self, at: usize, item: (Val, Fact)) {
+        match self {
+            Facts::Inline { len, items } if usize::from(*len) < INLINE_FACTS => {
+                let n = usize::from(*len);
+                items.copy_within(at..n, at + 1);
+                items[at] = item;
+                *len += 1;
+            }
+            Facts::Inline { items, .. } => {
+                let mut list = Vec::with_capacity(2 * INLINE_FACTS);
+                list.extend_from_slice(&items[..at]);
+                list.push(item);
+                list.extend_from_slice(&items[at..]);
+                *self = Facts::Heap(list);
+            }
+            Facts::Heap(list) => list.insert(at, item),
         }
     }
 }
@@ -555,7 +643,7 @@ impl State {
     /// Becomes the state on entry, keeping the fact list's allocation.
     fn reset_to_entry(&mut self) {
         self.slots = std::array::from_fn(|s| s as Val);
-        self.facts.0.clear();
+        self.facts.clear();
         self.len_ok = 0;
     }
 
@@ -567,8 +655,8 @@ impl State {
                 *slot = values.id(Node::Entry(at, s));
             }
         }
-        let mine = &mut self.facts.0;
         let theirs = o.facts.as_slice();
+        let mine = self.facts.as_mut_slice();
         let (mut i, mut k, mut kept) = (0, 0, 0);
         while let (Some(&(v, f)), Some(&(w, g))) = (mine.get(i), theirs.get(k)) {
             if v <= w {
@@ -585,7 +673,7 @@ impl State {
                 }
             }
         }
-        mine.truncate(kept);
+        self.facts.truncate(kept);
         self.len_ok = self.len_ok.min(o.len_ok);
     }
 
@@ -622,7 +710,7 @@ impl State {
             if v == w {
                 let j = f.join(&g);
                 if j != base_fact(values, v) {
-                    facts.0.push((v, j));
+                    facts.push((v, j));
                 }
             }
         }
@@ -890,6 +978,28 @@ fn edge_state(insn: &CbpfInsn, s: &State, n: usize, values: &Values, into: &mut 
 // Liveness and reach
 
 /// Slots read before being written on some path from each instruction (bit per slot).
+/// [`live_in`] of the program last asked about, kept: the passes of a round that change
+/// nothing ask about the same program.
+#[derive(Default)]
+struct Live {
+    of: Vec<CbpfInsn>,
+    live: Vec<u32>,
+    /// False until the first computation.
+    valid: bool,
+}
+
+impl Live {
+    fn of(&mut self, p: &[CbpfInsn]) -> &[u32] {
+        if !self.valid || self.of != p {
+            self.of.clear();
+            self.of.extend_from_slice(p);
+            live_in(p, &mut self.live);
+            self.valid = true;
+        }
+        &self.live
+    }
+}
+
 fn live_in(p: &[CbpfInsn], live: &mut Vec<u32>) {
     live.clear();
     live.resize(p.len() + 1, 0);
@@ -967,8 +1077,8 @@ fn load_ends(p: &[CbpfInsn], an: Option<&Analysis>, ends: &mut Vec<u32>) {
 
 /// `and #m; jeq #0` (or `jgt #0`) is `jset #m` when nothing reads A afterwards and nothing
 /// else jumps to the test.
-fn and_tests(p: &mut [CbpfInsn], live: &mut Vec<u32>, targeted: &mut Vec<bool>) {
-    live_in(p, live);
+fn and_tests(p: &mut [CbpfInsn], live: &mut Live, targeted: &mut Vec<bool>) {
+    let live = live.of(p);
     targeted.clear();
     targeted.resize(p.len() + 1, false);
     for i in 0..p.len() {
@@ -1055,8 +1165,8 @@ fn retarget(p: &mut [CbpfInsn], from: usize, n: usize, to: usize) -> bool {
 }
 
 /// Step 2: each jump edge whose target's first tests it decides moves past them.
-fn thread(p: &mut [CbpfInsn], an: &mut Analysis, live: &mut Vec<u32>) {
-    live_in(p, live);
+fn thread(p: &mut [CbpfInsn], an: &mut Analysis, live: &mut Live) {
+    let live = live.of(p);
     for from in 0..p.len() {
         let insn = p[from];
         if !insn.op.is_jump() {
@@ -1135,14 +1245,15 @@ fn walk(
 
 /// Step 3: loads of what the register already holds on every edge into them.
 fn drop_redundant(p: &mut [CbpfInsn], an: &mut Analysis) {
+    // What a load sets depends on the slots alone (facts only decide whether it may abort):
+    // one state with no facts, given each instruction's slots in turn.
+    let mut s = State::entry();
     for (insn, slots) in p.iter_mut().zip(&an.slots) {
         if insn.op.is_jump() || insn.op.is_return() {
             continue;
         }
         let Some(slots) = *slots else { continue };
-        // What a load sets depends on the slots alone (facts only decide whether it may
-        // abort).
-        let s = State { slots, facts: Facts::default(), len_ok: 0 };
+        s.slots = slots;
         let e = effect(insn, &s, &mut an.values);
         if let Some((slot, v)) = e.set {
             if s.slots[slot] == v {
@@ -1180,8 +1291,8 @@ fn nop() -> CbpfInsn {
 }
 
 /// Step 4: code no accept depends on.
-fn drop_dead(p: &mut [CbpfInsn], ends: &[u32], live: &mut Vec<u32>, need: &mut Vec<u32>) {
-    live_in(p, live);
+fn drop_dead(p: &mut [CbpfInsn], ends: &[u32], live: &mut Live, need: &mut Vec<u32>) {
+    let live = live.of(p);
     // `need` as in [`need`], recomputed as instructions go (a load that goes no longer
     // vouches for the ones before it).
     need.clear();
@@ -1330,7 +1441,13 @@ const MAX_FAR_MERGES: usize = 1024;
 /// a program with none of what it rewrites is left as it is, uncopied (most calls: a pass
 /// that found nothing).
 fn compact(p: &mut Vec<CbpfInsn>, sc: &mut Scratch) {
-    if !is_compact(p, &mut sc.reach) {
+    if *p == sc.known_compact {
+        return;
+    }
+    if is_compact(p, &mut sc.reach) {
+        sc.known_compact.clear();
+        sc.known_compact.extend_from_slice(p);
+    } else {
         rewrite_compact(p, sc);
     }
 }
@@ -1582,6 +1699,31 @@ mod tests {
         assert!(skipped > 500 && rewritten > 500, "{skipped} {rewritten}");
     }
 
+    /// One set of buffers across programs, as within a tightening: what [`compact`] and
+    /// [`Live`] remember of the last program never stands in for another's answer.
+    #[test]
+    fn reused_buffers_answer_for_the_program_given() {
+        let mut rng = weir_testkit::SplitMix64::new(0x5c7a);
+        let mut sc = Scratch::default();
+        let mut fresh = Vec::new();
+        let mut remembered = 0;
+        for _ in 0..3000 {
+            let p = random_program(&mut rng);
+            let c = compacted(&p);
+            // The compacted form twice (the second answer may come from memory), the
+            // original, and the compacted form again.
+            for q in [&c, &c, &p, &c] {
+                let mut r = q.clone();
+                remembered += usize::from(*q == sc.known_compact);
+                compact(&mut r, &mut sc);
+                assert_eq!(r, compacted(q), "{q:?}");
+                live_in(q, &mut fresh);
+                assert_eq!(sc.live.of(q), &fresh[..], "{q:?}");
+            }
+        }
+        assert!(remembered > 1000, "{remembered}");
+    }
+
     #[test]
     fn tightening_random_programs_keeps_them_well_formed_and_no_longer() {
         let mut rng = weir_testkit::SplitMix64::new(0x7167);
@@ -1638,6 +1780,7 @@ mod tests {
         let mut rng = weir_testkit::SplitMix64::new(0x7167);
         let mut next = move |n: u32| rng.below(u64::from(n)) as u32;
         let ops = [JeqK, JgtK, JgeK, JsetK];
+        let mut spilled = 0;
         for _ in 0..300 {
             let mut lists = [Facts::default(), Facts::default()];
             let mut maps: [HashMap<Val, Fact>; 2] = [HashMap::new(), HashMap::new()];
@@ -1657,6 +1800,17 @@ mod tests {
             let a = State { slots: State::entry().slots, facts: lists[0].clone(), len_ok: 0 };
             let b = State { slots: State::entry().slots, facts: lists[1].clone(), len_ok: 0 };
             let joined = a.join(&b, 1, &mut values);
+            // In place, into a state whose facts are stored either way, gives the same.
+            let mut in_place = a.clone();
+            in_place.join_in_place(&b, 1, &mut values);
+            assert_eq!(in_place, joined);
+            // Copies between inline and spilled lists keep every fact.
+            let mut copy = State::entry();
+            for from in [&a, &b, &joined, &a] {
+                copy.clone_from(from);
+                assert_eq!(copy.facts.as_slice(), from.facts.as_slice());
+            }
+            spilled += usize::from(a.facts.as_slice().len() > INLINE_FACTS);
             let mut expected: Vec<(Val, Fact)> = maps[0]
                 .iter()
                 .filter_map(|(v, f)| {
@@ -1667,6 +1821,7 @@ mod tests {
             expected.sort_by_key(|&(v, _)| v);
             assert_eq!(joined.facts.as_slice(), expected);
         }
+        assert!(spilled > 20, "{spilled}");
     }
 
     #[test]
