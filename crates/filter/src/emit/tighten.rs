@@ -156,6 +156,7 @@ fn well_formed(p: &[CbpfInsn]) -> bool {
 }
 
 /// Where instruction `i` may go next.
+#[inline]
 fn successors(p: &[CbpfInsn], i: usize) -> [Option<usize>; 2] {
     let insn = p[i];
     let next = i + 1;
@@ -203,11 +204,16 @@ enum Node {
 }
 
 struct Values {
-    // Hashed with the IR's fast hasher: the pass numbers every load and operation of every
-    // round, and SipHash was a third of a small filter's emit.
+    /// Each node's number once there are more than [`SCANNED_VALUES`] (empty until then):
+    /// hashed with the IR's fast hasher, as SipHash was a third of a small filter's emit.
     ids: HashMap<Node, Val, BuildHasherDefault<FastHasher>>,
     nodes: Vec<Node>,
 }
+
+/// Up to this many values, [`Values::id`] finds a node by scanning `nodes`: a small
+/// program's analysis numbers a few dozen, and comparing with each costs less than hashing
+/// the node and keeping a table of them, cleared for each analysis.
+const SCANNED_VALUES: usize = SLOTS + 32;
 
 impl Values {
     /// Numbers the program's entry values first: slot `s` on entry is value `s`, so
@@ -232,6 +238,21 @@ impl Values {
             if s < SLOTS {
                 return s as Val;
             }
+        }
+        if self.nodes.len() <= SCANNED_VALUES {
+            // The entry slots are not searched: they were answered above.
+            if let Some(at) = self.nodes[SLOTS..].iter().position(|&m| m == n) {
+                return (SLOTS + at) as Val;
+            }
+            let v = self.nodes.len() as Val;
+            self.nodes.push(n);
+            if self.nodes.len() > SCANNED_VALUES {
+                // Past the scan's size: the table takes over, with every node so far.
+                for (at, &m) in self.nodes.iter().enumerate().skip(SLOTS) {
+                    self.ids.insert(m, at as Val);
+                }
+            }
+            return v;
         }
         if let Some(&v) = self.ids.get(&n) {
             return v;
@@ -1757,6 +1778,38 @@ mod tests {
         assert!(may_repeat_a_value(&[s(LdAbsH, 12), s(LdAbsH, 12), s(RetA, 0)]));
         assert!(may_repeat_a_value(&[s(LdAbsH, 12), s(Tax, 0), s(RetA, 0)]));
         assert!(!may_repeat_a_value(&[s(LdAbsH, 12), s(LdAbsB, 12), s(RetA, 0)]));
+    }
+
+    /// Numbering by scan, then by table past [`SCANNED_VALUES`], against a plain map: the
+    /// same number for the same node, a new one for a new node, across resets.
+    #[test]
+    fn values_are_numbered_as_a_map_numbers_them() {
+        let mut rng = weir_testkit::SplitMix64::new(0x5ca7);
+        let mut values = Values::new();
+        let mut past_the_scan = 0;
+        for round in 0..200 {
+            values.reset();
+            let mut want: HashMap<Node, Val> = HashMap::new();
+            // Some rounds stay under the scan's size, some go well past it.
+            let distinct = if round % 2 == 0 { 12 } else { 3 * SCANNED_VALUES as u64 };
+            for _ in 0..400 {
+                let n = match rng.below(4) {
+                    0 => Node::Const(rng.below(distinct) as u32),
+                    1 => Node::Pkt(rng.below(distinct) as u32, 2),
+                    2 => Node::Entry(rng.below_usize(3), rng.below_usize(SLOTS)),
+                    _ => Node::Alu(AndK, rng.below(distinct) as Val, 0),
+                };
+                let fresh = SLOTS as Val + want.len() as Val;
+                let expect = match n {
+                    Node::Entry(0, s) => s as Val,
+                    _ => *want.entry(n).or_insert(fresh),
+                };
+                assert_eq!(values.id(n), expect, "{n:?} in round {round}");
+                assert_eq!(values.node(expect), n);
+            }
+            past_the_scan += usize::from(values.nodes.len() > SCANNED_VALUES);
+        }
+        assert!(past_the_scan > 50, "{past_the_scan}");
     }
 
     #[test]
