@@ -58,32 +58,34 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
         return p;
     }
     let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
+    let mut sc = Scratch::default();
     let mut before = Vec::with_capacity(p.len());
     for _ in 0..MAX_ROUNDS {
         before.clear();
         before.extend_from_slice(&p);
         let an = current(&mut cur, &p);
-        thread(&mut p, an);
-        compact(&mut p);
+        thread(&mut p, an, &mut sc.live);
+        compact(&mut p, &mut sc);
         if may_repeat_a_value(&p) {
             let an = current(&mut cur, &p);
             drop_redundant(&mut p, an);
         }
-        compact(&mut p);
+        compact(&mut p, &mut sc);
         // Only indirect loads need the analysis (X's value); without them the program
         // drop_redundant changed is not analyzed for nothing.
-        let ends =
+        let an =
             if p.iter().any(|i| matches!(i.op, CbpfOp::LdIndW | CbpfOp::LdIndH | CbpfOp::LdIndB)) {
-                load_ends(&p, Some(current(&mut cur, &p)))
+                Some(&*current(&mut cur, &p))
             } else {
-                load_ends(&p, None)
+                None
             };
-        drop_dead(&mut p, &ends);
-        compact(&mut p);
-        and_tests(&mut p);
-        compact(&mut p);
-        merge_tails(&mut p);
-        compact(&mut p);
+        load_ends(&p, an, &mut sc.ends);
+        drop_dead(&mut p, &sc.ends, &mut sc.live, &mut sc.need);
+        compact(&mut p, &mut sc);
+        and_tests(&mut p, &mut sc.live, &mut sc.reach);
+        compact(&mut p, &mut sc);
+        merge_tails(&mut p, &mut sc);
+        compact(&mut p, &mut sc);
         if p == before {
             break;
         }
@@ -93,6 +95,29 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
     } else {
         program.to_vec()
     }
+}
+
+/// Buffers the passes reuse across a tightening: on a small program the passes' own work is
+/// a few hundred instructions, and a fresh vector per pass per round cost as much again.
+#[derive(Default)]
+struct Scratch {
+    live: Live,
+    /// The last program [`is_compact`] found compact: [`compact`] on it again has nothing
+    /// to check (a pass that changed nothing leaves it so).
+    known_compact: Vec<CbpfInsn>,
+    ends: Vec<u32>,
+    need: Vec<u32>,
+    reach: Vec<bool>,
+    reach_after: Vec<bool>,
+    copy: Vec<CbpfInsn>,
+    at: Vec<usize>,
+    class: Vec<usize>,
+    /// [`merge_tails`]'s classes: the instructions of class `c` from last to first are
+    /// `first_member[c]`, then `next_member` of each in turn (`usize::MAX` ends a list).
+    first_member: Vec<usize>,
+    next_member: Vec<usize>,
+    last_member: Vec<usize>,
+    class_ids: HashMap<(CbpfOp, u32, usize, usize), usize, BuildHasherDefault<FastHasher>>,
 }
 
 /// The analysis of a program, kept while the passes leave the program as it is: the round
@@ -131,6 +156,7 @@ fn well_formed(p: &[CbpfInsn]) -> bool {
 }
 
 /// Where instruction `i` may go next.
+#[inline]
 fn successors(p: &[CbpfInsn], i: usize) -> [Option<usize>; 2] {
     let insn = p[i];
     let next = i + 1;
@@ -178,11 +204,16 @@ enum Node {
 }
 
 struct Values {
-    // Hashed with the IR's fast hasher: the pass numbers every load and operation of every
-    // round, and SipHash was a third of a small filter's emit.
+    /// Each node's number once there are more than [`SCANNED_VALUES`] (empty until then):
+    /// hashed with the IR's fast hasher, as SipHash was a third of a small filter's emit.
     ids: HashMap<Node, Val, BuildHasherDefault<FastHasher>>,
     nodes: Vec<Node>,
 }
+
+/// Up to this many values, [`Values::id`] finds a node by scanning `nodes`: a small
+/// program's analysis numbers a few dozen, and comparing with each costs less than hashing
+/// the node and keeping a table of them, cleared for each analysis.
+const SCANNED_VALUES: usize = SLOTS + 32;
 
 impl Values {
     /// Numbers the program's entry values first: slot `s` on entry is value `s`, so
@@ -207,6 +238,21 @@ impl Values {
             if s < SLOTS {
                 return s as Val;
             }
+        }
+        if self.nodes.len() <= SCANNED_VALUES {
+            // The entry slots are not searched: they were answered above.
+            if let Some(at) = self.nodes[SLOTS..].iter().position(|&m| m == n) {
+                return (SLOTS + at) as Val;
+            }
+            let v = self.nodes.len() as Val;
+            self.nodes.push(n);
+            if self.nodes.len() > SCANNED_VALUES {
+                // Past the scan's size: the table takes over, with every node so far.
+                for (at, &m) in self.nodes.iter().enumerate().skip(SLOTS) {
+                    self.ids.insert(m, at as Val);
+                }
+            }
+            return v;
         }
         if let Some(&v) = self.ids.get(&n) {
             return v;
@@ -315,6 +361,8 @@ struct RuledOut {
 }
 
 impl RuledOut {
+    const NONE: RuledOut = RuledOut { len: 0, v: [0; MAX_NE] };
+
     fn as_slice(&self) -> &[u32] {
         &self.v[..usize::from(self.len)]
     }
@@ -346,8 +394,8 @@ impl RuledOut {
 }
 
 impl Fact {
-    fn any() -> Fact {
-        Fact { lo: 0, hi: u32::MAX, ne: RuledOut::default(), ones: 0, zeros: 0 }
+    const fn any() -> Fact {
+        Fact { lo: 0, hi: u32::MAX, ne: RuledOut::NONE, ones: 0, zeros: 0 }
     }
 
     fn exactly(k: u32) -> Fact {
@@ -470,41 +518,128 @@ fn base_fact(values: &Values, v: Val) -> Fact {
     }
 }
 
-/// The facts tests established on an edge, by value, sorted by value number: a handful per
-/// edge, so a sorted list clones with one allocation and joins by one merge, where a hash
-/// map cost an allocation and a rehash per clone.
-#[derive(PartialEq, Debug, Default)]
-struct Facts(Vec<(Val, Fact)>);
+/// The facts tests established on an edge, by value, sorted by value number. A handful per
+/// edge, so up to [`INLINE_FACTS`] live in the state itself and a copy ([`Facts::clone_from`])
+/// moves only the ones there are: the analysis copies a state on every edge, and a heap list
+/// made each state's first copy an allocation. More facts than that go to the heap, in the
+/// same order.
+// The inline variant is large on purpose: boxing it would be the allocation it avoids.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum Facts {
+    Inline { len: u8, items: [(Val, Fact); INLINE_FACTS] },
+    Heap(Vec<(Val, Fact)>),
+}
+
+/// Facts a state holds without a heap allocation (a long chain of tests on one path may
+/// know more; those states spill).
+const INLINE_FACTS: usize = 6;
+
+impl Default for Facts {
+    fn default() -> Facts {
+        Facts::Inline { len: 0, items: [(0, Fact::any()); INLINE_FACTS] }
+    }
+}
+
+impl PartialEq for Facts {
+    /// The same facts, however they are stored.
+    fn eq(&self, o: &Facts) -> bool {
+        self.as_slice() == o.as_slice()
+    }
+}
 
 impl Clone for Facts {
-    /// With room for one more fact: most clones are of a jump's state, and the test learns
-    /// a fact on each edge (exact capacity made that a reallocation).
     fn clone(&self) -> Facts {
-        if self.0.is_empty() {
-            return Facts::default();
+        let mut copy = Facts::default();
+        copy.clone_from(self);
+        copy
+    }
+
+    /// Copies the facts there are, into the room `self` has (inline, or its heap list's).
+    fn clone_from(&mut self, o: &Facts) {
+        let from = o.as_slice();
+        match self {
+            Facts::Inline { len, items } if from.len() <= INLINE_FACTS => {
+                items[..from.len()].copy_from_slice(from);
+                *len = from.len() as u8;
+            }
+            Facts::Heap(list) => {
+                list.clear();
+                list.extend_from_slice(from);
+            }
+            Facts::Inline { .. } => *self = Facts::Heap(from.to_vec()),
         }
-        let mut v = Vec::with_capacity(self.0.len() + 1);
-        v.extend_from_slice(&self.0);
-        Facts(v)
     }
 }
 
 impl Facts {
+    fn as_slice(&self) -> &[(Val, Fact)] {
+        match self {
+            Facts::Inline { len, items } => &items[..usize::from(*len)],
+            Facts::Heap(list) => list,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [(Val, Fact)] {
+        match self {
+            Facts::Inline { len, items } => &mut items[..usize::from(*len)],
+            Facts::Heap(list) => list,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.truncate(0);
+    }
+
+    fn truncate(&mut self, n: usize) {
+        match self {
+            Facts::Inline { len, .. } => *len = (*len).min(n as u8),
+            Facts::Heap(list) => list.truncate(n),
+        }
+    }
+
     fn get(&self, v: Val) -> Option<&Fact> {
-        let at = self.0.binary_search_by_key(&v, |&(w, _)| w).ok()?;
-        self.0.get(at).map(|(_, f)| f)
+        let list = self.as_slice();
+        let at = list.binary_search_by_key(&v, |&(w, _)| w).ok()?;
+        list.get(at).map(|(_, f)| f)
     }
 
     fn set(&mut self, v: Val, f: Fact) {
-        match self.0.binary_search_by_key(&v, |&(w, _)| w) {
-            Ok(at) => self.0[at].1 = f,
-            Err(at) => self.0.insert(at, (v, f)),
+        match self.as_slice().binary_search_by_key(&v, |&(w, _)| w) {
+            Ok(at) => self.as_mut_slice()[at].1 = f,
+            Err(at) => self.insert(at, (v, f)),
+        }
+    }
+
+    /// Adds a fact after the others (the caller keeps the order).
+    #[cfg(test)]
+    fn push(&mut self, item: (Val, Fact)) {
+        let at = self.as_slice().len();
+        self.insert(at, item);
+    }
+
+    fn insert(&mut self, at: usize, item: (Val, Fact)) {
+        match self {
+            Facts::Inline { len, items } if usize::from(*len) < INLINE_FACTS => {
+                let n = usize::from(*len);
+                items.copy_within(at..n, at + 1);
+                items[at] = item;
+                *len += 1;
+            }
+            Facts::Inline { items, .. } => {
+                let mut list = Vec::with_capacity(2 * INLINE_FACTS);
+                list.extend_from_slice(&items[..at]);
+                list.push(item);
+                list.extend_from_slice(&items[at..]);
+                *self = Facts::Heap(list);
+            }
+            Facts::Heap(list) => list.insert(at, item),
         }
     }
 }
 
 /// The machine state on an edge.
-#[derive(Clone, PartialEq, Debug)]
+#[derive(PartialEq, Debug)]
 struct State {
     slots: [Val; SLOTS],
     facts: Facts,
@@ -512,7 +647,57 @@ struct State {
     len_ok: u32,
 }
 
+impl Clone for State {
+    fn clone(&self) -> State {
+        State { slots: self.slots, facts: self.facts.clone(), len_ok: self.len_ok }
+    }
+
+    /// In place, keeping the fact list's allocation (the derived one would allocate anew).
+    fn clone_from(&mut self, o: &State) {
+        self.slots = o.slots;
+        self.facts.clone_from(&o.facts);
+        self.len_ok = o.len_ok;
+    }
+}
+
 impl State {
+    /// Becomes the state on entry, keeping the fact list's allocation.
+    fn reset_to_entry(&mut self) {
+        self.slots = std::array::from_fn(|s| s as Val);
+        self.facts.clear();
+        self.len_ok = 0;
+    }
+
+    /// What reaches `at` from both `self` and `o`, in place of `self`: the same state as
+    /// [`State::join`] (value numbers taken in the same order), without a new fact list.
+    fn join_in_place(&mut self, o: &State, at: usize, values: &mut Values) {
+        for (s, slot) in self.slots.iter_mut().enumerate() {
+            if *slot != o.slots[s] {
+                *slot = values.id(Node::Entry(at, s));
+            }
+        }
+        let theirs = o.facts.as_slice();
+        let mine = self.facts.as_mut_slice();
+        let (mut i, mut k, mut kept) = (0, 0, 0);
+        while let (Some(&(v, f)), Some(&(w, g))) = (mine.get(i), theirs.get(k)) {
+            if v <= w {
+                i += 1;
+            }
+            if w <= v {
+                k += 1;
+            }
+            if v == w {
+                let j = f.join(&g);
+                if j != base_fact(values, v) {
+                    mine[kept] = (v, j);
+                    kept += 1;
+                }
+            }
+        }
+        self.facts.truncate(kept);
+        self.len_ok = self.len_ok.min(o.len_ok);
+    }
+
     /// The state on entry: slot `s` holds `Entry(0, s)`, which [`Values::new`] numbered `s`.
     fn entry() -> State {
         State { slots: std::array::from_fn(|s| s as Val), facts: Facts::default(), len_ok: 0 }
@@ -522,6 +707,8 @@ impl State {
         self.facts.get(v).copied().unwrap_or_else(|| base_fact(values, v))
     }
 
+    /// The join as a new state: [`State::join_in_place`]'s oracle.
+    #[cfg(test)]
     fn join(&self, o: &State, at: usize, values: &mut Values) -> State {
         let mut slots = self.slots;
         for (s, slot) in slots.iter_mut().enumerate() {
@@ -532,7 +719,9 @@ impl State {
         let mut facts = Facts::default();
         // Both lists are sorted by value: one merge finds the values both edges know of.
         let (mut i, mut k) = (0, 0);
-        while let (Some(&(v, f)), Some(&(w, g))) = (self.facts.0.get(i), o.facts.0.get(k)) {
+        while let (Some(&(v, f)), Some(&(w, g))) =
+            (self.facts.as_slice().get(i), o.facts.as_slice().get(k))
+        {
             if v <= w {
                 i += 1;
             }
@@ -542,7 +731,7 @@ impl State {
             if v == w {
                 let j = f.join(&g);
                 if j != base_fact(values, v) {
-                    facts.0.push((v, j));
+                    facts.push((v, j));
                 }
             }
         }
@@ -652,78 +841,156 @@ fn learn(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
     s.facts.set(a, f);
 }
 
-/// What runs bring to each instruction, `None` where no run goes: the slots on entry (what
+/// What runs bring to each instruction: the slots on entry (`None` where no run goes; what
 /// [`drop_redundant`] and [`load_ends`] read), and for a jump the whole state on entry (the
-/// join of the edges into it). The edges out of a jump follow from its state
-/// ([`out_states`]) and are not kept; the state along a run of non-jumps is moved from one
-/// to the next, not cloned (a clone copies the fact list).
+/// join of the edges into it, [`Analysis::input`]).
+///
+/// The states live in one vector kept across a tightening's analyses and are written in
+/// place (`clone_from`, [`State::join_in_place`]): a state moved or cloned per edge cost an
+/// allocation and a free per edge, most of a small program's analysis. The state of a
+/// non-jump is stepped in place into its successor's, so only jumps keep their in-state.
 struct Analysis {
     values: Values,
     slots: Vec<Option<[Val; SLOTS]>>,
-    input: Vec<Option<State>>,
+    /// The state on entry to each instruction, meaningful where `reached`; for a non-jump
+    /// it is overwritten by the step (only its slots are kept, in `slots`).
+    states: Vec<State>,
+    reached: Vec<bool>,
+    /// A jump's edge being built (a copy of its in-state that learns the outcome).
+    edge: State,
 }
 
 impl Analysis {
     fn new() -> Analysis {
-        Analysis { values: Values::new(), slots: Vec::new(), input: Vec::new() }
+        Analysis {
+            values: Values::new(),
+            slots: Vec::new(),
+            states: Vec::new(),
+            reached: Vec::new(),
+            edge: State::entry(),
+        }
+    }
+
+    /// The state on entry to jump or return `i`, if a run reaches it.
+    fn input(&self, i: usize) -> Option<&State> {
+        self.reached.get(i).copied().unwrap_or(false).then(|| &self.states[i])
     }
 
     /// Analyzes `p` in place of what this held, in its buffers (a tightening analyzes
     /// several programs; each starts from fresh value numbers, as a new analysis would).
     fn redo(&mut self, p: &[CbpfInsn]) {
         self.values.reset();
-        self.input.clear();
-        self.input.resize(p.len(), None);
+        if self.states.len() < p.len() {
+            self.states.resize_with(p.len(), State::entry);
+        }
+        self.reached.clear();
+        self.reached.resize(p.len(), false);
         self.slots.clear();
         self.slots.resize(p.len(), None);
-        if let Some(first) = self.input.first_mut() {
-            *first = Some(State::entry());
+        if let Some(first) = self.states.first_mut().filter(|_| !p.is_empty()) {
+            first.reset_to_entry();
+            self.reached[0] = true;
         }
         let values = &mut self.values;
         for i in 0..p.len() {
-            let Some(mut s) = self.input[i].take() else { continue };
-            self.slots[i] = Some(s.slots);
+            if !self.reached[i] {
+                continue;
+            }
+            self.slots[i] = Some(self.states[i].slots);
             let insn = p[i];
-            let outs = if insn.op.is_jump() || insn.op.is_return() {
-                let outs = out_states(&insn, &s, values);
-                self.input[i] = Some(s);
-                outs
-            } else {
-                step(&insn, i, &mut s, values);
-                [Some(s), None]
-            };
+            if insn.op.is_return() {
+                continue;
+            }
             let succ = successors(p, i);
-            for (n, out) in outs.into_iter().enumerate() {
-                let (Some(out), Some(to)) = (out, succ[n]) else { continue };
-                let merged = match self.input[to].take() {
-                    None => out,
-                    Some(prev) => prev.join(&out, to, values),
-                };
-                self.input[to] = Some(merged);
+            if !insn.op.is_jump() {
+                step(&insn, i, &mut self.states[i], values);
+                if let Some(to) = succ[0] {
+                    flow_into(&mut self.states, &mut self.reached, Some(i), &self.edge, to, values);
+                }
+                continue;
+            }
+            let decided = if insn.op == CbpfOp::Ja {
+                Some(true)
+            } else {
+                decide(&insn, &self.states[i], values)
+            };
+            match decided {
+                // One edge: it carries the in-state as it is.
+                Some(outcome) => {
+                    if let Some(to) = succ[usize::from(!outcome)] {
+                        flow_into(
+                            &mut self.states,
+                            &mut self.reached,
+                            Some(i),
+                            &self.edge,
+                            to,
+                            values,
+                        );
+                    }
+                }
+                None => {
+                    for (n, outcome) in [(0, true), (1, false)] {
+                        self.edge.clone_from(&self.states[i]);
+                        learn(&insn, &mut self.edge, values, outcome);
+                        if let Some(to) = succ[n] {
+                            flow_into(
+                                &mut self.states,
+                                &mut self.reached,
+                                None,
+                                &self.edge,
+                                to,
+                                values,
+                            );
+                        }
+                    }
+                }
             }
         }
     }
 }
 
-/// The states on the edges out of a jump or return `insn` entered in state `s`: `[taken,
-/// not taken]` for a conditional jump (`None` for an outcome `s` rules out), `[target,
-/// None]` for `ja`.
-fn out_states(insn: &CbpfInsn, s: &State, values: &Values) -> [Option<State>; 2] {
-    if insn.op.is_return() {
-        [None, None]
-    } else if insn.op == CbpfOp::Ja {
-        [Some(s.clone()), None]
+/// Brings the state on an edge into `to` (a copy where no edge came yet, else the join):
+/// the state is `states[from]` when `from` is given, else `edge`. Edges go forward (`to >
+/// from`), so the two never alias.
+fn flow_into(
+    states: &mut [State],
+    reached: &mut [bool],
+    from: Option<usize>,
+    edge: &State,
+    to: usize,
+    values: &mut Values,
+) {
+    let (before, after) = states.split_at_mut(to);
+    let out = match from {
+        Some(i) => &before[i],
+        None => edge,
+    };
+    let dst = &mut after[0];
+    if reached[to] {
+        dst.join_in_place(out, to, values);
     } else {
-        match decide(insn, s, values) {
-            Some(true) => [Some(s.clone()), None],
-            Some(false) => [None, Some(s.clone())],
-            None => {
-                let mut t = s.clone();
-                let mut f = s.clone();
-                learn(insn, &mut t, values, true);
-                learn(insn, &mut f, values, false);
-                [Some(t), Some(f)]
-            }
+        dst.clone_from(out);
+        reached[to] = true;
+    }
+}
+
+/// The state on the `n`th edge out of jump `insn` entered in state `s` (0: taken or the
+/// `ja` target, 1: not taken), in `into`; false when `s` rules that edge out.
+fn edge_state(insn: &CbpfInsn, s: &State, n: usize, values: &Values, into: &mut State) -> bool {
+    if insn.op == CbpfOp::Ja {
+        into.clone_from(s);
+        return n == 0;
+    }
+    let outcome = n == 0;
+    match decide(insn, s, values) {
+        Some(known) => {
+            into.clone_from(s);
+            known == outcome
+        }
+        None => {
+            into.clone_from(s);
+            learn(insn, into, values, outcome);
+            true
         }
     }
 }
@@ -732,8 +999,31 @@ fn out_states(insn: &CbpfInsn, s: &State, values: &Values) -> [Option<State>; 2]
 // Liveness and reach
 
 /// Slots read before being written on some path from each instruction (bit per slot).
-fn live_in(p: &[CbpfInsn]) -> Vec<u32> {
-    let mut live = vec![0u32; p.len() + 1];
+/// [`live_in`] of the program last asked about, kept: the passes of a round that change
+/// nothing ask about the same program.
+#[derive(Default)]
+struct Live {
+    of: Vec<CbpfInsn>,
+    live: Vec<u32>,
+    /// False until the first computation.
+    valid: bool,
+}
+
+impl Live {
+    fn of(&mut self, p: &[CbpfInsn]) -> &[u32] {
+        if !self.valid || self.of != p {
+            self.of.clear();
+            self.of.extend_from_slice(p);
+            live_in(p, &mut self.live);
+            self.valid = true;
+        }
+        &self.live
+    }
+}
+
+fn live_in(p: &[CbpfInsn], live: &mut Vec<u32>) {
+    live.clear();
+    live.resize(p.len() + 1, 0);
     for i in (0..p.len()).rev() {
         let insn = p[i];
         let mut out = 0;
@@ -743,7 +1033,6 @@ fn live_in(p: &[CbpfInsn]) -> Vec<u32> {
         let (uses, defs) = uses_defs(&insn);
         live[i] = (out & !defs) | uses;
     }
-    live
 }
 
 fn bit(slot: usize) -> u32 {
@@ -778,42 +1067,41 @@ fn uses_defs(insn: &CbpfInsn) -> (u32, u32) {
 /// offsets, so other X values do not count).
 ///
 /// `an` (the analysis of `p`) may be `None` only when `p` has no indirect loads.
-fn load_ends(p: &[CbpfInsn], an: Option<&Analysis>) -> Vec<u32> {
-    p.iter()
-        .enumerate()
-        .map(|(i, insn)| {
-            if let Some(end) = load_end(insn) {
-                return end;
-            }
-            let n = match insn.op {
-                CbpfOp::LdIndW => 4,
-                CbpfOp::LdIndH => 2,
-                CbpfOp::LdIndB => 1,
-                _ => return 0,
-            };
-            // (the caller passes the analysis whenever the program has indirect loads;
-            // without it, the cautious answer: no sure end)
-            let Some(an) = an else { return 0 };
-            // X on entry is X after: the load sets only A.
-            let Some(slots) = an.slots[i] else { return 0 };
-            let x = match an.values.node(slots[X]) {
-                Node::Msh(_) => 0,
-                Node::Const(c) if c <= 0xffff => c,
-                _ => return 0,
-            };
-            if insn.k > MAX_PLAIN_OFFSET / 2 {
-                return 0;
-            }
-            insn.k + n + x
-        })
-        .collect()
+fn load_ends(p: &[CbpfInsn], an: Option<&Analysis>, ends: &mut Vec<u32>) {
+    ends.clear();
+    ends.extend(p.iter().enumerate().map(|(i, insn)| {
+        if let Some(end) = load_end(insn) {
+            return end;
+        }
+        let n = match insn.op {
+            CbpfOp::LdIndW => 4,
+            CbpfOp::LdIndH => 2,
+            CbpfOp::LdIndB => 1,
+            _ => return 0,
+        };
+        // (the caller passes the analysis whenever the program has indirect loads;
+        // without it, the cautious answer: no sure end)
+        let Some(an) = an else { return 0 };
+        // X on entry is X after: the load sets only A.
+        let Some(slots) = an.slots[i] else { return 0 };
+        let x = match an.values.node(slots[X]) {
+            Node::Msh(_) => 0,
+            Node::Const(c) if c <= 0xffff => c,
+            _ => return 0,
+        };
+        if insn.k > MAX_PLAIN_OFFSET / 2 {
+            return 0;
+        }
+        insn.k + n + x
+    }));
 }
 
 /// `and #m; jeq #0` (or `jgt #0`) is `jset #m` when nothing reads A afterwards and nothing
 /// else jumps to the test.
-fn and_tests(p: &mut [CbpfInsn]) {
-    let live = live_in(p);
-    let mut targeted = vec![false; p.len() + 1];
+fn and_tests(p: &mut [CbpfInsn], live: &mut Live, targeted: &mut Vec<bool>) {
+    let live = live.of(p);
+    targeted.clear();
+    targeted.resize(p.len() + 1, false);
     for i in 0..p.len() {
         if p[i].op.is_jump() {
             for s in successors(p, i).into_iter().flatten() {
@@ -854,19 +1142,23 @@ fn load_end(insn: &CbpfInsn) -> Option<u32> {
     (insn.k <= MAX_PLAIN_OFFSET).then(|| insn.k + n)
 }
 
-fn reachable(p: &[CbpfInsn]) -> Vec<bool> {
-    let mut r = vec![false; p.len()];
+/// Marks the instructions some run reaches; returns how many.
+fn reachable(p: &[CbpfInsn], r: &mut Vec<bool>) -> usize {
+    r.clear();
+    r.resize(p.len(), false);
+    let mut count = 0;
     if let Some(first) = r.first_mut() {
         *first = true;
     }
     for i in 0..p.len() {
         if r[i] {
+            count += 1;
             for s in successors(p, i).into_iter().flatten() {
                 r[s] = true;
             }
         }
     }
-    r
+    count
 }
 
 // ---------------------------------------------------------------------------------------
@@ -894,20 +1186,22 @@ fn retarget(p: &mut [CbpfInsn], from: usize, n: usize, to: usize) -> bool {
 }
 
 /// Step 2: each jump edge whose target's first tests it decides moves past them.
-fn thread(p: &mut [CbpfInsn], an: &mut Analysis) {
-    let live = live_in(p);
+fn thread(p: &mut [CbpfInsn], an: &mut Analysis, live: &mut Live) {
+    let live = live.of(p);
     for from in 0..p.len() {
         let insn = p[from];
         if !insn.op.is_jump() {
             continue;
         }
-        let Some(input) = an.input[from].as_ref() else { continue };
-        let outs = out_states(&insn, input, &an.values);
-        for (n, state) in outs.into_iter().enumerate() {
-            let (Some(state), Some(to)) = (state, successors(p, from)[n]) else {
+        if an.input(from).is_none() {
+            continue;
+        }
+        for n in 0..2 {
+            if !edge_state(&insn, &an.states[from], n, &an.values, &mut an.edge) {
                 continue;
-            };
-            if let Some(end) = walk(p, to, state, &live, &mut an.values) {
+            }
+            let Some(to) = successors(p, from)[n] else { continue };
+            if let Some(end) = walk(p, to, &mut an.edge, live, &mut an.values) {
                 if end != to {
                     retarget(p, from, n, end);
                 }
@@ -915,15 +1209,15 @@ fn thread(p: &mut [CbpfInsn], an: &mut Analysis) {
         }
     }
     // A conditional jump whose outcome is known on every run is a `ja`.
-    for (i, input) in an.input.iter().enumerate() {
-        if p[i].op.is_conditional_jump() {
-            let Some(input) = input else { continue };
-            let target = match decide(&p[i], input, &an.values) {
-                Some(true) => i + 1 + usize::from(p[i].jt),
-                Some(false) => i + 1 + usize::from(p[i].jf),
+    for (i, insn) in p.iter_mut().enumerate() {
+        if insn.op.is_conditional_jump() {
+            let Some(input) = an.input(i) else { continue };
+            let target = match decide(insn, input, &an.values) {
+                Some(true) => i + 1 + usize::from(insn.jt),
+                Some(false) => i + 1 + usize::from(insn.jf),
                 None => continue,
             };
-            p[i] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - i - 1) as u32);
+            *insn = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - i - 1) as u32);
         }
     }
 }
@@ -934,12 +1228,11 @@ fn thread(p: &mut [CbpfInsn], an: &mut Analysis) {
 fn walk(
     p: &[CbpfInsn],
     mut at: usize,
-    s: State,
+    s: &mut State,
     live: &[u32],
     values: &mut Values,
 ) -> Option<usize> {
     let start = s.slots;
-    let mut s = s;
     let mut best = None;
     for _ in 0..p.len() {
         let changed = (0..SLOTS).filter(|&k| s.slots[k] != start[k]).fold(0, |m, k| m | bit(k));
@@ -952,14 +1245,14 @@ fn walk(
         } else if insn.op == CbpfOp::Ja {
             at = successors(p, at)[0]?;
         } else if insn.op.is_conditional_jump() {
-            let outcome = decide(&insn, &s, values)?;
-            learn(&insn, &mut s, values, outcome);
+            let outcome = decide(&insn, s, values)?;
+            learn(&insn, s, values, outcome);
             at = successors(p, at)[usize::from(!outcome)]?;
         } else {
             if matches!(insn.op, CbpfOp::St | CbpfOp::Stx) {
                 break;
             }
-            let e = effect(&insn, &s, values);
+            let e = effect(&insn, s, values);
             let Some((slot, v)) = e.set else { break };
             if e.may_abort && s.slots[slot] != v {
                 break;
@@ -973,14 +1266,15 @@ fn walk(
 
 /// Step 3: loads of what the register already holds on every edge into them.
 fn drop_redundant(p: &mut [CbpfInsn], an: &mut Analysis) {
+    // What a load sets depends on the slots alone (facts only decide whether it may abort):
+    // one state with no facts, given each instruction's slots in turn.
+    let mut s = State::entry();
     for (insn, slots) in p.iter_mut().zip(&an.slots) {
         if insn.op.is_jump() || insn.op.is_return() {
             continue;
         }
         let Some(slots) = *slots else { continue };
-        // What a load sets depends on the slots alone (facts only decide whether it may
-        // abort).
-        let s = State { slots, facts: Facts::default(), len_ok: 0 };
+        s.slots = slots;
         let e = effect(insn, &s, &mut an.values);
         if let Some((slot, v)) = e.set {
             if s.slots[slot] == v {
@@ -1018,11 +1312,12 @@ fn nop() -> CbpfInsn {
 }
 
 /// Step 4: code no accept depends on.
-fn drop_dead(p: &mut [CbpfInsn], ends: &[u32]) {
-    let live = live_in(p);
+fn drop_dead(p: &mut [CbpfInsn], ends: &[u32], live: &mut Live, need: &mut Vec<u32>) {
+    let live = live.of(p);
     // `need` as in [`need`], recomputed as instructions go (a load that goes no longer
     // vouches for the ones before it).
-    let mut need = vec![u32::MAX; p.len()];
+    need.clear();
+    need.resize(p.len(), u32::MAX);
     for i in (0..p.len()).rev() {
         let insn = p[i];
         if insn.op.is_return() {
@@ -1068,31 +1363,45 @@ fn drop_dead(p: &mut [CbpfInsn], ends: &[u32]) {
 
 /// Step 5: every jump goes to the last instruction within reach that does what its target
 /// does.
-fn merge_tails(p: &mut [CbpfInsn]) {
+fn merge_tails(p: &mut [CbpfInsn], sc: &mut Scratch) {
+    const NONE: usize = usize::MAX;
     // Class of each instruction: equal classes behave alike from there on.
-    let mut class = vec![0usize; p.len()];
-    let mut ids: HashMap<(CbpfOp, u32, usize, usize), usize, BuildHasherDefault<FastHasher>> =
-        HashMap::with_capacity_and_hasher(p.len(), BuildHasherDefault::default());
-    let mut members: Vec<Vec<usize>> = Vec::new();
+    let class = &mut sc.class;
+    class.clear();
+    class.resize(p.len(), 0);
+    let ids = &mut sc.class_ids;
+    ids.clear();
+    let (first, next_member, last) =
+        (&mut sc.first_member, &mut sc.next_member, &mut sc.last_member);
+    first.clear();
+    last.clear();
+    next_member.clear();
+    next_member.resize(p.len(), NONE);
     for i in (0..p.len()).rev() {
         let insn = p[i];
         let [a, b] = successors(p, i);
         if insn.op == CbpfOp::Ja {
-            class[i] = a.map_or(usize::MAX, |t| class[t]);
+            class[i] = a.map_or(NONE, |t| class[t]);
             continue;
         }
         let key = (
             insn.op,
             if insn.op.is_conditional_jump() && uses_x_operand(insn.op) { 0 } else { insn.k },
-            a.map_or(usize::MAX, |t| class[t]),
-            b.map_or(usize::MAX, |t| class[t]),
+            a.map_or(NONE, |t| class[t]),
+            b.map_or(NONE, |t| class[t]),
         );
         let next = ids.len();
         let c = *ids.entry(key).or_insert(next);
-        if c == members.len() {
-            members.push(Vec::new());
+        if c == first.len() {
+            first.push(i);
+        } else {
+            next_member[last[c]] = i;
         }
-        members[c].push(i);
+        if c == last.len() {
+            last.push(i);
+        } else {
+            last[c] = i;
+        }
         class[i] = c;
     }
     for from in 0..p.len() {
@@ -1101,14 +1410,15 @@ fn merge_tails(p: &mut [CbpfInsn]) {
         }
         for n in 0..2 {
             let Some(to) = successors(p, from)[n] else { continue };
-            let c = class[to];
-            let Some(group) = members.get(c) else { continue };
-            // Members were pushed last to first: the farthest one that the jump reaches.
+            let Some(&head) = first.get(class[to]) else { continue };
+            // Members are listed last to first: the farthest one that the jump reaches.
             let limit = if p[from].op == CbpfOp::Ja { usize::MAX } else { from + 1 + 255 };
-            if let Some(&best) = group.iter().find(|&&m| m > from && m <= limit) {
-                if best != to {
-                    retarget(p, from, n, best);
-                }
+            let mut m = head;
+            while m != NONE && !(m > from && m <= limit) {
+                m = next_member[m];
+            }
+            if m != NONE && m != to {
+                retarget(p, from, n, m);
             }
         }
     }
@@ -1117,28 +1427,29 @@ fn merge_tails(p: &mut [CbpfInsn]) {
     // RARP searches are one search, as in libpcap's program).
     // Only where that drops code (a `ja` in place of a test the rest of the program still
     // needs would cost a jump and save nothing); a bounded number of tries per round.
-    let mut reach = reachable(p);
-    let mut live = reach.iter().filter(|&&r| r).count();
+    let mut live = reachable(p, &mut sc.reach);
     let mut tries = 0;
-    for group in &members {
-        let Some(&last) = group.first() else { continue };
-        for &m in &group[1..] {
-            if !reach[m] || m >= last || p[m].op.is_return() || p[m].op == CbpfOp::Ja {
+    for &last in first.iter() {
+        let mut m = next_member[last];
+        while m != NONE {
+            let here = m;
+            m = next_member[m];
+            if !sc.reach[here] || here >= last || p[here].op.is_return() || p[here].op == CbpfOp::Ja
+            {
                 continue;
             }
             if tries == MAX_FAR_MERGES {
                 return;
             }
             tries += 1;
-            let was = p[m];
-            p[m] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (last - m - 1) as u32);
-            let now = reachable(p);
-            let count = now.iter().filter(|&&r| r).count();
+            let was = p[here];
+            p[here] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (last - here - 1) as u32);
+            let count = reachable(p, &mut sc.reach_after);
             if count + 2 <= live {
-                reach = now;
+                std::mem::swap(&mut sc.reach, &mut sc.reach_after);
                 live = count;
             } else {
-                p[m] = was;
+                p[here] = was;
             }
         }
     }
@@ -1150,18 +1461,25 @@ const MAX_FAR_MERGES: usize = 1024;
 /// Removes unreachable instructions and `ja +0`, and `ja` to a return becomes the return;
 /// a program with none of what it rewrites is left as it is, uncopied (most calls: a pass
 /// that found nothing).
-fn compact(p: &mut Vec<CbpfInsn>) {
-    if !is_compact(p) {
-        *p = compacted(p);
+fn compact(p: &mut Vec<CbpfInsn>, sc: &mut Scratch) {
+    if *p == sc.known_compact {
+        return;
+    }
+    if is_compact(p, &mut sc.reach) {
+        sc.known_compact.clear();
+        sc.known_compact.extend_from_slice(p);
+    } else {
+        rewrite_compact(p, sc);
     }
 }
 
-/// True when [`compacted`] would return `p` unchanged: no jump lands on a `ja`, no `ja`
-/// lands on a return, no conditional jump has its two edges meet, no `ja +0`, and every
-/// instruction is reachable. (Not the same as `compacted(p) == p` failing: a jump to a `ja` it cannot
-/// skip is left, but the whole rewrite runs to find that out.)
-fn is_compact(p: &[CbpfInsn]) -> bool {
-    let mut reach = vec![false; p.len()];
+/// True when [`rewrite_compact`] would leave `p` unchanged: no jump lands on a `ja`, no
+/// `ja` lands on a return, no conditional jump has its two edges meet, no `ja +0`, and every
+/// instruction is reachable. (Not the same as the rewrite changing nothing: a jump to a
+/// `ja` it cannot skip is left, but the whole rewrite runs to find that out.)
+fn is_compact(p: &[CbpfInsn], reach: &mut Vec<bool>) -> bool {
+    reach.clear();
+    reach.resize(p.len(), false);
     if let Some(first) = reach.first_mut() {
         *first = true;
     }
@@ -1194,9 +1512,11 @@ fn is_compact(p: &[CbpfInsn]) -> bool {
     true
 }
 
-/// [`compact`]'s rewrite, on a copy.
-fn compacted(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
-    let mut q = p.to_vec();
+/// [`compact`]'s rewrite, in place (the original is copied into the scratch buffers).
+fn rewrite_compact(p: &mut Vec<CbpfInsn>, sc: &mut Scratch) {
+    let q = &mut sc.copy;
+    q.clear();
+    q.extend_from_slice(p);
     // A jump straight to a `ja` goes where the `ja` goes (when it reaches).
     for i in 0..q.len() {
         if !q[i].op.is_jump() {
@@ -1204,18 +1524,18 @@ fn compacted(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
         }
         for n in 0..2 {
             for _ in 0..q.len() {
-                let Some(to) = successors(&q, i)[n] else { break };
+                let Some(to) = successors(q, i)[n] else { break };
                 if q[to].op != CbpfOp::Ja || to == i {
                     break;
                 }
-                let Some(end) = successors(&q, to)[0] else { break };
-                if end == to || !retarget(&mut q, i, n, end) {
+                let Some(end) = successors(q, to)[0] else { break };
+                if end == to || !retarget(q, i, n, end) {
                     break;
                 }
             }
         }
         if q[i].op == CbpfOp::Ja {
-            if let Some(t) = successors(&q, i)[0] {
+            if let Some(t) = successors(q, i)[0] {
                 if q[t].op.is_return() {
                     q[i] = q[t];
                 }
@@ -1225,37 +1545,40 @@ fn compacted(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
             q[i] = CbpfInsn::new(CbpfOp::Ja, 0, 0, u32::from(q[i].jt));
         }
     }
-    let reach = reachable(&q);
-    let keep: Vec<bool> =
-        (0..q.len()).map(|i| reach[i] && !(q[i].op == CbpfOp::Ja && q[i].k == 0)).collect();
+    // Kept: reachable, and not `ja +0`.
+    let keep = &mut sc.reach;
+    reachable(q, keep);
+    for (k, insn) in keep.iter_mut().zip(q.iter()) {
+        *k = *k && !(insn.op == CbpfOp::Ja && insn.k == 0);
+    }
     // New position of each old one: a dropped instruction maps to the next kept one, which
     // is where running on from it leads.
-    let mut at = vec![0usize; q.len() + 1];
+    let at = &mut sc.at;
+    at.clear();
     let mut next = 0;
-    for i in 0..q.len() {
-        at[i] = next;
-        if keep[i] {
+    for &k in keep.iter() {
+        at.push(next);
+        if k {
             next += 1;
         }
     }
-    at[q.len()] = next;
-    let mut out = Vec::with_capacity(next);
+    at.push(next);
+    p.clear();
     for i in 0..q.len() {
         if !keep[i] {
             continue;
         }
         let mut insn = q[i];
         let here = at[i];
-        let [a, b] = successors(&q, i);
+        let [a, b] = successors(q, i);
         if insn.op == CbpfOp::Ja {
             insn.k = (at[a.unwrap_or(i + 1)] - here - 1) as u32;
         } else if insn.op.is_conditional_jump() {
             insn.jt = (at[a.unwrap_or(i + 1)] - here - 1) as u8;
             insn.jf = (at[b.unwrap_or(i + 1)] - here - 1) as u8;
         }
-        out.push(insn);
+        p.push(insn);
     }
-    out
 }
 
 #[cfg(test)]
@@ -1268,6 +1591,13 @@ mod tests {
     }
     fn j(op: CbpfOp, k: u32, jt: u8, jf: u8) -> CbpfInsn {
         CbpfInsn::new(op, jt, jf, k)
+    }
+
+    /// [`rewrite_compact`] on a copy, in fresh buffers.
+    fn compacted(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
+        let mut q = p.to_vec();
+        rewrite_compact(&mut q, &mut Scratch::default());
+        q
     }
 
     /// A random well-formed program: loads, stores, ALU operations, forward jumps (some to
@@ -1362,7 +1692,7 @@ mod tests {
             for i in 0..p.len() {
                 assert_eq!(an.slots[i], want[i].as_ref().map(|s| s.slots), "slots at {i}: {p:?}");
                 if p[i].op.is_jump() {
-                    assert_eq!(an.input[i], want[i], "state at {i}: {p:?}");
+                    assert_eq!(an.input(i), want[i].as_ref(), "state at {i}: {p:?}");
                     jumps_seen += usize::from(want[i].is_some());
                 }
             }
@@ -1378,9 +1708,9 @@ mod tests {
             let p = random_program(&mut rng);
             for q in [compacted(&p), p] {
                 let mut r = q.clone();
-                compact(&mut r);
+                compact(&mut r, &mut Scratch::default());
                 assert_eq!(r, compacted(&q), "{q:?}");
-                if is_compact(&q) {
+                if is_compact(&q, &mut Vec::new()) {
                     skipped += 1;
                 } else {
                     rewritten += 1;
@@ -1388,6 +1718,31 @@ mod tests {
             }
         }
         assert!(skipped > 500 && rewritten > 500, "{skipped} {rewritten}");
+    }
+
+    /// One set of buffers across programs, as within a tightening: what [`compact`] and
+    /// [`Live`] remember of the last program never stands in for another's answer.
+    #[test]
+    fn reused_buffers_answer_for_the_program_given() {
+        let mut rng = weir_testkit::SplitMix64::new(0x5c7a);
+        let mut sc = Scratch::default();
+        let mut fresh = Vec::new();
+        let mut remembered = 0;
+        for _ in 0..3000 {
+            let p = random_program(&mut rng);
+            let c = compacted(&p);
+            // The compacted form twice (the second answer may come from memory), the
+            // original, and the compacted form again.
+            for q in [&c, &c, &p, &c] {
+                let mut r = q.clone();
+                remembered += usize::from(*q == sc.known_compact);
+                compact(&mut r, &mut sc);
+                assert_eq!(r, compacted(q), "{q:?}");
+                live_in(q, &mut fresh);
+                assert_eq!(sc.live.of(q), &fresh[..], "{q:?}");
+            }
+        }
+        assert!(remembered > 1000, "{remembered}");
     }
 
     #[test]
@@ -1425,6 +1780,38 @@ mod tests {
         assert!(!may_repeat_a_value(&[s(LdAbsH, 12), s(LdAbsB, 12), s(RetA, 0)]));
     }
 
+    /// Numbering by scan, then by table past [`SCANNED_VALUES`], against a plain map: the
+    /// same number for the same node, a new one for a new node, across resets.
+    #[test]
+    fn values_are_numbered_as_a_map_numbers_them() {
+        let mut rng = weir_testkit::SplitMix64::new(0x5ca7);
+        let mut values = Values::new();
+        let mut past_the_scan = 0;
+        for round in 0..200 {
+            values.reset();
+            let mut want: HashMap<Node, Val> = HashMap::new();
+            // Some rounds stay under the scan's size, some go well past it.
+            let distinct = if round % 2 == 0 { 12 } else { 3 * SCANNED_VALUES as u64 };
+            for _ in 0..400 {
+                let n = match rng.below(4) {
+                    0 => Node::Const(rng.below(distinct) as u32),
+                    1 => Node::Pkt(rng.below(distinct) as u32, 2),
+                    2 => Node::Entry(rng.below_usize(3), rng.below_usize(SLOTS)),
+                    _ => Node::Alu(AndK, rng.below(distinct) as Val, 0),
+                };
+                let fresh = SLOTS as Val + want.len() as Val;
+                let expect = match n {
+                    Node::Entry(0, s) => s as Val,
+                    _ => *want.entry(n).or_insert(fresh),
+                };
+                assert_eq!(values.id(n), expect, "{n:?} in round {round}");
+                assert_eq!(values.node(expect), n);
+            }
+            past_the_scan += usize::from(values.nodes.len() > SCANNED_VALUES);
+        }
+        assert!(past_the_scan > 50, "{past_the_scan}");
+    }
+
     #[test]
     fn entry_values_are_numbered_by_slot() {
         let mut values = Values::new();
@@ -1446,6 +1833,7 @@ mod tests {
         let mut rng = weir_testkit::SplitMix64::new(0x7167);
         let mut next = move |n: u32| rng.below(u64::from(n)) as u32;
         let ops = [JeqK, JgtK, JgeK, JsetK];
+        let mut spilled = 0;
         for _ in 0..300 {
             let mut lists = [Facts::default(), Facts::default()];
             let mut maps: [HashMap<Val, Fact>; 2] = [HashMap::new(), HashMap::new()];
@@ -1459,12 +1847,23 @@ mod tests {
                     list.set(v, f);
                     map.insert(v, f);
                 }
-                assert!(list.0.windows(2).all(|w| w[0].0 < w[1].0), "sorted, no repeats");
-                assert_eq!(list.0.len(), map.len());
+                assert!(list.as_slice().windows(2).all(|w| w[0].0 < w[1].0), "sorted, no repeats");
+                assert_eq!(list.as_slice().len(), map.len());
             }
             let a = State { slots: State::entry().slots, facts: lists[0].clone(), len_ok: 0 };
             let b = State { slots: State::entry().slots, facts: lists[1].clone(), len_ok: 0 };
             let joined = a.join(&b, 1, &mut values);
+            // In place, into a state whose facts are stored either way, gives the same.
+            let mut in_place = a.clone();
+            in_place.join_in_place(&b, 1, &mut values);
+            assert_eq!(in_place, joined);
+            // Copies between inline and spilled lists keep every fact.
+            let mut copy = State::entry();
+            for from in [&a, &b, &joined, &a] {
+                copy.clone_from(from);
+                assert_eq!(copy.facts.as_slice(), from.facts.as_slice());
+            }
+            spilled += usize::from(a.facts.as_slice().len() > INLINE_FACTS);
             let mut expected: Vec<(Val, Fact)> = maps[0]
                 .iter()
                 .filter_map(|(v, f)| {
@@ -1473,8 +1872,9 @@ mod tests {
                 })
                 .collect();
             expected.sort_by_key(|&(v, _)| v);
-            assert_eq!(joined.facts.0, expected);
+            assert_eq!(joined.facts.as_slice(), expected);
         }
+        assert!(spilled > 20, "{spilled}");
     }
 
     #[test]

@@ -100,6 +100,7 @@ pub const TXA: u16 = 0x80;
 
 /// The class bits of a code (the kernel's `BPF_CLASS`).
 #[doc(alias = "BPF_CLASS")]
+#[inline]
 pub const fn class(code: u16) -> u16 {
     code & 0x07
 }
@@ -118,6 +119,7 @@ pub const fn mode(code: u16) -> u16 {
 
 /// The operation bits of an ALU or jump code (`BPF_OP`).
 #[doc(alias = "BPF_OP")]
+#[inline]
 pub const fn op(code: u16) -> u16 {
     code & 0xf0
 }

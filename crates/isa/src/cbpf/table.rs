@@ -92,6 +92,7 @@ macro_rules! cbpf_opcode_table {
 
         impl CbpfOp {
             /// The instruction's `code`.
+            #[inline]
             pub const fn code(self) -> u16 {
                 match self {
                     $( CbpfOp::$variant => $code, )*
@@ -192,21 +193,25 @@ impl CbpfOp {
     }
 
     /// The instruction class ([`LD`], [`LDX`], ... [`MISC`]).
+    #[inline]
     pub const fn class(self) -> u16 {
         class(self.code())
     }
 
     /// `ja` or a conditional jump.
+    #[inline]
     pub const fn is_jump(self) -> bool {
         self.class() == JMP
     }
 
     /// A jump that uses `jt` and `jf` (every jump but `ja`).
+    #[inline]
     pub const fn is_conditional_jump(self) -> bool {
         self.is_jump() && op(self.code()) != JA
     }
 
     /// `ret #k` or `ret a`: ends the program.
+    #[inline]
     pub const fn is_return(self) -> bool {
         self.class() == RET
     }
