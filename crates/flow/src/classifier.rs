@@ -241,29 +241,20 @@ struct ChainT<const W: usize> {
     needs: Vec<u64>,
 }
 
-/// A chain's Bloom filter over one half-word of the gathered key under one or more nested
-/// masks of it (its lanes: prefix lengths of one address), as OVS skips subtables with its
-/// prefix tries (issue 14): every live entry of every subtable whose mask has lane `j`'s
-/// mask at half-word `half` has its masked half's lane-`j` bit set, so a packet whose bit
-/// is clear matches no such subtable, and the lookup skips them without hashing the
+/// A chain's Bloom filter over one half-word of the gathered key under one mask of it, as
+/// OVS skips subtables with its prefix tries (issue 14): every live entry of every subtable
+/// whose mask has `mask` at half-word `half` has its masked half's bit set, so a packet whose
+/// bit is clear matches no such subtable, and the lookup skips them without hashing the
 /// packet's key for each. A chain's prefilters are on the half-words whose mask differs
 /// between its subtables (weir-bench flow's 16 masks: the source and the destination address
 /// under /32, /24, /16 and /8); a packet visits every subtable of better priority than its
 /// match (8.5 of 16 there), and most of them hold no rule with the packet's prefixes.
-/// A value's word is picked by its shortest lane's masked half (every lane's masked half
-/// determines it: the masks are nested), its bit in that word by its own lane's: one load
-/// a packet for all the lanes (a filter a (half, mask), one load each, was 8 loads a
-/// packet at 16 masks and 136 of its 492 instructions in callgrind,
-/// bench/records/2026-12-01-flow-speed-21.txt). Lanes share a filter only while the
-/// shortest one's bits can pick every word the sizing asks for (`ChainT::refresh_pre`).
 /// Shared by the versions that keep it; the writer sets an entry's bit before the entry's
 /// slot is stored; deletes leave bits set (false positives only) until it is rebuilt.
 struct PreFilter {
     /// Gathered word * 2, + 1 for its high 32 bits.
     half: u8,
-    /// The lanes' masks, longest first, each a subset of the one before (at most
-    /// `PreFilter::LANES`): lane `j`'s answers are a lookup's test `j` of this filter.
-    masks: Box<[u32]>,
+    mask: u32,
     /// A power of two words.
     bits: Box<[AtomicU64]>,
     /// Values added (the writer's): `ChainT::refresh` rebuilds a filter once it is twice as
@@ -274,28 +265,12 @@ struct PreFilter {
 impl PreFilter {
     /// Bits a value, at the size: ~6% false positives with one hash.
     const BITS_PER_VALUE: usize = 16;
-    /// Lanes a filter at most (the batch test is monomorphized for 1 to 4).
-    const LANES: usize = 4;
 
-    /// The filter's bits for `values` values.
-    fn bits_for(values: usize) -> usize {
-        (values.max(1) * Self::BITS_PER_VALUE).next_power_of_two().clamp(1 << 11, 1 << 24)
-    }
-
-    /// Whether lanes whose shortest mask is `sel` can share a filter sized for `values`:
-    /// the bits `sel` keeps can name each of its words (`sel`'s values pick the word; with
-    /// fewer of them than words, the values crowd into the words they reach).
-    fn fits(sel: u32, values: usize) -> bool {
-        (Self::bits_for(values) / 64).trailing_zeros() <= sel.count_ones()
-    }
-
-    fn new(half: u8, masks: &[u32], values: usize) -> PreFilter {
-        debug_assert!(!masks.is_empty() && masks.len() <= Self::LANES);
-        debug_assert!(masks.windows(2).all(|m| m[1] & m[0] == m[1]));
-        let n = Self::bits_for(values);
+    fn new(half: u8, mask: u32, values: usize) -> PreFilter {
+        let n = (values.max(1) * Self::BITS_PER_VALUE).next_power_of_two().clamp(1 << 11, 1 << 24);
         PreFilter {
             half,
-            masks: masks.into(),
+            mask,
             bits: (0..n / 64).map(|_| AtomicU64::new(0)).collect(),
             added: AtomicUsize::new(0),
         }
@@ -306,90 +281,57 @@ impl PreFilter {
         self.added.load(Ordering::Relaxed) * Self::BITS_PER_VALUE > self.bits.len() * 64 * 2
     }
 
-    /// The lane whose mask is `m`.
-    fn lane(&self, m: u32) -> Option<usize> {
-        self.masks.iter().position(|&x| x == m)
-    }
-
-    /// A key's word and its bit in lane `lane` (`hash_of`).
+    /// A key's word and bit in the filter (`bit_of`).
     #[inline(always)]
-    fn bit<const W: usize>(&self, k: &[u64; W], lane: usize) -> (usize, u32) {
-        let v = half_of(k, usize::from(self.half));
+    fn bit<const W: usize>(&self, k: &[u64; W]) -> (usize, u32) {
+        let w = k.get(usize::from(self.half / 2)).copied().unwrap_or(0);
         let words = self.bits.len().wrapping_sub(1);
-        let sel = self.masks[self.masks.len() - 1];
-        let hs = Self::hash_of(v, sel);
-        let at = (hs >> 32) as usize & words;
-        let m = self.masks[lane];
-        (at, if m == sel { (hs >> 58) as u32 } else { Self::lane_bit(v, m) })
+        Self::bit_of(w >> (32 * u32::from(self.half & 1)), self.mask, words)
     }
 
-    /// The bit of a half-word `v` in a lane of mask `mask` longer than the filter's
-    /// shortest (whose bit is its word's hash's top 6): a 32-bit multiply's top 6 bits,
-    /// the mask in too (lanes differ). 32 bits, not 64: the 4-lane loop's 64-bit multiplies
-    /// were vectorized as three 32-bit ones and shuffles each (~49 instructions a packet
-    /// for a half's 4 lanes in callgrind, against ~36 expected of scalar code).
+    /// The word and the bit in it of a half-word `v` (in the low 32 bits) under `mask`, in
+    /// a filter of `words + 1` words (a power of two): one multiply, the word from the
+    /// product's bits 32 up and the bit from its top 6, both by constant shifts (the bit
+    /// number taken from the top bits by the filter's size was a shift by a run-time
+    /// count, through `cl`, a packet and filter, besides the one testing the bit).
     #[inline(always)]
-    fn lane_bit(v: u32, mask: u32) -> u32 {
-        ((v & mask) ^ mask >> 1).wrapping_mul(0x9e37_79b1) >> 26
-    }
-
-    /// A half-word `v` under `mask`, hashed (the mask in too: lanes differ). A value's word
-    /// is its shortest lane's hash's bits 32 up (masked by the filter's length), its bit in
-    /// a lane that lane's hash's top 6: constant shifts (a bit number from the top bits by
-    /// the filter's size was a shift by a run-time count, through `cl`).
-    #[inline(always)]
-    fn hash_of(v: u32, mask: u32) -> u64 {
-        (u64::from(v & mask) ^ u64::from(mask) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    fn bit_of(v: u64, mask: u32, words: usize) -> (usize, u32) {
+        let v = v as u32 & mask;
+        let h = (u64::from(v) ^ u64::from(mask) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        ((h >> 32) as usize & words, (h >> 58) as u32)
     }
 
     /// Whether each of a batch's half-words `v` (at most 32: the answers of packets past
-    /// 32 would be shifted out; the filter's half of each packet's key: `halves_of`) may
-    /// be in the filter, lane by lane: `out[j]` bit `i` is packet `i`'s answer in lane `j`
-    /// (`out` as long as the lanes). The filter's shape read once, not once a packet, and
-    /// no branch on a packet (issue 14: packet after packet, the 8 filters' shapes and a
-    /// scatter loop of data-dependent length were a quarter of a 16-mask lookup in perf).
-    /// A packet's bits per lane, not a lane's bits per packet: a subtable's packets are
-    /// then the AND of its tests' words (a compare a packet a subtable was ~15% of a
-    /// 16-mask lookup_batch in perf, bench/records/2026-11-30-flow-speed-17.txt). The
-    /// half-words come in as one array for all the filters on the half, and the answers
-    /// are shifted in from the last packet down: no half-word picked out of the key and no
-    /// variable shift to place a bit (bench/records/2026-12-01-flow-speed-21.txt).
+    /// 32 would be shifted out; the filter's half of each
+    /// packet's key: `halves_of`) may be in the filter, packet `i`'s answer as bit `i`: the
+    /// filter's shape read once, not once a packet, and no branch on a packet (issue 14:
+    /// packet after packet, the 8 filters' shapes and a scatter loop of data-dependent
+    /// length were a quarter of a 16-mask lookup in perf). A packet's bits per filter, not
+    /// a filter's bits per packet: a subtable's packets are then the AND of its filters'
+    /// words (a compare a packet a subtable was ~15% of a 16-mask lookup_batch in perf,
+    /// bench/records/2026-11-30-flow-speed-17.txt). The half-words come in as one array a
+    /// half for all the filters on it, and the answers are shifted in from the last packet
+    /// down: no half-word picked out of the key and no variable shift to place a bit, per
+    /// filter and packet (28 instructions a packet and filter were 230 of a 16-mask
+    /// packet's 607 in callgrind, bench/records/2026-12-01-flow-speed-21.txt).
     #[inline(always)]
-    fn test_halves(&self, v: &[u32], out: &mut [u32]) {
-        match self.masks[..] {
-            [a] => self.test_lanes(v, [a], out),
-            [a, b] => self.test_lanes(v, [a, b], out),
-            [a, b, c] => self.test_lanes(v, [a, b, c], out),
-            [a, b, c, d] => self.test_lanes(v, [a, b, c, d], out),
-            _ => out.iter_mut().for_each(|o| *o = u32::MAX),
-        }
-    }
-
-    /// `test_halves` for `L` lanes of masks `m` (the filter's): the shortest lane's one
-    /// multiply gives the word and its bit, each longer lane's its bit.
-    #[inline(always)]
-    fn test_lanes<const L: usize>(&self, v: &[u32], m: [u32; L], out: &mut [u32]) {
-        let bits = &self.bits[..];
-        // A power of two (`new`): every word index is in range; the test only spares the
-        // compiler a bounds check a packet.
-        let Some(words) = bits.len().checked_sub(1) else { return };
-        let mut present = [0u32; L];
+    fn test_halves(&self, v: &[u32]) -> u32 {
+        let (mask, bits) = (self.mask, &self.bits[..]);
+        // A power of two (`new`): every word index `bit_of` gives is in range; the test
+        // only spares the compiler a bounds check a packet.
+        let Some(words) = bits.len().checked_sub(1) else { return 0 };
+        let mut present = 0u32;
         for &x in v.iter().rev() {
-            let hs = Self::hash_of(x, m[L - 1]);
-            let w = bits.get((hs >> 32) as usize & words).map_or(0, |w| w.load(Ordering::Relaxed));
-            present[L - 1] = present[L - 1] << 1 | (w >> (hs >> 58)) as u32 & 1;
-            for j in 0..L - 1 {
-                present[j] = present[j] << 1 | (w >> Self::lane_bit(x, m[j])) as u32 & 1;
-            }
+            let (at, bit) = Self::bit_of(u64::from(x), mask, words);
+            let w = bits.get(at).map_or(0, |w| w.load(Ordering::Relaxed));
+            present = present << 1 | (w >> bit) as u32 & 1;
         }
-        for (o, p) in out.iter_mut().zip(present) {
-            *o = p;
-        }
+        present
     }
 
-    /// Add a key's half in lane `lane` (the writer only).
-    fn add<const W: usize>(&self, k: &[u64; W], lane: usize) {
-        let (at, bit) = self.bit(k, lane);
+    /// Add a key's half (the writer only).
+    fn add<const W: usize>(&self, k: &[u64; W]) {
+        let (at, bit) = self.bit(k);
         if let Some(w) = self.bits.get(at) {
             set_bits(w, 1 << bit);
         }
@@ -1095,70 +1037,38 @@ impl<const W: usize> ChainT<W> {
         self.refresh_pre();
     }
 
-    /// The prefilters for the subtables as they are now: per half-word whose mask differs
-    /// between them, its masks in filters of nested lanes (longest first; a mask joins the
-    /// filter before it while it is a subset of that filter's shortest mask, the filter
-    /// has fewer than `PreFilter::LANES` lanes, and the joined lanes' values still fit
-    /// (`PreFilter::fits`)). Kept where a (half-word, lanes) stays (the writer keeps them
-    /// filled), made and filled from the subtables' entries where new or overfull. A
-    /// subtable needs the test of the lane holding its mask at each such half-word
-    /// (`needs`, at most 64 tests a chain: the masks past them are not tested).
+    /// The prefilters for the subtables as they are now: kept where a (half-word, mask)
+    /// stays (the writer keeps them filled), made and filled from the subtables' entries
+    /// where it is new or its filter overfull.
     fn refresh_pre(&mut self) {
         let old = std::mem::take(&mut self.pre);
         self.needs = vec![0; self.subtables.len()];
         let Some(first) = self.subtables.first() else { return };
-        let mut tests = 0;
         for h in 0..2 * W {
             let m0 = half_of(&first.gmask, h);
             if self.subtables.iter().all(|s| half_of(&s.gmask, h) == m0) {
                 // Alike in every subtable: a filter here would skip all or none.
                 continue;
             }
-            // The half's masks and their values, longest first (ties by mask: the same
-            // subtables give the same filters).
-            let mut masks: Vec<(u32, usize)> = Vec::new();
-            for s in &self.subtables {
-                let m = half_of(&s.gmask, h);
+            for si in 0..self.subtables.len() {
+                let m = half_of(&self.subtables[si].gmask, h);
                 if m == 0 {
                     continue;
                 }
-                let live = s.store.live.load(Ordering::Relaxed);
-                match masks.iter_mut().find(|x| x.0 == m) {
-                    Some(x) => x.1 += live,
-                    None => masks.push((m, live)),
-                }
-            }
-            masks.sort_by_key(|&(m, _)| (std::cmp::Reverse(m.count_ones()), m));
-            let mut groups: Vec<(Vec<u32>, usize)> = Vec::new();
-            for (m, values) in masks {
-                match groups.last_mut() {
-                    Some((g, v))
-                        if g.len() < PreFilter::LANES
-                            && g.last().is_some_and(|&s| m & s == m)
-                            && PreFilter::fits(m, *v + values) =>
-                    {
-                        g.push(m);
-                        *v += values;
+                let same = |f: &Arc<PreFilter>| usize::from(f.half) == h && f.mask == m;
+                let f = match self.pre.iter().position(same) {
+                    Some(f) => f,
+                    None if self.pre.len() < 64 => {
+                        let f = match old.iter().find(|f| same(f) && !f.overfull()) {
+                            Some(f) => f.clone(),
+                            None => self.filled(h, m),
+                        };
+                        self.pre.push(f);
+                        self.pre.len() - 1
                     }
-                    _ => groups.push((vec![m], values)),
-                }
-            }
-            for (g, _) in groups {
-                if tests + g.len() > 64 {
-                    break;
-                }
-                let same = |f: &&Arc<PreFilter>| usize::from(f.half) == h && f.masks[..] == g[..];
-                let f = match old.iter().find(|f| same(f) && !f.overfull()) {
-                    Some(f) => f.clone(),
-                    None => self.filled(h, &g),
+                    None => continue,
                 };
-                for (si, s) in self.subtables.iter().enumerate() {
-                    if let Some(j) = f.lane(half_of(&s.gmask, h)) {
-                        self.needs[si] |= 1 << (tests + j);
-                    }
-                }
-                tests += g.len();
-                self.pre.push(f);
+                self.needs[si] |= 1 << f;
             }
         }
         // The bits of the entries written in place, set in these prefilters and in the
@@ -1175,8 +1085,8 @@ impl<const W: usize> ChainT<W> {
                     .iter()
                     .chain(old.iter().filter(|o| !self.pre.iter().any(|p| Arc::ptr_eq(o, p))))
                 {
-                    if let Some(j) = f.lane(half_of(&st.gmask, usize::from(f.half))) {
-                        f.add(&k, j);
+                    if half_of(&st.gmask, usize::from(f.half)) == f.mask {
+                        f.add(&k);
                     }
                 }
             }
@@ -1184,21 +1094,15 @@ impl<const W: usize> ChainT<W> {
         }
     }
 
-    /// A new prefilter for half-word `h` with lanes `masks`, holding every entry of the
-    /// subtables with one of them there.
-    fn filled(&self, h: usize, masks: &[u32]) -> Arc<PreFilter> {
-        let lane = |s: &Subtable<W>| masks.iter().position(|&m| m == half_of(&s.gmask, h));
-        let values = self
-            .subtables
-            .iter()
-            .filter(|s| lane(s).is_some())
-            .map(|s| s.store.live.load(Ordering::Relaxed))
-            .sum();
-        let f = PreFilter::new(h as u8, masks, values);
-        for s in &self.subtables {
-            let Some(j) = lane(s) else { continue };
+    /// A new prefilter for half-word `h` under `m`, holding every entry of the subtables with
+    /// that mask there.
+    fn filled(&self, h: usize, m: u32) -> Arc<PreFilter> {
+        let mine = || self.subtables.iter().filter(move |s| half_of(&s.gmask, h) == m);
+        let values = mine().map(|s| s.store.live.load(Ordering::Relaxed)).sum();
+        let f = PreFilter::new(h as u8, m, values);
+        for s in mine() {
             for e in s.store.live_entries() {
-                f.add(&and(&e.key, &s.gmask), j);
+                f.add(&and(&e.key, &s.gmask));
             }
         }
         Arc::new(f)
@@ -1208,8 +1112,8 @@ impl<const W: usize> ChainT<W> {
     /// slot is stored: a lookup that finds the slot finds the bits).
     fn note_pre(&self, gk: &[u64; W], gm: &[u64; W]) {
         for f in &self.pre {
-            if let Some(j) = f.lane(half_of(gm, usize::from(f.half))) {
-                f.add(&and(gk, gm), j);
+            if half_of(gm, usize::from(f.half)) == f.mask {
+                f.add(&and(gk, gm));
             }
         }
     }
@@ -1614,8 +1518,8 @@ impl<const W: usize> Tables<W> {
                 }
             }
         }
-        // The prefilters' answers, a bit a test (a filter's lane) a packet (none in a chain
-        // whose subtables' masks differ nowhere).
+        // The prefilters' answers, a bit a filter a packet (none in a chain whose
+        // subtables' masks differ nowhere).
         // With prefilters (and at most 64 subtables): each packet's subtables, those whose
         // prefilters all let it in, as a bit per packet in `of[si]`, so a subtable costs only
         // the packets it may hold (a list of still-looking packets walked per subtable was
@@ -1632,23 +1536,17 @@ impl<const W: usize> Tables<W> {
             }
             // Filter by filter over the batch, then subtable by subtable over it: each
             // loop's trip count is fixed by the batch, not by a packet's answers.
-            // A test no filter answers lets every packet in (none: `refresh_pre` keeps the
-            // tests within 64).
-            let mut present = [u32::MAX; 64];
+            let mut present = [0u32; 64];
             // The filters of a half-word are next to each other (`refresh_pre`): the
-            // batch's half-words taken out once for them all. A filter's lanes are the
-            // tests from `t` on (`needs`).
+            // batch's half-words taken out once for them all.
             let mut vals = [0u32; BATCH];
             let mut half = None;
-            let mut t = 0;
-            for pf in pre {
+            for (p, pf) in present.iter_mut().zip(pre) {
                 if half != Some(pf.half) {
                     halves_of(&g[..n], pf.half, &mut vals);
                     half = Some(pf.half);
                 }
-                let Some(out) = present.get_mut(t..t + pf.masks.len()) else { break };
-                pf.test_halves(&vals[..n], out);
-                t += pf.masks.len();
+                *p = pf.test_halves(&vals[..n]);
             }
             for (o, &need) in of.iter_mut().zip(&ch.needs) {
                 let mut m = all;
@@ -2704,116 +2602,62 @@ mod tests {
 mod prefilter_tests {
     use super::*;
 
-    /// Value `x`'s key, on half-word `half` of a width-2 key (an odd multiply: distinct
-    /// `x`, spread values).
-    fn key(half: u8, x: u64) -> [u64; 2] {
-        let v = u64::from((x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 16) as u32);
-        let mut k = [0u64; 2];
-        k[usize::from(half / 2)] = v << (32 * u64::from(half & 1));
-        k
-    }
-
-    /// Of 20,000 values not added under lane `lane`'s mask, the share (per 10,000) the
-    /// filter lets in there.
-    fn false_positives(
-        f: &PreFilter,
-        lane: usize,
-        added: &std::collections::HashSet<u32>,
-    ) -> usize {
-        let (mut tested, mut present) = (0, 0);
-        for x in 1_000_000..1_020_000u64 {
-            let k = key(f.half, x);
-            if added.contains(&(half_of(&k, usize::from(f.half)) & f.masks[lane])) {
-                continue;
-            }
-            tested += 1;
-            present += usize::from(has(f, &k, lane));
-        }
-        assert!(tested > 5_000, "{tested}");
-        present * 10_000 / tested
-    }
-
-    /// The filter spreads its values (the word from the hash's bits 32 up, the bit from its
-    /// top 6): 1,000 values of one mask (/24, /32) added to a filter sized for them (16 bits
-    /// a value, one hash: ~6% false positives expected), then 20,000 others tested: false
-    /// positives under 9%, on a low and a high half of either word. And a /8 filter holding
-    /// all 256 of its values lets every value in.
+    /// The filter spreads its values (`bit_of`: the word from the product's bits 32 up, the
+    /// bit from its top 6): 1,000 values of one mask (/24, /32) added to a filter sized for
+    /// them (16 bits a value, one hash: ~6% false positives expected), then 20,000 others
+    /// tested: false positives under 9%, on a low and a high half of either word. And a /8
+    /// filter holding all 256 of its values lets every value in.
     #[test]
     fn prefilter_false_positives_are_near_the_sizing() {
         for (half, mask) in [(0u8, 0xffff_ff00u32), (1, 0xffff_ffff), (3, 0xffff_ff00)] {
-            let f = PreFilter::new(half, &[mask], 1000);
+            let key = |x: u64| {
+                let v = u64::from((x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 16) as u32);
+                let mut k = [0u64; 2];
+                k[usize::from(half / 2)] = v << (32 * u64::from(half & 1));
+                k
+            };
+            let f = PreFilter::new(half, mask, 1000);
             let mut added = std::collections::HashSet::new();
             for x in 0..1000u64 {
-                let k = key(half, x);
-                f.add(&k, 0);
+                let k = key(x);
+                f.add(&k);
                 added.insert(half_of(&k, usize::from(half)) & mask);
             }
-            let fp = false_positives(&f, 0, &added);
-            assert!(fp < 900, "half {half} mask {mask:#x}: {fp} in 10,000");
+            let mut tested = 0;
+            let mut present = 0;
+            for x in 1000..21_000u64 {
+                let k = key(x);
+                if added.contains(&(half_of(&k, usize::from(half)) & mask)) {
+                    continue;
+                }
+                tested += 1;
+                present += usize::from(has(&f, &k));
+            }
+            assert!(tested > 15_000, "{tested}");
+            assert!(
+                present * 100 < tested * 9,
+                "half {half} mask {mask:#x}: {present} of {tested}"
+            );
         }
         // A /8: its 256 values all in, every packet passes.
-        let f = PreFilter::new(0, &[0xff00_0000], 256);
+        let f = PreFilter::new(0, 0xff00_0000, 256);
         for b in 0..256u64 {
-            f.add(&[b << 24, 0], 0);
+            f.add(&[b << 24, 0]);
         }
-        assert!((0..256u64).all(|b| has(&f, &[b << 24 | 0x12_3456, 0], 0)));
+        assert!((0..256u64).all(|b| has(&f, &[b << 24 | 0x12_3456, 0])));
     }
 
-    /// Four prefix lengths of one half in one filter (`refresh_pre`'s lanes: /32, /24, /16,
-    /// /8, the word picked by the /8): 250 values of each (the longer lanes' values under
-    /// distinct /16s, as weir-bench flow's random rules), the filter sized for the 1,000:
-    /// `fits` accepts the /8 for it (256 words), each lane's false positives stay under 10%
-    /// (the sizing's ~6%, plus the words the /8 values crowd: ~160 distinct /8s over 256
-    /// words; the /8 lane under 16%), a
-    /// value added to one lane is not thereby in a longer one, and the 4-lane filter of
-    /// 1M values is refused the /8 (it would saturate its 256 words).
-    #[test]
-    fn lanes_share_a_word_and_stay_near_the_sizing() {
-        let masks = [0xffff_ffffu32, 0xffff_ff00, 0xffff_0000, 0xff00_0000];
-        assert!(PreFilter::fits(0xff00_0000, 1000));
-        assert!(!PreFilter::fits(0xff00_0000, 1_000_000));
-        assert!(PreFilter::fits(0xffff_ff00, 1_000_000));
-        for half in [0u8, 3] {
-            let f = PreFilter::new(half, &masks, 1000);
-            let mut added = vec![std::collections::HashSet::new(); 4];
-            for (lane, set) in added.iter_mut().enumerate() {
-                for x in 0..250u64 {
-                    let k = key(half, x * 4 + lane as u64);
-                    f.add(&k, lane);
-                    set.insert(half_of(&k, usize::from(half)) & masks[lane]);
-                }
-            }
-            for (lane, set) in added.iter().enumerate() {
-                let fp = false_positives(&f, lane, set);
-                // The /8 lane's 20,000 values are ~100 distinct /8s, and its values fill
-                // only the words their /8s reach: a looser bound there (measured 6.5-7.7%
-                // on the longer lanes, 10.5% on the /8).
-                let bound = if lane == 3 { 1600 } else { 1000 };
-                assert!(fp < bound, "half {half} lane {lane}: {fp} in 10,000");
-                assert!(fp > 0, "half {half} lane {lane}: a filter this full lets some in");
-                for x in 0..250u64 {
-                    assert!(has(&f, &key(half, x * 4 + lane as u64), lane));
-                }
-            }
-            // The /8 lane's values are mostly not in the /32 lane.
-            let cross = (0..250u64).filter(|&x| has(&f, &key(half, x * 4 + 3), 0)).count();
-            assert!(cross < 50, "half {half}: {cross} of 250");
-        }
-    }
-
-    /// A filter's bit for a key in lane `lane`, read the writer's way (`PreFilter::bit`,
-    /// one key at a time).
-    fn has<const W: usize>(f: &PreFilter, k: &[u64; W], lane: usize) -> bool {
-        let (at, bit) = f.bit(k, lane);
+    /// A filter's bit for a key, read the writer's way (`PreFilter::bit`, one key at a time).
+    fn has<const W: usize>(f: &PreFilter, k: &[u64; W]) -> bool {
+        let (at, bit) = f.bit(k);
         f.bits[at].load(Ordering::Relaxed) >> bit & 1 != 0
     }
 
-    /// The batch test (`halves_of`, then `PreFilter::test_halves`) answers, lane by lane,
-    /// packet by packet and in packet order, what the writer's one-key bit says: on each of
-    /// the four half-words of a width-2 key (the high halves read by a shift), for filters
-    /// of 1 to 4 lanes (/32, /24, /16, /8), for batches of 1, 7, 31 and 32 keys of which
-    /// every third was added to a lane (in turn; a filter small enough that some of the
-    /// others read as present too: they must agree as well).
+    /// The batch test (`halves_of`, then `PreFilter::test_halves`) answers, packet by packet
+    /// and in packet order, what the writer's one-key bit says: on each of the four
+    /// half-words of a width-2 key (the high halves read by a shift), under a /24 and a /32
+    /// mask, for batches of 1, 7, 31 and 32 keys of which every third was added (a filter
+    /// small enough that some of the others read as present too: they must agree as well).
     #[test]
     fn batch_test_is_the_writers_bit_per_packet() {
         let keys: Vec<[u64; 2]> = (0..32u64)
@@ -2822,32 +2666,25 @@ mod prefilter_tests {
                 [x, x.rotate_left(23) ^ i]
             })
             .collect();
-        let all = [0xffff_ffffu32, 0xffff_ff00, 0xffff_0000, 0xff00_0000];
         for half in 0..4u8 {
-            for lanes in 1..=4 {
-                for first in 0..=4 - lanes {
-                    let masks = &all[first..first + lanes];
-                    let f = PreFilter::new(half, masks, 8);
-                    for (x, k) in keys.iter().enumerate().step_by(3) {
-                        f.add(k, x / 3 % lanes);
+            for mask in [0xffff_ff00u32, 0xffff_ffff] {
+                let f = PreFilter::new(half, mask, 8);
+                for k in keys.iter().step_by(3) {
+                    f.add(k);
+                }
+                let mut vals = [0u32; BATCH];
+                for n in [1, 7, 31, 32] {
+                    halves_of(&keys[..n], half, &mut vals);
+                    let got = f.test_halves(&vals[..n]);
+                    let mut want = 0u32;
+                    for (i, k) in keys[..n].iter().enumerate() {
+                        want |= u32::from(has(&f, k)) << i;
                     }
-                    let mut vals = [0u32; BATCH];
-                    for n in [1, 7, 31, 32] {
-                        halves_of(&keys[..n], half, &mut vals);
-                        let mut got = [0u32; 4];
-                        f.test_halves(&vals[..n], &mut got[..lanes]);
-                        for (lane, &got) in got[..lanes].iter().enumerate() {
-                            let mut want = 0u32;
-                            for (i, k) in keys[..n].iter().enumerate() {
-                                want |= u32::from(has(&f, k, lane)) << i;
-                            }
-                            assert_eq!(got, want, "half {half} masks {masks:x?} lane {lane} n {n}");
-                            if n == 32 {
-                                assert_ne!(want, 0, "half {half} masks {masks:x?} lane {lane}");
-                                // Not every key is present (the answers differ).
-                                assert_ne!(want, u32::MAX, "half {half} masks {masks:x?}");
-                            }
-                        }
+                    assert_eq!(got, want, "half {half} mask {mask:#x} n {n}");
+                    assert_ne!(want, 0);
+                    if n == 32 {
+                        // Added keys are present; not every key is (the answers differ).
+                        assert_ne!(want, u32::MAX, "half {half} mask {mask:#x}");
                     }
                 }
             }
