@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{Bindings, RunEnv};
 use weir_program::exec::guest::{MEM_BASE, PACKET_BASE, REGION_WINDOW};
-use weir_program::exec::{run_each, Batch, Input, PacketFields, Prepared, RunOutcome};
+use weir_program::exec::{run_each, Batch, DataEndWord, Input, PacketFields, Prepared, RunOutcome};
 use weir_program::{Assurance, Program, Trap, TrapCode, Verified};
 
 use crate::cfg::Cfg;
@@ -600,12 +600,12 @@ impl JitProgram {
                 self.run_lent_steady(cache, &mut steady, ctx, frame)
             };
             while batch.lend(ctx, &mut run) {}
-        } else if let Some(mut steady) = self.full_steady(cache, ctx) {
+        } else if let Some((mut steady, data_end)) = self.full_steady(cache, ctx) {
             // Code that is not lean: the entries of the stack and the context (and the
             // cache's size) that `set_up` and `prepare` left, checked once here instead of
             // per frame (`run_lent_full_steady`; issue 11: xdp_counter's per-frame set-up).
             let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                self.run_lent_full_steady(cache, &mut steady, ctx, frame, env)
+                self.run_lent_full_steady(cache, &mut steady, data_end, ctx, frame, env)
             };
             while batch.lend(ctx, &mut run) {}
         } else {
@@ -740,23 +740,25 @@ impl JitProgram {
 
     /// The once-per-batch part of a lent batch of code that is not lean, or `None` (lean
     /// code, a cache not sized for the program, a context shorter than the layout or of
-    /// another shape than `fill_whole` takes): then every frame takes `run_lent`. `prepare`
-    /// sized the cache and `set_up` wrote the entries of the stack and of `ctx` just
-    /// before; nothing in a batch resizes the cache. Writes the context's packet fields
-    /// that are the same for every lent frame (data, data_meta), so that a frame writes
-    /// only its `data_end` (`run_lent_full_steady`).
-    fn full_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<LentSteady> {
+    /// another shape than `fill_whole` takes, a layout without a single `data_end` word):
+    /// then every frame takes `run_lent`. `prepare` sized the cache and `set_up` wrote the
+    /// entries of the stack and of `ctx` just before; nothing in a batch resizes the cache.
+    /// Writes the context's packet fields that are the same for every lent frame (data,
+    /// data_meta), so that a frame writes only its `data_end`, the word returned beside
+    /// (`run_lent_full_steady`): inside the context, checked here against `context_end`.
+    fn full_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<(LentSteady, DataEndWord)> {
         let sizes = &self.sizes;
         let sized =
             cache.stack.len() == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
         if self.lean || !sized || ctx.len() < self.packet_fields.context_end() {
             return None;
         }
+        let data_end = self.packet_fields.data_end_word()?;
         if !self.packet_fields.fill_whole(ctx, 0) {
             return None;
         }
         let (ctx_host, ctx_len) = (ctx.as_mut_ptr() as u64, ctx.len());
-        Some(LentSteady { ctx_host, ctx_len, armed: true, env: None })
+        Some((LentSteady { ctx_host, ctx_len, armed: true, env: None }, data_end))
     }
 
     /// One frame of a lent batch of code that is not lean ([`JitProgram::full_steady`]):
@@ -775,6 +777,7 @@ impl JitProgram {
         &self,
         cache: &mut Cache,
         steady: &mut LentSteady,
+        data_end: DataEndWord,
         ctx: &mut [u8],
         frame: &[u8],
         env: Option<&mut dyn RunEnv>,
@@ -782,11 +785,10 @@ impl JitProgram {
         if !steady.admits(ctx, frame) {
             return self.run_lent_cold(cache, ctx, frame, env);
         }
-        // `full_steady` checked the context's length against the layout's end and wrote
-        // the fields every whole frame shares.
-        if !self.packet_fields.fill_whole_end(ctx, frame.len()) {
-            self.fill_general(ctx, frame.len())?;
-        }
+        // `full_steady` checked the context's length against the layout's end (so the
+        // word is inside it: the write's one compare always passes) and wrote the fields
+        // every whole frame shares.
+        data_end.write(ctx, frame.len());
         // `prepare` without its size check (sized at the batch's start).
         Self::zero_written(cache);
         cache.executed = 0;
@@ -814,8 +816,7 @@ impl JitProgram {
         Ok(())
     }
 
-    /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` (or
-    /// `fill_whole_end`) did not take.
+    /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` did not take.
     #[cold]
     #[inline(never)]
     fn fill_general(&self, ctx: &mut [u8], len: usize) -> Result<(), Trap> {

@@ -253,7 +253,39 @@ pub struct PacketFields {
     /// Of `whole`'s words, the offset of the one whose value depends on the packet's length
     /// (`data_end`; data and meta are `PACKET_BASE` for every whole packet), when exactly
     /// one does: [`PacketFields::fill_whole_end`].
-    whole_end: Option<usize>,
+    whole_end: Option<DataEndWord>,
+}
+
+/// The context word that holds a whole packet's `data_end` ([`PacketFields::data_end_word`]):
+/// a lent batch checks its context against [`PacketFields::context_end`] once and then
+/// writes only this word per frame, with one compare (issue 11: `fill_whole_end`'s layout
+/// test and two-compare range check were ~7 of a lent xdp_counter frame's instructions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataEndWord {
+    /// A `u32` (layouts are static tables of small offsets): `offset + 4` cannot wrap, so
+    /// the range `offset..offset + 4` is one compare against the context's length.
+    offset: u32,
+}
+
+impl DataEndWord {
+    /// The word's offset in the context.
+    #[inline]
+    pub fn offset(self) -> usize {
+        self.offset as usize
+    }
+
+    /// Writes `PACKET_BASE + packet_len` (as `fill_whole` does) into the word; nothing into
+    /// a context too short to hold it (the caller checked it against `context_end`, so a
+    /// short one is a caller's bug, never a write out of the slice).
+    #[inline(always)]
+    pub fn write(self, ctx: &mut [u8], packet_len: usize) {
+        let offset = self.offset();
+        // Fits: the caller checked the packet against its window (below 4 GiB).
+        let end = (guest::PACKET_BASE as u32).wrapping_add(packet_len as u32);
+        if let Some(bytes) = ctx.get_mut(offset..offset + 4) {
+            bytes.copy_from_slice(&end.to_le_bytes());
+        }
+    }
 }
 
 impl PacketFields {
@@ -298,7 +330,9 @@ impl PacketFields {
             let words = [(a, va), (b, vb), (c, vc)];
             let mut ends = words.iter().take(out.count).filter(|&&(_, which)| which == 2);
             out.whole_end = match (ends.next(), ends.next()) {
-                (Some(&(offset, _)), None) => Some(offset),
+                (Some(&(offset, _)), None) => {
+                    u32::try_from(offset).ok().map(|offset| DataEndWord { offset })
+                }
                 _ => None,
             };
         }
@@ -346,15 +380,18 @@ impl PacketFields {
     /// layout has no single such word: the caller then writes them all.
     #[inline(always)]
     pub fn fill_whole_end(&self, ctx: &mut [u8], packet_len: usize) -> bool {
-        let Some(offset) = self.whole_end else {
+        let Some(word) = self.whole_end else {
             return false;
         };
-        // Fits: the caller checked the packet against its window (below 4 GiB).
-        let end = (guest::PACKET_BASE as u32).wrapping_add(packet_len as u32);
-        if let Some(bytes) = ctx.get_mut(offset..).and_then(|b| b.first_chunk_mut::<4>()) {
-            *bytes = end.to_le_bytes();
-        }
+        word.write(ctx, packet_len);
         true
+    }
+
+    /// The word [`PacketFields::fill_whole_end`] writes, when the layout has one: for a
+    /// caller that writes it frame after frame into one context ([`DataEndWord::write`]).
+    #[inline]
+    pub fn data_end_word(&self) -> Option<DataEndWord> {
+        self.whole_end
     }
 
     /// Writes the fields into `ctx` (see [`fill_packet_fields`]).
@@ -736,6 +773,43 @@ mod tests {
                 assert_eq!(by_fill, by_end, "{prog_type:?} len {first} then {len}");
             }
         }
+    }
+
+    /// `data_end_word` is every layout's `data_end` field, inside `context_end`; its write,
+    /// frame after frame, leaves the context as `fill` would; into a context too short for
+    /// the word it writes nothing (no panic, no byte outside the slice).
+    #[test]
+    fn data_end_word_is_the_layouts_data_end_and_writes_only_inside_the_context() {
+        let lens = [0usize, 1, 60, 1514, 65_535, 0x0fff_ffff];
+        for prog_type in crate::ProgType::ALL {
+            let layout = prog_type.context_layout();
+            let fields = PacketFields::of(Some(layout));
+            let word = fields.data_end_word().unwrap_or_else(|| panic!("{prog_type:?}: none"));
+            let field = layout.field("data_end").unwrap();
+            assert_eq!(word.offset(), field.offset as usize, "{prog_type:?}");
+            assert!(word.offset() + 4 <= fields.context_end(), "{prog_type:?}");
+            let size = fields.context_end();
+            for (first, len) in lens.iter().flat_map(|&a| lens.iter().map(move |&b| (a, b))) {
+                let (mut by_fill, mut by_word) = (vec![0x5au8; size], vec![0x5au8; size]);
+                fields.fill(&mut by_fill, len, None).unwrap();
+                assert!(fields.fill_whole(&mut by_word, first), "{prog_type:?}");
+                word.write(&mut by_word, len);
+                assert_eq!(by_fill, by_word, "{prog_type:?} len {first} then {len}");
+            }
+            // A context ending inside the word, or just before it: nothing written.
+            for short in word.offset()..word.offset() + 4 {
+                let mut ctx = vec![0x5au8; short];
+                word.write(&mut ctx, 60);
+                assert!(ctx.iter().all(|&b| b == 0x5a), "{prog_type:?}: {short} bytes");
+            }
+            // One exactly long enough: the word, its last byte the context's last.
+            let mut ctx = vec![0x5au8; word.offset() + 4];
+            word.write(&mut ctx, 60);
+            let want = (guest::PACKET_BASE as u32 + 60).to_le_bytes();
+            assert_eq!(ctx[word.offset()..], want, "{prog_type:?}");
+            assert!(ctx[..word.offset()].iter().all(|&b| b == 0x5a), "{prog_type:?}");
+        }
+        assert_eq!(PacketFields::of(None).data_end_word(), None);
     }
 
     #[test]
