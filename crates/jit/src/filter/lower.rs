@@ -128,6 +128,8 @@ pub(super) fn lower(
         broken: false,
         tables,
         next_var: u32::from(SCRATCH_SLOTS),
+        zero,
+        stored: 0,
     };
     if let (Some(_), Root::Pred(p)) = (bail, root) {
         l.entry_check(p);
@@ -248,6 +250,11 @@ pub(super) struct Lowering<'a, 'f> {
     pub(super) tables: &'a mut SetTables,
     /// The next free Cranelift variable (the scratch slots take the first ones).
     next_var: u32,
+    /// The entry's 0 that every scratch slot starts with.
+    zero: Value,
+    /// Bit s: slot s has been stored in some block emitted so far. A block is entered only
+    /// after every edge into it (`broken`), so a slot without its bit holds `zero` there.
+    stored: u32,
 }
 
 impl Lowering<'_, '_> {
@@ -460,7 +467,7 @@ impl Lowering<'_, '_> {
                 } else {
                     self.need_loads(&[value]);
                     let v = self.expr(value, depth)?;
-                    self.b.def_var(scratch_var(*slot), v);
+                    self.store_slot(*slot, v);
                     self.jump(t);
                 }
             }
@@ -678,7 +685,15 @@ impl Lowering<'_, '_> {
         let mut written: Vec<u8> = arms.iter().flat_map(|a| a.stores.iter().map(|s| s.0)).collect();
         written.sort_unstable();
         written.dedup();
-        let before: Vec<Value> = written.iter().map(|&s| self.b.use_var(scratch_var(s))).collect();
+        // A slot never stored yet is the entry's 0 as such (`pick` then needs no register
+        // for it); the variable would be a block parameter until the blocks are sealed.
+        let before: Vec<Value> = written
+            .iter()
+            .map(|&s| match self.stored & 1 << s {
+                0 => self.zero,
+                _ => self.b.use_var(scratch_var(s)),
+            })
+            .collect();
         let matched = self.new_block();
         // With results `branch` is a `brif`, which takes any nonzero word as true.
         self.branch(any, matched, f);
@@ -717,14 +732,47 @@ impl Lowering<'_, '_> {
                 let here = value_of(arm);
                 if here != v {
                     let held = self.b.ins().band_imm(any, i64::from(ARM_FLAGS << i));
-                    v = self.b.ins().select(held, here, v);
+                    v = self.pick(held, here, v);
                 }
             }
-            self.b.def_var(scratch_var(slot), v);
+            self.store_slot(slot, v);
         }
         self.jump(t);
         self.reach = scope;
         Ok(())
+    }
+
+    /// `held != 0 ? here : other`. Where one side is the constant 0 (a slot's zero
+    /// before the choice, most often), a mask instead of a select: the select's 0 would
+    /// be one constant register live across all the arms' tests (the e-graph merges it
+    /// with the zero materialized before them), which spilled a callee-saved register
+    /// on every path of the hot function.
+    fn pick(&mut self, held: Value, here: Value, other: Value) -> Value {
+        if self.is_zero(other) {
+            let mask = self.b.ins().bmask(types::I32, held);
+            self.b.ins().band(here, mask)
+        } else if self.is_zero(here) {
+            let mask = self.b.ins().bmask(types::I32, held);
+            self.b.ins().band_not(other, mask)
+        } else {
+            self.b.ins().select(held, here, other)
+        }
+    }
+
+    fn store_slot(&mut self, slot: u8, v: Value) {
+        self.stored |= 1 << slot;
+        self.b.def_var(scratch_var(slot), v);
+    }
+
+    /// Whether `v` is an `iconst` of 0 (as built here, before the e-graph's rewrites).
+    fn is_zero(&self, v: Value) -> bool {
+        let dfg = &self.b.func.dfg;
+        dfg.value_def(v).inst().is_some_and(|inst| {
+            matches!(
+                dfg.insts[inst],
+                InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } if imm.bits() == 0
+            )
+        })
     }
 
     /// Arm `i`'s test (of at most [`MAX_ARMS`]) as flags: a 32-bit value that is, where
