@@ -632,8 +632,18 @@ struct Pending {
 
 /// One layout pass (see [`layout`]); true when it placed landings.
 fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> bool {
+    let (at, item_at) = positions(flow.items(), flow.label_count());
+    // With every test in reach nothing is rerouted, so the pass below would give the items
+    // back as they are: skip its copy, tables and map (the common case, any small filter).
+    let in_reach = |from: usize, target: Label| distance(&at, from, target) <= REACH;
+    let all_in_reach = flow.items().iter().zip(&item_at).all(|(item, &from)| match item {
+        Item::Cond { t, f, .. } => in_reach(from, *t) && in_reach(from, *f),
+        _ => true,
+    });
+    if all_in_reach {
+        return false;
+    }
     let items = flow.items().to_vec();
-    let (at, item_at) = positions(&items, flow.label_count());
     // What each label lands on: a `ret` a landing may copy, or something to jump to.
     let mut lands_on: Vec<Option<CbpfInsn>> = vec![None; flow.label_count()];
     let mut next_real: Option<CbpfInsn> = None;

@@ -99,9 +99,13 @@ impl<S: Clone, C: Clone> Flow<S, C> {
     /// Threads jumps, removes dead code and jumps to the next instruction, until nothing
     /// changes. Every pass shrinks the program or leaves it alone, so this ends.
     pub(crate) fn simplify(&mut self) {
+        // One set of buffers for every pass of every round.
+        let mut first = Vec::new();
+        let mut replacements = Vec::new();
+        let mut reached = Vec::new();
         loop {
-            let threaded = self.thread_jumps();
-            let pruned = self.remove_unreachable();
+            let threaded = self.thread_jumps(&mut first, &mut replacements);
+            let pruned = self.remove_unreachable(&mut reached);
             let dropped = self.drop_jumps_to_next();
             if !(threaded || pruned || dropped) {
                 break;
@@ -109,9 +113,11 @@ impl<S: Clone, C: Clone> Flow<S, C> {
         }
     }
 
-    /// For each label, the index of the first item after it that is not a label.
-    fn first_items(&self) -> Vec<Option<usize>> {
-        let mut first = vec![None; self.labels];
+    /// For each label, the index of the first item after it that is not a label (into
+    /// `first`, overwritten).
+    fn first_items(&self, first: &mut Vec<Option<usize>>) {
+        first.clear();
+        first.resize(self.labels, None);
         let mut next_real = None;
         for (index, item) in self.items.iter().enumerate().rev() {
             match item {
@@ -123,13 +129,17 @@ impl<S: Clone, C: Clone> Flow<S, C> {
                 _ => next_real = Some(index),
             }
         }
-        first
     }
 
     /// Retargets jumps that land on a `goto` to where it goes; a `goto` to a program end
     /// becomes that end; a test whose targets are equal becomes a `goto`.
-    fn thread_jumps(&mut self) -> bool {
-        let first = self.first_items();
+    fn thread_jumps(
+        &mut self,
+        first: &mut Vec<Option<usize>>,
+        replacements: &mut Vec<(usize, Item<S, C>)>,
+    ) -> bool {
+        self.first_items(first);
+        let first = &*first;
         let item_at =
             |label: Label| first.get(label.0).copied().flatten().and_then(|i| self.items.get(i));
         // Jumps go forward, so following `goto`s ends within `items.len()` steps.
@@ -143,7 +153,7 @@ impl<S: Clone, C: Clone> Flow<S, C> {
             label
         };
         // The replacements are collected first: `resolve` reads the items as they were.
-        let mut replacements = Vec::new();
+        replacements.clear();
         for (index, item) in self.items.iter().enumerate() {
             let replacement = match item {
                 Item::Cond { cond, t, f } => {
@@ -171,7 +181,7 @@ impl<S: Clone, C: Clone> Flow<S, C> {
             }
         }
         let changed = !replacements.is_empty();
-        for (index, new) in replacements {
+        for (index, new) in replacements.drain(..) {
             if let Some(item) = self.items.get_mut(index) {
                 *item = new;
             }
@@ -179,85 +189,86 @@ impl<S: Clone, C: Clone> Flow<S, C> {
         changed
     }
 
-    /// Drops items no path reaches, and labels no jump names.
-    fn remove_unreachable(&mut self) -> bool {
+    /// Drops items no path reaches, and labels no jump names (`reached`: a buffer, overwritten).
+    fn remove_unreachable(&mut self, reached: &mut Vec<bool>) -> bool {
         fn mark(reached: &mut [bool], label: Label) {
             if let Some(r) = reached.get_mut(label.0) {
                 *r = true;
             }
         }
-        let mut reached = vec![false; self.labels];
+        reached.clear();
+        reached.resize(self.labels, false);
         // A loop head is reached by falling through; its label must stay for the jump back.
         for item in &self.items {
             if let Item::Back(head) = item {
-                mark(&mut reached, *head);
+                mark(reached, *head);
             }
         }
         let mut live = true;
         let before = self.items.len();
-        let mut out = Vec::with_capacity(before);
-        for item in std::mem::take(&mut self.items) {
-            match &item {
-                Item::Label(label) => {
-                    // Jumps go forward: every jump to this label has been seen.
-                    if reached.get(label.0).copied().unwrap_or(false) {
-                        live = true;
-                        out.push(item);
-                    }
+        // `retain` visits the items in order, so the walk's state carries from one to the next.
+        self.items.retain(|item| match item {
+            Item::Label(label) => {
+                // Jumps go forward: every jump to this label has been seen.
+                let kept = reached.get(label.0).copied().unwrap_or(false);
+                if kept {
+                    live = true;
                 }
-                Item::Stmt(_) => {
-                    if live {
-                        out.push(item);
-                    }
-                }
-                Item::Cond { t, f, .. } => {
-                    if live {
-                        mark(&mut reached, *t);
-                        mark(&mut reached, *f);
-                        out.push(item);
-                    }
-                    live = false;
-                }
-                Item::Goto(target) => {
-                    if live {
-                        mark(&mut reached, *target);
-                        out.push(item);
-                    }
-                    live = false;
-                }
-                Item::End(_) | Item::Back(_) => {
-                    if live {
-                        out.push(item);
-                    }
-                    live = false;
-                }
+                kept
             }
-        }
-        self.items = out;
+            Item::Stmt(_) => live,
+            Item::Cond { t, f, .. } => {
+                let kept = live;
+                if kept {
+                    mark(reached, *t);
+                    mark(reached, *f);
+                }
+                live = false;
+                kept
+            }
+            Item::Goto(target) => {
+                let kept = live;
+                if kept {
+                    mark(reached, *target);
+                }
+                live = false;
+                kept
+            }
+            Item::End(_) | Item::Back(_) => {
+                let kept = live;
+                live = false;
+                kept
+            }
+        });
         self.items.len() != before
     }
 
-    /// Drops a `goto` whose target label follows it directly.
+    /// Drops a `goto` whose target label follows it directly. In place: item `read` is
+    /// judged on the items after it, which the compaction (writing at `write <= read`) has
+    /// not touched yet.
     fn drop_jumps_to_next(&mut self) -> bool {
-        let mut keep = vec![true; self.items.len()];
-        for (index, item) in self.items.iter().enumerate() {
-            let Item::Goto(target) = item else { continue };
-            let following = self.items.iter().skip(index.wrapping_add(1));
-            let lands_next = following
-                .map_while(|i| match i {
-                    Item::Label(l) => Some(*l),
-                    _ => None,
-                })
-                .any(|l| l == *target);
-            if lands_next {
-                if let Some(k) = keep.get_mut(index) {
-                    *k = false;
-                }
+        let before = self.items.len();
+        let mut write = 0usize;
+        for read in 0..before {
+            let lands_next = match self.items.get(read) {
+                Some(Item::Goto(target)) => self
+                    .items
+                    .get(read.wrapping_add(1)..)
+                    .unwrap_or_default()
+                    .iter()
+                    .map_while(|i| match i {
+                        Item::Label(l) => Some(*l),
+                        _ => None,
+                    })
+                    .any(|l| l == *target),
+                _ => false,
+            };
+            if !lands_next {
+                self.items.swap(write, read);
+                write = write.wrapping_add(1);
             }
         }
-        let before = self.items.len();
-        let mut flags = keep.into_iter();
-        self.items.retain(|_| flags.next().unwrap_or(true));
+        self.items.truncate(write);
         self.items.len() != before
     }
 }
@@ -265,6 +276,231 @@ impl<S: Clone, C: Clone> Flow<S, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The passes as they were before they reused buffers and edited in place (issue 13,
+    /// compile-emit-4): the oracle for the random flows below.
+    impl<S: Clone, C: Clone> Flow<S, C> {
+        /// Threads jumps, removes dead code and jumps to the next instruction, until nothing
+        /// changes. Every pass shrinks the program or leaves it alone, so this ends.
+        fn simplify_as_it_was(&mut self) {
+            loop {
+                let threaded = self.thread_jumps_as_it_was();
+                let pruned = self.remove_unreachable_as_it_was();
+                let dropped = self.drop_jumps_to_next_as_it_was();
+                if !(threaded || pruned || dropped) {
+                    break;
+                }
+            }
+        }
+
+        /// For each label, the index of the first item after it that is not a label.
+        fn first_items_as_it_was(&self) -> Vec<Option<usize>> {
+            let mut first = vec![None; self.labels];
+            let mut next_real = None;
+            for (index, item) in self.items.iter().enumerate().rev() {
+                match item {
+                    Item::Label(label) => {
+                        if let Some(slot) = first.get_mut(label.0) {
+                            *slot = next_real;
+                        }
+                    }
+                    _ => next_real = Some(index),
+                }
+            }
+            first
+        }
+
+        /// Retargets jumps that land on a `goto` to where it goes; a `goto` to a program end
+        /// becomes that end; a test whose targets are equal becomes a `goto`.
+        fn thread_jumps_as_it_was(&mut self) -> bool {
+            let first = self.first_items_as_it_was();
+            let item_at = |label: Label| {
+                first.get(label.0).copied().flatten().and_then(|i| self.items.get(i))
+            };
+            // Jumps go forward, so following `goto`s ends within `items.len()` steps.
+            let resolve = |mut label: Label| {
+                for _ in 0..self.items.len() {
+                    match item_at(label) {
+                        Some(Item::Goto(next)) if *next != label => label = *next,
+                        _ => break,
+                    }
+                }
+                label
+            };
+            // The replacements are collected first: `resolve` reads the items as they were.
+            let mut replacements = Vec::new();
+            for (index, item) in self.items.iter().enumerate() {
+                let replacement = match item {
+                    Item::Cond { cond, t, f } => {
+                        let (t2, f2) = (resolve(*t), resolve(*f));
+                        if t2 == f2 {
+                            Some(Item::Goto(t2))
+                        } else if (t2, f2) != (*t, *f) {
+                            Some(Item::Cond { cond: cond.clone(), t: t2, f: f2 })
+                        } else {
+                            None
+                        }
+                    }
+                    Item::Goto(target) => {
+                        let resolved = resolve(*target);
+                        match item_at(resolved) {
+                            Some(Item::End(s)) => Some(Item::End(s.clone())),
+                            _ if resolved != *target => Some(Item::Goto(resolved)),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                if let Some(new) = replacement {
+                    replacements.push((index, new));
+                }
+            }
+            let changed = !replacements.is_empty();
+            for (index, new) in replacements {
+                if let Some(item) = self.items.get_mut(index) {
+                    *item = new;
+                }
+            }
+            changed
+        }
+
+        /// Drops items no path reaches, and labels no jump names.
+        fn remove_unreachable_as_it_was(&mut self) -> bool {
+            fn mark(reached: &mut [bool], label: Label) {
+                if let Some(r) = reached.get_mut(label.0) {
+                    *r = true;
+                }
+            }
+            let mut reached = vec![false; self.labels];
+            // A loop head is reached by falling through; its label must stay for the jump back.
+            for item in &self.items {
+                if let Item::Back(head) = item {
+                    mark(&mut reached, *head);
+                }
+            }
+            let mut live = true;
+            let before = self.items.len();
+            let mut out = Vec::with_capacity(before);
+            for item in std::mem::take(&mut self.items) {
+                match &item {
+                    Item::Label(label) => {
+                        // Jumps go forward: every jump to this label has been seen.
+                        if reached.get(label.0).copied().unwrap_or(false) {
+                            live = true;
+                            out.push(item);
+                        }
+                    }
+                    Item::Stmt(_) => {
+                        if live {
+                            out.push(item);
+                        }
+                    }
+                    Item::Cond { t, f, .. } => {
+                        if live {
+                            mark(&mut reached, *t);
+                            mark(&mut reached, *f);
+                            out.push(item);
+                        }
+                        live = false;
+                    }
+                    Item::Goto(target) => {
+                        if live {
+                            mark(&mut reached, *target);
+                            out.push(item);
+                        }
+                        live = false;
+                    }
+                    Item::End(_) | Item::Back(_) => {
+                        if live {
+                            out.push(item);
+                        }
+                        live = false;
+                    }
+                }
+            }
+            self.items = out;
+            self.items.len() != before
+        }
+
+        /// Drops a `goto` whose target label follows it directly.
+        fn drop_jumps_to_next_as_it_was(&mut self) -> bool {
+            let mut keep = vec![true; self.items.len()];
+            for (index, item) in self.items.iter().enumerate() {
+                let Item::Goto(target) = item else { continue };
+                let following = self.items.iter().skip(index.wrapping_add(1));
+                let lands_next = following
+                    .map_while(|i| match i {
+                        Item::Label(l) => Some(*l),
+                        _ => None,
+                    })
+                    .any(|l| l == *target);
+                if lands_next {
+                    if let Some(k) = keep.get_mut(index) {
+                        *k = false;
+                    }
+                }
+            }
+            let before = self.items.len();
+            let mut flags = keep.into_iter();
+            self.items.retain(|_| flags.next().unwrap_or(true));
+            self.items.len() != before
+        }
+    }
+
+    /// A random flow as the emitters write them: labels bound in order, every jump forward
+    /// to a label bound later, and now and then a jump back to a label bound earlier.
+    fn random_flow(rng: &mut weir_testkit::SplitMix64) -> Flow<u32, u32> {
+        let mut flow = Flow::new();
+        let labels: Vec<Label> = (0..rng.range_usize(1, 12)).map(|_| flow.label()).collect();
+        let mut bound = 0usize;
+        let forward = |rng: &mut weir_testkit::SplitMix64, bound: usize| {
+            labels.get(rng.range_usize(bound, labels.len().saturating_sub(1))).copied()
+        };
+        for _ in 0..rng.range_usize(0, 30) {
+            let v = u32::try_from(rng.below(4)).unwrap_or(0);
+            match rng.below(7) {
+                0 | 1 if bound < labels.len() => {
+                    flow.bind(labels.get(bound).copied().unwrap_or(Label(0)));
+                    bound += 1;
+                }
+                2 => flow.stmt(v),
+                3 => match (forward(rng, bound), forward(rng, bound)) {
+                    (Some(t), Some(f)) if bound < labels.len() => flow.cond(v, t, f),
+                    _ => flow.stmt(v),
+                },
+                4 => match forward(rng, bound) {
+                    Some(t) if bound < labels.len() => flow.goto(t),
+                    _ => flow.end(v),
+                },
+                5 if bound > 0 && rng.chance(30) => {
+                    let head = labels.get(rng.below_usize(bound)).copied().unwrap_or(Label(0));
+                    flow.back(head);
+                }
+                _ => flow.end(v),
+            }
+        }
+        for &label in labels.get(bound..).unwrap_or_default() {
+            flow.bind(label);
+            flow.end(9);
+        }
+        flow
+    }
+
+    #[test]
+    fn simplify_gives_what_the_passes_gave_before_they_edited_in_place() {
+        let mut rng = weir_testkit::SplitMix64::new(0x5117_f10e);
+        let mut changed = 0;
+        for _ in 0..5_000 {
+            let flow = random_flow(&mut rng);
+            let (mut new, mut old) = (flow.clone(), flow.clone());
+            new.simplify();
+            old.simplify_as_it_was();
+            assert_eq!(new.items(), old.items(), "from {:?}", flow.items());
+            changed += usize::from(new.items() != flow.items());
+        }
+        // Most random flows have something to thread, drop or prune.
+        assert!(changed > 2_500, "{changed}");
+    }
 
     #[test]
     fn simplify_threads_jumps_and_drops_what_no_path_reaches() {
