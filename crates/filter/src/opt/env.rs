@@ -989,9 +989,6 @@ mod tests {
     use super::*;
     use crate::ir::Size;
 
-    /// The fact lists' copy on write: setting, adding, joining and dropping facts give what a
-    /// plain sorted map gives, on lists shared with other environments (which keep theirs)
-    /// and on lists of their own, up to the cap.
     /// Dropped lists are kept for the next copies emptied, only when no other environment
     /// holds them, and no more than [`SPARE_LISTS`] of them; a copy made from a kept list
     /// holds exactly the facts copied.
@@ -1033,6 +1030,9 @@ mod tests {
         assert_eq!(e.facts.as_slice(), &[(1, Domain::exact(1))], "a kept list was not emptied");
     }
 
+    /// The fact lists' copy on write: setting, adding, joining and dropping facts give what a
+    /// plain sorted map gives, on lists shared with other environments (which keep theirs)
+    /// and on lists of their own, up to the cap.
     #[test]
     fn fact_lists_change_as_a_map_does() {
         use std::collections::BTreeMap;
