@@ -827,18 +827,27 @@ fn decide(insn: &CbpfInsn, s: &State, values: &Values) -> Option<bool> {
 }
 
 fn learn(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
+    let lesson = lesson(insn, s, values);
+    teach(insn, lesson, s, outcome);
+}
+
+/// What conditional jump `insn` teaches its edges from state `s`: the value tested (A), its
+/// fact before the test, and the operand; `None` when the operand is an X that `s` does not
+/// know (the test then teaches nothing). Both edges start from `s`, so one lookup serves
+/// the two (each [`learn`] would look the facts up again in its copy).
+fn lesson(insn: &CbpfInsn, s: &State, values: &Values) -> Option<(Val, Fact, u32)> {
     let a = s.slots[A];
-    let k = if uses_x_operand(insn.op) {
-        match s.fact(values, s.slots[X]).known() {
-            Some(k) => k,
-            None => return,
-        }
-    } else {
-        insn.k
-    };
-    let mut f = s.fact(values, a);
-    f.learn(insn.op, k, outcome);
-    s.facts.set(a, f);
+    let k = if uses_x_operand(insn.op) { s.fact(values, s.slots[X]).known()? } else { insn.k };
+    Some((a, s.fact(values, a), k))
+}
+
+/// Writes into `s` (a copy of the state the [`lesson`] was taken from) what the test coming
+/// out `outcome` teaches.
+fn teach(insn: &CbpfInsn, lesson: Option<(Val, Fact, u32)>, s: &mut State, outcome: bool) {
+    if let Some((a, mut f, k)) = lesson {
+        f.learn(insn.op, k, outcome);
+        s.facts.set(a, f);
+    }
 }
 
 /// What runs bring to each instruction: the slots on entry (`None` where no run goes; what
@@ -928,19 +937,22 @@ impl Analysis {
                         );
                     }
                 }
+                // Two edges, each the in-state and what its outcome teaches: built in
+                // place where no edge came yet, else in `edge` and joined.
                 None => {
+                    let lesson = lesson(&insn, &self.states[i], values);
                     for (n, outcome) in [(0, true), (1, false)] {
-                        self.edge.clone_from(&self.states[i]);
-                        learn(&insn, &mut self.edge, values, outcome);
-                        if let Some(to) = succ[n] {
-                            flow_into(
-                                &mut self.states,
-                                &mut self.reached,
-                                None,
-                                &self.edge,
-                                to,
-                                values,
-                            );
+                        let Some(to) = succ[n] else { continue };
+                        let (before, after) = self.states.split_at_mut(to);
+                        let dst = &mut after[0];
+                        if self.reached[to] {
+                            self.edge.clone_from(&before[i]);
+                            teach(&insn, lesson, &mut self.edge, outcome);
+                            dst.join_in_place(&self.edge, to, values);
+                        } else {
+                            dst.clone_from(&before[i]);
+                            teach(&insn, lesson, dst, outcome);
+                            self.reached[to] = true;
                         }
                     }
                 }
@@ -974,23 +986,31 @@ fn flow_into(
     }
 }
 
-/// The state on the `n`th edge out of jump `insn` entered in state `s` (0: taken or the
-/// `ja` target, 1: not taken), in `into`; false when `s` rules that edge out.
-fn edge_state(insn: &CbpfInsn, s: &State, n: usize, values: &Values, into: &mut State) -> bool {
-    if insn.op == CbpfOp::Ja {
-        into.clone_from(s);
-        return n == 0;
+/// The edges out of jump `insn` entered in state `s`: the outcome `s` decides (a `ja`: the
+/// taken one), else what the test teaches each edge.
+struct Edges {
+    decided: Option<bool>,
+    lesson: Option<(Val, Fact, u32)>,
+}
+
+impl Edges {
+    fn of(insn: &CbpfInsn, s: &State, values: &Values) -> Edges {
+        let decided = if insn.op == CbpfOp::Ja { Some(true) } else { decide(insn, s, values) };
+        let lesson = if decided.is_none() { lesson(insn, s, values) } else { None };
+        Edges { decided, lesson }
     }
-    let outcome = n == 0;
-    match decide(insn, s, values) {
-        Some(known) => {
-            into.clone_from(s);
-            known == outcome
-        }
-        None => {
-            into.clone_from(s);
-            learn(insn, into, values, outcome);
-            true
+
+    /// The state on the `n`th edge (0: taken or the `ja` target, 1: not taken), in `into`;
+    /// false when `s` rules that edge out.
+    fn state(&self, insn: &CbpfInsn, s: &State, n: usize, into: &mut State) -> bool {
+        let outcome = n == 0;
+        into.clone_from(s);
+        match self.decided {
+            Some(known) => known == outcome,
+            None => {
+                teach(insn, self.lesson, into, outcome);
+                true
+            }
         }
     }
 }
@@ -1196,8 +1216,9 @@ fn thread(p: &mut [CbpfInsn], an: &mut Analysis, live: &mut Live) {
         if an.input(from).is_none() {
             continue;
         }
+        let edges = Edges::of(&insn, &an.states[from], &an.values);
         for n in 0..2 {
-            if !edge_state(&insn, &an.states[from], n, &an.values, &mut an.edge) {
+            if !edges.state(&insn, &an.states[from], n, &mut an.edge) {
                 continue;
             }
             let Some(to) = successors(p, from)[n] else { continue };
@@ -1657,8 +1678,8 @@ mod tests {
                     None => {
                         let mut t = s.clone();
                         let mut f = s;
-                        learn(&insn, &mut t, &values, true);
-                        learn(&insn, &mut f, &values, false);
+                        learn_as_it_was(&insn, &mut t, &values, true);
+                        learn_as_it_was(&insn, &mut f, &values, false);
                         [Some(t), Some(f)]
                     }
                 }
@@ -1676,6 +1697,102 @@ mod tests {
             }
         }
         (values, seen)
+    }
+
+    /// [`learn`] as it was before [`lesson`] and [`teach`] split it: the oracle's.
+    fn learn_as_it_was(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
+        let a = s.slots[A];
+        let k = if uses_x_operand(insn.op) {
+            match s.fact(values, s.slots[X]).known() {
+                Some(k) => k,
+                None => return,
+            }
+        } else {
+            insn.k
+        };
+        let mut f = s.fact(values, a);
+        f.learn(insn.op, k, outcome);
+        s.facts.set(a, f);
+    }
+
+    /// [`thread`] as it was before [`Edges`]: each edge decided and learnt on its own.
+    fn thread_as_it_was(p: &mut [CbpfInsn], an: &mut Analysis, live: &mut Live) {
+        fn edge_state(
+            insn: &CbpfInsn,
+            s: &State,
+            n: usize,
+            values: &Values,
+            into: &mut State,
+        ) -> bool {
+            if insn.op == CbpfOp::Ja {
+                into.clone_from(s);
+                return n == 0;
+            }
+            let outcome = n == 0;
+            match decide(insn, s, values) {
+                Some(known) => {
+                    into.clone_from(s);
+                    known == outcome
+                }
+                None => {
+                    into.clone_from(s);
+                    learn_as_it_was(insn, into, values, outcome);
+                    true
+                }
+            }
+        }
+        let live = live.of(p);
+        for from in 0..p.len() {
+            let insn = p[from];
+            if !insn.op.is_jump() || an.input(from).is_none() {
+                continue;
+            }
+            for n in 0..2 {
+                if !edge_state(&insn, &an.states[from], n, &an.values, &mut an.edge) {
+                    continue;
+                }
+                let Some(to) = successors(p, from)[n] else { continue };
+                if let Some(end) = walk(p, to, &mut an.edge, live, &mut an.values) {
+                    if end != to {
+                        retarget(p, from, n, end);
+                    }
+                }
+            }
+        }
+        for (i, insn) in p.iter_mut().enumerate() {
+            if insn.op.is_conditional_jump() {
+                let Some(input) = an.input(i) else { continue };
+                let target = match decide(insn, input, &an.values) {
+                    Some(true) => i + 1 + usize::from(insn.jt),
+                    Some(false) => i + 1 + usize::from(insn.jf),
+                    None => continue,
+                };
+                *insn = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - i - 1) as u32);
+            }
+        }
+    }
+
+    /// Jump threading with each jump's outcome and lesson taken once for both edges
+    /// ([`Edges`]) retargets exactly what it did with each edge deciding and learning on
+    /// its own, and leaves the same value numbers behind.
+    #[test]
+    fn threading_shares_a_jump_s_lesson_between_its_edges_as_if_each_learnt_it() {
+        let mut rng = weir_testkit::SplitMix64::new(0x7e55);
+        let (mut an, mut old_an) = (Analysis::new(), Analysis::new());
+        let (mut live, mut old_live) = (Live::default(), Live::default());
+        let mut threaded = 0;
+        for _ in 0..4000 {
+            let p = random_program(&mut rng);
+            let (mut q, mut r) = (p.clone(), p.clone());
+            an.redo(&q);
+            old_an.redo(&r);
+            thread(&mut q, &mut an, &mut live);
+            thread_as_it_was(&mut r, &mut old_an, &mut old_live);
+            assert_eq!(q, r, "{p:?}");
+            assert_eq!(an.values.nodes, old_an.values.nodes, "{p:?}");
+            threaded += usize::from(q != p);
+        }
+        assert!(threaded > 500, "{threaded}");
     }
 
     #[test]
