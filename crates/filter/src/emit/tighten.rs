@@ -208,6 +208,30 @@ struct Values {
     /// hashed with the IR's fast hasher, as SipHash was a third of a small filter's emit.
     ids: HashMap<Node, Val, BuildHasherDefault<FastHasher>>,
     nodes: Vec<Node>,
+    /// Until the table takes over, the numbers of the nodes past the entry slots by kind
+    /// ([`Node::kind`]), in numbering order: a lookup scans only nodes of its own kind
+    /// (the joins' `Entry` names, the loads' `Pkt`s and the constants are each a part of
+    /// the list). A node is numbered once, so the match is the one the whole list holds.
+    of_kind: [Vec<Val>; NODE_KINDS],
+}
+
+/// The variants of [`Node`].
+const NODE_KINDS: usize = 8;
+
+impl Node {
+    /// Which variant: [`Values::of_kind`]'s index.
+    fn kind(&self) -> usize {
+        match self {
+            Node::Const(_) => 0,
+            Node::Len => 1,
+            Node::Pkt(..) => 2,
+            Node::Ind(..) => 3,
+            Node::Msh(_) => 4,
+            Node::Alu(..) => 5,
+            Node::Neg(_) => 6,
+            Node::Entry(..) => 7,
+        }
+    }
 }
 
 /// Up to this many values, [`Values::id`] finds a node by scanning `nodes`: a small
@@ -222,13 +246,16 @@ impl Values {
     fn new() -> Values {
         let mut nodes = Vec::with_capacity(4 * SLOTS);
         nodes.extend((0..SLOTS).map(|s| Node::Entry(0, s)));
-        Values { ids: HashMap::default(), nodes }
+        Values { ids: HashMap::default(), nodes, of_kind: Default::default() }
     }
 
     /// Forgets every value but the entry slots, keeping the allocations.
     fn reset(&mut self) {
         self.ids.clear();
         self.nodes.truncate(SLOTS);
+        for list in &mut self.of_kind {
+            list.clear();
+        }
     }
 
     fn id(&mut self, n: Node) -> Val {
@@ -241,10 +268,12 @@ impl Values {
         }
         if self.nodes.len() <= SCANNED_VALUES {
             // The entry slots are not searched: they were answered above.
-            if let Some(at) = self.nodes[SLOTS..].iter().position(|&m| m == n) {
-                return (SLOTS + at) as Val;
+            let kind = &mut self.of_kind[n.kind()];
+            if let Some(&v) = kind.iter().find(|&&v| self.nodes[v as usize] == n) {
+                return v;
             }
             let v = self.nodes.len() as Val;
+            kind.push(v);
             self.nodes.push(n);
             if self.nodes.len() > SCANNED_VALUES {
                 // Past the scan's size: the table takes over, with every node so far.
@@ -1254,9 +1283,11 @@ fn walk(
     values: &mut Values,
 ) -> Option<usize> {
     let start = s.slots;
+    // The slots that differ from `start`, kept as the run sets them (nothing else in the
+    // run writes a slot).
+    let mut changed = 0;
     let mut best = None;
     for _ in 0..p.len() {
-        let changed = (0..SLOTS).filter(|&k| s.slots[k] != start[k]).fold(0, |m, k| m | bit(k));
         if changed & live[at] == 0 {
             best = Some(at);
         }
@@ -1279,6 +1310,11 @@ fn walk(
                 break;
             }
             s.slots[slot] = v;
+            if v == start[slot] {
+                changed &= !bit(slot);
+            } else {
+                changed |= bit(slot);
+            }
             at += 1;
         }
     }
@@ -1715,7 +1751,8 @@ mod tests {
         s.facts.set(a, f);
     }
 
-    /// [`thread`] as it was before [`Edges`]: each edge decided and learnt on its own.
+    /// [`thread`] as it was before [`Edges`]: each edge decided and learnt on its own, each
+    /// run walked by [`walk_as_it_was`].
     fn thread_as_it_was(p: &mut [CbpfInsn], an: &mut Analysis, live: &mut Live) {
         fn edge_state(
             insn: &CbpfInsn,
@@ -1752,7 +1789,7 @@ mod tests {
                     continue;
                 }
                 let Some(to) = successors(p, from)[n] else { continue };
-                if let Some(end) = walk(p, to, &mut an.edge, live, &mut an.values) {
+                if let Some(end) = walk_as_it_was(p, to, &mut an.edge, live, &mut an.values) {
                     if end != to {
                         retarget(p, from, n, end);
                     }
@@ -1770,6 +1807,47 @@ mod tests {
                 *insn = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - i - 1) as u32);
             }
         }
+    }
+
+    /// [`walk`] as it was before it kept the changed slots as it went: recomputed from the
+    /// slots at every step.
+    fn walk_as_it_was(
+        p: &[CbpfInsn],
+        mut at: usize,
+        s: &mut State,
+        live: &[u32],
+        values: &mut Values,
+    ) -> Option<usize> {
+        let start = s.slots;
+        let mut best = None;
+        for _ in 0..p.len() {
+            let changed = (0..SLOTS).filter(|&k| s.slots[k] != start[k]).fold(0, |m, k| m | bit(k));
+            if changed & live[at] == 0 {
+                best = Some(at);
+            }
+            let insn = p[at];
+            if insn.op.is_return() {
+                break;
+            } else if insn.op == CbpfOp::Ja {
+                at = successors(p, at)[0]?;
+            } else if insn.op.is_conditional_jump() {
+                let outcome = decide(&insn, s, values)?;
+                learn_as_it_was(&insn, s, values, outcome);
+                at = successors(p, at)[usize::from(!outcome)]?;
+            } else {
+                if matches!(insn.op, CbpfOp::St | CbpfOp::Stx) {
+                    break;
+                }
+                let e = effect(&insn, s, values);
+                let Some((slot, v)) = e.set else { break };
+                if e.may_abort && s.slots[slot] != v {
+                    break;
+                }
+                s.slots[slot] = v;
+                at += 1;
+            }
+        }
+        best
     }
 
     /// Jump threading with each jump's outcome and lesson taken once for both edges
