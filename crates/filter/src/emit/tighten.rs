@@ -156,8 +156,9 @@ fn well_formed(p: &[CbpfInsn]) -> bool {
 }
 
 /// Where instruction `i` may go next. Always inlined: every pass asks it of every
-/// instruction (~600 calls a tightening of a small filter), and where the compiler kept it
-/// out of line the call cost as much as the answer.
+/// instruction, and `#[inline]` alone left it out of line in rewrite_compact, is_compact,
+/// reachable and the analysis (several hundred calls a tightening of a small filter; inlined,
+/// tighten of `host X and udp` is 4% cheaper).
 #[inline(always)]
 fn successors(p: &[CbpfInsn], i: usize) -> [Option<usize>; 2] {
     let insn = p[i];
