@@ -119,11 +119,10 @@ impl std::fmt::Debug for JitProgram {
     }
 }
 
-/// What a lent batch set up once ([`JitProgram::lean_steady`], [`JitProgram::full_steady`]):
-/// the context it was set up over, and whether its words still stand.
+/// What a lent batch set up once ([`JitProgram::lean_steady`], [`JitProgram::full_steady`])
+/// over the batch's one context (`Batch::lend` hands frames only): whether its words
+/// still stand.
 struct LentSteady {
-    ctx_host: u64,
-    ctx_len: usize,
     armed: bool,
     /// Code that is not lean: the environment (`env_address`) the run state's direct-lookup
     /// words stand for (`JitProgram::bind_direct`), `None` before the batch's first frame.
@@ -131,14 +130,13 @@ struct LentSteady {
 }
 
 impl LentSteady {
-    /// Whether a frame takes the steady path: still armed, over the context it was set up
-    /// over (a batch may hand any slice), no longer than the packet window. Any other
-    /// frame disarms it: the rest of the batch takes `run_lent`, which rewrites the words
-    /// the steady path relies on.
+    /// Whether a frame takes the steady path: still armed, no longer than the packet
+    /// window. Any other frame disarms it: the rest of the batch takes `run_lent`, which
+    /// rewrites the words the steady path relies on. The context needs no test: it is the
+    /// batch's own, held by the engine's closure for the whole batch.
     #[inline(always)]
-    fn admits(&mut self, ctx: &[u8], frame: &[u8]) -> bool {
-        let same_ctx = ctx.as_ptr() as u64 == self.ctx_host && ctx.len() == self.ctx_len;
-        if self.armed && same_ctx && frame.len() as u64 <= REGION_WINDOW {
+    fn admits(&mut self, frame: &[u8]) -> bool {
+        if self.armed && frame.len() as u64 <= REGION_WINDOW {
             return true;
         }
         self.armed = false;
@@ -595,24 +593,28 @@ impl JitProgram {
         if let Some(mut steady) = self.lean_steady(cache, ctx) {
             // Self-contained code that never writes the stack: the words of the run state
             // that stay the same from frame to frame written once here, per frame only the
-            // frame's base and the context's packet fields (`run_lent_steady`).
-            let mut run = |ctx: &mut [u8], frame: &[u8], _: Option<&mut dyn RunEnv>| {
+            // frame's base and the context's packet fields (`run_lent_steady`). The
+            // closure holds the context's slice itself, not a pointer to it.
+            let (cache, ctx) = (&mut *cache, &mut *ctx);
+            let mut run = move |frame: &[u8], _: Option<&mut dyn RunEnv>| {
                 self.run_lent_steady(cache, &mut steady, ctx, frame)
             };
-            while batch.lend(ctx, &mut run) {}
+            while batch.lend(&mut run) {}
         } else if let Some((mut steady, data_end)) = self.full_steady(cache, ctx) {
             // Code that is not lean: the entries of the stack and the context (and the
             // cache's size) that `set_up` and `prepare` left, checked once here instead of
             // per frame (`run_lent_full_steady`; issue 11: xdp_counter's per-frame set-up).
-            let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
+            // Moved in: the closure holds the word and the context's slice themselves, not
+            // pointers to them (a load a frame fewer for each).
+            let (cache, ctx) = (&mut *cache, &mut *ctx);
+            let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
                 self.run_lent_full_steady(cache, &mut steady, data_end, ctx, frame, env)
             };
-            while batch.lend(ctx, &mut run) {}
+            while batch.lend(&mut run) {}
         } else {
-            let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                self.run_lent(cache, ctx, frame, env)
-            };
-            while batch.lend(ctx, &mut run) {}
+            let mut run =
+                |frame: &[u8], env: Option<&mut dyn RunEnv>| self.run_lent(cache, ctx, frame, env);
+            while batch.lend(&mut run) {}
         }
         self.drop_direct(cache);
         // The entry no longer describes borrowed memory: emptied, so that the next run
@@ -705,7 +707,7 @@ impl JitProgram {
         run.key = self.key;
         run.r1 = weir_program::exec::guest::CTX_BASE;
         run.r2 = ctx_len as u64;
-        Some(LentSteady { ctx_host, ctx_len, armed: true, env: None })
+        Some(LentSteady { armed: true, env: None })
     }
 
     /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's packet
@@ -719,7 +721,7 @@ impl JitProgram {
         ctx: &mut [u8],
         frame: &[u8],
     ) -> Result<RunOutcome, Trap> {
-        if !steady.admits(ctx, frame) {
+        if !steady.admits(frame) {
             return self.run_lent_cold(cache, ctx, frame, None);
         }
         // `lean_steady` checked the context's length against the layout's end.
@@ -728,7 +730,8 @@ impl JitProgram {
         run.regions[PACKET].base_lo = frame.as_ptr() as u64;
         let entry = self.code.entry();
         // SAFETY: as in `lean_fire`, whose words `lean_steady` wrote for this context (the
-        // same slice, compared above, borrowed by the caller for this call) and this cache
+        // same slice: `run_batch_lent`'s closure, this function's one caller, passes the
+        // one it holds borrowed for the whole batch, which `lean_steady` was given) and this cache
         // (sized, its stack clean: the code never writes it, `writes_stack` is false); the
         // packet's base is the frame, lent read-only for this call: the code is `lendable`,
         // no store of it reaches the packet window. The code writes only the outcome
@@ -757,15 +760,14 @@ impl JitProgram {
         if !self.packet_fields.fill_whole(ctx, 0) {
             return None;
         }
-        let (ctx_host, ctx_len) = (ctx.as_mut_ptr() as u64, ctx.len());
-        Some((LentSteady { ctx_host, ctx_len, armed: true, env: None }, data_end))
+        Some((LentSteady { armed: true, env: None }, data_end))
     }
 
     /// One frame of a lent batch of code that is not lean ([`JitProgram::full_steady`]):
     /// `run_lent`'s full run without its checks of the cache's size and of the stack's and
     /// context's entries, which stand from frame to frame while every run returns plainly.
     /// A run that exits otherwise (a trap, perhaps inside a call: the stack's entry left
-    /// moved) or a frame over another context disarms it: the rest of the batch takes
+    /// moved) or a frame longer than the packet window disarms it: the rest of the batch takes
     /// `run_lent`, which checks them all again. Of the context's packet fields only
     /// `data_end` is written (the others stand as `full_steady` wrote them: nothing but the
     /// engine writes them, and a lent batch's program moves no packet bound, `Batch::lends`),
@@ -782,7 +784,7 @@ impl JitProgram {
         frame: &[u8],
         env: Option<&mut dyn RunEnv>,
     ) -> Result<RunOutcome, Trap> {
-        if !steady.admits(ctx, frame) {
+        if !steady.admits(frame) {
             return self.run_lent_cold(cache, ctx, frame, env);
         }
         // `full_steady` checked the context's length against the layout's end (so the
