@@ -590,14 +590,14 @@ impl JitProgram {
         // the frame's address, length and load bounds (`RegionEntry::lend_frame`).
         cache.state.get().regions[PACKET].set_read_only(PACKET, 0, 0);
         self.take_direct(cache, batch);
-        if let Some(mut steady) = self.lean_steady(cache, ctx) {
+        if let Some((mut steady, data_end)) = self.lean_steady(cache, ctx) {
             // Self-contained code that never writes the stack: the words of the run state
             // that stay the same from frame to frame written once here, per frame only the
-            // frame's base and the context's packet fields (`run_lent_steady`). The
-            // closure holds the context's slice itself, not a pointer to it.
+            // frame's base and the context's `data_end` (`run_lent_steady`). The closure
+            // holds the word and the context's slice themselves, not pointers to them.
             let (cache, ctx) = (&mut *cache, &mut *ctx);
             let mut run = move |frame: &[u8], _: Option<&mut dyn RunEnv>| {
-                self.run_lent_steady(cache, &mut steady, ctx, frame)
+                self.run_lent_steady(cache, &mut steady, data_end, ctx, frame)
             };
             while batch.lend(&mut run) {}
         } else if let Some((mut steady, data_end)) = self.full_steady(cache, ctx) {
@@ -681,12 +681,15 @@ impl JitProgram {
     }
 
     /// The lean lent batch's once-per-batch part ([`LentSteady`]), or `None` when the
-    /// code is not lean, may write the stack, or the cache is not (yet) sized for it: then
-    /// every frame takes `run_lent`. Writes the run-state words that `lean_fire` writes
-    /// per run and that stay the same over `ctx` (all but the packet's base), and the
-    /// entry registers `r1`/`r2`, which `lean_fire` passes straight to the code and
-    /// `run_lent_steady` reads back from here.
-    fn lean_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<LentSteady> {
+    /// code is not lean, may write the stack, or the cache is not (yet) sized for it, or
+    /// the context is shorter than the layout or of another shape than `fill_whole` takes,
+    /// or the layout has no single `data_end` word: then every frame takes `run_lent`.
+    /// Writes the run-state words that `lean_fire` writes per run and that stay the same
+    /// over `ctx` (all but the packet's base), the entry registers `r1`/`r2`, which
+    /// `lean_fire` passes straight to the code and `run_lent_steady` reads back from here,
+    /// and, as `full_steady` does, the context's packet fields every whole frame shares,
+    /// returning the `data_end` word a frame writes.
+    fn lean_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<(LentSteady, DataEndWord)> {
         let sizes = &self.sizes;
         let len = cache.stack.len();
         let sized = len == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
@@ -698,6 +701,10 @@ impl JitProgram {
         if ctx.len() < self.packet_fields.context_end() {
             return None;
         }
+        let data_end = self.packet_fields.data_end_word()?;
+        if !self.packet_fields.fill_whole(ctx, 0) {
+            return None;
+        }
         let (ctx_host, ctx_len) = (ctx.as_mut_ptr() as u64, ctx.len());
         let stack_host = cache.stack.as_mut_ptr() as u64;
         let run = cache.state.get();
@@ -707,35 +714,45 @@ impl JitProgram {
         run.key = self.key;
         run.r1 = weir_program::exec::guest::CTX_BASE;
         run.r2 = ctx_len as u64;
-        Some(LentSteady { armed: true, env: None })
+        Some((LentSteady { armed: true, env: None }, data_end))
     }
 
-    /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's packet
-    /// fields, the packet's base, the code, the outcome (a frame `LentSteady::admits` not
-    /// takes `run_lent`).
+    /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's
+    /// `data_end`, the packet's base, the code, the outcome (a frame `LentSteady::admits`
+    /// not takes `run_lent`). The context's other packet fields stand as `lean_steady`
+    /// wrote them (as in `run_lent_full_steady`: nothing but the engine writes them; issue
+    /// 11: all three per frame, each range-checked, were 32 of the empty program's 74,
+    /// bench/records/2026-12-01-runtime-31.txt).
     #[inline]
     fn run_lent_steady(
         &self,
         cache: &mut Cache,
         steady: &mut LentSteady,
+        data_end: DataEndWord,
         ctx: &mut [u8],
         frame: &[u8],
     ) -> Result<RunOutcome, Trap> {
         if !steady.admits(frame) {
             return self.run_lent_cold(cache, ctx, frame, None);
         }
-        // `lean_steady` checked the context's length against the layout's end.
-        self.fill_steady(ctx, frame.len())?;
+        // `lean_steady` checked the context's length against the layout's end (so the
+        // word is inside it) and wrote the fields every whole frame shares.
+        data_end.write(ctx, frame.len());
         let run = cache.state.get();
         run.regions[PACKET].base_lo = frame.as_ptr() as u64;
         let entry = self.code.entry();
         // SAFETY: as in `lean_fire`, whose words `lean_steady` wrote for this context (the
         // same slice: `run_batch_lent`'s closure, this function's one caller, passes the
-        // one it holds borrowed for the whole batch, which `lean_steady` was given) and this cache
-        // (sized, its stack clean: the code never writes it, `writes_stack` is false); the
-        // packet's base is the frame, lent read-only for this call: the code is `lendable`,
-        // no store of it reaches the packet window. The code writes only the outcome
-        // fields of `run` and the context, and returns normally.
+        // one it holds borrowed for the whole batch, which `lean_steady` was given) and
+        // this cache (sized, its stack clean: the code never writes it, `writes_stack` is
+        // false); the packet's base is the frame, lent read-only for this call: the code
+        // is `lendable`, no store of it reaches the packet window. The context's packet
+        // fields, which the code's unchecked packet accesses start from, are this frame's:
+        // `data_end` written above, `data` and `data_meta` by `lean_steady` (the same for
+        // every whole frame) and never since (lean code is proven, and the verifier
+        // refuses a store into a packet field, which is no writable plain field; it calls
+        // no helper). The code writes only the outcome fields of `run` and the context,
+        // and returns normally.
         let (r1, r2) = (run.r1, run.r2);
         let exit = unsafe { entry(&mut *run, r1, r2) };
         self.settle(cache, exit)
@@ -806,16 +823,6 @@ impl JitProgram {
             steady.armed = false;
         }
         self.settle(cache, exit)
-    }
-
-    /// The context's packet fields for a frame of a lean steady lent batch (whose context
-    /// the batch's set-up checked against the layout's end).
-    #[inline(always)]
-    fn fill_steady(&self, ctx: &mut [u8], len: usize) -> Result<(), Trap> {
-        if !self.packet_fields.fill_whole(ctx, len) {
-            self.fill_general(ctx, len)?;
-        }
-        Ok(())
     }
 
     /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` did not take.
