@@ -721,8 +721,8 @@ impl JitProgram {
     /// `data_end`, the packet's base, the code, the outcome (a frame `LentSteady::admits`
     /// not takes `run_lent`). The context's other packet fields stand as `lean_steady`
     /// wrote them (as in `run_lent_full_steady`: nothing but the engine writes them; issue
-    /// 11: all three per frame, each range-checked, were 32 of the empty program's 74,
-    /// bench/records/2026-12-01-runtime-31.txt).
+    /// 11: all three per frame, each range-checked, were 38 of the empty program's 74
+    /// instructions a frame, the one word is 6, bench/records/2026-12-01-runtime-31.txt).
     #[inline]
     fn run_lent_steady(
         &self,
