@@ -296,6 +296,20 @@ impl Env {
         self.redirect = None;
     }
 
+    /// Starts the run of a packet lent after another in the same batch, by a program that
+    /// leaves the packet (`weir`'s `leaves_packet`: no `bpf_xdp_adjust_*`, no tail call, no
+    /// ring buffer): of [`Env::begin_packet`], only what such a run can change, the values
+    /// it placed and its redirect; after [`Env::end_run`], which ended the last run. The
+    /// packet's bounds, reach and floor, the tail call and the tail-call count stay as the
+    /// batch's `begin_packet` left them: such a run changes none of them and reads none
+    /// (the bounds are read by `bpf_xdp_adjust_*` alone; issue 11: `begin_packet` per lent
+    /// frame was 15 instructions, bench/records/2026-12-01-runtime-31.txt).
+    #[inline]
+    pub fn begin_lent_frame(&mut self) {
+        self.forget_run_values();
+        self.redirect = None;
+    }
+
     /// Starts one program's run (also of a tail-called program): lookups made by an
     /// earlier run are forgotten.
     #[inline]
@@ -304,11 +318,17 @@ impl Env {
         // Only what a run used is reset (most runs of an array-counting program use
         // nothing here), out of line: the usual begin is a few stores, inlined into the
         // runner's per-packet loop (issue 11: a call per packet in the profile).
+        self.forget_run_values();
+        self.tail_call = None;
+    }
+
+    /// The values the last run placed, unreachable, the next placed where the first was.
+    #[inline]
+    fn forget_run_values(&mut self) {
         if !self.dynamic.is_empty() {
             self.forget_values();
         }
         self.next = self.dynamic_base;
-        self.tail_call = None;
     }
 
     /// The values an earlier run placed, forgotten (see [`Env::begin_run`]).
@@ -996,6 +1016,60 @@ mod tests {
         let span = env1.value_span(a1).unwrap();
         assert_eq!((span.addr, span.len), (a1, 8));
         assert_eq!(env1.read(a1 + 8, &mut got), Err(TrapCode::OutOfBounds));
+    }
+
+    /// `begin_lent_frame` (a frame lent after another in one batch) gives the next run
+    /// what `begin_packet` would of all that a run of a program that leaves the packet can
+    /// change: the last run's values unreachable, the next value placed where a packet's
+    /// first goes, no redirect; and keeps what such a run cannot change as the batch's
+    /// `begin_packet` set it.
+    #[test]
+    fn a_lent_frames_begin_resets_what_a_lent_run_can_change() {
+        let spec = MapSpec {
+            name: "prefixes".into(),
+            map_type: MapType::LpmTrie,
+            key_size: 8,
+            value_size: 4,
+            max_entries: 8,
+            flags: 1,
+        };
+        let trie = Arc::new(Map::create(&spec, 1).unwrap());
+        let key = |prefix: u32, ip: [u8; 4]| [prefix.to_ne_bytes(), ip].concat();
+        trie.update(&key(8, [10, 0, 0, 0]), &7u32.to_ne_bytes(), 0, 0).unwrap();
+        trie.update(&key(16, [10, 1, 0, 0]), &9u32.to_ne_bytes(), 0, 0).unwrap();
+        let handle = weir_program::exec::guest::map_handle(0).unwrap();
+        let (nine, seven) = (key(32, [10, 1, 2, 3]), key(32, [10, 2, 2, 3]));
+        let mut env = Env::new(vec![trie], 0);
+        let base = weir_program::exec::guest::PACKET_BASE;
+        let bounds = PacketBounds { hard_start: base, hard_end: base + 3520 };
+        env.begin_packet(bounds);
+        // A packet's first two values, placed by this run.
+        let first = env.lookup_elem(handle, &nine).unwrap();
+        let second = env.lookup_elem(handle, &seven).unwrap();
+        assert!(first >= env.dynamic_base && second > first);
+        env.redirect = Some(Redirect::Ifindex { ifindex: 3, flags: 0 });
+        let value = |env: &Env, addr| {
+            let mut got = [0u8; 4];
+            env.read(addr, &mut got).map(|()| u32::from_ne_bytes(got))
+        };
+        for frame in 0..3 {
+            env.end_run();
+            env.begin_lent_frame();
+            assert_eq!(env.redirect(), None, "frame {frame}");
+            // The last run's values are gone, and the next one placed goes where a
+            // packet's first does, whichever it is.
+            assert_eq!(value(&env, second), Err(TrapCode::OutOfBounds), "frame {frame}");
+            let got = env.lookup_elem(handle, if frame % 2 == 0 { &seven } else { &nine });
+            assert_eq!(got, Some(first), "frame {frame}");
+            assert_eq!(value(&env, first), Ok(if frame % 2 == 0 { 7 } else { 9 }));
+            let other = env.lookup_elem(handle, if frame % 2 == 0 { &nine } else { &seven });
+            assert_eq!(other, Some(second), "frame {frame}");
+            env.redirect = Some(Redirect::Map { map: 0, key: frame });
+        }
+        // What such a run cannot change, as the batch's `begin_packet` left it.
+        assert_eq!(env.packet, bounds);
+        assert_eq!((env.packet_reach(), env.packet_floor()), (0, None));
+        assert_eq!((env.tail_call, env.tail_calls), (None, 0));
     }
 
     #[test]

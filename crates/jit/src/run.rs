@@ -119,11 +119,10 @@ impl std::fmt::Debug for JitProgram {
     }
 }
 
-/// What a lent batch set up once ([`JitProgram::lean_steady`], [`JitProgram::full_steady`]):
-/// the context it was set up over, and whether its words still stand.
+/// What a lent batch set up once ([`JitProgram::lean_steady`], [`JitProgram::full_steady`])
+/// over the batch's one context (`Batch::lend` hands frames only): whether its words
+/// still stand.
 struct LentSteady {
-    ctx_host: u64,
-    ctx_len: usize,
     armed: bool,
     /// Code that is not lean: the environment (`env_address`) the run state's direct-lookup
     /// words stand for (`JitProgram::bind_direct`), `None` before the batch's first frame.
@@ -131,14 +130,13 @@ struct LentSteady {
 }
 
 impl LentSteady {
-    /// Whether a frame takes the steady path: still armed, over the context it was set up
-    /// over (a batch may hand any slice), no longer than the packet window. Any other
-    /// frame disarms it: the rest of the batch takes `run_lent`, which rewrites the words
-    /// the steady path relies on.
+    /// Whether a frame takes the steady path: still armed, no longer than the packet
+    /// window. Any other frame disarms it: the rest of the batch takes `run_lent`, which
+    /// rewrites the words the steady path relies on. The context needs no test: it is the
+    /// batch's own, held by the engine's closure for the whole batch.
     #[inline(always)]
-    fn admits(&mut self, ctx: &[u8], frame: &[u8]) -> bool {
-        let same_ctx = ctx.as_ptr() as u64 == self.ctx_host && ctx.len() == self.ctx_len;
-        if self.armed && same_ctx && frame.len() as u64 <= REGION_WINDOW {
+    fn admits(&mut self, frame: &[u8]) -> bool {
+        if self.armed && frame.len() as u64 <= REGION_WINDOW {
             return true;
         }
         self.armed = false;
@@ -592,27 +590,31 @@ impl JitProgram {
         // the frame's address, length and load bounds (`RegionEntry::lend_frame`).
         cache.state.get().regions[PACKET].set_read_only(PACKET, 0, 0);
         self.take_direct(cache, batch);
-        if let Some(mut steady) = self.lean_steady(cache, ctx) {
+        if let Some((mut steady, data_end)) = self.lean_steady(cache, ctx) {
             // Self-contained code that never writes the stack: the words of the run state
             // that stay the same from frame to frame written once here, per frame only the
-            // frame's base and the context's packet fields (`run_lent_steady`).
-            let mut run = |ctx: &mut [u8], frame: &[u8], _: Option<&mut dyn RunEnv>| {
-                self.run_lent_steady(cache, &mut steady, ctx, frame)
+            // frame's base and the context's `data_end` (`run_lent_steady`). The closure
+            // holds the word and the context's slice themselves, not pointers to them.
+            let (cache, ctx) = (&mut *cache, &mut *ctx);
+            let mut run = move |frame: &[u8], _: Option<&mut dyn RunEnv>| {
+                self.run_lent_steady(cache, &mut steady, data_end, ctx, frame)
             };
-            while batch.lend(ctx, &mut run) {}
+            while batch.lend(&mut run) {}
         } else if let Some((mut steady, data_end)) = self.full_steady(cache, ctx) {
             // Code that is not lean: the entries of the stack and the context (and the
             // cache's size) that `set_up` and `prepare` left, checked once here instead of
             // per frame (`run_lent_full_steady`; issue 11: xdp_counter's per-frame set-up).
-            let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
+            // Moved in: the closure holds the word and the context's slice themselves, not
+            // pointers to them (a load a frame fewer for each).
+            let (cache, ctx) = (&mut *cache, &mut *ctx);
+            let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
                 self.run_lent_full_steady(cache, &mut steady, data_end, ctx, frame, env)
             };
-            while batch.lend(ctx, &mut run) {}
+            while batch.lend(&mut run) {}
         } else {
-            let mut run = |ctx: &mut [u8], frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                self.run_lent(cache, ctx, frame, env)
-            };
-            while batch.lend(ctx, &mut run) {}
+            let mut run =
+                |frame: &[u8], env: Option<&mut dyn RunEnv>| self.run_lent(cache, ctx, frame, env);
+            while batch.lend(&mut run) {}
         }
         self.drop_direct(cache);
         // The entry no longer describes borrowed memory: emptied, so that the next run
@@ -679,12 +681,15 @@ impl JitProgram {
     }
 
     /// The lean lent batch's once-per-batch part ([`LentSteady`]), or `None` when the
-    /// code is not lean, may write the stack, or the cache is not (yet) sized for it: then
-    /// every frame takes `run_lent`. Writes the run-state words that `lean_fire` writes
-    /// per run and that stay the same over `ctx` (all but the packet's base), and the
-    /// entry registers `r1`/`r2`, which `lean_fire` passes straight to the code and
-    /// `run_lent_steady` reads back from here.
-    fn lean_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<LentSteady> {
+    /// code is not lean, may write the stack, or the cache is not (yet) sized for it, or
+    /// the context is shorter than the layout or of another shape than `fill_whole` takes,
+    /// or the layout has no single `data_end` word: then every frame takes `run_lent`.
+    /// Writes the run-state words that `lean_fire` writes per run and that stay the same
+    /// over `ctx` (all but the packet's base), the entry registers `r1`/`r2`, which
+    /// `lean_fire` passes straight to the code and `run_lent_steady` reads back from here,
+    /// and, as `full_steady` does, the context's packet fields every whole frame shares,
+    /// returning the `data_end` word a frame writes.
+    fn lean_steady(&self, cache: &mut Cache, ctx: &mut [u8]) -> Option<(LentSteady, DataEndWord)> {
         let sizes = &self.sizes;
         let len = cache.stack.len();
         let sized = len == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
@@ -696,6 +701,10 @@ impl JitProgram {
         if ctx.len() < self.packet_fields.context_end() {
             return None;
         }
+        let data_end = self.packet_fields.data_end_word()?;
+        if !self.packet_fields.fill_whole(ctx, 0) {
+            return None;
+        }
         let (ctx_host, ctx_len) = (ctx.as_mut_ptr() as u64, ctx.len());
         let stack_host = cache.stack.as_mut_ptr() as u64;
         let run = cache.state.get();
@@ -705,34 +714,45 @@ impl JitProgram {
         run.key = self.key;
         run.r1 = weir_program::exec::guest::CTX_BASE;
         run.r2 = ctx_len as u64;
-        Some(LentSteady { ctx_host, ctx_len, armed: true, env: None })
+        Some((LentSteady { armed: true, env: None }, data_end))
     }
 
-    /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's packet
-    /// fields, the packet's base, the code, the outcome (a frame `LentSteady::admits` not
-    /// takes `run_lent`).
+    /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's
+    /// `data_end`, the packet's base, the code, the outcome (a frame `LentSteady::admits`
+    /// not takes `run_lent`). The context's other packet fields stand as `lean_steady`
+    /// wrote them (as in `run_lent_full_steady`: nothing but the engine writes them; issue
+    /// 11: all three per frame, each range-checked, were 38 of the empty program's 74
+    /// instructions a frame, the one word is 6, bench/records/2026-12-01-runtime-31.txt).
     #[inline]
     fn run_lent_steady(
         &self,
         cache: &mut Cache,
         steady: &mut LentSteady,
+        data_end: DataEndWord,
         ctx: &mut [u8],
         frame: &[u8],
     ) -> Result<RunOutcome, Trap> {
-        if !steady.admits(ctx, frame) {
+        if !steady.admits(frame) {
             return self.run_lent_cold(cache, ctx, frame, None);
         }
-        // `lean_steady` checked the context's length against the layout's end.
-        self.fill_steady(ctx, frame.len())?;
+        // `lean_steady` checked the context's length against the layout's end (so the
+        // word is inside it) and wrote the fields every whole frame shares.
+        data_end.write(ctx, frame.len());
         let run = cache.state.get();
         run.regions[PACKET].base_lo = frame.as_ptr() as u64;
         let entry = self.code.entry();
         // SAFETY: as in `lean_fire`, whose words `lean_steady` wrote for this context (the
-        // same slice, compared above, borrowed by the caller for this call) and this cache
-        // (sized, its stack clean: the code never writes it, `writes_stack` is false); the
-        // packet's base is the frame, lent read-only for this call: the code is `lendable`,
-        // no store of it reaches the packet window. The code writes only the outcome
-        // fields of `run` and the context, and returns normally.
+        // same slice: `run_batch_lent`'s closure, this function's one caller, passes the
+        // one it holds borrowed for the whole batch, which `lean_steady` was given) and
+        // this cache (sized, its stack clean: the code never writes it, `writes_stack` is
+        // false); the packet's base is the frame, lent read-only for this call: the code
+        // is `lendable`, no store of it reaches the packet window. The context's packet
+        // fields, which the code's unchecked packet accesses start from, are this frame's:
+        // `data_end` written above, `data` and `data_meta` by `lean_steady` (the same for
+        // every whole frame) and never since (lean code is proven, and the verifier
+        // refuses a store into a packet field, which is no writable plain field; it calls
+        // no helper). The code writes only the outcome fields of `run` and the context,
+        // and returns normally.
         let (r1, r2) = (run.r1, run.r2);
         let exit = unsafe { entry(&mut *run, r1, r2) };
         self.settle(cache, exit)
@@ -757,15 +777,14 @@ impl JitProgram {
         if !self.packet_fields.fill_whole(ctx, 0) {
             return None;
         }
-        let (ctx_host, ctx_len) = (ctx.as_mut_ptr() as u64, ctx.len());
-        Some((LentSteady { ctx_host, ctx_len, armed: true, env: None }, data_end))
+        Some((LentSteady { armed: true, env: None }, data_end))
     }
 
     /// One frame of a lent batch of code that is not lean ([`JitProgram::full_steady`]):
     /// `run_lent`'s full run without its checks of the cache's size and of the stack's and
     /// context's entries, which stand from frame to frame while every run returns plainly.
     /// A run that exits otherwise (a trap, perhaps inside a call: the stack's entry left
-    /// moved) or a frame over another context disarms it: the rest of the batch takes
+    /// moved) or a frame longer than the packet window disarms it: the rest of the batch takes
     /// `run_lent`, which checks them all again. Of the context's packet fields only
     /// `data_end` is written (the others stand as `full_steady` wrote them: nothing but the
     /// engine writes them, and a lent batch's program moves no packet bound, `Batch::lends`),
@@ -782,7 +801,7 @@ impl JitProgram {
         frame: &[u8],
         env: Option<&mut dyn RunEnv>,
     ) -> Result<RunOutcome, Trap> {
-        if !steady.admits(ctx, frame) {
+        if !steady.admits(frame) {
             return self.run_lent_cold(cache, ctx, frame, env);
         }
         // `full_steady` checked the context's length against the layout's end (so the
@@ -804,16 +823,6 @@ impl JitProgram {
             steady.armed = false;
         }
         self.settle(cache, exit)
-    }
-
-    /// The context's packet fields for a frame of a lean steady lent batch (whose context
-    /// the batch's set-up checked against the layout's end).
-    #[inline(always)]
-    fn fill_steady(&self, ctx: &mut [u8], len: usize) -> Result<(), Trap> {
-        if !self.packet_fields.fill_whole(ctx, len) {
-            self.fill_general(ctx, len)?;
-        }
-        Ok(())
     }
 
     /// [`PacketFields::fill`] of a lent frame whose context `fill_whole` did not take.

@@ -47,13 +47,11 @@ struct Frames {
     len: usize,
     lent: usize,
     seen: Seen,
-    /// A context of its own, handed to every other lent run instead of the engine's.
-    own_ctx: Option<Vec<u8>>,
 }
 
 impl Frames {
     fn new() -> Self {
-        Frames { frames: frames(), at: 0, len: 0, lent: 0, seen: Vec::new(), own_ctx: None }
+        Frames { frames: frames(), at: 0, len: 0, lent: 0, seen: Vec::new() }
     }
 }
 
@@ -79,15 +77,11 @@ impl Batch for Frames {
         true
     }
 
-    fn lend(&mut self, ctx: &mut [u8], run: &mut LentRun<'_>) -> bool {
+    fn lend(&mut self, run: &mut LentRun<'_>) -> bool {
         let Some(frame) = self.frames.get(self.at) else { return false };
         self.at += 1;
         self.lent += 1;
-        let ctx = match &mut self.own_ctx {
-            Some(own) if self.at % 2 == 0 => own.as_mut_slice(),
-            _ => ctx,
-        };
-        let outcome = run(ctx, frame, None);
+        let outcome = run(frame, None);
         self.seen.push((outcome.map(|o| o.r0), frame.clone()));
         true
     }
@@ -110,11 +104,6 @@ fn proven(program: &Program) -> Verified {
 
 /// The JIT's batch (twice on one cache) and how many frames it ran in place.
 fn jit_batch(verified: &Verified) -> (Seen, usize) {
-    jit_batch_with(verified, false)
-}
-
-/// [`jit_batch`], every other frame over a context of the batch's own when `own_ctx`.
-fn jit_batch_with(verified: &Verified, own_ctx: bool) -> (Seen, usize) {
     let jit = Jit::compile(verified, bindings(), weir_jit::Config::default()).expect("compiles");
     let mut cache = jit.cache();
     let (mut seen, mut lent) = (Vec::new(), 0);
@@ -122,9 +111,6 @@ fn jit_batch_with(verified: &Verified, own_ctx: bool) -> (Seen, usize) {
         let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
         let mut packet = vec![0u8; 4096];
         let mut batch = Frames::new();
-        if own_ctx {
-            batch.own_ctx = Some(vec![0u8; ctx.len()]);
-        }
         jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
         seen.extend(batch.seen);
         lent += batch.lent;
@@ -200,10 +186,10 @@ fn unchecked_packet_stores_take_the_copy() {
 }
 
 /// The lean lent batch (self-contained code that never writes the stack: its run-state
-/// words written once per batch) gives the copy's results over any context a batch hands
-/// it, and so does lean code that writes the stack (every frame its own set-up).
+/// words written once per batch) gives the copy's results, and so does lean code that
+/// writes the stack (every frame its own set-up).
 #[test]
-fn lean_lent_runs_give_the_copys_results_over_any_context() {
+fn lean_lent_runs_give_the_copys_results() {
     // Reads of the context's packet fields through a stack slot: lean, writes the stack.
     let stacked = "ldxw %r2, [%r1+0]\nldxw %r3, [%r1+4]\nstxdw [%r10-8], %r3\nldxdw %r3, [%r10-8]
 mov %r4, %r2\nadd %r4, 14\njgt %r4, %r3, +4\nldxb %r0, [%r2+12]\nldxb %r5, [%r2+13]
@@ -211,11 +197,9 @@ add %r0, %r5\nexit\nmov %r0, 1\nexit";
     for text in [READER, stacked] {
         let verified = proven(&program(text));
         let want = interp(&verified);
-        for own_ctx in [false, true] {
-            let (seen, lent) = jit_batch_with(&verified, own_ctx);
-            assert_eq!(lent, 2 * frames().len(), "{text}: not lent");
-            assert_eq!(seen, want, "{text}, a context of the batch's own: {own_ctx}");
-        }
+        let (seen, lent) = jit_batch(&verified);
+        assert_eq!(lent, 2 * frames().len(), "{text}: not lent");
+        assert_eq!(seen, want, "{text}");
     }
 }
 
@@ -243,8 +227,7 @@ fn a_traps_outcome_does_not_outlive_its_frame_in_a_batch() {
 /// The lent batch of code that is not lean (here: a local call) checks the cache's size and
 /// the stack's and context's entries once per batch, not per frame: each frame still finds
 /// a clean stack, and a trap inside a call (the stack's entry left moved to the callee's
-/// frame) does not let the next frame reach below its own frame. Over the batch's context
-/// and over one of its own every other frame.
+/// frame) does not let the next frame reach below its own frame.
 #[test]
 fn full_lent_runs_keep_a_clean_stack_and_its_bounds_after_a_trap_in_a_call() {
     // r0 = the frame's length + 1 (written to [r10-8]) plus what that slot held before
@@ -285,18 +268,16 @@ fn full_lent_runs_keep_a_clean_stack_and_its_bounds_after_a_trap_in_a_call() {
     assert_full_lent(&verified, &want);
 }
 
-/// Both lent batches of `jit_batch_with` (over the batch's context, and over one of its own
-/// every other frame) lend every frame, leave it unchanged and give `want` per frame.
+/// `jit_batch`'s lent batches lend every frame, leave it unchanged and give `want` per
+/// frame.
 fn assert_full_lent(verified: &Verified, want: &[Result<u64, TrapCode>]) {
-    for own_ctx in [false, true] {
-        let (seen, lent) = jit_batch_with(verified, own_ctx);
-        assert_eq!(lent, 2 * frames().len());
-        let got: Vec<_> = seen.iter().map(|(r, _)| r.map_err(|t| t.code)).collect();
-        let want: Vec<_> = want.iter().chain(want).copied().collect();
-        assert_eq!(got, want, "a context of the batch's own: {own_ctx}");
-        for ((_, packet), frame) in seen.iter().zip(frames().iter().cycle()) {
-            assert_eq!(packet, frame, "the lent frame changed");
-        }
+    let (seen, lent) = jit_batch(verified);
+    assert_eq!(lent, 2 * frames().len());
+    let got: Vec<_> = seen.iter().map(|(r, _)| r.map_err(|t| t.code)).collect();
+    let want: Vec<_> = want.iter().chain(want).copied().collect();
+    assert_eq!(got, want);
+    for ((_, packet), frame) in seen.iter().zip(frames().iter().cycle()) {
+        assert_eq!(packet, frame, "the lent frame changed");
     }
 }
 
@@ -440,7 +421,7 @@ impl Batch for Envs {
         true
     }
 
-    fn lend(&mut self, ctx: &mut [u8], run: &mut LentRun<'_>) -> bool {
+    fn lend(&mut self, run: &mut LentRun<'_>) -> bool {
         while let Some(&which) = self.pattern.get(self.at) {
             self.at += 1;
             let env: Option<&mut dyn RunEnv> = match which {
@@ -448,7 +429,7 @@ impl Batch for Envs {
                 Some(false) => Some(&mut self.b),
                 None => None,
             };
-            self.seen.push(run(ctx, &[1, 2, 3], env).map(|o| o.r0));
+            self.seen.push(run(&[1, 2, 3], env).map(|o| o.r0));
         }
         false
     }

@@ -831,26 +831,26 @@ where
     }
 
     /// The frame as the copy would hold it (cut to the page's usable part), in place: the
-    /// packet's bounds are the frame's (no headroom: nothing moves them, `leaves_packet`),
-    /// and the packet left is the frame itself. The XDP buffer is not touched, so its marks
-    /// stay as they are.
+    /// packet left is the frame itself (nothing moves its bounds: `leaves_packet`). The
+    /// XDP buffer is not touched, so its marks stay as they are.
     ///
     /// Every frame of the source in one call (issue 11: one call of this through `dyn
     /// Batch` per batch, not per packet; the source's callback, the run and the verdict's
-    /// `each` in one loop here).
-    fn lend(&mut self, ctx: &mut [u8], run: &mut LentRun<'_>) -> bool {
+    /// `each` in one loop here). The environment begins the batch as a packet once
+    /// (`begin_packet`: bounds of the largest frame lent, no headroom), then each frame
+    /// with only what a run of a program that leaves the packet can change
+    /// (`Env::begin_lent_frame`: its values and redirect).
+    fn lend(&mut self, run: &mut LentRun<'_>) -> bool {
         const USABLE: usize = XDP_FRAME - XDP_TAILROOM - XDP_HEADROOM;
         let (env, each, next) = (&mut *self.env, &mut *self.each, &mut *self.next);
+        let base = guest::PACKET_BASE;
+        env.begin_packet(PacketBounds { hard_start: base, hard_end: base + USABLE as u64 });
         loop {
             let mut given = None;
             let fed = next(&mut |frame: &[u8]| {
                 let frame = frame.get(..USABLE).unwrap_or(frame);
-                let base = guest::PACKET_BASE;
-                env.begin_packet(PacketBounds {
-                    hard_start: base,
-                    hard_end: base + frame.len() as u64,
-                });
-                let outcome = run(ctx, frame, Some(&mut *env));
+                env.begin_lent_frame();
+                let outcome = run(frame, Some(&mut *env));
                 env.end_run();
                 // No tail call to follow: `leaves_packet` admits no program that makes one.
                 given = Some(each(outcome.map(|o| VerdictView { ret: o.r0, packet: frame })));

@@ -177,3 +177,55 @@ fn a_program_that_writes_the_packet_takes_the_copy() {
     // The frames handed in are the caller's, untouched.
     assert_eq!(frames, self::frames());
 }
+
+/// `bpf_redirect(byte 12, 0)` (XDP_REDIRECT) for a frame of at least 14 bytes, XDP_PASS
+/// (asking for no redirect) for a shorter one: a program that leaves the packet, so its
+/// proven batches on the JIT run over the frames in place.
+fn redirect_object() -> Vec<u8> {
+    let mut b = ProgramBuilder::new();
+    let short = b.new_label();
+    b.load(Op::LdxW, 2, 1, 0);
+    b.load(Op::LdxW, 3, 1, 4);
+    b.alu_reg(Op::Mov64Reg, 4, 2);
+    b.alu_imm(Op::Add64Imm, 4, 14);
+    b.jump_reg(Op::Jgt64Reg, 4, 3, short);
+    b.load(Op::LdxB, 1, 2, 12);
+    b.alu_imm(Op::Mov64Imm, 2, 0);
+    b.call_helper(23);
+    b.exit();
+    b.bind(short);
+    b.alu_imm(Op::Mov64Imm, 0, 2);
+    b.exit();
+    let program = b.link().expect("links").with_prog_type(ProgType::Xdp);
+    weir::elf::write::write_program(&program, &weir::elf::write::ObjectOptions::new("redirect"))
+        .expect("writes")
+}
+
+/// A lent frame's run starts as a packet's does in all a program that leaves the packet
+/// can change (`Env::begin_lent_frame` per frame, `begin_packet` once a batch): after a
+/// batch whose frames redirect, then not, the environment holds the last frame's redirect
+/// (none), as packet by packet; and the batch's verdicts are the packet-by-packet ones.
+#[test]
+fn a_lent_batch_leaves_the_last_frames_redirect() {
+    let object = Object::open(&redirect_object()).expect("opens");
+    let long = |b: u8| vec![b; 20];
+    let batches: [Vec<Vec<u8>>; 3] = [
+        vec![long(5), long(6), vec![1; 13]],
+        vec![vec![2; 9], long(7), long(4)],
+        vec![long(8), vec![], long(3), vec![0; 13]],
+    ];
+    for engine in [Engine::Jit, Engine::Interp] {
+        let mut single = object.load_with(0, Some(engine), 0, true).expect("loads");
+        let mut batch = object.load_with(0, Some(engine), 0, true).expect("loads");
+        assert!(batch.lends(), "{engine:?}");
+        for frames in &batches {
+            let want = one_by_one(&mut single, frames);
+            let got = batched(&mut batch, frames);
+            assert_eq!(got, want, "{engine:?}");
+            let left = single.env_mut().redirect();
+            let last_redirects = frames.last().is_some_and(|f| f.len() >= 14);
+            assert_eq!(left.is_some(), last_redirects, "{engine:?} {frames:?}");
+            assert_eq!(batch.env_mut().redirect(), left, "{engine:?} {frames:?}");
+        }
+    }
+}

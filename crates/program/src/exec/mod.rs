@@ -547,24 +547,28 @@ pub trait Batch {
         false
     }
     /// Runs the next packet, or several, over the source's own bytes, read-only, instead
-    /// of a copy in the batch's packet buffer: for each, the batch hands `run` the context
-    /// and the frame (the packet region is then exactly the frame: `data` at its first
-    /// byte), then takes the outcome as [`Batch::done`] does, the frame being the packet as
-    /// left. A batch may run all its packets in one call (a call through `dyn Batch` per
-    /// batch, not per packet). `false` ends the batch (after these packets, or with none). An engine calls it only when
-    /// [`Batch::lends`] says so and its code for the program cannot write the packet
-    /// region without a check that refuses it (a store into a lent frame must fault, never
-    /// land). By default: none, the batch ends.
-    fn lend(&mut self, ctx: &mut [u8], run: &mut LentRun<'_>) -> bool {
-        let _ = (ctx, run);
+    /// of a copy in the batch's packet buffer: for each, the batch hands `run` the frame
+    /// (the packet region is then exactly the frame: `data` at its first byte) and the
+    /// run's environment, then takes the outcome as [`Batch::done`] does, the frame being
+    /// the packet as left. The context is the input's, the same slice for every lent frame
+    /// of the batch and the engine's alone while it lends (the batch does not see it: the
+    /// engine writes its packet fields and checks it once a batch, not per frame). A batch
+    /// may run all its packets in one call (a call through `dyn Batch` per batch, not per
+    /// packet). `false` ends the batch (after these packets, or with none). An engine
+    /// calls it only when [`Batch::lends`] says so and its code for the program cannot
+    /// write the packet region without a check that refuses it (a store into a lent frame
+    /// must fault, never land). By default: none, the batch ends.
+    fn lend(&mut self, run: &mut LentRun<'_>) -> bool {
+        let _ = run;
         false
     }
 }
 
-/// One run of [`Batch::lend`]: the context, the frame lent read-only (the whole packet
-/// region) and the environment; the engine writes the context's packet fields.
-pub type LentRun<'r> =
-    dyn FnMut(&mut [u8], &[u8], Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap> + 'r;
+/// One run of [`Batch::lend`]: the frame lent read-only (the whole packet region) and the
+/// environment; the engine holds the context and writes its packet fields. Two slices'
+/// worth of arguments, all in registers (issue 11: the context's slice beside them put
+/// two on the stack at every frame's call, bench/records/2026-12-01-runtime-31.txt).
+pub type LentRun<'r> = dyn FnMut(&[u8], Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap> + 'r;
 
 /// The batch as separate runs: what an engine without a batch path of its own does.
 pub fn run_each(
