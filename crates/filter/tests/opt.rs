@@ -893,6 +893,29 @@ fn the_fixed_point_shortcuts_change_no_result() {
     assert!(changed > case_count() / 20, "only {changed} filters changed");
 }
 
+/// A `decide` walk over a tree without a store is told so and does not ask its parts whether
+/// they store (compile-29); it gives what asking every part gives, on random filters with
+/// stores and without, as generated and as the optimizer's first walk sees them (after the
+/// factoring `simplify`).
+#[test]
+fn telling_the_walk_a_tree_has_no_store_changes_no_result() {
+    let (mut with, mut without) = (0u64, 0u64);
+    for i in 0..case_count() / 5 {
+        let seed = 0x5707_0000_0000 + i;
+        let f = Gen::new(seed).filter();
+        let stores = opt::has_store(&f.pred);
+        with += u64::from(stores);
+        without += u64::from(!stores);
+        for g in [opt::simplify_factoring(&f), f] {
+            let told = opt::decide(&g);
+            let asking = opt::decide_asking_every_part_for_stores(&g);
+            assert_eq!(told, asking, "seed {seed:#x}\n  input: {g}");
+        }
+    }
+    // (both kinds of tree are met often)
+    assert!(with > case_count() / 50 && without > case_count() / 50, "{with} {without}");
+}
+
 #[test]
 fn optimizing_twice_changes_nothing() {
     let shapes = [

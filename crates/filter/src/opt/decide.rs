@@ -141,15 +141,33 @@ pub(crate) fn decide(p: Pred, reads: u32) -> Pred {
 /// junction that kept parts before its constant), and so is a merge or a run that splicing
 /// (with its weaker bases) could have turned: none of them was made.
 pub(crate) fn decide_certifying(p: Pred, reads: u32, atoms: &mut Atoms) -> (Pred, Report) {
+    walk_whole(p, reads, atoms, true)
+}
+
+/// [`decide_certifying`]; `summarize_stores`: a tree without a store is told so to the walk
+/// ([`Facts::set_store_free`]), which then does not ask each part it keeps whether it
+/// stores. No pass writes a store where there was none, so no part of such a tree has one
+/// (issue 13, compile-29: `has_store` walked each part's subtree at every level, about 1,000
+/// instructions per walk of `host A and udp`). Without it every part is asked (the tests
+/// compare the two: crates/filter/tests/opt.rs).
+fn walk_whole(p: Pred, reads: u32, atoms: &mut Atoms, summarize_stores: bool) -> (Pred, Report) {
     // A Try's stores are results read after the run (pfmatch's handler and arguments):
     // never dead, though nothing in the filter reads them.
-    let mut facts = Facts::with_atoms(reads | try_stores(&p), std::mem::take(atoms));
+    let (try_slots, any_store) = stores_of(&p);
+    let mut facts = Facts::with_atoms(reads | try_slots, std::mem::take(atoms));
+    facts.set_store_free(summarize_stores && !any_store);
     let p = walk(&mut facts, p, &Env::start(), Mode::FalseIsAbort, Want::NONE).pred;
     let changes = facts.changes();
     let report =
         Report { clear: !facts.made_abort_choice(), drops_only: changes.dropped && !changes.other };
     *atoms = facts.into_atoms();
     (p, report)
+}
+
+/// [`decide`] with every part kept asked whether it stores, as before the walk was told a
+/// tree has no store (see [`walk_whole`]). For the tests that compare the two.
+pub(crate) fn decide_asking_every_part_for_stores(p: Pred, reads: u32) -> Pred {
+    walk_whole(p, reads, &mut Atoms::default(), false).0
 }
 
 /// What [`decide_certifying`] certifies about its walk.
@@ -228,19 +246,23 @@ fn pinned_key(p: &Pred) -> Option<&Expr> {
     }
 }
 
-/// The slots stores inside any [`Pred::Try`] of `p` write.
-fn try_stores(p: &Pred) -> u32 {
+/// The slots stores inside any [`Pred::Try`] of `p` write, and whether `p` has a store
+/// anywhere (one walk for both).
+fn stores_of(p: &Pred) -> (u32, bool) {
     match p {
-        Pred::Try(q) => stores_mask(q),
-        Pred::And(ps) | Pred::Or(ps) => ps.iter().fold(0, |m, q| m | try_stores(q)),
-        Pred::Not(q) => try_stores(q),
+        Pred::Try(q) => (stores_mask(q), has_store(q)),
+        Pred::And(ps) | Pred::Or(ps) => ps.iter().fold((0, false), |(slots, any), q| {
+            let (s, a) = stores_of(q);
+            (slots | s, any || a)
+        }),
+        Pred::Not(q) => stores_of(q),
+        Pred::Store { .. } => (0, true),
         Pred::Const(_)
         | Pred::Cmp { .. }
         | Pred::In { .. }
         | Pred::Guard(_)
         | Pred::Chain(_)
-        | Pred::Pairs(_)
-        | Pred::Store { .. } => 0,
+        | Pred::Pairs(_) => (0, false),
     }
 }
 
@@ -354,7 +376,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             // dispatch on a header field established decides this clause's tests), and
             // inside, an abort is the Try's false: the inner part is walked as the top of a
             // filter is (a test decided false may stand for "false or abort"; its stores
-            // are live, see `try_stores`). When it ends true nothing aborted, so what it
+            // are live, see `stores_of`). When it ends true nothing aborted, so what it
             // learned holds after it; when false, it may have stopped anywhere: only the
             // facts from before it hold, less the slots it may have written.
             let written = stores_mask(&q);
@@ -751,7 +773,7 @@ impl Parts {
         // `is_free` at the entry and at the run's base: one walk of the part when the two
         // are copies of one environment (a run's second part starts where its base was
         // taken), as they often are.
-        let store = has_store(&q);
+        let store = !facts.store_free() && has_store(&q);
         let mut aborts_at_entry = None;
         if self.prefix_free {
             let aborts = facts.pred_can_abort(entry, &q);

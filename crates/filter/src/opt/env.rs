@@ -413,6 +413,8 @@ pub(crate) struct Facts {
     /// What the walk changed in its input, for the certificate of a changed walk (see
     /// [`super::decide::decide_certifying`]).
     changes: Cell<Changes>,
+    /// The walk's tree has no store, so no part of it has one ([`Facts::set_store_free`]).
+    store_free: bool,
 }
 
 /// What a `decide` walk changed in its input, sorted as its certificate asks: parts the
@@ -445,7 +447,20 @@ impl Facts {
             live_slots,
             abort_choice: Cell::new(false),
             changes: Cell::new(Changes::default()),
+            store_free: false,
         }
+    }
+
+    /// Tells the walk that its tree has no store (`true`) or may have one: no pass writes a
+    /// store where there was none, so every part of a store-free tree, rewritten or not, is
+    /// store-free, and [`Facts::store_free`] answers for it without a walk of the part.
+    pub fn set_store_free(&mut self, store_free: bool) {
+        self.store_free = store_free;
+    }
+
+    /// Whether the walk's tree is known to have no store (see [`Facts::set_store_free`]).
+    pub fn store_free(&self) -> bool {
+        self.store_free
     }
 
     /// Records a choice made on a "may abort" answer that a longer known captured length
@@ -656,7 +671,7 @@ impl Facts {
 
     /// Neither aborts nor writes scratch: may be moved among its kind, or dropped.
     pub fn is_free(&self, env: &Env, p: &Pred) -> bool {
-        !super::analysis::has_store(p) && !self.pred_can_abort(env, p)
+        (self.store_free || !super::analysis::has_store(p)) && !self.pred_can_abort(env, p)
     }
 
     /// Records that `e` was evaluated without aborting.

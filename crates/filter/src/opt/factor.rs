@@ -137,18 +137,6 @@ fn keyed_head(part: &Pred) -> Option<(&Expr, &[Pred])> {
     }
 }
 
-/// The ranges the first test of a keyed part ([`keyed_head`]) accepts.
-fn first_ranges(part: &Pred) -> Vec<(u32, u32)> {
-    match part {
-        Pred::And(inner) => match inner.first() {
-            Some(Pred::Cmp { rhs: Expr::Const(k), .. }) => vec![(*k, *k)],
-            Some(Pred::In { set, .. }) => set.ranges().to_vec(),
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    }
-}
-
 /// Merges neighbours of an `or` that differ only in the values their first test accepts:
 /// `(L == a and X) or (L == b and X)` -> `L in {a, b} and X` (pflang's `port 22` is three
 /// copies of one port test, one per transport protocol, and each `host` or `port` of a
@@ -158,45 +146,94 @@ fn first_ranges(part: &Pred) -> Vec<(u32, u32)> {
 /// false; if `L` is `b`, the original's first part is false and both are `X`; otherwise
 /// both are false. Only neighbours with the same `L` have their tails compared, and each
 /// comparison stops at the first difference.
-fn merge_tails(parts: Vec<Pred>) -> Vec<Pred> {
-    // No neighbours merge (the usual case): the list is given back, not copied (a new list
-    // and the free of the old one, about 300 instructions, per `or` factored, issue 13).
-    if !parts.windows(2).any(|w| matches!(w, [prev, part] if tails_merge(prev, part))) {
+///
+/// One pass, in place: a run of neighbours that merge becomes its first part with one set
+/// test of all the run's values, built when the run ends. Each neighbour pair is compared
+/// once (the part a run grows from stands for the merged part: both are keyed on the same
+/// `L` with the same rest), and a run's rest is checked for stores once. The pairwise form
+/// (`tests::merge_tails_pairwise`, kept as the oracle) compared each merging pair twice,
+/// built a set per merge and a new list when anything merged (issue 13, compile-29).
+fn merge_tails(mut parts: Vec<Pred>) -> Vec<Pred> {
+    // No neighbours merge (the usual case): the list is given back as it is, after one
+    // comparison per pair (about 120 instructions for a two-part `or`).
+    let merging = |w: &[Pred]| matches!(w, [prev, part] if tails_merge_checked(prev, part, false));
+    let Some(first) = parts.windows(2).position(merging) else {
         return parts;
-    }
-    merge_all_tails(parts)
-}
-
-/// [`merge_tails`] without its shortcut: the parts are taken into a new list one by one.
-fn merge_all_tails(parts: Vec<Pred>) -> Vec<Pred> {
-    let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
-    for part in parts {
-        let merged_head = match (out.last(), keyed_head(&part)) {
-            (Some(prev), Some((l2, _))) if tails_merge(prev, &part) => {
-                let mut ranges = first_ranges(prev);
-                ranges.extend(first_ranges(&part));
-                Some(Pred::In { value: l2.clone(), set: ValueSet::from_ranges(ranges) })
-            }
-            _ => None,
-        };
-        match (merged_head, out.last_mut()) {
-            (Some(head), Some(Pred::And(prev))) => {
-                if let Some(first) = prev.first_mut() {
-                    *first = head;
+    };
+    // `parts[..kept]` is the output so far (the parts before the first merge stay where they
+    // are); `run` holds the values the last of them accepts while neighbours are merging
+    // into it (empty: no run).
+    let second = first + 1;
+    let mut kept = second;
+    let mut run: Vec<(u32, u32)> = Vec::new();
+    for read in second..parts.len() {
+        let merges = read == second
+            || match (kept.checked_sub(1).and_then(|i| parts.get(i)), parts.get(read)) {
+                (Some(prev), Some(part)) => tails_merge_checked(prev, part, !run.is_empty()),
+                _ => false,
+            };
+        if merges {
+            if run.is_empty() {
+                if let Some(prev) = kept.checked_sub(1).and_then(|i| parts.get(i)) {
+                    extend_first_ranges(prev, &mut run);
                 }
             }
-            _ => out.push(part),
+            if let Some(part) = parts.get_mut(read) {
+                extend_first_ranges(part, &mut run);
+                // (dropped: its values join the run's set, its rest is the run's first's)
+                *part = Pred::Const(false);
+            }
+            continue;
         }
+        end_run(&mut parts, kept, &mut run);
+        if kept != read {
+            parts.swap(kept, read);
+        }
+        kept += 1;
     }
-    out
+    end_run(&mut parts, kept, &mut run);
+    parts.truncate(kept);
+    parts
 }
 
-/// Whether [`merge_tails`] merges `part` into `prev`, the part before it (as merged so far):
-/// both keyed on one value ([`keyed_head`]), with equal rests that write no scratch.
-fn tails_merge(prev: &Pred, part: &Pred) -> bool {
+/// Gives `parts[kept - 1]`, the part a run of merges grew from, the set test of the run's
+/// values (`run`, emptied) as its first test.
+fn end_run(parts: &mut [Pred], kept: usize, run: &mut Vec<(u32, u32)>) {
+    if run.is_empty() {
+        return;
+    }
+    let set = ValueSet::from_ranges(run.drain(..));
+    if let Some(Pred::And(inner)) = kept.checked_sub(1).and_then(|i| parts.get_mut(i)) {
+        if let Some(first) = inner.first_mut() {
+            let value = match first {
+                Pred::Cmp { lhs, .. } => std::mem::replace(lhs, Expr::Const(0)),
+                Pred::In { value, .. } => std::mem::replace(value, Expr::Const(0)),
+                _ => return,
+            };
+            *first = Pred::In { value, set };
+        }
+    }
+}
+
+/// Appends the ranges the first test of a keyed part ([`keyed_head`]) accepts to `out`.
+fn extend_first_ranges(part: &Pred, out: &mut Vec<(u32, u32)>) {
+    if let Pred::And(inner) = part {
+        match inner.first() {
+            Some(Pred::Cmp { rhs: Expr::Const(k), .. }) => out.push((*k, *k)),
+            Some(Pred::In { set, .. }) => out.extend_from_slice(set.ranges()),
+            _ => {}
+        }
+    }
+}
+
+/// Whether [`merge_tails`] merges `part` into `prev`, the part before it: both keyed on one
+/// value ([`keyed_head`]), with equal rests that write no scratch. `store_free`: `prev`'s
+/// rest is already known to write none (it merged with the part before it), so it is not
+/// walked again.
+fn tails_merge_checked(prev: &Pred, part: &Pred, store_free: bool) -> bool {
     match (keyed_head(prev), keyed_head(part)) {
         (Some((l1, rest1)), Some((l2, rest2))) => {
-            l1 == l2 && rest1 == rest2 && !rest1.iter().any(has_store)
+            l1 == l2 && rest1 == rest2 && (store_free || !rest1.iter().any(has_store))
         }
         _ => false,
     }
@@ -387,6 +424,60 @@ mod tests {
     use super::*;
     use crate::ir::Size;
 
+    /// The ranges the first test of a keyed part ([`keyed_head`]) accepts.
+    fn first_ranges(part: &Pred) -> Vec<(u32, u32)> {
+        match part {
+            Pred::And(inner) => match inner.first() {
+                Some(Pred::Cmp { rhs: Expr::Const(k), .. }) => vec![(*k, *k)],
+                Some(Pred::In { set, .. }) => set.ranges().to_vec(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether [`merge_tails_pairwise`] merges `part` into `prev`, the part before it (as
+    /// merged so far).
+    fn tails_merge(prev: &Pred, part: &Pred) -> bool {
+        tails_merge_checked(prev, part, false)
+    }
+
+    /// The oracle for [`merge_tails`]: the pairwise form it replaced (issue 13, compile-29),
+    /// kept as it was (why merging is exact: [`merge_tails`]).
+    fn merge_tails_pairwise(parts: Vec<Pred>) -> Vec<Pred> {
+        // No neighbours merge (the usual case): the list is given back, not copied (a new list
+        // and the free of the old one, about 300 instructions, per `or` factored, issue 13).
+        if !parts.windows(2).any(|w| matches!(w, [prev, part] if tails_merge(prev, part))) {
+            return parts;
+        }
+        merge_all_tails(parts)
+    }
+
+    /// [`merge_tails_pairwise`] without its shortcut: the parts are taken into a new list one
+    /// by one.
+    fn merge_all_tails(parts: Vec<Pred>) -> Vec<Pred> {
+        let mut out: Vec<Pred> = Vec::with_capacity(parts.len());
+        for part in parts {
+            let merged_head = match (out.last(), keyed_head(&part)) {
+                (Some(prev), Some((l2, _))) if tails_merge(prev, &part) => {
+                    let mut ranges = first_ranges(prev);
+                    ranges.extend(first_ranges(&part));
+                    Some(Pred::In { value: l2.clone(), set: ValueSet::from_ranges(ranges) })
+                }
+                _ => None,
+            };
+            match (merged_head, out.last_mut()) {
+                (Some(head), Some(Pred::And(prev))) => {
+                    if let Some(first) = prev.first_mut() {
+                        *first = head;
+                    }
+                }
+                _ => out.push(part),
+            }
+        }
+        out
+    }
+
     #[test]
     fn groups_and_merges() {
         let l = Expr::load_at(12, Size::Half);
@@ -448,10 +539,10 @@ mod tests {
         }
     }
 
-    /// The shortcuts ([`keeps`] in [`junction`], and [`merge_tails`] giving its list back
-    /// when no neighbours merge) give what the whole regrouping gives, on every junction of
-    /// two to four parts drawn from tests that share heads, discriminators, keyed tails and
-    /// stores in every mix, as `and` and as `or`.
+    /// The shortcuts ([`keeps`] in [`junction`]; [`merge_tails`], and its pairwise oracle
+    /// giving its list back when no neighbours merge) give what the whole regrouping gives,
+    /// on every junction of two to four parts drawn from tests that share heads,
+    /// discriminators, keyed tails and stores in every mix, as `and` and as `or`.
     #[test]
     fn shortcuts_give_what_regrouping_gives() {
         let l = Expr::load_at(12, Size::Half);
@@ -490,12 +581,76 @@ mod tests {
                 }
                 let merges = merge_all_tails(parts.clone());
                 tails_kept += usize::from(merges == parts);
+                assert_eq!(merge_tails_pairwise(parts.clone()), merges, "{parts:?}");
                 assert_eq!(merge_tails(parts.clone()), merges, "{parts:?}");
             }
         }
         // both ways are taken (the comparison is not vacuous)
         assert!(kept > 1000 && regrouped > 1000, "kept {kept}, regrouped {regrouped}");
         assert!(tails_kept > 1000, "{tails_kept}");
+    }
+
+    /// [`merge_tails`] (one pass, in place, a set per run) gives what the pairwise form gave,
+    /// on 20,000 random `or`s of up to eight parts: keyed on one of two values (mostly one)
+    /// by `==` or by a set (ranges that overlap and touch), with rests drawn from a few
+    /// (equal rests are common, some store, some are empty), and parts not keyed at all.
+    #[test]
+    fn merging_in_one_pass_gives_what_merging_pairwise_gives() {
+        let mut rng = weir_testkit::SplitMix64::new(0x29);
+        // (drawn unevenly, so that neighbours often share a value and a rest)
+        let byte = Expr::load_at(23, Size::Byte);
+        let values = [byte.clone(), byte.clone(), byte, Expr::load_at(20, Size::Half)];
+        let port = vec![Pred::eq(Expr::load_at(36, Size::Half), 22)];
+        let rests = [
+            port.clone(),
+            port.clone(),
+            port,
+            vec![Pred::or([
+                Pred::eq(Expr::load_at(34, Size::Half), 22),
+                Pred::eq(Expr::load_at(36, Size::Half), 22),
+            ])],
+            vec![Pred::eq(Expr::load_at(36, Size::Half), 22), Pred::eq(Expr::WireLen, 60)],
+            vec![Pred::Store { slot: 1, value: Expr::Const(1) }],
+            vec![Pred::eq(Expr::Scratch(1), 1), Pred::Store { slot: 2, value: Expr::WireLen }],
+            Vec::new(),
+        ];
+        let (mut changed, mut long_runs) = (0, 0);
+        for _ in 0..20_000 {
+            let len = rng.below(9) as usize;
+            let mut parts = Vec::with_capacity(len);
+            for _ in 0..len {
+                let pick =
+                    |rng: &mut weir_testkit::SplitMix64, n: usize| rng.below(n as u64) as usize;
+                let value =
+                    values.get(pick(&mut rng, values.len())).cloned().unwrap_or(Expr::WireLen);
+                let k = rng.below(8) as u32;
+                let head = match pick(&mut rng, 8) {
+                    0..=3 => Pred::eq(value, k),
+                    4 | 5 => Pred::In {
+                        value,
+                        set: ValueSet::from_ranges([(k, k + rng.below(3) as u32), (k + 5, k + 6)]),
+                    },
+                    6 => Pred::cmp(CmpOp::Ne, value, Expr::Const(k)),
+                    _ => Pred::eq(Expr::WireLen, k),
+                };
+                let rest = rests.get(pick(&mut rng, rests.len())).cloned().unwrap_or_default();
+                let part = match pick(&mut rng, 10) {
+                    0 => head,
+                    _ => {
+                        let mut inner = vec![head];
+                        inner.extend(rest);
+                        Pred::And(inner)
+                    }
+                };
+                parts.push(part);
+            }
+            let want = merge_tails_pairwise(parts.clone());
+            changed += usize::from(want != parts);
+            long_runs += usize::from(want.len() + 2 <= parts.len());
+            assert_eq!(merge_tails(parts.clone()), want, "{parts:?}");
+        }
+        // (merges, and runs of three or more or several runs, are frequent)
+        assert!(changed > 2000 && long_runs > 200, "changed {changed}, long runs {long_runs}");
     }
 
     #[test]

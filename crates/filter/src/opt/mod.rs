@@ -313,6 +313,18 @@ pub fn optimize_without_shortcuts(f: &Filter) -> Filter {
     Filter { pred: p, accept: f.accept }
 }
 
+/// [`decide`] with every part the walk keeps asked whether it stores (the walk is otherwise
+/// told when the tree has no store, and skips asking): the tests compare the two
+/// (crates/filter/tests/opt.rs). Not for use.
+#[doc(hidden)]
+pub fn decide_asking_every_part_for_stores(f: &Filter) -> Filter {
+    let reads = analysis::slots_read(&f.pred);
+    Filter {
+        pred: decide::decide_asking_every_part_for_stores(f.pred.clone(), reads),
+        accept: f.accept,
+    }
+}
+
 /// Checks [`fold::unchanged`] on `f`, without factoring and with: whether it vouched that
 /// `simplify` gives `f` back, and an error where it vouched wrongly (`simplify` changes the
 /// tree, or reads other slots). For the tests (crates/filter/tests/opt.rs). Not for use.
