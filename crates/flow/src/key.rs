@@ -419,7 +419,10 @@ pub(crate) fn ipv4_plain_words<const READ: u8>(
         return None;
     }
     let h = p.get(..34)?;
-    if h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45 || (h[20] & 0x3f) | h[21] != 0 {
+    // `ipv4_plain`'s test (EtherType 0x0800, version 4 with a 20-byte header, no fragment
+    // offset or more-fragments flag) as two loads and masks instead of five byte compares
+    // (issue 14: the one-mask row's extraction).
+    if le_at::<4>(h, 12) & 0x00ff_ffff != 0x0045_0008 || le_at::<2>(h, 20) & 0xff3f != 0 {
         return None;
     }
     let proto = h[23];
