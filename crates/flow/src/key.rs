@@ -756,8 +756,10 @@ mod tests {
                 f[14] = 0x45;
             }
             if len >= 22 && n % 3 != 2 {
-                f[20] &= if n % 5 == 0 { 0x80 } else { 0 };
-                f[21] = if n % 7 == 0 { 1 } else { 0 };
+                // The flags byte's reserved and don't-fragment bits (ignored), and each
+                // end of the fragment offset's low byte (a fragment: declined).
+                f[20] &= if n % 5 == 0 { 0xc0 } else { 0 };
+                f[21] = if n % 7 == 0 { [1, 0x40, 0x80][n / 7 % 3] } else { 0 };
             }
             if len >= 24 && n % 2 == 0 {
                 f[23] = [6, 17, 1, 132, 51, 50, 33, 136][(next() % 8) as usize];
