@@ -1441,6 +1441,28 @@ impl<const W: usize> Tables<W> {
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
+        // Rule sets that read ports (most) get a loop with `need` a constant: extraction's
+        // two tests of it a packet, which the compiler does not hoist, are gone (issue 14).
+        if need == Need::ALL {
+            self.process_one_in::<TUPLE>(tm, st, Need::ALL, works, shard, lookup, out);
+        } else {
+            self.process_one_in::<TUPLE>(tm, st, need, works, shard, lookup, out);
+        }
+    }
+
+    /// [`Tables::process_one`] for one `need`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn process_one_in<'r, const TUPLE: bool>(
+        &'r self,
+        tm: &[[u64; 3]; W],
+        st: &'r Subtable<W>,
+        need: Need,
+        works: &mut [Work<'_>],
+        shard: usize,
+        lookup: &mut engine::Lookup<'_, 'r>,
+        out: &mut Vec<Outcome>,
+    ) {
         let store = &*st.store;
         let probe = store.probe_view();
         let mut g = [[0u64; W]; BATCH];

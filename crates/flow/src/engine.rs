@@ -486,7 +486,9 @@ pub fn process<'r>(
 /// packet's key, asked only on the actions' path (the plain batch path keeps only the
 /// words its tables read, and extracts the key there); generic, so that each batch path
 /// inlines its own (an `Option<&Key>` tested a packet cost the cached path ~2 ns).
-#[inline]
+/// Always inlined: `#[inline]` left it a call in a loop the one-mask path has two copies
+/// of (`Tables::process_one`), ~25 instructions a packet more.
+#[inline(always)]
 pub(crate) fn process_into<'r>(
     w: &mut Work<'_>,
     key: impl FnOnce(&Work<'_>) -> Key,
