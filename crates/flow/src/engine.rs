@@ -48,6 +48,7 @@ pub const COUNTER_SHARDS: usize = 2;
 #[derive(Debug, Default)]
 pub struct Counters {
     shards: [Shard; COUNTER_SHARDS + 1],
+    /// Read, never written, outside `hit_on`: its test needs a multiple of the grain here.
     pub last_used: AtomicU64,
 }
 
@@ -153,9 +154,13 @@ impl Counters {
         // count in (kept unrounded, it was the first stamp past the grain, which
         // depended on the order: `weir flow run --stats` printed another `used` with
         // another --workers).
-        let grained = now - now % LAST_USED_GRAIN;
-        if grained > self.last_used.load(Ordering::Relaxed) {
-            self.last_used.fetch_max(grained, Ordering::Relaxed);
+        // `last_used` only ever holds a cut stamp (a multiple of the grain: only this
+        // writes it), so `now`'s cut is past it exactly when `now` is a grain or more past
+        // it: an add and a compare a packet, the cut (a multiply, a shift and a multiply)
+        // only when it moves (issue 14: the one-mask row's action stage).
+        let last = self.last_used.load(Ordering::Relaxed);
+        if now >= last.saturating_add(LAST_USED_GRAIN) {
+            self.last_used.fetch_max(now - now % LAST_USED_GRAIN, Ordering::Relaxed);
         }
     }
     /// (packets, bytes, last used): the shards summed.
