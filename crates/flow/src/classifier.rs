@@ -1159,6 +1159,9 @@ impl<const W: usize> ChainT<W> {
 }
 
 impl<const W: usize> Tables<W> {
+    /// The mask that keeps every bit (`extract_words` for a caller that masks nothing).
+    const NO_MASK: [u64; W] = [u64::MAX; W];
+
     fn build(
         lanes: [Lane; W],
         rules: impl Iterator<Item = (Arc<Installed>, Key, Key)>,
@@ -1318,7 +1321,12 @@ impl<const W: usize> Tables<W> {
     /// writes. Inlined into the batch loop: called, its words came back through memory and
     /// the load after the call was half of `process_batch`'s samples (issue 14).
     /// `TUPLE`: the tables' `tuple` masks are `tm` (else `tm` is not read).
+    /// The words come back ANDed with `gm`; `tm` must already be within `gm` (a caller
+    /// that masks, [`Tables::process_one`], folds its subtable's mask into `tm` once a
+    /// batch: two ANDs a packet fewer; one that does not passes [`Tables::NO_MASK`], and the
+    /// ANDs with it compile to nothing).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn extract_words<const TUPLE: bool>(
         &self,
         p: &[u8],
@@ -1326,6 +1334,7 @@ impl<const W: usize> Tables<W> {
         need: Need,
         plain: &mut [u64; 16],
         tm: &[[u64; 3]; W],
+        gm: &[u64; W],
     ) -> [u64; W] {
         if TUPLE {
             return match ipv4_plain_words::<{ PlainRead::PORTS }>(p, indev, need) {
@@ -1337,19 +1346,19 @@ impl<const W: usize> Tables<W> {
                     }
                     g
                 }
-                None => gather(&extract(p, indev, need).0, &self.lanes),
+                None => and(&gather(&extract(p, indev, need).0, &self.lanes), gm),
             };
         }
         match ipv4_plain_words::<{ PlainRead::ALL }>(p, indev, need) {
             Some(pw) => {
                 pw.put(plain);
                 let mut g = [0u64; W];
-                for (o, l) in g.iter_mut().zip(self.lanes.iter()) {
-                    *o = l.take(|i| plain[i & 15]);
+                for ((o, l), m) in g.iter_mut().zip(self.lanes.iter()).zip(gm) {
+                    *o = l.take(|i| plain[i & 15]) & m;
                 }
                 g
             }
-            None => gather(&extract(p, indev, need).0, &self.lanes),
+            None => and(&gather(&extract(p, indev, need).0, &self.lanes), gm),
         }
     }
 
@@ -1389,7 +1398,8 @@ impl<const W: usize> Tables<W> {
         let mut g = [[0u64; W]; BATCH];
         let mut plain = [0u64; 16];
         for (gi, w) in g.iter_mut().zip(works.iter()).take(n) {
-            *gi = self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, tm);
+            *gi =
+                self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, tm, &Self::NO_MASK);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         {
@@ -1431,15 +1441,38 @@ impl<const W: usize> Tables<W> {
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
+        // Rule sets that read ports (most) get a loop with `need` a constant: extraction's
+        // two tests of it a packet, which the compiler does not hoist, are gone (issue 14).
+        if need == Need::ALL {
+            self.process_one_in::<TUPLE>(tm, st, Need::ALL, works, shard, lookup, out);
+        } else {
+            self.process_one_in::<TUPLE>(tm, st, need, works, shard, lookup, out);
+        }
+    }
+
+    /// [`Tables::process_one`] for one `need`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn process_one_in<'r, const TUPLE: bool>(
+        &'r self,
+        tm: &[[u64; 3]; W],
+        st: &'r Subtable<W>,
+        need: Need,
+        works: &mut [Work<'_>],
+        shard: usize,
+        lookup: &mut engine::Lookup<'_, 'r>,
+        out: &mut Vec<Outcome>,
+    ) {
         let store = &*st.store;
         let probe = store.probe_view();
         let mut g = [[0u64; W]; BATCH];
         let mut hs = [0u32; BATCH];
         let mut plain = [0u64; 16];
         let mut touch = 0u64;
+        // The subtable's mask folded into the tuple masks (`extract_words`).
+        let tm: [[u64; 3]; W] = std::array::from_fn(|o| tm[o].map(|m| m & st.gmask[o]));
         for ((gi, h), w) in g.iter_mut().zip(hs.iter_mut()).zip(works.iter()) {
-            let words = self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, tm);
-            *gi = and(&words, &st.gmask);
+            *gi = self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, &tm, &st.gmask);
             *h = hash_words(gi);
             touch ^= probe.touch(*h);
         }
@@ -1666,7 +1699,7 @@ impl<const W: usize> Tables<W> {
         let mut acc = 0u64;
         let mut plain = [0u64; 16];
         for f in frames {
-            let g = self.extract_words::<TUPLE>(f, 0, need, &mut plain, tm);
+            let g = self.extract_words::<TUPLE>(f, 0, need, &mut plain, tm, &Self::NO_MASK);
             if STAGE == 0 {
                 acc ^= g[0] ^ g[W - 1];
                 continue;

@@ -48,6 +48,7 @@ pub const COUNTER_SHARDS: usize = 2;
 #[derive(Debug, Default)]
 pub struct Counters {
     shards: [Shard; COUNTER_SHARDS + 1],
+    /// Read, never written, outside `hit_on`: its test needs a multiple of the grain here.
     pub last_used: AtomicU64,
 }
 
@@ -153,9 +154,16 @@ impl Counters {
         // count in (kept unrounded, it was the first stamp past the grain, which
         // depended on the order: `weir flow run --stats` printed another `used` with
         // another --workers).
-        let grained = now - now % LAST_USED_GRAIN;
-        if grained > self.last_used.load(Ordering::Relaxed) {
-            self.last_used.fetch_max(grained, Ordering::Relaxed);
+        // `last_used` only ever holds a cut stamp (a multiple of the grain: only this
+        // writes it), so `now`'s cut is past it exactly when `now` is a grain or more past
+        // it: an add and a compare a packet, the cut (a multiply, a shift and a multiply)
+        // only when it moves (issue 14: the one-mask row's action stage). The add wraps
+        // only for the last grain below 2^64, where the test then always passes and
+        // `fetch_max` keeps the larger (a saturating add's extra register spilled the
+        // 16-mask loop's pointer: 2-4% slower there).
+        let last = self.last_used.load(Ordering::Relaxed);
+        if now >= last.wrapping_add(LAST_USED_GRAIN) {
+            self.last_used.fetch_max(now - now % LAST_USED_GRAIN, Ordering::Relaxed);
         }
     }
     /// (packets, bytes, last used): the shards summed.
@@ -486,7 +494,9 @@ pub fn process<'r>(
 /// packet's key, asked only on the actions' path (the plain batch path keeps only the
 /// words its tables read, and extracts the key there); generic, so that each batch path
 /// inlines its own (an `Option<&Key>` tested a packet cost the cached path ~2 ns).
-#[inline]
+/// Always inlined: `#[inline]` left it a call in a loop the one-mask path has two copies
+/// of (`Tables::process_one`), ~25 instructions a packet more.
+#[inline(always)]
 pub(crate) fn process_into<'r>(
     w: &mut Work<'_>,
     key: impl FnOnce(&Work<'_>) -> Key,

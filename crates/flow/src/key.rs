@@ -419,7 +419,10 @@ pub(crate) fn ipv4_plain_words<const READ: u8>(
         return None;
     }
     let h = p.get(..34)?;
-    if h[12] != 0x08 || h[13] != 0x00 || h[14] != 0x45 || (h[20] & 0x3f) | h[21] != 0 {
+    // `ipv4_plain`'s test (EtherType 0x0800, version 4 with a 20-byte header, no fragment
+    // offset or more-fragments flag) as two loads and masks instead of five byte compares
+    // (issue 14: the one-mask row's extraction).
+    if le_at::<4>(h, 12) & 0x00ff_ffff != 0x0045_0008 || le_at::<2>(h, 20) & 0xff3f != 0 {
         return None;
     }
     let proto = h[23];
@@ -440,7 +443,9 @@ pub(crate) fn ipv4_plain_words<const READ: u8>(
     let mut w10 = 0;
     if need.l4 && read(PlainRead::PORTS | PlainRead::FLAGS | PlainRead::ICMP) {
         const AT: usize = 34;
-        if let Some(at_ports) = ports_offset(proto, AT) {
+        let plus_1 = usize::from(PORTS_AT_PLUS_1[usize::from(proto)]);
+        if plus_1 != 0 {
+            let at_ports = AT + plus_1 - 1;
             if read(PlainRead::PORTS) && p.len() >= at_ports + 4 {
                 w9 |= le_at::<4>(p, at_ports);
             }
@@ -620,7 +625,7 @@ fn transport(p: &[u8], at: usize, proto: u8, k: &mut Key) {
 /// Where a transport header at `at` keeps its two 16-bit ports, for the protocols that have
 /// them (the kernel's proto_ports_offset: AH's "ports" are 4 bytes in, the others' at 0).
 #[inline]
-fn ports_offset(proto: u8, at: usize) -> Option<usize> {
+const fn ports_offset(proto: u8, at: usize) -> Option<usize> {
     match proto {
         ipproto::TCP
         | ipproto::UDP
@@ -632,6 +637,20 @@ fn ports_offset(proto: u8, at: usize) -> Option<usize> {
         _ => None,
     }
 }
+
+/// [`ports_offset`] of a header at 0, + 1 (0: no ports), for every protocol: the batch
+/// path's one load a packet instead of a range test, a bit test and AH's case (issue 14).
+const PORTS_AT_PLUS_1: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        if let Some(at) = ports_offset(i as u8, 0) {
+            t[i] = at as u8 + 1;
+        }
+        i += 1;
+    }
+    t
+};
 
 /// A TCP header's 12 flag bits, when the header at `at` is whole (data offset >= 5 words
 /// and 20 bytes captured).
@@ -753,8 +772,10 @@ mod tests {
                 f[14] = 0x45;
             }
             if len >= 22 && n % 3 != 2 {
-                f[20] &= if n % 5 == 0 { 0x80 } else { 0 };
-                f[21] = if n % 7 == 0 { 1 } else { 0 };
+                // The flags byte's reserved and don't-fragment bits (ignored), and each
+                // end of the fragment offset's low byte (a fragment: declined).
+                f[20] &= if n % 5 == 0 { 0xc0 } else { 0 };
+                f[21] = if n % 7 == 0 { [1, 0x40, 0x80][n / 7 % 3] } else { 0 };
             }
             if len >= 24 && n % 2 == 0 {
                 f[23] = [6, 17, 1, 132, 51, 50, 33, 136][(next() % 8) as usize];
