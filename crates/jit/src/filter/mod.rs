@@ -786,6 +786,73 @@ mod results_tests {
         cmovs(native.machine_code())
     }
 
+    /// Runs of 2 to 4 arms that test either half of one word (port clauses) are chosen by
+    /// one vector compare (`Lowering::port_lanes`): the handler and its argument as the
+    /// clauses in turn give them, the first holding arm winning (a source port of one arm
+    /// and a destination port of another, two arms on one port, a port with its bytes
+    /// swapped, ports of 0 against lanes past the last arm); 5 arms, or arms at two
+    /// offsets, take the scalar tests (no `pmovmskb` in the hot code).
+    #[test]
+    fn port_lanes_answer_as_the_clauses_in_turn() {
+        let hlen =
+            Expr::binary(BinOp::Shl, Expr::load_at(0, Size::Byte).and_mask(3), Expr::Const(2));
+        let at = |k: u32| Expr::load(hlen.clone().plus(k), Size::Half);
+        let either = |o: u32, k: u32| Pred::or([Pred::eq(at(o), k), Pred::eq(at(o + 2), k)]);
+        let store = |slot, value| Pred::Store { slot, value };
+        // The argument: the arm's first half (read whenever its test holds).
+        let arm = |o: u32, k: u32, h: u32| {
+            Pred::Try(Box::new(Pred::And(vec![
+                either(o, k),
+                store(15, Expr::Const(h)),
+                store(14, at(o)),
+            ])))
+        };
+        let pmovmskb = |code: &[u8]| {
+            code.windows(3).any(|w| {
+                (w[0] == 0x66 && w[1] == 0x0f && w[2] == 0xd7)
+                    || (w[0] == 0xc5 && w[1] & 3 == 1 && w[2] == 0xd7)
+            })
+        };
+        let ports = [0x0016, 0x1600, 0x0050, 0x0016, 0x0101];
+        let bytes = [0u8, 0x16, 0x50, 0x01, 0x02];
+        for (n, offsets) in [(2, 0), (3, 0), (4, 0), (5, 0), (3, 1)] {
+            // `offsets` 1: the last arm reads the next word.
+            let arms: Vec<Pred> = (0..n)
+                .map(|i| {
+                    let o = if offsets == 1 && i == n - 1 { 8 } else { 4 };
+                    arm(o, ports[i], i as u32 + 1)
+                })
+                .chain([clause(Pred::Const(true), 9)])
+                .collect();
+            let filter = Filter::new(Pred::or(arms));
+            let reads = [0u8, 1, 1, 1, 1, 1, 0, 0, 0, 0];
+            let slots = [15, 14];
+            let native = compile_results_read(&filter, &slots, &reads).unwrap();
+            let vector = n <= 4 && offsets == 0;
+            assert_eq!(pmovmskb(native.machine_code()), vector, "{n} arms, offsets {offsets}");
+            let mut rng = SplitMix64::new(0x19 + n as u64);
+            let mut hits = [0usize; 10];
+            for _ in 0..20_000 {
+                let len = 4 + rng.below_usize(14);
+                let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(5)]).collect();
+                let mut e = Evaluator::new(&packet, 64);
+                assert_eq!(e.pred(&filter.pred), Ok(true), "{packet:02x?}");
+                let want: Vec<u32> =
+                    slots.iter().map(|&s| e.expr(&Expr::Scratch(s)).unwrap()).collect();
+                let mut r = [0xee; SCRATCH_SLOTS as usize];
+                assert!(native.run(&packet, 64, &mut r), "{packet:02x?}");
+                assert_eq!(r[0], want[0], "{n} arms: {packet:02x?}");
+                if want[0] != 9 {
+                    assert_eq!(r[1], want[1], "{n} arms, argument: {packet:02x?}");
+                }
+                hits[want[0] as usize] += 1;
+            }
+            // Arm 4 repeats arm 1's port: never chosen.
+            let reached = (1..=n).filter(|&h| h != 4).all(|h| hits[h] > 30);
+            assert!(reached && hits[4] == 0 && hits[9] > 30, "{n} arms: {hits:?}");
+        }
+    }
+
     /// The batch call (which prefetches ahead) answers for each packet, in order, as a
     /// `run` of that packet alone does: short packets (the whole function) and lists
     /// shorter than, as long as and one longer than the prefetch distance included.
