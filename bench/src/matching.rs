@@ -77,7 +77,8 @@ pub struct MatchArgs {
     pub record: bool,
     /// For a profiler (`perf stat`): only run one row's hot loop, PASSES times over the hot
     /// packets, and print nothing else: `dispatch`, `dispatch-batch` (the dispatch through
-    /// its batch call, which prefetches ahead), `sequential` (the 16 clause filters in
+    /// its batch call, which prefetches ahead), `dispatch-handlers` (that call through
+    /// `weir::Dispatch::handler_each`, the goal rows' path), `sequential` (the 16 clause filters in
     /// turn until one accepts) or a clause's position (1-16). Run it
     /// with 0 passes too, and subtract: what is left is the loop's own count.
     #[arg(long, value_name = "ROW:PASSES")]
@@ -191,6 +192,16 @@ fn only(spec: &str, program: &Program, args: &MatchArgs) -> Result<bool, String>
         started = Instant::now();
         for _ in 0..passes {
             native.run_each(&batch, |_, matched, _| hits += usize::from(matched));
+        }
+    } else if row == "dispatch-handlers" {
+        // The goal rows' path: `weir::Dispatch::handler_each` (the batch call above, then
+        // the handler read from the results, as `weir match --count` does).
+        let native =
+            Dispatch::prepare(program.clone(), Some(Engine::Native)).map_err(|e| e.message)?;
+        let batch: Vec<(&[u8], u32)> = hot.iter().map(|p| (*p, p.len() as u32)).collect();
+        started = Instant::now();
+        for _ in 0..passes {
+            native.handler_each(&batch, |_, h| hits += usize::from(h.is_some()));
         }
     } else if row == "sequential" {
         // The 16 clause filters run in turn until one accepts, as the table's row.

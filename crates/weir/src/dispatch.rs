@@ -390,6 +390,24 @@ mod tests {
         assert!(misses > 100 && misses < 500, "{misses} misses of 600");
     }
 
+    /// What the native code's first slot means, whatever it holds: its value less one on a
+    /// match when that is a handler, else no handler (0 and values past the last handler
+    /// included, which the compiled program never writes; a miss whatever the slot holds).
+    #[test]
+    fn native_handler_reads_the_first_slot_in_range() {
+        let program = weir_pfmatch::parse(SRC, LinkType::Ethernet, &NameDb::builtin());
+        let dispatch = Dispatch::prepare(program.unwrap(), Some(Engine::Native)).unwrap();
+        let n = dispatch.handlers().len();
+        assert!(n >= 2, "{n} handlers");
+        let mut results = [0u32; SCRATCH_SLOTS as usize];
+        for first in [0, 1, 2, n as u32 - 1, n as u32, n as u32 + 1, n as u32 + 2, u32::MAX] {
+            results[0] = first;
+            let want = (1..=n as u32).contains(&first).then(|| first as usize - 1);
+            assert_eq!(dispatch.native_handler(true, &results), want, "slot {first}");
+            assert_eq!(dispatch.native_handler(false, &results), None, "slot {first}");
+        }
+    }
+
     /// The batch calls answer as the single ones do, packet for packet, on both engines:
     /// handlers, arguments and routed results, over frames of every protocol the program
     /// splits on, cut anywhere (short frames go to the native code's whole function), in

@@ -25,7 +25,8 @@
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, Block, Function, InstBuilder, InstructionData, MemFlags, Opcode, Value,
+    types, Block, ConstantData, Endianness, Function, InstBuilder, InstructionData, MemFlags,
+    Opcode, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use weir_filter::emit::bounds;
@@ -192,6 +193,10 @@ fn constants(dfg: &cranelift_codegen::ir::DataFlowGraph, v: Value, out: &mut Vec
 /// flag arm 0 in its flags word (arm `i`: shifted by `i`; see [`Lowering::test_flag`]).
 const MAX_ARMS: usize = 16;
 const ARM_FLAGS: u32 = 0x0001_0001;
+
+/// The most arms [`Lowering::port_lanes`] compares at once: two 16-bit lanes each, eight
+/// lanes in a 128-bit vector.
+const PORT_LANE_ARMS: usize = 4;
 
 /// What the hot half of a split results function returns when it leaves the packet to the
 /// whole function (see [`lower`]'s `hot`): neither 0 nor 1.
@@ -671,17 +676,23 @@ impl Lowering<'_, '_> {
         let mut reach = Reach::default();
         arms.iter().for_each(|arm| reach.pred(arm.whole, 0));
         let scope = std::mem::replace(&mut self.reach, reach);
-        // One word of flags, arm i's bits `ARM_FLAGS << i`: one value live across the
-        // tests whatever their number (a value per arm spilled callee-saved registers).
-        let mut any: Option<Value> = None;
-        for (i, arm) in arms.iter().enumerate() {
-            let flag = self.test_flag(arm.test, i, depth)?;
-            any = Some(match any {
-                Some(a) => self.b.ins().bor(a, flag),
-                None => flag,
-            });
-        }
-        let any = any.ok_or(CompileError::Internal("a choice of no arms"))?;
+        // One word of flags, arm i's bits `arm_bits[i]`: one value live across the tests
+        // whatever their number (a value per arm spilled callee-saved registers).
+        let (any, arm_bits) = match self.port_lanes(arms, depth)? {
+            Some(lanes) => lanes,
+            None => {
+                let mut any: Option<Value> = None;
+                for (i, arm) in arms.iter().enumerate() {
+                    let flag = self.test_flag(arm.test, i, depth)?;
+                    any = Some(match any {
+                        Some(a) => self.b.ins().bor(a, flag),
+                        None => flag,
+                    });
+                }
+                let any = any.ok_or(CompileError::Internal("a choice of no arms"))?;
+                (any, (0..arms.len()).map(|i| ARM_FLAGS << i).collect())
+            }
+        };
         let mut written: Vec<u8> = arms.iter().flat_map(|a| a.stores.iter().map(|s| s.0)).collect();
         written.sort_unstable();
         written.dedup();
@@ -731,7 +742,7 @@ impl Lowering<'_, '_> {
             for (i, arm) in stored.iter().enumerate().rev().skip(1) {
                 let here = value_of(arm);
                 if here != v {
-                    let held = self.b.ins().band_imm(any, i64::from(ARM_FLAGS << i));
+                    let held = self.b.ins().band_imm(any, i64::from(arm_bits[i]));
                     v = self.pick(held, here, v);
                 }
             }
@@ -740,6 +751,51 @@ impl Lowering<'_, '_> {
         self.jump(t);
         self.reach = scope;
         Ok(())
+    }
+
+    /// [`Lowering::choose`]'s flags in one vector compare, for a run of 2 to
+    /// [`PORT_LANE_ARMS`] arms that each test either half of one 32-bit word at the same
+    /// offset (a dispatch's port clauses under one protocol: the source and destination
+    /// ports): the word in each 32-bit lane, its 16-bit lanes `2i` and `2i + 1` compared
+    /// with arm i's port (lanes past the last arm repeat its port, so they hold only with
+    /// it), the lanes' top bits gathered: arm i holds exactly when a bit of `3 << 2i` is
+    /// set. Five vector instructions where each arm's [`Lowering::either_half_marks`] is
+    /// seven scalar ones (bench/records/2026-12-01-pfmatch-19.txt). None for other runs.
+    fn port_lanes(
+        &mut self,
+        arms: &[Arm<'_>],
+        depth: u32,
+    ) -> Result<Option<(Value, Vec<u32>)>, CompileError> {
+        if !(2..=PORT_LANE_ARMS).contains(&arms.len()) {
+            return Ok(None);
+        }
+        let mut offset: Option<&Expr> = None;
+        let mut ports = Vec::with_capacity(arms.len());
+        for arm in arms {
+            let Pred::Or(parts) = arm.test else { return Ok(None) };
+            let Some((at, k)) = adjacent_halves(parts) else { return Ok(None) };
+            if offset.is_some_and(|first| first != at) {
+                return Ok(None);
+            }
+            offset = Some(at);
+            ports.push(k);
+        }
+        let Some(offset) = offset else { return Ok(None) };
+        let word = self.load_raw(offset, Size::Word, depth)?;
+        let words = self.b.ins().splat(types::I32X4, word);
+        let little = MemFlags::new().with_endianness(Endianness::Little);
+        let halves = self.b.ins().bitcast(types::I16X8, little, words);
+        // The loads are raw (the packet's byte order): each port's bytes so, lane by lane.
+        let mut bytes = Vec::with_capacity(16);
+        for lane in 0..8 {
+            let k = ports[(lane / 2).min(ports.len() - 1)];
+            bytes.extend_from_slice(&(k as u16).swap_bytes().to_le_bytes());
+        }
+        let constant = self.b.func.dfg.constants.insert(ConstantData::from(bytes));
+        let wanted = self.b.ins().vconst(types::I16X8, constant);
+        let equal = self.b.ins().icmp(IntCC::Equal, halves, wanted);
+        let flags = self.b.ins().vhigh_bits(types::I32, equal);
+        Ok(Some((flags, (0..arms.len() as u32).map(|i| 3 << (2 * i)).collect())))
     }
 
     /// `held != 0 ? here : other`. Where one side is the constant 0 (a slot's zero

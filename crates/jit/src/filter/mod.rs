@@ -293,13 +293,41 @@ impl NativeResults {
         mut each: impl FnMut(usize, bool, &[u32; SCRATCH_SLOTS as usize]),
     ) {
         let mut results = [0u32; SCRATCH_SLOTS as usize];
-        for (i, &(packet, wire_len)) in packets.iter().enumerate() {
-            if let Some((ahead, _)) = packets.get(i + PREFETCH_AHEAD) {
-                prefetch(ahead);
-            }
-            let matched = self.run(packet, wire_len, &mut results);
+        // `run` inlined, its rare `BAIL` reading the packet again (`run_whole_at`): the
+        // packet's pointer, length and wire length are then dead after the hot call, not
+        // kept in callee-saved registers across it; and one loop while a packet lies
+        // `PREFETCH_AHEAD` on, one without (no bound test a packet for the prefetch).
+        // bench/records/2026-12-01-pfmatch-19.txt: the loop's own instructions.
+        let mut one = |i: usize, packet: &[u8], wire_len: u32| {
+            let verdict = self.hot.call(packet, wire_len, &mut results);
+            let matched = if verdict <= 1 {
+                verdict != 0
+            } else {
+                self.run_whole_at(packets, i, &mut results)
+            };
             each(i, matched, &results);
+        };
+        let ahead = packets.get(PREFETCH_AHEAD..).unwrap_or_default();
+        for (i, (&(packet, wire_len), &(next, _))) in packets.iter().zip(ahead).enumerate() {
+            prefetch(next);
+            one(i, packet, wire_len);
         }
+        for (i, &(packet, wire_len)) in packets.iter().enumerate().skip(ahead.len()) {
+            one(i, packet, wire_len);
+        }
+    }
+
+    /// [`Self::run_whole`] on `packets[i]`, read again here so that the batch loop need
+    /// not keep the packet's arguments live across the hot call.
+    #[cold]
+    #[inline(never)]
+    fn run_whole_at(
+        &self,
+        packets: &[(&[u8], u32)],
+        i: usize,
+        results: &mut [u32; SCRATCH_SLOTS as usize],
+    ) -> bool {
+        packets.get(i).is_some_and(|&(packet, wire_len)| self.run_whole(packet, wire_len, results))
     }
 
     /// The whole predicate's function, for a packet the hot one left (see [`Self::run`]).
@@ -346,7 +374,9 @@ pub fn prefetch(packet: &[u8]) {
     {
         use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let first = packet.as_ptr();
-        let last = packet.get(..64).map_or(first, |head| head.as_ptr_range().end.wrapping_sub(1));
+        // The 64th byte's line whatever the packet's length (no length read, no select: a
+        // short packet's second line is fetched in vain, which the hint allows).
+        let last = first.wrapping_add(63);
         // SAFETY: `_mm_prefetch` is a hint that never faults and dereferences nothing the
         // program sees (the lead allows it in this batch loop, issue 15); both addresses lie
         // within or one line of `packet`, whose slice is live here.
@@ -756,9 +786,76 @@ mod results_tests {
         cmovs(native.machine_code())
     }
 
+    /// Runs of 2 to 4 arms that test either half of one word (port clauses) are chosen by
+    /// one vector compare (`Lowering::port_lanes`): the handler and its argument as the
+    /// clauses in turn give them, the first holding arm winning (a source port of one arm
+    /// and a destination port of another, two arms on one port, a port with its bytes
+    /// swapped, ports of 0 against lanes past the last arm); 5 arms, or arms at two
+    /// offsets, take the scalar tests (no `pmovmskb` in the hot code).
+    #[test]
+    fn port_lanes_answer_as_the_clauses_in_turn() {
+        let hlen =
+            Expr::binary(BinOp::Shl, Expr::load_at(0, Size::Byte).and_mask(3), Expr::Const(2));
+        let at = |k: u32| Expr::load(hlen.clone().plus(k), Size::Half);
+        let either = |o: u32, k: u32| Pred::or([Pred::eq(at(o), k), Pred::eq(at(o + 2), k)]);
+        let store = |slot, value| Pred::Store { slot, value };
+        // The argument: the arm's first half (read whenever its test holds).
+        let arm = |o: u32, k: u32, h: u32| {
+            Pred::Try(Box::new(Pred::And(vec![
+                either(o, k),
+                store(15, Expr::Const(h)),
+                store(14, at(o)),
+            ])))
+        };
+        let pmovmskb = |code: &[u8]| {
+            code.windows(3).any(|w| {
+                (w[0] == 0x66 && w[1] == 0x0f && w[2] == 0xd7)
+                    || (w[0] == 0xc5 && w[1] & 3 == 1 && w[2] == 0xd7)
+            })
+        };
+        let ports = [0x0016, 0x1600, 0x0050, 0x0016, 0x0101];
+        let bytes = [0u8, 0x16, 0x50, 0x01, 0x02];
+        for (n, offsets) in [(2, 0), (3, 0), (4, 0), (5, 0), (3, 1)] {
+            // `offsets` 1: the last arm reads the next word.
+            let arms: Vec<Pred> = (0..n)
+                .map(|i| {
+                    let o = if offsets == 1 && i == n - 1 { 8 } else { 4 };
+                    arm(o, ports[i], i as u32 + 1)
+                })
+                .chain([clause(Pred::Const(true), 9)])
+                .collect();
+            let filter = Filter::new(Pred::or(arms));
+            let reads = [0u8, 1, 1, 1, 1, 1, 0, 0, 0, 0];
+            let slots = [15, 14];
+            let native = compile_results_read(&filter, &slots, &reads).unwrap();
+            let vector = n <= 4 && offsets == 0;
+            assert_eq!(pmovmskb(native.machine_code()), vector, "{n} arms, offsets {offsets}");
+            let mut rng = SplitMix64::new(0x19 + n as u64);
+            let mut hits = [0usize; 10];
+            for _ in 0..20_000 {
+                let len = 4 + rng.below_usize(14);
+                let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(5)]).collect();
+                let mut e = Evaluator::new(&packet, 64);
+                assert_eq!(e.pred(&filter.pred), Ok(true), "{packet:02x?}");
+                let want: Vec<u32> =
+                    slots.iter().map(|&s| e.expr(&Expr::Scratch(s)).unwrap()).collect();
+                let mut r = [0xee; SCRATCH_SLOTS as usize];
+                assert!(native.run(&packet, 64, &mut r), "{packet:02x?}");
+                assert_eq!(r[0], want[0], "{n} arms: {packet:02x?}");
+                if want[0] != 9 {
+                    assert_eq!(r[1], want[1], "{n} arms, argument: {packet:02x?}");
+                }
+                hits[want[0] as usize] += 1;
+            }
+            // Arm 4 repeats arm 1's port: never chosen.
+            let reached = (1..=n).filter(|&h| h != 4).all(|h| hits[h] > 30);
+            assert!(reached && hits[4] == 0 && hits[9] > 30, "{n} arms: {hits:?}");
+        }
+    }
+
     /// The batch call (which prefetches ahead) answers for each packet, in order, as a
     /// `run` of that packet alone does: short packets (the whole function) and lists
-    /// shorter than the prefetch distance included.
+    /// shorter than, as long as and one longer than the prefetch distance included.
     #[test]
     fn run_each_answers_as_run_does() {
         let filter = Filter::new(Pred::or([
@@ -768,7 +865,8 @@ mod results_tests {
         ]));
         let native = compile_results(&filter, &[15]).unwrap();
         let mut rng = SplitMix64::new(0xba7c);
-        for n in [0usize, 1, 5, super::PREFETCH_AHEAD + 1, 300] {
+        let ahead = super::PREFETCH_AHEAD;
+        for n in [0usize, 1, 5, ahead - 1, ahead, ahead + 1, 300] {
             let packets: Vec<Vec<u8>> = (0..n)
                 .map(|_| {
                     let len = rng.below_usize(90);
@@ -791,6 +889,14 @@ mod results_tests {
             if n == 300 {
                 let hits = want.iter().filter(|(_, h)| h.is_some()).count();
                 assert!(hits > 30 && hits < 270, "{hits}");
+                // The batch loop's own path for a packet the hot half leaves to the whole
+                // function is taken, and some of those packets match there.
+                let mut r = [0u32; SCRATCH_SLOTS as usize];
+                let left: Vec<usize> = (0..n)
+                    .filter(|&i| i64::from(native.hot.call(batch[i].0, batch[i].1, &mut r)) == BAIL)
+                    .collect();
+                assert!(left.len() > 30, "{} packets left to the whole function", left.len());
+                assert!(left.iter().any(|&i| want[i].1.is_some()), "none of them matches");
             }
         }
     }
