@@ -124,9 +124,12 @@ impl std::fmt::Debug for JitProgram {
 /// still stand.
 struct LentSteady {
     armed: bool,
-    /// Code that is not lean: the environment (`env_address`) the run state's direct-lookup
-    /// words stand for (`JitProgram::bind_direct`), `None` before the batch's first frame.
-    env: Option<usize>,
+    /// Code that is not lean: the environment (`env_address`; 0: none) the run state's
+    /// direct-lookup words stand for (`JitProgram::bind_direct`). Bound, not a sentinel,
+    /// at the batch's start (`full_steady` binds none, 0), so a frame compares one word
+    /// (issue 11: an `Option` compare was 4 instructions a lent frame, 2 this way,
+    /// bench/records/2026-12-01-runtime-32.txt).
+    env: usize,
 }
 
 impl LentSteady {
@@ -714,7 +717,7 @@ impl JitProgram {
         run.key = self.key;
         run.r1 = weir_program::exec::guest::CTX_BASE;
         run.r2 = ctx_len as u64;
-        Some((LentSteady { armed: true, env: None }, data_end))
+        Some((LentSteady { armed: true, env: 0 }, data_end))
     }
 
     /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's
@@ -777,7 +780,10 @@ impl JitProgram {
         if !self.packet_fields.fill_whole(ctx, 0) {
             return None;
         }
-        Some((LentSteady { armed: true, env: None }, data_end))
+        // The direct lookups bound for no environment (after `take_direct`, which set the
+        // batch's table): what `steady.env` 0 says until a frame brings another.
+        Self::bind_direct(cache.state.get(), 0);
+        Some((LentSteady { armed: true, env: 0 }, data_end))
     }
 
     /// One frame of a lent batch of code that is not lean ([`JitProgram::full_steady`]):
@@ -814,9 +820,9 @@ impl JitProgram {
         let run = cache.state.get();
         run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
         let env_addr = env.as_deref().map_or(0, env_address);
-        if steady.env != Some(env_addr) {
+        if steady.env != env_addr {
             Self::bind_direct(run, env_addr);
-            steady.env = Some(env_addr);
+            steady.env = env_addr;
         }
         let exit = self.fire_exit(run, &mut cache.dirty_from, env);
         if exit.plain_remaining().is_none() {
