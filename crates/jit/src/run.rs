@@ -609,11 +609,27 @@ impl JitProgram {
             // per frame (`run_lent_full_steady`; issue 11: xdp_counter's per-frame set-up).
             // Moved in: the closure holds the word and the context's slice themselves, not
             // pointers to them (a load a frame fewer for each).
+            // Code whose runs never leave frame 0 or never write the stack (`deepest` 0,
+            // xdp_counter's) gets a closure that does not test the depth per frame.
             let (cache, ctx) = (&mut *cache, &mut *ctx);
-            let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                self.run_lent_full_steady(cache, &mut steady, data_end, ctx, frame, env)
-            };
-            while batch.lend(&mut run) {}
+            if self.sizes.deepest == 0 {
+                let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
+                    self.run_lent_full_steady::<false>(
+                        cache,
+                        &mut steady,
+                        data_end,
+                        ctx,
+                        frame,
+                        env,
+                    )
+                };
+                while batch.lend(&mut run) {}
+            } else {
+                let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
+                    self.run_lent_full_steady::<true>(cache, &mut steady, data_end, ctx, frame, env)
+                };
+                while batch.lend(&mut run) {}
+            }
         } else {
             let mut run =
                 |frame: &[u8], env: Option<&mut dyn RunEnv>| self.run_lent(cache, ctx, frame, env);
@@ -798,7 +814,7 @@ impl JitProgram {
     /// (issue 11: both per frame were ~30 of xdp_counter's ~500 instructions a frame,
     /// bench/records/2026-11-30-runtime-23.txt).
     #[inline]
-    fn run_lent_full_steady(
+    fn run_lent_full_steady<const DEEP: bool>(
         &self,
         cache: &mut Cache,
         steady: &mut LentSteady,
@@ -824,7 +840,7 @@ impl JitProgram {
             Self::bind_direct(run, env_addr);
             steady.env = env_addr;
         }
-        let exit = self.fire_exit(run, &mut cache.dirty_from, env);
+        let exit = self.fire_exit::<DEEP>(run, &mut cache.dirty_from, env);
         if exit.plain_remaining().is_none() {
             steady.armed = false;
         }
@@ -914,16 +930,19 @@ impl JitProgram {
         cache: &mut Cache,
         env: Option<&mut dyn RunEnv>,
     ) -> Result<RunOutcome, Trap> {
-        let exit = self.fire_exit(cache.state.get(), &mut cache.dirty_from, env);
+        let exit = self.fire_exit::<true>(cache.state.get(), &mut cache.dirty_from, env);
         self.settle(cache, exit)
     }
 
     /// [`JitProgram::fire_bound`] up to the code's [`Exit`], before it is settled: on the
     /// cache's kept state `run` and its `dirty_from`, which the caller passes apart so that
     /// one that has fetched the kept state already does not fetch it again (issue 11: a
-    /// load and a test per lent frame, bench/records/2026-11-30-runtime-26.txt).
+    /// load and a test per lent frame, bench/records/2026-11-30-runtime-26.txt). `DEEP`
+    /// false: the caller knows `sizes.deepest` is 0 (a lent batch's closure chosen once for
+    /// the batch), so the depth is not tested per run (issue 11: 3 instructions a lent
+    /// frame, bench/records/2026-12-01-runtime-32.txt).
     #[inline(always)]
-    fn fire_exit(
+    fn fire_exit<const DEEP: bool>(
         &self,
         run: &mut RunState<'static>,
         dirty_from: &mut usize,
@@ -978,7 +997,8 @@ impl JitProgram {
         // recomputed per run (issue 11: per lent frame, bench/records/2026-11-30-runtime-24.txt).
         // `deepest` 0 (code without calls, or that never writes the stack): the depth is
         // 0 whatever `max_depth` holds, so it is not read.
-        let deepest = self.sizes.deepest;
+        let deepest = if DEEP { self.sizes.deepest } else { 0 };
+        debug_assert!(DEEP || self.sizes.deepest == 0);
         let max_depth = if deepest == 0 { 0 } else { run.max_depth.min(deepest) };
         // Every caller `prepare`d the cache for this program, so a depth-0 run's answer is
         // the one worked out at compile time for this stack's length (`lean_written_from`);
