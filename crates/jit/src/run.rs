@@ -124,9 +124,12 @@ impl std::fmt::Debug for JitProgram {
 /// still stand.
 struct LentSteady {
     armed: bool,
-    /// Code that is not lean: the environment (`env_address`) the run state's direct-lookup
-    /// words stand for (`JitProgram::bind_direct`), `None` before the batch's first frame.
-    env: Option<usize>,
+    /// Code that is not lean: the environment (`env_address`; 0: none) the run state's
+    /// direct-lookup words stand for (`JitProgram::bind_direct`). Bound, not a sentinel,
+    /// at the batch's start (`full_steady` binds none, 0), so a frame compares one word
+    /// (issue 11: an `Option` compare was 4 instructions a lent frame, 2 this way,
+    /// bench/records/2026-12-01-runtime-32.txt).
+    env: usize,
 }
 
 impl LentSteady {
@@ -606,11 +609,27 @@ impl JitProgram {
             // per frame (`run_lent_full_steady`; issue 11: xdp_counter's per-frame set-up).
             // Moved in: the closure holds the word and the context's slice themselves, not
             // pointers to them (a load a frame fewer for each).
+            // Code whose runs never leave frame 0 or never write the stack (`deepest` 0,
+            // xdp_counter's) gets a closure that does not test the depth per frame.
             let (cache, ctx) = (&mut *cache, &mut *ctx);
-            let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                self.run_lent_full_steady(cache, &mut steady, data_end, ctx, frame, env)
-            };
-            while batch.lend(&mut run) {}
+            if self.sizes.deepest == 0 {
+                let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
+                    self.run_lent_full_steady::<false>(
+                        cache,
+                        &mut steady,
+                        data_end,
+                        ctx,
+                        frame,
+                        env,
+                    )
+                };
+                while batch.lend(&mut run) {}
+            } else {
+                let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
+                    self.run_lent_full_steady::<true>(cache, &mut steady, data_end, ctx, frame, env)
+                };
+                while batch.lend(&mut run) {}
+            }
         } else {
             let mut run =
                 |frame: &[u8], env: Option<&mut dyn RunEnv>| self.run_lent(cache, ctx, frame, env);
@@ -714,7 +733,7 @@ impl JitProgram {
         run.key = self.key;
         run.r1 = weir_program::exec::guest::CTX_BASE;
         run.r2 = ctx_len as u64;
-        Some((LentSteady { armed: true, env: None }, data_end))
+        Some((LentSteady { armed: true, env: 0 }, data_end))
     }
 
     /// One frame of a lean lent batch ([`JitProgram::lean_steady`]): the context's
@@ -777,7 +796,10 @@ impl JitProgram {
         if !self.packet_fields.fill_whole(ctx, 0) {
             return None;
         }
-        Some((LentSteady { armed: true, env: None }, data_end))
+        // The direct lookups bound for no environment (after `take_direct`, which set the
+        // batch's table): what `steady.env` 0 says until a frame brings another.
+        Self::bind_direct(cache.state.get(), 0);
+        Some((LentSteady { armed: true, env: 0 }, data_end))
     }
 
     /// One frame of a lent batch of code that is not lean ([`JitProgram::full_steady`]):
@@ -792,7 +814,7 @@ impl JitProgram {
     /// (issue 11: both per frame were ~30 of xdp_counter's ~500 instructions a frame,
     /// bench/records/2026-11-30-runtime-23.txt).
     #[inline]
-    fn run_lent_full_steady(
+    fn run_lent_full_steady<const DEEP: bool>(
         &self,
         cache: &mut Cache,
         steady: &mut LentSteady,
@@ -814,11 +836,11 @@ impl JitProgram {
         let run = cache.state.get();
         run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
         let env_addr = env.as_deref().map_or(0, env_address);
-        if steady.env != Some(env_addr) {
+        if steady.env != env_addr {
             Self::bind_direct(run, env_addr);
-            steady.env = Some(env_addr);
+            steady.env = env_addr;
         }
-        let exit = self.fire_exit(run, &mut cache.dirty_from, env);
+        let exit = self.fire_exit::<DEEP>(run, &mut cache.dirty_from, env);
         if exit.plain_remaining().is_none() {
             steady.armed = false;
         }
@@ -908,16 +930,19 @@ impl JitProgram {
         cache: &mut Cache,
         env: Option<&mut dyn RunEnv>,
     ) -> Result<RunOutcome, Trap> {
-        let exit = self.fire_exit(cache.state.get(), &mut cache.dirty_from, env);
+        let exit = self.fire_exit::<true>(cache.state.get(), &mut cache.dirty_from, env);
         self.settle(cache, exit)
     }
 
     /// [`JitProgram::fire_bound`] up to the code's [`Exit`], before it is settled: on the
     /// cache's kept state `run` and its `dirty_from`, which the caller passes apart so that
     /// one that has fetched the kept state already does not fetch it again (issue 11: a
-    /// load and a test per lent frame, bench/records/2026-11-30-runtime-26.txt).
+    /// load and a test per lent frame, bench/records/2026-11-30-runtime-26.txt). `DEEP`
+    /// false: the caller knows `sizes.deepest` is 0 (a lent batch's closure chosen once for
+    /// the batch), so the depth is not tested per run (issue 11: 3 instructions a lent
+    /// frame, bench/records/2026-12-01-runtime-32.txt).
     #[inline(always)]
-    fn fire_exit(
+    fn fire_exit<const DEEP: bool>(
         &self,
         run: &mut RunState<'static>,
         dirty_from: &mut usize,
@@ -972,7 +997,8 @@ impl JitProgram {
         // recomputed per run (issue 11: per lent frame, bench/records/2026-11-30-runtime-24.txt).
         // `deepest` 0 (code without calls, or that never writes the stack): the depth is
         // 0 whatever `max_depth` holds, so it is not read.
-        let deepest = self.sizes.deepest;
+        let deepest = if DEEP { self.sizes.deepest } else { 0 };
+        debug_assert!(DEEP || self.sizes.deepest == 0);
         let max_depth = if deepest == 0 { 0 } else { run.max_depth.min(deepest) };
         // Every caller `prepare`d the cache for this program, so a depth-0 run's answer is
         // the one worked out at compile time for this stack's length (`lean_written_from`);

@@ -439,7 +439,9 @@ impl Batch for Envs {
 /// its environment at the start) only to frames run in that environment, also when the
 /// environment changes from frame to frame: a frame in another environment, or none, must
 /// not find its lookup through the batch's table (XDP_TX where the direct lookup answers,
-/// XDP_PASS where the helper does).
+/// XDP_PASS where the helper does). Batches run one after another in one cache: one that
+/// starts with a frame in no environment after one whose last frame used the direct
+/// lookups must not find them either (the batch binds none at its start).
 #[test]
 fn a_lent_frame_in_another_environment_does_not_use_the_batchs_direct_lookups() {
     let text = "stw [%r10-4], 7\nlddw %r1, 0x70000000\nmov %r2, %r10\nadd %r2, -4\ncall 1
@@ -447,7 +449,16 @@ jeq %r0, 0, +2\nmov %r0, 3\nexit\nmov %r0, 2\nexit";
     let jit = looking_up_through_env(text);
     let mut cache = jit.cache();
     let (a, b, none) = (Some(true), Some(false), None);
-    for pattern in [vec![a, b, b, a, none, a, a, b], vec![b, a, a, none, b, a]] {
+    let patterns = [
+        vec![a, b, b, a, none, a, a, b],
+        vec![b, a, a, none, b, a],
+        vec![none, a, none],
+        vec![a, a],
+        vec![none, none, b, a],
+        vec![a],
+        vec![none],
+    ];
+    for pattern in patterns {
         let value = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let mut batch = Envs {
             a: Lookups { direct: true, value: value.clone(), writable: false },

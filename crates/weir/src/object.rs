@@ -839,7 +839,10 @@ where
     /// `each` in one loop here). The environment begins the batch as a packet once
     /// (`begin_packet`: bounds of the largest frame lent, no headroom), then each frame
     /// with only what a run of a program that leaves the packet can change
-    /// (`Env::begin_lent_frame`: its values and redirect).
+    /// (`Env::begin_lent_frame`: its values and redirect). No `Env::end_run` per frame: a
+    /// lent program calls no ring buffer helper (`calls_leave_packet`), so no lent run
+    /// leaves a record reserved, and the batch's `begin_packet` began with none (issue 11:
+    /// its test was 2 instructions a lent frame, bench/records/2026-12-01-runtime-32.txt).
     fn lend(&mut self, run: &mut LentRun<'_>) -> bool {
         const USABLE: usize = XDP_FRAME - XDP_TAILROOM - XDP_HEADROOM;
         let (env, each, next) = (&mut *self.env, &mut *self.each, &mut *self.next);
@@ -851,7 +854,6 @@ where
                 let frame = frame.get(..USABLE).unwrap_or(frame);
                 env.begin_lent_frame();
                 let outcome = run(frame, Some(&mut *env));
-                env.end_run();
                 // No tail call to follow: `leaves_packet` admits no program that makes one.
                 given = Some(each(outcome.map(|o| VerdictView { ret: o.r0, packet: frame })));
             });

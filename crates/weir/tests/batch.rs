@@ -229,3 +229,23 @@ fn a_lent_batch_leaves_the_last_frames_redirect() {
         }
     }
 }
+
+/// A program that reserves ring buffer records (testdata/bpf/ringbuf.o) is never lent, proven
+/// or not: a lent batch does not end each run's reservations (`XdpBatch::lend` leaves out
+/// `Env::end_run`), and its batch still gives the packet-by-packet verdicts.
+#[test]
+fn a_ring_buffer_program_is_not_lent() {
+    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/bpf/ringbuf.o"))
+        .expect("testdata/bpf/ringbuf.o");
+    let object = Object::open(&bytes).expect("opens");
+    let frames = frames();
+    for engine in [Engine::Jit, Engine::Interp] {
+        for proven in [false, true] {
+            let mut single = object.load_with(0, Some(engine), 0, proven).expect("loads");
+            let mut batch = object.load_with(0, Some(engine), 0, proven).expect("loads");
+            assert!(!batch.lends(), "{engine:?} proven {proven}: a ring buffer user lent");
+            let want = one_by_one(&mut single, &frames);
+            assert_eq!(batched(&mut batch, &frames), want, "{engine:?} proven {proven}");
+        }
+    }
+}
