@@ -2723,13 +2723,15 @@ mod prefilter_tests {
     }
 
     /// A mask of one run of at most 16 bits (a /8, a /16, a /12 of a low half, the high 16
-    /// of a half) is held exactly: a bit a value, no false positive (every value not added
+    /// of a half, 4 bits: fewer than a word's 64, so the bits above it must be masked off) is
+    /// held exactly: a bit a value, no false positive (every value not added
     /// is absent, in the batch test too), never overfull; a /17, a /24 and a split mask
     /// are hashed.
     #[test]
     fn short_prefixes_are_exact_bitmaps() {
-        for (half, mask) in [(0u8, 0xff00_0000u32), (1, 0xffff_0000), (2, 0x000f_ff00), (3, 0xffff)]
-        {
+        let masks =
+            [(0u8, 0xff00_0000u32), (1, 0xffff_0000), (2, 0x000f_ff00), (3, 0xffff), (2, 0x0f00)];
+        for (half, mask) in masks {
             let f = PreFilter::new(half, mask, 1000);
             assert_eq!(f.exact, Some(mask.trailing_zeros()), "{mask:#x}");
             assert_eq!(f.bits.len() * 64, (1usize << mask.count_ones()).max(64), "{mask:#x}");
