@@ -255,10 +255,6 @@ struct PreFilter {
     /// Gathered word * 2, + 1 for its high 32 bits.
     half: u8,
     mask: u32,
-    /// The mask's lowest set bit, when the mask is one run of at most `EXACT_BITS` bits
-    /// (a /8 or a /16 of an address): the filter is then a bitmap with one bit a value
-    /// (the masked half shifted down by it: no hash and no false positives; a /16 is 8 KiB).
-    exact: Option<u32>,
     /// A power of two words.
     bits: Box<[AtomicU64]>,
     /// Values added (the writer's): `ChainT::refresh` rebuilds a filter once it is twice as
@@ -270,24 +266,11 @@ impl PreFilter {
     /// Bits a value, at the size: ~6% false positives with one hash.
     const BITS_PER_VALUE: usize = 16;
 
-    /// The widest mask held exactly (a bit a value).
-    const EXACT_BITS: u32 = 16;
-
     fn new(half: u8, mask: u32, values: usize) -> PreFilter {
-        // The mask's ones, shifted down: one run exactly when adding 1 carries through it.
-        let (shift, run) = (mask.trailing_zeros(), mask.checked_shr(mask.trailing_zeros()));
-        let one_run = run.is_some_and(|r| r & r.wrapping_add(1) == 0);
-        let exact = (one_run && mask.count_ones() <= Self::EXACT_BITS).then_some(shift);
-        let n = match exact {
-            Some(_) => (1usize << mask.count_ones()).max(64),
-            None => {
-                (values.max(1) * Self::BITS_PER_VALUE).next_power_of_two().clamp(1 << 11, 1 << 24)
-            }
-        };
+        let n = (values.max(1) * Self::BITS_PER_VALUE).next_power_of_two().clamp(1 << 11, 1 << 24);
         PreFilter {
             half,
             mask,
-            exact,
             bits: (0..n / 64).map(|_| AtomicU64::new(0)).collect(),
             added: AtomicUsize::new(0),
         }
@@ -295,8 +278,7 @@ impl PreFilter {
 
     /// Whether it is twice as full as it was sized for (the writer's).
     fn overfull(&self) -> bool {
-        self.exact.is_none()
-            && self.added.load(Ordering::Relaxed) * Self::BITS_PER_VALUE > self.bits.len() * 64 * 2
+        self.added.load(Ordering::Relaxed) * Self::BITS_PER_VALUE > self.bits.len() * 64 * 2
     }
 
     /// A key's word and bit in the filter (`bit_of`).
@@ -304,19 +286,7 @@ impl PreFilter {
     fn bit<const W: usize>(&self, k: &[u64; W]) -> (usize, u32) {
         let w = k.get(usize::from(self.half / 2)).copied().unwrap_or(0);
         let words = self.bits.len().wrapping_sub(1);
-        let v = w >> (32 * u32::from(self.half & 1));
-        match self.exact {
-            Some(shift) => Self::exact_bit_of(v, self.mask, shift, words),
-            None => Self::bit_of(v, self.mask, words),
-        }
-    }
-
-    /// The word and the bit of a half-word `v` in an exact filter (`exact`: `shift`): its
-    /// masked value shifted down is the bit's number.
-    #[inline(always)]
-    fn exact_bit_of(v: u64, mask: u32, shift: u32, words: usize) -> (usize, u32) {
-        let i = (v as u32 & mask) >> shift;
-        ((i >> 6) as usize & words, i & 63)
+        Self::bit_of(w >> (32 * u32::from(self.half & 1)), self.mask, words)
     }
 
     /// The word and the bit in it of a half-word `v` (in the low 32 bits) under `mask`, in
@@ -351,22 +321,10 @@ impl PreFilter {
         // only spares the compiler a bounds check a packet.
         let Some(words) = bits.len().checked_sub(1) else { return 0 };
         let mut present = 0u32;
-        // The filter's kind tested once a batch: one loop each, no branch a packet.
-        match self.exact {
-            Some(shift) => {
-                for &x in v.iter().rev() {
-                    let (at, bit) = Self::exact_bit_of(u64::from(x), mask, shift, words);
-                    let w = bits.get(at).map_or(0, |w| w.load(Ordering::Relaxed));
-                    present = present << 1 | (w >> bit) as u32 & 1;
-                }
-            }
-            None => {
-                for &x in v.iter().rev() {
-                    let (at, bit) = Self::bit_of(u64::from(x), mask, words);
-                    let w = bits.get(at).map_or(0, |w| w.load(Ordering::Relaxed));
-                    present = present << 1 | (w >> bit) as u32 & 1;
-                }
-            }
+        for &x in v.iter().rev() {
+            let (at, bit) = Self::bit_of(u64::from(x), mask, words);
+            let w = bits.get(at).map_or(0, |w| w.load(Ordering::Relaxed));
+            present = present << 1 | (w >> bit) as u32 & 1;
         }
         present
     }
@@ -2720,55 +2678,6 @@ mod prefilter_tests {
             f.add(&[b << 24, 0]);
         }
         assert!((0..256u64).all(|b| has(&f, &[b << 24 | 0x12_3456, 0])));
-    }
-
-    /// A mask of one run of at most 16 bits (a /8, a /16, a /12 of a low half, the high 16
-    /// of a half, 4 bits: fewer than a word's 64, so the bits above it must be masked off) is
-    /// held exactly: a bit a value, no false positive (every value not added
-    /// is absent, in the batch test too), never overfull; a /17, a /24 and a split mask
-    /// are hashed.
-    #[test]
-    fn short_prefixes_are_exact_bitmaps() {
-        let masks =
-            [(0u8, 0xff00_0000u32), (1, 0xffff_0000), (2, 0x000f_ff00), (3, 0xffff), (2, 0x0f00)];
-        for (half, mask) in masks {
-            let f = PreFilter::new(half, mask, 1000);
-            assert_eq!(f.exact, Some(mask.trailing_zeros()), "{mask:#x}");
-            assert_eq!(f.bits.len() * 64, (1usize << mask.count_ones()).max(64), "{mask:#x}");
-            let key = |x: u64| {
-                let mut k = [0u64; 2];
-                k[usize::from(half / 2)] = (x & 0xffff_ffff) << (32 * u64::from(half & 1));
-                k
-            };
-            let value = |x: u64| (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 24) as u32;
-            let mut added = std::collections::HashSet::new();
-            for x in 0..4u64 << (mask.count_ones() / 2) {
-                let v = value(x);
-                f.add(&key(u64::from(v)));
-                added.insert(v & mask);
-            }
-            for _ in 0..3 * f.bits.len() * 64 {
-                f.add(&key(u64::from(value(0))));
-            }
-            assert!(!f.overfull(), "{mask:#x}");
-            let keys: Vec<[u64; 2]> = (0..20_000u64).map(|x| key(u64::from(value(x)))).collect();
-            for k in &keys {
-                let want = added.contains(&(half_of(k, usize::from(half)) & mask));
-                assert_eq!(has(&f, k), want, "half {half} mask {mask:#x} key {k:x?}");
-            }
-            let mut vals = [0u32; BATCH];
-            for chunk in keys.chunks(32) {
-                halves_of(chunk, half, &mut vals);
-                let got = f.test_halves(&vals[..chunk.len()]);
-                for (i, k) in chunk.iter().enumerate() {
-                    let want = added.contains(&(half_of(k, usize::from(half)) & mask));
-                    assert_eq!(got >> i & 1 != 0, want, "half {half} mask {mask:#x} key {k:x?}");
-                }
-            }
-        }
-        for mask in [0xffff_8000u32, 0xffff_ff00, 0xff00_ff00, 0] {
-            assert_eq!(PreFilter::new(0, mask, 1000).exact, None, "{mask:#x}");
-        }
     }
 
     /// A filter's bit for a key, read the writer's way (`PreFilter::bit`, one key at a time).
