@@ -554,7 +554,7 @@ mod deep_tests {
 
 #[cfg(test)]
 mod results_tests {
-    use super::{compile_results, compile_results_read, lower::BAIL};
+    use super::{compile_results, compile_results_read, lower::BAIL, NativeResults};
     use weir_filter::{
         BinOp, Chain, CmpOp, Evaluator, Expr, Filter, Pred, Size, ValueSet, SCRATCH_SLOTS,
     };
@@ -700,6 +700,44 @@ mod results_tests {
         assert!(zeroed < loaded, "cmovs: {zeroed} with M13 never stored, {loaded} with a load");
     }
 
+    /// `compile_results_read`'s contract on 20,000 random packets of `lens` bytes drawn from
+    /// `bytes` (every packet must match `filter`): the handler slot (`slots[0]`) as the
+    /// evaluator gives it, the `reads[h]` slots after it exact, the slots past them left
+    /// alone (0xee) or written with their true final value. Returns the hits per handler.
+    fn results_read_as_evaluated(
+        filter: &Filter,
+        native: &NativeResults,
+        slots: &[u8],
+        reads: &[u8; 10],
+        bytes: &[u8],
+        lens: std::ops::Range<usize>,
+        seed: u64,
+    ) -> [usize; 10] {
+        let mut rng = SplitMix64::new(seed);
+        let mut hits = [0usize; 10];
+        for _ in 0..20_000 {
+            let len = lens.start + rng.below_usize(lens.len());
+            let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(bytes.len())]).collect();
+            let mut e = Evaluator::new(&packet, 64);
+            assert_eq!(e.pred(&filter.pred), Ok(true), "{packet:02x?}");
+            let want: Vec<u32> =
+                slots.iter().map(|&s| e.expr(&Expr::Scratch(s)).unwrap()).collect();
+            let mut r = [0xee; SCRATCH_SLOTS as usize];
+            assert!(native.run(&packet, 64, &mut r), "{packet:02x?}");
+            let h = want[0] as usize;
+            assert_eq!(r[0], want[0], "{packet:02x?}");
+            for i in 1..slots.len() {
+                if i <= usize::from(reads[h]) {
+                    assert_eq!(r[i], want[i], "slot {i}: {packet:02x?}");
+                } else {
+                    assert!(r[i] == 0xee || r[i] == want[i], "slot {i}: {packet:02x?}: {r:x?}");
+                }
+            }
+            hits[h] += 1;
+        }
+        hits
+    }
+
     /// [`chosen_clauses_answer_as_the_clauses_in_turn`] with M13 := `before` (if any)
     /// ahead of the arms; the hot code's cmovs.
     fn chosen_clauses_against_the_evaluator(before: Option<Expr>) -> usize {
@@ -749,28 +787,7 @@ mod results_tests {
         let filter = arms(&arm);
         let native = compile_results_read(&filter, &slots, &reads).unwrap();
         let bytes = [0u8, 1, 2, 0x16, 0x50, 0x80, 0xf1, 0xff];
-        let mut rng = SplitMix64::new(0x17);
-        let mut hits = [0usize; 10];
-        for _ in 0..20_000 {
-            let len = 2 + rng.below_usize(18);
-            let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(8)]).collect();
-            let mut e = Evaluator::new(&packet, 64);
-            assert_eq!(e.pred(&filter.pred), Ok(true), "{packet:02x?}");
-            let want: Vec<u32> =
-                slots.iter().map(|&s| e.expr(&Expr::Scratch(s)).unwrap()).collect();
-            let mut r = [0xee; SCRATCH_SLOTS as usize];
-            assert!(native.run(&packet, 64, &mut r), "{packet:02x?}");
-            let h = want[0] as usize;
-            assert_eq!(r[0], want[0], "{packet:02x?}");
-            for i in 1..slots.len() {
-                if i <= usize::from(reads[h]) {
-                    assert_eq!(r[i], want[i], "slot {i}: {packet:02x?}");
-                } else {
-                    assert!(r[i] == 0xee || r[i] == want[i], "slot {i}: {packet:02x?}: {r:x?}");
-                }
-            }
-            hits[h] += 1;
-        }
+        let hits = results_read_as_evaluated(&filter, &native, &slots, &reads, &bytes, 2..20, 0x17);
         assert!([3, 4, 5, 6, 7, 8, 9].iter().all(|&h| hits[h] > 30), "{hits:?}");
         // The same clauses with each test behind a `not not`: no arms, no selects.
         let unchosen = arms(&|mut parts: Vec<Pred>| {
@@ -830,23 +847,9 @@ mod results_tests {
             let native = compile_results_read(&filter, &slots, &reads).unwrap();
             let vector = n <= 4 && offsets == 0;
             assert_eq!(pmovmskb(native.machine_code()), vector, "{n} arms, offsets {offsets}");
-            let mut rng = SplitMix64::new(0x19 + n as u64);
-            let mut hits = [0usize; 10];
-            for _ in 0..20_000 {
-                let len = 4 + rng.below_usize(14);
-                let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(5)]).collect();
-                let mut e = Evaluator::new(&packet, 64);
-                assert_eq!(e.pred(&filter.pred), Ok(true), "{packet:02x?}");
-                let want: Vec<u32> =
-                    slots.iter().map(|&s| e.expr(&Expr::Scratch(s)).unwrap()).collect();
-                let mut r = [0xee; SCRATCH_SLOTS as usize];
-                assert!(native.run(&packet, 64, &mut r), "{packet:02x?}");
-                assert_eq!(r[0], want[0], "{n} arms: {packet:02x?}");
-                if want[0] != 9 {
-                    assert_eq!(r[1], want[1], "{n} arms, argument: {packet:02x?}");
-                }
-                hits[want[0] as usize] += 1;
-            }
+            let seed = 0x19 + n as u64;
+            let hits =
+                results_read_as_evaluated(&filter, &native, &slots, &reads, &bytes, 4..18, seed);
             // Arm 4 repeats arm 1's port: never chosen.
             let reached = (1..=n).filter(|&h| h != 4).all(|h| hits[h] > 30);
             assert!(reached && hits[4] == 0 && hits[9] > 30, "{n} arms: {hits:?}");
