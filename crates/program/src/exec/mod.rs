@@ -252,14 +252,14 @@ pub struct PacketFields {
     whole: Option<([WholeWord; 2], Option<WholeWord>)>,
     /// Of `whole`'s words, the offset of the one whose value depends on the packet's length
     /// (`data_end`; data and meta are `PACKET_BASE` for every whole packet), when exactly
-    /// one does: [`PacketFields::fill_whole_end`].
+    /// one does: [`PacketFields::data_end_word`].
     whole_end: Option<DataEndWord>,
 }
 
 /// The context word that holds a whole packet's `data_end` ([`PacketFields::data_end_word`]):
 /// a lent batch checks its context against [`PacketFields::context_end`] once and then
-/// writes only this word per frame, with one compare (issue 11: `fill_whole_end`'s layout
-/// test and two-compare range check were ~7 of a lent xdp_counter frame's instructions).
+/// writes only this word per frame, with one compare (issue 11: a per-frame layout test and
+/// two-compare range check were ~7 of a lent xdp_counter frame's instructions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataEndWord {
     /// A `u32` (layouts are static tables of small offsets): `offset + 4` cannot wrap, so
@@ -372,23 +372,10 @@ impl PacketFields {
         true
     }
 
-    /// [`PacketFields::fill_whole`] into a context that holds its words for another whole
-    /// packet already (a lent batch's frames over one context, whose packet fields only the
-    /// engine writes and no program or lent run's helper moves): only the word that
-    /// depends on the packet's length, `data_end`; the others are `PACKET_BASE` for every
-    /// whole packet. `false` (nothing written) when `fill_whole` would decline or the
-    /// layout has no single such word: the caller then writes them all.
-    #[inline(always)]
-    pub fn fill_whole_end(&self, ctx: &mut [u8], packet_len: usize) -> bool {
-        let Some(word) = self.whole_end else {
-            return false;
-        };
-        word.write(ctx, packet_len);
-        true
-    }
-
-    /// The word [`PacketFields::fill_whole_end`] writes, when the layout has one: for a
-    /// caller that writes it frame after frame into one context ([`DataEndWord::write`]).
+    /// Of [`PacketFields::fill_whole`]'s words, the one that depends on the packet's
+    /// length (`data_end`; data and meta are `PACKET_BASE` for every whole packet), when
+    /// exactly one does: for a caller that writes it frame after frame into one context
+    /// whose other packet fields only the engine writes ([`DataEndWord::write`]).
     #[inline]
     pub fn data_end_word(&self) -> Option<DataEndWord> {
         self.whole_end
@@ -756,27 +743,8 @@ mod tests {
         // No layout, or a field that is not 4 bytes: not taken, nothing written.
         let mut ctx = [0x5au8; 8];
         assert!(!PacketFields::of(None).fill_whole(&mut ctx, 60));
-        assert!(!PacketFields::of(None).fill_whole_end(&mut ctx, 60));
+        assert_eq!(PacketFields::of(None).data_end_word(), None);
         assert_eq!(ctx, [0x5a; 8]);
-    }
-
-    /// After `fill_whole` for one length, `fill_whole_end` for another leaves the context
-    /// as `fill` for that length would: every layout, every pair of lengths.
-    #[test]
-    fn fill_whole_end_after_fill_whole_writes_what_fill_writes() {
-        let lens = [0usize, 1, 60, 1514, 65_535, 0x0fff_ffff];
-        for prog_type in crate::ProgType::ALL {
-            let layout = prog_type.context_layout();
-            let fields = PacketFields::of(Some(layout));
-            for (first, len) in lens.iter().flat_map(|&a| lens.iter().map(move |&b| (a, b))) {
-                let (mut by_fill, mut by_end) =
-                    (vec![0x5au8; layout.size as usize], vec![0x5au8; layout.size as usize]);
-                fields.fill(&mut by_fill, len, None).unwrap();
-                assert!(fields.fill_whole(&mut by_end, first), "{prog_type:?}");
-                assert!(fields.fill_whole_end(&mut by_end, len), "{prog_type:?}: not taken");
-                assert_eq!(by_fill, by_end, "{prog_type:?} len {first} then {len}");
-            }
-        }
     }
 
     /// `data_end_word` is every layout's `data_end` field, inside `context_end`; its write,
@@ -874,7 +842,7 @@ mod tests {
         // Not the lean path's shape: `fill_whole` declines and writes nothing.
         let mut untouched = [0xffu8; 24];
         assert!(!PacketFields::of(Some(&LAYOUT)).fill_whole(&mut untouched, 0x1234));
-        assert!(!PacketFields::of(Some(&LAYOUT)).fill_whole_end(&mut untouched, 0x1234));
+        assert_eq!(PacketFields::of(Some(&LAYOUT)).data_end_word(), None);
         assert_eq!(untouched, [0xff; 24]);
     }
 }
