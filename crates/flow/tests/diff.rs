@@ -644,6 +644,54 @@ fn prefilters_skip_only_subtables_that_cannot_match() {
     assert!(checked > 10_000, "{checked} matches checked");
 }
 
+/// A chain of more than 64 subtables takes the lookup's subtable-by-subtable path (at most
+/// 64 go packet by packet, a packet's candidate subtables a word of bits): 81 masks
+/// (source and destination prefixes of 9 lengths each), 700 rules of random priorities
+/// (ties between subtables: the older rule wins), against the reference on packets that
+/// hit each rule's prefixes, packets that share only its source or its destination, and
+/// misses; then the same rules cut to those of 40 masks (the other path).
+#[test]
+fn chains_of_more_than_64_subtables_agree_with_the_reference() {
+    let lens = [32u32, 28, 24, 20, 16, 12, 8, 4, 2];
+    let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
+    let mut rng = SplitMix64::new(0x6465);
+    let mut rules = Vec::new();
+    for _ in 0..700 {
+        let m = rng.below_usize(81);
+        let (sl, dl) = (lens[m % 9], lens[m / 9]);
+        rules.push((m, 1 + rng.below(30), prefix(rng.u32(), sl), sl, prefix(rng.u32(), dl), dl));
+    }
+    for masks in [81usize, 40] {
+        let mut text = String::new();
+        let mut frames = Vec::new();
+        for &(_, prio, src, sl, dst, dl) in rules.iter().filter(|r| r.0 < masks) {
+            text += &format!(
+                "prio {prio} protocol ip flower src_ip {}/{sl} dst_ip {}/{dl} action drop\n",
+                std::net::Ipv4Addr::from(src),
+                std::net::Ipv4Addr::from(dst)
+            );
+            let host = |a: u32, len: u32, rng: &mut SplitMix64| {
+                a | (rng.u32() >> len.min(31) >> u32::from(len == 32))
+            };
+            frames.push(ipv4_pair(host(src, sl, &mut rng), host(dst, dl, &mut rng)));
+            frames.push(ipv4_pair(src, rng.u32()));
+            frames.push(ipv4_pair(rng.u32(), dst));
+            frames.push(ipv4_pair(rng.u32(), rng.u32()));
+        }
+        let set = RuleSet::parse(&text).unwrap();
+        let classifier = Classifier::new(&set);
+        let (subtables, _) = classifier.stats();
+        assert_eq!(subtables, masks, "every mask has rules");
+        let a = run_reference(&Reference::new(&set), &frames, &[0]);
+        let b = run_classifier(&classifier, &frames, &[0]);
+        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+        assert_eq!(lines(&a), lines(&b), "{masks} masks");
+        let matched = a.iter().filter(|s| s.0.line.is_some()).count();
+        // Each rule's first packet matches it or a better rule.
+        assert!(matched * 4 >= frames.len(), "{matched} of {} matched", frames.len());
+    }
+}
+
 /// An in-place insert sets no prefilter bit: it marks its subtable, which lookups then visit
 /// whatever the prefilters say, until a new version's refresh sets the bits and clears the
 /// mark. The packet only the new rule matches sits last in a full batch and first in the
