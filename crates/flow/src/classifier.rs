@@ -1749,29 +1749,6 @@ impl<const W: usize> Tables<W> {
         };
         let single = subs.len() == 1;
         let vary = ch.vary;
-        // Packet `i`'s masked key in subtable `st` and its hash.
-        let keyed = |i: usize, st: &Subtable<W>| {
-            let mk = and(&g[i], &st.gmask);
-            let mut h = base[i];
-            for p in 0..W.div_ceil(2) {
-                if vary >> p & 1 != 0 {
-                    h ^= pair_term(&mk, p);
-                }
-            }
-            (mk, hash_finish(h))
-        };
-        // Every packet's first candidate's filter word and home slot loaded before any
-        // probe: independent loads the CPU overlaps (most packets' first candidate is
-        // their match: 1.23 candidates a packet at 16 masks).
-        let mut touch = 0u64;
-        for (i, &c) in cand.iter().enumerate().take(n) {
-            if let Some(st) = subs.get(c.trailing_zeros() as usize) {
-                let (_, h) = keyed(i, st);
-                let store = &*st.store;
-                touch ^= u64::from(store.may_hold(h)) ^ store.probe_view().touch(h);
-            }
-        }
-        std::hint::black_box(touch);
         let mut hits = [0u32; 64];
         for (i, (o, &c)) in out.iter_mut().zip(&cand).enumerate().take(n) {
             let mut c = c;
@@ -1789,7 +1766,14 @@ impl<const W: usize> Tables<W> {
                 if st.best >= bound {
                     continue;
                 }
-                let (mk, h) = keyed(i, st);
+                let mk = and(&g[i], &st.gmask);
+                let mut h = base[i];
+                for p in 0..W.div_ceil(2) {
+                    if vary >> p & 1 != 0 {
+                        h ^= pair_term(&mk, p);
+                    }
+                }
+                let h = hash_finish(h);
                 let store = &*st.store;
                 // A chain of one subtable skips the filter (see `lookup_batch`).
                 if !single && !store.may_hold(h) {
