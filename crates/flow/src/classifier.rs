@@ -339,41 +339,6 @@ impl PreFilter {
     }
 }
 
-/// Each packet's subtables from each subtable's packets: `of[s]` bit `i` (packet `i` may be
-/// in subtable `s`, `s` < `subtables` <= 64) becomes bit `s` of the answer's word `i`. In 8 x 8
-/// blocks of bits, each turned by three masked swaps (the transpose of Hacker's Delight,
-/// 2nd ed., section 7-3): a bit at a time was 104 instructions a packet at 16 subtables.
-#[inline(always)]
-fn packets_candidates(of: &[u32; 64], subtables: usize) -> [u64; BATCH] {
-    let mut cand = [0u64; BATCH];
-    for rb in 0..subtables.min(64).div_ceil(8) {
-        for cb in 0..BATCH / 8 {
-            // Byte k: subtable 8 rb + k's bits for packets 8 cb .. 8 cb + 8.
-            let mut x = 0u64;
-            for k in 0..8 {
-                x |= u64::from((of[8 * rb + k] >> (8 * cb)) as u8) << (8 * k);
-            }
-            let x = transpose_bits8(x);
-            // Byte j: packet 8 cb + j's bits for subtables 8 rb .. 8 rb + 8.
-            for j in 0..8 {
-                cand[8 * cb + j] |= u64::from((x >> (8 * j)) as u8) << (8 * rb);
-            }
-        }
-    }
-    cand
-}
-
-/// An 8 x 8 bit matrix (row r in byte r, column c in its bit c) transposed.
-#[inline(always)]
-fn transpose_bits8(mut x: u64) -> u64 {
-    let t = (x ^ (x >> 7)) & 0x00aa_00aa_00aa_00aa;
-    x ^= t ^ (t << 7);
-    let t = (x ^ (x >> 14)) & 0x0000_cccc_0000_cccc;
-    x ^= t ^ (t << 14);
-    let t = (x ^ (x >> 28)) & 0x0000_0000_f0f0_f0f0;
-    x ^ t ^ (t << 28)
-}
-
 /// Half-word `h` of gathered words `k` (see `PreFilter::half`).
 #[inline]
 fn half_of<const W: usize>(k: &[u64; W], h: usize) -> u32 {
@@ -1631,10 +1596,6 @@ impl<const W: usize> Tables<W> {
                 }
             }
         }
-        if ch.subtables.len() <= 64 {
-            Self::lookup_by_packet(ch, g, n, &base, by_pre.then_some(&of), full, out, shard);
-            return;
-        }
         for (si, st) in ch.subtables.iter().enumerate() {
             // Two passes: the packets this subtable may improve (still looking, let in by
             // its prefilters, and its best rank above their match), a bitmask; then each
@@ -1715,88 +1676,6 @@ impl<const W: usize> Tables<W> {
             }
             if hits > 0 {
                 store.hits.add(shard, hits);
-            }
-        }
-    }
-
-    /// [`Tables::lookup_batch`]'s subtables for a chain of at most 64, packet by packet:
-    /// each packet's candidates (the subtables its prefilters let in: `of`, packet `i` bit
-    /// `i` of each subtable's word, turned into a word of subtable bits a packet; all of
-    /// them without prefilters) visited in order until it has a match no later subtable
-    /// can beat. Subtable by subtable over the batch, each visit's loops over its 2-3
-    /// packets ran a data-dependent number of times (the hash, touch and probe loops of 16
-    /// subtables a batch: 2.8 mispredicted branches a packet at 16 masks in callgrind's
-    /// branch simulation, and 25.6 of the 43.3 ns a packet in time, issue 14's
-    /// bench/records/2026-12-01-flow-speed-25.txt); here a packet's loop runs once or
-    /// twice and the next packet's hashing overlaps its probe.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn lookup_by_packet<'a>(
-        ch: &'a ChainT<W>,
-        g: &[[u64; W]; BATCH],
-        n: usize,
-        base: &[u64; BATCH],
-        of: Option<&[u32; 64]>,
-        full: &dyn Fn(usize) -> Key,
-        out: &mut [Option<&'a Arc<Installed>>],
-        shard: usize,
-    ) {
-        let subs = &ch.subtables[..];
-        let every = u64::MAX >> (64 - subs.len().clamp(1, 64));
-        let cand = match of {
-            Some(of) => packets_candidates(of, subs.len()),
-            None => [every; BATCH],
-        };
-        let single = subs.len() == 1;
-        let vary = ch.vary;
-        let mut hits = [0u32; 64];
-        for (i, (o, &c)) in out.iter_mut().zip(&cand).enumerate().take(n) {
-            let mut c = c;
-            let mut bound = (u32::MAX, u64::MAX);
-            while c != 0 {
-                let si = c.trailing_zeros() as usize;
-                c &= c - 1;
-                let (Some(st), Some(&later)) = (subs.get(si), ch.suffix_best.get(si)) else {
-                    break;
-                };
-                // No subtable from here on can beat the match.
-                if later >= bound {
-                    break;
-                }
-                if st.best >= bound {
-                    continue;
-                }
-                let mk = and(&g[i], &st.gmask);
-                let mut h = base[i];
-                for p in 0..W.div_ceil(2) {
-                    if vary >> p & 1 != 0 {
-                        h ^= pair_term(&mk, p);
-                    }
-                }
-                let h = hash_finish(h);
-                let store = &*st.store;
-                // A chain of one subtable skips the filter (see `lookup_batch`).
-                if !single && !store.may_hold(h) {
-                    continue;
-                }
-                let Some(slot) = store.probe_view().find(&mk, h) else { continue };
-                let ranged = st.src_range || st.dst_range;
-                for r in slot.rules.as_slice() {
-                    if r.rank() >= bound {
-                        break;
-                    }
-                    if !ranged || r.ranges_hold(&full(i)) {
-                        *o = Some(r);
-                        bound = r.rank();
-                        hits[si] += 1;
-                        break;
-                    }
-                }
-            }
-        }
-        for (st, &h) in subs.iter().zip(&hits) {
-            if h > 0 {
-                st.store.hits.add(shard, u64::from(h));
             }
         }
     }
@@ -2755,45 +2634,6 @@ mod tests {
 #[cfg(test)]
 mod prefilter_tests {
     use super::*;
-
-    /// `packets_candidates` turns each subtable's word of packets into each packet's word
-    /// of subtables, bit for bit, at every subtable count up to 64 (the 8 x 8 blocks' edges
-    /// included), for random words and for single bits at every place.
-    #[test]
-    fn packets_candidates_transpose_the_subtables_packets() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for subtables in [1usize, 2, 7, 8, 9, 16, 17, 31, 33, 63, 64] {
-            let mut cases: Vec<[u32; 64]> = (0..20)
-                .map(|_| {
-                    let mut of = [0u32; 64];
-                    for o in of.iter_mut().take(subtables) {
-                        *o = next() as u32 & next() as u32;
-                    }
-                    of
-                })
-                .collect();
-            for s in 0..subtables {
-                for i in 0..BATCH {
-                    let mut of = [0u32; 64];
-                    of[s] = 1 << i;
-                    cases.push(of);
-                }
-            }
-            for of in &cases {
-                let got = packets_candidates(of, subtables);
-                for (i, &c) in got.iter().enumerate() {
-                    let want = (0..subtables).fold(0u64, |w, s| w | u64::from(of[s] >> i & 1) << s);
-                    assert_eq!(c, want, "packet {i}, {subtables} subtables, {of:x?}");
-                }
-            }
-        }
-    }
 
     /// The filter spreads its values (`bit_of`: the word from the product's bits 32 up, the
     /// bit from its top 6): 1,000 values of one mask (/24, /32) added to a filter sized for
