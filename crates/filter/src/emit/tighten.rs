@@ -60,34 +60,25 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
     let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
     let mut sc = Scratch::default();
     let mut before = Vec::with_capacity(p.len());
-    for _ in 0..MAX_ROUNDS {
-        before.clear();
-        before.extend_from_slice(&p);
-        let an = current(&mut cur, &p);
-        thread(&mut p, an, &mut sc.live);
-        compact(&mut p, &mut sc);
-        if may_repeat_a_value(&p) {
-            let an = current(&mut cur, &p);
-            drop_redundant(&mut p, an);
-        }
-        compact(&mut p, &mut sc);
-        // Only indirect loads need the analysis (X's value); without them the program
-        // drop_redundant changed is not analyzed for nothing.
-        let an =
-            if p.iter().any(|i| matches!(i.op, CbpfOp::LdIndW | CbpfOp::LdIndH | CbpfOp::LdIndB)) {
-                Some(&*current(&mut cur, &p))
+    // Each step is a function of the program alone, so once STEPS steps in a row (a whole
+    // round's worth, wherever it starts) left the program as it was, every later step would
+    // too, and the rounds that remain would end on this program: the loop stops there. (The
+    // last round, which only confirms, stops after the step that changed something last in
+    // the round before: port 22's skips and_tests and merge_tails.)
+    let mut unchanged_steps = 0;
+    'rounds: for _ in 0..MAX_ROUNDS {
+        for step in 0..STEPS {
+            before.clear();
+            before.extend_from_slice(&p);
+            tighten_step(step, &mut p, &mut cur, &mut sc);
+            if p == before {
+                unchanged_steps += 1;
+                if unchanged_steps == STEPS {
+                    break 'rounds;
+                }
             } else {
-                None
-            };
-        load_ends(&p, an, &mut sc.ends);
-        drop_dead(&mut p, &sc.ends, &mut sc.live, &mut sc.need);
-        compact(&mut p, &mut sc);
-        and_tests(&mut p, &mut sc.live, &mut sc.reach);
-        compact(&mut p, &mut sc);
-        merge_tails(&mut p, &mut sc);
-        compact(&mut p, &mut sc);
-        if p == before {
-            break;
+                unchanged_steps = 0;
+            }
         }
     }
     if p.len() <= program.len() {
@@ -95,6 +86,43 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
     } else {
         program.to_vec()
     }
+}
+
+/// The steps of a round, in order: thread, drop_redundant, drop_dead, and_tests,
+/// merge_tails, each followed by [`compact`].
+const STEPS: usize = 5;
+
+/// Step `step` of a round on `p`: its pass, then [`compact`].
+fn tighten_step(step: usize, p: &mut Vec<CbpfInsn>, cur: &mut Current, sc: &mut Scratch) {
+    match step {
+        0 => {
+            let an = current(cur, p);
+            thread(p, an, &mut sc.live);
+        }
+        1 => {
+            if may_repeat_a_value(p) {
+                let an = current(cur, p);
+                drop_redundant(p, an);
+            }
+        }
+        2 => {
+            // Only indirect loads need the analysis (X's value); without them the program
+            // drop_redundant changed is not analyzed for nothing.
+            let an = if p
+                .iter()
+                .any(|i| matches!(i.op, CbpfOp::LdIndW | CbpfOp::LdIndH | CbpfOp::LdIndB))
+            {
+                Some(&*current(cur, p))
+            } else {
+                None
+            };
+            load_ends(p, an, &mut sc.ends);
+            drop_dead(p, &sc.ends, &mut sc.live, &mut sc.need);
+        }
+        3 => and_tests(p, &mut sc.live, &mut sc.reach),
+        _ => merge_tails(p, sc),
+    }
+    compact(p, sc);
 }
 
 /// Buffers the passes reuse across a tightening: on a small program the passes' own work is
@@ -1653,6 +1681,53 @@ mod tests {
         CbpfInsn::new(op, jt, jf, k)
     }
 
+    /// [`tighten`] as it was before it stopped after a cycle of unchanged steps: whole
+    /// rounds, until a round changes nothing.
+    fn tighten_as_it_was(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
+        let mut p = program.to_vec();
+        if !well_formed(&p) {
+            return p;
+        }
+        let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
+        let mut sc = Scratch::default();
+        let mut before = Vec::with_capacity(p.len());
+        for _ in 0..MAX_ROUNDS {
+            before.clear();
+            before.extend_from_slice(&p);
+            let an = current(&mut cur, &p);
+            thread(&mut p, an, &mut sc.live);
+            compact(&mut p, &mut sc);
+            if may_repeat_a_value(&p) {
+                let an = current(&mut cur, &p);
+                drop_redundant(&mut p, an);
+            }
+            compact(&mut p, &mut sc);
+            let an = if p
+                .iter()
+                .any(|i| matches!(i.op, CbpfOp::LdIndW | CbpfOp::LdIndH | CbpfOp::LdIndB))
+            {
+                Some(&*current(&mut cur, &p))
+            } else {
+                None
+            };
+            load_ends(&p, an, &mut sc.ends);
+            drop_dead(&mut p, &sc.ends, &mut sc.live, &mut sc.need);
+            compact(&mut p, &mut sc);
+            and_tests(&mut p, &mut sc.live, &mut sc.reach);
+            compact(&mut p, &mut sc);
+            merge_tails(&mut p, &mut sc);
+            compact(&mut p, &mut sc);
+            if p == before {
+                break;
+            }
+        }
+        if p.len() <= program.len() {
+            p
+        } else {
+            program.to_vec()
+        }
+    }
+
     /// [`rewrite_compact`] on a copy, in fresh buffers.
     fn compacted(p: &[CbpfInsn]) -> Vec<CbpfInsn> {
         let mut q = p.to_vec();
@@ -1956,6 +2031,30 @@ mod tests {
             let q = tighten(&p);
             assert!(q.len() <= p.len() && well_formed(&q), "{p:?} -> {q:?}");
         }
+    }
+
+    /// Stopping after a round's worth of unchanged steps, wherever they start, gives what
+    /// whole rounds until one changes nothing gave: the same program out of every random
+    /// program, including those tightened over several rounds.
+    #[test]
+    fn tightening_stops_after_a_cycle_of_unchanged_steps_as_whole_rounds_would() {
+        let mut rng = weir_testkit::SplitMix64::new(0x57e9);
+        let (mut shrunk, mut two_rounds) = (0, 0);
+        for _ in 0..6000 {
+            let p = random_program(&mut rng);
+            let q = tighten(&p);
+            assert_eq!(q, tighten_as_it_was(&p), "{p:?}");
+            shrunk += usize::from(q.len() < p.len());
+            // A second tightening of the output from scratch finds nothing more: the
+            // stop did not leave a step undone.
+            assert_eq!(tighten(&q), q, "{p:?}");
+            let mut once = p.clone();
+            let (mut cur, mut sc) =
+                (Current { of: Vec::new(), an: Analysis::new(), valid: false }, Scratch::default());
+            (0..STEPS).for_each(|step| tighten_step(step, &mut once, &mut cur, &mut sc));
+            two_rounds += usize::from(well_formed(&p) && once != q);
+        }
+        assert!(shrunk > 1000 && two_rounds > 100, "{shrunk} {two_rounds}");
     }
 
     /// Where the cheap test says drop_redundant finds nothing, it finds nothing.
