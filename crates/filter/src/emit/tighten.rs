@@ -1707,8 +1707,9 @@ mod tests {
         CbpfInsn::new(op, jt, jf, k)
     }
 
-    /// [`tighten`] as it was before it stopped after a cycle of unchanged steps: whole
-    /// rounds, until a round changes nothing.
+    /// [`tighten`] as it was before it stopped after a cycle of unchanged steps (whole
+    /// rounds, until a round changes nothing) and before drop_dead ran without the
+    /// analysis first (here the analysis is made whenever the program has indirect loads).
     fn tighten_as_it_was(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
         let mut p = program.to_vec();
         if !well_formed(&p) {
@@ -2059,9 +2060,10 @@ mod tests {
         }
     }
 
-    /// Stopping after a round's worth of unchanged steps, wherever they start, gives what
-    /// whole rounds until one changes nothing gave: the same program out of every random
-    /// program, including those tightened over several rounds.
+    /// Stopping after a round's worth of unchanged steps, wherever they start, and
+    /// drop_dead without the analysis where it drops every dead load, give what whole
+    /// rounds with the analysis gave: the same program out of every random program,
+    /// including those tightened over several rounds.
     #[test]
     fn tightening_stops_after_a_cycle_of_unchanged_steps_as_whole_rounds_would() {
         let mut rng = weir_testkit::SplitMix64::new(0x57e9);
