@@ -60,34 +60,25 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
     let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
     let mut sc = Scratch::default();
     let mut before = Vec::with_capacity(p.len());
-    for _ in 0..MAX_ROUNDS {
-        before.clear();
-        before.extend_from_slice(&p);
-        let an = current(&mut cur, &p);
-        thread(&mut p, an, &mut sc.live);
-        compact(&mut p, &mut sc);
-        if may_repeat_a_value(&p) {
-            let an = current(&mut cur, &p);
-            drop_redundant(&mut p, an);
-        }
-        compact(&mut p, &mut sc);
-        // Only indirect loads need the analysis (X's value); without them the program
-        // drop_redundant changed is not analyzed for nothing.
-        let an =
-            if p.iter().any(|i| matches!(i.op, CbpfOp::LdIndW | CbpfOp::LdIndH | CbpfOp::LdIndB)) {
-                Some(&*current(&mut cur, &p))
+    // Each step is a function of the program alone, so once STEPS steps in a row (a whole
+    // round's worth, wherever it starts) left the program as it was, every later step would
+    // too, and the rounds that remain would end on this program: the loop stops there. (The
+    // last round, which only confirms, stops after the step that changed something last in
+    // the round before: port 22's skips and_tests and merge_tails.)
+    let mut unchanged_steps = 0;
+    'rounds: for _ in 0..MAX_ROUNDS {
+        for step in 0..STEPS {
+            before.clear();
+            before.extend_from_slice(&p);
+            tighten_step(step, &mut p, &mut cur, &mut sc);
+            if p == before {
+                unchanged_steps += 1;
+                if unchanged_steps == STEPS {
+                    break 'rounds;
+                }
             } else {
-                None
-            };
-        load_ends(&p, an, &mut sc.ends);
-        drop_dead(&mut p, &sc.ends, &mut sc.live, &mut sc.need);
-        compact(&mut p, &mut sc);
-        and_tests(&mut p, &mut sc.live, &mut sc.reach);
-        compact(&mut p, &mut sc);
-        merge_tails(&mut p, &mut sc);
-        compact(&mut p, &mut sc);
-        if p == before {
-            break;
+                unchanged_steps = 0;
+            }
         }
     }
     if p.len() <= program.len() {
@@ -95,6 +86,56 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
     } else {
         program.to_vec()
     }
+}
+
+/// The steps of a round, in order: thread, drop_redundant, drop_dead, and_tests,
+/// merge_tails, each followed by [`compact`].
+const STEPS: usize = 5;
+
+/// Step `step` of a round on `p`: its pass, then [`compact`].
+fn tighten_step(step: usize, p: &mut Vec<CbpfInsn>, cur: &mut Current, sc: &mut Scratch) {
+    match step {
+        0 => {
+            let an = current(cur, p);
+            thread(p, an, &mut sc.live);
+        }
+        1 => {
+            if may_repeat_a_value(p) {
+                let an = current(cur, p);
+                drop_redundant(p, an);
+            }
+        }
+        2 => {
+            // Only indirect loads need the analysis (X's value, for how far they read).
+            // drop_dead with indirect loads vouching for nothing drops a subset of the
+            // loads it drops with their ends known (a larger end only raises what the paths
+            // load): when that subset is every dead load it could drop, knowing the ends
+            // would change nothing, so an analysis not at hand is made only when it keeps
+            // one.
+            let indirect =
+                p.iter().any(|i| matches!(i.op, CbpfOp::LdIndW | CbpfOp::LdIndH | CbpfOp::LdIndB));
+            let mut with_analysis = indirect && cur.is_of(p);
+            let cautious = indirect && !with_analysis;
+            if cautious {
+                sc.copy.clear();
+                sc.copy.extend_from_slice(p);
+            }
+            // (one call site each: drop_dead stays inlined)
+            loop {
+                let an = if with_analysis { Some(&*current(cur, p)) } else { None };
+                load_ends(p, an, &mut sc.ends);
+                let kept = drop_dead(p, &sc.ends, &mut sc.live, &mut sc.need);
+                if !(cautious && kept) || with_analysis {
+                    break;
+                }
+                p.copy_from_slice(&sc.copy);
+                with_analysis = true;
+            }
+        }
+        3 => and_tests(p, &mut sc.live, &mut sc.reach),
+        _ => merge_tails(p, sc),
+    }
+    compact(p, sc);
 }
 
 /// Buffers the passes reuse across a tightening: on a small program the passes' own work is
@@ -130,9 +171,16 @@ struct Current {
     valid: bool,
 }
 
+impl Current {
+    /// True when the analysis held is `p`'s.
+    fn is_of(&self, p: &[CbpfInsn]) -> bool {
+        self.valid && self.of == p
+    }
+}
+
 /// The analysis of `p`, computed again only when `p` is not the program last analyzed.
 fn current<'a>(cur: &'a mut Current, p: &[CbpfInsn]) -> &'a mut Analysis {
-    if !cur.valid || cur.of != p {
+    if !cur.is_of(p) {
         cur.of.clear();
         cur.of.extend_from_slice(p);
         cur.an.redo(p);
@@ -1371,8 +1419,11 @@ fn nop() -> CbpfInsn {
     CbpfInsn::new(CbpfOp::Ja, 0, 0, 0)
 }
 
-/// Step 4: code no accept depends on.
-fn drop_dead(p: &mut [CbpfInsn], ends: &[u32], live: &mut Live, need: &mut Vec<u32>) {
+/// Step 4: code no accept depends on. Returns true when it kept a load whose result nobody
+/// reads because a path from it to an accept may load less far (larger `ends` could let it
+/// go).
+fn drop_dead(p: &mut [CbpfInsn], ends: &[u32], live: &mut Live, need: &mut Vec<u32>) -> bool {
+    let mut kept_a_dead_load = false;
     let live = live.of(p);
     // `need` as in [`need`], recomputed as instructions go (a load that goes no longer
     // vouches for the ones before it).
@@ -1417,8 +1468,11 @@ fn drop_dead(p: &mut [CbpfInsn], ends: &[u32], live: &mut Live, need: &mut Vec<u
         if safe {
             p[i] = nop();
             need[i] = after;
+        } else if load_end(&insn).is_some() {
+            kept_a_dead_load = true;
         }
     }
+    kept_a_dead_load
 }
 
 /// Step 5: every jump goes to the last instruction within reach that does what its target
@@ -1651,6 +1705,54 @@ mod tests {
     }
     fn j(op: CbpfOp, k: u32, jt: u8, jf: u8) -> CbpfInsn {
         CbpfInsn::new(op, jt, jf, k)
+    }
+
+    /// [`tighten`] as it was before it stopped after a cycle of unchanged steps (whole
+    /// rounds, until a round changes nothing) and before drop_dead ran without the
+    /// analysis first (here the analysis is made whenever the program has indirect loads).
+    fn tighten_as_it_was(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
+        let mut p = program.to_vec();
+        if !well_formed(&p) {
+            return p;
+        }
+        let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
+        let mut sc = Scratch::default();
+        let mut before = Vec::with_capacity(p.len());
+        for _ in 0..MAX_ROUNDS {
+            before.clear();
+            before.extend_from_slice(&p);
+            let an = current(&mut cur, &p);
+            thread(&mut p, an, &mut sc.live);
+            compact(&mut p, &mut sc);
+            if may_repeat_a_value(&p) {
+                let an = current(&mut cur, &p);
+                drop_redundant(&mut p, an);
+            }
+            compact(&mut p, &mut sc);
+            let an = if p
+                .iter()
+                .any(|i| matches!(i.op, CbpfOp::LdIndW | CbpfOp::LdIndH | CbpfOp::LdIndB))
+            {
+                Some(&*current(&mut cur, &p))
+            } else {
+                None
+            };
+            load_ends(&p, an, &mut sc.ends);
+            drop_dead(&mut p, &sc.ends, &mut sc.live, &mut sc.need);
+            compact(&mut p, &mut sc);
+            and_tests(&mut p, &mut sc.live, &mut sc.reach);
+            compact(&mut p, &mut sc);
+            merge_tails(&mut p, &mut sc);
+            compact(&mut p, &mut sc);
+            if p == before {
+                break;
+            }
+        }
+        if p.len() <= program.len() {
+            p
+        } else {
+            program.to_vec()
+        }
     }
 
     /// [`rewrite_compact`] on a copy, in fresh buffers.
@@ -1956,6 +2058,68 @@ mod tests {
             let q = tighten(&p);
             assert!(q.len() <= p.len() && well_formed(&q), "{p:?} -> {q:?}");
         }
+    }
+
+    /// Stopping after a round's worth of unchanged steps, wherever they start, and
+    /// drop_dead without the analysis where it drops every dead load, give what whole
+    /// rounds with the analysis gave: the same program out of every random program,
+    /// including those tightened over several rounds.
+    #[test]
+    fn tightening_stops_after_a_cycle_of_unchanged_steps_as_whole_rounds_would() {
+        let mut rng = weir_testkit::SplitMix64::new(0x57e9);
+        let (mut shrunk, mut two_rounds) = (0, 0);
+        for _ in 0..6000 {
+            let p = random_program(&mut rng);
+            let q = tighten(&p);
+            assert_eq!(q, tighten_as_it_was(&p), "{p:?}");
+            shrunk += usize::from(q.len() < p.len());
+            // A second tightening of the output from scratch finds nothing more: the
+            // stop did not leave a step undone.
+            assert_eq!(tighten(&q), q, "{p:?}");
+            let mut once = p.clone();
+            let (mut cur, mut sc) =
+                (Current { of: Vec::new(), an: Analysis::new(), valid: false }, Scratch::default());
+            (0..STEPS).for_each(|step| tighten_step(step, &mut once, &mut cur, &mut sc));
+            two_rounds += usize::from(well_formed(&p) && once != q);
+        }
+        assert!(shrunk > 1000 && two_rounds > 100, "{shrunk} {two_rounds}");
+    }
+
+    /// drop_dead with indirect loads vouching for nothing, where it says it kept no dead
+    /// load it could have dropped, leaves what it leaves with the analysis's ends; and it
+    /// never drops a load that those ends keep.
+    #[test]
+    fn dead_loads_all_dropped_without_indirect_ends_need_no_analysis() {
+        let mut rng = weir_testkit::SplitMix64::new(0xdead);
+        let (mut skipped, mut needed, mut differ) = (0, 0, 0);
+        for _ in 0..6000 {
+            let p = random_program(&mut rng);
+            if !well_formed(&p) {
+                continue;
+            }
+            let (mut live, mut need, mut ends) = (Live::default(), Vec::new(), Vec::new());
+            let mut an = Analysis::new();
+            an.redo(&p);
+            let mut full = p.clone();
+            load_ends(&full, Some(&an), &mut ends);
+            drop_dead(&mut full, &ends, &mut live, &mut need);
+            let mut cautious = p.clone();
+            load_ends(&cautious, None, &mut ends);
+            let kept = drop_dead(&mut cautious, &ends, &mut live, &mut need);
+            // Whatever it says, the cautious run drops only what the full one drops.
+            for (c, f) in cautious.iter().zip(&full) {
+                assert!(c == f || *f == nop(), "{p:?}");
+            }
+            if kept {
+                needed += 1;
+                differ += usize::from(cautious != full);
+            } else {
+                skipped += 1;
+                assert_eq!(cautious, full, "{p:?}");
+            }
+        }
+        // Both ways are taken, and some programs do need the ends.
+        assert!(skipped > 1000 && needed > 100 && differ > 10, "{skipped} {needed} {differ}");
     }
 
     /// Where the cheap test says drop_redundant finds nothing, it finds nothing.
