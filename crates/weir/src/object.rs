@@ -15,7 +15,7 @@ use weir_program::{MapType, ProgType, Program, RelocTarget, Trap, Verified};
 
 pub use crate::engine::Engine;
 use crate::engine::{choose, Choice, Subject};
-use crate::tiered::{JitSession, Tiered, BACKGROUND_JIT_SLOTS};
+use crate::tiered::{Tiered, BACKGROUND_JIT_SLOTS};
 pub use weir_program::exec::Limits;
 
 /// XDP: the kernel test run's headroom (`XDP_PACKET_HEADROOM`).
@@ -223,13 +223,6 @@ impl Object {
                 if background && e == Engine::Jit {
                     let tiered = Tiered::start(&verified, &bindings, Limits::default())?;
                     return Ok(Runner::Tiered(Box::new(tiered)));
-                }
-                if e == Engine::Jit {
-                    // Held by its type, not as a `dyn Session` (`Runner::run_batch`).
-                    let config = weir_jit::Config::with_limits(Limits::default());
-                    return weir_jit::Jit::compile(&verified, bindings.clone(), config)
-                        .map(|program| Runner::Jit(Box::new(JitSession::new(program))))
-                        .map_err(|e| e.to_string());
                 }
                 let Some(runner) = e.program_engine() else {
                     return Err(format!("`{e}` runs filters only"));
@@ -444,11 +437,10 @@ fn xdp_span(ctx: &[u8]) -> PacketSpan {
     PacketSpan { data: off(field(0)), end: off(field(4)), meta: off(field(8)) }
 }
 
-/// How a loaded program runs: one engine's session, the JIT's by its type (`Jit`), or the
-/// interpreter until the JIT's code arrives (`tiered`).
+/// How a loaded program runs: one engine's session, or the interpreter until the JIT's
+/// code arrives (`tiered`).
 enum Runner {
     Session(Box<dyn Session>),
-    Jit(Box<JitSession>),
     Tiered(Box<Tiered>),
 }
 
@@ -456,19 +448,7 @@ impl Runner {
     fn session(&mut self) -> &mut dyn Session {
         match self {
             Runner::Session(session) => session.as_mut(),
-            Runner::Jit(jit) => jit.as_mut(),
             Runner::Tiered(tiered) => tiered.as_mut(),
-        }
-    }
-
-    /// [`Session::run_batch`] with the batch's own type: on the JIT, the batch's per-frame
-    /// loop (`XdpBatch::lend`) and the engine's per-frame run compiled as one, no call
-    /// through `dyn` between them a frame (issue 11, bench/records/2026-12-01-runtime-33.txt).
-    fn run_batch<B: Batch>(&mut self, input: Input<'_>, batch: &mut B) {
-        match self {
-            Runner::Session(session) => session.run_batch(input, batch),
-            Runner::Jit(jit) => jit.run_batch_of(input, batch),
-            Runner::Tiered(tiered) => tiered.run_batch_of(input, batch),
         }
     }
 }
@@ -682,7 +662,7 @@ impl Loaded {
                 return Ok(());
             };
             let input = Input::new().ctx(&mut self.xdp_ctx).packet(&mut self.xdp_buffer);
-            runner.run_batch(input, &mut batch);
+            runner.session().run_batch(input, &mut batch);
             let XdpBatch { marks, error, tail, .. } = batch;
             self.keep_marks(marks);
             if let Some(e) = error {
@@ -864,16 +844,6 @@ where
     /// leaves a record reserved, and the batch's `begin_packet` began with none (issue 11:
     /// its test was 2 instructions a lent frame, bench/records/2026-12-01-runtime-32.txt).
     fn lend(&mut self, run: &mut LentRun<'_>) -> bool {
-        self.lend_with(&mut { run })
-    }
-
-    /// [`Batch::lend`] with the engine's run by its type: on the JIT (`Runner::run_batch`)
-    /// the loop below and the engine's per-frame run compile as one (issue 11,
-    /// bench/records/2026-12-01-runtime-33.txt).
-    fn lend_with<R>(&mut self, run: &mut R) -> bool
-    where
-        R: FnMut(&[u8], Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap>,
-    {
         const USABLE: usize = XDP_FRAME - XDP_TAILROOM - XDP_HEADROOM;
         let (env, each, next) = (&mut *self.env, &mut *self.each, &mut *self.next);
         let base = guest::PACKET_BASE;
