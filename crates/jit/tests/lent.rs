@@ -7,7 +7,7 @@
 use weir_isa::asm::assemble;
 use weir_jit::Jit;
 use weir_program::abi::{Bindings, DirectLookup, Helper, HelperOutcome, RunEnv};
-use weir_program::exec::{Batch, Input, LentRun, PacketSpan, RunOutcome};
+use weir_program::exec::{Batch, Input, LentRun, PacketSpan, Prepared, RunOutcome};
 use weir_program::{ProgType, Program, Trap, TrapCode, Verified};
 
 use crate::helpers::fill;
@@ -107,11 +107,19 @@ fn jit_batch(verified: &Verified) -> (Seen, usize) {
     let jit = Jit::compile(verified, bindings(), weir_jit::Config::default()).expect("compiles");
     let mut cache = jit.cache();
     let (mut seen, mut lent) = (Vec::new(), 0);
-    for _ in 0..2 {
+    for round in 0..2 {
         let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
         let mut packet = vec![0u8; 4096];
         let mut batch = Frames::new();
-        jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
+        let input = Input::new().ctx(&mut ctx).packet(&mut packet);
+        // Through the inherent `run_batch`, then behind `dyn Batch` as sessions reach it
+        // (`Prepared::run_batch`): both lend alike.
+        if round == 0 {
+            jit.run_batch(&mut cache, input, &mut batch);
+        } else {
+            let dyn_batch: &mut dyn Batch = &mut batch;
+            <weir_jit::JitProgram as Prepared>::run_batch(&jit, &mut cache, input, dyn_batch);
+        }
         seen.extend(batch.seen);
         lent += batch.lent;
     }

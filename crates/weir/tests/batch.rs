@@ -249,3 +249,43 @@ fn a_ring_buffer_program_is_not_lent() {
         }
     }
 }
+
+/// On the JIT, the batch of a proven program that leaves the packet runs over the source's
+/// own frames: each verdict's packet is the frame itself, at its address (`Batch::lend`:
+/// no copy); on the interpreter, over a copy. Either way an error of `each` ends the batch at its frame:
+/// the source is asked for no frame after it.
+#[test]
+fn a_jit_batch_runs_over_the_sources_frames_and_stops_at_an_error() {
+    let frames = frames();
+    assert!(frames.len() > 4);
+    let object = Object::open(&reader_object()).expect("opens");
+    for engine in [Engine::Jit, Engine::Interp] {
+        let mut loaded = object.load_with(0, Some(engine), 0, true).expect("loads");
+        assert!(loaded.lends(), "{engine:?}");
+        let stop_at = 4;
+        let (mut fed, mut seen, mut in_place) = (0, 0, 0);
+        let result = loaded.run_batch::<usize>(
+            |put| {
+                let Some(f) = frames.get(fed) else { return Ok(false) };
+                fed += 1;
+                put(f);
+                Ok(true)
+            },
+            |v| {
+                let v = v.expect("no trap");
+                let frame = &frames[seen];
+                in_place += usize::from(std::ptr::eq(v.packet.as_ptr(), frame.as_ptr()));
+                assert_eq!(v.packet, &frame[..], "{engine:?}");
+                seen += 1;
+                if seen == stop_at {
+                    return Err(seen);
+                }
+                Ok(())
+            },
+        );
+        assert_eq!(result, Err(stop_at), "{engine:?}");
+        assert_eq!((fed, seen), (stop_at, stop_at), "{engine:?}");
+        let lent = if engine == Engine::Jit { stop_at } else { 0 };
+        assert_eq!(in_place, lent, "{engine:?}");
+    }
+}
