@@ -52,6 +52,17 @@ pub(crate) struct Atoms {
     info: Vec<AtomInfo>,
     /// The newest atom of each shallow key.
     by_key: FastMap<u64, AtomId>,
+    /// One bit per shallow key interned ([`key_bit`]): a key whose bit is clear has no atom,
+    /// told without probing `by_key`. Most expressions the pass asks about are not atoms (the
+    /// parts of a load's variable offset, each asked at every test of the load: issue 13,
+    /// compile-31).
+    key_bits: u64,
+}
+
+/// The bit of `key` in [`Atoms::key_bits`]: the top six bits of a multiplicative hash (the
+/// shallow keys differ mostly in their low bits).
+fn key_bit(key: u64) -> u64 {
+    1u64 << (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
 }
 
 /// A key from the top two levels of `e` (kind, operator, width, constant operands): equal
@@ -85,15 +96,20 @@ impl Atoms {
             exprs: Vec::with_capacity(n),
             info: Vec::with_capacity(n),
             by_key: FastMap::with_capacity_and_hasher(n, Default::default()),
+            key_bits: 0,
         }
     }
 
     fn lookup(&self, e: &Expr) -> Option<AtomId> {
-        if self.by_key.is_empty() {
+        if self.key_bits == 0 {
+            return None; // (no atom yet)
+        }
+        let key = shallow_key(e);
+        if self.key_bits & key_bit(key) == 0 {
             return None;
         }
         let span = load_span(e);
-        let mut next = self.by_key.get(&shallow_key(e)).copied();
+        let mut next = self.by_key.get(&key).copied();
         while let Some(id) = next {
             let info = self.info(id)?;
             let same = match self.exprs.get(id as usize) {
@@ -115,7 +131,9 @@ impl Atoms {
         }
         let id = AtomId::try_from(self.info.len()).unwrap_or(AtomId::MAX);
         let const_load = load_span(e);
-        let same_key = self.by_key.insert(shallow_key(e), id);
+        let key = shallow_key(e);
+        self.key_bits |= key_bit(key);
+        let same_key = self.by_key.insert(key, id);
         self.info.push(AtomInfo { scratch: scratch_mask(e), const_load, same_key });
         self.exprs.push(if const_load.is_some() { None } else { Some(e.clone()) });
         id
@@ -1213,6 +1231,101 @@ mod tests {
         }
         assert_eq!(atoms.lookup(&Expr::load_at(16, Size::Half)), None);
         assert_eq!(atoms.lookup(&Expr::Const(12)), None);
+    }
+
+    /// [`Atoms::lookup`] before compile-31: the map probed for every expression (no
+    /// [`Atoms::key_bits`]). The oracle for the one that consults the bits first.
+    fn lookup_probing(atoms: &Atoms, e: &Expr) -> Option<AtomId> {
+        if atoms.by_key.is_empty() {
+            return None;
+        }
+        let span = load_span(e);
+        let mut next = atoms.by_key.get(&shallow_key(e)).copied();
+        while let Some(id) = next {
+            let info = atoms.info(id)?;
+            let same = match atoms.exprs.get(id as usize) {
+                Some(Some(atom)) => atom == e,
+                Some(None) => span.is_some() && info.const_load == span,
+                None => false,
+            };
+            if same {
+                return Some(id);
+            }
+            next = info.same_key;
+        }
+        None
+    }
+
+    /// A random expression of the shapes the pass asks about, from a few leaves, so that
+    /// expressions repeat and many share a shallow key (equal top two levels) but differ
+    /// below.
+    fn random_expr(rng: &mut weir_testkit::SplitMix64, depth: u32) -> Expr {
+        let leaf = |rng: &mut weir_testkit::SplitMix64| match rng.below(4) {
+            0 => Expr::Const([0, 2, 14, 15, 0x1fff][rng.below_usize(5)]),
+            1 => Expr::load_at(
+                12 + rng.below(4) as u32,
+                [Size::Byte, Size::Half][rng.below_usize(2)],
+            ),
+            2 => Expr::Scratch(rng.below(3) as u8),
+            _ => Expr::WireLen,
+        };
+        if depth == 0 || rng.chance(30) {
+            return leaf(rng);
+        }
+        match rng.below(3) {
+            0 => Expr::load(
+                random_expr(rng, depth - 1),
+                [Size::Byte, Size::Half][rng.below_usize(2)],
+            ),
+            1 => Expr::Neg(Box::new(random_expr(rng, depth - 1))),
+            _ => Expr::Binary {
+                op: [BinOp::Add, BinOp::And, BinOp::Shl][rng.below_usize(3)],
+                lhs: Box::new(random_expr(rng, depth - 1)),
+                rhs: Box::new(random_expr(rng, depth - 1)),
+            },
+        }
+    }
+
+    /// Looking the key's bit up first finds what probing the map found, for every
+    /// expression asked: random atoms interned (with room for few, and many), each
+    /// followed by lookups of random expressions, of the atoms interned and of copies of
+    /// them.
+    #[test]
+    fn the_key_bits_find_what_probing_the_map_found() {
+        let mut rng = weir_testkit::SplitMix64::new(0xa70b);
+        let (mut found, mut missed_by_bit, mut missed_in_map) = (0, 0, 0);
+        for round in 0..300 {
+            let mut atoms = Atoms::with_room(if round % 2 == 0 { 2 } else { 64 });
+            let mut interned: Vec<Expr> = Vec::new();
+            for _ in 0..rng.below(40) {
+                // before anything is interned too
+                for _ in 0..8 {
+                    let e = if rng.chance(30) && !interned.is_empty() {
+                        interned[rng.below_usize(interned.len())].clone()
+                    } else {
+                        random_expr(&mut rng, 3)
+                    };
+                    let got = atoms.lookup(&e);
+                    assert_eq!(got, lookup_probing(&atoms, &e), "{e:?}");
+                    match got {
+                        Some(_) => found += 1,
+                        None if atoms.key_bits & key_bit(shallow_key(&e)) == 0 => {
+                            missed_by_bit += 1
+                        }
+                        None => missed_in_map += 1,
+                    }
+                }
+                let e = random_expr(&mut rng, 3);
+                let id = atoms.intern(&e);
+                assert_eq!(atoms.lookup(&e), Some(id), "{e:?}");
+                interned.push(e);
+            }
+        }
+        // Each way of answering was taken, often.
+        assert!(
+            found > 5_000 && missed_by_bit > 5_000 && missed_in_map > 1_000,
+            "{found} {missed_by_bit} {missed_in_map}"
+        );
     }
 
     /// Evaluating a load at a constant offset tells that the packet holds its bytes, and
