@@ -438,12 +438,6 @@ struct Store<const W: usize> {
     /// slot index does not use): most probes of a subtable miss, and this answers them
     /// without the slots. Deletes leave bits set (false positives only) until a rebuild.
     filter: Box<[AtomicU64]>,
-    /// The first `FLAT_CELLS` entries' cells (all of a store of up to that many), allocated
-    /// with the store: a lookup reaches them from the slot with no chunk-table load between
-    /// (one dependent load fewer a probe, issue 14).
-    flat: Box<[OnceLock<Entry<W>>]>,
-    /// The later entries' cells, by `i / CHUNK` (the first `FLAT_CELLS / CHUNK` chunks are
-    /// never allocated: their cells are `flat`'s).
     chunks: Box<[OnceLock<Chunk<W>>]>,
     /// The ranking heuristic's hit count (shared by the versions sharing the store).
     hits: Hits,
@@ -471,12 +465,6 @@ type Chunk<const W: usize> = Box<[OnceLock<Entry<W>>; CHUNK]>;
 /// Entry cells a chunk.
 const CHUNK: usize = 64;
 
-/// Entry cells a store holds flat (a multiple of `CHUNK`): 4,096, 160 KB at width 2, so a
-/// store of up to ~1,500 keys (its entries, replaced ones included) has no chunks, and a
-/// bigger one's first cells cost no more than the chunks they replace (entries are
-/// written from index 0 on).
-const FLAT_CELLS: usize = 64 * CHUNK;
-
 /// A new chunk of empty cells.
 fn new_chunk<const W: usize>() -> Chunk<W> {
     Box::new(std::array::from_fn(|_| OnceLock::new()))
@@ -499,7 +487,6 @@ impl<const W: usize> Store<W> {
         Store {
             slots: (0..n).map(|_| AtomicU64::new(EMPTY)).collect(),
             filter: (0..(n / 8).max(1)).map(|_| AtomicU64::new(0)).collect(),
-            flat: (0..cap.min(FLAT_CELLS)).map(|_| OnceLock::new()).collect(),
             chunks: (0..chunks).map(|_| OnceLock::new()).collect(),
             hits: Hits::default(),
             next: AtomicUsize::new(0),
@@ -559,7 +546,7 @@ impl<const W: usize> Store<W> {
     /// The store's shape as lookups read it ([`Probe`]).
     #[inline(always)]
     fn probe_view(&self) -> Probe<'_, W> {
-        Probe { slots: &self.slots, flat: &self.flat, chunks: &self.chunks }
+        Probe { slots: &self.slots, chunks: &self.chunks }
     }
 
     /// The first slot on `hash`'s probe sequence whose entry `wanted` accepts (among the
@@ -597,12 +584,9 @@ impl<const W: usize> Store<W> {
     /// insert's ~1,900 instructions (flow-insert-5; a plain `#[inline]` was not taken).
     #[inline(always)]
     fn write(&self, i: usize, key: [u64; W], hash: u32, rules: SlotRules) -> u64 {
-        let cell = match self.flat.get(i) {
-            Some(c) => c,
-            None => &self.chunks[i / CHUNK].get_or_init(new_chunk)[i % CHUNK],
-        };
+        let chunk = self.chunks[i / CHUNK].get_or_init(new_chunk);
         // A fresh index: the cell is empty, this sets it.
-        let _ = cell.set(Entry { key, rules });
+        let _ = chunk[i % CHUNK].set(Entry { key, rules });
         self.next.store(i + 1, Ordering::Relaxed);
         slot_value(hash, i)
     }
@@ -748,12 +732,12 @@ impl<const W: usize> Store<W> {
             .unwrap_or((u32::MAX, u64::MAX))
     }
 
-    /// Bytes of the slots, filter and entry cells.
+    /// Bytes of the slots, filter and entry chunks.
     fn bytes(&self) -> usize {
         let chunks = self.chunks.iter().filter(|c| c.get().is_some()).count();
         self.slots.len() * 8
             + self.filter.len() * 8
-            + (self.flat.len() + chunks * CHUNK) * std::mem::size_of::<OnceLock<Entry<W>>>()
+            + chunks * CHUNK * std::mem::size_of::<OnceLock<Entry<W>>>()
             + self
                 .live_entries()
                 .map(|e| match &e.rules {
@@ -771,17 +755,13 @@ impl<const W: usize> Store<W> {
 #[derive(Clone, Copy)]
 struct Probe<'a, const W: usize> {
     slots: &'a [AtomicU64],
-    flat: &'a [OnceLock<Entry<W>>],
     chunks: &'a [OnceLock<Chunk<W>>],
 }
 
 impl<'a, const W: usize> Probe<'a, W> {
     #[inline(always)]
     fn entry(self, i: usize) -> Option<&'a Entry<W>> {
-        match self.flat.get(i) {
-            Some(c) => c.get(),
-            None => self.chunks.get(i / CHUNK)?.get()?[i % CHUNK].get(),
-        }
+        self.chunks.get(i / CHUNK)?.get()?[i % CHUNK].get()
     }
 
     /// The home slot's value (loaded ahead of the probes: see `lookup_batch`).
@@ -2584,33 +2564,31 @@ mod tests {
     /// The lookups' probe (`Probe::find`) against the tables' hard cases, with hashes the
     /// test picks (a store takes the hash it is given): 40 distinct keys sharing one
     /// signature and one home slot, the table's last, so their run wraps to slot 0 and a
-    /// probe passes signature matches whose key differs; `FLAT_CELLS` + 100 keys of their
-    /// own hashes, so entries fill the flat cells and span several chunks after them;
-    /// deletes in the run (tombstones the probe must pass), the deleted keys re-added (a
-    /// tombstone's slot reused, a new entry, now in a chunk) and a second rule on a key
-    /// (its entry replaced). Each answer is also the writer's walk's (`Store::probe`).
+    /// probe passes signature matches whose key differs; 100 keys of their own hashes, so
+    /// entries span several chunks; deletes in the run (tombstones the probe must pass),
+    /// the deleted keys re-added (a tombstone's slot reused, a new entry) and a second rule
+    /// on a key (its entry replaced). Each answer is also the writer's walk's
+    /// (`Store::probe`).
     #[test]
     fn probe_finds_keys_past_shared_signatures_tombstones_and_the_end() {
         let mut int = Interner::default();
-        let store = Store::<2>::new(FLAT_CELLS + 300);
+        let store = Store::<2>::new(200);
         let last = store.slots.len() - 1;
         let shared = 0x8000_0000 | last as u32;
         let run: Vec<[u64; 2]> = (0..40u64).map(|i| [i, !i]).collect();
         for (i, k) in run.iter().enumerate() {
             assert!(store.try_insert(*k, shared, rule(&mut int, i as u64)).is_ok());
         }
-        let own: Vec<([u64; 2], u32)> = (0..FLAT_CELLS as u64 + 100)
+        let own: Vec<([u64; 2], u32)> = (0..100u64)
             .map(|i| {
                 let k = [1000 + i, 7];
                 (k, hash_words(&k))
             })
             .collect();
         for (j, (k, h)) in own.iter().enumerate() {
-            assert!(store.try_insert(*k, *h, rule(&mut int, 1000 + j as u64)).is_ok());
+            assert!(store.try_insert(*k, *h, rule(&mut int, 100 + j as u64)).is_ok());
         }
-        assert_eq!(store.flat.len(), FLAT_CELLS);
-        let chunked = store.next.load(Ordering::Relaxed) - FLAT_CELLS;
-        assert!(chunked > CHUNK, "entries span the flat cells and chunks");
+        assert!(store.next.load(Ordering::Relaxed) > 2 * CHUNK, "entries span chunks");
         let seqs = |e: Option<&Entry<2>>| {
             e.map(|e| e.rules.as_slice().iter().map(|r| r.seq).collect::<Vec<_>>())
         };
@@ -2627,7 +2605,7 @@ mod tests {
             check(k, shared, Some(vec![i as u64]));
         }
         for (j, (k, h)) in own.iter().enumerate() {
-            check(k, *h, Some(vec![1000 + j as u64]));
+            check(k, *h, Some(vec![100 + j as u64]));
         }
         // Not there, with the run's signature: the probe walks the whole run and misses.
         check(&[999, 999], shared, None);
