@@ -305,9 +305,7 @@ impl Lowering<'_, '_> {
         }
     }
 
-    /// Records an edge from here into `target` (the bound it proves there); every edge but
-    /// a `br_table`'s is recorded by [`Lowering::jump`] and [`Lowering::branch`].
-    pub(super) fn record(&mut self, target: Block) {
+    fn record(&mut self, target: Block) {
         if target == self.root_abort || Some(target) == self.bail {
             return;
         }
@@ -436,11 +434,6 @@ impl Lowering<'_, '_> {
         self.proven = end;
     }
 
-    /// Captured bytes proven present on the path being emitted.
-    pub(super) fn proven(&self) -> u64 {
-        self.proven
-    }
-
     /// Checks up front the loads at constant offsets that evaluating all of `exprs` makes.
     pub(super) fn need_loads(&mut self, exprs: &[&Expr]) {
         if let Some(end) = exprs.iter().filter_map(|e| bounds::constant_load_end(e)).max() {
@@ -485,8 +478,6 @@ impl Lowering<'_, '_> {
             }
             Pred::Not(inner) => self.pred(inner, f, t, depth)?,
             Pred::And(parts) => self.sequence(parts, t, f, depth, true)?,
-            // A hot half's two-level header split: one decision (`flat`).
-            Pred::Or(parts) if self.bail.is_some() && self.flat_split(parts, t, f, depth)? => {}
             Pred::Or(parts) => match adjacent_halves(parts).filter(|_| self.bail.is_some()) {
                 Some((offset, k)) => self.either_half(offset, k, t, f, depth)?,
                 None if self.bail.is_some() && self.out.is_some() => {
@@ -903,7 +894,7 @@ impl Lowering<'_, '_> {
         Ok(self.b.ins().band_imm(zeroes, i64::from(0x8000_8000_u32 as i32)))
     }
 
-    pub(super) fn compare(
+    fn compare(
         &mut self,
         op: CmpOp,
         lhs: &Expr,

@@ -30,7 +30,6 @@
 //! ```
 
 mod code;
-mod flat;
 mod lower;
 mod pairs;
 mod set;
@@ -854,85 +853,6 @@ mod results_tests {
             // Arm 4 repeats arm 1's port: never chosen.
             let reached = (1..=n).filter(|&h| h != 4).all(|h| hits[h] > 30);
             assert!(reached && hits[4] == 0 && hits[9] > 30, "{n} arms: {hits:?}");
-        }
-    }
-
-    /// A hot half's two-level header split (pfmatch's EtherType, then the protocol byte of
-    /// IPv4 at 23 and of IPv6 at 20, a complement set and a `not try(guard)` part included)
-    /// is one indirect jump (`flat`): handler as the evaluator gives it, leaves whose rest
-    /// fails going on to what follows the split, short packets to the whole function. Not
-    /// one decision, and still exact, when two alternatives share an inner value or a
-    /// guard is not proven by the keys' checks (no indirect jump in the hot code then).
-    #[test]
-    fn a_two_level_split_is_one_jump_and_answers_as_the_evaluator() {
-        let byte = |k: u32| Expr::load_at(k, Size::Byte);
-        let eth = || Expr::load_at(12, Size::Half);
-        let fits = |n: u32| Pred::Try(Box::new(Pred::Guard(n)));
-        // Holds only when byte 30 is 1: otherwise the split's answer is false.
-        let sometimes = |h: u32| clause(Pred::eq(byte(30), 1), h);
-        let always = |h: u32| clause(Pred::Const(true), h);
-        let inner4 = |overlap: bool, far: u32| {
-            let others = ValueSet::from_ranges([(0, 0), (2, 5), (7, 16), (18, u32::MAX)]);
-            let udp =
-                if overlap { ValueSet::from_values([17, 6]) } else { ValueSet::from_values([17]) };
-            Pred::Or(vec![
-                Pred::And(vec![fits(24), Pred::eq(byte(23), 6), sometimes(1)]),
-                Pred::And(vec![
-                    fits(far),
-                    Pred::In { value: byte(23), set: udp },
-                    Pred::or([sometimes(2), always(3)]),
-                ]),
-                Pred::And(vec![fits(24), Pred::eq(byte(23), 1), always(4)]),
-                Pred::And(vec![fits(24), Pred::In { value: byte(23), set: others }, sometimes(5)]),
-            ])
-        };
-        let inner6 = Pred::Or(vec![
-            Pred::And(vec![fits(21), Pred::eq(byte(20), 17), always(6)]),
-            Pred::And(vec![fits(21), Pred::eq(byte(20), 6), sometimes(7)]),
-            Pred::And(vec![Pred::not(fits(21)), always(8)]),
-        ]);
-        let filter = |overlap: bool, far: u32| {
-            // (`Pred::or` would merge the two `or`s.)
-            Filter::new(Pred::Or(vec![
-                Pred::Or(vec![
-                    Pred::And(vec![Pred::eq(eth(), 0x0800), inner4(overlap, far)]),
-                    Pred::And(vec![Pred::eq(eth(), 0x86dd), inner6.clone()]),
-                    Pred::And(vec![Pred::eq(eth(), 0x0806), always(10)]),
-                ]),
-                always(9),
-            ]))
-        };
-        let jumps = |code: &[u8]| code.windows(2).any(|w| w[0] == 0xff && w[1] & 0xf8 == 0xe0);
-        for (overlap, far, flat) in [(false, 24, true), (true, 24, false), (false, 200, false)] {
-            let filter = filter(overlap, far);
-            let native = compile_results(&filter, &[15]).unwrap();
-            assert_eq!(jumps(native.machine_code()), flat, "overlap {overlap}, guard {far}");
-            let mut rng = SplitMix64::new(0xf1a7 + u64::from(far));
-            let mut hits = [0usize; 11];
-            for _ in 0..20_000 {
-                let len = 14 + rng.below_usize(50);
-                let mut packet: Vec<u8> =
-                    (0..len).map(|_| [0u8, 1, 6, 17, 8][rng.below_usize(5)]).collect();
-                let types = [[8, 0], [0x86, 0xdd], [8, 6], [8, 8], [0x86, 0]];
-                packet[12..14].copy_from_slice(&types[rng.below_usize(5)]);
-                for at in [20, 23] {
-                    if let Some(b) = packet.get_mut(at) {
-                        *b = [6, 17, 1, 0, 0x2c][rng.below_usize(5)];
-                    }
-                }
-                let mut e = Evaluator::new(&packet, 64);
-                let want = (e.pred(&filter.pred) == Ok(true)).then(|| e.expr(&Expr::Scratch(15)));
-                let mut r = [0u32; SCRATCH_SLOTS as usize];
-                let got = native.run(&packet, 64, &mut r).then_some(Ok(r[0]));
-                assert_eq!(got, want, "overlap {overlap}, guard {far}: {packet:02x?}");
-                if let Some(Ok(h)) = want {
-                    hits[h as usize] += 1;
-                }
-            }
-            // Handler 8 needs an IPv6 packet shorter than 21 bytes: the whole function's;
-            // 2 and 3 a packet of 200 bytes when that is their guard (none is).
-            let reached = (1..=10).all(|h| hits[h] > 30 || (far == 200 && (2..=3).contains(&h)));
-            assert!(reached, "overlap {overlap}, guard {far}: {hits:?}");
         }
     }
 

@@ -22,8 +22,6 @@ pub(super) const CHAIN_MAX: usize = 8;
 pub(super) struct SetTables {
     pub(super) ranges: Vec<Box<[[u32; 2]]>>,
     pub(super) pairs: Vec<std::sync::Arc<weir_filter::PairTable>>,
-    /// Two-level header splits' leaf tables (`super::flat`), 256 bytes a row.
-    pub(super) leaves: Vec<Box<[u8]>>,
 }
 
 impl SetTables {
@@ -32,7 +30,7 @@ impl SetTables {
     }
 
     pub(super) fn len(&self) -> usize {
-        self.ranges.len() + self.pairs.len() + self.leaves.len()
+        self.ranges.len() + self.pairs.len()
     }
 }
 
