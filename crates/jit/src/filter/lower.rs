@@ -678,8 +678,10 @@ impl Lowering<'_, '_> {
         let scope = std::mem::replace(&mut self.reach, reach);
         // One word of flags, arm i's bits `arm_bits[i]`: one value live across the tests
         // whatever their number (a value per arm spilled callee-saved registers).
-        let (any, arm_bits) = match self.port_lanes(arms, depth)? {
-            Some(lanes) => lanes,
+        // `ordered`: every bit of arm i lies below every bit of a later arm (the port
+        // lanes'), so the lowest set bit is the first holding arm's.
+        let (any, arm_bits, ordered) = match self.port_lanes(arms, depth)? {
+            Some((flags, bits)) => (flags, bits, true),
             None => {
                 let mut any: Option<Value> = None;
                 for (i, arm) in arms.iter().enumerate() {
@@ -690,7 +692,7 @@ impl Lowering<'_, '_> {
                     });
                 }
                 let any = any.ok_or(CompileError::Internal("a choice of no arms"))?;
-                (any, (0..arms.len()).map(|i| ARM_FLAGS << i).collect())
+                (any, (0..arms.len()).map(|i| ARM_FLAGS << i).collect(), false)
             }
         };
         let mut written: Vec<u8> = arms.iter().flat_map(|a| a.stores.iter().map(|s| s.0)).collect();
@@ -733,17 +735,42 @@ impl Lowering<'_, '_> {
             }
             stored.push(slots);
         }
+        // With `ordered` flags, the first holding arm's bits alone (`x & -x`): each slot is
+        // then the value most arms give, replaced by any other arm's where that arm's bits
+        // are set (exactly one arm's are), rather than a chain from the last arm to the
+        // first where each arm's test must also exclude the earlier arms' (a mask from two
+        // flag groups: bench/records/2026-12-01-pfmatch-20.txt, section 7).
+        let first = ordered.then(|| {
+            let negated = self.b.ins().ineg(any);
+            self.b.ins().band(any, negated)
+        });
         for (&slot, &old) in written.iter().zip(&before) {
             let value_of = |arm: &Vec<(u8, Value)>| {
                 arm.iter().find(|(s, _)| *s == slot).map_or(old, |&(_, v)| v)
             };
-            // Some arm held: the last arm's value is the one when no earlier arm held.
-            let mut v = stored.last().map_or(old, value_of);
-            for (i, arm) in stored.iter().enumerate().rev().skip(1) {
-                let here = value_of(arm);
-                if here != v {
-                    let held = self.b.ins().band_imm(any, i64::from(arm_bits[i]));
-                    v = self.pick(held, here, v);
+            let values: Vec<Value> = stored.iter().map(value_of).collect();
+            let mut v = match first {
+                // The most frequent value (the fewest picks; the last arm's among equals).
+                Some(_) => values
+                    .iter()
+                    .max_by_key(|&&x| values.iter().filter(|&&y| y == x).count())
+                    .copied()
+                    .unwrap_or(old),
+                // Some arm held: the last arm's value is the one when no earlier arm held.
+                None => values.last().copied().unwrap_or(old),
+            };
+            let default = v;
+            for (i, &here) in values.iter().enumerate().rev() {
+                match first {
+                    Some(first) if here != default => {
+                        let held = self.b.ins().band_imm(first, i64::from(arm_bits[i]));
+                        v = self.pick(held, here, v);
+                    }
+                    None if here != v && i + 1 != values.len() => {
+                        let held = self.b.ins().band_imm(any, i64::from(arm_bits[i]));
+                        v = self.pick(held, here, v);
+                    }
+                    _ => {}
                 }
             }
             self.store_slot(slot, v);

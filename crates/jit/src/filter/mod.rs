@@ -816,12 +816,14 @@ mod results_tests {
         let at = |k: u32| Expr::load(hlen.clone().plus(k), Size::Half);
         let either = |o: u32, k: u32| Pred::or([Pred::eq(at(o), k), Pred::eq(at(o + 2), k)]);
         let store = |slot, value| Pred::Store { slot, value };
-        // The argument: the arm's first half (read whenever its test holds).
+        // The arguments: the arm's first half, and 7 or 0 by the handler's parity (the
+        // value most arms give is then one an arm after a holding arm may differ from).
         let arm = |o: u32, k: u32, h: u32| {
             Pred::Try(Box::new(Pred::And(vec![
                 either(o, k),
                 store(15, Expr::Const(h)),
                 store(14, at(o)),
+                store(13, Expr::Const(7 * (h % 2 == 0) as u32)),
             ])))
         };
         let pmovmskb = |code: &[u8]| {
@@ -842,8 +844,8 @@ mod results_tests {
                 .chain([clause(Pred::Const(true), 9)])
                 .collect();
             let filter = Filter::new(Pred::or(arms));
-            let reads = [0u8, 1, 1, 1, 1, 1, 0, 0, 0, 0];
-            let slots = [15, 14];
+            let reads = [0u8, 2, 2, 2, 2, 2, 0, 0, 0, 0];
+            let slots = [15, 14, 13];
             let native = compile_results_read(&filter, &slots, &reads).unwrap();
             let vector = n <= 4 && offsets == 0;
             assert_eq!(pmovmskb(native.machine_code()), vector, "{n} arms, offsets {offsets}");
