@@ -37,7 +37,7 @@ fn expr_need(e: &Expr) -> u64 {
     match e {
         Expr::Const(_) | Expr::WireLen | Expr::Scratch(_) => 0,
         Expr::Load { offset, size } => {
-            let lo = u64::from(domain::of_expr(offset).lo);
+            let lo = u64::from(domain::low_of_expr(offset));
             expr_need(offset).max(lo + u64::from(size.bytes()))
         }
         Expr::Binary { lhs, rhs, .. } => expr_need(lhs).max(expr_need(rhs)),
