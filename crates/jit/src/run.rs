@@ -494,8 +494,13 @@ impl JitProgram {
     /// A batch ([`Batch`]): the run state set up once (as [`JitProgram::run_stats`] does
     /// per run), then per packet only the packet fields, the stack's zeroing, the
     /// environment's binding and the outcome words. Lean code and runs unlike the ones the
-    /// proof assumed take the separate runs.
-    pub fn run_batch(&self, cache: &mut Cache, input: Input<'_>, batch: &mut dyn Batch) {
+    /// proof assumed take the separate runs. Generic over the batch: a caller that names
+    /// its batch's type (`weir`'s XDP batch) gets the batch's per-frame loop and this
+    /// engine's per-frame run compiled as one, no call between them through `dyn` (issue
+    /// 11: ~30 of a lent xdp_counter frame's ~268 instructions, the lent closure's call,
+    /// entry and exit, bench/records/2026-12-01-runtime-33.txt); `Prepared::run_batch`
+    /// passes `dyn Batch`.
+    pub fn run_batch<B: Batch>(&self, cache: &mut Cache, input: Input<'_>, batch: &mut B) {
         let unmet = self.needs.is_some_and(|needs| !needs.met_by(&input));
         if unmet || input.check_sizes().is_err() {
             return run_each(|input| self.run_stats(cache, input), input, batch);
@@ -549,7 +554,7 @@ impl JitProgram {
     /// The batch environment's direct lookups (`RunEnv::direct_lookups`), taken once for
     /// the batch when the code calls `bpf_map_lookup_elem` through `map_lookup_fast`; after
     /// `set_up`, which forgets the last batch's.
-    fn take_direct(&self, cache: &mut Cache, batch: &mut dyn Batch) {
+    fn take_direct<B: Batch + ?Sized>(&self, cache: &mut Cache, batch: &mut B) {
         if !self.bindings.env_map_lookup() {
             return;
         }
@@ -580,7 +585,7 @@ impl JitProgram {
     /// packet the packet region's entry made the frame, read-only, the context's packet
     /// fields written for it, and the run: no copy of the frame. Self-contained code
     /// takes [`JitProgram::run_lean`]'s few words instead.
-    fn run_batch_lent(&self, cache: &mut Cache, input: Input<'_>, batch: &mut dyn Batch) {
+    fn run_batch_lent<B: Batch>(&self, cache: &mut Cache, input: Input<'_>, batch: &mut B) {
         let (r1_addr, r2) = input.entry_args();
         let Input { ctx, packet, mem, .. } = input;
         let ctx = ctx.unwrap_or_default();
@@ -602,7 +607,7 @@ impl JitProgram {
             let mut run = move |frame: &[u8], _: Option<&mut dyn RunEnv>| {
                 self.run_lent_steady(cache, &mut steady, data_end, ctx, frame)
             };
-            while batch.lend(&mut run) {}
+            while batch.lend_with(&mut run) {}
         } else if let Some((mut steady, data_end)) = self.full_steady(cache, ctx) {
             // Code that is not lean: the entries of the stack and the context (and the
             // cache's size) that `set_up` and `prepare` left, checked once here instead of
@@ -623,17 +628,17 @@ impl JitProgram {
                         env,
                     )
                 };
-                while batch.lend(&mut run) {}
+                while batch.lend_with(&mut run) {}
             } else {
                 let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
                     self.run_lent_full_steady::<true>(cache, &mut steady, data_end, ctx, frame, env)
                 };
-                while batch.lend(&mut run) {}
+                while batch.lend_with(&mut run) {}
             }
         } else {
             let mut run =
                 |frame: &[u8], env: Option<&mut dyn RunEnv>| self.run_lent(cache, ctx, frame, env);
-            while batch.lend(&mut run) {}
+            while batch.lend_with(&mut run) {}
         }
         self.drop_direct(cache);
         // The entry no longer describes borrowed memory: emptied, so that the next run
@@ -742,7 +747,10 @@ impl JitProgram {
     /// wrote them (as in `run_lent_full_steady`: nothing but the engine writes them; issue
     /// 11: all three per frame, each range-checked, were 38 of the empty program's 74
     /// instructions a frame, the one word is 6, bench/records/2026-12-01-runtime-31.txt).
-    #[inline]
+    /// Always inlined: compiled also in the batch's crate (`run_batch` is generic over the
+    /// batch), where `#[inline]` alone left it a call a frame (issue 11,
+    /// bench/records/2026-12-01-runtime-34.txt).
+    #[inline(always)]
     fn run_lent_steady(
         &self,
         cache: &mut Cache,
@@ -813,7 +821,8 @@ impl JitProgram {
     /// and the direct-lookup words only when the frame's environment is not the last one's
     /// (issue 11: both per frame were ~30 of xdp_counter's ~500 instructions a frame,
     /// bench/records/2026-11-30-runtime-23.txt).
-    #[inline]
+    /// Always inlined, as `run_lent_steady` is.
+    #[inline(always)]
     fn run_lent_full_steady<const DEEP: bool>(
         &self,
         cache: &mut Cache,
@@ -1324,8 +1333,8 @@ impl Prepared for JitProgram {
         self.run_stats(cache, input)
     }
 
-    fn run_batch(&self, cache: &mut Cache, input: Input<'_>, batch: &mut dyn Batch) {
-        JitProgram::run_batch(self, cache, input, batch)
+    fn run_batch(&self, cache: &mut Cache, input: Input<'_>, mut batch: &mut dyn Batch) {
+        JitProgram::run_batch(self, cache, input, &mut batch)
     }
 
     fn stack<'c>(&self, cache: &'c Cache) -> &'c [u8] {

@@ -132,7 +132,10 @@ impl RegionEntry {
     /// the entry is already a read-only one of `window` (issue 11: the whole entry per
     /// packet was 13 stores). Every writer that admits stores (`set`, `set_value`) also
     /// clears `read_only`, so `read_only == 1` still means `store_bound` admits nothing.
-    #[inline]
+    /// Always inlined: a lent batch's per-frame loop is also compiled in the batch's crate
+    /// (`JitProgram::run_batch` is generic over the batch), where `#[inline]` alone left it
+    /// a call (issue 11: 20 instructions more a frame, bench/records/2026-12-01-runtime-33.txt).
+    #[inline(always)]
     pub(crate) fn lend_frame(&mut self, window: usize, host: u64, len: u64) {
         if self.read_only != 1 || self.lo_addr != (window as u64).wrapping_mul(REGION_WINDOW) {
             return self.set_read_only(window, host, len);

@@ -15,7 +15,7 @@ use weir_program::{MapType, ProgType, Program, RelocTarget, Trap, Verified};
 
 pub use crate::engine::Engine;
 use crate::engine::{choose, Choice, Subject};
-use crate::tiered::{Tiered, BACKGROUND_JIT_SLOTS};
+use crate::tiered::{JitSession, Tiered, BACKGROUND_JIT_SLOTS};
 pub use weir_program::exec::Limits;
 
 /// XDP: the kernel test run's headroom (`XDP_PACKET_HEADROOM`).
@@ -223,6 +223,13 @@ impl Object {
                 if background && e == Engine::Jit {
                     let tiered = Tiered::start(&verified, &bindings, Limits::default())?;
                     return Ok(Runner::Tiered(Box::new(tiered)));
+                }
+                if e == Engine::Jit {
+                    // Held by its type, not as a `dyn Session` (`Runner::run_batch`).
+                    let config = weir_jit::Config::with_limits(Limits::default());
+                    return weir_jit::Jit::compile(&verified, bindings.clone(), config)
+                        .map(|program| Runner::Jit(Box::new(JitSession::new(program))))
+                        .map_err(|e| e.to_string());
                 }
                 let Some(runner) = e.program_engine() else {
                     return Err(format!("`{e}` runs filters only"));
@@ -437,10 +444,11 @@ fn xdp_span(ctx: &[u8]) -> PacketSpan {
     PacketSpan { data: off(field(0)), end: off(field(4)), meta: off(field(8)) }
 }
 
-/// How a loaded program runs: one engine's session, or the interpreter until the JIT's
-/// code arrives (`tiered`).
+/// How a loaded program runs: one engine's session, the JIT's by its type (`Jit`), or the
+/// interpreter until the JIT's code arrives (`tiered`).
 enum Runner {
     Session(Box<dyn Session>),
+    Jit(Box<JitSession>),
     Tiered(Box<Tiered>),
 }
 
@@ -448,7 +456,19 @@ impl Runner {
     fn session(&mut self) -> &mut dyn Session {
         match self {
             Runner::Session(session) => session.as_mut(),
+            Runner::Jit(jit) => jit.as_mut(),
             Runner::Tiered(tiered) => tiered.as_mut(),
+        }
+    }
+
+    /// [`Session::run_batch`] with the batch's own type: on the JIT, the batch's per-frame
+    /// loop (`XdpBatch::lend`) and the engine's per-frame run compiled as one, no call
+    /// through `dyn` between them a frame (issue 11, bench/records/2026-12-01-runtime-33.txt).
+    fn run_batch<B: Batch>(&mut self, input: Input<'_>, batch: &mut B) {
+        match self {
+            Runner::Session(session) => session.run_batch(input, batch),
+            Runner::Jit(jit) => jit.run_batch_of(input, batch),
+            Runner::Tiered(tiered) => tiered.run_batch_of(input, batch),
         }
     }
 }
@@ -630,13 +650,34 @@ impl Loaded {
     /// call), and the frame is copied straight from `next`'s view into the buffer.
     pub fn run_batch<E>(
         &mut self,
-        mut next: impl FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E>,
+        next: impl FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E>,
+        each: impl FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.run_frames(Given(next), each)
+    }
+
+    /// [`Loaded::run_batch`] over an iterator of frames (they borrow their source, not the
+    /// iterator: a capture reader's buffered records): no callback a frame, so that on the
+    /// JIT the caller's record walk, the engine's run and `each` compile as one loop (issue
+    /// 11: `weir run`'s source reached the loop through a `dyn FnMut` a frame,
+    /// bench/records/2026-12-01-runtime-34.txt). The results are [`Loaded::run_batch`]'s.
+    pub fn run_batch_frames<'f, E>(
+        &mut self,
+        frames: impl Iterator<Item = &'f [u8]>,
+        each: impl FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.run_frames(Iterated(frames), each)
+    }
+
+    fn run_frames<E>(
+        &mut self,
+        mut next: impl XdpFrames<E>,
         mut each: impl FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
     ) -> Result<(), E> {
         if self.prog_type != ProgType::Xdp {
             loop {
                 let mut result = Ok(());
-                let more = next(&mut |frame: &[u8]| result = each(self.run_view(frame)))?;
+                let more = next.next_frame(|frame: &[u8]| result = each(self.run_view(frame)))?;
                 result?;
                 if !more {
                     return Ok(());
@@ -662,7 +703,7 @@ impl Loaded {
                 return Ok(());
             };
             let input = Input::new().ctx(&mut self.xdp_ctx).packet(&mut self.xdp_buffer);
-            runner.session().run_batch(input, &mut batch);
+            runner.run_batch(input, &mut batch);
             let XdpBatch { marks, error, tail, .. } = batch;
             self.keep_marks(marks);
             if let Some(e) = error {
@@ -790,6 +831,41 @@ impl XdpMarks {
     }
 }
 
+/// Where a batch's frames come from: [`Loaded::run_batch`]'s callback or
+/// [`Loaded::run_batch_frames`]'s iterator.
+trait XdpFrames<E> {
+    /// Hands the next frame to `put`: `Ok(true)` when one came, `Ok(false)` at the end.
+    fn next_frame(&mut self, put: impl FnMut(&[u8])) -> Result<bool, E>;
+}
+
+/// A source that hands each frame to the function it is given ([`Loaded::run_batch`]).
+struct Given<N>(N);
+
+impl<N, E> XdpFrames<E> for Given<N>
+where
+    N: FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E>,
+{
+    #[inline(always)]
+    fn next_frame(&mut self, mut put: impl FnMut(&[u8])) -> Result<bool, E> {
+        (self.0)(&mut put)
+    }
+}
+
+/// An iterator of frames ([`Loaded::run_batch_frames`]): `put` called directly.
+struct Iterated<I>(I);
+
+impl<'f, I, E> XdpFrames<E> for Iterated<I>
+where
+    I: Iterator<Item = &'f [u8]>,
+{
+    #[inline(always)]
+    fn next_frame(&mut self, mut put: impl FnMut(&[u8])) -> Result<bool, E> {
+        let Some(frame) = self.0.next() else { return Ok(false) };
+        put(frame);
+        Ok(true)
+    }
+}
+
 /// [`Loaded::run_batch`] on XDP: the frames from `next` through the engine's batch, each
 /// verdict to `each`; a tail call ends the batch for the loader to follow.
 struct XdpBatch<'c, N, F, E> {
@@ -806,13 +882,13 @@ struct XdpBatch<'c, N, F, E> {
 
 impl<N, F, E> Batch for XdpBatch<'_, N, F, E>
 where
-    N: FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E>,
+    N: XdpFrames<E>,
     F: FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
 {
     fn next(&mut self, _ctx: &mut [u8], packet: &mut [u8]) -> Option<PacketSpan> {
         let mut span = None;
         let (marks, env) = (&mut self.marks, &mut *self.env);
-        match (self.next)(&mut |frame: &[u8]| span = Some(marks.begin(packet, env, frame))) {
+        match self.next.next_frame(|frame: &[u8]| span = Some(marks.begin(packet, env, frame))) {
             Ok(true) => span,
             Ok(false) => None,
             Err(e) => {
@@ -844,13 +920,23 @@ where
     /// leaves a record reserved, and the batch's `begin_packet` began with none (issue 11:
     /// its test was 2 instructions a lent frame, bench/records/2026-12-01-runtime-32.txt).
     fn lend(&mut self, run: &mut LentRun<'_>) -> bool {
+        self.lend_with(&mut { run })
+    }
+
+    /// [`Batch::lend`] with the engine's run by its type: on the JIT (`Runner::run_batch`)
+    /// the loop below and the engine's per-frame run compile as one (issue 11,
+    /// bench/records/2026-12-01-runtime-33.txt).
+    fn lend_with<R>(&mut self, run: &mut R) -> bool
+    where
+        R: FnMut(&[u8], Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap>,
+    {
         const USABLE: usize = XDP_FRAME - XDP_TAILROOM - XDP_HEADROOM;
         let (env, each, next) = (&mut *self.env, &mut *self.each, &mut *self.next);
         let base = guest::PACKET_BASE;
         env.begin_packet(PacketBounds { hard_start: base, hard_end: base + USABLE as u64 });
         loop {
             let mut given = None;
-            let fed = next(&mut |frame: &[u8]| {
+            let fed = next.next_frame(|frame: &[u8]| {
                 let frame = frame.get(..USABLE).unwrap_or(frame);
                 env.begin_lent_frame();
                 let outcome = run(frame, Some(&mut *env));

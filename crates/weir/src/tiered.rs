@@ -24,10 +24,44 @@ use weir_program::{Trap, Verified};
 /// Cranelift's optimizations anyway).
 pub const BACKGROUND_JIT_SLOTS: usize = weir_jit::OPTIMIZE_MAX_SLOTS;
 
-/// A compiled program with its cache.
-struct JitSession {
+/// A compiled program with its cache: the JIT's session, held by its type (in a [`Tiered`]
+/// or `object::Runner::Jit`), not behind `dyn Session`, so that an XDP batch runs through
+/// [`JitProgram::run_batch`] with its own batch type ([`JitSession::run_batch_of`]).
+pub(crate) struct JitSession {
     program: JitProgram,
     cache: Cache,
+}
+
+impl JitSession {
+    pub(crate) fn new(program: JitProgram) -> JitSession {
+        let cache = program.cache();
+        JitSession { program, cache }
+    }
+
+    /// [`Session::run_batch`] with the batch's own type: its per-frame loop and the
+    /// engine's per-frame run compiled as one (issue 11,
+    /// bench/records/2026-12-01-runtime-33.txt).
+    pub(crate) fn run_batch_of<B: Batch>(&mut self, input: Input<'_>, batch: &mut B) {
+        self.program.run_batch(&mut self.cache, input, batch)
+    }
+}
+
+impl Session for JitSession {
+    fn run(&mut self, input: Input<'_>) -> Result<RunOutcome, Trap> {
+        self.program.run_stats(&mut self.cache, input)
+    }
+
+    fn run_batch(&mut self, input: Input<'_>, mut batch: &mut dyn Batch) {
+        self.run_batch_of(input, &mut batch)
+    }
+
+    fn stack(&self) -> &[u8] {
+        self.cache.stack()
+    }
+
+    fn stack_top(&self) -> u64 {
+        self.program.stack_top()
+    }
 }
 
 /// The interpreter's session, then the JIT's.
@@ -63,8 +97,16 @@ impl Tiered {
     }
 
     fn arrive(&mut self, program: JitProgram) {
-        let cache = program.cache();
-        self.native = Some(JitSession { program, cache });
+        self.native = Some(JitSession::new(program));
+    }
+
+    /// [`Session::run_batch`] with the batch's own type (see [`JitSession::run_batch_of`]).
+    pub(crate) fn run_batch_of<B: Batch>(&mut self, input: Input<'_>, batch: &mut B) {
+        self.poll();
+        match &mut self.native {
+            Some(jit) => jit.run_batch_of(input, batch),
+            None => weir_program::exec::run_each(|input| self.run(input), input, batch),
+        }
     }
 
     /// Blocks until the native code is there; true when runs now take it.
@@ -113,12 +155,8 @@ impl Session for Tiered {
 
     /// On the native code, its batch; before it arrives, a run per packet, each looking
     /// for it (a batch may be a whole capture).
-    fn run_batch(&mut self, input: Input<'_>, batch: &mut dyn Batch) {
-        self.poll();
-        match &mut self.native {
-            Some(jit) => jit.program.run_batch(&mut jit.cache, input, batch),
-            None => weir_program::exec::run_each(|input| self.run(input), input, batch),
-        }
+    fn run_batch(&mut self, input: Input<'_>, mut batch: &mut dyn Batch) {
+        self.run_batch_of(input, &mut batch)
     }
 
     fn stack(&self) -> &[u8] {

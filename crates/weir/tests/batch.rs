@@ -289,3 +289,63 @@ fn a_jit_batch_runs_over_the_sources_frames_and_stops_at_an_error() {
         assert_eq!(in_place, lent, "{engine:?}");
     }
 }
+
+/// `Loaded::run_batch_frames` (an iterator of frames, `weir run`'s capture path) gives what
+/// `Loaded::run_batch` gives over the same frames, on both engines, for a program that
+/// leaves the packet (lent on the JIT: each packet the frame itself) and one that writes
+/// it (copied); an error of `each` ends it at its frame, no later frame taken from the
+/// iterator.
+#[test]
+fn a_batch_over_an_iterator_of_frames_gives_the_callbacks_results() {
+    let frames = frames();
+    assert!(frames.len() > 4);
+    for object in [reader_object(), writer_object()] {
+        let object = Object::open(&object).expect("opens");
+        for engine in [Engine::Jit, Engine::Interp] {
+            let mut loaded = object.load_with(0, Some(engine), 0, true).expect("loads");
+            let mut want = Vec::new();
+            let mut fed = 0;
+            let result = loaded.run_batch::<()>(
+                |put| {
+                    let Some(f) = frames.get(fed) else { return Ok(false) };
+                    fed += 1;
+                    put(f);
+                    Ok(true)
+                },
+                |v| {
+                    let v = v.expect("no trap");
+                    want.push((v.ret, v.packet.to_vec()));
+                    Ok(())
+                },
+            );
+            assert_eq!(result, Ok(()));
+            assert_eq!(want.len(), frames.len(), "{engine:?}");
+            let mut got = Vec::new();
+            let mut in_place = 0;
+            let mut iter = frames.iter().map(|f| &f[..]);
+            let result = loaded.run_batch_frames::<usize>(iter.by_ref(), |v| {
+                let v = v.expect("no trap");
+                let frame = &frames[got.len()];
+                in_place += usize::from(std::ptr::eq(v.packet.as_ptr(), frame.as_ptr()));
+                got.push((v.ret, v.packet.to_vec()));
+                if got.len() == 4 {
+                    return Err(4);
+                }
+                Ok(())
+            });
+            assert_eq!(result, Err(4), "{engine:?}");
+            assert_eq!(iter.len(), frames.len() - 4, "{engine:?}: frames taken after the error");
+            assert_eq!(got[..], want[..4], "{engine:?}");
+            let lent = loaded.lends() && engine == Engine::Jit;
+            assert_eq!(in_place, if lent { 4 } else { 0 }, "{engine:?}");
+            got.clear();
+            let result = loaded.run_batch_frames::<()>(frames.iter().map(|f| &f[..]), |v| {
+                let v = v.expect("no trap");
+                got.push((v.ret, v.packet.to_vec()));
+                Ok(())
+            });
+            assert_eq!(result, Ok(()));
+            assert_eq!(got, want, "{engine:?}");
+        }
+    }
+}

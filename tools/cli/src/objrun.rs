@@ -402,10 +402,16 @@ fn run_capture<W: Write>(
         let Some(mut run) = capture.buffered() else {
             return run_stream(loaded, sink, capture, source_name, false).map(|_| ());
         };
-        let never = std::cell::Cell::new(false);
-        feed(loaded, sink, &never, |give| {
-            Ok(run.next().map(|packet| give.packet(&packet)).is_some())
-        })?;
+        // The records as an iterator of frames (`Loaded::run_batch_frames`), each keeping
+        // its metadata for its verdict as it is taken: no callback a frame, so that the
+        // record walk, the run and the verdict compile as one loop (issue 11,
+        // bench/records/2026-12-01-runtime-34.txt).
+        let (meta, never) = (std::cell::Cell::new(None), std::cell::Cell::new(false));
+        let frames = run.by_ref().map(|packet| {
+            meta.set(Some(Meta::of(&packet)));
+            packet.data
+        });
+        loaded.run_batch_frames(frames, verdicts(&meta, sink, &never))?;
         drop(run);
         // The next record needs a read, which may wait (a pipe): show what is printed so far.
         if capture.would_wait() {
@@ -473,18 +479,28 @@ fn feed<W: Write>(
     let meta = std::cell::Cell::new(None);
     loaded.run_batch::<String>(
         |put| next(&mut Give { meta: &meta, put }),
-        |verdict| {
-            let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
-            let verdict =
-                verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
-            sink.record(m.len, verdict.ret, || m.packet(verdict.packet))?;
-            // A live interface may keep us waiting: show what is printed so far.
-            if waits.get() {
-                sink.out.flush().map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        },
+        verdicts(&meta, sink, waits),
     )
+}
+
+/// What each verdict does: recorded with its packet's metadata (which the source kept in
+/// `meta`), standard output flushed after it while `waits`.
+fn verdicts<'a, 's, W: Write, T: std::fmt::Display>(
+    meta: &'a std::cell::Cell<Option<Meta>>,
+    sink: &'a mut Sink<'s, W>,
+    waits: &'a std::cell::Cell<bool>,
+) -> impl FnMut(Result<weir::VerdictView<'_>, T>) -> Result<(), String> + use<'a, 's, W, T> {
+    move |verdict| {
+        let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
+        let verdict =
+            verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
+        sink.record(m.len, verdict.ret, || m.packet(verdict.packet))?;
+        // A live interface may keep us waiting: show what is printed so far.
+        if waits.get() {
+            sink.out.flush().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
 }
 
 /// The summary lines: a count per verdict, or a socket filter's accepted, dropped, kept.

@@ -549,6 +549,49 @@ pub trait Batch {
         let _ = run;
         false
     }
+    /// [`Batch::lend`] with the engine's run by its type, for an engine that knows the
+    /// batch's type too (`weir_jit::JitProgram::run_batch` is generic over it): a batch
+    /// that overrides it calls `run` directly, so that its per-frame loop and the engine's
+    /// run compile as one, no call through `dyn` a frame (issue 11: the lent run's call,
+    /// entry and exit were ~30 of a lent xdp_counter frame's ~268 instructions,
+    /// bench/records/2026-12-01-runtime-33.txt). Its contract is [`Batch::lend`]'s, which
+    /// it calls by default.
+    fn lend_with<R>(&mut self, run: &mut R) -> bool
+    where
+        Self: Sized,
+        R: FnMut(&[u8], Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap>,
+    {
+        self.lend(run)
+    }
+}
+
+/// A batch behind `&mut` is a batch: what lets an engine's generic batch path (which needs
+/// a sized batch type, for [`Batch::lend_with`]) take a `&mut dyn Batch` too.
+impl<B: Batch + ?Sized> Batch for &mut B {
+    fn next(&mut self, ctx: &mut [u8], packet: &mut [u8]) -> Option<PacketSpan> {
+        (**self).next(ctx, packet)
+    }
+
+    fn env(&mut self) -> Option<&mut dyn RunEnv> {
+        (**self).env()
+    }
+
+    fn done(
+        &mut self,
+        outcome: Result<RunOutcome, Trap>,
+        ctx: &mut [u8],
+        packet: &mut [u8],
+    ) -> bool {
+        (**self).done(outcome, ctx, packet)
+    }
+
+    fn lends(&self) -> bool {
+        (**self).lends()
+    }
+
+    fn lend(&mut self, run: &mut LentRun<'_>) -> bool {
+        (**self).lend(run)
+    }
 }
 
 /// One run of [`Batch::lend`]: the frame lent read-only (the whole packet region) and the
@@ -558,10 +601,12 @@ pub trait Batch {
 pub type LentRun<'r> = dyn FnMut(&[u8], Option<&mut dyn RunEnv>) -> Result<RunOutcome, Trap> + 'r;
 
 /// The batch as separate runs: what an engine without a batch path of its own does.
-pub fn run_each(
+/// Generic over the batch, so that a caller that knows its batch's type (`weir`'s XDP
+/// batch on the JIT) calls its methods directly.
+pub fn run_each<B: Batch + ?Sized>(
     mut run: impl FnMut(Input<'_>) -> Result<RunOutcome, Trap>,
     input: Input<'_>,
-    batch: &mut dyn Batch,
+    batch: &mut B,
 ) {
     let Input { mut ctx, mut packet, mut mem, .. } = input;
     loop {
