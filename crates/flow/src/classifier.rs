@@ -242,6 +242,9 @@ struct ChainT<const W: usize> {
     /// The candidate tables (chains of 2 to 64 subtables), which the lookup reads in place
     /// of the prefilters when they are selective (`CandTables::selective`).
     cand: Option<Arc<CandTables>>,
+    /// `cand`'s `selective`, here: an insert into a chain whose tables are not read (100k
+    /// rules over 16 masks) tests it without a load of the tables' own line.
+    cand_on: bool,
 }
 
 /// A chain's Bloom filter over one half-word of the gathered key under one mask of it, as
@@ -1250,6 +1253,7 @@ impl<const W: usize> ChainT<W> {
             }
         }
         self.cand = CandTables::build(&self.subtables).map(Arc::new);
+        self.cand_on = self.cand.as_ref().is_some_and(|c| c.selective);
     }
 
     /// The prefilters for the subtables as they are now: kept where a (half-word, mask)
@@ -1408,6 +1412,7 @@ impl<const W: usize> Tables<W> {
                     pre: Vec::new(),
                     needs: Vec::new(),
                     cand: None,
+                    cand_on: false,
                 };
                 self.chains.insert(i, (chain, empty));
                 i
@@ -1436,7 +1441,7 @@ impl<const W: usize> Tables<W> {
         match ch.subtables.iter().position(|s| s.fits(&gm, r.range_flags())) {
             Some(i) => {
                 let st = &ch.subtables[i];
-                if let Some(c) = &ch.cand {
+                if let Some(c) = ch.cand.as_ref().filter(|_| ch.cand_on) {
                     c.add(i, st, &gk);
                 }
                 let stored = share && st.store.try_insert(gk, h, r.clone()).is_ok();
@@ -1491,7 +1496,7 @@ impl<const W: usize> Tables<W> {
         let h = hash_words(&gk);
         r.hash.store(h, Ordering::Relaxed);
         // Before the slot's store: a lookup that finds the slot has it as a candidate.
-        if let Some(cand) = &ch.cand {
+        if let Some(cand) = ch.cand.as_ref().filter(|_| ch.cand_on) {
             cand.add(si, st, &gk);
         }
         // Before the slot's store: a lookup that finds the slot visits the subtable.
@@ -1782,7 +1787,7 @@ impl<const W: usize> Tables<W> {
         // the packets it may hold (a list of still-looking packets walked per subtable was
         // most of a 16-mask lookup once the prefilters skipped the hashing).
         let pre = &ch.pre[..];
-        let cand = ch.cand.as_deref().filter(|c| c.selective);
+        let cand = ch.cand.as_deref().filter(|_| ch.cand_on);
         let by_pre = cand.is_some() || (!pre.is_empty() && ch.subtables.len() <= 64);
         let mut of = [0u32; 64];
         if let Some(c) = cand {
