@@ -394,8 +394,9 @@ struct CandTables {
     halves: Vec<CandHalf>,
     /// Live keys in the chain at the build.
     keys: usize,
-    /// Whether the lookup uses the tables (`CAND_MAX_EXPECTED`); otherwise the writer
-    /// still keeps them, and the prefilters answer.
+    /// Whether the lookup uses the tables (`CAND_MAX_EXPECTED`; copied to
+    /// `ChainT::cand_on`); otherwise the prefilters answer and inserts leave the tables as
+    /// built, until the next build judges them again.
     selective: bool,
 }
 
