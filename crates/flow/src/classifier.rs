@@ -239,6 +239,12 @@ struct ChainT<const W: usize> {
     /// (`needs[i]` bit f: subtable i's mask has `pre[f]`'s mask at its half-word).
     pre: Vec<Arc<PreFilter>>,
     needs: Vec<u64>,
+    /// The candidate tables (chains of 2 to 64 subtables), which the lookup reads in place
+    /// of the prefilters when they are selective (`CandTables::selective`).
+    cand: Option<Arc<CandTables>>,
+    /// `cand`'s `selective`, here: an insert into a chain whose tables are not read (100k
+    /// rules over 16 masks) tests it without a load of the tables' own line.
+    cand_on: bool,
 }
 
 /// A chain's Bloom filter over one half-word of the gathered key under one mask of it, as
@@ -352,6 +358,200 @@ fn halves_of<const W: usize>(g: &[[u64; W]], h: u8, out: &mut [u32; BATCH]) {
     let (word, odd) = (usize::from(h / 2), 32 * u32::from(h & 1));
     for (o, k) in out.iter_mut().zip(g) {
         *o = (k.get(word).copied().unwrap_or(0) >> odd) as u32;
+    }
+}
+
+/// Index bits of a candidate table ([`CandTables`]): 1,024 words a half, 8 KB.
+const CAND_BITS: u32 = 10;
+
+/// A subtable whose mask fixes fewer of a half's index bits than this is a candidate for
+/// every value of that half (its prefix would set 2^(CAND_BITS - fixed) words an insert,
+/// over 128, and filter little).
+const CAND_MIN_FIXED: u32 = 3;
+
+/// Past this many expected false candidates a packet (the tables' fill at their build), a
+/// chain's lookup uses its prefilters instead: the tables' index bits are the prefixes'
+/// first 10, which many rules a subtable fill (weir-bench flow at 100k rules: every word).
+const CAND_MAX_EXPECTED: f64 = 2.0;
+
+/// A chain's candidate tables (chains of 2 to 64 subtables): for each half-word where the
+/// subtables' masks differ (at most 4), a table of u64 words indexed by the half's first
+/// `CAND_BITS` bits (the top bits, or the top bits of its bytes swapped: key fields are
+/// big-endian bytes in a little-endian word, so an address prefix is the low bytes), bit
+/// s of a word set when subtable s holds a key whose half agrees with the index on the
+/// bits its mask fixes. A packet's candidate subtables are the AND of its words over the
+/// halves: two loads and an AND a packet where the prefilters were a Bloom test a
+/// (half, mask) and an AND of them a subtable (issue 14, flow-speed-26 section 7). A
+/// subtable that fixes fewer than `CAND_MIN_FIXED` index bits of a half has its bit in
+/// every word of it. Shared by the versions whose chain lists the same subtables (`ids`);
+/// an insert sets its key's bits before the key's slot is stored (as `note_pre`), so a
+/// lookup that finds the slot finds the bits; deletes leave bits set (false candidates
+/// only) until the chain's list changes or its keys double, when `ChainT::refresh`
+/// builds the tables again.
+struct CandTables {
+    /// Per subtable, in the chain's order, its (mask number, range flags): bit s's.
+    ids: Vec<(u32, bool, bool)>,
+    halves: Vec<CandHalf>,
+    /// Live keys in the chain at the build.
+    keys: usize,
+    /// Whether the lookup uses the tables (`CAND_MAX_EXPECTED`; copied to
+    /// `ChainT::cand_on`); otherwise the prefilters answer and inserts leave the tables as
+    /// built, until the next build judges them again.
+    selective: bool,
+}
+
+struct CandHalf {
+    /// Gathered word * 2, + 1 for its high 32 bits (as `PreFilter::half`).
+    half: u8,
+    /// The index is the top bits of the half's bytes swapped.
+    swap: bool,
+    /// Per subtable, the index bits its mask fixes (`None`: fewer than `CAND_MIN_FIXED`,
+    /// set in every word).
+    fixed: Vec<Option<u32>>,
+    words: Box<[AtomicU64; 1 << CAND_BITS]>,
+}
+
+impl CandHalf {
+    /// The index of half value `v`.
+    #[inline(always)]
+    fn index(&self, v: u32) -> usize {
+        let v = if self.swap { v.swap_bytes() } else { v };
+        (v >> (32 - CAND_BITS)) as usize
+    }
+
+    /// Set subtable `s`'s bit in the words of masked key `k` (the writer only).
+    fn add<const W: usize>(&self, s: usize, k: &[u64; W]) {
+        let Some(top) = self.fixed.get(s).copied().flatten() else { return };
+        let kt = self.index(half_of(k, usize::from(self.half))) as u32 & top;
+        let free = !top & ((1 << CAND_BITS) - 1);
+        // Every index that agrees with `kt` on `top`: the subsets of `free`, in order.
+        let mut sub = 0u32;
+        loop {
+            if let Some(w) = self.words.get((kt | sub) as usize) {
+                set_bits(w, 1 << s);
+            }
+            if sub == free {
+                break;
+            }
+            sub = ((sub | !free).wrapping_add(1)) & free;
+        }
+    }
+}
+
+impl CandTables {
+    /// The tables of `subtables` (`None`: more than 64 or fewer than 2, or no half where
+    /// their masks differ and some mask fixes index bits).
+    fn build<const W: usize>(subtables: &[Arc<Subtable<W>>]) -> Option<CandTables> {
+        if !(2..=64).contains(&subtables.len()) {
+            return None;
+        }
+        let first = subtables.first()?;
+        let mut halves = Vec::new();
+        for h in 0..2 * W {
+            if halves.len() == 4 {
+                break;
+            }
+            let m0 = half_of(&first.gmask, h);
+            if subtables.iter().all(|s| half_of(&s.gmask, h) == m0) {
+                continue;
+            }
+            let top = |m: u32, swap: bool| {
+                let m = if swap { m.swap_bytes() } else { m };
+                m >> (32 - CAND_BITS)
+            };
+            let score = |swap: bool| -> u32 {
+                subtables.iter().map(|s| top(half_of(&s.gmask, h), swap).count_ones()).sum()
+            };
+            let swap = score(true) > score(false);
+            let fixed: Vec<Option<u32>> = subtables
+                .iter()
+                .map(|s| {
+                    let t = top(half_of(&s.gmask, h), swap);
+                    (t.count_ones() >= CAND_MIN_FIXED).then_some(t)
+                })
+                .collect();
+            if fixed.iter().all(Option::is_none) {
+                continue;
+            }
+            let always: u64 = fixed
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.is_none())
+                .fold(0, |a, (s, _)| a | 1 << s);
+            let words = Box::new(std::array::from_fn(|_| AtomicU64::new(always)));
+            halves.push(CandHalf { half: h as u8, swap, fixed, words });
+        }
+        if halves.is_empty() {
+            return None;
+        }
+        let mut keys = 0;
+        for (s, st) in subtables.iter().enumerate() {
+            for e in st.store.live_entries() {
+                let k = and(&e.key, &st.gmask);
+                for t in &halves {
+                    t.add(s, &k);
+                }
+                keys += 1;
+            }
+        }
+        // Expected false candidates a packet of uniform halves: per subtable, the product
+        // over halves of the share of words with its bit.
+        let mut share = vec![1.0f64; subtables.len()];
+        for t in &halves {
+            let mut count = vec![0u32; subtables.len()];
+            for w in t.words.iter() {
+                let mut b = w.load(Ordering::Relaxed);
+                while b != 0 {
+                    count[b.trailing_zeros() as usize] += 1;
+                    b &= b - 1;
+                }
+            }
+            for (x, c) in share.iter_mut().zip(count) {
+                *x *= f64::from(c) / f64::from(1u32 << CAND_BITS);
+            }
+        }
+        let expected: f64 = share.iter().sum();
+        Some(CandTables {
+            ids: subtables.iter().map(|s| (s.mask, s.src_range, s.dst_range)).collect(),
+            halves,
+            keys,
+            selective: expected <= CAND_MAX_EXPECTED,
+        })
+    }
+
+    /// Set the bits of masked key `k` of subtable `s` (`st`; the writer only, before the
+    /// key's slot is stored). Nothing when `s` is not the tables' subtable `s` (a chain
+    /// whose list changed since: its refresh builds new tables), or when the tables are not
+    /// selective.
+    fn add<const W: usize>(&self, s: usize, st: &Subtable<W>, k: &[u64; W]) {
+        // Tables the lookup does not read are not kept either: their next build judges
+        // them again from the stores (weir-bench flow --updates 100000: 1,931 -> 1,836
+        // instructions an insert, base 1,829).
+        if !self.selective || self.ids.get(s) != Some(&(st.mask, st.src_range, st.dst_range)) {
+            return;
+        }
+        let k = and(k, &st.gmask);
+        for t in &self.halves {
+            t.add(s, &k);
+        }
+    }
+
+    /// Each of a batch's packets (gathered words `g`, at most 32) as a bit in the words of
+    /// its candidate subtables, `of[s]` (the prefilters' `of`; zero on entry).
+    #[inline(always)]
+    fn packets_of<const W: usize>(&self, g: &[[u64; W]], of: &mut [u32; 64]) {
+        for (i, k) in g.iter().enumerate().take(BATCH) {
+            let mut c = !0u64;
+            for t in &self.halves {
+                let v = (k.get(usize::from(t.half / 2)).copied().unwrap_or(0)
+                    >> (32 * u32::from(t.half & 1))) as u32;
+                c &= t.words[t.index(v)].load(Ordering::Relaxed);
+            }
+            while c != 0 {
+                of[c.trailing_zeros() as usize] |= 1 << i;
+                c &= c - 1;
+            }
+        }
     }
 }
 
@@ -1035,6 +1235,26 @@ impl<const W: usize> ChainT<W> {
             }
         }
         self.refresh_pre();
+        self.refresh_cand();
+    }
+
+    /// The candidate tables for the subtables as they are now: kept while the chain lists
+    /// the same subtables (the writer keeps them filled) and its live keys have not
+    /// doubled (stale bits dropped, the selectivity judged again), else built afresh.
+    fn refresh_cand(&mut self) {
+        let keys: usize = self.subtables.iter().map(|s| s.store.live.load(Ordering::Relaxed)).sum();
+        if let Some(c) = &self.cand {
+            let same = c.ids.len() == self.subtables.len()
+                && c.ids
+                    .iter()
+                    .zip(&self.subtables)
+                    .all(|(&id, s)| id == (s.mask, s.src_range, s.dst_range));
+            if same && keys <= 2 * c.keys.max(32) {
+                return;
+            }
+        }
+        self.cand = CandTables::build(&self.subtables).map(Arc::new);
+        self.cand_on = self.cand.as_ref().is_some_and(|c| c.selective);
     }
 
     /// The prefilters for the subtables as they are now: kept where a (half-word, mask)
@@ -1192,6 +1412,8 @@ impl<const W: usize> Tables<W> {
                     common: [0; W],
                     pre: Vec::new(),
                     needs: Vec::new(),
+                    cand: None,
+                    cand_on: false,
                 };
                 self.chains.insert(i, (chain, empty));
                 i
@@ -1220,6 +1442,9 @@ impl<const W: usize> Tables<W> {
         match ch.subtables.iter().position(|s| s.fits(&gm, r.range_flags())) {
             Some(i) => {
                 let st = &ch.subtables[i];
+                if let Some(c) = ch.cand.as_ref().filter(|_| ch.cand_on) {
+                    c.add(i, st, &gk);
+                }
                 let stored = share && st.store.try_insert(gk, h, r.clone()).is_ok();
                 if stored && r.rank() >= st.best {
                     return false;
@@ -1262,7 +1487,8 @@ impl<const W: usize> Tables<W> {
     ) -> Result<(), Option<Arc<Installed>>> {
         let ch = self.chain(chain).ok_or(None)?;
         let (gm, flags) = (gather(&c.mask, &self.lanes), c.range_flags());
-        let st = ch.subtables.iter().find(|s| s.fits(&gm, flags)).ok_or(None)?;
+        let si = ch.subtables.iter().position(|s| s.fits(&gm, flags)).ok_or(None)?;
+        let st = &ch.subtables[si];
         if rank < st.best {
             return Err(None);
         }
@@ -1270,6 +1496,10 @@ impl<const W: usize> Tables<W> {
         let gk = gather(&c.key, &self.lanes);
         let h = hash_words(&gk);
         r.hash.store(h, Ordering::Relaxed);
+        // Before the slot's store: a lookup that finds the slot has it as a candidate.
+        if let Some(cand) = ch.cand.as_ref().filter(|_| ch.cand_on) {
+            cand.add(si, st, &gk);
+        }
         // Before the slot's store: a lookup that finds the slot visits the subtable.
         if !ch.pre.is_empty() && !st.store.unfiltered.load(Ordering::Relaxed) {
             st.store.unfiltered.store(true, Ordering::Release);
@@ -1558,9 +1788,13 @@ impl<const W: usize> Tables<W> {
         // the packets it may hold (a list of still-looking packets walked per subtable was
         // most of a 16-mask lookup once the prefilters skipped the hashing).
         let pre = &ch.pre[..];
-        let by_pre = !pre.is_empty() && ch.subtables.len() <= 64;
+        let cand = ch.cand.as_deref().filter(|_| ch.cand_on);
+        let by_pre = cand.is_some() || (!pre.is_empty() && ch.subtables.len() <= 64);
         let mut of = [0u32; 64];
-        if by_pre {
+        if let Some(c) = cand {
+            // The candidate tables: set in place before a slot's store, no marks to read.
+            c.packets_of(&g[..n], &mut of);
+        } else if by_pre {
             // The subtables written in place since their prefilters were filled, read
             // before the prefilters (Acquire: a mark seen cleared, its bits are seen).
             let mut open = 0u64;

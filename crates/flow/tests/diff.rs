@@ -1166,3 +1166,81 @@ fn a_match_a_later_subtable_beats_keeps_its_packet_looking() {
         }
     }
 }
+
+/// The candidate tables (a chain's words of subtables per address half, indexed by the
+/// half's first 10 bits: `ChainT::cand`), and the prefilters past 64 subtables: 16, 40, 64
+/// and 81 masks drawn from source and destination prefixes of 9 lengths each (byte-aligned
+/// and not, /2 and /4 too short to index), rules of random priorities inserted one at a time
+/// (most in place, some publishing: a new mask, a store grown, a better rank) with deletes
+/// and reranks interleaved, against the reference every 60 steps on packets that hit each
+/// live rule's prefixes, share only its source or its destination, and misses; batches of
+/// 32 and of 1, 7 and 31 packets.
+#[test]
+fn candidate_tables_agree_with_the_reference_through_inserts_and_deletes() {
+    let lens = [32u32, 28, 24, 20, 16, 12, 8, 4, 2];
+    let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    for (masks, seed) in [(16usize, 1u64), (40, 2), (64, 3), (81, 4)] {
+        let mut rng = SplitMix64::new(0xca4d ^ seed);
+        // `masks` of the 81 (source length, destination length) pairs.
+        let mut all: Vec<usize> = (0..81).collect();
+        for i in (1..all.len()).rev() {
+            all.swap(i, rng.below_usize(i + 1));
+        }
+        let chosen = &all[..masks];
+        let classifier = Classifier::new(&RuleSet::new());
+        let mut live: Vec<(weir_flow::RuleId, Rule, [u32; 4])> = Vec::new();
+        let (mut checked, mut matched) = (0, 0);
+        for step in 0..(12 * masks).max(600) {
+            if live.len() < 2 * masks || rng.chance(75) {
+                let m = chosen[rng.below_usize(masks)];
+                let (sl, dl) = (lens[m % 9], lens[m / 9]);
+                let (src, dst) = (prefix(rng.u32(), sl), prefix(rng.u32(), dl));
+                let text = format!(
+                    "prio {} protocol ip flower src_ip {}/{sl} dst_ip {}/{dl} action drop",
+                    1 + rng.below(30),
+                    std::net::Ipv4Addr::from(src),
+                    std::net::Ipv4Addr::from(dst)
+                );
+                let r = weir_flow::rule::parse_rule(&text, step + 1).unwrap();
+                live.push((classifier.insert(r.clone()).unwrap(), r, [src, sl, dst, dl]));
+            } else {
+                let (id, ..) = live.remove(rng.below_usize(live.len()));
+                assert!(classifier.delete(id));
+            }
+            if step % 200 == 150 {
+                classifier.rerank();
+            }
+            if step % 60 != 59 {
+                continue;
+            }
+            let host = |a: u32, len: u32, rng: &mut SplitMix64| {
+                a | (rng.u32() >> len.min(31) >> u32::from(len == 32))
+            };
+            let mut frames = Vec::new();
+            for (_, _, [src, sl, dst, dl]) in &live {
+                frames.push(ipv4_pair(host(*src, *sl, &mut rng), host(*dst, *dl, &mut rng)));
+                frames.push(ipv4_pair(host(*src, *sl, &mut rng), rng.u32()));
+                frames.push(ipv4_pair(rng.u32(), host(*dst, *dl, &mut rng)));
+                frames.push(ipv4_pair(rng.u32(), rng.u32()));
+            }
+            let mut rebuilt = RuleSet::new();
+            for (_, r, ..) in &live {
+                rebuilt.push(r.clone()).unwrap();
+            }
+            let want = lines(&run_reference(&Reference::new(&rebuilt), &frames, &[0]));
+            let v = classifier.snapshot();
+            for sizes in [&[BATCH][..], &[1, 7, 31]] {
+                let got = run_sized(&frames, &[0], sizes, |works, outcomes| {
+                    classifier.process_batch(&v, works, outcomes)
+                });
+                assert_eq!(want, lines(&got), "{masks} masks, step {step}, batches of {sizes:?}");
+            }
+            checked += want.len();
+            matched += want.iter().filter(|l| l.is_some()).count();
+        }
+        assert_eq!(classifier.stats().0, masks, "every chosen mask has live rules");
+        // Each live rule's first packet matches it or a better rule.
+        assert!(matched * 4 >= checked, "{masks} masks: {matched} of {checked} matched");
+    }
+}
