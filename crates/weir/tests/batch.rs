@@ -104,19 +104,25 @@ pub(crate) fn run_batch(
 ) {
     let mut fed = 0;
     loaded
-        .run_batch::<String>(
-            |put| {
-                let Some(f) = frames.get(fed) else { return Ok(false) };
-                fed += 1;
-                put(f);
-                Ok(true)
-            },
-            |v| {
-                each(v);
-                Ok(())
-            },
-        )
+        .run_batch::<String>(frame_source(frames, &mut fed), |v| {
+            each(v);
+            Ok(())
+        })
         .expect("no error from next or each");
+}
+
+/// `Loaded::run_batch`'s source over `frames`: each call puts the next frame and counts it
+/// in `fed`; `Ok(false)` once they are all out.
+fn frame_source<'a, E>(
+    frames: &'a [Vec<u8>],
+    fed: &'a mut usize,
+) -> impl FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E> + 'a {
+    move |put| {
+        let Some(f) = frames.get(*fed) else { return Ok(false) };
+        *fed += 1;
+        put(f);
+        Ok(true)
+    }
 }
 
 #[test]
@@ -264,25 +270,17 @@ fn a_jit_batch_runs_over_the_sources_frames_and_stops_at_an_error() {
         assert!(loaded.lends(), "{engine:?}");
         let stop_at = 4;
         let (mut fed, mut seen, mut in_place) = (0, 0, 0);
-        let result = loaded.run_batch::<usize>(
-            |put| {
-                let Some(f) = frames.get(fed) else { return Ok(false) };
-                fed += 1;
-                put(f);
-                Ok(true)
-            },
-            |v| {
-                let v = v.expect("no trap");
-                let frame = &frames[seen];
-                in_place += usize::from(std::ptr::eq(v.packet.as_ptr(), frame.as_ptr()));
-                assert_eq!(v.packet, &frame[..], "{engine:?}");
-                seen += 1;
-                if seen == stop_at {
-                    return Err(seen);
-                }
-                Ok(())
-            },
-        );
+        let result = loaded.run_batch::<usize>(frame_source(&frames, &mut fed), |v| {
+            let v = v.expect("no trap");
+            let frame = &frames[seen];
+            in_place += usize::from(std::ptr::eq(v.packet.as_ptr(), frame.as_ptr()));
+            assert_eq!(v.packet, &frame[..], "{engine:?}");
+            seen += 1;
+            if seen == stop_at {
+                return Err(seen);
+            }
+            Ok(())
+        });
         assert_eq!(result, Err(stop_at), "{engine:?}");
         assert_eq!((fed, seen), (stop_at, stop_at), "{engine:?}");
         let lent = if engine == Engine::Jit { stop_at } else { 0 };
@@ -305,19 +303,11 @@ fn a_batch_over_an_iterator_of_frames_gives_the_callbacks_results() {
             let mut loaded = object.load_with(0, Some(engine), 0, true).expect("loads");
             let mut want = Vec::new();
             let mut fed = 0;
-            let result = loaded.run_batch::<()>(
-                |put| {
-                    let Some(f) = frames.get(fed) else { return Ok(false) };
-                    fed += 1;
-                    put(f);
-                    Ok(true)
-                },
-                |v| {
-                    let v = v.expect("no trap");
-                    want.push((v.ret, v.packet.to_vec()));
-                    Ok(())
-                },
-            );
+            let result = loaded.run_batch::<()>(frame_source(&frames, &mut fed), |v| {
+                let v = v.expect("no trap");
+                want.push((v.ret, v.packet.to_vec()));
+                Ok(())
+            });
             assert_eq!(result, Ok(()));
             assert_eq!(want.len(), frames.len(), "{engine:?}");
             let mut got = Vec::new();
