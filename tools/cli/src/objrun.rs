@@ -141,8 +141,17 @@ impl Verdicts {
     fn add(&mut self, ret: u64, n: u64) {
         match self.small.get_mut(ret as usize) {
             Some(count) if ret < Verdicts::SMALL as u64 => *count += n,
-            _ => *self.other.entry(ret).or_default() += n,
+            _ => self.add_other(ret, n),
         }
+    }
+
+    /// A return value past the array: out of line, so that `add` stays small enough to
+    /// inline into `weir run`'s per-packet loop (issue 11,
+    /// bench/records/2026-12-01-runtime-35.txt).
+    #[cold]
+    #[inline(never)]
+    fn add_other(&mut self, ret: u64, n: u64) {
+        *self.other.entry(ret).or_default() += n;
     }
 
     /// Return values with at least one packet, in increasing order, with their counts.
@@ -210,7 +219,9 @@ impl<W: Write> Sink<'_, W> {
         Ok(())
     }
 
-    /// `--verdicts`' line and `-w`'s packet for one verdict.
+    /// `--verdicts`' line and `-w`'s packet for one verdict: out of line, the I/O is the
+    /// cost there, and `record` without it inlines into the per-packet loop.
+    #[inline(never)]
     fn write_out(&mut self, out_packet: &Packet<'_>, ret: u64) -> Result<(), String> {
         if self.verdicts {
             writeln!(self.out, "{} {}", out_packet.index, ret as i64).map_err(|e| e.to_string())?;
@@ -485,22 +496,48 @@ fn feed<W: Write>(
 
 /// What each verdict does: recorded with its packet's metadata (which the source kept in
 /// `meta`), standard output flushed after it while `waits`.
+///
+/// Its errors and the flush are out of line (`unpaired`, `trapped`, `flush`), so that
+/// what a counted packet runs is small enough to inline into the batch's loop (it was a
+/// call of 37 instructions a packet: issue 11, bench/records/2026-12-01-runtime-35.txt).
 fn verdicts<'a, 's, W: Write, T: std::fmt::Display>(
     meta: &'a std::cell::Cell<Option<Meta>>,
     sink: &'a mut Sink<'s, W>,
     waits: &'a std::cell::Cell<bool>,
 ) -> impl FnMut(Result<weir::VerdictView<'_>, T>) -> Result<(), String> + use<'a, 's, W, T> {
+    // Always inlined: compiled in this crate as `each` of the weir crate's batch, which
+    // calls it from more than one place, it stayed a call a packet (runtime-35).
+    #[inline(always)]
     move |verdict| {
-        let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
-        let verdict =
-            verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
+        let Some(m) = meta.take() else { return Err(unpaired()) };
+        let verdict = match verdict {
+            Ok(verdict) => verdict,
+            Err(t) => return Err(trapped(m.index, t)),
+        };
         sink.record(m.len, verdict.ret, || m.packet(verdict.packet))?;
         // A live interface may keep us waiting: show what is printed so far.
         if waits.get() {
-            sink.out.flush().map_err(|e| e.to_string())?;
+            flush(&mut sink.out)?;
         }
         Ok(())
     }
+}
+
+#[cold]
+#[inline(never)]
+fn unpaired() -> String {
+    "a verdict without its packet".to_string()
+}
+
+#[cold]
+#[inline(never)]
+fn trapped(index: u64, trap: impl std::fmt::Display) -> String {
+    format!("packet {index}: the program trapped: {trap}")
+}
+
+#[inline(never)]
+fn flush(out: &mut impl Write) -> Result<(), String> {
+    out.flush().map_err(|e| e.to_string())
 }
 
 /// The summary lines: a count per verdict, or a socket filter's accepted, dropped, kept.
