@@ -111,12 +111,15 @@ pub(crate) fn run_batch(
         .expect("no error from next or each");
 }
 
+/// What `Loaded::run_batch`'s source hands each frame to.
+type Put<'p> = dyn FnMut(&[u8]) + 'p;
+
 /// `Loaded::run_batch`'s source over `frames`: each call puts the next frame and counts it
 /// in `fed`; `Ok(false)` once they are all out.
 fn frame_source<'a, E>(
     frames: &'a [Vec<u8>],
     fed: &'a mut usize,
-) -> impl FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E> + 'a {
+) -> impl FnMut(&mut Put<'_>) -> Result<bool, E> + 'a {
     move |put| {
         let Some(f) = frames.get(*fed) else { return Ok(false) };
         *fed += 1;
