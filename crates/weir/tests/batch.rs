@@ -342,3 +342,71 @@ fn a_batch_over_an_iterator_of_frames_gives_the_callbacks_results() {
         }
     }
 }
+
+/// A source of frames that lends each from a buffer of its own, until its next frame (as
+/// a capture reader's `next_packet` does): what no iterator of frames can be.
+struct Lending<'a> {
+    frames: &'a [Vec<u8>],
+    taken: usize,
+    buffer: Vec<u8>,
+}
+
+impl weir::FrameSource<usize> for &mut Lending<'_> {
+    fn next_frame(&mut self, mut put: impl FnMut(&[u8])) -> Result<bool, usize> {
+        let Some(frame) = self.frames.get(self.taken) else { return Ok(false) };
+        self.taken += 1;
+        self.buffer.clear();
+        self.buffer.extend_from_slice(frame);
+        put(&self.buffer);
+        Ok(true)
+    }
+}
+
+/// `Loaded::run_batch_from` (a source of the caller's type, `weir run`'s stream path) gives
+/// what `Loaded::run_batch` gives over the same frames, on both engines, for a program that
+/// leaves the packet (lent on the JIT: each packet the source's own buffer) and one that
+/// writes it (copied); an error of `each` ends it at its frame, no later frame taken.
+#[test]
+fn a_batch_from_a_lending_source_gives_the_callbacks_results() {
+    let frames = frames();
+    assert!(frames.len() > 4);
+    for object in [reader_object(), writer_object()] {
+        let object = Object::open(&object).expect("opens");
+        for engine in [Engine::Jit, Engine::Interp] {
+            let mut loaded = object.load_with(0, Some(engine), 0, true).expect("loads");
+            let mut want = Vec::new();
+            run_batch(&mut loaded, &frames, |v| {
+                let v = v.expect("no trap");
+                want.push((v.ret, v.packet.to_vec()));
+            });
+            assert_eq!(want.len(), frames.len(), "{engine:?}");
+            let lent = loaded.lends() && engine == Engine::Jit;
+            let mut source =
+                Lending { frames: &frames, taken: 0, buffer: Vec::with_capacity(1 << 13) };
+            let buffer_at = source.buffer.as_ptr();
+            let (mut got, mut in_place) = (Vec::new(), 0);
+            let result = loaded.run_batch_from(&mut source, |v| {
+                let v = v.expect("no trap");
+                in_place += usize::from(std::ptr::eq(v.packet.as_ptr(), buffer_at));
+                got.push((v.ret, v.packet.to_vec()));
+                if got.len() == 4 {
+                    return Err(4);
+                }
+                Ok(())
+            });
+            assert_eq!(result, Err(4), "{engine:?}");
+            assert_eq!(source.taken, 4, "{engine:?}: frames taken after the error");
+            assert_eq!(got[..], want[..4], "{engine:?}");
+            assert_eq!(in_place, if lent { 4 } else { 0 }, "{engine:?}");
+            let mut source = Lending { frames: &frames, taken: 0, buffer: Vec::new() };
+            got.clear();
+            let result = loaded.run_batch_from(&mut source, |v| {
+                let v = v.expect("no trap");
+                got.push((v.ret, v.packet.to_vec()));
+                Ok(())
+            });
+            assert_eq!(result, Ok(()));
+            assert_eq!(got, want, "{engine:?}");
+        }
+    }
+}

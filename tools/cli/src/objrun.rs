@@ -445,53 +445,44 @@ fn run_stream<W: Write>(
     source_name: &str,
     one: bool,
 ) -> Result<bool, String> {
-    let waits = std::cell::Cell::new(false);
-    let mut came = false;
-    feed(loaded, sink, &waits, |give| {
-        if one && came {
+    let (meta, waits) = (std::cell::Cell::new(None), std::cell::Cell::new(false));
+    let mut stream = Stream { reader, source_name, one, came: false, meta: &meta, waits: &waits };
+    loaded.run_batch_from(&mut stream, verdicts(&meta, sink, &waits))?;
+    Ok(stream.came)
+}
+
+/// `run_stream`'s frames: the reader's packets as `next_packet` gives them (each borrows
+/// the reader until the next, so no iterator of frames), the record's metadata kept in
+/// `meta` for its verdict. A source of its own type (`Loaded::run_batch_from`), so that
+/// the batch's loop calls its `put` directly, not through `dyn` a frame (issue 11,
+/// bench/records/2026-12-01-runtime-35.txt).
+struct Stream<'s> {
+    reader: &'s mut dyn PacketSource,
+    source_name: &'s str,
+    /// Over the next packet only.
+    one: bool,
+    /// Whether a packet came.
+    came: bool,
+    meta: &'s std::cell::Cell<Option<Meta>>,
+    /// The reader's next packet may keep us waiting (a live interface, a pipe): the
+    /// verdicts flush standard output.
+    waits: &'s std::cell::Cell<bool>,
+}
+
+impl weir::FrameSource<String> for &mut Stream<'_> {
+    #[inline(always)]
+    fn next_frame(&mut self, mut put: impl FnMut(&[u8])) -> Result<bool, String> {
+        if self.one && self.came {
             return Ok(false);
         }
-        let Some(packet) = reader.next_packet() else { return Ok(false) };
-        let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
-        came = true;
-        give.packet(&packet);
-        waits.set(reader.would_wait());
+        let Some(packet) = self.reader.next_packet() else { return Ok(false) };
+        let packet = packet.map_err(|e| format!("{}: {e}", self.source_name))?;
+        self.came = true;
+        self.meta.set(Some(Meta::of(&packet)));
+        put(packet.data);
+        self.waits.set(self.reader.would_wait());
         Ok(true)
-    })?;
-    Ok(came)
-}
-
-/// What `feed`'s source hands each packet to: the record's metadata kept for its verdict,
-/// the bytes put into the batch. A named type, not a `dyn FnMut` (as it was), so that the
-/// source's loop calls it directly: one indirect call less per frame on weir run's hot
-/// path (issue 11, bench/records/2026-11-30-runtime-20.txt).
-struct Give<'g> {
-    meta: &'g std::cell::Cell<Option<Meta>>,
-    put: &'g mut dyn FnMut(&[u8]),
-}
-
-impl Give<'_> {
-    #[inline(always)]
-    fn packet(&mut self, packet: &Packet<'_>) {
-        self.meta.set(Some(Meta::of(packet)));
-        (self.put)(packet.data);
     }
-}
-
-/// Runs the program over the packets `next` gives (it hands each to the [`Give`] it is
-/// given and returns true, or returns false at the end), one batch, each verdict recorded
-/// with its packet's metadata; standard output flushed after a verdict while `waits`.
-fn feed<W: Write>(
-    loaded: &mut weir::Loaded,
-    sink: &mut Sink<'_, W>,
-    waits: &std::cell::Cell<bool>,
-    mut next: impl FnMut(&mut Give<'_>) -> Result<bool, String>,
-) -> Result<(), String> {
-    let meta = std::cell::Cell::new(None);
-    loaded.run_batch::<String>(
-        |put| next(&mut Give { meta: &meta, put }),
-        verdicts(&meta, sink, waits),
-    )
 }
 
 /// What each verdict does: recorded with its packet's metadata (which the source kept in
