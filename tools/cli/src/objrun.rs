@@ -446,7 +446,9 @@ fn run_stream<W: Write>(
     one: bool,
 ) -> Result<bool, String> {
     let (meta, waits) = (std::cell::Cell::new(None), std::cell::Cell::new(false));
-    let mut stream = Stream { reader, source_name, one, came: false, meta: &meta, waits: &waits };
+    let watch = sink.verdicts;
+    let mut stream =
+        Stream { reader, source_name, one, watch, came: false, meta: &meta, waits: &waits };
     loaded.run_batch_from(&mut stream, verdicts(&meta, sink, &waits))?;
     Ok(stream.came)
 }
@@ -461,6 +463,11 @@ struct Stream<'s> {
     source_name: &'s str,
     /// Over the next packet only.
     one: bool,
+    /// Whether to ask the reader if its next packet would wait (`waits`): only with
+    /// `--verdicts`, the one output printed per packet, which the flush is for; without it
+    /// the flush has nothing to show, and the question was 84 instructions a packet
+    /// (issue 11, bench/records/2026-12-01-runtime-35.txt).
+    watch: bool,
     /// Whether a packet came.
     came: bool,
     meta: &'s std::cell::Cell<Option<Meta>>,
@@ -480,7 +487,9 @@ impl weir::FrameSource<String> for &mut Stream<'_> {
         self.came = true;
         self.meta.set(Some(Meta::of(&packet)));
         put(packet.data);
-        self.waits.set(self.reader.would_wait());
+        if self.watch {
+            self.waits.set(self.reader.would_wait());
+        }
         Ok(true)
     }
 }

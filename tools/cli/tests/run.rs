@@ -466,3 +466,52 @@ fn verdicts_past_the_array_and_a_trap_come_from_the_batch_as_they_are() {
     let before: Vec<String> = (0..first_short).map(|i| format!("{i} 2")).collect();
     assert_eq!(text(&out.stdout).lines().collect::<Vec<_>>(), before);
 }
+
+/// `--verdicts` over a pipe whose capture the reader hands over packet by packet (marked
+/// version 2.3, as pcapng and swapped captures are, objrun's `Stream`): the verdicts are
+/// shown when the next record is not there yet, not held until the input ends. (Not lent:
+/// `--no-verify`; a lent batch's verdict runs before the reader is asked, section 7 of
+/// bench/records/2026-12-01-runtime-35.txt.)
+#[test]
+fn streamed_verdicts_show_while_the_pipe_waits() {
+    use std::io::{BufRead, Write};
+    let mut bytes = std::fs::read(sample()).unwrap();
+    bytes[6..8].copy_from_slice(&3u16.to_le_bytes());
+    let records = pcap_records(&bytes);
+    let first = 24 + records[..5].iter().map(|r| 16 + r.2.len()).sum::<usize>();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", &object("xdp_counter.o"), "--no-verify", "--verdicts", "-r", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("weir runs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(&bytes[..first]).unwrap();
+    input.flush().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    let mut shown = Vec::new();
+    while shown.len() < 5 {
+        match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(line) => shown.push(line),
+            Err(_) => break,
+        }
+    }
+    // The rest of the capture, then the end of input: every verdict, in order.
+    input.write_all(&bytes[first..]).unwrap();
+    drop(input);
+    let status = child.wait().unwrap();
+    lines.join().unwrap();
+    let shown_early = shown.len();
+    shown.extend(rx.try_iter());
+    assert!(status.success());
+    assert_eq!(shown_early, 5, "verdicts held while the pipe waited");
+    let want: Vec<String> = (0..records.len()).map(|i| format!("{i} 2")).collect();
+    assert_eq!(shown, want);
+}
