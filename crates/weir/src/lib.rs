@@ -29,7 +29,7 @@ pub use classic::PreparedClassic;
 pub use dispatch::{Dispatch, DispatchError, Handlers, Router};
 pub use engine::{choose, Choice, ChoiceError, Engine, Subject};
 pub use filter::{emit_ebpf, PreparedFilter};
-pub use object::{Loaded, Object, Verdict, VerdictView};
+pub use object::{FrameSource, Loaded, Object, Verdict, VerdictView};
 pub use program::PreparedProgram;
 pub use tiered::BACKGROUND_JIT_SLOTS;
 pub use weir_filter::{emit, Filter};

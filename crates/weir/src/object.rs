@@ -669,9 +669,23 @@ impl Loaded {
         self.run_frames(Iterated(frames), each)
     }
 
+    /// [`Loaded::run_batch`] over a source of the caller's own type, whose frames may
+    /// borrow it until its next frame (a capture reader's `next_packet`, which an iterator
+    /// of frames cannot give): its `put` is called directly, not through `dyn` a frame, so
+    /// that on the JIT the source, the engine's run and `each` compile as one loop as
+    /// [`Loaded::run_batch_frames`]'s do (issue 11, bench/records/2026-12-01-runtime-35.txt).
+    /// The results are [`Loaded::run_batch`]'s.
+    pub fn run_batch_from<E>(
+        &mut self,
+        frames: impl FrameSource<E>,
+        each: impl FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.run_frames(frames, each)
+    }
+
     fn run_frames<E>(
         &mut self,
-        mut next: impl XdpFrames<E>,
+        mut next: impl FrameSource<E>,
         mut each: impl FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
     ) -> Result<(), E> {
         if self.prog_type != ProgType::Xdp {
@@ -831,17 +845,18 @@ impl XdpMarks {
     }
 }
 
-/// Where a batch's frames come from: [`Loaded::run_batch`]'s callback or
-/// [`Loaded::run_batch_frames`]'s iterator.
-trait XdpFrames<E> {
-    /// Hands the next frame to `put`: `Ok(true)` when one came, `Ok(false)` at the end.
+/// Where a batch's frames come from: [`Loaded::run_batch_from`]'s source, or (wrapped)
+/// [`Loaded::run_batch`]'s callback or [`Loaded::run_batch_frames`]'s iterator.
+pub trait FrameSource<E> {
+    /// Hands the next frame to `put`, once, and returns `Ok(true)`; or returns `Ok(false)`
+    /// at the end (an error ends the batch and is returned).
     fn next_frame(&mut self, put: impl FnMut(&[u8])) -> Result<bool, E>;
 }
 
 /// A source that hands each frame to the function it is given ([`Loaded::run_batch`]).
 struct Given<N>(N);
 
-impl<N, E> XdpFrames<E> for Given<N>
+impl<N, E> FrameSource<E> for Given<N>
 where
     N: FnMut(&mut dyn FnMut(&[u8])) -> Result<bool, E>,
 {
@@ -854,7 +869,7 @@ where
 /// An iterator of frames ([`Loaded::run_batch_frames`]): `put` called directly.
 struct Iterated<I>(I);
 
-impl<'f, I, E> XdpFrames<E> for Iterated<I>
+impl<'f, I, E> FrameSource<E> for Iterated<I>
 where
     I: Iterator<Item = &'f [u8]>,
 {
@@ -882,7 +897,7 @@ struct XdpBatch<'c, N, F, E> {
 
 impl<N, F, E> Batch for XdpBatch<'_, N, F, E>
 where
-    N: XdpFrames<E>,
+    N: FrameSource<E>,
     F: FnMut(Result<VerdictView<'_>, Trap>) -> Result<(), E>,
 {
     fn next(&mut self, _ctx: &mut [u8], packet: &mut [u8]) -> Option<PacketSpan> {

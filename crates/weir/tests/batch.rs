@@ -104,19 +104,28 @@ pub(crate) fn run_batch(
 ) {
     let mut fed = 0;
     loaded
-        .run_batch::<String>(
-            |put| {
-                let Some(f) = frames.get(fed) else { return Ok(false) };
-                fed += 1;
-                put(f);
-                Ok(true)
-            },
-            |v| {
-                each(v);
-                Ok(())
-            },
-        )
+        .run_batch::<String>(frame_source(frames, &mut fed), |v| {
+            each(v);
+            Ok(())
+        })
         .expect("no error from next or each");
+}
+
+/// What `Loaded::run_batch`'s source hands each frame to.
+type Put<'p> = dyn FnMut(&[u8]) + 'p;
+
+/// `Loaded::run_batch`'s source over `frames`: each call puts the next frame and counts it
+/// in `fed`; `Ok(false)` once they are all out.
+fn frame_source<'a, E>(
+    frames: &'a [Vec<u8>],
+    fed: &'a mut usize,
+) -> impl FnMut(&mut Put<'_>) -> Result<bool, E> + 'a {
+    move |put| {
+        let Some(f) = frames.get(*fed) else { return Ok(false) };
+        *fed += 1;
+        put(f);
+        Ok(true)
+    }
 }
 
 #[test]
@@ -264,25 +273,17 @@ fn a_jit_batch_runs_over_the_sources_frames_and_stops_at_an_error() {
         assert!(loaded.lends(), "{engine:?}");
         let stop_at = 4;
         let (mut fed, mut seen, mut in_place) = (0, 0, 0);
-        let result = loaded.run_batch::<usize>(
-            |put| {
-                let Some(f) = frames.get(fed) else { return Ok(false) };
-                fed += 1;
-                put(f);
-                Ok(true)
-            },
-            |v| {
-                let v = v.expect("no trap");
-                let frame = &frames[seen];
-                in_place += usize::from(std::ptr::eq(v.packet.as_ptr(), frame.as_ptr()));
-                assert_eq!(v.packet, &frame[..], "{engine:?}");
-                seen += 1;
-                if seen == stop_at {
-                    return Err(seen);
-                }
-                Ok(())
-            },
-        );
+        let result = loaded.run_batch::<usize>(frame_source(&frames, &mut fed), |v| {
+            let v = v.expect("no trap");
+            let frame = &frames[seen];
+            in_place += usize::from(std::ptr::eq(v.packet.as_ptr(), frame.as_ptr()));
+            assert_eq!(v.packet, &frame[..], "{engine:?}");
+            seen += 1;
+            if seen == stop_at {
+                return Err(seen);
+            }
+            Ok(())
+        });
         assert_eq!(result, Err(stop_at), "{engine:?}");
         assert_eq!((fed, seen), (stop_at, stop_at), "{engine:?}");
         let lent = if engine == Engine::Jit { stop_at } else { 0 };
@@ -305,19 +306,11 @@ fn a_batch_over_an_iterator_of_frames_gives_the_callbacks_results() {
             let mut loaded = object.load_with(0, Some(engine), 0, true).expect("loads");
             let mut want = Vec::new();
             let mut fed = 0;
-            let result = loaded.run_batch::<()>(
-                |put| {
-                    let Some(f) = frames.get(fed) else { return Ok(false) };
-                    fed += 1;
-                    put(f);
-                    Ok(true)
-                },
-                |v| {
-                    let v = v.expect("no trap");
-                    want.push((v.ret, v.packet.to_vec()));
-                    Ok(())
-                },
-            );
+            let result = loaded.run_batch::<()>(frame_source(&frames, &mut fed), |v| {
+                let v = v.expect("no trap");
+                want.push((v.ret, v.packet.to_vec()));
+                Ok(())
+            });
             assert_eq!(result, Ok(()));
             assert_eq!(want.len(), frames.len(), "{engine:?}");
             let mut got = Vec::new();
@@ -340,6 +333,74 @@ fn a_batch_over_an_iterator_of_frames_gives_the_callbacks_results() {
             assert_eq!(in_place, if lent { 4 } else { 0 }, "{engine:?}");
             got.clear();
             let result = loaded.run_batch_frames::<()>(frames.iter().map(|f| &f[..]), |v| {
+                let v = v.expect("no trap");
+                got.push((v.ret, v.packet.to_vec()));
+                Ok(())
+            });
+            assert_eq!(result, Ok(()));
+            assert_eq!(got, want, "{engine:?}");
+        }
+    }
+}
+
+/// A source of frames that lends each from a buffer of its own, until its next frame (as
+/// a capture reader's `next_packet` does): what no iterator of frames can be.
+struct Lending<'a> {
+    frames: &'a [Vec<u8>],
+    taken: usize,
+    buffer: Vec<u8>,
+}
+
+impl weir::FrameSource<usize> for &mut Lending<'_> {
+    fn next_frame(&mut self, mut put: impl FnMut(&[u8])) -> Result<bool, usize> {
+        let Some(frame) = self.frames.get(self.taken) else { return Ok(false) };
+        self.taken += 1;
+        self.buffer.clear();
+        self.buffer.extend_from_slice(frame);
+        put(&self.buffer);
+        Ok(true)
+    }
+}
+
+/// `Loaded::run_batch_from` (a source of the caller's type, `weir run`'s stream path) gives
+/// what `Loaded::run_batch` gives over the same frames, on both engines, for a program that
+/// leaves the packet (lent on the JIT: each packet the source's own buffer) and one that
+/// writes it (copied); an error of `each` ends it at its frame, no later frame taken.
+#[test]
+fn a_batch_from_a_lending_source_gives_the_callbacks_results() {
+    let frames = frames();
+    assert!(frames.len() > 4);
+    for object in [reader_object(), writer_object()] {
+        let object = Object::open(&object).expect("opens");
+        for engine in [Engine::Jit, Engine::Interp] {
+            let mut loaded = object.load_with(0, Some(engine), 0, true).expect("loads");
+            let mut want = Vec::new();
+            run_batch(&mut loaded, &frames, |v| {
+                let v = v.expect("no trap");
+                want.push((v.ret, v.packet.to_vec()));
+            });
+            assert_eq!(want.len(), frames.len(), "{engine:?}");
+            let lent = loaded.lends() && engine == Engine::Jit;
+            let mut source =
+                Lending { frames: &frames, taken: 0, buffer: Vec::with_capacity(1 << 13) };
+            let buffer_at = source.buffer.as_ptr();
+            let (mut got, mut in_place) = (Vec::new(), 0);
+            let result = loaded.run_batch_from(&mut source, |v| {
+                let v = v.expect("no trap");
+                in_place += usize::from(std::ptr::eq(v.packet.as_ptr(), buffer_at));
+                got.push((v.ret, v.packet.to_vec()));
+                if got.len() == 4 {
+                    return Err(4);
+                }
+                Ok(())
+            });
+            assert_eq!(result, Err(4), "{engine:?}");
+            assert_eq!(source.taken, 4, "{engine:?}: frames taken after the error");
+            assert_eq!(got[..], want[..4], "{engine:?}");
+            assert_eq!(in_place, if lent { 4 } else { 0 }, "{engine:?}");
+            let mut source = Lending { frames: &frames, taken: 0, buffer: Vec::new() };
+            got.clear();
+            let result = loaded.run_batch_from(&mut source, |v| {
                 let v = v.expect("no trap");
                 got.push((v.ret, v.packet.to_vec()));
                 Ok(())

@@ -141,8 +141,17 @@ impl Verdicts {
     fn add(&mut self, ret: u64, n: u64) {
         match self.small.get_mut(ret as usize) {
             Some(count) if ret < Verdicts::SMALL as u64 => *count += n,
-            _ => *self.other.entry(ret).or_default() += n,
+            _ => self.add_other(ret, n),
         }
+    }
+
+    /// A return value past the array: out of line, so that `add` stays small enough to
+    /// inline into `weir run`'s per-packet loop (issue 11,
+    /// bench/records/2026-12-01-runtime-35.txt).
+    #[cold]
+    #[inline(never)]
+    fn add_other(&mut self, ret: u64, n: u64) {
+        *self.other.entry(ret).or_default() += n;
     }
 
     /// Return values with at least one packet, in increasing order, with their counts.
@@ -210,7 +219,9 @@ impl<W: Write> Sink<'_, W> {
         Ok(())
     }
 
-    /// `--verdicts`' line and `-w`'s packet for one verdict.
+    /// `--verdicts`' line and `-w`'s packet for one verdict: out of line, the I/O is the
+    /// cost there, and `record` without it inlines into the per-packet loop.
+    #[inline(never)]
     fn write_out(&mut self, out_packet: &Packet<'_>, ret: u64) -> Result<(), String> {
         if self.verdicts {
             writeln!(self.out, "{} {}", out_packet.index, ret as i64).map_err(|e| e.to_string())?;
@@ -434,73 +445,99 @@ fn run_stream<W: Write>(
     source_name: &str,
     one: bool,
 ) -> Result<bool, String> {
-    let waits = std::cell::Cell::new(false);
-    let mut came = false;
-    feed(loaded, sink, &waits, |give| {
-        if one && came {
+    let (meta, waits) = (std::cell::Cell::new(None), std::cell::Cell::new(false));
+    let watch = sink.verdicts;
+    let mut stream =
+        Stream { reader, source_name, one, watch, came: false, meta: &meta, waits: &waits };
+    loaded.run_batch_from(&mut stream, verdicts(&meta, sink, &waits))?;
+    Ok(stream.came)
+}
+
+/// `run_stream`'s frames: the reader's packets as `next_packet` gives them (each borrows
+/// the reader until the next, so no iterator of frames), the record's metadata kept in
+/// `meta` for its verdict. A source of its own type (`Loaded::run_batch_from`), so that
+/// the batch's loop calls its `put` directly, not through `dyn` a frame (issue 11,
+/// bench/records/2026-12-01-runtime-35.txt).
+struct Stream<'s> {
+    reader: &'s mut dyn PacketSource,
+    source_name: &'s str,
+    /// Over the next packet only.
+    one: bool,
+    /// Whether to ask the reader if its next packet would wait (`waits`): only with
+    /// `--verdicts`, the one output printed per packet, which the flush is for; without it
+    /// the flush has nothing to show, and the question was 84 instructions a packet
+    /// (issue 11, bench/records/2026-12-01-runtime-35.txt).
+    watch: bool,
+    /// Whether a packet came.
+    came: bool,
+    meta: &'s std::cell::Cell<Option<Meta>>,
+    /// The reader's next packet may keep us waiting (a live interface, a pipe): the
+    /// verdicts flush standard output.
+    waits: &'s std::cell::Cell<bool>,
+}
+
+impl weir::FrameSource<String> for &mut Stream<'_> {
+    #[inline(always)]
+    fn next_frame(&mut self, mut put: impl FnMut(&[u8])) -> Result<bool, String> {
+        if self.one && self.came {
             return Ok(false);
         }
-        let Some(packet) = reader.next_packet() else { return Ok(false) };
-        let packet = packet.map_err(|e| format!("{source_name}: {e}"))?;
-        came = true;
-        give.packet(&packet);
-        waits.set(reader.would_wait());
+        let Some(packet) = self.reader.next_packet() else { return Ok(false) };
+        let packet = packet.map_err(|e| format!("{}: {e}", self.source_name))?;
+        self.came = true;
+        self.meta.set(Some(Meta::of(&packet)));
+        put(packet.data);
+        if self.watch {
+            self.waits.set(self.reader.would_wait());
+        }
         Ok(true)
-    })?;
-    Ok(came)
-}
-
-/// What `feed`'s source hands each packet to: the record's metadata kept for its verdict,
-/// the bytes put into the batch. A named type, not a `dyn FnMut` (as it was), so that the
-/// source's loop calls it directly: one indirect call less per frame on weir run's hot
-/// path (issue 11, bench/records/2026-11-30-runtime-20.txt).
-struct Give<'g> {
-    meta: &'g std::cell::Cell<Option<Meta>>,
-    put: &'g mut dyn FnMut(&[u8]),
-}
-
-impl Give<'_> {
-    #[inline(always)]
-    fn packet(&mut self, packet: &Packet<'_>) {
-        self.meta.set(Some(Meta::of(packet)));
-        (self.put)(packet.data);
     }
-}
-
-/// Runs the program over the packets `next` gives (it hands each to the [`Give`] it is
-/// given and returns true, or returns false at the end), one batch, each verdict recorded
-/// with its packet's metadata; standard output flushed after a verdict while `waits`.
-fn feed<W: Write>(
-    loaded: &mut weir::Loaded,
-    sink: &mut Sink<'_, W>,
-    waits: &std::cell::Cell<bool>,
-    mut next: impl FnMut(&mut Give<'_>) -> Result<bool, String>,
-) -> Result<(), String> {
-    let meta = std::cell::Cell::new(None);
-    loaded.run_batch::<String>(
-        |put| next(&mut Give { meta: &meta, put }),
-        verdicts(&meta, sink, waits),
-    )
 }
 
 /// What each verdict does: recorded with its packet's metadata (which the source kept in
 /// `meta`), standard output flushed after it while `waits`.
+///
+/// Its errors and the flush are out of line (`unpaired`, `trapped`, `flush`), so that
+/// what a counted packet runs is small enough to inline into the batch's loop (it was a
+/// call of 37 instructions a packet: issue 11, bench/records/2026-12-01-runtime-35.txt).
 fn verdicts<'a, 's, W: Write, T: std::fmt::Display>(
     meta: &'a std::cell::Cell<Option<Meta>>,
     sink: &'a mut Sink<'s, W>,
     waits: &'a std::cell::Cell<bool>,
 ) -> impl FnMut(Result<weir::VerdictView<'_>, T>) -> Result<(), String> + use<'a, 's, W, T> {
+    // Always inlined: compiled in this crate as `each` of the weir crate's batch, which
+    // calls it from more than one place, it stayed a call a packet (runtime-35).
+    #[inline(always)]
     move |verdict| {
-        let m = meta.take().ok_or_else(|| "a verdict without its packet".to_string())?;
-        let verdict =
-            verdict.map_err(|t| format!("packet {}: the program trapped: {t}", m.index))?;
+        let Some(m) = meta.take() else { return Err(unpaired()) };
+        let verdict = match verdict {
+            Ok(verdict) => verdict,
+            Err(t) => return Err(trapped(m.index, t)),
+        };
         sink.record(m.len, verdict.ret, || m.packet(verdict.packet))?;
         // A live interface may keep us waiting: show what is printed so far.
         if waits.get() {
-            sink.out.flush().map_err(|e| e.to_string())?;
+            flush(&mut sink.out)?;
         }
         Ok(())
     }
+}
+
+#[cold]
+#[inline(never)]
+fn unpaired() -> String {
+    "a verdict without its packet".to_string()
+}
+
+#[cold]
+#[inline(never)]
+fn trapped(index: u64, trap: impl std::fmt::Display) -> String {
+    format!("packet {index}: the program trapped: {trap}")
+}
+
+#[inline(never)]
+fn flush(out: &mut impl Write) -> Result<(), String> {
+    out.flush().map_err(|e| e.to_string())
 }
 
 /// The summary lines: a count per verdict, or a socket filter's accepted, dropped, kept.
