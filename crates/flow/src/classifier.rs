@@ -2679,6 +2679,54 @@ mod tests {
         }
         check(&[999, 999], shared, None);
     }
+
+    /// The one-mask path (`process_one`) counts its batch's matches into the store's
+    /// ranking count (`Hits`), as the other paths do: from its misses, so a batch of
+    /// matches, misses and a short last batch checks the subtraction.
+    #[test]
+    fn one_mask_batches_count_their_hits() {
+        let mut set = RuleSet::new();
+        for (i, d) in [1u8, 2, 3].iter().enumerate() {
+            let text =
+                format!("prio 1 protocol ip flower ip_proto udp dst_ip 10.0.0.{d} action drop");
+            set.push(crate::rule::parse_rule(&text, i + 1).unwrap()).unwrap();
+        }
+        let c = Classifier::new(&set);
+        let frame = |d: u8| {
+            let mut f = vec![0u8; 42];
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            f[14] = 0x45;
+            f[22] = 64;
+            f[23] = 17;
+            f[30..34].copy_from_slice(&[10, 0, 0, d]);
+            f
+        };
+        // 70 packets (batches of 32, 32 and 6), every fifth to 10.0.0.9 (no rule).
+        let dsts: Vec<u8> = (0..70).map(|i| if i % 5 == 0 { 9 } else { 1 + i % 3 }).collect();
+        let v = c.snapshot();
+        let mut outs = Vec::new();
+        for chunk in dsts.chunks(BATCH) {
+            let mut datas: Vec<Vec<u8>> = chunk.iter().map(|&d| frame(d)).collect();
+            let mut mirrored: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
+            let mut works: Vec<Work<'_>> = datas
+                .iter_mut()
+                .zip(mirrored.iter_mut())
+                .map(|(data, mirrored)| Work {
+                    wire_len: 42,
+                    data,
+                    indev: 0,
+                    now: 0,
+                    mark: 0,
+                    mirrored,
+                })
+                .collect();
+            c.process_batch(&v, &mut works, &mut outs);
+        }
+        let matched = outs.iter().filter(|o| o.line.is_some()).count();
+        assert_eq!((outs.len(), matched), (70, 56));
+        let hits = dispatch!(&v.tables, t => t.one_subtable().map(|st| st.store.hits.get()));
+        assert_eq!(hits, Some(56), "one subtable, its matches counted");
+    }
 }
 
 #[cfg(test)]
