@@ -1439,7 +1439,7 @@ impl<const W: usize> Tables<W> {
         for (i, w) in works.iter_mut().enumerate().take(n) {
             let f = first[i].map(|a| &**a);
             let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-            engine::process_into(w, key, need, f, lookup, shard, out);
+            engine::process_into::<false>(w, key, need, f, lookup, shard, out);
         }
     }
 
@@ -1472,17 +1472,23 @@ impl<const W: usize> Tables<W> {
     ) {
         // Rule sets that read ports (most) get a loop with `need` a constant: extraction's
         // two tests of it a packet, which the compiler does not hoist, are gone (issue 14).
+        // Whether this thread owns its counter shard, tested once a batch (`process_into`'s
+        // `OWNED`): with `need` constant, the loop the benches and `weir flow run` take.
         if need == Need::ALL {
-            self.process_one_in::<TUPLE>(tm, st, Need::ALL, works, shard, lookup, out);
+            if shard < engine::COUNTER_SHARDS {
+                self.process_one_in::<TUPLE, true>(tm, st, Need::ALL, works, shard, lookup, out);
+            } else {
+                self.process_one_in::<TUPLE, false>(tm, st, Need::ALL, works, shard, lookup, out);
+            }
         } else {
-            self.process_one_in::<TUPLE>(tm, st, need, works, shard, lookup, out);
+            self.process_one_in::<TUPLE, false>(tm, st, need, works, shard, lookup, out);
         }
     }
 
     /// [`Tables::process_one`] for one `need`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn process_one_in<'r, const TUPLE: bool>(
+    fn process_one_in<'r, const TUPLE: bool, const OWNED: bool>(
         &'r self,
         tm: &[[u64; 3]; W],
         st: &'r Subtable<W>,
@@ -1515,7 +1521,7 @@ impl<const W: usize> Tables<W> {
                 misses += 1;
             }
             let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-            engine::process_into(w, key, need, f, lookup, shard, out);
+            engine::process_into::<OWNED>(w, key, need, f, lookup, shard, out);
         }
         let hits = works.len().min(BATCH) - misses;
         if hits > 0 {
@@ -2355,7 +2361,7 @@ impl Classifier {
                 first[i] = cache.rules[at[i] as usize].as_deref();
             }
             for i in 0..n {
-                engine::process_into(
+                engine::process_into::<false>(
                     &mut works[i],
                     |_: &Work<'_>| keys[i],
                     v.need,
@@ -2680,18 +2686,24 @@ mod tests {
         check(&[999, 999], shared, None);
     }
 
-    /// The one-mask path (`process_one`) counts its batch's matches into the store's
-    /// ranking count (`Hits`), as the other paths do: from its misses, so a batch of
-    /// matches, misses and a short last batch checks the subtraction.
-    #[test]
-    fn one_mask_batches_count_their_hits() {
+    /// Rules `dst_ip 10.0.0.D dst_port 53` (D = 1, 2, 3; lines 1-3): one mask, read
+    /// through ports (`Need::ALL`: the one-mask path's loop for it, whose counter shard is
+    /// tested once a batch).
+    fn one_mask_classifier() -> Classifier {
         let mut set = RuleSet::new();
         for (i, d) in [1u8, 2, 3].iter().enumerate() {
-            let text =
-                format!("prio 1 protocol ip flower ip_proto udp dst_ip 10.0.0.{d} action drop");
+            let text = format!(
+                "prio 1 protocol ip flower ip_proto udp dst_ip 10.0.0.{d} dst_port 53 action drop"
+            );
             set.push(crate::rule::parse_rule(&text, i + 1).unwrap()).unwrap();
         }
         let c = Classifier::new(&set);
+        assert_eq!(c.snapshot().need, Need::ALL);
+        c
+    }
+
+    /// UDP frames to 10.0.0.d port 53 for each d of `dsts`, through `process_batch` in batches.
+    fn run_to(c: &Classifier, v: &Version, dsts: &[u8]) -> Vec<Outcome> {
         let frame = |d: u8| {
             let mut f = vec![0u8; 42];
             f[12..14].copy_from_slice(&[0x08, 0x00]);
@@ -2699,11 +2711,9 @@ mod tests {
             f[22] = 64;
             f[23] = 17;
             f[30..34].copy_from_slice(&[10, 0, 0, d]);
+            f[36..38].copy_from_slice(&53u16.to_be_bytes());
             f
         };
-        // 70 packets (batches of 32, 32 and 6), every fifth to 10.0.0.9 (no rule).
-        let dsts: Vec<u8> = (0..70).map(|i| if i % 5 == 0 { 9 } else { 1 + i % 3 }).collect();
-        let v = c.snapshot();
         let mut outs = Vec::new();
         for chunk in dsts.chunks(BATCH) {
             let mut datas: Vec<Vec<u8>> = chunk.iter().map(|&d| frame(d)).collect();
@@ -2720,12 +2730,54 @@ mod tests {
                     mirrored,
                 })
                 .collect();
-            c.process_batch(&v, &mut works, &mut outs);
+            c.process_batch(v, &mut works, &mut outs);
         }
+        outs
+    }
+
+    /// The one-mask path (`process_one`) counts its batch's matches into the store's
+    /// ranking count (`Hits`), as the other paths do: from its misses, so a batch of
+    /// matches, misses and a short last batch checks the subtraction.
+    #[test]
+    fn one_mask_batches_count_their_hits() {
+        let c = one_mask_classifier();
+        // 70 packets (batches of 32, 32 and 6), every fifth to 10.0.0.9 (no rule).
+        let dsts: Vec<u8> = (0..70).map(|i| if i % 5 == 0 { 9 } else { 1 + i % 3 }).collect();
+        let v = c.snapshot();
+        let outs = run_to(&c, &v, &dsts);
         let matched = outs.iter().filter(|o| o.line.is_some()).count();
         assert_eq!((outs.len(), matched), (70, 56));
         let hits = dispatch!(&v.tables, t => t.one_subtable().map(|st| st.store.hits.get()));
         assert_eq!(hits, Some(56), "one subtable, its matches counted");
+    }
+
+    /// The one-mask path's rule counters from more threads than there are counter shards:
+    /// the threads that own a shard count with a plain load and store (`hit_owned`, the
+    /// shard tested once a batch), the others with atomic adds on the shared one; no hit
+    /// is lost, and the packets' lines are the rules'.
+    #[test]
+    fn one_mask_counts_lose_no_hit_across_threads() {
+        let c = one_mask_classifier();
+        let dsts: Vec<u8> = (0..BATCH as u8).map(|i| 1 + i % 3).collect();
+        let (threads, rounds) = (engine::COUNTER_SHARDS + 2, 20_000);
+        let start = std::sync::Barrier::new(threads);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    let v = c.snapshot();
+                    start.wait();
+                    for _ in 0..rounds {
+                        let outs = run_to(&c, &v, &dsts);
+                        assert!(outs
+                            .iter()
+                            .zip(&dsts)
+                            .all(|(o, &d)| o.line == Some(usize::from(d))));
+                    }
+                });
+            }
+        });
+        let packets: u64 = c.counters().iter().map(|x| x.1).sum();
+        assert_eq!(packets, (threads * rounds * BATCH) as u64);
     }
 }
 
