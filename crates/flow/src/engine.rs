@@ -139,15 +139,31 @@ impl Counters {
     /// by the batch paths: a thread-local access a packet was measurable at one mask).
     #[inline]
     pub(crate) fn hit_on(&self, i: usize, bytes: u64, now: u64) {
-        let s = &self.shards[i.min(COUNTER_SHARDS)];
         if i < COUNTER_SHARDS {
-            // This thread is the shard's only writer: a load and a store lose nothing.
-            s.packets.store(s.packets.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            s.bytes.store(s.bytes.load(Ordering::Relaxed) + bytes, Ordering::Relaxed);
-        } else {
-            s.packets.fetch_add(1, Ordering::Relaxed);
-            s.bytes.fetch_add(bytes, Ordering::Relaxed);
+            self.hit_owned(i, bytes, now);
+            return;
         }
+        let s = &self.shards[COUNTER_SHARDS];
+        s.packets.fetch_add(1, Ordering::Relaxed);
+        s.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.stamp(now);
+    }
+    /// [`Counters::hit_on`] on shard `i`, which this thread owns (`i < COUNTER_SHARDS`,
+    /// tested by the caller once a batch: `Tables::process_one` runs a loop of its own
+    /// for an owned shard, without hit_on's test a packet).
+    #[inline]
+    pub(crate) fn hit_owned(&self, i: usize, bytes: u64, now: u64) {
+        debug_assert!(i < COUNTER_SHARDS);
+        // The bound only spares a bounds check (the caller's `i` is below it).
+        let s = &self.shards[i.min(COUNTER_SHARDS - 1)];
+        // This thread is the shard's only writer: a load and a store lose nothing.
+        s.packets.store(s.packets.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        s.bytes.store(s.bytes.load(Ordering::Relaxed) + bytes, Ordering::Relaxed);
+        self.stamp(now);
+    }
+    /// The last-used stamp's update for a packet at `now`.
+    #[inline]
+    fn stamp(&self, now: u64) {
         // Last used to the millisecond (tc keeps it in jiffies): a plain load on most
         // packets instead of a locked read-modify-write. The stamp is cut to the grain
         // first, so the value kept is the latest packet's, cut, whatever order threads
@@ -494,10 +510,12 @@ pub fn process<'r>(
 /// packet's key, asked only on the actions' path (the plain batch path keeps only the
 /// words its tables read, and extracts the key there); generic, so that each batch path
 /// inlines its own (an `Option<&Key>` tested a packet cost the cached path ~2 ns).
-/// Always inlined: `#[inline]` left it a call in a loop the one-mask path has two copies
-/// of (`Tables::process_one`), ~25 instructions a packet more.
+/// Always inlined: `#[inline]` left it a call in a loop the one-mask path has three copies
+/// of (`Tables::process_one`), ~25 instructions a packet more. `OWNED`: `shard` is one this
+/// thread owns (below [`COUNTER_SHARDS`]), tested by the caller once a batch, so the counts
+/// take [`Counters::hit_owned`] with no test a packet.
 #[inline(always)]
-pub(crate) fn process_into<'r>(
+pub(crate) fn process_into<'r, const OWNED: bool>(
     w: &mut Work<'_>,
     key: impl FnOnce(&Work<'_>) -> Key,
     need: Need,
@@ -512,7 +530,11 @@ pub(crate) fn process_into<'r>(
         }
         Some(rule) => match rule.simple {
             Some(verdict) => {
-                rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
+                if OWNED {
+                    rule.counters.hit_owned(shard, u64::from(w.wire_len), w.now);
+                } else {
+                    rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
+                }
                 out.push(Outcome {
                     line: Some(rule.line()),
                     verdict,
