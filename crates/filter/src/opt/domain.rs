@@ -780,6 +780,11 @@ mod tests {
             if round % 3 != 0 {
                 d = d.normalize();
             }
+            if round % 5 == 1 {
+                // a normalized domain with a value excluded that its bounds already rule out
+                let stale = [d.lo, d.hi, d.hi.wrapping_add(1)][rng.below_usize(3)];
+                d.push_excluded(stale);
+            }
             if round % 7 == 0 {
                 if let Some(slot) = d.ne.get_mut(NE_CAP - 1) {
                     *slot = 5;
@@ -800,7 +805,8 @@ mod tests {
                 normalized_fine += 1;
             }
         }
-        // (the shortcut taken often, and often not taken for a value inside)
+        // (the shortcut taken often, and often not taken for a value inside: a list with a
+        // value ruled out otherwise among them)
         assert!(
             shortcut > 10_000 && inside > 5_000 && normalized_fine > 20_000,
             "{shortcut} {inside} {normalized_fine}"
