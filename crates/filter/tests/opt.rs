@@ -916,6 +916,26 @@ fn telling_the_walk_a_tree_has_no_store_changes_no_result() {
     assert!(with > case_count() / 50 && without > case_count() / 50, "{with} {without}");
 }
 
+/// A junction takes a leaf test's abort answer from the leaf's walk rather than asking
+/// again at the same environment (compile-33); it gives what asking every part gives, on
+/// random filters as generated and as the optimizer's first walk sees them.
+#[test]
+fn taking_a_leafs_abort_answer_from_its_walk_changes_no_result() {
+    let mut changed = 0u64;
+    for i in 0..case_count() / 5 {
+        let seed = 0xab07_0000_0000 + i;
+        let f = Gen::new(seed).filter();
+        for g in [opt::simplify_factoring(&f), f] {
+            let taken = opt::decide(&g);
+            let asking = opt::decide_asking_every_part_for_aborts(&g);
+            assert_eq!(taken, asking, "seed {seed:#x}\n  input: {g}");
+            changed += u64::from(taken != g);
+        }
+    }
+    // (the walks change most trees: their junctions' choices are exercised)
+    assert!(changed > case_count() / 10, "{changed}");
+}
+
 #[test]
 fn optimizing_twice_changes_nothing() {
     let shapes = [

@@ -87,6 +87,12 @@ struct Walked {
     on_false: Option<Env>,
     can_be_true: bool,
     can_be_false: bool,
+    /// Whether `pred` may abort at the walk's entry ([`Facts::pred_can_abort`] there), when
+    /// the walk found it out on its way (a leaf test asks it of its operands); `None`: not
+    /// known. The junction's [`Parts::push`] then does not ask again (issue 13,
+    /// compile-33: `port 22`'s IPv4 port tests, loads at the header length, were each asked
+    /// twice at one environment, ~1,500 instructions a time).
+    pred_aborts: Option<bool>,
 }
 
 impl Walked {
@@ -100,6 +106,7 @@ impl Walked {
             on_false: self.on_true,
             can_be_true: self.can_be_false,
             can_be_false: self.can_be_true,
+            pred_aborts: None,
         }
     }
 }
@@ -141,7 +148,22 @@ pub(crate) fn decide(p: Pred, reads: u32) -> Pred {
 /// junction that kept parts before its constant), and so is a merge or a run that splicing
 /// (with its weaker bases) could have turned: none of them was made.
 pub(crate) fn decide_certifying(p: Pred, reads: u32, atoms: &mut Atoms) -> (Pred, Report) {
-    walk_whole(p, reads, atoms, true)
+    walk_whole(p, reads, atoms, Shortcuts::ALL)
+}
+
+/// Shortcuts of a `decide` walk that change no result, each off only in the tests that
+/// compare the walk with it and without (crates/filter/tests/opt.rs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shortcuts {
+    /// See [`walk_whole`].
+    pub summarize_stores: bool,
+    /// A junction takes a leaf's abort answer from its walk ([`Walked::pred_aborts`]) rather
+    /// than asking [`Facts::pred_can_abort`] again at the same environment.
+    pub reuse_walked_aborts: bool,
+}
+
+impl Shortcuts {
+    pub const ALL: Shortcuts = Shortcuts { summarize_stores: true, reuse_walked_aborts: true };
 }
 
 /// [`decide_certifying`]; `summarize_stores`: a tree without a store is told so to the walk
@@ -150,12 +172,13 @@ pub(crate) fn decide_certifying(p: Pred, reads: u32, atoms: &mut Atoms) -> (Pred
 /// (issue 13, compile-29: `has_store` walked each part's subtree at every level, about 1,000
 /// instructions per walk of `host A and udp`). Without it every part is asked (the tests
 /// compare the two: crates/filter/tests/opt.rs).
-fn walk_whole(p: Pred, reads: u32, atoms: &mut Atoms, summarize_stores: bool) -> (Pred, Report) {
+fn walk_whole(p: Pred, reads: u32, atoms: &mut Atoms, shortcuts: Shortcuts) -> (Pred, Report) {
     // A Try's stores are results read after the run (pfmatch's handler and arguments):
     // never dead, though nothing in the filter reads them.
     let (try_slots, any_store) = stores_of(&p);
     let mut facts = Facts::with_atoms(reads | try_slots, std::mem::take(atoms));
-    facts.set_store_free(summarize_stores && !any_store);
+    facts.set_store_free(shortcuts.summarize_stores && !any_store);
+    facts.set_reuses_walked_aborts(shortcuts.reuse_walked_aborts);
     let p = walk(&mut facts, p, &Env::start(), Mode::FalseIsAbort, Want::NONE).pred;
     let changes = facts.changes();
     let report =
@@ -164,10 +187,9 @@ fn walk_whole(p: Pred, reads: u32, atoms: &mut Atoms, summarize_stores: bool) ->
     (p, report)
 }
 
-/// [`decide`] with every part kept asked whether it stores, as before the walk was told a
-/// tree has no store (see [`walk_whole`]). For the tests that compare the two.
-pub(crate) fn decide_asking_every_part_for_stores(p: Pred, reads: u32) -> Pred {
-    walk_whole(p, reads, &mut Atoms::default(), false).0
+/// [`decide`] without some of its [`Shortcuts`]. For the tests that compare the two.
+pub(crate) fn decide_with(p: Pred, reads: u32, shortcuts: Shortcuts) -> Pred {
+    walk_whole(p, reads, &mut Atoms::default(), shortcuts).0
 }
 
 /// What [`decide_certifying`] certifies about its walk.
@@ -276,8 +298,10 @@ fn walk(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> Walked
         facts.note_change();
         if mode.absorbs(false) {
             w.pred = Pred::Const(false);
+            w.pred_aborts = None;
         } else if mode.absorbs(true) {
             w.pred = Pred::Const(true);
+            w.pred_aborts = None;
         }
     }
     w
@@ -349,7 +373,14 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                 Pred::Guard(n)
             };
             let on_false = want.on_false.then(Env::unreachable);
-            Walked { pred, on_true, on_false, can_be_true: true, can_be_false: false }
+            Walked {
+                pred,
+                on_true,
+                on_false,
+                can_be_true: true,
+                can_be_false: false,
+                pred_aborts: None,
+            }
         }
         Pred::Store { slot, value } => {
             let value = facts.substitute(env, value);
@@ -369,6 +400,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                 on_false: want.on_false.then(Env::unreachable),
                 can_be_true: true,
                 can_be_false: false,
+                pred_aborts: None,
             }
         }
         Pred::Try(q) => {
@@ -405,6 +437,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                     on_false: (!b && want.on_false).then(|| env.clone()),
                     can_be_true: b,
                     can_be_false: !b,
+                    pred_aborts: None,
                 };
             }
             Walked {
@@ -417,6 +450,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                 pred: Pred::Try(Box::new(inner.pred)),
                 can_be_true: inner.can_be_true,
                 can_be_false: true,
+                pred_aborts: None,
             }
         }
         Pred::And(parts) => junction(facts, parts, env, mode, want, true),
@@ -429,6 +463,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
             on_false: want.on_false.then(|| env.clone()),
             can_be_true: true,
             can_be_false: true,
+            pred_aborts: None,
         },
         Pred::Chain(mut c) => {
             // Its operands are ordinary values; the walk itself is opaque: either answer
@@ -441,6 +476,7 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                 on_false: want.on_false.then(|| env.clone()),
                 can_be_true: true,
                 can_be_false: true,
+                pred_aborts: None,
             }
         }
     }
@@ -455,6 +491,7 @@ fn aborts(pred: Pred, want: Want) -> Walked {
         on_false: want.on_false.then(Env::unreachable),
         can_be_true: false,
         can_be_false: false,
+        pred_aborts: None,
     }
 }
 
@@ -524,6 +561,7 @@ fn constant(b: bool, env: &Env, want: Want) -> Walked {
         on_false: exit(!b, want.on_false),
         can_be_true: b,
         can_be_false: !b,
+        pred_aborts: None,
     }
 }
 
@@ -549,12 +587,15 @@ fn test(facts: &Facts, pred: Pred, learned: Learned, aborts: bool, mode: Mode) -
         }
         None => pred,
     };
+    // (`aborts` is what the test may do; a constant put in its place does nothing)
+    let kept = !matches!(pred, Pred::Const(_));
     Walked {
         pred,
         on_true: learned.on_true,
         on_false: learned.on_false,
         can_be_true: learned.can_be_true,
         can_be_false: learned.can_be_false,
+        pred_aborts: kept.then_some(aborts),
     }
 }
 
@@ -607,6 +648,7 @@ fn junction(
             Want { on_true: want_stop, on_false: !is_last || want_go_on }
         };
         let w = walk(facts, part, &entry, part_mode, part_want);
+        let walked_aborts = w.pred_aborts.filter(|_| facts.reuses_walked_aborts());
         let (next, exit, part_can_go_on, part_can_stop) = if conjunction {
             (w.on_true, w.on_false, w.can_be_true, w.can_be_false)
         } else {
@@ -632,14 +674,14 @@ fn junction(
                 }
             }
             Pred::Const(b) => {
-                acc.push(facts, Pred::Const(b), &entry, next.as_ref());
+                acc.push(facts, Pred::Const(b), &entry, next.as_ref(), None);
                 absorbed = true;
                 go_on = next;
                 break;
             }
             Pred::And(inner) if conjunction => acc.splice(facts, inner, &entry, next.as_ref()),
             Pred::Or(inner) if !conjunction => acc.splice(facts, inner, &entry, next.as_ref()),
-            q => acc.push(facts, q, &entry, next.as_ref()),
+            q => acc.push(facts, q, &entry, next.as_ref(), walked_aborts),
         }
         go_on = next;
     }
@@ -648,7 +690,7 @@ fn junction(
     let (on_true, on_false) = if conjunction { (go_on, stop) } else { (stop, go_on) };
     let (can_be_true, can_be_false) =
         if conjunction { (can_go_on, can_stop) } else { (can_stop, can_go_on) };
-    Walked { pred, on_true, on_false, can_be_true, can_be_false }
+    Walked { pred, on_true, on_false, can_be_true, can_be_false, pred_aborts: None }
 }
 
 /// The rewritten parts of a junction, with what merging them into set tests needs to know.
@@ -760,8 +802,17 @@ impl Parts {
     }
 
     /// Appends a rewritten part; `entry` holds where it starts, `after` where it lets
-    /// evaluation go on (when known; the weaker `entry` stands in otherwise).
-    fn push(&mut self, facts: &Facts, q: Pred, entry: &Env, after: Option<&Env>) {
+    /// evaluation go on (when known; the weaker `entry` stands in otherwise). `walked_aborts`:
+    /// whether `q` may abort at `entry`, when the walk of `q` found it out
+    /// ([`Walked::pred_aborts`]).
+    fn push(
+        &mut self,
+        facts: &Facts,
+        q: Pred,
+        entry: &Env,
+        after: Option<&Env>,
+        walked_aborts: Option<bool>,
+    ) {
         // `guard(n) and guard(m)` with n <= m: the second check implies the first.
         if let (Pred::Guard(m), Some(Pred::Guard(n))) = (&q, self.out().last()) {
             if self.conjunction && n <= m {
@@ -774,9 +825,9 @@ impl Parts {
         // are copies of one environment (a run's second part starts where its base was
         // taken), as they often are.
         let store = !facts.store_free() && has_store(&q);
-        let mut aborts_at_entry = None;
+        let mut aborts_at_entry = walked_aborts;
         if self.prefix_free {
-            let aborts = facts.pred_can_abort(entry, &q);
+            let aborts = aborts_at_entry.unwrap_or_else(|| facts.pred_can_abort(entry, &q));
             aborts_at_entry = Some(aborts);
             self.prefix_free = !store && !aborts;
             self.abort_prefix |= !store && aborts;
@@ -813,7 +864,7 @@ impl Parts {
         let n = inner.len();
         for (j, q) in inner.into_iter().enumerate() {
             let base = if j + 1 == n { after } else { None };
-            self.push(facts, q, entry, base);
+            self.push(facts, q, entry, base, None);
         }
     }
 
@@ -935,8 +986,78 @@ fn stores_mask(p: &Pred) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::likely_changes;
-    use crate::ir::{CmpOp, Expr, Pred, Size};
+    use super::{likely_changes, walk, Env, Facts, Mode, Want};
+    use crate::ir::{BinOp, CmpOp, Expr, Pred, Size, ValueSet};
+    use crate::opt::guard::tests::random_pred;
+
+    /// A random leaf test: an equality, an order or a set test of a load at a constant
+    /// offset or at the IPv4 header length (values small, so that facts decide some).
+    fn random_leaf(rng: &mut weir_testkit::SplitMix64) -> Pred {
+        let size = [Size::Byte, Size::Half, Size::Word][rng.below_usize(3)];
+        let load = if rng.chance(40) {
+            let ihl = Expr::load_at(14, Size::Byte).and_mask(0xf);
+            let ihl = Expr::binary(BinOp::Shl, ihl, Expr::Const(2));
+            Expr::load(ihl.plus(14 + rng.below(8) as u32), size)
+        } else {
+            Expr::load_at(rng.below(80) as u32, size)
+        };
+        let k = rng.below(4) as u32;
+        match rng.below(4) {
+            0 => Pred::In { value: load, set: ValueSet::from_values([k, k + 2, 9]) },
+            1 => {
+                let op = [CmpOp::Gt, CmpOp::Le, CmpOp::Ne][rng.below_usize(3)];
+                Pred::cmp(op, load, Expr::Const(k))
+            }
+            _ => Pred::eq(load, k),
+        }
+    }
+
+    /// The abort answer a walk hands up ([`super::Walked::pred_aborts`], which a junction
+    /// takes instead of asking) is what asking its output at the walk's entry answers:
+    /// random leaves (and some negated, and junctions of them) walked in every mode, at the
+    /// start and after random predicates walked before them (facts, known lengths).
+    #[test]
+    fn a_walked_abort_answer_is_what_asking_answers() {
+        let mut rng = weir_testkit::SplitMix64::new(0x33ab);
+        let both = Want { on_true: true, on_false: true };
+        let (mut known, mut aborting, mut kept) = (0, 0, 0);
+        for i in 0..30_000 {
+            let mut facts = Facts::new(u32::MAX);
+            let before = walk(
+                &mut facts,
+                random_pred(&mut rng, 1 + i % 3),
+                &Env::start(),
+                Mode::Exact,
+                both,
+            );
+            let env = if rng.chance(20) {
+                Env::start()
+            } else if rng.chance(50) {
+                before.on_true.unwrap_or_else(Env::start)
+            } else {
+                before.on_false.unwrap_or_else(Env::start)
+            };
+            let p = match rng.below(6) {
+                0 => Pred::not(random_leaf(&mut rng)),
+                1 => Pred::and([random_leaf(&mut rng), random_leaf(&mut rng)]),
+                _ => random_leaf(&mut rng),
+            };
+            let mode = [Mode::Exact, Mode::FalseIsAbort, Mode::TrueIsAbort][rng.below_usize(3)];
+            let w = walk(&mut facts, p, &env, mode, both);
+            if let Some(aborts) = w.pred_aborts {
+                assert_eq!(aborts, facts.pred_can_abort(&env, &w.pred), "{:?} at {env:?}", w.pred);
+                known += 1;
+                aborting += usize::from(aborts);
+                kept += usize::from(!matches!(w.pred, Pred::Const(_)));
+            }
+        }
+        // (both answers, on tests kept)
+        assert!(
+            known > 10_000 && aborting > 3_000 && known - aborting > 2_000,
+            "{known} {aborting}"
+        );
+        assert_eq!(kept, known);
+    }
 
     fn test(offset: u32, size: Size, k: u32) -> Pred {
         Pred::eq(Expr::load_at(offset, size), k)

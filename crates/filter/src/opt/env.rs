@@ -433,6 +433,9 @@ pub(crate) struct Facts {
     changes: Cell<Changes>,
     /// The walk's tree has no store, so no part of it has one ([`Facts::set_store_free`]).
     store_free: bool,
+    /// A junction takes a leaf's abort answer from the leaf's walk
+    /// ([`Facts::set_reuses_walked_aborts`]).
+    reuse_walked_aborts: bool,
 }
 
 /// What a `decide` walk changed in its input, sorted as its certificate asks: parts the
@@ -466,6 +469,7 @@ impl Facts {
             abort_choice: Cell::new(false),
             changes: Cell::new(Changes::default()),
             store_free: false,
+            reuse_walked_aborts: true,
         }
     }
 
@@ -479,6 +483,18 @@ impl Facts {
     /// Whether the walk's tree is known to have no store (see [`Facts::set_store_free`]).
     pub fn store_free(&self) -> bool {
         self.store_free
+    }
+
+    /// Tells the walk whether a junction may take a leaf's abort answer from the leaf's
+    /// walk at the same environment (`true`, the default) or asks again (the tests compare
+    /// the two: see `decide::Shortcuts`).
+    pub fn set_reuses_walked_aborts(&mut self, reuse: bool) {
+        self.reuse_walked_aborts = reuse;
+    }
+
+    /// Whether a junction may take a leaf's abort answer from the leaf's walk.
+    pub fn reuses_walked_aborts(&self) -> bool {
+        self.reuse_walked_aborts
     }
 
     /// Records a choice made on a "may abort" answer that a longer known captured length

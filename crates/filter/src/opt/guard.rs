@@ -351,7 +351,7 @@ fn place_and(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::ir::{BinOp, Size};
 
@@ -420,7 +420,7 @@ mod tests {
 
     /// A random predicate: tests loading at constant offsets and at the IPv4 header length,
     /// guards, stores, constants, Trys, under `and`s, `or`s and `not`s of 0 to 4 parts.
-    fn random_pred(rng: &mut weir_testkit::SplitMix64, depth: u32) -> Pred {
+    pub(in crate::opt) fn random_pred(rng: &mut weir_testkit::SplitMix64, depth: u32) -> Pred {
         let load = |rng: &mut weir_testkit::SplitMix64| {
             let size = [Size::Byte, Size::Half, Size::Word][rng.below_usize(3)];
             if rng.chance(30) {

@@ -318,11 +318,19 @@ pub fn optimize_without_shortcuts(f: &Filter) -> Filter {
 /// (crates/filter/tests/opt.rs). Not for use.
 #[doc(hidden)]
 pub fn decide_asking_every_part_for_stores(f: &Filter) -> Filter {
+    let shortcuts = decide::Shortcuts { summarize_stores: false, ..decide::Shortcuts::ALL };
     let reads = analysis::slots_read(&f.pred);
-    Filter {
-        pred: decide::decide_asking_every_part_for_stores(f.pred.clone(), reads),
-        accept: f.accept,
-    }
+    Filter { pred: decide::decide_with(f.pred.clone(), reads, shortcuts), accept: f.accept }
+}
+
+/// [`decide`] with every part a junction keeps asked whether it may abort (the walk of a
+/// leaf test otherwise hands up its own answer, and the junction skips asking): the tests
+/// compare the two (crates/filter/tests/opt.rs). Not for use.
+#[doc(hidden)]
+pub fn decide_asking_every_part_for_aborts(f: &Filter) -> Filter {
+    let shortcuts = decide::Shortcuts { reuse_walked_aborts: false, ..decide::Shortcuts::ALL };
+    let reads = analysis::slots_read(&f.pred);
+    Filter { pred: decide::decide_with(f.pred.clone(), reads, shortcuts), accept: f.accept }
 }
 
 /// Checks [`fold::unchanged`] on `f`, without factoring and with: whether it vouched that
