@@ -33,7 +33,7 @@
 //! with a backward jump (libpcap's `protochain` loop) is returned as it is.
 
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use crate::opt::FastHasher;
 
@@ -235,7 +235,7 @@ fn is_accept(insn: &CbpfInsn) -> bool {
 
 type Val = u32;
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Node {
     Const(u32),
     Len,
@@ -254,41 +254,44 @@ enum Node {
     Entry(usize, usize),
 }
 
-struct Values {
-    /// Each node's number once there are more than [`SCANNED_VALUES`] (empty until then):
-    /// hashed with the IR's fast hasher, as SipHash was a third of a small filter's emit.
-    ids: HashMap<Node, Val, BuildHasherDefault<FastHasher>>,
-    nodes: Vec<Node>,
-    /// Until the table takes over, the numbers of the nodes past the entry slots by kind
-    /// ([`Node::kind`]), in numbering order: a lookup scans only nodes of its own kind
-    /// (the joins' `Entry` names, the loads' `Pkt`s and the constants are each a part of
-    /// the list). A node is numbered once, so the match is the one the whole list holds.
-    of_kind: [Vec<Val>; NODE_KINDS],
-}
-
-/// The variants of [`Node`].
-const NODE_KINDS: usize = 8;
-
-impl Node {
-    /// Which variant: [`Values::of_kind`]'s index.
-    fn kind(&self) -> usize {
-        match self {
-            Node::Const(_) => 0,
-            Node::Len => 1,
-            Node::Pkt(..) => 2,
-            Node::Ind(..) => 3,
-            Node::Msh(_) => 4,
-            Node::Alu(..) => 5,
-            Node::Neg(_) => 6,
-            Node::Entry(..) => 7,
-        }
+impl Hash for Node {
+    /// The variant and fields folded into one word, hashed once: the derived hash fed the
+    /// hasher each field (and the variant as a word) in turn, most of a lookup's cost.
+    /// Equal nodes give equal words; unequal ones rarely do (the table compares nodes).
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (variant, a, b) = match *self {
+            Node::Const(k) => (0, u64::from(k), 0),
+            Node::Len => (1, 0, 0),
+            Node::Pkt(off, size) => (2, u64::from(off), u64::from(size)),
+            Node::Ind(x, off, size) => (3, u64::from(x) << 8 | u64::from(size), u64::from(off)),
+            Node::Msh(off) => (4, u64::from(off), 0),
+            Node::Alu(op, x, y) => (5 | u64::from(op as u8) << 3, u64::from(x), u64::from(y)),
+            Node::Neg(x) => (6, u64::from(x), 0),
+            Node::Entry(at, slot) => (7, at as u64, slot as u64),
+        };
+        state.write_u64(variant ^ a << 11 ^ b << 37);
     }
 }
 
-/// Up to this many values, [`Values::id`] finds a node by scanning `nodes`: a small
-/// program's analysis numbers a few dozen, and comparing with each costs less than hashing
-/// the node and keeping a table of them, cleared for each analysis.
-const SCANNED_VALUES: usize = SLOTS + 32;
+struct Values {
+    nodes: Vec<Node>,
+    /// The numbers of the nodes past the entry slots, open-addressed by the node's hash
+    /// ([`FastHasher`], the IR's), [`NO_VALUE`] where free; its length a power of two, at
+    /// least twice the nodes it holds. A lookup is a hash and (nearly always) one
+    /// comparison. It replaced a scan of the numbers of the node's kind (a std map past 50
+    /// values): `Values::id` ~99 -> ~74 instructions a call, and no per-kind lists and map to
+    /// clear for each analysis (hot tighten of `port 22` -3%, compile-emit-9).
+    table: Vec<Val>,
+    /// 64 less log2 of the table's length: the hash's top bits are the first slot probed.
+    shift: u32,
+}
+
+/// A free slot of [`Values::table`].
+const NO_VALUE: Val = Val::MAX;
+
+/// [`Values::table`]'s length to start with: room for the few dozen values a small
+/// program's analysis numbers.
+const FIRST_TABLE: usize = 128;
 
 impl Values {
     /// Numbers the program's entry values first: slot `s` on entry is value `s`, so
@@ -297,15 +300,32 @@ impl Values {
     fn new() -> Values {
         let mut nodes = Vec::with_capacity(4 * SLOTS);
         nodes.extend((0..SLOTS).map(|s| Node::Entry(0, s)));
-        Values { ids: HashMap::default(), nodes, of_kind: Default::default() }
+        Values {
+            nodes,
+            table: vec![NO_VALUE; FIRST_TABLE],
+            shift: 64 - FIRST_TABLE.trailing_zeros(),
+        }
     }
 
     /// Forgets every value but the entry slots, keeping the allocations.
     fn reset(&mut self) {
-        self.ids.clear();
         self.nodes.truncate(SLOTS);
-        for list in &mut self.of_kind {
-            list.clear();
+        self.table.fill(NO_VALUE);
+    }
+
+    /// Where `n`'s number is in the table, or the free slot where it would go.
+    #[inline(always)]
+    fn slot_of(&self, n: &Node) -> usize {
+        let mut h = FastHasher::default();
+        n.hash(&mut h);
+        let mask = self.table.len() - 1;
+        let mut at = (h.finish() >> self.shift) as usize;
+        loop {
+            let v = self.table[at];
+            if v == NO_VALUE || self.nodes[v as usize] == *n {
+                return at;
+            }
+            at = (at + 1) & mask;
         }
     }
 
@@ -317,30 +337,29 @@ impl Values {
                 return s as Val;
             }
         }
-        if self.nodes.len() <= SCANNED_VALUES {
-            // The entry slots are not searched: they were answered above.
-            let kind = &mut self.of_kind[n.kind()];
-            if let Some(&v) = kind.iter().find(|&&v| self.nodes[v as usize] == n) {
-                return v;
-            }
-            let v = self.nodes.len() as Val;
-            kind.push(v);
-            self.nodes.push(n);
-            if self.nodes.len() > SCANNED_VALUES {
-                // Past the scan's size: the table takes over, with every node so far.
-                for (at, &m) in self.nodes.iter().enumerate().skip(SLOTS) {
-                    self.ids.insert(m, at as Val);
-                }
-            }
-            return v;
-        }
-        if let Some(&v) = self.ids.get(&n) {
-            return v;
+        let at = self.slot_of(&n);
+        if self.table[at] != NO_VALUE {
+            return self.table[at];
         }
         let v = self.nodes.len() as Val;
         self.nodes.push(n);
-        self.ids.insert(n, v);
+        self.table[at] = v;
+        if 2 * (self.nodes.len() - SLOTS) > self.table.len() {
+            self.grow();
+        }
         v
+    }
+
+    /// Doubles the table and enters every number again.
+    fn grow(&mut self) {
+        let size = 2 * self.table.len();
+        self.table.clear();
+        self.table.resize(size, NO_VALUE);
+        self.shift = 64 - size.trailing_zeros();
+        for v in SLOTS..self.nodes.len() {
+            let at = self.slot_of(&self.nodes[v]);
+            self.table[at] = v as Val;
+        }
     }
 
     fn node(&self, v: Val) -> Node {
@@ -678,14 +697,19 @@ impl Facts {
         }
     }
 
-    fn get(&self, v: Val) -> Option<&Fact> {
-        let list = self.as_slice();
-        let at = list.binary_search_by_key(&v, |&(w, _)| w).ok()?;
-        list.get(at).map(|(_, f)| f)
+    /// Where the list holds `v`'s fact (`Ok`), or where it would go (`Err`).
+    fn find(&self, v: Val) -> Result<usize, usize> {
+        self.as_slice().binary_search_by_key(&v, |&(w, _)| w)
     }
 
+    fn get(&self, v: Val) -> Option<&Fact> {
+        let list = self.as_slice();
+        list.get(self.find(v).ok()?).map(|(_, f)| f)
+    }
+
+    #[cfg(test)]
     fn set(&mut self, v: Val, f: Fact) {
-        match self.as_slice().binary_search_by_key(&v, |&(w, _)| w) {
+        match self.find(v) {
             Ok(at) => self.as_mut_slice()[at].1 = f,
             Err(at) => self.insert(at, (v, f)),
         }
@@ -888,45 +912,62 @@ fn step(insn: &CbpfInsn, at: usize, s: &mut State, values: &mut Values) {
     s.len_ok = s.len_ok.max(e.proves);
 }
 
+/// What conditional jump `insn` reads from a state: A's value and its fact there, where the
+/// state's fact list holds that fact (`Ok`) or would insert it (`Err`), and the operand.
+/// [`examine`] looks the fact up once for both the outcome and what each edge learns, and
+/// [`teach`] writes at the position found (each edge is a copy of the state examined, so
+/// its list is the same). A lookup for the outcome, another for the lesson and one per edge
+/// to write were ~4% of tightening `port 22` (compile-emit-9).
+#[derive(Clone, Copy)]
+struct Lesson {
+    a: Val,
+    fact: Fact,
+    at: Result<usize, usize>,
+    k: u32,
+}
+
+/// The outcome of conditional jump `insn` in state `s` when `s` decides it, and what the test
+/// teaches its edges (`None` when the operand is an X that `s` does not know: the test then
+/// teaches nothing).
+fn examine(insn: &CbpfInsn, s: &State, values: &Values) -> (Option<bool>, Option<Lesson>) {
+    let a = s.slots[A];
+    let (k, same) = if uses_x_operand(insn.op) {
+        let x = s.slots[X];
+        // A tested against itself.
+        let same = match insn.op {
+            CbpfOp::JeqX | CbpfOp::JgeX if x == a => Some(true),
+            CbpfOp::JgtX if x == a => Some(false),
+            _ => None,
+        };
+        (s.fact(values, x).known(), same)
+    } else {
+        (Some(insn.k), None)
+    };
+    let Some(k) = k else { return (same, None) };
+    let at = s.facts.find(a);
+    let fact = match at {
+        Ok(i) => s.facts.as_slice()[i].1,
+        Err(_) => base_fact(values, a),
+    };
+    let decided = same.or_else(|| fact.decide(insn.op, k));
+    (decided, Some(Lesson { a, fact, at, k }))
+}
+
 /// The outcome of a conditional jump in a state, if known.
 fn decide(insn: &CbpfInsn, s: &State, values: &Values) -> Option<bool> {
-    let a = s.slots[A];
-    let k = if uses_x_operand(insn.op) {
-        let x = s.slots[X];
-        if x == a && matches!(insn.op, CbpfOp::JeqX | CbpfOp::JgeX) {
-            return Some(true);
-        }
-        if x == a && insn.op == CbpfOp::JgtX {
-            return Some(false);
-        }
-        s.fact(values, x).known()?
-    } else {
-        insn.k
-    };
-    s.fact(values, a).decide(insn.op, k)
+    examine(insn, s, values).0
 }
 
-fn learn(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
-    let lesson = lesson(insn, s, values);
-    teach(insn, lesson, s, outcome);
-}
-
-/// What conditional jump `insn` teaches its edges from state `s`: the value tested (A), its
-/// fact before the test, and the operand; `None` when the operand is an X that `s` does not
-/// know (the test then teaches nothing). Both edges start from `s`, so one lookup serves
-/// the two (each [`learn`] would look the facts up again in its copy).
-fn lesson(insn: &CbpfInsn, s: &State, values: &Values) -> Option<(Val, Fact, u32)> {
-    let a = s.slots[A];
-    let k = if uses_x_operand(insn.op) { s.fact(values, s.slots[X]).known()? } else { insn.k };
-    Some((a, s.fact(values, a), k))
-}
-
-/// Writes into `s` (a copy of the state the [`lesson`] was taken from) what the test coming
+/// Writes into `s` (a copy of the state the [`Lesson`] was taken from) what the test coming
 /// out `outcome` teaches.
-fn teach(insn: &CbpfInsn, lesson: Option<(Val, Fact, u32)>, s: &mut State, outcome: bool) {
-    if let Some((a, mut f, k)) = lesson {
-        f.learn(insn.op, k, outcome);
-        s.facts.set(a, f);
+fn teach(insn: &CbpfInsn, lesson: &Option<Lesson>, s: &mut State, outcome: bool) {
+    if let Some(l) = lesson {
+        let mut f = l.fact;
+        f.learn(insn.op, l.k, outcome);
+        match l.at {
+            Ok(i) => s.facts.as_mut_slice()[i].1 = f,
+            Err(i) => s.facts.insert(i, (l.a, f)),
+        }
     }
 }
 
@@ -998,10 +1039,10 @@ impl Analysis {
                 }
                 continue;
             }
-            let decided = if insn.op == CbpfOp::Ja {
-                Some(true)
+            let (decided, lesson) = if insn.op == CbpfOp::Ja {
+                (Some(true), None)
             } else {
-                decide(&insn, &self.states[i], values)
+                examine(&insn, &self.states[i], values)
             };
             match decided {
                 // One edge: it carries the in-state as it is.
@@ -1020,18 +1061,17 @@ impl Analysis {
                 // Two edges, each the in-state and what its outcome teaches: built in
                 // place where no edge came yet, else in `edge` and joined.
                 None => {
-                    let lesson = lesson(&insn, &self.states[i], values);
                     for (n, outcome) in [(0, true), (1, false)] {
                         let Some(to) = succ[n] else { continue };
                         let (before, after) = self.states.split_at_mut(to);
                         let dst = &mut after[0];
                         if self.reached[to] {
                             self.edge.clone_from(&before[i]);
-                            teach(&insn, lesson, &mut self.edge, outcome);
+                            teach(&insn, &lesson, &mut self.edge, outcome);
                             dst.join_in_place(&self.edge, to, values);
                         } else {
                             dst.clone_from(&before[i]);
-                            teach(&insn, lesson, dst, outcome);
+                            teach(&insn, &lesson, dst, outcome);
                             self.reached[to] = true;
                         }
                     }
@@ -1070,13 +1110,13 @@ fn flow_into(
 /// taken one), else what the test teaches each edge.
 struct Edges {
     decided: Option<bool>,
-    lesson: Option<(Val, Fact, u32)>,
+    lesson: Option<Lesson>,
 }
 
 impl Edges {
     fn of(insn: &CbpfInsn, s: &State, values: &Values) -> Edges {
-        let decided = if insn.op == CbpfOp::Ja { Some(true) } else { decide(insn, s, values) };
-        let lesson = if decided.is_none() { lesson(insn, s, values) } else { None };
+        let (decided, lesson) =
+            if insn.op == CbpfOp::Ja { (Some(true), None) } else { examine(insn, s, values) };
         Edges { decided, lesson }
     }
 
@@ -1088,7 +1128,7 @@ impl Edges {
         match self.decided {
             Some(known) => known == outcome,
             None => {
-                teach(insn, self.lesson, into, outcome);
+                teach(insn, &self.lesson, into, outcome);
                 true
             }
         }
@@ -1348,8 +1388,9 @@ fn walk(
         } else if insn.op == CbpfOp::Ja {
             at = successors(p, at)[0]?;
         } else if insn.op.is_conditional_jump() {
-            let outcome = decide(&insn, s, values)?;
-            learn(&insn, s, values, outcome);
+            let (decided, lesson) = examine(&insn, s, values);
+            let outcome = decided?;
+            teach(&insn, &lesson, s, outcome);
             at = successors(p, at)[usize::from(!outcome)]?;
         } else {
             if matches!(insn.op, CbpfOp::St | CbpfOp::Stx) {
@@ -1818,7 +1859,7 @@ mod tests {
             } else if insn.op == Ja {
                 [Some(s), None]
             } else if insn.op.is_conditional_jump() {
-                match decide(&insn, &s, &values) {
+                match decide_as_it_was(&insn, &s, &values) {
                     Some(true) => [Some(s), None],
                     Some(false) => [None, Some(s)],
                     None => {
@@ -1845,7 +1886,27 @@ mod tests {
         (values, seen)
     }
 
-    /// [`learn`] as it was before [`lesson`] and [`teach`] split it: the oracle's.
+    /// [`decide`] as it was before [`examine`] took the outcome and the lesson from one
+    /// lookup: the oracle's.
+    fn decide_as_it_was(insn: &CbpfInsn, s: &State, values: &Values) -> Option<bool> {
+        let a = s.slots[A];
+        let k = if uses_x_operand(insn.op) {
+            let x = s.slots[X];
+            if x == a && matches!(insn.op, CbpfOp::JeqX | CbpfOp::JgeX) {
+                return Some(true);
+            }
+            if x == a && insn.op == CbpfOp::JgtX {
+                return Some(false);
+            }
+            s.fact(values, x).known()?
+        } else {
+            insn.k
+        };
+        s.fact(values, a).decide(insn.op, k)
+    }
+
+    /// Learning as it was before [`examine`] and [`teach`] split it (the fact looked up
+    /// and set by value): the oracle's.
     fn learn_as_it_was(insn: &CbpfInsn, s: &mut State, values: &Values, outcome: bool) {
         let a = s.slots[A];
         let k = if uses_x_operand(insn.op) {
@@ -1876,7 +1937,7 @@ mod tests {
                 return n == 0;
             }
             let outcome = n == 0;
-            match decide(insn, s, values) {
+            match decide_as_it_was(insn, s, values) {
                 Some(known) => {
                     into.clone_from(s);
                     known == outcome
@@ -1909,7 +1970,7 @@ mod tests {
         for (i, insn) in p.iter_mut().enumerate() {
             if insn.op.is_conditional_jump() {
                 let Some(input) = an.input(i) else { continue };
-                let target = match decide(insn, input, &an.values) {
+                let target = match decide_as_it_was(insn, input, &an.values) {
                     Some(true) => i + 1 + usize::from(insn.jt),
                     Some(false) => i + 1 + usize::from(insn.jf),
                     None => continue,
@@ -1941,7 +2002,7 @@ mod tests {
             } else if insn.op == CbpfOp::Ja {
                 at = successors(p, at)[0]?;
             } else if insn.op.is_conditional_jump() {
-                let outcome = decide(&insn, s, values)?;
+                let outcome = decide_as_it_was(&insn, s, values)?;
                 learn_as_it_was(&insn, s, values, outcome);
                 at = successors(p, at)[usize::from(!outcome)]?;
             } else {
@@ -2003,6 +2064,56 @@ mod tests {
             }
         }
         assert!(jumps_seen > 1000, "{jumps_seen}");
+    }
+
+    /// One lookup for a test's outcome and both edges' lessons ([`examine`], then [`teach`]
+    /// at the position found) decides and learns what deciding and learning by value did, on
+    /// the states the analysis reaches jumps with, for every kind of test (A against itself
+    /// too, and an X the state knows or does not).
+    #[test]
+    fn a_test_examined_once_decides_and_teaches_as_lookups_by_value_did() {
+        let mut rng = weir_testkit::SplitMix64::new(0xe8a1);
+        let mut an = Analysis::new();
+        let ops = [JeqK, JgtK, JgeK, JsetK, JeqX, JgtX, JgeX, JsetX];
+        let ks = [0, 1, 6, 17, 0xff, 0x800, 0x806, 0x1fff, u32::MAX];
+        let (mut decided, mut taught, mut inserted, mut replaced) = (0, 0, 0, 0);
+        for _ in 0..1500 {
+            let p = random_program(&mut rng);
+            an.redo(&p);
+            for i in 0..p.len() {
+                if !p[i].op.is_conditional_jump() {
+                    continue;
+                }
+                let Some(input) = an.input(i).cloned() else { continue };
+                let mut same = input.clone();
+                same.slots[X] = same.slots[A];
+                let mut known_x = input.clone();
+                known_x.slots[X] = an.values.konst(ks[rng.below_usize(ks.len())]);
+                for s in [input.clone(), same, known_x] {
+                    for op in ops {
+                        let insn = j(op, ks[rng.below_usize(ks.len())], 0, 0);
+                        let (outcome, lesson) = examine(&insn, &s, &an.values);
+                        assert_eq!(outcome, decide_as_it_was(&insn, &s, &an.values), "{insn:?}");
+                        decided += usize::from(outcome.is_some());
+                        for edge in [true, false] {
+                            let (mut new, mut old) = (s.clone(), s.clone());
+                            teach(&insn, &lesson, &mut new, edge);
+                            learn_as_it_was(&insn, &mut old, &an.values, edge);
+                            assert_eq!(new, old, "{insn:?} {edge}: {p:?}");
+                            taught += usize::from(new != s);
+                            match lesson.map(|l| l.at) {
+                                Some(Ok(_)) => replaced += 1,
+                                Some(Err(_)) => inserted += 1,
+                                None => {}
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Not vacuous: tests decided and not, facts replaced and added.
+        assert!(decided > 1000 && taught > 1000, "{decided} {taught}");
+        assert!(replaced > 1000 && inserted > 1000, "{replaced} {inserted}");
     }
 
     #[test]
@@ -2147,18 +2258,19 @@ mod tests {
         assert!(!may_repeat_a_value(&[s(LdAbsH, 12), s(LdAbsB, 12), s(RetA, 0)]));
     }
 
-    /// Numbering by scan, then by table past [`SCANNED_VALUES`], against a plain map: the
+    /// Numbering by the open-addressed table, as it grows and is reset, against a plain map: the
     /// same number for the same node, a new one for a new node, across resets.
     #[test]
     fn values_are_numbered_as_a_map_numbers_them() {
         let mut rng = weir_testkit::SplitMix64::new(0x5ca7);
         let mut values = Values::new();
-        let mut past_the_scan = 0;
+        let mut grown = 0;
         for round in 0..200 {
             values.reset();
             let mut want: HashMap<Node, Val> = HashMap::new();
-            // Some rounds stay under the scan's size, some go well past it.
-            let distinct = if round % 2 == 0 { 12 } else { 3 * SCANNED_VALUES as u64 };
+            // Some rounds stay within the first table, some make it grow (and the next
+            // round starts on the grown table, reset).
+            let distinct = if round % 2 == 0 { 12 } else { FIRST_TABLE as u64 };
             for _ in 0..400 {
                 let n = match rng.below(4) {
                     0 => Node::Const(rng.below(distinct) as u32),
@@ -2174,9 +2286,9 @@ mod tests {
                 assert_eq!(values.id(n), expect, "{n:?} in round {round}");
                 assert_eq!(values.node(expect), n);
             }
-            past_the_scan += usize::from(values.nodes.len() > SCANNED_VALUES);
+            grown += usize::from(values.nodes.len() - SLOTS > FIRST_TABLE / 2);
         }
-        assert!(past_the_scan > 50, "{past_the_scan}");
+        assert!(grown > 50, "{grown}");
     }
 
     #[test]
