@@ -1244,3 +1244,60 @@ fn candidate_tables_agree_with_the_reference_through_inserts_and_deletes() {
         assert!(matched * 4 >= checked, "{masks} masks: {matched} of {checked} matched");
     }
 }
+
+/// The candidate walk (`walk_candidates`: each packet over the set bits of its candidate
+/// word) on subtables with port ranges: 16 (source, destination) prefix masks of 4 lengths
+/// each, half the rules also with a destination port range (a subtable of the mask with
+/// the range flag, next to the plain one), random priorities 1-20, so a packet's candidates
+/// include a ranged subtable whose rule holds or not, and a better rule in a later
+/// subtable. Packets on each rule's prefixes with a port inside and outside its range,
+/// against the reference in batches of 32 and of 1, 7 and 31.
+#[test]
+fn candidate_walk_checks_port_ranges_and_priorities() {
+    let lens = [32u32, 24, 16, 8];
+    let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
+    let host = |a: u32, len: u32, rng: &mut SplitMix64| {
+        a | (rng.u32() >> len.min(31) >> u32::from(len == 32))
+    };
+    let mut rng = SplitMix64::new(0x29f1_0029);
+    let mut set = RuleSet::new();
+    let mut specs = Vec::new();
+    for i in 0..600u32 {
+        let (sl, dl) = (lens[(i % 4) as usize], lens[(i / 4 % 4) as usize]);
+        let (src, dst) = (prefix(rng.u32(), sl), prefix(rng.u32(), dl));
+        let lo = 1000 + rng.below(20000) as u16;
+        let hi = lo + rng.below(2000) as u16;
+        let ranged = rng.chance(50);
+        let ports = if ranged { format!(" dst_port {lo}-{hi}") } else { String::new() };
+        let text = format!(
+            "prio {} protocol ip flower ip_proto udp src_ip {}/{sl} dst_ip {}/{dl}{ports} action drop",
+            1 + rng.below(20),
+            std::net::Ipv4Addr::from(src),
+            std::net::Ipv4Addr::from(dst)
+        );
+        set.push(weir_flow::rule::parse_rule(&text, i as usize + 1).unwrap()).unwrap();
+        specs.push((src, sl, dst, dl, lo, hi, ranged));
+    }
+    let classifier = Classifier::new(&set);
+    assert_eq!(classifier.stats().0, 32, "16 masks, each plain and ranged");
+    let mut frames = Vec::new();
+    for &(src, sl, dst, dl, lo, hi, _) in &specs {
+        let (s, d) = (host(src, sl, &mut rng), host(dst, dl, &mut rng));
+        frames.push(udp(s, d, 7, lo + (hi - lo) / 2, 0));
+        frames.push(udp(s, d, 7, hi.wrapping_add(1), 0));
+        frames.push(udp(s, d, 7, lo - 1, 0));
+        frames.push(udp(s, rng.u32(), 7, lo, 0));
+    }
+    let want = run_reference(&Reference::new(&set), &frames, &[0]);
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let matched = want.iter().filter(|s| s.0.line.is_some()).count();
+    let ranged_hits = want.iter().filter(|s| s.0.line.is_some_and(|l| specs[l - 1].6)).count();
+    assert!(matched * 3 >= want.len() && ranged_hits * 5 >= matched, "{ranged_hits} of {matched}");
+    let v = classifier.snapshot();
+    for sizes in [&[BATCH][..], &[1, 7, 31]] {
+        let got = run_sized(&frames, &[0], sizes, |works, outcomes| {
+            classifier.process_batch(&v, works, outcomes)
+        });
+        assert_eq!(lines(&want), lines(&got), "batches of {sizes:?}");
+    }
+}
