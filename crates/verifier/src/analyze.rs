@@ -184,11 +184,9 @@ pub(crate) struct Verifier<'p> {
     /// unwritten (by the program or a helper), hit by a write that may miss them (a
     /// variable offset, an atomic, a helper's), or left unwritten where a run may end (an
     /// exit, or a stop: `Verifier::mark_stop`).
-    /// By byte (`8 * slot + index`): a byte no path writes stays as the run found it,
-    /// zero, so the unwritten part of a slot written in part (a 4-byte key) is not observed.
-    stack_written: [bool; STACK_SLOTS * 8],
+    stack_written: [bool; STACK_SLOTS],
     stack_observed: [bool; STACK_SLOTS],
-    stack_unwritten_at_exit: [bool; STACK_SLOTS * 8],
+    stack_unwritten_at_exit: [bool; STACK_SLOTS],
     explored: Vec<Vec<usize>>,
     nodes: Vec<Node>,
     stats: Stats,
@@ -267,9 +265,9 @@ impl<'p> Verifier<'p> {
             next_id: 0,
             facts: vec![InsnFact::default(); n],
             mixed_regions: vec![false; n],
-            stack_written: [false; STACK_SLOTS * 8],
+            stack_written: [false; STACK_SLOTS],
             stack_observed: [false; STACK_SLOTS],
-            stack_unwritten_at_exit: [false; STACK_SLOTS * 8],
+            stack_unwritten_at_exit: [false; STACK_SLOTS],
             explored: vec![Vec::new(); n],
             nodes: Vec::new(),
             stats: Stats::default(),
@@ -1573,9 +1571,7 @@ impl<'p> Verifier<'p> {
                 acc.writes() && lo == hi && !matches!(acc, Access::Atomic | Access::HelperWrite);
             for b in lo..end {
                 let slot = slot_of(b);
-                let Some(marks) = self.stack_written.get_mut(8 * slot + index_of(b)) else {
-                    continue;
-                };
+                let Some(marks) = self.stack_written.get_mut(slot) else { continue };
                 *marks |= acc.writes();
                 let unwritten = frame
                     .slot(slot)
@@ -1800,10 +1796,9 @@ impl Verifier<'_> {
     /// length fits (`Facts::max_executed`).
     pub(crate) fn mark_stop(&mut self, st: &State) {
         if let Some(frame) = st.frames.first() {
-            for (byte, mark) in self.stack_unwritten_at_exit.iter_mut().enumerate() {
+            for (slot, mark) in self.stack_unwritten_at_exit.iter_mut().enumerate() {
                 // A spilled pointer (`bytes` is `None`) is written.
-                let bytes = frame.slot(byte / 8).bytes();
-                *mark |= bytes.is_some_and(|b| b[byte % 8] == Byte::Invalid);
+                *mark |= frame.slot(slot).bytes().is_some_and(|b| b.contains(&Byte::Invalid));
             }
         }
     }
@@ -1821,9 +1816,7 @@ impl Verifier<'_> {
         }
         let mut bits = vec![0u64; STACK_SLOTS.div_ceil(64)];
         for slot in 0..STACK_SLOTS {
-            let bytes = 8 * slot..8 * slot + 8;
-            let left =
-                bytes.into_iter().any(|b| self.stack_unwritten_at_exit[b] && self.stack_written[b]);
+            let left = self.stack_unwritten_at_exit[slot] && self.stack_written[slot];
             if self.stack_observed[slot] || left {
                 bits[slot / 64] |= 1 << (slot % 64);
             }

@@ -695,24 +695,25 @@ fn a_helpers_stack_arguments_and_calls_count_in_the_observed_slots() {
         proof.facts().stack_observed.clone()
     };
     // xdp_counter's shape: key (fp-4) and value (fp-16) written before any call, read by
-    // the helpers: no slot observed.
+    // the helpers: only slot 0, whose other half no path writes (marks are by slot: a
+    // slot written in part counts as written, and its unwritten bytes as left so).
     let counter = "stw [%r10-4], 0\nstdw [%r10-16], 1
         lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\ncall 1
         jeq %r0, 0, +3\nmov %r1, 1\nlock add [%r0+0], %r1\nja +8
         lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\nmov %r3, %r10\nadd %r3, -16
         mov %r4, 0\ncall 2\nmov %r0, 2\nexit";
-    assert_eq!(observed(counter, MapType::Hash, 4), Some(vec![0]));
+    assert_eq!(observed(counter, MapType::Hash, 4), Some(vec![1]));
     // The key read by the lookup before anything wrote it (privileged: accepted): slot 0.
     let unwritten_key = "lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -8\ncall 1
         stdw [%r10-8], 1\nmov %r0, 2\nexit";
     assert_eq!(observed(unwritten_key, MapType::Hash, 8), Some(vec![1]));
     // The value written after the lookup on every path: a run that ends at the call (a
-    // failed helper) shows slot 1 as it started.
+    // failed helper) shows slot 1 as it started (slot 0 as in xdp_counter's shape).
     let value_after = "stw [%r10-4], 0
         lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\ncall 1\nstdw [%r10-16], 1
         lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\nmov %r3, %r10\nadd %r3, -16
         mov %r4, 0\ncall 2\nmov %r0, 2\nexit";
-    assert_eq!(observed(value_after, MapType::Hash, 4), Some(vec![2]));
+    assert_eq!(observed(value_after, MapType::Hash, 4), Some(vec![3]));
     // A peek writes its value argument only when the queue holds one: the slot read after
     // it may be the one the run started with.
     let peek = "lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -8\ncall 89
