@@ -560,3 +560,63 @@ add %r0, %r3\nlsh %r4, 32\nadd %r0, %r4\nexit";
         }
     }
 }
+
+/// A full lent run that ends at a helper call (here `bpf_get_prandom_u32`, which fails
+/// without an environment: a trap) after plain runs of the batch's steady part shows its
+/// own stack over zeros, as the interpreter's: the slot written after the call on every
+/// path is not the last frame's, the one written before it is this run's. The proof lists
+/// the slot the call finds unwritten as observed (`Facts::stack_observed`: a helper call
+/// is a place a run may end), which an engine zeroing only observed slots relies on.
+#[test]
+fn a_full_lent_run_trapping_at_a_helper_call_shows_its_own_stack() {
+    // [r10-8] = length + 1; frames of 14 bytes or more call the helper (and trap);
+    // [r10-16] = length after it, on every path.
+    let text = "
+        ldxw %r2, [%r1+0]
+        ldxw %r3, [%r1+4]
+        mov %r6, %r3
+        sub %r6, %r2
+        mov %r7, %r6
+        add %r7, 1
+        stxdw [%r10-8], %r7
+        jlt %r6, 14, +1
+        call 7
+        stxdw [%r10-16], %r6
+        mov %r0, 2
+        exit";
+    let program = program(text);
+    let options = weir_verifier::Options { prog_type: Some(ProgType::Xdp), ..Default::default() };
+    let proof = weir_verifier::verify(&program, &options).expect("the verifier accepts it");
+    let observed = proof.facts().stack_observed.clone();
+    let verified = proof.into_verified(program.clone()).expect("the proof's own program");
+    // Slot 1 ([r10-16]) only: the slot the call finds unwritten.
+    assert_eq!(observed, Some(vec![2]));
+    let jit = Jit::compile(&verified, bindings(), weir_jit::Config::default()).expect("compiles");
+    let engine =
+        weir_interp::Interpreter::new(&verified, bindings(), weir_interp::Config::default());
+    // Plain runs first (the batch's steady part), then the trap, whose stack is the last.
+    for lens in [vec![1usize, 13, 60], vec![13, 60], vec![60]] {
+        let frames: Vec<Vec<u8>> = lens.iter().map(|&n| vec![7u8; n]).collect();
+        let mut cache = jit.cache();
+        let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+        let mut packet = vec![0u8; 4096];
+        let mut batch = Frames { frames: frames.clone(), at: 0, len: 0, lent: 0, seen: Vec::new() };
+        jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
+        assert_eq!(batch.lent, frames.len());
+        let mut icache = engine.cache();
+        for (frame, (got, _)) in frames.iter().zip(&batch.seen) {
+            let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+            let mut packet = frame.clone();
+            let want = engine.run(&mut icache, Input::new().ctx(&mut ctx).packet(&mut packet));
+            assert_eq!(got.as_ref().map_err(|t| t.code), want.as_ref().map_err(|t| t.code));
+        }
+        assert!(batch.seen.last().is_some_and(|(r, _)| r.is_err()), "the last run traps");
+        let (got, want) = (cache.stack(), icache.stack());
+        let n = got.len().min(want.len());
+        assert_eq!(&got[got.len() - n..], &want[want.len() - n..], "frames {lens:?}");
+        // This run's own write, under the slot it never reached.
+        let top = &got[got.len() - 16..];
+        assert_eq!(top[8..], 61u64.to_le_bytes());
+        assert_eq!(top[..8], [0; 8]);
+    }
+}

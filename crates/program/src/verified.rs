@@ -104,13 +104,18 @@ pub struct Facts {
     pub max_executed: u64,
     /// Frame 0's 8-byte slots (bit `i` of word `i / 64`: bytes `fp-8(i+1) .. fp-8i`)
     /// whose content at a run's start the run may observe: read before any write on some
-    /// path, hit by a write that may miss them (a variable offset, an atomic), or written
-    /// on some path and left unwritten at some exit (the stack after the run shows them).
-    /// Every other slot a run writes before it reads it and before it exits, on every
-    /// path, so an engine may start a run from the last run's stack, zeroing only these
-    /// slots (and what the last run wrote outside the slots this program writes), and still
-    /// give the zeroed-stack results: r0 and the final stack. `None`: not computed (the
-    /// program calls a helper or a function).
+    /// path (by the program or by a helper given them), hit by a write that may miss them
+    /// (a variable offset, an atomic, a helper's), or written on some path and left
+    /// unwritten at some exit or place a run may stop before one (a helper call, a legacy
+    /// packet load, an access to a map value or ring buffer sample: the stack after the
+    /// run shows them). Every other slot a run writes before it reads it and before it can
+    /// end, on every path, so an engine may start a run from the last run's stack, zeroing
+    /// only these slots (and what the last run wrote outside the slots this program
+    /// writes), and still give the zeroed-stack results: r0 and the final stack, also of a
+    /// run that traps at one of those places. Not covered: a run stopped by an instruction
+    /// budget shorter than `max_executed`, or whose input does not meet the proof's
+    /// assumptions (an engine then zeroes the whole stack). `None`: not computed (the
+    /// program calls a function or runs a callback).
     pub stack_observed: Option<Vec<u64>>,
 }
 

@@ -181,8 +181,9 @@ pub(crate) struct Verifier<'p> {
     mixed_regions: Vec<bool>,
     /// Frame 0's slots (by index, `Frame::stack`'s) some path writes, and those whose
     /// content at entry some run may observe (`Facts::stack_observed`): read while
-    /// unwritten, hit by a write that may miss them (a variable offset, an atomic), or
-    /// left unwritten at an exit.
+    /// unwritten (by the program or a helper), hit by a write that may miss them (a
+    /// variable offset, an atomic, a helper's), or left unwritten where a run may end (an
+    /// exit, or a stop: `Verifier::mark_stop`).
     stack_written: [bool; STACK_SLOTS],
     stack_observed: [bool; STACK_SLOTS],
     stack_unwritten_at_exit: [bool; STACK_SLOTS],
@@ -701,6 +702,7 @@ impl<'p> Verifier<'p> {
                 Ok(Step::Next(pc + 2))
             }
             Operands::Abs | Operands::Ind => {
+                self.mark_stop(st);
                 self.legacy_load(st, pc, insn)?;
                 Ok(Step::Next(pc + 1))
             }
@@ -1279,6 +1281,9 @@ impl<'p> Verifier<'p> {
                 sized_unknown(size)
             }
             Kind::MapValue | Kind::Mem => {
+                if ptr.kind == Kind::MapValue || ptr.ref_id != 0 {
+                    self.mark_stop(st);
+                }
                 let (limit, what) = if ptr.kind == Kind::MapValue {
                     let spec = self.maps.get(ptr.aux as usize);
                     if acc.writes()
@@ -1558,9 +1563,12 @@ impl<'p> Verifier<'p> {
         let end = hi + size_i;
         if frame_index == 0 {
             // What a run may observe of the stack it starts with (`Facts::stack_observed`).
-            // A read of an unwritten byte observes it; so may a write that can miss it (a
-            // variable offset: "each keeps what it had") and an atomic (it reads first).
-            let exact_write = acc.writes() && lo == hi && acc != Access::Atomic;
+            // A read of an unwritten byte observes it (a helper's read of its memory
+            // argument too); so may a write that can miss it (a variable offset: "each
+            // keeps what it had"), an atomic (it reads first) and a helper's write (it may
+            // fail, or write less, before it returns).
+            let exact_write =
+                acc.writes() && lo == hi && !matches!(acc, Access::Atomic | Access::HelperWrite);
             for b in lo..end {
                 let slot = slot_of(b);
                 let Some(marks) = self.stack_written.get_mut(slot) else { continue };
@@ -1772,29 +1780,38 @@ impl<'p> Verifier<'p> {
                 format!("Unreleased reference id={id} alloc_insn={at}"),
             );
         }
+        self.mark_stop(st);
+        Ok(Step::End)
+    }
+}
+
+impl Verifier<'_> {
+    /// Frame 0's slots unwritten in `st` where a run may end with the stack shown: at an
+    /// exit, and where a run may stop before one: a helper call (a helper may fail or stop
+    /// the run, as `bpf_tail_call` does), a legacy packet load (its miss exits with r0 = 0)
+    /// and an access to a map value or a ring buffer sample (an engine translates those
+    /// through the maps and may refuse one). Accesses to the stack, context, packet and an
+    /// untyped program's memory the proof bounds, so a run meeting the proof's assumptions
+    /// does not stop there; nor does it run out of a budget the proof's bound on a run's
+    /// length fits (`Facts::max_executed`).
+    pub(crate) fn mark_stop(&mut self, st: &State) {
         if let Some(frame) = st.frames.first() {
             for (slot, mark) in self.stack_unwritten_at_exit.iter_mut().enumerate() {
                 // A spilled pointer (`bytes` is `None`) is written.
                 *mark |= frame.slot(slot).bytes().is_some_and(|b| b.contains(&Byte::Invalid));
             }
         }
-        Ok(Step::End)
     }
-}
 
-impl Verifier<'_> {
     /// `Facts::stack_observed`: the slots read while unwritten or hit by a write that may
-    /// miss them, and the slots some path writes and some exit leaves unwritten. `None`
-    /// when the program calls anything (helpers write stack memory they are given; other
-    /// frames are not tracked here).
+    /// miss them, and the slots some path writes and some exit or stop (`mark_stop`)
+    /// leaves unwritten. `None` when the program calls a function or runs a callback
+    /// (other frames, and a callback's view of frame 0, are not tracked here).
     fn stack_observed(&self) -> Option<Vec<u64>> {
         let calls = self.insns.iter().any(|i| {
-            matches!(
-                i.op.spec().map(|s| s.operands),
-                Some(Operands::CallImm | Operands::CallLocal | Operands::CallReg)
-            )
+            matches!(i.op.spec().map(|s| s.operands), Some(Operands::CallLocal | Operands::CallReg))
         });
-        if calls {
+        if calls || self.calls_back {
             return None;
         }
         let mut bits = vec![0u64; STACK_SLOTS.div_ceil(64)];

@@ -148,6 +148,8 @@ impl Verifier<'_> {
 
     pub(crate) fn call_helper(&mut self, st: &mut State, pc: usize, id: i64) -> Result<()> {
         let sig = self.sig(pc, id)?;
+        // The stack as the call finds it is what a run that fails or stops here shows.
+        self.mark_stop(st);
         let mut map: Option<usize> = None;
         let mut alloc_size: u64 = 0;
         let mut release: Option<u32> = None;

@@ -682,3 +682,42 @@ fn bpf_loop_callbacks_are_checked_as_a_loop() {
     let bad = bpf_loop("mov %r3, %r10\nadd %r3, -8", past);
     refuse_with(&bad, &with_func_info(), Rule::OutOfBounds, "stack");
 }
+
+/// `Facts::stack_observed` of a program that calls helpers: a helper's memory argument
+/// counts as a read of those stack bytes, a helper's written argument as a write that may
+/// miss, and a helper call as a place a run may end (it may fail or stop the run), so a
+/// slot written only after the call is observed.
+#[test]
+fn a_helpers_stack_arguments_and_calls_count_in_the_observed_slots() {
+    let observed = |src: &str, map_type: MapType, key: u32| {
+        let p = with_map(program(src, XDP), map_type, key, 8);
+        let proof = verify(&p, &Options::default()).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        proof.facts().stack_observed.clone()
+    };
+    // xdp_counter's shape: key (fp-4) and value (fp-16) written before any call, read by
+    // the helpers: only slot 0, whose other half no path writes (marks are by slot: a
+    // slot written in part counts as written, and its unwritten bytes as left so).
+    let counter = "stw [%r10-4], 0\nstdw [%r10-16], 1
+        lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\ncall 1
+        jeq %r0, 0, +3\nmov %r1, 1\nlock add [%r0+0], %r1\nja +8
+        lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\nmov %r3, %r10\nadd %r3, -16
+        mov %r4, 0\ncall 2\nmov %r0, 2\nexit";
+    assert_eq!(observed(counter, MapType::Hash, 4), Some(vec![1]));
+    // The key read by the lookup though no path writes it (privileged: accepted): slot 0,
+    // by the read alone (never written, it is not "left unwritten" at any end).
+    let unwritten_key = "lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -8\ncall 1
+        mov %r0, 2\nexit";
+    assert_eq!(observed(unwritten_key, MapType::Hash, 8), Some(vec![1]));
+    // The value written after the lookup on every path: a run that ends at the call (a
+    // failed helper) shows slot 1 as it started (slot 0 as in xdp_counter's shape).
+    let value_after = "stw [%r10-4], 0
+        lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\ncall 1\nstdw [%r10-16], 1
+        lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\nmov %r3, %r10\nadd %r3, -16
+        mov %r4, 0\ncall 2\nmov %r0, 2\nexit";
+    assert_eq!(observed(value_after, MapType::Hash, 4), Some(vec![3]));
+    // A peek writes its value argument only when the queue holds one: the slot read after
+    // it may be the one the run started with.
+    let peek = "lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -8\ncall 89
+        ldxdw %r0, [%r10-8]\nexit";
+    assert_eq!(observed(peek, MapType::Queue, 0), Some(vec![1]));
+}
