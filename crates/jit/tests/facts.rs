@@ -1101,7 +1101,7 @@ fn agree_run_after_run(program: &Program, mems: &[Vec<u8>]) -> Result<Option<boo
 
 #[test]
 fn runs_on_one_cache_agree_whatever_the_last_run_left_on_the_stack() {
-    // No helper calls: a program with one gets no list (`Facts::stack_observed`).
+    // No helper calls (lean code, the only reader of `Facts::stack_observed`, has none).
     let body = EbpfGen {
         stray_lddw_high: false,
         helper_ids: vec![5],
