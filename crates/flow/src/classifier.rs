@@ -1661,10 +1661,11 @@ impl<const W: usize> Tables<W> {
             let full = |i: usize| extract(works[i].data, works[i].indev, need).0;
             self.lookup_batch(&g, n, &full, &mut first[..n], shard);
         }
-        for (i, w) in works.iter_mut().enumerate().take(n) {
-            let f = first[i].map(|a| &**a);
+        let slots = engine::outcome_slots(out, n);
+        for ((w, f), o) in works.iter_mut().zip(first.iter()).zip(slots.iter_mut()) {
+            let f = f.map(|a| &**a);
             let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-            engine::process_into::<false>(w, key, need, f, lookup, shard, out);
+            engine::process_into::<false>(w, key, need, f, lookup, shard, o);
         }
     }
 
@@ -1740,13 +1741,14 @@ impl<const W: usize> Tables<W> {
         // Misses counted, not hits: most packets match, and the count's add on their path
         // was a load and a store of a spilled register a packet.
         let mut misses = 0usize;
-        for ((w, k), &h) in works.iter_mut().zip(g.iter()).zip(hs.iter()) {
+        let slots = engine::outcome_slots(out, works.len().min(BATCH));
+        for (((w, k), &h), o) in works.iter_mut().zip(g.iter()).zip(hs.iter()).zip(slots) {
             let f = probe.find_near(k, h).and_then(|e| e.rules.as_slice().first()).map(|a| &**a);
             if f.is_none() {
                 misses += 1;
             }
             let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-            engine::process_into::<OWNED>(w, key, need, f, lookup, shard, out);
+            engine::process_into::<OWNED>(w, key, need, f, lookup, shard, o);
         }
         let hits = works.len().min(BATCH) - misses;
         if hits > 0 {
@@ -2665,6 +2667,7 @@ impl Classifier {
             for i in (0..n).filter(|&i| at[i] != NONE) {
                 first[i] = cache.rules[at[i] as usize].as_deref();
             }
+            let slots = engine::outcome_slots(out, n);
             for i in 0..n {
                 engine::process_into::<false>(
                     &mut works[i],
@@ -2673,7 +2676,7 @@ impl Classifier {
                     first[i],
                     &mut |c, k, a| v.lookup(c, k, a),
                     shard,
-                    out,
+                    &mut slots[i],
                 );
             }
         }

@@ -11,6 +11,7 @@
 //! says `pipe`. `mirred egress redirect` sends the packet to the device and ends it there;
 //! `mirror` sends a copy as it is at that point and goes on.
 
+use crate::classifier::BATCH;
 use crate::key::{extract, field, Key, Need, Offsets};
 use crate::rule::{csum, Action, ActionKind, Compiled, Control, Munge, PeditHeader, Ranges, Rule};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -450,8 +451,8 @@ pub enum Verdict {
     Redirect(u16),
 }
 
-/// What one packet did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What one packet did. `Copy`: [`outcome_slots`] fills a batch's slots with one copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
     /// The line of the last rule that matched (the one whose actions ended it).
     pub line: Option<usize>,
@@ -499,12 +500,27 @@ pub fn process<'r>(
     process_slow(w, key, need, first, lookup)
 }
 
-/// [`process`] for the batch paths, the outcome pushed onto `out`. Most packets meet no
-/// rule, or one rule whose one action is `pass` or `drop`: decided here, inlined into the
-/// batch loop, each with its own push so that the outcome is stored field by field into
-/// `out` (an outcome returned by a call, or merged from several paths, went through the
-/// stack, and the wide copy out of it waited on the narrow field stores: measured 4 ns a
-/// packet in weir-bench flow).
+/// `out` grown by `n` (at most [`BATCH`]) outcomes for a batch's packets to be written by index
+/// ([`process_into`]): one length update and one capacity test a batch instead of a
+/// push's a packet (issue 14: the push loaded and stored the length, tested the capacity
+/// and reloaded the buffer's pointer, ~8 instructions a packet at one mask). The filler
+/// is overwritten: every slot gets its packet's outcome.
+#[inline(always)]
+pub(crate) fn outcome_slots(out: &mut Vec<Outcome>, n: usize) -> &mut [Outcome] {
+    const FILLER: Outcome =
+        Outcome { line: None, verdict: Verdict::Pass, mark: 0, modified: false };
+    let start = out.len();
+    // A copy of a constant array (a memcpy): `Vec::resize` was a call with a loop.
+    out.extend_from_slice(&[FILLER; BATCH][..n.min(BATCH)]);
+    &mut out[start..]
+}
+
+/// [`process`] for the batch paths, the outcome written into `out` (the packet's slot of
+/// [`outcome_slots`]). Most packets meet no rule, or one rule whose one action is `pass`
+/// or `drop`: decided here, inlined into the batch loop, each path with its own write so
+/// that the outcome is stored field by field into `out` (an outcome returned by a call,
+/// or merged from several paths, went through the stack, and the wide copy out of it
+/// waited on the narrow field stores: measured 4 ns a packet in weir-bench flow).
 ///
 /// `shard` is this thread's counter shard ([`my_shard`], once a batch). `key` gives the
 /// packet's key, asked only on the actions' path (the plain batch path keeps only the
@@ -522,11 +538,11 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
     first: Option<&'r Installed>,
     lookup: &mut Lookup<'_, 'r>,
     shard: usize,
-    out: &mut Vec<Outcome>,
+    out: &mut Outcome,
 ) {
     match first {
         None => {
-            out.push(Outcome { line: None, verdict: Verdict::Pass, mark: w.mark, modified: false })
+            *out = Outcome { line: None, verdict: Verdict::Pass, mark: w.mark, modified: false }
         }
         Some(rule) => match rule.simple {
             Some(verdict) => {
@@ -535,16 +551,11 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
                 } else {
                     rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
                 }
-                out.push(Outcome {
-                    line: Some(rule.line()),
-                    verdict,
-                    mark: w.mark,
-                    modified: false,
-                });
+                *out = Outcome { line: Some(rule.line()), verdict, mark: w.mark, modified: false };
             }
             None => {
                 let key = key(w);
-                out.push(process_slow(w, &key, need, Some(first), lookup))
+                *out = process_slow(w, &key, need, Some(first), lookup)
             }
         },
     }
