@@ -320,8 +320,8 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
         Pred::Cmp { op, lhs, rhs } => {
             let before = facts.changes();
             // (pflang tests a load at a constant offset on the left, as a rule)
-            let (lhs, known) = facts.substitute_known(env, lhs);
-            let rhs = facts.substitute(env, rhs);
+            let (lhs, known, lhs_aborts) = facts.substitute_known(env, lhs);
+            let (rhs, rhs_aborts) = facts.substitute_answering(env, rhs);
             // Substitution only replaces what cannot abort, so folding stays exact.
             let (op, lhs, rhs) = match fold::cmp(op, lhs, rhs) {
                 Pred::Cmp { op, lhs, rhs } => (op, lhs, rhs),
@@ -329,12 +329,18 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                 other => return refolded(facts, other, env, mode, want),
             };
             let learned = facts.learn_cmp(env, op, &lhs, &rhs, known, want.on_true, want.on_false);
-            let aborts = facts.expr_can_abort(env, &lhs) || facts.expr_can_abort(env, &rhs);
+            // Operands the substitution gave back as they were (and so `fold::cmp` too, at
+            // most swapping them): their walks answered already, at this `env` (atoms
+            // `learn_cmp` interned since have no facts in it).
+            let aborts = match (lhs_aborts, rhs_aborts) {
+                (Some(l), Some(r)) => l || r,
+                _ => facts.expr_can_abort(env, &lhs) || facts.expr_can_abort(env, &rhs),
+            };
             test(facts, Pred::Cmp { op, lhs, rhs }, learned, aborts, mode)
         }
         Pred::In { value, set } => {
             let before = facts.changes();
-            let (value, known) = facts.substitute_known(env, value);
+            let (value, known, value_aborts) = facts.substitute_known(env, value);
             let (value, set) = match fold::member(value, set) {
                 Pred::In { value, set } => (value, set),
                 Pred::Const(b) => return decided_leaf(facts, before, b, env, want),
@@ -352,7 +358,8 @@ fn walk_node(facts: &mut Facts, p: Pred, env: &Env, mode: Mode, want: Want) -> W
                 return walk(facts, Pred::cmp(op, value, Expr::Const(c)), env, mode, want);
             }
             let learned = facts.learn_in(env, &value, d, &set, want.on_true, want.on_false);
-            let aborts = facts.expr_can_abort(env, &value);
+            // (as for `Cmp`: `fold::member` gives a kept value back as it is)
+            let aborts = value_aborts.unwrap_or_else(|| facts.expr_can_abort(env, &value));
             test(facts, Pred::In { value, set }, learned, aborts, mode)
         }
         Pred::Not(q) => walk(facts, *q, env, mode.negated(), want.negated()).negated(),
@@ -1057,6 +1064,97 @@ mod tests {
             "{known} {aborting}"
         );
         assert_eq!(kept, known);
+    }
+
+    /// A random expression: loads at constant offsets and at the IPv4 header length,
+    /// constants, scratch slots (some past the last), the wire length, every binary
+    /// operator (constant operands often, on either side), negations.
+    fn random_expr(rng: &mut weir_testkit::SplitMix64, depth: u32) -> Expr {
+        if depth == 0 || rng.chance(30) {
+            return match rng.below(8) {
+                0 => Expr::Const(rng.below(5) as u32),
+                1 => Expr::WireLen,
+                2 => Expr::Scratch(rng.below(18) as u8),
+                3 | 4 => {
+                    let ihl = Expr::load_at(14, Size::Byte).and_mask(0xf);
+                    let ihl = Expr::binary(BinOp::Shl, ihl, Expr::Const(2));
+                    Expr::load(ihl.plus(14 + rng.below(8) as u32), Size::Half)
+                }
+                _ => Expr::load_at(rng.below(80) as u32, Size::Byte),
+            };
+        }
+        if rng.chance(10) {
+            return Expr::Neg(Box::new(random_expr(rng, depth - 1)));
+        }
+        if rng.chance(10) {
+            return Expr::load(random_expr(rng, depth - 1), Size::Byte);
+        }
+        let ops = [
+            BinOp::Add,
+            BinOp::Sub,
+            BinOp::Mul,
+            BinOp::Div,
+            BinOp::Mod,
+            BinOp::And,
+            BinOp::Or,
+            BinOp::Xor,
+            BinOp::Shl,
+            BinOp::Shr,
+        ];
+        let op = ops[rng.below_usize(ops.len())];
+        let lhs = random_expr(rng, depth - 1);
+        let rhs = if rng.chance(60) {
+            Expr::Const([0, 1, 2, 3, 14, 0xf, 0xff, 0x8000_0001][rng.below_usize(8)])
+        } else {
+            random_expr(rng, depth - 1)
+        };
+        Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }
+    }
+
+    /// When substituting hands up an abort answer (an expression it gives back as it was,
+    /// which folding keeps too), it is what asking the result answers at the same facts:
+    /// random expressions at the start and after random predicates walked before them.
+    #[test]
+    fn a_substitution_answer_is_what_asking_answers() {
+        let mut rng = weir_testkit::SplitMix64::new(0x34ab);
+        let both = Want { on_true: true, on_false: true };
+        let (mut answered, mut aborting, mut rewritten) = (0, 0, 0);
+        for i in 0..40_000 {
+            let mut facts = Facts::new(u32::MAX);
+            let before = walk(
+                &mut facts,
+                random_pred(&mut rng, 1 + i % 3),
+                &Env::start(),
+                Mode::Exact,
+                both,
+            );
+            let env = match rng.below(3) {
+                0 => Env::start(),
+                1 => before.on_true.unwrap_or_else(Env::start),
+                _ => before.on_false.unwrap_or_else(Env::start),
+            };
+            let e = random_expr(&mut rng, 1 + i % 4);
+            let (out, answer) = facts.substitute_answering(&env, e.clone());
+            let (known_out, _, known_answer) = facts.substitute_known(&env, e.clone());
+            assert_eq!((&known_out, known_answer), (&out, answer));
+            match answer {
+                Some(aborts) => {
+                    assert_eq!(out, e, "a rewritten expression handed an answer");
+                    assert_eq!(super::fold::expr(e.clone()), e, "folding would rewrite {e:?}");
+                    assert_eq!(aborts, facts.expr_can_abort(&env, &out), "{e:?} at {env:?}");
+                    answered += 1;
+                    aborting += usize::from(aborts);
+                }
+                None => rewritten += usize::from(out != e),
+            }
+        }
+        assert!(
+            answered > 10_000
+                && aborting > 3_000
+                && answered - aborting > 3_000
+                && rewritten > 3_000,
+            "{answered} {aborting} {rewritten}"
+        );
     }
 
     fn test(offset: u32, size: Size, k: u32) -> Pred {

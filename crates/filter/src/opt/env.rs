@@ -940,10 +940,24 @@ impl Facts {
     /// range check), and answering it again (the facts scanned for overlapping loads, the
     /// atom looked up, two meets) was about a tenth of `decide` on `host A and udp` (issue
     /// 13, bench/records/2026-11-30-compile-20.txt).
-    pub fn substitute_known(&self, env: &Env, e: Expr) -> (Expr, Option<KnownLoad>) {
+    ///
+    /// The third answer is whether the result may abort here, when the walk could tell
+    /// ([`Facts::substitute_answering`]).
+    pub fn substitute_known(&self, env: &Env, e: Expr) -> (Expr, Option<KnownLoad>, Option<bool>) {
         let span = load_span(&e);
-        let (e, domain, _) = self.substituted(env, e);
-        (e, span.map(|span| KnownLoad { span, domain }))
+        let (e, domain, aborts, kept) = self.substituted(env, e);
+        (e, span.map(|span| KnownLoad { span, domain }), kept.then_some(aborts))
+    }
+
+    /// [`Facts::substitute`], and [`Facts::expr_can_abort`] of the result when the walk
+    /// gave `e` back as it was and folding ([`super::fold::expr`]) would too: its answer is then
+    /// of the result, and asking again walks the expression once more at the same facts
+    /// (issue 13: twice per IPv4 port test on `port 22`, ~1,400 instructions each; a leaf
+    /// asks it of its operands for the junction above, bench/records/2026-12-01-compile-34.txt).
+    /// `None` when something was rewritten: a rewritten expression can lose an atom's fact.
+    pub fn substitute_answering(&self, env: &Env, e: Expr) -> (Expr, Option<bool>) {
+        let (e, _, aborts, kept) = self.substituted(env, e);
+        (e, kept.then_some(aborts))
     }
 
     /// [`Facts::substitute`], with what [`Facts::domain`] and [`Facts::expr_can_abort`] say
@@ -951,8 +965,11 @@ impl Facts {
     /// expression (as a top-down rewrite must) costs its size times its depth, and each
     /// domain a `normalize` (issue 13: about a sixth of `decide` on a small filter). The
     /// answers are the same: both queries are structural, from the parts' answers and the
-    /// fact (if any) about the node itself, looked up once.
-    fn substituted(&self, env: &Env, e: Expr) -> (Expr, Domain, bool) {
+    /// fact (if any) about the node itself, looked up once. The last answer, `kept`: the
+    /// result is `e` as given, and [`super::fold::expr`] gives it back unchanged (every binary node
+    /// passes `fold::keeps_shape`, no negation of a constant or of a negation), so the
+    /// other answers are of the result too.
+    fn substituted(&self, env: &Env, e: Expr) -> (Expr, Domain, bool, bool) {
         // The fact about the node as given (before its parts are rewritten).
         let fact = if env.facts.is_empty() || matches!(e, Expr::Const(_)) {
             None
@@ -963,36 +980,37 @@ impl Facts {
             Some(d) => structural.meet(d),
             None => structural,
         };
-        let (e, d, aborts) = match e {
-            Expr::Const(c) => return (e, Domain::exact(c), false),
-            Expr::WireLen => (e, with_fact(Domain::FULL), false),
+        let (e, d, aborts, kept) = match e {
+            Expr::Const(c) => return (e, Domain::exact(c), false, true),
+            Expr::WireLen => (e, with_fact(Domain::FULL), false, true),
             Expr::Scratch(k) => {
                 let initial =
                     u32::from(k) < u32::from(SCRATCH_SLOTS) && env.scratch_zero & (1u32 << k) != 0;
                 let d = if initial { Domain::exact(0) } else { with_fact(Domain::FULL) };
-                (e, d, k >= SCRATCH_SLOTS)
+                (e, d, k >= SCRATCH_SLOTS, true)
             }
             Expr::Load { mut offset, size } => {
                 let mut structural = Domain::of_size(size);
-                let aborts = if let Expr::Const(k) = *offset {
+                let (aborts, kept) = if let Expr::Const(k) = *offset {
                     structural = structural.meet(self.overlapping_bits(env, k, size.bytes()));
-                    u64::from(k) + u64::from(size.bytes()) > env.caplen_min
+                    (u64::from(k) + u64::from(size.bytes()) > env.caplen_min, true)
                 } else {
                     let inner = std::mem::replace(&mut *offset, Expr::Const(0));
-                    let (inner, d_offset, offset_aborts) = self.substituted(env, inner);
+                    let (inner, d_offset, offset_aborts, kept) = self.substituted(env, inner);
                     *offset = inner;
                     // (evaluated before on this path: it cannot abort now)
-                    fact.is_none()
+                    let aborts = fact.is_none()
                         && (offset_aborts
-                            || u64::from(d_offset.hi) + u64::from(size.bytes()) > env.caplen_min)
+                            || u64::from(d_offset.hi) + u64::from(size.bytes()) > env.caplen_min);
+                    (aborts, kept)
                 };
-                (Expr::Load { offset, size }, with_fact(structural), aborts)
+                (Expr::Load { offset, size }, with_fact(structural), aborts, kept)
             }
             Expr::Binary { op, mut lhs, mut rhs } => {
                 // Rewritten in their boxes (`fold::binary_boxed` keeps them when it can).
-                let (l, d_lhs, lhs_aborts) =
+                let (l, d_lhs, lhs_aborts, lhs_kept) =
                     self.substituted(env, std::mem::replace(&mut *lhs, Expr::Const(0)));
-                let (r, d_rhs, rhs_aborts) =
+                let (r, d_rhs, rhs_aborts, rhs_kept) =
                     self.substituted(env, std::mem::replace(&mut *rhs, Expr::Const(0)));
                 (*lhs, *rhs) = (l, r);
                 let d = with_fact(domain::binary(op, d_lhs, d_rhs));
@@ -1002,33 +1020,43 @@ impl Facts {
                         || (matches!(op, BinOp::Div | BinOp::Mod) && d_rhs.may_be_zero()));
                 if let Some(v) = d.as_const().filter(|_| !aborts) {
                     self.note_change();
-                    return (Expr::Const(v), d, aborts);
+                    return (Expr::Const(v), d, aborts, false);
                 }
-                (super::fold::binary_boxed(op, lhs, rhs), d, aborts)
+                if lhs_kept && rhs_kept && super::fold::keeps_shape(op, &lhs, &rhs) {
+                    (Expr::Binary { op, lhs, rhs }, d, aborts, true)
+                } else {
+                    (super::fold::binary_boxed(op, lhs, rhs), d, aborts, false)
+                }
             }
             Expr::Neg(mut x) => {
-                let (y, d_x, aborts) =
+                let (y, d_x, aborts, x_kept) =
                     self.substituted(env, std::mem::replace(&mut *x, Expr::Const(0)));
                 let d = with_fact(domain::neg(d_x));
                 if let Some(v) = d.as_const().filter(|_| !aborts) {
                     self.note_change();
-                    return (Expr::Const(v), d, aborts);
+                    return (Expr::Const(v), d, aborts, false);
                 }
+                // (`fold::expr` rewrites only a negated constant or negation)
+                let kept = x_kept && !matches!(y, Expr::Const(_) | Expr::Neg(_));
                 *x = y;
-                (super::fold::expr(Expr::Neg(x)), d, aborts)
+                if kept {
+                    (Expr::Neg(x), d, aborts, true)
+                } else {
+                    (super::fold::expr(Expr::Neg(x)), d, aborts, false)
+                }
             }
         };
         match d.as_const() {
             Some(v) if !aborts => {
                 self.note_change();
-                (Expr::Const(v), d, aborts)
+                (Expr::Const(v), d, aborts, false)
             }
             Some(_) => {
                 // Known, but kept for its possible abort: a guard would let it go.
                 self.note_abort_choice();
-                (e, d, aborts)
+                (e, d, aborts, kept)
             }
-            None => (e, d, aborts),
+            None => (e, d, aborts, kept),
         }
     }
 }
@@ -1205,7 +1233,7 @@ mod tests {
         let mut constants = 0;
         for env in [&Env::start(), &env, &known, &evaluated, &port_known] {
             for e in &exprs {
-                let (got, d, aborts) = facts.substituted(env, e.clone());
+                let (got, d, aborts, _) = facts.substituted(env, e.clone());
                 assert_eq!(d, facts.domain(env, e), "{e:?}");
                 assert_eq!(aborts, facts.expr_can_abort(env, e), "{e:?}");
                 assert_eq!(facts.domain_and_abort(env, e), (d, aborts), "{e:?}");
@@ -1398,7 +1426,7 @@ mod tests {
         let mut decided = 0;
         for env in &envs {
             for (i, e) in loads.iter().enumerate() {
-                let (_, known) = facts.substitute_known(env, e.clone());
+                let (_, known, _) = facts.substitute_known(env, e.clone());
                 let known = known.expect("a load at a constant offset");
                 assert_eq!(known.domain_of(e), Some(facts.domain(env, e)), "{e:?}");
                 for (j, other) in loads.iter().enumerate() {

@@ -87,7 +87,7 @@ pub(crate) fn binary_boxed(op: BinOp, lhs: Box<Expr>, rhs: Box<Expr>) -> Expr {
 
 /// Whether [`binary`] surely gives `lhs op rhs` back unchanged (false when unsure: the
 /// caller then folds). Each case follows a path of `binary` to its plain `Expr::binary`.
-fn keeps_shape(op: BinOp, lhs: &Expr, rhs: &Expr) -> bool {
+pub(crate) fn keeps_shape(op: BinOp, lhs: &Expr, rhs: &Expr) -> bool {
     let c = match (lhs, rhs) {
         (Expr::Const(_), _) => return false,
         (_, Expr::Const(c)) => *c,
