@@ -1019,6 +1019,22 @@ mod tests {
         }
     }
 
+    /// The start, or the environment on one side of a random predicate of `depth` walked
+    /// from the start into `facts` (facts and known lengths learnt before a test).
+    fn env_after_a_random_pred(
+        rng: &mut weir_testkit::SplitMix64,
+        facts: &mut Facts,
+        depth: u32,
+    ) -> Env {
+        let both = Want { on_true: true, on_false: true };
+        let before = walk(facts, random_pred(rng, depth), &Env::start(), Mode::Exact, both);
+        match rng.below(3) {
+            0 => Env::start(),
+            1 => before.on_true.unwrap_or_else(Env::start),
+            _ => before.on_false.unwrap_or_else(Env::start),
+        }
+    }
+
     /// The abort answer a walk hands up ([`super::Walked::pred_aborts`], which a junction
     /// takes instead of asking) is what asking its output at the walk's entry answers:
     /// random leaves (and some negated, and junctions of them) walked in every mode, at the
@@ -1030,20 +1046,7 @@ mod tests {
         let (mut known, mut aborting, mut kept) = (0, 0, 0);
         for i in 0..30_000 {
             let mut facts = Facts::new(u32::MAX);
-            let before = walk(
-                &mut facts,
-                random_pred(&mut rng, 1 + i % 3),
-                &Env::start(),
-                Mode::Exact,
-                both,
-            );
-            let env = if rng.chance(20) {
-                Env::start()
-            } else if rng.chance(50) {
-                before.on_true.unwrap_or_else(Env::start)
-            } else {
-                before.on_false.unwrap_or_else(Env::start)
-            };
+            let env = env_after_a_random_pred(&mut rng, &mut facts, 1 + i % 3);
             let p = match rng.below(6) {
                 0 => Pred::not(random_leaf(&mut rng)),
                 1 => Pred::and([random_leaf(&mut rng), random_leaf(&mut rng)]),
@@ -1089,19 +1092,7 @@ mod tests {
         if rng.chance(10) {
             return Expr::load(random_expr(rng, depth - 1), Size::Byte);
         }
-        let ops = [
-            BinOp::Add,
-            BinOp::Sub,
-            BinOp::Mul,
-            BinOp::Div,
-            BinOp::Mod,
-            BinOp::And,
-            BinOp::Or,
-            BinOp::Xor,
-            BinOp::Shl,
-            BinOp::Shr,
-        ];
-        let op = ops[rng.below_usize(ops.len())];
+        let op = BinOp::ALL[rng.below_usize(BinOp::ALL.len())];
         let lhs = random_expr(rng, depth - 1);
         let rhs = if rng.chance(60) {
             Expr::Const([0, 1, 2, 3, 14, 0xf, 0xff, 0x8000_0001][rng.below_usize(8)])
@@ -1117,22 +1108,10 @@ mod tests {
     #[test]
     fn a_substitution_answer_is_what_asking_answers() {
         let mut rng = weir_testkit::SplitMix64::new(0x34ab);
-        let both = Want { on_true: true, on_false: true };
         let (mut answered, mut aborting, mut rewritten) = (0, 0, 0);
         for i in 0..40_000 {
             let mut facts = Facts::new(u32::MAX);
-            let before = walk(
-                &mut facts,
-                random_pred(&mut rng, 1 + i % 3),
-                &Env::start(),
-                Mode::Exact,
-                both,
-            );
-            let env = match rng.below(3) {
-                0 => Env::start(),
-                1 => before.on_true.unwrap_or_else(Env::start),
-                _ => before.on_false.unwrap_or_else(Env::start),
-            };
+            let env = env_after_a_random_pred(&mut rng, &mut facts, 1 + i % 3);
             let e = random_expr(&mut rng, 1 + i % 4);
             let (out, answer) = facts.substitute_answering(&env, e.clone());
             let (known_out, _, known_answer) = facts.substitute_known(&env, e.clone());
