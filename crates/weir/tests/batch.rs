@@ -111,6 +111,16 @@ pub(crate) fn run_batch(
         .expect("no error from next or each");
 }
 
+/// Each frame's return value and packet as `Loaded::run_batch` leaves them (no trap).
+fn batch_results(loaded: &mut weir::Loaded, frames: &[Vec<u8>]) -> Vec<(u64, Vec<u8>)> {
+    let mut results = Vec::new();
+    run_batch(loaded, frames, |v| {
+        let v = v.expect("no trap");
+        results.push((v.ret, v.packet.to_vec()));
+    });
+    results
+}
+
 /// What `Loaded::run_batch`'s source hands each frame to.
 type Put<'p> = dyn FnMut(&[u8]) + 'p;
 
@@ -304,11 +314,7 @@ fn a_batch_over_an_iterator_of_frames_gives_the_callbacks_results() {
         let object = Object::open(&object).expect("opens");
         for engine in [Engine::Jit, Engine::Interp] {
             let mut loaded = object.load_with(0, Some(engine), 0, true).expect("loads");
-            let mut want = Vec::new();
-            run_batch(&mut loaded, &frames, |v| {
-                let v = v.expect("no trap");
-                want.push((v.ret, v.packet.to_vec()));
-            });
+            let want = batch_results(&mut loaded, &frames);
             assert_eq!(want.len(), frames.len(), "{engine:?}");
             let mut got = Vec::new();
             let mut in_place = 0;
@@ -371,11 +377,7 @@ fn a_batch_from_a_lending_source_gives_the_callbacks_results() {
         let object = Object::open(&object).expect("opens");
         for engine in [Engine::Jit, Engine::Interp] {
             let mut loaded = object.load_with(0, Some(engine), 0, true).expect("loads");
-            let mut want = Vec::new();
-            run_batch(&mut loaded, &frames, |v| {
-                let v = v.expect("no trap");
-                want.push((v.ret, v.packet.to_vec()));
-            });
+            let want = batch_results(&mut loaded, &frames);
             assert_eq!(want.len(), frames.len(), "{engine:?}");
             let lent = loaded.lends() && engine == Engine::Jit;
             let mut source =
