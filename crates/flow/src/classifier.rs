@@ -236,7 +236,8 @@ struct ChainT<const W: usize> {
     vary: u32,
     common: [u64; W],
     /// The chain's prefilters (at most 64) and, per subtable, the bits of those it needs
-    /// (`needs[i]` bit f: subtable i's mask has `pre[f]`'s mask at its half-word).
+    /// (`needs[i]` bit f: subtable i's mask has `pre[f]`'s mask at its half-word). None
+    /// while the candidate tables answer (`cand_on`): neither kept nor written then.
     pre: Vec<Arc<PreFilter>>,
     needs: Vec<u64>,
     /// The candidate tables (chains of 2 to 64 subtables), which the lookup reads in place
@@ -387,16 +388,18 @@ const CAND_MAX_EXPECTED: f64 = 2.0;
 /// an insert sets its key's bits before the key's slot is stored (as `note_pre`), so a
 /// lookup that finds the slot finds the bits; deletes leave bits set (false candidates
 /// only) until the chain's list changes or its keys double, when `ChainT::refresh`
-/// builds the tables again.
+/// builds the tables again. A chain keeps one of the two states its lookups read: these
+/// tables when selective, else the prefilters (`ChainT::refresh`).
 struct CandTables {
     /// Per subtable, in the chain's order, its (mask number, range flags): bit s's.
     ids: Vec<(u32, bool, bool)>,
+    /// None when not selective (dropped at the build: only the verdict is kept).
     halves: Vec<CandHalf>,
     /// Live keys in the chain at the build.
     keys: usize,
     /// Whether the lookup uses the tables (`CAND_MAX_EXPECTED`; copied to
-    /// `ChainT::cand_on`); otherwise the prefilters answer and inserts leave the tables as
-    /// built, until the next build judges them again.
+    /// `ChainT::cand_on`); otherwise the prefilters answer, the tables hold no words and
+    /// inserts write none, until the next build judges them again.
     selective: bool,
 }
 
@@ -484,38 +487,39 @@ impl CandTables {
         if halves.is_empty() {
             return None;
         }
-        let mut keys = 0;
+        // Subtable by subtable: its keys' bits, then its expected false candidates a packet
+        // of uniform halves (the product over the halves of the share of words with its
+        // bit, final once its own keys are in: no other subtable sets it), summed. Past
+        // `CAND_MAX_EXPECTED` the sum can only grow: the build stops there and the words
+        // are dropped, only the verdict kept (weir-bench flow at 100k rules over 16 masks:
+        // each subtable's keys set nearly every word, so the build stops after the third
+        // one's; it used to set all 100k keys' bits and keep 16 KB of words nothing read).
+        let mut expected = 0.0f64;
         for (s, st) in subtables.iter().enumerate() {
             for e in st.store.live_entries() {
                 let k = and(&e.key, &st.gmask);
                 for t in &halves {
                     t.add(s, &k);
                 }
-                keys += 1;
+            }
+            let share: f64 = halves
+                .iter()
+                .map(|t| {
+                    let set = t.words.iter().filter(|w| w.load(Ordering::Relaxed) >> s & 1 != 0);
+                    set.count() as f64 / f64::from(1u32 << CAND_BITS)
+                })
+                .product();
+            expected += share;
+            if expected > CAND_MAX_EXPECTED {
+                halves = Vec::new();
+                break;
             }
         }
-        // Expected false candidates a packet of uniform halves: per subtable, the product
-        // over halves of the share of words with its bit.
-        let mut share = vec![1.0f64; subtables.len()];
-        for t in &halves {
-            let mut count = vec![0u32; subtables.len()];
-            for w in t.words.iter() {
-                let mut b = w.load(Ordering::Relaxed);
-                while b != 0 {
-                    count[b.trailing_zeros() as usize] += 1;
-                    b &= b - 1;
-                }
-            }
-            for (x, c) in share.iter_mut().zip(count) {
-                *x *= f64::from(c) / f64::from(1u32 << CAND_BITS);
-            }
-        }
-        let expected: f64 = share.iter().sum();
         Some(CandTables {
             ids: subtables.iter().map(|s| (s.mask, s.src_range, s.dst_range)).collect(),
+            selective: !halves.is_empty(),
             halves,
-            keys,
-            selective: expected <= CAND_MAX_EXPECTED,
+            keys: subtables.iter().map(|s| s.store.live.load(Ordering::Relaxed)).sum(),
         })
     }
 
@@ -1258,8 +1262,16 @@ impl<const W: usize> ChainT<W> {
                 self.vary |= 1 << p;
             }
         }
-        self.refresh_pre();
+        // One of the two states a lookup reads, kept and written by inserts: the candidate
+        // tables where they are selective, else the prefilters (a chain falling back to them
+        // has none: `refresh_pre` makes and fills each from the stores).
         self.refresh_cand();
+        if self.cand_on {
+            self.pre = Vec::new();
+            self.needs = Vec::new();
+        } else {
+            self.refresh_pre();
+        }
     }
 
     /// The candidate tables for the subtables as they are now: kept while the chain lists
@@ -1524,8 +1536,10 @@ impl<const W: usize> Tables<W> {
         if let Some(cand) = ch.cand.as_ref().filter(|_| ch.cand_on) {
             cand.add(si, st, &gk);
         }
-        // Before the slot's store: a lookup that finds the slot visits the subtable.
-        if !ch.pre.is_empty() && !st.store.unfiltered.load(Ordering::Relaxed) {
+        // Before the slot's store: a lookup that finds the slot visits the subtable. Also
+        // where the candidate tables answer (no prefilters here): a version published
+        // before, which may still read its prefilters over this shared store, must too.
+        if (ch.cand_on || !ch.pre.is_empty()) && !st.store.unfiltered.load(Ordering::Relaxed) {
             st.store.unfiltered.store(true, Ordering::Release);
         }
         st.store.try_insert(gk, h, r).map_err(Some)
@@ -3086,6 +3100,161 @@ mod tests {
         });
         let packets: u64 = c.counters().iter().map(|x| x.1).sum();
         assert_eq!(packets, (threads * rounds * BATCH) as u64);
+    }
+
+    /// Chain 0's lookup state: whether its candidate tables answer, its prefilters, and
+    /// the halves of candidate words it keeps.
+    fn lookup_state(c: &Classifier) -> (bool, usize, usize) {
+        let v = c.snapshot();
+        dispatch!(&v.tables, t => {
+            let ch = t.chain(0).expect("chain 0");
+            (ch.cand_on, ch.pre.len(), ch.cand.as_ref().map_or(0, |x| x.halves.len()))
+        })
+    }
+
+    /// Every `step`th live rule's packet (a host in its source and destination prefixes)
+    /// and the last 64 rules', and as many of random addresses, through `process_batch` on
+    /// version `v`, against the reference built from the live rules in insertion order
+    /// (the same ranks).
+    fn agrees_with_reference(
+        c: &Classifier,
+        v: &Version,
+        live: &[(RuleId, Rule, [u32; 4])],
+        step: usize,
+        seed: u64,
+    ) {
+        let mut x = seed;
+        let mut next = move || {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let z = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb) as u32
+        };
+        let frame = |src: u32, dst: u32| {
+            let mut f = vec![0u8; 34];
+            f[12] = 0x08;
+            f[14] = 0x45;
+            f[17] = 20;
+            f[23] = 0xfd;
+            f[26..30].copy_from_slice(&src.to_be_bytes());
+            f[30..34].copy_from_slice(&dst.to_be_bytes());
+            f
+        };
+        let mut frames = Vec::new();
+        let sampled =
+            live.iter().enumerate().filter(|(i, _)| i % step == 0 || i + 64 >= live.len());
+        for (_, (_, _, [src, sl, dst, dl])) in sampled {
+            let host = |a: u32, len: u32, r: u32| a | (r >> len.min(31) >> u32::from(len == 32));
+            frames.push(frame(host(*src, *sl, next()), host(*dst, *dl, next())));
+            frames.push(frame(next(), next()));
+        }
+        let mut set = RuleSet::new();
+        for (_, r, _) in live {
+            set.push(r.clone()).unwrap();
+        }
+        let reference = crate::reference::Reference::new(&set);
+        let (mut outs, mut want) = (Vec::new(), Vec::new());
+        for chunk in frames.chunks(BATCH) {
+            let mut datas: Vec<Vec<u8>> = chunk.to_vec();
+            let mut mirrored: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
+            let mut works: Vec<Work<'_>> = datas
+                .iter_mut()
+                .zip(mirrored.iter_mut())
+                .map(|(data, mirrored)| Work {
+                    wire_len: 34,
+                    data,
+                    indev: 0,
+                    now: 0,
+                    mark: 0,
+                    mirrored,
+                })
+                .collect();
+            c.process_batch(v, &mut works, &mut outs);
+            for w in &mut works {
+                want.push(reference.process(w).line);
+            }
+        }
+        let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
+        assert_eq!(got, want);
+        let hits = want.iter().filter(|l| l.is_some()).count();
+        assert!(hits >= frames.len() / 2, "{hits} of {} packets matched", frames.len());
+    }
+
+    /// A chain keeps and writes only the lookup state its lookups read (`ChainT::refresh`):
+    /// weir-bench's 16 masks (source and destination /32, /24, /16, /8, one priority each)
+    /// with 8 rules a mask, where the candidate tables answer and there are no prefilters;
+    /// grown to 1,024 rules a mask (every candidate word set: not selective), where the 8
+    /// prefilters answer, made and filled from the stores, and the tables keep no words;
+    /// then 14 masks' rules deleted (their subtables gone: the list changed), where the
+    /// tables tell the two left apart again and the prefilters go. Each stage against
+    /// the reference, in-place inserts and deletes between.
+    #[test]
+    fn a_chain_keeps_only_the_lookup_state_it_reads() {
+        let lens = [32u32, 24, 16, 8];
+        let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
+        let c = Classifier::new(&RuleSet::new());
+        let mut live: Vec<(RuleId, Rule, [u32; 4])> = Vec::new();
+        let mut x = 0x51ab_u64;
+        let mut add = |c: &Classifier, live: &mut Vec<_>, n: usize| {
+            for _ in 0..n {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let m = live.len() % 16;
+                let (sl, dl) = (lens[m % 4], lens[m / 4]);
+                let (src, dst) = (prefix((x >> 32) as u32, sl), prefix(x as u32, dl));
+                let text = format!(
+                    "prio {} protocol ip flower src_ip {}/{sl} dst_ip {}/{dl} action drop",
+                    m + 1,
+                    std::net::Ipv4Addr::from(src),
+                    std::net::Ipv4Addr::from(dst)
+                );
+                let r = crate::rule::parse_rule(&text, live.len() + 1).unwrap();
+                live.push((c.insert(r.clone()).unwrap(), r, [src, sl, dst, dl]));
+            }
+        };
+        add(&c, &mut live, 128);
+        c.rerank();
+        assert_eq!(lookup_state(&c), (true, 0, 2), "8 rules a mask: the tables answer");
+        add(&c, &mut live, 64);
+        agrees_with_reference(&c, &c.snapshot(), &live, 1, 1);
+        let more = 16 * 1024 - live.len();
+        add(&c, &mut live, more);
+        c.rerank();
+        assert_eq!(lookup_state(&c), (false, 8, 0), "1,024 a mask: the prefilters answer");
+        agrees_with_reference(&c, &c.snapshot(), &live, 37, 2);
+        // In place (no new version): the stores' marks let the new keys' subtables in.
+        add(&c, &mut live, 64);
+        agrees_with_reference(&c, &c.snapshot(), &live, 37, 3);
+        let before = c.snapshot();
+        // The two masks of source /32 and destination /32 or /24 kept.
+        let kept = |e: &(RuleId, Rule, [u32; 4])| e.2[1] == 32 && e.2[3] >= 24;
+        let gone: Vec<RuleId> = live.iter().filter(|e| !kept(e)).map(|e| e.0).collect();
+        for id in gone {
+            assert!(c.delete(id));
+        }
+        live.retain(kept);
+        assert_eq!(c.stats().0, 2, "two masks left");
+        // One half of words: the two masks differ in the destination only.
+        assert_eq!(lookup_state(&c), (true, 0, 1), "two masks: the tables answer again");
+        agrees_with_reference(&c, &c.snapshot(), &live, 7, 4);
+        // In place into the two stores, which the version of the prefilters (`before`)
+        // shares: its lookups let the new keys' subtables in by the stores' marks, which
+        // in-place inserts set where the tables answer too.
+        for _ in 0..8 {
+            // One rule a mask (16 in a row cycle through them), the others' deleted again.
+            let at = live.len();
+            add(&c, &mut live, 16);
+            for e in live.drain(at..).collect::<Vec<_>>() {
+                if kept(&e) {
+                    live.push(e);
+                } else {
+                    assert!(c.delete(e.0));
+                }
+            }
+        }
+        assert_eq!(lookup_state(&c), (true, 0, 1));
+        agrees_with_reference(&c, &c.snapshot(), &live, 7, 5);
+        agrees_with_reference(&c, &before, &live, 7, 6);
     }
 }
 
