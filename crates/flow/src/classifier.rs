@@ -3225,6 +3225,9 @@ mod tests {
         // In place (no new version): the stores' marks let the new keys' subtables in.
         add(&c, &mut live, 64);
         agrees_with_reference(&c, &c.snapshot(), &live, 37, 3);
+        // The version of the prefilters, its stores' marks cleared (a refresh sets the
+        // marked entries' bits): only its prefilters let a key in.
+        c.rerank();
         let before = c.snapshot();
         // The two masks of source /32 and destination /32 or /24 kept.
         let kept = |e: &(RuleId, Rule, [u32; 4])| e.2[1] == 32 && e.2[3] >= 24;
