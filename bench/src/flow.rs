@@ -467,7 +467,9 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
     }
     if let Some(n) = args.updates {
         let (set, _) = rules(n.max(16), 16, 5)?;
+        let t = Instant::now();
         let c = Classifier::new(&set);
+        let built = t.elapsed();
         drop(set);
         let (mut ins, mut del, mut slowest) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..args.rounds {
@@ -494,6 +496,7 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
         };
         say!("  rounds' insert medians, µs: {}", list(&ins, 3));
         say!("  rounds' slowest insert, µs: {}", list(&slowest, 1));
+        say!("  built in {:.1} ms (Classifier::new, once)", built.as_secs_f64() * 1e3);
         return Ok(true);
     }
     let mut log = Log::default();
