@@ -1574,14 +1574,15 @@ impl<const W: usize> Tables<W> {
     /// `plain` is the caller's scratch array, zero but for the words `PlainWords::put`
     /// writes. Inlined into the batch loop: called, its words came back through memory and
     /// the load after the call was half of `process_batch`'s samples (issue 14).
-    /// `TUPLE`: the tables' `tuple` masks are `tm` (else `tm` is not read).
+    /// `SHAPE` ([`shape`]): how the words are taken; with `TUPLE` or `SPLIT` the tables'
+    /// `tuple` masks are `tm` (with `FULL` `tm` is not read).
     /// The words come back ANDed with `gm`; `tm` must already be within `gm` (a caller
     /// that masks, [`Tables::process_one`], folds its subtable's mask into `tm` once a
     /// batch: two ANDs a packet fewer; one that does not passes [`Tables::NO_MASK`], and the
     /// ANDs with it compile to nothing).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn extract_words<const TUPLE: bool>(
+    fn extract_words<const SHAPE: u8>(
         &self,
         p: &[u8],
         indev: u32,
@@ -1590,13 +1591,22 @@ impl<const W: usize> Tables<W> {
         tm: &[[u64; 3]; W],
         gm: &[u64; W],
     ) -> [u64; W] {
-        if TUPLE {
+        if SHAPE != shape::FULL {
             return match ipv4_plain_words::<{ PlainRead::PORTS }>(p, indev, need) {
                 Some(pw) => {
                     let [a, b, c] = pw.tuple();
                     let mut g = [0u64; W];
-                    for (o, m) in g.iter_mut().zip(tm) {
-                        *o = a & m[0] | b & m[1] | c & m[2];
+                    match &mut g[..] {
+                        // `shape::SPLIT`'s two lanes: three ANDs and an OR, not six and four.
+                        [g0, g1] if SHAPE == shape::SPLIT => {
+                            *g0 = a & tm[0][0] | c & tm[0][2];
+                            *g1 = b & tm[1][1];
+                        }
+                        _ => {
+                            for (o, m) in g.iter_mut().zip(tm) {
+                                *o = a & m[0] | b & m[1] | c & m[2];
+                            }
+                        }
                     }
                     g
                 }
@@ -1628,14 +1638,26 @@ impl<const W: usize> Tables<W> {
         out: &mut Vec<Outcome>,
     ) {
         match &self.tuple {
-            Some(tm) => self.process_batch_in::<true>(tm, need, works, shard, lookup, out),
-            None => self.process_batch_in::<false>(&[[0; 3]; W], need, works, shard, lookup, out),
+            Some(tm) if shape::split(tm) => {
+                self.process_batch_in::<{ shape::SPLIT }>(tm, need, works, shard, lookup, out)
+            }
+            Some(tm) => {
+                self.process_batch_in::<{ shape::TUPLE }>(tm, need, works, shard, lookup, out)
+            }
+            None => self.process_batch_in::<{ shape::FULL }>(
+                &[[0; 3]; W],
+                need,
+                works,
+                shard,
+                lookup,
+                out,
+            ),
         }
     }
 
     /// [`Tables::process_batch`] with extraction's flavour chosen (`extract_words`).
     #[inline(always)]
-    fn process_batch_in<'r, const TUPLE: bool>(
+    fn process_batch_in<'r, const SHAPE: u8>(
         &'r self,
         tm: &[[u64; 3]; W],
         need: Need,
@@ -1646,14 +1668,14 @@ impl<const W: usize> Tables<W> {
     ) {
         let n = works.len().min(BATCH);
         if let Some(st) = self.one_subtable() {
-            self.process_one::<TUPLE>(tm, st, need, &mut works[..n], shard, lookup, out);
+            self.process_one::<SHAPE>(tm, st, need, &mut works[..n], shard, lookup, out);
             return;
         }
         let mut g = [[0u64; W]; BATCH];
         let mut plain = [0u64; 16];
         for (gi, w) in g.iter_mut().zip(works.iter()).take(n) {
             *gi =
-                self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, tm, &Self::NO_MASK);
+                self.extract_words::<SHAPE>(w.data, w.indev, need, &mut plain, tm, &Self::NO_MASK);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         {
@@ -1686,7 +1708,7 @@ impl<const W: usize> Tables<W> {
     /// each storing what the next loaded).
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    fn process_one<'r, const TUPLE: bool>(
+    fn process_one<'r, const SHAPE: u8>(
         &'r self,
         tm: &[[u64; 3]; W],
         st: &'r Subtable<W>,
@@ -1702,19 +1724,19 @@ impl<const W: usize> Tables<W> {
         // `OWNED`): with `need` constant, the loop the benches and `weir flow run` take.
         if need == Need::ALL {
             if shard < engine::COUNTER_SHARDS {
-                self.process_one_in::<TUPLE, true>(tm, st, Need::ALL, works, shard, lookup, out);
+                self.process_one_in::<SHAPE, true>(tm, st, Need::ALL, works, shard, lookup, out);
             } else {
-                self.process_one_in::<TUPLE, false>(tm, st, Need::ALL, works, shard, lookup, out);
+                self.process_one_in::<SHAPE, false>(tm, st, Need::ALL, works, shard, lookup, out);
             }
         } else {
-            self.process_one_in::<TUPLE, false>(tm, st, need, works, shard, lookup, out);
+            self.process_one_in::<SHAPE, false>(tm, st, need, works, shard, lookup, out);
         }
     }
 
     /// [`Tables::process_one`] for one `need`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn process_one_in<'r, const TUPLE: bool, const OWNED: bool>(
+    fn process_one_in<'r, const SHAPE: u8, const OWNED: bool>(
         &'r self,
         tm: &[[u64; 3]; W],
         st: &'r Subtable<W>,
@@ -1733,7 +1755,7 @@ impl<const W: usize> Tables<W> {
         // The subtable's mask folded into the tuple masks (`extract_words`).
         let tm: [[u64; 3]; W] = std::array::from_fn(|o| tm[o].map(|m| m & st.gmask[o]));
         for ((gi, h), w) in g.iter_mut().zip(hs.iter_mut()).zip(works.iter()) {
-            *gi = self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, &tm, &st.gmask);
+            *gi = self.extract_words::<SHAPE>(w.data, w.indev, need, &mut plain, &tm, &st.gmask);
             *h = hash_words(gi);
             touch ^= probe.touch(*h);
         }
@@ -2030,12 +2052,15 @@ impl<const W: usize> Tables<W> {
     /// The floor of a one-subtable lookup, stage by stage (`Classifier::floor`).
     fn floor<const STAGE: u8>(&self, need: Need, frames: &[Vec<u8>]) -> u64 {
         match &self.tuple {
-            Some(tm) => self.floor_in::<STAGE, true>(tm, need, frames),
-            None => self.floor_in::<STAGE, false>(&[[0; 3]; W], need, frames),
+            Some(tm) if shape::split(tm) => {
+                self.floor_in::<STAGE, { shape::SPLIT }>(tm, need, frames)
+            }
+            Some(tm) => self.floor_in::<STAGE, { shape::TUPLE }>(tm, need, frames),
+            None => self.floor_in::<STAGE, { shape::FULL }>(&[[0; 3]; W], need, frames),
         }
     }
 
-    fn floor_in<const STAGE: u8, const TUPLE: bool>(
+    fn floor_in<const STAGE: u8, const SHAPE: u8>(
         &self,
         tm: &[[u64; 3]; W],
         need: Need,
@@ -2046,7 +2071,7 @@ impl<const W: usize> Tables<W> {
         let mut acc = 0u64;
         let mut plain = [0u64; 16];
         for f in frames {
-            let g = self.extract_words::<TUPLE>(f, 0, need, &mut plain, tm, &Self::NO_MASK);
+            let g = self.extract_words::<SHAPE>(f, 0, need, &mut plain, tm, &Self::NO_MASK);
             if STAGE == 0 {
                 acc ^= g[0] ^ g[W - 1];
                 continue;
@@ -2251,6 +2276,27 @@ fn tuple_masks<const W: usize>(lanes: &[Lane; W]) -> Option<Box<[[u64; 3]; W]>> 
         }
     }
     Some(Box::new(out))
+}
+
+/// How the batch paths take a frame's gathered words (`Tables::extract_words`'s `SHAPE`),
+/// chosen once a batch from the tables' `tuple` masks, each flavour compiled apart.
+mod shape {
+    /// From the full key (`Tables::tuple` is `None`).
+    pub(super) const FULL: u8 = 0;
+    /// Each lane from key words 0, 4 and 9 under its three `tuple` masks.
+    pub(super) const TUPLE: u8 = 1;
+    /// Two lanes, the first key words 0 and 9, the second word 4 alone: the plan of every
+    /// IPv4 5-tuple rule set that matches both addresses and a port (word 4 holds both
+    /// addresses, so it packs with nothing; the EtherType, protocol and address-type bytes
+    /// of word 0 and the port bytes of word 9 are disjoint). Its lanes skip the zero masks'
+    /// ANDs (issue 14: the general flavour's combine was 16 instructions a packet there).
+    pub(super) const SPLIT: u8 = 2;
+
+    /// Whether `tm` is [`SPLIT`]'s: two lanes, each reading no tuple word the shape leaves
+    /// out of it.
+    pub(super) fn split<const W: usize>(tm: &[[u64; 3]; W]) -> bool {
+        matches!(tm[..], [[_, 0, _], [0, _, 0]])
+    }
 }
 
 /// Tables for `rules`, compiled one at a time (no list of every compiled rule: 238 bytes
@@ -3057,6 +3103,91 @@ mod tests {
         assert_eq!((outs.len(), matched), (70, 56));
         let hits = dispatch!(&v.tables, t => t.one_subtable().map(|st| st.store.hits.get()));
         assert_eq!(hits, Some(56), "one subtable, its matches counted");
+    }
+
+    /// `shape::SPLIT`'s words are the full key's: IPv4 5-tuple rules over both addresses
+    /// and ports (one mask and four; a source port too) plan the split shape, and for
+    /// frames on and off the common frame's path (TCP, UDP, SCTP, ICMP, ports cut short, a
+    /// fragment, a VLAN tag, IPv6, a longer IPv4 header) `extract_words` gives the same
+    /// words in each flavour. A rule set of another layout (the source address only, so
+    /// words 0 and 4 share a lane) does not take the split shape.
+    #[test]
+    fn split_shape_takes_the_full_keys_words() {
+        let mut rng = weir_testkit::SplitMix64::new(0x5917);
+        let set_of = |lines: &[String]| {
+            let mut set = RuleSet::new();
+            for (i, t) in lines.iter().enumerate() {
+                set.push(crate::rule::parse_rule(t, i + 1).unwrap()).unwrap();
+            }
+            set
+        };
+        let ip = |a: u32| std::net::Ipv4Addr::from(a);
+        let mut frames: Vec<Vec<u8>> = Vec::new();
+        for i in 0..400u32 {
+            let proto = [6u8, 17, 132, 1][(i % 4) as usize];
+            let mut f = vec![0u8; 14 + 20 + 20];
+            f[0..12].copy_from_slice(&rng.next_u64().to_le_bytes().repeat(2)[..12]);
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            f[14] = 0x45;
+            f[15] = rng.u32() as u8;
+            f[22] = rng.u32() as u8;
+            f[23] = proto;
+            f[26..34].copy_from_slice(&rng.next_u64().to_le_bytes());
+            f[34..38].copy_from_slice(&rng.u32().to_le_bytes());
+            f[46] = 0x50;
+            f[47] = rng.u32() as u8;
+            match i % 10 {
+                1 => f.truncate(36),
+                2 => f[20] = 0x20,
+                3 => f.splice(12..12, [0x81, 0x00, 0x00, 0x05]).for_each(drop),
+                4 => f[12..14].copy_from_slice(&[0x86, 0xdd]),
+                5 => f[14] = 0x46,
+                _ => {}
+            }
+            frames.push(f);
+        }
+        let five = |masks: u32, sport: bool| -> Vec<String> {
+            (0..40u32)
+                .map(|i| {
+                    let proto = if i % 2 == 0 { "tcp" } else { "udp" };
+                    let sp = if sport { format!(" src_port {}", 1 + i) } else { String::new() };
+                    format!(
+                        "prio 1 protocol ip flower ip_proto {proto} src_ip {}/{} dst_ip {} dst_port {}{sp} action drop",
+                        ip(i << 8),
+                        32 - 8 * (i % masks),
+                        ip(i),
+                        1000 + i
+                    )
+                })
+                .collect()
+        };
+        let mut compared = 0;
+        for (lines, split) in [
+            (five(1, false), true),
+            (five(4, false), true),
+            (five(4, true), true),
+            (vec!["prio 1 protocol ip flower src_ip 10.0.0.0/8 action drop".to_string()], false),
+        ] {
+            let c = Classifier::new(&set_of(&lines));
+            let v = c.snapshot();
+            dispatch!(&v.tables, t => {
+                let tm = t.tuple.as_deref().expect("a tuple plan");
+                assert_eq!(shape::split(tm), split, "{lines:?}");
+                let mut plain = [0u64; 16];
+                for f in &frames {
+                    let no = &Tables::NO_MASK;
+                    let full = t.extract_words::<{ shape::FULL }>(f, 0, Need::ALL, &mut plain, tm, no);
+                    let tuple = t.extract_words::<{ shape::TUPLE }>(f, 0, Need::ALL, &mut plain, tm, no);
+                    assert_eq!(tuple, full, "{f:02x?}");
+                    if split {
+                        let s = t.extract_words::<{ shape::SPLIT }>(f, 0, Need::ALL, &mut plain, tm, no);
+                        assert_eq!(s, full, "{f:02x?}");
+                        compared += 1;
+                    }
+                }
+            });
+        }
+        assert_eq!(compared, 3 * frames.len());
     }
 
     /// The one-mask path's rule counters from more threads than there are counter shards:
