@@ -1672,10 +1672,13 @@ impl<const W: usize> Tables<W> {
             return;
         }
         let mut g = [[0u64; W]; BATCH];
-        let mut plain = [0u64; 16];
-        for (gi, w) in g.iter_mut().zip(works.iter()).take(n) {
-            *gi =
-                self.extract_words::<SHAPE>(w.data, w.indev, need, &mut plain, tm, &Self::NO_MASK);
+        // As in `process_one`: rule sets that read ports (most) get an extraction loop with
+        // `need` a constant (its two tests a packet gone), and a thread that owns its
+        // counter shard an action loop with no test of it a packet (issue 14).
+        if need == Need::ALL {
+            self.extract_batch::<SHAPE>(tm, Need::ALL, &works[..n], &mut g);
+        } else {
+            self.extract_batch::<SHAPE>(tm, need, &works[..n], &mut g);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         {
@@ -1684,10 +1687,26 @@ impl<const W: usize> Tables<W> {
             self.lookup_batch(&g, n, &full, &mut first[..n], shard);
         }
         let slots = engine::outcome_slots(out, n);
-        for ((w, f), o) in works.iter_mut().zip(first.iter()).zip(slots.iter_mut()) {
-            let f = f.map(|a| &**a);
-            let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-            engine::process_into::<false>(w, key, need, f, lookup, shard, o);
+        if shard < engine::COUNTER_SHARDS {
+            act_on_batch::<true>(need, works, &first, shard, lookup, slots);
+        } else {
+            act_on_batch::<false>(need, works, &first, shard, lookup, slots);
+        }
+    }
+
+    /// The words the tables read of each of `works`' frames into `g` (`extract_words`).
+    #[inline(always)]
+    fn extract_batch<const SHAPE: u8>(
+        &self,
+        tm: &[[u64; 3]; W],
+        need: Need,
+        works: &[Work<'_>],
+        g: &mut [[u64; W]; BATCH],
+    ) {
+        let mut plain = [0u64; 16];
+        for (gi, w) in g.iter_mut().zip(works) {
+            *gi =
+                self.extract_words::<SHAPE>(w.data, w.indev, need, &mut plain, tm, &Self::NO_MASK);
         }
     }
 
@@ -2276,6 +2295,25 @@ fn tuple_masks<const W: usize>(lanes: &[Lane; W]) -> Option<Box<[[u64; 3]; W]>> 
         }
     }
     Some(Box::new(out))
+}
+
+/// Each packet's actions after its first lookup (`first`), its outcome into its slot
+/// (`engine::process_into`; `OWNED`: `shard` is this thread's own, tested by the caller
+/// once a batch).
+#[inline(always)]
+fn act_on_batch<'r, const OWNED: bool>(
+    need: Need,
+    works: &mut [Work<'_>],
+    first: &[Option<&'r Arc<Installed>>],
+    shard: usize,
+    lookup: &mut engine::Lookup<'_, 'r>,
+    slots: &mut [Outcome],
+) {
+    for ((w, f), o) in works.iter_mut().zip(first).zip(slots) {
+        let f = f.map(|a| &**a);
+        let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
+        engine::process_into::<OWNED>(w, key, need, f, lookup, shard, o);
+    }
 }
 
 /// How the batch paths take a frame's gathered words (`Tables::extract_words`'s `SHAPE`),
@@ -3109,8 +3147,8 @@ mod tests {
     /// and ports (one mask and four; a source port too) plan the split shape, and for
     /// frames on and off the common frame's path (TCP, UDP, SCTP, ICMP, ports cut short, a
     /// fragment, a VLAN tag, IPv6, a longer IPv4 header) `extract_words` gives the same
-    /// words in each flavour. A rule set of another layout (the source address only, so
-    /// words 0 and 4 share a lane) does not take the split shape.
+    /// words in each flavour; so does a rule set that reads one byte of word 4. Rule sets of
+    /// other layouts (one lane; two, words 4 and 9 sharing one) do not take the split shape.
     #[test]
     fn split_shape_takes_the_full_keys_words() {
         let mut rng = weir_testkit::SplitMix64::new(0x5917);
@@ -3166,12 +3204,17 @@ mod tests {
             (five(1, false), true),
             (five(4, false), true),
             (five(4, true), true),
+            // Word 4 read in its destination's first byte only (its lane's mask not all ones).
+            (vec!["prio 1 protocol ip flower ip_proto udp dst_ip 10.0.0.0/8 dst_port 53 action drop".to_string()], true),
             (vec!["prio 1 protocol ip flower src_ip 10.0.0.0/8 action drop".to_string()], false),
+            // Two lanes of another layout: word 0 alone (the device fills its first half),
+            // words 4 (the destination address) and 9 share one.
+            (vec!["prio 1 protocol ip flower indev eth1 ip_proto tcp dst_ip 10.0.0.0/8 dst_port 80 action drop".to_string()], false),
         ] {
             let c = Classifier::new(&set_of(&lines));
             let v = c.snapshot();
             dispatch!(&v.tables, t => {
-                let tm = t.tuple.as_deref().expect("a tuple plan");
+                let Some(tm) = t.tuple.as_deref() else { panic!("no tuple plan: {lines:?} {:?}", t.lanes) };
                 assert_eq!(shape::split(tm), split, "{lines:?}");
                 let mut plain = [0u64; 16];
                 for f in &frames {
@@ -3187,7 +3230,7 @@ mod tests {
                 }
             });
         }
-        assert_eq!(compared, 3 * frames.len());
+        assert_eq!(compared, 4 * frames.len());
     }
 
     /// The one-mask path's rule counters from more threads than there are counter shards:
