@@ -3147,7 +3147,9 @@ mod tests {
     /// and ports (one mask and four; a source port too) plan the split shape, and for
     /// frames on and off the common frame's path (TCP, UDP, SCTP, ICMP, ports cut short, a
     /// fragment, a VLAN tag, IPv6, a longer IPv4 header) `extract_words` gives the same
-    /// words in each flavour; so does a rule set that reads one byte of word 4. Rule sets of
+    /// words in each flavour, unmasked and (as the one-subtable path calls it) under its
+    /// subtable's mask folded into the tuple masks; so does a rule set that reads one byte of
+    /// word 4 (its lane's tuple mask all ones, its subtable's one byte). Rule sets of
     /// other layouts (one lane; two, words 4 and 9 sharing one) do not take the split shape.
     #[test]
     fn split_shape_takes_the_full_keys_words() {
@@ -3225,6 +3227,12 @@ mod tests {
                     if split {
                         let s = t.extract_words::<{ shape::SPLIT }>(f, 0, Need::ALL, &mut plain, tm, no);
                         assert_eq!(s, full, "{f:02x?}");
+                        // As `process_one` calls it: its subtable's mask folded into `tm`.
+                        let gm = &t.chain(0).unwrap().subtables[0].gmask;
+                        let tmf: [[u64; 3]; _] = std::array::from_fn(|o| tm[o].map(|m| m & gm[o]));
+                        let s = t.extract_words::<{ shape::SPLIT }>(f, 0, Need::ALL, &mut plain, &tmf, gm);
+                        let full = t.extract_words::<{ shape::FULL }>(f, 0, Need::ALL, &mut plain, tm, gm);
+                        assert_eq!(s, full, "{f:02x?}");
                         compared += 1;
                     }
                 }
@@ -3233,14 +3241,11 @@ mod tests {
         assert_eq!(compared, 4 * frames.len());
     }
 
-    /// The one-mask path's rule counters from more threads than there are counter shards:
-    /// the threads that own a shard count with a plain load and store (`hit_owned`, the
-    /// shard tested once a batch), the others with atomic adds on the shared one; no hit
-    /// is lost, and the packets' lines are the rules'.
-    #[test]
-    fn one_mask_counts_lose_no_hit_across_threads() {
-        let c = one_mask_classifier();
-        let dsts: Vec<u8> = (0..BATCH as u8).map(|i| 1 + i % 3).collect();
+    /// `c`'s rule counters from more threads than there are counter shards, each running
+    /// `dsts` (`run_to`) `rounds` times: the threads that own a shard count with a plain
+    /// load and store (`hit_owned`, the shard tested once a batch), the others with atomic
+    /// adds on the shared one; no hit is lost, and each packet's line is `line(d)`.
+    fn counts_lose_no_hit_across_threads(c: &Classifier, dsts: &[u8], line: fn(u8) -> usize) {
         let (threads, rounds) = (engine::COUNTER_SHARDS + 2, 20_000);
         let start = std::sync::Barrier::new(threads);
         std::thread::scope(|s| {
@@ -3249,17 +3254,36 @@ mod tests {
                     let v = c.snapshot();
                     start.wait();
                     for _ in 0..rounds {
-                        let outs = run_to(&c, &v, &dsts);
-                        assert!(outs
-                            .iter()
-                            .zip(&dsts)
-                            .all(|(o, &d)| o.line == Some(usize::from(d))));
+                        let outs = run_to(c, &v, dsts);
+                        assert!(outs.iter().zip(dsts).all(|(o, &d)| o.line == Some(line(d))));
                     }
                 });
             }
         });
         let packets: u64 = c.counters().iter().map(|x| x.1).sum();
-        assert_eq!(packets, (threads * rounds * BATCH) as u64);
+        assert_eq!(packets, (threads * rounds * dsts.len()) as u64);
+    }
+
+    /// The one-mask path's (`process_one`).
+    #[test]
+    fn one_mask_counts_lose_no_hit_across_threads() {
+        let dsts: Vec<u8> = (0..BATCH as u8).map(|i| 1 + i % 3).collect();
+        counts_lose_no_hit_across_threads(&one_mask_classifier(), &dsts, usize::from);
+    }
+
+    /// The multi-subtable path's (`act_on_batch`): `one_mask_classifier`'s rules and one
+    /// of another mask (`dst_ip 10.0.0.0/24`, line 4, a lower priority), which the packets
+    /// to 10.0.0.9 match.
+    #[test]
+    fn two_mask_counts_lose_no_hit_across_threads() {
+        let c = one_mask_classifier();
+        let wide =
+            "prio 2 protocol ip flower ip_proto udp dst_ip 10.0.0.0/24 dst_port 53 action drop";
+        c.insert(crate::rule::parse_rule(wide, 4).unwrap()).unwrap();
+        let v = c.snapshot();
+        assert!(dispatch!(&v.tables, t => t.one_subtable().is_none()), "two subtables");
+        let dsts: Vec<u8> = (0..BATCH as u8).map(|i| [1, 2, 3, 9][usize::from(i % 4)]).collect();
+        counts_lose_no_hit_across_threads(&c, &dsts, |d| if d == 9 { 4 } else { usize::from(d) });
     }
 }
 
