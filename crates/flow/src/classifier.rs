@@ -1588,14 +1588,15 @@ impl<const W: usize> Tables<W> {
     /// `plain` is the caller's scratch array, zero but for the words `PlainWords::put`
     /// writes. Inlined into the batch loop: called, its words came back through memory and
     /// the load after the call was half of `process_batch`'s samples (issue 14).
-    /// `TUPLE`: the tables' `tuple` masks are `tm` (else `tm` is not read).
+    /// `SHAPE` ([`shape`]): how the words are taken; with `TUPLE` or `SPLIT` the tables'
+    /// `tuple` masks are `tm` (with `FULL` `tm` is not read).
     /// The words come back ANDed with `gm`; `tm` must already be within `gm` (a caller
     /// that masks, [`Tables::process_one`], folds its subtable's mask into `tm` once a
     /// batch: two ANDs a packet fewer; one that does not passes [`Tables::NO_MASK`], and the
     /// ANDs with it compile to nothing).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn extract_words<const TUPLE: bool>(
+    fn extract_words<const SHAPE: u8>(
         &self,
         p: &[u8],
         indev: u32,
@@ -1604,13 +1605,22 @@ impl<const W: usize> Tables<W> {
         tm: &[[u64; 3]; W],
         gm: &[u64; W],
     ) -> [u64; W] {
-        if TUPLE {
+        if SHAPE != shape::FULL {
             return match ipv4_plain_words::<{ PlainRead::PORTS }>(p, indev, need) {
                 Some(pw) => {
                     let [a, b, c] = pw.tuple();
                     let mut g = [0u64; W];
-                    for (o, m) in g.iter_mut().zip(tm) {
-                        *o = a & m[0] | b & m[1] | c & m[2];
+                    match &mut g[..] {
+                        // `shape::SPLIT`'s two lanes: three ANDs and an OR, not six and four.
+                        [g0, g1] if SHAPE == shape::SPLIT => {
+                            *g0 = a & tm[0][0] | c & tm[0][2];
+                            *g1 = b & tm[1][1];
+                        }
+                        _ => {
+                            for (o, m) in g.iter_mut().zip(tm) {
+                                *o = a & m[0] | b & m[1] | c & m[2];
+                            }
+                        }
                     }
                     g
                 }
@@ -1642,14 +1652,26 @@ impl<const W: usize> Tables<W> {
         out: &mut Vec<Outcome>,
     ) {
         match &self.tuple {
-            Some(tm) => self.process_batch_in::<true>(tm, need, works, shard, lookup, out),
-            None => self.process_batch_in::<false>(&[[0; 3]; W], need, works, shard, lookup, out),
+            Some(tm) if shape::split(tm) => {
+                self.process_batch_in::<{ shape::SPLIT }>(tm, need, works, shard, lookup, out)
+            }
+            Some(tm) => {
+                self.process_batch_in::<{ shape::TUPLE }>(tm, need, works, shard, lookup, out)
+            }
+            None => self.process_batch_in::<{ shape::FULL }>(
+                &[[0; 3]; W],
+                need,
+                works,
+                shard,
+                lookup,
+                out,
+            ),
         }
     }
 
     /// [`Tables::process_batch`] with extraction's flavour chosen (`extract_words`).
     #[inline(always)]
-    fn process_batch_in<'r, const TUPLE: bool>(
+    fn process_batch_in<'r, const SHAPE: u8>(
         &'r self,
         tm: &[[u64; 3]; W],
         need: Need,
@@ -1660,14 +1682,17 @@ impl<const W: usize> Tables<W> {
     ) {
         let n = works.len().min(BATCH);
         if let Some(st) = self.one_subtable() {
-            self.process_one::<TUPLE>(tm, st, need, &mut works[..n], shard, lookup, out);
+            self.process_one::<SHAPE>(tm, st, need, &mut works[..n], shard, lookup, out);
             return;
         }
         let mut g = [[0u64; W]; BATCH];
-        let mut plain = [0u64; 16];
-        for (gi, w) in g.iter_mut().zip(works.iter()).take(n) {
-            *gi =
-                self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, tm, &Self::NO_MASK);
+        // As in `process_one`: rule sets that read ports (most) get an extraction loop with
+        // `need` a constant (its two tests a packet gone), and a thread that owns its
+        // counter shard an action loop with no test of it a packet (issue 14).
+        if need == Need::ALL {
+            self.extract_batch::<SHAPE>(tm, Need::ALL, &works[..n], &mut g);
+        } else {
+            self.extract_batch::<SHAPE>(tm, need, &works[..n], &mut g);
         }
         let mut first: [Option<&Arc<Installed>>; BATCH] = [None; BATCH];
         {
@@ -1676,10 +1701,26 @@ impl<const W: usize> Tables<W> {
             self.lookup_batch(&g, n, &full, &mut first[..n], shard);
         }
         let slots = engine::outcome_slots(out, n);
-        for ((w, f), o) in works.iter_mut().zip(first.iter()).zip(slots.iter_mut()) {
-            let f = f.map(|a| &**a);
-            let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-            engine::process_into::<false>(w, key, need, f, lookup, shard, o);
+        if shard < engine::COUNTER_SHARDS {
+            act_on_batch::<true>(need, works, &first, shard, lookup, slots);
+        } else {
+            act_on_batch::<false>(need, works, &first, shard, lookup, slots);
+        }
+    }
+
+    /// The words the tables read of each of `works`' frames into `g` (`extract_words`).
+    #[inline(always)]
+    fn extract_batch<const SHAPE: u8>(
+        &self,
+        tm: &[[u64; 3]; W],
+        need: Need,
+        works: &[Work<'_>],
+        g: &mut [[u64; W]; BATCH],
+    ) {
+        let mut plain = [0u64; 16];
+        for (gi, w) in g.iter_mut().zip(works) {
+            *gi =
+                self.extract_words::<SHAPE>(w.data, w.indev, need, &mut plain, tm, &Self::NO_MASK);
         }
     }
 
@@ -1700,7 +1741,7 @@ impl<const W: usize> Tables<W> {
     /// each storing what the next loaded).
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    fn process_one<'r, const TUPLE: bool>(
+    fn process_one<'r, const SHAPE: u8>(
         &'r self,
         tm: &[[u64; 3]; W],
         st: &'r Subtable<W>,
@@ -1716,19 +1757,19 @@ impl<const W: usize> Tables<W> {
         // `OWNED`): with `need` constant, the loop the benches and `weir flow run` take.
         if need == Need::ALL {
             if shard < engine::COUNTER_SHARDS {
-                self.process_one_in::<TUPLE, true>(tm, st, Need::ALL, works, shard, lookup, out);
+                self.process_one_in::<SHAPE, true>(tm, st, Need::ALL, works, shard, lookup, out);
             } else {
-                self.process_one_in::<TUPLE, false>(tm, st, Need::ALL, works, shard, lookup, out);
+                self.process_one_in::<SHAPE, false>(tm, st, Need::ALL, works, shard, lookup, out);
             }
         } else {
-            self.process_one_in::<TUPLE, false>(tm, st, need, works, shard, lookup, out);
+            self.process_one_in::<SHAPE, false>(tm, st, need, works, shard, lookup, out);
         }
     }
 
     /// [`Tables::process_one`] for one `need`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn process_one_in<'r, const TUPLE: bool, const OWNED: bool>(
+    fn process_one_in<'r, const SHAPE: u8, const OWNED: bool>(
         &'r self,
         tm: &[[u64; 3]; W],
         st: &'r Subtable<W>,
@@ -1747,7 +1788,7 @@ impl<const W: usize> Tables<W> {
         // The subtable's mask folded into the tuple masks (`extract_words`).
         let tm: [[u64; 3]; W] = std::array::from_fn(|o| tm[o].map(|m| m & st.gmask[o]));
         for ((gi, h), w) in g.iter_mut().zip(hs.iter_mut()).zip(works.iter()) {
-            *gi = self.extract_words::<TUPLE>(w.data, w.indev, need, &mut plain, &tm, &st.gmask);
+            *gi = self.extract_words::<SHAPE>(w.data, w.indev, need, &mut plain, &tm, &st.gmask);
             *h = hash_words(gi);
             touch ^= probe.touch(*h);
         }
@@ -2044,12 +2085,15 @@ impl<const W: usize> Tables<W> {
     /// The floor of a one-subtable lookup, stage by stage (`Classifier::floor`).
     fn floor<const STAGE: u8>(&self, need: Need, frames: &[Vec<u8>]) -> u64 {
         match &self.tuple {
-            Some(tm) => self.floor_in::<STAGE, true>(tm, need, frames),
-            None => self.floor_in::<STAGE, false>(&[[0; 3]; W], need, frames),
+            Some(tm) if shape::split(tm) => {
+                self.floor_in::<STAGE, { shape::SPLIT }>(tm, need, frames)
+            }
+            Some(tm) => self.floor_in::<STAGE, { shape::TUPLE }>(tm, need, frames),
+            None => self.floor_in::<STAGE, { shape::FULL }>(&[[0; 3]; W], need, frames),
         }
     }
 
-    fn floor_in<const STAGE: u8, const TUPLE: bool>(
+    fn floor_in<const STAGE: u8, const SHAPE: u8>(
         &self,
         tm: &[[u64; 3]; W],
         need: Need,
@@ -2060,7 +2104,7 @@ impl<const W: usize> Tables<W> {
         let mut acc = 0u64;
         let mut plain = [0u64; 16];
         for f in frames {
-            let g = self.extract_words::<TUPLE>(f, 0, need, &mut plain, tm, &Self::NO_MASK);
+            let g = self.extract_words::<SHAPE>(f, 0, need, &mut plain, tm, &Self::NO_MASK);
             if STAGE == 0 {
                 acc ^= g[0] ^ g[W - 1];
                 continue;
@@ -2265,6 +2309,46 @@ fn tuple_masks<const W: usize>(lanes: &[Lane; W]) -> Option<Box<[[u64; 3]; W]>> 
         }
     }
     Some(Box::new(out))
+}
+
+/// Each packet's actions after its first lookup (`first`), its outcome into its slot
+/// (`engine::process_into`; `OWNED`: `shard` is this thread's own, tested by the caller
+/// once a batch).
+#[inline(always)]
+fn act_on_batch<'r, const OWNED: bool>(
+    need: Need,
+    works: &mut [Work<'_>],
+    first: &[Option<&'r Arc<Installed>>],
+    shard: usize,
+    lookup: &mut engine::Lookup<'_, 'r>,
+    slots: &mut [Outcome],
+) {
+    for ((w, f), o) in works.iter_mut().zip(first).zip(slots) {
+        let f = f.map(|a| &**a);
+        let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
+        engine::process_into::<OWNED>(w, key, need, f, lookup, shard, o);
+    }
+}
+
+/// How the batch paths take a frame's gathered words (`Tables::extract_words`'s `SHAPE`),
+/// chosen once a batch from the tables' `tuple` masks, each flavour compiled apart.
+mod shape {
+    /// From the full key (`Tables::tuple` is `None`).
+    pub(super) const FULL: u8 = 0;
+    /// Each lane from key words 0, 4 and 9 under its three `tuple` masks.
+    pub(super) const TUPLE: u8 = 1;
+    /// Two lanes, the first key words 0 and 9, the second word 4 alone: the plan of every
+    /// IPv4 5-tuple rule set that matches both addresses and a port (word 4 holds both
+    /// addresses, so it packs with nothing; the EtherType, protocol and address-type bytes
+    /// of word 0 and the port bytes of word 9 are disjoint). Its lanes skip the zero masks'
+    /// ANDs (issue 14: the general flavour's combine was 16 instructions a packet there).
+    pub(super) const SPLIT: u8 = 2;
+
+    /// Whether `tm` is [`SPLIT`]'s: two lanes, each reading no tuple word the shape leaves
+    /// out of it.
+    pub(super) fn split<const W: usize>(tm: &[[u64; 3]; W]) -> bool {
+        matches!(tm[..], [[_, 0, _], [0, _, 0]])
+    }
 }
 
 /// Tables for `rules`, compiled one at a time (no list of every compiled rule: 238 bytes
@@ -3073,14 +3157,109 @@ mod tests {
         assert_eq!(hits, Some(56), "one subtable, its matches counted");
     }
 
-    /// The one-mask path's rule counters from more threads than there are counter shards:
-    /// the threads that own a shard count with a plain load and store (`hit_owned`, the
-    /// shard tested once a batch), the others with atomic adds on the shared one; no hit
-    /// is lost, and the packets' lines are the rules'.
+    /// `shape::SPLIT`'s words are the full key's: IPv4 5-tuple rules over both addresses
+    /// and ports (one mask and four; a source port too) plan the split shape, and for
+    /// frames on and off the common frame's path (TCP, UDP, SCTP, ICMP, ports cut short, a
+    /// fragment, a VLAN tag, IPv6, a longer IPv4 header) `extract_words` gives the same
+    /// words in each flavour, unmasked and (as the one-subtable path calls it) under its
+    /// subtable's mask folded into the tuple masks; so does a rule set that reads one byte of
+    /// word 4 (its lane's tuple mask all ones, its subtable's one byte). Rule sets of
+    /// other layouts (one lane; two, words 4 and 9 sharing one) do not take the split shape.
     #[test]
-    fn one_mask_counts_lose_no_hit_across_threads() {
-        let c = one_mask_classifier();
-        let dsts: Vec<u8> = (0..BATCH as u8).map(|i| 1 + i % 3).collect();
+    fn split_shape_takes_the_full_keys_words() {
+        let mut rng = weir_testkit::SplitMix64::new(0x5917);
+        let set_of = |lines: &[String]| {
+            let mut set = RuleSet::new();
+            for (i, t) in lines.iter().enumerate() {
+                set.push(crate::rule::parse_rule(t, i + 1).unwrap()).unwrap();
+            }
+            set
+        };
+        let ip = |a: u32| std::net::Ipv4Addr::from(a);
+        let mut frames: Vec<Vec<u8>> = Vec::new();
+        for i in 0..400u32 {
+            let proto = [6u8, 17, 132, 1][(i % 4) as usize];
+            let mut f = vec![0u8; 14 + 20 + 20];
+            f[0..12].copy_from_slice(&rng.next_u64().to_le_bytes().repeat(2)[..12]);
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            f[14] = 0x45;
+            f[15] = rng.u32() as u8;
+            f[22] = rng.u32() as u8;
+            f[23] = proto;
+            f[26..34].copy_from_slice(&rng.next_u64().to_le_bytes());
+            f[34..38].copy_from_slice(&rng.u32().to_le_bytes());
+            f[46] = 0x50;
+            f[47] = rng.u32() as u8;
+            match i % 10 {
+                1 => f.truncate(36),
+                2 => f[20] = 0x20,
+                3 => f.splice(12..12, [0x81, 0x00, 0x00, 0x05]).for_each(drop),
+                4 => f[12..14].copy_from_slice(&[0x86, 0xdd]),
+                5 => f[14] = 0x46,
+                _ => {}
+            }
+            frames.push(f);
+        }
+        let five = |masks: u32, sport: bool| -> Vec<String> {
+            (0..40u32)
+                .map(|i| {
+                    let proto = if i % 2 == 0 { "tcp" } else { "udp" };
+                    let sp = if sport { format!(" src_port {}", 1 + i) } else { String::new() };
+                    format!(
+                        "prio 1 protocol ip flower ip_proto {proto} src_ip {}/{} dst_ip {} dst_port {}{sp} action drop",
+                        ip(i << 8),
+                        32 - 8 * (i % masks),
+                        ip(i),
+                        1000 + i
+                    )
+                })
+                .collect()
+        };
+        let mut compared = 0;
+        for (lines, split) in [
+            (five(1, false), true),
+            (five(4, false), true),
+            (five(4, true), true),
+            // Word 4 read in its destination's first byte only (its lane's mask not all ones).
+            (vec!["prio 1 protocol ip flower ip_proto udp dst_ip 10.0.0.0/8 dst_port 53 action drop".to_string()], true),
+            (vec!["prio 1 protocol ip flower src_ip 10.0.0.0/8 action drop".to_string()], false),
+            // Two lanes of another layout: word 0 alone (the device fills its first half),
+            // words 4 (the destination address) and 9 share one.
+            (vec!["prio 1 protocol ip flower indev eth1 ip_proto tcp dst_ip 10.0.0.0/8 dst_port 80 action drop".to_string()], false),
+        ] {
+            let c = Classifier::new(&set_of(&lines));
+            let v = c.snapshot();
+            dispatch!(&v.tables, t => {
+                let Some(tm) = t.tuple.as_deref() else { panic!("no tuple plan: {lines:?} {:?}", t.lanes) };
+                assert_eq!(shape::split(tm), split, "{lines:?}");
+                let mut plain = [0u64; 16];
+                for f in &frames {
+                    let no = &Tables::NO_MASK;
+                    let full = t.extract_words::<{ shape::FULL }>(f, 0, Need::ALL, &mut plain, tm, no);
+                    let tuple = t.extract_words::<{ shape::TUPLE }>(f, 0, Need::ALL, &mut plain, tm, no);
+                    assert_eq!(tuple, full, "{f:02x?}");
+                    if split {
+                        let s = t.extract_words::<{ shape::SPLIT }>(f, 0, Need::ALL, &mut plain, tm, no);
+                        assert_eq!(s, full, "{f:02x?}");
+                        // As `process_one` calls it: its subtable's mask folded into `tm`.
+                        let gm = &t.chain(0).unwrap().subtables[0].gmask;
+                        let tmf: [[u64; 3]; _] = std::array::from_fn(|o| tm[o].map(|m| m & gm[o]));
+                        let s = t.extract_words::<{ shape::SPLIT }>(f, 0, Need::ALL, &mut plain, &tmf, gm);
+                        let full = t.extract_words::<{ shape::FULL }>(f, 0, Need::ALL, &mut plain, tm, gm);
+                        assert_eq!(s, full, "{f:02x?}");
+                        compared += 1;
+                    }
+                }
+            });
+        }
+        assert_eq!(compared, 4 * frames.len());
+    }
+
+    /// `c`'s rule counters from more threads than there are counter shards, each running
+    /// `dsts` (`run_to`) `rounds` times: the threads that own a shard count with a plain
+    /// load and store (`hit_owned`, the shard tested once a batch), the others with atomic
+    /// adds on the shared one; no hit is lost, and each packet's line is `line(d)`.
+    fn counts_lose_no_hit_across_threads(c: &Classifier, dsts: &[u8], line: fn(u8) -> usize) {
         let (threads, rounds) = (engine::COUNTER_SHARDS + 2, 20_000);
         let start = std::sync::Barrier::new(threads);
         std::thread::scope(|s| {
@@ -3089,17 +3268,36 @@ mod tests {
                     let v = c.snapshot();
                     start.wait();
                     for _ in 0..rounds {
-                        let outs = run_to(&c, &v, &dsts);
-                        assert!(outs
-                            .iter()
-                            .zip(&dsts)
-                            .all(|(o, &d)| o.line == Some(usize::from(d))));
+                        let outs = run_to(c, &v, dsts);
+                        assert!(outs.iter().zip(dsts).all(|(o, &d)| o.line == Some(line(d))));
                     }
                 });
             }
         });
         let packets: u64 = c.counters().iter().map(|x| x.1).sum();
-        assert_eq!(packets, (threads * rounds * BATCH) as u64);
+        assert_eq!(packets, (threads * rounds * dsts.len()) as u64);
+    }
+
+    /// The one-mask path's (`process_one`).
+    #[test]
+    fn one_mask_counts_lose_no_hit_across_threads() {
+        let dsts: Vec<u8> = (0..BATCH as u8).map(|i| 1 + i % 3).collect();
+        counts_lose_no_hit_across_threads(&one_mask_classifier(), &dsts, usize::from);
+    }
+
+    /// The multi-subtable path's (`act_on_batch`): `one_mask_classifier`'s rules and one
+    /// of another mask (`dst_ip 10.0.0.0/24`, line 4, a lower priority), which the packets
+    /// to 10.0.0.9 match.
+    #[test]
+    fn two_mask_counts_lose_no_hit_across_threads() {
+        let c = one_mask_classifier();
+        let wide =
+            "prio 2 protocol ip flower ip_proto udp dst_ip 10.0.0.0/24 dst_port 53 action drop";
+        c.insert(crate::rule::parse_rule(wide, 4).unwrap()).unwrap();
+        let v = c.snapshot();
+        assert!(dispatch!(&v.tables, t => t.one_subtable().is_none()), "two subtables");
+        let dsts: Vec<u8> = (0..BATCH as u8).map(|i| [1, 2, 3, 9][usize::from(i % 4)]).collect();
+        counts_lose_no_hit_across_threads(&c, &dsts, |d| if d == 9 { 4 } else { usize::from(d) });
     }
 
     /// Chain 0's lookup state: whether its candidate tables answer, its prefilters, and
