@@ -9,6 +9,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use weir_isa::ebpf::{Insn, Op};
@@ -69,6 +70,10 @@ pub struct JitProgram {
     /// The code touches no run state but a few words (`Plan::self_contained`): runs take
     /// [`JitProgram::run_lean`].
     lean: bool,
+    /// This compiled program's identity among all compiled in the process (never 0, never
+    /// reused): what a [`Cache`] names as the program whose runs wrote its stack
+    /// (`Cache::owner`).
+    id: u64,
     /// The code cannot write the packet region without a check: no store or atomic into
     /// it is unchecked (`Plan::direct`), and no legacy load reads through a view of it.
     /// Its batches may run over frames lent read-only ([`Batch::lend`]): every checked
@@ -155,6 +160,12 @@ pub struct Cache {
     frames: Vec<u64>,
     /// Offset from which the stack may hold bytes a run wrote; all below is zero.
     dirty_from: usize,
+    /// The program (`JitProgram::id`; 0: none) whose runs alone wrote what the stack holds
+    /// since it was last zeroed from `dirty_from`. A lean run zeroes only the slots its
+    /// program's runs may observe (`lean_fire`'s steady case) when it is that program:
+    /// another's bytes may lie in slots this one never writes though they sit between
+    /// ones it does (below `dirty_from`'s answer for it is not enough).
+    owner: u64,
     executed: u64,
     state: KeptState,
 }
@@ -314,7 +325,10 @@ impl JitProgram {
                 _ => true,
             }
         });
+        // Any distinct numbers do: a counter, from 1 (0 is a cache's "no program").
+        static COMPILED: AtomicU64 = AtomicU64::new(1);
         let mut jit = JitProgram {
+            id: COMPILED.fetch_add(1, Ordering::Relaxed),
             sizes: LeanSizes::default(),
             lean_mem_from: u64::MAX,
             lendable,
@@ -390,7 +404,8 @@ impl JitProgram {
         let stack = vec![0; self.stack_bytes()];
         let dirty_from = stack.len();
         let frames = vec![0; self.frame_words()];
-        Cache { stack, frames, dirty_from, executed: 0, state: KeptState::default() }
+        let state = KeptState::default();
+        Cache { stack, frames, dirty_from, owner: self.id, executed: 0, state }
     }
 
     pub fn config(&self) -> &Config {
@@ -1066,9 +1081,9 @@ impl JitProgram {
         let len = cache.stack.len();
         let sized = len == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
         let dirty = cache.dirty_from;
-        if sized && dirty >= sizes.written_from {
-            // The steady case (the last run on this cache was this program's, or left it
-            // cleaner): all below `written_from` is zero before the run and stays so (the
+        if sized && cache.owner == self.id && dirty >= sizes.written_from {
+            // The steady case (only this program's runs wrote the stack since it was
+            // last zeroed, and none of them deeper than a lean run writes): all below `written_from` is zero before the run and stays so (the
             // run writes nothing there), and what `lean_fire_unsteady` would zero is then
             // `steady_from..`, one slice worked out when compiling, after which it would
             // leave `dirty_from` at `written_from`: the same, without its tests.
@@ -1125,8 +1140,11 @@ impl JitProgram {
         let dirty = cache.dirty_from;
         // Where bytes an earlier run wrote may still lie after this run's zeroing.
         let mut left_from = len;
+        let own = cache.owner == self.id;
         match (sized, sizes.observed_from) {
-            (true, Some(observed_from)) => {
+            // Only this program's runs wrote the stack since it was zeroed: the bytes they
+            // left are in slots its runs write before observing, or in the observed ones.
+            (true, Some(observed_from)) if own => {
                 // The slots every run writes before reading them and before its exit may
                 // keep the last run's bytes: zeroed are only the slots a run may observe
                 // and, when an earlier run wrote deeper than this program ever does,
@@ -1144,6 +1162,7 @@ impl JitProgram {
             _ if sized && dirty == len => {}
             _ => self.prepare(cache),
         }
+        cache.owner = self.id;
         // Bytes this run may write, and any an earlier one left that were kept. Sized by
         // now (`prepare` sizes what was not): `written_from` is for its length.
         cache.dirty_from = sizes.written_from.min(left_from);
@@ -1180,6 +1199,7 @@ impl JitProgram {
     /// profile); the resizing, once per cache, out of line.
     #[inline]
     fn prepare(&self, cache: &mut Cache) {
+        cache.owner = self.id;
         if cache.stack.len() != self.stack_bytes() || cache.frames.len() != self.frame_words() {
             return self.resize(cache);
         }
