@@ -56,9 +56,9 @@ pub struct JitProgram {
     /// programs without local calls): only those are zeroed after a run. `None`: the
     /// frames down to the deepest one a run reached, whole.
     stack_low: Option<u64>,
-    /// For lean code under a proof that says which of frame 0's slots a run may observe
+    /// For lean code under a proof that says which of frame 0's bytes a run may observe
     /// before writing them (`Facts::stack_observed`): how many bytes below frame 0's top
-    /// reach down to the deepest such slot (0: none). `run_lean` then zeroes only those
+    /// reach down to the deepest such byte (0: none). `run_lean` then zeroes only those
     /// (and what an earlier run left outside `stack_low`), not all a run wrote.
     observed_depth: Option<usize>,
     /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
@@ -98,7 +98,7 @@ struct LeanSizes {
     frame_words: usize,
     /// `lean_written_from(stack_bytes)`: where in a sized stack a lean run may write from.
     written_from: usize,
-    /// `stack_bytes - observed_depth` (saturating): the observed slots' lowest byte.
+    /// `stack_bytes - observed_depth` (saturating): the lowest observed byte.
     observed_from: Option<usize>,
     /// `budget()`.
     budget: u64,
@@ -161,7 +161,7 @@ pub struct Cache {
     /// Offset from which the stack may hold bytes a run wrote; all below is zero.
     dirty_from: usize,
     /// The program (`JitProgram::id`; 0: none) whose runs alone wrote what the stack holds
-    /// since it was last zeroed from `dirty_from`. A lean run zeroes only the slots its
+    /// since it was last zeroed from `dirty_from`. A lean run zeroes only the bytes its
     /// program's runs may observe (`lean_fire`'s steady case) when it is that program:
     /// another's bytes may lie in slots this one never writes though they sit between
     /// ones it does (below `dirty_from`'s answer for it is not enough).
@@ -254,10 +254,10 @@ impl JitProgram {
             _ => None,
         };
         let observed = program.facts().and_then(|facts| facts.stack_observed.as_deref());
-        // The deepest slot a run may observe (bit i: slot i, bytes fp-8(i+1) .. fp-8i).
+        // How deep the deepest byte a run may observe lies (bit i: the byte at fp-(i+1)).
         let observed_depth = observed.map(|bits| {
             let deepest = bits.iter().enumerate().rev().find(|(_, &word)| word != 0);
-            deepest.map_or(0, |(i, &word)| (i * 64 + 64 - word.leading_zeros() as usize) * 8)
+            deepest.map_or(0, |(i, &word)| i * 64 + 64 - word.leading_zeros() as usize)
         });
         let lean = plan.self_contained;
         let mut jit = JitProgram::compile_with(program, bindings, config, plan)?;
@@ -1143,10 +1143,10 @@ impl JitProgram {
         let own = cache.owner == self.id;
         match (sized, sizes.observed_from) {
             // Only this program's runs wrote the stack since it was zeroed: the bytes they
-            // left are in slots its runs write before observing, or in the observed ones.
+            // left are in bytes its runs write before observing, or in the observed ones.
             (true, Some(observed_from)) if own => {
-                // The slots every run writes before reading them and before its exit may
-                // keep the last run's bytes: zeroed are only the slots a run may observe
+                // The bytes every run writes before reading them and before its exit may
+                // keep the last run's: zeroed are only those from the deepest a run may observe
                 // and, when an earlier run wrote deeper than this program ever does,
                 // everything from there (the stack after the run shows it).
                 let reach_from = sizes.written_from;
