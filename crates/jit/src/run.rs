@@ -16,7 +16,7 @@ use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{Bindings, RunEnv};
 use weir_program::exec::guest::{MEM_BASE, PACKET_BASE, REGION_WINDOW};
 use weir_program::exec::{run_each, Batch, DataEndWord, Input, PacketFields, Prepared, RunOutcome};
-use weir_program::{Assurance, Program, Trap, TrapCode, Verified};
+use weir_program::{Assurance, Program, Region, Trap, TrapCode, Verified};
 
 use crate::cfg::Cfg;
 use crate::code_memory::{Exit, NativeCode};
@@ -61,6 +61,12 @@ pub struct JitProgram {
     /// reach down to the deepest such byte (0: none). `run_lean` then zeroes only those
     /// (and what an earlier run left outside `stack_low`), not all a run wrote.
     observed_depth: Option<usize>,
+    /// Code that is not lean, budget-free, under a proof that no run observes a byte of
+    /// the stack it starts with (`Facts::stack_observed` empty; xdp_counter): a run may
+    /// start from what this program's earlier runs left, all else zero, and give the
+    /// zeroed-stack results (its bytes, at any end, are its own writes over zeros). A lent
+    /// batch's steady frames then skip the stack's zeroing (`run_lent_full_steady`).
+    starts_on_own_stack: bool,
     /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
     /// call); when not, the stack stays zero and needs no clearing between runs.
     writes_stack: bool,
@@ -260,6 +266,22 @@ impl JitProgram {
             deepest.map_or(0, |(i, &word)| i * 64 + 64 - word.leading_zeros() as usize)
         });
         let lean = plan.self_contained;
+        let budget_free = plan.budget_free;
+        // Every store into a region the proof names, not the packet (xdp_counter's: the
+        // stack, a map value): none is refused over a frame lent read-only (a refused store
+        // traps where the fact does not count a run's end; `Batch::lends` rules them out
+        // too, as `weir`'s `leaves_packet` does).
+        let stores_off_packet = program.facts().is_some_and(|facts| {
+            program.insns().iter().enumerate().all(|(pc, insn)| {
+                use weir_isa::ebpf::Operands;
+                let fact = facts.get(pc);
+                let store = matches!(
+                    insn.op.spec().map(|s| s.operands),
+                    Some(Operands::StoreImm | Operands::StoreReg)
+                );
+                !store || !fact.reached || fact.region.is_some_and(|r| r != Region::Packet)
+            })
+        });
         let mut jit = JitProgram::compile_with(program, bindings, config, plan)?;
         jit.stack_low = stack_low.map(i64::unsigned_abs);
         // Lean code traps never (it is budget-free and checks nothing), so every run ends
@@ -268,6 +290,11 @@ impl JitProgram {
         if lean && jit.writes_stack {
             jit.observed_depth = observed_depth;
         }
+        // Full code may end elsewhere than at an exit too: a helper call, a map value
+        // access (the fact counts both as ends); not at a budget trap (budget-free), nor at
+        // a refused store (none into the packet).
+        jit.starts_on_own_stack =
+            !lean && budget_free && stores_off_packet && observed_depth == Some(0);
         jit.sizes = jit.lean_sizes();
         Ok(jit)
     }
@@ -334,6 +361,7 @@ impl JitProgram {
             lendable,
             stack_low: None,
             observed_depth: None,
+            starts_on_own_stack: false,
             packet_fields: PacketFields::of(bindings.context),
             writes_stack,
             has_calls: cfg.has_calls,
@@ -632,9 +660,25 @@ impl JitProgram {
             // Code whose runs never leave frame 0 or never write the stack (`deepest` 0,
             // xdp_counter's) gets a closure that does not test the depth per frame.
             let (cache, ctx) = (&mut *cache, &mut *ctx);
-            if self.sizes.deepest == 0 {
+            // Code whose runs start on the stack its own runs left (`starts_on_own_stack`)
+            // gets one that does not zero it: since `prepare` above, only this program's
+            // runs of this batch wrote it, each ending plainly (any other end disarms
+            // `steady`, and `run_lent` zeroes from `dirty_from` again).
+            if self.sizes.deepest == 0 && self.starts_on_own_stack {
                 let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                    self.run_lent_full_steady::<false>(
+                    self.run_lent_full_steady::<false, false>(
+                        cache,
+                        &mut steady,
+                        data_end,
+                        ctx,
+                        frame,
+                        env,
+                    )
+                };
+                while batch.lend_with(&mut run) {}
+            } else if self.sizes.deepest == 0 {
+                let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
+                    self.run_lent_full_steady::<false, true>(
                         cache,
                         &mut steady,
                         data_end,
@@ -646,7 +690,14 @@ impl JitProgram {
                 while batch.lend_with(&mut run) {}
             } else {
                 let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                    self.run_lent_full_steady::<true>(cache, &mut steady, data_end, ctx, frame, env)
+                    self.run_lent_full_steady::<true, true>(
+                        cache,
+                        &mut steady,
+                        data_end,
+                        ctx,
+                        frame,
+                        env,
+                    )
                 };
                 while batch.lend_with(&mut run) {}
             }
@@ -836,9 +887,10 @@ impl JitProgram {
     /// and the direct-lookup words only when the frame's environment is not the last one's
     /// (issue 11: both per frame were ~30 of xdp_counter's ~500 instructions a frame,
     /// bench/records/2026-11-30-runtime-23.txt).
-    /// Always inlined, as `run_lent_steady` is.
+    /// Always inlined, as `run_lent_steady` is. `CLEAR` false: the stack is not zeroed
+    /// (`starts_on_own_stack`, a closure chosen once a batch: no test per frame).
     #[inline(always)]
-    fn run_lent_full_steady<const DEEP: bool>(
+    fn run_lent_full_steady<const DEEP: bool, const CLEAR: bool>(
         &self,
         cache: &mut Cache,
         steady: &mut LentSteady,
@@ -854,8 +906,11 @@ impl JitProgram {
         // word is inside it: the write's one compare always passes) and wrote the fields
         // every whole frame shares.
         data_end.write(ctx, frame.len());
-        // `prepare` without its size check (sized at the batch's start).
-        Self::zero_written(cache);
+        // `prepare` without its size check (sized at the batch's start), and its owner
+        // (this program since the batch's `prepare`).
+        if CLEAR {
+            Self::zero_written(cache);
+        }
         cache.executed = 0;
         let run = cache.state.get();
         run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
