@@ -9,13 +9,14 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{Bindings, RunEnv};
 use weir_program::exec::guest::{MEM_BASE, PACKET_BASE, REGION_WINDOW};
 use weir_program::exec::{run_each, Batch, DataEndWord, Input, PacketFields, Prepared, RunOutcome};
-use weir_program::{Assurance, Program, Trap, TrapCode, Verified};
+use weir_program::{Assurance, Program, Region, Trap, TrapCode, Verified};
 
 use crate::cfg::Cfg;
 use crate::code_memory::{Exit, NativeCode};
@@ -55,11 +56,17 @@ pub struct JitProgram {
     /// programs without local calls): only those are zeroed after a run. `None`: the
     /// frames down to the deepest one a run reached, whole.
     stack_low: Option<u64>,
-    /// For lean code under a proof that says which of frame 0's slots a run may observe
+    /// For lean code under a proof that says which of frame 0's bytes a run may observe
     /// before writing them (`Facts::stack_observed`): how many bytes below frame 0's top
-    /// reach down to the deepest such slot (0: none). `run_lean` then zeroes only those
+    /// reach down to the deepest such byte (0: none). `run_lean` then zeroes only those
     /// (and what an earlier run left outside `stack_low`), not all a run wrote.
     observed_depth: Option<usize>,
+    /// Code that is not lean, budget-free, under a proof that no run observes a byte of
+    /// the stack it starts with (`Facts::stack_observed` empty; xdp_counter): a run may
+    /// start from what this program's earlier runs left, all else zero, and give the
+    /// zeroed-stack results (its bytes, at any end, are its own writes over zeros). A lent
+    /// batch's steady frames then skip the stack's zeroing (`run_lent_full_steady`).
+    starts_on_own_stack: bool,
     /// Whether a run may write the stack at all (a store, an atomic, a helper or a local
     /// call); when not, the stack stays zero and needs no clearing between runs.
     writes_stack: bool,
@@ -69,6 +76,10 @@ pub struct JitProgram {
     /// The code touches no run state but a few words (`Plan::self_contained`): runs take
     /// [`JitProgram::run_lean`].
     lean: bool,
+    /// This compiled program's identity among all compiled in the process (never 0, never
+    /// reused): what a [`Cache`] names as the program whose runs wrote its stack
+    /// (`Cache::owner`).
+    id: u64,
     /// The code cannot write the packet region without a check: no store or atomic into
     /// it is unchecked (`Plan::direct`), and no legacy load reads through a view of it.
     /// Its batches may run over frames lent read-only ([`Batch::lend`]): every checked
@@ -93,7 +104,7 @@ struct LeanSizes {
     frame_words: usize,
     /// `lean_written_from(stack_bytes)`: where in a sized stack a lean run may write from.
     written_from: usize,
-    /// `stack_bytes - observed_depth` (saturating): the observed slots' lowest byte.
+    /// `stack_bytes - observed_depth` (saturating): the lowest observed byte.
     observed_from: Option<usize>,
     /// `budget()`.
     budget: u64,
@@ -155,6 +166,12 @@ pub struct Cache {
     frames: Vec<u64>,
     /// Offset from which the stack may hold bytes a run wrote; all below is zero.
     dirty_from: usize,
+    /// The program (`JitProgram::id`; 0: none) whose runs alone wrote what the stack holds
+    /// since it was last zeroed from `dirty_from`. A lean run zeroes only the bytes its
+    /// program's runs may observe (`lean_fire`'s steady case) when it is that program:
+    /// another's bytes may lie in slots this one never writes though they sit between
+    /// ones it does (below `dirty_from`'s answer for it is not enough).
+    owner: u64,
     executed: u64,
     state: KeptState,
 }
@@ -243,12 +260,28 @@ impl JitProgram {
             _ => None,
         };
         let observed = program.facts().and_then(|facts| facts.stack_observed.as_deref());
-        // The deepest slot a run may observe (bit i: slot i, bytes fp-8(i+1) .. fp-8i).
+        // How deep the deepest byte a run may observe lies (bit i: the byte at fp-(i+1)).
         let observed_depth = observed.map(|bits| {
             let deepest = bits.iter().enumerate().rev().find(|(_, &word)| word != 0);
-            deepest.map_or(0, |(i, &word)| (i * 64 + 64 - word.leading_zeros() as usize) * 8)
+            deepest.map_or(0, |(i, &word)| i * 64 + 64 - word.leading_zeros() as usize)
         });
         let lean = plan.self_contained;
+        let budget_free = plan.budget_free;
+        // Every store into a region the proof names, not the packet (xdp_counter's: the
+        // stack, a map value): none is refused over a frame lent read-only (a refused store
+        // traps where the fact does not count a run's end; `Batch::lends` rules them out
+        // too, as `weir`'s `leaves_packet` does).
+        let stores_off_packet = program.facts().is_some_and(|facts| {
+            program.insns().iter().enumerate().all(|(pc, insn)| {
+                use weir_isa::ebpf::Operands;
+                let fact = facts.get(pc);
+                let store = matches!(
+                    insn.op.spec().map(|s| s.operands),
+                    Some(Operands::StoreImm | Operands::StoreReg)
+                );
+                !store || !fact.reached || fact.region.is_some_and(|r| r != Region::Packet)
+            })
+        });
         let mut jit = JitProgram::compile_with(program, bindings, config, plan)?;
         jit.stack_low = stack_low.map(i64::unsigned_abs);
         // Lean code traps never (it is budget-free and checks nothing), so every run ends
@@ -257,6 +290,11 @@ impl JitProgram {
         if lean && jit.writes_stack {
             jit.observed_depth = observed_depth;
         }
+        // Full code may end elsewhere than at an exit too: a helper call, a map value
+        // access (the fact counts both as ends); not at a budget trap (budget-free), nor at
+        // a refused store (none into the packet).
+        jit.starts_on_own_stack =
+            !lean && budget_free && stores_off_packet && observed_depth == Some(0);
         jit.sizes = jit.lean_sizes();
         Ok(jit)
     }
@@ -314,12 +352,16 @@ impl JitProgram {
                 _ => true,
             }
         });
+        // Any distinct numbers do: a counter, from 1 (0 is a cache's "no program").
+        static COMPILED: AtomicU64 = AtomicU64::new(1);
         let mut jit = JitProgram {
+            id: COMPILED.fetch_add(1, Ordering::Relaxed),
             sizes: LeanSizes::default(),
             lean_mem_from: u64::MAX,
             lendable,
             stack_low: None,
             observed_depth: None,
+            starts_on_own_stack: false,
             packet_fields: PacketFields::of(bindings.context),
             writes_stack,
             has_calls: cfg.has_calls,
@@ -390,7 +432,8 @@ impl JitProgram {
         let stack = vec![0; self.stack_bytes()];
         let dirty_from = stack.len();
         let frames = vec![0; self.frame_words()];
-        Cache { stack, frames, dirty_from, executed: 0, state: KeptState::default() }
+        let state = KeptState::default();
+        Cache { stack, frames, dirty_from, owner: self.id, executed: 0, state }
     }
 
     pub fn config(&self) -> &Config {
@@ -617,9 +660,25 @@ impl JitProgram {
             // Code whose runs never leave frame 0 or never write the stack (`deepest` 0,
             // xdp_counter's) gets a closure that does not test the depth per frame.
             let (cache, ctx) = (&mut *cache, &mut *ctx);
-            if self.sizes.deepest == 0 {
+            // Code whose runs start on the stack its own runs left (`starts_on_own_stack`)
+            // gets one that does not zero it: since `prepare` above, only this program's
+            // runs of this batch wrote it, each ending plainly (any other end disarms
+            // `steady`, and `run_lent` zeroes from `dirty_from` again).
+            if self.sizes.deepest == 0 && self.starts_on_own_stack {
                 let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                    self.run_lent_full_steady::<false>(
+                    self.run_lent_full_steady::<false, false>(
+                        cache,
+                        &mut steady,
+                        data_end,
+                        ctx,
+                        frame,
+                        env,
+                    )
+                };
+                while batch.lend_with(&mut run) {}
+            } else if self.sizes.deepest == 0 {
+                let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
+                    self.run_lent_full_steady::<false, true>(
                         cache,
                         &mut steady,
                         data_end,
@@ -631,7 +690,14 @@ impl JitProgram {
                 while batch.lend_with(&mut run) {}
             } else {
                 let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                    self.run_lent_full_steady::<true>(cache, &mut steady, data_end, ctx, frame, env)
+                    self.run_lent_full_steady::<true, true>(
+                        cache,
+                        &mut steady,
+                        data_end,
+                        ctx,
+                        frame,
+                        env,
+                    )
                 };
                 while batch.lend_with(&mut run) {}
             }
@@ -821,9 +887,10 @@ impl JitProgram {
     /// and the direct-lookup words only when the frame's environment is not the last one's
     /// (issue 11: both per frame were ~30 of xdp_counter's ~500 instructions a frame,
     /// bench/records/2026-11-30-runtime-23.txt).
-    /// Always inlined, as `run_lent_steady` is.
+    /// Always inlined, as `run_lent_steady` is. `CLEAR` false: the stack is not zeroed
+    /// (`starts_on_own_stack`, a closure chosen once a batch: no test per frame).
     #[inline(always)]
-    fn run_lent_full_steady<const DEEP: bool>(
+    fn run_lent_full_steady<const DEEP: bool, const CLEAR: bool>(
         &self,
         cache: &mut Cache,
         steady: &mut LentSteady,
@@ -839,8 +906,11 @@ impl JitProgram {
         // word is inside it: the write's one compare always passes) and wrote the fields
         // every whole frame shares.
         data_end.write(ctx, frame.len());
-        // `prepare` without its size check (sized at the batch's start).
-        Self::zero_written(cache);
+        // `prepare` without its size check (sized at the batch's start), and its owner
+        // (this program since the batch's `prepare`).
+        if CLEAR {
+            Self::zero_written(cache);
+        }
         cache.executed = 0;
         let run = cache.state.get();
         run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
@@ -1066,9 +1136,9 @@ impl JitProgram {
         let len = cache.stack.len();
         let sized = len == sizes.stack_bytes && cache.frames.len() == sizes.frame_words;
         let dirty = cache.dirty_from;
-        if sized && dirty >= sizes.written_from {
-            // The steady case (the last run on this cache was this program's, or left it
-            // cleaner): all below `written_from` is zero before the run and stays so (the
+        if sized && cache.owner == self.id && dirty >= sizes.written_from {
+            // The steady case (only this program's runs wrote the stack since it was
+            // last zeroed, and none of them deeper than a lean run writes): all below `written_from` is zero before the run and stays so (the
             // run writes nothing there), and what `lean_fire_unsteady` would zero is then
             // `steady_from..`, one slice worked out when compiling, after which it would
             // leave `dirty_from` at `written_from`: the same, without its tests.
@@ -1125,10 +1195,13 @@ impl JitProgram {
         let dirty = cache.dirty_from;
         // Where bytes an earlier run wrote may still lie after this run's zeroing.
         let mut left_from = len;
+        let own = cache.owner == self.id;
         match (sized, sizes.observed_from) {
-            (true, Some(observed_from)) => {
-                // The slots every run writes before reading them and before its exit may
-                // keep the last run's bytes: zeroed are only the slots a run may observe
+            // Only this program's runs wrote the stack since it was zeroed: the bytes they
+            // left are in bytes its runs write before observing, or in the observed ones.
+            (true, Some(observed_from)) if own => {
+                // The bytes every run writes before reading them and before its exit may
+                // keep the last run's: zeroed are only those from the deepest a run may observe
                 // and, when an earlier run wrote deeper than this program ever does,
                 // everything from there (the stack after the run shows it).
                 let reach_from = sizes.written_from;
@@ -1144,6 +1217,7 @@ impl JitProgram {
             _ if sized && dirty == len => {}
             _ => self.prepare(cache),
         }
+        cache.owner = self.id;
         // Bytes this run may write, and any an earlier one left that were kept. Sized by
         // now (`prepare` sizes what was not): `written_from` is for its length.
         cache.dirty_from = sizes.written_from.min(left_from);
@@ -1180,6 +1254,7 @@ impl JitProgram {
     /// profile); the resizing, once per cache, out of line.
     #[inline]
     fn prepare(&self, cache: &mut Cache) {
+        cache.owner = self.id;
         if cache.stack.len() != self.stack_bytes() || cache.frames.len() != self.frame_words() {
             return self.resize(cache);
         }

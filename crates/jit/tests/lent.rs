@@ -589,8 +589,8 @@ fn a_full_lent_run_trapping_at_a_helper_call_shows_its_own_stack() {
     let proof = weir_verifier::verify(&program, &options).expect("the verifier accepts it");
     let observed = proof.facts().stack_observed.clone();
     let verified = proof.into_verified(program.clone()).expect("the proof's own program");
-    // Slot 1 ([r10-16]) only: the slot the call finds unwritten.
-    assert_eq!(observed, Some(vec![2]));
+    // [r10-16]'s 8 bytes only (bit i: fp-(i+1)): the bytes the call finds unwritten.
+    assert_eq!(observed, Some([vec![0xff00], vec![0; 7]].concat()));
     let jit = Jit::compile(&verified, bindings(), weir_jit::Config::default()).expect("compiles");
     let engine =
         weir_interp::Interpreter::new(&verified, bindings(), weir_interp::Config::default());
@@ -619,4 +619,102 @@ fn a_full_lent_run_trapping_at_a_helper_call_shows_its_own_stack() {
         assert_eq!(top[8..], 61u64.to_le_bytes());
         assert_eq!(top[..8], [0; 8]);
     }
+}
+
+/// Lent batches of `text` (a proven XDP program) over frames of `lens` bytes on one fresh
+/// cache, the JIT's with an instruction budget of `budget` and the interpreter's the same:
+/// per frame the outcome equals the interpreter's, and so does the stack the last run
+/// left; returns the proof's `stack_observed` and the outcomes.
+fn lent_against_interpreter(
+    text: &str,
+    budget: u64,
+    lens: &[usize],
+) -> (Option<Vec<u64>>, Vec<Result<u64, TrapCode>>) {
+    let program = program(text);
+    let options = weir_verifier::Options { prog_type: Some(ProgType::Xdp), ..Default::default() };
+    let proof = weir_verifier::verify(&program, &options).expect("the verifier accepts it");
+    let observed = proof.facts().stack_observed.clone();
+    let verified = proof.into_verified(program.clone()).expect("the proof's own program");
+    let limits = weir_program::exec::Limits { instruction_budget: budget, ..Default::default() };
+    let jit = Jit::compile(&verified, bindings(), weir_jit::Config::with_limits(limits))
+        .expect("compiles");
+    let config = weir_interp::Config { instruction_budget: budget, ..Default::default() };
+    let engine = weir_interp::Interpreter::new(&verified, bindings(), config);
+    let frames: Vec<Vec<u8>> = lens.iter().map(|&n| vec![7u8; n]).collect();
+    let mut cache = jit.cache();
+    let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+    let mut packet = vec![0u8; 4096];
+    let mut batch = Frames { frames: frames.clone(), at: 0, len: 0, lent: 0, seen: Vec::new() };
+    jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
+    assert_eq!(batch.lent, frames.len());
+    let mut icache = engine.cache();
+    let mut outcomes = Vec::new();
+    for (frame, (got, _)) in frames.iter().zip(&batch.seen) {
+        let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
+        let mut packet = frame.clone();
+        let want = engine.run(&mut icache, Input::new().ctx(&mut ctx).packet(&mut packet));
+        let got = got.as_ref().copied().map_err(|t| t.code);
+        assert_eq!(got, want.as_ref().map(|&r0| r0).map_err(|t| t.code), "{text}");
+        outcomes.push(got);
+    }
+    let (got, want) = (cache.stack(), icache.stack());
+    let n = got.len().min(want.len());
+    assert_eq!(&got[got.len() - n..], &want[want.len() - n..], "frames {lens:?}:\n{text}");
+    (observed, outcomes)
+}
+
+/// xdp_counter's stack use: a 4-byte word (fp-4, its slot's other half never written) and
+/// a doubleword written before the helper call, on every path. By byte, the proof says
+/// no run observes any of the stack it starts with (`Facts::stack_observed` empty), so a
+/// lent batch's steady frames do not zero it (`JitProgram::starts_on_own_stack`); a run
+/// trapping at the call after plain ones still shows its own stack over zeros. With an
+/// instruction budget shorter than the longest run, a run may stop at the budget before
+/// its writes: then the stack is zeroed per frame, and the budget-trapped run shows the
+/// interpreter's stack (0 at fp-4), not the last frame's word.
+#[test]
+fn lent_runs_that_observe_no_stack_byte_start_on_their_own_stack() {
+    // Frames of 14 bytes or more call the helper (and trap); fp-4 = length + 1 and
+    // fp-16 = length before it.
+    let call = "
+        ldxw %r2, [%r1+0]
+        ldxw %r3, [%r1+4]
+        mov %r6, %r3
+        sub %r6, %r2
+        mov %r7, %r6
+        add %r7, 1
+        stxw [%r10-4], %r7
+        stxdw [%r10-16], %r6
+        jlt %r6, 14, +1
+        call 7
+        mov %r0, 2
+        exit";
+    let none = Some(vec![0u64; 8]);
+    for lens in [vec![1usize, 13, 60], vec![13, 60], vec![60], vec![5, 9, 12]] {
+        let (observed, outcomes) = lent_against_interpreter(call, 1 << 20, &lens);
+        assert_eq!(observed, none, "no byte observed");
+        let traps = lens.last().is_some_and(|&n| n >= 14);
+        assert_eq!(outcomes.last().is_some_and(Result::is_err), traps, "{lens:?}");
+    }
+    // fp-16 first; frames of 14 bytes or more take 5 more instructions before fp-4 is
+    // written (its store the 12th of 14), the others 9: a budget of 11 stops only the
+    // long ones, before that store.
+    let long = "
+        ldxw %r2, [%r1+0]
+        ldxw %r3, [%r1+4]
+        mov %r6, %r3
+        sub %r6, %r2
+        stxdw [%r10-16], %r6
+        jlt %r6, 14, +5
+        add %r6, 1
+        add %r6, 1
+        add %r6, 1
+        add %r6, 1
+        add %r6, 1
+        stxw [%r10-4], %r6
+        mov %r0, 2
+        exit";
+    let (observed, outcomes) = lent_against_interpreter(long, 11, &[1, 13, 60]);
+    assert_eq!(observed, none, "no byte observed");
+    assert_eq!(outcomes[..2], [Ok(2), Ok(2)]);
+    assert_eq!(outcomes[2], Err(TrapCode::InstructionBudget));
 }

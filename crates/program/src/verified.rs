@@ -102,17 +102,18 @@ pub struct Facts {
     /// a finished exploration covers it, so no run visits an explored step twice). An
     /// instruction budget at least this large cannot run out. 0: unknown.
     pub max_executed: u64,
-    /// Frame 0's 8-byte slots (bit `i` of word `i / 64`: bytes `fp-8(i+1) .. fp-8i`)
-    /// whose content at a run's start the run may observe: read before any write on some
-    /// path (by the program or by a helper given them), hit by a write that may miss them
-    /// (a variable offset, an atomic, a helper's), or written on some path and left
-    /// unwritten at some exit or place a run may stop before one (a helper call, a legacy
-    /// packet load, an access to a map value or ring buffer sample: the stack after the
-    /// run shows them). Every other slot a run writes before it reads it and before it can
-    /// end, on every path, so an engine may start a run from the last run's stack, zeroing
-    /// only these slots (and what the last run wrote outside the slots this program
-    /// writes), and still give the zeroed-stack results: r0 and the final stack, also of a
-    /// run that traps at one of those places. Not covered: a run stopped by an instruction
+    /// Frame 0's bytes (bit `i` of word `i / 64`: the byte at `fp-(i+1)`) whose content at
+    /// a run's start the run may observe: read before any write on some path (by the
+    /// program or by a helper given them), hit by a write that may miss them (a variable
+    /// offset, an atomic, a helper's), or written on some path and left unwritten at some
+    /// exit or place a run may stop before one (a helper call, a legacy packet load, an
+    /// access to a map value or ring buffer sample: the stack after the run shows them).
+    /// Every other byte some path writes a run writes before it reads it and before it can
+    /// end, on every path, and the rest no run writes; so an engine may start a run from a
+    /// stack that only this program's runs wrote since it was zero, zeroing only these
+    /// bytes, and still give the zeroed-stack results: r0 and the final stack, also of a
+    /// run that traps at one of those places. (Bytes another program's runs left may lie
+    /// where this one never writes: those too need zeroing.) Not covered: a run stopped by an instruction
     /// budget shorter than `max_executed`, or whose input does not meet the proof's
     /// assumptions (an engine then zeroes the whole stack). `None`: not computed (the
     /// program calls a function or runs a callback).

@@ -16,7 +16,7 @@ use crate::{Facts, Options, Proof, Rejection, Rule, Stats};
 
 /// Stack bytes per frame, and for all frames of a call chain together.
 pub const STACK_SIZE: i64 = 512;
-const STACK_SLOTS: usize = STACK_SIZE as usize / 8;
+const STACK_BYTES: usize = STACK_SIZE as usize;
 /// Call frames at most (the kernel's `MAX_CALL_FRAMES`).
 pub const MAX_FRAMES: usize = 8;
 /// States kept per instruction for pruning; past this, paths are explored without
@@ -179,14 +179,16 @@ pub(crate) struct Verifier<'p> {
     /// Slots whose accesses reached different regions on different paths (their fact then
     /// names none).
     mixed_regions: Vec<bool>,
-    /// Frame 0's slots (by index, `Frame::stack`'s) some path writes, and those whose
-    /// content at entry some run may observe (`Facts::stack_observed`): read while
+    /// Frame 0's bytes (index i: fp-(i+1), as `Facts::stack_observed`'s bits) some path
+    /// writes, and those whose content at entry some run may observe: read while
     /// unwritten (by the program or a helper), hit by a write that may miss them (a
     /// variable offset, an atomic, a helper's), or left unwritten where a run may end (an
-    /// exit, or a stop: `Verifier::mark_stop`).
-    stack_written: [bool; STACK_SLOTS],
-    stack_observed: [bool; STACK_SLOTS],
-    stack_unwritten_at_exit: [bool; STACK_SLOTS],
+    /// exit, or a stop: `Verifier::mark_stop`). By byte, not by slot: xdp_counter's 4-byte
+    /// key leaves its slot's other half unwritten on every path, which no run shows
+    /// changed (issue 11, bench/records/2026-12-01-runtime-37.txt).
+    stack_written: [bool; STACK_BYTES],
+    stack_observed: [bool; STACK_BYTES],
+    stack_unwritten_at_exit: [bool; STACK_BYTES],
     explored: Vec<Vec<usize>>,
     nodes: Vec<Node>,
     stats: Stats,
@@ -265,9 +267,9 @@ impl<'p> Verifier<'p> {
             next_id: 0,
             facts: vec![InsnFact::default(); n],
             mixed_regions: vec![false; n],
-            stack_written: [false; STACK_SLOTS],
-            stack_observed: [false; STACK_SLOTS],
-            stack_unwritten_at_exit: [false; STACK_SLOTS],
+            stack_written: [false; STACK_BYTES],
+            stack_observed: [false; STACK_BYTES],
+            stack_unwritten_at_exit: [false; STACK_BYTES],
             explored: vec![Vec::new(); n],
             nodes: Vec::new(),
             stats: Stats::default(),
@@ -1570,15 +1572,15 @@ impl<'p> Verifier<'p> {
             let exact_write =
                 acc.writes() && lo == hi && !matches!(acc, Access::Atomic | Access::HelperWrite);
             for b in lo..end {
-                let slot = slot_of(b);
-                let Some(marks) = self.stack_written.get_mut(slot) else { continue };
+                let byte = (-b - 1) as usize;
+                let Some(marks) = self.stack_written.get_mut(byte) else { continue };
                 *marks |= acc.writes();
                 let unwritten = frame
-                    .slot(slot)
+                    .slot(slot_of(b))
                     .bytes()
                     .is_some_and(|bytes| bytes[index_of(b)] == Byte::Invalid);
                 if unwritten && !exact_write {
-                    self.stack_observed[slot] = true;
+                    self.stack_observed[byte] = true;
                 }
             }
         }
@@ -1786,7 +1788,7 @@ impl<'p> Verifier<'p> {
 }
 
 impl Verifier<'_> {
-    /// Frame 0's slots unwritten in `st` where a run may end with the stack shown: at an
+    /// Frame 0's bytes unwritten in `st` where a run may end with the stack shown: at an
     /// exit, and where a run may stop before one: a helper call (a helper may fail or stop
     /// the run, as `bpf_tail_call` does), a legacy packet load (its miss exits with r0 = 0)
     /// and an access to a map value or a ring buffer sample (an engine translates those
@@ -1796,15 +1798,20 @@ impl Verifier<'_> {
     /// length fits (`Facts::max_executed`).
     pub(crate) fn mark_stop(&mut self, st: &State) {
         if let Some(frame) = st.frames.first() {
-            for (slot, mark) in self.stack_unwritten_at_exit.iter_mut().enumerate() {
-                // A spilled pointer (`bytes` is `None`) is written.
-                *mark |= frame.slot(slot).bytes().is_some_and(|b| b.contains(&Byte::Invalid));
+            for (slot, marks) in self.stack_unwritten_at_exit.chunks_exact_mut(8).enumerate() {
+                // A spilled pointer (`bytes` is `None`) is written. A slot's bytes run from
+                // its lowest address, fp-8(slot+1), the marks from fp-(8 slot + 1) down.
+                if let Some(bytes) = frame.slot(slot).bytes() {
+                    for (mark, byte) in marks.iter_mut().zip(bytes.iter().rev()) {
+                        *mark |= *byte == Byte::Invalid;
+                    }
+                }
             }
         }
     }
 
-    /// `Facts::stack_observed`: the slots read while unwritten or hit by a write that may
-    /// miss them, and the slots some path writes and some exit or stop (`mark_stop`)
+    /// `Facts::stack_observed`: the bytes read while unwritten or hit by a write that may
+    /// miss them, and the bytes some path writes and some exit or stop (`mark_stop`)
     /// leaves unwritten. `None` when the program calls a function or runs a callback
     /// (other frames, and a callback's view of frame 0, are not tracked here).
     fn stack_observed(&self) -> Option<Vec<u64>> {
@@ -1814,11 +1821,11 @@ impl Verifier<'_> {
         if calls || self.calls_back {
             return None;
         }
-        let mut bits = vec![0u64; STACK_SLOTS.div_ceil(64)];
-        for slot in 0..STACK_SLOTS {
-            let left = self.stack_unwritten_at_exit[slot] && self.stack_written[slot];
-            if self.stack_observed[slot] || left {
-                bits[slot / 64] |= 1 << (slot % 64);
+        let mut bits = vec![0u64; STACK_BYTES.div_ceil(64)];
+        for byte in 0..STACK_BYTES {
+            let left = self.stack_unwritten_at_exit[byte] && self.stack_written[byte];
+            if self.stack_observed[byte] || left {
+                bits[byte / 64] |= 1 << (byte % 64);
             }
         }
         Some(bits)

@@ -686,7 +686,7 @@ fn bpf_loop_callbacks_are_checked_as_a_loop() {
 /// `Facts::stack_observed` of a program that calls helpers: a helper's memory argument
 /// counts as a read of those stack bytes, a helper's written argument as a write that may
 /// miss, and a helper call as a place a run may end (it may fail or stop the run), so a
-/// slot written only after the call is observed.
+/// byte written only after the call is observed; a byte no path writes is not.
 #[test]
 fn a_helpers_stack_arguments_and_calls_count_in_the_observed_slots() {
     let observed = |src: &str, map_type: MapType, key: u32| {
@@ -694,30 +694,32 @@ fn a_helpers_stack_arguments_and_calls_count_in_the_observed_slots() {
         let proof = verify(&p, &Options::default()).unwrap_or_else(|e| panic!("{e}\n{src}"));
         proof.facts().stack_observed.clone()
     };
+    // By byte (bit i: fp-(i+1)); only the first word's 64 bytes are used here.
+    let bytes = |first: u64| Some([vec![first], vec![0; 7]].concat());
     // xdp_counter's shape: key (fp-4) and value (fp-16) written before any call, read by
-    // the helpers: only slot 0, whose other half no path writes (marks are by slot: a
-    // slot written in part counts as written, and its unwritten bytes as left so).
+    // the helpers: none. The key's slot's other half (fp-8..fp-5) no path writes, so no
+    // run shows it changed (marks by slot listed slot 0).
     let counter = "stw [%r10-4], 0\nstdw [%r10-16], 1
         lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\ncall 1
         jeq %r0, 0, +3\nmov %r1, 1\nlock add [%r0+0], %r1\nja +8
         lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\nmov %r3, %r10\nadd %r3, -16
         mov %r4, 0\ncall 2\nmov %r0, 2\nexit";
-    assert_eq!(observed(counter, MapType::Hash, 4), Some(vec![1]));
-    // The key read by the lookup though no path writes it (privileged: accepted): slot 0,
-    // by the read alone (never written, it is not "left unwritten" at any end).
+    assert_eq!(observed(counter, MapType::Hash, 4), bytes(0));
+    // The key read by the lookup though no path writes it (privileged: accepted): its 8
+    // bytes, by the read alone (never written, it is not "left unwritten" at any end).
     let unwritten_key = "lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -8\ncall 1
         mov %r0, 2\nexit";
-    assert_eq!(observed(unwritten_key, MapType::Hash, 8), Some(vec![1]));
+    assert_eq!(observed(unwritten_key, MapType::Hash, 8), bytes(0xff));
     // The value written after the lookup on every path: a run that ends at the call (a
-    // failed helper) shows slot 1 as it started (slot 0 as in xdp_counter's shape).
+    // failed helper) shows fp-16..fp-9 as they started (fp-8..fp-1 as in xdp_counter's).
     let value_after = "stw [%r10-4], 0
         lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\ncall 1\nstdw [%r10-16], 1
         lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -4\nmov %r3, %r10\nadd %r3, -16
         mov %r4, 0\ncall 2\nmov %r0, 2\nexit";
-    assert_eq!(observed(value_after, MapType::Hash, 4), Some(vec![3]));
+    assert_eq!(observed(value_after, MapType::Hash, 4), bytes(0xff00));
     // A peek writes its value argument only when the queue holds one: the slot read after
-    // it may be the one the run started with.
+    // it may be the one the run started with (its 8 bytes).
     let peek = "lddw %r1, map_idx(0)\nmov %r2, %r10\nadd %r2, -8\ncall 89
         ldxdw %r0, [%r10-8]\nexit";
-    assert_eq!(observed(peek, MapType::Queue, 0), Some(vec![1]));
+    assert_eq!(observed(peek, MapType::Queue, 0), bytes(0xff));
 }
