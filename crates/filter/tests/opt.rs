@@ -1124,3 +1124,145 @@ fn simplify_is_vouched_for_only_where_it_changes_nothing() {
     // The check says little unless it vouches for many trees (every optimized one it can).
     assert!(vouched[1] > trees / 10, "vouched for only {vouched:?} of {trees}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Disjuncts a later `or` of a top-level `and` rules out (opt::drop_ruled_out).
+
+/// A top-level `and` of parts that test one key (a load at a constant offset) first, as
+/// pflang's protocol alternatives do (`host`: IPv4, ARP, RARP; `udp`: IPv4, IPv6), mixed
+/// with the random generator's trees (stores, aborts, `not`, keys tested later or at
+/// computed offsets), and the key's values around the base packet's.
+fn keyed_conjunction(g: &mut Gen) -> Filter {
+    let key = g.rng.pick(&[
+        Expr::load_at(12, Size::Half),
+        Expr::load_at(12, Size::Half),
+        Expr::load_at(13, Size::Byte),
+        Expr::load_at(40, Size::Half),
+        Expr::load_at(78, Size::Word),
+    ]);
+    let Expr::Load { offset, size } = &key else { unreachable!() };
+    let Expr::Const(at) = **offset else { unreachable!() };
+    let width = match size {
+        Size::Byte => 1,
+        Size::Half => 2,
+        Size::Word => 4,
+    };
+    let own =
+        g.base[at as usize..at as usize + width].iter().fold(0u32, |v, b| v << 8 | u32::from(*b));
+    let values = [own, own ^ 1, own.wrapping_add(2), 0x800];
+    let key_test = |g: &mut Gen| -> Pred {
+        if g.rng.percent(75) {
+            Pred::eq(key.clone(), g.rng.pick(&values))
+        } else {
+            let n = g.rng.below(4);
+            let set = ValueSet::from_ranges((0..n).map(|_| {
+                let v = g.rng.pick(&values);
+                (v, v.saturating_add(g.rng.below(3) as u32))
+            }));
+            Pred::In { value: key.clone(), set }
+        }
+    };
+    let rest = |g: &mut Gen| -> Pred {
+        g.budget = 2 + g.rng.below(4) as usize;
+        if g.rng.percent(60) {
+            // store-free, so that the drop is allowed
+            loop {
+                let p = g.pred(2);
+                if !opt::has_store(&p) {
+                    return p;
+                }
+            }
+        }
+        g.pred(2)
+    };
+    let n = 2 + g.rng.below(3);
+    let parts = (0..n)
+        .map(|_| match g.rng.below(10) {
+            0..=6 => Pred::Or(
+                (0..1 + g.rng.below(4))
+                    .map(|_| match g.rng.below(10) {
+                        0..=5 => Pred::And(vec![key_test(g), rest(g)]),
+                        6 | 7 => key_test(g),
+                        8 => Pred::And(vec![rest(g), key_test(g)]),
+                        _ => rest(g),
+                    })
+                    .collect(),
+            ),
+            7 => key_test(g),
+            8 => Pred::And(vec![key_test(g), rest(g)]),
+            _ => rest(g),
+        })
+        .collect();
+    Filter { pred: Pred::And(parts), accept: weir_filter::DEFAULT_ACCEPT }
+}
+
+/// Dropping the disjuncts a later `or` rules out keeps every verdict (and so does
+/// optimizing, which starts with it), on filters shaped for it to drop often.
+#[test]
+fn dropping_ruled_out_disjuncts_keeps_every_verdict() {
+    let cases = case_count();
+    let (mut dropped, mut verdicts) = (0u64, [0u64; 2]);
+    for i in 0..cases {
+        let seed = 0x0ae1_0000_0000 + i;
+        let mut g = Gen::new(seed);
+        let f = keyed_conjunction(&mut g);
+        let packets = g.packets(24);
+        for (p, w) in &packets {
+            verdicts[usize::from(f.matches(p, *w))] += 1;
+        }
+        let d = opt::drop_ruled_out(&f);
+        assert_same("drop_ruled_out", seed, &f, &d, &packets);
+        assert_same("optimize", seed, &f, &opt::optimize(&f), &packets);
+        if d != f {
+            dropped += 1;
+            assert!(node_count(&d.pred) < node_count(&f.pred), "{f}\n{d}");
+            assert!(!opt::has_store(&f.pred), "dropped from a tree with a store: {f}\n{d}");
+        }
+    }
+    println!("{cases} keyed conjunctions: {dropped} with disjuncts dropped, verdicts {verdicts:?}");
+    assert!(dropped > cases / 10, "only {dropped} of {cases} dropped anything");
+    assert!(verdicts[0] > cases && verdicts[1] > cases / 4, "{verdicts:?}");
+}
+
+/// `host a and udp`: the ARP and RARP alternatives go before the other passes run (the
+/// `udp` after them holds only for IPv4 and IPv6); left when a store is in the tree, when
+/// nothing after the `or` rules them out, and when their key test is not their first test.
+#[test]
+fn host_and_udp_loses_its_arp_alternatives() {
+    let a = 0x0a00_0001;
+    let udp = Pred::or([
+        Pred::and([ether_type(0x800), ip_proto(17)]),
+        Pred::and([ether_type(0x86dd), Pred::eq(Expr::load_at(20, Size::Byte), 17)]),
+    ]);
+    let f = Filter::new(Pred::and([host(a), udp.clone()]));
+    let d = opt::drop_ruled_out(&f);
+    // host(a) is already grouped by ethertype: one IPv4 alternative is left
+    let ipv4 = Pred::and([ether_type(0x800), Pred::or([ip_src(a), ip_dst(a)])]);
+    let want = Pred::And(vec![Pred::Or(vec![ipv4]), udp.clone()]);
+    assert_eq!(d.pred, want, "{d}");
+    let o = opt::optimize(&f);
+    assert_eq!(
+        mentions(&o.pred, &ether_type(0x806)) + mentions(&o.pred, &ether_type(0x8035)),
+        0,
+        "{o}"
+    );
+    assert!(!format!("{o}").contains("0x806"), "{o}");
+    assert_same("optimize", 0, &f, &o, &sample_packets(11));
+    // `udp` first: its IPv6 alternative goes (`host` after it holds for IPv4, ARP, RARP);
+    // host's ARP and RARP alternatives stay (ruled out by a part before them: `decide`'s)
+    let first = opt::drop_ruled_out(&Filter::new(Pred::and([udp.clone(), host(a)])));
+    let udp4 = Pred::and([ether_type(0x800), ip_proto(17)]);
+    assert_eq!(first.pred, Pred::And(vec![Pred::Or(vec![udp4]), host(a)]), "{first}");
+    // a store anywhere: left
+    let stored = Filter::new(Pred::and([
+        host(a),
+        udp.clone(),
+        Pred::Store { slot: 0, value: Expr::Const(1) },
+    ]));
+    assert_eq!(opt::drop_ruled_out(&stored), stored);
+    // the key tested second in the ARP alternative: left (its first test may abort)
+    let late = Pred::and([Pred::eq(Expr::load_at(28, Size::Word), a), ether_type(0x806)]);
+    let f =
+        Filter::new(Pred::and([Pred::or([Pred::and([ether_type(0x800), ip_src(a)]), late]), udp]));
+    assert_eq!(opt::drop_ruled_out(&f), f);
+}
