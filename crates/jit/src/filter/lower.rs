@@ -198,6 +198,10 @@ const ARM_FLAGS: u32 = 0x0001_0001;
 /// lanes in a 128-bit vector.
 const PORT_LANE_ARMS: usize = 4;
 
+/// How many flag bits [`Lowering::port_lanes`] gives each arm (its two 16-bit lanes' four
+/// bytes): arm i's are `0xf << (PORT_LANE_BITS * i)`.
+const PORT_LANE_BITS: u32 = 4;
+
 /// What the hot half of a split results function returns when it leaves the packet to the
 /// whole function (see [`lower`]'s `hot`): neither 0 nor 1.
 pub(super) const BAIL: i64 = 2;
@@ -749,6 +753,18 @@ impl Lowering<'_, '_> {
                 arm.iter().find(|(s, _)| *s == slot).map_or(old, |&(_, v)| v)
             };
             let values: Vec<Value> = stored.iter().map(value_of).collect();
+            if ordered {
+                if let Some((start, step)) = self.progression(&values) {
+                    // The first holding arm's index is the lowest set bit's arm, so its
+                    // value is `start + step * index`: no pick per arm.
+                    let low = self.b.ins().ctz(any);
+                    let index = self.b.ins().ushr_imm(low, i64::from(PORT_LANE_BITS.ilog2()));
+                    let scaled = self.b.ins().imul_imm(index, i64::from(step));
+                    let v = self.b.ins().iadd_imm(scaled, i64::from(start));
+                    self.store_slot(slot, v);
+                    continue;
+                }
+            }
             let mut v = match first {
                 // The most frequent value (the fewest picks; the last arm's among equals).
                 Some(_) => values
@@ -785,9 +801,10 @@ impl Lowering<'_, '_> {
     /// offset (a dispatch's port clauses under one protocol: the source and destination
     /// ports): the word in each 32-bit lane, its 16-bit lanes `2i` and `2i + 1` compared
     /// with arm i's port (lanes past the last arm repeat its port, so they hold only with
-    /// it), the lanes' top bits gathered: arm i holds exactly when a bit of `3 << 2i` is
-    /// set. Five vector instructions where each arm's [`Lowering::either_half_marks`] is
-    /// seven scalar ones (bench/records/2026-12-01-pfmatch-19.txt). None for other runs.
+    /// it), the lanes' bytes' top bits gathered: arm i holds exactly when a bit of
+    /// `0xf << 4i` is set. Four vector instructions where each arm's
+    /// [`Lowering::either_half_marks`] is seven scalar ones
+    /// (bench/records/2026-12-01-pfmatch-19.txt). None for other runs.
     fn port_lanes(
         &mut self,
         arms: &[Arm<'_>],
@@ -821,8 +838,30 @@ impl Lowering<'_, '_> {
         let constant = self.b.func.dfg.constants.insert(ConstantData::from(bytes));
         let wanted = self.b.ins().vconst(types::I16X8, constant);
         let equal = self.b.ins().icmp(IntCC::Equal, halves, wanted);
-        let flags = self.b.ins().vhigh_bits(types::I32, equal);
-        Ok(Some((flags, (0..arms.len() as u32).map(|i| 3 << (2 * i)).collect())))
+        // The top bit of each byte (one `pmovmskb`): a 16-bit lane's own top bit would
+        // need its lanes packed to bytes first and the duplicate half shifted away.
+        let bytes = self.b.ins().bitcast(types::I8X16, little, equal);
+        let flags = self.b.ins().vhigh_bits(types::I32, bytes);
+        let arm_bits = (0..arms.len() as u32).map(|i| 0xf << (PORT_LANE_BITS * i)).collect();
+        Ok(Some((flags, arm_bits)))
+    }
+
+    /// `(start, step)` when `values` are at least three constants, all different, each
+    /// `step` (wrapping) more than the one before: a handler slot over port arms whose
+    /// handlers are consecutive clauses, which [`Lowering::choose`] then computes from the
+    /// first holding arm's index (bench/records/2026-12-01-pfmatch-21.txt). With two,
+    /// one pick costs no more.
+    fn progression(&self, values: &[Value]) -> Option<(u32, u32)> {
+        let dfg = &self.b.func.dfg;
+        let constant = |v: Value| match dfg.insts[dfg.value_def(v).inst()?] {
+            InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => Some(imm.bits() as u32),
+            _ => None,
+        };
+        let ks = values.iter().map(|&v| constant(v)).collect::<Option<Vec<u32>>>()?;
+        let start = *ks.first()?;
+        let step = ks.get(1)?.wrapping_sub(start);
+        let stepped = ks.windows(2).all(|w| w[1].wrapping_sub(w[0]) == step);
+        (ks.len() >= 3 && step != 0 && stepped).then_some((start, step))
     }
 
     /// `held != 0 ? here : other`. Where one side is the constant 0 (a slot's zero

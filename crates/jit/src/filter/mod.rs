@@ -808,7 +808,9 @@ mod results_tests {
     /// clauses in turn give them, the first holding arm winning (a source port of one arm
     /// and a destination port of another, two arms on one port, a port with its bytes
     /// swapped, ports of 0 against lanes past the last arm); 5 arms, or arms at two
-    /// offsets, take the scalar tests (no `pmovmskb` in the hot code).
+    /// offsets, take the scalar tests (no `pmovmskb` in the hot code). The arms' handlers
+    /// in steps of 1, 3 and -2 (from 3 arms on: the handler slot from the first holding
+    /// arm's index, a `tzcnt`) and in no steps (picks, no `tzcnt`).
     #[test]
     fn port_lanes_answer_as_the_clauses_in_turn() {
         let hlen =
@@ -832,29 +834,48 @@ mod results_tests {
                     || (w[0] == 0xc5 && w[1] & 3 == 1 && w[2] == 0xd7)
             })
         };
+        // `tzcnt` (f3 [rex] 0f bc).
+        let tzcnt = |code: &[u8]| {
+            code.windows(4).any(|w| {
+                w[0] == 0xf3
+                    && ((w[1] == 0x0f && w[2] == 0xbc)
+                        || (w[1] & 0xf0 == 0x40 && w[2..] == [0x0f, 0xbc]))
+            })
+        };
         let ports = [0x0016, 0x1600, 0x0050, 0x0016, 0x0101];
         let bytes = [0u8, 0x16, 0x50, 0x01, 0x02];
-        for (n, offsets) in [(2, 0), (3, 0), (4, 0), (5, 0), (3, 1)] {
+        let steps: [(&str, [u32; 5]); 4] = [
+            ("step 1", [1, 2, 3, 4, 5]),
+            ("step 3", [1, 4, 7, 0, 0]),
+            ("step -2", [8, 6, 4, 2, 0]),
+            ("no step", [2, 1, 3, 5, 4]),
+        ];
+        let cases = [(2, 0, 0), (3, 0, 0), (4, 0, 0), (5, 0, 0), (3, 1, 0), (3, 0, 1), (4, 0, 2)];
+        for (n, offsets, step) in cases.into_iter().chain([(3, 0, 3), (4, 0, 3)]) {
+            let (name, handlers) = steps[step];
             // `offsets` 1: the last arm reads the next word.
             let arms: Vec<Pred> = (0..n)
                 .map(|i| {
                     let o = if offsets == 1 && i == n - 1 { 8 } else { 4 };
-                    arm(o, ports[i], i as u32 + 1)
+                    arm(o, ports[i], handlers[i])
                 })
                 .chain([clause(Pred::Const(true), 9)])
                 .collect();
             let filter = Filter::new(Pred::or(arms));
-            let reads = [0u8, 2, 2, 2, 2, 2, 0, 0, 0, 0];
+            let reads = [0u8, 2, 2, 2, 2, 2, 2, 2, 2, 0];
             let slots = [15, 14, 13];
             let native = compile_results_read(&filter, &slots, &reads).unwrap();
             let vector = n <= 4 && offsets == 0;
-            assert_eq!(pmovmskb(native.machine_code()), vector, "{n} arms, offsets {offsets}");
-            let seed = 0x19 + n as u64;
+            let case = format!("{n} arms, offsets {offsets}, handlers {name}");
+            assert_eq!(pmovmskb(native.machine_code()), vector, "{case}");
+            assert_eq!(tzcnt(native.machine_code()), vector && n >= 3 && step != 3, "{case}");
+            let seed = 0x19 + n as u64 + 16 * step as u64;
             let hits =
                 results_read_as_evaluated(&filter, &native, &slots, &reads, &bytes, 4..18, seed);
-            // Arm 4 repeats arm 1's port: never chosen.
-            let reached = (1..=n).filter(|&h| h != 4).all(|h| hits[h] > 30);
-            assert!(reached && hits[4] == 0 && hits[9] > 30, "{n} arms: {hits:?}");
+            // The fourth arm repeats the first one's port: never chosen.
+            let reached = (0..n).filter(|&i| i != 3).all(|i| hits[handlers[i] as usize] > 30);
+            let never = n < 4 || hits[handlers[3] as usize] == 0;
+            assert!(reached && never && hits[9] > 30, "{case}: {hits:?}");
         }
     }
 
