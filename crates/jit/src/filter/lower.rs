@@ -131,6 +131,8 @@ pub(super) fn lower(
         next_var: u32::from(SCRATCH_SLOTS),
         zero,
         stored: 0,
+        results: results.to_vec(),
+        reads: reads.to_vec(),
     };
     if let (Some(_), Root::Pred(p)) = (bail, root) {
         l.entry_check(p);
@@ -170,6 +172,14 @@ pub(super) fn lower(
     l.b.seal_all_blocks();
     l.b.finalize();
     Ok(())
+}
+
+/// `v`'s value when it is a constant (its low 32 bits: the slots are 32 bits wide).
+fn constant(dfg: &cranelift_codegen::ir::DataFlowGraph, v: Value) -> Option<u32> {
+    match dfg.insts[dfg.value_def(v).inst()?] {
+        InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => Some(imm.bits() as u32),
+        _ => None,
+    }
 }
 
 /// Pushes to `out` the constants `v` can be: true when `v` is a constant or a `select`
@@ -264,6 +274,9 @@ pub(super) struct Lowering<'a, 'f> {
     /// Bit s: slot s has been stored in some block emitted so far. A block is entered only
     /// after every edge into it (`broken`), so a slot without its bit holds `zero` there.
     stored: u32,
+    /// [`lower`]'s `results` and `reads`: which slots the caller reads after a match.
+    results: Vec<u8>,
+    reads: Vec<u8>,
 }
 
 impl Lowering<'_, '_> {
@@ -748,11 +761,36 @@ impl Lowering<'_, '_> {
             let negated = self.b.ins().ineg(any);
             self.b.ins().band(any, negated)
         });
+        // Where the choice ends the predicate (`t` is the accept), a result slot after the
+        // first is read only when the first holding arm's handler (its constant in the
+        // first slot) reads it (`reads`, see [`lower`]): an arm whose handler does not
+        // leaves that slot's value to the other arms (http's M13 beside ssh and https: no
+        // pick; bench/records/2026-12-01-pfmatch-21.txt).
+        let handler_of: Vec<Option<u32>> = match self.results.first() {
+            Some(&h) if t == self.accept && self.out.is_some() => stored
+                .iter()
+                .map(|arm| {
+                    let (_, v) = arm.iter().find(|(s, _)| *s == h)?;
+                    constant(&self.b.func.dfg, *v)
+                })
+                .collect(),
+            _ => vec![None; arms.len()],
+        };
         for (&slot, &old) in written.iter().zip(&before) {
             let value_of = |arm: &Vec<(u8, Value)>| {
                 arm.iter().find(|(s, _)| *s == slot).map_or(old, |&(_, v)| v)
             };
             let values: Vec<Value> = stored.iter().map(value_of).collect();
+            let position = self.results.iter().position(|&r| r == slot);
+            let unread = |a: usize| match (position, handler_of[a]) {
+                (Some(j), Some(h)) if j > 0 => {
+                    self.reads.get(h as usize).is_some_and(|&r| j > usize::from(r))
+                }
+                _ => false,
+            };
+            // The values that matter, arm by arm (None: that arm's handler does not read it).
+            let cared: Vec<Option<Value>> =
+                values.iter().enumerate().map(|(a, &v)| (!unread(a)).then_some(v)).collect();
             if ordered {
                 if let Some((start, step)) = self.progression(&values) {
                     // The first holding arm's index is the lowest set bit's arm, so its
@@ -765,24 +803,26 @@ impl Lowering<'_, '_> {
                     continue;
                 }
             }
+            let mattering: Vec<Value> = cared.iter().flatten().copied().collect();
             let mut v = match first {
                 // The most frequent value (the fewest picks; the last arm's among equals).
-                Some(_) => values
+                Some(_) => mattering
                     .iter()
-                    .max_by_key(|&&x| values.iter().filter(|&&y| y == x).count())
+                    .max_by_key(|&&x| mattering.iter().filter(|&&y| y == x).count())
                     .copied()
                     .unwrap_or(old),
                 // Some arm held: the last arm's value is the one when no earlier arm held.
-                None => values.last().copied().unwrap_or(old),
+                None => mattering.last().copied().unwrap_or(old),
             };
             let default = v;
-            for (i, &here) in values.iter().enumerate().rev() {
+            for (i, &here) in cared.iter().enumerate().rev() {
+                let Some(here) = here else { continue };
                 match first {
                     Some(first) if here != default => {
                         let held = self.b.ins().band_imm(first, i64::from(arm_bits[i]));
                         v = self.pick(held, here, v);
                     }
-                    None if here != v && i + 1 != values.len() => {
+                    None if here != v => {
                         let held = self.b.ins().band_imm(any, i64::from(arm_bits[i]));
                         v = self.pick(held, here, v);
                     }
@@ -853,11 +893,7 @@ impl Lowering<'_, '_> {
     /// one pick costs no more.
     fn progression(&self, values: &[Value]) -> Option<(u32, u32)> {
         let dfg = &self.b.func.dfg;
-        let constant = |v: Value| match dfg.insts[dfg.value_def(v).inst()?] {
-            InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => Some(imm.bits() as u32),
-            _ => None,
-        };
-        let ks = values.iter().map(|&v| constant(v)).collect::<Option<Vec<u32>>>()?;
+        let ks = values.iter().map(|&v| constant(dfg, v)).collect::<Option<Vec<u32>>>()?;
         let start = *ks.first()?;
         let step = ks.get(1)?.wrapping_sub(start);
         let stepped = ks.windows(2).all(|w| w[1].wrapping_sub(w[0]) == step);
