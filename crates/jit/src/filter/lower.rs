@@ -63,7 +63,9 @@ pub(super) enum Root<'p> {
 /// abort it writes nothing. `reads` narrows that (see `super::compile_results_read`): on a
 /// path where the first slot's final value is a constant `v` with `reads[v]` given, only
 /// the first `1 + reads[v]` slots are written; where it is one of several constants chosen
-/// by data ([`Lowering::choose`]), the first `1 + max reads[v]` over them.
+/// by data ([`Lowering::choose`]), the first `1 + max reads[v]` over them (and where that
+/// choice ends the predicate, a slot past what the chosen handler reads may hold another
+/// arm's value).
 ///
 /// `hot` (with results only) lowers the hot half of a split function (see
 /// `super::compile_results`): every bounds check that fails, and every [`Chain`] walk,

@@ -893,6 +893,51 @@ mod results_tests {
         }
     }
 
+    /// A choice whose slots are read after it (here by a test of M13) keeps every arm's
+    /// values, whatever `reads` says of the handlers: only a choice that ends the predicate
+    /// leaves a slot to the arms whose handlers read it.
+    #[test]
+    fn a_choice_read_after_it_keeps_every_arms_values() {
+        let at = |k: u32| Expr::load(Expr::load_at(0, Size::Byte).and_mask(3).plus(k), Size::Half);
+        let either = |k: u32| Pred::or([Pred::eq(at(4), k), Pred::eq(at(6), k)]);
+        let arm = |k: u32, h: u32, m13: Expr| {
+            Pred::Try(Box::new(Pred::and([
+                either(k),
+                Pred::Store { slot: 15, value: Expr::Const(h) },
+                Pred::Store { slot: 13, value: m13 },
+            ])))
+        };
+        let filter = Filter::new(Pred::and([
+            Pred::or([
+                arm(0x16, 1, Expr::Const(5)),
+                arm(0x50, 2, Expr::Const(5)),
+                arm(0x01, 3, Expr::Const(6)),
+            ]),
+            Pred::eq(Expr::Scratch(13), 5),
+        ]));
+        // Handler 1 reads no argument: M13 would be the other arms' (6 where no pick) after
+        // a choice that ended the predicate; handler 3's 6 fails the test after it.
+        let reads = [0u8, 0, 1, 1];
+        let native = compile_results_read(&filter, &[15, 13], &reads).unwrap();
+        let mut rng = SplitMix64::new(0x5c);
+        let bytes = [0u8, 5, 0x16, 0x50, 0x01];
+        let mut held = [0usize; 4];
+        for _ in 0..20_000 {
+            let len = 4 + rng.below_usize(12);
+            let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(bytes.len())]).collect();
+            let mut e = Evaluator::new(&packet, 64);
+            let want = e.pred(&filter.pred) == Ok(true);
+            let mut r = [0xee; SCRATCH_SLOTS as usize];
+            assert_eq!(native.run(&packet, 64, &mut r), want, "{packet:02x?}");
+            if want {
+                let h = e.expr(&Expr::Scratch(15)).unwrap();
+                assert_eq!(r[0], h, "{packet:02x?}");
+                held[h as usize] += 1;
+            }
+        }
+        assert!(held[1] > 30 && held[2] > 30 && held[3] == 0, "{held:?}");
+    }
+
     /// The batch call (which prefetches ahead) answers for each packet, in order, as a
     /// `run` of that packet alone does: short packets (the whole function) and lists
     /// shorter than, as long as and one longer than the prefetch distance included.
