@@ -63,7 +63,9 @@ pub(super) enum Root<'p> {
 /// abort it writes nothing. `reads` narrows that (see `super::compile_results_read`): on a
 /// path where the first slot's final value is a constant `v` with `reads[v]` given, only
 /// the first `1 + reads[v]` slots are written; where it is one of several constants chosen
-/// by data ([`Lowering::choose`]), the first `1 + max reads[v]` over them.
+/// by data ([`Lowering::choose`]), the first `1 + max reads[v]` over them (and where that
+/// choice ends the predicate, a slot past what the chosen handler reads may hold another
+/// arm's value).
 ///
 /// `hot` (with results only) lowers the hot half of a split function (see
 /// `super::compile_results`): every bounds check that fails, and every [`Chain`] walk,
@@ -131,6 +133,8 @@ pub(super) fn lower(
         next_var: u32::from(SCRATCH_SLOTS),
         zero,
         stored: 0,
+        results: results.to_vec(),
+        reads: reads.to_vec(),
     };
     if let (Some(_), Root::Pred(p)) = (bail, root) {
         l.entry_check(p);
@@ -172,6 +176,14 @@ pub(super) fn lower(
     Ok(())
 }
 
+/// `v`'s value when it is a constant (its low 32 bits: the slots are 32 bits wide).
+fn constant(dfg: &cranelift_codegen::ir::DataFlowGraph, v: Value) -> Option<u32> {
+    match dfg.insts[dfg.value_def(v).inst()?] {
+        InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => Some(imm.bits() as u32),
+        _ => None,
+    }
+}
+
 /// Pushes to `out` the constants `v` can be: true when `v` is a constant or a `select`
 /// (nested) of constants, false when it may be anything else.
 fn constants(dfg: &cranelift_codegen::ir::DataFlowGraph, v: Value, out: &mut Vec<u32>) -> bool {
@@ -197,6 +209,10 @@ const ARM_FLAGS: u32 = 0x0001_0001;
 /// The most arms [`Lowering::port_lanes`] compares at once: two 16-bit lanes each, eight
 /// lanes in a 128-bit vector.
 const PORT_LANE_ARMS: usize = 4;
+
+/// How many flag bits [`Lowering::port_lanes`] gives each arm (its two 16-bit lanes' four
+/// bytes): arm i's are `0xf << (PORT_LANE_BITS * i)`.
+const PORT_LANE_BITS: u32 = 4;
 
 /// What the hot half of a split results function returns when it leaves the packet to the
 /// whole function (see [`lower`]'s `hot`): neither 0 nor 1.
@@ -260,6 +276,9 @@ pub(super) struct Lowering<'a, 'f> {
     /// Bit s: slot s has been stored in some block emitted so far. A block is entered only
     /// after every edge into it (`broken`), so a slot without its bit holds `zero` there.
     stored: u32,
+    /// [`lower`]'s `results` and `reads`: which slots the caller reads after a match.
+    results: Vec<u8>,
+    reads: Vec<u8>,
 }
 
 impl Lowering<'_, '_> {
@@ -744,29 +763,68 @@ impl Lowering<'_, '_> {
             let negated = self.b.ins().ineg(any);
             self.b.ins().band(any, negated)
         });
+        // Where the choice ends the predicate (`t` is the accept), a result slot after the
+        // first is read only when the first holding arm's handler (its constant in the
+        // first slot) reads it (`reads`, see [`lower`]): an arm whose handler does not
+        // leaves that slot's value to the other arms (http's M13 beside ssh and https: no
+        // pick; bench/records/2026-12-01-pfmatch-21.txt).
+        let handler_of: Vec<Option<u32>> = match self.results.first() {
+            Some(&h) if t == self.accept && self.out.is_some() => stored
+                .iter()
+                .map(|arm| {
+                    let (_, v) = arm.iter().find(|(s, _)| *s == h)?;
+                    constant(&self.b.func.dfg, *v)
+                })
+                .collect(),
+            _ => vec![None; arms.len()],
+        };
         for (&slot, &old) in written.iter().zip(&before) {
             let value_of = |arm: &Vec<(u8, Value)>| {
                 arm.iter().find(|(s, _)| *s == slot).map_or(old, |&(_, v)| v)
             };
             let values: Vec<Value> = stored.iter().map(value_of).collect();
+            let position = self.results.iter().position(|&r| r == slot);
+            let unread = |a: usize| match (position, handler_of[a]) {
+                (Some(j), Some(h)) if j > 0 => {
+                    self.reads.get(h as usize).is_some_and(|&r| j > usize::from(r))
+                }
+                _ => false,
+            };
+            // The values that matter, arm by arm (None: that arm's handler does not read it).
+            let cared: Vec<Option<Value>> =
+                values.iter().enumerate().map(|(a, &v)| (!unread(a)).then_some(v)).collect();
+            if ordered {
+                if let Some((start, step)) = self.progression(&values) {
+                    // The first holding arm's index is the lowest set bit's arm, so its
+                    // value is `start + step * index`: no pick per arm.
+                    let low = self.b.ins().ctz(any);
+                    let index = self.b.ins().ushr_imm(low, i64::from(PORT_LANE_BITS.ilog2()));
+                    let scaled = self.b.ins().imul_imm(index, i64::from(step));
+                    let v = self.b.ins().iadd_imm(scaled, i64::from(start));
+                    self.store_slot(slot, v);
+                    continue;
+                }
+            }
+            let mattering: Vec<Value> = cared.iter().flatten().copied().collect();
             let mut v = match first {
                 // The most frequent value (the fewest picks; the last arm's among equals).
-                Some(_) => values
+                Some(_) => mattering
                     .iter()
-                    .max_by_key(|&&x| values.iter().filter(|&&y| y == x).count())
+                    .max_by_key(|&&x| mattering.iter().filter(|&&y| y == x).count())
                     .copied()
                     .unwrap_or(old),
                 // Some arm held: the last arm's value is the one when no earlier arm held.
-                None => values.last().copied().unwrap_or(old),
+                None => mattering.last().copied().unwrap_or(old),
             };
             let default = v;
-            for (i, &here) in values.iter().enumerate().rev() {
+            for (i, &here) in cared.iter().enumerate().rev() {
+                let Some(here) = here else { continue };
                 match first {
                     Some(first) if here != default => {
                         let held = self.b.ins().band_imm(first, i64::from(arm_bits[i]));
                         v = self.pick(held, here, v);
                     }
-                    None if here != v && i + 1 != values.len() => {
+                    None if here != v => {
                         let held = self.b.ins().band_imm(any, i64::from(arm_bits[i]));
                         v = self.pick(held, here, v);
                     }
@@ -785,9 +843,10 @@ impl Lowering<'_, '_> {
     /// offset (a dispatch's port clauses under one protocol: the source and destination
     /// ports): the word in each 32-bit lane, its 16-bit lanes `2i` and `2i + 1` compared
     /// with arm i's port (lanes past the last arm repeat its port, so they hold only with
-    /// it), the lanes' top bits gathered: arm i holds exactly when a bit of `3 << 2i` is
-    /// set. Five vector instructions where each arm's [`Lowering::either_half_marks`] is
-    /// seven scalar ones (bench/records/2026-12-01-pfmatch-19.txt). None for other runs.
+    /// it), the lanes' bytes' top bits gathered: arm i holds exactly when a bit of
+    /// `0xf << 4i` is set. Four vector instructions where each arm's
+    /// [`Lowering::either_half_marks`] is seven scalar ones
+    /// (bench/records/2026-12-01-pfmatch-19.txt). None for other runs.
     fn port_lanes(
         &mut self,
         arms: &[Arm<'_>],
@@ -821,8 +880,26 @@ impl Lowering<'_, '_> {
         let constant = self.b.func.dfg.constants.insert(ConstantData::from(bytes));
         let wanted = self.b.ins().vconst(types::I16X8, constant);
         let equal = self.b.ins().icmp(IntCC::Equal, halves, wanted);
-        let flags = self.b.ins().vhigh_bits(types::I32, equal);
-        Ok(Some((flags, (0..arms.len() as u32).map(|i| 3 << (2 * i)).collect())))
+        // The top bit of each byte (one `pmovmskb`): a 16-bit lane's own top bit would
+        // need its lanes packed to bytes first and the duplicate half shifted away.
+        let bytes = self.b.ins().bitcast(types::I8X16, little, equal);
+        let flags = self.b.ins().vhigh_bits(types::I32, bytes);
+        let arm_bits = (0..arms.len() as u32).map(|i| 0xf << (PORT_LANE_BITS * i)).collect();
+        Ok(Some((flags, arm_bits)))
+    }
+
+    /// `(start, step)` when `values` are at least three constants, all different, each
+    /// `step` (wrapping) more than the one before: a handler slot over port arms whose
+    /// handlers are consecutive clauses, which [`Lowering::choose`] then computes from the
+    /// first holding arm's index (bench/records/2026-12-01-pfmatch-21.txt). With two,
+    /// one pick costs no more.
+    fn progression(&self, values: &[Value]) -> Option<(u32, u32)> {
+        let dfg = &self.b.func.dfg;
+        let ks = values.iter().map(|&v| constant(dfg, v)).collect::<Option<Vec<u32>>>()?;
+        let start = *ks.first()?;
+        let step = ks.get(1)?.wrapping_sub(start);
+        let stepped = ks.windows(2).all(|w| w[1].wrapping_sub(w[0]) == step);
+        (ks.len() >= 3 && step != 0 && stepped).then_some((start, step))
     }
 
     /// `held != 0 ? here : other`. Where one side is the constant 0 (a slot's zero

@@ -228,10 +228,11 @@ pub fn compile_results(filter: &Filter, slots: &[u8]) -> Result<NativeResults, C
 
 /// [`compile_results`] for a caller that reads fewer slots by the first one's value: after
 /// a match where the first slot holds `v` and `reads[v]` is given, `results[0]` to
-/// `results[reads[v]]` hold their slots' final values, and each later one is either left
-/// as it was or holds its slot's final value too (a path that picks the first slot's value
-/// among constants by data, without a branch per constant, writes what any of them reads);
-/// for a value `reads` does not cover, all of them are written. pfmatch's dispatch: the
+/// `results[reads[v]]` hold their slots' final values, and each later one may hold anything
+/// (it is left as it was, or written: a path that picks the first slot's value among
+/// constants by data, without a branch per constant, writes what any of them reads, and
+/// a slot's value there is the one of the arms whose handlers read it); for a value
+/// `reads` does not cover, all of them are written. pfmatch's dispatch: the
 /// handler slot, then that handler's arguments (`weir_pfmatch::Dispatch::result_reads`).
 pub fn compile_results_read(
     filter: &Filter,
@@ -685,8 +686,10 @@ mod results_tests {
     /// Runs of clauses `try(test and stores)` (a port's either-half test, comparisons) are
     /// each one decision by data in the hot half (`lower::Lowering::choose`): on packets
     /// made of the tests' bytes, the handler and every argument the handler reads are the
-    /// evaluator's, each slot past those is left as it was or holds its final value (the
-    /// `reads` contract), a slot an arm does not store keeps its earlier value, an arm's
+    /// evaluator's (the `reads` contract; the slots past those may hold anything, and an
+    /// arm whose handler does not read a slot leaves its value to the others), a slot an
+    /// arm does not store keeps its earlier value (handler 3 reads M13 and does not store
+    /// it), an arm's
     /// later store to a slot wins, and a clause that is no arm (a set test) splits the runs.
     /// The hot code holds conditional moves (the selects) only with the runs, and fewer
     /// where a slot an arm does not store still holds its starting 0 (masks instead).
@@ -726,12 +729,9 @@ mod results_tests {
             assert!(native.run(&packet, 64, &mut r), "{packet:02x?}");
             let h = want[0] as usize;
             assert_eq!(r[0], want[0], "{packet:02x?}");
-            for i in 1..slots.len() {
-                if i <= usize::from(reads[h]) {
-                    assert_eq!(r[i], want[i], "slot {i}: {packet:02x?}");
-                } else {
-                    assert!(r[i] == 0xee || r[i] == want[i], "slot {i}: {packet:02x?}: {r:x?}");
-                }
+            // The slots after those the handler reads may hold anything.
+            for i in 1..=usize::from(reads[h]).min(slots.len() - 1) {
+                assert_eq!(r[i], want[i], "slot {i}: {packet:02x?}");
             }
             hits[h] += 1;
         }
@@ -782,7 +782,7 @@ mod results_tests {
             ])])))
         };
         // Handler h's arguments read: reads[h] slots after the handler slot.
-        let reads: [u8; 10] = [0, 0, 0, 1, 2, 2, 0, 0, 1, 0];
+        let reads: [u8; 10] = [0, 0, 0, 2, 2, 2, 0, 0, 1, 0];
         let slots = [15, 14, 13];
         let filter = arms(&arm);
         let native = compile_results_read(&filter, &slots, &reads).unwrap();
@@ -808,7 +808,11 @@ mod results_tests {
     /// clauses in turn give them, the first holding arm winning (a source port of one arm
     /// and a destination port of another, two arms on one port, a port with its bytes
     /// swapped, ports of 0 against lanes past the last arm); 5 arms, or arms at two
-    /// offsets, take the scalar tests (no `pmovmskb` in the hot code).
+    /// offsets, take the scalar tests (no `pmovmskb` in the hot code). The arms' handlers
+    /// in steps of 1, 3 and -2 (from 3 arms on: the handler slot from the first holding
+    /// arm's index, a `tzcnt`) and in no steps (picks, no `tzcnt`); every handler reading
+    /// both arguments, and the odd ones only the first (M13 then matters only where an even
+    /// arm holds first).
     #[test]
     fn port_lanes_answer_as_the_clauses_in_turn() {
         let hlen =
@@ -832,30 +836,106 @@ mod results_tests {
                     || (w[0] == 0xc5 && w[1] & 3 == 1 && w[2] == 0xd7)
             })
         };
+        // `tzcnt` (f3 [rex] 0f bc).
+        let tzcnt = |code: &[u8]| {
+            code.windows(4).any(|w| {
+                w[0] == 0xf3
+                    && ((w[1] == 0x0f && w[2] == 0xbc)
+                        || (w[1] & 0xf0 == 0x40 && w[2..] == [0x0f, 0xbc]))
+            })
+        };
         let ports = [0x0016, 0x1600, 0x0050, 0x0016, 0x0101];
         let bytes = [0u8, 0x16, 0x50, 0x01, 0x02];
-        for (n, offsets) in [(2, 0), (3, 0), (4, 0), (5, 0), (3, 1)] {
+        let steps: [(&str, [u32; 5]); 4] = [
+            ("step 1", [1, 2, 3, 4, 5]),
+            ("step 3", [1, 4, 7, 0, 0]),
+            ("step -2", [8, 6, 4, 2, 0]),
+            ("no step", [2, 1, 3, 5, 4]),
+        ];
+        let cases = [(2, 0, 0), (3, 0, 0), (4, 0, 0), (5, 0, 0), (3, 1, 0), (3, 0, 1), (4, 0, 2)];
+        for (n, offsets, step) in cases.into_iter().chain([(3, 0, 3), (4, 0, 3)]) {
+            let (name, handlers) = steps[step];
             // `offsets` 1: the last arm reads the next word.
             let arms: Vec<Pred> = (0..n)
                 .map(|i| {
                     let o = if offsets == 1 && i == n - 1 { 8 } else { 4 };
-                    arm(o, ports[i], i as u32 + 1)
+                    arm(o, ports[i], handlers[i])
                 })
                 .chain([clause(Pred::Const(true), 9)])
                 .collect();
             let filter = Filter::new(Pred::or(arms));
-            let reads = [0u8, 2, 2, 2, 2, 2, 0, 0, 0, 0];
+            let reads = [0u8, 2, 2, 2, 2, 2, 2, 2, 2, 0];
             let slots = [15, 14, 13];
             let native = compile_results_read(&filter, &slots, &reads).unwrap();
             let vector = n <= 4 && offsets == 0;
-            assert_eq!(pmovmskb(native.machine_code()), vector, "{n} arms, offsets {offsets}");
-            let seed = 0x19 + n as u64;
+            let case = format!("{n} arms, offsets {offsets}, handlers {name}");
+            assert_eq!(pmovmskb(native.machine_code()), vector, "{case}");
+            assert_eq!(tzcnt(native.machine_code()), vector && n >= 3 && step != 3, "{case}");
+            let seed = 0x19 + n as u64 + 16 * step as u64;
             let hits =
                 results_read_as_evaluated(&filter, &native, &slots, &reads, &bytes, 4..18, seed);
-            // Arm 4 repeats arm 1's port: never chosen.
-            let reached = (1..=n).filter(|&h| h != 4).all(|h| hits[h] > 30);
-            assert!(reached && hits[4] == 0 && hits[9] > 30, "{n} arms: {hits:?}");
+            // The fourth arm repeats the first one's port: never chosen.
+            let reached = (0..n).filter(|&i| i != 3).all(|i| hits[handlers[i] as usize] > 30);
+            let never = n < 4 || hits[handlers[3] as usize] == 0;
+            assert!(reached && never && hits[9] > 30, "{case}: {hits:?}");
+            let odd_read_one = [0u8, 1, 2, 1, 2, 1, 2, 1, 2, 0];
+            let native = compile_results_read(&filter, &slots, &odd_read_one).unwrap();
+            let hits = results_read_as_evaluated(
+                &filter,
+                &native,
+                &slots,
+                &odd_read_one,
+                &bytes,
+                4..18,
+                seed,
+            );
+            assert!(reached && hits[9] > 30, "{case}, odd handlers reading one: {hits:?}");
         }
+    }
+
+    /// A choice whose slots are read after it (here by a test of M13) keeps every arm's
+    /// values, whatever `reads` says of the handlers: only a choice that ends the predicate
+    /// leaves a slot to the arms whose handlers read it.
+    #[test]
+    fn a_choice_read_after_it_keeps_every_arms_values() {
+        let at = |k: u32| Expr::load(Expr::load_at(0, Size::Byte).and_mask(3).plus(k), Size::Half);
+        let either = |k: u32| Pred::or([Pred::eq(at(4), k), Pred::eq(at(6), k)]);
+        let arm = |k: u32, h: u32, m13: Expr| {
+            Pred::Try(Box::new(Pred::and([
+                either(k),
+                Pred::Store { slot: 15, value: Expr::Const(h) },
+                Pred::Store { slot: 13, value: m13 },
+            ])))
+        };
+        let filter = Filter::new(Pred::and([
+            Pred::or([
+                arm(0x16, 1, Expr::Const(5)),
+                arm(0x50, 2, Expr::Const(5)),
+                arm(0x01, 3, Expr::Const(6)),
+            ]),
+            Pred::eq(Expr::Scratch(13), 5),
+        ]));
+        // Handler 1 reads no argument: M13 would be the other arms' (6 where no pick) after
+        // a choice that ended the predicate; handler 3's 6 fails the test after it.
+        let reads = [0u8, 0, 1, 1];
+        let native = compile_results_read(&filter, &[15, 13], &reads).unwrap();
+        let mut rng = SplitMix64::new(0x5c);
+        let bytes = [0u8, 5, 0x16, 0x50, 0x01];
+        let mut held = [0usize; 4];
+        for _ in 0..20_000 {
+            let len = 4 + rng.below_usize(12);
+            let packet: Vec<u8> = (0..len).map(|_| bytes[rng.below_usize(bytes.len())]).collect();
+            let mut e = Evaluator::new(&packet, 64);
+            let want = e.pred(&filter.pred) == Ok(true);
+            let mut r = [0xee; SCRATCH_SLOTS as usize];
+            assert_eq!(native.run(&packet, 64, &mut r), want, "{packet:02x?}");
+            if want {
+                let h = e.expr(&Expr::Scratch(15)).unwrap();
+                assert_eq!(r[0], h, "{packet:02x?}");
+                held[h as usize] += 1;
+            }
+        }
+        assert!(held[1] > 30 && held[2] > 30 && held[3] == 0, "{held:?}");
     }
 
     /// The batch call (which prefetches ahead) answers for each packet, in order, as a
