@@ -651,7 +651,7 @@ impl JitProgram {
                 self.run_lent_steady(cache, &mut steady, data_end, ctx, frame)
             };
             while batch.lend_with(&mut run) {}
-        } else if let Some((mut steady, data_end)) = self.full_steady(cache, ctx) {
+        } else if let Some((steady, data_end)) = self.full_steady(cache, ctx) {
             // Code that is not lean: the entries of the stack and the context (and the
             // cache's size) that `set_up` and `prepare` left, checked once here instead of
             // per frame (`run_lent_full_steady`; issue 11: xdp_counter's per-frame set-up).
@@ -665,41 +665,11 @@ impl JitProgram {
             // runs of this batch wrote it, each ending plainly (any other end disarms
             // `steady`, and `run_lent` zeroes from `dirty_from` again).
             if self.sizes.deepest == 0 && self.starts_on_own_stack {
-                let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                    self.run_lent_full_steady::<false, false>(
-                        cache,
-                        &mut steady,
-                        data_end,
-                        ctx,
-                        frame,
-                        env,
-                    )
-                };
-                while batch.lend_with(&mut run) {}
+                self.lend_full_steady::<false, false, B>(cache, steady, data_end, ctx, batch);
             } else if self.sizes.deepest == 0 {
-                let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                    self.run_lent_full_steady::<false, true>(
-                        cache,
-                        &mut steady,
-                        data_end,
-                        ctx,
-                        frame,
-                        env,
-                    )
-                };
-                while batch.lend_with(&mut run) {}
+                self.lend_full_steady::<false, true, B>(cache, steady, data_end, ctx, batch);
             } else {
-                let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
-                    self.run_lent_full_steady::<true, true>(
-                        cache,
-                        &mut steady,
-                        data_end,
-                        ctx,
-                        frame,
-                        env,
-                    )
-                };
-                while batch.lend_with(&mut run) {}
+                self.lend_full_steady::<true, true, B>(cache, steady, data_end, ctx, batch);
             }
         } else {
             let mut run =
@@ -710,6 +680,24 @@ impl JitProgram {
         // The entry no longer describes borrowed memory: emptied, so that the next run
         // over any packet sets it afresh.
         cache.state.get().regions[PACKET].set(PACKET, 0, 0, 0, false);
+    }
+
+    /// The full steady path's frame loop, with its per-frame choices (`DEEP`: test the
+    /// depth; `CLEAR`: zero the stack) fixed by `run_batch_lent` once a batch. Inlined, so
+    /// the closure still holds the steady word and the context's slice themselves.
+    #[inline(always)]
+    fn lend_full_steady<const DEEP: bool, const CLEAR: bool, B: Batch>(
+        &self,
+        cache: &mut Cache,
+        mut steady: LentSteady,
+        data_end: DataEndWord,
+        ctx: &mut [u8],
+        batch: &mut B,
+    ) {
+        let mut run = move |frame: &[u8], env: Option<&mut dyn RunEnv>| {
+            self.run_lent_full_steady::<DEEP, CLEAR>(cache, &mut steady, data_end, ctx, frame, env)
+        };
+        while batch.lend_with(&mut run) {}
     }
 
     /// [`JitProgram::run_lent`] out of line, for the lean steady path's way out: so that
