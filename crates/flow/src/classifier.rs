@@ -3120,15 +3120,28 @@ mod tests {
             f[36..38].copy_from_slice(&53u16.to_be_bytes());
             f
         };
+        let frames: Vec<Vec<u8>> = dsts.iter().map(|&d| frame(d)).collect();
+        process_in_batches(c, v, &frames, 42, |_| {})
+    }
+
+    /// `frames` (each `wire_len` bytes on the wire) through `process_batch` in batches of
+    /// `BATCH`, as the datapath hands them over; `after` sees each batch's works once it ran.
+    fn process_in_batches(
+        c: &Classifier,
+        v: &Version,
+        frames: &[Vec<u8>],
+        wire_len: u32,
+        mut after: impl FnMut(&mut [Work<'_>]),
+    ) -> Vec<Outcome> {
         let mut outs = Vec::new();
-        for chunk in dsts.chunks(BATCH) {
-            let mut datas: Vec<Vec<u8>> = chunk.iter().map(|&d| frame(d)).collect();
+        for chunk in frames.chunks(BATCH) {
+            let mut datas: Vec<Vec<u8>> = chunk.to_vec();
             let mut mirrored: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
             let mut works: Vec<Work<'_>> = datas
                 .iter_mut()
                 .zip(mirrored.iter_mut())
                 .map(|(data, mirrored)| Work {
-                    wire_len: 42,
+                    wire_len,
                     data,
                     indev: 0,
                     now: 0,
@@ -3137,6 +3150,7 @@ mod tests {
                 })
                 .collect();
             c.process_batch(v, &mut works, &mut outs);
+            after(&mut works);
         }
         outs
     }
@@ -3350,27 +3364,12 @@ mod tests {
             set.push(r.clone()).unwrap();
         }
         let reference = crate::reference::Reference::new(&set);
-        let (mut outs, mut want) = (Vec::new(), Vec::new());
-        for chunk in frames.chunks(BATCH) {
-            let mut datas: Vec<Vec<u8>> = chunk.to_vec();
-            let mut mirrored: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
-            let mut works: Vec<Work<'_>> = datas
-                .iter_mut()
-                .zip(mirrored.iter_mut())
-                .map(|(data, mirrored)| Work {
-                    wire_len: 34,
-                    data,
-                    indev: 0,
-                    now: 0,
-                    mark: 0,
-                    mirrored,
-                })
-                .collect();
-            c.process_batch(v, &mut works, &mut outs);
-            for w in &mut works {
+        let mut want = Vec::new();
+        let outs = process_in_batches(c, v, &frames, 34, |works| {
+            for w in works {
                 want.push(reference.process(w).line);
             }
-        }
+        });
         let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
         assert_eq!(got, want);
         let hits = want.iter().filter(|l| l.is_some()).count();
