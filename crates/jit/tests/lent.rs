@@ -584,52 +584,28 @@ fn a_full_lent_run_trapping_at_a_helper_call_shows_its_own_stack() {
         stxdw [%r10-16], %r6
         mov %r0, 2
         exit";
-    let program = program(text);
-    let options = weir_verifier::Options { prog_type: Some(ProgType::Xdp), ..Default::default() };
-    let proof = weir_verifier::verify(&program, &options).expect("the verifier accepts it");
-    let observed = proof.facts().stack_observed.clone();
-    let verified = proof.into_verified(program.clone()).expect("the proof's own program");
-    // [r10-16]'s 8 bytes only (bit i: fp-(i+1)): the bytes the call finds unwritten.
-    assert_eq!(observed, Some([vec![0xff00], vec![0; 7]].concat()));
-    let jit = Jit::compile(&verified, bindings(), weir_jit::Config::default()).expect("compiles");
-    let engine =
-        weir_interp::Interpreter::new(&verified, bindings(), weir_interp::Config::default());
     // Plain runs first (the batch's steady part), then the trap, whose stack is the last.
     for lens in [vec![1usize, 13, 60], vec![13, 60], vec![60]] {
-        let frames: Vec<Vec<u8>> = lens.iter().map(|&n| vec![7u8; n]).collect();
-        let mut cache = jit.cache();
-        let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
-        let mut packet = vec![0u8; 4096];
-        let mut batch = Frames { frames: frames.clone(), at: 0, len: 0, lent: 0, seen: Vec::new() };
-        jit.run_batch(&mut cache, Input::new().ctx(&mut ctx).packet(&mut packet), &mut batch);
-        assert_eq!(batch.lent, frames.len());
-        let mut icache = engine.cache();
-        for (frame, (got, _)) in frames.iter().zip(&batch.seen) {
-            let mut ctx = vec![0u8; ProgType::Xdp.context_layout().size as usize];
-            let mut packet = frame.clone();
-            let want = engine.run(&mut icache, Input::new().ctx(&mut ctx).packet(&mut packet));
-            assert_eq!(got.as_ref().map_err(|t| t.code), want.as_ref().map_err(|t| t.code));
-        }
-        assert!(batch.seen.last().is_some_and(|(r, _)| r.is_err()), "the last run traps");
-        let (got, want) = (cache.stack(), icache.stack());
-        let n = got.len().min(want.len());
-        assert_eq!(&got[got.len() - n..], &want[want.len() - n..], "frames {lens:?}");
+        let (observed, outcomes, stack) = lent_against_interpreter(text, 1 << 20, &lens);
+        // [r10-16]'s 8 bytes only (bit i: fp-(i+1)): the bytes the call finds unwritten.
+        assert_eq!(observed, Some([vec![0xff00], vec![0; 7]].concat()));
+        assert!(outcomes.last().is_some_and(Result::is_err), "the last run traps");
         // This run's own write, under the slot it never reached.
-        let top = &got[got.len() - 16..];
+        let top = &stack[stack.len() - 16..];
         assert_eq!(top[8..], 61u64.to_le_bytes());
         assert_eq!(top[..8], [0; 8]);
     }
 }
 
+/// What [`lent_against_interpreter`] saw: the proof's `stack_observed`, each frame's
+/// outcome, the JIT's stack after the last run.
+type LentRuns = (Option<Vec<u64>>, Vec<Result<u64, TrapCode>>, Vec<u8>);
+
 /// Lent batches of `text` (a proven XDP program) over frames of `lens` bytes on one fresh
 /// cache, the JIT's with an instruction budget of `budget` and the interpreter's the same:
 /// per frame the outcome equals the interpreter's, and so does the stack the last run
-/// left; returns the proof's `stack_observed` and the outcomes.
-fn lent_against_interpreter(
-    text: &str,
-    budget: u64,
-    lens: &[usize],
-) -> (Option<Vec<u64>>, Vec<Result<u64, TrapCode>>) {
+/// left; returns the proof's `stack_observed`, the outcomes and the JIT's stack.
+fn lent_against_interpreter(text: &str, budget: u64, lens: &[usize]) -> LentRuns {
     let program = program(text);
     let options = weir_verifier::Options { prog_type: Some(ProgType::Xdp), ..Default::default() };
     let proof = weir_verifier::verify(&program, &options).expect("the verifier accepts it");
@@ -660,7 +636,7 @@ fn lent_against_interpreter(
     let (got, want) = (cache.stack(), icache.stack());
     let n = got.len().min(want.len());
     assert_eq!(&got[got.len() - n..], &want[want.len() - n..], "frames {lens:?}:\n{text}");
-    (observed, outcomes)
+    (observed, outcomes, got.to_vec())
 }
 
 /// xdp_counter's stack use: a 4-byte word (fp-4, its slot's other half never written) and
@@ -690,7 +666,7 @@ fn lent_runs_that_observe_no_stack_byte_start_on_their_own_stack() {
         exit";
     let none = Some(vec![0u64; 8]);
     for lens in [vec![1usize, 13, 60], vec![13, 60], vec![60], vec![5, 9, 12]] {
-        let (observed, outcomes) = lent_against_interpreter(call, 1 << 20, &lens);
+        let (observed, outcomes, _) = lent_against_interpreter(call, 1 << 20, &lens);
         assert_eq!(observed, none, "no byte observed");
         let traps = lens.last().is_some_and(|&n| n >= 14);
         assert_eq!(outcomes.last().is_some_and(Result::is_err), traps, "{lens:?}");
@@ -713,7 +689,7 @@ fn lent_runs_that_observe_no_stack_byte_start_on_their_own_stack() {
         stxw [%r10-4], %r6
         mov %r0, 2
         exit";
-    let (observed, outcomes) = lent_against_interpreter(long, 11, &[1, 13, 60]);
+    let (observed, outcomes, _) = lent_against_interpreter(long, 11, &[1, 13, 60]);
     assert_eq!(observed, none, "no byte observed");
     assert_eq!(outcomes[..2], [Ok(2), Ok(2)]);
     assert_eq!(outcomes[2], Err(TrapCode::InstructionBudget));
