@@ -1184,6 +1184,13 @@ fn lean_programs_taking_turns_on_one_cache_each_start_from_a_clean_stack() {
         // Slot -8 written when mem[0] is odd, then read: observed; writes nothing deeper.
         "ldxb %r2, [%r1]\nand %r2, 1\njeq %r2, 0, +1\nstxdw [%r10-8], %r1\nldxdw %r0, [%r10-8]\nexit",
     ];
+    lean_turns_against_interpreter(&sources, &[0, 1, 1, 0, 0, 1, 0, 1]);
+}
+
+/// Proven lean programs (`sources`, no budget check) run through `run_mem` on one cache
+/// in the order `turns` gives (indices into `sources`) over 16 zero bytes of memory: every
+/// run's r0, executed count and final stack agree with a fresh interpreter run.
+fn lean_turns_against_interpreter(sources: &[&str], turns: &[usize]) {
     let mem = vec![0u8; 16];
     let world = World { mem: Some(mem.clone()), ..World::default() };
     let engines: Vec<(Program, weir_jit::JitProgram)> = sources
@@ -1198,7 +1205,7 @@ fn lean_programs_taking_turns_on_one_cache_each_start_from_a_clean_stack() {
         })
         .collect();
     let mut cache = engines[0].1.cache();
-    for (n, which) in [0usize, 1, 1, 0, 0, 1, 0, 1].into_iter().enumerate() {
+    for (n, &which) in turns.iter().enumerate() {
         let (program, jit) = &engines[which];
         let expected = interp_run(program, None, &world);
         let mut got_mem = mem.clone();
@@ -1224,27 +1231,7 @@ fn lean_programs_taking_turns_clear_what_the_other_wrote_between_their_own_slots
         // Writes bytes -4..-1 only: of slot -8, the half -8..-5 is never written.
         "stw [%r10-4], 3\nmov %r0, 2\nexit",
     ];
-    let mem = vec![0u8; 16];
-    let world = World { mem: Some(mem.clone()), ..World::default() };
-    let engines: Vec<(Program, weir_jit::JitProgram)> = sources
-        .iter()
-        .map(|source| {
-            let program = Program::from_insns(assemble(source).expect("assembles"));
-            let verified = prove(&program, None, &world).expect("proven");
-            let jit = Jit::compile(&verified, bindings(None), weir_jit::Config::default())
-                .expect("compiles");
-            (program, jit)
-        })
-        .collect();
-    let mut cache = engines[0].1.cache();
-    for (n, which) in [0usize, 1, 0, 0, 2, 1, 2, 2, 0, 1, 0].into_iter().enumerate() {
-        let (program, jit) = &engines[which];
-        let expected = interp_run(program, None, &world);
-        let mut got_mem = mem.clone();
-        let got = jit.run_mem(&mut cache, &mut got_mem).map(|r0| (r0, cache.executed()));
-        assert_eq!(got, expected.0, "run {n} (program {which})");
-        assert_eq!(cache.stack(), expected.4.as_slice(), "run {n} (program {which}): stack");
-    }
+    lean_turns_against_interpreter(&sources, &[0, 1, 0, 0, 2, 1, 2, 2, 0, 1, 0]);
 }
 
 /// The benchmark's stack-copy writes every stack byte it reads, on every path, before its
