@@ -306,6 +306,9 @@ fn property(expr_seed: u64, seed: u64, programs: usize) {
             // Results left from an earlier packet must not leak into this one's outcome.
             let mut results = [0xdead_beef; 16];
             let hit = native.run(&p.data, p.wire_len, &mut results);
+            // A miss writes 0, "no handler", to the handler slot (weir's Dispatch reads
+            // the slot alone).
+            assert!(hit || results[0] == 0, "native miss: program {n}, packet {k}:\n{src}");
             let native_outcome = dispatch.outcome(hit, &results);
             assert_eq!(native_outcome, reference, "native: program {n}, packet {k}:\n{src}");
             // XDP sees whole frames, below 64 KiB.

@@ -134,18 +134,23 @@ impl Dispatch {
         match &self.runner {
             Runner::Native(native) => {
                 let mut results = [0u32; SCRATCH_SLOTS as usize];
-                let hit = native.run(packet, wire_len, &mut results);
-                self.native_handler(hit, &results)
+                native.run(packet, wire_len, &mut results);
+                self.native_handler(&results)
             }
             Runner::Reference => self.compiled.run(packet, wire_len).handler,
         }
     }
 
     /// The handler the native code chose: its first result slot holds the handler's index
-    /// plus one when `hit`.
+    /// plus one on a match and 0 on no match ([`weir_jit::filter::compile_results_read`]),
+    /// so the answer is the slot's alone, without a branch on whether it matched: less one,
+    /// wrapping, it is below the handler count exactly when it names a handler (0 wraps to
+    /// `u32::MAX`). The caller's Some/None then need not be a branch either, which the 8%
+    /// of the benchmark's packets that no clause takes mispredicted
+    /// (bench/records/2026-12-01-pfmatch-22.txt).
     #[inline]
-    fn native_handler(&self, hit: bool, results: &[u32; SCRATCH_SLOTS as usize]) -> Option<usize> {
-        let h = results[0].checked_sub(1).filter(|_| hit)? as usize;
+    fn native_handler(&self, results: &[u32; SCRATCH_SLOTS as usize]) -> Option<usize> {
+        let h = results[0].wrapping_sub(1) as usize;
         (h < self.program.handlers.len()).then_some(h)
     }
 
@@ -155,14 +160,15 @@ impl Dispatch {
     /// places ahead, so a stream of packets not yet in cache waits less on each one
     /// (bench/records/2026-11-29-pfmatch-13.txt: 53 -> 29 ns a packet); the answers are
     /// `handler`'s.
+    #[inline]
     pub fn handler_each(
         &self,
         packets: &[(&[u8], u32)],
         mut each: impl FnMut(usize, Option<usize>),
     ) {
         match &self.runner {
-            Runner::Native(native) => native.run_each(packets, |i, hit, results| {
-                each(i, self.native_handler(hit, results));
+            Runner::Native(native) => native.run_each(packets, |i, _, results| {
+                each(i, self.native_handler(results));
             }),
             Runner::Reference => {
                 for (i, &(packet, wire_len)) in packets.iter().enumerate() {
@@ -390,9 +396,9 @@ mod tests {
         assert!(misses > 100 && misses < 500, "{misses} misses of 600");
     }
 
-    /// What the native code's first slot means, whatever it holds: its value less one on a
-    /// match when that is a handler, else no handler (0 and values past the last handler
-    /// included, which the compiled program never writes; a miss whatever the slot holds).
+    /// What the native code's first slot means, whatever it holds: its value less one when
+    /// that is a handler, else no handler (0, which a miss writes, and values past the last
+    /// handler, which the compiled program never writes).
     #[test]
     fn native_handler_reads_the_first_slot_in_range() {
         let program = weir_pfmatch::parse(SRC, LinkType::Ethernet, &NameDb::builtin());
@@ -403,8 +409,7 @@ mod tests {
         for first in [0, 1, 2, n as u32 - 1, n as u32, n as u32 + 1, n as u32 + 2, u32::MAX] {
             results[0] = first;
             let want = (1..=n as u32).contains(&first).then(|| first as usize - 1);
-            assert_eq!(dispatch.native_handler(true, &results), want, "slot {first}");
-            assert_eq!(dispatch.native_handler(false, &results), None, "slot {first}");
+            assert_eq!(dispatch.native_handler(&results), want, "slot {first}");
         }
     }
 

@@ -89,7 +89,7 @@ impl Piece {
 /// A filter that reports scratch slots: `(packet, captured length, wire length, results)
 /// -> 0 | 1 | 2` (no match, match, or for a hot half: left to the whole function, see
 /// `super::lower::BAIL`), writing on a match (1 only) as many 32-bit words at `results` as
-/// it reports slots (at most [`SCRATCH_SLOTS`]).
+/// it reports slots (at most [`SCRATCH_SLOTS`]), and on no match (0) a 0 to the first.
 type ResultsFn = unsafe extern "C" fn(*const u8, usize, u32, *mut u32) -> u8;
 
 /// Executable code for a filter that reports scratch slots (see `super::compile_results`).
@@ -118,8 +118,8 @@ impl ResultsCode {
     }
 
     /// Runs the code on one packet: 1 when it matches (and then `results` holds the
-    /// reported slots), 0 when not, `BAIL` when a hot half leaves it to the whole function
-    /// (`results` untouched).
+    /// reported slots), 0 when not (`results[0]` then 0), `BAIL` when a hot half leaves it
+    /// to the whole function (`results` untouched).
     #[inline]
     pub(super) fn call(
         &self,

@@ -60,7 +60,8 @@ pub(super) enum Root<'p> {
 /// With `results` not empty the function takes a fourth parameter, a pointer to
 /// `results.len()` 32-bit words, and when `root` holds it writes there the final values of
 /// those scratch slots, in that order (pfmatch's handler index and arguments); on false or
-/// abort it writes nothing. `reads` narrows that (see `super::compile_results_read`): on a
+/// an abort that rejects it writes 0 to the first of them and nothing else
+/// ([`Lowering::write_no_match`]). `reads` narrows that (see `super::compile_results_read`): on a
 /// path where the first slot's final value is a constant `v` with `reads[v]` given, only
 /// the first `1 + reads[v]` slots are written; where it is one of several constants chosen
 /// by data ([`Lowering::choose`]), the first `1 + max reads[v]` over them (and where that
@@ -162,6 +163,8 @@ pub(super) fn lower(
         l.switch_to(block);
         if block == accept {
             l.write_results(results, reads);
+        } else if verdict == 0 {
+            l.write_no_match();
         }
         // Only 0, 1 and `abort_value` are ever returned (here and in `branch`): a whole
         // filter's caller reads the byte as a bool.
@@ -321,6 +324,17 @@ impl Lowering<'_, '_> {
             let v = self.b.use_var(scratch_var(slot));
             let at = i32::try_from(4 * i).unwrap_or(i32::MAX);
             self.b.ins().store(MemFlags::trusted(), v, out, at);
+        }
+    }
+
+    /// On no match (a reject, or an abort that rejects) the first reported slot reads 0
+    /// and the others are left as they were: a caller whose first slot is never 0 on a
+    /// match (pfmatch's handler index plus one) reads the answer from the slot alone, with
+    /// no branch on the verdict (the 8% of the benchmark's packets that no clause takes
+    /// made that branch a misprediction; bench/records/2026-12-01-pfmatch-22.txt).
+    fn write_no_match(&mut self) {
+        if let (Some(out), false) = (self.out, self.results.is_empty()) {
+            self.b.ins().store(MemFlags::trusted(), self.zero, out, 0);
         }
     }
 

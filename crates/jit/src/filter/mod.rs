@@ -232,8 +232,10 @@ pub fn compile_results(filter: &Filter, slots: &[u8]) -> Result<NativeResults, C
 /// (it is left as it was, or written: a path that picks the first slot's value among
 /// constants by data, without a branch per constant, writes what any of them reads, and
 /// a slot's value there is the one of the arms whose handlers read it); for a value
-/// `reads` does not cover, all of them are written. pfmatch's dispatch: the
-/// handler slot, then that handler's arguments (`weir_pfmatch::Dispatch::result_reads`).
+/// `reads` does not cover, all of them are written. On no match `results[0]` is 0 and
+/// the rest are left as they were. pfmatch's dispatch: the handler slot (its index plus
+/// one, so 0 is no handler), then that handler's arguments
+/// (`weir_pfmatch::Dispatch::result_reads`).
 pub fn compile_results_read(
     filter: &Filter,
     slots: &[u8],
@@ -263,7 +265,8 @@ pub fn compile_results_read(
 impl NativeResults {
     /// Runs on one packet: true when the filter matches, and then `results[i]` holds the
     /// value of scratch slot `slots[i]` (those the compile's `reads` says are read: see
-    /// [`compile_results_read`]); on no match `results` is left as it was.
+    /// [`compile_results_read`]); on no match `results[0]` is 0 and the rest are left as
+    /// they were.
     #[inline]
     pub fn run(
         &self,
@@ -288,6 +291,11 @@ impl NativeResults {
     /// 64 bytes, every offset the dispatch's hot function reads), so that a stream of
     /// packets not in cache waits less on each one's first load: a single `run` cannot,
     /// not knowing the next packet.
+    // Always inlined, so that what `each` keeps across packets (a count) is the caller's
+    // local in a register: out of line it sat behind the closure's pointer, and LLVM made
+    // `n += usize::from(handler.is_some())` on it a branch, which the packets no clause
+    // takes mispredicted (bench/records/2026-12-01-pfmatch-22.txt).
+    #[inline(always)]
     pub fn run_each(
         &self,
         packets: &[(&[u8], u32)],
@@ -1021,6 +1029,71 @@ mod results_tests {
         }
         let mut r = [0xee; SCRATCH_SLOTS as usize];
         assert!(!native.run(&[5, 0, 0, 0], 64, &mut r));
-        assert_eq!(r, [0xee; SCRATCH_SLOTS as usize]);
+        let mut want = [0xee; SCRATCH_SLOTS as usize];
+        want[0] = 0;
+        assert_eq!(r, want, "a miss writes 0 to the first slot only");
+    }
+
+    /// A miss writes 0 to the first reported slot and nothing else, however it misses: a
+    /// clause test false, an abort at the root (a division by a zero byte outside every
+    /// Try), a packet the hot half leaves to the whole function (too short for the second
+    /// clause's byte); singly, and in the batch call after a packet that matched (whose
+    /// results are still in the buffer). Matches keep their values.
+    #[test]
+    fn a_miss_writes_0_to_the_first_slot_only() {
+        let store = |slot, value| Pred::Store { slot, value };
+        let byte = |at| Expr::load_at(at, Size::Byte);
+        let filter = Filter::new(Pred::or([
+            clause(Pred::eq(byte(0), 1), 1),
+            clause(Pred::and([Pred::eq(byte(40), 2), store(14, byte(41))]), 2),
+            Pred::and([
+                Pred::eq(Expr::binary(BinOp::Div, Expr::Const(8), byte(1)), 4),
+                store(14, Expr::Const(9)),
+                store(15, Expr::Const(3)),
+            ]),
+        ]));
+        let native = compile_results(&filter, &[15, 14]).unwrap();
+        let mut rng = SplitMix64::new(0x0e57);
+        let (mut rejected, mut aborted, mut left, mut matched) = (0, 0, 0, 0);
+        let mut packets = Vec::new();
+        for _ in 0..3000 {
+            let len = rng.below_usize(60);
+            let packet: Vec<u8> = (0..len).map(|_| [0u8, 1, 2, 3][rng.below_usize(4)]).collect();
+            let want = Evaluator::new(&packet, 64).pred(&filter.pred);
+            let mut r = [0xee; SCRATCH_SLOTS as usize];
+            let hit = native.run(&packet, 64, &mut r);
+            assert_eq!(hit, want == Ok(true), "{packet:02x?}");
+            if hit {
+                assert_ne!(r[0], 0, "{packet:02x?}");
+                matched += 1;
+            } else {
+                assert_eq!(r[0], 0, "{packet:02x?}");
+                assert!(r[1..].iter().all(|&v| v == 0xee), "{packet:02x?}: {r:x?}");
+                match want {
+                    Ok(_) => rejected += 1,
+                    Err(_) => aborted += 1,
+                }
+                let mut h = [0xee; SCRATCH_SLOTS as usize];
+                left += usize::from(i64::from(native.hot.call(&packet, 64, &mut h)) == BAIL);
+            }
+            packets.push(packet);
+        }
+        assert!(
+            rejected > 100 && aborted > 100 && left > 100 && matched > 300,
+            "rejected {rejected}, aborted {aborted}, left to the whole function {left}, \
+             matched {matched}"
+        );
+        let batch: Vec<(&[u8], u32)> = packets.iter().map(|p| (p.as_slice(), 64)).collect();
+        let mut seen = 0;
+        native.run_each(&batch, |i, hit, r| {
+            let mut single = [0u32; SCRATCH_SLOTS as usize];
+            assert_eq!(hit, native.run(batch[i].0, 64, &mut single), "packet {i}");
+            assert_eq!(r[0], single[0], "packet {i}");
+            if hit && r[0] == 2 {
+                assert_eq!(r[1], single[1], "packet {i}");
+            }
+            seen += 1;
+        });
+        assert_eq!(seen, batch.len());
     }
 }
