@@ -901,7 +901,10 @@ impl JitProgram {
         }
         cache.executed = 0;
         let run = cache.state.get();
-        run.regions[PACKET].lend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
+        // The entry is a read-only one of the packet window (`run_batch_lent` made it so
+        // before `full_steady`, and only plain runs, which write no packet entry, came
+        // since): the frame's words alone, untested.
+        run.regions[PACKET].relend_frame(PACKET, frame.as_ptr() as u64, frame.len() as u64);
         let env_addr = env.as_deref().map_or(0, env_address);
         if steady.env != env_addr {
             Self::bind_direct(run, env_addr);

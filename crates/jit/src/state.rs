@@ -137,9 +137,27 @@ impl RegionEntry {
     /// a call (issue 11: 20 instructions more a frame, bench/records/2026-12-01-runtime-33.txt).
     #[inline(always)]
     pub(crate) fn lend_frame(&mut self, window: usize, host: u64, len: u64) {
-        if self.read_only != 1 || self.lo_addr != (window as u64).wrapping_mul(REGION_WINDOW) {
+        if !self.lends_in(window) {
             return self.set_read_only(window, host, len);
         }
+        self.relend_frame(window, host, len);
+    }
+
+    /// Whether this is a read-only entry of `window` (`set_read_only`'s, perhaps moved on
+    /// by `lend_frame`): the words `relend_frame` does not write are the lent frame's.
+    #[inline(always)]
+    pub(crate) fn lends_in(&self, window: usize) -> bool {
+        self.read_only == 1 && self.lo_addr == (window as u64).wrapping_mul(REGION_WINDOW)
+    }
+
+    /// [`RegionEntry::lend_frame`] without its test, for a caller that knows the entry
+    /// `lends_in(window)`: a lent batch's steady frames, whose batch made it so and whose
+    /// runs since all ended plainly (no run writes a packet entry: generated code writes
+    /// only the stack's and the value's, helpers none; issue 11: the test was 4 of a lent
+    /// xdp_counter frame's instructions, bench/records/2026-12-01-runtime-38.txt).
+    #[inline(always)]
+    pub(crate) fn relend_frame(&mut self, window: usize, host: u64, len: u64) {
+        debug_assert!(self.lends_in(window));
         self.base_lo = host;
         self.load_bound = Self::bounds_of(len);
         self.host = host;
@@ -790,6 +808,37 @@ mod tests {
             fresh.set_read_only(2, 0x2000, len);
             assert_eq!(fresh.load_bound, want, "len {len}");
         }
+    }
+
+    /// `relend_frame` on an entry that `lends_in` the window (after `set_read_only`, or
+    /// after `lend_frame` of another frame) leaves the entry `set_read_only` makes for the
+    /// frame, word for word; `lends_in` holds only for a read-only entry of that window.
+    #[test]
+    fn relent_frames_are_the_read_only_entry_of_the_frame() {
+        let words = |e: &RegionEntry| {
+            (e.lo_addr, e.base_lo, e.load_bound, e.store_bound, e.host, e.len, e.read_only)
+        };
+        let lens = (0..=20).chain([1514, REGION_WINDOW]);
+        for (before, len) in lens.clone().flat_map(|a| lens.clone().map(move |b| (a, b))) {
+            let mut fresh = RegionEntry::default();
+            fresh.set_read_only(2, 0x2000 + len, len);
+            let mut lent = RegionEntry::default();
+            lent.set_read_only(2, 0x1000, before);
+            assert!(lent.lends_in(2) && !lent.lends_in(3));
+            lent.relend_frame(2, 0x2000 + len, len);
+            assert_eq!(words(&lent), words(&fresh), "len {len} after {before}");
+            lent.lend_frame(2, 0x3000, before);
+            lent.relend_frame(2, 0x2000 + len, len);
+            assert_eq!(words(&lent), words(&fresh), "len {len} after a lend of {before}");
+        }
+        let mut stores = RegionEntry::default();
+        stores.set(2, 0x1000, 64, 0, true);
+        assert!(!stores.lends_in(2));
+        let mut value = RegionEntry::default();
+        value.set_read_only(2, 0x1000, 64);
+        let host = std::ptr::NonNull::dangling();
+        value.set_value(&ValueSpan { addr: 2 * REGION_WINDOW, host, len: 8, writable: false });
+        assert!(!value.lends_in(2), "set_value admits stores' way: not a lent entry");
     }
 
     #[test]

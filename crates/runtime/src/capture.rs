@@ -556,19 +556,72 @@ pub struct Buffered<'r> {
     read: &'r mut u64,
 }
 
-impl<'r> Iterator for Buffered<'r> {
-    type Item = Packet<'r>;
-
+impl<'r> Buffered<'r> {
+    /// The next record's data (cut to the snapshot length) and where it lies ([`Record`]),
+    /// with no other field decoded: what `next` gives of it comes from
+    /// [`Records::packet`], asked only when wanted. For a consumer that needs the rest of
+    /// a packet's metadata for few packets (`weir run` without `-w` or `--verdicts`: the
+    /// timestamps, offset and stored record of every packet were ~25 instructions a packet
+    /// decoded, kept and read back for nothing, issue 11,
+    /// bench/records/2026-12-01-runtime-38.txt). Counts as `next` counts.
     #[inline]
-    fn next(&mut self) -> Option<Packet<'r>> {
-        let ((at, end), data, wire_len) = self.walk.record(self.bytes, self.at)?;
-        let header = self.bytes.get(at..end).unwrap_or_default();
-        let (ts_sec, ts_frac) = (self.walk.field(header, 0), self.walk.field(header, 4));
+    pub fn next_record(&mut self) -> Option<(&'r [u8], Record)> {
+        let ((at, end), data, _) = self.walk.record(self.bytes, self.at)?;
         let index = self.index;
         self.at = end;
         self.index = index.saturating_add(1);
+        Some((data, Record { index, at }))
+    }
+
+    /// What [`Records::packet`] reads a record's metadata from: these buffered bytes and
+    /// the file's format, which stay as they are while `self` lives (and after: the
+    /// bytes are borrowed for `'r`).
+    pub fn records(&self) -> Records<'r> {
+        let (walk, nano, linktype, bytes, base) =
+            (self.walk, self.nano, self.linktype, self.bytes, self.base);
+        Records { walk, nano, linktype, bytes, base }
+    }
+}
+
+/// A record [`Buffered::next_record`] walked: its index among the reader's packets and
+/// where it starts in the buffered bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    index: u64,
+    at: usize,
+}
+
+impl Record {
+    /// The record's 0-based position among the source's packets (`Packet::index`).
+    pub fn index(self) -> u64 {
+        self.index
+    }
+}
+
+/// The buffered records' bytes and format ([`Buffered::records`]), from which a walked
+/// [`Record`]'s packet is decoded.
+#[derive(Clone, Copy)]
+pub struct Records<'r> {
+    walk: PcapWalk,
+    nano: bool,
+    linktype: u32,
+    bytes: &'r [u8],
+    /// The file offset of `bytes[0]`.
+    base: u64,
+}
+
+impl<'r> Records<'r> {
+    /// The packet of `record`: the one `Buffered::next` gives for it, field for field,
+    /// decoded by the walk that found it (`PcapWalk::record`); `None` for a record that is
+    /// not one the [`Buffered`] these came from walked (no complete record there).
+    #[inline]
+    pub fn packet(&self, record: Record) -> Option<Packet<'r>> {
+        let at = record.at;
+        let ((_, end), data, wire_len) = self.walk.record(self.bytes, at)?;
+        let header = self.bytes.get(at..end).unwrap_or_default();
+        let (ts_sec, ts_frac) = (self.walk.field(header, 0), self.walk.field(header, 4));
         Some(Packet {
-            index,
+            index: record.index,
             data,
             wire_len,
             ts_sec: u64::from(ts_sec),
@@ -579,6 +632,17 @@ impl<'r> Iterator for Buffered<'r> {
             // A pcap file has no descriptive blocks between records.
             stored: Some(Stored { record: header, blocks_before: &[] }),
         })
+    }
+}
+
+impl<'r> Iterator for Buffered<'r> {
+    type Item = Packet<'r>;
+
+    /// [`Buffered::next_record`]'s record, decoded whole ([`Records::packet`]).
+    #[inline]
+    fn next(&mut self) -> Option<Packet<'r>> {
+        let (_, record) = self.next_record()?;
+        self.records().packet(record)
     }
 }
 

@@ -195,7 +195,7 @@ impl<W: Write> Sink<'_, W> {
             stored: None,
             ..packet
         };
-        self.record(packet.data.len(), verdict.ret, || fresh)
+        self.record(packet.data.len(), verdict.ret, || Ok(fresh))
     }
 
     /// One packet's verdict; `out_packet` builds the packet as the program left it (with
@@ -207,14 +207,14 @@ impl<W: Write> Sink<'_, W> {
         &mut self,
         len: usize,
         ret: u64,
-        out_packet: impl FnOnce() -> Packet<'a>,
+        out_packet: impl FnOnce() -> Result<Packet<'a>, String>,
     ) -> Result<(), String> {
         self.counts.add(ret, 1);
         if self.prog_type == ProgType::SocketFilter {
             self.kept_bytes += ret.min(len.saturating_sub(14) as u64);
         }
         if self.verdicts || self.writer.is_some() {
-            self.write_out(&out_packet(), ret)?;
+            self.write_out(&out_packet()?, ret)?;
         }
         Ok(())
     }
@@ -361,7 +361,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             proven: !args.no_verify,
         };
         crate::workers::run(&object, &plan, next, loaded, |m, v| {
-            sink.record(m.len, v.ret, || m.packet(&v.packet))
+            sink.record(m.len, v.ret, || Ok(m.packet(&v.packet)))
         })?;
     } else {
         let mut loaded = object.load_with(entry, args.engine, 0, !args.no_verify)?;
@@ -417,12 +417,19 @@ fn run_capture<W: Write>(
         // its metadata for its verdict as it is taken: no callback a frame, so that the
         // record walk, the run and the verdict compile as one loop (issue 11,
         // bench/records/2026-12-01-runtime-34.txt).
+        // Only the captured length and where the record lies are kept a packet; the rest of
+        // its metadata is decoded from the record when its verdict is written or names it
+        // (issue 11: decoding every packet's timestamps and offset for a count was ~25
+        // instructions a packet, bench/records/2026-12-01-runtime-38.txt).
         let (meta, never) = (std::cell::Cell::new(None), std::cell::Cell::new(false));
-        let frames = run.by_ref().map(|packet| {
-            meta.set(Some(Meta::of(&packet)));
-            packet.data
+        let records = run.records();
+        let frames = std::iter::from_fn(|| {
+            let (data, record) = run.next_record()?;
+            meta.set(Some((data.len(), record)));
+            Some(data)
         });
-        loaded.run_batch_frames(frames, verdicts(&meta, sink, &never))?;
+        let resolve = |record| records.packet(record).map(|packet| Meta::of(&packet));
+        loaded.run_batch_frames(frames, verdicts(&meta, resolve, sink, &never))?;
         drop(run);
         // The next record needs a read, which may wait (a pipe): show what is printed so far.
         if capture.would_wait() {
@@ -449,7 +456,7 @@ fn run_stream<W: Write>(
     let watch = sink.verdicts;
     let mut stream =
         Stream { reader, source_name, one, watch, came: false, meta: &meta, waits: &waits };
-    loaded.run_batch_from(&mut stream, verdicts(&meta, sink, &waits))?;
+    loaded.run_batch_from(&mut stream, verdicts(&meta, Some, sink, &waits))?;
     Ok(stream.came)
 }
 
@@ -470,7 +477,7 @@ struct Stream<'s> {
     watch: bool,
     /// Whether a packet came.
     came: bool,
-    meta: &'s std::cell::Cell<Option<Meta>>,
+    meta: &'s std::cell::Cell<Option<(usize, Meta)>>,
     /// The reader's next packet may keep us waiting (a live interface, a pipe): the
     /// verdicts flush standard output.
     waits: &'s std::cell::Cell<bool>,
@@ -485,7 +492,7 @@ impl weir::FrameSource<String> for &mut Stream<'_> {
         let Some(packet) = self.reader.next_packet() else { return Ok(false) };
         let packet = packet.map_err(|e| format!("{}: {e}", self.source_name))?;
         self.came = true;
-        self.meta.set(Some(Meta::of(&packet)));
+        self.meta.set(Some((packet.data.len(), Meta::of(&packet))));
         put(packet.data);
         if self.watch {
             self.waits.set(self.reader.would_wait());
@@ -494,27 +501,37 @@ impl weir::FrameSource<String> for &mut Stream<'_> {
     }
 }
 
-/// What each verdict does: recorded with its packet's metadata (which the source kept in
-/// `meta`), standard output flushed after it while `waits`.
+/// What each verdict does: recorded with its packet's captured length and metadata (which
+/// the source kept in `meta`: the length, and what `resolve` makes the metadata of, asked
+/// only for an output or an error; `None`: no metadata for it, an error as a verdict
+/// without its packet is), standard output flushed after it while `waits`.
 ///
 /// Its errors and the flush are out of line (`unpaired`, `trapped`, `flush`), so that
 /// what a counted packet runs is small enough to inline into the batch's loop (it was a
 /// call of 37 instructions a packet: issue 11, bench/records/2026-12-01-runtime-35.txt).
-fn verdicts<'a, 's, W: Write, T: std::fmt::Display>(
-    meta: &'a std::cell::Cell<Option<Meta>>,
+fn verdicts<'a, 's, K, R, W, T>(
+    meta: &'a std::cell::Cell<Option<(usize, K)>>,
+    resolve: R,
     sink: &'a mut Sink<'s, W>,
     waits: &'a std::cell::Cell<bool>,
-) -> impl FnMut(Result<weir::VerdictView<'_>, T>) -> Result<(), String> + use<'a, 's, W, T> {
+) -> impl FnMut(Result<weir::VerdictView<'_>, T>) -> Result<(), String> + use<'a, 's, K, R, W, T>
+where
+    K: Copy,
+    R: Fn(K) -> Option<Meta> + 'a,
+    W: Write,
+    T: std::fmt::Display,
+{
     // Always inlined: compiled in this crate as `each` of the weir crate's batch, which
     // calls it from more than one place, it stayed a call a packet (runtime-35).
     #[inline(always)]
     move |verdict| {
-        let Some(m) = meta.take() else { return Err(unpaired()) };
+        let Some((len, kept)) = meta.take() else { return Err(unpaired()) };
         let verdict = match verdict {
             Ok(verdict) => verdict,
-            Err(t) => return Err(trapped(m.index, t)),
+            Err(t) => return Err(trapped(resolve(kept).ok_or_else(unpaired)?.index, t)),
         };
-        sink.record(m.len, verdict.ret, || m.packet(verdict.packet))?;
+        let packet = |m: Meta| m.packet(verdict.packet);
+        sink.record(len, verdict.ret, || resolve(kept).map(packet).ok_or_else(unpaired))?;
         // A live interface may keep us waiting: show what is printed so far.
         if waits.get() {
             flush(&mut sink.out)?;

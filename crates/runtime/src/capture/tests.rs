@@ -610,6 +610,62 @@ fn buffered_gives_what_next_packet_gives() {
     }
 }
 
+/// `weir run`'s lazy loop: [`Buffered::next_record`]'s records, each decoded only after the
+/// whole buffered run was walked ([`Records::packet`]), then one from `next_packet`. Returns
+/// the packets, the damage, and how many came from `next_record`; asserts that each
+/// record's data is its packet's.
+fn records_all<R: Read>(
+    reader: &mut CaptureReader<R>,
+) -> (Vec<Owned>, Option<CaptureError>, usize) {
+    let (mut out, mut fast) = (Vec::new(), 0);
+    loop {
+        if let Some(mut run) = reader.buffered() {
+            let records = run.records();
+            let mut walked = Vec::new();
+            while let Some((data, record)) = run.next_record() {
+                walked.push((data, record));
+            }
+            drop(run);
+            for (data, record) in walked {
+                let packet = records.packet(record).expect("a walked record decodes");
+                assert_eq!(packet.data, data, "record {}", record.index());
+                assert_eq!(packet.index, record.index());
+                out.push(Owned::of(&packet));
+                fast += 1;
+            }
+        }
+        match reader.next_packet() {
+            None => return (out, None, fast),
+            Some(Err(e)) => return (out, Some(e), fast),
+            Some(Ok(p)) => out.push(Owned::of(&p)),
+        }
+    }
+}
+
+/// [`Buffered::next_record`] and [`Records::packet`], asked after the run's records were
+/// all walked and the run dropped, give what `next_packet` gives, field for field (the
+/// files and chunks of `buffered_gives_what_next_packet_gives`).
+#[test]
+fn records_decoded_after_the_walk_give_what_next_packet_gives() {
+    let mut rng = SplitMix64::new(53);
+    let mut records = random_records(&mut rng, 400, 300);
+    records[5] = records[5].clone().ts(9, 4_300_000);
+    for (name, bytes) in &fast_path_files(&records) {
+        let (expected, expected_err) = read_bytes(bytes, 1 << 20);
+        assert!(expected.len() >= 249, "{name}");
+        for chunk in [1, 17, 333, 4096, 1 << 20] {
+            let mut reader =
+                CaptureReader::with_chunk_size(Cursor::new(bytes.clone()), chunk).unwrap();
+            let (got, err, fast) = records_all(&mut reader);
+            assert!(got == expected, "{name} chunk {chunk}: packets differ");
+            assert_eq!(err, expected_err, "{name} chunk {chunk}");
+            if *name != "swapped 2.3" && chunk >= 4096 {
+                assert!(fast > got.len() / 2, "{name} chunk {chunk}: next_record unused");
+            }
+        }
+    }
+}
+
 /// A pcap record as a copy-through writes it (16-byte headers): as stored, or cut to the
 /// snapshot length with its cut captured length.
 fn as_written(record: &[u8], data: &[u8], wire_len: u32, big: bool) -> Vec<u8> {
