@@ -44,6 +44,7 @@ use weir::flow::{Action, Classifier, FlowCache, Match, Reference, Rule, RuleSet,
 use weir_testkit::SplitMix64;
 
 use crate::record::{self, Log};
+use crate::timing::Samples;
 
 #[derive(Debug, clap::Args)]
 pub struct FlowArgs {
@@ -438,12 +439,13 @@ fn updates(n: usize) -> Result<(f64, f64), String> {
 }
 
 /// 1,000 inserts into `c`, then their deletes: the medians in µs, and the slowest insert
-/// (a store rebuilt inside it shows there, not in the median).
+/// (a store rebuilt inside it shows there, not in the median). The rules are freed after
+/// the round, outside the timed calls (an insert borrows its rule).
 fn updates_into(c: &Classifier) -> Result<(f64, f64, f64), String> {
     let (extra, _) = rules(1000, 16, 6)?;
     let mut ins = Vec::new();
     let mut ids = Vec::new();
-    for r in extra.rules {
+    for r in &extra.rules {
         let t = Instant::now();
         let id = c.insert(r).map_err(|e| e.to_string())?;
         ins.push(t.elapsed().as_nanos() as f64 / 1000.0);
@@ -488,6 +490,16 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
             ins.iter().copied().fold(0.0, f64::max),
             del.iter().copied().fold(f64::INFINITY, f64::min),
             del.iter().copied().fold(0.0, f64::max),
+        );
+        // The machine runs inserts in two modes ~1.7x apart, switching within a process
+        // (bench/records/2026-12-01-flow-speed-31.txt): the rounds' quartiles say which
+        // mode a run was in where its median alone may sit between them.
+        let (q1, q3) = Samples(ins.clone()).quartiles();
+        let (d1, d3) = Samples(del.clone()).quartiles();
+        say!(
+            "  rounds' quartiles, µs: insert {q1:.3} / {:.3} / {q3:.3}, delete {d1:.3} / {:.3} / {d3:.3}",
+            median(ins.clone()),
+            median(del.clone()),
         );
         // Every round, in order: a slow first round (caches and pages cold) or a slow
         // process (every round) tell apart.

@@ -214,7 +214,7 @@ impl Table {
         let (line, protocol) = (rule.line, rule.protocol);
         // The priority as decided here, so the classifier's own pick cannot differ.
         rule.prio = Some(prio);
-        let id = classifier.insert(rule).map_err(|e| e.message)?;
+        let id = classifier.insert(&rule).map_err(|e| e.message)?;
         self.next_line += 1;
         let entry = Entry { line, chain, protocol, prio, handle };
         self.entries.insert(id.0, entry.clone());

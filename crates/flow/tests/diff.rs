@@ -285,7 +285,7 @@ fn one_mask_batches_agree_with_the_reference() {
                 assert_eq!(x.0, y.0, "round {round}, {step}, packet {i} {f:02x?}\nrules:\n{rules}");
             }
         };
-        let id = classifier.insert(r).unwrap();
+        let id = classifier.insert(&r).unwrap();
         let with = run_reference(&Reference::new(&set), &frames, &indevs);
         agree(&with, "inserted", &set);
         extra_hits += with.iter().filter(|s| s.0.line == Some(10_000)).count();
@@ -311,7 +311,7 @@ fn inserts_and_deletes_agree_with_a_rebuilt_reference() {
         let mut live: Vec<(weir_flow::RuleId, Rule, u32)> = Vec::new();
         for (r, &p) in set.rules.iter().zip(&set.prios) {
             let r = Rule { prio: Some(p), ..r.clone() };
-            let id = classifier.insert(r.clone()).unwrap();
+            let id = classifier.insert(&r).unwrap();
             live.push((id, r, p));
             if gen.rng.chance(30) && !live.is_empty() {
                 let i = gen.rng.below_usize(live.len());
@@ -387,7 +387,7 @@ fn lookups_go_on_while_rules_change() {
                     }
                 };
                 let rule = weir_flow::rule::parse_rule(&text, 1).unwrap();
-                ids.push(classifier.insert(rule).unwrap());
+                ids.push(classifier.insert(&rule).unwrap());
                 if i % 4 == 3 {
                     assert!(classifier.delete(ids.swap_remove(0)));
                 }
@@ -437,7 +437,7 @@ fn large_subtables_grow_and_agree_after_updates() {
     let mut rng = SplitMix64::new(5);
     for (r, &p) in set.rules.iter().zip(&set.prios) {
         let r = Rule { prio: Some(p), ..r.clone() };
-        live.push((classifier.insert(r.clone()).unwrap(), r));
+        live.push((classifier.insert(&r).unwrap(), r));
         if rng.chance(20) {
             let (id, _) = live.swap_remove(rng.below_usize(live.len()));
             assert!(classifier.delete(id));
@@ -480,7 +480,7 @@ fn flow_cache_sees_updates_made_in_place() {
     // Same mask, a worse priority than the subtable's best: in place.
     let r = weir_flow::rule::parse_rule("prio 6 protocol ip flower src_ip 10.0.0.3 action pass", 7)
         .unwrap();
-    let id = classifier.insert(r).unwrap();
+    let id = classifier.insert(&r).unwrap();
     assert!(std::sync::Arc::ptr_eq(&v, &classifier.snapshot()), "expected an in-place insert");
     assert_eq!(lines(run_cached(&classifier, &mut cache, &frames, &[0])), [Some(1), Some(7)]);
     assert!(classifier.delete(id));
@@ -505,7 +505,7 @@ fn churn_on_one_key_agrees_with_the_reference() {
             let text =
                 format!("prio {prio} protocol ip flower src_ip 10.0.0.{host} action {action}");
             let r = weir_flow::rule::parse_rule(&text, step + 1).unwrap();
-            live.push((classifier.insert(r.clone()).unwrap(), r));
+            live.push((classifier.insert(&r).unwrap(), r));
         } else {
             let (id, _) = live.swap_remove(rng.below_usize(live.len()));
             assert!(classifier.delete(id));
@@ -540,7 +540,7 @@ fn deleting_most_rules_keeps_the_rest_in_order() {
     let mut ids = Vec::new();
     for (r, &p) in set.rules.iter().zip(&set.prios) {
         let r = Rule { prio: Some(p), ..r.clone() };
-        ids.push((classifier.insert(r.clone()).unwrap(), r));
+        ids.push((classifier.insert(&r).unwrap(), r));
     }
     // Three in four go, in an order that leaves holes everywhere before the first
     // compaction; then every deleted id is refused.
@@ -609,7 +609,7 @@ fn prefilters_skip_only_subtables_that_cannot_match() {
                 std::net::Ipv4Addr::from(dst)
             );
             let r = weir_flow::rule::parse_rule(&text, step + 1).unwrap();
-            live.push((classifier.insert(r.clone()).unwrap(), r, [src, sl, dst, dl]));
+            live.push((classifier.insert(&r).unwrap(), r, [src, sl, dst, dl]));
         } else {
             let (id, ..) = live.swap_remove(rng.below_usize(live.len()));
             assert!(classifier.delete(id));
@@ -722,7 +722,7 @@ fn in_place_insert_is_seen_before_and_after_the_prefilters_learn_it() {
         let text = format!("prio 6 protocol ip flower src_ip 10.1.2.0/24 dst_ip {dst} action drop");
         let r = weir_flow::rule::parse_rule(&text, line).unwrap();
         let before = classifier.snapshot();
-        classifier.insert(r.clone()).unwrap();
+        classifier.insert(&r).unwrap();
         let same = std::sync::Arc::ptr_eq(&before, &classifier.snapshot());
         assert!(line == 99 || same, "a new version");
         set.push(r).unwrap();
@@ -819,7 +819,7 @@ fn packed_lanes_follow_the_rules_fields() {
         let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
         assert_eq!(lines(&run_classifier(&classifier, &frames, &[0])), want, "before step {n}");
         let r = weir_flow::rule::parse_rule(text, 1000 + n).unwrap();
-        classifier.insert(r.clone()).unwrap();
+        classifier.insert(&r).unwrap();
         set.push(r).unwrap();
         assert_eq!(classifier.width(), *width, "step {n}");
         let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
@@ -873,7 +873,7 @@ fn packed_lanes_follow_the_rules_fields() {
                     ),
                 };
                 let rule = weir_flow::rule::parse_rule(&text, 2000 + i as usize).unwrap();
-                ids.push(classifier.insert(rule).unwrap());
+                ids.push(classifier.insert(&rule).unwrap());
                 if i % 5 == 4 {
                     assert!(classifier.delete(ids.swap_remove(0)));
                 }
@@ -961,7 +961,7 @@ fn inserted_fields_are_extracted_on_the_batch_path() {
             let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
             assert_eq!(lines(&run_classifier(&classifier, &frames, &[0])), want, "{masks} masks");
             let r = weir_flow::rule::parse_rule(text, 1000).unwrap();
-            classifier.insert(r.clone()).unwrap();
+            classifier.insert(&r).unwrap();
             set.push(r).unwrap();
             let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
             let got = lines(&run_classifier(&classifier, &frames, &[0]));
@@ -1002,7 +1002,7 @@ fn inserts_check_their_mask_against_the_published_plan() {
     ];
     for (n, (text, width)) in steps.iter().enumerate() {
         let r = weir_flow::rule::parse_rule(text, 1000 + n).unwrap();
-        classifier.insert(r.clone()).unwrap();
+        classifier.insert(&r).unwrap();
         set.push(r).unwrap();
         // Every third frame on the rule's device (id 1), the others on none.
         let want = lines(&run_reference(&Reference::new(&set), &frames, &[0, 0, 1]));
@@ -1087,9 +1087,9 @@ fn in_place_inserts_number_their_mask_as_the_interner_does() {
     for (n, a) in [2u32, 0, 3, 1].into_iter().enumerate() {
         let line = 100 + 2 * n;
         let r = of(net(a, 0, 0), 16, 5, line);
-        added.push((classifier.insert(r.clone()).unwrap(), r));
+        added.push((classifier.insert(&r).unwrap(), r));
         let r = of(net(a, (a + 1) % 4, 0), 24, 3, line + 1);
-        added.push((classifier.insert(r.clone()).unwrap(), r));
+        added.push((classifier.insert(&r).unwrap(), r));
     }
     assert_eq!(classifier.stats().0, 3);
     live.extend(added.iter().cloned());
@@ -1099,13 +1099,13 @@ fn in_place_inserts_number_their_mask_as_the_interner_does() {
         assert!(classifier.delete(*id), "line {}", r.line);
         live.retain(|(i, _)| i != id);
         check(&live, &format!("line {} deleted", r.line));
-        let again = classifier.insert(r.clone()).unwrap();
+        let again = classifier.insert(r).unwrap();
         live.push((again, r.clone()));
     }
     check(&live, "put back");
     // Rebuilt from the masks' numbers: a port rule needs another word.
     let r = rule("prio 9 protocol ip flower ip_proto udp dst_port 80 action pass".into(), 200);
-    live.push((classifier.insert(r.clone()).unwrap(), r));
+    live.push((classifier.insert(&r).unwrap(), r));
     check(&live, "rebuilt");
     for (id, r) in live.iter().rev() {
         assert!(classifier.delete(*id), "line {}", r.line);
@@ -1203,7 +1203,7 @@ fn candidate_tables_agree_with_the_reference_through_inserts_and_deletes() {
                     std::net::Ipv4Addr::from(dst)
                 );
                 let r = weir_flow::rule::parse_rule(&text, step + 1).unwrap();
-                live.push((classifier.insert(r.clone()).unwrap(), r, [src, sl, dst, dl]));
+                live.push((classifier.insert(&r).unwrap(), r, [src, sl, dst, dl]));
             } else {
                 let (id, ..) = live.remove(rng.below_usize(live.len()));
                 assert!(classifier.delete(id));

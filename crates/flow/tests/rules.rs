@@ -281,3 +281,91 @@ fn random_bytes_extract_without_a_panic() {
         let _ = weir_flow::key::extract(&f, 0, weir_flow::key::Need::ALL);
     }
 }
+
+/// Compiling puts each match's value and mask at its field and nothing anywhere else:
+/// every match kind that writes the key, checked byte by byte against the layout (the
+/// classifier and the reference share `Rule::compile`, so their diff tests cannot see a
+/// field written at the wrong place or length).
+#[test]
+fn compile_puts_each_field_at_its_place() {
+    use weir_flow::key::{field, Field, Key};
+    type Want = Vec<(Field, Vec<u8>, Vec<u8>)>;
+    let ip = |p: u16| (field::ETH_TYPE, p.to_be_bytes().to_vec(), vec![0xff; 2]);
+    let v4 = vec![0xff; 4];
+    let cases: Vec<(&str, Want)> = vec![
+        (
+            "protocol ip flower indev eth7 src_ip 10.1.2.3/24 dst_ip 192.168.0.9 ip_proto tcp src_port 0x1234/0xff00 dst_port 443 tcp_flags 0x12/0x3f ip_tos 0x10/0xfc ip_ttl 7",
+            vec![
+                ip(0x0800),
+                (field::INDEV, 1u32.to_be_bytes().to_vec(), v4.clone()),
+                (field::IPV4_SRC, vec![10, 1, 2, 0], vec![0xff, 0xff, 0xff, 0]),
+                (field::IPV4_DST, vec![192, 168, 0, 9], v4.clone()),
+                (field::IP_PROTO, vec![6], vec![0xff]),
+                (field::SRC_PORT, vec![0x12, 0], vec![0xff, 0]),
+                (field::DST_PORT, 443u16.to_be_bytes().to_vec(), vec![0xff; 2]),
+                (field::TCP_FLAGS, vec![0, 0x12], vec![0, 0x3f]),
+                (field::IP_TOS, vec![0x10], vec![0xfc]),
+                (field::IP_TTL, vec![7], vec![0xff]),
+                (field::FLAGS, vec![weir_flow::rule::ADDR_V4], vec![weir_flow::rule::ADDR_BITS]),
+            ],
+        ),
+        (
+            "protocol ipv6 flower src_ip 2001:db8::1/32 dst_mac 00:11:22:33:44:55 src_mac 66:77:88:99:aa:bb/ff:ff:ff:00:00:00 ip_proto icmpv6 type 128 code 0",
+            vec![
+                ip(0x86dd),
+                (field::IPV6_SRC, vec![0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [vec![0xff; 4], vec![0; 12]].concat()),
+                (field::DST_MAC, vec![0, 0x11, 0x22, 0x33, 0x44, 0x55], vec![0xff; 6]),
+                (field::SRC_MAC, vec![0x66, 0x77, 0x88, 0, 0, 0], vec![0xff, 0xff, 0xff, 0, 0, 0]),
+                (field::IP_PROTO, vec![58], vec![0xff]),
+                (field::ICMP_TYPE, vec![128], vec![0xff]),
+                (field::ICMP_CODE, vec![0], vec![0xff]),
+                (field::FLAGS, vec![weir_flow::rule::ADDR_V6], vec![weir_flow::rule::ADDR_BITS]),
+            ],
+        ),
+        (
+            "protocol 802.1Q flower vlan_id 5 vlan_prio 2 vlan_ethtype 802.1Q cvlan_id 7 cvlan_prio 3 cvlan_ethtype ip",
+            vec![
+                (field::VLAN_TPID, vec![0x81, 0], vec![0xff; 2]),
+                (field::CVLAN_TPID, vec![0x81, 0], vec![0xff; 2]),
+                ip(0x0800),
+                (field::VLAN_ID, vec![0, 5], vec![0x0f, 0xff]),
+                (field::VLAN_PRIO, vec![2], vec![7]),
+                (field::CVLAN_ID, vec![0, 7], vec![0x0f, 0xff]),
+                (field::CVLAN_PRIO, vec![3], vec![7]),
+            ],
+        ),
+        (
+            "protocol arp flower arp_op request arp_tip 10.0.0.1 arp_sip 10.0.0.0/8 arp_sha 00:11:22:33:44:01 arp_tha 00:11:22:33:44:02",
+            vec![
+                ip(0x0806),
+                (field::ARP_OP, vec![1], vec![0xff]),
+                (field::ARP_TIP, vec![10, 0, 0, 1], v4.clone()),
+                (field::ARP_SIP, vec![10, 0, 0, 0], vec![0xff, 0, 0, 0]),
+                (field::ARP_SHA, vec![0, 0x11, 0x22, 0x33, 0x44, 1], vec![0xff; 6]),
+                (field::ARP_THA, vec![0, 0x11, 0x22, 0x33, 0x44, 2], vec![0xff; 6]),
+            ],
+        ),
+        (
+            "protocol mpls_uc flower mpls_label 100 mpls_tc 3 mpls_bos 1 mpls_ttl 9",
+            vec![
+                ip(0x8847),
+                (field::MPLS_LABEL, 100u32.to_be_bytes().to_vec(), 0x000f_ffffu32.to_be_bytes().to_vec()),
+                (field::MPLS_TC, vec![3], vec![7]),
+                (field::MPLS_BOS, vec![1], vec![1]),
+                (field::MPLS_TTL, vec![9], vec![0xff]),
+            ],
+        ),
+    ];
+    for (text, want) in cases {
+        let set = RuleSet::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let c = &set.compile()[0];
+        let (mut key, mut mask) = (Key::default(), Key::default());
+        for (f, v, m) in &want {
+            assert_eq!((v.len(), m.len()), (f.len, f.len), "{text}: the case's own lengths");
+            key.set(*f, v);
+            mask.set(*f, m);
+        }
+        assert_eq!(c.mask, mask, "{text}: mask\n{:?}\n{:?}", c.mask, mask);
+        assert_eq!(c.key, key, "{text}: key\n{:?}\n{:?}", c.key, key);
+    }
+}
