@@ -2538,6 +2538,32 @@ mod tests {
         assert_eq!(q[1], j(JgtK, 19, 0, 3), "{q:?}");
     }
 
+    /// The same program with a `ja +0` after the guard, which compaction drops in round 0:
+    /// thread's step changed the program, so the settled stop asks thread again on P1, where
+    /// the walk from `jgt #19`'s false edge passes `neg` (its changed slots dead) and then
+    /// `ldb [62]`, which only the dropped guard kept from aborting ([`Passed::fragile`]).
+    #[test]
+    fn a_walk_past_a_load_the_dropped_guard_covered_is_not_settled() {
+        let p = [
+            s(LdAbsB, 62),
+            s(Ja, 0),
+            s(LdLen, 0),
+            j(JgtK, 19, 0, 2),
+            s(LdAbsH, 3),
+            j(JgeK, 71, 0, 6),
+            s(LdLen, 0),
+            s(Neg, 0),
+            s(Tax, 0),
+            s(LdAbsB, 62),
+            j(JgtX, 0, 1, 0),
+            s(RetK, 262144),
+            s(RetK, 0),
+        ];
+        let q = tighten(&p);
+        assert_eq!(q, tighten_with_confirming_round(&p));
+        assert_eq!(q[1], j(JgtK, 19, 0, 3), "{q:?}");
+    }
+
     #[test]
     fn tightening_random_programs_keeps_them_well_formed_and_no_longer() {
         let mut rng = weir_testkit::SplitMix64::new(0x7167);
