@@ -92,3 +92,29 @@ fn tightened_programs_return_what_the_originals_return() {
     println!("{checked} programs checked, {shorter} tightened");
     assert!(checked > 10_000 && shorter > 1000, "{checked} checked, {shorter} tightened");
 }
+
+/// Filters from the test kit's generator, optimized and as written, laid out by the classic
+/// emitter: tightening them with the settled stop gives what running the confirming round
+/// gives (the emitter's shapes: guard loads at the head, repeated header-length loads).
+#[test]
+fn laid_out_filters_tighten_as_with_the_confirming_round() {
+    let cases: usize =
+        std::env::var("WEIR_SETTLE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(12_000);
+    let mut gen = weir_testkit::filter_gen::FilterGen::new(0x5e77_1ed0);
+    let (mut compared, mut differ) = (0, 0);
+    for case in 0..cases {
+        let written = gen.filter();
+        let filter =
+            if case % 2 == 0 { weir_filter::opt::optimize(&written) } else { written.clone() };
+        let Ok(laid_out) = weir_filter::emit::cbpf::emit_unoptimized(&filter) else { continue };
+        let q = tighten(&laid_out);
+        let r = weir_filter::emit::tighten_with_confirming_round(&laid_out);
+        assert_eq!(q, r, "{written:?}\n{}", format_listing(&laid_out));
+        compared += 1;
+        differ += usize::from(q != laid_out);
+    }
+    println!("{compared} laid-out programs compared, {differ} tightened");
+    if cases >= 12_000 {
+        assert!(compared > cases / 2 && differ > cases / 4, "{compared} {differ}");
+    }
+}

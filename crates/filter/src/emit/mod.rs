@@ -46,6 +46,9 @@ mod flow;
 mod set;
 mod tighten;
 
+#[doc(hidden)]
+pub use tighten::tighten_with_confirming_round;
+
 /// Why a filter cannot be emitted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EmitError {

@@ -53,24 +53,44 @@ const X: usize = 1;
 
 /// The tightened program: accepts the same packets, never longer.
 pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
+    tighten_rounds(program, true).0
+}
+
+/// [`tighten`] with the confirming round always run (never stopping on a round
+/// [`Round::settles`] vouches for): the oracle for the settled stop's tests.
+#[doc(hidden)]
+pub fn tighten_with_confirming_round(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
+    tighten_rounds(program, false).0
+}
+
+/// [`tighten`], and the round [`Round::settles`] vouched for if it stopped on one (the
+/// confirming round not run). With `may_settle` false every tightening ends with a
+/// confirming round: the oracle the tests hold the settled stop to.
+fn tighten_rounds(program: &[CbpfInsn], may_settle: bool) -> (Vec<CbpfInsn>, Option<Round>) {
     let mut p = program.to_vec();
     if !well_formed(&p) {
-        return p;
+        return (p, None);
     }
-    let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
+    let mut cur = Current::new();
     let mut sc = Scratch::with_room(p.len());
     let mut before = Vec::with_capacity(p.len());
+    let mut settled = None;
     // Each step is a function of the program alone, so once STEPS steps in a row (a whole
     // round's worth, wherever it starts) left the program as it was, every later step would
     // too, and the rounds that remain would end on this program: the loop stops there. (The
     // last round, which only confirms, stops after the step that changed something last in
-    // the round before: port 22's skips and_tests and merge_tails.)
+    // the round before: port 22's skips and_tests and merge_tails.) A round whose changes
+    // [`Round::settles`] proves could enable no further one stops the loop without the
+    // confirming round.
     let mut unchanged_steps = 0;
     'rounds: for _ in 0..MAX_ROUNDS {
+        let mut round = Round::default();
         for step in 0..STEPS {
             before.clear();
             before.extend_from_slice(&p);
-            tighten_step(step, &mut p, &mut cur, &mut sc);
+            let thread_settled = tighten_pass(step, &mut p, &mut cur, &mut sc);
+            let only_loads_dropped = may_settle && Round::only_loads_dropped(step, &before, &p);
+            compact(&mut p, &mut sc);
             if p == before {
                 unchanged_steps += 1;
                 if unchanged_steps == STEPS {
@@ -78,14 +98,22 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
                 }
             } else {
                 unchanged_steps = 0;
+                round.changed[step] = true;
+                // (compact making a test a `ja` is a change Round::settles does not cover)
+                round.other |= step > 0
+                    && !(only_loads_dropped && conditional_jumps(&p) == conditional_jumps(&before));
+            }
+            if may_settle {
+                round.after_step(step, thread_settled, &cur, &before);
             }
         }
+        if may_settle && round.settles(&mut cur, &mut sc) {
+            settled = Some(round);
+            break;
+        }
     }
-    if p.len() <= program.len() {
-        p
-    } else {
-        program.to_vec()
-    }
+    let p = if p.len() <= program.len() { p } else { program.to_vec() };
+    (p, settled)
 }
 
 /// The steps of a round, in order: thread, drop_redundant, drop_dead, and_tests,
@@ -93,11 +121,19 @@ pub fn tighten(program: &[CbpfInsn]) -> Vec<CbpfInsn> {
 const STEPS: usize = 5;
 
 /// Step `step` of a round on `p`: its pass, then [`compact`].
+#[cfg(test)]
 fn tighten_step(step: usize, p: &mut Vec<CbpfInsn>, cur: &mut Current, sc: &mut Scratch) {
+    tighten_pass(step, p, cur, sc);
+    compact(p, sc);
+}
+
+/// The pass of step `step` (without [`compact`]); for step 0, [`thread`]'s answer whether
+/// the program was settled for threading (true for the other steps).
+fn tighten_pass(step: usize, p: &mut [CbpfInsn], cur: &mut Current, sc: &mut Scratch) -> bool {
     match step {
         0 => {
             let an = current(cur, p);
-            thread(p, an, &mut sc.live);
+            return thread(p, an, &mut sc.live, None);
         }
         1 => {
             if may_repeat_a_value(p) {
@@ -135,7 +171,124 @@ fn tighten_step(step: usize, p: &mut Vec<CbpfInsn>, cur: &mut Current, sc: &mut 
         3 => and_tests(p, &mut sc.live, &mut sc.reach),
         _ => merge_tails(p, sc),
     }
-    compact(p, sc);
+    true
+}
+
+/// What a round of [`tighten`] changed, to tell whether the next round could change anything
+/// (which otherwise takes that round, run to find nothing: ~12% of compiling `port 22` to
+/// classic BPF, compile-36).
+#[derive(Default)]
+struct Round {
+    /// The steps after which the program differed (pass and compact).
+    changed: [bool; STEPS],
+    /// [`thread`]'s answer on the round's first program: settled for threading.
+    thread_settled: bool,
+    /// When the analysis held after drop_redundant was of the program thread left (P1 of
+    /// [`Round::settles`]): [`Current::made`] then.
+    threaded_analysis: Option<u32>,
+    /// A change other than the ones [`Round::settles`] vouches for: drop_redundant's or
+    /// drop_dead's other than [`Round::only_loads_dropped`], a `ja` made of a test by the
+    /// compaction after one, any by and_tests or merge_tails.
+    other: bool,
+}
+
+impl Round {
+    /// Notes what step `step` left that [`Round::settles`] asks about; `before` is the
+    /// program the step was given.
+    fn after_step(
+        &mut self,
+        step: usize,
+        thread_settled: bool,
+        cur: &Current,
+        before: &[CbpfInsn],
+    ) {
+        match step {
+            0 => self.thread_settled = thread_settled,
+            1 if cur.is_of(before) => self.threaded_analysis = Some(cur.made),
+            _ => {}
+        }
+    }
+
+    /// True when pass `step` (before [`compact`]) took `before` to `after` by turning loads
+    /// that read no register or cell ([`uses_defs`]) into `nop`s, at least one, and nothing
+    /// else (a compaction alone changing the program is not vouched for): for
+    /// drop_redundant anywhere, for drop_dead only the first instruction (no jump lands
+    /// there, and what it held before is the entry value, which no load yields).
+    fn only_loads_dropped(step: usize, before: &[CbpfInsn], after: &[CbpfInsn]) -> bool {
+        let anywhere = match step {
+            1 => true,
+            2 => false,
+            _ => return false,
+        };
+        before.len() == after.len()
+            && before != after
+            && before.iter().zip(after).enumerate().all(|(i, (b, a))| {
+                let use_free_load = !b.op.is_jump() && !b.op.is_return() && uses_defs(b).0 == 0;
+                a == b || (*a == nop() && use_free_load && (anywhere || i == 0))
+            })
+    }
+
+    /// True when the round that ended on P3 proves that a next round would change nothing,
+    /// so [`tighten`] may stop without running it. The round took P0 by thread (and
+    /// compact) to P1, by drop_redundant to P2, by drop_dead to P3; and_tests and
+    /// merge_tails left P3 as it was (so they would again). Required: every change after P1
+    /// only dropped use-free loads ([`Round::only_loads_dropped`]: drop_redundant's anywhere,
+    /// drop_dead's only at the head) and compact made no test a `ja`; and threading P1 is
+    /// settled (no walk passes a place other than its edge's target where the slots it
+    /// changed are dead, however it ends; no test decided): [`thread`]'s own
+    /// answer when P1 is P0, else asked of the analysis of P1, when the one held is P1's
+    /// (drop_redundant made it, and none was made since). Then thread, drop_redundant and
+    /// drop_dead each leave P3 as it is, because:
+    ///
+    /// - **P1 to P2.** A load drop_redundant drops sets a slot to the value it holds on every
+    ///   edge in; a packet value is only made by such a load, so every run to it already
+    ///   proved its bytes: the analysis steps through it unchanged, and the analysis of P2 is
+    ///   P1's without it (value numbers are compared only for equality). No jump lands on it
+    ///   in a settled P1: a walk from that edge passes it (same value) to its successor,
+    ///   where nothing changed. A walk passing it mid-run holds the same value too (a slot
+    ///   differing from the analysis's is one a join made anew, and a packet value is not),
+    ///   so P2's walks take P1's paths and end as they did. Dropping a load that reads
+    ///   nothing only widens liveness, so a P2 walk passes no place with its changed slots
+    ///   dead that the P1 walk did not: only its target, and it threads nothing. The tests
+    ///   decided are the same (the same facts). drop_redundant on P2 finds the same slots at
+    ///   every load it kept: none repeats a value.
+    /// - **P2 to P3.** drop_dead dropped the head load, whose register is dead on every path:
+    ///   wherever P2 holds that value in it, P3 holds the entry value (or a join of it), never
+    ///   read and equal to no value a load makes. States differ only there and in fewer
+    ///   proven bytes, facts not at all: the same tests are decided, and each walk in P3
+    ///   takes a part of the P2 walk's path from its start (it may stop sooner at a load that
+    ///   may now abort, and no longer passes a load giving the value the register held; the
+    ///   P2 walk might have ended on an undecided test, where it threads nothing, and the P3
+    ///   walk ends where it last passed a place with its changed slots dead: why settled asks
+    ///   of every place passed, not only of the end) and finds no more of its changed slots
+    ///   dead: again only its target. drop_redundant finds no load repeating the entry value.
+    ///   drop_dead on P3: liveness, the packet ends and each instruction's need are P2's
+    ///   without the head (nothing reads what it set), so it keeps what it kept.
+    fn settles(&self, cur: &mut Current, sc: &mut Scratch) -> bool {
+        if self.other || self.changed[3] || self.changed[4] {
+            return false;
+        }
+        if !self.changed[0] {
+            return self.thread_settled;
+        }
+        // (no analysis made since drop_redundant: the one held is still P1's, whose head is
+        // P2's: drop_redundant never drops the first instruction, nothing being held yet)
+        if self.threaded_analysis != Some(cur.made) {
+            return false;
+        }
+        let head = match cur.of.first() {
+            Some(insn) if self.changed[2] => {
+                let entry = State::entry();
+                effect(insn, &entry, &mut cur.an.values).set.map(|(_, v)| v)
+            }
+            _ => None,
+        };
+        thread(&mut cur.of, &mut cur.an, &mut sc.live, Some(head))
+    }
+}
+
+fn conditional_jumps(p: &[CbpfInsn]) -> usize {
+    p.iter().filter(|i| i.op.is_conditional_jump()).count()
 }
 
 /// Buffers the passes reuse across a tightening: on a small program the passes' own work is
@@ -183,14 +336,19 @@ impl Scratch {
 struct Current {
     of: Vec<CbpfInsn>,
     an: Analysis,
-    /// False until the first analysis.
-    valid: bool,
+    /// Analyses made so far (0: none held): the same count later means the same analysis
+    /// still held, of `of`.
+    made: u32,
 }
 
 impl Current {
+    fn new() -> Current {
+        Current { of: Vec::new(), an: Analysis::new(), made: 0 }
+    }
+
     /// True when the analysis held is `p`'s.
     fn is_of(&self, p: &[CbpfInsn]) -> bool {
-        self.valid && self.of == p
+        self.made > 0 && self.of == p
     }
 }
 
@@ -200,7 +358,7 @@ fn current<'a>(cur: &'a mut Current, p: &[CbpfInsn]) -> &'a mut Analysis {
         cur.of.clear();
         cur.of.extend_from_slice(p);
         cur.an.redo(p);
-        cur.valid = true;
+        cur.made += 1;
     }
     &mut cur.an
 }
@@ -1342,8 +1500,26 @@ fn retarget(p: &mut [CbpfInsn], from: usize, n: usize, to: usize) -> bool {
 }
 
 /// Step 2: each jump edge whose target's first tests it decides moves past them.
-fn thread(p: &mut [CbpfInsn], an: &mut Analysis, live: &mut Live) {
+///
+/// Returns true when `p` was settled for threading: no edge's walk passed a place other
+/// than the edge's target where the slots it changed are dead (whatever ended the walk, and
+/// whether or not a jump could reach that place) and no reachable test's outcome was known,
+/// so nothing changed.
+///
+/// With `check` nothing is changed, and it answers for [`Round::settles`] whether `p` and
+/// the programs the round made of it are settled: a walk may pass such a place when it ends
+/// on a test it does not decide (threading nothing) and passes, from that place on, no load
+/// that a program without its head load might stop at ([`Passed::fragile`]; `check` holds
+/// the value of the head load drop_dead dropped, if it did). It returns false at the first
+/// edge or test that is not settled (the walks before it are those the full pass makes).
+fn thread(
+    p: &mut [CbpfInsn],
+    an: &mut Analysis,
+    live: &mut Live,
+    check: Option<Option<Val>>,
+) -> bool {
     let live = live.of(p);
+    let mut settled = true;
     for from in 0..p.len() {
         let insn = p[from];
         if !insn.op.is_jump() {
@@ -1358,10 +1534,17 @@ fn thread(p: &mut [CbpfInsn], an: &mut Analysis, live: &mut Live) {
                 continue;
             }
             let Some(to) = successors(p, from)[n] else { continue };
-            if let Some(end) = walk(p, to, &mut an.edge, live, &mut an.values) {
-                if end != to {
-                    retarget(p, from, n, end);
+            let mut passed = Passed { head: check.flatten(), beyond: None, fragile: false };
+            let end = walk(p, to, &mut an.edge, live, &mut an.values, &mut passed);
+            if passed.beyond.is_some() {
+                if check.is_none() {
+                    settled = false;
+                } else if end.is_some() || passed.fragile {
+                    return false;
                 }
+            }
+            if let Some(end) = end.filter(|&end| end != to) {
+                retarget(p, from, n, end);
             }
         }
     }
@@ -1374,21 +1557,54 @@ fn thread(p: &mut [CbpfInsn], an: &mut Analysis, live: &mut Live) {
                 Some(false) => i + 1 + usize::from(insn.jf),
                 None => continue,
             };
+            if check.is_some() {
+                return false;
+            }
+            settled = false;
             *insn = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - i - 1) as u32);
         }
+    }
+    settled
+}
+
+/// What a [`walk`] passed, for [`Round::settles`].
+struct Passed {
+    /// The value of the head load drop_dead dropped, if it did (asking about the program
+    /// without it).
+    head: Option<Val>,
+    /// The first place after the start where the slots the walk changed were dead.
+    beyond: Option<usize>,
+    /// A load passed at or after `beyond` was [`Passed::fragile`].
+    fragile: bool,
+}
+
+impl Passed {
+    /// True when the program without the head load might stop a walk at this load, which
+    /// set a slot holding `held` to `v`: one whose abort depends on the bytes proven (the
+    /// head's proof gone, it may abort), passed as it could not abort; or one passed as it
+    /// gave the value the slot held, when that is the head's value (without the head the
+    /// slot holds the entry value there).
+    fn fragile(insn: &CbpfInsn, held: Val, v: Val, head: Option<Val>) -> bool {
+        if held == v {
+            return head == Some(v);
+        }
+        matches!(insn.op, CbpfOp::LdAbsW | CbpfOp::LdAbsH | CbpfOp::LdAbsB | CbpfOp::LdxMsh)
     }
 }
 
 /// Runs from `at` in state `s` through loads that cannot abort and tests `s` decides; the
 /// last place reached where the slots the run changed are dead (so an edge may go there
-/// instead), or `None`.
+/// instead), or `None` when the run meets a test `s` does not decide. `passed` notes the
+/// first such place after `at`, whatever ends the run, and the loads passed from there on.
 fn walk(
     p: &[CbpfInsn],
     mut at: usize,
     s: &mut State,
     live: &[u32],
     values: &mut Values,
+    passed: &mut Passed,
 ) -> Option<usize> {
+    let first = at;
     let start = s.slots;
     // The slots that differ from `start`, kept as the run sets them (nothing else in the
     // run writes a slot).
@@ -1397,6 +1613,9 @@ fn walk(
     for _ in 0..p.len() {
         if changed & live[at] == 0 {
             best = Some(at);
+            if at != first && passed.beyond.is_none() {
+                passed.beyond = Some(at);
+            }
         }
         let insn = p[at];
         if insn.op.is_return() {
@@ -1416,6 +1635,9 @@ fn walk(
             let Some((slot, v)) = e.set else { break };
             if e.may_abort && s.slots[slot] != v {
                 break;
+            }
+            if passed.beyond.is_some() {
+                passed.fragile |= Passed::fragile(&insn, s.slots[slot], v, passed.head);
             }
             s.slots[slot] = v;
             if v == start[slot] {
@@ -1772,14 +1994,14 @@ mod tests {
         if !well_formed(&p) {
             return p;
         }
-        let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
+        let mut cur = Current::new();
         let mut sc = Scratch::default();
         let mut before = Vec::with_capacity(p.len());
         for _ in 0..MAX_ROUNDS {
             before.clear();
             before.extend_from_slice(&p);
             let an = current(&mut cur, &p);
-            thread(&mut p, an, &mut sc.live);
+            thread(&mut p, an, &mut sc.live, None);
             compact(&mut p, &mut sc);
             if may_repeat_a_value(&p) {
                 let an = current(&mut cur, &p);
@@ -2051,7 +2273,7 @@ mod tests {
             let (mut q, mut r) = (p.clone(), p.clone());
             an.redo(&q);
             old_an.redo(&r);
-            thread(&mut q, &mut an, &mut live);
+            thread(&mut q, &mut an, &mut live, None);
             thread_as_it_was(&mut r, &mut old_an, &mut old_live);
             assert_eq!(q, r, "{p:?}");
             assert_eq!(an.values.nodes, old_an.values.nodes, "{p:?}");
@@ -2196,7 +2418,7 @@ mod tests {
                 (a, f, l, sc.class_ids.capacity())
             };
             let before = room(&sc);
-            let mut cur = Current { of: Vec::new(), an: Analysis::new(), valid: false };
+            let mut cur = Current::new();
             for _ in 0..MAX_ROUNDS {
                 (0..STEPS).for_each(|step| tighten_step(step, &mut p, &mut cur, &mut sc));
             }
@@ -2205,6 +2427,141 @@ mod tests {
             classed += usize::from(sc.class_ids.len() > 4);
         }
         assert!(rewritten > 1000 && classed > 300, "{rewritten} {classed}");
+    }
+
+    /// A random program as the emitter lays them out more often than [`random_program`]
+    /// does: a guard load at the head some of the time (drop_dead's head drop), and runs of
+    /// loads a test may repeat (drop_redundant's drops), over a random program.
+    fn random_laid_out_program(rng: &mut weir_testkit::SplitMix64) -> Vec<CbpfInsn> {
+        let mut p = Vec::new();
+        if rng.below(3) != 0 {
+            p.push(s(
+                [LdAbsB, LdAbsH, LdxMsh][rng.below_usize(3)],
+                [23, 14, 29][rng.below_usize(3)],
+            ));
+        }
+        let body = random_program(rng);
+        let at = p.len();
+        p.extend(body);
+        // Copies of earlier loads at random later places: jumps past the place reach one
+        // further (those that cannot, and those landing on it, now land one short: still a
+        // program).
+        for _ in 0..rng.below(3) {
+            let loads: Vec<usize> = (at..p.len())
+                .filter(|&i| matches!(p[i].op, LdAbsH | LdAbsB | LdxMsh | LdImm))
+                .collect();
+            if loads.is_empty() {
+                break;
+            }
+            let from = loads[rng.below_usize(loads.len())];
+            let to = from + 1 + rng.below_usize(p.len() - from - 1);
+            let copy = p[from];
+            for (i, insn) in p.iter_mut().enumerate().take(to) {
+                let past = |d: usize| i + 1 + d > to;
+                if insn.op == Ja && past(insn.k as usize) {
+                    insn.k += 1;
+                } else if insn.op.is_conditional_jump() {
+                    if past(usize::from(insn.jt)) && insn.jt < 255 {
+                        insn.jt += 1;
+                    }
+                    if past(usize::from(insn.jf)) && insn.jf < 255 {
+                        insn.jf += 1;
+                    }
+                }
+            }
+            p.insert(to, copy);
+        }
+        p
+    }
+
+    /// Stopping on a round [`Round::settles`] vouches for gives what running the confirming
+    /// round gives, on random programs and laid-out-like ones; the stop is taken on many of
+    /// them, through each way it is proven (thread unchanged, thread asked again, with
+    /// drop_redundant's and drop_dead's drops).
+    #[test]
+    fn a_settled_round_ends_where_the_confirming_round_would() {
+        let cases: usize =
+            std::env::var("WEIR_SETTLE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24_000);
+        let mut rng = weir_testkit::SplitMix64::new(0x5e77);
+        let (mut settled, mut asked, mut dropped_redundant, mut dropped_head) = (0, 0, 0, 0);
+        for case in 0..cases {
+            let p = if case % 2 == 0 {
+                random_program(&mut rng)
+            } else {
+                random_laid_out_program(&mut rng)
+            };
+            let (q, stopped) = tighten_rounds(&p, true);
+            let (r, confirmed) = tighten_rounds(&p, false);
+            assert!(confirmed.is_none());
+            assert_eq!(q, r, "{p:?}");
+            if let Some(why) = stopped {
+                settled += 1;
+                asked += usize::from(why.changed[0]);
+                dropped_redundant += usize::from(why.changed[1]);
+                dropped_head += usize::from(why.changed[2]);
+            }
+        }
+        eprintln!("settled {settled} of {cases}: thread asked again {asked}, drop_redundant {dropped_redundant}, drop_dead {dropped_head}");
+        if cases >= 24_000 {
+            assert!(
+                settled > cases / 20
+                    && asked > 300
+                    && dropped_redundant > 100
+                    && dropped_head > 300,
+                "{settled} {asked} {dropped_redundant} {dropped_head}"
+            );
+        }
+    }
+
+    /// A head guard dropped makes a later load of its bytes one that may abort, where a walk
+    /// that went on to an undecided test (threading nothing) now stops, ending at the last
+    /// place it passed with its changed slots dead: the settled stop must see that place
+    /// (found by the laid-out-filter oracle; `jgt #19`'s false edge goes to `neg`).
+    #[test]
+    fn a_dropped_guard_can_end_a_walk_sooner() {
+        let p = [
+            s(LdAbsB, 62),
+            s(LdLen, 0),
+            j(JgtK, 19, 0, 2),
+            s(LdAbsH, 3),
+            j(JgeK, 71, 0, 6),
+            s(LdLen, 0),
+            s(Neg, 0),
+            s(Tax, 0),
+            s(LdAbsB, 62),
+            j(JgtX, 0, 1, 0),
+            s(RetK, 262144),
+            s(RetK, 0),
+        ];
+        let q = tighten(&p);
+        assert_eq!(q, tighten_with_confirming_round(&p));
+        assert_eq!(q[1], j(JgtK, 19, 0, 3), "{q:?}");
+    }
+
+    /// The same program with a `ja +0` after the guard, which compaction drops in round 0:
+    /// thread's step changed the program, so the settled stop asks thread again on P1, where
+    /// the walk from `jgt #19`'s false edge passes `neg` (its changed slots dead) and then
+    /// `ldb [62]`, which only the dropped guard kept from aborting ([`Passed::fragile`]).
+    #[test]
+    fn a_walk_past_a_load_the_dropped_guard_covered_is_not_settled() {
+        let p = [
+            s(LdAbsB, 62),
+            s(Ja, 0),
+            s(LdLen, 0),
+            j(JgtK, 19, 0, 2),
+            s(LdAbsH, 3),
+            j(JgeK, 71, 0, 6),
+            s(LdLen, 0),
+            s(Neg, 0),
+            s(Tax, 0),
+            s(LdAbsB, 62),
+            j(JgtX, 0, 1, 0),
+            s(RetK, 262144),
+            s(RetK, 0),
+        ];
+        let q = tighten(&p);
+        assert_eq!(q, tighten_with_confirming_round(&p));
+        assert_eq!(q[1], j(JgtK, 19, 0, 3), "{q:?}");
     }
 
     #[test]
@@ -2234,8 +2591,7 @@ mod tests {
             // stop did not leave a step undone.
             assert_eq!(tighten(&q), q, "{p:?}");
             let mut once = p.clone();
-            let (mut cur, mut sc) =
-                (Current { of: Vec::new(), an: Analysis::new(), valid: false }, Scratch::default());
+            let (mut cur, mut sc) = (Current::new(), Scratch::default());
             (0..STEPS).for_each(|step| tighten_step(step, &mut once, &mut cur, &mut sc));
             two_rounds += usize::from(well_formed(&p) && once != q);
         }
