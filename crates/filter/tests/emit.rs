@@ -569,3 +569,69 @@ fn ten_thousand_hosts_emit_as_ebpf_with_long_jumps() {
         }
     }
 }
+
+/// A random filter of tests behind the IPv4 header length of one of two bytes, so that the
+/// `ldxb` one needs is often what X holds already on every path in, mixed with guards and
+/// any random predicate (which may write X in between: spills, computed offsets).
+fn header_length_filter(gen: &mut FilterGen, depth: u32) -> Pred {
+    let k = if gen.rng().chance(50) { 14 } else { 16 };
+    let op = gen.rng().one_of(&[CmpOp::Eq, CmpOp::Gt, CmpOp::Le]);
+    match gen.rng().below(12) {
+        0..=3 => {
+            let at = ipv4_header_length(k).plus(gen.rng().below(6) as u32);
+            Pred::cmp(op, Expr::load(at, Size::Half), Expr::Const(0x8000))
+        }
+        // The length itself into A (`ldxb` then `txa`).
+        4 => Pred::cmp(op, ipv4_header_length(k), Expr::Const(24)),
+        5 => Pred::Guard(gen.rng().below(70) as u32),
+        6 => gen.pred(1),
+        _ if depth == 0 => Pred::Guard(gen.rng().below(70) as u32),
+        7 | 8 => Pred::and((0..3).map(|_| header_length_filter(gen, depth - 1))),
+        9 | 10 => Pred::or((0..3).map(|_| header_length_filter(gen, depth - 1))),
+        _ => Pred::not(header_length_filter(gen, depth - 1)),
+    }
+}
+
+/// Whether some indirect load or `txa` in `prog` reads an X that the instruction before it
+/// did not write: X carried over from an earlier load.
+fn reuses_x(prog: &[CbpfInsn]) -> bool {
+    use weir_isa::cbpf::CbpfOp::*;
+    prog.windows(2).any(|w| {
+        matches!(w[1].op, LdIndB | LdIndH | LdIndW | Txa)
+            && !matches!(w[0].op, LdxMsh | LdxImm | LdxLen | LdxMem | Tax)
+    })
+}
+
+#[test]
+fn unoptimized_programs_agree_with_the_ir() {
+    // The program as laid out (what -O0 prints), before tightening: its X loads left out
+    // where X holds the value already, its guards left out where the paths load as far.
+    let packets = packets(0xe317_0012, 40, 12);
+    let mut gen = FilterGen::new(0xe317_0012);
+    let (mut runs, mut accepted, mut reusing) = (0, 0, 0);
+    for i in 0..3000 {
+        let pred = if i % 3 == 0 { gen.pred(3) } else { header_length_filter(&mut gen, 3) };
+        let filter = Filter::new(pred);
+        let prog = cbpf::emit_unoptimized(&filter).unwrap_or_else(|e| panic!("{filter:?}: {e}"));
+        let classic = CbpfFilter::new(&prog)
+            .unwrap_or_else(|e| panic!("{filter:?}: kernel rules: {e}\n{}", format_listing(&prog)));
+        reusing += usize::from(reuses_x(&prog));
+        for packet in &packets {
+            let want = filter.run(&packet.data, packet.wire_len);
+            let got = classic.run(&packet.data, packet.wire_len);
+            assert_eq!(
+                got,
+                want,
+                "{filter:?}\npacket {}: {}\n{}",
+                packet.description,
+                hex(&packet.data),
+                format_listing(&prog)
+            );
+            runs += 1;
+            accepted += usize::from(want != 0);
+        }
+    }
+    println!("{runs} runs, {accepted} accepted, {reusing} programs reuse X");
+    assert!(accepted * 20 > runs && accepted * 20 < runs * 19, "{accepted} of {runs} accepted");
+    assert!(reusing > 250, "{reusing} programs reuse X");
+}

@@ -39,6 +39,7 @@ use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
 use crate::ir::{BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, Size};
 
+use super::tighten::load_end;
 pub use super::tighten::tighten;
 
 /// A classic program for `filter`: `ret #accept` when it matches, `ret #0` when it does not
@@ -61,10 +62,13 @@ pub fn emit_unoptimized(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
     let mut e = Emitter::new(used);
     let accept = e.flow.label();
     e.pred(&filter.pred, accept, e.reject)?;
-    e.flow.bind(accept);
-    e.flow.end(CbpfInsn::stmt(CbpfOp::RetK, filter.accept));
-    e.flow.bind(e.reject);
-    e.flow.end(CbpfInsn::stmt(CbpfOp::RetK, 0));
+    e.bind(accept);
+    e.end(CbpfInsn::stmt(CbpfOp::RetK, filter.accept));
+    e.bind(e.reject);
+    e.end(CbpfInsn::stmt(CbpfOp::RetK, 0));
+    if !e.guards.is_empty() {
+        drop_needless_guards(&mut e.flow, &e.guards, &e.sure_ends);
+    }
     e.flow.simplify();
     // Layout only adds instructions (landings for far jumps), so a flow already over the
     // limit fails now rather than after laying out thousands of landings.
@@ -80,6 +84,73 @@ pub fn emit_unoptimized(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
     Ok(program)
 }
 
+/// Removes the loads of the [`Pred::Guard`]s at `guards` (item indexes, ascending) that
+/// vouch for nothing: every path from one to an accept loads at least as far anyway, so a
+/// packet too short for it aborts on that path without it (and a path to a reject rejects
+/// either way). Its value in A is never read: the code of every predicate sets A before it
+/// reads it. [`tighten`]'s drop_dead would drop them too, but only in a round of its own
+/// after a first analysis of the program, and a guard left in makes tighten's round
+/// structure pay: its load repeats the first test's (`ldb [23]` of `port 22`), which costs
+/// drop_redundant an analysis, and its removal alone costs a confirming round.
+///
+/// `need` is drop_dead's (see tighten's `need`) on the flow: for each point, the fewest
+/// bytes that every path from it to an accept loads; [`u32::MAX`] where no path accepts.
+/// One walk backwards: every jump but a loop's goes forward, to a label already seen.
+/// `sure_ends` are the ends of the indirect loads known (see [`Emitter::sure_ends`]).
+fn drop_needless_guards(
+    flow: &mut Flow<CbpfInsn, Cond>,
+    guards: &[usize],
+    sure_ends: &[(usize, u32)],
+) {
+    // A label not seen yet is a loop's head (its jump is the only backward one): it
+    // vouches for nothing.
+    let mut need_at = vec![0u32; flow.label_count()];
+    let need_of = |need_at: &[u32], label: &Label| need_at.get(label.index()).copied().unwrap_or(0);
+    let mut need = 0u32;
+    let mut unchecked = guards.len();
+    let mut unread = sure_ends.len();
+    let mut needless = Vec::new();
+    for (index, item) in flow.items().iter().enumerate().rev() {
+        match item {
+            Item::End(ret) => {
+                let rejects = ret.op == CbpfOp::RetK && ret.k == 0;
+                need = if rejects { u32::MAX } else { 0 };
+            }
+            Item::Goto(target) => need = need_of(&need_at, target),
+            Item::Cond { t, f, .. } => need = need_of(&need_at, t).min(need_of(&need_at, f)),
+            Item::Back(_) => need = 0,
+            Item::Label(label) => {
+                if let Some(slot) = need_at.get_mut(label.index()) {
+                    *slot = need;
+                }
+            }
+            Item::Stmt(insn) => {
+                let mut end = load_end(insn);
+                if let Some(&(at, sure)) = unread.checked_sub(1).and_then(|u| sure_ends.get(u)) {
+                    if at == index {
+                        unread -= 1;
+                        end = Some(sure);
+                    }
+                }
+                if unchecked > 0 && guards.get(unchecked - 1) == Some(&index) {
+                    unchecked -= 1;
+                    if end.is_some_and(|end| end <= need) {
+                        needless.push(index);
+                        continue;
+                    }
+                }
+                if let Some(end) = end {
+                    need = need.max(end);
+                }
+            }
+        }
+    }
+    // (descending: each removal leaves the indexes before it as they were)
+    for index in needless {
+        flow.remove(index);
+    }
+}
+
 /// The largest offset a classic load may name: the kernel reads larger ones as negative.
 const MAX_OFFSET: u32 = i32::MAX as u32;
 
@@ -93,6 +164,58 @@ struct Emitter {
     free_cells: Vec<u32>,
     used_by_filter: u32,
     temporaries_wanted: u32,
+    /// Where the loads of [`Pred::Guard`]s are among the flow's items, in program order.
+    guards: Vec<usize>,
+    /// Indirect loads after a guard with `4*([k]&0xf)` in X (item index, ascending, and the
+    /// packet end they read up to at least: X >= 0), for [`drop_needless_guards`].
+    sure_ends: Vec<(usize, u32)>,
+    /// What X holds where the next item goes.
+    x: XHolds,
+    /// What X holds on the jumps to each label seen so far (by label index; missing is
+    /// [`XHolds::Unreached`]). Jumps only go forward, so when a label is bound every jump
+    /// to it has been written and this is final: a walk in program order, no fixpoint.
+    x_at_label: Vec<XHolds>,
+}
+
+/// What X is known to hold at a point of the program being written, so that a load into
+/// X the code before it already made on every path in is not written again: the second
+/// port test of `port 22` reads the transport header behind the same `ldxb 4*([14]&0xf)`
+/// as the first one, on the only edge in. (Leaving the repeat for [`tighten`] to find costs
+/// it a whole analysis of the program.)
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum XHolds {
+    /// No path reaches here (after a jump or a return, before the next label jumped to).
+    Unreached,
+    /// Nothing known.
+    Unknown,
+    /// What this instruction loaded into X: `ldxb 4*([k]&0xf)`, `ldx #k` or `ldx len`,
+    /// values of the packet and its length alone, which no instruction changes. (`ldx
+    /// M[k]` is not kept: a store changes the cell.)
+    Load(CbpfInsn),
+}
+
+impl XHolds {
+    /// What X holds where paths holding `self` and `other` meet.
+    fn meet(self, other: XHolds) -> XHolds {
+        match (self, other) {
+            (XHolds::Unreached, other) => other,
+            (this, XHolds::Unreached) => this,
+            (this, other) if this == other => this,
+            _ => XHolds::Unknown,
+        }
+    }
+
+    /// What X holds after `insn` runs where it held `self`.
+    fn after(self, insn: CbpfInsn) -> XHolds {
+        use CbpfOp::*;
+        match insn.op {
+            // Code no path reaches stays so until a label some jump names.
+            _ if self == XHolds::Unreached => self,
+            LdxMsh | LdxImm | LdxLen => XHolds::Load(insn),
+            Tax | LdxMem => XHolds::Unknown,
+            _ => self,
+        }
+    }
 }
 
 fn stmt(op: CbpfOp, k: u32) -> CbpfInsn {
@@ -164,17 +287,80 @@ impl Emitter {
             free_cells,
             used_by_filter: used.count_ones(),
             temporaries_wanted: 0,
+            guards: Vec::new(),
+            sure_ends: Vec::new(),
+            x: XHolds::Unknown,
+            // (room for a small filter's labels: growing from empty cost a few reallocations)
+            x_at_label: Vec::with_capacity(64),
         }
     }
 
     fn op(&mut self, op: CbpfOp, k: u32) {
-        self.flow.stmt(stmt(op, k));
+        let insn = stmt(op, k);
+        self.x = self.x.after(insn);
+        self.flow.stmt(insn);
+    }
+
+    /// Writes `ldx`-class `insn` unless X already holds what it loads on every path here.
+    fn op_into_x(&mut self, insn: CbpfInsn) {
+        if self.x != XHolds::Load(insn) {
+            self.op(insn.op, insn.k);
+        }
+    }
+
+    /// Notes that a jump to `label` leaves from here.
+    fn jump_to(&mut self, label: Label) {
+        let index = label.index();
+        if index >= self.x_at_label.len() {
+            self.x_at_label.resize(index.wrapping_add(1), XHolds::Unreached);
+        }
+        if let Some(at) = self.x_at_label.get_mut(index) {
+            *at = at.meet(self.x);
+        }
+    }
+
+    fn cond(&mut self, cond: Cond, t: Label, f: Label) {
+        self.jump_to(t);
+        self.jump_to(f);
+        self.x = XHolds::Unreached;
+        self.flow.cond(cond, t, f);
+    }
+
+    fn goto(&mut self, target: Label) {
+        self.jump_to(target);
+        self.x = XHolds::Unreached;
+        self.flow.goto(target);
+    }
+
+    fn end(&mut self, ret: CbpfInsn) {
+        self.x = XHolds::Unreached;
+        self.flow.end(ret);
+    }
+
+    /// Binds `label` (all jumps to it are written: see [`Emitter::x_at_label`]).
+    fn bind(&mut self, label: Label) {
+        let jumped = self.x_at_label.get(label.index()).copied().unwrap_or(XHolds::Unreached);
+        self.x = self.x.meet(jumped);
+        self.flow.bind(label);
+    }
+
+    /// Binds the head of a loop, which [`Emitter::back`] jumps to later: X is whatever the
+    /// last turn left there.
+    fn bind_loop_head(&mut self, head: Label) {
+        self.bind(head);
+        self.x = XHolds::Unknown;
+    }
+
+    /// The jump back to a head bound with [`Emitter::bind_loop_head`].
+    fn back(&mut self, head: Label) {
+        self.x = XHolds::Unreached;
+        self.flow.back(head);
     }
 
     /// Control reaches here only to abort: the rest of the code on this path is dead and
     /// [`Flow::simplify`] removes it.
     fn abort(&mut self) {
-        self.flow.goto(self.reject);
+        self.goto(self.reject);
     }
 
     fn temporary(&mut self) -> Result<u32, EmitError> {
@@ -195,8 +381,8 @@ impl Emitter {
 
     fn pred(&mut self, p: &Pred, t: Label, f: Label) -> Result<(), EmitError> {
         match p {
-            Pred::Const(true) => self.flow.goto(t),
-            Pred::Const(false) => self.flow.goto(f),
+            Pred::Const(true) => self.goto(t),
+            Pred::Const(false) => self.goto(f),
             Pred::Cmp { op, lhs, rhs } => self.cmp(*op, lhs, rhs, t, f)?,
             Pred::In { value, set } => {
                 self.load_a(value)?;
@@ -208,15 +394,18 @@ impl Emitter {
             Pred::Store { slot, value } => {
                 self.load_a(value)?;
                 self.op(CbpfOp::St, u32::from(*slot));
-                self.flow.goto(t);
+                self.goto(t);
             }
             Pred::Guard(n) => {
                 match n.checked_sub(1) {
                     None => {}
                     Some(last) if last > MAX_OFFSET => self.abort(),
-                    Some(last) => self.op(CbpfOp::LdAbsB, last),
+                    Some(last) => {
+                        self.guards.push(self.flow.items().len());
+                        self.op(CbpfOp::LdAbsB, last);
+                    }
                 }
-                self.flow.goto(t);
+                self.goto(t);
             }
             Pred::Chain(chain) => self.chain(chain, t, f)?,
             // Classic BPF ends the program on an out-of-bounds load: an abort cannot be
@@ -247,12 +436,12 @@ impl Emitter {
             self.op(LdxMem, cell);
         }
         let head = self.flow.label();
-        self.flow.bind(head);
+        self.bind_loop_head(head);
         let (extension, ah) = (self.flow.label(), self.flow.label());
         let test = |e: &mut Self, k: u32, to: Label| {
             let next = e.flow.label();
-            e.flow.cond((JeqK, k), to, next);
-            e.flow.bind(next);
+            e.cond((JeqK, k), to, next);
+            e.bind(next);
         };
         for (k, outcome) in chain.dispatch() {
             let to = match outcome {
@@ -263,19 +452,19 @@ impl Emitter {
             };
             test(self, k, to);
         }
-        self.flow.goto(f);
+        self.goto(f);
         // Both steps read the next header's number and its length at `base + x`.
         let base = chain.base;
         let Some(length_at) = base.checked_add(1).filter(|&k| k <= MAX_OFFSET) else {
             // No header that far is in any packet: the first step aborts.
-            self.flow.bind(extension);
-            self.flow.bind(ah);
+            self.bind(extension);
+            self.bind(ah);
             self.abort();
             self.release(cell);
             return Ok(());
         };
         for (label, add, unit, from_x) in [(extension, 1, 8, true), (ah, 2, 4, false)] {
-            self.flow.bind(label);
+            self.bind(label);
             self.op(LdIndB, base);
             self.op(St, cell);
             self.op(LdIndB, length_at);
@@ -286,7 +475,7 @@ impl Emitter {
             }
             self.op(Tax, 0);
             self.op(LdMem, cell);
-            self.flow.back(head);
+            self.back(head);
         }
         self.release(cell);
         Ok(())
@@ -296,7 +485,7 @@ impl Emitter {
     /// the outcome that does not decide the whole.
     fn sequence(&mut self, parts: &[Pred], all: bool, t: Label, f: Label) -> Result<(), EmitError> {
         let Some((last, init)) = parts.split_last() else {
-            self.flow.goto(if all { t } else { f });
+            self.goto(if all { t } else { f });
             return Ok(());
         };
         for part in init {
@@ -306,7 +495,7 @@ impl Emitter {
             } else {
                 self.pred(part, t, next)?;
             }
-            self.flow.bind(next);
+            self.bind(next);
         }
         self.pred(last, t, f)
     }
@@ -352,7 +541,7 @@ impl Emitter {
             CmpOp::Le => (pick(JgtK, JgtX), f, t),
             CmpOp::Set => (pick(JsetK, JsetX), t, f),
         };
-        self.flow.cond((jump, if use_x { 0 } else { k }), t, f);
+        self.cond((jump, if use_x { 0 } else { k }), t, f);
     }
 
     // ---------------------------------------------------------------------------------
@@ -361,7 +550,7 @@ impl Emitter {
     /// A = `e` (or a jump to the reject exit).
     fn load_a(&mut self, e: &Expr) -> Result<(), EmitError> {
         if let Some(k) = ipv4_header_length(e) {
-            self.op(CbpfOp::LdxMsh, k);
+            self.op_into_x(stmt(CbpfOp::LdxMsh, k));
             self.op(CbpfOp::Txa, 0);
             return Ok(());
         }
@@ -382,12 +571,12 @@ impl Emitter {
     /// X = `e`, for an `e` that [`loads_into_x`].
     fn load_x(&mut self, e: &Expr) {
         if let Some(k) = ipv4_header_length(e) {
-            self.op(CbpfOp::LdxMsh, k);
+            self.op_into_x(stmt(CbpfOp::LdxMsh, k));
             return;
         }
         match e {
-            Expr::Const(k) => self.op(CbpfOp::LdxImm, *k),
-            Expr::WireLen => self.op(CbpfOp::LdxLen, 0),
+            Expr::Const(k) => self.op_into_x(stmt(CbpfOp::LdxImm, *k)),
+            Expr::WireLen => self.op_into_x(stmt(CbpfOp::LdxLen, 0)),
             Expr::Scratch(slot) => self.op(CbpfOp::LdxMem, u32::from(*slot)),
             _ => {}
         }
@@ -458,13 +647,13 @@ impl Emitter {
         let (small, big, done) = (self.flow.label(), self.flow.label(), self.flow.label());
         if leaves_x(lhs) {
             self.load_a(rhs)?;
-            self.flow.cond((CbpfOp::JgeK, 32), big, small);
-            self.flow.bind(small);
+            self.cond((CbpfOp::JgeK, 32), big, small);
+            self.bind(small);
             self.op(CbpfOp::Tax, 0);
             self.load_a(lhs)?;
             self.op(x_op, 0);
-            self.flow.goto(done);
-            self.flow.bind(big);
+            self.goto(done);
+            self.bind(big);
             if can_abort(lhs) {
                 self.load_a(lhs)?;
             }
@@ -473,17 +662,17 @@ impl Emitter {
             let cell = self.temporary()?;
             self.op(CbpfOp::St, cell);
             self.load_a(rhs)?;
-            self.flow.cond((CbpfOp::JgeK, 32), big, small);
-            self.flow.bind(small);
+            self.cond((CbpfOp::JgeK, 32), big, small);
+            self.bind(small);
             self.op(CbpfOp::Tax, 0);
             self.op(CbpfOp::LdMem, cell);
             self.op(x_op, 0);
-            self.flow.goto(done);
-            self.flow.bind(big);
+            self.goto(done);
+            self.bind(big);
             self.release(cell);
         }
         self.op(CbpfOp::LdImm, 0);
-        self.flow.bind(done);
+        self.bind(done);
         Ok(())
     }
 
@@ -514,10 +703,15 @@ impl Emitter {
             self.load_a(base)?;
             if max_value(base) > base_limit {
                 let ok = self.flow.label();
-                self.flow.cond((JgtK, base_limit), self.reject, ok);
-                self.flow.bind(ok);
+                self.cond((JgtK, base_limit), self.reject, ok);
+                self.bind(ok);
             }
             self.op(Tax, 0);
+        }
+        if !self.guards.is_empty() && matches!(self.x, XHolds::Load(x) if x.op == LdxMsh) {
+            // X = 4*([k]&0xf) >= 0 and displacement <= MAX_OFFSET: no wrap.
+            let end = displacement.saturating_add(size.bytes());
+            self.sure_ends.push((self.flow.items().len(), end));
         }
         self.op(ind, displacement);
         Ok(())
@@ -530,11 +724,11 @@ impl Searcher for Emitter {
     }
 
     fn bind_label(&mut self, label: Label) {
-        self.flow.bind(label);
+        self.bind(label);
     }
 
     fn goto_label(&mut self, label: Label) {
-        self.flow.goto(label);
+        self.goto(label);
     }
 
     fn test(&mut self, test: Test, t: Label, f: Label) {
@@ -543,7 +737,7 @@ impl Searcher for Emitter {
             Test::Ge(k) => (CbpfOp::JgeK, k),
             Test::Gt(k) => (CbpfOp::JgtK, k),
         };
-        self.flow.cond(cond, t, f);
+        self.cond(cond, t, f);
     }
 }
 
@@ -871,6 +1065,93 @@ mod tests {
              (003) ret      #262144\n\
              (004) ret      #0\n"
         );
+    }
+
+    fn header_length(k: u32) -> Expr {
+        Expr::binary(BinOp::Shl, Expr::load_at(k, Size::Byte).and_mask(0xf), Expr::Const(2))
+    }
+
+    /// `4*([14]&0xf) + 14 + at` as a half word equal to 22 (a TCP port test).
+    fn port_at(at: u32) -> Pred {
+        Pred::eq(Expr::load(header_length(14).plus(14 + at), Size::Half), 22)
+    }
+
+    fn count(prog: &[CbpfInsn], op: CbpfOp) -> usize {
+        prog.iter().filter(|i| i.op == op).count()
+    }
+
+    #[test]
+    fn x_is_not_loaded_again_where_it_holds_the_value_on_every_path_in() {
+        // `port 22`'s two tests: the second is reached only from the first.
+        let prog = emit_unoptimized(&Filter::new(Pred::or([port_at(0), port_at(2)]))).unwrap();
+        assert_eq!(count(&prog, CbpfOp::LdxMsh), 1, "{}", format_listing(&prog));
+        // The length itself into A: `txa` alone the second time.
+        let length = Pred::cmp(CmpOp::Gt, header_length(14), Expr::Const(20));
+        let prog = emit_unoptimized(&Filter::new(Pred::and([port_at(0), length]))).unwrap();
+        assert_eq!(count(&prog, CbpfOp::LdxMsh), 1, "{}", format_listing(&prog));
+        assert_eq!(count(&prog, CbpfOp::Txa), 1);
+        // Both ways into the join hold it.
+        let both = Pred::or([Pred::and([port_at(0), port_at(2)]), port_at(4)]);
+        let prog = emit_unoptimized(&Filter::new(Pred::and([both, port_at(6)]))).unwrap();
+        assert_eq!(count(&prog, CbpfOp::LdxMsh), 1, "{}", format_listing(&prog));
+    }
+
+    #[test]
+    fn x_is_loaded_again_after_a_join_a_write_or_a_loop() {
+        let byte = |k| Pred::eq(Expr::load_at(k, Size::Byte), 1);
+        // A way into the join that never loaded it.
+        let join = Pred::and([Pred::or([byte(1), port_at(0)]), port_at(2)]);
+        // A computed offset goes through `tax`.
+        let offset = Expr::load_at(0, Size::Byte).and_mask(0x3f);
+        let tax = Pred::eq(Expr::load(offset, Size::Byte), 1);
+        let written = Pred::and([port_at(0), tax, port_at(2)]);
+        // Another header length in between.
+        let other = Pred::eq(Expr::load(header_length(16).plus(1), Size::Byte), 1);
+        let replaced = Pred::and([port_at(0), other, port_at(2)]);
+        // A protochain walk from the same header length: X is the walked offset after it.
+        let chain = Chain {
+            target: 6,
+            ipv6: false,
+            base: 14,
+            next: Expr::load_at(23, Size::Byte),
+            offset: header_length(14),
+        };
+        let looped = Pred::and([Pred::Chain(Box::new(chain)), port_at(2)]);
+        // A shift that may be by 32 or more: `tax` on one way into its end, not the other
+        // (the end is reached by falling through as well as by a jump).
+        let amount = Expr::load_at(1, Size::Byte);
+        let shift = Expr::binary(BinOp::Shl, Expr::load_at(0, Size::Byte), amount);
+        let shifted = Pred::and([port_at(0), Pred::eq(shift, 0), port_at(2)]);
+        let cases = [(join, 2), (written, 2), (replaced, 3), (looped, 2), (shifted, 2)];
+        for (pred, want) in cases {
+            let prog = emit_unoptimized(&Filter::new(pred.clone())).unwrap();
+            assert_eq!(count(&prog, CbpfOp::LdxMsh), want, "{pred:?}\n{}", format_listing(&prog));
+        }
+    }
+
+    #[test]
+    fn a_guard_is_left_out_only_where_every_path_to_an_accept_loads_as_far() {
+        // The loads of byte n - 1 in the program of `Guard(n) and rest`.
+        let guards = |n: u32, rest: Pred| {
+            let prog = emit_unoptimized(&Filter::new(Pred::and([Pred::Guard(n), rest]))).unwrap();
+            prog.iter().filter(|i| **i == stmt(CbpfOp::LdAbsB, n - 1)).count()
+        };
+        let at = |k: u32, size| Pred::eq(Expr::load_at(k, size), 6);
+        // Every accepting path loads byte 23 (or further): the guard goes.
+        assert_eq!(guards(24, at(23, Size::Byte)), 1);
+        assert_eq!(guards(24, at(22, Size::Half)), 0);
+        // Paths to the reject do not count.
+        let or_reject = Pred::or([at(30, Size::Word), at(0, Size::Byte)]);
+        assert_eq!(guards(24, Pred::and([or_reject, at(40, Size::Byte)])), 0);
+        // One accepting path loads less far: the guard stays.
+        assert_eq!(guards(24, Pred::or([at(0, Size::Byte), at(23, Size::Byte)])), 2);
+        assert_eq!(guards(24, at(21, Size::Half)), 1);
+        // Behind 4*([14]&0xf) (>= 0), `ldb [x + 29]` reads byte 29 at least; not behind `tax`.
+        let tcp = || Pred::eq(Expr::load(header_length(14).plus(29), Size::Byte), 2);
+        assert_eq!(guards(30, tcp()), 0);
+        assert_eq!(guards(31, tcp()), 1);
+        let computed = Expr::load(Expr::load_at(0, Size::Byte).and_mask(0x3f).plus(29), Size::Byte);
+        assert_eq!(guards(30, Pred::eq(computed, 2)), 1);
     }
 
     #[test]

@@ -96,6 +96,13 @@ impl<S: Clone, C: Clone> Flow<S, C> {
         self.items = items;
     }
 
+    /// Removes the item at `index` (one found needless once the flow is written).
+    pub(crate) fn remove(&mut self, index: usize) {
+        if index < self.items.len() {
+            self.items.remove(index);
+        }
+    }
+
     /// Threads jumps, removes dead code and jumps to the next instruction, until nothing
     /// changes. Every pass shrinks the program or leaves it alone, so this ends.
     pub(crate) fn simplify(&mut self) {

@@ -1445,7 +1445,7 @@ fn and_tests(p: &mut [CbpfInsn], live: &mut Live, targeted: &mut Vec<bool>) {
 }
 
 /// The packet end an absolute load (or `4*([k]&0xf)`) reads up to.
-fn load_end(insn: &CbpfInsn) -> Option<u32> {
+pub(super) fn load_end(insn: &CbpfInsn) -> Option<u32> {
     use CbpfOp::*;
     let n = match insn.op {
         LdAbsW => 4,
