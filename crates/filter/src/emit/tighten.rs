@@ -2513,14 +2513,16 @@ mod tests {
         }
     }
 
-    /// A head guard dropped makes a later load of its bytes one that may abort, where a walk
-    /// that went on to an undecided test (threading nothing) now stops, ending at the last
-    /// place it passed with its changed slots dead: the settled stop must see that place
-    /// (found by the laid-out-filter oracle; `jgt #19`'s false edge goes to `neg`).
-    #[test]
-    fn a_dropped_guard_can_end_a_walk_sooner() {
-        let p = [
-            s(LdAbsB, 62),
+    /// The guard-case program of the two tests below: a head guard `ldb [62]`, then (with
+    /// `ja_after_guard`) a `ja +0` that compaction drops in round 0, then a walk from `jgt #19`'s
+    /// false edge through `neg` to a second `ldb [62]`. Tightened with and without the confirming
+    /// round it must be the same, with the `jgt #19` threaded past the `jge`.
+    fn assert_dropped_guard_case_settles_right(ja_after_guard: bool) {
+        let mut p = vec![s(LdAbsB, 62)];
+        if ja_after_guard {
+            p.push(s(Ja, 0));
+        }
+        p.extend([
             s(LdLen, 0),
             j(JgtK, 19, 0, 2),
             s(LdAbsH, 3),
@@ -2532,10 +2534,19 @@ mod tests {
             j(JgtX, 0, 1, 0),
             s(RetK, 262144),
             s(RetK, 0),
-        ];
+        ]);
         let q = tighten(&p);
         assert_eq!(q, tighten_with_confirming_round(&p));
         assert_eq!(q[1], j(JgtK, 19, 0, 3), "{q:?}");
+    }
+
+    /// A head guard dropped makes a later load of its bytes one that may abort, where a walk
+    /// that went on to an undecided test (threading nothing) now stops, ending at the last
+    /// place it passed with its changed slots dead: the settled stop must see that place
+    /// (found by the laid-out-filter oracle; `jgt #19`'s false edge goes to `neg`).
+    #[test]
+    fn a_dropped_guard_can_end_a_walk_sooner() {
+        assert_dropped_guard_case_settles_right(false);
     }
 
     /// The same program with a `ja +0` after the guard, which compaction drops in round 0:
@@ -2544,24 +2555,7 @@ mod tests {
     /// `ldb [62]`, which only the dropped guard kept from aborting ([`Passed::fragile`]).
     #[test]
     fn a_walk_past_a_load_the_dropped_guard_covered_is_not_settled() {
-        let p = [
-            s(LdAbsB, 62),
-            s(Ja, 0),
-            s(LdLen, 0),
-            j(JgtK, 19, 0, 2),
-            s(LdAbsH, 3),
-            j(JgeK, 71, 0, 6),
-            s(LdLen, 0),
-            s(Neg, 0),
-            s(Tax, 0),
-            s(LdAbsB, 62),
-            j(JgtX, 0, 1, 0),
-            s(RetK, 262144),
-            s(RetK, 0),
-        ];
-        let q = tighten(&p);
-        assert_eq!(q, tighten_with_confirming_round(&p));
-        assert_eq!(q[1], j(JgtK, 19, 0, 3), "{q:?}");
+        assert_dropped_guard_case_settles_right(true);
     }
 
     #[test]
