@@ -39,8 +39,8 @@ use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
 use crate::ir::{BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, Size};
 
-use super::tighten::load_end;
 pub use super::tighten::tighten;
+use super::tighten::{is_accept, load_end};
 
 /// A classic program for `filter`: `ret #accept` when it matches, `ret #0` when it does not
 /// or when it aborts. The laid-out program goes through [`tighten`] (libpcap's flow-graph
@@ -112,10 +112,7 @@ fn drop_needless_guards(
     let mut needless = Vec::new();
     for (index, item) in flow.items().iter().enumerate().rev() {
         match item {
-            Item::End(ret) => {
-                let rejects = ret.op == CbpfOp::RetK && ret.k == 0;
-                need = if rejects { u32::MAX } else { 0 };
-            }
+            Item::End(ret) => need = if is_accept(ret) { 0 } else { u32::MAX },
             Item::Goto(target) => need = need_of(&need_at, target),
             Item::Cond { t, f, .. } => need = need_of(&need_at, t).min(need_of(&need_at, f)),
             Item::Back(_) => need = 0,

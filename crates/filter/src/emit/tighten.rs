@@ -396,7 +396,7 @@ fn successors(p: &[CbpfInsn], i: usize) -> [Option<usize>; 2] {
     }
 }
 
-fn is_accept(insn: &CbpfInsn) -> bool {
+pub(super) fn is_accept(insn: &CbpfInsn) -> bool {
     match insn.op {
         CbpfOp::RetK => insn.k != 0,
         CbpfOp::RetA => true,
