@@ -566,11 +566,20 @@ impl<'r> Buffered<'r> {
     /// bench/records/2026-12-01-runtime-38.txt). Counts as `next` counts.
     #[inline]
     pub fn next_record(&mut self) -> Option<(&'r [u8], Record)> {
-        let ((at, end), data, _) = self.walk.record(self.bytes, self.at)?;
+        let (record, (_, data, _)) = self.walk_next()?;
+        Some((data, record))
+    }
+
+    /// The next record walked (`PcapWalk::record`'s answer) and counted: the one walk
+    /// `next_record` and `next` share.
+    #[inline]
+    fn walk_next(&mut self) -> Option<(Record, Walked<'r>)> {
+        let walked = self.walk.record(self.bytes, self.at)?;
+        let ((at, end), _, _) = walked;
         let index = self.index;
         self.at = end;
         self.index = index.saturating_add(1);
-        Some((data, Record { index, at }))
+        Some((Record { index, at }, walked))
     }
 
     /// What [`Records::packet`] reads a record's metadata from: these buffered bytes and
@@ -582,6 +591,10 @@ impl<'r> Buffered<'r> {
         Records { walk, nano, linktype, bytes, base }
     }
 }
+
+/// What `PcapWalk::record` finds at a record: the header's span, the data (cut to the
+/// snapshot length) and the wire length.
+type Walked<'r> = ((usize, usize), &'r [u8], u32);
 
 /// A record [`Buffered::next_record`] walked: its index among the reader's packets and
 /// where it starts in the buffered bytes.
@@ -616,11 +629,19 @@ impl<'r> Records<'r> {
     /// not one the [`Buffered`] these came from walked (no complete record there).
     #[inline]
     pub fn packet(&self, record: Record) -> Option<Packet<'r>> {
-        let at = record.at;
-        let ((_, end), data, wire_len) = self.walk.record(self.bytes, at)?;
+        let walked = self.walk.record(self.bytes, record.at)?;
+        Some(self.decode(record, walked))
+    }
+
+    /// The packet of `record` from what the walk found there (`PcapWalk::record`'s
+    /// answer at `record.at`): `Buffered::next` hands in its own walk's answer rather than
+    /// walking the record twice.
+    #[inline]
+    fn decode(&self, record: Record, walked: Walked<'r>) -> Packet<'r> {
+        let ((at, end), data, wire_len) = walked;
         let header = self.bytes.get(at..end).unwrap_or_default();
         let (ts_sec, ts_frac) = (self.walk.field(header, 0), self.walk.field(header, 4));
-        Some(Packet {
+        Packet {
             index: record.index,
             data,
             wire_len,
@@ -631,18 +652,19 @@ impl<'r> Records<'r> {
             offset: self.base.saturating_add(at as u64),
             // A pcap file has no descriptive blocks between records.
             stored: Some(Stored { record: header, blocks_before: &[] }),
-        })
+        }
     }
 }
 
 impl<'r> Iterator for Buffered<'r> {
     type Item = Packet<'r>;
 
-    /// [`Buffered::next_record`]'s record, decoded whole ([`Records::packet`]).
+    /// [`Buffered::next_record`]'s record, decoded whole as [`Records::packet`] decodes it,
+    /// from the one walk.
     #[inline]
     fn next(&mut self) -> Option<Packet<'r>> {
-        let (_, record) = self.next_record()?;
-        self.records().packet(record)
+        let (record, walked) = self.walk_next()?;
+        Some(self.records().decode(record, walked))
     }
 }
 
