@@ -1159,6 +1159,23 @@ fn hash_finish(h: u64) -> u32 {
     h | 0x8000_0000
 }
 
+/// A subtable visit's hash of masked key `mk`: `base` (the packet's terms of the pairs its
+/// chain's subtables mask alike, from `HASH_SEED`) with the terms of the pairs in `vary`;
+/// `ALL_VARY`: every pair is in `vary`, so the base is the seed.
+#[inline(always)]
+fn visit_hash<const W: usize, const ALL_VARY: bool>(base: u64, vary: u32, mk: &[u64; W]) -> u32 {
+    let mut h = if ALL_VARY { HASH_SEED } else { base };
+    for p in 0..W.div_ceil(2) {
+        if ALL_VARY || vary >> p & 1 != 0 {
+            h ^= pair_term(mk, p);
+        }
+    }
+    hash_finish(h)
+}
+
+/// The rank no rule has (no match yet: every rule ranks before it).
+const NO_RANK: (u32, u64) = (u32::MAX, u64::MAX);
+
 impl<const W: usize> Subtable<W> {
     fn new(
         gmask: [u64; W],
@@ -2023,14 +2040,7 @@ impl<const W: usize> Tables<W> {
             while here != 0 {
                 let i = here.trailing_zeros() as usize;
                 here &= here - 1;
-                let mk = and(&g[i], &gmask);
-                let mut h = base[i];
-                for p in 0..W.div_ceil(2) {
-                    if vary >> p & 1 != 0 {
-                        h ^= pair_term(&mk, p);
-                    }
-                }
-                let h = hash_finish(h);
+                let h = visit_hash::<W, false>(base[i], vary, &and(&g[i], &gmask));
                 let pass = single || store.filter_test(h, fmask, fwords);
                 hs[nl] = h;
                 live[nl] = i as u8;
@@ -2093,53 +2103,83 @@ impl<const W: usize> Tables<W> {
         out: &mut [Option<&'a Arc<Installed>>],
         shard: usize,
     ) {
-        let subs = &ch.subtables[..];
-        let vary = ch.vary;
         let n = n.min(BATCH).min(out.len());
         let mut cands = [!0u64; BATCH];
         cand.batch_words(&g[..n], &mut cands[..n]);
+        // Chains whose subtables' masks differ in every pair of words (weir-bench's 16
+        // masks: W = 2, one pair) hash no term once a packet: their walk takes the seed as
+        // its base and tests no `vary` bit a visit.
+        let (g, base, cands, out) = (&g[..n], &base[..n], &cands[..n], &mut out[..n]);
+        if ch.vary == (1 << W.div_ceil(2)) - 1 {
+            Self::walk::<true>(ch, g, base, cands, full, out, shard);
+        } else {
+            Self::walk::<false>(ch, g, base, cands, full, out, shard);
+        }
+    }
+
+    /// The walk of `walk_candidates`, for batches of `out.len()` packets (`g`, `base` and
+    /// `cands` as long), `ALL_VARY` when every pair of words varies (`ch.vary`). Each
+    /// packet's candidates are visited in two loops: until its first match, with no rank
+    /// to beat, so no subtable's `best` and no rule's rank is compared (a slot's first rule
+    /// whose ranges hold is the match); then, only when candidates remain (~0.08 a packet
+    /// at 1000:16), those whose subtable may hold a better rule (issue 14: the rank
+    /// compares and the bound kept in registers were ~15 instructions of a hit's path).
+    #[inline(always)]
+    fn walk<'a, const ALL_VARY: bool>(
+        ch: &'a ChainT<W>,
+        g: &[[u64; W]],
+        base: &[u64],
+        cands: &[u64],
+        full: &dyn Fn(usize) -> Key,
+        out: &mut [Option<&'a Arc<Installed>>],
+        shard: usize,
+    ) {
+        let subs = &ch.subtables[..];
+        let vary = ch.vary;
         // Hits per subtable, added to the stores' counters once a batch.
         let mut hits = [0u32; 64];
         let mut hit_in = 0u64;
-        for (i, ((k, o), &c)) in g.iter().zip(out.iter_mut()).zip(&cands).enumerate().take(n) {
-            let mut c = c;
-            let mut bound = (u32::MAX, u64::MAX);
+        let n = out.len().min(g.len()).min(base.len()).min(cands.len());
+        for i in 0..n {
+            let (k, b) = (&g[i], base[i]);
+            let mut c = cands[i];
             let mut found = None;
-            // No stop at a hit: a later candidate whose subtable cannot beat it fails the
-            // `best` test below (every later `best` is at least the chain's `suffix_best`
-            // after the hit's), and with ~1.04 candidates a packet at 1000:16 there is
-            // rarely one; the stop's test cost ~12 instructions a hit (issue 14).
             while c != 0 {
                 let s = c.trailing_zeros() as usize;
                 c &= c - 1;
-                let Some(st) = subs.get(s) else { break };
-                if st.best >= bound {
-                    continue;
+                let Some(st) = subs.get(s) else {
+                    c = 0;
+                    break;
+                };
+                if let Some(r) = Self::visit::<ALL_VARY, true>(st, k, b, vary, i, full, NO_RANK) {
+                    found = Some(r);
+                    hits[s] += 1;
+                    hit_in |= 1 << s;
+                    break;
                 }
-                let mk = and(k, &st.gmask);
-                let mut h = base[i];
-                for p in 0..W.div_ceil(2) {
-                    if vary >> p & 1 != 0 {
-                        h ^= pair_term(&mk, p);
+            }
+            // No stop test at a hit: a later candidate whose subtable cannot beat it fails
+            // the `best` test below (every later `best` is at least the chain's
+            // `suffix_best` after the hit's).
+            if let Some(hit) = found.filter(|_| c != 0) {
+                let mut bound = hit.rank();
+                while c != 0 {
+                    let s = c.trailing_zeros() as usize;
+                    c &= c - 1;
+                    let Some(st) = subs.get(s) else { break };
+                    if st.best >= bound {
+                        continue;
                     }
-                }
-                let h = hash_finish(h);
-                let Some(slot) = st.store.probe_view().find(&mk, h) else { continue };
-                let ranged = st.src_range || st.dst_range;
-                for r in slot.rules.as_slice() {
-                    if r.rank() >= bound {
-                        break;
-                    }
-                    if !ranged || r.ranges_hold(&full(i)) {
+                    if let Some(r) = Self::visit::<ALL_VARY, false>(st, k, b, vary, i, full, bound)
+                    {
                         found = Some(r);
                         bound = r.rank();
                         hits[s] += 1;
                         hit_in |= 1 << s;
-                        break;
                     }
                 }
             }
-            *o = found;
+            out[i] = found;
         }
         while hit_in != 0 {
             let s = hit_in.trailing_zeros() as usize;
@@ -2148,6 +2188,36 @@ impl<const W: usize> Tables<W> {
                 st.store.hits.add(shard, u64::from(hits[s]));
             }
         }
+    }
+
+    /// A candidate visit of packet `i` (gathered words `k`, hash base `b`): the first rule
+    /// of `k`'s slot in `st` that ranks before `bound` and whose port ranges hold. `FIRST`:
+    /// nothing matched yet, `bound` is `NO_RANK`, which every rule ranks before (a rule's
+    /// seq is below `u64::MAX`: the writer counts them from 0), so no rank is compared.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn visit<'a, const ALL_VARY: bool, const FIRST: bool>(
+        st: &'a Subtable<W>,
+        k: &[u64; W],
+        b: u64,
+        vary: u32,
+        i: usize,
+        full: &dyn Fn(usize) -> Key,
+        bound: (u32, u64),
+    ) -> Option<&'a Arc<Installed>> {
+        let mk = and(k, &st.gmask);
+        let h = visit_hash::<W, ALL_VARY>(b, vary, &mk);
+        let slot = st.store.probe_view().find(&mk, h)?;
+        let ranged = st.src_range || st.dst_range;
+        for r in slot.rules.as_slice() {
+            if !FIRST && r.rank() >= bound {
+                return None;
+            }
+            if !ranged || r.ranges_hold(&full(i)) {
+                return Some(r);
+            }
+        }
+        None
     }
 
     /// The floor of a one-subtable lookup, stage by stage (`Classifier::floor`).
@@ -3560,6 +3630,154 @@ mod tests {
         });
         counted.retain(|_, n| *n > 0);
         assert_eq!(counted, per_mask);
+    }
+
+    /// The candidate walk's second loop (`walk`: the candidates left after a packet's first
+    /// match): a /32 subtable before a /24 one in the chain (their best priorities 2 and 3),
+    /// then /24 rules of priority 1 inserted in place over half the /32 rules' hosts (the
+    /// /24 subtable's best becomes 1; the chain keeps its order), so that a packet's first
+    /// match is beaten by a later candidate, or its later candidate's slot holds only a
+    /// worse rule (priority 3: its rank compared and refused), or it has no first match in
+    /// the /32 subtable. Answers against the reference, and each subtable's count
+    /// (`Hits`): a match counted in its subtable each time it is the packet's best so far
+    /// (the pass by subtable counts the same).
+    #[test]
+    fn the_walk_counts_a_later_better_match_in_its_subtable() {
+        let rule = |text: String, line: usize| crate::rule::parse_rule(&text, line).unwrap();
+        let mut set = RuleSet::new();
+        let mut texts = Vec::new();
+        for b in 0..8 {
+            texts.push(format!("prio 2 protocol ip flower src_ip 10.1.{b}.5/32 action drop"));
+            texts.push(format!("prio 2 protocol ip flower src_ip 10.2.{b}.7/32 action drop"));
+            texts.push(format!("prio 3 protocol ip flower src_ip 10.2.{b}.0/24 action drop"));
+        }
+        for (i, t) in texts.iter().enumerate() {
+            set.push(rule(t.clone(), i + 1)).unwrap();
+        }
+        let c = Classifier::new(&set);
+        for b in 0..4 {
+            let t = format!("prio 1 protocol ip flower src_ip 10.1.{b}.0/24 action drop");
+            texts.push(t.clone());
+            let r = rule(t, texts.len());
+            c.insert(&r).unwrap();
+            set.push(r).unwrap();
+        }
+        assert!(lookup_state(&c).0, "the tables answer");
+        let v = c.snapshot();
+        let len = |b: &[u8]| b.iter().map(|x| x.count_ones()).sum::<u32>();
+        let order: Vec<(u32, u32)> = dispatch!(&v.tables, t => {
+            let ch = t.chain(0).expect("chain 0");
+            let src_len = |st: &Subtable<_>| len(&scatter(&st.gmask, &t.lanes).0[32..36]);
+            ch.subtables.iter().map(|st| (src_len(st), st.best.0)).collect()
+        });
+        assert_eq!(order, [(32, 2), (24, 1)], "the /32 subtable first, the /24 one's best 1");
+        let frame = |src: [u8; 4]| {
+            let mut f = vec![0u8; 34];
+            f[12] = 0x08;
+            f[14] = 0x45;
+            f[23] = 0xfd;
+            f[26..30].copy_from_slice(&src);
+            f[30..34].copy_from_slice(&[192, 0, 2, 1]);
+            f
+        };
+        let mut frames = Vec::new();
+        for b in 0..8u8 {
+            frames.extend([[10, 1, b, 5], [10, 2, b, 7], [10, 2, b, 9], [10, 1, b, 6]].map(frame));
+        }
+        let reference = crate::reference::Reference::new(&set);
+        let mut want = Vec::new();
+        let outs = process_in_batches(&c, &v, &frames, 34, |works| {
+            for w in works {
+                want.push(reference.process(w).line);
+            }
+        });
+        let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
+        assert_eq!(got, want);
+        // 10.1.b.5: the /32 rule, then for b < 4 the /24 rule of priority 1 (line 25 + b);
+        // 10.2.b.7: the /32 rule (the /24 slot's priority 3 refused); 10.2.b.9: the /24
+        // rule of priority 3; 10.1.b.6 for b < 4: the priority 1 rule, else nothing.
+        let b = |i: usize| i / 4;
+        for (i, l) in want.iter().enumerate() {
+            let expect = match i % 4 {
+                0 if b(i) < 4 => Some(25 + b(i)),
+                0 => Some(3 * b(i) + 1),
+                1 => Some(3 * b(i) + 2),
+                2 => Some(3 * b(i) + 3),
+                _ => (b(i) < 4).then_some(25 + b(i)),
+            };
+            assert_eq!(*l, expect, "packet {i}");
+        }
+        let counts: Vec<u64> = dispatch!(&v.tables, t => {
+            t.chain(0).expect("chain 0").subtables.iter().map(|st| st.store.hits.get()).collect()
+        });
+        // /32: 10.1.b.5 and 10.2.b.7 (16); /24: 10.1.b.5 and 10.1.b.6 for b < 4 (8) and
+        // 10.2.b.9 (8).
+        assert_eq!(counts, [16, 16]);
+    }
+
+    /// The walk for a chain whose subtables mask some pairs of words alike (`walk::<false>`:
+    /// those pairs hashed once a packet into its base, the varying ones a visit): the
+    /// bench's 16 masks (source and destination /32, /24, /16, /8, one priority each), 8
+    /// rules a mask, at full width (14 words: only the addresses' pair varies) and packed
+    /// (2 words, one pair: `walk::<true>`), both answered by the candidate tables; packets on
+    /// each rule's prefixes and random ones, against the reference.
+    #[test]
+    fn the_walk_hashes_pairs_masked_alike_once_a_packet() {
+        let lens = [32u32, 24, 16, 8];
+        let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
+        let mut rng = weir_testkit::SplitMix64::new(0x35_a11e);
+        let mut set = RuleSet::new();
+        let mut specs = Vec::new();
+        for i in 0..128usize {
+            let m = i % 16;
+            let (sl, dl) = (lens[m % 4], lens[m / 4]);
+            let (src, dst) = (prefix(rng.u32(), sl), prefix(rng.u32(), dl));
+            let text = format!(
+                "prio {} protocol ip flower src_ip {}/{sl} dst_ip {}/{dl} action drop",
+                m + 1,
+                std::net::Ipv4Addr::from(src),
+                std::net::Ipv4Addr::from(dst)
+            );
+            set.push(crate::rule::parse_rule(&text, i + 1).unwrap()).unwrap();
+            specs.push((src, sl, dst, dl));
+        }
+        let frame = |src: u32, dst: u32| {
+            let mut f = vec![0u8; 34];
+            f[12] = 0x08;
+            f[14] = 0x45;
+            f[23] = 0xfd;
+            f[26..30].copy_from_slice(&src.to_be_bytes());
+            f[30..34].copy_from_slice(&dst.to_be_bytes());
+            f
+        };
+        let host = |a: u32, len: u32, r: u32| a | (r >> len.min(31) >> u32::from(len == 32));
+        let mut frames = Vec::new();
+        for &(src, sl, dst, dl) in &specs {
+            frames.push(frame(host(src, sl, rng.u32()), host(dst, dl, rng.u32())));
+            frames.push(frame(rng.u32(), rng.u32()));
+        }
+        let reference = crate::reference::Reference::new(&set);
+        for (c, all_vary) in
+            [(Classifier::new_full_width(&set), false), (Classifier::new(&set), true)]
+        {
+            let v = c.snapshot();
+            let (on, vary, pairs) = dispatch!(&v.tables, t => {
+                let ch = t.chain(0).expect("chain 0");
+                (ch.cand_on, ch.vary, t.lanes.len().div_ceil(2))
+            });
+            assert!(on, "the tables answer");
+            assert_eq!(vary == (1 << pairs) - 1, all_vary, "vary {vary:#b} of {pairs} pairs");
+            let mut want = Vec::new();
+            let outs = process_in_batches(&c, &v, &frames, 34, |works| {
+                for w in works {
+                    want.push(reference.process(w).line);
+                }
+            });
+            let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
+            assert_eq!(got, want, "{pairs} pairs");
+            let hits = want.iter().filter(|l| l.is_some()).count();
+            assert!(hits * 2 >= frames.len(), "{hits} of {} matched", frames.len());
+        }
     }
 
     /// Chain 0's lookup state: whether its candidate tables answer, its prefilters, and
