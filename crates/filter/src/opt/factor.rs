@@ -80,7 +80,84 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
         _ if keeps(&parts, conjunction) => return fold::junction(parts, conjunction),
         _ => {}
     }
+    // pflang's `port 22`: one copy of the port test per transport protocol.
+    let parts = if conjunction {
+        parts
+    } else {
+        match merge_equal_tails(parts) {
+            Ok(merged) => return merged,
+            Err(parts) => parts,
+        }
+    };
     regroup(parts, conjunction)
+}
+
+/// The parts of an `or` (at least three, at most [`KEEPS_PARTS`]) as one part, when each is
+/// `L == k_i and X` with one `L`, distinct `k_i` and one store-free `X` (the same rest, part
+/// for part): `L in {k_1, ...} and X`, the first part with its first test made the set test.
+/// That is what [`regroup`] gives them (and [`keeps`] declines them: the first two are keyed
+/// on `L` with equal rests), built without its lists and its second comparison of the first
+/// two rests (issue 13: pflang's `port 22` is three copies of one port test, one per
+/// transport protocol, twice). Step by step through `regroup`: no part stores (its first test
+/// is a comparison, its rest is `X`); every part's discriminator is `(L, k_i)`, one stretch,
+/// each `k_i` new, so [`group_by_discriminator`] keeps the order and gives each part its own
+/// group; [`merge_adjacent`] then merges no neighbours (different groups); [`merge_tails`]
+/// finds the first two merging (keyed on `L`, equal store-free rests), and then each next part
+/// merging into the first (still keyed on `L` with rest `X`), one run of all the parts, whose
+/// set takes the values `k_1, k_2, ...` in order (as here) and goes into the first part;
+/// `fold::junction` of that one part gives it back. Anything else: `parts` back, unchanged.
+fn merge_equal_tails(mut parts: Vec<Pred>) -> Result<Pred, Vec<Pred>> {
+    let mut keys = [(0u32, 0u32); KEEPS_PARTS];
+    let n = parts.len();
+    let Some(first) = parts.first().and_then(keyed_eq) else { return Err(parts) };
+    if !(3..=KEEPS_PARTS).contains(&n) {
+        return Err(parts);
+    }
+    // The values first (a different `L` or a repeated `k` is found without comparing rests).
+    for (i, part) in parts.iter().enumerate() {
+        let distinct = match keyed_eq(part) {
+            Some((l, k, _)) if i == 0 || l == first.0 => {
+                let seen = keys.get(..i).unwrap_or(&[]);
+                let fresh = seen.iter().all(|&(s, _)| s != k);
+                if let Some(slot) = keys.get_mut(i) {
+                    *slot = (k, k);
+                }
+                fresh
+            }
+            _ => false,
+        };
+        if !distinct {
+            return Err(parts);
+        }
+    }
+    let same_rests =
+        parts.iter().skip(1).all(|p| keyed_eq(p).is_some_and(|(_, _, r)| r == first.2));
+    if !same_rests || first.2.iter().any(has_store) {
+        return Err(parts);
+    }
+    parts.truncate(1);
+    let set = ValueSet::from_ranges(keys.get(..n).unwrap_or(&[]).iter().copied());
+    let Some(Pred::And(mut inner)) = parts.pop() else { return Err(parts) };
+    if let Some(head @ Pred::Cmp { .. }) = inner.first_mut() {
+        if let Pred::Cmp { lhs, .. } = std::mem::replace(head, Pred::Const(false)) {
+            *head = Pred::In { value: lhs, set };
+        }
+    }
+    Ok(Pred::And(inner))
+}
+
+/// `L`, `k` and the rest of an `or` part `L == k and ...` (an `and` of two or more parts
+/// whose first is an equality with a constant on the right).
+fn keyed_eq(part: &Pred) -> Option<(&Expr, u32, &[Pred])> {
+    match part {
+        Pred::And(inner) if inner.len() >= 2 => match inner.first() {
+            Some(Pred::Cmp { op: CmpOp::Eq, lhs, rhs: Expr::Const(k) }) => {
+                Some((lhs, *k, inner.get(1..).unwrap_or(&[])))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// [`junction`] without its shortcuts: groups, merges neighbours and tails, and folds.
@@ -422,7 +499,7 @@ fn split_head(part: Pred, conjunction: bool) -> (Vec<Pred>, Pred) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::Size;
+    use crate::ir::{BinOp, Size};
 
     /// The ranges the first test of a keyed part ([`keyed_head`]) accepts.
     fn first_ranges(part: &Pred) -> Vec<(u32, u32)> {
@@ -651,6 +728,102 @@ mod tests {
         }
         // (merges, and runs of three or more or several runs, are frequent)
         assert!(changed > 2000 && long_runs > 200, "changed {changed}, long runs {long_runs}");
+    }
+
+    /// [`merge_equal_tails`] gives what [`regroup`] gives (and [`junction`] with it), on 30,000
+    /// random `or`s shaped like pflang's `port 22` and near it: three to eight parts (and two,
+    /// and more than [`KEEPS_PARTS`]), mostly `L == k and X` on one `L` with one `X`, with
+    /// repeated values, another `L`, a set test or an inequality first, a rest that differs
+    /// or stores, parts that are a lone test. Counts both ways (the comparison is not vacuous).
+    #[test]
+    fn merging_equal_tails_gives_what_regrouping_gives() {
+        let mut rng = weir_testkit::SplitMix64::new(0x38);
+        let l = Expr::load_at(23, Size::Byte);
+        let other = Expr::load_at(20, Size::Byte);
+        let hl = Expr::binary(
+            BinOp::Shl,
+            Expr::binary(BinOp::And, Expr::load_at(14, Size::Byte), Expr::Const(15)),
+            Expr::Const(2),
+        );
+        let port = |k: u32| {
+            Pred::eq(
+                Expr::load(Expr::binary(BinOp::Add, hl.clone(), Expr::Const(k)), Size::Half),
+                22,
+            )
+        };
+        let x = vec![
+            Pred::Not(Box::new(Pred::cmp(
+                CmpOp::Set,
+                Expr::load_at(20, Size::Half),
+                Expr::Const(0x1fff),
+            ))),
+            Pred::or([port(14), port(16)]),
+        ];
+        let rests = [
+            x.clone(),
+            x.clone(),
+            x.clone(),
+            vec![Pred::or([port(14), port(18)])],
+            vec![x[1].clone(), x[0].clone()],
+            vec![Pred::Store { slot: 1, value: Expr::Const(1) }],
+            vec![Pred::eq(Expr::Scratch(1), 1), Pred::Store { slot: 2, value: Expr::WireLen }],
+        ];
+        let (mut merged, mut declined) = (0, 0);
+        for case in 0..30_000u32 {
+            let len = match rng.below(10) {
+                0 => 2,
+                1 => KEEPS_PARTS + 1 + rng.below(3) as usize,
+                _ => 3 + rng.below(6) as usize,
+            };
+            // Most cases keep to the shape; a few parts of the others leave it.
+            let near = rng.below(3) == 0;
+            let rest = rests
+                .get(rng.below(if near { rests.len() as u64 } else { 3 }) as usize)
+                .cloned()
+                .unwrap_or_default();
+            let mut parts = Vec::with_capacity(len);
+            for i in 0..len {
+                let k = if near { rng.below(8) as u32 } else { i as u32 * 5 + rng.below(5) as u32 };
+                let odd = near && rng.below(4) == 0;
+                let head = match (odd, rng.below(6)) {
+                    (false, _) => Pred::eq(l.clone(), k),
+                    (true, 0) => Pred::eq(other.clone(), k),
+                    (true, 1) => {
+                        Pred::In { value: l.clone(), set: ValueSet::from_values([k, k + 9]) }
+                    }
+                    (true, 2) => Pred::cmp(CmpOp::Ne, l.clone(), Expr::Const(k)),
+                    (true, 3) => Pred::cmp(CmpOp::Eq, l.clone(), Expr::WireLen),
+                    (true, _) => Pred::eq(l.clone(), k),
+                };
+                let own_rest = if odd && rng.below(2) == 0 {
+                    rests.get(rng.below(rests.len() as u64) as usize).cloned().unwrap_or_default()
+                } else {
+                    rest.clone()
+                };
+                let part = if odd && rng.below(5) == 0 {
+                    head
+                } else {
+                    let mut inner = vec![head];
+                    inner.extend(own_rest);
+                    Pred::And(inner)
+                };
+                parts.push(part);
+            }
+            let want = regroup(parts.clone(), false);
+            match merge_equal_tails(parts.clone()) {
+                Ok(got) => {
+                    merged += 1;
+                    assert_eq!(got, want, "case {case}: {parts:?}");
+                }
+                Err(back) => {
+                    declined += 1;
+                    assert_eq!(back, parts, "case {case}: declined, changed");
+                }
+            }
+            assert_eq!(junction(parts.clone(), false), want, "case {case}: {parts:?}");
+        }
+        println!("merged {merged}, declined {declined}");
+        assert!(merged > 5_000 && declined > 5_000, "merged {merged}, declined {declined}");
     }
 
     #[test]
