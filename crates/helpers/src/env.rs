@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Instant;
 
-use weir_maps::{Map, MapType, OwnedValue, ValueLoc, ValueRef};
+use weir_maps::{Map, MapType, OneWordTable, OwnedValue, ValueLoc, ValueRef};
 use weir_program::abi::{DirectLookup, FoundElem, GuestMemory, RunEnv, ValueSpan};
 use weir_program::exec::guest::{map_index, window, MAPS, MAPS_BASE, REGION_WINDOW};
 use weir_program::TrapCode;
@@ -212,11 +212,17 @@ impl Env {
                 in_place: map.values_in_place(),
                 writable,
             });
-            // Keys past 16 bytes get a `find` of their own: the key in place, by address.
-            let find = if spec.key_size <= 16 { find_hash_elem } else { find_hash_long };
+            // Keys past 16 bytes get a `find` of their own: the key in place, by address;
+            // a map of one-word keys, neither per-CPU nor LRU, its table's one-word probe,
+            // which tests nothing this choice knew.
+            let (find, target): (FindFn, *const ()) = match map.one_word_table() {
+                _ if spec.key_size > 16 => (find_hash_long, Arc::as_ptr(map).cast()),
+                Some(table) => (find_one_word, std::ptr::from_ref(table).cast()),
+                None => (find_hash_elem, Arc::as_ptr(map).cast()),
+            };
             direct.push(region.filter(|r| r.hash).map(|r| DirectLookup {
                 find,
-                map: Arc::as_ptr(map).cast(),
+                map: target,
                 cpu: cpu as u64,
                 keep: Arc::clone(map) as Arc<dyn Any + Send + Sync>,
                 key_size: spec.key_size,
@@ -720,6 +726,9 @@ unsafe impl RunEnv for Env {
     }
 }
 
+/// The type of [`DirectLookup`]'s `find`.
+type FindFn = unsafe extern "C" fn(map: *const (), cpu: u64, w0: u64, w1: u64) -> FoundElem;
+
 /// A hash map's `find` for [`DirectLookup`]: [`Map::lookup_key_words`], the element and
 /// the value's host address (null: no element), the same answer `RunEnv::map_lookup`
 /// gives through `Map::lookup_ptr` (the element's value at `base + (elem << shift)`).
@@ -733,6 +742,23 @@ unsafe extern "C" fn find_hash_elem(map: *const (), cpu: u64, w0: u64, w1: u64) 
     // lookups are lock-free and thread-safe).
     let map = unsafe { &*map.cast::<Map>() };
     map.lookup_key_words(w0, w1, usize::try_from(cpu).unwrap_or(usize::MAX))
+}
+
+/// [`find_hash_elem`] for a map [`Map::one_word_table`] gives a table of: that table's
+/// probe, `OneWordTable::probe_one_word`, the same answer for a key of at most 8 bytes
+/// (its second word `w1` is 0, as `DirectLookup` passes such a key; any worker reads the
+/// one value, so `cpu` is not needed).
+///
+/// # Safety
+///
+/// `table` is what `Map::one_word_table` gave for the `Map` the `DirectLookup`'s `keep`
+/// holds, alive for the call.
+unsafe extern "C" fn find_one_word(table: *const (), _cpu: u64, w0: u64, w1: u64) -> FoundElem {
+    debug_assert_eq!(w1, 0);
+    // SAFETY: see the function's contract: a live table inside a live `Map`, only read
+    // through `&` (its lookups are lock-free and thread-safe).
+    let table = unsafe { &*table.cast::<OneWordTable>() };
+    table.probe_one_word(w0)
 }
 
 /// [`find_hash_elem`] for a map whose keys are longer than 16 bytes, as [`DirectLookup`]
@@ -930,6 +956,88 @@ mod tests {
             maps[i].update(&key(spec.key_size, 7), &[4; 12], 0, 1).unwrap();
             let added = find(7);
             assert!(!added.host.is_null() && added.elem != found.elem, "{}", spec.name);
+        }
+    }
+
+    /// The `find` a `DirectLookup` takes is chosen when the environment binds the map: the
+    /// table's one-word probe for a hash map of 4- or 8-byte keys neither per-CPU nor LRU,
+    /// `find_hash_elem` on the map for the others (per-CPU: this worker's copy). Either
+    /// gives `map_lookup`'s address and value for keys found, in chains, missing, deleted,
+    /// replaced by an update and inserted again.
+    #[test]
+    fn one_word_maps_direct_lookups_probe_their_table() {
+        let spec = |map_type, key_size| MapSpec {
+            name: "m".into(),
+            map_type,
+            key_size,
+            value_size: 8,
+            max_entries: 64,
+            flags: 0,
+        };
+        let specs = [
+            (spec(MapType::Hash, 4), true),
+            (spec(MapType::Hash, 8), true),
+            (spec(MapType::PercpuHash, 4), false),
+            (spec(MapType::LruHash, 8), false),
+            (spec(MapType::LruPercpuHash, 4), false),
+            (spec(MapType::Hash, 12), false),
+        ];
+        let maps: Vec<Arc<Map>> =
+            specs.iter().map(|(s, _)| Arc::new(Map::create(s, 2).unwrap())).collect();
+        let key = |size: u32, i: u64| i.to_ne_bytes().into_iter().cycle().take(size as usize);
+        for (map, (spec, _)) in maps.iter().zip(&specs) {
+            for i in 0..48u64 {
+                let key: Vec<u8> = key(spec.key_size, i).collect();
+                map.update(&key, &i.to_ne_bytes(), 0, 1).unwrap();
+            }
+        }
+        let mut env = Env::new(maps.clone(), 1);
+        let mut direct = Vec::new();
+        env.direct_lookups(&mut direct);
+        let handle = |i: usize| weir_program::exec::guest::map_handle(i).unwrap();
+        let base = weir_program::exec::guest::STACK_BASE;
+        env.begin_run();
+        for (m, (spec, one_word)) in specs.iter().enumerate() {
+            let what = format!("{:?}, {}-byte keys", spec.map_type, spec.key_size);
+            let d = direct[m].as_ref().expect(&what);
+            let probe = d.find as usize == find_one_word as FindFn as usize;
+            assert_eq!(probe, *one_word, "{what}: the table's probe");
+            let on_map = d.find as usize == find_hash_elem as FindFn as usize;
+            assert_eq!(on_map, !one_word, "{what}: the map's find");
+            assert_eq!(d.map == Arc::as_ptr(&maps[m]).cast(), !one_word, "{what}: on the map");
+            let answer = |env: &mut Env, i: u64| {
+                let mut stack = [0u8; 16];
+                for (b, k) in stack.iter_mut().zip(key(spec.key_size, i)) {
+                    *b = k;
+                }
+                let (w0, w1) = stack.split_at(8);
+                let (w0, w1) = (
+                    u64::from_ne_bytes(w0.try_into().unwrap()),
+                    u64::from_ne_bytes(w1.try_into().unwrap()),
+                );
+                // SAFETY: the function's own map and cpu, its `keep` held by `direct`.
+                let found = unsafe { (d.find)(d.map, d.cpu, w0, w1) };
+                let (addr, span) = env.map_lookup(handle(m), base, &Stack(base, stack)).unwrap();
+                let got = (!found.host.is_null()).then(|| d.base + (found.elem << d.shift));
+                assert_eq!(got, (addr != 0).then_some(addr), "{what}: key {i}");
+                assert_eq!(found.host, span.map_or(std::ptr::null_mut(), |s| s.host.as_ptr()));
+                (!found.host.is_null()).then(|| {
+                    let mut value = [0u8; 8];
+                    env.read(addr, &mut value).unwrap();
+                    u64::from_ne_bytes(value)
+                })
+            };
+            for i in 0..64u64 {
+                assert_eq!(answer(&mut env, i), (i < 48).then_some(i), "{what}: key {i}");
+            }
+            let key_of = |i: u64| key(spec.key_size, i).collect::<Vec<u8>>();
+            maps[m].delete(&key_of(5)).unwrap();
+            maps[m].update(&key_of(6), &66u64.to_ne_bytes(), 2, 1).unwrap();
+            assert_eq!(answer(&mut env, 5), None, "{what}: deleted");
+            assert_eq!(answer(&mut env, 6), Some(66), "{what}: updated");
+            maps[m].update(&key_of(5), &55u64.to_ne_bytes(), 1, 1).unwrap();
+            assert_eq!(answer(&mut env, 5), Some(55), "{what}: inserted again");
+            assert_eq!(answer(&mut env, 7), Some(7), "{what}: untouched");
         }
     }
 

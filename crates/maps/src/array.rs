@@ -11,8 +11,10 @@ use crate::{check_update_flags, MapError, BPF_NOEXIST};
 pub(crate) struct Array {
     words: Box<[AtomicU64]>,
     value_size: usize,
-    /// Words per value (the value rounded up to 8 bytes).
-    stride: usize,
+    /// Words per value (the value rounded up to 8 bytes). A `u32` (a value is at most
+    /// `u32::MAX` bytes): an index times it, plus it, cannot wrap 64 bits, so a lookup's
+    /// range of words needs no overflow test (`lookup_shared`).
+    stride: u32,
     max_entries: u32,
     cpus: usize,
     percpu: bool,
@@ -36,6 +38,7 @@ impl Array {
             .and_then(|n| n.checked_mul(cpus))
             .ok_or(MapError::NoMemory)?;
         let words = zeroed_words(n)?.into_boxed_slice();
+        let stride = u32::try_from(stride).map_err(|_| MapError::NoMemory)?;
         Ok(Array { words, value_size: value_size as usize, stride, max_entries, cpus, percpu })
     }
 
@@ -43,8 +46,8 @@ impl Array {
         if index >= self.max_entries || cpu >= self.cpus {
             return None;
         }
-        let start = (cpu * self.max_entries as usize + index as usize) * self.stride;
-        self.words.get(start..start + self.stride)
+        let start = (cpu * self.max_entries as usize + index as usize) * self.stride();
+        self.words.get(start..start + self.stride())
     }
 
     /// A shared (not per-CPU) array's lookup: the index check and the slice, nothing else
@@ -53,9 +56,11 @@ impl Array {
     pub(crate) fn lookup_shared(&self, key: &[u8]) -> Option<&[AtomicU64]> {
         let index = u32::from_ne_bytes(key.try_into().ok()?);
         // A shared array holds exactly `max_entries` values: the slice's own bound check
-        // is the index check (one compare, not two).
-        let start = index as usize * self.stride;
-        self.words.get(start..start + self.stride)
+        // is the index check (one compare, not two). Two 32-bit factors and a 32-bit
+        // addend in 64 bits: the range's end cannot wrap, so no overflow test either.
+        let stride = u64::from(self.stride);
+        let start = u64::from(index) * stride;
+        self.words.get(usize::try_from(start).ok()?..usize::try_from(start + stride).ok()?)
     }
 
     /// The first word of the value `key` names on `cpu` (a shared array has one copy).
@@ -66,20 +71,20 @@ impl Array {
         if index >= self.max_entries || cpu >= self.cpus {
             return None;
         }
-        Some((cpu * self.max_entries as usize + index as usize) * self.stride)
+        Some((cpu * self.max_entries as usize + index as usize) * self.stride())
     }
 
     /// The value whose first word is `start` (from `lookup_start`).
     #[inline]
     pub(crate) fn value_at(&self, start: usize) -> Option<ValueRef<'_>> {
-        let words = self.words.get(start..start.checked_add(self.stride)?)?;
+        let words = self.words.get(start..start.checked_add(self.stride())?)?;
         Some(ValueRef::in_map(words, self.value_size))
     }
 
     /// The words of the value whose first word is `start` (from `lookup_start`).
     #[inline]
     pub(crate) fn value_words(&self, start: usize) -> Option<&[AtomicU64]> {
-        self.words.get(start..start.checked_add(self.stride)?)
+        self.words.get(start..start.checked_add(self.stride())?)
     }
 
     /// The bytes of one value.
@@ -90,7 +95,7 @@ impl Array {
 
     /// Words per value (the value rounded up to 8 bytes).
     pub(crate) fn stride(&self) -> usize {
-        self.stride
+        self.stride as usize
     }
 
     /// A per-CPU array's lookup on `cpu`: the value's words.
@@ -125,7 +130,7 @@ impl Array {
                 store_bytes(slot, 0, value);
             }
             None => {
-                let rounded = self.stride * 8;
+                let rounded = self.stride() * 8;
                 if value.len() != rounded * self.cpus {
                     return Err(MapError::Invalid);
                 }
@@ -151,7 +156,7 @@ impl Array {
             load_bytes(self.slot(index, 0).ok_or(MapError::NoEntry)?, 0, &mut out);
             return Ok(out);
         }
-        let rounded = self.stride * 8;
+        let rounded = self.stride() * 8;
         let mut out = vec![0u8; rounded * self.cpus];
         for (cpu, chunk) in out.chunks_mut(rounded).enumerate() {
             let slot = self.slot(index, cpu).ok_or(MapError::NoEntry)?;

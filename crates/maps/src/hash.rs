@@ -405,8 +405,10 @@ pub(crate) struct HashKind {
     pub devmap: bool,
 }
 
+/// A hash map's table. Public as [`crate::OneWordTable`] only through
+/// [`crate::Map::one_word_table`], for its one-word probe (`probe_one_word`).
 #[derive(Debug)]
-pub(crate) struct HashMap {
+pub struct HashMap {
     kind: HashKind,
     stripes: Box<[Stripe]>,
     /// Bucket `b`'s stripe is `b & stripe_mask`.
@@ -822,6 +824,24 @@ impl HashMap {
         if !self.one_word_shared || w1 != 0 {
             return self.lookup_key_words_other(w0, w1, cpu);
         }
+        self.probe_one_word(w0)
+    }
+
+    /// Whether `probe_one_word` answers this map's lookups: one-word keys (1 to 8 bytes),
+    /// neither per-CPU nor LRU.
+    pub(crate) fn is_one_word_shared(&self) -> bool {
+        self.one_word_shared
+    }
+
+    /// `lookup_key_words(w0, 0, cpu)` of a table whose lookups it answers
+    /// ([`crate::Map::one_word_table`] gives no other): a run environment that chose it
+    /// when the map was bound tests nothing per lookup that the binding knew (the map's
+    /// type, a key's second word, which is 0 for a key of at most 8 bytes, the per-CPU
+    /// and LRU flags; issue 11: those tests and the moves around them were ~9 of a direct
+    /// lookup's ~54 instructions, bench/records/2026-12-01-runtime-38.txt).
+    #[inline(always)]
+    pub fn probe_one_word(&self, w0: u64) -> FoundElem {
+        debug_assert!(self.one_word_shared);
         // Not per-CPU: any worker reads the one value, CPU 0's (`cpus` is 1).
         let b = self.bucket_of(hash_small(self.seed, SmallKey { w0, w1: 0 }));
         let (Some(stripe), Some(head)) = (self.stripe(b), self.heads.get(b)) else {
@@ -1488,6 +1508,74 @@ mod tests {
                 }
             }
             assert!(m.lookup(&[0; 5], 0).is_none());
+        }
+    }
+
+    /// `probe_one_word` (a run environment's lookup chosen when it binds a map of one-word
+    /// keys) gives `lookup_key_words`'s answer, element and value, for every key of such a
+    /// map: first in its chain or later, past the eager elements (1,500 elements, 1,024
+    /// eager), misses, keys deleted, replaced by an update and inserted again, a writer
+    /// crossing (every stripe odd), on any worker's map; only maps of keys of 1 to 8 bytes,
+    /// neither per-CPU nor LRU, are its to answer.
+    #[test]
+    fn the_one_word_probe_answers_as_the_programs_lookup() {
+        let kinds = [(false, false), (true, false), (false, true), (true, true)];
+        for (key_size, (percpu, lru)) in
+            [1u32, 4, 8, 12, 16].into_iter().flat_map(|size| kinds.map(|kind| (size, kind)))
+        {
+            let kind = HashKind { percpu, lru, devmap: false };
+            let m = HashMap::new(kind, key_size, 8, 1500, 2, 0x51).unwrap();
+            let what = format!("key size {key_size}, per-CPU {percpu}, LRU {lru}");
+            assert_eq!(m.is_one_word_shared(), key_size <= 8 && !percpu && !lru, "{what}");
+            if !m.is_one_word_shared() {
+                continue;
+            }
+            let modulus = 1u64 << (8 * key_size.min(7));
+            let key = |i: u64| (i % modulus).to_ne_bytes()[..key_size as usize].to_vec();
+            let w0 = |i: u64| {
+                let mut w = [0u8; 8];
+                w[..key_size as usize].copy_from_slice(&key(i));
+                u64::from_ne_bytes(w)
+            };
+            let keys = 1500.min(modulus / 3);
+            for i in 0..keys {
+                m.update(&key(i * 3), Src::Cpu(&i.to_ne_bytes(), 0), 0).unwrap();
+            }
+            let same = |i: u64, what: &str| {
+                let probed = m.probe_one_word(w0(i));
+                assert_eq!(probed, m.lookup_key_words(w0(i), 0, 0), "{what}: key {i}");
+                assert_eq!(probed, m.lookup_key_words(w0(i), 0, 1), "{what}: key {i}, CPU 1");
+                probed
+            };
+            for odd in [false, true] {
+                for i in 0..keys {
+                    let what = format!("{what}, odd {odd}");
+                    let found = same(i * 3, &what);
+                    let elem = u32::try_from(found.elem).unwrap();
+                    let words = m.value_words_at(elem, m.value_offset(0)).expect(&what);
+                    assert_eq!(found.host, words[0].as_ptr().cast(), "{what}: key {i}'s value");
+                    assert_eq!(words[0].load(Relaxed), i, "{what}: key {i}'s value");
+                    assert!(same(i * 3 + 1, &what).host.is_null(), "{what}: a miss");
+                }
+                for s in m.stripes.iter() {
+                    s.seq.fetch_add(1, Relaxed);
+                }
+            }
+            // Deleted, replaced (a new element) and inserted again.
+            for i in (0..keys).step_by(5) {
+                m.delete(&key(i * 3)).unwrap();
+                assert!(same(i * 3, &what).host.is_null(), "{what}: key {i} deleted");
+            }
+            for i in (1..keys).step_by(5) {
+                let before = same(i * 3, &what);
+                m.update(&key(i * 3), Src::Cpu(&(i + 7).to_ne_bytes(), 0), 0).unwrap();
+                let after = same(i * 3, &what);
+                assert_ne!(before.elem, after.elem, "{what}: key {i} replaced");
+            }
+            for i in (0..keys).step_by(5) {
+                m.update(&key(i * 3), Src::Cpu(&i.to_ne_bytes(), 0), 0).unwrap();
+                assert!(!same(i * 3, &what).host.is_null(), "{what}: key {i} again");
+            }
         }
     }
 

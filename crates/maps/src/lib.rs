@@ -95,6 +95,10 @@ pub use ringbuf::{
 use std::sync::Arc;
 pub use value::{OwnedValue, ValueRef};
 
+/// A hash map's table whose lookups of one-word keys need no test of what the map is:
+/// only [`Map::one_word_table`] gives one (see there).
+pub use hash::HashMap as OneWordTable;
+
 /// Where a value lies in its map's storage: an array's value or a hash element's, on one
 /// CPU ([`Map::lookup_loc`], [`Map::value_at`]). Plain data, no reference count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -478,6 +482,19 @@ impl Map {
         h.lookup_key_words(w0, w1, cpu)
     }
 
+    /// The table of a hash map whose program lookups [`OneWordTable::probe_one_word`]
+    /// answers (keys of 1 to 8 bytes, neither per-CPU nor LRU): [`Map::lookup_key_words`]
+    /// of a key `w0` (with no second word) is `probe_one_word(w0)` on any worker, without
+    /// its tests of the map's type, the second word and the flags. `None` for every other
+    /// map, whose lookups take [`Map::lookup_key_words`]. For a run environment that
+    /// chooses a map's lookup once, when it binds the map.
+    pub fn one_word_table(&self) -> Option<&OneWordTable> {
+        match &self.kind {
+            Kind::Hash(h) if h.is_one_word_shared() => Some(h),
+            _ => None,
+        }
+    }
+
     /// An array's value `index` on `cpu` as a location, without a key (`None` past
     /// `max_entries` or for other types): for a caller that lays the array's values out
     /// itself.
@@ -546,20 +563,24 @@ impl Map {
         // Every arm gives the value's words (two registers, where a `ValueRef` is five
         // words returned through memory), and the `ValueRef` is built once, here: inlined
         // into the caller it is known to borrow the map, so dropping it costs nothing.
+        // Two types inline, arrays and hashes: the type's byte is then one compare for
+        // each (a third inline arm, per-CPU arrays, cost an array lookup two more).
         let words = match &self.kind {
             Kind::Array(a) => a.lookup_shared(key),
-            Kind::PercpuArray(a) => a.lookup_words(key, cpu),
             // A shared (not per-CPU) hash has one value, whichever worker asks.
             Kind::Hash(h) => h.lookup(key, if self.is_percpu() { cpu } else { 0 }),
-            _ => return self.lookup_other(key),
+            _ => return self.lookup_other(key, cpu),
         }?;
         Some(ValueRef::in_map(words, self.spec.value_size as usize))
     }
 
-    /// The rare lookups, out of line (see [`Map::lookup`]).
+    /// The other lookups, out of line (see [`Map::lookup`]).
     #[inline(never)]
-    fn lookup_other(&self, key: &[u8]) -> Option<ValueRef<'_>> {
+    fn lookup_other(&self, key: &[u8], cpu: usize) -> Option<ValueRef<'_>> {
         match &self.kind {
+            Kind::PercpuArray(a) => {
+                Some(ValueRef::in_map(a.lookup_words(key, cpu)?, self.spec.value_size as usize))
+            }
             Kind::Slots(s) => s.lookup(key),
             Kind::Lpm(t) => t.lookup(key),
             _ => None,

@@ -44,6 +44,16 @@ impl Oracle for Weir {
             // A program's lookup sees the same value, in place.
             let in_place = self.0.lookup(key, 0).map(|v| v.to_vec());
             assert_eq!(in_place, copy.clone().ok(), "program lookup vs syscall lookup");
+        } else if self.0.is_percpu() {
+            // Each worker's program lookup sees its own copy: the syscall's value cut per
+            // worker (each rounded up to 8 bytes); a worker the map has not sees nothing.
+            let len = self.0.spec().value_size as usize;
+            let pitch = len.next_multiple_of(8);
+            for cpu in 0..=self.0.cpus() {
+                let in_place = self.0.lookup(key, cpu).map(|v| v.to_vec());
+                let own = copy.as_ref().ok().and_then(|c| c.get(cpu * pitch..cpu * pitch + len));
+                assert_eq!(in_place.as_deref(), own, "worker {cpu}'s program lookup");
+            }
         }
         copy
     }

@@ -96,6 +96,89 @@ fn per_cpu_values_are_per_worker_and_the_syscall_sees_them_all() {
     }
 }
 
+/// A program's array lookup (`Map::lookup`) at the first and last index, past the last,
+/// and of keys of other lengths, on a shared and a per-CPU array: the value the syscall
+/// wrote, in place where `lookup_ptr` puts it, or nothing.
+#[test]
+fn array_lookups_end_at_the_last_index_and_take_four_byte_keys_only() {
+    for (t, value_size, cpus) in
+        [(MapType::Array, 8, 1), (MapType::Array, 12, 2), (MapType::PercpuArray, 12, 3)]
+    {
+        let map = Map::create(&spec(t, 4, value_size, 5, 0), cpus).unwrap();
+        let copies = if t == MapType::PercpuArray { cpus } else { 1 };
+        let pitch = (value_size as usize).next_multiple_of(8);
+        for i in 0..5u32 {
+            let all: Vec<u8> = (0..pitch * copies).map(|b| (i as usize * 40 + b) as u8).collect();
+            let all = if copies == 1 { all[..value_size as usize].to_vec() } else { all };
+            map.update_all(&k(i), &all, BPF_ANY).unwrap();
+        }
+        for cpu in 0..cpus {
+            for i in [0u32, 4] {
+                let what = format!("{t:?} of {value_size}-byte values: index {i}, worker {cpu}");
+                let v = map.lookup(&k(i), cpu).expect(&what);
+                let copy = if copies == 1 { 0 } else { cpu };
+                let want: Vec<u8> = (0..value_size as usize)
+                    .map(|b| (i as usize * 40 + copy * pitch + b) as u8)
+                    .collect();
+                assert_eq!(v.to_vec(), want, "{what}");
+                let (_, at) = map.lookup_ptr(&k(i), cpu).expect(&what);
+                assert_eq!(v.as_ptr(), at, "{what}: in place");
+            }
+            for i in [5u32, 6, 1 << 16, u32::MAX] {
+                assert!(map.lookup(&k(i), cpu).is_none(), "{t:?}: index {i}, worker {cpu}");
+            }
+            for key in [&[][..], &[4], &[4, 0, 0], &[4, 0, 0, 0, 0], &[4, 0, 0, 0, 0, 0, 0, 0]] {
+                assert!(map.lookup(key, cpu).is_none(), "{t:?}: a {}-byte key", key.len());
+            }
+        }
+        let past = map.lookup(&k(1), cpus);
+        assert_eq!(past.is_none(), t == MapType::PercpuArray, "{t:?}: worker {cpus}");
+    }
+}
+
+/// `Map::one_word_table` is a table for the hash maps of one-word keys (1 to 8 bytes)
+/// neither per-CPU nor LRU, and none for other maps; its probe answers as
+/// `Map::lookup_key_words` does (found, missing, after a delete and an update).
+#[test]
+fn one_word_tables_are_the_shared_hash_maps_of_one_word_keys() {
+    let cases = [
+        (MapType::Hash, 1, true),
+        (MapType::Hash, 4, true),
+        (MapType::Hash, 8, true),
+        (MapType::Hash, 12, false),
+        (MapType::Hash, 16, false),
+        (MapType::PercpuHash, 4, false),
+        (MapType::LruHash, 4, false),
+        (MapType::LruPercpuHash, 8, false),
+        (MapType::Array, 4, false),
+        (MapType::PercpuArray, 4, false),
+    ];
+    for (t, key_size, one_word) in cases {
+        let map = Map::create(&spec(t, key_size, 8, 64, 0), 2).unwrap();
+        let table = map.one_word_table();
+        assert_eq!(table.is_some(), one_word, "{t:?}, {key_size}-byte keys");
+        let Some(table) = table else { continue };
+        let key = |i: u8| vec![i; key_size as usize];
+        let w0 = |i: u8| {
+            let mut w = [0u8; 8];
+            w[..key_size as usize].copy_from_slice(&key(i));
+            u64::from_ne_bytes(w)
+        };
+        for i in 0..40 {
+            map.update(&key(i), &[i; 8], BPF_ANY, 0).unwrap();
+        }
+        map.delete(&key(7)).unwrap();
+        map.update(&key(9), &[90; 8], BPF_EXIST, 1).unwrap();
+        for i in 0..50 {
+            let probed = table.probe_one_word(w0(i));
+            assert_eq!(probed, map.lookup_key_words(w0(i), 0, 1), "{t:?}/{key_size}: key {i}");
+            let want = map.lookup_ptr(&key(i), 1).map(|(loc, host)| (loc.elem(), host));
+            let got = (!probed.host.is_null()).then_some((probed.elem as u32, probed.host));
+            assert_eq!(got, want, "{t:?}/{key_size}: key {i}");
+        }
+    }
+}
+
 #[test]
 fn shared_maps_have_one_value_for_every_worker() {
     // Created for 4 workers (as `weir run --cpus 4` creates them): a shared map's value is
