@@ -1323,6 +1323,11 @@ impl Edges {
             St | Stx => true,
             op if op.is_return() => true,
             LdAbsW | LdAbsH | LdAbsB | LdIndW | LdIndH | LdIndB | LdxMsh => {
+                // One within the proven bytes cannot abort: the walk goes on and numbers its
+                // value (asking effect here too would look it up twice).
+                if load_end(target).is_some_and(|end| end <= s.len_ok) {
+                    return false;
+                }
                 let e = effect(target, s, values);
                 e.set.is_none_or(|(slot, v)| e.may_abort && s.slots[slot] != v)
             }
