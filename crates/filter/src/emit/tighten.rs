@@ -1127,11 +1127,6 @@ fn examine(insn: &CbpfInsn, s: &State, values: &Values) -> (Option<bool>, Option
     (decided, Some(Lesson { a, fact, at, k }))
 }
 
-/// The outcome of a conditional jump in a state, if known.
-fn decide(insn: &CbpfInsn, s: &State, values: &Values) -> Option<bool> {
-    examine(insn, s, values).0
-}
-
 /// Writes into `s` (a copy of the state the [`Lesson`] was taken from) what the test coming
 /// out `outcome` teaches.
 fn teach(insn: &CbpfInsn, lesson: &Option<Lesson>, s: &mut State, outcome: bool) {
@@ -1294,17 +1289,60 @@ impl Edges {
         Edges { decided, lesson }
     }
 
-    /// The state on the `n`th edge (0: taken or the `ja` target, 1: not taken), in `into`;
-    /// false when `s` rules that edge out.
-    fn state(&self, insn: &CbpfInsn, s: &State, n: usize, into: &mut State) -> bool {
-        let outcome = n == 0;
+    /// True when `s` rules the `n`th edge (0: taken or the `ja` target, 1: not taken) out.
+    fn rules_out(&self, n: usize) -> bool {
+        self.decided.is_some_and(|known| known != (n == 0))
+    }
+
+    /// The state on the `n`th edge, one [`Edges::rules_out`] leaves, in `into`.
+    fn state(&self, insn: &CbpfInsn, s: &State, n: usize, into: &mut State) {
         into.clone_from(s);
-        match self.decided {
-            Some(known) => known == outcome,
-            None => {
-                teach(insn, &self.lesson, into, outcome);
-                true
+        if self.decided.is_none() {
+            teach(insn, &self.lesson, into, n == 0);
+        }
+    }
+
+    /// True when a [`walk`] along the `n`th edge into `target` would stop at `target` itself,
+    /// passing nothing and threading nothing, whatever else the edge's state holds: a return
+    /// or a store; a packet load that may abort here and changes its register (the edge's
+    /// slots and proven bytes are `s`'s, which its lesson leaves alone); a test of A against
+    /// a constant the edge's fact of A does not decide (A holds `s`'s value, whose fact on
+    /// the edge is the one [`Edges::state`] teaches). [`thread`] then makes no copy of the
+    /// state: a third of `port 22`'s edges, and its walks are half of a thread pass. The
+    /// load's value is numbered as the walk would have numbered it, in the same order.
+    fn walk_stops_at_once(
+        &self,
+        insn: &CbpfInsn,
+        s: &State,
+        n: usize,
+        target: &CbpfInsn,
+        values: &mut Values,
+    ) -> bool {
+        use CbpfOp::*;
+        match target.op {
+            St | Stx => true,
+            op if op.is_return() => true,
+            LdAbsW | LdAbsH | LdAbsB | LdIndW | LdIndH | LdIndB | LdxMsh => {
+                // One within the proven bytes cannot abort: the walk goes on and numbers its
+                // value (asking effect here too would look it up twice).
+                if load_end(target).is_some_and(|end| end <= s.len_ok) {
+                    return false;
+                }
+                let e = effect(target, s, values);
+                e.set.is_none_or(|(slot, v)| e.may_abort && s.slots[slot] != v)
             }
+            op if op.is_conditional_jump() && !uses_x_operand(op) => {
+                let fact = match (self.decided, &self.lesson) {
+                    (None, Some(l)) => {
+                        let mut f = l.fact;
+                        f.learn(insn.op, l.k, n == 0);
+                        f
+                    }
+                    _ => s.fact(values, s.slots[A]),
+                };
+                fact.decide(op, target.k).is_none()
+            }
+            _ => false,
         }
     }
 }
@@ -1511,7 +1549,8 @@ fn retarget(p: &mut [CbpfInsn], from: usize, n: usize, to: usize) -> bool {
 /// on a test it does not decide (threading nothing) and passes, from that place on, no load
 /// that a program without its head load might stop at ([`Passed::fragile`]; `check` holds
 /// the value of the head load drop_dead dropped, if it did). It returns false at the first
-/// edge or test that is not settled (the walks before it are those the full pass makes).
+/// edge that is not settled (the walks before it are those the full pass makes), else after
+/// the walks when a test is decided.
 fn thread(
     p: &mut [CbpfInsn],
     an: &mut Analysis,
@@ -1530,10 +1569,13 @@ fn thread(
         }
         let edges = Edges::of(&insn, &an.states[from], &an.values);
         for n in 0..2 {
-            if !edges.state(&insn, &an.states[from], n, &mut an.edge) {
+            let Some(to) = successors(p, from)[n] else { continue };
+            if edges.rules_out(n)
+                || edges.walk_stops_at_once(&insn, &an.states[from], n, &p[to], &mut an.values)
+            {
                 continue;
             }
-            let Some(to) = successors(p, from)[n] else { continue };
+            edges.state(&insn, &an.states[from], n, &mut an.edge);
             let mut passed = Passed { head: check.flatten(), beyond: None, fragile: false };
             let end = walk(p, to, &mut an.edge, live, &mut an.values, &mut passed);
             if passed.beyond.is_some() {
@@ -1547,22 +1589,20 @@ fn thread(
                 retarget(p, from, n, end);
             }
         }
-    }
-    // A conditional jump whose outcome is known on every run is a `ja`.
-    for (i, insn) in p.iter_mut().enumerate() {
-        if insn.op.is_conditional_jump() {
-            let Some(input) = an.input(i) else { continue };
-            let target = match decide(insn, input, &an.values) {
-                Some(true) => i + 1 + usize::from(insn.jt),
-                Some(false) => i + 1 + usize::from(insn.jf),
-                None => continue,
-            };
-            if check.is_some() {
-                return false;
-            }
-            settled = false;
-            *insn = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - i - 1) as u32);
+        // A conditional jump whose outcome is known on every run is a `ja`: made here, after
+        // its own edges' walks (no later walk reads it: walks go forward from a later jump),
+        // with the outcome [`Edges::of`] found (a second examination of the same state gave
+        // the same answer).
+        let Some(outcome) = edges.decided.filter(|_| insn.op.is_conditional_jump()) else {
+            continue;
+        };
+        settled = false;
+        if check.is_some() {
+            // (answered after the walks, which number values as the full pass does)
+            continue;
         }
+        let target = from + 1 + usize::from(if outcome { p[from].jt } else { p[from].jf });
+        p[from] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - from - 1) as u32);
     }
     settled
 }
