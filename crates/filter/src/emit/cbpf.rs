@@ -58,8 +58,30 @@ pub fn emit(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
 /// [`emit`] without [`tighten`]: the program as laid out, test for test (what `-O0` prints,
 /// as tcpdump's `-O` prints libpcap's unoptimized code).
 pub fn emit_unoptimized(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
+    lay_out(filter, BitTests::Jset)
+}
+
+/// [`emit_unoptimized`] with every bit test written as its `and #m` and compare, as the
+/// emitter wrote them before it wrote `jset` itself: the oracle for the tests that check
+/// that [`tighten`] gives the same program from both.
+#[doc(hidden)]
+pub fn emit_unoptimized_with_masked_compares(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
+    lay_out(filter, BitTests::MaskedCompare)
+}
+
+/// How a compare of `x & #m` with a constant that only asks whether a bit of `m` is set is
+/// written (see [`bit_test`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BitTests {
+    /// `jset #m`, the form tighten's and_tests makes of the pair anyway.
+    Jset,
+    /// `and #m` and the compare.
+    MaskedCompare,
+}
+
+fn lay_out(filter: &Filter, bit_tests: BitTests) -> Result<Vec<CbpfInsn>, EmitError> {
     let (_, used) = scratch_usage(&filter.pred)?;
-    let mut e = Emitter::new(used);
+    let mut e = Emitter::new(used, bit_tests);
     let accept = e.flow.label();
     e.pred(&filter.pred, accept, e.reject)?;
     e.bind(accept);
@@ -156,6 +178,7 @@ type Cond = (CbpfOp, u32);
 
 struct Emitter {
     flow: Flow<CbpfInsn, Cond>,
+    bit_tests: BitTests,
     reject: Label,
     /// Scratch cells the filter does not use, to lend out as temporaries (a stack).
     free_cells: Vec<u32>,
@@ -260,6 +283,28 @@ fn ipv4_header_length(e: &Expr) -> Option<u32> {
     }
 }
 
+/// `lhs op k` as a test of the bits of a mask, when `lhs` is `x & m` (or `m & x`) and the
+/// compare asks only whether `x & m` is 0 (or, for a one-bit `m`, whether it is `m`): `x`,
+/// `m`, and whether the compare holds when some bit is set. Written `jset #m` on `x`, not
+/// `and #m` and a compare: what tighten's and_tests makes of that pair (the same forms:
+/// `jeq #0`, `jgt #0`, `jeq #m`), here without costing it a round. The operand is the one
+/// [`Emitter::binary`] would mask (the right constant first).
+fn bit_test(op: CmpOp, lhs: &Expr, k: u32) -> Option<(&Expr, u32, bool)> {
+    let Expr::Binary { op: BinOp::And, lhs: a, rhs: b } = lhs else { return None };
+    let (x, mask) = match (a.as_ref(), b.as_ref()) {
+        (x, Expr::Const(m)) | (Expr::Const(m), x) => (x, *m),
+        _ => return None,
+    };
+    let set_holds = match (op, k) {
+        (CmpOp::Ne | CmpOp::Gt, 0) => true,
+        (CmpOp::Eq | CmpOp::Le, 0) => false,
+        (CmpOp::Eq, k) if k == mask && mask.is_power_of_two() => true,
+        (CmpOp::Ne, k) if k == mask && mask.is_power_of_two() => false,
+        _ => return None,
+    };
+    Some((x, mask, set_holds))
+}
+
 /// Whether one instruction loads `e` into X.
 fn loads_into_x(e: &Expr) -> bool {
     matches!(e, Expr::Const(_) | Expr::WireLen | Expr::Scratch(_))
@@ -273,13 +318,14 @@ fn leaves_x(e: &Expr) -> bool {
 }
 
 impl Emitter {
-    fn new(used: u16) -> Self {
+    fn new(used: u16, bit_tests: BitTests) -> Self {
         let mut flow = Flow::new();
         let reject = flow.label();
         let free_cells: Vec<u32> =
             (0..MEM_WORDS).filter(|&cell| used & (1u16 << cell) == 0).collect();
         Emitter {
             flow,
+            bit_tests,
             reject,
             free_cells,
             used_by_filter: used.count_ones(),
@@ -511,6 +557,14 @@ impl Emitter {
             _ => (op, lhs, rhs),
         };
         if let Expr::Const(k) = rhs {
+            if let Some((operand, mask, set_holds)) = bit_test(op, lhs, *k) {
+                if self.bit_tests == BitTests::Jset {
+                    self.load_a(operand)?;
+                    let (t, f) = if set_holds { (t, f) } else { (f, t) };
+                    self.cond((CbpfOp::JsetK, mask), t, f);
+                    return Ok(());
+                }
+            }
             self.load_a(lhs)?;
             self.branch(op, false, *k, t, f);
             return Ok(());
@@ -1149,6 +1203,59 @@ mod tests {
         assert_eq!(guards(31, tcp()), 1);
         let computed = Expr::load(Expr::load_at(0, Size::Byte).and_mask(0x3f).plus(29), Size::Byte);
         assert_eq!(guards(30, Pred::eq(computed, 2)), 1);
+    }
+
+    #[test]
+    fn a_compare_that_asks_only_for_a_set_bit_is_a_jset() {
+        let flags = || Expr::load_at(13, Size::Byte);
+        let masked = |m| flags().and_mask(m);
+        let laid_out = |pred: Pred| {
+            format_listing(&emit_unoptimized(&Filter::new(pred)).unwrap())
+                .lines()
+                .map(|l| {
+                    l.get(6..).unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ")
+                })
+                .collect::<Vec<_>>()
+        };
+        // jt 2 goes to the accept, jt 3 to the reject.
+        let set = ["ldb [13]", "jset #0x2 jt 2 jf 3", "ret #262144", "ret #0"];
+        let clear = ["ldb [13]", "jset #0x2 jt 3 jf 2", "ret #262144", "ret #0"];
+        let cmp = |op, lhs, k| Pred::cmp(op, lhs, Expr::Const(k));
+        assert_eq!(laid_out(cmp(CmpOp::Ne, masked(2), 0)), set);
+        assert_eq!(laid_out(cmp(CmpOp::Gt, masked(2), 0)), set);
+        assert_eq!(laid_out(cmp(CmpOp::Eq, masked(2), 2)), set);
+        assert_eq!(laid_out(cmp(CmpOp::Eq, masked(2), 0)), clear);
+        assert_eq!(laid_out(cmp(CmpOp::Le, masked(2), 0)), clear);
+        assert_eq!(laid_out(cmp(CmpOp::Ne, masked(2), 2)), clear);
+        assert_eq!(laid_out(Pred::not(cmp(CmpOp::Ne, masked(2), 0))), clear);
+        // The mask on the left, the constant first: mirrored as the and would be.
+        let left = Expr::binary(BinOp::And, Expr::Const(2), flags());
+        assert_eq!(laid_out(Pred::cmp(CmpOp::Lt, Expr::Const(0), left)), set);
+        // Compares that ask more than a bit: the and and the compare.
+        let and = |m: u32, test: &str| {
+            vec![
+                "ldb [13]".to_string(),
+                format!("and #{m:#x}"),
+                test.to_string(),
+                "ret #262144".to_string(),
+                "ret #0".to_string(),
+            ]
+        };
+        let two_bits = cmp(CmpOp::Eq, masked(0x12), 0x12);
+        assert_eq!(laid_out(two_bits), and(0x12, "jeq #0x12 jt 3 jf 4"));
+        assert_eq!(laid_out(cmp(CmpOp::Eq, masked(2), 1)), and(2, "jeq #0x1 jt 3 jf 4"));
+        assert_eq!(laid_out(cmp(CmpOp::Ge, masked(2), 1)), and(2, "jge #0x1 jt 3 jf 4"));
+        // The and's value used otherwise: stored, searched, computed with, compared to X.
+        let and_count = |pred: Pred| {
+            let prog = emit_unoptimized(&Filter::new(pred)).unwrap();
+            (count(&prog, CbpfOp::AndK), count(&prog, CbpfOp::JsetK))
+        };
+        assert_eq!(and_count(Pred::Store { slot: 1, value: masked(2) }), (1, 0));
+        let set = crate::ValueSet::from_ranges([(0, 0), (5, 9)]);
+        assert_eq!(and_count(Pred::In { value: masked(2), set }), (1, 0));
+        assert_eq!(and_count(cmp(CmpOp::Ne, masked(2).plus(1), 0)), (1, 0));
+        assert_eq!(and_count(Pred::cmp(CmpOp::Ne, masked(2), Expr::WireLen)), (1, 0));
+        assert_eq!(and_count(cmp(CmpOp::Set, masked(6), 2)), (1, 1));
     }
 
     #[test]
