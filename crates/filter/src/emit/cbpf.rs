@@ -82,7 +82,7 @@ enum BitTests {
 fn lay_out(filter: &Filter, bit_tests: BitTests) -> Result<Vec<CbpfInsn>, EmitError> {
     let (_, used) = scratch_usage(&filter.pred)?;
     let mut e = Emitter::new(used, bit_tests);
-    let accept = e.flow.label();
+    let accept = e.label();
     e.pred(&filter.pred, accept, e.reject)?;
     e.bind(accept);
     e.end(CbpfInsn::stmt(CbpfOp::RetK, filter.accept));
@@ -176,6 +176,11 @@ const MAX_OFFSET: u32 = i32::MAX as u32;
 /// A test in the flow: the jump operation and its constant (ignored by the `x` forms).
 type Cond = (CbpfOp, u32);
 
+/// Items a flow has room for from the start (each label about every second item). Kept
+/// under glibc's large-chunk size (1 KiB): a larger first request costs a
+/// `malloc_consolidate` on every compile.
+const FLOW_ITEMS: usize = 30;
+
 struct Emitter {
     flow: Flow<CbpfInsn, Cond>,
     bit_tests: BitTests,
@@ -191,10 +196,17 @@ struct Emitter {
     sure_ends: Vec<(usize, u32)>,
     /// What X holds where the next item goes.
     x: XHolds,
-    /// What X holds on the jumps to each label seen so far (by label index; missing is
-    /// [`XHolds::Unreached`]). Jumps only go forward, so when a label is bound every jump
-    /// to it has been written and this is final: a walk in program order, no fixpoint.
-    x_at_label: Vec<XHolds>,
+    /// Each label's jumps so far, by label index. Jumps only go forward, so when a label is
+    /// bound every jump to it has been written and this is final: a walk in program order,
+    /// no fixpoint.
+    labels: Vec<Jumps>,
+}
+
+/// The jumps written to a label: what X holds on them (their meet) and how many there are.
+#[derive(Clone, Copy)]
+struct Jumps {
+    x: XHolds,
+    count: u32,
 }
 
 /// What X is known to hold at a point of the program being written, so that a load into
@@ -319,8 +331,12 @@ fn leaves_x(e: &Expr) -> bool {
 
 impl Emitter {
     fn new(used: u16, bit_tests: BitTests) -> Self {
-        let mut flow = Flow::new();
+        // (room for a small filter's items and labels: growing from empty cost a few
+        // reallocations a compile)
+        let mut flow = Flow::with_capacity(FLOW_ITEMS);
         let reject = flow.label();
+        let mut labels = Vec::with_capacity(FLOW_ITEMS / 2);
+        labels.push(Jumps { x: XHolds::Unreached, count: 0 });
         let free_cells: Vec<u32> =
             (0..MEM_WORDS).filter(|&cell| used & (1u16 << cell) == 0).collect();
         Emitter {
@@ -333,8 +349,7 @@ impl Emitter {
             guards: Vec::new(),
             sure_ends: Vec::new(),
             x: XHolds::Unknown,
-            // (room for a small filter's labels: growing from empty cost a few reallocations)
-            x_at_label: Vec::with_capacity(64),
+            labels,
         }
     }
 
@@ -351,14 +366,17 @@ impl Emitter {
         }
     }
 
+    /// A new label, with no jumps to it yet.
+    fn label(&mut self) -> Label {
+        self.labels.push(Jumps { x: XHolds::Unreached, count: 0 });
+        self.flow.label()
+    }
+
     /// Notes that a jump to `label` leaves from here.
     fn jump_to(&mut self, label: Label) {
-        let index = label.index();
-        if index >= self.x_at_label.len() {
-            self.x_at_label.resize(index.wrapping_add(1), XHolds::Unreached);
-        }
-        if let Some(at) = self.x_at_label.get_mut(index) {
-            *at = at.meet(self.x);
+        if let Some(jumps) = self.labels.get_mut(label.index()) {
+            jumps.x = jumps.x.meet(self.x);
+            jumps.count = jumps.count.wrapping_add(1);
         }
     }
 
@@ -380,17 +398,28 @@ impl Emitter {
         self.flow.end(ret);
     }
 
-    /// Binds `label` (all jumps to it are written: see [`Emitter::x_at_label`]).
+    /// Binds `label` (all jumps to it are written: see [`Emitter::labels`]). A label no
+    /// jump names is left out, and so are it and the `goto` to it just written when that is
+    /// its only jump (it goes to the next item): [`Flow::simplify`] would drop both, but in
+    /// a round each and a third to see nothing change (every guard's `goto` to the part
+    /// after it). (With other jumps to the label the `goto` stays: simplify may first make
+    /// it a copy of what the label lands on.)
     fn bind(&mut self, label: Label) {
-        let jumped = self.x_at_label.get(label.index()).copied().unwrap_or(XHolds::Unreached);
-        self.x = self.x.meet(jumped);
-        self.flow.bind(label);
+        let Some(jumps) = self.labels.get_mut(label.index()) else { return };
+        if jumps.count == 1 && self.flow.drop_trailing_goto(label) {
+            jumps.count = 0;
+        }
+        // (after a dropped goto, the meet already holds what X held on it)
+        self.x = self.x.meet(jumps.x);
+        if jumps.count > 0 {
+            self.flow.bind(label);
+        }
     }
 
     /// Binds the head of a loop, which [`Emitter::back`] jumps to later: X is whatever the
     /// last turn left there.
     fn bind_loop_head(&mut self, head: Label) {
-        self.bind(head);
+        self.flow.bind(head);
         self.x = XHolds::Unknown;
     }
 
@@ -478,11 +507,11 @@ impl Emitter {
             self.load_a(&chain.next)?;
             self.op(LdxMem, cell);
         }
-        let head = self.flow.label();
+        let head = self.label();
         self.bind_loop_head(head);
-        let (extension, ah) = (self.flow.label(), self.flow.label());
+        let (extension, ah) = (self.label(), self.label());
         let test = |e: &mut Self, k: u32, to: Label| {
-            let next = e.flow.label();
+            let next = e.label();
             e.cond((JeqK, k), to, next);
             e.bind(next);
         };
@@ -532,7 +561,7 @@ impl Emitter {
             return Ok(());
         };
         for part in init {
-            let next = self.flow.label();
+            let next = self.label();
             if all {
                 self.pred(part, next, f)?;
             } else {
@@ -695,7 +724,7 @@ impl Emitter {
 
     /// `lhs << rhs` (or `>>`) when `rhs` may be 32 or more, which must give 0.
     fn checked_shift(&mut self, x_op: CbpfOp, lhs: &Expr, rhs: &Expr) -> Result<(), EmitError> {
-        let (small, big, done) = (self.flow.label(), self.flow.label(), self.flow.label());
+        let (small, big, done) = (self.label(), self.label(), self.label());
         if leaves_x(lhs) {
             self.load_a(rhs)?;
             self.cond((CbpfOp::JgeK, 32), big, small);
@@ -753,7 +782,7 @@ impl Emitter {
         } else {
             self.load_a(base)?;
             if max_value(base) > base_limit {
-                let ok = self.flow.label();
+                let ok = self.label();
                 self.cond((JgtK, base_limit), self.reject, ok);
                 self.bind(ok);
             }
@@ -771,7 +800,7 @@ impl Emitter {
 
 impl Searcher for Emitter {
     fn new_label(&mut self) -> Label {
-        self.flow.label()
+        self.label()
     }
 
     fn bind_label(&mut self, label: Label) {
@@ -841,8 +870,8 @@ const MAX_PASSES: usize = 64;
 /// it, which the next pass sees. A pass that places nothing leaves every test in reach.
 fn layout(flow: &mut Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
     for _ in 0..MAX_PASSES {
-        if !place_landings(flow) {
-            return encode(flow);
+        if let Some(at) = place_landings(flow) {
+            return encode(flow, &at);
         }
     }
     let len = flow.items().iter().filter(|i| !matches!(i, Item::Label(_))).count();
@@ -875,8 +904,9 @@ struct Pending {
     deadline: usize,
 }
 
-/// One layout pass (see [`layout`]); true when it placed landings.
-fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> bool {
+/// One layout pass (see [`layout`]): where each label lands (as [`positions`] gives it)
+/// when it placed no landing, else `None`.
+fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> Option<Vec<usize>> {
     let (at, item_at) = positions(flow.items(), flow.label_count());
     // With every test in reach nothing is rerouted, so the pass below would give the items
     // back as they are: skip its copy, tables and map (the common case, any small filter).
@@ -886,7 +916,7 @@ fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> bool {
         _ => true,
     });
     if all_in_reach {
-        return false;
+        return Some(at);
     }
     let items = flow.items().to_vec();
     // What each label lands on: a `ret` a landing may copy, or something to jump to.
@@ -1010,12 +1040,12 @@ fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> bool {
     }
     placed |= flush(&mut out, &mut pending, None, &mut pos, &mut shift);
     flow.set_items(out);
-    placed
+    (!placed).then(|| positions(flow.items(), flow.label_count()).0)
 }
 
-fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
+/// The instructions of `flow`, whose labels land at `at` (see [`positions`]).
+fn encode(flow: &Flow<CbpfInsn, Cond>, at: &[usize]) -> Result<Vec<CbpfInsn>, EmitError> {
     let items = flow.items();
-    let (at, _) = positions(items, flow.label_count());
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let index = out.len();
@@ -1023,7 +1053,7 @@ fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
             Item::Label(_) => continue,
             Item::Stmt(insn) | Item::End(insn) => out.push(*insn),
             Item::Goto(target) => {
-                let k = u32::try_from(distance(&at, index, *target)).unwrap_or(u32::MAX);
+                let k = u32::try_from(distance(at, index, *target)).unwrap_or(u32::MAX);
                 out.push(stmt(CbpfOp::Ja, k));
             }
             Item::Back(target) => {
@@ -1034,8 +1064,8 @@ fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
                 out.push(stmt(CbpfOp::Ja, k));
             }
             Item::Cond { cond: (op, k), t, f } => {
-                let jt = u8::try_from(distance(&at, index, *t));
-                let jf = u8::try_from(distance(&at, index, *f));
+                let jt = u8::try_from(distance(at, index, *t));
+                let jf = u8::try_from(distance(at, index, *f));
                 match (jt, jf) {
                     (Ok(jt), Ok(jf)) => out.push(CbpfInsn::jump(*op, *k, jt, jf)),
                     // Only when layout gave up on a program far over the length limit.
@@ -1052,6 +1082,10 @@ fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
 /// only go forward, so one pass in program order sees every predecessor first.
 fn zero_unwritten_cells(body: Vec<CbpfInsn>) -> Vec<CbpfInsn> {
     const ALL: u16 = u16::MAX;
+    // (most filters read no cell: no walk, no table)
+    if !body.iter().any(|insn| matches!(insn.op, CbpfOp::LdMem | CbpfOp::LdxMem)) {
+        return body;
+    }
     let mut written = vec![ALL; body.len()];
     if let Some(first) = written.first_mut() {
         *first = 0;
