@@ -1293,6 +1293,27 @@ mod tests {
     }
 
     #[test]
+    fn a_goto_to_the_next_label_is_left_out_only_when_no_other_jump_lands_there() {
+        let byte = |k| Pred::eq(Expr::load_at(k, Size::Byte), 1);
+        // The guard's goto to the test after it, its only jump: no label, no goto.
+        let mut e = Emitter::new(0, BitTests::Jset);
+        let (t, f) = (e.label(), e.label());
+        e.pred(&Pred::and([Pred::Guard(4), byte(3)]), t, f).unwrap();
+        let jumps = e.flow.items().iter().filter(|i| !matches!(i, Item::Stmt(_))).count();
+        assert_eq!(jumps, 1, "{:?}", e.flow.items());
+        // With another jump to the accept, the guard's goto stays, and simplify makes it a
+        // copy of the `ret` as it always did (tighten's merge_tails shares them later).
+        let or_guard = Filter::new(Pred::Or(vec![byte(0), Pred::Guard(4)]));
+        let prog = emit_unoptimized(&or_guard).unwrap();
+        let accepts = prog.iter().filter(|i| **i == stmt(CbpfOp::RetK, or_guard.accept)).count();
+        assert_eq!(accepts, 2, "{}", format_listing(&prog));
+        // A goto on which a label lands stays too: simplify threads through it.
+        let or_true = Filter::new(Pred::Or(vec![byte(0), Pred::Const(true)]));
+        let prog = emit_unoptimized(&or_true).unwrap();
+        assert_eq!(prog, [stmt(CbpfOp::LdAbsB, 0), stmt(CbpfOp::RetK, or_true.accept)]);
+    }
+
+    #[test]
     fn division_by_a_constant_zero_rejects() {
         let div = Expr::binary(BinOp::Div, Expr::load_at(0, Size::Byte), Expr::Const(0));
         assert_eq!(listing(Pred::not(Pred::eq(div, 1))), "(000) ret      #0\n");
