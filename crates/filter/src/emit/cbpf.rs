@@ -58,9 +58,31 @@ pub fn emit(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
 /// [`emit`] without [`tighten`]: the program as laid out, test for test (what `-O0` prints,
 /// as tcpdump's `-O` prints libpcap's unoptimized code).
 pub fn emit_unoptimized(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
+    lay_out(filter, BitTests::Jset)
+}
+
+/// [`emit_unoptimized`] with every bit test written as its `and #m` and compare, as the
+/// emitter wrote them before it wrote `jset` itself: the oracle for the tests that check
+/// that [`tighten`] gives the same program from both.
+#[doc(hidden)]
+pub fn emit_unoptimized_with_masked_compares(filter: &Filter) -> Result<Vec<CbpfInsn>, EmitError> {
+    lay_out(filter, BitTests::MaskedCompare)
+}
+
+/// How a compare of `x & #m` with a constant that only asks whether a bit of `m` is set is
+/// written (see [`bit_test`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BitTests {
+    /// `jset #m`, the form tighten's and_tests makes of the pair anyway.
+    Jset,
+    /// `and #m` and the compare.
+    MaskedCompare,
+}
+
+fn lay_out(filter: &Filter, bit_tests: BitTests) -> Result<Vec<CbpfInsn>, EmitError> {
     let (_, used) = scratch_usage(&filter.pred)?;
-    let mut e = Emitter::new(used);
-    let accept = e.flow.label();
+    let mut e = Emitter::new(used, bit_tests);
+    let accept = e.label();
     e.pred(&filter.pred, accept, e.reject)?;
     e.bind(accept);
     e.end(CbpfInsn::stmt(CbpfOp::RetK, filter.accept));
@@ -154,8 +176,14 @@ const MAX_OFFSET: u32 = i32::MAX as u32;
 /// A test in the flow: the jump operation and its constant (ignored by the `x` forms).
 type Cond = (CbpfOp, u32);
 
+/// Items a flow has room for from the start (each label about every second item). Kept
+/// under glibc's large-chunk size (1 KiB): a larger first request costs a
+/// `malloc_consolidate` on every compile.
+const FLOW_ITEMS: usize = 30;
+
 struct Emitter {
     flow: Flow<CbpfInsn, Cond>,
+    bit_tests: BitTests,
     reject: Label,
     /// Scratch cells the filter does not use, to lend out as temporaries (a stack).
     free_cells: Vec<u32>,
@@ -168,10 +196,17 @@ struct Emitter {
     sure_ends: Vec<(usize, u32)>,
     /// What X holds where the next item goes.
     x: XHolds,
-    /// What X holds on the jumps to each label seen so far (by label index; missing is
-    /// [`XHolds::Unreached`]). Jumps only go forward, so when a label is bound every jump
-    /// to it has been written and this is final: a walk in program order, no fixpoint.
-    x_at_label: Vec<XHolds>,
+    /// Each label's jumps so far, by label index. Jumps only go forward, so when a label is
+    /// bound every jump to it has been written and this is final: a walk in program order,
+    /// no fixpoint.
+    labels: Vec<Jumps>,
+}
+
+/// The jumps written to a label: what X holds on them (their meet) and how many there are.
+#[derive(Clone, Copy)]
+struct Jumps {
+    x: XHolds,
+    count: u32,
 }
 
 /// What X is known to hold at a point of the program being written, so that a load into
@@ -260,6 +295,28 @@ fn ipv4_header_length(e: &Expr) -> Option<u32> {
     }
 }
 
+/// `lhs op k` as a test of the bits of a mask, when `lhs` is `x & m` (or `m & x`) and the
+/// compare asks only whether `x & m` is 0 (or, for a one-bit `m`, whether it is `m`): `x`,
+/// `m`, and whether the compare holds when some bit is set. Written `jset #m` on `x`, not
+/// `and #m` and a compare: what tighten's and_tests makes of that pair (the same forms:
+/// `jeq #0`, `jgt #0`, `jeq #m`), here without costing it a round. The operand is the one
+/// [`Emitter::binary`] would mask (the right constant first).
+fn bit_test(op: CmpOp, lhs: &Expr, k: u32) -> Option<(&Expr, u32, bool)> {
+    let Expr::Binary { op: BinOp::And, lhs: a, rhs: b } = lhs else { return None };
+    let (x, mask) = match (a.as_ref(), b.as_ref()) {
+        (x, Expr::Const(m)) | (Expr::Const(m), x) => (x, *m),
+        _ => return None,
+    };
+    let set_holds = match (op, k) {
+        (CmpOp::Ne | CmpOp::Gt, 0) => true,
+        (CmpOp::Eq | CmpOp::Le, 0) => false,
+        (CmpOp::Eq, k) if k == mask && mask.is_power_of_two() => true,
+        (CmpOp::Ne, k) if k == mask && mask.is_power_of_two() => false,
+        _ => return None,
+    };
+    Some((x, mask, set_holds))
+}
+
 /// Whether one instruction loads `e` into X.
 fn loads_into_x(e: &Expr) -> bool {
     matches!(e, Expr::Const(_) | Expr::WireLen | Expr::Scratch(_))
@@ -273,13 +330,18 @@ fn leaves_x(e: &Expr) -> bool {
 }
 
 impl Emitter {
-    fn new(used: u16) -> Self {
-        let mut flow = Flow::new();
+    fn new(used: u16, bit_tests: BitTests) -> Self {
+        // (room for a small filter's items and labels: growing from empty cost a few
+        // reallocations a compile)
+        let mut flow = Flow::with_capacity(FLOW_ITEMS);
         let reject = flow.label();
+        let mut labels = Vec::with_capacity(FLOW_ITEMS / 2);
+        labels.push(Jumps { x: XHolds::Unreached, count: 0 });
         let free_cells: Vec<u32> =
             (0..MEM_WORDS).filter(|&cell| used & (1u16 << cell) == 0).collect();
         Emitter {
             flow,
+            bit_tests,
             reject,
             free_cells,
             used_by_filter: used.count_ones(),
@@ -287,8 +349,7 @@ impl Emitter {
             guards: Vec::new(),
             sure_ends: Vec::new(),
             x: XHolds::Unknown,
-            // (room for a small filter's labels: growing from empty cost a few reallocations)
-            x_at_label: Vec::with_capacity(64),
+            labels,
         }
     }
 
@@ -305,14 +366,17 @@ impl Emitter {
         }
     }
 
+    /// A new label, with no jumps to it yet.
+    fn label(&mut self) -> Label {
+        self.labels.push(Jumps { x: XHolds::Unreached, count: 0 });
+        self.flow.label()
+    }
+
     /// Notes that a jump to `label` leaves from here.
     fn jump_to(&mut self, label: Label) {
-        let index = label.index();
-        if index >= self.x_at_label.len() {
-            self.x_at_label.resize(index.wrapping_add(1), XHolds::Unreached);
-        }
-        if let Some(at) = self.x_at_label.get_mut(index) {
-            *at = at.meet(self.x);
+        if let Some(jumps) = self.labels.get_mut(label.index()) {
+            jumps.x = jumps.x.meet(self.x);
+            jumps.count = jumps.count.wrapping_add(1);
         }
     }
 
@@ -334,17 +398,28 @@ impl Emitter {
         self.flow.end(ret);
     }
 
-    /// Binds `label` (all jumps to it are written: see [`Emitter::x_at_label`]).
+    /// Binds `label` (all jumps to it are written: see [`Emitter::labels`]). A label no
+    /// jump names is left out, and so are it and the `goto` to it just written when that is
+    /// its only jump (it goes to the next item): [`Flow::simplify`] would drop both, but in
+    /// a round each and a third to see nothing change (every guard's `goto` to the part
+    /// after it). (With other jumps to the label the `goto` stays: simplify may first make
+    /// it a copy of what the label lands on.)
     fn bind(&mut self, label: Label) {
-        let jumped = self.x_at_label.get(label.index()).copied().unwrap_or(XHolds::Unreached);
-        self.x = self.x.meet(jumped);
-        self.flow.bind(label);
+        let Some(jumps) = self.labels.get_mut(label.index()) else { return };
+        if jumps.count == 1 && self.flow.drop_trailing_goto(label) {
+            jumps.count = 0;
+        }
+        // (after a dropped goto, the meet already holds what X held on it)
+        self.x = self.x.meet(jumps.x);
+        if jumps.count > 0 {
+            self.flow.bind(label);
+        }
     }
 
     /// Binds the head of a loop, which [`Emitter::back`] jumps to later: X is whatever the
     /// last turn left there.
     fn bind_loop_head(&mut self, head: Label) {
-        self.bind(head);
+        self.flow.bind(head);
         self.x = XHolds::Unknown;
     }
 
@@ -432,11 +507,11 @@ impl Emitter {
             self.load_a(&chain.next)?;
             self.op(LdxMem, cell);
         }
-        let head = self.flow.label();
+        let head = self.label();
         self.bind_loop_head(head);
-        let (extension, ah) = (self.flow.label(), self.flow.label());
+        let (extension, ah) = (self.label(), self.label());
         let test = |e: &mut Self, k: u32, to: Label| {
-            let next = e.flow.label();
+            let next = e.label();
             e.cond((JeqK, k), to, next);
             e.bind(next);
         };
@@ -486,7 +561,7 @@ impl Emitter {
             return Ok(());
         };
         for part in init {
-            let next = self.flow.label();
+            let next = self.label();
             if all {
                 self.pred(part, next, f)?;
             } else {
@@ -511,6 +586,14 @@ impl Emitter {
             _ => (op, lhs, rhs),
         };
         if let Expr::Const(k) = rhs {
+            if let Some((operand, mask, set_holds)) = bit_test(op, lhs, *k) {
+                if self.bit_tests == BitTests::Jset {
+                    self.load_a(operand)?;
+                    let (t, f) = if set_holds { (t, f) } else { (f, t) };
+                    self.cond((CbpfOp::JsetK, mask), t, f);
+                    return Ok(());
+                }
+            }
             self.load_a(lhs)?;
             self.branch(op, false, *k, t, f);
             return Ok(());
@@ -641,7 +724,7 @@ impl Emitter {
 
     /// `lhs << rhs` (or `>>`) when `rhs` may be 32 or more, which must give 0.
     fn checked_shift(&mut self, x_op: CbpfOp, lhs: &Expr, rhs: &Expr) -> Result<(), EmitError> {
-        let (small, big, done) = (self.flow.label(), self.flow.label(), self.flow.label());
+        let (small, big, done) = (self.label(), self.label(), self.label());
         if leaves_x(lhs) {
             self.load_a(rhs)?;
             self.cond((CbpfOp::JgeK, 32), big, small);
@@ -699,7 +782,7 @@ impl Emitter {
         } else {
             self.load_a(base)?;
             if max_value(base) > base_limit {
-                let ok = self.flow.label();
+                let ok = self.label();
                 self.cond((JgtK, base_limit), self.reject, ok);
                 self.bind(ok);
             }
@@ -717,7 +800,7 @@ impl Emitter {
 
 impl Searcher for Emitter {
     fn new_label(&mut self) -> Label {
-        self.flow.label()
+        self.label()
     }
 
     fn bind_label(&mut self, label: Label) {
@@ -787,8 +870,8 @@ const MAX_PASSES: usize = 64;
 /// it, which the next pass sees. A pass that places nothing leaves every test in reach.
 fn layout(flow: &mut Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
     for _ in 0..MAX_PASSES {
-        if !place_landings(flow) {
-            return encode(flow);
+        if let Some(at) = place_landings(flow) {
+            return encode(flow, &at);
         }
     }
     let len = flow.items().iter().filter(|i| !matches!(i, Item::Label(_))).count();
@@ -821,8 +904,9 @@ struct Pending {
     deadline: usize,
 }
 
-/// One layout pass (see [`layout`]); true when it placed landings.
-fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> bool {
+/// One layout pass (see [`layout`]): where each label lands (as [`positions`] gives it)
+/// when it placed no landing, else `None`.
+fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> Option<Vec<usize>> {
     let (at, item_at) = positions(flow.items(), flow.label_count());
     // With every test in reach nothing is rerouted, so the pass below would give the items
     // back as they are: skip its copy, tables and map (the common case, any small filter).
@@ -832,7 +916,7 @@ fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> bool {
         _ => true,
     });
     if all_in_reach {
-        return false;
+        return Some(at);
     }
     let items = flow.items().to_vec();
     // What each label lands on: a `ret` a landing may copy, or something to jump to.
@@ -956,12 +1040,12 @@ fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> bool {
     }
     placed |= flush(&mut out, &mut pending, None, &mut pos, &mut shift);
     flow.set_items(out);
-    placed
+    (!placed).then(|| positions(flow.items(), flow.label_count()).0)
 }
 
-fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
+/// The instructions of `flow`, whose labels land at `at` (see [`positions`]).
+fn encode(flow: &Flow<CbpfInsn, Cond>, at: &[usize]) -> Result<Vec<CbpfInsn>, EmitError> {
     let items = flow.items();
-    let (at, _) = positions(items, flow.label_count());
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let index = out.len();
@@ -969,7 +1053,7 @@ fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
             Item::Label(_) => continue,
             Item::Stmt(insn) | Item::End(insn) => out.push(*insn),
             Item::Goto(target) => {
-                let k = u32::try_from(distance(&at, index, *target)).unwrap_or(u32::MAX);
+                let k = u32::try_from(distance(at, index, *target)).unwrap_or(u32::MAX);
                 out.push(stmt(CbpfOp::Ja, k));
             }
             Item::Back(target) => {
@@ -980,8 +1064,8 @@ fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
                 out.push(stmt(CbpfOp::Ja, k));
             }
             Item::Cond { cond: (op, k), t, f } => {
-                let jt = u8::try_from(distance(&at, index, *t));
-                let jf = u8::try_from(distance(&at, index, *f));
+                let jt = u8::try_from(distance(at, index, *t));
+                let jf = u8::try_from(distance(at, index, *f));
                 match (jt, jf) {
                     (Ok(jt), Ok(jf)) => out.push(CbpfInsn::jump(*op, *k, jt, jf)),
                     // Only when layout gave up on a program far over the length limit.
@@ -998,6 +1082,10 @@ fn encode(flow: &Flow<CbpfInsn, Cond>) -> Result<Vec<CbpfInsn>, EmitError> {
 /// only go forward, so one pass in program order sees every predecessor first.
 fn zero_unwritten_cells(body: Vec<CbpfInsn>) -> Vec<CbpfInsn> {
     const ALL: u16 = u16::MAX;
+    // (most filters read no cell: no walk, no table)
+    if !body.iter().any(|insn| matches!(insn.op, CbpfOp::LdMem | CbpfOp::LdxMem)) {
+        return body;
+    }
     let mut written = vec![ALL; body.len()];
     if let Some(first) = written.first_mut() {
         *first = 0;
@@ -1149,6 +1237,80 @@ mod tests {
         assert_eq!(guards(31, tcp()), 1);
         let computed = Expr::load(Expr::load_at(0, Size::Byte).and_mask(0x3f).plus(29), Size::Byte);
         assert_eq!(guards(30, Pred::eq(computed, 2)), 1);
+    }
+
+    #[test]
+    fn a_compare_that_asks_only_for_a_set_bit_is_a_jset() {
+        let flags = || Expr::load_at(13, Size::Byte);
+        let masked = |m| flags().and_mask(m);
+        let laid_out = |pred: Pred| {
+            format_listing(&emit_unoptimized(&Filter::new(pred)).unwrap())
+                .lines()
+                .map(|l| {
+                    l.get(6..).unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ")
+                })
+                .collect::<Vec<_>>()
+        };
+        // jt 2 goes to the accept, jt 3 to the reject.
+        let set = ["ldb [13]", "jset #0x2 jt 2 jf 3", "ret #262144", "ret #0"];
+        let clear = ["ldb [13]", "jset #0x2 jt 3 jf 2", "ret #262144", "ret #0"];
+        let cmp = |op, lhs, k| Pred::cmp(op, lhs, Expr::Const(k));
+        assert_eq!(laid_out(cmp(CmpOp::Ne, masked(2), 0)), set);
+        assert_eq!(laid_out(cmp(CmpOp::Gt, masked(2), 0)), set);
+        assert_eq!(laid_out(cmp(CmpOp::Eq, masked(2), 2)), set);
+        assert_eq!(laid_out(cmp(CmpOp::Eq, masked(2), 0)), clear);
+        assert_eq!(laid_out(cmp(CmpOp::Le, masked(2), 0)), clear);
+        assert_eq!(laid_out(cmp(CmpOp::Ne, masked(2), 2)), clear);
+        assert_eq!(laid_out(Pred::not(cmp(CmpOp::Ne, masked(2), 0))), clear);
+        // The mask on the left, the constant first: mirrored as the and would be.
+        let left = Expr::binary(BinOp::And, Expr::Const(2), flags());
+        assert_eq!(laid_out(Pred::cmp(CmpOp::Lt, Expr::Const(0), left)), set);
+        // Compares that ask more than a bit: the and and the compare.
+        let and = |m: u32, test: &str| {
+            vec![
+                "ldb [13]".to_string(),
+                format!("and #{m:#x}"),
+                test.to_string(),
+                "ret #262144".to_string(),
+                "ret #0".to_string(),
+            ]
+        };
+        let two_bits = cmp(CmpOp::Eq, masked(0x12), 0x12);
+        assert_eq!(laid_out(two_bits), and(0x12, "jeq #0x12 jt 3 jf 4"));
+        assert_eq!(laid_out(cmp(CmpOp::Eq, masked(2), 1)), and(2, "jeq #0x1 jt 3 jf 4"));
+        assert_eq!(laid_out(cmp(CmpOp::Ge, masked(2), 1)), and(2, "jge #0x1 jt 3 jf 4"));
+        // The and's value used otherwise: stored, searched, computed with, compared to X.
+        let and_count = |pred: Pred| {
+            let prog = emit_unoptimized(&Filter::new(pred)).unwrap();
+            (count(&prog, CbpfOp::AndK), count(&prog, CbpfOp::JsetK))
+        };
+        assert_eq!(and_count(Pred::Store { slot: 1, value: masked(2) }), (1, 0));
+        let set = crate::ValueSet::from_ranges([(0, 0), (5, 9)]);
+        assert_eq!(and_count(Pred::In { value: masked(2), set }), (1, 0));
+        assert_eq!(and_count(cmp(CmpOp::Ne, masked(2).plus(1), 0)), (1, 0));
+        assert_eq!(and_count(Pred::cmp(CmpOp::Ne, masked(2), Expr::WireLen)), (1, 0));
+        assert_eq!(and_count(cmp(CmpOp::Set, masked(6), 2)), (1, 1));
+    }
+
+    #[test]
+    fn a_goto_to_the_next_label_is_left_out_only_when_no_other_jump_lands_there() {
+        let byte = |k| Pred::eq(Expr::load_at(k, Size::Byte), 1);
+        // The guard's goto to the test after it, its only jump: no label, no goto.
+        let mut e = Emitter::new(0, BitTests::Jset);
+        let (t, f) = (e.label(), e.label());
+        e.pred(&Pred::and([Pred::Guard(4), byte(3)]), t, f).unwrap();
+        let jumps = e.flow.items().iter().filter(|i| !matches!(i, Item::Stmt(_))).count();
+        assert_eq!(jumps, 1, "{:?}", e.flow.items());
+        // With another jump to the accept, the guard's goto stays, and simplify makes it a
+        // copy of the `ret` as it always did (tighten's merge_tails shares them later).
+        let or_guard = Filter::new(Pred::Or(vec![byte(0), Pred::Guard(4)]));
+        let prog = emit_unoptimized(&or_guard).unwrap();
+        let accepts = prog.iter().filter(|i| **i == stmt(CbpfOp::RetK, or_guard.accept)).count();
+        assert_eq!(accepts, 2, "{}", format_listing(&prog));
+        // A goto on which a label lands stays too: simplify threads through it.
+        let or_true = Filter::new(Pred::Or(vec![byte(0), Pred::Const(true)]));
+        let prog = emit_unoptimized(&or_true).unwrap();
+        assert_eq!(prog, [stmt(CbpfOp::LdAbsB, 0), stmt(CbpfOp::RetK, or_true.accept)]);
     }
 
     #[test]

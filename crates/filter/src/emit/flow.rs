@@ -54,6 +54,11 @@ impl<S: Clone, C: Clone> Flow<S, C> {
         Flow { items: Vec::new(), labels: 0 }
     }
 
+    /// An empty flow with room for `items` items.
+    pub(crate) fn with_capacity(items: usize) -> Self {
+        Flow { items: Vec::with_capacity(items), labels: 0 }
+    }
+
     pub(crate) fn label(&mut self) -> Label {
         self.labels = self.labels.wrapping_add(1);
         Label(self.labels.wrapping_sub(1))
@@ -94,6 +99,22 @@ impl<S: Clone, C: Clone> Flow<S, C> {
 
     pub(crate) fn set_items(&mut self, items: Vec<Item<S, C>>) {
         self.items = items;
+    }
+
+    /// Removes the last item when it is a `goto` to `label` (about to be bound right after
+    /// it, so the jump goes nowhere) that no label lands on (no jump could be threaded
+    /// through it to `label`: two labels landing in one place are not one to
+    /// [`Flow::simplify`]); true when it did.
+    pub(crate) fn drop_trailing_goto(&mut self, label: Label) -> bool {
+        let trailing = match self.items.as_slice() {
+            [.., Item::Label(_), Item::Goto(_)] => false,
+            [.., Item::Goto(target)] => *target == label,
+            _ => false,
+        };
+        if trailing {
+            self.items.pop();
+        }
+        trailing
     }
 
     /// Removes the item at `index` (one found needless once the flow is written).
@@ -507,6 +528,75 @@ mod tests {
         }
         // Most random flows have something to thread, drop or prune.
         assert!(changed > 2_500, "{changed}");
+    }
+
+    /// The items with each jump's label replaced by where it lands (the index of the next
+    /// item that is not a label) and the labels left out: the program the flow encodes.
+    fn landing_form<S: Clone, C: Clone>(flow: &Flow<S, C>) -> Vec<Item<S, C>> {
+        let mut at = vec![usize::MAX; flow.labels];
+        let mut real = 0;
+        for item in flow.items() {
+            match item {
+                Item::Label(l) => at[l.0] = real,
+                _ => real += 1,
+            }
+        }
+        let lands = |l: &Label| Label(at[l.0]);
+        flow.items()
+            .iter()
+            .filter_map(|item| match item {
+                Item::Label(_) => None,
+                Item::Cond { cond, t, f } => {
+                    Some(Item::Cond { cond: cond.clone(), t: lands(t), f: lands(f) })
+                }
+                Item::Goto(l) => Some(Item::Goto(lands(l))),
+                Item::Back(l) => Some(Item::Back(lands(l))),
+                other => Some(other.clone()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_label_named_by_no_jump_or_only_by_a_goto_just_before_it_can_be_left_out() {
+        // What the classic emitter leaves out as it binds a label: the flow simplifies to
+        // the same program without them.
+        let mut rng = weir_testkit::SplitMix64::new(0x1abe_1013);
+        let mut cut_some = 0;
+        for _ in 0..20_000 {
+            let flow = random_flow(&mut rng);
+            // Jumps to each label, counted as the emitter counts them (a test's two edges
+            // twice), and the flow as the emitter binds it: a label no jump names left out,
+            // and one whose only jump is a `goto` just before it left out with the `goto`.
+            let mut jumps = vec![0u32; flow.labels];
+            for item in flow.items() {
+                match item {
+                    Item::Cond { t, f, .. } => {
+                        jumps[t.0] += 1;
+                        jumps[f.0] += 1;
+                    }
+                    Item::Goto(l) | Item::Back(l) => jumps[l.0] += 1,
+                    _ => {}
+                }
+            }
+            let mut cut = flow.clone();
+            cut.set_items(Vec::new());
+            for item in flow.items() {
+                match item {
+                    Item::Label(l) if jumps[l.0] == 1 && cut.drop_trailing_goto(*l) => {}
+                    Item::Label(l) if jumps[l.0] == 0 => {}
+                    other => cut.items.push(other.clone()),
+                }
+            }
+            if cut.items().len() == flow.items().len() {
+                continue;
+            }
+            cut_some += 1;
+            let mut whole = flow.clone();
+            whole.simplify();
+            cut.simplify();
+            assert_eq!(landing_form(&cut), landing_form(&whole), "from {:?}", flow.items());
+        }
+        assert!(cut_some > 5_000, "{cut_some}");
     }
 
     #[test]
