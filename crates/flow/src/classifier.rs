@@ -3562,45 +3562,13 @@ mod tests {
     /// the reference matched to rules of its mask.
     #[test]
     fn candidate_walk_counts_each_match_in_its_subtable() {
-        let lens = [32u32, 24, 16, 8];
-        let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
         let bases = [0x0a00_0000u32, 0x0a01_0000, 0xc0a8_0000, 0xac10_0000];
         let mut rng = weir_testkit::SplitMix64::new(0x34_cafe);
-        let mut set = RuleSet::new();
-        let mut specs = Vec::new();
-        for i in 0..256usize {
-            let m = i % 16;
-            let (sl, dl) = (lens[m % 4], lens[m / 4]);
-            let near = |rng: &mut weir_testkit::SplitMix64| {
-                bases[rng.below_usize(4)] | ((rng.u32() & 0xff) << (8 * rng.below(2) as u32))
-            };
-            let (src, dst) = (prefix(near(&mut rng), sl), prefix(near(&mut rng), dl));
-            let text = format!(
-                "prio {} protocol ip flower src_ip {}/{sl} dst_ip {}/{dl} action drop",
-                m + 1,
-                std::net::Ipv4Addr::from(src),
-                std::net::Ipv4Addr::from(dst)
-            );
-            set.push(crate::rule::parse_rule(&text, i + 1).unwrap()).unwrap();
-            specs.push((src, sl, dst, dl));
-        }
+        let (set, specs, frames) = sixteen_mask_rules(256, &mut rng, |rng| {
+            bases[rng.below_usize(4)] | ((rng.u32() & 0xff) << (8 * rng.below(2) as u32))
+        });
         let c = Classifier::new(&set);
         assert_eq!(lookup_state(&c), (true, 0, 2), "the tables answer");
-        let frame = |src: u32, dst: u32| {
-            let mut f = vec![0u8; 34];
-            f[12] = 0x08;
-            f[14] = 0x45;
-            f[23] = 0xfd;
-            f[26..30].copy_from_slice(&src.to_be_bytes());
-            f[30..34].copy_from_slice(&dst.to_be_bytes());
-            f
-        };
-        let host = |a: u32, len: u32, r: u32| a | (r >> len.min(31) >> u32::from(len == 32));
-        let mut frames = Vec::new();
-        for &(src, sl, dst, dl) in &specs {
-            frames.push(frame(host(src, sl, rng.u32()), host(dst, dl, rng.u32())));
-            frames.push(frame(rng.u32(), rng.u32()));
-        }
         let reference = crate::reference::Reference::new(&set);
         let v = c.snapshot();
         let mut want = Vec::new();
@@ -3723,15 +3691,52 @@ mod tests {
     /// each rule's prefixes and random ones, against the reference.
     #[test]
     fn the_walk_hashes_pairs_masked_alike_once_a_packet() {
+        let mut rng = weir_testkit::SplitMix64::new(0x35_a11e);
+        let (set, _, frames) = sixteen_mask_rules(128, &mut rng, |rng| rng.u32());
+        let reference = crate::reference::Reference::new(&set);
+        for (c, all_vary) in
+            [(Classifier::new_full_width(&set), false), (Classifier::new(&set), true)]
+        {
+            let v = c.snapshot();
+            let (on, vary, pairs) = dispatch!(&v.tables, t => {
+                let ch = t.chain(0).expect("chain 0");
+                (ch.cand_on, ch.vary, t.lanes.len().div_ceil(2))
+            });
+            assert!(on, "the tables answer");
+            assert_eq!(vary == (1 << pairs) - 1, all_vary, "vary {vary:#b} of {pairs} pairs");
+            let mut want = Vec::new();
+            let outs = process_in_batches(&c, &v, &frames, 34, |works| {
+                for w in works {
+                    want.push(reference.process(w).line);
+                }
+            });
+            let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
+            assert_eq!(got, want, "{pairs} pairs");
+            let hits = want.iter().filter(|l| l.is_some()).count();
+            assert!(hits * 2 >= frames.len(), "{hits} of {} matched", frames.len());
+        }
+    }
+
+    /// weir-bench's 16 masks (source and destination /32, /24, /16, /8): `n` rules, rule i
+    /// of mask i % 16 with the mask's priority, its two addresses drawn by `draw` (source
+    /// first) and cut to the mask's prefixes; and two frames a rule, a host in its prefixes
+    /// and one of random addresses. The rules' (source, its length, destination, its
+    /// length), rule i's at i.
+    #[allow(clippy::type_complexity)]
+    fn sixteen_mask_rules(
+        n: usize,
+        rng: &mut weir_testkit::SplitMix64,
+        mut draw: impl FnMut(&mut weir_testkit::SplitMix64) -> u32,
+    ) -> (RuleSet, Vec<(u32, u32, u32, u32)>, Vec<Vec<u8>>) {
         let lens = [32u32, 24, 16, 8];
         let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
-        let mut rng = weir_testkit::SplitMix64::new(0x35_a11e);
         let mut set = RuleSet::new();
         let mut specs = Vec::new();
-        for i in 0..128usize {
+        for i in 0..n {
             let m = i % 16;
             let (sl, dl) = (lens[m % 4], lens[m / 4]);
-            let (src, dst) = (prefix(rng.u32(), sl), prefix(rng.u32(), dl));
+            let src = prefix(draw(rng), sl);
+            let dst = prefix(draw(rng), dl);
             let text = format!(
                 "prio {} protocol ip flower src_ip {}/{sl} dst_ip {}/{dl} action drop",
                 m + 1,
@@ -3756,28 +3761,7 @@ mod tests {
             frames.push(frame(host(src, sl, rng.u32()), host(dst, dl, rng.u32())));
             frames.push(frame(rng.u32(), rng.u32()));
         }
-        let reference = crate::reference::Reference::new(&set);
-        for (c, all_vary) in
-            [(Classifier::new_full_width(&set), false), (Classifier::new(&set), true)]
-        {
-            let v = c.snapshot();
-            let (on, vary, pairs) = dispatch!(&v.tables, t => {
-                let ch = t.chain(0).expect("chain 0");
-                (ch.cand_on, ch.vary, t.lanes.len().div_ceil(2))
-            });
-            assert!(on, "the tables answer");
-            assert_eq!(vary == (1 << pairs) - 1, all_vary, "vary {vary:#b} of {pairs} pairs");
-            let mut want = Vec::new();
-            let outs = process_in_batches(&c, &v, &frames, 34, |works| {
-                for w in works {
-                    want.push(reference.process(w).line);
-                }
-            });
-            let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
-            assert_eq!(got, want, "{pairs} pairs");
-            let hits = want.iter().filter(|l| l.is_some()).count();
-            assert!(hits * 2 >= frames.len(), "{hits} of {} matched", frames.len());
-        }
+        (set, specs, frames)
     }
 
     /// Chain 0's lookup state: whether its candidate tables answer, its prefilters, and
