@@ -613,27 +613,40 @@ fn unoptimized_programs_agree_with_the_ir() {
         let pred = if i % 3 == 0 { gen.pred(3) } else { header_length_filter(&mut gen, 3) };
         let filter = Filter::new(pred);
         let prog = cbpf::emit_unoptimized(&filter).unwrap_or_else(|e| panic!("{filter:?}: {e}"));
-        let classic = CbpfFilter::new(&prog)
-            .unwrap_or_else(|e| panic!("{filter:?}: kernel rules: {e}\n{}", format_listing(&prog)));
         reusing += usize::from(reuses_x(&prog));
-        for packet in &packets {
-            let want = filter.run(&packet.data, packet.wire_len);
-            let got = classic.run(&packet.data, packet.wire_len);
-            assert_eq!(
-                got,
-                want,
-                "{filter:?}\npacket {}: {}\n{}",
-                packet.description,
-                hex(&packet.data),
-                format_listing(&prog)
-            );
-            runs += 1;
-            accepted += usize::from(want != 0);
-        }
+        let (r, a) = classic_runs_as_the_filter(&filter, &prog, &packets);
+        runs += r;
+        accepted += a;
     }
     println!("{runs} runs, {accepted} accepted, {reusing} programs reuse X");
     assert!(accepted * 20 > runs && accepted * 20 < runs * 19, "{accepted} of {runs} accepted");
     assert!(reusing > 250, "{reusing} programs reuse X");
+}
+
+/// `prog`, checked under the kernel's rules, run over `packets` as `filter` runs them:
+/// the runs and how many were accepted.
+fn classic_runs_as_the_filter(
+    filter: &Filter,
+    prog: &[CbpfInsn],
+    packets: &[Packet],
+) -> (usize, usize) {
+    let classic = CbpfFilter::new(prog)
+        .unwrap_or_else(|e| panic!("{filter:?}: kernel rules: {e}\n{}", format_listing(prog)));
+    let mut accepted = 0;
+    for packet in packets {
+        let want = filter.run(&packet.data, packet.wire_len);
+        let got = classic.run(&packet.data, packet.wire_len);
+        assert_eq!(
+            got,
+            want,
+            "{filter:?}\npacket {}: {}\n{}",
+            packet.description,
+            hex(&packet.data),
+            format_listing(prog)
+        );
+        accepted += usize::from(want != 0);
+    }
+    (packets.len(), accepted)
 }
 
 /// A random predicate rich in bit tests: `x & m` (or `m & x`) compared with 0, with `m` or
@@ -711,23 +724,9 @@ fn bit_tests_written_as_jset_agree_with_the_ir_and_tighten_as_before() {
             ));
         }
         for prog in [&prog, &tight, &tight_masked] {
-            let classic = CbpfFilter::new(prog).unwrap_or_else(|e| {
-                panic!("{filter:?}: kernel rules: {e}\n{}", format_listing(prog))
-            });
-            for packet in &packets {
-                let want = filter.run(&packet.data, packet.wire_len);
-                let got = classic.run(&packet.data, packet.wire_len);
-                assert_eq!(
-                    got,
-                    want,
-                    "{filter:?}\npacket {}: {}\n{}",
-                    packet.description,
-                    hex(&packet.data),
-                    format_listing(prog)
-                );
-                runs += 1;
-                accepted += usize::from(want != 0);
-            }
+            let (r, a) = classic_runs_as_the_filter(&filter, prog, &packets);
+            runs += r;
+            accepted += a;
         }
     }
     println!(
