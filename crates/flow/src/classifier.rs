@@ -3323,6 +3323,27 @@ mod tests {
         process_in_batches(c, v, &frames, 42, |_| {})
     }
 
+    /// `frames` (34-byte frames) through `process_batch` on version `v` in batches, each
+    /// packet's matched line asserted equal to `reference`'s (`what` names the case): the
+    /// reference's lines.
+    fn lines_as_the_reference(
+        c: &Classifier,
+        v: &Version,
+        reference: &crate::reference::Reference,
+        frames: &[Vec<u8>],
+        what: &str,
+    ) -> Vec<Option<usize>> {
+        let mut want = Vec::new();
+        let outs = process_in_batches(c, v, frames, 34, |works| {
+            for w in works {
+                want.push(reference.process(w).line);
+            }
+        });
+        let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
+        assert_eq!(got, want, "{what}");
+        want
+    }
+
     /// `frames` (each `wire_len` bytes on the wire) through `process_batch` in batches of
     /// `BATCH`, as the datapath hands them over; `after` sees each batch's works once it ran.
     fn process_in_batches(
@@ -3571,14 +3592,7 @@ mod tests {
         assert_eq!(lookup_state(&c), (true, 0, 2), "the tables answer");
         let reference = crate::reference::Reference::new(&set);
         let v = c.snapshot();
-        let mut want = Vec::new();
-        let outs = process_in_batches(&c, &v, &frames, 34, |works| {
-            for w in works {
-                want.push(reference.process(w).line);
-            }
-        });
-        let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
-        assert_eq!(got, want);
+        let want = lines_as_the_reference(&c, &v, &reference, &frames, "");
         // Matches per mask (the rule's line - 1 is its index in `specs`).
         let mut per_mask = std::collections::BTreeMap::new();
         for l in want.iter().flatten() {
@@ -3653,14 +3667,7 @@ mod tests {
             frames.extend([[10, 1, b, 5], [10, 2, b, 7], [10, 2, b, 9], [10, 1, b, 6]].map(frame));
         }
         let reference = crate::reference::Reference::new(&set);
-        let mut want = Vec::new();
-        let outs = process_in_batches(&c, &v, &frames, 34, |works| {
-            for w in works {
-                want.push(reference.process(w).line);
-            }
-        });
-        let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
-        assert_eq!(got, want);
+        let want = lines_as_the_reference(&c, &v, &reference, &frames, "");
         // 10.1.b.5: the /32 rule, then for b < 4 the /24 rule of priority 1 (line 25 + b);
         // 10.2.b.7: the /32 rule (the /24 slot's priority 3 refused); 10.2.b.9: the /24
         // rule of priority 3; 10.1.b.6 for b < 4: the priority 1 rule, else nothing.
@@ -3704,14 +3711,8 @@ mod tests {
             });
             assert!(on, "the tables answer");
             assert_eq!(vary == (1 << pairs) - 1, all_vary, "vary {vary:#b} of {pairs} pairs");
-            let mut want = Vec::new();
-            let outs = process_in_batches(&c, &v, &frames, 34, |works| {
-                for w in works {
-                    want.push(reference.process(w).line);
-                }
-            });
-            let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
-            assert_eq!(got, want, "{pairs} pairs");
+            let want =
+                lines_as_the_reference(&c, &v, &reference, &frames, &format!("{pairs} pairs"));
             let hits = want.iter().filter(|l| l.is_some()).count();
             assert!(hits * 2 >= frames.len(), "{hits} of {} matched", frames.len());
         }
