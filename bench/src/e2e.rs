@@ -507,7 +507,7 @@ fn modified(path: &Path) -> String {
     format!("{} {:02}:{:02}:{:02} UTC", record::date_of(secs), s / 3600, s / 60 % 60, s % 60)
 }
 
-fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg").map_or_else(
         |_| "unknown".into(),
         |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "),

@@ -21,15 +21,22 @@
 //! - **memory**: resident set growth per rule for 1M rules from the rule set built to the
 //!   classifier built (the classifier's copy of each rule, tables, counters, and what the
 //!   build used on the way); goal <= 256 MB for 1M.
-//! - **workers**: 2 threads on one shared classifier against 1, each thread's rate from
-//!   its median pass; goal >= 1.8x.
+//! - **workers**: the classifier's throughput on 2 threads against 1 (what `weir flow run
+//!   --workers 2` classifies with, reading and writing left out): a job of 2,097,152 hot
+//!   packets, one thread all of it or two threads half each, started together, its packets
+//!   over its wall clock (first start to last end); jobs of one and two threads alternate,
+//!   at least 7 pairs, and the figure is the median and range of the pairs' ratios, with
+//!   the threads' CPU time beside it and the load average (on 2 CPUs a load above 2 leaves
+//!   the threads waiting: the ratio is then not judgeable); goal >= 1.8x.
 //! - **xdp**: the XDP datapath `weir flow compile` emits (`weir::flow::xdp`), ns per packet
 //!   in the kernel (`BPF_PROG_TEST_RUN`, repeat 1,000 per frame, its own timing; root, else
 //!   said) and in weir's runtime on the JIT (`weir::Object`, proven, one packet per run),
 //!   beside the classifier, for 1 and 16 masks x 1,000 rules; and a rule insert through the
 //!   map-update syscall into the kernel's table maps.
-//! - **end to end**: `weir flow run` over a generated 1M-packet capture, medians of 3
-//!   runs, wall and CPU time; with `--xdp`, `weir run` of the emitted object and `weir flow
+//! - **end to end**: `weir flow run` over a generated 1M-packet capture, `--workers 1`
+//!   and `2` alternating (at least 7 pairs), medians of wall and CPU time, and the whole
+//!   process's wall speed-up and CPU ratio per pair (median and range), every run's match
+//!   count checked; with `--xdp`, `weir run` of the emitted object and `weir flow
 //!   run` over the same capture beside the kernel's way of doing it (the object's maps
 //!   filled and its program loaded, then `BPF_PROG_TEST_RUN` packet by packet; root).
 //!
@@ -369,7 +376,8 @@ fn one_case(spec: &str, rounds: usize) -> Result<bool, String> {
     let (set, specs) = rules(n, masks, n as u64 * 131 + masks as u64)?;
     let frames = packets(&specs, 4096, 7);
     let c = Classifier::new(&set);
-    agree(&c, &Reference::new(&set), &frames)?;
+    let reference = Reference::new(&set);
+    agree(&c, &reference, &frames)?;
     // A pass to count hits, then the order `weir flow run` settles on.
     pass(&c, &frames, &mut frames.clone());
     c.rerank();
@@ -392,42 +400,190 @@ fn one_case(spec: &str, rounds: usize) -> Result<bool, String> {
     );
     let (ins, del) = updates(n.max(16))?;
     say!("updates: insert {ins:.2} µs, delete {del:.2} µs (median of 1,000)");
-    let (one, two) = workers(&c, &specs, rounds.div_ceil(4));
-    say!(
-        "workers: 1 thread {:.1} Mpps, 2 threads {:.1} Mpps ({:.2}x)",
-        one / 1e6,
-        two / 1e6,
-        two / one
-    );
+    let [figures, method] = workers(&c, &reference, &specs, rounds.max(WORKERS_MIN_PAIRS))?;
+    say!("workers: {figures}");
+    say!("{method}");
     Ok(true)
 }
 
-/// Packets a second through one thread, then through two threads on the same classifier
-/// (each its own 4,096 packets), `reps` passes each. Each thread times every pass and the
-/// rate is that of its median pass: on a shared machine a pass during which a thread was
-/// descheduled is an outlier, where a total over all passes measured the other processes'
-/// load (1 thread at 3.7 Mpps, a quarter of its timed rate). Contention between the two
-/// shows only in passes during which both ran, which is most of them on an idle machine.
-fn workers(c: &Classifier, specs: &[Spec], reps: usize) -> (f64, f64) {
-    let a = packets(specs, 4096, 1);
-    let b = packets(specs, 4096, 2);
-    let rate = |frames: &Vec<Vec<u8>>| {
-        let mut bufs = frames.clone();
-        let mut per_pass = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            per_pass.push(pass(c, frames, &mut bufs).1.as_secs_f64());
-        }
-        frames.len() as f64 / median(per_pass)
-    };
-    let one = rate(&a);
-    // As in `weir flow run --workers 2`, where the reading thread counts nothing: the two
-    // workers own a counter shard each (this thread's goes back).
-    weir::flow::engine::release_shard();
-    let two = std::thread::scope(|s| {
-        let t: Vec<_> = [&a, &b].into_iter().map(|f| s.spawn(move || rate(f))).collect();
-        t.into_iter().map(|h| h.join().unwrap_or(0.0)).sum::<f64>()
+/// Passes over the hot set a job of the workers row makes: 512 x 4,096 = 2,097,152
+/// packets, tens of milliseconds on one thread, so that the threads' start and the
+/// scheduler's slices are a small part of a job.
+const WORKERS_JOB_PASSES: usize = 512;
+
+/// Pairs of jobs (or runs) the scaling rows take at the least, whatever `--rounds` says.
+const WORKERS_MIN_PAIRS: usize = 7;
+
+/// One job of the workers row, as measured.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    /// Wall clock of the whole job: from the first thread's start (the threads are
+    /// released together by a barrier) to the last one's end.
+    wall: Duration,
+    /// The threads' CPU time, summed.
+    cpu: Duration,
+    /// Packets that matched a rule, over all threads and passes.
+    matched: u64,
+}
+
+/// The wall clock of a job whose threads ran from `.0` to `.1` each: the first start to
+/// the last end (a thread that started late or was descheduled makes the job longer).
+fn job_interval(runs: &[(Instant, Instant)]) -> Duration {
+    match (runs.iter().map(|r| r.0).min(), runs.iter().map(|r| r.1).max()) {
+        (Some(first), Some(last)) => last.saturating_duration_since(first),
+        _ => Duration::ZERO,
+    }
+}
+
+/// One job: every share of `shares` classified `passes` times, by `threads` threads
+/// started together, thread `t` taking shares `t`, `t + threads`, ... (one thread all of
+/// them, a pass over each in turn). Each thread copies its shares into its own buffers
+/// before the start; each owns a counter shard when the caller has given its own back.
+fn job(c: &Classifier, shares: &[&[Vec<u8>]], passes: usize, threads: usize) -> Job {
+    let threads = threads.max(1);
+    let barrier = std::sync::Barrier::new(threads);
+    let runs: Vec<(Instant, Instant, Duration, u64)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                let mine: Vec<&[Vec<u8>]> =
+                    shares.iter().skip(t).step_by(threads).copied().collect();
+                s.spawn(move || {
+                    let mut bufs: Vec<Vec<Vec<u8>>> = mine.iter().map(|f| f.to_vec()).collect();
+                    barrier.wait();
+                    let (start, cpu) = (Instant::now(), crate::timing::thread_cpu());
+                    let mut matched = 0u64;
+                    for _ in 0..passes {
+                        for (frames, bufs) in mine.iter().zip(bufs.iter_mut()) {
+                            matched += pass(c, frames, bufs).0;
+                        }
+                    }
+                    (start, Instant::now(), crate::timing::thread_cpu() - cpu, matched)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
     });
-    (one, two)
+    let spans: Vec<(Instant, Instant)> = runs.iter().map(|r| (r.0, r.1)).collect();
+    Job {
+        wall: job_interval(&spans),
+        cpu: runs.iter().map(|r| r.2).sum(),
+        matched: runs.iter().map(|r| r.3).sum(),
+    }
+}
+
+/// `repeats` pairs of runs, one thread's and two threads', taking turns: one then two,
+/// then two then one, and so on, so that a drift in the machine's load falls on both
+/// sides alike. Returns each repeat's (one, two), whichever ran first.
+fn alternate<T>(
+    repeats: usize,
+    mut run: impl FnMut(usize) -> Result<T, String>,
+) -> Result<Vec<(T, T)>, String> {
+    let mut pairs = Vec::with_capacity(repeats);
+    for r in 0..repeats {
+        let pair = if r % 2 == 0 {
+            let one = run(1)?;
+            (one, run(2)?)
+        } else {
+            let two = run(2)?;
+            (run(1)?, two)
+        };
+        pairs.push(pair);
+    }
+    Ok(pairs)
+}
+
+/// A run's wall and CPU seconds.
+type Times = (f64, f64);
+
+/// What pairs of runs (one thread's, two threads') say, each pair a ratio of its own:
+/// the wall speed-up (one's wall / two's: the throughput ratio of the same job) and the
+/// CPU time two / one (above 1: work the second thread added, contention), each as its
+/// median and range over the pairs.
+fn pairs_text(pairs: &[(Times, Times)]) -> String {
+    let text = |ratios: Vec<f64>| {
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        format!("{:.2}x (range {lo:.2}-{hi:.2}x)", median(ratios))
+    };
+    format!(
+        "wall speed-up {}, CPU time 2 / 1 {}, {} pairs",
+        text(pairs.iter().map(|(one, two)| one.0 / two.0).collect()),
+        text(pairs.iter().map(|(one, two)| two.1 / one.1).collect()),
+        pairs.len()
+    )
+}
+
+/// The machine's 1-, 5- and 15-minute load averages and its CPU count, said beside a
+/// scaling row: with fewer idle CPUs than threads the row measures the other processes.
+fn load_note() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!(
+        "load average {} on {cpus} CPUs (not judgeable above {cpus})",
+        crate::e2e::load_average()
+    )
+}
+
+/// The workers row: the classifier's throughput on two threads against one, as
+/// `weir flow run --workers 2` classifies (two classifying threads on one classifier, each
+/// owning a counter shard; the reading, copying and writing around them are the
+/// end-to-end row's). A job is the 4,096-packet hot set classified `WORKERS_JOB_PASSES`
+/// times: one thread takes all of it, two threads half each, started together, and the
+/// job's throughput is its packets over its wall clock (first start to last end). Jobs of
+/// one and two threads alternate, `repeats` pairs; the figure is each pair's ratio, not a
+/// ratio of rates each thread took from its own passes (which summed to over 2x on 2
+/// CPUs). Every job's matches are checked against a pass before timing, and the hot set
+/// against the reference.
+fn workers(
+    c: &Classifier,
+    reference: &Reference,
+    specs: &[Spec],
+    repeats: usize,
+) -> Result<[String; 2], String> {
+    let frames = packets(specs, 4096, 1);
+    agree(c, reference, &frames)?;
+    let per_pass = pass(c, &frames, &mut frames.clone()).0;
+    let expected = per_pass * WORKERS_JOB_PASSES as u64;
+    let (a, b) = frames.split_at(frames.len() / 2);
+    let shares = [a, b];
+    // As in `weir flow run --workers 2`: each classifying thread owns a counter shard
+    // (this thread's goes back).
+    weir::flow::engine::release_shard();
+    let run = |threads: usize| {
+        let j = job(c, &shares, WORKERS_JOB_PASSES, threads);
+        if j.matched == expected {
+            Ok(j)
+        } else {
+            Err(format!(
+                "workers: {threads} thread(s) matched {} packets, a pass {per_pass} x {WORKERS_JOB_PASSES}: the verdicts are unstable",
+                j.matched
+            ))
+        }
+    };
+    // Warm-up: one job each, not counted.
+    run(1)?;
+    run(2)?;
+    let pairs = alternate(repeats, run)?;
+    let n = (frames.len() * WORKERS_JOB_PASSES) as f64;
+    let mpps = |j: &Job| n / j.wall.as_secs_f64() / 1e6;
+    let one = median(pairs.iter().map(|p| mpps(&p.0)).collect());
+    let two = median(pairs.iter().map(|p| mpps(&p.1)).collect());
+    let times = |j: &Job| (j.wall.as_secs_f64(), j.cpu.as_secs_f64());
+    let times: Vec<(Times, Times)> = pairs.iter().map(|p| (times(&p.0), times(&p.1))).collect();
+    Ok([
+        format!(
+            "2 threads against 1 per pair: {}; 1 thread {one:.1} Mpps, 2 threads {two:.1} Mpps (medians); {}",
+            pairs_text(&times),
+            load_note(),
+        ),
+        format!(
+            "  (the classifier's share of `weir flow run --workers 2`, reading and writing left out: a job of {} hot packets, one thread all of them or two threads half each, started together; wall clock from the first start to the last end; one and two alternating)",
+            frames.len() * WORKERS_JOB_PASSES
+        ),
+    ])
 }
 
 /// Median µs of 1,000 single-rule inserts into a classifier of `n` rules over 16 masks,
@@ -637,13 +793,10 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
     {
         let (set, specs) = rules(1000, 16, 21)?;
         let c = Classifier::new(&set);
-        let (one, two) = workers(&c, &specs, 200);
-        log.line(format!(
-            "workers: 1k rules, 16 masks: 1 thread {:.1} Mpps, 2 threads {:.1} Mpps ({:.2}x)",
-            one / 1e6,
-            two / 1e6,
-            two / one
-        ));
+        let [figures, method] =
+            workers(&c, &Reference::new(&set), &specs, args.rounds.max(WORKERS_MIN_PAIRS))?;
+        log.line(format!("workers: 1k rules, 16 masks: {figures}"));
+        log.line(method);
     }
     xdp_rows(args, &mut log)?;
     if args.e2e_packets > 0 {
@@ -702,31 +855,51 @@ fn e2e_workload(args: &FlowArgs, tag: &str) -> Result<E2eWorkload, String> {
 
 fn e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
     let E2eWorkload { dir, rules_path, cap, weir, .. } = e2e_workload(args, "weir-bench-flow")?;
-    // Median of 3 runs each, wall and CPU (user + system) time: on a shared machine the
-    // wall time of a 2-worker run says more about the other processes than about weir.
-    for workers in [1, 2] {
-        let (mut walls, mut cpus, mut matched) = (Vec::new(), Vec::new(), 0u64);
-        for _ in 0..3 {
-            let mut cmd = std::process::Command::new(&weir);
-            cmd.args(["flow", "run"]).arg(&rules_path).arg("-r").arg(&cap);
-            cmd.args(["--stats", "--workers", &workers.to_string()]);
-            let run = crate::e2e::timed(&mut cmd)
-                .map_err(|e| format!("{} flow run: {e}", weir.display()))?;
-            matched = run
-                .stdout
-                .lines()
-                .filter_map(|l| l.split(' ').nth(3).and_then(|p| p.parse::<u64>().ok()))
-                .sum();
-            walls.push(run.wall.as_secs_f64());
-            cpus.push(run.cpu.as_secs_f64());
+    // One run: wall and CPU (user + system) seconds; every run must count every packet
+    // (each was built to match a rule) in its --stats lines.
+    let run = |workers: usize| -> Result<Times, String> {
+        let mut cmd = std::process::Command::new(&weir);
+        cmd.args(["flow", "run"]).arg(&rules_path).arg("-r").arg(&cap);
+        cmd.args(["--stats", "--workers", &workers.to_string()]);
+        let run =
+            crate::e2e::timed(&mut cmd).map_err(|e| format!("{} flow run: {e}", weir.display()))?;
+        let matched: u64 = run
+            .stdout
+            .lines()
+            .filter_map(|l| l.split(' ').nth(3).and_then(|p| p.parse::<u64>().ok()))
+            .sum();
+        if matched != args.e2e_packets as u64 {
+            return Err(format!(
+                "weir flow run --workers {workers}: {matched} packets matched, not {}",
+                args.e2e_packets
+            ));
         }
-        let (wall, cpu) = (median(walls), median(cpus));
+        Ok((run.wall.as_secs_f64(), run.cpu.as_secs_f64()))
+    };
+    // A run each first (the capture into the page cache), not counted; then pairs of runs,
+    // --workers 1 and 2 alternating: on a shared machine the wall time of a 2-worker run
+    // says as much about the other processes as about weir, so each pair is a ratio of
+    // its own and the CPU time is beside it.
+    run(1)?;
+    run(2)?;
+    let pairs = alternate(args.rounds.max(WORKERS_MIN_PAIRS), run)?;
+    for (workers, side) in [(1, 0), (2, 1)] {
+        let pick = |f: fn(&Times) -> f64| -> Vec<f64> {
+            pairs.iter().map(|p| f(if side == 0 { &p.0 } else { &p.1 })).collect()
+        };
+        let (wall, cpu) = (median(pick(|r| r.0)), median(pick(|r| r.1)));
         log.line(format!(
-            "end to end: weir flow run, 1k rules, 16 masks, {} packets, --workers {workers}: {wall:.2} s wall, {:.0} ns/packet, CPU {cpu:.2} s; {matched} matched",
+            "end to end: weir flow run, 1k rules, 16 masks, {} packets, --workers {workers}: {wall:.2} s wall, {:.0} ns/packet, CPU {cpu:.2} s (medians of {}); every packet matched",
             args.e2e_packets,
             wall * 1e9 / args.e2e_packets as f64,
+            pairs.len(),
         ));
     }
+    log.line(format!(
+        "  the whole process, --workers 2 against 1 per pair: {}; {}",
+        pairs_text(&pairs),
+        load_note()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -938,4 +1111,68 @@ fn xdp_e2e(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_lasts_from_its_first_start_to_its_last_end() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        // The second thread starts late and ends first: the job is 1 ms to 10 ms.
+        assert_eq!(job_interval(&[(ms(1), ms(10)), (ms(3), ms(5))]), Duration::from_millis(9));
+        assert_eq!(job_interval(&[(ms(2), ms(4))]), Duration::from_millis(2));
+        assert_eq!(job_interval(&[]), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_job_classifies_every_share_once_a_pass_on_one_thread_or_two() {
+        // Shares of different sizes, so that a thread taking a share twice, or a share
+        // left out, shows in the count. Every frame is built to match a rule.
+        let (set, specs) = rules(64, 4, 3).unwrap();
+        let c = Classifier::new(&set);
+        let frames = packets(&specs, 40, 5);
+        let (a, b) = frames.split_at(25);
+        for threads in [1, 2] {
+            let j = job(&c, &[a, b], 3, threads);
+            assert_eq!(j.matched, 3 * 40, "{threads} thread(s)");
+            assert!(j.wall > Duration::ZERO);
+        }
+    }
+
+    #[test]
+    fn pairs_alternate_which_side_runs_first_and_come_back_as_one_then_two() {
+        let mut order = Vec::new();
+        let pairs = alternate(3, |threads| {
+            order.push(threads);
+            Ok(threads * 10 + order.len())
+        })
+        .unwrap();
+        assert_eq!(order, [1, 2, 2, 1, 1, 2]);
+        assert_eq!(pairs, [(11, 22), (14, 23), (15, 26)]);
+        let mut calls = 0;
+        let failed = alternate(3, |threads| {
+            calls += 1;
+            if calls == 4 {
+                Err("unstable".to_string())
+            } else {
+                Ok(threads)
+            }
+        });
+        assert_eq!(failed.unwrap_err(), "unstable");
+    }
+
+    #[test]
+    fn scaling_is_each_pairs_own_ratio() {
+        // The machine slows 4x between pairs; within each pair two threads take half the
+        // wall (but 1.6x in the third pair) and 1.1x the CPU (1.0x in the third). The
+        // medians' ratio (2.0 / 1.25 = 1.6x for the wall) would mix the pairs.
+        let pairs = [((2.0, 2.0), (1.0, 2.2)), ((8.0, 8.0), (4.0, 8.8)), ((2.0, 2.0), (1.25, 2.0))];
+        assert_eq!(
+            pairs_text(&pairs),
+            "wall speed-up 2.00x (range 1.60-2.00x), CPU time 2 / 1 1.10x (range 1.00-1.10x), 3 pairs"
+        );
+    }
 }
