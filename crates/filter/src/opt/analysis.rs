@@ -171,8 +171,8 @@ impl Shape {
     /// The list of `p`, or `None` when it runs over `cap` numbers (a large tree) or holds
     /// a node not recorded.
     pub(crate) fn of(p: &Pred, cap: usize) -> Option<Shape> {
-        let mut r = Recorder { out: Vec::with_capacity(cap.min(256)), cap };
-        shape_pred(p, &mut r).then_some(Shape(r.out))
+        let mut out = Vec::with_capacity(cap.min(256));
+        shape_pred(p, &mut Recorder { out: &mut out, cap }).then_some(Shape(out))
     }
 
     /// Whether `p` is the tree recorded.
@@ -182,18 +182,33 @@ impl Shape {
     }
 }
 
+/// Appends the numbers of expression `e` (as [`Shape`] lists them inside a tree: a prefix
+/// code) to `out`, to be compared with by [`expr_matches`]: a copy of an expression in a
+/// buffer shared with others, not an allocation per node.
+pub(crate) fn record_expr(e: &Expr, out: &mut Vec<u32>) {
+    // (an expression holds no node a shape leaves out, and there is no cap: always whole)
+    shape_expr(e, &mut Recorder { out, cap: usize::MAX });
+}
+
+/// Whether `code` is the numbers [`record_expr`] writes for `e`: `e` is the expression
+/// recorded.
+pub(crate) fn expr_matches(e: &Expr, code: &[u32]) -> bool {
+    let mut c = Checker { rest: code };
+    shape_expr(e, &mut c) && c.rest.is_empty()
+}
+
 /// Where [`shape_pred`] puts its numbers (a node's own at once); `false` stops the walk.
 trait ShapeSink {
     fn put(&mut self, ns: &[u32]) -> bool;
 }
 
-/// Records, up to `cap` numbers.
-struct Recorder {
-    out: Vec<u32>,
+/// Records, up to `cap` numbers in all (those `out` held before included).
+struct Recorder<'a> {
+    out: &'a mut Vec<u32>,
     cap: usize,
 }
 
-impl ShapeSink for Recorder {
+impl ShapeSink for Recorder<'_> {
     fn put(&mut self, ns: &[u32]) -> bool {
         self.out.extend_from_slice(ns);
         self.out.len() <= self.cap

@@ -16,7 +16,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use super::analysis::FastMap;
+use super::analysis::{expr_matches, record_expr, FastMap};
 
 use super::domain::{self, Domain};
 use crate::ir::{BinOp, CmpOp, Expr, Pred, ValueSet, SCRATCH_SLOTS};
@@ -26,6 +26,10 @@ pub(crate) type AtomId = u32;
 /// More facts than this on one path are dropped (they only ever make the result better).
 const FACT_CAP: usize = 48;
 
+/// Numbers per atom [`Atoms::with_room`] makes room for in [`Atoms::codes`] (the IPv4
+/// header length `(pkt[14:1] & 15) << 2` takes 12, a load at it plus a constant 18).
+const CODE_ROOM: usize = 8;
+
 struct AtomInfo {
     /// Scratch slots the expression reads (bit per slot).
     scratch: u32,
@@ -34,6 +38,9 @@ struct AtomInfo {
     /// The atom interned before it with the same [`shallow_key`] (the chain of candidates
     /// for a key, newest first).
     same_key: Option<AtomId>,
+    /// Where the atom's expression lies in [`Atoms::codes`] (`start..end`); `None` for a
+    /// load at a constant offset, which its bytes (`const_load`) name.
+    code: Option<(usize, usize)>,
 }
 
 /// Interned atoms, shared by every environment of one compile.
@@ -45,10 +52,13 @@ struct AtomInfo {
 /// hashing was ~4% of a small filter's optimizing, issue 13).
 #[derive(Default)]
 pub(crate) struct Atoms {
-    /// Each atom's expression, to compare with; `None` for a load at a constant offset, which
-    /// its bytes ([`load_span`], kept in its [`AtomInfo`]) name: no copy of the tree to make
-    /// and free (most atoms of a small filter are such loads, issue 13).
-    exprs: Vec<Option<Expr>>,
+    /// The expressions of the atoms that are not loads at constant offsets (which their
+    /// bytes name, [`load_span`] kept in their [`AtomInfo`]), to compare with: each as the
+    /// numbers [`record_expr`] writes, one after another. A copy of each tree cost an
+    /// allocation per node to make and a free per node at the end of the compile (issue 13:
+    /// `port 22`'s header length and the port loads at it, ~1,500 instructions of its
+    /// optimizing).
+    codes: Vec<u32>,
     info: Vec<AtomInfo>,
     /// The newest atom of each shallow key.
     by_key: FastMap<u64, AtomId>,
@@ -93,7 +103,7 @@ impl Atoms {
     /// reallocations per compile (issue 13).
     pub fn with_room(n: usize) -> Atoms {
         Atoms {
-            exprs: Vec::with_capacity(n),
+            codes: Vec::with_capacity(n * CODE_ROOM),
             info: Vec::with_capacity(n),
             by_key: FastMap::with_capacity_and_hasher(n, Default::default()),
             key_bits: 0,
@@ -112,10 +122,11 @@ impl Atoms {
         let mut next = self.by_key.get(&key).copied();
         while let Some(id) = next {
             let info = self.info(id)?;
-            let same = match self.exprs.get(id as usize) {
-                Some(Some(atom)) => atom == e,
-                Some(None) => span.is_some() && info.const_load == span,
-                None => false,
+            let same = match info.code {
+                Some((start, end)) => {
+                    self.codes.get(start..end).is_some_and(|code| expr_matches(e, code))
+                }
+                None => span.is_some() && info.const_load == span,
             };
             if same {
                 return Some(id);
@@ -134,8 +145,12 @@ impl Atoms {
         let key = shallow_key(e);
         self.key_bits |= key_bit(key);
         let same_key = self.by_key.insert(key, id);
-        self.info.push(AtomInfo { scratch: scratch_mask(e), const_load, same_key });
-        self.exprs.push(if const_load.is_some() { None } else { Some(e.clone()) });
+        let code = const_load.is_none().then(|| {
+            let start = self.codes.len();
+            record_expr(e, &mut self.codes);
+            (start, self.codes.len())
+        });
+        self.info.push(AtomInfo { scratch: scratch_mask(e), const_load, same_key, code });
         id
     }
 
@@ -1287,10 +1302,11 @@ mod tests {
         let mut next = atoms.by_key.get(&shallow_key(e)).copied();
         while let Some(id) = next {
             let info = atoms.info(id)?;
-            let same = match atoms.exprs.get(id as usize) {
-                Some(Some(atom)) => atom == e,
-                Some(None) => span.is_some() && info.const_load == span,
-                None => false,
+            let same = match info.code {
+                Some((start, end)) => {
+                    atoms.codes.get(start..end).is_some_and(|c| expr_matches(e, c))
+                }
+                None => span.is_some() && info.const_load == span,
             };
             if same {
                 return Some(id);
@@ -1331,7 +1347,9 @@ mod tests {
     }
 
     /// Looking the key's bit up first finds what probing the map found, for every
-    /// expression asked: random atoms interned (with room for few, and many), each
+    /// expression asked, and that is the atom of the first expression interned equal to it
+    /// (compared whole, `==`: the atoms keep their expressions as numbers, see
+    /// [`Atoms::codes`]): random atoms interned (with room for few, and many), each
     /// followed by lookups of random expressions, of the atoms interned and of copies of
     /// them.
     #[test]
@@ -1341,6 +1359,7 @@ mod tests {
         for round in 0..300 {
             let mut atoms = Atoms::with_room(if round % 2 == 0 { 2 } else { 64 });
             let mut interned: Vec<Expr> = Vec::new();
+            let mut ids: Vec<AtomId> = Vec::new();
             for _ in 0..rng.below(40) {
                 // before anything is interned too
                 for _ in 0..8 {
@@ -1351,6 +1370,8 @@ mod tests {
                     };
                     let got = atoms.lookup(&e);
                     assert_eq!(got, lookup_probing(&atoms, &e), "{e:?}");
+                    let first_equal = interned.iter().position(|x| *x == e);
+                    assert_eq!(got, first_equal.map(|i| ids[i]), "{e:?}");
                     match got {
                         Some(_) => found += 1,
                         None if atoms.key_bits & key_bit(shallow_key(&e)) == 0 => {
@@ -1363,6 +1384,7 @@ mod tests {
                 let id = atoms.intern(&e);
                 assert_eq!(atoms.lookup(&e), Some(id), "{e:?}");
                 interned.push(e);
+                ids.push(id);
             }
         }
         // Each way of answering was taken, often.
