@@ -32,6 +32,7 @@
 //! reach, so the 255-instruction limit of conditional jumps holds throughout. A program
 //! with a backward jump (libpcap's `protochain` loop) is returned as it is.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
@@ -71,9 +72,17 @@ fn tighten_rounds(program: &[CbpfInsn], may_settle: bool) -> (Vec<CbpfInsn>, Opt
     if !well_formed(&p) {
         return (p, None);
     }
-    let mut cur = Current::new();
-    let mut sc = Scratch::with_room(p.len());
-    let mut before = Vec::with_capacity(p.len());
+    let mut ws = Workspace::take();
+    let settled = tighten_in(&mut p, may_settle, &mut ws);
+    ws.keep(program.len());
+    let p = if p.len() <= program.len() { p } else { program.to_vec() };
+    (p, settled)
+}
+
+/// The rounds of [`tighten_rounds`] on `p`, in the buffers of `ws`.
+fn tighten_in(p: &mut Vec<CbpfInsn>, may_settle: bool, ws: &mut Workspace) -> Option<Round> {
+    let Workspace { cur, sc, before } = ws;
+    sc.reserve(p.len());
     let mut settled = None;
     // Each step is a function of the program alone, so once STEPS steps in a row (a whole
     // round's worth, wherever it starts) left the program as it was, every later step would
@@ -87,10 +96,10 @@ fn tighten_rounds(program: &[CbpfInsn], may_settle: bool) -> (Vec<CbpfInsn>, Opt
         let mut round = Round::default();
         for step in 0..STEPS {
             before.clear();
-            before.extend_from_slice(&p);
-            let thread_settled = tighten_pass(step, &mut p, &mut cur, &mut sc);
-            let only_loads_dropped = may_settle && Round::only_loads_dropped(step, &before, &p);
-            compact(&mut p, &mut sc);
+            before.extend_from_slice(p);
+            let thread_settled = tighten_pass(step, p, cur, sc);
+            let only_loads_dropped = may_settle && Round::only_loads_dropped(step, before, p);
+            compact(p, sc);
             if p == before {
                 unchanged_steps += 1;
                 if unchanged_steps == STEPS {
@@ -101,19 +110,70 @@ fn tighten_rounds(program: &[CbpfInsn], may_settle: bool) -> (Vec<CbpfInsn>, Opt
                 round.changed[step] = true;
                 // (compact making a test a `ja` is a change Round::settles does not cover)
                 round.other |= step > 0
-                    && !(only_loads_dropped && conditional_jumps(&p) == conditional_jumps(&before));
+                    && !(only_loads_dropped && conditional_jumps(p) == conditional_jumps(before));
             }
             if may_settle {
-                round.after_step(step, thread_settled, &cur, &before);
+                round.after_step(step, thread_settled, cur, before);
             }
         }
-        if may_settle && round.settles(&mut cur, &mut sc) {
+        if may_settle && round.settles(cur, sc) {
             settled = Some(round);
             break;
         }
     }
-    let p = if p.len() <= program.len() { p } else { program.to_vec() };
-    (p, settled)
+    settled
+}
+
+/// Everything a tightening writes besides the program: the analysis, the passes' buffers
+/// and the copy of the program before each step.
+struct Workspace {
+    cur: Current,
+    sc: Scratch,
+    before: Vec<CbpfInsn>,
+}
+
+/// The longest program whose tightening leaves its [`Workspace`] to the thread: an analysis
+/// holds a state of ~0.4 KB per instruction, so a workspace kept for a 4,096-instruction
+/// program would hold MBs for good; everyday filters are a few dozen instructions.
+const KEEP_WORKSPACE_UP_TO: usize = 256;
+
+thread_local! {
+    /// This thread's workspace from its last tightening (of at most
+    /// [`KEEP_WORKSPACE_UP_TO`] instructions). Each tightening made ~22 allocations for its
+    /// buffers (and the first analysis filled a new state vector): a tenth of tightening
+    /// `host X and udp`. Only memory is kept here, never an answer ([`Workspace::take`]
+    /// forgets what the buffers remember of the last program).
+    static SPARE: RefCell<Option<Workspace>> = const { RefCell::new(None) };
+}
+
+impl Workspace {
+    fn new() -> Workspace {
+        Workspace { cur: Current::new(), sc: Scratch::default(), before: Vec::new() }
+    }
+
+    /// The thread's spare workspace, made to remember no program, or a new one.
+    fn take() -> Workspace {
+        let spare = SPARE.try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.take()));
+        let Some(mut ws) = spare.ok().flatten() else { return Workspace::new() };
+        // What the memos hold is another program's: [`Current::is_of`] and [`Live::of`]
+        // answer false until they hold this one's, and [`compact`] checks again.
+        ws.cur.made = 0;
+        ws.sc.live.valid = false;
+        ws.sc.known_compact.clear();
+        ws
+    }
+
+    /// Leaves the workspace to the thread's next tightening, when the program was small.
+    fn keep(self, len: usize) {
+        if len <= KEEP_WORKSPACE_UP_TO {
+            // (while the thread is torn down the workspace is freed, as it would be without this)
+            let _ = SPARE.try_with(|s| {
+                if let Ok(mut s) = s.try_borrow_mut() {
+                    *s = Some(self);
+                }
+            });
+        }
+    }
 }
 
 /// The steps of a round, in order: thread, drop_redundant, drop_dead, and_tests,
@@ -320,13 +380,26 @@ impl Scratch {
     /// by doubling in every tightening: [`merge_tails`]'s class map rehashed three times and
     /// its member lists and [`rewrite_compact`]'s positions reallocated four, ~8k of the
     /// ~139k instructions of tightening `port 22` (compile-emit-11).
+    #[cfg(test)]
     fn with_room(len: usize) -> Scratch {
         let mut sc = Scratch::default();
-        sc.at.reserve(len + 1);
-        sc.first_member.reserve(len);
-        sc.last_member.reserve(len);
-        sc.class_ids.reserve(len);
+        sc.reserve(len);
         sc
+    }
+
+    /// Room for a program of `len` instructions in the buffers [`Scratch::with_room`] names
+    /// (a spare workspace's have it already, unless its last program was shorter).
+    fn reserve(&mut self, len: usize) {
+        // (emptied first, their users empty them anyway: `reserve` counts from the length, so
+        // a spare one's leftovers would make it reallocate)
+        self.at.clear();
+        self.first_member.clear();
+        self.last_member.clear();
+        self.class_ids.clear();
+        self.at.reserve(len + 1);
+        self.first_member.reserve(len);
+        self.last_member.reserve(len);
+        self.class_ids.reserve(len);
     }
 }
 
@@ -1144,6 +1217,13 @@ fn teach(insn: &CbpfInsn, lesson: &Option<Lesson>, s: &mut State, outcome: bool)
 /// [`drop_redundant`] and [`load_ends`] read), and for a jump the whole state on entry (the
 /// join of the edges into it, [`Analysis::input`]).
 ///
+/// A return gets no state (its slots are `None` whether or not a run goes there): nothing
+/// reads one (drop_redundant and load_ends ask about loads, [`thread`] about jumps, and a
+/// walk stops at a return with its own state), and the edges into the returns were half
+/// of the joins in analyzing `port 22` (its accept and reject each end several paths).
+/// Leaving them out leaves out the join values they named, nothing else: the values
+/// numbered keep their order, so the fact lists are ordered as before.
+///
 /// The states live in one vector kept across a tightening's analyses and are written in
 /// place (`clone_from`, [`State::join_in_place`]): a state moved or cloned per edge cost an
 /// allocation and a free per edge, most of a small program's analysis. The state of a
@@ -1170,7 +1250,7 @@ impl Analysis {
         }
     }
 
-    /// The state on entry to jump or return `i`, if a run reaches it.
+    /// The state on entry to jump `i`, if a run reaches it.
     fn input(&self, i: usize) -> Option<&State> {
         self.reached.get(i).copied().unwrap_or(false).then(|| &self.states[i])
     }
@@ -1186,7 +1266,9 @@ impl Analysis {
         self.reached.resize(p.len(), false);
         self.slots.clear();
         self.slots.resize(p.len(), None);
-        if let Some(first) = self.states.first_mut().filter(|_| !p.is_empty()) {
+        if let Some(first) =
+            self.states.first_mut().filter(|_| p.first().is_some_and(|i| !i.op.is_return()))
+        {
             first.reset_to_entry();
             self.reached[0] = true;
         }
@@ -1203,7 +1285,7 @@ impl Analysis {
             let succ = successors(p, i);
             if !insn.op.is_jump() {
                 step(&insn, i, &mut self.states[i], values);
-                if let Some(to) = succ[0] {
+                if let Some(to) = succ[0].filter(|&to| !p[to].op.is_return()) {
                     flow_into(&mut self.states, &mut self.reached, Some(i), &self.edge, to, values);
                 }
                 continue;
@@ -1216,7 +1298,9 @@ impl Analysis {
             match decided {
                 // One edge: it carries the in-state as it is.
                 Some(outcome) => {
-                    if let Some(to) = succ[usize::from(!outcome)] {
+                    if let Some(to) =
+                        succ[usize::from(!outcome)].filter(|&to| !p[to].op.is_return())
+                    {
                         flow_into(
                             &mut self.states,
                             &mut self.reached,
@@ -1231,7 +1315,9 @@ impl Analysis {
                 // place where no edge came yet, else in `edge` and joined.
                 None => {
                     for (n, outcome) in [(0, true), (1, false)] {
-                        let Some(to) = succ[n] else { continue };
+                        let Some(to) = succ[n].filter(|&to| !p[to].op.is_return()) else {
+                            continue;
+                        };
                         let (before, after) = self.states.split_at_mut(to);
                         let dst = &mut after[0];
                         if self.reached[to] {
@@ -2326,22 +2412,53 @@ mod tests {
     fn the_analysis_keeps_what_the_edges_said() {
         let mut rng = weir_testkit::SplitMix64::new(0xed6e);
         let mut an = Analysis::new();
-        let mut jumps_seen = 0;
+        let (mut jumps_seen, mut returns_joined) = (0, 0);
         for _ in 0..2000 {
             let p = random_program(&mut rng);
             // The same buffers for every program, as within a tightening.
             an.redo(&p);
             let (values, want) = edge_analysis(&p);
-            assert_eq!(an.values.nodes, values.nodes, "{p:?}");
+            // The same values in the same order, but for the joins at returns (a return gets
+            // no state): their names are all that goes, and the numbers after them move down.
+            let joined_at_return =
+                |n: &Node| matches!(*n, Node::Entry(at, _) if at > 0 && p[at].op.is_return());
+            let mut renumbered = Vec::with_capacity(values.nodes.len());
+            let mut named = Vec::new();
+            for n in &values.nodes {
+                renumbered.push(named.len() as Val);
+                if !joined_at_return(n) {
+                    let r = |v: Val| renumbered[v as usize];
+                    named.push(match *n {
+                        Node::Ind(x, off, size) => Node::Ind(r(x), off, size),
+                        Node::Alu(op, a, b) => Node::Alu(op, r(a), r(b)),
+                        Node::Neg(a) => Node::Neg(r(a)),
+                        other => other,
+                    });
+                }
+            }
+            assert_eq!(an.values.nodes, named, "{p:?}");
+            returns_joined += usize::from(named.len() < values.nodes.len());
+            let renumber = |s: &State| {
+                let mut facts = Facts::default();
+                for &(v, f) in s.facts.as_slice() {
+                    facts.push((renumbered[v as usize], f));
+                }
+                State { slots: s.slots.map(|v| renumbered[v as usize]), facts, len_ok: s.len_ok }
+            };
             for i in 0..p.len() {
-                assert_eq!(an.slots[i], want[i].as_ref().map(|s| s.slots), "slots at {i}: {p:?}");
+                if p[i].op.is_return() {
+                    assert_eq!(an.slots[i], None, "a return's slots: {p:?}");
+                    continue;
+                }
+                let want = want[i].as_ref().map(renumber);
+                assert_eq!(an.slots[i], want.as_ref().map(|s| s.slots), "slots at {i}: {p:?}");
                 if p[i].op.is_jump() {
-                    assert_eq!(an.input(i), want[i].as_ref(), "state at {i}: {p:?}");
-                    jumps_seen += usize::from(want[i].is_some());
+                    assert_eq!(an.input(i), want.as_ref(), "state at {i}: {p:?}");
+                    jumps_seen += usize::from(want.is_some());
                 }
             }
         }
-        assert!(jumps_seen > 1000, "{jumps_seen}");
+        assert!(jumps_seen > 1000 && returns_joined > 100, "{jumps_seen} {returns_joined}");
     }
 
     /// One lookup for a test's outcome and both edges' lessons ([`examine`], then [`teach`]
@@ -2596,6 +2713,43 @@ mod tests {
     #[test]
     fn a_walk_past_a_load_the_dropped_guard_covered_is_not_settled() {
         assert_dropped_guard_case_settles_right(true);
+    }
+
+    /// Tightenings one after another on a thread, each in the buffers the one before left
+    /// ([`Workspace::take`]), give what each gives in new buffers: programs of all lengths
+    /// (some past [`KEEP_WORKSPACE_UP_TO`], whose buffers are not kept), each followed by
+    /// itself and by its tightened form (what the memos of the buffers last held).
+    #[test]
+    fn a_spare_workspace_tightens_as_a_new_one() {
+        let mut rng = weir_testkit::SplitMix64::new(0x5ba4e);
+        let (mut kept, mut long) = (0, 0);
+        for case in 0..3000 {
+            let mut p = random_laid_out_program(&mut rng);
+            if case % 50 == 0 {
+                // Past the bound: a straight run of loads and tests before the program.
+                let mut head: Vec<CbpfInsn> = (0..KEEP_WORKSPACE_UP_TO)
+                    .map(|i| if i % 2 == 0 { s(LdAbsH, 12) } else { j(JeqK, 0x800, 0, 0) })
+                    .collect();
+                head.extend(p);
+                p = head;
+                long += 1;
+            }
+            let tightened = tighten(&p);
+            for q in [&p, &p, &tightened] {
+                let spare = SPARE.with(|s| s.borrow().is_some());
+                kept += usize::from(spare);
+                let (mut fresh, mut ws) = (q.clone(), Workspace::new());
+                let want = if well_formed(q) {
+                    let settled = tighten_in(&mut fresh, true, &mut ws).is_some();
+                    (if fresh.len() <= q.len() { fresh } else { q.clone() }, settled)
+                } else {
+                    (fresh, false)
+                };
+                let (got, settled) = tighten_rounds(q, true);
+                assert_eq!((got, settled.is_some()), want, "{q:?}");
+            }
+        }
+        assert!(kept > 5000 && long > 50, "{kept} {long}");
     }
 
     #[test]
