@@ -43,21 +43,29 @@ pub(crate) fn search(
     t: Label,
     f: Label,
 ) {
-    // The ranges that meet min..=max, cut to it.
-    let clipped: Vec<(u32, u32)> = ranges
-        .iter()
-        .filter(|&&(lo, hi)| hi >= min && lo <= max)
-        .map(|&(lo, hi)| (lo.max(min), hi.min(max)))
-        .collect();
+    // The ranges that meet min..=max, cut to it (no copy when all lie inside it already).
+    let cut: Vec<(u32, u32)>;
+    let clipped = if ranges.iter().all(|&(lo, hi)| lo >= min && hi <= max) {
+        ranges
+    } else {
+        cut = ranges
+            .iter()
+            .filter(|&&(lo, hi)| hi >= min && lo <= max)
+            .map(|&(lo, hi)| (lo.max(min), hi.min(max)))
+            .collect();
+        &cut
+    };
     // A set that is everything but a few values (what `not` of a small set becomes: `not
     // port 22` holds for every transport protocol but SCTP, TCP and UDP) is searched as its
     // complement with the exits swapped: a chain of equality tests rather than a search
-    // over the ranges between the values.
-    let complement = gaps(&clipped, min, max);
-    if !clipped.is_empty() && chain(&complement) && !chain(&clipped) {
-        return node(s, &complement, min, max, f, t);
+    // over the ranges between the values. (A set that is such a chain itself is not.)
+    if !clipped.is_empty() && !chain(clipped) {
+        let complement = gaps(clipped, min, max);
+        if chain(&complement) {
+            return node(s, &complement, min, max, f, t);
+        }
     }
-    node(s, &clipped, min, max, t, f);
+    node(s, clipped, min, max, t, f);
 }
 
 /// Whether [`node`] tests `ranges` one value at a time: at most [`LINEAR_MAX`] single values.
