@@ -1178,6 +1178,25 @@ mod tests {
         format_listing(&emit(&Filter::new(pred)).unwrap())
     }
 
+    /// Temporaries take the cells the filter leaves free from 15 down, and give them back
+    /// in reverse order: two at once are 15 and 14, the next one 15 again; a filter's own
+    /// cell 15 moves them to 14 and 13.
+    #[test]
+    fn temporaries_take_the_highest_free_cells() {
+        let byte = |k| Expr::load_at(k, Size::Byte);
+        let sum = |k| Expr::binary(BinOp::Add, byte(k), byte(k + 1));
+        let diff = |k| Expr::binary(BinOp::Sub, sum(k), sum(k + 2));
+        let cells = |pred: Pred| {
+            let program = emit_unoptimized(&Filter::new(pred)).unwrap();
+            let cell_ops = [CbpfOp::St, CbpfOp::LdxMem, CbpfOp::LdMem];
+            program.iter().filter(|i| cell_ops.contains(&i.op)).map(|i| i.k).collect::<Vec<_>>()
+        };
+        let nested = Pred::cmp(CmpOp::Eq, diff(0), diff(4));
+        assert_eq!(cells(nested.clone()), [15, 15, 15, 14, 14, 15]);
+        let own = Pred::Store { slot: 15, value: Expr::Const(1) };
+        assert_eq!(cells(Pred::and([own, nested])), [15, 14, 14, 14, 13, 13, 14]);
+    }
+
     /// A classic flow item is 16 bytes (a 32-bit label), so a small filter's flow fits one
     /// allocation under glibc's 1 KiB large-chunk size (see [`FLOW_ITEMS`]).
     #[test]
