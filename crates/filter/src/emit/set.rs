@@ -206,6 +206,22 @@ mod tests {
         }
     }
 
+    /// The search of a set that reaches past the value's bounds is the search of the set
+    /// cut to them (a byte searched for 250..=300 or 0..=3: its ranges clipped first).
+    #[test]
+    fn a_set_past_the_values_bounds_is_searched_as_cut_to_them() {
+        let searched = |ranges: &[(u32, u32)], min, max| {
+            let mut r = Recorder(Flow::new());
+            let (t, f) = (r.new_label(), r.new_label());
+            search(&mut r, ranges, min, max, t, f);
+            r.0.items().to_vec()
+        };
+        let wide = [(0, 3), (9, 9), (100, 120), (250, 300), (400, 500)];
+        let cut = [(100, 120), (250, 255)];
+        assert_eq!(searched(&wide, 10, 255), searched(&cut, 10, 255));
+        assert_eq!(searched(&wide, 2, 255), searched(&[(2, 3), (9, 9), cut[0], cut[1]], 2, 255));
+    }
+
     #[test]
     fn search_agrees_with_contains_and_is_logarithmic() {
         let set = crate::ValueSet::from_ranges(
