@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use weir_isa::cbpf::{CbpfInsn, CbpfOp, MAX_INSNS, MEM_WORDS};
 
 use super::bounds::{can_abort, max_value, split_offset};
-use super::flow::{Flow, Item, Label};
+use super::flow::{with_label_table, Flow, Item, Label};
 use super::set::{search, Searcher, Test};
 use super::{mirror, scratch_usage, EmitError};
 use crate::ir::{BinOp, Chain, ChainOutcome, ChainStep, CmpOp, Expr, Filter, Pred, Size};
@@ -126,24 +126,49 @@ fn drop_needless_guards(
 ) {
     // A label not seen yet is a loop's head (its jump is the only backward one): it
     // vouches for nothing.
-    let mut need_at = vec![0u32; flow.label_count()];
+    with_label_table(flow.label_count(), 0u32, |need_at| {
+        drop_needless_guards_with(flow, guards, sure_ends, need_at);
+    });
+}
+
+/// [`drop_needless_guards`] with `need_at`, a table by label index set to 0.
+fn drop_needless_guards_with(
+    flow: &mut Flow<CbpfInsn, Cond>,
+    guards: &[usize],
+    sure_ends: &[(usize, u32)],
+    need_at: &mut [u32],
+) {
     let need_of = |need_at: &[u32], label: &Label| need_at.get(label.index()).copied().unwrap_or(0);
     let mut need = 0u32;
     let mut unchecked = guards.len();
     let mut unread = sure_ends.len();
-    let mut needless = Vec::new();
-    for (index, item) in flow.items().iter().enumerate().rev() {
-        match item {
-            Item::End(ret) => need = if is_accept(ret) { 0 } else { u32::MAX },
-            Item::Goto(target) => need = need_of(&need_at, target),
-            Item::Cond { t, f, .. } => need = need_of(&need_at, t).min(need_of(&need_at, f)),
-            Item::Back(_) => need = 0,
-            Item::Label(label) => {
+    // Backwards, so removing item `index` leaves the items still to visit where they were.
+    for index in (0..flow.items().len()).rev() {
+        let needless = match flow.items().get(index) {
+            None => false,
+            Some(Item::End(ret)) => {
+                need = if is_accept(ret) { 0 } else { u32::MAX };
+                false
+            }
+            Some(Item::Goto(target)) => {
+                need = need_of(need_at, target);
+                false
+            }
+            Some(Item::Cond { t, f, .. }) => {
+                need = need_of(need_at, t).min(need_of(need_at, f));
+                false
+            }
+            Some(Item::Back(_)) => {
+                need = 0;
+                false
+            }
+            Some(Item::Label(label)) => {
                 if let Some(slot) = need_at.get_mut(label.index()) {
                     *slot = need;
                 }
+                false
             }
-            Item::Stmt(insn) => {
+            Some(Item::Stmt(insn)) => {
                 let mut end = load_end(insn);
                 if let Some(&(at, sure)) = unread.checked_sub(1).and_then(|u| sure_ends.get(u)) {
                     if at == index {
@@ -151,22 +176,20 @@ fn drop_needless_guards(
                         end = Some(sure);
                     }
                 }
-                if unchecked > 0 && guards.get(unchecked - 1) == Some(&index) {
+                let guard = unchecked > 0 && guards.get(unchecked - 1) == Some(&index);
+                if guard {
                     unchecked -= 1;
-                    if end.is_some_and(|end| end <= need) {
-                        needless.push(index);
-                        continue;
-                    }
                 }
-                if let Some(end) = end {
+                let needless = guard && end.is_some_and(|end| end <= need);
+                if let (false, Some(end)) = (needless, end) {
                     need = need.max(end);
                 }
+                needless
             }
+        };
+        if needless {
+            flow.remove(index);
         }
-    }
-    // (descending: each removal leaves the indexes before it as they were)
-    for index in needless {
-        flow.remove(index);
     }
 }
 
@@ -176,17 +199,19 @@ const MAX_OFFSET: u32 = i32::MAX as u32;
 /// A test in the flow: the jump operation and its constant (ignored by the `x` forms).
 type Cond = (CbpfOp, u32);
 
-/// Items a flow has room for from the start (each label about every second item). Kept
-/// under glibc's large-chunk size (1 KiB): a larger first request costs a
-/// `malloc_consolidate` on every compile.
-const FLOW_ITEMS: usize = 30;
+/// Items a flow has room for from the start (each label about every second item): port
+/// 22's 39 without growing. Kept under glibc's large-chunk size (1 KiB, 16 bytes an
+/// item): a larger request costs a `malloc_consolidate` on every compile.
+const FLOW_ITEMS: usize = 62;
 
 struct Emitter {
     flow: Flow<CbpfInsn, Cond>,
     bit_tests: BitTests,
     reject: Label,
-    /// Scratch cells the filter does not use, to lend out as temporaries (a stack).
-    free_cells: Vec<u32>,
+    /// Scratch cells the filter does not use, to lend out as temporaries (bit `c` for cell
+    /// `c`): the highest first. Temporaries are released in the reverse order of taking, so
+    /// this is the stack of free cells it was (cells ascending, popped from the top).
+    free_cells: u16,
     used_by_filter: u32,
     temporaries_wanted: u32,
     /// Where the loads of [`Pred::Guard`]s are among the flow's items, in program order.
@@ -337,8 +362,8 @@ impl Emitter {
         let reject = flow.label();
         let mut labels = Vec::with_capacity(FLOW_ITEMS / 2);
         labels.push(Jumps { x: XHolds::Unreached, count: 0 });
-        let free_cells: Vec<u32> =
-            (0..MEM_WORDS).filter(|&cell| used & (1u16 << cell) == 0).collect();
+        // (MEM_WORDS is 16: one bit of `used` per cell)
+        let free_cells = !used;
         Emitter {
             flow,
             bit_tests,
@@ -437,15 +462,19 @@ impl Emitter {
 
     fn temporary(&mut self) -> Result<u32, EmitError> {
         self.temporaries_wanted = self.temporaries_wanted.wrapping_add(1);
-        self.free_cells.pop().ok_or(EmitError::OutOfScratch {
-            used_by_filter: self.used_by_filter,
-            needed: self.temporaries_wanted,
-        })
+        let Some(cell) = 15u32.checked_sub(self.free_cells.leading_zeros()) else {
+            return Err(EmitError::OutOfScratch {
+                used_by_filter: self.used_by_filter,
+                needed: self.temporaries_wanted,
+            });
+        };
+        self.free_cells &= !(1u16 << cell);
+        Ok(cell)
     }
 
     fn release(&mut self, cell: u32) {
         self.temporaries_wanted = self.temporaries_wanted.saturating_sub(1);
-        self.free_cells.push(cell);
+        self.free_cells |= 1u16.checked_shl(cell).unwrap_or(0);
     }
 
     // ---------------------------------------------------------------------------------
@@ -824,14 +853,11 @@ impl Searcher for Emitter {
 // -------------------------------------------------------------------------------------
 // Layout
 
-/// Where each label lands and where each item sits, as instruction indexes (a label sits
-/// where the instruction after it does).
-fn positions(items: &[Item<CbpfInsn, Cond>], labels: usize) -> (Vec<usize>, Vec<usize>) {
+/// Where each label lands, as an instruction index (where the instruction after it sits).
+fn label_positions(items: &[Item<CbpfInsn, Cond>], labels: usize) -> Vec<usize> {
     let mut at = vec![0usize; labels];
-    let mut item_at = Vec::with_capacity(items.len());
     let mut index = 0usize;
     for item in items {
-        item_at.push(index);
         match item {
             Item::Label(label) => {
                 if let Some(slot) = at.get_mut(label.index()) {
@@ -841,7 +867,21 @@ fn positions(items: &[Item<CbpfInsn, Cond>], labels: usize) -> (Vec<usize>, Vec<
             _ => index = index.wrapping_add(1),
         }
     }
-    (at, item_at)
+    at
+}
+
+/// Where each item sits, as an instruction index (a label where the instruction after it
+/// does), paired with the item.
+fn with_positions(
+    items: &[Item<CbpfInsn, Cond>],
+) -> impl Iterator<Item = (&Item<CbpfInsn, Cond>, usize)> {
+    items.iter().scan(0usize, |index, item| {
+        let here = *index;
+        if !matches!(item, Item::Label(_)) {
+            *index = here.wrapping_add(1);
+        }
+        Some((item, here))
+    })
 }
 
 /// Distance from the instruction after `from` to `target` (jumps only go forward).
@@ -904,20 +944,21 @@ struct Pending {
     deadline: usize,
 }
 
-/// One layout pass (see [`layout`]): where each label lands (as [`positions`] gives it)
-/// when it placed no landing, else `None`.
+/// One layout pass (see [`layout`]): where each label lands (as [`label_positions`] gives
+/// it) when it placed no landing, else `None`.
 fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> Option<Vec<usize>> {
-    let (at, item_at) = positions(flow.items(), flow.label_count());
+    let at = label_positions(flow.items(), flow.label_count());
     // With every test in reach nothing is rerouted, so the pass below would give the items
     // back as they are: skip its copy, tables and map (the common case, any small filter).
     let in_reach = |from: usize, target: Label| distance(&at, from, target) <= REACH;
-    let all_in_reach = flow.items().iter().zip(&item_at).all(|(item, &from)| match item {
+    let all_in_reach = with_positions(flow.items()).all(|(item, from)| match item {
         Item::Cond { t, f, .. } => in_reach(from, *t) && in_reach(from, *f),
         _ => true,
     });
     if all_in_reach {
         return Some(at);
     }
+    let item_at: Vec<usize> = with_positions(flow.items()).map(|(_, index)| index).collect();
     let items = flow.items().to_vec();
     // What each label lands on: a `ret` a landing may copy, or something to jump to.
     let mut lands_on: Vec<Option<CbpfInsn>> = vec![None; flow.label_count()];
@@ -1040,10 +1081,10 @@ fn place_landings(flow: &mut Flow<CbpfInsn, Cond>) -> Option<Vec<usize>> {
     }
     placed |= flush(&mut out, &mut pending, None, &mut pos, &mut shift);
     flow.set_items(out);
-    (!placed).then(|| positions(flow.items(), flow.label_count()).0)
+    (!placed).then(|| label_positions(flow.items(), flow.label_count()))
 }
 
-/// The instructions of `flow`, whose labels land at `at` (see [`positions`]).
+/// The instructions of `flow`, whose labels land at `at` (see [`label_positions`]).
 fn encode(flow: &Flow<CbpfInsn, Cond>, at: &[usize]) -> Result<Vec<CbpfInsn>, EmitError> {
     let items = flow.items();
     let mut out = Vec::with_capacity(items.len());
@@ -1135,6 +1176,34 @@ mod tests {
 
     fn listing(pred: Pred) -> String {
         format_listing(&emit(&Filter::new(pred)).unwrap())
+    }
+
+    /// Temporaries take the cells the filter leaves free from 15 down, and give them back
+    /// in reverse order: two at once are 15 and 14, the next one 15 again; a filter's own
+    /// cell 15 moves them to 14 and 13.
+    #[test]
+    fn temporaries_take_the_highest_free_cells() {
+        let byte = |k| Expr::load_at(k, Size::Byte);
+        let sum = |k| Expr::binary(BinOp::Add, byte(k), byte(k + 1));
+        let diff = |k| Expr::binary(BinOp::Sub, sum(k), sum(k + 2));
+        let cells = |pred: Pred| {
+            let program = emit_unoptimized(&Filter::new(pred)).unwrap();
+            let cell_ops = [CbpfOp::St, CbpfOp::LdxMem, CbpfOp::LdMem];
+            program.iter().filter(|i| cell_ops.contains(&i.op)).map(|i| i.k).collect::<Vec<_>>()
+        };
+        let nested = Pred::cmp(CmpOp::Eq, diff(0), diff(4));
+        assert_eq!(cells(nested.clone()), [15, 15, 15, 14, 14, 15]);
+        let own = Pred::Store { slot: 15, value: Expr::Const(1) };
+        assert_eq!(cells(Pred::and([own, nested])), [15, 14, 14, 14, 13, 13, 14]);
+    }
+
+    /// A classic flow item is 16 bytes (a 32-bit label), so a small filter's flow fits one
+    /// allocation under glibc's 1 KiB large-chunk size (see [`FLOW_ITEMS`]).
+    #[test]
+    fn a_small_filters_flow_fits_one_small_chunk() {
+        let item = std::mem::size_of::<Item<CbpfInsn, Cond>>();
+        assert_eq!(item, 16);
+        assert!(FLOW_ITEMS * item <= 1000, "{} bytes", FLOW_ITEMS * item);
     }
 
     #[test]

@@ -13,13 +13,16 @@
 //! [`Item::Back`]: the closing jump of a `protochain` loop to its head, a label reached by
 //! falling through before it. The passes leave those jumps and their targets alone.
 
-/// A position in the flow, bound once with [`Flow::bind`].
+/// A position in the flow, bound once with [`Flow::bind`]. 32 bits, not a `usize`: a
+/// classic item is then 16 bytes, not 24 (a small filter's flow stays in one small
+/// allocation), and no flow has 2^32 labels (each costs its items' memory first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Label(usize);
+pub(crate) struct Label(u32);
 
 impl Label {
     pub(crate) fn index(self) -> usize {
-        self.0
+        // (u32 -> usize widens on every target Rust supports here)
+        self.0 as usize
     }
 }
 
@@ -46,7 +49,7 @@ pub(crate) enum Item<S, C> {
 #[derive(Clone, Debug)]
 pub(crate) struct Flow<S, C> {
     items: Vec<Item<S, C>>,
-    labels: usize,
+    labels: u32,
 }
 
 impl<S: Clone, C: Clone> Flow<S, C> {
@@ -65,7 +68,7 @@ impl<S: Clone, C: Clone> Flow<S, C> {
     }
 
     pub(crate) fn label_count(&self) -> usize {
-        self.labels
+        self.labels as usize
     }
 
     pub(crate) fn bind(&mut self, label: Label) {
@@ -127,6 +130,11 @@ impl<S: Clone, C: Clone> Flow<S, C> {
     /// Threads jumps, removes dead code and jumps to the next instruction, until nothing
     /// changes. Every pass shrinks the program or leaves it alone, so this ends.
     pub(crate) fn simplify(&mut self) {
+        // (what the emitters write is often simple already: one walk says so, where a
+        // round of the passes costs three walks, two tables and a compaction)
+        if self.is_simple() {
+            return;
+        }
         // One set of buffers for every pass of every round.
         let mut first = Vec::new();
         let mut replacements = Vec::new();
@@ -141,16 +149,77 @@ impl<S: Clone, C: Clone> Flow<S, C> {
         }
     }
 
+    /// Whether none of [`Flow::simplify`]'s passes would change anything: every label is
+    /// reached by a jump before it and every item by a path (nothing for remove_unreachable);
+    /// no label lands on a `goto`, none a `goto` names lands on a program end, no test has
+    /// equal targets (nothing for thread_jumps); no `goto` is followed by its label
+    /// (nothing for drop_jumps_to_next). One walk in program order; a loop head (reached
+    /// by falling through) counts as not simple.
+    fn is_simple(&self) -> bool {
+        const REACHED: u8 = 1;
+        const BY_GOTO: u8 = 2;
+        with_label_table(self.label_count(), 0u8, |marks| {
+            let mark = |marks: &mut [u8], label: Label, bit: u8| {
+                if let Some(m) = marks.get_mut(label.index()) {
+                    *m |= bit;
+                }
+            };
+            let marked = |marks: &[u8], label: Label, bit: u8| {
+                marks.get(label.index()).is_some_and(|m| m & bit != 0)
+            };
+            let mut live = true;
+            // The `goto` just before the labels since the last instruction, if any.
+            let mut goto_before: Option<Label> = None;
+            // Labels bound since the last instruction, and whether a `goto` names one.
+            let (mut landing, mut landing_by_goto) = (false, false);
+            for item in &self.items {
+                if let Item::Label(label) = item {
+                    if !marked(marks, *label, REACHED) || goto_before == Some(*label) {
+                        return false;
+                    }
+                    landing = true;
+                    landing_by_goto |= marked(marks, *label, BY_GOTO);
+                    live = true;
+                    continue;
+                }
+                if !live {
+                    return false;
+                }
+                match item {
+                    Item::Goto(_) if landing => return false,
+                    Item::End(_) if landing_by_goto => return false,
+                    Item::Cond { t, f, .. } if t == f => return false,
+                    _ => {}
+                }
+                goto_before = None;
+                match item {
+                    Item::Cond { t, f, .. } => {
+                        mark(marks, *t, REACHED);
+                        mark(marks, *f, REACHED);
+                    }
+                    Item::Goto(target) => {
+                        mark(marks, *target, REACHED | BY_GOTO);
+                        goto_before = Some(*target);
+                    }
+                    _ => {}
+                }
+                live = matches!(item, Item::Stmt(_));
+                (landing, landing_by_goto) = (false, false);
+            }
+            true
+        })
+    }
+
     /// For each label, the index of the first item after it that is not a label (into
     /// `first`, overwritten).
     fn first_items(&self, first: &mut Vec<Option<usize>>) {
         first.clear();
-        first.resize(self.labels, None);
+        first.resize(self.label_count(), None);
         let mut next_real = None;
         for (index, item) in self.items.iter().enumerate().rev() {
             match item {
                 Item::Label(label) => {
-                    if let Some(slot) = first.get_mut(label.0) {
+                    if let Some(slot) = first.get_mut(label.index()) {
                         *slot = next_real;
                     }
                 }
@@ -168,8 +237,9 @@ impl<S: Clone, C: Clone> Flow<S, C> {
     ) -> bool {
         self.first_items(first);
         let first = &*first;
-        let item_at =
-            |label: Label| first.get(label.0).copied().flatten().and_then(|i| self.items.get(i));
+        let item_at = |label: Label| {
+            first.get(label.index()).copied().flatten().and_then(|i| self.items.get(i))
+        };
         // Jumps go forward, so following `goto`s ends within `items.len()` steps.
         let resolve = |mut label: Label| {
             for _ in 0..self.items.len() {
@@ -220,12 +290,12 @@ impl<S: Clone, C: Clone> Flow<S, C> {
     /// Drops items no path reaches, and labels no jump names (`reached`: a buffer, overwritten).
     fn remove_unreachable(&mut self, reached: &mut Vec<bool>) -> bool {
         fn mark(reached: &mut [bool], label: Label) {
-            if let Some(r) = reached.get_mut(label.0) {
+            if let Some(r) = reached.get_mut(label.index()) {
                 *r = true;
             }
         }
         reached.clear();
-        reached.resize(self.labels, false);
+        reached.resize(self.label_count(), false);
         // A loop head is reached by falling through; its label must stay for the jump back.
         for item in &self.items {
             if let Item::Back(head) = item {
@@ -238,7 +308,7 @@ impl<S: Clone, C: Clone> Flow<S, C> {
         self.items.retain(|item| match item {
             Item::Label(label) => {
                 // Jumps go forward: every jump to this label has been seen.
-                let kept = reached.get(label.0).copied().unwrap_or(false);
+                let kept = reached.get(label.index()).copied().unwrap_or(false);
                 if kept {
                     live = true;
                 }
@@ -301,6 +371,23 @@ impl<S: Clone, C: Clone> Flow<S, C> {
     }
 }
 
+/// Labels a table on the stack has room for (a small filter's flow has a few dozen).
+const STACK_LABELS: usize = 64;
+
+/// Runs `f` on a table of `labels` entries set to `init`: on the stack when it fits, so
+/// that a small flow's one-off tables cost no allocation.
+pub(crate) fn with_label_table<T: Copy, R>(
+    labels: usize,
+    init: T,
+    f: impl FnOnce(&mut [T]) -> R,
+) -> R {
+    let mut small = [init; STACK_LABELS];
+    match small.get_mut(..labels) {
+        Some(table) => f(table),
+        None => f(&mut vec![init; labels]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,12 +410,12 @@ mod tests {
 
         /// For each label, the index of the first item after it that is not a label.
         fn first_items_as_it_was(&self) -> Vec<Option<usize>> {
-            let mut first = vec![None; self.labels];
+            let mut first = vec![None; self.label_count()];
             let mut next_real = None;
             for (index, item) in self.items.iter().enumerate().rev() {
                 match item {
                     Item::Label(label) => {
-                        if let Some(slot) = first.get_mut(label.0) {
+                        if let Some(slot) = first.get_mut(label.index()) {
                             *slot = next_real;
                         }
                     }
@@ -343,7 +430,7 @@ mod tests {
         fn thread_jumps_as_it_was(&mut self) -> bool {
             let first = self.first_items_as_it_was();
             let item_at = |label: Label| {
-                first.get(label.0).copied().flatten().and_then(|i| self.items.get(i))
+                first.get(label.index()).copied().flatten().and_then(|i| self.items.get(i))
             };
             // Jumps go forward, so following `goto`s ends within `items.len()` steps.
             let resolve = |mut label: Label| {
@@ -395,11 +482,11 @@ mod tests {
         /// Drops items no path reaches, and labels no jump names.
         fn remove_unreachable_as_it_was(&mut self) -> bool {
             fn mark(reached: &mut [bool], label: Label) {
-                if let Some(r) = reached.get_mut(label.0) {
+                if let Some(r) = reached.get_mut(label.index()) {
                     *r = true;
                 }
             }
-            let mut reached = vec![false; self.labels];
+            let mut reached = vec![false; self.label_count()];
             // A loop head is reached by falling through; its label must stay for the jump back.
             for item in &self.items {
                 if let Item::Back(head) = item {
@@ -413,7 +500,7 @@ mod tests {
                 match &item {
                     Item::Label(label) => {
                         // Jumps go forward: every jump to this label has been seen.
-                        if reached.get(label.0).copied().unwrap_or(false) {
+                        if reached.get(label.index()).copied().unwrap_or(false) {
                             live = true;
                             out.push(item);
                         }
@@ -530,18 +617,58 @@ mod tests {
         assert!(changed > 2_500, "{changed}");
     }
 
+    /// `is_simple` may say "not simple" of a flow simplify leaves alone (a loop head), never
+    /// "simple" of one it changes. Flows that simplify settled (simple unless they loop)
+    /// with one random item put in somewhere are near the line both ways.
+    #[test]
+    fn a_flow_is_simple_only_when_simplify_would_change_nothing() {
+        let mut rng = weir_testkit::SplitMix64::new(0x5117_51e0);
+        let (mut simple, mut not_simple) = (0, 0);
+        let mut check = |flow: &Flow<u32, u32>| {
+            let mut settled = flow.clone();
+            settled.simplify_as_it_was();
+            if flow.is_simple() {
+                assert_eq!(settled.items(), flow.items(), "called simple: {:?}", flow.items());
+                simple += 1;
+            } else {
+                not_simple += 1;
+            }
+            settled
+        };
+        for _ in 0..20_000 {
+            let flow = random_flow(&mut rng);
+            let settled = check(&flow);
+            let loops = settled.items().iter().any(|i| matches!(i, Item::Back(_)));
+            assert!(loops || settled.is_simple(), "settled: {:?}", settled.items());
+            let mut items = settled.items().to_vec();
+            let label = Label(u32::try_from(rng.below_usize(settled.label_count())).unwrap_or(0));
+            let extra = match rng.below(5) {
+                0 => Item::Stmt(7),
+                1 => Item::Goto(label),
+                2 => Item::End(8),
+                3 => Item::Label(label),
+                _ => Item::Cond { cond: 6, t: label, f: label },
+            };
+            items.insert(rng.below_usize(items.len().saturating_add(1)), extra);
+            let mut near = settled.clone();
+            near.set_items(items);
+            check(&near);
+        }
+        assert!(simple > 1_500 && not_simple > 10_000, "{simple} simple, {not_simple} not");
+    }
+
     /// The items with each jump's label replaced by where it lands (the index of the next
     /// item that is not a label) and the labels left out: the program the flow encodes.
     fn landing_form<S: Clone, C: Clone>(flow: &Flow<S, C>) -> Vec<Item<S, C>> {
-        let mut at = vec![usize::MAX; flow.labels];
-        let mut real = 0;
+        let mut at = vec![u32::MAX; flow.label_count()];
+        let mut real = 0u32;
         for item in flow.items() {
             match item {
-                Item::Label(l) => at[l.0] = real,
+                Item::Label(l) => at[l.index()] = real,
                 _ => real += 1,
             }
         }
-        let lands = |l: &Label| Label(at[l.0]);
+        let lands = |l: &Label| Label(at[l.index()]);
         flow.items()
             .iter()
             .filter_map(|item| match item {
@@ -567,14 +694,14 @@ mod tests {
             // Jumps to each label, counted as the emitter counts them (a test's two edges
             // twice), and the flow as the emitter binds it: a label no jump names left out,
             // and one whose only jump is a `goto` just before it left out with the `goto`.
-            let mut jumps = vec![0u32; flow.labels];
+            let mut jumps = vec![0u32; flow.label_count()];
             for item in flow.items() {
                 match item {
                     Item::Cond { t, f, .. } => {
-                        jumps[t.0] += 1;
-                        jumps[f.0] += 1;
+                        jumps[t.index()] += 1;
+                        jumps[f.index()] += 1;
                     }
-                    Item::Goto(l) | Item::Back(l) => jumps[l.0] += 1,
+                    Item::Goto(l) | Item::Back(l) => jumps[l.index()] += 1,
                     _ => {}
                 }
             }
@@ -582,8 +709,8 @@ mod tests {
             cut.set_items(Vec::new());
             for item in flow.items() {
                 match item {
-                    Item::Label(l) if jumps[l.0] == 1 && cut.drop_trailing_goto(*l) => {}
-                    Item::Label(l) if jumps[l.0] == 0 => {}
+                    Item::Label(l) if jumps[l.index()] == 1 && cut.drop_trailing_goto(*l) => {}
+                    Item::Label(l) if jumps[l.index()] == 0 => {}
                     other => cut.items.push(other.clone()),
                 }
             }

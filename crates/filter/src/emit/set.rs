@@ -43,21 +43,29 @@ pub(crate) fn search(
     t: Label,
     f: Label,
 ) {
-    // The ranges that meet min..=max, cut to it.
-    let clipped: Vec<(u32, u32)> = ranges
-        .iter()
-        .filter(|&&(lo, hi)| hi >= min && lo <= max)
-        .map(|&(lo, hi)| (lo.max(min), hi.min(max)))
-        .collect();
+    // The ranges that meet min..=max, cut to it (no copy when all lie inside it already).
+    let cut: Vec<(u32, u32)>;
+    let clipped = if ranges.iter().all(|&(lo, hi)| lo >= min && hi <= max) {
+        ranges
+    } else {
+        cut = ranges
+            .iter()
+            .filter(|&&(lo, hi)| hi >= min && lo <= max)
+            .map(|&(lo, hi)| (lo.max(min), hi.min(max)))
+            .collect();
+        &cut
+    };
     // A set that is everything but a few values (what `not` of a small set becomes: `not
     // port 22` holds for every transport protocol but SCTP, TCP and UDP) is searched as its
     // complement with the exits swapped: a chain of equality tests rather than a search
-    // over the ranges between the values.
-    let complement = gaps(&clipped, min, max);
-    if !clipped.is_empty() && chain(&complement) && !chain(&clipped) {
-        return node(s, &complement, min, max, f, t);
+    // over the ranges between the values. (A set that is such a chain itself is not.)
+    if !clipped.is_empty() && !chain(clipped) {
+        let complement = gaps(clipped, min, max);
+        if chain(&complement) {
+            return node(s, &complement, min, max, f, t);
+        }
     }
-    node(s, &clipped, min, max, t, f);
+    node(s, clipped, min, max, t, f);
 }
 
 /// Whether [`node`] tests `ranges` one value at a time: at most [`LINEAR_MAX`] single values.
@@ -196,6 +204,22 @@ mod tests {
                 None => panic!("fell off the end"),
             }
         }
+    }
+
+    /// The search of a set that reaches past the value's bounds is the search of the set
+    /// cut to them (a byte searched for 250..=300 or 0..=3: its ranges clipped first).
+    #[test]
+    fn a_set_past_the_values_bounds_is_searched_as_cut_to_them() {
+        let searched = |ranges: &[(u32, u32)], min, max| {
+            let mut r = Recorder(Flow::new());
+            let (t, f) = (r.new_label(), r.new_label());
+            search(&mut r, ranges, min, max, t, f);
+            r.0.items().to_vec()
+        };
+        let wide = [(0, 3), (9, 9), (100, 120), (250, 300), (400, 500)];
+        let cut = [(100, 120), (250, 255)];
+        assert_eq!(searched(&wide, 10, 255), searched(&cut, 10, 255));
+        assert_eq!(searched(&wide, 2, 255), searched(&[(2, 3), (9, 9), cut[0], cut[1]], 2, 255));
     }
 
     #[test]
