@@ -353,18 +353,19 @@ const NO_RANGE: PortRange = (1, 0);
 /// key lives in the classifier's tables, its mask is a number ([`Interner::mask`]), its
 /// actions a shared list; a stats row needs the line, chain and priority.
 ///
-/// `repr(C)`, what a matched packet reads first: rank, verdict and line in the first 24
-/// bytes, the counters right after.
+/// `repr(C)`, what a matched packet reads first: its outcome, rank and line in the first
+/// 32 bytes, the counters right after.
 /// Rust's own order had put the priority and the order 112 bytes apart, each load a miss
 /// of its own in `perf` of a 1k-rule lookup (1k rules, one mask: 34.0 to 32.8 ns/packet).
 #[derive(Debug)]
 #[repr(C)]
 pub struct Installed {
+    /// A matched packet's outcome when the actions decide it without running (`matched`
+    /// only then: one `pass` or `drop`, `actions.simple`), its `mark` the packet's to fill
+    /// in; `line` is the rule's line either way. Most matched packets read nothing else
+    /// (issue 14: the verdict as an `Option<Verdict>` was read and stored in two halves).
+    decided: Outcome,
     pub prio: u32,
-    /// `actions.simple`, beside the rank (most matched packets read nothing else).
-    pub simple: Option<Verdict>,
-    /// `rule.line` (every matched packet reports it).
-    pub line: u32,
     pub chain: u32,
     /// Order among rules of equal priority (file order, then insertion order).
     pub seq: u64,
@@ -390,9 +391,14 @@ impl Installed {
         mask: u32,
     ) -> Installed {
         Installed {
+            decided: Outcome {
+                line: rule.line as u32,
+                verdict: actions.simple.unwrap_or(Verdict::Pass),
+                mark: 0,
+                matched: actions.simple.is_some(),
+                modified: false,
+            },
             prio,
-            simple: actions.simple,
-            line: rule.line as u32,
             chain: rule.chain,
             seq,
             counters: Counters::default(),
@@ -413,7 +419,13 @@ impl Installed {
     /// The line as the outcomes give it.
     #[inline]
     pub fn line(&self) -> usize {
-        self.line as usize
+        self.decided.line as usize
+    }
+
+    /// The verdict when the actions are one `pass` or `drop` (`Actions::simple`).
+    #[inline]
+    pub fn simple(&self) -> Option<Verdict> {
+        self.decided.matched.then_some(self.decided.verdict)
     }
 
     /// The port ranges checked apart from the mask.
@@ -452,14 +464,51 @@ pub enum Verdict {
 }
 
 /// What one packet did. `Copy`: [`outcome_slots`] fills a batch's slots with one copy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// 16 bytes, each field in the form a matched packet's rule holds it (`Installed`'s
+/// `line` and `simple`), so that a batch writes four plain stores a packet (issue 14: an
+/// `Option<usize>` line made it 32 bytes, a two-word line stored a packet and twice the
+/// batch's fill).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct Outcome {
-    /// The line of the last rule that matched (the one whose actions ended it).
-    pub line: Option<usize>,
+    /// The line of the last rule that matched, when `matched` (0 when not): [`Outcome::line`].
+    line: u32,
     pub verdict: Verdict,
     pub mark: u32,
+    /// Whether a rule matched.
+    matched: bool,
     /// Whether the actions changed the packet's bytes.
     pub modified: bool,
+}
+
+impl Outcome {
+    /// The outcome of a packet that `line`'s rule (or none) ended with `verdict`.
+    pub(crate) fn new(line: Option<usize>, verdict: Verdict, mark: u32, modified: bool) -> Outcome {
+        Outcome {
+            line: line.map_or(0, |l| l as u32),
+            verdict,
+            mark,
+            matched: line.is_some(),
+            modified,
+        }
+    }
+
+    /// The line of the last rule that matched (the one whose actions ended it).
+    #[inline]
+    pub fn line(&self) -> Option<usize> {
+        self.matched.then_some(self.line as usize)
+    }
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outcome")
+            .field("line", &self.line())
+            .field("verdict", &self.verdict)
+            .field("mark", &self.mark)
+            .field("modified", &self.modified)
+            .finish()
+    }
 }
 
 /// A packet on its way through: bytes (changed in place by actions), metadata.
@@ -508,7 +557,7 @@ pub fn process<'r>(
 #[inline(always)]
 pub(crate) fn outcome_slots(out: &mut Vec<Outcome>, n: usize) -> &mut [Outcome] {
     const FILLER: Outcome =
-        Outcome { line: None, verdict: Verdict::Pass, mark: 0, modified: false };
+        Outcome { line: 0, verdict: Verdict::Pass, mark: 0, matched: false, modified: false };
     let start = out.len();
     // A copy of a constant array (a memcpy): `Vec::resize` was a call with a loop.
     out.extend_from_slice(&[FILLER; BATCH][..n.min(BATCH)]);
@@ -542,22 +591,34 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
 ) {
     match first {
         None => {
-            *out = Outcome { line: None, verdict: Verdict::Pass, mark: w.mark, modified: false }
+            *out = Outcome {
+                line: 0,
+                verdict: Verdict::Pass,
+                mark: w.mark,
+                matched: false,
+                modified: false,
+            }
         }
-        Some(rule) => match rule.simple {
-            Some(verdict) => {
-                if OWNED {
-                    rule.counters.hit_owned(shard, u64::from(w.wire_len), w.now);
-                } else {
-                    rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
-                }
-                *out = Outcome { line: Some(rule.line()), verdict, mark: w.mark, modified: false };
+        Some(rule) if rule.decided.matched => {
+            if OWNED {
+                rule.counters.hit_owned(shard, u64::from(w.wire_len), w.now);
+            } else {
+                rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
             }
-            None => {
-                let key = key(w);
-                *out = process_slow(w, &key, need, Some(first), lookup)
-            }
-        },
+            // Field by field, the flags as constants: a whole copy (`..rule.decided`) was
+            // still copied field by field, the flags loaded.
+            *out = Outcome {
+                line: rule.decided.line,
+                verdict: rule.decided.verdict,
+                mark: w.mark,
+                matched: true,
+                modified: false,
+            };
+        }
+        Some(_) => {
+            let key = key(w);
+            *out = process_slow(w, &key, need, Some(first), lookup)
+        }
     }
 }
 
@@ -583,12 +644,12 @@ fn process_slow<'r>(
             None => lookup(chain, changed.as_ref().unwrap_or(key), after),
         };
         let Some(rule) = found else {
-            return Outcome { line, verdict: Verdict::Pass, mark: w.mark, modified };
+            return Outcome::new(line, Verdict::Pass, w.mark, modified);
         };
         rule.counters.hit(u64::from(w.wire_len), w.now);
         line = Some(rule.line());
-        if let Some(v) = rule.simple {
-            return Outcome { line, verdict: v, mark: w.mark, modified };
+        if let Some(v) = rule.simple() {
+            return Outcome::new(line, v, w.mark, modified);
         }
         let before = if rule.actions.modifies { Some(w.data.clone()) } else { None };
         let step = run_actions(rule, w);
@@ -600,12 +661,12 @@ fn process_slow<'r>(
             }
         }
         match step {
-            Step::Done(v) => return Outcome { line, verdict: v, mark: w.mark, modified },
+            Step::Done(v) => return Outcome::new(line, v, w.mark, modified),
             Step::Continue => after = Some(rule.rank()),
             Step::Restart(c) => {
                 restarts += 1;
                 if restarts > MAX_RESTARTS {
-                    return Outcome { line, verdict: Verdict::Drop, mark: w.mark, modified };
+                    return Outcome::new(line, Verdict::Drop, w.mark, modified);
                 }
                 chain = c;
                 after = None;
