@@ -2256,7 +2256,7 @@ impl<const W: usize> Tables<W> {
             let Some(e) = probe.find(&mk, h) else { continue };
             acc += match STAGE {
                 2 => 1,
-                _ => e.rules.as_slice().first().map_or(0, |r| r.line() as u64),
+                _ => e.rules.as_slice().first().map_or(0, |r| u64::from(r.line)),
             };
         }
         acc
@@ -3392,7 +3392,7 @@ mod tests {
     }
 
     /// The one-mask path's outcomes whole (line, verdict, mark, modified) for rules the
-    /// outcome copies from (`Installed`'s `decided`: `drop`, `pass`), rules whose actions
+    /// outcome writes from `Installed::simple` (`drop`, `pass`), rules whose actions
     /// run (a mark set then `drop`, a redirect), a rule of line 0 (its line is `Some(0)`:
     /// whether a rule matched is not read from the line) and packets no rule matches, each
     /// packet's own mark kept where no action sets it; equal to `Classifier::process`'s,

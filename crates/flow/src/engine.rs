@@ -353,19 +353,18 @@ const NO_RANGE: PortRange = (1, 0);
 /// key lives in the classifier's tables, its mask is a number ([`Interner::mask`]), its
 /// actions a shared list; a stats row needs the line, chain and priority.
 ///
-/// `repr(C)`, what a matched packet reads first: its outcome, rank and line in the first
-/// 32 bytes, the counters right after.
+/// `repr(C)`, what a matched packet reads first: rank, verdict and line in the first 24
+/// bytes, the counters right after.
 /// Rust's own order had put the priority and the order 112 bytes apart, each load a miss
 /// of its own in `perf` of a 1k-rule lookup (1k rules, one mask: 34.0 to 32.8 ns/packet).
 #[derive(Debug)]
 #[repr(C)]
 pub struct Installed {
-    /// A matched packet's outcome when the actions decide it without running (`matched`
-    /// only then: one `pass` or `drop`, `actions.simple`), its `mark` the packet's to fill
-    /// in; `line` is the rule's line either way. Most matched packets read nothing else
-    /// (issue 14: the verdict as an `Option<Verdict>` was read and stored in two halves).
-    decided: Outcome,
     pub prio: u32,
+    /// `actions.simple`, beside the rank (most matched packets read nothing else).
+    pub simple: Option<Verdict>,
+    /// `rule.line` (every matched packet reports it).
+    pub line: u32,
     pub chain: u32,
     /// Order among rules of equal priority (file order, then insertion order).
     pub seq: u64,
@@ -391,14 +390,9 @@ impl Installed {
         mask: u32,
     ) -> Installed {
         Installed {
-            decided: Outcome {
-                line: rule.line as u32,
-                verdict: actions.simple.unwrap_or(Verdict::Pass),
-                mark: 0,
-                matched: actions.simple.is_some(),
-                modified: false,
-            },
             prio,
+            simple: actions.simple,
+            line: rule.line as u32,
             chain: rule.chain,
             seq,
             counters: Counters::default(),
@@ -419,13 +413,7 @@ impl Installed {
     /// The line as the outcomes give it.
     #[inline]
     pub fn line(&self) -> usize {
-        self.decided.line as usize
-    }
-
-    /// The verdict when the actions are one `pass` or `drop` (`Actions::simple`).
-    #[inline]
-    pub fn simple(&self) -> Option<Verdict> {
-        self.decided.matched.then_some(self.decided.verdict)
+        self.line as usize
     }
 
     /// The port ranges checked apart from the mask.
@@ -464,10 +452,9 @@ pub enum Verdict {
 }
 
 /// What one packet did. `Copy`: [`outcome_slots`] fills a batch's slots with one copy.
-/// 16 bytes, each field in the form a matched packet's rule holds it (`Installed`'s
-/// `line` and `simple`), so that a batch writes four plain stores a packet (issue 14: an
-/// `Option<usize>` line made it 32 bytes, a two-word line stored a packet and twice the
-/// batch's fill).
+/// 16 bytes: the line a `u32` as `Installed` holds it, beside a flag for whether a rule
+/// matched (issue 14: an `Option<usize>` line made it 32 bytes, its two words stored a
+/// packet and the batch's fill twice as long).
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub struct Outcome {
@@ -599,26 +586,26 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
                 modified: false,
             }
         }
-        Some(rule) if rule.decided.matched => {
-            if OWNED {
-                rule.counters.hit_owned(shard, u64::from(w.wire_len), w.now);
-            } else {
-                rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
+        Some(rule) => match rule.simple {
+            Some(verdict) => {
+                if OWNED {
+                    rule.counters.hit_owned(shard, u64::from(w.wire_len), w.now);
+                } else {
+                    rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
+                }
+                *out = Outcome {
+                    line: rule.line,
+                    verdict,
+                    mark: w.mark,
+                    matched: true,
+                    modified: false,
+                };
             }
-            // Field by field, the flags as constants: a whole copy (`..rule.decided`) was
-            // still copied field by field, the flags loaded.
-            *out = Outcome {
-                line: rule.decided.line,
-                verdict: rule.decided.verdict,
-                mark: w.mark,
-                matched: true,
-                modified: false,
-            };
-        }
-        Some(_) => {
-            let key = key(w);
-            *out = process_slow(w, &key, need, Some(first), lookup)
-        }
+            None => {
+                let key = key(w);
+                *out = process_slow(w, &key, need, Some(first), lookup)
+            }
+        },
     }
 }
 
@@ -648,7 +635,7 @@ fn process_slow<'r>(
         };
         rule.counters.hit(u64::from(w.wire_len), w.now);
         line = Some(rule.line());
-        if let Some(v) = rule.simple() {
+        if let Some(v) = rule.simple {
             return Outcome::new(line, v, w.mark, modified);
         }
         let before = if rule.actions.modifies { Some(w.data.clone()) } else { None };

@@ -300,8 +300,8 @@ fn process_slots(
                 None => classifier.process_batch(&v, &mut works, &mut outcomes),
             }
         }
-        for (s, o) in group.iter_mut().zip(outcomes) {
-            s.outcome = Some(o);
+        for (s, o) in group.iter_mut().zip(&outcomes) {
+            s.outcome = Some(*o);
         }
     }
 }
