@@ -221,7 +221,7 @@ fn pass_with(
             Some(cache) => c.process_batch_cached(&v, cache, &mut works, &mut outcomes),
             None => c.process_batch(&v, &mut works, &mut outcomes),
         }
-        matched += outcomes.iter().filter(|o| o.line.is_some()).count() as u64;
+        matched += outcomes.iter().filter(|o| o.line().is_some()).count() as u64;
     }
     (matched, start.elapsed())
 }
@@ -266,7 +266,7 @@ fn time_floor(c: &Classifier, frames: &[Vec<u8>], rounds: usize) -> ([f64; 4], f
                 .collect();
             std::hint::black_box(&works);
             std::hint::black_box(&mut outcomes);
-            matched += outcomes.iter().filter(|o| o.line.is_some()).count() as u64;
+            matched += outcomes.iter().filter(|o| o.line().is_some()).count() as u64;
         }
         std::hint::black_box(matched);
         samples.push(start.elapsed().as_nanos() as f64 / frames.len() as f64);

@@ -3138,7 +3138,7 @@ fn clone_tables(t: &AnyTables) -> AnyTables {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Interner;
+    use crate::engine::{Interner, Verdict};
     use crate::rule::Rule;
 
     /// An installed rule known by its seq (what it matches is not read here).
@@ -3336,10 +3336,10 @@ mod tests {
         let mut want = Vec::new();
         let outs = process_in_batches(c, v, frames, 34, |works| {
             for w in works {
-                want.push(reference.process(w).line);
+                want.push(reference.process(w).line());
             }
         });
-        let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
+        let got: Vec<Option<usize>> = outs.iter().map(|o| o.line()).collect();
         assert_eq!(got, want, "{what}");
         want
     }
@@ -3385,10 +3385,94 @@ mod tests {
         let dsts: Vec<u8> = (0..70).map(|i| if i % 5 == 0 { 9 } else { 1 + i % 3 }).collect();
         let v = c.snapshot();
         let outs = run_to(&c, &v, &dsts);
-        let matched = outs.iter().filter(|o| o.line.is_some()).count();
+        let matched = outs.iter().filter(|o| o.line().is_some()).count();
         assert_eq!((outs.len(), matched), (70, 56));
         let hits = dispatch!(&v.tables, t => t.one_subtable().map(|st| st.store.hits.get()));
         assert_eq!(hits, Some(56), "one subtable, its matches counted");
+    }
+
+    /// The one-mask path's outcomes whole (line, verdict, mark, modified) for rules the
+    /// outcome writes from `Installed::simple` (`drop`, `pass`), rules whose actions
+    /// run (a mark set then `drop`, a redirect), a rule of line 0 (its line is `Some(0)`:
+    /// whether a rule matched is not read from the line) and packets no rule matches, each
+    /// packet's own mark kept where no action sets it; equal to `Classifier::process`'s,
+    /// packet by packet, and to the outcomes written out here.
+    #[test]
+    fn one_mask_outcomes_are_written_whole() {
+        let rule = |d: u8, action: &str, line: usize| {
+            let text = format!(
+                "prio 1 protocol ip flower ip_proto udp dst_ip 10.0.0.{d} dst_port 53 action {action}"
+            );
+            crate::rule::parse_rule(&text, line).unwrap()
+        };
+        let mut set = RuleSet::new();
+        set.push(rule(2, "pass", 2)).unwrap();
+        set.push(rule(3, "skbedit mark 0x12 pipe action drop", 3)).unwrap();
+        set.push(rule(4, "mirred egress redirect dev b", 4)).unwrap();
+        let c = Classifier::new(&set);
+        c.insert(&rule(1, "drop", 0)).unwrap();
+        let v = c.snapshot();
+        assert_eq!(v.need, Need::ALL);
+        assert!(dispatch!(&v.tables, t => t.one_subtable().is_some()), "one mask");
+        let frame = |d: u8| {
+            let mut f = vec![0u8; 42];
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            f[14] = 0x45;
+            f[22] = 64;
+            f[23] = 17;
+            f[30..34].copy_from_slice(&[10, 0, 0, d]);
+            f[36..38].copy_from_slice(&53u16.to_be_bytes());
+            f
+        };
+        // 70 packets (batches of 32, 32 and 6) to 10.0.0.1-4 and 10.0.0.9 (no rule).
+        let dsts: Vec<u8> = (0..70u32).map(|i| [1, 2, 3, 4, 9][i as usize % 5]).collect();
+        let mark = |i: usize| 0x100 + i as u32;
+        let want = |i: usize, d: u8| match d {
+            1 => Outcome::new(Some(0), Verdict::Drop, mark(i), false),
+            2 => Outcome::new(Some(2), Verdict::Pass, mark(i), false),
+            3 => Outcome::new(Some(3), Verdict::Drop, 0x12, false),
+            4 => Outcome::new(Some(4), Verdict::Redirect(0), mark(i), false),
+            _ => Outcome::new(None, Verdict::Pass, mark(i), false),
+        };
+        let mut outs = Vec::new();
+        for (b, chunk) in dsts.chunks(BATCH).enumerate() {
+            let mut datas: Vec<Vec<u8>> = chunk.iter().map(|&d| frame(d)).collect();
+            let mut mirrored: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
+            let mut works: Vec<Work<'_>> = datas
+                .iter_mut()
+                .zip(mirrored.iter_mut())
+                .enumerate()
+                .map(|(j, (data, mirrored))| Work {
+                    wire_len: 42,
+                    data,
+                    indev: 0,
+                    now: 0,
+                    mark: mark(b * BATCH + j),
+                    mirrored,
+                })
+                .collect();
+            c.process_batch(&v, &mut works, &mut outs);
+        }
+        for (i, (&d, o)) in dsts.iter().zip(&outs).enumerate() {
+            assert_eq!(*o, want(i, d), "packet {i} to 10.0.0.{d}");
+            let line = match d {
+                1 => Some(0),
+                2..=4 => Some(usize::from(d)),
+                _ => None,
+            };
+            assert_eq!(o.line(), line, "packet {i}'s line");
+            let (mut data, mut mirrored) = (frame(d), Vec::new());
+            let mut w = Work {
+                wire_len: 42,
+                data: &mut data,
+                indev: 0,
+                now: 0,
+                mark: mark(i),
+                mirrored: &mut mirrored,
+            };
+            assert_eq!(*o, c.process(&mut w), "packet {i} alone");
+        }
+        assert_eq!(outs.len(), 70);
     }
 
     /// `shape::SPLIT`'s words are the full key's: IPv4 5-tuple rules over both addresses
@@ -3503,7 +3587,7 @@ mod tests {
                     start.wait();
                     for _ in 0..rounds {
                         let outs = run_to(c, &v, dsts);
-                        assert!(outs.iter().zip(dsts).all(|(o, &d)| o.line == Some(line(d))));
+                        assert!(outs.iter().zip(dsts).all(|(o, &d)| o.line() == Some(line(d))));
                     }
                 });
             }
@@ -3818,10 +3902,10 @@ mod tests {
         let mut want = Vec::new();
         let outs = process_in_batches(c, v, &frames, 34, |works| {
             for w in works {
-                want.push(reference.process(w).line);
+                want.push(reference.process(w).line());
             }
         });
-        let got: Vec<Option<usize>> = outs.iter().map(|o| o.line).collect();
+        let got: Vec<Option<usize>> = outs.iter().map(|o| o.line()).collect();
         assert_eq!(got, want);
         let hits = want.iter().filter(|l| l.is_some()).count();
         assert!(hits >= frames.len() / 2, "{hits} of {} packets matched", frames.len());

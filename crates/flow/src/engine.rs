@@ -452,14 +452,50 @@ pub enum Verdict {
 }
 
 /// What one packet did. `Copy`: [`outcome_slots`] fills a batch's slots with one copy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// 16 bytes: the line a `u32` as `Installed` holds it, beside a flag for whether a rule
+/// matched (issue 14: an `Option<usize>` line made it 32 bytes, its two words stored a
+/// packet and the batch's fill twice as long).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct Outcome {
-    /// The line of the last rule that matched (the one whose actions ended it).
-    pub line: Option<usize>,
+    /// The line of the last rule that matched, when `matched` (0 when not): [`Outcome::line`].
+    line: u32,
     pub verdict: Verdict,
     pub mark: u32,
+    /// Whether a rule matched.
+    matched: bool,
     /// Whether the actions changed the packet's bytes.
     pub modified: bool,
+}
+
+impl Outcome {
+    /// The outcome of a packet that `line`'s rule (or none) ended with `verdict`.
+    pub(crate) fn new(line: Option<usize>, verdict: Verdict, mark: u32, modified: bool) -> Outcome {
+        Outcome {
+            line: line.map_or(0, |l| l as u32),
+            verdict,
+            mark,
+            matched: line.is_some(),
+            modified,
+        }
+    }
+
+    /// The line of the last rule that matched (the one whose actions ended it).
+    #[inline]
+    pub fn line(&self) -> Option<usize> {
+        self.matched.then_some(self.line as usize)
+    }
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outcome")
+            .field("line", &self.line())
+            .field("verdict", &self.verdict)
+            .field("mark", &self.mark)
+            .field("modified", &self.modified)
+            .finish()
+    }
 }
 
 /// A packet on its way through: bytes (changed in place by actions), metadata.
@@ -508,7 +544,7 @@ pub fn process<'r>(
 #[inline(always)]
 pub(crate) fn outcome_slots(out: &mut Vec<Outcome>, n: usize) -> &mut [Outcome] {
     const FILLER: Outcome =
-        Outcome { line: None, verdict: Verdict::Pass, mark: 0, modified: false };
+        Outcome { line: 0, verdict: Verdict::Pass, mark: 0, matched: false, modified: false };
     let start = out.len();
     // A copy of a constant array (a memcpy): `Vec::resize` was a call with a loop.
     out.extend_from_slice(&[FILLER; BATCH][..n.min(BATCH)]);
@@ -542,7 +578,13 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
 ) {
     match first {
         None => {
-            *out = Outcome { line: None, verdict: Verdict::Pass, mark: w.mark, modified: false }
+            *out = Outcome {
+                line: 0,
+                verdict: Verdict::Pass,
+                mark: w.mark,
+                matched: false,
+                modified: false,
+            }
         }
         Some(rule) => match rule.simple {
             Some(verdict) => {
@@ -551,7 +593,13 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
                 } else {
                     rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
                 }
-                *out = Outcome { line: Some(rule.line()), verdict, mark: w.mark, modified: false };
+                *out = Outcome {
+                    line: rule.line,
+                    verdict,
+                    mark: w.mark,
+                    matched: true,
+                    modified: false,
+                };
             }
             None => {
                 let key = key(w);
@@ -583,12 +631,12 @@ fn process_slow<'r>(
             None => lookup(chain, changed.as_ref().unwrap_or(key), after),
         };
         let Some(rule) = found else {
-            return Outcome { line, verdict: Verdict::Pass, mark: w.mark, modified };
+            return Outcome::new(line, Verdict::Pass, w.mark, modified);
         };
         rule.counters.hit(u64::from(w.wire_len), w.now);
         line = Some(rule.line());
         if let Some(v) = rule.simple {
-            return Outcome { line, verdict: v, mark: w.mark, modified };
+            return Outcome::new(line, v, w.mark, modified);
         }
         let before = if rule.actions.modifies { Some(w.data.clone()) } else { None };
         let step = run_actions(rule, w);
@@ -600,12 +648,12 @@ fn process_slow<'r>(
             }
         }
         match step {
-            Step::Done(v) => return Outcome { line, verdict: v, mark: w.mark, modified },
+            Step::Done(v) => return Outcome::new(line, v, w.mark, modified),
             Step::Continue => after = Some(rule.rank()),
             Step::Restart(c) => {
                 restarts += 1;
                 if restarts > MAX_RESTARTS {
-                    return Outcome { line, verdict: Verdict::Drop, mark: w.mark, modified };
+                    return Outcome::new(line, Verdict::Drop, w.mark, modified);
                 }
                 chain = c;
                 after = None;

@@ -17,7 +17,7 @@
 //! let mut work = Work { data: &mut frame, wire_len: 42, indev: 0, now: 0, mark: 0, mirrored: &mut mirrored };
 //! let outcome = classifier.process(&mut work);
 //! assert_eq!(outcome.verdict, Verdict::Drop);
-//! assert_eq!(outcome.line, Some(1));
+//! assert_eq!(outcome.line(), Some(1));
 //! ```
 //!
 //! Modules: [`rule`] (the language: parse, print, check, compile to a masked key),

@@ -123,7 +123,7 @@ fn vlan_push_pop_modify() {
         "protocol ip flower action vlan push id 9 pipe action goto chain 1\nchain 1 protocol 802.1Q flower vlan_id 9 action drop",
         &f,
     );
-    assert_eq!((o.line, o.verdict), (Some(2), Verdict::Drop));
+    assert_eq!((o.line(), o.verdict), (Some(2), Verdict::Drop));
 }
 
 #[test]
@@ -131,10 +131,10 @@ fn controls_chains_and_marks() {
     let f = tcp_frame(64, &[]);
     // continue: on to the next rule of the chain.
     let (o, _, _) = run("prio 1 protocol ip flower action skbedit mark 0xff00 continue\nprio 2 protocol ip flower action skbedit mark 0x12/0xff pipe action drop", &f);
-    assert_eq!((o.line, o.verdict, o.mark), (Some(2), Verdict::Drop, 0xff12));
+    assert_eq!((o.line(), o.verdict, o.mark), (Some(2), Verdict::Drop, 0xff12));
     // goto chain with nothing there: pass.
     let (o, _, _) = run("protocol ip flower action goto chain 5", &f);
-    assert_eq!((o.line, o.verdict), (Some(1), Verdict::Pass));
+    assert_eq!((o.line(), o.verdict), (Some(1), Verdict::Pass));
     // A loop: dropped after the kernel's 16 restarts.
     let (o, _, _) = run(
         "protocol ip flower action goto chain 1\nchain 1 protocol ip flower action goto chain 0",
@@ -155,7 +155,7 @@ fn controls_chains_and_marks() {
     assert_eq!((o.verdict, m.len()), (Verdict::Drop, 1));
     // No rule: pass, no line.
     let (o, _, _) = run("protocol arp flower action drop", &f);
-    assert_eq!((o.line, o.verdict), (None, Verdict::Pass));
+    assert_eq!((o.line(), o.verdict), (None, Verdict::Pass));
 }
 
 #[test]
@@ -175,6 +175,6 @@ fn matches_read_the_headers_flower_reads() {
     ];
     for (rule, hit) in cases {
         let (o, _, _) = run(rule, &tagged);
-        assert_eq!(o.line.is_some(), *hit, "{rule}");
+        assert_eq!(o.line().is_some(), *hit, "{rule}");
     }
 }

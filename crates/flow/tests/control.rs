@@ -21,7 +21,7 @@ fn run(c: &Classifier, port: u16) -> (Verdict, Option<usize>) {
         mirrored: &mut m,
     };
     let o = c.process(&mut w);
-    (o.verdict, o.line)
+    (o.verdict, o.line())
 }
 
 const RULES: &str = "prio 2 protocol ip flower ip_proto udp dst_port 53 action drop\n\

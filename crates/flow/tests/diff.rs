@@ -156,7 +156,7 @@ fn compare(
             }
         }
     }
-    a.iter().filter(|s| s.0.line.is_some()).count()
+    a.iter().filter(|s| s.0.line().is_some()).count()
 }
 
 #[test]
@@ -262,7 +262,7 @@ fn one_mask_batches_agree_with_the_reference() {
             assert_eq!(x, y, "round {round}, packet {i} {:02x?}\nrules:\n{text}", frames[i]);
         }
         assert_eq!(reference.counters(), classifier.counters(), "round {round}, rules:\n{text}");
-        matched += a.iter().filter(|s| s.0.line.is_some()).count();
+        matched += a.iter().filter(|s| s.0.line().is_some()).count();
         cases += a.len();
 
         // Another shape's rule in (ahead of the others: prio 1), then out.
@@ -288,7 +288,7 @@ fn one_mask_batches_agree_with_the_reference() {
         let id = classifier.insert(&r).unwrap();
         let with = run_reference(&Reference::new(&set), &frames, &indevs);
         agree(&with, "inserted", &set);
-        extra_hits += with.iter().filter(|s| s.0.line == Some(10_000)).count();
+        extra_hits += with.iter().filter(|s| s.0.line() == Some(10_000)).count();
         assert!(classifier.delete(id));
         agree(&a, "deleted", &text);
     }
@@ -340,7 +340,7 @@ fn inserts_and_deletes_agree_with_a_rebuilt_reference() {
                         v => format!("{v:?}"),
                     };
                     (
-                        o.line,
+                        o.line(),
                         v,
                         d,
                         m.into_iter().map(|(i, b)| (devs[usize::from(i)].clone(), b)).collect(),
@@ -398,7 +398,7 @@ fn lookups_go_on_while_rules_change() {
         while !stop.load(Ordering::Relaxed) || rounds == 0 {
             let now = run_classifier(&classifier, &frames, &[0]);
             for (x, y) in before.iter().zip(&now) {
-                assert_eq!(x.0.line, y.0.line);
+                assert_eq!(x.0.line(), y.0.line());
                 assert_eq!(x.0.verdict, y.0.verdict);
             }
             rounds += 1;
@@ -454,9 +454,9 @@ fn large_subtables_grow_and_agree_after_updates() {
         (0..6500u32).map(|i| ipv4_from([10, (i / 256) as u8, (i % 256) as u8, 1])).collect();
     let a = run_reference(&reference, &frames, &[0]);
     let b = run_classifier(&classifier, &frames, &[0]);
-    let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line, s.0.verdict)).collect::<Vec<_>>();
+    let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line(), s.0.verdict)).collect::<Vec<_>>();
     assert_eq!(lines(&a), lines(&b));
-    let matched = a.iter().filter(|s| s.0.line.is_some()).count();
+    let matched = a.iter().filter(|s| s.0.line().is_some()).count();
     assert!(matched > 4000, "{matched}");
     let (subtables, _) = classifier.stats();
     assert_eq!(subtables, 1);
@@ -474,7 +474,7 @@ fn flow_cache_sees_updates_made_in_place() {
     let classifier = Classifier::new(&set);
     let mut cache = weir_flow::FlowCache::new(64);
     let frames = vec![ipv4_from([10, 0, 0, 1]), ipv4_from([10, 0, 0, 3])];
-    let lines = |v: Vec<Seen>| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let lines = |v: Vec<Seen>| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
     assert_eq!(lines(run_cached(&classifier, &mut cache, &frames, &[0])), [Some(1), None]);
     let v = classifier.snapshot();
     // Same mask, a worse priority than the subtable's best: in place.
@@ -521,7 +521,7 @@ fn churn_on_one_key_agrees_with_the_reference() {
         }
         let a = run_reference(&Reference::new(&rebuilt), &frames, &[0]);
         let b = run_classifier(&classifier, &frames, &[0]);
-        let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line, s.0.verdict)).collect::<Vec<_>>();
+        let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line(), s.0.verdict)).collect::<Vec<_>>();
         assert_eq!(lines(&a), lines(&b), "step {step}");
     }
 }
@@ -566,9 +566,9 @@ fn deleting_most_rules_keeps_the_rest_in_order() {
     let indevs = [0, classifier.indev_id("in0"), classifier.indev_id("in1")];
     let ref_indevs = [0, reference.indev_id("in0"), reference.indev_id("in1")];
     let a: Vec<_> =
-        run_reference(&reference, &frames, &ref_indevs).into_iter().map(|s| s.0.line).collect();
+        run_reference(&reference, &frames, &ref_indevs).into_iter().map(|s| s.0.line()).collect();
     let b: Vec<_> =
-        run_classifier(&classifier, &frames, &indevs).into_iter().map(|s| s.0.line).collect();
+        run_classifier(&classifier, &frames, &indevs).into_iter().map(|s| s.0.line()).collect();
     assert_eq!(a, b);
     assert!(
         a.iter().any(|l| l.is_some()),
@@ -635,9 +635,9 @@ fn prefilters_skip_only_subtables_that_cannot_match() {
         }
         let a = run_reference(&Reference::new(&rebuilt), &frames, &[0]);
         let b = run_classifier(&classifier, &frames, &[0]);
-        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
         assert_eq!(lines(&a), lines(&b), "step {step}");
-        checked += a.iter().filter(|s| s.0.line.is_some()).count();
+        checked += a.iter().filter(|s| s.0.line().is_some()).count();
     }
     let (subtables, _) = classifier.stats();
     assert_eq!(subtables, 16);
@@ -685,9 +685,9 @@ fn chains_of_more_than_64_subtables_agree_with_the_reference() {
         assert_eq!(subtables, masks, "every mask has rules");
         let a = run_reference(&Reference::new(&set), &frames, &[0]);
         let b = run_classifier(&classifier, &frames, &[0]);
-        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
         assert_eq!(lines(&a), lines(&b), "{masks} masks");
-        let matched = a.iter().filter(|s| s.0.line.is_some()).count();
+        let matched = a.iter().filter(|s| s.0.line().is_some()).count();
         // Each rule's first packet matches it or a better rule.
         assert!(matched * 4 >= frames.len(), "{matched} of {} matched", frames.len());
     }
@@ -732,7 +732,7 @@ fn in_place_insert_is_seen_before_and_after_the_prefilters_learn_it() {
     let hit = ipv4_pair(u32::from_be_bytes([10, 1, 2, 7]), u32::from_be_bytes([10, 200, 3, 9]));
     frames[BATCH - 1] = hit.clone();
     frames[BATCH] = hit;
-    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
     let want = lines(&run_reference(&Reference::new(&set), &frames, &[0]));
     assert_eq!((want[BATCH - 1], want[BATCH]), (Some(100), Some(100)));
     assert_eq!(lines(&run_classifier(&classifier, &frames, &[0])), want, "marked");
@@ -805,7 +805,7 @@ fn packed_lanes_follow_the_rules_fields() {
         out.truncate(out.len() / BATCH * BATCH - 3);
         out
     };
-    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
     let sport = 4242u16;
     let steps = [
         // A new byte of word 9 (src_port), disjoint from word 0's: packed still, rebuilt.
@@ -844,7 +844,7 @@ fn packed_lanes_follow_the_rules_fields() {
     assert_eq!(classifier.width(), 2);
     let frames = frames_for(&mut rng, &specs, sport);
     let before = run_classifier(&classifier, &frames, &[0]);
-    assert!(before.iter().filter(|s| s.0.line.is_some()).count() > 100);
+    assert!(before.iter().filter(|s| s.0.line().is_some()).count() > 100);
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -883,7 +883,7 @@ fn packed_lanes_follow_the_rules_fields() {
         while !stop.load(Ordering::Relaxed) || rounds == 0 {
             let now = run_classifier(&classifier, &frames, &[0]);
             for (i, (x, y)) in before.iter().zip(&now).enumerate() {
-                assert_eq!(x.0.line, y.0.line, "packet {i}, pass {rounds}");
+                assert_eq!(x.0.line(), y.0.line(), "packet {i}, pass {rounds}");
             }
             rounds += 1;
         }
@@ -954,7 +954,7 @@ fn inserted_fields_are_extracted_on_the_batch_path() {
                 }
             }
         }
-        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
         for (n, text) in extras.iter().enumerate() {
             let classifier = Classifier::new(&base);
             let mut set = base.clone();
@@ -994,7 +994,7 @@ fn inserts_check_their_mask_against_the_published_plan() {
         frames.push(udp(s, dst, rng.u16(), 53, 0));
         frames.push(udp(s, dst, rng.u16(), 1 + rng.u16() % 1000, 0));
     }
-    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
     let steps = [
         ("prio 5 protocol ip flower ip_proto udp dst_port 53 action pass", 2),
         // Its bytes meet word 9's port bytes: unpacked (width 4), as it must be rebuilt.
@@ -1065,7 +1065,7 @@ fn in_place_inserts_number_their_mask_as_the_interner_does() {
         }
         let want = run_reference(&Reference::new(&set), &frames, &[0]);
         let got = run_classifier(&classifier, &frames, &[0]);
-        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+        let lines = |v: &[Seen]| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
         assert_eq!(lines(&got), lines(&want), "{step}");
         assert!(lines(&want).iter().filter(|l| l.is_some()).count() > frames.len() / 2, "{step}");
     };
@@ -1152,9 +1152,9 @@ fn a_match_a_later_subtable_beats_keeps_its_packet_looking() {
             }
         }
         let want = run_reference(&Reference::new(&set), &frames, &[0]);
-        let line = |s: &Seen| s.0.line;
+        let line = |s: &Seen| s.0.line();
         // The first kind ends on B's rule (line 3) in both sets.
-        assert_eq!(want[BATCH - 1].0.line, Some(3), "{b_rule}");
+        assert_eq!(want[BATCH - 1].0.line(), Some(3), "{b_rule}");
         for sizes in [&[BATCH][..], &[1, 5, 31]] {
             let v = classifier.snapshot();
             let got = run_sized(&frames, &[0], sizes, |works, outcomes| {
@@ -1179,7 +1179,7 @@ fn a_match_a_later_subtable_beats_keeps_its_packet_looking() {
 fn candidate_tables_agree_with_the_reference_through_inserts_and_deletes() {
     let lens = [32u32, 28, 24, 20, 16, 12, 8, 4, 2];
     let prefix = |a: u32, len: u32| a & (u32::MAX << (32 - len));
-    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
     for (masks, seed) in [(16usize, 1u64), (40, 2), (64, 3), (81, 4)] {
         let mut rng = SplitMix64::new(0xca4d ^ seed);
         // `masks` of the 81 (source length, destination length) pairs.
@@ -1289,9 +1289,9 @@ fn candidate_walk_checks_port_ranges_and_priorities() {
         frames.push(udp(s, rng.u32(), 7, lo, 0));
     }
     let want = run_reference(&Reference::new(&set), &frames, &[0]);
-    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line).collect::<Vec<_>>();
-    let matched = want.iter().filter(|s| s.0.line.is_some()).count();
-    let ranged_hits = want.iter().filter(|s| s.0.line.is_some_and(|l| specs[l - 1].6)).count();
+    let lines = |v: &[Seen]| v.iter().map(|s| s.0.line()).collect::<Vec<_>>();
+    let matched = want.iter().filter(|s| s.0.line().is_some()).count();
+    let ranged_hits = want.iter().filter(|s| s.0.line().is_some_and(|l| specs[l - 1].6)).count();
     assert!(matched * 3 >= want.len() && ranged_hits * 5 >= matched, "{ranged_hits} of {matched}");
     let v = classifier.snapshot();
     for sizes in [&[BATCH][..], &[1, 7, 31]] {

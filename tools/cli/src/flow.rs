@@ -300,8 +300,8 @@ fn process_slots(
                 None => classifier.process_batch(&v, &mut works, &mut outcomes),
             }
         }
-        for (s, o) in group.iter_mut().zip(outcomes) {
-            s.outcome = Some(o);
+        for (s, o) in group.iter_mut().zip(&outcomes) {
+            s.outcome = Some(*o);
         }
     }
 }
@@ -412,7 +412,7 @@ impl Output<'_> {
         let Some(o) = &s.outcome else { return Ok(()) };
         emit(&mut self.writers, s, o)?;
         if self.verdicts {
-            let line = o.line.map_or("-".to_string(), |l| l.to_string());
+            let line = o.line().map_or("-".to_string(), |l| l.to_string());
             let fin = match o.verdict {
                 Verdict::Pass => "pass".to_string(),
                 Verdict::Drop => "drop".to_string(),
