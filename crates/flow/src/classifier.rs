@@ -3307,19 +3307,21 @@ mod tests {
         c
     }
 
+    /// A 42-byte IPv4 UDP frame to 10.0.0.d port 53 (TTL 64, every other byte 0).
+    fn dns_frame_to(d: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 42];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[22] = 64;
+        f[23] = 17;
+        f[30..34].copy_from_slice(&[10, 0, 0, d]);
+        f[36..38].copy_from_slice(&53u16.to_be_bytes());
+        f
+    }
+
     /// UDP frames to 10.0.0.d port 53 for each d of `dsts`, through `process_batch` in batches.
     fn run_to(c: &Classifier, v: &Version, dsts: &[u8]) -> Vec<Outcome> {
-        let frame = |d: u8| {
-            let mut f = vec![0u8; 42];
-            f[12..14].copy_from_slice(&[0x08, 0x00]);
-            f[14] = 0x45;
-            f[22] = 64;
-            f[23] = 17;
-            f[30..34].copy_from_slice(&[10, 0, 0, d]);
-            f[36..38].copy_from_slice(&53u16.to_be_bytes());
-            f
-        };
-        let frames: Vec<Vec<u8>> = dsts.iter().map(|&d| frame(d)).collect();
+        let frames: Vec<Vec<u8>> = dsts.iter().map(|&d| dns_frame_to(d)).collect();
         process_in_batches(c, v, &frames, 42, |_| {})
     }
 
@@ -3414,16 +3416,6 @@ mod tests {
         let v = c.snapshot();
         assert_eq!(v.need, Need::ALL);
         assert!(dispatch!(&v.tables, t => t.one_subtable().is_some()), "one mask");
-        let frame = |d: u8| {
-            let mut f = vec![0u8; 42];
-            f[12..14].copy_from_slice(&[0x08, 0x00]);
-            f[14] = 0x45;
-            f[22] = 64;
-            f[23] = 17;
-            f[30..34].copy_from_slice(&[10, 0, 0, d]);
-            f[36..38].copy_from_slice(&53u16.to_be_bytes());
-            f
-        };
         // 70 packets (batches of 32, 32 and 6) to 10.0.0.1-4 and 10.0.0.9 (no rule).
         let dsts: Vec<u8> = (0..70u32).map(|i| [1, 2, 3, 4, 9][i as usize % 5]).collect();
         let mark = |i: usize| 0x100 + i as u32;
@@ -3436,7 +3428,7 @@ mod tests {
         };
         let mut outs = Vec::new();
         for (b, chunk) in dsts.chunks(BATCH).enumerate() {
-            let mut datas: Vec<Vec<u8>> = chunk.iter().map(|&d| frame(d)).collect();
+            let mut datas: Vec<Vec<u8>> = chunk.iter().map(|&d| dns_frame_to(d)).collect();
             let mut mirrored: Vec<Vec<(u16, Vec<u8>)>> = vec![Vec::new(); chunk.len()];
             let mut works: Vec<Work<'_>> = datas
                 .iter_mut()
@@ -3461,7 +3453,7 @@ mod tests {
                 _ => None,
             };
             assert_eq!(o.line(), line, "packet {i}'s line");
-            let (mut data, mut mirrored) = (frame(d), Vec::new());
+            let (mut data, mut mirrored) = (dns_frame_to(d), Vec::new());
             let mut w = Work {
                 wire_len: 42,
                 data: &mut data,
