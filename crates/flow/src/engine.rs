@@ -45,7 +45,11 @@ pub const COUNTER_SHARDS: usize = 2;
 /// its line. Tried and dropped: each shard a table of its own indexed by a cell number the
 /// rule holds (no line two workers write, 64 bytes less a rule) cost a second cache miss
 /// a packet once the rules are out of cache: 1M rules, one mask, 73 to 113 ns/packet in
-/// weir-bench flow, while the old layout already scaled 2.0x on 2 workers at 1k rules.
+/// weir-bench flow. That drop rested on a workers row that summed two threads' rates;
+/// timed over one interval, two workers on 1k rules reach only 1.0-1.4x one worker, with
+/// 1.1-1.9x the CPU, and removing the two counter stores makes it 1.7x at 1.0x the CPU
+/// (bench/records/2026-12-02-flow-scale-1.txt): this shared line is what keeps two workers
+/// from scaling.
 #[derive(Debug, Default)]
 pub struct Counters {
     shards: [Shard; COUNTER_SHARDS + 1],
