@@ -292,13 +292,15 @@ fn emit_socket_filter(filter: &Filter) -> Result<Program, String> {
 /// emitter stays for what classic BPF cannot say (more temporaries than 16 cells, more than
 /// 4096 instructions) and wherever it is shorter.
 ///
-/// A filter with pair-table nodes (`host A and port P` lists): for XDP, the eBPF emitter's
-/// program alone, which emits each node's two walks once and then a few compares a pair
-/// (`emit/ebpf/pairs.rs`: a 10,000-pair list is tens of thousands of instructions, and
+/// A filter with pair-table nodes (`host A and port P` lists): the eBPF emitter's program
+/// alone, which emits each node's two walks once and then a few compares a pair or search
+/// trees (`emit/ebpf/pairs.rs`; the socket form, whose legacy loads end the program on a
+/// miss, first emits the few pairs that make the first walk safe as their terms), so
 /// neither the classic program nor the whole-filter optimizer over the expansion is
-/// needed); for the socket form, whose legacy loads end the program on a miss, the
-/// expansion optimized in place (`weir_filter::pairs::expanded_optimized`; the expansion
-/// unoptimized is three times longer).
+/// needed. Where a node cannot share its loads (`ebpf::pair_lists_share_loads`), the
+/// socket form takes the expansion optimized in place
+/// (`weir_filter::pairs::expanded_optimized`; the expansion unoptimized is three times
+/// longer).
 pub fn emit_ebpf(filter: &Filter, prog_type: ProgType) -> Result<Program, String> {
     emit_ebpf_for(filter, prog_type, true)
 }
@@ -314,9 +316,8 @@ fn emit_ebpf_for(
     prog_type: ProgType,
     for_kernel: bool,
 ) -> Result<Program, String> {
-    if prog_type.packet_access() == weir_program::PacketAccess::Xdp
-        && weir_filter::pairs::contains_pairs(&filter.pred)
-    {
+    let pairs = weir_filter::pairs::contains_pairs(&filter.pred);
+    if pairs && prog_type.packet_access() == weir_program::PacketAccess::Xdp {
         let program = if for_kernel {
             ebpf::emit(filter, prog_type)
         } else {
@@ -324,6 +325,31 @@ fn emit_ebpf_for(
         };
         return program.map_err(|e| format!("eBPF emission: {e}"));
     }
+    let shared = if pairs && ebpf::pair_lists_share_loads(filter, prog_type) {
+        match ebpf::emit(filter, prog_type) {
+            Ok(program) if program.insns().len() > SHARED_PAIRS_COMPARED => return Ok(program),
+            program => program.ok(),
+        }
+    } else {
+        None
+    };
+    let expanded = shortest_expanded(filter, prog_type);
+    match (shared, expanded) {
+        (Some(s), Ok(e)) if s.insns().len() < e.insns().len() => Ok(s),
+        (Some(s), Err(_)) => Ok(s),
+        (_, expanded) => expanded,
+    }
+}
+
+/// Up to this many slots, a pair list's shared socket form is compared with the expansion
+/// optimized, which is shorter for short lists (a firewall list's under about 60 pairs:
+/// 8 pairs 241 slots against 678) and costs the optimizer a few milliseconds there, where
+/// 10,000 pairs cost it 2.6 billion instructions.
+const SHARED_PAIRS_COMPARED: usize = 4_096;
+
+/// The shorter of the eBPF emitter's program and the translated classic program, for
+/// `filter` with its pair nodes expanded and optimized in place ([`emit_ebpf`]).
+fn shortest_expanded(filter: &Filter, prog_type: ProgType) -> Result<Program, String> {
     let expanded = weir_filter::pairs::expanded_optimized(filter);
     let filter = expanded.as_ref().unwrap_or(filter);
     let direct = ebpf::emit(filter, prog_type);
@@ -405,7 +431,7 @@ mod tests {
         }
     }
     #[test]
-    fn pair_lists_are_emitted_from_their_expansion_optimized() {
+    fn pair_lists_are_emitted_shorter_than_their_expansion() {
         // 40 `host A and port P` terms: fused into one pair-table node by the lowering.
         let terms: Vec<String> =
             (0..40).map(|i| format!("not (host 10.0.{i}.1 and port {})", 1000 + i)).collect();
@@ -418,8 +444,8 @@ mod tests {
         };
         let as_is = ebpf::emit(&expanded, ProgType::SocketFilter).unwrap().insns().len();
         let chosen = emit_ebpf(&filter, ProgType::SocketFilter).unwrap().insns().len();
-        // Optimized in place, the expansion shares its loads (a third of the length for the
-        // firewall lists); emitted as it stands, every term reloads them.
+        // The socket form shares the node's loads (`emit/ebpf/pairs.rs`), as the expansion
+        // optimized in place did; emitted as it stands, every term reloads them.
         assert!(chosen * 2 < as_is, "{chosen} instructions against {as_is} unoptimized");
         let mut run = PreparedFilter::new(&filter, Some(Engine::Interp)).unwrap();
         for p in &weir_testkit::edge_cases() {
@@ -468,6 +494,156 @@ mod tests {
             }
             assert!(accepted > 0, "{expr}: no cut accepted");
         }
+    }
+
+    /// Frames for the pair-list tests: TCP and UDP over IPv4 between hosts of `hosts` and
+    /// ports of `ports` (the first two from `listed`'s host and port, one each way), an
+    /// ARP frame between two of the hosts, a TCP/IPv6 frame.
+    fn pair_test_frames(
+        rng: &mut weir_testkit::SplitMix64,
+        hosts: &[[u8; 4]],
+        ports: &[u16],
+        listed: ([u8; 4], u16),
+    ) -> Vec<Vec<u8>> {
+        let pick_host = |rng: &mut weir_testkit::SplitMix64| hosts[rng.below_usize(hosts.len())];
+        let mut frames = Vec::new();
+        for proto in [6u8, 17, 6, 17] {
+            let (src, dst) = (pick_host(rng), pick_host(rng));
+            let sport = ports[rng.below_usize(ports.len())];
+            let dport = ports[rng.below_usize(ports.len())];
+            let mut frame = tcp4_frame_to_port_80(src, sport).to_vec();
+            frame[23] = proto;
+            frame[30..34].copy_from_slice(&dst);
+            frame[36..38].copy_from_slice(&dport.to_be_bytes());
+            frames.push(frame);
+        }
+        let (host, port) = listed;
+        frames[0][26..30].copy_from_slice(&host);
+        frames[0][34..36].copy_from_slice(&port.to_be_bytes());
+        frames[1][30..34].copy_from_slice(&host);
+        frames[1][36..38].copy_from_slice(&port.to_be_bytes());
+        let mut arp = vec![0u8; 42];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        arp[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+        arp[28..32].copy_from_slice(&pick_host(rng));
+        arp[38..42].copy_from_slice(&pick_host(rng));
+        frames.push(arp);
+        let mut ip6 = vec![0u8; 74];
+        ip6[12..14].copy_from_slice(&[0x86, 0xdd]);
+        ip6[14] = 0x60;
+        ip6[20] = 6;
+        ip6[54..56].copy_from_slice(&ports[0].to_be_bytes());
+        ip6[56..58].copy_from_slice(&ports[ports.len() - 1].to_be_bytes());
+        frames.push(ip6);
+        frames
+    }
+
+    /// The socket form of a pair list (`weir compile --ebpf`'s default target) shares the
+    /// walks' loads: random lists over small pools of hosts and ports (repeated hosts and
+    /// ports, several term shapes; or-joined, the firewall's form and as a block list), on
+    /// frames cut at every length, give the IR's verdicts on weir's interpreter and, as
+    /// root, in the kernel (BPF_PROG_TEST_RUN).
+    #[test]
+    fn pair_lists_in_the_socket_form_share_their_loads() {
+        let kernel = weir_sys::kernel::Kernel::new();
+        let in_kernel = match kernel.available() {
+            Ok(()) => true,
+            Err(reason) => {
+                println!("SKIPPED: pair_lists_in_the_socket_form_share_their_loads (kernel part): {reason}");
+                false
+            }
+        };
+        let shapes: [fn(String, u16) -> String; 5] = [
+            |h, p| format!("host {h} and port {p}"),
+            |h, p| format!("src host {h} and tcp port {p}"),
+            |h, p| format!("dst host {h} and udp dst port {p}"),
+            |h, p| format!("ip host {h} and port {p}"),
+            |h, p| format!("host {h} and src port {p}"),
+        ];
+        let mut rng = weir_testkit::SplitMix64::new(13);
+        let (mut shared, mut cuts, mut accepted, mut kernel_cuts) = (0, 0, 0, 0);
+        for round in 0..36 {
+            let hosts: Vec<[u8; 4]> =
+                (0..2 + rng.below_usize(6)).map(|i| [10, 0, round as u8, i as u8 + 1]).collect();
+            let ports: Vec<u16> = (0..2 + rng.below_usize(6)).map(|i| 1000 + i as u16).collect();
+            let shape = shapes[round % shapes.len()];
+            // A few pairs of hosts no frame has first (the socket form emits the pairs up to
+            // a third distinct host as their terms), then pairs from the pools.
+            let decoys = rng.below_usize(5);
+            let mut pairs: Vec<([u8; 4], u16)> = Vec::new();
+            for i in 0..decoys {
+                pairs.push(([10, 99, round as u8, i as u8], ports[rng.below_usize(ports.len())]));
+            }
+            for _ in 0..8 + rng.below_usize(40) {
+                let host = hosts[rng.below_usize(hosts.len())];
+                pairs.push((host, ports[rng.below_usize(ports.len())]));
+            }
+            let terms: Vec<String> = pairs
+                .iter()
+                .map(|&([a, b, c, d], port)| shape(format!("{a}.{b}.{c}.{d}"), port))
+                .collect();
+            let expr = match round % 3 {
+                0 => terms.iter().map(|t| format!("({t})")).collect::<Vec<_>>().join(" or "),
+                1 => format!(
+                    "not ({})",
+                    terms.iter().map(|t| format!("not ({t})")).collect::<Vec<_>>().join(" and ")
+                ),
+                _ => format!(
+                    "not ({})",
+                    terms.iter().map(|t| format!("({t})")).collect::<Vec<_>>().join(" or ")
+                ),
+            };
+            let filter = compile_filter(&expr, LinkType::Ethernet).unwrap();
+            if !weir_filter::pairs::contains_pairs(&filter.pred) {
+                continue;
+            }
+            // The emitter's shared form itself: for lists this short, emit_ebpf keeps the
+            // expansion optimized when that is shorter.
+            let program = ebpf::emit(&filter, ProgType::SocketFilter).unwrap();
+            let chosen = emit_ebpf(&filter, ProgType::SocketFilter).unwrap().insns().len();
+            assert!(chosen <= program.insns().len(), "{expr}");
+            if ebpf::pair_lists_share_loads(&filter, ProgType::SocketFilter) {
+                shared += 1;
+            }
+            let loaded = in_kernel.then(|| {
+                let code = weir_isa::ebpf::encode_bytes(program.insns());
+                kernel.load(ProgType::SocketFilter, &code).unwrap_or_else(|e| panic!("{expr}: {e}"))
+            });
+            let mut run = SocketFilterRun::prepare(
+                &weir_interp::Interp,
+                program,
+                Bindings::for_prog_type(ProgType::SocketFilter),
+                "socket form",
+            )
+            .unwrap();
+            let listed = pairs[decoys + rng.below_usize(pairs.len() - decoys)];
+            for frame in pair_test_frames(&mut rng, &hosts, &ports, listed) {
+                for cut in 0..=frame.len() {
+                    let (data, wire) = (&frame[..cut], frame.len() as u32);
+                    let want = filter.matches(data, wire);
+                    let got = run.run(data, wire) != 0;
+                    assert_eq!(got, want, "{expr}: {frame:02x?} cut at {cut}");
+                    cuts += 1;
+                    accepted += usize::from(want);
+                    // The kernel's test run gives a socket filter the frame past an Ethernet
+                    // header: the program sees `data` behind 14 bytes of its own.
+                    if let Some(loaded) = &loaded {
+                        let mut framed = vec![0u8; 14];
+                        framed.extend_from_slice(data);
+                        let kernel_says = loaded.test_run(&framed, 1).unwrap().retval != 0;
+                        assert_eq!(kernel_says, want, "kernel: {expr}: {frame:02x?} cut at {cut}");
+                        kernel_cuts += 1;
+                    }
+                }
+            }
+        }
+        println!(
+            "{shared} lists shared, {cuts} cuts ({accepted} accepted), {kernel_cuts} in the kernel"
+        );
+        assert!(
+            shared >= 20 && accepted > 0 && accepted < cuts,
+            "{shared} shared, {accepted} of {cuts}"
+        );
     }
 
     /// A pair list past the kernel's in-line limit: `weir compile --ebpf` takes the search

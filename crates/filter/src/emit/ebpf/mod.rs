@@ -49,6 +49,8 @@ mod expr;
 mod layout;
 mod pairs;
 
+pub use pairs::pair_lists_share_loads;
+
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{xdp_action, XDP};
 use weir_program::{PacketAccess, ProgType, Program};

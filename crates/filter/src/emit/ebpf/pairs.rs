@@ -20,18 +20,37 @@
 //! different constants: the EtherTypes of `host`, the IP protocols of `port`) share
 //! registers, since at most one of them loads. A register no branch wrote holds a constant
 //! none of the pairs has in that place (so an unloaded field never matches). When the
-//! registers do not suffice, or in the socket form (where a legacy load that misses ends the
-//! whole program, so a walk's abort cannot be recorded and the scan could not go on), the
-//! node is emitted as its ordered expansion.
+//! registers do not suffice, the node is emitted as its ordered expansion.
+//!
+//! **The socket form.** There a legacy load that misses ends the whole program (the IR's
+//! abort), so a walk's abort cannot be recorded and the scan could not go on after one.
+//! It is exact in this order instead: (1) the pairs up to and including the first whose
+//! first value is the list's (n1 + 1)-th distinct one (n1: the first walk's registers, the
+//! most values one walk loads) as their terms, in order; if all are false, the first test
+//! was evaluated without an abort for n1 + 1 distinct values, each either not loaded by a
+//! complete walk or loaded before the walk's first abort, which loads at most n1 values:
+//! so the first walk does not abort, and (2) it is walked once, its values in stack words
+//! (the legacy loads take r0 to r5). (3) Search trees find the rest's first pair in list
+//! order whose first value was loaded (none: false), and (4) the second walk runs as that
+//! pair's term evaluates it, each field compared with its second value as it is loaded
+//! (equal: true; an abort here is the term's). (5) That walk complete, neither walk
+//! aborts, and any pair of the rest with both values loaded matches (the trees of the
+//! XDP form). Long heads (over [`SOCKET_HEAD_PAIRS`]) or too few registers take the
+//! expansion.
 
 use std::collections::HashMap;
 
 use weir_isa::ebpf::Op;
 
+use weir_program::ProgType;
+
 use super::expr::need;
-use super::{Emitter, Jump, Label, Operand, PacketAccess, Rel};
+use super::{
+    spill_offset, value_registers, Emitter, Jump, Label, Operand, PacketAccess, Rel, FRAME,
+    MAX_SPILLS,
+};
 use crate::emit::EmitError;
-use crate::ir::{CmpOp, Expr, Pred};
+use crate::ir::{CmpOp, Expr, Filter, Pred};
 use crate::pairs::{PairBranch, Pairs};
 
 /// What a scan works on: the pairs, the walks' value registers and flags, and the exits
@@ -43,6 +62,16 @@ struct Scan<'a> {
     held2: &'a [u8],
     flags: u8,
     exits: [Label; 3],
+}
+
+/// Where a walk leaves each field's value, in walk order.
+#[derive(Clone, Copy)]
+enum Hold<'a> {
+    /// A value register each.
+    Regs(&'a [u8]),
+    /// A stack word each; with `Some((word, hit))`, a field equal to the stack word `word`
+    /// goes to `hit` at once.
+    Stack(&'a [i16], Option<(i16, Label)>),
 }
 
 /// A distinct first value of the list, for the search trees.
@@ -67,6 +96,9 @@ const ABORTED: i32 = 8;
 /// leaves half for the rest. Longer lists take the search trees (module documentation),
 /// which cost about three times the slots.
 const LINEAR_BRANCHES: usize = 4_096;
+/// The socket form emits the pairs before the list's (first-walk registers + 1)-th distinct
+/// first value as their expansion; past this many, the node is emitted as its expansion.
+const SOCKET_HEAD_PAIRS: usize = 64;
 /// The trees' smallest rank when no loaded first value is in the list (ranks are below).
 const NO_RANK: i32 = -1;
 
@@ -130,6 +162,111 @@ fn absent(values: impl Iterator<Item = u32>) -> u32 {
     seen.iter().zip(0u32..).find(|(v, i)| **v != *i).map_or(seen.len() as u32, |(_, i)| i)
 }
 
+/// The list's distinct first values sorted, for the search trees, and the same keys by
+/// their first pair's index (`value` is that index), for the tree on the smallest rank.
+fn keys(pairs: &[(u32, u32)]) -> (Vec<Key>, Vec<Key>) {
+    let mut keys: Vec<Key> = Vec::new();
+    let mut at: HashMap<u32, usize> = HashMap::new();
+    for (i, &(a, b)) in pairs.iter().enumerate() {
+        match at.get(&a) {
+            Some(&k) => {
+                let key = &mut keys[k];
+                if b != key.second && !key.others.contains(&b) {
+                    key.others.push(b);
+                }
+            }
+            None => {
+                at.insert(a, keys.len());
+                keys.push(Key { value: a, index: i as u32, second: b, others: Vec::new() });
+            }
+        }
+    }
+    // Made in index order.
+    let firsts: Vec<Key> = keys
+        .iter()
+        .map(|k| Key { value: k.index, index: k.index, second: k.second, others: Vec::new() })
+        .collect();
+    keys.sort_unstable_by_key(|k| k.value);
+    (keys, firsts)
+}
+
+/// How the socket form shares a node's loads (module documentation), when it can.
+struct SocketPlan {
+    /// Each walk's field places (stack words) in walk order, and how many.
+    first_places: Vec<usize>,
+    second_places: Vec<usize>,
+    n1: usize,
+    n2: usize,
+    /// The pairs emitted as their expansion first.
+    head: usize,
+}
+
+/// The socket form's plan for `pairs` with `registers` value registers free, or `None`
+/// (the node is emitted as its expansion).
+fn socket_plan(pairs: &Pairs, registers: usize) -> Option<SocketPlan> {
+    let (mut first_places, mut second_places) = (Vec::new(), Vec::new());
+    let n1 = assign(&pairs.first.branches, 0, &mut first_places);
+    let n2 = assign(&pairs.second.branches, 0, &mut second_places);
+    let work = work_need(pairs);
+    // The trees hold a value, its copy and the smallest rank; the last walk a field and
+    // the word it is compared with; the last trees a copy and the second walk's values.
+    if n1 == 0 || n2 == 0 || work.max(3) > registers || n2 + 1 > registers {
+        return None;
+    }
+    if usize::from(MAX_SPILLS) < n1 + n2 + 1 {
+        return None;
+    }
+    // Up to the pair of the list's (n1 + 1)-th distinct first value.
+    let mut seen: Vec<u32> = Vec::with_capacity(n1 + 1);
+    let last = pairs.table.pairs().iter().position(|&(a, _)| {
+        if !seen.contains(&a) {
+            seen.push(a);
+        }
+        seen.len() > n1
+    })?;
+    let head = last + 1;
+    (head <= SOCKET_HEAD_PAIRS).then_some(SocketPlan { first_places, second_places, n1, n2, head })
+}
+
+/// Registers the walks' guards and fields may need.
+fn work_need(pairs: &Pairs) -> usize {
+    pairs
+        .parts()
+        .flat_map(|(g, e)| g.iter().map(pred_need).chain(e.iter().map(need)))
+        .max()
+        .unwrap_or(1)
+}
+
+/// Whether every pair-table node of `filter` is emitted with its loads shared for a
+/// program of type `prog_type` (else some node is emitted as its expansion, which is long
+/// unoptimized: the caller may rather optimize the expanded filter).
+pub fn pair_lists_share_loads(filter: &Filter, prog_type: ProgType) -> bool {
+    fn all(p: &Pred, target: PacketAccess) -> bool {
+        match p {
+            Pred::Pairs(pairs) => {
+                let registers = value_registers(target).len();
+                match target {
+                    PacketAccess::SkBuff => socket_plan(pairs, registers).is_some(),
+                    PacketAccess::Xdp => xdp_registers(pairs).is_some_and(|n| n <= registers),
+                }
+            }
+            Pred::And(ps) | Pred::Or(ps) => ps.iter().all(|q| all(q, target)),
+            Pred::Not(q) | Pred::Try(q) => all(q, target),
+            _ => true,
+        }
+    }
+    all(&filter.pred, prog_type.packet_access())
+}
+
+/// The registers the XDP form takes for `pairs` (flags, both walks' values, work), or
+/// `None` when a walk loads nothing.
+fn xdp_registers(pairs: &Pairs) -> Option<usize> {
+    let n1 = assign(&pairs.first.branches, 0, &mut Vec::new());
+    let n2 = assign(&pairs.second.branches, 0, &mut Vec::new());
+    // One register for the flags; the trees take two more once the walks are done.
+    (n1 > 0 && n2 > 0).then(|| n1 + n2 + 1 + work_need(pairs).max(2))
+}
+
 impl Emitter {
     /// The node with its loads shared, or `false` (nothing emitted) when this form does
     /// not apply (module documentation): the caller emits the expansion.
@@ -140,20 +277,14 @@ impl Emitter {
         f: Label,
     ) -> Result<bool, EmitError> {
         if self.target != PacketAccess::Xdp {
+            return self.pairs_socket(pairs, t, f);
+        }
+        if xdp_registers(pairs).is_none_or(|n| n > self.free.len()) {
             return Ok(false);
         }
         let (mut first_regs, mut second_regs) = (Vec::new(), Vec::new());
         let n1 = assign(&pairs.first.branches, 0, &mut first_regs);
         let n2 = assign(&pairs.second.branches, 0, &mut second_regs);
-        let work = pairs
-            .parts()
-            .flat_map(|(g, e)| g.iter().map(pred_need).chain(e.iter().map(need)))
-            .max()
-            .unwrap_or(1);
-        // One register for the flags; the trees take two more once the walks are done.
-        if n1 == 0 || n2 == 0 || n1 + n2 + 1 + work.max(2) > self.free.len() {
-            return Ok(false);
-        }
         let flags = self.allocate()?;
         let held1 = (0..n1).map(|_| self.allocate()).collect::<Result<Vec<_>, _>>()?;
         let held2 = (0..n2).map(|_| self.allocate()).collect::<Result<Vec<_>, _>>()?;
@@ -170,8 +301,8 @@ impl Emitter {
         let entry = self.checked;
         let regs1: Vec<u8> = first_regs.iter().map(|&i| held1[i]).collect();
         let regs2: Vec<u8> = second_regs.iter().map(|&i| held2[i]).collect();
-        self.walk(&pairs.first.branches, &regs1, flags, FIRST_ABORTED, entry)?;
-        self.walk(&pairs.second.branches, &regs2, flags, SECOND_ABORTED, entry)?;
+        self.walk(&pairs.first.branches, Hold::Regs(&regs1), flags, FIRST_ABORTED, entry)?;
+        self.walk(&pairs.second.branches, Hold::Regs(&regs2), flags, SECOND_ABORTED, entry)?;
         self.checked = entry;
         let (hit_exit, abort_exit, false_exit) =
             (self.flow.label(), self.flow.label(), self.flow.label());
@@ -210,6 +341,127 @@ impl Emitter {
         Ok(true)
     }
 
+    /// The socket form of the node (module documentation), or `false` (nothing emitted)
+    /// when it does not apply. The walks' values live in stack words: the legacy loads
+    /// take every register but r6 to r9.
+    fn pairs_socket(&mut self, pairs: &Pairs, t: Label, f: Label) -> Result<bool, EmitError> {
+        let Some(plan) = socket_plan(pairs, self.free.len()) else {
+            return Ok(false);
+        };
+        let words = (plan.n1 + plan.n2 + 1) as u16;
+        if self.spills.saturating_add(words) > MAX_SPILLS {
+            return Ok(false);
+        }
+        let all = pairs.table.pairs();
+        let (head, rest) = all.split_at(plan.head);
+        // The head as its terms, in order: past it, the first walk cannot abort.
+        let go_on = self.flow.label();
+        let head = Pairs::new(pairs.first.clone(), pairs.second.clone(), head.to_vec());
+        self.pred(&head.expand(), t, go_on)?;
+        self.flow.bind(go_on);
+        let base = self.spills;
+        self.spills += words;
+        let word = |i: usize| spill_offset(base + i as u16);
+        let firsts: Vec<i16> = (0..plan.n1).map(word).collect();
+        let seconds: Vec<i16> = (plan.n1..plan.n1 + plan.n2).map(word).collect();
+        let target = word(plan.n1 + plan.n2);
+        // A word no branch wrote holds a value none of the pairs has in that place.
+        let z1 = absent(all.iter().map(|p| p.0));
+        let z2 = absent(all.iter().map(|p| p.1));
+        for &w in &firsts {
+            self.insn(Op::StW, FRAME, 0, w, z1 as i32);
+        }
+        for &w in &seconds {
+            self.insn(Op::StW, FRAME, 0, w, z2 as i32);
+        }
+        let entry = self.checked;
+        let places1: Vec<i16> = plan.first_places.iter().map(|&i| firsts[i]).collect();
+        let places2: Vec<i16> = plan.second_places.iter().map(|&i| seconds[i]).collect();
+        self.walk_branches(&pairs.first.branches, Hold::Stack(&places1, None), &mut 0, entry)?;
+        self.checked = entry;
+        let (keys, index_keys) = keys(rest);
+        let (held, copy, best) = (self.allocate()?, self.allocate()?, self.allocate()?);
+        // The walk's branches left loaded words in states the verifier tells apart (by
+        // the load they came from): one state, so the trees are walked once for them.
+        for &w in &firsts {
+            self.insn(Op::LdxW, held, FRAME, w, 0);
+            self.forget_range(held);
+            self.insn(Op::StxW, FRAME, held, w, 0);
+        }
+        // The first pair of the rest whose first value was loaded: the smallest rank.
+        self.alu_imm(Op::Mov32Imm, best, NO_RANK);
+        for &w in &firsts {
+            let (miss, update) = (self.flow.label(), self.flow.label());
+            self.insn(Op::LdxW, held, FRAME, w, 0);
+            self.unlinked_copy(copy, held);
+            self.search(copy, &keys, miss, &mut |e, key| {
+                // Into the unnarrowed register: all the leaves' paths join in one state.
+                let rank = key.index.wrapping_sub(key.value);
+                e.alu_imm(Op::Add32Imm, held, rank as i32);
+                e.flow.goto(update);
+            });
+            self.flow.bind(update);
+            let lower = self.flow.label();
+            self.flow.cond(Jump::value(Rel::Ge, held, Operand::Reg(best)), miss, lower);
+            self.flow.bind(lower);
+            self.alu_reg(Op::Mov32Reg, best, held);
+            self.flow.goto(miss);
+            self.flow.bind(miss);
+        }
+        self.release(held);
+        // No pair's first value loaded: every term is false.
+        let (some, found) = (self.flow.label(), self.flow.label());
+        self.flow.cond(Jump::value(Rel::Eq, best, Operand::Imm(NO_RANK)), f, some);
+        self.flow.bind(some);
+        // That pair's second value, into the word the second walk compares with. Each tree
+        // before left the smallest rank in a range of its own: made one, the rest of the
+        // program is walked once, not once for each.
+        self.forget_range(best);
+        self.unlinked_copy(copy, best);
+        let reject = self.reject;
+        self.search(copy, &index_keys, reject, &mut |e, key| {
+            e.alu_imm(Op::Add32Imm, best, key.second.wrapping_sub(key.value) as i32);
+            e.flow.goto(found);
+        });
+        self.flow.bind(found);
+        self.insn(Op::StxW, FRAME, best, target, 0);
+        self.release(best);
+        self.release(copy);
+        // The second walk as that pair's term evaluates it: a field equal to its second
+        // value is true, an abort rejects.
+        let hold = Hold::Stack(&places2, Some((target, t)));
+        self.walk_branches(&pairs.second.branches, hold, &mut 0, entry)?;
+        self.checked = entry;
+        // Both walks complete: any pair of the rest with both values loaded matches.
+        let copy = self.allocate()?;
+        let held2 = (0..plan.n2).map(|_| self.allocate()).collect::<Result<Vec<_>, _>>()?;
+        for (&r, &w) in held2.iter().zip(&seconds) {
+            self.insn(Op::LdxW, r, FRAME, w, 0);
+        }
+        for &w in &firsts {
+            let miss = self.flow.label();
+            self.insn(Op::LdxW, copy, FRAME, w, 0);
+            self.search(copy, &keys, miss, &mut |e, key| {
+                for b in std::iter::once(key.second).chain(key.others.iter().copied()) {
+                    for &r in &held2 {
+                        let next = e.flow.label();
+                        e.flow.cond(Jump::value(Rel::Eq, r, Operand::Imm(b as i32)), t, next);
+                        e.flow.bind(next);
+                    }
+                }
+                e.flow.goto(miss);
+            });
+            self.flow.bind(miss);
+        }
+        self.flow.goto(f);
+        for r in held2.into_iter().rev() {
+            self.release(r);
+        }
+        self.release(copy);
+        self.spills = base;
+        Ok(true)
+    }
+
     /// The scan of a packet whose first walk did not abort, by search trees (module
     /// documentation) over the list's distinct first values, one per first-walk register.
     /// Neither walk aborted: the leaf of a value tests its pairs' second values (one
@@ -218,27 +470,7 @@ impl Emitter {
     /// pair's second value (loaded: true, else an abort; no index: false).
     fn search_trees(&mut self, scan: Scan<'_>) -> Result<(), EmitError> {
         let Scan { pairs, held1, held2, flags, exits: [hit_exit, abort_exit, false_exit] } = scan;
-        let mut keys: Vec<Key> = Vec::new();
-        let mut at: HashMap<u32, usize> = HashMap::new();
-        for (i, &(a, b)) in pairs.iter().enumerate() {
-            match at.get(&a) {
-                Some(&k) => {
-                    let key = &mut keys[k];
-                    if b != key.second && !key.others.contains(&b) {
-                        key.others.push(b);
-                    }
-                }
-                None => {
-                    at.insert(a, keys.len());
-                    keys.push(Key { value: a, index: i as u32, second: b, others: Vec::new() });
-                }
-            }
-        }
-        let mut firsts: Vec<Key> = keys
-            .iter()
-            .map(|k| Key { value: k.index, index: k.index, second: k.second, others: Vec::new() })
-            .collect();
-        keys.sort_unstable_by_key(|k| k.value);
+        let (keys, firsts) = keys(pairs);
         let (ranked, any) = (self.flow.label(), self.flow.label());
         let bit = Operand::Imm(SECOND_ABORTED);
         self.flow.cond(Jump::value(Rel::Set, flags, bit), ranked, any);
@@ -289,7 +521,6 @@ impl Emitter {
         self.flow.cond(Jump::value(Rel::Eq, best, Operand::Imm(NO_RANK)), false_exit, some);
         self.flow.bind(some);
         self.unlinked_copy(copy, best);
-        firsts.sort_unstable_by_key(|k| k.value);
         self.search(copy, &firsts, abort_exit, &mut |e, key| {
             for &w in held2 {
                 let go_on = e.flow.label();
@@ -311,6 +542,14 @@ impl Emitter {
     fn unlinked_copy(&mut self, copy: u8, r: u8) {
         self.alu_reg(Op::Mov32Reg, copy, r);
         self.alu_imm(Op::Xor32Imm, copy, 0);
+    }
+
+    /// `r` unchanged, but known to the verifier as any 32-bit value unless it knew it as a
+    /// constant: adding 2^31 twice adds nothing, and an add that may wrap leaves the
+    /// verifier the whole 32-bit range (and ends `r`'s links to other registers).
+    fn forget_range(&mut self, r: u8) {
+        self.alu_imm(Op::Add32Imm, r, i32::MIN);
+        self.alu_imm(Op::Add32Imm, r, i32::MIN);
     }
 
     /// A binary search of `copy` among the keys' values: the leaf of the value it holds,
@@ -393,7 +632,7 @@ impl Emitter {
     fn walk(
         &mut self,
         branches: &[PairBranch],
-        regs: &[u8],
+        hold: Hold<'_>,
         flags: u8,
         bit: i32,
         entry: u32,
@@ -401,7 +640,7 @@ impl Emitter {
         let (aborted, done) = (self.flow.label(), self.flow.label());
         let outer = std::mem::replace(&mut self.reject, aborted);
         let mut at = 0;
-        let result = self.walk_branches(branches, regs, &mut at, entry);
+        let result = self.walk_branches(branches, hold, &mut at, entry);
         self.reject = outer;
         result?;
         self.flow.goto(done);
@@ -412,10 +651,12 @@ impl Emitter {
         Ok(())
     }
 
+    /// The branches of a walk, each field's value held as `hold` says (`at`: the next
+    /// field's place).
     fn walk_branches(
         &mut self,
         branches: &[PairBranch],
-        regs: &[u8],
+        hold: Hold<'_>,
         at: &mut usize,
         entry: u32,
     ) -> Result<(), EmitError> {
@@ -432,12 +673,29 @@ impl Emitter {
             for field in &b.fields {
                 self.check_constant_loads(&[field]);
                 let v = self.eval(field)?;
-                let dst = regs.get(*at).copied().ok_or(EmitError::Internal("pair walk"))?;
+                match hold {
+                    Hold::Regs(regs) => {
+                        let dst = regs.get(*at).copied().ok_or(EmitError::Internal("pair walk"))?;
+                        self.alu_reg(Op::Mov32Reg, dst, v);
+                    }
+                    Hold::Stack(slots, target) => {
+                        let dst =
+                            slots.get(*at).copied().ok_or(EmitError::Internal("pair walk"))?;
+                        self.insn(Op::StxW, FRAME, v, dst, 0);
+                        if let Some((x, hit)) = target {
+                            let w = self.allocate()?;
+                            self.insn(Op::LdxW, w, FRAME, x, 0);
+                            let go_on = self.flow.label();
+                            self.flow.cond(Jump::value(Rel::Eq, v, Operand::Reg(w)), hit, go_on);
+                            self.flow.bind(go_on);
+                            self.release(w);
+                        }
+                    }
+                }
                 *at += 1;
-                self.alu_reg(Op::Mov32Reg, dst, v);
                 self.release(v);
             }
-            self.walk_branches(&b.inner, regs, at, self.checked)?;
+            self.walk_branches(&b.inner, hold, at, self.checked)?;
             self.flow.goto(next);
             self.flow.bind(next);
         }
