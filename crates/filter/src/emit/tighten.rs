@@ -187,9 +187,9 @@ fn tighten_step(step: usize, p: &mut Vec<CbpfInsn>, cur: &mut Current, sc: &mut 
     compact(p, sc);
 }
 
-/// The pass of step `step` (without [`compact`]); for step 0, [`thread`]'s answer whether
-/// the program was settled for threading (true for the other steps).
-fn tighten_pass(step: usize, p: &mut [CbpfInsn], cur: &mut Current, sc: &mut Scratch) -> bool {
+/// The pass of step `step` (without [`compact`]); for step 0, [`thread`]'s answers whether
+/// the program was settled for threading (both true for the other steps).
+fn tighten_pass(step: usize, p: &mut [CbpfInsn], cur: &mut Current, sc: &mut Scratch) -> Settled {
     match step {
         0 => {
             let an = current(cur, p);
@@ -231,7 +231,7 @@ fn tighten_pass(step: usize, p: &mut [CbpfInsn], cur: &mut Current, sc: &mut Scr
         3 => and_tests(p, &mut sc.live, &mut sc.reach),
         _ => merge_tails(p, sc),
     }
-    true
+    Settled { fully: true, for_the_check: true }
 }
 
 /// What a round of [`tighten`] changed, to tell whether the next round could change anything
@@ -241,8 +241,8 @@ fn tighten_pass(step: usize, p: &mut [CbpfInsn], cur: &mut Current, sc: &mut Scr
 struct Round {
     /// The steps after which the program differed (pass and compact).
     changed: [bool; STEPS],
-    /// [`thread`]'s answer on the round's first program: settled for threading.
-    thread_settled: bool,
+    /// [`thread`]'s answers on the round's first program.
+    thread_settled: Settled,
     /// When the analysis held after drop_redundant was of the program thread left (P1 of
     /// [`Round::settles`]): [`Current::made`] then.
     threaded_analysis: Option<u32>,
@@ -258,7 +258,7 @@ impl Round {
     fn after_step(
         &mut self,
         step: usize,
-        thread_settled: bool,
+        thread_settled: Settled,
         cur: &Current,
         before: &[CbpfInsn],
     ) {
@@ -297,8 +297,16 @@ impl Round {
     /// settled (no walk passes a place other than its edge's target where the slots it
     /// changed are dead, however it ends; no test decided): [`thread`]'s own
     /// answer when P1 is P0, else asked of the analysis of P1, when the one held is P1's
-    /// (drop_redundant made it, and none was made since). Then thread, drop_redundant and
-    /// drop_dead each leave P3 as it is, because:
+    /// (drop_redundant made it, and none was made since). The check ([`thread`] with
+    /// `check`) also passes a walk that passes such a place and then ends on a test it does
+    /// not decide (it threads nothing), unless drop_dead dropped the head and the walk
+    /// passed a load that may stop the P3 walk sooner ([`Passed::fragile`]). When P1 is
+    /// P0 and drop_dead dropped nothing, the check's answer is the one thread gave as it
+    /// threaded P0 ([`Settled::for_the_check`]: thread changed nothing, so its walks on P0
+    /// were the check's on P1, and with no head dropped no load is fragile), so the round
+    /// that only drops repeated loads stops: the last round of `udp and (port 67 or port
+    /// 68)` and `tcp and not port 22`, the second of `icmp6` (compile-41). Then thread,
+    /// drop_redundant and drop_dead each leave P3 as it is, because:
     ///
     /// - **P1 to P2.** A load drop_redundant drops sets a slot to the value it holds on every
     ///   edge in; a packet value is only made by such a load, so every run to it already
@@ -329,21 +337,30 @@ impl Round {
             return false;
         }
         if !self.changed[0] {
-            return self.thread_settled;
+            return if self.changed[2] {
+                self.thread_settled.fully
+            } else {
+                self.thread_settled.for_the_check
+            };
         }
         // (no analysis made since drop_redundant: the one held is still P1's, whose head is
         // P2's: drop_redundant never drops the first instruction, nothing being held yet)
         if self.threaded_analysis != Some(cur.made) {
             return false;
         }
+        // (`None`: no head dropped; a dropped head that set no slot would be a change
+        // [`Round::only_loads_dropped`] does not vouch for)
         let head = match cur.of.first() {
             Some(insn) if self.changed[2] => {
                 let entry = State::entry();
-                effect(insn, &entry, &mut cur.an.values).set.map(|(_, v)| v)
+                match effect(insn, &entry, &mut cur.an.values).set {
+                    Some((_, v)) => Some(v),
+                    None => return false,
+                }
             }
             _ => None,
         };
-        thread(&mut cur.of, &mut cur.an, &mut sc.live, Some(head))
+        thread(&mut cur.of, &mut cur.an, &mut sc.live, Some(head)).for_the_check
     }
 }
 
@@ -1625,26 +1642,28 @@ fn retarget(p: &mut [CbpfInsn], from: usize, n: usize, to: usize) -> bool {
 
 /// Step 2: each jump edge whose target's first tests it decides moves past them.
 ///
-/// Returns true when `p` was settled for threading: no edge's walk passed a place other
-/// than the edge's target where the slots it changed are dead (whatever ended the walk, and
-/// whether or not a jump could reach that place) and no reachable test's outcome was known,
-/// so nothing changed.
+/// Answers whether `p` was settled for threading ([`Settled`]): fully when no edge's walk
+/// passed a place other than the edge's target where the slots it changed are dead
+/// (whatever ended the walk, and whether or not a jump could reach that place) and no
+/// reachable test's outcome was known, so nothing changed.
 ///
 /// With `check` nothing is changed, and it answers for [`Round::settles`] whether `p` and
-/// the programs the round made of it are settled: a walk may pass such a place when it ends
-/// on a test it does not decide (threading nothing) and passes, from that place on, no load
-/// that a program without its head load might stop at ([`Passed::fragile`]; `check` holds
-/// the value of the head load drop_dead dropped, if it did). It returns false at the first
-/// edge that is not settled (the walks before it are those the full pass makes), else after
-/// the walks when a test is decided.
+/// the programs the round made of it are settled (`for_the_check`): a walk may pass such a
+/// place when it ends on a test it does not decide (threading nothing) and passes, from
+/// that place on, no load that a program without its head load might stop at
+/// ([`Passed::fragile`]; `check` holds the value of the head load drop_dead dropped, if it
+/// did). It answers false at the first edge that is not settled (the walks before it are
+/// those the full pass makes), else after the walks when a test is decided. Without
+/// `check`, `for_the_check` is what the check with no head dropped would answer on `p`
+/// when the pass changed nothing (it then made the check's walks).
 fn thread(
     p: &mut [CbpfInsn],
     an: &mut Analysis,
     live: &mut Live,
     check: Option<Option<Val>>,
-) -> bool {
+) -> Settled {
     let live = live.of(p);
-    let mut settled = true;
+    let mut settled = Settled { fully: true, for_the_check: true };
     for from in 0..p.len() {
         let insn = p[from];
         if !insn.op.is_jump() {
@@ -1665,10 +1684,12 @@ fn thread(
             let mut passed = Passed { head: check.flatten(), beyond: None, fragile: false };
             let end = walk(p, to, &mut an.edge, live, &mut an.values, &mut passed);
             if passed.beyond.is_some() {
-                if check.is_none() {
-                    settled = false;
-                } else if end.is_some() || passed.fragile {
-                    return false;
+                settled.fully = false;
+                if end.is_some() || passed.fragile {
+                    if check.is_some() {
+                        return Settled { fully: false, for_the_check: false };
+                    }
+                    settled.for_the_check = false;
                 }
             }
             if let Some(end) = end.filter(|&end| end != to) {
@@ -1682,7 +1703,7 @@ fn thread(
         let Some(outcome) = edges.decided.filter(|_| insn.op.is_conditional_jump()) else {
             continue;
         };
-        settled = false;
+        settled = Settled { fully: false, for_the_check: false };
         if check.is_some() {
             // (answered after the walks, which number values as the full pass does)
             continue;
@@ -1691,6 +1712,18 @@ fn thread(
         p[from] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - from - 1) as u32);
     }
     settled
+}
+
+/// [`thread`]'s answers whether the program it was given is settled for threading.
+#[derive(Clone, Copy, Default)]
+struct Settled {
+    /// No walk passed a place beyond its edge's target where its changed slots were dead,
+    /// no test was decided (so threading changed nothing).
+    fully: bool,
+    /// The check's answer for [`Round::settles`]: no test decided, and every walk that
+    /// passed such a place ended on a test it did not decide and passed no load
+    /// [`Passed::fragile`] from there on.
+    for_the_check: bool,
 }
 
 /// What a [`walk`] passed, for [`Round::settles`].
@@ -1710,9 +1743,13 @@ impl Passed {
     /// head's proof gone, it may abort), passed as it could not abort; or one passed as it
     /// gave the value the slot held, when that is the head's value (without the head the
     /// slot holds the entry value there).
+    ///
+    /// With no head dropped (`head` `None`) no load is fragile: the program the check asks
+    /// about stops no walk sooner (the P1 to P2 case of [`Round::settles`]).
     fn fragile(insn: &CbpfInsn, held: Val, v: Val, head: Option<Val>) -> bool {
+        let Some(head) = head else { return false };
         if held == v {
-            return head == Some(v);
+            return head == v;
         }
         matches!(insn.op, CbpfOp::LdAbsW | CbpfOp::LdAbsH | CbpfOp::LdAbsB | CbpfOp::LdxMsh)
     }
@@ -2631,22 +2668,73 @@ mod tests {
         p
     }
 
+    /// A program in the shape of a laid-out protocol dispatch: blocks that each load one of
+    /// a few header fields and test it against a few constants, every jump to a later
+    /// block's load or to one of the two returns. The same field is loaded again on many
+    /// paths (drop_redundant's drops) and tests are decided by earlier ones on some edges
+    /// only (walks that pass a place where their changed slots are dead, then end on an
+    /// undecided test).
+    fn random_dispatch_program(rng: &mut weir_testkit::SplitMix64) -> Vec<CbpfInsn> {
+        let blocks = 2 + rng.below_usize(9);
+        let mut shape = Vec::with_capacity(blocks);
+        for _ in 0..blocks {
+            let field = [s(LdAbsH, 12), s(LdAbsB, 23), s(LdAbsB, 20)];
+            shape.push((field[rng.below_usize(3)], 1 + rng.below_usize(2)));
+        }
+        let mut starts = Vec::with_capacity(blocks + 2);
+        let mut at = 0;
+        for &(_, tests) in &shape {
+            starts.push(at);
+            at += 1 + tests;
+        }
+        // The accept, then the reject.
+        starts.extend([at, at + 1]);
+        let mut p = Vec::with_capacity(at + 2);
+        for (b, &(load, tests)) in shape.iter().enumerate() {
+            p.push(load);
+            for t in 0..tests {
+                let here = p.len();
+                let target = |rng: &mut weir_testkit::SplitMix64, next: bool| {
+                    // The next test of the block, or a later block's load, or a return.
+                    let to = if next && t + 1 < tests {
+                        here + 1
+                    } else {
+                        starts[b + 1 + rng.below_usize(starts.len() - b - 1)]
+                    };
+                    (to - here - 1).min(255) as u8
+                };
+                let k = [0x800, 0x86dd, 6, 17][rng.below_usize(4)];
+                let (jt, jf) = if rng.below(2) == 0 {
+                    (target(rng, false), target(rng, true))
+                } else {
+                    (target(rng, true), target(rng, false))
+                };
+                p.push(j(JeqK, k, jt, jf));
+            }
+        }
+        p.extend([s(RetK, 262144), s(RetK, 0)]);
+        p
+    }
+
     /// Stopping on a round [`Round::settles`] vouches for gives what running the confirming
     /// round gives, on random programs and laid-out-like ones; the stop is taken on many of
     /// them, through each way it is proven (thread unchanged, thread asked again, with
-    /// drop_redundant's and drop_dead's drops).
+    /// drop_redundant's and drop_dead's drops; thread unchanged but only settled for the
+    /// check, a walk having passed a place with its changed slots dead and ended undecided).
     #[test]
     fn a_settled_round_ends_where_the_confirming_round_would() {
         let cases: usize =
             std::env::var("WEIR_SETTLE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24_000);
         let mut rng = weir_testkit::SplitMix64::new(0x5e77);
         let (mut settled, mut asked, mut dropped_redundant, mut dropped_head) = (0, 0, 0, 0);
+        let mut for_the_check = 0;
         for case in 0..cases {
-            let p = if case % 2 == 0 {
-                random_program(&mut rng)
-            } else {
-                random_laid_out_program(&mut rng)
+            let p = match case % 3 {
+                0 => random_program(&mut rng),
+                1 => random_laid_out_program(&mut rng),
+                _ => random_dispatch_program(&mut rng),
             };
+            assert!(well_formed(&p), "{p:?}");
             let (q, stopped) = tighten_rounds(&p, true);
             let (r, confirmed) = tighten_rounds(&p, false);
             assert!(confirmed.is_none());
@@ -2656,18 +2744,46 @@ mod tests {
                 asked += usize::from(why.changed[0]);
                 dropped_redundant += usize::from(why.changed[1]);
                 dropped_head += usize::from(why.changed[2]);
+                for_the_check += usize::from(!why.changed[0] && !why.thread_settled.fully);
             }
         }
-        eprintln!("settled {settled} of {cases}: thread asked again {asked}, drop_redundant {dropped_redundant}, drop_dead {dropped_head}");
+        eprintln!("settled {settled} of {cases}: thread asked again {asked}, drop_redundant {dropped_redundant}, drop_dead {dropped_head}, unchanged thread settled only for the check {for_the_check}");
         if cases >= 24_000 {
             assert!(
                 settled > cases / 20
                     && asked > 300
                     && dropped_redundant > 100
-                    && dropped_head > 300,
-                "{settled} {asked} {dropped_redundant} {dropped_head}"
+                    && dropped_head > 300
+                    && for_the_check > 20,
+                "{settled} {asked} {dropped_redundant} {dropped_head} {for_the_check}"
             );
         }
+    }
+
+    /// `icmp6` as the emitter lays it out: thread changes nothing (the walk from `jeq
+    /// #0x3a`'s false edge passes the second `ldb [20]`, where it changed no slot, and ends
+    /// on the undecided `jeq #0x2c`), drop_redundant drops that load, and the round stops
+    /// there, settled for the check only, with what the confirming round gives.
+    #[test]
+    fn a_round_that_only_dropped_a_repeated_load_after_threading_nothing_settles() {
+        let p = vec![
+            s(LdAbsH, 12),
+            j(JeqK, 0x86dd, 0, 7),
+            s(LdAbsB, 20),
+            j(JeqK, 0x3a, 4, 0),
+            s(LdAbsB, 20),
+            j(JeqK, 0x2c, 0, 3),
+            s(LdAbsB, 54),
+            j(JeqK, 0x3a, 0, 1),
+            s(RetK, 262144),
+            s(RetK, 0),
+        ];
+        let (q, stopped) = tighten_rounds(&p, true);
+        assert_eq!(q, tighten_with_confirming_round(&p));
+        assert_eq!(q.len(), 9, "{q:?}");
+        let why = stopped.expect("the first round settles");
+        assert!(!why.changed[0] && why.changed[1] && !why.changed[2]);
+        assert!(!why.thread_settled.fully && why.thread_settled.for_the_check);
     }
 
     /// The guard-case program of the two tests below: a head guard `ldb [62]`, then (with
