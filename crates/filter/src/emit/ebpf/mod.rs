@@ -48,6 +48,9 @@
 mod expr;
 mod layout;
 mod pairs;
+mod reuse;
+
+pub use reuse::reuse_legacy_loads;
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::abi::{xdp_action, XDP};
