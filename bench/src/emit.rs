@@ -7,21 +7,32 @@
 //!   optimized IR) and after (`cbpf::emit`);
 //! - eBPF length: the eBPF emitter's own program (before), what weir gives now
 //!   (`weir::emit_ebpf`, after) and libpcap's program through weir-cbpf's translation;
+//! - what weir's and the translated program execute per packet, exactly (weir's interpreter
+//!   over the same packets): eBPF instructions, and legacy packet loads among them, each of
+//!   which the kernel turns into a helper call;
 //! - kernel ns per packet (`BPF_PROG_TEST_RUN`, net of an accept-all program) of those three
-//!   eBPF programs, after checking that each gives libpcap's verdict on every packet.
+//!   eBPF programs, after checking that each gives libpcap's verdict on every packet. The
+//!   programs take turns packet by packet ([`KernelTurns`]); the ratios are medians of
+//!   per-round ratios with their quartiles, beside an A/A row (the translated program loaded
+//!   twice, timed against itself) that gives the noise floor of that row's ratio.
 
 use weir_cbpf::translate::translate;
 use weir_filter::emit::cbpf;
+use weir_interp::{Config, Interpreter};
 use weir_isa::cbpf::{decode, CbpfInsn, SockFilter};
+use weir_isa::ebpf::Op;
 use weir_pflang::names::NameDb;
 use weir_pflang::LinkType;
-use weir_program::{ProgType, Program};
+use weir_program::abi::Bindings;
+use weir_program::exec::Input;
+use weir_program::{ProgType, Program, Verified};
 use weir_sys::libpcap;
 
 use crate::filterlist::{self, BenchFilter};
 use crate::filters::compile_weir;
-use crate::kernel_runs::{self, KernelPair};
+use crate::kernel_runs::{self, KernelTurns};
 use crate::record::{self, Log};
+use crate::timing::{per_round, Samples};
 use crate::workload::{self, Source, Workload};
 
 /// The everyday list: filters people type.
@@ -30,7 +41,8 @@ const EVERYDAY: &str = include_str!("../everyday.txt");
 /// `weir-bench emit` options.
 #[derive(Debug, clap::Args)]
 pub struct EmitArgs {
-    /// Timed kernel rounds per program (default 5; 2 with --quick).
+    /// Timed kernel rounds, each every program on every packet in turn (default 11; 3 with
+    /// --quick).
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
     /// Test-run repetitions per packet (default 200; 10 with --quick).
@@ -49,6 +61,117 @@ struct Lengths {
     /// `None`: weir's classic program would pass classic BPF's 4096 instructions.
     before: Option<usize>,
     after: Option<usize>,
+    /// Whether weir's eBPF program has as many instructions as the translation.
+    equal_ebpf: bool,
+}
+
+/// Below this net (ns per packet) the translated program's time is within what the kernel's
+/// test run resolves, and a ratio to it says nothing.
+const FLOOR_NS: f64 = 2.0;
+
+/// One row's kernel comparison: per-round ratios weir / pcap and pcap-again / pcap.
+struct KernelRow {
+    pcap_ns: f64,
+    now: Samples,
+    aa: Samples,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Verdict {
+    Slower,
+    Faster,
+    Unresolved,
+    /// Under [`FLOOR_NS`].
+    Floor,
+}
+
+impl KernelRow {
+    fn verdict(&self) -> Verdict {
+        if self.pcap_ns < FLOOR_NS {
+            return Verdict::Floor;
+        }
+        let (now_q1, now_q3) = self.now.quartiles();
+        let (aa_q1, aa_q3) = self.aa.quartiles();
+        if now_q1 > aa_q3.max(1.0) {
+            Verdict::Slower
+        } else if now_q3 < aa_q1.min(1.0) {
+            Verdict::Faster
+        } else {
+            Verdict::Unresolved
+        }
+    }
+}
+
+impl Verdict {
+    fn word(self) -> &'static str {
+        match self {
+            Verdict::Slower => "slower",
+            Verdict::Faster => "faster",
+            Verdict::Unresolved => "~",
+            Verdict::Floor => "floor",
+        }
+    }
+}
+
+/// The kernel rows' summary: medians over 1.0x, verdicts, the geometric mean.
+#[derive(Default)]
+struct Judged {
+    rows: usize,
+    over: Vec<String>,
+    slower: Vec<String>,
+    faster: usize,
+    floor: usize,
+    aa_widest: f64,
+    log_sum: f64,
+    logs: usize,
+}
+
+impl Judged {
+    fn add(&mut self, label: &str, equal_ebpf: bool, k: &KernelRow) {
+        self.rows += 1;
+        let verdict = k.verdict();
+        let median = k.now.median();
+        let (aa_q1, aa_q3) = k.aa.quartiles();
+        let named = format!(
+            "{label} {median:.2}x{}",
+            if equal_ebpf { "" } else { " (eBPF lengths differ)" }
+        );
+        match verdict {
+            Verdict::Floor => {
+                self.floor += 1;
+                return;
+            }
+            Verdict::Slower => self.slower.push(named.clone()),
+            Verdict::Faster => self.faster += 1,
+            Verdict::Unresolved => {}
+        }
+        self.aa_widest = self.aa_widest.max(aa_q3 - aa_q1);
+        if median > 1.0 {
+            self.over.push(named);
+        }
+        if median > 0.0 {
+            self.log_sum += median.ln();
+            self.logs += 1;
+        }
+    }
+
+    fn report(&self, log: &mut Log) {
+        let judged = self.rows - self.floor;
+        log.line(format!(
+            "kernel: {} of {judged} rows judged (net over {FLOOR_NS} ns) have a median x now over \
+             1.0; geomean {:.2}x; slower beyond the A/A floor: {}, faster: {}, not told apart: \
+             {}; the widest A/A interquartile range {:.2}",
+            self.over.len(),
+            (self.log_sum / self.logs.max(1) as f64).exp(),
+            self.slower.len(),
+            self.faster,
+            judged - self.slower.len() - self.faster,
+            self.aa_widest
+        ));
+        for row in &self.slower {
+            log.line(format!("  slower: {row}"));
+        }
+    }
 }
 
 fn count(n: Option<usize>) -> String {
@@ -56,7 +179,7 @@ fn count(n: Option<usize>) -> String {
 }
 
 pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
-    let rounds = args.rounds.unwrap_or(if args.quick { 2 } else { 5 }).max(1);
+    let rounds = args.rounds.unwrap_or(if args.quick { 3 } else { 11 }).max(1);
     let repeat = args.kernel_repeat.unwrap_or(if args.quick { 10 } else { 200 }).max(1);
     let mut list = filterlist::filters(&[], args.quick)?;
     let everyday = filterlist::parse(EVERYDAY, args.quick)?;
@@ -78,10 +201,24 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
         "ebpf: instructions; direct = the eBPF emitter's own program (before), weir = \
          weir::emit_ebpf (after), pcap = libpcap's program through weir-cbpf's translation"
             .to_string(),
+        "exec: per packet, what weir's program (w) and the translation (p) execute on weir's \
+         interpreter over the same packets: eBPF instructions / legacy packet loads (each a \
+         helper call in the kernel)"
+            .to_string(),
         format!(
-            "ns: BPF_PROG_TEST_RUN (SCHED_CLS, JIT on), {repeat} repetitions per packet, median \
-             of {rounds} rounds, net of an accept-all program; each program's verdicts are \
-             checked against libpcap's on every packet first; x = weir / pcap"
+            "ns: BPF_PROG_TEST_RUN (SCHED_CLS, JIT on), {repeat} repetitions per packet; {rounds} \
+             rounds, in each every packet run by the direct, weir, pcap and pcap-again programs \
+             and an accept-all program in turn (the order rotated each round), net = a \
+             program's mean less the accept-all program's in the same round; ns = median of \
+             the rounds' nets; x bef = direct / pcap, x now = weir / pcap, A/A = pcap-again / \
+             pcap: medians of per-round ratios [quartiles]; each program's verdicts are checked \
+             against libpcap's on every packet first"
+        ),
+        format!(
+            "verdict: slower when x now's first quartile is above both 1.0 and A/A's third \
+             quartile, faster when its third is below both 1.0 and A/A's first, else ~ (not \
+             told apart); rows whose pcap net is under {FLOOR_NS} ns are not judged (below what \
+             the test run resolves)"
         ),
         format!("workload: {}", w.describe()),
     ];
@@ -91,8 +228,10 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
     }
     let mut ok = true;
     let mut worse = Vec::new();
+    let mut judged = Judged::default();
     log.line(format!(
-        "{:<4} {:>5} {:>6} {:>5} {:>4} | {:>6} {:>5} {:>5} | {:>7} {:>7} {:>7} {:>5} {:>5} | filter",
+        "{:<4} {:>5} {:>6} {:>5} {:>4} | {:>6} {:>5} {:>5} | {:>13} | {:>6} {:>6} {:>6} {:>5} \
+         {:>16} {:>16} {:>7} | filter",
         "#",
         "pcap",
         "before",
@@ -101,18 +240,24 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
         "direct",
         "weir",
         "pcap",
+        "exec w / p",
         "ns dir",
-        "ns weir",
-        "ns pcap",
+        "nsweir",
+        "nspcap",
         "x bef",
-        "x now"
+        "x now [q1-q3]",
+        "A/A [q1-q3]",
+        "verdict"
     ));
     for (i, bench) in list.iter().enumerate() {
         if i == bench_count {
             log.line("-- everyday list (bench/everyday.txt)");
         }
         match one(bench, pcap, &names, &w, kernel_off.is_none(), rounds, repeat) {
-            Ok((line, lengths)) => {
+            Ok((line, lengths, kernel)) => {
+                if let Some(k) = kernel {
+                    judged.add(&bench.label, lengths.equal_ebpf, &k);
+                }
                 if lengths.after.is_none_or(|after| after > lengths.pcap) {
                     worse.push(format!(
                         "{} ({} vs {})",
@@ -131,6 +276,9 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
     }
     if let Some(why) = &kernel_off {
         log.line(format!("kernel columns not measured: {why}"));
+    }
+    if kernel_off.is_none() {
+        judged.report(&mut log);
     }
     log.line(format!("classic programs longer than libpcap's: {}", worse.len()));
     for w in &worse {
@@ -151,7 +299,7 @@ fn one(
     kernel: bool,
     rounds: usize,
     repeat: u32,
-) -> Result<(String, Lengths), String> {
+) -> Result<(String, Lengths, Option<KernelRow>), String> {
     let (_, optimized) = compile_weir(&bench.expr, LinkType::Ethernet, names)?;
     let raw = pcap.compile(&bench.expr, 1, true)?;
     let sock: Vec<SockFilter> =
@@ -168,49 +316,89 @@ fn one(
     let chosen = weir::emit_ebpf(&optimized, ProgType::SocketFilter)?;
     let translated = translate(&pcap_insns, ProgType::SocketFilter)
         .map_err(|e| format!("translating libpcap's program: {e}"))?;
-    let lengths = Lengths { pcap: pcap_insns.len(), before, after };
+    let equal_ebpf = chosen.insns().len() == translated.insns().len();
+    let lengths = Lengths { pcap: pcap_insns.len(), before, after, equal_ebpf };
+    let (weir_exec, pcap_exec) = (executed(&chosen, w)?, executed(&translated, w)?);
     let mut line = format!(
-        "{:>5} {:>6} {:>5} {:>4} | {:>6} {:>5} {:>5} |",
+        "{:>5} {:>6} {:>5} {:>4} | {:>6} {:>5} {:>5} | {:>13} |",
         lengths.pcap,
         count(lengths.before),
         count(lengths.after),
         if same { "=" } else { "" },
         direct.insns().len(),
         chosen.insns().len(),
-        translated.insns().len()
+        translated.insns().len(),
+        format!("{weir_exec} / {pcap_exec}")
     );
-    if kernel {
-        let prog = pcap.validate(&raw)?;
-        let want: Vec<bool> = w.packets().map(|(p, wire)| prog.filter(p, wire) != 0).collect();
-        let mut ns = Vec::new();
-        for (name, program) in [("direct", &direct), ("weir", &chosen), ("pcap", &translated)] {
-            ns.push(time(name, program, w, &want, rounds, repeat)?);
-        }
-        line.push_str(&format!(
-            " {:>7.1} {:>7.1} {:>7.1} {:>5.2} {:>5.2}",
-            ns[0],
-            ns[1],
-            ns[2],
-            ns[0] / ns[2],
-            ns[1] / ns[2]
-        ));
+    if !kernel {
+        return Ok((line, lengths, None));
     }
-    Ok((line, lengths))
+    let prog = pcap.validate(&raw)?;
+    let want: Vec<bool> = w.packets().map(|(p, wire)| prog.filter(p, wire) != 0).collect();
+    // The translation twice: its second load timed against the first is the A/A row.
+    let names = ["direct", "weir", "pcap", "pcap again"];
+    let turns = KernelTurns::load(&[&direct, &chosen, &translated, &translated])?;
+    for (index, name) in names.iter().enumerate() {
+        let got = turns.verdicts(index, w)?;
+        if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
+            return Err(format!("{name}: packet {i}: kernel says {}, libpcap {}", got[i], want[i]));
+        }
+    }
+    let nets = turns.time(w, rounds, repeat)?;
+    let ns = |index: usize| per_round(&nets, |r| r[index]).median();
+    let ratio = |over: usize| per_round(&nets, |r| r[over] / r[2]);
+    let row = KernelRow { pcap_ns: ns(2), now: ratio(1), aa: ratio(3) };
+    let with_quartiles = |s: &Samples| {
+        let (q1, q3) = s.quartiles();
+        format!("{:.2} [{q1:.2}-{q3:.2}]", s.median())
+    };
+    line.push_str(&format!(
+        " {:>6.1} {:>6.1} {:>6.1} {:>5.2} {:>16} {:>16} {:>7}",
+        ns(0),
+        ns(1),
+        ns(2),
+        ratio(0).median(),
+        with_quartiles(&row.now),
+        with_quartiles(&row.aa),
+        row.verdict().word()
+    ));
+    Ok((line, lengths, Some(row)))
 }
 
-/// Net kernel ns per packet of `program`, once its verdicts are libpcap's.
-fn time(
-    name: &str,
-    program: &Program,
-    w: &Workload,
-    want: &[bool],
-    rounds: usize,
-    repeat: u32,
-) -> Result<f64, String> {
-    let pair = KernelPair::load(program).map_err(|e| format!("{name}: {e}"))?;
-    let got = pair.verdicts(w)?;
-    if let Some(i) = got.iter().zip(want).position(|(g, w)| g != w) {
-        return Err(format!("{name}: packet {i}: kernel says {}, libpcap {}", got[i], want[i]));
+/// Per packet over `w`, what `program` executes on weir's interpreter: "instructions /
+/// legacy loads", one decimal each (exact counts divided by the packets).
+fn executed(program: &Program, w: &Workload) -> Result<String, String> {
+    let insns = program.insns();
+    let verified = Verified::structural(program.clone()).map_err(|e| e.to_string())?;
+    let interp = Interpreter::new(
+        &verified,
+        Bindings::for_prog_type(ProgType::SocketFilter),
+        Config::default(),
+    );
+    let mut cache = interp.cache();
+    let layout = ProgType::SocketFilter.context_layout();
+    let len_at = layout.field("len").map_or(0, |f| f.offset as usize);
+    let mut ctx = vec![0u8; layout.size as usize];
+    let (mut steps, mut loads) = (0u64, 0u64);
+    for (pkt, wire) in w.packets() {
+        if let Some(field) = ctx.get_mut(len_at..len_at + 4) {
+            field.copy_from_slice(&wire.to_le_bytes());
+        }
+        let mut packet = pkt.to_vec();
+        let input = Input::new().ctx(&mut ctx).packet(&mut packet);
+        let outcome = interp
+            .run_observed(&mut cache, input, |slot, _| {
+                let legacy = insns.get(slot).is_some_and(|i| {
+                    matches!(
+                        i.op,
+                        Op::LdAbsB | Op::LdAbsH | Op::LdAbsW | Op::LdIndB | Op::LdIndH | Op::LdIndW
+                    )
+                });
+                loads += u64::from(legacy);
+            })
+            .map_err(|trap| format!("the interpreter trapped: {trap}"))?;
+        steps += outcome.executed;
     }
-    Ok(pair.time(w, rounds, repeat)?.net())
+    let per = w.len().max(1) as f64;
+    Ok(format!("{:.1} / {:.1}", steps as f64 / per, loads as f64 / per))
 }

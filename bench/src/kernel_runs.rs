@@ -87,15 +87,7 @@ impl KernelPair {
 
     /// The kernel's verdict on every packet (one run each).
     pub fn verdicts(&self, w: &Workload) -> Result<Vec<bool>, String> {
-        w.packets()
-            .enumerate()
-            .map(|(i, (pkt, _))| {
-                self.filter
-                    .test_run(pkt, 1)
-                    .map(|r| r.retval != 0)
-                    .map_err(|e| format!("test run of packet {i}: {e}"))
-            })
-            .collect()
+        verdicts(&self.filter, w)
     }
 
     /// `rounds` rounds (after one for warm-up), each a test run of every packet with
@@ -118,6 +110,84 @@ impl KernelPair {
             overhead.push(round(&self.overhead)?);
         }
         Ok(KernelFigures { raw: Samples(raw), overhead: Samples(overhead) })
+    }
+}
+
+/// The kernel's verdict of `program` on every packet of `w` (one run each).
+fn verdicts(program: &LoadedProgram, w: &Workload) -> Result<Vec<bool>, String> {
+    w.packets()
+        .enumerate()
+        .map(|(i, (pkt, _))| {
+            program
+                .test_run(pkt, 1)
+                .map(|r| r.retval != 0)
+                .map_err(|e| format!("test run of packet {i}: {e}"))
+        })
+        .collect()
+}
+
+/// Several filters and the accept-all program, timed in turns so that a comparison of two
+/// filters is a ratio within one round rather than of figures taken seconds apart: on a
+/// loaded machine the kernel's figures drift by tens of percent between phases, which
+/// sequential timings (one program's rounds, then the next's) read as a difference between
+/// the programs.
+pub struct KernelTurns {
+    filters: Vec<LoadedProgram>,
+    overhead: LoadedProgram,
+}
+
+impl KernelTurns {
+    /// Loads each of `programs` (a program given twice is loaded twice: two programs, as an
+    /// A/A comparison needs); a refusal carries the verifier's log.
+    pub fn load(programs: &[&Program]) -> Result<KernelTurns, String> {
+        let filters = programs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                kernel::load(ProgType::SchedCls, &p.to_bytes())
+                    .map_err(|e| format!("the kernel refuses program {i}: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let overhead = kernel::load(ProgType::SchedCls, &ACCEPT_ALL)
+            .map_err(|e| format!("the kernel refuses an accept-all program: {e}"))?;
+        Ok(KernelTurns { filters, overhead })
+    }
+
+    /// The kernel's verdict of filter `index` on every packet.
+    pub fn verdicts(&self, index: usize, w: &Workload) -> Result<Vec<bool>, String> {
+        let program = self.filters.get(index).ok_or("no such program")?;
+        verdicts(program, w)
+    }
+
+    /// `rounds` rounds (after one for warm-up). In a round every packet is test-run
+    /// (`repeat` repetitions) by every filter and by the accept-all program, one after the
+    /// other, the order rotated by one program each round so that none always runs first.
+    /// Returns per round the net ns per packet of each filter: its mean over the packets
+    /// less the accept-all program's in the same round.
+    pub fn time(&self, w: &Workload, rounds: usize, repeat: u32) -> Result<Vec<Vec<f64>>, String> {
+        let all: Vec<&LoadedProgram> =
+            self.filters.iter().chain(std::iter::once(&self.overhead)).collect();
+        let packets = w.len().max(1) as f64;
+        let mut out = Vec::with_capacity(rounds);
+        for round in 0..=rounds {
+            let mut total = vec![0u64; all.len()];
+            for (pkt, _) in w.packets() {
+                for k in 0..all.len() {
+                    let at = (k + round) % all.len();
+                    let run =
+                        all[at].test_run(pkt, repeat).map_err(|e| format!("test run: {e}"))?;
+                    total[at] += u64::from(run.duration_ns);
+                }
+            }
+            if round == 0 {
+                continue;
+            }
+            let overhead = total[all.len() - 1] as f64 / packets;
+            out.push(
+                total[..all.len() - 1].iter().map(|&t| t as f64 / packets - overhead).collect(),
+            );
+        }
+        Ok(out)
     }
 }
 

@@ -49,9 +49,33 @@ fn check(filter: &Filter, target: weir_program::ProgType, frames: &[Packet]) -> 
     let loaded = kernel::load(prog_type, &code).unwrap_or_else(|e| {
         panic!("{filter:?} ({target}): the verifier refuses the program: {e}\n{}", listing())
     });
+    // The socket form `weir::emit_ebpf` may give instead: the classic program translated,
+    // its repeated loads taken from registers the verifier must see filled on every path.
+    let reused = (target.packet_access() == PacketAccess::SkBuff)
+        .then(|| weir_filter::emit::cbpf::emit(filter).ok())
+        .flatten()
+        .map(|classic| {
+            let translated = weir_cbpf::translate::translate(&classic, target).unwrap();
+            let reused = ebpf::reuse_legacy_loads(translated);
+            kernel::load(ProgType::SchedCls, &reused.to_bytes()).unwrap_or_else(|e| {
+                panic!(
+                    "{filter:?}: the verifier refuses the reused translation: {e}\n{}",
+                    weir_isa::asm::listing(reused.insns())
+                )
+            })
+        });
     let mut accepted = 0;
     for frame in frames {
         let len = frame.data.len() as u32;
+        if let Some(reused) = &reused {
+            let got = reused.test_run(&frame.data, 1).map(|run| run.retval).unwrap();
+            assert_eq!(
+                got,
+                filter.run(&frame.data, len),
+                "{filter:?}: reused translation, frame {}",
+                frame.description
+            );
+        }
         let matches = filter.matches(&frame.data, len);
         let want = match target.packet_access() {
             PacketAccess::SkBuff => filter.run(&frame.data, len),

@@ -48,6 +48,9 @@
 mod expr;
 mod layout;
 mod pairs;
+mod reuse;
+
+pub use reuse::reuse_legacy_loads;
 
 pub use pairs::pair_lists_share_loads;
 
