@@ -1,11 +1,13 @@
 //! The interpreter's fixed cost per run, for `perf`: short socket-filter programs (the
-//! shapes weir's emitter gives `ip`, `greater 1000` and `port 22`, and a two-instruction
-//! program that is nearly all fixed cost) run over a few frames, as `weir-bench interp`'s
+//! shapes weir's emitter gives `ip`, `arp`, `less 128`, `greater 1000` and `port 22`, and a
+//! two-instruction program that is nearly all fixed cost) run over a few frames, as `weir-bench interp`'s
 //! filter table runs them (a `__sk_buff` context and the packet).
 //!
-//! `cargo run --release -p weir-interp --example per_run [-- NAME [SECONDS]]` prints ns per
-//! run and per executed instruction (the interpreter's counter), median and minimum of 301
-//! short rounds.
+//! `cargo run --release -p weir-interp --example per_run [-- NAME [SECONDS [ROUNDS PASSES]]]`
+//! prints ns per run and per executed instruction (the interpreter's counter), median and
+//! minimum of 301 short rounds of 500 passes over the frames. ROUNDS and PASSES set those two
+//! numbers instead, so that a run under `valgrind --tool=callgrind` stays short (each pass is
+//! 64 runs, plus one untimed pass first).
 
 use std::time::Instant;
 
@@ -20,6 +22,16 @@ const PROGRAMS: &[(&str, &str)] = &[
     (
         "ip",
         "mov %r6, %r1\nldabsh 12\nmov %r7, %r0\njne32 %r7, 2048, +2\nmov32 %r0, 0x40000\nexit\n\
+         mov32 %r0, 0\nexit",
+    ),
+    (
+        "arp",
+        "mov %r6, %r1\nldabsh 12\nmov %r7, %r0\njne32 %r7, 2054, +2\nmov32 %r0, 0x40000\nexit\n\
+         mov32 %r0, 0\nexit",
+    ),
+    (
+        "less 128",
+        "mov %r6, %r1\nldxw %r7, [%r6+0]\njgt32 %r7, 128, +2\nmov32 %r0, 0x40000\nexit\n\
          mov32 %r0, 0\nexit",
     ),
     (
@@ -67,6 +79,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let only = args.first().cloned();
     let seconds: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    let min_rounds: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(301);
+    let runs: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(500);
     let mut frames = frames();
     let layout = ProgType::SocketFilter.context_layout();
     let len_at = layout.field("len").map_or(0, |f| f.offset as usize);
@@ -113,7 +127,6 @@ fn main() {
         let executed = pass();
         // Short rounds, many of them: on a shared machine the fastest rounds are the ones
         // no other process interrupted, so the minimum is reported beside the median.
-        let runs = 500usize;
         let mut rounds = Vec::new();
         let until = Instant::now();
         loop {
@@ -124,7 +137,7 @@ fn main() {
             }
             std::hint::black_box(sink);
             rounds.push(t.elapsed().as_nanos() as f64 / runs as f64);
-            if rounds.len() >= 301 && until.elapsed().as_secs_f64() >= seconds {
+            if rounds.len() >= min_rounds && until.elapsed().as_secs_f64() >= seconds {
                 break;
             }
         }

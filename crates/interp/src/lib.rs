@@ -157,6 +157,10 @@ pub struct Interpreter {
     stack_bytes: usize,
     entry_top: u64,
     entry_floor: usize,
+    /// Whether no run can reach the instruction budget: each step runs at most once
+    /// (`step::forward_only`) and there are no more steps than the budget. Filters are all
+    /// such programs; their loop then skips the budget test of every step (issue 13).
+    budget_free: bool,
 }
 
 /// Scratch space for runs: the stack of every frame and the saved call frames. Make one
@@ -231,6 +235,8 @@ impl Interpreter {
         let code = step::translate(program, &bindings);
         let shape = StackShape::fit(&config);
         let packet_fields = PacketFields::of(bindings.context);
+        let budget_free = step::forward_only(program.insns(), &code)
+            && u64::try_from(code.len()).is_ok_and(|steps| steps <= config.instruction_budget);
         // Fits: the shape was fitted into the stack window.
         let (stack_bytes, entry_floor) = (shape.bytes() as usize, shape.frame_floor(0) as usize);
         Interpreter {
@@ -243,6 +249,7 @@ impl Interpreter {
             stack_bytes,
             entry_top: shape.frame_top(0),
             entry_floor,
+            budget_free,
         }
     }
 

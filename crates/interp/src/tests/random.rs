@@ -176,6 +176,66 @@ proptest! {
     }
 
     #[test]
+    fn the_loop_shortcuts_run_as_the_plain_loop(
+        slots in slots(),
+        world in world(),
+        pairs in prop::collection::vec((any::<prop::sample::Index>(), any::<u32>()), 0..4),
+        forward in any::<bool>(),
+        budget in 1u64..48,
+    ) {
+        // Filters end in `mov32 r0, K; exit` and jump only forward: put such pairs in, and
+        // now and then turn every jump forward, so both shortcuts (the fused exit and the
+        // budget-free loop) are taken, with budgets around the program's length.
+        let mut slots = slots;
+        for (at, value) in pairs {
+            let k = at.index(slots.len() + 1);
+            slots.splice(k..k, [Insn::new(Op::Mov32Imm, 0, 0, 0, i64::from(value)), Insn::new(Op::Exit, 0, 0, 0, 0)]);
+        }
+        if forward {
+            for insn in &mut slots {
+                insn.off = insn.off.saturating_abs();
+                if insn.op == Op::Ja32 {
+                    insn.imm = insn.imm.saturating_abs();
+                }
+            }
+        }
+        let mut bindings = Bindings::conformance();
+        bindings.add_helper(Helper { id: 100, name: "sum", func: sum });
+        bindings.context = world.layout;
+        let config = Config { instruction_budget: budget, ..Config::default() };
+        let fast = Interpreter::new_unvalidated(&Program::from_insns(slots.clone()), bindings, config);
+        // The reference: the same steps without either shortcut.
+        let mut plain = fast.clone();
+        plain.budget_free = false;
+        for step in &mut plain.code {
+            if let crate::step::Step::SetThenExit { dst, imm } = *step {
+                *step = crate::step::Step::Set { dst, imm };
+            }
+        }
+        let run = |interp: &Interpreter| {
+            let mut w = world.clone();
+            let mut cache = interp.cache();
+            let mut seen = Vec::new();
+            let input = Input {
+                ctx: w.ctx.as_deref_mut(),
+                packet: w.packet.as_deref_mut(),
+                mem: w.mem.as_deref_mut(),
+                ..Default::default()
+            };
+            let outcome = interp.run_observed(&mut cache, input, |slot, regs| seen.push((slot, *regs)));
+            let plain_run = observe(interp, &mut interp.cache(), &world);
+            (outcome, cache.executed(), seen, w.ctx, w.packet, w.mem, cache.stack().to_vec(), plain_run.0)
+        };
+        let (a, b) = (run(&fast), run(&plain));
+        prop_assert_eq!(&a.0, &b.0);
+        prop_assert_eq!(a.1, b.1);
+        prop_assert_eq!(&a.2, &b.2);
+        prop_assert_eq!((&a.3, &a.4, &a.5, &a.6), (&b.3, &b.4, &b.5, &b.6));
+        prop_assert_eq!(&a.7, &b.7);
+        prop_assert!(a.1 <= budget);
+    }
+
+    #[test]
     fn random_bytecode_never_panics(bytes in prop::collection::vec(any::<u8>(), 8..256), mem in prop::collection::vec(any::<u8>(), 0..32)) {
         let whole = bytes.len() / 8 * 8;
         if let Ok(program) = Program::from_bytes(&bytes[..whole]) {
