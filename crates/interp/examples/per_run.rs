@@ -51,6 +51,14 @@ const PROGRAMS: &[(&str, &str)] = &[
     ),
 ];
 
+/// A loop over every byte of the packet (a back jump, so the budget is tested each step):
+/// run only when named, to compare the loop's cost per step with the filters'.
+const LOOPS: &[(&str, &str)] = &[(
+    "byte-sum loop",
+    "ldxw %r2, [%r1+76]\nldxw %r3, [%r1+80]\nmov %r0, 0\njge %r2, %r3, +4\nldxb %r4, [%r2+0]\n\
+     add %r0, %r4\nadd %r2, 1\nja -5\nexit",
+)];
+
 /// Frames: IPv4/TCP to port 22 and 80, IPv4/UDP, IPv6/TCP, ARP; lengths 60 to 1514.
 fn frames() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
@@ -85,7 +93,7 @@ fn main() {
     let layout = ProgType::SocketFilter.context_layout();
     let len_at = layout.field("len").map_or(0, |f| f.offset as usize);
     let mut ctx = vec![0u8; layout.size as usize];
-    for (name, text) in PROGRAMS {
+    for (name, text) in PROGRAMS.iter().chain(LOOPS.iter().filter(|_| only.is_some())) {
         if only.as_deref().is_some_and(|o| o != *name) {
             continue;
         }

@@ -53,6 +53,12 @@ fn slot_of(r: u8) -> usize {
     usize::from(r & 0x0f)
 }
 
+/// The registers a local call saves for its caller: r6-r9 and r10.
+#[inline(always)]
+fn callee_saved(regs: &[u64; 16]) -> [u64; 5] {
+    [regs[6], regs[7], regs[8], regs[9], regs[10]]
+}
+
 /// The offset of an indirect legacy load: the kernel adds in 64 bits and passes the sum as
 /// a C `int`.
 #[inline(always)]
@@ -606,8 +612,7 @@ impl Interpreter {
         next: usize,
         here: usize,
     ) -> Flow {
-        let saved = [regs[6], regs[7], regs[8], regs[9], regs[10]];
-        self.enter(target, next, saved, None, regs, memory, frames, here)
+        self.enter(target, next, callee_saved(regs), None, regs, memory, frames, here)
     }
 
     /// `bpf_loop`: `r0` the kernel's error for a bad count or flags, else the callback's
@@ -634,8 +639,7 @@ impl Interpreter {
                     return ControlFlow::Break(Err(trap));
                 };
                 let looping = Looping { callback, index: 0, count, ctx: regs[3] };
-                let saved = [regs[6], regs[7], regs[8], regs[9], regs[10]];
-                self.call_back(looping, next, saved, regs, memory, frames, here)
+                self.call_back(looping, next, callee_saved(regs), regs, memory, frames, here)
             }
         }
     }
