@@ -99,10 +99,15 @@ impl Interpreter {
     /// `observe` sees the slot and the registers before every instruction runs (a no-op
     /// closure compiles away: the plain runs pay nothing for it).
     ///
-    /// A program whose steps can each run at most once a run ([`Interpreter`]'s
-    /// `budget_free`) takes the loop without the budget test: it cannot run out.
+    /// `LEAN` (the lean entry's runs, a filter's) takes two shortcuts: a program whose steps
+    /// can each run at most once a run ([`Interpreter`]'s `budget_free`) takes the loop
+    /// without the budget test (it cannot run out), and a `SetThenExit` that ends the run
+    /// runs its `exit` in the same dispatch. The general path keeps the plain loop: in its
+    /// copy the shortcuts' extra live values cost the compiler a spill in the load steps
+    /// (a byte loop over memory, the compute programs' shape, 23.3 -> 24.7 machine
+    /// instructions an instruction with them, 23.3 without; bench/records/2026-12-02-interp-11.txt).
     #[inline(always)]
-    pub(crate) fn execute<F: FnMut(usize, &[u64; 16])>(
+    pub(crate) fn execute<F: FnMut(usize, &[u64; 16]), const LEAN: bool>(
         &self,
         memory: &mut Memory<'_>,
         frames: &mut Vec<Frame>,
@@ -111,17 +116,18 @@ impl Interpreter {
         executed: &mut u64,
         observe: &mut F,
     ) -> Result<u64, Trap> {
-        if self.budget_free {
-            self.run_steps::<F, false>(memory, frames, r1, r2, executed, observe)
+        if LEAN && self.budget_free {
+            self.run_steps::<F, LEAN, false>(memory, frames, r1, r2, executed, observe)
         } else {
-            self.run_steps::<F, true>(memory, frames, r1, r2, executed, observe)
+            self.run_steps::<F, LEAN, true>(memory, frames, r1, r2, executed, observe)
         }
     }
 
     /// The loop of [`Interpreter::execute`]; `BUDGETED` tests the budget before each step
-    /// (the count is kept either way).
+    /// (the count is kept either way), `LEAN` fuses a `SetThenExit`'s `exit` when it ends
+    /// the run.
     #[inline(always)]
-    fn run_steps<F: FnMut(usize, &[u64; 16]), const BUDGETED: bool>(
+    fn run_steps<F: FnMut(usize, &[u64; 16]), const LEAN: bool, const BUDGETED: bool>(
         &self,
         memory: &mut Memory<'_>,
         frames: &mut Vec<Frame>,
@@ -258,7 +264,7 @@ impl Interpreter {
                     // The `exit` of the next slot, as the loop would run it: counted,
                     // observed, ending the run from frame 0. Anything else (no budget
                     // left, a called frame) goes on to that `exit` step.
-                    if remaining != 0 && frames.is_empty() {
+                    if LEAN && remaining != 0 && frames.is_empty() {
                         if pc < self.slots {
                             observe(pc, &regs);
                         }

@@ -187,10 +187,10 @@ pub(crate) enum Step {
         dst: u8,
         imm: u64,
     },
-    /// A `Set` whose next slot is `exit` (how nearly every filter ends): the loop runs that
-    /// `exit` too when it would end the run (frame 0, budget left), one dispatch fewer a
-    /// run; otherwise it goes on to the `exit` step itself, which every jump to that slot
-    /// reaches as before.
+    /// A `Set` whose next slot is `exit` (how nearly every filter ends): the lean entry's
+    /// loop runs that `exit` too when it would end the run (frame 0, budget left), one
+    /// dispatch fewer a run; otherwise (and on the general path) it goes on to the `exit`
+    /// step itself, which every jump to that slot reaches as before.
     SetThenExit {
         dst: u8,
         imm: u64,

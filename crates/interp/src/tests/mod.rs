@@ -116,29 +116,36 @@ fn only_forward_programs_within_the_budget_skip_its_test() {
     assert!(unvalidated(vec![i(Op::Call, 0, 0, 0, 5), exit()]).budget_free);
 }
 
-/// `mov32 r0, K; exit` is one step that runs both: the count, the observed slots, a budget
+/// A socket filter's interpreter with `budget`, and one run of it on the lean entry (a
+/// context and a packet alone, where the loop's shortcuts apply): r0 or the trap, and the
+/// count.
+fn lean_run(insns: Vec<Insn>, budget: u64) -> (Result<u64, Trap>, u64) {
+    use weir_program::{exec::Input, ProgType};
+    let config = Config { instruction_budget: budget, ..Config::default() };
+    let bindings = Bindings::for_prog_type(ProgType::SocketFilter);
+    let interp = Interpreter::new_unvalidated(&Program::from_insns(insns), bindings, config);
+    let mut ctx = vec![0u8; ProgType::SocketFilter.context_layout().size as usize];
+    let mut packet = vec![0u8; 64];
+    let mut cache = interp.cache();
+    let input = Input::new().ctx(&mut ctx).packet(&mut packet);
+    let r0 = interp.run_stats(&mut cache, input).map(|outcome| outcome.r0);
+    (r0, cache.executed())
+}
+
+/// `mov32 r0, K; exit` is one step that runs both on the lean entry: the count, a budget
 /// that ends between the two, a jump to the `exit` alone and an `exit` from a called frame
 /// all stay as the two steps give them.
 #[test]
 fn a_set_then_exit_runs_as_its_two_instructions() {
     use crate::step::Step;
-    use weir_program::exec::Input;
     use weir_program::TrapCode;
     let program = || vec![i(Op::Mov32Imm, 0, 0, 0, 7), exit()];
     let interp = unvalidated(program());
     assert!(matches!(interp.code[0], Step::SetThenExit { dst: 0, imm: 7 }));
     assert!(matches!(interp.code[1], Step::Exit));
-    let mut cache = interp.cache();
-    let mut seen = Vec::new();
-    let outcome =
-        interp.run_observed(&mut cache, Input::new(), |slot, regs| seen.push((slot, regs[0])));
-    assert_eq!(outcome.map(|o| (o.r0, o.executed)), Ok((7, 2)));
-    assert_eq!(seen, [(0, 0), (1, 7)]);
+    assert_eq!(lean_run(program(), 1 << 20), (Ok(7), 2));
     // The budget ends after the `mov`: the `exit` traps, as it would on its own.
-    let interp = with_budget(program(), 1);
-    let mut cache = interp.cache();
-    assert_eq!(interp.run_mem(&mut cache, &mut []), Err(Trap::new(TrapCode::InstructionBudget, 1)));
-    assert_eq!(cache.executed(), 1);
+    assert_eq!(lean_run(program(), 1), (Err(Trap::new(TrapCode::InstructionBudget, 1)), 1));
     // A jump straight to the `exit` returns r0 as it is.
     let jumps = vec![
         i(Op::Mov32Imm, 0, 0, 0, 3),
@@ -146,10 +153,7 @@ fn a_set_then_exit_runs_as_its_two_instructions() {
         i(Op::Mov32Imm, 0, 0, 0, 7),
         exit(),
     ];
-    let interp = unvalidated(jumps);
-    let mut cache = interp.cache();
-    assert_eq!(interp.run_mem(&mut cache, &mut []), Ok(3));
-    assert_eq!(cache.executed(), 3);
+    assert_eq!(lean_run(jumps, 1 << 20), (Ok(3), 3));
     // In a called frame the `exit` returns to the caller, which goes on.
     let calls = vec![
         i(Op::CallLocal, 0, 1, 0, 2),
@@ -158,8 +162,19 @@ fn a_set_then_exit_runs_as_its_two_instructions() {
         i(Op::Mov32Imm, 0, 0, 0, 5),
         exit(),
     ];
-    let interp = unvalidated(calls);
-    let mut cache = interp.cache();
-    assert_eq!(interp.run_mem(&mut cache, &mut []), Ok(6));
-    assert_eq!(cache.executed(), 5);
+    assert_eq!(lean_run(calls, 1 << 20), (Ok(6), 5));
+    // A filter's shape, budget-free: the same count and result as each step alone.
+    let filter = vec![
+        i(Op::Mov64Reg, 6, 1, 0, 0),
+        i(Op::LdxW, 7, 6, 0, 0),
+        i(Op::Jgt32Imm, 7, 0, 2, 128),
+        i(Op::Mov32Imm, 0, 0, 0, 0x40000),
+        exit(),
+        i(Op::Mov32Imm, 0, 0, 0, 0),
+        exit(),
+    ];
+    assert!(unvalidated(filter.clone()).budget_free);
+    assert_eq!(lean_run(filter.clone(), 1 << 20), (Ok(0x40000), 5));
+    // Four steps of budget: the fused `exit` must not run past it.
+    assert_eq!(lean_run(filter, 4), (Err(Trap::new(TrapCode::InstructionBudget, 4)), 4));
 }
