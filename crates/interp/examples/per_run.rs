@@ -1,11 +1,13 @@
 //! The interpreter's fixed cost per run, for `perf`: short socket-filter programs (the
-//! shapes weir's emitter gives `ip`, `greater 1000` and `port 22`, and a two-instruction
-//! program that is nearly all fixed cost) run over a few frames, as `weir-bench interp`'s
+//! shapes weir's emitter gives `ip`, `arp`, `less 128`, `greater 1000` and `port 22`, and a
+//! two-instruction program that is nearly all fixed cost) run over a few frames, as `weir-bench interp`'s
 //! filter table runs them (a `__sk_buff` context and the packet).
 //!
-//! `cargo run --release -p weir-interp --example per_run [-- NAME [SECONDS]]` prints ns per
-//! run and per executed instruction (the interpreter's counter), median and minimum of 301
-//! short rounds.
+//! `cargo run --release -p weir-interp --example per_run [-- NAME [SECONDS [ROUNDS PASSES]]]`
+//! prints ns per run and per executed instruction (the interpreter's counter), median and
+//! minimum of 301 short rounds of 500 passes over the frames. ROUNDS and PASSES set those two
+//! numbers instead, so that a run under `valgrind --tool=callgrind` stays short (each pass is
+//! 64 runs, plus one untimed pass first).
 
 use std::time::Instant;
 
@@ -23,6 +25,16 @@ const PROGRAMS: &[(&str, &str)] = &[
          mov32 %r0, 0\nexit",
     ),
     (
+        "arp",
+        "mov %r6, %r1\nldabsh 12\nmov %r7, %r0\njne32 %r7, 2054, +2\nmov32 %r0, 0x40000\nexit\n\
+         mov32 %r0, 0\nexit",
+    ),
+    (
+        "less 128",
+        "mov %r6, %r1\nldxw %r7, [%r6+0]\njgt32 %r7, 128, +2\nmov32 %r0, 0x40000\nexit\n\
+         mov32 %r0, 0\nexit",
+    ),
+    (
         "greater 1000",
         "mov %r6, %r1\nldxw %r7, [%r6+0]\njlt32 %r7, 1000, +2\nmov32 %r0, 0x40000\nexit\n\
          mov32 %r0, 0\nexit",
@@ -36,6 +48,23 @@ const PROGRAMS: &[(&str, &str)] = &[
          ldabsb 14\nand32 %r0, 15\nlsh32 %r0, 2\nmov32 %r7, %r0\nmov %r0, %r8\nldindh %r7, 14\n\
          jeq %r0, 22, +2\nldindh %r7, 16\njne %r0, 22, +2\nmov32 %r0, 0x40000\nexit\n\
          mov32 %r0, 0\nexit",
+    ),
+];
+
+/// A loop over every byte of the packet (a back jump, so the budget is tested each step):
+/// run only when named, to compare the loop's cost per step with the filters'.
+const LOOPS: &[(&str, &str)] = &[
+    (
+        "byte-sum loop",
+        "ldxw %r2, [%r1+76]\nldxw %r3, [%r1+80]\nmov %r0, 0\njge %r2, %r3, +4\nldxb %r4, [%r2+0]\n\
+     add %r0, %r4\nadd %r2, 1\nja -5\nexit",
+    ),
+    // The same loop over the frame given as memory (`r1`, `r2`), with no context: the
+    // general entry, as `weir-bench interp`'s compute programs run.
+    (
+        "byte-sum loop mem",
+        "mov %r3, %r1\nadd %r3, %r2\nmov %r0, 0\njge %r1, %r3, +4\nldxb %r4, [%r1+0]\n\
+         add %r0, %r4\nadd %r1, 1\nja -5\nexit",
     ),
 ];
 
@@ -67,11 +96,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let only = args.first().cloned();
     let seconds: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    let min_rounds: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(301);
+    let runs: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(500);
     let mut frames = frames();
     let layout = ProgType::SocketFilter.context_layout();
     let len_at = layout.field("len").map_or(0, |f| f.offset as usize);
     let mut ctx = vec![0u8; layout.size as usize];
-    for (name, text) in PROGRAMS {
+    for (name, text) in PROGRAMS.iter().chain(LOOPS.iter().filter(|_| only.is_some())) {
         if only.as_deref().is_some_and(|o| o != *name) {
             continue;
         }
@@ -90,7 +121,12 @@ fn main() {
                 std::process::exit(1);
             }
         };
-        let bindings = Bindings::for_prog_type(ProgType::SocketFilter);
+        // The memory loop runs as the bench's compute programs do: no context layout.
+        let bindings = if name.ends_with("mem") {
+            Bindings::new()
+        } else {
+            Bindings::for_prog_type(ProgType::SocketFilter)
+        };
         let interp = Interpreter::new(&verified, bindings, Config::default());
         let mut cache = interp.cache();
         let mut pass = || -> u64 {
@@ -100,7 +136,12 @@ fn main() {
                 if let Some(field) = ctx.get_mut(len_at..len_at + 4) {
                     field.copy_from_slice(&wire.to_le_bytes());
                 }
-                match interp.run_stats(&mut cache, Input::new().ctx(&mut ctx).packet(frame)) {
+                let input = if name.ends_with("mem") {
+                    Input::new().mem(frame)
+                } else {
+                    Input::new().ctx(&mut ctx).packet(frame)
+                };
+                match interp.run_stats(&mut cache, input) {
                     Ok(outcome) => executed += outcome.executed,
                     Err(trap) => {
                         eprintln!("{name}: trapped: {trap}");
@@ -113,7 +154,6 @@ fn main() {
         let executed = pass();
         // Short rounds, many of them: on a shared machine the fastest rounds are the ones
         // no other process interrupted, so the minimum is reported beside the median.
-        let runs = 500usize;
         let mut rounds = Vec::new();
         let until = Instant::now();
         loop {
@@ -124,7 +164,7 @@ fn main() {
             }
             std::hint::black_box(sink);
             rounds.push(t.elapsed().as_nanos() as f64 / runs as f64);
-            if rounds.len() >= 301 && until.elapsed().as_secs_f64() >= seconds {
+            if rounds.len() >= min_rounds && until.elapsed().as_secs_f64() >= seconds {
                 break;
             }
         }

@@ -9,7 +9,9 @@
 //! The budget counts dispatched steps, including the one that traps; when it is spent, the
 //! next step traps with [`TrapCode::InstructionBudget`] instead of running.
 
-use weir_program::abi::{bpf_loop, HelperCtx, HelperOutcome, RunEnv};
+use std::ops::ControlFlow;
+
+use weir_program::abi::{bpf_loop, HelperCtx, HelperFn, HelperOutcome, RunEnv};
 use weir_program::{Trap, TrapCode};
 
 use crate::guest;
@@ -20,6 +22,9 @@ use weir_program::exec::alu::{
     arsh32, arsh64, div32, div64, lsh32, lsh64, mod32, mod64, rsh32, rsh64, sdiv32, sdiv64, smod32,
     smod64,
 };
+
+/// What a call step does next: go on at a slot, or end the run.
+type Flow = ControlFlow<Result<u64, Trap>, usize>;
 
 /// A caller's state saved by a local call: where to return, and r6-r9 and r10.
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +51,12 @@ pub(crate) struct Looping {
 #[inline(always)]
 fn slot_of(r: u8) -> usize {
     usize::from(r & 0x0f)
+}
+
+/// The registers a local call saves for its caller: r6-r9 and r10.
+#[inline(always)]
+fn callee_saved(regs: &[u64; 16]) -> [u64; 5] {
+    [regs[6], regs[7], regs[8], regs[9], regs[10]]
 }
 
 /// The offset of an indirect legacy load: the kernel adds in 64 bits and passes the sum as
@@ -87,7 +98,36 @@ impl Interpreter {
     ///
     /// `observe` sees the slot and the registers before every instruction runs (a no-op
     /// closure compiles away: the plain runs pay nothing for it).
-    pub(crate) fn execute<F: FnMut(usize, &[u64; 16])>(
+    ///
+    /// `LEAN` (the lean entry's runs, a filter's) takes two shortcuts: a program whose steps
+    /// can each run at most once a run ([`Interpreter`]'s `budget_free`) takes the loop
+    /// without the budget test (it cannot run out), and a `SetThenExit` that ends the run
+    /// runs its `exit` in the same dispatch. The general path keeps the plain loop: in its
+    /// copy the shortcuts' extra live values cost the compiler a spill in the load steps
+    /// (a byte loop over memory, the compute programs' shape, 23.3 -> 24.7 machine
+    /// instructions an instruction with them, 23.3 without; bench/records/2026-12-02-interp-11.txt).
+    #[inline(always)]
+    pub(crate) fn execute<F: FnMut(usize, &[u64; 16]), const LEAN: bool>(
+        &self,
+        memory: &mut Memory<'_>,
+        frames: &mut Vec<Frame>,
+        r1: u64,
+        r2: u64,
+        executed: &mut u64,
+        observe: &mut F,
+    ) -> Result<u64, Trap> {
+        if LEAN && self.budget_free {
+            self.run_steps::<F, LEAN, false>(memory, frames, r1, r2, executed, observe)
+        } else {
+            self.run_steps::<F, LEAN, true>(memory, frames, r1, r2, executed, observe)
+        }
+    }
+
+    /// The loop of [`Interpreter::execute`]; `BUDGETED` tests the budget before each step
+    /// (the count is kept either way), `LEAN` fuses a `SetThenExit`'s `exit` when it ends
+    /// the run.
+    #[inline(always)]
+    fn run_steps<F: FnMut(usize, &[u64; 16]), const LEAN: bool, const BUDGETED: bool>(
         &self,
         memory: &mut Memory<'_>,
         frames: &mut Vec<Frame>,
@@ -105,6 +145,8 @@ impl Interpreter {
         let budget = self.config.instruction_budget;
         let mut remaining = budget;
         let mut pc: usize = 0;
+        // 1 when the run ended in a `SetThenExit`'s `exit`: one step the budget did not count.
+        let mut fused_exit = 0u64;
 
         let outcome = 'run: loop {
             // Borrowed, not copied: each arm then loads only its own fields from the step.
@@ -116,7 +158,7 @@ impl Interpreter {
                 // Unreachable by construction (every target is a step); kept as a trap.
                 break 'run Err(Trap::new(TrapCode::BadJump, pc));
             };
-            if remaining == 0 {
+            if BUDGETED && remaining == 0 {
                 break 'run Err(Trap::new(TrapCode::InstructionBudget, pc));
             }
             remaining = remaining.wrapping_sub(1);
@@ -172,59 +214,18 @@ impl Interpreter {
                     }
                 };
             }
-            macro_rules! call_helper {
-                ($id:expr, $func:expr) => {{
-                    let args = [reg!(1), reg!(2), reg!(3), reg!(4), reg!(5)];
-                    let mut env = memory.env.take();
-                    let lent: Option<&mut dyn RunEnv> = match &mut env {
-                        Some(env) => Some(&mut **env),
-                        None => None,
-                    };
-                    let outcome = {
-                        let mut ctx =
-                            HelperCtx::new(&mut *memory, self.bindings.prog_type).with_env(lent);
-                        ($func)(&mut ctx, &args)
-                    };
-                    memory.env = env;
-                    match outcome {
-                        HelperOutcome::Return(value) => reg!(0) = value,
-                        HelperOutcome::Stop(value) => break 'run Ok(value),
-                        HelperOutcome::Fail => {
-                            let id = u64::from($id);
-                            break 'run Err(Trap::memory(TrapCode::HelperFailed, here, id, 0));
-                        }
+            // A call, or a return to a caller: the step's work is out of line (below), so
+            // that the loop holds none of what only calls read (the helper table, the
+            // frame shape, the program type): the compiler kept those in stack slots
+            // loaded before every run's first step (issue 13: a short filter's set-up).
+            macro_rules! flow {
+                ($flow:expr) => {
+                    match $flow {
+                        ControlFlow::Continue(next) => pc = next,
+                        ControlFlow::Break(end) => break 'run end,
                     }
-                }};
-            }
-            macro_rules! call_local {
-                ($target:expr) => {
-                    call_local!($target, pc, [reg!(6), reg!(7), reg!(8), reg!(9), reg!(10)], None)
                 };
-                ($target:expr, $return_pc:expr, $saved:expr, $looping:expr) => {{
-                    // `frames` holds the callers; the running frame is one more.
-                    if frames.len().saturating_add(1) >= self.frames() {
-                        break 'run Err(Trap::new(TrapCode::CallDepth, here));
-                    }
-                    frames.push(Frame { return_pc: $return_pc, saved: $saved, looping: $looping });
-                    reg!(10) = self.frame_top(frames.len());
-                    memory.set_stack_floor(self.frame_floor(frames.len()));
-                    pc = $target;
-                }};
             }
-            // The callback's call number `index` of a `bpf_loop`: r1 the index, r2 the
-            // context, r3-r5 zero, in a frame of its own that returns to `return_pc`.
-            macro_rules! call_back {
-                ($looping:expr, $return_pc:expr, $saved:expr) => {{
-                    let looping: Looping = $looping;
-                    reg!(1) = looping.index;
-                    reg!(2) = looping.ctx;
-                    reg!(3) = 0;
-                    reg!(4) = 0;
-                    reg!(5) = 0;
-                    call_local!(looping.callback, $return_pc, $saved, Some(looping));
-                }};
-            }
-
             match *step {
                 Step::Add64Imm { dst, imm } => reg!(dst) = reg!(dst).wrapping_add(imm),
                 Step::Add64Reg { dst, src } => reg!(dst) = reg!(dst).wrapping_add(reg!(src)),
@@ -258,6 +259,21 @@ impl Interpreter {
                 Step::MovSx16To64 { dst, src } => reg!(dst) = reg!(src) as i16 as i64 as u64,
                 Step::MovSx32To64 { dst, src } => reg!(dst) = reg!(src) as i32 as i64 as u64,
                 Step::Set { dst, imm } => reg!(dst) = imm,
+                Step::SetThenExit { dst, imm } => {
+                    reg!(dst) = imm;
+                    // The `exit` of the next slot, as the loop would run it: counted,
+                    // observed, ending the run from frame 0. Anything else (no budget
+                    // left, a called frame) goes on to that `exit` step.
+                    if LEAN && remaining != 0 && frames.is_empty() {
+                        if pc < self.slots {
+                            observe(pc, &regs);
+                        }
+                        // Counted after the loop: the budget's register is not touched
+                        // here, which kept a copy of it live in every step's head.
+                        fused_exit = 1;
+                        break 'run Ok(regs[0]);
+                    }
+                }
 
                 Step::Add32Imm { dst, imm } => {
                     reg!(dst) = u64::from(lo(reg!(dst)).wrapping_add(imm));
@@ -449,57 +465,22 @@ impl Interpreter {
                     jump_if!(lo(reg!(dst)) as i32 <= lo(reg!(src)) as i32, target);
                 }
 
-                Step::CallHelper { id, func } => call_helper!(id, func),
-                Step::CallLocal { target } => call_local!(target),
-                Step::Loop => match bpf_loop::count(reg!(1), reg!(4)) {
-                    Err(result) => reg!(0) = result,
-                    Ok(count) => {
-                        let func = reg!(2);
-                        let Some(callback) =
-                            guest::func_slot(func).filter(|&s| self.is_call_target(s))
-                        else {
-                            break 'run Err(Trap::memory(TrapCode::BadCallTarget, here, func, 0));
-                        };
-                        let looping = Looping { callback, index: 0, count, ctx: reg!(3) };
-                        let saved = [reg!(6), reg!(7), reg!(8), reg!(9), reg!(10)];
-                        call_back!(looping, pc, saved);
-                    }
-                },
-                Step::CallReg { dst } => {
-                    let value = reg!(dst);
-                    if let Some(slot) = guest::func_slot(value).filter(|&s| self.is_call_target(s))
-                    {
-                        call_local!(slot);
-                    } else if let Some(helper) =
-                        u32::try_from(value).ok().and_then(|id| self.bindings.helper(id))
-                    {
-                        call_helper!(helper.id, helper.func);
-                    } else {
-                        break 'run Err(Trap::memory(TrapCode::BadCallTarget, here, value, 0));
-                    }
+                Step::CallHelper { id, func } => {
+                    flow!(self.call_helper(id, func, &mut regs, memory, pc, here));
                 }
-                Step::Exit => match frames.pop() {
-                    Some(frame) => {
-                        let [r6, r7, r8, r9, r10] = frame.saved;
-                        regs[6] = r6;
-                        regs[7] = r7;
-                        regs[8] = r8;
-                        regs[9] = r9;
-                        regs[10] = r10;
-                        memory.set_stack_floor(self.frame_floor(frames.len()));
-                        pc = frame.return_pc;
-                        if let Some(looping) = frame.looping {
-                            let calls = looping.index.saturating_add(1);
-                            if regs[0] != 0 || calls == looping.count {
-                                regs[0] = calls;
-                            } else {
-                                let next = Looping { index: calls, ..looping };
-                                call_back!(next, frame.return_pc, frame.saved);
-                            }
-                        }
+                Step::CallLocal { target } => {
+                    flow!(self.call_local(target, &mut regs, memory, frames, pc, here));
+                }
+                Step::Loop => flow!(self.start_loop(&mut regs, memory, frames, pc, here)),
+                Step::CallReg { dst } => {
+                    flow!(self.call_reg(reg!(dst), &mut regs, memory, frames, pc, here));
+                }
+                Step::Exit => {
+                    if frames.is_empty() {
+                        break 'run Ok(regs[0]);
                     }
-                    None => break 'run Ok(regs[0]),
-                },
+                    flow!(self.return_to_caller(&mut regs, memory, frames, here));
+                }
 
                 Step::LdxB { dst, src, off } => {
                     reg!(dst) = u64::from(u8::from_le_bytes(load!(1, addr!(src, off))));
@@ -585,7 +566,195 @@ impl Interpreter {
                 }
             }
         };
-        *executed = budget.wrapping_sub(remaining);
+        *executed = budget.wrapping_sub(remaining).wrapping_add(fused_exit);
         outcome
+    }
+
+    /// Calls helper `id` with `r1`-`r5`; `r0` gets its result and the run goes on at
+    /// `next`, unless the helper stops the run or fails.
+    #[inline(never)]
+    fn call_helper(
+        &self,
+        id: u32,
+        func: HelperFn,
+        regs: &mut [u64; 16],
+        memory: &mut Memory<'_>,
+        next: usize,
+        here: usize,
+    ) -> Flow {
+        let args = [regs[1], regs[2], regs[3], regs[4], regs[5]];
+        let mut env = memory.env.take();
+        let lent: Option<&mut dyn RunEnv> = match &mut env {
+            Some(env) => Some(&mut **env),
+            None => None,
+        };
+        let outcome = {
+            let mut ctx = HelperCtx::new(&mut *memory, self.bindings.prog_type).with_env(lent);
+            func(&mut ctx, &args)
+        };
+        memory.env = env;
+        match outcome {
+            HelperOutcome::Return(value) => {
+                regs[0] = value;
+                ControlFlow::Continue(next)
+            }
+            HelperOutcome::Stop(value) => ControlFlow::Break(Ok(value)),
+            HelperOutcome::Fail => {
+                let id = u64::from(id);
+                ControlFlow::Break(Err(Trap::memory(TrapCode::HelperFailed, here, id, 0)))
+            }
+        }
+    }
+
+    /// A local call to `target`: saves `r6`-`r10` and the return slot `next`, then runs
+    /// the callee in the next frame down.
+    #[inline(never)]
+    fn call_local(
+        &self,
+        target: usize,
+        regs: &mut [u64; 16],
+        memory: &mut Memory<'_>,
+        frames: &mut Vec<Frame>,
+        next: usize,
+        here: usize,
+    ) -> Flow {
+        self.enter(target, next, callee_saved(regs), None, regs, memory, frames, here)
+    }
+
+    /// `bpf_loop`: `r0` the kernel's error for a bad count or flags, else the callback's
+    /// first call.
+    #[inline(never)]
+    fn start_loop(
+        &self,
+        regs: &mut [u64; 16],
+        memory: &mut Memory<'_>,
+        frames: &mut Vec<Frame>,
+        next: usize,
+        here: usize,
+    ) -> Flow {
+        match bpf_loop::count(regs[1], regs[4]) {
+            Err(result) => {
+                regs[0] = result;
+                ControlFlow::Continue(next)
+            }
+            Ok(count) => {
+                let func = regs[2];
+                let Some(callback) = guest::func_slot(func).filter(|&s| self.is_call_target(s))
+                else {
+                    let trap = Trap::memory(TrapCode::BadCallTarget, here, func, 0);
+                    return ControlFlow::Break(Err(trap));
+                };
+                let looping = Looping { callback, index: 0, count, ctx: regs[3] };
+                self.call_back(looping, next, callee_saved(regs), regs, memory, frames, here)
+            }
+        }
+    }
+
+    /// `callx`: `value` names a local function or a bound helper.
+    #[inline(never)]
+    fn call_reg(
+        &self,
+        value: u64,
+        regs: &mut [u64; 16],
+        memory: &mut Memory<'_>,
+        frames: &mut Vec<Frame>,
+        next: usize,
+        here: usize,
+    ) -> Flow {
+        if let Some(slot) = guest::func_slot(value).filter(|&s| self.is_call_target(s)) {
+            self.call_local(slot, regs, memory, frames, next, here)
+        } else if let Some(helper) =
+            u32::try_from(value).ok().and_then(|id| self.bindings.helper(id))
+        {
+            self.call_helper(helper.id, helper.func, regs, memory, next, here)
+        } else {
+            ControlFlow::Break(Err(Trap::memory(TrapCode::BadCallTarget, here, value, 0)))
+        }
+    }
+
+    /// `exit` from a called frame (the caller checked there is one): restores the
+    /// caller's `r6`-`r10` and returns to it, or, for a `bpf_loop` callback, calls it
+    /// again or returns the count of calls from the helper.
+    #[inline(never)]
+    fn return_to_caller(
+        &self,
+        regs: &mut [u64; 16],
+        memory: &mut Memory<'_>,
+        frames: &mut Vec<Frame>,
+        here: usize,
+    ) -> Flow {
+        let Some(frame) = frames.pop() else {
+            return ControlFlow::Break(Ok(regs[0]));
+        };
+        let [r6, r7, r8, r9, r10] = frame.saved;
+        regs[6] = r6;
+        regs[7] = r7;
+        regs[8] = r8;
+        regs[9] = r9;
+        regs[10] = r10;
+        memory.set_stack_floor(self.frame_floor(frames.len()));
+        if let Some(looping) = frame.looping {
+            let calls = looping.index.saturating_add(1);
+            if regs[0] != 0 || calls == looping.count {
+                regs[0] = calls;
+            } else {
+                let next = Looping { index: calls, ..looping };
+                return self.call_back(
+                    next,
+                    frame.return_pc,
+                    frame.saved,
+                    regs,
+                    memory,
+                    frames,
+                    here,
+                );
+            }
+        }
+        ControlFlow::Continue(frame.return_pc)
+    }
+
+    /// The callback's call number `index` of a `bpf_loop`: r1 the index, r2 the context,
+    /// r3-r5 zero, in a frame of its own that returns to `return_pc`.
+    #[allow(clippy::too_many_arguments)]
+    fn call_back(
+        &self,
+        looping: Looping,
+        return_pc: usize,
+        saved: [u64; 5],
+        regs: &mut [u64; 16],
+        memory: &mut Memory<'_>,
+        frames: &mut Vec<Frame>,
+        here: usize,
+    ) -> Flow {
+        regs[1] = looping.index;
+        regs[2] = looping.ctx;
+        regs[3] = 0;
+        regs[4] = 0;
+        regs[5] = 0;
+        self.enter(looping.callback, return_pc, saved, Some(looping), regs, memory, frames, here)
+    }
+
+    /// Enters the function at `target` in the next frame down, `return_pc` and `saved`
+    /// (the caller's `r6`-`r10`) kept for its `exit`; a call deeper than the frames trap.
+    #[allow(clippy::too_many_arguments)]
+    fn enter(
+        &self,
+        target: usize,
+        return_pc: usize,
+        saved: [u64; 5],
+        looping: Option<Looping>,
+        regs: &mut [u64; 16],
+        memory: &mut Memory<'_>,
+        frames: &mut Vec<Frame>,
+        here: usize,
+    ) -> Flow {
+        // `frames` holds the callers; the running frame is one more.
+        if frames.len().saturating_add(1) >= self.frames() {
+            return ControlFlow::Break(Err(Trap::new(TrapCode::CallDepth, here)));
+        }
+        frames.push(Frame { return_pc, saved, looping });
+        regs[10] = self.frame_top(frames.len());
+        memory.set_stack_floor(self.frame_floor(frames.len()));
+        ControlFlow::Continue(target)
     }
 }

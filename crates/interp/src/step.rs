@@ -187,6 +187,14 @@ pub(crate) enum Step {
         dst: u8,
         imm: u64,
     },
+    /// A `Set` whose next slot is `exit` (how nearly every filter ends): the lean entry's
+    /// loop runs that `exit` too when it would end the run (frame 0, budget left), one
+    /// dispatch fewer a run; otherwise (and on the general path) it goes on to the `exit`
+    /// step itself, which every jump to that slot reaches as before.
+    SetThenExit {
+        dst: u8,
+        imm: u64,
+    },
 
     // 32-bit ALU; immediates used as u32, results zero-extended.
     Add32Imm {
@@ -736,9 +744,41 @@ pub(crate) fn translate(program: &Program, bindings: &Bindings) -> Vec<Step> {
         let mut translator = Translator { insns, pc, len, bindings, detours: &mut detours };
         code.push(translator.step(insn));
     }
+    fuse_set_then_exit(&mut code);
     code.push(Step::FailAt { code: TrapCode::BadJump, pc: len.saturating_sub(1) });
     code.extend(detours);
     code
+}
+
+/// Whether each step of `code` (translated from `insns`) runs at most once a run: every
+/// jump goes forward (a jump's target is after its slot; a bad target's detour is after the
+/// whole program) and nothing calls (a callee may lie anywhere, and `bpf_loop` calls again),
+/// so each step moves `pc` forward or ends the run. Such a run dispatches at most
+/// `code.len()` steps.
+pub(crate) fn forward_only(insns: &[Insn], code: &[Step]) -> bool {
+    let jumps_forward = insns.iter().all(|insn| match insn.op.spec().map(|s| s.operands) {
+        Some(Operands::JmpOff | Operands::DstImmOff | Operands::DstSrcOff) => insn.off >= 0,
+        Some(Operands::JmpImm) => insn.imm >= 0,
+        _ => true,
+    });
+    let calls = code
+        .iter()
+        .any(|step| matches!(step, Step::CallLocal { .. } | Step::CallReg { .. } | Step::Loop));
+    jumps_forward && !calls
+}
+
+/// Turns each `Set` followed by `exit` into [`Step::SetThenExit`]. The `exit` step stays in
+/// its slot: a jump to it, a run out of budget after the `Set` and a return from a called
+/// frame all take it as before.
+fn fuse_set_then_exit(code: &mut [Step]) {
+    for slot in 0..code.len() {
+        let next_is_exit = matches!(code.get(slot.saturating_add(1)), Some(Step::Exit));
+        if let Some(step) = code.get_mut(slot) {
+            if let (Step::Set { dst, imm }, true) = (*step, next_is_exit) {
+                *step = Step::SetThenExit { dst, imm };
+            }
+        }
+    }
 }
 
 struct Translator<'a> {

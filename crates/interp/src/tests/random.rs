@@ -176,6 +176,59 @@ proptest! {
     }
 
     #[test]
+    fn the_loop_shortcuts_run_as_the_plain_loop(
+        slots in slots(),
+        world in world(),
+        pairs in prop::collection::vec((any::<prop::sample::Index>(), any::<u32>()), 0..4),
+        forward in any::<bool>(),
+        budget in 1u64..48,
+    ) {
+        // Filters end in `mov32 r0, K; exit` and jump only forward: put such pairs in, and
+        // now and then turn every jump forward, so both shortcuts (the fused exit and the
+        // budget-free loop) are taken, with budgets around the program's length.
+        let mut slots = slots;
+        for (at, value) in pairs {
+            let k = at.index(slots.len() + 1);
+            slots.splice(k..k, [Insn::new(Op::Mov32Imm, 0, 0, 0, i64::from(value)), Insn::new(Op::Exit, 0, 0, 0, 0)]);
+        }
+        if forward {
+            for insn in &mut slots {
+                insn.off = insn.off.saturating_abs();
+                if insn.op == Op::Ja32 {
+                    insn.imm = insn.imm.saturating_abs();
+                }
+            }
+        }
+        let mut bindings = Bindings::conformance();
+        bindings.add_helper(Helper { id: 100, name: "sum", func: sum });
+        bindings.context = world.layout;
+        let config = Config { instruction_budget: budget, ..Config::default() };
+        let fast = Interpreter::new_unvalidated(&Program::from_insns(slots.clone()), bindings, config);
+        // The reference: the same steps without either shortcut.
+        let mut plain = fast.clone();
+        plain.budget_free = false;
+        for step in &mut plain.code {
+            if let crate::step::Step::SetThenExit { dst, imm } = *step {
+                *step = crate::step::Step::Set { dst, imm };
+            }
+        }
+        // The shortcuts apply on the lean entry: a context and a packet alone.
+        let run = |interp: &Interpreter| {
+            let mut w = world.clone();
+            let mut cache = interp.cache();
+            let ctx = w.ctx.get_or_insert_with(Vec::new);
+            let packet = w.packet.get_or_insert_with(Vec::new);
+            let outcome = interp.run_lean(&mut cache, ctx, packet);
+            (outcome, cache.executed(), w.ctx, w.packet, cache.stack().to_vec())
+        };
+        let (a, b) = (run(&fast), run(&plain));
+        prop_assert_eq!(&a.0, &b.0);
+        prop_assert_eq!(a.1, b.1);
+        prop_assert_eq!((&a.2, &a.3, &a.4), (&b.2, &b.3, &b.4));
+        prop_assert!(a.1 <= budget);
+    }
+
+    #[test]
     fn random_bytecode_never_panics(bytes in prop::collection::vec(any::<u8>(), 8..256), mem in prop::collection::vec(any::<u8>(), 0..32)) {
         let whole = bytes.len() / 8 * 8;
         if let Ok(program) = Program::from_bytes(&bytes[..whole]) {

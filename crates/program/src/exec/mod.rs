@@ -216,8 +216,10 @@ pub fn fill_packet_fields(
 }
 
 /// A packet field of [`PacketFields::fill_whole`]: its offset in the context and the mask
-/// of the packet's length its value adds to the packet's base.
-type WholeWord = (usize, u32);
+/// of the packet's length its value adds to the packet's base. The offset is a `u32`, so
+/// `offset + 4` cannot wrap and the word's range is one compare against the context's
+/// length (as [`DataEndWord`]'s).
+type WholeWord = (u32, u32);
 
 /// A context layout's packet fields, listed once (at load) so that a run writes the two
 /// or three words without walking the layout: what [`fill_packet_fields`] does.
@@ -325,8 +327,14 @@ impl PacketFields {
             let third = if out.count == 3 { (c, vc) } else { (a, va) };
             out.words = Some([(a, va), (b, vb), third]);
             let mask = |which: usize| if which == 2 { u32::MAX } else { 0 };
-            let third = (out.count == 3).then_some((c, mask(vc)));
-            out.whole = Some(([(a, mask(va)), (b, mask(vb))], third));
+            let word =
+                |offset: usize, which: usize| Some((u32::try_from(offset).ok()?, mask(which)));
+            out.whole = match (word(a, va), word(b, vb), word(c, vc)) {
+                (Some(first), Some(second), third) if out.count == 2 || third.is_some() => {
+                    Some(([first, second], third.filter(|_| out.count == 3)))
+                }
+                _ => None,
+            };
             let words = [(a, va), (b, vb), (c, vc)];
             let mut ends = words.iter().take(out.count).filter(|&&(_, which)| which == 2);
             out.whole_end = match (ends.next(), ends.next()) {
@@ -360,9 +368,10 @@ impl PacketFields {
         // Fits: the caller checked the packet against its window (below 4 GiB).
         let len = packet_len as u32;
         let base = guest::PACKET_BASE as u32;
-        let mut write = |&(offset, mask): &(usize, u32)| {
-            if let Some(bytes) = ctx.get_mut(offset..).and_then(|b| b.first_chunk_mut::<4>()) {
-                *bytes = base.wrapping_add(len & mask).to_le_bytes();
+        let mut write = |&(offset, mask): &WholeWord| {
+            let offset = offset as usize;
+            if let Some(bytes) = ctx.get_mut(offset..offset + 4) {
+                bytes.copy_from_slice(&base.wrapping_add(len & mask).to_le_bytes());
             }
         };
         words.iter().for_each(&mut write);
