@@ -50,8 +50,11 @@ pub const COUNTER_SHARDS: usize = 2;
 /// rule scaled but made 1M rules 655 MB. The tables cost a second line a matched packet
 /// (a miss once the rules are out of cache: measured 73 to 113 ns/packet at 1M rules and
 /// one mask when first tried); the multi-subtable batch path touches the matched rules'
-/// cells before their actions ([`Counters::touch`]) so that those misses overlap. Figures:
-/// bench/records/2026-12-02-flow-counters-1.txt.
+/// cells before their actions ([`Counters::touch`]) so that those misses overlap. In
+/// instructions one thread pays for it: callgrind's process_batch a packet at 1k rules, 132.97
+/// to 151.71 at one mask and 188.41 to 222.59 at 16 (the cell's chunk found, its offset
+/// checked; twice at 16 masks), and 1M rules fit in 210 MB, not 208
+/// (bench/records/2026-12-02-flow-counters-1.txt).
 ///
 /// A table is chunks of cells that never move: chunk `k` holds `FIRST_CHUNK << k` cells,
 /// made (zero) by the writer before it hands out a cell in it, so a rule that lookups can
@@ -1134,6 +1137,23 @@ mod tests {
         c.hit_on(0, &r, 1, u64::MAX);
         assert_eq!(last(&c), u64::MAX - u64::MAX % g);
         assert_eq!(c.read(&r).0, 8);
+    }
+
+    /// Each owned shard counts in its own table and no other (two owners writing one
+    /// table with plain stores would lose counts, too rarely for a race to show it).
+    #[test]
+    fn owned_shards_count_in_their_own_tables() {
+        let c = Counters::default();
+        let r = rule_at(CellAlloc::default().take(&c));
+        for i in 0..COUNTER_SHARDS {
+            c.hit_owned(i, &r, 10 * (i as u64 + 1), 0);
+        }
+        for i in 0..COUNTER_SHARDS {
+            let cell = c.tables[i].cell_if_made(r.cell).expect("an owned table's chunk is made");
+            let counts = (cell.packets.load(Ordering::Relaxed), cell.bytes.load(Ordering::Relaxed));
+            assert_eq!(counts, (1, 10 * (i as u64 + 1)), "shard {i}");
+        }
+        assert_eq!(c.read(&r), (COUNTER_SHARDS as u64, 30, 0));
     }
 
     /// Cell numbers: the `n`th cell is chunk `k`'s place `n + 64 - (64 << k)` where
