@@ -2,14 +2,13 @@
 //! file order), the first that matches wins. Slow and obviously right; the oracle the
 //! tuple-space classifier is tested against.
 
-use crate::engine::{self, CellAlloc, Counters, Installed, Interner, Outcome, Work};
+use crate::engine::{self, Installed, Interner, Outcome, Work};
 use crate::key::{extract, Key, Need};
 use crate::rule::{Compiled, RuleSet};
 
 pub struct Reference {
     /// Sorted by (chain, prio, seq).
     rules: Vec<(Installed, Compiled)>,
-    counters: Counters,
     devices: Vec<String>,
     indevs: Vec<String>,
 }
@@ -19,8 +18,6 @@ impl Reference {
         let devices = set.devices();
         let compiled = set.compile();
         let mut interner = Interner::default();
-        let counters = Counters::default();
-        let mut cells = CellAlloc::default();
         let mut rules: Vec<(Installed, Compiled)> = set
             .rules
             .iter()
@@ -28,12 +25,11 @@ impl Reference {
             .enumerate()
             .map(|(i, (r, c))| {
                 let mask = interner.mask_id(&c.mask);
-                let cell = cells.take(&counters);
-                (interner.install(r, set.prios[i], i as u64, &c, &devices, mask, cell), c)
+                (interner.install(r, set.prios[i], i as u64, &c, &devices, mask), c)
             })
             .collect();
         rules.sort_by_key(|(r, _)| (r.chain, r.prio, r.seq));
-        Reference { rules, counters, devices, indevs: set.indevs() }
+        Reference { rules, devices, indevs: set.indevs() }
     }
 
     pub fn devices(&self) -> &[String] {
@@ -55,8 +51,7 @@ impl Reference {
     /// Classify one packet and run its actions.
     pub fn process(&self, w: &mut Work<'_>) -> Outcome {
         let key = extract(w.data, w.indev, Need::ALL).0;
-        let lookup = &mut |c, k: &Key, a| self.lookup(c, k, a);
-        engine::process(w, &key, Need::ALL, None, lookup, &self.counters)
+        engine::process(w, &key, Need::ALL, None, &mut |c, k, a| self.lookup(c, k, a))
     }
 
     /// Per rule in file order: (line, packets, bytes, last used).
@@ -65,7 +60,7 @@ impl Reference {
             .rules
             .iter()
             .map(|(r, _)| {
-                let (p, b, t) = self.counters.read(r);
+                let (p, b, t) = r.counters.read();
                 (r.seq, r.line(), p, b, t)
             })
             .collect();

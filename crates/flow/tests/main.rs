@@ -1,7 +1,6 @@
 //! weir-flow's integration tests, one binary.
 mod actions;
 mod control;
-mod counters;
 mod diff;
 mod gen;
 mod kernel;
