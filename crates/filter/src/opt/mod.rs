@@ -211,16 +211,27 @@ impl Stable {
     }
 
     /// `decide::decide(q, reads)` for the first walk of a compile (nothing remembered yet),
-    /// and whether it certified that guards added to its result would not change a second
-    /// walk's answer (as [`Stable::decide`] says; `q` recorded, not copied, when small and
-    /// not of a kind the walk nearly always changes: [`decide::likely_changes`]).
+    /// whether the result was seen to be `q` (then remembered), and whether the walk
+    /// certified that guards added to its result would not change a second walk's answer
+    /// (as [`Stable::decide`] says; `q` recorded, not copied, when small and not of a kind
+    /// the walk nearly always changes: [`decide::likely_changes`]).
     fn decide_first(&mut self, q: Pred, reads: u32) -> (Pred, bool, bool) {
         let shape =
             if decide::likely_changes(&q) { None } else { analysis::Shape::of(&q, SMALL_SHAPE) };
         let (p, report) = decide::decide_certifying(q, reads, &mut self.atoms);
         // (a walk that only dropped parts certifies without the comparison)
-        let certified = report.clear && (report.drops_only || shape.is_some_and(|s| s.matches(&p)));
-        (p, false, certified)
+        if report.clear && !report.drops_only {
+            if let Some(shape) = shape.filter(|s| s.matches(&p)) {
+                // Seen unchanged: remembered as [`Stable::decide`] remembers such a tree, so
+                // that when no guard is added, the round's `simplify` may find the fixed
+                // point ([`Stable::simplify`]) rather than a second round walking it again
+                // (issue 13: `arp`, `ip6`, `greater 100`).
+                self.decided = Some((Memo::Shape(shape), reads));
+                self.simplified = false;
+                return (p, true, true);
+            }
+        }
+        (p, false, report.clear && report.drops_only)
     }
 
     /// Remembers `q` as a tree `decide` leaves unchanged (known without walking it: the
@@ -242,12 +253,18 @@ impl Stable {
         if is_tree && self.simplified {
             return (p, true);
         }
-        if is_tree && self.holds() {
+        if is_tree {
             // One walk answers for this `simplify` and for the factoring one that opens the
-            // next round (factoring only adds conditions), else one for this alone.
+            // next round (factoring only adds conditions), else one for this alone. Asked of
+            // a recorded tree too (a walk seen to leave it unchanged, not certified: issue
+            // 13, `udp and (port 67 or port 68)`, `vlan and tcp`): `p` is that tree, so it
+            // may be held in place of its recording when the factoring `simplify` surely
+            // gives it back, and the next round ends at [`Stable::ends_at_held`] without
+            // simplifying and comparing it; otherwise the recording stays, for that round.
             let factoring = fold::unchanged(&p, true);
             if factoring.is_some() || fold::unchanged(&p, false).is_some() {
-                if let Some((memo, _)) = &mut self.decided {
+                let hold = factoring.is_some() || self.holds();
+                if let Some((memo, _)) = self.decided.as_mut().filter(|_| hold) {
                     *memo = Memo::Held(factoring);
                 }
                 self.simplified = true;
@@ -268,8 +285,9 @@ impl Stable {
 /// microsecond for a small filter's tree, issue 13), a copy otherwise. Either compares
 /// exactly: the shape is a prefix code of every field.
 enum Memo {
-    /// Not recorded: the tree the loop holds now, from [`Stable::remember_decided`] until a
-    /// pass may change it ([`Stable::record_held`] records it before). Matches nothing: only
+    /// Not recorded: the tree the loop holds now, from [`Stable::remember_decided`] (or
+    /// [`Stable::simplify`], given the recorded tree back) until a pass may change it
+    /// ([`Stable::record_held`] records it before). Matches nothing: only
     /// [`Stable::simplify`] and [`Stable::ends_at_held`], given the tree held, answer for it.
     /// With the slots the factoring `simplify` reads when it was found to give the tree back
     /// ([`fold::unchanged`]).
@@ -472,4 +490,80 @@ impl std::fmt::Display for SkipTally {
 /// Hoisted length guards.
 pub fn insert_guards(f: &Filter) -> Filter {
     Filter { pred: guard::insert_guards(f.pred.clone()), accept: f.accept }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decide, fold, Memo, Stable};
+    use crate::ir::{Expr, Pred, Size, ValueSet};
+
+    fn eq(offset: u32, size: Size, k: u32) -> Pred {
+        Pred::eq(Expr::load_at(offset, size), k)
+    }
+
+    /// `vlan and tcp` as the optimizer's second walk leaves it (unchanged, not certified).
+    fn vlan_tcp() -> Pred {
+        let vlan = Pred::In {
+            value: Expr::load_at(12, Size::Half),
+            set: ValueSet::from_values([0x8100, 0x88a8, 0x9100]),
+        };
+        let v4 = Pred::and([eq(16, Size::Half, 0x800), eq(27, Size::Byte, 6)]);
+        let v6 = Pred::and([
+            eq(16, Size::Half, 0x86dd),
+            Pred::or([
+                eq(24, Size::Byte, 6),
+                Pred::and([eq(24, Size::Byte, 0x2c), eq(58, Size::Byte, 6)]),
+            ]),
+        ]);
+        Pred::and([Pred::Guard(25), vlan, Pred::or([v4, v6])])
+    }
+
+    /// A tree `simplify` changes (it pushes the `not` into the comparison).
+    fn simplify_changes() -> Pred {
+        Pred::and([eq(20, Size::Byte, 1), Pred::not(eq(21, Size::Byte, 2))])
+    }
+
+    /// A tree a walk was seen (by its recording) to leave unchanged is held, not kept
+    /// recorded, when `fold::unchanged` vouches that the factoring `simplify` gives it back:
+    /// the next round then ends at once (`ends_at_held`), as the round would have by
+    /// simplifying it and comparing it with the recording. When nothing vouches, `simplify`
+    /// runs and the recording stays.
+    #[test]
+    fn a_recorded_tree_simplify_gives_back_is_held() {
+        let p = vlan_tcp();
+        let reads = fold::unchanged(&p, true).expect("vouched for");
+        assert_eq!(fold::simplify(p.clone(), true), (p.clone(), reads));
+        assert_eq!(decide::decide(p.clone(), reads), p);
+        let mut stable = Stable { decided: Some((Memo::of(&p), reads)), ..Stable::default() };
+        let (q, same) = stable.simplify(p.clone(), true);
+        assert!(same && q == p && stable.simplified);
+        assert!(stable.holds(), "held in place of its recording");
+        assert!(stable.ends_at_held(&q));
+        // Decided for other slots: not the fixed point; recorded again for the round.
+        let mut other = Stable { decided: Some((Memo::of(&p), reads | 2)), ..Stable::default() };
+        let _ = other.simplify(p.clone(), true);
+        assert!(!other.ends_at_held(&p) && !other.holds() && other.is_decided(&p, reads | 2));
+
+        // Simplified as it is, but factored (one `ip` test for both): the recording stays,
+        // and the next round's factoring `simplify` runs.
+        let p = Pred::or([
+            Pred::and([eq(12, Size::Half, 0x800), eq(23, Size::Byte, 6)]),
+            Pred::and([eq(12, Size::Half, 0x800), eq(23, Size::Byte, 0x11)]),
+        ]);
+        assert_eq!(fold::unchanged(&p, true), None);
+        let reads = fold::unchanged(&p, false).expect("vouched for without factoring");
+        let mut stable = Stable { decided: Some((Memo::of(&p), reads)), ..Stable::default() };
+        let (q, same) = stable.simplify(p.clone(), true);
+        assert!(same && q == p && stable.simplified);
+        assert!(!stable.holds() && !stable.ends_at_held(&p) && stable.is_decided(&p, reads));
+
+        let p = simplify_changes();
+        assert_eq!(fold::unchanged(&p, true), None);
+        assert_eq!(fold::unchanged(&p, false), None);
+        let mut stable = Stable { decided: Some((Memo::of(&p), 0)), ..Stable::default() };
+        let (q, same) = stable.simplify(p.clone(), true);
+        assert_eq!(q, fold::simplify(p.clone(), false).0);
+        assert!(!same && q != p && !stable.holds());
+        assert!(stable.is_decided(&p, 0), "the recording stays");
+    }
 }
