@@ -22,7 +22,9 @@
 //! each), scratch indices, constant divisors and constant shifts are known good, and an
 //! instruction that could only fail (a `ja` out of the program, to itself) becomes `ret #0`.
 //! Its run loop then has no per-instruction checks beyond fetching the instruction; the unit
-//! tests run both interpreters on every program and require the same result.
+//! tests run both interpreters on every program and require the same result. A filter that
+//! is one test and two returns (`ip`, `arp`, `greater 1000`) is mostly the loop's fixed cost,
+//! so [`CbpfFilter`] runs such a program in line in the caller instead (`Head`).
 
 use std::num::NonZeroU32;
 
@@ -41,6 +43,8 @@ pub struct CbpfFilter {
     insns: Box<[CbpfInsn]>,
     /// `insns` decoded once ([`decode_validated`]), what [`CbpfFilter::run`] executes.
     code: Box<[Op]>,
+    /// The whole program done in line by [`CbpfFilter::run_with_meta`], when it is a [`Head`].
+    head: Option<Head>,
     rules: Rules,
 }
 
@@ -59,7 +63,9 @@ impl CbpfFilter {
 
     pub fn with_rules(insns: &[CbpfInsn], rules: Rules) -> Result<Self, CbpfValidateError> {
         validate_with(insns, rules)?;
-        Ok(CbpfFilter { insns: insns.into(), code: decode_validated(insns, rules), rules })
+        let code = decode_validated(insns, rules);
+        let head = Head::of(&code);
+        Ok(CbpfFilter { insns: insns.into(), code, head, rules })
     }
 
     /// Decodes raw records (unknown opcodes are reported by index) and validates them.
@@ -96,8 +102,95 @@ impl CbpfFilter {
     /// [`CbpfFilter::run`] with the packet's metadata for ancillary loads.
     #[inline]
     pub fn run_with_meta(&self, packet: &[u8], wire_len: u32, meta: &PacketMeta) -> u32 {
+        if let Some(head) = &self.head {
+            let Some(a) = head.load.value(packet, wire_len) else { return 0 };
+            // One comparison for every test: the masked value's distance above the range's start.
+            let holds = (a & head.mask).wrapping_sub(head.low) <= head.span;
+            return head.returns[usize::from(holds)];
+        }
         // Under libpcap's rules the decoded program has no ancillary loads.
         exec_decoded(&self.code, packet, wire_len, meta)
+    }
+}
+
+/// A program that tests a value it loads against a constant and returns a constant either way
+/// (`ldh [12]; jeq #0x800; ret #k; ret #0`, `ld len; jge #1000; ...`): `ip`, `arp`, `ip6`,
+/// `greater`, `less`. The run does it in line in the caller and never enters the
+/// interpreter's loop, whose own start (saving registers, zeroing scratch memory, two
+/// dispatches) costs such a filter more than its instructions do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Head {
+    load: HeadLoad,
+    /// The test, as a range of masked values (`A & mask - low <= span`, wrapping): `jeq #k`
+    /// is `[k, k]`, `jgt #k` is `[k + 1, max]`, `jge #k` is `[k, max]`, and `jset #k` is
+    /// `A & k` in `[0, 0]` with its ways swapped.
+    mask: u32,
+    low: u32,
+    span: u32,
+    /// The result when the test fails (`returns[0]`) and when it holds (`returns[1]`).
+    returns: [u32; 2],
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HeadLoad {
+    /// `ld #pktlen`: the wire length.
+    Len,
+    Word(u32),
+    Half(u32),
+    Byte(u32),
+}
+
+impl Head {
+    /// The head of a decoded program, if it is one: its first instruction (or its first two:
+    /// `ld len` and a jump) a test whose ways both land on a `ret #k`.
+    fn of(code: &[Op]) -> Option<Head> {
+        let ret = |target: u16| match code.get(usize::from(target)) {
+            Some(&Op::Ret(k)) => Some(k),
+            _ => None,
+        };
+        let (load, jump) = match *code.first()? {
+            Op::LdLen => (HeadLoad::Len, *code.get(1)?),
+            Op::LdWJeq(o, k, t, f) => (HeadLoad::Word(o), Op::JeqK(k, t, f)),
+            Op::LdWJgt(o, k, t, f) => (HeadLoad::Word(o), Op::JgtK(k, t, f)),
+            Op::LdWJge(o, k, t, f) => (HeadLoad::Word(o), Op::JgeK(k, t, f)),
+            Op::LdWJset(o, k, t, f) => (HeadLoad::Word(o), Op::JsetK(k, t, f)),
+            Op::LdHJeq(o, k, t, f) => (HeadLoad::Half(o), Op::JeqK(k, t, f)),
+            Op::LdHJgt(o, k, t, f) => (HeadLoad::Half(o), Op::JgtK(k, t, f)),
+            Op::LdHJge(o, k, t, f) => (HeadLoad::Half(o), Op::JgeK(k, t, f)),
+            Op::LdHJset(o, k, t, f) => (HeadLoad::Half(o), Op::JsetK(k, t, f)),
+            Op::LdBJeq(o, k, t, f) => (HeadLoad::Byte(o), Op::JeqK(k, t, f)),
+            Op::LdBJgt(o, k, t, f) => (HeadLoad::Byte(o), Op::JgtK(k, t, f)),
+            Op::LdBJge(o, k, t, f) => (HeadLoad::Byte(o), Op::JgeK(k, t, f)),
+            Op::LdBJset(o, k, t, f) => (HeadLoad::Byte(o), Op::JsetK(k, t, f)),
+            _ => return None,
+        };
+        // (mask, low, span, the way when the range holds, the way when it does not)
+        let (mask, low, span, inside, outside) = match jump {
+            Op::JeqK(k, jt, jf) => (u32::MAX, k, 0, jt, jf),
+            // `jgt #max` never holds: the empty mask's range [0, 0] always does, to `jf`.
+            Op::JgtK(u32::MAX, _, jf) => (0, 0, 0, jf, jf),
+            Op::JgtK(k, jt, jf) => {
+                let low = k.wrapping_add(1);
+                (u32::MAX, low, u32::MAX.wrapping_sub(low), jt, jf)
+            }
+            Op::JgeK(k, jt, jf) => (u32::MAX, k, u32::MAX.wrapping_sub(k), jt, jf),
+            Op::JsetK(k, jt, jf) => (k, 0, 0, jf, jt),
+            _ => return None,
+        };
+        Some(Head { load, mask, low, span, returns: [ret(outside)?, ret(inside)?] })
+    }
+}
+
+impl HeadLoad {
+    /// The loaded value, or `None` where the load does not fit in the captured bytes.
+    #[inline(always)]
+    fn value(self, packet: &[u8], wire_len: u32) -> Option<u32> {
+        Some(match self {
+            HeadLoad::Len => wire_len,
+            HeadLoad::Word(o) => u32::from_be_bytes(bytes(packet, o)?),
+            HeadLoad::Half(o) => u32::from(u16::from_be_bytes(bytes(packet, o)?)),
+            HeadLoad::Byte(o) => u32::from(bytes::<1>(packet, o)?[0]),
+        })
     }
 }
 
@@ -479,7 +572,9 @@ fn ancillary(meta: &PacketMeta, offset: u32, a: u32, x: u32) -> Option<u32> {
     meta.load(offset, a, x)
 }
 
-/// The interpreter over a decoded program.
+/// The interpreter over a decoded program. Out of line, so that a caller whose filter is a
+/// head saves none of the registers the loop uses.
+#[inline(never)]
 fn exec_decoded(code: &[Op], packet: &[u8], wire_len: u32, meta: &PacketMeta) -> u32 {
     let mut a: u32 = 0;
     let mut x: u32 = 0;

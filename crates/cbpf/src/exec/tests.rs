@@ -208,3 +208,85 @@ fn a_fused_load_and_jump_pair_still_runs_its_jump_alone_when_entered_there() {
     assert_eq!(go(&net, &pkt), 0x0800_4500);
     assert_eq!(go(&net, &[0x08, 0x00, 0x46, 0x06]), 3);
 }
+
+/// Every conditional jump on a constant as a head, over the loads a head takes, at the edges of
+/// each comparison: the same results as the checked interpreter. Only a test whose ways both
+/// return is a head; the others run on the loop as before.
+#[test]
+fn the_head_in_line_gives_the_interpreters_results() {
+    let ks = [0, 1, 0x7f, 0x80, 0x800, 0xffff, 0x1_0000, 0x8000_0000, u32::MAX - 1, u32::MAX];
+    // Packets whose loads at 0 give A at and around each k, for each width; and short ones.
+    let mut packets: Vec<Vec<u8>> = vec![vec![], vec![0x80], vec![0x08, 0x00], vec![0; 3]];
+    for k in ks {
+        for a in [k.wrapping_sub(1), k, k.wrapping_add(1)] {
+            packets.push(a.to_be_bytes().to_vec());
+            packets.push(a.to_be_bytes()[2..].to_vec());
+            packets.push(a.to_be_bytes()[3..].to_vec());
+        }
+    }
+    let loads = [(LdAbsW, 0), (LdAbsH, 0), (LdAbsB, 0), (LdAbsH, 1), (LdLen, 0)];
+    let mut heads = 0;
+    for (load, offset) in loads {
+        for jump in [JeqK, JgtK, JgeK, JsetK] {
+            for k in ks {
+                // Ways: ret/ret, ret/on, on/ret, on/on; what goes on returns A + 1.
+                for (jt, jf) in [(0, 1), (0, 2), (2, 0), (2, 3)] {
+                    let prog = [
+                        s(load, offset),
+                        j(jump, k, jt, jf),
+                        s(RetK, 7),
+                        s(RetK, 9),
+                        s(AddK, 1),
+                        s(RetA, 0),
+                    ];
+                    let filter = CbpfFilter::new(&prog).unwrap();
+                    // `jgt #max` never holds: then only `jf` counts.
+                    let never = jump == JgtK && k == u32::MAX;
+                    let returns_both_ways = (jt, jf) == (0, 1) || (never && jf == 0);
+                    assert_eq!(filter.head.is_some(), returns_both_ways, "{prog:?}");
+                    heads += usize::from(filter.head.is_some());
+                    for packet in &packets {
+                        for wire in [packet.len() as u32, k, k.wrapping_add(1), u32::MAX] {
+                            let want = run(&prog, packet, wire, &PacketMeta::default());
+                            assert_eq!(filter.run(packet, wire), want, "{prog:?} on {packet:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(heads, 5 * 4 * 10 + 5);
+}
+
+/// Only a first test of a loaded value whose ways both land on `ret #k` is a head.
+#[test]
+fn the_head_is_a_first_test_returning_either_way() {
+    let head = |prog: &[CbpfInsn]| CbpfFilter::new(prog).unwrap().head;
+    let ip = [s(LdAbsH, 12), j(JeqK, 0x800, 0, 1), s(RetK, 96), s(RetK, 0)];
+    assert_eq!(
+        head(&ip),
+        Some(Head {
+            load: HeadLoad::Half(12),
+            mask: u32::MAX,
+            low: 0x800,
+            span: 0,
+            returns: [0, 96],
+        })
+    );
+    let jset = [s(LdAbsB, 20), j(JsetK, 0x40, 0, 1), s(RetK, 1), s(RetK, 2)];
+    assert_eq!(
+        head(&jset),
+        Some(Head { load: HeadLoad::Byte(20), mask: 0x40, low: 0, span: 0, returns: [1, 2] })
+    );
+    let greater = [s(LdLen, 0), j(JgeK, 100, 0, 1), s(RetK, 1), s(RetK, 0)];
+    assert_eq!(
+        head(&greater).map(|h| (h.load, h.low, h.span, h.returns)),
+        Some((HeadLoad::Len, 100, u32::MAX - 100, [0, 1]))
+    );
+    // Not a head: a way that goes on, no jump after the load, a load from X, a jump first.
+    assert_eq!(head(&[s(LdAbsB, 20), j(JsetK, 0x40, 1, 0), s(RetK, 1), s(RetA, 0)]), None);
+    assert_eq!(head(&[s(LdAbsH, 12), s(RetA, 0)]), None);
+    assert_eq!(head(&[s(LdLen, 0), s(AddK, 1), s(RetA, 0)]), None);
+    assert_eq!(head(&[s(LdIndB, 0), j(JeqK, 1, 0, 1), s(RetK, 1), s(RetK, 0)]), None);
+    assert_eq!(head(&[j(JeqK, 0, 0, 1), s(RetK, 1), s(RetK, 0)]), None);
+}
