@@ -41,7 +41,8 @@ pub const MAX_BACKWARD_JUMPS: u32 = 64;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CbpfFilter {
     insns: Box<[CbpfInsn]>,
-    /// `insns` decoded once ([`decode_validated`]), what [`CbpfFilter::run`] executes.
+    /// `insns` decoded once ([`decode_validated`]), what [`CbpfFilter::run`] executes when
+    /// the program is not a `head`.
     code: Box<[Op]>,
     /// The whole program done in line by [`CbpfFilter::run_with_meta`], when it is a [`Head`].
     head: Option<Head>,
@@ -148,22 +149,21 @@ impl Head {
             Some(&Op::Ret(k)) => Some(k),
             _ => None,
         };
-        let (load, jump) = match *code.first()? {
-            Op::LdLen => (HeadLoad::Len, *code.get(1)?),
-            Op::LdWJeq(o, k, t, f) => (HeadLoad::Word(o), Op::JeqK(k, t, f)),
-            Op::LdWJgt(o, k, t, f) => (HeadLoad::Word(o), Op::JgtK(k, t, f)),
-            Op::LdWJge(o, k, t, f) => (HeadLoad::Word(o), Op::JgeK(k, t, f)),
-            Op::LdWJset(o, k, t, f) => (HeadLoad::Word(o), Op::JsetK(k, t, f)),
-            Op::LdHJeq(o, k, t, f) => (HeadLoad::Half(o), Op::JeqK(k, t, f)),
-            Op::LdHJgt(o, k, t, f) => (HeadLoad::Half(o), Op::JgtK(k, t, f)),
-            Op::LdHJge(o, k, t, f) => (HeadLoad::Half(o), Op::JgeK(k, t, f)),
-            Op::LdHJset(o, k, t, f) => (HeadLoad::Half(o), Op::JsetK(k, t, f)),
-            Op::LdBJeq(o, k, t, f) => (HeadLoad::Byte(o), Op::JeqK(k, t, f)),
-            Op::LdBJgt(o, k, t, f) => (HeadLoad::Byte(o), Op::JgtK(k, t, f)),
-            Op::LdBJge(o, k, t, f) => (HeadLoad::Byte(o), Op::JgeK(k, t, f)),
-            Op::LdBJset(o, k, t, f) => (HeadLoad::Byte(o), Op::JsetK(k, t, f)),
+        // A fused load keeps its jump in the next slot (`fuse`), as `ld len` does.
+        let load = match *code.first()? {
+            Op::LdLen => HeadLoad::Len,
+            Op::LdWJeq(o, ..) | Op::LdWJgt(o, ..) | Op::LdWJge(o, ..) | Op::LdWJset(o, ..) => {
+                HeadLoad::Word(o)
+            }
+            Op::LdHJeq(o, ..) | Op::LdHJgt(o, ..) | Op::LdHJge(o, ..) | Op::LdHJset(o, ..) => {
+                HeadLoad::Half(o)
+            }
+            Op::LdBJeq(o, ..) | Op::LdBJgt(o, ..) | Op::LdBJge(o, ..) | Op::LdBJset(o, ..) => {
+                HeadLoad::Byte(o)
+            }
             _ => return None,
         };
+        let jump = *code.get(1)?;
         // (mask, low, span, the way when the range holds, the way when it does not)
         let (mask, low, span, inside, outside) = match jump {
             Op::JeqK(k, jt, jf) => (u32::MAX, k, 0, jt, jf),

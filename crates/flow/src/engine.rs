@@ -414,7 +414,7 @@ impl Installed {
         (self.prio, self.seq)
     }
 
-    /// The line as the outcomes give it.
+    /// The rule's line in its file.
     #[inline]
     pub fn line(&self) -> usize {
         self.line as usize
@@ -471,6 +471,9 @@ pub struct Outcome {
     /// Whether the actions changed the packet's bytes.
     pub modified: bool,
 }
+
+// The size the doc comment above states.
+const _: () = assert!(std::mem::size_of::<Outcome>() == 16);
 
 impl Outcome {
     /// The outcome of a packet that `line`'s rule (or none) ended with `verdict`.

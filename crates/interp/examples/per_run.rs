@@ -122,11 +122,9 @@ fn main() {
             }
         };
         // The memory loop runs as the bench's compute programs do: no context layout.
-        let bindings = if name.ends_with("mem") {
-            Bindings::new()
-        } else {
-            Bindings::for_prog_type(ProgType::SocketFilter)
-        };
+        let mem = name.ends_with("mem");
+        let bindings =
+            if mem { Bindings::new() } else { Bindings::for_prog_type(ProgType::SocketFilter) };
         let interp = Interpreter::new(&verified, bindings, Config::default());
         let mut cache = interp.cache();
         let mut pass = || -> u64 {
@@ -136,7 +134,7 @@ fn main() {
                 if let Some(field) = ctx.get_mut(len_at..len_at + 4) {
                     field.copy_from_slice(&wire.to_le_bytes());
                 }
-                let input = if name.ends_with("mem") {
+                let input = if mem {
                     Input::new().mem(frame)
                 } else {
                     Input::new().ctx(&mut ctx).packet(frame)

@@ -17,7 +17,7 @@
 
 use weir_isa::ebpf::{Insn, Op, Operands, REG_COUNT};
 use weir_program::abi::{helper_id, Bindings, HelperFn};
-use weir_program::{Program, TrapCode};
+use weir_program::{jump_target, Program, TrapCode};
 
 use crate::guest;
 
@@ -756,10 +756,8 @@ pub(crate) fn translate(program: &Program, bindings: &Bindings) -> Vec<Step> {
 /// so each step moves `pc` forward or ends the run. Such a run dispatches at most
 /// `code.len()` steps.
 pub(crate) fn forward_only(insns: &[Insn], code: &[Step]) -> bool {
-    let jumps_forward = insns.iter().all(|insn| match insn.op.spec().map(|s| s.operands) {
-        Some(Operands::JmpOff | Operands::DstImmOff | Operands::DstSrcOff) => insn.off >= 0,
-        Some(Operands::JmpImm) => insn.imm >= 0,
-        _ => true,
+    let jumps_forward = insns.iter().enumerate().all(|(pc, insn)| {
+        jump_target(pc, insn).is_none_or(|target| target > i64::try_from(pc).unwrap_or(i64::MAX))
     });
     let calls = code
         .iter()

@@ -297,9 +297,10 @@ fn emit_socket_filter(filter: &Filter) -> Result<Program, String> {
 /// A filter with pair-table nodes (`host A and port P` lists): the eBPF emitter's program
 /// alone, which emits each node's two walks once and then a few compares a pair or search
 /// trees (`emit/ebpf/pairs.rs`; the socket form, whose legacy loads end the program on a
-/// miss, first emits the few pairs that make the first walk safe as their terms), so
-/// neither the classic program nor the whole-filter optimizer over the expansion is
-/// needed. Where a node cannot share its loads (`ebpf::pair_lists_share_loads`), the
+/// miss, first emits the few pairs that make the first walk safe as their terms). Over
+/// `SHARED_PAIRS_COMPARED` slots that program is taken as it is (neither the classic
+/// program nor the whole-filter optimizer over the expansion is needed); up to it, the
+/// shorter of it and the expansion's forms. Where a node cannot share its loads (`ebpf::pair_lists_share_loads`), the
 /// socket form takes the expansion optimized in place
 /// (`weir_filter::pairs::expanded_optimized`; the expansion unoptimized is three times
 /// longer).
@@ -555,7 +556,7 @@ mod tests {
         let in_kernel = match kernel.available() {
             Ok(()) => true,
             Err(reason) => {
-                println!("SKIPPED: pair_lists_in_the_socket_form_share_their_loads (kernel part): {reason}");
+                println!("SKIPPED: pair_lists_in_the_socket_form_share_their_loads: kernel part: {reason}");
                 false
             }
         };

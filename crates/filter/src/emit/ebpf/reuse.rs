@@ -43,9 +43,13 @@ fn legacy_key(insn: &Insn) -> Option<Key> {
 }
 
 /// `program` with its repeated legacy loads taken from registers (see the module
-/// documentation), or `program` itself when it has none to take, no spare register, or a
-/// construct the pass does not follow (calls, `lddw`, `ja32`).
+/// documentation), or `program` itself when it has none to take, no spare register, a
+/// construct the pass does not follow (calls, `lddw`, `ja32`), or maps and relocations (the
+/// rewritten program would have to carry them over at moved instruction indices).
 pub fn reuse_legacy_loads(program: Program) -> Program {
+    if !program.maps().is_empty() || !program.relocations().is_empty() {
+        return program;
+    }
     match rewrite(program.insns()) {
         Some(insns) => {
             let mut out = Program::from_insns(insns);
@@ -70,14 +74,16 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
         SPARE.into_iter().filter(|&r| insns.iter().all(|i| i.dst != r && i.src != r)).collect();
     // Keys loaded at more than one place, each given a spare register (shared round-robin
     // when there are more keys than registers: the flow below knows which key a register
-    // holds, so sharing costs reuse, never correctness).
-    let mut keys: Vec<Key> = Vec::new();
+    // holds, so sharing costs reuse, never correctness), dealt out in the order of their
+    // first loads.
+    let mut seen: Vec<(Key, usize)> = Vec::new();
     for key in insns.iter().filter_map(legacy_key) {
-        let times = insns.iter().filter(|i| legacy_key(i) == Some(key)).count();
-        if times > 1 && !keys.contains(&key) {
-            keys.push(key);
+        match seen.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, times)) => *times += 1,
+            None => seen.push((key, 1)),
         }
     }
+    let keys: Vec<Key> = seen.into_iter().filter(|&(_, times)| times > 1).map(|(k, _)| k).collect();
     if spare.is_empty() || keys.is_empty() {
         return None;
     }
@@ -94,14 +100,23 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
             }) == Some(true)
         })
         .collect();
-    let reused: Vec<Key> =
-        (0..insns.len()).filter(|&pc| reload[pc]).filter_map(|pc| legacy_key(&insns[pc])).collect();
-    if reused.is_empty() {
+    // Per key (its index in `keys`): whether some load of it is a reload.
+    let mut reused = vec![false; keys.len()];
+    for (pc, insn) in insns.iter().enumerate() {
+        if let Some(at) = legacy_key(insn)
+            .filter(|_| reload[pc])
+            .and_then(|key| keys.iter().position(|&k| k == key))
+        {
+            reused[at] = true;
+        }
+    }
+    let reused_count = reused.iter().filter(|&&r| r).count();
+    if reused_count == 0 {
         return None;
     }
     // The new program: reloads become moves from the register, the loads of a reused key
     // that stay are followed by a move into it.
-    let mut out = Vec::with_capacity(insns.len() + reused.len());
+    let mut out = Vec::with_capacity(insns.len() + reused_count);
     let mut new_pc = Vec::with_capacity(insns.len() + 1);
     for (pc, insn) in insns.iter().enumerate() {
         new_pc.push(out.len());
@@ -109,7 +124,7 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
         let register = |key: Key| spare[slot_of(key).unwrap_or(0)];
         match key {
             Some(key) if reload[pc] => out.push(move_reg(0, register(key))),
-            Some(key) if reused.contains(&key) => {
+            Some(key) if keys.iter().position(|&k| k == key).is_some_and(|at| reused[at]) => {
                 out.push(*insn);
                 out.push(move_reg(register(key), 0));
             }
