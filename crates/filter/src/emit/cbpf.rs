@@ -462,7 +462,9 @@ impl Emitter {
 
     fn temporary(&mut self) -> Result<u32, EmitError> {
         self.temporaries_wanted = self.temporaries_wanted.wrapping_add(1);
-        let Some(cell) = 15u32.checked_sub(self.free_cells.leading_zeros()) else {
+        // The highest set bit of the free mask: one bit a cell, so a u16 holds them all.
+        const _: () = assert!(MEM_WORDS == u16::BITS);
+        let Some(cell) = (u16::BITS - 1).checked_sub(self.free_cells.leading_zeros()) else {
             return Err(EmitError::OutOfScratch {
                 used_by_filter: self.used_by_filter,
                 needed: self.temporaries_wanted,
