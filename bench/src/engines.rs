@@ -301,7 +301,7 @@ fn cbpf(s: &Subject) -> Result<Runner, String> {
 }
 
 /// libpcap's instructions as weir's classic instructions.
-fn pcap_insns(s: &Subject) -> Result<Vec<CbpfInsn>, String> {
+pub(crate) fn pcap_insns(s: &Subject) -> Result<Vec<CbpfInsn>, String> {
     let raw: Vec<SockFilter> =
         s.pcap?.iter().map(|i| SockFilter::new(i.code, i.jt, i.jf, i.k)).collect();
     decode(&raw).map_err(|e| format!("libpcap's program does not decode: {e}"))

@@ -36,7 +36,7 @@
 //! 256 generated frames, set up as `weir-bench filters` sets up its `interp` engine.
 
 use crate::record::say;
-use crate::timing::{per_round, time_interleaved, ChunkRow};
+use crate::timing::{geomean, per_round, time_interleaved, ChunkRow, Samples, Verdict};
 use std::time::{Duration, Instant};
 
 use weir_interp::{Config, Interpreter};
@@ -46,10 +46,13 @@ use weir_pflang::LinkType;
 use weir_program::abi::Bindings;
 use weir_program::exec::Input;
 use weir_program::{ProgType, Program, Verified};
+use weir_sys::libpcap;
 
+use crate::engines::{pcap_insns, Subject};
 use crate::filterlist;
 use crate::filters::compile_weir;
 use crate::record::{self, Log};
+use crate::workload::{Source, Workload};
 use crate::{traffic, workload};
 
 const PROGRAMS: &[(&str, &str)] = &[
@@ -402,9 +405,18 @@ fn time_paired(
 }
 
 /// Runs the suite; `Ok(false)` when the two interpreters disagree on a program.
-pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
+pub fn run(rounds: usize, record: bool, cbpf_only: bool, command: &str) -> Result<bool, String> {
     if rounds == 0 {
         return Err("--rounds must be at least 1".into());
+    }
+    if cbpf_only {
+        let mut log = Log::default();
+        let agreed = cbpf_rows(rounds, &mut log)?;
+        if agreed && record {
+            let path = record::write("interp", command, &cbpf_notes(), &log.lines)?;
+            say!("recorded {}", path.display());
+        }
+        return Ok(agreed);
     }
     let pkt = packet();
     let mut log = Log::default();
@@ -645,6 +657,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
         log.line(line);
     }
     filter_rows(rounds, &mut log)?;
+    agreed &= cbpf_rows(rounds, &mut log)?;
     compile_rows(&mut log)?;
     if agreed && record {
         let notes = [
@@ -671,6 +684,7 @@ pub fn run(rounds: usize, record: bool, command: &str) -> Result<bool, String> {
              result checked; ratios are medians of the per-round ratios [quartiles]"
                 .to_string(),
         ];
+        let notes: Vec<String> = notes.into_iter().chain(cbpf_notes()).collect();
         let path = record::write("interp", command, &notes, &log.lines)?;
         say!("recorded {}", path.display());
     }
@@ -748,6 +762,192 @@ fn filter_rows(rounds: usize, log: &mut Log) -> Result<(), String> {
         all_ns / all_insns.max(1) as f64
     ));
     Ok(())
+}
+
+/// Packets a turn of the classic rows runs: about 10-40 us on the hot packets, long against
+/// the clock pair taken off each turn.
+const CBPF_CHUNK: usize = 1024;
+
+/// Copies of the 256 hot packets (the same memory) in one cover of the hot classic rows:
+/// six chunks, so that each row starts its cover at its own chunk.
+const CBPF_HOT_COPIES: usize = 24;
+
+/// What the classic rows' columns mean, for the record.
+fn cbpf_notes() -> Vec<String> {
+    vec![format!(
+        "classic rows (issue 13): libpcap's optimized program on weir's classic interpreter \
+         (CbpfFilter::new_libpcap) and on libpcap's bpf_filter, twice (A/A: a second validated \
+         copy); every packet's result compared first; the three take turns of {CBPF_CHUNK} \
+         packets on one thread (thread CPU time, order reversed every other turn), hot: the 256 \
+         hot packets x {CBPF_HOT_COPIES} a cover, ~10 ms a round; stream: one cover of the \
+         stream a round; cbpf/pcap and A/A are medians of per-round ratios [quartiles]; \
+         verdict: slower when cbpf/pcap's first quartile is above both 1.0 and A/A's third, \
+         faster when its third is below both 1.0 and A/A's first, else ~"
+    )]
+}
+
+/// One classic row's figures on one workload: libpcap's ns per packet, and per round weir's
+/// time over libpcap's and libpcap's second copy over its first (the A/A floor).
+struct CbpfRow {
+    pcap_ns: f64,
+    ratio: Samples,
+    aa: Samples,
+}
+
+impl CbpfRow {
+    fn verdict(&self) -> Verdict {
+        Verdict::of(&self.ratio, &self.aa)
+    }
+}
+
+/// Issue 13's classic-interpreter rows: for every filter of the bench list, libpcap's
+/// optimized program on weir's classic interpreter (`CbpfFilter::new_libpcap`, the
+/// cbpf/pcap engine of `weir-bench filters`) and on libpcap's `bpf_filter`, twice (two
+/// validated copies: the A/A row), over the hot packets and the stream. Every packet's
+/// result must be the same on both first. The three rows take turns of [`CBPF_CHUNK`]
+/// packets within each round (`time_interleaved`: thread CPU time, order reversed every
+/// other turn, each row starting its cover at its own chunk); the ratios are medians of the
+/// per-round ratios with quartiles, each judged against the A/A row ([`Verdict`]).
+/// `Ok(false)` when a filter's results differ.
+fn cbpf_rows(rounds: usize, log: &mut Log) -> Result<bool, String> {
+    if let Err(e) = libpcap::available() {
+        log.line(format!("SKIPPED: classic interpreter rows: {e}"));
+        return Ok(true);
+    }
+    let pcap = libpcap::load()?;
+    let list = filterlist::filters(&[], false)?;
+    let hot = Source::Generated.load(workload::HOT_PACKETS)?;
+    let stream = Source::Generated.load(workload::STREAM_PACKETS)?;
+    let workloads = [
+        Workload::new("hot", &hot, workload::HOT_PACKETS),
+        Workload::new("stream", &stream, workload::STREAM_PACKETS),
+    ];
+    let compiled: Vec<_> = list
+        .iter()
+        .map(|bench| (bench, pcap.compile(&bench.expr, LinkType::Ethernet.dlt() as i32, true)))
+        .collect();
+    let mut agreed = true;
+    for w in &workloads {
+        let records: Vec<(&[u8], u32)> = w.packets().collect();
+        let (copies, round_target) = if w.kind == "hot" {
+            (CBPF_HOT_COPIES, Duration::from_millis(10))
+        } else {
+            // One cover a round: every packet comes from memory once per row.
+            (1, Duration::ZERO)
+        };
+        let packets: Vec<(&[u8], u32)> =
+            records.iter().copied().cycle().take(records.len() * copies).collect();
+        log.line(String::new());
+        log.line(format!(
+            "{:<48} {:>7} {:>7} {:>20} {:>20} {:>7}   (classic: libpcap's program, weir's \
+             interpreter (cbpf/pcap) against libpcap's bpf_filter; {}; ns/pkt medians of \
+             {rounds} rounds; ratios: medians of per-round ratios [q1-q3])",
+            "filter",
+            "pcap ns",
+            "weir ns",
+            "cbpf/pcap [q1-q3]",
+            "A/A [q1-q3]",
+            "verdict",
+            w.describe()
+        ));
+        let mut judged: Vec<(String, CbpfRow)> = Vec::new();
+        for (bench, insns) in &compiled {
+            let label: String = bench.label.chars().take(48).collect();
+            let insns = match insns {
+                Ok(insns) => insns,
+                Err(e) => {
+                    log.line(format!("{label:<48} skipped: libpcap cannot compile it: {e}"));
+                    continue;
+                }
+            };
+            let subject = Subject {
+                expr: &bench.expr,
+                filter: Err(""),
+                unoptimized: Err(""),
+                pcap: Ok(insns),
+            };
+            let weir = weir_cbpf::CbpfFilter::new_libpcap(&pcap_insns(&subject)?)
+                .map_err(|e| format!("{}: libpcap's program is refused: {e}", bench.label))?;
+            let (first, again) = (pcap.validate(insns)?, pcap.validate(insns)?);
+            if let Some((i, (p, wire))) = records
+                .iter()
+                .enumerate()
+                .find(|(_, (p, w))| weir.run(p, *w) != first.filter(p, *w))
+            {
+                log.line(format!(
+                    "{label:<48} MISMATCH on packet {i}: weir {} libpcap {}",
+                    weir.run(p, *wire),
+                    first.filter(p, *wire)
+                ));
+                agreed = false;
+                continue;
+            }
+            let matches = packets.iter().filter(|(p, w)| first.filter(p, *w) != 0).count();
+            let mut weir_row =
+                |c: &[(&[u8], u32)]| c.iter().filter(|(p, w)| weir.run(p, *w) != 0).count();
+            let mut pcap_row =
+                |c: &[(&[u8], u32)]| c.iter().filter(|(p, w)| first.filter(p, *w) != 0).count();
+            let mut again_row =
+                |c: &[(&[u8], u32)]| c.iter().filter(|(p, w)| again.filter(p, *w) != 0).count();
+            let mut rows: [ChunkRow<'_, (&[u8], u32)>; 3] =
+                [&mut weir_row, &mut pcap_row, &mut again_row];
+            let per = time_interleaved(
+                rounds,
+                round_target,
+                &packets,
+                CBPF_CHUNK,
+                &[matches; 3],
+                &mut rows,
+            )
+            .map_err(|e| format!("{}: {e}", bench.label))?;
+            let row = CbpfRow {
+                pcap_ns: per_round(&per, |r| r[1]).median(),
+                ratio: per_round(&per, |r| r[0] / r[1]),
+                aa: per_round(&per, |r| r[2] / r[1]),
+            };
+            let quartiles = |s: &Samples| {
+                let (q1, q3) = s.quartiles();
+                format!("{:.2}x [{q1:.2}-{q3:.2}]", s.median())
+            };
+            log.line(format!(
+                "{label:<48} {:>7.1} {:>7.1} {:>20} {:>20} {:>7}",
+                row.pcap_ns,
+                per_round(&per, |r| r[0]).median(),
+                quartiles(&row.ratio),
+                quartiles(&row.aa),
+                row.verdict().word()
+            ));
+            judged.push((label, row));
+        }
+        log.line(cbpf_summary(w.kind, &judged));
+    }
+    Ok(agreed)
+}
+
+/// The summary of one workload's classic rows: medians over 1.0x, the geometric mean of
+/// the medians, the verdicts, the widest A/A interquartile range, the slower rows by name.
+fn cbpf_summary(kind: &str, judged: &[(String, CbpfRow)]) -> String {
+    let medians: Vec<f64> = judged.iter().map(|(_, r)| r.ratio.median()).collect();
+    let count = |v: Verdict| judged.iter().filter(|(_, r)| r.verdict() == v).count();
+    let widest = judged.iter().map(|(_, r)| r.aa.quartiles()).map(|(q1, q3)| q3 - q1);
+    let slower: Vec<String> = judged
+        .iter()
+        .filter(|(_, r)| r.verdict() == Verdict::Slower)
+        .map(|(label, r)| format!("{} {:.2}x", label.trim_end(), r.ratio.median()))
+        .collect();
+    format!(
+        "classic {kind}: {} of {} rows have a median cbpf/pcap over 1.0x; geomean {:.2}x; slower \
+         beyond the A/A floor: {}, faster: {}, not told apart: {}; the widest A/A interquartile \
+         range {:.2}{}",
+        medians.iter().filter(|&&m| m > 1.0).count(),
+        judged.len(),
+        geomean(&medians),
+        count(Verdict::Slower),
+        count(Verdict::Faster),
+        count(Verdict::Unresolved),
+        widest.fold(0.0, f64::max),
+        if slower.is_empty() { String::new() } else { format!("; slower: {}", slower.join(", ")) }
+    )
 }
 
 /// The JIT's compile-time scaling on the shape of testdata/bpf/big.c: `n` unrolled steps
@@ -899,6 +1099,31 @@ mod tests {
         assert!(line.contains("rbpf-jit / jit-proven = n/a"), "{line}");
         let alone: Vec<Vec<f64>> = per.iter().map(|r| vec![r[0]]).collect();
         assert!(goal_line("p", 8, &["jit-proven"], &alone).contains("C-O2 = n/a"));
+    }
+
+    /// The classic summary counts each verdict once, names the slower rows and takes the
+    /// geomean of the rows' medians.
+    #[test]
+    fn the_classic_summary_counts_verdicts_and_names_the_slower_rows() {
+        use super::{cbpf_summary, CbpfRow, Samples};
+        let row = |ratio: &[f64], aa: &[f64]| CbpfRow {
+            pcap_ns: 10.0,
+            ratio: Samples(ratio.to_vec()),
+            aa: Samples(aa.to_vec()),
+        };
+        let floor = [0.97, 0.99, 1.0, 1.01, 1.03];
+        let rows = vec![
+            ("slow one".to_string(), row(&[1.1, 1.15, 1.2, 1.25, 1.3], &floor)),
+            ("fast one".to_string(), row(&[0.3, 0.31, 0.32, 0.33, 0.34], &floor)),
+            ("even".to_string(), row(&[0.9, 0.95, 1.02, 1.05, 1.1], &[0.9, 0.95, 1.0, 1.05, 1.1])),
+        ];
+        let line = cbpf_summary("hot", &rows);
+        assert!(line.starts_with("classic hot: 2 of 3 rows have a median"), "{line}");
+        let geo = (1.2f64 * 0.32 * 1.02).powf(1.0 / 3.0);
+        assert!(line.contains(&format!("geomean {geo:.2}x")), "{line}");
+        assert!(line.contains("slower beyond the A/A floor: 1, faster: 1, not told apart: 1"));
+        assert!(line.contains("the widest A/A interquartile range 0.10"), "{line}");
+        assert!(line.ends_with("; slower: slow one 1.20x"), "{line}");
     }
 
     /// The rounds' own ratios, not the ratio of the medians: rows that move together

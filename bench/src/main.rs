@@ -50,6 +50,9 @@ enum Suite {
         /// Write bench/records/<date>-interp.txt.
         #[arg(long)]
         record: bool,
+        /// Only the classic interpreter's rows (weir's against libpcap's bpf_filter).
+        #[arg(long)]
+        cbpf_only: bool,
     },
     /// Filters on every engine (weir's, libpcap, the kernel): ns per packet, x libpcap.
     Filters(filters::FiltersArgs),
@@ -77,7 +80,9 @@ fn main() -> ExitCode {
         .collect::<Vec<_>>()
         .join(" ");
     let outcome = match &cli.suite {
-        Suite::Interp { rounds, record } => interp::run(*rounds, *record, &command),
+        Suite::Interp { rounds, record, cbpf_only } => {
+            interp::run(*rounds, *record, *cbpf_only, &command)
+        }
         Suite::Filters(args) => filters::run(args, &command),
         Suite::Compile(args) => compile::run(args, &command),
         Suite::E2e(args) => e2e::run(args, &command),

@@ -188,6 +188,51 @@ pub fn per_round(rounds: &[Vec<f64>], f: impl Fn(&[f64]) -> f64) -> Samples {
     Samples(rounds.iter().map(|r| f(r)).collect())
 }
 
+/// What the per-round ratios of a row against its reference say, read against the A/A
+/// row (the reference timed against a second copy of itself in the same rounds), which is
+/// the ratio's noise floor on this machine at this moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The ratio's first quartile is above both 1.0 and the A/A row's third quartile.
+    Slower,
+    /// The ratio's third quartile is below both 1.0 and the A/A row's first quartile.
+    Faster,
+    /// Not told apart from the reference.
+    Unresolved,
+}
+
+impl Verdict {
+    /// `ratio`: per-round row / reference; `aa`: per-round reference-again / reference.
+    pub fn of(ratio: &Samples, aa: &Samples) -> Verdict {
+        let (q1, q3) = ratio.quartiles();
+        let (aa_q1, aa_q3) = aa.quartiles();
+        if q1 > aa_q3.max(1.0) {
+            Verdict::Slower
+        } else if q3 < aa_q1.min(1.0) {
+            Verdict::Faster
+        } else {
+            Verdict::Unresolved
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Slower => "slower",
+            Verdict::Faster => "faster",
+            Verdict::Unresolved => "~",
+        }
+    }
+}
+
+/// The geometric mean of positive figures (ratios); the others are left out, NaN for none.
+pub fn geomean(values: &[f64]) -> f64 {
+    let logs: Vec<f64> = values.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+    if logs.is_empty() {
+        return f64::NAN;
+    }
+    (logs.iter().sum::<f64>() / logs.len() as f64).exp()
+}
+
 /// Times `op` (one call) for up to `rounds` samples within `budget`; each sample repeats
 /// the call enough to last ~200 µs. Returns per-call nanoseconds, and the first result.
 pub fn time_calls<T>(rounds: usize, budget: Duration, mut op: impl FnMut() -> T) -> (Samples, T) {
@@ -276,6 +321,36 @@ mod tests {
         assert_eq!(ratio.median(), 2.0);
         assert_eq!(ratio.quartiles(), (2.0, 2.0));
         assert_eq!(per_round(&rounds, |r| r[1]).median(), (11.0 + 40.0) / 2.0);
+    }
+
+    #[test]
+    fn verdicts_need_the_quartiles_past_one_and_past_the_floor() {
+        let s = |v: &[f64]| Samples(v.to_vec());
+        let floor = s(&[0.95, 0.98, 1.0, 1.02, 1.05]);
+        // Every round 10% slower, the floor 5% wide: slower; and the mirror image.
+        assert_eq!(Verdict::of(&s(&[1.08, 1.09, 1.1, 1.11, 1.12]), &floor), Verdict::Slower);
+        assert_eq!(Verdict::of(&s(&[0.88, 0.89, 0.9, 0.91, 0.92]), &floor), Verdict::Faster);
+        // The same ratios on a floor twice as wide are not told apart.
+        let wide = s(&[0.8, 0.85, 1.0, 1.15, 1.2]);
+        assert_eq!(Verdict::of(&s(&[1.08, 1.09, 1.1, 1.11, 1.12]), &wide), Verdict::Unresolved);
+        assert_eq!(Verdict::of(&s(&[0.88, 0.89, 0.9, 0.91, 0.92]), &wide), Verdict::Unresolved);
+        // A floor all below 1.0 does not make a ratio just over 1.0 slower, nor one above 1.0
+        // faster.
+        let low = s(&[0.7, 0.72, 0.74, 0.76, 0.78]);
+        assert_eq!(Verdict::of(&s(&[0.99, 0.995, 1.0, 1.005, 1.01]), &low), Verdict::Unresolved);
+        assert_eq!(Verdict::of(&s(&[1.01, 1.02, 1.03, 1.04, 1.05]), &low), Verdict::Slower);
+        let high = s(&[1.3, 1.32, 1.34, 1.36, 1.38]);
+        assert_eq!(Verdict::of(&s(&[0.95, 0.96, 0.97, 0.98, 0.99]), &high), Verdict::Faster);
+        assert_eq!(Verdict::of(&s(&[1.01, 1.02, 1.03, 1.04, 1.05]), &high), Verdict::Unresolved);
+        assert_eq!(Verdict::Slower.word(), "slower");
+        assert_eq!(Verdict::Unresolved.word(), "~");
+    }
+
+    #[test]
+    fn geomeans_leave_out_what_has_no_logarithm() {
+        assert!((geomean(&[0.5, 2.0]) - 1.0).abs() < 1e-12);
+        assert!((geomean(&[0.25, 1.0, f64::NAN, 0.0]) - 0.5).abs() < 1e-12);
+        assert!(geomean(&[]).is_nan());
     }
 
     #[test]

@@ -414,6 +414,12 @@ enum Op {
     AndJgt(u32, u32, u16, u16),
     AndJge(u32, u32, u16, u16),
     AndJset(u32, u32, u16, u16),
+    /// `jeq #k1` whose false way lands on `jeq #k2` with the same true way: both tests of the
+    /// same A in one dispatch, `(k1, k2, jt, jf2)`. libpcap's programs test one loaded value
+    /// against a chain of constants this way (`vlan`'s three tags, a host set's addresses);
+    /// each link skips one. The fields are the fused pairs' shape, so the loop's dispatch
+    /// reads no field it did not read before.
+    JeqOr(u32, u32, u16, u16),
 }
 
 /// Decodes a program that passed [`validate_with`] under `rules`. Anything validation would
@@ -511,7 +517,24 @@ fn decode_validated(insns: &[CbpfInsn], rules: Rules) -> Box<[Op]> {
         })
         .collect::<Vec<_>>();
     fuse(&mut code);
+    chain_jeqs(&mut code);
     code.into_boxed_slice()
+}
+
+/// Makes each `jeq #k` whose false way lands on another `jeq #k` (as decoded, before this
+/// pass) with the same true way an `Op::JeqOr` that does both; the second keeps its own slot,
+/// for the jumps that land there and for the chain's next link. Nothing runs between the two
+/// tests, so A is the same for both.
+fn chain_jeqs(code: &mut [Op]) {
+    let plain = code.to_vec();
+    for (slot, &op) in code.iter_mut().zip(&plain) {
+        let Op::JeqK(k1, jt1, jf1) = op else { continue };
+        if let Some(&Op::JeqK(k2, jt2, jf2)) = plain.get(usize::from(jf1)) {
+            if jt2 == jt1 {
+                *slot = Op::JeqOr(k1, k2, jt1, jf2);
+            }
+        }
+    }
 }
 
 /// Fuses each packet load with the conditional jump after it (see `Op::LdWJeq`). The jump
@@ -715,6 +738,7 @@ fn exec_decoded(code: &[Op], packet: &[u8], wire_len: u32, meta: &PacketMeta) ->
             Op::LdIndBJgt(o, k, jt, jf) => fused!(b, ind(o), a > k, jt, jf),
             Op::LdIndBJge(o, k, jt, jf) => fused!(b, ind(o), a >= k, jt, jf),
             Op::LdIndBJset(o, k, jt, jf) => fused!(b, ind(o), a & k != 0, jt, jf),
+            Op::JeqOr(k1, k2, jt, jf) => jump!(a == k1 || a == k2, jt, jf),
             Op::AndJeq(m, k, jt, jf) => {
                 a &= m;
                 jump!(a == k, jt, jf)

@@ -290,3 +290,53 @@ fn the_head_is_a_first_test_returning_either_way() {
     assert_eq!(head(&[s(LdIndB, 0), j(JeqK, 1, 0, 1), s(RetK, 1), s(RetK, 0)]), None);
     assert_eq!(head(&[j(JeqK, 0, 0, 1), s(RetK, 1), s(RetK, 0)]), None);
 }
+
+/// Chains of `jeq` on one A to one place (libpcap's `vlan`, host sets) run two links a
+/// dispatch: every
+/// way out of every link, and entries in the middle of a chain, give the checked
+/// interpreter's results.
+#[test]
+fn chained_jeqs_give_the_interpreters_results() {
+    // ldb [1]; jeq #9 (true: ldb [0] and the whole chain on byte 0; false: into the chain's
+    // second link, on byte 1); the chain jeq #1, #2, #3, #4, each true way to `ret #100`,
+    // the last false way to `ret a`.
+    let mut prog = vec![s(LdAbsB, 1), j(JeqK, 9, 0, 2), s(LdAbsB, 0)];
+    prog.extend((1..=4).map(|k| j(JeqK, k, 5 - k as u8, 0)));
+    prog.extend([s(RetA, 0), s(RetK, 100)]);
+    let filter = CbpfFilter::new(&prog).unwrap();
+    let chained = filter.code.iter().filter(|op| matches!(op, Op::JeqOr(..))).count();
+    // Links #1-#3 (the last one's false way returns; jeq #9's ways differ from #2's).
+    assert_eq!(chained, 3, "{:?}", filter.code);
+    // Each link's false way skips the next link, which it tested already.
+    assert_eq!(filter.code[3], Op::JeqOr(1, 2, 8, 5));
+    for a in 0..=6u8 {
+        for b in [0u8, 1, 2, 3, 4, 5, 6, 9] {
+            let pkt = [a, b];
+            let want = run(&prog, &pkt, 2, &PacketMeta::default());
+            assert_eq!(filter.run(&pkt, 2), want, "{pkt:?}");
+            let chain = if b == 9 { 1..=4 } else { 2..=4 };
+            let tested = if b == 9 { a } else { b };
+            let expect = if chain.contains(&tested) { 100 } else { u32::from(tested) };
+            assert_eq!(want, expect, "{pkt:?}");
+        }
+    }
+    // A jeq whose false way lands on a return, on another kind of test, or on a jeq with
+    // another true way stays alone.
+    let alone = [s(LdAbsB, 0), j(JeqK, 1, 1, 0), j(JgtK, 2, 0, 1), s(RetK, 1), s(RetK, 0)];
+    let filter = CbpfFilter::new(&alone).unwrap();
+    assert!(!filter.code.iter().any(|op| matches!(op, Op::JeqOr(..))), "{:?}", filter.code);
+    let apart =
+        [s(LdAbsB, 0), j(JeqK, 1, 2, 0), j(JeqK, 2, 2, 0), s(RetA, 0), s(RetK, 11), s(RetK, 12)];
+    let filter = CbpfFilter::new(&apart).unwrap();
+    assert!(!filter.code.iter().any(|op| matches!(op, Op::JeqOr(..))), "{:?}", filter.code);
+    for a in 0..4u8 {
+        assert_eq!(go(&apart, &[a]), [0, 11, 12, 3][usize::from(a)], "{a}");
+    }
+}
+
+/// The decoded form stays 16 bytes an instruction: the chained test fits beside the fused
+/// pairs.
+#[test]
+fn a_decoded_instruction_is_16_bytes() {
+    assert_eq!(std::mem::size_of::<Op>(), 16);
+}
