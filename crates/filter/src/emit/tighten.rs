@@ -1652,8 +1652,8 @@ fn retarget(p: &mut [CbpfInsn], from: usize, n: usize, to: usize) -> bool {
 /// place when it ends on a test it does not decide (threading nothing) and passes, from
 /// that place on, no load that a program without its head load might stop at
 /// ([`Passed::fragile`]; `check` holds the value of the head load drop_dead dropped, if it
-/// did). It answers false at the first edge that is not settled (the walks before it are
-/// those the full pass makes), else after the walks when a test is decided. Without
+/// did). It answers false at the first edge that is not settled or the first test decided
+/// (after that jump's own walks: the walks before are those the full pass makes). Without
 /// `check`, `for_the_check` is what the check with no head dropped would answer on `p`
 /// when the pass changed nothing (it then made the check's walks).
 fn thread(
@@ -1703,11 +1703,12 @@ fn thread(
         let Some(outcome) = edges.decided.filter(|_| insn.op.is_conditional_jump()) else {
             continue;
         };
-        settled = Settled { fully: false, for_the_check: false };
         if check.is_some() {
-            // (answered after the walks, which number values as the full pass does)
-            continue;
+            // (answered after this jump's walks: up to here the walks, and the values they
+            // numbered, are the full pass's, which makes the `ja` now and walks on over it)
+            return Settled { fully: false, for_the_check: false };
         }
+        settled = Settled { fully: false, for_the_check: false };
         let target = from + 1 + usize::from(if outcome { p[from].jt } else { p[from].jf });
         p[from] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - from - 1) as u32);
     }

@@ -201,19 +201,28 @@ impl CbpfOp {
     /// `ja` or a conditional jump.
     #[inline]
     pub const fn is_jump(self) -> bool {
-        self.class() == JMP
+        self.is_in(CbpfOp::Ja, CbpfOp::JsetX)
     }
 
     /// A jump that uses `jt` and `jf` (every jump but `ja`).
     #[inline]
     pub const fn is_conditional_jump(self) -> bool {
-        self.is_jump() && op(self.code()) != JA
+        self.is_in(CbpfOp::JeqK, CbpfOp::JsetX)
     }
 
     /// `ret #k` or `ret a`: ends the program.
     #[inline]
     pub const fn is_return(self) -> bool {
-        self.class() == RET
+        self.is_in(CbpfOp::RetK, CbpfOp::RetA)
+    }
+
+    /// True when the row is one of `first..=last`. The rows of each kind the predicates
+    /// above ask about are adjacent (a test checks each against the row's code), so a kind
+    /// is a range of discriminants: one compare of the operation's byte, where the code's
+    /// class took a table load (the classic emitter's passes ask per instruction per pass).
+    #[inline]
+    const fn is_in(self, first: CbpfOp, last: CbpfOp) -> bool {
+        (self as u8).wrapping_sub(first as u8) <= (last as u8).wrapping_sub(first as u8)
     }
 }
 
@@ -264,6 +273,16 @@ mod tests {
                 let wants_x = src(s.code) == X;
                 assert_eq!(wants_x, s.operand == CbpfOperand::X, "{:?}", s.op);
             }
+        }
+    }
+
+    #[test]
+    fn kinds_asked_by_range_agree_with_the_codes() {
+        for s in CBPF_OPCODES {
+            let class = class(s.code);
+            assert_eq!(s.op.is_jump(), class == JMP, "{:?}", s.op);
+            assert_eq!(s.op.is_conditional_jump(), class == JMP && op(s.code) != JA, "{:?}", s.op);
+            assert_eq!(s.op.is_return(), class == RET, "{:?}", s.op);
         }
     }
 
