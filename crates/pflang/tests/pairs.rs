@@ -337,3 +337,88 @@ fn xdp_lists(seed: u64, lists: usize, terms: (usize, usize)) -> (usize, usize, u
     }
     (shared, cuts, in_kernel)
 }
+
+/// A pair list's lowering is exactly what the fuser makes of its terms lowered one by one,
+/// though the lowering skips the terms whose syntax the run already vouches for: lists
+/// whose values meet the tests' own constants (ports 6, 17, 132, 2048, 8191, 34525; a host
+/// whose address is a port's number), repeat one value while the other changes, change
+/// kind (or stop being pairs) partway, in both list forms.
+#[test]
+fn pair_lists_skipped_by_syntax_lower_as_their_terms_fuse() {
+    use weir_pflang::lower::fuse::{AndFuser, Fuser};
+    let names = NameDb::builtin();
+    let mut rng = SplitMix64::new(SEED ^ 0x5eed);
+    let special = [6u32, 17, 132, 2048, 8191, 34525, 0, 1, 40, 80];
+    let kinds: [fn(String, u32) -> String; 5] = [
+        |h, p| format!("host {h} and port {p}"),
+        |h, p| format!("src host {h} and tcp port {p}"),
+        |h, p| format!("port {p} and host {h}"),
+        |h, p| format!("ip dst host {h} and udp src port {p}"),
+        |h, p| format!("host {h} and port {p} and port 9"),
+    ];
+    let mut skipped_lists = 0;
+    for round in 0..60 {
+        let n = rng.range_usize(MIN_TERMS, 6 * MIN_TERMS);
+        let kind = rng.below_usize(4);
+        let switch_at = rng.chance(30).then(|| rng.below_usize(n));
+        let terms: Vec<String> = (0..n)
+            .map(|i| {
+                let p = if rng.chance(40) {
+                    special[rng.below_usize(special.len())]
+                } else {
+                    rng.range(0, 65536) as u32
+                };
+                // Sometimes the host is the port's number as an address, or fixed.
+                let h = match rng.below_usize(4) {
+                    0 => p,
+                    1 => 0x0a00_0001,
+                    _ => rng.next_u64() as u32,
+                };
+                let host = ip(h.to_be_bytes());
+                let k = match switch_at {
+                    Some(at) if i >= at => (kind + 1 + round % 4) % kinds.len(),
+                    _ => kind,
+                };
+                kinds[k](host, p)
+            })
+            .collect();
+        let negated = rng.chance(50);
+        let joined = joined(&terms, negated);
+        let got = lowered(&joined, &names).pred;
+        let each = terms.iter().map(|t| lowered(t, &names).pred);
+        let want = if negated {
+            let mut fuser = AndFuser::default();
+            each.for_each(|t| fuser.push(Pred::not(t)));
+            Pred::not(fuser.finish())
+        } else {
+            let mut fuser = Fuser::default();
+            each.for_each(|t| fuser.push(t));
+            Pred::or(fuser.finish().0)
+        };
+        assert_eq!(got, want, "`{}`", short(&joined));
+        skipped_lists += usize::from(has_pairs(&got));
+    }
+    assert!(skipped_lists >= 30, "only {skipped_lists} of 60 lists fused");
+}
+
+/// A term the run vouches for by its syntax is refused as lowering would refuse it: the
+/// syntax is only trusted for values the lowering takes.
+#[test]
+fn a_refused_term_in_a_vouched_run_is_still_refused() {
+    let names = NameDb::builtin();
+    let options = Options::new(LinkType::Ethernet);
+    let mut terms: Vec<String> =
+        (1..=20u32).map(|i| format!("not (host 10.0.{i}.{i} and port {i})")).collect();
+    terms.push("not (host 10.0.99.1 and port 70000)".into());
+    let err = weir_pflang::compile(&format!("not ({})", terms.join(" and ")), &options, &names)
+        .expect_err("port 70000 is refused");
+    assert_eq!(err.message, "illegal port number 70000 > 65535");
+    terms.pop();
+    terms.push("not (host 10.0.99 and port 7)".into());
+    let net = lowered(&format!("not ({})", terms.join(" and ")), &names);
+    let mut fuser = weir_pflang::lower::fuse::AndFuser::default();
+    for t in &terms {
+        fuser.push(lowered(t, &names).pred);
+    }
+    assert_eq!(net.pred, Pred::not(fuser.finish()), "a three-part address is a network");
+}

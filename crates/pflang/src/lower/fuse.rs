@@ -34,6 +34,8 @@
 
 use weir_filter::{CmpOp, Expr, PairBranch, PairTest, Pairs, Pred, ValueSet};
 
+use crate::ast::Qualifiers;
+
 /// Fewer terms than this are lowered term by term: everyday filters (`port 80 or port
 /// 443`) keep the tree the optimizer and the emitters are tuned on, and a short list
 /// gains nothing from a set.
@@ -329,19 +331,89 @@ pub struct Fuser {
     holes: Vec<u32>,
     /// The current run of pair terms, if any (never at once with `head`).
     pairs: Option<PairRun>,
+    /// What the run's terms read from their syntax say about the run (see [`PairHint`]).
+    known: Option<Known>,
     fused: bool,
+}
+
+/// Which two primitives a pair term is: `host A` (an IPv4 address, all four parts) or
+/// `port N` (a number), each with its qualifiers, first and second.
+pub(crate) type PairSyntax = [(PairSide, Qualifiers); 2];
+
+/// One side of a [`PairSyntax`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PairSide {
+    Host,
+    Port,
+}
+
+/// A term `host A and port P` (any qualifiers, either order, under `not` in an `and` list)
+/// read from its syntax before it is lowered: which term it is and its two values.
+///
+/// The lowering of such a term is one tree for any values, the values written only as the
+/// constants of its `==` tests (`host`: `hostop_v4` under a full mask; `port`: the ports'
+/// `Pred::eq`), and writes no lowering state. So once two terms of one syntax, lowered,
+/// joined the current pair run with the pairs their syntax names, differing in both values,
+/// and the second's two values differing from each other, every later term of that syntax
+/// joins it with the pair its syntax names: the two agree on every guard and field (both
+/// matched the run's tests), so the values sit only in the holes, and the holes of any
+/// third pair parse the same way (each hole's tests carried a different constant in the two
+/// terms, so none is a fixed constant, nor the other value's). Such a term is
+/// then added to the run without being lowered ([`Fuser::push_known`]), as the run would
+/// have kept nothing of its tree but the pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PairHint {
+    pub syntax: PairSyntax,
+    pub pair: (u32, u32),
+}
+
+/// The current pair run's witness of one syntax (see [`PairHint`]).
+struct Known {
+    syntax: PairSyntax,
+    /// The pair of the first term of that syntax the run took.
+    first: (u32, u32),
+    /// A second term of the syntax, differing in both values, joined the run too.
+    confirmed: bool,
 }
 
 impl Fuser {
     /// The next term of the `or`.
     pub fn push(&mut self, term: Pred) {
+        self.push_hinted(term, None);
+    }
+
+    /// Adds a term known by its syntax alone, unlowered, when the current pair run has
+    /// vouched for that syntax (see [`PairHint`]) and is long enough to keep no terms;
+    /// false (nothing done) otherwise: the term must then be lowered and pushed.
+    pub(crate) fn push_known(&mut self, hint: &PairHint) -> bool {
+        let (Some(run), Some(known)) = (&mut self.pairs, &self.known) else { return false };
+        if !known.confirmed || known.syntax != hint.syntax || run.pairs.len() < MIN_TERMS {
+            return false;
+        }
+        run.pairs.push(hint.pair);
+        true
+    }
+
+    /// [`Fuser::push`], with what the term's syntax said it is, if anything.
+    pub(crate) fn push_hinted(&mut self, term: Pred, hint: Option<PairHint>) {
         if let Some(run) = &mut self.pairs {
             if let Some(pair) = run.pair(&term) {
                 run.push(term, pair);
+                self.known = match (self.known.take(), hint) {
+                    (Some(mut known), Some(hint))
+                        if known.syntax == hint.syntax && hint.pair == pair =>
+                    {
+                        known.confirmed |=
+                            pair.0 != known.first.0 && pair.1 != known.first.1 && pair.0 != pair.1;
+                        Some(known)
+                    }
+                    _ => None,
+                };
                 return;
             }
             self.flush_pairs();
         }
+        self.known = None;
         let hole = match (&self.head, shape(&term)) {
             (Some(head), Some(s)) => shape(head).filter(|h| h.same_as(&s)).map(|_| s.hole),
             _ => None,
@@ -360,7 +432,14 @@ impl Fuser {
             self.head = Some(term);
         } else {
             match PairRun::start(term) {
-                Ok(run) => self.pairs = Some(run),
+                Ok(run) => {
+                    self.known = hint.filter(|h| run.pairs == [h.pair]).map(|h| Known {
+                        syntax: h.syntax,
+                        first: h.pair,
+                        confirmed: false,
+                    });
+                    self.pairs = Some(run);
+                }
                 Err(term) => self.out.push(term),
             }
         }
@@ -406,8 +485,18 @@ pub struct AndFuser {
 
 impl AndFuser {
     pub fn push(&mut self, term: Pred) {
+        self.push_hinted(term, None);
+    }
+
+    /// [`Fuser::push_known`] for a term `not t`, `hint` being `t`'s.
+    pub(crate) fn push_known(&mut self, hint: &PairHint) -> bool {
+        self.run.push_known(hint)
+    }
+
+    /// [`AndFuser::push`], with what the syntax under the term's `not` said, if anything.
+    pub(crate) fn push_hinted(&mut self, term: Pred, hint: Option<PairHint>) {
         match term {
-            Pred::Not(inner) => self.run.push(*inner),
+            Pred::Not(inner) => self.run.push_hinted(*inner, hint),
             term => {
                 self.flush();
                 self.out.push(term);

@@ -318,17 +318,29 @@ impl<'a> Lowerer<'a> {
             {
                 // A long list joined by one operator: its runs of like terms become set
                 // lookups (`fuse`).
+                // A pair term the run already vouches for is not lowered (`fuse::PairHint`).
                 let terms = std::iter::once(&**first).chain(rest.iter().map(|(_, e)| e));
                 if rest[0].0 == BoolOp::Or {
                     let mut fuser = fuse::Fuser::default();
                     for term in terms {
-                        fuser.push(self.expr(term)?);
+                        let hint = pair_hint(term);
+                        if hint.is_some_and(|h| fuser.push_known(&h)) {
+                            continue;
+                        }
+                        fuser.push_hinted(self.expr(term)?, hint);
                     }
                     Ok(junction(fuser.finish().0, false))
                 } else {
                     let mut fuser = fuse::AndFuser::default();
                     for term in terms {
-                        fuser.push(self.expr(term)?);
+                        let hint = match &term.kind {
+                            ExprKind::Not(inner) => pair_hint(inner),
+                            _ => None,
+                        };
+                        if hint.is_some_and(|h| fuser.push_known(&h)) {
+                            continue;
+                        }
+                        fuser.push_hinted(self.expr(term)?, hint);
                     }
                     Ok(fuser.finish())
                 }
@@ -430,6 +442,36 @@ impl Lowerer<'_> {
         out.push(Pred::cmp(CmpOp::Ne, value(), Expr::Const(0)));
         Ok(Pred::And(out))
     }
+}
+
+/// A term `host A and port P` (either order, any qualifiers the lowering takes for an IPv4
+/// address and a port number) read from its syntax: `None` for anything else, or for values
+/// the lowering would read differently (an address of fewer than four parts is a network)
+/// or refuse (a port past 65535).
+fn pair_hint(term: &ast::Expr) -> Option<fuse::PairHint> {
+    use ast::{AddrKind, Id, Proto};
+    let ExprKind::Chain { first, rest } = &term.kind else { return None };
+    let [(BoolOp::And, second)] = rest.as_slice() else { return None };
+    let side = |e: &ast::Expr| {
+        let ExprKind::Primitive(p) = &e.kind else { return None };
+        let q = p.qual;
+        match &p.id {
+            Id::Ipv4(text)
+                if matches!(q.addr, None | Some(AddrKind::Host))
+                    && !matches!(q.proto, Some(Proto::Decnet | Proto::Link)) =>
+            {
+                let (value, parts) = crate::names::ipv4_parts(text)?;
+                (parts == 4).then_some(((fuse::PairSide::Host, q), value))
+            }
+            Id::Num(n) if q.addr == Some(AddrKind::Port) && *n <= 65535 => {
+                Some(((fuse::PairSide::Port, q), *n))
+            }
+            _ => None,
+        }
+    };
+    let (a, x) = side(first)?;
+    let (b, y) = side(second)?;
+    Some(fuse::PairHint { syntax: [a, b], pair: (x, y) })
 }
 
 /// `Pred::and([acc, rhs])` (`conjunction`) or `Pred::or([acc, rhs])`, built in place when
