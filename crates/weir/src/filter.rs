@@ -653,6 +653,79 @@ mod tests {
         );
     }
 
+    /// The XDP form's search trees (a list past the kernel's in-line limit) with hosts of
+    /// one port and hosts of several (a tree's leaf ends in the tree's shared tail, or tests
+    /// its own second values): on frames cut at every length, the IR's verdicts on weir's
+    /// interpreter and, as root, in the kernel (BPF_PROG_TEST_RUN), as an allow list and as
+    /// a block list.
+    #[test]
+    fn long_pair_lists_with_repeated_hosts_in_the_xdp_form() {
+        let kernel = weir_sys::kernel::Kernel::new();
+        let in_kernel = match kernel.available() {
+            Ok(()) => true,
+            Err(reason) => {
+                println!("SKIPPED: long_pair_lists_with_repeated_hosts_in_the_xdp_form: kernel part: {reason}");
+                false
+            }
+        };
+        let host = |h: usize| [10, (h / 256) as u8, (h % 256) as u8, 1];
+        // Hosts 0-999 with port 1 + i; hosts 0-299 again with a second port, host 7 with
+        // its first port again (a repeat, not a second value).
+        let mut pairs: Vec<(usize, u16)> = (0..1_000).map(|i| (i, 1 + i as u16)).collect();
+        pairs.extend((1_000..1_300).map(|i| (i % 300, 1 + i as u16)));
+        pairs.push((7, 8));
+        let terms: Vec<String> = pairs
+            .iter()
+            .map(|&(h, port)| {
+                let [a, b, c, d] = host(h);
+                format!("not (host {a}.{b}.{c}.{d} and port {port})")
+            })
+            .collect();
+        let list = format!("not ({})", terms.join(" and "));
+        let from = |h: usize, sport: u16| tcp4_frame_to_port_80(host(h), sport).to_vec();
+        let mut udp_to = from(2_000, 53);
+        udp_to[23] = 17;
+        udp_to[30..34].copy_from_slice(&host(1_250 % 300));
+        udp_to[36..38].copy_from_slice(&1_251u16.to_be_bytes());
+        let frames = [
+            from(527, 528),   // a host of one port, its port
+            from(527, 529),   // the same host, another pair's port
+            from(120, 1_021), // a host of two ports, its second
+            from(120, 121),   // the same host, its first
+            from(7, 8),       // the repeated pair
+            from(2_000, 528), // a host in no pair
+            udp_to,           // a second port, the host as destination
+        ];
+        let (mut accepted, mut rejected, mut kernel_runs) = (0, 0, 0);
+        for expr in [list.clone(), format!("not ({list})")] {
+            let filter = compile_filter(&expr, LinkType::Ethernet).unwrap();
+            let program = emit_ebpf(&filter, ProgType::Xdp).unwrap();
+            let loaded = in_kernel.then(|| {
+                let code = weir_isa::ebpf::encode_bytes(program.insns());
+                kernel.load(ProgType::Xdp, &code).unwrap_or_else(|e| panic!("{e}"))
+            });
+            let mut run =
+                SocketFilterRun::prepare_xdp(&weir_interp::Interp, program, "kernel form").unwrap();
+            for (frame, cut) in frames.iter().flat_map(|f| (0..=f.len()).map(move |cut| (f, cut))) {
+                let (data, wire) = (&frame[..cut], frame.len() as u32);
+                let want = filter.matches(data, wire);
+                let at = || format!("{:?} cut at {cut}", &frame[26..38]);
+                assert_eq!(run.run(data, wire) != 0, want, "interpreter, {}", at());
+                // The kernel's test run takes no frame shorter than an Ethernet header.
+                if let (Some(loaded), true) = (&loaded, cut >= 14) {
+                    let pass = weir_program::abi::xdp_action::PASS;
+                    let got = loaded.test_run(data, 1).unwrap().retval == pass;
+                    assert_eq!(got, want, "kernel, {}", at());
+                    kernel_runs += 1;
+                }
+                accepted += usize::from(want);
+                rejected += usize::from(!want);
+            }
+        }
+        println!("{accepted} accepted, {rejected} rejected, {kernel_runs} in the kernel");
+        assert!(accepted > 0 && rejected > 0, "{accepted} accepted, {rejected} rejected");
+    }
+
     /// A pair list past the kernel's in-line limit: `weir compile --ebpf` takes the search
     /// trees (the kernel's verifier refuses the in-line scan), weir's own engines keep the
     /// in-line scan, fewer slots, and both forms give the IR's verdicts on a frame cut at
