@@ -76,6 +76,18 @@ impl ProgramBuilder {
         Self::default()
     }
 
+    /// A builder with room for `slots` instructions, `labels` labels and `jumps` jumps to
+    /// labels, for a caller that knows the program's size: vectors grown by doubling hold
+    /// up to twice what they use, at the peak of a long program's emission.
+    pub fn with_capacity(slots: usize, labels: usize, jumps: usize) -> Self {
+        ProgramBuilder {
+            insns: Vec::with_capacity(slots),
+            labels: Vec::with_capacity(labels),
+            fixups: Vec::with_capacity(jumps),
+            errors: Vec::new(),
+        }
+    }
+
     pub fn new_label(&mut self) -> Label {
         self.labels.push(None);
         Label(self.labels.len().saturating_sub(1))

@@ -653,6 +653,109 @@ mod tests {
         );
     }
 
+    /// The search trees of the XDP form (a list past the kernel's in-line limit) and of the
+    /// socket form, with hosts of one port and hosts of several (a tree's leaf ends in the
+    /// tree's shared tail, or tests its own second values): on frames cut at every length,
+    /// the IR's verdicts on weir's interpreter and, as root, in the kernel
+    /// (BPF_PROG_TEST_RUN), as an allow list and as a block list.
+    #[test]
+    fn long_pair_lists_with_repeated_hosts_in_both_forms() {
+        let kernel = weir_sys::kernel::Kernel::new();
+        let in_kernel = match kernel.available() {
+            Ok(()) => true,
+            Err(reason) => {
+                println!("SKIPPED: long_pair_lists_with_repeated_hosts_in_both_forms: kernel part: {reason}");
+                false
+            }
+        };
+        let host = |h: usize| [10, (h / 256) as u8, (h % 256) as u8, 1];
+        // Hosts 0-1,199 with port 1 + i; hosts 0-299 again with a second port, host 7 with
+        // its first port again (a repeat, not a second value): 1,501 pairs, past the
+        // in-line scan's limit.
+        let mut pairs: Vec<(usize, u16)> = (0..1_200).map(|i| (i, 1 + i as u16)).collect();
+        pairs.extend((1_200..1_500).map(|i| (i % 300, 1 + i as u16)));
+        pairs.push((7, 8));
+        let terms: Vec<String> = pairs
+            .iter()
+            .map(|&(h, port)| {
+                let [a, b, c, d] = host(h);
+                format!("not (host {a}.{b}.{c}.{d} and port {port})")
+            })
+            .collect();
+        let list = format!("not ({})", terms.join(" and "));
+        let from = |h: usize, sport: u16| tcp4_frame_to_port_80(host(h), sport).to_vec();
+        let mut udp_to = from(2_000, 53);
+        udp_to[23] = 17;
+        udp_to[30..34].copy_from_slice(&host(1_250 % 300));
+        udp_to[36..38].copy_from_slice(&1_251u16.to_be_bytes());
+        // Both hosts listed, of one port each: the source's pair comes first and fails,
+        // the destination's matches on the destination port (the second walk's second word).
+        let mut both = from(600, 40_000);
+        both[30..34].copy_from_slice(&host(900));
+        both[36..38].copy_from_slice(&901u16.to_be_bytes());
+        let frames = [
+            from(527, 528),   // a host of one port, its port
+            from(527, 529),   // the same host, another pair's port
+            from(120, 1_321), // a host of two ports, its second
+            from(120, 121),   // the same host, its first
+            from(7, 8),       // the repeated pair
+            from(2_000, 528), // a host in no pair
+            udp_to,           // a second port, the host as destination
+            both,
+        ];
+        let (mut accepted, mut rejected, mut kernel_runs) = (0, 0, 0);
+        for expr in [list.clone(), format!("not ({list})")] {
+            let filter = compile_filter(&expr, LinkType::Ethernet).unwrap();
+            let program = emit_ebpf(&filter, ProgType::Xdp).unwrap();
+            let in_line = emit_engine_xdp(&filter).unwrap().insns().len();
+            assert_ne!(program.insns().len(), in_line, "not the search trees");
+            // The socket form's trees too (the shared form: the program is long).
+            let socket = emit_ebpf(&filter, ProgType::SocketFilter).unwrap();
+            for (prog_type, program) in [(ProgType::Xdp, program), (ProgType::SocketFilter, socket)]
+            {
+                let xdp = prog_type == ProgType::Xdp;
+                let loaded = in_kernel.then(|| {
+                    let code = weir_isa::ebpf::encode_bytes(program.insns());
+                    kernel.load(prog_type, &code).unwrap_or_else(|e| panic!("{e}"))
+                });
+                let interp = &weir_interp::Interp;
+                let mut run = if xdp {
+                    SocketFilterRun::prepare_xdp(interp, program, "XDP form").unwrap()
+                } else {
+                    let bindings = Bindings::for_prog_type(prog_type);
+                    SocketFilterRun::prepare(interp, program, bindings, "socket form").unwrap()
+                };
+                let frames_cut = frames.iter().flat_map(|f| (0..=f.len()).map(move |cut| (f, cut)));
+                for (frame, cut) in frames_cut {
+                    let (data, wire) = (&frame[..cut], frame.len() as u32);
+                    let want = filter.matches(data, wire);
+                    let at = || format!("{prog_type:?} {:?} cut at {cut}", &frame[26..38]);
+                    assert_eq!(run.run(data, wire) != 0, want, "interpreter, {}", at());
+                    accepted += usize::from(want);
+                    rejected += usize::from(!want);
+                    // XDP's test run takes no frame shorter than an Ethernet header; a socket
+                    // filter's gives the program the frame past one of its own.
+                    let Some(loaded) = &loaded else { continue };
+                    let got = if xdp {
+                        if cut < 14 {
+                            continue;
+                        }
+                        let pass = weir_program::abi::xdp_action::PASS;
+                        loaded.test_run(data, 1).unwrap().retval == pass
+                    } else {
+                        let mut framed = vec![0u8; 14];
+                        framed.extend_from_slice(data);
+                        loaded.test_run(&framed, 1).unwrap().retval != 0
+                    };
+                    assert_eq!(got, want, "kernel, {}", at());
+                    kernel_runs += 1;
+                }
+            }
+        }
+        println!("{accepted} accepted, {rejected} rejected, {kernel_runs} in the kernel");
+        assert!(accepted > 0 && rejected > 0, "{accepted} accepted, {rejected} rejected");
+    }
+
     /// A pair list past the kernel's in-line limit: `weir compile --ebpf` takes the search
     /// trees (the kernel's verifier refuses the in-line scan), weir's own engines keep the
     /// in-line scan, fewer slots, and both forms give the IR's verdicts on a frame cut at

@@ -128,6 +128,10 @@ struct Layout {
     /// Per item: the slots the kernel adds before it; per label: the item it stands before.
     grown_before: Vec<i64>,
     label_item: Vec<usize>,
+    /// The program's slots, its jumps to labels and the labels its far tests add.
+    slots: usize,
+    jumps: usize,
+    far_labels: usize,
 }
 
 impl Layout {
@@ -152,6 +156,9 @@ impl Layout {
             label_at: vec![0; labels],
             grown_before,
             label_item,
+            slots: 0,
+            jumps: 0,
+            far_labels: 0,
         };
         loop {
             layout.place(items, shapes);
@@ -176,6 +183,7 @@ impl Layout {
     /// Slots of every item and label, for the tests marked so far.
     fn place(&mut self, items: &[Item<Insn, Jump>], shapes: &[Option<Shape>]) {
         let mut slot = 0usize;
+        let (mut jumps, mut far_labels) = (0usize, 0usize);
         for (index, item) in items.iter().enumerate() {
             if let Some(at) = self.item_at.get_mut(index) {
                 *at = slot;
@@ -188,14 +196,25 @@ impl Layout {
                     0
                 }
                 Item::Stmt(insn) | Item::End(insn) => insn_slots(insn),
-                Item::Goto(_) | Item::Back(_) => 1,
+                Item::Goto(_) | Item::Back(_) => {
+                    jumps = jumps.wrapping_add(1);
+                    1
+                }
                 Item::Cond { cond, .. } => {
                     let shape = shapes.get(index).copied().flatten().unwrap_or(Shape::Neither);
-                    shape.slots(*cond, self.is_far(index))
+                    let far = self.is_far(index);
+                    // Every slot of a test is a jump; a far one binds one or two labels.
+                    let slots = shape.slots(*cond, far);
+                    jumps = jumps.wrapping_add(slots);
+                    far_labels = far_labels.wrapping_add(if far { 2 } else { 0 });
+                    slots
                 }
             };
             slot = slot.wrapping_add(size);
         }
+        self.slots = slot;
+        self.jumps = jumps;
+        self.far_labels = far_labels;
     }
 
     fn is_far(&self, index: usize) -> bool {
@@ -228,7 +247,8 @@ pub(super) fn link(flow: &Flow<Insn, Jump>) -> Result<Program, EmitError> {
         })
         .collect();
     let layout = Layout::new(items, &shapes, flow.label_count());
-    let mut b = ProgramBuilder::new();
+    let labels = flow.label_count().wrapping_add(layout.far_labels);
+    let mut b = ProgramBuilder::with_capacity(layout.slots, labels, layout.jumps);
     let labels: Vec<weir_program::Label> = (0..flow.label_count()).map(|_| b.new_label()).collect();
     let label =
         |l: Label| labels.get(l.index()).copied().ok_or(EmitError::Internal("unknown label"));

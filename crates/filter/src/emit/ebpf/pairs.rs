@@ -209,7 +209,8 @@ fn socket_plan(pairs: &Pairs, registers: usize) -> Option<SocketPlan> {
     let n2 = assign(&pairs.second.branches, 0, &mut second_places);
     let work = work_need(pairs);
     // The trees hold a value, its copy and the smallest rank; the last walk a field and
-    // the word it is compared with; the last trees a copy and the second walk's values.
+    // the word it is compared with; the last trees a copy, a leaf's second value and a
+    // word loaded (each walk's values once took a register each there: `n2 + 1`).
     if n1 == 0 || n2 == 0 || work.max(3) > registers || n2 + 1 > registers {
         return None;
     }
@@ -394,13 +395,16 @@ impl Emitter {
             let (miss, update) = (self.flow.label(), self.flow.label());
             self.insn(Op::LdxW, held, FRAME, w, 0);
             self.unlinked_copy(copy, held);
+            let tail = self.flow.label();
             self.search(copy, &keys, miss, &mut |e, key| {
                 // Into the unnarrowed register: all the leaves' paths join in one state.
+                // On a miss `held` is not read again.
+                e.leaf_to_tail(copy, key);
                 let rank = key.index.wrapping_sub(key.value);
                 e.alu_imm(Op::Add32Imm, held, rank as i32);
-                e.flow.goto(update);
+                e.flow.goto(tail);
             });
-            self.flow.bind(update);
+            self.tail(tail, copy, update, miss);
             let lower = self.flow.label();
             self.flow.cond(Jump::value(Rel::Ge, held, Operand::Reg(best)), miss, lower);
             self.flow.bind(lower);
@@ -418,12 +422,13 @@ impl Emitter {
         // program is walked once, not once for each.
         self.forget_range(best);
         self.unlinked_copy(copy, best);
-        let reject = self.reject;
+        let (reject, tail) = (self.reject, self.flow.label());
         self.search(copy, &index_keys, reject, &mut |e, key| {
+            e.leaf_to_tail(copy, key);
             e.alu_imm(Op::Add32Imm, best, key.second.wrapping_sub(key.value) as i32);
-            e.flow.goto(found);
+            e.flow.goto(tail);
         });
-        self.flow.bind(found);
+        self.tail(tail, copy, found, reject);
         self.insn(Op::StxW, FRAME, best, target, 0);
         self.release(best);
         self.release(copy);
@@ -432,31 +437,49 @@ impl Emitter {
         let hold = Hold::Stack(&places2, Some((target, t)));
         self.walk_branches(&pairs.second.branches, hold, &mut 0, entry)?;
         self.checked = entry;
-        // Both walks complete: any pair of the rest with both values loaded matches.
-        let copy = self.allocate()?;
-        let held2 = (0..plan.n2).map(|_| self.allocate()).collect::<Result<Vec<_>, _>>()?;
-        for (&r, &w) in held2.iter().zip(&seconds) {
-            self.insn(Op::LdxW, r, FRAME, w, 0);
-        }
+        // Both walks complete: any pair of the rest with both values loaded matches. A
+        // leaf of one second value leaves it in `second` for the tree's tail, which
+        // compares the second walk's words with it.
+        let (copy, second, loaded) = (self.allocate()?, self.allocate()?, self.allocate()?);
+        let compare_words = |e: &mut Emitter, values: &[u32]| {
+            for &w in &seconds {
+                e.insn(Op::LdxW, loaded, FRAME, w, 0);
+                for &b in values {
+                    let next = e.flow.label();
+                    e.flow.cond(Jump::value(Rel::Eq, loaded, Operand::Imm(b as i32)), t, next);
+                    e.flow.bind(next);
+                }
+            }
+        };
         for &w in &firsts {
-            let miss = self.flow.label();
+            let (miss, tail, found) = (self.flow.label(), self.flow.label(), self.flow.label());
             self.insn(Op::LdxW, copy, FRAME, w, 0);
             self.search(copy, &keys, miss, &mut |e, key| {
-                for b in std::iter::once(key.second).chain(key.others.iter().copied()) {
-                    for &r in &held2 {
-                        let next = e.flow.label();
-                        e.flow.cond(Jump::value(Rel::Eq, r, Operand::Imm(b as i32)), t, next);
-                        e.flow.bind(next);
-                    }
+                if key.others.is_empty() {
+                    e.leaf_to_tail(copy, key);
+                    e.alu_imm(Op::Mov32Imm, second, key.second as i32);
+                    e.flow.goto(tail);
+                } else {
+                    e.leaf_found(copy, key, miss);
+                    let values: Vec<u32> =
+                        std::iter::once(key.second).chain(key.others.iter().copied()).collect();
+                    compare_words(e, &values);
+                    e.flow.goto(miss);
                 }
-                e.flow.goto(miss);
             });
+            self.tail(tail, copy, found, miss);
+            for &w in &seconds {
+                self.insn(Op::LdxW, loaded, FRAME, w, 0);
+                let next = self.flow.label();
+                self.flow.cond(Jump::value(Rel::Eq, loaded, Operand::Reg(second)), t, next);
+                self.flow.bind(next);
+            }
+            self.flow.goto(miss);
             self.flow.bind(miss);
         }
         self.flow.goto(f);
-        for r in held2.into_iter().rev() {
-            self.release(r);
-        }
+        self.release(loaded);
+        self.release(second);
         self.release(copy);
         self.spills = base;
         Ok(true)
@@ -477,10 +500,20 @@ impl Emitter {
         // Neither walk aborted: a pair with both values loaded matches. The search narrows
         // the register itself, which is not read after its tree; a hit ends the scan, so
         // only paths that leave the node see the second walk's registers narrowed.
+        // A leaf of one second value leaves it in `second` for the tree's tail, which
+        // compares the second walk's registers with it.
         self.flow.bind(any);
+        let second = self.allocate()?;
         for &r in held1 {
-            let miss = self.flow.label();
+            let (miss, tail, found) = (self.flow.label(), self.flow.label(), self.flow.label());
             self.search(r, &keys, miss, &mut |e, key| {
+                if key.others.is_empty() {
+                    e.leaf_to_tail(r, key);
+                    e.alu_imm(Op::Mov32Imm, second, key.second as i32);
+                    e.flow.goto(tail);
+                    return;
+                }
+                e.leaf_found(r, key, miss);
                 for b in std::iter::once(key.second).chain(key.others.iter().copied()) {
                     for &w in held2 {
                         let go_on = e.flow.label();
@@ -491,8 +524,16 @@ impl Emitter {
                 }
                 e.flow.goto(miss);
             });
+            self.tail(tail, r, found, miss);
+            for &w in held2 {
+                let go_on = self.flow.label();
+                self.flow.cond(Jump::value(Rel::Eq, w, Operand::Reg(second)), hit_exit, go_on);
+                self.flow.bind(go_on);
+            }
+            self.flow.goto(miss);
             self.flow.bind(miss);
         }
+        self.release(second);
         self.flow.goto(false_exit);
         // The second walk aborted: the smallest first-pair index among the loaded first
         // values, then that pair's second value decides.
@@ -501,15 +542,18 @@ impl Emitter {
         self.alu_imm(Op::Mov32Imm, best, NO_RANK);
         for &r in held1 {
             let (miss, update) = (self.flow.label(), self.flow.label());
+            let tail = self.flow.label();
             self.unlinked_copy(copy, r);
             self.search(copy, &keys, miss, &mut |e, key| {
                 // In the register itself, not in the copy the search narrowed to `a`:
                 // the index stays unknown to the verifier, and the leaves' paths equal.
+                // On a miss `r` is not read again.
+                e.leaf_to_tail(copy, key);
                 let rank = key.index.wrapping_sub(key.value);
                 e.alu_imm(Op::Add32Imm, r, rank as i32);
-                e.flow.goto(update);
+                e.flow.goto(tail);
             });
-            self.flow.bind(update);
+            self.tail(tail, copy, update, miss);
             let lower = self.flow.label();
             self.flow.cond(Jump::value(Rel::Ge, r, Operand::Reg(best)), miss, lower);
             self.flow.bind(lower);
@@ -521,15 +565,20 @@ impl Emitter {
         self.flow.cond(Jump::value(Rel::Eq, best, Operand::Imm(NO_RANK)), false_exit, some);
         self.flow.bind(some);
         self.unlinked_copy(copy, best);
+        // `best`, not read again, takes the pair's second value for the tail.
+        let (tail, found) = (self.flow.label(), self.flow.label());
         self.search(copy, &firsts, abort_exit, &mut |e, key| {
-            for &w in held2 {
-                let go_on = e.flow.label();
-                let jump = Jump::value(Rel::Eq, w, Operand::Imm(key.second as i32));
-                e.flow.cond(jump, hit_exit, go_on);
-                e.flow.bind(go_on);
-            }
-            e.flow.goto(abort_exit);
+            e.leaf_to_tail(copy, key);
+            e.alu_imm(Op::Mov32Imm, best, key.second as i32);
+            e.flow.goto(tail);
         });
+        self.tail(tail, copy, found, abort_exit);
+        for &w in held2 {
+            let go_on = self.flow.label();
+            self.flow.cond(Jump::value(Rel::Eq, w, Operand::Reg(best)), hit_exit, go_on);
+            self.flow.bind(go_on);
+        }
+        self.flow.goto(abort_exit);
         self.release(best);
         self.release(copy);
         Ok(())
@@ -552,8 +601,9 @@ impl Emitter {
         self.alu_imm(Op::Add32Imm, r, i32::MIN);
     }
 
-    /// A binary search of `copy` among the keys' values: the leaf of the value it holds,
-    /// or `miss`. Each leaf ends in a jump.
+    /// A binary search of `copy` among the keys' values: the leaf of the only value `copy`
+    /// may hold there (with `keys` empty, `miss`). Each leaf tests that it does, by
+    /// [`Emitter::leaf_found`] or [`Emitter::leaf_to_tail`], and ends in a jump.
     fn search(
         &mut self,
         copy: u8,
@@ -563,13 +613,7 @@ impl Emitter {
     ) {
         match keys {
             [] => self.flow.goto(miss),
-            [key] => {
-                let found = self.flow.label();
-                let value = Operand::Imm(key.value as i32);
-                self.flow.cond(Jump::value(Rel::Ne, copy, value), miss, found);
-                self.flow.bind(found);
-                leaf(self, key);
-            }
+            [key] => leaf(self, key),
             _ => {
                 let mid = keys.len() / 2;
                 let (low, high) = (self.flow.label(), self.flow.label());
@@ -581,6 +625,30 @@ impl Emitter {
                 self.search(copy, &keys[mid..], miss, leaf);
             }
         }
+    }
+
+    /// A leaf's own test that `copy` holds its key's value: else `miss`.
+    fn leaf_found(&mut self, copy: u8, key: &Key, miss: Label) {
+        let found = self.flow.label();
+        let value = Operand::Imm(key.value as i32);
+        self.flow.cond(Jump::value(Rel::Ne, copy, value), miss, found);
+        self.flow.bind(found);
+    }
+
+    /// The start of a leaf that leaves its test to its tree's tail ([`Emitter::tail`]):
+    /// `copy` becomes zero if it holds the key's value. The leaf then sets its own values
+    /// and jumps to the tail: a few slots and no conditional jump, which takes two slots
+    /// when its target is past 16-bit reach (every leaf's exits are, in a long list).
+    fn leaf_to_tail(&mut self, copy: u8, key: &Key) {
+        self.alu_imm(Op::Xor32Imm, copy, key.value as i32);
+    }
+
+    /// A tree's tail at `tail`, shared by its leaves ([`Emitter::leaf_to_tail`]): `copy`
+    /// zero (the leaf held the key) goes on at `found`, bound here; else `miss`.
+    fn tail(&mut self, tail: Label, copy: u8, found: Label, miss: Label) {
+        self.flow.bind(tail);
+        self.flow.cond(Jump::value(Rel::Eq, copy, Operand::Imm(0)), found, miss);
+        self.flow.bind(found);
     }
 
     /// [`crate::pairs::PairTable::decide`] in list order, in line. When the first walk is
