@@ -51,7 +51,7 @@
 //!   table at the new width. A flow
 //!   cache keys its entries on the version and a count of in-place updates.
 
-use crate::engine::{self, CellAlloc, Counters, Installed, Interner, Outcome, Work};
+use crate::engine::{self, CellAlloc, Counters, Installed, Interner, Outcome, ShardCells, Work};
 use crate::key::{
     extract, extract_into_zeroed, ipv4_plain_words, Key, Need, PlainRead, TUPLE_WORDS, WORDS,
 };
@@ -1732,23 +1732,21 @@ impl<const W: usize> Tables<W> {
         need: Need,
         works: &mut [Work<'_>],
         shard: usize,
-        counters: &Counters,
+        cells: ShardCells<'_>,
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
         match &self.tuple {
-            Some(tm) if shape::split(tm) => self.process_batch_in::<{ shape::SPLIT }>(
-                tm, need, works, shard, counters, lookup, out,
-            ),
-            Some(tm) => self.process_batch_in::<{ shape::TUPLE }>(
-                tm, need, works, shard, counters, lookup, out,
-            ),
+            Some(tm) if shape::split(tm) => self
+                .process_batch_in::<{ shape::SPLIT }>(tm, need, works, shard, cells, lookup, out),
+            Some(tm) => self
+                .process_batch_in::<{ shape::TUPLE }>(tm, need, works, shard, cells, lookup, out),
             None => self.process_batch_in::<{ shape::FULL }>(
                 &[[0; 3]; W],
                 need,
                 works,
                 shard,
-                counters,
+                cells,
                 lookup,
                 out,
             ),
@@ -1764,13 +1762,13 @@ impl<const W: usize> Tables<W> {
         need: Need,
         works: &mut [Work<'_>],
         shard: usize,
-        counters: &Counters,
+        cells: ShardCells<'_>,
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
         let n = works.len().min(BATCH);
         if let Some(st) = self.one_subtable() {
-            self.process_one::<SHAPE>(tm, st, need, &mut works[..n], shard, counters, lookup, out);
+            self.process_one::<SHAPE>(tm, st, need, &mut works[..n], shard, cells, lookup, out);
             return;
         }
         let mut g = [[0u64; W]; BATCH];
@@ -1789,17 +1787,21 @@ impl<const W: usize> Tables<W> {
             self.lookup_batch(&g, n, &full, &mut first[..n], shard);
         }
         let slots = engine::outcome_slots(out, n);
-        // The matched rules' counter cells touched before any is counted: at 1M rules each
-        // is a cache miss, and here they overlap (the counts' loop waited on each in turn).
-        let mut touch = 0u64;
-        for f in first[..n].iter().flatten() {
-            touch ^= counters.touch(shard, f);
+        // The matched rules' counter cells touched before any is counted once the rules
+        // are past the first chunk's: at 1M rules each is a cache miss, and here they
+        // overlap (the counts' loop waited on each in turn); a rule set within the first
+        // chunk is small enough to stay in the caches, so it skips the loop.
+        if cells.past_first_chunk() {
+            let mut touch = 0u64;
+            for f in first[..n].iter().flatten() {
+                touch ^= cells.touch(f);
+            }
+            std::hint::black_box(touch);
         }
-        std::hint::black_box(touch);
         if shard < engine::COUNTER_SHARDS {
-            act_on_batch::<true>(need, works, &first, shard, counters, lookup, slots);
+            act_on_batch::<true>(need, works, &first, cells, lookup, slots);
         } else {
-            act_on_batch::<false>(need, works, &first, shard, counters, lookup, slots);
+            act_on_batch::<false>(need, works, &first, cells, lookup, slots);
         }
     }
 
@@ -1843,7 +1845,7 @@ impl<const W: usize> Tables<W> {
         need: Need,
         works: &mut [Work<'_>],
         shard: usize,
-        counters: &Counters,
+        cells: ShardCells<'_>,
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
@@ -1859,7 +1861,7 @@ impl<const W: usize> Tables<W> {
                     Need::ALL,
                     works,
                     shard,
-                    counters,
+                    cells,
                     lookup,
                     out,
                 );
@@ -1870,13 +1872,13 @@ impl<const W: usize> Tables<W> {
                     Need::ALL,
                     works,
                     shard,
-                    counters,
+                    cells,
                     lookup,
                     out,
                 );
             }
         } else {
-            self.process_one_in::<SHAPE, false>(tm, st, need, works, shard, counters, lookup, out);
+            self.process_one_in::<SHAPE, false>(tm, st, need, works, shard, cells, lookup, out);
         }
     }
 
@@ -1890,7 +1892,7 @@ impl<const W: usize> Tables<W> {
         need: Need,
         works: &mut [Work<'_>],
         shard: usize,
-        counters: &Counters,
+        cells: ShardCells<'_>,
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
@@ -1919,7 +1921,7 @@ impl<const W: usize> Tables<W> {
                 misses += 1;
             }
             let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-            engine::process_into::<OWNED>(w, key, need, f, lookup, counters, shard, o);
+            engine::process_into::<OWNED>(w, key, need, f, lookup, cells, o);
         }
         let hits = works.len().min(BATCH) - misses;
         if hits > 0 {
@@ -2487,22 +2489,21 @@ fn tuple_masks<const W: usize>(lanes: &[Lane; W]) -> Option<Box<[[u64; 3]; W]>> 
 }
 
 /// Each packet's actions after its first lookup (`first`), its outcome into its slot
-/// (`engine::process_into`; `OWNED`: `shard` is this thread's own, tested by the caller
-/// once a batch).
+/// (`engine::process_into`; `OWNED`: `cells` is a shard this thread owns, tested by the
+/// caller once a batch).
 #[inline(always)]
 fn act_on_batch<'r, const OWNED: bool>(
     need: Need,
     works: &mut [Work<'_>],
     first: &[Option<&'r Arc<Installed>>],
-    shard: usize,
-    counters: &Counters,
+    cells: ShardCells<'_>,
     lookup: &mut engine::Lookup<'_, 'r>,
     slots: &mut [Outcome],
 ) {
     for ((w, f), o) in works.iter_mut().zip(first).zip(slots) {
         let f = f.map(|a| &**a);
         let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-        engine::process_into::<OWNED>(w, key, need, f, lookup, counters, shard, o);
+        engine::process_into::<OWNED>(w, key, need, f, lookup, cells, o);
     }
 }
 
@@ -2892,7 +2893,8 @@ impl Classifier {
         let n = works.len().min(BATCH);
         let shard = engine::my_shard();
         let lookup = &mut |c, k: &Key, a| v.lookup(c, k, a);
-        dispatch!(&v.tables, t => t.process_batch(v.need, &mut works[..n], shard, &self.counters, lookup, out));
+        let cells = self.counters.shard(shard);
+        dispatch!(&v.tables, t => t.process_batch(v.need, &mut works[..n], shard, cells, lookup, out));
     }
 
     /// [`Classifier::process_batch`] with an exact-match cache in front: a packet whose
@@ -2956,6 +2958,7 @@ impl Classifier {
                 first[i] = cache.rules[at[i] as usize].as_deref();
             }
             let slots = engine::outcome_slots(out, n);
+            let cells = self.counters.shard(shard);
             for i in 0..n {
                 engine::process_into::<false>(
                     &mut works[i],
@@ -2963,8 +2966,7 @@ impl Classifier {
                     v.need,
                     first[i],
                     &mut |c, k, a| v.lookup(c, k, a),
-                    &self.counters,
-                    shard,
+                    cells,
                     &mut slots[i],
                 );
             }

@@ -81,8 +81,10 @@ struct Cell {
     bytes: AtomicU64,
 }
 
-/// Cells in a table's first chunk; each next chunk has twice as many.
-const FIRST_CHUNK: u32 = 64;
+/// Cells in a table's first chunk (64 KiB), each next chunk twice as many: a batch finds
+/// a cell of the first chunk by one compare ([`ShardCells`]), so rule sets this size
+/// never look a cell up in the directory; made with the first rule.
+const FIRST_CHUNK: u32 = 4096;
 /// A cell number: its chunk in the top bits, its place in the chunk in the low `OFF_BITS`.
 const OFF_BITS: u32 = 27;
 /// Chunks a table uses: the last one's cells still fit in `OFF_BITS`.
@@ -101,22 +103,19 @@ impl Table {
         self.chunks[k].get_or_init(|| (0..FIRST_CHUNK << k).map(|_| Cell::default()).collect())
     }
 
-    /// The cell `cell`, its chunk made if it is not yet (only the shared shard's are not:
-    /// the writer makes the owned shards' before it hands a cell out).
-    #[inline(always)]
-    fn cell(&self, cell: u32) -> &Cell {
-        let k = (cell >> OFF_BITS) as usize;
-        let chunk = match self.chunks[k].get() {
-            Some(c) => c,
-            None => self.chunk_cold(k),
-        };
-        &chunk[(cell & ((1 << OFF_BITS) - 1)) as usize]
+    /// The first chunk if it was made, else nothing: a batch takes it once, and its cells
+    /// need no directory.
+    fn first(&self) -> &[Cell] {
+        self.chunks[0].get().map_or(&[], |c| c)
     }
 
+    /// The cell `cell` found through the directory, its chunk made if it is not yet (only
+    /// the shared shard's are not: the writer makes the owned shards' before it hands a
+    /// cell out). Out of line: the batches find their cells in the first chunk.
     #[cold]
     #[inline(never)]
-    fn chunk_cold(&self, k: usize) -> &[Cell] {
-        self.chunk(k)
+    fn cell_past_first(&self, cell: u32) -> &Cell {
+        &self.chunk((cell >> OFF_BITS) as usize)[(cell & ((1 << OFF_BITS) - 1)) as usize]
     }
 
     /// The cell `cell` if its chunk was made.
@@ -272,38 +271,17 @@ impl Counters {
     pub fn hit(&self, rule: &Installed, bytes: u64, now: u64) {
         self.hit_on(my_shard(), rule, bytes, now);
     }
-    /// [`Counters::hit`] on shard `i`, this thread's ([`my_shard`], looked up once a batch
-    /// by the batch paths: a thread-local access a packet was measurable at one mask).
+    /// [`Counters::hit`] on shard `i`.
     #[inline]
     pub(crate) fn hit_on(&self, i: usize, rule: &Installed, bytes: u64, now: u64) {
-        if i < COUNTER_SHARDS {
-            self.hit_owned(i, rule, bytes, now);
-            return;
-        }
-        let c = self.tables[COUNTER_SHARDS].cell(rule.cell);
-        c.packets.fetch_add(1, Ordering::Relaxed);
-        c.bytes.fetch_add(bytes, Ordering::Relaxed);
-        rule.stamp(now);
+        self.shard(i).hit(rule, bytes, now);
     }
-    /// [`Counters::hit_on`] on shard `i`, which this thread owns (`i < COUNTER_SHARDS`,
-    /// tested by the caller once a batch: `Tables::process_one` runs a loop of its own
-    /// for an owned shard, without hit_on's test a packet).
+    /// Shard `i`'s cells as a batch counts into them ([`my_shard`], looked up once a batch
+    /// by the batch paths: a thread-local access a packet was measurable at one mask).
     #[inline]
-    pub(crate) fn hit_owned(&self, i: usize, rule: &Installed, bytes: u64, now: u64) {
-        debug_assert!(i < COUNTER_SHARDS);
-        // The bound only spares a bounds check (the caller's `i` is below it).
-        let c = self.tables[i.min(COUNTER_SHARDS - 1)].cell(rule.cell);
-        // This thread is the cell's only writer: a load and a store lose nothing.
-        c.packets.store(c.packets.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        c.bytes.store(c.bytes.load(Ordering::Relaxed) + bytes, Ordering::Relaxed);
-        rule.stamp(now);
-    }
-    /// Loads `rule`'s cell in shard `i` and gives a word of it: a batch touches its matched
-    /// rules' cells before it counts, so that their cache misses overlap (a prefetch
-    /// without `unsafe`).
-    #[inline(always)]
-    pub(crate) fn touch(&self, i: usize, rule: &Installed) -> u64 {
-        self.tables[i.min(COUNTER_SHARDS)].cell(rule.cell).packets.load(Ordering::Relaxed)
+    pub(crate) fn shard(&self, i: usize) -> ShardCells<'_> {
+        let i = i.min(COUNTER_SHARDS);
+        ShardCells { counters: self, first: self.tables[i].first(), shard: i }
     }
     /// (packets, bytes, last used) of `rule`: the shards summed.
     pub fn read(&self, rule: &Installed) -> (u64, u64, u64) {
@@ -317,6 +295,70 @@ impl Counters {
     /// The bytes of the tables' chunks.
     pub fn bytes(&self) -> usize {
         self.tables.iter().map(Table::bytes).sum()
+    }
+}
+
+/// One shard of a [`Counters`] as a thread counts into it, taken once a batch: the shard's
+/// first chunk held as a slice, so a matched rule's cell is one compare and an index from
+/// the rule's cell number (the directory of chunks, a `OnceLock`'s state and length a
+/// chunk, only past it).
+#[derive(Clone, Copy)]
+pub(crate) struct ShardCells<'c> {
+    counters: &'c Counters,
+    /// The shard's first chunk, or nothing if it was not made when the batch began (a
+    /// cell made since is found through the directory).
+    first: &'c [Cell],
+    /// The shard (at most [`COUNTER_SHARDS`], the shared one).
+    shard: usize,
+}
+
+impl<'c> ShardCells<'c> {
+    /// Whether cells past the first chunk were handed out: rule sets that large are out of
+    /// the CPU's caches, and a batch touches its cells before it counts.
+    #[inline]
+    pub(crate) fn past_first_chunk(&self) -> bool {
+        self.counters.tables[0].chunks[1].get().is_some()
+    }
+    /// The cell of `rule` in this shard.
+    #[inline(always)]
+    fn cell(&self, rule: &Installed) -> &'c Cell {
+        // A first chunk's cell number is its place; every later chunk's is 2^27 or more,
+        // past the slice.
+        match self.first.get(rule.cell as usize) {
+            Some(c) => c,
+            None => self.counters.tables[self.shard.min(COUNTER_SHARDS)].cell_past_first(rule.cell),
+        }
+    }
+    /// Count a packet of `bytes` at `now` for `rule`.
+    #[inline]
+    pub(crate) fn hit(&self, rule: &Installed, bytes: u64, now: u64) {
+        if self.shard < COUNTER_SHARDS {
+            self.hit_owned(rule, bytes, now);
+            return;
+        }
+        let c = self.cell(rule);
+        c.packets.fetch_add(1, Ordering::Relaxed);
+        c.bytes.fetch_add(bytes, Ordering::Relaxed);
+        rule.stamp(now);
+    }
+    /// [`ShardCells::hit`] on a shard this thread owns (below [`COUNTER_SHARDS`], tested by
+    /// the caller once a batch: `Tables::process_one` runs a loop of its own for an owned
+    /// shard, without hit's test a packet).
+    #[inline]
+    pub(crate) fn hit_owned(&self, rule: &Installed, bytes: u64, now: u64) {
+        debug_assert!(self.shard < COUNTER_SHARDS);
+        let c = self.cell(rule);
+        // This thread is the cell's only writer: a load and a store lose nothing.
+        c.packets.store(c.packets.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        c.bytes.store(c.bytes.load(Ordering::Relaxed) + bytes, Ordering::Relaxed);
+        rule.stamp(now);
+    }
+    /// Loads `rule`'s cell and gives a word of it: a batch over rules out of the caches
+    /// touches its matched rules' cells before it counts, so that their cache misses
+    /// overlap (a prefetch without `unsafe`).
+    #[inline(always)]
+    pub(crate) fn touch(&self, rule: &Installed) -> u64 {
+        self.cell(rule).packets.load(Ordering::Relaxed)
     }
 }
 
@@ -695,7 +737,7 @@ pub fn process<'r>(
     lookup: &mut Lookup<'_, 'r>,
     counters: &Counters,
 ) -> Outcome {
-    process_slow(w, key, need, first, lookup, counters)
+    process_slow(w, key, need, first, lookup, counters.shard(my_shard()))
 }
 
 /// `out` grown by `n` (at most [`BATCH`]) outcomes for a batch's packets to be written by index
@@ -720,24 +762,23 @@ pub(crate) fn outcome_slots(out: &mut Vec<Outcome>, n: usize) -> &mut [Outcome] 
 /// or merged from several paths, went through the stack, and the wide copy out of it
 /// waited on the narrow field stores: measured 4 ns a packet in weir-bench flow).
 ///
-/// `shard` is this thread's counter shard ([`my_shard`], once a batch) in `counters`. `key` gives the
+/// `cells` is this thread's counter shard ([`Counters::shard`] of [`my_shard`], once a
+/// batch). `key` gives the
 /// packet's key, asked only on the actions' path (the plain batch path keeps only the
 /// words its tables read, and extracts the key there); generic, so that each batch path
 /// inlines its own (an `Option<&Key>` tested a packet cost the cached path ~2 ns).
 /// Always inlined: `#[inline]` left it a call in a loop the one-mask path has three copies
-/// of (`Tables::process_one`), ~25 instructions a packet more. `OWNED`: `shard` is one this
-/// thread owns (below [`COUNTER_SHARDS`]), tested by the caller once a batch, so the counts
-/// take [`Counters::hit_owned`] with no test a packet.
+/// of (`Tables::process_one`), ~25 instructions a packet more. `OWNED`: `cells` is a shard
+/// this thread owns (below [`COUNTER_SHARDS`]), tested by the caller once a batch, so the
+/// counts take [`ShardCells::hit_owned`] with no test a packet.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn process_into<'r, const OWNED: bool>(
     w: &mut Work<'_>,
     key: impl FnOnce(&Work<'_>) -> Key,
     need: Need,
     first: Option<&'r Installed>,
     lookup: &mut Lookup<'_, 'r>,
-    counters: &Counters,
-    shard: usize,
+    cells: ShardCells<'_>,
     out: &mut Outcome,
 ) {
     match first {
@@ -753,9 +794,9 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
         Some(rule) => match rule.simple {
             Some(verdict) => {
                 if OWNED {
-                    counters.hit_owned(shard, rule, u64::from(w.wire_len), w.now);
+                    cells.hit_owned(rule, u64::from(w.wire_len), w.now);
                 } else {
-                    counters.hit_on(shard, rule, u64::from(w.wire_len), w.now);
+                    cells.hit(rule, u64::from(w.wire_len), w.now);
                 }
                 *out = Outcome {
                     line: rule.line,
@@ -767,7 +808,7 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
             }
             None => {
                 let key = key(w);
-                *out = process_slow(w, &key, need, Some(first), lookup, counters)
+                *out = process_slow(w, &key, need, Some(first), lookup, cells)
             }
         },
     }
@@ -780,7 +821,7 @@ fn process_slow<'r>(
     need: Need,
     first: Option<Option<&'r Installed>>,
     lookup: &mut Lookup<'_, 'r>,
-    counters: &Counters,
+    cells: ShardCells<'_>,
 ) -> Outcome {
     // The packet's own key until an action changes the packet (most packets: no copy).
     let mut changed: Option<Key> = None;
@@ -798,7 +839,7 @@ fn process_slow<'r>(
         let Some(rule) = found else {
             return Outcome::new(line, Verdict::Pass, w.mark, modified);
         };
-        counters.hit(rule, u64::from(w.wire_len), w.now);
+        cells.hit(rule, u64::from(w.wire_len), w.now);
         line = Some(rule.line());
         if let Some(v) = rule.simple {
             return Outcome::new(line, v, w.mark, modified);
@@ -1143,32 +1184,43 @@ mod tests {
     }
 
     /// Each owned shard counts in its own table and no other (two owners writing one
-    /// table with plain stores would lose counts, too rarely for a race to show it).
+    /// table with plain stores would lose counts, too rarely for a race to show it), a cell
+    /// of the first chunk (the batch's slice) and one past it (the directory) alike.
     #[test]
     fn owned_shards_count_in_their_own_tables() {
         let c = Counters::default();
-        let r = rule_at(CellAlloc::default().take(&c));
-        for i in 0..COUNTER_SHARDS {
-            c.hit_owned(i, &r, 10 * (i as u64 + 1), 0);
+        let mut alloc = CellAlloc::default();
+        let cells: Vec<u32> = (0..=FIRST_CHUNK).map(|_| alloc.take(&c)).collect();
+        for cell in [cells[0], cells[FIRST_CHUNK as usize]] {
+            let r = rule_at(cell);
+            for i in 0..COUNTER_SHARDS {
+                c.shard(i).hit_owned(&r, 10 * (i as u64 + 1), 0);
+            }
+            for i in 0..COUNTER_SHARDS {
+                let cell =
+                    c.tables[i].cell_if_made(r.cell).expect("an owned table's chunk is made");
+                let counts =
+                    (cell.packets.load(Ordering::Relaxed), cell.bytes.load(Ordering::Relaxed));
+                assert_eq!(counts, (1, 10 * (i as u64 + 1)), "shard {i}, cell {:#x}", r.cell);
+            }
+            assert_eq!(c.read(&r), (COUNTER_SHARDS as u64, 30, 0));
         }
-        for i in 0..COUNTER_SHARDS {
-            let cell = c.tables[i].cell_if_made(r.cell).expect("an owned table's chunk is made");
-            let counts = (cell.packets.load(Ordering::Relaxed), cell.bytes.load(Ordering::Relaxed));
-            assert_eq!(counts, (1, 10 * (i as u64 + 1)), "shard {i}");
-        }
-        assert_eq!(c.read(&r), (COUNTER_SHARDS as u64, 30, 0));
     }
 
-    /// Cell numbers: the `n`th cell is chunk `k`'s place `n + 64 - (64 << k)` where
-    /// `64 << k <= n + 64`, every one distinct and within its chunk, up to the last.
+    /// Cell numbers: the `n`th cell is chunk `k`'s place `n + F - (F << k)` where
+    /// `F << k <= n + F` (`F` the first chunk's cells), every one distinct and within its
+    /// chunk, up to the last.
     #[test]
     fn cell_numbers_fill_each_chunk_then_the_next() {
         let split = |c: u32| (c >> OFF_BITS, c & ((1 << OFF_BITS) - 1));
+        let f = FIRST_CHUNK;
         assert_eq!(cell_number(0).map(split), Some((0, 0)));
-        assert_eq!(cell_number(63).map(split), Some((0, 63)));
-        assert_eq!(cell_number(64).map(split), Some((1, 0)));
-        assert_eq!(cell_number(191).map(split), Some((1, 127)));
-        assert_eq!(cell_number(192).map(split), Some((2, 0)));
+        assert_eq!(cell_number(f - 1).map(split), Some((0, f - 1)));
+        assert_eq!(cell_number(f).map(split), Some((1, 0)));
+        assert_eq!(cell_number(3 * f - 1).map(split), Some((1, 2 * f - 1)));
+        assert_eq!(cell_number(3 * f).map(split), Some((2, 0)));
+        // A first chunk's cell number is its place, which `ShardCells` indexes with.
+        assert!((0..f).all(|n| cell_number(n) == Some(n)));
         let last = FIRST_CHUNK * ((1 << MAX_CHUNKS) - 1) - 1;
         let (k, off) = split(cell_number(last).unwrap());
         assert_eq!((k, off), (MAX_CHUNKS - 1, (FIRST_CHUNK << k) - 1));
@@ -1178,12 +1230,16 @@ mod tests {
     }
 
     /// Every cell handed out has its counts apart from every other's in every shard, the
-    /// tables grown chunk by chunk as cells are taken; counts read back exactly.
+    /// tables grown chunk by chunk as cells are taken; counts read back exactly, whether
+    /// they went through the first chunk's slice or the directory (a shard taken before
+    /// any chunk was made finds every cell through the directory).
     #[test]
     fn cells_across_chunks_count_apart() {
         let c = Counters::default();
+        let early = c.shard(1);
         let mut alloc = CellAlloc::default();
-        let rules: Vec<Installed> = (0..1000).map(|_| rule_at(alloc.take(&c))).collect();
+        let n_cells = 3 * FIRST_CHUNK as usize + 10;
+        let rules: Vec<Installed> = (0..n_cells).map(|_| rule_at(alloc.take(&c))).collect();
         let cells: std::collections::HashSet<u32> = rules.iter().map(|r| r.cell).collect();
         assert_eq!(cells.len(), rules.len());
         for (i, r) in rules.iter().enumerate() {
@@ -1192,15 +1248,16 @@ mod tests {
                     c.hit_on(shard, r, i as u64 + 1, 0);
                 }
             }
+            early.hit(r, 1, 0);
         }
         for (i, r) in rules.iter().enumerate() {
             let n = (i % 3) as u64 + 1;
             let shards = COUNTER_SHARDS as u64 + 1;
-            assert_eq!(c.read(r), (n * shards, n * shards * (i as u64 + 1), 0), "rule {i}");
+            assert_eq!(c.read(r), (n * shards + 1, n * shards * (i as u64 + 1) + 1, 0), "rule {i}");
         }
-        // 1,000 cells take chunks of 64, 128, 256, 512 and 1,024 cells (960 in the first
-        // four): five chunks an owned table, and the shared shard's made as it counted there.
-        assert_eq!(c.bytes(), 3 * (64 + 128 + 256 + 512 + 1024) * 16);
+        // Three first chunks' worth and ten take chunks of 1, 2 and 4 first chunks: three
+        // chunks an owned table, and the shared shard's made as it counted there.
+        assert_eq!(c.bytes(), 3 * 7 * FIRST_CHUNK as usize * 16);
     }
 
     /// A deleted rule's cell goes to a new rule only once nothing else holds the deleted
