@@ -49,12 +49,13 @@ pub const COUNTER_SHARDS: usize = 2;
 /// (bench/records/2026-12-02-flow-scale-1.txt); shards padded to lines of their own in the
 /// rule scaled but made 1M rules 655 MB. The tables cost a second line a matched packet
 /// (a miss once the rules are out of cache: measured 73 to 113 ns/packet at 1M rules and
-/// one mask when first tried); the multi-subtable batch path touches the matched rules'
-/// cells before their actions ([`Counters::touch`]) so that those misses overlap. In
-/// instructions one thread pays for it: callgrind's process_batch a packet at 1k rules, 132.97
-/// to 151.71 at one mask and 188.41 to 222.59 at 16 (the cell's chunk found, its offset
-/// checked; twice at 16 masks), and 1M rules fit in 210 MB, not 208
-/// (bench/records/2026-12-02-flow-counters-1.txt).
+/// one mask when first tried); once the cells pass the first chunk the multi-subtable batch
+/// path touches the matched rules' cells before their actions (`ShardCells::touch`) so
+/// that those misses overlap. In instructions one thread pays for it: callgrind's
+/// process_batch a packet at 1k rules, 149.47 to 153.59 at one mask and 211.80 to 216.85
+/// at 16, a batch finding its cells in the first chunk's slice (`ShardCells`; through the
+/// directory of chunks on every packet it was 170.59 and 250.29), and 1M rules fit in
+/// 210 MB, not 208 (bench/records/2026-12-02-flow-counters-2.txt).
 ///
 /// A table is chunks of cells that never move: chunk `k` holds `FIRST_CHUNK << k` cells,
 /// made (zero) by the writer before it hands out a cell in it, so a rule that lookups can
