@@ -20,7 +20,8 @@
 //!   when the call returns) into tables of 1k, 100k and 1M rules; goal <= 0.2 µs.
 //! - **memory**: resident set growth per rule for 1M rules from the rule set built to the
 //!   classifier built (the classifier's copy of each rule, tables, counters, and what the
-//!   build used on the way); goal <= 256 MB for 1M.
+//!   build used on the way); goal <= 256 MB for 1M. With `--memory`, that rule count's
+//!   hot and streaming lookups at 1 and 16 masks follow it.
 //! - **workers**: the classifier's throughput on 2 threads against 1 (what `weir flow run
 //!   --workers 2` classifies with, reading and writing left out): a job of 2,097,152 hot
 //!   packets, one thread all of it or two threads half each, started together, its packets
@@ -79,7 +80,8 @@ pub struct FlowArgs {
     /// `perf record weir-bench flow --updates 1000 --rounds 200`).
     #[arg(long, value_name = "RULES")]
     pub updates: Option<usize>,
-    /// Only the memory row (1M rules, 16 masks, or --max-rules), with where the bytes go.
+    /// Only the memory row (1M rules, 16 masks, or --max-rules), with where the bytes go,
+    /// then that rule count's hot and streaming lookups at 1 and 16 masks.
     #[arg(long)]
     pub memory: bool,
     /// Only the XDP datapath's rows (recorded as <date>-flow-xdp.txt), with an end-to-end
@@ -704,17 +706,39 @@ pub fn run(args: &FlowArgs, command: &str) -> Result<bool, String> {
             after.saturating_sub(before) as f64 / 1e6,
             f.table_bytes / 1_000_000
         ));
+        let tables = (f.table_bytes + f.counter_bytes) as f64 / n as f64;
         log.line(format!(
-            "  per rule: installed rule {} B (+ allocator), tables {:.0} B, the rest (allocator, the writer's map) {:.0} B; {} action lists, {} masks shared",
+            "  per rule: installed rule {} B (+ allocator), tables {:.0} B (of which counter cells {:.0} B), the rest (allocator, the writer's map) {:.0} B; {} action lists, {} masks shared",
             f.rule_bytes,
-            f.table_bytes as f64 / n as f64,
-            per - f.rule_bytes as f64 - f.table_bytes as f64 / n as f64,
+            tables,
+            f.counter_bytes as f64 / n as f64,
+            per - f.rule_bytes as f64 - tables,
             f.action_lists,
             f.masks
         ));
         drop(c);
     }
     if args.memory {
+        // The largest rule count's lookups, hot and streaming (rules, entries and counter
+        // cells out of the CPU's caches), at 1 and 16 masks: what the memory layout costs.
+        if let Some(&n) = counts.last() {
+            for masks in [1usize, 16] {
+                let (set, specs) = rules(n, masks, n as u64 * 131 + masks as u64)?;
+                let frames = packets(&specs, 4096, 7);
+                let c = Classifier::new(&set);
+                agree(&c, &Reference::new(&set), &frames)?;
+                pass(&c, &frames, &mut frames.clone());
+                c.rerank();
+                let (hot, matched) = time_classifier(&c, &frames, args.rounds);
+                let (stream, _) = time_stream(&c, &specs, args.rounds.div_ceil(3));
+                log.line(format!(
+                    "lookups: {n} rules, {masks} masks: hot {hot:.1} ns/packet ({matched} of {} matched), stream {stream:.1} ns/packet (medians of {} and {} passes)",
+                    frames.len(),
+                    args.rounds,
+                    args.rounds.div_ceil(3)
+                ));
+            }
+        }
         return Ok(true);
     }
     log.line(

@@ -51,7 +51,7 @@
 //!   table at the new width. A flow
 //!   cache keys its entries on the version and a count of in-place updates.
 
-use crate::engine::{self, Installed, Interner, Outcome, Work};
+use crate::engine::{self, CellAlloc, Counters, Installed, Interner, Outcome, ShardCells, Work};
 use crate::key::{
     extract, extract_into_zeroed, ipv4_plain_words, Key, Need, PlainRead, TUPLE_WORDS, WORDS,
 };
@@ -73,6 +73,8 @@ pub struct Footprint {
     pub masks: usize,
     /// The subtables' tables: slots, filters, entry chunks.
     pub table_bytes: usize,
+    /// The counters' tables (every shard's chunks made).
+    pub counter_bytes: usize,
 }
 
 /// A handle to an installed rule (for `delete`).
@@ -86,6 +88,8 @@ pub struct Classifier {
     writer: Mutex<Writer>,
     /// When set, the full key width is used whatever the rules read (for measurement).
     full_width: bool,
+    /// Every rule's counts, by the rule's cell (`Writer::cells` hands them out).
+    counters: Counters,
 }
 
 struct Writer {
@@ -96,6 +100,8 @@ struct Writer {
     rules: Installs,
     /// The rules' shared action lists and numbered masks.
     interner: Interner,
+    /// The rules' counter cells.
+    cells: CellAlloc,
     /// The published version (only writers publish, under the writer's lock): the writer
     /// reads it without the `RwLock` and the `Arc` clone a snapshot costs (four locked
     /// operations an update).
@@ -1726,21 +1732,21 @@ impl<const W: usize> Tables<W> {
         need: Need,
         works: &mut [Work<'_>],
         shard: usize,
+        cells: ShardCells<'_>,
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
         match &self.tuple {
-            Some(tm) if shape::split(tm) => {
-                self.process_batch_in::<{ shape::SPLIT }>(tm, need, works, shard, lookup, out)
-            }
-            Some(tm) => {
-                self.process_batch_in::<{ shape::TUPLE }>(tm, need, works, shard, lookup, out)
-            }
+            Some(tm) if shape::split(tm) => self
+                .process_batch_in::<{ shape::SPLIT }>(tm, need, works, shard, cells, lookup, out),
+            Some(tm) => self
+                .process_batch_in::<{ shape::TUPLE }>(tm, need, works, shard, cells, lookup, out),
             None => self.process_batch_in::<{ shape::FULL }>(
                 &[[0; 3]; W],
                 need,
                 works,
                 shard,
+                cells,
                 lookup,
                 out,
             ),
@@ -1749,18 +1755,20 @@ impl<const W: usize> Tables<W> {
 
     /// [`Tables::process_batch`] with extraction's flavour chosen (`extract_words`).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn process_batch_in<'r, const SHAPE: u8>(
         &'r self,
         tm: &[[u64; 3]; W],
         need: Need,
         works: &mut [Work<'_>],
         shard: usize,
+        cells: ShardCells<'_>,
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
         let n = works.len().min(BATCH);
         if let Some(st) = self.one_subtable() {
-            self.process_one::<SHAPE>(tm, st, need, &mut works[..n], shard, lookup, out);
+            self.process_one::<SHAPE>(tm, st, need, &mut works[..n], shard, cells, lookup, out);
             return;
         }
         let mut g = [[0u64; W]; BATCH];
@@ -1779,10 +1787,21 @@ impl<const W: usize> Tables<W> {
             self.lookup_batch(&g, n, &full, &mut first[..n], shard);
         }
         let slots = engine::outcome_slots(out, n);
+        // The matched rules' counter cells touched before any is counted once the rules
+        // are past the first chunk's: at 1M rules each is a cache miss, and here they
+        // overlap (the counts' loop waited on each in turn); a rule set within the first
+        // chunk is small enough to stay in the caches, so it skips the loop.
+        if cells.past_first_chunk() {
+            let mut touch = 0u64;
+            for f in first[..n].iter().flatten() {
+                touch ^= cells.touch(f);
+            }
+            std::hint::black_box(touch);
+        }
         if shard < engine::COUNTER_SHARDS {
-            act_on_batch::<true>(need, works, &first, shard, lookup, slots);
+            act_on_batch::<true>(need, works, &first, cells, lookup, slots);
         } else {
-            act_on_batch::<false>(need, works, &first, shard, lookup, slots);
+            act_on_batch::<false>(need, works, &first, cells, lookup, slots);
         }
     }
 
@@ -1826,6 +1845,7 @@ impl<const W: usize> Tables<W> {
         need: Need,
         works: &mut [Work<'_>],
         shard: usize,
+        cells: ShardCells<'_>,
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
@@ -1835,12 +1855,30 @@ impl<const W: usize> Tables<W> {
         // `OWNED`): with `need` constant, the loop the benches and `weir flow run` take.
         if need == Need::ALL {
             if shard < engine::COUNTER_SHARDS {
-                self.process_one_in::<SHAPE, true>(tm, st, Need::ALL, works, shard, lookup, out);
+                self.process_one_in::<SHAPE, true>(
+                    tm,
+                    st,
+                    Need::ALL,
+                    works,
+                    shard,
+                    cells,
+                    lookup,
+                    out,
+                );
             } else {
-                self.process_one_in::<SHAPE, false>(tm, st, Need::ALL, works, shard, lookup, out);
+                self.process_one_in::<SHAPE, false>(
+                    tm,
+                    st,
+                    Need::ALL,
+                    works,
+                    shard,
+                    cells,
+                    lookup,
+                    out,
+                );
             }
         } else {
-            self.process_one_in::<SHAPE, false>(tm, st, need, works, shard, lookup, out);
+            self.process_one_in::<SHAPE, false>(tm, st, need, works, shard, cells, lookup, out);
         }
     }
 
@@ -1854,6 +1892,7 @@ impl<const W: usize> Tables<W> {
         need: Need,
         works: &mut [Work<'_>],
         shard: usize,
+        cells: ShardCells<'_>,
         lookup: &mut engine::Lookup<'_, 'r>,
         out: &mut Vec<Outcome>,
     ) {
@@ -1882,7 +1921,7 @@ impl<const W: usize> Tables<W> {
                 misses += 1;
             }
             let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-            engine::process_into::<OWNED>(w, key, need, f, lookup, shard, o);
+            engine::process_into::<OWNED>(w, key, need, f, lookup, cells, o);
         }
         let hits = works.len().min(BATCH) - misses;
         if hits > 0 {
@@ -2450,21 +2489,21 @@ fn tuple_masks<const W: usize>(lanes: &[Lane; W]) -> Option<Box<[[u64; 3]; W]>> 
 }
 
 /// Each packet's actions after its first lookup (`first`), its outcome into its slot
-/// (`engine::process_into`; `OWNED`: `shard` is this thread's own, tested by the caller
-/// once a batch).
+/// (`engine::process_into`; `OWNED`: `cells` is a shard this thread owns, tested by the
+/// caller once a batch).
 #[inline(always)]
 fn act_on_batch<'r, const OWNED: bool>(
     need: Need,
     works: &mut [Work<'_>],
     first: &[Option<&'r Arc<Installed>>],
-    shard: usize,
+    cells: ShardCells<'_>,
     lookup: &mut engine::Lookup<'_, 'r>,
     slots: &mut [Outcome],
 ) {
     for ((w, f), o) in works.iter_mut().zip(first).zip(slots) {
         let f = f.map(|a| &**a);
         let key = |w: &Work<'_>| extract(w.data, w.indev, need).0;
-        engine::process_into::<OWNED>(w, key, need, f, lookup, shard, o);
+        engine::process_into::<OWNED>(w, key, need, f, lookup, cells, o);
     }
 }
 
@@ -2554,11 +2593,14 @@ impl Classifier {
         // Pass 2: install, compiling again rule by rule.
         let mut rules = Installs::default();
         let mut interner = Interner::default();
+        let counters = Counters::default();
+        let mut cells = CellAlloc::default();
         let all = set.rules.iter().enumerate().map(|(i, r)| {
             let c = r.compile(&mut id);
             let mask = interner.mask_id(&c.mask);
+            let cell = cells.take(&counters);
             let installed =
-                Arc::new(interner.install(r, set.prios[i], i as u64, &c, &devices, mask));
+                Arc::new(interner.install(r, set.prios[i], i as u64, &c, &devices, mask, cell));
             rules.push(i as u64, installed.clone());
             (installed, c.key, c.mask)
         });
@@ -2582,10 +2624,12 @@ impl Classifier {
                 indevs,
                 rules,
                 interner,
+                cells,
                 cover: dispatch!(&version.tables, t => cover(&t.lanes)),
                 current: version,
             }),
             full_width,
+            counters,
         }
     }
 
@@ -2631,6 +2675,7 @@ impl Classifier {
             action_lists: w.interner.action_lists(),
             masks: w.interner.masks(),
             table_bytes: self.stats().1,
+            counter_bytes: self.counters.bytes(),
         }
     }
 
@@ -2690,8 +2735,9 @@ impl Classifier {
         let seq = w.next_seq;
         w.next_seq += 1;
         let fits = self.full_width || w.covers(&compiled.mask);
-        let (cur, interner, rules, devices) =
-            (&*w.current, &mut w.interner, &mut w.rules, &w.devices);
+        let (cur, interner, rules, devices, cells) =
+            (&*w.current, &mut w.interner, &mut w.rules, &w.devices, &mut w.cells);
+        let counters = &self.counters;
         // Whether the published version may see the rule before the new one is out (it
         // knows the rule's devices, indevs and layers).
         let share =
@@ -2699,7 +2745,8 @@ impl Classifier {
         // The rule installed and listed, its mask numbered by the interner unless given.
         let mut install = |mask: Option<u32>| {
             let mask = mask.unwrap_or_else(|| interner.mask_id(&compiled.mask));
-            let r = Arc::new(interner.install(rule, prio, seq, &compiled, devices, mask));
+            let cell = cells.take(counters);
+            let r = Arc::new(interner.install(rule, prio, seq, &compiled, devices, mask, cell));
             rules.push(seq, r.clone());
             r
         };
@@ -2770,6 +2817,8 @@ impl Classifier {
         let w = &mut *w;
         let Some(r) = w.rules.remove(id.0) else { return false };
         let cur = &*w.current;
+        // Its cell is free once the versions and flow caches that hold it are gone.
+        w.cells.bury(r.clone());
         let next = match &cur.tables {
             AnyTables::W1(x) => x.remove_shared(&r).map(|o| o.map(AnyTables::W1)),
             AnyTables::W2(x) => x.remove_shared(&r).map(|o| o.map(AnyTables::W2)),
@@ -2828,7 +2877,7 @@ impl Classifier {
         w.rules
             .values()
             .map(|r| {
-                let (p, b, t) = r.counters.read();
+                let (p, b, t) = self.counters.read(r);
                 (r.line(), p, b, t)
             })
             .collect()
@@ -2844,7 +2893,8 @@ impl Classifier {
         let n = works.len().min(BATCH);
         let shard = engine::my_shard();
         let lookup = &mut |c, k: &Key, a| v.lookup(c, k, a);
-        dispatch!(&v.tables, t => t.process_batch(v.need, &mut works[..n], shard, lookup, out));
+        let cells = self.counters.shard(shard);
+        dispatch!(&v.tables, t => t.process_batch(v.need, &mut works[..n], shard, cells, lookup, out));
     }
 
     /// [`Classifier::process_batch`] with an exact-match cache in front: a packet whose
@@ -2908,6 +2958,7 @@ impl Classifier {
                 first[i] = cache.rules[at[i] as usize].as_deref();
             }
             let slots = engine::outcome_slots(out, n);
+            let cells = self.counters.shard(shard);
             for i in 0..n {
                 engine::process_into::<false>(
                     &mut works[i],
@@ -2915,7 +2966,7 @@ impl Classifier {
                     v.need,
                     first[i],
                     &mut |c, k, a| v.lookup(c, k, a),
-                    shard,
+                    cells,
                     &mut slots[i],
                 );
             }
@@ -2948,7 +2999,8 @@ impl Classifier {
     pub fn process(&self, w: &mut Work<'_>) -> Outcome {
         let v = self.snapshot();
         let key = extract(w.data, w.indev, v.need).0;
-        engine::process(w, &key, v.need, None, &mut |c, k, a| v.lookup(c, k, a))
+        let lookup = &mut |c, k: &Key, a| v.lookup(c, k, a);
+        engine::process(w, &key, v.need, None, lookup, &self.counters)
     }
 }
 
@@ -3146,7 +3198,7 @@ mod tests {
         let r = Rule::new(0x0800);
         let c = r.compile(&mut |_| 0);
         let m = int.mask_id(&c.mask);
-        Arc::new(int.install(&r, 1, seq, &c, &[], m))
+        Arc::new(int.install(&r, 1, seq, &c, &[], m, 0))
     }
 
     /// How far from their home slots `keys` sit in a store of 2,048 slots they fill about

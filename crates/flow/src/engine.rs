@@ -24,15 +24,14 @@ pub const MAX_RESTARTS: u32 = 16;
 pub const LAST_USED_GRAIN: u64 = 1_000_000;
 
 /// Counter shards a rule has, one per worker thread that owns one (the first threads to
-/// count); threads beyond them share one more shard through atomic adds. Two: a rule's
-/// bytes are what 1M rules in 256 MB allows (issue 14), and `weir flow run --workers 2`
-/// gives its 2 classifying threads (the reading thread one of them) one each; a process
-/// whose own thread counted before it starts workers gives its shard back first
-/// ([`release_shard`]).
+/// count); threads beyond them share one more shard through atomic adds. Two: `weir flow
+/// run --workers 2` gives its 2 classifying threads (the reading thread one of them) one
+/// each; a process whose own thread counted before it starts workers gives its shard back
+/// first ([`release_shard`]).
 pub const COUNTER_SHARDS: usize = 2;
 
-/// A rule's counters: packets, bytes (the frames' wire lengths) and the time stamp of the
-/// last packet (nanoseconds, the packets' own clock, to [`LAST_USED_GRAIN`]). Always on.
+/// Every rule's packets and bytes (the frames' wire lengths) of one classifier, always on;
+/// the time stamp of a rule's last packet is the rule's own ([`Installed::last_used`]).
 ///
 /// Why shards: a locked add on a counter every worker shares cost more than the rest of a
 /// one-mask lookup (weir-bench flow: 80% of `process` was the `lock add`) and makes the
@@ -41,26 +40,158 @@ pub const COUNTER_SHARDS: usize = 2;
 /// so nothing is lost); later threads share the last shard with atomic adds. A read sums
 /// the shards.
 ///
-/// The shards stay in the rule, side by side: two workers counting hits of one rule share
-/// its line. Tried and dropped: each shard a table of its own indexed by a cell number the
-/// rule holds (no line two workers write, 64 bytes less a rule) cost a second cache miss
-/// a packet once the rules are out of cache: 1M rules, one mask, 73 to 113 ns/packet in
-/// weir-bench flow. That drop rested on a workers row that summed two threads' rates;
-/// timed over one interval, two workers on 1k rules reach only 1.0-1.4x one worker, with
-/// 1.1-1.9x the CPU, and removing the two counter stores makes it 1.7x at 1.0x the CPU
-/// (bench/records/2026-12-02-flow-scale-1.txt): this shared line is what keeps two workers
-/// from scaling.
+/// Why tables outside the rule: each shard is a table of its own, a rule's counts at the
+/// rule's cell number ([`Installed::cell`]) in every table, so no line is written by two
+/// workers and the rule's own line (rank, verdict, line, last used) is read-only but for
+/// the last-used stamp once a millisecond. The shards had sat side by side in the rule:
+/// two workers on 1k rules then reached only 1.0-1.4x one worker, with 1.1-1.9x the CPU,
+/// and without the counter stores 1.7x at 1.0x the CPU
+/// (bench/records/2026-12-02-flow-scale-1.txt); shards padded to lines of their own in the
+/// rule scaled but made 1M rules 655 MB. The tables cost a second line a matched packet
+/// (a miss once the rules are out of cache: measured 73 to 113 ns/packet at 1M rules and
+/// one mask when first tried); once the cells pass the first chunk the multi-subtable batch
+/// path touches the matched rules' cells before their actions (`ShardCells::touch`) so
+/// that those misses overlap. In instructions one thread pays for it: callgrind's
+/// process_batch a packet at 1k rules, 149.47 to 153.59 at one mask and 211.80 to 216.85
+/// at 16, a batch finding its cells in the first chunk's slice (`ShardCells`; through the
+/// directory of chunks on every packet it was 170.59 and 250.29), and 1M rules fit in
+/// 210 MB, not 208 (bench/records/2026-12-02-flow-counters-2.txt).
+///
+/// A table is chunks of cells that never move: chunk `k` holds `FIRST_CHUNK << k` cells,
+/// made (zero) by the writer before it hands out a cell in it, so a rule that lookups can
+/// find has its cells in every owned table whatever version a worker holds (an in-place
+/// insert publishes no version); the shared shard's chunks are made by the first thread
+/// that counts there. Cells of deleted rules are reused once no version, store or flow
+/// cache holds the rule ([`CellAlloc`]), zeroed before the new rule is published.
 #[derive(Debug, Default)]
 pub struct Counters {
-    shards: [Shard; COUNTER_SHARDS + 1],
-    /// Read, never written, outside `hit_on`: its test needs a multiple of the grain here.
-    pub last_used: AtomicU64,
+    tables: [Table; COUNTER_SHARDS + 1],
 }
 
+/// One shard's cells by chunk. 32 chunks, of which [`MAX_CHUNKS`] are used: a chunk number
+/// is a cell's top 5 bits, so indexing the array needs no bounds check.
 #[derive(Debug, Default)]
-struct Shard {
+struct Table {
+    chunks: [std::sync::OnceLock<Box<[Cell]>>; 32],
+}
+
+/// One rule's packets and bytes in one shard: 16 bytes, four rules a line.
+#[derive(Debug, Default)]
+struct Cell {
     packets: AtomicU64,
     bytes: AtomicU64,
+}
+
+/// Cells in a table's first chunk (64 KiB), each next chunk twice as many: a batch finds
+/// a cell of the first chunk by one compare ([`ShardCells`]), so rule sets this size
+/// never look a cell up in the directory; made with the first rule.
+const FIRST_CHUNK: u32 = 4096;
+/// A cell number: its chunk in the top bits, its place in the chunk in the low `OFF_BITS`.
+const OFF_BITS: u32 = 27;
+/// Chunks a table uses: the last one's cells still fit in `OFF_BITS`.
+const MAX_CHUNKS: u32 = OFF_BITS - FIRST_CHUNK.trailing_zeros() + 1;
+
+/// The cell number of the `n`th cell handed out (0, 1, ...), or `None` past the last.
+fn cell_number(n: u32) -> Option<u32> {
+    let x = n.checked_add(FIRST_CHUNK)?;
+    let k = x.ilog2() - FIRST_CHUNK.trailing_zeros();
+    (k < MAX_CHUNKS).then(|| (k << OFF_BITS) | (x - (FIRST_CHUNK << k)))
+}
+
+impl Table {
+    /// Chunk `k`, made (zero) if it is not yet.
+    fn chunk(&self, k: usize) -> &[Cell] {
+        self.chunks[k].get_or_init(|| (0..FIRST_CHUNK << k).map(|_| Cell::default()).collect())
+    }
+
+    /// The first chunk if it was made, else nothing: a batch takes it once, and its cells
+    /// need no directory.
+    fn first(&self) -> &[Cell] {
+        self.chunks[0].get().map_or(&[], |c| c)
+    }
+
+    /// The cell `cell` found through the directory, its chunk made if it is not yet (only
+    /// the shared shard's are not: the writer makes the owned shards' before it hands a
+    /// cell out). Out of line: the batches find their cells in the first chunk.
+    #[cold]
+    #[inline(never)]
+    fn cell_past_first(&self, cell: u32) -> &Cell {
+        &self.chunk((cell >> OFF_BITS) as usize)[(cell & ((1 << OFF_BITS) - 1)) as usize]
+    }
+
+    /// The cell `cell` if its chunk was made.
+    fn cell_if_made(&self, cell: u32) -> Option<&Cell> {
+        let chunk = self.chunks[(cell >> OFF_BITS) as usize].get()?;
+        chunk.get((cell & ((1 << OFF_BITS) - 1)) as usize)
+    }
+
+    /// The bytes of the chunks made.
+    fn bytes(&self) -> usize {
+        self.chunks.iter().filter_map(|c| c.get()).map(|c| std::mem::size_of_val(&**c)).sum()
+    }
+}
+
+/// Hands out the cells of one [`Counters`] (its owner's writer, under the owner's lock):
+/// new ones in order, and those of deleted rules again once nothing can count into them.
+#[derive(Default)]
+pub struct CellAlloc {
+    /// Cells handed out new.
+    next: u32,
+    /// Cells free again (zeroed when handed out).
+    free: Vec<u32>,
+    /// Deleted rules that a version, a store or a flow cache may still hold: their cells
+    /// free once this is the rule's last reference (no thread can reach the rule to count).
+    buried: Vec<Arc<Installed>>,
+    /// `buried`'s length after its last sweep: the next one waits until it doubled, so a
+    /// sweep costs O(1) a delete.
+    swept: usize,
+}
+
+impl CellAlloc {
+    /// A cell for a new rule, zero in every table.
+    pub fn take(&mut self, counters: &Counters) -> u32 {
+        if self.free.is_empty() && self.buried.len() >= (2 * self.swept).max(64) {
+            self.sweep();
+        }
+        if let Some(cell) = self.free.pop() {
+            // No thread counts into it (its rule is gone): the stores reach a thread that
+            // finds the new rule through the release store that publishes it.
+            for t in &counters.tables {
+                if let Some(c) = t.cell_if_made(cell) {
+                    c.packets.store(0, Ordering::Relaxed);
+                    c.bytes.store(0, Ordering::Relaxed);
+                }
+            }
+            return cell;
+        }
+        let cell = cell_number(self.next).expect("at most 2^28 counter cells");
+        self.next += 1;
+        let k = (cell >> OFF_BITS) as usize;
+        for t in &counters.tables[..COUNTER_SHARDS] {
+            t.chunk(k);
+        }
+        cell
+    }
+
+    /// A deleted rule's cell, free once the rule's other references are gone.
+    pub fn bury(&mut self, rule: Arc<Installed>) {
+        self.buried.push(rule);
+    }
+
+    /// Frees the cells of the buried rules that nothing else holds.
+    fn sweep(&mut self) {
+        let mut kept = Vec::new();
+        for r in self.buried.drain(..) {
+            // `try_unwrap` takes the last reference with an acquire fence: every count a
+            // thread made through the rule happened before it.
+            match Arc::try_unwrap(r) {
+                Ok(r) => self.free.push(r.cell),
+                Err(r) => kept.push(r),
+            }
+        }
+        self.buried = kept;
+        self.swept = self.buried.len();
+    }
 }
 
 /// Which shards are free for a new thread to own (`true`: free).
@@ -128,7 +259,7 @@ pub(crate) fn my_shard() -> usize {
     }
 }
 
-/// Gives this thread's counter shard back (its counts stay in the rules): for a thread
+/// Gives this thread's counter shard back (its counts stay in the tables): for a thread
 /// that counted and now leaves the counting to workers it starts (a benchmark's main
 /// thread). Counting again later claims a shard again.
 pub fn release_shard() {
@@ -136,65 +267,99 @@ pub fn release_shard() {
 }
 
 impl Counters {
+    /// Count a packet of `bytes` at `now` for `rule`, on this thread's shard.
     #[inline]
-    pub fn hit(&self, bytes: u64, now: u64) {
-        self.hit_on(my_shard(), bytes, now);
+    pub fn hit(&self, rule: &Installed, bytes: u64, now: u64) {
+        self.hit_on(my_shard(), rule, bytes, now);
     }
-    /// [`Counters::hit`] on shard `i`, this thread's ([`my_shard`], looked up once a batch
+    /// [`Counters::hit`] on shard `i`.
+    #[inline]
+    pub(crate) fn hit_on(&self, i: usize, rule: &Installed, bytes: u64, now: u64) {
+        self.shard(i).hit(rule, bytes, now);
+    }
+    /// Shard `i`'s cells as a batch counts into them ([`my_shard`], looked up once a batch
     /// by the batch paths: a thread-local access a packet was measurable at one mask).
     #[inline]
-    pub(crate) fn hit_on(&self, i: usize, bytes: u64, now: u64) {
-        if i < COUNTER_SHARDS {
-            self.hit_owned(i, bytes, now);
+    pub(crate) fn shard(&self, i: usize) -> ShardCells<'_> {
+        let i = i.min(COUNTER_SHARDS);
+        ShardCells { counters: self, first: self.tables[i].first(), shard: i }
+    }
+    /// (packets, bytes, last used) of `rule`: the shards summed.
+    pub fn read(&self, rule: &Installed) -> (u64, u64, u64) {
+        let (mut p, mut b) = (0u64, 0u64);
+        for c in self.tables.iter().filter_map(|t| t.cell_if_made(rule.cell)) {
+            p = p.wrapping_add(c.packets.load(Ordering::Relaxed));
+            b = b.wrapping_add(c.bytes.load(Ordering::Relaxed));
+        }
+        (p, b, rule.last_used.load(Ordering::Relaxed))
+    }
+    /// The bytes of the tables' chunks.
+    pub fn bytes(&self) -> usize {
+        self.tables.iter().map(Table::bytes).sum()
+    }
+}
+
+/// One shard of a [`Counters`] as a thread counts into it, taken once a batch: the shard's
+/// first chunk held as a slice, so a matched rule's cell is one compare and an index from
+/// the rule's cell number (the directory of chunks, a `OnceLock`'s state and length a
+/// chunk, only past it).
+#[derive(Clone, Copy)]
+pub(crate) struct ShardCells<'c> {
+    counters: &'c Counters,
+    /// The shard's first chunk, or nothing if it was not made when the batch began (a
+    /// cell made since is found through the directory).
+    first: &'c [Cell],
+    /// The shard (at most [`COUNTER_SHARDS`], the shared one).
+    shard: usize,
+}
+
+impl<'c> ShardCells<'c> {
+    /// Whether cells past the first chunk were handed out: rule sets that large are out of
+    /// the CPU's caches, and a batch touches its cells before it counts.
+    #[inline]
+    pub(crate) fn past_first_chunk(&self) -> bool {
+        self.counters.tables[0].chunks[1].get().is_some()
+    }
+    /// The cell of `rule` in this shard.
+    #[inline(always)]
+    fn cell(&self, rule: &Installed) -> &'c Cell {
+        // A first chunk's cell number is its place; every later chunk's is 2^27 or more,
+        // past the slice.
+        match self.first.get(rule.cell as usize) {
+            Some(c) => c,
+            None => self.counters.tables[self.shard.min(COUNTER_SHARDS)].cell_past_first(rule.cell),
+        }
+    }
+    /// Count a packet of `bytes` at `now` for `rule`.
+    #[inline]
+    pub(crate) fn hit(&self, rule: &Installed, bytes: u64, now: u64) {
+        if self.shard < COUNTER_SHARDS {
+            self.hit_owned(rule, bytes, now);
             return;
         }
-        let s = &self.shards[COUNTER_SHARDS];
-        s.packets.fetch_add(1, Ordering::Relaxed);
-        s.bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.stamp(now);
+        let c = self.cell(rule);
+        c.packets.fetch_add(1, Ordering::Relaxed);
+        c.bytes.fetch_add(bytes, Ordering::Relaxed);
+        rule.stamp(now);
     }
-    /// [`Counters::hit_on`] on shard `i`, which this thread owns (`i < COUNTER_SHARDS`,
-    /// tested by the caller once a batch: `Tables::process_one` runs a loop of its own
-    /// for an owned shard, without hit_on's test a packet).
+    /// [`ShardCells::hit`] on a shard this thread owns (below [`COUNTER_SHARDS`], tested by
+    /// the caller once a batch: `Tables::process_one` runs a loop of its own for an owned
+    /// shard, without hit's test a packet).
     #[inline]
-    pub(crate) fn hit_owned(&self, i: usize, bytes: u64, now: u64) {
-        debug_assert!(i < COUNTER_SHARDS);
-        // The bound only spares a bounds check (the caller's `i` is below it).
-        let s = &self.shards[i.min(COUNTER_SHARDS - 1)];
-        // This thread is the shard's only writer: a load and a store lose nothing.
-        s.packets.store(s.packets.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        s.bytes.store(s.bytes.load(Ordering::Relaxed) + bytes, Ordering::Relaxed);
-        self.stamp(now);
+    pub(crate) fn hit_owned(&self, rule: &Installed, bytes: u64, now: u64) {
+        debug_assert!(self.shard < COUNTER_SHARDS);
+        let c = self.cell(rule);
+        // This thread is the cell's only writer: a load and a store lose nothing.
+        c.packets.store(c.packets.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        c.bytes.store(c.bytes.load(Ordering::Relaxed) + bytes, Ordering::Relaxed);
+        rule.stamp(now);
     }
-    /// The last-used stamp's update for a packet at `now`.
-    #[inline]
-    fn stamp(&self, now: u64) {
-        // Last used to the millisecond (tc keeps it in jiffies): a plain load on most
-        // packets instead of a locked read-modify-write. The stamp is cut to the grain
-        // first, so the value kept is the latest packet's, cut, whatever order threads
-        // count in (kept unrounded, it was the first stamp past the grain, which
-        // depended on the order: `weir flow run --stats` printed another `used` with
-        // another --workers).
-        // `last_used` only ever holds a cut stamp (a multiple of the grain: only this
-        // writes it), so `now`'s cut is past it exactly when `now` is a grain or more past
-        // it: an add and a compare a packet, the cut (a multiply, a shift and a multiply)
-        // only when it moves (issue 14: the one-mask row's action stage). The add wraps
-        // only for the last grain below 2^64, where the test then always passes and
-        // `fetch_max` keeps the larger (a saturating add's extra register spilled the
-        // 16-mask loop's pointer: 2-4% slower there).
-        let last = self.last_used.load(Ordering::Relaxed);
-        if now >= last.wrapping_add(LAST_USED_GRAIN) {
-            self.last_used.fetch_max(now - now % LAST_USED_GRAIN, Ordering::Relaxed);
-        }
-    }
-    /// (packets, bytes, last used): the shards summed.
-    pub fn read(&self) -> (u64, u64, u64) {
-        let (mut p, mut b) = (0u64, 0u64);
-        for s in &self.shards {
-            p = p.wrapping_add(s.packets.load(Ordering::Relaxed));
-            b = b.wrapping_add(s.bytes.load(Ordering::Relaxed));
-        }
-        (p, b, self.last_used.load(Ordering::Relaxed))
+    /// Loads `rule`'s cell and gives a word of it: a batch over rules out of the caches
+    /// touches its matched rules' cells before it counts, so that their cache misses
+    /// overlap (a prefetch without `unsafe`).
+    #[inline(always)]
+    pub(crate) fn touch(&self, rule: &Installed) -> u64 {
+        self.cell(rule).packets.load(Ordering::Relaxed)
     }
 }
 
@@ -332,7 +497,8 @@ impl Interner {
 
     /// A rule installed with shared parts. `mask` must be what [`Interner::mask_id`] gives
     /// `compiled.mask` (a classifier's insert takes it from the subtable the rule goes to,
-    /// without hashing the mask).
+    /// without hashing the mask); `cell` is its counters' ([`CellAlloc::take`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn install(
         &mut self,
         rule: &Rule,
@@ -341,10 +507,11 @@ impl Interner {
         compiled: &Compiled,
         devices: &[String],
         mask: u32,
+        cell: u32,
     ) -> Installed {
         debug_assert_eq!(self.mask_ids.get(&compiled.mask), Some(&mask));
         let actions = self.actions(&rule.actions, devices);
-        Installed::new(rule, prio, seq, compiled, actions, mask)
+        Installed::new(rule, prio, seq, compiled, actions, mask, cell)
     }
 }
 
@@ -358,7 +525,8 @@ const NO_RANGE: PortRange = (1, 0);
 /// actions a shared list; a stats row needs the line, chain and priority.
 ///
 /// `repr(C)`, what a matched packet reads first: rank, verdict and line in the first 24
-/// bytes, the counters right after.
+/// bytes, the last-used stamp and the counter cell right after; 64 bytes, one line (the
+/// counts are in [`Counters`]' tables: 120 bytes when they were in the rule).
 /// Rust's own order had put the priority and the order 112 bytes apart, each load a miss
 /// of its own in `perf` of a 1k-rule lookup (1k rules, one mask: 34.0 to 32.8 ns/packet).
 #[derive(Debug)]
@@ -372,7 +540,11 @@ pub struct Installed {
     pub chain: u32,
     /// Order among rules of equal priority (file order, then insertion order).
     pub seq: u64,
-    pub counters: Counters,
+    /// The time stamp of the rule's last packet (nanoseconds, the packets' own clock, cut
+    /// to [`LAST_USED_GRAIN`]): written by any counting thread, at most once a grain.
+    pub last_used: AtomicU64,
+    /// The rule's cell in each of [`Counters`]' tables.
+    pub(crate) cell: u32,
     /// The hash of the rule's masked key as the classifier's tables hash it now (the
     /// writer's: a delete finds the rule's slot by it; rewritten when the tables' width
     /// changes).
@@ -392,6 +564,7 @@ impl Installed {
         compiled: &Compiled,
         actions: Arc<Actions>,
         mask: u32,
+        cell: u32,
     ) -> Installed {
         Installed {
             prio,
@@ -399,12 +572,35 @@ impl Installed {
             line: rule.line as u32,
             chain: rule.chain,
             seq,
-            counters: Counters::default(),
+            last_used: AtomicU64::new(0),
+            cell,
             hash: AtomicU32::new(0),
             mask,
             src_range: compiled.src_range.unwrap_or(NO_RANGE),
             dst_range: compiled.dst_range.unwrap_or(NO_RANGE),
             actions,
+        }
+    }
+
+    /// The last-used stamp's update for a packet at `now`.
+    #[inline]
+    fn stamp(&self, now: u64) {
+        // Last used to the millisecond (tc keeps it in jiffies): a plain load on most
+        // packets instead of a locked read-modify-write. The stamp is cut to the grain
+        // first, so the value kept is the latest packet's, cut, whatever order threads
+        // count in (kept unrounded, it was the first stamp past the grain, which
+        // depended on the order: `weir flow run --stats` printed another `used` with
+        // another --workers).
+        // `last_used` only ever holds a cut stamp (a multiple of the grain: only this
+        // writes it), so `now`'s cut is past it exactly when `now` is a grain or more past
+        // it: an add and a compare a packet, the cut (a multiply, a shift and a multiply)
+        // only when it moves (issue 14: the one-mask row's action stage). The add wraps
+        // only for the last grain below 2^64, where the test then always passes and
+        // `fetch_max` keeps the larger (a saturating add's extra register spilled the
+        // 16-mask loop's pointer: 2-4% slower there).
+        let last = self.last_used.load(Ordering::Relaxed);
+        if now >= last.wrapping_add(LAST_USED_GRAIN) {
+            self.last_used.fetch_max(now - now % LAST_USED_GRAIN, Ordering::Relaxed);
         }
     }
 
@@ -531,7 +727,8 @@ pub type Lookup<'f, 'r> = dyn FnMut(u32, &Key, Option<Rank>) -> Option<&'r Insta
 
 /// Classify and act on one packet. `lookup(chain, key, after)` finds the best rule of
 /// `chain` matching `key` ranked after `after` (all when `None`); `first` is the answer
-/// to the first lookup when the caller already has it (the batch path).
+/// to the first lookup when the caller already has it (the batch path). Matched rules
+/// are counted in `counters`, the classifier's.
 #[inline]
 pub fn process<'r>(
     w: &mut Work<'_>,
@@ -539,8 +736,9 @@ pub fn process<'r>(
     need: Need,
     first: Option<Option<&'r Installed>>,
     lookup: &mut Lookup<'_, 'r>,
+    counters: &Counters,
 ) -> Outcome {
-    process_slow(w, key, need, first, lookup)
+    process_slow(w, key, need, first, lookup, counters.shard(my_shard()))
 }
 
 /// `out` grown by `n` (at most [`BATCH`]) outcomes for a batch's packets to be written by index
@@ -565,14 +763,15 @@ pub(crate) fn outcome_slots(out: &mut Vec<Outcome>, n: usize) -> &mut [Outcome] 
 /// or merged from several paths, went through the stack, and the wide copy out of it
 /// waited on the narrow field stores: measured 4 ns a packet in weir-bench flow).
 ///
-/// `shard` is this thread's counter shard ([`my_shard`], once a batch). `key` gives the
+/// `cells` is this thread's counter shard ([`Counters::shard`] of [`my_shard`], once a
+/// batch). `key` gives the
 /// packet's key, asked only on the actions' path (the plain batch path keeps only the
 /// words its tables read, and extracts the key there); generic, so that each batch path
 /// inlines its own (an `Option<&Key>` tested a packet cost the cached path ~2 ns).
 /// Always inlined: `#[inline]` left it a call in a loop the one-mask path has three copies
-/// of (`Tables::process_one`), ~25 instructions a packet more. `OWNED`: `shard` is one this
-/// thread owns (below [`COUNTER_SHARDS`]), tested by the caller once a batch, so the counts
-/// take [`Counters::hit_owned`] with no test a packet.
+/// of (`Tables::process_one`), ~25 instructions a packet more. `OWNED`: `cells` is a shard
+/// this thread owns (below [`COUNTER_SHARDS`]), tested by the caller once a batch, so the
+/// counts take [`ShardCells::hit_owned`] with no test a packet.
 #[inline(always)]
 pub(crate) fn process_into<'r, const OWNED: bool>(
     w: &mut Work<'_>,
@@ -580,7 +779,7 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
     need: Need,
     first: Option<&'r Installed>,
     lookup: &mut Lookup<'_, 'r>,
-    shard: usize,
+    cells: ShardCells<'_>,
     out: &mut Outcome,
 ) {
     match first {
@@ -596,9 +795,9 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
         Some(rule) => match rule.simple {
             Some(verdict) => {
                 if OWNED {
-                    rule.counters.hit_owned(shard, u64::from(w.wire_len), w.now);
+                    cells.hit_owned(rule, u64::from(w.wire_len), w.now);
                 } else {
-                    rule.counters.hit_on(shard, u64::from(w.wire_len), w.now);
+                    cells.hit(rule, u64::from(w.wire_len), w.now);
                 }
                 *out = Outcome {
                     line: rule.line,
@@ -610,7 +809,7 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
             }
             None => {
                 let key = key(w);
-                *out = process_slow(w, &key, need, Some(first), lookup)
+                *out = process_slow(w, &key, need, Some(first), lookup, cells)
             }
         },
     }
@@ -623,6 +822,7 @@ fn process_slow<'r>(
     need: Need,
     first: Option<Option<&'r Installed>>,
     lookup: &mut Lookup<'_, 'r>,
+    cells: ShardCells<'_>,
 ) -> Outcome {
     // The packet's own key until an action changes the packet (most packets: no copy).
     let mut changed: Option<Key> = None;
@@ -640,7 +840,7 @@ fn process_slow<'r>(
         let Some(rule) = found else {
             return Outcome::new(line, Verdict::Pass, w.mark, modified);
         };
-        rule.counters.hit(u64::from(w.wire_len), w.now);
+        cells.hit(rule, u64::from(w.wire_len), w.now);
         line = Some(rule.line());
         if let Some(v) = rule.simple {
             return Outcome::new(line, v, w.mark, modified);
@@ -919,25 +1119,36 @@ pub fn device_indices(actions: &[Action], devices: &[String]) -> Vec<u16> {
 mod tests {
     use super::*;
 
+    /// A rule with the counters' cell `cell` (what it matches is not read here).
+    fn rule_at(cell: u32) -> Installed {
+        let r = Rule::new(0x0800);
+        let c = r.compile(&mut |_| 0);
+        let mut int = Interner::default();
+        let m = int.mask_id(&c.mask);
+        int.install(&r, 1, 0, &c, &[], m, cell)
+    }
+
     /// More counting threads than owned shards, twice over (the second round reuses the
     /// shards the first round's threads gave back): nothing is lost.
     #[test]
     fn sharded_counters_lose_no_hit() {
         let c = Counters::default();
+        let cell = CellAlloc::default().take(&c);
+        let r = rule_at(cell);
         for round in 0..2u64 {
             std::thread::scope(|s| {
                 for t in 0..(COUNTER_SHARDS as u64 * 2) {
-                    let c = &c;
+                    let (c, r) = (&c, &r);
                     s.spawn(move || {
                         for i in 0..20_000u64 {
-                            c.hit(t + 1, round * 1_000_000_000 + i);
+                            c.hit(r, t + 1, round * 1_000_000_000 + i);
                         }
                     });
                 }
             });
         }
         let threads = COUNTER_SHARDS as u64 * 2;
-        let (p, b, last) = c.read();
+        let (p, b, last) = c.read(&r);
         assert_eq!(p, 2 * threads * 20_000);
         assert_eq!(b, 2 * 20_000 * (1..=threads).sum::<u64>());
         // To the grain: the last stamp is within a millisecond of the last packet's.
@@ -951,24 +1162,150 @@ mod tests {
     fn last_used_follows_the_latest_stamp_cut() {
         let g = LAST_USED_GRAIN;
         let c = Counters::default();
-        let last = |c: &Counters| c.read().2;
-        c.hit_on(0, 1, g - 1);
+        let r = rule_at(CellAlloc::default().take(&c));
+        let last = |c: &Counters| c.read(&r).2;
+        c.hit_on(0, &r, 1, g - 1);
         assert_eq!(last(&c), 0);
-        c.hit_on(0, 1, g);
+        c.hit_on(0, &r, 1, g);
         assert_eq!(last(&c), g);
-        c.hit_on(0, 1, 2 * g - 1);
+        c.hit_on(0, &r, 1, 2 * g - 1);
         assert_eq!(last(&c), g);
-        c.hit_on(COUNTER_SHARDS, 1, 5 * g + 7);
+        c.hit_on(COUNTER_SHARDS, &r, 1, 5 * g + 7);
         assert_eq!(last(&c), 5 * g);
-        c.hit_on(0, 1, 3 * g);
+        c.hit_on(0, &r, 1, 3 * g);
         assert_eq!(last(&c), 5 * g);
-        c.hit_on(1, 1, 6 * g);
+        c.hit_on(1, &r, 1, 6 * g);
         assert_eq!(last(&c), 6 * g);
         // The largest stamp: the cut stays the largest multiple of the grain.
-        c.hit_on(0, 1, u64::MAX);
+        c.hit_on(0, &r, 1, u64::MAX);
         assert_eq!(last(&c), u64::MAX - u64::MAX % g);
-        c.hit_on(0, 1, u64::MAX);
+        c.hit_on(0, &r, 1, u64::MAX);
         assert_eq!(last(&c), u64::MAX - u64::MAX % g);
-        assert_eq!(c.read().0, 8);
+        assert_eq!(c.read(&r).0, 8);
+    }
+
+    /// Each owned shard counts in its own table and no other (two owners writing one
+    /// table with plain stores would lose counts, too rarely for a race to show it), a cell
+    /// of the first chunk (the batch's slice) and one past it (the directory) alike.
+    #[test]
+    fn owned_shards_count_in_their_own_tables() {
+        let c = Counters::default();
+        let mut alloc = CellAlloc::default();
+        let cells: Vec<u32> = (0..=FIRST_CHUNK).map(|_| alloc.take(&c)).collect();
+        for cell in [cells[0], cells[FIRST_CHUNK as usize]] {
+            let r = rule_at(cell);
+            for i in 0..COUNTER_SHARDS {
+                c.shard(i).hit_owned(&r, 10 * (i as u64 + 1), 0);
+            }
+            for i in 0..COUNTER_SHARDS {
+                let cell =
+                    c.tables[i].cell_if_made(r.cell).expect("an owned table's chunk is made");
+                let counts =
+                    (cell.packets.load(Ordering::Relaxed), cell.bytes.load(Ordering::Relaxed));
+                assert_eq!(counts, (1, 10 * (i as u64 + 1)), "shard {i}, cell {:#x}", r.cell);
+            }
+            assert_eq!(c.read(&r), (COUNTER_SHARDS as u64, 30, 0));
+        }
+    }
+
+    /// Cell numbers: the `n`th cell is chunk `k`'s place `n + F - (F << k)` where
+    /// `F << k <= n + F` (`F` the first chunk's cells), every one distinct and within its
+    /// chunk, up to the last.
+    #[test]
+    fn cell_numbers_fill_each_chunk_then_the_next() {
+        let split = |c: u32| (c >> OFF_BITS, c & ((1 << OFF_BITS) - 1));
+        let f = FIRST_CHUNK;
+        assert_eq!(cell_number(0).map(split), Some((0, 0)));
+        assert_eq!(cell_number(f - 1).map(split), Some((0, f - 1)));
+        assert_eq!(cell_number(f).map(split), Some((1, 0)));
+        assert_eq!(cell_number(3 * f - 1).map(split), Some((1, 2 * f - 1)));
+        assert_eq!(cell_number(3 * f).map(split), Some((2, 0)));
+        // A first chunk's cell number is its place, which `ShardCells` indexes with.
+        assert!((0..f).all(|n| cell_number(n) == Some(n)));
+        let last = FIRST_CHUNK * ((1 << MAX_CHUNKS) - 1) - 1;
+        let (k, off) = split(cell_number(last).unwrap());
+        assert_eq!((k, off), (MAX_CHUNKS - 1, (FIRST_CHUNK << k) - 1));
+        assert!(off < 1 << OFF_BITS);
+        assert_eq!(cell_number(last + 1), None);
+        assert_eq!(cell_number(u32::MAX), None);
+    }
+
+    /// Every cell handed out has its counts apart from every other's in every shard, the
+    /// tables grown chunk by chunk as cells are taken; counts read back exactly, whether
+    /// they went through the first chunk's slice or the directory (a shard taken before
+    /// any chunk was made finds every cell through the directory).
+    #[test]
+    fn cells_across_chunks_count_apart() {
+        let c = Counters::default();
+        let early = c.shard(1);
+        let mut alloc = CellAlloc::default();
+        let n_cells = 3 * FIRST_CHUNK as usize + 10;
+        let rules: Vec<Installed> = (0..n_cells).map(|_| rule_at(alloc.take(&c))).collect();
+        let cells: std::collections::HashSet<u32> = rules.iter().map(|r| r.cell).collect();
+        assert_eq!(cells.len(), rules.len());
+        for (i, r) in rules.iter().enumerate() {
+            for shard in 0..=COUNTER_SHARDS {
+                for _ in 0..=(i % 3) {
+                    c.hit_on(shard, r, i as u64 + 1, 0);
+                }
+            }
+            early.hit(r, 1, 0);
+        }
+        for (i, r) in rules.iter().enumerate() {
+            let n = (i % 3) as u64 + 1;
+            let shards = COUNTER_SHARDS as u64 + 1;
+            assert_eq!(c.read(r), (n * shards + 1, n * shards * (i as u64 + 1) + 1, 0), "rule {i}");
+        }
+        // Three first chunks' worth and ten take chunks of 1, 2 and 4 first chunks: three
+        // chunks an owned table, and the shared shard's made as it counted there.
+        assert_eq!(c.bytes(), 3 * 7 * FIRST_CHUNK as usize * 16);
+    }
+
+    /// A deleted rule's cell goes to a new rule only once nothing else holds the deleted
+    /// one (a version or a worker could still count into it), and then it starts at zero
+    /// in every shard.
+    #[test]
+    fn a_reused_cell_starts_at_zero() {
+        let c = Counters::default();
+        let mut alloc = CellAlloc::default();
+        let old = Arc::new(rule_at(alloc.take(&c)));
+        for shard in 0..=COUNTER_SHARDS {
+            c.hit_on(shard, &old, 100, 0);
+        }
+        assert_eq!(c.read(&old).0, 3);
+        let held = old.clone();
+        alloc.bury(old);
+        // 64 more deletes make a sweep due; the held rule keeps its cell.
+        let mut more = Vec::new();
+        for _ in 0..64 {
+            let r = Arc::new(rule_at(alloc.take(&c)));
+            c.hit_on(0, &r, 1, 0);
+            more.push(r);
+        }
+        let cells_before: Vec<u32> = more.iter().map(|r| r.cell).collect();
+        for r in more {
+            alloc.bury(r);
+        }
+        let fresh = rule_at(alloc.take(&c));
+        assert_ne!(fresh.cell, held.cell, "a cell still reachable was handed out again");
+        assert!(cells_before.contains(&fresh.cell), "a freed cell is reused");
+        assert_eq!(c.read(&fresh), (0, 0, 0));
+        // Counts through the held rule still land in its own cell.
+        c.hit_on(1, &held, 100, 0);
+        assert_eq!(c.read(&held).0, 4);
+        assert_eq!(c.read(&fresh).0, 0);
+        // Once the last other reference goes, the next sweep frees it too, zeroed.
+        drop(held);
+        let mut n = 0;
+        let reused = loop {
+            let r = rule_at(alloc.take(&c));
+            if r.cell == 0 {
+                break r;
+            }
+            n += 1;
+            assert!(n < 1000, "the held rule's cell was never reused");
+            alloc.bury(Arc::new(r));
+        };
+        assert_eq!(c.read(&reused), (0, 0, 0));
     }
 }

@@ -2,13 +2,14 @@
 //! file order), the first that matches wins. Slow and obviously right; the oracle the
 //! tuple-space classifier is tested against.
 
-use crate::engine::{self, Installed, Interner, Outcome, Work};
+use crate::engine::{self, CellAlloc, Counters, Installed, Interner, Outcome, Work};
 use crate::key::{extract, Key, Need};
 use crate::rule::{Compiled, RuleSet};
 
 pub struct Reference {
     /// Sorted by (chain, prio, seq).
     rules: Vec<(Installed, Compiled)>,
+    counters: Counters,
     devices: Vec<String>,
     indevs: Vec<String>,
 }
@@ -18,6 +19,8 @@ impl Reference {
         let devices = set.devices();
         let compiled = set.compile();
         let mut interner = Interner::default();
+        let counters = Counters::default();
+        let mut cells = CellAlloc::default();
         let mut rules: Vec<(Installed, Compiled)> = set
             .rules
             .iter()
@@ -25,11 +28,12 @@ impl Reference {
             .enumerate()
             .map(|(i, (r, c))| {
                 let mask = interner.mask_id(&c.mask);
-                (interner.install(r, set.prios[i], i as u64, &c, &devices, mask), c)
+                let cell = cells.take(&counters);
+                (interner.install(r, set.prios[i], i as u64, &c, &devices, mask, cell), c)
             })
             .collect();
         rules.sort_by_key(|(r, _)| (r.chain, r.prio, r.seq));
-        Reference { rules, devices, indevs: set.indevs() }
+        Reference { rules, counters, devices, indevs: set.indevs() }
     }
 
     pub fn devices(&self) -> &[String] {
@@ -51,7 +55,8 @@ impl Reference {
     /// Classify one packet and run its actions.
     pub fn process(&self, w: &mut Work<'_>) -> Outcome {
         let key = extract(w.data, w.indev, Need::ALL).0;
-        engine::process(w, &key, Need::ALL, None, &mut |c, k, a| self.lookup(c, k, a))
+        let lookup = &mut |c, k: &Key, a| self.lookup(c, k, a);
+        engine::process(w, &key, Need::ALL, None, lookup, &self.counters)
     }
 
     /// Per rule in file order: (line, packets, bytes, last used).
@@ -60,7 +65,7 @@ impl Reference {
             .rules
             .iter()
             .map(|(r, _)| {
-                let (p, b, t) = r.counters.read();
+                let (p, b, t) = self.counters.read(r);
                 (r.seq, r.line(), p, b, t)
             })
             .collect();

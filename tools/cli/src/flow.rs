@@ -272,8 +272,12 @@ fn process_slots(
     slots: &mut [Slot],
     indev: u32,
 ) {
+    // One snapshot a piece, not a batch: taking one is a read lock and an `Arc` clone on
+    // lines every worker writes, which two workers pulled between their cores every 32
+    // packets (a rule inserted in place is seen at once all the same; a new version from
+    // the next piece on).
+    let v = classifier.snapshot();
     for group in slots.chunks_mut(BATCH) {
-        let v = classifier.snapshot();
         let mut outcomes = Vec::with_capacity(group.len());
         {
             let mut works: Vec<Work<'_>> = group
