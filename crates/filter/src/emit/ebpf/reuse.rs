@@ -114,58 +114,21 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
     if reused_count == 0 {
         return None;
     }
-    // A load of a reused key fills its register only where some reload reads what it put
-    // there; a fill no reload reaches would be a move on that path for nothing.
-    let fills: Vec<bool> = insns
-        .iter()
-        .enumerate()
-        .map(|(pc, insn)| {
-            legacy_key(insn).is_some_and(|key| {
-                !reload[pc]
-                    && keys.iter().position(|&k| k == key).is_some_and(|at| reused[at])
-                    && reaches_reload(insns, pc, key, &slot_of, &reload)
-            })
-        })
-        .collect();
-    let register = |key: Key| spare[slot_of(key).unwrap_or(0)];
-    // A reload whose value only the conditional jumps right behind it compare is not moved
-    // into r0 at all: those jumps compare the register instead.
-    let r0_live = r0_live_on_entry(insns)?;
-    let mut targeted = vec![false; insns.len()];
-    for (pc, insn) in insns.iter().enumerate() {
-        if let Some(target) = jump_target(pc, insn).and_then(|t| usize::try_from(t).ok()) {
-            if let Some(slot) = targeted.get_mut(target) {
-                *slot = true;
-            }
-        }
-    }
-    let folded: Vec<usize> = (0..insns.len())
-        .map(|pc| if reload[pc] { compares_only(insns, pc, &r0_live, &targeted) } else { 0 })
-        .collect();
-    // The new program: reloads become moves from the register (or vanish into the jumps
-    // that follow them), the loads that fill are followed by a move into it.
-    let mut out = Vec::with_capacity(insns.len() + fills.len());
+    // The new program: reloads become moves from the register, the loads of a reused key
+    // that stay are followed by a move into it.
+    let mut out = Vec::with_capacity(insns.len() + reused_count);
     let mut new_pc = Vec::with_capacity(insns.len() + 1);
-    let mut compare_with: Option<(u8, usize)> = None;
     for (pc, insn) in insns.iter().enumerate() {
         new_pc.push(out.len());
         let key = legacy_key(insn);
+        let register = |key: Key| spare[slot_of(key).unwrap_or(0)];
         match key {
-            Some(key) if reload[pc] && folded[pc] > 0 => {
-                compare_with = Some((register(key), folded[pc]));
-            }
             Some(key) if reload[pc] => out.push(move_reg(0, register(key))),
-            Some(key) if fills[pc] => {
+            Some(key) if keys.iter().position(|&k| k == key).is_some_and(|at| reused[at]) => {
                 out.push(*insn);
                 out.push(move_reg(register(key), 0));
             }
-            _ => match compare_with {
-                Some((register, left)) => {
-                    out.push(Insn { dst: register, ..*insn });
-                    compare_with = (left > 1).then_some((register, left - 1));
-                }
-                None => out.push(*insn),
-            },
+            _ => out.push(*insn),
         }
     }
     new_pc.push(out.len());
@@ -177,119 +140,6 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
         out[from].off = i16::try_from(off).ok()?;
     }
     Some(out)
-}
-
-/// Whether a reload of `key` reads what the load at `pc` puts in the key's register: some
-/// path from it reaches a reload of the key before a load that fills the same register (by
-/// the rule of [`held_on_entry`]) or a write to the key's index register.
-fn reaches_reload(
-    insns: &[Insn],
-    pc: usize,
-    key: Key,
-    slot_of: &impl Fn(Key) -> Option<usize>,
-    reload: &[bool],
-) -> bool {
-    let slot = slot_of(key);
-    let mut seen = vec![false; insns.len()];
-    let mut work: Vec<usize> = successors(pc, &insns[pc]);
-    while let Some(at) = work.pop() {
-        if at >= insns.len() || std::mem::replace(&mut seen[at], true) {
-            continue;
-        }
-        let insn = &insns[at];
-        if let Some(other) = legacy_key(insn) {
-            if other == key && reload[at] {
-                return true;
-            }
-            if slot_of(other) == slot && other.index.is_none_or(|index| index > 5) {
-                continue;
-            }
-        }
-        let index_written = key.index.is_some_and(|index| {
-            (insn.op.writes_dst() && insn.dst == index)
-                || (legacy_key(insn).is_some() && index <= 5)
-        });
-        if !index_written {
-            work.extend(successors(at, insn));
-        }
-    }
-    false
-}
-
-/// The instructions control can go to after the one at `pc` (none after `exit`).
-fn successors(pc: usize, insn: &Insn) -> Vec<usize> {
-    let mut next = Vec::with_capacity(2);
-    if insn.op == Op::Exit {
-        return next;
-    }
-    if let Some(target) = jump_target(pc, insn).and_then(|t| usize::try_from(t).ok()) {
-        next.push(target);
-    }
-    if insn.op != Op::Ja {
-        next.push(pc + 1);
-    }
-    next
-}
-
-/// How many conditional jumps right after the reload at `pc` compare r0 (as their left
-/// operand, the right one an immediate or another register) such that nothing else reads
-/// the reloaded r0: no jump into them but the first's fall-through, and r0 dead wherever
-/// they lead. 0 when that does not hold.
-fn compares_only(insns: &[Insn], pc: usize, r0_live: &[bool], targeted: &[bool]) -> usize {
-    let mut count = 0;
-    while let Some(insn) = insns.get(pc + 1 + count) {
-        let compares_r0 = insn.op.is_conditional_jump() && insn.dst == 0 && !reads_src(insn, 0);
-        if !compares_r0 || targeted[pc + 1 + count] {
-            break;
-        }
-        count += 1;
-    }
-    let dead = |at: usize| !r0_live.get(at).copied().unwrap_or(true);
-    let leaves_dead = (pc + 1..pc + 1 + count).all(|at| {
-        jump_target(at, &insns[at]).and_then(|t| usize::try_from(t).ok()).is_some_and(dead)
-    }) && dead(pc + 1 + count);
-    if count > 0 && leaves_dead {
-        count
-    } else {
-        0
-    }
-}
-
-/// Whether `insn` reads register `reg` through its source operand.
-fn reads_src(insn: &Insn, reg: u8) -> bool {
-    insn.src == reg && insn.op.spec().is_some_and(|s| s.operands.used_fields().src)
-}
-
-/// Whether r0 is read before it is written on some path from each instruction (`exit`
-/// reads it); `None` for a jump out of the program.
-fn r0_live_on_entry(insns: &[Insn]) -> Option<Vec<bool>> {
-    let mut live = vec![false; insns.len()];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for pc in (0..insns.len()).rev() {
-            let insn = &insns[pc];
-            let fields = insn.op.spec().map(|s| s.operands.used_fields());
-            let writes_only =
-                matches!(insn.op, Op::Mov64Imm | Op::Mov32Imm | Op::Mov64Reg | Op::Mov32Reg)
-                    || legacy_key(insn).is_some();
-            let reads = insn.op == Op::Exit
-                || reads_src(insn, 0)
-                || (insn.dst == 0 && fields.is_some_and(|f| f.dst) && !writes_only);
-            let writes = legacy_key(insn).is_some() || (insn.op.writes_dst() && insn.dst == 0);
-            let mut now = reads;
-            if !reads && !writes {
-                for to in successors(pc, insn) {
-                    now |= *live.get(to)?;
-                }
-            }
-            if now != live[pc] {
-                live[pc] = now;
-                changed = true;
-            }
-        }
-    }
-    Some(live)
 }
 
 fn move_reg(dst: u8, src: u8) -> Insn {
@@ -358,66 +208,4 @@ fn held_on_entry(
         }
     }
     Some(held)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn insn(op: Op, dst: u8, off: i16, imm: i64) -> Insn {
-        Insn { op, dst, src: 0, off, imm }
-    }
-
-    /// A reload followed by two compares, the second also reached from a path where r0
-    /// holds another byte: that compare must keep reading r0, so the reload stays a move.
-    #[test]
-    fn a_compare_reached_from_elsewhere_keeps_reading_r0() {
-        let insns = [
-            insn(Op::LdAbsH, 0, 0, 12),
-            insn(Op::Jeq64Imm, 0, 2, 1),
-            insn(Op::LdAbsB, 0, 0, 0),
-            insn(Op::Ja, 0, 2, 0),
-            insn(Op::LdAbsH, 0, 0, 12),
-            insn(Op::Jeq64Imm, 0, 2, 7),
-            insn(Op::Jeq64Imm, 0, 1, 9),
-            insn(Op::Ja, 0, 2, 0),
-            insn(Op::Mov32Imm, 0, 0, 1),
-            insn(Op::Exit, 0, 0, 0),
-            insn(Op::Mov32Imm, 0, 0, 0),
-            insn(Op::Exit, 0, 0, 0),
-        ];
-        let out = rewrite(&insns).expect("the reload of [12] is reused");
-        assert!(out.contains(&move_reg(0, 8)), "the reload stays a move: {out:?}");
-        assert!(
-            out.iter().filter(|i| i.op == Op::Jeq64Imm).all(|i| i.dst == 0),
-            "a compare reads the register where another path reaches it: {out:?}"
-        );
-    }
-
-    /// The same reload whose compares only it reaches: they read the register, no move.
-    #[test]
-    fn a_reload_only_compared_is_compared_in_its_register() {
-        let insns = [
-            insn(Op::LdAbsH, 0, 0, 12),
-            insn(Op::Jeq64Imm, 0, 1, 1),
-            insn(Op::LdAbsB, 0, 0, 0),
-            insn(Op::LdAbsH, 0, 0, 12),
-            insn(Op::Jeq64Imm, 0, 2, 7),
-            insn(Op::Jeq64Imm, 0, 1, 9),
-            insn(Op::Ja, 0, 2, 0),
-            insn(Op::Mov32Imm, 0, 0, 1),
-            insn(Op::Exit, 0, 0, 0),
-            insn(Op::Mov32Imm, 0, 0, 0),
-            insn(Op::Exit, 0, 0, 0),
-        ];
-        let out = rewrite(&insns).expect("the reload of [12] is reused");
-        assert!(!out.contains(&move_reg(0, 8)), "{out:?}");
-        assert_eq!(out.iter().filter(|i| i.op == Op::Jeq64Imm && i.dst == 8).count(), 2, "{out:?}");
-        // The compare after the first load reads r0, and its value is r0's: when r0 is
-        // read after the compares (here: returned), the reload stays a move.
-        let mut returned = insns;
-        returned[7] = insn(Op::Exit, 0, 0, 0);
-        let out = rewrite(&returned).expect("the reload of [12] is reused");
-        assert!(out.contains(&move_reg(0, 8)), "r0 is returned after the compares: {out:?}");
-    }
 }
