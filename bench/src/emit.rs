@@ -14,7 +14,10 @@
 //!   eBPF programs, after checking that each gives libpcap's verdict on every packet. The
 //!   programs take turns packet by packet ([`KernelTurns`]); the ratios are medians of
 //!   per-round ratios with their quartiles, beside an A/A row (the translated program loaded
-//!   twice, timed against itself) that gives the noise floor of that row's ratio.
+//!   twice, timed against itself) that gives the noise floor of that row's ratio. Weir's
+//!   program and the translation are each loaded twice and compared in two pairs: where a
+//!   program's code lands in the kernel moves its time by several percent for as long as it
+//!   stays loaded, so a verdict that one pair alone gives does not repeat in the next run.
 
 use weir_cbpf::translate::translate;
 use weir_filter::emit::cbpf;
@@ -51,6 +54,10 @@ pub struct EmitArgs {
     /// Smoke mode.
     #[arg(long)]
     pub quick: bool,
+    /// Load the translation before weir's program (the load order decides where each
+    /// program's code lands in the kernel; a verdict must not depend on it).
+    #[arg(long)]
+    pub translation_first: bool,
     /// Write bench/records/<date>-emit.txt.
     #[arg(long)]
     pub record: bool,
@@ -69,11 +76,18 @@ struct Lengths {
 /// test run resolves, and a ratio to it says nothing.
 const FLOOR_NS: f64 = 2.0;
 
-/// One row's kernel comparison: per-round ratios weir / pcap and pcap-again / pcap.
+/// One row's kernel comparison, per-round ratios of two loads of each program: weir /
+/// pcap and weir-again / pcap-again, and the A/A pairs pcap-again / pcap and weir-again /
+/// weir.
 struct KernelRow {
     pcap_ns: f64,
+    /// Weir's program is the translation, instruction for instruction: the kernel compiles
+    /// both to the same code, and any difference in time is where that code landed.
+    identical: bool,
     now: Samples,
+    now_again: Samples,
     aa: Samples,
+    aa_weir: Samples,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -81,20 +95,29 @@ enum Verdict {
     Slower,
     Faster,
     Unresolved,
+    /// The same program (see [`KernelRow::identical`]).
+    Same,
     /// Under [`FLOOR_NS`].
     Floor,
 }
 
 impl KernelRow {
+    /// Slower (faster) when both pairs' quartiles lie above (below) 1.0 and both A/A
+    /// pairs' quartiles: one pair alone is one placement of each program's code.
     fn verdict(&self) -> Verdict {
+        if self.identical {
+            return Verdict::Same;
+        }
         if self.pcap_ns < FLOOR_NS {
             return Verdict::Floor;
         }
-        let (now_q1, now_q3) = self.now.quartiles();
         let (aa_q1, aa_q3) = self.aa.quartiles();
-        if now_q1 > aa_q3.max(1.0) {
+        let (aw_q1, aw_q3) = self.aa_weir.quartiles();
+        let (above, below) = (aa_q3.max(aw_q3).max(1.0), aa_q1.min(aw_q1).min(1.0));
+        let pairs = [self.now.quartiles(), self.now_again.quartiles()];
+        if pairs.iter().all(|&(q1, _)| q1 > above) {
             Verdict::Slower
-        } else if now_q3 < aa_q1.min(1.0) {
+        } else if pairs.iter().all(|&(_, q3)| q3 < below) {
             Verdict::Faster
         } else {
             Verdict::Unresolved
@@ -108,6 +131,7 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::Faster => "faster",
             Verdict::Unresolved => "~",
+            Verdict::Same => "same",
             Verdict::Floor => "floor",
         }
     }
@@ -120,6 +144,7 @@ struct Judged {
     over: Vec<String>,
     slower: Vec<String>,
     faster: usize,
+    same: usize,
     floor: usize,
     aa_widest: f64,
     log_sum: f64,
@@ -141,6 +166,10 @@ impl Judged {
                 self.floor += 1;
                 return;
             }
+            Verdict::Same => {
+                self.same += 1;
+                return;
+            }
             Verdict::Slower => self.slower.push(named.clone()),
             Verdict::Faster => self.faster += 1,
             Verdict::Unresolved => {}
@@ -156,11 +185,13 @@ impl Judged {
     }
 
     fn report(&self, log: &mut Log) {
-        let judged = self.rows - self.floor;
+        let judged = self.rows - self.floor - self.same;
         log.line(format!(
-            "kernel: {} of {judged} rows judged (net over {FLOOR_NS} ns) have a median x now over \
-             1.0; geomean {:.2}x; slower beyond the A/A floor: {}, faster: {}, not told apart: \
-             {}; the widest A/A interquartile range {:.2}",
+            "kernel: {} rows the same program as the translation; {} of {judged} other rows \
+             judged (net over {FLOOR_NS} ns) have a median x now over 1.0; geomean {:.2}x; slower \
+             beyond the A/A floor: {}, faster: {}, not told apart: {}; the widest A/A \
+             interquartile range {:.2}",
+            self.same,
             self.over.len(),
             (self.log_sum / self.logs.max(1) as f64).exp(),
             self.slower.len(),
@@ -207,18 +238,22 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
             .to_string(),
         format!(
             "ns: BPF_PROG_TEST_RUN (SCHED_CLS, JIT on), {repeat} repetitions per packet; {rounds} \
-             rounds, in each every packet run by the direct, weir, pcap and pcap-again programs \
-             and an accept-all program in turn (the order rotated each round), net = a \
-             program's mean less the accept-all program's in the same round; ns = median of \
-             the rounds' nets; x bef = direct / pcap, x now = weir / pcap, A/A = pcap-again / \
+             rounds, in each every packet run by the direct, weir, pcap, weir-again and \
+             pcap-again programs (loaded in that order{}) and an accept-all program in turn \
+             (the order rotated each round), net = a program's mean less the accept-all \
+             program's in the same round; ns = median of the rounds' nets; x bef = direct / \
+             pcap, x now = weir / pcap, x again = weir-again / pcap-again, A/A = pcap-again / \
              pcap: medians of per-round ratios [quartiles]; each program's verdicts are checked \
-             against libpcap's on every packet first"
+             against libpcap's on every packet first",
+            if args.translation_first { ", the pcap programs first" } else { "" }
         ),
         format!(
-            "verdict: slower when x now's first quartile is above both 1.0 and A/A's third \
-             quartile, faster when its third is below both 1.0 and A/A's first, else ~ (not \
-             told apart); rows whose pcap net is under {FLOOR_NS} ns are not judged (below what \
-             the test run resolves)"
+            "verdict: same when weir's program is the translation instruction for instruction \
+             (the kernel compiles both alike); else slower when the first quartiles of x now \
+             and x again are above 1.0 and the third quartiles of both A/A pairs (pcap-again / \
+             pcap, weir-again / weir), faster when their third quartiles are below 1.0 and both \
+             A/A pairs' first, else ~ (not told apart); rows whose pcap net is under {FLOOR_NS} \
+             ns are not judged (below what the test run resolves)"
         ),
         format!("workload: {}", w.describe()),
     ];
@@ -231,7 +266,7 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
     let mut judged = Judged::default();
     log.line(format!(
         "{:<4} {:>5} {:>6} {:>5} {:>4} | {:>6} {:>5} {:>5} | {:>13} | {:>6} {:>6} {:>6} {:>5} \
-         {:>16} {:>16} {:>7} | filter",
+         {:>16} {:>16} {:>16} {:>7} | filter",
         "#",
         "pcap",
         "before",
@@ -246,6 +281,7 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
         "nspcap",
         "x bef",
         "x now [q1-q3]",
+        "x again [q1-q3]",
         "A/A [q1-q3]",
         "verdict"
     ));
@@ -253,7 +289,12 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
         if i == bench_count {
             log.line("-- everyday list (bench/everyday.txt)");
         }
-        match one(bench, pcap, &names, &w, kernel_off.is_none(), rounds, repeat) {
+        let kernel = kernel_off.is_none().then_some(KernelPlan {
+            rounds,
+            repeat,
+            translation_first: args.translation_first,
+        });
+        match one(bench, pcap, &names, &w, kernel) {
             Ok((line, lengths, kernel)) => {
                 if let Some(k) = kernel {
                     judged.add(&bench.label, lengths.equal_ebpf, &k);
@@ -291,14 +332,19 @@ pub fn run(args: &EmitArgs, command: &str) -> Result<bool, String> {
     Ok(ok)
 }
 
+/// How the kernel columns are measured.
+struct KernelPlan {
+    rounds: usize,
+    repeat: u32,
+    translation_first: bool,
+}
+
 fn one(
     bench: &BenchFilter,
     pcap: &libpcap::Libpcap,
     names: &NameDb,
     w: &Workload,
-    kernel: bool,
-    rounds: usize,
-    repeat: u32,
+    kernel: Option<KernelPlan>,
 ) -> Result<(String, Lengths, Option<KernelRow>), String> {
     let (_, optimized) = compile_weir(&bench.expr, LinkType::Ethernet, names)?;
     let raw = pcap.compile(&bench.expr, 1, true)?;
@@ -330,35 +376,56 @@ fn one(
         translated.insns().len(),
         format!("{weir_exec} / {pcap_exec}")
     );
-    if !kernel {
+    let Some(plan) = kernel else {
         return Ok((line, lengths, None));
-    }
+    };
     let prog = pcap.validate(&raw)?;
     let want: Vec<bool> = w.packets().map(|(p, wire)| prog.filter(p, wire) != 0).collect();
-    // The translation twice: its second load timed against the first is the A/A row.
-    let names = ["direct", "weir", "pcap", "pcap again"];
-    let turns = KernelTurns::load(&[&direct, &chosen, &translated, &translated])?;
-    for (index, name) in names.iter().enumerate() {
+    // Weir's program and the translation twice each: a second load timed against the first
+    // is an A/A pair, and the two loads of each give two independent weir / pcap pairs.
+    let mut programs = [
+        ("direct", &direct),
+        ("weir", &chosen),
+        ("pcap", &translated),
+        ("weir again", &chosen),
+        ("pcap again", &translated),
+    ];
+    if plan.translation_first {
+        programs.sort_by_key(|(name, _)| !name.starts_with("pcap"));
+    }
+    let turns = KernelTurns::load(&programs.map(|(_, p)| p))?;
+    for (index, (name, _)) in programs.iter().enumerate() {
         let got = turns.verdicts(index, w)?;
         if let Some(i) = got.iter().zip(&want).position(|(g, w)| g != w) {
             return Err(format!("{name}: packet {i}: kernel says {}, libpcap {}", got[i], want[i]));
         }
     }
-    let nets = turns.time(w, rounds, repeat)?;
-    let ns = |index: usize| per_round(&nets, |r| r[index]).median();
-    let ratio = |over: usize| per_round(&nets, |r| r[over] / r[2]);
-    let row = KernelRow { pcap_ns: ns(2), now: ratio(1), aa: ratio(3) };
+    let at = |want: &str| programs.iter().position(|(name, _)| *name == want).unwrap_or(0);
+    let (direct_at, weir_at, pcap_at) = (at("direct"), at("weir"), at("pcap"));
+    let (weir_again, pcap_again) = (at("weir again"), at("pcap again"));
+    let times = turns.time(w, plan.rounds, plan.repeat)?;
+    let ns = |index: usize| times.net(index).median();
+    let ratio = |of: usize, over: usize| per_round(&times.nets, |r| r[of] / r[over]);
+    let row = KernelRow {
+        pcap_ns: ns(pcap_at),
+        identical: chosen.insns() == translated.insns(),
+        now: ratio(weir_at, pcap_at),
+        now_again: ratio(weir_again, pcap_again),
+        aa: ratio(pcap_again, pcap_at),
+        aa_weir: ratio(weir_again, weir_at),
+    };
     let with_quartiles = |s: &Samples| {
         let (q1, q3) = s.quartiles();
         format!("{:.2} [{q1:.2}-{q3:.2}]", s.median())
     };
     line.push_str(&format!(
-        " {:>6.1} {:>6.1} {:>6.1} {:>5.2} {:>16} {:>16} {:>7}",
-        ns(0),
-        ns(1),
-        ns(2),
-        ratio(0).median(),
+        " {:>6.1} {:>6.1} {:>6.1} {:>5.2} {:>16} {:>16} {:>16} {:>7}",
+        ns(direct_at),
+        ns(weir_at),
+        ns(pcap_at),
+        ratio(direct_at, pcap_at).median(),
         with_quartiles(&row.now),
+        with_quartiles(&row.now_again),
         with_quartiles(&row.aa),
         row.verdict().word()
     ));
@@ -401,4 +468,46 @@ fn executed(program: &Program, w: &Workload) -> Result<String, String> {
     }
     let per = w.len().max(1) as f64;
     Ok(format!("{:.1} / {:.1}", steps as f64 / per, loads as f64 / per))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row whose weir / pcap pairs read `now` and `again` (every round alike), with A/A
+    /// pairs of quartiles about `aa_spread` either side of 1.0.
+    fn row(now: f64, again: f64, aa_spread: f64) -> KernelRow {
+        let spread = |centre: f64, half: f64| {
+            Samples((0..9).map(|i| centre - half + half * f64::from(i) / 4.0).collect())
+        };
+        KernelRow {
+            pcap_ns: 20.0,
+            identical: false,
+            now: spread(now, 0.01),
+            now_again: spread(again, 0.01),
+            aa: spread(1.0, aa_spread * 2.0),
+            aa_weir: spread(1.0, 0.01),
+        }
+    }
+
+    #[test]
+    fn a_verdict_needs_both_pairs_beyond_both_floors() {
+        assert_eq!(row(1.10, 1.10, 0.02).verdict(), Verdict::Slower);
+        assert_eq!(row(0.90, 0.90, 0.02).verdict(), Verdict::Faster);
+        // One placement slower, the other not: not told apart.
+        assert_eq!(row(1.10, 1.00, 0.02).verdict(), Verdict::Unresolved);
+        assert_eq!(row(1.00, 1.10, 0.02).verdict(), Verdict::Unresolved);
+        assert_eq!(row(0.90, 1.00, 0.02).verdict(), Verdict::Unresolved);
+        // Both pairs 5% slower, but an A/A pair spreads over 10% either side.
+        assert_eq!(row(1.05, 1.05, 0.10).verdict(), Verdict::Unresolved);
+        let mut noisy_weir = row(1.05, 1.05, 0.0);
+        noisy_weir.aa_weir = Samples((0..9).map(|i| 0.8 + 0.05 * f64::from(i)).collect());
+        assert_eq!(noisy_weir.verdict(), Verdict::Unresolved);
+        let mut floor = row(1.5, 1.5, 0.0);
+        floor.pcap_ns = FLOOR_NS / 2.0;
+        assert_eq!(floor.verdict(), Verdict::Floor);
+        let mut same = row(1.10, 1.10, 0.0);
+        same.identical = true;
+        assert_eq!(same.verdict(), Verdict::Same);
+    }
 }

@@ -21,7 +21,7 @@ use weir_sys::libpcap::{self, BpfInsn};
 
 use crate::engines::{self, Engine, Role, Runner, Subject};
 use crate::filterlist::{self, BenchFilter};
-use crate::kernel_runs::{self, KernelPair};
+use crate::kernel_runs::{self, KernelTurns, TurnTimes};
 use crate::record::{self, Log};
 use crate::timing::{self, Plan, Samples};
 use crate::workload::{self, Source, Workload};
@@ -158,8 +158,10 @@ pub fn run(args: &FiltersArgs, command: &str) -> Result<bool, String> {
          (below 1 is faster); spread: interquartile range / median"
     ));
     notes.push(format!(
-        "kernel: BPF_PROG_TEST_RUN, {repeat} repetitions per packet; ns/pkt is net of the \
-         kernel's own loop (an accept-all program timed alike), the note gives raw and overhead"
+        "kernel: BPF_PROG_TEST_RUN, {repeat} repetitions per packet, the kernel engines and an \
+         accept-all program in turns packet by packet; ns/pkt is the median of the rounds' \
+         nets (a program's mean less the accept-all program's in the same round), the note \
+         gives raw and overhead"
     ));
     for note in &notes {
         eprintln!("{note}");
@@ -329,10 +331,11 @@ fn select_engines(names: &[String]) -> Result<Vec<&'static Engine>, String> {
     names.iter().map(|n| engines::lookup(n)).collect()
 }
 
-/// Prepared engines: the in-process ones with their verdicts, the kernel ones loaded.
+/// Prepared engines: the in-process ones with their verdicts, the kernel ones loaded (their
+/// index among the kernel programs, which are timed together in turns).
 enum Ready {
     InProcess(engines::Verdict, Role),
-    Kernel(KernelPair),
+    Kernel(usize),
 }
 
 /// Checks agreement, then times every engine on one filter. `Err` is a disagreement.
@@ -346,11 +349,19 @@ fn measure(
     let subject = c.subject();
     let mut rows = Vec::new();
     let mut ready: Vec<(&'static str, Ready)> = Vec::new();
+    let mut turns: Option<KernelTurns> = None;
     for engine in selected {
         let prepared = (engine.prepare)(&subject).and_then(|runner| match runner {
             Runner::InProcess(v) => Ok(Ready::InProcess(v, engine.role)),
             Runner::Kernel(program) => {
-                KernelPair::load(&program).map(Ready::Kernel).map_err(|e| {
+                let loaded = match &mut turns {
+                    Some(t) => t.add(&program),
+                    None => KernelTurns::new().and_then(|t| {
+                        let t = turns.insert(t);
+                        t.add(&program)
+                    }),
+                };
+                loaded.map(Ready::Kernel).map_err(|e| {
                     // Weir's eBPF must pass the verifier: a refusal is a failure, with the
                     // end of the log (where the reason is) on stderr.
                     let tail: Vec<&str> = e.lines().rev().take(20).collect();
@@ -382,12 +393,13 @@ fn measure(
                 w.for_each(|pkt, wire| v.push(run(pkt, wire)));
                 v
             }
-            Ready::Kernel(pair) => match pair.verdicts(w) {
-                Ok(v) => v,
-                Err(e) => {
+            Ready::Kernel(index) => match turns.as_ref().map(|t| t.verdicts(*index, w)) {
+                Some(Ok(v)) => v,
+                Some(Err(e)) => {
                     rows.push(Row { engine: name, outcome: Err(format!("FAILED: {e}")) });
                     continue;
                 }
+                None => continue,
             },
         };
         verdicts.push((name, v));
@@ -426,6 +438,8 @@ fn measure(
         verdicts.iter().find(|(n, _)| *n == name).map(|(_, v)| v.iter().filter(|&&b| b).count())
     };
 
+    // The kernel programs that gave their verdicts, timed together packet by packet.
+    let mut kernel_times: Option<Result<TurnTimes, String>> = None;
     for (name, r) in checked {
         let outcome = match r {
             Ready::InProcess(mut run, role) => {
@@ -450,16 +464,28 @@ fn measure(
                     },
                 })
             }
-            Ready::Kernel(pair) => pair.time(w, plan.rounds, repeat).map(|k| Figures {
-                ns: k.net(),
-                spread: k.raw.spread_percent(),
-                matches: matches_of(name),
-                note: format!(
-                    "raw {:.1}, loop overhead {:.1} ns",
-                    k.raw.median(),
-                    k.overhead.median()
-                ),
-            }),
+            Ready::Kernel(index) => {
+                let times = kernel_times.get_or_insert_with(|| match &turns {
+                    Some(t) => t.time(w, plan.rounds, repeat),
+                    None => Err("no kernel program loaded".into()),
+                });
+                match times {
+                    Ok(k) => {
+                        let raw = k.raw(index);
+                        Ok(Figures {
+                            ns: k.net(index).median(),
+                            spread: raw.spread_percent(),
+                            matches: matches_of(name),
+                            note: format!(
+                                "raw {:.1}, loop overhead {:.1} ns",
+                                raw.median(),
+                                k.overhead.median()
+                            ),
+                        })
+                    }
+                    Err(e) => Err(e.clone()),
+                }
+            }
         };
         rows.push(Row { engine: name, outcome });
     }

@@ -12,7 +12,7 @@
 use weir_program::Program;
 use weir_sys::kernel::{self, LoadedProgram, ProgType};
 
-use crate::timing::Samples;
+use crate::timing::{per_round, Samples};
 use crate::workload::Workload;
 
 /// `mov32 r0, 262144; exit`: accepts everything and does nothing else.
@@ -57,62 +57,6 @@ fn takes(pkt: &[u8], wire: u32) -> bool {
     whole && sized && pkt.len() <= 3_000
 }
 
-/// A loaded filter and the accept-all program it is measured against.
-pub struct KernelPair {
-    filter: LoadedProgram,
-    overhead: LoadedProgram,
-}
-
-/// The figures of one kernel measurement, ns per packet.
-pub struct KernelFigures {
-    pub raw: Samples,
-    pub overhead: Samples,
-}
-
-impl KernelFigures {
-    pub fn net(&self) -> f64 {
-        self.raw.median() - self.overhead.median()
-    }
-}
-
-impl KernelPair {
-    /// Loads `program`; a refusal carries the verifier's log.
-    pub fn load(program: &Program) -> Result<KernelPair, String> {
-        let filter = kernel::load(ProgType::SchedCls, &program.to_bytes())
-            .map_err(|e| format!("the kernel refuses the program: {e}"))?;
-        let overhead = kernel::load(ProgType::SchedCls, &ACCEPT_ALL)
-            .map_err(|e| format!("the kernel refuses an accept-all program: {e}"))?;
-        Ok(KernelPair { filter, overhead })
-    }
-
-    /// The kernel's verdict on every packet (one run each).
-    pub fn verdicts(&self, w: &Workload) -> Result<Vec<bool>, String> {
-        verdicts(&self.filter, w)
-    }
-
-    /// `rounds` rounds (after one for warm-up), each a test run of every packet with
-    /// `repeat` repetitions, alternating the filter and the accept-all program.
-    pub fn time(&self, w: &Workload, rounds: usize, repeat: u32) -> Result<KernelFigures, String> {
-        let round = |prog: &LoadedProgram| -> Result<f64, String> {
-            let mut total = 0u64;
-            for (pkt, _) in w.packets() {
-                let run = prog.test_run(pkt, repeat).map_err(|e| format!("test run: {e}"))?;
-                total += u64::from(run.duration_ns);
-            }
-            Ok(total as f64 / w.len().max(1) as f64)
-        };
-        round(&self.filter)?;
-        round(&self.overhead)?;
-        let mut raw = Vec::with_capacity(rounds);
-        let mut overhead = Vec::with_capacity(rounds);
-        for _ in 0..rounds {
-            raw.push(round(&self.filter)?);
-            overhead.push(round(&self.overhead)?);
-        }
-        Ok(KernelFigures { raw: Samples(raw), overhead: Samples(overhead) })
-    }
-}
-
 /// The kernel's verdict of `program` on every packet of `w` (one run each).
 fn verdicts(program: &LoadedProgram, w: &Workload) -> Result<Vec<bool>, String> {
     w.packets()
@@ -136,21 +80,51 @@ pub struct KernelTurns {
     overhead: LoadedProgram,
 }
 
+/// What [`KernelTurns::time`] measured, ns per packet, one entry per round.
+pub struct TurnTimes {
+    /// Per round, each filter's mean less the accept-all program's in the same round.
+    pub nets: Vec<Vec<f64>>,
+    /// Per round, the accept-all program's mean (the kernel's own loop).
+    pub overhead: Samples,
+}
+
+impl TurnTimes {
+    /// Filter `index`'s net per round.
+    pub fn net(&self, index: usize) -> Samples {
+        per_round(&self.nets, |r| r[index])
+    }
+
+    /// Filter `index`'s raw figure per round (net plus that round's overhead).
+    pub fn raw(&self, index: usize) -> Samples {
+        Samples(self.nets.iter().zip(&self.overhead.0).map(|(r, o)| r[index] + o).collect())
+    }
+}
+
 impl KernelTurns {
+    /// No filter yet, the accept-all program loaded.
+    pub fn new() -> Result<KernelTurns, String> {
+        let overhead = kernel::load(ProgType::SchedCls, &ACCEPT_ALL)
+            .map_err(|e| format!("the kernel refuses an accept-all program: {e}"))?;
+        Ok(KernelTurns { filters: Vec::new(), overhead })
+    }
+
     /// Loads each of `programs` (a program given twice is loaded twice: two programs, as an
     /// A/A comparison needs); a refusal carries the verifier's log.
     pub fn load(programs: &[&Program]) -> Result<KernelTurns, String> {
-        let filters = programs
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                kernel::load(ProgType::SchedCls, &p.to_bytes())
-                    .map_err(|e| format!("the kernel refuses program {i}: {e}"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let overhead = kernel::load(ProgType::SchedCls, &ACCEPT_ALL)
-            .map_err(|e| format!("the kernel refuses an accept-all program: {e}"))?;
-        Ok(KernelTurns { filters, overhead })
+        let mut turns = KernelTurns::new()?;
+        for (i, p) in programs.iter().enumerate() {
+            turns.add(p).map_err(|e| format!("program {i}: {e}"))?;
+        }
+        Ok(turns)
+    }
+
+    /// Loads `program` as the next filter and returns its index; a refusal carries the
+    /// verifier's log.
+    pub fn add(&mut self, program: &Program) -> Result<usize, String> {
+        let loaded = kernel::load(ProgType::SchedCls, &program.to_bytes())
+            .map_err(|e| format!("the kernel refuses the program: {e}"))?;
+        self.filters.push(loaded);
+        Ok(self.filters.len() - 1)
     }
 
     /// The kernel's verdict of filter `index` on every packet.
@@ -162,13 +136,12 @@ impl KernelTurns {
     /// `rounds` rounds (after one for warm-up). In a round every packet is test-run
     /// (`repeat` repetitions) by every filter and by the accept-all program, one after the
     /// other, the order rotated by one program each round so that none always runs first.
-    /// Returns per round the net ns per packet of each filter: its mean over the packets
-    /// less the accept-all program's in the same round.
-    pub fn time(&self, w: &Workload, rounds: usize, repeat: u32) -> Result<Vec<Vec<f64>>, String> {
+    pub fn time(&self, w: &Workload, rounds: usize, repeat: u32) -> Result<TurnTimes, String> {
         let all: Vec<&LoadedProgram> =
             self.filters.iter().chain(std::iter::once(&self.overhead)).collect();
         let packets = w.len().max(1) as f64;
-        let mut out = Vec::with_capacity(rounds);
+        let mut nets = Vec::with_capacity(rounds);
+        let mut overheads = Vec::with_capacity(rounds);
         for round in 0..=rounds {
             let mut total = vec![0u64; all.len()];
             for (pkt, _) in w.packets() {
@@ -183,11 +156,12 @@ impl KernelTurns {
                 continue;
             }
             let overhead = total[all.len() - 1] as f64 / packets;
-            out.push(
+            overheads.push(overhead);
+            nets.push(
                 total[..all.len() - 1].iter().map(|&t| t as f64 / packets - overhead).collect(),
             );
         }
-        Ok(out)
+        Ok(TurnTimes { nets, overhead: Samples(overheads) })
     }
 }
 
