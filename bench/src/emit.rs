@@ -35,7 +35,7 @@ use crate::filterlist::{self, BenchFilter};
 use crate::filters::compile_weir;
 use crate::kernel_runs::{self, KernelTurns};
 use crate::record::{self, Log};
-use crate::timing::{per_round, Samples};
+use crate::timing::{per_round, Samples, Verdict};
 use crate::workload::{self, Source, Workload};
 
 /// The everyday list: filters people type.
@@ -90,49 +90,38 @@ struct KernelRow {
     aa_weir: Samples,
 }
 
+/// A kernel row's verdict: [`Verdict`] over both loads of each program, unless the
+/// programs are one (see [`KernelRow::identical`]) or the row is under [`FLOOR_NS`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Verdict {
-    Slower,
-    Faster,
-    Unresolved,
-    /// The same program (see [`KernelRow::identical`]).
+enum RowVerdict {
+    Judged(Verdict),
     Same,
-    /// Under [`FLOOR_NS`].
     Floor,
 }
 
 impl KernelRow {
     /// Slower (faster) when both pairs' quartiles lie above (below) 1.0 and both A/A
     /// pairs' quartiles: one pair alone is one placement of each program's code.
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> RowVerdict {
         if self.identical {
-            return Verdict::Same;
+            return RowVerdict::Same;
         }
         if self.pcap_ns < FLOOR_NS {
-            return Verdict::Floor;
+            return RowVerdict::Floor;
         }
-        let (aa_q1, aa_q3) = self.aa.quartiles();
-        let (aw_q1, aw_q3) = self.aa_weir.quartiles();
-        let (above, below) = (aa_q3.max(aw_q3).max(1.0), aa_q1.min(aw_q1).min(1.0));
-        let pairs = [self.now.quartiles(), self.now_again.quartiles()];
-        if pairs.iter().all(|&(q1, _)| q1 > above) {
-            Verdict::Slower
-        } else if pairs.iter().all(|&(_, q3)| q3 < below) {
-            Verdict::Faster
-        } else {
-            Verdict::Unresolved
-        }
+        RowVerdict::Judged(Verdict::of_all(
+            &[&self.now, &self.now_again],
+            &[&self.aa, &self.aa_weir],
+        ))
     }
 }
 
-impl Verdict {
+impl RowVerdict {
     fn word(self) -> &'static str {
         match self {
-            Verdict::Slower => "slower",
-            Verdict::Faster => "faster",
-            Verdict::Unresolved => "~",
-            Verdict::Same => "same",
-            Verdict::Floor => "floor",
+            RowVerdict::Judged(verdict) => verdict.word(),
+            RowVerdict::Same => "same",
+            RowVerdict::Floor => "floor",
         }
     }
 }
@@ -162,17 +151,17 @@ impl Judged {
             if equal_ebpf { "" } else { " (eBPF lengths differ)" }
         );
         match verdict {
-            Verdict::Floor => {
+            RowVerdict::Floor => {
                 self.floor += 1;
                 return;
             }
-            Verdict::Same => {
+            RowVerdict::Same => {
                 self.same += 1;
                 return;
             }
-            Verdict::Slower => self.slower.push(named.clone()),
-            Verdict::Faster => self.faster += 1,
-            Verdict::Unresolved => {}
+            RowVerdict::Judged(Verdict::Slower) => self.slower.push(named.clone()),
+            RowVerdict::Judged(Verdict::Faster) => self.faster += 1,
+            RowVerdict::Judged(Verdict::Unresolved) => {}
         }
         self.aa_widest = self.aa_widest.max(aa_q3 - aa_q1);
         if median > 1.0 {
@@ -492,22 +481,22 @@ mod tests {
 
     #[test]
     fn a_verdict_needs_both_pairs_beyond_both_floors() {
-        assert_eq!(row(1.10, 1.10, 0.02).verdict(), Verdict::Slower);
-        assert_eq!(row(0.90, 0.90, 0.02).verdict(), Verdict::Faster);
+        assert_eq!(row(1.10, 1.10, 0.02).verdict(), RowVerdict::Judged(Verdict::Slower));
+        assert_eq!(row(0.90, 0.90, 0.02).verdict(), RowVerdict::Judged(Verdict::Faster));
         // One placement slower, the other not: not told apart.
-        assert_eq!(row(1.10, 1.00, 0.02).verdict(), Verdict::Unresolved);
-        assert_eq!(row(1.00, 1.10, 0.02).verdict(), Verdict::Unresolved);
-        assert_eq!(row(0.90, 1.00, 0.02).verdict(), Verdict::Unresolved);
+        assert_eq!(row(1.10, 1.00, 0.02).verdict(), RowVerdict::Judged(Verdict::Unresolved));
+        assert_eq!(row(1.00, 1.10, 0.02).verdict(), RowVerdict::Judged(Verdict::Unresolved));
+        assert_eq!(row(0.90, 1.00, 0.02).verdict(), RowVerdict::Judged(Verdict::Unresolved));
         // Both pairs 5% slower, but an A/A pair spreads over 10% either side.
-        assert_eq!(row(1.05, 1.05, 0.10).verdict(), Verdict::Unresolved);
+        assert_eq!(row(1.05, 1.05, 0.10).verdict(), RowVerdict::Judged(Verdict::Unresolved));
         let mut noisy_weir = row(1.05, 1.05, 0.0);
         noisy_weir.aa_weir = Samples((0..9).map(|i| 0.8 + 0.05 * f64::from(i)).collect());
-        assert_eq!(noisy_weir.verdict(), Verdict::Unresolved);
+        assert_eq!(noisy_weir.verdict(), RowVerdict::Judged(Verdict::Unresolved));
         let mut floor = row(1.5, 1.5, 0.0);
         floor.pcap_ns = FLOOR_NS / 2.0;
-        assert_eq!(floor.verdict(), Verdict::Floor);
+        assert_eq!(floor.verdict(), RowVerdict::Floor);
         let mut same = row(1.10, 1.10, 0.0);
         same.identical = true;
-        assert_eq!(same.verdict(), Verdict::Same);
+        assert_eq!(same.verdict(), RowVerdict::Same);
     }
 }

@@ -204,11 +204,18 @@ pub enum Verdict {
 impl Verdict {
     /// `ratio`: per-round row / reference; `aa`: per-round reference-again / reference.
     pub fn of(ratio: &Samples, aa: &Samples) -> Verdict {
-        let (q1, q3) = ratio.quartiles();
-        let (aa_q1, aa_q3) = aa.quartiles();
-        if q1 > aa_q3.max(1.0) {
+        Verdict::of_all(&[ratio], &[aa])
+    }
+
+    /// The same over several readings of one row (e.g. each program loaded twice): slower
+    /// (faster) only when every ratio's quartiles lie above (below) 1.0 and every floor's.
+    pub fn of_all(ratios: &[&Samples], floors: &[&Samples]) -> Verdict {
+        let quartiles = |s: &&Samples| s.quartiles();
+        let above = floors.iter().map(quartiles).fold(1.0f64, |m, (_, q3)| m.max(q3));
+        let below = floors.iter().map(quartiles).fold(1.0f64, |m, (q1, _)| m.min(q1));
+        if ratios.iter().map(quartiles).all(|(q1, _)| q1 > above) {
             Verdict::Slower
-        } else if q3 < aa_q1.min(1.0) {
+        } else if ratios.iter().map(quartiles).all(|(_, q3)| q3 < below) {
             Verdict::Faster
         } else {
             Verdict::Unresolved
