@@ -1788,8 +1788,8 @@ impl<const W: usize> Tables<W> {
         }
         let slots = engine::outcome_slots(out, n);
         // The matched rules' counter cells touched before any is counted once the rules
-        // are past the first chunk's: at 1M rules each is a cache miss, and here they
-        // overlap (the counts' loop waited on each in turn); a rule set within the first
+        // are past the first chunk's: at 1M rules each is a cache miss, meant to overlap
+        // here rather than one by one in the counts' loop (not timed apart); a rule set within the first
         // chunk is small enough to stay in the caches, so it skips the loop.
         if cells.past_first_chunk() {
             let mut touch = 0u64;

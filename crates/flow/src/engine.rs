@@ -50,8 +50,8 @@ pub const COUNTER_SHARDS: usize = 2;
 /// rule scaled but made 1M rules 655 MB. The tables cost a second line a matched packet
 /// (a miss once the rules are out of cache: measured 73 to 113 ns/packet at 1M rules and
 /// one mask when first tried); once the cells pass the first chunk the multi-subtable batch
-/// path touches the matched rules' cells before their actions (`ShardCells::touch`) so
-/// that those misses overlap. In instructions one thread pays for it: callgrind's
+/// path touches the matched rules' cells before their actions (`ShardCells::touch`), meant
+/// to overlap those misses (not timed against a build without it: flow-counters-2 §6). In instructions one thread pays for it: callgrind's
 /// process_batch a packet at 1k rules, 149.47 to 153.59 at one mask and 211.80 to 216.85
 /// at 16, a batch finding its cells in the first chunk's slice (`ShardCells`; through the
 /// directory of chunks on every packet it was 170.59 and 250.29), and 1M rules fit in
@@ -267,13 +267,14 @@ pub fn release_shard() {
 }
 
 impl Counters {
-    /// Count a packet of `bytes` at `now` for `rule`, on this thread's shard.
-    #[inline]
+    /// Count a packet of `bytes` at `now` for `rule`, on this thread's shard (the packet
+    /// paths count through [`Counters::shard`]'s cells, once a batch).
+    #[cfg(test)]
     pub fn hit(&self, rule: &Installed, bytes: u64, now: u64) {
         self.hit_on(my_shard(), rule, bytes, now);
     }
     /// [`Counters::hit`] on shard `i`.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn hit_on(&self, i: usize, rule: &Installed, bytes: u64, now: u64) {
         self.shard(i).hit(rule, bytes, now);
     }
@@ -525,8 +526,8 @@ const NO_RANGE: PortRange = (1, 0);
 /// actions a shared list; a stats row needs the line, chain and priority.
 ///
 /// `repr(C)`, what a matched packet reads first: rank, verdict and line in the first 24
-/// bytes, the last-used stamp and the counter cell right after; 64 bytes, one line (the
-/// counts are in [`Counters`]' tables: 120 bytes when they were in the rule).
+/// bytes, the last-used stamp and the counter cell right after; 64 bytes (the counts are
+/// in [`Counters`]' tables: 104 bytes when they were in the rule).
 /// Rust's own order had put the priority and the order 112 bytes apart, each load a miss
 /// of its own in `perf` of a 1k-rule lookup (1k rules, one mask: 34.0 to 32.8 ns/packet).
 #[derive(Debug)]
@@ -670,6 +671,7 @@ pub struct Outcome {
 
 // The size the doc comment above states.
 const _: () = assert!(std::mem::size_of::<Outcome>() == 16);
+const _: () = assert!(std::mem::size_of::<Installed>() == 64);
 
 impl Outcome {
     /// The outcome of a packet that `line`'s rule (or none) ended with `verdict`.

@@ -172,8 +172,9 @@ const FIRST_CHUNK: usize = 4096;
 
 /// A rule inserted into a classifier whose counter tables have grown (its cell past the
 /// first chunk, found through the chunks' directory, and the multi-subtable batch touching
-/// the cells first) counts from its first packet, on a version taken before it went in (an
-/// in-place insert publishes none), and deleted rules' cells, reused, start at zero: rounds
+/// the cells first) counts from its first packet (each pass takes the published version; a
+/// failure says whether the inserts published a new one), and deleted rules' cells, reused,
+/// start at zero: rounds
 /// of 100 rules in and out, each rule counted once for each of its packets.
 #[test]
 fn rules_inserted_after_the_tables_grew_count_from_their_first_packet() {
