@@ -362,7 +362,8 @@ impl Emitter {
         let reject = flow.label();
         let mut labels = Vec::with_capacity(FLOW_ITEMS / 2);
         labels.push(Jumps { x: XHolds::Unreached, count: 0 });
-        // (MEM_WORDS is 16: one bit of `used` per cell)
+        // One bit of `used` a cell: a u16 holds them all.
+        const _: () = assert!(MEM_WORDS == u16::BITS);
         let free_cells = !used;
         Emitter {
             flow,
@@ -462,8 +463,7 @@ impl Emitter {
 
     fn temporary(&mut self) -> Result<u32, EmitError> {
         self.temporaries_wanted = self.temporaries_wanted.wrapping_add(1);
-        // The highest set bit of the free mask: one bit a cell, so a u16 holds them all.
-        const _: () = assert!(MEM_WORDS == u16::BITS);
+        // The highest set bit of the free mask.
         let Some(cell) = (u16::BITS - 1).checked_sub(self.free_cells.leading_zeros()) else {
             return Err(EmitError::OutOfScratch {
                 used_by_filter: self.used_by_filter,

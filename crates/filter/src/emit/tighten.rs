@@ -1708,6 +1708,7 @@ fn thread(
             // numbered, are the full pass's, which makes the `ja` now and walks on over it)
             return Settled { fully: false, for_the_check: false };
         }
+        // Only without a check: with one, every `false` returned above.
         settled = Settled { fully: false, for_the_check: false };
         let target = from + 1 + usize::from(if outcome { p[from].jt } else { p[from].jf });
         p[from] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (target - from - 1) as u32);

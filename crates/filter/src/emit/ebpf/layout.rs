@@ -203,7 +203,7 @@ impl Layout {
                 Item::Cond { cond, .. } => {
                     let shape = shapes.get(index).copied().flatten().unwrap_or(Shape::Neither);
                     let far = self.is_far(index);
-                    // Every slot of a test is a jump; a far one binds one or two labels.
+                    // Every slot of a test is a jump; a far one binds at most two labels (counted as two).
                     let slots = shape.slots(*cond, far);
                     jumps = jumps.wrapping_add(slots);
                     far_labels = far_labels.wrapping_add(if far { 2 } else { 0 });

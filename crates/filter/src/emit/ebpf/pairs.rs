@@ -210,7 +210,8 @@ fn socket_plan(pairs: &Pairs, registers: usize) -> Option<SocketPlan> {
     let work = work_need(pairs);
     // The trees hold a value, its copy and the smallest rank; the last walk a field and
     // the word it is compared with; the last trees a copy, a leaf's second value and a
-    // word loaded (each walk's values once took a register each there: `n2 + 1`).
+    // word loaded. (`n2 + 1`: each second-walk value once took a register there; kept,
+    // as dropping it would change which lists take the shared form.)
     if n1 == 0 || n2 == 0 || work.max(3) > registers || n2 + 1 > registers {
         return None;
     }
@@ -487,8 +488,9 @@ impl Emitter {
 
     /// The scan of a packet whose first walk did not abort, by search trees (module
     /// documentation) over the list's distinct first values, one per first-walk register.
-    /// Neither walk aborted: the leaf of a value tests its pairs' second values (one
-    /// loaded: true). The second aborted: the leaf turns the register into the index of
+    /// Neither walk aborted: the leaf of a value with one second value hands it to the
+    /// tree's shared tail, which tests it against the second walk's values (one loaded:
+    /// true); a value with several tests them in its leaf. The second aborted: the leaf turns the register into the index of
     /// the value's first pair, the smallest index is kept, and a last tree on it tests that
     /// pair's second value (loaded: true, else an abort; no index: false).
     fn search_trees(&mut self, scan: Scan<'_>) -> Result<(), EmitError> {
@@ -498,8 +500,8 @@ impl Emitter {
         let bit = Operand::Imm(SECOND_ABORTED);
         self.flow.cond(Jump::value(Rel::Set, flags, bit), ranked, any);
         // Neither walk aborted: a pair with both values loaded matches. The search narrows
-        // the register itself, which is not read after its tree; a hit ends the scan, so
-        // only paths that leave the node see the second walk's registers narrowed.
+        // the register itself, and a leaf of one second value turns it to zero where it
+        // held the key (`leaf_to_tail`): it is not read after its tree.
         // A leaf of one second value leaves it in `second` for the tree's tail, which
         // compares the second walk's registers with it.
         self.flow.bind(any);
