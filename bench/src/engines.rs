@@ -301,14 +301,14 @@ fn cbpf(s: &Subject) -> Result<Runner, String> {
 }
 
 /// libpcap's instructions as weir's classic instructions.
-pub(crate) fn pcap_insns(s: &Subject) -> Result<Vec<CbpfInsn>, String> {
+pub(crate) fn pcap_insns(pcap: &[BpfInsn]) -> Result<Vec<CbpfInsn>, String> {
     let raw: Vec<SockFilter> =
-        s.pcap?.iter().map(|i| SockFilter::new(i.code, i.jt, i.jf, i.k)).collect();
+        pcap.iter().map(|i| SockFilter::new(i.code, i.jt, i.jf, i.k)).collect();
     decode(&raw).map_err(|e| format!("libpcap's program does not decode: {e}"))
 }
 
 fn cbpf_pcap(s: &Subject) -> Result<Runner, String> {
-    let filter = CbpfFilter::new_libpcap(&pcap_insns(s)?)
+    let filter = CbpfFilter::new_libpcap(&pcap_insns(s.pcap?)?)
         .map_err(|e| format!("libpcap's program is refused: {e}"))?;
     Ok(Runner::InProcess(Box::new(move |pkt, wire| filter.run(pkt, wire) != 0)))
 }
@@ -330,7 +330,7 @@ fn kernel_direct(s: &Subject) -> Result<Runner, String> {
 }
 
 fn translated_pcap(s: &Subject) -> Result<Program, String> {
-    weir_cbpf::translate::translate(&pcap_insns(s)?, ProgType::SocketFilter)
+    weir_cbpf::translate::translate(&pcap_insns(s.pcap?)?, ProgType::SocketFilter)
         .map_err(|e| format!("translating libpcap's program: {e}"))
 }
 

@@ -42,7 +42,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Suite {
-    /// weir's eBPF interpreter against rbpf's on four programs.
+    /// weir's eBPF interpreter against rbpf's on four programs, and weir's classic
+    /// interpreter against libpcap's bpf_filter on the bench filters.
     Interp {
         /// Timed rounds per program.
         #[arg(long, default_value_t = 25, value_name = "N")]

@@ -519,3 +519,34 @@ impl AndFuser {
         super::junction(self.out, true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{compile, names::NameDb, LinkType, Options};
+
+    fn lowered(host: u32, port: u32) -> Pred {
+        let [a, b, c, d] = host.to_be_bytes();
+        let expr = format!("host {a}.{b}.{c}.{d} and port {port}");
+        let options = Options::new(LinkType::Ethernet);
+        compile(&expr, &options, &NameDb::builtin()).unwrap().pred
+    }
+
+    /// A run of one syntax takes later terms of it unlowered once it holds [`MIN_TERMS`]
+    /// terms and a second term confirmed the syntax; not before, and not another syntax.
+    #[test]
+    fn a_vouched_run_takes_later_terms_by_their_syntax_alone() {
+        let q = Qualifiers::default();
+        let syntax = [(PairSide::Host, q), (PairSide::Port, q)];
+        let hint = |pair| PairHint { syntax, pair };
+        let mut fuser = Fuser::default();
+        for i in 0..MIN_TERMS as u32 {
+            let pair = (0x0a00_0001 + i, 1000 + i);
+            assert!(!fuser.push_known(&hint(pair)), "taken with {i} terms in the run");
+            fuser.push_hinted(lowered(pair.0, pair.1), Some(hint(pair)));
+        }
+        assert!(fuser.push_known(&hint((0x0b00_0001, 2000))));
+        let other = PairHint { syntax: [(PairSide::Port, q), (PairSide::Host, q)], pair: (7, 8) };
+        assert!(!fuser.push_known(&other));
+    }
+}

@@ -463,7 +463,7 @@ fn pair_hint(term: &ast::Expr) -> Option<fuse::PairHint> {
                 let (value, parts) = crate::names::ipv4_parts(text)?;
                 (parts == 4).then_some(((fuse::PairSide::Host, q), value))
             }
-            Id::Num(n) if q.addr == Some(AddrKind::Port) && *n <= 65535 => {
+            Id::Num(n) if q.addr == Some(AddrKind::Port) && *n <= transport::MAX_PORT => {
                 Some(((fuse::PairSide::Port, q), *n))
             }
             _ => None,

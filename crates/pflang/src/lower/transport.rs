@@ -23,6 +23,9 @@ type PortProto = Option<u32>;
 /// can give anything an `int` holds.
 type RawPort = i64;
 
+/// The largest port number a filter may name (libpcap refuses the rest).
+pub(super) const MAX_PORT: u32 = 65535;
+
 impl Lowerer<'_> {
     /// `port N` / `portrange N` with a number.
     pub(super) fn port_number(
@@ -33,8 +36,8 @@ impl Lowerer<'_> {
         site: Site,
     ) -> Result<Pred, CompileError> {
         let proto = qualified_transport(q.proto, range, site)?;
-        if n > 65535 {
-            return Err(site.id(format!("illegal port number {n} > 65535")));
+        if n > MAX_PORT {
+            return Err(site.id(format!("illegal port number {n} > {MAX_PORT}")));
         }
         self.ports(n, n, proto, q.dir, range, site)
     }
@@ -210,8 +213,8 @@ fn checked_port(port: RawPort, site: Site) -> Result<u32, CompileError> {
     if port < 0 {
         return Err(site.id(format!("illegal port number {port} < 0")));
     }
-    if port > 65535 {
-        return Err(site.id(format!("illegal port number {port} > 65535")));
+    if port > RawPort::from(MAX_PORT) {
+        return Err(site.id(format!("illegal port number {port} > {MAX_PORT}")));
     }
     Ok(port as u32)
 }
