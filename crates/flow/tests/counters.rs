@@ -56,6 +56,25 @@ fn pass(c: &Classifier, frames: &[Vec<u8>], mut cache: Option<&mut FlowCache>, h
     }
 }
 
+/// The linear reference for `set`, after one pass over `frames` (its counters hold them).
+fn reference_pass(set: &RuleSet, frames: &[Vec<u8>]) -> Reference {
+    let reference = Reference::new(set);
+    let mut mirrored = Vec::new();
+    for f in frames {
+        let mut data = f.clone();
+        let mut w = Work {
+            data: &mut data,
+            wire_len: f.len() as u32,
+            indev: 0,
+            now: 0,
+            mark: 0,
+            mirrored: &mut mirrored,
+        };
+        reference.process(&mut w);
+    }
+    reference
+}
+
 /// The classifier's counters of its live rules, by line: (packets, bytes).
 fn counted(c: &Classifier) -> Hits {
     c.counters().into_iter().map(|(line, p, b, _)| (line, (p, b))).collect()
@@ -140,20 +159,7 @@ fn counters_summed_over_shards_agree_with_outcomes_and_the_reference_while_rules
     for (_, r) in &live {
         set.push(r.clone()).unwrap();
     }
-    let reference = Reference::new(&set);
-    let mut mirrored = Vec::new();
-    for f in &frames {
-        let mut data = f.clone();
-        let mut w = Work {
-            data: &mut data,
-            wire_len: f.len() as u32,
-            indev: 0,
-            now: 0,
-            mark: 0,
-            mirrored: &mut mirrored,
-        };
-        reference.process(&mut w);
-    }
+    let reference = reference_pass(&set, &frames);
     let mut quiet = 0;
     for (line, p, b, _) in reference.counters() {
         let (a, z) = (before[&line], after[&line]);
@@ -211,20 +217,7 @@ fn rules_inserted_after_the_tables_grew_count_from_their_first_packet() {
         let same = Arc::ptr_eq(&v, &classifier.snapshot());
         let mut hits = Hits::new();
         pass(&classifier, &frames, None, &mut hits);
-        let reference = Reference::new(&set);
-        let mut mirrored = Vec::new();
-        for f in &frames {
-            let mut data = f.clone();
-            let mut w = Work {
-                data: &mut data,
-                wire_len: f.len() as u32,
-                indev: 0,
-                now: 0,
-                mark: 0,
-                mirrored: &mut mirrored,
-            };
-            reference.process(&mut w);
-        }
+        let reference = reference_pass(&set, &frames);
         let want: Hits = reference.counters().into_iter().map(|(l, p, b, _)| (l, (p, b))).collect();
         let got: Hits = counted(&classifier).into_iter().filter(|(l, _)| *l >= 100_000).collect();
         assert_eq!(got, want, "round {round} (old version published: {same})");
