@@ -23,7 +23,6 @@ use weir_cbpf::translate::translate;
 use weir_filter::emit::cbpf;
 use weir_interp::{Config, Interpreter};
 use weir_isa::cbpf::{decode, CbpfInsn, SockFilter};
-use weir_isa::ebpf::Op;
 use weir_pflang::names::NameDb;
 use weir_pflang::LinkType;
 use weir_program::abi::Bindings;
@@ -444,12 +443,7 @@ fn executed(program: &Program, w: &Workload) -> Result<String, String> {
         let input = Input::new().ctx(&mut ctx).packet(&mut packet);
         let outcome = interp
             .run_observed(&mut cache, input, |slot, _| {
-                let legacy = insns.get(slot).is_some_and(|i| {
-                    matches!(
-                        i.op,
-                        Op::LdAbsB | Op::LdAbsH | Op::LdAbsW | Op::LdIndB | Op::LdIndH | Op::LdIndW
-                    )
-                });
+                let legacy = insns.get(slot).is_some_and(|i| i.op.is_legacy_load());
                 loads += u64::from(legacy);
             })
             .map_err(|trap| format!("the interpreter trapped: {trap}"))?;

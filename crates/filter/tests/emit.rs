@@ -21,7 +21,6 @@ use weir_filter::emit::{cbpf, ebpf, EmitError};
 use weir_filter::{BinOp, CmpOp, Expr, Filter, Pred, Size, ValueSet};
 use weir_interp::{Config, Input, Interpreter};
 use weir_isa::cbpf::{format_listing, CbpfInsn, CbpfOp};
-use weir_isa::ebpf::Op;
 use weir_program::abi::{xdp_action, Bindings};
 use weir_program::ProgType;
 use weir_sys::libpcap::{self, BpfInsn};
@@ -948,11 +947,7 @@ fn legacy_loads(program: &weir_program::Program, packet: &[u8]) -> (u64, u64) {
     let mut loads = 0u64;
     let outcome = interp
         .run_observed(&mut interp.cache(), Input::new().ctx(&mut ctx).packet(&mut copy), |pc, _| {
-            let op = insns[pc].op;
-            loads += u64::from(matches!(
-                op,
-                Op::LdAbsB | Op::LdAbsH | Op::LdAbsW | Op::LdIndB | Op::LdIndH | Op::LdIndW
-            ));
+            loads += u64::from(insns[pc].op.is_legacy_load());
         })
         .unwrap();
     (loads, outcome.r0)

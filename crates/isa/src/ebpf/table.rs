@@ -239,6 +239,11 @@ impl Op {
         matches!(self.spec(), Some(s) if s.opcode == 0x18)
     }
 
+    /// A legacy packet load (`ldabs*`, `ldind*`: the kernel makes each a helper call).
+    pub fn is_legacy_load(self) -> bool {
+        matches!(self.spec().map(|s| s.operands), Some(Operands::Abs | Operands::Ind))
+    }
+
     /// Conditional or unconditional jump within the function (not call or exit).
     pub fn is_jump(self) -> bool {
         matches!(
@@ -307,6 +312,15 @@ impl Op {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn legacy_loads_are_the_ld_class_abs_and_ind_modes() {
+        for s in OPCODES {
+            let want = s.opcode & 0x07 == 0 && matches!(s.opcode & 0xe0, 0x20 | 0x40);
+            assert_eq!(s.op.is_legacy_load(), want, "{:?}", s.op);
+        }
+        assert_eq!(OPCODES.iter().filter(|s| s.op.is_legacy_load()).count(), 6);
+    }
 
     #[test]
     fn rows_are_in_op_order() {
