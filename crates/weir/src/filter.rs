@@ -284,7 +284,7 @@ fn emit_socket_filter(filter: &Filter) -> Result<Program, String> {
 /// the classic program (`cbpf::emit`, tightened as libpcap's optimizer would) translated by
 /// weir-cbpf's classic-to-eBPF translation; the translation with its reloads of a packet
 /// word taken from a register (`ebpf::reuse_legacy_loads`: a move each instead of a helper
-/// call in the kernel, `host A or host B` 4 calls to 3 on IPv4).
+/// call in the kernel, `host A or host B` 4 calls to 3 on IPv4: 2026-12-02-kernel-ebpf-1).
 ///
 /// Why both: the classic emitter's flow-graph passes (jump threading, shared tails, dead
 /// loads) have no counterpart in the eBPF emitter yet, and the translation turns each
@@ -347,7 +347,7 @@ fn emit_ebpf_for(
 /// Up to this many slots, a pair list's shared socket form is compared with the expansion
 /// optimized, which is shorter for short lists (a firewall list's under about 60 pairs:
 /// 8 pairs 241 slots against 678) and costs the optimizer a few milliseconds there, where
-/// 10,000 pairs cost it 2.6 billion instructions.
+/// 10,000 pairs cost it 2.6 billion instructions (bench/records/2026-12-02-firewall-1.txt).
 const SHARED_PAIRS_COMPARED: usize = 4_096;
 
 /// The shorter of the eBPF emitter's program and the translated classic program, for

@@ -133,8 +133,9 @@ struct Workspace {
 }
 
 /// The longest program whose tightening leaves its [`Workspace`] to the thread: an analysis
-/// holds a state of ~0.4 KB per instruction, so a workspace kept for a 4,096-instruction
-/// program would hold MBs for good; everyday filters are a few dozen instructions.
+/// holds a state of ~0.4 KB per instruction (compile-39), so a workspace kept for a
+/// 4,096-instruction program would hold MBs for good; everyday filters are a few dozen
+/// instructions.
 const KEEP_WORKSPACE_UP_TO: usize = 256;
 
 thread_local! {
@@ -392,11 +393,7 @@ struct Scratch {
 }
 
 impl Scratch {
-    /// Buffers with room for a program of `len` instructions (programs only shrink). The
-    /// ones filled by a push or an insert per instruction would otherwise grow from empty
-    /// by doubling in every tightening: [`merge_tails`]'s class map rehashed three times and
-    /// its member lists and [`rewrite_compact`]'s positions reallocated four, ~8k of the
-    /// ~139k instructions of tightening `port 22` (compile-emit-11).
+    /// A fresh workspace with [`Scratch::reserve`]'s room, for tests.
     #[cfg(test)]
     fn with_room(len: usize) -> Scratch {
         let mut sc = Scratch::default();
@@ -404,8 +401,12 @@ impl Scratch {
         sc
     }
 
-    /// Room for a program of `len` instructions in the buffers [`Scratch::with_room`] names
-    /// (a spare workspace's have it already, unless its last program was shorter).
+    /// Room for a program of `len` instructions (programs only shrink; a spare workspace's
+    /// buffers have it already, unless its last program was shorter). The buffers filled by
+    /// a push or an insert per instruction would otherwise grow from empty by doubling in
+    /// every tightening: [`merge_tails`]'s class map rehashed three times and its member
+    /// lists and [`rewrite_compact`]'s positions reallocated four, ~8k of the ~139k
+    /// instructions of tightening `port 22` (compile-emit-11).
     fn reserve(&mut self, len: usize) {
         // (emptied first, their users empty them anyway: `reserve` counts from the length, so
         // a spare one's leftovers would make it reallocate)
