@@ -128,6 +128,10 @@ struct Layout {
     /// Per item: the slots the kernel adds before it; per label: the item it stands before.
     grown_before: Vec<i64>,
     label_item: Vec<usize>,
+}
+
+/// What the last placing counted, to size the program's builder.
+struct Sizes {
     /// The program's slots, its jumps to labels and the labels its far tests add.
     slots: usize,
     jumps: usize,
@@ -135,8 +139,8 @@ struct Layout {
 }
 
 impl Layout {
-    /// Marks the tests out of 16-bit reach until none is left.
-    fn new(items: &[Item<Insn, Jump>], shapes: &[Option<Shape>], labels: usize) -> Layout {
+    /// Marks the tests out of 16-bit reach until none is left; with the sizes of that layout.
+    fn new(items: &[Item<Insn, Jump>], shapes: &[Option<Shape>], labels: usize) -> (Layout, Sizes) {
         let mut grown_before = Vec::with_capacity(items.len().wrapping_add(1));
         let mut label_item = vec![0usize; labels];
         let mut grown = 0i64;
@@ -156,12 +160,9 @@ impl Layout {
             label_at: vec![0; labels],
             grown_before,
             label_item,
-            slots: 0,
-            jumps: 0,
-            far_labels: 0,
         };
         loop {
-            layout.place(items, shapes);
+            let sizes = layout.place(items, shapes);
             let mut marked = false;
             for (index, item) in items.iter().enumerate() {
                 let Item::Cond { t, f, .. } = item else { continue };
@@ -175,13 +176,13 @@ impl Layout {
                 }
             }
             if !marked {
-                return layout;
+                return (layout, sizes);
             }
         }
     }
 
     /// Slots of every item and label, for the tests marked so far.
-    fn place(&mut self, items: &[Item<Insn, Jump>], shapes: &[Option<Shape>]) {
+    fn place(&mut self, items: &[Item<Insn, Jump>], shapes: &[Option<Shape>]) -> Sizes {
         let mut slot = 0usize;
         let (mut jumps, mut far_labels) = (0usize, 0usize);
         for (index, item) in items.iter().enumerate() {
@@ -212,9 +213,7 @@ impl Layout {
             };
             slot = slot.wrapping_add(size);
         }
-        self.slots = slot;
-        self.jumps = jumps;
-        self.far_labels = far_labels;
+        Sizes { slots: slot, jumps, far_labels }
     }
 
     fn is_far(&self, index: usize) -> bool {
@@ -246,9 +245,9 @@ pub(super) fn link(flow: &Flow<Insn, Jump>) -> Result<Program, EmitError> {
             _ => None,
         })
         .collect();
-    let layout = Layout::new(items, &shapes, flow.label_count());
-    let labels = flow.label_count().wrapping_add(layout.far_labels);
-    let mut b = ProgramBuilder::with_capacity(layout.slots, labels, layout.jumps);
+    let (layout, sizes) = Layout::new(items, &shapes, flow.label_count());
+    let labels = flow.label_count().wrapping_add(sizes.far_labels);
+    let mut b = ProgramBuilder::with_capacity(sizes.slots, labels, sizes.jumps);
     let labels: Vec<weir_program::Label> = (0..flow.label_count()).map(|_| b.new_label()).collect();
     let label =
         |l: Label| labels.get(l.index()).copied().ok_or(EmitError::Internal("unknown label"));

@@ -74,6 +74,15 @@ enum Hold<'a> {
     Stack(&'a [i16], Option<(i16, Label)>),
 }
 
+/// Where the any-trees find the second walk's values.
+#[derive(Clone, Copy)]
+enum Seconds<'a> {
+    /// A value register each.
+    Regs(&'a [u8]),
+    /// A stack word each, loaded into the register as it is compared.
+    Words(&'a [i16], u8),
+}
+
 /// A distinct first value of the list, for the search trees.
 struct Key {
     value: u32,
@@ -393,25 +402,8 @@ impl Emitter {
         // The first pair of the rest whose first value was loaded: the smallest rank.
         self.alu_imm(Op::Mov32Imm, best, NO_RANK);
         for &w in &firsts {
-            let (miss, update) = (self.flow.label(), self.flow.label());
             self.insn(Op::LdxW, held, FRAME, w, 0);
-            self.unlinked_copy(copy, held);
-            let tail = self.flow.label();
-            self.search(copy, &keys, miss, &mut |e, key| {
-                // Into the unnarrowed register: all the leaves' paths join in one state.
-                // On a miss `held` is not read again.
-                e.leaf_to_tail(copy, key);
-                let rank = key.index.wrapping_sub(key.value);
-                e.alu_imm(Op::Add32Imm, held, rank as i32);
-                e.flow.goto(tail);
-            });
-            self.tail(tail, copy, update, miss);
-            let lower = self.flow.label();
-            self.flow.cond(Jump::value(Rel::Ge, held, Operand::Reg(best)), miss, lower);
-            self.flow.bind(lower);
-            self.alu_reg(Op::Mov32Reg, best, held);
-            self.flow.goto(miss);
-            self.flow.bind(miss);
+            self.rank_tree(held, copy, best, &keys);
         }
         self.release(held);
         // No pair's first value loaded: every term is false.
@@ -438,44 +430,12 @@ impl Emitter {
         let hold = Hold::Stack(&places2, Some((target, t)));
         self.walk_branches(&pairs.second.branches, hold, &mut 0, entry)?;
         self.checked = entry;
-        // Both walks complete: any pair of the rest with both values loaded matches. A
-        // leaf of one second value leaves it in `second` for the tree's tail, which
-        // compares the second walk's words with it.
+        // Both walks complete: any pair of the rest with both values loaded matches.
         let (copy, second, loaded) = (self.allocate()?, self.allocate()?, self.allocate()?);
-        let compare_words = |e: &mut Emitter, values: &[u32]| {
-            for &w in &seconds {
-                e.insn(Op::LdxW, loaded, FRAME, w, 0);
-                for &b in values {
-                    let next = e.flow.label();
-                    e.flow.cond(Jump::value(Rel::Eq, loaded, Operand::Imm(b as i32)), t, next);
-                    e.flow.bind(next);
-                }
-            }
-        };
         for &w in &firsts {
-            let (miss, tail, found) = (self.flow.label(), self.flow.label(), self.flow.label());
+            let miss = self.flow.label();
             self.insn(Op::LdxW, copy, FRAME, w, 0);
-            self.search(copy, &keys, miss, &mut |e, key| {
-                if key.others.is_empty() {
-                    e.leaf_to_tail(copy, key);
-                    e.alu_imm(Op::Mov32Imm, second, key.second as i32);
-                    e.flow.goto(tail);
-                } else {
-                    e.leaf_found(copy, key, miss);
-                    let values: Vec<u32> =
-                        std::iter::once(key.second).chain(key.others.iter().copied()).collect();
-                    compare_words(e, &values);
-                    e.flow.goto(miss);
-                }
-            });
-            self.tail(tail, copy, found, miss);
-            for &w in &seconds {
-                self.insn(Op::LdxW, loaded, FRAME, w, 0);
-                let next = self.flow.label();
-                self.flow.cond(Jump::value(Rel::Eq, loaded, Operand::Reg(second)), t, next);
-                self.flow.bind(next);
-            }
-            self.flow.goto(miss);
+            self.any_tree(copy, &keys, second, Seconds::Words(&seconds, loaded), t, miss);
             self.flow.bind(miss);
         }
         self.flow.goto(f);
@@ -502,37 +462,11 @@ impl Emitter {
         // Neither walk aborted: a pair with both values loaded matches. The search narrows
         // the register itself, and a leaf of one second value turns it to zero where it
         // held the key (`leaf_to_tail`): it is not read after its tree.
-        // A leaf of one second value leaves it in `second` for the tree's tail, which
-        // compares the second walk's registers with it.
         self.flow.bind(any);
         let second = self.allocate()?;
         for &r in held1 {
-            let (miss, tail, found) = (self.flow.label(), self.flow.label(), self.flow.label());
-            self.search(r, &keys, miss, &mut |e, key| {
-                if key.others.is_empty() {
-                    e.leaf_to_tail(r, key);
-                    e.alu_imm(Op::Mov32Imm, second, key.second as i32);
-                    e.flow.goto(tail);
-                    return;
-                }
-                e.leaf_found(r, key, miss);
-                for b in std::iter::once(key.second).chain(key.others.iter().copied()) {
-                    for &w in held2 {
-                        let go_on = e.flow.label();
-                        let jump = Jump::value(Rel::Eq, w, Operand::Imm(b as i32));
-                        e.flow.cond(jump, hit_exit, go_on);
-                        e.flow.bind(go_on);
-                    }
-                }
-                e.flow.goto(miss);
-            });
-            self.tail(tail, r, found, miss);
-            for &w in held2 {
-                let go_on = self.flow.label();
-                self.flow.cond(Jump::value(Rel::Eq, w, Operand::Reg(second)), hit_exit, go_on);
-                self.flow.bind(go_on);
-            }
-            self.flow.goto(miss);
+            let miss = self.flow.label();
+            self.any_tree(r, &keys, second, Seconds::Regs(held2), hit_exit, miss);
             self.flow.bind(miss);
         }
         self.release(second);
@@ -543,47 +477,103 @@ impl Emitter {
         let (copy, best) = (self.allocate()?, self.allocate()?);
         self.alu_imm(Op::Mov32Imm, best, NO_RANK);
         for &r in held1 {
-            let (miss, update) = (self.flow.label(), self.flow.label());
-            let tail = self.flow.label();
-            self.unlinked_copy(copy, r);
-            self.search(copy, &keys, miss, &mut |e, key| {
-                // In the register itself, not in the copy the search narrowed to `a`:
-                // the index stays unknown to the verifier, and the leaves' paths equal.
-                // On a miss `r` is not read again.
-                e.leaf_to_tail(copy, key);
-                let rank = key.index.wrapping_sub(key.value);
-                e.alu_imm(Op::Add32Imm, r, rank as i32);
-                e.flow.goto(tail);
-            });
-            self.tail(tail, copy, update, miss);
-            let lower = self.flow.label();
-            self.flow.cond(Jump::value(Rel::Ge, r, Operand::Reg(best)), miss, lower);
-            self.flow.bind(lower);
-            self.alu_reg(Op::Mov32Reg, best, r);
-            self.flow.goto(miss);
-            self.flow.bind(miss);
+            self.rank_tree(r, copy, best, &keys);
         }
         let some = self.flow.label();
         self.flow.cond(Jump::value(Rel::Eq, best, Operand::Imm(NO_RANK)), false_exit, some);
         self.flow.bind(some);
         self.unlinked_copy(copy, best);
-        // `best`, not read again, takes the pair's second value for the tail.
-        let (tail, found) = (self.flow.label(), self.flow.label());
-        self.search(copy, &firsts, abort_exit, &mut |e, key| {
-            e.leaf_to_tail(copy, key);
-            e.alu_imm(Op::Mov32Imm, best, key.second as i32);
-            e.flow.goto(tail);
-        });
-        self.tail(tail, copy, found, abort_exit);
-        for &w in held2 {
-            let go_on = self.flow.label();
-            self.flow.cond(Jump::value(Rel::Eq, w, Operand::Reg(best)), hit_exit, go_on);
-            self.flow.bind(go_on);
-        }
-        self.flow.goto(abort_exit);
+        // `best`, not read again, takes the pair's second value for the tail (the keys by
+        // index have one second value each).
+        self.any_tree(copy, &firsts, best, Seconds::Regs(held2), hit_exit, abort_exit);
         self.release(best);
         self.release(copy);
         Ok(())
+    }
+
+    /// A tree of the keys on `r` for any pair with both values loaded: `hit` if one is,
+    /// else `miss` (not bound here). A leaf of one second value leaves it in `second` for
+    /// the tree's one tail, which compares the second walk's values with it; a leaf of
+    /// several tests `r` and compares them itself.
+    fn any_tree(
+        &mut self,
+        r: u8,
+        keys: &[Key],
+        second: u8,
+        seconds: Seconds<'_>,
+        hit: Label,
+        miss: Label,
+    ) {
+        let (tail, found) = (self.flow.label(), self.flow.label());
+        self.search(r, keys, miss, &mut |e, key| {
+            if key.others.is_empty() {
+                e.leaf_to_tail(r, key);
+                e.alu_imm(Op::Mov32Imm, second, key.second as i32);
+                e.flow.goto(tail);
+            } else {
+                e.leaf_found(r, key, miss);
+                let values: Vec<Operand> = std::iter::once(key.second)
+                    .chain(key.others.iter().copied())
+                    .map(|b| Operand::Imm(b as i32))
+                    .collect();
+                e.compare_seconds(seconds, &values, hit);
+                e.flow.goto(miss);
+            }
+        });
+        self.tail(tail, r, found, miss);
+        self.compare_seconds(seconds, &[Operand::Reg(second)], hit);
+        self.flow.goto(miss);
+    }
+
+    /// Each of `values` against each of the second walk's values: equal, `hit`; else on.
+    /// Registers are compared value by value; stack words are loaded once each.
+    fn compare_seconds(&mut self, seconds: Seconds<'_>, values: &[Operand], hit: Label) {
+        let equal = |e: &mut Emitter, reg: u8, value: Operand| {
+            let go_on = e.flow.label();
+            e.flow.cond(Jump::value(Rel::Eq, reg, value), hit, go_on);
+            e.flow.bind(go_on);
+        };
+        match seconds {
+            Seconds::Regs(regs) => {
+                for &value in values {
+                    for &reg in regs {
+                        equal(self, reg, value);
+                    }
+                }
+            }
+            Seconds::Words(words, loaded) => {
+                for &w in words {
+                    self.insn(Op::LdxW, loaded, FRAME, w, 0);
+                    for &value in values {
+                        equal(self, loaded, value);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A tree of the keys on a copy of `r` for the rank of `r`'s value (its first pair's
+    /// index), kept in `best` when smaller; `r` is not read again.
+    fn rank_tree(&mut self, r: u8, copy: u8, best: u8, keys: &[Key]) {
+        let (miss, update) = (self.flow.label(), self.flow.label());
+        let tail = self.flow.label();
+        self.unlinked_copy(copy, r);
+        self.search(copy, keys, miss, &mut |e, key| {
+            // In the register itself, not in the copy the search narrowed to the key: the
+            // rank stays unknown to the verifier, and all the leaves' paths join in one
+            // state. On a miss `r` is not read again.
+            e.leaf_to_tail(copy, key);
+            let rank = key.index.wrapping_sub(key.value);
+            e.alu_imm(Op::Add32Imm, r, rank as i32);
+            e.flow.goto(tail);
+        });
+        self.tail(tail, copy, update, miss);
+        let lower = self.flow.label();
+        self.flow.cond(Jump::value(Rel::Ge, r, Operand::Reg(best)), miss, lower);
+        self.flow.bind(lower);
+        self.alu_reg(Op::Mov32Reg, best, r);
+        self.flow.goto(miss);
+        self.flow.bind(miss);
     }
 
     /// `copy = r`, as a register the verifier does not narrow with `r`: a `mov` links the
