@@ -260,10 +260,13 @@ struct PairRun {
     /// The terms, while the run is shorter than [`MIN_TERMS`].
     held: Vec<Pred>,
     pairs: Vec<(u32, u32)>,
+    /// What the run's terms read from their syntax say about the run (see [`PairHint`]).
+    known: Option<Known>,
 }
 
 impl PairRun {
-    fn start(term: Pred) -> Result<PairRun, Pred> {
+    /// The run started by `term`, `hint` being what its syntax said, if anything.
+    fn start(term: Pred, hint: Option<PairHint>) -> Result<PairRun, Pred> {
         let Pred::And(parts) = &term else { return Err(term) };
         let found = (1..parts.len()).find_map(|k| {
             let (h, a) = slice_test(parts.get(..k)?)?;
@@ -272,7 +275,12 @@ impl PairRun {
             Some((k, test(&h), test(&q), (a, b)))
         });
         let Some((split, first, second, pair)) = found else { return Err(term) };
-        Ok(PairRun { first, second, split, held: vec![term], pairs: vec![pair] })
+        let known = hint.filter(|h| h.pair == pair).map(|h| Known {
+            syntax: h.syntax,
+            first: h.pair,
+            confirmed: false,
+        });
+        Ok(PairRun { first, second, split, held: vec![term], pairs: vec![pair], known })
     }
 
     /// The term's pair, when it is one of this run's.
@@ -284,12 +292,39 @@ impl PairRun {
         same.then_some((a, b))
     }
 
-    fn push(&mut self, term: Pred, pair: (u32, u32)) {
+    /// Adds a lowered term of the run, its pair `pair`, `hint` being what its syntax said.
+    fn push(&mut self, term: Pred, pair: (u32, u32), hint: Option<PairHint>) {
+        self.known = match (self.known.take(), hint) {
+            (Some(mut known), Some(hint)) if known.syntax == hint.syntax && hint.pair == pair => {
+                known.confirmed |=
+                    pair.0 != known.first.0 && pair.1 != known.first.1 && pair.0 != pair.1;
+                Some(known)
+            }
+            _ => None,
+        };
+        self.add(pair, Some(term));
+    }
+
+    /// Adds a term known by its syntax alone, unlowered, when the run has vouched for that
+    /// syntax (see [`PairHint`]) and is long enough to keep no terms; false (nothing done)
+    /// otherwise.
+    fn push_known(&mut self, hint: &PairHint) -> bool {
+        let Some(known) = &self.known else { return false };
+        if !known.confirmed || known.syntax != hint.syntax || self.pairs.len() < MIN_TERMS {
+            return false;
+        }
+        self.add(hint.pair, None);
+        true
+    }
+
+    /// The one way a pair joins the run: its term is kept while the run is short (a term
+    /// taken by its syntax comes only once the run keeps none).
+    fn add(&mut self, pair: (u32, u32), term: Option<Pred>) {
         self.pairs.push(pair);
         if self.pairs.len() >= MIN_TERMS {
             self.held.clear();
         } else {
-            self.held.push(term);
+            self.held.extend(term);
         }
     }
 
@@ -331,8 +366,6 @@ pub struct Fuser {
     holes: Vec<u32>,
     /// The current run of pair terms, if any (never at once with `head`).
     pairs: Option<PairRun>,
-    /// What the run's terms read from their syntax say about the run (see [`PairHint`]).
-    known: Option<Known>,
     fused: bool,
 }
 
@@ -386,34 +419,18 @@ impl Fuser {
     /// vouched for that syntax (see [`PairHint`]) and is long enough to keep no terms;
     /// false (nothing done) otherwise: the term must then be lowered and pushed.
     pub(crate) fn push_known(&mut self, hint: &PairHint) -> bool {
-        let (Some(run), Some(known)) = (&mut self.pairs, &self.known) else { return false };
-        if !known.confirmed || known.syntax != hint.syntax || run.pairs.len() < MIN_TERMS {
-            return false;
-        }
-        run.pairs.push(hint.pair);
-        true
+        self.pairs.as_mut().is_some_and(|run| run.push_known(hint))
     }
 
     /// [`Fuser::push`], with what the term's syntax said it is, if anything.
     pub(crate) fn push_hinted(&mut self, term: Pred, hint: Option<PairHint>) {
         if let Some(run) = &mut self.pairs {
             if let Some(pair) = run.pair(&term) {
-                run.push(term, pair);
-                self.known = match (self.known.take(), hint) {
-                    (Some(mut known), Some(hint))
-                        if known.syntax == hint.syntax && hint.pair == pair =>
-                    {
-                        known.confirmed |=
-                            pair.0 != known.first.0 && pair.1 != known.first.1 && pair.0 != pair.1;
-                        Some(known)
-                    }
-                    _ => None,
-                };
+                run.push(term, pair, hint);
                 return;
             }
             self.flush_pairs();
         }
-        self.known = None;
         let hole = match (&self.head, shape(&term)) {
             (Some(head), Some(s)) => shape(head).filter(|h| h.same_as(&s)).map(|_| s.hole),
             _ => None,
@@ -431,15 +448,8 @@ impl Fuser {
         if shape(&term).is_some() {
             self.head = Some(term);
         } else {
-            match PairRun::start(term) {
-                Ok(run) => {
-                    self.known = hint.filter(|h| run.pairs == [h.pair]).map(|h| Known {
-                        syntax: h.syntax,
-                        first: h.pair,
-                        confirmed: false,
-                    });
-                    self.pairs = Some(run);
-                }
+            match PairRun::start(term, hint) {
+                Ok(run) => self.pairs = Some(run),
                 Err(term) => self.out.push(term),
             }
         }
@@ -517,6 +527,43 @@ impl AndFuser {
     pub fn finish(mut self) -> Pred {
         self.flush();
         super::junction(self.out, true)
+    }
+}
+
+/// A long list's fuser, for its one lowering loop (`Lowerer::expr`): [`Fuser`] for an `or`
+/// list, [`AndFuser`] for an `and` list.
+pub(crate) trait ListFuser: Default {
+    /// Whether the list's pair terms are under `not` (an `and` list's: `not (H and Q)`).
+    const NEGATED: bool;
+    fn push_known(&mut self, hint: &PairHint) -> bool;
+    fn push_hinted(&mut self, term: Pred, hint: Option<PairHint>);
+    /// The list, its runs fused.
+    fn finish_list(self) -> Pred;
+}
+
+impl ListFuser for Fuser {
+    const NEGATED: bool = false;
+    fn push_known(&mut self, hint: &PairHint) -> bool {
+        Fuser::push_known(self, hint)
+    }
+    fn push_hinted(&mut self, term: Pred, hint: Option<PairHint>) {
+        Fuser::push_hinted(self, term, hint);
+    }
+    fn finish_list(self) -> Pred {
+        super::junction(self.finish().0, false)
+    }
+}
+
+impl ListFuser for AndFuser {
+    const NEGATED: bool = true;
+    fn push_known(&mut self, hint: &PairHint) -> bool {
+        AndFuser::push_known(self, hint)
+    }
+    fn push_hinted(&mut self, term: Pred, hint: Option<PairHint>) {
+        AndFuser::push_hinted(self, term, hint);
+    }
+    fn finish_list(self) -> Pred {
+        self.finish()
     }
 }
 

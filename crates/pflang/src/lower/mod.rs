@@ -321,28 +321,9 @@ impl<'a> Lowerer<'a> {
                 // A pair term the run already vouches for is not lowered (`fuse::PairHint`).
                 let terms = std::iter::once(&**first).chain(rest.iter().map(|(_, e)| e));
                 if rest[0].0 == BoolOp::Or {
-                    let mut fuser = fuse::Fuser::default();
-                    for term in terms {
-                        let hint = pair_hint(term);
-                        if hint.is_some_and(|h| fuser.push_known(&h)) {
-                            continue;
-                        }
-                        fuser.push_hinted(self.expr(term)?, hint);
-                    }
-                    Ok(junction(fuser.finish().0, false))
+                    self.fused_list::<fuse::Fuser>(terms)
                 } else {
-                    let mut fuser = fuse::AndFuser::default();
-                    for term in terms {
-                        let hint = match &term.kind {
-                            ExprKind::Not(inner) => pair_hint(inner),
-                            _ => None,
-                        };
-                        if hint.is_some_and(|h| fuser.push_known(&h)) {
-                            continue;
-                        }
-                        fuser.push_hinted(self.expr(term)?, hint);
-                    }
-                    Ok(fuser.finish())
+                    self.fused_list::<fuse::AndFuser>(terms)
                 }
             }
             ExprKind::Chain { first, rest } => {
@@ -379,6 +360,28 @@ impl<'a> Lowerer<'a> {
 }
 
 impl Lowerer<'_> {
+    /// A long list joined by one operator, each term pushed into `F` as it is lowered, or
+    /// by its syntax alone where the run vouches for it (`fuse::PairHint`).
+    fn fused_list<'e, F: fuse::ListFuser>(
+        &mut self,
+        terms: impl Iterator<Item = &'e ast::Expr>,
+    ) -> Result<Pred, CompileError> {
+        let mut fuser = F::default();
+        for term in terms {
+            let pair_term = match &term.kind {
+                _ if !F::NEGATED => Some(term),
+                ExprKind::Not(inner) => Some(&**inner),
+                _ => None,
+            };
+            let hint = pair_term.and_then(pair_hint);
+            if hint.is_some_and(|h| fuser.push_known(&h)) {
+                continue;
+            }
+            fuser.push_hinted(self.expr(term)?, hint);
+        }
+        Ok(fuser.finish_list())
+    }
+
     /// A chain that switches between `and` and `or` more than [`LINEAR_RUNS`] times, as a
     /// flat list rather than a tree one level deeper per switch. Its runs (terms joined by
     /// one operator) are `J1 op2 J2 op3 J3 ...`, evaluated `((J1 op2 J2) op3 J3) ...`; the
