@@ -435,6 +435,7 @@ impl Emitter {
         for &w in &firsts {
             let miss = self.flow.label();
             self.insn(Op::LdxW, copy, FRAME, w, 0);
+            self.unlinked_copy(second, copy);
             self.any_tree(copy, &keys, second, Seconds::Words(&seconds, loaded), t, miss);
             self.flow.bind(miss);
         }
@@ -466,6 +467,7 @@ impl Emitter {
         let second = self.allocate()?;
         for &r in held1 {
             let miss = self.flow.label();
+            self.unlinked_copy(second, r);
             self.any_tree(r, &keys, second, Seconds::Regs(held2), hit_exit, miss);
             self.flow.bind(miss);
         }
@@ -483,8 +485,8 @@ impl Emitter {
         self.flow.cond(Jump::value(Rel::Eq, best, Operand::Imm(NO_RANK)), false_exit, some);
         self.flow.bind(some);
         self.unlinked_copy(copy, best);
-        // `best`, not read again, takes the pair's second value for the tail (the keys by
-        // index have one second value each).
+        // `best`, not read again, holds the rank the copy is searched for, and takes the
+        // pair's second value for the tail (the keys by index have one second value each).
         self.any_tree(copy, &firsts, best, Seconds::Regs(held2), hit_exit, abort_exit);
         self.release(best);
         self.release(copy);
@@ -492,9 +494,12 @@ impl Emitter {
     }
 
     /// A tree of the keys on `r` for any pair with both values loaded: `hit` if one is,
-    /// else `miss` (not bound here). A leaf of one second value leaves it in `second` for
+    /// else `miss` (not bound here). `second` holds `r`'s value, unlinked from it
+    /// ([`Emitter::unlinked_copy`]). A leaf of one second value turns `second` into it for
     /// the tree's one tail, which compares the second walk's values with it; a leaf of
-    /// several tests `r` and compares them itself.
+    /// several tests `r` and compares them itself. The leaf adds to `second`, which the
+    /// search did not narrow, rather than setting it: the verifier knows it the same at
+    /// every leaf, so the leaves' paths join at the tail and it is walked once a tree.
     fn any_tree(
         &mut self,
         r: u8,
@@ -508,7 +513,7 @@ impl Emitter {
         self.search(r, keys, miss, &mut |e, key| {
             if key.others.is_empty() {
                 e.leaf_to_tail(r, key);
-                e.alu_imm(Op::Mov32Imm, second, key.second as i32);
+                e.alu_imm(Op::Add32Imm, second, key.second.wrapping_sub(key.value) as i32);
                 e.flow.goto(tail);
             } else {
                 e.leaf_found(r, key, miss);
