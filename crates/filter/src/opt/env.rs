@@ -1398,6 +1398,13 @@ mod tests {
             let mut code = Vec::new();
             record_expr(&f, &mut code);
             assert_eq!(expr_matches(&e, &code), e == f, "{e:?} {f:?}");
+            // One field changed anywhere in the tree (an operator, a width, a constant, a
+            // slot, a kind): the rest equal, so only that field can tell them apart.
+            let g = one_field_changed(&e, &mut rng);
+            let mut other = Vec::new();
+            record_expr(&g, &mut other);
+            assert_ne!(e, g);
+            assert!(!expr_matches(&e, &other), "{e:?} {g:?}");
             if e == f {
                 equal += 1;
             } else {
@@ -1408,6 +1415,41 @@ mod tests {
             assert!(!expr_matches(&e, &code), "{e:?} run on");
         }
         assert!(equal > 4_000 && unequal > 10_000, "{equal} {unequal}");
+    }
+
+    /// `e` with one field of one node changed (chosen at random), the rest the same.
+    fn one_field_changed(e: &Expr, rng: &mut weir_testkit::SplitMix64) -> Expr {
+        let other_size = |s: &Size| if *s == Size::Byte { Size::Half } else { Size::Byte };
+        match e {
+            Expr::Const(c) => Expr::Const(c ^ 1),
+            Expr::WireLen => Expr::Const(0),
+            Expr::Scratch(k) => Expr::Scratch(k ^ 1),
+            Expr::Load { offset, size } => {
+                if rng.chance(50) {
+                    Expr::Load { offset: offset.clone(), size: other_size(size) }
+                } else {
+                    Expr::load(one_field_changed(offset, rng), *size)
+                }
+            }
+            Expr::Neg(x) => Expr::Neg(Box::new(one_field_changed(x, rng))),
+            Expr::Binary { op, lhs, rhs } => match rng.below(3) {
+                0 => Expr::Binary {
+                    op: if *op == BinOp::Add { BinOp::Shl } else { BinOp::Add },
+                    lhs: lhs.clone(),
+                    rhs: rhs.clone(),
+                },
+                1 => Expr::Binary {
+                    op: *op,
+                    lhs: Box::new(one_field_changed(lhs, rng)),
+                    rhs: rhs.clone(),
+                },
+                _ => Expr::Binary {
+                    op: *op,
+                    lhs: lhs.clone(),
+                    rhs: Box::new(one_field_changed(rhs, rng)),
+                },
+            },
+        }
     }
 
     /// Looking the key's bit up first finds what probing the map found, for every
