@@ -192,9 +192,30 @@ pub(crate) fn record_expr(e: &Expr, out: &mut Vec<u32>) {
 
 /// Whether `code` is the numbers [`record_expr`] writes for `e`: `e` is the expression
 /// recorded.
+///
+/// Read directly against [`shape_expr`]'s numbers rather than through a [`Checker`] (a slice
+/// stripped per put): the atoms of a compile are compared so at every lookup (issue 13:
+/// about half of [`super::env::Atoms`]' lookups on `udp and (port 67 or port 68)`,
+/// bench/records/2026-12-02-compile-44.txt). Tested against `==` of the expressions recorded.
 pub(crate) fn expr_matches(e: &Expr, code: &[u32]) -> bool {
-    let mut c = Checker { rest: code };
-    shape_expr(e, &mut c) && c.rest.is_empty()
+    expr_matches_prefix(e, code).is_some_and(<[u32]>::is_empty)
+}
+
+/// The numbers after the ones [`shape_expr`] writes for `e`, when `code` starts with them.
+fn expr_matches_prefix<'a>(e: &Expr, code: &'a [u32]) -> Option<&'a [u32]> {
+    match (e, code) {
+        (Expr::Const(c), [16, k, rest @ ..]) if k == c => Some(rest),
+        (Expr::WireLen, [17, rest @ ..]) => Some(rest),
+        (Expr::Scratch(k), [18, slot, rest @ ..]) if *slot == u32::from(*k) => Some(rest),
+        (Expr::Load { offset, size }, [19, n, rest @ ..]) if *n == size.bytes() => {
+            expr_matches_prefix(offset, rest)
+        }
+        (Expr::Binary { op, lhs, rhs }, [20, o, rest @ ..]) if *o == *op as u32 => {
+            expr_matches_prefix(rhs, expr_matches_prefix(lhs, rest)?)
+        }
+        (Expr::Neg(x), [21, rest @ ..]) => expr_matches_prefix(x, rest),
+        _ => None,
+    }
 }
 
 /// Where [`shape_pred`] puts its numbers (a node's own at once); `false` stops the walk.

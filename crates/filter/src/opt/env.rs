@@ -137,9 +137,14 @@ impl Atoms {
     }
 
     fn intern(&mut self, e: &Expr) -> AtomId {
-        if let Some(id) = self.lookup(e) {
-            return id;
+        match self.lookup(e) {
+            Some(id) => id,
+            None => self.add(e),
         }
+    }
+
+    /// Interns `e`, which [`Atoms::lookup`] did not find.
+    fn add(&mut self, e: &Expr) -> AtomId {
         let id = AtomId::try_from(self.info.len()).unwrap_or(AtomId::MAX);
         let const_load = load_span(e);
         let key = shallow_key(e);
@@ -555,6 +560,26 @@ impl Facts {
 
     /// What `e` can evaluate to at a point with facts `env`.
     pub fn domain(&self, env: &Env, e: &Expr) -> Domain {
+        self.domain_of_atom(env, e, || self.atoms.lookup(e))
+    }
+
+    /// [`Facts::domain`] of `e` and its atom, interned when new: one lookup of `e` for both,
+    /// where asking one after the other looked it up twice (issue 13: `refine`, and every
+    /// load at a variable offset `learn_evaluated` records; a lookup that compares with the
+    /// IPv4 header length's atoms cost ~280 instructions, bench/records/2026-12-02-compile-44.txt).
+    fn domain_and_atom(&mut self, env: &Env, e: &Expr) -> (Domain, AtomId) {
+        let found = self.atoms.lookup(e);
+        let d = self.domain_of_atom(env, e, || found);
+        let id = match found {
+            Some(id) => id,
+            None => self.atoms.add(e),
+        };
+        (d, id)
+    }
+
+    /// [`Facts::domain`], with `e`'s atom (if any) from `atom`, asked only when a fact could
+    /// narrow the answer.
+    fn domain_of_atom(&self, env: &Env, e: &Expr, atom: impl FnOnce() -> Option<AtomId>) -> Domain {
         let structural = match e {
             Expr::Const(c) => return Domain::exact(*c),
             Expr::WireLen => Domain::FULL,
@@ -581,7 +606,7 @@ impl Facts {
         if env.facts.is_empty() {
             return structural;
         }
-        match self.atoms.lookup(e).and_then(|id| env.get(id)) {
+        match atom().and_then(|id| env.get(id)) {
             Some(d) => structural.meet(d),
             None => structural,
         }
@@ -739,9 +764,17 @@ impl Facts {
                 self.learn_evaluated(env, offset);
                 let end = u64::from(self.domain(env, offset).lo) + u64::from(size.bytes());
                 env.caplen_min = env.caplen_min.max(end);
-                if !matches!(**offset, Expr::Const(_)) && !self.evaluated(env, e) {
-                    let d = self.domain(env, e);
-                    let id = self.atoms.intern(e);
+                // (the offset is not a constant: that case returned above) One lookup of
+                // the load for the three questions: evaluated, its domain, its atom.
+                let found = self.atoms.lookup(e);
+                let evaluated =
+                    !env.facts.is_empty() && found.is_some_and(|id| env.get(id).is_some());
+                if !evaluated {
+                    let d = self.domain_of_atom(env, e, || found);
+                    let id = match found {
+                        Some(id) => id,
+                        None => self.atoms.add(e),
+                    };
                     env.set(id, d);
                 }
             }
@@ -762,9 +795,8 @@ impl Facts {
         if matches!(e, Expr::Const(_)) {
             return;
         }
-        let d = self.domain(env, e).refine(op, c, truth);
-        let id = self.atoms.intern(e);
-        env.set(id, d);
+        let (d, id) = self.domain_and_atom(env, e);
+        env.set(id, d.refine(op, c, truth));
         if let Expr::Binary { op: BinOp::And, lhs, rhs } = e {
             if let Expr::Const(m) = **rhs {
                 self.refine_masked(env, lhs, m, op, c, truth);
@@ -785,20 +817,18 @@ impl Facts {
         if c & !m != 0 {
             return; // `(x & m) == c` cannot hold; the atom itself is already contradictory
         }
-        let d = self.domain(env, x);
+        if !positive && !m.is_power_of_two() {
+            return; // (nothing pinned down: `x` is not made an atom for it)
+        }
+        let (d, id) = self.domain_and_atom(env, x);
         let d = if positive {
             d.with_bits(m & !c, c)
-        } else if m.is_power_of_two() {
+        } else if c == 0 {
             // A one-bit field that is not c is the other value.
-            if c == 0 {
-                d.with_bits(0, m)
-            } else {
-                d.with_bits(m, 0)
-            }
+            d.with_bits(0, m)
         } else {
-            return;
+            d.with_bits(m, 0)
         };
-        let id = self.atoms.intern(x);
         env.set(id, d);
     }
 
@@ -836,8 +866,13 @@ impl Facts {
                 return Learned { on_true, on_false, can_be_true, can_be_false };
             }
         };
-        // One domain for both exits.
-        let d = known.and_then(|k| k.domain_of(atom)).unwrap_or_else(|| self.domain(env, atom));
+        // One domain for both exits; the atom's lookup for it (when made) kept for the exits
+        // (`Some(None)`: not an atom then, though `learn_evaluated` below may make it one).
+        let mut found = None;
+        let d = match known.and_then(|k| k.domain_of(atom)) {
+            Some(d) => d,
+            None => self.domain_of_atom(env, atom, || *found.insert(self.atoms.lookup(atom))),
+        };
         let (d_true, d_false) = (d.refine(op, c, true), d.refine(op, c, false));
         let mut learned = Learned {
             on_true: None,
@@ -851,7 +886,11 @@ impl Facts {
         let mut base = env.clone();
         self.learn_evaluated(&mut base, lhs);
         self.learn_evaluated(&mut base, rhs);
-        let id = self.atoms.intern(atom);
+        // (atoms are never removed: one found before is the same atom now)
+        let id = match found {
+            Some(Some(id)) => id,
+            _ => self.atoms.intern(atom),
+        };
         let mask = match atom {
             Expr::Binary { op: BinOp::And, lhs: x, rhs: m } => match **m {
                 Expr::Const(m) => Some((&**x, m)),
@@ -1342,6 +1381,73 @@ mod tests {
                 op: [BinOp::Add, BinOp::And, BinOp::Shl][rng.below_usize(3)],
                 lhs: Box::new(random_expr(rng, depth - 1)),
                 rhs: Box::new(random_expr(rng, depth - 1)),
+            },
+        }
+    }
+
+    /// [`expr_matches`] (read directly against the numbers) says that a recording is of an
+    /// expression exactly when the two expressions are equal (`==`), and refuses a recording
+    /// cut short or run on: random pairs, many of them equal or alike at the top.
+    #[test]
+    fn a_recorded_expression_matches_its_equals_only() {
+        let mut rng = weir_testkit::SplitMix64::new(0xc044);
+        let (mut equal, mut unequal) = (0, 0);
+        for _ in 0..20_000 {
+            let e = random_expr(&mut rng, 3);
+            let f = if rng.chance(25) { e.clone() } else { random_expr(&mut rng, 3) };
+            let mut code = Vec::new();
+            record_expr(&f, &mut code);
+            assert_eq!(expr_matches(&e, &code), e == f, "{e:?} {f:?}");
+            // One field changed anywhere in the tree (an operator, a width, a constant, a
+            // slot, a kind): the rest equal, so only that field can tell them apart.
+            let g = one_field_changed(&e, &mut rng);
+            let mut other = Vec::new();
+            record_expr(&g, &mut other);
+            assert_ne!(e, g);
+            assert!(!expr_matches(&e, &other), "{e:?} {g:?}");
+            if e == f {
+                equal += 1;
+            } else {
+                unequal += 1;
+            }
+            assert!(!expr_matches(&e, &code[..code.len() - 1]), "{e:?} cut short");
+            code.push(16);
+            assert!(!expr_matches(&e, &code), "{e:?} run on");
+        }
+        assert!(equal > 4_000 && unequal > 10_000, "{equal} {unequal}");
+    }
+
+    /// `e` with one field of one node changed (chosen at random), the rest the same.
+    fn one_field_changed(e: &Expr, rng: &mut weir_testkit::SplitMix64) -> Expr {
+        let other_size = |s: &Size| if *s == Size::Byte { Size::Half } else { Size::Byte };
+        match e {
+            Expr::Const(c) => Expr::Const(c ^ 1),
+            Expr::WireLen => Expr::Const(0),
+            Expr::Scratch(k) => Expr::Scratch(k ^ 1),
+            Expr::Load { offset, size } => {
+                if rng.chance(50) {
+                    Expr::Load { offset: offset.clone(), size: other_size(size) }
+                } else {
+                    Expr::load(one_field_changed(offset, rng), *size)
+                }
+            }
+            Expr::Neg(x) => Expr::Neg(Box::new(one_field_changed(x, rng))),
+            Expr::Binary { op, lhs, rhs } => match rng.below(3) {
+                0 => Expr::Binary {
+                    op: if *op == BinOp::Add { BinOp::Shl } else { BinOp::Add },
+                    lhs: lhs.clone(),
+                    rhs: rhs.clone(),
+                },
+                1 => Expr::Binary {
+                    op: *op,
+                    lhs: Box::new(one_field_changed(lhs, rng)),
+                    rhs: rhs.clone(),
+                },
+                _ => Expr::Binary {
+                    op: *op,
+                    lhs: lhs.clone(),
+                    rhs: Box::new(one_field_changed(rhs, rng)),
+                },
             },
         }
     }
