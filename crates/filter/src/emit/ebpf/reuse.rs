@@ -13,6 +13,14 @@
 //! fills. The packet does not change during a run, and a load that succeeded once succeeds
 //! again (a failed one ended the program), so the verdicts are the same on every packet;
 //! the program gains one move per filling load and loses one call per reload on a path.
+//!
+//! A reload need not read the same bytes: a load whose bytes lie inside a word held in a
+//! register is that word shifted and masked. And a byte or half-word load at a constant
+//! offset may be made the word load that ends where it ends (`ldabsb 23` is `ldabsw 20`
+//! masked): a legacy load fails exactly when its end passes the packet, so the word fails
+//! on the same packets, and holds the bytes before it for a later load (the IPv4 fragment
+//! field `ldabsh 20` after the protocol byte `ldabsb 23`). Such a wider value is kept only
+//! where it adds a reload.
 
 use weir_isa::ebpf::{Insn, Op};
 use weir_program::{jump_target, Program};
@@ -21,25 +29,56 @@ use weir_program::{jump_target, Program};
 /// take when the program touches none of them.
 const SPARE: [u8; 2] = [8, 9];
 
-/// What a legacy load reads: its operation (width, absolute or indexed), its index register
-/// (indexed loads only) and its constant offset.
+/// Wider keys tried, each a planning of the whole program: bounds the pass's time on long
+/// programs with many narrow loads.
+const MAX_WIDER_TRIED: usize = 16;
+
+/// What a legacy load reads: its index register (indexed loads only), its constant offset
+/// and its width in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Key {
-    op: Op,
     index: Option<u8>,
-    imm: i64,
+    start: i64,
+    size: i64,
+}
+
+impl Key {
+    fn end(self) -> i64 {
+        self.start + self.size
+    }
+
+    /// Whether this key's value holds `inner`'s: the same load, or an absolute load whose
+    /// packet bytes include `inner`'s (offsets from 0: a negative offset names the
+    /// kernel's special areas, not bytes in a row).
+    fn covers(self, inner: Key) -> bool {
+        self == inner
+            || (self.index.is_none()
+                && inner.index.is_none()
+                && self.start >= 0
+                && self.start <= inner.start
+                && inner.end() <= self.end())
+    }
+
+    /// The absolute word load that ends where this narrower absolute load ends: it fails on
+    /// the same packets and holds this load's bytes in its low bits.
+    fn widened(self) -> Option<Key> {
+        let start = self.end() - 4;
+        let fits = self.index.is_none() && self.size < 4 && start >= 0;
+        (fits && self.end() <= i64::from(i32::MAX)).then_some(Key { index: None, start, size: 4 })
+    }
 }
 
 fn legacy_key(insn: &Insn) -> Option<Key> {
-    match insn.op {
-        Op::LdAbsB | Op::LdAbsH | Op::LdAbsW => {
-            Some(Key { op: insn.op, index: None, imm: insn.imm })
-        }
-        Op::LdIndB | Op::LdIndH | Op::LdIndW => {
-            Some(Key { op: insn.op, index: Some(insn.src), imm: insn.imm })
-        }
-        _ => None,
-    }
+    let (index, size) = match insn.op {
+        Op::LdAbsB => (None, 1),
+        Op::LdAbsH => (None, 2),
+        Op::LdAbsW => (None, 4),
+        Op::LdIndB => (Some(insn.src), 1),
+        Op::LdIndH => (Some(insn.src), 2),
+        Op::LdIndW => (Some(insn.src), 4),
+        _ => return None,
+    };
+    Some(Key { index, start: insn.imm, size })
 }
 
 /// `program` with its repeated legacy loads taken from registers (see the module
@@ -60,6 +99,51 @@ pub fn reuse_legacy_loads(program: Program) -> Program {
         }
         None => program,
     }
+}
+
+/// Which key each load fills its register with, which key each reload reads, and the
+/// registers, for one choice of kept keys.
+struct Plan {
+    keys: Vec<Key>,
+    /// Per instruction: the key a reload takes its value from.
+    source: Vec<Option<Key>>,
+}
+
+impl Plan {
+    fn new(insns: &[Insn], keys: Vec<Key>, slots: usize) -> Option<Plan> {
+        let slot_of = |key: Key| keys.iter().position(|&k| k == key).map(|at| at % slots);
+        let fill = |key: Key| fill_key(&keys, key);
+        let held = held_on_entry(insns, slots, slot_of, fill)?;
+        // A load is a reload when every path to it leaves in a register a key whose value
+        // holds the one it fills (its own, or the word it was widened to).
+        let source = insns
+            .iter()
+            .enumerate()
+            .map(|(pc, insn)| {
+                let wanted = fill(legacy_key(insn)?);
+                let state = held[pc].as_ref()?;
+                keys.iter().copied().find(|&k| {
+                    k.covers(wanted) && slot_of(k).is_some_and(|slot| state[slot] == Some(k))
+                })
+            })
+            .collect();
+        Some(Plan { keys, source })
+    }
+
+    /// Whether some reload reads `key`'s register.
+    fn read(&self, key: Key) -> bool {
+        self.source.contains(&Some(key))
+    }
+
+    /// The loads made reloads.
+    fn reloads(&self) -> usize {
+        self.source.iter().filter(|s| s.is_some()).count()
+    }
+}
+
+/// The key a load of `key` is made: its widened word when that is kept, else itself.
+fn fill_key(keys: &[Key], key: Key) -> Key {
+    key.widened().filter(|w| keys.contains(w)).unwrap_or(key)
 }
 
 fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
@@ -83,52 +167,79 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
             None => seen.push((key, 1)),
         }
     }
-    let keys: Vec<Key> = seen.into_iter().filter(|&(_, times)| times > 1).map(|(k, _)| k).collect();
-    if spare.is_empty() || keys.is_empty() {
+    let loaded: Vec<Key> = seen.iter().map(|&(k, _)| k).collect();
+    let repeated: Vec<Key> =
+        seen.iter().filter(|&&(_, times)| times > 1).map(|&(k, _)| k).collect();
+    if spare.is_empty() {
         return None;
     }
-    let slot_of = |key: Key| keys.iter().position(|&k| k == key).map(|at| at % spare.len());
-    let held = held_on_entry(insns, spare.len(), slot_of)?;
-    // A load is a reload when every path to it leaves its key in its register.
-    let reload: Vec<bool> = insns
-        .iter()
-        .enumerate()
-        .map(|(pc, insn)| {
-            legacy_key(insn).and_then(|key| {
-                let slot = slot_of(key)?;
-                Some(held[pc].as_ref()?[slot] == Some(key))
-            }) == Some(true)
-        })
-        .collect();
-    // Per key (its index in `keys`): whether some load of it is a reload.
-    let mut reused = vec![false; keys.len()];
-    for (pc, insn) in insns.iter().enumerate() {
-        if let Some(at) = legacy_key(insn)
-            .filter(|_| reload[pc])
-            .and_then(|key| keys.iter().position(|&k| k == key))
-        {
-            reused[at] = true;
+    // Then, after them (their registers stay as they were), the keys whose value would
+    // hold another load's: a load wider than another, or a narrow load's widened word, each
+    // kept only if it adds a reload (in a register another key also holds, it could take
+    // the place of a reload rather than add one).
+    let mut wider: Vec<Key> = Vec::new();
+    for &key in &loaded {
+        let holds_other = |outer: Key| loaded.iter().any(|&o| o != key && outer.covers(o));
+        let candidates = [Some(key).filter(|&k| holds_other(k)), key.widened()];
+        for outer in candidates.into_iter().flatten() {
+            let useful = loaded.iter().any(|&o| o != key && outer.covers(o) && !key.covers(o));
+            let new = !repeated.contains(&outer) && !wider.contains(&outer);
+            if new && (outer == key || useful) {
+                wider.push(outer);
+            }
         }
     }
-    let reused_count = reused.iter().filter(|&&r| r).count();
-    if reused_count == 0 {
+    if repeated.is_empty() && wider.is_empty() {
         return None;
     }
-    // The new program: reloads become moves from the register, the loads of a reused key
-    // that stay are followed by a move into it.
-    let mut out = Vec::with_capacity(insns.len() + reused_count);
+    let mut plan = Plan::new(insns, repeated, spare.len())?;
+    for &outer in wider.iter().take(MAX_WIDER_TRIED) {
+        let keys = plan.keys.iter().copied().chain([outer]).collect();
+        let tried = Plan::new(insns, keys, spare.len())?;
+        if tried.reloads() > plan.reloads() {
+            plan = tried;
+        }
+    }
+    if plan.reloads() == 0 {
+        return None;
+    }
+    let keys = &plan.keys;
+    let register = |key: Key| {
+        let at = keys.iter().position(|&k| k == key).unwrap_or(0);
+        spare[at % spare.len()]
+    };
+    let reused = |key: Key| keys.contains(&key) && plan.read(key);
+    // The new program: reloads become moves from the register (and the shift and mask that
+    // take their bytes out of a wider value), the loads of a reused key that stay are
+    // followed by a move into it.
+    let mut out = Vec::with_capacity(insns.len() + 2 * keys.len());
     let mut new_pc = Vec::with_capacity(insns.len() + 1);
     for (pc, insn) in insns.iter().enumerate() {
         new_pc.push(out.len());
-        let key = legacy_key(insn);
-        let register = |key: Key| spare[slot_of(key).unwrap_or(0)];
-        match key {
-            Some(key) if reload[pc] => out.push(move_reg(0, register(key))),
-            Some(key) if keys.iter().position(|&k| k == key).is_some_and(|at| reused[at]) => {
-                out.push(*insn);
-                out.push(move_reg(register(key), 0));
+        let Some(key) = legacy_key(insn) else {
+            out.push(*insn);
+            continue;
+        };
+        let fill = fill_key(keys, key);
+        match plan.source[pc] {
+            Some(source) => {
+                out.push(move_reg(0, register(source)));
+                if fill != source && reused(fill) {
+                    take_bytes(&mut out, source, fill);
+                    out.push(move_reg(register(fill), 0));
+                    take_bytes(&mut out, fill, key);
+                } else {
+                    take_bytes(&mut out, source, key);
+                }
             }
-            _ => out.push(*insn),
+            None if reused(fill) => {
+                // A load of another key than its own is of its widened word.
+                let word = Insn { op: Op::LdAbsW, dst: 0, src: 0, off: 0, imm: fill.start };
+                out.push(if fill == key { *insn } else { word });
+                out.push(move_reg(register(fill), 0));
+                take_bytes(&mut out, fill, key);
+            }
+            None => out.push(*insn),
         }
     }
     new_pc.push(out.len());
@@ -142,6 +253,19 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
     Some(out)
 }
 
+/// r0 holds `outer`'s value: leaves `inner`'s (bytes inside it) there. Big-endian, so the
+/// bytes after `inner` are shifted out and those before it masked off.
+fn take_bytes(out: &mut Vec<Insn>, outer: Key, inner: Key) {
+    let shift = 8 * (outer.end() - inner.end());
+    if shift > 0 {
+        out.push(Insn { op: Op::Rsh32Imm, dst: 0, src: 0, off: 0, imm: shift });
+    }
+    if inner.start > outer.start {
+        let mask = (1i64 << (8 * inner.size)) - 1;
+        out.push(Insn { op: Op::And32Imm, dst: 0, src: 0, off: 0, imm: mask });
+    }
+}
+
 fn move_reg(dst: u8, src: u8) -> Insn {
     Insn { op: Op::Mov64Reg, dst, src, off: 0, imm: 0 }
 }
@@ -153,6 +277,7 @@ fn held_on_entry(
     insns: &[Insn],
     slots: usize,
     slot_of: impl Fn(Key) -> Option<usize>,
+    fill: impl Fn(Key) -> Key,
 ) -> Option<Vec<Option<Vec<Option<Key>>>>> {
     let mut held: Vec<Option<Vec<Option<Key>>>> = vec![None; insns.len()];
     if insns.is_empty() {
@@ -178,6 +303,7 @@ fn held_on_entry(
         // An indexed load through r0-r5 clobbers its own index (the helper call): what it
         // read cannot be named by that register afterwards.
         if let Some(key) = legacy_key(insn).filter(|k| k.index.is_none_or(|index| index > 5)) {
+            let key = fill(key);
             if let Some(slot) = slot_of(key) {
                 after[slot] = Some(key);
             }
@@ -208,4 +334,88 @@ fn held_on_entry(
         }
     }
     Some(held)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn abs(start: i64, size: i64) -> Key {
+        Key { index: None, start, size }
+    }
+
+    #[test]
+    fn a_narrow_load_widens_to_the_word_ending_where_it_ends() {
+        assert_eq!(abs(23, 1).widened(), Some(abs(20, 4)));
+        assert_eq!(abs(20, 2).widened(), Some(abs(18, 4)));
+        assert_eq!(abs(3, 1).widened(), Some(abs(0, 4)));
+        // A word would start before the packet, or is the load itself.
+        assert_eq!(abs(1, 2).widened(), None);
+        assert_eq!(abs(20, 4).widened(), None);
+        // An indexed load's start is not known to be in the packet.
+        assert_eq!(Key { index: Some(7), start: 23, size: 1 }.widened(), None);
+    }
+
+    #[test]
+    fn only_absolute_loads_from_offset_0_on_hold_other_loads() {
+        assert!(abs(20, 4).covers(abs(23, 1)));
+        assert!(abs(20, 4).covers(abs(20, 2)));
+        assert!(abs(20, 4).covers(abs(21, 2)));
+        assert!(!abs(20, 4).covers(abs(23, 2)));
+        assert!(!abs(20, 4).covers(abs(19, 1)));
+        assert!(!abs(20, 2).covers(abs(20, 4)));
+        let ind = |start, size| Key { index: Some(7), start, size };
+        assert!(ind(14, 2).covers(ind(14, 2)));
+        assert!(!ind(14, 4).covers(ind(14, 2)));
+        assert!(!abs(-4096, 4).covers(abs(-4095, 1)));
+    }
+
+    #[test]
+    fn bytes_are_shifted_out_behind_and_masked_off_before() {
+        let ops = |outer, inner| {
+            let mut out = Vec::new();
+            take_bytes(&mut out, outer, inner);
+            out.iter().map(|i| (i.op, i.imm)).collect::<Vec<_>>()
+        };
+        assert_eq!(ops(abs(20, 4), abs(23, 1)), [(Op::And32Imm, 0xff)]);
+        assert_eq!(ops(abs(20, 4), abs(20, 2)), [(Op::Rsh32Imm, 16)]);
+        assert_eq!(ops(abs(20, 4), abs(21, 2)), [(Op::Rsh32Imm, 8), (Op::And32Imm, 0xffff)]);
+        assert_eq!(ops(abs(20, 4), abs(20, 4)), []);
+    }
+
+    /// The IPv4 protocol byte, then the fragment field before it: one word load.
+    #[test]
+    fn the_fragment_field_is_taken_from_the_protocols_word() {
+        let insn = |op, dst, off: i16, imm| Insn { op, dst, src: 0, off, imm };
+        let program = [
+            insn(Op::LdAbsB, 0, 0, 23),
+            insn(Op::Jne32Imm, 0, 3, 6),
+            insn(Op::LdAbsH, 0, 0, 20),
+            insn(Op::Jset32Imm, 0, 1, 0x1fff),
+            insn(Op::Exit, 0, 0, 0),
+            insn(Op::Mov32Imm, 0, 0, 0),
+            insn(Op::Exit, 0, 0, 0),
+        ];
+        let out = rewrite(&program).expect("rewritten");
+        let ops: Vec<(Op, u8, u8, i16, i64)> =
+            out.iter().map(|i| (i.op, i.dst, i.src, i.off, i.imm)).collect();
+        assert_eq!(
+            ops,
+            [
+                (Op::LdAbsW, 0, 0, 0, 20),
+                (Op::Mov64Reg, 8, 0, 0, 0),
+                (Op::And32Imm, 0, 0, 0, 0xff),
+                (Op::Jne32Imm, 0, 0, 4, 6),
+                (Op::Mov64Reg, 0, 8, 0, 0),
+                (Op::Rsh32Imm, 0, 0, 0, 16),
+                (Op::Jset32Imm, 0, 0, 1, 0x1fff),
+                (Op::Exit, 0, 0, 0, 0),
+                (Op::Mov32Imm, 0, 0, 0, 0),
+                (Op::Exit, 0, 0, 0, 0),
+            ]
+        );
+        // No load after the protocol's: nothing to widen it for.
+        let alone = [program[0], insn(Op::Jne32Imm, 0, 1, 6), program[4], program[5], program[6]];
+        assert_eq!(rewrite(&alone), None);
+    }
 }
