@@ -277,36 +277,37 @@ fn process_slots(
     // packets (a rule inserted in place is seen at once all the same; a new version from
     // the next piece on).
     let v = classifier.snapshot();
-    for group in slots.chunks_mut(BATCH) {
-        let mut outcomes = Vec::with_capacity(group.len());
-        {
-            let mut works: Vec<Work<'_>> = group
-                .iter_mut()
-                .map(|s| {
-                    s.mirrored.clear();
-                    Work {
-                        data: &mut s.data,
-                        wire_len: s.wire_len,
-                        indev,
-                        now: s
-                            .ts_sec
-                            .saturating_mul(1_000_000_000)
-                            .saturating_add(u64::from(s.ts_nsec)),
-                        mark: 0,
-                        mirrored: &mut s.mirrored,
-                    }
-                })
-                .collect();
-            match cache.as_deref_mut() {
-                Some(cache) => {
-                    classifier.process_batch_cached(&v, cache, &mut works, &mut outcomes)
+    // One Work vector and one outcome vector a piece, the classifier called on it a batch
+    // at a time: built a 32-packet batch, the two vectors were two allocations and two
+    // frees every 32 packets.
+    let mut outcomes = Vec::with_capacity(slots.len());
+    {
+        let mut works: Vec<Work<'_>> = slots
+            .iter_mut()
+            .map(|s| {
+                s.mirrored.clear();
+                Work {
+                    data: &mut s.data,
+                    wire_len: s.wire_len,
+                    indev,
+                    now: s
+                        .ts_sec
+                        .saturating_mul(1_000_000_000)
+                        .saturating_add(u64::from(s.ts_nsec)),
+                    mark: 0,
+                    mirrored: &mut s.mirrored,
                 }
-                None => classifier.process_batch(&v, &mut works, &mut outcomes),
+            })
+            .collect();
+        for batch in works.chunks_mut(BATCH) {
+            match cache.as_deref_mut() {
+                Some(cache) => classifier.process_batch_cached(&v, cache, batch, &mut outcomes),
+                None => classifier.process_batch(&v, batch, &mut outcomes),
             }
         }
-        for (s, o) in group.iter_mut().zip(&outcomes) {
-            s.outcome = Some(*o);
-        }
+    }
+    for (s, o) in slots.iter_mut().zip(&outcomes) {
+        s.outcome = Some(*o);
     }
 }
 
