@@ -975,7 +975,7 @@ impl<const W: usize> Store<W> {
 
     /// The best rank held.
     fn best(&self) -> (u32, u64) {
-        self.live_entries().map(|e| e.rules.first().rank()).min().unwrap_or((u32::MAX, u64::MAX))
+        self.live_entries().map(|e| e.rules.first.rank()).min().unwrap_or((u32::MAX, u64::MAX))
     }
 
     /// Bytes of the slots, filter and entry chunks.
@@ -1087,8 +1087,9 @@ impl<'a, const W: usize> Probe<'a, W> {
 /// its own (a list was a 32-byte allocation a rule and one more dependent load a match).
 /// The best rule is a field of its own whatever the count, so that a lookup that wants
 /// only it (the one-mask batch, most lookups) loads it with no test of which form the list
-/// has (issue 14: the enum's tag test and the pointer's address were ~3 instructions a
-/// matched packet at one mask); the same 16 bytes as the enum it replaced.
+/// has (issue 14: the enum's tag test and the pointer's address, bench/records/
+/// 2026-12-02-flow-speed-38.txt); the same 16 bytes as the enum it replaced (asserted
+/// below).
 #[derive(Clone)]
 struct SlotRules {
     first: Arc<Installed>,
@@ -1107,11 +1108,6 @@ impl SlotRules {
             None => std::slice::from_ref(&self.first),
         }
     }
-    /// The best rule.
-    #[inline(always)]
-    fn first(&self) -> &Arc<Installed> {
-        &self.first
-    }
     /// The rules of `v`, never empty (an insert into a key's list makes two or more, a
     /// delete from one leaves one or more).
     fn of(mut v: Vec<Arc<Installed>>) -> SlotRules {
@@ -1122,6 +1118,8 @@ impl SlotRules {
         }
     }
 }
+
+const _: () = assert!(std::mem::size_of::<SlotRules>() == 16);
 
 /// Constants (the hex digits of pi) the words are xored with before a multiply.
 const SALT: [u64; 4] =
@@ -1928,7 +1926,7 @@ impl<const W: usize> Tables<W> {
         let mut misses = 0usize;
         let slots = engine::outcome_slots(out, works.len().min(BATCH));
         for ((w, (k, h)), o) in works.iter_mut().zip(keyed.iter()).zip(slots) {
-            let f = probe.find_near(k, *h).map(|e| &**e.rules.first());
+            let f = probe.find_near(k, *h).map(|e| &*e.rules.first);
             if f.is_none() {
                 misses += 1;
             }
@@ -2263,7 +2261,7 @@ impl<const W: usize> Tables<W> {
         // The best rule from its own field (most keys have one; without ranges it is the
         // answer), the list only past it when its ranges do not hold (issue 14: the list's
         // form tested and its loop entered a visit).
-        let best = slot.rules.first();
+        let best = &slot.rules.first;
         if !FIRST && best.rank() >= bound {
             return None;
         }
@@ -2310,7 +2308,7 @@ impl<const W: usize> Tables<W> {
             let Some(e) = probe.find(&mk, h) else { continue };
             acc += match STAGE {
                 2 => 1,
-                _ => u64::from(e.rules.first().line),
+                _ => u64::from(e.rules.first.line),
             };
         }
         acc
@@ -2342,7 +2340,7 @@ impl<const W: usize> Tables<W> {
         std::hint::black_box(touch);
         let mut hits = 0u64;
         for ((o, k), &h) in out.iter_mut().zip(g.iter()).zip(hs.iter()).take(n) {
-            *o = probe.find(&and(k, &st.gmask), h).map(|e| e.rules.first());
+            *o = probe.find(&and(k, &st.gmask), h).map(|e| &e.rules.first);
             hits += u64::from(o.is_some());
         }
         if hits > 0 {

@@ -195,7 +195,7 @@ pub(crate) fn record_expr(e: &Expr, out: &mut Vec<u32>) {
 ///
 /// Read directly against [`shape_expr`]'s numbers rather than through a [`Checker`] (a slice
 /// stripped per put): the atoms of a compile are compared so at every lookup (issue 13:
-/// about half of [`super::env::Atoms`]' lookups on `udp and (port 67 or port 68)`,
+/// about half the instructions of [`super::env::Atoms`]' lookups on `udp and (port 67 or port 68)`,
 /// bench/records/2026-12-02-compile-44.txt). Tested against `==` of the expressions recorded.
 pub(crate) fn expr_matches(e: &Expr, code: &[u32]) -> bool {
     expr_matches_prefix(e, code).is_some_and(<[u32]>::is_empty)
@@ -204,16 +204,16 @@ pub(crate) fn expr_matches(e: &Expr, code: &[u32]) -> bool {
 /// The numbers after the ones [`shape_expr`] writes for `e`, when `code` starts with them.
 fn expr_matches_prefix<'a>(e: &Expr, code: &'a [u32]) -> Option<&'a [u32]> {
     match (e, code) {
-        (Expr::Const(c), [16, k, rest @ ..]) if k == c => Some(rest),
-        (Expr::WireLen, [17, rest @ ..]) => Some(rest),
-        (Expr::Scratch(k), [18, slot, rest @ ..]) if *slot == u32::from(*k) => Some(rest),
-        (Expr::Load { offset, size }, [19, n, rest @ ..]) if *n == size.bytes() => {
+        (Expr::Const(c), [TAG_CONST, k, rest @ ..]) if k == c => Some(rest),
+        (Expr::WireLen, [TAG_WIRE_LEN, rest @ ..]) => Some(rest),
+        (Expr::Scratch(k), [TAG_SCRATCH, slot, rest @ ..]) if *slot == u32::from(*k) => Some(rest),
+        (Expr::Load { offset, size }, [TAG_LOAD, n, rest @ ..]) if *n == size.bytes() => {
             expr_matches_prefix(offset, rest)
         }
-        (Expr::Binary { op, lhs, rhs }, [20, o, rest @ ..]) if *o == *op as u32 => {
+        (Expr::Binary { op, lhs, rhs }, [TAG_BINARY, o, rest @ ..]) if *o == *op as u32 => {
             expr_matches_prefix(rhs, expr_matches_prefix(lhs, rest)?)
         }
-        (Expr::Neg(x), [21, rest @ ..]) => expr_matches_prefix(x, rest),
+        (Expr::Neg(x), [TAG_NEG, rest @ ..]) => expr_matches_prefix(x, rest),
         _ => None,
     }
 }
@@ -281,22 +281,31 @@ fn shape_pred(p: &Pred, sink: &mut impl ShapeSink) -> bool {
     }
 }
 
+/// The first number [`shape_expr`] writes for each kind of expression (after the
+/// predicates' own tags), read back by [`expr_matches_prefix`].
+const TAG_CONST: u32 = 16;
+const TAG_WIRE_LEN: u32 = 17;
+const TAG_SCRATCH: u32 = 18;
+const TAG_LOAD: u32 = 19;
+const TAG_BINARY: u32 = 20;
+const TAG_NEG: u32 = 21;
+
 fn shape_expr(e: &Expr, sink: &mut impl ShapeSink) -> bool {
     match e {
-        Expr::Const(c) => sink.put(&[16, *c]),
-        Expr::WireLen => sink.put(&[17]),
-        Expr::Scratch(k) => sink.put(&[18, u32::from(*k)]),
+        Expr::Const(c) => sink.put(&[TAG_CONST, *c]),
+        Expr::WireLen => sink.put(&[TAG_WIRE_LEN]),
+        Expr::Scratch(k) => sink.put(&[TAG_SCRATCH, u32::from(*k)]),
         Expr::Load { offset, size } => {
             // (the most common node: its constant offset in the same put)
             if let Expr::Const(k) = **offset {
-                return sink.put(&[19, size.bytes(), 16, k]);
+                return sink.put(&[TAG_LOAD, size.bytes(), TAG_CONST, k]);
             }
-            sink.put(&[19, size.bytes()]) && shape_expr(offset, sink)
+            sink.put(&[TAG_LOAD, size.bytes()]) && shape_expr(offset, sink)
         }
         Expr::Binary { op, lhs, rhs } => {
-            sink.put(&[20, *op as u32]) && shape_expr(lhs, sink) && shape_expr(rhs, sink)
+            sink.put(&[TAG_BINARY, *op as u32]) && shape_expr(lhs, sink) && shape_expr(rhs, sink)
         }
-        Expr::Neg(x) => sink.put(&[21]) && shape_expr(x, sink),
+        Expr::Neg(x) => sink.put(&[TAG_NEG]) && shape_expr(x, sink),
     }
 }
 

@@ -137,10 +137,7 @@ impl Atoms {
     }
 
     fn intern(&mut self, e: &Expr) -> AtomId {
-        match self.lookup(e) {
-            Some(id) => id,
-            None => self.add(e),
-        }
+        self.lookup(e).unwrap_or_else(|| self.add(e))
     }
 
     /// Interns `e`, which [`Atoms::lookup`] did not find.
@@ -470,6 +467,11 @@ pub(crate) struct Changes {
     pub other: bool,
 }
 
+/// Whether `env` holds a fact of `atom` (an expression evaluated on every path here).
+fn has_fact(env: &Env, atom: Option<AtomId>) -> bool {
+    !env.facts.is_empty() && atom.is_some_and(|id| env.get(id).is_some())
+}
+
 impl Facts {
     #[cfg(test)]
     pub fn new(live_slots: u32) -> Facts {
@@ -564,17 +566,13 @@ impl Facts {
     }
 
     /// [`Facts::domain`] of `e` and its atom, interned when new: one lookup of `e` for both,
-    /// where asking one after the other looked it up twice (issue 13: `refine`, and every
-    /// load at a variable offset `learn_evaluated` records; a lookup that compares with the
+    /// where asking one after the other looked it up twice (issue 13: `refine` and
+    /// `refine_masked`; `learn_evaluated` likewise asks once; a lookup that compares with the
     /// IPv4 header length's atoms cost ~280 instructions, bench/records/2026-12-02-compile-44.txt).
     fn domain_and_atom(&mut self, env: &Env, e: &Expr) -> (Domain, AtomId) {
         let found = self.atoms.lookup(e);
         let d = self.domain_of_atom(env, e, || found);
-        let id = match found {
-            Some(id) => id,
-            None => self.atoms.add(e),
-        };
-        (d, id)
+        (d, found.unwrap_or_else(|| self.atoms.add(e)))
     }
 
     /// [`Facts::domain`], with `e`'s atom (if any) from `atom`, asked only when a fact could
@@ -639,7 +637,7 @@ impl Facts {
     }
 
     fn evaluated(&self, env: &Env, e: &Expr) -> bool {
-        !env.facts.is_empty() && self.atoms.lookup(e).is_some_and(|id| env.get(id).is_some())
+        has_fact(env, self.atoms.lookup(e))
     }
 
     /// Can evaluating `e` abort at a point with facts `env`?
@@ -767,15 +765,10 @@ impl Facts {
                 // (the offset is not a constant: that case returned above) One lookup of
                 // the load for the three questions: evaluated, its domain, its atom.
                 let found = self.atoms.lookup(e);
-                let evaluated =
-                    !env.facts.is_empty() && found.is_some_and(|id| env.get(id).is_some());
-                if !evaluated {
-                    let d = self.domain_of_atom(env, e, || found);
-                    let id = match found {
-                        Some(id) => id,
-                        None => self.atoms.add(e),
-                    };
-                    env.set(id, d);
+                if !has_fact(env, found) {
+                    // No fact of its atom to narrow the domain with.
+                    let d = self.domain_of_atom(env, e, || None);
+                    env.set(found.unwrap_or_else(|| self.atoms.add(e)), d);
                 }
             }
             Expr::Binary { op, lhs, rhs } => {

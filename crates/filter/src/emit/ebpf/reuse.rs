@@ -12,7 +12,8 @@
 //! from a callee-saved register the program does not use, which each of those earlier loads
 //! fills. The packet does not change during a run, and a load that succeeded once succeeds
 //! again (a failed one ended the program), so the verdicts are the same on every packet;
-//! the program gains one move per filling load and loses one call per reload on a path.
+//! the program gains a move per filling load (and a shift or mask where a load takes its
+//! bytes out of a wider value) and loses one call per reload on a path.
 //!
 //! A reload need not read the same bytes: a load whose bytes lie inside a word held in a
 //! register is that word shifted and masked. And a byte or half-word load at a constant
@@ -101,8 +102,8 @@ pub fn reuse_legacy_loads(program: Program) -> Program {
     }
 }
 
-/// Which key each load fills its register with, which key each reload reads, and the
-/// registers, for one choice of kept keys.
+/// The kept keys, and per instruction the key a reload reads (which key a load fills is
+/// `fill_key`'s answer, its register `rewrite`'s).
 struct Plan {
     keys: Vec<Key>,
     /// Per instruction: the key a reload takes its value from.
@@ -156,6 +157,9 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
     }
     let spare: Vec<u8> =
         SPARE.into_iter().filter(|&r| insns.iter().all(|i| i.dst != r && i.src != r)).collect();
+    if spare.is_empty() {
+        return None;
+    }
     // Keys loaded at more than one place, each given a spare register (shared round-robin
     // when there are more keys than registers: the flow below knows which key a register
     // holds, so sharing costs reuse, never correctness), dealt out in the order of their
@@ -170,9 +174,6 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
     let loaded: Vec<Key> = seen.iter().map(|&(k, _)| k).collect();
     let repeated: Vec<Key> =
         seen.iter().filter(|&&(_, times)| times > 1).map(|&(k, _)| k).collect();
-    if spare.is_empty() {
-        return None;
-    }
     // Then, after them (their registers stay as they were), the keys whose value would
     // hold another load's: a load wider than another, or a narrow load's widened word, each
     // kept only if it adds a reload (in a register another key also holds, it could take
@@ -208,7 +209,8 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
         let at = keys.iter().position(|&k| k == key).unwrap_or(0);
         spare[at % spare.len()]
     };
-    let reused = |key: Key| keys.contains(&key) && plan.read(key);
+    // A reload's source is one of the kept keys, so a key some reload reads is kept.
+    let reused = |key: Key| plan.read(key);
     // The new program: reloads become moves from the register (and the shift and mask that
     // take their bytes out of a wider value), the loads of a reused key that stay are
     // followed by a move into it.
@@ -223,13 +225,13 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
         let fill = fill_key(keys, key);
         match plan.source[pc] {
             Some(source) => {
+                // A reload from another key than its own is of a narrower load (a widened
+                // key is a word, which no key is wider than): it fills its own register
+                // too when some reload reads that.
                 out.push(move_reg(0, register(source)));
-                if fill != source && reused(fill) {
-                    take_bytes(&mut out, source, fill);
-                    out.push(move_reg(register(fill), 0));
-                    take_bytes(&mut out, fill, key);
-                } else {
-                    take_bytes(&mut out, source, key);
+                take_bytes(&mut out, source, key);
+                if key != source && reused(key) {
+                    out.push(move_reg(register(key), 0));
                 }
             }
             None if reused(fill) => {
@@ -271,8 +273,8 @@ fn move_reg(dst: u8, src: u8) -> Insn {
 }
 
 /// Which key each spare register holds on entry to every instruction, on every path (`None`
-/// for an instruction no path reaches), with every load of a key in `keys` taken to fill
-/// its register; `None` overall for a jump out of the program.
+/// for an instruction no path reaches), with every load taken to fill the slot of its
+/// `fill` key (`slot_of`); `None` overall for a jump out of the program.
 fn held_on_entry(
     insns: &[Insn],
     slots: usize,
