@@ -176,9 +176,48 @@ impl Shape {
     }
 
     /// Whether `p` is the tree recorded.
+    ///
+    /// Read directly against [`shape_pred`]'s numbers, as [`expr_matches`] reads an
+    /// expression's, rather than through a sink that strips a slice per number put (issue 13:
+    /// the comparison was ~4,000 instructions of a `port 22` compile,
+    /// bench/records/2026-12-02-compile-47.txt).
     pub(crate) fn matches(&self, p: &Pred) -> bool {
-        let mut c = Checker { rest: &self.0 };
-        shape_pred(p, &mut c) && c.rest.is_empty()
+        pred_matches_prefix(p, &self.0).is_some_and(<[u32]>::is_empty)
+    }
+}
+
+/// The numbers after the ones [`shape_pred`] writes for `p`, when `code` starts with them
+/// (`None` too for the nodes it does not record).
+fn pred_matches_prefix<'a>(p: &Pred, code: &'a [u32]) -> Option<&'a [u32]> {
+    match (p, code) {
+        (Pred::Const(b), [TAG_PRED_CONST, v, rest @ ..]) if *v == u32::from(*b) => Some(rest),
+        (Pred::Cmp { op, lhs, rhs }, [TAG_CMP, o, rest @ ..]) if *o == *op as u32 => {
+            expr_matches_prefix(rhs, expr_matches_prefix(lhs, rest)?)
+        }
+        (Pred::In { value, set }, [TAG_IN, n, rest @ ..]) => {
+            let ranges = set.ranges();
+            if *n != shape_len(ranges.len()) {
+                return None;
+            }
+            let rest = ranges.iter().try_fold(rest, |rest, &(lo, hi)| match rest {
+                [l, h, rest @ ..] if *l == lo && *h == hi => Some(rest),
+                _ => None,
+            })?;
+            expr_matches_prefix(value, rest)
+        }
+        (Pred::Not(q), [TAG_NOT, rest @ ..]) | (Pred::Try(q), [TAG_TRY, rest @ ..]) => {
+            pred_matches_prefix(q, rest)
+        }
+        (Pred::And(ps), [TAG_AND, n, rest @ ..]) | (Pred::Or(ps), [TAG_OR, n, rest @ ..])
+            if *n == shape_len(ps.len()) =>
+        {
+            ps.iter().try_fold(rest, |rest, q| pred_matches_prefix(q, rest))
+        }
+        (Pred::Guard(g), [TAG_GUARD, v, rest @ ..]) if v == g => Some(rest),
+        (Pred::Store { slot, value }, [TAG_STORE, s, rest @ ..]) if *s == u32::from(*slot) => {
+            expr_matches_prefix(value, rest)
+        }
+        _ => None,
     }
 }
 
@@ -193,8 +232,8 @@ pub(crate) fn record_expr(e: &Expr, out: &mut Vec<u32>) {
 /// Whether `code` is the numbers [`record_expr`] writes for `e`: `e` is the expression
 /// recorded.
 ///
-/// Read directly against [`shape_expr`]'s numbers rather than through a [`Checker`] (a slice
-/// stripped per put): the atoms of a compile are compared so at every lookup (issue 13:
+/// Read directly against [`shape_expr`]'s numbers rather than through a checker (a slice
+/// stripped per number put): the atoms of a compile are compared so at every lookup (issue 13:
 /// about half the instructions of [`super::env::Atoms`]' lookups on `udp and (port 67 or port 68)`,
 /// bench/records/2026-12-02-compile-44.txt). Tested against `==` of the expressions recorded.
 pub(crate) fn expr_matches(e: &Expr, code: &[u32]) -> bool {
@@ -218,38 +257,18 @@ fn expr_matches_prefix<'a>(e: &Expr, code: &'a [u32]) -> Option<&'a [u32]> {
     }
 }
 
-/// Where [`shape_pred`] puts its numbers (a node's own at once); `false` stops the walk.
-trait ShapeSink {
-    fn put(&mut self, ns: &[u32]) -> bool;
-}
-
-/// Records, up to `cap` numbers in all (those `out` held before included).
+/// Where [`shape_pred`] puts its numbers (a node's own at once): records, up to `cap`
+/// numbers in all (those `out` held before included).
 struct Recorder<'a> {
     out: &'a mut Vec<u32>,
     cap: usize,
 }
 
-impl ShapeSink for Recorder<'_> {
+impl Recorder<'_> {
+    /// Appends `ns`; `false` (past the cap) stops the walk.
     fn put(&mut self, ns: &[u32]) -> bool {
         self.out.extend_from_slice(ns);
         self.out.len() <= self.cap
-    }
-}
-
-/// Checks against a recording, consuming it.
-struct Checker<'a> {
-    rest: &'a [u32],
-}
-
-impl ShapeSink for Checker<'_> {
-    fn put(&mut self, ns: &[u32]) -> bool {
-        match self.rest.strip_prefix(ns) {
-            Some(rest) => {
-                self.rest = rest;
-                true
-            }
-            None => false,
-        }
     }
 }
 
@@ -257,32 +276,46 @@ fn shape_len(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
-fn shape_pred(p: &Pred, sink: &mut impl ShapeSink) -> bool {
+/// The first number [`shape_pred`] writes for each kind of predicate, read back by
+/// [`pred_matches_prefix`].
+const TAG_PRED_CONST: u32 = 0;
+const TAG_CMP: u32 = 1;
+const TAG_IN: u32 = 2;
+const TAG_NOT: u32 = 3;
+const TAG_AND: u32 = 4;
+const TAG_OR: u32 = 5;
+const TAG_GUARD: u32 = 6;
+const TAG_STORE: u32 = 7;
+const TAG_TRY: u32 = 8;
+
+fn shape_pred(p: &Pred, sink: &mut Recorder) -> bool {
     match p {
-        Pred::Const(b) => sink.put(&[0, u32::from(*b)]),
+        Pred::Const(b) => sink.put(&[TAG_PRED_CONST, u32::from(*b)]),
         Pred::Cmp { op, lhs, rhs } => {
-            sink.put(&[1, *op as u32]) && shape_expr(lhs, sink) && shape_expr(rhs, sink)
+            sink.put(&[TAG_CMP, *op as u32]) && shape_expr(lhs, sink) && shape_expr(rhs, sink)
         }
         Pred::In { value, set } => {
             let ranges = set.ranges();
-            sink.put(&[2, shape_len(ranges.len())])
+            sink.put(&[TAG_IN, shape_len(ranges.len())])
                 && ranges.iter().all(|&(lo, hi)| sink.put(&[lo, hi]))
                 && shape_expr(value, sink)
         }
-        Pred::Not(q) => sink.put(&[3]) && shape_pred(q, sink),
+        Pred::Not(q) => sink.put(&[TAG_NOT]) && shape_pred(q, sink),
         Pred::And(ps) | Pred::Or(ps) => {
-            let kind = if matches!(p, Pred::And(_)) { 4 } else { 5 };
+            let kind = if matches!(p, Pred::And(_)) { TAG_AND } else { TAG_OR };
             sink.put(&[kind, shape_len(ps.len())]) && ps.iter().all(|q| shape_pred(q, sink))
         }
-        Pred::Guard(n) => sink.put(&[6, *n]),
-        Pred::Store { slot, value } => sink.put(&[7, u32::from(*slot)]) && shape_expr(value, sink),
-        Pred::Try(q) => sink.put(&[8]) && shape_pred(q, sink),
+        Pred::Guard(n) => sink.put(&[TAG_GUARD, *n]),
+        Pred::Store { slot, value } => {
+            sink.put(&[TAG_STORE, u32::from(*slot)]) && shape_expr(value, sink)
+        }
+        Pred::Try(q) => sink.put(&[TAG_TRY]) && shape_pred(q, sink),
         Pred::Chain(_) | Pred::Pairs(_) => false,
     }
 }
 
 /// The first number [`shape_expr`] writes for each kind of expression (after the
-/// predicates' own tags), read back by [`expr_matches_prefix`].
+/// predicates' own tags, so that the two never meet), read back by [`expr_matches_prefix`].
 const TAG_CONST: u32 = 16;
 const TAG_WIRE_LEN: u32 = 17;
 const TAG_SCRATCH: u32 = 18;
@@ -290,7 +323,7 @@ const TAG_LOAD: u32 = 19;
 const TAG_BINARY: u32 = 20;
 const TAG_NEG: u32 = 21;
 
-fn shape_expr(e: &Expr, sink: &mut impl ShapeSink) -> bool {
+fn shape_expr(e: &Expr, sink: &mut Recorder) -> bool {
     match e {
         Expr::Const(c) => sink.put(&[TAG_CONST, *c]),
         Expr::WireLen => sink.put(&[TAG_WIRE_LEN]),
@@ -313,6 +346,131 @@ fn shape_expr(e: &Expr, sink: &mut impl ShapeSink) -> bool {
 mod tests {
     use super::Shape;
     use crate::ir::{CmpOp, Expr, Pred, Size, ValueSet};
+    use crate::opt::env::tests::{one_field_changed, random_expr};
+    use weir_testkit::SplitMix64;
+
+    /// A random predicate of every kind a shape records (and now and then a `Chain`, which
+    /// it does not), from few leaves, so that trees repeat and many are alike at the top.
+    fn random_pred(rng: &mut SplitMix64, depth: u32) -> Pred {
+        let ops = [CmpOp::Eq, CmpOp::Ne, CmpOp::Gt, CmpOp::Set];
+        if depth == 0 || rng.chance(30) {
+            return match rng.below(6) {
+                0 => Pred::Const(rng.chance(50)),
+                1 => Pred::Guard(14 + rng.below(3) as u32),
+                2 => Pred::In {
+                    value: random_expr(rng, 2),
+                    set: ValueSet::from_values((0..1 + rng.below(3)).map(|i| 6 + 11 * i as u32)),
+                },
+                3 => Pred::Store { slot: rng.below(2) as u8, value: random_expr(rng, 2) },
+                _ => Pred::cmp(ops[rng.below_usize(4)], random_expr(rng, 2), random_expr(rng, 1)),
+            };
+        }
+        let parts = |rng: &mut SplitMix64| -> Vec<Pred> {
+            (0..1 + rng.below(3)).map(|_| random_pred(rng, depth - 1)).collect()
+        };
+        match rng.below(5) {
+            0 => Pred::Not(Box::new(random_pred(rng, depth - 1))),
+            1 => Pred::Try(Box::new(random_pred(rng, depth - 1))),
+            2 => Pred::And(parts(rng)),
+            3 => Pred::Or(parts(rng)),
+            _ => Pred::Chain(Box::new(crate::ir::Chain {
+                target: 6,
+                ipv6: true,
+                base: 14,
+                next: random_expr(rng, 1),
+                offset: random_expr(rng, 1),
+            })),
+        }
+    }
+
+    /// `p` with one field of one node changed (chosen at random), the rest the same.
+    fn one_pred_field_changed(p: &Pred, rng: &mut SplitMix64) -> Pred {
+        let one_part_changed = |ps: &[Pred], rng: &mut SplitMix64| {
+            let mut ps = ps.to_vec();
+            let i = rng.below_usize(ps.len());
+            ps[i] = one_pred_field_changed(&ps[i], rng);
+            ps
+        };
+        match p {
+            Pred::Const(b) => Pred::Const(!b),
+            Pred::Guard(n) => Pred::Guard(n ^ 1),
+            Pred::Cmp { op, lhs, rhs } => match rng.below(3) {
+                0 => Pred::cmp(
+                    if *op == CmpOp::Eq { CmpOp::Ne } else { CmpOp::Eq },
+                    lhs.clone(),
+                    rhs.clone(),
+                ),
+                1 => Pred::cmp(*op, one_field_changed(lhs, rng), rhs.clone()),
+                _ => Pred::cmp(*op, lhs.clone(), one_field_changed(rhs, rng)),
+            },
+            Pred::In { value, set } => match rng.below(3) {
+                0 => Pred::In { value: one_field_changed(value, rng), set: set.clone() },
+                1 => {
+                    let mut ranges = set.ranges().to_vec();
+                    let last = ranges.len() - 1;
+                    ranges[last].1 += 1;
+                    Pred::In { value: value.clone(), set: ValueSet::from_ranges(ranges) }
+                }
+                _ => {
+                    let ranges = set.ranges().iter().map(|&(lo, hi)| (lo + 1, hi + 1));
+                    Pred::In { value: value.clone(), set: ValueSet::from_ranges(ranges) }
+                }
+            },
+            Pred::Store { slot, value } => match rng.below(2) {
+                0 => Pred::Store { slot: slot ^ 1, value: value.clone() },
+                _ => Pred::Store { slot: *slot, value: one_field_changed(value, rng) },
+            },
+            Pred::Not(q) if rng.chance(20) => Pred::Try(q.clone()),
+            Pred::Not(q) => Pred::Not(Box::new(one_pred_field_changed(q, rng))),
+            Pred::Try(q) if rng.chance(20) => Pred::Not(q.clone()),
+            Pred::Try(q) => Pred::Try(Box::new(one_pred_field_changed(q, rng))),
+            Pred::And(ps) if rng.chance(20) => Pred::Or(ps.clone()),
+            Pred::Or(ps) if rng.chance(20) => Pred::And(ps.clone()),
+            Pred::And(ps) => Pred::And(one_part_changed(ps, rng)),
+            Pred::Or(ps) => Pred::Or(one_part_changed(ps, rng)),
+            Pred::Chain(_) | Pred::Pairs(_) => Pred::Const(true),
+        }
+    }
+
+    /// [`Shape::matches`] (read directly against the numbers) says that a recording is of a
+    /// tree exactly when the two trees are equal (`==`), never matches a tree holding a node
+    /// not recorded, and refuses a recording cut short or run on: random pairs, many of them
+    /// equal, and each tree against a copy with one field changed anywhere.
+    #[test]
+    fn a_shape_matches_its_equals_only() {
+        let mut rng = SplitMix64::new(0xc047);
+        let (mut equal, mut unequal, mut unrecorded) = (0, 0, 0);
+        for _ in 0..20_000 {
+            let p = random_pred(&mut rng, 3);
+            let q = if rng.chance(25) { p.clone() } else { random_pred(&mut rng, 3) };
+            let Some(shape) = Shape::of(&q, usize::MAX) else {
+                unrecorded += 1;
+                assert!(Shape::of(&p, usize::MAX).is_none() || p != q);
+                continue;
+            };
+            assert_eq!(shape.matches(&p), p == q, "{p:?} {q:?}");
+            if p == q {
+                equal += 1;
+                let changed = one_pred_field_changed(&p, &mut rng);
+                assert_ne!(changed, p);
+                if let Some(other) = Shape::of(&changed, usize::MAX) {
+                    assert!(!other.matches(&p), "{p:?} {changed:?}");
+                }
+                let mut code = shape.0.clone();
+                code.pop();
+                assert!(!Shape(code).matches(&p), "{p:?} cut short");
+                let mut code = shape.0.clone();
+                code.push(0);
+                assert!(!Shape(code).matches(&p), "{p:?} run on");
+            } else {
+                unequal += 1;
+            }
+        }
+        assert!(
+            equal > 2_000 && unequal > 5_000 && unrecorded > 1_000,
+            "{equal} {unequal} {unrecorded}"
+        );
+    }
 
     fn test(offset: u32, k: u32) -> Pred {
         Pred::eq(Expr::load_at(offset, Size::Half), k)
