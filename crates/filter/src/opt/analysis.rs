@@ -506,6 +506,9 @@ mod tests {
                 set(&[6, 17]),
                 Pred::Or(vec![test(34, 22)]),
             ]),
+            // The same nodes in the same order, nested otherwise: only the junctions'
+            // lengths tell the two apart.
+            Pred::And(vec![test(12, 0x800), set(&[6, 17]), Pred::Or(vec![]), test(34, 22)]),
         ];
         for q in others {
             assert!(!shape.matches(&q), "{q}");
