@@ -179,8 +179,7 @@ impl Shape {
     ///
     /// Read directly against [`shape_pred`]'s numbers, as [`expr_matches`] reads an
     /// expression's, rather than through a sink that strips a slice per number put (issue 13:
-    /// the comparison was ~4,000 instructions of a `port 22` compile,
-    /// bench/records/2026-12-02-compile-47.txt).
+    /// 469 instructions fewer a `port 22` compile, bench/records/2026-12-02-compile-47.txt).
     pub(crate) fn matches(&self, p: &Pred) -> bool {
         pred_matches_prefix(p, &self.0).is_some_and(<[u32]>::is_empty)
     }
