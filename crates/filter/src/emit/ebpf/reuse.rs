@@ -175,17 +175,16 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
     let repeated: Vec<Key> =
         seen.iter().filter(|&&(_, times)| times > 1).map(|&(k, _)| k).collect();
     // Then, after them (their registers stay as they were), the keys whose value would
-    // hold another load's: a load wider than another, or a narrow load's widened word, each
-    // kept only if it adds a reload (in a register another key also holds, it could take
-    // the place of a reload rather than add one).
+    // hold another load's, each kept only if it adds a reload (in a register another key
+    // also holds, it could take the place of a reload rather than add one): a load that
+    // holds another load's bytes, and a narrow load's widened word that holds bytes of a
+    // load the narrow one does not.
     let mut wider: Vec<Key> = Vec::new();
     for &key in &loaded {
-        let holds_other = |outer: Key| loaded.iter().any(|&o| o != key && outer.covers(o));
-        let candidates = [Some(key).filter(|&k| holds_other(k)), key.widened()];
-        for outer in candidates.into_iter().flatten() {
-            let useful = loaded.iter().any(|&o| o != key && outer.covers(o) && !key.covers(o));
-            let new = !repeated.contains(&outer) && !wider.contains(&outer);
-            if new && (outer == key || useful) {
+        let wide = loaded.iter().any(|&o| o != key && key.covers(o));
+        let word = key.widened().filter(|&w| loaded.iter().any(|&o| w.covers(o) && !key.covers(o)));
+        for outer in [Some(key).filter(|_| wide), word].into_iter().flatten() {
+            if !repeated.contains(&outer) && !wider.contains(&outer) {
                 wider.push(outer);
             }
         }
@@ -211,9 +210,13 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
     };
     // A reload's source is one of the kept keys, so a key some reload reads is kept.
     let reused = |key: Key| plan.read(key);
-    // The new program: reloads become moves from the register (and the shift and mask that
-    // take their bytes out of a wider value), the loads of a reused key that stay are
-    // followed by a move into it.
+    // The new program, by two rules for each legacy load. (1) r0 takes the value of
+    // `from`: the register a reload reads; else, for a load whose `fill` key some reload
+    // reads, that key from the packet (its widened word, when not the load's own key); else
+    // the load as it was. (2) `fill`'s register, when some reload reads it and this load
+    // did not read it from there, takes `fill`'s value once r0 holds it; r0 then keeps the
+    // load's bytes alone (`take_bytes`). A reload whose `fill` is a widened word reads that
+    // word (no key is wider than a word), so fills nothing.
     let mut out = Vec::with_capacity(insns.len() + 2 * keys.len());
     let mut new_pc = Vec::with_capacity(insns.len() + 1);
     for (pc, insn) in insns.iter().enumerate() {
@@ -223,25 +226,19 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
             continue;
         };
         let fill = fill_key(keys, key);
-        match plan.source[pc] {
-            Some(source) => {
-                // A reload from another key than its own is of a narrower load (a widened
-                // key is a word, which no key is wider than): it fills its own register
-                // too when some reload reads that.
-                out.push(move_reg(0, register(source)));
-                take_bytes(&mut out, source, key);
-                if key != source && reused(key) {
-                    out.push(move_reg(register(key), 0));
-                }
-            }
-            None if reused(fill) => {
-                // A load of another key than its own is of its widened word.
-                let word = Insn { op: Op::LdAbsW, dst: 0, src: 0, off: 0, imm: fill.start };
-                out.push(if fill == key { *insn } else { word });
-                out.push(move_reg(register(fill), 0));
-                take_bytes(&mut out, fill, key);
-            }
-            None => out.push(*insn),
+        let fills = reused(fill) && plan.source[pc] != Some(fill);
+        let from = plan.source[pc].unwrap_or(if fills { fill } else { key });
+        out.push(match plan.source[pc] {
+            Some(source) => move_reg(0, register(source)),
+            None if from == key => *insn,
+            None => Insn { op: Op::LdAbsW, dst: 0, src: 0, off: 0, imm: from.start },
+        });
+        if fills {
+            take_bytes(&mut out, from, fill);
+            out.push(move_reg(register(fill), 0));
+            take_bytes(&mut out, fill, key);
+        } else {
+            take_bytes(&mut out, from, key);
         }
     }
     new_pc.push(out.len());
