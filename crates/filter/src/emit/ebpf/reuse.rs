@@ -382,6 +382,68 @@ mod tests {
         assert_eq!(ops(abs(20, 4), abs(20, 4)), []);
     }
 
+    /// A word loaded twice: the first load fills the register, the reload reads it and
+    /// fills nothing (its register holds the word already).
+    #[test]
+    fn a_reload_reads_its_register_and_fills_nothing() {
+        let insn = |op, dst, off: i16, imm| Insn { op, dst, src: 0, off, imm };
+        let program = [
+            insn(Op::LdAbsW, 0, 0, 26),
+            insn(Op::Jne32Imm, 0, 2, 5),
+            insn(Op::LdAbsW, 0, 0, 26),
+            insn(Op::Exit, 0, 0, 0),
+            insn(Op::Mov32Imm, 0, 0, 0),
+            insn(Op::Exit, 0, 0, 0),
+        ];
+        let out = rewrite(&program).expect("rewritten");
+        let ops: Vec<(Op, u8, u8, i16, i64)> =
+            out.iter().map(|i| (i.op, i.dst, i.src, i.off, i.imm)).collect();
+        assert_eq!(
+            ops,
+            [
+                (Op::LdAbsW, 0, 0, 0, 26),
+                (Op::Mov64Reg, 8, 0, 0, 0),
+                (Op::Jne32Imm, 0, 0, 2, 5),
+                (Op::Mov64Reg, 0, 8, 0, 0),
+                (Op::Exit, 0, 0, 0, 0),
+                (Op::Mov32Imm, 0, 0, 0, 0),
+                (Op::Exit, 0, 0, 0, 0),
+            ]
+        );
+    }
+
+    /// A word at offset 0, then a byte inside it that no widened word holds (it would
+    /// start before the packet): the word is kept for the byte's reload.
+    #[test]
+    fn a_load_that_holds_another_is_kept_for_it() {
+        let insn = |op, dst, off: i16, imm| Insn { op, dst, src: 0, off, imm };
+        let program = [
+            insn(Op::LdAbsW, 0, 0, 0),
+            insn(Op::Jne32Imm, 0, 2, 5),
+            insn(Op::LdAbsB, 0, 0, 1),
+            insn(Op::Exit, 0, 0, 0),
+            insn(Op::Mov32Imm, 0, 0, 0),
+            insn(Op::Exit, 0, 0, 0),
+        ];
+        let out = rewrite(&program).expect("rewritten");
+        let ops: Vec<(Op, u8, u8, i16, i64)> =
+            out.iter().map(|i| (i.op, i.dst, i.src, i.off, i.imm)).collect();
+        assert_eq!(
+            ops,
+            [
+                (Op::LdAbsW, 0, 0, 0, 0),
+                (Op::Mov64Reg, 8, 0, 0, 0),
+                (Op::Jne32Imm, 0, 0, 4, 5),
+                (Op::Mov64Reg, 0, 8, 0, 0),
+                (Op::Rsh32Imm, 0, 0, 0, 16),
+                (Op::And32Imm, 0, 0, 0, 0xff),
+                (Op::Exit, 0, 0, 0, 0),
+                (Op::Mov32Imm, 0, 0, 0, 0),
+                (Op::Exit, 0, 0, 0, 0),
+            ]
+        );
+    }
+
     /// The IPv4 protocol byte, then the fragment field before it: one word load.
     #[test]
     fn the_fragment_field_is_taken_from_the_protocols_word() {
