@@ -417,9 +417,7 @@ impl Emitter {
         self.unlinked_copy(copy, best);
         let (reject, tail) = (self.reject, self.flow.label());
         self.search(copy, &index_keys, reject, &mut |e, key| {
-            e.leaf_to_tail(copy, key);
-            e.alu_imm(Op::Add32Imm, best, key.second.wrapping_sub(key.value) as i32);
-            e.flow.goto(tail);
+            e.leaf_to_tail(copy, key, best, key.second, tail);
         });
         self.tail(tail, copy, found, reject);
         self.insn(Op::StxW, FRAME, best, target, 0);
@@ -512,9 +510,7 @@ impl Emitter {
         let (tail, found) = (self.flow.label(), self.flow.label());
         self.search(r, keys, miss, &mut |e, key| {
             if key.others.is_empty() {
-                e.leaf_to_tail(r, key);
-                e.alu_imm(Op::Add32Imm, second, key.second.wrapping_sub(key.value) as i32);
-                e.flow.goto(tail);
+                e.leaf_to_tail(r, key, second, key.second, tail);
             } else {
                 e.leaf_found(r, key, miss);
                 let values: Vec<Operand> = std::iter::once(key.second)
@@ -567,10 +563,7 @@ impl Emitter {
             // In the register itself, not in the copy the search narrowed to the key: the
             // rank stays unknown to the verifier, and all the leaves' paths join in one
             // state. On a miss `r` is not read again.
-            e.leaf_to_tail(copy, key);
-            let rank = key.index.wrapping_sub(key.value);
-            e.alu_imm(Op::Add32Imm, r, rank as i32);
-            e.flow.goto(tail);
+            e.leaf_to_tail(copy, key, r, key.index, tail);
         });
         self.tail(tail, copy, update, miss);
         let lower = self.flow.label();
@@ -632,12 +625,16 @@ impl Emitter {
         self.flow.bind(found);
     }
 
-    /// The start of a leaf that leaves its test to its tree's tail ([`Emitter::tail`]):
-    /// `copy` becomes zero if it holds the key's value. The leaf then sets its own values
-    /// and jumps to the tail: a few slots and no conditional jump, which takes two slots
-    /// when its target is past 16-bit reach (every leaf's exits are, in a long list).
-    fn leaf_to_tail(&mut self, copy: u8, key: &Key) {
+    /// A leaf that leaves its test to its tree's tail ([`Emitter::tail`]): `copy` becomes
+    /// zero if it holds the key's value, and `value`, which holds the searched value
+    /// unnarrowed (it is not `copy`, nor linked to it), becomes `to` there by an add, so
+    /// the verifier knows it the same at every leaf and the leaves' paths join at the
+    /// tail; then a jump to `tail`. A few slots and no conditional jump, which takes two
+    /// slots when its target is past 16-bit reach (every leaf's exits are, in a long list).
+    fn leaf_to_tail(&mut self, copy: u8, key: &Key, value: u8, to: u32, tail: Label) {
         self.alu_imm(Op::Xor32Imm, copy, key.value as i32);
+        self.alu_imm(Op::Add32Imm, value, to.wrapping_sub(key.value) as i32);
+        self.flow.goto(tail);
     }
 
     /// A tree's tail at `tail`, shared by its leaves ([`Emitter::leaf_to_tail`]): `copy`

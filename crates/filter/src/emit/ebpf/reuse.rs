@@ -175,17 +175,16 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
     let repeated: Vec<Key> =
         seen.iter().filter(|&&(_, times)| times > 1).map(|&(k, _)| k).collect();
     // Then, after them (their registers stay as they were), the keys whose value would
-    // hold another load's: a load wider than another, or a narrow load's widened word, each
-    // kept only if it adds a reload (in a register another key also holds, it could take
-    // the place of a reload rather than add one).
+    // hold another load's, each kept only if it adds a reload (in a register another key
+    // also holds, it could take the place of a reload rather than add one): a load that
+    // holds another load's bytes, and a narrow load's widened word that holds bytes of a
+    // load the narrow one does not.
     let mut wider: Vec<Key> = Vec::new();
     for &key in &loaded {
-        let holds_other = |outer: Key| loaded.iter().any(|&o| o != key && outer.covers(o));
-        let candidates = [Some(key).filter(|&k| holds_other(k)), key.widened()];
-        for outer in candidates.into_iter().flatten() {
-            let useful = loaded.iter().any(|&o| o != key && outer.covers(o) && !key.covers(o));
-            let new = !repeated.contains(&outer) && !wider.contains(&outer);
-            if new && (outer == key || useful) {
+        let wide = loaded.iter().any(|&o| o != key && key.covers(o));
+        let word = key.widened().filter(|&w| loaded.iter().any(|&o| w.covers(o) && !key.covers(o)));
+        for outer in [Some(key).filter(|_| wide), word].into_iter().flatten() {
+            if !repeated.contains(&outer) && !wider.contains(&outer) {
                 wider.push(outer);
             }
         }
@@ -211,9 +210,13 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
     };
     // A reload's source is one of the kept keys, so a key some reload reads is kept.
     let reused = |key: Key| plan.read(key);
-    // The new program: reloads become moves from the register (and the shift and mask that
-    // take their bytes out of a wider value), the loads of a reused key that stay are
-    // followed by a move into it.
+    // The new program, by two rules for each legacy load. (1) r0 takes the value of
+    // `from`: the register a reload reads; else, for a load whose `fill` key some reload
+    // reads, that key from the packet (its widened word, when not the load's own key); else
+    // the load as it was. (2) `fill`'s register, when some reload reads it and this load
+    // did not read it from there, takes `fill`'s value once r0 holds it; r0 then keeps the
+    // load's bytes alone (`take_bytes`). A reload whose `fill` is a widened word reads that
+    // word (no key is wider than a word), so fills nothing.
     let mut out = Vec::with_capacity(insns.len() + 2 * keys.len());
     let mut new_pc = Vec::with_capacity(insns.len() + 1);
     for (pc, insn) in insns.iter().enumerate() {
@@ -223,25 +226,19 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
             continue;
         };
         let fill = fill_key(keys, key);
-        match plan.source[pc] {
-            Some(source) => {
-                // A reload from another key than its own is of a narrower load (a widened
-                // key is a word, which no key is wider than): it fills its own register
-                // too when some reload reads that.
-                out.push(move_reg(0, register(source)));
-                take_bytes(&mut out, source, key);
-                if key != source && reused(key) {
-                    out.push(move_reg(register(key), 0));
-                }
-            }
-            None if reused(fill) => {
-                // A load of another key than its own is of its widened word.
-                let word = Insn { op: Op::LdAbsW, dst: 0, src: 0, off: 0, imm: fill.start };
-                out.push(if fill == key { *insn } else { word });
-                out.push(move_reg(register(fill), 0));
-                take_bytes(&mut out, fill, key);
-            }
-            None => out.push(*insn),
+        let fills = reused(fill) && plan.source[pc] != Some(fill);
+        let from = plan.source[pc].unwrap_or(if fills { fill } else { key });
+        out.push(match plan.source[pc] {
+            Some(source) => move_reg(0, register(source)),
+            None if from == key => *insn,
+            None => Insn { op: Op::LdAbsW, dst: 0, src: 0, off: 0, imm: from.start },
+        });
+        if fills {
+            take_bytes(&mut out, from, fill);
+            out.push(move_reg(register(fill), 0));
+            take_bytes(&mut out, fill, key);
+        } else {
+            take_bytes(&mut out, from, key);
         }
     }
     new_pc.push(out.len());
@@ -383,6 +380,68 @@ mod tests {
         assert_eq!(ops(abs(20, 4), abs(20, 2)), [(Op::Rsh32Imm, 16)]);
         assert_eq!(ops(abs(20, 4), abs(21, 2)), [(Op::Rsh32Imm, 8), (Op::And32Imm, 0xffff)]);
         assert_eq!(ops(abs(20, 4), abs(20, 4)), []);
+    }
+
+    /// A word loaded twice: the first load fills the register, the reload reads it and
+    /// fills nothing (its register holds the word already).
+    #[test]
+    fn a_reload_reads_its_register_and_fills_nothing() {
+        let insn = |op, dst, off: i16, imm| Insn { op, dst, src: 0, off, imm };
+        let program = [
+            insn(Op::LdAbsW, 0, 0, 26),
+            insn(Op::Jne32Imm, 0, 2, 5),
+            insn(Op::LdAbsW, 0, 0, 26),
+            insn(Op::Exit, 0, 0, 0),
+            insn(Op::Mov32Imm, 0, 0, 0),
+            insn(Op::Exit, 0, 0, 0),
+        ];
+        let out = rewrite(&program).expect("rewritten");
+        let ops: Vec<(Op, u8, u8, i16, i64)> =
+            out.iter().map(|i| (i.op, i.dst, i.src, i.off, i.imm)).collect();
+        assert_eq!(
+            ops,
+            [
+                (Op::LdAbsW, 0, 0, 0, 26),
+                (Op::Mov64Reg, 8, 0, 0, 0),
+                (Op::Jne32Imm, 0, 0, 2, 5),
+                (Op::Mov64Reg, 0, 8, 0, 0),
+                (Op::Exit, 0, 0, 0, 0),
+                (Op::Mov32Imm, 0, 0, 0, 0),
+                (Op::Exit, 0, 0, 0, 0),
+            ]
+        );
+    }
+
+    /// A word at offset 0, then a byte inside it that no widened word holds (it would
+    /// start before the packet): the word is kept for the byte's reload.
+    #[test]
+    fn a_load_that_holds_another_is_kept_for_it() {
+        let insn = |op, dst, off: i16, imm| Insn { op, dst, src: 0, off, imm };
+        let program = [
+            insn(Op::LdAbsW, 0, 0, 0),
+            insn(Op::Jne32Imm, 0, 2, 5),
+            insn(Op::LdAbsB, 0, 0, 1),
+            insn(Op::Exit, 0, 0, 0),
+            insn(Op::Mov32Imm, 0, 0, 0),
+            insn(Op::Exit, 0, 0, 0),
+        ];
+        let out = rewrite(&program).expect("rewritten");
+        let ops: Vec<(Op, u8, u8, i16, i64)> =
+            out.iter().map(|i| (i.op, i.dst, i.src, i.off, i.imm)).collect();
+        assert_eq!(
+            ops,
+            [
+                (Op::LdAbsW, 0, 0, 0, 0),
+                (Op::Mov64Reg, 8, 0, 0, 0),
+                (Op::Jne32Imm, 0, 0, 4, 5),
+                (Op::Mov64Reg, 0, 8, 0, 0),
+                (Op::Rsh32Imm, 0, 0, 0, 16),
+                (Op::And32Imm, 0, 0, 0, 0xff),
+                (Op::Exit, 0, 0, 0, 0),
+                (Op::Mov32Imm, 0, 0, 0, 0),
+                (Op::Exit, 0, 0, 0, 0),
+            ]
+        );
     }
 
     /// The IPv4 protocol byte, then the fragment field before it: one word load.
