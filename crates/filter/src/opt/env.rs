@@ -1109,7 +1109,7 @@ impl Facts {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::ir::Size;
 
@@ -1351,7 +1351,7 @@ pub(crate) mod tests {
     /// A random expression of the shapes the pass asks about, from a few leaves, so that
     /// expressions repeat and many share a shallow key (equal top two levels) but differ
     /// below.
-    pub(crate) fn random_expr(rng: &mut weir_testkit::SplitMix64, depth: u32) -> Expr {
+    pub(in crate::opt) fn random_expr(rng: &mut weir_testkit::SplitMix64, depth: u32) -> Expr {
         let leaf = |rng: &mut weir_testkit::SplitMix64| match rng.below(4) {
             0 => Expr::Const([0, 2, 14, 15, 0x1fff][rng.below_usize(5)]),
             1 => Expr::load_at(
@@ -1411,7 +1411,7 @@ pub(crate) mod tests {
     }
 
     /// `e` with one field of one node changed (chosen at random), the rest the same.
-    pub(crate) fn one_field_changed(e: &Expr, rng: &mut weir_testkit::SplitMix64) -> Expr {
+    pub(in crate::opt) fn one_field_changed(e: &Expr, rng: &mut weir_testkit::SplitMix64) -> Expr {
         let other_size = |s: &Size| if *s == Size::Byte { Size::Half } else { Size::Byte };
         match e {
             Expr::Const(c) => Expr::Const(c ^ 1),

@@ -495,9 +495,8 @@ impl Emitter {
     /// else `miss` (not bound here). `second` holds `r`'s value, unlinked from it
     /// ([`Emitter::unlinked_copy`]). A leaf of one second value turns `second` into it for
     /// the tree's one tail, which compares the second walk's values with it; a leaf of
-    /// several tests `r` and compares them itself. The leaf adds to `second`, which the
-    /// search did not narrow, rather than setting it: the verifier knows it the same at
-    /// every leaf, so the leaves' paths join at the tail and it is walked once a tree.
+    /// several tests `r` and compares them itself. The leaf adds to `second` rather than
+    /// setting it ([`Emitter::leaf_to_tail`] says why), so the tail is walked once a tree.
     fn any_tree(
         &mut self,
         r: u8,
@@ -560,9 +559,8 @@ impl Emitter {
         let tail = self.flow.label();
         self.unlinked_copy(copy, r);
         self.search(copy, keys, miss, &mut |e, key| {
-            // In the register itself, not in the copy the search narrowed to the key: the
-            // rank stays unknown to the verifier, and all the leaves' paths join in one
-            // state. On a miss `r` is not read again.
+            // In the register itself, not in the copy the search narrowed to the key
+            // ([`Emitter::leaf_to_tail`]). On a miss `r` is not read again.
             e.leaf_to_tail(copy, key, r, key.index, tail);
         });
         self.tail(tail, copy, update, miss);

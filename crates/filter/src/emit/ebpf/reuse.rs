@@ -226,9 +226,10 @@ fn rewrite(insns: &[Insn]) -> Option<Vec<Insn>> {
             continue;
         };
         let fill = fill_key(keys, key);
-        let fills = reused(fill) && plan.source[pc] != Some(fill);
-        let from = plan.source[pc].unwrap_or(if fills { fill } else { key });
-        out.push(match plan.source[pc] {
+        let source = plan.source[pc];
+        let fills = reused(fill) && source != Some(fill);
+        let from = source.unwrap_or(if fills { fill } else { key });
+        out.push(match source {
             Some(source) => move_reg(0, register(source)),
             None if from == key => *insn,
             None => Insn { op: Op::LdAbsW, dst: 0, src: 0, off: 0, imm: from.start },
@@ -343,6 +344,15 @@ mod tests {
         Key { index: None, start, size }
     }
 
+    fn insn(op: Op, dst: u8, off: i16, imm: i64) -> Insn {
+        Insn { op, dst, src: 0, off, imm }
+    }
+
+    /// A program's instructions as (op, dst, src, off, imm), for comparing whole listings.
+    fn listing(program: &[Insn]) -> Vec<(Op, u8, u8, i16, i64)> {
+        program.iter().map(|i| (i.op, i.dst, i.src, i.off, i.imm)).collect()
+    }
+
     #[test]
     fn a_narrow_load_widens_to_the_word_ending_where_it_ends() {
         assert_eq!(abs(23, 1).widened(), Some(abs(20, 4)));
@@ -386,7 +396,6 @@ mod tests {
     /// fills nothing (its register holds the word already).
     #[test]
     fn a_reload_reads_its_register_and_fills_nothing() {
-        let insn = |op, dst, off: i16, imm| Insn { op, dst, src: 0, off, imm };
         let program = [
             insn(Op::LdAbsW, 0, 0, 26),
             insn(Op::Jne32Imm, 0, 2, 5),
@@ -396,10 +405,8 @@ mod tests {
             insn(Op::Exit, 0, 0, 0),
         ];
         let out = rewrite(&program).expect("rewritten");
-        let ops: Vec<(Op, u8, u8, i16, i64)> =
-            out.iter().map(|i| (i.op, i.dst, i.src, i.off, i.imm)).collect();
         assert_eq!(
-            ops,
+            listing(&out),
             [
                 (Op::LdAbsW, 0, 0, 0, 26),
                 (Op::Mov64Reg, 8, 0, 0, 0),
@@ -416,7 +423,6 @@ mod tests {
     /// start before the packet): the word is kept for the byte's reload.
     #[test]
     fn a_load_that_holds_another_is_kept_for_it() {
-        let insn = |op, dst, off: i16, imm| Insn { op, dst, src: 0, off, imm };
         let program = [
             insn(Op::LdAbsW, 0, 0, 0),
             insn(Op::Jne32Imm, 0, 2, 5),
@@ -426,10 +432,8 @@ mod tests {
             insn(Op::Exit, 0, 0, 0),
         ];
         let out = rewrite(&program).expect("rewritten");
-        let ops: Vec<(Op, u8, u8, i16, i64)> =
-            out.iter().map(|i| (i.op, i.dst, i.src, i.off, i.imm)).collect();
         assert_eq!(
-            ops,
+            listing(&out),
             [
                 (Op::LdAbsW, 0, 0, 0, 0),
                 (Op::Mov64Reg, 8, 0, 0, 0),
@@ -447,7 +451,6 @@ mod tests {
     /// The IPv4 protocol byte, then the fragment field before it: one word load.
     #[test]
     fn the_fragment_field_is_taken_from_the_protocols_word() {
-        let insn = |op, dst, off: i16, imm| Insn { op, dst, src: 0, off, imm };
         let program = [
             insn(Op::LdAbsB, 0, 0, 23),
             insn(Op::Jne32Imm, 0, 3, 6),
@@ -458,10 +461,8 @@ mod tests {
             insn(Op::Exit, 0, 0, 0),
         ];
         let out = rewrite(&program).expect("rewritten");
-        let ops: Vec<(Op, u8, u8, i16, i64)> =
-            out.iter().map(|i| (i.op, i.dst, i.src, i.off, i.imm)).collect();
         assert_eq!(
-            ops,
+            listing(&out),
             [
                 (Op::LdAbsW, 0, 0, 0, 20),
                 (Op::Mov64Reg, 8, 0, 0, 0),
