@@ -216,7 +216,7 @@ fn pass_with(
             .zip(mirrored.iter_mut())
             .map(|((b, f), m)| {
                 // The drop action does not change packets: the buffers stay the frames.
-                Work { data: b, wire_len: f.len() as u32, indev: 0, now: 0, mark: 0, mirrored: m }
+                Work::new(b, f.len() as u32, 0, 0, m)
             })
             .collect();
         match cache.as_deref_mut() {
@@ -257,14 +257,7 @@ fn time_floor(c: &Classifier, frames: &[Vec<u8>], rounds: usize) -> ([f64; 4], f
                 .iter_mut()
                 .zip(chunk)
                 .zip(mirrored.iter_mut())
-                .map(|((b, f), m)| Work {
-                    data: b,
-                    wire_len: f.len() as u32,
-                    indev: 0,
-                    now: 0,
-                    mark: 0,
-                    mirrored: m,
-                })
+                .map(|((b, f), m)| Work::new(b, f.len() as u32, 0, 0, m))
                 .collect();
             std::hint::black_box(&works);
             std::hint::black_box(&mut outcomes);
@@ -333,14 +326,7 @@ fn time_reference(r: &Reference, frames: &[Vec<u8>]) -> f64 {
     let mut mirrored = Vec::new();
     for f in frames {
         let mut d = f.clone();
-        let mut w = Work {
-            data: &mut d,
-            wire_len: f.len() as u32,
-            indev: 0,
-            now: 0,
-            mark: 0,
-            mirrored: &mut mirrored,
-        };
+        let mut w = Work::new(&mut d, f.len() as u32, 0, 0, &mut mirrored);
         std::hint::black_box(r.process(&mut w));
     }
     start.elapsed().as_nanos() as f64 / frames.len() as f64
@@ -950,14 +936,7 @@ fn xdp_rows(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
             .map(|f| {
                 let mut d = f.clone();
                 let mut m = Vec::new();
-                let mut w = Work {
-                    data: &mut d,
-                    wire_len: f.len() as u32,
-                    indev: 0,
-                    now: 0,
-                    mark: 0,
-                    mirrored: &mut m,
-                };
+                let mut w = Work::new(&mut d, f.len() as u32, 0, 0, &mut m);
                 match reference.process(&mut w).verdict {
                     weir::flow::Verdict::Pass => 2,
                     weir::flow::Verdict::Drop => 1,

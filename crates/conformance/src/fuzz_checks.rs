@@ -504,14 +504,7 @@ pub fn flow(data: &[u8]) {
     for (packet, wire_len) in packets_from(data) {
         let run = |process: &dyn Fn(&mut Work<'_>) -> weir::flow::Outcome| {
             let (mut bytes, mut mirrored) = (packet.clone(), Vec::new());
-            let mut work = Work {
-                data: &mut bytes,
-                wire_len,
-                indev: 0,
-                now: 0,
-                mark: 0,
-                mirrored: &mut mirrored,
-            };
+            let mut work = Work::new(&mut bytes, wire_len, 0, 0, &mut mirrored);
             let outcome = process(&mut work);
             (outcome, bytes, mirrored)
         };

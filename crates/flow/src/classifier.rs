@@ -871,7 +871,7 @@ impl<const W: usize> Store<W> {
                 if let Some(e) = self.entry(slot_entry(v)) {
                     if same(&e.key, &key) {
                         // More rules for a known key: a new entry with the longer list.
-                        let mut list = e.rules.as_slice().to_vec();
+                        let mut list: Vec<_> = e.rules.iter().cloned().collect();
                         let at = list.partition_point(|r| r.rank() < rule.rank());
                         list.insert(at, rule);
                         let nv = self.write(fresh, key, hash, SlotRules::of(list));
@@ -902,22 +902,21 @@ impl<const W: usize> Store<W> {
     /// The slot holding the rule `seq` whose key hashes to `hash`, and its entry (a
     /// delete's search: rules keep their key's hash, not the key).
     fn find_rule(&self, hash: u32, seq: u64) -> Option<(usize, &Entry<W>)> {
-        self.probe(hash, |e| e.rules.as_slice().iter().any(|r| r.seq == seq))
+        self.probe(hash, |e| e.rules.iter().any(|r| r.seq == seq))
     }
 
     /// Remove a rule in place (the writer only).
     fn remove(&self, hash: u32, seq: u64) -> Removed {
         let Some((i, e)) = self.find_rule(hash, seq) else { return Removed::NotHere };
         let key = &e.key;
-        let list = e.rules.as_slice();
-        let Some(at) = list.iter().position(|r| r.seq == seq) else { return Removed::NotHere };
-        if list.len() == 1 {
+        let Some(at) = e.rules.iter().position(|r| r.seq == seq) else { return Removed::NotHere };
+        if e.rules.len() == 1 {
             // A tombstone, not a backward shift: a lookup probing past this slot while it
             // changes must still find the keys after it.
             self.slots[i].store(TOMB, Ordering::Release);
             sub(&self.live, 1);
         } else {
-            let mut list = list.to_vec();
+            let mut list: Vec<_> = e.rules.iter().cloned().collect();
             list.remove(at);
             let Some(nv) = self.push(*key, hash, SlotRules::of(list)) else {
                 return Removed::NoRoom;
@@ -956,7 +955,7 @@ impl<const W: usize> Store<W> {
     /// Put a whole entry into a fresh store (a rebuild: the key is not there yet).
     fn put(&self, key: [u64; W], rules: SlotRules) {
         let hash = hash_words(&key);
-        let n = rules.as_slice().len();
+        let n = rules.len();
         let mask = self.slots.len() - 1;
         let mut i = hash as usize & mask;
         while self.slots[i].load(Ordering::Relaxed) != EMPTY {
@@ -986,7 +985,7 @@ impl<const W: usize> Store<W> {
             + chunks * CHUNK * std::mem::size_of::<OnceLock<Entry<W>>>()
             + self
                 .live_entries()
-                .map(|e| match &e.rules.all {
+                .map(|e| match &e.rules.rest {
                     Some(v) => 16 + v.len() * 8,
                     None => 0,
                 })
@@ -1093,29 +1092,50 @@ impl<'a, const W: usize> Probe<'a, W> {
 #[derive(Clone)]
 struct SlotRules {
     first: Arc<Installed>,
-    /// Every rule, `first` included, when there are more than one.
-    all: Option<Arc<Vec<Arc<Installed>>>>,
+    /// The rules after `first`, best first, when there are any.
+    rest: Option<Arc<Vec<Arc<Installed>>>>,
 }
 
 impl SlotRules {
     fn one(r: Arc<Installed>) -> SlotRules {
-        SlotRules { first: r, all: None }
+        SlotRules { first: r, rest: None }
     }
-    #[inline]
-    fn as_slice(&self) -> &[Arc<Installed>] {
-        match &self.all {
-            Some(v) => v,
-            None => std::slice::from_ref(&self.first),
-        }
+    /// The rules after `first`.
+    #[inline(always)]
+    fn rest(&self) -> &[Arc<Installed>] {
+        self.rest.as_deref().map_or(&[], Vec::as_slice)
+    }
+    /// Every rule, best first.
+    fn iter(&self) -> impl Iterator<Item = &Arc<Installed>> {
+        std::iter::once(&self.first).chain(self.rest())
+    }
+    fn len(&self) -> usize {
+        1 + self.rest().len()
     }
     /// The rules of `v`, never empty (an insert into a key's list makes two or more, a
     /// delete from one leaves one or more).
     fn of(mut v: Vec<Arc<Installed>>) -> SlotRules {
-        if v.len() == 1 {
-            SlotRules::one(v.remove(0))
-        } else {
-            SlotRules { first: v[0].clone(), all: Some(Arc::new(v)) }
+        let first = v.remove(0);
+        SlotRules { first, rest: (!v.is_empty()).then(|| Arc::new(v)) }
+    }
+    /// The first rule (best first) that `holds`, among those `before` accepts, which are a
+    /// prefix of the list (a lookup's bound: the rank to beat). The one walk of every
+    /// lookup that wants more than `first`: `first` is tested before the list's form is
+    /// (most keys have one rule, and without port ranges it is the answer). The candidate
+    /// visit (`Tables::visit`, on the 16-mask row) writes the same walk out.
+    #[inline(always)]
+    fn first_holding(
+        &self,
+        before: impl Fn(&Installed) -> bool,
+        holds: impl Fn(&Installed) -> bool,
+    ) -> Option<&Arc<Installed>> {
+        if !before(&self.first) {
+            return None;
         }
+        if holds(&self.first) {
+            return Some(&self.first);
+        }
+        self.rest().iter().take_while(|r| before(r)).find(|r| holds(r))
     }
 }
 
@@ -1491,17 +1511,13 @@ impl<const W: usize> ChainT<W> {
                 continue;
             }
             let Some(slot) = st.find(&mk, h) else { continue };
-            for r in slot.rules.as_slice() {
-                if r.rank() >= bound {
-                    break;
-                }
-                if after.is_some_and(|a| r.rank() <= a) {
-                    continue;
-                }
-                if (!st.src_range && !st.dst_range) || r.ranges_hold(key) {
-                    cand = Some(r);
-                    break;
-                }
+            let ranged = st.src_range || st.dst_range;
+            let found = slot.rules.first_holding(
+                |r| r.rank() < bound,
+                |r| after.is_none_or(|a| r.rank() > a) && (!ranged || r.ranges_hold(key)),
+            );
+            if let Some(r) = found {
+                cand = Some(r);
             }
         }
         cand
@@ -1863,32 +1879,17 @@ impl<const W: usize> Tables<W> {
         // two tests of it a packet, which the compiler does not hoist, are gone (issue 14).
         // Whether this thread owns its counter shard, tested once a batch (`process_into`'s
         // `OWNED`): with `need` constant, the loop the benches and `weir flow run` take.
-        if need == Need::ALL {
-            if shard < engine::COUNTER_SHARDS {
-                self.process_one_in::<SHAPE, true>(
-                    tm,
-                    st,
-                    Need::ALL,
-                    works,
-                    shard,
-                    cells,
-                    lookup,
-                    out,
-                );
-            } else {
-                self.process_one_in::<SHAPE, false>(
-                    tm,
-                    st,
-                    Need::ALL,
-                    works,
-                    shard,
-                    cells,
-                    lookup,
-                    out,
-                );
-            }
-        } else {
-            self.process_one_in::<SHAPE, false>(tm, st, need, works, shard, cells, lookup, out);
+        macro_rules! with {
+            ($need:expr, $owned:literal) => {
+                self.process_one_in::<SHAPE, $owned>(
+                    tm, st, $need, works, shard, cells, lookup, out,
+                )
+            };
+        }
+        match (need == Need::ALL, shard < engine::COUNTER_SHARDS) {
+            (true, true) => with!(Need::ALL, true),
+            (true, false) => with!(Need::ALL, false),
+            (false, _) => with!(need, false),
         }
     }
 
@@ -2109,19 +2110,17 @@ impl<const W: usize> Tables<W> {
             for j in 0..nl {
                 let i = usize::from(live[j]);
                 let Some(slot) = probe.find(&and(&g[i], &gmask), hs[j]) else { continue };
-                for r in slot.rules.as_slice() {
-                    if r.rank() >= bound[i] {
-                        break;
-                    }
-                    if !ranged || r.ranges_hold(&full(i)) {
-                        out[i] = Some(r);
-                        bound[i] = r.rank();
-                        found |= 1 << i;
-                        // Done when no later subtable can beat it.
-                        looking &= !(u32::from(later >= r.rank()) << i);
-                        hits += 1;
-                        break;
-                    }
+                let bound_i = bound[i];
+                let holding = slot
+                    .rules
+                    .first_holding(|r| r.rank() < bound_i, |r| !ranged || r.ranges_hold(&full(i)));
+                if let Some(r) = holding {
+                    out[i] = Some(r);
+                    bound[i] = r.rank();
+                    found |= 1 << i;
+                    // Done when no later subtable can beat it.
+                    looking &= !(u32::from(later >= r.rank()) << i);
+                    hits += 1;
                 }
             }
             if hits > 0 {
@@ -2258,9 +2257,9 @@ impl<const W: usize> Tables<W> {
         let h = visit_hash::<W, ALL_VARY>(b, vary, &mk);
         let slot = st.store.probe_view().find(&mk, h)?;
         let ranged = st.src_range || st.dst_range;
-        // The best rule from its own field (most keys have one; without ranges it is the
-        // answer), the list only past it when its ranges do not hold (issue 14: the list's
-        // form tested and its loop entered a visit).
+        // `SlotRules::first_holding` written out: through it the visit loaded `first`'s
+        // address ahead of the range test, which most visits do not need (issue 14: one
+        // instruction a packet at 1000:16, bench/records/2026-12-02-flow-speed-39.txt).
         let best = &slot.rules.first;
         if !FIRST && best.rank() >= bound {
             return None;
@@ -2268,7 +2267,7 @@ impl<const W: usize> Tables<W> {
         if !ranged || best.ranges_hold(&full(i)) {
             return Some(best);
         }
-        let rest = slot.rules.as_slice()[1..].iter();
+        let rest = slot.rules.rest().iter();
         rest.take_while(|r| FIRST || r.rank() < bound).find(|r| r.ranges_hold(&full(i)))
     }
 
@@ -2354,7 +2353,7 @@ impl<const W: usize> Tables<W> {
         self.chains.iter().flat_map(|(_, c)| c.subtables.iter()).flat_map(move |st| {
             st.store.live_entries().flat_map(move |e| {
                 let key = scatter(&e.key, &self.lanes);
-                e.rules.as_slice().iter().map(move |r| (r.clone(), key))
+                e.rules.iter().map(move |r| (r.clone(), key))
             })
         })
     }
@@ -3214,6 +3213,31 @@ mod tests {
         Arc::new(int.install(&r, 1, seq, &c, &[], m, 0))
     }
 
+    /// A key's rules: `first` held once (the list keeps only the rules after it), every
+    /// rule walked best first, and `first_holding` the first rule that holds among those
+    /// before the bound, `first` tested before the list, the bound stopping the walk.
+    #[test]
+    fn slot_rules_keep_first_once_and_walk_in_rank_order() {
+        let mut int = Interner::default();
+        let rules: Vec<_> = (0..3).map(|s| rule(&mut int, s)).collect();
+        let seqs = |r: &SlotRules| r.iter().map(|r| r.seq).collect::<Vec<_>>();
+        let one = SlotRules::of(rules[..1].to_vec());
+        assert!(one.rest.is_none());
+        assert_eq!((seqs(&one), one.len()), (vec![0], 1));
+        let three = SlotRules::of(rules.clone());
+        assert_eq!(three.rest().len(), 2, "first is not in the list");
+        assert_eq!((seqs(&three), three.len()), (vec![0, 1, 2], 3));
+        let found = |bound: u64, holds: &dyn Fn(u64) -> bool| {
+            three.first_holding(|r| r.rank() < (1, bound), |r| holds(r.seq)).map(|r| r.seq)
+        };
+        assert_eq!(found(9, &|_| true), Some(0));
+        assert_eq!(found(9, &|s| s != 0), Some(1), "past first when it does not hold");
+        assert_eq!(found(9, &|s| s == 2), Some(2));
+        assert_eq!(found(2, &|s| s == 2), None, "the bound stops the list");
+        assert_eq!(found(1, &|s| s != 0), None);
+        assert_eq!(found(0, &|_| true), None, "first ranks at the bound");
+    }
+
     /// How far from their home slots `keys` sit in a store of 2,048 slots they fill about
     /// half (the fullest a store gets before it grows): the mean and the largest distance.
     fn spread<const W: usize>(keys: &[[u64; W]]) -> (f64, usize) {
@@ -3299,9 +3323,8 @@ mod tests {
             assert!(store.try_insert(*k, *h, rule(&mut int, 100 + j as u64)).is_ok());
         }
         assert!(store.next.load(Ordering::Relaxed) > 2 * CHUNK, "entries span chunks");
-        let seqs = |e: Option<&Entry<2>>| {
-            e.map(|e| e.rules.as_slice().iter().map(|r| r.seq).collect::<Vec<_>>())
-        };
+        let seqs =
+            |e: Option<&Entry<2>>| e.map(|e| e.rules.iter().map(|r| r.seq).collect::<Vec<_>>());
         let check = |k: &[u64; 2], h: u32, want: Option<Vec<u64>>| {
             let p = store.probe_view();
             assert_eq!(seqs(p.find(k, h)), want, "key {k:?}");
@@ -3427,14 +3450,7 @@ mod tests {
             let mut works: Vec<Work<'_>> = datas
                 .iter_mut()
                 .zip(mirrored.iter_mut())
-                .map(|(data, mirrored)| Work {
-                    wire_len,
-                    data,
-                    indev: 0,
-                    now: 0,
-                    mark: 0,
-                    mirrored,
-                })
+                .map(|(data, mirrored)| Work::new(data, wire_len, 0, 0, mirrored))
                 .collect();
             c.process_batch(v, &mut works, &mut outs);
             after(&mut works);
@@ -3500,12 +3516,8 @@ mod tests {
                 .zip(mirrored.iter_mut())
                 .enumerate()
                 .map(|(j, (data, mirrored))| Work {
-                    wire_len: 42,
-                    data,
-                    indev: 0,
-                    now: 0,
                     mark: mark(b * BATCH + j),
-                    mirrored,
+                    ..Work::new(data, 42, 0, 0, mirrored)
                 })
                 .collect();
             c.process_batch(&v, &mut works, &mut outs);
@@ -3519,14 +3531,7 @@ mod tests {
             };
             assert_eq!(o.line(), line, "packet {i}'s line");
             let (mut data, mut mirrored) = (dns_frame_to(d), Vec::new());
-            let mut w = Work {
-                wire_len: 42,
-                data: &mut data,
-                indev: 0,
-                now: 0,
-                mark: mark(i),
-                mirrored: &mut mirrored,
-            };
+            let mut w = Work { mark: mark(i), ..Work::new(&mut data, 42, 0, 0, &mut mirrored) };
             assert_eq!(*o, c.process(&mut w), "packet {i} alone");
         }
         assert_eq!(outs.len(), 70);

@@ -714,6 +714,21 @@ pub struct Work<'a> {
     pub mirrored: &'a mut Vec<(u16, Vec<u8>)>,
 }
 
+impl<'a> Work<'a> {
+    /// A packet as it arrives: `data`'s bytes, `wire_len` on the wire, from device `indev`
+    /// at `now` (nanoseconds), no mark yet; `mirrored` takes the copies `mirror` sends.
+    #[inline]
+    pub fn new(
+        data: &'a mut Vec<u8>,
+        wire_len: u32,
+        indev: u32,
+        now: u64,
+        mirrored: &'a mut Vec<(u16, Vec<u8>)>,
+    ) -> Work<'a> {
+        Work { data, wire_len, indev, now, mark: 0, mirrored }
+    }
+}
+
 /// What a rule's actions said.
 enum Step {
     Done(Verdict),

@@ -14,7 +14,7 @@
 //! let mut frame = vec![0u8; 42];
 //! frame[12] = 0x08; frame[14] = 0x45; frame[23] = 17; frame[36] = 0; frame[37] = 53;
 //! let mut mirrored = Vec::new();
-//! let mut work = Work { data: &mut frame, wire_len: 42, indev: 0, now: 0, mark: 0, mirrored: &mut mirrored };
+//! let mut work = Work::new(&mut frame, 42, 0, 0, &mut mirrored);
 //! let outcome = classifier.process(&mut work);
 //! assert_eq!(outcome.verdict, Verdict::Drop);
 //! assert_eq!(outcome.line(), Some(1));

@@ -56,14 +56,7 @@ fn run(rules: &str, frame: &[u8]) -> Result3 {
     let r = Reference::new(&set);
     let mut data = frame.to_vec();
     let mut mirrored = Vec::new();
-    let mut w = Work {
-        data: &mut data,
-        wire_len: frame.len() as u32,
-        indev: 0,
-        now: 5,
-        mark: 0,
-        mirrored: &mut mirrored,
-    };
+    let mut w = Work::new(&mut data, frame.len() as u32, 0, 5, &mut mirrored);
     let o = r.process(&mut w);
     (o, data, mirrored)
 }

@@ -12,14 +12,7 @@ fn run(c: &Classifier, port: u16) -> (Verdict, Option<usize>) {
     f[23] = 17;
     f[36..38].copy_from_slice(&port.to_be_bytes());
     let mut m = Vec::new();
-    let mut w = Work {
-        data: &mut f,
-        wire_len: 42,
-        indev: 0,
-        now: 5_000_000_000,
-        mark: 0,
-        mirrored: &mut m,
-    };
+    let mut w = Work::new(&mut f, 42, 0, 5_000_000_000, &mut m);
     let o = c.process(&mut w);
     (o.verdict, o.line())
 }

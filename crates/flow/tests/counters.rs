@@ -38,7 +38,7 @@ fn pass(c: &Classifier, frames: &[Vec<u8>], mut cache: Option<&mut FlowCache>, h
             .zip(mirrored.iter_mut())
             .map(|((b, f), m)| {
                 b.clone_from(f);
-                Work { data: b, wire_len: f.len() as u32, indev: 0, now: 0, mark: 0, mirrored: m }
+                Work::new(b, f.len() as u32, 0, 0, m)
             })
             .collect();
         let v = c.snapshot();
@@ -62,14 +62,7 @@ fn reference_pass(set: &RuleSet, frames: &[Vec<u8>]) -> Reference {
     let mut mirrored = Vec::new();
     for f in frames {
         let mut data = f.clone();
-        let mut w = Work {
-            data: &mut data,
-            wire_len: f.len() as u32,
-            indev: 0,
-            now: 0,
-            mark: 0,
-            mirrored: &mut mirrored,
-        };
+        let mut w = Work::new(&mut data, f.len() as u32, 0, 0, &mut mirrored);
         reference.process(&mut w);
     }
     reference

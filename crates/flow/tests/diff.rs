@@ -34,14 +34,13 @@ fn run_reference(r: &Reference, frames: &[Vec<u8>], indevs: &[u32]) -> Vec<Seen>
         .map(|(i, f)| {
             let mut data = f.clone();
             let mut mirrored = Vec::new();
-            let mut w = Work {
-                data: &mut data,
-                wire_len: f.len() as u32,
-                indev: indevs[i % indevs.len()],
-                now: i as u64 * 1_000_000,
-                mark: 0,
-                mirrored: &mut mirrored,
-            };
+            let mut w = Work::new(
+                &mut data,
+                f.len() as u32,
+                indevs[i % indevs.len()],
+                i as u64 * 1_000_000,
+                &mut mirrored,
+            );
             let o = r.process(&mut w);
             (o, data, mirrored)
         })
@@ -85,14 +84,7 @@ fn run_sized(
                 .map(|(j, (d, m))| {
                     let i = first + j;
                     let len = d.len() as u32;
-                    Work {
-                        data: d,
-                        wire_len: len,
-                        indev: indevs[i % indevs.len()],
-                        now: i as u64 * 1_000_000,
-                        mark: 0,
-                        mirrored: m,
-                    }
+                    Work::new(d, len, indevs[i % indevs.len()], i as u64 * 1_000_000, m)
                 })
                 .collect();
             process(&mut works, &mut outcomes);

@@ -270,7 +270,7 @@ fn nftables_counts_as_the_classifier() {
                 .zip(mirrors.iter_mut())
                 .map(|(d, m)| {
                     let len = d.len() as u32;
-                    Work { data: d, wire_len: len, indev: 0, now: 0, mark: 0, mirrored: m }
+                    Work::new(d, len, 0, 0, m)
                 })
                 .collect();
             let mut out = Vec::new();

@@ -47,14 +47,7 @@ fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> Expected {
         .map(|f| {
             let mut data = f.clone();
             let mut mirrored = Vec::new();
-            let mut w = Work {
-                data: &mut data,
-                wire_len: f.len() as u32,
-                indev: lo,
-                now: 0,
-                mark: 0,
-                mirrored: &mut mirrored,
-            };
+            let mut w = Work::new(&mut data, f.len() as u32, lo, 0, &mut mirrored);
             let v = xdp_of(r.process(&mut w).verdict);
             (v, data)
         })

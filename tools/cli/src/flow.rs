@@ -286,17 +286,9 @@ fn process_slots(
             .iter_mut()
             .map(|s| {
                 s.mirrored.clear();
-                Work {
-                    data: &mut s.data,
-                    wire_len: s.wire_len,
-                    indev,
-                    now: s
-                        .ts_sec
-                        .saturating_mul(1_000_000_000)
-                        .saturating_add(u64::from(s.ts_nsec)),
-                    mark: 0,
-                    mirrored: &mut s.mirrored,
-                }
+                let now =
+                    s.ts_sec.saturating_mul(1_000_000_000).saturating_add(u64::from(s.ts_nsec));
+                Work::new(&mut s.data, s.wire_len, indev, now, &mut s.mirrored)
             })
             .collect();
         for batch in works.chunks_mut(BATCH) {
