@@ -146,6 +146,16 @@ fn lowered(expr: &str, names: &NameDb) -> Filter {
     weir_pflang::compile(expr, &options, names).unwrap_or_else(|e| panic!("{expr}: {e}"))
 }
 
+/// A term lowered as the terms of a long list are (its ports as libpcap's trees, the shapes
+/// the fuser reads).
+fn lowered_as_list_term(expr: &str, names: &NameDb) -> Filter {
+    let options = Options::new(LinkType::Ethernet);
+    let ast = weir_pflang::parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    let ast = ast.unwrap_or_else(|| panic!("{expr}: empty"));
+    weir_pflang::lower::lower_as_list_term(&ast, &options, names)
+        .unwrap_or_else(|e| panic!("{expr}: {e}"))
+}
+
 /// The start of a long expression, for messages.
 fn short(expr: &str) -> String {
     expr.chars().take(300).collect()
@@ -338,7 +348,8 @@ fn xdp_lists(seed: u64, lists: usize, terms: (usize, usize)) -> (usize, usize, u
     (shared, cuts, in_kernel)
 }
 
-/// A pair list's lowering is exactly what the fuser makes of its terms lowered one by one,
+/// A pair list's lowering is exactly what the fuser makes of its terms lowered one by one (as
+/// list terms: ports as libpcap's trees),
 /// though the lowering skips the terms whose syntax the run already vouches for: lists
 /// whose values meet the tests' own constants (ports 6, 17, 132, 2048, 8191, 34525; a host
 /// whose address is a port's number), repeat one value while the other changes, change
@@ -385,7 +396,7 @@ fn pair_lists_skipped_by_syntax_lower_as_their_terms_fuse() {
         let negated = rng.chance(50);
         let joined = joined(&terms, negated);
         let got = lowered(&joined, &names).pred;
-        let each = terms.iter().map(|t| lowered(t, &names).pred);
+        let each = terms.iter().map(|t| lowered_as_list_term(t, &names).pred);
         let want = if negated {
             let mut fuser = AndFuser::default();
             each.for_each(|t| fuser.push(Pred::not(t)));
@@ -418,7 +429,7 @@ fn a_refused_term_in_a_vouched_run_is_still_refused() {
     let net = lowered(&format!("not ({})", terms.join(" and ")), &names);
     let mut fuser = weir_pflang::lower::fuse::AndFuser::default();
     for t in &terms {
-        fuser.push(lowered(t, &names).pred);
+        fuser.push(lowered_as_list_term(t, &names).pred);
     }
     assert_eq!(net.pred, Pred::not(fuser.finish()), "a three-part address is a network");
 }

@@ -90,7 +90,31 @@ pub fn lower_with_facts(
     let Some(ast) = ast else {
         return Ok(Lowered { filter: Filter::new(Pred::Const(true)), libpcap_optimizes: true });
     };
+    lower_ports_as(ast, options, names, false)
+}
+
+/// [`lower`], with every port test as libpcap's tree (one copy per transport), as the
+/// terms of a long list are lowered ([`Lowerer::libpcap_port_trees`]): for the tests that
+/// compare a list's lowering with what `fuse` makes of its terms lowered one by one.
+#[doc(hidden)]
+pub fn lower_as_list_term(
+    ast: &ast::Expr,
+    options: &Options,
+    names: &NameDb,
+) -> Result<Filter, CompileError> {
+    lower_ports_as(ast, options, names, true).map(|l| l.filter)
+}
+
+/// [`lower_with_facts`] of an expression, with every port test as libpcap's tree
+/// (`libpcap_port_trees`) or not.
+fn lower_ports_as(
+    ast: &ast::Expr,
+    options: &Options,
+    names: &NameDb,
+    libpcap_port_trees: bool,
+) -> Result<Lowered, CompileError> {
     let mut lowerer = Lowerer::new(options, names);
+    lowerer.libpcap_port_trees = libpcap_port_trees;
     let pred = lowerer.expr(ast)?;
     let (pred, prologue) = lowerer.wlan_prologue(pred);
     let pred = lowerer.pflog_prologue(pred);
@@ -186,6 +210,11 @@ pub(crate) struct Lowerer<'a> {
     /// On pflog captures: whether anything lowered so far reads the payload offset's slot
     /// (libpcap's register for it is allocated then; see `pppoes`).
     pub pflog_read: std::cell::Cell<bool>,
+    /// While the terms of a long list are lowered ([`Lowerer::fused_list`]): ports as
+    /// libpcap's tree, one copy of the port test per transport, rather than the merged tree
+    /// (see `transport`). `fuse` finds its sets and pairs in the shapes of that tree, and
+    /// what it makes of them is kept as it was.
+    pub libpcap_port_trees: bool,
     /// The slot every long mixed `and`/`or` chain keeps its value in (see
     /// [`Lowerer::linear_chain`]), taken by the first one.
     chain_slot: Option<u8>,
@@ -232,6 +261,7 @@ impl<'a> Lowerer<'a> {
             protochain_seen: false,
             lane_outer: false,
             pflog_read: std::cell::Cell::new(false),
+            libpcap_port_trees: false,
             chain_slot: None,
             next_scratch: match wlan_slots {
                 Some(s) => s.count(),
@@ -377,7 +407,10 @@ impl Lowerer<'_> {
             if hint.is_some_and(|h| fuser.push_known(&h)) {
                 continue;
             }
-            fuser.push_hinted(self.expr(term)?, hint);
+            let outer = std::mem::replace(&mut self.libpcap_port_trees, true);
+            let lowered = self.expr(term);
+            self.libpcap_port_trees = outer;
+            fuser.push_hinted(lowered?, hint);
         }
         Ok(fuser.finish_list())
     }

@@ -7,7 +7,7 @@
 //! Service names resolve as libpcap resolves them: the TCP entry of a name wins, and a name
 //! whose TCP and UDP entries agree stands for every transport, SCTP included.
 
-use weir_filter::{CmpOp, Expr, Pred, Size};
+use weir_filter::{CmpOp, Expr, Pred, Size, ValueSet};
 
 use super::link::{ETHERTYPE_IP, ETHERTYPE_IPV6};
 use super::net::{dir_not_valid, Site};
@@ -18,6 +18,9 @@ use crate::names::{NameDb, Transport};
 
 /// The transport a port test is about: one protocol number, or any of TCP, UDP, SCTP.
 type PortProto = Option<u32>;
+
+/// The transports a port test without a protocol qualifier is about, in libpcap's order.
+const ANY_TRANSPORT: [u32; 3] = [IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP];
 
 /// Port numbers before they are checked: service lookups and the `%d-%d` reading of a range
 /// can give anything an `int` holds.
@@ -90,8 +93,15 @@ impl Lowerer<'_> {
         Ok(junction(vec![v6, v4], false))
     }
 
-    /// The link test for one IP version, then the transport or transports in libpcap's order
-    /// (SCTP, TCP, UDP when any will do).
+    /// The link test for one IP version, then the transport test and the ports. For one
+    /// transport that is libpcap's tree. For any of SCTP, TCP, UDP, libpcap's tree repeats
+    /// the header tests and the ports once per transport (`or` of `proto == p and X`, in
+    /// its order SCTP, TCP, UDP), and the optimizer's first act is to merge those copies
+    /// back into `proto in {SCTP, TCP, UDP} and X`; that merged tree is built here at once,
+    /// rather than the copies (the IPv4 header length expression six times a port) that the
+    /// optimizer merged and freed (issue 13). The optimizer's first `simplify` gives the same
+    /// tree for either, so its output is the same (tested below). Inside a long list
+    /// ([`Lowerer::libpcap_port_trees`]) libpcap's tree is kept.
     #[allow(clippy::too_many_arguments)]
     fn ports_for(
         &mut self,
@@ -104,18 +114,27 @@ impl Lowerer<'_> {
         site: Site,
     ) -> Result<Pred, CompileError> {
         let link = self.link_proto(if v6 { ETHERTYPE_IPV6 } else { ETHERTYPE_IP }, site.whole)?;
-        let transports: &[u32] = match &proto {
-            Some(p) => std::slice::from_ref(p),
-            None => &[IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP],
+        let proto_offset = if v6 { 6 } else { 9 };
+        let transport = match proto {
+            Some(p) => self.cmp_field(Layer::Net, proto_offset, Size::Byte, u32::MAX, p),
+            None if self.libpcap_port_trees => {
+                let mut alternatives = Vec::with_capacity(ANY_TRANSPORT.len());
+                for p in ANY_TRANSPORT {
+                    let transport =
+                        self.cmp_field(Layer::Net, proto_offset, Size::Byte, u32::MAX, p);
+                    alternatives.push(self.portop(v6, transport, lo, hi, dir, range, site)?);
+                }
+                return Ok(junction(vec![link, junction(alternatives, false)], true));
+            }
+            None => Pred::In {
+                value: self.load(Layer::Net, proto_offset, Size::Byte),
+                set: ValueSet::from_values(ANY_TRANSPORT),
+            },
         };
-        let mut alternatives = Vec::with_capacity(transports.len());
-        for &p in transports {
-            alternatives.push(self.portop(v6, lo, hi, p, dir, range, site)?);
-        }
-        Ok(junction(vec![link, junction(alternatives, false)], true))
+        Ok(junction(vec![link, self.portop(v6, transport, lo, hi, dir, range, site)?], true))
     }
 
-    /// One transport: its protocol number, for IPv4 "not a later fragment", then the ports.
+    /// The transport test, for IPv4 "not a later fragment", then the ports.
     /// (The junctions here and above are `junction`'s, not `Pred::and`/`Pred::or`: the same
     /// trees, with each list allocated once at its size; the generic constructors' growing
     /// lists were 3% of `port 22`'s whole compile, issue 13.)
@@ -123,9 +142,9 @@ impl Lowerer<'_> {
     fn portop(
         &mut self,
         v6: bool,
+        transport: Pred,
         lo: u32,
         hi: u32,
-        proto: u32,
         dir: Option<Dir>,
         range: bool,
         site: Site,
@@ -133,12 +152,12 @@ impl Lowerer<'_> {
         // The header tests, with room for the ports test after them.
         let mut parts = Vec::with_capacity(3);
         let layer = if v6 {
-            parts.push(self.cmp_field(Layer::Net, 6, Size::Byte, u32::MAX, proto));
+            parts.push(transport);
             Layer::TransportV6
         } else {
             let fragment_offset =
                 Pred::cmp(CmpOp::Set, self.load(Layer::Net, 6, Size::Half), Expr::Const(0x1fff));
-            parts.push(self.cmp_field(Layer::Net, 9, Size::Byte, u32::MAX, proto));
+            parts.push(transport);
             parts.push(Pred::not(fragment_offset));
             Layer::TransportV4
         };
@@ -307,9 +326,149 @@ fn leading_int(s: &str) -> Option<(RawPort, &str)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::link::LINK_TYPES;
+    use super::super::{lower_ports_as, Options};
     use super::*;
+    use weir_filter::opt;
+
+    /// Port tests in every form (qualifiers, directions, ranges, names), alone and beside the
+    /// tests the optimizer merges them with, rules out parts of, or decides against.
+    const PORT_FILTERS: &[&str] = &[
+        "port 22",
+        "src port 22",
+        "dst port 22",
+        "src and dst port 22",
+        "src or dst port 22",
+        "portrange 1-1024",
+        "src portrange 1000-2000",
+        "src and dst portrange 10-20",
+        "portrange 20-10",
+        "port domain",
+        "portrange ssh-http",
+        "tcp port 80",
+        "udp portrange 1-2",
+        "port 67 or port 68",
+        "udp and (port 67 or port 68)",
+        "tcp and not port 22",
+        "not port 22",
+        "host 10.0.0.1 and port 80",
+        "port 80 and host 10.0.0.1",
+        "port 80 or port 443",
+        "port 80 and port 80",
+        "port 53 and udp",
+        "icmp and port 22",
+        "sctp and port 22",
+        "ip6 and port 22",
+        "ip and dst port 22",
+        "vlan and port 22",
+        "vlan 10 and port 22 or vlan 20 and portrange 5-6",
+        "mpls and port 22",
+        "pppoes and port 22",
+        "geneve and port 80",
+        "ip[9] = 17 and port 53",
+        "ip6[6] = 6 and port 22",
+        "tcp[0:2] = 22 or port 22",
+        "not (port 1 or port 2) and port 3",
+        "(port 1 and src port 2) or (dst port 3 and port 4)",
+        "port 1 or port 2 or port 3 or port 4 or tcp or port 5",
+        "ether src port 22",
+        "port 70000",
+    ];
+
+    /// The merged port tree (`ports_for`) against libpcap's, lowered from the same
+    /// expression on every link type: the same errors; where both lower, the same tree after
+    /// the optimizer's first factoring `simplify` (and so the same optimized filter, checked
+    /// too) and the same "rejects all packets" verdict. The merged tree must differ from
+    /// libpcap's (else this compares nothing) wherever no protocol qualifies the port.
+    #[test]
+    fn merged_port_trees_optimize_as_libpcaps() {
+        let names = NameDb::builtin();
+        let (mut compared, mut differing) = (0, 0);
+        for linktype in LINK_TYPES {
+            let options = Options::new(linktype);
+            for &text in PORT_FILTERS {
+                let ast = crate::parse(text).expect(text).expect(text);
+                let merged = lower_ports_as(&ast, &options, &names, false);
+                let libpcap = lower_ports_as(&ast, &options, &names, true);
+                let (merged, libpcap) = match (merged, libpcap) {
+                    (Ok(m), Ok(l)) => (m, l),
+                    (Err(m), Err(l)) => {
+                        assert_eq!(m, l, "{linktype:?}: {text}");
+                        continue;
+                    }
+                    (m, l) => panic!("{linktype:?}: {text}: {m:?} against {l:?}"),
+                };
+                compared += 1;
+                differing += usize::from(merged.filter != libpcap.filter);
+                let first = |f| opt::simplify_factoring(&opt::drop_ruled_out(f));
+                assert_eq!(first(&merged.filter), first(&libpcap.filter), "{linktype:?}: {text}");
+                assert_eq!(
+                    opt::optimize(&merged.filter),
+                    opt::optimize(&libpcap.filter),
+                    "{linktype:?}: {text}"
+                );
+                assert_eq!(
+                    crate::libpcap_rejects_all(&merged),
+                    crate::libpcap_rejects_all(&libpcap),
+                    "{linktype:?}: {text}"
+                );
+            }
+        }
+        // Most link types carry IP; each filter with an unqualified port lowers differently.
+        assert!(compared > 1000 && differing * 4 > compared * 3, "{differing} of {compared}");
+    }
 
     /// The C library's readings, as libpcap 1.10 on glibc shows them (`tcpdump -d`).
+    /// Whether `p` tests an Ethernet frame's transport protocol against a set, as a merged
+    /// port tree does (`proto in {SCTP, TCP, UDP}`: the IPv6 next header is byte 20, the
+    /// IPv4 protocol byte 23), pair tables' tests included.
+    fn tests_transport_set(p: &Pred) -> bool {
+        fn in_branches(branches: &[weir_filter::PairBranch]) -> bool {
+            branches
+                .iter()
+                .any(|b| b.guards.iter().any(tests_transport_set) || in_branches(&b.inner))
+        }
+        match p {
+            Pred::In { value: Expr::Load { offset, size: Size::Byte }, .. } => {
+                matches!(**offset, Expr::Const(20 | 23))
+            }
+            Pred::And(ps) | Pred::Or(ps) => ps.iter().any(tests_transport_set),
+            Pred::Not(q) => tests_transport_set(q),
+            Pred::Pairs(pairs) => {
+                in_branches(&pairs.first.branches) || in_branches(&pairs.second.branches)
+            }
+            _ => false,
+        }
+    }
+
+    /// The terms of a long list keep libpcap's port trees, whose shapes `fuse` turns into
+    /// sets and pairs (or not) as it always has; a short list's ports are merged trees.
+    #[test]
+    fn long_lists_keep_libpcaps_port_trees() {
+        let names = NameDb::builtin();
+        let options = Options::new(crate::LinkType::Ethernet);
+        let lowered = |text: &str| {
+            let ast = crate::parse(text).expect(text).expect(text);
+            lower_ports_as(&ast, &options, &names, false).expect(text).filter.pred
+        };
+        let ports: Vec<String> = (1..=9).map(|p| format!("port {p}")).collect();
+        let pairs: Vec<String> =
+            (1..=9).map(|p| format!("(host 10.0.0.{p} and port {p})")).collect();
+        let negated: Vec<String> =
+            (1..=9).map(|p| format!("not portrange {p}-{}", p + 1)).collect();
+        for list in [ports.join(" or "), pairs.join(" or "), negated.join(" and ")] {
+            let pred = lowered(&list);
+            assert!(!tests_transport_set(&pred), "{list}: {pred:?}");
+            // (the pair list is one table, its tests taken from the first term's tree)
+            assert_eq!(matches!(pred, Pred::Pairs(_)), list.contains("host"), "{list}");
+        }
+        for short in
+            ["port 1 or port 2", "(host 10.0.0.1 and port 1) or (host 10.0.0.2 and port 2)"]
+        {
+            assert!(tests_transport_set(&lowered(short)), "{short}");
+        }
+    }
+
     #[test]
     fn numbers_read_as_the_c_library_reads_them() {
         assert_eq!(numeric_service("70000"), Some(Some(4464)));
