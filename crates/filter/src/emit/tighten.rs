@@ -469,15 +469,47 @@ impl Current {
     }
 }
 
-/// The analysis of `p`, computed again only when `p` is not the program last analyzed.
+/// The analysis of `p`, computed again only when `p` is not the program last analyzed, and
+/// then only from where `p` and that program part ([`shared_prefix`]).
 fn current<'a>(cur: &'a mut Current, p: &[CbpfInsn]) -> &'a mut Analysis {
     if !cur.is_of(p) {
+        let keep = if cur.made > 0 { shared_prefix(&cur.of, p) } else { 0 };
         cur.of.clear();
         cur.of.extend_from_slice(p);
-        cur.an.redo(p);
+        cur.an.redo_from(p, keep);
         cur.made += 1;
     }
     &mut cur.an
+}
+
+/// How many of its first instructions `new` shares with `old` as the analysis sees them: the
+/// largest `k` such that each instruction before `k` is the same in both (a jump: the same
+/// test, going to the same positions wherever either goes to one before `k`). The analysis
+/// of `old` then holds the analysis of `new` before `k` ([`Analysis::redo_from`]).
+fn shared_prefix(old: &[CbpfInsn], new: &[CbpfInsn]) -> usize {
+    let mut k = old.len().min(new.len());
+    let mut i = 0;
+    while i < k {
+        let (a, b) = (old[i], new[i]);
+        let same = if a.op.is_jump() {
+            a.op == b.op && (a.op == CbpfOp::Ja || a.k == b.k)
+        } else {
+            a == b
+        };
+        if !same {
+            return i;
+        }
+        let (to_old, to_new) = (successors(old, i), successors(new, i));
+        for n in 0..2 {
+            if let (Some(t0), Some(t1)) = (to_old[n], to_new[n]) {
+                if t0 != t1 {
+                    k = k.min(t0.min(t1));
+                }
+            }
+        }
+        i += 1;
+    }
+    k
 }
 
 /// Forward jumps that stay inside, a return at the end, memory cells in range.
@@ -1301,23 +1333,57 @@ impl Analysis {
 
     /// Analyzes `p` in place of what this held, in its buffers (a tightening analyzes
     /// several programs; each starts from fresh value numbers, as a new analysis would).
+    #[cfg(test)]
     fn redo(&mut self, p: &[CbpfInsn]) {
-        self.values.reset();
+        self.redo_from(p, 0);
+    }
+
+    /// Analyzes `p` in place of what this held, keeping what it holds of the instructions
+    /// before `keep`: `keep` is 0, or [`shared_prefix`] of the program analyzed last and `p`.
+    ///
+    /// Why the kept part is `p`'s. The analysis goes forward: the state entering `i` is
+    /// the join of the edges into `i`, all from instructions before `i`, and once the loop
+    /// is past `i` nothing writes `i`'s state, slots or reach again (edges only go forward).
+    /// Before `keep` both programs have the same instructions, and each edge between two of
+    /// them is in both; so by induction the states entering them are the same in both
+    /// analyses, and so are the states stepped through (a non-jump's state is kept after its
+    /// step) and the edges they send on. Only the edges from the prefix into `keep` and
+    /// past it go elsewhere in `p`: they flow again, in the same order (by instruction, then
+    /// taken before not taken) as a new analysis sends them before it comes to `keep`, into
+    /// positions forgotten; from `keep` on the analysis runs as a new one would.
+    ///
+    /// The value numbers are not a new analysis's: the table keeps every value numbered
+    /// since the last fresh start (the old program's, and its walks'), and a value met again
+    /// keeps its number. But a number still names one value (a node of numbered operands),
+    /// and every answer compares numbers for equality or reads their nodes; fact lists are
+    /// sorted by number, which orders them otherwise and changes no fact (a join meets the
+    /// facts of each value both edges know, a test finds its value's fact by number; the
+    /// values a fact rules out keep the order they were learnt in). So the answers are a
+    /// new analysis's under a renaming of its numbers.
+    fn redo_from(&mut self, p: &[CbpfInsn], keep: usize) {
         if self.states.len() < p.len() {
             self.states.resize_with(p.len(), State::entry);
         }
-        self.reached.clear();
+        self.reached.truncate(keep);
         self.reached.resize(p.len(), false);
-        self.slots.clear();
+        self.slots.truncate(keep);
         self.slots.resize(p.len(), None);
-        if let Some(first) =
-            self.states.first_mut().filter(|_| p.first().is_some_and(|i| !i.op.is_return()))
-        {
-            first.reset_to_entry();
-            self.reached[0] = true;
+        if keep == 0 {
+            self.values.reset();
+            if let Some(first) =
+                self.states.first_mut().filter(|_| p.first().is_some_and(|i| !i.op.is_return()))
+            {
+                first.reset_to_entry();
+                self.reached[0] = true;
+            }
         }
-        let values = &mut self.values;
-        for i in 0..p.len() {
+        // The prefix's states and slots are `p`'s already: only its edges past it flow.
+        for i in 0..keep {
+            if self.reached[i] && successors(p, i).into_iter().flatten().any(|to| to >= keep) {
+                self.send_edges::<true>(p, i, keep);
+            }
+        }
+        for i in keep..p.len() {
             if !self.reached[i] {
                 continue;
             }
@@ -1326,53 +1392,57 @@ impl Analysis {
             if insn.op.is_return() {
                 continue;
             }
-            let succ = successors(p, i);
             if !insn.op.is_jump() {
-                step(&insn, i, &mut self.states[i], values);
-                if let Some(to) = succ[0].filter(|&to| !p[to].op.is_return()) {
+                step(&insn, i, &mut self.states[i], &mut self.values);
+            }
+            // (every edge goes forward, past `i`)
+            self.send_edges::<false>(p, i, i + 1);
+        }
+    }
+
+    /// Sends the edges out of `i` (a non-jump's state already stepped) into their targets:
+    /// with `PAST_ONLY`, only those going to `past` or beyond.
+    #[inline(always)]
+    fn send_edges<const PAST_ONLY: bool>(&mut self, p: &[CbpfInsn], i: usize, past: usize) {
+        let insn = p[i];
+        let succ = successors(p, i);
+        let flows = |to: &usize| (!PAST_ONLY || *to >= past) && !p[*to].op.is_return();
+        let values = &mut self.values;
+        if !insn.op.is_jump() {
+            if let Some(to) = succ[0].filter(flows) {
+                flow_into(&mut self.states, &mut self.reached, Some(i), &self.edge, to, values);
+            }
+            return;
+        }
+        let (decided, lesson) = if insn.op == CbpfOp::Ja {
+            (Some(true), None)
+        } else {
+            examine(&insn, &self.states[i], values)
+        };
+        match decided {
+            // One edge: it carries the in-state as it is.
+            Some(outcome) => {
+                if let Some(to) = succ[usize::from(!outcome)].filter(flows) {
                     flow_into(&mut self.states, &mut self.reached, Some(i), &self.edge, to, values);
                 }
-                continue;
             }
-            let (decided, lesson) = if insn.op == CbpfOp::Ja {
-                (Some(true), None)
-            } else {
-                examine(&insn, &self.states[i], values)
-            };
-            match decided {
-                // One edge: it carries the in-state as it is.
-                Some(outcome) => {
-                    if let Some(to) =
-                        succ[usize::from(!outcome)].filter(|&to| !p[to].op.is_return())
-                    {
-                        flow_into(
-                            &mut self.states,
-                            &mut self.reached,
-                            Some(i),
-                            &self.edge,
-                            to,
-                            values,
-                        );
-                    }
-                }
-                // Two edges, each the in-state and what its outcome teaches: built in
-                // place where no edge came yet, else in `edge` and joined.
-                None => {
-                    for (n, outcome) in [(0, true), (1, false)] {
-                        let Some(to) = succ[n].filter(|&to| !p[to].op.is_return()) else {
-                            continue;
-                        };
-                        let (before, after) = self.states.split_at_mut(to);
-                        let dst = &mut after[0];
-                        if self.reached[to] {
-                            self.edge.clone_from(&before[i]);
-                            teach(&insn, &lesson, &mut self.edge, outcome);
-                            dst.join_in_place(&self.edge, to, values);
-                        } else {
-                            dst.clone_from(&before[i]);
-                            teach(&insn, &lesson, dst, outcome);
-                            self.reached[to] = true;
-                        }
+            // Two edges, each the in-state and what its outcome teaches: built in place
+            // where no edge came yet, else in `edge` and joined.
+            None => {
+                for (n, outcome) in [(0, true), (1, false)] {
+                    let Some(to) = succ[n].filter(flows) else {
+                        continue;
+                    };
+                    let (before, after) = self.states.split_at_mut(to);
+                    let dst = &mut after[0];
+                    if self.reached[to] {
+                        self.edge.clone_from(&before[i]);
+                        teach(&insn, &lesson, &mut self.edge, outcome);
+                        dst.join_in_place(&self.edge, to, values);
+                    } else {
+                        dst.clone_from(&before[i]);
+                        teach(&insn, &lesson, dst, outcome);
+                        self.reached[to] = true;
                     }
                 }
             }
@@ -2054,6 +2124,12 @@ fn drop_dead(p: &mut [CbpfInsn], ends: &[u32], live: &mut Live, need: &mut Vec<u
 /// Step 5: every jump goes to the last instruction within reach that does what its target
 /// does.
 fn merge_tails(p: &mut [CbpfInsn], sc: &mut Scratch) {
+    merge_tails_trying::<false>(p, sc);
+}
+
+/// [`merge_tails`]; with `EVERY_COPY` it also tries the copies it knows a `ja` would drop
+/// nothing at (the oracle of the skip's test).
+fn merge_tails_trying<const EVERY_COPY: bool>(p: &mut [CbpfInsn], sc: &mut Scratch) {
     const NONE: usize = usize::MAX;
     // Class of each instruction: equal classes behave alike from there on.
     let class = &mut sc.class;
@@ -2132,6 +2208,11 @@ fn merge_tails(p: &mut [CbpfInsn], sc: &mut Scratch) {
                 return;
             }
             tries += 1;
+            // (`udp and (port 67 or port 68)` tried three copies a compile, each a walk of
+            // the whole program, all of them such)
+            if !EVERY_COPY && ja_drops_nothing(p, &sc.reach, here) {
+                continue;
+            }
             let was = p[here];
             p[here] = CbpfInsn::new(CbpfOp::Ja, 0, 0, (last - here - 1) as u32);
             let count = reachable(p, &mut sc.reach_after);
@@ -2147,6 +2228,17 @@ fn merge_tails(p: &mut [CbpfInsn], sc: &mut Scratch) {
 
 /// Copies [`merge_tails`] tries to replace by a `ja` per round (each try walks the program).
 const MAX_FAR_MERGES: usize = 1024;
+
+/// True when a `ja` (anywhere) in place of instruction `here`, which `reach` (what a run of
+/// `p` reaches) marks, leaves every instruction reached: each one `here` goes to is also
+/// reached from one before `here`. A path to it from there avoids `here` (edges go
+/// forward), as does every path on from it, so whatever a path through `here` reached is
+/// reached without it.
+fn ja_drops_nothing(p: &[CbpfInsn], reach: &[bool], here: usize) -> bool {
+    let reached_before =
+        |t| (0..here).rev().any(|q| reach[q] && successors(p, q).contains(&Some(t)));
+    successors(p, here).into_iter().flatten().all(reached_before)
+}
 
 /// Removes unreachable instructions and `ja +0`, and `ja` to a return becomes the return;
 /// a program with none of what it rewrites is left as it is, uncopied (most calls: a pass
@@ -3370,5 +3462,173 @@ mod tests {
     fn backward_jumps_leave_the_program_alone() {
         let p = vec![s(LdAbsB, 9), s(LdAbsB, 9), s(Ja, u32::MAX - 1), s(RetK, 0)];
         assert_eq!(tighten(&p), p);
+    }
+    /// What [`Renaming::pair`] found: the values of a fresh analysis and of another one of
+    /// the same program, paired one to one.
+    #[derive(Default)]
+    struct Renaming {
+        to_mine: HashMap<Val, Val>,
+        to_fresh: HashMap<Val, Val>,
+    }
+
+    impl Renaming {
+        /// Pairs `f` (numbered in `fresh`) with `m` (in `mine`): never one with two, and
+        /// the same node with operands paired in turn.
+        fn pair(&mut self, fresh: &Values, mine: &Values, f: Val, m: Val) {
+            if let Some(&known) = self.to_mine.get(&f) {
+                assert_eq!(known, m, "{f} paired twice");
+                return;
+            }
+            assert!(self.to_fresh.insert(m, f).is_none(), "{m} paired twice");
+            self.to_mine.insert(f, m);
+            match (fresh.node(f), mine.node(m)) {
+                (Node::Ind(x, k, n), Node::Ind(y, k2, n2)) => {
+                    assert_eq!((k, n), (k2, n2));
+                    self.pair(fresh, mine, x, y);
+                }
+                (Node::Alu(op, a, b), Node::Alu(op2, c, d)) => {
+                    assert_eq!(op, op2);
+                    self.pair(fresh, mine, a, c);
+                    self.pair(fresh, mine, b, d);
+                }
+                (Node::Neg(a), Node::Neg(c)) => self.pair(fresh, mine, a, c),
+                (a, b) => assert_eq!(a, b),
+            }
+        }
+    }
+
+    /// `mine` is the analysis `fresh` is (both of `p`) but for the value numbers: the same
+    /// instructions reached, slots holding paired values, and at each jump the same bytes
+    /// proven and the same facts of paired values (each list sorted by its own numbers).
+    fn assert_same_up_to_renaming(p: &[CbpfInsn], mine: &Analysis, fresh: &Analysis) {
+        let mut names = Renaming::default();
+        for i in 0..p.len() {
+            assert_eq!(mine.reached[i], fresh.reached[i], "{i} {p:?}");
+            let (Some(m), Some(f)) = (mine.slots[i], fresh.slots[i]) else {
+                assert_eq!(mine.slots[i], fresh.slots[i], "{i} {p:?}");
+                continue;
+            };
+            for slot in 0..SLOTS {
+                names.pair(&fresh.values, &mine.values, f[slot], m[slot]);
+            }
+        }
+        for i in (0..p.len()).filter(|&i| p[i].op.is_jump()) {
+            let (Some(m), Some(f)) = (mine.input(i), fresh.input(i)) else {
+                assert_eq!(mine.input(i).is_some(), fresh.input(i).is_some(), "{i} {p:?}");
+                continue;
+            };
+            assert_eq!(m.len_ok, f.len_ok, "{i} {p:?}");
+            let (mf, ff) = (m.facts.as_slice(), f.facts.as_slice());
+            assert_eq!(mf.len(), ff.len(), "{i} {p:?}");
+            assert!(mf.windows(2).all(|w| w[0].0 < w[1].0), "{i} {p:?}");
+            for &(v, fact) in ff {
+                if let Some(&w) = names.to_mine.get(&v) {
+                    assert_eq!(m.facts.get(w), Some(&fact), "{i} {p:?}");
+                }
+            }
+        }
+    }
+
+    /// An analysis resumed from the last program's ([`Analysis::redo_from`] past
+    /// [`shared_prefix`]) is the fresh analysis of the program, renamed: through the rounds
+    /// of random, laid-out and dispatch programs, asked before every step (each step's
+    /// program resumes from the last one's analysis, its walks' values in the table too).
+    #[test]
+    fn a_resumed_analysis_is_a_fresh_one_renamed() {
+        let mut rng = weir_testkit::SplitMix64::new(0x4e5a);
+        let (mut resumed, mut asked) = (0, 0);
+        for case in 0..20_000 {
+            let mut p = match case % 3 {
+                0 => random_program(&mut rng),
+                1 => random_laid_out_program(&mut rng),
+                _ => random_dispatch_program(&mut rng),
+            };
+            if !well_formed(&p) {
+                continue;
+            }
+            let mut cur = Current::new();
+            let mut sc = Scratch::with_room(p.len());
+            for _ in 0..3 {
+                for step in 0..STEPS {
+                    let keep =
+                        if cur.is_of(&p) || cur.made == 0 { 0 } else { shared_prefix(&cur.of, &p) };
+                    current(&mut cur, &p);
+                    let mut fresh = Analysis::new();
+                    fresh.redo(&p);
+                    assert_same_up_to_renaming(&p, &cur.an, &fresh);
+                    asked += 1;
+                    resumed += usize::from(keep > 0 && keep < p.len());
+                    tighten_step(step, &mut p, &mut cur, &mut sc);
+                }
+            }
+        }
+        eprintln!("asked {asked}, resumed {resumed}");
+        assert!(resumed > 5000, "{resumed}");
+    }
+
+    /// [`shared_prefix`] ends before the first instruction that differs and before any
+    /// target a jump of the prefix reaches in one program and not the other.
+    #[test]
+    fn the_shared_prefix_ends_where_an_edge_or_instruction_differs() {
+        let old = vec![
+            s(LdAbsH, 12),
+            j(JeqK, 0x800, 0, 3),
+            s(LdAbsB, 23),
+            s(LdAbsB, 23),
+            j(JeqK, 6, 0, 1),
+            s(RetK, 1),
+            s(RetK, 0),
+        ];
+        // The repeated load gone: the test at 1 goes elsewhere past 3.
+        let mut new = old.clone();
+        new.remove(3);
+        new[1].jf = 2;
+        assert_eq!(shared_prefix(&old, &new), 3);
+        // A jump whose target moved bounds the prefix before any instruction differs.
+        let mut moved = old.clone();
+        moved[1].jf = 4;
+        assert_eq!(shared_prefix(&old, &moved), 5);
+        assert_eq!(shared_prefix(&old, &old), old.len());
+    }
+
+    /// Where [`ja_drops_nothing`] answers true a `ja` in place of the instruction leaves as
+    /// many reached, on random programs; [`merge_tails`] skipping those copies ends where
+    /// trying every copy does.
+    #[test]
+    fn merge_tails_skips_only_copies_whose_ja_would_drop_nothing() {
+        let mut rng = weir_testkit::SplitMix64::new(0x3a17);
+        let (mut nothing, mut dropped) = (0, 0);
+        for case in 0..20_000 {
+            let p = match case % 3 {
+                0 => random_program(&mut rng),
+                1 => random_laid_out_program(&mut rng),
+                _ => random_dispatch_program(&mut rng),
+            };
+            if !well_formed(&p) {
+                continue;
+            }
+            let mut reach = Vec::new();
+            let live = reachable(&p, &mut reach);
+            for here in 0..p.len() {
+                if !reach[here] || p[here].op.is_return() {
+                    continue;
+                }
+                let mut q = p.clone();
+                q[here] = CbpfInsn::new(Ja, 0, 0, (p.len() - 1 - here - 1) as u32);
+                let count = reachable(&q, &mut Vec::new());
+                if ja_drops_nothing(&p, &reach, here) {
+                    assert!(count >= live, "{here} {p:?}");
+                    nothing += 1;
+                } else {
+                    dropped += usize::from(count + 2 <= live);
+                }
+            }
+            let (mut a, mut b) = (p.clone(), p.clone());
+            merge_tails(&mut a, &mut Scratch::with_room(p.len()));
+            merge_tails_trying::<true>(&mut b, &mut Scratch::with_room(p.len()));
+            assert_eq!(a, b, "{p:?}");
+        }
+        eprintln!("a ja dropping nothing {nothing}, dropping code {dropped}");
+        assert!(nothing > 10_000 && dropped > 1000, "{nothing} {dropped}");
     }
 }
