@@ -636,23 +636,28 @@ fn pump(
                 spare.push(slots);
             }
             while inflight.len() >= limit || (waits && !inflight.is_empty()) {
-                // Finish the oldest piece: classify what no worker has taken (oldest
-                // first), else wait for a worker's.
+                // Finish the oldest piece: take the pieces the workers have finished,
+                // else classify what no worker has taken (oldest first), else wait for a
+                // worker's. Finished ones first: once the oldest is back the reader
+                // writes it and reads on, leaving the queued pieces to the workers (taking
+                // them all before looking emptied the queue, and a worker slept and was
+                // woken once a piece).
                 while matches!(inflight.front(), Some(None)) {
-                    let p = match queue.try_pop() {
-                        Some(mut p) => {
-                            let cache = Some(&mut cache).filter(|_| use_cache);
-                            process_slots(classifier, cache, &mut p.slots[..p.n], p.indev);
-                            p
-                        }
-                        None => loop {
+                    let p = if let Ok(p) = done_rx.try_recv() {
+                        p
+                    } else if let Some(mut p) = queue.try_pop() {
+                        let cache = Some(&mut cache).filter(|_| use_cache);
+                        process_slots(classifier, cache, &mut p.slots[..p.n], p.indev);
+                        p
+                    } else {
+                        loop {
                             match done_rx.recv_timeout(std::time::Duration::from_millis(20)) {
                                 Ok(p) => break p,
                                 Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                                     if !ended.load(std::sync::atomic::Ordering::Relaxed) => {}
                                 Err(_) => return Err("a flow worker ended".to_string()),
                             }
-                        },
+                        }
                     };
                     let at = p.seq.checked_sub(first).and_then(|i| inflight.get_mut(i as usize));
                     match at {
