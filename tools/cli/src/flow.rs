@@ -405,6 +405,12 @@ impl Output<'_> {
         Ok(())
     }
 
+    /// Whether a packet goes anywhere: with `--stats` alone the reading thread need not
+    /// visit the classified packets again.
+    fn writes(&self) -> bool {
+        !self.writers.is_empty() || self.verdicts
+    }
+
     fn packet(&mut self, s: &Slot) -> Result<(), String> {
         let Some(o) = &s.outcome else { return Ok(()) };
         emit(&mut self.writers, s, o)?;
@@ -449,37 +455,53 @@ struct Piece {
 /// (the workers then leave).
 #[derive(Default)]
 struct Queue {
-    state: Mutex<(std::collections::VecDeque<Piece>, bool)>,
+    state: Mutex<Waiting>,
     ready: std::sync::Condvar,
 }
 
+#[derive(Default)]
+struct Waiting {
+    pieces: std::collections::VecDeque<Piece>,
+    closed: bool,
+    /// Workers asleep on `ready`: a push wakes one only if there is one (a wake-up is a
+    /// system call, once a piece, while the workers are busy and would find it anyway).
+    asleep: usize,
+}
+
 impl Queue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (std::collections::VecDeque<Piece>, bool)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
     fn push(&self, piece: Piece) {
-        self.lock().0.push_back(piece);
-        self.ready.notify_one();
+        let mut state = self.lock();
+        state.pieces.push_back(piece);
+        let wake = state.asleep > 0;
+        drop(state);
+        if wake {
+            self.ready.notify_one();
+        }
     }
     /// The next piece, if one is queued (the reading thread: it never waits here).
     fn try_pop(&self) -> Option<Piece> {
-        self.lock().0.pop_front()
+        self.lock().pieces.pop_front()
     }
     /// The next piece, waiting for one; `None` once the reader has ended.
     fn pop(&self) -> Option<Piece> {
         let mut state = self.lock();
         loop {
-            if state.1 {
+            if state.closed {
                 return None;
             }
-            if let Some(p) = state.0.pop_front() {
+            if let Some(p) = state.pieces.pop_front() {
                 return Some(p);
             }
+            state.asleep += 1;
             state = self.ready.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.asleep -= 1;
         }
     }
     fn close(&self) {
-        self.lock().1 = true;
+        self.lock().closed = true;
         self.ready.notify_all();
     }
 }
@@ -614,23 +636,28 @@ fn pump(
                 spare.push(slots);
             }
             while inflight.len() >= limit || (waits && !inflight.is_empty()) {
-                // Finish the oldest piece: classify what no worker has taken (oldest
-                // first), else wait for a worker's.
+                // Finish the oldest piece: take the pieces the workers have finished,
+                // else classify what no worker has taken (oldest first), else wait for a
+                // worker's. Finished ones first: once the oldest is back the reader
+                // writes it and reads on, leaving the queued pieces to the workers (taking
+                // them all before looking emptied the queue, and a worker slept and was
+                // woken once a piece).
                 while matches!(inflight.front(), Some(None)) {
-                    let p = match queue.try_pop() {
-                        Some(mut p) => {
-                            let cache = Some(&mut cache).filter(|_| use_cache);
-                            process_slots(classifier, cache, &mut p.slots[..p.n], p.indev);
-                            p
-                        }
-                        None => loop {
+                    let p = if let Ok(p) = done_rx.try_recv() {
+                        p
+                    } else if let Some(mut p) = queue.try_pop() {
+                        let cache = Some(&mut cache).filter(|_| use_cache);
+                        process_slots(classifier, cache, &mut p.slots[..p.n], p.indev);
+                        p
+                    } else {
+                        loop {
                             match done_rx.recv_timeout(std::time::Duration::from_millis(20)) {
                                 Ok(p) => break p,
                                 Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                                     if !ended.load(std::sync::atomic::Ordering::Relaxed) => {}
                                 Err(_) => return Err("a flow worker ended".to_string()),
                             }
-                        },
+                        }
                     };
                     let at = p.seq.checked_sub(first).and_then(|i| inflight.get_mut(i as usize));
                     match at {
@@ -640,8 +667,10 @@ fn pump(
                 }
                 let Some(Some(p)) = inflight.pop_front() else { break };
                 first += 1;
-                for s in &p.slots[..p.n] {
-                    out.packet(s)?;
+                if out.writes() {
+                    for s in &p.slots[..p.n] {
+                        out.packet(s)?;
+                    }
                 }
                 spare.push(p.slots);
             }
@@ -780,5 +809,39 @@ fn update(object: &Path, path: &Path, pin_dir: &Path, stats: bool) -> Result<Exi
             Ok(ExitCode::from(1))
         }
         Err(weir::flow_xdp::UpdateError::Kernel(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Piece, Queue};
+
+    /// A worker asleep on an empty queue is woken by the next push (the push skips the
+    /// wake-up only while no worker sleeps), and by the close once the reader ends.
+    #[test]
+    fn a_push_wakes_a_sleeping_worker() {
+        let queue = Queue::default();
+        std::thread::scope(|scope| {
+            let (got_tx, got_rx) = std::sync::mpsc::channel();
+            scope.spawn(|| {
+                let got_tx = got_tx;
+                while let Some(p) = queue.pop() {
+                    got_tx.send(p.seq).unwrap();
+                }
+            });
+            for seq in 0..3 {
+                // Until the worker sleeps: a push then must wake it.
+                while queue.lock().asleep == 0 {
+                    std::thread::yield_now();
+                }
+                queue.push(Piece { seq, n: 0, slots: Vec::new(), indev: 0 });
+                let got = got_rx.recv_timeout(std::time::Duration::from_secs(10));
+                if got != Ok(seq) {
+                    queue.close();
+                    panic!("piece {seq}: the sleeping worker was not woken ({got:?})");
+                }
+            }
+            queue.close();
+        });
     }
 }

@@ -176,6 +176,69 @@ fn workers_keep_read_order_across_chunks() {
     }
 }
 
+/// Without `--verdicts` the reading thread skips its pass over a piece's packets when
+/// nothing is written: `--stats` alone counts every piece (a short last one included) as
+/// `--verdicts --stats` does, and `--out-dir` without `--verdicts` still writes every
+/// packet, for any --workers.
+#[test]
+fn stats_or_files_without_verdicts_match_the_full_run() {
+    let (dir, rules) = rules_in("flow-stats-alone");
+    let cap = spaced_capture(&dir, "in.pcap", 5 * 1024 + 7);
+    let (rules, cap) = (rules.as_str(), cap.to_str().unwrap());
+    let files = |out_dir: &std::path::Path| -> Vec<Vec<u8>> {
+        ["pass", "tcp0", "vl"]
+            .iter()
+            .map(|f| std::fs::read(out_dir.join(format!("{f}.pcap"))).unwrap())
+            .collect()
+    };
+    let full_dir = dir.join("full");
+    let full = weir(&[
+        "flow",
+        "run",
+        rules,
+        "-r",
+        cap,
+        "--verdicts",
+        "--stats",
+        "--out-dir",
+        full_dir.to_str().unwrap(),
+    ]);
+    assert!(full.status.success(), "{}", String::from_utf8_lossy(&full.stderr));
+    let rows: String = stdout(&full)
+        .lines()
+        .filter(|l| l.starts_with("line "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let counted: u64 =
+        rows.lines().map(|l| l.split(' ').nth(3).unwrap().parse::<u64>().unwrap()).sum();
+    assert!(counted > 1024, "the rules should match packets of several pieces:\n{rows}");
+    let full_files = files(&full_dir);
+    assert!(full_files.iter().all(|f| f.len() > 24), "every output should hold packets");
+    for workers in ["1", "2", "3"] {
+        let o = weir(&["flow", "run", rules, "-r", cap, "--stats", "--workers", workers]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(stdout(&o), rows, "--stats alone, --workers {workers}");
+        let out_dir = dir.join(&format!("files-{workers}"));
+        let o = weir(&[
+            "flow",
+            "run",
+            rules,
+            "-r",
+            cap,
+            "--workers",
+            workers,
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(stdout(&o).is_empty(), "--out-dir alone prints nothing");
+        assert!(
+            files(&out_dir) == full_files,
+            "--out-dir alone, --workers {workers}: files differ"
+        );
+    }
+}
+
 /// A scratch directory with [`RULES`] in it, and the rule file's path.
 fn rules_in(name: &str) -> (Scratch, String) {
     let dir = Scratch::new(name);
