@@ -31,6 +31,38 @@ fn handles_are_the_kernels() {
     assert_eq!(handles(&set), vec![1, 2, 7, 3, 1]);
 }
 
+/// Random files of rules over a few chains and priorities, some with written handles:
+/// every handle the table gives is the lowest one free within its (chain, prio) when its
+/// rule comes, counted here from the rules before it.
+#[test]
+fn handles_are_the_lowest_free_in_random_files() {
+    let mut rng = weir_testkit::SplitMix64::new(0x4a4d);
+    let mut checked = 0;
+    for _ in 0..300 {
+        let mut text = String::new();
+        let mut want: Vec<u32> = Vec::new();
+        let mut taken: Vec<(u32, u32, u32)> = Vec::new();
+        for _ in 0..rng.below(40) {
+            let (chain, prio) = (rng.below(2) as u32, 1 + rng.below(3) as u32);
+            let written = (rng.below(3) == 0).then(|| 1 + rng.below(12) as u32);
+            if written.is_some_and(|h| taken.contains(&(chain, prio, h))) {
+                continue;
+            }
+            let handle = written.unwrap_or_else(|| {
+                (1..).find(|h| !taken.contains(&(chain, prio, *h))).unwrap_or(0)
+            });
+            taken.push((chain, prio, handle));
+            want.push(handle);
+            let written = written.map_or(String::new(), |h| format!("handle {h} "));
+            text += &format!("chain {chain} prio {prio} {written}protocol ip flower action drop\n");
+        }
+        let set = RuleSet::parse(&text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        assert_eq!(handles(&set), want, "{text}");
+        checked += want.len();
+    }
+    assert!(checked > 3000, "{checked} rules");
+}
+
 #[test]
 fn refused_changes_leave_the_table_and_the_classifier_alone() {
     let set = RuleSet::parse(RULES).unwrap();
