@@ -182,7 +182,9 @@ fn remote(path: &Path, request: &str) -> Result<ExitCode, String> {
 
 /// Read and parse a rule file: `Err((message, exit code))`.
 fn load(path: &Path) -> Result<RuleSet, (String, u8)> {
-    let bytes = crate::input::read(path).map_err(|e| (e, 2))?;
+    let bytes =
+        crate::input::read_at_most(path, crate::input::RULES_READ_LIMIT, "a flow rule file")
+            .map_err(|e| (e, 2))?;
     let text = crate::input::text(path, &bytes).map_err(|e| (e, 2))?;
     RuleSet::parse(text).map_err(|e| (format!("{}: {e}", path.display()), 1))
 }
