@@ -90,11 +90,11 @@ pub fn lower_with_facts(
     let Some(ast) = ast else {
         return Ok(Lowered { filter: Filter::new(Pred::Const(true)), libpcap_optimizes: true });
     };
-    lower_ports_as(ast, options, names, false)
+    lower_trees_as(ast, options, names, false)
 }
 
-/// [`lower`], with every port test as libpcap's tree (one copy per transport), as the
-/// terms of a long list are lowered ([`Lowerer::libpcap_port_trees`]): for the tests that
+/// [`lower`], with every port and host test as libpcap's tree (one copy per transport, the
+/// link test once per host side), as the terms of a long list are lowered ([`Lowerer::libpcap_trees`]): for the tests that
 /// compare a list's lowering with what `fuse` makes of its terms lowered one by one.
 #[doc(hidden)]
 pub fn lower_as_list_term(
@@ -102,19 +102,19 @@ pub fn lower_as_list_term(
     options: &Options,
     names: &NameDb,
 ) -> Result<Filter, CompileError> {
-    lower_ports_as(ast, options, names, true).map(|l| l.filter)
+    lower_trees_as(ast, options, names, true).map(|l| l.filter)
 }
 
-/// [`lower_with_facts`] of an expression, with every port test as libpcap's tree
-/// (`libpcap_port_trees`) or not.
-fn lower_ports_as(
+/// [`lower_with_facts`] of an expression, with every port and host test as libpcap's tree
+/// (`libpcap_trees`) or not.
+fn lower_trees_as(
     ast: &ast::Expr,
     options: &Options,
     names: &NameDb,
-    libpcap_port_trees: bool,
+    libpcap_trees: bool,
 ) -> Result<Lowered, CompileError> {
     let mut lowerer = Lowerer::new(options, names);
-    lowerer.libpcap_port_trees = libpcap_port_trees;
+    lowerer.libpcap_trees = libpcap_trees;
     let pred = lowerer.expr(ast)?;
     let (pred, prologue) = lowerer.wlan_prologue(pred);
     let pred = lowerer.pflog_prologue(pred);
@@ -210,11 +210,12 @@ pub(crate) struct Lowerer<'a> {
     /// On pflog captures: whether anything lowered so far reads the payload offset's slot
     /// (libpcap's register for it is allocated then; see `pppoes`).
     pub pflog_read: std::cell::Cell<bool>,
-    /// While the terms of a long list are lowered ([`Lowerer::fused_list`]): ports as
-    /// libpcap's tree, one copy of the port test per transport, rather than the merged tree
-    /// (see `transport`). `fuse` finds its sets and pairs in the shapes of that tree, and
-    /// what it makes of them is kept as it was.
-    pub libpcap_port_trees: bool,
+    /// While the terms of a long list are lowered ([`Lowerer::fused_list`]): ports and hosts
+    /// as libpcap's trees (one copy of the port test per transport, the link test once per
+    /// host side) rather than the merged trees (see `transport`, `net`). `fuse` finds its
+    /// sets and pairs in the shapes of those trees, and what it makes of them is kept as it
+    /// was.
+    pub libpcap_trees: bool,
     /// The slot every long mixed `and`/`or` chain keeps its value in (see
     /// [`Lowerer::linear_chain`]), taken by the first one.
     chain_slot: Option<u8>,
@@ -261,7 +262,7 @@ impl<'a> Lowerer<'a> {
             protochain_seen: false,
             lane_outer: false,
             pflog_read: std::cell::Cell::new(false),
-            libpcap_port_trees: false,
+            libpcap_trees: false,
             chain_slot: None,
             next_scratch: match wlan_slots {
                 Some(s) => s.count(),
@@ -407,9 +408,9 @@ impl Lowerer<'_> {
             if hint.is_some_and(|h| fuser.push_known(&h)) {
                 continue;
             }
-            let outer = std::mem::replace(&mut self.libpcap_port_trees, true);
+            let outer = std::mem::replace(&mut self.libpcap_trees, true);
             let lowered = self.expr(term);
-            self.libpcap_port_trees = outer;
+            self.libpcap_trees = outer;
             fuser.push_hinted(lowered?, hint);
         }
         Ok(fuser.finish_list())
@@ -567,4 +568,48 @@ pub(crate) fn junction(parts: Vec<Pred>, conjunction: bool) -> Pred {
         (_, true) => Pred::And(out),
         (_, false) => Pred::Or(out),
     }
+}
+
+/// Lowers each of `filters` on every link type with the merged trees and with libpcap's
+/// (`libpcap_trees`) and checks that they agree: the same errors; where both lower, the same
+/// tree after the optimizer's first factoring `simplify` (and so the same optimized filter,
+/// checked too) and the same "rejects all packets" verdict. Returns how many pairs were
+/// compared and how many of those were lowered differently (a test that compares only equal
+/// trees proves nothing).
+#[cfg(test)]
+pub(super) fn merged_trees_optimize_as_libpcaps(filters: &[&str]) -> (usize, usize) {
+    use weir_filter::opt;
+    let names = NameDb::builtin();
+    let (mut compared, mut differing) = (0, 0);
+    for linktype in link::LINK_TYPES {
+        let options = Options::new(linktype);
+        for &text in filters {
+            let ast = crate::parse(text).expect(text).expect(text);
+            let merged = lower_trees_as(&ast, &options, &names, false);
+            let libpcap = lower_trees_as(&ast, &options, &names, true);
+            let (merged, libpcap) = match (merged, libpcap) {
+                (Ok(m), Ok(l)) => (m, l),
+                (Err(m), Err(l)) => {
+                    assert_eq!(m, l, "{linktype:?}: {text}");
+                    continue;
+                }
+                (m, l) => panic!("{linktype:?}: {text}: {m:?} against {l:?}"),
+            };
+            compared += 1;
+            differing += usize::from(merged.filter != libpcap.filter);
+            let first = |f| opt::simplify_factoring(&opt::drop_ruled_out(f));
+            assert_eq!(first(&merged.filter), first(&libpcap.filter), "{linktype:?}: {text}");
+            assert_eq!(
+                opt::optimize(&merged.filter),
+                opt::optimize(&libpcap.filter),
+                "{linktype:?}: {text}"
+            );
+            assert_eq!(
+                crate::libpcap_rejects_all(&merged),
+                crate::libpcap_rejects_all(&libpcap),
+                "{linktype:?}: {text}"
+            );
+        }
+    }
+    (compared, differing)
 }

@@ -101,7 +101,7 @@ impl Lowerer<'_> {
     /// rather than the copies (the IPv4 header length expression six times a port) that the
     /// optimizer merged and freed (issue 13). The optimizer's first `simplify` gives the same
     /// tree for either, so its output is the same (tested below). Inside a long list
-    /// ([`Lowerer::libpcap_port_trees`]) libpcap's tree is kept.
+    /// ([`Lowerer::libpcap_trees`]) libpcap's tree is kept.
     #[allow(clippy::too_many_arguments)]
     fn ports_for(
         &mut self,
@@ -117,7 +117,7 @@ impl Lowerer<'_> {
         let proto_offset = if v6 { 6 } else { 9 };
         let transport = match proto {
             Some(p) => self.cmp_field(Layer::Net, proto_offset, Size::Byte, u32::MAX, p),
-            None if self.libpcap_port_trees => {
+            None if self.libpcap_trees => {
                 let mut alternatives = Vec::with_capacity(ANY_TRANSPORT.len());
                 for p in ANY_TRANSPORT {
                     let transport =
@@ -326,10 +326,8 @@ fn leading_int(s: &str) -> Option<(RawPort, &str)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::link::LINK_TYPES;
-    use super::super::{lower_ports_as, Options};
+    use super::super::{lower_trees_as, Options};
     use super::*;
-    use weir_filter::opt;
 
     /// Port tests in every form (qualifiers, directions, ranges, names), alone and beside the
     /// tests the optimizer merges them with, rules out parts of, or decides against.
@@ -382,38 +380,7 @@ mod tests {
     /// libpcap's (else this compares nothing) wherever no protocol qualifies the port.
     #[test]
     fn merged_port_trees_optimize_as_libpcaps() {
-        let names = NameDb::builtin();
-        let (mut compared, mut differing) = (0, 0);
-        for linktype in LINK_TYPES {
-            let options = Options::new(linktype);
-            for &text in PORT_FILTERS {
-                let ast = crate::parse(text).expect(text).expect(text);
-                let merged = lower_ports_as(&ast, &options, &names, false);
-                let libpcap = lower_ports_as(&ast, &options, &names, true);
-                let (merged, libpcap) = match (merged, libpcap) {
-                    (Ok(m), Ok(l)) => (m, l),
-                    (Err(m), Err(l)) => {
-                        assert_eq!(m, l, "{linktype:?}: {text}");
-                        continue;
-                    }
-                    (m, l) => panic!("{linktype:?}: {text}: {m:?} against {l:?}"),
-                };
-                compared += 1;
-                differing += usize::from(merged.filter != libpcap.filter);
-                let first = |f| opt::simplify_factoring(&opt::drop_ruled_out(f));
-                assert_eq!(first(&merged.filter), first(&libpcap.filter), "{linktype:?}: {text}");
-                assert_eq!(
-                    opt::optimize(&merged.filter),
-                    opt::optimize(&libpcap.filter),
-                    "{linktype:?}: {text}"
-                );
-                assert_eq!(
-                    crate::libpcap_rejects_all(&merged),
-                    crate::libpcap_rejects_all(&libpcap),
-                    "{linktype:?}: {text}"
-                );
-            }
-        }
+        let (compared, differing) = super::super::merged_trees_optimize_as_libpcaps(PORT_FILTERS);
         // Most link types carry IP; each filter with an unqualified port lowers differently.
         assert!(compared > 1000 && differing * 4 > compared * 3, "{differing} of {compared}");
     }
@@ -449,7 +416,7 @@ mod tests {
         let options = Options::new(crate::LinkType::Ethernet);
         let lowered = |text: &str| {
             let ast = crate::parse(text).expect(text).expect(text);
-            lower_ports_as(&ast, &options, &names, false).expect(text).filter.pred
+            lower_trees_as(&ast, &options, &names, false).expect(text).filter.pred
         };
         let ports: Vec<String> = (1..=9).map(|p| format!("port {p}")).collect();
         let pairs: Vec<String> =
