@@ -937,7 +937,7 @@ fn xdp_rows(args: &FlowArgs, log: &mut Log) -> Result<(), String> {
                 let mut d = f.clone();
                 let mut m = Vec::new();
                 let mut w = Work::new(&mut d, f.len() as u32, 0, 0, &mut m);
-                match reference.process(&mut w).verdict {
+                match reference.process(&mut w).verdict() {
                     weir::flow::Verdict::Pass => 2,
                     weir::flow::Verdict::Drop => 1,
                     weir::flow::Verdict::Redirect(_) => 4,

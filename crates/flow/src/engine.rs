@@ -527,18 +527,20 @@ const NO_RANGE: PortRange = (1, 0);
 ///
 /// `repr(C)`, what a matched packet reads first: rank, verdict and line in the first 24
 /// bytes, the last-used stamp and the counter cell right after; 64 bytes (the counts are
-/// in [`Counters`]' tables: 104 bytes when they were in the rule).
+/// in [`Counters`]' tables: 104 bytes when they were in the rule). The chain, read by
+/// stats rows and the writer only, sits after the mask, so that the 8-byte `simple`
+/// leaves the order at 16 bytes.
 /// Rust's own order had put the priority and the order 112 bytes apart, each load a miss
 /// of its own in `perf` of a 1k-rule lookup (1k rules, one mask: 34.0 to 32.8 ns/packet).
 #[derive(Debug)]
 #[repr(C)]
 pub struct Installed {
     pub prio: u32,
-    /// `actions.simple`, beside the rank (most matched packets read nothing else).
-    pub simple: Option<Verdict>,
+    /// `actions.simple` with the rule's line, beside the rank (most matched packets read
+    /// nothing else): their outcome's verdict and line as the outcome holds them.
+    pub simple: Option<Decided>,
     /// `rule.line` (every matched packet reports it).
     pub line: u32,
-    pub chain: u32,
     /// Order among rules of equal priority (file order, then insertion order).
     pub seq: u64,
     /// The time stamp of the rule's last packet (nanoseconds, the packets' own clock, cut
@@ -552,6 +554,7 @@ pub struct Installed {
     pub(crate) hash: AtomicU32,
     /// The rule's mask, numbered by the classifier's [`Interner`].
     pub mask: u32,
+    pub chain: u32,
     src_range: PortRange,
     dst_range: PortRange,
     pub actions: Arc<Actions>,
@@ -569,7 +572,7 @@ impl Installed {
     ) -> Installed {
         Installed {
             prio,
-            simple: actions.simple,
+            simple: actions.simple.map(|verdict| Decided { verdict, line: rule.line as u32 }),
             line: rule.line as u32,
             chain: rule.chain,
             seq,
@@ -652,6 +655,18 @@ pub enum Verdict {
     Redirect(u16),
 }
 
+/// A verdict and the line of the rule that gave it, 8 bytes: a rule whose actions are
+/// one `pass` or `drop` holds its outcome's pair this way ([`Installed::simple`]) and an
+/// [`Outcome`] the same, so that a matched packet's outcome takes both with one load and
+/// one store (issue 14: held apart, in another order, they were three loads and four
+/// stores a packet at one mask).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct Decided {
+    pub verdict: Verdict,
+    pub line: u32,
+}
+
 /// What one packet did. `Copy`: [`outcome_slots`] fills a batch's slots with one copy.
 /// 16 bytes: the line a `u32` as `Installed` holds it, beside a flag for whether a rule
 /// matched (issue 14: an `Option<usize>` line made it 32 bytes, its two words stored a
@@ -659,9 +674,9 @@ pub enum Verdict {
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub struct Outcome {
-    /// The line of the last rule that matched, when `matched` (0 when not): [`Outcome::line`].
-    line: u32,
-    pub verdict: Verdict,
+    /// The verdict, and the line of the last rule that matched when `matched` (0 when
+    /// not): [`Outcome::verdict`], [`Outcome::line`].
+    decided: Decided,
     pub mark: u32,
     /// Whether a rule matched.
     matched: bool,
@@ -672,13 +687,13 @@ pub struct Outcome {
 // The size the doc comment above states.
 const _: () = assert!(std::mem::size_of::<Outcome>() == 16);
 const _: () = assert!(std::mem::size_of::<Installed>() == 64);
+const _: () = assert!(std::mem::size_of::<Option<Decided>>() == 8);
 
 impl Outcome {
     /// The outcome of a packet that `line`'s rule (or none) ended with `verdict`.
     pub(crate) fn new(line: Option<usize>, verdict: Verdict, mark: u32, modified: bool) -> Outcome {
         Outcome {
-            line: line.map_or(0, |l| l as u32),
-            verdict,
+            decided: Decided { verdict, line: line.map_or(0, |l| l as u32) },
             mark,
             matched: line.is_some(),
             modified,
@@ -688,7 +703,13 @@ impl Outcome {
     /// The line of the last rule that matched (the one whose actions ended it).
     #[inline]
     pub fn line(&self) -> Option<usize> {
-        self.matched.then_some(self.line as usize)
+        self.matched.then_some(self.decided.line as usize)
+    }
+
+    /// Where the packet ends.
+    #[inline]
+    pub fn verdict(&self) -> Verdict {
+        self.decided.verdict
     }
 }
 
@@ -696,7 +717,7 @@ impl std::fmt::Debug for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Outcome")
             .field("line", &self.line())
-            .field("verdict", &self.verdict)
+            .field("verdict", &self.verdict())
             .field("mark", &self.mark)
             .field("modified", &self.modified)
             .finish()
@@ -758,6 +779,9 @@ pub fn process<'r>(
     process_slow(w, key, need, first, lookup, counters.shard(my_shard()))
 }
 
+/// The outcome's pair when no rule matched.
+const MISSED: Decided = Decided { verdict: Verdict::Pass, line: 0 };
+
 /// `out` grown by `n` (at most [`BATCH`]) outcomes for a batch's packets to be written by index
 /// ([`process_into`]): one length update and one capacity test a batch instead of a
 /// push's a packet (issue 14: the push loaded and stored the length, tested the capacity
@@ -765,8 +789,7 @@ pub fn process<'r>(
 /// is overwritten: every slot gets its packet's outcome.
 #[inline(always)]
 pub(crate) fn outcome_slots(out: &mut Vec<Outcome>, n: usize) -> &mut [Outcome] {
-    const FILLER: Outcome =
-        Outcome { line: 0, verdict: Verdict::Pass, mark: 0, matched: false, modified: false };
+    const FILLER: Outcome = Outcome { decided: MISSED, mark: 0, matched: false, modified: false };
     let start = out.len();
     // A copy of a constant array (a memcpy): `Vec::resize` was a call with a loop.
     out.extend_from_slice(&[FILLER; BATCH][..n.min(BATCH)]);
@@ -800,27 +823,13 @@ pub(crate) fn process_into<'r, const OWNED: bool>(
     out: &mut Outcome,
 ) {
     match first {
-        None => {
-            *out = Outcome {
-                line: 0,
-                verdict: Verdict::Pass,
-                mark: w.mark,
-                matched: false,
-                modified: false,
-            }
-        }
+        None => *out = Outcome { decided: MISSED, mark: w.mark, matched: false, modified: false },
         Some(rule) => match rule.simple {
-            Some(verdict) => {
+            Some(decided) => {
                 // The outcome before the counts: written after them, the verdict's halves
                 // were loaded before and kept on the stack across the counters' atomics
                 // (issue 14: 3 instructions a matched packet at one mask).
-                *out = Outcome {
-                    line: rule.line,
-                    verdict,
-                    mark: w.mark,
-                    matched: true,
-                    modified: false,
-                };
+                *out = Outcome { decided, mark: w.mark, matched: true, modified: false };
                 if OWNED {
                     cells.hit_owned(rule, u64::from(w.wire_len), w.now);
                 } else {
@@ -862,8 +871,8 @@ fn process_slow<'r>(
         };
         cells.hit(rule, u64::from(w.wire_len), w.now);
         line = Some(rule.line());
-        if let Some(v) = rule.simple {
-            return Outcome::new(line, v, w.mark, modified);
+        if let Some(d) = rule.simple {
+            return Outcome::new(line, d.verdict, w.mark, modified);
         }
         let before = if rule.actions.modifies { Some(w.data.clone()) } else { None };
         let step = run_actions(rule, w);

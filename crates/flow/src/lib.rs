@@ -16,7 +16,7 @@
 //! let mut mirrored = Vec::new();
 //! let mut work = Work::new(&mut frame, 42, 0, 0, &mut mirrored);
 //! let outcome = classifier.process(&mut work);
-//! assert_eq!(outcome.verdict, Verdict::Drop);
+//! assert_eq!(outcome.verdict(), Verdict::Drop);
 //! assert_eq!(outcome.line(), Some(1));
 //! ```
 //!

@@ -83,7 +83,7 @@ fn pedit_then_csum_leaves_valid_checksums() {
         "protocol ip flower ip_proto tcp action pedit ex munge ip ttl add 0xff munge tcp dport set 8080 munge ip dst set 192.168.9.9 pipe action csum ip and tcp",
         &f,
     );
-    assert_eq!(o.verdict, Verdict::Pass);
+    assert_eq!(o.verdict(), Verdict::Pass);
     assert!(o.modified);
     assert_eq!(d[22], 63, "ttl + 0xff wraps to ttl - 1");
     assert_eq!(u16::from_be_bytes([d[36], d[37]]), 8080);
@@ -116,7 +116,7 @@ fn vlan_push_pop_modify() {
         "protocol ip flower action vlan push id 9 pipe action goto chain 1\nchain 1 protocol 802.1Q flower vlan_id 9 action drop",
         &f,
     );
-    assert_eq!((o.line(), o.verdict), (Some(2), Verdict::Drop));
+    assert_eq!((o.line(), o.verdict()), (Some(2), Verdict::Drop));
 }
 
 #[test]
@@ -124,31 +124,31 @@ fn controls_chains_and_marks() {
     let f = tcp_frame(64, &[]);
     // continue: on to the next rule of the chain.
     let (o, _, _) = run("prio 1 protocol ip flower action skbedit mark 0xff00 continue\nprio 2 protocol ip flower action skbedit mark 0x12/0xff pipe action drop", &f);
-    assert_eq!((o.line(), o.verdict, o.mark), (Some(2), Verdict::Drop, 0xff12));
+    assert_eq!((o.line(), o.verdict(), o.mark), (Some(2), Verdict::Drop, 0xff12));
     // goto chain with nothing there: pass.
     let (o, _, _) = run("protocol ip flower action goto chain 5", &f);
-    assert_eq!((o.line(), o.verdict), (Some(1), Verdict::Pass));
+    assert_eq!((o.line(), o.verdict()), (Some(1), Verdict::Pass));
     // A loop: dropped after the kernel's 16 restarts.
     let (o, _, _) = run(
         "protocol ip flower action goto chain 1\nchain 1 protocol ip flower action goto chain 0",
         &f,
     );
-    assert_eq!(o.verdict, Verdict::Drop);
+    assert_eq!(o.verdict(), Verdict::Drop);
     // mirror copies the packet as it is then and goes on; redirect ends it.
     let (o, d, m) = run(
         "protocol ip flower action mirred egress mirror dev a action pedit ex munge ip ttl set 1 pipe action mirred egress redirect dev b",
         &f,
     );
-    assert_eq!(o.verdict, Verdict::Redirect(1));
+    assert_eq!(o.verdict(), Verdict::Redirect(1));
     assert_eq!(m, vec![(0, f.clone())]);
     assert_eq!(d[22], 1);
     // A redirect given a control is a copy; the packet goes on to the control.
     let (o, _, m) =
         run("protocol ip flower action mirred egress redirect dev a pipe action drop", &f);
-    assert_eq!((o.verdict, m.len()), (Verdict::Drop, 1));
+    assert_eq!((o.verdict(), m.len()), (Verdict::Drop, 1));
     // No rule: pass, no line.
     let (o, _, _) = run("protocol arp flower action drop", &f);
-    assert_eq!((o.line(), o.verdict), (None, Verdict::Pass));
+    assert_eq!((o.line(), o.verdict()), (None, Verdict::Pass));
 }
 
 #[test]

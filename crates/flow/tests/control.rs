@@ -14,7 +14,7 @@ fn run(c: &Classifier, port: u16) -> (Verdict, Option<usize>) {
     let mut m = Vec::new();
     let mut w = Work::new(&mut f, 42, 0, 5_000_000_000, &mut m);
     let o = c.process(&mut w);
-    (o.verdict, o.line())
+    (o.verdict(), o.line())
 }
 
 const RULES: &str = "prio 2 protocol ip flower ip_proto udp dst_port 53 action drop\n\

@@ -325,7 +325,7 @@ fn inserts_and_deletes_agree_with_a_rebuilt_reference() {
         let named = |seen: Vec<Seen>, devs: &[String]| -> Named {
             seen.into_iter()
                 .map(|(o, d, m)| {
-                    let v = match o.verdict {
+                    let v = match o.verdict() {
                         weir_flow::Verdict::Redirect(i) => {
                             format!("redirect {}", devs[usize::from(i)])
                         }
@@ -391,7 +391,7 @@ fn lookups_go_on_while_rules_change() {
             let now = run_classifier(&classifier, &frames, &[0]);
             for (x, y) in before.iter().zip(&now) {
                 assert_eq!(x.0.line(), y.0.line());
-                assert_eq!(x.0.verdict, y.0.verdict);
+                assert_eq!(x.0.verdict(), y.0.verdict());
             }
             rounds += 1;
         }
@@ -446,7 +446,7 @@ fn large_subtables_grow_and_agree_after_updates() {
         (0..6500u32).map(|i| ipv4_from([10, (i / 256) as u8, (i % 256) as u8, 1])).collect();
     let a = run_reference(&reference, &frames, &[0]);
     let b = run_classifier(&classifier, &frames, &[0]);
-    let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line(), s.0.verdict)).collect::<Vec<_>>();
+    let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line(), s.0.verdict())).collect::<Vec<_>>();
     assert_eq!(lines(&a), lines(&b));
     let matched = a.iter().filter(|s| s.0.line().is_some()).count();
     assert!(matched > 4000, "{matched}");
@@ -513,7 +513,7 @@ fn churn_on_one_key_agrees_with_the_reference() {
         }
         let a = run_reference(&Reference::new(&rebuilt), &frames, &[0]);
         let b = run_classifier(&classifier, &frames, &[0]);
-        let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line(), s.0.verdict)).collect::<Vec<_>>();
+        let lines = |v: &[Seen]| v.iter().map(|s| (s.0.line(), s.0.verdict())).collect::<Vec<_>>();
         assert_eq!(lines(&a), lines(&b), "step {step}");
     }
 }

@@ -48,7 +48,7 @@ fn reference(set: &RuleSet, frames: &[Vec<u8>]) -> Expected {
             let mut data = f.clone();
             let mut mirrored = Vec::new();
             let mut w = Work::new(&mut data, f.len() as u32, lo, 0, &mut mirrored);
-            let v = xdp_of(r.process(&mut w).verdict);
+            let v = xdp_of(r.process(&mut w).verdict());
             (v, data)
         })
         .collect();

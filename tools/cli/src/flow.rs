@@ -418,7 +418,7 @@ impl Output<'_> {
         emit(&mut self.writers, s, o)?;
         if self.verdicts {
             let line = o.line().map_or("-".to_string(), |l| l.to_string());
-            let fin = match o.verdict {
+            let fin = match o.verdict() {
                 Verdict::Pass => "pass".to_string(),
                 Verdict::Drop => "drop".to_string(),
                 Verdict::Redirect(d) => {
@@ -725,7 +725,7 @@ fn emit(writers: &mut [CaptureWriter], s: &Slot, o: &Outcome) -> Result<(), Stri
     for (d, bytes) in &s.mirrored {
         write(1 + usize::from(*d), bytes)?;
     }
-    match o.verdict {
+    match o.verdict() {
         Verdict::Pass => write(0, &s.data),
         Verdict::Redirect(d) => write(1 + usize::from(d), &s.data),
         Verdict::Drop => Ok(()),
