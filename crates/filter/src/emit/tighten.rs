@@ -222,7 +222,8 @@ fn tighten_pass(step: usize, p: &mut [CbpfInsn], cur: &mut Current, sc: &mut Scr
             // through the positions kept ([`read_through_removals`]), in place of the
             // analysis the second try would make (tighten_rounds -9.2k instructions on `udp
             // and (port 67 or port 68)`, -6.4k on `tcp and not port 22`, bench/records/
-            // 2026-12-02-compile-45.txt; asked only then: when the first try keeps nothing,
+            // 2026-12-02-compile-45.txt, measured before analyses resumed from a shared
+            // prefix, compile-48; asked only then: when the first try keeps nothing,
             // the check would cost without saving).
             let mut through = false;
             // (one call site each: drop_dead stays inlined)
@@ -449,7 +450,8 @@ impl Scratch {
 
 /// The analysis of a program, kept while the passes leave the program as it is: the round
 /// that finds nothing more to do (every tightening ends with one) would otherwise analyze
-/// the same program three times.
+/// the same program three times; and what the next program's analysis resumes from where
+/// the two share a prefix ([`shared_prefix`]).
 struct Current {
     of: Vec<CbpfInsn>,
     an: Analysis,
@@ -482,6 +484,16 @@ fn current<'a>(cur: &'a mut Current, p: &[CbpfInsn]) -> &'a mut Analysis {
     &mut cur.an
 }
 
+/// Whether two instructions are the same to the analysis: a jump the same test (its
+/// offsets are the caller's to compare: positions move), anything else the same exactly.
+fn same_to_analysis(a: &CbpfInsn, b: &CbpfInsn) -> bool {
+    if a.op.is_jump() {
+        a.op == b.op && (a.op == CbpfOp::Ja || a.k == b.k)
+    } else {
+        a == b
+    }
+}
+
 /// How many of its first instructions `new` shares with `old` as the analysis sees them: the
 /// largest `k` such that each instruction before `k` is the same in both (a jump: the same
 /// test, going to the same positions wherever either goes to one before `k`). The analysis
@@ -491,12 +503,7 @@ fn shared_prefix(old: &[CbpfInsn], new: &[CbpfInsn]) -> usize {
     let mut i = 0;
     while i < k {
         let (a, b) = (old[i], new[i]);
-        let same = if a.op.is_jump() {
-            a.op == b.op && (a.op == CbpfOp::Ja || a.k == b.k)
-        } else {
-            a == b
-        };
-        if !same {
+        if !same_to_analysis(&a, &b) {
             return i;
         }
         let (to_old, to_new) = (successors(old, i), successors(new, i));
@@ -1331,8 +1338,8 @@ impl Analysis {
         self.reached.get(i).copied().unwrap_or(false).then(|| &self.states[i])
     }
 
-    /// Analyzes `p` in place of what this held, in its buffers (a tightening analyzes
-    /// several programs; each starts from fresh value numbers, as a new analysis would).
+    /// Analyzes `p` from scratch in place of what this held, in its buffers, from fresh
+    /// value numbers: the tests' oracle for [`Analysis::redo_from`].
     #[cfg(test)]
     fn redo(&mut self, p: &[CbpfInsn]) {
         self.redo_from(p, 0);
@@ -1711,14 +1718,8 @@ fn read_through_removals(
         // A removed instruction's place is the next kept one's.
         kept_at.push(origin.len());
         // (a `ja +0` is never kept: [`compact`] removes every one it is given)
-        let kept = *insn != nop()
-            && after.get(origin.len()).is_some_and(|a| {
-                if insn.op.is_jump() {
-                    a.op == insn.op && (insn.op == CbpfOp::Ja || a.k == insn.k)
-                } else {
-                    a == insn
-                }
-            });
+        let kept =
+            *insn != nop() && after.get(origin.len()).is_some_and(|a| same_to_analysis(insn, a));
         if kept {
             origin.push(i);
             continue;
@@ -2226,7 +2227,8 @@ fn merge_tails_trying<const EVERY_COPY: bool>(p: &mut [CbpfInsn], sc: &mut Scrat
     }
 }
 
-/// Copies [`merge_tails`] tries to replace by a `ja` per round (each try walks the program).
+/// Copies [`merge_tails`] tries to replace by a `ja` per round (each try walks the program;
+/// a try skipped as dropping nothing still counts, so the cap picks the copies it did).
 const MAX_FAR_MERGES: usize = 1024;
 
 /// True when a `ja` (anywhere) in place of instruction `here`, which `reach` (what a run of
