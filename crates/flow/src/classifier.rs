@@ -1116,6 +1116,8 @@ impl SlotRules {
     /// delete from one leaves one or more).
     fn of(mut v: Vec<Arc<Installed>>) -> SlotRules {
         let first = v.remove(0);
+        // (the list shifted, one slot spare: `Store::bytes` counts its length)
+        v.shrink_to_fit();
         SlotRules { first, rest: (!v.is_empty()).then(|| Arc::new(v)) }
     }
     /// The first rule (best first) that `holds`, among those `before` accepts, which are a
@@ -1213,6 +1215,11 @@ fn visit_hash<const W: usize, const ALL_VARY: bool>(base: u64, vary: u32, mk: &[
 const NO_RANK: (u32, u64) = (u32::MAX, u64::MAX);
 
 impl<const W: usize> Subtable<W> {
+    /// Whether its rules test a port range, which its key's slot cannot hold alone.
+    #[inline(always)]
+    fn ranged(&self) -> bool {
+        self.src_range || self.dst_range
+    }
     fn new(
         gmask: [u64; W],
         (src_range, dst_range): (bool, bool),
@@ -1511,14 +1518,12 @@ impl<const W: usize> ChainT<W> {
                 continue;
             }
             let Some(slot) = st.find(&mk, h) else { continue };
-            let ranged = st.src_range || st.dst_range;
+            let ranged = st.ranged();
             let found = slot.rules.first_holding(
                 |r| r.rank() < bound,
                 |r| after.is_none_or(|a| r.rank() > a) && (!ranged || r.ranges_hold(key)),
             );
-            if let Some(r) = found {
-                cand = Some(r);
-            }
+            cand = found.map(|r| &**r).or(cand);
         }
         cand
     }
@@ -2085,7 +2090,7 @@ impl<const W: usize> Tables<W> {
             // were loaded again after every atomic load of the probes (~6 instructions a
             // probe, issue 14).
             let gmask = st.gmask;
-            let ranged = st.src_range || st.dst_range;
+            let ranged = st.ranged();
             let mut nl = 0;
             while here != 0 {
                 let i = here.trailing_zeros() as usize;
@@ -2256,7 +2261,7 @@ impl<const W: usize> Tables<W> {
         let mk = and(k, &st.gmask);
         let h = visit_hash::<W, ALL_VARY>(b, vary, &mk);
         let slot = st.store.probe_view().find(&mk, h)?;
-        let ranged = st.src_range || st.dst_range;
+        let ranged = st.ranged();
         // `SlotRules::first_holding` written out: through it the visit loaded `first`'s
         // address ahead of the range test, which most visits do not need (issue 14: one
         // instruction a packet at 1000:16, bench/records/2026-12-02-flow-speed-39.txt).

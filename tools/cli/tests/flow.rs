@@ -179,7 +179,9 @@ fn workers_keep_read_order_across_chunks() {
 /// Without `--verdicts` the reading thread skips its pass over a piece's packets when
 /// nothing is written: `--stats` alone counts every piece (a short last one included) as
 /// `--verdicts --stats` does, and `--out-dir` without `--verdicts` still writes every
-/// packet, for any --workers.
+/// packet, for any --workers. (The counts are the classifier's, so the first half holds
+/// whether or not the pass is skipped; the second catches a pass skipped when files are
+/// written.)
 #[test]
 fn stats_or_files_without_verdicts_match_the_full_run() {
     let (dir, rules) = rules_in("flow-stats-alone");
