@@ -25,7 +25,8 @@ pub enum Format {
 pub const READ_LIMIT: u64 = 64 << 20;
 
 /// The largest flow rule file `weir flow` reads (1 GiB): a million tc-flower rules take
-/// about 130 MB as text (issue 14's largest rule set), and a bound still stops `/dev/zero`.
+/// about 120 MB as text (issue 14's largest rule set; bench/records/2026-12-02-flow-
+/// start-1.txt), and a bound still stops `/dev/zero`.
 pub const RULES_READ_LIMIT: u64 = 1 << 30;
 
 /// Reads a whole input file (`-`: standard input), at most [`READ_LIMIT`] bytes.
