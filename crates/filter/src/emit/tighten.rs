@@ -2859,11 +2859,7 @@ mod tests {
         let mut sc = Scratch::default();
         let (mut dropped, mut unreached_by_rewrite) = (0, 0);
         for case in 0..20_000 {
-            let p = match case % 3 {
-                0 => random_program(&mut rng),
-                1 => random_laid_out_program(&mut rng),
-                _ => random_dispatch_program(&mut rng),
-            };
+            let p = random_program_of_kind(&mut rng, case);
             if !well_formed(&p) {
                 continue;
             }
@@ -3002,6 +2998,16 @@ mod tests {
         p
     }
 
+    /// A random program of kind `case % 3`: plain, laid out, dispatch (the random tests'
+    /// three shapes, in turn).
+    fn random_program_of_kind(rng: &mut weir_testkit::SplitMix64, case: usize) -> Vec<CbpfInsn> {
+        match case % 3 {
+            0 => random_program(rng),
+            1 => random_laid_out_program(rng),
+            _ => random_dispatch_program(rng),
+        }
+    }
+
     /// A program in the shape of a laid-out protocol dispatch: blocks that each load one of
     /// a few header fields and test it against a few constants, every jump to a later
     /// block's load or to one of the two returns. The same field is loaded again on many
@@ -3073,11 +3079,7 @@ mod tests {
         let mut rng = weir_testkit::SplitMix64::new(0x7e4d);
         let (mut read_through, mut refused, mut known_indirect_ends) = (0, 0, 0);
         for case in 0..30_000 {
-            let mut p = match case % 3 {
-                0 => random_program(&mut rng),
-                1 => random_laid_out_program(&mut rng),
-                _ => random_dispatch_program(&mut rng),
-            };
+            let mut p = random_program_of_kind(&mut rng, case);
             let mut cur = Current::new();
             let mut sc = Scratch::with_room(p.len());
             // A round's thread first (as tightening runs it), then drop_redundant.
@@ -3163,11 +3165,7 @@ mod tests {
         let (mut settled, mut asked, mut dropped_redundant, mut dropped_head) = (0, 0, 0, 0);
         let mut for_the_check = 0;
         for case in 0..cases {
-            let p = match case % 3 {
-                0 => random_program(&mut rng),
-                1 => random_laid_out_program(&mut rng),
-                _ => random_dispatch_program(&mut rng),
-            };
+            let p = random_program_of_kind(&mut rng, case);
             assert!(well_formed(&p), "{p:?}");
             let (q, stopped) = tighten_rounds(&p, true);
             let (r, confirmed) = tighten_rounds(&p, false);
@@ -3646,11 +3644,7 @@ mod tests {
         let mut rng = weir_testkit::SplitMix64::new(0x4e5a);
         let (mut resumed, mut asked) = (0, 0);
         for case in 0..20_000 {
-            let mut p = match case % 3 {
-                0 => random_program(&mut rng),
-                1 => random_laid_out_program(&mut rng),
-                _ => random_dispatch_program(&mut rng),
-            };
+            let mut p = random_program_of_kind(&mut rng, case);
             if !well_formed(&p) {
                 continue;
             }
@@ -3707,11 +3701,7 @@ mod tests {
         let mut rng = weir_testkit::SplitMix64::new(0x3a17);
         let (mut nothing, mut dropped) = (0, 0);
         for case in 0..20_000 {
-            let p = match case % 3 {
-                0 => random_program(&mut rng),
-                1 => random_laid_out_program(&mut rng),
-                _ => random_dispatch_program(&mut rng),
-            };
+            let p = random_program_of_kind(&mut rng, case);
             if !well_formed(&p) {
                 continue;
             }
